@@ -1,0 +1,129 @@
+//! Tests of the whole reading: files on disk -> `Settings` or errors.
+
+use super::*;
+use std::path::PathBuf;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!("warren-cfg-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(p.join("htdocs")).unwrap();
+        Dir(p)
+    }
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn load(dir: &Dir, text: &str) -> Loaded {
+    let f = dir.write("warren.conf", text);
+    load_file(&f, &LoadOptions::default())
+}
+
+#[test]
+fn minimal_config_gets_apache_defaults() {
+    let d = Dir::new("min");
+    let l = load(&d, "Listen 127.0.0.1:8080\nDocumentRoot htdocs\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    assert_eq!(s.mpm, Mpm::Event);
+    assert_eq!(s.limits, Limits { request_line: 8190, field_size: 8190, fields: 100 });
+    assert_eq!(s.timeout.as_secs(), 60);
+    assert_eq!(s.keep_alive_timeout.as_secs(), 5);
+    assert_eq!(s.max_keep_alive_requests, 100);
+    assert_eq!(s.main.document_root, d.0.join("htdocs"));
+    assert_eq!(s.tuning.threads_per_child, 25);
+    assert_eq!(s.tuning.max_request_workers, 400);
+}
+
+#[test]
+fn every_error_is_reported_with_its_line() {
+    let d = Dir::new("errs");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nBogusDirective 1\nTimeout soon\n<VirtualHost *:8080>\nListen 9090\n</VirtualHost>\nOptions +Indexes FollowSymLinks\n");
+    assert!(l.settings.is_none());
+    let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
+    assert_eq!(lines, vec![3, 4, 6, 8], "{:?}", l.errors);
+    assert!(l.errors[0].to_string().contains("warren.conf:3: unknown or unsupported directive 'BogusDirective'"));
+}
+
+#[test]
+fn virtual_hosts_inherit_and_sections_nest() {
+    let d = Dir::new("vh");
+    std::fs::create_dir_all(d.0.join("site")).unwrap();
+    let l = load(
+        &d,
+        r#"Listen 8080
+DocumentRoot htdocs
+DirectoryIndex index.html index.htm
+<Directory htdocs/private>
+  Require all denied
+  <Files "*.txt">
+    Require all granted
+  </Files>
+</Directory>
+<VirtualHost *:8080>
+  ServerName Example.COM:8080
+  ServerAlias www.example.com *.example.org
+  DocumentRoot site
+  <FilesMatch "\.bak$">
+    Require all denied
+  </FilesMatch>
+</VirtualHost>
+"#,
+    );
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    assert_eq!(s.main.sections.len(), 2);
+    assert!(s.main.sections[1].within.is_some());
+    let vh = &s.virtual_hosts[0];
+    assert_eq!(vh.host.server_name.as_deref(), Some("example.com"));
+    assert_eq!(vh.host.aliases, vec!["www.example.com", "*.example.org"]);
+    assert_eq!(vh.host.dir.directory_index.as_ref().unwrap().len(), 2);
+    assert_eq!(vh.host.sections.len(), 3, "main sections first, then the vhost's");
+    assert_eq!(vh.addrs, vec![VhostAddr { ip: None, port: Some(8080) }]);
+}
+
+#[test]
+fn seeds_event_block_with_corrections() {
+    let d = Dir::new("mpm");
+    let l = load(
+        &d,
+        "Listen 8080\nDocumentRoot htdocs\n<IfModule mpm_event_module>\nStartServers 2\nMinSpareThreads 25\nMaxSpareThreads 75\nThreadLimit 64\nThreadsPerChild 25\nMaxRequestWorkers 160\nMaxConnectionsPerChild 0\n</IfModule>\n<IfModule mpm_prefork_module>\nMinSpareServers 5\n</IfModule>\n",
+    );
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    assert_eq!(s.tuning.start_servers, 2);
+    assert_eq!(s.tuning.max_request_workers, 150, "rounded down to a multiple of ThreadsPerChild");
+    assert_eq!(l.warnings.len(), 1);
+    assert_eq!(l.warnings[0].origin.line, 9);
+}
+
+#[test]
+fn prefork_directive_under_event_is_an_error() {
+    let d = Dir::new("wrongmpm");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nMinSpareServers 5\n");
+    assert_eq!(l.errors.len(), 1);
+    assert!(l.errors[0].message.contains("prefork"), "{}", l.errors[0]);
+}
+
+#[test]
+fn log_formats_and_custom_logs() {
+    let d = Dir::new("logs");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nLogFormat \"%h %>s %D\" timing\nCustomLog access.log timing\nCustomLog other.log combined\nCustomLog x.log nosuch\n");
+    assert_eq!(l.errors.len(), 1);
+    assert_eq!(l.errors[0].origin.line, 6);
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nCustomLog access.log \"%h %{X-Test}i\"\n");
+    let s = l.settings.unwrap();
+    assert_eq!(s.main.custom_logs[0].path, d.0.join("access.log"));
+    assert_eq!(s.main.custom_logs[0].format[2], LogItem::RequestHeader("x-test".into()));
+}
