@@ -1,0 +1,23 @@
+//! HTTP/1.1 without I/O: the protocol core every MPM shares.
+//!
+//! - [`request`]: bytes -> [`RequestHead`] (request line, header fields, and
+//!   the framing and connection facts derived from them), or an
+//!   [`HttpError`] carrying the status RFC 9112 prescribes.
+//! - [`body`]: [`BodyDecoder`] for Content-Length and chunked bodies, fed
+//!   incrementally.
+//! - [`response`]: status lines and header fields written into a buffer, and
+//!   the once-a-second [`DateCache`].
+//! - [`conn`]: the connection [`Phase`]s and the [`KeepAlivePolicy`].
+//!
+//! Nothing here touches a socket, so a blocking MPM and the event loop drive
+//! the same code.
+
+pub mod body;
+pub mod conn;
+pub mod request;
+pub mod response;
+
+pub use body::BodyDecoder;
+pub use conn::{KeepAlivePolicy, Phase};
+pub use request::{parse_head, BodyFraming, HeadLimits, HttpError, RequestHead, Version};
+pub use response::DateCache;

@@ -1,0 +1,485 @@
+//! Request heads: bytes -> [`RequestHead`] or an [`HttpError`] with the status
+//! RFC 9112 prescribes. The request line is checked by hand (to tell 414 and
+//! 505 from 400); header fields are tokenised by httparse.
+
+use std::ops::Range;
+
+/// A request the server must refuse, with the status to answer and the
+/// reason to log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpError {
+    pub status: u16,
+    pub reason: String,
+}
+
+impl HttpError {
+    pub fn new(status: u16, reason: impl Into<String>) -> HttpError {
+        HttpError { status, reason: reason.into() }
+    }
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.reason, self.status)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    Http10,
+    Http11,
+}
+
+impl Version {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        }
+    }
+}
+
+/// LimitRequestLine, LimitRequestFieldSize, LimitRequestFields.
+#[derive(Clone, Copy, Debug)]
+pub struct HeadLimits {
+    pub request_line: usize,
+    pub field_size: usize,
+    pub fields: usize,
+}
+
+/// How the request body is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyFraming {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// A parsed request head. It owns a copy of the head's bytes; the accessors
+/// hand out slices of it.
+#[derive(Clone, Debug)]
+pub struct RequestHead {
+    raw: Vec<u8>,
+    method: Range<usize>,
+    target: Range<usize>,
+    pub version: Version,
+    headers: Vec<(Range<usize>, Range<usize>)>,
+    pub framing: BodyFraming,
+    /// The client allows the connection to stay open after this request.
+    pub keep_alive: bool,
+    pub expect_continue: bool,
+    /// The Host header's value (or the authority of an absolute-form target).
+    host: Option<Range<usize>>,
+    /// Where the origin-form part (`/path?query`) of the target starts.
+    path_start: usize,
+}
+
+impl RequestHead {
+    pub fn method(&self) -> &str {
+        // Checked to be token characters (ASCII) while parsing.
+        std::str::from_utf8(&self.raw[self.method.clone()]).unwrap_or("")
+    }
+
+    /// The request-target as sent.
+    pub fn target(&self) -> &[u8] {
+        &self.raw[self.target.clone()]
+    }
+
+    /// `/path?query` (for an absolute-form target, the part after the authority).
+    pub fn path_and_query(&self) -> &[u8] {
+        &self.raw[self.target.start + self.path_start..self.target.end]
+    }
+
+    /// The request line without its line ending, for `%r`.
+    pub fn request_line(&self) -> &[u8] {
+        let end = self.raw.iter().position(|&b| b == b'\n').unwrap_or(self.raw.len());
+        let line = &self.raw[self.method.start..end];
+        line.strip_suffix(b"\r").unwrap_or(line)
+    }
+
+    /// Host without port, lower-cased by the caller if needed; None when absent.
+    pub fn host(&self) -> Option<&[u8]> {
+        self.host.clone().map(|r| &self.raw[r])
+    }
+
+    /// The first value of a header, by case-insensitive name.
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| self.raw[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| &self.raw[v.clone()])
+    }
+
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers.iter().map(|(n, v)| (&self.raw[n.clone()], &self.raw[v.clone()]))
+    }
+
+    /// Length of the head on the wire.
+    pub fn wire_len(&self) -> usize {
+        self.raw.len()
+    }
+
+    pub fn has_body(&self) -> bool {
+        self.framing != BodyFraming::None
+    }
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Finds `\n` and returns the line end (excluding an optional `\r`) and the
+/// position after the `\n`.
+fn find_line(buf: &[u8], from: usize) -> Option<(usize, usize)> {
+    let nl = from + buf[from..].iter().position(|&b| b == b'\n')?;
+    let end = if nl > from && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
+    Some((end, nl + 1))
+}
+
+/// Parses a request head from the start of `buf`.
+///
+/// `Ok(None)`: more bytes are needed. `Ok(Some((head, n)))`: the head took
+/// `n` bytes. `Err(e)`: answer `e.status` and close the connection.
+pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<(RequestHead, usize)>, HttpError> {
+    // RFC 9112 2.2: ignore empty lines before the request line.
+    let mut start = 0;
+    while start < buf.len() && (buf[start] == b'\n' || (buf[start] == b'\r' && buf.get(start + 1) == Some(&b'\n'))) {
+        start += if buf[start] == b'\r' { 2 } else { 1 };
+        if start > 64 {
+            return Err(HttpError::new(400, "too many empty lines before the request line"));
+        }
+    }
+    let Some((line_end, headers_start)) = find_line(buf, start) else {
+        if buf.len() - start > limits.request_line + 1 {
+            return Err(HttpError::new(414, format!("request line longer than LimitRequestLine ({})", limits.request_line)));
+        }
+        return Ok(None);
+    };
+    if line_end - start > limits.request_line {
+        return Err(HttpError::new(414, format!("request line longer than LimitRequestLine ({})", limits.request_line)));
+    }
+    let line = &buf[start..line_end];
+    let (method, target, version) = parse_request_line(line)?;
+    let method = start + method.start..start + method.end;
+    let target = start + target.start..start + target.end;
+
+    // Find the end of the header section, checking limits on what has arrived.
+    let mut pos = headers_start;
+    let mut count = 0usize;
+    let head_end = loop {
+        match find_line(buf, pos) {
+            None => {
+                if buf.len() - pos > limits.field_size + 1 {
+                    return Err(HttpError::new(431, format!("header field longer than LimitRequestFieldSize ({})", limits.field_size)));
+                }
+                return Ok(None);
+            }
+            Some((end, next)) => {
+                if end == pos {
+                    break next;
+                }
+                if end - pos > limits.field_size {
+                    return Err(HttpError::new(431, format!("header field longer than LimitRequestFieldSize ({})", limits.field_size)));
+                }
+                count += 1;
+                if count > limits.fields {
+                    return Err(HttpError::new(431, format!("more header fields than LimitRequestFields ({})", limits.fields)));
+                }
+                if matches!(buf[pos], b' ' | b'\t') {
+                    return Err(HttpError::new(400, "obsolete line folding (obs-fold) in a header field"));
+                }
+                pos = next;
+            }
+        }
+    };
+
+    let mut stack = [httparse::EMPTY_HEADER; 32];
+    let mut heap;
+    let slots: &mut [httparse::Header] = if count <= stack.len() {
+        &mut stack[..]
+    } else {
+        heap = vec![httparse::EMPTY_HEADER; count];
+        &mut heap[..]
+    };
+    let parsed = match httparse::parse_headers(&buf[headers_start..head_end], slots) {
+        Ok(httparse::Status::Complete((_, h))) => h,
+        Ok(httparse::Status::Partial) => return Err(HttpError::new(400, "malformed header section")),
+        Err(httparse::Error::HeaderName) => {
+            return Err(HttpError::new(400, "malformed header field name (whitespace before the colon?)"))
+        }
+        Err(e) => return Err(HttpError::new(400, format!("malformed header field: {e}"))),
+    };
+    let base = buf.as_ptr() as usize;
+    let offset = |s: &[u8]| s.as_ptr() as usize - base;
+    let mut headers = Vec::with_capacity(parsed.len());
+    for h in parsed.iter() {
+        let n = offset(h.name.as_bytes());
+        // An empty value may point anywhere; anchor it after the name.
+        let v = if h.value.is_empty() { n + h.name.len() } else { offset(h.value) };
+        headers.push((n..n + h.name.len(), v..v + h.value.len()));
+    }
+
+    let mut head = RequestHead {
+        raw: Vec::new(),
+        method,
+        target,
+        version,
+        headers,
+        framing: BodyFraming::None,
+        keep_alive: version == Version::Http11,
+        expect_continue: false,
+        host: None,
+        path_start: 0,
+    };
+    analyse(&mut head, buf)?;
+    head.raw = buf[..head_end].to_vec();
+    Ok(Some((head, head_end)))
+}
+
+fn parse_request_line(line: &[u8]) -> Result<(Range<usize>, Range<usize>, Version), HttpError> {
+    let bad = |why: &str| Err(HttpError::new(400, format!("malformed request line: {why}")));
+    let Some(sp1) = line.iter().position(|&b| b == b' ') else {
+        return bad("no request-target");
+    };
+    let Some(sp2) = line.iter().rposition(|&b| b == b' ') else { return bad("no version") };
+    if sp1 == 0 || !line[..sp1].iter().all(|&b| is_tchar(b)) {
+        return bad("bad method");
+    }
+    if sp2 == sp1 {
+        return bad("no HTTP version (HTTP/0.9 is not supported)");
+    }
+    let target = sp1 + 1..sp2;
+    if target.is_empty() || line[target.clone()].iter().any(|&b| b <= b' ' || b == 0x7f) {
+        return bad("bad request-target (spaces or control characters)");
+    }
+    let v = &line[sp2 + 1..];
+    let version = match v {
+        b"HTTP/1.1" => Version::Http11,
+        b"HTTP/1.0" => Version::Http10,
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => {
+            if *major == b'1' {
+                // RFC 9110 6.2: a higher minor version is served as 1.1.
+                Version::Http11
+            } else {
+                return Err(HttpError::new(505, format!("HTTP version {} not supported", String::from_utf8_lossy(v))));
+            }
+        }
+        _ => return bad("bad HTTP version"),
+    };
+    let t = &line[target.clone()];
+    if t[0] != b'/' && t != b"*" && !(t.len() > 7 && (t[..7].eq_ignore_ascii_case(b"http://") || t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://"))) {
+        return bad("request-target is not origin-form, absolute-form or *");
+    }
+    Ok((0..sp1, target, version))
+}
+
+/// Checks the framing and connection headers (RFC 9112 6, 9.3; RFC 9110 7.2).
+fn analyse(head: &mut RequestHead, buf: &[u8]) -> Result<(), HttpError> {
+    let mut content_length: Option<u64> = None;
+    let mut transfer_encoding: Option<Range<usize>> = None;
+    let mut host_count = 0;
+    for (name, value) in &head.headers {
+        let n = &buf[name.clone()];
+        let v = &buf[value.clone()];
+        if n.eq_ignore_ascii_case(b"content-length") {
+            for item in v.split(|&b| b == b',') {
+                let item = item.trim_ascii();
+                if item.is_empty() || item.len() > 19 || !item.iter().all(u8::is_ascii_digit) {
+                    return Err(HttpError::new(400, "invalid Content-Length"));
+                }
+                let len: u64 = std::str::from_utf8(item).ok().and_then(|s| s.parse().ok()).ok_or_else(|| HttpError::new(400, "invalid Content-Length"))?;
+                if content_length.is_some_and(|c| c != len) {
+                    return Err(HttpError::new(400, "conflicting Content-Length values"));
+                }
+                content_length = Some(len);
+            }
+        } else if n.eq_ignore_ascii_case(b"transfer-encoding") {
+            if transfer_encoding.is_some() {
+                return Err(HttpError::new(501, "several Transfer-Encoding fields"));
+            }
+            transfer_encoding = Some(value.clone());
+        } else if n.eq_ignore_ascii_case(b"host") {
+            host_count += 1;
+            if host_count > 1 {
+                return Err(HttpError::new(400, "more than one Host header field"));
+            }
+            if !valid_host(v) {
+                return Err(HttpError::new(400, format!("invalid Host header field: {}", String::from_utf8_lossy(v))));
+            }
+            head.host = Some(value.clone());
+        } else if n.eq_ignore_ascii_case(b"connection") {
+            for token in v.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                if token.eq_ignore_ascii_case(b"close") {
+                    head.keep_alive = false;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && head.version == Version::Http10 {
+                    head.keep_alive = true;
+                }
+            }
+        } else if n.eq_ignore_ascii_case(b"expect") {
+            if v.eq_ignore_ascii_case(b"100-continue") {
+                head.expect_continue = head.version == Version::Http11;
+            } else {
+                return Err(HttpError::new(417, format!("unsupported expectation: {}", String::from_utf8_lossy(v))));
+            }
+        }
+    }
+    if let Some(te) = transfer_encoding {
+        if head.version == Version::Http10 {
+            return Err(HttpError::new(400, "Transfer-Encoding in an HTTP/1.0 request"));
+        }
+        if content_length.is_some() {
+            return Err(HttpError::new(400, "both Content-Length and Transfer-Encoding"));
+        }
+        if !buf[te].trim_ascii().eq_ignore_ascii_case(b"chunked") {
+            return Err(HttpError::new(501, "Transfer-Encoding other than chunked"));
+        }
+        head.framing = BodyFraming::Chunked;
+    } else if let Some(len) = content_length {
+        head.framing = if len > 0 { BodyFraming::Length(len) } else { BodyFraming::None };
+    }
+    if head.version == Version::Http11 && host_count == 0 {
+        return Err(HttpError::new(400, "HTTP/1.1 request without a Host header field"));
+    }
+    // Absolute-form: the authority in the target is the host (RFC 9112 3.2.2).
+    let t = head.target.clone();
+    let target = &buf[t.clone()];
+    let scheme_len = if target.len() > 7 && target[..7].eq_ignore_ascii_case(b"http://") {
+        7
+    } else if target.len() > 8 && target[..8].eq_ignore_ascii_case(b"https://") {
+        8
+    } else {
+        0
+    };
+    if scheme_len > 0 {
+        let rest = &target[scheme_len..];
+        let auth_len = rest.iter().position(|&b| b == b'/' || b == b'?').unwrap_or(rest.len());
+        let authority = &rest[..auth_len];
+        if authority.is_empty() || !valid_host(authority) || authority.contains(&b'@') {
+            return Err(HttpError::new(400, "bad authority in absolute-form request-target"));
+        }
+        let a = t.start + scheme_len;
+        head.host = Some(a..a + auth_len);
+        head.path_start = scheme_len + auth_len;
+    }
+    Ok(())
+}
+
+/// `uri-host [ ":" port ]` (RFC 3986 3.2.2), or empty.
+pub fn valid_host(v: &[u8]) -> bool {
+    let (host, port) = if v.first() == Some(&b'[') {
+        let Some(close) = v.iter().position(|&b| b == b']') else { return false };
+        let inner = &v[1..close];
+        if inner.is_empty() || !inner.iter().all(|b| b.is_ascii_hexdigit() || b":.".contains(b)) {
+            return false;
+        }
+        (&v[..=close], &v[close + 1..])
+    } else {
+        match v.iter().rposition(|&b| b == b':') {
+            Some(i) => (&v[..i], &v[i..]),
+            None => (v, &v[v.len()..]),
+        }
+    };
+    let port_ok = port.is_empty() || (port[0] == b':' && port[1..].len() <= 5 && port[1..].iter().all(u8::is_ascii_digit));
+    let host_ok = host.first() == Some(&b'[')
+        || host.iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b));
+    port_ok && host_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: HeadLimits = HeadLimits { request_line: 100, field_size: 100, fields: 10 };
+
+    fn status(raw: &str) -> u16 {
+        match parse_head(raw.as_bytes(), &LIMITS) {
+            Ok(Some(_)) => 200,
+            Ok(None) => 0,
+            Err(e) => e.status,
+        }
+    }
+
+    #[test]
+    fn simple_get() {
+        let raw = b"GET /a?b=c HTTP/1.1\r\nHost: example.com:8080\r\nX-Empty:\r\nUser-Agent: t\r\n\r\nNEXT";
+        let (h, n) = parse_head(raw, &LIMITS).unwrap().unwrap();
+        assert_eq!(n, raw.len() - 4);
+        assert_eq!(h.method(), "GET");
+        assert_eq!(h.target(), b"/a?b=c");
+        assert_eq!(h.host(), Some(&b"example.com:8080"[..]));
+        assert_eq!(h.header("user-agent"), Some(&b"t"[..]));
+        assert_eq!(h.header("x-empty"), Some(&b""[..]));
+        assert!(h.keep_alive);
+        assert_eq!(h.request_line(), b"GET /a?b=c HTTP/1.1");
+    }
+
+    #[test]
+    fn incomplete_then_complete() {
+        assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\n"), 0);
+        assert_eq!(status("GET / HTT"), 0);
+        assert_eq!(status("\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+    }
+
+    #[test]
+    fn rfc9112_table() {
+        let long = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "a".repeat(200));
+        let long_field = format!("GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n", "a".repeat(200));
+        let many = format!("GET / HTTP/1.1\r\nHost: a\r\n{}\r\n", "X: y\r\n".repeat(11));
+        let cases: &[(&str, u16)] = &[
+            (&long, 414),
+            (&long_field, 431),
+            (&many, 431),
+            ("GET / HTTP/1.1\r\n\r\n", 400),
+            ("GET / HTTP/1.0\r\n\r\n", 200),
+            ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a:port\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 200),
+            ("GET / HTTP/1.1\r\nHost: a\r\nX : y\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a\r\nX: y\r\n z\r\n\r\n", 400),
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n", 400),
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400),
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400),
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n", 200),
+            ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+            ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+            ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            ("GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505),
+            ("GET / HTTP/3.1\r\nHost: a\r\n\r\n", 505),
+            ("GET / HTTP/1.2\r\nHost: a\r\n\r\n", 200),
+            ("GET / http/1.1\r\nHost: a\r\n\r\n", 400),
+            ("GET /\r\n\r\n", 400),
+            ("GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("GET x HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("GET http://h:81/p HTTP/1.1\r\nHost: other\r\n\r\n", 200),
+            ("GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n", 200),
+            ("GET / HTTP/1.1\r\nHost: a\r\nExpect: teapot\r\n\r\n", 417),
+            ("GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n", 400),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(status(raw), *want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn framing_and_keep_alive() {
+        let (h, _) = parse_head(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n", &LIMITS).unwrap().unwrap();
+        assert_eq!(h.framing, BodyFraming::Chunked);
+        assert!(!h.keep_alive);
+        let (h, _) = parse_head(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\nContent-Length: 3\r\n\r\n", &LIMITS).unwrap().unwrap();
+        assert!(h.keep_alive);
+        assert_eq!(h.framing, BodyFraming::Length(3));
+        let (h, _) = parse_head(b"GET / HTTP/1.0\r\n\r\n", &LIMITS).unwrap().unwrap();
+        assert!(!h.keep_alive);
+    }
+
+    #[test]
+    fn absolute_form_sets_host_and_path() {
+        let (h, _) = parse_head(b"GET http://Example.com:81/p?q HTTP/1.1\r\nHost: other\r\n\r\n", &LIMITS).unwrap().unwrap();
+        assert_eq!(h.host(), Some(&b"Example.com:81"[..]));
+        assert_eq!(h.path_and_query(), b"/p?q");
+    }
+}
