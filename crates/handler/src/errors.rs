@@ -1,0 +1,95 @@
+//! Error responses: Apache-style HTML pages, or what `ErrorDocument` says.
+
+use warren_config::ErrorDocument;
+use warren_http::response::reason;
+use warren_http::RequestHead;
+
+use crate::path::{self, html_escape};
+use crate::router::{ConnInfo, Site};
+use crate::{static_files, Body, Response};
+
+fn message(status: u16, method: &str) -> String {
+    match status {
+        400 => "Your browser sent a request that this server could not understand.".into(),
+        403 => "You don't have permission to access this resource.".into(),
+        404 => "The requested URL was not found on this server.".into(),
+        405 => format!("The requested method {} is not allowed for this URL.", html_escape(method)),
+        408 => "Server timeout waiting for the HTTP request from the client.".into(),
+        412 => "The precondition on the request for this URL evaluated to false.".into(),
+        413 => "The amount of data provided in the request exceeds the capacity limit.".into(),
+        414 => "The requested URL's length exceeds the capacity limit for this server.".into(),
+        416 => "None of the range-specifier values in the Range request-header field overlap the current extent of the selected resource.".into(),
+        417 => "The expectation given in the Expect request-header field could not be met by this server.".into(),
+        431 => "The request's header fields are too large for this server.".into(),
+        501 => format!("{} not supported for this URL.", html_escape(method)),
+        503 => "The server is temporarily unable to service your request.".into(),
+        505 => "The server does not support the HTTP protocol version used in the request.".into(),
+        _ => "The server encountered an internal error or misconfiguration and was unable to complete your request.".into(),
+    }
+}
+
+/// The built-in page for `status`.
+pub fn page(site: &Site, host: usize, status: u16, method: &str, conn: &ConnInfo) -> Vec<u8> {
+    let title = format!("{status} {}", reason(status));
+    let mut body = format!(
+        "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>{title}</title>\n</head><body>\n<h1>{}</h1>\n<p>{}</p>\n",
+        reason(status),
+        message(status, method)
+    );
+    if site.settings.server_signature {
+        body.push_str(&format!(
+            "<hr>\n<address>{} Server at {} Port {}</address>\n",
+            site.server_header,
+            html_escape(&site.hosts[host].name),
+            conn.local.port()
+        ));
+    }
+    body.push_str("</body></html>\n");
+    body.into_bytes()
+}
+
+pub fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, conn: &ConnInfo) -> Response {
+    let method = head.map_or("GET", |h| h.method());
+    let mut resp = Response::new(status, host);
+    resp.close = head.is_none();
+    if let Some(head) = head {
+        let raw = head.path_and_query();
+        let raw_path = &raw[..raw.iter().position(|&b| b == b'?').unwrap_or(raw.len())];
+        let url = path::normalize(raw_path).unwrap_or_else(|_| b"/".to_vec());
+        let eff = site.effective(host, None, &url);
+        match eff.error_document(status) {
+            Some(ErrorDocument::Text(text)) => {
+                resp.body = Body::Bytes(text.clone().into_bytes());
+                return resp.header("Content-Type", "text/html; charset=iso-8859-1");
+            }
+            Some(ErrorDocument::Redirect(url)) => {
+                let mut r = Response::new(302, host).header("Location", url.clone());
+                r.body = Body::Bytes(redirect_page(url));
+                return r.header("Content-Type", "text/html; charset=iso-8859-1");
+            }
+            Some(ErrorDocument::Local(local)) => {
+                // An internal redirect: the document's content, the original status.
+                if let Some((file, len, ctype, fs)) = static_files::open_local(site, host, local.as_bytes()) {
+                    resp.body = Body::File { file, start: 0, len };
+                    resp.filename = Some(fs);
+                    if let Some(t) = ctype {
+                        resp.headers.push(("Content-Type", t));
+                    }
+                    return resp;
+                }
+                site.hosts[host].error_log.error(Some(conn.peer), &format!("ErrorDocument {status} {local} cannot be served; using the built-in page"));
+            }
+            Some(ErrorDocument::Default) | None => {}
+        }
+    }
+    resp.body = Body::Bytes(page(site, host, status, method, conn));
+    resp.header("Content-Type", "text/html; charset=iso-8859-1")
+}
+
+pub fn redirect_page(location: &str) -> Vec<u8> {
+    format!(
+        "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>301 Moved Permanently</title>\n</head><body>\n<h1>Moved Permanently</h1>\n<p>The document has moved <a href=\"{}\">here</a>.</p>\n</body></html>\n",
+        html_escape(location)
+    )
+    .into_bytes()
+}

@@ -1,0 +1,375 @@
+//! The error log (shared, one line per write) and access logs (buffered per
+//! thread, flushed as whole lines so that children sharing a file with
+//! O_APPEND never interleave within a line).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use warren_config::{DurationUnit, LogItem, LogLevel};
+use warren_http::RequestHead;
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// Where error lines go: a file, or standard error.
+pub struct ErrorLog {
+    level: LogLevel,
+    target: Mutex<Option<File>>,
+    path: Option<PathBuf>,
+}
+
+impl ErrorLog {
+    pub fn open(path: Option<&Path>, level: LogLevel) -> std::io::Result<ErrorLog> {
+        let file = match path {
+            Some(p) => Some(open_append(p).map_err(|e| std::io::Error::new(e.kind(), format!("cannot open error log {}: {e}", p.display())))?),
+            None => None,
+        };
+        Ok(ErrorLog { level, target: Mutex::new(file), path: path.map(Path::to_path_buf) })
+    }
+
+    pub fn enabled(&self, level: LogLevel) -> bool {
+        level <= self.level
+    }
+
+    /// `[Sun Nov 22 08:58:27.123456 2026] [error] [pid 42] [client 1.2.3.4:5] message`
+    pub fn log(&self, level: LogLevel, client: Option<SocketAddr>, message: &str) {
+        if !self.enabled(level) {
+            return;
+        }
+        let mut line = String::with_capacity(96 + message.len());
+        line.push('[');
+        line.push_str(&error_log_time(SystemTime::now()));
+        line.push_str("] [");
+        line.push_str(level.name());
+        line.push_str(&format!("] [pid {}] ", std::process::id()));
+        if let Some(c) = client {
+            line.push_str(&format!("[client {c}] "));
+        }
+        line.push_str(message);
+        line.push('\n');
+        let mut target = self.target.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = match target.as_mut() {
+            Some(f) => f.write_all(line.as_bytes()),
+            None => std::io::stderr().write_all(line.as_bytes()),
+        };
+    }
+
+    pub fn error(&self, client: Option<SocketAddr>, message: &str) {
+        self.log(LogLevel::Error, client, message);
+    }
+
+    /// Reopens the file (after log rotation).
+    pub fn reopen(&self) -> std::io::Result<()> {
+        if let Some(p) = &self.path {
+            let f = open_append(p)?;
+            *self.target.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+        }
+        Ok(())
+    }
+}
+
+/// An access log file opened by the parent, shared by every writer.
+pub struct AccessLogFile {
+    pub path: PathBuf,
+    pub file: File,
+}
+
+impl AccessLogFile {
+    pub fn open(path: &Path) -> std::io::Result<Arc<AccessLogFile>> {
+        let file = open_append(path).map_err(|e| std::io::Error::new(e.kind(), format!("cannot open access log {}: {e}", path.display())))?;
+        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), file }))
+    }
+}
+
+/// What one finished request contributes to an access log line.
+pub struct LogRecord<'a> {
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub head: Option<&'a RequestHead>,
+    /// For requests that never parsed: what was received of the request line.
+    pub raw_line: &'a [u8],
+    pub status: u16,
+    pub body_bytes: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub started: SystemTime,
+    pub duration: Duration,
+    pub server_name: &'a str,
+    pub keepalive_count: u32,
+    pub kept_alive: bool,
+    pub aborted: bool,
+    pub filename: Option<&'a Path>,
+    pub response_headers: &'a [(&'static str, String)],
+}
+
+/// A buffered writer of one log format to one file.
+pub struct AccessLogWriter {
+    format: Arc<Vec<LogItem>>,
+    file: Arc<AccessLogFile>,
+    buf: Vec<u8>,
+}
+
+/// Flush once this much is buffered.
+const FLUSH_AT: usize = 16 * 1024;
+
+impl AccessLogWriter {
+    pub fn new(format: Arc<Vec<LogItem>>, file: Arc<AccessLogFile>) -> Self {
+        AccessLogWriter { format, file, buf: Vec::with_capacity(FLUSH_AT * 2) }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    pub fn write(&mut self, r: &LogRecord) {
+        format_line(&mut self.buf, &self.format, r);
+        if self.buf.len() >= FLUSH_AT {
+            self.flush();
+        }
+    }
+
+    pub fn flush(&mut self) {
+        if !self.buf.is_empty() {
+            let _ = (&self.file.file).write_all(&self.buf);
+            self.buf.clear();
+        }
+    }
+}
+
+impl Drop for AccessLogWriter {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    // Apache escapes quotes, backslashes and non-printables in logged values.
+    for &b in bytes {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x20..=0x7e => out.push(b),
+            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+}
+
+pub fn format_line(out: &mut Vec<u8>, items: &[LogItem], r: &LogRecord) {
+    use std::io::Write as _;
+    let dash = |out: &mut Vec<u8>, v: Option<&[u8]>| match v {
+        Some(v) if !v.is_empty() => push_escaped(out, v),
+        _ => out.push(b'-'),
+    };
+    let path_query = r.head.map(|h| h.path_and_query()).unwrap_or(b"");
+    let (path, query) = match path_query.iter().position(|&b| b == b'?') {
+        Some(i) => (&path_query[..i], &path_query[i..]),
+        None => (path_query, &b""[..]),
+    };
+    for item in items {
+        match item {
+            LogItem::Literal(s) => out.extend_from_slice(s.as_bytes()),
+            LogItem::RemoteAddr => {
+                let _ = write!(out, "{}", r.peer.ip());
+            }
+            LogItem::RemotePort => {
+                let _ = write!(out, "{}", r.peer.port());
+            }
+            LogItem::RemoteLogname | LogItem::RemoteUser => out.push(b'-'),
+            LogItem::Time => {
+                out.push(b'[');
+                out.extend_from_slice(clf_time(r.started).as_bytes());
+                out.push(b']');
+            }
+            LogItem::RequestLine => push_escaped(out, r.head.map_or(r.raw_line, |h| h.request_line())),
+            LogItem::Status => {
+                let _ = write!(out, "{}", r.status);
+            }
+            LogItem::BytesClf => {
+                if r.body_bytes == 0 {
+                    out.push(b'-');
+                } else {
+                    let _ = write!(out, "{}", r.body_bytes);
+                }
+            }
+            LogItem::Bytes => {
+                let _ = write!(out, "{}", r.body_bytes);
+            }
+            LogItem::BytesSent => {
+                let _ = write!(out, "{}", r.bytes_sent);
+            }
+            LogItem::BytesReceived => {
+                let _ = write!(out, "{}", r.bytes_received);
+            }
+            LogItem::RequestHeader(name) => dash(out, r.head.and_then(|h| h.header(name))),
+            LogItem::ResponseHeader(name) => {
+                dash(out, r.response_headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_bytes()))
+            }
+            LogItem::Duration(unit) => {
+                let _ = match unit {
+                    DurationUnit::Micros => write!(out, "{}", r.duration.as_micros()),
+                    DurationUnit::Millis => write!(out, "{}", r.duration.as_millis()),
+                    DurationUnit::Seconds => write!(out, "{}", r.duration.as_secs()),
+                };
+            }
+            LogItem::Method => dash(out, r.head.map(|h| h.method().as_bytes())),
+            LogItem::UrlPath => dash(out, Some(path)),
+            LogItem::Query => push_escaped(out, query),
+            LogItem::Protocol => dash(out, r.head.map(|h| h.version.as_str().as_bytes())),
+            LogItem::ServerName => out.extend_from_slice(r.server_name.as_bytes()),
+            LogItem::RequestedHost => {
+                let host = r.head.and_then(|h| h.host()).map(|h| strip_port(h));
+                match host {
+                    Some(h) if !h.is_empty() => push_escaped(out, h),
+                    _ => out.extend_from_slice(r.server_name.as_bytes()),
+                }
+            }
+            LogItem::LocalPort => {
+                let _ = write!(out, "{}", r.local.port());
+            }
+            LogItem::LocalAddr => {
+                let _ = write!(out, "{}", r.local.ip());
+            }
+            LogItem::Pid => {
+                let _ = write!(out, "{}", std::process::id());
+            }
+            LogItem::KeepAliveCount => {
+                let _ = write!(out, "{}", r.keepalive_count);
+            }
+            LogItem::ConnectionStatus => out.push(if r.aborted {
+                b'X'
+            } else if r.kept_alive {
+                b'+'
+            } else {
+                b'-'
+            }),
+            LogItem::Filename => dash(out, r.filename.map(|p| p.as_os_str().as_encoded_bytes())),
+        }
+    }
+    out.push(b'\n');
+}
+
+/// `host[:port]` -> `host` (IPv6 literals keep their brackets).
+pub fn strip_port(host: &[u8]) -> &[u8] {
+    if host.first() == Some(&b'[') {
+        return match host.iter().position(|&b| b == b']') {
+            Some(i) => &host[..=i],
+            None => host,
+        };
+    }
+    match host.iter().rposition(|&b| b == b':') {
+        Some(i) => &host[..i],
+        None => host,
+    }
+}
+
+const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+
+/// (year, month 1-12, day 1-31) of a count of days since 1970-01-01
+/// (H. Hinnant's civil_from_days).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+struct Civil {
+    year: i64,
+    month: u32,
+    day: u32,
+    weekday: usize,
+    hour: u64,
+    min: u64,
+    sec: u64,
+    micros: u32,
+}
+
+fn civil(t: SystemTime) -> Civil {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let days = (secs / 86_400) as i64;
+    let (year, month, day) = civil_from_days(days);
+    let rem = secs % 86_400;
+    Civil { year, month, day, weekday: (days % 7) as usize, hour: rem / 3600, min: rem / 60 % 60, sec: rem % 60, micros: d.subsec_micros() }
+}
+
+/// `22/Nov/2026:08:58:27 +0000` (warren logs in UTC).
+pub fn clf_time(t: SystemTime) -> String {
+    let c = civil(t);
+    format!("{:02}/{}/{}:{:02}:{:02}:{:02} +0000", c.day, MONTHS[c.month as usize - 1], c.year, c.hour, c.min, c.sec)
+}
+
+/// `Sun Nov 22 08:58:27.123456 2026`, as Apache's error log.
+pub fn error_log_time(t: SystemTime) -> String {
+    let c = civil(t);
+    format!(
+        "{} {} {:02} {:02}:{:02}:{:02}.{:06} {}",
+        DAYS[c.weekday],
+        MONTHS[c.month as usize - 1],
+        c.day,
+        c.hour,
+        c.min,
+        c.sec,
+        c.micros,
+        c.year
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_337_907) + Duration::from_micros(42);
+        assert_eq!(clf_time(t), "22/Nov/2026:08:58:27 +0000");
+        assert_eq!(error_log_time(t), "Sun Nov 22 08:58:27.000042 2026");
+        assert_eq!(clf_time(UNIX_EPOCH + Duration::from_secs(951_782_400)), "29/Feb/2000:00:00:00 +0000");
+    }
+
+    #[test]
+    fn combined_line() {
+        let (head, _) = warren_http::parse_head(
+            b"GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: cu\"rl\r\n\r\n",
+            &warren_http::HeadLimits { request_line: 100, field_size: 100, fields: 10 },
+        )
+        .unwrap()
+        .unwrap();
+        let items = warren_config::log_format::compile(warren_config::log_format::COMBINED).unwrap();
+        let mut out = Vec::new();
+        let r = LogRecord {
+            peer: "127.0.0.1:5000".parse().unwrap(),
+            local: "127.0.0.1:80".parse().unwrap(),
+            head: Some(&head),
+            raw_line: b"",
+            status: 200,
+            body_bytes: 0,
+            bytes_sent: 100,
+            bytes_received: 50,
+            started: UNIX_EPOCH + Duration::from_secs(1_795_337_907),
+            duration: Duration::from_micros(1500),
+            server_name: "h",
+            keepalive_count: 0,
+            kept_alive: true,
+            aborted: false,
+            filename: None,
+            response_headers: &[],
+        };
+        format_line(&mut out, &items, &r);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "127.0.0.1 - - [22/Nov/2026:08:58:27 +0000] \"GET /a%20b?x=1 HTTP/1.1\" 200 - \"-\" \"cu\\\"rl\"\n"
+        );
+    }
+}

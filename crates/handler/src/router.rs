@@ -1,0 +1,433 @@
+//! The site: hosts chosen by address and Host header, the per-request
+//! merge of `<Directory>`/`<Files>`/`<Location>` layers, and method dispatch.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use warren_config::{
+    DirConfig, ErrorDocument, HostConfig, LogItem, OptionFlags, Require, SectionMatch, ServerTokens, Settings,
+    VhostAddr,
+};
+use warren_http::RequestHead;
+
+use crate::logs::{AccessLogFile, AccessLogWriter, ErrorLog, LogRecord};
+use crate::mime::MimeTypes;
+use crate::path::{self, PathError};
+use crate::{errors, static_files, Outcome, Response};
+
+/// Apache's default LimitRequestBody (1 GiB) since 2.4.53.
+pub const DEFAULT_LIMIT_REQUEST_BODY: u64 = 1 << 30;
+
+/// The two ends of a connection.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+}
+
+pub struct Host {
+    pub config: HostConfig,
+    /// None for the main server.
+    addrs: Option<Vec<VhostAddr>>,
+    /// Indexes into `Site::access_logs`.
+    logs: Vec<usize>,
+    pub error_log: Arc<ErrorLog>,
+    pub name: String,
+}
+
+pub struct Site {
+    pub settings: Settings,
+    /// hosts[0] is the main server; the virtual hosts follow in config order.
+    pub hosts: Vec<Host>,
+    pub mime: MimeTypes,
+    pub server_header: String,
+    pub error_log: Arc<ErrorLog>,
+    access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>)>,
+}
+
+pub fn server_header(tokens: ServerTokens) -> String {
+    let v = env!("CARGO_PKG_VERSION");
+    let mut parts = v.split('.');
+    let major = parts.next().unwrap_or("0");
+    let minor = parts.next().unwrap_or("0");
+    match tokens {
+        ServerTokens::Full | ServerTokens::Os => format!("warren/{v} (Unix)"),
+        ServerTokens::Minimal => format!("warren/{v}"),
+        ServerTokens::Minor => format!("warren/{major}.{minor}"),
+        ServerTokens::Major => format!("warren/{major}"),
+        ServerTokens::Prod => "warren".to_string(),
+    }
+}
+
+impl Site {
+    /// Opens logs and reads the MIME table: everything that can fail is done
+    /// here, before any child starts.
+    pub fn new(settings: Settings) -> Result<Site, String> {
+        let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.log_level).map_err(|e| e.to_string())?);
+        let mime = MimeTypes::load(settings.types_config.as_deref()).map_err(|e| format!("cannot read TypesConfig: {e}"))?;
+        let mut access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>)> = Vec::new();
+        let mut error_logs: Vec<(PathBuf, Arc<ErrorLog>)> = Vec::new();
+        let mut hosts = Vec::new();
+        let configs = std::iter::once((settings.main.clone(), None))
+            .chain(settings.virtual_hosts.iter().map(|v| (v.host.clone(), Some(v.addrs.clone()))));
+        for (config, addrs) in configs {
+            let mut logs = Vec::new();
+            for cl in &config.custom_logs {
+                let file = match access_logs.iter().find(|(_, f)| f.path == cl.path) {
+                    Some((_, f)) => f.clone(),
+                    None => AccessLogFile::open(&cl.path).map_err(|e| e.to_string())?,
+                };
+                let format = Arc::new(cl.format.clone());
+                let idx = match access_logs.iter().position(|(fm, f)| **fm == *format && Arc::ptr_eq(f, &file)) {
+                    Some(i) => i,
+                    None => {
+                        access_logs.push((format, file));
+                        access_logs.len() - 1
+                    }
+                };
+                logs.push(idx);
+            }
+            let host_error_log = match &config.error_log {
+                Some(p) if Some(p) != settings.error_log.as_ref() => match error_logs.iter().find(|(q, _)| q == p) {
+                    Some((_, l)) => l.clone(),
+                    None => {
+                        let l = Arc::new(ErrorLog::open(Some(p), settings.log_level).map_err(|e| e.to_string())?);
+                        error_logs.push((p.clone(), l.clone()));
+                        l
+                    }
+                },
+                _ => error_log.clone(),
+            };
+            let name = config.server_name.clone().unwrap_or_else(|| "localhost".to_string());
+            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name });
+        }
+        Ok(Site { server_header: server_header(settings.server_tokens), settings, hosts, mime, error_log, access_logs })
+    }
+
+    /// Fresh buffered writers for this thread's access logging.
+    pub fn log_writers(&self) -> LogWriters {
+        LogWriters {
+            writers: self.access_logs.iter().map(|(fmt, f)| AccessLogWriter::new(fmt.clone(), f.clone())).collect(),
+            host_logs: self.hosts.iter().map(|h| h.logs.clone()).collect(),
+        }
+    }
+
+    /// Reopens every log file (SIGUSR1).
+    pub fn reopen_logs(&self) {
+        let _ = self.error_log.reopen();
+        for h in &self.hosts {
+            let _ = h.error_log.reopen();
+        }
+    }
+
+    /// Name-based virtual hosting: among the hosts whose address matches
+    /// the connection's local end, the one whose ServerName or ServerAlias is
+    /// the Host, else the first of them; the main server if none matches.
+    pub fn select_host(&self, host: Option<&[u8]>, local: SocketAddr) -> usize {
+        if self.hosts.len() == 1 {
+            return 0;
+        }
+        let wanted = host.map(|h| {
+            let h = crate::logs::strip_port(h);
+            let h = h.strip_suffix(b".").unwrap_or(h);
+            String::from_utf8_lossy(h).to_ascii_lowercase()
+        });
+        let mut first = None;
+        for (i, h) in self.hosts.iter().enumerate().skip(1) {
+            let addrs = h.addrs.as_deref().unwrap_or(&[]);
+            let matches_addr = addrs.iter().any(|a| {
+                a.ip.is_none_or(|ip| ip == local.ip() || ip.is_unspecified()) && a.port.is_none_or(|p| p == local.port())
+            });
+            if !matches_addr {
+                continue;
+            }
+            first.get_or_insert(i);
+            if let Some(w) = &wanted {
+                let c = &h.config;
+                if c.server_name.as_deref() == Some(w.as_str()) || c.aliases.iter().any(|a| wildcard_match(a, w)) {
+                    return i;
+                }
+            }
+        }
+        first.unwrap_or(0)
+    }
+
+    /// The configuration layers that apply to a file and URL, least specific
+    /// first.
+    pub fn effective<'a>(&'a self, host: usize, fs_path: Option<&Path>, url_path: &[u8]) -> Effective<'a> {
+        let h = &self.hosts[host];
+        let mut layers: Vec<&DirConfig> = vec![&h.config.dir];
+        if h.config.sections.is_empty() {
+            return Effective { layers };
+        }
+        let fs = fs_path.map(|p| p.to_string_lossy().into_owned());
+        let url = String::from_utf8_lossy(url_path);
+        let file_name = fs.as_deref().map(|p| p.rsplit('/').next().unwrap_or(""));
+        let dir_matches = |m: &SectionMatch| -> bool {
+            let Some(fs) = fs.as_deref() else { return false };
+            match m {
+                SectionMatch::Directory(d) => dir_contains(d, fs),
+                SectionMatch::DirectoryMatch(re) => ancestors(fs).any(|a| re.is_match(a)),
+                _ => false,
+            }
+        };
+        // Directory sections, shortest path first; then the regex forms.
+        let mut dirs: Vec<(usize, &DirConfig)> = Vec::new();
+        for s in &h.config.sections {
+            if let SectionMatch::Directory(d) = &s.matcher {
+                if s.within.is_none() && dir_matches(&s.matcher) {
+                    dirs.push((d.matches('/').count(), &s.config));
+                }
+            }
+        }
+        dirs.sort_by_key(|(depth, _)| *depth);
+        layers.extend(dirs.into_iter().map(|(_, c)| c));
+        for s in &h.config.sections {
+            if matches!(s.matcher, SectionMatch::DirectoryMatch(_)) && s.within.is_none() && dir_matches(&s.matcher) {
+                layers.push(&s.config);
+            }
+        }
+        for s in &h.config.sections {
+            let hit = match (&s.matcher, file_name) {
+                (SectionMatch::Files(pat), Some(name)) => wildcard_match(pat, name),
+                (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
+                _ => false,
+            };
+            if hit && s.within.as_deref().is_none_or(|w| dir_matches(w)) {
+                layers.push(&s.config);
+            }
+        }
+        for s in &h.config.sections {
+            let hit = match &s.matcher {
+                SectionMatch::Location(prefix) => location_matches(prefix, &url),
+                SectionMatch::LocationMatch(re) => re.is_match(&url),
+                _ => false,
+            };
+            if hit {
+                layers.push(&s.config);
+            }
+        }
+        Effective { layers }
+    }
+
+    /// LimitRequestBody for a request, known before its body is read.
+    pub fn body_limit(&self, head: &RequestHead, conn: &ConnInfo) -> u64 {
+        let host = self.select_host(head.host(), conn.local);
+        let raw = head.path_and_query();
+        let raw_path = &raw[..raw.iter().position(|&b| b == b'?').unwrap_or(raw.len())];
+        let url = path::normalize(raw_path).unwrap_or_else(|_| b"/".to_vec());
+        let fs = self.fs_path(host, &url);
+        let limit = self.effective(host, Some(&fs), &url).limit_request_body();
+        if limit == 0 {
+            u64::MAX
+        } else {
+            limit
+        }
+    }
+
+    fn fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        let root = &self.hosts[host].config.document_root;
+        let rel = std::ffi::OsStr::from_bytes(url.strip_prefix(b"/").unwrap_or(url));
+        root.join(rel)
+    }
+
+    /// Answers one request whose body (if any) has been consumed.
+    pub fn handle(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+        let host = self.select_host(head.host(), conn.local);
+        let raw = head.path_and_query();
+        if raw == b"*" {
+            return Outcome::Ready(match head.method() {
+                "OPTIONS" => Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS"),
+                _ => self.error(host, 400, head, conn, "request-target * is only for OPTIONS"),
+            });
+        }
+        let (raw_path, query) = match raw.iter().position(|&b| b == b'?') {
+            Some(i) => (&raw[..i], &raw[i..]),
+            None => (raw, &b""[..]),
+        };
+        let url = match path::normalize(raw_path) {
+            Ok(u) => u,
+            Err(PathError::BadRequest(why)) => {
+                return Outcome::Ready(self.error(host, 400, head, conn, &format!("invalid URI in request: {why}")))
+            }
+            Err(PathError::NotFound(why)) => return Outcome::Ready(self.error(host, 404, head, conn, why)),
+        };
+        let method = head.method();
+        match method {
+            "GET" | "HEAD" => {}
+            "OPTIONS" => return Outcome::Ready(Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS")),
+            "POST" | "PUT" | "DELETE" | "PATCH" | "TRACE" | "CONNECT" | "PROPFIND" | "PROPPATCH" | "MKCOL" | "COPY"
+            | "MOVE" | "LOCK" | "UNLOCK" => {
+                let r = self.error(host, 405, head, conn, &format!("method {method} not allowed for this URL"));
+                return Outcome::Ready(r.header("Allow", "GET, HEAD, OPTIONS"));
+            }
+            _ => return Outcome::Ready(self.error(host, 501, head, conn, &format!("method {method} not implemented"))),
+        }
+        let fs = self.fs_path(host, &url);
+        static_files::serve(self, host, head, conn, &url, raw_path, query, fs)
+    }
+
+    /// An error response (with ErrorDocument applied) and its error-log line.
+    pub fn error(&self, host: usize, status: u16, head: &RequestHead, conn: &ConnInfo, why: &str) -> Response {
+        self.hosts[host].error_log.error(Some(conn.peer), &format!("{why}: {}", String::from_utf8_lossy(head.request_line())));
+        errors::respond(self, host, status, Some(head), conn)
+    }
+
+    /// An error for a request that could not be parsed (no host known yet).
+    pub fn protocol_error(&self, status: u16, conn: &ConnInfo, why: &str) -> Response {
+        self.error_log.error(Some(conn.peer), why);
+        errors::respond(self, 0, status, None, conn)
+    }
+
+    pub fn allowed(&self, eff: &Effective, peer: IpAddr, local: IpAddr) -> bool {
+        let Some(rules) = eff.require() else { return true };
+        rules.iter().any(|r| match r {
+            Require::All(g) => *g,
+            Require::Local => peer.is_loopback() || peer == local,
+            Require::Ip(nets) => nets.iter().any(|(net, len)| ip_in(peer, *net, *len)),
+        })
+    }
+}
+
+/// Per-thread access log writers and which of them each host uses.
+pub struct LogWriters {
+    writers: Vec<AccessLogWriter>,
+    host_logs: Vec<Vec<usize>>,
+}
+
+impl LogWriters {
+    pub fn write(&mut self, host: usize, record: &LogRecord) {
+        if let Some(idx) = self.host_logs.get(host) {
+            for &i in idx {
+                self.writers[i].write(record);
+            }
+        }
+    }
+
+    pub fn flush(&mut self) {
+        for w in &mut self.writers {
+            w.flush();
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.writers.is_empty()
+    }
+}
+
+/// The DirConfig layers that apply to one request, least specific first.
+pub struct Effective<'a> {
+    pub layers: Vec<&'a DirConfig>,
+}
+
+impl<'a> Effective<'a> {
+    pub fn options(&self) -> OptionFlags {
+        let mut f = OptionFlags { indexes: false, follow_symlinks: true };
+        for l in &self.layers {
+            for spec in &l.options {
+                f = spec.apply(f);
+            }
+        }
+        f
+    }
+
+    fn last<T: ?Sized>(&self, get: impl Fn(&'a DirConfig) -> Option<&'a T>) -> Option<&'a T> {
+        self.layers.iter().rev().find_map(|l| get(l))
+    }
+
+    pub fn require(&self) -> Option<&'a [Require]> {
+        self.last(|l| l.require.as_deref())
+    }
+
+    pub fn directory_index(&self) -> &'a [String] {
+        self.last(|l| l.directory_index.as_deref()).unwrap_or(&[])
+    }
+
+    pub fn error_document(&self, status: u16) -> Option<&'a ErrorDocument> {
+        self.layers.iter().rev().find_map(|l| l.error_documents.iter().rev().find(|(c, _)| *c == status).map(|(_, d)| d))
+    }
+
+    pub fn add_types(&self) -> impl Iterator<Item = &'a (String, String)> + '_ {
+        self.layers.iter().rev().flat_map(|l| l.add_types.iter().rev())
+    }
+
+    pub fn default_charset(&self) -> Option<&'a str> {
+        self.last(|l| l.add_default_charset.as_ref()).and_then(|c| c.as_deref())
+    }
+
+    pub fn limit_request_body(&self) -> u64 {
+        self.layers.iter().rev().find_map(|l| l.limit_request_body).unwrap_or(DEFAULT_LIMIT_REQUEST_BODY)
+    }
+}
+
+/// `<Directory /a/b>` applies to `/a/b` and everything below it.
+fn dir_contains(dir: &str, path: &str) -> bool {
+    if dir.contains(['*', '?', '[']) {
+        return glob::Pattern::new(dir).is_ok_and(|p| ancestors(path).any(|a| p.matches(a)));
+    }
+    dir.is_empty() || path == dir || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
+}
+
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    path.char_indices().filter(|(_, c)| *c == '/').map(move |(i, _)| if i == 0 { "/" } else { &path[..i] }).chain(std::iter::once(path))
+}
+
+/// Apache's `<Location /x>` matches `/x`, `/x/...`, and (as a plain prefix)
+/// `/xyz` unless the prefix ends in a slash; we require a segment boundary,
+/// which is what users expect from it.
+fn location_matches(prefix: &str, url: &str) -> bool {
+    let p = prefix.trim_end_matches('/');
+    p.is_empty() || url == p || (url.starts_with(p) && url.as_bytes().get(p.len()) == Some(&b'/'))
+}
+
+/// Shell-style `*` and `?` matching, for ServerAlias and `<Files>`.
+pub fn wildcard_match(pattern: &str, name: &str) -> bool {
+    if !pattern.contains(['*', '?', '[']) {
+        return pattern == name;
+    }
+    glob::Pattern::new(pattern).is_ok_and(|p| p.matches(name))
+}
+
+fn ip_in(ip: IpAddr, net: IpAddr, len: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = if len == 0 { 0 } else { u128::MAX << (128 - len as u32) };
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V4(_)) => a.to_ipv4_mapped().is_some_and(|v4| ip_in(IpAddr::V4(v4), net, len)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_and_location_matching() {
+        assert!(dir_contains("/srv/www", "/srv/www/a/b.html"));
+        assert!(dir_contains("/srv/www", "/srv/www"));
+        assert!(!dir_contains("/srv/www", "/srv/wwwx/a"));
+        assert!(dir_contains("/srv/*/htdocs", "/srv/site/htdocs/x.html"));
+        assert!(location_matches("/status", "/status"));
+        assert!(location_matches("/status/", "/status/x"));
+        assert!(!location_matches("/status", "/statusx"));
+        assert!(wildcard_match("*.example.org", "a.example.org"));
+        assert!(!wildcard_match("*.example.org", "example.com"));
+    }
+
+    #[test]
+    fn ip_networks() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(ip_in(ip("10.1.2.3"), ip("10.0.0.0"), 8));
+        assert!(!ip_in(ip("11.1.2.3"), ip("10.0.0.0"), 8));
+        assert!(ip_in(ip("::ffff:127.0.0.1"), ip("127.0.0.0"), 8));
+        assert!(ip_in(ip("1.2.3.4"), ip("0.0.0.0"), 0));
+    }
+}

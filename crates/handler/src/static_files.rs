@@ -1,0 +1,434 @@
+//! Static files: mapping to the filesystem with symlink and access checks,
+//! DirectoryIndex and trailing-slash redirects, validators (ETag,
+//! Last-Modified), the conditional requests of RFC 9110 13, and ranges
+//! (RFC 9110 14) including multipart/byteranges.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use warren_config::LogLevel;
+use warren_http::RequestHead;
+
+use crate::router::{ConnInfo, Effective, Site};
+use crate::{errors, listing, path, Body, Outcome, Part, Response};
+
+/// More ranges than this in one request are answered with the whole file,
+/// as Apache's MaxRanges default does.
+pub const MAX_RANGES: usize = 200;
+
+fn open(path: &Path) -> io::Result<File> {
+    // O_NONBLOCK so that a FIFO placed in the tree cannot stall the server.
+    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn serve(
+    site: &Site,
+    host: usize,
+    head: &RequestHead,
+    conn: &ConnInfo,
+    url: &[u8],
+    raw_path: &[u8],
+    query: &[u8],
+    fs: PathBuf,
+) -> Outcome {
+    let eff = site.effective(host, Some(&fs), url);
+    if !site.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
+        return Outcome::Ready(site.error(host, 403, head, conn, &format!("client denied by server configuration: {}", fs.display())));
+    }
+    let options = eff.options();
+    if !options.follow_symlinks {
+        if let Some(link) = find_symlink(&site.hosts[host].config.document_root, &fs) {
+            let why = format!("Symbolic link not allowed (Options FollowSymLinks is off): {}", link.display());
+            return Outcome::Ready(site.error(host, 403, head, conn, &why));
+        }
+    }
+    let file = match open(&fs) {
+        Ok(f) => f,
+        Err(e) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
+    };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
+    };
+    if meta.is_file() {
+        return Outcome::Ready(serve_file(site, host, head, &eff, file, &meta, fs));
+    }
+    if !meta.is_dir() {
+        return Outcome::Ready(site.error(host, 403, head, conn, &format!("not a regular file: {}", fs.display())));
+    }
+    drop(file);
+    if !url.ends_with(b"/") {
+        return Outcome::Ready(redirect_to_slash(site, host, head, conn, raw_path, query));
+    }
+    for index in eff.directory_index() {
+        let candidate = fs.join(index);
+        let Ok(file) = open(&candidate) else { continue };
+        let Ok(meta) = file.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        let mut index_url = url.to_vec();
+        index_url.extend_from_slice(index.as_bytes());
+        let eff = site.effective(host, Some(&candidate), &index_url);
+        if !site.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
+            return Outcome::Ready(site.error(host, 403, head, conn, &format!("client denied by server configuration: {}", candidate.display())));
+        }
+        return Outcome::Ready(serve_file(site, host, head, &eff, file, &meta, candidate));
+    }
+    if options.indexes {
+        let url = url.to_vec();
+        let signature = site.settings.server_signature.then(|| {
+            format!("{} Server at {} Port {}", site.server_header, site.hosts[host].name, conn.local.port())
+        });
+        return Outcome::Blocking(Box::new(move || listing::listing(host, &fs, &url, signature.as_deref())));
+    }
+    let why = format!(
+        "Cannot serve directory {}: No matching DirectoryIndex ({}) found, and server-generated directory index forbidden by Options directive",
+        fs.display(),
+        eff.directory_index().join(",")
+    );
+    Outcome::Ready(site.error(host, 403, head, conn, &why))
+}
+
+fn open_error(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, fs: &Path, e: &io::Error) -> Response {
+    let status = match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => 404,
+        Some(libc::EACCES | libc::EPERM | libc::ELOOP) => 403,
+        _ => 500,
+    };
+    if status == 404 {
+        // Not a fault of the request's form: logged at info, as Apache does.
+        site.hosts[host].error_log.log(LogLevel::Info, Some(conn.peer), &format!("File does not exist: {}", fs.display()));
+        return errors::respond(site, host, 404, Some(head), conn);
+    }
+    site.error(host, status, head, conn, &format!("cannot open {}: {e}", fs.display()))
+}
+
+/// The first symbolic link on the way from the document root to `fs`.
+fn find_symlink(root: &Path, fs: &Path) -> Option<PathBuf> {
+    let rel = fs.strip_prefix(root).ok()?;
+    let mut p = root.to_path_buf();
+    for c in rel.components() {
+        p.push(c);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => return Some(p),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn redirect_to_slash(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, raw_path: &[u8], query: &[u8]) -> Response {
+    let authority = match head.host() {
+        Some(h) if !h.is_empty() => String::from_utf8_lossy(h).into_owned(),
+        _ => format!("{}:{}", site.hosts[host].name, conn.local.port()),
+    };
+    let location = format!("http://{authority}{}/{}", String::from_utf8_lossy(raw_path), String::from_utf8_lossy(query));
+    let mut r = Response::new(301, host);
+    r.body = Body::Bytes(errors::redirect_page(&location));
+    r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1")
+}
+
+/// Opens a local URL for an ErrorDocument: (file, length, type, path).
+pub fn open_local(site: &Site, host: usize, url: &[u8]) -> Option<(File, u64, Option<String>, PathBuf)> {
+    let raw = &url[..url.iter().position(|&b| b == b'?').unwrap_or(url.len())];
+    let url = path::normalize(raw).ok()?;
+    let root = &site.hosts[host].config.document_root;
+    let fs = root.join(std::ffi::OsStr::from_bytes(url.strip_prefix(b"/").unwrap_or(&url)));
+    let file = open(&fs).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let eff = site.effective(host, Some(&fs), &url);
+    let ctype = content_type(site, &eff, &fs);
+    Some((file, meta.len(), ctype, fs))
+}
+
+fn content_type(site: &Site, eff: &Effective, fs: &Path) -> Option<String> {
+    let name = fs.file_name().map_or(&b""[..], |n| n.as_bytes());
+    let t = site.mime.lookup(name, eff.add_types())?;
+    match eff.default_charset() {
+        Some(cs) if (t == "text/html" || t == "text/plain") => Some(format!("{t}; charset={cs}")),
+        _ => Some(t.to_string()),
+    }
+}
+
+/// The validators of a file.
+pub struct Validators {
+    pub etag: String,
+    pub modified: SystemTime,
+    pub last_modified: String,
+}
+
+impl Validators {
+    pub fn of(meta: &Metadata) -> Validators {
+        let modified = UNIX_EPOCH + Duration::new(meta.mtime().max(0) as u64, meta.mtime_nsec().clamp(0, 999_999_999) as u32);
+        let usec = meta.mtime().max(0) as u64 * 1_000_000 + meta.mtime_nsec().max(0) as u64 / 1000;
+        Validators {
+            // Apache's FileETag MTime Size form.
+            etag: format!("\"{:x}-{:x}\"", meta.len(), usec),
+            modified,
+            last_modified: httpdate::fmt_http_date(modified),
+        }
+    }
+
+    fn modified_secs(&self) -> u64 {
+        self.modified.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    }
+}
+
+/// Entity-tag comparison (RFC 9110 8.8.3.2) against a field value that is
+/// `*` or a list of tags.
+fn etag_matches(field: &[u8], ours: &str, weak_ok: bool) -> bool {
+    let field = String::from_utf8_lossy(field);
+    if field.trim() == "*" {
+        return true;
+    }
+    field.split(',').map(str::trim).any(|tag| {
+        let (weak, opaque) = match tag.strip_prefix("W/") {
+            Some(t) => (true, t),
+            None => (false, tag),
+        };
+        (weak_ok || !weak) && opaque == ours
+    })
+}
+
+fn http_date_secs(field: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(field).ok()?;
+    httpdate::parse_http_date(s.trim()).ok()?.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs())
+}
+
+/// The outcome of RFC 9110 13.2.2's evaluation order.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Precondition {
+    Proceed,
+    NotModified,
+    Failed,
+}
+
+pub fn evaluate_preconditions(head: &RequestHead, v: &Validators) -> Precondition {
+    let get_or_head = matches!(head.method(), "GET" | "HEAD");
+    if let Some(im) = head.header("if-match") {
+        if !etag_matches(im, &v.etag, false) {
+            return Precondition::Failed;
+        }
+    } else if let Some(date) = head.header("if-unmodified-since").and_then(http_date_secs) {
+        if v.modified_secs() > date {
+            return Precondition::Failed;
+        }
+    }
+    if let Some(inm) = head.header("if-none-match") {
+        if etag_matches(inm, &v.etag, true) {
+            return if get_or_head { Precondition::NotModified } else { Precondition::Failed };
+        }
+    } else if get_or_head {
+        if let Some(date) = head.header("if-modified-since").and_then(http_date_secs) {
+            if v.modified_secs() <= date {
+                return Precondition::NotModified;
+            }
+        }
+    }
+    Precondition::Proceed
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ranges {
+    /// No (usable) Range: send the whole representation.
+    Whole,
+    /// Inclusive (first, last) byte positions.
+    Some(Vec<(u64, u64)>),
+    Unsatisfiable,
+}
+
+/// Parses `bytes=` range sets against a representation of `size` bytes.
+/// Syntax errors mean the field is ignored (RFC 9110 14.2).
+pub fn parse_ranges(field: &[u8], size: u64) -> Ranges {
+    let Ok(s) = std::str::from_utf8(field) else { return Ranges::Whole };
+    let Some((unit, set)) = s.trim().split_once('=') else { return Ranges::Whole };
+    if !unit.trim().eq_ignore_ascii_case("bytes") {
+        return Ranges::Whole;
+    }
+    let mut out = Vec::new();
+    let mut specs = 0;
+    for spec in set.split(',') {
+        let spec = spec.trim();
+        if spec.is_empty() {
+            continue;
+        }
+        specs += 1;
+        let Some((a, b)) = spec.split_once('-') else { return Ranges::Whole };
+        let (a, b) = (a.trim(), b.trim());
+        let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+        if a.is_empty() {
+            if !digits(b) {
+                return Ranges::Whole;
+            }
+            let n: u64 = b.parse().unwrap_or(u64::MAX);
+            if n > 0 && size > 0 {
+                out.push((size.saturating_sub(n), size - 1));
+            }
+        } else {
+            if !digits(a) || !(b.is_empty() || digits(b)) {
+                return Ranges::Whole;
+            }
+            let first: u64 = match a.parse() {
+                Ok(f) => f,
+                Err(_) => continue,
+            };
+            let last: u64 = if b.is_empty() { u64::MAX } else { b.parse().unwrap_or(u64::MAX) };
+            if last < first {
+                return Ranges::Whole;
+            }
+            if first < size {
+                out.push((first, last.min(size - 1)));
+            }
+        }
+    }
+    if specs == 0 || specs > MAX_RANGES {
+        return Ranges::Whole;
+    }
+    if out.is_empty() {
+        return Ranges::Unsatisfiable;
+    }
+    // Overlapping ranges are coalesced (RFC 9110 14.3 allows it; it defeats
+    // requests that ask for the same bytes many times).
+    let mut sorted = out.clone();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[1].0 <= w[0].1.saturating_add(1)) {
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (f, l) in sorted {
+            match merged.last_mut() {
+                Some(m) if f <= m.1.saturating_add(1) => m.1 = m.1.max(l),
+                _ => merged.push((f, l)),
+            }
+        }
+        out = merged;
+    }
+    Ranges::Some(out)
+}
+
+fn if_range_allows(field: &[u8], v: &Validators) -> bool {
+    let t = field.trim_ascii();
+    if t.starts_with(b"\"") || t.starts_with(b"W/") {
+        // Weak tags never match here (strong comparison).
+        return t == v.etag.as_bytes();
+    }
+    http_date_secs(t) == Some(v.modified_secs())
+}
+
+static BOUNDARY_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn boundary() -> String {
+    let n = BOUNDARY_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    format!("{:016x}{:08x}", t ^ (u64::from(std::process::id()) << 32), n)
+}
+
+pub fn serve_file(site: &Site, host: usize, head: &RequestHead, eff: &Effective, file: File, meta: &Metadata, fs: PathBuf) -> Response {
+    let size = meta.len();
+    let v = Validators::of(meta);
+    let ctype = content_type(site, eff, &fs);
+    let mut r = Response::new(200, host);
+    r.filename = Some(fs);
+    match evaluate_preconditions(head, &v) {
+        Precondition::Proceed => {}
+        Precondition::NotModified => {
+            r.status = 304;
+            return r.header("Last-Modified", v.last_modified).header("ETag", v.etag);
+        }
+        Precondition::Failed => {
+            r.status = 412;
+            r.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>412 Precondition Failed</title>\n</head><body>\n<h1>Precondition Failed</h1>\n<p>The precondition on the request for this URL evaluated to false.</p>\n</body></html>\n".to_vec());
+            return r.header("Content-Type", "text/html; charset=iso-8859-1");
+        }
+    }
+    let ranges = match head.header("range") {
+        Some(range) if head.method() == "GET" && head.header("if-range").is_none_or(|ir| if_range_allows(ir, &v)) => {
+            parse_ranges(range, size)
+        }
+        _ => Ranges::Whole,
+    };
+    r.headers.push(("Last-Modified", v.last_modified));
+    r.headers.push(("ETag", v.etag));
+    r.headers.push(("Accept-Ranges", "bytes".into()));
+    match ranges {
+        Ranges::Whole => {
+            if let Some(t) = ctype {
+                r.headers.push(("Content-Type", t));
+            }
+            r.body = Body::File { file, start: 0, len: size };
+        }
+        Ranges::Unsatisfiable => {
+            r.status = 416;
+            r.headers.push(("Content-Range", format!("bytes */{size}")));
+            r.headers.push(("Content-Type", "text/html; charset=iso-8859-1".into()));
+            r.body = Body::Bytes(format!(
+                "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>416 Range Not Satisfiable</title>\n</head><body>\n<h1>Range Not Satisfiable</h1>\n<p>None of the ranges overlap the {size} bytes of this resource.</p>\n</body></html>\n"
+            ).into_bytes());
+        }
+        Ranges::Some(list) if list.len() == 1 => {
+            let (first, last) = list[0];
+            r.status = 206;
+            r.headers.push(("Content-Range", format!("bytes {first}-{last}/{size}")));
+            if let Some(t) = ctype {
+                r.headers.push(("Content-Type", t));
+            }
+            r.body = Body::File { file, start: first, len: last - first + 1 };
+        }
+        Ranges::Some(list) => {
+            r.status = 206;
+            let b = boundary();
+            let part_type = ctype.map(|t| format!("Content-Type: {t}\r\n")).unwrap_or_default();
+            let mut parts = Vec::with_capacity(list.len() * 2 + 1);
+            for (i, (first, last)) in list.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "\r\n" };
+                parts.push(Part::Bytes(format!("{sep}--{b}\r\n{part_type}Content-Range: bytes {first}-{last}/{size}\r\n\r\n").into_bytes()));
+                parts.push(Part::FileRange { start: *first, len: last - first + 1 });
+            }
+            parts.push(Part::Bytes(format!("\r\n--{b}--\r\n").into_bytes()));
+            r.headers.push(("Content-Type", format!("multipart/byteranges; boundary={b}")));
+            r.body = Body::Parts { file, parts };
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_ranges(b"bytes=0-9", 100), Ranges::Some(vec![(0, 9)]));
+        assert_eq!(parse_ranges(b"bytes=90-", 100), Ranges::Some(vec![(90, 99)]));
+        assert_eq!(parse_ranges(b"bytes=-10", 100), Ranges::Some(vec![(90, 99)]));
+        assert_eq!(parse_ranges(b"bytes=-1000", 100), Ranges::Some(vec![(0, 99)]));
+        assert_eq!(parse_ranges(b"bytes=50-1000", 100), Ranges::Some(vec![(50, 99)]));
+        assert_eq!(parse_ranges(b"bytes=0-1, 10-19", 100), Ranges::Some(vec![(0, 1), (10, 19)]));
+        assert_eq!(parse_ranges(b"bytes=0-10,5-20", 100), Ranges::Some(vec![(0, 20)]));
+        assert_eq!(parse_ranges(b"bytes=100-", 100), Ranges::Unsatisfiable);
+        assert_eq!(parse_ranges(b"bytes=-0", 100), Ranges::Unsatisfiable);
+        assert_eq!(parse_ranges(b"bytes=5-1", 100), Ranges::Whole);
+        assert_eq!(parse_ranges(b"items=0-1", 100), Ranges::Whole);
+        assert_eq!(parse_ranges(b"bytes=a-b", 100), Ranges::Whole);
+        let many = format!("bytes={}", (0..201).map(|i| format!("{i}-{i}")).collect::<Vec<_>>().join(","));
+        assert_eq!(parse_ranges(many.as_bytes(), 1000), Ranges::Whole);
+    }
+
+    #[test]
+    fn etags() {
+        assert!(etag_matches(b"\"a\", \"b\"", "\"b\"", false));
+        assert!(etag_matches(b"W/\"b\"", "\"b\"", true));
+        assert!(!etag_matches(b"W/\"b\"", "\"b\"", false));
+        assert!(etag_matches(b"*", "\"x\"", false));
+        assert!(!etag_matches(b"\"c\"", "\"b\"", true));
+    }
+}
