@@ -1,1 +1,174 @@
-fn main(){}
+//! The `warren` command: `serve` a directory with built-in defaults, or run,
+//! check (`-t`) or signal (`-k`) a server configured by an Apache-style file.
+//! It reads the configuration (`warren-config`), builds the site
+//! (`warren-handler`), binds the listeners and hands over to the MPM's
+//! parent process (`warren-mpm`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use warren_config::{load_file, LoadOptions, Mpm, Settings};
+use warren_handler::Site;
+
+#[derive(Parser)]
+#[command(name = "warren", version, about = "A web server for PHP and FastCGI sites on small machines", args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Run from this configuration file (Apache syntax).
+    #[arg(short = 'f', value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Check the configuration and exit: prints `Syntax OK` or each error as FILE:LINE: message.
+    #[arg(short = 't')]
+    test: bool,
+    /// Send a signal to the running server (found through its PidFile).
+    #[arg(short = 'k', value_enum, value_name = "ACTION")]
+    signal: Option<Action>,
+    /// Define a name for <IfDefine NAME> (repeatable).
+    #[arg(short = 'D', value_name = "NAME")]
+    defines: Vec<String>,
+    /// Override the MPM the configuration loads.
+    #[arg(long, value_enum)]
+    mpm: Option<MpmArg>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve a directory with built-in defaults, no configuration file needed.
+    Serve {
+        /// The directory to serve.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Address and port to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        #[arg(long, value_enum, default_value = "event")]
+        mpm: MpmArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Action {
+    /// Stop the server (SIGTERM): in-flight requests finish first.
+    Stop,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MpmArg {
+    Event,
+    Worker,
+    Prefork,
+}
+
+impl From<MpmArg> for Mpm {
+    fn from(m: MpmArg) -> Mpm {
+        match m {
+            MpmArg::Event => Mpm::Event,
+            MpmArg::Worker => Mpm::Worker,
+            MpmArg::Prefork => Mpm::Prefork,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match (&cli.command, &cli.config) {
+        (Some(Command::Serve { dir, listen, mpm }), _) => {
+            let dir = match dir.canonicalize() {
+                Ok(d) if d.is_dir() => d,
+                _ => {
+                    eprintln!("warren: {} is not a directory", dir.display());
+                    return ExitCode::FAILURE;
+                }
+            };
+            Settings::for_directory(&dir, *listen, (*mpm).into())
+        }
+        (None, Some(file)) => {
+            let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm.map(Into::into) };
+            let loaded = load_file(file, &opts);
+            for w in &loaded.warnings {
+                eprintln!("{w} (warning)");
+            }
+            for e in &loaded.errors {
+                eprintln!("{e}");
+            }
+            let Some(settings) = loaded.settings else {
+                if !cli.test {
+                    eprintln!("warren: configuration has errors; not starting");
+                }
+                return ExitCode::FAILURE;
+            };
+            if cli.test {
+                println!("Syntax OK");
+                return ExitCode::SUCCESS;
+            }
+            if let Some(Action::Stop) = cli.signal {
+                return stop(settings.pid_file.as_deref());
+            }
+            settings
+        }
+        (None, None) => {
+            eprintln!("warren: give a configuration file (-f FILE) or use `warren serve DIR`; see --help");
+            return ExitCode::from(2);
+        }
+    };
+    if settings.mpm != Mpm::Event {
+        eprintln!("warren: the {} MPM is not available in this version; use the event MPM", settings.mpm.name());
+        return ExitCode::FAILURE;
+    }
+    run(settings)
+}
+
+fn run(settings: Settings) -> ExitCode {
+    let mut listeners = Vec::new();
+    for addr in &settings.listen {
+        match warren_mpm::bind(*addr) {
+            Ok(l) => listeners.push(l),
+            Err(e) => {
+                eprintln!("warren: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let site = match Site::new(settings) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("warren: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = warren_mpm::Parent::new(site, listeners).run();
+    ExitCode::from(code as u8)
+}
+
+/// `-k stop`: SIGTERM to the PidFile's process, then wait for it to go.
+fn stop(pid_file: Option<&Path>) -> ExitCode {
+    let Some(pid_file) = pid_file else {
+        eprintln!("warren: no PidFile configured");
+        return ExitCode::FAILURE;
+    };
+    let pid = match std::fs::read_to_string(pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
+        Some(p) => nix::unistd::Pid::from_raw(p),
+        None => {
+            eprintln!("warren: cannot read a pid from {} (is warren running?)", pid_file.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
+        eprintln!("warren: cannot signal pid {pid}: {e} (stale PidFile {}?)", pid_file.display());
+        return ExitCode::FAILURE;
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if nix::sys::signal::kill(pid, None).is_err() {
+            return ExitCode::SUCCESS;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("warren: pid {pid} did not stop within 15 s");
+    ExitCode::FAILURE
+}

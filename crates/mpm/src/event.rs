@@ -1,0 +1,811 @@
+//! The event MPM's child: one event loop thread (epoll, edge-triggered) that
+//! owns every connection of the child, plus ThreadsPerChild worker threads.
+//!
+//! Idle keep-alive connections cost no thread: they sit in the loop's slab
+//! in `Phase::KeepAlive`. Requests whose answer cannot block (static files,
+//! errors, redirects) are answered on the loop; the handler's blocking work
+//! goes to the worker pool and comes back as a response to write. Writes are
+//! non-blocking with write completion: a response the socket cannot take at
+//! once waits in the connection until EPOLLOUT.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use warren_config::LogLevel;
+use warren_handler::logs::LogRecord;
+use warren_handler::router::LogWriters;
+use warren_handler::{Body, ConnInfo, Outcome, Part, Response, Site};
+use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
+use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, Phase, RequestHead};
+
+use crate::listen::{self, Listener};
+use crate::pool::WorkerPool;
+
+/// Bodies up to this size are read into the write buffer, so that head and
+/// body leave in one write; larger ones go by sendfile.
+const INLINE_BODY: u64 = 32 * 1024;
+const READ_CHUNK: usize = 16 * 1024;
+/// How long a half-closed connection is drained before it is closed.
+const LINGER: Duration = Duration::from_secs(2);
+/// How often deadlines are checked and access logs flushed.
+const TICK: Duration = Duration::from_millis(250);
+/// At most this many accepts per wake-up, so that one child does not take
+/// every connection of a burst.
+const ACCEPT_BATCH: usize = 32;
+
+const TOKEN_WAKE: u64 = u64::MAX;
+const TOKEN_SIGNAL: u64 = u64::MAX - 1;
+const TOKEN_LISTENER: u64 = 1 << 62;
+
+/// Set by the signal handler: stop gracefully.
+pub struct StopFlag(pub Arc<AtomicBool>);
+
+/// What remains to be sent after the write buffer.
+enum Chunk {
+    Bytes(Vec<u8>),
+    File { file: Arc<File>, offset: u64, len: u64 },
+}
+
+/// The request being served on a connection.
+struct InFlight {
+    head: Option<RequestHead>,
+    started: SystemTime,
+    start: Instant,
+    keep_alive: bool,
+    status: u16,
+    body_bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    host: usize,
+    filename: Option<std::path::PathBuf>,
+    headers: Vec<(&'static str, String)>,
+    decoder: Option<BodyDecoder>,
+    /// LimitRequestBody for this request (u64::MAX: unlimited).
+    body_limit: u64,
+    /// Close after the response, draining input first (it may hold unread body).
+    linger: bool,
+    raw_line: Vec<u8>,
+}
+
+struct Conn {
+    stream: TcpStream,
+    info: ConnInfo,
+    generation: u64,
+    phase: Phase,
+    waiting_worker: bool,
+    readable: bool,
+    /// Unparsed input (usually empty between requests: reads go to the loop's scratch).
+    rbuf: Vec<u8>,
+    /// Unsent output.
+    wbuf: Vec<u8>,
+    wpos: usize,
+    queue: VecDeque<Chunk>,
+    deadline: Instant,
+    served: u32,
+    req: Option<InFlight>,
+}
+
+pub struct EventLoop {
+    site: Arc<Site>,
+    epoll: Epoll,
+    listeners: Vec<Listener>,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    next_generation: u64,
+    pool: WorkerPool,
+    logs: LogWriters,
+    date: DateCache,
+    limits: HeadLimits,
+    keep_alive: KeepAlivePolicy,
+    timeout: Duration,
+    keep_alive_timeout: Duration,
+    /// Shared buffer that reads land in and responses are built in, so idle
+    /// connections hold no buffers.
+    scratch_in: Vec<u8>,
+    scratch_out: Vec<u8>,
+    max_head: usize,
+    accepted: u64,
+    max_connections: u64,
+    stopping: bool,
+    stop: Arc<AtomicBool>,
+    signal_fd: Option<std::os::fd::OwnedFd>,
+    open: usize,
+}
+
+impl EventLoop {
+    pub fn new(site: Arc<Site>, listeners: Vec<Listener>, stop: Arc<AtomicBool>, signal_fd: Option<std::os::fd::OwnedFd>) -> io::Result<EventLoop> {
+        let s = &site.settings;
+        let pool = WorkerPool::start(s.tuning.threads_per_child)?;
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        for (i, l) in listeners.iter().enumerate() {
+            // EPOLLEXCLUSIVE: one idle child wakes per connection, not all.
+            epoll.add(&l.socket, EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE, TOKEN_LISTENER + i as u64))?;
+        }
+        epoll.add(pool.wake.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_WAKE))?;
+        if let Some(fd) = &signal_fd {
+            epoll.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_SIGNAL))?;
+        }
+        let limits = HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields };
+        let max_head = limits.request_line + 2 + limits.fields * (limits.field_size + 2) + 2;
+        Ok(EventLoop {
+            logs: site.log_writers(),
+            keep_alive: KeepAlivePolicy { enabled: s.keep_alive, max_requests: s.max_keep_alive_requests },
+            timeout: s.timeout,
+            keep_alive_timeout: s.keep_alive_timeout,
+            max_connections: u64::from(s.tuning.max_connections_per_child),
+            site: site.clone(),
+            epoll,
+            listeners,
+            conns: Vec::new(),
+            free: Vec::new(),
+            next_generation: 0,
+            pool,
+            date: DateCache::default(),
+            limits,
+            scratch_in: vec![0; READ_CHUNK],
+            scratch_out: Vec::with_capacity(INLINE_BODY as usize + 4096),
+            max_head,
+            accepted: 0,
+            stopping: false,
+            stop,
+            signal_fd,
+            open: 0,
+        })
+    }
+
+    /// Runs until stopped (and its connections are finished) or retired by
+    /// MaxConnectionsPerChild.
+    pub fn run(&mut self) {
+        let mut events = vec![EpollEvent::empty(); 256];
+        let mut last_tick = Instant::now();
+        let mut stop_deadline: Option<Instant> = None;
+        loop {
+            if self.stop.load(Ordering::Relaxed) && !self.stopping {
+                self.begin_stop();
+            }
+            if self.stopping {
+                let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + self.timeout.min(Duration::from_secs(10)));
+                if self.open == 0 || Instant::now() >= deadline {
+                    break;
+                }
+            }
+            let n = match self.epoll.wait(&mut events, EpollTimeout::from(TICK.as_millis() as u16)) {
+                Ok(n) => n,
+                Err(nix::errno::Errno::EINTR) => 0,
+                Err(e) => {
+                    self.site.error_log.log(LogLevel::Crit, None, &format!("epoll_wait failed: {e}"));
+                    break;
+                }
+            };
+            for ev in &events[..n] {
+                let token = ev.data();
+                let flags = ev.events();
+                match token {
+                    TOKEN_WAKE => self.finish_work(),
+                    TOKEN_SIGNAL => {
+                        if let Some(fd) = &self.signal_fd {
+                            let _ = nix::unistd::read(fd, &mut [0u8; 64]);
+                        }
+                    }
+                    t if t >= TOKEN_LISTENER => self.accept((t - TOKEN_LISTENER) as usize),
+                    t => self.ready(t as usize, flags),
+                }
+            }
+            let now = Instant::now();
+            if now.duration_since(last_tick) >= TICK {
+                last_tick = now;
+                self.expire(now);
+                self.logs.flush();
+            }
+        }
+        self.logs.flush();
+    }
+
+    fn begin_stop(&mut self) {
+        self.stopping = true;
+        for l in &self.listeners {
+            let _ = self.epoll.delete(&l.socket);
+        }
+        // Idle keep-alive connections are closed now; busy ones finish.
+        for slot in 0..self.conns.len() {
+            let idle = matches!(&self.conns[slot], Some(c) if c.phase == Phase::KeepAlive && c.rbuf.is_empty() && !c.waiting_worker);
+            if idle {
+                self.close(slot);
+            }
+        }
+    }
+
+    fn accept(&mut self, which: usize) {
+        for _ in 0..ACCEPT_BATCH {
+            if self.stopping {
+                return;
+            }
+            let (stream, peer) = match listen::accept(&self.listeners[which].socket) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.raw_os_error() == Some(libc::EMFILE) || e.raw_os_error() == Some(libc::ENFILE) => {
+                    self.site.error_log.error(None, &format!("accept: {e}; raise the open files limit"));
+                    return;
+                }
+                Err(_) => continue,
+            };
+            let laddr = self.listeners[which].addr;
+            let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
+            let slot = self.free.pop().unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+            self.next_generation += 1;
+            let conn = Conn {
+                stream,
+                info: ConnInfo { peer, local },
+                generation: self.next_generation,
+                phase: Phase::ReadingHead,
+                waiting_worker: false,
+                // With TCP_DEFER_ACCEPT the first bytes are usually there already.
+                readable: true,
+                rbuf: Vec::new(),
+                wbuf: Vec::new(),
+                wpos: 0,
+                queue: VecDeque::new(),
+                deadline: Instant::now() + self.timeout,
+                served: 0,
+                req: None,
+            };
+            let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
+            if self.epoll.add(&conn.stream, EpollEvent::new(flags, slot as u64)).is_err() {
+                self.free.push(slot);
+                continue;
+            }
+            self.conns[slot] = Some(conn);
+            self.open += 1;
+            self.accepted += 1;
+            self.drive(slot);
+            if self.max_connections > 0 && self.accepted >= self.max_connections {
+                self.site.error_log.log(LogLevel::Info, None, "MaxConnectionsPerChild reached, child retiring");
+                self.begin_stop();
+                return;
+            }
+        }
+    }
+
+    fn ready(&mut self, slot: usize, flags: EpollFlags) {
+        let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
+        if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            c.readable = true;
+        }
+        if c.waiting_worker {
+            return;
+        }
+        self.drive(slot);
+    }
+
+    /// Advances one connection as far as it can go without blocking.
+    fn drive(&mut self, slot: usize) {
+        loop {
+            let Some(c) = self.conns[slot].as_mut() else { return };
+            if c.waiting_worker {
+                return;
+            }
+            match c.phase {
+                Phase::Writing => match flush(c) {
+                    Ok(true) => {
+                        if !self.finish_response(slot) {
+                            return;
+                        }
+                    }
+                    Ok(false) => return,
+                    Err(_) => {
+                        self.abort(slot);
+                        return;
+                    }
+                },
+                Phase::Lingering => {
+                    match drain(c) {
+                        Ok(true) | Err(_) => self.close(slot),
+                        Ok(false) => {}
+                    }
+                    return;
+                }
+                Phase::KeepAlive | Phase::ReadingHead => {
+                    if !c.rbuf.is_empty() {
+                        match parse_head(&c.rbuf, &self.limits) {
+                            Ok(Some((head, used))) => {
+                                c.rbuf.drain(..used);
+                                self.start_request(slot, head);
+                                continue;
+                            }
+                            Ok(None) => {
+                                if c.rbuf.len() > self.max_head {
+                                    let e = HttpError::new(431, "request header section too large");
+                                    self.protocol_error(slot, e);
+                                    continue;
+                                }
+                            }
+                            Err(e) => {
+                                self.protocol_error(slot, e);
+                                continue;
+                            }
+                        }
+                    }
+                    match self.read_more(slot) {
+                        ReadResult::Data => continue,
+                        ReadResult::Blocked => return,
+                        ReadResult::Closed => {
+                            self.close(slot);
+                            return;
+                        }
+                    }
+                }
+                Phase::ReadingBody => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    let req = c.req.as_mut().expect("request in flight");
+                    let dec = req.decoder.as_mut().expect("decoder");
+                    let limit = req.body_limit;
+                    match dec.feed(&c.rbuf, &mut |_| {}) {
+                        Ok(used) => {
+                            c.rbuf.drain(..used);
+                            req.bytes_received += used as u64;
+                        }
+                        Err(e) => {
+                            req.keep_alive = false;
+                            self.body_error(slot, e);
+                            continue;
+                        }
+                    }
+                    let dec = req.decoder.as_ref().expect("decoder");
+                    if dec.received > limit {
+                        let e = HttpError::new(413, format!("request body larger than LimitRequestBody ({limit})"));
+                        self.body_error(slot, e);
+                        continue;
+                    }
+                    if dec.is_done() {
+                        req.decoder = None;
+                        self.dispatch(slot);
+                        continue;
+                    }
+                    c.deadline = Instant::now() + self.timeout;
+                    match self.read_more(slot) {
+                        ReadResult::Data => continue,
+                        ReadResult::Blocked => return,
+                        ReadResult::Closed => {
+                            self.abort(slot);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn read_more(&mut self, slot: usize) -> ReadResult {
+        let c = self.conns[slot].as_mut().expect("conn");
+        if !c.readable {
+            return ReadResult::Blocked;
+        }
+        match c.stream.read(&mut self.scratch_in) {
+            Ok(0) => ReadResult::Closed,
+            Ok(n) => {
+                // A short read drained the socket; the next edge will tell us of more.
+                if n < self.scratch_in.len() {
+                    c.readable = false;
+                }
+                if c.rbuf.is_empty() && c.phase == Phase::KeepAlive {
+                    c.phase = Phase::ReadingHead;
+                    c.deadline = Instant::now() + self.timeout;
+                }
+                c.rbuf.extend_from_slice(&self.scratch_in[..n]);
+                ReadResult::Data
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                c.readable = false;
+                ReadResult::Blocked
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => ReadResult::Data,
+            Err(_) => ReadResult::Closed,
+        }
+    }
+
+    fn start_request(&mut self, slot: usize, head: RequestHead) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        c.served += 1;
+        let keep_alive = !self.stopping && self.keep_alive.keep_alive(&head, c.served);
+        let framing = head.framing;
+        let req = InFlight {
+            bytes_received: head.wire_len() as u64,
+            head: Some(head),
+            started: SystemTime::now(),
+            start: Instant::now(),
+            keep_alive,
+            status: 0,
+            body_bytes: 0,
+            bytes_sent: 0,
+            host: 0,
+            filename: None,
+            headers: Vec::new(),
+            decoder: None,
+            body_limit: u64::MAX,
+            linger: false,
+            raw_line: Vec::new(),
+        };
+        if framing == BodyFraming::None {
+            c.req = Some(req);
+            self.dispatch(slot);
+            return;
+        }
+        let head_ref = req.head.as_ref().expect("head");
+        let limit = self.site.body_limit(head_ref, &c.info);
+        let expect = head_ref.expect_continue;
+        c.req = Some(req);
+        if let BodyFraming::Length(n) = framing {
+            if n > limit {
+                let e = HttpError::new(413, format!("request body of {n} bytes larger than LimitRequestBody ({limit})"));
+                self.body_error(slot, e);
+                return;
+            }
+        }
+        let c = self.conns[slot].as_mut().expect("conn");
+        if expect {
+            // Static resources read and discard the body; say so before the client sends it.
+            let _ = c.stream.write(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        let req = c.req.as_mut().expect("req");
+        req.decoder = Some(BodyDecoder::new(framing));
+        req.body_limit = limit;
+        c.phase = Phase::ReadingBody;
+        c.deadline = Instant::now() + self.timeout;
+    }
+
+    fn dispatch(&mut self, slot: usize) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        match self.site.handle(head, &c.info) {
+            Outcome::Ready(resp) => self.respond(slot, resp),
+            Outcome::Blocking(work) => {
+                c.waiting_worker = true;
+                c.deadline = Instant::now() + Duration::from_secs(3600);
+                self.pool.submit(slot, c.generation, work);
+            }
+        }
+    }
+
+    fn finish_work(&mut self) {
+        self.pool.reset_wake();
+        while let Ok(done) = self.pool.done.try_recv() {
+            let alive = matches!(&self.conns.get(done.slot), Some(Some(c)) if c.generation == done.generation);
+            if !alive {
+                continue;
+            }
+            let c = self.conns[done.slot].as_mut().expect("conn");
+            c.waiting_worker = false;
+            let resp = match done.response {
+                Some(r) => r,
+                None => {
+                    self.site.error_log.error(Some(c.info.peer), "handler panicked; answering 500");
+                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                    warren_handler::errors::respond(&self.site, 0, 500, Some(head), &c.info)
+                }
+            };
+            self.respond(done.slot, resp);
+            self.drive(done.slot);
+        }
+    }
+
+    /// A request that could not be parsed: answer and close.
+    fn protocol_error(&mut self, slot: usize, e: HttpError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let line_end = c.rbuf.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(c.rbuf.len()).min(512);
+        let raw_line = c.rbuf[..line_end].to_vec();
+        let why = format!("{}: {}", e.reason, String::from_utf8_lossy(&raw_line));
+        let resp = self.site.protocol_error(e.status, &c.info, &why);
+        c.served += 1;
+        c.req = Some(InFlight {
+            head: None,
+            started: SystemTime::now(),
+            start: Instant::now(),
+            keep_alive: false,
+            status: 0,
+            body_bytes: 0,
+            bytes_sent: 0,
+            bytes_received: c.rbuf.len() as u64,
+            host: 0,
+            filename: None,
+            headers: Vec::new(),
+            decoder: None,
+            body_limit: u64::MAX,
+            linger: true,
+            raw_line,
+        });
+        c.rbuf.clear();
+        self.respond(slot, resp);
+    }
+
+    /// A bad or oversized body: answer and close (what is left of the body
+    /// cannot be told from a next request).
+    fn body_error(&mut self, slot: usize, e: HttpError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let req = c.req.as_mut().expect("req");
+        req.decoder = None;
+        req.keep_alive = false;
+        req.linger = true;
+        let head = req.head.as_ref().expect("head");
+        let host = self.site.select_host(head.host(), c.info.local);
+        let resp = self.site.error(host, e.status, head, &c.info, &e.reason);
+        c.rbuf.clear();
+        self.respond(slot, resp);
+    }
+
+    /// Encodes a response into the connection's output and starts writing.
+    fn respond(&mut self, slot: usize, resp: Response) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let req = c.req.as_mut().expect("request in flight");
+        let head = req.head.as_ref();
+        let is_head = head.is_some_and(|h| h.method() == "HEAD");
+        let version = head.map_or(warren_http::Version::Http11, |h| h.version);
+        if resp.close {
+            req.keep_alive = false;
+        }
+        let keep_alive = req.keep_alive;
+        let out = &mut self.scratch_out;
+        out.clear();
+        write_status_line(out, resp.status);
+        out.extend_from_slice(b"Date: ");
+        out.extend_from_slice(self.date.now().as_bytes());
+        out.extend_from_slice(b"\r\nServer: ");
+        out.extend_from_slice(self.site.server_header.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for (name, value) in &resp.headers {
+            write_header(out, name, value);
+        }
+        let with_body = status_allows_body(resp.status);
+        let len = resp.body.len();
+        if with_body {
+            write_content_length(out, len);
+        }
+        write_connection(out, version, keep_alive);
+        out.extend_from_slice(b"\r\n");
+        let head_len = out.len() as u64;
+        let mut queue = VecDeque::new();
+        let mut sent_body = 0;
+        if with_body && !is_head {
+            sent_body = len;
+            match resp.body {
+                Body::Empty => {}
+                Body::Bytes(b) => out.extend_from_slice(&b),
+                Body::File { file, start, len } if len <= INLINE_BODY => {
+                    let at = out.len();
+                    out.resize(at + len as usize, 0);
+                    if file.read_exact_at(&mut out[at..], start).is_err() {
+                        // The file shrank under us: the length we promised cannot be kept.
+                        out.truncate(at);
+                        req.keep_alive = false;
+                        req.linger = false;
+                        queue.push_back(Chunk::Bytes(Vec::new()));
+                    }
+                }
+                Body::File { file, start, len } => queue.push_back(Chunk::File { file: Arc::new(file), offset: start, len }),
+                Body::Parts { file, parts } => {
+                    let file = Arc::new(file);
+                    for p in parts {
+                        match p {
+                            Part::Bytes(b) => queue.push_back(Chunk::Bytes(b)),
+                            Part::FileRange { start, len } => queue.push_back(Chunk::File { file: file.clone(), offset: start, len }),
+                        }
+                    }
+                }
+            }
+        }
+        req.status = resp.status;
+        req.body_bytes = sent_body;
+        req.bytes_sent = head_len + sent_body;
+        req.host = resp.host;
+        req.filename = resp.filename;
+        req.headers = resp.headers;
+        c.wbuf.clear();
+        c.wbuf.extend_from_slice(out);
+        c.wpos = 0;
+        c.queue = queue;
+        c.phase = Phase::Writing;
+        c.deadline = Instant::now() + self.timeout;
+    }
+
+    /// The response is out: log it, then keep the connection or close it.
+    /// Returns true if the connection should be driven further.
+    fn finish_response(&mut self, slot: usize) -> bool {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let Some(req) = c.req.take() else { return true };
+        let host_name = &self.site.hosts[req.host.min(self.site.hosts.len() - 1)].name;
+        if !self.logs.is_empty() {
+            let record = LogRecord {
+                peer: c.info.peer,
+                local: c.info.local,
+                head: req.head.as_ref(),
+                raw_line: &req.raw_line,
+                status: req.status,
+                body_bytes: req.body_bytes,
+                bytes_sent: req.bytes_sent,
+                bytes_received: req.bytes_received,
+                started: req.started,
+                duration: req.start.elapsed(),
+                server_name: host_name,
+                keepalive_count: c.served.saturating_sub(1),
+                kept_alive: req.keep_alive,
+                aborted: false,
+                filename: req.filename.as_deref(),
+                response_headers: &req.headers,
+            };
+            self.logs.write(req.host, &record);
+        }
+        if req.keep_alive && !self.stopping {
+            c.phase = Phase::KeepAlive;
+            c.deadline = Instant::now() + self.keep_alive_timeout;
+            if c.rbuf.is_empty() {
+                c.rbuf = Vec::new();
+            }
+            c.wbuf = Vec::new();
+            return true;
+        }
+        if req.linger {
+            let _ = c.stream.shutdown(Shutdown::Write);
+            c.phase = Phase::Lingering;
+            c.deadline = Instant::now() + LINGER;
+            c.readable = true;
+            return true;
+        }
+        self.close(slot);
+        false
+    }
+
+    /// Closes a connection whose request could not be completed.
+    fn abort(&mut self, slot: usize) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            if let Some(req) = c.req.take() {
+                if req.status != 0 && !self.logs.is_empty() {
+                    let host_name = &self.site.hosts[req.host.min(self.site.hosts.len() - 1)].name;
+                    let record = LogRecord {
+                        peer: c.info.peer,
+                        local: c.info.local,
+                        head: req.head.as_ref(),
+                        raw_line: &req.raw_line,
+                        status: req.status,
+                        body_bytes: req.body_bytes,
+                        bytes_sent: req.bytes_sent,
+                        bytes_received: req.bytes_received,
+                        started: req.started,
+                        duration: req.start.elapsed(),
+                        server_name: host_name,
+                        keepalive_count: c.served.saturating_sub(1),
+                        kept_alive: false,
+                        aborted: true,
+                        filename: req.filename.as_deref(),
+                        response_headers: &req.headers,
+                    };
+                    self.logs.write(req.host, &record);
+                }
+            }
+        }
+        self.close(slot);
+    }
+
+    fn close(&mut self, slot: usize) {
+        if let Some(c) = self.conns[slot].take() {
+            let _ = self.epoll.delete(&c.stream);
+            self.free.push(slot);
+            self.open -= 1;
+        }
+    }
+
+    /// Enforces Timeout, KeepAliveTimeout and the lingering-close limit.
+    fn expire(&mut self, now: Instant) {
+        for slot in 0..self.conns.len() {
+            let Some(c) = self.conns[slot].as_mut() else { continue };
+            if c.deadline > now || c.waiting_worker {
+                continue;
+            }
+            match c.phase {
+                Phase::ReadingHead if !c.rbuf.is_empty() => {
+                    let why = "request header read timeout";
+                    self.site.error_log.log(LogLevel::Info, Some(c.info.peer), why);
+                    self.protocol_error(slot, HttpError::new(408, why));
+                    self.drive(slot);
+                }
+                Phase::ReadingBody => {
+                    let why = "timeout reading the request body";
+                    self.body_error(slot, HttpError::new(408, why));
+                    self.drive(slot);
+                }
+                Phase::Writing => self.abort(slot),
+                _ => self.close(slot),
+            }
+        }
+    }
+}
+
+enum ReadResult {
+    Data,
+    Blocked,
+    Closed,
+}
+
+/// Writes what is pending. Ok(true): all sent; Ok(false): the socket is full.
+fn flush(c: &mut Conn) -> io::Result<bool> {
+    loop {
+        if c.wpos < c.wbuf.len() {
+            // With more to follow, MSG_MORE lets the head share a packet with the file.
+            let more = if c.queue.is_empty() { 0 } else { libc::MSG_MORE };
+            let rest = &c.wbuf[c.wpos..];
+            // SAFETY: rest is a valid buffer for its length; the fd is ours.
+            let n = unsafe { libc::send(c.stream.as_raw_fd(), rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL | more) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                return match e.kind() {
+                    io::ErrorKind::WouldBlock => Ok(false),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => Err(e),
+                };
+            }
+            c.wpos += n as usize;
+            continue;
+        }
+        match c.queue.front_mut() {
+            None => {
+                c.wbuf.clear();
+                c.wpos = 0;
+                return Ok(true);
+            }
+            Some(Chunk::Bytes(b)) => {
+                if b.is_empty() {
+                    // A marker for a body that could not be completed.
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file changed while being sent"));
+                }
+                c.wbuf = std::mem::take(b);
+                c.wpos = 0;
+                c.queue.pop_front();
+            }
+            Some(Chunk::File { file, offset, len }) => {
+                if *len == 0 {
+                    c.queue.pop_front();
+                    continue;
+                }
+                let mut off = *offset as i64;
+                let count = (*len).min(1 << 20) as usize;
+                match nix::sys::sendfile::sendfile64(&c.stream, file.as_fd(), Some(&mut off), count) {
+                    Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent")),
+                    Ok(n) => {
+                        *offset += n as u64;
+                        *len -= n as u64;
+                    }
+                    Err(nix::errno::Errno::EAGAIN) => return Ok(false),
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+    }
+}
+
+/// Reads and discards input of a half-closed connection. Ok(true): the
+/// client has closed its side.
+fn drain(c: &mut Conn) -> io::Result<bool> {
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.stream.read(&mut buf) {
+            Ok(0) => return Ok(true),
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                c.readable = false;
+                return Ok(false);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Listening sockets, bound by the parent before it forks, and accept.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+/// Apache's ListenBacklog default.
+pub const BACKLOG: i32 = 511;
+
+pub struct Listener {
+    pub socket: TcpListener,
+    pub addr: SocketAddr,
+}
+
+pub fn bind(addr: SocketAddr) -> std::io::Result<Listener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    // Accepted sockets inherit TCP_NODELAY from the listener on Linux: small
+    // responses go out without waiting for the peer's delayed ACK.
+    socket.set_tcp_nodelay(true)?;
+    // Wake children only once a request's first bytes have arrived.
+    let secs: libc::c_int = 1;
+    // SAFETY: a valid socket and an int-sized option value.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            &secs as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    socket.bind(&addr.into()).map_err(|e| std::io::Error::new(e.kind(), format!("could not bind to address {addr}: {e}")))?;
+    socket.listen(BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    let socket: TcpListener = socket.into();
+    let addr = socket.local_addr()?;
+    Ok(Listener { socket, addr })
+}
+
+/// accept4 with the peer address, non-blocking and close-on-exec, in one
+/// system call.
+pub fn accept(listener: &TcpListener) -> std::io::Result<(TcpStream, SocketAddr)> {
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: storage and len describe a valid, writable sockaddr buffer.
+    let fd = unsafe {
+        libc::accept4(
+            listener.as_raw_fd(),
+            &mut storage as *mut _ as *mut libc::sockaddr,
+            &mut len,
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: accept4 returned a new socket that we now own.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let peer = sockaddr_to_std(&storage).unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+    Ok((stream, peer))
+}
+
+fn sockaddr_to_std(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match s.ss_family as i32 {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in.
+            let a = unsafe { &*(s as *const _ as *const libc::sockaddr_in) };
+            Some(SocketAddr::from((u32::from_be(a.sin_addr.s_addr).to_be_bytes(), u16::from_be(a.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this storage holds a sockaddr_in6.
+            let a = unsafe { &*(s as *const _ as *const libc::sockaddr_in6) };
+            Some(SocketAddr::from((a.sin6_addr.s6_addr, u16::from_be(a.sin6_port))))
+        }
+        _ => None,
+    }
+}
