@@ -1,0 +1,293 @@
+//! Test harness: write a config and a document root into a fresh directory,
+//! start the real `warren` binary on a free loopback port, and talk to it
+//! with raw sockets or curl.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_warren");
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let p = std::env::temp_dir().join(format!("warren-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(p.join("htdocs")).unwrap();
+        TempDir(p)
+    }
+
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.0.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub struct Server {
+    pub child: Option<Child>,
+    pub port: u16,
+    pub dir: TempDir,
+    pub conf: PathBuf,
+}
+
+/// A site with a few files most tests use.
+pub fn standard_site(dir: &TempDir) {
+    dir.write("htdocs/index.html", "<html>hello</html>\n");
+    dir.write("htdocs/a.txt", "0123456789abcdefghij");
+    dir.write("htdocs/sub/page.html", "sub page");
+    dir.write("htdocs/noindex/file.txt", "x");
+    dir.write("htdocs/space name.txt", "spaced");
+}
+
+impl Server {
+    /// Starts warren with `extra` appended to a minimal config.
+    pub fn start(mpm: &str, extra: &str) -> Server {
+        let dir = TempDir::new(mpm);
+        standard_site(&dir);
+        Server::start_in(dir, mpm, extra)
+    }
+
+    pub fn start_in(dir: TempDir, mpm: &str, extra: &str) -> Server {
+        let port = free_port();
+        let conf = dir.write(
+            "warren.conf",
+            format!(
+                "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nStartServers 2\nThreadsPerChild 4\n{extra}\n"
+            ),
+        );
+        let child = Command::new(BIN)
+            .arg("-f")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start warren");
+        let mut s = Server { child: Some(child), port, dir, conf };
+        s.wait_ready();
+        s
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                let mut err = String::new();
+                self.child.as_mut().unwrap().stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                panic!("warren exited with {status}: {err}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("warren did not start listening on {}", self.port);
+    }
+
+    pub fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// Sends raw bytes and reads until the server closes (or 10 s pass).
+    pub fn raw(&self, request: &[u8]) -> Vec<u8> {
+        let mut s = self.connect();
+        s.write_all(request).unwrap();
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        read_to_close(&mut s)
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        parse_response(&self.raw(req.as_bytes())).0
+    }
+
+    /// A request with extra header lines (each ending in \r\n).
+    pub fn get_with(&self, path: &str, headers: &str) -> Resp {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n");
+        parse_response(&self.raw(req.as_bytes())).0
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// The parent's child processes.
+    pub fn children(&self) -> Vec<u32> {
+        children_of(self.pid())
+    }
+
+    pub fn read_log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.0.join(name)).unwrap_or_default()
+    }
+
+    /// Waits until `name` contains `needle` (logs are flushed about every 250 ms).
+    pub fn wait_log(&self, name: &str, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let log = self.read_log(name);
+            if log.contains(needle) || Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM and wait; returns the exit status code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        unsafe_kill(child.id(), 15);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = child.try_wait() {
+                return st.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            unsafe_kill(c.id(), 15);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn unsafe_kill(pid: u32, sig: i32) {
+    let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status();
+}
+
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // Fields after the ")" of the command name: state ppid ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        let ppid: u32 = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+        if ppid == parent {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Parses one response from the start of `data` (which answers a non-HEAD
+/// request); returns it and the bytes after it.
+pub fn parse_response(data: &[u8]) -> (Resp, &[u8]) {
+    parse_response_for(data, false)
+}
+
+pub fn parse_response_for(data: &[u8], head_request: bool) -> (Resp, &[u8]) {
+    let end = data.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| panic!("no complete head in {:?}", String::from_utf8_lossy(data)));
+    let head = std::str::from_utf8(&data[..end]).unwrap();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap();
+    let status: u16 = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> =
+        lines.map(|l| l.split_once(": ").map(|(a, b)| (a.to_string(), b.to_string())).unwrap_or_else(|| panic!("bad header line {l:?}"))).collect();
+    let rest = &data[end + 4..];
+    let len = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).map(|(_, v)| v.parse::<usize>().unwrap());
+    let no_body = head_request || status == 304 || status == 204 || status < 200;
+    let (body, after) = match len {
+        _ if no_body => (Vec::new(), rest),
+        Some(n) => (rest[..n.min(rest.len())].to_vec(), &rest[n.min(rest.len())..]),
+        None => (rest.to_vec(), &rest[rest.len()..]),
+    };
+    (Resp { status, headers, body }, after)
+}
+
+/// Every response in a byte stream (for pipelining and keep-alive).
+pub fn parse_all(mut data: &[u8]) -> Vec<Resp> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let (r, rest) = parse_response(data);
+        out.push(r);
+        data = rest;
+    }
+    out
+}
+
+pub fn status_of(data: &[u8]) -> u16 {
+    let s = String::from_utf8_lossy(data);
+    s.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// Instantiates each named test function once per MPM warren has.
+#[macro_export]
+macro_rules! each_mpm {
+    ($($name:ident),* $(,)?) => {
+        mod event {
+            $( #[test] fn $name() { super::$name("event") } )*
+        }
+    };
+}

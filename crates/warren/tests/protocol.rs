@@ -1,0 +1,241 @@
+//! HTTP/1.1 protocol rules (RFC 9112/9110) against the real server, as a
+//! table of raw requests and the status each must get; keep-alive,
+//! pipelining, bodies, Expect, timeouts and lingering close.
+
+mod common;
+use common::*;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+each_mpm!(
+    rfc_table,
+    keep_alive_http11_and_http10,
+    pipelining,
+    max_keep_alive_requests,
+    keep_alive_off,
+    body_is_discarded_then_next_request,
+    chunked_body_is_discarded,
+    limit_request_body,
+    expect_100_continue,
+    slow_client_gets_408,
+    keep_alive_timeout_closes,
+    limits_from_config,
+    bad_requests_are_logged,
+    server_tokens,
+);
+
+fn rfc_table(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let long_line = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "a".repeat(9000));
+    let long_field = format!("GET / HTTP/1.1\r\nHost: a\r\nX-Big: {}\r\n\r\n", "b".repeat(9000));
+    let many_fields = format!("GET / HTTP/1.1\r\nHost: a\r\n{}\r\n", "X-F: 1\r\n".repeat(101));
+    let long_ext = format!("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;{}\r\nx\r\n0\r\n\r\n", "e".repeat(5000));
+    let table: Vec<(&str, &str, &[u16])> = vec![
+        ("plain GET", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", &[200]),
+        ("HTTP/1.0 without Host", "GET / HTTP/1.0\r\n\r\n", &[200]),
+        ("request line over LimitRequestLine", &long_line, &[414]),
+        ("field over LimitRequestFieldSize", &long_field, &[400, 431]),
+        ("more fields than LimitRequestFields", &many_fields, &[400, 431]),
+        ("HTTP/1.1 without Host", "GET / HTTP/1.1\r\n\r\n", &[400]),
+        ("two Host fields", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", &[400]),
+        ("invalid Host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", &[400]),
+        ("Host with bad port", "GET / HTTP/1.1\r\nHost: a:xyz\r\n\r\n", &[400]),
+        ("whitespace before colon", "GET / HTTP/1.1\r\nHost : a\r\n\r\n", &[400]),
+        ("obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", &[400]),
+        ("CL and TE", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", &[400]),
+        ("invalid CL", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n", &[400]),
+        ("conflicting CL", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", &[400]),
+        ("negative CL", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", &[400]),
+        ("TE gzip", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", &[501]),
+        ("TE gzip, chunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", &[501]),
+        ("HTTP/1.0 with TE", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", &[400]),
+        ("HTTP/2.0 request line", "GET / HTTP/2.0\r\nHost: a\r\n\r\n", &[505]),
+        ("HTTP/3.0 request line", "GET / HTTP/3.0\r\nHost: a\r\n\r\n", &[505]),
+        ("malformed version", "GET / HTXP/1.1\r\nHost: a\r\n\r\n", &[400]),
+        ("HTTP/0.9 style", "GET /\r\n\r\n", &[400]),
+        ("double space", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", &[400]),
+        ("bad method token", "GE(T / HTTP/1.1\r\nHost: a\r\n\r\n", &[400]),
+        ("relative target", "GET index.html HTTP/1.1\r\nHost: a\r\n\r\n", &[400]),
+        ("chunk extension too long", &long_ext, &[400]),
+        ("bad chunk size", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", &[400]),
+        ("unknown expectation", "GET / HTTP/1.1\r\nHost: a\r\nExpect: magic\r\n\r\n", &[417]),
+        ("NUL in field", "GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n", &[400]),
+        ("absolute-form", "GET http://localhost/index.html HTTP/1.1\r\nHost: x\r\n\r\n", &[200]),
+        ("asterisk OPTIONS", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", &[200]),
+        ("asterisk GET", "GET * HTTP/1.1\r\nHost: a\r\n\r\n", &[400]),
+        ("unknown method", "BREW / HTTP/1.1\r\nHost: a\r\n\r\n", &[501]),
+        ("POST to a file", "POST /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", &[405]),
+        ("DELETE", "DELETE /a.txt HTTP/1.1\r\nHost: a\r\n\r\n", &[405]),
+        ("dot-dot above root", "GET /../../etc/passwd HTTP/1.1\r\nHost: a\r\n\r\n", &[400]),
+        ("encoded dot-dot", "GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: a\r\n\r\n", &[400]),
+        ("encoded slash", "GET /sub%2fpage.html HTTP/1.1\r\nHost: a\r\n\r\n", &[404]),
+        ("encoded NUL", "GET /a.txt%00.html HTTP/1.1\r\nHost: a\r\n\r\n", &[404]),
+        ("bad escape", "GET /a%zz HTTP/1.1\r\nHost: a\r\n\r\n", &[400]),
+        ("higher minor version", "GET / HTTP/1.5\r\nHost: a\r\n\r\n", &[200]),
+        ("leading empty line", "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", &[200]),
+    ];
+    let mut failures = Vec::new();
+    for (name, raw, want) in &table {
+        let got = status_of(&s.raw(raw.as_bytes()));
+        if !want.contains(&got) {
+            failures.push(format!("{name}: got {got}, want {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn keep_alive_http11_and_http10(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let mut c = s.connect();
+    for _ in 0..3 {
+        c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        let mut buf = [0u8; 4096];
+        let n = c.read(&mut buf).unwrap();
+        let (r, _) = parse_response(&buf[..n]);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, b"0123456789abcdefghij");
+        assert_eq!(r.header("Connection"), None, "HTTP/1.1 keep-alive is implicit");
+    }
+    // HTTP/1.0 without keep-alive: the server closes.
+    let out = s.raw(b"GET /a.txt HTTP/1.0\r\n\r\n");
+    let (r, _) = parse_response(&out);
+    assert_eq!(r.header("Connection"), Some("close"));
+    // HTTP/1.0 asking for keep-alive gets it, and says so.
+    let mut c = s.connect();
+    c.write_all(b"GET /a.txt HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").unwrap();
+    let mut buf = [0u8; 4096];
+    let n = c.read(&mut buf).unwrap();
+    let (r, _) = parse_response(&buf[..n]);
+    assert_eq!(r.header("Connection"), Some("keep-alive"));
+    c.write_all(b"GET /a.txt HTTP/1.0\r\n\r\n").unwrap();
+    let rest = read_to_close(&mut c);
+    assert_eq!(parse_response(&rest).0.status, 200);
+}
+
+fn pipelining(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let reqs = "GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\nHEAD /index.html HTTP/1.1\r\nHost: a\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\nGET /sub/page.html HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    let out = s.raw(reqs.as_bytes());
+    let (r1, rest) = parse_response(&out);
+    let (r2, rest) = parse_response_for(rest, true);
+    let (r3, rest) = parse_response(rest);
+    let (r4, rest) = parse_response(rest);
+    assert_eq!((r1.status, r2.status, r3.status, r4.status), (200, 200, 404, 200));
+    assert_eq!(r2.header("Content-Length"), Some("19"));
+    assert_eq!(r4.body, b"sub page");
+    assert!(rest.is_empty());
+}
+
+fn max_keep_alive_requests(mpm: &str) {
+    let s = Server::start(mpm, "MaxKeepAliveRequests 2");
+    let out = s.raw(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: a\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n");
+    let all = parse_all(&out);
+    assert_eq!(all.len(), 2, "the connection closes after the second response");
+    assert_eq!(all[1].header("Connection"), Some("close"));
+}
+
+fn keep_alive_off(mpm: &str) {
+    let s = Server::start(mpm, "KeepAlive Off");
+    let out = s.raw(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n");
+    let all = parse_all(&out);
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].header("Connection"), Some("close"));
+}
+
+fn body_is_discarded_then_next_request(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let out = s.raw(b"GET /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nHELLOGET /sub/page.html HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    let all = parse_all(&out);
+    assert_eq!(all.iter().map(|r| r.status).collect::<Vec<_>>(), vec![200, 200]);
+    assert_eq!(all[1].body, b"sub page");
+}
+
+fn chunked_body_is_discarded(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let out = s.raw(b"POST /a.txt HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: x\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    let all = parse_all(&out);
+    assert_eq!(all.iter().map(|r| r.status).collect::<Vec<_>>(), vec![405, 200]);
+    assert_eq!(all[0].header("Allow"), Some("GET, HEAD, OPTIONS"));
+}
+
+fn limit_request_body(mpm: &str) {
+    let s = Server::start(mpm, "LimitRequestBody 10\n<Location /sub>\nLimitRequestBody 100\n</Location>");
+    let out = s.raw(b"POST /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\nhello world");
+    assert_eq!(status_of(&out), 413);
+    let out = s.raw(b"POST /sub/page.html HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\nhello world");
+    assert_eq!(status_of(&out), 405, "the Location's larger limit applies");
+    let out = s.raw(b"POST /a.txt HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n");
+    assert_eq!(status_of(&out), 413, "a chunked body is counted as it arrives");
+}
+
+fn expect_100_continue(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let mut c = s.connect();
+    c.write_all(b"PUT /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n").unwrap();
+    let mut buf = [0u8; 256];
+    let n = c.read(&mut buf).unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 100 Continue\r\n\r\n"), "{:?}", String::from_utf8_lossy(&buf[..n]));
+    c.write_all(b"data").unwrap();
+    let mut out = buf[25..n].to_vec();
+    c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    while out.windows(4).position(|w| w == b"\r\n\r\n").is_none() {
+        let n = c.read(&mut buf).unwrap();
+        out.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(parse_response(&out).0.status, 405);
+}
+
+fn slow_client_gets_408(mpm: &str) {
+    let s = Server::start(mpm, "Timeout 1");
+    let mut c = s.connect();
+    c.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n").unwrap();
+    let start = Instant::now();
+    let out = read_to_close(&mut c);
+    assert_eq!(status_of(&out), 408, "{:?}", String::from_utf8_lossy(&out));
+    assert!(start.elapsed() < Duration::from_secs(4), "cut off after about Timeout");
+    // A body that stops arriving is cut off too.
+    let mut c = s.connect();
+    c.write_all(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\npartial").unwrap();
+    let out = read_to_close(&mut c);
+    assert_eq!(status_of(&out), 408);
+}
+
+fn keep_alive_timeout_closes(mpm: &str) {
+    let s = Server::start(mpm, "KeepAliveTimeout 1");
+    let mut c = s.connect();
+    c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    let start = Instant::now();
+    let out = read_to_close(&mut c);
+    assert_eq!(status_of(&out), 200);
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(900) && waited < Duration::from_secs(4), "closed after {waited:?}");
+}
+
+fn limits_from_config(mpm: &str) {
+    let s = Server::start(mpm, "LimitRequestLine 50\nLimitRequestFieldSize 40\nLimitRequestFields 3");
+    assert_eq!(status_of(&s.raw(format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "x".repeat(60)).as_bytes())), 414);
+    let r = s.raw(format!("GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n", "y".repeat(50)).as_bytes());
+    assert!([400, 431].contains(&status_of(&r)));
+    let r = s.raw(b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n");
+    assert!([400, 431].contains(&status_of(&r)));
+    assert_eq!(status_of(&s.raw(b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n")), 200);
+}
+
+fn bad_requests_are_logged(mpm: &str) {
+    let s = Server::start(mpm, "");
+    assert_eq!(status_of(&s.raw(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")), 400);
+    let log = s.wait_log("error.log", "more than one Host");
+    assert!(log.contains("[error]") && log.contains("[client 127.0.0.1:"), "{log}");
+    let access = s.wait_log("access.log", "\" 400 ");
+    assert!(access.contains("\"GET / HTTP/1.1\" 400 "), "{access}");
+}
+
+fn server_tokens(mpm: &str) {
+    let s = Server::start(mpm, "ServerTokens Prod");
+    let r = s.get("/a.txt");
+    assert_eq!(r.header("Server"), Some("warren"));
+    assert!(r.header("Date").is_some_and(|d| d.ends_with(" GMT")));
+    let s = Server::start(mpm, "");
+    assert!(s.get("/a.txt").header("Server").unwrap().starts_with("warren/"));
+}
