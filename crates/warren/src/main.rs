@@ -164,11 +164,22 @@ fn stop(pid_file: Option<&Path>) -> ExitCode {
     }
     let deadline = Instant::now() + Duration::from_secs(15);
     while Instant::now() < deadline {
-        if nix::sys::signal::kill(pid, None).is_err() {
+        if !alive(pid) {
             return ExitCode::SUCCESS;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("warren: pid {pid} did not stop within 15 s");
     ExitCode::FAILURE
+}
+
+/// Whether a process still runs (a zombie waiting for its parent does not).
+fn alive(pid: nix::unistd::Pid) -> bool {
+    if nix::sys::signal::kill(pid, None).is_err() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
 }

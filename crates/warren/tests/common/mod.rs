@@ -143,6 +143,18 @@ impl Server {
         children_of(self.pid())
     }
 
+    /// Waits (up to 5 s) until the parent has `n` children, and returns them.
+    pub fn wait_children(&self, n: usize) -> Vec<u32> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let c = self.children();
+            if c.len() == n || Instant::now() > deadline {
+                return c;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn read_log(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.0.join(name)).unwrap_or_default()
     }

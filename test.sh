@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs warren's whole test suite: unit tests beside the code, and the
+# integration tests that start the real binary on loopback and talk to it
+# with raw sockets and curl. Installs what the tests need when missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+missing=()
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "test.sh: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+
+# The idle-connection tests hold a thousand sockets open at once.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+cargo test --workspace --locked
