@@ -42,7 +42,9 @@ trap cleanup EXIT
 
 DOCROOT=$WORK/htdocs
 mkdir -p "$DOCROOT"
-printf '<html><body><h1>It works!</h1></body></html>' > "$DOCROOT/index.html"   # 45 bytes
+# nginx and Apache workers run unprivileged: they must be able to read the files.
+chmod 755 "$WORK"
+printf '<html><body><h1>It works!</h1></body></html>\n' > "$DOCROOT/index.html"   # 45 bytes
 head -c 102400 /dev/urandom > "$DOCROOT/file100k.bin"
 
 WPORT=18080 NPORT=18081 APORT=18082
@@ -132,6 +134,17 @@ wait_port() {
 nginx -c "$WORK/nginx.conf" -g 'daemon off;' & PIDS+=($!); NPID=$!
 /usr/sbin/apache2 -f "$WORK/apache.conf" -DFOREGROUND & PIDS+=($!); APID=$!
 wait_port $WPORT; wait_port $NPORT; wait_port $APORT
+
+# Every server must answer 200 with the whole file, or its figures mean nothing.
+for port in $WPORT $NPORT $APORT; do
+    for f in index.html:45 file100k.bin:102400; do
+        got=$(curl -s -o /dev/null -w '%{http_code}:%{size_download}' "http://127.0.0.1:$port/${f%%:*}")
+        if [ "$got" != "200:${f##*:}" ]; then
+            echo "server on port $port answered $got for /${f%%:*}; expected 200:${f##*:}" >&2
+            exit 1
+        fi
+    done
+done
 
 # PSS in kB of a process and all its descendants.
 pss() {

@@ -19,6 +19,7 @@
 //! and normalising URL paths), `mime`, `logs` (error and access logs).
 
 pub mod errors;
+pub mod file_cache;
 pub mod listing;
 pub mod logs;
 pub mod mime;
@@ -42,6 +43,8 @@ pub enum Part {
 pub enum Body {
     Empty,
     Bytes(Vec<u8>),
+    /// Bytes shared with the file cache.
+    Shared(std::sync::Arc<[u8]>),
     /// `len` bytes of `file` from `start`.
     File { file: File, start: u64, len: u64 },
     /// multipart/byteranges: literal parts and ranges of one file.
@@ -53,6 +56,7 @@ impl Body {
         match self {
             Body::Empty => 0,
             Body::Bytes(b) => b.len() as u64,
+            Body::Shared(b) => b.len() as u64,
             Body::File { len, .. } => *len,
             Body::Parts { parts, .. } => parts
                 .iter()

@@ -11,6 +11,7 @@ use warren_config::{
 };
 use warren_http::RequestHead;
 
+use crate::file_cache::FileCache;
 use crate::logs::{AccessLogFile, AccessLogWriter, ErrorLog, LogRecord};
 use crate::mime::MimeTypes;
 use crate::path::{self, PathError};
@@ -44,6 +45,7 @@ pub struct Site {
     pub server_header: String,
     pub error_log: Arc<ErrorLog>,
     access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>)>,
+    pub file_cache: FileCache,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -102,7 +104,7 @@ impl Site {
             let name = config.server_name.clone().unwrap_or_else(|| "localhost".to_string());
             hosts.push(Host { config, addrs, logs, error_log: host_error_log, name });
         }
-        Ok(Site { server_header: server_header(settings.server_tokens), settings, hosts, mime, error_log, access_logs })
+        Ok(Site { server_header: server_header(settings.server_tokens), settings, hosts, mime, error_log, access_logs, file_cache: FileCache::default() })
     }
 
     /// Fresh buffered writers for this thread's access logging.

@@ -4,7 +4,8 @@
 //! (RFC 9110 14) including multipart/byteranges.
 
 use std::fs::{File, Metadata, OpenOptions};
-use std::io;
+use std::io::{self, Read};
+use std::sync::Arc;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use warren_config::LogLevel;
 use warren_http::RequestHead;
 
+use crate::file_cache::{CachedFile, FileIdentity, MAX_ENTRY};
 use crate::router::{ConnInfo, Effective, Site};
 use crate::{errors, listing, path, Body, Outcome, Part, Response};
 
@@ -48,28 +50,22 @@ pub fn serve(
             return Outcome::Ready(site.error(host, 403, head, conn, &why));
         }
     }
-    let file = match open(&fs) {
-        Ok(f) => f,
-        Err(e) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
-    };
-    let meta = match file.metadata() {
+    let meta = match std::fs::metadata(&fs) {
         Ok(m) => m,
         Err(e) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
     };
     if meta.is_file() {
-        return Outcome::Ready(serve_file(site, host, head, &eff, file, &meta, fs));
+        return Outcome::Ready(serve_regular(site, host, head, conn, &eff, &meta, fs));
     }
     if !meta.is_dir() {
         return Outcome::Ready(site.error(host, 403, head, conn, &format!("not a regular file: {}", fs.display())));
     }
-    drop(file);
     if !url.ends_with(b"/") {
         return Outcome::Ready(redirect_to_slash(site, host, head, conn, raw_path, query));
     }
     for index in eff.directory_index() {
         let candidate = fs.join(index);
-        let Ok(file) = open(&candidate) else { continue };
-        let Ok(meta) = file.metadata() else { continue };
+        let Ok(meta) = std::fs::metadata(&candidate) else { continue };
         if !meta.is_file() {
             continue;
         }
@@ -79,7 +75,7 @@ pub fn serve(
         if !site.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
             return Outcome::Ready(site.error(host, 403, head, conn, &format!("client denied by server configuration: {}", candidate.display())));
         }
-        return Outcome::Ready(serve_file(site, host, head, &eff, file, &meta, candidate));
+        return Outcome::Ready(serve_regular(site, host, head, conn, &eff, &meta, candidate));
     }
     if options.indexes {
         let url = url.to_vec();
@@ -94,6 +90,75 @@ pub fn serve(
         eff.directory_index().join(",")
     );
     Outcome::Ready(site.error(host, 403, head, conn, &why))
+}
+
+/// A regular file: from the cache when it is small and unchanged, else
+/// opened (and, when small, cached).
+fn serve_regular(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, eff: &Effective, meta: &Metadata, fs: PathBuf) -> Response {
+    let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
+    if cacheable {
+        if let Some(hit) = site.file_cache.get(&fs, meta) {
+            return respond_whole(host, head, &hit.validators, hit.content_type.clone(), Body::Shared(hit.data.clone()), fs);
+        }
+    }
+    let file = match open(&fs) {
+        Ok(f) => f,
+        Err(e) => return open_error(site, host, head, conn, &fs, &e),
+    };
+    let meta = match file.metadata() {
+        Ok(m) if m.is_file() => m,
+        Ok(_) => return site.error(host, 403, head, conn, &format!("not a regular file: {}", fs.display())),
+        Err(e) => return open_error(site, host, head, conn, &fs, &e),
+    };
+    if cacheable && meta.len() <= MAX_ENTRY {
+        let mut data = Vec::with_capacity(meta.len() as usize);
+        if (&file).take(MAX_ENTRY + 1).read_to_end(&mut data).is_ok() && data.len() as u64 == meta.len() {
+            let entry = Arc::new(CachedFile {
+                identity: FileIdentity::of(&meta),
+                data: Arc::from(data),
+                validators: Validators::of(&meta),
+                content_type: content_type(site, eff, &fs),
+            });
+            site.file_cache.insert(fs.clone(), entry.clone());
+            return respond_whole(host, head, &entry.validators, entry.content_type.clone(), Body::Shared(entry.data.clone()), fs);
+        }
+    }
+    serve_file(site, host, head, eff, file, &meta, fs)
+}
+
+/// A 200 (or 304/412) for a whole representation with known validators.
+fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<String>, body: Body, fs: PathBuf) -> Response {
+    let mut r = Response::new(200, host);
+    r.filename = Some(fs);
+    if let Some(early) = precondition_response(&mut r, head, v) {
+        return early;
+    }
+    r.headers.push(("Last-Modified", v.last_modified.clone()));
+    r.headers.push(("ETag", v.etag.clone()));
+    r.headers.push(("Accept-Ranges", "bytes".into()));
+    if let Some(t) = ctype {
+        r.headers.push(("Content-Type", t));
+    }
+    r.body = body;
+    r
+}
+
+/// Applies the conditional headers: Some(response) when they decide it.
+fn precondition_response(r: &mut Response, head: &RequestHead, v: &Validators) -> Option<Response> {
+    match evaluate_preconditions(head, v) {
+        Precondition::Proceed => None,
+        Precondition::NotModified => {
+            let mut nm = Response::new(304, r.host);
+            nm.filename = r.filename.take();
+            Some(nm.header("Last-Modified", v.last_modified.clone()).header("ETag", v.etag.clone()))
+        }
+        Precondition::Failed => {
+            let mut f = Response::new(412, r.host);
+            f.filename = r.filename.take();
+            f.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>412 Precondition Failed</title>\n</head><body>\n<h1>Precondition Failed</h1>\n<p>The precondition on the request for this URL evaluated to false.</p>\n</body></html>\n".to_vec());
+            Some(f.header("Content-Type", "text/html; charset=iso-8859-1"))
+        }
+    }
 }
 
 fn open_error(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, fs: &Path, e: &io::Error) -> Response {
@@ -338,17 +403,8 @@ pub fn serve_file(site: &Site, host: usize, head: &RequestHead, eff: &Effective,
     let ctype = content_type(site, eff, &fs);
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
-    match evaluate_preconditions(head, &v) {
-        Precondition::Proceed => {}
-        Precondition::NotModified => {
-            r.status = 304;
-            return r.header("Last-Modified", v.last_modified).header("ETag", v.etag);
-        }
-        Precondition::Failed => {
-            r.status = 412;
-            r.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>412 Precondition Failed</title>\n</head><body>\n<h1>Precondition Failed</h1>\n<p>The precondition on the request for this URL evaluated to false.</p>\n</body></html>\n".to_vec());
-            return r.header("Content-Type", "text/html; charset=iso-8859-1");
-        }
+    if let Some(early) = precondition_response(&mut r, head, &v) {
+        return early;
     }
     let ranges = match head.header("range") {
         Some(range) if head.method() == "GET" && head.header("if-range").is_none_or(|ir| if_range_allows(ir, &v)) => {

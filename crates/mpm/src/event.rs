@@ -580,6 +580,7 @@ impl EventLoop {
             match resp.body {
                 Body::Empty => {}
                 Body::Bytes(b) => out.extend_from_slice(&b),
+                Body::Shared(b) => out.extend_from_slice(&b),
                 Body::File { file, start, len } if len <= INLINE_BODY => {
                     let at = out.len();
                     out.resize(at + len as usize, 0);
