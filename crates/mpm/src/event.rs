@@ -37,9 +37,10 @@ const READ_CHUNK: usize = 16 * 1024;
 const LINGER: Duration = Duration::from_secs(2);
 /// How often deadlines are checked and access logs flushed.
 const TICK: Duration = Duration::from_millis(250);
-/// At most this many accepts per wake-up, so that one child does not take
-/// every connection of a burst.
-const ACCEPT_BATCH: usize = 32;
+/// Accepts per wake-up. The listener is level-triggered, so pending
+/// connections wake us again; accepting one at a time spares the accept
+/// that would fail with EAGAIN and spreads a burst over the children.
+const ACCEPT_BATCH: usize = 1;
 
 const TOKEN_WAKE: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
@@ -697,8 +698,8 @@ impl EventLoop {
     }
 
     fn close(&mut self, slot: usize) {
-        if let Some(c) = self.conns[slot].take() {
-            let _ = self.epoll.delete(&c.stream);
+        // Closing the socket (dropping the stream) also removes it from epoll.
+        if self.conns[slot].take().is_some() {
             self.free.push(slot);
             self.open -= 1;
         }
