@@ -92,7 +92,8 @@ impl Server {
     fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            // The port accepts once bound; the server is up once its PidFile is written.
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() && self.dir.0.join("warren.pid").exists() {
                 return;
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
