@@ -89,8 +89,10 @@ pub fn write_header(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");
     // Header values come from files and configs too: never let one split the head.
-    for &b in value.as_bytes() {
-        out.push(if b == b'\r' || b == b'\n' { b' ' } else { b });
+    if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+        out.extend(value.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+    } else {
+        out.extend_from_slice(value.as_bytes());
     }
     out.extend_from_slice(b"\r\n");
 }
