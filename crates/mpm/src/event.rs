@@ -8,30 +8,23 @@
 //! non-blocking with write completion: a response the socket cannot take at
 //! once waits in the connection until EPOLLOUT.
 
-use std::collections::VecDeque;
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::fs::FileExt;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use warren_config::LogLevel;
-use warren_handler::logs::LogRecord;
 use warren_handler::router::LogWriters;
-use warren_handler::{Body, ConnInfo, Outcome, Part, Response, Site};
-use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
+use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, Phase, RequestHead};
 
+use crate::exchange::{Exchange, Output};
 use crate::listen::{self, Listener};
 use crate::pool::WorkerPool;
 
-/// Bodies up to this size are read into the write buffer, so that head and
-/// body leave in one write; larger ones go by sendfile.
-const INLINE_BODY: u64 = 32 * 1024;
 const READ_CHUNK: usize = 16 * 1024;
 /// How long a half-closed connection is drained before it is closed.
 const LINGER: Duration = Duration::from_secs(2);
@@ -49,33 +42,6 @@ const TOKEN_LISTENER: u64 = 1 << 62;
 /// Set by the signal handler: stop gracefully.
 pub struct StopFlag(pub Arc<AtomicBool>);
 
-/// What remains to be sent after the write buffer.
-enum Chunk {
-    Bytes(Vec<u8>),
-    File { file: Arc<File>, offset: u64, len: u64 },
-}
-
-/// The request being served on a connection.
-struct InFlight {
-    head: Option<RequestHead>,
-    started: SystemTime,
-    start: Instant,
-    keep_alive: bool,
-    status: u16,
-    body_bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
-    host: usize,
-    filename: Option<std::path::PathBuf>,
-    headers: Vec<(&'static str, String)>,
-    decoder: Option<BodyDecoder>,
-    /// LimitRequestBody for this request (u64::MAX: unlimited).
-    body_limit: u64,
-    /// Close after the response, draining input first (it may hold unread body).
-    linger: bool,
-    raw_line: Vec<u8>,
-}
-
 struct Conn {
     stream: TcpStream,
     info: ConnInfo,
@@ -85,13 +51,10 @@ struct Conn {
     readable: bool,
     /// Unparsed input (usually empty between requests: reads go to the loop's scratch).
     rbuf: Vec<u8>,
-    /// Unsent output.
-    wbuf: Vec<u8>,
-    wpos: usize,
-    queue: VecDeque<Chunk>,
+    out: Output,
     deadline: Instant,
     served: u32,
-    req: Option<InFlight>,
+    req: Option<Exchange>,
 }
 
 pub struct EventLoop {
@@ -152,7 +115,7 @@ impl EventLoop {
             date: DateCache::default(),
             limits,
             scratch_in: vec![0; READ_CHUNK],
-            scratch_out: Vec::with_capacity(INLINE_BODY as usize + 4096),
+            scratch_out: Vec::with_capacity(crate::exchange::INLINE_BODY as usize + 4096),
             max_head,
             accepted: 0,
             stopping: false,
@@ -254,9 +217,7 @@ impl EventLoop {
                 // With TCP_DEFER_ACCEPT the first bytes are usually there already.
                 readable: true,
                 rbuf: Vec::new(),
-                wbuf: Vec::new(),
-                wpos: 0,
-                queue: VecDeque::new(),
+                out: Output::default(),
                 deadline: Instant::now() + self.timeout,
                 served: 0,
                 req: None,
@@ -297,7 +258,7 @@ impl EventLoop {
                 return;
             }
             match c.phase {
-                Phase::Writing => match flush(c) {
+                Phase::Writing => match c.out.flush(&c.stream) {
                     Ok(true) => {
                         if !self.finish_response(slot) {
                             return;
@@ -420,23 +381,8 @@ impl EventLoop {
         c.served += 1;
         let keep_alive = !self.stopping && self.keep_alive.keep_alive(&head, c.served);
         let framing = head.framing;
-        let req = InFlight {
-            bytes_received: head.wire_len() as u64,
-            head: Some(head),
-            started: SystemTime::now(),
-            start: Instant::now(),
-            keep_alive,
-            status: 0,
-            body_bytes: 0,
-            bytes_sent: 0,
-            host: 0,
-            filename: None,
-            headers: Vec::new(),
-            decoder: None,
-            body_limit: u64::MAX,
-            linger: false,
-            raw_line: Vec::new(),
-        };
+        let received = head.wire_len() as u64;
+        let req = Exchange::new(Some(head), keep_alive, received);
         if framing == BodyFraming::None {
             c.req = Some(req);
             self.dispatch(slot);
@@ -503,28 +449,11 @@ impl EventLoop {
     /// A request that could not be parsed: answer and close.
     fn protocol_error(&mut self, slot: usize, e: HttpError) {
         let c = self.conns[slot].as_mut().expect("conn");
-        let line_end = c.rbuf.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(c.rbuf.len()).min(512);
-        let raw_line = c.rbuf[..line_end].to_vec();
-        let why = format!("{}: {}", e.reason, String::from_utf8_lossy(&raw_line));
+        let ex = Exchange::unparsed(&c.rbuf);
+        let why = format!("{}: {}", e.reason, String::from_utf8_lossy(&ex.raw_line));
         let resp = self.site.protocol_error(e.status, &c.info, &why);
         c.served += 1;
-        c.req = Some(InFlight {
-            head: None,
-            started: SystemTime::now(),
-            start: Instant::now(),
-            keep_alive: false,
-            status: 0,
-            body_bytes: 0,
-            bytes_sent: 0,
-            bytes_received: c.rbuf.len() as u64,
-            host: 0,
-            filename: None,
-            headers: Vec::new(),
-            decoder: None,
-            body_limit: u64::MAX,
-            linger: true,
-            raw_line,
-        });
+        c.req = Some(ex);
         c.rbuf.clear();
         self.respond(slot, resp);
     }
@@ -547,74 +476,8 @@ impl EventLoop {
     /// Encodes a response into the connection's output and starts writing.
     fn respond(&mut self, slot: usize, resp: Response) {
         let c = self.conns[slot].as_mut().expect("conn");
-        let req = c.req.as_mut().expect("request in flight");
-        let head = req.head.as_ref();
-        let is_head = head.is_some_and(|h| h.method() == "HEAD");
-        let version = head.map_or(warren_http::Version::Http11, |h| h.version);
-        if resp.close {
-            req.keep_alive = false;
-        }
-        let keep_alive = req.keep_alive;
-        let out = &mut self.scratch_out;
-        out.clear();
-        write_status_line(out, resp.status);
-        out.extend_from_slice(b"Date: ");
-        out.extend_from_slice(self.date.now().as_bytes());
-        out.extend_from_slice(b"\r\nServer: ");
-        out.extend_from_slice(self.site.server_header.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        for (name, value) in &resp.headers {
-            write_header(out, name, value);
-        }
-        let with_body = status_allows_body(resp.status);
-        let len = resp.body.len();
-        if with_body {
-            write_content_length(out, len);
-        }
-        write_connection(out, version, keep_alive);
-        out.extend_from_slice(b"\r\n");
-        let head_len = out.len() as u64;
-        let mut queue = VecDeque::new();
-        let mut sent_body = 0;
-        if with_body && !is_head {
-            sent_body = len;
-            match resp.body {
-                Body::Empty => {}
-                Body::Bytes(b) => out.extend_from_slice(&b),
-                Body::Shared(b) => out.extend_from_slice(&b),
-                Body::File { file, start, len } if len <= INLINE_BODY => {
-                    let at = out.len();
-                    out.resize(at + len as usize, 0);
-                    if file.read_exact_at(&mut out[at..], start).is_err() {
-                        // The file shrank under us: the length we promised cannot be kept.
-                        out.truncate(at);
-                        req.keep_alive = false;
-                        req.linger = false;
-                        queue.push_back(Chunk::Bytes(Vec::new()));
-                    }
-                }
-                Body::File { file, start, len } => queue.push_back(Chunk::File { file: Arc::new(file), offset: start, len }),
-                Body::Parts { file, parts } => {
-                    let file = Arc::new(file);
-                    for p in parts {
-                        match p {
-                            Part::Bytes(b) => queue.push_back(Chunk::Bytes(b)),
-                            Part::FileRange { start, len } => queue.push_back(Chunk::File { file: file.clone(), offset: start, len }),
-                        }
-                    }
-                }
-            }
-        }
-        req.status = resp.status;
-        req.body_bytes = sent_body;
-        req.bytes_sent = head_len + sent_body;
-        req.host = resp.host;
-        req.filename = resp.filename;
-        req.headers = resp.headers;
-        c.wbuf.clear();
-        c.wbuf.extend_from_slice(out);
-        c.wpos = 0;
-        c.queue = queue;
+        let ex = c.req.as_mut().expect("request in flight");
+        c.out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
         c.phase = Phase::Writing;
         c.deadline = Instant::now() + self.timeout;
     }
@@ -624,35 +487,14 @@ impl EventLoop {
     fn finish_response(&mut self, slot: usize) -> bool {
         let c = self.conns[slot].as_mut().expect("conn");
         let Some(req) = c.req.take() else { return true };
-        let host_name = &self.site.hosts[req.host.min(self.site.hosts.len() - 1)].name;
-        if !self.logs.is_empty() {
-            let record = LogRecord {
-                peer: c.info.peer,
-                local: c.info.local,
-                head: req.head.as_ref(),
-                raw_line: &req.raw_line,
-                status: req.status,
-                body_bytes: req.body_bytes,
-                bytes_sent: req.bytes_sent,
-                bytes_received: req.bytes_received,
-                started: req.started,
-                duration: req.start.elapsed(),
-                server_name: host_name,
-                keepalive_count: c.served.saturating_sub(1),
-                kept_alive: req.keep_alive,
-                aborted: false,
-                filename: req.filename.as_deref(),
-                response_headers: &req.headers,
-            };
-            self.logs.write(req.host, &record);
-        }
+        req.log(&mut self.logs, &self.site, &c.info, c.served, false);
         if req.keep_alive && !self.stopping {
             c.phase = Phase::KeepAlive;
             c.deadline = Instant::now() + self.keep_alive_timeout;
             if c.rbuf.is_empty() {
                 c.rbuf = Vec::new();
             }
-            c.wbuf = Vec::new();
+            c.out.release();
             return true;
         }
         if req.linger {
@@ -670,28 +512,7 @@ impl EventLoop {
     fn abort(&mut self, slot: usize) {
         if let Some(c) = self.conns[slot].as_mut() {
             if let Some(req) = c.req.take() {
-                if req.status != 0 && !self.logs.is_empty() {
-                    let host_name = &self.site.hosts[req.host.min(self.site.hosts.len() - 1)].name;
-                    let record = LogRecord {
-                        peer: c.info.peer,
-                        local: c.info.local,
-                        head: req.head.as_ref(),
-                        raw_line: &req.raw_line,
-                        status: req.status,
-                        body_bytes: req.body_bytes,
-                        bytes_sent: req.bytes_sent,
-                        bytes_received: req.bytes_received,
-                        started: req.started,
-                        duration: req.start.elapsed(),
-                        server_name: host_name,
-                        keepalive_count: c.served.saturating_sub(1),
-                        kept_alive: false,
-                        aborted: true,
-                        filename: req.filename.as_deref(),
-                        response_headers: &req.headers,
-                    };
-                    self.logs.write(req.host, &record);
-                }
+                req.log(&mut self.logs, &self.site, &c.info, c.served, true);
             }
         }
         self.close(slot);
@@ -735,63 +556,6 @@ enum ReadResult {
     Data,
     Blocked,
     Closed,
-}
-
-/// Writes what is pending. Ok(true): all sent; Ok(false): the socket is full.
-fn flush(c: &mut Conn) -> io::Result<bool> {
-    loop {
-        if c.wpos < c.wbuf.len() {
-            // With more to follow, MSG_MORE lets the head share a packet with the file.
-            let more = if c.queue.is_empty() { 0 } else { libc::MSG_MORE };
-            let rest = &c.wbuf[c.wpos..];
-            // SAFETY: rest is a valid buffer for its length; the fd is ours.
-            let n = unsafe { libc::send(c.stream.as_raw_fd(), rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL | more) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                return match e.kind() {
-                    io::ErrorKind::WouldBlock => Ok(false),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => Err(e),
-                };
-            }
-            c.wpos += n as usize;
-            continue;
-        }
-        match c.queue.front_mut() {
-            None => {
-                c.wbuf.clear();
-                c.wpos = 0;
-                return Ok(true);
-            }
-            Some(Chunk::Bytes(b)) => {
-                if b.is_empty() {
-                    // A marker for a body that could not be completed.
-                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file changed while being sent"));
-                }
-                c.wbuf = std::mem::take(b);
-                c.wpos = 0;
-                c.queue.pop_front();
-            }
-            Some(Chunk::File { file, offset, len }) => {
-                if *len == 0 {
-                    c.queue.pop_front();
-                    continue;
-                }
-                let mut off = *offset as i64;
-                let count = (*len).min(1 << 20) as usize;
-                match nix::sys::sendfile::sendfile64(&c.stream, file.as_fd(), Some(&mut off), count) {
-                    Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent")),
-                    Ok(n) => {
-                        *offset += n as u64;
-                        *len -= n as u64;
-                    }
-                    Err(nix::errno::Errno::EAGAIN) => return Ok(false),
-                    Err(nix::errno::Errno::EINTR) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-        }
-    }
 }
 
 /// Reads and discards input of a half-closed connection. Ok(true): the

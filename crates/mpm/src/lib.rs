@@ -13,6 +13,7 @@
 //! `warren-handler`. This crate only moves bytes and manages processes.
 
 pub mod event;
+pub mod exchange;
 pub mod listen;
 pub mod parent;
 pub mod pool;

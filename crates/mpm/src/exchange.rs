@@ -1,0 +1,254 @@
+//! One request/response exchange on a connection, shared by every MPM:
+//! what is known of the request ([`Exchange`]), the encoding of a response
+//! plan into bytes and file ranges ([`Output`]), writing them (non-blocking
+//! or blocking, the same code), and the access log line.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use warren_handler::logs::LogRecord;
+use warren_handler::router::LogWriters;
+use warren_handler::{Body, ConnInfo, Part, Response, Site};
+use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
+use warren_http::{BodyDecoder, DateCache, RequestHead, Version};
+
+/// Bodies up to this size are copied after the head, so that head and body
+/// leave in one write; larger ones go by sendfile.
+pub const INLINE_BODY: u64 = 32 * 1024;
+
+/// What remains to be sent after the write buffer.
+pub enum Chunk {
+    Bytes(Vec<u8>),
+    File { file: Arc<File>, offset: u64, len: u64 },
+    /// The body could not be completed (the file shrank): close, do not
+    /// let the client take a short body for a whole one.
+    Broken,
+}
+
+/// The request being served on a connection, and what its response was.
+pub struct Exchange {
+    pub head: Option<RequestHead>,
+    pub started: SystemTime,
+    pub start: Instant,
+    pub keep_alive: bool,
+    pub status: u16,
+    pub body_bytes: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub host: usize,
+    pub filename: Option<PathBuf>,
+    pub headers: Vec<(&'static str, String)>,
+    pub decoder: Option<BodyDecoder>,
+    /// LimitRequestBody for this request (u64::MAX: unlimited).
+    pub body_limit: u64,
+    /// Close after the response, draining input first (it may hold unread body).
+    pub linger: bool,
+    /// For requests that never parsed: the start of what was received.
+    pub raw_line: Vec<u8>,
+}
+
+impl Exchange {
+    pub fn new(head: Option<RequestHead>, keep_alive: bool, bytes_received: u64) -> Exchange {
+        Exchange {
+            head,
+            started: SystemTime::now(),
+            start: Instant::now(),
+            keep_alive,
+            status: 0,
+            body_bytes: 0,
+            bytes_sent: 0,
+            bytes_received,
+            host: 0,
+            filename: None,
+            headers: Vec::new(),
+            decoder: None,
+            body_limit: u64::MAX,
+            linger: false,
+            raw_line: Vec::new(),
+        }
+    }
+
+    /// An exchange for input that did not parse: answered, then closed.
+    pub fn unparsed(input: &[u8]) -> Exchange {
+        let line_end = input.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(input.len()).min(512);
+        let mut ex = Exchange::new(None, false, input.len() as u64);
+        ex.linger = true;
+        ex.raw_line = input[..line_end].to_vec();
+        ex
+    }
+
+    pub fn log(&self, logs: &mut LogWriters, site: &Site, info: &ConnInfo, served: u32, aborted: bool) {
+        if logs.is_empty() || self.status == 0 {
+            return;
+        }
+        let host = self.host.min(site.hosts.len() - 1);
+        let record = LogRecord {
+            peer: info.peer,
+            local: info.local,
+            head: self.head.as_ref(),
+            raw_line: &self.raw_line,
+            status: self.status,
+            body_bytes: self.body_bytes,
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            started: self.started,
+            duration: self.start.elapsed(),
+            server_name: &site.hosts[host].name,
+            keepalive_count: served.saturating_sub(1),
+            kept_alive: self.keep_alive && !aborted,
+            aborted,
+            filename: self.filename.as_deref(),
+            response_headers: &self.headers,
+        };
+        logs.write(self.host, &record);
+    }
+}
+
+/// Bytes and file ranges waiting to be written.
+#[derive(Default)]
+pub struct Output {
+    pub wbuf: Vec<u8>,
+    pub wpos: usize,
+    pub queue: VecDeque<Chunk>,
+}
+
+impl Output {
+    pub fn is_empty(&self) -> bool {
+        self.wpos >= self.wbuf.len() && self.queue.is_empty()
+    }
+
+    /// Encodes `resp` for the exchange into `scratch` and takes it over.
+    /// Date, Server, Content-Length and Connection are written here.
+    pub fn encode(&mut self, ex: &mut Exchange, resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
+        let head = ex.head.as_ref();
+        let is_head = head.is_some_and(|h| h.method() == "HEAD");
+        let version = head.map_or(Version::Http11, |h| h.version);
+        if resp.close {
+            ex.keep_alive = false;
+        }
+        let out = scratch;
+        out.clear();
+        write_status_line(out, resp.status);
+        out.extend_from_slice(b"Date: ");
+        out.extend_from_slice(date.now().as_bytes());
+        out.extend_from_slice(b"\r\nServer: ");
+        out.extend_from_slice(site.server_header.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for (name, value) in &resp.headers {
+            write_header(out, name, value);
+        }
+        let with_body = status_allows_body(resp.status);
+        let len = resp.body.len();
+        if with_body {
+            write_content_length(out, len);
+        }
+        write_connection(out, version, ex.keep_alive);
+        out.extend_from_slice(b"\r\n");
+        let head_len = out.len() as u64;
+        let mut sent_body = 0;
+        if with_body && !is_head {
+            sent_body = len;
+            match resp.body {
+                Body::Empty => {}
+                Body::Bytes(b) => out.extend_from_slice(&b),
+                Body::Shared(b) => out.extend_from_slice(&b),
+                Body::File { file, start, len } if len <= INLINE_BODY => {
+                    let at = out.len();
+                    out.resize(at + len as usize, 0);
+                    if file.read_exact_at(&mut out[at..], start).is_err() {
+                        out.truncate(at);
+                        self.queue.push_back(Chunk::Broken);
+                    }
+                }
+                Body::File { file, start, len } => self.queue.push_back(Chunk::File { file: Arc::new(file), offset: start, len }),
+                Body::Parts { file, parts } => {
+                    let file = Arc::new(file);
+                    for p in parts {
+                        self.queue.push_back(match p {
+                            Part::Bytes(b) => Chunk::Bytes(b),
+                            Part::FileRange { start, len } => Chunk::File { file: file.clone(), offset: start, len },
+                        });
+                    }
+                }
+            }
+        }
+        ex.status = resp.status;
+        ex.body_bytes = sent_body;
+        ex.bytes_sent = head_len + sent_body;
+        ex.host = resp.host;
+        ex.filename = resp.filename;
+        ex.headers = resp.headers;
+        self.wbuf.clear();
+        self.wbuf.extend_from_slice(out);
+        self.wpos = 0;
+    }
+
+    /// Writes what is pending. Ok(true): all sent; Ok(false): the socket is
+    /// full (non-blocking) or its send timeout passed (blocking).
+    pub fn flush(&mut self, stream: &TcpStream) -> io::Result<bool> {
+        loop {
+            if self.wpos < self.wbuf.len() {
+                // With more to follow, MSG_MORE lets the head share a packet with the file.
+                let more = if self.queue.is_empty() { 0 } else { libc::MSG_MORE };
+                let rest = &self.wbuf[self.wpos..];
+                // SAFETY: rest is a valid buffer for its length; the fd is open.
+                let n = unsafe { libc::send(stream.as_raw_fd(), rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL | more) };
+                if n < 0 {
+                    let e = io::Error::last_os_error();
+                    return match e.kind() {
+                        io::ErrorKind::WouldBlock => Ok(false),
+                        io::ErrorKind::Interrupted => continue,
+                        _ => Err(e),
+                    };
+                }
+                self.wpos += n as usize;
+                continue;
+            }
+            match self.queue.front_mut() {
+                None => {
+                    self.wbuf.clear();
+                    self.wpos = 0;
+                    return Ok(true);
+                }
+                Some(Chunk::Broken) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file changed while being sent")),
+                Some(Chunk::Bytes(b)) => {
+                    self.wbuf = std::mem::take(b);
+                    self.wpos = 0;
+                    self.queue.pop_front();
+                }
+                Some(Chunk::File { file, offset, len }) => {
+                    if *len == 0 {
+                        self.queue.pop_front();
+                        continue;
+                    }
+                    let mut off = *offset as i64;
+                    let count = (*len).min(1 << 20) as usize;
+                    match nix::sys::sendfile::sendfile64(stream, file.as_fd(), Some(&mut off), count) {
+                        Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent")),
+                        Ok(n) => {
+                            *offset += n as u64;
+                            *len -= n as u64;
+                        }
+                        Err(nix::errno::Errno::EAGAIN) => return Ok(false),
+                        Err(nix::errno::Errno::EINTR) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Releases buffers between requests (idle connections hold none).
+    pub fn release(&mut self) {
+        self.wbuf = Vec::new();
+        self.wpos = 0;
+        self.queue.clear();
+    }
+}
