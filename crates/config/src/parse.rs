@@ -77,6 +77,7 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "log_config_module",
     "authz_core_module",
     "authz_host_module",
+    "status_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

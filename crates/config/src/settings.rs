@@ -235,6 +235,8 @@ pub struct DirConfig {
     pub add_types: Vec<(String, String)>,
     pub add_default_charset: Option<Option<String>>,
     pub limit_request_body: Option<u64>,
+    /// `SetHandler name` (`None` resets to the default file handler).
+    pub handler: Option<Option<String>>,
 }
 
 impl DirConfig {
@@ -254,6 +256,9 @@ impl DirConfig {
         }
         if over.limit_request_body.is_some() {
             self.limit_request_body = over.limit_request_body;
+        }
+        if over.handler.is_some() {
+            self.handler.clone_from(&over.handler);
         }
     }
 }
@@ -332,6 +337,10 @@ pub struct Settings {
     /// None: standard error.
     pub error_log: Option<PathBuf>,
     pub types_config: Option<PathBuf>,
+    /// ExtendedStatus: per-worker details on the server-status page.
+    pub extended_status: bool,
+    /// GracefulShutdownTimeout: how long a graceful stop waits (None: no limit).
+    pub graceful_shutdown_timeout: Option<Duration>,
     pub main: HostConfig,
     pub virtual_hosts: Vec<VirtualHost>,
 }
@@ -343,7 +352,10 @@ impl Settings {
         let mut tuning = MpmTuning::apache_defaults(mpm);
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
         if mpm != Mpm::Prefork {
+            // One child per CPU, with Debian's spare-thread bounds around them.
             tuning.start_servers = cpus.clamp(1, tuning.server_limit);
+            tuning.min_spare_threads = 25;
+            tuning.max_spare_threads = tuning.threads_per_child * tuning.start_servers + 25;
         }
         Settings {
             server_root: dir.to_path_buf(),
@@ -363,6 +375,8 @@ impl Settings {
             log_level: LogLevel::Warn,
             error_log: None,
             types_config: None,
+            extended_status: false,
+            graceful_shutdown_timeout: None,
             main: HostConfig {
                 server_name: None,
                 aliases: Vec::new(),
@@ -789,6 +803,12 @@ impl Builder {
                 },
                 _ => self.error(&d.origin, "LimitRequestBody takes one argument, a number of bytes (0 = unlimited)"),
             },
+            "sethandler" => match a.as_slice() {
+                [h] if h.eq_ignore_ascii_case("none") => dir.handler = Some(None),
+                [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some("server-status".into())),
+                [h] => self.error(&d.origin, format!("SetHandler {h}: unknown handler (known: server-status, None)")),
+                _ => self.error(&d.origin, "SetHandler takes one handler name"),
+            },
             "allowoverride" | "allowoverridelist" => {
                 if !(a.len() == 1 && a[0].eq_ignore_ascii_case("none")) {
                     self.error(&d.origin, format!("{} {}: warren does not read .htaccess files; only `None` is accepted", d.name, a.join(" ")));
@@ -994,6 +1014,16 @@ impl Builder {
                     };
                 }
             }
+            "extendedstatus" => {
+                if let Some(b) = on_off(self) {
+                    s.extended_status = b;
+                }
+            }
+            "gracefulshutdowntimeout" => {
+                if let Some(n) = number(self) {
+                    s.graceful_shutdown_timeout = (n > 0).then(|| Duration::from_secs(n));
+                }
+            }
             "hostnamelookups" => {
                 if on_off(self) == Some(true) {
                     self.error(&d.origin, "HostnameLookups On is not supported (it slows every request); use Off");
@@ -1131,6 +1161,7 @@ const DIR_DIRECTIVES: &[&str] = &[
     "LimitRequestBody",
     "AllowOverride",
     "AllowOverrideList",
+    "SetHandler",
 ];
 
 fn is_server_directive(name: &str, mpm: Mpm) -> bool {
@@ -1138,7 +1169,7 @@ fn is_server_directive(name: &str, mpm: Mpm) -> bool {
     let common = [
         "listen", "pidfile", "user", "group", "timeout", "keepalive", "keepalivetimeout", "maxkeepaliverequests",
         "limitrequestline", "limitrequestfieldsize", "limitrequestfields", "servertokens", "serversignature",
-        "hostnamelookups", "loglevel", "typesconfig", "startservers", "serverlimit", "maxrequestworkers", "maxclients",
+        "hostnamelookups", "loglevel", "typesconfig", "extendedstatus", "gracefulshutdowntimeout", "startservers", "serverlimit", "maxrequestworkers", "maxclients",
         "maxconnectionsperchild", "maxrequestsperchild",
     ];
     if common.contains(&l.as_str()) {

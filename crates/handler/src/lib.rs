@@ -26,6 +26,7 @@ pub mod mime;
 pub mod path;
 pub mod router;
 pub mod static_files;
+pub mod status;
 
 use std::fs::File;
 use std::path::PathBuf;

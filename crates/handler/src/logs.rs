@@ -76,13 +76,24 @@ impl ErrorLog {
 /// An access log file opened by the parent, shared by every writer.
 pub struct AccessLogFile {
     pub path: PathBuf,
-    pub file: File,
+    file: Mutex<File>,
 }
 
 impl AccessLogFile {
     pub fn open(path: &Path) -> std::io::Result<Arc<AccessLogFile>> {
         let file = open_append(path).map_err(|e| std::io::Error::new(e.kind(), format!("cannot open access log {}: {e}", path.display())))?;
-        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), file }))
+        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), file: Mutex::new(file) }))
+    }
+
+    fn write_all(&self, bytes: &[u8]) {
+        let _ = self.file.lock().unwrap_or_else(|p| p.into_inner()).write_all(bytes);
+    }
+
+    /// Opens the file anew (after log rotation).
+    pub fn reopen(&self) -> std::io::Result<()> {
+        let f = open_append(&self.path)?;
+        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = f;
+        Ok(())
     }
 }
 
@@ -135,7 +146,7 @@ impl AccessLogWriter {
 
     pub fn flush(&mut self) {
         if !self.buf.is_empty() {
-            let _ = (&self.file.file).write_all(&self.buf);
+            self.file.write_all(&self.buf);
             self.buf.clear();
         }
     }

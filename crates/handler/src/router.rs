@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use warren_config::{
     DirConfig, ErrorDocument, HostConfig, LogItem, OptionFlags, Require, SectionMatch, ServerTokens, Settings,
@@ -14,6 +14,7 @@ use warren_http::RequestHead;
 use crate::file_cache::FileCache;
 use crate::logs::{AccessLogFile, AccessLogWriter, ErrorLog, LogRecord};
 use crate::mime::MimeTypes;
+use crate::status::StatusSource;
 use crate::path::{self, PathError};
 use crate::{errors, static_files, Outcome, Response};
 
@@ -46,6 +47,8 @@ pub struct Site {
     pub error_log: Arc<ErrorLog>,
     access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>)>,
     pub file_cache: FileCache,
+    /// Where server-status reads the scoreboard; set by the MPM.
+    pub status: OnceLock<Arc<dyn StatusSource>>,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -104,7 +107,7 @@ impl Site {
             let name = config.server_name.clone().unwrap_or_else(|| "localhost".to_string());
             hosts.push(Host { config, addrs, logs, error_log: host_error_log, name });
         }
-        Ok(Site { server_header: server_header(settings.server_tokens), settings, hosts, mime, error_log, access_logs, file_cache: FileCache::default() })
+        Ok(Site { server_header: server_header(settings.server_tokens), settings, hosts, mime, error_log, access_logs, file_cache: FileCache::default(), status: OnceLock::new() })
     }
 
     /// Fresh buffered writers for this thread's access logging.
@@ -120,6 +123,11 @@ impl Site {
         let _ = self.error_log.reopen();
         for h in &self.hosts {
             let _ = h.error_log.reopen();
+        }
+        for (_, f) in &self.access_logs {
+            if let Err(e) = f.reopen() {
+                self.error_log.error(None, &format!("cannot reopen access log {}: {e}", f.path.display()));
+            }
         }
     }
 
@@ -268,7 +276,21 @@ impl Site {
             _ => return Outcome::Ready(self.error(host, 501, head, conn, &format!("method {method} not implemented"))),
         }
         let fs = self.fs_path(host, &url);
-        static_files::serve(self, host, head, conn, &url, raw_path, query, fs)
+        let eff = self.effective(host, Some(&fs), &url);
+        if let Some(Some(handler)) = eff.handler() {
+            if !self.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
+                return Outcome::Ready(self.error(host, 403, head, conn, &format!("client denied by server configuration: {}", String::from_utf8_lossy(&url))));
+            }
+            if handler == "server-status" {
+                let Some(source) = self.status.get() else {
+                    return Outcome::Ready(self.error(host, 503, head, conn, "server-status: no scoreboard in this process"));
+                };
+                let auto = query.split(|&b| b == b'?' || b == b'&').any(|p| p == b"auto");
+                let snap = source.snapshot();
+                return Outcome::Ready(crate::status::respond(host, &snap, auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
+            }
+        }
+        static_files::serve(self, host, head, conn, eff, &url, raw_path, query, fs)
     }
 
     /// An error response (with ErrorDocument applied) and its error-log line.
@@ -357,6 +379,11 @@ impl<'a> Effective<'a> {
 
     pub fn default_charset(&self) -> Option<&'a str> {
         self.last(|l| l.add_default_charset.as_ref()).and_then(|c| c.as_deref())
+    }
+
+    /// SetHandler in force: None if never set, Some(None) if reset.
+    pub fn handler(&self) -> Option<Option<&'a str>> {
+        self.layers.iter().rev().find_map(|l| l.handler.as_ref()).map(|h| h.as_deref())
     }
 
     pub fn limit_request_body(&self) -> u64 {

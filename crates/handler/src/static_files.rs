@@ -34,12 +34,12 @@ pub fn serve(
     host: usize,
     head: &RequestHead,
     conn: &ConnInfo,
+    eff: Effective,
     url: &[u8],
     raw_path: &[u8],
     query: &[u8],
     fs: PathBuf,
 ) -> Outcome {
-    let eff = site.effective(host, Some(&fs), url);
     if !site.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
         return Outcome::Ready(site.error(host, 403, head, conn, &format!("client denied by server configuration: {}", fs.display())));
     }

@@ -92,8 +92,10 @@ impl RequestHead {
 
     /// The request line without its line ending, for `%r`.
     pub fn request_line(&self) -> &[u8] {
-        let end = self.raw.iter().position(|&b| b == b'\n').unwrap_or(self.raw.len());
-        let line = &self.raw[self.method.start..end];
+        // Search from the method: empty lines may precede the request line.
+        let from = self.method.start;
+        let end = self.raw[from..].iter().position(|&b| b == b'\n').map_or(self.raw.len(), |i| from + i);
+        let line = &self.raw[from..end];
         line.strip_suffix(b"\r").unwrap_or(line)
     }
 
@@ -411,6 +413,12 @@ mod tests {
         assert_eq!(h.header("x-empty"), Some(&b""[..]));
         assert!(h.keep_alive);
         assert_eq!(h.request_line(), b"GET /a?b=c HTTP/1.1");
+    }
+
+    #[test]
+    fn request_line_after_leading_empty_lines() {
+        let (h, _) = parse_head(b"\r\n\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n", &LIMITS).unwrap().unwrap();
+        assert_eq!(h.request_line(), b"GET /x HTTP/1.1");
     }
 
     #[test]

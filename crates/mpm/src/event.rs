@@ -24,6 +24,7 @@ use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, H
 use crate::exchange::{Exchange, Output};
 use crate::listen::{self, Listener};
 use crate::pool::WorkerPool;
+use crate::scoreboard::Scoreboard;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// How long a half-closed connection is drained before it is closed.
@@ -80,14 +81,26 @@ pub struct EventLoop {
     max_connections: u64,
     stopping: bool,
     stop: Arc<AtomicBool>,
+    reopen: Arc<AtomicBool>,
     signal_fd: Option<std::os::fd::OwnedFd>,
     open: usize,
+    /// The scoreboard, and this child's process slot in it.
+    sb: Arc<Scoreboard>,
+    slot: usize,
 }
 
 impl EventLoop {
-    pub fn new(site: Arc<Site>, listeners: Vec<Listener>, stop: Arc<AtomicBool>, signal_fd: Option<std::os::fd::OwnedFd>) -> io::Result<EventLoop> {
+    pub fn new(
+        site: Arc<Site>,
+        listeners: Vec<Listener>,
+        sb: Arc<Scoreboard>,
+        slot: usize,
+        stop: Arc<AtomicBool>,
+        reopen: Arc<AtomicBool>,
+        signal_fd: Option<std::os::fd::OwnedFd>,
+    ) -> io::Result<EventLoop> {
         let s = &site.settings;
-        let pool = WorkerPool::start(s.tuning.threads_per_child)?;
+        let pool = WorkerPool::start(s.tuning.threads_per_child, sb.clone(), slot)?;
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         for (i, l) in listeners.iter().enumerate() {
             // EPOLLEXCLUSIVE: one idle child wakes per connection, not all.
@@ -120,8 +133,11 @@ impl EventLoop {
             accepted: 0,
             stopping: false,
             stop,
+            reopen,
             signal_fd,
             open: 0,
+            sb,
+            slot,
         })
     }
 
@@ -157,6 +173,10 @@ impl EventLoop {
                     TOKEN_SIGNAL => {
                         if let Some(fd) = &self.signal_fd {
                             let _ = nix::unistd::read(fd, &mut [0u8; 64]);
+                        }
+                        if self.reopen.swap(false, Ordering::Relaxed) {
+                            self.logs.flush();
+                            self.site.reopen_logs();
                         }
                     }
                     t if t >= TOKEN_LISTENER => self.accept((t - TOKEN_LISTENER) as usize),
@@ -488,6 +508,8 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let Some(req) = c.req.take() else { return true };
         req.log(&mut self.logs, &self.site, &c.info, c.served, false);
+        // The loop's requests are counted on the child's first worker slot.
+        self.sb.worker(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
         if req.keep_alive && !self.stopping {
             c.phase = Phase::KeepAlive;
             c.deadline = Instant::now() + self.keep_alive_timeout;

@@ -2,21 +2,32 @@
 //!
 //! - [`listen`]: listening sockets, bound by the parent before it forks, and
 //!   a one-syscall accept.
-//! - [`parent`]: the [`Parent`] process: PidFile, forking children,
-//!   replacing the ones that die, stopping them on TERM/INT.
+//! - [`parent`]: the [`Parent`] process, the same for every MPM: PidFile,
+//!   forking children, Apache's spare maintenance, signals, graceful restart.
+//! - [`scoreboard`]: shared memory with one slot per worker, written by the
+//!   children, read by the parent's maintenance and by server-status.
+//! - [`exchange`]: one request/response on a connection: encoding a
+//!   response plan, writing it, the access log line. Shared by all MPMs.
 //! - [`event`]: the event MPM's child: an [`EventLoop`] owning every
 //!   connection of the child (idle keep-alive ones cost no thread), serving
-//!   what cannot block on the loop and giving the rest to
-//! - [`pool`]: the child's worker threads.
+//!   what cannot block on the loop and giving the rest to [`pool`], its
+//!   worker threads.
+//! - [`blocking`]: one connection served by one thread with blocking I/O,
+//!   used by [`prefork`] (one per child) and [`worker`] (ThreadsPerChild
+//!   threads fed by a listener thread).
 //!
 //! The HTTP rules come from `warren-http`; what to answer comes from
 //! `warren-handler`. This crate only moves bytes and manages processes.
 
+pub mod blocking;
 pub mod event;
 pub mod exchange;
 pub mod listen;
 pub mod parent;
 pub mod pool;
+pub mod prefork;
+pub mod scoreboard;
+pub mod worker;
 
 pub use event::EventLoop;
 pub use listen::{bind, Listener};

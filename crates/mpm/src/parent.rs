@@ -1,7 +1,14 @@
-//! The parent process: it binds the listeners, writes the PidFile, forks
-//! StartServers children (each an event loop with its worker threads),
-//! replaces children that die, and on TERM/INT stops them and waits a
-//! bounded time for their in-flight requests.
+//! The parent process, the same for every MPM. It binds the listeners,
+//! writes the PidFile, maps the scoreboard, forks children (prefork: one
+//! worker each; worker and event: ThreadsPerChild each), and once a second
+//! does Apache's idle-server maintenance: above the max spare it stops one
+//! child gracefully, below the min spare it starts children at a rate that
+//! doubles each second up to 32, never past MaxRequestWorkers. A child that
+//! dies without being asked to is replaced at once.
+//!
+//! Signals, as apachectl: TERM/INT stop (in-flight requests finish, bounded),
+//! WINCH graceful stop (GracefulShutdownTimeout), HUP graceful restart
+//! (re-read the config; keep the old one if it has errors), USR1 reopen logs.
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
@@ -15,19 +22,27 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM, SIGUSR1};
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGWINCH};
 use signal_hook::SigId;
-use warren_config::LogLevel;
+use warren_config::{LogLevel, Mpm, Settings};
+use warren_handler::status::{StatusSnapshot, StatusSource, WorkerStatus};
 use warren_handler::Site;
 
 use crate::event::EventLoop;
-use crate::listen::Listener;
+use crate::listen::{self, Listener};
+use crate::scoreboard::{Scoreboard, State};
 
 /// How long TERM waits for children before killing them.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 /// A child that dies sooner than this after its start counts as failing to
 /// start; such slots are restarted at most once a second.
 const QUICK_DEATH: Duration = Duration::from_secs(1);
+/// Apache's MAX_SPAWN_RATE.
+const MAX_SPAWN_RATE: u32 = 32;
+
+/// Re-reads the configuration for a graceful restart: the settings, or
+/// every error as `FILE:LINE: message`.
+pub type Reload = Box<dyn Fn() -> Result<Settings, Vec<String>>>;
 
 /// Signals arrive as flags; a self-pipe wakes the parent's poll.
 struct Signals {
@@ -62,143 +77,354 @@ fn pending(sig: &Signals) -> Vec<i32> {
     sig.flags.iter().filter(|(_, f)| f.swap(false, Ordering::SeqCst)).map(|(s, _)| *s).collect()
 }
 
-pub struct Parent {
-    site: Arc<Site>,
-    listeners: Vec<Listener>,
-    pid_file: Option<PathBuf>,
+/// The scoreboard as server-status sees it.
+struct ScoreboardStatus {
+    sb: Arc<Scoreboard>,
+    mpm: &'static str,
+}
+
+impl StatusSource for ScoreboardStatus {
+    fn snapshot(&self) -> StatusSnapshot {
+        let sb = &self.sb;
+        let mut snap = StatusSnapshot { mpm: self.mpm, restart_time_ms: sb.restart_time_ms(), generation: sb.generation(), ..Default::default() };
+        for p in 0..sb.server_limit {
+            let ps = sb.process(p);
+            let pid = ps.pid.load(Ordering::Relaxed);
+            if pid != 0 {
+                snap.processes.push((pid, ps.generation.load(Ordering::Relaxed), ps.quiescing.load(Ordering::Relaxed) != 0));
+            }
+            for t in 0..sb.thread_limit {
+                let w = sb.worker(p, t);
+                snap.workers.push(WorkerStatus {
+                    process_slot: p,
+                    thread: t,
+                    pid,
+                    state: w.state().letter(),
+                    accesses: w.accesses.load(Ordering::Relaxed),
+                    bytes: w.bytes.load(Ordering::Relaxed),
+                    last_used_ms: w.last_used_ms.load(Ordering::Relaxed),
+                    last_duration_us: w.last_duration_us.load(Ordering::Relaxed),
+                    client: w.client(),
+                    vhost: w.vhost(),
+                    request: w.request(),
+                });
+            }
+        }
+        snap
+    }
 }
 
 struct Child {
-    slot: u32,
+    slot: usize,
     started: Instant,
+    generation: u32,
+    /// The parent asked it to finish (spare maintenance, restart, stop).
+    asked_to_stop: bool,
+}
+
+pub struct Parent {
+    site: Arc<Site>,
+    listeners: Vec<Listener>,
+    sb: Arc<Scoreboard>,
+    reload: Option<Reload>,
+    pid_file: Option<PathBuf>,
+    children: HashMap<Pid, Child>,
+    generation: u32,
+    spawn_rate: u32,
+    cap_logged: bool,
+    quick_deaths: HashMap<usize, Instant>,
 }
 
 impl Parent {
-    pub fn new(site: Arc<Site>, listeners: Vec<Listener>) -> Parent {
+    pub fn new(site: Arc<Site>, listeners: Vec<Listener>, reload: Option<Reload>) -> std::io::Result<Parent> {
+        let t = &site.settings.tuning;
+        let thread_limit = if site.settings.mpm == Mpm::Prefork { 1 } else { t.thread_limit as usize };
+        let sb = Arc::new(Scoreboard::new(t.server_limit as usize, thread_limit)?);
+        let _ = site.status.set(Arc::new(ScoreboardStatus { sb: sb.clone(), mpm: site.settings.mpm.name() }));
         let pid_file = site.settings.pid_file.clone();
-        Parent { site, listeners, pid_file }
+        Ok(Parent {
+            site,
+            listeners,
+            sb,
+            reload,
+            pid_file,
+            children: HashMap::new(),
+            generation: 0,
+            spawn_rate: 1,
+            cap_logged: false,
+            quick_deaths: HashMap::new(),
+        })
     }
 
-    /// Runs until TERM or INT; returns the process exit code.
-    pub fn run(self) -> i32 {
+    fn log(&self, level: LogLevel, msg: &str) {
+        self.site.error_log.log(level, None, msg);
+    }
+
+    fn threads_per_child(&self) -> u32 {
+        if self.site.settings.mpm == Mpm::Prefork {
+            1
+        } else {
+            self.site.settings.tuning.threads_per_child
+        }
+    }
+
+    /// Runs until stopped; returns the process exit code.
+    pub fn run(mut self) -> i32 {
         raise_open_files_limit();
         if let Some(p) = &self.pid_file {
             if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
-                self.site.error_log.log(LogLevel::Emerg, None, &format!("cannot write PidFile {}: {e}", p.display()));
+                self.log(LogLevel::Emerg, &format!("cannot write PidFile {}: {e}", p.display()));
                 return 1;
             }
         }
-        // The signal pipe carries each signal's number as one byte.
-        let signals = match install_signals(&[SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1]) {
+        let signals = match install_signals(&[SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1, SIGWINCH]) {
             Ok(s) => s,
             Err(e) => {
-                self.site.error_log.log(LogLevel::Emerg, None, &format!("cannot install signal handlers: {e}"));
+                self.log(LogLevel::Emerg, &format!("cannot install signal handlers: {e}"));
                 return 1;
             }
         };
+        self.log_start();
+        for _ in 0..self.site.settings.tuning.start_servers {
+            self.spawn(&signals);
+        }
+        let mut last_maintenance = Instant::now();
+        let graceful_stop = loop {
+            let mut fds = [PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
+            let _ = poll(&mut fds, PollTimeout::from(1000u16));
+            let mut stop = None;
+            for sig in pending(&signals) {
+                match sig {
+                    SIGTERM | SIGINT => stop = Some(false),
+                    SIGWINCH => stop = Some(true),
+                    SIGHUP => self.graceful_restart(&signals),
+                    SIGUSR1 => {
+                        self.site.reopen_logs();
+                        for pid in self.children.keys() {
+                            let _ = kill(*pid, Signal::SIGUSR1);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(graceful) = stop {
+                break graceful;
+            }
+            self.reap(&signals);
+            if last_maintenance.elapsed() >= Duration::from_secs(1) {
+                last_maintenance = Instant::now();
+                self.maintain(&signals);
+            }
+        };
+        let wait = if graceful_stop { self.site.settings.graceful_shutdown_timeout } else { Some(STOP_WAIT) };
+        self.log(LogLevel::Notice, if graceful_stop { "caught SIGWINCH, shutting down gracefully" } else { "caught SIGTERM, shutting down" });
+        self.stop_children(wait);
+        if let Some(p) = &self.pid_file {
+            let _ = std::fs::remove_file(p);
+        }
+        0
+    }
+
+    fn log_start(&self) {
         let t = &self.site.settings.tuning;
-        let children_wanted = t.start_servers.min(t.server_limit).max(1);
         let addrs: Vec<String> = self.listeners.iter().map(|l| l.addr.to_string()).collect();
-        self.site.error_log.log(
+        self.log(
             LogLevel::Notice,
-            None,
             &format!(
                 "{} configured -- resuming normal operations (mpm {}, {} children x {} threads, listening on {})",
                 self.site.server_header,
                 self.site.settings.mpm.name(),
-                children_wanted,
-                t.threads_per_child,
+                t.start_servers,
+                self.threads_per_child(),
                 addrs.join(", ")
             ),
         );
-        let mut children: HashMap<Pid, Child> = HashMap::new();
-        let mut last_quick_death: HashMap<u32, Instant> = HashMap::new();
-        for slot in 0..children_wanted {
-            self.spawn(slot, &signals, &mut children);
-        }
-        let mut stopping = false;
-        loop {
-            let mut fds = [PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
-            let _ = poll(&mut fds, PollTimeout::from(1000u16));
-            for sig in pending(&signals) {
-                match sig {
-                    SIGTERM | SIGINT => stopping = true,
-                    SIGHUP | SIGUSR1 => self.site.error_log.log(
-                        LogLevel::Warn,
-                        None,
-                        "SIGHUP/SIGUSR1 received: graceful restart and log reopening are not implemented yet; ignoring",
-                    ),
-                    _ => {}
-                }
-            }
-            if stopping {
-                break;
-            }
-            // Reap children and replace the ones that died.
-            let mut dead = Vec::new();
-            loop {
-                match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::Exited(pid, code)) => dead.push((pid, format!("exit status {code}"), code == 0)),
-                    Ok(WaitStatus::Signaled(pid, sig, _)) => dead.push((pid, format!("signal {sig:?}"), false)),
-                    Ok(WaitStatus::StillAlive) | Err(_) => break,
-                    Ok(_) => continue,
-                }
-            }
-            for (pid, how, clean) in dead {
-                let Some(child) = children.remove(&pid) else { continue };
-                if !clean {
-                    self.site.error_log.log(LogLevel::Notice, None, &format!("child pid {pid} exit {how}, replacing it"));
-                }
-                if child.started.elapsed() < QUICK_DEATH && !clean {
-                    last_quick_death.insert(child.slot, Instant::now());
-                }
-            }
-            let alive: Vec<u32> = children.values().map(|c| c.slot).collect();
-            for slot in 0..children_wanted {
-                if alive.contains(&slot) {
-                    continue;
-                }
-                if last_quick_death.get(&slot).is_some_and(|t| t.elapsed() < QUICK_DEATH) {
-                    continue;
-                }
-                self.spawn(slot, &signals, &mut children);
-            }
-        }
-        self.stop_children(&mut children);
-        if let Some(p) = &self.pid_file {
-            let _ = std::fs::remove_file(p);
-        }
-        self.site.error_log.log(LogLevel::Notice, None, "caught SIGTERM, shutting down");
-        0
     }
 
-    fn spawn(&self, slot: u32, signals: &Signals, children: &mut HashMap<Pid, Child>) {
+    fn free_slot(&self) -> Option<usize> {
+        let used: Vec<usize> = self.children.values().map(|c| c.slot).collect();
+        (0..self.sb.server_limit).find(|s| !used.contains(s) && !self.quick_deaths.get(s).is_some_and(|t| t.elapsed() < QUICK_DEATH))
+    }
+
+    /// Children of the current generation that were not asked to stop.
+    fn active(&self) -> usize {
+        self.children.values().filter(|c| c.generation == self.generation && !c.asked_to_stop).count()
+    }
+
+    fn max_children(&self) -> usize {
+        let t = &self.site.settings.tuning;
+        ((t.max_request_workers / self.threads_per_child().max(1)) as usize).clamp(1, self.sb.server_limit)
+    }
+
+    fn spawn(&mut self, signals: &Signals) -> bool {
+        let Some(slot) = self.free_slot() else { return false };
         // SAFETY: the parent is single-threaded, so the child may do anything.
         match unsafe { fork() } {
             Ok(ForkResult::Parent { child }) => {
-                children.insert(child, Child { slot, started: Instant::now() });
+                self.sb.claim(slot, child.as_raw(), self.threads_per_child() as usize);
+                self.children.insert(child, Child { slot, started: Instant::now(), generation: self.generation, asked_to_stop: false });
+                true
             }
             Ok(ForkResult::Child) => {
                 for id in &signals.ids {
                     signal_hook::low_level::unregister(*id);
                 }
-                let code = self.child_main();
+                let code = self.child_main(slot);
                 std::process::exit(code);
             }
-            Err(e) => self.site.error_log.log(LogLevel::Error, None, &format!("fork failed: {e}")),
+            Err(e) => {
+                self.log(LogLevel::Error, &format!("fork failed: {e}"));
+                false
+            }
         }
     }
 
-    fn child_main(&self) -> i32 {
+    fn ask_to_stop(&mut self, pid: Pid) {
+        if let Some(c) = self.children.get_mut(&pid) {
+            c.asked_to_stop = true;
+            self.sb.process(c.slot).quiescing.store(1, Ordering::Relaxed);
+            let _ = kill(pid, Signal::SIGTERM);
+        }
+    }
+
+    fn reap(&mut self, signals: &Signals) {
+        loop {
+            let (pid, how, clean) = match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) => (pid, format!("exit status {code}"), code == 0),
+                Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, format!("signal {sig:?}"), false),
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(_) => continue,
+            };
+            let Some(child) = self.children.remove(&pid) else { continue };
+            self.sb.release(child.slot);
+            if child.asked_to_stop || child.generation != self.generation {
+                continue;
+            }
+            // Died on its own (a crash, or retired by MaxConnectionsPerChild): replace it.
+            if !clean {
+                self.log(LogLevel::Notice, &format!("child pid {pid} exit {how}, replacing it"));
+                if child.started.elapsed() < QUICK_DEATH {
+                    self.quick_deaths.insert(child.slot, Instant::now());
+                }
+            }
+            self.spawn(signals);
+        }
+    }
+
+    /// Apache's perform_idle_server_maintenance.
+    fn maintain(&mut self, signals: &Signals) {
+        let t = self.site.settings.tuning.clone();
+        let (min_spare, max_spare) = if self.site.settings.mpm == Mpm::Prefork {
+            (t.min_spare_servers as usize, t.max_spare_servers as usize)
+        } else {
+            (t.min_spare_threads as usize, t.max_spare_threads as usize)
+        };
+        let idle = self.sb.idle_workers();
+        let active = self.active();
+        if idle > max_spare && active > 1 {
+            // One child a second: an idle one for prefork, the newest otherwise.
+            let victim = self
+                .children
+                .iter()
+                .filter(|(_, c)| c.generation == self.generation && !c.asked_to_stop)
+                .filter(|(_, c)| self.site.settings.mpm != Mpm::Prefork || self.sb.worker(c.slot, 0).state() == State::Ready)
+                .max_by_key(|(_, c)| c.started)
+                .map(|(p, _)| *p);
+            if let Some(pid) = victim {
+                self.ask_to_stop(pid);
+            }
+            self.spawn_rate = 1;
+        } else if idle < min_spare || active < 1 {
+            let cap = self.max_children();
+            if active >= cap {
+                if !self.cap_logged {
+                    self.log(LogLevel::Error, "server reached MaxRequestWorkers setting, consider raising the MaxRequestWorkers setting");
+                    self.cap_logged = true;
+                }
+                self.spawn_rate = 1;
+                return;
+            }
+            let n = (self.spawn_rate as usize).min(cap - active);
+            for _ in 0..n {
+                if !self.spawn(signals) {
+                    break;
+                }
+            }
+            if self.spawn_rate < MAX_SPAWN_RATE {
+                self.spawn_rate *= 2;
+            }
+        } else {
+            self.spawn_rate = 1;
+        }
+    }
+
+    fn graceful_restart(&mut self, signals: &Signals) {
+        let Some(reload) = &self.reload else {
+            self.log(LogLevel::Warn, "SIGHUP: no configuration file to re-read (warren serve); ignoring");
+            return;
+        };
+        let settings = match reload() {
+            Ok(s) => s,
+            Err(errors) => {
+                for e in &errors {
+                    self.log(LogLevel::Error, &format!("graceful restart: {e}"));
+                }
+                self.log(LogLevel::Error, "configuration has errors; graceful restart refused, still serving with the running configuration");
+                return;
+            }
+        };
+        let old = &self.site.settings;
+        if settings.mpm != old.mpm || settings.tuning.server_limit != old.tuning.server_limit || settings.tuning.thread_limit != old.tuning.thread_limit {
+            self.log(LogLevel::Error, "graceful restart: changing the MPM, ServerLimit or ThreadLimit needs a full stop and start; still serving with the running configuration");
+            return;
+        }
+        let mut listeners = Vec::new();
+        for addr in &settings.listen {
+            let existing = self.listeners.iter().find(|l| l.addr == *addr || (addr.port() == 0 && l.addr.ip() == addr.ip()));
+            let l = match existing {
+                Some(l) => l.socket.try_clone().map(|socket| Listener { socket, addr: l.addr }),
+                None => listen::bind(*addr),
+            };
+            match l {
+                Ok(l) => listeners.push(l),
+                Err(e) => {
+                    self.log(LogLevel::Error, &format!("graceful restart: {e}; still serving with the running configuration"));
+                    return;
+                }
+            }
+        }
+        let site = match Site::new(settings) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                self.log(LogLevel::Error, &format!("graceful restart: {e}; still serving with the running configuration"));
+                return;
+            }
+        };
+        let _ = site.status.set(Arc::new(ScoreboardStatus { sb: self.sb.clone(), mpm: site.settings.mpm.name() }));
+        let old_children: Vec<Pid> = self.children.keys().copied().collect();
+        for pid in old_children {
+            self.ask_to_stop(pid);
+        }
+        self.site = site;
+        self.listeners = listeners;
+        self.pid_file = self.site.settings.pid_file.clone();
+        self.generation += 1;
+        self.sb.set_generation(self.generation);
+        self.cap_logged = false;
+        self.log(LogLevel::Notice, "SIGHUP received: graceful restart, new children take new connections");
+        for _ in 0..self.site.settings.tuning.start_servers {
+            self.spawn(signals);
+        }
+    }
+
+    fn child_main(&self, slot: usize) -> i32 {
         if let Err(e) = drop_privileges(self.site.settings.user.as_deref(), self.site.settings.group.as_deref()) {
-            self.site.error_log.log(LogLevel::Emerg, None, &e);
+            self.log(LogLevel::Emerg, &e);
             return 1;
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let (read, write) = match UnixStream::pair() {
-            Ok(p) => p,
-            Err(_) => return 1,
-        };
+        let reopen = Arc::new(AtomicBool::new(false));
+        let Ok((read, write)) = UnixStream::pair() else { return 1 };
         let _ = read.set_nonblocking(true);
         let _ = write.set_nonblocking(true);
         for sig in [SIGTERM, SIGINT] {
@@ -206,49 +432,58 @@ impl Parent {
                 return 1;
             }
         }
-        for sig in [SIGTERM, SIGINT] {
+        let _ = signal_hook::flag::register(SIGUSR1, reopen.clone());
+        for sig in [SIGTERM, SIGINT, SIGUSR1] {
             let Ok(w) = write.try_clone() else { return 1 };
             if signal_hook::low_level::pipe::register(sig, w).is_err() {
                 return 1;
             }
         }
         // The parent handles these; a child must not die of them.
-        for sig in [SIGHUP, SIGUSR1] {
+        for sig in [SIGHUP, SIGWINCH] {
             let _ = signal_hook::flag::register(sig, Arc::new(AtomicBool::new(false)));
         }
-        let listeners = self
+        let listeners: Vec<Listener> = self
             .listeners
             .iter()
             .filter_map(|l| l.socket.try_clone().ok().map(|socket| Listener { socket, addr: l.addr }))
             .collect();
-        let signal_fd: OwnedFd = read.into();
-        let mut event_loop = match EventLoop::new(self.site.clone(), listeners, stop, Some(signal_fd)) {
-            Ok(l) => l,
-            Err(e) => {
-                self.site.error_log.log(LogLevel::Emerg, None, &format!("child cannot start: {e}"));
-                return 1;
+        let result = match self.site.settings.mpm {
+            Mpm::Prefork => crate::prefork::run(&self.site, &listeners, &self.sb, slot, &stop, &reopen),
+            Mpm::Worker => crate::worker::run(&self.site, &listeners, &self.sb, slot, &stop, &reopen),
+            Mpm::Event => {
+                let signal_fd: OwnedFd = read.into();
+                EventLoop::new(self.site.clone(), listeners, self.sb.clone(), slot, stop, reopen, Some(signal_fd)).map(|mut l| l.run())
             }
         };
-        event_loop.run();
-        0
+        match result {
+            Ok(()) => 0,
+            Err(e) => {
+                self.log(LogLevel::Emerg, &format!("child cannot run: {e}"));
+                1
+            }
+        }
     }
 
-    fn stop_children(&self, children: &mut HashMap<Pid, Child>) {
-        for pid in children.keys() {
-            let _ = kill(*pid, Signal::SIGTERM);
+    fn stop_children(&mut self, wait: Option<Duration>) {
+        let pids: Vec<Pid> = self.children.keys().copied().collect();
+        for pid in pids {
+            self.ask_to_stop(pid);
         }
-        let deadline = Instant::now() + STOP_WAIT;
-        while !children.is_empty() && Instant::now() < deadline {
+        let deadline = wait.map(|w| Instant::now() + w);
+        while !self.children.is_empty() && deadline.is_none_or(|d| Instant::now() < d) {
             match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(pid, _)) | Ok(WaitStatus::Signaled(pid, _, _)) => {
-                    children.remove(&pid);
+                    if let Some(c) = self.children.remove(&pid) {
+                        self.sb.release(c.slot);
+                    }
                 }
                 Ok(_) => std::thread::sleep(Duration::from_millis(20)),
                 Err(_) => break,
             }
         }
-        for pid in children.keys() {
-            self.site.error_log.log(LogLevel::Warn, None, &format!("child {pid} still running after {STOP_WAIT:?}, killing it"));
+        for pid in self.children.keys() {
+            self.log(LogLevel::Warn, &format!("child {pid} still running, killing it"));
             let _ = kill(*pid, Signal::SIGKILL);
             let _ = waitpid(*pid, None);
         }
@@ -258,18 +493,15 @@ impl Parent {
 /// Started as root with User/Group set, children run as that user.
 fn drop_privileges(user: Option<&str>, group: Option<&str>) -> Result<(), String> {
     use nix::unistd::{getuid, initgroups, setgid, setuid, Group, User};
-    if !getuid().is_root() || user.is_none() {
+    let Some(user) = user else { return Ok(()) };
+    if !getuid().is_root() {
         return Ok(());
     }
-    let user = user.unwrap_or_default();
-    let lookup_user = |u: &str| -> Result<User, String> {
-        let found = match u.strip_prefix('#') {
-            Some(n) => User::from_uid(n.parse::<u32>().map_err(|_| format!("bad User {u}"))?.into()),
-            None => User::from_name(u),
-        };
-        found.ok().flatten().ok_or_else(|| format!("User {u}: no such user"))
+    let found = match user.strip_prefix('#') {
+        Some(n) => User::from_uid(n.parse::<u32>().map_err(|_| format!("bad User {user}"))?.into()),
+        None => User::from_name(user),
     };
-    let u = lookup_user(user)?;
+    let u = found.ok().flatten().ok_or_else(|| format!("User {user}: no such user"))?;
     let gid = match group {
         Some(g) => match g.strip_prefix('#') {
             Some(n) => n.parse::<u32>().map_err(|_| format!("bad Group {g}"))?.into(),

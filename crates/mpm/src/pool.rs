@@ -10,6 +10,8 @@ use std::thread::JoinHandle;
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use warren_handler::Response;
 
+use crate::scoreboard::{Scoreboard, State};
+
 pub type Work = Box<dyn FnOnce() -> Response + Send>;
 
 /// A finished piece of work, for the connection `(slot, generation)`.
@@ -29,7 +31,8 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
-    pub fn start(threads: u32) -> std::io::Result<WorkerPool> {
+    /// Starts `threads` threads; thread i shows its state in `slots(i)`.
+    pub fn start(threads: u32, sb: Arc<Scoreboard>, slot: usize) -> std::io::Result<WorkerPool> {
         let (job_tx, job_rx) = channel::<(usize, u64, Work)>();
         let (done_tx, done_rx) = channel::<Done>();
         let job_rx = Arc::new(Mutex::new(job_rx));
@@ -39,14 +42,21 @@ impl WorkerPool {
             let job_rx = job_rx.clone();
             let done_tx = done_tx.clone();
             let wake = wake.clone();
+            let sb = sb.clone();
             let h = std::thread::Builder::new()
                 .name(format!("worker-{i}"))
                 .stack_size(256 * 1024)
                 .spawn(move || loop {
+                    let ws = sb.worker(slot, i as usize);
+                    ws.set(State::Ready);
                     let job = job_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok((slot, generation, work)) = job else { return };
+                    let Ok((conn, generation, work)) = job else {
+                        ws.set(State::Dead);
+                        return;
+                    };
+                    ws.set(State::Writing);
                     let response = catch_unwind(AssertUnwindSafe(work)).ok();
-                    if done_tx.send(Done { slot, generation, response }).is_err() {
+                    if done_tx.send(Done { slot: conn, generation, response }).is_err() {
                         return;
                     }
                     let _ = wake.write(1);

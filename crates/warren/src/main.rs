@@ -53,8 +53,12 @@ enum Command {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Action {
-    /// Stop the server (SIGTERM): in-flight requests finish first.
+    /// Stop the server (SIGTERM): in-flight requests finish first (bounded wait).
     Stop,
+    /// Re-read the configuration and restart children without dropping connections (SIGHUP).
+    Graceful,
+    /// Stop accepting, let every connection finish, then exit (SIGWINCH).
+    GracefulStop,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -106,8 +110,8 @@ fn main() -> ExitCode {
                 println!("Syntax OK");
                 return ExitCode::SUCCESS;
             }
-            if let Some(Action::Stop) = cli.signal {
-                return stop(settings.pid_file.as_deref());
+            if let Some(action) = cli.signal {
+                return signal_server(settings.pid_file.as_deref(), action);
             }
             settings
         }
@@ -116,14 +120,24 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if settings.mpm != Mpm::Event {
-        eprintln!("warren: the {} MPM is not available in this version; use the event MPM", settings.mpm.name());
-        return ExitCode::FAILURE;
-    }
-    run(settings)
+    let reload: Option<warren_mpm::parent::Reload> = match (&cli.command, &cli.config) {
+        (None, Some(file)) => {
+            let file = file.clone();
+            let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm.map(Into::into) };
+            Some(Box::new(move || {
+                let loaded = load_file(&file, &opts);
+                match loaded.settings {
+                    Some(s) => Ok(s),
+                    None => Err(loaded.errors.iter().map(ToString::to_string).collect()),
+                }
+            }))
+        }
+        _ => None,
+    };
+    run(settings, reload)
 }
 
-fn run(settings: Settings) -> ExitCode {
+fn run(settings: Settings, reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
     let mut listeners = Vec::new();
     for addr in &settings.listen {
         match warren_mpm::bind(*addr) {
@@ -141,12 +155,18 @@ fn run(settings: Settings) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = warren_mpm::Parent::new(site, listeners).run();
-    ExitCode::from(code as u8)
+    let parent = match warren_mpm::Parent::new(site, listeners, reload) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("warren: cannot create the scoreboard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    ExitCode::from(parent.run() as u8)
 }
 
-/// `-k stop`: SIGTERM to the PidFile's process, then wait for it to go.
-fn stop(pid_file: Option<&Path>) -> ExitCode {
+/// `-k ACTION`: signal the PidFile's process; for the stops, wait for it to go.
+fn signal_server(pid_file: Option<&Path>, action: Action) -> ExitCode {
     let Some(pid_file) = pid_file else {
         eprintln!("warren: no PidFile configured");
         return ExitCode::FAILURE;
@@ -158,18 +178,25 @@ fn stop(pid_file: Option<&Path>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
+    use nix::sys::signal::Signal;
+    let (signal, wait) = match action {
+        Action::Stop => (Signal::SIGTERM, Some(Duration::from_secs(15))),
+        Action::Graceful => (Signal::SIGHUP, None),
+        Action::GracefulStop => (Signal::SIGWINCH, None),
+    };
+    if let Err(e) = nix::sys::signal::kill(pid, signal) {
         eprintln!("warren: cannot signal pid {pid}: {e} (stale PidFile {}?)", pid_file.display());
         return ExitCode::FAILURE;
     }
-    let deadline = Instant::now() + Duration::from_secs(15);
+    let Some(wait) = wait else { return ExitCode::SUCCESS };
+    let deadline = Instant::now() + wait;
     while Instant::now() < deadline {
         if !alive(pid) {
             return ExitCode::SUCCESS;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    eprintln!("warren: pid {pid} did not stop within 15 s");
+    eprintln!("warren: pid {pid} did not stop within {wait:?}");
     ExitCode::FAILURE
 }
 

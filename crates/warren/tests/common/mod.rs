@@ -70,10 +70,15 @@ impl Server {
 
     pub fn start_in(dir: TempDir, mpm: &str, extra: &str) -> Server {
         let port = free_port();
+        // Two children, and spare bounds that leave them be when idle.
+        let tuning = match mpm {
+            "prefork" => "StartServers 2\nMinSpareServers 1\nMaxSpareServers 8\nMaxRequestWorkers 32",
+            _ => "StartServers 2\nThreadsPerChild 4\nMinSpareThreads 1\nMaxSpareThreads 16\nMaxRequestWorkers 32",
+        };
         let conf = dir.write(
             "warren.conf",
             format!(
-                "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nStartServers 2\nThreadsPerChild 4\n{extra}\n"
+                "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\n{tuning}\n{extra}\n"
             ),
         );
         let child = Command::new(BIN)
@@ -301,6 +306,12 @@ macro_rules! each_mpm {
     ($($name:ident),* $(,)?) => {
         mod event {
             $( #[test] fn $name() { super::$name("event") } )*
+        }
+        mod worker {
+            $( #[test] fn $name() { super::$name("worker") } )*
+        }
+        mod prefork {
+            $( #[test] fn $name() { super::$name("prefork") } )*
         }
     };
 }

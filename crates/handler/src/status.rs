@@ -1,0 +1,120 @@
+//! server-status, like mod_status: an HTML page, and with `?auto` the
+//! machine-readable text with Apache's field names that collectd and
+//! apache_exporter read. The data comes from the MPM's scoreboard through
+//! [`StatusSource`], so this layer knows nothing of processes.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::path::html_escape;
+use crate::{Body, Response};
+
+/// One worker as the scoreboard shows it.
+#[derive(Clone, Debug)]
+pub struct WorkerStatus {
+    pub process_slot: usize,
+    pub thread: usize,
+    pub pid: i32,
+    pub state: char,
+    pub accesses: u64,
+    pub bytes: u64,
+    pub last_used_ms: u64,
+    pub last_duration_us: u64,
+    pub client: String,
+    pub vhost: String,
+    pub request: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct StatusSnapshot {
+    pub mpm: &'static str,
+    pub restart_time_ms: u64,
+    pub generation: u32,
+    /// Live child processes (pid, generation, stopping).
+    pub processes: Vec<(i32, u32, bool)>,
+    /// Every slot: ServerLimit x ThreadLimit entries, `.` where nothing runs.
+    pub workers: Vec<WorkerStatus>,
+}
+
+pub trait StatusSource: Send + Sync {
+    fn snapshot(&self) -> StatusSnapshot;
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+fn busy(state: char) -> bool {
+    !matches!(state, '_' | '.' | 'I')
+}
+
+pub fn respond(host: usize, snap: &StatusSnapshot, auto: bool, extended: bool, server_name: &str, server_version: &str) -> Response {
+    let uptime = (now_ms().saturating_sub(snap.restart_time_ms) / 1000).max(1);
+    let accesses: u64 = snap.workers.iter().map(|w| w.accesses).sum();
+    let bytes: u64 = snap.workers.iter().map(|w| w.bytes).sum();
+    let busy_workers = snap.workers.iter().filter(|w| busy(w.state)).count();
+    let idle_workers = snap.workers.iter().filter(|w| w.state == '_').count();
+    let board: String = snap.workers.iter().map(|w| w.state).collect();
+    let stopping = snap.processes.iter().filter(|p| p.2).count();
+    let mut r = Response::new(200, host);
+    let mut out = String::new();
+    if auto {
+        let _ = writeln!(out, "{server_name}");
+        let _ = writeln!(out, "ServerVersion: {server_version}");
+        let _ = writeln!(out, "ServerMPM: {}", snap.mpm);
+        let _ = writeln!(out, "ParentServerConfigGeneration: {}", snap.generation + 1);
+        let _ = writeln!(out, "ServerUptimeSeconds: {uptime}");
+        let _ = writeln!(out, "Total Accesses: {accesses}");
+        let _ = writeln!(out, "Total kBytes: {}", bytes / 1024);
+        let _ = writeln!(out, "Uptime: {uptime}");
+        let _ = writeln!(out, "ReqPerSec: {}", accesses as f64 / uptime as f64);
+        let _ = writeln!(out, "BytesPerSec: {}", bytes as f64 / uptime as f64);
+        let _ = writeln!(out, "BytesPerReq: {}", if accesses > 0 { bytes as f64 / accesses as f64 } else { 0.0 });
+        let _ = writeln!(out, "BusyWorkers: {busy_workers}");
+        let _ = writeln!(out, "IdleWorkers: {idle_workers}");
+        let _ = writeln!(out, "Processes: {}", snap.processes.len());
+        let _ = writeln!(out, "Stopping: {stopping}");
+        let _ = writeln!(out, "Scoreboard: {board}");
+        r.body = Body::Bytes(out.into_bytes());
+        return r.header("Content-Type", "text/plain; charset=ISO-8859-1");
+    }
+    let _ = write!(
+        out,
+        "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 3.2 Final//EN\">\n<html><head>\n<title>Warren Status</title>\n</head><body>\n<h1>Warren Server Status for {}</h1>\n<dl><dt>Server Version: {}</dt>\n<dt>Server MPM: {}</dt>\n<dt>Server uptime: {uptime} seconds</dt>\n<dt>Total accesses: {accesses} - Total Traffic: {} kB</dt>\n<dt>{busy_workers} requests currently being processed, {idle_workers} idle workers</dt>\n<dt>{} processes, {stopping} stopping</dt></dl>\n<pre>",
+        html_escape(server_name),
+        html_escape(server_version),
+        snap.mpm,
+        bytes / 1024,
+        snap.processes.len()
+    );
+    for chunk in board.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(chunk));
+        out.push('\n');
+    }
+    out.push_str("</pre>\n<p>Scoreboard Key:<br>\n\"<b><code>_</code></b>\" Waiting for Connection, \"<b><code>S</code></b>\" Starting up, \"<b><code>R</code></b>\" Reading Request,<br>\n\"<b><code>W</code></b>\" Sending Reply, \"<b><code>K</code></b>\" Keepalive (read), \"<b><code>D</code></b>\" DNS Lookup,<br>\n\"<b><code>C</code></b>\" Closing connection, \"<b><code>L</code></b>\" Logging, \"<b><code>G</code></b>\" Gracefully finishing,<br>\n\"<b><code>I</code></b>\" Idle cleanup of worker, \"<b><code>.</code></b>\" Open slot with no current process</p>\n");
+    if extended {
+        out.push_str("<table border=\"0\"><tr><th>Srv</th><th>PID</th><th>Acc</th><th>M</th><th>SS</th><th>Req</th><th>Bytes</th><th>Client</th><th>VHost</th><th>Request</th></tr>\n");
+        let now = now_ms();
+        for w in snap.workers.iter().filter(|w| w.state != '.') {
+            let ss = if w.last_used_ms == 0 { 0 } else { now.saturating_sub(w.last_used_ms) / 1000 };
+            let _ = writeln!(
+                out,
+                "<tr><td>{}-{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{ss}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                w.process_slot,
+                w.thread,
+                w.pid,
+                w.accesses,
+                w.state,
+                w.last_duration_us / 1000,
+                w.bytes,
+                html_escape(&w.client),
+                html_escape(&w.vhost),
+                html_escape(&w.request)
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    out.push_str("</body></html>\n");
+    r.body = Body::Bytes(out.into_bytes());
+    r.header("Content-Type", "text/html; charset=ISO-8859-1")
+}

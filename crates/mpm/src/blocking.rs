@@ -1,0 +1,252 @@
+//! One connection served start to finish by one thread with blocking I/O:
+//! what a prefork child and a worker thread do. Same protocol core, handler
+//! and exchange code as the event loop; the difference is only that the
+//! thread waits in `read` (and so is tied up by an idle keep-alive client,
+//! as in Apache: that is what prefork and worker users compare).
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use warren_handler::router::LogWriters;
+use warren_handler::{ConnInfo, Outcome, Response, Site};
+use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead};
+
+use crate::exchange::{Exchange, Output};
+use crate::scoreboard::{State, WorkerSlot};
+
+/// How long a half-closed connection is drained before it is closed.
+const LINGER: Duration = Duration::from_secs(2);
+/// A thread waiting in keep-alive checks this often whether to stop.
+const STOP_CHECK: Duration = Duration::from_millis(250);
+
+/// What a thread needs to serve connections, built once per thread.
+pub struct Worker<'a> {
+    pub site: &'a Site,
+    pub limits: HeadLimits,
+    pub keep_alive: KeepAlivePolicy,
+    pub timeout: Duration,
+    pub keep_alive_timeout: Duration,
+    /// Set on graceful stop: finish the request at hand, keep nothing alive.
+    pub stop: &'a AtomicBool,
+    pub slot: &'a WorkerSlot,
+    pub logs: LogWriters,
+    date: DateCache,
+    scratch: Vec<u8>,
+    last_flush: Instant,
+}
+
+enum Head {
+    Request(RequestHead),
+    /// Nothing more will come (EOF, keep-alive timeout, stop): close quietly.
+    Done,
+    /// A malformed or too slow request: answer it, then close.
+    Error(HttpError),
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(site: &'a Site, stop: &'a AtomicBool, slot: &'a WorkerSlot) -> Worker<'a> {
+        let s = &site.settings;
+        Worker {
+            site,
+            limits: HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields },
+            keep_alive: KeepAlivePolicy { enabled: s.keep_alive, max_requests: s.max_keep_alive_requests },
+            timeout: s.timeout,
+            keep_alive_timeout: s.keep_alive_timeout,
+            stop,
+            slot,
+            logs: site.log_writers(),
+            date: DateCache::default(),
+            scratch: Vec::new(),
+            last_flush: Instant::now(),
+        }
+    }
+
+    /// Flushes access logs if a while has passed since the last flush.
+    pub fn flush_logs_if_due(&mut self) {
+        if self.last_flush.elapsed() >= Duration::from_millis(250) {
+            self.logs.flush();
+            self.last_flush = Instant::now();
+        }
+    }
+
+    /// Serves every request of one connection.
+    pub fn serve(&mut self, stream: TcpStream, info: ConnInfo) {
+        let _ = stream.set_nonblocking(false);
+        let mut rbuf: Vec<u8> = Vec::new();
+        let mut served = 0u32;
+        let max_head = self.limits.request_line + 2 + self.limits.fields * (self.limits.field_size + 2) + 2;
+        loop {
+            self.slot.set(if served == 0 { State::Reading } else { State::KeepAlive });
+            let head = match self.read_head(&stream, &mut rbuf, served, max_head) {
+                Head::Request(h) => h,
+                Head::Done => return,
+                Head::Error(e) => {
+                    let mut ex = Exchange::unparsed(&rbuf);
+                    let why = format!("{}: {}", e.reason, String::from_utf8_lossy(&ex.raw_line));
+                    let resp = self.site.protocol_error(e.status, &info, &why);
+                    self.finish(&stream, &info, &mut ex, resp, served + 1);
+                    return;
+                }
+            };
+            served += 1;
+            let keep_alive = !self.stop.load(Ordering::Relaxed) && self.keep_alive.keep_alive(&head, served);
+            let received = head.wire_len() as u64;
+            let mut ex = Exchange::new(Some(head), keep_alive, received);
+            let head = ex.head.as_ref().expect("head");
+            self.slot.begin_request(&info.peer.ip().to_string(), &self.site.hosts[self.site.select_host(head.host(), info.local)].name, head.request_line());
+            if let Err(e) = self.read_body(&stream, &mut rbuf, &mut ex, &info) {
+                ex.keep_alive = false;
+                ex.linger = true;
+                let head = ex.head.as_ref().expect("head");
+                let host = self.site.select_host(head.host(), info.local);
+                let resp = self.site.error(host, e.status, head, &info, &e.reason);
+                self.finish(&stream, &info, &mut ex, resp, served);
+                return;
+            }
+            self.slot.set(State::Writing);
+            let head = ex.head.as_ref().expect("head");
+            let resp = match catch_unwind(AssertUnwindSafe(|| match self.site.handle(head, &info) {
+                Outcome::Ready(r) => r,
+                Outcome::Blocking(work) => work(),
+            })) {
+                Ok(r) => r,
+                Err(_) => {
+                    self.site.error_log.error(Some(info.peer), "handler panicked; answering 500");
+                    warren_handler::errors::respond(self.site, 0, 500, Some(head), &info)
+                }
+            };
+            if !self.finish(&stream, &info, &mut ex, resp, served) {
+                return;
+            }
+        }
+    }
+
+    /// Writes the response, logs it, and says whether the connection goes on.
+    fn finish(&mut self, stream: &TcpStream, info: &ConnInfo, ex: &mut Exchange, resp: Response, served: u32) -> bool {
+        self.slot.set(State::Writing);
+        let mut out = Output::default();
+        out.encode(ex, resp, self.site, &mut self.date, &mut self.scratch);
+        let _ = stream.set_write_timeout(Some(self.timeout));
+        let sent = matches!(out.flush(stream), Ok(true));
+        self.slot.set(State::Logging);
+        ex.log(&mut self.logs, self.site, info, served, !sent);
+        self.slot.end_request(ex.bytes_sent, ex.start.elapsed().as_micros() as u64);
+        self.flush_logs_if_due();
+        if sent && ex.keep_alive && !self.stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        self.slot.set(State::Closing);
+        if sent && ex.linger {
+            linger_close(stream);
+        }
+        false
+    }
+
+    fn read_head(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, served: u32, max_head: usize) -> Head {
+        let idle_until = Instant::now() + if served == 0 { self.timeout } else { self.keep_alive_timeout };
+        // Once a request has begun, all of its head must come within Timeout.
+        let mut head_until = (!rbuf.is_empty()).then(|| Instant::now() + self.timeout);
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            if !rbuf.is_empty() {
+                match parse_head(rbuf, &self.limits) {
+                    Ok(Some((h, used))) => {
+                        rbuf.drain(..used);
+                        return Head::Request(h);
+                    }
+                    Ok(None) if rbuf.len() > max_head => return Head::Error(HttpError::new(431, "request header section too large")),
+                    Ok(None) => {}
+                    Err(e) => return Head::Error(e),
+                }
+            }
+            let now = Instant::now();
+            let until = head_until.unwrap_or(idle_until);
+            if now >= until {
+                return match head_until {
+                    None => Head::Done,
+                    Some(_) => Head::Error(HttpError::new(408, "request header read timeout")),
+                };
+            }
+            if head_until.is_none() && served > 0 && self.stop.load(Ordering::Relaxed) {
+                return Head::Done;
+            }
+            let mut wait = until - now;
+            if head_until.is_none() {
+                // Waiting between requests: look at the stop flag now and then.
+                wait = wait.min(STOP_CHECK);
+            }
+            let _ = stream.set_read_timeout(Some(wait.max(Duration::from_millis(1))));
+            match (&*stream).read(&mut buf) {
+                Ok(0) => return Head::Done,
+                Ok(n) => {
+                    if head_until.is_none() {
+                        self.slot.set(State::Reading);
+                        head_until = Some(Instant::now() + self.timeout);
+                    }
+                    rbuf.extend_from_slice(&buf[..n]);
+                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+                Err(_) => return Head::Done,
+            }
+        }
+    }
+
+    /// Reads and discards the request body, enforcing LimitRequestBody.
+    fn read_body(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, ex: &mut Exchange, info: &ConnInfo) -> Result<(), HttpError> {
+        let head = ex.head.as_ref().expect("head");
+        let framing = head.framing;
+        if framing == BodyFraming::None {
+            return Ok(());
+        }
+        let limit = self.site.body_limit(head, info);
+        if let BodyFraming::Length(n) = framing {
+            if n > limit {
+                return Err(HttpError::new(413, format!("request body of {n} bytes larger than LimitRequestBody ({limit})")));
+            }
+        }
+        if head.expect_continue {
+            let _ = (&*stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        let mut dec = BodyDecoder::new(framing);
+        let mut buf = [0u8; 16 * 1024];
+        let _ = stream.set_read_timeout(Some(self.timeout));
+        loop {
+            let used = dec.feed(rbuf, &mut |_| {})?;
+            rbuf.drain(..used);
+            ex.bytes_received += used as u64;
+            if dec.received > limit {
+                return Err(HttpError::new(413, format!("request body larger than LimitRequestBody ({limit})")));
+            }
+            if dec.is_done() {
+                return Ok(());
+            }
+            match (&*stream).read(&mut buf) {
+                Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),
+                Ok(n) => rbuf.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    return Err(HttpError::new(408, "timeout reading the request body"))
+                }
+                Err(e) => return Err(HttpError::new(400, format!("error reading the request body: {e}"))),
+            }
+        }
+    }
+}
+
+/// Half-closes and drains what the client still sends (bounded), so that it
+/// reads our response rather than a reset.
+fn linger_close(stream: &TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let until = Instant::now() + LINGER;
+    let mut buf = [0u8; 4096];
+    while Instant::now() < until {
+        let _ = stream.set_read_timeout(Some(until - Instant::now() + Duration::from_millis(1)));
+        match (&*stream).read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}

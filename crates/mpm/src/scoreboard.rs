@@ -1,0 +1,304 @@
+//! The scoreboard: a shared, anonymous memory map made by the parent before
+//! it forks, with one [`ProcessSlot`] per possible child (ServerLimit) and
+//! one [`WorkerSlot`] per possible worker (ServerLimit x ThreadLimit). The
+//! children write their workers' states and counters; the parent's
+//! maintenance and the server-status page read them. Everything in it is an
+//! atomic, so processes read and write it without locks.
+
+use std::num::NonZeroUsize;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+
+/// Worker states, with the letters Apache's mod_status shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum State {
+    /// `.`: open slot, no process or thread.
+    Dead = b'.',
+    /// `S`: starting up.
+    Starting = b'S',
+    /// `_`: waiting for a connection.
+    Ready = b'_',
+    /// `R`: reading a request.
+    Reading = b'R',
+    /// `W`: sending a reply (or running the handler).
+    Writing = b'W',
+    /// `K`: keep-alive, waiting for the next request.
+    KeepAlive = b'K',
+    /// `L`: logging.
+    Logging = b'L',
+    /// `C`: closing the connection.
+    Closing = b'C',
+    /// `G`: gracefully finishing.
+    Graceful = b'G',
+    /// `I`: idle cleanup of a worker.
+    IdleCleanup = b'I',
+}
+
+impl State {
+    pub fn from_u8(b: u8) -> State {
+        match b {
+            b'S' => State::Starting,
+            b'_' => State::Ready,
+            b'R' => State::Reading,
+            b'W' => State::Writing,
+            b'K' => State::KeepAlive,
+            b'L' => State::Logging,
+            b'C' => State::Closing,
+            b'G' => State::Graceful,
+            b'I' => State::IdleCleanup,
+            _ => State::Dead,
+        }
+    }
+
+    pub fn letter(self) -> char {
+        self as u8 as char
+    }
+
+    /// Busy as mod_status counts it: neither idle nor dead.
+    pub fn is_busy(self) -> bool {
+        !matches!(self, State::Ready | State::Dead | State::IdleCleanup)
+    }
+}
+
+/// Length of the text fields kept for ExtendedStatus.
+pub const TEXT_WORDS: usize = 8;
+
+#[repr(C)]
+pub struct WorkerSlot {
+    state: AtomicU8,
+    pub accesses: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Unix time (ms) of the last request's start.
+    pub last_used_ms: AtomicU64,
+    /// Duration of the last request, in microseconds.
+    pub last_duration_us: AtomicU64,
+    /// Client address and request line of the last request, for ExtendedStatus.
+    client: [AtomicU64; TEXT_WORDS],
+    request: [AtomicU64; TEXT_WORDS * 4],
+    vhost: [AtomicU64; TEXT_WORDS],
+}
+
+#[repr(C)]
+pub struct ProcessSlot {
+    pub pid: AtomicI32,
+    /// Restart generation the child belongs to.
+    pub generation: AtomicU32,
+    /// Set when the child has been told to finish and exit.
+    pub quiescing: AtomicU8,
+}
+
+#[repr(C)]
+struct Header {
+    restart_time_ms: AtomicU64,
+    generation: AtomicU32,
+}
+
+pub struct Scoreboard {
+    base: NonNull<u8>,
+    len: usize,
+    pub server_limit: usize,
+    pub thread_limit: usize,
+}
+
+// SAFETY: all shared state behind the pointer is atomics.
+unsafe impl Send for Scoreboard {}
+unsafe impl Sync for Scoreboard {}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+fn store_text(dst: &[AtomicU64], text: &[u8]) {
+    let mut bytes = [0u8; 8];
+    for (i, word) in dst.iter().enumerate() {
+        bytes.fill(0);
+        let from = (i * 8).min(text.len());
+        let to = (from + 8).min(text.len());
+        bytes[..to - from].copy_from_slice(&text[from..to]);
+        word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+    }
+}
+
+fn load_text(src: &[AtomicU64]) -> String {
+    let mut out = Vec::with_capacity(src.len() * 8);
+    for w in src {
+        out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+    }
+    let end = out.iter().position(|&b| b == 0).unwrap_or(out.len());
+    String::from_utf8_lossy(&out[..end]).into_owned()
+}
+
+impl WorkerSlot {
+    pub fn state(&self) -> State {
+        State::from_u8(self.state.load(Ordering::Relaxed))
+    }
+
+    pub fn set(&self, s: State) {
+        self.state.store(s as u8, Ordering::Relaxed);
+    }
+
+    /// Records the start of a request (ExtendedStatus fields).
+    pub fn begin_request(&self, client: &str, vhost: &str, request_line: &[u8]) {
+        self.last_used_ms.store(now_ms(), Ordering::Relaxed);
+        store_text(&self.client, client.as_bytes());
+        store_text(&self.vhost, vhost.as_bytes());
+        store_text(&self.request, request_line);
+    }
+
+    pub fn end_request(&self, bytes: u64, duration_us: u64) {
+        self.accesses.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.last_duration_us.store(duration_us, Ordering::Relaxed);
+    }
+
+    pub fn client(&self) -> String {
+        load_text(&self.client)
+    }
+    pub fn request(&self) -> String {
+        load_text(&self.request)
+    }
+    pub fn vhost(&self) -> String {
+        load_text(&self.vhost)
+    }
+
+    fn reset(&self) {
+        self.set(State::Dead);
+    }
+}
+
+impl Scoreboard {
+    /// Maps a zeroed scoreboard, shared with every child forked after.
+    pub fn new(server_limit: usize, thread_limit: usize) -> std::io::Result<Scoreboard> {
+        let len = std::mem::size_of::<Header>()
+            + server_limit * std::mem::size_of::<ProcessSlot>()
+            + server_limit * thread_limit * std::mem::size_of::<WorkerSlot>();
+        let len_nz = NonZeroUsize::new(len).ok_or_else(|| std::io::Error::other("empty scoreboard"))?;
+        // SAFETY: a fresh anonymous shared mapping; zeroed memory is a valid
+        // value for every atomic in it.
+        let ptr = unsafe { mmap_anonymous(None, len_nz, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED) }?;
+        let sb = Scoreboard { base: ptr.cast(), len, server_limit, thread_limit };
+        sb.header().restart_time_ms.store(now_ms(), Ordering::Relaxed);
+        for p in 0..server_limit {
+            for t in 0..thread_limit {
+                sb.worker(p, t).reset();
+            }
+        }
+        Ok(sb)
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the header is at the start of the mapping.
+        unsafe { &*(self.base.as_ptr() as *const Header) }
+    }
+
+    pub fn process(&self, p: usize) -> &ProcessSlot {
+        assert!(p < self.server_limit);
+        // SAFETY: in bounds by the assert and the layout in `new`.
+        unsafe {
+            let at = self.base.as_ptr().add(std::mem::size_of::<Header>()) as *const ProcessSlot;
+            &*at.add(p)
+        }
+    }
+
+    pub fn worker(&self, p: usize, t: usize) -> &WorkerSlot {
+        assert!(p < self.server_limit && t < self.thread_limit);
+        // SAFETY: in bounds by the assert and the layout in `new`.
+        unsafe {
+            let at = self.base.as_ptr().add(std::mem::size_of::<Header>() + self.server_limit * std::mem::size_of::<ProcessSlot>())
+                as *const WorkerSlot;
+            &*at.add(p * self.thread_limit + t)
+        }
+    }
+
+    pub fn restart_time_ms(&self) -> u64 {
+        self.header().restart_time_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn generation(&self) -> u32 {
+        self.header().generation.load(Ordering::Relaxed)
+    }
+
+    pub fn set_generation(&self, g: u32) {
+        self.header().generation.store(g, Ordering::Relaxed);
+    }
+
+    /// Marks a process slot taken by `pid`, its workers starting.
+    pub fn claim(&self, p: usize, pid: i32, threads: usize) {
+        let ps = self.process(p);
+        ps.pid.store(pid, Ordering::Relaxed);
+        ps.generation.store(self.generation(), Ordering::Relaxed);
+        ps.quiescing.store(0, Ordering::Relaxed);
+        for t in 0..self.thread_limit {
+            self.worker(p, t).set(if t < threads { State::Starting } else { State::Dead });
+        }
+    }
+
+    /// Frees a process slot whose child has exited.
+    pub fn release(&self, p: usize) {
+        self.process(p).pid.store(0, Ordering::Relaxed);
+        for t in 0..self.thread_limit {
+            self.worker(p, t).reset();
+        }
+    }
+
+    /// Idle workers (Ready) in live, non-quiescing children.
+    pub fn idle_workers(&self) -> usize {
+        let mut n = 0;
+        for p in 0..self.server_limit {
+            let ps = self.process(p);
+            if ps.pid.load(Ordering::Relaxed) == 0 || ps.quiescing.load(Ordering::Relaxed) != 0 {
+                continue;
+            }
+            n += (0..self.thread_limit).filter(|&t| self.worker(p, t).state() == State::Ready).count();
+        }
+        n
+    }
+}
+
+impl Drop for Scoreboard {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the mapping made in `new`, once.
+        unsafe {
+            let _ = munmap(self.base.cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_text_and_sharing_across_fork() {
+        let sb = Scoreboard::new(4, 3).unwrap();
+        sb.claim(1, 1234, 2);
+        assert_eq!(sb.worker(1, 0).state(), State::Starting);
+        assert_eq!(sb.worker(1, 2).state(), State::Dead);
+        sb.worker(1, 0).set(State::Ready);
+        sb.worker(1, 1).set(State::Ready);
+        assert_eq!(sb.idle_workers(), 2);
+        sb.worker(1, 0).begin_request("127.0.0.1", "localhost", b"GET /a-rather-long-request-line-that-is-cut HTTP/1.1");
+        assert_eq!(sb.worker(1, 0).client(), "127.0.0.1");
+        assert!(sb.worker(1, 0).request().starts_with("GET /a-rather-long"));
+        // A forked child writes; the parent sees it.
+        match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                sb.worker(1, 1).set(State::Writing);
+                sb.worker(1, 1).end_request(100, 5);
+                unsafe { libc::_exit(0) };
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                nix::sys::wait::waitpid(child, None).unwrap();
+            }
+        }
+        assert_eq!(sb.worker(1, 1).state(), State::Writing);
+        assert_eq!(sb.worker(1, 1).bytes.load(Ordering::Relaxed), 100);
+        assert_eq!(sb.idle_workers(), 1);
+        sb.release(1);
+        assert_eq!(sb.worker(1, 0).state(), State::Dead);
+    }
+}
