@@ -95,8 +95,11 @@ impl<'a> Worker<'a> {
             let keep_alive = !self.stop.load(Ordering::Relaxed) && self.keep_alive.keep_alive(&head, served);
             let received = head.wire_len() as u64;
             let mut ex = Exchange::new(Some(head), keep_alive, received);
-            let head = ex.head.as_ref().expect("head");
-            self.slot.begin_request(&info.peer.ip().to_string(), &self.site.hosts[self.site.select_host(head.host(), info.local)].name, head.request_line());
+            if self.site.settings.extended_status {
+                let head = ex.head.as_ref().expect("head");
+                let vhost = &self.site.hosts[self.site.select_host(head.host(), info.local)].name;
+                self.slot.begin_request(&info.peer.ip().to_string(), vhost, head.request_line());
+            }
             if let Err(e) = self.read_body(&stream, &mut rbuf, &mut ex, &info) {
                 ex.keep_alive = false;
                 ex.linger = true;

@@ -24,7 +24,7 @@ use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, H
 use crate::exchange::{Exchange, Output};
 use crate::listen::{self, Listener};
 use crate::pool::WorkerPool;
-use crate::scoreboard::Scoreboard;
+use crate::scoreboard::{Scoreboard, State};
 
 const READ_CHUNK: usize = 16 * 1024;
 /// How long a half-closed connection is drained before it is closed.
@@ -165,6 +165,10 @@ impl EventLoop {
                     break;
                 }
             };
+            // The loop is a worker too: busy while it handles this batch.
+            let sb = self.sb.clone();
+            let loop_slot = sb.worker(self.slot, 0);
+            loop_slot.set(if n > 0 { State::Writing } else { State::Ready });
             for ev in &events[..n] {
                 let token = ev.data();
                 let flags = ev.events();
@@ -183,6 +187,7 @@ impl EventLoop {
                     t => self.ready(t as usize, flags),
                 }
             }
+            loop_slot.set(State::Ready);
             let now = Instant::now();
             if now.duration_since(last_tick) >= TICK {
                 last_tick = now;
@@ -434,6 +439,10 @@ impl EventLoop {
     fn dispatch(&mut self, slot: usize) {
         let c = self.conns[slot].as_mut().expect("conn");
         let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        if self.site.settings.extended_status {
+            let vhost = &self.site.hosts[self.site.select_host(head.host(), c.info.local)].name;
+            self.sb.worker(self.slot, 0).begin_request(&c.info.peer.ip().to_string(), vhost, head.request_line());
+        }
         match self.site.handle(head, &c.info) {
             Outcome::Ready(resp) => self.respond(slot, resp),
             Outcome::Blocking(work) => {

@@ -138,7 +138,12 @@ pub struct Parent {
 impl Parent {
     pub fn new(site: Arc<Site>, listeners: Vec<Listener>, reload: Option<Reload>) -> std::io::Result<Parent> {
         let t = &site.settings.tuning;
-        let thread_limit = if site.settings.mpm == Mpm::Prefork { 1 } else { t.thread_limit as usize };
+        // Event children also give their event loop a slot (slot 0).
+        let thread_limit = match site.settings.mpm {
+            Mpm::Prefork => 1,
+            Mpm::Worker => t.thread_limit as usize,
+            Mpm::Event => t.thread_limit as usize + 1,
+        };
         let sb = Arc::new(Scoreboard::new(t.server_limit as usize, thread_limit)?);
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: sb.clone(), mpm: site.settings.mpm.name() }));
         let pid_file = site.settings.pid_file.clone();
@@ -258,10 +263,13 @@ impl Parent {
 
     fn spawn(&mut self, signals: &Signals) -> bool {
         let Some(slot) = self.free_slot() else { return false };
+        // Claimed before the fork, so the child's own "ready" cannot be overwritten.
+        let slots = self.threads_per_child() as usize + usize::from(self.site.settings.mpm == Mpm::Event);
+        self.sb.claim(slot, -1, slots);
         // SAFETY: the parent is single-threaded, so the child may do anything.
         match unsafe { fork() } {
             Ok(ForkResult::Parent { child }) => {
-                self.sb.claim(slot, child.as_raw(), self.threads_per_child() as usize);
+                self.sb.process(slot).pid.store(child.as_raw(), Ordering::Relaxed);
                 self.children.insert(child, Child { slot, started: Instant::now(), generation: self.generation, asked_to_stop: false });
                 true
             }
@@ -273,6 +281,7 @@ impl Parent {
                 std::process::exit(code);
             }
             Err(e) => {
+                self.sb.release(slot);
                 self.log(LogLevel::Error, &format!("fork failed: {e}"));
                 false
             }

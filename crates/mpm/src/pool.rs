@@ -31,7 +31,8 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
-    /// Starts `threads` threads; thread i shows its state in `slots(i)`.
+    /// Starts `threads` threads; thread i shows its state in worker slot
+    /// i + 1 of the child's process slot (slot 0 is the event loop's).
     pub fn start(threads: u32, sb: Arc<Scoreboard>, slot: usize) -> std::io::Result<WorkerPool> {
         let (job_tx, job_rx) = channel::<(usize, u64, Work)>();
         let (done_tx, done_rx) = channel::<Done>();
@@ -47,7 +48,7 @@ impl WorkerPool {
                 .name(format!("worker-{i}"))
                 .stack_size(256 * 1024)
                 .spawn(move || loop {
-                    let ws = sb.worker(slot, i as usize);
+                    let ws = sb.worker(slot, i as usize + 1);
                     ws.set(State::Ready);
                     let job = job_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     let Ok((conn, generation, work)) = job else {

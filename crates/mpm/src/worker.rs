@@ -19,6 +19,8 @@ use crate::scoreboard::{Scoreboard, State};
 struct Handoff {
     queue: Mutex<VecDeque<(TcpStream, ConnInfo)>>,
     ready: Condvar,
+    /// Idle workers not yet promised a connection: the listener takes one
+    /// (decrements) for each connection it accepts.
     idle: AtomicUsize,
     /// Signalled when a worker becomes idle (the listener may be waiting).
     idle_mutex: Mutex<()>,
@@ -73,7 +75,6 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                                 }
                             }
                         };
-                        handoff.idle.fetch_sub(1, Ordering::SeqCst);
                         let Some((stream, info)) = job else { break };
                         worker.serve(stream, info);
                     }
@@ -105,6 +106,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
             let Ok((stream, peer)) = listen::accept(&listeners[which].socket) else { continue };
             let laddr = listeners[which].addr;
             let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
+            handoff.idle.fetch_sub(1, Ordering::SeqCst);
             handoff.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back((stream, ConnInfo { peer, local }));
             handoff.ready.notify_one();
             accepted += 1;

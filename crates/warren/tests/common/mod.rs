@@ -315,3 +315,66 @@ macro_rules! each_mpm {
         }
     };
 }
+
+/// Load from client threads: each makes one request per connection (as ab
+/// without -k) until stopped, and counts answers that are not a full 200.
+pub struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<(u64, Vec<String>)>>,
+}
+
+pub fn start_load(port: u16, threads: usize) -> Load {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let handles = (0..threads)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut ok = 0u64;
+                let mut failures = Vec::new();
+                // Bounded: at most 60 s of load even if the test forgets to stop it.
+                let until = Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+                    let result = (|| -> Result<(), String> {
+                        let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+                        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+                        s.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").map_err(|e| format!("write: {e}"))?;
+                        let out = read_to_close(&mut s);
+                        if out.starts_with(b"HTTP/1.1 200 ") && out.ends_with(b"0123456789abcdefghij") {
+                            Ok(())
+                        } else {
+                            Err(format!("bad answer: {:?}", String::from_utf8_lossy(&out[..out.len().min(60)])))
+                        }
+                    })();
+                    match result {
+                        Ok(()) => ok += 1,
+                        Err(e) => failures.push(e),
+                    }
+                }
+                (ok, failures)
+            })
+        })
+        .collect();
+    Load { stop, handles }
+}
+
+impl Load {
+    /// Stops the load; returns (successful requests, failures).
+    pub fn finish(self) -> (u64, Vec<String>) {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut ok = 0;
+        let mut failures = Vec::new();
+        for h in self.handles {
+            let (o, f) = h.join().unwrap();
+            ok += o;
+            failures.extend(f);
+        }
+        (ok, failures)
+    }
+}
+
+/// `?auto` of server-status as a map of field -> value.
+pub fn status_auto(s: &Server) -> std::collections::HashMap<String, String> {
+    let r = s.get("/server-status?auto");
+    assert_eq!(r.status, 200, "server-status: {}", r.text());
+    r.text().lines().filter_map(|l| l.split_once(": ").map(|(k, v)| (k.to_string(), v.to_string()))).collect()
+}

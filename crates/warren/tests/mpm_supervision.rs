@@ -1,0 +1,257 @@
+//! The MPMs' process model under load: tie-up of workers by keep-alive,
+//! spare maintenance, children killed or retired, graceful restarts (good
+//! and broken configs), server-status, privileges, log reopening.
+
+mod common;
+use common::*;
+
+use std::io::{Read, Write};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const STATUS: &str = "<Location \"/server-status\">\nSetHandler server-status\n</Location>";
+
+each_mpm!(
+    killed_child_is_replaced_under_load,
+    max_connections_per_child_under_load,
+    five_graceful_restarts_under_load,
+    graceful_restart_with_broken_config_keeps_serving,
+    server_status_pages,
+    children_run_as_user,
+    usr1_reopens_logs,
+    graceful_stop_finishes_requests,
+);
+
+/// Four idle keep-alive clients tie up all four prefork children, so a
+/// fifth waits until KeepAliveTimeout; the event MPM answers it at once.
+#[test]
+fn keep_alive_ties_up_prefork_but_not_event() {
+    for (mpm, extra) in [
+        ("prefork", "StartServers 4\nServerLimit 4\nMaxRequestWorkers 4\nKeepAliveTimeout 2"),
+        ("event", "StartServers 1\nThreadsPerChild 4\nMaxRequestWorkers 4\nKeepAliveTimeout 2"),
+    ] {
+        let s = Server::start(mpm, extra);
+        if mpm == "prefork" {
+            assert_eq!(s.wait_children(4).len(), 4);
+        }
+        let mut idle = Vec::new();
+        for _ in 0..4 {
+            let mut c = s.connect();
+            c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+            let mut buf = [0u8; 1024];
+            let n = c.read(&mut buf).unwrap();
+            assert_eq!(status_of(&buf[..n]), 200);
+            idle.push(c);
+        }
+        let start = Instant::now();
+        assert_eq!(s.get("/a.txt").status, 200);
+        let waited = start.elapsed();
+        if mpm == "prefork" {
+            assert!(waited >= Duration::from_millis(1500), "prefork answered the fifth client after {waited:?}");
+            let log = s.wait_log("error.log", "MaxRequestWorkers");
+            assert!(log.contains("server reached MaxRequestWorkers setting, consider raising the MaxRequestWorkers setting"), "{log}");
+        } else {
+            assert!(waited < Duration::from_millis(500), "event answered the fifth client after {waited:?}");
+        }
+    }
+}
+
+/// Spare maintenance: children grow when busy workers eat the spares and
+/// shrink again, one a second, when they are idle.
+#[test]
+fn spare_maintenance_grows_and_shrinks() {
+    for (mpm, extra) in [
+        ("prefork", "StartServers 1\nMinSpareServers 2\nMaxSpareServers 3\nMaxRequestWorkers 20\nKeepAliveTimeout 15"),
+        ("worker", "StartServers 1\nThreadsPerChild 2\nMinSpareThreads 2\nMaxSpareThreads 4\nMaxRequestWorkers 20\nKeepAliveTimeout 15"),
+    ] {
+        let s = Server::start(mpm, &format!("{extra}\n{STATUS}"));
+        let wait_for = |what: &str, f: &dyn Fn(&std::collections::HashMap<String, String>) -> bool| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let st = status_auto(&s);
+                if f(&st) {
+                    return st;
+                }
+                assert!(Instant::now() < deadline, "{mpm}: {what} never happened: {st:?}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        };
+        let num = |st: &std::collections::HashMap<String, String>, k: &str| st[k].parse::<usize>().unwrap();
+        // The status request itself keeps one worker busy while it looks.
+        wait_for("growth to the min spare", &|st| num(st, "IdleWorkers") + num(st, "BusyWorkers") >= 2 && num(st, "IdleWorkers") >= 1);
+        // Six kept-alive connections make six busy workers: more children come.
+        let mut held = Vec::new();
+        for _ in 0..6 {
+            let mut c = s.connect();
+            c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf).unwrap();
+            held.push(c);
+        }
+        let grown = wait_for("growth under load", &|st| num(st, "BusyWorkers") >= 7 && num(st, "IdleWorkers") >= 1);
+        let processes_grown = num(&grown, "Processes");
+        drop(held);
+        let shrunk = wait_for("shrinking when idle", &|st| num(st, "Processes") < processes_grown && num(st, "BusyWorkers") <= 1);
+        assert!(num(&shrunk, "Processes") < processes_grown, "{mpm}: {grown:?} -> {shrunk:?}");
+    }
+}
+
+fn killed_child_is_replaced_under_load(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let before = s.wait_children(2);
+    let load = start_load(s.port, 4);
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe_kill(before[0], 9);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let now = s.children();
+        if now.len() >= 2 && !now.contains(&before[0]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not replaced within 2 s: {now:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let (ok, failures) = load.finish();
+    assert!(ok > 50, "{ok} requests");
+    // Only requests in flight on the killed child (at most one per client) may fail.
+    assert!(failures.len() <= 4, "{} failures: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+}
+
+fn max_connections_per_child_under_load(mpm: &str) {
+    let s = Server::start(mpm, "MaxConnectionsPerChild 50");
+    let first = s.wait_children(2);
+    let load = start_load(s.port, 4);
+    std::thread::sleep(Duration::from_secs(2));
+    let (ok, failures) = load.finish();
+    assert!(failures.is_empty(), "{} failures: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+    assert!(ok > 200, "{ok} requests");
+    let now = s.children();
+    assert!(first.iter().all(|p| !now.contains(p)), "children retired: {first:?} -> {now:?}");
+}
+
+fn five_graceful_restarts_under_load(mpm: &str) {
+    let s = Server::start(mpm, STATUS);
+    s.wait_children(2);
+    let load = start_load(s.port, 4);
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(400));
+        unsafe_kill(s.pid(), 1);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let (ok, failures) = load.finish();
+    assert!(failures.is_empty(), "{} failures: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+    assert!(ok > 100, "{ok} requests");
+    let st = status_auto(&s);
+    assert_eq!(st["ParentServerConfigGeneration"], "6", "{st:?}");
+    // -k graceful does the same through the PidFile.
+    let out = Command::new(BIN).args(["-k", "graceful", "-f"]).arg(&s.conf).output().unwrap();
+    assert!(out.status.success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while status_auto(&s)["ParentServerConfigGeneration"] != "7" {
+        assert!(Instant::now() < deadline, "-k graceful did not restart");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn graceful_restart_with_broken_config_keeps_serving(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let before = s.wait_children(2);
+    let conf = std::fs::read_to_string(&s.conf).unwrap();
+    std::fs::write(&s.conf, format!("{conf}\nThisIsNotADirective 1\n")).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let log = s.wait_log("error.log", "graceful restart refused");
+    assert!(log.contains("unknown or unsupported directive 'ThisIsNotADirective'"), "{log}");
+    assert!(log.contains("graceful restart refused"), "{log}");
+    for _ in 0..10 {
+        assert_eq!(s.get("/a.txt").status, 200);
+    }
+    let mut now = s.children();
+    now.sort();
+    let mut b = before.clone();
+    b.sort();
+    assert_eq!(now, b, "the same children keep serving");
+}
+
+fn server_status_pages(mpm: &str) {
+    let s = Server::start(mpm, &format!("ExtendedStatus On\n{STATUS}"));
+    s.wait_children(2);
+    for _ in 0..5 {
+        assert_eq!(s.get("/a.txt").status, 200);
+    }
+    let st = status_auto(&s);
+    for field in ["Total Accesses", "Total kBytes", "Uptime", "ReqPerSec", "BytesPerSec", "BusyWorkers", "IdleWorkers", "Scoreboard", "ServerMPM"] {
+        assert!(st.contains_key(field), "{field} missing: {st:?}");
+    }
+    assert_eq!(st["ServerMPM"], mpm);
+    assert!(st["Total Accesses"].parse::<u64>().unwrap() >= 5, "{st:?}");
+    let board = &st["Scoreboard"];
+    assert!(board.chars().all(|c| "_SRWKDCLGI.".contains(c)), "{board}");
+    assert!(board.contains('_') && board.contains('W'), "an idle worker and the one answering: {board}");
+    let r = s.get("/server-status");
+    assert_eq!(r.header("Content-Type"), Some("text/html; charset=ISO-8859-1"));
+    let html = r.text();
+    assert!(html.contains("Server Status") && html.contains("GET /server-status HTTP/1.1"), "ExtendedStatus table: {html}");
+}
+
+fn children_run_as_user(mpm: &str) {
+    if !nix_is_root() {
+        return;
+    }
+    let s = Server::start(mpm, "User nobody\nGroup nogroup");
+    let children = s.wait_children(2);
+    for pid in &children {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        assert!(uid.split_whitespace().skip(1).all(|u| u == "65534"), "child {pid}: {uid}");
+    }
+    let parent = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).unwrap();
+    assert!(parent.lines().any(|l| l.starts_with("Uid:") && l.contains("\t0\t")), "the parent stays root");
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+fn usr1_reopens_logs(mpm: &str) {
+    let s = Server::start(mpm, "");
+    s.wait_children(2);
+    assert_eq!(s.get("/a.txt?before").status, 200);
+    s.wait_log("access.log", "before");
+    std::fs::rename(s.dir.0.join("access.log"), s.dir.0.join("access.log.1")).unwrap();
+    unsafe_kill(s.pid(), 10);
+    std::thread::sleep(Duration::from_millis(500));
+    // Each child reopens; make enough requests that every child logs one.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !s.read_log("access.log").contains("after") {
+        assert_eq!(s.get("/a.txt?after").status, 200);
+        assert!(Instant::now() < deadline, "no new access.log after USR1");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!std::fs::read_to_string(s.dir.0.join("access.log.1")).unwrap().contains("after"));
+}
+
+fn graceful_stop_finishes_requests(mpm: &str) {
+    let mut s = Server::start(mpm, "GracefulShutdownTimeout 5");
+    s.wait_children(2);
+    let mut c = s.connect();
+    c.write_all(b"POST /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n12345").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let out = Command::new(BIN).args(["-k", "graceful-stop", "-f"]).arg(&s.conf).output().unwrap();
+    assert!(out.status.success());
+    std::thread::sleep(Duration::from_millis(300));
+    c.write_all(b"67890").unwrap();
+    let answer = read_to_close(&mut c);
+    assert_eq!(status_of(&answer), 405);
+    let mut child = s.child.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(8);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success());
+            break;
+        }
+        assert!(Instant::now() < deadline, "graceful stop did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
