@@ -36,6 +36,9 @@ pub struct Worker<'a> {
     date: DateCache,
     scratch: Vec<u8>,
     last_flush: Instant,
+    /// The socket's receive timeout as last set, to skip setsockopt calls
+    /// that would not change it.
+    read_timeout: Option<Duration>,
 }
 
 enum Head {
@@ -61,6 +64,16 @@ impl<'a> Worker<'a> {
             date: DateCache::default(),
             scratch: Vec::new(),
             last_flush: Instant::now(),
+            read_timeout: None,
+        }
+    }
+
+    /// Sets the receive timeout, rounded to 10 ms, if it changes.
+    fn set_read_timeout(&mut self, stream: &TcpStream, wait: Duration) {
+        let wait = Duration::from_millis((wait.as_millis() as u64).div_ceil(10).max(1) * 10);
+        if self.read_timeout != Some(wait) {
+            let _ = stream.set_read_timeout(Some(wait));
+            self.read_timeout = Some(wait);
         }
     }
 
@@ -75,6 +88,8 @@ impl<'a> Worker<'a> {
     /// Serves every request of one connection.
     pub fn serve(&mut self, stream: TcpStream, info: ConnInfo) {
         let _ = stream.set_nonblocking(false);
+        let _ = stream.set_write_timeout(Some(self.timeout));
+        self.read_timeout = None;
         let mut rbuf: Vec<u8> = Vec::new();
         let mut served = 0u32;
         let max_head = self.limits.request_line + 2 + self.limits.fields * (self.limits.field_size + 2) + 2;
@@ -132,7 +147,6 @@ impl<'a> Worker<'a> {
         self.slot.set(State::Writing);
         let mut out = Output::default();
         out.encode(ex, resp, self.site, &mut self.date, &mut self.scratch);
-        let _ = stream.set_write_timeout(Some(self.timeout));
         let sent = matches!(out.flush(stream), Ok(true));
         self.slot.set(State::Logging);
         ex.log(&mut self.logs, self.site, info, served, !sent);
@@ -181,7 +195,7 @@ impl<'a> Worker<'a> {
                 // Waiting between requests: look at the stop flag now and then.
                 wait = wait.min(STOP_CHECK);
             }
-            let _ = stream.set_read_timeout(Some(wait.max(Duration::from_millis(1))));
+            self.set_read_timeout(stream, wait);
             match (&*stream).read(&mut buf) {
                 Ok(0) => return Head::Done,
                 Ok(n) => {
@@ -215,7 +229,7 @@ impl<'a> Worker<'a> {
         }
         let mut dec = BodyDecoder::new(framing);
         let mut buf = [0u8; 16 * 1024];
-        let _ = stream.set_read_timeout(Some(self.timeout));
+        self.set_read_timeout(stream, self.timeout);
         loop {
             let used = dec.feed(rbuf, &mut |_| {})?;
             rbuf.drain(..used);
