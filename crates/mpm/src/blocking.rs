@@ -86,8 +86,8 @@ impl<'a> Worker<'a> {
     }
 
     /// Serves every request of one connection.
+    /// `stream` must be in blocking mode.
     pub fn serve(&mut self, stream: TcpStream, info: ConnInfo) {
-        let _ = stream.set_nonblocking(false);
         let _ = stream.set_write_timeout(Some(self.timeout));
         self.read_timeout = None;
         let mut rbuf: Vec<u8> = Vec::new();

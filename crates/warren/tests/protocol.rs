@@ -23,6 +23,7 @@ each_mpm!(
     limits_from_config,
     bad_requests_are_logged,
     server_tokens,
+    garbage_never_kills_a_child,
 );
 
 fn rfc_table(mpm: &str) {
@@ -238,4 +239,60 @@ fn server_tokens(mpm: &str) {
     assert!(r.header("Date").is_some_and(|d| d.ends_with(" GMT")));
     let s = Server::start(mpm, "");
     assert!(s.get("/a.txt").header("Server").unwrap().starts_with("warren/"));
+}
+
+/// Mutated requests (a fixed pseudo-random sequence) never crash a child:
+/// afterwards the same children serve, and none was replaced.
+fn garbage_never_kills_a_child(mpm: &str) {
+    let s = Server::start(mpm, "Timeout 2");
+    let before = {
+        let mut c = s.wait_children(2);
+        c.sort();
+        c
+    };
+    let seeds: [&[u8]; 4] = [
+        b"GET /a.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=0-3,5-9\r\nIf-None-Match: \"x\"\r\n\r\n",
+        b"POST /a.txt HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\n\r\n",
+        b"GET /sub/../%2e/index.html?q=%zz HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nab",
+        b"\r\nHEAD http://a:80/space%20name.txt HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specials = b"\r\n :;,%/\\\"\0\x7f\xff-0123456789abcdefHTP.*?=";
+    for i in 0..300 {
+        let mut req = seeds[i % seeds.len()].to_vec();
+        for _ in 0..(1 + next() % 6) {
+            let pos = (next() % (req.len() as u64 + 1)) as usize;
+            match next() % 4 {
+                0 if pos < req.len() => {
+                    req.remove(pos);
+                }
+                1 => req.insert(pos, specials[(next() % specials.len() as u64) as usize]),
+                2 if pos < req.len() => req[pos] = specials[(next() % specials.len() as u64) as usize],
+                _ => {
+                    let dup: Vec<u8> = req[pos..(pos + 8).min(req.len())].to_vec();
+                    req.splice(pos..pos, dup);
+                }
+            }
+        }
+        let mut c = s.connect();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c.write_all(&req);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let out = read_to_close(&mut c);
+        if !out.is_empty() {
+            assert!(out.starts_with(b"HTTP/1.1 "), "{:?} -> {:?}", String::from_utf8_lossy(&req), String::from_utf8_lossy(&out));
+        }
+    }
+    assert_eq!(s.get("/a.txt").status, 200);
+    let mut after = s.children();
+    after.sort();
+    assert_eq!(before, after, "a child died");
+    let log = s.read_log("error.log");
+    assert!(!log.contains("replacing it"), "{log}");
 }
