@@ -290,7 +290,7 @@ pub struct CustomLog {
 }
 
 /// The main server or one virtual host.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct HostConfig {
     pub server_name: Option<String>,
     pub aliases: Vec<String>,
@@ -346,23 +346,14 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// The built-in defaults `warren serve DIR` starts from: no config file,
-    /// every file under DIR readable, directory listings on.
-    pub fn for_directory(dir: &Path, listen: SocketAddr, mpm: Mpm) -> Settings {
-        let mut tuning = MpmTuning::apache_defaults(mpm);
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
-        if mpm != Mpm::Prefork {
-            // One child per CPU, with Debian's spare-thread bounds around them.
-            tuning.start_servers = cpus.clamp(1, tuning.server_limit);
-            tuning.min_spare_threads = 25;
-            tuning.max_spare_threads = tuning.threads_per_child * tuning.start_servers + 25;
-        }
+    /// Apache's compiled-in defaults: what a configuration file starts from.
+    pub fn apache_defaults(server_root: &Path, mpm: Mpm) -> Settings {
         Settings {
-            server_root: dir.to_path_buf(),
+            server_root: server_root.to_path_buf(),
             mpm,
-            tuning,
-            listen: vec![listen],
-            pid_file: None,
+            tuning: MpmTuning::apache_defaults(mpm),
+            listen: Vec::new(),
+            pid_file: Some(server_root.join("warren.pid")),
             user: None,
             group: None,
             timeout: Duration::from_secs(60),
@@ -378,22 +369,36 @@ impl Settings {
             extended_status: false,
             graceful_shutdown_timeout: None,
             main: HostConfig {
-                server_name: None,
-                aliases: Vec::new(),
-                document_root: dir.to_path_buf(),
-                custom_logs: Vec::new(),
-                error_log: None,
-                server_admin: None,
+                document_root: PathBuf::from("/var/www/html"),
                 dir: DirConfig {
-                    options: vec![OptionsSpec::Set(OptionFlags { indexes: true, follow_symlinks: true })],
-                    require: Some(vec![Require::All(true)]),
+                    options: vec![OptionsSpec::Set(OptionFlags { indexes: false, follow_symlinks: true })],
                     directory_index: Some(vec!["index.html".into()]),
                     ..DirConfig::default()
                 },
-                sections: Vec::new(),
+                ..HostConfig::default()
             },
             virtual_hosts: Vec::new(),
         }
+    }
+
+    /// The built-in defaults `warren serve DIR` starts from: no config file,
+    /// every file under DIR readable, directory listings on, one child per CPU.
+    pub fn for_directory(dir: &Path, listen: SocketAddr, mpm: Mpm) -> Settings {
+        let mut s = Settings::apache_defaults(dir, mpm);
+        s.listen = vec![listen];
+        s.pid_file = None;
+        s.main.document_root = dir.to_path_buf();
+        s.main.dir.options = vec![OptionsSpec::Set(OptionFlags { indexes: true, follow_symlinks: true })];
+        s.main.dir.require = Some(vec![Require::All(true)]);
+        if mpm != Mpm::Prefork {
+            // One child per CPU, with Debian's spare-thread bounds around them.
+            let cpus = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
+            let t = &mut s.tuning;
+            t.start_servers = cpus.clamp(1, t.server_limit);
+            t.min_spare_threads = 25;
+            t.max_spare_threads = t.threads_per_child * t.start_servers + 25;
+        }
+        s
     }
 }
 
@@ -493,12 +498,7 @@ impl Builder {
         // LogFormat nicknames are global and may be used before they appear.
         self.collect_log_formats(nodes);
 
-        let mut s = Settings::for_directory(&self.server_root, "0.0.0.0:80".parse().expect("addr"), self.mpm);
-        s.listen.clear();
-        s.tuning = MpmTuning::apache_defaults(self.mpm);
-        s.main.document_root = PathBuf::from("/var/www/html");
-        s.main.dir.options = vec![OptionsSpec::Set(OptionFlags { indexes: false, follow_symlinks: true })];
-        s.pid_file = Some(self.server_root.join("warren.pid"));
+        let mut s = Settings::apache_defaults(&self.server_root, self.mpm);
         let mut tuning_set: Vec<(&'static str, Origin)> = Vec::new();
         let mut document_root_origin = None;
 
@@ -600,16 +600,7 @@ impl Builder {
                 Err(m) => self.error(&sec.origin, m),
             }
         }
-        let mut host = HostConfig {
-            server_name: None,
-            aliases: Vec::new(),
-            document_root: PathBuf::new(),
-            custom_logs: Vec::new(),
-            error_log: None,
-            server_admin: None,
-            dir: DirConfig::default(),
-            sections: Vec::new(),
-        };
+        let mut host = HostConfig::default();
         let mut docroot_origin = None;
         for node in &sec.children {
             match node {

@@ -44,6 +44,7 @@ fn minimal_config_gets_apache_defaults() {
     assert_eq!(s.main.document_root, d.0.join("htdocs"));
     assert_eq!(s.tuning.threads_per_child, 25);
     assert_eq!(s.tuning.max_request_workers, 400);
+    assert_eq!(s.main.dir.directory_index.as_deref(), Some(&["index.html".to_string()][..]), "Apache's default DirectoryIndex");
 }
 
 #[test]
