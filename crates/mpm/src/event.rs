@@ -443,7 +443,13 @@ impl EventLoop {
             let vhost = &self.site.hosts[self.site.select_host(head.host(), c.info.local)].name;
             self.sb.worker(self.slot, 0).begin_request(&c.info.peer.ip().to_string(), vhost, head.request_line());
         }
-        match self.site.handle(head, &c.info) {
+        let site = &self.site;
+        let info = c.info;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head, &info))).unwrap_or_else(|_| {
+            site.error_log.error(Some(info.peer), "handler panicked; answering 500");
+            Outcome::Ready(warren_handler::errors::respond(site, 0, 500, Some(head), &info))
+        });
+        match outcome {
             Outcome::Ready(resp) => self.respond(slot, resp),
             Outcome::Blocking(work) => {
                 c.waiting_worker = true;

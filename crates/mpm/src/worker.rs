@@ -47,7 +47,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
             let handoff = &handoff;
             let done_accepting = &done_accepting;
             let ws = sb.worker(slot, t);
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("worker-{t}"))
                 .stack_size(256 * 1024)
                 .spawn_scoped(scope, move || {
@@ -80,8 +80,13 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                     }
                     ws.set(State::Graceful);
                     worker.logs.flush();
-                })
-                .expect("spawn worker thread");
+                });
+            if let Err(e) = spawned {
+                // Fewer threads than configured beats no child at all.
+                site.error_log.error(None, &format!("cannot start worker thread {t}: {e}"));
+                ws.set(State::Dead);
+                break;
+            }
         }
 
         let mut events = [EpollEvent::empty(); 4];
