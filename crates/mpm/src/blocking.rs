@@ -6,10 +6,12 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use warren_handler::router::LogWriters;
 use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead};
@@ -39,6 +41,11 @@ pub struct Worker<'a> {
     /// The socket's receive timeout as last set, to skip setsockopt calls
     /// that would not change it.
     read_timeout: Option<Duration>,
+    /// Whether the socket is still non-blocking. A connection starts so:
+    /// its first request is usually there already (TCP_DEFER_ACCEPT), and
+    /// one that carries a single request then costs no setsockopt at all.
+    /// It turns blocking, with timeouts, at its first keep-alive wait.
+    nonblocking: bool,
 }
 
 enum Head {
@@ -65,6 +72,48 @@ impl<'a> Worker<'a> {
             scratch: Vec::new(),
             last_flush: Instant::now(),
             read_timeout: None,
+            nonblocking: true,
+        }
+    }
+
+    /// Reads what is there, waiting at most `wait`. `TimedOut` if nothing came.
+    fn read_within(&mut self, stream: &TcpStream, buf: &mut [u8], wait: Duration) -> io::Result<usize> {
+        if !self.nonblocking {
+            self.set_read_timeout(stream, wait);
+            return (&*stream).read(buf).map_err(|e| match e.kind() {
+                io::ErrorKind::WouldBlock => io::Error::from(io::ErrorKind::TimedOut),
+                _ => e,
+            });
+        }
+        match (&*stream).read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if !wait_for(stream, PollFlags::POLLIN, wait) {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                (&*stream).read(buf)
+            }
+            other => other,
+        }
+    }
+
+    /// Turns the socket blocking, with Timeout on writes, for a kept-alive connection.
+    fn make_blocking(&mut self, stream: &TcpStream) {
+        if self.nonblocking {
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_write_timeout(Some(self.timeout));
+            self.nonblocking = false;
+        }
+    }
+
+    /// Writes all of `out`; false if the client stalled past Timeout or went away.
+    fn write_out(&self, stream: &TcpStream, out: &mut Output) -> bool {
+        loop {
+            match out.flush(stream) {
+                Ok(true) => return true,
+                // Non-blocking: the socket is full, wait for room. Blocking: SO_SNDTIMEO passed.
+                Ok(false) if self.nonblocking && wait_for(stream, PollFlags::POLLOUT, self.timeout) => {}
+                Ok(false) | Err(_) => return false,
+            }
         }
     }
 
@@ -86,10 +135,10 @@ impl<'a> Worker<'a> {
     }
 
     /// Serves every request of one connection.
-    /// `stream` must be in blocking mode.
+    /// `stream` must be non-blocking, as accepted.
     pub fn serve(&mut self, stream: TcpStream, info: ConnInfo) {
-        let _ = stream.set_write_timeout(Some(self.timeout));
         self.read_timeout = None;
+        self.nonblocking = true;
         let mut rbuf: Vec<u8> = Vec::new();
         let mut served = 0u32;
         let max_head = self.limits.request_line + 2 + self.limits.fields * (self.limits.field_size + 2) + 2;
@@ -147,7 +196,7 @@ impl<'a> Worker<'a> {
         self.slot.set(State::Writing);
         let mut out = Output::default();
         out.encode(ex, resp, self.site, &mut self.date, &mut self.scratch);
-        let sent = matches!(out.flush(stream), Ok(true));
+        let sent = self.write_out(stream, &mut out);
         self.slot.set(State::Logging);
         ex.log(&mut self.logs, self.site, info, served, !sent);
         self.slot.end_request(ex.bytes_sent, ex.start.elapsed().as_micros() as u64);
@@ -195,8 +244,10 @@ impl<'a> Worker<'a> {
                 // Waiting between requests: look at the stop flag now and then.
                 wait = wait.min(STOP_CHECK);
             }
-            self.set_read_timeout(stream, wait);
-            match (&*stream).read(&mut buf) {
+            if served > 0 && rbuf.is_empty() {
+                self.make_blocking(stream);
+            }
+            match self.read_within(stream, &mut buf, wait) {
                 Ok(0) => return Head::Done,
                 Ok(n) => {
                     if head_until.is_none() {
@@ -229,7 +280,6 @@ impl<'a> Worker<'a> {
         }
         let mut dec = BodyDecoder::new(framing);
         let mut buf = [0u8; 16 * 1024];
-        self.set_read_timeout(stream, self.timeout);
         loop {
             let used = dec.feed(rbuf, &mut |_| {})?;
             rbuf.drain(..used);
@@ -240,7 +290,7 @@ impl<'a> Worker<'a> {
             if dec.is_done() {
                 return Ok(());
             }
-            match (&*stream).read(&mut buf) {
+            match self.read_within(stream, &mut buf, self.timeout) {
                 Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),
                 Ok(n) => rbuf.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -253,17 +303,37 @@ impl<'a> Worker<'a> {
     }
 }
 
+/// Waits until the socket is ready for `what`, at most `wait`. A signal
+/// (graceful stop, log reopening) does not cut the wait short.
+fn wait_for(stream: &TcpStream, what: PollFlags, wait: Duration) -> bool {
+    let until = Instant::now() + wait;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let mut fds = [PollFd::new(stream.as_fd(), what)];
+        match poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
+            Ok(n) => return n > 0,
+            Err(nix::errno::Errno::EINTR) if Instant::now() < until => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
 /// Half-closes and drains what the client still sends (bounded), so that it
 /// reads our response rather than a reset.
 fn linger_close(stream: &TcpStream) {
     let _ = stream.shutdown(Shutdown::Write);
     let until = Instant::now() + LINGER;
     let mut buf = [0u8; 4096];
-    while Instant::now() < until {
-        let _ = stream.set_read_timeout(Some(until - Instant::now() + Duration::from_millis(1)));
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        if !wait_for(stream, PollFlags::POLLIN, left) {
+            return;
+        }
         match (&*stream).read(&mut buf) {
-            Ok(0) | Err(_) => return,
+            Ok(0) => return,
             Ok(_) => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+            Err(_) => return,
         }
     }
 }

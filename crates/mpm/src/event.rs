@@ -217,7 +217,7 @@ impl EventLoop {
             if self.stopping {
                 return;
             }
-            let (stream, peer) = match listen::accept(&self.listeners[which].socket, true) {
+            let (stream, peer) = match listen::accept(&self.listeners[which].socket) {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.raw_os_error() == Some(libc::EMFILE) || e.raw_os_error() == Some(libc::ENFILE) => {

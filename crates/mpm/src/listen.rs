@@ -42,10 +42,9 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<Listener> {
     Ok(Listener { socket, addr })
 }
 
-/// accept4 with the peer address and close-on-exec, in one system call;
-/// the event loop wants the socket non-blocking, threads that serve one
-/// connection each want it blocking.
-pub fn accept(listener: &TcpListener, nonblocking: bool) -> std::io::Result<(TcpStream, SocketAddr)> {
+/// accept4 with the peer address, non-blocking and close-on-exec, in one
+/// system call.
+pub fn accept(listener: &TcpListener) -> std::io::Result<(TcpStream, SocketAddr)> {
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     // SAFETY: storage and len describe a valid, writable sockaddr buffer.
@@ -54,7 +53,7 @@ pub fn accept(listener: &TcpListener, nonblocking: bool) -> std::io::Result<(Tcp
             listener.as_raw_fd(),
             &mut storage as *mut _ as *mut libc::sockaddr,
             &mut len,
-            libc::SOCK_CLOEXEC | if nonblocking { libc::SOCK_NONBLOCK } else { 0 },
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
         )
     };
     if fd < 0 {

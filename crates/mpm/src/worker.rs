@@ -108,7 +108,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                 continue;
             }
             let which = events[0].data() as usize;
-            let Ok((stream, peer)) = listen::accept(&listeners[which].socket, false) else { continue };
+            let Ok((stream, peer)) = listen::accept(&listeners[which].socket) else { continue };
             let laddr = listeners[which].addr;
             let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
             handoff.idle.fetch_sub(1, Ordering::SeqCst);
