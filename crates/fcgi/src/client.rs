@@ -1,0 +1,213 @@
+//! A FastCGI client for one request at a time on a stream (unix or TCP
+//! socket): BEGIN_REQUEST, PARAMS, STDIN out; STDOUT, STDERR and
+//! END_REQUEST back. It does no buffering of its own beyond one record, so
+//! a caller can stream bodies both ways with bounded memory.
+
+use std::io::{self, Read, Write};
+
+use crate::record::{self, DecodeError, ProtocolStatus, RecordReader, RecordType, Role, FLAG_KEEP_CONN, MAX_CONTENT};
+
+/// What the application sent back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event {
+    Stdout(Vec<u8>),
+    Stderr(Vec<u8>),
+    End { app_status: u32, protocol_status: ProtocolStatus },
+}
+
+pub struct Client<S> {
+    stream: S,
+    reader: RecordReader,
+    request_id: u16,
+    out: Vec<u8>,
+}
+
+fn invalid(e: DecodeError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+impl<S: Read + Write> Client<S> {
+    pub fn new(stream: S) -> Client<S> {
+        Client { stream, reader: RecordReader::default(), request_id: 1, out: Vec::with_capacity(8192) }
+    }
+
+    pub fn stream(&self) -> &S {
+        &self.stream
+    }
+
+    pub fn into_stream(self) -> S {
+        self.stream
+    }
+
+    /// Starts a Responder request with these CGI variables. With
+    /// `keep_conn` the application keeps the connection for the next one.
+    pub fn begin<N: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, params: &[(N, V)], keep_conn: bool) -> io::Result<()> {
+        self.out.clear();
+        record::begin_request(&mut self.out, self.request_id, Role::Responder, if keep_conn { FLAG_KEEP_CONN } else { 0 });
+        let mut pairs = Vec::new();
+        for (n, v) in params {
+            record::write_pair(&mut pairs, n.as_ref(), v.as_ref());
+        }
+        if !pairs.is_empty() {
+            record::write_stream(&mut self.out, RecordType::Params, self.request_id, &pairs);
+        }
+        record::write_record(&mut self.out, RecordType::Params, self.request_id, &[]);
+        self.stream.write_all(&self.out)
+    }
+
+    /// Sends request body bytes (in records of at most 65535 bytes).
+    pub fn stdin(&mut self, data: &[u8]) -> io::Result<()> {
+        for chunk in data.chunks(MAX_CONTENT) {
+            self.out.clear();
+            record::write_record(&mut self.out, RecordType::Stdin, self.request_id, chunk);
+            self.stream.write_all(&self.out)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the request body (the empty STDIN record).
+    pub fn end_stdin(&mut self) -> io::Result<()> {
+        self.out.clear();
+        record::write_record(&mut self.out, RecordType::Stdin, self.request_id, &[]);
+        self.stream.write_all(&self.out)
+    }
+
+    /// Asks the application to abandon the request (the client went away).
+    pub fn abort(&mut self) -> io::Result<()> {
+        self.out.clear();
+        record::write_record(&mut self.out, RecordType::AbortRequest, self.request_id, &[]);
+        self.stream.write_all(&self.out)
+    }
+
+    /// The next thing the application says about our request. Records of
+    /// other request ids and management records are skipped.
+    pub fn next_event(&mut self) -> io::Result<Event> {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            while let Some(rec) = self.reader.next_record().map_err(invalid)? {
+                if rec.request_id != self.request_id {
+                    continue;
+                }
+                match rec.kind {
+                    RecordType::Stdout if !rec.content.is_empty() => return Ok(Event::Stdout(rec.content)),
+                    RecordType::Stderr if !rec.content.is_empty() => return Ok(Event::Stderr(rec.content)),
+                    RecordType::EndRequest => {
+                        let (app_status, protocol_status) = record::parse_end_request(&rec.content).map_err(invalid)?;
+                        // The next request on a kept connection takes the next id.
+                        self.request_id = self.request_id.checked_add(1).unwrap_or(1);
+                        return Ok(Event::End { app_status, protocol_status });
+                    }
+                    _ => {}
+                }
+            }
+            let n = self.stream.read(&mut buf)?;
+            if n == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "FastCGI application closed the connection before END_REQUEST"));
+            }
+            self.reader.push(&buf[..n]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{parse_begin_request, parse_pairs};
+    use std::os::unix::net::UnixStream;
+
+    /// A small Responder: echoes a parameter and the body, writes to stderr,
+    /// and ends with the status the request asked for.
+    fn responder(mut s: UnixStream) {
+        let mut reader = RecordReader::default();
+        let mut params = Vec::new();
+        let mut body = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut id = 0;
+        let mut keep;
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            if n == 0 {
+                return;
+            }
+            reader.push(&buf[..n]);
+            while let Some(rec) = reader.next_record().unwrap() {
+                match rec.kind {
+                    RecordType::BeginRequest => {
+                        id = rec.request_id;
+                        keep = parse_begin_request(&rec.content).unwrap().1 & FLAG_KEEP_CONN != 0;
+                        assert!(keep || id == 1);
+                        params.clear();
+                        body.clear();
+                    }
+                    RecordType::Params => params.extend_from_slice(&rec.content),
+                    RecordType::Stdin if !rec.content.is_empty() => body.extend_from_slice(&rec.content),
+                    RecordType::Stdin => {
+                        let pairs = parse_pairs(&params).unwrap();
+                        let get = |k: &[u8]| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+                        let mut out = Vec::new();
+                        let mut text = b"Content-Type: text/plain\r\n\r\n".to_vec();
+                        text.extend_from_slice(&get(b"QUERY_STRING"));
+                        text.push(b'|');
+                        text.extend_from_slice(&body);
+                        record::write_stream(&mut out, RecordType::Stdout, id, &text);
+                        record::write_record(&mut out, RecordType::Stdout, id, &[]);
+                        record::write_record(&mut out, RecordType::Stderr, id, b"a warning");
+                        let status = String::from_utf8(get(b"EXIT")).unwrap().parse().unwrap_or(0);
+                        record::end_request(&mut out, id, status, ProtocolStatus::RequestComplete);
+                        s.write_all(&out).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn collect(c: &mut Client<UnixStream>) -> (Vec<u8>, Vec<u8>, u32) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        loop {
+            match c.next_event().unwrap() {
+                Event::Stdout(b) => out.extend(b),
+                Event::Stderr(b) => err.extend(b),
+                Event::End { app_status, protocol_status } => {
+                    assert_eq!(protocol_status, ProtocolStatus::RequestComplete);
+                    return (out, err, app_status);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn request_and_kept_connection() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let app = std::thread::spawn(move || responder(b));
+        let mut c = Client::new(a);
+        let big = vec![b'x'; 200_000];
+        c.begin(&[("QUERY_STRING", "a=1"), ("EXIT", "3")], true).unwrap();
+        c.stdin(&big).unwrap();
+        c.end_stdin().unwrap();
+        let (out, err, status) = collect(&mut c);
+        assert!(out.starts_with(b"Content-Type: text/plain\r\n\r\na=1|"));
+        assert_eq!(out.len(), "Content-Type: text/plain\r\n\r\na=1|".len() + big.len());
+        assert_eq!((err.as_slice(), status), (&b"a warning"[..], 3));
+        // The same connection serves a second request, with the next id.
+        c.begin(&[("QUERY_STRING", "second")], true).unwrap();
+        c.end_stdin().unwrap();
+        let (out, _, status) = collect(&mut c);
+        assert!(out.ends_with(b"second|"));
+        assert_eq!(status, 0);
+        drop(c);
+        app.join().unwrap();
+    }
+
+    #[test]
+    fn closed_before_end_is_an_error() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut c = Client::new(a);
+        c.begin(&[("A", "b")], false).unwrap();
+        // The application reads the request, then dies without answering.
+        let mut buf = [0u8; 256];
+        let _ = b.read(&mut buf).unwrap();
+        drop(b);
+        assert_eq!(c.next_event().unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    }
+}
