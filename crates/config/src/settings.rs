@@ -1107,7 +1107,7 @@ impl Builder {
             self.warn(&origin_of("MaxRequestWorkers"), format!("MaxRequestWorkers of {m} would require {} servers and would exceed ServerLimit of {}, decreasing to {cap}; to increase, raise ServerLimit", m.div_ceil(per_child), t.server_limit));
             t.max_request_workers = cap;
         }
-        if self.mpm.threaded() && t.max_request_workers % per_child != 0 {
+        if self.mpm.threaded() && !t.max_request_workers.is_multiple_of(per_child) {
             let m = t.max_request_workers;
             let fixed = m - m % per_child;
             self.warn(&origin_of("MaxRequestWorkers"), format!("MaxRequestWorkers of {m} is not an integer multiple of ThreadsPerChild of {per_child}, decreasing to nearest multiple {fixed}"));

@@ -257,8 +257,11 @@ fn read_len(b: &[u8], pos: &mut usize) -> Result<usize, DecodeError> {
     Ok((u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) & 0x7fff_ffff) as usize)
 }
 
+/// Decoded name-value pairs, in order.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Decodes a whole stream of name-value pairs.
-pub fn parse_pairs(b: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DecodeError> {
+pub fn parse_pairs(b: &[u8]) -> Result<Pairs, DecodeError> {
     let mut pos = 0;
     let mut out = Vec::new();
     while pos < b.len() {

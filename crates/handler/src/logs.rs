@@ -233,7 +233,7 @@ pub fn format_line(out: &mut Vec<u8>, items: &[LogItem], r: &LogRecord) {
             LogItem::Protocol => dash(out, r.head.map(|h| h.version.as_str().as_bytes())),
             LogItem::ServerName => out.extend_from_slice(r.server_name.as_bytes()),
             LogItem::RequestedHost => {
-                let host = r.head.and_then(|h| h.host()).map(|h| strip_port(h));
+                let host = r.head.and_then(|h| h.host()).map(strip_port);
                 match host {
                     Some(h) if !h.is_empty() => push_escaped(out, h),
                     _ => out.extend_from_slice(r.server_name.as_bytes()),

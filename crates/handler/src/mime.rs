@@ -105,7 +105,7 @@ mod tests {
         assert_eq!(m.lookup(b"a.HTML", [].iter()), Some("text/html"));
         assert_eq!(m.lookup(b"archive.tar.gz", [].iter()), Some("application/gzip"));
         assert_eq!(m.lookup(b"noext", [].iter()), None);
-        let o = vec![("html".to_string(), "text/x-custom".to_string())];
+        let o = [("html".to_string(), "text/x-custom".to_string())];
         assert_eq!(m.lookup(b"a.html", o.iter()), Some("text/x-custom"));
     }
 

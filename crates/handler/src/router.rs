@@ -204,7 +204,7 @@ impl Site {
                 (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
                 _ => false,
             };
-            if hit && s.within.as_deref().is_none_or(|w| dir_matches(w)) {
+            if hit && s.within.as_deref().is_none_or(&dir_matches) {
                 layers.push(&s.config);
             }
         }

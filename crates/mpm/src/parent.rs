@@ -248,7 +248,7 @@ impl Parent {
 
     fn free_slot(&self) -> Option<usize> {
         let used: Vec<usize> = self.children.values().map(|c| c.slot).collect();
-        (0..self.sb.server_limit).find(|s| !used.contains(s) && !self.quick_deaths.get(s).is_some_and(|t| t.elapsed() < QUICK_DEATH))
+        (0..self.sb.server_limit).find(|s| !used.contains(s) && self.quick_deaths.get(s).is_none_or(|t| t.elapsed() >= QUICK_DEATH))
     }
 
     /// Children of the current generation that were not asked to stop.

@@ -100,10 +100,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                 let _ = handoff.became_idle.wait_timeout(g, Duration::from_millis(100));
                 continue;
             }
-            let n = match epoll.wait(&mut events, EpollTimeout::from(500u16)) {
-                Ok(n) => n,
-                Err(_) => 0,
-            };
+            let n = epoll.wait(&mut events, EpollTimeout::from(500u16)).unwrap_or_default();
             if n == 0 {
                 continue;
             }

@@ -45,13 +45,13 @@ fn syntax_ok_and_errors_with_file_and_line() {
 fn bad_config_never_starts() {
     let dir = TempDir::new("badstart");
     let port = free_port();
-    let conf = dir.write("w.conf", &format!("Listen 127.0.0.1:{port}\nDocumentRoot htdocs\nNoSuchThing 1\n"));
+    let conf = dir.write("w.conf", format!("Listen 127.0.0.1:{port}\nDocumentRoot htdocs\nNoSuchThing 1\n"));
     let out = Command::new(BIN).arg("-f").arg(&conf).stdin(Stdio::null()).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains(":3: unknown or unsupported directive"));
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "nothing listens");
     // A missing DocumentRoot is an error too, with the directive's line.
-    let conf = dir.write("w2.conf", &format!("Listen 127.0.0.1:{port}\nDocumentRoot nowhere\n"));
+    let conf = dir.write("w2.conf", format!("Listen 127.0.0.1:{port}\nDocumentRoot nowhere\n"));
     let out = Command::new(BIN).args(["-t", "-f"]).arg(&conf).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("w2.conf:2: DocumentRoot"));
 }

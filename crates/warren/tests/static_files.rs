@@ -121,7 +121,7 @@ fn directories(mpm: &str) {
     assert_eq!((r.status, r.text().as_str()), (200, "<html>hello</html>\n"));
     let r = s.get("/sub?x=1");
     assert_eq!(r.status, 301);
-    assert_eq!(r.header("Location"), Some(format!("http://localhost/sub/?x=1").as_str()));
+    assert_eq!(r.header("Location"), Some("http://localhost/sub/?x=1".to_string().as_str()));
     let r = s.get("/sub/");
     assert_eq!(r.status, 200);
     assert!(r.text().contains("Index of /sub/") && r.text().contains("page.html"), "{}", r.text());
