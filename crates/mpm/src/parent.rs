@@ -40,9 +40,9 @@ const QUICK_DEATH: Duration = Duration::from_secs(1);
 /// Apache's MAX_SPAWN_RATE.
 const MAX_SPAWN_RATE: u32 = 32;
 
-/// Re-reads the configuration for a graceful restart: the settings, or
-/// every error as `FILE:LINE: message`.
-pub type Reload = Box<dyn Fn() -> Result<Settings, Vec<String>>>;
+/// Re-reads the configuration for a graceful restart: the settings and the
+/// corrections made to them, or every error; each as `FILE:LINE: message`.
+pub type Reload = Box<dyn Fn() -> Result<(Settings, Vec<String>), Vec<String>>>;
 
 /// Signals arrive as flags; a self-pipe wakes the parent's poll.
 struct Signals {
@@ -372,7 +372,7 @@ impl Parent {
             self.log(LogLevel::Warn, "SIGHUP: no configuration file to re-read (warren serve); ignoring");
             return;
         };
-        let settings = match reload() {
+        let (settings, warnings) = match reload() {
             Ok(s) => s,
             Err(errors) => {
                 for e in &errors {
@@ -410,6 +410,9 @@ impl Parent {
             }
         };
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: self.sb.clone(), mpm: site.settings.mpm.name() }));
+        for w in &warnings {
+            site.error_log.log(LogLevel::Warn, None, w);
+        }
         let old_children: Vec<Pid> = self.children.keys().copied().collect();
         for pid in old_children {
             self.ask_to_stop(pid);

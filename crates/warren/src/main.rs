@@ -80,6 +80,7 @@ impl From<MpmArg> for Mpm {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut warnings = Vec::new();
     let settings = match (&cli.command, &cli.config) {
         (Some(Command::Serve { dir, listen, mpm }), _) => {
             let dir = match dir.canonicalize() {
@@ -96,6 +97,7 @@ fn main() -> ExitCode {
             let loaded = load_file(file, &opts);
             for w in &loaded.warnings {
                 eprintln!("{w} (warning)");
+                warnings.push(w.to_string());
             }
             for e in &loaded.errors {
                 eprintln!("{e}");
@@ -127,17 +129,17 @@ fn main() -> ExitCode {
             Some(Box::new(move || {
                 let loaded = load_file(&file, &opts);
                 match loaded.settings {
-                    Some(s) => Ok(s),
+                    Some(s) => Ok((s, loaded.warnings.iter().map(ToString::to_string).collect())),
                     None => Err(loaded.errors.iter().map(ToString::to_string).collect()),
                 }
             }))
         }
         _ => None,
     };
-    run(settings, reload)
+    run(settings, &warnings, reload)
 }
 
-fn run(settings: Settings, reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
+fn run(settings: Settings, warnings: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
     let mut listeners = Vec::new();
     for addr in &settings.listen {
         match warren_mpm::bind(*addr) {
@@ -155,6 +157,10 @@ fn run(settings: Settings, reload: Option<warren_mpm::parent::Reload>) -> ExitCo
             return ExitCode::FAILURE;
         }
     };
+    // Apache logs its corrections of MPM values; so does warren.
+    for w in warnings {
+        site.error_log.log(warren_config::LogLevel::Warn, None, w);
+    }
     let parent = match warren_mpm::Parent::new(site, listeners, reload) {
         Ok(p) => p,
         Err(e) => {

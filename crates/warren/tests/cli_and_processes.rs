@@ -57,6 +57,13 @@ fn bad_config_never_starts() {
 }
 
 #[test]
+fn mpm_corrections_are_logged() {
+    let s = Server::start("worker", "ThreadsPerChild 4\nMaxRequestWorkers 30");
+    let log = s.wait_log("error.log", "MaxRequestWorkers of 30");
+    assert!(log.contains("[warn]") && log.contains("is not an integer multiple of ThreadsPerChild of 4, decreasing to nearest multiple 28"), "{log}");
+}
+
+#[test]
 fn version_and_help() {
     let out = Command::new(BIN).arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("warren "));
