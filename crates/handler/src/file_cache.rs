@@ -5,7 +5,7 @@
 //! mtime and ctime to the nanosecond), so a changed file is never served
 //! stale. Bounded in entry size and in total bytes: when full it is emptied.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -49,7 +49,13 @@ pub struct FileCache {
 struct Inner {
     map: HashMap<PathBuf, Arc<CachedFile>>,
     bytes: usize,
+    /// Paths last seen as regular files too large to cache: they are opened
+    /// at once (open + fstat, no path stat first), as nginx does.
+    large: HashSet<PathBuf>,
 }
+
+/// How many large-file paths are remembered before the set is emptied.
+const MAX_LARGE: usize = 4096;
 
 impl FileCache {
     /// The cached copy of `path`, if it is still the file `meta` describes.
@@ -57,6 +63,25 @@ impl FileCache {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let entry = inner.map.get(path)?;
         (entry.identity == FileIdentity::of(meta)).then(|| entry.clone())
+    }
+
+    /// Whether `path` was a large regular file when last served.
+    pub fn is_large(&self, path: &Path) -> bool {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).large.contains(path)
+    }
+
+    pub fn mark_large(&self, path: &Path, large: bool) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if !large {
+            inner.large.remove(path);
+            return;
+        }
+        if !inner.large.contains(path) {
+            if inner.large.len() >= MAX_LARGE {
+                inner.large.clear();
+            }
+            inner.large.insert(path.to_path_buf());
+        }
     }
 
     pub fn insert(&self, path: PathBuf, entry: Arc<CachedFile>) {

@@ -50,6 +50,17 @@ pub fn serve(
             return Outcome::Ready(site.error(host, 403, head, conn, &why));
         }
     }
+    if site.file_cache.is_large(&fs) {
+        // Known large file: open and fstat only; the fstat decides.
+        if let Ok(file) = open(&fs) {
+            if let Ok(meta) = file.metadata() {
+                if meta.is_file() && meta.len() > MAX_ENTRY {
+                    return Outcome::Ready(serve_file(site, host, head, &eff, file, &meta, fs));
+                }
+            }
+        }
+        site.file_cache.mark_large(&fs, false);
+    }
     let meta = match std::fs::metadata(&fs) {
         Ok(m) => m,
         Err(e) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
@@ -122,6 +133,9 @@ fn serve_regular(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, 
             site.file_cache.insert(fs.clone(), entry.clone());
             return respond_whole(host, head, &entry.validators, entry.content_type.clone(), Body::Shared(entry.data.clone()), fs);
         }
+    }
+    if meta.len() > MAX_ENTRY {
+        site.file_cache.mark_large(&fs, true);
     }
     serve_file(site, host, head, eff, file, &meta, fs)
 }

@@ -208,6 +208,18 @@ fn large_file_by_curl(mpm: &str) {
     // Several in one connection, as a browser does.
     let out = Command::new("curl").args(["-s", "-w", "%{http_code} %{num_connects}\n", "-o", "/dev/null", &s.url("/a.txt"), "-o", "/dev/null", &s.url("/big.bin"), "-o", "/dev/null", &s.url("/index.html")]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "200 1\n200 0\n200 0\n");
+    // A file once large that changes is served as it is now.
+    let big = s.dir.0.join("htdocs/big.bin");
+    std::fs::write(&big, "tiny now").unwrap();
+    assert_eq!(s.get("/big.bin").body, b"tiny now");
+    std::fs::write(&big, &data[..200_000]).unwrap();
+    assert_eq!(s.get("/big.bin").body.len(), 200_000);
+    std::fs::write(&big, &data[..100_000]).unwrap();
+    assert!(s.get("/big.bin").body == data[..100_000]);
+    std::fs::remove_file(&big).unwrap();
+    assert_eq!(s.get("/big.bin").status, 404);
+    std::fs::create_dir(&big).unwrap();
+    assert_eq!(s.get("/big.bin").status, 301);
 }
 
 fn access_log_combined(mpm: &str) {
