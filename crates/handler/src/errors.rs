@@ -53,9 +53,7 @@ pub fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>
     let mut resp = Response::new(status, host);
     resp.close = head.is_none();
     if let Some(head) = head {
-        let raw = head.path_and_query();
-        let raw_path = &raw[..raw.iter().position(|&b| b == b'?').unwrap_or(raw.len())];
-        let url = path::normalize(raw_path).unwrap_or_else(|_| b"/".to_vec());
+        let url = path::lookup_url(head.path_and_query());
         let eff = site.effective(host, None, &url);
         match eff.error_document(status) {
             Some(ErrorDocument::Text(text)) => {

@@ -177,10 +177,7 @@ pub fn format_line(out: &mut Vec<u8>, items: &[LogItem], r: &LogRecord) {
         _ => out.push(b'-'),
     };
     let path_query = r.head.map(|h| h.path_and_query()).unwrap_or(b"");
-    let (path, query) = match path_query.iter().position(|&b| b == b'?') {
-        Some(i) => (&path_query[..i], &path_query[i..]),
-        None => (path_query, &b""[..]),
-    };
+    let (path, query) = crate::path::split_query(path_query);
     for item in items {
         match item {
             LogItem::Literal(s) => out.extend_from_slice(s.as_bytes()),

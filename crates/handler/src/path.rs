@@ -68,6 +68,21 @@ pub fn normalize(raw: &[u8]) -> Result<Vec<u8>, PathError> {
     Ok(out)
 }
 
+/// Splits a request target into its path and its query (with the `?`, or empty).
+pub fn split_query(target: &[u8]) -> (&[u8], &[u8]) {
+    match target.iter().position(|&b| b == b'?') {
+        Some(i) => target.split_at(i),
+        None => (target, &[]),
+    }
+}
+
+/// The normalised path of a request target, or `/` where it does not
+/// normalise: for lookups (LimitRequestBody, ErrorDocument) that must give
+/// an answer for any request.
+pub fn lookup_url(target: &[u8]) -> Vec<u8> {
+    normalize(split_query(target).0).unwrap_or_else(|_| b"/".to_vec())
+}
+
 /// Percent-encodes a path for use in a URL (listings, redirects).
 pub fn encode(path: &[u8]) -> String {
     let mut s = String::with_capacity(path.len());
@@ -125,6 +140,14 @@ mod tests {
         assert!(matches!(n("/a%zz"), Err(PathError::BadRequest(_))));
         assert!(matches!(n("/a%4"), Err(PathError::BadRequest(_))));
         assert!(matches!(n("a"), Err(PathError::BadRequest(_))));
+    }
+
+    #[test]
+    fn query_split_and_lookup_url() {
+        assert_eq!(split_query(b"/a?b=c?d"), (&b"/a"[..], &b"?b=c?d"[..]));
+        assert_eq!(split_query(b"/a"), (&b"/a"[..], &b""[..]));
+        assert_eq!(lookup_url(b"/x/../y?q"), b"/y");
+        assert_eq!(lookup_url(b"/../etc"), b"/");
     }
 
     #[test]

@@ -224,9 +224,7 @@ impl Site {
     /// LimitRequestBody for a request, known before its body is read.
     pub fn body_limit(&self, head: &RequestHead, conn: &ConnInfo) -> u64 {
         let host = self.select_host(head.host(), conn.local);
-        let raw = head.path_and_query();
-        let raw_path = &raw[..raw.iter().position(|&b| b == b'?').unwrap_or(raw.len())];
-        let url = path::normalize(raw_path).unwrap_or_else(|_| b"/".to_vec());
+        let url = path::lookup_url(head.path_and_query());
         let fs = self.fs_path(host, &url);
         let limit = self.effective(host, Some(&fs), &url).limit_request_body();
         if limit == 0 {
@@ -236,7 +234,8 @@ impl Site {
         }
     }
 
-    fn fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
+    /// Where a normalised URL path lies under the host's DocumentRoot.
+    pub fn fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
         use std::os::unix::ffi::OsStrExt;
         let root = &self.hosts[host].config.document_root;
         let rel = std::ffi::OsStr::from_bytes(url.strip_prefix(b"/").unwrap_or(url));
@@ -253,10 +252,7 @@ impl Site {
                 _ => self.error(host, 400, head, conn, "request-target * is only for OPTIONS"),
             });
         }
-        let (raw_path, query) = match raw.iter().position(|&b| b == b'?') {
-            Some(i) => (&raw[..i], &raw[i..]),
-            None => (raw, &b""[..]),
-        };
+        let (raw_path, query) = path::split_query(raw);
         let url = match path::normalize(raw_path) {
             Ok(u) => u,
             Err(PathError::BadRequest(why)) => {

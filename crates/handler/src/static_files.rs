@@ -217,10 +217,8 @@ fn redirect_to_slash(site: &Site, host: usize, head: &RequestHead, conn: &ConnIn
 
 /// Opens a local URL for an ErrorDocument: (file, length, type, path).
 pub fn open_local(site: &Site, host: usize, url: &[u8]) -> Option<(File, u64, Option<String>, PathBuf)> {
-    let raw = &url[..url.iter().position(|&b| b == b'?').unwrap_or(url.len())];
-    let url = path::normalize(raw).ok()?;
-    let root = &site.hosts[host].config.document_root;
-    let fs = root.join(std::ffi::OsStr::from_bytes(url.strip_prefix(b"/").unwrap_or(&url)));
+    let url = path::normalize(path::split_query(url).0).ok()?;
+    let fs = site.fs_path(host, &url);
     let file = open(&fs).ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
