@@ -47,6 +47,15 @@ pub struct HeadLimits {
     pub fields: usize,
 }
 
+impl HeadLimits {
+    /// The longest head these limits allow: the request line and every
+    /// field at their limits, with line ends. More buffered without a
+    /// complete head is a 431.
+    pub fn max_head_len(&self) -> usize {
+        self.request_line + 2 + self.fields * (self.field_size + 2) + 2
+    }
+}
+
 /// How the request body is framed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BodyFraming {

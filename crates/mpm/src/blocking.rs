@@ -16,7 +16,7 @@ use warren_handler::router::LogWriters;
 use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead};
 
-use crate::exchange::{Exchange, Output};
+use crate::exchange::{head_limits, keep_alive_policy, panic_response, Exchange, Output};
 use crate::scoreboard::{State, WorkerSlot};
 
 /// How long a half-closed connection is drained before it is closed.
@@ -61,8 +61,8 @@ impl<'a> Worker<'a> {
         let s = &site.settings;
         Worker {
             site,
-            limits: HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields },
-            keep_alive: KeepAlivePolicy { enabled: s.keep_alive, max_requests: s.max_keep_alive_requests },
+            limits: head_limits(s),
+            keep_alive: keep_alive_policy(s),
             timeout: s.timeout,
             keep_alive_timeout: s.keep_alive_timeout,
             stop,
@@ -141,16 +141,14 @@ impl<'a> Worker<'a> {
         self.nonblocking = true;
         let mut rbuf: Vec<u8> = Vec::new();
         let mut served = 0u32;
-        let max_head = self.limits.request_line + 2 + self.limits.fields * (self.limits.field_size + 2) + 2;
+        let max_head = self.limits.max_head_len();
         loop {
             self.slot.set(if served == 0 { State::Reading } else { State::KeepAlive });
             let head = match self.read_head(&stream, &mut rbuf, served, max_head) {
                 Head::Request(h) => h,
                 Head::Done => return,
                 Head::Error(e) => {
-                    let mut ex = Exchange::unparsed(&rbuf);
-                    let why = format!("{}: {}", e.reason, String::from_utf8_lossy(&ex.raw_line));
-                    let resp = self.site.protocol_error(e.status, &info, &why);
+                    let (mut ex, resp) = Exchange::for_protocol_error(&rbuf, &e, self.site, &info);
                     self.finish(&stream, &info, &mut ex, resp, served + 1);
                     return;
                 }
@@ -159,17 +157,9 @@ impl<'a> Worker<'a> {
             let keep_alive = !self.stop.load(Ordering::Relaxed) && self.keep_alive.keep_alive(&head, served);
             let received = head.wire_len() as u64;
             let mut ex = Exchange::new(Some(head), keep_alive, received);
-            if self.site.settings.extended_status {
-                let head = ex.head.as_ref().expect("head");
-                let vhost = &self.site.hosts[self.site.select_host(head.host(), info.local)].name;
-                self.slot.begin_request(&info.peer.ip().to_string(), vhost, head.request_line());
-            }
+            ex.note_start(self.slot, self.site, &info);
             if let Err(e) = self.read_body(&stream, &mut rbuf, &mut ex, &info) {
-                ex.keep_alive = false;
-                ex.linger = true;
-                let head = ex.head.as_ref().expect("head");
-                let host = self.site.select_host(head.host(), info.local);
-                let resp = self.site.error(host, e.status, head, &info, &e.reason);
+                let resp = ex.body_error(&e, self.site, &info);
                 self.finish(&stream, &info, &mut ex, resp, served);
                 return;
             }
@@ -180,10 +170,7 @@ impl<'a> Worker<'a> {
                 Outcome::Blocking(work) => work(),
             })) {
                 Ok(r) => r,
-                Err(_) => {
-                    self.site.error_log.error(Some(info.peer), "handler panicked; answering 500");
-                    warren_handler::errors::respond(self.site, 0, 500, Some(head), &info)
-                }
+                Err(_) => panic_response(self.site, head, &info),
             };
             if !self.finish(&stream, &info, &mut ex, resp, served) {
                 return;

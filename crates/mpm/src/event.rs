@@ -21,7 +21,7 @@ use warren_handler::router::LogWriters;
 use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, Phase, RequestHead};
 
-use crate::exchange::{Exchange, Output};
+use crate::exchange::{head_limits, keep_alive_policy, panic_response, Exchange, Output};
 use crate::listen::{self, Listener};
 use crate::pool::WorkerPool;
 use crate::scoreboard::{Scoreboard, State};
@@ -110,11 +110,11 @@ impl EventLoop {
         if let Some(fd) = &signal_fd {
             epoll.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_SIGNAL))?;
         }
-        let limits = HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields };
-        let max_head = limits.request_line + 2 + limits.fields * (limits.field_size + 2) + 2;
+        let limits = head_limits(s);
+        let max_head = limits.max_head_len();
         Ok(EventLoop {
             logs: site.log_writers(),
-            keep_alive: KeepAlivePolicy { enabled: s.keep_alive, max_requests: s.max_keep_alive_requests },
+            keep_alive: keep_alive_policy(s),
             timeout: s.timeout,
             keep_alive_timeout: s.keep_alive_timeout,
             max_connections: u64::from(s.tuning.max_connections_per_child),
@@ -343,7 +343,6 @@ impl EventLoop {
                             req.bytes_received += used as u64;
                         }
                         Err(e) => {
-                            req.keep_alive = false;
                             self.body_error(slot, e);
                             continue;
                         }
@@ -438,17 +437,13 @@ impl EventLoop {
 
     fn dispatch(&mut self, slot: usize) {
         let c = self.conns[slot].as_mut().expect("conn");
-        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-        if self.site.settings.extended_status {
-            let vhost = &self.site.hosts[self.site.select_host(head.host(), c.info.local)].name;
-            self.sb.worker(self.slot, 0).begin_request(&c.info.peer.ip().to_string(), vhost, head.request_line());
-        }
+        let ex = c.req.as_ref().expect("request in flight");
+        ex.note_start(self.sb.worker(self.slot, 0), &self.site, &c.info);
+        let head = ex.head.as_ref().expect("head");
         let site = &self.site;
         let info = c.info;
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head, &info))).unwrap_or_else(|_| {
-            site.error_log.error(Some(info.peer), "handler panicked; answering 500");
-            Outcome::Ready(warren_handler::errors::respond(site, 0, 500, Some(head), &info))
-        });
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head, &info)))
+            .unwrap_or_else(|_| Outcome::Ready(panic_response(site, head, &info)));
         match outcome {
             Outcome::Ready(resp) => self.respond(slot, resp),
             Outcome::Blocking(work) => {
@@ -471,9 +466,8 @@ impl EventLoop {
             let resp = match done.response {
                 Some(r) => r,
                 None => {
-                    self.site.error_log.error(Some(c.info.peer), "handler panicked; answering 500");
                     let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                    warren_handler::errors::respond(&self.site, 0, 500, Some(head), &c.info)
+                    panic_response(&self.site, head, &c.info)
                 }
             };
             self.respond(done.slot, resp);
@@ -484,9 +478,7 @@ impl EventLoop {
     /// A request that could not be parsed: answer and close.
     fn protocol_error(&mut self, slot: usize, e: HttpError) {
         let c = self.conns[slot].as_mut().expect("conn");
-        let ex = Exchange::unparsed(&c.rbuf);
-        let why = format!("{}: {}", e.reason, String::from_utf8_lossy(&ex.raw_line));
-        let resp = self.site.protocol_error(e.status, &c.info, &why);
+        let (ex, resp) = Exchange::for_protocol_error(&c.rbuf, &e, &self.site, &c.info);
         c.served += 1;
         c.req = Some(ex);
         c.rbuf.clear();
@@ -497,13 +489,7 @@ impl EventLoop {
     /// cannot be told from a next request).
     fn body_error(&mut self, slot: usize, e: HttpError) {
         let c = self.conns[slot].as_mut().expect("conn");
-        let req = c.req.as_mut().expect("req");
-        req.decoder = None;
-        req.keep_alive = false;
-        req.linger = true;
-        let head = req.head.as_ref().expect("head");
-        let host = self.site.select_host(head.host(), c.info.local);
-        let resp = self.site.error(host, e.status, head, &c.info, &e.reason);
+        let resp = c.req.as_mut().expect("req").body_error(&e, &self.site, &c.info);
         c.rbuf.clear();
         self.respond(slot, resp);
     }

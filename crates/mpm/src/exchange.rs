@@ -13,15 +13,34 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use warren_config::Settings;
 use warren_handler::logs::LogRecord;
 use warren_handler::router::LogWriters;
 use warren_handler::{Body, ConnInfo, Part, Response, Site};
 use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
-use warren_http::{BodyDecoder, DateCache, RequestHead, Version};
+use warren_http::{BodyDecoder, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead, Version};
+
+use crate::scoreboard::WorkerSlot;
 
 /// Bodies up to this size are copied after the head, so that head and body
 /// leave in one write; larger ones go by sendfile.
 pub const INLINE_BODY: u64 = 32 * 1024;
+
+/// LimitRequestLine, LimitRequestFieldSize, LimitRequestFields.
+pub fn head_limits(s: &Settings) -> HeadLimits {
+    HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields }
+}
+
+/// KeepAlive, MaxKeepAliveRequests.
+pub fn keep_alive_policy(s: &Settings) -> KeepAlivePolicy {
+    KeepAlivePolicy { enabled: s.keep_alive, max_requests: s.max_keep_alive_requests }
+}
+
+/// The 500 for a handler that panicked, and its error-log line.
+pub fn panic_response(site: &Site, head: &RequestHead, info: &ConnInfo) -> Response {
+    site.error_log.error(Some(info.peer), "handler panicked; answering 500");
+    warren_handler::errors::respond(site, 0, 500, Some(head), info)
+}
 
 /// What remains to be sent after the write buffer.
 pub enum Chunk {
@@ -75,13 +94,36 @@ impl Exchange {
         }
     }
 
-    /// An exchange for input that did not parse: answered, then closed.
-    pub fn unparsed(input: &[u8]) -> Exchange {
+    /// For input that did not parse: the exchange (answered, then closed)
+    /// and its error response, logged with the start of what was received.
+    pub fn for_protocol_error(input: &[u8], e: &HttpError, site: &Site, info: &ConnInfo) -> (Exchange, Response) {
         let line_end = input.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(input.len()).min(512);
         let mut ex = Exchange::new(None, false, input.len() as u64);
         ex.linger = true;
         ex.raw_line = input[..line_end].to_vec();
-        ex
+        let why = format!("{}: {}", e.reason, String::from_utf8_lossy(&ex.raw_line));
+        let resp = site.protocol_error(e.status, info, &why);
+        (ex, resp)
+    }
+
+    /// The error response for a request whose body could not be read (bad
+    /// framing, too large, too slow). What is left of the body cannot be told
+    /// from a next request, so the connection closes after it, draining first.
+    pub fn body_error(&mut self, e: &HttpError, site: &Site, info: &ConnInfo) -> Response {
+        self.decoder = None;
+        self.keep_alive = false;
+        self.linger = true;
+        let head = self.head.as_ref().expect("a body belongs to a parsed request");
+        let host = site.select_host(head.host(), info.local);
+        site.error(host, e.status, head, info, &e.reason)
+    }
+
+    /// Shows the request in the worker's scoreboard slot (ExtendedStatus On).
+    pub fn note_start(&self, slot: &WorkerSlot, site: &Site, info: &ConnInfo) {
+        if let (true, Some(head)) = (site.settings.extended_status, self.head.as_ref()) {
+            let vhost = &site.hosts[site.select_host(head.host(), info.local)].name;
+            slot.begin_request(&info.peer.ip().to_string(), vhost, head.request_line());
+        }
     }
 
     pub fn log(&self, logs: &mut LogWriters, site: &Site, info: &ConnInfo, served: u32, aborted: bool) {
