@@ -223,7 +223,7 @@ impl Parent {
         };
         let wait = if graceful_stop { self.site.settings.graceful_shutdown_timeout } else { Some(STOP_WAIT) };
         self.log(LogLevel::Notice, if graceful_stop { "caught SIGWINCH, shutting down gracefully" } else { "caught SIGTERM, shutting down" });
-        self.stop_children(wait);
+        self.stop_children(&signals, wait);
         if let Some(p) = &self.pid_file {
             let _ = std::fs::remove_file(p);
         }
@@ -477,22 +477,16 @@ impl Parent {
         }
     }
 
-    fn stop_children(&mut self, wait: Option<Duration>) {
+    fn stop_children(&mut self, signals: &Signals, wait: Option<Duration>) {
         let pids: Vec<Pid> = self.children.keys().copied().collect();
         for pid in pids {
             self.ask_to_stop(pid);
         }
+        // Every child was asked to stop, so reaping replaces none of them.
         let deadline = wait.map(|w| Instant::now() + w);
         while !self.children.is_empty() && deadline.is_none_or(|d| Instant::now() < d) {
-            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, _)) | Ok(WaitStatus::Signaled(pid, _, _)) => {
-                    if let Some(c) = self.children.remove(&pid) {
-                        self.sb.release(c.slot);
-                    }
-                }
-                Ok(_) => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => break,
-            }
+            self.reap(signals);
+            std::thread::sleep(Duration::from_millis(20));
         }
         for pid in self.children.keys() {
             self.log(LogLevel::Warn, &format!("child {pid} still running, killing it"));
