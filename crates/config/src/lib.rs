@@ -19,8 +19,9 @@ pub mod settings;
 pub use log_format::{DurationUnit, LogItem};
 pub use parse::{ConfigError, Directive, Node, Origin, Section};
 pub use settings::{
-    load_file, CustomLog, DirConfig, DirSection, ErrorDocument, HostConfig, Limits, LoadOptions, Loaded, LogLevel,
-    Mpm, MpmTuning, OptionFlags, OptionsSpec, Require, SectionMatch, ServerTokens, Settings, VhostAddr, VirtualHost,
+    load_file, parse_fcgi_url, CustomLog, DirConfig, DirSection, ErrorDocument, FcgiAddr, FcgiBackend, FcgiBackendType,
+    Handler, HostConfig, Limits, LoadOptions, Loaded, LogLevel, Mpm, MpmTuning, OptionFlags, OptionsSpec, ProxyPattern,
+    ProxyRoute, ProxyTarget, Require, SectionMatch, ServerTokens, Settings, VhostAddr, VirtualHost,
 };
 
 #[cfg(test)]

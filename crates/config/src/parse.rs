@@ -78,6 +78,8 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "authz_core_module",
     "authz_host_module",
     "status_module",
+    "proxy_module",
+    "proxy_fcgi_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

@@ -236,7 +236,71 @@ pub struct DirConfig {
     pub add_default_charset: Option<Option<String>>,
     pub limit_request_body: Option<u64>,
     /// `SetHandler name` (`None` resets to the default file handler).
-    pub handler: Option<Option<String>>,
+    pub handler: Option<Option<Handler>>,
+    /// `ProxyFCGIBackendType`.
+    pub fcgi_backend_type: Option<FcgiBackendType>,
+    /// `AcceptPathInfo`: None for Default (handlers decide).
+    pub accept_path_info: Option<Option<bool>>,
+}
+
+/// What `SetHandler` can name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Handler {
+    ServerStatus,
+    /// `proxy:unix:/path|fcgi://localhost` or `proxy:fcgi://host:port`:
+    /// the file the request maps to is the script, run by this backend.
+    FastCgi(FcgiBackend),
+}
+
+/// Where a FastCGI application listens.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FcgiAddr {
+    Unix(PathBuf),
+    Tcp { host: String, port: u16 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FcgiBackend {
+    pub addr: FcgiAddr,
+    /// `enablereuse=on`: keep connections open between requests
+    /// (FCGI_KEEP_CONN). Off by default as in Apache: a php-fpm child stays
+    /// tied to a kept connection, so more kept connections than children
+    /// would starve the pool.
+    pub reuse: bool,
+    /// `timeout=N` on the ProxyPass line; else ProxyTimeout.
+    pub timeout: Option<Duration>,
+}
+
+/// `ProxyFCGIBackendType`: FPM (php-fpm splits PATH_INFO off a
+/// SCRIPT_FILENAME it cannot find) or GENERIC (the script path is sent
+/// exactly as mapped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FcgiBackendType {
+    Fpm,
+    Generic,
+}
+
+/// A `ProxyPass` or `ProxyPassMatch` line.
+#[derive(Clone, Debug)]
+pub struct ProxyRoute {
+    pub pattern: ProxyPattern,
+    /// None for `ProxyPass /path !` (not proxied).
+    pub target: Option<ProxyTarget>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+pub enum ProxyPattern {
+    Prefix(String),
+    Regex(Regex),
+}
+
+#[derive(Clone, Debug)]
+pub struct ProxyTarget {
+    pub backend: FcgiBackend,
+    /// The path part of the `fcgi://` URL: the script's path on the backend,
+    /// with `$1`..`$9` for ProxyPassMatch's groups.
+    pub path: String,
 }
 
 impl DirConfig {
@@ -259,6 +323,12 @@ impl DirConfig {
         }
         if over.handler.is_some() {
             self.handler.clone_from(&over.handler);
+        }
+        if over.fcgi_backend_type.is_some() {
+            self.fcgi_backend_type = over.fcgi_backend_type;
+        }
+        if over.accept_path_info.is_some() {
+            self.accept_path_info = over.accept_path_info;
         }
     }
 }
@@ -300,6 +370,10 @@ pub struct HostConfig {
     pub server_admin: Option<String>,
     pub dir: DirConfig,
     pub sections: Vec<DirSection>,
+    /// ProxyPass and ProxyPassMatch, in config order (the first match wins).
+    pub proxy_routes: Vec<ProxyRoute>,
+    /// ProxyTimeout (None: Timeout).
+    pub proxy_timeout: Option<Duration>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -549,6 +623,10 @@ impl Builder {
             if vh.host.server_admin.is_none() {
                 vh.host.server_admin = s.main.server_admin.clone();
             }
+            vh.host.proxy_routes.extend(s.main.proxy_routes.iter().cloned());
+            if vh.host.proxy_timeout.is_none() {
+                vh.host.proxy_timeout = s.main.proxy_timeout;
+            }
         }
         s.error_log = s.main.error_log.clone();
 
@@ -681,6 +759,17 @@ impl Builder {
                 [p] => host.document_root = self.resolve(p),
                 _ => self.error(&d.origin, "DocumentRoot takes one argument, a directory"),
             },
+            "proxypass" | "proxypassmatch" => match parse_proxy_route(d) {
+                Ok(route) => host.proxy_routes.push(route),
+                Err(m) => self.error(&d.origin, m),
+            },
+            "proxytimeout" => match a.as_slice() {
+                [v] => match v.parse::<u64>() {
+                    Ok(n) if n > 0 => host.proxy_timeout = Some(Duration::from_secs(n)),
+                    _ => self.error(&d.origin, format!("ProxyTimeout: '{v}' is not a positive number of seconds")),
+                },
+                _ => self.error(&d.origin, "ProxyTimeout takes one argument, seconds"),
+            },
             "customlog" | "transferlog" => {
                 let (path, fmt) = match (d.name.eq_ignore_ascii_case("transferlog"), a.as_slice()) {
                     (true, [p]) => (p, None),
@@ -796,9 +885,24 @@ impl Builder {
             },
             "sethandler" => match a.as_slice() {
                 [h] if h.eq_ignore_ascii_case("none") => dir.handler = Some(None),
-                [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some("server-status".into())),
-                [h] => self.error(&d.origin, format!("SetHandler {h}: unknown handler (known: server-status, None)")),
+                [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some(Handler::ServerStatus)),
+                [h] if h.starts_with("proxy:") => match parse_fcgi_url(&h["proxy:".len()..]) {
+                    Ok((addr, _)) => dir.handler = Some(Some(Handler::FastCgi(FcgiBackend { addr, reuse: false, timeout: None }))),
+                    Err(m) => self.error(&d.origin, format!("SetHandler {h}: {m}")),
+                },
+                [h] => self.error(&d.origin, format!("SetHandler {h}: unknown handler (known: server-status, proxy:unix:/path|fcgi://localhost, proxy:fcgi://host:port, None)")),
                 _ => self.error(&d.origin, "SetHandler takes one handler name"),
+            },
+            "proxyfcgibackendtype" => match a.as_slice() {
+                [t] if t.eq_ignore_ascii_case("fpm") => dir.fcgi_backend_type = Some(FcgiBackendType::Fpm),
+                [t] if t.eq_ignore_ascii_case("generic") => dir.fcgi_backend_type = Some(FcgiBackendType::Generic),
+                _ => self.error(&d.origin, "ProxyFCGIBackendType takes FPM or GENERIC"),
+            },
+            "acceptpathinfo" => match a.as_slice() {
+                [v] if v.eq_ignore_ascii_case("on") => dir.accept_path_info = Some(Some(true)),
+                [v] if v.eq_ignore_ascii_case("off") => dir.accept_path_info = Some(Some(false)),
+                [v] if v.eq_ignore_ascii_case("default") => dir.accept_path_info = Some(None),
+                _ => self.error(&d.origin, "AcceptPathInfo takes On, Off or Default"),
             },
             "allowoverride" | "allowoverridelist" => {
                 if !(a.len() == 1 && a[0].eq_ignore_ascii_case("none")) {
@@ -1140,8 +1244,19 @@ impl Builder {
     }
 }
 
-const HOST_DIRECTIVES: &[&str] =
-    &["ServerName", "ServerAlias", "ServerAdmin", "DocumentRoot", "CustomLog", "TransferLog", "ErrorLog", "LogFormat"];
+const HOST_DIRECTIVES: &[&str] = &[
+    "ServerName",
+    "ServerAlias",
+    "ServerAdmin",
+    "DocumentRoot",
+    "CustomLog",
+    "TransferLog",
+    "ErrorLog",
+    "LogFormat",
+    "ProxyPass",
+    "ProxyPassMatch",
+    "ProxyTimeout",
+];
 const DIR_DIRECTIVES: &[&str] = &[
     "Options",
     "Require",
@@ -1153,6 +1268,8 @@ const DIR_DIRECTIVES: &[&str] = &[
     "AllowOverride",
     "AllowOverrideList",
     "SetHandler",
+    "ProxyFCGIBackendType",
+    "AcceptPathInfo",
 ];
 
 fn is_server_directive(name: &str, mpm: Mpm) -> bool {
@@ -1180,6 +1297,74 @@ fn ctx_name(ctx: Ctx) -> &'static str {
         Ctx::Files => "<Files>",
         Ctx::Location => "<Location>",
     }
+}
+
+/// `unix:/path|fcgi://name/rest` or `fcgi://host:port/rest`: the backend and
+/// the path part (`/rest`, possibly empty).
+pub fn parse_fcgi_url(url: &str) -> Result<(FcgiAddr, String), String> {
+    if let Some(rest) = url.strip_prefix("unix:") {
+        let (sock, fcgi) = rest.split_once('|').ok_or("a unix socket needs `|fcgi://localhost` after its path")?;
+        let after = fcgi.strip_prefix("fcgi://").ok_or("only fcgi:// backends are supported")?;
+        if !sock.starts_with('/') {
+            return Err(format!("unix socket path {sock} must be absolute"));
+        }
+        let path = after.find('/').map_or("", |i| &after[i..]);
+        return Ok((FcgiAddr::Unix(PathBuf::from(sock)), path.to_string()));
+    }
+    let after = url.strip_prefix("fcgi://").ok_or("only fcgi:// and unix:...|fcgi:// backends are supported")?;
+    let (authority, path) = match after.find('/') {
+        Some(i) => (&after[..i], &after[i..]),
+        None => (after, ""),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+            (h.trim_start_matches('[').trim_end_matches(']'), p.parse::<u16>().map_err(|_| format!("bad port in {authority}"))?)
+        }
+        _ => (authority, 8000),
+    };
+    if host.is_empty() {
+        return Err(format!("no host in fcgi://{after}"));
+    }
+    Ok((FcgiAddr::Tcp { host: host.to_string(), port }, path.to_string()))
+}
+
+fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
+    let regex = d.name.eq_ignore_ascii_case("ProxyPassMatch");
+    let (pattern, target, keys) = match d.args.as_slice() {
+        [p, t, keys @ ..] => (p, t, keys),
+        _ => return Err(format!("{} takes a {} and a backend URL (or !), then key=value options", d.name, if regex { "regular expression" } else { "URL path" })),
+    };
+    let pattern = if regex {
+        ProxyPattern::Regex(Regex::new(pattern).map_err(|e| format!("{}: bad regular expression: {e}", d.name))?)
+    } else {
+        if !pattern.starts_with('/') {
+            return Err(format!("ProxyPass: the path {pattern} must start with /"));
+        }
+        ProxyPattern::Prefix(pattern.clone())
+    };
+    if target == "!" {
+        return Ok(ProxyRoute { pattern, target: None, origin: d.origin.clone() });
+    }
+    let (addr, path) = parse_fcgi_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
+    let mut backend = FcgiBackend { addr, reuse: false, timeout: None };
+    for kv in keys {
+        match kv.split_once('=').map(|(k, v)| (k.to_ascii_lowercase(), v)) {
+            Some((k, v)) if k == "enablereuse" || k == "disablereuse" => {
+                let on = match v.to_ascii_lowercase().as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("{}: {k} takes on or off", d.name)),
+                };
+                backend.reuse = if k == "enablereuse" { on } else { !on };
+            }
+            Some((k, v)) if k == "timeout" => match v.parse::<u64>() {
+                Ok(n) if n > 0 => backend.timeout = Some(Duration::from_secs(n)),
+                _ => return Err(format!("{}: timeout={v} is not a positive number of seconds", d.name)),
+            },
+            _ => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout)", d.name)),
+        }
+    }
+    Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend, path }), origin: d.origin.clone() })
 }
 
 fn parse_listen(addr: &str) -> Result<SocketAddr, String> {

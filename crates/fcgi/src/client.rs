@@ -84,21 +84,8 @@ impl<S: Read + Write> Client<S> {
     pub fn next_event(&mut self) -> io::Result<Event> {
         let mut buf = [0u8; 16 * 1024];
         loop {
-            while let Some(rec) = self.reader.next_record().map_err(invalid)? {
-                if rec.request_id != self.request_id {
-                    continue;
-                }
-                match rec.kind {
-                    RecordType::Stdout if !rec.content.is_empty() => return Ok(Event::Stdout(rec.content)),
-                    RecordType::Stderr if !rec.content.is_empty() => return Ok(Event::Stderr(rec.content)),
-                    RecordType::EndRequest => {
-                        let (app_status, protocol_status) = record::parse_end_request(&rec.content).map_err(invalid)?;
-                        // The next request on a kept connection takes the next id.
-                        self.request_id = self.request_id.checked_add(1).unwrap_or(1);
-                        return Ok(Event::End { app_status, protocol_status });
-                    }
-                    _ => {}
-                }
+            if let Some(ev) = self.buffered_event()? {
+                return Ok(ev);
             }
             let n = self.stream.read(&mut buf)?;
             if n == 0 {
@@ -106,6 +93,27 @@ impl<S: Read + Write> Client<S> {
             }
             self.reader.push(&buf[..n]);
         }
+    }
+
+    /// The next event among what has already been received, without reading.
+    pub fn buffered_event(&mut self) -> io::Result<Option<Event>> {
+        while let Some(rec) = self.reader.next_record().map_err(invalid)? {
+            if rec.request_id != self.request_id {
+                continue;
+            }
+            match rec.kind {
+                RecordType::Stdout if !rec.content.is_empty() => return Ok(Some(Event::Stdout(rec.content))),
+                RecordType::Stderr if !rec.content.is_empty() => return Ok(Some(Event::Stderr(rec.content))),
+                RecordType::EndRequest => {
+                    let (app_status, protocol_status) = record::parse_end_request(&rec.content).map_err(invalid)?;
+                    // The next request on a kept connection takes the next id.
+                    self.request_id = self.request_id.checked_add(1).unwrap_or(1);
+                    return Ok(Some(Event::End { app_status, protocol_status }));
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -71,7 +71,7 @@ pub fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>
                     resp.body = Body::File { file, start: 0, len };
                     resp.filename = Some(fs);
                     if let Some(t) = ctype {
-                        resp.headers.push(("Content-Type", t));
+                        resp.add("Content-Type", t);
                     }
                     return resp;
                 }

@@ -8,17 +8,22 @@
 //!   blocking (static files, errors, redirects). The event MPM serves these
 //!   on its event loop.
 //! - [`Outcome::Blocking`]: work that may block for long (directory listings
-//!   now, FastCGI later), run on a worker thread.
+//!   now), run on a worker thread.
+//! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`): run on a thread
+//!   that owns the connection for its duration, reading the request body
+//!   through [`RequestBody`] and answering with a [`Body::Stream`] that the
+//!   MPM sends as the application writes it.
 //!
 //! A [`Response`] is a plan: status, headers and a [`Body`] that may be bytes
 //! or ranges of an open file, so each MPM does the I/O its own way (blocking
 //! writes, or non-blocking writes and sendfile with write completion).
 //!
-//! Modules: `static_files` (conditionals, ranges, files), `errors` (error
+//! Modules: `fastcgi` (the proxy to FastCGI applications), `static_files` (conditionals, ranges, files), `errors` (error
 //! pages and ErrorDocument), `listing` (Options Indexes), `path` (decoding
 //! and normalising URL paths), `mime`, `logs` (error and access logs).
 
 pub mod errors;
+pub mod fastcgi;
 pub mod file_cache;
 pub mod listing;
 pub mod logs;
@@ -50,6 +55,36 @@ pub enum Body {
     File { file: File, start: u64, len: u64 },
     /// multipart/byteranges: literal parts and ranges of one file.
     Parts { file: File, parts: Vec<Part> },
+    /// Produced while it is sent (a FastCGI application's output). `len` is
+    /// known when the application gave a Content-Length; otherwise the MPM
+    /// sends it chunked (or until close, to HTTP/1.0 clients).
+    Stream { source: Box<dyn BodySource>, len: Option<u64> },
+}
+
+/// A body that arrives while it is sent; read on a worker thread, so it
+/// may block.
+pub trait BodySource: Send {
+    /// Appends the next piece to `out`. Ok(false) at the end; an error means
+    /// the body is incomplete and the connection must not be reused.
+    fn next_piece(&mut self, out: &mut Vec<u8>) -> std::io::Result<bool>;
+}
+
+impl std::fmt::Debug for dyn BodySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BodySource")
+    }
+}
+
+/// The request body, as a gateway handler reads it from the client through
+/// the MPM (which decodes chunking, enforces LimitRequestBody and Timeout,
+/// and sends 100 Continue when the client waits for it).
+pub trait RequestBody {
+    /// Content-Length, or None for a chunked body (or none at all, see `present`).
+    fn length(&self) -> Option<u64>;
+    /// Whether the request has a body at all.
+    fn present(&self) -> bool;
+    /// Decoded body bytes; Ok(0) at its end. The error is the answer to give.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, warren_http::HttpError>;
 }
 
 impl Body {
@@ -59,6 +94,7 @@ impl Body {
             Body::Bytes(b) => b.len() as u64,
             Body::Shared(b) => b.len() as u64,
             Body::File { len, .. } => *len,
+            Body::Stream { len, .. } => len.unwrap_or(0),
             Body::Parts { parts, .. } => parts
                 .iter()
                 .map(|p| match p {
@@ -74,13 +110,16 @@ impl Body {
     }
 }
 
+/// A response header's name: ours are static, a FastCGI application's are not.
+pub type HeaderName = std::borrow::Cow<'static, str>;
+
 /// A response plan.
 #[derive(Debug)]
 pub struct Response {
     pub status: u16,
     /// Headers other than Date, Server, Content-Length and Connection, which
     /// the MPM writes.
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<(HeaderName, String)>,
     pub body: Body,
     /// Close the connection after this response whatever keep-alive says.
     pub close: bool,
@@ -96,8 +135,12 @@ impl Response {
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {
-        self.headers.push((name, value.into()));
+        self.add(name, value);
         self
+    }
+
+    pub fn add(&mut self, name: &'static str, value: impl Into<String>) {
+        self.headers.push((HeaderName::Borrowed(name), value.into()));
     }
 }
 
@@ -105,4 +148,7 @@ impl Response {
 pub enum Outcome {
     Ready(Response),
     Blocking(Box<dyn FnOnce() -> Response + Send>),
+    /// A FastCGI request: the MPM runs it on a thread that may block
+    /// ([`Site::run_gateway`]), giving it the request body as it arrives.
+    Gateway(Box<fastcgi::Gateway>),
 }

@@ -115,7 +115,7 @@ pub struct LogRecord<'a> {
     pub kept_alive: bool,
     pub aborted: bool,
     pub filename: Option<&'a Path>,
-    pub response_headers: &'a [(&'static str, String)],
+    pub response_headers: &'a [(crate::HeaderName, String)],
 }
 
 /// A buffered writer of one log format to one file.

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use warren_config::{
-    DirConfig, ErrorDocument, HostConfig, LogItem, OptionFlags, Require, SectionMatch, ServerTokens, Settings,
-    VhostAddr,
+    DirConfig, ErrorDocument, FcgiBackend, FcgiBackendType, Handler, HostConfig, LogItem, OptionFlags, ProxyPattern, Require,
+    SectionMatch, ServerTokens, Settings, VhostAddr,
 };
 use warren_http::RequestHead;
 
+use crate::fastcgi::{split_path_info, BackendPool, ScriptTarget};
 use crate::file_cache::FileCache;
 use crate::logs::{AccessLogFile, AccessLogWriter, ErrorLog, LogRecord};
 use crate::mime::MimeTypes;
@@ -36,6 +37,9 @@ pub struct Host {
     logs: Vec<usize>,
     pub error_log: Arc<ErrorLog>,
     pub name: String,
+    /// Whether any section hands files to a FastCGI application, so that
+    /// `/script.php/path/info` URLs are looked for.
+    has_fastcgi: bool,
 }
 
 pub struct Site {
@@ -49,6 +53,8 @@ pub struct Site {
     pub file_cache: FileCache,
     /// Where server-status reads the scoreboard; set by the MPM.
     pub status: OnceLock<Arc<dyn StatusSource>>,
+    /// Idle connections to FastCGI applications (`enablereuse=on`).
+    pub backends: Arc<BackendPool>,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -105,9 +111,21 @@ impl Site {
                 _ => error_log.clone(),
             };
             let name = config.server_name.clone().unwrap_or_else(|| "localhost".to_string());
-            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name });
+            let is_fcgi = |d: &DirConfig| matches!(d.handler, Some(Some(Handler::FastCgi(_))));
+            let has_fastcgi = is_fcgi(&config.dir) || config.sections.iter().any(|s| is_fcgi(&s.config));
+            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi });
         }
-        Ok(Site { server_header: server_header(settings.server_tokens), settings, hosts, mime, error_log, access_logs, file_cache: FileCache::default(), status: OnceLock::new() })
+        Ok(Site {
+            server_header: server_header(settings.server_tokens),
+            settings,
+            hosts,
+            mime,
+            error_log,
+            access_logs,
+            file_cache: FileCache::default(),
+            status: OnceLock::new(),
+            backends: Arc::default(),
+        })
     }
 
     /// Fresh buffered writers for this thread's access logging.
@@ -260,24 +278,17 @@ impl Site {
             }
             Err(PathError::NotFound(why)) => return Outcome::Ready(self.error(host, 404, head, conn, why)),
         };
-        let method = head.method();
-        match method {
-            "GET" | "HEAD" => {}
-            "OPTIONS" => return Outcome::Ready(Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS")),
-            "POST" | "PUT" | "DELETE" | "PATCH" | "TRACE" | "CONNECT" | "PROPFIND" | "PROPPATCH" | "MKCOL" | "COPY"
-            | "MOVE" | "LOCK" | "UNLOCK" => {
-                let r = self.error(host, 405, head, conn, &format!("method {method} not allowed for this URL"));
-                return Outcome::Ready(r.header("Allow", "GET, HEAD, OPTIONS"));
-            }
-            _ => return Outcome::Ready(self.error(host, 501, head, conn, &format!("method {method} not implemented"))),
+        // ProxyPass and ProxyPassMatch take any method to the application.
+        if let Some(o) = self.proxy_route(host, head, conn, &url, query) {
+            return o;
         }
         let fs = self.fs_path(host, &url);
         let eff = self.effective(host, Some(&fs), &url);
-        if let Some(Some(handler)) = eff.handler() {
-            if !self.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
-                return Outcome::Ready(self.error(host, 403, head, conn, &format!("client denied by server configuration: {}", String::from_utf8_lossy(&url))));
-            }
-            if handler == "server-status" {
+        match eff.handler() {
+            Some(Some(Handler::ServerStatus)) => {
+                if !self.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
+                    return Outcome::Ready(self.denied(host, head, conn, &url));
+                }
                 let Some(source) = self.status.get() else {
                     return Outcome::Ready(self.error(host, 503, head, conn, "server-status: no scoreboard in this process"));
                 };
@@ -285,8 +296,145 @@ impl Site {
                 let snap = source.snapshot();
                 return Outcome::Ready(crate::status::respond(host, &snap, auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
             }
+            Some(Some(Handler::FastCgi(backend))) => return self.script_gateway(host, head, conn, &eff, backend, fs, &url, 0, query),
+            _ => {}
+        }
+        if self.hosts[host].has_fastcgi {
+            if let Some(o) = self.path_info_gateway(host, head, conn, &url, query) {
+                return o;
+            }
+        }
+        // A directory may hand its index to an application (any method):
+        // static_files decides after DirectoryIndex.
+        if !url.ends_with(b"/") {
+            if let Some(r) = self.static_method(host, head, conn) {
+                return Outcome::Ready(r);
+            }
         }
         static_files::serve(self, host, head, conn, eff, &url, raw_path, query, fs)
+    }
+
+    /// The answer to a method that static resources do not take, if it is one.
+    pub fn static_method(&self, host: usize, head: &RequestHead, conn: &ConnInfo) -> Option<Response> {
+        let method = head.method();
+        match method {
+            "GET" | "HEAD" => None,
+            "OPTIONS" => Some(Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS")),
+            "POST" | "PUT" | "DELETE" | "PATCH" | "TRACE" | "CONNECT" | "PROPFIND" | "PROPPATCH" | "MKCOL" | "COPY"
+            | "MOVE" | "LOCK" | "UNLOCK" => {
+                let r = self.error(host, 405, head, conn, &format!("method {method} not allowed for this URL"));
+                Some(r.header("Allow", "GET, HEAD, OPTIONS"))
+            }
+            _ => Some(self.error(host, 501, head, conn, &format!("method {method} not implemented"))),
+        }
+    }
+
+    fn denied(&self, host: usize, head: &RequestHead, conn: &ConnInfo, what: &[u8]) -> Response {
+        self.error(host, 403, head, conn, &format!("client denied by server configuration: {}", String::from_utf8_lossy(what)))
+    }
+
+    /// A local script (`SetHandler proxy:...`) for the application, the last
+    /// `path_info_len` bytes of `url` being its PATH_INFO.
+    #[allow(clippy::too_many_arguments)]
+    pub fn script_gateway(
+        &self,
+        host: usize,
+        head: &RequestHead,
+        conn: &ConnInfo,
+        eff: &Effective,
+        backend: &FcgiBackend,
+        script: PathBuf,
+        url: &[u8],
+        path_info_len: usize,
+        query: &[u8],
+    ) -> Outcome {
+        if !self.allowed(eff, conn.peer.ip(), conn.local.ip()) {
+            return Outcome::Ready(self.denied(host, head, conn, &url[..url.len() - path_info_len]));
+        }
+        match std::fs::metadata(&script) {
+            Ok(m) if m.is_file() => {}
+            _ => {
+                self.hosts[host].error_log.log(warren_config::LogLevel::Info, Some(conn.peer), &format!("File does not exist: {}", script.display()));
+                return Outcome::Ready(errors::respond(self, host, 404, Some(head), conn));
+            }
+        }
+        if path_info_len > 0 && eff.accept_path_info() == Some(false) {
+            self.hosts[host].error_log.log(warren_config::LogLevel::Info, Some(conn.peer), &format!("path info refused by AcceptPathInfo Off: {}", String::from_utf8_lossy(url)));
+            return Outcome::Ready(errors::respond(self, host, 404, Some(head), conn));
+        }
+        let (name, path_info) = url.split_at(url.len() - path_info_len);
+        let target = ScriptTarget { filename: script.to_string_lossy().into_owned(), name, path_info };
+        self.gateway(host, head, conn, backend, target, query)
+    }
+
+    /// `/dir/script.php/more/path`: the first leading part whose section
+    /// hands it to an application and that is a file is the script.
+    fn path_info_gateway(&self, host: usize, head: &RequestHead, conn: &ConnInfo, url: &[u8], query: &[u8]) -> Option<Outcome> {
+        let mut seg_start = 0;
+        for (i, &b) in url.iter().enumerate().skip(1) {
+            if b != b'/' {
+                continue;
+            }
+            let segment = &url[seg_start..i];
+            seg_start = i;
+            if !segment.contains(&b'.') {
+                continue;
+            }
+            let script_url = &url[..i];
+            let fs = self.fs_path(host, script_url);
+            let eff = self.effective(host, Some(&fs), script_url);
+            if let Some(Some(Handler::FastCgi(backend))) = eff.handler() {
+                if std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
+                    return Some(self.script_gateway(host, head, conn, &eff, backend, fs, url, url.len() - i, query));
+                }
+            }
+        }
+        None
+    }
+
+    /// ProxyPass and ProxyPassMatch: the first route matching the URL path.
+    fn proxy_route(&self, host: usize, head: &RequestHead, conn: &ConnInfo, url: &[u8], query: &[u8]) -> Option<Outcome> {
+        let routes = &self.hosts[host].config.proxy_routes;
+        if routes.is_empty() {
+            return None;
+        }
+        let url_text = String::from_utf8_lossy(url);
+        for route in routes {
+            let script_path = match (&route.pattern, &route.target) {
+                (ProxyPattern::Prefix(p), target) => {
+                    if !(url_text.starts_with(p.as_str()) || url_text.as_ref() == p.trim_end_matches('/')) {
+                        continue;
+                    }
+                    let Some(t) = target else { return None };
+                    format!("{}{}", t.path, url_text.get(p.len()..).unwrap_or(""))
+                }
+                (ProxyPattern::Regex(re), target) => {
+                    let Some(caps) = re.captures(&url_text) else { continue };
+                    let Some(t) = target else { return None };
+                    let mut out = String::new();
+                    expand_dollars(&t.path, &caps, &mut out);
+                    out
+                }
+            };
+            let target = route.target.as_ref().expect("routes without a target returned above");
+            let eff = self.effective(host, None, url);
+            if !self.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
+                return Some(Outcome::Ready(self.denied(host, head, conn, url)));
+            }
+            // When the script is on this machine, PATH_INFO is split off here;
+            // otherwise (FPM) php-fpm splits it from SCRIPT_FILENAME itself.
+            let script = Path::new(&script_path);
+            let generic = eff.fcgi_backend_type() == FcgiBackendType::Generic;
+            let split = if generic || std::fs::metadata(script).is_ok_and(|m| m.is_file()) { None } else { split_path_info(script) };
+            let (filename, path_info_len) = match split {
+                Some((file, rest)) if url.ends_with(&script_path.as_bytes()[script_path.len() - rest..]) => (file.to_string_lossy().into_owned(), rest),
+                _ => (script_path.clone(), 0),
+            };
+            let (name, path_info) = url.split_at(url.len() - path_info_len);
+            let st = ScriptTarget { filename, name, path_info };
+            return Some(self.gateway(host, head, conn, &target.backend, st, query));
+        }
+        None
     }
 
     /// An error response (with ErrorDocument applied) and its error-log line.
@@ -378,12 +526,38 @@ impl<'a> Effective<'a> {
     }
 
     /// SetHandler in force: None if never set, Some(None) if reset.
-    pub fn handler(&self) -> Option<Option<&'a str>> {
-        self.layers.iter().rev().find_map(|l| l.handler.as_ref()).map(|h| h.as_deref())
+    pub fn handler(&self) -> Option<Option<&'a Handler>> {
+        self.layers.iter().rev().find_map(|l| l.handler.as_ref()).map(|h| h.as_ref())
+    }
+
+    /// AcceptPathInfo: None for Default.
+    pub fn accept_path_info(&self) -> Option<bool> {
+        self.layers.iter().rev().find_map(|l| l.accept_path_info).flatten()
+    }
+
+    pub fn fcgi_backend_type(&self) -> FcgiBackendType {
+        self.layers.iter().rev().find_map(|l| l.fcgi_backend_type).unwrap_or(FcgiBackendType::Fpm)
     }
 
     pub fn limit_request_body(&self) -> u64 {
         self.layers.iter().rev().find_map(|l| l.limit_request_body).unwrap_or(DEFAULT_LIMIT_REQUEST_BODY)
+    }
+}
+
+/// ProxyPassMatch's `$1`..`$9` (and `$0`) in a target path. Not regex's
+/// `Captures::expand`: there `$1x` names a group "1x", here it is `$1`
+/// then `x`, as in Apache.
+fn expand_dollars(template: &str, caps: &regex::Captures, out: &mut String) {
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' {
+            if let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                chars.next();
+                out.push_str(caps.get(d as usize).map_or("", |m| m.as_str()));
+                continue;
+            }
+        }
+        out.push(c);
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use warren_config::LogLevel;
+use warren_config::{Handler, LogLevel};
 use warren_http::RequestHead;
 
 use crate::file_cache::{CachedFile, FileIdentity, MAX_ENTRY};
@@ -83,10 +83,19 @@ pub fn serve(
         let mut index_url = url.to_vec();
         index_url.extend_from_slice(index.as_bytes());
         let eff = site.effective(host, Some(&candidate), &index_url);
+        if let Some(Some(Handler::FastCgi(backend))) = eff.handler() {
+            return site.script_gateway(host, head, conn, &eff, backend, candidate, &index_url, 0, query);
+        }
+        if let Some(r) = site.static_method(host, head, conn) {
+            return Outcome::Ready(r);
+        }
         if !site.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
             return Outcome::Ready(site.error(host, 403, head, conn, &format!("client denied by server configuration: {}", candidate.display())));
         }
         return Outcome::Ready(serve_regular(site, host, head, conn, &eff, &meta, candidate));
+    }
+    if let Some(r) = site.static_method(host, head, conn) {
+        return Outcome::Ready(r);
     }
     if options.indexes {
         let url = url.to_vec();
@@ -147,11 +156,11 @@ fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<
     if let Some(early) = precondition_response(&mut r, head, v) {
         return early;
     }
-    r.headers.push(("Last-Modified", v.last_modified.clone()));
-    r.headers.push(("ETag", v.etag.clone()));
-    r.headers.push(("Accept-Ranges", "bytes".into()));
+    r.add("Last-Modified", v.last_modified.clone());
+    r.add("ETag", v.etag.clone());
+    r.add("Accept-Ranges", "bytes");
     if let Some(t) = ctype {
-        r.headers.push(("Content-Type", t));
+        r.add("Content-Type", t);
     }
     r.body = body;
     r
@@ -424,20 +433,20 @@ pub fn serve_file(site: &Site, host: usize, head: &RequestHead, eff: &Effective,
         }
         _ => Ranges::Whole,
     };
-    r.headers.push(("Last-Modified", v.last_modified));
-    r.headers.push(("ETag", v.etag));
-    r.headers.push(("Accept-Ranges", "bytes".into()));
+    r.add("Last-Modified", v.last_modified);
+    r.add("ETag", v.etag);
+    r.add("Accept-Ranges", "bytes");
     match ranges {
         Ranges::Whole => {
             if let Some(t) = ctype {
-                r.headers.push(("Content-Type", t));
+                r.add("Content-Type", t);
             }
             r.body = Body::File { file, start: 0, len: size };
         }
         Ranges::Unsatisfiable => {
             r.status = 416;
-            r.headers.push(("Content-Range", format!("bytes */{size}")));
-            r.headers.push(("Content-Type", "text/html; charset=iso-8859-1".into()));
+            r.add("Content-Range", format!("bytes */{size}"));
+            r.add("Content-Type", "text/html; charset=iso-8859-1");
             r.body = Body::Bytes(format!(
                 "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>416 Range Not Satisfiable</title>\n</head><body>\n<h1>Range Not Satisfiable</h1>\n<p>None of the ranges overlap the {size} bytes of this resource.</p>\n</body></html>\n"
             ).into_bytes());
@@ -445,9 +454,9 @@ pub fn serve_file(site: &Site, host: usize, head: &RequestHead, eff: &Effective,
         Ranges::Some(list) if list.len() == 1 => {
             let (first, last) = list[0];
             r.status = 206;
-            r.headers.push(("Content-Range", format!("bytes {first}-{last}/{size}")));
+            r.add("Content-Range", format!("bytes {first}-{last}/{size}"));
             if let Some(t) = ctype {
-                r.headers.push(("Content-Type", t));
+                r.add("Content-Type", t);
             }
             r.body = Body::File { file, start: first, len: last - first + 1 };
         }
@@ -462,7 +471,7 @@ pub fn serve_file(site: &Site, host: usize, head: &RequestHead, eff: &Effective,
                 parts.push(Part::FileRange { start: *first, len: last - first + 1 });
             }
             parts.push(Part::Bytes(format!("\r\n--{b}--\r\n").into_bytes()));
-            r.headers.push(("Content-Type", format!("multipart/byteranges; boundary={b}")));
+            r.add("Content-Type", format!("multipart/byteranges; boundary={b}"));
             r.body = Body::Parts { file, parts };
         }
     }

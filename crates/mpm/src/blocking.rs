@@ -4,19 +4,19 @@
 //! thread waits in `read` (and so is tied up by an idle keep-alive client,
 //! as in Apache: that is what prefork and worker users compare).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::PollFlags;
 use warren_handler::router::LogWriters;
-use warren_handler::{ConnInfo, Outcome, Response, Site};
-use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead};
+use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
+use warren_http::{parse_head, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead};
 
-use crate::exchange::{head_limits, keep_alive_policy, panic_response, Exchange, Output};
+use crate::exchange::{head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
+use crate::gateway::{self, ClientBody};
 use crate::scoreboard::{State, WorkerSlot};
 
 /// How long a half-closed connection is drained before it is closed.
@@ -105,18 +105,6 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Writes all of `out`; false if the client stalled past Timeout or went away.
-    fn write_out(&self, stream: &TcpStream, out: &mut Output) -> bool {
-        loop {
-            match out.flush(stream) {
-                Ok(true) => return true,
-                // Non-blocking: the socket is full, wait for room. Blocking: SO_SNDTIMEO passed.
-                Ok(false) if self.nonblocking && wait_for(stream, PollFlags::POLLOUT, self.timeout) => {}
-                Ok(false) | Err(_) => return false,
-            }
-        }
-    }
-
     /// Sets the receive timeout, rounded to 10 ms, if it changes.
     fn set_read_timeout(&mut self, stream: &TcpStream, wait: Duration) {
         let wait = Duration::from_millis((wait.as_millis() as u64).div_ceil(10).max(1) * 10);
@@ -158,20 +146,35 @@ impl<'a> Worker<'a> {
             let received = head.wire_len() as u64;
             let mut ex = Exchange::new(Some(head), keep_alive, received);
             ex.note_start(self.slot, self.site, &info);
-            if let Err(e) = self.read_body(&stream, &mut rbuf, &mut ex, &info) {
+            if let Err(e) = self.check_body_limit(&mut ex, &info) {
                 let resp = ex.body_error(&e, self.site, &info);
                 self.finish(&stream, &info, &mut ex, resp, served);
                 return;
             }
             self.slot.set(State::Writing);
             let head = ex.head.as_ref().expect("head");
-            let resp = match catch_unwind(AssertUnwindSafe(|| match self.site.handle(head, &info) {
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.site.handle(head, &info)))
+                .unwrap_or_else(|_| Outcome::Ready(panic_response(self.site, head, &info)));
+            let resp = match outcome {
+                Outcome::Gateway(gw) => {
+                    let sent = gateway::serve(self.site, &stream, &info, &mut rbuf, &mut ex, gw, self.timeout, &mut self.date, &mut self.scratch);
+                    if !self.after_response(&stream, &info, &mut ex, sent, served) {
+                        return;
+                    }
+                    continue;
+                }
                 Outcome::Ready(r) => r,
-                Outcome::Blocking(work) => work(),
-            })) {
-                Ok(r) => r,
-                Err(_) => panic_response(self.site, head, &info),
+                Outcome::Blocking(work) => {
+                    let head = ex.head.as_ref().expect("head");
+                    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| panic_response(self.site, head, &info))
+                }
             };
+            // Static answers do not read the body: it is discarded.
+            if let Err(e) = self.discard_body(&stream, &mut rbuf, &mut ex) {
+                let resp = ex.body_error(&e, self.site, &info);
+                self.finish(&stream, &info, &mut ex, resp, served);
+                return;
+            }
             if !self.finish(&stream, &info, &mut ex, resp, served) {
                 return;
             }
@@ -183,7 +186,13 @@ impl<'a> Worker<'a> {
         self.slot.set(State::Writing);
         let mut out = Output::default();
         out.encode(ex, resp, self.site, &mut self.date, &mut self.scratch);
-        let sent = self.write_out(stream, &mut out);
+        let sent = out.write_all(stream, self.timeout);
+        self.after_response(stream, info, ex, sent, served)
+    }
+
+    /// Logs the response and says whether the connection goes on; if not,
+    /// closes it (lingering when unread input may remain).
+    fn after_response(&mut self, stream: &TcpStream, info: &ConnInfo, ex: &mut Exchange, sent: bool, served: u32) -> bool {
         self.slot.set(State::Logging);
         ex.log(&mut self.logs, self.site, info, served, !sent);
         self.slot.end_request(ex.bytes_sent, ex.start.elapsed().as_micros() as u64);
@@ -249,60 +258,35 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Reads and discards the request body, enforcing LimitRequestBody.
-    fn read_body(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, ex: &mut Exchange, info: &ConnInfo) -> Result<(), HttpError> {
+    /// LimitRequestBody against a declared Content-Length, before anything
+    /// of the body is read.
+    fn check_body_limit(&self, ex: &mut Exchange, info: &ConnInfo) -> Result<(), HttpError> {
         let head = ex.head.as_ref().expect("head");
-        let framing = head.framing;
-        if framing == BodyFraming::None {
+        if head.framing == BodyFraming::None {
             return Ok(());
         }
         let limit = self.site.body_limit(head, info);
-        if let BodyFraming::Length(n) = framing {
-            if n > limit {
-                return Err(HttpError::new(413, format!("request body of {n} bytes larger than LimitRequestBody ({limit})")));
-            }
-        }
-        if head.expect_continue {
-            let _ = (&*stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
-        }
-        let mut dec = BodyDecoder::new(framing);
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            let used = dec.feed(rbuf, &mut |_| {})?;
-            rbuf.drain(..used);
-            ex.bytes_received += used as u64;
-            if dec.received > limit {
-                return Err(HttpError::new(413, format!("request body larger than LimitRequestBody ({limit})")));
-            }
-            if dec.is_done() {
-                return Ok(());
-            }
-            match self.read_within(stream, &mut buf, self.timeout) {
-                Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),
-                Ok(n) => rbuf.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                    return Err(HttpError::new(408, "timeout reading the request body"))
-                }
-                Err(e) => return Err(HttpError::new(400, format!("error reading the request body: {e}"))),
-            }
+        ex.body_limit = limit;
+        match head.framing {
+            BodyFraming::Length(n) if n > limit => Err(HttpError::new(413, format!("request body of {n} bytes larger than LimitRequestBody ({limit})"))),
+            _ => Ok(()),
         }
     }
-}
 
-/// Waits until the socket is ready for `what`, at most `wait`. A signal
-/// (graceful stop, log reopening) does not cut the wait short.
-fn wait_for(stream: &TcpStream, what: PollFlags, wait: Duration) -> bool {
-    let until = Instant::now() + wait;
-    loop {
-        let left = until.saturating_duration_since(Instant::now());
-        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-        let mut fds = [PollFd::new(stream.as_fd(), what)];
-        match poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
-            Ok(n) => return n > 0,
-            Err(nix::errno::Errno::EINTR) if Instant::now() < until => continue,
-            Err(_) => return false,
-        }
+    /// Reads and discards the request body, enforcing LimitRequestBody.
+    fn discard_body(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, ex: &mut Exchange) -> Result<(), HttpError> {
+        let head = ex.head.as_ref().expect("head");
+        let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, self.timeout);
+        let mut sink = [0u8; 16 * 1024];
+        let result = loop {
+            match body.read(&mut sink) {
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
+        };
+        ex.bytes_received += body.wire_bytes;
+        result
     }
 }
 

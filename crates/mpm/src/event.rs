@@ -23,7 +23,7 @@ use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, H
 
 use crate::exchange::{head_limits, keep_alive_policy, panic_response, Exchange, Output};
 use crate::listen::{self, Listener};
-use crate::pool::WorkerPool;
+use crate::pool::{GatewayJob, Job, Outcome as PoolOutcome, WorkerPool};
 use crate::scoreboard::{Scoreboard, State};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -56,6 +56,9 @@ struct Conn {
     deadline: Instant,
     served: u32,
     req: Option<Exchange>,
+    /// The handler's answer, decided at the head, waiting for the body to
+    /// be read (and discarded).
+    pending: Option<Outcome>,
 }
 
 pub struct EventLoop {
@@ -100,7 +103,7 @@ impl EventLoop {
         signal_fd: Option<std::os::fd::OwnedFd>,
     ) -> io::Result<EventLoop> {
         let s = &site.settings;
-        let pool = WorkerPool::start(s.tuning.threads_per_child, sb.clone(), slot)?;
+        let pool = WorkerPool::start(s.tuning.threads_per_child, site.clone(), sb.clone(), slot)?;
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         for (i, l) in listeners.iter().enumerate() {
             // EPOLLEXCLUSIVE: one idle child wakes per connection, not all.
@@ -246,6 +249,7 @@ impl EventLoop {
                 deadline: Instant::now() + self.timeout,
                 served: 0,
                 req: None,
+                pending: None,
             };
             let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
             if self.epoll.add(&conn.stream, EpollEvent::new(flags, slot as u64)).is_err() {
@@ -400,57 +404,91 @@ impl EventLoop {
         }
     }
 
+    /// A request head has arrived: route it at once. A FastCGI request takes
+    /// the connection to a worker thread, body and all; any other answer
+    /// waits for the body to be read and discarded.
     fn start_request(&mut self, slot: usize, head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
         c.served += 1;
         let keep_alive = !self.stopping && self.keep_alive.keep_alive(&head, c.served);
         let framing = head.framing;
         let received = head.wire_len() as u64;
-        let req = Exchange::new(Some(head), keep_alive, received);
-        if framing == BodyFraming::None {
-            c.req = Some(req);
-            self.dispatch(slot);
-            return;
-        }
+        let mut req = Exchange::new(Some(head), keep_alive, received);
         let head_ref = req.head.as_ref().expect("head");
-        let limit = self.site.body_limit(head_ref, &c.info);
-        let expect = head_ref.expect_continue;
-        c.req = Some(req);
-        if let BodyFraming::Length(n) = framing {
-            if n > limit {
-                let e = HttpError::new(413, format!("request body of {n} bytes larger than LimitRequestBody ({limit})"));
-                self.body_error(slot, e);
-                return;
+        if framing != BodyFraming::None {
+            let limit = self.site.body_limit(head_ref, &c.info);
+            req.body_limit = limit;
+            if let BodyFraming::Length(n) = framing {
+                if n > limit {
+                    c.req = Some(req);
+                    let e = HttpError::new(413, format!("request body of {n} bytes larger than LimitRequestBody ({limit})"));
+                    self.body_error(slot, e);
+                    return;
+                }
             }
         }
+        req.note_start(self.sb.worker(self.slot, 0), &self.site, &c.info);
+        let site = &self.site;
+        let info = c.info;
+        let head_ref = req.head.as_ref().expect("head");
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head_ref, &info)))
+            .unwrap_or_else(|_| Outcome::Ready(panic_response(site, head_ref, &info)));
+        c.req = Some(req);
+        if let Outcome::Gateway(gw) = outcome {
+            self.lend(slot, gw);
+            return;
+        }
+        if framing == BodyFraming::None {
+            self.settle(slot, outcome);
+            return;
+        }
         let c = self.conns[slot].as_mut().expect("conn");
-        if expect {
-            // Static resources read and discard the body; say so before the client sends it.
+        c.pending = Some(outcome);
+        let req = c.req.as_mut().expect("req");
+        if req.head.as_ref().expect("head").expect_continue {
+            // The body will be read and discarded; say so before the client sends it.
             let _ = c.stream.write(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
-        let req = c.req.as_mut().expect("req");
         req.decoder = Some(BodyDecoder::new(framing));
-        req.body_limit = limit;
         c.phase = Phase::ReadingBody;
         c.deadline = Instant::now() + self.timeout;
     }
 
+    /// Lends the connection to a worker thread for a FastCGI exchange.
+    fn lend(&mut self, slot: usize, gateway: Box<warren_handler::fastcgi::Gateway>) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let stream = match c.stream.try_clone() {
+            Ok(s) => s,
+            Err(e) => {
+                self.site.error_log.error(Some(c.info.peer), &format!("cannot hand the connection to a worker thread: {e}"));
+                self.abort(slot);
+                return;
+            }
+        };
+        let exchange = c.req.take().expect("request in flight");
+        let job = GatewayJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway };
+        c.waiting_worker = true;
+        c.deadline = Instant::now() + Duration::from_secs(3600);
+        self.pool.submit(slot, c.generation, Job::Gateway(job));
+    }
+
+    /// The body is in (or there was none): answer as the handler decided.
     fn dispatch(&mut self, slot: usize) {
         let c = self.conns[slot].as_mut().expect("conn");
-        let ex = c.req.as_ref().expect("request in flight");
-        ex.note_start(self.sb.worker(self.slot, 0), &self.site, &c.info);
-        let head = ex.head.as_ref().expect("head");
-        let site = &self.site;
-        let info = c.info;
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head, &info)))
-            .unwrap_or_else(|_| Outcome::Ready(panic_response(site, head, &info)));
+        let Some(outcome) = c.pending.take() else { return };
+        self.settle(slot, outcome);
+    }
+
+    fn settle(&mut self, slot: usize, outcome: Outcome) {
+        let c = self.conns[slot].as_mut().expect("conn");
         match outcome {
             Outcome::Ready(resp) => self.respond(slot, resp),
             Outcome::Blocking(work) => {
                 c.waiting_worker = true;
                 c.deadline = Instant::now() + Duration::from_secs(3600);
-                self.pool.submit(slot, c.generation, work);
+                self.pool.submit(slot, c.generation, Job::Respond(work));
             }
+            Outcome::Gateway(gw) => self.lend(slot, gw),
         }
     }
 
@@ -463,14 +501,31 @@ impl EventLoop {
             }
             let c = self.conns[done.slot].as_mut().expect("conn");
             c.waiting_worker = false;
-            let resp = match done.response {
-                Some(r) => r,
-                None => {
-                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                    panic_response(&self.site, head, &c.info)
+            match done.outcome {
+                PoolOutcome::Response(r) => {
+                    let resp = match r {
+                        Some(r) => r,
+                        None => {
+                            let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                            panic_response(&self.site, head, &c.info)
+                        }
+                    };
+                    self.respond(done.slot, resp);
                 }
-            };
-            self.respond(done.slot, resp);
+                PoolOutcome::Gateway { rbuf, exchange, sent } => {
+                    c.rbuf = rbuf;
+                    c.req = Some(exchange);
+                    // The worker may have taken the input that an edge announced.
+                    c.readable = true;
+                    if !sent {
+                        self.abort(done.slot);
+                        continue;
+                    }
+                    if !self.finish_response(done.slot) {
+                        continue;
+                    }
+                }
+            }
             self.drive(done.slot);
         }
     }
@@ -491,6 +546,7 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let resp = c.req.as_mut().expect("req").body_error(&e, &self.site, &c.info);
         c.rbuf.clear();
+        c.pending = None;
         self.respond(slot, resp);
     }
 

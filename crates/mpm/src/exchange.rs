@@ -11,12 +11,14 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use warren_config::Settings;
 use warren_handler::logs::LogRecord;
 use warren_handler::router::LogWriters;
-use warren_handler::{Body, ConnInfo, Part, Response, Site};
+use warren_handler::{Body, BodySource, ConnInfo, Part, Response, Site};
 use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
 use warren_http::{BodyDecoder, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead, Version};
 
@@ -42,6 +44,33 @@ pub fn panic_response(site: &Site, head: &RequestHead, info: &ConnInfo) -> Respo
     warren_handler::errors::respond(site, 0, 500, Some(head), info)
 }
 
+/// Waits until the socket is ready for `what`, at most `wait`. A signal
+/// (graceful stop, log reopening) does not cut the wait short.
+pub fn wait_for(stream: &TcpStream, what: PollFlags, wait: Duration) -> bool {
+    let until = Instant::now() + wait;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let mut fds = [PollFd::new(stream.as_fd(), what)];
+        match poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
+            Ok(n) => return n > 0,
+            Err(nix::errno::Errno::EINTR) if Instant::now() < until => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// A response body produced while it is sent, and how it is framed.
+pub struct Streaming {
+    pub source: Box<dyn BodySource>,
+    /// Sent as chunks (HTTP/1.1 and no length from the application).
+    pub chunked: bool,
+    /// The length the application announced, counted down.
+    pub remaining: Option<u64>,
+    /// False for HEAD: the body is read from the application, not sent.
+    pub send: bool,
+}
+
 /// What remains to be sent after the write buffer.
 pub enum Chunk {
     Bytes(Vec<u8>),
@@ -63,7 +92,7 @@ pub struct Exchange {
     pub bytes_received: u64,
     pub host: usize,
     pub filename: Option<PathBuf>,
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<(warren_handler::HeaderName, String)>,
     pub decoder: Option<BodyDecoder>,
     /// LimitRequestBody for this request (u64::MAX: unlimited).
     pub body_limit: u64,
@@ -159,6 +188,8 @@ pub struct Output {
     pub wbuf: Vec<u8>,
     pub wpos: usize,
     pub queue: VecDeque<Chunk>,
+    /// A streamed body, sent after the rest by whoever can block for it.
+    pub streaming: Option<Streaming>,
 }
 
 impl Output {
@@ -188,14 +219,30 @@ impl Output {
         }
         let with_body = status_allows_body(resp.status);
         let len = resp.body.len();
-        if with_body {
-            write_content_length(out, len);
+        let mut chunked = false;
+        match &resp.body {
+            Body::Stream { len: None, .. } if with_body && !is_head => {
+                if version == Version::Http11 {
+                    chunked = true;
+                    write_header(out, "Transfer-Encoding", "chunked");
+                } else {
+                    // HTTP/1.0 learns where the body ends from the close.
+                    ex.keep_alive = false;
+                }
+            }
+            Body::Stream { len: None, .. } => {}
+            _ if with_body => write_content_length(out, len),
+            _ => {}
         }
         write_connection(out, version, ex.keep_alive);
         out.extend_from_slice(b"\r\n");
         let head_len = out.len() as u64;
         let mut sent_body = 0;
-        if with_body && !is_head {
+        if let Body::Stream { source, len } = resp.body {
+            // Counted in bytes_sent as it goes out.
+            let send = with_body && !is_head;
+            self.streaming = Some(Streaming { source, chunked, remaining: len, send });
+        } else if with_body && !is_head {
             sent_body = len;
             match resp.body {
                 Body::Empty => {}
@@ -219,6 +266,7 @@ impl Output {
                         });
                     }
                 }
+                Body::Stream { .. } => unreachable!("taken above"),
             }
         }
         ex.status = resp.status;
@@ -287,10 +335,24 @@ impl Output {
         }
     }
 
+    /// Writes all that is pending, waiting for room at most `timeout` each
+    /// time; false if the client stalled or went away. For a thread that
+    /// may block; the socket may be blocking or not.
+    pub fn write_all(&mut self, stream: &TcpStream, timeout: Duration) -> bool {
+        loop {
+            match self.flush(stream) {
+                Ok(true) => return true,
+                Ok(false) if wait_for(stream, PollFlags::POLLOUT, timeout) => {}
+                Ok(false) | Err(_) => return false,
+            }
+        }
+    }
+
     /// Releases buffers between requests (idle connections hold none).
     pub fn release(&mut self) {
         self.wbuf = Vec::new();
         self.wpos = 0;
         self.queue.clear();
+        self.streaming = None;
     }
 }

@@ -22,6 +22,7 @@
 pub mod blocking;
 pub mod event;
 pub mod exchange;
+pub mod gateway;
 pub mod listen;
 pub mod parent;
 pub mod pool;

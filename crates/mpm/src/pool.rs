@@ -1,5 +1,7 @@
 //! Worker threads of an event child: they run the handler's blocking work
-//! and hand the response back to the event loop, which writes it.
+//! and hand the response back to the event loop, which writes it; or they
+//! take a connection for a whole FastCGI exchange (`gateway`) and hand the
+//! connection back.
 
 use std::os::fd::AsFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -7,23 +9,53 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use nix::sys::eventfd::{EfdFlags, EventFd};
-use warren_handler::Response;
+use std::net::TcpStream;
 
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use warren_handler::fastcgi::Gateway;
+use warren_handler::{ConnInfo, Response, Site};
+use warren_http::DateCache;
+
+use crate::exchange::Exchange;
+use crate::gateway;
 use crate::scoreboard::{Scoreboard, State};
 
 pub type Work = Box<dyn FnOnce() -> Response + Send>;
+
+pub enum Job {
+    /// Compute a response for the loop to write.
+    Respond(Work),
+    /// Run a FastCGI exchange on the connection, writing the response.
+    Gateway(GatewayJob),
+}
+
+/// A connection lent to a worker thread for one FastCGI exchange.
+pub struct GatewayJob {
+    /// A duplicate of the loop's socket (the loop keeps it registered).
+    pub stream: TcpStream,
+    pub info: ConnInfo,
+    pub rbuf: Vec<u8>,
+    pub exchange: Exchange,
+    pub gateway: Box<Gateway>,
+}
+
+pub enum Outcome {
+    /// None if the work panicked.
+    Response(Option<Response>),
+    /// The exchange is over: what is left of the input, the exchange to log,
+    /// and whether its response went out whole.
+    Gateway { rbuf: Vec<u8>, exchange: Exchange, sent: bool },
+}
 
 /// A finished piece of work, for the connection `(slot, generation)`.
 pub struct Done {
     pub slot: usize,
     pub generation: u64,
-    /// None if the work panicked.
-    pub response: Option<Response>,
+    pub outcome: Outcome,
 }
 
 pub struct WorkerPool {
-    jobs: Option<Sender<(usize, u64, Work)>>,
+    jobs: Option<Sender<(usize, u64, Job)>>,
     pub done: Receiver<Done>,
     /// Readable when `done` has something; the event loop polls it.
     pub wake: Arc<EventFd>,
@@ -33,8 +65,8 @@ pub struct WorkerPool {
 impl WorkerPool {
     /// Starts `threads` threads; thread i shows its state in worker slot
     /// i + 1 of the child's process slot (slot 0 is the event loop's).
-    pub fn start(threads: u32, sb: Arc<Scoreboard>, slot: usize) -> std::io::Result<WorkerPool> {
-        let (job_tx, job_rx) = channel::<(usize, u64, Work)>();
+    pub fn start(threads: u32, site: Arc<Site>, sb: Arc<Scoreboard>, slot: usize) -> std::io::Result<WorkerPool> {
+        let (job_tx, job_rx) = channel::<(usize, u64, Job)>();
         let (done_tx, done_rx) = channel::<Done>();
         let job_rx = Arc::new(Mutex::new(job_rx));
         let wake = Arc::new(EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)?);
@@ -44,32 +76,45 @@ impl WorkerPool {
             let done_tx = done_tx.clone();
             let wake = wake.clone();
             let sb = sb.clone();
+            let site = site.clone();
             let h = std::thread::Builder::new()
                 .name(format!("worker-{i}"))
                 .stack_size(256 * 1024)
-                .spawn(move || loop {
-                    let ws = sb.worker(slot, i as usize + 1);
-                    ws.set(State::Ready);
-                    let job = job_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok((conn, generation, work)) = job else {
-                        ws.set(State::Dead);
-                        return;
-                    };
-                    ws.set(State::Writing);
-                    let response = catch_unwind(AssertUnwindSafe(work)).ok();
-                    if done_tx.send(Done { slot: conn, generation, response }).is_err() {
-                        return;
+                .spawn(move || {
+                    let mut date = DateCache::default();
+                    let mut scratch = Vec::new();
+                    loop {
+                        let ws = sb.worker(slot, i as usize + 1);
+                        ws.set(State::Ready);
+                        let job = job_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok((conn, generation, job)) = job else {
+                            ws.set(State::Dead);
+                            return;
+                        };
+                        ws.set(State::Writing);
+                        let outcome = match job {
+                            Job::Respond(work) => Outcome::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
+                            Job::Gateway(mut g) => {
+                                g.exchange.note_start(ws, &site, &g.info);
+                                let timeout = site.settings.timeout;
+                                let sent = gateway::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, g.gateway, timeout, &mut date, &mut scratch);
+                                Outcome::Gateway { rbuf: g.rbuf, exchange: g.exchange, sent }
+                            }
+                        };
+                        if done_tx.send(Done { slot: conn, generation, outcome }).is_err() {
+                            return;
+                        }
+                        let _ = wake.write(1);
                     }
-                    let _ = wake.write(1);
                 })?;
             handles.push(h);
         }
         Ok(WorkerPool { jobs: Some(job_tx), done: done_rx, wake, threads: handles })
     }
 
-    pub fn submit(&self, slot: usize, generation: u64, work: Work) {
+    pub fn submit(&self, slot: usize, generation: u64, job: Job) {
         if let Some(tx) = &self.jobs {
-            let _ = tx.send((slot, generation, work));
+            let _ = tx.send((slot, generation, job));
         }
     }
 

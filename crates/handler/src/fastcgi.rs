@@ -1,0 +1,762 @@
+//! The FastCGI proxy, as Apache's mod_proxy_fcgi and nginx's fastcgi_pass:
+//! a request routed to a FastCGI application (by `SetHandler proxy:...`,
+//! `ProxyPass` or `ProxyPassMatch`) becomes a [`Gateway`] plan holding the
+//! backend and the CGI/1.1 variables (RFC 3875). The MPM runs the plan with
+//! [`Site::run_gateway`] on a thread that may block; it streams the request
+//! body to the application as the client sends it (a chunked body is spooled
+//! first, so the application gets CONTENT_LENGTH) and answers with the
+//! application's headers and a [`Body::Stream`] of its output, so `flush()`
+//! in a script reaches the client at once.
+//!
+//! Failures are answered as Apache does: backend unreachable 503, no answer
+//! within ProxyTimeout 504, a broken or oversized header block 502; an
+//! application that dies mid-body makes the MPM close the connection rather
+//! than end the body as if complete.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use warren_config::{FcgiAddr, FcgiBackend, LogLevel};
+use warren_fcgi::{Client, Event, ProtocolStatus};
+use warren_http::{parse_head, HeadLimits, HttpError, RequestHead};
+
+use crate::logs::{strip_port, ErrorLog};
+use crate::{Body, BodySource, ConnInfo, HeaderName, Outcome, RequestBody, Response, Site};
+
+/// A response header block larger than this is refused with 502.
+pub const MAX_HEADER_BLOCK: usize = 64 * 1024;
+/// A chunked request body up to this size is spooled in memory, beyond it
+/// in an unlinked temporary file.
+const SPOOL_IN_MEMORY: usize = 64 * 1024;
+/// Internal redirects (a local `Location:`) followed for one request.
+const MAX_REDIRECTS: u8 = 10;
+/// Idle kept-alive backend connections kept per site (`enablereuse=on`).
+const MAX_IDLE_BACKENDS: usize = 64;
+
+/// A request to run on a FastCGI application.
+pub struct Gateway {
+    pub host: usize,
+    pub backend: FcgiBackend,
+    pub timeout: Duration,
+    /// The CGI variables but CONTENT_LENGTH, known once the body is.
+    params: Vec<(HeaderName, Vec<u8>)>,
+    /// The script, for log lines.
+    script: String,
+    /// Internal redirects already followed to get here.
+    redirects: u8,
+}
+
+/// Where a request maps: the script and the rest of the path after it.
+pub struct ScriptTarget<'a> {
+    /// SCRIPT_FILENAME: the file (or the backend's path) to run.
+    pub filename: String,
+    /// SCRIPT_NAME: the URL path of the script.
+    pub name: &'a [u8],
+    /// PATH_INFO: what follows the script in the URL path (may be empty).
+    pub path_info: &'a [u8],
+}
+
+/// A connection to a FastCGI application.
+pub enum BackendStream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl BackendStream {
+    fn connect(addr: &FcgiAddr, timeout: Duration) -> io::Result<BackendStream> {
+        let s = match addr {
+            FcgiAddr::Unix(p) => BackendStream::Unix(UnixStream::connect(p)?),
+            FcgiAddr::Tcp { host, port } => {
+                let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host} resolves to no address"));
+                let mut found = None;
+                for a in std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), *port))? {
+                    match TcpStream::connect_timeout(&a, timeout) {
+                        Ok(s) => {
+                            let _ = s.set_nodelay(true);
+                            found = Some(s);
+                            break;
+                        }
+                        Err(e) => last = e,
+                    }
+                }
+                BackendStream::Tcp(found.ok_or(last)?)
+            }
+        };
+        s.set_timeouts(timeout)?;
+        Ok(s)
+    }
+
+    fn set_timeouts(&self, t: Duration) -> io::Result<()> {
+        match self {
+            BackendStream::Unix(s) => {
+                s.set_read_timeout(Some(t))?;
+                s.set_write_timeout(Some(t))
+            }
+            BackendStream::Tcp(s) => {
+                s.set_read_timeout(Some(t))?;
+                s.set_write_timeout(Some(t))
+            }
+        }
+    }
+
+    /// An idle kept connection is usable if the application has neither
+    /// closed it nor sent anything on it.
+    fn idle_and_open(&self) -> bool {
+        let fd = match self {
+            BackendStream::Unix(s) => s.as_raw_fd(),
+            BackendStream::Tcp(s) => s.as_raw_fd(),
+        };
+        let mut b = [0u8; 1];
+        // SAFETY: a valid one-byte buffer and an open socket.
+        let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+    }
+}
+
+impl Read for BackendStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            BackendStream::Unix(s) => s.read(buf),
+            BackendStream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for BackendStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            BackendStream::Unix(s) => s.write(buf),
+            BackendStream::Tcp(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Kept-alive connections to backends, for `enablereuse=on`.
+#[derive(Default)]
+pub struct BackendPool {
+    idle: Mutex<Vec<(FcgiAddr, BackendStream)>>,
+}
+
+impl BackendPool {
+    fn take(&self, addr: &FcgiAddr) -> Option<BackendStream> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(i) = idle.iter().rposition(|(a, _)| a == addr) {
+            let (_, s) = idle.swap_remove(i);
+            if s.idle_and_open() {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    fn put(&self, addr: &FcgiAddr, s: BackendStream) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE_BACKENDS {
+            idle.push((addr.clone(), s));
+        }
+    }
+}
+
+fn describe(addr: &FcgiAddr) -> String {
+    match addr {
+        FcgiAddr::Unix(p) => format!("unix:{}", p.display()),
+        FcgiAddr::Tcp { host, port } => format!("{host}:{port}"),
+    }
+}
+
+/// Why a backend exchange failed, and the status it earns.
+struct Failure {
+    status: u16,
+    why: String,
+}
+
+impl Failure {
+    fn io(what: &str, addr: &FcgiAddr, e: &io::Error) -> Failure {
+        let status = match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => 504,
+            _ => 502,
+        };
+        let why = if status == 504 {
+            format!("FastCGI: timeout {what} {} (ProxyTimeout)", describe(addr))
+        } else {
+            format!("FastCGI: error {what} {}: {e}", describe(addr))
+        };
+        Failure { status, why }
+    }
+}
+
+/// The request body as the application will get it.
+enum Spooled {
+    None,
+    /// Read from the client while it is sent (Content-Length known).
+    Streamed(u64),
+    Memory(Vec<u8>),
+    File(File, u64),
+}
+
+impl Site {
+    /// The plan for running `target` on `backend`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gateway(
+        &self,
+        host: usize,
+        head: &RequestHead,
+        conn: &ConnInfo,
+        backend: &FcgiBackend,
+        target: ScriptTarget,
+        query: &[u8],
+    ) -> Outcome {
+        let h = &self.hosts[host];
+        let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
+        let params = self.cgi_params(host, head, conn, &target, query);
+        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0 }))
+    }
+
+    /// The CGI/1.1 variables of RFC 3875 and those PHP expects.
+    fn cgi_params(&self, host: usize, head: &RequestHead, conn: &ConnInfo, target: &ScriptTarget, query: &[u8]) -> Vec<(HeaderName, Vec<u8>)> {
+        let h = &self.hosts[host];
+        let root = h.config.document_root.to_string_lossy().into_owned();
+        let server_name = match head.host() {
+            Some(v) if !v.is_empty() => strip_port(v).to_vec(),
+            _ => h.name.clone().into_bytes(),
+        };
+        let mut p: Vec<(HeaderName, Vec<u8>)> = Vec::with_capacity(32);
+        let mut set = |n: &'static str, v: Vec<u8>| p.push((HeaderName::Borrowed(n), v));
+        set("GATEWAY_INTERFACE", b"CGI/1.1".to_vec());
+        set("SERVER_SOFTWARE", self.server_header.clone().into_bytes());
+        set("SERVER_NAME", server_name);
+        set("SERVER_ADDR", conn.local.ip().to_string().into_bytes());
+        set("SERVER_PORT", conn.local.port().to_string().into_bytes());
+        set("SERVER_PROTOCOL", head.version.as_str().as_bytes().to_vec());
+        set("REMOTE_ADDR", conn.peer.ip().to_string().into_bytes());
+        set("REMOTE_PORT", conn.peer.port().to_string().into_bytes());
+        set("REQUEST_METHOD", head.method().as_bytes().to_vec());
+        set("REQUEST_URI", head.path_and_query().to_vec());
+        set("REQUEST_SCHEME", b"http".to_vec());
+        set("QUERY_STRING", query.strip_prefix(b"?").unwrap_or(query).to_vec());
+        set("SCRIPT_NAME", target.name.to_vec());
+        set("SCRIPT_FILENAME", target.filename.clone().into_bytes());
+        if !target.path_info.is_empty() {
+            set("PATH_INFO", target.path_info.to_vec());
+            let mut translated = root.clone().into_bytes();
+            translated.extend_from_slice(target.path_info);
+            set("PATH_TRANSLATED", translated);
+        }
+        set("DOCUMENT_ROOT", root.clone().into_bytes());
+        set("CONTEXT_DOCUMENT_ROOT", root.into_bytes());
+        set("CONTEXT_PREFIX", Vec::new());
+        if let Some(admin) = &h.config.server_admin {
+            set("SERVER_ADMIN", admin.clone().into_bytes());
+        }
+        // php-cgi built with force-cgi-redirect refuses to run without it.
+        set("REDIRECT_STATUS", b"200".to_vec());
+        if let Some(t) = head.header("content-type") {
+            set("CONTENT_TYPE", t.to_vec());
+        }
+        // Every other header as HTTP_*: repeated ones joined, as one field.
+        // Proxy is left out (httpoxy, CVE-2016-5385); names with `_` too, so
+        // that `X_Forwarded_For` cannot pose as `X-Forwarded-For`.
+        let mut http: Vec<(String, Vec<u8>)> = Vec::new();
+        drop(set);
+        for (name, value) in head.headers() {
+            if name.eq_ignore_ascii_case(b"content-type") || name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"proxy") {
+                continue;
+            }
+            if !name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-') {
+                continue;
+            }
+            let mut var = String::with_capacity(5 + name.len());
+            var.push_str("HTTP_");
+            var.extend(name.iter().map(|&b| if b == b'-' { '_' } else { b.to_ascii_uppercase() as char }));
+            match http.iter_mut().find(|(n, _)| *n == var) {
+                Some((_, v)) => {
+                    v.extend_from_slice(if var == "HTTP_COOKIE" { b"; " } else { b", " });
+                    v.extend_from_slice(value);
+                }
+                None => http.push((var, value.to_vec())),
+            }
+        }
+        p.extend(http.into_iter().map(|(n, v)| (HeaderName::Owned(n), v)));
+        p
+    }
+
+    /// Runs a FastCGI request: the body to the application, its answer back.
+    pub fn run_gateway(&self, gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
+        let host = gw.host;
+        let log = self.hosts[host].error_log.clone();
+        let spooled = match spool(body) {
+            Ok(s) => s,
+            Err(e) => {
+                let mut r = self.error(host, e.status, head, conn, &e.reason);
+                r.close = true;
+                return r;
+            }
+        };
+        match self.exchange(&gw, conn, body, spooled, &log) {
+            Ok(Answer::Response(r)) => r,
+            Ok(Answer::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
+            Err(Failed::Backend(f)) => {
+                let mut r = self.error(host, f.status, head, conn, &format!("{} (script {})", f.why, gw.script));
+                // The client's body may be half read: do not reuse the connection.
+                r.close = true;
+                r
+            }
+            Err(Failed::Client(e)) => {
+                let mut r = self.error(host, e.status, head, conn, &e.reason);
+                r.close = true;
+                r
+            }
+        }
+    }
+
+    fn exchange(&self, gw: &Gateway, conn: &ConnInfo, body: &mut dyn RequestBody, mut spooled: Spooled, log: &Arc<ErrorLog>) -> Result<Answer, Failed> {
+        let addr = &gw.backend.addr;
+        let content_length = match &spooled {
+            Spooled::None => None,
+            Spooled::Streamed(n) | Spooled::File(_, n) => Some(*n),
+            Spooled::Memory(b) => Some(b.len() as u64),
+        };
+        let mut params: Vec<(&[u8], &[u8])> = gw.params.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())).collect();
+        let len_text = content_length.map(|n| n.to_string());
+        if let Some(t) = &len_text {
+            params.push((b"CONTENT_LENGTH", t.as_bytes()));
+        }
+        // A kept connection may have been closed by the application since
+        // (a php-fpm child retired): then a fresh one is tried.
+        let reuse = gw.backend.reuse;
+        let mut client = None;
+        if reuse {
+            if let Some(s) = self.backends.take(addr) {
+                let mut c = Client::new(s);
+                if c.begin(&params, true).is_ok() {
+                    client = Some(c);
+                }
+            }
+        }
+        let mut client = match client {
+            Some(c) => c,
+            None => {
+                let s = BackendStream::connect(addr, gw.timeout).map_err(|e| {
+                    Failed::Backend(Failure { status: 503, why: format!("FastCGI: failed to make connection to backend {}: {e}", describe(addr)) })
+                })?;
+                let mut c = Client::new(s);
+                c.begin(&params, reuse).map_err(|e| Failed::Backend(Failure::io("sending the request to", addr, &e)))?;
+                c
+            }
+        };
+        // The body: an application that stops reading it (it answered
+        // early, or died) ends the sending; its answer is still read.
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut send_failed = false;
+        match &mut spooled {
+            Spooled::None => {}
+            Spooled::Memory(b) => send_failed = client.stdin(b).is_err(),
+            Spooled::File(f, _) => loop {
+                let n = f.read(&mut buf).map_err(|e| Failed::Client(HttpError::new(500, format!("reading the spooled request body: {e}"))))?;
+                if n == 0 || client.stdin(&buf[..n]).is_err() {
+                    send_failed = n != 0;
+                    break;
+                }
+            },
+            Spooled::Streamed(_) => loop {
+                let n = body.read(&mut buf).map_err(Failed::Client)?;
+                if n == 0 {
+                    break;
+                }
+                if client.stdin(&buf[..n]).is_err() {
+                    send_failed = true;
+                    break;
+                }
+            },
+        }
+        if !send_failed {
+            let _ = client.end_stdin();
+        }
+        drop(buf);
+
+        // The header block.
+        let mut block: Vec<u8> = Vec::new();
+        let (header_len, body_start) = loop {
+            match client.next_event() {
+                Ok(Event::Stdout(data)) => {
+                    block.extend_from_slice(&data);
+                    if let Some(ends) = header_end(&block) {
+                        break ends;
+                    }
+                    if block.len() > MAX_HEADER_BLOCK {
+                        return Err(Failed::Backend(Failure { status: 502, why: format!("FastCGI: response header block from {} larger than {MAX_HEADER_BLOCK} bytes", describe(addr)) }));
+                    }
+                }
+                Ok(Event::Stderr(text)) => log_stderr(log, conn, &gw.script, &text),
+                Ok(Event::End { protocol_status, .. }) => {
+                    let why = match protocol_status {
+                        ProtocolStatus::RequestComplete => "ended its response before the end of the headers".to_string(),
+                        s => format!("refused the request ({s:?})"),
+                    };
+                    return Err(Failed::Backend(Failure { status: if protocol_status == ProtocolStatus::Overloaded { 503 } else { 502 }, why: format!("FastCGI: backend {} {why}", describe(addr)) }));
+                }
+                Err(e) => return Err(Failed::Backend(Failure::io("reading the response headers from", addr, &e))),
+            }
+        };
+        if header_len > MAX_HEADER_BLOCK {
+            return Err(Failed::Backend(Failure { status: 502, why: format!("FastCGI: response header block from {} larger than {MAX_HEADER_BLOCK} bytes", describe(addr)) }));
+        }
+        let parsed = parse_cgi_headers(&block[..header_len])
+            .map_err(|why| Failed::Backend(Failure { status: 502, why: format!("FastCGI: malformed response header from {}: {why}", describe(addr)) }))?;
+        let mut first = block.split_off(body_start);
+
+        if let Some(location) = parsed.local_redirect() {
+            return Ok(Answer::Redirect(location));
+        }
+
+        // What has already arrived may be the whole answer: then it goes
+        // with a Content-Length, in one write with the head.
+        let mut complete = false;
+        loop {
+            match client.buffered_event() {
+                Ok(Some(Event::Stdout(d))) => first.extend_from_slice(&d),
+                Ok(Some(Event::Stderr(t))) => log_stderr(log, conn, &gw.script, &t),
+                Ok(Some(Event::End { .. })) => {
+                    complete = true;
+                    break;
+                }
+                Ok(None) => break,
+                Err(e) => return Err(Failed::Backend(Failure::io("reading the response from", addr, &e))),
+            }
+        }
+        let mut r = Response::new(parsed.status, gw.host);
+        r.headers = parsed.headers;
+        r.filename = Some(PathBuf::from(&gw.script));
+        if complete {
+            if reuse && !send_failed {
+                self.backends.put(addr, client.into_stream());
+            }
+            if let Some(n) = parsed.content_length {
+                first.truncate(n.min(first.len() as u64) as usize);
+            }
+            r.body = Body::Bytes(first);
+        } else {
+            let source = FcgiOutput {
+                client: Some(client),
+                first: Some(first),
+                log: log.clone(),
+                peer: conn.peer,
+                script: gw.script.clone(),
+                addr: addr.clone(),
+                pool: if reuse && !send_failed { Some(self.backends.clone()) } else { None },
+            };
+            r.body = Body::Stream { source: Box::new(source), len: parsed.content_length };
+        }
+        Ok(Answer::Response(r))
+    }
+
+    /// A local `Location:` with no status: the request is served again as a
+    /// GET of that URL, as CGI says.
+    fn internal_redirect(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> Response {
+        if gw.redirects >= MAX_REDIRECTS {
+            return self.error(gw.host, 500, head, conn, &format!("more than {MAX_REDIRECTS} internal redirects from FastCGI Location headers"));
+        }
+        let mut text = format!("GET {location} HTTP/1.1\r\n").into_bytes();
+        for (n, v) in head.headers() {
+            if n.eq_ignore_ascii_case(b"content-length") || n.eq_ignore_ascii_case(b"transfer-encoding") || n.eq_ignore_ascii_case(b"content-type") || n.eq_ignore_ascii_case(b"expect") {
+                continue;
+            }
+            text.extend_from_slice(n);
+            text.extend_from_slice(b": ");
+            text.extend_from_slice(v);
+            text.extend_from_slice(b"\r\n");
+        }
+        text.extend_from_slice(b"\r\n");
+        let limits = HeadLimits { request_line: 64 * 1024, field_size: 64 * 1024, fields: 1000 };
+        let new_head = match parse_head(&text, &limits) {
+            Ok(Some((h, _))) => h,
+            _ => return self.error(gw.host, 500, head, conn, &format!("FastCGI: bad Location for an internal redirect: {location}")),
+        };
+        match self.handle(&new_head, conn) {
+            Outcome::Ready(r) => r,
+            Outcome::Blocking(work) => work(),
+            Outcome::Gateway(mut next) => {
+                next.redirects = gw.redirects + 1;
+                self.run_gateway(next, &new_head, conn, &mut NoBody)
+            }
+        }
+    }
+}
+
+enum Answer {
+    Response(Response),
+    Redirect(String),
+}
+
+enum Failed {
+    Backend(Failure),
+    /// The client's body could not be read: the answer is this error.
+    Client(HttpError),
+}
+
+/// For an internal redirect: a GET has no body.
+struct NoBody;
+
+impl RequestBody for NoBody {
+    fn length(&self) -> Option<u64> {
+        None
+    }
+    fn present(&self) -> bool {
+        false
+    }
+    fn read(&mut self, _: &mut [u8]) -> Result<usize, HttpError> {
+        Ok(0)
+    }
+}
+
+/// A chunked body is read whole first (the application needs its length),
+/// in memory when small, else in an unlinked temporary file.
+fn spool(body: &mut dyn RequestBody) -> Result<Spooled, HttpError> {
+    if !body.present() {
+        return Ok(Spooled::None);
+    }
+    if let Some(n) = body.length() {
+        return Ok(Spooled::Streamed(n));
+    }
+    let mut mem = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut file: Option<File> = None;
+    let mut total = 0u64;
+    loop {
+        let n = body.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        match &mut file {
+            Some(f) => f.write_all(&buf[..n]).map_err(spool_error)?,
+            None if mem.len() + n <= SPOOL_IN_MEMORY => mem.extend_from_slice(&buf[..n]),
+            None => {
+                let mut f = temp_file().map_err(spool_error)?;
+                f.write_all(&mem).map_err(spool_error)?;
+                f.write_all(&buf[..n]).map_err(spool_error)?;
+                mem = Vec::new();
+                file = Some(f);
+            }
+        }
+    }
+    match file {
+        Some(mut f) => {
+            f.seek(SeekFrom::Start(0)).map_err(spool_error)?;
+            Ok(Spooled::File(f, total))
+        }
+        None => Ok(Spooled::Memory(mem)),
+    }
+}
+
+fn spool_error(e: io::Error) -> HttpError {
+    HttpError::new(500, format!("cannot spool the request body to a temporary file: {e}"))
+}
+
+/// A file with no name, gone when closed.
+fn temp_file() -> io::Result<File> {
+    std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC).mode(0o600).open(std::env::temp_dir())
+}
+
+fn log_stderr(log: &ErrorLog, conn: &ConnInfo, script: &str, text: &[u8]) {
+    let text = String::from_utf8_lossy(text);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        log.log(LogLevel::Error, Some(conn.peer), &format!("FastCGI: stderr from {script}: {line}"));
+    }
+}
+
+/// Where the header block ends: (its length without the blank line, where
+/// the body starts). Lines may end in CRLF or LF, as CGI allows.
+fn header_end(b: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while let Some(nl) = b[i..].iter().position(|&c| c == b'\n') {
+        let line_start = i;
+        let line_end = i + nl;
+        let line = &b[line_start..line_end];
+        if line.is_empty() || line == b"\r" {
+            return Some((line_start, line_end + 1));
+        }
+        i = line_end + 1;
+    }
+    None
+}
+
+struct CgiHeaders {
+    status: u16,
+    /// Whether the application gave a Status header.
+    explicit_status: bool,
+    headers: Vec<(HeaderName, String)>,
+    content_length: Option<u64>,
+    location: Option<String>,
+}
+
+impl CgiHeaders {
+    fn local_redirect(&self) -> Option<String> {
+        match &self.location {
+            Some(l) if l.starts_with('/') && !l.starts_with("//") && !self.explicit_status => Some(l.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The application's response headers (RFC 3875 section 6.3).
+fn parse_cgi_headers(block: &[u8]) -> Result<CgiHeaders, String> {
+    let mut h = CgiHeaders { status: 200, explicit_status: false, headers: Vec::new(), content_length: None, location: None };
+    for raw in block.split(|&b| b == b'\n') {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if line.is_empty() {
+            continue;
+        }
+        let colon = line.iter().position(|&b| b == b':').ok_or_else(|| format!("no colon in {:?}", String::from_utf8_lossy(&line[..line.len().min(80)])))?;
+        let name = &line[..colon];
+        if name.is_empty() || !name.iter().all(|&b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) {
+            return Err(format!("bad header name {:?}", String::from_utf8_lossy(&name[..name.len().min(80)])));
+        }
+        let value = trim(&line[colon + 1..]);
+        if value.iter().any(|&b| b == 0 || b == b'\r') {
+            return Err("control character in a header value".into());
+        }
+        let name = std::str::from_utf8(name).map_err(|_| "bad header name")?;
+        let value = String::from_utf8_lossy(value).into_owned();
+        match name.to_ascii_lowercase().as_str() {
+            "status" => {
+                let code = value.split_whitespace().next().and_then(|c| c.parse::<u16>().ok()).filter(|c| (100..=999).contains(c));
+                h.status = code.ok_or_else(|| format!("bad Status: {value}"))?;
+                h.explicit_status = true;
+            }
+            "content-length" => {
+                h.content_length = Some(value.parse::<u64>().map_err(|_| format!("bad Content-Length: {value}"))?);
+            }
+            // Hop-by-hop fields are the server's to decide.
+            "connection" | "keep-alive" | "transfer-encoding" | "te" | "trailer" | "upgrade" | "proxy-connection" => {}
+            "location" => {
+                h.location = Some(value.clone());
+                h.headers.push((HeaderName::Owned(name.to_string()), value));
+            }
+            _ => h.headers.push((HeaderName::Owned(name.to_string()), value)),
+        }
+    }
+    if h.location.is_some() && !h.explicit_status && h.local_redirect().is_none() {
+        h.status = 302;
+    }
+    Ok(h)
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+/// The application's output after the headers, as it arrives.
+struct FcgiOutput {
+    client: Option<Client<BackendStream>>,
+    first: Option<Vec<u8>>,
+    log: Arc<ErrorLog>,
+    peer: std::net::SocketAddr,
+    script: String,
+    addr: FcgiAddr,
+    /// Where the connection goes back when the request ends cleanly.
+    pool: Option<Arc<BackendPool>>,
+}
+
+impl BodySource for FcgiOutput {
+    fn next_piece(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        if let Some(first) = self.first.take() {
+            if !first.is_empty() {
+                out.extend_from_slice(&first);
+                return Ok(true);
+            }
+        }
+        let Some(client) = self.client.as_mut() else { return Ok(false) };
+        loop {
+            match client.next_event() {
+                Ok(Event::Stdout(d)) => {
+                    out.extend_from_slice(&d);
+                    return Ok(true);
+                }
+                Ok(Event::Stderr(t)) => {
+                    let text = String::from_utf8_lossy(&t);
+                    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                        self.log.log(LogLevel::Error, Some(self.peer), &format!("FastCGI: stderr from {}: {line}", self.script));
+                    }
+                }
+                Ok(Event::End { .. }) => {
+                    let client = self.client.take().expect("client");
+                    if let Some(pool) = &self.pool {
+                        pool.put(&self.addr, client.into_stream());
+                    }
+                    return Ok(false);
+                }
+                Err(e) => {
+                    self.client = None;
+                    let what = if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) { "timeout (ProxyTimeout)".to_string() } else { e.to_string() };
+                    self.log.error(Some(self.peer), &format!("FastCGI: response from {} for {} cut short: {what}", describe(&self.addr), self.script));
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// The script of a request whose URL path goes on past a file
+/// (`/index.php/a/b`): the longest leading part that is a regular file.
+pub fn split_path_info(fs: &Path) -> Option<(PathBuf, usize)> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = fs.as_os_str().as_bytes();
+    let mut cut = bytes.len();
+    while let Some(slash) = bytes[..cut].iter().rposition(|&b| b == b'/') {
+        if slash == 0 {
+            return None;
+        }
+        let candidate = Path::new(std::ffi::OsStr::from_bytes(&bytes[..slash]));
+        match std::fs::metadata(candidate) {
+            Ok(m) if m.is_file() => return Some((candidate.to_path_buf(), bytes.len() - slash)),
+            Ok(_) => return None,
+            Err(_) => cut = slash,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_block_end_with_crlf_or_lf() {
+        assert_eq!(header_end(b"A: b\r\n\r\nbody"), Some((6, 8)));
+        assert_eq!(header_end(b"A: b\n\nbody"), Some((5, 6)));
+        assert_eq!(header_end(b"A: b\r\nC: d\r\n"), None);
+        assert_eq!(header_end(b"\r\nbody"), Some((0, 2)));
+    }
+
+    #[test]
+    fn cgi_headers() {
+        let h = parse_cgi_headers(b"Status: 404 Not Found\r\nContent-Type: text/html\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n").unwrap();
+        assert_eq!(h.status, 404);
+        assert_eq!(h.headers.iter().filter(|(n, _)| n == "Set-Cookie").count(), 2);
+        let h = parse_cgi_headers(b"Location: /other.php?x=1\n").unwrap();
+        assert_eq!(h.local_redirect().as_deref(), Some("/other.php?x=1"));
+        let h = parse_cgi_headers(b"Location: http://example.org/\n").unwrap();
+        assert_eq!((h.status, h.local_redirect()), (302, None));
+        let h = parse_cgi_headers(b"Status: 301\nLocation: /x\n").unwrap();
+        assert_eq!((h.status, h.local_redirect()), (301, None));
+        let h = parse_cgi_headers(b"Content-Length: 5\nConnection: close\nTransfer-Encoding: chunked\n").unwrap();
+        assert_eq!(h.content_length, Some(5));
+        assert!(h.headers.is_empty());
+        assert!(parse_cgi_headers(b"no colon here\n").is_err());
+        assert!(parse_cgi_headers(b"Bad Name: x\n").is_err());
+        assert!(parse_cgi_headers(b"Status: abc\n").is_err());
+    }
+}

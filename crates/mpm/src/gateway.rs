@@ -1,0 +1,188 @@
+//! A FastCGI exchange driven by a thread that owns the connection while it
+//! lasts: a prefork child or worker thread in its own loop, or an event
+//! child's worker thread, which then gives the connection back to the event
+//! loop. The request body goes to the handler as it is read ([`ClientBody`]:
+//! dechunked, limited, with 100 Continue when the client waits for it); the
+//! response head goes out, then the application's output as it comes.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use nix::poll::PollFlags;
+use warren_handler::fastcgi::Gateway;
+use warren_handler::{ConnInfo, RequestBody, Site};
+use warren_http::{BodyDecoder, BodyFraming, DateCache, HttpError, RequestHead};
+
+use crate::exchange::{panic_response, wait_for, Exchange, Output};
+
+/// The request body, read from the connection on demand.
+pub struct ClientBody<'a> {
+    stream: &'a TcpStream,
+    /// Bytes already received after the head (the start of the body, and
+    /// possibly a pipelined next request, which is left there).
+    rbuf: &'a mut Vec<u8>,
+    decoder: Option<BodyDecoder>,
+    length: Option<u64>,
+    limit: u64,
+    timeout: Duration,
+    expect_continue: bool,
+    /// Bytes taken from the connection, framing included (for `%I`).
+    pub wire_bytes: u64,
+}
+
+impl<'a> ClientBody<'a> {
+    pub fn new(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, head: &RequestHead, limit: u64, timeout: Duration) -> ClientBody<'a> {
+        let (decoder, length) = match head.framing {
+            BodyFraming::None => (None, None),
+            BodyFraming::Length(n) => (Some(BodyDecoder::new(head.framing)), Some(n)),
+            BodyFraming::Chunked => (Some(BodyDecoder::new(head.framing)), None),
+        };
+        ClientBody { stream, rbuf, decoder, length, limit, timeout, expect_continue: head.expect_continue, wire_bytes: 0 }
+    }
+
+    /// Whether all of the body has been taken off the connection.
+    pub fn finished(&self) -> bool {
+        self.decoder.as_ref().is_none_or(BodyDecoder::is_done)
+    }
+}
+
+impl RequestBody for ClientBody<'_> {
+    fn length(&self) -> Option<u64> {
+        self.length
+    }
+
+    fn present(&self) -> bool {
+        self.decoder.is_some()
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
+        let Some(dec) = self.decoder.as_mut() else { return Ok(0) };
+        let mut net = [0u8; 16 * 1024];
+        loop {
+            if dec.is_done() {
+                return Ok(0);
+            }
+            if !self.rbuf.is_empty() {
+                // Decoded bytes never outnumber the input they came from.
+                let take = self.rbuf.len().min(buf.len());
+                let mut n = 0;
+                let used = dec.feed(&self.rbuf[..take], &mut |d| {
+                    buf[n..n + d.len()].copy_from_slice(d);
+                    n += d.len();
+                })?;
+                self.rbuf.drain(..used);
+                self.wire_bytes += used as u64;
+                if dec.received > self.limit {
+                    return Err(HttpError::new(413, format!("request body larger than LimitRequestBody ({})", self.limit)));
+                }
+                if n > 0 {
+                    return Ok(n);
+                }
+                if dec.is_done() {
+                    return Ok(0);
+                }
+                if used > 0 && !self.rbuf.is_empty() {
+                    continue;
+                }
+            }
+            if self.expect_continue {
+                self.expect_continue = false;
+                let _ = (&*self.stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            }
+            if !wait_for(self.stream, PollFlags::POLLIN, self.timeout) {
+                return Err(HttpError::new(408, "timeout reading the request body"));
+            }
+            match (&*self.stream).read(&mut net) {
+                Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),
+                Ok(n) => self.rbuf.extend_from_slice(&net[..n]),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+                Err(e) => return Err(HttpError::new(400, format!("error reading the request body: {e}"))),
+            }
+        }
+    }
+}
+
+/// Runs the exchange and writes its response. Returns whether the response
+/// went out whole; `ex` then says whether the connection may go on.
+#[allow(clippy::too_many_arguments)]
+pub fn serve(
+    site: &Site,
+    stream: &TcpStream,
+    info: &ConnInfo,
+    rbuf: &mut Vec<u8>,
+    ex: &mut Exchange,
+    gw: Box<Gateway>,
+    timeout: Duration,
+    date: &mut DateCache,
+    scratch: &mut Vec<u8>,
+) -> bool {
+    let (resp, wire_bytes, finished) = {
+        let head = ex.head.as_ref().expect("a gateway request has a head");
+        let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, timeout);
+        let resp = catch_unwind(AssertUnwindSafe(|| site.run_gateway(gw, head, info, &mut body))).unwrap_or_else(|_| panic_response(site, head, info));
+        (resp, body.wire_bytes, body.finished())
+    };
+    ex.bytes_received += wire_bytes;
+    if !finished {
+        // The rest of the body cannot be told from a next request.
+        ex.keep_alive = false;
+        ex.linger = true;
+    }
+    let mut out = Output::default();
+    out.encode(ex, resp, site, date, scratch);
+    if !out.write_all(stream, timeout) {
+        return false;
+    }
+    let Some(mut st) = out.streaming.take() else { return true };
+    let mut piece = Vec::with_capacity(64 * 1024);
+    loop {
+        piece.clear();
+        match st.source.next_piece(&mut piece) {
+            Ok(true) => {
+                if !st.send || piece.is_empty() {
+                    continue;
+                }
+                if let Some(left) = st.remaining.as_mut() {
+                    // Never more than the application announced.
+                    piece.truncate((*left).min(piece.len() as u64) as usize);
+                    *left -= piece.len() as u64;
+                }
+                let payload = piece.len() as u64;
+                let framed = if st.chunked {
+                    let mut f = Vec::with_capacity(piece.len() + 16);
+                    warren_http::response::write_chunk(&mut f, &piece);
+                    f
+                } else {
+                    std::mem::take(&mut piece)
+                };
+                ex.body_bytes += payload;
+                ex.bytes_sent += framed.len() as u64;
+                out.wbuf = framed;
+                out.wpos = 0;
+                if !out.write_all(stream, timeout) {
+                    return false;
+                }
+            }
+            Ok(false) => break,
+            // The application failed mid-body: closing tells the client the
+            // body is incomplete, where an end would claim it whole.
+            Err(_) => return false,
+        }
+    }
+    if !st.send {
+        return true;
+    }
+    if st.remaining.is_some_and(|left| left > 0) {
+        site.error_log.error(Some(info.peer), "FastCGI: application sent less than its Content-Length; closing the connection");
+        return false;
+    }
+    if st.chunked {
+        out.wbuf = b"0\r\n\r\n".to_vec();
+        out.wpos = 0;
+        ex.bytes_sent += 5;
+        return out.write_all(stream, timeout);
+    }
+    true
+}
