@@ -7,6 +7,10 @@ cd "$(dirname "$0")"
 
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# The FastCGI tests run Debian's php-fpm (and DokuWiki on it).
+ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
+command -v php-cgi >/dev/null 2>&1 || missing+=(php-cgi)
+command -v md5sum >/dev/null 2>&1 || missing+=(coreutils)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq

@@ -42,6 +42,16 @@ impl<S: Read + Write> Client<S> {
     /// Starts a Responder request with these CGI variables. With
     /// `keep_conn` the application keeps the connection for the next one.
     pub fn begin<N: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, params: &[(N, V)], keep_conn: bool) -> io::Result<()> {
+        self.begin_with(params, keep_conn, false)
+    }
+
+    /// `begin` for a request without a body: the empty STDIN record goes in
+    /// the same write.
+    pub fn begin_without_body<N: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, params: &[(N, V)], keep_conn: bool) -> io::Result<()> {
+        self.begin_with(params, keep_conn, true)
+    }
+
+    fn begin_with<N: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, params: &[(N, V)], keep_conn: bool, no_body: bool) -> io::Result<()> {
         self.out.clear();
         record::begin_request(&mut self.out, self.request_id, Role::Responder, if keep_conn { FLAG_KEEP_CONN } else { 0 });
         let mut pairs = Vec::new();
@@ -52,6 +62,9 @@ impl<S: Read + Write> Client<S> {
             record::write_stream(&mut self.out, RecordType::Params, self.request_id, &pairs);
         }
         record::write_record(&mut self.out, RecordType::Params, self.request_id, &[]);
+        if no_body {
+            record::write_record(&mut self.out, RecordType::Stdin, self.request_id, &[]);
+        }
         self.stream.write_all(&self.out)
     }
 

@@ -334,11 +334,13 @@ impl Site {
         // A kept connection may have been closed by the application since
         // (a php-fpm child retired): then a fresh one is tried.
         let reuse = gw.backend.reuse;
+        let no_body = matches!(spooled, Spooled::None);
+        let begin = |c: &mut Client<BackendStream>| if no_body { c.begin_without_body(&params, reuse) } else { c.begin(&params, reuse) };
         let mut client = None;
         if reuse {
             if let Some(s) = self.backends.take(addr) {
                 let mut c = Client::new(s);
-                if c.begin(&params, true).is_ok() {
+                if begin(&mut c).is_ok() {
                     client = Some(c);
                 }
             }
@@ -350,7 +352,7 @@ impl Site {
                     Failed::Backend(Failure { status: 503, why: format!("FastCGI: failed to make connection to backend {}: {e}", describe(addr)) })
                 })?;
                 let mut c = Client::new(s);
-                c.begin(&params, reuse).map_err(|e| Failed::Backend(Failure::io("sending the request to", addr, &e)))?;
+                begin(&mut c).map_err(|e| Failed::Backend(Failure::io("sending the request to", addr, &e)))?;
                 c
             }
         };
@@ -379,7 +381,7 @@ impl Site {
                 }
             },
         }
-        if !send_failed {
+        if !send_failed && !no_body {
             let _ = client.end_stdin();
         }
         drop(buf);
@@ -603,7 +605,7 @@ struct CgiHeaders {
 impl CgiHeaders {
     fn local_redirect(&self) -> Option<String> {
         match &self.location {
-            Some(l) if l.starts_with('/') && !l.starts_with("//") && !self.explicit_status => Some(l.clone()),
+            Some(l) if l.starts_with('/') && !l.starts_with("//") && self.status == 200 => Some(l.clone()),
             _ => None,
         }
     }
@@ -750,6 +752,8 @@ mod tests {
         assert_eq!(h.local_redirect().as_deref(), Some("/other.php?x=1"));
         let h = parse_cgi_headers(b"Location: http://example.org/\n").unwrap();
         assert_eq!((h.status, h.local_redirect()), (302, None));
+        let h = parse_cgi_headers(b"Status: 200\nLocation: /x\n").unwrap();
+        assert_eq!(h.local_redirect().as_deref(), Some("/x"));
         let h = parse_cgi_headers(b"Status: 301\nLocation: /x\n").unwrap();
         assert_eq!((h.status, h.local_redirect()), (301, None));
         let h = parse_cgi_headers(b"Content-Length: 5\nConnection: close\nTransfer-Encoding: chunked\n").unwrap();

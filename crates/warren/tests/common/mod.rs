@@ -276,12 +276,49 @@ pub fn parse_response_for(data: &[u8], head_request: bool) -> (Resp, &[u8]) {
     let rest = &data[end + 4..];
     let len = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).map(|(_, v)| v.parse::<usize>().unwrap());
     let no_body = head_request || status == 304 || status == 204 || status < 200;
+    let chunked = headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked"));
     let (body, after) = match len {
         _ if no_body => (Vec::new(), rest),
+        _ if chunked => dechunk(rest).map(|(b, used)| (b, &rest[used..])).unwrap_or_else(|| (rest.to_vec(), &rest[rest.len()..])),
         Some(n) => (rest[..n.min(rest.len())].to_vec(), &rest[n.min(rest.len())..]),
         None => (rest.to_vec(), &rest[rest.len()..]),
     };
     (Resp { status, headers, body }, after)
+}
+
+/// A complete chunked body at the start of `data`: (payload, bytes used).
+pub fn dechunk(data: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let mut body = Vec::new();
+    let mut i = 0;
+    loop {
+        let line_end = i + data[i..].windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&data[i..line_end]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        i = line_end + 2;
+        if size == 0 {
+            // No trailers from our server: just the final CRLF.
+            return (data.len() >= i + 2).then(|| (body, i + 2));
+        }
+        if data.len() < i + size + 2 {
+            return None;
+        }
+        body.extend_from_slice(&data[i..i + size]);
+        i += size + 2;
+    }
+}
+
+/// Whether `data` starts with a whole response (to a non-HEAD request).
+pub fn response_complete(data: &[u8]) -> bool {
+    let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+    let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+    let rest = &data[end + 4..];
+    if head.contains("transfer-encoding: chunked") {
+        return dechunk(rest).is_some();
+    }
+    match head.lines().find_map(|l| l.strip_prefix("content-length: ")) {
+        Some(n) => rest.len() >= n.trim().parse::<usize>().unwrap_or(usize::MAX),
+        None => false,
+    }
 }
 
 /// Every response in a byte stream (for pipelining and keep-alive).
@@ -377,4 +414,110 @@ pub fn status_auto(s: &Server) -> std::collections::HashMap<String, String> {
     let r = s.get("/server-status?auto");
     assert_eq!(r.status, 200, "server-status: {}", r.text());
     r.text().lines().filter_map(|l| l.split_once(": ").map(|(k, v)| (k.to_string(), v.to_string()))).collect()
+}
+
+/// A php-fpm of Debian's, started for one test in its directory: pool
+/// `unix` on a socket and pool `tcp` on a loopback port, two children each.
+pub struct Fpm {
+    child: Option<Child>,
+    pub socket: PathBuf,
+    pub port: u16,
+    pub conf: PathBuf,
+}
+
+/// Debian's php-fpm binary (php-fpm8.2 and the like).
+pub fn php_fpm_binary() -> PathBuf {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/sbin")
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("php-fpm"))).collect())
+        .unwrap_or_default();
+    found.sort();
+    found.pop().expect("php-fpm is not installed (test.sh installs it: apt-get install php-fpm)")
+}
+
+impl Fpm {
+    /// `pool_extra` is added to both pools (php_admin_value lines and such).
+    pub fn start(dir: &TempDir, pool_extra: &str) -> Fpm {
+        let socket = dir.0.join("php.sock");
+        let port = free_port();
+        let root = dir.0.display();
+        let pool = |name: &str, listen: String| {
+            format!(
+                "[{name}]\nlisten = {listen}\nlisten.mode = 0666\npm = static\npm.max_children = 2\ncatch_workers_output = yes\nphp_admin_value[output_buffering] = 0\nphp_admin_value[upload_max_filesize] = 64M\nphp_admin_value[post_max_size] = 64M\nphp_admin_flag[display_errors] = off\nphp_admin_flag[log_errors] = on\n{pool_extra}\n"
+            )
+        };
+        let conf = dir.write(
+            "php-fpm.conf",
+            format!(
+                "[global]\nerror_log = {root}/php-fpm.log\ndaemonize = no\npid = {root}/php-fpm.pid\n{}{}",
+                pool("unix", socket.display().to_string()),
+                pool("tcp", format!("127.0.0.1:{port}"))
+            ),
+        );
+        let mut fpm = Fpm { child: None, socket, port, conf };
+        fpm.launch();
+        fpm
+    }
+
+    fn launch(&mut self) {
+        let _ = std::fs::remove_file(&self.socket);
+        let child = Command::new(php_fpm_binary())
+            .args(["-R", "-F", "-y"])
+            .arg(&self.conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start php-fpm");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.socket.exists() && TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("php-fpm did not start: {}", std::fs::read_to_string(self.conf.with_file_name("php-fpm.log")).unwrap_or_default());
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Stops php-fpm and starts it again (a restart, not a reload).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.launch();
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            unsafe_kill(c.id(), 15);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Fpm {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs curl with these arguments; returns (exit code, stdout).
+pub fn curl(args: &[&str]) -> (i32, Vec<u8>) {
+    let out = Command::new("curl").args(["-s", "--max-time", "30"]).args(args).output().expect("run curl");
+    (out.status.code().unwrap_or(-1), out.stdout)
+}
+
+/// `key=value` lines as a map.
+pub fn key_values(text: &str) -> std::collections::HashMap<String, String> {
+    text.lines().filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
 }

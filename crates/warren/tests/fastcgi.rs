@@ -1,0 +1,405 @@
+//! The FastCGI proxy against Debian's php-fpm (unix socket and TCP), under
+//! each MPM: CGI variables, bodies both ways, headers, redirects, streaming,
+//! and the failures (backend down, too slow, dying mid-response).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// The scripts the tests run.
+fn php_site(dir: &TempDir) {
+    dir.write("htdocs/hello.php", "<?php echo 'Hello World';");
+    dir.write(
+        "htdocs/vars.php",
+        r#"<?php
+foreach (['SCRIPT_FILENAME','SCRIPT_NAME','PATH_INFO','PATH_TRANSLATED','QUERY_STRING','REQUEST_METHOD',
+    'CONTENT_TYPE','CONTENT_LENGTH','REQUEST_URI','DOCUMENT_ROOT','SERVER_NAME','SERVER_ADDR','SERVER_PORT',
+    'SERVER_PROTOCOL','SERVER_SOFTWARE','REMOTE_ADDR','REMOTE_PORT','GATEWAY_INTERFACE','REQUEST_SCHEME',
+    'HTTPS','REDIRECT_STATUS','HTTP_HOST','HTTP_X_CUSTOM','HTTP_PROXY','HTTP_X_DOUBLE','PHP_SELF'] as $k) {
+    echo $k, '=', $_SERVER[$k] ?? '(unset)', "\n";
+}
+echo 'get=', json_encode($_GET), "\n";
+echo 'post=', json_encode($_POST), "\n";
+echo 'cookie=', json_encode($_COOKIE), "\n";
+echo 'input_md5=', md5(file_get_contents('php://input')), "\n";
+"#,
+    );
+    dir.write(
+        "htdocs/upload.php",
+        "<?php $f = $_FILES['f'] ?? null; echo $f ? md5_file($f['tmp_name']) . ' ' . $f['size'] . ' ' . $f['error'] : 'no file';",
+    );
+    dir.write(
+        "htdocs/headers.php",
+        "<?php header('X-One: 1'); setcookie('a', 'x'); setcookie('b', 'y'); http_response_code(201); echo 'created';",
+    );
+    dir.write("htdocs/missing.php", "<?php http_response_code(404); echo 'nothing here';");
+    dir.write("htdocs/away.php", "<?php header('Location: http://example.org/elsewhere'); echo 'moved';");
+    dir.write("htdocs/inside.php", "<?php header('Location: /a.txt', true, 200);");
+    dir.write("htdocs/found.php", "<?php header('Location: /a.txt');");
+    dir.write("htdocs/big.php", "<?php for ($i = 0; $i < 160; $i++) echo str_repeat(chr(65 + $i % 26), 65536);");
+    dir.write("htdocs/flush.php", "<?php echo str_repeat('first ', 10); flush(); sleep(2); echo 'second';");
+    dir.write("htdocs/fatal.php", "<?php undefined_function_here();");
+    dir.write("htdocs/slow.php", "<?php sleep(4); echo 'late';");
+    dir.write("htdocs/dies.php", "<?php echo str_repeat('x', 100000); flush(); posix_kill(getmypid(), 9); sleep(5); echo 'never';");
+    dir.write("htdocs/app/index.php", "<?php echo 'app index ', $_SERVER['REQUEST_METHOD'];");
+}
+
+const HANDLER: &str = r#"DirectoryIndex index.php index.html
+<FilesMatch "\.php$">
+    SetHandler "proxy:unix:SOCKET|fcgi://localhost"
+</FilesMatch>
+"#;
+
+/// php-fpm, and warren handing `*.php` to its unix socket, plus `extra`.
+fn start(mpm: &str, extra: &str) -> (Fpm, Server) {
+    let dir = TempDir::new(&format!("fcgi-{mpm}"));
+    standard_site(&dir);
+    php_site(&dir);
+    let fpm = Fpm::start(&dir, "");
+    let conf = format!("{}{extra}", HANDLER.replace("SOCKET", &fpm.socket.display().to_string()));
+    let server = Server::start_in(dir, mpm, &conf);
+    (fpm, server)
+}
+
+fn cgi_variables(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let req = "GET /vars.php/some/path?x=1&y=two HTTP/1.1\r\nHost: localhost\r\nX-Custom: yes\r\nProxy: http://evil.example/\r\nX-Double: a\r\nX-Double: b\r\nX_Custom: spoofed\r\nConnection: close\r\n\r\n";
+    let r = parse_response(&s.raw(req.as_bytes())).0;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = key_values(&r.text());
+    let root = s.dir.0.join("htdocs").canonicalize().unwrap().display().to_string();
+    let root_as_configured = s.dir.0.join("htdocs").display().to_string();
+    let expect = [
+        ("SCRIPT_NAME", "/vars.php".to_string()),
+        ("PATH_INFO", "/some/path".to_string()),
+        ("QUERY_STRING", "x=1&y=two".to_string()),
+        ("REQUEST_METHOD", "GET".to_string()),
+        ("REQUEST_URI", "/vars.php/some/path?x=1&y=two".to_string()),
+        ("SERVER_NAME", "localhost".to_string()),
+        ("SERVER_ADDR", "127.0.0.1".to_string()),
+        ("SERVER_PORT", s.port.to_string()),
+        ("SERVER_PROTOCOL", "HTTP/1.1".to_string()),
+        ("REMOTE_ADDR", "127.0.0.1".to_string()),
+        ("GATEWAY_INTERFACE", "CGI/1.1".to_string()),
+        ("REQUEST_SCHEME", "http".to_string()),
+        ("HTTPS", "(unset)".to_string()),
+        ("REDIRECT_STATUS", "200".to_string()),
+        ("HTTP_HOST", "localhost".to_string()),
+        ("HTTP_X_CUSTOM", "yes".to_string()),
+        // httpoxy: a Proxy request header never becomes HTTP_PROXY.
+        ("HTTP_PROXY", "(unset)".to_string()),
+        ("HTTP_X_DOUBLE", "a, b".to_string()),
+        ("CONTENT_LENGTH", "(unset)".to_string()),
+        ("CONTENT_TYPE", "(unset)".to_string()),
+        ("PHP_SELF", "/vars.php/some/path".to_string()),
+        ("get", r#"{"x":"1","y":"two"}"#.to_string()),
+    ];
+    for (k, want) in expect {
+        assert_eq!(v.get(k), Some(&want), "{k} in\n{}", r.text());
+    }
+    for (k, suffix) in [("SCRIPT_FILENAME", "/vars.php"), ("DOCUMENT_ROOT", ""), ("PATH_TRANSLATED", "/some/path")] {
+        let got = &v[k];
+        assert!(*got == format!("{root}{suffix}") || *got == format!("{root_as_configured}{suffix}"), "{k}={got}");
+    }
+    assert!(v["SERVER_SOFTWARE"].starts_with("warren/"), "{}", v["SERVER_SOFTWARE"]);
+    assert!(v["REMOTE_PORT"].parse::<u16>().is_ok());
+}
+
+fn post_form_and_cookies(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let body = "name=warren&n=42";
+    let req = format!(
+        "POST /vars.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nCookie: c1=one\r\nCookie: c2=two\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let r = parse_response(&s.raw(req.as_bytes())).0;
+    let v = key_values(&r.text());
+    assert_eq!(v["post"], r#"{"name":"warren","n":"42"}"#);
+    assert_eq!(v["CONTENT_LENGTH"], body.len().to_string());
+    assert_eq!(v["CONTENT_TYPE"], "application/x-www-form-urlencoded");
+    assert_eq!(v["cookie"], r#"{"c1":"one","c2":"two"}"#);
+    // Cookies out: two Set-Cookie fields stay two.
+    let r = s.get("/headers.php");
+    assert_eq!(r.status, 201);
+    assert_eq!(r.header("x-one"), Some("1"));
+    let cookies: Vec<_> = r.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie")).map(|(_, v)| v.clone()).collect();
+    assert_eq!(cookies, vec!["a=x".to_string(), "b=y".to_string()]);
+    assert_eq!(s.get("/missing.php").status, 404);
+}
+
+fn md5sum(path: &std::path::Path) -> String {
+    let out = Command::new("md5sum").arg(path).output().expect("md5sum");
+    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("").to_string()
+}
+
+fn uploads_arrive_whole(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    // 10 MB of varied bytes, by multipart form.
+    let data: Vec<u8> = (0..10 * 1024 * 1024u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let file = s.dir.write("upload.bin", &data);
+    let md5 = md5sum(&file);
+    let (code, out) = curl(&["-F", &format!("f=@{}", file.display()), &s.url("/upload.php")]);
+    assert_eq!(code, 0);
+    assert_eq!(String::from_utf8_lossy(&out), format!("{md5} {} 0", data.len()));
+    // The same bytes chunked: spooled, then given with CONTENT_LENGTH.
+    let (code, out) = curl(&["-H", "Transfer-Encoding: chunked", "-H", "Content-Type: application/octet-stream", "--data-binary", &format!("@{}", file.display()), &s.url("/vars.php")]);
+    assert_eq!(code, 0);
+    let v = key_values(&String::from_utf8_lossy(&out));
+    assert_eq!(v["input_md5"], md5);
+    assert_eq!(v["CONTENT_LENGTH"], data.len().to_string());
+    // With Expect: 100-continue (curl sends it for large bodies).
+    let (code, out) = curl(&["-H", "Expect: 100-continue", "-H", "Content-Type: application/octet-stream", "--data-binary", &format!("@{}", file.display()), &s.url("/vars.php")]);
+    assert_eq!(code, 0);
+    assert_eq!(key_values(&String::from_utf8_lossy(&out))["input_md5"], md5);
+}
+
+fn keep_alive_after_bodies(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let mut c = s.connect();
+    let mut seen = Vec::new();
+    for i in 0..3 {
+        let body = format!("i={i}");
+        let req = format!("POST /vars.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}GET /hello.php HTTP/1.1\r\nHost: localhost\r\n\r\n", body.len());
+        c.write_all(req.as_bytes()).unwrap();
+        seen.push(read_responses(&mut c, 2));
+    }
+    for (i, rs) in seen.iter().enumerate() {
+        assert_eq!(rs.len(), 2);
+        assert!(rs[0].text().contains(&format!(r#"post={{"i":"{i}"}}"#)), "{}", rs[0].text());
+        assert_eq!(rs[1].text(), "Hello World");
+    }
+    // HEAD: the head of the answer, no body, and the connection goes on.
+    c.write_all(b"HEAD /big.php HTTP/1.1\r\nHost: localhost\r\n\r\nGET /hello.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let out = read_to_close(&mut c);
+    let (head, rest) = parse_response_for(&out, true);
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+    assert_eq!(parse_response(rest).0.text(), "Hello World");
+}
+
+/// Reads `n` responses (with Content-Length or chunked bodies) from a kept connection.
+fn read_responses(c: &mut std::net::TcpStream, n: usize) -> Vec<Resp> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 65536];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut complete = |buf: &[u8]| {
+        let mut rest = buf;
+        let mut count = 0;
+        while count < n && response_complete(rest) {
+            rest = parse_response(rest).1;
+            count += 1;
+        }
+        count == n
+    };
+    while !complete(&buf) && Instant::now() < deadline {
+        match c.read(&mut tmp) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => buf.extend_from_slice(&tmp[..k]),
+        }
+    }
+    parse_all(&buf)
+}
+
+fn redirects(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let r = s.get("/away.php");
+    assert_eq!(r.status, 302);
+    assert_eq!(r.header("location"), Some("http://example.org/elsewhere"));
+    // PHP makes a Location a 302 of its own accord.
+    let r = s.get("/found.php");
+    assert_eq!((r.status, r.header("location")), (302, Some("/a.txt")));
+    // A local Location with status 200 is served in place (CGI's internal redirect).
+    let r = s.get("/inside.php");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "0123456789abcdefghij");
+}
+
+fn big_output_streamed(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let r = s.get("/big.php");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), 160 * 65536);
+    assert!(r.body[..65536].iter().all(|&b| b == b'A') && r.body[65536..131072].iter().all(|&b| b == b'B'));
+    // HTTP/1.0 has no chunks: the end of the body is the close.
+    let out = s.raw(b"GET /big.php HTTP/1.0\r\n\r\n");
+    let (r, _) = parse_response(&out);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("transfer-encoding"), None);
+    assert_eq!(r.body.len(), 160 * 65536);
+}
+
+fn flush_reaches_the_client(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let mut c = s.connect();
+    let started = Instant::now();
+    c.write_all(b"GET /flush.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut tmp = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("first first") {
+        let n = c.read(&mut tmp).unwrap();
+        assert!(n > 0, "closed before the flushed output");
+        got.extend_from_slice(&tmp[..n]);
+    }
+    assert!(started.elapsed() < Duration::from_millis(1500), "flushed output took {:?}", started.elapsed());
+    got.extend(read_to_close(&mut c));
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    let r = parse_response(&got).0;
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert!(r.text().ends_with("second"));
+}
+
+fn php_errors(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let r = s.get("/fatal.php");
+    assert_eq!(r.status, 500);
+    // PHP's message comes over FCGI_STDERR into the error log, with the script.
+    let log = s.wait_log("error.log", "undefined_function_here");
+    assert!(log.contains("fatal.php") && log.contains("undefined_function_here"), "{log}");
+}
+
+fn path_info_and_directory_index(mpm: &str) {
+    let (_fpm, s) = start(mpm, "<Directory \"DOCROOT/app\">\n    AcceptPathInfo Off\n</Directory>\n".replace("DOCROOT", "htdocs").as_str());
+    let r = s.get("/app/");
+    assert_eq!(r.text(), "app index GET");
+    let req = "POST /app/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc";
+    assert_eq!(parse_response(&s.raw(req.as_bytes())).0.text(), "app index POST");
+    assert_eq!(s.get("/vars.php/x/y").status, 200);
+    // AcceptPathInfo Off refuses what follows the script.
+    assert_eq!(s.get("/app/index.php/x").status, 404);
+    assert_eq!(s.get("/nope.php").status, 404);
+    // Static files next to scripts are still served, and refuse POST.
+    assert_eq!(s.get("/a.txt").text(), "0123456789abcdefghij");
+    let req = "POST /a.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx";
+    assert_eq!(status_of(&s.raw(req.as_bytes())), 405);
+}
+
+fn backend_failures(mpm: &str) {
+    let extra = "ProxyTimeout 2\n<Files \"down.php\">\n    SetHandler \"proxy:unix:/nonexistent/php.sock|fcgi://localhost\"\n</Files>\n";
+    let (_fpm, s) = start(mpm, extra);
+    s.dir.write("htdocs/down.php", "<?php echo 1;");
+    let r = s.get("/down.php");
+    assert_eq!(r.status, 503);
+    assert!(s.wait_log("error.log", "failed to make connection").contains("/nonexistent/php.sock"));
+    let t = Instant::now();
+    let r = s.get("/slow.php");
+    assert_eq!(r.status, 504);
+    assert!(t.elapsed() < Duration::from_secs(4));
+    assert!(s.wait_log("error.log", "ProxyTimeout").contains("timeout"));
+    // A backend that dies mid-body: the connection closes without the last
+    // chunk, so the client cannot take the body as complete.
+    let out = s.raw(b"GET /dies.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    assert!(out.starts_with(b"HTTP/1.1 200"));
+    assert!(!out.ends_with(b"0\r\n\r\n"), "a cut-short body was ended as complete");
+    let (code, _) = curl(&[&s.url("/dies.php")]);
+    assert_ne!(code, 0, "curl must see the body as incomplete");
+    // And the server goes on.
+    assert_eq!(s.get("/hello.php").text(), "Hello World");
+}
+
+fn tcp_backend_by_proxy_pass(mpm: &str) {
+    let dir = TempDir::new(&format!("fcgi-tcp-{mpm}"));
+    standard_site(&dir);
+    php_site(&dir);
+    let fpm = Fpm::start(&dir, "");
+    let root = dir.0.join("htdocs").display().to_string();
+    let extra = format!(
+        "ProxyPassMatch \"^/(.*\\.php(/.*)?)$\" \"fcgi://127.0.0.1:{port}{root}/$1\"\nProxyPass \"/app/\" \"fcgi://127.0.0.1:{port}{root}/app/\" enablereuse=on\n",
+        port = fpm.port
+    );
+    let s = Server::start_in(dir, mpm, &extra);
+    let r = s.get("/vars.php/p/i?q=1");
+    let v = key_values(&r.text());
+    assert_eq!(v["SCRIPT_FILENAME"], format!("{root}/vars.php"));
+    assert_eq!(v["SCRIPT_NAME"], "/vars.php");
+    assert_eq!(v["PATH_INFO"], "/p/i");
+    assert_eq!(v["QUERY_STRING"], "q=1");
+    // Kept connections (enablereuse=on) serve request after request.
+    for _ in 0..20 {
+        assert_eq!(s.get("/app/index.php").text(), "app index GET");
+    }
+    assert_eq!(s.get("/a.txt").text(), "0123456789abcdefghij");
+    drop(fpm);
+}
+
+fn limits_and_aborts(mpm: &str) {
+    let (_fpm, s) = start(mpm, "LimitRequestBody 1000\n");
+    let req = format!("POST /vars.php HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n{}", "x".repeat(2000));
+    assert_eq!(status_of(&s.raw(req.as_bytes())), 413);
+    let chunked = format!("POST /vars.php HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n7d0\r\n{}\r\n0\r\n\r\n", "x".repeat(2000));
+    assert_eq!(status_of(&s.raw(chunked.as_bytes())), 413);
+    // Clients that give up half-way through their body: nothing is left behind.
+    let fds = |pid: u32| std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    let before: usize = s.children().iter().map(|&p| fds(p)).sum();
+    for _ in 0..20 {
+        let mut c = s.connect();
+        c.write_all(b"POST /vars.php HTTP/1.1\r\nHost: localhost\r\nContent-Length: 900\r\n\r\nhalf").unwrap();
+        drop(c);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(s.get("/hello.php").text(), "Hello World");
+    let after: usize = s.children().iter().map(|&p| fds(p)).sum();
+    assert!(after <= before + 2, "descriptors grew from {before} to {after}");
+}
+
+fn php_fpm_restart_under_load(mpm: &str) {
+    let (mut fpm, s) = start(mpm, "");
+    let port = s.port;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let (mut ok, mut clean_errors, mut other) = (0, 0, Vec::new());
+                let until = Instant::now() + Duration::from_secs(30);
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < until {
+                    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    c.write_all(b"GET /hello.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+                    let out = read_to_close(&mut c);
+                    match status_of(&out) {
+                        200 if out.ends_with(b"Hello World") => ok += 1,
+                        502..=504 => clean_errors += 1,
+                        _ => other.push(String::from_utf8_lossy(&out[..out.len().min(80)]).into_owned()),
+                    }
+                }
+                (ok, clean_errors, other)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    fpm.restart();
+    std::thread::sleep(Duration::from_millis(1000));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (mut ok, mut clean) = (0, 0);
+    for h in load {
+        let (o, c, other) = h.join().unwrap();
+        ok += o;
+        clean += c;
+        assert!(other.is_empty(), "answers other than 200 or a clean 502-504: {other:?}");
+    }
+    assert!(ok > 50, "only {ok} requests succeeded ({clean} clean errors)");
+    // Once php-fpm is back, every request succeeds.
+    for _ in 0..20 {
+        assert_eq!(s.get("/hello.php").text(), "Hello World");
+    }
+}
+
+each_mpm!(
+    cgi_variables,
+    post_form_and_cookies,
+    uploads_arrive_whole,
+    keep_alive_after_bodies,
+    redirects,
+    big_output_streamed,
+    flush_reaches_the_client,
+    php_errors,
+    path_info_and_directory_index,
+    backend_failures,
+    tcp_backend_by_proxy_pass,
+    limits_and_aborts,
+    php_fpm_restart_under_load,
+);
