@@ -7,6 +7,9 @@
 #   static-close  the same, a new connection per request
 #   100k          a 100 KB file, keep-alive, 50 connections
 #   idle-1000     1000 idle keep-alive connections open, then one fresh request (ms)
+#   php           a tiny PHP script through one php-fpm pool (pm static, 4 children)
+#                 that every server shares, keep-alive, 50 connections
+#   php-1000      the same script, ab -r -n 5000 -c 1000: failed requests and p99 (ms)
 #   memory        PSS of each server's processes, summed, after the runs (MB)
 # Usage: bench/compare.sh            (DURATION=5 seconds per wrk run by default;
 #        MPMS="event worker prefork" chooses the tables)
@@ -22,6 +25,7 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v ab >/dev/null 2>&1 || need+=(apache2-utils)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need+=(php-fpm)
 if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -29,6 +33,7 @@ fi
 # Debian starts the services it installs; they must not hold our ports or CPU.
 systemctl stop nginx apache2 >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
 service apache2 stop >/dev/null 2>&1 || true
+for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
 ulimit -n 65536 2>/dev/null || true
 
 cargo build --release --locked -q
@@ -45,8 +50,10 @@ stop_server() {
         SERVER_PID=
     fi
 }
+FPM_PID=
 cleanup() {
     stop_server
+    if [ -n "$FPM_PID" ]; then kill -TERM "$FPM_PID" 2>/dev/null || true; wait "$FPM_PID" 2>/dev/null || true; fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -57,6 +64,24 @@ mkdir -p "$DOCROOT"
 chmod 755 "$WORK"
 printf '<html><body><h1>It works!</h1></body></html>\n' > "$DOCROOT/index.html"   # 45 bytes
 head -c 102400 /dev/urandom > "$DOCROOT/file100k.bin"
+printf '<?php echo "Hello World";' > "$DOCROOT/hello.php"
+
+# One php-fpm pool for every server: pm static, 4 children, as DESIGN.md's figures.
+FPM_SOCK=$WORK/php.sock
+cat > "$WORK/php-fpm.conf" <<CONF
+[global]
+error_log = $WORK/php-fpm.log
+daemonize = no
+[bench]
+listen = $FPM_SOCK
+listen.mode = 0666
+listen.backlog = 4096
+pm = static
+pm.max_children = 4
+CONF
+FPM_BIN=$(ls /usr/sbin/php-fpm* | sort | tail -1)
+"$FPM_BIN" -R -F -y "$WORK/php-fpm.conf" >/dev/null 2>&1 & FPM_PID=$!
+for _ in $(seq 1 100); do [ -S "$FPM_SOCK" ] && break; sleep 0.1; done
 
 PORT=18080
 
@@ -110,6 +135,9 @@ ErrorLog $WORK/warren-error.log
 KeepAlive On
 MaxKeepAliveRequests 100
 KeepAliveTimeout 5
+<FilesMatch "\.php\$">
+    SetHandler "proxy:unix:$FPM_SOCK|fcgi://localhost"
+</FilesMatch>
 $(mpm_block "$1")
 CONF
 }
@@ -122,6 +150,8 @@ LoadModule mpm_$1_module $AMOD/mod_mpm_$1.so
 LoadModule authz_core_module $AMOD/mod_authz_core.so
 LoadModule mime_module $AMOD/mod_mime.so
 LoadModule dir_module $AMOD/mod_dir.so
+LoadModule proxy_module $AMOD/mod_proxy.so
+LoadModule proxy_fcgi_module $AMOD/mod_proxy_fcgi.so
 Listen 127.0.0.1:$PORT
 ServerName localhost
 DocumentRoot $DOCROOT
@@ -136,6 +166,9 @@ KeepAliveTimeout 5
 <Directory $DOCROOT>
     Require all granted
 </Directory>
+<FilesMatch "\.php\$">
+    SetHandler "proxy:unix:$FPM_SOCK|fcgi://localhost"
+</FilesMatch>
 $(mpm_block "$1")
 CONF
 }
@@ -155,6 +188,11 @@ http {
         listen 127.0.0.1:$PORT;
         root $DOCROOT;
         index index.html;
+        location ~ \.php\$ {
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
+            fastcgi_pass unix:$FPM_SOCK;
+        }
     }
 }
 CONF
@@ -171,7 +209,7 @@ start_server() { # name
         sleep 0.1
     done
     # It must answer 200 with the whole file, or its figures mean nothing.
-    for f in index.html:45 file100k.bin:102400; do
+    for f in index.html:45 file100k.bin:102400 hello.php:11; do
         got=$(curl -s -o /dev/null -w '%{http_code}:%{size_download}' "http://127.0.0.1:$PORT/${f%%:*}")
         if [ "$got" != "200:${f##*:}" ]; then
             echo "$1 answered $got for /${f%%:*}; expected 200:${f##*:}" >&2
@@ -196,12 +234,26 @@ rps() { # path [extra wrk args]
 }
 
 declare -A R
+# ab -r -n 5000 -c 1000: failed requests (connect, receive, length and
+# non-2xx together) and the 99th percentile in ms.
+php_1000() { # name
+    local out
+    out=$(ab -r -q -n 5000 -c 1000 -s 30 "http://127.0.0.1:$PORT/hello.php" 2>/dev/null || true)
+    local failed non2xx
+    failed=$(awk '/^Failed requests:/ {print $3}' <<<"$out")
+    non2xx=$(awk '/^Non-2xx responses:/ {print $3}' <<<"$out")
+    R[$1,php-1000-failed]=$(( ${failed:-5000} + ${non2xx:-0} ))
+    R[$1,php-1000-p99]=$(awk '$1 == "99%" {print $2}' <<<"$out")
+}
+
 measure() { # name
     start_server "$1"
     rps /index.html >/dev/null   # warm-up: lets the MPMs grow their children
     R[$1,static-ka]=$(rps /index.html)
     R[$1,static-close]=$(rps /index.html -H 'Connection: close')
     R[$1,100k]=$(rps /file100k.bin)
+    R[$1,php]=$(rps /hello.php)
+    php_1000 "$1"
     R[$1,memory]=$(pss "$SERVER_PID")
     if [ "${2:-}" = idle ]; then
         R[$1,idle-1000]=$(python3 bench/idle.py 127.0.0.1 "$PORT" 1000 /index.html | awk '{print $1}')
@@ -220,10 +272,13 @@ for mpm in $MPMS; do
         echo
         echo "== event MPM vs nginx"
         row scenario warren nginx apache w/nginx w/apache
-        for sc in static-ka static-close 100k; do
+        for sc in static-ka static-close 100k php; do
             row "$sc (req/s)" "${R[warren-event,$sc]}" "${R[nginx,$sc]}" "${R[apache-event,$sc]}" \
                 "$(ratio "${R[warren-event,$sc]}" "${R[nginx,$sc]}")" "$(ratio "${R[warren-event,$sc]}" "${R[apache-event,$sc]}")"
         done
+        row "php-1000 failed" "${R[warren-event,php-1000-failed]}" "${R[nginx,php-1000-failed]}" "${R[apache-event,php-1000-failed]}" - -
+        row "php-1000 p99 (ms)" "${R[warren-event,php-1000-p99]}" "${R[nginx,php-1000-p99]}" "${R[apache-event,php-1000-p99]}" \
+            "$(ratio "${R[warren-event,php-1000-p99]}" "${R[nginx,php-1000-p99]}")" "$(ratio "${R[warren-event,php-1000-p99]}" "${R[apache-event,php-1000-p99]}")"
         row "idle-1000 (ms)" "${R[warren-event,idle-1000]}" "${R[nginx,idle-1000]}" "${R[apache-event,idle-1000]}" \
             "$(ratio "${R[warren-event,idle-1000]}" "${R[nginx,idle-1000]}")" "$(ratio "${R[warren-event,idle-1000]}" "${R[apache-event,idle-1000]}")"
         row "memory PSS (MB)" "$(mb "${R[warren-event,memory]}")" "$(mb "${R[nginx,memory]}")" "$(mb "${R[apache-event,memory]}")" \
@@ -233,9 +288,11 @@ for mpm in $MPMS; do
         echo
         echo "== $mpm MPM (the seeds' values)"
         printf "%-22s %10s %10s %10s\n" scenario warren apache w/apache
-        for sc in static-ka static-close 100k; do
+        for sc in static-ka static-close 100k php; do
             printf "%-22s %10s %10s %10s\n" "$sc (req/s)" "${R[warren-$mpm,$sc]}" "${R[apache-$mpm,$sc]}" "$(ratio "${R[warren-$mpm,$sc]}" "${R[apache-$mpm,$sc]}")"
         done
+        printf "%-22s %10s %10s %10s\n" "php-1000 failed" "${R[warren-$mpm,php-1000-failed]}" "${R[apache-$mpm,php-1000-failed]}" -
+        printf "%-22s %10s %10s %10s\n" "php-1000 p99 (ms)" "${R[warren-$mpm,php-1000-p99]}" "${R[apache-$mpm,php-1000-p99]}" "$(ratio "${R[warren-$mpm,php-1000-p99]}" "${R[apache-$mpm,php-1000-p99]}")"
         printf "%-22s %10s %10s %10s\n" "memory PSS (MB)" "$(mb "${R[warren-$mpm,memory]}")" "$(mb "${R[apache-$mpm,memory]}")" "$(ratio "${R[warren-$mpm,memory]}" "${R[apache-$mpm,memory]}")"
     fi
 done
