@@ -15,6 +15,23 @@ pub enum Event {
     End { app_status: u32, protocol_status: ProtocolStatus },
 }
 
+/// BEGIN_REQUEST (Responder) and the PARAMS stream; with `no_body` the
+/// empty STDIN record too, so that the whole request is one write.
+pub fn encode_begin<N: AsRef<[u8]>, V: AsRef<[u8]>>(out: &mut Vec<u8>, request_id: u16, params: &[(N, V)], keep_conn: bool, no_body: bool) {
+    record::begin_request(out, request_id, Role::Responder, if keep_conn { FLAG_KEEP_CONN } else { 0 });
+    let mut pairs = Vec::new();
+    for (n, v) in params {
+        record::write_pair(&mut pairs, n.as_ref(), v.as_ref());
+    }
+    if !pairs.is_empty() {
+        record::write_stream(out, RecordType::Params, request_id, &pairs);
+    }
+    record::write_record(out, RecordType::Params, request_id, &[]);
+    if no_body {
+        record::write_record(out, RecordType::Stdin, request_id, &[]);
+    }
+}
+
 pub struct Client<S> {
     stream: S,
     reader: RecordReader,
@@ -53,18 +70,7 @@ impl<S: Read + Write> Client<S> {
 
     fn begin_with<N: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, params: &[(N, V)], keep_conn: bool, no_body: bool) -> io::Result<()> {
         self.out.clear();
-        record::begin_request(&mut self.out, self.request_id, Role::Responder, if keep_conn { FLAG_KEEP_CONN } else { 0 });
-        let mut pairs = Vec::new();
-        for (n, v) in params {
-            record::write_pair(&mut pairs, n.as_ref(), v.as_ref());
-        }
-        if !pairs.is_empty() {
-            record::write_stream(&mut self.out, RecordType::Params, self.request_id, &pairs);
-        }
-        record::write_record(&mut self.out, RecordType::Params, self.request_id, &[]);
-        if no_body {
-            record::write_record(&mut self.out, RecordType::Stdin, self.request_id, &[]);
-        }
+        encode_begin(&mut self.out, self.request_id, params, keep_conn, no_body);
         self.stream.write_all(&self.out)
     }
 

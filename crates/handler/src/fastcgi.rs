@@ -24,7 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use warren_config::{FcgiAddr, FcgiBackend, LogLevel};
-use warren_fcgi::{Client, Event, ProtocolStatus};
+use warren_fcgi::record::{self, RecordType};
+use warren_fcgi::{Client, ProtocolStatus, RecordReader};
 use warren_http::{parse_head, HeadLimits, HttpError, RequestHead};
 
 use crate::logs::{strip_port, ErrorLog};
@@ -175,13 +176,14 @@ fn describe(addr: &FcgiAddr) -> String {
 }
 
 /// Why a backend exchange failed, and the status it earns.
-struct Failure {
-    status: u16,
-    why: String,
+#[derive(Debug)]
+pub struct GatewayError {
+    pub status: u16,
+    pub why: String,
 }
 
-impl Failure {
-    fn io(what: &str, addr: &FcgiAddr, e: &io::Error) -> Failure {
+impl GatewayError {
+    pub fn io(what: &str, addr: &FcgiAddr, e: &io::Error) -> GatewayError {
         let status = match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => 504,
             _ => 502,
@@ -191,7 +193,7 @@ impl Failure {
         } else {
             format!("FastCGI: error {what} {}: {e}", describe(addr))
         };
-        Failure { status, why }
+        GatewayError { status, why }
     }
 }
 
@@ -349,10 +351,10 @@ impl Site {
             Some(c) => c,
             None => {
                 let s = BackendStream::connect(addr, gw.timeout).map_err(|e| {
-                    Failed::Backend(Failure { status: 503, why: format!("FastCGI: failed to make connection to backend {}: {e}", describe(addr)) })
+                    Failed::Backend(GatewayError { status: 503, why: format!("FastCGI: failed to make connection to backend {}: {e}", describe(addr)) })
                 })?;
                 let mut c = Client::new(s);
-                begin(&mut c).map_err(|e| Failed::Backend(Failure::io("sending the request to", addr, &e)))?;
+                begin(&mut c).map_err(|e| Failed::Backend(GatewayError::io("sending the request to", addr, &e)))?;
                 c
             }
         };
@@ -386,78 +388,56 @@ impl Site {
         }
         drop(buf);
 
-        // The header block.
-        let mut block: Vec<u8> = Vec::new();
-        let (header_len, body_start) = loop {
-            match client.next_event() {
-                Ok(Event::Stdout(data)) => {
-                    block.extend_from_slice(&data);
-                    if let Some(ends) = header_end(&block) {
-                        break ends;
+        let mut reader = ResponseReader::new(describe(addr), log.clone(), conn.peer, gw.script.clone());
+        let mut stream = client.into_stream();
+        let mut net = vec![0u8; 64 * 1024];
+        let head = loop {
+            match reader.next().map_err(Failed::Backend)? {
+                Some(Piece::Head(h)) => break h,
+                Some(_) => unreachable!("the head comes first"),
+                None => match stream.read(&mut net) {
+                    Ok(0) => {
+                        let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the response headers");
+                        return Err(Failed::Backend(GatewayError::io("reading the response headers from", addr, &e)));
                     }
-                    if block.len() > MAX_HEADER_BLOCK {
-                        return Err(Failed::Backend(Failure { status: 502, why: format!("FastCGI: response header block from {} larger than {MAX_HEADER_BLOCK} bytes", describe(addr)) }));
-                    }
-                }
-                Ok(Event::Stderr(text)) => log_stderr(log, conn, &gw.script, &text),
-                Ok(Event::End { protocol_status, .. }) => {
-                    let why = match protocol_status {
-                        ProtocolStatus::RequestComplete => "ended its response before the end of the headers".to_string(),
-                        s => format!("refused the request ({s:?})"),
-                    };
-                    return Err(Failed::Backend(Failure { status: if protocol_status == ProtocolStatus::Overloaded { 503 } else { 502 }, why: format!("FastCGI: backend {} {why}", describe(addr)) }));
-                }
-                Err(e) => return Err(Failed::Backend(Failure::io("reading the response headers from", addr, &e))),
+                    Ok(n) => reader.push(&net[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Failed::Backend(GatewayError::io("reading the response headers from", addr, &e))),
+                },
             }
         };
-        if header_len > MAX_HEADER_BLOCK {
-            return Err(Failed::Backend(Failure { status: 502, why: format!("FastCGI: response header block from {} larger than {MAX_HEADER_BLOCK} bytes", describe(addr)) }));
-        }
-        let parsed = parse_cgi_headers(&block[..header_len])
-            .map_err(|why| Failed::Backend(Failure { status: 502, why: format!("FastCGI: malformed response header from {}: {why}", describe(addr)) }))?;
-        let mut first = block.split_off(body_start);
-
-        if let Some(location) = parsed.local_redirect() {
+        if let Some(location) = head.redirect {
             return Ok(Answer::Redirect(location));
         }
-
+        let mut r = Response::new(head.status, gw.host);
+        r.headers = head.headers;
+        r.filename = Some(PathBuf::from(&gw.script));
         // What has already arrived may be the whole answer: then it goes
         // with a Content-Length, in one write with the head.
+        let mut body = head.first_body;
         let mut complete = false;
-        loop {
-            match client.buffered_event() {
-                Ok(Some(Event::Stdout(d))) => first.extend_from_slice(&d),
-                Ok(Some(Event::Stderr(t))) => log_stderr(log, conn, &gw.script, &t),
-                Ok(Some(Event::End { .. })) => {
+        while let Some(piece) = reader.next().map_err(Failed::Backend)? {
+            match piece {
+                Piece::Data(d) => body.extend_from_slice(&d),
+                Piece::End => {
                     complete = true;
                     break;
                 }
-                Ok(None) => break,
-                Err(e) => return Err(Failed::Backend(Failure::io("reading the response from", addr, &e))),
+                Piece::Head(_) => unreachable!("one head"),
             }
         }
-        let mut r = Response::new(parsed.status, gw.host);
-        r.headers = parsed.headers;
-        r.filename = Some(PathBuf::from(&gw.script));
+        let pool = (reuse && !send_failed).then(|| self.backends.clone());
         if complete {
-            if reuse && !send_failed {
-                self.backends.put(addr, client.into_stream());
+            if let Some(pool) = pool {
+                pool.put(addr, stream);
             }
-            if let Some(n) = parsed.content_length {
-                first.truncate(n.min(first.len() as u64) as usize);
+            if let Some(n) = head.content_length {
+                body.truncate(n.min(body.len() as u64) as usize);
             }
-            r.body = Body::Bytes(first);
+            r.body = Body::Bytes(body);
         } else {
-            let source = FcgiOutput {
-                client: Some(client),
-                first: Some(first),
-                log: log.clone(),
-                peer: conn.peer,
-                script: gw.script.clone(),
-                addr: addr.clone(),
-                pool: if reuse && !send_failed { Some(self.backends.clone()) } else { None },
-            };
-            r.body = Body::Stream { source: Box::new(source), len: parsed.content_length };
+            let source = FcgiOutput { stream: Some(stream), reader, first: Some(body), addr: addr.clone(), pool };
+            r.body = Body::Stream { source: Box::new(source), len: head.content_length };
         }
         Ok(Answer::Response(r))
     }
@@ -501,7 +481,7 @@ enum Answer {
 }
 
 enum Failed {
-    Backend(Failure),
+    Backend(GatewayError),
     /// The client's body could not be read: the answer is this error.
     Client(HttpError),
 }
@@ -570,10 +550,10 @@ fn temp_file() -> io::Result<File> {
     std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC).mode(0o600).open(std::env::temp_dir())
 }
 
-fn log_stderr(log: &ErrorLog, conn: &ConnInfo, script: &str, text: &[u8]) {
+fn log_stderr(log: &ErrorLog, peer: std::net::SocketAddr, script: &str, text: &[u8]) {
     let text = String::from_utf8_lossy(text);
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        log.log(LogLevel::Error, Some(conn.peer), &format!("FastCGI: stderr from {script}: {line}"));
+        log.log(LogLevel::Error, Some(peer), &format!("FastCGI: stderr from {script}: {line}"));
     }
 }
 
@@ -662,11 +642,9 @@ fn trim(b: &[u8]) -> &[u8] {
 
 /// The application's output after the headers, as it arrives.
 struct FcgiOutput {
-    client: Option<Client<BackendStream>>,
+    stream: Option<BackendStream>,
+    reader: ResponseReader,
     first: Option<Vec<u8>>,
-    log: Arc<ErrorLog>,
-    peer: std::net::SocketAddr,
-    script: String,
     addr: FcgiAddr,
     /// Where the connection goes back when the request ends cleanly.
     pool: Option<Arc<BackendPool>>,
@@ -680,34 +658,137 @@ impl BodySource for FcgiOutput {
                 return Ok(true);
             }
         }
-        let Some(client) = self.client.as_mut() else { return Ok(false) };
+        let mut net = [0u8; 16 * 1024];
         loop {
-            match client.next_event() {
-                Ok(Event::Stdout(d)) => {
+            let Some(stream) = self.stream.as_mut() else { return Ok(false) };
+            let failure = match self.reader.next() {
+                Ok(Some(Piece::Data(d))) => {
                     out.extend_from_slice(&d);
                     return Ok(true);
                 }
-                Ok(Event::Stderr(t)) => {
-                    let text = String::from_utf8_lossy(&t);
-                    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                        self.log.log(LogLevel::Error, Some(self.peer), &format!("FastCGI: stderr from {}: {line}", self.script));
-                    }
-                }
-                Ok(Event::End { .. }) => {
-                    let client = self.client.take().expect("client");
+                Ok(Some(Piece::End)) => {
+                    let stream = self.stream.take().expect("stream");
                     if let Some(pool) = &self.pool {
-                        pool.put(&self.addr, client.into_stream());
+                        pool.put(&self.addr, stream);
                     }
                     return Ok(false);
                 }
-                Err(e) => {
-                    self.client = None;
-                    let what = if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) { "timeout (ProxyTimeout)".to_string() } else { e.to_string() };
-                    self.log.error(Some(self.peer), &format!("FastCGI: response from {} for {} cut short: {what}", describe(&self.addr), self.script));
-                    return Err(e);
+                Ok(Some(Piece::Head(_))) => unreachable!("one head"),
+                Err(e) => e,
+                Ok(None) => match stream.read(&mut net) {
+                    Ok(0) => GatewayError { status: 502, why: format!("FastCGI: {} closed the connection mid-response", describe(&self.addr)) },
+                    Ok(n) => {
+                        self.reader.push(&net[..n]);
+                        continue;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => GatewayError::io("reading the response from", &self.addr, &e),
+                },
+            };
+            self.stream = None;
+            self.reader.log_cut_short(&failure);
+            return Err(io::Error::other(failure.why));
+        }
+    }
+}
+
+/// A piece of an application's answer.
+pub enum Piece {
+    Head(CgiHead),
+    Data(Vec<u8>),
+    End,
+}
+
+/// The application's response head.
+pub struct CgiHead {
+    pub status: u16,
+    pub headers: Vec<(HeaderName, String)>,
+    pub content_length: Option<u64>,
+    /// A local Location with status 200: serve that URL instead (CGI's
+    /// internal redirect).
+    pub redirect: Option<String>,
+    /// Body bytes that came with the head.
+    pub first_body: Vec<u8>,
+}
+
+/// Reads an application's answer from the bytes it sends, without I/O:
+/// the blocking gateway and the event loop both feed it. FCGI_STDERR goes
+/// to the error log as it comes, with the script's name.
+pub struct ResponseReader {
+    records: RecordReader,
+    /// The header block while it is being collected; None once parsed.
+    block: Option<Vec<u8>>,
+    backend: String,
+    log: Arc<ErrorLog>,
+    peer: std::net::SocketAddr,
+    script: String,
+}
+
+impl ResponseReader {
+    pub fn new(backend: String, log: Arc<ErrorLog>, peer: std::net::SocketAddr, script: String) -> ResponseReader {
+        ResponseReader { records: RecordReader::default(), block: Some(Vec::new()), backend, log, peer, script }
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.records.push(bytes);
+    }
+
+    /// Whether the head has been read.
+    pub fn head_done(&self) -> bool {
+        self.block.is_none()
+    }
+
+    /// The next piece among what has arrived; None when more is needed.
+    pub fn next(&mut self) -> Result<Option<Piece>, GatewayError> {
+        loop {
+            let rec = match self.records.next_record() {
+                Ok(Some(r)) => r,
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(GatewayError { status: 502, why: format!("FastCGI: bad record from {}: {e:?}", self.backend) }),
+            };
+            match rec.kind {
+                RecordType::Stdout if rec.content.is_empty() => {}
+                RecordType::Stdout => {
+                    let Some(block) = self.block.as_mut() else { return Ok(Some(Piece::Data(rec.content))) };
+                    block.extend_from_slice(&rec.content);
+                    if let Some((header_len, body_start)) = header_end(block) {
+                        if header_len > MAX_HEADER_BLOCK {
+                            return Err(self.too_large());
+                        }
+                        let mut block = self.block.take().expect("block");
+                        let first_body = block.split_off(body_start);
+                        let h = parse_cgi_headers(&block[..header_len])
+                            .map_err(|why| GatewayError { status: 502, why: format!("FastCGI: malformed response header from {}: {why}", self.backend) })?;
+                        let redirect = h.local_redirect();
+                        return Ok(Some(Piece::Head(CgiHead { status: h.status, headers: h.headers, content_length: h.content_length, redirect, first_body })));
+                    }
+                    if block.len() > MAX_HEADER_BLOCK {
+                        return Err(self.too_large());
+                    }
                 }
+                RecordType::Stderr => log_stderr(&self.log, self.peer, &self.script, &rec.content),
+                RecordType::EndRequest if self.block.is_some() => {
+                    let status = record::parse_end_request(&rec.content).map(|(_, s)| s).unwrap_or(ProtocolStatus::RequestComplete);
+                    let (code, why) = match status {
+                        ProtocolStatus::RequestComplete => (502, "ended its response before the end of the headers".to_string()),
+                        ProtocolStatus::Overloaded => (503, "is overloaded".to_string()),
+                        s => (502, format!("refused the request ({s:?})")),
+                    };
+                    return Err(GatewayError { status: code, why: format!("FastCGI: backend {} {why}", self.backend) });
+                }
+                RecordType::EndRequest => return Ok(Some(Piece::End)),
+                _ => {}
             }
         }
+    }
+
+    fn too_large(&self) -> GatewayError {
+        GatewayError { status: 502, why: format!("FastCGI: response header block from {} larger than {MAX_HEADER_BLOCK} bytes", self.backend) }
+    }
+
+    /// Logs an answer that broke off after its head was sent.
+    pub fn log_cut_short(&self, e: &GatewayError) {
+        self.log.error(Some(self.peer), &format!("{} (script {}); response cut short", e.why, self.script));
     }
 }
 
