@@ -295,7 +295,6 @@ impl Site {
     /// Runs a FastCGI request: the body to the application, its answer back.
     pub fn run_gateway(&self, gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
         let host = gw.host;
-        let log = self.hosts[host].error_log.clone();
         let spooled = match spool(body) {
             Ok(s) => s,
             Err(e) => {
@@ -304,11 +303,11 @@ impl Site {
                 return r;
             }
         };
-        match self.exchange(&gw, conn, body, spooled, &log) {
+        match self.exchange(&gw, conn, body, spooled) {
             Ok(Answer::Response(r)) => r,
             Ok(Answer::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
             Err(Failed::Backend(f)) => {
-                let mut r = self.error(host, f.status, head, conn, &format!("{} (script {})", f.why, gw.script));
+                let mut r = self.gateway_failed(&gw, head, conn, &f);
                 // The client's body may be half read: do not reuse the connection.
                 r.close = true;
                 r
@@ -321,7 +320,7 @@ impl Site {
         }
     }
 
-    fn exchange(&self, gw: &Gateway, conn: &ConnInfo, body: &mut dyn RequestBody, mut spooled: Spooled, log: &Arc<ErrorLog>) -> Result<Answer, Failed> {
+    fn exchange(&self, gw: &Gateway, conn: &ConnInfo, body: &mut dyn RequestBody, mut spooled: Spooled) -> Result<Answer, Failed> {
         let addr = &gw.backend.addr;
         let content_length = match &spooled {
             Spooled::None => None,
@@ -388,7 +387,7 @@ impl Site {
         }
         drop(buf);
 
-        let mut reader = ResponseReader::new(describe(addr), log.clone(), conn.peer, gw.script.clone());
+        let mut reader = self.response_reader(gw, conn);
         let mut stream = client.into_stream();
         let mut net = vec![0u8; 64 * 1024];
         let head = loop {
@@ -406,12 +405,11 @@ impl Site {
                 },
             }
         };
-        if let Some(location) = head.redirect {
+        let mut head = head;
+        if let Some(location) = head.redirect.take() {
             return Ok(Answer::Redirect(location));
         }
-        let mut r = Response::new(head.status, gw.host);
-        r.headers = head.headers;
-        r.filename = Some(PathBuf::from(&gw.script));
+        let mut r = gw.response(&mut head);
         // What has already arrived may be the whole answer: then it goes
         // with a Content-Length, in one write with the head.
         let mut body = head.first_body;
@@ -442,11 +440,23 @@ impl Site {
         Ok(Answer::Response(r))
     }
 
-    /// A local `Location:` with no status: the request is served again as a
-    /// GET of that URL, as CGI says.
+    /// A local `Location:` with status 200: the request is served again as
+    /// a GET of that URL, as CGI says.
     fn internal_redirect(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> Response {
+        match self.redirect_outcome(gw, head, conn, location) {
+            (Outcome::Ready(r), _) => r,
+            (Outcome::Blocking(work), _) => work(),
+            (Outcome::Gateway(next), Some(new_head)) => self.run_gateway(next, &new_head, conn, &mut NoBody),
+            (Outcome::Gateway(_), None) => unreachable!("a gateway outcome comes with its head"),
+        }
+    }
+
+    /// What an internal redirect to `location` leads to, and the request
+    /// head it was routed with (None if it could not be made).
+    pub fn redirect_outcome(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> (Outcome, Option<RequestHead>) {
         if gw.redirects >= MAX_REDIRECTS {
-            return self.error(gw.host, 500, head, conn, &format!("more than {MAX_REDIRECTS} internal redirects from FastCGI Location headers"));
+            let why = format!("more than {MAX_REDIRECTS} internal redirects from FastCGI Location headers");
+            return (Outcome::Ready(self.error(gw.host, 500, head, conn, &why)), None);
         }
         let mut text = format!("GET {location} HTTP/1.1\r\n").into_bytes();
         for (n, v) in head.headers() {
@@ -462,16 +472,51 @@ impl Site {
         let limits = HeadLimits { request_line: 64 * 1024, field_size: 64 * 1024, fields: 1000 };
         let new_head = match parse_head(&text, &limits) {
             Ok(Some((h, _))) => h,
-            _ => return self.error(gw.host, 500, head, conn, &format!("FastCGI: bad Location for an internal redirect: {location}")),
+            _ => return (Outcome::Ready(self.error(gw.host, 500, head, conn, &format!("FastCGI: bad Location for an internal redirect: {location}"))), None),
         };
-        match self.handle(&new_head, conn) {
-            Outcome::Ready(r) => r,
-            Outcome::Blocking(work) => work(),
+        let outcome = match self.handle(&new_head, conn) {
             Outcome::Gateway(mut next) => {
                 next.redirects = gw.redirects + 1;
-                self.run_gateway(next, &new_head, conn, &mut NoBody)
+                Outcome::Gateway(next)
             }
-        }
+            other => other,
+        };
+        (outcome, Some(new_head))
+    }
+
+    /// The answer to an exchange that failed before its head was sent, and
+    /// the error-log line.
+    pub fn gateway_failed(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, e: &GatewayError) -> Response {
+        self.error(gw.host, e.status, head, conn, &format!("{} (script {})", e.why, gw.script))
+    }
+
+    /// A reader for the answer to `gw`.
+    pub fn response_reader(&self, gw: &Gateway, conn: &ConnInfo) -> ResponseReader {
+        ResponseReader::new(describe(&gw.backend.addr), self.hosts[gw.host].error_log.clone(), conn.peer, gw.script.clone())
+    }
+}
+
+impl Gateway {
+    /// The whole request for a request without a body, as one write; the
+    /// connection is not kept.
+    pub fn request_without_body(&self) -> Vec<u8> {
+        let params: Vec<(&[u8], &[u8])> = self.params.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())).collect();
+        let mut out = Vec::with_capacity(1024);
+        warren_fcgi::client::encode_begin(&mut out, 1, &params, false, true);
+        out
+    }
+
+    /// The response for an application's head (its body to be added).
+    pub fn response(&self, head: &mut CgiHead) -> Response {
+        let mut r = Response::new(head.status, self.host);
+        r.headers = std::mem::take(&mut head.headers);
+        r.filename = Some(PathBuf::from(&self.script));
+        r
+    }
+
+    /// The backend's address, as it appears in log lines.
+    pub fn backend_name(&self) -> String {
+        describe(&self.backend.addr)
     }
 }
 

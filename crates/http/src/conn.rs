@@ -16,6 +16,9 @@ pub enum Phase {
     ReadingBody,
     /// Sending a response.
     Writing,
+    /// Waiting on a FastCGI application and relaying its answer (the
+    /// event MPM does this on its loop for requests without a body).
+    Proxying,
     /// Half-closed after an error: draining what the client still sends so
     /// that it sees our response rather than a reset.
     Lingering,

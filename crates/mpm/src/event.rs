@@ -18,10 +18,12 @@ use std::time::{Duration, Instant};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use warren_config::LogLevel;
 use warren_handler::router::LogWriters;
-use warren_handler::{ConnInfo, Outcome, Response, Site};
+use warren_handler::fastcgi::{Gateway, GatewayError, Piece};
+use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, Phase, RequestHead};
 
-use crate::exchange::{head_limits, keep_alive_policy, panic_response, Exchange, Output};
+use crate::exchange::{head_limits, keep_alive_policy, panic_response, Chunk, Exchange, Output};
+use crate::upstream::{BodyFraming as RelayFraming, FedByLoop, NotHere, Upstream};
 use crate::listen::{self, Listener};
 use crate::pool::{GatewayJob, Job, Outcome as PoolOutcome, WorkerPool};
 use crate::scoreboard::{Scoreboard, State};
@@ -39,6 +41,11 @@ const ACCEPT_BATCH: usize = 1;
 const TOKEN_WAKE: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
 const TOKEN_LISTENER: u64 = 1 << 62;
+/// Added to a connection's slot: the token of its FastCGI application socket.
+const TOKEN_UPSTREAM: u64 = 1 << 61;
+/// A relayed answer stops being read from the application while this much
+/// waits for a slow client.
+const RELAY_HIGH_WATER: u64 = 256 * 1024;
 
 /// Set by the signal handler: stop gracefully.
 pub struct StopFlag(pub Arc<AtomicBool>);
@@ -59,6 +66,8 @@ struct Conn {
     /// The handler's answer, decided at the head, waiting for the body to
     /// be read (and discarded).
     pending: Option<Outcome>,
+    /// A FastCGI exchange relayed on the loop (`Phase::Proxying`).
+    upstream: Option<Box<Upstream>>,
 }
 
 pub struct EventLoop {
@@ -187,6 +196,7 @@ impl EventLoop {
                         }
                     }
                     t if t >= TOKEN_LISTENER => self.accept((t - TOKEN_LISTENER) as usize),
+                    t if t >= TOKEN_UPSTREAM => self.upstream_ready((t - TOKEN_UPSTREAM) as usize, flags),
                     t => self.ready(t as usize, flags),
                 }
             }
@@ -250,6 +260,7 @@ impl EventLoop {
                 served: 0,
                 req: None,
                 pending: None,
+                upstream: None,
             };
             let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
             if self.epoll.add(&conn.stream, EpollEvent::new(flags, slot as u64)).is_err() {
@@ -299,6 +310,11 @@ impl EventLoop {
                         return;
                     }
                 },
+                Phase::Proxying => {
+                    if !self.relay(slot) {
+                        return;
+                    }
+                }
                 Phase::Lingering => {
                     match drain(c) {
                         Ok(true) | Err(_) => self.close(slot),
@@ -435,7 +451,13 @@ impl EventLoop {
             .unwrap_or_else(|_| Outcome::Ready(panic_response(site, head_ref, &info)));
         c.req = Some(req);
         if let Outcome::Gateway(gw) = outcome {
-            self.lend(slot, gw);
+            // Without a body the loop relays it; with one, a worker thread
+            // streams the body to the application.
+            if framing == BodyFraming::None {
+                self.proxy(slot, gw);
+            } else {
+                self.lend(slot, gw);
+            }
             return;
         }
         if framing == BodyFraming::None {
@@ -455,7 +477,7 @@ impl EventLoop {
     }
 
     /// Lends the connection to a worker thread for a FastCGI exchange.
-    fn lend(&mut self, slot: usize, gateway: Box<warren_handler::fastcgi::Gateway>) {
+    fn lend(&mut self, slot: usize, gateway: Box<Gateway>) {
         let c = self.conns[slot].as_mut().expect("conn");
         let stream = match c.stream.try_clone() {
             Ok(s) => s,
@@ -488,8 +510,211 @@ impl EventLoop {
                 c.deadline = Instant::now() + Duration::from_secs(3600);
                 self.pool.submit(slot, c.generation, Job::Respond(work));
             }
-            Outcome::Gateway(gw) => self.lend(slot, gw),
+            // Only an internal redirect (a GET) gets here with a gateway.
+            Outcome::Gateway(gw) => self.proxy(slot, gw),
         }
+    }
+
+    /// Starts relaying a FastCGI exchange on the loop, or hands it to a
+    /// worker thread when the loop cannot do it without blocking.
+    fn proxy(&mut self, slot: usize, gw: Box<Gateway>) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let reader = self.site.response_reader(&gw, &c.info);
+        let timeout = gw.timeout;
+        match Upstream::start(gw, reader) {
+            Ok(up) => {
+                let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
+                if let Err(e) = self.epoll.add(up.fd(), EpollEvent::new(flags, TOKEN_UPSTREAM + slot as u64)) {
+                    let err = GatewayError { status: 503, why: format!("FastCGI: cannot watch the connection to {}: {e}", up.gateway.backend_name()) };
+                    c.upstream = Some(Box::new(up));
+                    self.fail_upstream(slot, &err);
+                    return;
+                }
+                c.upstream = Some(Box::new(up));
+                c.phase = Phase::Proxying;
+                c.deadline = Instant::now() + timeout;
+            }
+            Err((gw, NotHere::UseWorker)) => self.lend(slot, gw),
+            Err((gw, NotHere::Failed(e))) => {
+                let err = GatewayError { status: 503, why: format!("FastCGI: failed to make connection to backend {}: {e}", gw.backend_name()) };
+                let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                let resp = self.site.gateway_failed(&gw, head, &c.info, &err);
+                self.respond(slot, resp);
+            }
+        }
+    }
+
+    fn upstream_ready(&mut self, slot: usize, flags: EpollFlags) {
+        let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
+        let Some(up) = c.upstream.as_mut() else { return };
+        if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            up.readable = true;
+        }
+        if flags.intersects(EpollFlags::EPOLLOUT | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            up.writable = true;
+        }
+        if c.phase == Phase::Proxying {
+            self.drive(slot);
+        }
+    }
+
+    /// Relays as far as it can go without blocking. True when the
+    /// connection has moved on to another phase and should be driven on.
+    fn relay(&mut self, slot: usize) -> bool {
+        loop {
+            match self.relay_step(slot) {
+                Relay::Again => {}
+                Relay::Wait => return false,
+                Relay::Failed(e) => {
+                    self.fail_upstream(slot, &e);
+                    return true;
+                }
+                Relay::CutShort(e) => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    if let Some(up) = c.upstream.take() {
+                        up.reader.log_cut_short(&e);
+                    }
+                    self.abort(slot);
+                    return false;
+                }
+                Relay::ClientGone => {
+                    self.conns[slot].as_mut().expect("conn").upstream = None;
+                    self.abort(slot);
+                    return false;
+                }
+                Relay::Redirect(location) => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    let up = c.upstream.take().expect("upstream");
+                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                    let (outcome, _) = self.site.redirect_outcome(&up.gateway, head, &c.info, &location);
+                    self.settle(slot, outcome);
+                    return true;
+                }
+                Relay::Whole(resp) => {
+                    self.conns[slot].as_mut().expect("conn").upstream = None;
+                    self.respond(slot, resp);
+                    return true;
+                }
+                Relay::Done => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    c.upstream = None;
+                    c.phase = Phase::Writing;
+                    return self.finish_response(slot);
+                }
+            }
+        }
+    }
+
+    /// One pass: the client's output, the request to the application, and
+    /// what the application has sent.
+    fn relay_step(&mut self, slot: usize) -> Relay {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let Conn { stream, out, upstream, req, deadline, .. } = c;
+        let up = upstream.as_mut().expect("proxying");
+        if !out.is_empty() {
+            match out.flush(stream) {
+                Ok(_) => *deadline = Instant::now() + up.gateway.timeout,
+                Err(_) => return Relay::ClientGone,
+            }
+        }
+        if up.ended {
+            return if out.is_empty() { Relay::Done } else { Relay::Wait };
+        }
+        if out.pending() > RELAY_HIGH_WATER {
+            return Relay::Wait;
+        }
+        match up.check_connected() {
+            Ok(true) => {}
+            Ok(false) => return Relay::Wait,
+            Err(e) => {
+                let why = format!("FastCGI: failed to make connection to backend {}: {e}", up.gateway.backend_name());
+                return Relay::Failed(GatewayError { status: 503, why });
+            }
+        }
+        match up.send_request() {
+            Ok(true) => {}
+            Ok(false) => return Relay::Wait,
+            Err(e) => return Relay::Failed(GatewayError::io("sending the request to", &up.gateway.backend.addr, &e)),
+        }
+        if !up.readable {
+            return Relay::Wait;
+        }
+        let head_sent = up.body.is_some();
+        match up.receive(&mut self.scratch_in) {
+            Ok(0) => {
+                let e = GatewayError { status: 502, why: format!("FastCGI: {} closed the connection before the end of its answer", up.gateway.backend_name()) };
+                return if head_sent { Relay::CutShort(e) } else { Relay::Failed(e) };
+            }
+            Ok(_) => *deadline = Instant::now() + up.gateway.timeout,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Relay::Again,
+            Err(e) => {
+                let e = GatewayError::io("reading the response from", &up.gateway.backend.addr, &e);
+                return if head_sent { Relay::CutShort(e) } else { Relay::Failed(e) };
+            }
+        }
+        let ex = req.as_mut().expect("request in flight");
+        loop {
+            match up.reader.next() {
+                Ok(None) => break,
+                Ok(Some(Piece::Head(mut h))) => {
+                    if let Some(location) = h.redirect.take() {
+                        return Relay::Redirect(location);
+                    }
+                    let mut resp = up.gateway.response(&mut h);
+                    let mut body = std::mem::take(&mut h.first_body);
+                    // All of it may be here already: then it goes with a
+                    // Content-Length, in one write with the head.
+                    loop {
+                        match up.reader.next() {
+                            Ok(Some(Piece::Data(d))) => body.extend_from_slice(&d),
+                            Ok(Some(Piece::End)) => {
+                                if let Some(n) = h.content_length {
+                                    body.truncate(n.min(body.len() as u64) as usize);
+                                }
+                                resp.body = Body::Bytes(body);
+                                return Relay::Whole(resp);
+                            }
+                            Ok(Some(Piece::Head(_))) | Ok(None) => break,
+                            Err(e) => return Relay::Failed(e),
+                        }
+                    }
+                    resp.body = Body::Stream { source: Box::new(FedByLoop), len: h.content_length };
+                    out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
+                    let st = out.streaming.take().expect("a streamed body");
+                    up.body = Some(RelayFraming { chunked: st.chunked, remaining: st.remaining, send: st.send });
+                    queue_piece(out, up.body.as_mut().expect("framing"), ex, body);
+                }
+                Ok(Some(Piece::Data(d))) => match up.body.as_mut() {
+                    Some(f) => queue_piece(out, f, ex, d),
+                    None => unreachable!("data comes after the head"),
+                },
+                Ok(Some(Piece::End)) => {
+                    let f = up.body.as_ref().expect("the end comes after the head");
+                    if f.remaining.is_some_and(|left| left > 0) && f.send {
+                        let e = GatewayError { status: 502, why: format!("FastCGI: {} sent less than its Content-Length", up.gateway.backend_name()) };
+                        return Relay::CutShort(e);
+                    }
+                    if f.chunked && f.send {
+                        out.queue.push_back(Chunk::Bytes(b"0\r\n\r\n".to_vec()));
+                        ex.bytes_sent += 5;
+                    }
+                    up.ended = true;
+                    return Relay::Again;
+                }
+                Err(e) => return if up.body.is_some() { Relay::CutShort(e) } else { Relay::Failed(e) },
+            }
+        }
+        Relay::Again
+    }
+
+    /// An exchange that failed before its head was sent: the error answer.
+    fn fail_upstream(&mut self, slot: usize, e: &GatewayError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let up = c.upstream.take().expect("upstream");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let resp = self.site.gateway_failed(&up.gateway, head, &c.info, e);
+        self.respond(slot, resp);
     }
 
     fn finish_work(&mut self) {
@@ -625,10 +850,61 @@ impl EventLoop {
                     self.drive(slot);
                 }
                 Phase::Writing => self.abort(slot),
+                Phase::Proxying => {
+                    let up = c.upstream.as_ref().expect("proxying");
+                    let e = GatewayError { status: 504, why: format!("FastCGI: timeout waiting for {} (ProxyTimeout)", up.gateway.backend_name()) };
+                    if up.body.is_some() {
+                        up.reader.log_cut_short(&e);
+                        c.upstream = None;
+                        self.abort(slot);
+                    } else {
+                        self.fail_upstream(slot, &e);
+                        self.drive(slot);
+                    }
+                }
                 _ => self.close(slot),
             }
         }
     }
+}
+
+/// What one pass of relaying came to.
+enum Relay {
+    /// Progress was made: go round again.
+    Again,
+    /// Nothing more until an event.
+    Wait,
+    /// Failed before the head was sent: answer with this error.
+    Failed(GatewayError),
+    /// Failed after the head was sent: close without ending the body.
+    CutShort(GatewayError),
+    ClientGone,
+    Redirect(String),
+    /// The whole answer arrived before anything was sent.
+    Whole(Response),
+    /// The answer has been relayed and written.
+    Done,
+}
+
+/// Frames a piece of a relayed body and queues it for the client.
+fn queue_piece(out: &mut Output, f: &mut RelayFraming, ex: &mut Exchange, mut data: Vec<u8>) {
+    if !f.send || data.is_empty() {
+        return;
+    }
+    if let Some(left) = f.remaining.as_mut() {
+        data.truncate((*left).min(data.len() as u64) as usize);
+        *left -= data.len() as u64;
+    }
+    ex.body_bytes += data.len() as u64;
+    let framed = if f.chunked {
+        let mut framed = Vec::with_capacity(data.len() + 16);
+        warren_http::response::write_chunk(&mut framed, &data);
+        framed
+    } else {
+        data
+    };
+    ex.bytes_sent += framed.len() as u64;
+    out.queue.push_back(Chunk::Bytes(framed));
 }
 
 enum ReadResult {

@@ -197,6 +197,20 @@ impl Output {
         self.wpos >= self.wbuf.len() && self.queue.is_empty()
     }
 
+    /// Bytes waiting to be written.
+    pub fn pending(&self) -> u64 {
+        let queued: u64 = self
+            .queue
+            .iter()
+            .map(|c| match c {
+                Chunk::Bytes(b) => b.len() as u64,
+                Chunk::File { len, .. } => *len,
+                Chunk::Broken => 0,
+            })
+            .sum();
+        (self.wbuf.len() - self.wpos.min(self.wbuf.len())) as u64 + queued
+    }
+
     /// Encodes `resp` for the exchange into `scratch` and takes it over.
     /// Date, Server, Content-Length and Connection are written here.
     pub fn encode(&mut self, ex: &mut Exchange, resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {

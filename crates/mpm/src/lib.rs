@@ -28,6 +28,7 @@ pub mod parent;
 pub mod pool;
 pub mod prefork;
 pub mod scoreboard;
+pub mod upstream;
 pub mod worker;
 
 pub use event::EventLoop;

@@ -1,0 +1,158 @@
+//! The event loop's side of a FastCGI exchange for a request without a
+//! body: a non-blocking connection to the application, the request as one
+//! write, and the answer read as it comes (a [`ResponseReader`]) and
+//! relayed to the client with write completion. Nothing here blocks; a
+//! request with a body, a kept backend connection (`enablereuse`), a
+//! backend named by host name, or a unix socket whose backlog is full goes
+//! to a worker thread instead (`gateway`).
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, BorrowedFd};
+
+use socket2::{Domain, SockAddr, Socket, Type};
+use warren_config::FcgiAddr;
+use warren_handler::fastcgi::{Gateway, ResponseReader};
+use warren_handler::BodySource;
+
+/// A FastCGI exchange the event loop drives.
+pub struct Upstream {
+    pub socket: Socket,
+    /// False until a TCP connect in progress completes.
+    pub connected: bool,
+    pub request: Vec<u8>,
+    pub sent: usize,
+    pub reader: ResponseReader,
+    pub gateway: Box<Gateway>,
+    /// Edge-triggered readiness, as last reported and not yet used up.
+    pub readable: bool,
+    pub writable: bool,
+    /// Set once the head is sent: how the body goes out.
+    pub body: Option<BodyFraming>,
+    /// The application has ended its answer.
+    pub ended: bool,
+}
+
+/// How the relayed body is framed.
+pub struct BodyFraming {
+    pub chunked: bool,
+    /// What is left of an announced Content-Length.
+    pub remaining: Option<u64>,
+    /// False for HEAD: read from the application, not sent.
+    pub send: bool,
+}
+
+/// Why the loop cannot start the exchange itself.
+pub enum NotHere {
+    /// A worker thread can (it may block).
+    UseWorker,
+    /// The application cannot be reached.
+    Failed(io::Error),
+}
+
+impl Upstream {
+    /// Connects without blocking and prepares the request.
+    pub fn start(gateway: Box<Gateway>, reader: ResponseReader) -> Result<Upstream, (Box<Gateway>, NotHere)> {
+        if gateway.backend.reuse {
+            return Err((gateway, NotHere::UseWorker));
+        }
+        let (socket, connected) = match connect(&gateway.backend.addr) {
+            Ok(x) => x,
+            Err(e) => return Err((gateway, e)),
+        };
+        let request = gateway.request_without_body();
+        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: true, writable: true, body: None, ended: false })
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
+    }
+
+    /// Finishes a TCP connect in progress: Ok(false) while it still is.
+    pub fn check_connected(&mut self) -> io::Result<bool> {
+        if self.connected {
+            return Ok(true);
+        }
+        if !self.writable {
+            return Ok(false);
+        }
+        if let Some(e) = self.socket.take_error()? {
+            return Err(e);
+        }
+        self.connected = true;
+        Ok(true)
+    }
+
+    /// Sends what is left of the request. Ok(true) once all of it is out.
+    pub fn send_request(&mut self) -> io::Result<bool> {
+        while self.sent < self.request.len() {
+            match (&self.socket).write(&self.request[self.sent..]) {
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.writable = false;
+                    return Ok(false);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.request = Vec::new();
+        Ok(true)
+    }
+
+    /// Reads what the application has sent into the reader. Ok(0): it
+    /// closed; WouldBlock: nothing more for now.
+    pub fn receive(&mut self, scratch: &mut [u8]) -> io::Result<usize> {
+        match (&self.socket).read(scratch) {
+            Ok(n) => {
+                self.reader.push(&scratch[..n]);
+                if n < scratch.len() {
+                    // Drained: the next edge says when there is more.
+                    self.readable = false;
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    self.readable = false;
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+fn connect(addr: &FcgiAddr) -> Result<(Socket, bool), NotHere> {
+    let (domain, target) = match addr {
+        FcgiAddr::Unix(path) => (Domain::UNIX, SockAddr::unix(path).map_err(NotHere::Failed)?),
+        FcgiAddr::Tcp { host, port } => match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => {
+                let sa = SocketAddr::new(ip, *port);
+                (Domain::for_address(sa), SockAddr::from(sa))
+            }
+            // A name may need a resolver, which may block.
+            Err(_) => return Err(NotHere::UseWorker),
+        },
+    };
+    let socket = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), None).map_err(NotHere::Failed)?;
+    if domain != Domain::UNIX {
+        let _ = socket.set_tcp_nodelay(true);
+    }
+    match socket.connect(&target) {
+        Ok(()) => Ok((socket, true)),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok((socket, false)),
+        // A unix socket's backlog is full: a worker thread waits in connect.
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(NotHere::UseWorker),
+        Err(e) => Err(NotHere::Failed(e)),
+    }
+}
+
+/// The body source of a relayed answer's head: the loop feeds the body
+/// itself, so there is nothing to pull.
+pub struct FedByLoop;
+
+impl BodySource for FedByLoop {
+    fn next_piece(&mut self, _: &mut Vec<u8>) -> io::Result<bool> {
+        Ok(false)
+    }
+}
