@@ -233,43 +233,42 @@ impl Site {
             _ => h.name.clone().into_bytes(),
         };
         let mut p: Vec<(HeaderName, Vec<u8>)> = Vec::with_capacity(32);
-        let mut set = |n: &'static str, v: Vec<u8>| p.push((HeaderName::Borrowed(n), v));
-        set("GATEWAY_INTERFACE", b"CGI/1.1".to_vec());
-        set("SERVER_SOFTWARE", self.server_header.clone().into_bytes());
-        set("SERVER_NAME", server_name);
-        set("SERVER_ADDR", conn.local.ip().to_string().into_bytes());
-        set("SERVER_PORT", conn.local.port().to_string().into_bytes());
-        set("SERVER_PROTOCOL", head.version.as_str().as_bytes().to_vec());
-        set("REMOTE_ADDR", conn.peer.ip().to_string().into_bytes());
-        set("REMOTE_PORT", conn.peer.port().to_string().into_bytes());
-        set("REQUEST_METHOD", head.method().as_bytes().to_vec());
-        set("REQUEST_URI", head.path_and_query().to_vec());
-        set("REQUEST_SCHEME", b"http".to_vec());
-        set("QUERY_STRING", query.strip_prefix(b"?").unwrap_or(query).to_vec());
-        set("SCRIPT_NAME", target.name.to_vec());
-        set("SCRIPT_FILENAME", target.filename.clone().into_bytes());
+        let set = |p: &mut Vec<(HeaderName, Vec<u8>)>, n: &'static str, v: Vec<u8>| p.push((HeaderName::Borrowed(n), v));
+        set(&mut p, "GATEWAY_INTERFACE", b"CGI/1.1".to_vec());
+        set(&mut p, "SERVER_SOFTWARE", self.server_header.clone().into_bytes());
+        set(&mut p, "SERVER_NAME", server_name);
+        set(&mut p, "SERVER_ADDR", conn.local.ip().to_string().into_bytes());
+        set(&mut p, "SERVER_PORT", conn.local.port().to_string().into_bytes());
+        set(&mut p, "SERVER_PROTOCOL", head.version.as_str().as_bytes().to_vec());
+        set(&mut p, "REMOTE_ADDR", conn.peer.ip().to_string().into_bytes());
+        set(&mut p, "REMOTE_PORT", conn.peer.port().to_string().into_bytes());
+        set(&mut p, "REQUEST_METHOD", head.method().as_bytes().to_vec());
+        set(&mut p, "REQUEST_URI", head.path_and_query().to_vec());
+        set(&mut p, "REQUEST_SCHEME", b"http".to_vec());
+        set(&mut p, "QUERY_STRING", query.strip_prefix(b"?").unwrap_or(query).to_vec());
+        set(&mut p, "SCRIPT_NAME", target.name.to_vec());
+        set(&mut p, "SCRIPT_FILENAME", target.filename.clone().into_bytes());
         if !target.path_info.is_empty() {
-            set("PATH_INFO", target.path_info.to_vec());
+            set(&mut p, "PATH_INFO", target.path_info.to_vec());
             let mut translated = root.clone().into_bytes();
             translated.extend_from_slice(target.path_info);
-            set("PATH_TRANSLATED", translated);
+            set(&mut p, "PATH_TRANSLATED", translated);
         }
-        set("DOCUMENT_ROOT", root.clone().into_bytes());
-        set("CONTEXT_DOCUMENT_ROOT", root.into_bytes());
-        set("CONTEXT_PREFIX", Vec::new());
+        set(&mut p, "DOCUMENT_ROOT", root.clone().into_bytes());
+        set(&mut p, "CONTEXT_DOCUMENT_ROOT", root.into_bytes());
+        set(&mut p, "CONTEXT_PREFIX", Vec::new());
         if let Some(admin) = &h.config.server_admin {
-            set("SERVER_ADMIN", admin.clone().into_bytes());
+            set(&mut p, "SERVER_ADMIN", admin.clone().into_bytes());
         }
         // php-cgi built with force-cgi-redirect refuses to run without it.
-        set("REDIRECT_STATUS", b"200".to_vec());
+        set(&mut p, "REDIRECT_STATUS", b"200".to_vec());
         if let Some(t) = head.header("content-type") {
-            set("CONTENT_TYPE", t.to_vec());
+            set(&mut p, "CONTENT_TYPE", t.to_vec());
         }
         // Every other header as HTTP_*: repeated ones joined, as one field.
         // Proxy is left out (httpoxy, CVE-2016-5385); names with `_` too, so
         // that `X_Forwarded_For` cannot pose as `X-Forwarded-For`.
         let mut http: Vec<(String, Vec<u8>)> = Vec::new();
-        drop(set);
         for (name, value) in head.headers() {
             if name.eq_ignore_ascii_case(b"content-type") || name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"proxy") {
                 continue;
@@ -391,7 +390,7 @@ impl Site {
         let mut stream = client.into_stream();
         let mut net = vec![0u8; 64 * 1024];
         let head = loop {
-            match reader.next().map_err(Failed::Backend)? {
+            match reader.next_piece().map_err(Failed::Backend)? {
                 Some(Piece::Head(h)) => break h,
                 Some(_) => unreachable!("the head comes first"),
                 None => match stream.read(&mut net) {
@@ -414,7 +413,7 @@ impl Site {
         // with a Content-Length, in one write with the head.
         let mut body = head.first_body;
         let mut complete = false;
-        while let Some(piece) = reader.next().map_err(Failed::Backend)? {
+        while let Some(piece) = reader.next_piece().map_err(Failed::Backend)? {
             match piece {
                 Piece::Data(d) => body.extend_from_slice(&d),
                 Piece::End => {
@@ -706,7 +705,7 @@ impl BodySource for FcgiOutput {
         let mut net = [0u8; 16 * 1024];
         loop {
             let Some(stream) = self.stream.as_mut() else { return Ok(false) };
-            let failure = match self.reader.next() {
+            let failure = match self.reader.next_piece() {
                 Ok(Some(Piece::Data(d))) => {
                     out.extend_from_slice(&d);
                     return Ok(true);
@@ -784,7 +783,7 @@ impl ResponseReader {
     }
 
     /// The next piece among what has arrived; None when more is needed.
-    pub fn next(&mut self) -> Result<Option<Piece>, GatewayError> {
+    pub fn next_piece(&mut self) -> Result<Option<Piece>, GatewayError> {
         loop {
             let rec = match self.records.next_record() {
                 Ok(Some(r)) => r,

@@ -491,7 +491,7 @@ impl EventLoop {
         let job = GatewayJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway };
         c.waiting_worker = true;
         c.deadline = Instant::now() + Duration::from_secs(3600);
-        self.pool.submit(slot, c.generation, Job::Gateway(job));
+        self.pool.submit(slot, c.generation, Job::Gateway(Box::new(job)));
     }
 
     /// The body is in (or there was none): answer as the handler decided.
@@ -655,7 +655,7 @@ impl EventLoop {
         }
         let ex = req.as_mut().expect("request in flight");
         loop {
-            match up.reader.next() {
+            match up.reader.next_piece() {
                 Ok(None) => break,
                 Ok(Some(Piece::Head(mut h))) => {
                     if let Some(location) = h.redirect.take() {
@@ -666,7 +666,7 @@ impl EventLoop {
                     // All of it may be here already: then it goes with a
                     // Content-Length, in one write with the head.
                     loop {
-                        match up.reader.next() {
+                        match up.reader.next_piece() {
                             Ok(Some(Piece::Data(d))) => body.extend_from_slice(&d),
                             Ok(Some(Piece::End)) => {
                                 if let Some(n) = h.content_length {
@@ -739,7 +739,7 @@ impl EventLoop {
                 }
                 PoolOutcome::Gateway { rbuf, exchange, sent } => {
                     c.rbuf = rbuf;
-                    c.req = Some(exchange);
+                    c.req = Some(*exchange);
                     // The worker may have taken the input that an edge announced.
                     c.readable = true;
                     if !sent {

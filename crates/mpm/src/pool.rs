@@ -26,7 +26,7 @@ pub enum Job {
     /// Compute a response for the loop to write.
     Respond(Work),
     /// Run a FastCGI exchange on the connection, writing the response.
-    Gateway(GatewayJob),
+    Gateway(Box<GatewayJob>),
 }
 
 /// A connection lent to a worker thread for one FastCGI exchange.
@@ -44,7 +44,7 @@ pub enum Outcome {
     Response(Option<Response>),
     /// The exchange is over: what is left of the input, the exchange to log,
     /// and whether its response went out whole.
-    Gateway { rbuf: Vec<u8>, exchange: Exchange, sent: bool },
+    Gateway { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
 }
 
 /// A finished piece of work, for the connection `(slot, generation)`.
@@ -98,7 +98,7 @@ impl WorkerPool {
                                 g.exchange.note_start(ws, &site, &g.info);
                                 let timeout = site.settings.timeout;
                                 let sent = gateway::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, g.gateway, timeout, &mut date, &mut scratch);
-                                Outcome::Gateway { rbuf: g.rbuf, exchange: g.exchange, sent }
+                                Outcome::Gateway { rbuf: g.rbuf, exchange: Box::new(g.exchange), sent }
                             }
                         };
                         if done_tx.send(Done { slot: conn, generation, outcome }).is_err() {

@@ -186,7 +186,7 @@ fn read_responses(c: &mut std::net::TcpStream, n: usize) -> Vec<Resp> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 65536];
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut complete = |buf: &[u8]| {
+    let complete = |buf: &[u8]| {
         let mut rest = buf;
         let mut count = 0;
         while count < n && response_complete(rest) {
