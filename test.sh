@@ -10,6 +10,7 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 # The FastCGI tests run Debian's php-fpm (and DokuWiki on it).
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
 command -v php-cgi >/dev/null 2>&1 || missing+=(php-cgi)
+[ -f /usr/share/dokuwiki/doku.php ] || missing+=(dokuwiki)
 command -v md5sum >/dev/null 2>&1 || missing+=(coreutils)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
