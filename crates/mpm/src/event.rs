@@ -33,10 +33,9 @@ const READ_CHUNK: usize = 16 * 1024;
 const LINGER: Duration = Duration::from_secs(2);
 /// How often deadlines are checked and access logs flushed.
 const TICK: Duration = Duration::from_millis(250);
-/// Accepts per wake-up. The listener is level-triggered, so pending
-/// connections wake us again; accepting one at a time spares the accept
-/// that would fail with EAGAIN and spreads a burst over the children.
-const ACCEPT_BATCH: usize = 1;
+/// Accepts per wake-up at most. The listener is level-triggered, so what
+/// is left wakes us (or another child) again.
+const ACCEPT_BATCH: usize = 16;
 
 const TOKEN_WAKE: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
@@ -225,17 +224,19 @@ impl EventLoop {
         }
     }
 
+    /// Takes up to ACCEPT_BATCH connections off the queue first, then
+    /// starts on them: a burst of clients empties the listen queue before it
+    /// can overflow (an overflow costs the client a retransmission).
     fn accept(&mut self, which: usize) {
-        for _ in 0..ACCEPT_BATCH {
-            if self.stopping {
-                return;
-            }
+        let mut fresh = [0usize; ACCEPT_BATCH];
+        let mut n = 0;
+        while n < ACCEPT_BATCH && !self.stopping {
             let (stream, peer) = match listen::accept(&self.listeners[which].socket) {
                 Ok(x) => x,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.raw_os_error() == Some(libc::EMFILE) || e.raw_os_error() == Some(libc::ENFILE) => {
                     self.site.error_log.error(None, &format!("accept: {e}; raise the open files limit"));
-                    return;
+                    break;
                 }
                 Err(_) => continue,
             };
@@ -270,12 +271,15 @@ impl EventLoop {
             self.conns[slot] = Some(conn);
             self.open += 1;
             self.accepted += 1;
-            self.drive(slot);
+            fresh[n] = slot;
+            n += 1;
             if self.max_connections > 0 && self.accepted >= self.max_connections {
                 self.site.error_log.log(LogLevel::Info, None, "MaxConnectionsPerChild reached, child retiring");
                 self.begin_stop();
-                return;
             }
+        }
+        for &slot in &fresh[..n] {
+            self.drive(slot);
         }
     }
 

@@ -5,15 +5,13 @@ use std::os::fd::{AsRawFd, FromRawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-/// Apache's ListenBacklog default.
-pub const BACKLOG: i32 = 511;
 
 pub struct Listener {
     pub socket: TcpListener,
     pub addr: SocketAddr,
 }
 
-pub fn bind(addr: SocketAddr) -> std::io::Result<Listener> {
+pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<Listener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     if addr.is_ipv6() {
@@ -35,7 +33,7 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<Listener> {
         );
     }
     socket.bind(&addr.into()).map_err(|e| std::io::Error::new(e.kind(), format!("could not bind to address {addr}: {e}")))?;
-    socket.listen(BACKLOG)?;
+    socket.listen(backlog.min(i32::MAX as u32) as i32)?;
     socket.set_nonblocking(true)?;
     let socket: TcpListener = socket.into();
     let addr = socket.local_addr()?;

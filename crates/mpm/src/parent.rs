@@ -392,7 +392,7 @@ impl Parent {
             let existing = self.listeners.iter().find(|l| l.addr == *addr || (addr.port() == 0 && l.addr.ip() == addr.ip()));
             let l = match existing {
                 Some(l) => l.socket.try_clone().map(|socket| Listener { socket, addr: l.addr }),
-                None => listen::bind(*addr),
+                None => listen::bind(*addr, settings.listen_backlog),
             };
             match l {
                 Ok(l) => listeners.push(l),

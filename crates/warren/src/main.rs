@@ -142,7 +142,7 @@ fn main() -> ExitCode {
 fn run(settings: Settings, warnings: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
     let mut listeners = Vec::new();
     for addr in &settings.listen {
-        match warren_mpm::bind(*addr) {
+        match warren_mpm::bind(*addr, settings.listen_backlog) {
             Ok(l) => listeners.push(l),
             Err(e) => {
                 eprintln!("warren: {e}");

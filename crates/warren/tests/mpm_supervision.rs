@@ -200,9 +200,18 @@ fn children_run_as_user(mpm: &str) {
     }
     let s = Server::start(mpm, "User nobody\nGroup nogroup");
     let children = s.wait_children(2);
+    let uid_of = |pid: u32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status.lines().find(|l| l.starts_with("Uid:")).unwrap_or("").to_string()
+    };
     for pid in &children {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        // A child drops its privileges just after the fork: give it a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let mut uid = uid_of(*pid);
+        while !uid.split_whitespace().skip(1).all(|u| u == "65534") && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            uid = uid_of(*pid);
+        }
         assert!(uid.split_whitespace().skip(1).all(|u| u == "65534"), "child {pid}: {uid}");
     }
     let parent = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).unwrap();
