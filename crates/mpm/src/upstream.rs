@@ -61,7 +61,9 @@ impl Upstream {
             Err(e) => return Err((gateway, e)),
         };
         let request = gateway.request_without_body();
-        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: true, writable: true, body: None, ended: false })
+        // Nothing can be read before the request is sent: the first read
+        // waits for the edge that says the answer has come.
+        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, ended: false })
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
