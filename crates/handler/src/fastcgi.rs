@@ -38,6 +38,9 @@ pub const MAX_HEADER_BLOCK: usize = 64 * 1024;
 const SPOOL_IN_MEMORY: usize = 64 * 1024;
 /// Internal redirects (a local `Location:`) followed for one request.
 const MAX_REDIRECTS: u8 = 10;
+/// The I/O buffers of an exchange, on the stack: heap buffers this size,
+/// freed by many threads, stay in malloc's per-thread arenas.
+const IO_BUF: usize = 16 * 1024;
 /// Idle kept-alive backend connections kept per site (`enablereuse=on`).
 const MAX_IDLE_BACKENDS: usize = 64;
 
@@ -358,7 +361,7 @@ impl Site {
         };
         // The body: an application that stops reading it (it answered
         // early, or died) ends the sending; its answer is still read.
-        let mut buf = vec![0u8; 64 * 1024];
+        let mut buf = [0u8; IO_BUF];
         let mut send_failed = false;
         match &mut spooled {
             Spooled::None => {}
@@ -384,16 +387,16 @@ impl Site {
         if !send_failed && !no_body {
             let _ = client.end_stdin();
         }
-        drop(buf);
 
         let mut reader = self.response_reader(gw, conn);
         let mut stream = client.into_stream();
-        let mut net = vec![0u8; 64 * 1024];
+        // The body is sent: its buffer now takes the answer.
+        let net = &mut buf;
         let head = loop {
             match reader.next_piece().map_err(Failed::Backend)? {
                 Some(Piece::Head(h)) => break h,
                 Some(_) => unreachable!("the head comes first"),
-                None => match stream.read(&mut net) {
+                None => match stream.read(net) {
                     Ok(0) => {
                         let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the response headers");
                         return Err(Failed::Backend(GatewayError::io("reading the response headers from", addr, &e)));
@@ -555,7 +558,7 @@ fn spool(body: &mut dyn RequestBody) -> Result<Spooled, HttpError> {
         return Ok(Spooled::Streamed(n));
     }
     let mut mem = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = [0u8; IO_BUF];
     let mut file: Option<File> = None;
     let mut total = 0u64;
     loop {
@@ -702,7 +705,7 @@ impl BodySource for FcgiOutput {
                 return Ok(true);
             }
         }
-        let mut net = [0u8; 16 * 1024];
+        let mut net = [0u8; IO_BUF];
         loop {
             let Some(stream) = self.stream.as_mut() else { return Ok(false) };
             let failure = match self.reader.next_piece() {

@@ -17,6 +17,9 @@ use warren_http::{BodyDecoder, BodyFraming, DateCache, HttpError, RequestHead};
 
 use crate::exchange::{panic_response, wait_for, Exchange, Output};
 
+/// How much one read from the client asks for.
+const READ_CHUNK: usize = 16 * 1024;
+
 /// The request body, read from the connection on demand.
 pub struct ClientBody<'a> {
     stream: &'a TcpStream,
@@ -59,7 +62,6 @@ impl RequestBody for ClientBody<'_> {
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
         let Some(dec) = self.decoder.as_mut() else { return Ok(0) };
-        let mut net = [0u8; 16 * 1024];
         loop {
             if dec.is_done() {
                 return Ok(0);
@@ -94,9 +96,14 @@ impl RequestBody for ClientBody<'_> {
             if !wait_for(self.stream, PollFlags::POLLIN, self.timeout) {
                 return Err(HttpError::new(408, "timeout reading the request body"));
             }
-            match (&*self.stream).read(&mut net) {
+            // Straight into rbuf: no buffer on the thread's stack.
+            let old = self.rbuf.len();
+            self.rbuf.resize(old + READ_CHUNK, 0);
+            let got = (&*self.stream).read(&mut self.rbuf[old..]);
+            self.rbuf.truncate(old + *got.as_ref().unwrap_or(&0));
+            match got {
                 Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),
-                Ok(n) => self.rbuf.extend_from_slice(&net[..n]),
+                Ok(_) => {}
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
                 Err(e) => return Err(HttpError::new(400, format!("error reading the request body: {e}"))),
             }
@@ -136,7 +143,7 @@ pub fn serve(
         return false;
     }
     let Some(mut st) = out.streaming.take() else { return true };
-    let mut piece = Vec::with_capacity(64 * 1024);
+    let mut piece = Vec::new();
     loop {
         piece.clear();
         match st.source.next_piece(&mut piece) {
