@@ -128,3 +128,47 @@ fn log_formats_and_custom_logs() {
     assert_eq!(s.main.custom_logs[0].path, d.0.join("access.log"));
     assert_eq!(s.main.custom_logs[0].format[2], LogItem::RequestHeader("x-test".into()));
 }
+
+#[test]
+fn fastcgi_directives() {
+    let d = Dir::new("fcgi");
+    let text = r#"LoadModule proxy_module modules/mod_proxy.so
+LoadModule proxy_fcgi_module modules/mod_proxy_fcgi.so
+Listen 8080
+DocumentRoot htdocs
+ProxyTimeout 7
+<IfModule proxy_fcgi_module>
+<FilesMatch "\.php$">
+    SetHandler "proxy:unix:/run/php/php8.2-fpm.sock|fcgi://localhost"
+    AcceptPathInfo Off
+</FilesMatch>
+</IfModule>
+ProxyPassMatch "^/(.*\.php(/.*)?)$" "fcgi://127.0.0.1:9000/var/www/html/$1" enablereuse=on timeout=3
+ProxyPass "/static/" !
+ProxyPass "/app/" "unix:/run/app.sock|fcgi://localhost/srv/app/"
+<Directory /srv>
+    ProxyFCGIBackendType GENERIC
+</Directory>
+"#;
+    let l = load(&d, text);
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    assert_eq!(s.main.proxy_timeout, Some(std::time::Duration::from_secs(7)));
+    let php = &s.main.sections[0].config;
+    let want = FcgiBackend { addr: FcgiAddr::Unix("/run/php/php8.2-fpm.sock".into()), reuse: false, timeout: None };
+    assert_eq!(php.handler, Some(Some(Handler::FastCgi(want))));
+    assert_eq!(php.accept_path_info, Some(Some(false)));
+    assert_eq!(s.main.sections[1].config.fcgi_backend_type, Some(FcgiBackendType::Generic));
+    let routes = &s.main.proxy_routes;
+    assert_eq!(routes.len(), 3);
+    let t = routes[0].target.as_ref().unwrap();
+    assert_eq!(t.backend, FcgiBackend { addr: FcgiAddr::Tcp { host: "127.0.0.1".into(), port: 9000 }, reuse: true, timeout: Some(std::time::Duration::from_secs(3)) });
+    assert_eq!(t.path, "/var/www/html/$1");
+    assert!(routes[1].target.is_none());
+    assert_eq!(routes[2].target.as_ref().unwrap().path, "/srv/app/");
+
+    let bad = "Listen 8080\nDocumentRoot htdocs\nSetHandler proxy:http://x/\nProxyPass /a fcgi://h:notaport/\nProxyPassMatch \"(\" fcgi://h:1/\nProxyPass /b fcgi://h:1/ frobnicate=1\nProxyTimeout -1\nAcceptPathInfo maybe\nSetHandler \"proxy:unix:relative.sock|fcgi://localhost\"\n";
+    let l = load(&d, bad);
+    let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
+    assert_eq!(lines, vec![3, 4, 5, 6, 7, 8, 9], "{:?}", l.errors);
+}
