@@ -8,7 +8,7 @@
 #   100k          a 100 KB file, keep-alive, 50 connections
 #   idle-1000     1000 idle keep-alive connections open, then one fresh request (ms)
 #   php           a tiny PHP script through one php-fpm pool (pm static, 4 children)
-#                 that every server shares, keep-alive, 50 connections
+#                 that every server shares, keep-alive, 50 connections; median of 3 runs
 #   php-1000      the same script, ab -r -n 5000 -c 1000 three times: failed requests
 #                 and the median p99 (ms)
 #   memory        PSS of each server's processes, summed, after the runs (MB)
@@ -257,7 +257,9 @@ measure() { # name
     R[$1,static-ka]=$(rps /index.html)
     R[$1,static-close]=$(rps /index.html -H 'Connection: close')
     R[$1,100k]=$(rps /file100k.bin)
-    R[$1,php]=$(rps /hello.php)
+    # PHP's figure swings most from run to run (php-fpm and the server share
+    # the cores): the median of three.
+    R[$1,php]=$(for _ in 1 2 3; do rps /hello.php; echo; done | sort -n | sed -n 2p)
     php_1000 "$1"
     R[$1,memory]=$(pss "$SERVER_PID")
     if [ "${2:-}" = idle ]; then

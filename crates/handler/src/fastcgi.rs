@@ -308,12 +308,8 @@ impl Site {
         match self.exchange(&gw, conn, body, spooled) {
             Ok(Answer::Response(r)) => r,
             Ok(Answer::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
-            Err(Failed::Backend(f)) => {
-                let mut r = self.gateway_failed(&gw, head, conn, &f);
-                // The client's body may be half read: do not reuse the connection.
-                r.close = true;
-                r
-            }
+            // The MPM closes the connection if the client's body was left half read.
+            Err(Failed::Backend(f)) => self.gateway_failed(&gw, head, conn, &f),
             Err(Failed::Client(e)) => {
                 let mut r = self.error(host, e.status, head, conn, &e.reason);
                 r.close = true;
