@@ -8,16 +8,21 @@
 //!   values, the main [`HostConfig`], its [`VirtualHost`]s, and the per-directory
 //!   [`DirConfig`] layers that the handler merges for each request.
 //!
+//! [`pool`] reads `<Pool name>` sections (warren's own FastCGI worker pools,
+//! with php-fpm's directive names).
+//!
 //! [`log_format`] compiles `LogFormat` strings so that mistakes in them are
 //! reported with file and line too. Every problem is a [`ConfigError`]; a
 //! config with any error yields no `Settings` at all.
 
 pub mod log_format;
 pub mod parse;
+pub mod pool;
 pub mod settings;
 
 pub use log_format::{DurationUnit, LogItem};
 pub use parse::{ConfigError, Directive, Node, Origin, Section};
+pub use pool::{PmStyle, PoolConfig};
 pub use settings::{
     load_file, parse_fcgi_url, CustomLog, DirConfig, DirSection, ErrorDocument, FcgiAddr, FcgiBackend, FcgiBackendType,
     Handler, HostConfig, Limits, LoadOptions, Loaded, LogLevel, Mpm, MpmTuning, OptionFlags, OptionsSpec, ProxyPattern,

@@ -250,6 +250,8 @@ pub enum Handler {
     /// `proxy:unix:/path|fcgi://localhost` or `proxy:fcgi://host:port`:
     /// the file the request maps to is the script, run by this backend.
     FastCgi(FcgiBackend),
+    /// `pool:NAME`: the script runs in one of warren's own pools.
+    Pool(String),
 }
 
 /// Where a FastCGI application listens.
@@ -257,6 +259,8 @@ pub enum Handler {
 pub enum FcgiAddr {
     Unix(PathBuf),
     Tcp { host: String, port: u16 },
+    /// One of warren's own `<Pool>`s: a child is leased for each request.
+    Pool(String),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -417,6 +421,8 @@ pub struct Settings {
     pub graceful_shutdown_timeout: Option<Duration>,
     /// ListenBacklog: the length of each listening socket's queue.
     pub listen_backlog: u32,
+    /// Every `<Pool>`, of the main server and the virtual hosts (names are global).
+    pub pools: Vec<crate::pool::PoolConfig>,
     pub main: HostConfig,
     pub virtual_hosts: Vec<VirtualHost>,
 }
@@ -449,6 +455,7 @@ impl Settings {
             // holds a place too, and a burst of a thousand clients (ab -c
             // 1000) overflows 511 and costs the overflowed a retransmission.
             listen_backlog: 4096,
+            pools: Vec::new(),
             main: HostConfig {
                 document_root: PathBuf::from("/var/www/html"),
                 dir: DirConfig {
@@ -535,6 +542,9 @@ struct Builder {
     log_formats: HashMap<String, Vec<LogItem>>,
     default_format: Vec<LogItem>,
     config_file: PathBuf,
+    pools: Vec<crate::pool::PoolConfig>,
+    /// `SetHandler pool:NAME` lines, checked once every pool is known.
+    pool_refs: Vec<(String, Origin)>,
 }
 
 fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
@@ -555,6 +565,8 @@ impl Builder {
             log_formats,
             default_format: log_format::compile(log_format::COMMON).expect("built-in log format"),
             config_file: config_file.to_path_buf(),
+            pools: Vec::new(),
+            pool_refs: Vec::new(),
         }
     }
 
@@ -590,6 +602,7 @@ impl Builder {
                         s.virtual_hosts.push(vh);
                     }
                 }
+                Node::Section(sec) if sec.name.eq_ignore_ascii_case("Pool") => self.pool(sec),
                 Node::Section(sec) => {
                     let sections = self.dir_section(sec, Ctx::Server, None);
                     s.main.sections.extend(sections);
@@ -636,6 +649,12 @@ impl Builder {
             }
         }
         s.error_log = s.main.error_log.clone();
+        for (name, origin) in std::mem::take(&mut self.pool_refs) {
+            if !self.pools.iter().any(|p| p.name == name) {
+                self.error(&origin, format!("SetHandler pool:{name}: no <Pool {name}> is defined"));
+            }
+        }
+        s.pools = std::mem::take(&mut self.pools);
 
         Loaded {
             settings: if self.errors.is_empty() { Some(s) } else { None },
@@ -700,6 +719,7 @@ impl Builder {
                 Node::Section(inner) if inner.name.eq_ignore_ascii_case("VirtualHost") => {
                     self.error(&inner.origin, "<VirtualHost> cannot be nested");
                 }
+                Node::Section(inner) if inner.name.eq_ignore_ascii_case("Pool") => self.pool(inner),
                 Node::Section(inner) => {
                     let sections = self.dir_section(inner, Ctx::VirtualHost, None);
                     host.sections.extend(sections);
@@ -710,6 +730,16 @@ impl Builder {
             self.check_document_root(&host.document_root, docroot_origin.as_ref());
         }
         Some(VirtualHost { addrs, host, origin: sec.origin.clone() })
+    }
+
+    fn pool(&mut self, sec: &Section) {
+        let Some(p) = crate::pool::parse_pool(sec, &mut self.errors) else { return };
+        if let Some(first) = self.pools.iter().find(|q| q.name == p.name) {
+            let at = format!("{}:{}", first.origin.file.display(), first.origin.line);
+            self.error(&sec.origin, format!("<Pool {}> is already defined at {at}", p.name));
+            return;
+        }
+        self.pools.push(p);
     }
 
     /// A directive that only makes sense server-wide, found elsewhere.
@@ -893,11 +923,15 @@ impl Builder {
             "sethandler" => match a.as_slice() {
                 [h] if h.eq_ignore_ascii_case("none") => dir.handler = Some(None),
                 [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some(Handler::ServerStatus)),
+                [h] if h.starts_with("pool:") && h.len() > 5 => {
+                    self.pool_refs.push((h[5..].to_string(), d.origin.clone()));
+                    dir.handler = Some(Some(Handler::Pool(h[5..].to_string())));
+                }
                 [h] if h.starts_with("proxy:") => match parse_fcgi_url(&h["proxy:".len()..]) {
                     Ok((addr, _)) => dir.handler = Some(Some(Handler::FastCgi(FcgiBackend { addr, reuse: false, timeout: None }))),
                     Err(m) => self.error(&d.origin, format!("SetHandler {h}: {m}")),
                 },
-                [h] => self.error(&d.origin, format!("SetHandler {h}: unknown handler (known: server-status, proxy:unix:/path|fcgi://localhost, proxy:fcgi://host:port, None)")),
+                [h] => self.error(&d.origin, format!("SetHandler {h}: unknown handler (known: server-status, proxy:unix:/path|fcgi://localhost, proxy:fcgi://host:port, pool:NAME, None)")),
                 _ => self.error(&d.origin, "SetHandler takes one handler name"),
             },
             "proxyfcgibackendtype" => match a.as_slice() {

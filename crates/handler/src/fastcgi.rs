@@ -77,6 +77,7 @@ impl BackendStream {
     fn connect(addr: &FcgiAddr, timeout: Duration) -> io::Result<BackendStream> {
         let s = match addr {
             FcgiAddr::Unix(p) => BackendStream::Unix(UnixStream::connect(p)?),
+            FcgiAddr::Pool(name) => return Err(io::Error::other(format!("pool {name} is reached through a lease"))),
             FcgiAddr::Tcp { host, port } => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host} resolves to no address"));
                 let mut found = None;
@@ -145,6 +146,31 @@ impl Write for BackendStream {
     }
 }
 
+/// Where `SetHandler pool:NAME` requests get a child: warren's own pools
+/// (the `fpm` crate), set up before the server's children start.
+pub trait PoolDispatch: Send + Sync {
+    /// An idle child of the pool, waiting at most `wait` for one.
+    fn lease(&self, pool: &str, wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy>;
+}
+
+/// A pool's child, taken for one request; dropping it gives the child back.
+pub trait PoolLease: Send {
+    /// The child's FastCGI socket.
+    fn socket(&self) -> &Path;
+    /// Whether the manager killed the child for request_terminate_timeout.
+    fn terminated(&self) -> bool;
+}
+
+/// Why no child could be had.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PoolBusy {
+    /// As many requests wait as the pool's listen.backlog allows.
+    QueueFull,
+    /// None became free within the wait.
+    Timeout,
+    Unknown,
+}
+
 /// Kept-alive connections to backends, for `enablereuse=on`.
 #[derive(Default)]
 pub struct BackendPool {
@@ -175,6 +201,7 @@ fn describe(addr: &FcgiAddr) -> String {
     match addr {
         FcgiAddr::Unix(p) => format!("unix:{}", p.display()),
         FcgiAddr::Tcp { host, port } => format!("{host}:{port}"),
+        FcgiAddr::Pool(name) => format!("pool {name}"),
     }
 }
 
@@ -310,6 +337,15 @@ impl Site {
             Ok(Answer::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
             // The MPM closes the connection if the client's body was left half read.
             Err(Failed::Backend(f)) => self.gateway_failed(&gw, head, conn, &f),
+            Err(Failed::Pool(name, why)) => {
+                let why = match why {
+                    PoolBusy::QueueFull => format!("pool {name}: every child is busy and its queue (listen.backlog) is full"),
+                    PoolBusy::Timeout => format!("pool {name}: no child became free within Timeout"),
+                    PoolBusy::Unknown => format!("pool {name} is not running"),
+                };
+                let e = GatewayError { status: 503, why };
+                self.gateway_failed(&gw, head, conn, &e).header("Retry-After", "5")
+            }
             Err(Failed::Client(e)) => {
                 let mut r = self.error(host, e.status, head, conn, &e.reason);
                 r.close = true;
@@ -319,7 +355,19 @@ impl Site {
     }
 
     fn exchange(&self, gw: &Gateway, conn: &ConnInfo, body: &mut dyn RequestBody, mut spooled: Spooled) -> Result<Answer, Failed> {
-        let addr = &gw.backend.addr;
+        // A pool's child is leased for the whole exchange, answer included.
+        let mut lease = None;
+        let leased_addr;
+        let addr = match &gw.backend.addr {
+            FcgiAddr::Pool(name) => {
+                let pools = self.pools.get().ok_or(Failed::Pool(name.clone(), PoolBusy::Unknown))?;
+                let l = pools.lease(name, self.settings.timeout).map_err(|b| Failed::Pool(name.clone(), b))?;
+                leased_addr = FcgiAddr::Unix(l.socket().to_path_buf());
+                lease = Some(l);
+                &leased_addr
+            }
+            a => a,
+        };
         let content_length = match &spooled {
             Spooled::None => None,
             Spooled::Streamed(n) | Spooled::File(_, n) => Some(*n),
@@ -388,18 +436,23 @@ impl Site {
         let mut stream = client.into_stream();
         // The body is sent: its buffer now takes the answer.
         let net = &mut buf;
+        // A pool child killed for request_terminate_timeout: 504, as php-fpm.
+        let fail = |e: GatewayError| match &lease {
+            Some(l) if l.terminated() => Failed::Backend(GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) }),
+            _ => Failed::Backend(e),
+        };
         let head = loop {
-            match reader.next_piece().map_err(Failed::Backend)? {
+            match reader.next_piece().map_err(fail)? {
                 Some(Piece::Head(h)) => break h,
                 Some(_) => unreachable!("the head comes first"),
                 None => match stream.read(net) {
                     Ok(0) => {
                         let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the response headers");
-                        return Err(Failed::Backend(GatewayError::io("reading the response headers from", addr, &e)));
+                        return Err(fail(GatewayError::io("reading the response headers from", addr, &e)));
                     }
                     Ok(n) => reader.push(&net[..n]),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(Failed::Backend(GatewayError::io("reading the response headers from", addr, &e))),
+                    Err(e) => return Err(fail(GatewayError::io("reading the response headers from", addr, &e))),
                 },
             }
         };
@@ -427,12 +480,13 @@ impl Site {
             if let Some(pool) = pool {
                 pool.put(addr, stream);
             }
+            drop(lease);
             if let Some(n) = head.content_length {
                 body.truncate(n.min(body.len() as u64) as usize);
             }
             r.body = Body::Bytes(body);
         } else {
-            let source = FcgiOutput { stream: Some(stream), reader, first: Some(body), addr: addr.clone(), pool };
+            let source = FcgiOutput { stream: Some(stream), reader, first: Some(body), addr: addr.clone(), pool, lease };
             r.body = Body::Stream { source: Box::new(source), len: head.content_length };
         }
         Ok(Answer::Response(r))
@@ -525,6 +579,8 @@ enum Answer {
 
 enum Failed {
     Backend(GatewayError),
+    /// No child of this pool could be had.
+    Pool(String, PoolBusy),
     /// The client's body could not be read: the answer is this error.
     Client(HttpError),
 }
@@ -691,6 +747,8 @@ struct FcgiOutput {
     addr: FcgiAddr,
     /// Where the connection goes back when the request ends cleanly.
     pool: Option<Arc<BackendPool>>,
+    /// The pool child serving it, given back when the answer ends.
+    lease: Option<Box<dyn PoolLease>>,
 }
 
 impl BodySource for FcgiOutput {
@@ -714,6 +772,7 @@ impl BodySource for FcgiOutput {
                     if let Some(pool) = &self.pool {
                         pool.put(&self.addr, stream);
                     }
+                    self.lease = None;
                     return Ok(false);
                 }
                 Ok(Some(Piece::Head(_))) => unreachable!("one head"),

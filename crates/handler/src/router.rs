@@ -11,7 +11,7 @@ use warren_config::{
 };
 use warren_http::RequestHead;
 
-use crate::fastcgi::{split_path_info, BackendPool, ScriptTarget};
+use crate::fastcgi::{split_path_info, BackendPool, PoolDispatch, ScriptTarget};
 use crate::file_cache::FileCache;
 use crate::logs::{AccessLogFile, AccessLogWriter, ErrorLog, LogRecord};
 use crate::mime::MimeTypes;
@@ -55,6 +55,8 @@ pub struct Site {
     pub status: OnceLock<Arc<dyn StatusSource>>,
     /// Idle connections to FastCGI applications (`enablereuse=on`).
     pub backends: Arc<BackendPool>,
+    /// warren's own pools (`SetHandler pool:NAME`); set by the parent.
+    pub pools: OnceLock<Arc<dyn PoolDispatch>>,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -111,7 +113,7 @@ impl Site {
                 _ => error_log.clone(),
             };
             let name = config.server_name.clone().unwrap_or_else(|| "localhost".to_string());
-            let is_fcgi = |d: &DirConfig| matches!(d.handler, Some(Some(Handler::FastCgi(_))));
+            let is_fcgi = |d: &DirConfig| matches!(d.handler, Some(Some(Handler::FastCgi(_) | Handler::Pool(_))));
             let has_fastcgi = is_fcgi(&config.dir) || config.sections.iter().any(|s| is_fcgi(&s.config));
             hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi });
         }
@@ -125,6 +127,7 @@ impl Site {
             file_cache: FileCache::default(),
             status: OnceLock::new(),
             backends: Arc::default(),
+            pools: OnceLock::new(),
         })
     }
 
@@ -296,7 +299,9 @@ impl Site {
                 let snap = source.snapshot();
                 return Outcome::Ready(crate::status::respond(host, &snap, auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
             }
-            Some(Some(Handler::FastCgi(backend))) => return self.script_gateway(host, head, conn, &eff, backend, fs, &url, 0, query),
+            Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => {
+                return self.script_gateway(host, head, conn, &eff, &backend_of(h), fs, &url, 0, query)
+            }
             _ => {}
         }
         if self.hosts[host].has_fastcgi {
@@ -383,9 +388,9 @@ impl Site {
             let script_url = &url[..i];
             let fs = self.fs_path(host, script_url);
             let eff = self.effective(host, Some(&fs), script_url);
-            if let Some(Some(Handler::FastCgi(backend))) = eff.handler() {
+            if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
                 if std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
-                    return Some(self.script_gateway(host, head, conn, &eff, backend, fs, url, url.len() - i, query));
+                    return Some(self.script_gateway(host, head, conn, &eff, &backend_of(h), fs, url, url.len() - i, query));
                 }
             }
         }
@@ -541,6 +546,15 @@ impl<'a> Effective<'a> {
 
     pub fn limit_request_body(&self) -> u64 {
         self.layers.iter().rev().find_map(|l| l.limit_request_body).unwrap_or(DEFAULT_LIMIT_REQUEST_BODY)
+    }
+}
+
+/// The backend a FastCGI handler names.
+pub fn backend_of(h: &Handler) -> FcgiBackend {
+    match h {
+        Handler::FastCgi(b) => b.clone(),
+        Handler::Pool(name) => FcgiBackend { addr: warren_config::FcgiAddr::Pool(name.clone()), reuse: false, timeout: None },
+        Handler::ServerStatus => unreachable!("not a FastCGI handler"),
     }
 }
 

@@ -83,8 +83,8 @@ pub fn serve(
         let mut index_url = url.to_vec();
         index_url.extend_from_slice(index.as_bytes());
         let eff = site.effective(host, Some(&candidate), &index_url);
-        if let Some(Some(Handler::FastCgi(backend))) = eff.handler() {
-            return site.script_gateway(host, head, conn, &eff, backend, candidate, &index_url, 0, query);
+        if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
+            return site.script_gateway(host, head, conn, &eff, &crate::router::backend_of(h), candidate, &index_url, 0, query);
         }
         if let Some(r) = site.static_method(host, head, conn) {
             return Outcome::Ready(r);

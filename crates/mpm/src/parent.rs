@@ -133,6 +133,8 @@ pub struct Parent {
     spawn_rate: u32,
     cap_logged: bool,
     quick_deaths: HashMap<usize, Instant>,
+    /// warren's own FastCGI pools (`<Pool>`), if any.
+    pools: Option<warren_fpm::Manager>,
 }
 
 impl Parent {
@@ -147,6 +149,14 @@ impl Parent {
         let sb = Arc::new(Scoreboard::new(t.server_limit as usize, thread_limit)?);
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: sb.clone(), mpm: site.settings.mpm.name() }));
         let pid_file = site.settings.pid_file.clone();
+        let pools = if site.settings.pools.is_empty() {
+            None
+        } else {
+            let owner = server_owner(site.settings.user.as_deref(), site.settings.group.as_deref());
+            let m = warren_fpm::Manager::new(&site.settings.pools, owner, site.error_log.clone()).map_err(std::io::Error::other)?;
+            let _ = site.pools.set(m.dispatch());
+            Some(m)
+        };
         Ok(Parent {
             site,
             listeners,
@@ -158,6 +168,7 @@ impl Parent {
             spawn_rate: 1,
             cap_logged: false,
             quick_deaths: HashMap::new(),
+            pools,
         })
     }
 
@@ -190,13 +201,27 @@ impl Parent {
             }
         };
         self.log_start();
+        if let Some(m) = self.pools.as_mut() {
+            m.start();
+        }
         for _ in 0..self.site.settings.tuning.start_servers {
             self.spawn(&signals);
         }
         let mut last_maintenance = Instant::now();
         let graceful_stop = loop {
-            let mut fds = [PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
-            let _ = poll(&mut fds, PollTimeout::from(1000u16));
+            let woken = {
+                let mut fds = vec![PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
+                if let Some(m) = &self.pools {
+                    fds.push(PollFd::new(m.wake_fd(), PollFlags::POLLIN));
+                }
+                let _ = poll(&mut fds, PollTimeout::from(1000u16));
+                fds.get(1).and_then(|f| f.revents()).is_some_and(|r| r.contains(PollFlags::POLLIN))
+            };
+            if woken {
+                if let Some(m) = self.pools.as_mut() {
+                    m.wake();
+                }
+            }
             let mut stop = None;
             for sig in pending(&signals) {
                 match sig {
@@ -219,11 +244,17 @@ impl Parent {
             if last_maintenance.elapsed() >= Duration::from_secs(1) {
                 last_maintenance = Instant::now();
                 self.maintain(&signals);
+                if let Some(m) = self.pools.as_mut() {
+                    m.maintain();
+                }
             }
         };
         let wait = if graceful_stop { self.site.settings.graceful_shutdown_timeout } else { Some(STOP_WAIT) };
         self.log(LogLevel::Notice, if graceful_stop { "caught SIGWINCH, shutting down gracefully" } else { "caught SIGTERM, shutting down" });
         self.stop_children(&signals, wait);
+        if let Some(m) = self.pools.as_mut() {
+            m.stop(Duration::from_secs(3));
+        }
         if let Some(p) = &self.pid_file {
             let _ = std::fs::remove_file(p);
         }
@@ -304,6 +335,9 @@ impl Parent {
                 Ok(WaitStatus::StillAlive) | Err(_) => return,
                 Ok(_) => continue,
             };
+            if self.pools.as_mut().is_some_and(|m| m.reaped(pid, &how)) {
+                continue;
+            }
             let Some(child) = self.children.remove(&pid) else { continue };
             self.sb.release(child.slot);
             if child.asked_to_stop || child.generation != self.generation {
@@ -497,6 +531,30 @@ impl Parent {
 }
 
 /// Started as root with User/Group set, children run as that user.
+/// The user and group the server's children run as, when the parent is root
+/// and User is set: the pools' sockets are made theirs.
+fn server_owner(user: Option<&str>, group: Option<&str>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
+    use nix::unistd::{getuid, Group, User};
+    let user = user?;
+    if !getuid().is_root() {
+        return None;
+    }
+    let u = match user.strip_prefix('#') {
+        Some(n) => User::from_uid(n.parse::<u32>().ok()?.into()),
+        None => User::from_name(user),
+    }
+    .ok()
+    .flatten()?;
+    let gid = match group {
+        Some(g) => match g.strip_prefix('#') {
+            Some(n) => n.parse::<u32>().ok()?.into(),
+            None => Group::from_name(g).ok().flatten()?.gid,
+        },
+        None => u.gid,
+    };
+    Some((u.uid, gid))
+}
+
 fn drop_privileges(user: Option<&str>, group: Option<&str>) -> Result<(), String> {
     use nix::unistd::{getuid, initgroups, setgid, setuid, Group, User};
     let Some(user) = user else { return Ok(()) };

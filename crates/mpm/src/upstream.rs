@@ -127,6 +127,8 @@ impl Upstream {
 fn connect(addr: &FcgiAddr) -> Result<(Socket, bool), NotHere> {
     let (domain, target) = match addr {
         FcgiAddr::Unix(path) => (Domain::UNIX, SockAddr::unix(path).map_err(NotHere::Failed)?),
+        // A pool's child is leased, which may wait: a worker thread does it.
+        FcgiAddr::Pool(_) => return Err(NotHere::UseWorker),
         FcgiAddr::Tcp { host, port } => match host.parse::<std::net::IpAddr>() {
             Ok(ip) => {
                 let sa = SocketAddr::new(ip, *port);

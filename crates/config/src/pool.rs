@@ -1,0 +1,225 @@
+//! `<Pool name>`: a pool of FastCGI worker processes that warren starts and
+//! manages itself, configured with php-fpm's directive names (and php-fpm's
+//! defaults for what is left out) inside Apache's syntax.
+
+use std::time::Duration;
+
+use crate::parse::{ConfigError, Node, Origin, Section};
+
+/// php-fpm's `pm`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PmStyle {
+    Static,
+    Dynamic,
+    Ondemand,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolConfig {
+    pub name: String,
+    /// The program and its arguments; it must accept FastCGI connections on
+    /// its standard input (a listening socket), as php-cgi does.
+    pub command: Vec<String>,
+    pub user: Option<String>,
+    pub group: Option<String>,
+    pub pm: PmStyle,
+    pub max_children: u32,
+    pub start_servers: u32,
+    pub min_spare_servers: u32,
+    pub max_spare_servers: u32,
+    pub max_spawn_rate: u32,
+    pub process_idle_timeout: Duration,
+    /// Requests a child serves before it is replaced (0: no limit).
+    pub max_requests: u32,
+    pub request_terminate_timeout: Option<Duration>,
+    /// How many requests may wait for a child.
+    pub listen_backlog: u32,
+    pub env: Vec<(String, String)>,
+    pub status_path: Option<String>,
+    pub origin: Origin,
+}
+
+impl PoolConfig {
+    fn defaults(name: &str, origin: Origin) -> PoolConfig {
+        PoolConfig {
+            name: name.to_string(),
+            command: vec!["php-cgi".to_string()],
+            user: None,
+            group: None,
+            pm: PmStyle::Dynamic,
+            max_children: 5,
+            start_servers: 0,
+            min_spare_servers: 1,
+            max_spare_servers: 3,
+            max_spawn_rate: 32,
+            process_idle_timeout: Duration::from_secs(10),
+            max_requests: 0,
+            request_terminate_timeout: None,
+            listen_backlog: 511,
+            env: Vec::new(),
+            status_path: None,
+            origin,
+        }
+    }
+
+    /// What is the same for a graceful restart to keep the pool's children.
+    pub fn same_processes(&self, other: &PoolConfig) -> bool {
+        let strip = |p: &PoolConfig| PoolConfig { origin: other.origin.clone(), ..p.clone() };
+        strip(self) == strip(other)
+    }
+}
+
+/// php-fpm's time values: a number of seconds, or with s, m, h or d.
+fn parse_time(v: &str) -> Option<Duration> {
+    let (num, unit) = match v.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&v[..i], &v[i..]),
+        None => (v, "s"),
+    };
+    let n: u64 = num.parse().ok()?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86400,
+        _ => return None,
+    };
+    Some(Duration::from_secs(secs))
+}
+
+/// Reads one `<Pool name>` section.
+pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolConfig> {
+    let err = |errors: &mut Vec<ConfigError>, origin: &Origin, m: String| errors.push(ConfigError { origin: origin.clone(), message: m });
+    let name = match sec.args.as_slice() {
+        [n] if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) => n.clone(),
+        _ => {
+            err(errors, &sec.origin, "<Pool> takes one name (letters, digits, - _ .)".into());
+            return None;
+        }
+    };
+    let mut p = PoolConfig::defaults(&name, sec.origin.clone());
+    let mut start_set = false;
+    let before = errors.len();
+    for node in &sec.children {
+        let d = match node {
+            Node::Directive(d) => d,
+            Node::Section(s) => {
+                err(errors, &s.origin, format!("<{}> is not allowed in <Pool>", s.name));
+                continue;
+            }
+        };
+        let lname = d.name.to_ascii_lowercase();
+        let one = |errors: &mut Vec<ConfigError>| -> Option<&String> {
+            match d.args.as_slice() {
+                [v] => Some(v),
+                _ => {
+                    err(errors, &d.origin, format!("{} takes one value", d.name));
+                    None
+                }
+            }
+        };
+        let count = |errors: &mut Vec<ConfigError>| -> Option<u32> {
+            let v = one(errors)?;
+            v.parse::<u32>().ok().or_else(|| {
+                err(errors, &d.origin, format!("{}: '{v}' is not a whole number", d.name));
+                None
+            })
+        };
+        let time = |errors: &mut Vec<ConfigError>| -> Option<Duration> {
+            let v = one(errors)?;
+            parse_time(v).or_else(|| {
+                err(errors, &d.origin, format!("{}: '{v}' is not a time (seconds, or with s, m, h or d)", d.name));
+                None
+            })
+        };
+        if let Some(var) = lname.strip_prefix("env[").and_then(|r| r.strip_suffix(']')) {
+            let var = &d.name[4..4 + var.len()];
+            match (var.is_empty(), d.args.as_slice()) {
+                (false, [v]) => p.env.push((var.to_string(), v.clone())),
+                _ => err(errors, &d.origin, "env[NAME] takes one value".into()),
+            }
+            continue;
+        }
+        match lname.as_str() {
+            "command" => {
+                if d.args.is_empty() {
+                    err(errors, &d.origin, "Command needs a program".into());
+                } else {
+                    p.command = d.args.clone();
+                }
+            }
+            "user" => p.user = one(errors).cloned(),
+            "group" => p.group = one(errors).cloned(),
+            "pm" => match one(errors).map(|v| v.to_ascii_lowercase()) {
+                Some(v) if v == "static" => p.pm = PmStyle::Static,
+                Some(v) if v == "dynamic" => p.pm = PmStyle::Dynamic,
+                Some(v) if v == "ondemand" => p.pm = PmStyle::Ondemand,
+                Some(v) => err(errors, &d.origin, format!("pm: '{v}' is not static, dynamic or ondemand")),
+                None => {}
+            },
+            "pm.max_children" => p.max_children = count(errors).unwrap_or(p.max_children),
+            "pm.start_servers" => {
+                if let Some(n) = count(errors) {
+                    p.start_servers = n;
+                    start_set = true;
+                }
+            }
+            "pm.min_spare_servers" => p.min_spare_servers = count(errors).unwrap_or(p.min_spare_servers),
+            "pm.max_spare_servers" => p.max_spare_servers = count(errors).unwrap_or(p.max_spare_servers),
+            "pm.max_spawn_rate" => p.max_spawn_rate = count(errors).unwrap_or(p.max_spawn_rate),
+            "pm.max_requests" => p.max_requests = count(errors).unwrap_or(p.max_requests),
+            "pm.process_idle_timeout" => p.process_idle_timeout = time(errors).unwrap_or(p.process_idle_timeout),
+            "request_terminate_timeout" => {
+                if let Some(t) = time(errors) {
+                    p.request_terminate_timeout = (!t.is_zero()).then_some(t);
+                }
+            }
+            "listen.backlog" => p.listen_backlog = count(errors).unwrap_or(p.listen_backlog),
+            "pm.status_path" => match one(errors) {
+                Some(v) if v.starts_with('/') => p.status_path = Some(v.clone()),
+                Some(v) => err(errors, &d.origin, format!("pm.status_path {v} must start with /")),
+                None => {}
+            },
+            _ => err(errors, &d.origin, format!("unknown or unsupported directive '{}' in <Pool>", d.name)),
+        }
+    }
+    // php-fpm's checks, with its words where it has them.
+    let o = &sec.origin;
+    if p.max_children < 1 {
+        err(errors, o, format!("[pool {name}] pm.max_children must be a positive value"));
+    }
+    if p.max_spawn_rate < 1 {
+        err(errors, o, format!("[pool {name}] pm.max_spawn_rate must be a positive value"));
+    }
+    if p.pm == PmStyle::Dynamic {
+        if p.min_spare_servers < 1 {
+            err(errors, o, format!("[pool {name}] pm.min_spare_servers({}) must be a positive value", p.min_spare_servers));
+        }
+        if p.max_spare_servers < 1 || p.max_spare_servers > p.max_children {
+            err(errors, o, format!("[pool {name}] pm.max_spare_servers({}) must be a positive value and not greater than pm.max_children({})", p.max_spare_servers, p.max_children));
+        }
+        if p.min_spare_servers > p.max_spare_servers {
+            err(errors, o, format!("[pool {name}] pm.min_spare_servers({}) must not be greater than pm.max_spare_servers({})", p.min_spare_servers, p.max_spare_servers));
+        }
+        if !start_set {
+            p.start_servers = p.min_spare_servers + (p.max_spare_servers.saturating_sub(p.min_spare_servers)) / 2;
+        } else if p.start_servers < p.min_spare_servers || p.start_servers > p.max_spare_servers {
+            err(errors, o, format!("[pool {name}] pm.start_servers({}) must not be less than pm.min_spare_servers({}) and not greater than pm.max_spare_servers({})", p.start_servers, p.min_spare_servers, p.max_spare_servers));
+        }
+    }
+    (errors.len() == before).then_some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("10"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_time("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_time("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_time("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_time("ten"), None);
+        assert_eq!(parse_time("5x"), None);
+    }
+}

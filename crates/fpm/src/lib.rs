@@ -1,0 +1,21 @@
+//! warren's own FastCGI process manager, in the manner of php-fpm and
+//! mod_fcgid: pools of worker processes started from a command (php-cgi),
+//! each child listening on its own unix socket that it gets as standard
+//! input, as FastCGI programs expect.
+//!
+//! - [`table`]: the [`table::Table`] in shared memory that every warren
+//!   process sees: per pool its counters, per child slot its state (idle,
+//!   busy, retiring), pid and request count. A request takes an idle child
+//!   with a [`table::Lease`] (an atomic compare-and-swap; no fork, no round
+//!   trip to the parent) and gives it back when its answer is read; with
+//!   none idle it waits in a bounded queue, then gets 503.
+//! - [`manager`]: the parent's side ([`manager::Manager`]): the sockets, the
+//!   children (started as the pool's User with a clean environment), their
+//!   replacement when they die or reach pm.max_requests, and php-fpm's
+//!   maintenance once a second (static, dynamic, ondemand).
+
+pub mod manager;
+pub mod table;
+
+pub use manager::Manager;
+pub use table::Table;

@@ -1,0 +1,249 @@
+//! The pools' shared-memory table, and leases on their children.
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+use warren_handler::fastcgi::{PoolBusy, PoolDispatch, PoolLease};
+
+/// A child slot's state.
+pub const EMPTY: u32 = 0;
+pub const IDLE: u32 = 1;
+pub const BUSY: u32 = 2;
+/// Served its pm.max_requests, or idle too long: the parent stops it.
+pub const RETIRING: u32 = 3;
+
+/// One child slot. All zero is an empty slot.
+#[repr(C)]
+#[derive(Default)]
+pub struct ChildSlot {
+    pub state: AtomicU32,
+    pub pid: AtomicI32,
+    /// Requests served by the current process.
+    pub requests: AtomicU32,
+    /// When the current request began, or the child became idle (ms since the table's start).
+    pub since_ms: AtomicU64,
+    /// Seconds since the epoch when the current process started.
+    pub started: AtomicU64,
+    /// The last request's duration in microseconds.
+    pub last_duration_us: AtomicU64,
+    /// Set when the parent killed the child for request_terminate_timeout.
+    pub terminated: AtomicU32,
+}
+
+/// A pool's counters, as php-fpm's status page shows them.
+#[repr(C)]
+#[derive(Default)]
+pub struct PoolCounters {
+    pub accepted: AtomicU64,
+    /// Requests waiting for a child now, and the most ever.
+    pub waiting: AtomicU32,
+    pub max_waiting: AtomicU32,
+    pub max_active: AtomicU32,
+    pub max_children_reached: AtomicU32,
+    pub slow_requests: AtomicU32,
+    /// Set by a request that found no idle child (ondemand, dynamic).
+    pub wanted: AtomicU32,
+    /// Seconds since the epoch when the pool started.
+    pub started: AtomicU64,
+}
+
+/// What a warren process knows of one pool.
+#[derive(Clone, Debug)]
+pub struct PoolShape {
+    pub name: String,
+    pub max_children: usize,
+    pub max_requests: u32,
+    pub backlog: u32,
+    /// The children's sockets, by slot.
+    pub sockets: Vec<PathBuf>,
+}
+
+/// The shared table. Mapped by the parent before it forks; every process
+/// then sees the same memory.
+pub struct Table {
+    base: NonNull<u8>,
+    len: usize,
+    pub pools: Vec<PoolShape>,
+    /// Offsets of each pool's counters and first slot.
+    offsets: Vec<usize>,
+    epoch: Instant,
+    /// Written to wake the parent (a request found no idle child).
+    wake: Option<std::os::fd::RawFd>,
+}
+
+// SAFETY: the mapping is only accessed through atomics.
+unsafe impl Send for Table {}
+unsafe impl Sync for Table {}
+
+impl Table {
+    pub fn new(pools: Vec<PoolShape>, wake: Option<std::os::fd::RawFd>) -> std::io::Result<Table> {
+        let mut offsets = Vec::new();
+        let mut len = 0;
+        for p in &pools {
+            offsets.push(len);
+            len += std::mem::size_of::<PoolCounters>() + p.max_children * std::mem::size_of::<ChildSlot>();
+        }
+        let len_nz = NonZeroUsize::new(len.max(1)).expect("non-zero");
+        // SAFETY: a fresh anonymous shared mapping; zeroed memory is a valid
+        // value for every atomic in it.
+        let ptr = unsafe { mmap_anonymous(None, len_nz, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED) }?;
+        Ok(Table { base: ptr.cast(), len: len.max(1), pools, offsets, epoch: Instant::now(), wake })
+    }
+
+    pub fn pool_index(&self, name: &str) -> Option<usize> {
+        self.pools.iter().position(|p| p.name == name)
+    }
+
+    pub fn counters(&self, pool: usize) -> &PoolCounters {
+        // SAFETY: in bounds by the layout in `new`.
+        unsafe { &*(self.base.as_ptr().add(self.offsets[pool]) as *const PoolCounters) }
+    }
+
+    pub fn slot(&self, pool: usize, slot: usize) -> &ChildSlot {
+        assert!(slot < self.pools[pool].max_children);
+        // SAFETY: in bounds by the assert and the layout in `new`.
+        unsafe {
+            let first = self.base.as_ptr().add(self.offsets[pool] + std::mem::size_of::<PoolCounters>()) as *const ChildSlot;
+            &*first.add(slot)
+        }
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Children of the pool by state: (idle, busy, all running).
+    pub fn census(&self, pool: usize) -> (usize, usize, usize) {
+        let (mut idle, mut busy, mut all) = (0, 0, 0);
+        for s in 0..self.pools[pool].max_children {
+            match self.slot(pool, s).state.load(Ordering::Acquire) {
+                IDLE => idle += 1,
+                BUSY => busy += 1,
+                _ => {}
+            }
+            if self.slot(pool, s).pid.load(Ordering::Relaxed) > 0 {
+                all += 1;
+            }
+        }
+        (idle, busy, all)
+    }
+
+    fn try_take(&self, pool: usize) -> Option<usize> {
+        for s in 0..self.pools[pool].max_children {
+            let slot = self.slot(pool, s);
+            if slot.state.compare_exchange(IDLE, BUSY, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                slot.since_ms.store(self.now_ms(), Ordering::Relaxed);
+                slot.terminated.store(0, Ordering::Relaxed);
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    fn poke_parent(&self) {
+        if let Some(fd) = self.wake {
+            // SAFETY: writing one byte from a valid buffer; a full pipe just drops it.
+            unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe {
+            let _ = munmap(self.base.cast(), self.len);
+        }
+    }
+}
+
+/// A child of a pool, taken for one request.
+pub struct Lease {
+    table: std::sync::Arc<Table>,
+    pool: usize,
+    slot: usize,
+}
+
+impl PoolLease for Lease {
+    fn socket(&self) -> &std::path::Path {
+        &self.table.pools[self.pool].sockets[self.slot]
+    }
+
+    fn terminated(&self) -> bool {
+        self.table.slot(self.pool, self.slot).terminated.load(Ordering::Acquire) != 0
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let t = &self.table;
+        let s = t.slot(self.pool, self.slot);
+        let n = s.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        let began = s.since_ms.load(Ordering::Relaxed);
+        let now = t.now_ms();
+        s.last_duration_us.store(now.saturating_sub(began) * 1000, Ordering::Relaxed);
+        s.since_ms.store(now, Ordering::Relaxed);
+        let max = t.pools[self.pool].max_requests;
+        // Only a busy child goes back to idle: the parent may have taken it
+        // (request_terminate_timeout) meanwhile.
+        let next = if max > 0 && n >= max { RETIRING } else { IDLE };
+        if s.state.compare_exchange(BUSY, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() && next == RETIRING {
+            t.poke_parent();
+        }
+    }
+}
+
+/// Leases for the handler: `pool:NAME` requests get their child here.
+pub struct Dispatch(pub std::sync::Arc<Table>);
+
+impl PoolDispatch for Dispatch {
+    fn lease(&self, pool: &str, wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy> {
+        let t = &self.0;
+        let Some(p) = t.pool_index(pool) else { return Err(PoolBusy::Unknown) };
+        let c = t.counters(p);
+        c.accepted.fetch_add(1, Ordering::Relaxed);
+        let take = |s: usize| -> Box<dyn PoolLease> {
+            let (_, busy, _) = t.census(p);
+            c.max_active.fetch_max(busy as u32, Ordering::Relaxed);
+            Box::new(Lease { table: t.clone(), pool: p, slot: s })
+        };
+        if let Some(s) = t.try_take(p) {
+            return Ok(take(s));
+        }
+        // None idle: wait in the pool's queue, bounded by listen.backlog.
+        let shape = &t.pools[p];
+        let queued = c.waiting.fetch_add(1, Ordering::AcqRel) + 1;
+        let _leave = Leave(&c.waiting);
+        if queued > shape.backlog {
+            return Err(PoolBusy::QueueFull);
+        }
+        c.max_waiting.fetch_max(queued, Ordering::Relaxed);
+        c.wanted.store(1, Ordering::Release);
+        t.poke_parent();
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_micros(200);
+        loop {
+            if let Some(s) = t.try_take(p) {
+                return Ok(take(s));
+            }
+            if Instant::now() >= deadline {
+                return Err(PoolBusy::Timeout);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Leaves the queue whatever way the wait ends.
+struct Leave<'a>(&'a AtomicU32);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
