@@ -1,0 +1,221 @@
+//! warren's own FastCGI pools (`<Pool>`, `SetHandler pool:NAME`) with
+//! Debian's php-cgi, under each MPM: the process manager's styles, recycling,
+//! replacement, the bounded queue, request_terminate_timeout, and per-pool
+//! Unix users.
+
+mod common;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn php_cgi_children(s: &Server) -> Vec<u32> {
+    s.children()
+        .into_iter()
+        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "php-cgi"))
+        .collect()
+}
+
+/// Waits (up to 5 s) until the server has `n` php-cgi children.
+fn wait_php_children(s: &Server, n: usize) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let c = php_cgi_children(s);
+        if c.len() == n || Instant::now() > deadline {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn start(mpm: &str, pool: &str, extra: &str) -> Server {
+    let dir = TempDir::new(&format!("pool-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/pid.php", "<?php echo getmypid();");
+    dir.write("htdocs/slow.php", "<?php sleep((int)($_GET['s'] ?? 2)); echo 'done';");
+    dir.write("htdocs/vars.php", "<?php echo $_SERVER['SCRIPT_NAME'], ' ', $_SERVER['PATH_INFO'] ?? '-', ' ', $_GET['q'] ?? '-', ' ', $_SERVER['REQUEST_METHOD'], ' ', file_get_contents('php://input');");
+    let conf = format!("<Pool www>\n    Command /usr/bin/php-cgi\n{pool}\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n{extra}");
+    Server::start_in(dir, mpm, &conf)
+}
+
+fn static_pool_serves(mpm: &str) {
+    let s = start(mpm, "    pm static\n    pm.max_children 3", "");
+    assert_eq!(wait_php_children(&s, 3).len(), 3, "pm static starts pm.max_children");
+    let r = s.get("/vars.php/a/b?q=1");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), "/vars.php /a/b 1 GET ");
+    let req = "POST /vars.php HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+    assert_eq!(parse_response(&s.raw(req.as_bytes())).0.text(), "/vars.php - - POST hello");
+    // A child that dies is replaced, and requests go on.
+    let victim = php_cgi_children(&s)[0];
+    unsafe_kill(victim, 9);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut after = php_cgi_children(&s);
+    while (after.contains(&victim) || after.len() != 3) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        after = php_cgi_children(&s);
+    }
+    assert!(!after.contains(&victim) && after.len() == 3, "{after:?}");
+    for _ in 0..10 {
+        assert_eq!(s.get("/pid.php").status, 200);
+    }
+    assert!(s.wait_log("error.log", "exited on").contains(&format!("child {victim} exited on")));
+}
+
+fn recycling_fails_nothing(mpm: &str) {
+    let s = start(mpm, "    pm static\n    pm.max_children 2\n    pm.max_requests 10", "");
+    let first = wait_php_children(&s, 2);
+    let port = s.port;
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut failures = Vec::new();
+                let mut pids = std::collections::HashSet::new();
+                for _ in 0..30 {
+                    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    c.write_all(b"GET /pid.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+                    let (r, _) = parse_response(&read_to_close(&mut c));
+                    if r.status == 200 {
+                        pids.insert(r.text());
+                    } else {
+                        failures.push(r.status);
+                    }
+                }
+                (failures, pids)
+            })
+        })
+        .collect();
+    let mut pids = std::collections::HashSet::new();
+    for t in threads {
+        let (failures, p) = t.join().unwrap();
+        assert!(failures.is_empty(), "requests failed while children were recycled: {failures:?}");
+        pids.extend(p);
+    }
+    // 120 requests, 10 per child: at least 12 processes served them.
+    assert!(pids.len() >= 12, "only {} processes served 120 requests with pm.max_requests 10", pids.len());
+    assert!(wait_php_children(&s, 2).iter().all(|p| !first.contains(p)));
+}
+
+fn dynamic_and_ondemand(mpm: &str) {
+    let s = start(mpm, "    pm dynamic\n    pm.max_children 4\n    pm.start_servers 2\n    pm.min_spare_servers 1\n    pm.max_spare_servers 2", "");
+    assert_eq!(wait_php_children(&s, 2).len(), 2, "pm.start_servers");
+    drop(s);
+    let s = start(mpm, "    pm ondemand\n    pm.max_children 2\n    pm.process_idle_timeout 1s", "");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(php_cgi_children(&s).is_empty(), "ondemand starts no child before a request");
+    let t = Instant::now();
+    assert_eq!(s.get("/pid.php").status, 200);
+    assert!(t.elapsed() < Duration::from_secs(2), "the first request waited {:?}", t.elapsed());
+    assert_eq!(php_cgi_children(&s).len(), 1);
+    // Idle past pm.process_idle_timeout: stopped by the next passes.
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while !php_cgi_children(&s).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(php_cgi_children(&s).is_empty(), "an idle ondemand child outlived pm.process_idle_timeout");
+}
+
+fn queue_full_is_503_and_slow_is_504(mpm: &str) {
+    // Prefork: enough children that every request reaches the pool at once.
+    let extra = "Timeout 10\n<IfModule mpm_prefork_module>\n    StartServers 4\n    MinSpareServers 4\n</IfModule>\n";
+    let s = start(mpm, "    pm static\n    pm.max_children 1\n    listen.backlog 1\n    request_terminate_timeout 2s", extra);
+    wait_php_children(&s, 1);
+    let port = s.port;
+    let get = move |path: &'static str| {
+        std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+            c.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+            parse_response(&read_to_close(&mut c)).0
+        })
+    };
+    // The only child is busy for 1 s; one request may wait; the third is refused.
+    let a = get("/slow.php?s=1");
+    std::thread::sleep(Duration::from_millis(200));
+    let b = get("/pid.php");
+    std::thread::sleep(Duration::from_millis(200));
+    let c = s.get("/pid.php");
+    assert_eq!(c.status, 503);
+    assert!(c.header("retry-after").is_some());
+    assert_eq!(a.join().unwrap().text(), "done");
+    assert_eq!(b.join().unwrap().status, 200, "the queued request gets the child when it is free");
+    // A request past request_terminate_timeout: its child is killed, the answer is 504.
+    let t = Instant::now();
+    let r = s.get("/slow.php?s=8");
+    assert_eq!(r.status, 504);
+    assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+    assert!(s.wait_log("error.log", "request_terminate_timeout").contains("terminating"));
+    assert_eq!(s.get("/pid.php").status, 200, "the killed child is replaced");
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+fn pools_per_site_with_their_users(mpm: &str) {
+    if !is_root() {
+        return;
+    }
+    let dir = TempDir::new(&format!("pool-users-{mpm}"));
+    standard_site(&dir);
+    for site in ["a", "b"] {
+        dir.write(&format!("{site}/write.php"), "<?php file_put_contents(__DIR__ . '/out/made.txt', 'x'); echo posix_getpwuid(fileowner(__DIR__ . '/out/made.txt'))['name'];");
+        dir.write(&format!("{site}/read.php"), "<?php $f = $_GET['f']; echo @file_get_contents($f) === false ? 'denied' : 'read';");
+        dir.write(&format!("{site}/out/.keep"), "");
+        let out = dir.0.join(site).join("out");
+        std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    }
+    // Site B's secret, readable by its own user only.
+    let secret = dir.write("b/secret.txt", "for b only");
+    let chown = |path: &std::path::Path, user: &str| {
+        assert!(std::process::Command::new("chown").arg(user).arg(path).status().unwrap().success());
+    };
+    chown(&secret, "www-data");
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let root = dir.0.display().to_string();
+    let conf = format!(
+        r#"<VirtualHost *>
+    ServerName a.test
+    DocumentRoot {root}/a
+    <Pool site-a>
+        Command /usr/bin/php-cgi
+        User nobody
+        Group nogroup
+        pm ondemand
+        pm.max_children 2
+    </Pool>
+    <FilesMatch "\.php$">
+        SetHandler pool:site-a
+    </FilesMatch>
+</VirtualHost>
+<VirtualHost *>
+    ServerName b.test
+    DocumentRoot {root}/b
+    <Pool site-b>
+        Command /usr/bin/php-cgi
+        User www-data
+        Group www-data
+        pm static
+        pm.max_children 1
+    </Pool>
+    <FilesMatch "\.php$">
+        SetHandler pool:site-b
+    </FilesMatch>
+</VirtualHost>
+"#
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let get = |host: &str, path: &str| {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        parse_response(&s.raw(req.as_bytes())).0.text()
+    };
+    assert_eq!(get("a.test", "/write.php"), "nobody");
+    assert_eq!(get("b.test", "/write.php"), "www-data");
+    let secret = secret.display().to_string();
+    assert_eq!(get("b.test", &format!("/read.php?f={secret}")), "read");
+    assert_eq!(get("a.test", &format!("/read.php?f={secret}")), "denied", "site A's PHP read site B's 0600 file");
+}
+
+each_mpm!(static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
