@@ -40,6 +40,14 @@ pub struct PoolConfig {
 }
 
 impl PoolConfig {
+    /// A pool with php-fpm's defaults running `command`.
+    pub fn new(name: &str, command: Vec<String>, origin: Origin) -> PoolConfig {
+        let mut p = PoolConfig::defaults(name, origin);
+        p.command = command;
+        p.start_servers = p.min_spare_servers + (p.max_spare_servers - p.min_spare_servers) / 2;
+        p
+    }
+
     fn defaults(name: &str, origin: Origin) -> PoolConfig {
         PoolConfig {
             name: name.to_string(),

@@ -264,10 +264,11 @@ impl Parent {
     fn log_start(&self) {
         let t = &self.site.settings.tuning;
         let addrs: Vec<String> = self.listeners.iter().map(|l| l.addr.to_string()).collect();
+        let pools = self.pools.as_ref().map(|m| format!(", FastCGI pools: {}", m.describe())).unwrap_or_default();
         self.log(
             LogLevel::Notice,
             &format!(
-                "{} configured -- resuming normal operations (mpm {}, {} children x {} threads, listening on {})",
+                "{} configured -- resuming normal operations (mpm {}, {} children x {} threads, listening on {}{pools})",
                 self.site.server_header,
                 self.site.settings.mpm.name(),
                 t.start_servers,

@@ -91,7 +91,16 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            Settings::for_directory(&dir, *listen, (*mpm).into())
+            let mut s = Settings::for_directory(&dir, *listen, (*mpm).into());
+            let php = match find_on_path("php-cgi") {
+                Some(php) => {
+                    s.add_builtin_php_pool(&php);
+                    format!("PHP through a pool of {}", php.display())
+                }
+                None => "no php-cgi on PATH: .php files are served as they are".to_string(),
+            };
+            eprintln!("warren: serving {} on http://{listen}/ ({} MPM; {php})", dir.display(), s.mpm.name());
+            s
         }
         (None, Some(file)) => {
             let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm.map(Into::into) };
@@ -138,6 +147,13 @@ fn main() -> ExitCode {
         _ => None,
     };
     run(settings, &warnings, reload)
+}
+
+/// The first executable `name` in PATH.
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// glibc gives each thread that allocates its own arena (up to 8 per CPU),

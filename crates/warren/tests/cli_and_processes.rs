@@ -77,13 +77,14 @@ fn serve_a_directory_without_config() {
     let dir = TempDir::new("serve");
     dir.write("htdocs/index.html", "served");
     dir.write("htdocs/sub/x.txt", "x");
+    dir.write("htdocs/hi.php", "<?php echo 'PHP ', PHP_SAPI;");
     let port = free_port();
     let mut child = Command::new(BIN)
         .args(["serve"])
         .arg(dir.0.join("htdocs"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -94,9 +95,15 @@ fn serve_a_directory_without_config() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "served");
     let out = Command::new("curl").args(["-s", &format!("http://127.0.0.1:{port}/sub/")]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("x.txt"), "serve lists directories");
+    // With php-cgi on PATH (test.sh installs it), PHP runs in a built-in pool.
+    let out = Command::new("curl").args(["-s", &format!("http://127.0.0.1:{port}/hi.php")]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "PHP cgi-fcgi");
     unsafe_kill(child.id(), 15);
     let status = child.wait().unwrap();
     assert!(status.success());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("PHP through a pool of") && err.contains("php-cgi"), "start-up line: {err}");
 }
 
 fn dead_child_is_replaced(mpm: &str) {
