@@ -1,5 +1,5 @@
 <?php
-// Served by php-fpm through warren's FastCGI proxy (example/run.sh starts both).
+// Run by a php-cgi process of the pool that example/warren.conf declares.
 $name = isset($_GET['name']) && $_GET['name'] !== '' ? $_GET['name'] : 'world';
 header('Content-Type: text/html; charset=utf-8');
 ?>
