@@ -104,7 +104,12 @@ impl Manager {
                 listeners.push(l);
                 sockets.push(path);
             }
-            shapes.push(PoolShape { name: p.name.clone(), max_children: p.max_children as usize, max_requests: p.max_requests, backlog: p.listen_backlog, sockets });
+            let pm = match p.pm {
+                PmStyle::Static => "static",
+                PmStyle::Dynamic => "dynamic",
+                PmStyle::Ondemand => "ondemand",
+            };
+            shapes.push(PoolShape { name: p.name.clone(), pm, max_children: p.max_children as usize, max_requests: p.max_requests, backlog: p.listen_backlog, sockets });
             runs.push(PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds });
         }
         let (wake_read, wake_write) =

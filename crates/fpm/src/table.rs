@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
 use warren_handler::fastcgi::{PoolBusy, PoolDispatch, PoolLease};
+use warren_handler::pool_status::{PoolStatus, ProcessStatus};
 
 /// A child slot's state.
 pub const EMPTY: u32 = 0;
@@ -32,6 +33,29 @@ pub struct ChildSlot {
     pub last_duration_us: AtomicU64,
     /// Set when the parent killed the child for request_terminate_timeout.
     pub terminated: AtomicU32,
+    /// The current or last request's URI (its first 128 bytes), for the status page.
+    uri: [AtomicU64; 16],
+    uri_len: AtomicU32,
+}
+
+impl ChildSlot {
+    fn set_uri(&self, uri: &[u8]) {
+        let uri = &uri[..uri.len().min(128)];
+        for (i, word) in self.uri.iter().enumerate() {
+            let mut b = [0u8; 8];
+            let from = (i * 8).min(uri.len());
+            let to = (i * 8 + 8).min(uri.len());
+            b[..to - from].copy_from_slice(&uri[from..to]);
+            word.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        self.uri_len.store(uri.len() as u32, Ordering::Relaxed);
+    }
+
+    pub fn uri(&self) -> String {
+        let mut b: Vec<u8> = self.uri.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect();
+        b.truncate(self.uri_len.load(Ordering::Relaxed) as usize);
+        String::from_utf8_lossy(&b).into_owned()
+    }
 }
 
 /// A pool's counters, as php-fpm's status page shows them.
@@ -55,6 +79,8 @@ pub struct PoolCounters {
 #[derive(Clone, Debug)]
 pub struct PoolShape {
     pub name: String,
+    /// "static", "dynamic" or "ondemand".
+    pub pm: &'static str,
     pub max_children: usize,
     pub max_requests: u32,
     pub backlog: u32,
@@ -132,12 +158,13 @@ impl Table {
         (idle, busy, all)
     }
 
-    fn try_take(&self, pool: usize) -> Option<usize> {
+    fn try_take(&self, pool: usize, uri: &[u8]) -> Option<usize> {
         for s in 0..self.pools[pool].max_children {
             let slot = self.slot(pool, s);
             if slot.state.compare_exchange(IDLE, BUSY, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
                 slot.since_ms.store(self.now_ms(), Ordering::Relaxed);
                 slot.terminated.store(0, Ordering::Relaxed);
+                slot.set_uri(uri);
                 return Some(s);
             }
         }
@@ -201,7 +228,56 @@ impl Drop for Lease {
 pub struct Dispatch(pub std::sync::Arc<Table>);
 
 impl PoolDispatch for Dispatch {
-    fn lease(&self, pool: &str, wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy> {
+    fn status(&self, pool: &str) -> Option<PoolStatus> {
+        let t = &self.0;
+        let p = t.pool_index(pool)?;
+        let c = t.counters(p);
+        let (idle, busy, _) = t.census(p);
+        let now = t.now_ms();
+        let processes = (0..t.pools[p].max_children)
+            .map(|s| t.slot(p, s))
+            .filter(|s| s.pid.load(Ordering::Relaxed) > 0)
+            .map(|s| {
+                let pid = s.pid.load(Ordering::Relaxed);
+                let running = s.state.load(Ordering::Acquire) == BUSY;
+                let rss = std::fs::read_to_string(format!("/proc/{pid}/statm"))
+                    .ok()
+                    .and_then(|m| m.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+                    // SAFETY: sysconf has no preconditions.
+                    .map_or(0, |pages| pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as u64);
+                ProcessStatus {
+                    pid,
+                    state: if running { "Running" } else { "Idle" },
+                    start_time: s.started.load(Ordering::Relaxed),
+                    requests: s.requests.load(Ordering::Relaxed),
+                    request_duration_us: if running {
+                        now.saturating_sub(s.since_ms.load(Ordering::Relaxed)) * 1000
+                    } else {
+                        s.last_duration_us.load(Ordering::Relaxed)
+                    },
+                    request_uri: s.uri(),
+                    last_request_memory: rss,
+                }
+            })
+            .collect();
+        Some(PoolStatus {
+            pool: pool.to_string(),
+            process_manager: t.pools[p].pm.to_string(),
+            start_time: c.started.load(Ordering::Relaxed),
+            accepted_conn: c.accepted.load(Ordering::Relaxed),
+            listen_queue: c.waiting.load(Ordering::Relaxed),
+            max_listen_queue: c.max_waiting.load(Ordering::Relaxed),
+            listen_queue_len: t.pools[p].backlog,
+            idle_processes: idle as u32,
+            active_processes: busy as u32,
+            max_active_processes: c.max_active.load(Ordering::Relaxed),
+            max_children_reached: c.max_children_reached.load(Ordering::Relaxed),
+            slow_requests: c.slow_requests.load(Ordering::Relaxed),
+            processes,
+        })
+    }
+
+    fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy> {
         let t = &self.0;
         let Some(p) = t.pool_index(pool) else { return Err(PoolBusy::Unknown) };
         let c = t.counters(p);
@@ -211,7 +287,7 @@ impl PoolDispatch for Dispatch {
             c.max_active.fetch_max(busy as u32, Ordering::Relaxed);
             Box::new(Lease { table: t.clone(), pool: p, slot: s })
         };
-        if let Some(s) = t.try_take(p) {
+        if let Some(s) = t.try_take(p, uri) {
             return Ok(take(s));
         }
         // None idle: wait in the pool's queue, bounded by listen.backlog.
@@ -227,7 +303,7 @@ impl PoolDispatch for Dispatch {
         let deadline = Instant::now() + wait;
         let mut pause = Duration::from_micros(200);
         loop {
-            if let Some(s) = t.try_take(p) {
+            if let Some(s) = t.try_take(p, uri) {
                 return Ok(take(s));
             }
             if Instant::now() >= deadline {

@@ -55,6 +55,8 @@ pub struct Gateway {
     script: String,
     /// Internal redirects already followed to get here.
     redirects: u8,
+    /// REQUEST_URI, for a pool's status page.
+    uri: Vec<u8>,
 }
 
 /// Where a request maps: the script and the rest of the path after it.
@@ -149,8 +151,11 @@ impl Write for BackendStream {
 /// Where `SetHandler pool:NAME` requests get a child: warren's own pools
 /// (the `fpm` crate), set up before the server's children start.
 pub trait PoolDispatch: Send + Sync {
-    /// An idle child of the pool, waiting at most `wait` for one.
-    fn lease(&self, pool: &str, wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy>;
+    /// An idle child of the pool for a request for `uri`, waiting at most
+    /// `wait` for one.
+    fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy>;
+    /// The pool's figures for its status page.
+    fn status(&self, pool: &str) -> Option<crate::pool_status::PoolStatus>;
 }
 
 /// A pool's child, taken for one request; dropping it gives the child back.
@@ -251,7 +256,8 @@ impl Site {
         let h = &self.hosts[host];
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         let params = self.cgi_params(host, head, conn, &target, query);
-        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0 }))
+        let uri = head.path_and_query().to_vec();
+        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri }))
     }
 
     /// The CGI/1.1 variables of RFC 3875 and those PHP expects.
@@ -361,7 +367,7 @@ impl Site {
         let addr = match &gw.backend.addr {
             FcgiAddr::Pool(name) => {
                 let pools = self.pools.get().ok_or(Failed::Pool(name.clone(), PoolBusy::Unknown))?;
-                let l = pools.lease(name, self.settings.timeout).map_err(|b| Failed::Pool(name.clone(), b))?;
+                let l = pools.lease(name, &gw.uri, self.settings.timeout).map_err(|b| Failed::Pool(name.clone(), b))?;
                 leased_addr = FcgiAddr::Unix(l.socket().to_path_buf());
                 lease = Some(l);
                 &leased_addr

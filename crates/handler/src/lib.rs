@@ -29,6 +29,7 @@ pub mod listing;
 pub mod logs;
 pub mod mime;
 pub mod path;
+pub mod pool_status;
 pub mod router;
 pub mod static_files;
 pub mod status;

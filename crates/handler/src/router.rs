@@ -281,6 +281,9 @@ impl Site {
             }
             Err(PathError::NotFound(why)) => return Outcome::Ready(self.error(host, 404, head, conn, why)),
         };
+        if let Some(o) = self.pool_status(host, head, conn, &url, query) {
+            return o;
+        }
         // ProxyPass and ProxyPassMatch take any method to the application.
         if let Some(o) = self.proxy_route(host, head, conn, &url, query) {
             return o;
@@ -317,6 +320,20 @@ impl Site {
             }
         }
         static_files::serve(self, host, head, conn, eff, &url, raw_path, query, fs)
+    }
+
+    /// A pool's `pm.status_path`, answered by warren from the pool's table.
+    fn pool_status(&self, host: usize, head: &RequestHead, conn: &ConnInfo, url: &[u8], query: &[u8]) -> Option<Outcome> {
+        let pool = self.settings.pools.iter().find(|p| p.status_path.as_deref().is_some_and(|s| s.as_bytes() == url))?;
+        let eff = self.effective(host, None, url);
+        if !self.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
+            return Some(Outcome::Ready(self.denied(host, head, conn, url)));
+        }
+        let Some(st) = self.pools.get().and_then(|d| d.status(&pool.name)) else {
+            return Some(Outcome::Ready(self.error(host, 503, head, conn, &format!("pool {} is not running", pool.name))));
+        };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        Some(Outcome::Ready(crate::pool_status::respond(host, &st, query, now)))
     }
 
     /// The answer to a method that static resources do not take, if it is one.

@@ -218,4 +218,31 @@ fn pools_per_site_with_their_users(mpm: &str) {
     assert_eq!(get("a.test", &format!("/read.php?f={secret}")), "denied", "site A's PHP read site B's 0600 file");
 }
 
-each_mpm!(static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+fn status_page(mpm: &str) {
+    let s = start(mpm, "    pm static\n    pm.max_children 2\n    pm.status_path /fpm-status", "");
+    wait_php_children(&s, 2);
+    for _ in 0..3 {
+        assert_eq!(s.get("/pid.php?x=1").status, 200);
+    }
+    let r = s.get("/fpm-status");
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    // php-fpm's layout: the value in column 23.
+    let line = |k: &str, v: &str| format!("{:<22}{v}\n", format!("{k}:"));
+    for (k, v) in [("pool", "www"), ("process manager", "static"), ("accepted conn", "3"), ("listen queue", "0"), ("listen queue len", "511"), ("idle processes", "2"), ("active processes", "0"), ("total processes", "2"), ("max children reached", "0"), ("slow requests", "0")] {
+        assert!(text.contains(&line(k, v)), "{k}: {v} missing in\n{text}");
+    }
+    for k in ["start time", "start since", "max listen queue", "max active processes"] {
+        assert!(text.contains(&format!("\n{k}:")), "{k} missing in\n{text}");
+    }
+    let r = s.get("/fpm-status?json");
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(r.text().starts_with("{\"pool\":\"www\",\"process manager\":\"static\""), "{}", r.text());
+    let full = s.get("/fpm-status?full").text();
+    assert_eq!(full.matches("pid:").count(), 2, "{full}");
+    assert!(full.contains(&line("request uri", "/pid.php?x=1")) && full.contains(&line("state", "Idle")), "{full}");
+    let json_full = s.get("/fpm-status?json&full").text();
+    assert!(json_full.contains("\"processes\":[{\"pid\":") && json_full.contains("\"last request memory\":"), "{json_full}");
+}
+
+each_mpm!(status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);

@@ -1,0 +1,153 @@
+//! The status page of one of warren's own pools (`pm.status_path`), with
+//! php-fpm's fields and formats: plain text, `?json`, and `?full` for a
+//! block per process.
+
+use crate::{Body, Response};
+
+/// A pool's figures, as the process manager reports them.
+#[derive(Debug, Default)]
+pub struct PoolStatus {
+    pub pool: String,
+    pub process_manager: String,
+    /// Seconds since the epoch.
+    pub start_time: u64,
+    pub accepted_conn: u64,
+    pub listen_queue: u32,
+    pub max_listen_queue: u32,
+    pub listen_queue_len: u32,
+    pub idle_processes: u32,
+    pub active_processes: u32,
+    pub max_active_processes: u32,
+    pub max_children_reached: u32,
+    pub slow_requests: u32,
+    pub processes: Vec<ProcessStatus>,
+}
+
+#[derive(Debug, Default)]
+pub struct ProcessStatus {
+    pub pid: i32,
+    /// "Idle" or "Running".
+    pub state: &'static str,
+    pub start_time: u64,
+    pub requests: u32,
+    /// Of the request running now, or else of the last one, in microseconds.
+    pub request_duration_us: u64,
+    pub request_uri: String,
+    /// The process's resident memory now, in bytes (php-cgi does not report
+    /// a request's peak as php-fpm's own children do).
+    pub last_request_memory: u64,
+}
+
+fn http_time(secs: u64) -> String {
+    crate::logs::clf_time(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The page for `query` (`json`, `full`, both, or neither).
+pub fn respond(host: usize, st: &PoolStatus, query: &[u8], now: u64) -> Response {
+    let q = String::from_utf8_lossy(query);
+    let flags: Vec<&str> = q.trim_start_matches('?').split('&').collect();
+    let json = flags.contains(&"json");
+    let full = flags.contains(&"full");
+    let since = now.saturating_sub(st.start_time);
+    let total = st.idle_processes + st.active_processes;
+    let fields: Vec<(&str, String, bool)> = vec![
+        ("pool", st.pool.clone(), true),
+        ("process manager", st.process_manager.clone(), true),
+        ("start time", if json { st.start_time.to_string() } else { http_time(st.start_time) }, !json),
+        ("start since", since.to_string(), false),
+        ("accepted conn", st.accepted_conn.to_string(), false),
+        ("listen queue", st.listen_queue.to_string(), false),
+        ("max listen queue", st.max_listen_queue.to_string(), false),
+        ("listen queue len", st.listen_queue_len.to_string(), false),
+        ("idle processes", st.idle_processes.to_string(), false),
+        ("active processes", st.active_processes.to_string(), false),
+        ("total processes", total.to_string(), false),
+        ("max active processes", st.max_active_processes.to_string(), false),
+        ("max children reached", st.max_children_reached.to_string(), false),
+        ("slow requests", st.slow_requests.to_string(), false),
+    ];
+    let procs: Vec<Vec<(&str, String, bool)>> = st
+        .processes
+        .iter()
+        .map(|p| {
+            vec![
+                ("pid", p.pid.to_string(), false),
+                ("state", p.state.to_string(), true),
+                ("start time", if json { p.start_time.to_string() } else { http_time(p.start_time) }, !json),
+                ("start since", now.saturating_sub(p.start_time).to_string(), false),
+                ("requests", p.requests.to_string(), false),
+                ("request duration", p.request_duration_us.to_string(), false),
+                ("request uri", p.request_uri.clone(), true),
+                ("last request memory", p.last_request_memory.to_string(), false),
+            ]
+        })
+        .collect();
+    let mut body = String::new();
+    if json {
+        let obj = |fs: &[(&str, String, bool)]| {
+            let items: Vec<String> = fs.iter().map(|(k, v, quoted)| format!("{}:{}", json_str(k), if *quoted { json_str(v) } else { v.clone() })).collect();
+            format!("{{{}}}", items.join(","))
+        };
+        let mut top = obj(&fields);
+        if full {
+            top.pop();
+            let list: Vec<String> = procs.iter().map(|p| obj(p)).collect();
+            top.push_str(&format!(",\"processes\":[{}]}}", list.join(",")));
+        }
+        body = top;
+    } else {
+        for (k, v, _) in &fields {
+            body.push_str(&format!("{:<22}{v}\n", format!("{k}:")));
+        }
+        if full {
+            for p in &procs {
+                body.push_str("\n************************\n");
+                for (k, v, _) in p {
+                    body.push_str(&format!("{:<22}{v}\n", format!("{k}:")));
+                }
+            }
+        }
+    }
+    let mut r = Response::new(200, host);
+    r.body = Body::Bytes(body.into_bytes());
+    r.add("Content-Type", if json { "application/json" } else { "text/plain" });
+    r.add("Cache-Control", "no-cache, no-store, must-revalidate");
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        let st = PoolStatus { pool: "www".into(), process_manager: "dynamic".into(), start_time: 1000, accepted_conn: 7, idle_processes: 2, active_processes: 1, processes: vec![ProcessStatus { pid: 42, state: "Idle", start_time: 1000, requests: 3, request_uri: "/a\"b".into(), ..Default::default() }], ..Default::default() };
+        let text = |r: Response| match r.body {
+            Body::Bytes(b) => String::from_utf8(b).unwrap(),
+            _ => unreachable!(),
+        };
+        let plain = text(respond(0, &st, b"", 1010));
+        assert!(plain.contains("pool:                 www\n") && plain.contains("total processes:      3\n") && plain.contains("max children reached: 0\n"), "{plain}");
+        assert!(!plain.contains("pid:"));
+        let json = text(respond(0, &st, b"json&full", 1010));
+        assert!(json.starts_with("{\"pool\":\"www\",\"process manager\":\"dynamic\",\"start time\":1000,"), "{json}");
+        assert!(json.contains("\"processes\":[{\"pid\":42,\"state\":\"Idle\"") && json.contains("\"request uri\":\"/a\\\"b\"") && json.ends_with("]}"), "{json}");
+        let full = text(respond(0, &st, b"full", 1010));
+        assert!(full.contains("************************\npid:                  42\n"), "{full}");
+    }
+}
