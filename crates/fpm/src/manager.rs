@@ -25,7 +25,7 @@ use warren_config::{LogLevel, PmStyle, PoolConfig};
 use warren_handler::fastcgi::PoolDispatch;
 use warren_handler::logs::ErrorLog;
 
-use crate::table::{Dispatch, PoolShape, Table, BUSY, EMPTY, IDLE, RETIRING};
+use crate::table::{Dispatch, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
 
 /// Who a pool's children run as.
 #[derive(Clone)]
@@ -49,9 +49,17 @@ struct PoolRun {
 }
 
 pub struct Manager {
+    /// The current generation's view of the shared table.
     table: Arc<Table>,
+    /// The current pools, in the order of `table.pools`.
     pools: Vec<PoolRun>,
+    /// Pools a graceful restart replaced: kept while the previous
+    /// generation of server children may still lease their children.
+    retired: Vec<(PoolRun, PoolShape)>,
+    slot_used: Vec<bool>,
+    counters_used: Vec<bool>,
     dir: PathBuf,
+    owner: Option<(Uid, Gid)>,
     wake_read: OwnedFd,
     _wake_write: OwnedFd,
     log: Arc<ErrorLog>,
@@ -76,6 +84,14 @@ fn credentials(user: Option<&str>, group: Option<&str>) -> Result<Option<Credent
     Ok(Some(Credentials { uid: u.uid, gid, name }))
 }
 
+fn pm_name(pm: PmStyle) -> &'static str {
+    match pm {
+        PmStyle::Static => "static",
+        PmStyle::Dynamic => "dynamic",
+        PmStyle::Ondemand => "ondemand",
+    }
+}
+
 impl Manager {
     /// Makes the pools' sockets (in a private directory that the server's
     /// children, running as `owner`, may enter) and the shared table.
@@ -84,41 +100,141 @@ impl Manager {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-        let chown = |p: &std::path::Path| {
-            if let Some((u, g)) = owner {
-                let _ = nix::unistd::chown(p, Some(u), Some(g));
-            }
-        };
-        chown(&dir);
-        let mut runs = Vec::new();
-        let mut shapes = Vec::new();
-        for p in pools {
-            let creds = credentials(p.user.as_deref(), p.group.as_deref()).map_err(|m| format!("<Pool {}>: {m}", p.name))?;
-            let mut listeners = Vec::new();
-            let mut sockets = Vec::new();
-            for slot in 0..p.max_children as usize {
-                let path = dir.join(format!("{}.{slot}.sock", p.name));
-                let l = UnixListener::bind(&path).map_err(|e| format!("<Pool {}>: cannot bind {}: {e}", p.name, path.display()))?;
-                let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
-                chown(&path);
-                listeners.push(l);
-                sockets.push(path);
-            }
-            let pm = match p.pm {
-                PmStyle::Static => "static",
-                PmStyle::Dynamic => "dynamic",
-                PmStyle::Ondemand => "ondemand",
-            };
-            shapes.push(PoolShape { name: p.name.clone(), pm, max_children: p.max_children as usize, max_requests: p.max_requests, backlog: p.listen_backlog, sockets });
-            runs.push(PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds });
+        if let Some((u, g)) = owner {
+            let _ = nix::unistd::chown(&dir, Some(u), Some(g));
         }
         let (wake_read, wake_write) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK).map_err(|e| format!("pipe: {e}"))?;
-        let table = Table::new(shapes, Some(wake_write.as_raw_fd())).map_err(|e| format!("cannot map the pools' table: {e}"))?;
-        for i in 0..runs.len() {
-            table.counters(i).started.store(now_secs(), Ordering::Relaxed);
+        let table = Table::new(Some(wake_write.as_raw_fd())).map_err(|e| format!("cannot map the pools' table: {e}"))?;
+        let mut m = Manager {
+            table: Arc::new(table),
+            pools: Vec::new(),
+            retired: Vec::new(),
+            slot_used: vec![false; MAX_SLOTS],
+            counters_used: vec![false; MAX_POOLS],
+            dir,
+            owner,
+            wake_read,
+            _wake_write: wake_write,
+            log,
+        };
+        let mut shapes = Vec::new();
+        for p in pools {
+            let (run, shape) = m.create_pool(p)?;
+            m.pools.push(run);
+            shapes.push(shape);
         }
-        Ok(Manager { table: Arc::new(table), pools: runs, dir, wake_read, _wake_write: wake_write, log })
+        m.table = Arc::new(m.table.view(shapes));
+        Ok(m)
+    }
+
+    /// Places a pool in the table: its counters, its slots and their sockets.
+    fn create_pool(&mut self, p: &PoolConfig) -> Result<(PoolRun, PoolShape), String> {
+        let creds = credentials(p.user.as_deref(), p.group.as_deref()).map_err(|m| format!("<Pool {}>: {m}", p.name))?;
+        let n = p.max_children as usize;
+        let counters = self.counters_used.iter().position(|u| !u).ok_or_else(|| format!("<Pool {}>: more than {MAX_POOLS} pools", p.name))?;
+        let first_slot = (0..=MAX_SLOTS.saturating_sub(n))
+            .find(|&f| self.slot_used[f..f + n].iter().all(|u| !u))
+            .ok_or_else(|| format!("<Pool {}>: more than {MAX_SLOTS} children in all pools", p.name))?;
+        let mut listeners = Vec::new();
+        let mut sockets = Vec::new();
+        for slot in first_slot..first_slot + n {
+            let path = self.dir.join(format!("{}.{slot}.sock", p.name));
+            let _ = std::fs::remove_file(&path);
+            let l = UnixListener::bind(&path).map_err(|e| format!("<Pool {}>: cannot bind {}: {e}", p.name, path.display()))?;
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+            if let Some((u, g)) = self.owner {
+                let _ = nix::unistd::chown(&path, Some(u), Some(g));
+            }
+            listeners.push(l);
+            sockets.push(path);
+        }
+        self.counters_used[counters] = true;
+        self.slot_used[first_slot..first_slot + n].iter_mut().for_each(|u| *u = true);
+        let c = self.table.counters_at(counters);
+        for f in [&c.waiting, &c.max_waiting, &c.max_active, &c.max_children_reached, &c.slow_requests, &c.wanted] {
+            f.store(0, Ordering::Relaxed);
+        }
+        c.accepted.store(0, Ordering::Relaxed);
+        c.started.store(now_secs(), Ordering::Relaxed);
+        let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot };
+        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds };
+        Ok((run, shape))
+    }
+
+    /// A graceful restart: pools whose settings did not change keep their
+    /// children; new and changed pools start theirs now, before the new
+    /// server children take requests; replaced pools stay until the previous
+    /// generation is gone ([`Manager::previous_generation_gone`]).
+    pub fn reload(&mut self, configs: &[PoolConfig]) -> Result<(), String> {
+        let mut created: Vec<(PoolRun, PoolShape)> = Vec::new();
+        for c in configs {
+            if self.pools.iter().any(|r| r.config.same_processes(c)) {
+                continue;
+            }
+            match self.create_pool(c) {
+                Ok(x) => created.push(x),
+                Err(e) => {
+                    for (_, shape) in created {
+                        self.free(&shape);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let mut old: Vec<Option<(PoolRun, PoolShape)>> = std::mem::take(&mut self.pools).into_iter().zip(self.table.pools.iter().cloned()).map(Some).collect();
+        let mut created = created.into_iter();
+        let (mut runs, mut shapes, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
+        for c in configs {
+            let kept = old.iter_mut().find(|o| o.as_ref().is_some_and(|(r, _)| r.config.same_processes(c))).and_then(Option::take);
+            let (run, shape) = match kept {
+                Some(x) => x,
+                None => {
+                    fresh.push(runs.len());
+                    created.next().expect("created above")
+                }
+            };
+            runs.push(run);
+            shapes.push(shape);
+        }
+        self.retired.extend(old.into_iter().flatten());
+        self.pools = runs;
+        self.table = Arc::new(self.table.view(shapes));
+        for i in fresh {
+            self.start_pool(i);
+        }
+        Ok(())
+    }
+
+    /// The previous generation of server children has exited: the pools
+    /// it alone used are stopped.
+    pub fn previous_generation_gone(&mut self) {
+        for (run, _) in &self.retired {
+            for &pid in run.children.keys() {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+            }
+        }
+        self.collect_retired();
+    }
+
+    fn collect_retired(&mut self) {
+        let done: Vec<usize> = (0..self.retired.len()).filter(|&i| self.retired[i].0.children.is_empty()).collect();
+        for i in done.into_iter().rev() {
+            let (run, shape) = self.retired.remove(i);
+            drop(run);
+            self.free(&shape);
+        }
+    }
+
+    fn free(&mut self, shape: &PoolShape) {
+        for (k, path) in shape.sockets.iter().enumerate() {
+            let _ = std::fs::remove_file(path);
+            let s = self.table.slot_at(shape.first_slot + k);
+            s.state.store(EMPTY, Ordering::Relaxed);
+            s.pid.store(0, Ordering::Relaxed);
+            self.slot_used[shape.first_slot + k] = false;
+        }
+        self.counters_used[shape.counters] = false;
     }
 
     pub fn table(&self) -> Arc<Table> {
@@ -148,15 +264,19 @@ impl Manager {
     /// Starts each pool's first children.
     pub fn start(&mut self) {
         for i in 0..self.pools.len() {
-            let c = &self.pools[i].config;
-            let n = match c.pm {
-                PmStyle::Static => c.max_children,
-                PmStyle::Dynamic => c.start_servers,
-                PmStyle::Ondemand => 0,
-            };
-            for _ in 0..n {
-                self.spawn(i);
-            }
+            self.start_pool(i);
+        }
+    }
+
+    fn start_pool(&mut self, i: usize) {
+        let c = &self.pools[i].config;
+        let n = match c.pm {
+            PmStyle::Static => c.max_children,
+            PmStyle::Dynamic => c.start_servers,
+            PmStyle::Ondemand => 0,
+        };
+        for _ in 0..n {
+            self.spawn(i);
         }
     }
 
@@ -217,6 +337,16 @@ impl Manager {
     /// A child process ended. False if it was not one of the pools'.
     pub fn reaped(&mut self, pid: Pid, how: &str) -> bool {
         let raw = pid.as_raw();
+        if let Some(r) = self.retired.iter().position(|(p, _)| p.children.contains_key(&raw)) {
+            let (run, shape) = &mut self.retired[r];
+            if let Some(slot) = run.children.remove(&raw) {
+                let s = self.table.slot_at(shape.first_slot + slot);
+                s.state.store(EMPTY, Ordering::Release);
+                s.pid.store(0, Ordering::Relaxed);
+            }
+            self.collect_retired();
+            return true;
+        }
         let Some(pool) = self.pools.iter().position(|p| p.children.contains_key(&raw)) else { return false };
         let slot = self.pools[pool].children.remove(&raw).expect("child");
         let s = self.table.slot(pool, slot);
@@ -358,7 +488,7 @@ impl Manager {
 
     /// Stops every child: TERM, then KILL after `wait`.
     pub fn stop(&mut self, wait: Duration) {
-        let all: Vec<i32> = self.pools.iter().flat_map(|p| p.children.keys().copied()).collect();
+        let all: Vec<i32> = self.pools.iter().chain(self.retired.iter().map(|(r, _)| r)).flat_map(|p| p.children.keys().copied()).collect();
         for &pid in &all {
             let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
         }
@@ -375,6 +505,7 @@ impl Manager {
         for p in &mut self.pools {
             p.children.clear();
         }
+        self.retired.clear();
     }
 }
 

@@ -75,7 +75,13 @@ pub struct PoolCounters {
     pub started: AtomicU64,
 }
 
-/// What a warren process knows of one pool.
+/// Room in the shared table: pools, and child slots of all pools together.
+/// Fixed for the parent's life so that a graceful restart can lay out new
+/// pools beside the running ones in the same memory.
+pub const MAX_POOLS: usize = 256;
+pub const MAX_SLOTS: usize = 4096;
+
+/// What a warren process knows of one pool: its place in the table.
 #[derive(Clone, Debug)]
 pub struct PoolShape {
     pub name: String,
@@ -86,60 +92,87 @@ pub struct PoolShape {
     pub backlog: u32,
     /// The children's sockets, by slot.
     pub sockets: Vec<PathBuf>,
+    /// Index of the pool's counters, and of its first child slot.
+    pub counters: usize,
+    pub first_slot: usize,
 }
 
-/// The shared table. Mapped by the parent before it forks; every process
-/// then sees the same memory.
-pub struct Table {
+/// The shared memory itself.
+struct Mapping {
     base: NonNull<u8>,
     len: usize,
-    pub pools: Vec<PoolShape>,
-    /// Offsets of each pool's counters and first slot.
-    offsets: Vec<usize>,
     epoch: Instant,
+}
+
+// SAFETY: the mapping is only accessed through atomics.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `Table::new`, unmapped once.
+        unsafe {
+            let _ = munmap(self.base.cast(), self.len);
+        }
+    }
+}
+
+/// A view of the shared table: the memory, and the pools laid out in it as
+/// one generation of the configuration has them. Mapped by the parent
+/// before it forks; every process then sees the same memory.
+pub struct Table {
+    map: std::sync::Arc<Mapping>,
+    pub pools: Vec<PoolShape>,
     /// Written to wake the parent (a request found no idle child).
     wake: Option<std::os::fd::RawFd>,
 }
 
-// SAFETY: the mapping is only accessed through atomics.
-unsafe impl Send for Table {}
-unsafe impl Sync for Table {}
-
 impl Table {
-    pub fn new(pools: Vec<PoolShape>, wake: Option<std::os::fd::RawFd>) -> std::io::Result<Table> {
-        let mut offsets = Vec::new();
-        let mut len = 0;
-        for p in &pools {
-            offsets.push(len);
-            len += std::mem::size_of::<PoolCounters>() + p.max_children * std::mem::size_of::<ChildSlot>();
-        }
-        let len_nz = NonZeroUsize::new(len.max(1)).expect("non-zero");
+    pub fn new(wake: Option<std::os::fd::RawFd>) -> std::io::Result<Table> {
+        let len = MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>();
+        let len_nz = NonZeroUsize::new(len).expect("non-zero");
         // SAFETY: a fresh anonymous shared mapping; zeroed memory is a valid
         // value for every atomic in it.
         let ptr = unsafe { mmap_anonymous(None, len_nz, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED) }?;
-        Ok(Table { base: ptr.cast(), len: len.max(1), pools, offsets, epoch: Instant::now(), wake })
+        let map = Mapping { base: ptr.cast(), len, epoch: Instant::now() };
+        Ok(Table { map: std::sync::Arc::new(map), pools: Vec::new(), wake })
+    }
+
+    /// The same memory with another layout of pools.
+    pub fn view(&self, pools: Vec<PoolShape>) -> Table {
+        Table { map: self.map.clone(), pools, wake: self.wake }
     }
 
     pub fn pool_index(&self, name: &str) -> Option<usize> {
         self.pools.iter().position(|p| p.name == name)
     }
 
+    pub fn counters_at(&self, index: usize) -> &PoolCounters {
+        assert!(index < MAX_POOLS);
+        // SAFETY: in bounds by the assert and the layout in `new`.
+        unsafe { &*(self.map.base.as_ptr() as *const PoolCounters).add(index) }
+    }
+
+    pub fn slot_at(&self, index: usize) -> &ChildSlot {
+        assert!(index < MAX_SLOTS);
+        // SAFETY: in bounds by the assert and the layout in `new`.
+        unsafe {
+            let first = self.map.base.as_ptr().add(MAX_POOLS * std::mem::size_of::<PoolCounters>()) as *const ChildSlot;
+            &*first.add(index)
+        }
+    }
+
     pub fn counters(&self, pool: usize) -> &PoolCounters {
-        // SAFETY: in bounds by the layout in `new`.
-        unsafe { &*(self.base.as_ptr().add(self.offsets[pool]) as *const PoolCounters) }
+        self.counters_at(self.pools[pool].counters)
     }
 
     pub fn slot(&self, pool: usize, slot: usize) -> &ChildSlot {
         assert!(slot < self.pools[pool].max_children);
-        // SAFETY: in bounds by the assert and the layout in `new`.
-        unsafe {
-            let first = self.base.as_ptr().add(self.offsets[pool] + std::mem::size_of::<PoolCounters>()) as *const ChildSlot;
-            &*first.add(slot)
-        }
+        self.slot_at(self.pools[pool].first_slot + slot)
     }
 
     pub fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        self.map.epoch.elapsed().as_millis() as u64
     }
 
     /// Children of the pool by state: (idle, busy, all running).
@@ -175,15 +208,6 @@ impl Table {
         if let Some(fd) = self.wake {
             // SAFETY: writing one byte from a valid buffer; a full pipe just drops it.
             unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
-        }
-    }
-}
-
-impl Drop for Table {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once.
-        unsafe {
-            let _ = munmap(self.base.cast(), self.len);
         }
     }
 }

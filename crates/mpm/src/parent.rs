@@ -341,6 +341,12 @@ impl Parent {
             }
             let Some(child) = self.children.remove(&pid) else { continue };
             self.sb.release(child.slot);
+            if child.generation != self.generation && !self.children.values().any(|c| c.generation != self.generation) {
+                // The last child of an earlier configuration is gone: so are its pools' users.
+                if let Some(m) = self.pools.as_mut() {
+                    m.previous_generation_gone();
+                }
+            }
             if child.asked_to_stop || child.generation != self.generation {
                 continue;
             }
@@ -437,6 +443,23 @@ impl Parent {
                 }
             }
         }
+        // Pools first: a changed pool's new children start before the new
+        // server children can send them requests.
+        let pools_result = match self.pools.as_mut() {
+            Some(m) => m.reload(&settings.pools),
+            None if settings.pools.is_empty() => Ok(()),
+            None => {
+                let owner = server_owner(settings.user.as_deref(), settings.group.as_deref());
+                warren_fpm::Manager::new(&settings.pools, owner, self.site.error_log.clone()).map(|mut m| {
+                    m.start();
+                    self.pools = Some(m);
+                })
+            }
+        };
+        if let Err(e) = pools_result {
+            self.log(LogLevel::Error, &format!("graceful restart: {e}; still serving with the running configuration"));
+            return;
+        }
         let site = match Site::new(settings) {
             Ok(s) => Arc::new(s),
             Err(e) => {
@@ -445,6 +468,9 @@ impl Parent {
             }
         };
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: self.sb.clone(), mpm: site.settings.mpm.name() }));
+        if let Some(m) = &self.pools {
+            let _ = site.pools.set(m.dispatch());
+        }
         for w in &warnings {
             site.error_log.log(LogLevel::Warn, None, w);
         }

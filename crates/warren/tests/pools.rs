@@ -245,4 +245,61 @@ fn status_page(mpm: &str) {
     assert!(json_full.contains("\"processes\":[{\"pid\":") && json_full.contains("\"last request memory\":"), "{json_full}");
 }
 
-each_mpm!(status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+/// Requests /pid.php on new connections until stopped; returns (200s, other answers).
+fn php_load(port: u16, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> std::thread::JoinHandle<(u32, Vec<String>)> {
+    std::thread::spawn(move || {
+        let (mut ok, mut bad) = (0, Vec::new());
+        let until = Instant::now() + Duration::from_secs(30);
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < until {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            c.write_all(b"GET /pid.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+            let out = read_to_close(&mut c);
+            if status_of(&out) == 200 {
+                ok += 1;
+            } else {
+                bad.push(String::from_utf8_lossy(&out[..out.len().min(60)]).into_owned());
+            }
+        }
+        (ok, bad)
+    })
+}
+
+fn graceful_restart_keeps_php_serving(mpm: &str) {
+    let s = start(mpm, "    pm static\n    pm.max_children 2", "");
+    let before = wait_php_children(&s, 2);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..3).map(|_| php_load(s.port, stop.clone())).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // Unchanged pool: the same children go on serving.
+    unsafe_kill(s.pid(), 1);
+    std::thread::sleep(Duration::from_millis(800));
+    let mut after = php_cgi_children(&s);
+    after.sort();
+    let mut expected = before.clone();
+    expected.sort();
+    assert_eq!(after, expected, "an unchanged pool keeps its children");
+    // Changed pool: new children first, the old ones retire once unused.
+    let conf = std::fs::read_to_string(&s.conf).unwrap().replace("pm.max_children 2", "pm.max_children 3");
+    std::fs::write(&s.conf, conf).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let mut now = php_cgi_children(&s);
+    while (now.len() != 3 || now.iter().any(|p| before.contains(p))) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        now = php_cgi_children(&s);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut ok = 0;
+    for l in load {
+        let (o, bad) = l.join().unwrap();
+        assert!(bad.is_empty(), "answers other than 200 across the restarts: {bad:?}");
+        ok += o;
+    }
+    assert!(ok > 20, "only {ok} requests");
+    assert_eq!(now.len(), 3, "the changed pool runs 3 children: {now:?}");
+    assert!(now.iter().all(|p| !before.contains(p)), "the old children retired: {now:?} vs {before:?}");
+}
+
+each_mpm!(graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
