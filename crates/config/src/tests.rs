@@ -1,6 +1,7 @@
 //! Tests of the whole reading: files on disk -> `Settings` or errors.
 
 use super::*;
+use crate::pool::PmStyle;
 use std::path::PathBuf;
 
 struct Dir(PathBuf);
@@ -171,4 +172,63 @@ ProxyPass "/app/" "unix:/run/app.sock|fcgi://localhost/srv/app/"
     let l = load(&d, bad);
     let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
     assert_eq!(lines, vec![3, 4, 5, 6, 7, 8, 9], "{:?}", l.errors);
+}
+
+#[test]
+fn pools_with_php_fpm_names_and_defaults() {
+    let d = Dir::new("pools");
+    let text = r#"Listen 8080
+DocumentRoot htdocs
+<Pool www>
+    Command /usr/bin/php-cgi -d display_errors=0
+    User www-data
+    Group www-data
+    pm dynamic
+    pm.max_children 5
+    pm.start_servers 2
+    pm.min_spare_servers 1
+    pm.max_spare_servers 3
+    pm.max_spawn_rate 32
+    pm.process_idle_timeout 10s
+    pm.max_requests 500
+    request_terminate_timeout 30s
+    listen.backlog 511
+    env[APP_ENV] production
+    pm.status_path /fpm-status
+</Pool>
+<VirtualHost *:8080>
+    ServerName b.test
+    <Pool site-b>
+        pm ondemand
+    </Pool>
+    <FilesMatch "\.php$">
+        SetHandler pool:site-b
+    </FilesMatch>
+</VirtualHost>
+<FilesMatch "\.php$">
+    SetHandler "pool:www"
+</FilesMatch>
+"#;
+    let l = load(&d, text);
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    let www = &s.pools[0];
+    assert_eq!(www.command, vec!["/usr/bin/php-cgi", "-d", "display_errors=0"]);
+    assert_eq!((www.pm, www.max_children, www.start_servers, www.max_requests), (PmStyle::Dynamic, 5, 2, 500));
+    assert_eq!(www.request_terminate_timeout, Some(std::time::Duration::from_secs(30)));
+    assert_eq!(www.env, vec![("APP_ENV".to_string(), "production".to_string())]);
+    assert_eq!(www.status_path.as_deref(), Some("/fpm-status"));
+    // php-fpm's defaults for what is left out.
+    let b = &s.pools[1];
+    assert_eq!((b.name.as_str(), b.pm, b.max_children, b.process_idle_timeout.as_secs(), b.listen_backlog), ("site-b", PmStyle::Ondemand, 5, 10, 511));
+    assert_eq!(s.virtual_hosts[0].host.sections.last().unwrap().config.handler, Some(Some(Handler::Pool("site-b".into()))));
+
+    let bad = "Listen 8080\nDocumentRoot htdocs\n<Pool a>\n    pm sometimes\n    pm.max_children none\n    bogus 1\n    request_terminate_timeout 3 weeks\n</Pool>\n<Pool a>\n</Pool>\n<Pool b>\n    pm.max_spare_servers 9\n</Pool>\nSetHandler pool:nowhere\n";
+    let l = load(&d, bad);
+    let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
+    assert_eq!(lines, vec![4, 5, 6, 7, 11, 14], "{:?}", l.errors);
+    assert!(l.errors[4].message.contains("pm.max_spare_servers(9) must be a positive value and not greater than pm.max_children(5)"), "{}", l.errors[4]);
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool a>\n</Pool>\n<Pool a>\n</Pool>\n");
+    assert_eq!(l.errors.len(), 1);
+    assert!(l.errors[0].to_string().contains("warren.conf:5: <Pool a> is already defined at"), "{}", l.errors[0]);
 }

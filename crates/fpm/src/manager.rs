@@ -379,8 +379,12 @@ impl Manager {
             if self.table.counters(i).wanted.swap(0, Ordering::AcqRel) == 0 {
                 continue;
             }
-            let (idle, _, _) = self.table.census(i);
-            if idle == 0 && self.pools[i].config.pm != PmStyle::Static && !self.spawn(i) {
+            let (idle, _, running) = self.table.census(i);
+            if idle > 0 {
+                continue;
+            }
+            let spawned = self.pools[i].config.pm != PmStyle::Static && self.spawn(i);
+            if !spawned && running >= self.pools[i].config.max_children as usize {
                 self.note_max_children(i);
             }
         }

@@ -139,6 +139,7 @@ fn queue_full_is_503_and_slow_is_504(mpm: &str) {
     let c = s.get("/pid.php");
     assert_eq!(c.status, 503);
     assert!(c.header("retry-after").is_some());
+    assert!(s.wait_log("error.log", "server reached").contains("[pool www] server reached pm.max_children setting (1), consider raising it"));
     assert_eq!(a.join().unwrap().text(), "done");
     assert_eq!(b.join().unwrap().status, 200, "the queued request gets the child when it is free");
     // A request past request_terminate_timeout: its child is killed, the answer is 504.
@@ -302,4 +303,42 @@ fn graceful_restart_keeps_php_serving(mpm: &str) {
     assert!(now.iter().all(|p| !before.contains(p)), "the old children retired: {now:?} vs {before:?}");
 }
 
-each_mpm!(graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+fn dynamic_spares_and_environment(mpm: &str) {
+    let pool = "    pm dynamic\n    pm.max_children 4\n    pm.start_servers 1\n    pm.min_spare_servers 1\n    pm.max_spare_servers 2\n    env[APP_ENV] testing";
+    let extra = "<IfModule mpm_prefork_module>\n    StartServers 5\n    MinSpareServers 5\n</IfModule>\n";
+    let s = start(mpm, pool, extra);
+    s.dir.write("htdocs/env.php", "<?php var_export([getenv('APP_ENV'), getenv('HOME'), getenv('PHP_FCGI_MAX_REQUESTS')]);");
+    assert_eq!(wait_php_children(&s, 1).len(), 1);
+    // The environment is cleared but for env[...] (and what php-cgi needs).
+    assert_eq!(s.get("/env.php").text(), "array (\n  0 => 'testing',\n  1 => false,\n  2 => '0',\n)");
+    // Three slow requests at once: children are started for the waiting ones.
+    let port = s.port;
+    let slow: Vec<_> = (0..3)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+                c.write_all(b"GET /slow.php?s=2 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+                parse_response(&read_to_close(&mut c)).0
+            })
+        })
+        .collect();
+    let mut peak = 0;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        peak = peak.max(php_cgi_children(&s).len());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for t in slow {
+        assert_eq!(t.join().unwrap().text(), "done");
+    }
+    assert!(peak >= 3, "the pool grew to {peak} children for 3 concurrent requests");
+    // Idle above pm.max_spare_servers: one child stopped per second, down to 2.
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while php_cgi_children(&s).len() > 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(php_cgi_children(&s).len(), 2, "idle children above pm.max_spare_servers are stopped");
+}
+
+each_mpm!(dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
