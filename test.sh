@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
-# The FastCGI tests run Debian's php-fpm (and DokuWiki on it).
+# The FastCGI tests run Debian's php-fpm (and DokuWiki on it), the pool tests php-cgi.
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
 command -v php-cgi >/dev/null 2>&1 || missing+=(php-cgi)
 [ -f /usr/share/dokuwiki/doku.php ] || missing+=(dokuwiki)
