@@ -301,24 +301,25 @@ impl PoolDispatch for Dispatch {
         })
     }
 
+    fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>> {
+        let t = &self.0;
+        let p = t.pool_index(pool)?;
+        let s = t.try_take(p, uri)?;
+        Some(self.leased(p, s))
+    }
+
     fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy> {
         let t = &self.0;
         let Some(p) = t.pool_index(pool) else { return Err(PoolBusy::Unknown) };
-        let c = t.counters(p);
-        c.accepted.fetch_add(1, Ordering::Relaxed);
-        let take = |s: usize| -> Box<dyn PoolLease> {
-            let (_, busy, _) = t.census(p);
-            c.max_active.fetch_max(busy as u32, Ordering::Relaxed);
-            Box::new(Lease { table: t.clone(), pool: p, slot: s })
-        };
         if let Some(s) = t.try_take(p, uri) {
-            return Ok(take(s));
+            return Ok(self.leased(p, s));
         }
         // None idle: wait in the pool's queue, bounded by listen.backlog.
-        let shape = &t.pools[p];
+        let c = t.counters(p);
         let queued = c.waiting.fetch_add(1, Ordering::AcqRel) + 1;
         let _leave = Leave(&c.waiting);
-        if queued > shape.backlog {
+        if queued > t.pools[p].backlog {
+            c.accepted.fetch_add(1, Ordering::Relaxed);
             return Err(PoolBusy::QueueFull);
         }
         c.max_waiting.fetch_max(queued, Ordering::Relaxed);
@@ -328,14 +329,27 @@ impl PoolDispatch for Dispatch {
         let mut pause = Duration::from_micros(200);
         loop {
             if let Some(s) = t.try_take(p, uri) {
-                return Ok(take(s));
+                return Ok(self.leased(p, s));
             }
             if Instant::now() >= deadline {
+                c.accepted.fetch_add(1, Ordering::Relaxed);
                 return Err(PoolBusy::Timeout);
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(10));
         }
+    }
+}
+
+impl Dispatch {
+    /// Counts a request that got child `s` of pool `p`.
+    fn leased(&self, p: usize, s: usize) -> Box<dyn PoolLease> {
+        let t = &self.0;
+        let c = t.counters(p);
+        c.accepted.fetch_add(1, Ordering::Relaxed);
+        let (_, busy, _) = t.census(p);
+        c.max_active.fetch_max(busy as u32, Ordering::Relaxed);
+        Box::new(Lease { table: t.clone(), pool: p, slot: s })
     }
 }
 

@@ -154,6 +154,9 @@ pub trait PoolDispatch: Send + Sync {
     /// An idle child of the pool for a request for `uri`, waiting at most
     /// `wait` for one.
     fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy>;
+    /// An idle child now, or None (without queueing): for the event loop,
+    /// which must not wait.
+    fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>>;
     /// The pool's figures for its status page.
     fn status(&self, pool: &str) -> Option<crate::pool_status::PoolStatus>;
 }
@@ -570,6 +573,11 @@ impl Gateway {
         r.headers = std::mem::take(&mut head.headers);
         r.filename = Some(PathBuf::from(&self.script));
         r
+    }
+
+    /// REQUEST_URI, as a pool's status page shows it.
+    pub fn uri(&self) -> &[u8] {
+        &self.uri
     }
 
     /// The backend's address, as it appears in log lines.

@@ -525,7 +525,7 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let reader = self.site.response_reader(&gw, &c.info);
         let timeout = gw.timeout;
-        match Upstream::start(gw, reader) {
+        match Upstream::start(gw, reader, self.site.pools.get()) {
             Ok(up) => {
                 let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
                 if let Err(e) = self.epoll.add(up.fd(), EpollEvent::new(flags, TOKEN_UPSTREAM + slot as u64)) {
@@ -717,6 +717,14 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let up = c.upstream.take().expect("upstream");
         let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        // A pool child killed for request_terminate_timeout: 504, as php-fpm.
+        let killed;
+        let e = if up.terminated() {
+            killed = GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) };
+            &killed
+        } else {
+            e
+        };
         let resp = self.site.gateway_failed(&up.gateway, head, &c.info, e);
         self.respond(slot, resp);
     }

@@ -1,10 +1,11 @@
 //! The event loop's side of a FastCGI exchange for a request without a
 //! body: a non-blocking connection to the application, the request as one
 //! write, and the answer read as it comes (a [`ResponseReader`]) and
-//! relayed to the client with write completion. Nothing here blocks; a
-//! request with a body, a kept backend connection (`enablereuse`), a
-//! backend named by host name, or a unix socket whose backlog is full goes
-//! to a worker thread instead (`gateway`).
+//! relayed to the client with write completion; for warren's own pools, a
+//! child that is idle now. Nothing here blocks; a request with a body, a
+//! kept backend connection (`enablereuse`), a backend named by host name, a
+//! unix socket whose backlog is full, or a pool with no idle child goes to
+//! a worker thread instead (`gateway`).
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -12,7 +13,9 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 use socket2::{Domain, SockAddr, Socket, Type};
 use warren_config::FcgiAddr;
-use warren_handler::fastcgi::{Gateway, ResponseReader};
+use std::sync::Arc;
+
+use warren_handler::fastcgi::{Gateway, PoolDispatch, PoolLease, ResponseReader};
 use warren_handler::BodySource;
 
 /// A FastCGI exchange the event loop drives.
@@ -31,6 +34,8 @@ pub struct Upstream {
     pub body: Option<BodyFraming>,
     /// The application has ended its answer.
     pub ended: bool,
+    /// The pool child serving it, given back when the exchange is dropped.
+    lease: Option<Box<dyn PoolLease>>,
 }
 
 /// How the relayed body is framed.
@@ -52,18 +57,37 @@ pub enum NotHere {
 
 impl Upstream {
     /// Connects without blocking and prepares the request.
-    pub fn start(gateway: Box<Gateway>, reader: ResponseReader) -> Result<Upstream, (Box<Gateway>, NotHere)> {
+    pub fn start(gateway: Box<Gateway>, reader: ResponseReader, pools: Option<&Arc<dyn PoolDispatch>>) -> Result<Upstream, (Box<Gateway>, NotHere)> {
         if gateway.backend.reuse {
             return Err((gateway, NotHere::UseWorker));
         }
-        let (socket, connected) = match connect(&gateway.backend.addr) {
+        // A pool's child free now is leased here; waiting for one is a worker thread's job.
+        let mut lease = None;
+        let leased_addr;
+        let addr = match &gateway.backend.addr {
+            FcgiAddr::Pool(name) => match pools.and_then(|d| d.try_lease(name, gateway.uri())) {
+                Some(l) => {
+                    leased_addr = FcgiAddr::Unix(l.socket().to_path_buf());
+                    lease = Some(l);
+                    &leased_addr
+                }
+                None => return Err((gateway, NotHere::UseWorker)),
+            },
+            a => a,
+        };
+        let (socket, connected) = match connect(addr) {
             Ok(x) => x,
             Err(e) => return Err((gateway, e)),
         };
         let request = gateway.request_without_body();
         // Nothing can be read before the request is sent: the first read
         // waits for the edge that says the answer has come.
-        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, ended: false })
+        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, ended: false, lease: lease })
+    }
+
+    /// Whether the pool's manager killed the child for request_terminate_timeout.
+    pub fn terminated(&self) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.terminated())
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
@@ -127,8 +151,7 @@ impl Upstream {
 fn connect(addr: &FcgiAddr) -> Result<(Socket, bool), NotHere> {
     let (domain, target) = match addr {
         FcgiAddr::Unix(path) => (Domain::UNIX, SockAddr::unix(path).map_err(NotHere::Failed)?),
-        // A pool's child is leased, which may wait: a worker thread does it.
-        FcgiAddr::Pool(_) => return Err(NotHere::UseWorker),
+        FcgiAddr::Pool(_) => unreachable!("a pool's child is leased first"),
         FcgiAddr::Tcp { host, port } => match host.parse::<std::net::IpAddr>() {
             Ok(ip) => {
                 let sa = SocketAddr::new(ip, *port);
