@@ -324,6 +324,7 @@ impl Manager {
                 s.since_ms.store(self.table.now_ms(), Ordering::Relaxed);
                 s.pid.store(pid, Ordering::Relaxed);
                 s.state.store(IDLE, Ordering::Release);
+                self.table.child_freed(pool, 1);
                 self.pools[pool].children.insert(pid, slot);
                 true
             }

@@ -71,6 +71,8 @@ pub struct PoolCounters {
     pub slow_requests: AtomicU32,
     /// Set by a request that found no idle child (ondemand, dynamic).
     pub wanted: AtomicU32,
+    /// Bumped whenever a child becomes idle; waiting requests sleep on it (a futex).
+    pub freed: AtomicU32,
     /// Seconds since the epoch when the pool started.
     pub started: AtomicU64,
 }
@@ -204,6 +206,15 @@ impl Table {
         None
     }
 
+    /// A child of the pool became idle: wakes up to `n` waiting requests.
+    pub fn child_freed(&self, pool: usize, n: i32) {
+        let c = self.counters(pool);
+        c.freed.fetch_add(1, Ordering::AcqRel);
+        if c.waiting.load(Ordering::Acquire) > 0 {
+            futex_wake(&c.freed, n);
+        }
+    }
+
     fn poke_parent(&self) {
         if let Some(fd) = self.wake {
             // SAFETY: writing one byte from a valid buffer; a full pipe just drops it.
@@ -242,8 +253,12 @@ impl Drop for Lease {
         // Only a busy child goes back to idle: the parent may have taken it
         // (request_terminate_timeout) meanwhile.
         let next = if max > 0 && n >= max { RETIRING } else { IDLE };
-        if s.state.compare_exchange(BUSY, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() && next == RETIRING {
-            t.poke_parent();
+        if s.state.compare_exchange(BUSY, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            if next == RETIRING {
+                t.poke_parent();
+            } else {
+                t.child_freed(self.pool, 1);
+            }
         }
     }
 }
@@ -326,7 +341,7 @@ impl PoolDispatch for Dispatch {
         c.wanted.store(1, Ordering::Release);
         t.poke_parent();
         let deadline = Instant::now() + wait;
-        let mut pause = Duration::from_micros(200);
+        let mut seen = c.freed.load(Ordering::Acquire);
         loop {
             if let Some(s) = t.try_take(p, uri) {
                 return Ok(self.leased(p, s));
@@ -335,8 +350,11 @@ impl PoolDispatch for Dispatch {
                 c.accepted.fetch_add(1, Ordering::Relaxed);
                 return Err(PoolBusy::Timeout);
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(10));
+            // Sleep until a child is given back (or started), re-checking now
+            // and then in case a wake-up went to a request that left.
+            let left = deadline.saturating_duration_since(Instant::now()).min(Duration::from_millis(50));
+            futex_wait(&c.freed, seen, left);
+            seen = c.freed.load(Ordering::Acquire);
         }
     }
 }
@@ -350,6 +368,23 @@ impl Dispatch {
         let (_, busy, _) = t.census(p);
         c.max_active.fetch_max(busy as u32, Ordering::Relaxed);
         Box::new(Lease { table: t.clone(), pool: p, slot: s })
+    }
+}
+
+/// Sleeps while `word` still holds `seen`, at most `timeout`. The word is
+/// in memory shared between processes, so the futex is not a private one.
+fn futex_wait(word: &AtomicU32, seen: u32, timeout: Duration) {
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+    // SAFETY: a valid aligned u32 and timespec; FUTEX_WAIT only reads them.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, seen, &ts as *const libc::timespec, std::ptr::null::<u32>(), 0);
+    }
+}
+
+fn futex_wake(word: &AtomicU32, n: i32) {
+    // SAFETY: a valid aligned u32; FUTEX_WAKE does not touch memory.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, n, std::ptr::null::<libc::timespec>(), std::ptr::null::<u32>(), 0);
     }
 }
 

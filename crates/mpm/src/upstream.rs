@@ -82,7 +82,7 @@ impl Upstream {
         let request = gateway.request_without_body();
         // Nothing can be read before the request is sent: the first read
         // waits for the edge that says the answer has come.
-        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, ended: false, lease: lease })
+        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, ended: false, lease })
     }
 
     /// Whether the pool's manager killed the child for request_terminate_timeout.
