@@ -11,6 +11,8 @@
 #                 that every server shares, keep-alive, 50 connections; median of 3 runs
 #   php-1000      the same script, ab -r -n 5000 -c 1000 three times: failed requests
 #                 and the median p99 (ms)
+#   php-pool      warren only: the script in warren's own pool (pm static, 4 php-cgi
+#                 children) instead of php-fpm; median of 3 runs
 #   memory        PSS of each server's processes, summed, after the runs (MB)
 # Usage: bench/compare.sh            (DURATION=5 seconds per wrk run by default;
 #        MPMS="event worker prefork" chooses the tables)
@@ -26,6 +28,7 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v ab >/dev/null 2>&1 || need+=(apache2-utils)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v php-cgi >/dev/null 2>&1 || need+=(php-cgi)
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need+=(php-fpm)
 if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
@@ -66,6 +69,8 @@ chmod 755 "$WORK"
 printf '<html><body><h1>It works!</h1></body></html>\n' > "$DOCROOT/index.html"   # 45 bytes
 head -c 102400 /dev/urandom > "$DOCROOT/file100k.bin"
 printf '<?php echo "Hello World";' > "$DOCROOT/hello.php"
+mkdir -p "$DOCROOT/pool"
+cp "$DOCROOT/hello.php" "$DOCROOT/pool/hello.php"
 
 # One php-fpm pool for every server: pm static, 4 children, as DESIGN.md's figures.
 FPM_SOCK=$WORK/php.sock
@@ -139,6 +144,17 @@ KeepAliveTimeout 5
 <FilesMatch "\.php\$">
     SetHandler "proxy:unix:$FPM_SOCK|fcgi://localhost"
 </FilesMatch>
+# php-pool: /pool/*.php in warren's own pool, as many children as php-fpm's.
+<Pool bench>
+    Command php-cgi
+    pm static
+    pm.max_children 4
+</Pool>
+<Directory $DOCROOT/pool>
+    <FilesMatch "\.php\$">
+        SetHandler pool:bench
+    </FilesMatch>
+</Directory>
 $(mpm_block "$1")
 CONF
 }
@@ -210,7 +226,9 @@ start_server() { # name
         sleep 0.1
     done
     # It must answer 200 with the whole file, or its figures mean nothing.
-    for f in index.html:45 file100k.bin:102400 hello.php:11; do
+    local files="index.html:45 file100k.bin:102400 hello.php:11"
+    case $1 in warren-*) files="$files pool/hello.php:11" ;; esac
+    for f in $files; do
         got=$(curl -s -o /dev/null -w '%{http_code}:%{size_download}' "http://127.0.0.1:$PORT/${f%%:*}")
         if [ "$got" != "200:${f##*:}" ]; then
             echo "$1 answered $got for /${f%%:*}; expected 200:${f##*:}" >&2
@@ -223,6 +241,8 @@ start_server() { # name
 pss() {
     local total=0 p v
     for p in $1 $(pgrep -P "$1" || true); do
+        # php-fpm's memory is not counted for anyone: nor is the pool's.
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = php-cgi ] && continue
         v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
         total=$((total + ${v:-0}))
     done
@@ -260,6 +280,7 @@ measure() { # name
     # PHP's figure swings most from run to run (php-fpm and the server share
     # the cores): the median of three.
     R[$1,php]=$(for _ in 1 2 3; do rps /hello.php; echo; done | sort -n | sed -n 2p)
+    case $1 in warren-*) R[$1,php-pool]=$(for _ in 1 2 3; do rps /pool/hello.php; echo; done | sort -n | sed -n 2p) ;; esac
     php_1000 "$1"
     R[$1,memory]=$(pss "$SERVER_PID")
     if [ "${2:-}" = idle ]; then
@@ -283,6 +304,7 @@ for mpm in $MPMS; do
             row "$sc (req/s)" "${R[warren-event,$sc]}" "${R[nginx,$sc]}" "${R[apache-event,$sc]}" \
                 "$(ratio "${R[warren-event,$sc]}" "${R[nginx,$sc]}")" "$(ratio "${R[warren-event,$sc]}" "${R[apache-event,$sc]}")"
         done
+        row "php-pool (req/s)" "${R[warren-event,php-pool]}" - - "$(ratio "${R[warren-event,php-pool]}" "${R[nginx,php]}")" "$(ratio "${R[warren-event,php-pool]}" "${R[apache-event,php]}")"
         row "php-1000 failed" "${R[warren-event,php-1000-failed]}" "${R[nginx,php-1000-failed]}" "${R[apache-event,php-1000-failed]}" - -
         row "php-1000 p99 (ms)" "${R[warren-event,php-1000-p99]}" "${R[nginx,php-1000-p99]}" "${R[apache-event,php-1000-p99]}" \
             "$(ratio "${R[warren-event,php-1000-p99]}" "${R[nginx,php-1000-p99]}")" "$(ratio "${R[warren-event,php-1000-p99]}" "${R[apache-event,php-1000-p99]}")"
@@ -298,6 +320,7 @@ for mpm in $MPMS; do
         for sc in static-ka static-close 100k php; do
             printf "%-22s %10s %10s %10s\n" "$sc (req/s)" "${R[warren-$mpm,$sc]}" "${R[apache-$mpm,$sc]}" "$(ratio "${R[warren-$mpm,$sc]}" "${R[apache-$mpm,$sc]}")"
         done
+        printf "%-22s %10s %10s %10s\n" "php-pool (req/s)" "${R[warren-$mpm,php-pool]}" - "$(ratio "${R[warren-$mpm,php-pool]}" "${R[apache-$mpm,php]}")"
         printf "%-22s %10s %10s %10s\n" "php-1000 failed" "${R[warren-$mpm,php-1000-failed]}" "${R[apache-$mpm,php-1000-failed]}" -
         printf "%-22s %10s %10s %10s\n" "php-1000 p99 (ms)" "${R[warren-$mpm,php-1000-p99]}" "${R[apache-$mpm,php-1000-p99]}" "$(ratio "${R[warren-$mpm,php-1000-p99]}" "${R[apache-$mpm,php-1000-p99]}")"
         printf "%-22s %10s %10s %10s\n" "memory PSS (MB)" "$(mb "${R[warren-$mpm,memory]}")" "$(mb "${R[apache-$mpm,memory]}")" "$(ratio "${R[warren-$mpm,memory]}" "${R[apache-$mpm,memory]}")"
