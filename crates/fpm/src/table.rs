@@ -396,3 +396,76 @@ impl Drop for Leave<'_> {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn table(children: usize, max_requests: u32, backlog: u32) -> Arc<Table> {
+        let t = Table::new(None).unwrap();
+        let shape = PoolShape {
+            name: "www".into(),
+            pm: "static",
+            max_children: children,
+            max_requests,
+            backlog,
+            sockets: (0..children).map(|i| PathBuf::from(format!("/tmp/www.{i}.sock"))).collect(),
+            counters: 0,
+            first_slot: 0,
+        };
+        let t = Arc::new(t.view(vec![shape]));
+        for s in 0..children {
+            t.slot(0, s).pid.store(100 + s as i32, Ordering::Relaxed);
+            t.slot(0, s).state.store(IDLE, Ordering::Relaxed);
+        }
+        t
+    }
+
+    #[test]
+    fn leases_take_idle_children_and_give_them_back() {
+        let t = table(2, 0, 1);
+        let d = Dispatch(t.clone());
+        let a = d.lease("www", b"/a.php", Duration::ZERO).unwrap();
+        let b = d.try_lease("www", b"/b.php").unwrap();
+        assert_ne!(a.socket(), b.socket());
+        assert_eq!(t.census(0), (0, 2, 2));
+        assert!(d.try_lease("www", b"/c.php").is_none());
+        assert_eq!(d.lease("www", b"/c.php", Duration::from_millis(20)).err(), Some(PoolBusy::Timeout));
+        drop(a);
+        assert_eq!(t.census(0), (1, 1, 2));
+        let st = d.status("www").unwrap();
+        assert_eq!((st.accepted_conn, st.idle_processes, st.active_processes, st.max_active_processes), (3, 1, 1, 2));
+        assert!(st.processes.iter().any(|p| p.request_uri == "/b.php" && p.state == "Running"));
+        assert!(d.lease("nope", b"/", Duration::ZERO).is_err());
+    }
+
+    #[test]
+    fn a_waiting_request_gets_the_child_given_back() {
+        let t = table(1, 0, 4);
+        let d = Arc::new(Dispatch(t.clone()));
+        let held = d.lease("www", b"/slow", Duration::ZERO).unwrap();
+        let d2 = d.clone();
+        let waiter = std::thread::spawn(move || d2.lease("www", b"/next", Duration::from_secs(5)).map(|l| l.socket().to_path_buf()));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(t.counters(0).waiting.load(Ordering::Relaxed), 1);
+        let started = Instant::now();
+        drop(held);
+        assert!(waiter.join().unwrap().is_ok());
+        assert!(started.elapsed() < Duration::from_millis(40), "the futex woke the waiter");
+        assert_eq!(t.counters(0).waiting.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn the_queue_is_bounded_and_max_requests_retires() {
+        let t = table(1, 2, 0);
+        let d = Dispatch(t.clone());
+        let l = d.lease("www", b"/", Duration::ZERO).unwrap();
+        assert_eq!(d.lease("www", b"/", Duration::from_secs(1)).err(), Some(PoolBusy::QueueFull));
+        drop(l);
+        drop(d.lease("www", b"/", Duration::ZERO).unwrap());
+        // Two requests served: the child is never handed out again.
+        assert_eq!(t.slot(0, 0).state.load(Ordering::Relaxed), RETIRING);
+        assert!(d.try_lease("www", b"/").is_none());
+    }
+}
