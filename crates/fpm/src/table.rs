@@ -316,6 +316,34 @@ impl PoolDispatch for Dispatch {
         })
     }
 
+    fn join_queue(&self, pool: &str) -> Result<(), PoolBusy> {
+        let t = &self.0;
+        let p = t.pool_index(pool).ok_or(PoolBusy::Unknown)?;
+        let c = t.counters(p);
+        let queued = c.waiting.fetch_add(1, Ordering::AcqRel) + 1;
+        if queued > t.pools[p].backlog {
+            c.waiting.fetch_sub(1, Ordering::AcqRel);
+            c.accepted.fetch_add(1, Ordering::Relaxed);
+            return Err(PoolBusy::QueueFull);
+        }
+        c.max_waiting.fetch_max(queued, Ordering::Relaxed);
+        c.wanted.store(1, Ordering::Release);
+        t.poke_parent();
+        Ok(())
+    }
+
+    fn leave_queue(&self, pool: &str) {
+        if let Some(p) = self.0.pool_index(pool) {
+            self.0.counters(p).waiting.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    fn wait_for_child(&self, pool: &str, timeout: Duration) {
+        let Some(p) = self.0.pool_index(pool) else { return std::thread::sleep(timeout) };
+        let c = self.0.counters(p);
+        futex_wait(&c.freed, c.freed.load(Ordering::Acquire), timeout);
+    }
+
     fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>> {
         let t = &self.0;
         let p = t.pool_index(pool)?;

@@ -157,6 +157,12 @@ pub trait PoolDispatch: Send + Sync {
     /// An idle child now, or None (without queueing): for the event loop,
     /// which must not wait.
     fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>>;
+    /// Counts a request into the pool's queue without waiting there (the
+    /// event loop parks it); an error when the queue is full.
+    fn join_queue(&self, pool: &str) -> Result<(), PoolBusy>;
+    fn leave_queue(&self, pool: &str);
+    /// Sleeps until a child of the pool is given back or started, at most `timeout`.
+    fn wait_for_child(&self, pool: &str, timeout: Duration);
     /// The pool's figures for its status page.
     fn status(&self, pool: &str) -> Option<crate::pool_status::PoolStatus>;
 }
@@ -346,15 +352,7 @@ impl Site {
             Ok(Answer::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
             // The MPM closes the connection if the client's body was left half read.
             Err(Failed::Backend(f)) => self.gateway_failed(&gw, head, conn, &f),
-            Err(Failed::Pool(name, why)) => {
-                let why = match why {
-                    PoolBusy::QueueFull => format!("pool {name}: every child is busy and its queue (listen.backlog) is full"),
-                    PoolBusy::Timeout => format!("pool {name}: no child became free within Timeout"),
-                    PoolBusy::Unknown => format!("pool {name} is not running"),
-                };
-                let e = GatewayError { status: 503, why };
-                self.gateway_failed(&gw, head, conn, &e).header("Retry-After", "5")
-            }
+            Err(Failed::Pool(name, why)) => self.pool_unavailable(&gw, head, conn, &name, why),
             Err(Failed::Client(e)) => {
                 let mut r = self.error(host, e.status, head, conn, &e.reason);
                 r.close = true;
@@ -549,6 +547,17 @@ impl Site {
     /// the error-log line.
     pub fn gateway_failed(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, e: &GatewayError) -> Response {
         self.error(gw.host, e.status, head, conn, &format!("{} (script {})", e.why, gw.script))
+    }
+
+    /// The 503 (with Retry-After) for a request that got no child of `pool`.
+    pub fn pool_unavailable(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, pool: &str, why: PoolBusy) -> Response {
+        let why = match why {
+            PoolBusy::QueueFull => format!("pool {pool}: every child is busy and its queue (listen.backlog) is full"),
+            PoolBusy::Timeout => format!("pool {pool}: no child became free within Timeout"),
+            PoolBusy::Unknown => format!("pool {pool} is not running"),
+        };
+        let e = GatewayError { status: 503, why };
+        self.gateway_failed(gw, head, conn, &e).header("Retry-After", "5")
     }
 
     /// A reader for the answer to `gw`.

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use warren_config::LogLevel;
 use warren_handler::router::LogWriters;
-use warren_handler::fastcgi::{Gateway, GatewayError, Piece};
+use warren_config::FcgiAddr;
+use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
 use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, Phase, RequestHead};
 
@@ -26,6 +27,7 @@ use crate::exchange::{head_limits, keep_alive_policy, panic_response, Chunk, Exc
 use crate::upstream::{BodyFraming as RelayFraming, FedByLoop, NotHere, Upstream};
 use crate::listen::{self, Listener};
 use crate::pool::{GatewayJob, Job, Outcome as PoolOutcome, WorkerPool};
+use crate::pool_wait::{Parked, PoolWaits};
 use crate::scoreboard::{Scoreboard, State};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -39,6 +41,7 @@ const ACCEPT_BATCH: usize = 16;
 
 const TOKEN_WAKE: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
+const TOKEN_POOL_WAKE: u64 = u64::MAX - 2;
 const TOKEN_LISTENER: u64 = 1 << 62;
 /// Added to a connection's slot: the token of its FastCGI application socket.
 const TOKEN_UPSTREAM: u64 = 1 << 61;
@@ -67,6 +70,8 @@ struct Conn {
     pending: Option<Outcome>,
     /// A FastCGI exchange relayed on the loop (`Phase::Proxying`).
     upstream: Option<Box<Upstream>>,
+    /// A pool request parked until one of the pool's children is free.
+    parked: Option<Box<Gateway>>,
 }
 
 pub struct EventLoop {
@@ -95,6 +100,8 @@ pub struct EventLoop {
     reopen: Arc<AtomicBool>,
     signal_fd: Option<std::os::fd::OwnedFd>,
     open: usize,
+    /// Requests waiting for a child of one of warren's own pools.
+    pool_waits: PoolWaits,
     /// The scoreboard, and this child's process slot in it.
     sb: Arc<Scoreboard>,
     slot: usize,
@@ -118,12 +125,15 @@ impl EventLoop {
             epoll.add(&l.socket, EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE, TOKEN_LISTENER + i as u64))?;
         }
         epoll.add(pool.wake.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_WAKE))?;
+        let pool_waits = PoolWaits::new()?;
+        epoll.add(pool_waits.wake.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_POOL_WAKE))?;
         if let Some(fd) = &signal_fd {
             epoll.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_SIGNAL))?;
         }
         let limits = head_limits(s);
         let max_head = limits.max_head_len();
         Ok(EventLoop {
+            pool_waits,
             logs: site.log_writers(),
             keep_alive: keep_alive_policy(s),
             timeout: s.timeout,
@@ -185,6 +195,10 @@ impl EventLoop {
                 let flags = ev.events();
                 match token {
                     TOKEN_WAKE => self.finish_work(),
+                    TOKEN_POOL_WAKE => {
+                        self.pool_waits.reset_wake();
+                        self.retry_parked(Instant::now());
+                    }
                     TOKEN_SIGNAL => {
                         if let Some(fd) = &self.signal_fd {
                             let _ = nix::unistd::read(fd, &mut [0u8; 64]);
@@ -204,6 +218,7 @@ impl EventLoop {
             if now.duration_since(last_tick) >= TICK {
                 last_tick = now;
                 self.expire(now);
+                self.retry_parked(now);
                 self.logs.flush();
             }
         }
@@ -262,6 +277,7 @@ impl EventLoop {
                 req: None,
                 pending: None,
                 upstream: None,
+                parked: None,
             };
             let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
             if self.epoll.add(&conn.stream, EpollEvent::new(flags, slot as u64)).is_err() {
@@ -538,12 +554,112 @@ impl EventLoop {
                 c.phase = Phase::Proxying;
                 c.deadline = Instant::now() + timeout;
             }
-            Err((gw, NotHere::UseWorker)) => self.lend(slot, gw),
+            Err((gw, NotHere::UseWorker)) => match (&gw.backend.addr, self.site.pools.get()) {
+                // A pool with no idle child: the request waits on the loop.
+                (FcgiAddr::Pool(name), Some(d)) => match d.join_queue(name) {
+                    Ok(()) => {
+                        let name = name.clone();
+                        let d = d.clone();
+                        c.parked = Some(gw);
+                        c.waiting_worker = true;
+                        let p = Parked { slot, generation: c.generation, pool: name, deadline: Instant::now() + self.timeout };
+                        self.pool_waits.park(p, &d);
+                    }
+                    Err(busy) => {
+                        let FcgiAddr::Pool(name) = &gw.backend.addr else { unreachable!() };
+                        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                        let resp = self.site.pool_unavailable(&gw, head, &c.info, name, busy);
+                        self.respond(slot, resp);
+                    }
+                },
+                _ => self.lend(slot, gw),
+            },
             Err((gw, NotHere::Failed(e))) => {
                 let err = GatewayError { status: 503, why: format!("FastCGI: failed to make connection to backend {}: {e}", gw.backend_name()) };
                 let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
                 let resp = self.site.gateway_failed(&gw, head, &c.info, &err);
                 self.respond(slot, resp);
+            }
+        }
+    }
+
+    /// A relayed exchange ended (and gave back its pool child, if it had
+    /// one): a request parked on this loop may take the child at once.
+    fn child_given_back(&mut self) {
+        if !self.pool_waits.parked.is_empty() {
+            self.retry_parked(Instant::now());
+        }
+    }
+
+    /// Leases children for parked requests, first come first served; those
+    /// past Timeout get 503.
+    fn retry_parked(&mut self, now: Instant) {
+        let Some(d) = self.site.pools.get().cloned() else { return };
+        let mut busy_pools: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < self.pool_waits.parked.len() {
+            let p = &self.pool_waits.parked[i];
+            let (slot, generation, pool) = (p.slot, p.generation, p.pool.clone());
+            let alive = matches!(&self.conns.get(slot), Some(Some(c)) if c.generation == generation && c.parked.is_some());
+            if !alive {
+                self.pool_waits.parked.remove(i);
+                self.pool_waits.unparked(&pool);
+                d.leave_queue(&pool);
+                continue;
+            }
+            if busy_pools.contains(&pool) && p.deadline > now {
+                i += 1;
+                continue;
+            }
+            let c = self.conns[slot].as_mut().expect("conn");
+            let gw = c.parked.take().expect("parked");
+            let timed_out = p.deadline <= now;
+            let reader = self.site.response_reader(&gw, &c.info);
+            let timeout = gw.timeout;
+            let started = if timed_out { Err((gw, NotHere::UseWorker)) } else { Upstream::start(gw, reader, Some(&d)) };
+            match started {
+                Err((gw, NotHere::UseWorker)) if !timed_out => {
+                    // Still none free: the rest of this pool's queue waits too.
+                    c.parked = Some(gw);
+                    busy_pools.push(pool);
+                    i += 1;
+                    continue;
+                }
+                Err((gw, why)) => {
+                    self.pool_waits.parked.remove(i);
+                    self.pool_waits.unparked(&pool);
+                    d.leave_queue(&pool);
+                    c.waiting_worker = false;
+                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                    let resp = match why {
+                        NotHere::Failed(e) => {
+                            let err = GatewayError { status: 503, why: format!("FastCGI: failed to make connection to {}: {e}", gw.backend_name()) };
+                            self.site.gateway_failed(&gw, head, &c.info, &err)
+                        }
+                        NotHere::UseWorker => self.site.pool_unavailable(&gw, head, &c.info, &pool, PoolBusy::Timeout),
+                    };
+                    self.respond(slot, resp);
+                    self.drive(slot);
+                }
+                Ok(up) => {
+                    self.pool_waits.parked.remove(i);
+                    self.pool_waits.unparked(&pool);
+                    d.leave_queue(&pool);
+                    c.waiting_worker = false;
+                    let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
+                    let added = self.epoll.add(up.fd(), EpollEvent::new(flags, TOKEN_UPSTREAM + slot as u64));
+                    c.upstream = Some(Box::new(up));
+                    if let Err(e) = added {
+                        let err = GatewayError { status: 503, why: format!("FastCGI: cannot watch a pool connection: {e}") };
+                        self.fail_upstream(slot, &err);
+                    } else {
+                        c.phase = Phase::Proxying;
+                        c.deadline = Instant::now() + timeout;
+                        // Events that came while parked were set aside.
+                        c.readable = true;
+                    }
+                    self.drive(slot);
+                }
             }
         }
     }
@@ -597,12 +713,14 @@ impl EventLoop {
                 Relay::Whole(resp) => {
                     self.conns[slot].as_mut().expect("conn").upstream = None;
                     self.respond(slot, resp);
+                    self.child_given_back();
                     return true;
                 }
                 Relay::Done => {
                     let c = self.conns[slot].as_mut().expect("conn");
                     c.upstream = None;
                     c.phase = Phase::Writing;
+                    self.child_given_back();
                     return self.finish_response(slot);
                 }
             }

@@ -26,6 +26,7 @@ pub mod gateway;
 pub mod listen;
 pub mod parent;
 pub mod pool;
+pub mod pool_wait;
 pub mod prefork;
 pub mod scoreboard;
 pub mod upstream;
