@@ -341,4 +341,26 @@ fn dynamic_spares_and_environment(mpm: &str) {
     assert_eq!(php_cgi_children(&s).len(), 2, "idle children above pm.max_spare_servers are stopped");
 }
 
-each_mpm!(dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+fn waiting_past_timeout_is_503(mpm: &str) {
+    let extra = "Timeout 2\nProxyTimeout 10\n<IfModule mpm_prefork_module>\n    StartServers 4\n    MinSpareServers 4\n</IfModule>\n";
+    let s = start(mpm, "    pm static\n    pm.max_children 1", extra);
+    wait_php_children(&s, 1);
+    let port = s.port;
+    let holder = std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        c.write_all(b"GET /slow.php?s=4 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        parse_response(&read_to_close(&mut c)).0
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    let r = s.get("/pid.php");
+    assert_eq!(r.status, 503, "no child free within Timeout");
+    assert!(r.header("retry-after").is_some());
+    assert!(t.elapsed() >= Duration::from_millis(1500) && t.elapsed() < Duration::from_secs(4), "answered after {:?}", t.elapsed());
+    assert!(s.wait_log("error.log", "no child became free").contains("pool www"));
+    assert_eq!(holder.join().unwrap().text(), "done");
+    assert_eq!(s.get("/pid.php").status, 200);
+}
+
+each_mpm!(waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
