@@ -304,16 +304,22 @@ impl Manager {
             cmd.env(k, v);
         }
         cmd.stdin(Stdio::from(stdin)).stdout(Stdio::null()).stderr(Stdio::null());
-        if let Some(cr) = run.credentials.clone() {
-            // SAFETY: only async-signal-safe calls between fork and exec.
-            unsafe {
-                cmd.pre_exec(move || {
+        let creds = run.credentials.clone();
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Some(cr) = &creds {
                     nix::unistd::setgid(cr.gid)?;
                     nix::unistd::initgroups(&cr.name, cr.gid)?;
                     nix::unistd::setuid(cr.uid)?;
-                    Ok(())
-                });
-            }
+                }
+                // If warren's parent dies without stopping the pool (kill -9),
+                // the children go too. Set after setuid, which clears it.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
         match cmd.spawn() {
             Ok(child) => {

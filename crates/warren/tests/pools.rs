@@ -363,4 +363,27 @@ fn waiting_past_timeout_is_503(mpm: &str) {
     assert_eq!(s.get("/pid.php").status, 200);
 }
 
-each_mpm!(waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+fn children_end_with_a_killed_parent(mpm: &str) {
+    let mut s = start(mpm, "    pm static\n    pm.max_children 2", "");
+    let children = wait_php_children(&s, 2);
+    assert_eq!(children.len(), 2);
+    let mut parent = s.child.take().unwrap();
+    let _ = parent.kill();
+    let _ = parent.wait();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let alive = |pid: &u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "php-cgi");
+    while children.iter().any(alive) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!children.iter().any(alive), "php-cgi children outlived a parent killed with SIGKILL");
+    // The server's own orphaned children are not this test's subject: clear them away.
+    let conf = s.conf.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if std::fs::read_to_string(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.contains(&conf)) {
+            unsafe_kill(pid, 9);
+        }
+    }
+}
+
+each_mpm!(children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
