@@ -49,6 +49,42 @@ enum Command {
         #[arg(long, value_enum, default_value = "event")]
         mpm: MpmArg,
     },
+    /// Load-test HTTP servers, as ab and siege do: siege's report and ab's percentiles.
+    Bench {
+        /// http:// URLs, requested in turn.
+        #[arg(required = true)]
+        urls: Vec<String>,
+        /// Requests in all (default: 1000 unless -t is given).
+        #[arg(short = 'n')]
+        requests: Option<u64>,
+        /// Concurrent connections.
+        #[arg(short = 'c', default_value_t = 10)]
+        concurrency: usize,
+        /// Run this long: seconds (30) or with a unit (30s, 2m).
+        #[arg(short = 't', value_parser = warren_bench::parse_duration)]
+        time: Option<std::time::Duration>,
+        /// Keep connections alive between requests (off by default, as in ab).
+        #[arg(short = 'k')]
+        keep_alive: bool,
+        /// An extra request header, `Name: value` (repeatable).
+        #[arg(short = 'H')]
+        header: Vec<String>,
+        /// The request method (default GET, or POST with -p).
+        #[arg(short = 'm')]
+        method: Option<String>,
+        /// Send this file as the request body.
+        #[arg(short = 'p')]
+        body_file: Option<PathBuf>,
+        /// Give up on a request after this long.
+        #[arg(long, default_value = "30s", value_parser = warren_bench::parse_duration)]
+        timeout: std::time::Duration,
+        /// Client threads (default: the number of CPUs).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Print one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -82,6 +118,9 @@ fn main() -> ExitCode {
     limit_malloc_arenas();
     let cli = Cli::parse();
     let mut warnings = Vec::new();
+    if let Some(Command::Bench { .. }) = &cli.command {
+        return bench(cli.command.as_ref().expect("bench"));
+    }
     let settings = match (&cli.command, &cli.config) {
         (Some(Command::Serve { dir, listen, mpm }), _) => {
             let dir = match dir.canonicalize() {
@@ -127,6 +166,7 @@ fn main() -> ExitCode {
             }
             settings
         }
+        (Some(Command::Bench { .. }), _) => unreachable!("handled above"),
         (None, None) => {
             eprintln!("warren: give a configuration file (-f FILE) or use `warren serve DIR`; see --help");
             return ExitCode::from(2);
@@ -147,6 +187,53 @@ fn main() -> ExitCode {
         _ => None,
     };
     run(settings, &warnings, reload)
+}
+
+/// `warren bench`.
+fn bench(cmd: &Command) -> ExitCode {
+    let Command::Bench { urls, requests, concurrency, time, keep_alive, header, method, body_file, timeout, threads, json } = cmd else {
+        return ExitCode::FAILURE;
+    };
+    let body = match body_file {
+        Some(p) => match std::fs::read(p) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("warren bench: {}: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let opts = warren_bench::Options { urls: urls.clone(), method: method.clone(), headers: header.clone(), body, keep_alive: *keep_alive };
+    let targets = match warren_bench::build_plan(&opts) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("warren bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if *concurrency == 0 {
+        eprintln!("warren bench: -c must be at least 1");
+        return ExitCode::from(2);
+    }
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let plan = warren_bench::Plan {
+        targets,
+        concurrency: *concurrency,
+        requests: requests.or(if time.is_some() { None } else { Some(1000) }),
+        duration: *time,
+        keep_alive: *keep_alive,
+        timeout: *timeout,
+        threads: threads.unwrap_or(cpus),
+    };
+    let (stats, elapsed) = warren_bench::client::run(&plan);
+    let summary = warren_bench::Summary { stats: &stats, elapsed };
+    if *json {
+        println!("{}", summary.json());
+    } else {
+        print!("{}", summary.text());
+    }
+    ExitCode::SUCCESS
 }
 
 /// The first executable `name` in PATH.

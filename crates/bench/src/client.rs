@@ -1,0 +1,367 @@
+//! The load: a few threads, each driving its share of the connections
+//! through one epoll, with requests built once. A connection sends its
+//! request, reads the response (Content-Length, chunked or until close),
+//! records it, and starts the next: on the same connection with keep-alive,
+//! else on a new one, as ab and siege do.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use socket2::{Domain, SockAddr, Socket, Type};
+use warren_http::{BodyDecoder, BodyFraming};
+
+use crate::stats::{ErrorClass, Stats};
+
+/// One URL to request, its request built once.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub request: Vec<u8>,
+    /// HEAD: responses have no body.
+    pub head_only: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub targets: Vec<Target>,
+    pub concurrency: usize,
+    /// Stop after this many requests...
+    pub requests: Option<u64>,
+    /// ...or after this long.
+    pub duration: Option<Duration>,
+    pub keep_alive: bool,
+    /// Per request.
+    pub timeout: Duration,
+    pub threads: usize,
+}
+
+enum State {
+    Idle,
+    Connecting,
+    Writing { pos: usize },
+    Reading,
+    Done,
+}
+
+struct Conn {
+    socket: Option<Socket>,
+    state: State,
+    target: usize,
+    buf: Vec<u8>,
+    started: Instant,
+    /// Once the head is parsed: status, the body's framing (None: until
+    /// close), whether the server closes after, and body bytes so far.
+    head: Option<(u16, Option<BodyDecoder>, bool)>,
+    body_bytes: u64,
+    /// What the socket is registered for, so that epoll is told only of changes.
+    interest: EpollFlags,
+}
+
+struct Run<'a> {
+    plan: &'a Plan,
+    issued: &'a AtomicU64,
+    stop: &'a AtomicBool,
+    begin: Instant,
+    end: Option<Instant>,
+    epoll: Epoll,
+    conns: Vec<Conn>,
+    stats: Stats,
+    next_target: usize,
+}
+
+/// Runs the plan; returns what was measured and how long it took.
+pub fn run(plan: &Plan) -> (Stats, Duration) {
+    let issued = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let begin = Instant::now();
+    let threads = plan.threads.clamp(1, plan.concurrency.max(1));
+    let mut total = Stats::default();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let share = plan.concurrency / threads + usize::from(t < plan.concurrency % threads);
+                let (issued, stop) = (&issued, &stop);
+                scope.spawn(move || drive(plan, share, t, issued, stop, begin))
+            })
+            .collect();
+        for h in handles {
+            if let Ok(s) = h.join() {
+                total.merge(&s);
+            }
+        }
+    });
+    (total, begin.elapsed())
+}
+
+fn drive(plan: &Plan, connections: usize, thread: usize, issued: &AtomicU64, stop: &AtomicBool, begin: Instant) -> Stats {
+    let Ok(epoll) = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC) else { return Stats::default() };
+    let conns = (0..connections)
+        .map(|_| Conn { socket: None, state: State::Idle, target: 0, buf: Vec::new(), started: begin, head: None, body_bytes: 0, interest: EpollFlags::empty() })
+        .collect();
+    let mut run = Run { plan, issued, stop, begin, end: plan.duration.map(|d| begin + d), epoll, conns, stats: Stats::default(), next_target: thread };
+    for i in 0..connections {
+        run.start(i);
+    }
+    let mut events = vec![EpollEvent::empty(); 256];
+    let mut scratch = vec![0u8; 64 * 1024];
+    loop {
+        let now = Instant::now();
+        if run.end.is_some_and(|e| now >= e) {
+            run.stop.store(true, Ordering::Relaxed);
+            break;
+        }
+        if run.conns.iter().all(|c| matches!(c.state, State::Done)) {
+            break;
+        }
+        let n = run.epoll.wait(&mut events, EpollTimeout::from(20u16)).unwrap_or(0);
+        for ev in &events[..n] {
+            run.ready(ev.data() as usize, &mut scratch);
+        }
+        let now = Instant::now();
+        for i in 0..run.conns.len() {
+            let c = &run.conns[i];
+            let busy = matches!(c.state, State::Connecting | State::Writing { .. } | State::Reading);
+            if busy && now.duration_since(c.started) >= run.plan.timeout {
+                run.fail(i, ErrorClass::Timeout);
+            }
+        }
+    }
+    run.stats
+}
+
+/// A parsed response head: status, the body's framing (None: until
+/// close), whether the connection closes after, and the head's length.
+type Head = (u16, Option<BodyDecoder>, bool, usize);
+
+fn parse_head(buf: &[u8], head_only: bool) -> Result<Option<Head>, ()> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut r = httparse::Response::new(&mut headers);
+    let used = match r.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(()),
+    };
+    let status = r.code.ok_or(())?;
+    let mut length = None;
+    let mut chunked = false;
+    let mut close = r.version == Some(0);
+    for h in r.headers.iter() {
+        let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+        if h.name.eq_ignore_ascii_case("content-length") {
+            length = Some(v.trim().parse::<u64>().map_err(|_| ())?);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = v.contains("chunked");
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            close = v.contains("close") || (close && !v.contains("keep-alive"));
+        }
+    }
+    let no_body = head_only || status < 200 || status == 204 || status == 304;
+    let framing = if no_body {
+        Some(BodyDecoder::new(BodyFraming::Length(0)))
+    } else if chunked {
+        Some(BodyDecoder::new(BodyFraming::Chunked))
+    } else {
+        length.map(|n| BodyDecoder::new(BodyFraming::Length(n)))
+    };
+    let close = close || framing.is_none();
+    Ok(Some((status, framing, close, used)))
+}
+
+impl Run<'_> {
+    fn at(&self) -> Duration {
+        self.begin.elapsed()
+    }
+
+    /// Starts the next request on connection `i`, if the run goes on.
+    fn start(&mut self, i: usize) {
+        if self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| Instant::now() >= e) {
+            self.conns[i].state = State::Done;
+            return;
+        }
+        if let Some(max) = self.plan.requests {
+            if self.issued.fetch_add(1, Ordering::Relaxed) >= max {
+                self.conns[i].state = State::Done;
+                return;
+            }
+        }
+        let target = self.next_target % self.plan.targets.len();
+        self.next_target += 1;
+        let c = &mut self.conns[i];
+        c.target = target;
+        c.started = Instant::now();
+        c.buf.clear();
+        c.head = None;
+        c.body_bytes = 0;
+        if c.socket.is_some() {
+            c.state = State::Writing { pos: 0 };
+            self.write(i);
+            return;
+        }
+        let addr = self.plan.targets[target].addr;
+        let socket = match Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking().cloexec(), None) {
+            Ok(s) => s,
+            Err(_) => return self.fail(i, ErrorClass::Connect),
+        };
+        let _ = socket.set_tcp_nodelay(true);
+        match socket.connect(&SockAddr::from(addr)) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc_einprogress()) => {}
+            Err(_) => return self.fail(i, ErrorClass::Connect),
+        }
+        if self.epoll.add(socket.as_fd(), EpollEvent::new(EpollFlags::EPOLLOUT, i as u64)).is_err() {
+            return self.fail(i, ErrorClass::Connect);
+        }
+        let c = &mut self.conns[i];
+        c.socket = Some(socket);
+        c.state = State::Connecting;
+        c.interest = EpollFlags::EPOLLOUT;
+    }
+
+    fn interest(&mut self, i: usize, flags: EpollFlags) {
+        let c = &mut self.conns[i];
+        if c.interest == flags {
+            return;
+        }
+        if let Some(s) = &c.socket {
+            let _ = self.epoll.modify(s.as_fd(), &mut EpollEvent::new(flags, i as u64));
+            c.interest = flags;
+        }
+    }
+
+    fn ready(&mut self, i: usize, scratch: &mut [u8]) {
+        match self.conns[i].state {
+            State::Connecting => {
+                let err = self.conns[i].socket.as_ref().map(|s| s.take_error());
+                match err {
+                    Some(Ok(None)) => {
+                        self.conns[i].state = State::Writing { pos: 0 };
+                        self.write(i);
+                    }
+                    _ => self.fail(i, ErrorClass::Connect),
+                }
+            }
+            State::Writing { .. } => self.write(i),
+            State::Reading => self.read(i, scratch),
+            State::Idle | State::Done => {}
+        }
+    }
+
+    fn write(&mut self, i: usize) {
+        let State::Writing { mut pos } = self.conns[i].state else { return };
+        let req = &self.plan.targets[self.conns[i].target].request;
+        loop {
+            let Some(sock) = self.conns[i].socket.as_ref() else { return };
+            match (&*sock).write(&req[pos..]) {
+                Ok(n) => {
+                    pos += n;
+                    if pos == req.len() {
+                        self.conns[i].state = State::Reading;
+                        self.interest(i, EpollFlags::EPOLLIN);
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.conns[i].state = State::Writing { pos };
+                    self.interest(i, EpollFlags::EPOLLOUT);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A kept connection the server closed meanwhile: count it as a write error.
+                Err(_) => return self.fail(i, ErrorClass::Write),
+            }
+        }
+    }
+
+    fn read(&mut self, i: usize, scratch: &mut [u8]) {
+        loop {
+            let Some(sock) = self.conns[i].socket.as_ref() else { return };
+            let n = match (&*sock).read(scratch) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return self.fail(i, ErrorClass::Read),
+            };
+            let head_only = self.plan.targets[self.conns[i].target].head_only;
+            let c = &mut self.conns[i];
+            if n == 0 {
+                // The end of a body that runs until close; anything else is cut short.
+                return match &c.head {
+                    Some((status, None, _)) => {
+                        let (status, bytes, took) = (*status, c.body_bytes, c.started.elapsed());
+                        let at = self.at();
+                        self.stats.response(status, bytes, took, at);
+                        self.close(i);
+                        self.start(i);
+                    }
+                    _ => self.fail(i, ErrorClass::Read),
+                };
+            }
+            let mut data = &scratch[..n];
+            if c.head.is_none() {
+                c.buf.extend_from_slice(data);
+                match parse_head(&c.buf, head_only) {
+                    Ok(None) => {
+                        if c.buf.len() > 1 << 20 {
+                            return self.fail(i, ErrorClass::Malformed);
+                        }
+                        continue;
+                    }
+                    Err(()) => return self.fail(i, ErrorClass::Malformed),
+                    Ok(Some((status, framing, close, used))) => {
+                        c.head = Some((status, framing, close));
+                        let rest = std::mem::take(&mut c.buf).split_off(used);
+                        c.buf = rest;
+                    }
+                }
+                data = &[];
+            }
+            // The body bytes: what came with the head, or this read.
+            let c = &mut self.conns[i];
+            let leftover = if data.is_empty() { std::mem::take(&mut c.buf) } else { Vec::new() };
+            let body: &[u8] = if data.is_empty() { &leftover } else { data };
+            let Some((status, framing, close)) = c.head.as_mut() else { continue };
+            match framing {
+                None => c.body_bytes += body.len() as u64,
+                Some(dec) => {
+                    let before = dec.received;
+                    if dec.feed(body, &mut |_| {}).is_err() {
+                        return self.fail(i, ErrorClass::Malformed);
+                    }
+                    c.body_bytes += dec.received - before;
+                    if dec.is_done() {
+                        let (status, close, bytes, took) = (*status, *close || !self.plan.keep_alive, c.body_bytes, c.started.elapsed());
+                        let at = self.at();
+                        self.stats.response(status, bytes, took, at);
+                        if close {
+                            self.close(i);
+                        }
+                        self.start(i);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        // Dropping the socket removes it from the epoll.
+        self.conns[i].socket = None;
+        self.conns[i].state = State::Idle;
+        self.conns[i].interest = EpollFlags::empty();
+    }
+
+    fn fail(&mut self, i: usize, class: ErrorClass) {
+        let at = self.at();
+        self.stats.error(class, at);
+        self.close(i);
+        self.start(i);
+    }
+}
+
+fn libc_einprogress() -> i32 {
+    nix::errno::Errno::EINPROGRESS as i32
+}

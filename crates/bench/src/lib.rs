@@ -1,0 +1,111 @@
+//! `warren bench`: a load tester in the manner of ab and siege.
+//!
+//! - [`client`]: the load itself ([`client::Plan`] -> [`client::run`]): a
+//!   few threads, each driving many non-blocking connections through one
+//!   epoll with requests built once, so that the tool is not what limits.
+//! - [`stats`]: what was measured ([`stats::Stats`]: an HDR histogram of
+//!   response times, outcomes by class, bytes, a per-second series) and its
+//!   report ([`stats::Summary`]: siege's fields, ab's percentiles, JSON).
+//! - [`build_plan`] turns URLs and options into targets with their requests.
+
+pub mod client;
+pub mod stats;
+
+use std::net::ToSocketAddrs;
+use std::time::Duration;
+
+pub use client::{Plan, Target};
+pub use stats::{Stats, Summary};
+
+/// What the command line asks for.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub urls: Vec<String>,
+    pub method: Option<String>,
+    pub headers: Vec<String>,
+    pub body: Option<Vec<u8>>,
+    pub keep_alive: bool,
+}
+
+/// `30`, `30s`, `2m`, `1h`: ab takes plain seconds, siege a unit.
+pub fn parse_duration(v: &str) -> Result<Duration, String> {
+    let (num, unit) = match v.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&v[..i], &v[i..]),
+        None => (v, "s"),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("'{v}' is not a duration (30, 30s, 1m, 1h)"))?;
+    let secs = match unit {
+        "s" | "S" => n,
+        "m" | "M" => n * 60.0,
+        "h" | "H" => n * 3600.0,
+        _ => return Err(format!("'{v}' is not a duration (30, 30s, 1m, 1h)")),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The targets of a run: each URL resolved and its request built once.
+pub fn build_plan(o: &Options) -> Result<Vec<Target>, String> {
+    if o.urls.is_empty() {
+        return Err("give at least one URL".into());
+    }
+    let method = o.method.clone().unwrap_or_else(|| if o.body.is_some() { "POST".into() } else { "GET".into() });
+    let mut targets = Vec::new();
+    for raw in &o.urls {
+        let url = url::Url::parse(raw).map_err(|e| format!("{raw}: {e}"))?;
+        if url.scheme() != "http" {
+            return Err(format!("{raw}: only http:// URLs are supported"));
+        }
+        let host = url.host_str().ok_or_else(|| format!("{raw}: no host"))?;
+        let port = url.port_or_known_default().unwrap_or(80);
+        let addr = (host, port).to_socket_addrs().map_err(|e| format!("{raw}: cannot resolve {host}: {e}"))?.next().ok_or_else(|| format!("{raw}: {host} has no address"))?;
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let authority = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: warren-bench\r\nAccept: */*\r\n");
+        for h in &o.headers {
+            if !h.contains(':') {
+                return Err(format!("header '{h}' is not Name: value"));
+            }
+            req.push_str(h.trim_end());
+            req.push_str("\r\n");
+        }
+        if !o.keep_alive {
+            req.push_str("Connection: close\r\n");
+        }
+        if let Some(b) = &o.body {
+            req.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+        req.push_str("\r\n");
+        let mut request = req.into_bytes();
+        if let Some(b) = &o.body {
+            request.extend_from_slice(b);
+        }
+        targets.push(Target { addr, request, head_only: method.eq_ignore_ascii_case("HEAD") });
+    }
+    Ok(targets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_requests() {
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert!(parse_duration("soon").is_err());
+        let o = Options { urls: vec!["http://127.0.0.1:8080/a?b=1".into()], headers: vec!["X-A: 1".into()], body: Some(b"xy".to_vec()), ..Options::default() };
+        let t = build_plan(&o).unwrap();
+        let req = String::from_utf8(t[0].request.clone()).unwrap();
+        assert_eq!(req, "POST /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: warren-bench\r\nAccept: */*\r\nX-A: 1\r\nConnection: close\r\nContent-Length: 2\r\n\r\nxy");
+        assert!(build_plan(&Options { urls: vec!["ftp://x/".into()], ..Options::default() }).is_err());
+        assert!(build_plan(&Options { urls: vec!["not a url".into()], ..Options::default() }).is_err());
+    }
+}
