@@ -6,9 +6,13 @@
 //! - [`stats`]: what was measured ([`stats::Stats`]: an HDR histogram of
 //!   response times, outcomes by class, bytes, a per-second series) and its
 //!   report ([`stats::Summary`]: siege's fields, ab's percentiles, JSON).
-//! - [`build_plan`] turns URLs and options into targets with their requests.
+//! - [`memory`]: the server's memory, sampled each second (`--server-pid`,
+//!   `--server-cgroup`).
+//! - [`build_plan`] turns URLs (or a siege URL file) and options into
+//!   targets with their requests.
 
 pub mod client;
+pub mod memory;
 pub mod stats;
 
 use std::net::ToSocketAddrs;
@@ -21,6 +25,8 @@ pub use stats::{Stats, Summary};
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub urls: Vec<String>,
+    /// From a siege URL file: (URL, a POST body).
+    pub url_lines: Vec<(String, Option<Vec<u8>>)>,
     pub method: Option<String>,
     pub headers: Vec<String>,
     pub body: Option<Vec<u8>>,
@@ -43,14 +49,39 @@ pub fn parse_duration(v: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A siege URL file: one URL a line, optionally followed by `POST` and a
+/// body; blank lines and `#` comments skipped.
+pub fn parse_url_file(text: &str) -> Result<Vec<(String, Option<Vec<u8>>)>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.splitn(3, char::is_whitespace);
+        let url = parts.next().unwrap_or_default().to_string();
+        match (parts.next(), parts.next()) {
+            (None, _) => out.push((url, None)),
+            (Some(m), body) if m.eq_ignore_ascii_case("POST") => out.push((url, Some(body.unwrap_or("").trim().as_bytes().to_vec()))),
+            (Some(m), _) => return Err(format!("line {}: expected URL [POST body], found '{m}'", n + 1)),
+        }
+    }
+    if out.is_empty() {
+        return Err("the URL file has no URL".into());
+    }
+    Ok(out)
+}
+
 /// The targets of a run: each URL resolved and its request built once.
 pub fn build_plan(o: &Options) -> Result<Vec<Target>, String> {
-    if o.urls.is_empty() {
+    let mut specs: Vec<(String, Option<Vec<u8>>)> = o.urls.iter().map(|u| (u.clone(), o.body.clone())).collect();
+    specs.extend(o.url_lines.iter().cloned());
+    if specs.is_empty() {
         return Err("give at least one URL".into());
     }
-    let method = o.method.clone().unwrap_or_else(|| if o.body.is_some() { "POST".into() } else { "GET".into() });
     let mut targets = Vec::new();
-    for raw in &o.urls {
+    for (raw, body) in &specs {
+        let method = o.method.clone().unwrap_or_else(|| if body.is_some() { "POST".into() } else { "GET".into() });
         let url = url::Url::parse(raw).map_err(|e| format!("{raw}: {e}"))?;
         if url.scheme() != "http" {
             return Err(format!("{raw}: only http:// URLs are supported"));
@@ -78,12 +109,15 @@ pub fn build_plan(o: &Options) -> Result<Vec<Target>, String> {
         if !o.keep_alive {
             req.push_str("Connection: close\r\n");
         }
-        if let Some(b) = &o.body {
+        if let Some(b) = body {
             req.push_str(&format!("Content-Length: {}\r\n", b.len()));
+            if !o.headers.iter().any(|h| h.to_ascii_lowercase().starts_with("content-type:")) {
+                req.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+            }
         }
         req.push_str("\r\n");
         let mut request = req.into_bytes();
-        if let Some(b) = &o.body {
+        if let Some(b) = body {
             request.extend_from_slice(b);
         }
         targets.push(Target { addr, request, head_only: method.eq_ignore_ascii_case("HEAD") });
@@ -104,7 +138,10 @@ mod tests {
         let o = Options { urls: vec!["http://127.0.0.1:8080/a?b=1".into()], headers: vec!["X-A: 1".into()], body: Some(b"xy".to_vec()), ..Options::default() };
         let t = build_plan(&o).unwrap();
         let req = String::from_utf8(t[0].request.clone()).unwrap();
-        assert_eq!(req, "POST /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: warren-bench\r\nAccept: */*\r\nX-A: 1\r\nConnection: close\r\nContent-Length: 2\r\n\r\nxy");
+        assert_eq!(req, "POST /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: warren-bench\r\nAccept: */*\r\nX-A: 1\r\nConnection: close\r\nContent-Length: 2\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\nxy");
+        let lines = parse_url_file("# siege\nhttp://h/a\n\nhttp://h/b POST x=1&y=2\n").unwrap();
+        assert_eq!(lines, vec![("http://h/a".to_string(), None), ("http://h/b".to_string(), Some(b"x=1&y=2".to_vec()))]);
+        assert!(parse_url_file("http://h/a GET\n").is_err());
         assert!(build_plan(&Options { urls: vec!["ftp://x/".into()], ..Options::default() }).is_err());
         assert!(build_plan(&Options { urls: vec!["not a url".into()], ..Options::default() }).is_err());
     }

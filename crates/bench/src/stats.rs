@@ -125,6 +125,8 @@ impl Stats {
 pub struct Summary<'a> {
     pub stats: &'a Stats,
     pub elapsed: Duration,
+    /// The server's memory, when it was watched.
+    pub memory: Option<crate::memory::Memory>,
 }
 
 /// ab's percentile table.
@@ -187,6 +189,11 @@ impl Summary<'_> {
         line("Failed transactions", s.failed().to_string());
         line("Longest transaction", format!("{:.4}", self.longest()));
         line("Shortest transaction", format!("{:.4}", self.shortest()));
+        if let Some(m) = &self.memory {
+            let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+            line("Server memory (peak)", format!("{:.1} MB", mb(m.peak)));
+            line("Server memory (mean)", format!("{:.1} MB", mb(m.mean)));
+        }
         out.push_str("\nPercentage of the requests served within a certain time (ms)\n");
         for p in PERCENTILES {
             out.push_str(&format!("  {:>3}%  {:>10.2}{}\n", p as u32, self.stats.percentile_ms(p), if p == 100.0 { " (longest request)" } else { "" }));
@@ -214,7 +221,12 @@ impl Summary<'_> {
         let non2xx: serde_json::Map<String, serde_json::Value> =
             s.statuses.iter().filter(|(st, _)| !(200..300).contains(*st)).map(|(st, n)| (st.to_string(), serde_json::json!(n))).collect();
         errors.insert("non_2xx".into(), serde_json::Value::Object(non2xx));
+        let memory = self.memory.as_ref().map(|m| {
+            let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+            serde_json::json!({"peak_mb": mb(m.peak), "mean_mb": mb(m.mean), "samples": m.samples})
+        });
         serde_json::json!({
+            "server_memory": memory,
             "transactions": self.transactions(),
             "availability": self.availability(),
             "elapsed_time": self.elapsed_secs(),
@@ -248,7 +260,7 @@ mod tests {
         }
         b.error(ErrorClass::Timeout, Duration::from_millis(1500));
         a.merge(&b);
-        let sum = Summary { stats: &a, elapsed: Duration::from_secs(2) };
+        let sum = Summary { stats: &a, elapsed: Duration::from_secs(2), memory: None };
         assert_eq!((sum.transactions(), a.successful(), a.failed()), (100, 90, 1));
         assert!((sum.availability() - 100.0 * 100.0 / 101.0).abs() < 1e-9);
         assert!((a.percentile_ms(50.0) - 50.0).abs() < 0.1, "{}", a.percentile_ms(50.0));

@@ -52,7 +52,7 @@ enum Command {
     /// Load-test HTTP servers, as ab and siege do: siege's report and ab's percentiles.
     Bench {
         /// http:// URLs, requested in turn.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "url_file")]
         urls: Vec<String>,
         /// Requests in all (default: 1000 unless -t is given).
         #[arg(short = 'n')]
@@ -75,6 +75,15 @@ enum Command {
         /// Send this file as the request body.
         #[arg(short = 'p')]
         body_file: Option<PathBuf>,
+        /// A siege URL file: one URL a line, optionally `POST body`.
+        #[arg(short = 'f', value_name = "FILE")]
+        url_file: Option<PathBuf>,
+        /// Sample the PSS of this process and its descendants each second.
+        #[arg(long)]
+        server_pid: Option<u32>,
+        /// Sample this cgroup's memory.current each second (cgroup v2).
+        #[arg(long)]
+        server_cgroup: Option<PathBuf>,
         /// Give up on a request after this long.
         #[arg(long, default_value = "30s", value_parser = warren_bench::parse_duration)]
         timeout: std::time::Duration,
@@ -191,7 +200,7 @@ fn main() -> ExitCode {
 
 /// `warren bench`.
 fn bench(cmd: &Command) -> ExitCode {
-    let Command::Bench { urls, requests, concurrency, time, keep_alive, header, method, body_file, timeout, threads, json } = cmd else {
+    let Command::Bench { urls, requests, concurrency, time, keep_alive, header, method, body_file, url_file, server_pid, server_cgroup, timeout, threads, json } = cmd else {
         return ExitCode::FAILURE;
     };
     let body = match body_file {
@@ -204,7 +213,17 @@ fn bench(cmd: &Command) -> ExitCode {
         },
         None => None,
     };
-    let opts = warren_bench::Options { urls: urls.clone(), method: method.clone(), headers: header.clone(), body, keep_alive: *keep_alive };
+    let url_lines = match url_file {
+        Some(p) => match std::fs::read_to_string(p).map_err(|e| e.to_string()).and_then(|t| warren_bench::parse_url_file(&t)) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("warren bench: {}: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => Vec::new(),
+    };
+    let opts = warren_bench::Options { urls: urls.clone(), url_lines, method: method.clone(), headers: header.clone(), body, keep_alive: *keep_alive };
     let targets = match warren_bench::build_plan(&opts) {
         Ok(t) => t,
         Err(e) => {
@@ -226,8 +245,23 @@ fn bench(cmd: &Command) -> ExitCode {
         timeout: *timeout,
         threads: threads.unwrap_or(cpus),
     };
+    let source = match (server_pid, server_cgroup) {
+        (Some(pid), _) => Some(warren_bench::memory::Source::Pid(*pid)),
+        (None, Some(dir)) => Some(warren_bench::memory::Source::Cgroup(dir.clone())),
+        (None, None) => None,
+    };
+    if let Some(src) = &source {
+        if warren_bench::memory::sample(src).is_none() {
+            eprintln!("warren bench: cannot read the memory of {src:?}");
+            return ExitCode::from(2);
+        }
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = source.map(|src| warren_bench::memory::watch(src, stop.clone()));
     let (stats, elapsed) = warren_bench::client::run(&plan);
-    let summary = warren_bench::Summary { stats: &stats, elapsed };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let memory = watcher.and_then(|w| w.join().ok());
+    let summary = warren_bench::Summary { stats: &stats, elapsed, memory };
     if *json {
         println!("{}", summary.json());
     } else {

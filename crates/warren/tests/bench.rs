@@ -120,14 +120,30 @@ fn refused_connections_and_bad_input() {
     }
     let (code, _, err) = bench(&["-t", "soon", "http://127.0.0.1:1/"]);
     assert_eq!(code, 2, "{err}");
+    let (code, _, err) = bench(&["--server-pid", "4000000000", "http://127.0.0.1:1/"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn siege_url_file() {
+    let port = test_server();
+    let dir = TempDir::new("urls");
+    let file = dir.write("urls.txt", format!("# two URLs, taken in turn\nhttp://127.0.0.1:{port}/fast\n\nhttp://127.0.0.1:{port}/err POST a=1&b=2\n"));
+    let (code, j, err) = bench(&["-f", file.to_str().unwrap(), "-n", "10", "-c", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["transactions"], 10);
+    assert_eq!(j["errors"]["non_2xx"]["500"], 5);
+    let bad = dir.write("bad.txt", "http://127.0.0.1:1/ DELETE\n");
+    let (code, _, err) = bench(&["-f", bad.to_str().unwrap()]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
 }
 
 #[test]
 fn against_warren_with_the_siege_report() {
     let s = Server::start("event", "");
-    let out = Command::new(BIN).args(["bench", "-n", "500", "-c", "10", "-k", &s.url("/a.txt")]).output().unwrap();
+    let out = Command::new(BIN).args(["bench", "-n", "500", "-c", "10", "-k", "--server-pid", &s.pid().to_string(), &s.url("/a.txt")]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for field in ["Transactions:", "Availability:", "Elapsed time:", "Data transferred:", "Response time:", "Transaction rate:", "Throughput:", "Concurrency:", "Successful transactions:", "Failed transactions:", "Longest transaction:", "Shortest transaction:", "  99%", "(longest request)", "Per second"] {
+    for field in ["Transactions:", "Availability:", "Elapsed time:", "Data transferred:", "Response time:", "Transaction rate:", "Throughput:", "Concurrency:", "Successful transactions:", "Failed transactions:", "Longest transaction:", "Shortest transaction:", "  99%", "(longest request)", "Per second", "Server memory (peak):"] {
         assert!(text.contains(field), "{field} missing in\n{text}");
     }
     assert!(text.contains("500 hits") && text.contains("100.00 %"), "{text}");

@@ -1,0 +1,100 @@
+//! The server's memory during a run, sampled once a second: the PSS of a
+//! process and all its descendants (`--server-pid`), or a cgroup's
+//! `memory.current` (`--server-cgroup`, cgroup v2).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub enum Source {
+    Pid(u32),
+    Cgroup(PathBuf),
+}
+
+/// Peak and mean of the samples, in bytes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Memory {
+    pub samples: usize,
+    pub peak: u64,
+    pub mean: u64,
+}
+
+/// A process and its descendants, from /proc.
+fn tree(root: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            // The parent is the second field after the parenthesised name.
+            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse().ok());
+            if let Some(ppid) = ppid {
+                parents.push((pid, ppid));
+            }
+        }
+    }
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out
+}
+
+/// One sample in bytes; None if the process or cgroup is gone.
+pub fn sample(src: &Source) -> Option<u64> {
+    match src {
+        Source::Pid(pid) => {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                return None;
+            }
+            let kb: u64 = tree(*pid)
+                .iter()
+                .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok())
+                .filter_map(|t| t.lines().find(|l| l.starts_with("Pss:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+                .sum();
+            Some(kb * 1024)
+        }
+        Source::Cgroup(dir) => std::fs::read_to_string(dir.join("memory.current")).ok()?.trim().parse().ok(),
+    }
+}
+
+/// Samples every second until `stop`.
+pub fn watch(src: Source, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Memory> {
+    std::thread::spawn(move || {
+        let (mut n, mut peak, mut total) = (0usize, 0u64, 0u64);
+        while !stop.load(Ordering::Relaxed) {
+            if let Some(b) = sample(&src) {
+                n += 1;
+                peak = peak.max(b);
+                total += b;
+            }
+            // Sleep in small steps so that the end of the run is not delayed.
+            for _ in 0..10 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Memory { samples: n, peak, mean: if n > 0 { total / n as u64 } else { 0 } }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_tree_has_memory() {
+        let me = std::process::id();
+        let b = sample(&Source::Pid(me)).unwrap();
+        assert!(b > 100 * 1024, "{b}");
+        assert!(tree(me).contains(&me));
+        assert_eq!(sample(&Source::Pid(u32::MAX - 1)), None);
+    }
+}
