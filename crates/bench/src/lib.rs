@@ -25,8 +25,8 @@ pub use stats::{Stats, Summary};
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub urls: Vec<String>,
-    /// From a siege URL file: (URL, a POST body).
-    pub url_lines: Vec<(String, Option<Vec<u8>>)>,
+    /// From a siege URL file.
+    pub url_lines: Vec<UrlLine>,
     pub method: Option<String>,
     pub headers: Vec<String>,
     pub body: Option<Vec<u8>>,
@@ -49,9 +49,12 @@ pub fn parse_duration(v: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A URL and, for POST, its body.
+pub type UrlLine = (String, Option<Vec<u8>>);
+
 /// A siege URL file: one URL a line, optionally followed by `POST` and a
 /// body; blank lines and `#` comments skipped.
-pub fn parse_url_file(text: &str) -> Result<Vec<(String, Option<Vec<u8>>)>, String> {
+pub fn parse_url_file(text: &str) -> Result<Vec<UrlLine>, String> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -74,7 +77,7 @@ pub fn parse_url_file(text: &str) -> Result<Vec<(String, Option<Vec<u8>>)>, Stri
 
 /// The targets of a run: each URL resolved and its request built once.
 pub fn build_plan(o: &Options) -> Result<Vec<Target>, String> {
-    let mut specs: Vec<(String, Option<Vec<u8>>)> = o.urls.iter().map(|u| (u.clone(), o.body.clone())).collect();
+    let mut specs: Vec<UrlLine> = o.urls.iter().map(|u| (u.clone(), o.body.clone())).collect();
     specs.extend(o.url_lines.iter().cloned());
     if specs.is_empty() {
         return Err("give at least one URL".into());
