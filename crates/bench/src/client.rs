@@ -37,10 +37,22 @@ pub struct Plan {
     /// Per request.
     pub timeout: Duration,
     pub threads: usize,
+    /// Open loop: requests are due at this many per second, and a response
+    /// time counts from when its request was due, not from when a free
+    /// connection sent it (so that a slow server cannot hide its queue).
+    pub rate: Option<f64>,
+    /// Users rising linearly from the first number to the second over the
+    /// duration (connections beyond the current number wait).
+    pub ramp: Option<(usize, usize, Duration)>,
 }
 
 enum State {
+    /// To start its next request.
     Idle,
+    /// Its next request is due at this time (--rate).
+    Waiting { until: Instant },
+    /// Not among the users yet (--ramp).
+    Paused,
     Connecting,
     Writing { pos: usize },
     Reading,
@@ -71,6 +83,8 @@ struct Run<'a> {
     conns: Vec<Conn>,
     stats: Stats,
     next_target: usize,
+    thread: usize,
+    threads: usize,
 }
 
 /// Runs the plan; returns what was measured and how long it took.
@@ -85,7 +99,7 @@ pub fn run(plan: &Plan) -> (Stats, Duration) {
             .map(|t| {
                 let share = plan.concurrency / threads + usize::from(t < plan.concurrency % threads);
                 let (issued, stop) = (&issued, &stop);
-                scope.spawn(move || drive(plan, share, t, issued, stop, begin))
+                scope.spawn(move || drive(plan, share, t, threads, issued, stop, begin))
             })
             .collect();
         for h in handles {
@@ -97,15 +111,12 @@ pub fn run(plan: &Plan) -> (Stats, Duration) {
     (total, begin.elapsed())
 }
 
-fn drive(plan: &Plan, connections: usize, thread: usize, issued: &AtomicU64, stop: &AtomicBool, begin: Instant) -> Stats {
+fn drive(plan: &Plan, connections: usize, thread: usize, threads: usize, issued: &AtomicU64, stop: &AtomicBool, begin: Instant) -> Stats {
     let Ok(epoll) = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC) else { return Stats::default() };
     let conns = (0..connections)
         .map(|_| Conn { socket: None, state: State::Idle, target: 0, buf: Vec::new(), started: begin, head: None, body_bytes: 0, interest: EpollFlags::empty() })
         .collect();
-    let mut run = Run { plan, issued, stop, begin, end: plan.duration.map(|d| begin + d), epoll, conns, stats: Stats::default(), next_target: thread };
-    for i in 0..connections {
-        run.start(i);
-    }
+    let mut run = Run { plan, issued, stop, begin, end: plan.duration.map(|d| begin + d), epoll, conns, stats: Stats::default(), next_target: thread, thread, threads };
     let mut events = vec![EpollEvent::empty(); 256];
     let mut scratch = vec![0u8; 64 * 1024];
     loop {
@@ -114,10 +125,22 @@ fn drive(plan: &Plan, connections: usize, thread: usize, issued: &AtomicU64, sto
             run.stop.store(true, Ordering::Relaxed);
             break;
         }
+        // Start what is due: idle connections, scheduled requests, new users.
+        let mut wait = Duration::from_millis(20);
+        for i in 0..run.conns.len() {
+            match run.conns[i].state {
+                State::Idle => run.start(i),
+                State::Paused if run.active(i) => run.start(i),
+                State::Waiting { until } if until <= now => run.launch(i),
+                State::Waiting { until } => wait = wait.min(until - now),
+                _ => {}
+            }
+        }
         if run.conns.iter().all(|c| matches!(c.state, State::Done)) {
             break;
         }
-        let n = run.epoll.wait(&mut events, EpollTimeout::from(20u16)).unwrap_or(0);
+        let ms = wait.as_millis().clamp(1, 20) as u16;
+        let n = run.epoll.wait(&mut events, EpollTimeout::from(ms)).unwrap_or(0);
         for ev in &events[..n] {
             run.ready(ev.data() as usize, &mut scratch);
         }
@@ -176,26 +199,53 @@ impl Run<'_> {
         self.begin.elapsed()
     }
 
-    /// Starts the next request on connection `i`, if the run goes on.
+    /// Whether connection `i` is among the users now (always, without --ramp).
+    fn active(&self, i: usize) -> bool {
+        let Some((from, to, over)) = self.plan.ramp else { return true };
+        let part = (self.begin.elapsed().as_secs_f64() / over.as_secs_f64().max(1e-9)).min(1.0);
+        let users = from as f64 + (to as f64 - from as f64) * part;
+        ((i * self.threads + self.thread) as f64) < users.floor()
+    }
+
+    /// Schedules the next request on connection `i`, if the run goes on.
     fn start(&mut self, i: usize) {
-        if self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| Instant::now() >= e) {
+        let now = Instant::now();
+        if self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| now >= e) {
             self.conns[i].state = State::Done;
             return;
         }
-        if let Some(max) = self.plan.requests {
-            if self.issued.fetch_add(1, Ordering::Relaxed) >= max {
-                self.conns[i].state = State::Done;
-                return;
-            }
+        if !self.active(i) {
+            self.conns[i].state = State::Paused;
+            return;
+        }
+        let index = self.issued.fetch_add(1, Ordering::Relaxed);
+        if self.plan.requests.is_some_and(|max| index >= max) {
+            self.conns[i].state = State::Done;
+            return;
         }
         let target = self.next_target % self.plan.targets.len();
         self.next_target += 1;
+        let due = match self.plan.rate {
+            Some(r) => self.begin + Duration::from_secs_f64(index as f64 / r),
+            None => now,
+        };
         let c = &mut self.conns[i];
         c.target = target;
-        c.started = Instant::now();
+        c.started = due;
         c.buf.clear();
         c.head = None;
         c.body_bytes = 0;
+        if due > now {
+            c.state = State::Waiting { until: due };
+            return;
+        }
+        self.launch(i);
+    }
+
+    /// Sends the scheduled request: on the kept connection, or a new one.
+    fn launch(&mut self, i: usize) {
+        let target = self.conns[i].target;
+        let c = &mut self.conns[i];
         if c.socket.is_some() {
             c.state = State::Writing { pos: 0 };
             self.write(i);
@@ -246,7 +296,7 @@ impl Run<'_> {
             }
             State::Writing { .. } => self.write(i),
             State::Reading => self.read(i, scratch),
-            State::Idle | State::Done => {}
+            State::Idle | State::Waiting { .. } | State::Paused | State::Done => {}
         }
     }
 
@@ -354,11 +404,12 @@ impl Run<'_> {
         self.conns[i].interest = EpollFlags::empty();
     }
 
+    /// Counts the error and closes; the loop starts the connection's next
+    /// request (not here: a refused port must not recurse).
     fn fail(&mut self, i: usize, class: ErrorClass) {
         let at = self.at();
         self.stats.error(class, at);
         self.close(i);
-        self.start(i);
     }
 }
 

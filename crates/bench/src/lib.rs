@@ -75,6 +75,19 @@ pub fn parse_url_file(text: &str) -> Result<Vec<UrlLine>, String> {
     Ok(out)
 }
 
+/// `--ramp 1-150:60`: users from 1 to 150 over 60 s (the duration as in -t).
+pub fn parse_ramp(v: &str) -> Result<(usize, usize, Duration), String> {
+    let bad = || format!("'{v}' is not FROM-TO:DURATION (e.g. 1-150:60)");
+    let (users, over) = v.split_once(':').ok_or_else(bad)?;
+    let (from, to) = users.split_once('-').ok_or_else(bad)?;
+    let (from, to) = (from.trim().parse::<usize>().map_err(|_| bad())?, to.trim().parse::<usize>().map_err(|_| bad())?);
+    let over = parse_duration(over.trim())?;
+    if to == 0 || from > to || over.is_zero() {
+        return Err(bad());
+    }
+    Ok((from, to, over))
+}
+
 /// The targets of a run: each URL resolved and its request built once.
 pub fn build_plan(o: &Options) -> Result<Vec<Target>, String> {
     let mut specs: Vec<UrlLine> = o.urls.iter().map(|u| (u.clone(), o.body.clone())).collect();
@@ -138,6 +151,11 @@ mod tests {
         assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
         assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_ramp("1-150:60").unwrap(), (1, 150, Duration::from_secs(60)));
+        assert_eq!(parse_ramp("5-10:1m").unwrap(), (5, 10, Duration::from_secs(60)));
+        for bad in ["150-1:60", "1-150", "x-2:3", "1-0:5"] {
+            assert!(parse_ramp(bad).is_err(), "{bad}");
+        }
         let o = Options { urls: vec!["http://127.0.0.1:8080/a?b=1".into()], headers: vec!["X-A: 1".into()], body: Some(b"xy".to_vec()), ..Options::default() };
         let t = build_plan(&o).unwrap();
         let req = String::from_utf8(t[0].request.clone()).unwrap();

@@ -50,50 +50,62 @@ enum Command {
         mpm: MpmArg,
     },
     /// Load-test HTTP servers, as ab and siege do: siege's report and ab's percentiles.
-    Bench {
-        /// http:// URLs, requested in turn.
-        #[arg(required_unless_present = "url_file")]
-        urls: Vec<String>,
-        /// Requests in all (default: 1000 unless -t is given).
-        #[arg(short = 'n')]
-        requests: Option<u64>,
-        /// Concurrent connections.
-        #[arg(short = 'c', default_value_t = 10)]
-        concurrency: usize,
-        /// Run this long: seconds (30) or with a unit (30s, 2m).
-        #[arg(short = 't', value_parser = warren_bench::parse_duration)]
-        time: Option<std::time::Duration>,
-        /// Keep connections alive between requests (off by default, as in ab).
-        #[arg(short = 'k')]
-        keep_alive: bool,
-        /// An extra request header, `Name: value` (repeatable).
-        #[arg(short = 'H')]
-        header: Vec<String>,
-        /// The request method (default GET, or POST with -p).
-        #[arg(short = 'm')]
-        method: Option<String>,
-        /// Send this file as the request body.
-        #[arg(short = 'p')]
-        body_file: Option<PathBuf>,
-        /// A siege URL file: one URL a line, optionally `POST body`.
-        #[arg(short = 'f', value_name = "FILE")]
-        url_file: Option<PathBuf>,
-        /// Sample the PSS of this process and its descendants each second.
-        #[arg(long)]
-        server_pid: Option<u32>,
-        /// Sample this cgroup's memory.current each second (cgroup v2).
-        #[arg(long)]
-        server_cgroup: Option<PathBuf>,
-        /// Give up on a request after this long.
-        #[arg(long, default_value = "30s", value_parser = warren_bench::parse_duration)]
-        timeout: std::time::Duration,
-        /// Client threads (default: the number of CPUs).
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Print one JSON object instead of the report.
-        #[arg(long)]
-        json: bool,
-    },
+    Bench(Box<BenchArgs>),
+}
+
+/// `warren bench`'s options.
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    /// http:// URLs, requested in turn.
+    #[arg(required_unless_present = "url_file")]
+    urls: Vec<String>,
+    /// Requests in all (default: 1000 unless -t is given).
+    #[arg(short = 'n')]
+    requests: Option<u64>,
+    /// Concurrent connections.
+    #[arg(short = 'c', default_value_t = 10)]
+    concurrency: usize,
+    /// Run this long: seconds (30) or with a unit (30s, 2m).
+    #[arg(short = 't', value_parser = warren_bench::parse_duration)]
+    time: Option<std::time::Duration>,
+    /// Keep connections alive between requests (off by default, as in ab).
+    #[arg(short = 'k')]
+    keep_alive: bool,
+    /// An extra request header, `Name: value` (repeatable).
+    #[arg(short = 'H')]
+    header: Vec<String>,
+    /// The request method (default GET, or POST with -p).
+    #[arg(short = 'm')]
+    method: Option<String>,
+    /// Send this file as the request body.
+    #[arg(short = 'p')]
+    body_file: Option<PathBuf>,
+    /// Send requests at this many per second (open loop); response times
+    /// count from when each request was due.
+    #[arg(long, value_parser = parse_rate)]
+    rate: Option<f64>,
+    /// Users rising linearly, FROM-TO:DURATION (e.g. 1-150:60), as in the
+    /// seeds' ramping tests; -c is then TO.
+    #[arg(long, value_parser = warren_bench::parse_ramp)]
+    ramp: Option<(usize, usize, std::time::Duration)>,
+    /// A siege URL file: one URL a line, optionally `POST body`.
+    #[arg(short = 'f', value_name = "FILE")]
+    url_file: Option<PathBuf>,
+    /// Sample the PSS of this process and its descendants each second.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Sample this cgroup's memory.current each second (cgroup v2).
+    #[arg(long)]
+    server_cgroup: Option<PathBuf>,
+    /// Give up on a request after this long.
+    #[arg(long, default_value = "30s", value_parser = warren_bench::parse_duration)]
+    timeout: std::time::Duration,
+    /// Client threads (default: the number of CPUs).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print one JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -127,8 +139,8 @@ fn main() -> ExitCode {
     limit_malloc_arenas();
     let cli = Cli::parse();
     let mut warnings = Vec::new();
-    if let Some(Command::Bench { .. }) = &cli.command {
-        return bench(cli.command.as_ref().expect("bench"));
+    if let Some(Command::Bench(args)) = &cli.command {
+        return bench(args);
     }
     let settings = match (&cli.command, &cli.config) {
         (Some(Command::Serve { dir, listen, mpm }), _) => {
@@ -175,7 +187,7 @@ fn main() -> ExitCode {
             }
             settings
         }
-        (Some(Command::Bench { .. }), _) => unreachable!("handled above"),
+        (Some(Command::Bench(_)), _) => unreachable!("handled above"),
         (None, None) => {
             eprintln!("warren: give a configuration file (-f FILE) or use `warren serve DIR`; see --help");
             return ExitCode::from(2);
@@ -198,11 +210,16 @@ fn main() -> ExitCode {
     run(settings, &warnings, reload)
 }
 
+fn parse_rate(v: &str) -> Result<f64, String> {
+    match v.parse::<f64>() {
+        Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
+        _ => Err(format!("'{v}' is not a positive number of requests per second")),
+    }
+}
+
 /// `warren bench`.
-fn bench(cmd: &Command) -> ExitCode {
-    let Command::Bench { urls, requests, concurrency, time, keep_alive, header, method, body_file, url_file, server_pid, server_cgroup, timeout, threads, json } = cmd else {
-        return ExitCode::FAILURE;
-    };
+fn bench(args: &BenchArgs) -> ExitCode {
+    let BenchArgs { urls, requests, concurrency, time, keep_alive, header, method, body_file, rate, ramp, url_file, server_pid, server_cgroup, timeout, threads, json } = args;
     let body = match body_file {
         Some(p) => match std::fs::read(p) {
             Ok(b) => Some(b),
@@ -236,11 +253,14 @@ fn bench(cmd: &Command) -> ExitCode {
         return ExitCode::from(2);
     }
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let duration = time.or(ramp.map(|r| r.2));
     let plan = warren_bench::Plan {
         targets,
-        concurrency: *concurrency,
-        requests: requests.or(if time.is_some() { None } else { Some(1000) }),
-        duration: *time,
+        concurrency: ramp.map_or(*concurrency, |r| r.1),
+        requests: requests.or(if duration.is_some() { None } else { Some(1000) }),
+        duration,
+        rate: *rate,
+        ramp: *ramp,
         keep_alive: *keep_alive,
         timeout: *timeout,
         threads: threads.unwrap_or(cpus),

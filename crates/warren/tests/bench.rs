@@ -108,11 +108,40 @@ fn figures_match_known_delays_and_failures() {
 }
 
 #[test]
+fn fixed_rate_and_ramp() {
+    let port = test_server();
+    let url = |p: &str| format!("http://127.0.0.1:{port}{p}");
+    // 100 requests due at 100 per second: about a second, whatever -c allows.
+    let (_, j, _) = bench(&["--rate", "100", "-n", "100", "-c", "10", "--json", &url("/fast")]);
+    let (elapsed, rate) = (j["elapsed_time"].as_f64().unwrap(), j["transaction_rate"].as_f64().unwrap());
+    assert!((0.95..1.4).contains(&elapsed) && (70.0..106.0).contains(&rate), "elapsed {elapsed}, rate {rate}");
+    // Due every 20 ms, served every 100 ms by one connection: the queue shows in the
+    // response times, counted from when each request was due (no coordinated omission).
+    let (_, j, _) = bench(&["--rate", "50", "-n", "20", "-c", "1", "--json", &url("/slow")]);
+    let (p50, p100) = (j["percentiles_ms"]["50"].as_f64().unwrap(), j["percentiles_ms"]["100"].as_f64().unwrap());
+    assert!(p50 > 500.0 && p100 > 1400.0, "p50 {p50}, p100 {p100}: the queue must count");
+    // Users rising from 1 to 4 over 2 s, each at ~10 requests a second: more in the second second.
+    let (_, j, _) = bench(&["--ramp", "1-4:2", "--json", &url("/slow")]);
+    let series = j["series"].as_array().unwrap();
+    let per = |i: usize| series.get(i).and_then(|s| s["responses"].as_u64()).unwrap_or(0);
+    assert!(per(1) > per(0) + 5, "series {series:?}");
+    let elapsed = j["elapsed_time"].as_f64().unwrap();
+    assert!((1.9..2.6).contains(&elapsed), "elapsed {elapsed}");
+    let conc = j["concurrency"].as_f64().unwrap();
+    assert!((1.3..3.6).contains(&conc), "concurrency {conc}");
+}
+
+#[test]
 fn refused_connections_and_bad_input() {
     let port = free_port();
     let (code, j, _) = bench(&["-n", "5", "-c", "1", "--json", &format!("http://127.0.0.1:{port}/")]);
     assert_eq!(code, 0);
     assert_eq!(j["errors"]["connect"], 5);
+    // For a duration, refused again and again: counted, bounded, no crash.
+    let t = Instant::now();
+    let (code, j, _) = bench(&["-t", "1", "-c", "2", "--json", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(code, 0);
+    assert!(j["errors"]["connect"].as_u64().unwrap() > 2 && t.elapsed() < Duration::from_secs(3));
     for bad in ["not a url", "ftp://127.0.0.1/"] {
         let (code, _, err) = bench(&[bad]);
         assert_eq!(code, 2);
