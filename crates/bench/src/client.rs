@@ -8,6 +8,7 @@ use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
@@ -44,6 +45,8 @@ pub struct Plan {
     /// Users rising linearly from the first number to the second over the
     /// duration (connections beyond the current number wait).
     pub ramp: Option<(usize, usize, Duration)>,
+    /// Requests finished so far (responses and errors), for a progress bar.
+    pub progress: Arc<AtomicU64>,
 }
 
 enum State {
@@ -119,6 +122,7 @@ fn drive(plan: &Plan, connections: usize, thread: usize, threads: usize, issued:
     let mut run = Run { plan, issued, stop, begin, end: plan.duration.map(|d| begin + d), epoll, conns, stats: Stats::default(), next_target: thread, thread, threads };
     let mut events = vec![EpollEvent::empty(); 256];
     let mut scratch = vec![0u8; 64 * 1024];
+    let mut reported = 0u64;
     loop {
         let now = Instant::now();
         if run.end.is_some_and(|e| now >= e) {
@@ -140,6 +144,9 @@ fn drive(plan: &Plan, connections: usize, thread: usize, threads: usize, issued:
             break;
         }
         let ms = wait.as_millis().clamp(1, 20) as u16;
+        let finished = run.stats.responses() + run.stats.failed();
+        run.plan.progress.fetch_add(finished - reported, Ordering::Relaxed);
+        reported = finished;
         let n = run.epoll.wait(&mut events, EpollTimeout::from(ms)).unwrap_or(0);
         for ev in &events[..n] {
             run.ready(ev.data() as usize, &mut scratch);

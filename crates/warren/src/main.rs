@@ -210,6 +210,35 @@ fn main() -> ExitCode {
     run(settings, &warnings, reload)
 }
 
+/// A progress bar on the terminal's standard error, redrawn four times a second.
+fn progress_bar(
+    done: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    requests: Option<u64>,
+    duration: Option<std::time::Duration>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    use std::io::Write as _;
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || {
+        let begin = std::time::Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            let n = done.load(Ordering::Relaxed);
+            let t = begin.elapsed();
+            let part = match (requests, duration) {
+                (Some(r), _) => n as f64 / r.max(1) as f64,
+                (None, Some(d)) => t.as_secs_f64() / d.as_secs_f64().max(1e-9),
+                (None, None) => 0.0,
+            }
+            .min(1.0);
+            let filled = (part * 30.0) as usize;
+            eprint!("\r[{}{}] {n} requests, {:.1} s ", "#".repeat(filled), " ".repeat(30 - filled), t.as_secs_f64());
+            let _ = std::io::stderr().flush();
+        }
+        eprint!("\r{}\r", " ".repeat(60));
+    })
+}
+
 fn parse_rate(v: &str) -> Result<f64, String> {
     match v.parse::<f64>() {
         Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
@@ -261,6 +290,7 @@ fn bench(args: &BenchArgs) -> ExitCode {
         duration,
         rate: *rate,
         ramp: *ramp,
+        progress: std::sync::Arc::default(),
         keep_alive: *keep_alive,
         timeout: *timeout,
         threads: threads.unwrap_or(cpus),
@@ -278,8 +308,13 @@ fn bench(args: &BenchArgs) -> ExitCode {
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = source.map(|src| warren_bench::memory::watch(src, stop.clone()));
+    // SAFETY: isatty only looks at the descriptor.
+    let bar = (!*json && unsafe { libc::isatty(2) } == 1).then(|| progress_bar(plan.progress.clone(), plan.requests, plan.duration, stop.clone()));
     let (stats, elapsed) = warren_bench::client::run(&plan);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(b) = bar {
+        let _ = b.join();
+    }
     let memory = watcher.and_then(|w| w.join().ok());
     let summary = warren_bench::Summary { stats: &stats, elapsed, memory };
     if *json {
