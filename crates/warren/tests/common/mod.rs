@@ -179,34 +179,30 @@ impl Server {
 
     /// SIGTERM and wait; returns the exit status code.
     pub fn stop(&mut self) -> Option<i32> {
-        let mut child = self.child.take()?;
-        unsafe_kill(child.id(), 15);
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(st)) = child.try_wait() {
-                return st.code();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        None
+        terminate(self.child.take()?, Duration::from_secs(15))
     }
+}
+
+/// SIGTERM, then SIGKILL if `child` has not exited within `wait`; its exit
+/// code if it exited by itself.
+pub fn terminate(mut child: Child, wait: Duration) -> Option<i32> {
+    unsafe_kill(child.id(), 15);
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            unsafe_kill(c.id(), 15);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.child.take() {
+            terminate(c, Duration::from_secs(10));
         }
     }
 }
@@ -490,17 +486,8 @@ impl Fpm {
     }
 
     fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            unsafe_kill(c.id(), 15);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.child.take() {
+            terminate(c, Duration::from_secs(10));
         }
     }
 }
