@@ -9,18 +9,22 @@
 //!   on its event loop.
 //! - [`Outcome::Blocking`]: work that may block for long (directory listings
 //!   now), run on a worker thread.
-//! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`): run on a thread
-//!   that owns the connection for its duration, reading the request body
-//!   through [`RequestBody`] and answering with a [`Body::Stream`] that the
-//!   MPM sends as the application writes it.
+//! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`), to php-fpm or the
+//!   like or to one of warren's own pools ([`fastcgi::PoolDispatch`]): run on
+//!   a thread that owns the connection for its duration, reading the request
+//!   body through [`RequestBody`] and answering with a [`Body::Stream`] that
+//!   the MPM sends as the application writes it; or, without a body, relayed
+//!   by the event loop with the sans-IO [`fastcgi::ResponseReader`].
 //!
 //! A [`Response`] is a plan: status, headers and a [`Body`] that may be bytes
 //! or ranges of an open file, so each MPM does the I/O its own way (blocking
 //! writes, or non-blocking writes and sendfile with write completion).
 //!
-//! Modules: `fastcgi` (the proxy to FastCGI applications), `static_files` (conditionals, ranges, files), `errors` (error
-//! pages and ErrorDocument), `listing` (Options Indexes), `path` (decoding
-//! and normalising URL paths), `mime`, `logs` (error and access logs).
+//! Modules: `fastcgi` (the proxy to FastCGI applications), `pool_status`
+//! (the status page of warren's own pools), `static_files` (conditionals,
+//! ranges, files), `errors` (error pages and ErrorDocument), `listing`
+//! (Options Indexes), `path` (decoding and normalising URL paths), `mime`,
+//! `logs` (error and access logs), `status` (server-status).
 
 pub mod errors;
 pub mod fastcgi;

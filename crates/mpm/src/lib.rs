@@ -15,6 +15,11 @@
 //! - [`blocking`]: one connection served by one thread with blocking I/O,
 //!   used by [`prefork`] (one per child) and [`worker`] (ThreadsPerChild
 //!   threads fed by a listener thread).
+//! - FastCGI: [`gateway`] runs an exchange on a thread that owns the
+//!   connection (prefork, worker, and event for requests with a body);
+//!   [`upstream`] relays one on the event loop without blocking; and
+//!   [`pool_wait`] parks event-loop requests waiting for a child of one of
+//!   warren's own pools.
 //!
 //! The HTTP rules come from `warren-http`; what to answer comes from
 //! `warren-handler`. This crate only moves bytes and manages processes.
