@@ -44,7 +44,7 @@ pub struct Host {
 
 pub struct Site {
     pub settings: Settings,
-    /// hosts[0] is the main server; the virtual hosts follow in config order.
+    /// `hosts[0]` is the main server; the virtual hosts follow in config order.
     pub hosts: Vec<Host>,
     pub mime: MimeTypes,
     pub server_header: String,
