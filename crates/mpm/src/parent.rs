@@ -558,35 +558,14 @@ impl Parent {
 }
 
 /// Started as root with User/Group set, children run as that user.
-/// The user and group the server's children run as, when the parent is root
-/// and User is set: the pools' sockets are made theirs.
-fn server_owner(user: Option<&str>, group: Option<&str>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
+/// The account the server's children run as: User (a name or `#uid`) and
+/// Group (else the user's group). None when User is not set or the parent
+/// is not root, as then nobody changes user.
+fn server_account(user: Option<&str>, group: Option<&str>) -> Result<Option<(nix::unistd::User, nix::unistd::Gid)>, String> {
     use nix::unistd::{getuid, Group, User};
-    let user = user?;
+    let Some(user) = user else { return Ok(None) };
     if !getuid().is_root() {
-        return None;
-    }
-    let u = match user.strip_prefix('#') {
-        Some(n) => User::from_uid(n.parse::<u32>().ok()?.into()),
-        None => User::from_name(user),
-    }
-    .ok()
-    .flatten()?;
-    let gid = match group {
-        Some(g) => match g.strip_prefix('#') {
-            Some(n) => n.parse::<u32>().ok()?.into(),
-            None => Group::from_name(g).ok().flatten()?.gid,
-        },
-        None => u.gid,
-    };
-    Some((u.uid, gid))
-}
-
-fn drop_privileges(user: Option<&str>, group: Option<&str>) -> Result<(), String> {
-    use nix::unistd::{getuid, initgroups, setgid, setuid, Group, User};
-    let Some(user) = user else { return Ok(()) };
-    if !getuid().is_root() {
-        return Ok(());
+        return Ok(None);
     }
     let found = match user.strip_prefix('#') {
         Some(n) => User::from_uid(n.parse::<u32>().map_err(|_| format!("bad User {user}"))?.into()),
@@ -600,6 +579,18 @@ fn drop_privileges(user: Option<&str>, group: Option<&str>) -> Result<(), String
         },
         None => u.gid,
     };
+    Ok(Some((u, gid)))
+}
+
+/// The user and group the server's children run as, when the parent is root
+/// and User is set: the pools' sockets are made theirs.
+fn server_owner(user: Option<&str>, group: Option<&str>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
+    server_account(user, group).ok().flatten().map(|(u, gid)| (u.uid, gid))
+}
+
+fn drop_privileges(user: Option<&str>, group: Option<&str>) -> Result<(), String> {
+    use nix::unistd::{initgroups, setgid, setuid};
+    let Some((u, gid)) = server_account(user, group)? else { return Ok(()) };
     setgid(gid).map_err(|e| format!("setgid({gid}) failed: {e}"))?;
     let cname = std::ffi::CString::new(u.name.clone()).map_err(|_| "bad user name".to_string())?;
     initgroups(&cname, gid).map_err(|e| format!("initgroups failed: {e}"))?;
