@@ -227,6 +227,11 @@ pub struct GatewayError {
 }
 
 impl GatewayError {
+    /// The application could not be reached: 503.
+    pub fn connect(backend: &str, e: &io::Error) -> GatewayError {
+        GatewayError { status: 503, why: format!("FastCGI: failed to make connection to backend {backend}: {e}") }
+    }
+
     pub fn io(what: &str, addr: &FcgiAddr, e: &io::Error) -> GatewayError {
         let status = match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => 504,
@@ -403,7 +408,7 @@ impl Site {
             Some(c) => c,
             None => {
                 let s = BackendStream::connect(addr, gw.timeout).map_err(|e| {
-                    Failed::Backend(GatewayError { status: 503, why: format!("FastCGI: failed to make connection to backend {}: {e}", describe(addr)) })
+                    Failed::Backend(GatewayError::connect(&describe(addr), &e))
                 })?;
                 let mut c = Client::new(s);
                 begin(&mut c).map_err(|e| Failed::Backend(GatewayError::io("sending the request to", addr, &e)))?;

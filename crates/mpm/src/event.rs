@@ -540,20 +540,8 @@ impl EventLoop {
     fn proxy(&mut self, slot: usize, gw: Box<Gateway>) {
         let c = self.conns[slot].as_mut().expect("conn");
         let reader = self.site.response_reader(&gw, &c.info);
-        let timeout = gw.timeout;
         match Upstream::start(gw, reader, self.site.pools.get()) {
-            Ok(up) => {
-                let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
-                if let Err(e) = self.epoll.add(up.fd(), EpollEvent::new(flags, TOKEN_UPSTREAM + slot as u64)) {
-                    let err = GatewayError { status: 503, why: format!("FastCGI: cannot watch the connection to {}: {e}", up.gateway.backend_name()) };
-                    c.upstream = Some(Box::new(up));
-                    self.fail_upstream(slot, &err);
-                    return;
-                }
-                c.upstream = Some(Box::new(up));
-                c.phase = Phase::Proxying;
-                c.deadline = Instant::now() + timeout;
-            }
+            Ok(up) => self.attach(slot, up),
             Err((gw, NotHere::UseWorker)) => match (&gw.backend.addr, self.site.pools.get()) {
                 // A pool with no idle child: the request waits on the loop.
                 (FcgiAddr::Pool(name), Some(d)) => match d.join_queue(name) {
@@ -574,13 +562,35 @@ impl EventLoop {
                 },
                 _ => self.lend(slot, gw),
             },
-            Err((gw, NotHere::Failed(e))) => {
-                let err = GatewayError { status: 503, why: format!("FastCGI: failed to make connection to backend {}: {e}", gw.backend_name()) };
-                let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                let resp = self.site.gateway_failed(&gw, head, &c.info, &err);
-                self.respond(slot, resp);
+            Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
+        }
+    }
+
+    /// Starts relaying on the loop: the application's socket joins the epoll.
+    fn attach(&mut self, slot: usize, up: Upstream) {
+        let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
+        let added = self.epoll.add(up.fd(), EpollEvent::new(flags, TOKEN_UPSTREAM + slot as u64));
+        let timeout = up.gateway.timeout;
+        let c = self.conns[slot].as_mut().expect("conn");
+        c.upstream = Some(Box::new(up));
+        match added {
+            Ok(()) => {
+                c.phase = Phase::Proxying;
+                c.deadline = Instant::now() + timeout;
+            }
+            Err(e) => {
+                let why = format!("FastCGI: cannot watch the connection to {}: {e}", c.upstream.as_ref().expect("upstream").gateway.backend_name());
+                self.fail_upstream(slot, &GatewayError { status: 503, why });
             }
         }
+    }
+
+    /// Answers with the error of an exchange that could not start.
+    fn gateway_error(&mut self, slot: usize, gw: &Gateway, e: &GatewayError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let resp = self.site.gateway_failed(gw, head, &c.info, e);
+        self.respond(slot, resp);
     }
 
     /// A relayed exchange ended (and gave back its pool child, if it had
@@ -602,9 +612,7 @@ impl EventLoop {
             let (slot, generation, pool) = (p.slot, p.generation, p.pool.clone());
             let alive = matches!(&self.conns.get(slot), Some(Some(c)) if c.generation == generation && c.parked.is_some());
             if !alive {
-                self.pool_waits.parked.remove(i);
-                self.pool_waits.unparked(&pool);
-                d.leave_queue(&pool);
+                self.pool_waits.unpark(i, &d);
                 continue;
             }
             if busy_pools.contains(&pool) && p.deadline > now {
@@ -615,52 +623,35 @@ impl EventLoop {
             let gw = c.parked.take().expect("parked");
             let timed_out = p.deadline <= now;
             let reader = self.site.response_reader(&gw, &c.info);
-            let timeout = gw.timeout;
             let started = if timed_out { Err((gw, NotHere::UseWorker)) } else { Upstream::start(gw, reader, Some(&d)) };
-            match started {
-                Err((gw, NotHere::UseWorker)) if !timed_out => {
+            if let Err((gw, NotHere::UseWorker)) = started {
+                if !timed_out {
                     // Still none free: the rest of this pool's queue waits too.
                     c.parked = Some(gw);
                     busy_pools.push(pool);
                     i += 1;
                     continue;
                 }
-                Err((gw, why)) => {
-                    self.pool_waits.parked.remove(i);
-                    self.pool_waits.unparked(&pool);
-                    d.leave_queue(&pool);
-                    c.waiting_worker = false;
-                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                    let resp = match why {
-                        NotHere::Failed(e) => {
-                            let err = GatewayError { status: 503, why: format!("FastCGI: failed to make connection to {}: {e}", gw.backend_name()) };
-                            self.site.gateway_failed(&gw, head, &c.info, &err)
-                        }
-                        NotHere::UseWorker => self.site.pool_unavailable(&gw, head, &c.info, &pool, PoolBusy::Timeout),
-                    };
-                    self.respond(slot, resp);
-                    self.drive(slot);
-                }
-                Ok(up) => {
-                    self.pool_waits.parked.remove(i);
-                    self.pool_waits.unparked(&pool);
-                    d.leave_queue(&pool);
-                    c.waiting_worker = false;
-                    let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
-                    let added = self.epoll.add(up.fd(), EpollEvent::new(flags, TOKEN_UPSTREAM + slot as u64));
-                    c.upstream = Some(Box::new(up));
-                    if let Err(e) = added {
-                        let err = GatewayError { status: 503, why: format!("FastCGI: cannot watch a pool connection: {e}") };
-                        self.fail_upstream(slot, &err);
-                    } else {
-                        c.phase = Phase::Proxying;
-                        c.deadline = Instant::now() + timeout;
-                        // Events that came while parked were set aside.
-                        c.readable = true;
-                    }
-                    self.drive(slot);
-                }
+                self.pool_waits.unpark(i, &d);
+                self.conns[slot].as_mut().expect("conn").waiting_worker = false;
+                let c = self.conns[slot].as_ref().expect("conn");
+                let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                let resp = self.site.pool_unavailable(&gw, head, &c.info, &pool, PoolBusy::Timeout);
+                self.respond(slot, resp);
+                self.drive(slot);
+                continue;
             }
+            self.pool_waits.unpark(i, &d);
+            let c = self.conns[slot].as_mut().expect("conn");
+            c.waiting_worker = false;
+            // Events that came while parked were set aside.
+            c.readable = true;
+            match started {
+                Ok(up) => self.attach(slot, up),
+                Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
+                Err((_, NotHere::UseWorker)) => unreachable!("handled above"),
+            }
+            self.drive(slot);
         }
     }
 
@@ -748,10 +739,7 @@ impl EventLoop {
         match up.check_connected() {
             Ok(true) => {}
             Ok(false) => return Relay::Wait,
-            Err(e) => {
-                let why = format!("FastCGI: failed to make connection to backend {}: {e}", up.gateway.backend_name());
-                return Relay::Failed(GatewayError { status: 503, why });
-            }
+            Err(e) => return Relay::Failed(GatewayError::connect(&up.gateway.backend_name(), &e)),
         }
         match up.send_request() {
             Ok(true) => {}

@@ -75,11 +75,14 @@ impl PoolWaits {
         self.parked.push_back(p);
     }
 
-    /// A parked request left (leased, timed out, or gone).
-    pub fn unparked(&self, pool: &str) {
-        if let Some(w) = self.watchers.get(pool) {
+    /// Takes parked request `i` off this loop's queue and the pool's
+    /// (leased, timed out, or gone).
+    pub fn unpark(&mut self, i: usize, dispatch: &Arc<dyn PoolDispatch>) {
+        let Some(p) = self.parked.remove(i) else { return };
+        if let Some(w) = self.watchers.get(&p.pool) {
             w.parked.fetch_sub(1, Ordering::AcqRel);
         }
+        dispatch.leave_queue(&p.pool);
     }
 
     /// Clears the wake-up counter.
