@@ -343,23 +343,15 @@ impl Site {
 
     /// Runs a FastCGI request: the body to the application, its answer back.
     pub fn run_gateway(&self, gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
-        let host = gw.host;
-        let spooled = match spool(body) {
-            Ok(s) => s,
-            Err(e) => {
-                let mut r = self.error(host, e.status, head, conn, &e.reason);
-                r.close = true;
-                return r;
-            }
-        };
-        match self.exchange(&gw, conn, body, spooled) {
+        let answer = spool(body).map_err(Failed::Client).and_then(|spooled| self.exchange(&gw, conn, body, spooled));
+        match answer {
             Ok(Answer::Response(r)) => r,
             Ok(Answer::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
             // The MPM closes the connection if the client's body was left half read.
             Err(Failed::Backend(f)) => self.gateway_failed(&gw, head, conn, &f),
             Err(Failed::Pool(name, why)) => self.pool_unavailable(&gw, head, conn, &name, why),
             Err(Failed::Client(e)) => {
-                let mut r = self.error(host, e.status, head, conn, &e.reason);
+                let mut r = self.error(gw.host, e.status, head, conn, &e.reason);
                 r.close = true;
                 r
             }
