@@ -165,9 +165,9 @@ fn drive(plan: &Plan, connections: usize, thread: usize, threads: usize, issued:
 
 /// A parsed response head: status, the body's framing (None: until
 /// close), whether the connection closes after, and the head's length.
-type Head = (u16, Option<BodyDecoder>, bool, usize);
+pub(crate) type Head = (u16, Option<BodyDecoder>, bool, usize);
 
-fn parse_head(buf: &[u8], head_only: bool) -> Result<Option<Head>, ()> {
+pub(crate) fn parse_head(buf: &[u8], head_only: bool) -> Result<Option<Head>, ()> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut r = httparse::Response::new(&mut headers);
     let used = match r.parse(buf) {

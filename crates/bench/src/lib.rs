@@ -10,10 +10,25 @@
 //!   `--server-cgroup`).
 //! - [`build_plan`] turns URLs (or a siege URL file) and options into
 //!   targets with their requests.
+//!
+//! `warren bench --suite FILE` compares servers:
+//! - [`suite`]: the suite file -> [`suite::Suite`] (server set-ups and
+//!   scenarios);
+//! - [`servers`]: starts and stops warren, nginx and Apache (and the
+//!   php-fpm pool they share) with equivalent configurations;
+//! - [`runner`]: each scenario against each server -> [`runner::Results`];
+//! - [`report`]: report.md, report.html, SVG charts and raw JSON;
+//! - [`probe`]: single blocking requests (readiness checks, a page's
+//!   images, the idle-connections scenario).
 
 pub mod client;
 pub mod memory;
+pub mod probe;
+pub mod report;
+pub mod runner;
+pub mod servers;
 pub mod stats;
+pub mod suite;
 
 use std::net::ToSocketAddrs;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! The server's memory during a run, sampled once a second: the PSS of a
 //! process and all its descendants (`--server-pid`), or a cgroup's
-//! `memory.current` (`--server-cgroup`, cgroup v2).
+//! `memory.current` (`--server-cgroup`, cgroup v2), or part of a process
+//! tree by command name (the suite counts a server's PHP workers apart).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +12,9 @@ use std::time::Duration;
 pub enum Source {
     Pid(u32),
     Cgroup(PathBuf),
+    /// The processes of `root`'s tree whose command name (`/proc/PID/comm`)
+    /// is among `names` (`only`), or is not (`!only`).
+    Part { root: u32, names: Vec<String>, only: bool },
 }
 
 /// Peak and mean of the samples, in bytes.
@@ -48,19 +52,27 @@ fn tree(root: u32) -> Vec<u32> {
 /// One sample in bytes; None if the process or cgroup is gone.
 pub fn sample(src: &Source) -> Option<u64> {
     match src {
-        Source::Pid(pid) => {
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                return None;
-            }
-            let kb: u64 = tree(*pid)
-                .iter()
-                .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok())
-                .filter_map(|t| t.lines().find(|l| l.starts_with("Pss:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
-                .sum();
-            Some(kb * 1024)
-        }
+        Source::Pid(pid) => tree_pss(*pid, |_| true),
+        Source::Part { root, names, only } => tree_pss(*root, |pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            names.iter().any(|n| n == comm.trim()) == *only
+        }),
         Source::Cgroup(dir) => std::fs::read_to_string(dir.join("memory.current")).ok()?.trim().parse().ok(),
     }
+}
+
+/// The PSS in bytes of the processes of `root`'s tree that `counts`.
+fn tree_pss(root: u32, counts: impl Fn(u32) -> bool) -> Option<u64> {
+    if !std::path::Path::new(&format!("/proc/{root}")).exists() {
+        return None;
+    }
+    let kb: u64 = tree(root)
+        .into_iter()
+        .filter(|p| counts(*p))
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok())
+        .filter_map(|t| t.lines().find(|l| l.starts_with("Pss:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .sum();
+    Some(kb * 1024)
 }
 
 /// Samples every second until `stop`.
@@ -96,5 +108,8 @@ mod tests {
         assert!(b > 100 * 1024, "{b}");
         assert!(tree(me).contains(&me));
         assert_eq!(sample(&Source::Pid(u32::MAX - 1)), None);
+        let comm = std::fs::read_to_string(format!("/proc/{me}/comm")).unwrap().trim().to_string();
+        assert_eq!(sample(&Source::Part { root: me, names: vec![comm.clone()], only: false }), Some(0));
+        assert!(sample(&Source::Part { root: me, names: vec![comm], only: true }).unwrap() > 100 * 1024);
     }
 }

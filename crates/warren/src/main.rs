@@ -57,8 +57,15 @@ enum Command {
 #[derive(clap::Args, Debug)]
 struct BenchArgs {
     /// http:// URLs, requested in turn.
-    #[arg(required_unless_present = "url_file")]
+    #[arg(required_unless_present_any = ["url_file", "suite"])]
     urls: Vec<String>,
+    /// Compare servers: start each set-up a suite file names (warren under
+    /// each MPM, nginx, Apache), run its scenarios, write a report.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["urls", "url_file"])]
+    suite: Option<PathBuf>,
+    /// Where --suite writes report.md, report.html, its SVG charts and JSON.
+    #[arg(long, value_name = "DIR", default_value = "warren-report")]
+    out: PathBuf,
     /// Requests in all (default: 1000 unless -t is given).
     #[arg(short = 'n')]
     requests: Option<u64>,
@@ -248,7 +255,10 @@ fn parse_rate(v: &str) -> Result<f64, String> {
 
 /// `warren bench`.
 fn bench(args: &BenchArgs) -> ExitCode {
-    let BenchArgs { urls, requests, concurrency, time, keep_alive, header, method, body_file, rate, ramp, url_file, server_pid, server_cgroup, timeout, threads, json } = args;
+    let BenchArgs { urls, suite, out, requests, concurrency, time, keep_alive, header, method, body_file, rate, ramp, url_file, server_pid, server_cgroup, timeout, threads, json } = args;
+    if let Some(file) = suite {
+        return bench_suite(file, out);
+    }
     let body = match body_file {
         Some(p) => match std::fs::read(p) {
             Ok(b) => Some(b),
@@ -322,6 +332,40 @@ fn bench(args: &BenchArgs) -> ExitCode {
     } else {
         print!("{}", summary.text());
     }
+    ExitCode::SUCCESS
+}
+
+/// `warren bench --suite FILE`: progress on stderr, the report in `out`.
+fn bench_suite(file: &Path, out: &Path) -> ExitCode {
+    let suite = match std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display())).and_then(|t| warren_bench::suite::parse(&t, &file.display().to_string()).map_err(|e| e.to_string())) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warren bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let warren = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("warren bench: cannot find the warren binary: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let began = Instant::now();
+    let log = |line: &str| eprintln!("[{:>5.0} s] {line}", began.elapsed().as_secs_f64());
+    let results = match warren_bench::runner::run(&suite, warren, &log) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("warren bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let title = format!("warren bench --suite {}", file.file_name().map_or(file.display().to_string(), |n| n.to_string_lossy().into_owned()));
+    if let Err(e) = warren_bench::report::write(&results, out, &title) {
+        eprintln!("warren bench: {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!("report: {}", out.join("report.html").display());
     ExitCode::SUCCESS
 }
 
