@@ -133,7 +133,7 @@ pub fn run(suite: &Suite, warren: PathBuf, log: &dyn Fn(&str)) -> Result<Results
                     Err(e) => error = Some(e),
                 }
                 // Let the last connections close before the next run.
-                std::thread::sleep(Duration::from_secs(1));
+                std::thread::sleep(Duration::from_millis(500));
             }
             let rates: Vec<f64> = runs.iter().map(|f| f.rate).collect();
             runs.sort_by(|a, b| a.rate.total_cmp(&b.rate));

@@ -21,6 +21,8 @@ use crate::suite::{Mpm, Php, ServerSpec, Software};
 pub const INDEX_HTML: &str = "<html><body><h1>It works!</h1></body></html>\n";
 /// What the PHP scenarios run.
 pub const HELLO_PHP: &str = "<?php echo \"Hello World\";";
+/// A stand-in for an application's page (the ramp): 20 ms in PHP, 10 KB out.
+pub const APP_PHP: &str = "<?php usleep(20000); echo str_repeat(\"<p>A paragraph of an application's page.</p>\\n\", 240);";
 /// page-240: the page and its images.
 pub const PAGE_IMAGES: usize = 240;
 /// A 1x1 PNG, the same for every image of the page.
@@ -57,6 +59,16 @@ impl Drop for Running {
     fn drop(&mut self) {
         stop(&mut self.child);
     }
+}
+
+/// Starts `cmd` so that it is told to stop (SIGTERM) if warren bench dies
+/// first, interrupted or killed, rather than keep the port and the CPUs.
+fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    // SAFETY: between fork and exec the closure only makes one system call.
+    unsafe {
+        cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from));
+    }
+    cmd.spawn()
 }
 
 fn stop(child: &mut Child) {
@@ -124,6 +136,7 @@ impl Stack {
         let mut stack = Stack { dir, port, warren, fpm: None };
         write(&site.join("index.html"), INDEX_HTML)?;
         write(&site.join("hello.php"), HELLO_PHP)?;
+        write(&site.join("app.php"), APP_PHP)?;
         write(&site.join("file100k.bin"), (0..102_400u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect::<Vec<u8>>())?;
         let mut page = String::from("<!DOCTYPE html>\n<html><head><title>240 images</title></head><body>\n");
         for i in 0..PAGE_IMAGES {
@@ -167,7 +180,7 @@ impl Stack {
                 sock = sock.display()
             ),
         )?;
-        let child = Command::new(&bin).args(["-R", "-F", "-y"]).arg(&conf).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+        let child = spawn(Command::new(&bin).args(["-R", "-F", "-y"]).arg(&conf).stdout(Stdio::null()).stderr(Stdio::null())).map_err(|e| format!("{}: {e}", bin.display()))?;
         self.fpm = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while !sock.exists() {
@@ -210,7 +223,7 @@ impl Stack {
             }
         };
         let err_log = log.try_clone().map_err(|e| e.to_string())?;
-        let child = cmd.stdin(Stdio::null()).stdout(log).stderr(err_log).spawn().map_err(|e| format!("{}: cannot start: {e}", spec.name))?;
+        let child = spawn(cmd.stdin(Stdio::null()).stdout(log).stderr(err_log)).map_err(|e| format!("{}: cannot start: {e}", spec.name))?;
         let running = Running { name: spec.name.clone(), child };
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {

@@ -177,3 +177,96 @@ fn against_warren_with_the_siege_report() {
     }
     assert!(text.contains("500 hits") && text.contains("100.00 %"), "{text}");
 }
+
+/// `--suite`: warren under each MPM (with php-fpm and with its own pool)
+/// and nginx when it is installed, started by the suite itself; the report
+/// holds every figure, and no server is left running.
+#[test]
+fn suite_runs_each_setup_and_writes_the_report() {
+    let dir = TempDir::new("suite");
+    let port = free_port();
+    let suite = dir.write(
+        "mini.suite",
+        format!(
+            "Port {port}\nWarmup 0s\nDuration 1s\nBaseline warren-event\n\
+             <Server warren-event>\n Software warren\n MPM event\n</Server>\n\
+             <Server warren-worker>\n Software warren\n MPM worker\n</Server>\n\
+             <Server warren-prefork-pool>\n Software warren\n MPM prefork\n PHP pool\n</Server>\n\
+             <Server nginx>\n Software nginx\n</Server>\n\
+             <Scenario static-ka>\n URL /index.html\n Concurrency 8\n KeepAlive On\n</Scenario>\n\
+             <Scenario php>\n URL /hello.php\n Concurrency 4\n Requests 200\n Repeat 2\n</Scenario>\n\
+             <Scenario page-240>\n Page /page-240.html\n Concurrency 4\n KeepAlive On\n</Scenario>\n\
+             <Scenario idle-50>\n Idle 50\n URL /index.html\n Samples 3\n</Scenario>\n\
+             <Scenario ramp>\n URL /app.php\n Ramp 1-8:2\n KeepAlive On\n</Scenario>\n"
+        ),
+    );
+    let out_dir = dir.0.join("report");
+    let out = Command::new(BIN).args(["bench", "--suite", suite.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    let nginx = std::path::Path::new("/usr/sbin/nginx").exists();
+
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap()).unwrap();
+    let results = results["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4 * 5);
+    for r in results {
+        let (server, scenario) = (r["server"].as_str().unwrap(), r["scenario"].as_str().unwrap());
+        if server == "nginx" && !nginx {
+            assert!(r["error"].as_str().unwrap().contains("nginx is not installed"), "{r}");
+            continue;
+        }
+        assert!(r["server_memory"]["peak_mb"].as_f64().unwrap() > 0.5, "{server} {scenario}: {r}");
+        assert!(r["php_memory"]["peak_mb"].as_f64().unwrap() > 1.0, "{server} {scenario}: {r}");
+        if scenario == "idle-50" {
+            assert_eq!(r["idle_connections"], 50, "{server}: {r}");
+            assert!(r["fresh_request_ms"].as_f64().unwrap() > 0.0, "{server}: {r}");
+            continue;
+        }
+        assert_eq!(r["failed_transactions"], 0, "{server} {scenario}: {r}");
+        assert_eq!(r["availability"], 100.0, "{server} {scenario}: {r}");
+        assert!(r["transaction_rate"].as_f64().unwrap() > 10.0, "{server} {scenario}: {r}");
+        match scenario {
+            // A count of requests, run twice: the median run is kept.
+            "php" => {
+                assert_eq!(r["transactions"], 200, "{server}: {r}");
+                assert_eq!(r["runs_transaction_rate"].as_array().unwrap().len(), 2);
+            }
+            // The page's 240 images are requested, not only the page.
+            "page-240" => assert!(r["data_transferred"].as_f64().unwrap() * 1048576.0 / r["transactions"].as_f64().unwrap() < 200.0, "{server}: {r}"),
+            // Each app.php takes 20 ms: eight users at most make ~400 a second.
+            "ramp" => {
+                let series = r["series"].as_array().unwrap();
+                assert!(series.len() >= 2 && r["transaction_rate"].as_f64().unwrap() < 500.0, "{server}: {r}");
+                assert!(series[1]["responses"].as_u64() > series[0]["responses"].as_u64(), "users rise: {r}");
+            }
+            _ => {}
+        }
+        assert!(out_dir.join("json").join(format!("{server}--{scenario}.json")).exists());
+    }
+
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    for part in ["## Requests per second", "| scenario | warren-event | warren-worker | warren-prefork-pool | nginx |", "| static-ka | ", "(1.00x)", "## Response times", "## Memory", "## Idle connections", "![ramp.svg](ramp.svg)"] {
+        assert!(md.contains(part), "{part} missing in\n{md}");
+    }
+    if !nginx {
+        assert!(md.contains("## Not measured") && md.contains("nginx is not installed"), "{md}");
+    }
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 5, "throughput, latency, memory, idle, ramp");
+    assert!(html.contains("<table>") && html.ends_with("</html>\n"));
+    for chart in ["throughput", "latency", "memory", "idle", "ramp"] {
+        let svg = std::fs::read_to_string(out_dir.join(format!("{chart}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"") && svg.trim_end().ends_with("</svg>"), "{chart}");
+        assert!(svg.contains("warren-prefork-pool"), "{chart}");
+    }
+    // Every server it started has stopped.
+    let left = Command::new("pgrep").args(["-f", "warren-suite"]).output().unwrap();
+    assert!(left.stdout.is_empty(), "left running: {}", String::from_utf8_lossy(&left.stdout));
+
+    // A mistake in the suite file: one line naming file and line, nothing started.
+    let bad = dir.write("bad.suite", "<Server w>\n Software lighttpd\n</Server>\n");
+    let out = Command::new(BIN).args(["bench", "--suite", bad.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(err.trim(), format!("warren bench: {}:2: Software: 'lighttpd' is not warren, nginx or apache", bad.display()));
+}
