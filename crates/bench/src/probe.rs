@@ -85,7 +85,8 @@ pub fn image_links(html: &str) -> Vec<String> {
 /// What the idle scenario saw.
 #[derive(Clone, Debug, Default)]
 pub struct Idle {
-    /// Connections that got their first response and were left open.
+    /// Connections that got their first response and that the server
+    /// still held open when the fresh requests were made.
     pub held: usize,
     /// Connections that could not be opened or got no 200.
     pub failed: usize,
@@ -125,7 +126,7 @@ pub fn idle(addr: SocketAddr, path: &str, connections: usize, samples: usize, ti
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     });
-    let mut result = Idle { held: opened.iter().map(|(h, _)| h.len()).sum(), failed: opened.iter().map(|(_, f)| f).sum(), fresh: Vec::new() };
+    let mut result = Idle { held: 0, failed: opened.iter().map(|(_, f)| f).sum(), fresh: Vec::new() };
     // Let the server settle with all of them idle.
     std::thread::sleep(Duration::from_millis(500));
     for _ in 0..samples {
@@ -135,13 +136,45 @@ pub fn idle(addr: SocketAddr, path: &str, connections: usize, samples: usize, ti
             _ => None,
         });
     }
-    drop(opened);
+    // A server that cannot keep them all (a process or thread each) has
+    // closed some while the others were being opened: count what it held.
+    result.held = opened.iter().flat_map(|(h, _)| h).filter(|s| still_open(s)).count();
     result
+}
+
+/// Whether the server has not closed `s` (nothing to read, no end of file).
+fn still_open(s: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    s.set_nonblocking(true).is_ok() && matches!(s.peek(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_connections_closed_by_the_server_are_not_counted() {
+        // A server that answers each connection's first request, then
+        // closes every other connection.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for (i, s) in l.incoming().flatten().enumerate() {
+                let mut s = s;
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                if i % 2 == 0 {
+                    kept.push(s);
+                }
+            }
+        });
+        let idle = idle(addr, "/", 20, 2, Duration::from_secs(5));
+        // 20 idle, of which 10 kept; the fresh requests' connections are the 21st and 22nd.
+        assert_eq!((idle.held, idle.failed, idle.fresh.len()), (10, 0, 2));
+        assert!(idle.fresh.iter().all(Option::is_some));
+    }
 
     #[test]
     fn images_of_a_page() {

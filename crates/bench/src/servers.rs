@@ -284,7 +284,8 @@ impl Stack {
         };
         let pool = match php {
             Php::Fpm => "",
-            Php::Pool => "<Pool bench>\n    Command php-cgi\n    pm static\n    pm.max_children 4\n</Pool>\n",
+            // The same queue as php-fpm's listen.backlog above.
+            Php::Pool => "<Pool bench>\n    Command php-cgi\n    pm static\n    pm.max_children 4\n    listen.backlog 4096\n</Pool>\n",
         };
         format!("{}{pool}<FilesMatch \"\\.php$\">\n    SetHandler {handler}\n</FilesMatch>\n", self.httpd_common(mpm, "warren"))
     }
