@@ -190,6 +190,8 @@ pub struct Output {
     pub queue: VecDeque<Chunk>,
     /// A streamed body, sent after the rest by whoever can block for it.
     pub streaming: Option<Streaming>,
+    /// TCP_CORK is set while a head and its file go out.
+    corked: bool,
 }
 
 impl Output {
@@ -297,6 +299,9 @@ impl Output {
     /// Writes what is pending. Ok(true): all sent; Ok(false): the socket is
     /// full (non-blocking) or its send timeout passed (blocking).
     pub fn flush(&mut self, stream: &TcpStream) -> io::Result<bool> {
+        if !self.corked && self.queue.iter().any(|c| matches!(c, Chunk::File { .. })) {
+            self.corked = set_cork(stream, true);
+        }
         loop {
             if self.wpos < self.wbuf.len() {
                 // With more to follow, MSG_MORE lets the head share a packet with the file.
@@ -319,6 +324,9 @@ impl Output {
                 None => {
                     self.wbuf.clear();
                     self.wpos = 0;
+                    if self.corked {
+                        self.corked = !set_cork(stream, false);
+                    }
                     return Ok(true);
                 }
                 Some(Chunk::Broken) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file changed while being sent")),
@@ -369,4 +377,10 @@ impl Output {
         self.queue.clear();
         self.streaming = None;
     }
+}
+
+/// TCP_CORK holds partial segments until it is lifted: a head and the file
+/// after it then reach the client in full segments and wake it once.
+fn set_cork(stream: &TcpStream, on: bool) -> bool {
+    socket2::SockRef::from(stream).set_tcp_cork(on).is_ok()
 }
