@@ -25,13 +25,24 @@ pub struct WorkerStatus {
     pub request: String,
 }
 
+/// One child process.
+#[derive(Clone, Debug)]
+pub struct ChildStatus {
+    pub slot: usize,
+    pub pid: i32,
+    pub generation: u32,
+    pub stopping: bool,
+    /// Whether it takes new connections (event MPM: see warren-mpm's `spread`).
+    pub accepting: bool,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct StatusSnapshot {
     pub mpm: &'static str,
     pub restart_time_ms: u64,
     pub generation: u32,
-    /// Live child processes (pid, generation, stopping).
-    pub processes: Vec<(i32, u32, bool)>,
+    /// Live child processes.
+    pub processes: Vec<ChildStatus>,
     /// Every slot: ServerLimit x ThreadLimit entries, `.` where nothing runs.
     pub workers: Vec<WorkerStatus>,
 }
@@ -55,7 +66,7 @@ pub fn respond(host: usize, snap: &StatusSnapshot, auto: bool, extended: bool, s
     let busy_workers = snap.workers.iter().filter(|w| busy(w.state)).count();
     let idle_workers = snap.workers.iter().filter(|w| w.state == '_').count();
     let board: String = snap.workers.iter().map(|w| w.state).collect();
-    let stopping = snap.processes.iter().filter(|p| p.2).count();
+    let stopping = snap.processes.iter().filter(|p| p.stopping).count();
     let mut r = Response::new(200, host);
     let mut out = String::new();
     if auto {
@@ -92,6 +103,15 @@ pub fn respond(host: usize, snap: &StatusSnapshot, auto: bool, extended: bool, s
         out.push('\n');
     }
     out.push_str("</pre>\n<p>Scoreboard Key:<br>\n\"<b><code>_</code></b>\" Waiting for Connection, \"<b><code>S</code></b>\" Starting up, \"<b><code>R</code></b>\" Reading Request,<br>\n\"<b><code>W</code></b>\" Sending Reply, \"<b><code>K</code></b>\" Keepalive (read), \"<b><code>D</code></b>\" DNS Lookup,<br>\n\"<b><code>C</code></b>\" Closing connection, \"<b><code>L</code></b>\" Logging, \"<b><code>G</code></b>\" Gracefully finishing,<br>\n\"<b><code>I</code></b>\" Idle cleanup of worker, \"<b><code>.</code></b>\" Open slot with no current process</p>\n");
+    // The per-process table of Apache's event MPM (the parts warren has).
+    out.push_str("<table rules=\"all\" cellpadding=\"1%\">\n<tr><th>Slot</th><th>PID</th><th>Stopping</th><th>Accepting</th><th>Threads busy</th><th>Threads idle</th></tr>\n");
+    for p in &snap.processes {
+        let threads = snap.workers.iter().filter(|w| w.process_slot == p.slot);
+        let (busy_threads, idle_threads) = threads.fold((0, 0), |(b, i), w| (b + usize::from(busy(w.state)), i + usize::from(w.state == '_')));
+        let yes_no = |b: bool| if b { "yes" } else { "no" };
+        let _ = writeln!(out, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{busy_threads}</td><td>{idle_threads}</td></tr>", p.slot, p.pid, yes_no(p.stopping), yes_no(p.accepting));
+    }
+    out.push_str("</table>\n");
     if extended {
         out.push_str("<table border=\"0\"><tr><th>Srv</th><th>PID</th><th>Acc</th><th>M</th><th>SS</th><th>Req</th><th>Bytes</th><th>Client</th><th>VHost</th><th>Request</th></tr>\n");
         let now = now_ms();

@@ -29,6 +29,7 @@ use crate::listen::{self, Listener};
 use crate::pool::{GatewayJob, Job, Outcome as PoolOutcome, WorkerPool};
 use crate::pool_wait::{Parked, PoolWaits};
 use crate::scoreboard::{Scoreboard, State};
+use crate::spread;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// How long a half-closed connection is drained before it is closed.
@@ -105,6 +106,10 @@ pub struct EventLoop {
     /// The scoreboard, and this child's process slot in it.
     sb: Arc<Scoreboard>,
     slot: usize,
+    /// The listening sockets are in the epoll set.
+    listening: bool,
+    /// ThreadsPerChild: the worker threads' scoreboard slots follow the loop's.
+    threads: usize,
 }
 
 impl EventLoop {
@@ -120,10 +125,6 @@ impl EventLoop {
         let s = &site.settings;
         let pool = WorkerPool::start(s.tuning.threads_per_child, site.clone(), sb.clone(), slot)?;
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
-        for (i, l) in listeners.iter().enumerate() {
-            // EPOLLEXCLUSIVE: one idle child wakes per connection, not all.
-            epoll.add(&l.socket, EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE, TOKEN_LISTENER + i as u64))?;
-        }
         epoll.add(pool.wake.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_WAKE))?;
         let pool_waits = PoolWaits::new()?;
         epoll.add(pool_waits.wake.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_POOL_WAKE))?;
@@ -132,7 +133,7 @@ impl EventLoop {
         }
         let limits = head_limits(s);
         let max_head = limits.max_head_len();
-        Ok(EventLoop {
+        let mut event_loop = EventLoop {
             pool_waits,
             logs: site.log_writers(),
             keep_alive: keep_alive_policy(s),
@@ -159,7 +160,36 @@ impl EventLoop {
             open: 0,
             sb,
             slot,
-        })
+            listening: false,
+            threads: s.tuning.threads_per_child as usize,
+        };
+        event_loop.update_listening();
+        Ok(event_loop)
+    }
+
+    /// Publishes whether a worker thread is idle, and takes up or gives up
+    /// the listening sockets as `spread` decides.
+    fn update_listening(&mut self) {
+        // A thread still starting counts as idle: it will be in a moment.
+        let idle_thread = (1..=self.threads).any(|t| matches!(self.sb.worker(self.slot, t).state(), State::Ready | State::Starting));
+        self.sb.process(self.slot).full.store(u8::from(!idle_thread && self.threads > 0), Ordering::Relaxed);
+        let want = !self.stopping && spread::accepts(&self.sb, self.slot);
+        if want == self.listening {
+            return;
+        }
+        for (i, l) in self.listeners.iter().enumerate() {
+            let result = if want {
+                // EPOLLEXCLUSIVE: one idle child wakes per connection, not all.
+                self.epoll.add(&l.socket, EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE, TOKEN_LISTENER + i as u64))
+            } else {
+                self.epoll.delete(&l.socket)
+            };
+            if let Err(e) = result {
+                self.site.error_log.log(LogLevel::Crit, None, &format!("cannot {} listening socket {}: {e}", if want { "watch" } else { "unwatch" }, l.addr));
+            }
+        }
+        self.listening = want;
+        self.sb.process(self.slot).accepting.store(u8::from(want), Ordering::Relaxed);
     }
 
     /// Runs until stopped (and its connections are finished) or retired by
@@ -220,6 +250,7 @@ impl EventLoop {
                 self.expire(now);
                 self.retry_parked(now);
                 self.logs.flush();
+                self.update_listening();
             }
         }
         self.logs.flush();
@@ -227,9 +258,9 @@ impl EventLoop {
 
     fn begin_stop(&mut self) {
         self.stopping = true;
-        for l in &self.listeners {
-            let _ = self.epoll.delete(&l.socket);
-        }
+        // The next child in line takes over at its next tick.
+        self.sb.process(self.slot).quiescing.store(1, Ordering::Relaxed);
+        self.update_listening();
         // Idle keep-alive connections are closed now; busy ones finish.
         for slot in 0..self.conns.len() {
             let idle = matches!(&self.conns[slot], Some(c) if c.phase == Phase::KeepAlive && c.rbuf.is_empty() && !c.waiting_worker);

@@ -11,7 +11,8 @@
 //! - [`event`]: the event MPM's child: an [`EventLoop`] owning every
 //!   connection of the child (idle keep-alive ones cost no thread), serving
 //!   what cannot block on the loop and giving the rest to [`pool`], its
-//!   worker threads.
+//!   worker threads. [`spread`] decides which event children accept, so
+//!   that one loop is filled before another is woken.
 //! - [`blocking`]: one connection served by one thread with blocking I/O,
 //!   used by [`prefork`] (one per child) and [`worker`] (ThreadsPerChild
 //!   threads fed by a listener thread).
@@ -34,6 +35,7 @@ pub mod pool;
 pub mod pool_wait;
 pub mod prefork;
 pub mod scoreboard;
+pub mod spread;
 pub mod upstream;
 pub mod worker;
 

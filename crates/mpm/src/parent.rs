@@ -25,12 +25,13 @@ use nix::unistd::{fork, ForkResult, Pid};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGWINCH};
 use signal_hook::SigId;
 use warren_config::{LogLevel, Mpm, Settings};
-use warren_handler::status::{StatusSnapshot, StatusSource, WorkerStatus};
+use warren_handler::status::{ChildStatus, StatusSnapshot, StatusSource, WorkerStatus};
 use warren_handler::Site;
 
 use crate::event::EventLoop;
 use crate::listen::{self, Listener};
 use crate::scoreboard::{Scoreboard, State};
+use crate::spread::{self, LoadSampler};
 
 /// How long TERM waits for children before killing them.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -91,7 +92,14 @@ impl StatusSource for ScoreboardStatus {
             let ps = sb.process(p);
             let pid = ps.pid.load(Ordering::Relaxed);
             if pid != 0 {
-                snap.processes.push((pid, ps.generation.load(Ordering::Relaxed), ps.quiescing.load(Ordering::Relaxed) != 0));
+                let stopping = ps.quiescing.load(Ordering::Relaxed) != 0;
+                snap.processes.push(ChildStatus {
+                    slot: p,
+                    pid,
+                    generation: ps.generation.load(Ordering::Relaxed),
+                    stopping,
+                    accepting: ps.accepting.load(Ordering::Relaxed) != 0 && !stopping,
+                });
             }
             for t in 0..sb.thread_limit {
                 let w = sb.worker(p, t);
@@ -135,6 +143,8 @@ pub struct Parent {
     quick_deaths: HashMap<usize, Instant>,
     /// warren's own FastCGI pools (`<Pool>`), if any.
     pools: Option<warren_fpm::Manager>,
+    /// The event loops' load, for how many of them accept.
+    load: LoadSampler,
 }
 
 impl Parent {
@@ -147,6 +157,10 @@ impl Parent {
             Mpm::Event => t.thread_limit as usize + 1,
         };
         let sb = Arc::new(Scoreboard::new(t.server_limit as usize, thread_limit)?);
+        if site.settings.mpm == Mpm::Event {
+            // One loop to start with; `spread` adds more when it runs hot.
+            sb.set_listeners_wanted(1);
+        }
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: sb.clone(), mpm: site.settings.mpm.name() }));
         let pid_file = site.settings.pid_file.clone();
         let pools = if site.settings.pools.is_empty() {
@@ -169,6 +183,7 @@ impl Parent {
             cap_logged: false,
             quick_deaths: HashMap::new(),
             pools,
+            load: LoadSampler::default(),
         })
     }
 
@@ -361,8 +376,41 @@ impl Parent {
         }
     }
 
+    /// How many event children accept: see `spread`.
+    fn spread_listeners(&mut self) {
+        let now = Instant::now();
+        let generation = self.generation;
+        let mut order: Vec<(bool, usize, i32)> = self
+            .children
+            .iter()
+            .filter(|(_, c)| c.generation == generation && !c.asked_to_stop && self.sb.process(c.slot).quiescing.load(Ordering::Relaxed) == 0)
+            .map(|(pid, c)| (self.sb.process(c.slot).full.load(Ordering::Relaxed) != 0, c.slot, pid.as_raw()))
+            .collect();
+        order.sort_unstable();
+        let current = self.sb.listeners_wanted() as usize;
+        let mut busy = Vec::new();
+        for (i, &(_, _, pid)) in order.iter().enumerate() {
+            // Every loop is sampled, so one that starts accepting has a baseline.
+            let b = self.load.loop_busy(pid, now);
+            if i < current {
+                busy.extend(b);
+            }
+        }
+        let pids: Vec<i32> = self.children.keys().map(|p| p.as_raw()).collect();
+        self.load.retain(&pids);
+        let idle_cores = self.load.idle_cores();
+        let next = spread::next_listener_count(current, &busy, idle_cores, order.len());
+        if next != current {
+            self.log(LogLevel::Debug, &format!("{next} event loops accept (busiest {:.0} %, {idle_cores:.1} idle cores)", busy.iter().copied().fold(0.0, f64::max) * 100.0));
+            self.sb.set_listeners_wanted(next as u32);
+        }
+    }
+
     /// Apache's perform_idle_server_maintenance.
     fn maintain(&mut self, signals: &Signals) {
+        if self.site.settings.mpm == Mpm::Event {
+            self.spread_listeners();
+        }
         let t = self.site.settings.tuning.clone();
         let (min_spare, max_spare) = if self.site.settings.mpm == Mpm::Prefork {
             (t.min_spare_servers as usize, t.max_spare_servers as usize)

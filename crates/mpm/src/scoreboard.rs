@@ -87,14 +87,20 @@ pub struct ProcessSlot {
     pub pid: AtomicI32,
     /// Restart generation the child belongs to.
     pub generation: AtomicU32,
-    /// Set when the child has been told to finish and exit.
+    /// Set when the child is finishing: told to by the parent, or retiring.
     pub quiescing: AtomicU8,
+    /// Set by an event child with no idle worker thread.
+    pub full: AtomicU8,
+    /// Set while the child takes new connections.
+    pub accepting: AtomicU8,
 }
 
 #[repr(C)]
 struct Header {
     restart_time_ms: AtomicU64,
     generation: AtomicU32,
+    /// How many event children accept connections (0: all); see `spread`.
+    listeners_wanted: AtomicU32,
 }
 
 pub struct Scoreboard {
@@ -226,12 +232,23 @@ impl Scoreboard {
         self.header().generation.store(g, Ordering::Relaxed);
     }
 
+    pub fn listeners_wanted(&self) -> u32 {
+        self.header().listeners_wanted.load(Ordering::Relaxed)
+    }
+
+    pub fn set_listeners_wanted(&self, n: u32) {
+        self.header().listeners_wanted.store(n, Ordering::Relaxed);
+    }
+
     /// Marks a process slot taken by `pid`, its workers starting.
     pub fn claim(&self, p: usize, pid: i32, threads: usize) {
         let ps = self.process(p);
         ps.pid.store(pid, Ordering::Relaxed);
         ps.generation.store(self.generation(), Ordering::Relaxed);
         ps.quiescing.store(0, Ordering::Relaxed);
+        ps.full.store(0, Ordering::Relaxed);
+        // Prefork and worker children always accept; event ones say so themselves.
+        ps.accepting.store(u8::from(self.listeners_wanted() == 0), Ordering::Relaxed);
         for t in 0..self.thread_limit {
             self.worker(p, t).set(if t < threads { State::Starting } else { State::Dead });
         }
