@@ -401,7 +401,7 @@ impl Parent {
         let idle_cores = self.load.idle_cores();
         let next = spread::next_listener_count(current, &busy, idle_cores, order.len());
         if next != current {
-            self.log(LogLevel::Debug, &format!("{next} event loops accept (busiest {:.0} %, {idle_cores:.1} idle cores)", busy.iter().copied().fold(0.0, f64::max) * 100.0));
+            self.log(LogLevel::Debug, &format!("event loops accepting: {next} (busiest {:.0} %, {idle_cores:.1} idle cores)", busy.iter().copied().fold(0.0, f64::max) * 100.0));
             self.sb.set_listeners_wanted(next as u32);
         }
     }
