@@ -379,17 +379,10 @@ impl Parent {
     /// How many event children accept: see `spread`.
     fn spread_listeners(&mut self) {
         let now = Instant::now();
-        let generation = self.generation;
-        let mut order: Vec<(bool, usize, i32)> = self
-            .children
-            .iter()
-            .filter(|(_, c)| c.generation == generation && !c.asked_to_stop && self.sb.process(c.slot).quiescing.load(Ordering::Relaxed) == 0)
-            .map(|(pid, c)| (self.sb.process(c.slot).full.load(Ordering::Relaxed) != 0, c.slot, pid.as_raw()))
-            .collect();
-        order.sort_unstable();
+        let order = spread::accepting_order(&self.sb);
         let current = self.sb.listeners_wanted() as usize;
         let mut busy = Vec::new();
-        for (i, &(_, _, pid)) in order.iter().enumerate() {
+        for (i, &(_, pid)) in order.iter().enumerate() {
             // Every loop is sampled, so one that starts accepting has a baseline.
             let b = self.load.loop_busy(pid, now);
             if i < current {

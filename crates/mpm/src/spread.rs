@@ -28,27 +28,28 @@ const SPARE_CORES: f64 = 0.5;
 /// share of the cores that one fewer would have.
 const SHRINK_BUSY: f64 = 0.6;
 
-/// Whether the child in `slot` should accept: its place among the children
-/// that can take connections (live, of this generation, not finishing;
-/// those with an idle worker thread first, in slot order) is below the
-/// parent's count. Zero means every child accepts.
+/// The children that can take connections (live, of this generation, not
+/// finishing), as (slot, pid) in the order they take turns: those with an
+/// idle worker thread first, then by slot.
+pub fn accepting_order(sb: &Scoreboard) -> Vec<(usize, i32)> {
+    let generation = sb.generation();
+    let mut order: Vec<(bool, usize, i32)> = (0..sb.server_limit)
+        .filter_map(|p| {
+            let ps = sb.process(p);
+            let pid = ps.pid.load(Ordering::Relaxed);
+            let candidate = pid != 0 && ps.quiescing.load(Ordering::Relaxed) == 0 && ps.generation.load(Ordering::Relaxed) == generation;
+            candidate.then(|| (ps.full.load(Ordering::Relaxed) != 0, p, pid))
+        })
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, p, pid)| (p, pid)).collect()
+}
+
+/// Whether the child in `slot` should accept: its place in
+/// [`accepting_order`] is below the parent's count (zero: every child).
 pub fn accepts(sb: &Scoreboard, slot: usize) -> bool {
     let wanted = sb.listeners_wanted() as usize;
-    if wanted == 0 {
-        return true;
-    }
-    let generation = sb.generation();
-    let candidate = |p: usize| {
-        let ps = sb.process(p);
-        ps.pid.load(Ordering::Relaxed) != 0 && ps.quiescing.load(Ordering::Relaxed) == 0 && ps.generation.load(Ordering::Relaxed) == generation
-    };
-    if !candidate(slot) {
-        return false;
-    }
-    let full = |p: usize| sb.process(p).full.load(Ordering::Relaxed) != 0;
-    let mine = full(slot);
-    let ahead = (0..sb.server_limit).filter(|&p| p != slot && candidate(p) && (full(p), p) < (mine, slot)).count();
-    ahead < wanted
+    wanted == 0 || accepting_order(sb).iter().take(wanted).any(|&(p, _)| p == slot)
 }
 
 /// How many children should accept next, from the listening loops' busy
