@@ -30,7 +30,6 @@ pub struct WorkerStatus {
 pub struct ChildStatus {
     pub slot: usize,
     pub pid: i32,
-    pub generation: u32,
     pub stopping: bool,
     /// Whether it takes new connections (event MPM: see warren-mpm's `spread`).
     pub accepting: bool,

@@ -96,7 +96,6 @@ impl StatusSource for ScoreboardStatus {
                 snap.processes.push(ChildStatus {
                     slot: p,
                     pid,
-                    generation: ps.generation.load(Ordering::Relaxed),
                     stopping,
                     accepting: ps.accepting.load(Ordering::Relaxed) != 0 && !stopping,
                 });
