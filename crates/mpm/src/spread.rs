@@ -23,7 +23,7 @@ use crate::scoreboard::Scoreboard;
 /// A listening loop busier than this (share of one core) asks for another,
 /// if the machine has [`SPARE_CORES`] idle.
 const GROW_BUSY: f64 = 0.75;
-const SPARE_CORES: f64 = 0.5;
+const SPARE_CORES: f64 = 0.3;
 /// One loop fewer when the listening loops together use less than this
 /// share of the cores that one fewer would have.
 const SHRINK_BUSY: f64 = 0.6;
