@@ -32,6 +32,38 @@ pub fn encode_begin<N: AsRef<[u8]>, V: AsRef<[u8]>>(out: &mut Vec<u8>, request_i
     }
 }
 
+/// Asks an application whether it multiplexes requests on a connection
+/// (FCGI_GET_VALUES for FCGI_MPXS_CONNS). Some(false): one request per
+/// connection, as PHP (php-fpm and php-cgi) and libfcgi answer; Some(true):
+/// it may (Go's net/http/fcgi says so); None: it gave no answer (an
+/// UNKNOWN_TYPE, or it closed).
+pub fn multiplexes<S: Read + Write>(stream: &mut S) -> io::Result<Option<bool>> {
+    let mut query = Vec::new();
+    record::write_pair(&mut query, b"FCGI_MPXS_CONNS", b"");
+    let mut out = Vec::new();
+    record::write_record(&mut out, RecordType::GetValues, 0, &query);
+    stream.write_all(&out)?;
+    let mut reader = RecordReader::default();
+    let mut buf = [0u8; 1024];
+    loop {
+        while let Some(rec) = reader.next_record().map_err(invalid)? {
+            match rec.kind {
+                RecordType::GetValuesResult => {
+                    let pairs = record::parse_pairs(&rec.content).map_err(invalid)?;
+                    return Ok(pairs.iter().find(|(n, _)| n == b"FCGI_MPXS_CONNS").map(|(_, v)| v != b"0"));
+                }
+                RecordType::UnknownType => return Ok(None),
+                _ => {}
+            }
+        }
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        reader.push(&buf[..n]);
+    }
+}
+
 pub struct Client<S> {
     stream: S,
     reader: RecordReader,
@@ -141,6 +173,49 @@ mod tests {
     use super::*;
     use crate::record::{parse_begin_request, parse_pairs};
     use std::os::unix::net::UnixStream;
+
+    /// An application answering FCGI_GET_VALUES with `answer` (None: UNKNOWN_TYPE).
+    fn values_answer(answer: Option<&'static [u8]>) -> Option<bool> {
+        let (mut a, mut b) = UnixStream::pair().unwrap();
+        let app = std::thread::spawn(move || {
+            let mut reader = RecordReader::default();
+            let mut buf = [0u8; 256];
+            let rec = loop {
+                if let Some(rec) = reader.next_record().unwrap() {
+                    break rec;
+                }
+                let n = b.read(&mut buf).unwrap();
+                reader.push(&buf[..n]);
+            };
+            assert_eq!(rec.kind, RecordType::GetValues);
+            assert_eq!(parse_pairs(&rec.content).unwrap(), vec![(b"FCGI_MPXS_CONNS".to_vec(), Vec::new())]);
+            let mut out = Vec::new();
+            match answer {
+                Some(v) => {
+                    let mut pairs = Vec::new();
+                    record::write_pair(&mut pairs, b"FCGI_MAX_CONNS", b"4");
+                    record::write_pair(&mut pairs, b"FCGI_MPXS_CONNS", v);
+                    record::write_record(&mut out, RecordType::GetValuesResult, 0, &pairs);
+                }
+                None => record::unknown_type(&mut out, RecordType::GetValues.as_u8()),
+            }
+            b.write_all(&out).unwrap();
+        });
+        let got = multiplexes(&mut a).unwrap();
+        app.join().unwrap();
+        got
+    }
+
+    #[test]
+    fn asks_whether_the_application_multiplexes() {
+        assert_eq!(values_answer(Some(b"0")), Some(false));
+        assert_eq!(values_answer(Some(b"1")), Some(true));
+        assert_eq!(values_answer(None), None);
+        // One that closes without a word.
+        let (mut a, b) = UnixStream::pair().unwrap();
+        drop(b);
+        assert!(matches!(multiplexes(&mut a), Ok(None) | Err(_)));
+    }
 
     /// A small Responder: echoes a parameter and the body, writes to stderr,
     /// and ends with the status the request asked for.

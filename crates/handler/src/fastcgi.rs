@@ -69,6 +69,14 @@ pub struct ScriptTarget<'a> {
     pub path_info: &'a [u8],
 }
 
+/// Whether the application at `addr` said it takes one request per
+/// connection (FCGI_MPXS_CONNS 0, as PHP does); None when it could not be
+/// asked or gave no answer.
+pub fn one_request_per_connection(addr: &FcgiAddr, timeout: Duration) -> Option<bool> {
+    let mut s = BackendStream::connect(addr, timeout).ok()?;
+    warren_fcgi::client::multiplexes(&mut s).ok().flatten().map(|many| !many)
+}
+
 /// A connection to a FastCGI application.
 pub enum BackendStream {
     Unix(UnixStream),

@@ -24,7 +24,7 @@ use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, Phase, RequestHead};
 
 use crate::exchange::{head_limits, keep_alive_policy, panic_response, Chunk, Exchange, Output};
-use crate::upstream::{BodyFraming as RelayFraming, FedByLoop, NotHere, Upstream};
+use crate::upstream::{BodyFraming as RelayFraming, FedByLoop, HalfClose, NotHere, Upstream};
 use crate::listen::{self, Listener};
 use crate::pool::{GatewayJob, Job, Outcome as PoolOutcome, WorkerPool};
 use crate::pool_wait::{Parked, PoolWaits};
@@ -110,6 +110,8 @@ pub struct EventLoop {
     listening: bool,
     /// ThreadsPerChild: the worker threads' scoreboard slots follow the loop's.
     threads: usize,
+    /// Which FastCGI applications have our side shut once a request is out.
+    half_close: HalfClose,
 }
 
 impl EventLoop {
@@ -162,6 +164,7 @@ impl EventLoop {
             slot,
             listening: false,
             threads: s.tuning.threads_per_child as usize,
+            half_close: HalfClose::default(),
         };
         event_loop.update_listening();
         Ok(event_loop)
@@ -571,7 +574,7 @@ impl EventLoop {
     fn proxy(&mut self, slot: usize, gw: Box<Gateway>) {
         let c = self.conns[slot].as_mut().expect("conn");
         let reader = self.site.response_reader(&gw, &c.info);
-        match Upstream::start(gw, reader, self.site.pools.get()) {
+        match Upstream::start(gw, reader, self.site.pools.get(), &self.half_close) {
             Ok(up) => self.attach(slot, up),
             Err((gw, NotHere::UseWorker)) => match (&gw.backend.addr, self.site.pools.get()) {
                 // A pool with no idle child: the request waits on the loop.
@@ -654,7 +657,7 @@ impl EventLoop {
             let gw = c.parked.take().expect("parked");
             let timed_out = p.deadline <= now;
             let reader = self.site.response_reader(&gw, &c.info);
-            let started = if timed_out { Err((gw, NotHere::UseWorker)) } else { Upstream::start(gw, reader, Some(&d)) };
+            let started = if timed_out { Err((gw, NotHere::UseWorker)) } else { Upstream::start(gw, reader, Some(&d), &self.half_close) };
             if let Err((gw, NotHere::UseWorker)) = started {
                 if !timed_out {
                     // Still none free: the rest of this pool's queue waits too.

@@ -403,3 +403,80 @@ each_mpm!(
     limits_and_aborts,
     php_fpm_restart_under_load,
 );
+
+/// A FastCGI application in the test on a unix socket: it answers
+/// FCGI_GET_VALUES with `multiplexes` for FCGI_MPXS_CONNS, and each request
+/// with whether warren had shut its side once the request was out.
+fn shut_side_app(path: std::path::PathBuf, multiplexes: &'static [u8]) {
+    use warren_fcgi::record::{self, RecordReader, RecordType};
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = RecordReader::default();
+            let mut buf = [0u8; 4096];
+            let mut out = Vec::new();
+            'conn: loop {
+                let n = conn.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                reader.push(&buf[..n]);
+                while let Some(rec) = reader.next_record().unwrap() {
+                    match rec.kind {
+                        RecordType::GetValues => {
+                            let mut pairs = Vec::new();
+                            record::write_pair(&mut pairs, b"FCGI_MPXS_CONNS", multiplexes);
+                            record::write_record(&mut out, RecordType::GetValuesResult, 0, &pairs);
+                            break 'conn;
+                        }
+                        RecordType::Stdin if rec.content.is_empty() => {
+                            conn.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+                            let shut = matches!(conn.read(&mut buf), Ok(0));
+                            let body = format!("Content-Type: text/plain\r\n\r\nshut={shut}");
+                            record::write_stream(&mut out, RecordType::Stdout, rec.request_id, body.as_bytes());
+                            record::write_record(&mut out, RecordType::Stdout, rec.request_id, &[]);
+                            record::end_request(&mut out, rec.request_id, 0, record::ProtocolStatus::RequestComplete);
+                            break 'conn;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let _ = conn.write_all(&out);
+        }
+    });
+}
+
+/// Under event, an application that takes one request per connection
+/// (FCGI_MPXS_CONNS 0, as php-fpm) has warren's side shut once the request
+/// is out, after warren has asked it; one that multiplexes never has.
+#[test]
+fn event_shuts_its_side_only_for_one_request_apps() {
+    let dir = TempDir::new("fcgi-shut");
+    standard_site(&dir);
+    dir.write("htdocs/one.fcgi", "");
+    dir.write("htdocs/many.fcgi", "");
+    let (one, many) = (dir.0.join("one.sock"), dir.0.join("many.sock"));
+    shut_side_app(one.clone(), b"0");
+    shut_side_app(many.clone(), b"1");
+    let extra = format!(
+        "<Files \"one.fcgi\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</Files>\n<Files \"many.fcgi\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</Files>\n",
+        one.display(),
+        many.display()
+    );
+    let s = Server::start_in(dir, "event", &format!("StartServers 1\n{extra}"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = s.get("/one.fcgi");
+        assert_eq!(r.status, 200);
+        if r.text() == "shut=true" {
+            break;
+        }
+        assert_eq!(r.text(), "shut=false");
+        assert!(Instant::now() < deadline, "warren never shut its side for a one-request application");
+    }
+    for _ in 0..4 {
+        assert_eq!(s.get("/many.fcgi").text(), "shut=false");
+    }
+}
