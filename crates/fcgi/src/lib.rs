@@ -6,7 +6,8 @@
 //!   [`record::RecordReader`] that splits a byte stream into records.
 //! - [`client`]: [`Client`], one request at a time over a stream: CGI
 //!   variables and body out, [`Event`]s (stdout, stderr, end) back; requests
-//!   may share a connection with FCGI_KEEP_CONN.
+//!   may share a connection with FCGI_KEEP_CONN; and
+//!   [`client::multiplexes`], FCGI_GET_VALUES for FCGI_MPXS_CONNS.
 
 pub mod client;
 pub mod record;

@@ -10,13 +10,12 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use socket2::{Domain, SockAddr, Socket, Type};
 use warren_config::FcgiAddr;
-use std::sync::Arc;
 
 use warren_handler::fastcgi::{one_request_per_connection, Gateway, PoolDispatch, PoolLease, ResponseReader};
 use warren_handler::BodySource;
