@@ -312,6 +312,7 @@ impl Parent {
         // Claimed before the fork, so the child's own "ready" cannot be overwritten.
         let slots = self.threads_per_child() as usize + usize::from(self.site.settings.mpm == Mpm::Event);
         self.sb.claim(slot, -1, slots);
+        let parent = nix::unistd::getpid();
         // SAFETY: the parent is single-threaded, so the child may do anything.
         match unsafe { fork() } {
             Ok(ForkResult::Parent { child }) => {
@@ -323,7 +324,7 @@ impl Parent {
                 for id in &signals.ids {
                     signal_hook::low_level::unregister(*id);
                 }
-                let code = self.child_main(slot);
+                let code = self.child_main(slot, parent);
                 std::process::exit(code);
             }
             Err(e) => {
@@ -530,10 +531,18 @@ impl Parent {
         }
     }
 
-    fn child_main(&self, slot: usize) -> i32 {
+    fn child_main(&self, slot: usize, parent: Pid) -> i32 {
         if let Err(e) = drop_privileges(self.site.settings.user.as_deref(), self.site.settings.group.as_deref()) {
             self.log(LogLevel::Emerg, &e);
             return 1;
+        }
+        // A parent killed outright takes its children with it (Apache's pipe
+        // of death), or they would go on holding the port. Set after the
+        // change of user, which clears it; a parent already gone is seen
+        // by the parent pid changing.
+        let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
+        if nix::unistd::getppid() != parent {
+            return 0;
         }
         let stop = Arc::new(AtomicBool::new(false));
         let reopen = Arc::new(AtomicBool::new(false));

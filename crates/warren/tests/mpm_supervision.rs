@@ -20,6 +20,7 @@ each_mpm!(
     children_run_as_user,
     usr1_reopens_logs,
     graceful_stop_finishes_requests,
+    children_end_with_a_killed_parent,
 );
 
 /// Four idle keep-alive clients tie up all four prefork children, so a
@@ -306,4 +307,21 @@ fn graceful_stop_finishes_requests(mpm: &str) {
         assert!(Instant::now() < deadline, "graceful stop did not finish");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A parent killed outright (kill -9) takes its children with it, as
+/// Apache's do, so that nothing goes on holding the port.
+fn children_end_with_a_killed_parent(mpm: &str) {
+    let s = Server::start(mpm, "");
+    let children = s.wait_children(2);
+    unsafe_kill(s.pid(), 9);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while children.iter().any(|&c| std::path::Path::new(&format!("/proc/{c}")).exists() && !is_zombie(c)) {
+        assert!(Instant::now() < deadline, "children {children:?} outlived their parent");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| st.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
 }
