@@ -44,24 +44,17 @@ pub fn multiplexes<S: Read + Write>(stream: &mut S) -> io::Result<Option<bool>> 
     record::write_record(&mut out, RecordType::GetValues, 0, &query);
     stream.write_all(&out)?;
     let mut reader = RecordReader::default();
-    let mut buf = [0u8; 1024];
-    loop {
-        while let Some(rec) = reader.next_record().map_err(invalid)? {
-            match rec.kind {
-                RecordType::GetValuesResult => {
-                    let pairs = record::parse_pairs(&rec.content).map_err(invalid)?;
-                    return Ok(pairs.iter().find(|(n, _)| n == b"FCGI_MPXS_CONNS").map(|(_, v)| v != b"0"));
-                }
-                RecordType::UnknownType => return Ok(None),
-                _ => {}
+    while let Some(rec) = reader.read_record(stream)? {
+        match rec.kind {
+            RecordType::GetValuesResult => {
+                let pairs = record::parse_pairs(&rec.content).map_err(invalid)?;
+                return Ok(pairs.iter().find(|(n, _)| n == b"FCGI_MPXS_CONNS").map(|(_, v)| v != b"0"));
             }
+            RecordType::UnknownType => return Ok(None),
+            _ => {}
         }
-        let n = stream.read(&mut buf)?;
-        if n == 0 {
-            return Ok(None);
-        }
-        reader.push(&buf[..n]);
     }
+    Ok(None)
 }
 
 pub struct Client<S> {
@@ -178,15 +171,7 @@ mod tests {
     fn values_answer(answer: Option<&'static [u8]>) -> Option<bool> {
         let (mut a, mut b) = UnixStream::pair().unwrap();
         let app = std::thread::spawn(move || {
-            let mut reader = RecordReader::default();
-            let mut buf = [0u8; 256];
-            let rec = loop {
-                if let Some(rec) = reader.next_record().unwrap() {
-                    break rec;
-                }
-                let n = b.read(&mut buf).unwrap();
-                reader.push(&buf[..n]);
-            };
+            let rec = RecordReader::default().read_record(&mut b).unwrap().expect("a record");
             assert_eq!(rec.kind, RecordType::GetValues);
             assert_eq!(parse_pairs(&rec.content).unwrap(), vec![(b"FCGI_MPXS_CONNS".to_vec(), Vec::new())]);
             let mut out = Vec::new();

@@ -3,6 +3,7 @@
 //! 4-byte lengths, and padding to a multiple of 8.
 
 use std::fmt;
+use std::io::{self, Read};
 
 pub const VERSION_1: u8 = 1;
 pub const HEADER_LEN: usize = 8;
@@ -314,6 +315,22 @@ impl RecordReader {
         let content = self.buf[HEADER_LEN..HEADER_LEN + header.content_length as usize].to_vec();
         self.buf.drain(..total);
         Ok(Some(Record { kind: header.kind, request_id: header.request_id, content }))
+    }
+
+    /// The next complete record, reading from `stream` until one is whole;
+    /// None when the stream ends first.
+    pub fn read_record<R: Read>(&mut self, stream: &mut R) -> io::Result<Option<Record>> {
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(rec) = self.next_record().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? {
+                return Ok(Some(rec));
+            }
+            let n = stream.read(&mut buf)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.push(&buf[..n]);
+        }
     }
 
     /// Bytes received but not yet part of a complete record.

@@ -414,33 +414,25 @@ fn shut_side_app(path: std::path::PathBuf, multiplexes: &'static [u8]) {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { return };
             let mut reader = RecordReader::default();
-            let mut buf = [0u8; 4096];
             let mut out = Vec::new();
-            'conn: loop {
-                let n = conn.read(&mut buf).unwrap_or(0);
-                if n == 0 {
-                    break;
-                }
-                reader.push(&buf[..n]);
-                while let Some(rec) = reader.next_record().unwrap() {
-                    match rec.kind {
-                        RecordType::GetValues => {
-                            let mut pairs = Vec::new();
-                            record::write_pair(&mut pairs, b"FCGI_MPXS_CONNS", multiplexes);
-                            record::write_record(&mut out, RecordType::GetValuesResult, 0, &pairs);
-                            break 'conn;
-                        }
-                        RecordType::Stdin if rec.content.is_empty() => {
-                            conn.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-                            let shut = matches!(conn.read(&mut buf), Ok(0));
-                            let body = format!("Content-Type: text/plain\r\n\r\nshut={shut}");
-                            record::write_stream(&mut out, RecordType::Stdout, rec.request_id, body.as_bytes());
-                            record::write_record(&mut out, RecordType::Stdout, rec.request_id, &[]);
-                            record::end_request(&mut out, rec.request_id, 0, record::ProtocolStatus::RequestComplete);
-                            break 'conn;
-                        }
-                        _ => {}
+            while let Ok(Some(rec)) = reader.read_record(&mut conn) {
+                match rec.kind {
+                    RecordType::GetValues => {
+                        let mut pairs = Vec::new();
+                        record::write_pair(&mut pairs, b"FCGI_MPXS_CONNS", multiplexes);
+                        record::write_record(&mut out, RecordType::GetValuesResult, 0, &pairs);
+                        break;
                     }
+                    RecordType::Stdin if rec.content.is_empty() => {
+                        conn.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+                        let shut = matches!(conn.read(&mut [0u8; 16]), Ok(0));
+                        let body = format!("Content-Type: text/plain\r\n\r\nshut={shut}");
+                        record::write_stream(&mut out, RecordType::Stdout, rec.request_id, body.as_bytes());
+                        record::write_record(&mut out, RecordType::Stdout, rec.request_id, &[]);
+                        record::end_request(&mut out, rec.request_id, 0, record::ProtocolStatus::RequestComplete);
+                        break;
+                    }
+                    _ => {}
                 }
             }
             let _ = conn.write_all(&out);
