@@ -13,7 +13,10 @@
 //!   children (started as the pool's User with a clean environment), their
 //!   replacement when they die or reach pm.max_requests, and php-fpm's
 //!   maintenance once a second (static, dynamic, ondemand).
+//! - [`futex`]: sleeping on a shared word until another process bumps it
+//!   (also used by the MPMs' scoreboard).
 
+pub mod futex;
 pub mod manager;
 pub mod table;
 

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+
+use crate::futex::{futex_wait, futex_wake};
 use warren_handler::fastcgi::{PoolBusy, PoolDispatch, PoolLease};
 use warren_handler::pool_status::{PoolStatus, ProcessStatus};
 
@@ -396,23 +398,6 @@ impl Dispatch {
         let (_, busy, _) = t.census(p);
         c.max_active.fetch_max(busy as u32, Ordering::Relaxed);
         Box::new(Lease { table: t.clone(), pool: p, slot: s })
-    }
-}
-
-/// Sleeps while `word` still holds `seen`, at most `timeout`. The word is
-/// in memory shared between processes, so the futex is not a private one.
-fn futex_wait(word: &AtomicU32, seen: u32, timeout: Duration) {
-    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
-    // SAFETY: a valid aligned u32 and timespec; FUTEX_WAIT only reads them.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, seen, &ts as *const libc::timespec, std::ptr::null::<u32>(), 0);
-    }
-}
-
-fn futex_wake(word: &AtomicU32, n: i32) {
-    // SAFETY: a valid aligned u32; FUTEX_WAKE does not touch memory.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, n, std::ptr::null::<libc::timespec>(), std::ptr::null::<u32>(), 0);
     }
 }
 

@@ -17,7 +17,7 @@ use warren_http::{parse_head, BodyFraming, DateCache, HeadLimits, HttpError, Kee
 
 use crate::exchange::{head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
 use crate::gateway::{self, ClientBody};
-use crate::scoreboard::{State, WorkerSlot};
+use crate::scoreboard::{AcceptTurn, State, WorkerSlot};
 
 /// How long a half-closed connection is drained before it is closed.
 const LINGER: Duration = Duration::from_secs(2);
@@ -46,6 +46,8 @@ pub struct Worker<'a> {
     /// one that carries a single request then costs no setsockopt at all.
     /// It turns blocking, with timeouts, at its first keep-alive wait.
     nonblocking: bool,
+    /// A prefork child's turn at the listeners, given back before any wait.
+    pub turn: Option<AcceptTurn<'a>>,
 }
 
 enum Head {
@@ -73,12 +75,22 @@ impl<'a> Worker<'a> {
             last_flush: Instant::now(),
             read_timeout: None,
             nonblocking: true,
+            turn: None,
+        }
+    }
+
+    /// Called before the thread may wait (on the client, a backend or a
+    /// full socket): other children take new connections meanwhile.
+    fn before_wait(&mut self) {
+        if let Some(turn) = &mut self.turn {
+            turn.give_back();
         }
     }
 
     /// Reads what is there, waiting at most `wait`. `TimedOut` if nothing came.
     fn read_within(&mut self, stream: &TcpStream, buf: &mut [u8], wait: Duration) -> io::Result<usize> {
         if !self.nonblocking {
+            self.before_wait();
             self.set_read_timeout(stream, wait);
             return (&*stream).read(buf).map_err(|e| match e.kind() {
                 io::ErrorKind::WouldBlock => io::Error::from(io::ErrorKind::TimedOut),
@@ -87,6 +99,7 @@ impl<'a> Worker<'a> {
         }
         match (&*stream).read(buf) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.before_wait();
                 if !wait_for(stream, PollFlags::POLLIN, wait) {
                     return Err(io::ErrorKind::TimedOut.into());
                 }
@@ -157,6 +170,7 @@ impl<'a> Worker<'a> {
                 .unwrap_or_else(|_| Outcome::Ready(panic_response(self.site, head, &info)));
             let resp = match outcome {
                 Outcome::Gateway(gw) => {
+                    self.before_wait();
                     let sent = gateway::serve(self.site, &stream, &info, &mut rbuf, &mut ex, gw, self.timeout, &mut self.date, &mut self.scratch);
                     if !self.after_response(&stream, &info, &mut ex, sent, served) {
                         return;
@@ -165,6 +179,7 @@ impl<'a> Worker<'a> {
                 }
                 Outcome::Ready(r) => r,
                 Outcome::Blocking(work) => {
+                    self.before_wait();
                     let head = ex.head.as_ref().expect("head");
                     catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| panic_response(self.site, head, &info))
                 }
@@ -186,7 +201,14 @@ impl<'a> Worker<'a> {
         self.slot.set(State::Writing);
         let mut out = Output::default();
         out.encode(ex, resp, self.site, &mut self.date, &mut self.scratch);
-        let sent = out.write_all(stream, self.timeout);
+        let sent = match out.flush(stream) {
+            Ok(true) => true,
+            Ok(false) => {
+                self.before_wait();
+                out.write_all(stream, self.timeout)
+            }
+            Err(_) => false,
+        };
         self.after_response(stream, info, ex, sent, served)
     }
 
@@ -202,6 +224,7 @@ impl<'a> Worker<'a> {
         }
         self.slot.set(State::Closing);
         if sent && ex.linger {
+            self.before_wait();
             linger_close(stream);
         }
         false
@@ -275,6 +298,11 @@ impl<'a> Worker<'a> {
 
     /// Reads and discards the request body, enforcing LimitRequestBody.
     fn discard_body(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, ex: &mut Exchange) -> Result<(), HttpError> {
+        let head = ex.head.as_ref().expect("head");
+        if head.framing == BodyFraming::None {
+            return Ok(());
+        }
+        self.before_wait();
         let head = ex.head.as_ref().expect("head");
         let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, self.timeout);
         let mut sink = [0u8; 16 * 1024];

@@ -160,6 +160,12 @@ impl Parent {
             // One loop to start with; `spread` adds more when it runs hot.
             sb.set_listeners_wanted(1);
         }
+        if site.settings.mpm == Mpm::Prefork {
+            // As many children at the listeners as there are cores, so that
+            // children serving without a wait can use them all.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            sb.set_accept_turns(cores as u32);
+        }
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: sb.clone(), mpm: site.settings.mpm.name() }));
         let pid_file = site.settings.pid_file.clone();
         let pools = if site.settings.pools.is_empty() {

@@ -1,15 +1,19 @@
 //! The prefork MPM's child: one thread, one connection at a time. Idle
-//! children wait on the listeners through an epoll set with EPOLLEXCLUSIVE,
-//! so a new connection wakes one child, not all (Apache's accept mutex).
+//! children take turns at the listeners ([`AcceptTurn`]): as many as the
+//! machine has cores wait on them, through an epoll set with EPOLLEXCLUSIVE
+//! so that a new connection wakes one child, not all; the others sleep
+//! until a turn is given back (Apache's accept mutex, without its hand-over
+//! after every accept).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use warren_handler::{ConnInfo, Site};
 
 use crate::blocking::Worker;
 use crate::listen::{self, Listener};
-use crate::scoreboard::{Scoreboard, State};
+use crate::scoreboard::{AcceptTurn, Scoreboard, State};
 
 pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, stop: &AtomicBool, reopen: &AtomicBool) -> std::io::Result<()> {
     let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
@@ -18,6 +22,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
     }
     let ws = sb.worker(slot, 0);
     let mut worker = Worker::new(site, stop, ws);
+    worker.turn = Some(AcceptTurn::new(sb, slot));
     let max = u64::from(site.settings.tuning.max_connections_per_child);
     let mut served = 0u64;
     let mut events = [EpollEvent::empty(); 4];
@@ -26,6 +31,10 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
             site.reopen_logs();
         }
         ws.set(State::Ready);
+        if !worker.turn.as_mut().is_some_and(|t| t.take(Duration::from_secs(1))) {
+            worker.flush_logs_if_due();
+            continue;
+        }
         let n = match epoll.wait(&mut events, EpollTimeout::from(1000u16)) {
             Ok(n) => n,
             Err(nix::errno::Errno::EINTR) => 0,
@@ -45,6 +54,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
             break;
         }
     }
+    worker.turn = None;
     ws.set(State::Graceful);
     worker.logs.flush();
     Ok(())

@@ -8,9 +8,10 @@
 use std::num::NonZeroUsize;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+use warren_fpm::futex::{futex_wait, futex_wake};
 
 /// Worker states, with the letters Apache's mod_status shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +102,11 @@ struct Header {
     generation: AtomicU32,
     /// How many event children accept connections (0: all); see `spread`.
     listeners_wanted: AtomicU32,
+    /// How many prefork children may wait on the listeners at once (0: no
+    /// limit); see [`AcceptTurn`].
+    accept_turns: AtomicU32,
+    /// Bumped when a turn is given back: children waiting for one sleep on it.
+    turn_given: AtomicU32,
 }
 
 pub struct Scoreboard {
@@ -247,19 +253,49 @@ impl Scoreboard {
         ps.generation.store(self.generation(), Ordering::Relaxed);
         ps.quiescing.store(0, Ordering::Relaxed);
         ps.full.store(0, Ordering::Relaxed);
-        // Prefork and worker children always accept; event ones say so themselves.
-        ps.accepting.store(u8::from(self.listeners_wanted() == 0), Ordering::Relaxed);
+        // Worker children always accept; event and prefork ones say so themselves.
+        ps.accepting.store(u8::from(self.listeners_wanted() == 0 && self.accept_turns() == 0), Ordering::Relaxed);
         for t in 0..self.thread_limit {
             self.worker(p, t).set(if t < threads { State::Starting } else { State::Dead });
         }
     }
 
-    /// Frees a process slot whose child has exited.
+    /// Frees a process slot whose child has exited; a turn it held at the
+    /// listeners goes to a waiting child.
     pub fn release(&self, p: usize) {
         self.process(p).pid.store(0, Ordering::Relaxed);
         for t in 0..self.thread_limit {
             self.worker(p, t).reset();
         }
+        if self.process(p).accepting.swap(0, Ordering::SeqCst) != 0 && self.accept_turns() > 0 {
+            self.turn_given();
+        }
+    }
+
+    pub fn accept_turns(&self) -> u32 {
+        self.header().accept_turns.load(Ordering::Relaxed)
+    }
+
+    pub fn set_accept_turns(&self, n: u32) {
+        self.header().accept_turns.store(n, Ordering::Relaxed);
+    }
+
+    /// Live children holding a turn at the listeners. Counted from the
+    /// slots rather than kept in a counter, so that a child dying at any
+    /// point cannot leave a turn taken for ever: its slot is freed.
+    fn turn_holders(&self) -> usize {
+        (0..self.server_limit)
+            .filter(|&p| {
+                let ps = self.process(p);
+                ps.pid.load(Ordering::SeqCst) != 0 && ps.accepting.load(Ordering::SeqCst) != 0
+            })
+            .count()
+    }
+
+    fn turn_given(&self) {
+        let h = self.header();
+        h.turn_given.fetch_add(1, Ordering::SeqCst);
+        futex_wake(&h.turn_given, 1);
     }
 
     /// Idle workers (Ready) in live, non-quiescing children.
@@ -273,6 +309,65 @@ impl Scoreboard {
             n += (0..self.thread_limit).filter(|&t| self.worker(p, t).state() == State::Ready).count();
         }
         n
+    }
+}
+
+/// A prefork child's turn at the listeners. Only `accept_turns` children
+/// wait on the listeners at once; the others sleep until a turn is given
+/// back. A child keeps its turn while it serves without waiting (a
+/// request already there, a response that fits the socket) and so takes
+/// the next connection without being woken; it gives the turn back before
+/// it waits on anything (a client, a backend, a full socket), so that idle
+/// children still take new connections while it is tied up. Apache's
+/// accept mutex also lets one child at a time accept, but hands over after
+/// every accept: a wake-up per connection.
+pub struct AcceptTurn<'a> {
+    sb: &'a Scoreboard,
+    slot: usize,
+    held: bool,
+}
+
+impl<'a> AcceptTurn<'a> {
+    pub fn new(sb: &'a Scoreboard, slot: usize) -> AcceptTurn<'a> {
+        AcceptTurn { sb, slot, held: false }
+    }
+
+    pub fn held(&self) -> bool {
+        self.held
+    }
+
+    /// Takes a turn if one is free, else sleeps until one is given back or
+    /// `wait` passes; true once the turn is held.
+    pub fn take(&mut self, wait: Duration) -> bool {
+        if self.held {
+            return true;
+        }
+        let h = self.sb.header();
+        let seen = h.turn_given.load(Ordering::SeqCst);
+        // Two children may both see a turn free and both take it: one child
+        // too many at the listeners for a moment, which is harmless.
+        let turns = self.sb.accept_turns() as usize;
+        if turns == 0 || self.sb.turn_holders() < turns {
+            self.sb.process(self.slot).accepting.store(1, Ordering::SeqCst);
+            self.held = true;
+            return true;
+        }
+        futex_wait(&h.turn_given, seen, wait);
+        false
+    }
+
+    pub fn give_back(&mut self) {
+        if self.held {
+            self.held = false;
+            self.sb.process(self.slot).accepting.store(0, Ordering::SeqCst);
+            self.sb.turn_given();
+        }
+    }
+}
+
+impl Drop for AcceptTurn<'_> {
+    fn drop(&mut self) {
+        self.give_back();
     }
 }
 
@@ -317,5 +412,29 @@ mod tests {
         assert_eq!(sb.idle_workers(), 1);
         sb.release(1);
         assert_eq!(sb.worker(1, 0).state(), State::Dead);
+    }
+
+    #[test]
+    fn turns_at_the_listeners_are_limited_and_freed_with_their_slot() {
+        let sb = Scoreboard::new(4, 1).unwrap();
+        sb.set_accept_turns(2);
+        for p in 0..3 {
+            sb.claim(p, 100 + p as i32, 1);
+        }
+        let (mut a, mut b, mut c) = (AcceptTurn::new(&sb, 0), AcceptTurn::new(&sb, 1), AcceptTurn::new(&sb, 2));
+        assert!(a.take(Duration::ZERO) && b.take(Duration::ZERO));
+        let start = std::time::Instant::now();
+        assert!(!c.take(Duration::from_millis(50)), "a third turn of two");
+        assert!(start.elapsed() >= Duration::from_millis(40), "it waited for a turn");
+        a.give_back();
+        assert!(c.take(Duration::ZERO));
+        // A child that dies holding its turn frees it with its slot.
+        sb.release(1);
+        std::mem::forget(b);
+        assert!(a.take(Duration::ZERO));
+        drop(c);
+        let mut d = AcceptTurn::new(&sb, 3);
+        sb.claim(3, 103, 1);
+        assert!(d.take(Duration::ZERO), "dropping a turn gives it back");
     }
 }

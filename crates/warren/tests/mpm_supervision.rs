@@ -136,6 +136,49 @@ fn event_children_accept_in_turn() {
     assert!(start.elapsed() < Duration::from_secs(1), "answered after {:?}", start.elapsed());
 }
 
+/// Prefork children take turns at the listeners, as many at once as there
+/// are cores. A child waiting on a client gives its turn back, so clients
+/// that send nothing or half a request do not keep others waiting; a
+/// killed holder's turn goes to another child.
+#[test]
+fn prefork_children_take_turns_at_the_listeners() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let children = cores + 4;
+    let s = Server::start("prefork", &format!("StartServers {children}\nMinSpareServers 1\nMaxSpareServers {children}\nMaxRequestWorkers {children}\nServerLimit {children}\nExtendedStatus On\n{STATUS}"));
+    assert_eq!(s.wait_children(children).len(), children);
+    let accepting = |s: &Server| -> Vec<u32> {
+        let rows = status_rows(&s.get("/server-status").text());
+        rows.iter().filter(|r| r.len() == 6 && r[3] == "yes").map(|r| r[1].parse().unwrap()).collect()
+    };
+    for _ in 0..20 {
+        assert_eq!(s.get("/a.txt").status, 200);
+    }
+    let holders = accepting(&s);
+    assert!(!holders.is_empty() && holders.len() <= cores, "{} of {children} children at the listeners on {cores} cores", holders.len());
+    // More silent and half-sent clients than there are turns: each ties up
+    // a child, and the next client is still answered at once.
+    let mut quiet = Vec::new();
+    for i in 0..cores + 2 {
+        let mut c = s.connect();
+        if i % 2 == 1 {
+            c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n").unwrap();
+        }
+        quiet.push(c);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let start = Instant::now();
+    assert_eq!(s.get("/a.txt").status, 200);
+    assert!(start.elapsed() < Duration::from_millis(500), "answered after {:?}", start.elapsed());
+    drop(quiet);
+    for pid in accepting(&s) {
+        unsafe_kill(pid, 9);
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let start = Instant::now();
+    assert_eq!(s.get("/a.txt").status, 200);
+    assert!(start.elapsed() < Duration::from_secs(2), "answered after {:?}", start.elapsed());
+}
+
 fn killed_child_is_replaced_under_load(mpm: &str) {
     let s = Server::start(mpm, "");
     let before = s.wait_children(2);
