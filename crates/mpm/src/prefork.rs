@@ -26,6 +26,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
     let max = u64::from(site.settings.tuning.max_connections_per_child);
     let mut served = 0u64;
     let mut events = [EpollEvent::empty(); 4];
+    let mut next = 0;
     while !stop.load(Ordering::Relaxed) {
         if reopen.swap(false, Ordering::Relaxed) {
             site.reopen_logs();
@@ -35,17 +36,29 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
             worker.flush_logs_if_due();
             continue;
         }
-        let n = match epoll.wait(&mut events, EpollTimeout::from(1000u16)) {
-            Ok(n) => n,
-            Err(nix::errno::Errno::EINTR) => 0,
-            Err(e) => return Err(e.into()),
+        // A connection may be waiting that no wake-up will announce here:
+        // the kernel told a child that has since given its turn away. So a
+        // child with a turn tries to accept before it sleeps (from the
+        // listener after the last one served, for fairness between them).
+        let tried = (0..listeners.len()).map(|k| (next + k) % listeners.len()).find_map(|i| listen::accept(&listeners[i].socket).ok().map(|c| (i, c)));
+        let (which, (stream, peer)) = match tried {
+            Some(got) => got,
+            None => {
+                let n = match epoll.wait(&mut events, EpollTimeout::from(1000u16)) {
+                    Ok(n) => n,
+                    Err(nix::errno::Errno::EINTR) => 0,
+                    Err(e) => return Err(e.into()),
+                };
+                if n == 0 {
+                    worker.logs.flush();
+                    continue;
+                }
+                let which = events[0].data() as usize;
+                let Ok(got) = listen::accept(&listeners[which].socket) else { continue };
+                (which, got)
+            }
         };
-        if n == 0 {
-            worker.logs.flush();
-            continue;
-        }
-        let which = events[0].data() as usize;
-        let Ok((stream, peer)) = listen::accept(&listeners[which].socket) else { continue };
+        next = (which + 1) % listeners.len();
         let laddr = listeners[which].addr;
         let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
         worker.serve(stream, ConnInfo { peer, local });

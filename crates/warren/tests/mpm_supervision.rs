@@ -170,6 +170,46 @@ fn prefork_children_take_turns_at_the_listeners() {
     assert_eq!(s.get("/a.txt").status, 200);
     assert!(start.elapsed() < Duration::from_millis(500), "answered after {:?}", start.elapsed());
     drop(quiet);
+    // Bursts of clients, more than the children, each tying up a child for
+    // three responses too large for the socket: every one is answered,
+    // though the children the kernel tells of waiting connections have
+    // often given their turns away by then.
+    s.dir.write("htdocs/big.bin", vec![b'x'; 1 << 20]);
+    for round in 0..3 {
+        let clients = 3 * children;
+        let together = std::sync::Arc::new(std::sync::Barrier::new(clients));
+        let handles: Vec<std::thread::JoinHandle<Option<Duration>>> = (0..clients)
+            .map(|_| {
+                let port = s.port;
+                let together = together.clone();
+                std::thread::spawn(move || {
+                    let c = std::net::TcpStream::connect(("127.0.0.1", port));
+                    together.wait();
+                    let mut c = c.ok()?;
+                    let start = Instant::now();
+                    c.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+                    for _ in 0..3 {
+                        c.write_all(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n").ok()?;
+                        let mut got = Vec::new();
+                        let mut buf = [0u8; 64 * 1024];
+                        while !response_complete(&got) {
+                            let n = c.read(&mut buf).ok()?;
+                            if n == 0 {
+                                return None;
+                            }
+                            got.extend_from_slice(&buf[..n]);
+                        }
+                        if status_of(&got) != 200 {
+                            return None;
+                        }
+                    }
+                    Some(start.elapsed())
+                })
+            })
+            .collect();
+        let took: Vec<Option<Duration>> = handles.into_iter().map(|t| t.join().unwrap()).collect();
+        assert!(took.iter().all(|t| t.is_some_and(|t| t < Duration::from_secs(3))), "round {round}: {took:?}");
+    }
     for pid in accepting(&s) {
         unsafe_kill(pid, 9);
     }
