@@ -126,16 +126,13 @@ impl<S: Read + Write> Client<S> {
     /// The next thing the application says about our request. Records of
     /// other request ids and management records are skipped.
     pub fn next_event(&mut self) -> io::Result<Event> {
-        let mut buf = [0u8; 16 * 1024];
         loop {
             if let Some(ev) = self.buffered_event()? {
                 return Ok(ev);
             }
-            let n = self.stream.read(&mut buf)?;
-            if n == 0 {
+            if self.reader.fill_from(&mut self.stream)? == 0 {
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "FastCGI application closed the connection before END_REQUEST"));
             }
-            self.reader.push(&buf[..n]);
         }
     }
 

@@ -278,6 +278,9 @@ pub fn parse_pairs(b: &[u8]) -> Result<Pairs, DecodeError> {
     Ok(out)
 }
 
+/// How much one read of an application's output asks for.
+const READ_CHUNK: usize = 16 * 1024;
+
 /// Splits a byte stream into records as they arrive.
 #[derive(Default)]
 pub struct RecordReader {
@@ -295,6 +298,16 @@ pub struct Record {
 impl RecordReader {
     pub fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
+    }
+
+    /// Reads once from `stream` straight onto the bytes not yet parsed (no
+    /// buffer on the caller's stack); 0 at the end of the stream.
+    pub fn fill_from<R: Read>(&mut self, stream: &mut R) -> io::Result<usize> {
+        let old = self.buf.len();
+        self.buf.resize(old + READ_CHUNK, 0);
+        let got = stream.read(&mut self.buf[old..]);
+        self.buf.truncate(old + *got.as_ref().unwrap_or(&0));
+        got
     }
 
     /// The next complete record, if one has arrived.
@@ -320,16 +333,13 @@ impl RecordReader {
     /// The next complete record, reading from `stream` until one is whole;
     /// None when the stream ends first.
     pub fn read_record<R: Read>(&mut self, stream: &mut R) -> io::Result<Option<Record>> {
-        let mut buf = [0u8; 4096];
         loop {
             if let Some(rec) = self.next_record().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? {
                 return Ok(Some(rec));
             }
-            let n = stream.read(&mut buf)?;
-            if n == 0 {
+            if self.fill_from(stream)? == 0 {
                 return Ok(None);
             }
-            self.push(&buf[..n]);
         }
     }
 
@@ -433,5 +443,22 @@ mod tests {
         let mut r = RecordReader::default();
         r.push(&[2, 6, 0, 1, 0, 0, 0, 0]);
         assert_eq!(r.next_record(), Err(DecodeError::BadVersion(2)));
+    }
+
+    #[test]
+    fn fills_from_a_stream_in_reads() {
+        let mut wire = Vec::new();
+        write_record(&mut wire, RecordType::Stdout, 1, b"hello");
+        write_record(&mut wire, RecordType::Stdout, 1, &[b'x'; 20_000]);
+        let mut r = RecordReader::default();
+        let mut stream = &wire[..];
+        // One read takes at most READ_CHUNK bytes; what was parsed is not kept.
+        assert_eq!(r.fill_from(&mut stream).unwrap(), READ_CHUNK);
+        assert_eq!(r.next_record().unwrap().unwrap().content, b"hello");
+        assert_eq!(r.next_record().unwrap(), None);
+        assert_eq!(r.fill_from(&mut stream).unwrap(), wire.len() - READ_CHUNK);
+        assert_eq!(r.next_record().unwrap().unwrap().content.len(), 20_000);
+        assert_eq!(r.fill_from(&mut stream).unwrap(), 0);
+        assert_eq!(r.pending(), 0);
     }
 }

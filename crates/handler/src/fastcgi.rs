@@ -417,8 +417,13 @@ impl Site {
         };
         // The body: an application that stops reading it (it answered
         // early, or died) ends the sending; its answer is still read.
-        let mut buf = [0u8; IO_BUF];
         let mut send_failed = false;
+        // On the heap, and only for a body: a worker thread's stack keeps
+        // every page it ever touched.
+        let mut buf = match &spooled {
+            Spooled::File(..) | Spooled::Streamed(_) => vec![0u8; IO_BUF],
+            Spooled::None | Spooled::Memory(_) => Vec::new(),
+        };
         match &mut spooled {
             Spooled::None => {}
             Spooled::Memory(b) => send_failed = client.stdin(b).is_err(),
@@ -446,8 +451,6 @@ impl Site {
 
         let mut reader = self.response_reader(gw, conn);
         let mut stream = client.into_stream();
-        // The body is sent: its buffer now takes the answer.
-        let net = &mut buf;
         // A pool child killed for request_terminate_timeout: 504, as php-fpm.
         let fail = |e: GatewayError| match &lease {
             Some(l) if l.terminated() => Failed::Backend(GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) }),
@@ -457,12 +460,12 @@ impl Site {
             match reader.next_piece().map_err(fail)? {
                 Some(Piece::Head(h)) => break h,
                 Some(_) => unreachable!("the head comes first"),
-                None => match stream.read(net) {
+                None => match reader.fill_from(&mut stream) {
                     Ok(0) => {
                         let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the response headers");
                         return Err(fail(GatewayError::io("reading the response headers from", addr, &e)));
                     }
-                    Ok(n) => reader.push(&net[..n]),
+                    Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(fail(GatewayError::io("reading the response headers from", addr, &e))),
                 },
@@ -638,7 +641,7 @@ fn spool(body: &mut dyn RequestBody) -> Result<Spooled, HttpError> {
         return Ok(Spooled::Streamed(n));
     }
     let mut mem = Vec::new();
-    let mut buf = [0u8; IO_BUF];
+    let mut buf = vec![0u8; IO_BUF];
     let mut file: Option<File> = None;
     let mut total = 0u64;
     loop {
@@ -787,7 +790,6 @@ impl BodySource for FcgiOutput {
                 return Ok(true);
             }
         }
-        let mut net = [0u8; IO_BUF];
         loop {
             let Some(stream) = self.stream.as_mut() else { return Ok(false) };
             let failure = match self.reader.next_piece() {
@@ -805,12 +807,9 @@ impl BodySource for FcgiOutput {
                 }
                 Ok(Some(Piece::Head(_))) => unreachable!("one head"),
                 Err(e) => e,
-                Ok(None) => match stream.read(&mut net) {
+                Ok(None) => match self.reader.fill_from(stream) {
                     Ok(0) => GatewayError { status: 502, why: format!("FastCGI: {} closed the connection mid-response", describe(&self.addr)) },
-                    Ok(n) => {
-                        self.reader.push(&net[..n]);
-                        continue;
-                    }
+                    Ok(_) => continue,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => GatewayError::io("reading the response from", &self.addr, &e),
                 },
@@ -861,6 +860,11 @@ impl ResponseReader {
 
     pub fn push(&mut self, bytes: &[u8]) {
         self.records.push(bytes);
+    }
+
+    /// Reads once from the application onto what is not yet parsed.
+    pub fn fill_from<R: Read>(&mut self, stream: &mut R) -> io::Result<usize> {
+        self.records.fill_from(stream)
     }
 
     /// Whether the head has been read.

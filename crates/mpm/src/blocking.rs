@@ -19,6 +19,8 @@ use crate::exchange::{head_limits, keep_alive_policy, panic_response, wait_for, 
 use crate::gateway::{self, ClientBody};
 use crate::scoreboard::{AcceptTurn, State, WorkerSlot};
 
+/// How much one read of a request head asks for: most heads fit.
+const HEAD_CHUNK: usize = 4096;
 /// How long a half-closed connection is drained before it is closed.
 const LINGER: Duration = Duration::from_secs(2);
 /// A thread waiting in keep-alive checks this often whether to stop.
@@ -87,23 +89,23 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Reads what is there, waiting at most `wait`. `TimedOut` if nothing came.
-    fn read_within(&mut self, stream: &TcpStream, buf: &mut [u8], wait: Duration) -> io::Result<usize> {
+    /// Reads what is there onto `buf`, waiting at most `wait`. `TimedOut` if nothing came.
+    fn read_within(&mut self, stream: &TcpStream, buf: &mut Vec<u8>, wait: Duration) -> io::Result<usize> {
         if !self.nonblocking {
             self.before_wait();
             self.set_read_timeout(stream, wait);
-            return (&*stream).read(buf).map_err(|e| match e.kind() {
+            return gateway::read_onto(stream, buf, HEAD_CHUNK).map_err(|e| match e.kind() {
                 io::ErrorKind::WouldBlock => io::Error::from(io::ErrorKind::TimedOut),
                 _ => e,
             });
         }
-        match (&*stream).read(buf) {
+        match gateway::read_onto(stream, buf, HEAD_CHUNK) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 self.before_wait();
                 if !wait_for(stream, PollFlags::POLLIN, wait) {
                     return Err(io::ErrorKind::TimedOut.into());
                 }
-                (&*stream).read(buf)
+                gateway::read_onto(stream, buf, HEAD_CHUNK)
             }
             other => other,
         }
@@ -234,7 +236,6 @@ impl<'a> Worker<'a> {
         let idle_until = Instant::now() + if served == 0 { self.timeout } else { self.keep_alive_timeout };
         // Once a request has begun, all of its head must come within Timeout.
         let mut head_until = (!rbuf.is_empty()).then(|| Instant::now() + self.timeout);
-        let mut buf = [0u8; 16 * 1024];
         loop {
             if !rbuf.is_empty() {
                 match parse_head(rbuf, &self.limits) {
@@ -266,14 +267,13 @@ impl<'a> Worker<'a> {
             if served > 0 && rbuf.is_empty() {
                 self.make_blocking(stream);
             }
-            match self.read_within(stream, &mut buf, wait) {
+            match self.read_within(stream, rbuf, wait) {
                 Ok(0) => return Head::Done,
-                Ok(n) => {
+                Ok(_) => {
                     if head_until.is_none() {
                         self.slot.set(State::Reading);
                         head_until = Some(Instant::now() + self.timeout);
                     }
-                    rbuf.extend_from_slice(&buf[..n]);
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
                 Err(_) => return Head::Done,
@@ -305,7 +305,7 @@ impl<'a> Worker<'a> {
         self.before_wait();
         let head = ex.head.as_ref().expect("head");
         let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, self.timeout);
-        let mut sink = [0u8; 16 * 1024];
+        let mut sink = vec![0u8; 16 * 1024];
         let result = loop {
             match body.read(&mut sink) {
                 Ok(0) => break Ok(()),

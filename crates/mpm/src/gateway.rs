@@ -20,6 +20,17 @@ use crate::exchange::{panic_response, wait_for, Exchange, Output};
 /// How much one read from the client asks for.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Reads what the connection has onto the end of `buf`, straight into its
+/// spare room: a buffer on a thread's stack would stay resident for the
+/// thread's life (a worker child has dozens of threads).
+pub fn read_onto(stream: &TcpStream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
+    let old = buf.len();
+    buf.resize(old + chunk, 0);
+    let got = (&*stream).read(&mut buf[old..]);
+    buf.truncate(old + *got.as_ref().unwrap_or(&0));
+    got
+}
+
 /// The request body, read from the connection on demand.
 pub struct ClientBody<'a> {
     stream: &'a TcpStream,
@@ -96,12 +107,7 @@ impl RequestBody for ClientBody<'_> {
             if !wait_for(self.stream, PollFlags::POLLIN, self.timeout) {
                 return Err(HttpError::new(408, "timeout reading the request body"));
             }
-            // Straight into rbuf: no buffer on the thread's stack.
-            let old = self.rbuf.len();
-            self.rbuf.resize(old + READ_CHUNK, 0);
-            let got = (&*self.stream).read(&mut self.rbuf[old..]);
-            self.rbuf.truncate(old + *got.as_ref().unwrap_or(&0));
-            match got {
+            match read_onto(self.stream, self.rbuf, READ_CHUNK) {
                 Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
