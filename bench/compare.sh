@@ -13,7 +13,9 @@
 #                 and the median p99 (ms)
 #   php-pool      warren only: the script in warren's own pool (pm static, 4 php-cgi
 #                 children) instead of php-fpm; median of 3 runs
-#   memory        PSS of each server's processes, summed, after the runs (MB)
+#   memory        PSS of each server's processes, summed, after the runs (MB),
+#                 and how many processes there were then (MPMs grow under
+#                 php-1000 and shrink a child a second afterwards)
 # Usage: bench/compare.sh            (DURATION=5 seconds per wrk run by default;
 #        MPMS="event worker prefork" chooses the tables)
 set -euo pipefail
@@ -249,6 +251,14 @@ pss() {
     echo "$total"
 }
 
+procs() { # the server's processes, as counted by pss
+    local n=0 p
+    for p in $1 $(pgrep -P "$1" || true); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = php-cgi ] || n=$((n + 1))
+    done
+    echo "$n"
+}
+
 rps() { # path [extra wrk args]
     local path=$1; shift
     wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "http://127.0.0.1:$PORT$path" 2>/dev/null | awk '/Requests\/sec/ {printf "%d", $2}'
@@ -283,6 +293,7 @@ measure() { # name
     case $1 in warren-*) R[$1,php-pool]=$(for _ in 1 2 3; do rps /pool/hello.php; echo; done | sort -n | sed -n 2p) ;; esac
     php_1000 "$1"
     R[$1,memory]=$(pss "$SERVER_PID")
+    R[$1,procs]=$(procs "$SERVER_PID")
     if [ "${2:-}" = idle ]; then
         R[$1,idle-1000]=$(python3 bench/idle.py 127.0.0.1 "$PORT" 1000 /index.html | awk '{print $1}')
     fi
@@ -312,6 +323,7 @@ for mpm in $MPMS; do
             "$(ratio "${R[warren-event,idle-1000]}" "${R[nginx,idle-1000]}")" "$(ratio "${R[warren-event,idle-1000]}" "${R[apache-event,idle-1000]}")"
         row "memory PSS (MB)" "$(mb "${R[warren-event,memory]}")" "$(mb "${R[nginx,memory]}")" "$(mb "${R[apache-event,memory]}")" \
             "$(ratio "${R[warren-event,memory]}" "${R[nginx,memory]}")" "$(ratio "${R[warren-event,memory]}" "${R[apache-event,memory]}")"
+        row "processes then" "${R[warren-event,procs]}" "${R[nginx,procs]}" "${R[apache-event,procs]}" - -
     else
         measure "warren-$mpm"; measure "apache-$mpm"
         echo
@@ -324,6 +336,7 @@ for mpm in $MPMS; do
         printf "%-22s %10s %10s %10s\n" "php-1000 failed" "${R[warren-$mpm,php-1000-failed]}" "${R[apache-$mpm,php-1000-failed]}" -
         printf "%-22s %10s %10s %10s\n" "php-1000 p99 (ms)" "${R[warren-$mpm,php-1000-p99]}" "${R[apache-$mpm,php-1000-p99]}" "$(ratio "${R[warren-$mpm,php-1000-p99]}" "${R[apache-$mpm,php-1000-p99]}")"
         printf "%-22s %10s %10s %10s\n" "memory PSS (MB)" "$(mb "${R[warren-$mpm,memory]}")" "$(mb "${R[apache-$mpm,memory]}")" "$(ratio "${R[warren-$mpm,memory]}" "${R[apache-$mpm,memory]}")"
+        printf "%-22s %10s %10s %10s\n" "processes then" "${R[warren-$mpm,procs]}" "${R[apache-$mpm,procs]}" -
     fi
 done
 echo "(req/s: higher is better; ms and MB: lower is better)"
