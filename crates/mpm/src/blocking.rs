@@ -303,7 +303,6 @@ impl<'a> Worker<'a> {
             return Ok(());
         }
         self.before_wait();
-        let head = ex.head.as_ref().expect("head");
         let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, self.timeout);
         let mut sink = vec![0u8; 16 * 1024];
         let result = loop {

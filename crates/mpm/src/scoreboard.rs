@@ -194,11 +194,8 @@ impl Scoreboard {
         let ptr = unsafe { mmap_anonymous(None, len_nz, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED) }?;
         let sb = Scoreboard { base: ptr.cast(), len, server_limit, thread_limit };
         sb.header().restart_time_ms.store(now_ms(), Ordering::Relaxed);
-        for p in 0..server_limit {
-            for t in 0..thread_limit {
-                sb.worker(p, t).reset();
-            }
-        }
+        // Zeroed slots read as Dead (`State::from_u8`): nothing is written
+        // here, so pages of slots never used are never made resident.
         Ok(sb)
     }
 
@@ -387,6 +384,7 @@ mod tests {
     #[test]
     fn states_text_and_sharing_across_fork() {
         let sb = Scoreboard::new(4, 3).unwrap();
+        assert_eq!(sb.worker(3, 2).state(), State::Dead, "a fresh slot is open");
         sb.claim(1, 1234, 2);
         assert_eq!(sb.worker(1, 0).state(), State::Starting);
         assert_eq!(sb.worker(1, 2).state(), State::Dead);
