@@ -21,6 +21,7 @@ each_mpm!(
     usr1_reopens_logs,
     graceful_stop_finishes_requests,
     children_end_with_a_killed_parent,
+    children_start_with_room_for_descriptors,
 );
 
 /// Four idle keep-alive clients tie up all four prefork children, so a
@@ -407,4 +408,18 @@ fn children_end_with_a_killed_parent(mpm: &str) {
 
 fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| st.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+}
+
+/// A child's descriptor table is grown before it has threads (4096 slots,
+/// or the soft limit): grown later, the kernel makes the accept that
+/// needed the room wait for an RCU grace period.
+fn children_start_with_room_for_descriptors(mpm: &str) {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let soft: u64 = limits.lines().find(|l| l.starts_with("Max open files")).and_then(|l| l.split_whitespace().nth(3)).and_then(|v| v.parse().ok()).unwrap_or(1024);
+    let s = Server::start(mpm, "");
+    for child in s.wait_children(2) {
+        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap();
+        let size: u64 = status.lines().find_map(|l| l.strip_prefix("FDSize:")).unwrap().trim().parse().unwrap();
+        assert!(size >= soft.min(4096), "{mpm} child {child}: FDSize {size}, soft limit {soft}");
+    }
 }
