@@ -368,6 +368,9 @@ impl Parent {
             c.asked_to_stop = true;
             self.sb.process(c.slot).quiescing.store(1, Ordering::Relaxed);
             let _ = kill(pid, Signal::SIGTERM);
+            if self.sb.accept_turns() > 0 {
+                self.sb.wake_turn_waiters();
+            }
         }
     }
 

@@ -295,6 +295,15 @@ impl Scoreboard {
         futex_wake(&h.turn_given, 1);
     }
 
+    /// Wakes every child waiting for a turn, so that one just told to stop
+    /// sees it now rather than at the end of its wait (a signal does not
+    /// end a futex wait: it is restarted).
+    pub fn wake_turn_waiters(&self) {
+        let h = self.header();
+        h.turn_given.fetch_add(1, Ordering::SeqCst);
+        futex_wake(&h.turn_given, i32::MAX);
+    }
+
     /// Idle workers (Ready) in live, non-quiescing children.
     pub fn idle_workers(&self) -> usize {
         let mut n = 0;
@@ -327,10 +336,6 @@ pub struct AcceptTurn<'a> {
 impl<'a> AcceptTurn<'a> {
     pub fn new(sb: &'a Scoreboard, slot: usize) -> AcceptTurn<'a> {
         AcceptTurn { sb, slot, held: false }
-    }
-
-    pub fn held(&self) -> bool {
-        self.held
     }
 
     /// Takes a turn if one is free, else sleeps until one is given back or
