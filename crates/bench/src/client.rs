@@ -218,8 +218,7 @@ impl Run<'_> {
     fn start(&mut self, i: usize) {
         let now = Instant::now();
         if self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| now >= e) {
-            self.conns[i].state = State::Done;
-            return;
+            return self.retire(i);
         }
         if !self.active(i) {
             self.conns[i].state = State::Paused;
@@ -227,8 +226,7 @@ impl Run<'_> {
         }
         let index = self.issued.fetch_add(1, Ordering::Relaxed);
         if self.plan.requests.is_some_and(|max| index >= max) {
-            self.conns[i].state = State::Done;
-            return;
+            return self.retire(i);
         }
         let target = self.next_target % self.plan.targets.len();
         self.next_target += 1;
@@ -409,6 +407,15 @@ impl Run<'_> {
         self.conns[i].socket = None;
         self.conns[i].state = State::Idle;
         self.conns[i].interest = EpollFlags::empty();
+    }
+
+    /// Ends connection `i`'s part in the run. Its kept connection is closed
+    /// now, not when the whole run ends: a prefork child or worker thread
+    /// would otherwise wait out KeepAliveTimeout on it while the requests
+    /// still to come queue at the listener.
+    fn retire(&mut self, i: usize) {
+        self.close(i);
+        self.conns[i].state = State::Done;
     }
 
     /// Counts the error and closes; the loop starts the connection's next

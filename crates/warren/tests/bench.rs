@@ -107,6 +107,26 @@ fn figures_match_known_delays_and_failures() {
     assert!(t.elapsed() < Duration::from_secs(3), "took {:?}", t.elapsed());
 }
 
+/// Like a lone prefork child: serves one connection to its end before it
+/// accepts the next.
+#[test]
+fn a_connection_with_no_requests_left_is_closed_at_once() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            serve(s);
+        }
+    });
+    // Both connections on one client thread: the first takes every request it
+    // can; the second waits at the listener until the first is closed, which
+    // must not wait for the run's (or the thread's) end.
+    let t = Instant::now();
+    let (_, j, _) = bench(&["-n", "20", "-c", "2", "--threads", "1", "-k", "--timeout", "5", "--json", &format!("http://127.0.0.1:{port}/fast")]);
+    assert_eq!((j["transactions"].as_u64(), j["failed_transactions"].as_u64()), (Some(20), Some(0)), "{j}");
+    assert!(t.elapsed() < Duration::from_secs(3), "took {:?}", t.elapsed());
+}
+
 #[test]
 fn fixed_rate_and_ramp() {
     let port = test_server();
