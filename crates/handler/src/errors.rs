@@ -68,7 +68,7 @@ pub fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>
             Some(ErrorDocument::Local(local)) => {
                 // An internal redirect: the document's content, the original status.
                 if let Some((file, len, ctype, fs)) = static_files::open_local(site, host, local.as_bytes()) {
-                    resp.body = Body::File { file, start: 0, len };
+                    resp.body = Body::File { file: std::sync::Arc::new(file), start: 0, len };
                     resp.filename = Some(fs);
                     if let Some(t) = ctype {
                         resp.add("Content-Type", t);

@@ -1,15 +1,20 @@
-//! A small in-memory cache of small static files, per process.
+//! Per-process caches for static files.
 //!
-//! A hit costs one `stat` instead of open, fstat, read and close; every hit
-//! is checked against the file's current identity (device, inode, size,
-//! mtime and ctime to the nanosecond), so a changed file is never served
-//! stale. Bounded in entry size and in total bytes: when full it is emptied.
+//! Small files are kept in memory: a hit costs one `stat` instead of open,
+//! fstat, read and close. Large files (sent with sendfile) are kept open: a
+//! hit costs one `stat` instead of open, fstat and close. Every hit is
+//! checked against the file's current identity at its path (device, inode,
+//! size, mtime and ctime to the nanosecond), so a changed or replaced file
+//! is never served stale. Both are bounded; when full they are emptied, and
+//! open files unused for [`OPEN_IDLE`] are closed at the next lookup, so
+//! that a deleted file's space is given back.
 
-use std::collections::{HashMap, HashSet};
-use std::fs::Metadata;
+use std::collections::HashMap;
+use std::fs::{File, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::static_files::Validators;
 
@@ -17,6 +22,10 @@ use crate::static_files::Validators;
 pub const MAX_ENTRY: u64 = 32 * 1024;
 /// Total bytes cached per process.
 pub const MAX_TOTAL: usize = 2 * 1024 * 1024;
+/// Large files kept open per process.
+pub const MAX_OPEN: usize = 64;
+/// An open large file not asked for in this long is closed.
+pub const OPEN_IDLE: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct FileIdentity {
@@ -40,6 +49,12 @@ pub struct CachedFile {
     pub content_type: Option<String>,
 }
 
+struct OpenFile {
+    identity: FileIdentity,
+    file: Arc<File>,
+    used: Instant,
+}
+
 #[derive(Default)]
 pub struct FileCache {
     inner: Mutex<Inner>,
@@ -49,43 +64,24 @@ pub struct FileCache {
 struct Inner {
     map: HashMap<PathBuf, Arc<CachedFile>>,
     bytes: usize,
-    /// Paths last seen as regular files too large to cache: they are opened
-    /// at once (open + fstat, no path stat first), as nginx does.
-    large: HashSet<PathBuf>,
+    open: HashMap<PathBuf, OpenFile>,
+    swept: Option<Instant>,
 }
 
-/// How many large-file paths are remembered before the set is emptied.
-const MAX_LARGE: usize = 4096;
-
 impl FileCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The cached copy of `path`, if it is still the file `meta` describes.
     pub fn get(&self, path: &Path, meta: &Metadata) -> Option<Arc<CachedFile>> {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let inner = self.lock();
         let entry = inner.map.get(path)?;
         (entry.identity == FileIdentity::of(meta)).then(|| entry.clone())
     }
 
-    /// Whether `path` was a large regular file when last served.
-    pub fn is_large(&self, path: &Path) -> bool {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).large.contains(path)
-    }
-
-    pub fn mark_large(&self, path: &Path, large: bool) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if !large {
-            inner.large.remove(path);
-            return;
-        }
-        if !inner.large.contains(path) {
-            if inner.large.len() >= MAX_LARGE {
-                inner.large.clear();
-            }
-            inner.large.insert(path.to_path_buf());
-        }
-    }
-
     pub fn insert(&self, path: PathBuf, entry: Arc<CachedFile>) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.lock();
         if inner.bytes + entry.data.len() > MAX_TOTAL {
             inner.map.clear();
             inner.bytes = 0;
@@ -94,6 +90,37 @@ impl FileCache {
         if let Some(old) = inner.map.insert(path, entry) {
             inner.bytes -= old.data.len();
         }
+    }
+
+    /// The open descriptor of large file `path`, if it is still the file
+    /// `meta` (a stat of the path just now) describes.
+    pub fn get_open(&self, path: &Path, meta: &Metadata) -> Option<Arc<File>> {
+        self.get_open_at(path, meta, Instant::now())
+    }
+
+    fn get_open_at(&self, path: &Path, meta: &Metadata, now: Instant) -> Option<Arc<File>> {
+        let mut inner = self.lock();
+        if inner.swept.is_none_or(|t| now.duration_since(t) >= OPEN_IDLE) {
+            inner.open.retain(|_, f| now.duration_since(f.used) < OPEN_IDLE);
+            inner.swept = Some(now);
+        }
+        let entry = inner.open.get_mut(path)?;
+        if entry.identity != FileIdentity::of(meta) {
+            inner.open.remove(path);
+            return None;
+        }
+        entry.used = now;
+        Some(entry.file.clone())
+    }
+
+    /// Keeps large file `file`, opened at `path` and described by `meta`
+    /// (its fstat), open for the next requests.
+    pub fn insert_open(&self, path: PathBuf, file: Arc<File>, meta: &Metadata) {
+        let mut inner = self.lock();
+        if inner.open.len() >= MAX_OPEN && !inner.open.contains_key(&path) {
+            inner.open.clear();
+        }
+        inner.open.insert(path, OpenFile { identity: FileIdentity::of(meta), file, used: Instant::now() });
     }
 }
 
@@ -116,5 +143,40 @@ mod tests {
         let meta2 = std::fs::metadata(&p).unwrap();
         assert!(cache.get(&p, &meta2).is_none());
         std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn large_files_stay_open_while_unchanged_and_used() {
+        let dir = std::env::temp_dir().join(format!("warren-open-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("big");
+        std::fs::write(&p, vec![1u8; 40_000]).unwrap();
+        let cache = FileCache::default();
+        let meta = std::fs::metadata(&p).unwrap();
+        assert!(cache.get_open(&p, &meta).is_none());
+        let file = Arc::new(File::open(&p).unwrap());
+        cache.insert_open(p.clone(), file.clone(), &file.metadata().unwrap());
+        let hit = cache.get_open(&p, &meta).expect("unchanged: a hit");
+        assert!(Arc::ptr_eq(&hit, &file));
+        // Replaced under the same name with a file of the same size: a miss, and forgotten.
+        let other = dir.join("other");
+        std::fs::write(&other, vec![2u8; 40_000]).unwrap();
+        std::fs::rename(&other, &p).unwrap();
+        let meta2 = std::fs::metadata(&p).unwrap();
+        assert!(cache.get_open(&p, &meta2).is_none());
+        assert!(cache.get_open(&p, &meta).is_none(), "the stale entry was dropped");
+        // Not asked for in OPEN_IDLE: closed at the next lookup of any file.
+        let file2 = Arc::new(File::open(&p).unwrap());
+        cache.insert_open(p.clone(), file2.clone(), &meta2);
+        assert!(cache.get_open_at(&p, &meta2, Instant::now() + OPEN_IDLE / 2).is_some());
+        let later = Instant::now() + OPEN_IDLE * 2;
+        assert!(cache.get_open_at(&other, &meta2, later).is_none());
+        assert_eq!(Arc::strong_count(&file2), 1, "the cache let go of the descriptor");
+        // Bounded: the entry past MAX_OPEN empties the set.
+        for i in 0..=MAX_OPEN {
+            cache.insert_open(dir.join(format!("f{i}")), file2.clone(), &meta2);
+        }
+        assert_eq!(Arc::strong_count(&file2), 2);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

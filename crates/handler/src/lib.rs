@@ -40,6 +40,7 @@ pub mod status;
 
 use std::fs::File;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use router::{ConnInfo, Site};
 
@@ -56,10 +57,11 @@ pub enum Body {
     Bytes(Vec<u8>),
     /// Bytes shared with the file cache.
     Shared(std::sync::Arc<[u8]>),
-    /// `len` bytes of `file` from `start`.
-    File { file: File, start: u64, len: u64 },
+    /// `len` bytes of `file` from `start` (the file may be shared with the
+    /// cache of open large files).
+    File { file: Arc<File>, start: u64, len: u64 },
     /// multipart/byteranges: literal parts and ranges of one file.
-    Parts { file: File, parts: Vec<Part> },
+    Parts { file: Arc<File>, parts: Vec<Part> },
     /// Produced while it is sent (a FastCGI application's output). `len` is
     /// known when the application gave a Content-Length; otherwise the MPM
     /// sends it chunked (or until close, to HTTP/1.0 clients).

@@ -50,17 +50,6 @@ pub fn serve(
             return Outcome::Ready(site.error(host, 403, head, conn, &why));
         }
     }
-    if site.file_cache.is_large(&fs) {
-        // Known large file: open and fstat only; the fstat decides.
-        if let Ok(file) = open(&fs) {
-            if let Ok(meta) = file.metadata() {
-                if meta.is_file() && meta.len() > MAX_ENTRY {
-                    return Outcome::Ready(serve_file(site, host, head, &eff, file, &meta, fs));
-                }
-            }
-        }
-        site.file_cache.mark_large(&fs, false);
-    }
     let meta = match std::fs::metadata(&fs) {
         Ok(m) => m,
         Err(e) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
@@ -112,13 +101,19 @@ pub fn serve(
     Outcome::Ready(site.error(host, 403, head, conn, &why))
 }
 
-/// A regular file: from the cache when it is small and unchanged, else
-/// opened (and, when small, cached).
+/// A regular file: from the cache when it is small and unchanged, through
+/// the descriptor kept open when it is large and unchanged, else opened
+/// (and kept: its bytes when small, its descriptor when large).
 fn serve_regular(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, eff: &Effective, meta: &Metadata, fs: PathBuf) -> Response {
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {
         if let Some(hit) = site.file_cache.get(&fs, meta) {
             return respond_whole(host, head, &hit.validators, hit.content_type.clone(), Body::Shared(hit.data.clone()), fs);
+        }
+    }
+    if meta.len() > MAX_ENTRY {
+        if let Some(file) = site.file_cache.get_open(&fs, meta) {
+            return serve_file(site, host, head, eff, file, meta, fs);
         }
     }
     let file = match open(&fs) {
@@ -143,8 +138,9 @@ fn serve_regular(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, 
             return respond_whole(host, head, &entry.validators, entry.content_type.clone(), Body::Shared(entry.data.clone()), fs);
         }
     }
+    let file = Arc::new(file);
     if meta.len() > MAX_ENTRY {
-        site.file_cache.mark_large(&fs, true);
+        site.file_cache.insert_open(fs.clone(), file.clone(), &meta);
     }
     serve_file(site, host, head, eff, file, &meta, fs)
 }
@@ -418,7 +414,7 @@ fn boundary() -> String {
     format!("{:016x}{:08x}", t ^ (u64::from(std::process::id()) << 32), n)
 }
 
-pub fn serve_file(site: &Site, host: usize, head: &RequestHead, eff: &Effective, file: File, meta: &Metadata, fs: PathBuf) -> Response {
+pub fn serve_file(site: &Site, host: usize, head: &RequestHead, eff: &Effective, file: Arc<File>, meta: &Metadata, fs: PathBuf) -> Response {
     let size = meta.len();
     let v = Validators::of(meta);
     let ctype = content_type(site, eff, &fs);

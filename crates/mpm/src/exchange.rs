@@ -272,9 +272,8 @@ impl Output {
                         self.queue.push_back(Chunk::Broken);
                     }
                 }
-                Body::File { file, start, len } => self.queue.push_back(Chunk::File { file: Arc::new(file), offset: start, len }),
+                Body::File { file, start, len } => self.queue.push_back(Chunk::File { file, offset: start, len }),
                 Body::Parts { file, parts } => {
-                    let file = Arc::new(file);
                     for p in parts {
                         self.queue.push_back(match p {
                             Part::Bytes(b) => Chunk::Bytes(b),

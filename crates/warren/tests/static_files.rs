@@ -216,6 +216,21 @@ fn large_file_by_curl(mpm: &str) {
     assert_eq!(s.get("/big.bin").body.len(), 200_000);
     std::fs::write(&big, &data[..100_000]).unwrap();
     assert!(s.get("/big.bin").body == data[..100_000]);
+    // Large files stay open between requests: rewritten in place or replaced
+    // under the same name at the same size, the new bytes are served.
+    for round in 0..3 {
+        assert!(s.get("/big.bin").body == data[..100_000]);
+        let other: Vec<u8> = data[..100_000].iter().map(|b| b ^ (round + 1)).collect();
+        if round == 1 {
+            let tmp = s.dir.0.join("htdocs/big.tmp");
+            std::fs::write(&tmp, &other).unwrap();
+            std::fs::rename(&tmp, &big).unwrap();
+        } else {
+            std::fs::write(&big, &other).unwrap();
+        }
+        assert!(s.get("/big.bin").body == other, "round {round}: stale bytes");
+        std::fs::write(&big, &data[..100_000]).unwrap();
+    }
     std::fs::remove_file(&big).unwrap();
     assert_eq!(s.get("/big.bin").status, 404);
     std::fs::create_dir(&big).unwrap();
