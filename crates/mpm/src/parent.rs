@@ -575,7 +575,12 @@ impl Parent {
         if nix::unistd::getppid() != parent {
             return 0;
         }
-        reserve_descriptors(DESCRIPTORS_RESERVED);
+        // A prefork child never has a second thread: its table grows at no
+        // cost when it needs to, and 4096 slots would be 32 KB of kernel
+        // memory in each of perhaps hundreds of children.
+        if self.site.settings.mpm != Mpm::Prefork {
+            reserve_descriptors(DESCRIPTORS_RESERVED);
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let reopen = Arc::new(AtomicBool::new(false));
         let Ok((read, write)) = UnixStream::pair() else { return 1 };
