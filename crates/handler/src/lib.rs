@@ -56,7 +56,7 @@ pub enum Body {
     Empty,
     Bytes(Vec<u8>),
     /// Bytes shared with the file cache.
-    Shared(std::sync::Arc<[u8]>),
+    Shared(Arc<[u8]>),
     /// `len` bytes of `file` from `start` (the file may be shared with the
     /// cache of open large files).
     File { file: Arc<File>, start: u64, len: u64 },
