@@ -6,7 +6,7 @@ use warren_http::RequestHead;
 
 use crate::path::{self, html_escape};
 use crate::router::{ConnInfo, Site};
-use crate::{static_files, Body, Response};
+use crate::{Body, Response};
 
 fn message(status: u16, method: &str) -> String {
     match status {
@@ -66,16 +66,9 @@ pub fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>
                 return r.header("Content-Type", "text/html; charset=iso-8859-1");
             }
             Some(ErrorDocument::Local(local)) => {
-                // An internal redirect: the document's content, the original status.
-                if let Some((file, len, ctype, fs)) = static_files::open_local(site, host, local.as_bytes()) {
-                    resp.body = Body::File { file: std::sync::Arc::new(file), start: 0, len };
-                    resp.filename = Some(fs);
-                    if let Some(t) = ctype {
-                        resp.add("Content-Type", t);
-                    }
-                    return resp;
-                }
-                site.hosts[host].error_log.error(Some(conn.peer), &format!("ErrorDocument {status} {local} cannot be served; using the built-in page"));
+                // The built-in page stays as the answer should the document
+                // itself fail; Site::handle follows the redirect.
+                resp.error_document = Some(local.clone());
             }
             Some(ErrorDocument::Default) | None => {}
         }

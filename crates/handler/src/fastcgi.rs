@@ -26,10 +26,10 @@ use std::time::Duration;
 use warren_config::{FcgiAddr, FcgiBackend, LogLevel};
 use warren_fcgi::record::{self, RecordType};
 use warren_fcgi::{Client, ProtocolStatus, RecordReader};
-use warren_http::{parse_head, HeadLimits, HttpError, RequestHead};
+use warren_http::{HttpError, RequestHead};
 
 use crate::logs::{strip_port, ErrorLog};
-use crate::{Body, BodySource, ConnInfo, HeaderName, Outcome, RequestBody, Response, Site};
+use crate::{internal_redirect, path, Body, BodySource, ConnInfo, HeaderName, Outcome, RequestBody, Response, Site};
 
 /// A response header block larger than this is refused with 502.
 pub const MAX_HEADER_BLOCK: usize = 64 * 1024;
@@ -57,6 +57,9 @@ pub struct Gateway {
     redirects: u8,
     /// REQUEST_URI, for a pool's status page.
     uri: Vec<u8>,
+    /// Set when this request is a local ErrorDocument answering an error:
+    /// the status of that error.
+    error_status: Option<u16>,
 }
 
 /// Where a request maps: the script and the rest of the path after it.
@@ -279,7 +282,7 @@ impl Site {
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         let params = self.cgi_params(host, head, conn, &target, query);
         let uri = head.path_and_query().to_vec();
-        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri }))
+        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None }))
     }
 
     /// The CGI/1.1 variables of RFC 3875 and those PHP expects.
@@ -351,10 +354,19 @@ impl Site {
 
     /// Runs a FastCGI request: the body to the application, its answer back.
     pub fn run_gateway(&self, gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
+        let body: &mut dyn RequestBody = if gw.error_status.is_some() {
+            // An error document is a GET: the client's body is not its to
+            // read. Read and dropped, as Apache does, so the connection can
+            // go on (or, if that fails, the MPM closes it).
+            discard(body);
+            &mut NoBody
+        } else {
+            body
+        };
         let answer = spool(body).map_err(Failed::Client).and_then(|spooled| self.exchange(&gw, conn, body, spooled));
-        match answer {
-            Ok(Answer::Response(r)) => r,
-            Ok(Answer::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
+        let failed = match answer {
+            Ok(Answer::Response(r)) => return r,
+            Ok(Answer::Redirect(location)) => return self.internal_redirect(&gw, head, conn, &location),
             // The MPM closes the connection if the client's body was left half read.
             Err(Failed::Backend(f)) => self.gateway_failed(&gw, head, conn, &f),
             Err(Failed::Pool(name, why)) => self.pool_unavailable(&gw, head, conn, &name, why),
@@ -363,6 +375,16 @@ impl Site {
                 r.close = true;
                 r
             }
+        };
+        self.run_outcome(self.follow_error_document(Outcome::Ready(failed), head, conn), head, conn)
+    }
+
+    /// Runs what an internal redirect led to, here where blocking is fine.
+    fn run_outcome(&self, outcome: Outcome, head: &RequestHead, conn: &ConnInfo) -> Response {
+        match outcome {
+            Outcome::Ready(r) => r,
+            Outcome::Blocking(work) => work(),
+            Outcome::Gateway(next) => self.run_gateway(next, head, conn, &mut NoBody),
         }
     }
 
@@ -511,10 +533,8 @@ impl Site {
     /// a GET of that URL, as CGI says.
     fn internal_redirect(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> Response {
         match self.redirect_outcome(gw, head, conn, location) {
-            (Outcome::Ready(r), _) => r,
-            (Outcome::Blocking(work), _) => work(),
-            (Outcome::Gateway(next), Some(new_head)) => self.run_gateway(next, &new_head, conn, &mut NoBody),
-            (Outcome::Gateway(_), None) => unreachable!("a gateway outcome comes with its head"),
+            (outcome, Some(new_head)) => self.run_outcome(outcome, &new_head, conn),
+            (outcome, None) => self.run_outcome(outcome, head, conn),
         }
     }
 
@@ -525,21 +545,8 @@ impl Site {
             let why = format!("more than {MAX_REDIRECTS} internal redirects from FastCGI Location headers");
             return (Outcome::Ready(self.error(gw.host, 500, head, conn, &why)), None);
         }
-        let mut text = format!("GET {location} HTTP/1.1\r\n").into_bytes();
-        for (n, v) in head.headers() {
-            if n.eq_ignore_ascii_case(b"content-length") || n.eq_ignore_ascii_case(b"transfer-encoding") || n.eq_ignore_ascii_case(b"content-type") || n.eq_ignore_ascii_case(b"expect") {
-                continue;
-            }
-            text.extend_from_slice(n);
-            text.extend_from_slice(b": ");
-            text.extend_from_slice(v);
-            text.extend_from_slice(b"\r\n");
-        }
-        text.extend_from_slice(b"\r\n");
-        let limits = HeadLimits { request_line: 64 * 1024, field_size: 64 * 1024, fields: 1000 };
-        let new_head = match parse_head(&text, &limits) {
-            Ok(Some((h, _))) => h,
-            _ => return (Outcome::Ready(self.error(gw.host, 500, head, conn, &format!("FastCGI: bad Location for an internal redirect: {location}"))), None),
+        let Some(new_head) = internal_redirect::location_head(location, head) else {
+            return (Outcome::Ready(self.error(gw.host, 500, head, conn, &format!("FastCGI: bad Location for an internal redirect: {location}"))), None);
         };
         let outcome = match self.handle(&new_head, conn) {
             Outcome::Gateway(mut next) => {
@@ -554,7 +561,17 @@ impl Site {
     /// The answer to an exchange that failed before its head was sent, and
     /// the error-log line.
     pub fn gateway_failed(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, e: &GatewayError) -> Response {
-        self.error(gw.host, e.status, head, conn, &format!("{} (script {})", e.why, gw.script))
+        let why = format!("{} (script {})", e.why, gw.script);
+        match gw.error_status {
+            // The error document itself failed: the first error's built-in
+            // page, never a second redirect.
+            Some(first) => {
+                let mut r = self.error(gw.host, first, head, conn, &format!("{why}, while answering {first} with its ErrorDocument"));
+                r.error_document = None;
+                r
+            }
+            None => self.error(gw.host, e.status, head, conn, &why),
+        }
     }
 
     /// The 503 (with Retry-After) for a request that got no child of `pool`.
@@ -584,9 +601,39 @@ impl Gateway {
         out
     }
 
+    /// Makes this request the answer to an error of `original`, as
+    /// Apache's ErrorDocument: the script sees the original REQUEST_URI and
+    /// the REDIRECT_ variables, gets no request body, and its answer keeps
+    /// the error's status unless it gives a `Status:` of its own.
+    pub fn answer_error(&mut self, status: u16, original: &RequestHead) {
+        let uri = original.path_and_query().to_vec();
+        let query = path::split_query(&uri).1;
+        let query = query.strip_prefix(b"?").unwrap_or(query).to_vec();
+        self.set_param("REDIRECT_STATUS", status.to_string().into_bytes());
+        self.set_param("REDIRECT_URL", internal_redirect::redirect_url(original));
+        if !query.is_empty() {
+            self.set_param("REDIRECT_QUERY_STRING", query);
+        }
+        self.set_param("REDIRECT_REQUEST_METHOD", original.method().as_bytes().to_vec());
+        self.set_param("REQUEST_URI", uri.clone());
+        self.uri = uri;
+        self.error_status = Some(status);
+    }
+
+    fn set_param(&mut self, name: &'static str, value: Vec<u8>) {
+        match self.params.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => *v = value,
+            None => self.params.push((HeaderName::Borrowed(name), value)),
+        }
+    }
+
     /// The response for an application's head (its body to be added).
     pub fn response(&self, head: &mut CgiHead) -> Response {
-        let mut r = Response::new(head.status, self.host);
+        let status = match self.error_status {
+            Some(error) if !head.explicit_status => error,
+            _ => head.status,
+        };
+        let mut r = Response::new(status, self.host);
         r.headers = std::mem::take(&mut head.headers);
         r.filename = Some(PathBuf::from(&self.script));
         r
@@ -618,6 +665,16 @@ enum Failed {
 
 /// For an internal redirect: a GET has no body.
 struct NoBody;
+
+/// Reads a request body to its end, keeping none of it.
+fn discard(body: &mut dyn RequestBody) {
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = body.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+    }
+}
 
 impl RequestBody for NoBody {
     fn length(&self) -> Option<u64> {
@@ -742,8 +799,10 @@ fn parse_cgi_headers(block: &[u8]) -> Result<CgiHeaders, String> {
         let value = String::from_utf8_lossy(value).into_owned();
         match name.to_ascii_lowercase().as_str() {
             "status" => {
-                let code = value.split_whitespace().next().and_then(|c| c.parse::<u16>().ok()).filter(|c| (100..=999).contains(c));
-                h.status = code.ok_or_else(|| format!("bad Status: {value}"))?;
+                // An interim (1xx) status is not an answer: sent as one, the
+                // application's real answer would go to the client's next request.
+                let code = value.split_whitespace().next().and_then(|c| c.parse::<u16>().ok()).filter(|c| (200..=599).contains(c));
+                h.status = code.ok_or_else(|| format!("bad Status (not a final status 200-599): {value}"))?;
                 h.explicit_status = true;
             }
             "content-length" => {
@@ -831,6 +890,9 @@ pub enum Piece {
 /// The application's response head.
 pub struct CgiHead {
     pub status: u16,
+    /// Whether the application gave a `Status:` (an error document's
+    /// answer keeps the error's status otherwise).
+    pub explicit_status: bool,
     pub headers: Vec<(HeaderName, String)>,
     pub content_length: Option<u64>,
     /// A local Location with status 200: serve that URL instead (CGI's
@@ -894,7 +956,7 @@ impl ResponseReader {
                         let h = parse_cgi_headers(&block[..header_len])
                             .map_err(|why| GatewayError { status: 502, why: format!("FastCGI: malformed response header from {}: {why}", self.backend) })?;
                         let redirect = h.local_redirect();
-                        return Ok(Some(Piece::Head(CgiHead { status: h.status, headers: h.headers, content_length: h.content_length, redirect, first_body })));
+                        return Ok(Some(Piece::Head(CgiHead { status: h.status, explicit_status: h.explicit_status, headers: h.headers, content_length: h.content_length, redirect, first_body })));
                     }
                     if block.len() > MAX_HEADER_BLOCK {
                         return Err(self.too_large());
@@ -977,5 +1039,9 @@ mod tests {
         assert!(parse_cgi_headers(b"no colon here\n").is_err());
         assert!(parse_cgi_headers(b"Bad Name: x\n").is_err());
         assert!(parse_cgi_headers(b"Status: abc\n").is_err());
+        for interim_or_unknown in ["100", "101 Switching Protocols", "103", "199", "600", "999"] {
+            assert!(parse_cgi_headers(format!("Status: {interim_or_unknown}\n").as_bytes()).is_err(), "{interim_or_unknown}");
+        }
+        assert_eq!(parse_cgi_headers(b"Status: 599\n").unwrap().status, 599);
     }
 }

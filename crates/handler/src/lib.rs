@@ -22,13 +22,16 @@
 //!
 //! Modules: `fastcgi` (the proxy to FastCGI applications), `pool_status`
 //! (the status page of warren's own pools), `static_files` (conditionals,
-//! ranges, files), `errors` (error pages and ErrorDocument), `listing`
+//! ranges, files), `errors` (error pages), `internal_redirect` (a request
+//! served again for another URL: a local ErrorDocument, a FastCGI local
+//! `Location:`), `listing`
 //! (Options Indexes), `path` (decoding and normalising URL paths), `mime`,
 //! `logs` (error and access logs), `status` (server-status).
 
 pub mod errors;
 pub mod fastcgi;
 pub mod file_cache;
+pub mod internal_redirect;
 pub mod listing;
 pub mod logs;
 pub mod mime;
@@ -134,11 +137,14 @@ pub struct Response {
     pub host: usize,
     /// The file served, for `%f`.
     pub filename: Option<PathBuf>,
+    /// A local ErrorDocument that should answer instead of this built-in
+    /// error page: an internal redirect that [`Site::handle`] follows.
+    pub error_document: Option<String>,
 }
 
 impl Response {
     pub fn new(status: u16, host: usize) -> Response {
-        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None }
+        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None }
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {

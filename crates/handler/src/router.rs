@@ -40,6 +40,9 @@ pub struct Host {
     /// Whether any section hands files to a FastCGI application, so that
     /// `/script.php/path/info` URLs are looked for.
     has_fastcgi: bool,
+    /// The pools (`pool:NAME`) this host sends requests to: their status
+    /// pages are answered here and on no other host.
+    pools: Vec<String>,
 }
 
 pub struct Site {
@@ -115,7 +118,8 @@ impl Site {
             let name = config.server_name.clone().unwrap_or_else(|| "localhost".to_string());
             let is_fcgi = |d: &DirConfig| matches!(d.handler, Some(Some(Handler::FastCgi(_) | Handler::Pool(_))));
             let has_fastcgi = is_fcgi(&config.dir) || config.sections.iter().any(|s| is_fcgi(&s.config));
-            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi });
+            let pools = pools_used(&config);
+            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi, pools });
         }
         Ok(Site {
             server_header: server_header(settings.server_tokens),
@@ -263,8 +267,9 @@ impl Site {
         root.join(rel)
     }
 
-    /// Answers one request whose body (if any) has been consumed.
-    pub fn handle(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+    /// Where a request goes and what answers it; [`Site::handle`] adds
+    /// the ErrorDocument of an error it ends in.
+    pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
         let host = self.select_host(head.host(), conn.local);
         let raw = head.path_and_query();
         if raw == b"*" {
@@ -322,9 +327,12 @@ impl Site {
         static_files::serve(self, host, head, conn, eff, &url, raw_path, query, fs)
     }
 
-    /// A pool's `pm.status_path`, answered by warren from the pool's table.
+    /// A pool's `pm.status_path`, answered by warren from the pool's table
+    /// on the hosts that use the pool (as php-fpm answers it only to the
+    /// requests sent to it): its page lists request URIs and query strings.
     fn pool_status(&self, host: usize, head: &RequestHead, conn: &ConnInfo, url: &[u8], query: &[u8]) -> Option<Outcome> {
-        let pool = self.settings.pools.iter().find(|p| p.status_path.as_deref().is_some_and(|s| s.as_bytes() == url))?;
+        let used = &self.hosts[host].pools;
+        let pool = self.settings.pools.iter().find(|p| used.contains(&p.name) && p.status_path.as_deref().is_some_and(|s| s.as_bytes() == url))?;
         let eff = self.effective(host, None, url);
         if !self.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
             return Some(Outcome::Ready(self.denied(host, head, conn, url)));
@@ -404,7 +412,9 @@ impl Site {
             }
             let script_url = &url[..i];
             let fs = self.fs_path(host, script_url);
-            let eff = self.effective(host, Some(&fs), script_url);
+            // Sections by the script's file, but `<Location>` by the whole
+            // URL, path info included: `<Location /app.php/admin>` holds.
+            let eff = self.effective(host, Some(&fs), url);
             if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
                 if std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
                     return Some(self.script_gateway(host, head, conn, &eff, &backend_of(h), fs, url, url.len() - i, query));
@@ -564,6 +574,26 @@ impl<'a> Effective<'a> {
     pub fn limit_request_body(&self) -> u64 {
         self.layers.iter().rev().find_map(|l| l.limit_request_body).unwrap_or(DEFAULT_LIMIT_REQUEST_BODY)
     }
+}
+
+/// The names of the pools a host's handlers and ProxyPass routes use.
+fn pools_used(config: &HostConfig) -> Vec<String> {
+    let handlers = std::iter::once(&config.dir).chain(config.sections.iter().map(|s| &s.config)).filter_map(|d| match &d.handler {
+        Some(Some(Handler::Pool(name))) => Some(name),
+        Some(Some(Handler::FastCgi(b))) => match &b.addr {
+            warren_config::FcgiAddr::Pool(name) => Some(name),
+            _ => None,
+        },
+        _ => None,
+    });
+    let routes = config.proxy_routes.iter().filter_map(|r| match r.target.as_ref().map(|t| &t.backend.addr) {
+        Some(warren_config::FcgiAddr::Pool(name)) => Some(name),
+        _ => None,
+    });
+    let mut names: Vec<String> = handlers.chain(routes).cloned().collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The backend a FastCGI handler names.

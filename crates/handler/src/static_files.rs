@@ -17,7 +17,7 @@ use warren_http::RequestHead;
 
 use crate::file_cache::{CachedFile, FileIdentity, MAX_ENTRY};
 use crate::router::{ConnInfo, Effective, Site};
-use crate::{errors, listing, path, Body, Outcome, Part, Response};
+use crate::{errors, listing, Body, Outcome, Part, Response};
 
 /// More ranges than this in one request are answered with the whole file,
 /// as Apache's MaxRanges default does.
@@ -218,20 +218,6 @@ fn redirect_to_slash(site: &Site, host: usize, head: &RequestHead, conn: &ConnIn
     let mut r = Response::new(301, host);
     r.body = Body::Bytes(errors::redirect_page(&location));
     r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1")
-}
-
-/// Opens a local URL for an ErrorDocument: (file, length, type, path).
-pub fn open_local(site: &Site, host: usize, url: &[u8]) -> Option<(File, u64, Option<String>, PathBuf)> {
-    let url = path::normalize(path::split_query(url).0).ok()?;
-    let fs = site.fs_path(host, &url);
-    let file = open(&fs).ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let eff = site.effective(host, Some(&fs), &url);
-    let ctype = content_type(site, &eff, &fs);
-    Some((file, meta.len(), ctype, fs))
 }
 
 fn content_type(site: &Site, eff: &Effective, fs: &Path) -> Option<String> {

@@ -591,7 +591,7 @@ impl EventLoop {
                         let FcgiAddr::Pool(name) = &gw.backend.addr else { unreachable!() };
                         let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
                         let resp = self.site.pool_unavailable(&gw, head, &c.info, name, busy);
-                        self.respond(slot, resp);
+                        self.answer_error(slot, resp);
                     }
                 },
                 _ => self.lend(slot, gw),
@@ -624,7 +624,16 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
         let resp = self.site.gateway_failed(gw, head, &c.info, e);
-        self.respond(slot, resp);
+        self.answer_error(slot, resp);
+    }
+
+    /// An error page for the request in flight: its local ErrorDocument,
+    /// if it has one, is an internal redirect, possibly to a script.
+    fn answer_error(&mut self, slot: usize, page: Response) {
+        let c = self.conns[slot].as_ref().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let outcome = self.site.follow_error_document(Outcome::Ready(page), head, &c.info);
+        self.settle(slot, outcome);
     }
 
     /// A relayed exchange ended (and gave back its pool child, if it had
@@ -671,7 +680,7 @@ impl EventLoop {
                 let c = self.conns[slot].as_ref().expect("conn");
                 let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
                 let resp = self.site.pool_unavailable(&gw, head, &c.info, &pool, PoolBusy::Timeout);
-                self.respond(slot, resp);
+                self.answer_error(slot, resp);
                 self.drive(slot);
                 continue;
             }
@@ -866,7 +875,7 @@ impl EventLoop {
             e
         };
         let resp = self.site.gateway_failed(&up.gateway, head, &c.info, e);
-        self.respond(slot, resp);
+        self.answer_error(slot, resp);
     }
 
     fn finish_work(&mut self) {

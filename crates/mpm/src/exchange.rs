@@ -41,7 +41,7 @@ pub fn keep_alive_policy(s: &Settings) -> KeepAlivePolicy {
 /// The 500 for a handler that panicked, and its error-log line.
 pub fn panic_response(site: &Site, head: &RequestHead, info: &ConnInfo) -> Response {
     site.error_log.error(Some(info.peer), "handler panicked; answering 500");
-    warren_handler::errors::respond(site, 0, 500, Some(head), info)
+    site.error_page_now(warren_handler::errors::respond(site, 0, 500, Some(head), info), head, info)
 }
 
 /// Waits until the socket is ready for `what`, at most `wait`. A signal
@@ -144,7 +144,7 @@ impl Exchange {
         self.linger = true;
         let head = self.head.as_ref().expect("a body belongs to a parsed request");
         let host = site.select_host(head.host(), info.local);
-        site.error(host, e.status, head, info, &e.reason)
+        site.error_page_now(site.error(host, e.status, head, info, &e.reason), head, info)
     }
 
     /// Shows the request in the worker's scoreboard slot (ExtendedStatus On).
