@@ -169,18 +169,33 @@ impl LogLevel {
 }
 
 /// The `Options` flags warren implements.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OptionFlags {
     pub indexes: bool,
     pub follow_symlinks: bool,
+    /// Follow a link only when it and its target have the same owner. As in
+    /// Apache it wins over `follow_symlinks` when both are on.
+    pub symlinks_if_owner_match: bool,
 }
 
 impl OptionFlags {
+    /// What applies where no `Options` says otherwise (Apache 2.4's default).
+    pub const DEFAULT: OptionFlags = OptionFlags { indexes: false, follow_symlinks: true, symlinks_if_owner_match: false };
+    const NONE: OptionFlags = OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false };
+
     fn or(self, o: OptionFlags) -> OptionFlags {
-        OptionFlags { indexes: self.indexes || o.indexes, follow_symlinks: self.follow_symlinks || o.follow_symlinks }
+        OptionFlags {
+            indexes: self.indexes || o.indexes,
+            follow_symlinks: self.follow_symlinks || o.follow_symlinks,
+            symlinks_if_owner_match: self.symlinks_if_owner_match || o.symlinks_if_owner_match,
+        }
     }
     fn minus(self, o: OptionFlags) -> OptionFlags {
-        OptionFlags { indexes: self.indexes && !o.indexes, follow_symlinks: self.follow_symlinks && !o.follow_symlinks }
+        OptionFlags {
+            indexes: self.indexes && !o.indexes,
+            follow_symlinks: self.follow_symlinks && !o.follow_symlinks,
+            symlinks_if_owner_match: self.symlinks_if_owner_match && !o.symlinks_if_owner_match,
+        }
     }
 }
 
@@ -459,7 +474,7 @@ impl Settings {
             main: HostConfig {
                 document_root: PathBuf::from("/var/www/html"),
                 dir: DirConfig {
-                    options: vec![OptionsSpec::Set(OptionFlags { indexes: false, follow_symlinks: true })],
+                    options: vec![OptionsSpec::Set(OptionFlags::DEFAULT)],
                     directory_index: Some(vec!["index.html".into()]),
                     ..DirConfig::default()
                 },
@@ -488,7 +503,7 @@ impl Settings {
         s.listen = vec![listen];
         s.pid_file = None;
         s.main.document_root = dir.to_path_buf();
-        s.main.dir.options = vec![OptionsSpec::Set(OptionFlags { indexes: true, follow_symlinks: true })];
+        s.main.dir.options = vec![OptionsSpec::Set(OptionFlags { indexes: true, ..OptionFlags::DEFAULT })];
         s.main.dir.require = Some(vec![Require::All(true)]);
         if mpm != Mpm::Prefork {
             // One child per CPU, with Debian's spare-thread bounds around them.
@@ -1470,9 +1485,9 @@ fn parse_vhost_addr(a: &str) -> Result<VhostAddr, String> {
 }
 
 fn parse_options(args: &[String]) -> Result<OptionsSpec, String> {
-    let mut add = OptionFlags::default();
-    let mut remove = OptionFlags::default();
-    let mut set = OptionFlags::default();
+    let mut add = OptionFlags::NONE;
+    let mut remove = OptionFlags::NONE;
+    let mut set = OptionFlags::NONE;
     let (mut relative, mut absolute) = (false, false);
     for arg in args {
         let (sign, name) = match arg.as_bytes().first() {
@@ -1481,12 +1496,16 @@ fn parse_options(args: &[String]) -> Result<OptionsSpec, String> {
             _ => (None, arg.as_str()),
         };
         let flags = match name.to_ascii_lowercase().as_str() {
-            "indexes" => OptionFlags { indexes: true, follow_symlinks: false },
-            "followsymlinks" => OptionFlags { indexes: false, follow_symlinks: true },
-            "all" => OptionFlags { indexes: true, follow_symlinks: true },
-            "none" => OptionFlags::default(),
-            "execcgi" | "includes" | "includesnoexec" | "multiviews" | "symlinksifownermatch" => {
-                return Err(format!("Options {name} is not supported by warren (supported: Indexes, FollowSymLinks, All, None)"))
+            "indexes" => OptionFlags { indexes: true, ..OptionFlags::NONE },
+            "followsymlinks" => OptionFlags { follow_symlinks: true, ..OptionFlags::NONE },
+            "symlinksifownermatch" => OptionFlags { symlinks_if_owner_match: true, ..OptionFlags::NONE },
+            // Apache's All leaves out SymLinksIfOwnerMatch (and MultiViews).
+            "all" => OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false },
+            "none" => OptionFlags::NONE,
+            "execcgi" | "includes" | "includesnoexec" | "multiviews" => {
+                return Err(format!(
+                    "Options {name} is not supported by warren (supported: Indexes, FollowSymLinks, SymLinksIfOwnerMatch, All, None)"
+                ))
             }
             _ => return Err(format!("Illegal option {name}")),
         };

@@ -96,6 +96,28 @@ DirectoryIndex index.html index.htm
 }
 
 #[test]
+fn options_as_apache() {
+    let d = Dir::new("opts");
+    let l = load(
+        &d,
+        "Listen 8080\nDocumentRoot htdocs\nOptions All\n<Directory htdocs/a>\nOptions +SymLinksIfOwnerMatch -FollowSymLinks\n</Directory>\n<Directory htdocs/b>\nOptions None\n</Directory>\n<Directory htdocs/c>\nOptions Indexes SymLinksIfOwnerMatch\n</Directory>\n",
+    );
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    let all = s.main.dir.options.iter().fold(OptionFlags::DEFAULT, |f, o| o.apply(f));
+    assert_eq!(all, OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false }, "All leaves out SymLinksIfOwnerMatch");
+    let under = |i: usize| s.main.sections[i].config.options.iter().fold(all, |f, o| o.apply(f));
+    assert_eq!(under(0), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true });
+    assert_eq!(under(1), OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false });
+    assert_eq!(under(2), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true });
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nOptions +Indexes SymLinksIfOwnerMatch\nOptions MultiViews\n");
+    let msgs: Vec<String> = l.errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert!(msgs[0].contains(":3: ") && msgs[0].contains("Either all Options must start with + or -"), "{msgs:?}");
+    assert!(msgs[1].contains(":4: Options MultiViews is not supported"), "{msgs:?}");
+}
+
+#[test]
 fn seeds_event_block_with_corrections() {
     let d = Dir::new("mpm");
     let l = load(

@@ -524,7 +524,7 @@ pub struct Effective<'a> {
 
 impl<'a> Effective<'a> {
     pub fn options(&self) -> OptionFlags {
-        let mut f = OptionFlags { indexes: false, follow_symlinks: true };
+        let mut f = OptionFlags::DEFAULT;
         for l in &self.layers {
             for spec in &l.options {
                 f = spec.apply(f);
