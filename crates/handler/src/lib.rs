@@ -24,7 +24,9 @@
 //! (the status page of warren's own pools), `static_files` (conditionals,
 //! ranges, files), `errors` (error pages), `internal_redirect` (a request
 //! served again for another URL: a local ErrorDocument, a FastCGI local
-//! `Location:`), `listing`
+//! `Location:`), `symlinks` (Options FollowSymLinks and SymLinksIfOwnerMatch:
+//! files, directory indexes and scripts opened with every link on the way
+//! checked), `listing`
 //! (Options Indexes), `path` (decoding and normalising URL paths), `mime`,
 //! `logs` (error and access logs), `status` (server-status).
 
@@ -40,6 +42,7 @@ pub mod pool_status;
 pub mod router;
 pub mod static_files;
 pub mod status;
+pub mod symlinks;
 
 use std::fs::File;
 use std::path::PathBuf;

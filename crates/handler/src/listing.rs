@@ -1,28 +1,51 @@
 //! `Options Indexes`: an HTML listing of a directory without an index file.
 //! It reads and stats every entry, so it runs on a worker thread.
 
-use std::path::Path;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use nix::dir::Dir;
+use nix::sys::stat::{fstatat, SFlag};
+use nix::fcntl::AtFlags;
 
 use crate::path::{encode, html_escape};
+use crate::symlinks::{self, LinkRule};
 use crate::{Body, Response};
 
-pub fn listing(host: usize, dir: &Path, url: &[u8], signature: Option<&str>) -> Response {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
+/// The directory to list.
+pub enum Source {
+    /// By its path (FollowSymLinks: nothing on the way is checked).
+    Path(PathBuf),
+    /// The descriptor its checked open gave, and the rule it was checked
+    /// under, which also decides which links among its entries are shown.
+    Checked(File, LinkRule),
+}
+
+pub fn listing(host: usize, dir: Source, url: &[u8], signature: Option<&str>) -> Response {
+    let names = match dir {
+        Source::Path(dir) => std::fs::read_dir(dir).map(|entries| {
+            entries
+                .flatten()
+                .map(|e| {
+                    let meta = std::fs::metadata(e.path()).ok();
+                    let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
+                    (e.file_name().to_string_lossy().into_owned(), is_dir, meta.map_or(0, |m| m.len()))
+                })
+                .collect::<Vec<_>>()
+        }),
+        Source::Checked(dir, rule) => checked_entries(dir, rule),
+    };
+    let mut names: Vec<(String, bool, u64)> = match names {
+        Ok(n) => n,
         Err(_) => {
             let mut r = Response::new(403, host);
             r.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>403 Forbidden</title>\n</head><body>\n<h1>Forbidden</h1>\n<p>You don't have permission to access this resource.</p>\n</body></html>\n".to_vec());
             return r.header("Content-Type", "text/html; charset=iso-8859-1");
         }
     };
-    let mut names: Vec<(String, bool, u64)> = entries
-        .flatten()
-        .map(|e| {
-            let meta = std::fs::metadata(e.path()).ok();
-            let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
-            (e.file_name().to_string_lossy().into_owned(), is_dir, meta.map_or(0, |m| m.len()))
-        })
-        .collect();
     names.sort();
     let title = html_escape(&String::from_utf8_lossy(url));
     let mut html = format!(
@@ -49,4 +72,23 @@ pub fn listing(host: usize, dir: &Path, url: &[u8], signature: Option<&str>) -> 
     let mut r = Response::new(200, host);
     r.body = Body::Bytes(html.into_bytes());
     r.header("Content-Type", "text/html;charset=UTF-8")
+}
+
+/// The entries of a directory read through its descriptor (so not a
+/// directory swapped in since its check), leaving out the links `rule` would
+/// not follow, as Apache's autoindex leaves out what it would refuse to serve.
+fn checked_entries(dir: File, rule: LinkRule) -> std::io::Result<Vec<(String, bool, u64)>> {
+    let mut d = Dir::from_fd(OwnedFd::from(dir))?;
+    let fd = d.as_fd().try_clone_to_owned()?;
+    let mut out = Vec::new();
+    for entry in d.iter().flatten() {
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if name == "." || name == ".." || !symlinks::entry_visible(fd.as_fd(), name, rule) {
+            continue;
+        }
+        let st = fstatat(fd.as_fd(), name, AtFlags::empty()).ok();
+        let is_dir = st.is_some_and(|s| SFlag::from_bits_truncate(s.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR);
+        out.push((name.to_string_lossy().into_owned(), is_dir, st.map_or(0, |s| s.st_size.max(0) as u64)));
+    }
+    Ok(out)
 }

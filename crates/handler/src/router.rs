@@ -388,6 +388,9 @@ impl Site {
                 return Outcome::Ready(errors::respond(self, host, 404, Some(head), conn));
             }
         }
+        if let Some(refusal) = crate::symlinks::check_script(self, host, head, conn, eff, &script) {
+            return Outcome::Ready(refusal);
+        }
         if path_info_len > 0 && eff.accept_path_info() == Some(false) {
             self.hosts[host].error_log.log(warren_config::LogLevel::Info, Some(conn.peer), &format!("path info refused by AcceptPathInfo Off: {}", String::from_utf8_lossy(url)));
             return Outcome::Ready(errors::respond(self, host, 404, Some(head), conn));

@@ -6,6 +6,7 @@
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read};
 use std::sync::Arc;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use warren_http::RequestHead;
 
 use crate::file_cache::{CachedFile, FileIdentity, MAX_ENTRY};
 use crate::router::{ConnInfo, Effective, Site};
+use crate::symlinks::{self, Access, LinkRule, Refused};
 use crate::{errors, listing, Body, Outcome, Part, Response};
 
 /// More ranges than this in one request are answered with the whole file,
@@ -44,18 +46,28 @@ pub fn serve(
         return Outcome::Ready(site.error(host, 403, head, conn, &format!("client denied by server configuration: {}", fs.display())));
     }
     let options = eff.options();
-    if !options.follow_symlinks {
-        if let Some(link) = find_symlink(&site.hosts[host].config.document_root, &fs) {
-            let why = format!("Symbolic link not allowed (Options FollowSymLinks is off): {}", link.display());
-            return Outcome::Ready(site.error(host, 403, head, conn, &why));
+    let rule = LinkRule::of(options);
+    // Where links are restricted, the path is opened with its links checked
+    // and served from that descriptor; where they are not, a stat of the path
+    // is all the cache needs.
+    let (meta, opened) = if rule == LinkRule::Follow {
+        match std::fs::metadata(&fs) {
+            Ok(m) => (m, None),
+            Err(e) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
         }
-    }
-    let meta = match std::fs::metadata(&fs) {
-        Ok(m) => m,
-        Err(e) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
+    } else {
+        let checked = symlinks::open_in_root(site, host, &fs, rule, Access::Read).and_then(|f| match f.metadata() {
+            Ok(m) => Ok((m, f)),
+            Err(e) => Err(Refused::Io(e)),
+        });
+        match checked {
+            Ok((m, f)) => (m, Some(f)),
+            Err(Refused::Link(link)) => return Outcome::Ready(symlinks::refused(site, host, head, conn, &link)),
+            Err(Refused::Io(e)) => return Outcome::Ready(open_error(site, host, head, conn, &fs, &e)),
+        }
     };
     if meta.is_file() {
-        return Outcome::Ready(serve_regular(site, host, head, conn, &eff, &meta, fs));
+        return Outcome::Ready(serve_regular(site, host, head, conn, &eff, &meta, fs, opened));
     }
     if !meta.is_dir() {
         return Outcome::Ready(site.error(host, 403, head, conn, &format!("not a regular file: {}", fs.display())));
@@ -63,9 +75,36 @@ pub fn serve(
     if !url.ends_with(b"/") {
         return Outcome::Ready(redirect_to_slash(site, host, head, conn, raw_path, query));
     }
+    // Index candidates are judged by the directory's rule, as Apache judges
+    // a link by the Options of the directory it is in; a checked directory's
+    // candidates are opened below its descriptor, so the directory cannot be
+    // swapped between its check and theirs.
+    let mut refused_link = false;
     for index in eff.directory_index() {
         let candidate = fs.join(index);
-        let Ok(meta) = std::fs::metadata(&candidate) else { continue };
+        let (meta, file) = match &opened {
+            None => match std::fs::metadata(&candidate) {
+                Ok(m) => (m, None),
+                Err(_) => continue,
+            },
+            Some(dir) => match symlinks::open_beneath(dir.as_fd(), &fs, Path::new(index), rule, Access::Read) {
+                Ok(f) => match f.metadata() {
+                    Ok(m) => (m, Some(f)),
+                    Err(_) => continue,
+                },
+                Err(Refused::Link(link)) => {
+                    // Logged now, once; the next candidate may still answer
+                    // (as in Apache, where each candidate is a subrequest).
+                    site.hosts[host].error_log.error(
+                        Some(conn.peer),
+                        &format!("Symbolic link not allowed or link target not accessible: {}", link.display()),
+                    );
+                    refused_link = true;
+                    continue;
+                }
+                Err(Refused::Io(_)) => continue,
+            },
+        };
         if !meta.is_file() {
             continue;
         }
@@ -81,7 +120,11 @@ pub fn serve(
         if !site.allowed(&eff, conn.peer.ip(), conn.local.ip()) {
             return Outcome::Ready(site.error(host, 403, head, conn, &format!("client denied by server configuration: {}", candidate.display())));
         }
-        return Outcome::Ready(serve_regular(site, host, head, conn, &eff, &meta, candidate));
+        return Outcome::Ready(serve_regular(site, host, head, conn, &eff, &meta, candidate, file));
+    }
+    if refused_link {
+        // Not a listing in place of an index that a link was refused for.
+        return Outcome::Ready(errors::respond(site, host, 403, Some(head), conn));
     }
     if let Some(r) = site.static_method(host, head, conn) {
         return Outcome::Ready(r);
@@ -91,7 +134,11 @@ pub fn serve(
         let signature = site.settings.server_signature.then(|| {
             format!("{} Server at {} Port {}", site.server_header, site.hosts[host].name, conn.local.port())
         });
-        return Outcome::Blocking(Box::new(move || listing::listing(host, &fs, &url, signature.as_deref())));
+        let source = match opened {
+            None => listing::Source::Path(fs),
+            Some(dir) => listing::Source::Checked(dir, rule),
+        };
+        return Outcome::Blocking(Box::new(move || listing::listing(host, source, &url, signature.as_deref())));
     }
     let why = format!(
         "Cannot serve directory {}: No matching DirectoryIndex ({}) found, and server-generated directory index forbidden by Options directive",
@@ -103,27 +150,45 @@ pub fn serve(
 
 /// A regular file: from the cache when it is small and unchanged, through
 /// the descriptor kept open when it is large and unchanged, else opened
-/// (and kept: its bytes when small, its descriptor when large).
-fn serve_regular(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, eff: &Effective, meta: &Metadata, fs: PathBuf) -> Response {
+/// (and kept: its bytes when small, its descriptor when large). `opened` is
+/// the descriptor a checked open gave (`meta` being its fstat): the file is
+/// read from it, or answered from the cache when the cached copy is of the
+/// very file it holds.
+#[allow(clippy::too_many_arguments)]
+fn serve_regular(
+    site: &Site,
+    host: usize,
+    head: &RequestHead,
+    conn: &ConnInfo,
+    eff: &Effective,
+    meta: &Metadata,
+    fs: PathBuf,
+    opened: Option<File>,
+) -> Response {
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {
         if let Some(hit) = site.file_cache.get(&fs, meta) {
             return respond_whole(host, head, &hit.validators, hit.content_type.clone(), Body::Shared(hit.data.clone()), fs);
         }
     }
-    if meta.len() > MAX_ENTRY {
-        if let Some(file) = site.file_cache.get_open(&fs, meta) {
-            return serve_file(site, host, head, eff, file, meta, fs);
+    let (file, meta) = match opened {
+        Some(file) => (file, meta.clone()),
+        None => {
+            if meta.len() > MAX_ENTRY {
+                if let Some(file) = site.file_cache.get_open(&fs, meta) {
+                    return serve_file(site, host, head, eff, file, meta, fs);
+                }
+            }
+            let file = match open(&fs) {
+                Ok(f) => f,
+                Err(e) => return open_error(site, host, head, conn, &fs, &e),
+            };
+            match file.metadata() {
+                Ok(m) if m.is_file() => (file, m),
+                Ok(_) => return site.error(host, 403, head, conn, &format!("not a regular file: {}", fs.display())),
+                Err(e) => return open_error(site, host, head, conn, &fs, &e),
+            }
         }
-    }
-    let file = match open(&fs) {
-        Ok(f) => f,
-        Err(e) => return open_error(site, host, head, conn, &fs, &e),
-    };
-    let meta = match file.metadata() {
-        Ok(m) if m.is_file() => m,
-        Ok(_) => return site.error(host, 403, head, conn, &format!("not a regular file: {}", fs.display())),
-        Err(e) => return open_error(site, host, head, conn, &fs, &e),
     };
     if cacheable && meta.len() <= MAX_ENTRY {
         let mut data = Vec::with_capacity(meta.len() as usize);
@@ -180,7 +245,7 @@ fn precondition_response(r: &mut Response, head: &RequestHead, v: &Validators) -
     }
 }
 
-fn open_error(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, fs: &Path, e: &io::Error) -> Response {
+pub(crate) fn open_error(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, fs: &Path, e: &io::Error) -> Response {
     let status = match e.raw_os_error() {
         Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => 404,
         Some(libc::EACCES | libc::EPERM | libc::ELOOP) => 403,
@@ -192,21 +257,6 @@ fn open_error(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, fs:
         return errors::respond(site, host, 404, Some(head), conn);
     }
     site.error(host, status, head, conn, &format!("cannot open {}: {e}", fs.display()))
-}
-
-/// The first symbolic link on the way from the document root to `fs`.
-fn find_symlink(root: &Path, fs: &Path) -> Option<PathBuf> {
-    let rel = fs.strip_prefix(root).ok()?;
-    let mut p = root.to_path_buf();
-    for c in rel.components() {
-        p.push(c);
-        match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_symlink() => return Some(p),
-            Ok(_) => {}
-            Err(_) => return None,
-        }
-    }
-    None
 }
 
 fn redirect_to_slash(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, raw_path: &[u8], query: &[u8]) -> Response {
