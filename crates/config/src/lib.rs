@@ -11,10 +11,14 @@
 //! [`pool`] reads `<Pool name>` sections (warren's own FastCGI worker pools,
 //! with php-fpm's directive names).
 //!
+//! [`accounts`] says whom the server's and the pools' children run as, and
+//! refuses pools that would run as root by accident.
+//!
 //! [`log_format`] compiles `LogFormat` strings so that mistakes in them are
 //! reported with file and line too. Every problem is a [`ConfigError`]; a
 //! config with any error yields no `Settings` at all.
 
+pub mod accounts;
 pub mod log_format;
 pub mod parse;
 pub mod pool;

@@ -1,0 +1,136 @@
+//! Who warren's children run as. Only a parent started as root changes
+//! user: the server's children become `User`/`Group`, and each `<Pool>`'s
+//! children become the pool's `User`/`Group`, or the server's when the pool
+//! sets no `User`. A pool whose children would stay root is a configuration
+//! error unless warren is started with `-R` (php-fpm's rule): PHP running as
+//! root by an oversight would own the machine.
+
+use nix::unistd::{Gid, Group, Uid, User};
+
+use crate::parse::ConfigError;
+use crate::pool::PoolConfig;
+use crate::settings::Settings;
+
+/// An account to switch to: its ids, and its name for the supplementary
+/// groups (initgroups).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    pub uid: Uid,
+    pub gid: Gid,
+    pub name: String,
+}
+
+/// Whether this process can (and so will) change user.
+pub fn running_as_root() -> bool {
+    Uid::effective().is_root()
+}
+
+/// `User`: a name or `#uid`, as Apache's. Its account, with its primary group.
+pub fn lookup_user(spec: &str) -> Result<Account, String> {
+    let found = match spec.strip_prefix('#') {
+        Some(n) => User::from_uid(Uid::from_raw(n.parse::<u32>().map_err(|_| format!("User {spec}: not a user name or #uid"))?)),
+        None => User::from_name(spec),
+    };
+    match found {
+        Ok(Some(u)) => Ok(Account { uid: u.uid, gid: u.gid, name: u.name }),
+        Ok(None) => Err(format!("User {spec}: no such user")),
+        Err(e) => Err(format!("User {spec}: cannot look it up: {e}")),
+    }
+}
+
+/// `Group`: a name or `#gid`.
+pub fn lookup_group(spec: &str) -> Result<Gid, String> {
+    match spec.strip_prefix('#') {
+        Some(n) => n.parse::<u32>().map(Gid::from_raw).map_err(|_| format!("Group {spec}: not a group name or #gid")),
+        None => match Group::from_name(spec) {
+            Ok(Some(g)) => Ok(g.gid),
+            Ok(None) => Err(format!("Group {spec}: no such group")),
+            Err(e) => Err(format!("Group {spec}: cannot look it up: {e}")),
+        },
+    }
+}
+
+/// `User` with `Group` (else the user's own group).
+fn account(user: &str, group: Option<&str>) -> Result<Account, String> {
+    let mut a = lookup_user(user)?;
+    if let Some(g) = group {
+        a.gid = lookup_group(g)?;
+    }
+    Ok(a)
+}
+
+/// The account of the server's children: None when warren is not root (it
+/// cannot change user, so `User` is ignored, as in Apache) or sets no `User`.
+pub fn server_account(user: Option<&str>, group: Option<&str>) -> Result<Option<Account>, String> {
+    match user {
+        Some(u) if running_as_root() => account(u, group).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The account of a pool's children: the pool's `User` (with its `Group`,
+/// else that user's group); without one, the server's `User` and `Group`
+/// (with the pool's `Group` if it sets one). None when warren is not root,
+/// or when neither the pool nor the server sets `User`: the children then
+/// keep warren's own user.
+pub fn pool_account(pool: &PoolConfig, server_user: Option<&str>, server_group: Option<&str>) -> Result<Option<Account>, String> {
+    if !running_as_root() {
+        return Ok(None);
+    }
+    match (&pool.user, server_user) {
+        (Some(u), _) => account(u, pool.group.as_deref()).map(Some),
+        (None, Some(u)) => account(u, pool.group.as_deref().or(server_group)).map(Some).map_err(|e| format!("{e} (the server's User, which the pool inherits)")),
+        (None, None) => Ok(None),
+    }
+}
+
+const FIX: &str = "set User (and Group) to an unprivileged account in the <Pool> or at server level, \
+                   or start warren with -R (--allow-to-run-as-root) to run the pool as root on purpose";
+
+/// Every `<Pool>` whose children would run as root (uid or gid 0) while
+/// `allow_root` (`-R`) is off, and every pool whose account does not exist;
+/// each at the `<Pool>`'s file and line. Nothing when warren is not root.
+pub fn check_pool_accounts(settings: &Settings, allow_root: bool) -> Vec<ConfigError> {
+    if !running_as_root() {
+        return Vec::new();
+    }
+    let mut errors = Vec::new();
+    for p in &settings.pools {
+        let message = match pool_account(p, settings.user.as_deref(), settings.group.as_deref()) {
+            Err(e) => format!("<Pool {}>: {e}", p.name),
+            Ok(_) if allow_root => continue,
+            Ok(None) => format!("<Pool {}> would run its children as root: neither it nor the server sets User; {FIX}", p.name),
+            Ok(Some(a)) if a.uid.is_root() => {
+                let whose = if p.user.is_some() { "its" } else { "the server's" };
+                format!("<Pool {}> would run its children as root ({whose} User {}); {FIX}", p.name, a.name)
+            }
+            Ok(Some(a)) if a.gid.as_raw() == 0 => format!("<Pool {}> would run its children in group root (gid 0, as user {}); {FIX}", p.name, a.name),
+            Ok(Some(_)) => continue,
+        };
+        errors.push(ConfigError { origin: p.origin.clone(), message });
+    }
+    errors
+}
+
+/// An unprivileged account that exists on most systems, for a server
+/// started as root with no configuration saying whom to run as
+/// (`warren serve`): Debian's web user, else nobody.
+pub fn default_unprivileged_account() -> Option<Account> {
+    ["www-data", "nobody"].iter().find_map(|n| lookup_user(n).ok()).filter(|a| !a.uid.is_root())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn users_by_name_and_number() {
+        let root = lookup_user("root").unwrap();
+        assert!(root.uid.is_root());
+        assert_eq!(lookup_user("#0").unwrap().name, "root");
+        assert!(lookup_user("no-such-user-here").unwrap_err().contains("no such user"));
+        assert!(lookup_user("#x").is_err());
+        assert_eq!(lookup_group("#7").unwrap(), Gid::from_raw(7));
+        assert!(lookup_group("no-such-group-here").unwrap_err().contains("no such group"));
+    }
+}
