@@ -63,6 +63,13 @@ impl ErrorLog {
         self.log(LogLevel::Error, client, message);
     }
 
+    /// A new descriptor of the log file, None when the log is standard
+    /// error: what processes warren starts get as their standard error, so
+    /// that what they print lands in the log rather than on a terminal.
+    pub fn file(&self) -> Option<File> {
+        self.target.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|f| f.try_clone().ok())
+    }
+
     /// Reopens the file (after log rotation).
     pub fn reopen(&self) -> std::io::Result<()> {
         if let Some(p) = &self.path {
