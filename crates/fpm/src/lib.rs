@@ -20,5 +20,5 @@ pub mod futex;
 pub mod manager;
 pub mod table;
 
-pub use manager::Manager;
+pub use manager::{Manager, ServerUser};
 pub use table::Table;

@@ -10,29 +10,34 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::signal::{kill, Signal};
-use nix::unistd::{Gid, Pid, Uid};
+use nix::sys::stat::Mode;
+use nix::unistd::{Gid, Pid, Uid, UnlinkatFlags};
+use warren_config::accounts;
 use warren_config::{LogLevel, PmStyle, PoolConfig};
 use warren_handler::fastcgi::PoolDispatch;
 use warren_handler::logs::ErrorLog;
 
 use crate::table::{Dispatch, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
 
-/// Who a pool's children run as.
-#[derive(Clone)]
+/// Who a pool's children run as, resolved before any fork: the child only
+/// makes system calls with these numbers.
+#[derive(Clone, PartialEq, Eq)]
 struct Credentials {
     uid: Uid,
     gid: Gid,
-    name: CString,
+    /// Supplementary groups (what initgroups would set, which reads
+    /// /etc/group and allocates: not something to do after fork).
+    groups: Vec<libc::gid_t>,
 }
 
 struct PoolRun {
@@ -48,6 +53,14 @@ struct PoolRun {
     credentials: Option<Credentials>,
 }
 
+/// The server's `User` and `Group` as configured: a pool without `User`
+/// runs as them.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ServerUser {
+    pub user: Option<String>,
+    pub group: Option<String>,
+}
+
 pub struct Manager {
     /// The current generation's view of the shared table.
     table: Arc<Table>,
@@ -58,7 +71,13 @@ pub struct Manager {
     retired: Vec<(PoolRun, PoolShape)>,
     slot_used: Vec<bool>,
     counters_used: Vec<bool>,
+    /// The sockets' directory, and a descriptor of it through which they
+    /// are made and handed over without a path lookup that could be
+    /// redirected.
     dir: PathBuf,
+    dir_fd: OwnedFd,
+    /// The server children's account (when warren is root): the sockets
+    /// are theirs to connect to.
     owner: Option<(Uid, Gid)>,
     wake_read: OwnedFd,
     _wake_write: OwnedFd,
@@ -69,19 +88,111 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn credentials(user: Option<&str>, group: Option<&str>) -> Result<Option<Credentials>, String> {
-    use nix::unistd::{Group, User};
-    let Some(user) = user else { return Ok(None) };
-    if !Uid::effective().is_root() {
-        return Ok(None);
+fn credentials(p: &PoolConfig, server: &ServerUser) -> Result<Option<Credentials>, String> {
+    let Some(a) = accounts::pool_account(p, server.user.as_deref(), server.group.as_deref())? else { return Ok(None) };
+    let name = CString::new(a.name.clone()).map_err(|_| format!("bad user name {}", a.name))?;
+    let groups = nix::unistd::getgrouplist(&name, a.gid).map_err(|e| format!("User {}: cannot list its groups: {e}", a.name))?;
+    Ok(Some(Credentials { uid: a.uid, gid: a.gid, groups: groups.into_iter().map(Gid::as_raw).collect() }))
+}
+
+fn owner_of(server: &ServerUser) -> Result<Option<(Uid, Gid)>, String> {
+    Ok(accounts::server_account(server.user.as_deref(), server.group.as_deref())?.map(|a| (a.uid, a.gid)))
+}
+
+/// Makes the directory of the pools' sockets, under the temporary
+/// directory. It belongs to warren's user (root), with the server
+/// children's group allowed to pass through to the sockets (0710) but not to
+/// list, add, rename or remove entries: neither they nor a pool's user can
+/// put a symlink where root is about to bind or chown a socket.
+fn make_socket_dir(group: Option<Gid>) -> Result<(PathBuf, OwnedFd), String> {
+    let base = std::env::temp_dir();
+    let st = nix::sys::stat::stat(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    // In a directory others may write to without the sticky bit, they could
+    // rename ours away and put theirs in its place.
+    if st.st_mode & 0o022 != 0 && st.st_mode & libc::S_ISVTX == 0 {
+        return Err(format!("{} is writable by others without the sticky bit: set TMPDIR to a safe directory for the pools' sockets", base.display()));
     }
-    let u = User::from_name(user).ok().flatten().ok_or_else(|| format!("User {user}: no such user"))?;
-    let gid = match group {
-        Some(g) => Group::from_name(g).ok().flatten().ok_or_else(|| format!("Group {g}: no such group"))?.gid,
-        None => u.gid,
-    };
-    let name = CString::new(user).map_err(|_| format!("bad user name {user}"))?;
-    Ok(Some(Credentials { uid: u.uid, gid, name }))
+    let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let mut dir = None;
+    for attempt in 0..64u32 {
+        let candidate = base.join(format!("warren-pools-{}-{:08x}", std::process::id(), seed.wrapping_mul(2_654_435_761).wrapping_add(attempt)));
+        // mkdir never follows a symlink nor reuses an existing entry: a
+        // name someone else took is skipped, never cleared.
+        match nix::unistd::mkdir(&candidate, Mode::from_bits_truncate(0o700)) {
+            Ok(()) => {
+                dir = Some(candidate);
+                break;
+            }
+            Err(nix::errno::Errno::EEXIST) => continue,
+            Err(e) => return Err(format!("cannot create {}: {e}", candidate.display())),
+        }
+    }
+    let dir = dir.ok_or_else(|| format!("cannot create a directory for the pools' sockets in {}", base.display()))?;
+    let fd = nix::fcntl::open(&dir, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC, Mode::empty())
+        .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+    if let Some(g) = group {
+        nix::unistd::fchown(&fd, None, Some(g)).map_err(|e| format!("cannot give {} to group {g}: {e}", dir.display()))?;
+        nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(0o710)).map_err(|e| format!("cannot set the mode of {}: {e}", dir.display()))?;
+    }
+    Ok((dir, fd))
+}
+
+/// Binds a socket readable and writable by its owner only. The mode comes
+/// from the umask at bind time, so there is no chmod afterwards (one that
+/// would follow whatever the path then names). The parent that calls this
+/// is single-threaded, so no other file is created under this umask.
+fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
+    let old = nix::sys::stat::umask(Mode::from_bits_truncate(0o177));
+    let l = UnixListener::bind(path);
+    nix::sys::stat::umask(old);
+    l
+}
+
+/// The highest descriptor open in this process: the last one a child forked
+/// now can have inherited without close-on-exec.
+fn highest_open_fd() -> libc::c_int {
+    let from_proc = std::fs::read_dir("/proc/self/fd")
+        .ok()
+        .map(|d| d.flatten().filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<libc::c_int>().ok())).max().unwrap_or(2));
+    from_proc.unwrap_or_else(|| {
+        let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).map_or(1024, |(s, _)| s);
+        libc::c_int::try_from(soft.min(65536)).unwrap_or(65536) - 1
+    })
+}
+
+/// What a pool's child does between fork and exec: async-signal-safe system
+/// calls only, reading what was prepared before the fork, allocating nothing.
+fn detach_child(creds: Option<&Credentials>, highest_fd: libc::c_int) -> std::io::Result<()> {
+    let check = |r: libc::c_int| if r < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
+    // SAFETY: plain system calls on numbers and on a slice owned by the
+    // closure; none of them allocates or takes a lock.
+    unsafe {
+        // A session of its own, so no controlling terminal: warren's
+        // terminal can never be opened as /dev/tty and fed input (TIOCSTI)
+        // by the pool's user, and the terminal's signals reach warren
+        // alone, which stops the pools itself.
+        check(libc::setsid())?;
+        if let Some(c) = creds {
+            check(libc::setgroups(c.groups.len(), c.groups.as_ptr()))?;
+            check(libc::setgid(c.gid.as_raw()))?;
+            check(libc::setuid(c.uid.as_raw()))?;
+        }
+        // If warren's parent dies without stopping the pool (kill -9),
+        // the children go too. Set after setuid, which clears it.
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM))?;
+        // Descriptors above standard error that warren inherited from
+        // whoever started it, or opened without close-on-exec, must not
+        // reach the pool's user. Marked close-on-exec rather than closed:
+        // spawn reports a failed exec through a close-on-exec pipe of its own
+        // that has to stay open until the exec.
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {
+            // Kernels before 5.11: each descriptor the parent had open.
+            for fd in 3..=highest_fd {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn pm_name(pm: PmStyle) -> &'static str {
@@ -93,16 +204,12 @@ fn pm_name(pm: PmStyle) -> &'static str {
 }
 
 impl Manager {
-    /// Makes the pools' sockets (in a private directory that the server's
-    /// children, running as `owner`, may enter) and the shared table.
-    pub fn new(pools: &[PoolConfig], owner: Option<(Uid, Gid)>, log: Arc<ErrorLog>) -> Result<Manager, String> {
-        let dir = std::env::temp_dir().join(format!("warren-pools-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-        if let Some((u, g)) = owner {
-            let _ = nix::unistd::chown(&dir, Some(u), Some(g));
-        }
+    /// Makes the pools' sockets and the shared table. The sockets are the
+    /// server children's (`server`'s account, when warren is root); each
+    /// pool's children run as its `User`, else as `server`.
+    pub fn new(pools: &[PoolConfig], server: ServerUser, log: Arc<ErrorLog>) -> Result<Manager, String> {
+        let owner = owner_of(&server)?;
+        let (dir, dir_fd) = make_socket_dir(owner.map(|(_, g)| g))?;
         let (wake_read, wake_write) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK).map_err(|e| format!("pipe: {e}"))?;
         let table = Table::new(Some(wake_write.as_raw_fd())).map_err(|e| format!("cannot map the pools' table: {e}"))?;
@@ -113,6 +220,7 @@ impl Manager {
             slot_used: vec![false; MAX_SLOTS],
             counters_used: vec![false; MAX_POOLS],
             dir,
+            dir_fd,
             owner,
             wake_read,
             _wake_write: wake_write,
@@ -120,7 +228,8 @@ impl Manager {
         };
         let mut shapes = Vec::new();
         for p in pools {
-            let (run, shape) = m.create_pool(p)?;
+            let creds = credentials(p, &server).map_err(|e| format!("<Pool {}>: {e}", p.name))?;
+            let (run, shape) = m.create_pool(p, creds)?;
             m.pools.push(run);
             shapes.push(shape);
         }
@@ -129,8 +238,7 @@ impl Manager {
     }
 
     /// Places a pool in the table: its counters, its slots and their sockets.
-    fn create_pool(&mut self, p: &PoolConfig) -> Result<(PoolRun, PoolShape), String> {
-        let creds = credentials(p.user.as_deref(), p.group.as_deref()).map_err(|m| format!("<Pool {}>: {m}", p.name))?;
+    fn create_pool(&mut self, p: &PoolConfig, creds: Option<Credentials>) -> Result<(PoolRun, PoolShape), String> {
         let n = p.max_children as usize;
         let counters = self.counters_used.iter().position(|u| !u).ok_or_else(|| format!("<Pool {}>: more than {MAX_POOLS} pools", p.name))?;
         let first_slot = (0..=MAX_SLOTS.saturating_sub(n))
@@ -139,12 +247,15 @@ impl Manager {
         let mut listeners = Vec::new();
         let mut sockets = Vec::new();
         for slot in first_slot..first_slot + n {
-            let path = self.dir.join(format!("{}.{slot}.sock", p.name));
-            let _ = std::fs::remove_file(&path);
-            let l = UnixListener::bind(&path).map_err(|e| format!("<Pool {}>: cannot bind {}: {e}", p.name, path.display()))?;
-            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+            let name = format!("{}.{slot}.sock", p.name);
+            let path = self.dir.join(&name);
+            // Left over from a pool that used this slot before; unlink
+            // removes a symlink itself, never its target.
+            let _ = nix::unistd::unlinkat(&self.dir_fd, name.as_str(), UnlinkatFlags::NoRemoveDir);
+            let l = bind_private(&path).map_err(|e| format!("<Pool {}>: cannot bind {}: {e}", p.name, path.display()))?;
             if let Some((u, g)) = self.owner {
-                let _ = nix::unistd::chown(&path, Some(u), Some(g));
+                nix::unistd::fchownat(&self.dir_fd, name.as_str(), Some(u), Some(g), AtFlags::AT_SYMLINK_NOFOLLOW)
+                    .map_err(|e| format!("<Pool {}>: cannot give {} to the server's user: {e}", p.name, path.display()))?;
             }
             listeners.push(l);
             sockets.push(path);
@@ -166,13 +277,23 @@ impl Manager {
     /// children; new and changed pools start theirs now, before the new
     /// server children take requests; replaced pools stay until the previous
     /// generation is gone ([`Manager::previous_generation_gone`]).
-    pub fn reload(&mut self, configs: &[PoolConfig]) -> Result<(), String> {
-        let mut created: Vec<(PoolRun, PoolShape)> = Vec::new();
+    pub fn reload(&mut self, configs: &[PoolConfig], server: ServerUser) -> Result<(), String> {
+        if owner_of(&server)? != self.owner {
+            return Err("changing the server's User or Group while pools run needs a full stop and start (the pools' sockets are its user's)".into());
+        }
+        let mut creds = Vec::new();
         for c in configs {
-            if self.pools.iter().any(|r| r.config.same_processes(c)) {
+            creds.push(credentials(c, &server).map_err(|e| format!("<Pool {}>: {e}", c.name))?);
+        }
+        // A pool is kept only if its children would be the same processes
+        // as the same user (the server's User may have changed under it).
+        let same = |r: &PoolRun, c: &PoolConfig, cr: &Option<Credentials>| r.config.same_processes(c) && r.credentials == *cr;
+        let mut created: Vec<(PoolRun, PoolShape)> = Vec::new();
+        for (c, cr) in configs.iter().zip(&creds) {
+            if self.pools.iter().any(|r| same(r, c, cr)) {
                 continue;
             }
-            match self.create_pool(c) {
+            match self.create_pool(c, cr.clone()) {
                 Ok(x) => created.push(x),
                 Err(e) => {
                     for (_, shape) in created {
@@ -185,8 +306,8 @@ impl Manager {
         let mut old: Vec<Option<(PoolRun, PoolShape)>> = std::mem::take(&mut self.pools).into_iter().zip(self.table.pools.iter().cloned()).map(Some).collect();
         let mut created = created.into_iter();
         let (mut runs, mut shapes, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
-        for c in configs {
-            let kept = old.iter_mut().find(|o| o.as_ref().is_some_and(|(r, _)| r.config.same_processes(c))).and_then(Option::take);
+        for (c, cr) in configs.iter().zip(&creds) {
+            let kept = old.iter_mut().find(|o| o.as_ref().is_some_and(|(r, _)| same(r, c, cr))).and_then(Option::take);
             let (run, shape) = match kept {
                 Some(x) => x,
                 None => {
@@ -303,23 +424,19 @@ impl Manager {
         for (k, v) in &c.env {
             cmd.env(k, v);
         }
-        cmd.stdin(Stdio::from(stdin)).stdout(Stdio::null()).stderr(Stdio::null());
+        // Standard input is the pool's socket (FastCGI's convention);
+        // what the program prints goes to the error log when it is a file,
+        // else nowhere: never to the terminal or pipe warren was started on.
+        let (stdout, stderr) = match (self.log.file(), self.log.file()) {
+            (Some(a), Some(b)) => (Stdio::from(a), Stdio::from(b)),
+            _ => (Stdio::null(), Stdio::null()),
+        };
+        cmd.stdin(Stdio::from(stdin)).stdout(stdout).stderr(stderr);
         let creds = run.credentials.clone();
-        // SAFETY: only async-signal-safe calls between fork and exec.
+        let highest_fd = highest_open_fd();
+        // SAFETY: detach_child makes only async-signal-safe calls.
         unsafe {
-            cmd.pre_exec(move || {
-                if let Some(cr) = &creds {
-                    nix::unistd::setgid(cr.gid)?;
-                    nix::unistd::initgroups(&cr.name, cr.gid)?;
-                    nix::unistd::setuid(cr.uid)?;
-                }
-                // If warren's parent dies without stopping the pool (kill -9),
-                // the children go too. Set after setuid, which clears it.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+            cmd.pre_exec(move || detach_child(creds.as_ref(), highest_fd));
         }
         match cmd.spawn() {
             Ok(child) => {

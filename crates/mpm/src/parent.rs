@@ -11,7 +11,7 @@
 //! (re-read the config; keep the old one if it has errors), USR1 reopen logs.
 
 use std::collections::HashMap;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -166,6 +166,43 @@ pub struct Parent {
     pools: Option<warren_fpm::Manager>,
     /// The event loops' load, for how many of them accept.
     load: LoadSampler,
+    /// When warren's standard error is a terminal: a pipe the children
+    /// write their error log lines to, which the parent copies to it, so
+    /// that no child holds the terminal (see `detach_child`).
+    relay: Option<Relay>,
+}
+
+struct Relay {
+    /// The parent's end; None in a child.
+    read: Option<OwnedFd>,
+    write: OwnedFd,
+}
+
+impl Relay {
+    fn new() -> Option<Relay> {
+        // SAFETY: isatty only looks at the descriptor.
+        if unsafe { libc::isatty(2) } != 1 {
+            return None;
+        }
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+        nix::fcntl::fcntl(&read, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)).ok()?;
+        Some(Relay { read: Some(read), write })
+    }
+
+    /// Copies what the children wrote to the parent's standard error.
+    /// A child writes each log line at once, and the pipe keeps writes of up
+    /// to PIPE_BUF (4 KB) whole, so lines of different children do not mix.
+    fn copy(&self) {
+        use std::io::Write;
+        let Some(read) = &self.read else { return };
+        let mut buf = [0u8; 16384];
+        while let Ok(n) = nix::unistd::read(read, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            let _ = std::io::stderr().write_all(&buf[..n]);
+        }
+    }
 }
 
 impl Parent {
@@ -193,8 +230,7 @@ impl Parent {
         let pools = if site.settings.pools.is_empty() {
             None
         } else {
-            let owner = server_owner(site.settings.user.as_deref(), site.settings.group.as_deref());
-            let m = warren_fpm::Manager::new(&site.settings.pools, owner, site.error_log.clone()).map_err(std::io::Error::other)?;
+            let m = warren_fpm::Manager::new(&site.settings.pools, server_user(&site.settings), site.error_log.clone()).map_err(std::io::Error::other)?;
             let _ = site.pools.set(m.dispatch());
             Some(m)
         };
@@ -211,6 +247,7 @@ impl Parent {
             quick_deaths: HashMap::new(),
             pools,
             load: LoadSampler::default(),
+            relay: Relay::new(),
         })
     }
 
@@ -253,12 +290,19 @@ impl Parent {
         let graceful_stop = loop {
             let woken = {
                 let mut fds = vec![PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
+                if let Some(r) = self.relay.as_ref().and_then(|r| r.read.as_ref()) {
+                    fds.push(PollFd::new(r.as_fd(), PollFlags::POLLIN));
+                }
+                let wake_at = fds.len();
                 if let Some(m) = &self.pools {
                     fds.push(PollFd::new(m.wake_fd(), PollFlags::POLLIN));
                 }
                 let _ = poll(&mut fds, PollTimeout::from(1000u16));
-                fds.get(1).and_then(|f| f.revents()).is_some_and(|r| r.contains(PollFlags::POLLIN))
+                fds.get(wake_at).and_then(|f| f.revents()).is_some_and(|r| r.contains(PollFlags::POLLIN))
             };
+            if let Some(r) = &self.relay {
+                r.copy();
+            }
             if woken {
                 if let Some(m) = self.pools.as_mut() {
                     m.wake();
@@ -296,6 +340,9 @@ impl Parent {
         self.stop_children(&signals, wait);
         if let Some(m) = self.pools.as_mut() {
             m.stop(Duration::from_secs(3));
+        }
+        if let Some(r) = &self.relay {
+            r.copy();
         }
         if let Some(p) = &self.pid_file {
             let _ = std::fs::remove_file(p);
@@ -351,6 +398,9 @@ impl Parent {
             Ok(ForkResult::Child) => {
                 for id in &signals.ids {
                     signal_hook::low_level::unregister(*id);
+                }
+                if let Some(r) = self.relay.as_mut() {
+                    r.read = None;
                 }
                 let code = self.child_main(slot, parent);
                 std::process::exit(code);
@@ -518,11 +568,10 @@ impl Parent {
         // Pools first: a changed pool's new children start before the new
         // server children can send them requests.
         let pools_result = match self.pools.as_mut() {
-            Some(m) => m.reload(&settings.pools),
+            Some(m) => m.reload(&settings.pools, server_user(&settings)),
             None if settings.pools.is_empty() => Ok(()),
             None => {
-                let owner = server_owner(settings.user.as_deref(), settings.group.as_deref());
-                warren_fpm::Manager::new(&settings.pools, owner, self.site.error_log.clone()).map(|mut m| {
+                warren_fpm::Manager::new(&settings.pools, server_user(&settings), self.site.error_log.clone()).map(|mut m| {
                     m.start();
                     self.pools = Some(m);
                 })
@@ -563,6 +612,10 @@ impl Parent {
     }
 
     fn child_main(&self, slot: usize, parent: Pid) -> i32 {
+        if let Err(e) = self.detach_child() {
+            self.log(LogLevel::Emerg, &format!("child cannot leave warren's session and terminal: {e}"));
+            return 1;
+        }
         if let Err(e) = drop_privileges(self.site.settings.user.as_deref(), self.site.settings.group.as_deref()) {
             self.log(LogLevel::Emerg, &e);
             return 1;
@@ -624,6 +677,35 @@ impl Parent {
         }
     }
 
+    /// A server child leaves warren's session and standard streams: the
+    /// terminal warren may have been started from is the root shell's, and
+    /// a child (running as User) that held it could read from it or push
+    /// input into it (TIOCSTI). Standard input and output become /dev/null;
+    /// standard error the error log file, else the relay to warren's
+    /// terminal, else it stays (a pipe or file is no terminal, and test
+    /// harnesses and service managers read children's log lines there).
+    fn detach_child(&self) -> Result<(), String> {
+        nix::unistd::setsid().map_err(|e| format!("setsid: {e}"))?;
+        let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+        let stderr: Option<OwnedFd> = match self.site.error_log.file() {
+            Some(f) => Some(f.into()),
+            None => self.relay.as_ref().map(|r| r.write.try_clone()).transpose().map_err(|e| format!("the log relay: {e}"))?,
+        };
+        let onto = |from: &dyn AsFd, fd: i32| -> Result<(), String> {
+            // SAFETY: dup2 onto a standard stream, which this process owns.
+            if unsafe { libc::dup2(from.as_fd().as_raw_fd(), fd) } < 0 {
+                return Err(format!("dup2 onto {fd}: {}", std::io::Error::last_os_error()));
+            }
+            Ok(())
+        };
+        onto(&null, 0)?;
+        onto(&null, 1)?;
+        if let Some(e) = &stderr {
+            onto(e, 2)?;
+        }
+        Ok(())
+    }
+
     fn stop_children(&mut self, signals: &Signals, wait: Option<Duration>) {
         let pids: Vec<Pid> = self.children.keys().copied().collect();
         for pid in pids {
@@ -632,6 +714,9 @@ impl Parent {
         // Every child was asked to stop, so reaping replaces none of them.
         let deadline = wait.map(|w| Instant::now() + w);
         while !self.children.is_empty() && deadline.is_none_or(|d| Instant::now() < d) {
+            if let Some(r) = &self.relay {
+                r.copy();
+            }
             self.reap(signals);
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -643,44 +728,20 @@ impl Parent {
     }
 }
 
-/// Started as root with User/Group set, children run as that user.
-/// The account the server's children run as: User (a name or `#uid`) and
-/// Group (else the user's group). None when User is not set or the parent
-/// is not root, as then nobody changes user.
-fn server_account(user: Option<&str>, group: Option<&str>) -> Result<Option<(nix::unistd::User, nix::unistd::Gid)>, String> {
-    use nix::unistd::{getuid, Group, User};
-    let Some(user) = user else { return Ok(None) };
-    if !getuid().is_root() {
-        return Ok(None);
-    }
-    let found = match user.strip_prefix('#') {
-        Some(n) => User::from_uid(n.parse::<u32>().map_err(|_| format!("bad User {user}"))?.into()),
-        None => User::from_name(user),
-    };
-    let u = found.ok().flatten().ok_or_else(|| format!("User {user}: no such user"))?;
-    let gid = match group {
-        Some(g) => match g.strip_prefix('#') {
-            Some(n) => n.parse::<u32>().map_err(|_| format!("bad Group {g}"))?.into(),
-            None => Group::from_name(g).ok().flatten().ok_or_else(|| format!("Group {g}: no such group"))?.gid,
-        },
-        None => u.gid,
-    };
-    Ok(Some((u, gid)))
+/// The server's User and Group, which pools without their own run as.
+fn server_user(settings: &Settings) -> warren_fpm::ServerUser {
+    warren_fpm::ServerUser { user: settings.user.clone(), group: settings.group.clone() }
 }
 
-/// The user and group the server's children run as, when the parent is root
-/// and User is set: the pools' sockets are made theirs.
-fn server_owner(user: Option<&str>, group: Option<&str>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
-    server_account(user, group).ok().flatten().map(|(u, gid)| (u.uid, gid))
-}
-
+/// Started as root with User set, children run as User and Group (else
+/// the user's group); otherwise nobody changes user.
 fn drop_privileges(user: Option<&str>, group: Option<&str>) -> Result<(), String> {
     use nix::unistd::{initgroups, setgid, setuid};
-    let Some((u, gid)) = server_account(user, group)? else { return Ok(()) };
-    setgid(gid).map_err(|e| format!("setgid({gid}) failed: {e}"))?;
-    let cname = std::ffi::CString::new(u.name.clone()).map_err(|_| "bad user name".to_string())?;
-    initgroups(&cname, gid).map_err(|e| format!("initgroups failed: {e}"))?;
-    setuid(u.uid).map_err(|e| format!("setuid({}) failed: {e}", u.uid))?;
+    let Some(a) = warren_config::accounts::server_account(user, group)? else { return Ok(()) };
+    setgid(a.gid).map_err(|e| format!("setgid({}) failed: {e}", a.gid))?;
+    let cname = std::ffi::CString::new(a.name.clone()).map_err(|_| "bad user name".to_string())?;
+    initgroups(&cname, a.gid).map_err(|e| format!("initgroups failed: {e}"))?;
+    setuid(a.uid).map_err(|e| format!("setuid({}) failed: {e}", a.uid))?;
     Ok(())
 }
 
