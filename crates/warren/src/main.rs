@@ -34,6 +34,11 @@ struct Cli {
     /// Override the MPM the configuration loads.
     #[arg(long, value_enum)]
     mpm: Option<MpmArg>,
+    /// Let pools run as root (a <Pool> with User root, or without User
+    /// when the server has none), as php-fpm's -R; `warren serve` started
+    /// as root then keeps root instead of running as www-data or nobody.
+    #[arg(short = 'R', long = "allow-to-run-as-root", global = true)]
+    allow_root: bool,
 }
 
 #[derive(Subcommand)]
@@ -166,12 +171,25 @@ fn main() -> ExitCode {
                 }
                 None => "no php-cgi on PATH: .php files are served as they are".to_string(),
             };
-            eprintln!("warren: serving {} on http://{listen}/ ({} MPM; {php})", dir.display(), s.mpm.name());
+            let user = match serve_account(&mut s, &dir, cli.allow_root) {
+                Ok(u) => u,
+                Err(e) => {
+                    eprintln!("warren: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            if let Some(e) = warren_config::accounts::check_pool_accounts(&s, cli.allow_root).first() {
+                eprintln!("warren: {}", e.message);
+                return ExitCode::FAILURE;
+            }
+            eprintln!("warren: serving {} on http://{listen}/ ({} MPM; {php}{user})", dir.display(), s.mpm.name());
             s
         }
         (None, Some(file)) => {
             let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm.map(Into::into) };
-            let loaded = load_file(file, &opts);
+            // -k only needs the PidFile: a server running with -R must be
+            // stoppable without it.
+            let loaded = if cli.signal.is_some() { load_file(file, &opts) } else { load_checked(file, &opts, cli.allow_root) };
             for w in &loaded.warnings {
                 eprintln!("{w} (warning)");
                 warnings.push(w.to_string());
@@ -204,8 +222,9 @@ fn main() -> ExitCode {
         (None, Some(file)) => {
             let file = file.clone();
             let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm.map(Into::into) };
+            let allow_root = cli.allow_root;
             Some(Box::new(move || {
-                let loaded = load_file(&file, &opts);
+                let loaded = load_checked(&file, &opts, allow_root);
                 match loaded.settings {
                     Some(s) => Ok((s, loaded.warnings.iter().map(ToString::to_string).collect())),
                     None => Err(loaded.errors.iter().map(ToString::to_string).collect()),
@@ -215,6 +234,67 @@ fn main() -> ExitCode {
         _ => None,
     };
     run(settings, &warnings, reload)
+}
+
+/// Loads a configuration file, and refuses pools that would run as root
+/// without -R: errors that hold only for the user warren runs as, so they
+/// are checked here, at start, at -t and at each graceful restart.
+fn load_checked(file: &Path, opts: &LoadOptions, allow_root: bool) -> warren_config::Loaded {
+    let mut loaded = load_file(file, opts);
+    if let Some(settings) = &loaded.settings {
+        let errors = warren_config::accounts::check_pool_accounts(settings, allow_root);
+        if !errors.is_empty() {
+            loaded.errors.extend(errors);
+            loaded.settings = None;
+        }
+    }
+    loaded
+}
+
+/// `warren serve` started as root runs its children (and its PHP pool) as
+/// an unprivileged account, as there is no configuration to name one; -R
+/// keeps root. What the start-up line says about it.
+fn serve_account(s: &mut Settings, dir: &Path, allow_root: bool) -> Result<String, String> {
+    use warren_config::accounts;
+    if !accounts::running_as_root() {
+        return Ok(String::new());
+    }
+    if allow_root {
+        return Ok("; children run as root (-R)".into());
+    }
+    let Some(a) = accounts::default_unprivileged_account() else {
+        return Err("started as root, and neither www-data nor nobody exists to run the children as; pass -R to run them as root".into());
+    };
+    s.user = Some(a.name.clone());
+    s.group = None;
+    if can_read_dir(dir, &a) {
+        Ok(format!("; children run as {}", a.name))
+    } else {
+        Ok(format!("; children run as {}, WHO CANNOT READ {}: make it and the directories above it readable (chmod o+rx), or pass -R to run as root", a.name, dir.display()))
+    }
+}
+
+/// Whether `a` may list and enter `dir`, asked of the kernel by a child
+/// that becomes `a`: permission bits, ACLs and every directory on the way.
+fn can_read_dir(dir: &Path, a: &warren_config::accounts::Account) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (Ok(path), Ok(name)) = (std::ffi::CString::new(dir.as_os_str().as_bytes()), std::ffi::CString::new(a.name.as_str())) else { return false };
+    let Ok(groups) = nix::unistd::getgrouplist(&name, a.gid) else { return false };
+    let groups: Vec<libc::gid_t> = groups.into_iter().map(nix::unistd::Gid::as_raw).collect();
+    // SAFETY: warren has one thread here; the child only makes system calls
+    // on values prepared above, then _exit.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => unsafe {
+            let ok = libc::setgroups(groups.len(), groups.as_ptr()) == 0
+                && libc::setgid(a.gid.as_raw()) == 0
+                && libc::setuid(a.uid.as_raw()) == 0
+                && libc::access(path.as_ptr(), libc::R_OK | libc::X_OK) == 0;
+            libc::_exit(if ok { 0 } else { 1 })
+        },
+        Ok(nix::unistd::ForkResult::Parent { child }) => matches!(nix::sys::wait::waitpid(child, None), Ok(nix::sys::wait::WaitStatus::Exited(_, 0))),
+        // Cannot tell: say nothing rather than warn wrongly.
+        Err(_) => true,
+    }
 }
 
 /// A progress bar on the terminal's standard error, redrawn four times a second.
