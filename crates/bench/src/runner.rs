@@ -78,7 +78,7 @@ fn raise_fd_limit() {
 }
 
 fn version(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new(cmd).args(args).output().ok()?;
+    let out = servers::detach(std::process::Command::new(cmd).args(args)).output().ok()?;
     let text = if out.stdout.is_empty() { out.stderr } else { out.stdout };
     String::from_utf8_lossy(&text).lines().next().map(|l| l.trim().to_string())
 }

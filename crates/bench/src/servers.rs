@@ -61,14 +61,48 @@ impl Drop for Running {
     }
 }
 
-/// Starts `cmd` so that it is told to stop (SIGTERM) if warren bench dies
-/// first, interrupted or killed, rather than keep the port and the CPUs.
+/// Starts `cmd` detached from warren bench (see [`detach`]).
 fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
-    // SAFETY: between fork and exec the closure only makes one system call.
+    detach(cmd).spawn()
+}
+
+/// Makes `cmd` start in a session of its own, without warren bench's
+/// terminal as its controlling terminal (bench is often run as root from
+/// one, and the servers' workers run other users' code), and without
+/// descriptors above standard error that bench inherited or opened: the
+/// servers get only what the command sets up. Each is told to stop
+/// (SIGTERM) if warren bench dies first, interrupted or killed, rather than
+/// keep the port and the CPUs; Ctrl-C on the terminal reaches bench alone,
+/// which stops them.
+pub(crate) fn detach(cmd: &mut Command) -> &mut Command {
+    let highest_fd = highest_open_fd();
+    // SAFETY: the closure makes only async-signal-safe system calls on
+    // numbers prepared before the fork, and allocates nothing.
     unsafe {
-        cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from));
+        cmd.pre_exec(move || {
+            let check = |r: libc::c_int| if r < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
+            check(libc::setsid())?;
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM))?;
+            // Close-on-exec rather than closed: spawn reports a failed exec
+            // through a close-on-exec pipe that must stay open until then.
+            if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {
+                // Kernels before 5.11: each descriptor bench had open.
+                for fd in 3..=highest_fd {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+            Ok(())
+        })
     }
-    cmd.spawn()
+}
+
+/// The highest descriptor open in this process (what a child forked now
+/// can have inherited without close-on-exec).
+fn highest_open_fd() -> libc::c_int {
+    let from_proc = std::fs::read_dir("/proc/self/fd")
+        .ok()
+        .map(|d| d.flatten().filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<libc::c_int>().ok())).max().unwrap_or(2));
+    from_proc.unwrap_or(65535)
 }
 
 fn stop(child: &mut Child) {
@@ -216,9 +250,9 @@ impl Stack {
             Software::Apache(mpm) => {
                 write(&conf, self.apache_conf(mpm))?;
                 let mut c = Command::new(APACHE);
+                // Apache prefork answers TERM by signalling its whole process
+                // group: the session `detach` gives it is a group of its own.
                 c.arg("-f").arg(&conf).arg("-DFOREGROUND");
-                // Apache prefork answers TERM by signalling its whole process group.
-                c.process_group(0);
                 c
             }
         };
@@ -287,7 +321,10 @@ impl Stack {
             // The same queue as php-fpm's listen.backlog above.
             Php::Pool => "<Pool bench>\n    Command php-cgi\n    pm static\n    pm.max_children 4\n    listen.backlog 4096\n</Pool>\n",
         };
-        format!("{}{pool}<FilesMatch \"\\.php$\">\n    SetHandler {handler}\n</FilesMatch>\n", self.httpd_common(mpm, "warren"))
+        // As php-fpm's pool above; ignored when the suite is not run as
+        // root, and when it is, warren refuses to run a pool as root.
+        let user = "User www-data\nGroup www-data\n";
+        format!("{}{user}{pool}<FilesMatch \"\\.php$\">\n    SetHandler {handler}\n</FilesMatch>\n", self.httpd_common(mpm, "warren"))
     }
 
     fn apache_conf(&self, mpm: Mpm) -> String {
