@@ -35,7 +35,9 @@ fn start(mpm: &str, pool: &str, extra: &str) -> Server {
     dir.write("htdocs/pid.php", "<?php echo getmypid();");
     dir.write("htdocs/slow.php", "<?php sleep((int)($_GET['s'] ?? 2)); echo 'done';");
     dir.write("htdocs/vars.php", "<?php echo $_SERVER['SCRIPT_NAME'], ' ', $_SERVER['PATH_INFO'] ?? '-', ' ', $_GET['q'] ?? '-', ' ', $_SERVER['REQUEST_METHOD'], ' ', file_get_contents('php://input');");
-    let conf = format!("<Pool www>\n    Command /usr/bin/php-cgi\n{pool}\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n{extra}");
+    // Run as root, warren refuses a pool that would run as root; these tests
+    // are about the process manager, not users (pool_privileges.rs is).
+    let conf = format!("<Pool www>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n{pool}\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n{extra}");
     Server::start_in(dir, mpm, &conf)
 }
 

@@ -1,0 +1,541 @@
+//! What the processes warren starts are allowed to hold (issue 16, points 2,
+//! 3 and 8), with Debian's php-cgi: pool and server children leave warren's
+//! session and terminal, pool children get no descriptor warren inherited,
+//! pools run as the server's User unless they set their own, a pool that
+//! would run as root is refused without -R, and the pools' socket directory
+//! is root's. Most of it needs root (the suite runs as root), as it is about
+//! changing users.
+
+mod common;
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+/// An id from /etc/passwd or /etc/group.
+fn id_of(file: &str, name: &str, field: usize) -> u32 {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f[0] == name).then(|| f[field].parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("{name} not in {file}"))
+}
+
+fn uid(name: &str) -> u32 {
+    id_of("/etc/passwd", name, 2)
+}
+
+fn gid(name: &str) -> u32 {
+    id_of("/etc/group", name, 2)
+}
+
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_string()
+}
+
+/// (session id, tty_nr) of a process, from /proc/PID/stat.
+fn session_and_tty(pid: u32) -> (u32, i64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // After the ")" of the command name: state ppid pgrp session tty_nr ...
+    let f: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    (f[3].parse().unwrap(), f[4].parse().unwrap())
+}
+
+/// (real uid, real gid) from /proc/PID/status.
+fn ids(pid: u32) -> (u32, u32) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |k: &str| status.lines().find(|l| l.starts_with(k)).and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap();
+    (field("Uid:"), field("Gid:"))
+}
+
+/// Each open descriptor of a process and what it names.
+fn fds(pid: u32) -> Vec<(u32, String)> {
+    let mut out: Vec<(u32, String)> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, std::fs::read_link(e.path()).ok()?.display().to_string())))
+        .collect();
+    out.sort();
+    out
+}
+
+fn fd_target(fds: &[(u32, String)], fd: u32) -> &str {
+    fds.iter().find(|(n, _)| *n == fd).map_or("(closed)", |(_, t)| t.as_str())
+}
+
+/// Waits (up to 5 s) until `parent` has `n` php-cgi children and two others.
+fn wait_children(parent: u32, n: usize) -> (Vec<u32>, Vec<u32>) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let all = children_of(parent);
+        let (php, server): (Vec<u32>, Vec<u32>) = all.into_iter().partition(|&p| comm(p) == "php-cgi");
+        if (php.len() == n && server.len() >= 2) || Instant::now() > deadline {
+            return (php, server);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The harness's configuration, written into `dir` with `extra`; without
+/// ErrorLog when `error_log` is false (the error log is then standard error).
+fn write_conf(dir: &TempDir, mpm: &str, port: u16, error_log: bool, extra: &str) -> PathBuf {
+    let tuning = match mpm {
+        "prefork" => "StartServers 2\nMinSpareServers 1\nMaxSpareServers 8\nMaxRequestWorkers 32",
+        _ => "StartServers 2\nThreadsPerChild 4\nMinSpareThreads 1\nMaxSpareThreads 16\nMaxRequestWorkers 32",
+    };
+    let log = if error_log { "ErrorLog error.log\n" } else { "" };
+    dir.write(
+        "warren.conf",
+        format!("LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\n{log}LogLevel info\n{tuning}\n{extra}\n"),
+    )
+}
+
+/// A pool running /usr/bin/php-cgi for `*.php`, with `lines` inside `<Pool>`.
+fn php_pool(name: &str, lines: &str) -> String {
+    format!("<Pool {name}>\n    Command /usr/bin/php-cgi\n    pm static\n    pm.max_children 2\n{lines}</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:{name}\n</FilesMatch>\n")
+}
+
+/// `User nobody` for the server when the tests run as root (else warren
+/// cannot change user, and ignores it).
+fn server_user() -> &'static str {
+    if is_root() {
+        "User nobody\nGroup nogroup\n"
+    } else {
+        ""
+    }
+}
+
+fn wait_ready(child: &mut Child, port: u16, dir: &TempDir) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() && dir.0.join("warren.pid").exists() {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("warren exited with {status}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("warren did not start listening on {port}");
+}
+
+fn get(port: u16, path: &str) -> Resp {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    parse_response(&read_to_close(&mut s)).0
+}
+
+/// A pseudo-terminal: its master side, read by a thread into `output`.
+struct Terminal {
+    master: File,
+    slave: PathBuf,
+    output: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Terminal {
+    fn open() -> Terminal {
+        // SAFETY: the pty calls of POSIX on a descriptor this function owns.
+        let (master, slave) = unsafe {
+            let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+            assert!(m >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+            assert_eq!(libc::grantpt(m), 0);
+            assert_eq!(libc::unlockpt(m), 0);
+            let mut name = [0 as libc::c_char; 128];
+            assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+            (File::from_raw_fd(m), PathBuf::from(std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned()))
+        };
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let (mut reader, out) = (master.try_clone().unwrap(), output.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once no process has the terminal open any more.
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                out.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Terminal { master, slave, output }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
+    }
+
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let t = self.text();
+            if t.contains(needle) || Instant::now() > deadline {
+                return t;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Starts warren as a shell starts a job on a terminal: leading a session
+/// whose controlling terminal is `term`, its standard streams on it, plus
+/// `stray` as descriptor 7, as if whoever started it leaked one.
+fn start_on_terminal(conf: &Path, term: &Terminal, stray: &File) -> Child {
+    let slave = std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY).open(&term.slave).unwrap();
+    let stray_fd = stray.as_raw_fd();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("-f").arg(conf).stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave);
+    // SAFETY: system calls only between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let check = |r: libc::c_int| if r < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
+            check(libc::setsid())?;
+            check(libc::ioctl(0, libc::TIOCSCTTY, 0))?;
+            // dup2 leaves the copy without close-on-exec: warren inherits it.
+            check(libc::dup2(stray_fd, 7))?;
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("start warren")
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z')))
+}
+
+/// Point 2: started on a terminal with a stray descriptor, warren keeps
+/// both to itself. Every child (server and pool) has a session of its own
+/// and no controlling terminal, and holds the terminal on no descriptor;
+/// pool children hold only their socket on 0, /dev/null on 1 and 2 (there
+/// is no error log file), and nothing warren had open; server children's
+/// log lines still reach the terminal, through warren; Ctrl-C on the
+/// terminal stops warren and every child.
+fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
+    let dir = TempDir::new(&format!("detach-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/pid.php", "<?php echo getmypid();");
+    let stray_path = dir.write("stray.txt", "not for the pools");
+    let stray = File::open(&stray_path).unwrap();
+    let port = free_port();
+    let conf = write_conf(&dir, mpm, port, false, &format!("{}{}", server_user(), php_pool("www", "")));
+    let term = Terminal::open();
+    let mut child = start_on_terminal(&conf, &term, &stray);
+    wait_ready(&mut child, port, &dir);
+    let warren = child.id();
+    let slave = term.slave.display().to_string();
+
+    // The set-up is what it claims: warren has the terminal and the stray descriptor.
+    let (warren_sid, warren_tty) = session_and_tty(warren);
+    assert_eq!(warren_sid, warren);
+    assert_ne!(warren_tty, 0, "warren should have the terminal as its controlling terminal");
+    let warren_fds = fds(warren);
+    assert_eq!(fd_target(&warren_fds, 7), stray_path.display().to_string());
+    assert_eq!(fd_target(&warren_fds, 2), slave);
+
+    assert_eq!(get(port, "/pid.php").status, 200);
+    let (php, server) = wait_children(warren, 2);
+    assert_eq!(php.len(), 2, "pm static, 2 children: {php:?}");
+    for &pid in php.iter().chain(&server) {
+        let what = format!("{} {pid}", comm(pid));
+        let (sid, tty) = session_and_tty(pid);
+        assert_eq!(sid, pid, "{what} leads a session of its own");
+        assert_eq!(tty, 0, "{what} has no controlling terminal");
+        let held = fds(pid);
+        assert!(held.iter().all(|(_, t)| *t != slave && !t.starts_with("/dev/pts") && t != "/dev/tty"), "{what} holds the terminal: {held:?}");
+    }
+    for &pid in &php {
+        let held = fds(pid);
+        assert!(fd_target(&held, 0).starts_with("socket:"), "php-cgi {pid}'s stdin is its pool socket: {held:?}");
+        assert_eq!(fd_target(&held, 1), "/dev/null", "{held:?}");
+        assert_eq!(fd_target(&held, 2), "/dev/null", "{held:?}");
+        // php-cgi opens files of its own (opcache's lock); nothing warren had may be among them.
+        for (fd, target) in held.iter().filter(|(fd, _)| *fd > 2) {
+            assert!(*target != stray_path.display().to_string(), "php-cgi {pid} inherited the stray descriptor as {fd}");
+            assert!(!warren_fds.iter().any(|(_, t)| t == target), "php-cgi {pid} holds warren's {target} as {fd}: {held:?}");
+        }
+    }
+    for &pid in &server {
+        let held = fds(pid);
+        assert_eq!(fd_target(&held, 0), "/dev/null", "server child {pid}: {held:?}");
+        assert_eq!(fd_target(&held, 1), "/dev/null", "server child {pid}: {held:?}");
+        assert!(fd_target(&held, 2).starts_with("pipe:"), "server child {pid} logs through warren: {held:?}");
+    }
+    // A server child's log line (LogLevel info) reaches the terminal all the same.
+    assert_eq!(get(port, "/no-such-file.html").status, 404);
+    let out = term.wait_for("File does not exist");
+    assert!(out.contains("File does not exist") && out.contains("no-such-file.html"), "the terminal showed: {out}");
+
+    // Ctrl-C: the terminal signals warren's process group, which is warren alone now.
+    term.master.try_clone().unwrap().write_all(b"\x03").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "warren did not stop on Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while php.iter().chain(&server).any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = php.iter().chain(&server).copied().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "children outlived a Ctrl-C to warren: {left:?}");
+}
+
+/// Point 2: with an ErrorLog file, what php-cgi prints lands in it (its
+/// standard output and error), and server children write to it on
+/// standard error; standard input and output are /dev/null for them.
+fn pool_output_goes_to_the_error_log(mpm: &str) {
+    let dir = TempDir::new(&format!("pool-output-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/err.php", "<?php file_put_contents('php://stderr', \"stderr-of-php-cgi\\n\"); echo getmypid();");
+    let s = Server::start_in(dir, mpm, &format!("{}{}", server_user(), php_pool("www", "")));
+    let r = s.get("/err.php");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let pid: u32 = r.text().parse().unwrap();
+    let log = s.dir.0.join("error.log").display().to_string();
+    let held = fds(pid);
+    assert_eq!((fd_target(&held, 1), fd_target(&held, 2)), (log.as_str(), log.as_str()), "{held:?}");
+    assert!(s.wait_log("error.log", "stderr-of-php-cgi").contains("stderr-of-php-cgi"));
+    for child in s.children().into_iter().filter(|&p| comm(p) == "warren") {
+        let held = fds(child);
+        assert_eq!(fd_target(&held, 0), "/dev/null", "{held:?}");
+        assert_eq!(fd_target(&held, 1), "/dev/null", "{held:?}");
+        assert_eq!(fd_target(&held, 2), log, "{held:?}");
+    }
+}
+
+/// Point 3: a pool without User runs as the server's User and Group; one
+/// with its own User runs as that user (and that user's group).
+fn pool_without_user_runs_as_the_servers_user(mpm: &str) {
+    if !is_root() {
+        return;
+    }
+    let dir = TempDir::new(&format!("pool-inherit-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/inherit.php", "<?php echo getmypid();");
+    dir.write("htdocs/own.php", "<?php echo getmypid();");
+    let conf = "User nobody\nGroup nogroup\n\
+        <Pool inherit>\n    Command /usr/bin/php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n\
+        <Pool own>\n    Command /usr/bin/php-cgi\n    User www-data\n    pm static\n    pm.max_children 1\n</Pool>\n\
+        <FilesMatch \"^inherit\\.php$\">\n    SetHandler pool:inherit\n</FilesMatch>\n\
+        <FilesMatch \"^own\\.php$\">\n    SetHandler pool:own\n</FilesMatch>\n";
+    let s = Server::start_in(dir, mpm, conf);
+    let pid_of = |path: &str| -> u32 {
+        let r = s.get(path);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        r.text().parse().unwrap()
+    };
+    let (nobody, nogroup) = (uid("nobody"), gid("nogroup"));
+    assert_eq!(ids(pid_of("/inherit.php")), (nobody, nogroup), "a pool without User runs as the server's User and Group");
+    assert_eq!(ids(pid_of("/own.php")), (uid("www-data"), gid("www-data")), "a pool's own User, with that user's group");
+    for child in s.children().into_iter().filter(|&p| comm(p) == "warren") {
+        assert_eq!(ids(child), (nobody, nogroup), "server child {child}");
+    }
+}
+
+/// The line of `needle` in `file`, counting from 1.
+fn line_of(file: &Path, needle: &str) -> usize {
+    std::fs::read_to_string(file).unwrap().lines().position(|l| l.contains(needle)).expect("in the file") + 1
+}
+
+/// Point 3: a pool that would run as root, by `User root` or by having
+/// nobody to inherit from, is refused at start and by -t, with the
+/// `<Pool>`'s file:line and how to fix it; with -R it runs, as root; a
+/// graceful restart to such a pool is refused and the server goes on.
+fn root_pool_is_refused_without_the_flag(mpm: &str) {
+    if !is_root() {
+        return;
+    }
+    let dir = TempDir::new(&format!("pool-root-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/pid.php", "<?php echo getmypid();");
+    let port = free_port();
+    for (what, extra) in [("User root in the pool", php_pool("www", "    User root\n")), ("no User anywhere", php_pool("www", ""))] {
+        let conf = write_conf(&dir, mpm, port, true, &extra);
+        let at = format!("{}:{}: <Pool www> would run its children as root", conf.display(), line_of(&conf, "<Pool www>"));
+        let out = Command::new(BIN).args(["-t", "-f"]).arg(&conf).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: -t: {err}");
+        assert!(err.contains(&at) && err.contains("-R (--allow-to-run-as-root)") && err.contains("set User"), "{what}: -t said: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("Syntax OK"));
+        let out = Command::new(BIN).arg("-f").arg(&conf).stdin(Stdio::null()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: start: {err}");
+        assert!(err.contains(&at) && err.contains("not starting"), "{what}: start said: {err}");
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "{what}: a refused configuration serves nothing");
+        let out = Command::new(BIN).args(["-R", "-t", "-f"]).arg(&conf).output().unwrap();
+        assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Syntax OK"), "{what}: -R -t: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // With -R the pool runs as root, on purpose.
+    let mut child = Command::new(BIN).args(["-R", "-f"]).arg(dir.0.join("warren.conf")).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_ready(&mut child, port, &dir);
+    let r = get(port, "/pid.php");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(ids(r.text().parse().unwrap()), (0, 0), "-R runs the pool as root");
+    terminate(child, Duration::from_secs(10));
+    let _ = std::fs::remove_file(dir.0.join("warren.pid"));
+
+    // A graceful restart to a root pool is refused; the pool goes on as nobody.
+    let s = Server::start_in(dir, mpm, &php_pool("www", "    User nobody\n    Group nogroup\n"));
+    let before: u32 = s.get("/pid.php").text().parse().unwrap();
+    let conf = std::fs::read_to_string(&s.conf).unwrap().replace("    User nobody\n", "    User root\n");
+    std::fs::write(&s.conf, conf).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let at = format!("{}:{}: <Pool www> would run its children as root", s.conf.display(), line_of(&s.conf, "<Pool www>"));
+    let log = s.wait_log("error.log", "graceful restart refused");
+    assert!(log.contains(&at) && log.contains("graceful restart refused"), "{log}");
+    let r = s.get("/pid.php");
+    assert_eq!(r.status, 200);
+    assert_eq!(ids(r.text().parse().unwrap()).0, uid("nobody"));
+    assert!(alive(before));
+}
+
+/// Point 3: `warren serve` started as root runs its children and its PHP
+/// pool as www-data (or nobody) and says so; it says too when that user
+/// cannot read the directory; `serve -R` keeps root.
+#[test]
+fn serve_as_root_runs_children_unprivileged() {
+    if !is_root() {
+        return;
+    }
+    let account = if std::fs::read_to_string("/etc/passwd").unwrap().lines().any(|l| l.starts_with("www-data:")) { "www-data" } else { "nobody" };
+    let dir = TempDir::new("serve-root");
+    dir.write("htdocs/pid.php", "<?php echo getmypid();");
+    let locked = dir.0.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let serve = |args: &[&str], root: &Path| {
+        let port = free_port();
+        let child = Command::new(BIN)
+            .arg("serve")
+            .args(args)
+            .arg(root)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (child, port)
+    };
+    let stop = |mut child: Child| -> String {
+        unsafe_kill(child.id(), 15);
+        let _ = child.wait();
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        err
+    };
+    let (child, port) = serve(&[], &dir.0.join("htdocs"));
+    let r = get(port, "/pid.php");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(ids(r.text().parse().unwrap()).0, uid(account));
+    let servers: Vec<u32> = children_of(child.id()).into_iter().filter(|&p| comm(p) == "warren").collect();
+    assert!(!servers.is_empty() && servers.iter().all(|&p| ids(p).0 == uid(account)), "server children run as {account}");
+    let err = stop(child);
+    assert!(err.contains(&format!("children run as {account})")), "start-up line: {err}");
+
+    let (child, _) = serve(&[], &locked);
+    let err = stop(child);
+    assert!(err.contains(&format!("children run as {account}, WHO CANNOT READ {}", locked.display())), "start-up line: {err}");
+
+    let (child, port) = serve(&["-R"], &dir.0.join("htdocs"));
+    let r = get(port, "/pid.php");
+    assert_eq!(ids(r.text().parse().unwrap()).0, 0);
+    let err = stop(child);
+    assert!(err.contains("children run as root (-R)"), "start-up line: {err}");
+}
+
+/// The pools' socket directory of a running warren.
+fn socket_dir(warren: u32) -> PathBuf {
+    let prefix = format!("warren-pools-{warren}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .unwrap_or_else(|| panic!("no {prefix}* in {}", std::env::temp_dir().display()))
+}
+
+/// Point 8: the pools' socket directory is root's, with the server's group
+/// allowed through (0710), so neither the server's user nor a pool's can
+/// add or swap an entry; the sockets are the server user's, mode 0600; and
+/// a symlink left where a new pool's socket goes is replaced, not followed.
+fn socket_directory_is_roots(mpm: &str) {
+    if !is_root() {
+        return;
+    }
+    let dir = TempDir::new(&format!("pool-dir-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/pid.php", "<?php echo getmypid();");
+    dir.write("htdocs/extra.php", "<?php echo getenv('POOL');");
+    let victim = dir.write("victim.txt", "root's file");
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let s = Server::start_in(dir, mpm, &format!("User nobody\nGroup nogroup\n{}", php_pool("www", "")));
+    assert_eq!(s.get("/pid.php").status, 200);
+    let sockets = socket_dir(s.pid());
+    let (nobody, nogroup) = (uid("nobody"), gid("nogroup"));
+    let m = std::fs::symlink_metadata(&sockets).unwrap();
+    assert!(m.is_dir());
+    assert_eq!((m.uid(), m.gid(), m.mode() & 0o7777), (0, nogroup, 0o710), "the socket directory: root, the server's group, 0710");
+    let mut names: Vec<String> = std::fs::read_dir(&sockets).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["www.0.sock", "www.1.sock"]);
+    for n in &names {
+        let m = std::fs::symlink_metadata(sockets.join(n)).unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+        assert_eq!((m.uid(), m.gid(), m.mode() & 0o777), (nobody, nogroup, 0o600), "{n}");
+    }
+    // The server's user (the pool's too, here) can reach the sockets but not make an entry.
+    let planted = sockets.join("planted");
+    let out = Command::new("ln").arg("-s").arg(&victim).arg(&planted).uid(nobody).gid(nogroup).output().unwrap();
+    assert!(!out.status.success() && std::fs::symlink_metadata(&planted).is_err(), "nobody could add an entry to the socket directory");
+
+    // Root plants a link where the next pool's first socket will go (slot 2:
+    // www has 0 and 1), then a graceful restart adds that pool.
+    let link = sockets.join("extra.2.sock");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let conf = std::fs::read_to_string(&s.conf).unwrap()
+        + "<Pool extra>\n    Command /usr/bin/php-cgi\n    pm static\n    pm.max_children 1\n    env[POOL] extra\n</Pool>\n<FilesMatch \"^extra\\.php$\">\n    SetHandler pool:extra\n</FilesMatch>\n";
+    std::fs::write(&s.conf, conf).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while s.get("/extra.php").text() != "extra" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(s.get("/extra.php").text(), "extra", "the added pool serves: {}", s.read_log("error.log"));
+    let v = std::fs::metadata(&victim).unwrap();
+    assert_eq!((v.uid(), v.gid(), v.mode() & 0o7777), (0, 0, 0o644), "the link's target was chowned or chmodded");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's file");
+    let m = std::fs::symlink_metadata(&link).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()), "the link was replaced by the socket");
+    assert_eq!((m.uid(), m.mode() & 0o777), (nobody, 0o600));
+}
+
+each_mpm!(
+    children_leave_the_terminal_and_stray_descriptors,
+    pool_output_goes_to_the_error_log,
+    pool_without_user_runs_as_the_servers_user,
+    root_pool_is_refused_without_the_flag,
+    socket_directory_is_roots,
+);
