@@ -214,6 +214,24 @@ fn start_on_terminal(conf: &Path, term: &Terminal, stray: &File) -> Child {
     cmd.spawn().expect("start warren")
 }
 
+/// A warren started by a test itself, stopped (TERM, then KILL) if the
+/// test fails before it does.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            unsafe_kill(self.0.id(), 15);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while matches!(self.0.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z')))
 }
@@ -234,9 +252,9 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
     let port = free_port();
     let conf = write_conf(&dir, mpm, port, false, &format!("{}{}", server_user(), php_pool("www", "")));
     let term = Terminal::open();
-    let mut child = start_on_terminal(&conf, &term, &stray);
-    wait_ready(&mut child, port, &dir);
-    let warren = child.id();
+    let mut child = Guard(start_on_terminal(&conf, &term, &stray));
+    wait_ready(&mut child.0, port, &dir);
+    let warren = child.0.id();
     let slave = term.slave.display().to_string();
 
     // The set-up is what it claims: warren has the terminal and the stray descriptor.
@@ -284,7 +302,7 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
     term.master.try_clone().unwrap().write_all(b"\x03").unwrap();
     let deadline = Instant::now() + Duration::from_secs(15);
     let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
+        if let Some(st) = child.0.try_wait().unwrap() {
             break st;
         }
         assert!(Instant::now() < deadline, "warren did not stop on Ctrl-C");
@@ -385,12 +403,12 @@ fn root_pool_is_refused_without_the_flag(mpm: &str) {
         assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Syntax OK"), "{what}: -R -t: {}", String::from_utf8_lossy(&out.stderr));
     }
     // With -R the pool runs as root, on purpose.
-    let mut child = Command::new(BIN).args(["-R", "-f"]).arg(dir.0.join("warren.conf")).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    wait_ready(&mut child, port, &dir);
+    let mut child = Guard(Command::new(BIN).args(["-R", "-f"]).arg(dir.0.join("warren.conf")).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    wait_ready(&mut child.0, port, &dir);
     let r = get(port, "/pid.php");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(ids(r.text().parse().unwrap()), (0, 0), "-R runs the pool as root");
-    terminate(child, Duration::from_secs(10));
+    drop(child);
     let _ = std::fs::remove_file(dir.0.join("warren.pid"));
 
     // A graceful restart to a root pool is refused; the pool goes on as nobody.
@@ -424,33 +442,35 @@ fn serve_as_root_runs_children_unprivileged() {
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
     let serve = |args: &[&str], root: &Path| {
         let port = free_port();
-        let child = Command::new(BIN)
-            .arg("serve")
-            .args(args)
-            .arg(root)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = Guard(
+            Command::new(BIN)
+                .arg("serve")
+                .args(args)
+                .arg(root)
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .stdin(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         (child, port)
     };
-    let stop = |mut child: Child| -> String {
-        unsafe_kill(child.id(), 15);
-        let _ = child.wait();
+    let stop = |mut child: Guard| -> String {
+        unsafe_kill(child.0.id(), 15);
+        let _ = child.0.wait();
         let mut err = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        child.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
         err
     };
     let (child, port) = serve(&[], &dir.0.join("htdocs"));
     let r = get(port, "/pid.php");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(ids(r.text().parse().unwrap()).0, uid(account));
-    let servers: Vec<u32> = children_of(child.id()).into_iter().filter(|&p| comm(p) == "warren").collect();
+    let servers: Vec<u32> = children_of(child.0.id()).into_iter().filter(|&p| comm(p) == "warren").collect();
     assert!(!servers.is_empty() && servers.iter().all(|&p| ids(p).0 == uid(account)), "server children run as {account}");
     let err = stop(child);
     assert!(err.contains(&format!("children run as {account})")), "start-up line: {err}");
