@@ -148,6 +148,7 @@ impl From<MpmArg> for Mpm {
 }
 
 fn main() -> ExitCode {
+    close_inherited_descriptors();
     limit_malloc_arenas();
     let cli = Cli::parse();
     let mut warnings = Vec::new();
@@ -460,6 +461,23 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 /// and an arena keeps what its thread freed: with ThreadsPerChild threads
 /// in each child that is megabytes per child. Two arenas are plenty for
 /// threads that allocate little, and contend little for them.
+/// Descriptors above standard error that whoever started warren left open
+/// (a shell's redirections, a leaky supervisor) would go on into every
+/// server child, which runs as `User` and holds no use for them: warren
+/// opens nothing it needs before this, and takes none by inheritance.
+fn close_inherited_descriptors() {
+    // SAFETY: closes only descriptors nothing in this process refers to yet.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) != 0 {
+            // Kernels before 5.11.
+            let highest = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft.min(65536));
+            for fd in 3..highest as libc::c_int {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets a malloc parameter; called before any thread starts.
