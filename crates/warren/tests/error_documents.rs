@@ -161,29 +161,25 @@ fn backend_down(mpm: &str) {
     assert!(r.text().contains("Service Unavailable"), "{}", r.text());
 }
 
-fn fpm_script_answers_with_the_error_status(mpm: &str) {
-    script_answers_with_the_error_status(mpm, "fpm")
+/// Each case once with php-fpm and once with a php-cgi pool.
+macro_rules! with_each_php {
+    ($($case:ident: $fpm:ident, $pool:ident;)*) => {
+        $(
+            fn $fpm(mpm: &str) {
+                $case(mpm, "fpm")
+            }
+            fn $pool(mpm: &str) {
+                $case(mpm, "pool")
+            }
+        )*
+    };
 }
-fn pool_script_answers_with_the_error_status(mpm: &str) {
-    script_answers_with_the_error_status(mpm, "pool")
-}
-fn fpm_post_body_is_not_the_documents(mpm: &str) {
-    post_body_is_not_the_documents(mpm, "fpm")
-}
-fn pool_post_body_is_not_the_documents(mpm: &str) {
-    post_body_is_not_the_documents(mpm, "pool")
-}
-fn fpm_front_controller(mpm: &str) {
-    front_controller(mpm, "fpm")
-}
-fn pool_front_controller(mpm: &str) {
-    front_controller(mpm, "pool")
-}
-fn fpm_documents_are_routed(mpm: &str) {
-    documents_are_routed(mpm, "fpm")
-}
-fn pool_documents_are_routed(mpm: &str) {
-    documents_are_routed(mpm, "pool")
+
+with_each_php! {
+    script_answers_with_the_error_status: fpm_script_answers_with_the_error_status, pool_script_answers_with_the_error_status;
+    post_body_is_not_the_documents: fpm_post_body_is_not_the_documents, pool_post_body_is_not_the_documents;
+    front_controller: fpm_front_controller, pool_front_controller;
+    documents_are_routed: fpm_documents_are_routed, pool_documents_are_routed;
 }
 
 each_mpm!(
