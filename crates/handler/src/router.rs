@@ -415,14 +415,25 @@ impl Site {
             }
             let script_url = &url[..i];
             let fs = self.fs_path(host, script_url);
-            // Sections by the script's file, but `<Location>` by the whole
-            // URL, path info included: `<Location /app.php/admin>` holds.
-            let eff = self.effective(host, Some(&fs), url);
-            if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
-                if std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
-                    return Some(self.script_gateway(host, head, conn, &eff, &backend_of(h), fs, url, url.len() - i, query));
-                }
+            // `<Location>` sections are matched against the whole URL, path
+            // info included, as in Apache (`<Location /app.php/admin>`), and
+            // against the script's URL too, so that neither a rule on the
+            // script (`<LocationMatch \.php$>`) nor one on the path below it
+            // is stepped around: both must grant.
+            let whole = self.effective(host, Some(&fs), url);
+            let script = self.effective(host, Some(&fs), script_url);
+            let handler = [whole.handler(), script.handler()].into_iter().find_map(|h| match h {
+                Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => Some(h),
+                _ => None,
+            });
+            let Some(h) = handler else { continue };
+            if !std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
+                continue;
             }
+            if !self.allowed(&script, conn.peer.ip(), conn.local.ip()) {
+                return Some(Outcome::Ready(self.denied(host, head, conn, url)));
+            }
+            return Some(self.script_gateway(host, head, conn, &whole, &backend_of(h), fs, url, url.len() - i, query));
         }
         None
     }
@@ -580,23 +591,42 @@ impl<'a> Effective<'a> {
 }
 
 /// The names of the pools a host's handlers and ProxyPass routes use.
+/// Virtual hosts inherit the main server's sections, where each site's
+/// `<Directory>` names its own pool: a section counts for a host only if it
+/// can apply to files under the host's DocumentRoot.
 fn pools_used(config: &HostConfig) -> Vec<String> {
-    let handlers = std::iter::once(&config.dir).chain(config.sections.iter().map(|s| &s.config)).filter_map(|d| match &d.handler {
-        Some(Some(Handler::Pool(name))) => Some(name),
-        Some(Some(Handler::FastCgi(b))) => match &b.addr {
-            warren_config::FcgiAddr::Pool(name) => Some(name),
-            _ => None,
-        },
+    let root = config.document_root.to_string_lossy();
+    let applies = |m: &SectionMatch| match m {
+        SectionMatch::Directory(d) => directories_overlap(d, &root),
+        // Which directories a pattern names cannot be told; those above the
+        // root can, and only they count (a pool used only through a
+        // `<DirectoryMatch>` below the root has no status page).
+        SectionMatch::DirectoryMatch(re) => ancestors(&root).any(|a| re.is_match(a)),
+        _ => true,
+    };
+    let pool_of = |h: &Option<Option<Handler>>| match h {
+        Some(Some(Handler::Pool(name))) => Some(name.clone()),
+        Some(Some(Handler::FastCgi(FcgiBackend { addr: warren_config::FcgiAddr::Pool(name), .. }))) => Some(name.clone()),
         _ => None,
-    });
+    };
+    let sections = config.sections.iter().filter(|s| applies(&s.matcher) && s.within.as_deref().is_none_or(&applies)).map(|s| &s.config);
+    let handlers = std::iter::once(&config.dir).chain(sections).filter_map(|d| pool_of(&d.handler));
     let routes = config.proxy_routes.iter().filter_map(|r| match r.target.as_ref().map(|t| &t.backend.addr) {
-        Some(warren_config::FcgiAddr::Pool(name)) => Some(name),
+        Some(warren_config::FcgiAddr::Pool(name)) => Some(name.clone()),
         _ => None,
     });
-    let mut names: Vec<String> = handlers.chain(routes).cloned().collect();
+    let mut names: Vec<String> = handlers.chain(routes).collect();
     names.sort();
     names.dedup();
     names
+}
+
+/// Whether `<Directory dir>` can hold files under `root`: it contains the
+/// root, or lies below it.
+fn directories_overlap(dir: &str, root: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    let below = dir.strip_prefix(root).is_some_and(|rest| rest.starts_with('/'));
+    dir_contains(dir.trim_end_matches('/'), root) || below
 }
 
 /// The backend a FastCGI handler names.
@@ -681,6 +711,12 @@ mod tests {
         assert!(location_matches("/status", "/status"));
         assert!(location_matches("/status/", "/status/x"));
         assert!(!location_matches("/status", "/statusx"));
+        assert!(directories_overlap("/srv", "/srv/a/htdocs"));
+        assert!(directories_overlap("/srv/a/htdocs/", "/srv/a/htdocs"));
+        assert!(directories_overlap("/srv/a/htdocs/blog", "/srv/a/htdocs"));
+        assert!(directories_overlap("/srv/*/htdocs", "/srv/a/htdocs"));
+        assert!(!directories_overlap("/srv/b", "/srv/a/htdocs"));
+        assert!(!directories_overlap("/srv/a/htdocsx", "/srv/a/htdocs"));
         assert!(wildcard_match("*.example.org", "a.example.org"));
         assert!(!wildcard_match("*.example.org", "example.com"));
     }

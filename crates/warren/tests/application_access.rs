@@ -11,14 +11,17 @@ use common::*;
 fn app_site(dir: &TempDir) {
     standard_site(dir);
     dir.write("htdocs/app.php", "<?php echo 'app ', $_SERVER['PATH_INFO'] ?? '-';");
+    dir.write("htdocs/uploads/shell.php", "<?php echo 'app shell';");
 }
 
 const POOL: &str = "<Pool www>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n    pm static\n    pm.max_children 2\n</Pool>\n";
 
-const RULES: &str = "<Location /app.php/admin>\n    Require all denied\n</Location>\n<LocationMatch \"^/app\\.php/secret\">\n    Require ip 10.0.0.0/8\n</LocationMatch>\n";
+const RULES: &str = "<Location /app.php/admin>\n    Require all denied\n</Location>\n<LocationMatch \"^/app\\.php/secret\">\n    Require ip 10.0.0.0/8\n</LocationMatch>\n<LocationMatch \"^/uploads/.*\\.php$\">\n    Require all denied\n</LocationMatch>\n";
 
 fn path_info_is_under_location(s: &Server) {
-    for url in ["/app.php/admin", "/app.php/admin/users", "/app.php/admin/users?id=1", "/app.php/secret/x"] {
+    // The last two: a rule on the script's own URL (uploads hardening)
+    // holds when path info follows it.
+    for url in ["/app.php/admin", "/app.php/admin/users", "/app.php/admin/users?id=1", "/app.php/secret/x", "/uploads/shell.php", "/uploads/shell.php/x"] {
         let r = s.get(url);
         assert_eq!(r.status, 403, "{url}: {}", r.text());
         assert!(!r.text().starts_with("app "), "{url} ran the script: {}", r.text());
@@ -85,6 +88,39 @@ fn pool_status_only_on_its_hosts(mpm: &str) {
     assert!(!r.text().contains("pool:"));
 }
 
+/// Debian's layout: each site's `<Directory>` hands its PHP to its own pool
+/// in the main server's config, which every virtual host inherits. A host
+/// shows only the status page of the pool its own files go to.
+fn pool_status_with_sections_in_the_main_config(mpm: &str) {
+    let dir = TempDir::new(&format!("pool-status-dirs-{mpm}"));
+    standard_site(&dir);
+    dir.write("a/a.php", "<?php echo 'a';");
+    dir.write("b/b.php", "<?php echo 'b';");
+    let root = dir.0.display();
+    let mut conf = String::new();
+    for site in ["a", "b"] {
+        conf.push_str(&format!(
+            "<Pool p{site}>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n    pm static\n    pm.max_children 1\n    pm.status_path /fpm-status-{site}\n</Pool>\n<Directory {root}/{site}>\n    <FilesMatch \"\\.php$\">\n        SetHandler pool:p{site}\n    </FilesMatch>\n</Directory>\n"
+        ));
+    }
+    for site in ["a", "b"] {
+        conf.push_str(&format!("<VirtualHost *>\n    ServerName {site}.test\n    DocumentRoot {root}/{site}\n</VirtualHost>\n"));
+    }
+    let s = Server::start_in(dir, mpm, &conf);
+    let get = |host: &str, path: &str| {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        parse_response(&s.raw(req.as_bytes())).0
+    };
+    assert_eq!(get("a.test", "/a.php?token=a-secret").text(), "a");
+    assert_eq!(get("b.test", "/b.php").text(), "b");
+    let r = get("a.test", "/fpm-status-a?full");
+    assert!(r.text().contains("a-secret"), "{}", r.text());
+    let r = get("b.test", "/fpm-status-a?full");
+    assert_eq!(r.status, 404, "pool pa's status page on host b: {}", r.text());
+    assert!(!r.text().contains("a-secret"));
+    assert_eq!(get("b.test", "/fpm-status-b").status, 200);
+}
+
 /// `Status: 101` (or 100) from an application is not a final answer: 502,
 /// and the next request on the connection gets its own answer.
 fn interim_status_is_a_bad_gateway(mpm: &str) {
@@ -107,4 +143,10 @@ fn interim_status_is_a_bad_gateway(mpm: &str) {
     assert!(log.contains("not a final status"), "{log}");
 }
 
-each_mpm!(fpm_location_holds_with_path_info, pool_location_holds_with_path_info, pool_status_only_on_its_hosts, interim_status_is_a_bad_gateway);
+each_mpm!(
+    fpm_location_holds_with_path_info,
+    pool_location_holds_with_path_info,
+    pool_status_only_on_its_hosts,
+    pool_status_with_sections_in_the_main_config,
+    interim_status_is_a_bad_gateway,
+);
