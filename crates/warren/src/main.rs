@@ -457,10 +457,6 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
-/// glibc gives each thread that allocates its own arena (up to 8 per CPU),
-/// and an arena keeps what its thread freed: with ThreadsPerChild threads
-/// in each child that is megabytes per child. Two arenas are plenty for
-/// threads that allocate little, and contend little for them.
 /// Descriptors above standard error that whoever started warren left open
 /// (a shell's redirections, a leaky supervisor) would go on into every
 /// server child, which runs as `User` and holds no use for them: warren
@@ -478,6 +474,10 @@ fn close_inherited_descriptors() {
     }
 }
 
+/// glibc gives each thread that allocates its own arena (up to 8 per CPU),
+/// and an arena keeps what its thread freed: with ThreadsPerChild threads
+/// in each child that is megabytes per child. Two arenas are plenty for
+/// threads that allocate little, and contend little for them.
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets a malloc parameter; called before any thread starts.
