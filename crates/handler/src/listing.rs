@@ -5,6 +5,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use nix::dir::Dir;
@@ -26,16 +27,14 @@ pub enum Source {
 
 pub fn listing(host: usize, dir: Source, url: &[u8], signature: Option<&str>) -> Response {
     let names = match dir {
-        Source::Path(dir) => std::fs::read_dir(dir).map(|entries| {
-            entries
-                .flatten()
-                .map(|e| {
-                    let meta = std::fs::metadata(e.path()).ok();
-                    let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
-                    (e.file_name().to_string_lossy().into_owned(), is_dir, meta.map_or(0, |m| m.len()))
-                })
-                .collect::<Vec<_>>()
-        }),
+        // O_DIRECTORY already fails on anything but a directory; O_NOCTTY
+        // says so again: no path a client names may give a server child
+        // (a session leader) a controlling terminal.
+        Source::Path(dir) => std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOCTTY | libc::O_NONBLOCK)
+            .open(dir)
+            .and_then(|d| checked_entries(d, LinkRule::Follow)),
         Source::Checked(dir, rule) => checked_entries(dir, rule),
     };
     let mut names: Vec<(String, bool, u64)> = match names {

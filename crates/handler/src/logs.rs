@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,9 @@ use warren_config::{DurationUnit, LogItem, LogLevel};
 use warren_http::RequestHead;
 
 fn open_append(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    // O_NOCTTY: a log that is a terminal (ErrorLog /dev/tty1) must not become
+    // the controlling terminal of the process that opens it.
+    OpenOptions::new().create(true).append(true).custom_flags(libc::O_NOCTTY).open(path)
 }
 
 /// Where error lines go: a file, or standard error.

@@ -26,8 +26,11 @@ use crate::{errors, listing, Body, Outcome, Part, Response};
 pub const MAX_RANGES: usize = 200;
 
 fn open(path: &Path) -> io::Result<File> {
-    // O_NONBLOCK so that a FIFO placed in the tree cannot stall the server.
-    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+    // O_NONBLOCK so that a FIFO placed in the tree cannot stall the server;
+    // O_NOCTTY so that a terminal (a device node, or a link to a pty, that
+    // the path turns out to be once opened) does not become the controlling
+    // terminal of the server child, a session leader.
+    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)
 }
 
 #[allow(clippy::too_many_arguments)]
