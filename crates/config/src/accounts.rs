@@ -1,13 +1,18 @@
 //! Who warren's children run as. Only a parent started as root changes
 //! user: the server's children become `User`/`Group`, and each `<Pool>`'s
 //! children become the pool's `User`/`Group`, or the server's when the pool
-//! sets no `User`. A pool whose children would stay root is a configuration
-//! error unless warren is started with `-R` (php-fpm's rule): PHP running as
-//! root by an oversight would own the machine.
+//! sets no `User`. Server children or a pool whose children would stay root
+//! are a configuration error unless warren is started with `-R` (Apache
+//! refuses to run its children as root; php-fpm needs `-R` for a root
+//! pool): code serving the network as root by an oversight would own the
+//! machine.
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use nix::unistd::{Gid, Group, Uid, User};
 
-use crate::parse::ConfigError;
+use crate::parse::{ConfigError, Origin};
 use crate::pool::PoolConfig;
 use crate::settings::Settings;
 
@@ -86,6 +91,56 @@ pub fn pool_account(pool: &PoolConfig, server_user: Option<&str>, server_group: 
 
 const FIX: &str = "set User (and Group) to an unprivileged account in the <Pool> or at server level, \
                    or start warren with -R (--allow-to-run-as-root) to run the pool as root on purpose";
+
+/// Everything wrong with whom warren's children would run as, each at the
+/// file and line it comes from: [`check_server_account`] and
+/// [`check_pool_accounts`]. Nothing when warren is not root. Checked at
+/// start, by `-t` and at each graceful restart.
+pub fn check_accounts(settings: &Settings, allow_root: bool) -> Vec<ConfigError> {
+    let mut errors = check_server_account(settings, allow_root);
+    errors.extend(check_pool_accounts(settings, allow_root));
+    errors
+}
+
+/// Where an error about the server's accounts is reported: the directive,
+/// else the configuration file, else `warren serve`.
+fn server_origin(settings: &Settings, directive: Option<&Origin>) -> Origin {
+    directive
+        .or(settings.config_origin.as_ref())
+        .cloned()
+        .unwrap_or_else(|| Origin { file: Arc::new(PathBuf::from("(warren serve)")), line: 0 })
+}
+
+const SERVER_FIX: &str = "set User (and Group) to an unprivileged account (User www-data), \
+                          or start warren with -R (--allow-to-run-as-root) to run them as root on purpose";
+
+/// The server's children, started by a root warren, would stay root (no
+/// `User`, or `User root`) or in group root while `allow_root` (`-R`) is
+/// off, or their `User` or `Group` does not exist: at the `User` (or
+/// `Group`) directive, or at the configuration file when there is none.
+/// Apache refuses to serve as root ("Apache has not been designed to serve
+/// pages while running as root"); so does warren, unless told to.
+pub fn check_server_account(settings: &Settings, allow_root: bool) -> Vec<ConfigError> {
+    if !running_as_root() {
+        return Vec::new();
+    }
+    let (user, group) = (settings.user.as_deref(), settings.group.as_deref());
+    let (origin, message) = match server_account(user, group) {
+        Err(e) => {
+            let at = if e.starts_with("Group") { settings.group_origin.as_ref() } else { settings.user_origin.as_ref() };
+            (server_origin(settings, at), format!("{e} (the server's)"))
+        }
+        Ok(_) if allow_root => return Vec::new(),
+        Ok(None) => (server_origin(settings, None), format!("the server's children would run as root: warren is started as root and no User is set; {SERVER_FIX}")),
+        Ok(Some(a)) if a.uid.is_root() => (server_origin(settings, settings.user_origin.as_ref()), format!("User {}: the server's children would run as root; {SERVER_FIX}", a.name)),
+        Ok(Some(a)) if a.gid.as_raw() == 0 => {
+            let at = if group.is_some() { settings.group_origin.as_ref() } else { settings.user_origin.as_ref() };
+            (server_origin(settings, at), format!("the server's children would run in group root (gid 0, as user {}); {SERVER_FIX}", a.name))
+        }
+        Ok(Some(_)) => return Vec::new(),
+    };
+    vec![ConfigError { origin, message }]
+}
 
 /// Every `<Pool>` whose children would run as root (uid or gid 0) while
 /// `allow_root` (`-R`) is off, and every pool whose account does not exist;

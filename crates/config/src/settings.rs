@@ -419,6 +419,12 @@ pub struct Settings {
     pub pid_file: Option<PathBuf>,
     pub user: Option<String>,
     pub group: Option<String>,
+    /// Where `User` and `Group` were set, for errors about the accounts.
+    pub user_origin: Option<Origin>,
+    pub group_origin: Option<Origin>,
+    /// The configuration file (line 0), for errors about what it leaves
+    /// out; None for `warren serve`.
+    pub config_origin: Option<Origin>,
     pub timeout: Duration,
     pub keep_alive: bool,
     pub keep_alive_timeout: Duration,
@@ -453,6 +459,9 @@ impl Settings {
             pid_file: Some(server_root.join("warren.pid")),
             user: None,
             group: None,
+            user_origin: None,
+            group_origin: None,
+            config_origin: None,
             timeout: Duration::from_secs(60),
             keep_alive: true,
             keep_alive_timeout: Duration::from_secs(5),
@@ -619,6 +628,7 @@ impl Builder {
         self.collect_log_formats(nodes);
 
         let mut s = Settings::apache_defaults(&self.server_root, self.mpm);
+        s.config_origin = Some(Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 });
         let mut tuning_set: Vec<(&'static str, Origin)> = Vec::new();
         let mut document_root_origin = None;
 
@@ -1110,8 +1120,14 @@ impl Builder {
                     s.pid_file = Some(self.resolve(&v));
                 }
             }
-            "user" => s.user = one(self),
-            "group" => s.group = one(self),
+            "user" => {
+                s.user = one(self);
+                s.user_origin = Some(d.origin.clone());
+            }
+            "group" => {
+                s.group = one(self);
+                s.group_origin = Some(d.origin.clone());
+            }
             "timeout" => {
                 if let Some(n) = number(self) {
                     s.timeout = Duration::from_secs(n.max(1));

@@ -34,9 +34,9 @@ struct Cli {
     /// Override the MPM the configuration loads.
     #[arg(long, value_enum)]
     mpm: Option<MpmArg>,
-    /// Let pools run as root (a <Pool> with User root, or without User
-    /// when the server has none), as php-fpm's -R; `warren serve` started
-    /// as root then keeps root instead of running as www-data or nobody.
+    /// Let server children and pools run as root (User root, or no User,
+    /// when started as root), as php-fpm's -R; `warren serve` started as
+    /// root then keeps root instead of running as www-data or nobody.
     #[arg(short = 'R', long = "allow-to-run-as-root", global = true)]
     allow_root: bool,
 }
@@ -179,7 +179,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            if let Some(e) = warren_config::accounts::check_pool_accounts(&s, cli.allow_root).first() {
+            if let Some(e) = warren_config::accounts::check_accounts(&s, cli.allow_root).first() {
                 eprintln!("warren: {}", e.message);
                 return ExitCode::FAILURE;
             }
@@ -237,13 +237,14 @@ fn main() -> ExitCode {
     run(settings, &warnings, reload)
 }
 
-/// Loads a configuration file, and refuses pools that would run as root
-/// without -R: errors that hold only for the user warren runs as, so they
-/// are checked here, at start, at -t and at each graceful restart.
+/// Loads a configuration file, and refuses server children or pools that
+/// would run as root without -R, and a pool sharing the server's user with
+/// pools of other users: errors that hold only for the user warren runs as,
+/// so they are checked here, at start, at -t and at each graceful restart.
 fn load_checked(file: &Path, opts: &LoadOptions, allow_root: bool) -> warren_config::Loaded {
     let mut loaded = load_file(file, opts);
     if let Some(settings) = &loaded.settings {
-        let errors = warren_config::accounts::check_pool_accounts(settings, allow_root);
+        let errors = warren_config::accounts::check_accounts(settings, allow_root);
         if !errors.is_empty() {
             loaded.errors.extend(errors);
             loaded.settings = None;

@@ -23,7 +23,8 @@ each_mpm!(
 fn syntax_ok_and_errors_with_file_and_line() {
     let dir = TempDir::new("cli");
     dir.write("conf.d/extra.conf", "KeepAlive Maybe\n");
-    let good = dir.write("good.conf", "Listen 127.0.0.1:1\nDocumentRoot htdocs\n<IfModule mpm_event_module>\nThreadsPerChild 10\n</IfModule>\n");
+    // A User, as a warren started as root refuses to run its children as root.
+    let good = dir.write("good.conf", "Listen 127.0.0.1:1\nDocumentRoot htdocs\nUser nobody\n<IfModule mpm_event_module>\nThreadsPerChild 10\n</IfModule>\n");
     let out = Command::new(BIN).args(["-t", "-f"]).arg(&good).output().unwrap();
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Syntax OK\n");

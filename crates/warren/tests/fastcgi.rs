@@ -409,7 +409,9 @@ each_mpm!(
 /// with whether warren had shut its side once the request was out.
 fn shut_side_app(path: std::path::PathBuf, multiplexes: &'static [u8]) {
     use warren_fcgi::record::{self, RecordReader, RecordType};
-    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    // Open to warren's children, which run as nobody when the tests run as root.
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { return };

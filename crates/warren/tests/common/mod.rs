@@ -69,6 +69,15 @@ impl Server {
     }
 
     pub fn start_in(dir: TempDir, mpm: &str, extra: &str) -> Server {
+        Server::start_with_args(dir, mpm, extra, &[])
+    }
+
+    /// Starts warren with `args` before `-f` (`-R`, for a test that runs
+    /// it as root on purpose). The base configuration runs the children as
+    /// nobody, as a root warren refuses to run them as root without -R (a
+    /// later `User` in `extra` wins; neither matters when the tests are
+    /// not run as root, as warren then cannot change user).
+    pub fn start_with_args(dir: TempDir, mpm: &str, extra: &str, args: &[&str]) -> Server {
         let port = free_port();
         // Two children, and spare bounds that leave them be when idle.
         let tuning = match mpm {
@@ -78,10 +87,11 @@ impl Server {
         let conf = dir.write(
             "warren.conf",
             format!(
-                "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\n{tuning}\n{extra}\n"
+                "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nUser nobody\nGroup nogroup\n{tuning}\n{extra}\n"
             ),
         );
         let child = Command::new(BIN)
+            .args(args)
             .arg("-f")
             .arg(&conf)
             .stdin(Stdio::null())
