@@ -5,7 +5,9 @@
 //! are a configuration error unless warren is started with `-R` (Apache
 //! refuses to run its children as root; php-fpm needs `-R` for a root
 //! pool): code serving the network as root by an oversight would own the
-//! machine.
+//! machine. So is a pool running as the server's user beside pools that run
+//! as others: the pools' sockets are the server user's, so that pool's PHP
+//! could use every pool's socket and run code as its user.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -93,12 +95,13 @@ const FIX: &str = "set User (and Group) to an unprivileged account in the <Pool>
                    or start warren with -R (--allow-to-run-as-root) to run the pool as root on purpose";
 
 /// Everything wrong with whom warren's children would run as, each at the
-/// file and line it comes from: [`check_server_account`] and
-/// [`check_pool_accounts`]. Nothing when warren is not root. Checked at
-/// start, by `-t` and at each graceful restart.
+/// file and line it comes from: [`check_server_account`],
+/// [`check_pool_accounts`] and [`check_pools_apart`]. Nothing when warren is
+/// not root. Checked at start, by `-t` and at each graceful restart.
 pub fn check_accounts(settings: &Settings, allow_root: bool) -> Vec<ConfigError> {
     let mut errors = check_server_account(settings, allow_root);
     errors.extend(check_pool_accounts(settings, allow_root));
+    errors.extend(check_pools_apart(settings));
     errors
 }
 
@@ -165,6 +168,52 @@ pub fn check_pool_accounts(settings: &Settings, allow_root: bool) -> Vec<ConfigE
         errors.push(ConfigError { origin: p.origin.clone(), message });
     }
     errors
+}
+
+/// Every `<Pool>` whose children run as the server children's user while
+/// another pool's run as a different user, at the `<Pool>`'s file and line.
+/// The pools' sockets belong to the server's user (its children connect to
+/// them), so PHP running as that user could connect to any pool's socket
+/// and have that pool run a script of its choosing, as that pool's user:
+/// the separation the other pools' users were meant to give would be gone.
+/// All pools as the server's user is a choice (one user for every site, as
+/// mod_php); so is each pool with a user of its own. Nothing when warren is
+/// not root or its children stay root (-R): root reaches everything anyway.
+pub fn check_pools_apart(settings: &Settings) -> Vec<ConfigError> {
+    if !running_as_root() {
+        return Vec::new();
+    }
+    let Ok(Some(server)) = server_account(settings.user.as_deref(), settings.group.as_deref()) else { return Vec::new() };
+    if server.uid.is_root() {
+        return Vec::new();
+    }
+    // Each pool's uid; pools whose account is unknown are reported by
+    // check_pool_accounts.
+    let uids: Vec<(&crate::pool::PoolConfig, Uid, String)> = settings
+        .pools
+        .iter()
+        .filter_map(|p| match pool_account(p, settings.user.as_deref(), settings.group.as_deref()) {
+            Ok(Some(a)) => Some((p, a.uid, a.name)),
+            Ok(None) => Some((p, Uid::from_raw(0), "root".to_string())),
+            Err(_) => None,
+        })
+        .collect();
+    let Some((other, _, other_user)) = uids.iter().find(|(_, u, _)| *u != server.uid) else { return Vec::new() };
+    uids.iter()
+        .filter(|(_, u, _)| *u == server.uid)
+        .map(|(p, _, _)| {
+            let how = if p.user.is_some() { "its User is" } else { "it sets no User, so it runs as" };
+            ConfigError {
+                origin: p.origin.clone(),
+                message: format!(
+                    "<Pool {}> would run as the server's user ({how} {}) while <Pool {}> runs as {other_user}: \
+                     every pool's socket belongs to the server's user, so that pool's code could use every pool's socket \
+                     and run code as the other pools' users; give <Pool {}> a User of its own",
+                    p.name, server.name, other.name, p.name
+                ),
+            }
+        })
+        .collect()
 }
 
 /// An unprivileged account that exists on most systems, for a server

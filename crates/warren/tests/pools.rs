@@ -157,6 +157,9 @@ fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
 }
 
+/// Two sites, each pool as a user of its own, neither of them the server's
+/// (nobody, from the harness): a pool sharing the server's user beside pools
+/// of other users is refused (pool_privileges.rs).
 fn pools_per_site_with_their_users(mpm: &str) {
     if !is_root() {
         return;
@@ -184,8 +187,8 @@ fn pools_per_site_with_their_users(mpm: &str) {
     DocumentRoot {root}/a
     <Pool site-a>
         Command /usr/bin/php-cgi
-        User nobody
-        Group nogroup
+        User daemon
+        Group daemon
         pm ondemand
         pm.max_children 2
     </Pool>
@@ -214,7 +217,7 @@ fn pools_per_site_with_their_users(mpm: &str) {
         let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
         parse_response(&s.raw(req.as_bytes())).0.text()
     };
-    assert_eq!(get("a.test", "/write.php"), "nobody");
+    assert_eq!(get("a.test", "/write.php"), "daemon");
     assert_eq!(get("b.test", "/write.php"), "www-data");
     let secret = secret.display().to_string();
     assert_eq!(get("b.test", &format!("/read.php?f={secret}")), "read");
