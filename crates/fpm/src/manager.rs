@@ -51,6 +51,117 @@ struct PoolRun {
     /// "server reached pm.max_children" has been logged for this episode.
     reached_logged: bool,
     credentials: Option<Credentials>,
+    /// What the pool's children print; None in a server child.
+    output: Option<Output>,
+}
+
+/// The longest line of a pool's output logged whole; the rest of a longer
+/// line is cut.
+const OUTPUT_LINE_MAX: usize = 1024;
+/// How much of one pool's output the parent reads per pass, so that a
+/// pool printing without pause cannot hold up the parent's other work.
+const OUTPUT_READ_MAX: usize = 64 * 1024;
+
+/// A pool's children's standard output and error: the write end of a pipe
+/// (a pipe of the pool's own: a child gets no descriptor of the error log
+/// file, which it could truncate or write anything into), whose read end the
+/// parent drains without blocking and logs line by line, as php-fpm's
+/// catch_workers_output: `[pool www] child said into stderr: "..."`.
+struct Output {
+    read: OwnedFd,
+    write: OwnedFd,
+    /// The start of a line whose end has not come yet.
+    partial: Vec<u8>,
+    /// Since when `partial` has waited for the rest of its line.
+    partial_since: Option<std::time::Instant>,
+    /// The current line was longer than OUTPUT_LINE_MAX: its start is
+    /// logged, the rest is dropped up to its end.
+    cutting: bool,
+}
+
+impl Output {
+    fn new() -> std::io::Result<Output> {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        nix::fcntl::fcntl(&read, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+        Ok(Output { read, write, partial: Vec::new(), partial_since: None, cutting: false })
+    }
+
+    /// Reads what is there (up to OUTPUT_READ_MAX) and returns the whole
+    /// lines, each at most OUTPUT_LINE_MAX bytes and whether it was cut.
+    fn drain(&mut self) -> Vec<(Vec<u8>, bool)> {
+        let mut lines = Vec::new();
+        let mut buf = [0u8; 16384];
+        let mut total = 0;
+        while total < OUTPUT_READ_MAX {
+            let n = match nix::unistd::read(&self.read, &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            total += n;
+            self.take(&buf[..n], &mut lines);
+        }
+        if self.partial.is_empty() {
+            self.partial_since = None;
+        } else if self.partial_since.is_none() {
+            self.partial_since = Some(std::time::Instant::now());
+        }
+        lines
+    }
+
+    fn take(&mut self, mut data: &[u8], lines: &mut Vec<(Vec<u8>, bool)>) {
+        while !data.is_empty() {
+            let end = data.iter().position(|&b| b == b'\n');
+            let (piece, rest) = match end {
+                Some(i) => (&data[..i], &data[i + 1..]),
+                None => (data, &data[data.len()..]),
+            };
+            if !self.cutting {
+                let room = OUTPUT_LINE_MAX - self.partial.len();
+                self.partial.extend_from_slice(&piece[..piece.len().min(room)]);
+                if piece.len() > room {
+                    // Too long: what fits is logged now, the rest dropped.
+                    lines.push((std::mem::take(&mut self.partial), true));
+                    self.cutting = true;
+                }
+            }
+            if end.is_some() {
+                if !self.cutting {
+                    lines.push((std::mem::take(&mut self.partial), false));
+                }
+                self.cutting = false;
+            }
+            data = rest;
+        }
+    }
+
+    /// The start of a line that has waited `wait` for its end (or any, when
+    /// `wait` is zero): logged as it is.
+    fn stale(&mut self, wait: Duration) -> Option<Vec<u8>> {
+        let since = self.partial_since?;
+        if since.elapsed() < wait {
+            return None;
+        }
+        self.partial_since = None;
+        Some(std::mem::take(&mut self.partial))
+    }
+}
+
+/// A line a pool's child printed, as the error log shows it: quoted, with
+/// control characters (a pool's user must not move the cursor of whoever
+/// reads the log on a terminal) as `\xNN`, a carriage return before the
+/// newline dropped.
+fn said(pool: &str, line: &[u8], cut: bool) -> String {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut text = String::with_capacity(line.len() + 64);
+    for c in String::from_utf8_lossy(line).chars() {
+        if c.is_control() && c != '\t' {
+            text.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            text.push(c);
+        }
+    }
+    let cut = if cut { format!(" (cut at {OUTPUT_LINE_MAX} bytes)") } else { String::new() };
+    format!("[pool {pool}] child said into stderr: \"{text}\"{cut}")
 }
 
 /// The server's `User` and `Group` as configured: a pool without `User`
@@ -269,7 +380,8 @@ impl Manager {
         c.accepted.store(0, Ordering::Relaxed);
         c.started.store(now_secs(), Ordering::Relaxed);
         let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot };
-        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds };
+        let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
+        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output) };
         Ok((run, shape))
     }
 
@@ -341,7 +453,16 @@ impl Manager {
     fn collect_retired(&mut self) {
         let done: Vec<usize> = (0..self.retired.len()).filter(|&i| self.retired[i].0.children.is_empty()).collect();
         for i in done.into_iter().rev() {
-            let (run, shape) = self.retired.remove(i);
+            let (mut run, shape) = self.retired.remove(i);
+            // Its last words, before its pipe closes.
+            if let Some(o) = run.output.as_mut() {
+                for (line, cut) in o.drain() {
+                    self.log.log(LogLevel::Warn, None, &said(&run.config.name, &line, cut));
+                }
+                if let Some(line) = o.stale(Duration::ZERO) {
+                    self.log.log(LogLevel::Warn, None, &said(&run.config.name, &line, false));
+                }
+            }
             drop(run);
             self.free(&shape);
         }
@@ -370,6 +491,49 @@ impl Manager {
     /// Readable when a request wants the manager's attention.
     pub fn wake_fd(&self) -> BorrowedFd<'_> {
         self.wake_read.as_fd()
+    }
+
+    /// The error log of a new configuration (a graceful restart), where the
+    /// pools' messages and their children's output go from now on.
+    pub fn set_log(&mut self, log: Arc<ErrorLog>) {
+        self.log = log;
+    }
+
+    /// Readable when a pool's children printed something: for the parent's
+    /// poll, with [`Manager::drain_output`].
+    pub fn output_fds(&self) -> Vec<BorrowedFd<'_>> {
+        self.pools.iter().chain(self.retired.iter().map(|(r, _)| r)).filter_map(|r| r.output.as_ref()).map(|o| o.read.as_fd()).collect()
+    }
+
+    /// Logs what the pools' children printed, whole lines; never blocks.
+    pub fn drain_output(&mut self) {
+        let log = self.log.clone();
+        for run in self.pools.iter_mut().chain(self.retired.iter_mut().map(|(r, _)| r)) {
+            if let Some(o) = run.output.as_mut() {
+                for (line, cut) in o.drain() {
+                    log.log(LogLevel::Warn, None, &said(&run.config.name, &line, cut));
+                }
+            }
+        }
+    }
+
+    /// Logs the starts of lines that waited `wait` for their end.
+    fn flush_output(&mut self, wait: Duration) {
+        let log = self.log.clone();
+        for run in self.pools.iter_mut().chain(self.retired.iter_mut().map(|(r, _)| r)) {
+            if let Some(line) = run.output.as_mut().and_then(|o| o.stale(wait)) {
+                log.log(LogLevel::Warn, None, &said(&run.config.name, &line, false));
+            }
+        }
+    }
+
+    /// In a server child just forked: closes the pools' output pipes, which
+    /// are the parent's alone (a server child could otherwise read the
+    /// pools' output, or write lines in their name).
+    pub fn close_output_in_child(&mut self) {
+        for run in self.pools.iter_mut().chain(self.retired.iter_mut().map(|(r, _)| r)) {
+            run.output = None;
+        }
     }
 
     /// A line for the start-up log.
@@ -424,11 +588,17 @@ impl Manager {
         for (k, v) in &c.env {
             cmd.env(k, v);
         }
-        // Standard input is the pool's socket (FastCGI's convention);
-        // what the program prints goes to the error log when it is a file,
-        // else nowhere: never to the terminal or pipe warren was started on.
-        let (stdout, stderr) = match (self.log.file(), self.log.file()) {
-            (Some(a), Some(b)) => (Stdio::from(a), Stdio::from(b)),
+        // Standard input is the pool's socket (FastCGI's convention); what
+        // the program prints goes into the pool's pipe, which the parent
+        // copies to the error log: never a descriptor of the log file itself
+        // (the pool's user could truncate it or write anything into it), nor
+        // the terminal or pipe warren was started on.
+        let pipe = run.output.as_ref().map(|o| o.write.try_clone());
+        let (stdout, stderr) = match pipe {
+            Some(Ok(w)) => match w.try_clone() {
+                Ok(w2) => (Stdio::from(w), Stdio::from(w2)),
+                Err(_) => (Stdio::null(), Stdio::null()),
+            },
             _ => (Stdio::null(), Stdio::null()),
         };
         cmd.stdin(Stdio::from(stdin)).stdout(stdout).stderr(stderr);
@@ -538,6 +708,8 @@ impl Manager {
     /// The once-a-second pass.
     pub fn maintain(&mut self) {
         self.retire_due();
+        // A line without its end for a second is logged as it is.
+        self.flush_output(Duration::from_secs(1));
         let now = self.table.now_ms();
         for i in 0..self.pools.len() {
             let c = self.pools[i].config.clone();
@@ -623,6 +795,9 @@ impl Manager {
         let deadline = std::time::Instant::now() + wait;
         let mut left: Vec<i32> = all;
         while !left.is_empty() && std::time::Instant::now() < deadline {
+            // What they print as they stop is logged, and a child blocked
+            // on a full pipe can go on to its end.
+            self.drain_output();
             left.retain(|&pid| !matches!(nix::sys::wait::waitpid(Pid::from_raw(pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG)), Ok(nix::sys::wait::WaitStatus::Exited(..) | nix::sys::wait::WaitStatus::Signaled(..)) | Err(_)));
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -630,6 +805,8 @@ impl Manager {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
         }
+        self.drain_output();
+        self.flush_output(Duration::ZERO);
         for p in &mut self.pools {
             p.children.clear();
         }
@@ -640,5 +817,50 @@ impl Manager {
 impl Drop for Manager {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(o: &mut Output, data: &[u8]) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        o.take(data, &mut out);
+        out.into_iter().map(|(l, cut)| (String::from_utf8(l).unwrap(), cut)).collect()
+    }
+
+    #[test]
+    fn output_lines_are_whole_and_bounded() {
+        let mut o = Output::new().unwrap();
+        assert_eq!(lines(&mut o, b"one\ntw"), [("one".to_string(), false)]);
+        assert_eq!(lines(&mut o, b"o\n\nthree"), [("two".to_string(), false), (String::new(), false)]);
+        assert_eq!(o.partial, b"three");
+        // Longer than the bound: its start, marked cut; the rest dropped up to its end.
+        let long = "x".repeat(OUTPUT_LINE_MAX * 3);
+        let got = lines(&mut o, format!("{long}\nafter\n").as_bytes());
+        assert_eq!(got, [(format!("three{}", &long[..OUTPUT_LINE_MAX - 5]), true), ("after".to_string(), false)]);
+        // Exactly the bound is whole, whatever the reads it comes in.
+        let exact = "y".repeat(OUTPUT_LINE_MAX);
+        assert!(lines(&mut o, exact.as_bytes()).is_empty());
+        assert_eq!(lines(&mut o, b"\n"), [(exact, false)]);
+    }
+
+    #[test]
+    fn output_is_read_from_the_pipe_without_blocking() {
+        let mut o = Output::new().unwrap();
+        assert!(o.drain().is_empty(), "nothing written: no wait, no line");
+        nix::unistd::write(&o.write, b"a\nb").unwrap();
+        assert_eq!(o.drain(), [(b"a".to_vec(), false)]);
+        assert!(o.stale(Duration::from_secs(60)).is_none(), "a fresh partial line waits for its end");
+        assert_eq!(o.stale(Duration::ZERO), Some(b"b".to_vec()));
+        assert!(o.stale(Duration::ZERO).is_none());
+    }
+
+    #[test]
+    fn said_lines_are_quoted_and_escaped() {
+        assert_eq!(said("www", b"plain\ttext\r", false), "[pool www] child said into stderr: \"plain\ttext\"");
+        assert_eq!(said("a", b"\x1b[2Jx\x07", false), "[pool a] child said into stderr: \"\\x1b[2Jx\\x07\"");
+        assert_eq!(said("a", b"xx", true), "[pool a] child said into stderr: \"xx\" (cut at 1024 bytes)");
     }
 }

@@ -67,8 +67,10 @@ impl ErrorLog {
     }
 
     /// A new descriptor of the log file, None when the log is standard
-    /// error: what processes warren starts get as their standard error, so
-    /// that what they print lands in the log rather than on a terminal.
+    /// error: the server children's standard error, so that what they print
+    /// lands in the log rather than on a terminal (they write the log
+    /// anyway). Never for a pool's children: they print into a pipe the
+    /// parent copies to the log, as they must not be able to truncate it.
     pub fn file(&self) -> Option<File> {
         self.target.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|f| f.try_clone().ok())
     }

@@ -296,12 +296,17 @@ impl Parent {
                 let wake_at = fds.len();
                 if let Some(m) = &self.pools {
                     fds.push(PollFd::new(m.wake_fd(), PollFlags::POLLIN));
+                    // What the pools' children print, through their pipes.
+                    fds.extend(m.output_fds().into_iter().map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
                 }
                 let _ = poll(&mut fds, PollTimeout::from(1000u16));
                 fds.get(wake_at).and_then(|f| f.revents()).is_some_and(|r| r.contains(PollFlags::POLLIN))
             };
             if let Some(r) = &self.relay {
                 r.copy();
+            }
+            if let Some(m) = self.pools.as_mut() {
+                m.drain_output();
             }
             if woken {
                 if let Some(m) = self.pools.as_mut() {
@@ -401,6 +406,9 @@ impl Parent {
                 }
                 if let Some(r) = self.relay.as_mut() {
                     r.read = None;
+                }
+                if let Some(m) = self.pools.as_mut() {
+                    m.close_output_in_child();
                 }
                 let code = self.child_main(slot, parent);
                 std::process::exit(code);
@@ -589,8 +597,11 @@ impl Parent {
             }
         };
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: self.sb.clone(), mpm: site.settings.mpm.name() }));
-        if let Some(m) = &self.pools {
+        if let Some(m) = self.pools.as_mut() {
             let _ = site.pools.set(m.dispatch());
+            // The pools log where the new configuration says, and into the
+            // files the next USR1 reopens.
+            m.set_log(site.error_log.clone());
         }
         for w in &warnings {
             site.error_log.log(LogLevel::Warn, None, w);
@@ -716,6 +727,11 @@ impl Parent {
         while !self.children.is_empty() && deadline.is_none_or(|d| Instant::now() < d) {
             if let Some(r) = &self.relay {
                 r.copy();
+            }
+            // The pools' children go on until the server children are gone:
+            // what they print is logged, so none waits on a full pipe.
+            if let Some(m) = self.pools.as_mut() {
+                m.drain_output();
             }
             self.reap(signals);
             std::thread::sleep(Duration::from_millis(20));
