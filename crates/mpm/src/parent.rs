@@ -8,7 +8,8 @@
 //!
 //! Signals, as apachectl: TERM/INT stop (in-flight requests finish, bounded),
 //! WINCH graceful stop (GracefulShutdownTimeout), HUP graceful restart
-//! (re-read the config; keep the old one if it has errors), USR1 reopen logs.
+//! (re-read the config; keep the old one if it has errors), USR1 reopen logs
+//! (children that run as `User` are replaced by ones with the reopened files).
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -319,12 +320,7 @@ impl Parent {
                     SIGTERM | SIGINT => stop = Some(false),
                     SIGWINCH => stop = Some(true),
                     SIGHUP => self.graceful_restart(&signals),
-                    SIGUSR1 => {
-                        self.site.reopen_logs();
-                        for pid in self.children.keys() {
-                            let _ = kill(*pid, Signal::SIGUSR1);
-                        }
-                    }
+                    SIGUSR1 => self.reopen_logs(&signals),
                     _ => {}
                 }
             }
@@ -606,19 +602,47 @@ impl Parent {
         for w in &warnings {
             site.error_log.log(LogLevel::Warn, None, w);
         }
+        self.site = site;
+        self.listeners = listeners;
+        self.pid_file = self.site.settings.pid_file.clone();
+        self.log(LogLevel::Notice, "SIGHUP received: graceful restart, new children take new connections");
+        self.new_generation(signals);
+    }
+
+    /// The running children are asked to finish what they are doing and
+    /// exit; a new generation, forked from the parent as it is now, takes
+    /// new connections.
+    fn new_generation(&mut self, signals: &Signals) {
         let old_children: Vec<Pid> = self.children.keys().copied().collect();
         for pid in old_children {
             self.ask_to_stop(pid);
         }
-        self.site = site;
-        self.listeners = listeners;
-        self.pid_file = self.site.settings.pid_file.clone();
         self.generation += 1;
         self.sb.set_generation(self.generation);
         self.cap_logged = false;
-        self.log(LogLevel::Notice, "SIGHUP received: graceful restart, new children take new connections");
         for _ in 0..self.site.settings.tuning.start_servers {
             self.spawn(signals);
+        }
+    }
+
+    /// USR1, after log rotation: the parent reopens the log files. Children
+    /// that run as warren's own user reopen theirs too. Children that became
+    /// `User` cannot open root's log files (nor should they be able to): they
+    /// are replaced, gracefully, by children forked with the files the
+    /// parent just opened, as Apache's graceful restart does.
+    fn reopen_logs(&mut self, signals: &Signals) {
+        self.site.reopen_logs();
+        let changes_user = matches!(
+            warren_config::accounts::server_account(self.site.settings.user.as_deref(), self.site.settings.group.as_deref()),
+            Ok(Some(a)) if a.uid != nix::unistd::Uid::effective() || a.gid != nix::unistd::Gid::effective()
+        );
+        if changes_user {
+            self.log(LogLevel::Notice, "SIGUSR1 received: logs reopened; children replaced gracefully (they run as User and cannot reopen the logs)");
+            self.new_generation(signals);
+        } else {
+            for pid in self.children.keys() {
+                let _ = kill(*pid, Signal::SIGUSR1);
+            }
         }
     }
 

@@ -351,22 +351,37 @@ fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
 }
 
+/// USR1 after a rotation: the access and error logs are written anew. As
+/// root the children run as nobody (the harness's User), who cannot open
+/// root's log files: they are replaced by children with the files the
+/// parent reopened, as Apache's graceful restart does.
 fn usr1_reopens_logs(mpm: &str) {
     let s = Server::start(mpm, "");
-    s.wait_children(2);
+    let before = s.wait_children(2);
     assert_eq!(s.get("/a.txt?before").status, 200);
     s.wait_log("access.log", "before");
     std::fs::rename(s.dir.0.join("access.log"), s.dir.0.join("access.log.1")).unwrap();
+    std::fs::rename(s.dir.0.join("error.log"), s.dir.0.join("error.log.1")).unwrap();
     unsafe_kill(s.pid(), 10);
     std::thread::sleep(Duration::from_millis(500));
-    // Each child reopens; make enough requests that every child logs one.
+    // Each child reopens, or is replaced; make enough requests that every child logs one.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !s.read_log("access.log").contains("after") {
+    while !s.read_log("access.log").contains("after") || !s.read_log("error.log").contains("no-such-after") {
         assert_eq!(s.get("/a.txt?after").status, 200);
-        assert!(Instant::now() < deadline, "no new access.log after USR1");
+        assert_eq!(s.get("/no-such-after.html").status, 404);
+        assert!(Instant::now() < deadline, "no new access.log or error.log after USR1: {}", s.read_log("error.log"));
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(!std::fs::read_to_string(s.dir.0.join("access.log.1")).unwrap().contains("after"));
+    assert!(!std::fs::read_to_string(s.dir.0.join("error.log.1")).unwrap().contains("no-such-after"));
+    if nix_is_root() {
+        assert!(s.read_log("error.log").contains("children replaced gracefully"), "{}", s.read_log("error.log"));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while before.iter().any(|p| s.children().contains(p)) {
+            assert!(Instant::now() < deadline, "the children from before USR1 are still there: {before:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 fn graceful_stop_finishes_requests(mpm: &str) {
