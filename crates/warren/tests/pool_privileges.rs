@@ -1,10 +1,14 @@
 //! What the processes warren starts are allowed to hold (issue 16, points 2,
 //! 3 and 8), with Debian's php-cgi: pool and server children leave warren's
-//! session and terminal, pool children get no descriptor warren inherited,
-//! pools run as the server's User unless they set their own, a pool that
-//! would run as root is refused without -R, and the pools' socket directory
-//! is root's. Most of it needs root (the suite runs as root), as it is about
-//! changing users.
+//! session and terminal, and a server child gets none from a path a client
+//! names; pool children get no descriptor warren inherited, and print into
+//! a pipe of their pool that warren copies to the error log (never the log
+//! file itself); pools run as the server's User unless they set their own,
+//! and one that does so beside pools of other users is refused (its PHP
+//! could use every pool's socket); server children or a pool that would run
+//! as root are refused without -R; the pools' socket directory is root's.
+//! Most of it needs root (the suite runs as root), as it is about changing
+//! users.
 
 mod common;
 
@@ -239,14 +243,16 @@ fn alive(pid: u32) -> bool {
 /// Point 2: started on a terminal with a stray descriptor, warren keeps
 /// the terminal to itself and closes the descriptor. Every child (server and pool) has a session of its own
 /// and no controlling terminal, and holds the terminal on no descriptor;
-/// pool children hold only their socket on 0, /dev/null on 1 and 2 (there
-/// is no error log file), and nothing warren had open; server children's
-/// log lines still reach the terminal, through warren; Ctrl-C on the
-/// terminal stops warren and every child.
+/// pool children hold only their socket on 0, their pool's pipe on 1 and 2
+/// (which no server child holds), and nothing warren had open; what server
+/// and pool children log still reaches the terminal (there is no error log
+/// file), through warren; Ctrl-C on the terminal stops warren and every
+/// child.
 fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
     let dir = TempDir::new(&format!("detach-{mpm}"));
     standard_site(&dir);
     dir.write("htdocs/pid.php", "<?php echo getmypid();");
+    dir.write("htdocs/say.php", "<?php file_put_contents('php://stderr', \"said-through-warren\\n\"); echo 'ok';");
     let stray_path = dir.write("stray.txt", "not for the pools");
     let stray = File::open(&stray_path).unwrap();
     let port = free_port();
@@ -277,11 +283,13 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
         let held = fds(pid);
         assert!(held.iter().all(|(_, t)| *t != slave && !t.starts_with("/dev/pts") && t != "/dev/tty"), "{what} holds the terminal: {held:?}");
     }
+    let pool_pipe = fd_target(&fds(php[0]), 2).to_string();
+    assert!(pool_pipe.starts_with("pipe:"), "php-cgi's stderr is its pool's pipe: {pool_pipe}");
     for &pid in &php {
         let held = fds(pid);
         assert!(fd_target(&held, 0).starts_with("socket:"), "php-cgi {pid}'s stdin is its pool socket: {held:?}");
-        assert_eq!(fd_target(&held, 1), "/dev/null", "{held:?}");
-        assert_eq!(fd_target(&held, 2), "/dev/null", "{held:?}");
+        assert_eq!(fd_target(&held, 1), pool_pipe, "{held:?}");
+        assert_eq!(fd_target(&held, 2), pool_pipe, "{held:?}");
         // php-cgi opens files of its own (opcache's lock); nothing warren had may be among them.
         for (fd, target) in held.iter().filter(|(fd, _)| *fd > 2) {
             assert!(*target != stray_path.display().to_string(), "php-cgi {pid} inherited the stray descriptor as {fd}");
@@ -294,11 +302,16 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
         assert_eq!(fd_target(&held, 0), "/dev/null", "server child {pid}: {held:?}");
         assert_eq!(fd_target(&held, 1), "/dev/null", "server child {pid}: {held:?}");
         assert!(fd_target(&held, 2).starts_with("pipe:"), "server child {pid} logs through warren: {held:?}");
+        assert!(held.iter().all(|(_, t)| *t != pool_pipe), "server child {pid} holds the pool's pipe: {held:?}");
     }
     // A server child's log line (LogLevel info) reaches the terminal all the same.
     assert_eq!(get(port, "/no-such-file.html").status, 404);
     let out = term.wait_for("File does not exist");
     assert!(out.contains("File does not exist") && out.contains("no-such-file.html"), "the terminal showed: {out}");
+    // So does what a pool's child prints.
+    assert_eq!(get(port, "/say.php").text(), "ok");
+    let out = term.wait_for("said-through-warren");
+    assert!(out.contains("[pool www] child said into stderr: \"said-through-warren\""), "the terminal showed: {out}");
 
     // Ctrl-C: the terminal signals warren's process group, which is warren alone now.
     term.master.try_clone().unwrap().write_all(b"\x03").unwrap();
@@ -319,31 +332,106 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
     assert!(left.is_empty(), "children outlived a Ctrl-C to warren: {left:?}");
 }
 
-/// Point 2: with an ErrorLog file, what php-cgi prints lands in it (its
-/// standard output and error), and server children write to it on
-/// standard error; standard input and output are /dev/null for them.
+/// Point 2: with an ErrorLog file, what php-cgi prints (its standard output
+/// and error, a pipe of its pool's) lands in it, through warren, as
+/// php-fpm's `[pool www] child said into stderr: "..."`; no server child
+/// holds that pipe; server children write to the log file on standard
+/// error, and standard input and output are /dev/null for them. After USR1
+/// and a rotation, the pool's lines go to the new file.
 fn pool_output_goes_to_the_error_log(mpm: &str) {
     let dir = TempDir::new(&format!("pool-output-{mpm}"));
     standard_site(&dir);
-    dir.write("htdocs/err.php", "<?php file_put_contents('php://stderr', \"stderr-of-php-cgi\\n\"); echo getmypid();");
+    dir.write("htdocs/err.php", "<?php file_put_contents('php://stderr', \"stderr-of-php-cgi-{$_GET['n']}\\n\"); echo getmypid();");
     let s = Server::start_in(dir, mpm, &format!("{}{}", server_user(), php_pool("www", "")));
-    let r = s.get("/err.php");
+    let r = s.get("/err.php?n=1");
     assert_eq!(r.status, 200, "{}", r.text());
     let pid: u32 = r.text().parse().unwrap();
     let log = s.dir.0.join("error.log").display().to_string();
     let held = fds(pid);
-    assert_eq!((fd_target(&held, 1), fd_target(&held, 2)), (log.as_str(), log.as_str()), "{held:?}");
-    assert!(s.wait_log("error.log", "stderr-of-php-cgi").contains("stderr-of-php-cgi"));
+    let pipe = fd_target(&held, 2).to_string();
+    assert!(pipe.starts_with("pipe:") && fd_target(&held, 1) == pipe, "php-cgi's stdout and stderr are its pool's pipe: {held:?}");
+    assert!(held.iter().all(|(_, t)| *t != log), "php-cgi holds the error log: {held:?}");
+    let said = "[pool www] child said into stderr: \"stderr-of-php-cgi-1\"";
+    assert!(s.wait_log("error.log", said).contains(said), "{}", s.read_log("error.log"));
     for child in s.children().into_iter().filter(|&p| comm(p) == "warren") {
         let held = fds(child);
         assert_eq!(fd_target(&held, 0), "/dev/null", "{held:?}");
         assert_eq!(fd_target(&held, 1), "/dev/null", "{held:?}");
         assert_eq!(fd_target(&held, 2), log, "{held:?}");
+        assert!(held.iter().all(|(_, t)| *t != pipe), "server child {child} holds the pool's pipe: {held:?}");
     }
+    // Log rotation: the pool's children are not involved, the parent writes.
+    std::fs::rename(s.dir.0.join("error.log"), s.dir.0.join("error.log.1")).unwrap();
+    unsafe_kill(s.pid(), 10);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !s.dir.0.join("error.log").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(s.get("/err.php?n=2").status, 200);
+    let said = "[pool www] child said into stderr: \"stderr-of-php-cgi-2\"";
+    assert!(s.wait_log("error.log", said).contains(said), "{}", s.read_log("error.log"));
+    assert!(!s.read_log("error.log.1").contains("stderr-of-php-cgi-2"));
 }
 
-/// Point 3: a pool without User runs as the server's User and Group; one
-/// with its own User runs as that user (and that user's group).
+/// Point 2: a pool's script cannot shrink or rewrite the error log through
+/// its standard error: that is a pipe (fstat says FIFO), which ftruncate
+/// refuses; what it writes arrives as quoted lines of its pool, control
+/// characters shown as \xNN, a line longer than 1024 bytes cut there; a
+/// pool printing megabytes loses no line and holds up no one.
+fn pool_output_cannot_touch_the_error_log(mpm: &str) {
+    let dir = TempDir::new(&format!("pool-truncate-{mpm}"));
+    standard_site(&dir);
+    dir.write(
+        "htdocs/truncate.php",
+        "<?php $f = fopen('php://stderr', 'w'); $st = fstat($f);\n\
+         $fifo = ($st['mode'] & 0170000) == 0010000;\n\
+         $t = @ftruncate($f, 0);\n\
+         fwrite($f, \"after-truncate\\n\");\n\
+         echo $fifo ? 'fifo' : 'not-fifo', ' ', $t ? 'truncated' : 'not-truncated';",
+    );
+    dir.write("htdocs/forge.php", "<?php fwrite(fopen('php://stderr', 'w'), \"one\\nfake [error] line\\x1b[2J\\r\\n\" . str_repeat('x', 3000) . \"\\nafter-long\\n\"); echo 'ok';");
+    dir.write("htdocs/flood.php", "<?php $e = fopen('php://stderr', 'w'); $l = str_repeat('f', 250); for ($i = 0; $i < 4000; $i++) fwrite($e, \"flood $i $l\\n\"); fwrite($e, \"flood-end\\n\"); echo 'done';");
+    let s = Server::start_in(dir, mpm, &format!("{}{}", server_user(), php_pool("www", "")));
+    assert_eq!(s.get("/a.txt").status, 200);
+    let before = s.wait_log("error.log", "resuming normal operations");
+    assert!(before.contains("resuming normal operations"), "{before}");
+    let size = std::fs::metadata(s.dir.0.join("error.log")).unwrap().len();
+
+    let r = s.get("/truncate.php");
+    assert_eq!((r.status, r.text().as_str()), (200, "fifo not-truncated"));
+    let log = s.wait_log("error.log", "after-truncate");
+    assert!(log.contains("[pool www] child said into stderr: \"after-truncate\""), "{log}");
+    assert!(log.starts_with(&before[..before.find('\n').unwrap()]), "the log lost its start: {log}");
+    assert!(std::fs::metadata(s.dir.0.join("error.log")).unwrap().len() > size);
+
+    assert_eq!(s.get("/forge.php").text(), "ok");
+    let log = s.wait_log("error.log", "after-long");
+    assert!(log.contains("child said into stderr: \"one\"\n"), "{log}");
+    assert!(log.contains("child said into stderr: \"fake [error] line\\x1b[2J\"\n"), "control characters escaped, CR before LF dropped: {log}");
+    let cut = format!("child said into stderr: \"{}\" (cut at 1024 bytes)\n", "x".repeat(1024));
+    assert!(log.contains(&cut), "a long line cut at 1024 bytes: {log}");
+    assert!(!log.contains(&"x".repeat(1025)));
+    assert!(log.contains("child said into stderr: \"after-long\""), "{log}");
+
+    // About a megabyte: the child waits on a full pipe while warren writes it out.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let port = s.port;
+    std::thread::spawn(move || tx.send(get(port, "/flood.php").text()).unwrap());
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(500) {
+        assert_eq!(s.get("/a.txt").status, 200, "the server answers while a pool floods its output");
+    }
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), "done");
+    let log = s.wait_log("error.log", "flood-end");
+    let floods = log.lines().filter(|l| l.contains("child said into stderr: \"flood ")).count();
+    assert_eq!(floods, 4000, "every line of the flood is logged once");
+    assert!(log.contains("child said into stderr: \"flood 3999 "));
+}
+
+/// Point 3: a pool without User runs as the server's User and Group; pools
+/// with Users of their own run as those users (with their groups), and the
+/// PHP of one cannot connect to another's socket (nor to its own: the
+/// sockets are the server user's, in a directory only its group may pass).
 fn pool_without_user_runs_as_the_servers_user(mpm: &str) {
     if !is_root() {
         return;
@@ -351,24 +439,104 @@ fn pool_without_user_runs_as_the_servers_user(mpm: &str) {
     let dir = TempDir::new(&format!("pool-inherit-{mpm}"));
     standard_site(&dir);
     dir.write("htdocs/inherit.php", "<?php echo getmypid();");
-    dir.write("htdocs/own.php", "<?php echo getmypid();");
-    let conf = "User nobody\nGroup nogroup\n\
-        <Pool inherit>\n    Command /usr/bin/php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n\
-        <Pool own>\n    Command /usr/bin/php-cgi\n    User www-data\n    pm static\n    pm.max_children 1\n</Pool>\n\
-        <FilesMatch \"^inherit\\.php$\">\n    SetHandler pool:inherit\n</FilesMatch>\n\
-        <FilesMatch \"^own\\.php$\">\n    SetHandler pool:own\n</FilesMatch>\n";
-    let s = Server::start_in(dir, mpm, conf);
-    let pid_of = |path: &str| -> u32 {
+    let s = Server::start_in(dir, mpm, &format!("User nobody\nGroup nogroup\n{}", php_pool("inherit", "")));
+    let pid_of = |s: &Server, path: &str| -> u32 {
         let r = s.get(path);
         assert_eq!(r.status, 200, "{path}: {}", r.text());
         r.text().parse().unwrap()
     };
     let (nobody, nogroup) = (uid("nobody"), gid("nogroup"));
-    assert_eq!(ids(pid_of("/inherit.php")), (nobody, nogroup), "a pool without User runs as the server's User and Group");
-    assert_eq!(ids(pid_of("/own.php")), (uid("www-data"), gid("www-data")), "a pool's own User, with that user's group");
+    assert_eq!(ids(pid_of(&s, "/inherit.php")), (nobody, nogroup), "a pool without User runs as the server's User and Group");
     for child in s.children().into_iter().filter(|&p| comm(p) == "warren") {
         assert_eq!(ids(child), (nobody, nogroup), "server child {child}");
     }
+    drop(s);
+
+    let dir = TempDir::new(&format!("pool-own-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/own.php", "<?php echo getmypid();");
+    dir.write("htdocs/other.php", "<?php echo getmypid();");
+    dir.write("htdocs/connect.php", "<?php $s = @stream_socket_client('unix://' . $_GET['to'], $no, $why, 2); echo $s ? 'connected' : \"refused: $why\";");
+    let conf = "User nobody\nGroup nogroup\n\
+        <Pool own>\n    Command /usr/bin/php-cgi\n    User www-data\n    pm static\n    pm.max_children 1\n</Pool>\n\
+        <Pool other>\n    Command /usr/bin/php-cgi\n    User daemon\n    pm static\n    pm.max_children 1\n</Pool>\n\
+        <FilesMatch \"^(own|connect)\\.php$\">\n    SetHandler pool:own\n</FilesMatch>\n\
+        <FilesMatch \"^other\\.php$\">\n    SetHandler pool:other\n</FilesMatch>\n";
+    let s = Server::start_in(dir, mpm, conf);
+    assert_eq!(ids(pid_of(&s, "/own.php")), (uid("www-data"), gid("www-data")), "a pool's own User, with that user's group");
+    assert_eq!(ids(pid_of(&s, "/other.php")), (uid("daemon"), gid("daemon")));
+    for child in s.children().into_iter().filter(|&p| comm(p) == "warren") {
+        assert_eq!(ids(child), (nobody, nogroup), "server child {child}");
+    }
+    let sockets = socket_dir(s.pid());
+    for sock in ["other.1.sock", "own.0.sock"] {
+        let to = sockets.join(sock);
+        assert!(to.exists(), "{}", to.display());
+        let r = s.get(&format!("/connect.php?to={}", to.display()));
+        assert!(r.text().starts_with("refused: ") && r.text().contains("ermission denied"), "pool own's PHP on {sock}: {}", r.text());
+    }
+}
+
+/// A: a pool running as the server children's user beside a pool running
+/// as another is refused at start, by -t and at a graceful restart, at the
+/// `<Pool>`'s line, saying why and what to do: the sockets of every pool are
+/// the server user's, so its PHP could have any pool run code as that
+/// pool's user. Every pool as the server's user, or each with a user of
+/// its own, is fine; -R changes nothing to it.
+fn pool_as_the_servers_user_beside_others_is_refused(mpm: &str) {
+    if !is_root() {
+        return;
+    }
+    let dir = TempDir::new(&format!("pool-apart-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/pid.php", "<?php echo getmypid();");
+    let port = free_port();
+    let pool = |name: &str, lines: &str| format!("<Pool {name}>\n    Command /usr/bin/php-cgi\n    pm static\n    pm.max_children 1\n{lines}</Pool>\n");
+    let handler = "<FilesMatch \"\\.php$\">\n    SetHandler pool:a\n</FilesMatch>\n";
+    let refused = [
+        ("a without User, b as www-data", format!("User nobody\nGroup nogroup\n{}{}{handler}", pool("a", ""), pool("b", "    User www-data\n")), "it sets no User, so it runs as nobody"),
+        ("a as nobody by its User, b as www-data", format!("User nobody\nGroup nogroup\n{}{}{handler}", pool("a", "    User nobody\n"), pool("b", "    User www-data\n")), "its User is nobody"),
+    ];
+    for (what, extra, how) in &refused {
+        let conf = write_conf(&dir, mpm, port, true, extra);
+        let at = format!("{}:{}: <Pool a> would run as the server's user ({how}) while <Pool b> runs as www-data", conf.display(), line_of(&conf, "<Pool a>"));
+        for args in [&["-t"][..], &["-R", "-t"][..]] {
+            let out = Command::new(BIN).args(args).arg("-f").arg(&conf).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{what}: {args:?}: {err}");
+            assert!(err.contains(&at), "{what}: {args:?} said: {err}");
+            assert!(err.contains("could use every pool's socket") && err.contains("give <Pool a> a User of its own"), "{what}: says why and what to do: {err}");
+            assert!(!err.contains("<Pool b> would run"), "only the pool sharing the server's user is at fault: {err}");
+        }
+        let out = Command::new(BIN).arg("-f").arg(&conf).stdin(Stdio::null()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: start: {err}");
+        assert!(err.contains(&at) && err.contains("not starting"), "{what}: start said: {err}");
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "{what}: a refused configuration serves nothing");
+    }
+    let allowed = [
+        ("every pool as the server's user", format!("User nobody\nGroup nogroup\n{}{}{handler}", pool("a", ""), pool("b", ""))),
+        ("each pool a user of its own", format!("User nobody\nGroup nogroup\n{}{}{handler}", pool("a", "    User daemon\n"), pool("b", "    User www-data\n"))),
+    ];
+    for (what, extra) in &allowed {
+        let conf = write_conf(&dir, mpm, port, true, extra);
+        let out = Command::new(BIN).args(["-t", "-f"]).arg(&conf).output().unwrap();
+        assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    // A graceful restart that adds a pool of another user beside the one
+    // running as the server's is refused; the server goes on as it was.
+    let s = Server::start_in(dir, mpm, &format!("{}{handler}", pool("a", "")));
+    let before: u32 = s.get("/pid.php").text().parse().unwrap();
+    let conf = std::fs::read_to_string(&s.conf).unwrap() + &pool("b", "    User www-data\n");
+    std::fs::write(&s.conf, conf).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let at = format!("{}:{}: <Pool a> would run as the server's user", s.conf.display(), line_of(&s.conf, "<Pool a>"));
+    let log = s.wait_log("error.log", "graceful restart refused");
+    assert!(log.contains(&at) && log.contains("graceful restart refused"), "{log}");
+    let r = s.get("/pid.php");
+    assert_eq!(r.text().parse::<u32>().unwrap(), before, "the pool goes on");
+    assert_eq!(ids(before).0, uid("nobody"));
 }
 
 /// The line of `needle` in `file`, counting from 1.
@@ -388,7 +556,7 @@ fn root_pool_is_refused_without_the_flag(mpm: &str) {
     standard_site(&dir);
     dir.write("htdocs/pid.php", "<?php echo getmypid();");
     let port = free_port();
-    for (what, extra) in [("User root in the pool", php_pool("www", "    User root\n")), ("no User anywhere", php_pool("www", ""))] {
+    for (what, extra) in [("User root in the pool", format!("{}{}", server_user(), php_pool("www", "    User root\n"))), ("no User anywhere", php_pool("www", ""))] {
         let conf = write_conf(&dir, mpm, port, true, &extra);
         let at = format!("{}:{}: <Pool www> would run its children as root", conf.display(), line_of(&conf, "<Pool www>"));
         let out = Command::new(BIN).args(["-t", "-f"]).arg(&conf).output().unwrap();
@@ -426,6 +594,100 @@ fn root_pool_is_refused_without_the_flag(mpm: &str) {
     assert_eq!(r.status, 200);
     assert_eq!(ids(r.text().parse().unwrap()).0, uid("nobody"));
     assert!(alive(before));
+}
+
+/// D: server children that would run as root (no User, User root or
+/// Group root, in a warren started as root) are refused at start, by -t and
+/// at a graceful restart, at the directive (or at the file, line 0, when
+/// there is no User), saying to set User or pass -R, as Apache refuses to
+/// serve as root; -R runs them as root on purpose.
+fn root_server_children_are_refused_without_the_flag(mpm: &str) {
+    if !is_root() {
+        return;
+    }
+    let dir = TempDir::new(&format!("server-root-{mpm}"));
+    standard_site(&dir);
+    let port = free_port();
+    for (what, extra, directive) in [("no User", "", None), ("User root", "User root\n", Some("User root")), ("Group root", "User nobody\nGroup root\n", Some("Group root"))] {
+        let conf = write_conf(&dir, mpm, port, true, extra);
+        let at = match directive {
+            None => format!("{}:0: the server's children would run as root", conf.display()),
+            Some(d) => format!("{}:{}: ", conf.display(), line_of(&conf, d)),
+        };
+        let out = Command::new(BIN).args(["-t", "-f"]).arg(&conf).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: -t: {err}");
+        assert!(err.contains(&at) && err.contains("would run"), "{what}: -t said: {err}");
+        assert!(err.contains("set User") && err.contains("-R (--allow-to-run-as-root)"), "{what}: says what to do: {err}");
+        let out = Command::new(BIN).arg("-f").arg(&conf).stdin(Stdio::null()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: start: {err}");
+        assert!(err.contains(&at) && err.contains("not starting"), "{what}: start said: {err}");
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "{what}: a refused configuration serves nothing");
+        let out = Command::new(BIN).args(["-R", "-t", "-f"]).arg(&conf).output().unwrap();
+        assert!(out.status.success(), "{what}: -R -t: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // With -R (and no User) the server's children are root, on purpose.
+    let conf = write_conf(&dir, mpm, port, true, "");
+    let mut child = Guard(Command::new(BIN).args(["-R", "-f"]).arg(&conf).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    wait_ready(&mut child.0, port, &dir);
+    assert_eq!(get(port, "/a.txt").status, 200);
+    let (_, server) = wait_children(child.0.id(), 0);
+    assert!(!server.is_empty() && server.iter().all(|&p| ids(p) == (0, 0)), "-R runs the server's children as root: {server:?}");
+    drop(child);
+    let _ = std::fs::remove_file(dir.0.join("warren.pid"));
+
+    // A graceful restart to User root is refused; the children go on as nobody.
+    let s = Server::start_in(dir, mpm, "");
+    let before = s.wait_children(2);
+    let conf = std::fs::read_to_string(&s.conf).unwrap().replace("User nobody\n", "User root\n");
+    std::fs::write(&s.conf, conf).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let at = format!("{}:{}: User root: the server's children would run as root", s.conf.display(), line_of(&s.conf, "User root"));
+    let log = s.wait_log("error.log", "graceful restart refused");
+    assert!(log.contains(&at) && log.contains("graceful restart refused"), "{log}");
+    assert_eq!(s.get("/a.txt").status, 200);
+    let after = s.children();
+    assert_eq!(after.len(), before.len());
+    assert!(before.iter().all(|p| after.contains(p)), "the children go on: {before:?} -> {after:?}");
+    assert!(after.iter().all(|&p| ids(p) == (uid("nobody"), gid("nogroup"))));
+}
+
+/// C: a server child leads a session of its own, so a terminal it opened
+/// without O_NOCTTY would become its controlling terminal, and the
+/// terminal's ^C its signal. A link to a pty, followed under
+/// SymLinksIfOwnerMatch as the link and the pty have one owner, is opened
+/// and refused as not a regular file; no child has a controlling terminal
+/// after it, and a ^C on the pty stops none of them.
+fn server_children_take_no_terminal_from_a_path(mpm: &str) {
+    let dir = TempDir::new(&format!("ctty-{mpm}"));
+    standard_site(&dir);
+    let term = Terminal::open();
+    let link = dir.0.join("htdocs/tty");
+    std::os::unix::fs::symlink(&term.slave, &link).unwrap();
+    if is_root() {
+        // The server's children run as nobody: the pty and the link are theirs.
+        std::os::unix::fs::chown(&term.slave, Some(uid("nobody")), None).unwrap();
+        std::os::unix::fs::lchown(&link, Some(uid("nobody")), None).unwrap();
+    }
+    let htdocs = dir.0.join("htdocs").display().to_string();
+    let s = Server::start_in(dir, mpm, &format!("<Directory {htdocs}>\n    Options SymLinksIfOwnerMatch\n</Directory>\n"));
+    let children = s.wait_children(2);
+    // Enough requests that each child is likely to serve one.
+    for _ in 0..8 {
+        assert_eq!(s.get("/tty").status, 403);
+    }
+    let log = s.wait_log("error.log", "not a regular file");
+    assert!(log.contains(&format!("not a regular file: {htdocs}/tty")), "the pty was reached, and refused: {log}");
+    for &c in &children {
+        let (sid, tty) = session_and_tty(c);
+        assert_eq!(sid, c, "server child {c} leads its session");
+        assert_eq!(tty, 0, "server child {c} has the pty as its controlling terminal");
+    }
+    term.master.try_clone().unwrap().write_all(b"\x03").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(children.iter().all(|&c| alive(c)), "a ^C on the pty stopped a server child");
+    assert_eq!(s.get("/a.txt").status, 200);
 }
 
 /// Point 3: `warren serve` started as root runs its children and its PHP
@@ -557,7 +819,11 @@ fn socket_directory_is_roots(mpm: &str) {
 each_mpm!(
     children_leave_the_terminal_and_stray_descriptors,
     pool_output_goes_to_the_error_log,
+    pool_output_cannot_touch_the_error_log,
     pool_without_user_runs_as_the_servers_user,
+    pool_as_the_servers_user_beside_others_is_refused,
     root_pool_is_refused_without_the_flag,
+    root_server_children_are_refused_without_the_flag,
+    server_children_take_no_terminal_from_a_path,
     socket_directory_is_roots,
 );
