@@ -322,7 +322,8 @@ impl Stack {
             Php::Pool => "<Pool bench>\n    Command php-cgi\n    pm static\n    pm.max_children 4\n    listen.backlog 4096\n</Pool>\n",
         };
         // As php-fpm's pool above; ignored when the suite is not run as
-        // root, and when it is, warren refuses to run a pool as root.
+        // root, and when it is, warren refuses to run its children or a pool
+        // as root (without -R, which the suite does not pass).
         let user = "User www-data\nGroup www-data\n";
         format!("{}{user}{pool}<FilesMatch \"\\.php$\">\n    SetHandler {handler}\n</FilesMatch>\n", self.httpd_common(mpm, "warren"))
     }
