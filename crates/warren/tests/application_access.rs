@@ -68,10 +68,7 @@ fn pool_status_only_on_its_hosts(mpm: &str) {
         "    <Location /status>\n        Require all denied\n    </Location>\n",
     );
     let s = Server::start_in(dir, mpm, &conf);
-    let get = |host: &str, path: &str| {
-        let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-        parse_response(&s.raw(req.as_bytes())).0
-    };
+    let get = |host: &str, path: &str| s.get_from(host, path);
     assert_eq!(get("b.test", "/b.php?token=b-secret").text(), "b");
     assert_eq!(get("a.test", "/a.php").text(), "a");
     let r = get("b.test", "/b-status?full");
@@ -107,10 +104,7 @@ fn pool_status_with_sections_in_the_main_config(mpm: &str) {
         conf.push_str(&format!("<VirtualHost *>\n    ServerName {site}.test\n    DocumentRoot {root}/{site}\n</VirtualHost>\n"));
     }
     let s = Server::start_in(dir, mpm, &conf);
-    let get = |host: &str, path: &str| {
-        let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-        parse_response(&s.raw(req.as_bytes())).0
-    };
+    let get = |host: &str, path: &str| s.get_from(host, path);
     assert_eq!(get("a.test", "/a.php?token=a-secret").text(), "a");
     assert_eq!(get("b.test", "/b.php").text(), "b");
     let r = get("a.test", "/fpm-status-a?full");

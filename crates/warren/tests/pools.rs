@@ -213,10 +213,7 @@ fn pools_per_site_with_their_users(mpm: &str) {
 "#
     );
     let s = Server::start_in(dir, mpm, &conf);
-    let get = |host: &str, path: &str| {
-        let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-        parse_response(&s.raw(req.as_bytes())).0.text()
-    };
+    let get = |host: &str, path: &str| s.get_from(host, path).text();
     assert_eq!(get("a.test", "/write.php"), "daemon");
     assert_eq!(get("b.test", "/write.php"), "www-data");
     let secret = secret.display().to_string();

@@ -136,7 +136,12 @@ impl Server {
     }
 
     pub fn get(&self, path: &str) -> Resp {
-        let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        self.get_from("localhost", path)
+    }
+
+    /// A GET with this Host: for virtual hosts.
+    pub fn get_from(&self, host: &str, path: &str) -> Resp {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
         parse_response(&self.raw(req.as_bytes())).0
     }
 
