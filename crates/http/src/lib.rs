@@ -3,6 +3,8 @@
 //! - [`request`]: bytes -> [`RequestHead`] (request line, header fields, and
 //!   the framing and connection facts derived from them), or an
 //!   [`HttpError`] carrying the status RFC 9112 prescribes.
+//! - [`head_scan`]: [`HeadScan`], the limits checked on a head as it
+//!   arrives, each byte once, so that it is parsed once, when complete.
 //! - [`body`]: [`BodyDecoder`] for Content-Length and chunked bodies, fed
 //!   incrementally.
 //! - [`response`]: status lines and header fields written into a buffer, and
@@ -14,10 +16,12 @@
 
 pub mod body;
 pub mod conn;
+pub mod head_scan;
 pub mod request;
 pub mod response;
 
 pub use body::BodyDecoder;
 pub use conn::{KeepAlivePolicy, Phase};
+pub use head_scan::HeadScan;
 pub use request::{parse_head, BodyFraming, HeadLimits, HttpError, RequestHead, Version};
 pub use response::DateCache;

@@ -247,7 +247,7 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<(RequestHead
     Ok(Some((head, head_end)))
 }
 
-fn parse_request_line(line: &[u8]) -> Result<(Range<usize>, Range<usize>, Version), HttpError> {
+pub(crate) fn parse_request_line(line: &[u8]) -> Result<(Range<usize>, Range<usize>, Version), HttpError> {
     let bad = |why: &str| Err(HttpError::new(400, format!("malformed request line: {why}")));
     let Some(sp1) = line.iter().position(|&b| b == b' ') else {
         return bad("no request-target");

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use nix::poll::PollFlags;
 use warren_handler::router::LogWriters;
 use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
-use warren_http::{parse_head, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead};
+use warren_http::{parse_head, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, RequestHead};
 
 use crate::exchange::{head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
 use crate::gateway::{self, ClientBody};
@@ -236,9 +236,12 @@ impl<'a> Worker<'a> {
         let idle_until = Instant::now() + if served == 0 { self.timeout } else { self.keep_alive_timeout };
         // Once a request has begun, all of its head must come within Timeout.
         let mut head_until = (!rbuf.is_empty()).then(|| Instant::now() + self.timeout);
+        let mut scan = HeadScan::default();
         loop {
             if !rbuf.is_empty() {
-                match parse_head(rbuf, &self.limits) {
+                // Parsed once, when the scan says the head is whole.
+                let parsed = scan.advance(rbuf, &self.limits).and_then(|whole| if whole { parse_head(rbuf, &self.limits) } else { Ok(None) });
+                match parsed {
                     Ok(Some((h, used))) => {
                         rbuf.drain(..used);
                         return Head::Request(h);

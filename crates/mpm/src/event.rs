@@ -21,7 +21,7 @@ use warren_handler::router::LogWriters;
 use warren_config::FcgiAddr;
 use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
 use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
-use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HttpError, KeepAlivePolicy, Phase, RequestHead};
+use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, Phase, RequestHead};
 
 use crate::exchange::{head_limits, keep_alive_policy, panic_response, Chunk, Exchange, Output};
 use crate::upstream::{BodyFraming as RelayFraming, FedByLoop, HalfClose, NotHere, Upstream};
@@ -62,6 +62,8 @@ struct Conn {
     readable: bool,
     /// Unparsed input (usually empty between requests: reads go to the loop's scratch).
     rbuf: Vec<u8>,
+    /// How far the head at the start of `rbuf` has been checked.
+    scan: HeadScan,
     out: Output,
     deadline: Instant,
     served: u32,
@@ -305,6 +307,7 @@ impl EventLoop {
                 // With TCP_DEFER_ACCEPT the first bytes are usually there already.
                 readable: true,
                 rbuf: Vec::new(),
+                scan: HeadScan::default(),
                 out: Output::default(),
                 deadline: Instant::now() + self.timeout,
                 served: 0,
@@ -378,9 +381,12 @@ impl EventLoop {
                 }
                 Phase::KeepAlive | Phase::ReadingHead => {
                     if !c.rbuf.is_empty() {
-                        match parse_head(&c.rbuf, &self.limits) {
+                        // Parsed once, when the scan says the head is whole.
+                        let parsed = c.scan.advance(&c.rbuf, &self.limits).and_then(|whole| if whole { parse_head(&c.rbuf, &self.limits) } else { Ok(None) });
+                        match parsed {
                             Ok(Some((head, used))) => {
                                 c.rbuf.drain(..used);
+                                c.scan = HeadScan::default();
                                 self.start_request(slot, head);
                                 continue;
                             }
@@ -900,6 +906,7 @@ impl EventLoop {
                 }
                 PoolOutcome::Gateway { rbuf, exchange, sent } => {
                     c.rbuf = rbuf;
+                    c.scan = HeadScan::default();
                     c.req = Some(*exchange);
                     // The worker may have taken the input that an edge announced.
                     c.readable = true;
@@ -923,6 +930,7 @@ impl EventLoop {
         c.served += 1;
         c.req = Some(ex);
         c.rbuf.clear();
+        c.scan = HeadScan::default();
         self.respond(slot, resp);
     }
 
@@ -932,6 +940,7 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let resp = c.req.as_mut().expect("req").body_error(&e, &self.site, &c.info);
         c.rbuf.clear();
+        c.scan = HeadScan::default();
         c.pending = None;
         self.respond(slot, resp);
     }

@@ -1,0 +1,165 @@
+//! [`HeadScan`]: how far a request head that arrives in pieces has been
+//! checked, so that each byte is looked at once however small the pieces
+//! (re-parsing the whole buffer on every read made a head sent a hundred
+//! bytes at a time cost time quadratic in its size).
+
+use crate::request::{parse_request_line, HeadLimits, HttpError};
+
+/// The lines of a partly received head checked so far. Applies, as each line
+/// ends, the same limits `parse_head` applies to a whole head, so that a head
+/// that breaks one is refused as soon as the offending line (or too much of
+/// it) is in; `parse_head` runs once, on the complete head.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HeadScan {
+    /// Where the first line not yet ended starts.
+    line: usize,
+    /// How much of that line has been searched for its end.
+    searched: usize,
+    request_line_seen: bool,
+    fields: usize,
+}
+
+impl HeadScan {
+    /// Checks what `buf` holds beyond the last call (the same buffer, grown
+    /// at its end). Ok(true): the head is complete. Ok(false): more is
+    /// needed. Err: the answer to give.
+    pub fn advance(&mut self, buf: &[u8], limits: &HeadLimits) -> Result<bool, HttpError> {
+        if self.line + self.searched > buf.len() {
+            // The buffer lost its start without the scan being reset:
+            // checking again from the start is slower but always right.
+            *self = HeadScan::default();
+        }
+        loop {
+            let from = self.line + self.searched;
+            let Some(nl) = buf[from..].iter().position(|&b| b == b'\n').map(|i| from + i) else {
+                self.searched = buf.len() - self.line;
+                return self.check_unfinished(self.searched, limits).map(|()| false);
+            };
+            let end = if nl > self.line && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
+            let line = &buf[self.line..end];
+            self.searched = 0;
+            let next = nl + 1;
+            if !self.request_line_seen {
+                // RFC 9112 2.2: empty lines before the request line are ignored, a few.
+                if line.is_empty() {
+                    self.line = next;
+                    if self.line > 64 {
+                        return Err(HttpError::new(400, "too many empty lines before the request line"));
+                    }
+                    continue;
+                }
+                if line.len() > limits.request_line {
+                    return Err(request_line_too_long(limits));
+                }
+                parse_request_line(line)?;
+                self.request_line_seen = true;
+            } else {
+                if line.is_empty() {
+                    return Ok(true);
+                }
+                if line.len() > limits.field_size {
+                    return Err(field_too_long(limits));
+                }
+                self.fields += 1;
+                if self.fields > limits.fields {
+                    return Err(HttpError::new(431, format!("more header fields than LimitRequestFields ({})", limits.fields)));
+                }
+                if matches!(line[0], b' ' | b'\t') {
+                    return Err(HttpError::new(400, "obsolete line folding (obs-fold) in a header field"));
+                }
+            }
+            self.line = next;
+        }
+    }
+
+    /// A line without its end yet may already be too long.
+    fn check_unfinished(&self, len: usize, limits: &HeadLimits) -> Result<(), HttpError> {
+        if !self.request_line_seen && len > limits.request_line + 1 {
+            return Err(request_line_too_long(limits));
+        }
+        if self.request_line_seen && len > limits.field_size + 1 {
+            return Err(field_too_long(limits));
+        }
+        Ok(())
+    }
+}
+
+fn request_line_too_long(limits: &HeadLimits) -> HttpError {
+    HttpError::new(414, format!("request line longer than LimitRequestLine ({})", limits.request_line))
+}
+
+fn field_too_long(limits: &HeadLimits) -> HttpError {
+    HttpError::new(431, format!("header field longer than LimitRequestFieldSize ({})", limits.field_size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::parse_head;
+
+    const LIMITS: HeadLimits = HeadLimits { request_line: 64, field_size: 32, fields: 4 };
+
+    /// What the scan says after each piece, fed `step` bytes at a time, and
+    /// what parse_head says of the same bytes at the same point: the two
+    /// must agree on every verdict.
+    fn agree(input: &[u8], step: usize) {
+        let mut scan = HeadScan::default();
+        let mut end = 0;
+        while end < input.len() {
+            end = (end + step).min(input.len());
+            let buf = &input[..end];
+            let scanned = scan.advance(buf, &LIMITS);
+            let parsed = parse_head(buf, &LIMITS);
+            match (&scanned, &parsed) {
+                (Ok(true), Ok(Some(_))) | (Ok(false), Ok(None)) => {}
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.status, b.status, "{:?} at {end}", String::from_utf8_lossy(input));
+                    return;
+                }
+                _ => panic!("scan {scanned:?} but parse {:?} for {:?} at {end}", parsed.map(|p| p.map(|(_, n)| n)), String::from_utf8_lossy(buf)),
+            }
+            if scanned == Ok(true) {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn agrees_with_parse_head_piece_by_piece() {
+        let long_line = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(80));
+        let long_field = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "b".repeat(40));
+        let cases: Vec<Vec<u8>> = vec![
+            b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec(),
+            b"GET / HTTP/1.1\nHost: a\n\nbody".to_vec(),
+            b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec(),
+            "\n".repeat(70).into_bytes(),
+            long_line.into_bytes(),
+            long_field.into_bytes(),
+            b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\n\r\n".to_vec(),
+            b"GET / HTTP/1.1\r\nA: 1\r\n folded\r\n\r\n".to_vec(),
+            b"GET / HTTP/9.9\r\n\r\n".to_vec(),
+            b"BAD REQUEST\r\n\r\n".to_vec(),
+            format!("GET / HTTP/1.1\r\nX: {}", "c".repeat(40)).into_bytes(),
+            format!("GET /{}", "d".repeat(80)).into_bytes(),
+        ];
+        for case in &cases {
+            for step in [1, 2, 3, 7, 1000] {
+                agree(case, step);
+            }
+        }
+    }
+
+    #[test]
+    fn each_byte_is_searched_once() {
+        // A field line arriving a byte at a time: the scan resumes where it
+        // stopped, so its position only moves forward.
+        let input = format!("GET / HTTP/1.1\r\nX: {}", "e".repeat(30));
+        let mut scan = HeadScan::default();
+        for end in 1..=input.len() {
+            let before = scan.line + scan.searched;
+            scan.advance(&input.as_bytes()[..end], &LIMITS).unwrap();
+            assert!(scan.line + scan.searched >= before);
+            assert_eq!(scan.line + scan.searched, end);
+        }
+    }
+}
