@@ -79,6 +79,17 @@ fn fds(pid: u32) -> Vec<(u32, String)> {
     out
 }
 
+/// Waits (up to 10 s) until `ready` holds: a child listed just after its
+/// fork may not yet have left the session, changed user or replaced its
+/// standard streams (seen under load). The assertions that follow say what
+/// was wrong if it never does.
+fn settle(ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn fd_target(fds: &[(u32, String)], fd: u32) -> &str {
     fds.iter().find(|(n, _)| *n == fd).map_or("(closed)", |(_, t)| t.as_str())
 }
@@ -275,13 +286,15 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
     assert_eq!(get(port, "/pid.php").status, 200);
     let (php, server) = wait_children(warren, 2);
     assert_eq!(php.len(), 2, "pm static, 2 children: {php:?}");
+    let holds_terminal = |held: &[(u32, String)]| held.iter().any(|(_, t)| *t == slave || t.starts_with("/dev/pts") || t == "/dev/tty");
     for &pid in php.iter().chain(&server) {
+        settle(|| session_and_tty(pid) == (pid, 0) && !holds_terminal(&fds(pid)) && fd_target(&fds(pid), 0) != slave);
         let what = format!("{} {pid}", comm(pid));
         let (sid, tty) = session_and_tty(pid);
         assert_eq!(sid, pid, "{what} leads a session of its own");
         assert_eq!(tty, 0, "{what} has no controlling terminal");
         let held = fds(pid);
-        assert!(held.iter().all(|(_, t)| *t != slave && !t.starts_with("/dev/pts") && t != "/dev/tty"), "{what} holds the terminal: {held:?}");
+        assert!(!holds_terminal(&held), "{what} holds the terminal: {held:?}");
     }
     let pool_pipe = fd_target(&fds(php[0]), 2).to_string();
     assert!(pool_pipe.starts_with("pipe:"), "php-cgi's stderr is its pool's pipe: {pool_pipe}");
@@ -297,6 +310,7 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
         }
     }
     for &pid in &server {
+        settle(|| fds(pid).iter().all(|(_, t)| *t != pool_pipe) && fd_target(&fds(pid), 2).starts_with("pipe:"));
         let held = fds(pid);
         assert!(held.iter().all(|(_, t)| *t != stray_path.display().to_string()), "server child {pid} holds the stray descriptor: {held:?}");
         assert_eq!(fd_target(&held, 0), "/dev/null", "server child {pid}: {held:?}");
@@ -354,6 +368,10 @@ fn pool_output_goes_to_the_error_log(mpm: &str) {
     let said = "[pool www] child said into stderr: \"stderr-of-php-cgi-1\"";
     assert!(s.wait_log("error.log", said).contains(said), "{}", s.read_log("error.log"));
     for child in s.children().into_iter().filter(|&p| comm(p) == "warren") {
+        settle(|| {
+            let held = fds(child);
+            fd_target(&held, 0) == "/dev/null" && fd_target(&held, 2) == log && held.iter().all(|(_, t)| *t != pipe)
+        });
         let held = fds(child);
         assert_eq!(fd_target(&held, 0), "/dev/null", "{held:?}");
         assert_eq!(fd_target(&held, 1), "/dev/null", "{held:?}");
@@ -448,6 +466,7 @@ fn pool_without_user_runs_as_the_servers_user(mpm: &str) {
     let (nobody, nogroup) = (uid("nobody"), gid("nogroup"));
     assert_eq!(ids(pid_of(&s, "/inherit.php")), (nobody, nogroup), "a pool without User runs as the server's User and Group");
     for child in s.children().into_iter().filter(|&p| comm(p) == "warren") {
+        settle(|| ids(child) == (nobody, nogroup));
         assert_eq!(ids(child), (nobody, nogroup), "server child {child}");
     }
     drop(s);
@@ -466,6 +485,7 @@ fn pool_without_user_runs_as_the_servers_user(mpm: &str) {
     assert_eq!(ids(pid_of(&s, "/own.php")), (uid("www-data"), gid("www-data")), "a pool's own User, with that user's group");
     assert_eq!(ids(pid_of(&s, "/other.php")), (uid("daemon"), gid("daemon")));
     for child in s.children().into_iter().filter(|&p| comm(p) == "warren") {
+        settle(|| ids(child) == (nobody, nogroup));
         assert_eq!(ids(child), (nobody, nogroup), "server child {child}");
     }
     let sockets = socket_dir(s.pid());
@@ -735,6 +755,7 @@ fn serve_as_root_runs_children_unprivileged() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(ids(r.text().parse().unwrap()).0, uid(account));
     let servers: Vec<u32> = children_of(child.0.id()).into_iter().filter(|&p| comm(p) == "warren").collect();
+    settle(|| servers.iter().all(|&p| ids(p).0 == uid(account)));
     assert!(!servers.is_empty() && servers.iter().all(|&p| ids(p).0 == uid(account)), "server children run as {account}");
     let err = stop(child);
     assert!(err.contains(&format!("children run as {account})")), "start-up line: {err}");
