@@ -1,29 +1,51 @@
 //! [`HeadScan`]: how far a request head that arrives in pieces has been
 //! checked, so that each byte is looked at once however small the pieces
 //! (re-parsing the whole buffer on every read made a head sent a hundred
-//! bytes at a time cost time quadratic in its size).
+//! bytes at a time cost time quadratic in its size). It is where the head's
+//! lines are found and its limits applied, for `parse_head` too.
 
-use crate::request::{parse_request_line, HeadLimits, HttpError};
+use std::ops::Range;
 
-/// The lines of a partly received head checked so far. Applies, as each line
-/// ends, the same limits `parse_head` applies to a whole head, so that a head
-/// that breaks one is refused as soon as the offending line (or too much of
-/// it) is in; `parse_head` runs once, on the complete head.
-#[derive(Clone, Copy, Debug, Default)]
+use crate::request::{parse_request_line, HeadLimits, HttpError, Version};
+
+/// The lines of a partly received head checked so far. Applies the head
+/// limits as each line ends, so that a head that breaks one is refused as
+/// soon as the offending line (or too much of it) is in; `parse_head_from`
+/// tokenises the fields once, on the complete head.
+#[derive(Clone, Debug, Default)]
 pub struct HeadScan {
     /// Where the first line not yet ended starts.
     line: usize,
     /// How much of that line has been searched for its end.
     searched: usize,
-    request_line_seen: bool,
+    request_line: Option<RequestLine>,
     fields: usize,
+}
+
+/// The request line, once it has ended: where its parts are in the buffer.
+#[derive(Clone, Debug)]
+pub(crate) struct RequestLine {
+    pub method: Range<usize>,
+    pub target: Range<usize>,
+    pub version: Version,
+    /// Where the header fields start (after the line's end).
+    pub fields_start: usize,
+}
+
+/// A complete head as the scan found it.
+pub(crate) struct HeadShape<'s> {
+    pub request_line: &'s RequestLine,
+    /// How many field lines there are.
+    pub fields: usize,
+    /// Where the head ends (after the empty line).
+    pub head_end: usize,
 }
 
 impl HeadScan {
     /// Checks what `buf` holds beyond the last call (the same buffer, grown
-    /// at its end). Ok(true): the head is complete. Ok(false): more is
+    /// at its end). Ok(Some): the head is complete. Ok(None): more is
     /// needed. Err: the answer to give.
-    pub fn advance(&mut self, buf: &[u8], limits: &HeadLimits) -> Result<bool, HttpError> {
+    pub(crate) fn advance(&mut self, buf: &[u8], limits: &HeadLimits) -> Result<Option<HeadShape<'_>>, HttpError> {
         if self.line + self.searched > buf.len() {
             // The buffer lost its start without the scan being reset:
             // checking again from the start is slower but always right.
@@ -33,13 +55,13 @@ impl HeadScan {
             let from = self.line + self.searched;
             let Some(nl) = buf[from..].iter().position(|&b| b == b'\n').map(|i| from + i) else {
                 self.searched = buf.len() - self.line;
-                return self.check_unfinished(self.searched, limits).map(|()| false);
+                return self.check_unfinished(self.searched, limits).map(|()| None);
             };
             let end = if nl > self.line && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
             let line = &buf[self.line..end];
             self.searched = 0;
             let next = nl + 1;
-            if !self.request_line_seen {
+            if self.request_line.is_none() {
                 // RFC 9112 2.2: empty lines before the request line are ignored, a few.
                 if line.is_empty() {
                     self.line = next;
@@ -51,11 +73,13 @@ impl HeadScan {
                 if line.len() > limits.request_line {
                     return Err(request_line_too_long(limits));
                 }
-                parse_request_line(line)?;
-                self.request_line_seen = true;
+                let (method, target, version) = parse_request_line(line)?;
+                let at = self.line;
+                self.request_line = Some(RequestLine { method: at + method.start..at + method.end, target: at + target.start..at + target.end, version, fields_start: next });
             } else {
                 if line.is_empty() {
-                    return Ok(true);
+                    let request_line = self.request_line.as_ref().expect("seen");
+                    return Ok(Some(HeadShape { request_line, fields: self.fields, head_end: next }));
                 }
                 if line.len() > limits.field_size {
                     return Err(field_too_long(limits));
@@ -74,10 +98,10 @@ impl HeadScan {
 
     /// A line without its end yet may already be too long.
     fn check_unfinished(&self, len: usize, limits: &HeadLimits) -> Result<(), HttpError> {
-        if !self.request_line_seen && len > limits.request_line + 1 {
+        if self.request_line.is_none() && len > limits.request_line + 1 {
             return Err(request_line_too_long(limits));
         }
-        if self.request_line_seen && len > limits.field_size + 1 {
+        if self.request_line.is_some() && len > limits.field_size + 1 {
             return Err(field_too_long(limits));
         }
         Ok(())
@@ -95,37 +119,36 @@ fn field_too_long(limits: &HeadLimits) -> HttpError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::parse_head;
+    use crate::request::{parse_head, parse_head_from};
 
     const LIMITS: HeadLimits = HeadLimits { request_line: 64, field_size: 32, fields: 4 };
 
-    /// What the scan says after each piece, fed `step` bytes at a time, and
-    /// what parse_head says of the same bytes at the same point: the two
-    /// must agree on every verdict.
+    /// A head fed `step` bytes at a time, the scan resumed each time, gets
+    /// the verdict parse_head gives the same bytes at once: the same head
+    /// and length, or an error with the same status, at the same point.
     fn agree(input: &[u8], step: usize) {
         let mut scan = HeadScan::default();
         let mut end = 0;
         while end < input.len() {
             end = (end + step).min(input.len());
             let buf = &input[..end];
-            let scanned = scan.advance(buf, &LIMITS);
-            let parsed = parse_head(buf, &LIMITS);
-            match (&scanned, &parsed) {
-                (Ok(true), Ok(Some(_))) | (Ok(false), Ok(None)) => {}
-                (Err(a), Err(b)) => {
-                    assert_eq!(a.status, b.status, "{:?} at {end}", String::from_utf8_lossy(input));
-                    return;
+            let resumed = parse_head_from(&mut scan, buf, &LIMITS);
+            let at_once = parse_head(buf, &LIMITS);
+            match (&resumed, &at_once) {
+                (Ok(None), Ok(None)) => continue,
+                (Ok(Some((a, n))), Ok(Some((b, m)))) => {
+                    assert_eq!((a.request_line(), n), (b.request_line(), m));
+                    assert_eq!(a.headers().collect::<Vec<_>>(), b.headers().collect::<Vec<_>>());
                 }
-                _ => panic!("scan {scanned:?} but parse {:?} for {:?} at {end}", parsed.map(|p| p.map(|(_, n)| n)), String::from_utf8_lossy(buf)),
+                (Err(a), Err(b)) => assert_eq!(a.status, b.status, "{:?} at {end}", String::from_utf8_lossy(input)),
+                _ => panic!("resumed {:?} but at once {:?} for {:?}", resumed.map(|p| p.map(|(_, n)| n)), at_once.map(|p| p.map(|(_, n)| n)), String::from_utf8_lossy(buf)),
             }
-            if scanned == Ok(true) {
-                return;
-            }
+            return;
         }
     }
 
     #[test]
-    fn agrees_with_parse_head_piece_by_piece() {
+    fn resumed_in_pieces_as_at_once() {
         let long_line = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(80));
         let long_field = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "b".repeat(40));
         let cases: Vec<Vec<u8>> = vec![
@@ -157,7 +180,7 @@ mod tests {
         let mut scan = HeadScan::default();
         for end in 1..=input.len() {
             let before = scan.line + scan.searched;
-            scan.advance(&input.as_bytes()[..end], &LIMITS).unwrap();
+            assert!(scan.advance(&input.as_bytes()[..end], &LIMITS).unwrap().is_none());
             assert!(scan.line + scan.searched >= before);
             assert_eq!(scan.line + scan.searched, end);
         }

@@ -3,8 +3,9 @@
 //! - [`request`]: bytes -> [`RequestHead`] (request line, header fields, and
 //!   the framing and connection facts derived from them), or an
 //!   [`HttpError`] carrying the status RFC 9112 prescribes.
-//! - [`head_scan`]: [`HeadScan`], the limits checked on a head as it
-//!   arrives, each byte once, so that it is parsed once, when complete.
+//! - [`head_scan`]: [`HeadScan`], where a head's lines are found and its
+//!   limits applied as it arrives, each byte once; `parse_head_from`
+//!   resumes it and tokenises the fields once the head is complete.
 //! - [`body`]: [`BodyDecoder`] for Content-Length and chunked bodies, fed
 //!   incrementally.
 //! - [`response`]: status lines and header fields written into a buffer, and
@@ -23,5 +24,5 @@ pub mod response;
 pub use body::BodyDecoder;
 pub use conn::{KeepAlivePolicy, Phase};
 pub use head_scan::HeadScan;
-pub use request::{parse_head, BodyFraming, HeadLimits, HttpError, RequestHead, Version};
+pub use request::{parse_head, parse_head_from, BodyFraming, HeadLimits, HttpError, RequestHead, Version};
 pub use response::DateCache;

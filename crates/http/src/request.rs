@@ -4,6 +4,8 @@
 
 use std::ops::Range;
 
+use crate::head_scan::HeadScan;
+
 /// A request the server must refuse, with the status to answer and the
 /// reason to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,70 +141,22 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// Finds `\n` and returns the line end (excluding an optional `\r`) and the
-/// position after the `\n`.
-fn find_line(buf: &[u8], from: usize) -> Option<(usize, usize)> {
-    let nl = from + buf[from..].iter().position(|&b| b == b'\n')?;
-    let end = if nl > from && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
-    Some((end, nl + 1))
-}
-
 /// Parses a request head from the start of `buf`.
 ///
 /// `Ok(None)`: more bytes are needed. `Ok(Some((head, n)))`: the head took
 /// `n` bytes. `Err(e)`: answer `e.status` and close the connection.
 pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<(RequestHead, usize)>, HttpError> {
-    // RFC 9112 2.2: ignore empty lines before the request line.
-    let mut start = 0;
-    while start < buf.len() && (buf[start] == b'\n' || (buf[start] == b'\r' && buf.get(start + 1) == Some(&b'\n'))) {
-        start += if buf[start] == b'\r' { 2 } else { 1 };
-        if start > 64 {
-            return Err(HttpError::new(400, "too many empty lines before the request line"));
-        }
-    }
-    let Some((line_end, headers_start)) = find_line(buf, start) else {
-        if buf.len() - start > limits.request_line + 1 {
-            return Err(HttpError::new(414, format!("request line longer than LimitRequestLine ({})", limits.request_line)));
-        }
-        return Ok(None);
-    };
-    if line_end - start > limits.request_line {
-        return Err(HttpError::new(414, format!("request line longer than LimitRequestLine ({})", limits.request_line)));
-    }
-    let line = &buf[start..line_end];
-    let (method, target, version) = parse_request_line(line)?;
-    let method = start + method.start..start + method.end;
-    let target = start + target.start..start + target.end;
+    parse_head_from(&mut HeadScan::default(), buf, limits)
+}
 
-    // Find the end of the header section, checking limits on what has arrived.
-    let mut pos = headers_start;
-    let mut count = 0usize;
-    let head_end = loop {
-        match find_line(buf, pos) {
-            None => {
-                if buf.len() - pos > limits.field_size + 1 {
-                    return Err(HttpError::new(431, format!("header field longer than LimitRequestFieldSize ({})", limits.field_size)));
-                }
-                return Ok(None);
-            }
-            Some((end, next)) => {
-                if end == pos {
-                    break next;
-                }
-                if end - pos > limits.field_size {
-                    return Err(HttpError::new(431, format!("header field longer than LimitRequestFieldSize ({})", limits.field_size)));
-                }
-                count += 1;
-                if count > limits.fields {
-                    return Err(HttpError::new(431, format!("more header fields than LimitRequestFields ({})", limits.fields)));
-                }
-                if matches!(buf[pos], b' ' | b'\t') {
-                    return Err(HttpError::new(400, "obsolete line folding (obs-fold) in a header field"));
-                }
-                pos = next;
-            }
-        }
-    };
+/// [`parse_head`] for a head read in pieces: `scan` remembers how far `buf`
+/// (the same buffer each time, grown at its end) has been checked, so each
+/// byte is looked at once. A fresh scan for the next head.
+pub fn parse_head_from(scan: &mut HeadScan, buf: &[u8], limits: &HeadLimits) -> Result<Option<(RequestHead, usize)>, HttpError> {
+    let Some(shape) = scan.advance(buf, limits)? else { return Ok(None) };
+    let line = shape.request_line;
+    let (method, target, version) = (line.method.clone(), line.target.clone(), line.version);
+    let (headers_start, head_end, count) = (line.fields_start, shape.head_end, shape.fields);
 
     let mut stack = [httparse::EMPTY_HEADER; 32];
     let mut heap;

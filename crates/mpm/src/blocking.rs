@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use nix::poll::PollFlags;
 use warren_handler::router::LogWriters;
 use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
-use warren_http::{parse_head, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, RequestHead};
+use warren_http::{parse_head_from, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, RequestHead};
 
 use crate::exchange::{head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
 use crate::gateway::{self, ClientBody};
@@ -239,9 +239,7 @@ impl<'a> Worker<'a> {
         let mut scan = HeadScan::default();
         loop {
             if !rbuf.is_empty() {
-                // Parsed once, when the scan says the head is whole.
-                let parsed = scan.advance(rbuf, &self.limits).and_then(|whole| if whole { parse_head(rbuf, &self.limits) } else { Ok(None) });
-                match parsed {
+                match parse_head_from(&mut scan, rbuf, &self.limits) {
                     Ok(Some((h, used))) => {
                         rbuf.drain(..used);
                         return Head::Request(h);

@@ -21,7 +21,7 @@ use warren_handler::router::LogWriters;
 use warren_config::FcgiAddr;
 use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
 use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
-use warren_http::{parse_head, BodyDecoder, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, Phase, RequestHead};
+use warren_http::{parse_head_from, BodyDecoder, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, Phase, RequestHead};
 
 use crate::exchange::{head_limits, keep_alive_policy, panic_response, Chunk, Exchange, Output};
 use crate::upstream::{BodyFraming as RelayFraming, FedByLoop, HalfClose, NotHere, Upstream};
@@ -381,9 +381,7 @@ impl EventLoop {
                 }
                 Phase::KeepAlive | Phase::ReadingHead => {
                     if !c.rbuf.is_empty() {
-                        // Parsed once, when the scan says the head is whole.
-                        let parsed = c.scan.advance(&c.rbuf, &self.limits).and_then(|whole| if whole { parse_head(&c.rbuf, &self.limits) } else { Ok(None) });
-                        match parsed {
+                        match parse_head_from(&mut c.scan, &c.rbuf, &self.limits) {
                             Ok(Some((head, used))) => {
                                 c.rbuf.drain(..used);
                                 c.scan = HeadScan::default();
