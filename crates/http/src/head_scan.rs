@@ -33,8 +33,8 @@ pub(crate) struct RequestLine {
 }
 
 /// A complete head as the scan found it.
-pub(crate) struct HeadShape<'s> {
-    pub request_line: &'s RequestLine,
+pub(crate) struct HeadShape {
+    pub request_line: RequestLine,
     /// How many field lines there are.
     pub fields: usize,
     /// Where the head ends (after the empty line).
@@ -45,7 +45,7 @@ impl HeadScan {
     /// Checks what `buf` holds beyond the last call (the same buffer, grown
     /// at its end). Ok(Some): the head is complete. Ok(None): more is
     /// needed. Err: the answer to give.
-    pub(crate) fn advance(&mut self, buf: &[u8], limits: &HeadLimits) -> Result<Option<HeadShape<'_>>, HttpError> {
+    pub(crate) fn advance(&mut self, buf: &[u8], limits: &HeadLimits) -> Result<Option<HeadShape>, HttpError> {
         if self.line + self.searched > buf.len() {
             // The buffer lost its start without the scan being reset:
             // checking again from the start is slower but always right.
@@ -61,35 +61,37 @@ impl HeadScan {
             let line = &buf[self.line..end];
             self.searched = 0;
             let next = nl + 1;
-            if self.request_line.is_none() {
-                // RFC 9112 2.2: empty lines before the request line are ignored, a few.
-                if line.is_empty() {
-                    self.line = next;
-                    if self.line > 64 {
-                        return Err(HttpError::new(400, "too many empty lines before the request line"));
+            match &self.request_line {
+                None => {
+                    // RFC 9112 2.2: empty lines before the request line are ignored, a few.
+                    if line.is_empty() {
+                        self.line = next;
+                        if self.line > 64 {
+                            return Err(HttpError::new(400, "too many empty lines before the request line"));
+                        }
+                        continue;
                     }
-                    continue;
+                    if line.len() > limits.request_line {
+                        return Err(request_line_too_long(limits));
+                    }
+                    let (method, target, version) = parse_request_line(line)?;
+                    let at = self.line;
+                    self.request_line = Some(RequestLine { method: at + method.start..at + method.end, target: at + target.start..at + target.end, version, fields_start: next });
                 }
-                if line.len() > limits.request_line {
-                    return Err(request_line_too_long(limits));
-                }
-                let (method, target, version) = parse_request_line(line)?;
-                let at = self.line;
-                self.request_line = Some(RequestLine { method: at + method.start..at + method.end, target: at + target.start..at + target.end, version, fields_start: next });
-            } else {
-                if line.is_empty() {
-                    let request_line = self.request_line.as_ref().expect("seen");
-                    return Ok(Some(HeadShape { request_line, fields: self.fields, head_end: next }));
-                }
-                if line.len() > limits.field_size {
-                    return Err(field_too_long(limits));
-                }
-                self.fields += 1;
-                if self.fields > limits.fields {
-                    return Err(HttpError::new(431, format!("more header fields than LimitRequestFields ({})", limits.fields)));
-                }
-                if matches!(line[0], b' ' | b'\t') {
-                    return Err(HttpError::new(400, "obsolete line folding (obs-fold) in a header field"));
+                Some(request_line) => {
+                    if line.is_empty() {
+                        return Ok(Some(HeadShape { request_line: request_line.clone(), fields: self.fields, head_end: next }));
+                    }
+                    if line.len() > limits.field_size {
+                        return Err(field_too_long(limits));
+                    }
+                    self.fields += 1;
+                    if self.fields > limits.fields {
+                        return Err(HttpError::new(431, format!("more header fields than LimitRequestFields ({})", limits.fields)));
+                    }
+                    if matches!(line[0], b' ' | b'\t') {
+                        return Err(HttpError::new(400, "obsolete line folding (obs-fold) in a header field"));
+                    }
                 }
             }
             self.line = next;

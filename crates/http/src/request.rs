@@ -155,7 +155,7 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<(RequestHead
 pub fn parse_head_from(scan: &mut HeadScan, buf: &[u8], limits: &HeadLimits) -> Result<Option<(RequestHead, usize)>, HttpError> {
     let Some(shape) = scan.advance(buf, limits)? else { return Ok(None) };
     let line = shape.request_line;
-    let (method, target, version) = (line.method.clone(), line.target.clone(), line.version);
+    let (method, target, version) = (line.method, line.target, line.version);
     let (headers_start, head_end, count) = (line.fields_start, shape.head_end, shape.fields);
 
     let mut stack = [httparse::EMPTY_HEADER; 32];
