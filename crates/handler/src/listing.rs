@@ -5,15 +5,14 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use nix::dir::Dir;
-use nix::sys::stat::{fstatat, SFlag};
-use nix::fcntl::AtFlags;
+use nix::sys::stat::{fstatat, Mode, SFlag};
+use nix::fcntl::{AtFlags, OFlag};
 
 use crate::path::{encode, html_escape};
-use crate::symlinks::{self, LinkRule};
+use crate::symlinks::{self, Access, LinkRule};
 use crate::{Body, Response};
 
 /// The directory to list.
@@ -27,14 +26,9 @@ pub enum Source {
 
 pub fn listing(host: usize, dir: Source, url: &[u8], signature: Option<&str>) -> Response {
     let names = match dir {
-        // O_DIRECTORY already fails on anything but a directory; O_NOCTTY
-        // says so again: no path a client names may give a server child
-        // (a session leader) a controlling terminal.
-        Source::Path(dir) => std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOCTTY | libc::O_NONBLOCK)
-            .open(dir)
-            .and_then(|d| checked_entries(d, LinkRule::Follow)),
+        Source::Path(dir) => nix::fcntl::open(&dir, Access::Read.flags() | OFlag::O_DIRECTORY, Mode::empty())
+            .map_err(std::io::Error::from)
+            .and_then(|d| checked_entries(File::from(d), LinkRule::Follow)),
         Source::Checked(dir, rule) => checked_entries(dir, rule),
     };
     let mut names: Vec<(String, bool, u64)> = match names {

@@ -3,12 +3,12 @@
 //! Last-Modified), the conditional requests of RFC 9110 13, and ranges
 //! (RFC 9110 14) including multipart/byteranges.
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -25,12 +25,9 @@ use crate::{errors, listing, Body, Outcome, Part, Response};
 /// as Apache's MaxRanges default does.
 pub const MAX_RANGES: usize = 200;
 
+/// Opens a path a request named, with the flags every such open takes.
 fn open(path: &Path) -> io::Result<File> {
-    // O_NONBLOCK so that a FIFO placed in the tree cannot stall the server;
-    // O_NOCTTY so that a terminal (a device node, or a link to a pty, that
-    // the path turns out to be once opened) does not become the controlling
-    // terminal of the server child, a session leader.
-    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)
+    Ok(File::from(nix::fcntl::open(path, Access::Read.flags(), nix::sys::stat::Mode::empty())?))
 }
 
 #[allow(clippy::too_many_arguments)]

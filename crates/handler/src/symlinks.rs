@@ -70,12 +70,13 @@ pub enum Access {
 }
 
 impl Access {
-    fn flags(self) -> OFlag {
+    /// The flags of every open of a path a request names, checked or not.
+    pub(crate) fn flags(self) -> OFlag {
         match self {
             // O_NONBLOCK so that a FIFO placed in the tree cannot stall the
             // server; O_NOCTTY so that a terminal reached through the tree
-            // (a link to a pty) never becomes the controlling terminal of a
-            // server child, which leads a session of its own.
+            // (a device node, a link to a pty) never becomes the controlling
+            // terminal of a server child, which leads a session of its own.
             Access::Read => OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY | OFlag::O_CLOEXEC,
             Access::Locate => OFlag::O_PATH | OFlag::O_CLOEXEC,
         }
