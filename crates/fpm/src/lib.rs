@@ -13,11 +13,14 @@
 //!   children (started as the pool's User with a clean environment), their
 //!   replacement when they die or reach pm.max_requests, and php-fpm's
 //!   maintenance once a second (static, dynamic, ondemand).
+//! - `output`: what the pools' children print, through a pipe per pool,
+//!   logged line by line by the parent.
 //! - [`futex`]: sleeping on a shared word until another process bumps it
 //!   (also used by the MPMs' scoreboard).
 
 pub mod futex;
 pub mod manager;
+mod output;
 pub mod table;
 
 pub use manager::{Manager, ServerUser};

@@ -27,6 +27,7 @@ use warren_config::{LogLevel, PmStyle, PoolConfig};
 use warren_handler::fastcgi::PoolDispatch;
 use warren_handler::logs::ErrorLog;
 
+use crate::output::Output;
 use crate::table::{Dispatch, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
 
 /// Who a pool's children run as, resolved before any fork: the child only
@@ -53,115 +54,6 @@ struct PoolRun {
     credentials: Option<Credentials>,
     /// What the pool's children print; None in a server child.
     output: Option<Output>,
-}
-
-/// The longest line of a pool's output logged whole; the rest of a longer
-/// line is cut.
-const OUTPUT_LINE_MAX: usize = 1024;
-/// How much of one pool's output the parent reads per pass, so that a
-/// pool printing without pause cannot hold up the parent's other work.
-const OUTPUT_READ_MAX: usize = 64 * 1024;
-
-/// A pool's children's standard output and error: the write end of a pipe
-/// (a pipe of the pool's own: a child gets no descriptor of the error log
-/// file, which it could truncate or write anything into), whose read end the
-/// parent drains without blocking and logs line by line, as php-fpm's
-/// catch_workers_output: `[pool www] child said into stderr: "..."`.
-struct Output {
-    read: OwnedFd,
-    write: OwnedFd,
-    /// The start of a line whose end has not come yet.
-    partial: Vec<u8>,
-    /// Since when `partial` has waited for the rest of its line.
-    partial_since: Option<std::time::Instant>,
-    /// The current line was longer than OUTPUT_LINE_MAX: its start is
-    /// logged, the rest is dropped up to its end.
-    cutting: bool,
-}
-
-impl Output {
-    fn new() -> std::io::Result<Output> {
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        nix::fcntl::fcntl(&read, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-        Ok(Output { read, write, partial: Vec::new(), partial_since: None, cutting: false })
-    }
-
-    /// Reads what is there (up to OUTPUT_READ_MAX) and returns the whole
-    /// lines, each at most OUTPUT_LINE_MAX bytes and whether it was cut.
-    fn drain(&mut self) -> Vec<(Vec<u8>, bool)> {
-        let mut lines = Vec::new();
-        let mut buf = [0u8; 16384];
-        let mut total = 0;
-        while total < OUTPUT_READ_MAX {
-            let n = match nix::unistd::read(&self.read, &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            total += n;
-            self.take(&buf[..n], &mut lines);
-        }
-        if self.partial.is_empty() {
-            self.partial_since = None;
-        } else if self.partial_since.is_none() {
-            self.partial_since = Some(std::time::Instant::now());
-        }
-        lines
-    }
-
-    fn take(&mut self, mut data: &[u8], lines: &mut Vec<(Vec<u8>, bool)>) {
-        while !data.is_empty() {
-            let end = data.iter().position(|&b| b == b'\n');
-            let (piece, rest) = match end {
-                Some(i) => (&data[..i], &data[i + 1..]),
-                None => (data, &data[data.len()..]),
-            };
-            if !self.cutting {
-                let room = OUTPUT_LINE_MAX - self.partial.len();
-                self.partial.extend_from_slice(&piece[..piece.len().min(room)]);
-                if piece.len() > room {
-                    // Too long: what fits is logged now, the rest dropped.
-                    lines.push((std::mem::take(&mut self.partial), true));
-                    self.cutting = true;
-                }
-            }
-            if end.is_some() {
-                if !self.cutting {
-                    lines.push((std::mem::take(&mut self.partial), false));
-                }
-                self.cutting = false;
-            }
-            data = rest;
-        }
-    }
-
-    /// The start of a line that has waited `wait` for its end (or any, when
-    /// `wait` is zero): logged as it is.
-    fn stale(&mut self, wait: Duration) -> Option<Vec<u8>> {
-        let since = self.partial_since?;
-        if since.elapsed() < wait {
-            return None;
-        }
-        self.partial_since = None;
-        Some(std::mem::take(&mut self.partial))
-    }
-}
-
-/// A line a pool's child printed, as the error log shows it: quoted, with
-/// control characters (a pool's user must not move the cursor of whoever
-/// reads the log on a terminal) as `\xNN`, a carriage return before the
-/// newline dropped.
-fn said(pool: &str, line: &[u8], cut: bool) -> String {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let mut text = String::with_capacity(line.len() + 64);
-    for c in String::from_utf8_lossy(line).chars() {
-        if c.is_control() && c != '\t' {
-            text.push_str(&format!("\\x{:02x}", c as u32));
-        } else {
-            text.push(c);
-        }
-    }
-    let cut = if cut { format!(" (cut at {OUTPUT_LINE_MAX} bytes)") } else { String::new() };
-    format!("[pool {pool}] child said into stderr: \"{text}\"{cut}")
 }
 
 /// The server's `User` and `Group` as configured: a pool without `User`
@@ -456,12 +348,8 @@ impl Manager {
             let (mut run, shape) = self.retired.remove(i);
             // Its last words, before its pipe closes.
             if let Some(o) = run.output.as_mut() {
-                for (line, cut) in o.drain() {
-                    self.log.log(LogLevel::Warn, None, &said(&run.config.name, &line, cut));
-                }
-                if let Some(line) = o.stale(Duration::ZERO) {
-                    self.log.log(LogLevel::Warn, None, &said(&run.config.name, &line, false));
-                }
+                o.log_lines(&run.config.name, &self.log);
+                o.log_stale(&run.config.name, &self.log, Duration::ZERO);
             }
             drop(run);
             self.free(&shape);
@@ -493,6 +381,15 @@ impl Manager {
         self.wake_read.as_fd()
     }
 
+    /// The current pools and those a graceful restart retired.
+    fn runs(&self) -> impl Iterator<Item = &PoolRun> {
+        self.pools.iter().chain(self.retired.iter().map(|(r, _)| r))
+    }
+
+    fn runs_mut(&mut self) -> impl Iterator<Item = &mut PoolRun> {
+        self.pools.iter_mut().chain(self.retired.iter_mut().map(|(r, _)| r))
+    }
+
     /// The error log of a new configuration (a graceful restart), where the
     /// pools' messages and their children's output go from now on.
     pub fn set_log(&mut self, log: Arc<ErrorLog>) {
@@ -502,17 +399,15 @@ impl Manager {
     /// Readable when a pool's children printed something: for the parent's
     /// poll, with [`Manager::drain_output`].
     pub fn output_fds(&self) -> Vec<BorrowedFd<'_>> {
-        self.pools.iter().chain(self.retired.iter().map(|(r, _)| r)).filter_map(|r| r.output.as_ref()).map(|o| o.read.as_fd()).collect()
+        self.runs().filter_map(|r| r.output.as_ref()).map(|o| o.read.as_fd()).collect()
     }
 
     /// Logs what the pools' children printed, whole lines; never blocks.
     pub fn drain_output(&mut self) {
         let log = self.log.clone();
-        for run in self.pools.iter_mut().chain(self.retired.iter_mut().map(|(r, _)| r)) {
+        for run in self.runs_mut() {
             if let Some(o) = run.output.as_mut() {
-                for (line, cut) in o.drain() {
-                    log.log(LogLevel::Warn, None, &said(&run.config.name, &line, cut));
-                }
+                o.log_lines(&run.config.name, &log);
             }
         }
     }
@@ -520,9 +415,9 @@ impl Manager {
     /// Logs the starts of lines that waited `wait` for their end.
     fn flush_output(&mut self, wait: Duration) {
         let log = self.log.clone();
-        for run in self.pools.iter_mut().chain(self.retired.iter_mut().map(|(r, _)| r)) {
-            if let Some(line) = run.output.as_mut().and_then(|o| o.stale(wait)) {
-                log.log(LogLevel::Warn, None, &said(&run.config.name, &line, false));
+        for run in self.runs_mut() {
+            if let Some(o) = run.output.as_mut() {
+                o.log_stale(&run.config.name, &log, wait);
             }
         }
     }
@@ -531,7 +426,7 @@ impl Manager {
     /// are the parent's alone (a server child could otherwise read the
     /// pools' output, or write lines in their name).
     pub fn close_output_in_child(&mut self) {
-        for run in self.pools.iter_mut().chain(self.retired.iter_mut().map(|(r, _)| r)) {
+        for run in self.runs_mut() {
             run.output = None;
         }
     }
@@ -788,7 +683,7 @@ impl Manager {
 
     /// Stops every child: TERM, then KILL after `wait`.
     pub fn stop(&mut self, wait: Duration) {
-        let all: Vec<i32> = self.pools.iter().chain(self.retired.iter().map(|(r, _)| r)).flat_map(|p| p.children.keys().copied()).collect();
+        let all: Vec<i32> = self.runs().flat_map(|p| p.children.keys().copied()).collect();
         for &pid in &all {
             let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
         }
@@ -817,50 +712,5 @@ impl Manager {
 impl Drop for Manager {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lines(o: &mut Output, data: &[u8]) -> Vec<(String, bool)> {
-        let mut out = Vec::new();
-        o.take(data, &mut out);
-        out.into_iter().map(|(l, cut)| (String::from_utf8(l).unwrap(), cut)).collect()
-    }
-
-    #[test]
-    fn output_lines_are_whole_and_bounded() {
-        let mut o = Output::new().unwrap();
-        assert_eq!(lines(&mut o, b"one\ntw"), [("one".to_string(), false)]);
-        assert_eq!(lines(&mut o, b"o\n\nthree"), [("two".to_string(), false), (String::new(), false)]);
-        assert_eq!(o.partial, b"three");
-        // Longer than the bound: its start, marked cut; the rest dropped up to its end.
-        let long = "x".repeat(OUTPUT_LINE_MAX * 3);
-        let got = lines(&mut o, format!("{long}\nafter\n").as_bytes());
-        assert_eq!(got, [(format!("three{}", &long[..OUTPUT_LINE_MAX - 5]), true), ("after".to_string(), false)]);
-        // Exactly the bound is whole, whatever the reads it comes in.
-        let exact = "y".repeat(OUTPUT_LINE_MAX);
-        assert!(lines(&mut o, exact.as_bytes()).is_empty());
-        assert_eq!(lines(&mut o, b"\n"), [(exact, false)]);
-    }
-
-    #[test]
-    fn output_is_read_from_the_pipe_without_blocking() {
-        let mut o = Output::new().unwrap();
-        assert!(o.drain().is_empty(), "nothing written: no wait, no line");
-        nix::unistd::write(&o.write, b"a\nb").unwrap();
-        assert_eq!(o.drain(), [(b"a".to_vec(), false)]);
-        assert!(o.stale(Duration::from_secs(60)).is_none(), "a fresh partial line waits for its end");
-        assert_eq!(o.stale(Duration::ZERO), Some(b"b".to_vec()));
-        assert!(o.stale(Duration::ZERO).is_none());
-    }
-
-    #[test]
-    fn said_lines_are_quoted_and_escaped() {
-        assert_eq!(said("www", b"plain\ttext\r", false), "[pool www] child said into stderr: \"plain\ttext\"");
-        assert_eq!(said("a", b"\x1b[2Jx\x07", false), "[pool a] child said into stderr: \"\\x1b[2Jx\\x07\"");
-        assert_eq!(said("a", b"xx", true), "[pool a] child said into stderr: \"xx\" (cut at 1024 bytes)");
     }
 }
