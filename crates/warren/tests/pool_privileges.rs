@@ -521,18 +521,12 @@ fn pool_as_the_servers_user_beside_others_is_refused(mpm: &str) {
         let conf = write_conf(&dir, mpm, port, true, extra);
         let at = format!("{}:{}: <Pool a> would run as the server's user ({how}) while <Pool b> runs as www-data", conf.display(), line_of(&conf, "<Pool a>"));
         for args in [&["-t"][..], &["-R", "-t"][..]] {
-            let out = Command::new(BIN).args(args).arg("-f").arg(&conf).output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(1), "{what}: {args:?}: {err}");
+            let err = check_refused(args, &conf, &format!("{what}: {args:?}"));
             assert!(err.contains(&at), "{what}: {args:?} said: {err}");
             assert!(err.contains("could use every pool's socket") && err.contains("give <Pool a> a User of its own"), "{what}: says why and what to do: {err}");
             assert!(!err.contains("<Pool b> would run"), "only the pool sharing the server's user is at fault: {err}");
         }
-        let out = Command::new(BIN).arg("-f").arg(&conf).stdin(Stdio::null()).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{what}: start: {err}");
-        assert!(err.contains(&at) && err.contains("not starting"), "{what}: start said: {err}");
-        assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "{what}: a refused configuration serves nothing");
+        start_refused(&conf, port, &at, what);
     }
     let allowed = [
         ("every pool as the server's user", format!("User nobody\nGroup nogroup\n{}{}{handler}", pool("a", ""), pool("b", ""))),
@@ -559,6 +553,26 @@ fn pool_as_the_servers_user_beside_others_is_refused(mpm: &str) {
     assert_eq!(ids(before).0, uid("nobody"));
 }
 
+/// `warren ARGS -f CONF` (a check) fails with exit code 1 and no
+/// "Syntax OK"; its error output.
+fn check_refused(args: &[&str], conf: &Path, what: &str) -> String {
+    let out = Command::new(BIN).args(args).arg("-f").arg(conf).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Syntax OK"), "{what}");
+    err
+}
+
+/// Starting warren on `conf` fails with exit code 1, saying `at` and that it
+/// is not starting, and nothing listens on `port`.
+fn start_refused(conf: &Path, port: u16, at: &str, what: &str) {
+    let out = Command::new(BIN).arg("-f").arg(conf).stdin(Stdio::null()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{what}: start: {err}");
+    assert!(err.contains(at) && err.contains("not starting"), "{what}: start said: {err}");
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "{what}: a refused configuration serves nothing");
+}
+
 /// The line of `needle` in `file`, counting from 1.
 fn line_of(file: &Path, needle: &str) -> usize {
     std::fs::read_to_string(file).unwrap().lines().position(|l| l.contains(needle)).expect("in the file") + 1
@@ -579,16 +593,9 @@ fn root_pool_is_refused_without_the_flag(mpm: &str) {
     for (what, extra) in [("User root in the pool", format!("{}{}", server_user(), php_pool("www", "    User root\n"))), ("no User anywhere", php_pool("www", ""))] {
         let conf = write_conf(&dir, mpm, port, true, &extra);
         let at = format!("{}:{}: <Pool www> would run its children as root", conf.display(), line_of(&conf, "<Pool www>"));
-        let out = Command::new(BIN).args(["-t", "-f"]).arg(&conf).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{what}: -t: {err}");
+        let err = check_refused(&["-t"], &conf, &format!("{what}: -t"));
         assert!(err.contains(&at) && err.contains("-R (--allow-to-run-as-root)") && err.contains("set User"), "{what}: -t said: {err}");
-        assert!(!String::from_utf8_lossy(&out.stdout).contains("Syntax OK"));
-        let out = Command::new(BIN).arg("-f").arg(&conf).stdin(Stdio::null()).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{what}: start: {err}");
-        assert!(err.contains(&at) && err.contains("not starting"), "{what}: start said: {err}");
-        assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "{what}: a refused configuration serves nothing");
+        start_refused(&conf, port, &at, what);
         let out = Command::new(BIN).args(["-R", "-t", "-f"]).arg(&conf).output().unwrap();
         assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Syntax OK"), "{what}: -R -t: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -634,16 +641,10 @@ fn root_server_children_are_refused_without_the_flag(mpm: &str) {
             None => format!("{}:0: the server's children would run as root", conf.display()),
             Some(d) => format!("{}:{}: ", conf.display(), line_of(&conf, d)),
         };
-        let out = Command::new(BIN).args(["-t", "-f"]).arg(&conf).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{what}: -t: {err}");
+        let err = check_refused(&["-t"], &conf, &format!("{what}: -t"));
         assert!(err.contains(&at) && err.contains("would run"), "{what}: -t said: {err}");
         assert!(err.contains("set User") && err.contains("-R (--allow-to-run-as-root)"), "{what}: says what to do: {err}");
-        let out = Command::new(BIN).arg("-f").arg(&conf).stdin(Stdio::null()).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{what}: start: {err}");
-        assert!(err.contains(&at) && err.contains("not starting"), "{what}: start said: {err}");
-        assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "{what}: a refused configuration serves nothing");
+        start_refused(&conf, port, &at, what);
         let out = Command::new(BIN).args(["-R", "-t", "-f"]).arg(&conf).output().unwrap();
         assert!(out.status.success(), "{what}: -R -t: {}", String::from_utf8_lossy(&out.stderr));
     }
