@@ -25,6 +25,10 @@ const HEAD_CHUNK: usize = 4096;
 const LINGER: Duration = Duration::from_secs(2);
 /// A thread waiting in keep-alive checks this often whether to stop.
 const STOP_CHECK: Duration = Duration::from_millis(250);
+/// When stopping, a kept-alive connection is closed once it has been idle
+/// this long: a request the client sent before it saw our close would have
+/// arrived by then. Sooner, the close could cross a request on the wire.
+const DRAIN_IDLE: Duration = Duration::from_secs(1);
 
 /// What a thread needs to serve connections, built once per thread.
 pub struct Worker<'a> {
@@ -54,8 +58,11 @@ pub struct Worker<'a> {
 
 enum Head {
     Request(RequestHead),
-    /// Nothing more will come (EOF, keep-alive timeout, stop): close quietly.
+    /// Nothing more will come (EOF, keep-alive timeout): close quietly.
     Done,
+    /// Stopping, and the connection has been idle for DRAIN_IDLE: close it,
+    /// draining what may still arrive.
+    Drained,
     /// A malformed or too slow request: answer it, then close.
     Error(HttpError),
 }
@@ -150,6 +157,12 @@ impl<'a> Worker<'a> {
             let head = match self.read_head(&stream, &mut rbuf, served, max_head) {
                 Head::Request(h) => h,
                 Head::Done => return,
+                Head::Drained => {
+                    self.slot.set(State::Closing);
+                    self.before_wait();
+                    linger_close(&stream);
+                    return;
+                }
                 Head::Error(e) => {
                     let (mut ex, resp) = Exchange::for_protocol_error(&rbuf, &e, self.site, &info);
                     self.finish(&stream, &info, &mut ex, resp, served + 1);
@@ -221,7 +234,9 @@ impl<'a> Worker<'a> {
         ex.log(&mut self.logs, self.site, info, served, !sent);
         self.slot.end_request(ex.bytes_sent, ex.start.elapsed().as_micros() as u64);
         self.flush_logs_if_due();
-        if sent && ex.keep_alive && !self.stop.load(Ordering::Relaxed) {
+        // A response that said keep-alive is followed by a wait for the
+        // next request even when stopping: the client may have sent it.
+        if sent && ex.keep_alive {
             return true;
         }
         self.slot.set(State::Closing);
@@ -233,7 +248,8 @@ impl<'a> Worker<'a> {
     }
 
     fn read_head(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, served: u32, max_head: usize) -> Head {
-        let idle_until = Instant::now() + if served == 0 { self.timeout } else { self.keep_alive_timeout };
+        let idle_since = Instant::now();
+        let idle_until = idle_since + if served == 0 { self.timeout } else { self.keep_alive_timeout };
         // Once a request has begun, all of its head must come within Timeout.
         let mut head_until = (!rbuf.is_empty()).then(|| Instant::now() + self.timeout);
         let mut scan = HeadScan::default();
@@ -257,10 +273,14 @@ impl<'a> Worker<'a> {
                     Some(_) => Head::Error(HttpError::new(408, "request header read timeout")),
                 };
             }
-            if head_until.is_none() && served > 0 && self.stop.load(Ordering::Relaxed) {
-                return Head::Done;
+            let draining = head_until.is_none() && served > 0 && self.stop.load(Ordering::Relaxed);
+            if draining && now >= idle_since + DRAIN_IDLE {
+                return Head::Drained;
             }
             let mut wait = until - now;
+            if draining {
+                wait = wait.min(idle_since + DRAIN_IDLE - now);
+            }
             if head_until.is_none() {
                 // Waiting between requests: look at the stop flag now and then.
                 wait = wait.min(STOP_CHECK);

@@ -34,6 +34,10 @@ use crate::spread;
 const READ_CHUNK: usize = 16 * 1024;
 /// How long a half-closed connection is drained before it is closed.
 const LINGER: Duration = Duration::from_secs(2);
+/// A stopping child closes a kept-alive connection once it has been idle
+/// this long: a request the client sent before it saw our close would have
+/// arrived by then. Sooner, the close could cross a request on the wire.
+const DRAIN_IDLE: Duration = Duration::from_secs(1);
 /// How often deadlines are checked and access logs flushed.
 const TICK: Duration = Duration::from_millis(250);
 /// Accepts per wake-up at most. The listener is level-triggered, so what
@@ -266,11 +270,14 @@ impl EventLoop {
         // The next child in line takes over at its next tick.
         self.sb.process(self.slot).quiescing.store(1, Ordering::Relaxed);
         self.update_listening();
-        // Idle keep-alive connections are closed now; busy ones finish.
-        for slot in 0..self.conns.len() {
-            let idle = matches!(&self.conns[slot], Some(c) if c.phase == Phase::KeepAlive && c.rbuf.is_empty() && !c.waiting_worker);
-            if idle {
-                self.close(slot);
+        // A kept-alive connection may have a request on its way: each one
+        // gets its next request answered (with Connection: close), and is
+        // closed only once it has been idle for DRAIN_IDLE.
+        let keep_alive_timeout = self.keep_alive_timeout;
+        for c in self.conns.iter_mut().flatten() {
+            if c.phase == Phase::KeepAlive {
+                let idle_since = c.deadline.checked_sub(keep_alive_timeout).unwrap_or(c.deadline);
+                c.deadline = c.deadline.min(idle_since + DRAIN_IDLE);
             }
         }
     }
@@ -960,9 +967,11 @@ impl EventLoop {
         req.log(&mut self.logs, &self.site, &c.info, c.served, false);
         // The loop's requests are counted on the child's first worker slot.
         self.sb.worker(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
-        if req.keep_alive && !self.stopping {
+        // A response that said keep-alive is followed by a wait for the
+        // next request even when stopping: the client may have sent it.
+        if req.keep_alive {
             c.phase = Phase::KeepAlive;
-            c.deadline = Instant::now() + self.keep_alive_timeout;
+            c.deadline = Instant::now() + if self.stopping { DRAIN_IDLE } else { self.keep_alive_timeout };
             if c.rbuf.is_empty() {
                 c.rbuf = Vec::new();
             }
@@ -970,10 +979,7 @@ impl EventLoop {
             return true;
         }
         if req.linger {
-            let _ = c.stream.shutdown(Shutdown::Write);
-            c.phase = Phase::Lingering;
-            c.deadline = Instant::now() + LINGER;
-            c.readable = true;
+            linger(c);
             return true;
         }
         self.close(slot);
@@ -1015,6 +1021,10 @@ impl EventLoop {
                 Phase::ReadingBody => {
                     let why = "timeout reading the request body";
                     self.body_error(slot, HttpError::new(408, why));
+                    self.drive(slot);
+                }
+                Phase::KeepAlive if self.stopping => {
+                    linger(c);
                     self.drive(slot);
                 }
                 Phase::Writing => self.abort(slot),
@@ -1079,6 +1089,15 @@ enum ReadResult {
     Data,
     Blocked,
     Closed,
+}
+
+/// Half-closes the connection and drains what the client still sends
+/// (bounded by LINGER), so that it reads our last answer, not a reset.
+fn linger(c: &mut Conn) {
+    let _ = c.stream.shutdown(Shutdown::Write);
+    c.phase = Phase::Lingering;
+    c.deadline = Instant::now() + LINGER;
+    c.readable = true;
 }
 
 /// Reads and discards input of a half-closed connection. Ok(true): the

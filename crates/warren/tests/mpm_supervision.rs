@@ -6,6 +6,7 @@ mod common;
 use common::*;
 
 use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,7 @@ each_mpm!(
     killed_child_is_replaced_under_load,
     max_connections_per_child_under_load,
     five_graceful_restarts_under_load,
+    keep_alive_connections_cross_graceful_restarts,
     graceful_restart_with_broken_config_keeps_serving,
     server_status_pages,
     children_run_as_user,
@@ -280,6 +282,83 @@ fn five_graceful_restarts_under_load(mpm: &str) {
         assert!(Instant::now() < deadline, "-k graceful did not restart");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Keep-alive clients that pause 100 ms between requests (so their
+/// connections are idle when a restart comes) lose no request to three
+/// graceful restarts: an old child answers each connection's next request
+/// with Connection: close instead of closing the connection under it.
+fn keep_alive_connections_cross_graceful_restarts(mpm: &str) {
+    let s = Server::start(mpm, STATUS);
+    s.wait_children(2);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = stop.clone();
+            let port = s.port;
+            std::thread::spawn(move || {
+                let (mut ok, mut closed, mut failures) = (0u32, 0u32, Vec::new());
+                let mut conn: Option<TcpStream> = None;
+                // Bounded even if the test forgets to stop it.
+                let until = Instant::now() + Duration::from_secs(60);
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < until {
+                    let c = conn.get_or_insert_with(|| {
+                        let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                        c
+                    });
+                    let mut answer = Vec::new();
+                    let sent = c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
+                    let mut buf = [0u8; 4096];
+                    while sent.is_ok() && !response_complete(&answer) {
+                        match c.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => answer.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    if !response_complete(&answer) {
+                        failures.push(format!("request {}: {sent:?}, answer {:?}", ok + 1, String::from_utf8_lossy(&answer)));
+                        conn = None;
+                        continue;
+                    }
+                    let (r, _) = parse_response(&answer);
+                    assert_eq!(r.status, 200);
+                    ok += 1;
+                    if r.header("connection") == Some("close") {
+                        closed += 1;
+                        conn = None;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                (ok, closed, failures)
+            })
+        })
+        .collect();
+    for generation in 2..=4 {
+        std::thread::sleep(Duration::from_millis(300));
+        unsafe_kill(s.pid(), 1);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while status_auto(&s)["ParentServerConfigGeneration"] != generation.to_string() {
+            assert!(Instant::now() < deadline, "no graceful restart");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    // Until the old children are gone, so that their drain has happened.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.children().len() > 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (mut ok, mut closed, mut failures) = (0, 0, Vec::new());
+    for c in clients {
+        let (o, cl, f) = c.join().unwrap();
+        ok += o;
+        closed += cl;
+        failures.extend(f);
+    }
+    assert!(failures.is_empty(), "{} failed of {}: {:?}", failures.len(), ok + failures.len() as u32, &failures[..failures.len().min(3)]);
+    // Each restart ended each client's connection with a Connection: close answer.
+    assert!(closed >= 4, "{closed} answers said Connection: close");
 }
 
 fn graceful_restart_with_broken_config_keeps_serving(mpm: &str) {
