@@ -106,11 +106,12 @@ pub struct Limits {
     pub request_line: usize,
     pub field_size: usize,
     pub fields: usize,
+    pub head: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { request_line: 8190, field_size: 8190, fields: 100 }
+        Limits { request_line: 8190, field_size: 8190, fields: 100, head: 64 * 1024 }
     }
 }
 
@@ -1155,12 +1156,13 @@ impl Builder {
                     s.max_keep_alive_requests = n.min(u32::MAX as u64) as u32;
                 }
             }
-            "limitrequestline" | "limitrequestfieldsize" | "limitrequestfields" => {
+            "limitrequestline" | "limitrequestfieldsize" | "limitrequestfields" | "limitrequestheadsize" => {
                 if let Some(n) = number(self) {
                     let n = n as usize;
                     match lname.as_str() {
                         "limitrequestline" => s.limits.request_line = n.max(16),
                         "limitrequestfieldsize" => s.limits.field_size = n.max(16),
+                        "limitrequestheadsize" => s.limits.head = n.max(64),
                         _ => s.limits.fields = if n == 0 { 10_000 } else { n },
                     }
                 }
@@ -1369,7 +1371,7 @@ fn is_server_directive(name: &str, mpm: Mpm) -> bool {
     let l = name.to_ascii_lowercase();
     let common = [
         "listen", "pidfile", "user", "group", "timeout", "keepalive", "keepalivetimeout", "maxkeepaliverequests",
-        "limitrequestline", "limitrequestfieldsize", "limitrequestfields", "servertokens", "serversignature",
+        "limitrequestline", "limitrequestfieldsize", "limitrequestfields", "limitrequestheadsize", "servertokens", "serversignature",
         "hostnamelookups", "loglevel", "typesconfig", "extendedstatus", "gracefulshutdowntimeout", "listenbacklog", "startservers", "serverlimit", "maxrequestworkers", "maxclients",
         "maxconnectionsperchild", "maxrequestsperchild",
     ];

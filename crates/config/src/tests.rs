@@ -38,7 +38,7 @@ fn minimal_config_gets_apache_defaults() {
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let s = l.settings.unwrap();
     assert_eq!(s.mpm, Mpm::Event);
-    assert_eq!(s.limits, Limits { request_line: 8190, field_size: 8190, fields: 100 });
+    assert_eq!(s.limits, Limits { request_line: 8190, field_size: 8190, fields: 100, head: 65536 });
     assert_eq!(s.timeout.as_secs(), 60);
     assert_eq!(s.keep_alive_timeout.as_secs(), 5);
     assert_eq!(s.max_keep_alive_requests, 100);

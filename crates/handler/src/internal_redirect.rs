@@ -33,7 +33,7 @@ pub fn request_head(method: &str, location: &str, original: &RequestHead, drop: 
     }
     text.extend_from_slice(b"\r\n");
     // The original head passed the configured limits; only the URL is new.
-    let limits = HeadLimits { request_line: 64 * 1024, field_size: 64 * 1024, fields: 1000 };
+    let limits = HeadLimits { request_line: 64 * 1024, field_size: 64 * 1024, fields: 1000, head: usize::MAX };
     match parse_head(&text, &limits) {
         Ok(Some((h, _))) => Some(h),
         _ => None,

@@ -362,7 +362,7 @@ mod tests {
     fn combined_line() {
         let (head, _) = warren_http::parse_head(
             b"GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: cu\"rl\r\n\r\n",
-            &warren_http::HeadLimits { request_line: 100, field_size: 100, fields: 10 },
+            &warren_http::HeadLimits { request_line: 100, field_size: 100, fields: 10, head: 1000 },
         )
         .unwrap()
         .unwrap();

@@ -61,6 +61,9 @@ impl HeadScan {
             let line = &buf[self.line..end];
             self.searched = 0;
             let next = nl + 1;
+            if next > limits.head {
+                return Err(head_too_large(limits));
+            }
             match &self.request_line {
                 None => {
                     // RFC 9112 2.2: empty lines before the request line are ignored, a few.
@@ -100,6 +103,9 @@ impl HeadScan {
 
     /// A line without its end yet may already be too long.
     fn check_unfinished(&self, len: usize, limits: &HeadLimits) -> Result<(), HttpError> {
+        if self.line + len >= limits.head {
+            return Err(head_too_large(limits));
+        }
         if self.request_line.is_none() && len > limits.request_line + 1 {
             return Err(request_line_too_long(limits));
         }
@@ -114,6 +120,10 @@ fn request_line_too_long(limits: &HeadLimits) -> HttpError {
     HttpError::new(414, format!("request line longer than LimitRequestLine ({})", limits.request_line))
 }
 
+fn head_too_large(limits: &HeadLimits) -> HttpError {
+    HttpError::new(431, format!("request header section larger than LimitRequestHeadSize ({})", limits.head))
+}
+
 fn field_too_long(limits: &HeadLimits) -> HttpError {
     HttpError::new(431, format!("header field longer than LimitRequestFieldSize ({})", limits.field_size))
 }
@@ -123,7 +133,7 @@ mod tests {
     use super::*;
     use crate::request::{parse_head, parse_head_from};
 
-    const LIMITS: HeadLimits = HeadLimits { request_line: 64, field_size: 32, fields: 4 };
+    const LIMITS: HeadLimits = HeadLimits { request_line: 64, field_size: 32, fields: 4, head: 150 };
 
     /// A head fed `step` bytes at a time, the scan resumed each time, gets
     /// the verdict parse_head gives the same bytes at once: the same head
@@ -166,12 +176,32 @@ mod tests {
             b"BAD REQUEST\r\n\r\n".to_vec(),
             format!("GET / HTTP/1.1\r\nX: {}", "c".repeat(40)).into_bytes(),
             format!("GET /{}", "d".repeat(80)).into_bytes(),
+            // Over LimitRequestHeadSize (150) with every line inside its limits:
+            // complete, and still unfinished.
+            format!("GET /{} HTTP/1.1\r\nHost: a\r\n{}\r\n", "p".repeat(40), "X: 01234567890123456789012345678\r\n".repeat(3)).into_bytes(),
+            format!("GET /{} HTTP/1.1\r\nX: {}\r\nY: {}", "e".repeat(60), "f".repeat(30), "g".repeat(30)).into_bytes(),
         ];
         for case in &cases {
             for step in [1, 2, 3, 7, 1000] {
                 agree(case, step);
             }
         }
+    }
+
+    #[test]
+    fn the_whole_head_is_capped() {
+        // Every line inside its limit; the head is 129 bytes and the path.
+        let head = |path: usize| format!("GET /{} HTTP/1.1\r\nHost: a\r\n{}\r\n", "p".repeat(path), "X: 01234567890123456789012345678\r\n".repeat(3));
+        let e = parse_head(head(40).as_bytes(), &LIMITS).unwrap_err();
+        assert_eq!(e.status, 431);
+        assert!(e.reason.contains("LimitRequestHeadSize (150)"), "{}", e.reason);
+        // A head of exactly the cap is fine; a buffer that holds the cap
+        // without the head's end is not.
+        let exact = head(21);
+        assert_eq!(exact.len(), LIMITS.head);
+        assert!(parse_head(exact.as_bytes(), &LIMITS).unwrap().is_some());
+        let short = HeadLimits { head: exact.len() - 1, ..LIMITS };
+        assert_eq!(parse_head(&exact.as_bytes()[..exact.len() - 1], &short).unwrap_err().status, 431);
     }
 
     #[test]

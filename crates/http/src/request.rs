@@ -47,15 +47,10 @@ pub struct HeadLimits {
     pub request_line: usize,
     pub field_size: usize,
     pub fields: usize,
-}
-
-impl HeadLimits {
-    /// The longest head these limits allow: the request line and every
-    /// field at their limits, with line ends. More buffered without a
-    /// complete head is a 431.
-    pub fn max_head_len(&self) -> usize {
-        self.request_line + 2 + self.fields * (self.field_size + 2) + 2
-    }
+    /// LimitRequestHeadSize: the whole head, request line and fields. The
+    /// other three multiplied allow some 800 KB, a lot of memory for a
+    /// client to make a child hold per connection.
+    pub head: usize,
 }
 
 /// How the request body is framed.
@@ -354,7 +349,7 @@ pub fn valid_host(v: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    const LIMITS: HeadLimits = HeadLimits { request_line: 100, field_size: 100, fields: 10 };
+    const LIMITS: HeadLimits = HeadLimits { request_line: 100, field_size: 100, fields: 10, head: 1000 };
 
     fn status(raw: &str) -> u16 {
         match parse_head(raw.as_bytes(), &LIMITS) {

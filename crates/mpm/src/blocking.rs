@@ -151,10 +151,9 @@ impl<'a> Worker<'a> {
         self.nonblocking = true;
         let mut rbuf: Vec<u8> = Vec::new();
         let mut served = 0u32;
-        let max_head = self.limits.max_head_len();
         loop {
             self.slot.set(if served == 0 { State::Reading } else { State::KeepAlive });
-            let head = match self.read_head(&stream, &mut rbuf, served, max_head) {
+            let head = match self.read_head(&stream, &mut rbuf, served) {
                 Head::Request(h) => h,
                 Head::Done => return,
                 Head::Drained => {
@@ -247,7 +246,7 @@ impl<'a> Worker<'a> {
         false
     }
 
-    fn read_head(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, served: u32, max_head: usize) -> Head {
+    fn read_head(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, served: u32) -> Head {
         let idle_since = Instant::now();
         let idle_until = idle_since + if served == 0 { self.timeout } else { self.keep_alive_timeout };
         // Once a request has begun, all of its head must come within Timeout.
@@ -260,7 +259,6 @@ impl<'a> Worker<'a> {
                         rbuf.drain(..used);
                         return Head::Request(h);
                     }
-                    Ok(None) if rbuf.len() > max_head => return Head::Error(HttpError::new(431, "request header section too large")),
                     Ok(None) => {}
                     Err(e) => return Head::Error(e),
                 }

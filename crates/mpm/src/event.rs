@@ -99,7 +99,6 @@ pub struct EventLoop {
     /// connections hold no buffers.
     scratch_in: Vec<u8>,
     scratch_out: Vec<u8>,
-    max_head: usize,
     accepted: u64,
     max_connections: u64,
     stopping: bool,
@@ -140,7 +139,6 @@ impl EventLoop {
             epoll.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_SIGNAL))?;
         }
         let limits = head_limits(s);
-        let max_head = limits.max_head_len();
         let mut event_loop = EventLoop {
             pool_waits,
             logs: site.log_writers(),
@@ -159,7 +157,6 @@ impl EventLoop {
             limits,
             scratch_in: vec![0; READ_CHUNK],
             scratch_out: Vec::with_capacity(crate::exchange::INLINE_BODY as usize + 4096),
-            max_head,
             accepted: 0,
             stopping: false,
             stop,
@@ -395,13 +392,7 @@ impl EventLoop {
                                 self.start_request(slot, head);
                                 continue;
                             }
-                            Ok(None) => {
-                                if c.rbuf.len() > self.max_head {
-                                    let e = HttpError::new(431, "request header section too large");
-                                    self.protocol_error(slot, e);
-                                    continue;
-                                }
-                            }
+                            Ok(None) => {}
                             Err(e) => {
                                 self.protocol_error(slot, e);
                                 continue;

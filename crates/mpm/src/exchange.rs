@@ -28,9 +28,9 @@ use crate::scoreboard::WorkerSlot;
 /// leave in one write; larger ones go by sendfile.
 pub const INLINE_BODY: u64 = 32 * 1024;
 
-/// LimitRequestLine, LimitRequestFieldSize, LimitRequestFields.
+/// LimitRequestLine, LimitRequestFieldSize, LimitRequestFields, LimitRequestHeadSize.
 pub fn head_limits(s: &Settings) -> HeadLimits {
-    HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields }
+    HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields, head: s.limits.head }
 }
 
 /// KeepAlive, MaxKeepAliveRequests.

@@ -21,6 +21,7 @@ each_mpm!(
     slow_client_gets_408,
     keep_alive_timeout_closes,
     limits_from_config,
+    head_size_is_capped,
     bad_requests_are_logged,
     server_tokens,
     garbage_never_kills_a_child,
@@ -221,6 +222,35 @@ fn limits_from_config(mpm: &str) {
     let r = s.raw(b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n");
     assert!([400, 431].contains(&status_of(&r)));
     assert_eq!(status_of(&s.raw(b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n")), 200);
+}
+
+/// The whole head is capped (64 KB by default) whatever the other limits
+/// allow, whether it arrives at once or in pieces, and the refusal is logged
+/// with the client's address and the limit.
+fn head_size_is_capped(mpm: &str) {
+    // `n` fields of `size` bytes, each inside LimitRequestFieldSize.
+    let head = |n: usize, size: usize| {
+        let fields: String = (0..n).map(|i| format!("X-{i:02}: {}\r\n", "v".repeat(size - 7))).collect();
+        format!("GET /a.txt HTTP/1.1\r\nHost: a\r\n{fields}\r\n")
+    };
+    let s = Server::start(mpm, "");
+    // 99 fields of 6,000 bytes: inside LimitRequestFields too.
+    assert_eq!(status_of(&s.raw(head(99, 6000).as_bytes())), 431);
+    let log = s.wait_log("error.log", "LimitRequestHeadSize (65536)");
+    assert!(log.lines().any(|l| l.contains("LimitRequestHeadSize (65536)") && l.contains("[client 127.0.0.1:")), "{log}");
+    // The same head in 1,000-byte pieces.
+    let mut c = s.connect();
+    for piece in head(99, 6000).as_bytes().chunks(1000) {
+        if c.write_all(piece).is_err() {
+            break;
+        }
+    }
+    assert_eq!(status_of(&read_to_close(&mut c)), 431);
+    // Just under the cap is served.
+    assert_eq!(status_of(&s.raw(head(10, 6000).as_bytes())), 200);
+    let s = Server::start(mpm, "LimitRequestHeadSize 2000");
+    assert_eq!(status_of(&s.raw(head(30, 100).as_bytes())), 431);
+    assert_eq!(status_of(&s.raw(head(10, 100).as_bytes())), 200);
 }
 
 fn bad_requests_are_logged(mpm: &str) {
