@@ -293,6 +293,8 @@ impl EventLoop {
                     self.site.error_log.error(None, &format!("accept: {e}; raise the open files limit"));
                     break;
                 }
+                // The parent shut the socket down: it is stopping.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => break,
                 Err(_) => continue,
             };
             let laddr = self.listeners[which].addr;

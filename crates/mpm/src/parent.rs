@@ -746,6 +746,14 @@ impl Parent {
         for pid in pids {
             self.ask_to_stop(pid);
         }
+        // Stop listening at once, for every process sharing the sockets: a
+        // new client (or a load balancer's health check) is refused and goes
+        // elsewhere, rather than waiting in a queue that no child takes from
+        // until the children have finished. Stopping children no longer
+        // accept (an accept on a socket shut down fails, and they give up).
+        for l in &self.listeners {
+            let _ = socket2::SockRef::from(&l.socket).shutdown(std::net::Shutdown::Read);
+        }
         // Every child was asked to stop, so reaping replaces none of them.
         let deadline = wait.map(|w| Instant::now() + w);
         while !self.children.is_empty() && deadline.is_none_or(|d| Instant::now() < d) {

@@ -480,7 +480,13 @@ fn graceful_stop_finishes_requests(mpm: &str) {
     std::thread::sleep(Duration::from_millis(200));
     let out = Command::new(BIN).args(["-k", "graceful-stop", "-f"]).arg(&s.conf).output().unwrap();
     assert!(out.status.success());
-    std::thread::sleep(Duration::from_millis(300));
+    // New clients are refused at once (a load balancer sends them
+    // elsewhere) while the request in flight is still being served.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(("127.0.0.1", s.port)).is_ok() {
+        assert!(Instant::now() < deadline, "still accepting connections after graceful-stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     c.write_all(b"67890").unwrap();
     let answer = read_to_close(&mut c);
     assert_eq!(status_of(&answer), 405);

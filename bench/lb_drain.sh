@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Requests lost when one of two warren servers behind HAProxy (Debian's) is
+# stopped gracefully, the drain a load balancer expects: wrk keeps 50
+# keep-alive connections busy through HAProxy (round robin, health checks,
+# `option redispatch`, `retries 3`) on a static file, then on a PHP script
+# (warren's own pool of php-cgi), while `warren -k graceful-stop` stops one
+# server. Prints wrk's socket errors and non-2xx answers for each MPM
+# (target: 0 and 0). Loopback only; about 8 s per MPM and URL.
+# Usage: bench/lb_drain.sh [WARREN_BINARY]   (default: target/release/warren)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(realpath -m "${1:-target/release/warren}")
+[ -x "$BIN" ] || cargo build --release --locked
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v php-cgi >/dev/null || need+=(php-cgi)
+command -v haproxy >/dev/null || need+=(haproxy)
+command -v curl >/dev/null || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; fi
+PORT=${PORT:-18095}
+A=$((PORT + 1)); B=$((PORT + 2))
+D=$(mktemp -d /tmp/warren-lb.XXXX)
+trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
+mkdir -p "$D/htdocs"; echo hello > "$D/htdocs/a.txt"
+echo '<?php echo "hello\n";' > "$D/htdocs/hello.php"
+chmod -R a+rX "$D"
+cat > "$D/haproxy.cfg" <<CONF
+global
+    maxconn 1000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    option redispatch
+    retries 3
+    retry-on conn-failure empty-response response-timeout
+frontend web
+    bind 127.0.0.1:$PORT
+    default_backend warren
+backend warren
+    balance roundrobin
+    option httpchk GET /a.txt
+    server a 127.0.0.1:$A check inter 500ms
+    server b 127.0.0.1:$B check inter 500ms
+CONF
+start_warren() { # MPM PORT NAME
+    cat > "$D/$3.conf" <<CONF
+LoadModule mpm_$1_module x
+Listen 127.0.0.1:$2
+ServerRoot $D
+DocumentRoot htdocs
+PidFile $3.pid
+ErrorLog $3.error.log
+User nobody
+Group nogroup
+GracefulShutdownTimeout 10
+<Pool php>
+    Command php-cgi
+    pm static
+    pm.max_children 4
+</Pool>
+<FilesMatch "\.php$">
+    SetHandler pool:php
+</FilesMatch>
+CONF
+    "$BIN" -f "$D/$3.conf" &
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$2/hello.php" >/dev/null && return; sleep 0.1; done
+}
+for MPM in ${MPMS:-event worker prefork}; do
+    for URL in /a.txt /hello.php; do
+        start_warren "$MPM" "$A" a; start_warren "$MPM" "$B" b
+        haproxy -f "$D/haproxy.cfg" -db > "$D/haproxy.log" 2>&1 & H=$!
+        for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT$URL" >/dev/null && break; sleep 0.1; done
+        sleep 1
+        wrk -t2 -c50 -d8s "http://127.0.0.1:$PORT$URL" > "$D/wrk.out" & W=$!
+        sleep 3
+        "$BIN" -f "$D/a.conf" -k graceful-stop
+        wait $W
+        errors=$(awk '/Socket errors/ {gsub(",", ""); print "connect " $4 " read " $6 " write " $8 " timeout " $10}' "$D/wrk.out")
+        non2xx=$(awk '/Non-2xx/ {print $NF}' "$D/wrk.out")
+        total=$(awk '/requests in/ {print $1}' "$D/wrk.out")
+        down=$(grep -c "is DOWN" "$D/haproxy.log" || true)
+        echo "$MPM $URL: $total requests, socket errors: ${errors:-none}, non-2xx: ${non2xx:-0}; HAProxy saw a server go down: $down"
+        kill $H; wait $H 2>/dev/null || true
+        "$BIN" -f "$D/b.conf" -k stop
+        for _ in $(seq 100); do [ -f "$D/a.pid" ] || [ -f "$D/b.pid" ] || break; sleep 0.1; done
+        sleep 0.5
+    done
+done
