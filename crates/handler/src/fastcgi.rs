@@ -13,11 +13,9 @@
 //! application that dies mid-body makes the MPM close the connection rather
 //! than end the body as if complete.
 
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -29,13 +27,11 @@ use warren_fcgi::{Client, ProtocolStatus, RecordReader};
 use warren_http::{HttpError, RequestHead};
 
 use crate::logs::{strip_port, ErrorLog};
+use crate::spool::{Spool, Spooled};
 use crate::{internal_redirect, path, Body, BodySource, ConnInfo, HeaderName, Outcome, RequestBody, Response, Site};
 
 /// A response header block larger than this is refused with 502.
 pub const MAX_HEADER_BLOCK: usize = 64 * 1024;
-/// A chunked request body up to this size is spooled in memory, beyond it
-/// in an unlinked temporary file.
-const SPOOL_IN_MEMORY: usize = 64 * 1024;
 /// Internal redirects (a local `Location:`) followed for one request.
 const MAX_REDIRECTS: u8 = 10;
 /// The I/O buffers of an exchange, on the stack: heap buffers this size,
@@ -257,14 +253,6 @@ impl GatewayError {
     }
 }
 
-/// The request body as the application will get it.
-enum Spooled {
-    None,
-    /// Read from the client while it is sent (Content-Length known).
-    Streamed(u64),
-    Memory(Vec<u8>),
-    File(File, u64),
-}
 
 impl Site {
     /// The plan for running `target` on `backend`.
@@ -354,7 +342,7 @@ impl Site {
 
     /// Runs a FastCGI request: the body to the application, its answer back.
     pub fn run_gateway(&self, gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
-        let body: &mut dyn RequestBody = if gw.error_status.is_some() {
+        let body: &mut dyn RequestBody = if !gw.takes_body() {
             // An error document is a GET: the client's body is not its to
             // read. Read and dropped, as Apache does, so the connection can
             // go on (or, if that fails, the MPM closes it).
@@ -363,7 +351,7 @@ impl Site {
         } else {
             body
         };
-        let answer = spool(body).map_err(Failed::Client).and_then(|spooled| self.exchange(&gw, conn, body, spooled));
+        let answer = spool(body).map_err(Failed::Client).and_then(|spooled| self.exchange(&gw, conn, spooled));
         let failed = match answer {
             Ok(Answer::Response(r)) => return r,
             Ok(Answer::Redirect(location)) => return self.internal_redirect(&gw, head, conn, &location),
@@ -388,7 +376,7 @@ impl Site {
         }
     }
 
-    fn exchange(&self, gw: &Gateway, conn: &ConnInfo, body: &mut dyn RequestBody, mut spooled: Spooled) -> Result<Answer, Failed> {
+    fn exchange(&self, gw: &Gateway, conn: &ConnInfo, mut spooled: Spooled) -> Result<Answer, Failed> {
         // A pool's child is leased for the whole exchange, answer included.
         let mut lease = None;
         let leased_addr;
@@ -402,11 +390,7 @@ impl Site {
             }
             a => a,
         };
-        let content_length = match &spooled {
-            Spooled::None => None,
-            Spooled::Streamed(n) | Spooled::File(_, n) => Some(*n),
-            Spooled::Memory(b) => Some(b.len() as u64),
-        };
+        let content_length = (!matches!(spooled, Spooled::None)).then(|| spooled.len());
         let mut params: Vec<(&[u8], &[u8])> = gw.params.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())).collect();
         let len_text = content_length.map(|n| n.to_string());
         if let Some(t) = &len_text {
@@ -443,7 +427,7 @@ impl Site {
         // On the heap, and only for a body: a worker thread's stack keeps
         // every page it ever touched.
         let mut buf = match &spooled {
-            Spooled::File(..) | Spooled::Streamed(_) => vec![0u8; IO_BUF],
+            Spooled::File(..) => vec![0u8; IO_BUF],
             Spooled::None | Spooled::Memory(_) => Vec::new(),
         };
         match &mut spooled {
@@ -453,16 +437,6 @@ impl Site {
                 let n = f.read(&mut buf).map_err(|e| Failed::Client(HttpError::new(500, format!("reading the spooled request body: {e}"))))?;
                 if n == 0 || client.stdin(&buf[..n]).is_err() {
                     send_failed = n != 0;
-                    break;
-                }
-            },
-            Spooled::Streamed(_) => loop {
-                let n = body.read(&mut buf).map_err(Failed::Client)?;
-                if n == 0 {
-                    break;
-                }
-                if client.stdin(&buf[..n]).is_err() {
-                    send_failed = true;
                     break;
                 }
             },
@@ -592,12 +566,29 @@ impl Site {
 }
 
 impl Gateway {
-    /// The whole request for a request without a body, as one write; the
-    /// connection is not kept.
-    pub fn request_without_body(&self) -> Vec<u8> {
-        let params: Vec<(&[u8], &[u8])> = self.params.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())).collect();
-        let mut out = Vec::with_capacity(1024);
-        warren_fcgi::client::encode_begin(&mut out, 1, &params, false, true);
+    /// Whether the application is to get the client's request body: an
+    /// error document (a GET standing in for the request) does not.
+    pub fn takes_body(&self) -> bool {
+        self.error_status.is_none()
+    }
+
+    /// The whole request, body included, as one write; the connection is
+    /// not kept.
+    pub fn whole_request(&self, body: Option<&[u8]>) -> Vec<u8> {
+        let body = body.filter(|_| self.takes_body());
+        let mut params: Vec<(&[u8], &[u8])> = self.params.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())).collect();
+        let length = body.map(|b| b.len().to_string());
+        if let Some(n) = &length {
+            params.push((b"CONTENT_LENGTH", n.as_bytes()));
+        }
+        let mut out = Vec::with_capacity(1024 + body.map_or(0, <[u8]>::len));
+        warren_fcgi::client::encode_begin(&mut out, 1, &params, false, body.is_none());
+        if let Some(b) = body {
+            if !b.is_empty() {
+                warren_fcgi::record::write_stream(&mut out, warren_fcgi::record::RecordType::Stdin, 1, b);
+            }
+            warren_fcgi::record::write_record(&mut out, warren_fcgi::record::RecordType::Stdin, 1, &[]);
+        }
         out
     }
 
@@ -688,53 +679,29 @@ impl RequestBody for NoBody {
     }
 }
 
-/// A chunked body is read whole first (the application needs its length),
-/// in memory when small, else in an unlinked temporary file.
+/// The whole body, read before the application is given the request (see
+/// `spool`), unless the MPM has read it already.
 fn spool(body: &mut dyn RequestBody) -> Result<Spooled, HttpError> {
+    if let Some(whole) = body.take_spooled() {
+        return Ok(whole);
+    }
     if !body.present() {
         return Ok(Spooled::None);
     }
-    if let Some(n) = body.length() {
-        return Ok(Spooled::Streamed(n));
-    }
-    let mut mem = Vec::new();
+    let mut spool = Spool::default();
     let mut buf = vec![0u8; IO_BUF];
-    let mut file: Option<File> = None;
-    let mut total = 0u64;
     loop {
         let n = body.read(&mut buf)?;
         if n == 0 {
             break;
         }
-        total += n as u64;
-        match &mut file {
-            Some(f) => f.write_all(&buf[..n]).map_err(spool_error)?,
-            None if mem.len() + n <= SPOOL_IN_MEMORY => mem.extend_from_slice(&buf[..n]),
-            None => {
-                let mut f = temp_file().map_err(spool_error)?;
-                f.write_all(&mem).map_err(spool_error)?;
-                f.write_all(&buf[..n]).map_err(spool_error)?;
-                mem = Vec::new();
-                file = Some(f);
-            }
-        }
+        spool.push(&buf[..n]).map_err(spool_error)?;
     }
-    match file {
-        Some(mut f) => {
-            f.seek(SeekFrom::Start(0)).map_err(spool_error)?;
-            Ok(Spooled::File(f, total))
-        }
-        None => Ok(Spooled::Memory(mem)),
-    }
+    spool.finish().map_err(spool_error)
 }
 
-fn spool_error(e: io::Error) -> HttpError {
+pub fn spool_error(e: io::Error) -> HttpError {
     HttpError::new(500, format!("cannot spool the request body to a temporary file: {e}"))
-}
-
-/// A file with no name, gone when closed.
-fn temp_file() -> io::Result<File> {
-    std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC).mode(0o600).open(std::env::temp_dir())
 }
 
 fn log_stderr(log: &ErrorLog, peer: std::net::SocketAddr, script: &str, text: &[u8]) {

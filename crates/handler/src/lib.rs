@@ -12,9 +12,11 @@
 //! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`), to php-fpm or the
 //!   like or to one of warren's own pools ([`fastcgi::PoolDispatch`]): run on
 //!   a thread that owns the connection for its duration, reading the request
-//!   body through [`RequestBody`] and answering with a [`Body::Stream`] that
-//!   the MPM sends as the application writes it; or, without a body, relayed
-//!   by the event loop with the sans-IO [`fastcgi::ResponseReader`].
+//!   body through [`RequestBody`] (whole, into a [`spool::Spool`], before the
+//!   application is given the request) and answering with a [`Body::Stream`]
+//!   that the MPM sends as the application writes it; or, without a body or
+//!   with one the event loop has read whole, relayed by the event loop with
+//!   the sans-IO [`fastcgi::ResponseReader`].
 //!
 //! A [`Response`] is a plan: status, headers and a [`Body`] that may be bytes
 //! or ranges of an open file, so each MPM does the I/O its own way (blocking
@@ -28,7 +30,8 @@
 //! files, directory indexes and scripts opened with every link on the way
 //! checked), `listing`
 //! (Options Indexes), `path` (decoding and normalising URL paths), `mime`,
-//! `logs` (error and access logs), `status` (server-status).
+//! `logs` (error and access logs), `status` (server-status), `spool` (request
+//! bodies held whole before the application gets them).
 
 pub mod errors;
 pub mod fastcgi;
@@ -38,6 +41,7 @@ pub mod listing;
 pub mod logs;
 pub mod mime;
 pub mod path;
+pub mod spool;
 pub mod pool_status;
 pub mod router;
 pub mod static_files;
@@ -98,6 +102,11 @@ pub trait RequestBody {
     fn present(&self) -> bool;
     /// Decoded body bytes; Ok(0) at its end. The error is the answer to give.
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, warren_http::HttpError>;
+    /// The whole body, when the MPM has already read it (the event loop
+    /// does, so that a slow client costs no thread).
+    fn take_spooled(&mut self) -> Option<spool::Spooled> {
+        None
+    }
 }
 
 impl Body {

@@ -185,7 +185,7 @@ impl<'a> Worker<'a> {
             let resp = match outcome {
                 Outcome::Gateway(gw) => {
                     self.before_wait();
-                    let sent = gateway::serve(self.site, &stream, &info, &mut rbuf, &mut ex, gw, self.timeout, &mut self.date, &mut self.scratch);
+                    let sent = gateway::serve(self.site, &stream, &info, &mut rbuf, &mut ex, (gw, None), self.timeout, &mut self.date, &mut self.scratch);
                     if !self.after_response(&stream, &info, &mut ex, sent, served) {
                         return;
                     }

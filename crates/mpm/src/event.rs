@@ -20,6 +20,7 @@ use warren_config::LogLevel;
 use warren_handler::router::LogWriters;
 use warren_config::FcgiAddr;
 use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
+use warren_handler::spool::{Spool, Spooled};
 use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head_from, BodyDecoder, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, Phase, RequestHead};
 
@@ -79,6 +80,10 @@ struct Conn {
     upstream: Option<Box<Upstream>>,
     /// A pool request parked until one of the pool's children is free.
     parked: Option<Box<Gateway>>,
+    /// A FastCGI request's body as it arrives, and once it is whole: the
+    /// application is given the request only then.
+    spool: Option<Spool>,
+    body: Option<Spooled>,
 }
 
 pub struct EventLoop {
@@ -321,6 +326,8 @@ impl EventLoop {
                 pending: None,
                 upstream: None,
                 parked: None,
+                spool: None,
+                body: None,
             };
             let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
             if self.epoll.add(&conn.stream, EpollEvent::new(flags, slot as u64)).is_err() {
@@ -415,7 +422,14 @@ impl EventLoop {
                     let req = c.req.as_mut().expect("request in flight");
                     let dec = req.decoder.as_mut().expect("decoder");
                     let limit = req.body_limit;
-                    match dec.feed(&c.rbuf, &mut |_| {}) {
+                    // A FastCGI request's body is kept; any other is dropped.
+                    let mut spool_failed = None;
+                    let fed = dec.feed(&c.rbuf, &mut |d| {
+                        if let Some(s) = c.spool.as_mut().filter(|_| spool_failed.is_none()) {
+                            spool_failed = s.push(d).err();
+                        }
+                    });
+                    match fed {
                         Ok(used) => {
                             c.rbuf.drain(..used);
                             req.bytes_received += used as u64;
@@ -424,6 +438,10 @@ impl EventLoop {
                             self.body_error(slot, e);
                             continue;
                         }
+                    }
+                    if let Some(e) = spool_failed {
+                        self.body_error(slot, warren_handler::fastcgi::spool_error(e));
+                        continue;
                     }
                     let dec = req.decoder.as_ref().expect("decoder");
                     if dec.received > limit {
@@ -478,9 +496,10 @@ impl EventLoop {
         }
     }
 
-    /// A request head has arrived: route it at once. A FastCGI request takes
-    /// the connection to a worker thread, body and all; any other answer
-    /// waits for the body to be read and discarded.
+    /// A request head has arrived: route it at once. A FastCGI request
+    /// without a body goes to its application now; with one, once the loop
+    /// has read the body whole (a slow client holds no thread and no pool
+    /// child). Any other answer waits for the body to be read and dropped.
     fn start_request(&mut self, slot: usize, head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
         c.served += 1;
@@ -508,21 +527,14 @@ impl EventLoop {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head_ref, &info)))
             .unwrap_or_else(|_| Outcome::Ready(panic_response(site, head_ref, &info)));
         c.req = Some(req);
-        if let Outcome::Gateway(gw) = outcome {
-            // Without a body the loop relays it; with one, a worker thread
-            // streams the body to the application.
-            if framing == BodyFraming::None {
-                self.proxy(slot, gw);
-            } else {
-                self.lend(slot, gw);
-            }
-            return;
-        }
         if framing == BodyFraming::None {
             self.settle(slot, outcome);
             return;
         }
         let c = self.conns[slot].as_mut().expect("conn");
+        if matches!(&outcome, Outcome::Gateway(gw) if gw.takes_body()) {
+            c.spool = Some(Spool::default());
+        }
         c.pending = Some(outcome);
         let req = c.req.as_mut().expect("req");
         if req.head.as_ref().expect("head").expect_continue {
@@ -546,7 +558,7 @@ impl EventLoop {
             }
         };
         let exchange = c.req.take().expect("request in flight");
-        let job = GatewayJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway };
+        let job = GatewayJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway, body: c.body.take() };
         c.waiting_worker = true;
         c.deadline = Instant::now() + Duration::from_secs(3600);
         self.pool.submit(slot, c.generation, Job::Gateway(Box::new(job)));
@@ -556,6 +568,15 @@ impl EventLoop {
     fn dispatch(&mut self, slot: usize) {
         let c = self.conns[slot].as_mut().expect("conn");
         let Some(outcome) = c.pending.take() else { return };
+        if let Some(spool) = c.spool.take() {
+            match spool.finish() {
+                Ok(body) => c.body = Some(body),
+                Err(e) => {
+                    self.body_error(slot, warren_handler::fastcgi::spool_error(e));
+                    return;
+                }
+            }
+        }
         self.settle(slot, outcome);
     }
 
@@ -568,7 +589,6 @@ impl EventLoop {
                 c.deadline = Instant::now() + Duration::from_secs(3600);
                 self.pool.submit(slot, c.generation, Job::Respond(work));
             }
-            // Only an internal redirect (a GET) gets here with a gateway.
             Outcome::Gateway(gw) => self.proxy(slot, gw),
         }
     }
@@ -577,9 +597,17 @@ impl EventLoop {
     /// worker thread when the loop cannot do it without blocking.
     fn proxy(&mut self, slot: usize, gw: Box<Gateway>) {
         let c = self.conns[slot].as_mut().expect("conn");
+        if matches!(c.body, Some(Spooled::File(..))) {
+            // Sending a file may block: a worker thread's job.
+            self.lend(slot, gw);
+            return;
+        }
         let reader = self.site.response_reader(&gw, &c.info);
-        match Upstream::start(gw, reader, self.site.pools.get(), &self.half_close) {
-            Ok(up) => self.attach(slot, up),
+        match Upstream::start(gw, memory_body(&c.body), reader, self.site.pools.get(), &self.half_close) {
+            Ok(up) => {
+                c.body = None;
+                self.attach(slot, up);
+            }
             Err((gw, NotHere::UseWorker)) => match (&gw.backend.addr, self.site.pools.get()) {
                 // A pool with no idle child: the request waits on the loop.
                 (FcgiAddr::Pool(name), Some(d)) => match d.join_queue(name) {
@@ -670,7 +698,7 @@ impl EventLoop {
             let gw = c.parked.take().expect("parked");
             let timed_out = p.deadline <= now;
             let reader = self.site.response_reader(&gw, &c.info);
-            let started = if timed_out { Err((gw, NotHere::UseWorker)) } else { Upstream::start(gw, reader, Some(&d), &self.half_close) };
+            let started = if timed_out { Err((gw, NotHere::UseWorker)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.half_close) };
             if let Err((gw, NotHere::UseWorker)) = started {
                 if !timed_out {
                     // Still none free: the rest of this pool's queue waits too.
@@ -694,7 +722,10 @@ impl EventLoop {
             // Events that came while parked were set aside.
             c.readable = true;
             match started {
-                Ok(up) => self.attach(slot, up),
+                Ok(up) => {
+                    c.body = None;
+                    self.attach(slot, up);
+                }
                 Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
                 Err((_, NotHere::UseWorker)) => unreachable!("handled above"),
             }
@@ -940,6 +971,7 @@ impl EventLoop {
         c.rbuf.clear();
         c.scan = HeadScan::default();
         c.pending = None;
+        c.spool = None;
         self.respond(slot, resp);
     }
 
@@ -957,6 +989,7 @@ impl EventLoop {
     fn finish_response(&mut self, slot: usize) -> bool {
         let c = self.conns[slot].as_mut().expect("conn");
         let Some(req) = c.req.take() else { return true };
+        c.body = None;
         req.log(&mut self.logs, &self.site, &c.info, c.served, false);
         // The loop's requests are counted on the child's first worker slot.
         self.sb.worker(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
@@ -1055,6 +1088,15 @@ enum Relay {
     Whole(Response),
     /// The answer has been relayed and written.
     Done,
+}
+
+/// A body the loop has read whole and kept in memory, for the request it
+/// sends itself; None without a body.
+fn memory_body(body: &Option<Spooled>) -> Option<&[u8]> {
+    match body {
+        Some(Spooled::Memory(b)) => Some(b),
+        Some(Spooled::None | Spooled::File(..)) | None => None,
+    }
 }
 
 /// Frames a piece of a relayed body and queues it for the client.

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use nix::poll::PollFlags;
 use warren_handler::fastcgi::Gateway;
+use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, RequestBody, Site};
 use warren_http::{BodyDecoder, BodyFraming, DateCache, HttpError, RequestHead};
 
@@ -44,6 +45,8 @@ pub struct ClientBody<'a> {
     expect_continue: bool,
     /// Bytes taken from the connection, framing included (for `%I`).
     pub wire_bytes: u64,
+    /// The whole body, read already by the event loop.
+    spooled: Option<Spooled>,
 }
 
 impl<'a> ClientBody<'a> {
@@ -53,7 +56,12 @@ impl<'a> ClientBody<'a> {
             BodyFraming::Length(n) => (Some(BodyDecoder::new(head.framing)), Some(n)),
             BodyFraming::Chunked => (Some(BodyDecoder::new(head.framing)), None),
         };
-        ClientBody { stream, rbuf, decoder, length, limit, timeout, expect_continue: head.expect_continue, wire_bytes: 0 }
+        ClientBody { stream, rbuf, decoder, length, limit, timeout, expect_continue: head.expect_continue, wire_bytes: 0, spooled: None }
+    }
+
+    /// A body the event loop has read whole: nothing is read from the connection.
+    fn already_read(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, body: Spooled, timeout: Duration) -> ClientBody<'a> {
+        ClientBody { stream, rbuf, decoder: None, length: Some(body.len()), limit: u64::MAX, timeout, expect_continue: false, wire_bytes: 0, spooled: Some(body) }
     }
 
     /// Whether all of the body has been taken off the connection.
@@ -68,7 +76,11 @@ impl RequestBody for ClientBody<'_> {
     }
 
     fn present(&self) -> bool {
-        self.decoder.is_some()
+        self.decoder.is_some() || self.spooled.is_some()
+    }
+
+    fn take_spooled(&mut self) -> Option<Spooled> {
+        self.spooled.take()
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
@@ -126,14 +138,17 @@ pub fn serve(
     info: &ConnInfo,
     rbuf: &mut Vec<u8>,
     ex: &mut Exchange,
-    gw: Box<Gateway>,
+    (gw, spooled): (Box<Gateway>, Option<Spooled>),
     timeout: Duration,
     date: &mut DateCache,
     scratch: &mut Vec<u8>,
 ) -> bool {
     let (resp, wire_bytes, finished) = {
         let head = ex.head.as_ref().expect("a gateway request has a head");
-        let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, timeout);
+        let mut body = match spooled {
+            Some(s) => ClientBody::already_read(stream, rbuf, s, timeout),
+            None => ClientBody::new(stream, rbuf, head, ex.body_limit, timeout),
+        };
         let resp = catch_unwind(AssertUnwindSafe(|| site.run_gateway(gw, head, info, &mut body))).unwrap_or_else(|_| panic_response(site, head, info));
         (resp, body.wire_bytes, body.finished())
     };

@@ -13,6 +13,7 @@ use std::net::TcpStream;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use warren_handler::fastcgi::Gateway;
+use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, Response, Site};
 use warren_http::DateCache;
 
@@ -37,6 +38,8 @@ pub struct GatewayJob {
     pub rbuf: Vec<u8>,
     pub exchange: Exchange,
     pub gateway: Box<Gateway>,
+    /// The request body, when the loop has read it whole.
+    pub body: Option<Spooled>,
 }
 
 pub enum Outcome {
@@ -97,7 +100,7 @@ impl WorkerPool {
                             Job::Gateway(mut g) => {
                                 g.exchange.note_start(ws, &site, &g.info);
                                 let timeout = site.settings.timeout;
-                                let sent = gateway::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, g.gateway, timeout, &mut date, &mut scratch);
+                                let sent = gateway::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), timeout, &mut date, &mut scratch);
                                 Outcome::Gateway { rbuf: g.rbuf, exchange: Box::new(g.exchange), sent }
                             }
                         };

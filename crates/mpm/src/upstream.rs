@@ -1,11 +1,12 @@
-//! The event loop's side of a FastCGI exchange for a request without a
-//! body: a non-blocking connection to the application, the request as one
-//! write, and the answer read as it comes (a [`ResponseReader`]) and
-//! relayed to the client with write completion; for warren's own pools, a
-//! child that is idle now. Nothing here blocks; a request with a body, a
-//! kept backend connection (`enablereuse`), a backend named by host name, a
-//! unix socket whose backlog is full, or a pool with no idle child goes to
-//! a worker thread instead (`gateway`).
+//! The event loop's side of a FastCGI exchange for a request without a body
+//! or with a small one the loop has read whole: a non-blocking connection to
+//! the application, the request as one write, and the answer read as it
+//! comes (a [`ResponseReader`]) and relayed to the client with write
+//! completion; for warren's own pools, a child that is idle now. Nothing
+//! here blocks; a body spooled to a file, a kept backend connection
+//! (`enablereuse`), a backend named by host name, a unix socket whose
+//! backlog is full, or a pool with no idle child goes to a worker thread
+//! instead (`gateway`).
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -114,8 +115,16 @@ pub enum NotHere {
 }
 
 impl Upstream {
-    /// Connects without blocking and prepares the request.
-    pub fn start(gateway: Box<Gateway>, reader: ResponseReader, pools: Option<&Arc<dyn PoolDispatch>>, half_close: &HalfClose) -> Result<Upstream, (Box<Gateway>, NotHere)> {
+    /// Connects without blocking and prepares the request, with its body
+    /// when it has one (read whole by the loop, and small: a larger one is
+    /// in a file, which a worker thread sends).
+    pub fn start(
+        gateway: Box<Gateway>,
+        body: Option<&[u8]>,
+        reader: ResponseReader,
+        pools: Option<&Arc<dyn PoolDispatch>>,
+        half_close: &HalfClose,
+    ) -> Result<Upstream, (Box<Gateway>, NotHere)> {
         if gateway.backend.reuse {
             return Err((gateway, NotHere::UseWorker));
         }
@@ -137,7 +146,7 @@ impl Upstream {
             Ok(x) => x,
             Err(e) => return Err((gateway, e)),
         };
-        let request = gateway.request_without_body();
+        let request = gateway.whole_request(body);
         let half_close = half_close.allowed(&gateway.backend.addr);
         // Nothing can be read before the request is sent: the first read
         // waits for the edge that says the answer has come.
