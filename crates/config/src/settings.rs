@@ -289,6 +289,12 @@ pub struct FcgiBackend {
     pub reuse: bool,
     /// `timeout=N` on the ProxyPass line; else ProxyTimeout.
     pub timeout: Option<Duration>,
+    /// `flushpackets=on` (or `auto`): the answer goes to the client as the
+    /// application writes it, at the client's pace. Off by default: the
+    /// answer is read at the application's pace, whatever does not fit the
+    /// client's socket held in memory and then a temporary file, so that a
+    /// slow client never holds the application.
+    pub flush_packets: bool,
 }
 
 /// `ProxyFCGIBackendType`: FPM (php-fpm splits PATH_INFO off a
@@ -961,13 +967,20 @@ impl Builder {
             "sethandler" => match a.as_slice() {
                 [h] if h.eq_ignore_ascii_case("none") => dir.handler = Some(None),
                 [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some(Handler::ServerStatus)),
-                [h] if h.starts_with("pool:") && h.len() > 5 => {
-                    self.pool_refs.push((h[5..].to_string(), d.origin.clone()));
-                    dir.handler = Some(Some(Handler::Pool(h[5..].to_string())));
-                }
-                [h] if h.starts_with("proxy:") => match parse_fcgi_url(&h["proxy:".len()..]) {
-                    Ok((addr, _)) => dir.handler = Some(Some(Handler::FastCgi(FcgiBackend { addr, reuse: false, timeout: None }))),
+                [h, opts @ ..] if h.starts_with("pool:") && h.len() > 5 => match flush_packets_option(opts) {
+                    Ok(flush) => {
+                        self.pool_refs.push((h[5..].to_string(), d.origin.clone()));
+                        let name = h[5..].to_string();
+                        dir.handler = Some(Some(match flush {
+                            false => Handler::Pool(name),
+                            true => Handler::FastCgi(FcgiBackend { addr: FcgiAddr::Pool(name), reuse: false, timeout: None, flush_packets: true }),
+                        }));
+                    }
                     Err(m) => self.error(&d.origin, format!("SetHandler {h}: {m}")),
+                },
+                [h, opts @ ..] if h.starts_with("proxy:") => match (parse_fcgi_url(&h["proxy:".len()..]), flush_packets_option(opts)) {
+                    (Ok((addr, _)), Ok(flush_packets)) => dir.handler = Some(Some(Handler::FastCgi(FcgiBackend { addr, reuse: false, timeout: None, flush_packets }))),
+                    (Err(m), _) | (_, Err(m)) => self.error(&d.origin, format!("SetHandler {h}: {m}")),
                 },
                 [h] => self.error(&d.origin, format!("SetHandler {h}: unknown handler (known: server-status, proxy:unix:/path|fcgi://localhost, proxy:fcgi://host:port, pool:NAME, None)")),
                 _ => self.error(&d.origin, "SetHandler takes one handler name"),
@@ -1441,7 +1454,7 @@ fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
         return Ok(ProxyRoute { pattern, target: None, origin: d.origin.clone() });
     }
     let (addr, path) = parse_fcgi_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
-    let mut backend = FcgiBackend { addr, reuse: false, timeout: None };
+    let mut backend = FcgiBackend { addr, reuse: false, timeout: None, flush_packets: false };
     for kv in keys {
         match kv.split_once('=').map(|(k, v)| (k.to_ascii_lowercase(), v)) {
             Some((k, v)) if k == "enablereuse" || k == "disablereuse" => {
@@ -1456,10 +1469,33 @@ fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
                 Ok(n) if n > 0 => backend.timeout = Some(Duration::from_secs(n)),
                 _ => return Err(format!("{}: timeout={v} is not a positive number of seconds", d.name)),
             },
-            _ => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout)", d.name)),
+            Some((k, v)) if k == "flushpackets" => backend.flush_packets = flush_packets_value(v).map_err(|m| format!("{}: {m}", d.name))?,
+            _ => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, flushpackets)", d.name)),
         }
     }
     Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend, path }), origin: d.origin.clone() })
+}
+
+/// `flushpackets=on|auto|off`, as mod_proxy's key.
+fn flush_packets_value(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "auto" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("flushpackets={v}: takes on, auto or off")),
+    }
+}
+
+/// What may follow a FastCGI handler on a SetHandler line: `flushpackets=`
+/// (warren's; Apache sets it with ProxyPass or ProxySet).
+fn flush_packets_option(opts: &[String]) -> Result<bool, String> {
+    match opts {
+        [] => Ok(false),
+        [kv] => match kv.split_once('=') {
+            Some((k, v)) if k.eq_ignore_ascii_case("flushpackets") => flush_packets_value(v),
+            _ => Err(format!("unsupported option {kv} (supported: flushpackets)")),
+        },
+        _ => Err("takes one handler name and at most flushpackets=on|off".to_string()),
+    }
 }
 
 fn parse_listen(addr: &str) -> Result<SocketAddr, String> {

@@ -178,14 +178,14 @@ ProxyPass "/app/" "unix:/run/app.sock|fcgi://localhost/srv/app/"
     let s = l.settings.unwrap();
     assert_eq!(s.main.proxy_timeout, Some(std::time::Duration::from_secs(7)));
     let php = &s.main.sections[0].config;
-    let want = FcgiBackend { addr: FcgiAddr::Unix("/run/php/php8.2-fpm.sock".into()), reuse: false, timeout: None };
+    let want = FcgiBackend { addr: FcgiAddr::Unix("/run/php/php8.2-fpm.sock".into()), reuse: false, timeout: None, flush_packets: false };
     assert_eq!(php.handler, Some(Some(Handler::FastCgi(want))));
     assert_eq!(php.accept_path_info, Some(Some(false)));
     assert_eq!(s.main.sections[1].config.fcgi_backend_type, Some(FcgiBackendType::Generic));
     let routes = &s.main.proxy_routes;
     assert_eq!(routes.len(), 3);
     let t = routes[0].target.as_ref().unwrap();
-    assert_eq!(t.backend, FcgiBackend { addr: FcgiAddr::Tcp { host: "127.0.0.1".into(), port: 9000 }, reuse: true, timeout: Some(std::time::Duration::from_secs(3)) });
+    assert_eq!(t.backend, FcgiBackend { addr: FcgiAddr::Tcp { host: "127.0.0.1".into(), port: 9000 }, reuse: true, timeout: Some(std::time::Duration::from_secs(3)), flush_packets: false });
     assert_eq!(t.path, "/var/www/html/$1");
     assert!(routes[1].target.is_none());
     assert_eq!(routes[2].target.as_ref().unwrap().path, "/srv/app/");

@@ -474,6 +474,7 @@ impl Site {
         let mut r = gw.response(&mut head);
         // What has already arrived may be the whole answer: then it goes
         // with a Content-Length, in one write with the head.
+        let read_ahead = gw.buffers(&head);
         let mut body = head.first_body;
         let mut complete = false;
         while let Some(piece) = reader.next_piece().map_err(Failed::Backend)? {
@@ -497,7 +498,7 @@ impl Site {
             }
             r.body = Body::Bytes(body);
         } else {
-            let source = FcgiOutput { stream: Some(stream), reader, first: Some(body), addr: addr.clone(), pool, lease };
+            let source = FcgiOutput { stream: Some(stream), reader, first: Some(body), addr: addr.clone(), pool, lease, read_ahead };
             r.body = Body::Stream { source: Box::new(source), len: head.content_length };
         }
         Ok(Answer::Response(r))
@@ -630,6 +631,14 @@ impl Gateway {
         r
     }
 
+    /// Whether the answer is read at the application's pace, what the
+    /// client has not taken yet held by warren (the default), or relayed
+    /// at the client's pace (`flushpackets=on`, `X-Accel-Buffering: no`):
+    /// a stream of events, a long poll, a progress page.
+    pub fn buffers(&self, head: &CgiHead) -> bool {
+        !self.backend.flush_packets && !head.unbuffered
+    }
+
     /// REQUEST_URI, as a pool's status page shows it.
     pub fn uri(&self) -> &[u8] {
         &self.uri
@@ -734,6 +743,8 @@ struct CgiHeaders {
     headers: Vec<(HeaderName, String)>,
     content_length: Option<u64>,
     location: Option<String>,
+    /// `X-Accel-Buffering: no`, as nginx reads it: send as written.
+    unbuffered: bool,
 }
 
 impl CgiHeaders {
@@ -747,7 +758,7 @@ impl CgiHeaders {
 
 /// The application's response headers (RFC 3875 section 6.3).
 fn parse_cgi_headers(block: &[u8]) -> Result<CgiHeaders, String> {
-    let mut h = CgiHeaders { status: 200, explicit_status: false, headers: Vec::new(), content_length: None, location: None };
+    let mut h = CgiHeaders { status: 200, explicit_status: false, headers: Vec::new(), content_length: None, location: None, unbuffered: false };
     for raw in block.split(|&b| b == b'\n') {
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         if line.is_empty() {
@@ -777,6 +788,8 @@ fn parse_cgi_headers(block: &[u8]) -> Result<CgiHeaders, String> {
             }
             // Hop-by-hop fields are the server's to decide.
             "connection" | "keep-alive" | "transfer-encoding" | "te" | "trailer" | "upgrade" | "proxy-connection" => {}
+            // Meant for the server, not the client.
+            "x-accel-buffering" => h.unbuffered = value.eq_ignore_ascii_case("no"),
             "location" => {
                 h.location = Some(value.clone());
                 h.headers.push((HeaderName::Owned(name.to_string()), value));
@@ -806,9 +819,14 @@ struct FcgiOutput {
     pool: Option<Arc<BackendPool>>,
     /// The pool child serving it, given back when the answer ends.
     lease: Option<Box<dyn PoolLease>>,
+    read_ahead: bool,
 }
 
 impl BodySource for FcgiOutput {
+    fn read_ahead(&self) -> bool {
+        self.read_ahead
+    }
+
     fn next_piece(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         if let Some(first) = self.first.take() {
             if !first.is_empty() {
@@ -867,6 +885,8 @@ pub struct CgiHead {
     pub redirect: Option<String>,
     /// Body bytes that came with the head.
     pub first_body: Vec<u8>,
+    /// The application asked for its answer to go out as it writes it.
+    pub unbuffered: bool,
 }
 
 /// Reads an application's answer from the bytes it sends, without I/O:
@@ -923,7 +943,7 @@ impl ResponseReader {
                         let h = parse_cgi_headers(&block[..header_len])
                             .map_err(|why| GatewayError { status: 502, why: format!("FastCGI: malformed response header from {}: {why}", self.backend) })?;
                         let redirect = h.local_redirect();
-                        return Ok(Some(Piece::Head(CgiHead { status: h.status, explicit_status: h.explicit_status, headers: h.headers, content_length: h.content_length, redirect, first_body })));
+                        return Ok(Some(Piece::Head(CgiHead { status: h.status, explicit_status: h.explicit_status, headers: h.headers, content_length: h.content_length, redirect, first_body, unbuffered: h.unbuffered })));
                     }
                     if block.len() > MAX_HEADER_BLOCK {
                         return Err(self.too_large());

@@ -84,6 +84,11 @@ pub trait BodySource: Send {
     /// Appends the next piece to `out`. Ok(false) at the end; an error means
     /// the body is incomplete and the connection must not be reused.
     fn next_piece(&mut self, out: &mut Vec<u8>) -> std::io::Result<bool>;
+    /// Whether the body may be read ahead of the client (held by the MPM
+    /// meanwhile), rather than at the client's pace.
+    fn read_ahead(&self) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for dyn BodySource {

@@ -633,7 +633,7 @@ fn directories_overlap(dir: &str, root: &str) -> bool {
 pub fn backend_of(h: &Handler) -> FcgiBackend {
     match h {
         Handler::FastCgi(b) => b.clone(),
-        Handler::Pool(name) => FcgiBackend { addr: warren_config::FcgiAddr::Pool(name.clone()), reuse: false, timeout: None },
+        Handler::Pool(name) => FcgiBackend { addr: warren_config::FcgiAddr::Pool(name.clone()), reuse: false, timeout: None, flush_packets: false },
         Handler::ServerStatus => unreachable!("not a FastCGI handler"),
     }
 }

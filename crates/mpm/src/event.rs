@@ -30,6 +30,7 @@ use crate::listen::{self, Listener};
 use crate::pool::{GatewayJob, Job, Outcome as PoolOutcome, WorkerPool};
 use crate::pool_wait::{Parked, PoolWaits};
 use crate::scoreboard::{Scoreboard, State};
+use crate::spill::Spill;
 use crate::spread;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -51,8 +52,9 @@ const TOKEN_POOL_WAKE: u64 = u64::MAX - 2;
 const TOKEN_LISTENER: u64 = 1 << 62;
 /// Added to a connection's slot: the token of its FastCGI application socket.
 const TOKEN_UPSTREAM: u64 = 1 << 61;
-/// A relayed answer stops being read from the application while this much
-/// waits for a slow client.
+/// A relayed answer sent at the client's pace (`flushpackets=on`, or a
+/// spill file that is full) stops being read from the application while
+/// this much waits for the client.
 const RELAY_HIGH_WATER: u64 = 256 * 1024;
 
 /// Set by the signal handler: stop gracefully.
@@ -785,12 +787,15 @@ impl EventLoop {
                     self.child_given_back();
                     return true;
                 }
-                Relay::Done => {
+                Relay::Ended => {
+                    // The application is free now; the client takes the
+                    // rest at its own pace.
                     let c = self.conns[slot].as_mut().expect("conn");
                     c.upstream = None;
                     c.phase = Phase::Writing;
+                    c.deadline = Instant::now() + self.timeout;
                     self.child_given_back();
-                    return self.finish_response(slot);
+                    return true;
                 }
             }
         }
@@ -808,10 +813,8 @@ impl EventLoop {
                 Err(_) => return Relay::ClientGone,
             }
         }
-        if up.ended {
-            return if out.is_empty() { Relay::Done } else { Relay::Wait };
-        }
-        if out.pending() > RELAY_HIGH_WATER {
+        let read_ahead = up.body.as_ref().and_then(|f| f.spill.as_ref()).is_some_and(Spill::has_room);
+        if !read_ahead && out.pending() > RELAY_HIGH_WATER {
             return Relay::Wait;
         }
         match up.check_connected() {
@@ -870,7 +873,8 @@ impl EventLoop {
                     resp.body = Body::Stream { source: Box::new(FedByLoop), len: h.content_length };
                     out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
                     let st = out.streaming.take().expect("a streamed body");
-                    up.body = Some(RelayFraming { chunked: st.chunked, remaining: st.remaining, send: st.send });
+                    let spill = up.gateway.buffers(&h).then(Spill::default);
+                    up.body = Some(RelayFraming { chunked: st.chunked, remaining: st.remaining, send: st.send, spill });
                     queue_piece(out, up.body.as_mut().expect("framing"), ex, body);
                 }
                 Ok(Some(Piece::Data(d))) => match up.body.as_mut() {
@@ -887,8 +891,7 @@ impl EventLoop {
                         out.queue.push_back(Chunk::Bytes(b"0\r\n\r\n".to_vec()));
                         ex.bytes_sent += 5;
                     }
-                    up.ended = true;
-                    return Relay::Again;
+                    return Relay::Ended;
                 }
                 Err(e) => return if up.body.is_some() { Relay::CutShort(e) } else { Relay::Failed(e) },
             }
@@ -1086,8 +1089,9 @@ enum Relay {
     Redirect(String),
     /// The whole answer arrived before anything was sent.
     Whole(Response),
-    /// The answer has been relayed and written.
-    Done,
+    /// The application has ended its answer; the client may not have all
+    /// of it yet.
+    Ended,
 }
 
 /// A body the loop has read whole and kept in memory, for the request it
@@ -1117,7 +1121,10 @@ fn queue_piece(out: &mut Output, f: &mut RelayFraming, ex: &mut Exchange, mut da
         data
     };
     ex.bytes_sent += framed.len() as u64;
-    out.queue.push_back(Chunk::Bytes(framed));
+    match f.spill.as_mut() {
+        Some(spill) => spill.queue(out, framed),
+        None => out.queue.push_back(Chunk::Bytes(framed)),
+    }
 }
 
 enum ReadResult {

@@ -199,6 +199,12 @@ impl Output {
         self.wpos >= self.wbuf.len() && self.queue.is_empty()
     }
 
+    /// Bytes waiting in memory (not in files) to be written.
+    pub fn pending_in_memory(&self) -> u64 {
+        let queued: u64 = self.queue.iter().map(|c| if let Chunk::Bytes(b) = c { b.len() as u64 } else { 0 }).sum();
+        (self.wbuf.len() - self.wpos.min(self.wbuf.len())) as u64 + queued
+    }
+
     /// Bytes waiting to be written.
     pub fn pending(&self) -> u64 {
         let queued: u64 = self

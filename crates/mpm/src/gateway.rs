@@ -16,7 +16,8 @@ use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, RequestBody, Site};
 use warren_http::{BodyDecoder, BodyFraming, DateCache, HttpError, RequestHead};
 
-use crate::exchange::{panic_response, wait_for, Exchange, Output};
+use crate::exchange::{panic_response, wait_for, Chunk, Exchange, Output, Streaming};
+use crate::spill::Spill;
 
 /// How much one read from the client asks for.
 const READ_CHUNK: usize = 16 * 1024;
@@ -164,6 +165,38 @@ pub fn serve(
         return false;
     }
     let Some(mut st) = out.streaming.take() else { return true };
+    // Read ahead of the client: the socket is written only as far as it
+    // takes at once, the rest held in the spill, so the application is
+    // read at its own pace and free once it has answered.
+    let mut spill = (st.send && st.source.read_ahead()).then(Spill::default);
+    let was_nonblocking = is_nonblocking(stream);
+    if spill.is_some() && !was_nonblocking {
+        let _ = stream.set_nonblocking(true);
+    }
+    let sent = relay_pieces(stream, &mut out, &mut st, &mut spill, ex, timeout);
+    if spill.is_some() && !was_nonblocking {
+        let _ = stream.set_nonblocking(false);
+    }
+    if !sent {
+        return false;
+    }
+    if !st.send {
+        return true;
+    }
+    if st.remaining.is_some_and(|left| left > 0) {
+        site.error_log.error(Some(info.peer), "FastCGI: application sent less than its Content-Length; closing the connection");
+        return false;
+    }
+    if st.chunked {
+        out.queue.push_back(Chunk::Bytes(b"0\r\n\r\n".to_vec()));
+        ex.bytes_sent += 5;
+    }
+    out.write_all(stream, timeout)
+}
+
+/// Relays the application's answer after its head; false if the client or
+/// the application failed.
+fn relay_pieces(stream: &TcpStream, out: &mut Output, st: &mut Streaming, spill: &mut Option<Spill>, ex: &mut Exchange, timeout: Duration) -> bool {
     let mut piece = Vec::new();
     loop {
         piece.clear();
@@ -187,30 +220,30 @@ pub fn serve(
                 };
                 ex.body_bytes += payload;
                 ex.bytes_sent += framed.len() as u64;
-                out.wbuf = framed;
-                out.wpos = 0;
-                if !out.write_all(stream, timeout) {
+                let written = match spill.as_mut().filter(|s| s.has_room()) {
+                    Some(s) => {
+                        s.queue(out, framed);
+                        out.flush(stream).is_ok()
+                    }
+                    None => {
+                        out.queue.push_back(Chunk::Bytes(framed));
+                        out.write_all(stream, timeout)
+                    }
+                };
+                if !written {
                     return false;
                 }
             }
-            Ok(false) => break,
+            // The application's end (its child is given back): what the
+            // client has not taken yet goes out at its pace.
+            Ok(false) => return true,
             // The application failed mid-body: closing tells the client the
             // body is incomplete, where an end would claim it whole.
             Err(_) => return false,
         }
     }
-    if !st.send {
-        return true;
-    }
-    if st.remaining.is_some_and(|left| left > 0) {
-        site.error_log.error(Some(info.peer), "FastCGI: application sent less than its Content-Length; closing the connection");
-        return false;
-    }
-    if st.chunked {
-        out.wbuf = b"0\r\n\r\n".to_vec();
-        out.wpos = 0;
-        ex.bytes_sent += 5;
-        return out.write_all(stream, timeout);
-    }
-    true
+}
+
+fn is_nonblocking(stream: &TcpStream) -> bool {
+    nix::fcntl::fcntl(stream, nix::fcntl::FcntlArg::F_GETFL).is_ok_and(|f| nix::fcntl::OFlag::from_bits_truncate(f).contains(nix::fcntl::OFlag::O_NONBLOCK))
 }

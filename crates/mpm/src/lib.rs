@@ -20,7 +20,8 @@
 //!   connection (prefork, worker, and event for requests with a body);
 //!   [`upstream`] relays one on the event loop without blocking; and
 //!   [`pool_wait`] parks event-loop requests waiting for a child of one of
-//!   warren's own pools.
+//!   warren's own pools; both read the application's answer at its own
+//!   pace, holding what a slow client has not taken yet in a [`spill`].
 //!
 //! The HTTP rules come from `warren-http`; what to answer comes from
 //! `warren-handler`. This crate only moves bytes and manages processes.
@@ -35,6 +36,7 @@ pub mod pool;
 pub mod pool_wait;
 pub mod prefork;
 pub mod scoreboard;
+pub mod spill;
 pub mod spread;
 pub mod upstream;
 pub mod worker;

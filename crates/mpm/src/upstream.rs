@@ -21,6 +21,8 @@ use warren_config::FcgiAddr;
 use warren_handler::fastcgi::{one_request_per_connection, Gateway, PoolDispatch, PoolLease, ResponseReader};
 use warren_handler::BodySource;
 
+use crate::spill::Spill;
+
 /// A FastCGI exchange the event loop drives.
 pub struct Upstream {
     pub socket: Socket,
@@ -35,8 +37,6 @@ pub struct Upstream {
     pub writable: bool,
     /// Set once the head is sent: how the body goes out.
     pub body: Option<BodyFraming>,
-    /// The application has ended its answer.
-    pub ended: bool,
     /// The pool child serving it, given back when the exchange is dropped.
     lease: Option<Box<dyn PoolLease>>,
     /// Shut our side once the request is out (see [`HalfClose`]).
@@ -104,6 +104,9 @@ pub struct BodyFraming {
     pub remaining: Option<u64>,
     /// False for HEAD: read from the application, not sent.
     pub send: bool,
+    /// Where what the client has not taken waits, when the answer is read
+    /// at the application's pace; None: relayed at the client's pace.
+    pub spill: Option<Spill>,
 }
 
 /// Why the loop cannot start the exchange itself.
@@ -150,7 +153,7 @@ impl Upstream {
         let half_close = half_close.allowed(&gateway.backend.addr);
         // Nothing can be read before the request is sent: the first read
         // waits for the edge that says the answer has come.
-        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, ended: false, lease, half_close })
+        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, lease, half_close })
     }
 
     /// Whether the pool's manager killed the child for request_terminate_timeout.

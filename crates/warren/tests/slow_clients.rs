@@ -70,4 +70,38 @@ fn md5(data: &[u8]) -> u128 {
     u128::from_str_radix(&out[..32], 16).unwrap()
 }
 
-each_mpm!(slow_body_holds_no_pool_child, large_bodies_arrive_whole);
+
+/// A client that asks for a 20 MB answer and reads none of it holds no
+/// child: the application's answer is read at its own pace (what the
+/// client has not taken waits in a temporary file), so the pool's only
+/// child answers another client meanwhile; the slow client then gets the
+/// whole answer.
+fn slow_reader_holds_no_pool_child(mpm: &str) {
+    let s = start(mpm, "");
+    let mut slow = s.connect();
+    slow.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    slow.write_all(b"GET /big.php?kb=20480 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let r = s.get("/pid.php");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(started.elapsed() < Duration::from_secs(10), "waited {:?}", started.elapsed());
+    let answer = read_to_close(&mut slow);
+    let (r, _) = parse_response(&answer);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), 20480 * 1024);
+    assert!(r.body.chunks(1024).all(|row| row[..1023].iter().all(|&b| b == b'x') && row[1023] == b'\n'));
+}
+
+/// `X-Accel-Buffering: no` from the application (nginx's header): relayed
+/// at the client's pace, and the header is the server's, not the client's.
+fn application_can_ask_for_streaming(mpm: &str) {
+    let s = start(mpm, "");
+    s.dir.write("htdocs/stream.php", "<?php header('X-Accel-Buffering: no'); echo str_repeat('y', 300000);");
+    let r = s.get("/stream.php");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("X-Accel-Buffering"), None);
+    assert_eq!(r.body.len(), 300000);
+}
+
+each_mpm!(slow_body_holds_no_pool_child, large_bodies_arrive_whole, slow_reader_holds_no_pool_child, application_can_ask_for_streaming);
