@@ -11,6 +11,9 @@
 //! - [`response`]: status lines and header fields written into a buffer, and
 //!   the once-a-second [`DateCache`].
 //! - [`conn`]: the connection [`Phase`]s and the [`KeepAlivePolicy`].
+//! - [`read_timeout`]: RequestReadTimeout's rule ([`ReadTimeout`]: an
+//!   initial timeout raised by MinRate, up to a maximum) and the
+//!   [`ReadClock`] that applies it, with Timeout, to a head or a body.
 //!
 //! Nothing here touches a socket, so a blocking MPM and the event loop drive
 //! the same code.
@@ -18,11 +21,13 @@
 pub mod body;
 pub mod conn;
 pub mod head_scan;
+pub mod read_timeout;
 pub mod request;
 pub mod response;
 
 pub use body::BodyDecoder;
 pub use conn::{KeepAlivePolicy, Phase};
 pub use head_scan::HeadScan;
+pub use read_timeout::{ReadClock, ReadTimeout, Stage as ReadStage};
 pub use request::{parse_head, parse_head_from, BodyFraming, HeadLimits, HttpError, RequestHead, Version};
 pub use response::DateCache;
