@@ -80,6 +80,7 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "status_module",
     "proxy_module",
     "proxy_fcgi_module",
+    "reqtimeout_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

@@ -115,6 +115,71 @@ impl Default for Limits {
     }
 }
 
+/// One stage of `RequestReadTimeout` (mod_reqtimeout):
+/// `timeout[-maxtimeout][,MinRate=rate]`, in seconds and bytes a second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadStage {
+    /// 0: no limit for the stage (only Timeout applies).
+    pub initial: u32,
+    /// 0: no maximum.
+    pub max: u32,
+    /// 0: the timeout is not raised as data comes.
+    pub min_rate: u32,
+}
+
+/// `RequestReadTimeout`: how long a request's head and body may take to
+/// arrive. TLS handshakes (`handshake=`) are not timed: warren has no TLS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestReadTimeout {
+    pub header: ReadStage,
+    pub body: ReadStage,
+}
+
+impl Default for RequestReadTimeout {
+    /// Apache's: `header=20-40,MinRate=500 body=20,MinRate=500`.
+    fn default() -> Self {
+        RequestReadTimeout {
+            header: ReadStage { initial: 20, max: 40, min_rate: 500 },
+            body: ReadStage { initial: 20, max: 0, min_rate: 500 },
+        }
+    }
+}
+
+/// One `stage=value` of RequestReadTimeout's value, as mod_reqtimeout reads
+/// it: `20`, `20,MinRate=500`, `20-40,MinRate=500` (a range needs MinRate).
+pub fn parse_read_stage(value: &str) -> Result<ReadStage, String> {
+    let int = |v: &str| -> Result<u32, String> {
+        if v.is_empty() {
+            return Err("a number is missing".into());
+        }
+        v.parse::<u32>().map_err(|_| format!("'{v}' is not a whole number"))
+    };
+    let lower = value.to_ascii_lowercase();
+    let mut stage = ReadStage { initial: 0, max: 0, min_rate: 0 };
+    match lower.find(",minrate=") {
+        Some(at) => {
+            stage.min_rate = int(&value[at + ",minrate=".len()..])?;
+            if stage.min_rate == 0 {
+                return Err("minimum data rate must be larger than 0".into());
+            }
+            let times = &value[..at];
+            match times.split_once('-') {
+                Some((initial, max)) => {
+                    stage.initial = int(initial)?;
+                    stage.max = int(max)?;
+                }
+                None => stage.initial = int(times)?,
+            }
+        }
+        None if value.contains('-') => return Err("MinRate must be set to use a timeout range".into()),
+        None => stage.initial = int(value)?,
+    }
+    if stage.max > 0 && stage.initial >= stage.max {
+        return Err("maximum timeout must be larger than initial timeout".into());
+    }
+    Ok(stage)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServerTokens {
     Full,
@@ -437,6 +502,8 @@ pub struct Settings {
     pub keep_alive_timeout: Duration,
     pub max_keep_alive_requests: u32,
     pub limits: Limits,
+    /// RequestReadTimeout: heads and bodies that arrive too slowly get 408.
+    pub request_read_timeout: RequestReadTimeout,
     pub server_tokens: ServerTokens,
     pub server_signature: bool,
     pub log_level: LogLevel,
@@ -474,6 +541,7 @@ impl Settings {
             keep_alive_timeout: Duration::from_secs(5),
             max_keep_alive_requests: 100,
             limits: Limits::default(),
+            request_read_timeout: RequestReadTimeout::default(),
             server_tokens: ServerTokens::Full,
             server_signature: false,
             log_level: LogLevel::Warn,
@@ -1180,6 +1248,31 @@ impl Builder {
                     }
                 }
             }
+            "requestreadtimeout" => {
+                if a.is_empty() {
+                    self.error(&d.origin, "RequestReadTimeout takes header=, body= or handshake= values");
+                }
+                for arg in a {
+                    let Some((key, value)) = arg.split_once('=') else {
+                        self.error(&d.origin, format!("RequestReadTimeout: '{arg}' is not in the form key=value (header=, body=, handshake=)"));
+                        continue;
+                    };
+                    let lkey = key.to_ascii_lowercase();
+                    if !["header", "body", "handshake"].contains(&lkey.as_str()) {
+                        self.error(&d.origin, format!("RequestReadTimeout: {arg}: unknown parameter '{key}' (header, body or handshake)"));
+                        continue;
+                    }
+                    match parse_read_stage(value) {
+                        Ok(stage) => match lkey.as_str() {
+                            "header" => s.request_read_timeout.header = stage,
+                            "body" => s.request_read_timeout.body = stage,
+                            _ if stage.initial > 0 => self.warn(&d.origin, format!("RequestReadTimeout: {arg} is ignored: warren has no TLS, so no handshake to time")),
+                            _ => {}
+                        },
+                        Err(m) => self.error(&d.origin, format!("RequestReadTimeout: {arg}: {m}")),
+                    }
+                }
+            }
             "servertokens" => {
                 if let Some(v) = one(self) {
                     s.server_tokens = match v.to_ascii_lowercase().as_str() {
@@ -1384,7 +1477,7 @@ fn is_server_directive(name: &str, mpm: Mpm) -> bool {
     let l = name.to_ascii_lowercase();
     let common = [
         "listen", "pidfile", "user", "group", "timeout", "keepalive", "keepalivetimeout", "maxkeepaliverequests",
-        "limitrequestline", "limitrequestfieldsize", "limitrequestfields", "limitrequestheadsize", "servertokens", "serversignature",
+        "limitrequestline", "limitrequestfieldsize", "limitrequestfields", "limitrequestheadsize", "requestreadtimeout", "servertokens", "serversignature",
         "hostnamelookups", "loglevel", "typesconfig", "extendedstatus", "gracefulshutdowntimeout", "listenbacklog", "startservers", "serverlimit", "maxrequestworkers", "maxclients",
         "maxconnectionsperchild", "maxrequestsperchild",
     ];

@@ -254,3 +254,50 @@ DocumentRoot htdocs
     assert_eq!(l.errors.len(), 1);
     assert!(l.errors[0].to_string().contains("warren.conf:5: <Pool a> is already defined at"), "{}", l.errors[0]);
 }
+
+#[test]
+fn request_read_timeout_as_mod_reqtimeout() {
+    let d = Dir::new("rrt");
+    let s = load(&d, "Listen 8080\nDocumentRoot htdocs\n").settings.unwrap();
+    assert_eq!(s.request_read_timeout.header, ReadStage { initial: 20, max: 40, min_rate: 500 }, "Apache's default");
+    assert_eq!(s.request_read_timeout.body, ReadStage { initial: 20, max: 0, min_rate: 500 });
+
+    // Each line sets the stages it names, wholly; the others keep theirs.
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<IfModule reqtimeout_module>\nRequestReadTimeout header=5-10,minrate=100\n</IfModule>\nRequestReadTimeout body=0\n");
+    assert!(l.errors.is_empty() && l.warnings.is_empty(), "{:?} {:?}", l.errors, l.warnings);
+    let s = l.settings.unwrap();
+    assert_eq!(s.request_read_timeout.header, ReadStage { initial: 5, max: 10, min_rate: 100 });
+    assert_eq!(s.request_read_timeout.body, ReadStage { initial: 0, max: 0, min_rate: 0 });
+    let s = load(&d, "Listen 8080\nDocumentRoot htdocs\nRequestReadTimeout Header=7 BODY=30,MinRate=1000\n").settings.unwrap();
+    assert_eq!(s.request_read_timeout.header, ReadStage { initial: 7, max: 0, min_rate: 0 });
+    assert_eq!(s.request_read_timeout.body, ReadStage { initial: 30, max: 0, min_rate: 1000 });
+
+    // handshake= is read, and said to be ignored.
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nRequestReadTimeout handshake=5 header=10-20,MinRate=500\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+    assert!(l.warnings[0].to_string().contains("warren.conf:3: RequestReadTimeout: handshake=5 is ignored"), "{}", l.warnings[0]);
+    assert!(load(&d, "Listen 8080\nDocumentRoot htdocs\nRequestReadTimeout handshake=0\n").warnings.is_empty());
+
+    for bad in [
+        "header=abc",
+        "header",
+        "headers=10",
+        "header=10-20",
+        "header=20-10,MinRate=500",
+        "header=20-20,MinRate=500",
+        "body=10,MinRate=0",
+        "body=10,MinRate=x",
+        "body=-5",
+        "body=10,MinRate=500 handshake=x",
+        "",
+    ] {
+        let l = load(&d, &format!("Listen 8080\nDocumentRoot htdocs\nRequestReadTimeout {bad}\n"));
+        assert!(l.settings.is_none(), "{bad} accepted");
+        assert_eq!(l.errors.len(), 1, "{bad}: {:?}", l.errors);
+        assert!(l.errors[0].to_string().contains("warren.conf:3: RequestReadTimeout"), "{bad}: {}", l.errors[0]);
+    }
+    // Server-wide, as the connection's own limit.
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<VirtualHost *:8080>\nRequestReadTimeout header=5\n</VirtualHost>\n");
+    assert!(l.errors.iter().any(|e| e.origin.line == 4 && e.to_string().contains("server-wide")), "{:?}", l.errors);
+}

@@ -42,6 +42,39 @@ fn syntax_ok_and_errors_with_file_and_line() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("Syntax OK"));
 }
 
+/// RequestReadTimeout with mod_reqtimeout's syntax: a bad value is refused
+/// with file and line; handshake= is accepted with a warning (no TLS).
+#[test]
+fn request_read_timeout_syntax() {
+    let dir = TempDir::new("rrt");
+    let base = "Listen 127.0.0.1:1\nDocumentRoot htdocs\nUser nobody\n";
+    let good = dir.write("good.conf", format!("{base}RequestReadTimeout header=20-40,MinRate=500 body=20,MinRate=500\n"));
+    let out = Command::new(BIN).args(["-t", "-f"]).arg(&good).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Syntax OK\n");
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let tls = dir.write("tls.conf", format!("{base}RequestReadTimeout handshake=5 header=0\n"));
+    let out = Command::new(BIN).args(["-t", "-f"]).arg(&tls).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:4: RequestReadTimeout: handshake=5 is ignored", tls.display())), "{err}");
+
+    for (bad, says) in [
+        ("header=abc", "header=abc: 'abc' is not a whole number"),
+        ("header=10-20", "MinRate must be set"),
+        ("body=10,MinRate=0", "larger than 0"),
+        ("header=40-20,MinRate=500", "larger than initial"),
+        ("request=10", "unknown parameter"),
+    ] {
+        let conf = dir.write("bad.conf", format!("{base}RequestReadTimeout {bad}\n"));
+        let out = Command::new(BIN).args(["-t", "-f"]).arg(&conf).output().unwrap();
+        assert!(!out.status.success(), "{bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{}:4: RequestReadTimeout: ", conf.display())) && err.contains(says), "{bad}: {err}");
+    }
+}
+
 #[test]
 fn bad_config_never_starts() {
     let dir = TempDir::new("badstart");
