@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use nix::poll::PollFlags;
 use warren_handler::router::LogWriters;
 use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
-use warren_http::{parse_head_from, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, RequestHead};
+use warren_http::{parse_head_from, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, ReadClock, RequestHead};
 
-use crate::exchange::{head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
+use crate::exchange::{head_clock, head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
 use crate::gateway::{self, ClientBody};
 use crate::scoreboard::{AcceptTurn, State, WorkerSlot};
 
@@ -248,9 +248,16 @@ impl<'a> Worker<'a> {
 
     fn read_head(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, served: u32) -> Head {
         let idle_since = Instant::now();
-        let idle_until = idle_since + if served == 0 { self.timeout } else { self.keep_alive_timeout };
-        // Once a request has begun, all of its head must come within Timeout.
-        let mut head_until = (!rbuf.is_empty()).then(|| Instant::now() + self.timeout);
+        let idle_until = idle_since + self.keep_alive_timeout;
+        // A new connection's head is timed from the start (one that sends
+        // nothing is closed quietly when the clock runs out); a kept-alive
+        // connection waits KeepAliveTimeout for a first byte, and its head
+        // is timed from there (or from now, for a pipelined one).
+        let mut clock = (served == 0 || !rbuf.is_empty()).then(|| {
+            let mut clock = head_clock(&self.site.settings, idle_since);
+            clock.received(rbuf.len() as u64, idle_since);
+            clock
+        });
         let mut scan = HeadScan::default();
         loop {
             if !rbuf.is_empty() {
@@ -264,14 +271,16 @@ impl<'a> Worker<'a> {
                 }
             }
             let now = Instant::now();
-            let until = head_until.unwrap_or(idle_until);
+            let until = clock.as_ref().map_or(idle_until, ReadClock::deadline);
             if now >= until {
-                return match head_until {
-                    None => Head::Done,
-                    Some(_) => Head::Error(HttpError::new(408, "request header read timeout")),
+                return match &clock {
+                    Some(c) if !rbuf.is_empty() => Head::Error(HttpError::new(408, c.why())),
+                    _ => Head::Done,
                 };
             }
-            let draining = head_until.is_none() && served > 0 && self.stop.load(Ordering::Relaxed);
+            // Waiting between requests (or for a new connection's first byte).
+            let waiting = rbuf.is_empty();
+            let draining = waiting && served > 0 && self.stop.load(Ordering::Relaxed);
             if draining && now >= idle_since + DRAIN_IDLE {
                 return Head::Drained;
             }
@@ -279,8 +288,8 @@ impl<'a> Worker<'a> {
             if draining {
                 wait = wait.min(idle_since + DRAIN_IDLE - now);
             }
-            if head_until.is_none() {
-                // Waiting between requests: look at the stop flag now and then.
+            if waiting {
+                // Look at the stop flag now and then.
                 wait = wait.min(STOP_CHECK);
             }
             if served > 0 && rbuf.is_empty() {
@@ -288,11 +297,13 @@ impl<'a> Worker<'a> {
             }
             match self.read_within(stream, rbuf, wait) {
                 Ok(0) => return Head::Done,
-                Ok(_) => {
-                    if head_until.is_none() {
+                Ok(n) => {
+                    let now = Instant::now();
+                    let clock = clock.get_or_insert_with(|| {
                         self.slot.set(State::Reading);
-                        head_until = Some(Instant::now() + self.timeout);
-                    }
+                        head_clock(&self.site.settings, now)
+                    });
+                    clock.received(n as u64, now);
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
                 Err(_) => return Head::Done,
@@ -322,7 +333,7 @@ impl<'a> Worker<'a> {
             return Ok(());
         }
         self.before_wait();
-        let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, self.timeout);
+        let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, &self.site.settings);
         let mut sink = vec![0u8; 16 * 1024];
         let result = loop {
             match body.read(&mut sink) {

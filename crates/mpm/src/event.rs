@@ -22,9 +22,9 @@ use warren_config::FcgiAddr;
 use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
 use warren_handler::spool::{Spool, Spooled};
 use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
-use warren_http::{parse_head_from, BodyDecoder, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, Phase, RequestHead};
+use warren_http::{parse_head_from, BodyDecoder, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, Phase, ReadClock, RequestHead};
 
-use crate::exchange::{head_limits, keep_alive_policy, panic_response, Chunk, Exchange, Output};
+use crate::exchange::{body_clock, head_clock, head_limits, keep_alive_policy, panic_response, Chunk, Exchange, Output};
 use crate::upstream::{BodyFraming as RelayFraming, FedByLoop, HalfClose, NotHere, Upstream};
 use crate::listen::{self, Listener};
 use crate::pool::{GatewayJob, Job, Outcome as PoolOutcome, WorkerPool};
@@ -73,6 +73,8 @@ struct Conn {
     scan: HeadScan,
     out: Output,
     deadline: Instant,
+    /// RequestReadTimeout (and Timeout) of the head or body being read.
+    clock: ReadClock,
     served: u32,
     req: Option<Exchange>,
     /// The handler's answer, decided at the head, waiting for the body to
@@ -311,6 +313,8 @@ impl EventLoop {
                 self.conns.len() - 1
             });
             self.next_generation += 1;
+            // A new connection's head is timed from now.
+            let clock = head_clock(&self.site.settings, Instant::now());
             let conn = Conn {
                 stream,
                 info: ConnInfo { peer, local },
@@ -322,7 +326,8 @@ impl EventLoop {
                 rbuf: Vec::new(),
                 scan: HeadScan::default(),
                 out: Output::default(),
-                deadline: Instant::now() + self.timeout,
+                deadline: clock.deadline(),
+                clock,
                 served: 0,
                 req: None,
                 pending: None,
@@ -456,7 +461,6 @@ impl EventLoop {
                         self.dispatch(slot);
                         continue;
                     }
-                    c.deadline = Instant::now() + self.timeout;
                     match self.read_more(slot) {
                         ReadResult::Data => continue,
                         ReadResult::Blocked => return,
@@ -482,9 +486,15 @@ impl EventLoop {
                 if n < self.scratch_in.len() {
                     c.readable = false;
                 }
+                let now = Instant::now();
                 if c.rbuf.is_empty() && c.phase == Phase::KeepAlive {
+                    // A kept-alive connection's next head is timed from its first byte.
                     c.phase = Phase::ReadingHead;
-                    c.deadline = Instant::now() + self.timeout;
+                    c.clock = head_clock(&self.site.settings, now);
+                }
+                if matches!(c.phase, Phase::ReadingHead | Phase::ReadingBody) {
+                    c.clock.received(n as u64, now);
+                    c.deadline = c.clock.deadline();
                 }
                 c.rbuf.extend_from_slice(&self.scratch_in[..n]);
                 ReadResult::Data
@@ -545,7 +555,11 @@ impl EventLoop {
         }
         req.decoder = Some(BodyDecoder::new(framing));
         c.phase = Phase::ReadingBody;
-        c.deadline = Instant::now() + self.timeout;
+        // The body is timed from now, with what came with the head.
+        let now = Instant::now();
+        c.clock = body_clock(&self.site.settings, now);
+        c.clock.received(c.rbuf.len() as u64, now);
+        c.deadline = c.clock.deadline();
     }
 
     /// Lends the connection to a worker thread for a FastCGI exchange.
@@ -1003,6 +1017,13 @@ impl EventLoop {
             c.deadline = Instant::now() + if self.stopping { DRAIN_IDLE } else { self.keep_alive_timeout };
             if c.rbuf.is_empty() {
                 c.rbuf = Vec::new();
+            } else {
+                // A pipelined next request has begun: its head is timed from now.
+                let now = Instant::now();
+                c.phase = Phase::ReadingHead;
+                c.clock = head_clock(&self.site.settings, now);
+                c.clock.received(c.rbuf.len() as u64, now);
+                c.deadline = c.clock.deadline();
             }
             c.out.release();
             return true;
@@ -1033,7 +1054,8 @@ impl EventLoop {
         }
     }
 
-    /// Enforces Timeout, KeepAliveTimeout and the lingering-close limit.
+    /// Enforces RequestReadTimeout, Timeout, KeepAliveTimeout and the
+    /// lingering-close limit.
     fn expire(&mut self, now: Instant) {
         for slot in 0..self.conns.len() {
             let Some(c) = self.conns[slot].as_mut() else { continue };
@@ -1041,14 +1063,14 @@ impl EventLoop {
                 continue;
             }
             match c.phase {
+                // Logged once, by the error answer, with the limit that ran out.
                 Phase::ReadingHead if !c.rbuf.is_empty() => {
-                    let why = "request header read timeout";
-                    self.site.error_log.log(LogLevel::Info, Some(c.info.peer), why);
+                    let why = c.clock.why();
                     self.protocol_error(slot, HttpError::new(408, why));
                     self.drive(slot);
                 }
                 Phase::ReadingBody => {
-                    let why = "timeout reading the request body";
+                    let why = c.clock.why();
                     self.body_error(slot, HttpError::new(408, why));
                     self.drive(slot);
                 }

@@ -15,12 +15,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use warren_config::Settings;
+use warren_config::{ReadStage, Settings};
 use warren_handler::logs::LogRecord;
 use warren_handler::router::LogWriters;
 use warren_handler::{Body, BodySource, ConnInfo, Part, Response, Site};
 use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
-use warren_http::{BodyDecoder, DateCache, HeadLimits, HttpError, KeepAlivePolicy, RequestHead, Version};
+use warren_http::{BodyDecoder, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadClock, ReadTimeout, RequestHead, Version};
 
 use crate::scoreboard::WorkerSlot;
 
@@ -31,6 +31,23 @@ pub const INLINE_BODY: u64 = 32 * 1024;
 /// LimitRequestLine, LimitRequestFieldSize, LimitRequestFields, LimitRequestHeadSize.
 pub fn head_limits(s: &Settings) -> HeadLimits {
     HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields, head: s.limits.head }
+}
+
+/// A stage of RequestReadTimeout as the HTTP core applies it.
+fn read_timeout(stage: ReadStage) -> ReadTimeout {
+    ReadTimeout { initial: stage.initial, max: stage.max, min_rate: stage.min_rate }
+}
+
+/// The clock of a request head started at `now`: RequestReadTimeout
+/// header=, and Timeout for each wait.
+pub fn head_clock(s: &Settings, now: Instant) -> ReadClock {
+    ReadClock::start(warren_http::ReadStage::Header, read_timeout(s.request_read_timeout.header), s.timeout, now)
+}
+
+/// The clock of a request body started at `now`: RequestReadTimeout
+/// body=, and Timeout for each wait.
+pub fn body_clock(s: &Settings, now: Instant) -> ReadClock {
+    ReadClock::start(warren_http::ReadStage::Body, read_timeout(s.request_read_timeout.body), s.timeout, now)
 }
 
 /// KeepAlive, MaxKeepAliveRequests.

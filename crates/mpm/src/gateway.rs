@@ -8,15 +8,16 @@
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::poll::PollFlags;
+use warren_config::Settings;
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, RequestBody, Site};
-use warren_http::{BodyDecoder, BodyFraming, DateCache, HttpError, RequestHead};
+use warren_http::{BodyDecoder, BodyFraming, DateCache, HttpError, ReadClock, RequestHead};
 
-use crate::exchange::{panic_response, wait_for, Chunk, Exchange, Output, Streaming};
+use crate::exchange::{body_clock, panic_response, wait_for, Chunk, Exchange, Output, Streaming};
 use crate::spill::Spill;
 
 /// How much one read from the client asks for.
@@ -42,7 +43,10 @@ pub struct ClientBody<'a> {
     decoder: Option<BodyDecoder>,
     length: Option<u64>,
     limit: u64,
-    timeout: Duration,
+    /// RequestReadTimeout body= and Timeout.
+    settings: &'a Settings,
+    /// Started at the first read.
+    clock: Option<ReadClock>,
     expect_continue: bool,
     /// Bytes taken from the connection, framing included (for `%I`).
     pub wire_bytes: u64,
@@ -51,18 +55,18 @@ pub struct ClientBody<'a> {
 }
 
 impl<'a> ClientBody<'a> {
-    pub fn new(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, head: &RequestHead, limit: u64, timeout: Duration) -> ClientBody<'a> {
+    pub fn new(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, head: &RequestHead, limit: u64, settings: &'a Settings) -> ClientBody<'a> {
         let (decoder, length) = match head.framing {
             BodyFraming::None => (None, None),
             BodyFraming::Length(n) => (Some(BodyDecoder::new(head.framing)), Some(n)),
             BodyFraming::Chunked => (Some(BodyDecoder::new(head.framing)), None),
         };
-        ClientBody { stream, rbuf, decoder, length, limit, timeout, expect_continue: head.expect_continue, wire_bytes: 0, spooled: None }
+        ClientBody { stream, rbuf, decoder, length, limit, settings, clock: None, expect_continue: head.expect_continue, wire_bytes: 0, spooled: None }
     }
 
     /// A body the event loop has read whole: nothing is read from the connection.
-    fn already_read(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, body: Spooled, timeout: Duration) -> ClientBody<'a> {
-        ClientBody { stream, rbuf, decoder: None, length: Some(body.len()), limit: u64::MAX, timeout, expect_continue: false, wire_bytes: 0, spooled: Some(body) }
+    fn already_read(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, body: Spooled, settings: &'a Settings) -> ClientBody<'a> {
+        ClientBody { stream, rbuf, decoder: None, length: Some(body.len()), limit: u64::MAX, settings, clock: None, expect_continue: false, wire_bytes: 0, spooled: Some(body) }
     }
 
     /// Whether all of the body has been taken off the connection.
@@ -86,6 +90,13 @@ impl RequestBody for ClientBody<'_> {
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
         let Some(dec) = self.decoder.as_mut() else { return Ok(0) };
+        // The body's clock starts when it is first read, with what came with the head.
+        let clock = self.clock.get_or_insert_with(|| {
+            let now = Instant::now();
+            let mut clock = body_clock(self.settings, now);
+            clock.received(self.rbuf.len() as u64, now);
+            clock
+        });
         loop {
             if dec.is_done() {
                 return Ok(0);
@@ -117,12 +128,13 @@ impl RequestBody for ClientBody<'_> {
                 self.expect_continue = false;
                 let _ = (&*self.stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
             }
-            if !wait_for(self.stream, PollFlags::POLLIN, self.timeout) {
-                return Err(HttpError::new(408, "timeout reading the request body"));
+            let left = clock.deadline().saturating_duration_since(Instant::now());
+            if left.is_zero() || !wait_for(self.stream, PollFlags::POLLIN, left) {
+                return Err(HttpError::new(408, clock.why()));
             }
             match read_onto(self.stream, self.rbuf, READ_CHUNK) {
                 Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),
-                Ok(_) => {}
+                Ok(n) => clock.received(n as u64, Instant::now()),
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
                 Err(e) => return Err(HttpError::new(400, format!("error reading the request body: {e}"))),
             }
@@ -147,8 +159,8 @@ pub fn serve(
     let (resp, wire_bytes, finished) = {
         let head = ex.head.as_ref().expect("a gateway request has a head");
         let mut body = match spooled {
-            Some(s) => ClientBody::already_read(stream, rbuf, s, timeout),
-            None => ClientBody::new(stream, rbuf, head, ex.body_limit, timeout),
+            Some(s) => ClientBody::already_read(stream, rbuf, s, &site.settings),
+            None => ClientBody::new(stream, rbuf, head, ex.body_limit, &site.settings),
         };
         let resp = catch_unwind(AssertUnwindSafe(|| site.run_gateway(gw, head, info, &mut body))).unwrap_or_else(|_| panic_response(site, head, info));
         (resp, body.wire_bytes, body.finished())

@@ -19,6 +19,11 @@ each_mpm!(
     limit_request_body,
     expect_100_continue,
     slow_client_gets_408,
+    request_read_timeout_cuts_a_stalled_head,
+    request_read_timeout_max_cuts_a_trickle,
+    request_read_timeout_min_rate_extends,
+    request_read_timeout_cuts_a_stalled_body,
+    request_read_timeout_silent_and_keep_alive,
     keep_alive_timeout_closes,
     limits_from_config,
     head_size_is_capped,
@@ -201,6 +206,132 @@ fn slow_client_gets_408(mpm: &str) {
     c.write_all(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\npartial").unwrap();
     let out = read_to_close(&mut c);
     assert_eq!(status_of(&out), 408);
+}
+
+/// The error log's lines that contain `needle`, once the log has one.
+fn log_lines(s: &Server, needle: &str) -> Vec<String> {
+    s.wait_log("error.log", needle).lines().filter(|l| l.contains(needle)).map(str::to_string).collect()
+}
+
+const RRT: &str = "RequestReadTimeout header=1-2,MinRate=500 body=1,MinRate=500";
+
+/// A head that stops coming is cut by RequestReadTimeout's initial header
+/// timeout (Timeout, 60 s, would wait much longer): 408, logged once with
+/// the client's address and the limit.
+fn request_read_timeout_cuts_a_stalled_head(mpm: &str) {
+    let s = Server::start(mpm, RRT);
+    let start = Instant::now();
+    let mut c = s.connect();
+    c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n").unwrap();
+    let out = read_to_close(&mut c);
+    let took = start.elapsed();
+    assert_eq!(status_of(&out), 408, "{:?}", String::from_utf8_lossy(&out));
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(6), "cut after {took:?}");
+    let why = "request header read timeout (RequestReadTimeout header=1-2,MinRate=500)";
+    let lines = log_lines(&s, why);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("[client 127.0.0.1:"), "{lines:?}");
+}
+
+/// A head trickled faster than MinRate is still cut at the maximum.
+fn request_read_timeout_max_cuts_a_trickle(mpm: &str) {
+    let s = Server::start(mpm, RRT);
+    let start = Instant::now();
+    let mut c = s.connect();
+    let line = |i: usize| format!("X-Pad-{i:03}: {}\r\n", "v".repeat(1000 - 13));
+    // 1,000 bytes at once already earn the most the maximum allows.
+    c.write_all(format!("GET /a.txt HTTP/1.1\r\nHost: a\r\n{}", line(0)).as_bytes()).unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let mut c = c.try_clone().unwrap();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            // 1,000 bytes every 300 ms: 3,300 bytes a second, until cut (at most 10 s).
+            for i in 1..34 {
+                std::thread::sleep(Duration::from_millis(300));
+                if done.load(std::sync::atomic::Ordering::Relaxed) || c.write_all(line(i).as_bytes()).is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    let out = read_to_close(&mut c);
+    let took = start.elapsed();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert_eq!(status_of(&out), 408, "{:?}", String::from_utf8_lossy(&out));
+    assert!(took >= Duration::from_millis(1900) && took < Duration::from_secs(7), "cut after {took:?}");
+    let lines = log_lines(&s, "request header read timeout (RequestReadTimeout header=1-2,MinRate=500)");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+}
+
+/// Bytes received raise the timeout by a second per MinRate bytes: a head
+/// (and a body) whose first 2,000 bytes came at once may finish after the
+/// initial timeout.
+fn request_read_timeout_min_rate_extends(mpm: &str) {
+    let s = Server::start(mpm, "RequestReadTimeout header=1-4,MinRate=500 body=1,MinRate=500");
+    let pad = format!("X-Pad: {}\r\n", "v".repeat(2000));
+    let mut c = s.connect();
+    c.write_all(format!("GET /a.txt HTTP/1.1\r\nHost: a\r\n{pad}").as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    c.write_all(b"Connection: close\r\n\r\n").unwrap();
+    let out = read_to_close(&mut c);
+    assert_eq!(status_of(&out), 200, "{:?}", String::from_utf8_lossy(&out));
+    // A body: 2,000 of its 2,010 bytes with the head, the rest after 1.5 s.
+    let mut c = s.connect();
+    c.write_all(format!("POST /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 2010\r\nConnection: close\r\n\r\n{}", "b".repeat(2000)).as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    c.write_all(b"0123456789").unwrap();
+    let out = read_to_close(&mut c);
+    assert_eq!(status_of(&out), 405, "{:?}", String::from_utf8_lossy(&out));
+    assert!(!s.read_log("error.log").contains("read timeout"));
+}
+
+/// A body that stops coming is cut by RequestReadTimeout body=.
+fn request_read_timeout_cuts_a_stalled_body(mpm: &str) {
+    let s = Server::start(mpm, RRT);
+    let mut c = s.connect();
+    c.write_all(b"POST /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\npartial").unwrap();
+    let start = Instant::now();
+    let out = read_to_close(&mut c);
+    let took = start.elapsed();
+    assert_eq!(status_of(&out), 408, "{:?}", String::from_utf8_lossy(&out));
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(6), "cut after {took:?}");
+    let lines = log_lines(&s, "request body read timeout (RequestReadTimeout body=1,MinRate=500)");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("[client 127.0.0.1:"), "{lines:?}");
+}
+
+/// A connection that sends nothing is closed after the header timeout
+/// without an answer or a log line; a kept-alive one waits
+/// KeepAliveTimeout for its next request, whose head is timed from its
+/// first byte.
+fn request_read_timeout_silent_and_keep_alive(mpm: &str) {
+    let s = Server::start(mpm, &format!("{RRT}\nKeepAliveTimeout 5"));
+    let start = Instant::now();
+    let mut c = s.connect();
+    let out = read_to_close(&mut c);
+    let took = start.elapsed();
+    assert!(out.is_empty(), "{:?}", String::from_utf8_lossy(&out));
+    // TCP_DEFER_ACCEPT holds a silent connection back for a second or more first.
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(8), "closed after {took:?}");
+
+    let mut c = s.connect();
+    c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !response_complete(&got) {
+        let n = c.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(status_of(&got), 200);
+    // Idle for longer than the header timeout, shorter than KeepAliveTimeout.
+    std::thread::sleep(Duration::from_millis(2500));
+    c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").unwrap();
+    let out = read_to_close(&mut c);
+    assert_eq!(status_of(&out), 200, "{:?}", String::from_utf8_lossy(&out));
+    assert!(!s.read_log("error.log").contains("read timeout"));
 }
 
 fn keep_alive_timeout_closes(mpm: &str) {
