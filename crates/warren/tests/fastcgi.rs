@@ -410,7 +410,26 @@ each_mpm!(
     tcp_backend_by_proxy_pass,
     limits_and_aborts,
     php_fpm_restart_under_load,
+    stalled_body_to_php_gets_408,
 );
+
+/// A request body for a script that stops coming is cut by
+/// RequestReadTimeout body= (Timeout, 60 s, would wait much longer).
+fn stalled_body_to_php_gets_408(mpm: &str) {
+    let (_fpm, s) = start(mpm, "RequestReadTimeout body=1,MinRate=500");
+    let mut c = s.connect();
+    c.write_all(b"POST /vars.php HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\npartial").unwrap();
+    let start = Instant::now();
+    let out = read_to_close(&mut c);
+    let took = start.elapsed();
+    assert_eq!(status_of(&out), 408, "{:?}", String::from_utf8_lossy(&out));
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(6), "cut after {took:?}");
+    let why = "request body read timeout (RequestReadTimeout body=1,MinRate=500)";
+    let log = s.wait_log("error.log", why);
+    assert_eq!(log.lines().filter(|l| l.contains(why) && l.contains("[client 127.0.0.1:")).count(), 1, "{log}");
+    // The application is still there for the next request.
+    assert_eq!(s.get("/hello.php").text(), "Hello World");
+}
 
 /// A FastCGI application in the test on a unix socket: it answers
 /// FCGI_GET_VALUES with `multiplexes` for FCGI_MPXS_CONNS, and each request
