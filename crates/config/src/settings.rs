@@ -68,6 +68,10 @@ pub struct MpmTuning {
     pub max_spare_servers: u32,
     /// 0 means children are never retired.
     pub max_connections_per_child: u32,
+    /// MaxChildConnections (event): the most connections one child holds
+    /// at once; past it the child stops accepting, so that a flood of
+    /// connections waits in the kernel's queue instead of in its memory.
+    pub max_child_connections: u32,
 }
 
 impl MpmTuning {
@@ -84,6 +88,7 @@ impl MpmTuning {
                 min_spare_servers: 5,
                 max_spare_servers: 10,
                 max_connections_per_child: 0,
+                max_child_connections: 4096,
             },
             Mpm::Event | Mpm::Worker => MpmTuning {
                 start_servers: 3,
@@ -96,6 +101,7 @@ impl MpmTuning {
                 min_spare_servers: 0,
                 max_spare_servers: 0,
                 max_connections_per_child: 0,
+                max_child_connections: 4096,
             },
         }
     }
@@ -1343,7 +1349,7 @@ impl Builder {
             }
             "startservers" | "serverlimit" | "threadsperchild" | "threadlimit" | "maxrequestworkers" | "maxclients"
             | "minsparethreads" | "maxsparethreads" | "minspareservers" | "maxspareservers" | "maxconnectionsperchild"
-            | "maxrequestsperchild" => {
+            | "maxrequestsperchild" | "maxchildconnections" => {
                 if !is_server_directive(&lname, self.mpm) {
                     self.unknown(d);
                     return;
@@ -1361,6 +1367,7 @@ impl Builder {
                     "maxsparethreads" => { t.max_spare_threads = n; "MaxSpareThreads" }
                     "minspareservers" => { t.min_spare_servers = n; "MinSpareServers" }
                     "maxspareservers" => { t.max_spare_servers = n; "MaxSpareServers" }
+                    "maxchildconnections" => { t.max_child_connections = n; "MaxChildConnections" }
                     _ => { t.max_connections_per_child = n; "MaxConnectionsPerChild" }
                 };
                 tuning_set.push((field, d.origin.clone()));
@@ -1486,7 +1493,7 @@ fn is_server_directive(name: &str, mpm: Mpm) -> bool {
     }
     match mpm {
         Mpm::Prefork => ["minspareservers", "maxspareservers"].contains(&l.as_str()),
-        _ => ["threadsperchild", "threadlimit", "minsparethreads", "maxsparethreads"].contains(&l.as_str()),
+        _ => ["threadsperchild", "threadlimit", "minsparethreads", "maxsparethreads"].contains(&l.as_str()) || (mpm == Mpm::Event && l == "maxchildconnections"),
     }
 }
 

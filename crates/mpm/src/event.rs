@@ -110,6 +110,8 @@ pub struct EventLoop {
     scratch_out: Vec<u8>,
     accepted: u64,
     max_connections: u64,
+    /// MaxChildConnections: past it the loop stops accepting.
+    max_open: usize,
     stopping: bool,
     stop: Arc<AtomicBool>,
     reopen: Arc<AtomicBool>,
@@ -155,6 +157,10 @@ impl EventLoop {
             timeout: s.timeout,
             keep_alive_timeout: s.keep_alive_timeout,
             max_connections: u64::from(s.tuning.max_connections_per_child),
+            max_open: match s.tuning.max_child_connections {
+                0 => usize::MAX,
+                n => n as usize,
+            },
             site: site.clone(),
             epoll,
             listeners,
@@ -188,7 +194,15 @@ impl EventLoop {
         // A thread still starting counts as idle: it will be in a moment.
         let idle_thread = (1..=self.threads).any(|t| matches!(self.sb.worker(self.slot, t).state(), State::Ready | State::Starting));
         self.sb.process(self.slot).full.store(u8::from(!idle_thread && self.threads > 0), Ordering::Relaxed);
-        let want = !self.stopping && spread::accepts(&self.sb, self.slot);
+        let capped = self.open >= self.max_open;
+        if capped != (self.sb.process(self.slot).capped.load(Ordering::Relaxed) != 0) {
+            self.sb.process(self.slot).capped.store(u8::from(capped), Ordering::Relaxed);
+            if capped {
+                let why = format!("child holds MaxChildConnections ({}) connections; new ones wait in the listen queue for another child, or for some of these to close", self.max_open);
+                self.site.error_log.log(LogLevel::Warn, None, &why);
+            }
+        }
+        let want = !self.stopping && !capped && spread::accepts(&self.sb, self.slot);
         if want == self.listening {
             return;
         }
@@ -294,7 +308,7 @@ impl EventLoop {
     fn accept(&mut self, which: usize) {
         let mut fresh = [0usize; ACCEPT_BATCH];
         let mut n = 0;
-        while n < ACCEPT_BATCH && !self.stopping {
+        while n < ACCEPT_BATCH && !self.stopping && self.open < self.max_open {
             let (stream, peer) = match listen::accept(&self.listeners[which].socket) {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -353,6 +367,10 @@ impl EventLoop {
         }
         for &slot in &fresh[..n] {
             self.drive(slot);
+        }
+        if self.open >= self.max_open {
+            // Out of the epoll set at once: the listener is level-triggered.
+            self.update_listening();
         }
     }
 

@@ -92,6 +92,8 @@ pub struct ProcessSlot {
     pub quiescing: AtomicU8,
     /// Set by an event child with no idle worker thread.
     pub full: AtomicU8,
+    /// Set by an event child that holds MaxChildConnections connections.
+    pub capped: AtomicU8,
     /// Set while the child takes new connections.
     pub accepting: AtomicU8,
 }

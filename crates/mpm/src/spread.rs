@@ -29,15 +29,18 @@ const SPARE_CORES: f64 = 0.3;
 const SHRINK_BUSY: f64 = 0.6;
 
 /// The children that can take connections (live, of this generation, not
-/// finishing), as (slot, pid) in the order they take turns: those with an
-/// idle worker thread first, then by slot.
+/// finishing, below MaxChildConnections), as (slot, pid) in the order they
+/// take turns: those with an idle worker thread first, then by slot.
 pub fn accepting_order(sb: &Scoreboard) -> Vec<(usize, i32)> {
     let generation = sb.generation();
     let mut order: Vec<(bool, usize, i32)> = (0..sb.server_limit)
         .filter_map(|p| {
             let ps = sb.process(p);
             let pid = ps.pid.load(Ordering::Relaxed);
-            let candidate = pid != 0 && ps.quiescing.load(Ordering::Relaxed) == 0 && ps.generation.load(Ordering::Relaxed) == generation;
+            let candidate = pid != 0
+                && ps.quiescing.load(Ordering::Relaxed) == 0
+                && ps.capped.load(Ordering::Relaxed) == 0
+                && ps.generation.load(Ordering::Relaxed) == generation;
             candidate.then(|| (ps.full.load(Ordering::Relaxed) != 0, p, pid))
         })
         .collect();

@@ -26,6 +26,34 @@ each_mpm!(
     children_start_with_room_for_descriptors,
 );
 
+/// An event child holds at most MaxChildConnections connections: past it
+/// a new client waits in the listen queue (costing the child nothing) and
+/// is served once one of the others closes; the cap is logged.
+#[test]
+fn event_child_connections_are_capped() {
+    let s = Server::start("event", "StartServers 1\nServerLimit 1\nMaxRequestWorkers 25\nMaxChildConnections 10\nKeepAliveTimeout 30");
+    let mut held: Vec<TcpStream> = (0..10)
+        .map(|_| {
+            let mut c = s.connect();
+            c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+            let mut buf = [0u8; 1024];
+            let n = c.read(&mut buf).unwrap();
+            assert_eq!(status_of(&buf[..n]), 200);
+            c
+        })
+        .collect();
+    let mut waiting = s.connect();
+    waiting.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").unwrap();
+    waiting.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let mut buf = [0u8; 1024];
+    assert!(waiting.read(&mut buf).is_err(), "an eleventh connection was served at once");
+    let log = s.wait_log("error.log", "MaxChildConnections (10)");
+    assert!(log.contains("[warn]"), "{log}");
+    held.pop();
+    waiting.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(status_of(&read_to_close(&mut waiting)), 200);
+}
+
 /// Four idle keep-alive clients tie up all four prefork children, so a
 /// fifth waits until KeepAliveTimeout; the event MPM answers it at once.
 #[test]
