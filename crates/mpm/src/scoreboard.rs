@@ -83,7 +83,8 @@ pub struct WorkerSlot {
     vhost: [AtomicU64; TEXT_WORDS],
 }
 
-#[repr(C)]
+/// Aligned as the worker slots after it, whatever its fields add up to.
+#[repr(C, align(8))]
 pub struct ProcessSlot {
     pub pid: AtomicI32,
     /// Restart generation the child belongs to.
@@ -183,6 +184,11 @@ impl WorkerSlot {
         self.set(State::Dead);
     }
 }
+
+// The mapping holds the header, the process slots, then the worker slots:
+// each part must end where the next one's alignment allows it to start.
+const _: () = assert!(std::mem::size_of::<Header>() % std::mem::align_of::<ProcessSlot>() == 0);
+const _: () = assert!(std::mem::size_of::<ProcessSlot>() % std::mem::align_of::<WorkerSlot>() == 0);
 
 impl Scoreboard {
     /// Maps a zeroed scoreboard, shared with every child forked after.
