@@ -56,6 +56,8 @@ pub struct Gateway {
     /// Set when this request is a local ErrorDocument answering an error:
     /// the status of that error.
     error_status: Option<u16>,
+    /// Already sent again after a pool's child went away without answering.
+    retried: bool,
 }
 
 /// Where a request maps: the script and the rest of the path after it.
@@ -270,7 +272,7 @@ impl Site {
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         let params = self.cgi_params(host, head, conn, &target, query);
         let uri = head.path_and_query().to_vec();
-        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None }))
+        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false }))
     }
 
     /// The CGI/1.1 variables of RFC 3875 and those PHP expects.
@@ -341,7 +343,7 @@ impl Site {
     }
 
     /// Runs a FastCGI request: the body to the application, its answer back.
-    pub fn run_gateway(&self, gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
+    pub fn run_gateway(&self, mut gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
         let body: &mut dyn RequestBody = if !gw.takes_body() {
             // An error document is a GET: the client's body is not its to
             // read. Read and dropped, as Apache does, so the connection can
@@ -351,12 +353,18 @@ impl Site {
         } else {
             body
         };
-        let answer = spool(body).map_err(Failed::Client).and_then(|spooled| self.exchange(&gw, conn, spooled));
+        let answer = spool(body).map_err(Failed::Client).and_then(|spooled| match self.exchange(&gw, conn, spooled) {
+            Err(Failed::LostChild(e)) if gw.retry_lost_child(head) => {
+                self.hosts[gw.host].error_log.log(LogLevel::Warn, Some(conn.peer), &format!("{}; sending the request to another child", e.why));
+                self.exchange(&gw, conn, Spooled::None)
+            }
+            other => other,
+        });
         let failed = match answer {
             Ok(Answer::Response(r)) => return r,
             Ok(Answer::Redirect(location)) => return self.internal_redirect(&gw, head, conn, &location),
             // The MPM closes the connection if the client's body was left half read.
-            Err(Failed::Backend(f)) => self.gateway_failed(&gw, head, conn, &f),
+            Err(Failed::Backend(f) | Failed::LostChild(f)) => self.gateway_failed(&gw, head, conn, &f),
             Err(Failed::Pool(name, why)) => self.pool_unavailable(&gw, head, conn, &name, why),
             Err(Failed::Client(e)) => {
                 let mut r = self.error(gw.host, e.status, head, conn, &e.reason);
@@ -452,6 +460,11 @@ impl Site {
             Some(l) if l.terminated() => Failed::Backend(GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) }),
             _ => Failed::Backend(e),
         };
+        // One that went away before answering may be tried again.
+        let lost = |e: GatewayError| match &lease {
+            Some(l) if !l.terminated() => Failed::LostChild(e),
+            _ => fail(e),
+        };
         let head = loop {
             match reader.next_piece().map_err(fail)? {
                 Some(Piece::Head(h)) => break h,
@@ -459,10 +472,11 @@ impl Site {
                 None => match reader.fill_from(&mut stream) {
                     Ok(0) => {
                         let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the response headers");
-                        return Err(fail(GatewayError::io("reading the response headers from", addr, &e)));
+                        return Err(lost(GatewayError::io("reading the response headers from", addr, &e)));
                     }
                     Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Err(lost(GatewayError::io("reading the response headers from", addr, &e))),
                     Err(e) => return Err(fail(GatewayError::io("reading the response headers from", addr, &e))),
                 },
             }
@@ -567,6 +581,16 @@ impl Site {
 }
 
 impl Gateway {
+    /// Whether the request may be sent once more, to another of its pool's
+    /// children, after the child it went to was lost before answering:
+    /// once, and only a GET or HEAD without a body, which may be repeated
+    /// (RFC 9110 9.2.2), as nginx's fastcgi_next_upstream does.
+    pub fn retry_lost_child(&mut self, head: &RequestHead) -> bool {
+        let ok = !self.retried && matches!(self.backend.addr, FcgiAddr::Pool(_)) && matches!(head.method(), "GET" | "HEAD") && head.framing == warren_http::BodyFraming::None;
+        self.retried |= ok;
+        ok
+    }
+
     /// Whether the application is to get the client's request body: an
     /// error document (a GET standing in for the request) does not.
     pub fn takes_body(&self) -> bool {
@@ -657,6 +681,9 @@ enum Answer {
 
 enum Failed {
     Backend(GatewayError),
+    /// A pool's child went away (killed, crashed, recycled) before any of
+    /// its answer came.
+    LostChild(GatewayError),
     /// No child of this pool could be had.
     Pool(String, PoolBusy),
     /// The client's body could not be read: the answer is this error.
@@ -919,6 +946,11 @@ impl ResponseReader {
     /// Whether the head has been read.
     pub fn head_done(&self) -> bool {
         self.block.is_none()
+    }
+
+    /// Whether none of the answer's head has come yet.
+    pub fn nothing_yet(&self) -> bool {
+        self.block.as_ref().is_some_and(Vec::is_empty)
     }
 
     /// The next piece among what has arrived; None when more is needed.

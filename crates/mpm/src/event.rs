@@ -792,6 +792,21 @@ impl EventLoop {
                     self.fail_upstream(slot, &e);
                     return true;
                 }
+                Relay::Lost(e) => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    let up = c.upstream.as_mut().expect("upstream");
+                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                    if up.lost_child_may_be_replaced() && up.gateway.retry_lost_child(head) {
+                        self.site.error_log.log(LogLevel::Warn, Some(c.info.peer), &format!("{}; sending the request to another child", e.why));
+                        // Dropping the exchange gives the lost child's place back.
+                        let gw = c.upstream.take().expect("upstream").gateway;
+                        self.child_given_back();
+                        self.proxy(slot, gw);
+                    } else {
+                        self.fail_upstream(slot, &e);
+                    }
+                    return true;
+                }
                 Relay::CutShort(e) => {
                     let c = self.conns[slot].as_mut().expect("conn");
                     if let Some(up) = c.upstream.take() {
@@ -866,14 +881,15 @@ impl EventLoop {
         match up.receive(&mut self.scratch_in) {
             Ok(0) => {
                 let e = GatewayError { status: 502, why: format!("FastCGI: {} closed the connection before the end of its answer", up.gateway.backend_name()) };
-                return if head_sent { Relay::CutShort(e) } else { Relay::Failed(e) };
+                return if head_sent { Relay::CutShort(e) } else if up.reader.nothing_yet() { Relay::Lost(e) } else { Relay::Failed(e) };
             }
             Ok(_) => *deadline = Instant::now() + up.gateway.timeout,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Relay::Again,
             Err(e) => {
+                let reset = e.kind() == io::ErrorKind::ConnectionReset;
                 let e = GatewayError::io("reading the response from", &up.gateway.backend.addr, &e);
-                return if head_sent { Relay::CutShort(e) } else { Relay::Failed(e) };
+                return if head_sent { Relay::CutShort(e) } else if reset && up.reader.nothing_yet() { Relay::Lost(e) } else { Relay::Failed(e) };
             }
         }
         let ex = req.as_mut().expect("request in flight");
@@ -1123,6 +1139,8 @@ enum Relay {
     Wait,
     /// Failed before the head was sent: answer with this error.
     Failed(GatewayError),
+    /// The application went away before any of its answer came.
+    Lost(GatewayError),
     /// Failed after the head was sent: close without ending the body.
     CutShort(GatewayError),
     ClientGone,

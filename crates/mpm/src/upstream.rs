@@ -156,6 +156,12 @@ impl Upstream {
         Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, lease, half_close })
     }
 
+    /// Whether a pool's child, not killed by its manager for taking too
+    /// long, is serving it: one lost before answering may be replaced.
+    pub fn lost_child_may_be_replaced(&self) -> bool {
+        self.lease.as_ref().is_some_and(|l| !l.terminated())
+    }
+
     /// Whether the pool's manager killed the child for request_terminate_timeout.
     pub fn terminated(&self) -> bool {
         self.lease.as_ref().is_some_and(|l| l.terminated())

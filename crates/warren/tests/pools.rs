@@ -388,4 +388,45 @@ fn children_end_with_a_killed_parent(mpm: &str) {
     }
 }
 
-each_mpm!(children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+/// A GET whose child is killed while it runs the script is sent once more,
+/// to the child that replaces it, and answered; a POST is not repeated: 502.
+fn lost_child_request_is_sent_again(mpm: &str) {
+    let s = start(mpm, "    pm static\n    pm.max_children 1", "");
+    let marker = std::env::temp_dir().join(format!("warren-lost-{}-{mpm}", s.port));
+    let _ = std::fs::remove_file(&marker);
+    s.dir.write("htdocs/mark.php", format!("<?php if (!file_exists('{0}')) {{ touch('{0}'); sleep(30); }} echo 'second try';", marker.display()));
+    s.dir.write("htdocs/hold.php", format!("<?php touch('{0}.post'); sleep(30); echo 'never';", marker.display()));
+    for (method, script, want) in [("GET", "mark.php", 200), ("POST", "hold.php", 502)] {
+        wait_php_children(&s, 1);
+        let port = s.port;
+        let req = format!("{method} /{script} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        let req = if method == "GET" { req.replace("Content-Length: 0\r\n", "") } else { req };
+        let client = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            c.write_all(req.as_bytes()).unwrap();
+            read_to_close(&mut c)
+        });
+        // The script has started: its child is busy with the request.
+        let started = if method == "GET" { marker.clone() } else { marker.with_extension("post") };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !started.exists() {
+            assert!(Instant::now() < deadline, "{script} never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for pid in php_cgi_children(&s) {
+            unsafe_kill(pid, 9);
+        }
+        let answer = client.join().unwrap();
+        let (r, _) = parse_response(&answer);
+        assert_eq!(r.status, want, "{method}: {}", r.text());
+        if want == 200 {
+            assert_eq!(r.text(), "second try");
+            assert!(s.wait_log("error.log", "sending the request to another child").contains("sending the request to another child"));
+        }
+    }
+    let _ = std::fs::remove_file(&marker);
+    let _ = std::fs::remove_file(marker.with_extension("post"));
+}
+
+each_mpm!(lost_child_request_is_sent_again, children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
