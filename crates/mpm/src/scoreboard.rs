@@ -187,8 +187,8 @@ impl WorkerSlot {
 
 // The mapping holds the header, the process slots, then the worker slots:
 // each part must end where the next one's alignment allows it to start.
-const _: () = assert!(std::mem::size_of::<Header>() % std::mem::align_of::<ProcessSlot>() == 0);
-const _: () = assert!(std::mem::size_of::<ProcessSlot>() % std::mem::align_of::<WorkerSlot>() == 0);
+const _: () = assert!(std::mem::size_of::<Header>().is_multiple_of(std::mem::align_of::<ProcessSlot>()));
+const _: () = assert!(std::mem::size_of::<ProcessSlot>().is_multiple_of(std::mem::align_of::<WorkerSlot>()));
 
 impl Scoreboard {
     /// Maps a zeroed scoreboard, shared with every child forked after.
