@@ -9,21 +9,15 @@
 # Usage: bench/lb_drain.sh [WARREN_BINARY]   (default: target/release/warren)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BIN=$(realpath -m "${1:-target/release/warren}")
 [ -x "$BIN" ] || cargo build --release --locked
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-command -v php-cgi >/dev/null || need+=(php-cgi)
-command -v haproxy >/dev/null || need+=(haproxy)
-command -v curl >/dev/null || need+=(curl)
-if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; fi
+need wrk:wrk php-cgi:php-cgi haproxy:haproxy curl:curl
 PORT=${PORT:-18095}
 A=$((PORT + 1)); B=$((PORT + 2))
 D=$(mktemp -d /tmp/warren-lb.XXXX)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
-mkdir -p "$D/htdocs"; echo hello > "$D/htdocs/a.txt"
-echo '<?php echo "hello\n";' > "$D/htdocs/hello.php"
-chmod -R a+rX "$D"
+php_site "$D"
 cat > "$D/haproxy.cfg" <<CONF
 global
     maxconn 1000
@@ -45,25 +39,7 @@ backend warren
     server b 127.0.0.1:$B check inter 500ms
 CONF
 start_warren() { # MPM PORT NAME
-    cat > "$D/$3.conf" <<CONF
-LoadModule mpm_$1_module x
-Listen 127.0.0.1:$2
-ServerRoot $D
-DocumentRoot htdocs
-PidFile $3.pid
-ErrorLog $3.error.log
-User nobody
-Group nogroup
-GracefulShutdownTimeout 10
-<Pool php>
-    Command php-cgi
-    pm static
-    pm.max_children 4
-</Pool>
-<FilesMatch "\.php$">
-    SetHandler pool:php
-</FilesMatch>
-CONF
+    php_pool_conf "$1" "$2" "$3" "GracefulShutdownTimeout 10" > "$D/$3.conf"
     "$BIN" -f "$D/$3.conf" &
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$2/hello.php" >/dev/null && return; sleep 0.1; done
 }
@@ -77,11 +53,8 @@ for MPM in ${MPMS:-event worker prefork}; do
         sleep 3
         "$BIN" -f "$D/a.conf" -k graceful-stop
         wait $W
-        errors=$(awk '/Socket errors/ {gsub(",", ""); print "connect " $4 " read " $6 " write " $8 " timeout " $10}' "$D/wrk.out")
-        non2xx=$(awk '/Non-2xx/ {print $NF}' "$D/wrk.out")
-        total=$(awk '/requests in/ {print $1}' "$D/wrk.out")
         down=$(grep -c "is DOWN" "$D/haproxy.log" || true)
-        echo "$MPM $URL: $total requests, socket errors: ${errors:-none}, non-2xx: ${non2xx:-0}; HAProxy saw a server go down: $down"
+        echo "$MPM $URL: $(wrk_failures "$D/wrk.out"); HAProxy saw a server go down: $down"
         kill $H; wait $H 2>/dev/null || true
         "$BIN" -f "$D/b.conf" -k stop
         for _ in $(seq 100); do [ -f "$D/a.pid" ] || [ -f "$D/b.pid" ] || break; sleep 0.1; done
