@@ -40,6 +40,29 @@ impl Drop for TempDir {
     }
 }
 
+/// Waits (up to 20 s) until the server has read everything `client` sent
+/// (the server's end of the connection has an empty receive queue in
+/// /proc/net/tcp): it has accepted the connection and taken the request in,
+/// which a fixed sleep only makes likely.
+pub fn wait_server_read(client: &TcpStream) {
+    let (local, peer) = (client.local_addr().unwrap().port(), client.peer_addr().unwrap().port());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        // Rows: sl local_address rem_address st tx_queue:rx_queue ...; ports in hex.
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let unread = table.lines().skip(1).find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let port = |a: &str| a.rsplit_once(':').and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            (f.len() > 4 && port(f[1]) == Some(peer) && port(f[2]) == Some(local)).then(|| f[4].rsplit_once(':').and_then(|(_, rx)| u64::from_str_radix(rx, 16).ok()).unwrap_or(1))
+        });
+        if unread == Some(0) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the server did not read the request within 20 s (unread: {unread:?})");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -77,48 +100,61 @@ impl Server {
     /// nobody, as a root warren refuses to run them as root without -R (a
     /// later `User` in `extra` wins; neither matters when the tests are
     /// not run as root, as warren then cannot change user).
-    pub fn start_with_args(dir: TempDir, mpm: &str, extra: &str, args: &[&str]) -> Server {
-        let port = free_port();
-        // Two children, and spare bounds that leave them be when idle.
-        let tuning = match mpm {
-            "prefork" => "StartServers 2\nMinSpareServers 1\nMaxSpareServers 8\nMaxRequestWorkers 32",
-            _ => "StartServers 2\nThreadsPerChild 4\nMinSpareThreads 1\nMaxSpareThreads 16\nMaxRequestWorkers 32",
-        };
-        let conf = dir.write(
-            "warren.conf",
-            format!(
-                "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nUser nobody\nGroup nogroup\n{tuning}\n{extra}\n"
-            ),
-        );
-        let child = Command::new(BIN)
-            .args(args)
-            .arg("-f")
-            .arg(&conf)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start warren");
-        let mut s = Server { child: Some(child), port, dir, conf };
-        s.wait_ready();
-        s
+    pub fn start_with_args(mut dir: TempDir, mpm: &str, extra: &str, args: &[&str]) -> Server {
+        // The port is free when chosen, but until warren binds it another
+        // test's client may take it as its own end of a connection: then
+        // warren cannot bind, and is started again on another port.
+        for attempt in 1.. {
+            let port = free_port();
+            // Two children, and spare bounds that leave them be when idle.
+            let tuning = match mpm {
+                "prefork" => "StartServers 2\nMinSpareServers 1\nMaxSpareServers 8\nMaxRequestWorkers 32",
+                _ => "StartServers 2\nThreadsPerChild 4\nMinSpareThreads 1\nMaxSpareThreads 16\nMaxRequestWorkers 32",
+            };
+            let conf = dir.write(
+                "warren.conf",
+                format!(
+                    "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nUser nobody\nGroup nogroup\n{tuning}\n{extra}\n"
+                ),
+            );
+            let child = Command::new(BIN)
+                .args(args)
+                .arg("-f")
+                .arg(&conf)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start warren");
+            let mut s = Server { child: Some(child), port, dir, conf };
+            match s.wait_ready() {
+                Ok(()) => return s,
+                Err(err) if attempt < 5 && err.contains("could not bind to address") => {
+                    s.child = None;
+                    dir = std::mem::replace(&mut s.dir, TempDir(PathBuf::new()));
+                    let _ = std::fs::remove_file(dir.0.join("error.log"));
+                }
+                Err(err) => panic!("{err}"),
+            }
+        }
+        unreachable!()
     }
 
-    fn wait_ready(&mut self) {
+    fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             // The port accepts once bound; the server is up once its PidFile is written.
             if TcpStream::connect(("127.0.0.1", self.port)).is_ok() && self.dir.0.join("warren.pid").exists() {
-                return;
+                return Ok(());
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
                 let mut err = String::new();
                 self.child.as_mut().unwrap().stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                panic!("warren exited with {status}: {err}");
+                return Err(format!("warren exited with {status}: {err}"));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("warren did not start listening on {}", self.port);
+        Err(format!("warren did not start listening on {}", self.port))
     }
 
     pub fn connect(&self) -> TcpStream {
@@ -164,9 +200,10 @@ impl Server {
         children_of(self.pid())
     }
 
-    /// Waits (up to 5 s) until the parent has `n` children, and returns them.
+    /// Waits (up to 20 s: a loaded machine forks slowly; an idle one
+    /// returns at once) until the parent has `n` children, and returns them.
     pub fn wait_children(&self, n: usize) -> Vec<u32> {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let c = self.children();
             if c.len() == n || Instant::now() > deadline {
@@ -180,9 +217,10 @@ impl Server {
         std::fs::read_to_string(self.dir.0.join(name)).unwrap_or_default()
     }
 
-    /// Waits until `name` contains `needle` (logs are flushed about every 250 ms).
+    /// Waits until `name` contains `needle` (logs are flushed about every
+    /// 250 ms; up to 20 s, which only a loaded machine needs).
     pub fn wait_log(&self, name: &str, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let log = self.read_log(name);
             if log.contains(needle) || Instant::now() > deadline {
@@ -368,14 +406,17 @@ macro_rules! each_mpm {
 /// without -k) until stopped, and counts answers that are not a full 200.
 pub struct Load {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ok: std::sync::Arc<std::sync::atomic::AtomicU64>,
     handles: Vec<std::thread::JoinHandle<(u64, Vec<String>)>>,
 }
 
 pub fn start_load(port: u16, threads: usize) -> Load {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ok_so_far = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let handles = (0..threads)
         .map(|_| {
             let stop = stop.clone();
+            let ok_so_far = ok_so_far.clone();
             std::thread::spawn(move || {
                 let mut ok = 0u64;
                 let mut failures = Vec::new();
@@ -394,7 +435,10 @@ pub fn start_load(port: u16, threads: usize) -> Load {
                         }
                     })();
                     match result {
-                        Ok(()) => ok += 1,
+                        Ok(()) => {
+                            ok += 1;
+                            ok_so_far.fetch_add(1, Ordering::SeqCst);
+                        }
                         Err(e) => failures.push(e),
                     }
                 }
@@ -402,10 +446,27 @@ pub fn start_load(port: u16, threads: usize) -> Load {
             })
         })
         .collect();
-    Load { stop, handles }
+    Load { stop, ok: ok_so_far, handles }
 }
 
 impl Load {
+    /// Successful requests so far.
+    pub fn ok_so_far(&self) -> u64 {
+        self.ok.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` more requests than now have succeeded (instead of
+    /// sleeping a fixed time and hoping the machine was fast enough);
+    /// panics after 30 s.
+    pub fn wait_more(&self, n: u64) {
+        let target = self.ok_so_far() + n;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.ok_so_far() < target {
+            assert!(Instant::now() < deadline, "load: {} of {target} requests succeeded in 30 s", self.ok_so_far());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Stops the load; returns (successful requests, failures).
     pub fn finish(self) -> (u64, Vec<String>) {
         self.stop.store(true, Ordering::SeqCst);
