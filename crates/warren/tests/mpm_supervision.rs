@@ -33,11 +33,11 @@ each_mpm!(
 fn event_child_connections_are_capped() {
     let s = Server::start("event", "StartServers 1\nServerLimit 1\nMaxRequestWorkers 25\nMaxChildConnections 10\nKeepAliveTimeout 30");
     let mut held: Vec<TcpStream> = (0..10)
-        .map(|_| {
+        .map(|i| {
             let mut c = s.connect();
             c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
             let mut buf = [0u8; 1024];
-            let n = c.read(&mut buf).unwrap();
+            let n = c.read(&mut buf).unwrap_or_else(|e| panic!("connection {i} ({:?}): {e}; error log:\n{}", c.local_addr(), s.read_log("error.log")));
             assert_eq!(status_of(&buf[..n]), 200);
             c
         })
@@ -55,18 +55,25 @@ fn event_child_connections_are_capped() {
 }
 
 /// Four idle keep-alive clients tie up all four prefork children, so a
-/// fifth waits until KeepAliveTimeout; the event MPM answers it at once.
+/// fifth waits until KeepAliveTimeout (and is answered only once one of the
+/// four has been closed); the event MPM answers it at once, with the four
+/// still open.
 #[test]
 fn keep_alive_ties_up_prefork_but_not_event() {
     for (mpm, extra) in [
         ("prefork", "StartServers 4\nServerLimit 4\nMaxRequestWorkers 4\nKeepAliveTimeout 2"),
-        ("event", "StartServers 1\nThreadsPerChild 4\nMaxRequestWorkers 4\nKeepAliveTimeout 2"),
+        // 30 s: far longer than the test takes, so an event child that tied
+        // a thread to each idle connection would hold the fifth client past
+        // its 10 s read timeout, however slow the machine.
+        ("event", "StartServers 1\nThreadsPerChild 4\nMaxRequestWorkers 4\nKeepAliveTimeout 30"),
     ] {
         let s = Server::start(mpm, extra);
         if mpm == "prefork" {
             assert_eq!(s.wait_children(4).len(), 4);
         }
         let mut idle = Vec::new();
+        // The first idle connection's keep-alive clock starts after this.
+        let first_sent = Instant::now();
         for _ in 0..4 {
             let mut c = s.connect();
             c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
@@ -78,12 +85,28 @@ fn keep_alive_ties_up_prefork_but_not_event() {
         let start = Instant::now();
         assert_eq!(s.get("/a.txt").status, 200);
         let waited = start.elapsed();
+        // Which of the four idle connections the server had closed by the
+        // time it answered the fifth (a close is on the wire before the
+        // closing child can accept again).
+        let closed = idle
+            .iter()
+            .filter(|c| {
+                c.set_nonblocking(true).unwrap();
+                matches!((&mut &**c).read(&mut [0u8; 16]), Ok(0))
+            })
+            .count();
         if mpm == "prefork" {
-            assert!(waited >= Duration::from_millis(1500), "prefork answered the fifth client after {waited:?}");
+            // A lower bound the server guarantees: no child is free before
+            // the first idle connection has waited out KeepAliveTimeout
+            // (2 s, counted from after its request was sent).
+            let since_first = first_sent.elapsed();
+            assert!(since_first >= Duration::from_millis(1900), "prefork answered the fifth client after {waited:?}, {since_first:?} after the first idle one's request");
+            assert!(closed >= 1, "prefork answered a fifth client while its four children each held an open idle connection");
             let log = s.wait_log("error.log", "MaxRequestWorkers");
             assert!(log.contains("server reached MaxRequestWorkers setting, consider raising the MaxRequestWorkers setting"), "{log}");
         } else {
-            assert!(waited < Duration::from_millis(500), "event answered the fifth client after {waited:?}");
+            assert_eq!(closed, 0, "event closed idle connections to answer a fifth client");
+            assert!(waited < Duration::from_secs(10), "event answered the fifth client after {waited:?}");
         }
     }
 }
@@ -98,7 +121,8 @@ fn spare_maintenance_grows_and_shrinks() {
     ] {
         let s = Server::start(mpm, &format!("{extra}\n{STATUS}"));
         let wait_for = |what: &str, f: &dyn Fn(&std::collections::HashMap<String, String>) -> bool| {
-            let deadline = Instant::now() + Duration::from_secs(10);
+            // Growth is a child or so a second; a loaded machine takes longer.
+            let deadline = Instant::now() + Duration::from_secs(30);
             loop {
                 let st = status_auto(&s);
                 if f(&st) {
@@ -162,9 +186,13 @@ fn event_children_accept_in_turn() {
     assert!(accesses.iter().all(|(pid, n)| *pid == first.to_string() || *n == 0), "{accesses:?}");
     unsafe_kill(first, 9);
     std::thread::sleep(Duration::from_millis(50));
+    // The next child takes over within a tick (250 ms) of the parent
+    // clearing the dead one's slot; were the listeners left unwatched, the
+    // request would go unanswered (10 s read timeout). 5 s leaves a loaded
+    // machine room without confusing the two.
     let start = Instant::now();
     assert_eq!(s.get("/a.txt").status, 200);
-    assert!(start.elapsed() < Duration::from_secs(1), "answered after {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(5), "answered after {:?}", start.elapsed());
 }
 
 /// Prefork children take turns at the listeners, as many at once as there
@@ -197,9 +225,13 @@ fn prefork_children_take_turns_at_the_listeners() {
         quiet.push(c);
     }
     std::thread::sleep(Duration::from_millis(200));
+    // Were the quiet clients to keep the turns, the next client would wait
+    // for their header timeout (20 s at least), past its own 10 s read
+    // timeout; answered at once, it takes milliseconds: 5 s tells them
+    // apart on any machine.
     let start = Instant::now();
     assert_eq!(s.get("/a.txt").status, 200);
-    assert!(start.elapsed() < Duration::from_millis(500), "answered after {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(5), "answered after {:?}", start.elapsed());
     drop(quiet);
     // Bursts of clients, more than the children, each tying up a child for
     // three responses too large for the socket: every one is answered,
@@ -218,7 +250,7 @@ fn prefork_children_take_turns_at_the_listeners() {
                     together.wait();
                     let mut c = c.ok()?;
                     let start = Instant::now();
-                    c.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+                    c.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
                     for _ in 0..3 {
                         c.write_all(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n").ok()?;
                         let mut got = Vec::new();
@@ -239,35 +271,44 @@ fn prefork_children_take_turns_at_the_listeners() {
             })
             .collect();
         let took: Vec<Option<Duration>> = handles.into_iter().map(|t| t.join().unwrap()).collect();
-        assert!(took.iter().all(|t| t.is_some_and(|t| t < Duration::from_secs(3))), "round {round}: {took:?}");
+        // A client left in the listen queue by children that gave their
+        // turns away would wait for ever (None here, after its 20 s read
+        // timeout); served, each takes well under a second on an idle
+        // machine and a few on a loaded one.
+        assert!(took.iter().all(|t| t.is_some_and(|t| t < Duration::from_secs(15))), "round {round}: {took:?}");
     }
     for pid in accepting(&s) {
         unsafe_kill(pid, 9);
     }
     std::thread::sleep(Duration::from_millis(50));
+    // A turn lost with its holder would leave the listeners unwatched (the
+    // request unanswered within its 10 s read timeout); handed on, it takes
+    // a moment.
     let start = Instant::now();
     assert_eq!(s.get("/a.txt").status, 200);
-    assert!(start.elapsed() < Duration::from_secs(2), "answered after {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(5), "answered after {:?}", start.elapsed());
 }
 
 fn killed_child_is_replaced_under_load(mpm: &str) {
     let s = Server::start(mpm, "");
     let before = s.wait_children(2);
     let load = start_load(s.port, 4);
-    std::thread::sleep(Duration::from_millis(300));
+    load.wait_more(20);
     unsafe_kill(before[0], 9);
-    let deadline = Instant::now() + Duration::from_secs(2);
+    // Replaced at the parent's next pass (about a second); 10 s for a loaded machine.
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let now = s.children();
         if now.len() >= 2 && !now.contains(&before[0]) {
             break;
         }
-        assert!(Instant::now() < deadline, "not replaced within 2 s: {now:?}");
+        assert!(Instant::now() < deadline, "not replaced within 10 s: {now:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Requests go on being answered once the child is replaced.
+    load.wait_more(30);
     let (ok, failures) = load.finish();
-    assert!(ok > 50, "{ok} requests");
+    assert!(ok >= 50, "{ok} requests");
     // Only requests in flight on the killed child (at most one per client) may fail.
     assert!(failures.len() <= 4, "{} failures: {:?}", failures.len(), &failures[..failures.len().min(5)]);
 }
@@ -276,36 +317,52 @@ fn max_connections_per_child_under_load(mpm: &str) {
     let s = Server::start(mpm, "MaxConnectionsPerChild 50");
     let first = s.wait_children(2);
     let load = start_load(s.port, 4);
-    std::thread::sleep(Duration::from_secs(2));
-    let (ok, failures) = load.finish();
-    assert!(failures.is_empty(), "{} failures: {:?}", failures.len(), &failures[..failures.len().min(5)]);
-    assert!(ok > 200, "{ok} requests");
-    let now = s.children();
-    let retired = first.iter().filter(|p| !now.contains(p)).count();
     // Under event the first child takes the connections while it copes, so
     // only it has to have retired.
     let expected = if mpm == "event" { 1 } else { first.len() };
-    assert!(retired >= expected, "children retired: {first:?} -> {now:?}");
+    // Load until the children have retired (and at least 200 requests, four
+    // children's worth, have been answered), however long the machine takes.
+    load.wait_more(200);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let now = loop {
+        let now = s.children();
+        if first.iter().filter(|p| !now.contains(p)).count() >= expected || Instant::now() > deadline {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (ok, failures) = load.finish();
+    assert!(failures.is_empty(), "{} failures: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+    let retired = first.iter().filter(|p| !now.contains(p)).count();
+    assert!(retired >= expected, "children retired after {ok} requests: {first:?} -> {now:?}");
 }
 
 fn five_graceful_restarts_under_load(mpm: &str) {
     let s = Server::start(mpm, STATUS);
     s.wait_children(2);
     let load = start_load(s.port, 4);
-    for _ in 0..5 {
+    for generation in 2..=6 {
         std::thread::sleep(Duration::from_millis(400));
         unsafe_kill(s.pid(), 1);
+        // Each HUP is taken before the next is sent (two pending HUPs are
+        // one signal); the old children are still draining meanwhile.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while status_auto(&s)["ParentServerConfigGeneration"] != generation.to_string() {
+            assert!(Instant::now() < deadline, "no graceful restart to generation {generation}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Requests are answered in each generation.
+        load.wait_more(20);
     }
-    std::thread::sleep(Duration::from_millis(500));
     let (ok, failures) = load.finish();
     assert!(failures.is_empty(), "{} failures: {:?}", failures.len(), &failures[..failures.len().min(5)]);
-    assert!(ok > 100, "{ok} requests");
+    assert!(ok >= 100, "{ok} requests");
     let st = status_auto(&s);
     assert_eq!(st["ParentServerConfigGeneration"], "6", "{st:?}");
     // -k graceful does the same through the PidFile.
     let out = Command::new(BIN).args(["-k", "graceful", "-f"]).arg(&s.conf).output().unwrap();
     assert!(out.status.success());
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while status_auto(&s)["ParentServerConfigGeneration"] != "7" {
         assert!(Instant::now() < deadline, "-k graceful did not restart");
         std::thread::sleep(Duration::from_millis(100));
@@ -327,6 +384,8 @@ fn keep_alive_connections_cross_graceful_restarts(mpm: &str) {
             std::thread::spawn(move || {
                 let (mut ok, mut closed, mut failures) = (0u32, 0u32, Vec::new());
                 let mut conn: Option<TcpStream> = None;
+                // When the connection's last answer came in.
+                let mut answered = Instant::now();
                 // Bounded even if the test forgets to stop it.
                 let until = Instant::now() + Duration::from_secs(60);
                 while !stop.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < until {
@@ -336,6 +395,7 @@ fn keep_alive_connections_cross_graceful_restarts(mpm: &str) {
                         c
                     });
                     let mut answer = Vec::new();
+                    let idle = answered.elapsed();
                     let sent = c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
                     let mut buf = [0u8; 4096];
                     while sent.is_ok() && !response_complete(&answer) {
@@ -345,13 +405,23 @@ fn keep_alive_connections_cross_graceful_restarts(mpm: &str) {
                         }
                     }
                     if !response_complete(&answer) {
-                        failures.push(format!("request {}: {sent:?}, answer {:?}", ok + 1, String::from_utf8_lossy(&answer)));
+                        // A stopping child closes a connection idle for a
+                        // second (DRAIN_IDLE): a client that a loaded machine
+                        // kept asleep that long may see that close, as any
+                        // HTTP client may, and is not the server's failure.
+                        // One that paused its usual 100 ms must never.
+                        if answer.is_empty() && idle >= Duration::from_millis(500) {
+                            conn = None;
+                            continue;
+                        }
+                        failures.push(format!("request {} after {idle:?} idle: {sent:?}, answer {:?}", ok + 1, String::from_utf8_lossy(&answer)));
                         conn = None;
                         continue;
                     }
                     let (r, _) = parse_response(&answer);
                     assert_eq!(r.status, 200);
                     ok += 1;
+                    answered = Instant::now();
                     if r.header("connection") == Some("close") {
                         closed += 1;
                         conn = None;
@@ -481,7 +551,7 @@ fn usr1_reopens_logs(mpm: &str) {
     unsafe_kill(s.pid(), 10);
     std::thread::sleep(Duration::from_millis(500));
     // Each child reopens, or is replaced; make enough requests that every child logs one.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while !s.read_log("access.log").contains("after") || !s.read_log("error.log").contains("no-such-after") {
         assert_eq!(s.get("/a.txt?after").status, 200);
         assert_eq!(s.get("/no-such-after.html").status, 404);
@@ -492,7 +562,7 @@ fn usr1_reopens_logs(mpm: &str) {
     assert!(!std::fs::read_to_string(s.dir.0.join("error.log.1")).unwrap().contains("no-such-after"));
     if nix_is_root() {
         assert!(s.read_log("error.log").contains("children replaced gracefully"), "{}", s.read_log("error.log"));
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(20);
         while before.iter().any(|p| s.children().contains(p)) {
             assert!(Instant::now() < deadline, "the children from before USR1 are still there: {before:?}");
             std::thread::sleep(Duration::from_millis(50));
@@ -505,12 +575,13 @@ fn graceful_stop_finishes_requests(mpm: &str) {
     s.wait_children(2);
     let mut c = s.connect();
     c.write_all(b"POST /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n12345").unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // In flight: accepted, and its head read (not still in the listen queue).
+    wait_server_read(&c);
     let out = Command::new(BIN).args(["-k", "graceful-stop", "-f"]).arg(&s.conf).output().unwrap();
     assert!(out.status.success());
     // New clients are refused at once (a load balancer sends them
     // elsewhere) while the request in flight is still being served.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", s.port)).is_ok() {
         assert!(Instant::now() < deadline, "still accepting connections after graceful-stop");
         std::thread::sleep(Duration::from_millis(50));
@@ -536,7 +607,7 @@ fn children_end_with_a_killed_parent(mpm: &str) {
     let s = Server::start(mpm, "");
     let children = s.wait_children(2);
     unsafe_kill(s.pid(), 9);
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while children.iter().any(|&c| std::path::Path::new(&format!("/proc/{c}")).exists() && !is_zombie(c)) {
         assert!(Instant::now() < deadline, "children {children:?} outlived their parent");
         std::thread::sleep(Duration::from_millis(50));
@@ -556,7 +627,17 @@ fn children_start_with_room_for_descriptors(mpm: &str) {
     let soft: u64 = limits.lines().find(|l| l.starts_with("Max open files")).and_then(|l| l.split_whitespace().nth(3)).and_then(|v| v.parse().ok()).unwrap_or(1024);
     let s = Server::start(mpm, "");
     for child in s.wait_children(2) {
-        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap();
+        // Just forked, a child has neither grown its table nor started its
+        // threads: look once it has threads, the state the claim is about
+        // (a prefork child's table is small at any time).
+        let threads = |status: &str| status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|t| t.trim().parse::<u32>().ok()).unwrap_or(0);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap();
+        while mpm != "prefork" && threads(&status) < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap();
+        }
+        assert!(mpm == "prefork" || threads(&status) >= 2, "{mpm} child {child} started no threads");
         let size: u64 = status.lines().find_map(|l| l.strip_prefix("FDSize:")).unwrap().trim().parse().unwrap();
         if mpm == "prefork" {
             // Single-threaded: grows when needed, without the wait.
