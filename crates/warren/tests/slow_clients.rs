@@ -22,6 +22,15 @@ fn start(mpm: &str, extra: &str) -> Server {
     Server::start_in(dir, mpm, &conf)
 }
 
+/// A GET with a 40 s read timeout: what a loaded machine may need, and
+/// longer than Timeout (20 s), after which a held child would come free.
+fn get_patiently(s: &Server, path: &str) -> Resp {
+    let mut c = s.connect();
+    c.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    parse_response(&read_to_close(&mut c)).0
+}
+
 /// A client that sends 3 bytes of a 100-byte body and stops holds no
 /// child: the pool's only child answers another client meanwhile, and
 /// the slow request is answered once its body is whole.
@@ -29,11 +38,14 @@ fn slow_body_holds_no_pool_child(mpm: &str) {
     let s = start(mpm, "");
     let mut slow = s.connect();
     slow.write_all(b"POST /input.php HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\nConnection: close\r\n\r\nabc").unwrap();
+    wait_server_read(&slow);
     std::thread::sleep(Duration::from_millis(300));
+    // Were the child held by the slow body, this request would wait until
+    // Timeout (20 s) cut the slow one.
     let started = Instant::now();
-    let r = s.get("/pid.php");
+    let r = get_patiently(&s, "/pid.php");
     assert_eq!(r.status, 200, "{}", r.text());
-    assert!(started.elapsed() < Duration::from_secs(10), "waited {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(15), "waited {:?}", started.elapsed());
     slow.write_all(&[b'd'; 97]).unwrap();
     let (r, _) = parse_response(&read_to_close(&mut slow));
     let body = [b"abc".as_slice(), &[b'd'; 97]].concat();
@@ -79,13 +91,18 @@ fn md5(data: &[u8]) -> u128 {
 fn slow_reader_holds_no_pool_child(mpm: &str) {
     let s = start(mpm, "");
     let mut slow = s.connect();
-    slow.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
     slow.write_all(b"GET /big.php?kb=20480 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    wait_server_read(&slow);
     std::thread::sleep(Duration::from_millis(300));
+    // Were the child held until the slow client read its answer (which it
+    // does only after this), this request would never be answered: 40 s
+    // read timeout. The child is free once it has written 20 MB, which a
+    // loaded machine takes seconds over.
     let started = Instant::now();
-    let r = s.get("/pid.php");
+    let r = get_patiently(&s, "/pid.php");
     assert_eq!(r.status, 200, "{}", r.text());
-    assert!(started.elapsed() < Duration::from_secs(10), "waited {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(30), "waited {:?}", started.elapsed());
     let answer = read_to_close(&mut slow);
     let (r, _) = parse_response(&answer);
     assert_eq!(r.status, 200);
