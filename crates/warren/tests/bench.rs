@@ -49,7 +49,7 @@ fn serve(mut s: TcpStream) {
             "/chunked" => format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: {conn}\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
             "/drop" => return,
             "/hang" => {
-                std::thread::sleep(Duration::from_secs(10));
+                std::thread::sleep(Duration::from_secs(30));
                 return;
             }
             _ => format!("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: {conn}\r\n\r\nok"),
@@ -71,19 +71,29 @@ fn bench(args: &[&str]) -> (i32, serde_json::Value, String) {
 fn figures_match_known_delays_and_failures() {
     let port = test_server();
     let url = |p: &str| format!("http://127.0.0.1:{port}{p}");
-    // 40 requests of 100 ms, 4 at a time: about 1 s, every percentile near 100 ms.
+    // 40 requests of 100 ms, 4 at a time: about 1 s on an idle machine,
+    // every percentile near 100 ms. The bounds below are what the server
+    // guarantees (no answer before 100 ms, 40 of them 4 at a time take 1 s,
+    // one at a time 4 s) and what the tool's arithmetic must give; a loaded
+    // machine only makes responses slower, which they allow.
     let (code, j, _) = bench(&["-n", "40", "-c", "4", "--json", &url("/slow")]);
     assert_eq!(code, 0);
     assert_eq!(j["transactions"], 40);
     assert_eq!(j["availability"], 100.0);
     for p in ["50", "99", "100"] {
         let v = j["percentiles_ms"][p].as_f64().unwrap();
-        assert!((100.0..160.0).contains(&v), "p{p} = {v}");
+        // Milliseconds (not µs or s), and not below the server's 100 ms.
+        assert!((100.0..1000.0).contains(&v), "p{p} = {v}");
     }
     let elapsed = j["elapsed_time"].as_f64().unwrap();
-    assert!((0.95..2.0).contains(&elapsed), "elapsed {elapsed}");
+    // Four at a time: under the 4 s that one at a time would take.
+    assert!((0.95..3.9).contains(&elapsed), "elapsed {elapsed}");
     let conc = j["concurrency"].as_f64().unwrap();
-    assert!((3.0..4.1).contains(&conc), "concurrency {conc}");
+    assert!((2.0..4.1).contains(&conc), "concurrency {conc}");
+    // Concurrency is the total response time over the elapsed time, and the rate transactions over it.
+    let (mean, rate) = (j["response_time"].as_f64().unwrap(), j["transaction_rate"].as_f64().unwrap());
+    assert!((conc - mean * 40.0 / elapsed).abs() < 0.01 * conc, "concurrency {conc}, mean {mean}, elapsed {elapsed}");
+    assert!((rate - 40.0 / elapsed).abs() < 0.01 * rate, "rate {rate}, elapsed {elapsed}");
     assert_eq!(j["data_transferred"].as_f64().unwrap() * 1024.0 * 1024.0, 160.0);
     // Keep-alive, chunked bodies.
     let (_, j, _) = bench(&["-n", "100", "-c", "5", "-k", "--json", &url("/chunked")]);
@@ -95,16 +105,17 @@ fn figures_match_known_delays_and_failures() {
     assert_eq!(j["errors"]["non_2xx"]["500"], 20);
     let (_, j, _) = bench(&["-n", "10", "-c", "2", "--json", &url("/drop")]);
     assert_eq!((j["transactions"].as_u64(), j["errors"]["read"].as_u64(), j["availability"].as_f64()), (Some(0), Some(10), Some(0.0)));
-    // A server that never answers: timeouts, and the tool stops in time.
+    // A server that never answers (it closes after 30 s): timeouts, and the
+    // tool stops in time, long before the server would have let it go.
     let t = Instant::now();
     let (_, j, _) = bench(&["-n", "2", "-c", "2", "--timeout", "1", "--json", &url("/hang")]);
     assert_eq!(j["errors"]["timeout"], 2);
-    assert!(t.elapsed() < Duration::from_secs(4), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(15), "took {:?}", t.elapsed());
     // A duration bounds the run even against a server that never answers.
     let t = Instant::now();
     let (_, j, _) = bench(&["-t", "1", "-c", "2", "--json", &url("/hang")]);
     assert_eq!(j["transactions"], 0);
-    assert!(t.elapsed() < Duration::from_secs(3), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(15), "took {:?}", t.elapsed());
 }
 
 /// Like a lone prefork child: serves one connection to its end before it
@@ -121,20 +132,24 @@ fn a_connection_with_no_requests_left_is_closed_at_once() {
     // Both connections on one client thread: the first takes every request it
     // can; the second waits at the listener until the first is closed, which
     // must not wait for the run's (or the thread's) end.
+    // Were it kept open, the second connection would time out (--timeout 15)
+    // and the server would hold the first for its 20 s read timeout.
     let t = Instant::now();
-    let (_, j, _) = bench(&["-n", "20", "-c", "2", "--threads", "1", "-k", "--timeout", "5", "--json", &format!("http://127.0.0.1:{port}/fast")]);
+    let (_, j, _) = bench(&["-n", "20", "-c", "2", "--threads", "1", "-k", "--timeout", "15", "--json", &format!("http://127.0.0.1:{port}/fast")]);
     assert_eq!((j["transactions"].as_u64(), j["failed_transactions"].as_u64()), (Some(20), Some(0)), "{j}");
-    assert!(t.elapsed() < Duration::from_secs(3), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(12), "took {:?}", t.elapsed());
 }
 
 #[test]
 fn fixed_rate_and_ramp() {
     let port = test_server();
     let url = |p: &str| format!("http://127.0.0.1:{port}{p}");
-    // 100 requests due at 100 per second: about a second, whatever -c allows.
+    // 100 requests due at 100 per second: about a second, whatever -c allows
+    // (at once, unpaced, they take a few ms). Never faster than the rate; a
+    // loaded machine may be slower.
     let (_, j, _) = bench(&["--rate", "100", "-n", "100", "-c", "10", "--json", &url("/fast")]);
     let (elapsed, rate) = (j["elapsed_time"].as_f64().unwrap(), j["transaction_rate"].as_f64().unwrap());
-    assert!((0.95..1.4).contains(&elapsed) && (70.0..106.0).contains(&rate), "elapsed {elapsed}, rate {rate}");
+    assert!((0.95..5.0).contains(&elapsed) && (20.0..106.0).contains(&rate), "elapsed {elapsed}, rate {rate}");
     // Due every 20 ms, served every 100 ms by one connection: the queue shows in the
     // response times, counted from when each request was due (no coordinated omission).
     let (_, j, _) = bench(&["--rate", "50", "-n", "20", "-c", "1", "--json", &url("/slow")]);
@@ -145,10 +160,13 @@ fn fixed_rate_and_ramp() {
     let series = j["series"].as_array().unwrap();
     let per = |i: usize| series.get(i).and_then(|s| s["responses"].as_u64()).unwrap_or(0);
     assert!(per(1) > per(0) + 5, "series {series:?}");
+    // The ramp's 2 s, plus the answers in flight at its end (and a loaded
+    // machine's delays); a run that ignored the duration would go on.
     let elapsed = j["elapsed_time"].as_f64().unwrap();
-    assert!((1.9..2.6).contains(&elapsed), "elapsed {elapsed}");
+    assert!((1.9..6.0).contains(&elapsed), "elapsed {elapsed}");
+    // On average about 2.5 users: neither the 1 nor the 4 of a ramp that did not move.
     let conc = j["concurrency"].as_f64().unwrap();
-    assert!((1.3..3.6).contains(&conc), "concurrency {conc}");
+    assert!((1.2..3.8).contains(&conc), "concurrency {conc}");
 }
 
 #[test]
@@ -161,7 +179,8 @@ fn refused_connections_and_bad_input() {
     let t = Instant::now();
     let (code, j, _) = bench(&["-t", "1", "-c", "2", "--json", &format!("http://127.0.0.1:{port}/")]);
     assert_eq!(code, 0);
-    assert!(j["errors"]["connect"].as_u64().unwrap() > 2 && t.elapsed() < Duration::from_secs(3));
+    // Bounded by its 1 s (a run that ignored it would not end).
+    assert!(j["errors"]["connect"].as_u64().unwrap() > 2 && t.elapsed() < Duration::from_secs(10), "{j} after {:?}", t.elapsed());
     for bad in ["not a url", "ftp://127.0.0.1/"] {
         let (code, _, err) = bench(&[bad]);
         assert_eq!(code, 2);
