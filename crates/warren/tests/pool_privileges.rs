@@ -94,9 +94,9 @@ fn fd_target(fds: &[(u32, String)], fd: u32) -> &str {
     fds.iter().find(|(n, _)| *n == fd).map_or("(closed)", |(_, t)| t.as_str())
 }
 
-/// Waits (up to 5 s) until `parent` has `n` php-cgi children and two others.
+/// Waits (up to 20 s, for a loaded machine) until `parent` has `n` php-cgi children and two others.
 fn wait_children(parent: u32, n: usize) -> (Vec<u32>, Vec<u32>) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let all = children_of(parent);
         let (php, server): (Vec<u32>, Vec<u32>) = all.into_iter().partition(|&p| comm(p) == "php-cgi");
@@ -196,7 +196,7 @@ impl Terminal {
     }
 
     fn wait_for(&self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let t = self.text();
             if t.contains(needle) || Instant::now() > deadline {
@@ -381,7 +381,7 @@ fn pool_output_goes_to_the_error_log(mpm: &str) {
     // Log rotation: the pool's children are not involved, the parent writes.
     std::fs::rename(s.dir.0.join("error.log"), s.dir.0.join("error.log.1")).unwrap();
     unsafe_kill(s.pid(), 10);
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while !s.dir.0.join("error.log").exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }

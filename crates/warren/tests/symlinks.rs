@@ -42,7 +42,7 @@ fn nobody() -> u32 {
 /// the `n` requests refused for it.
 fn assert_refusals_logged(s: &Server, link: &Path, n: usize) {
     let needle = format!("Symbolic link not allowed or link target not accessible: {}", link.display());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let log = s.read_log("error.log");
         let lines: Vec<&str> = log.lines().filter(|l| l.contains(&needle)).collect();
