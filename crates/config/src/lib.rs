@@ -28,7 +28,7 @@ pub use log_format::{DurationUnit, LogItem};
 pub use parse::{ConfigError, Directive, Node, Origin, Section};
 pub use pool::{PmStyle, PoolConfig};
 pub use settings::{
-    load_file, parse_fcgi_url, parse_read_stage, CustomLog, DirConfig, DirSection, ErrorDocument, FcgiAddr, FcgiBackend, FcgiBackendType,
+    load_file, load_text, parse_fcgi_url, parse_read_stage, CustomLog, DirConfig, DirSection, ErrorDocument, FcgiAddr, FcgiBackend, FcgiBackendType,
     Handler, HostConfig, Limits, LoadOptions, Loaded, LogLevel, Mpm, MpmTuning, OptionFlags, OptionsSpec, ProxyPattern,
     ProxyRoute, ProxyTarget, ReadStage, RequestReadTimeout, Require, SectionMatch, ServerTokens, Settings, VhostAddr, VirtualHost,
 };

@@ -624,6 +624,17 @@ pub struct Loaded {
 }
 
 pub fn load_file(path: &Path, opts: &LoadOptions) -> Loaded {
+    load(path, opts, |reader, path| reader.read_file(path, None))
+}
+
+/// [`load_file`] for text already in memory, as if read from `path` (which
+/// names it in errors and whose directory is the ServerRoot): the fuzz
+/// targets parse configurations without writing each to a file.
+pub fn load_text(text: &str, path: &Path, opts: &LoadOptions) -> Loaded {
+    load(path, opts, |reader, path| reader.read_text(text, std::sync::Arc::new(path.to_path_buf())))
+}
+
+fn load(path: &Path, opts: &LoadOptions, read: impl FnOnce(&mut Reader, &Path) -> Vec<Node>) -> Loaded {
     let path = match std::path::absolute(path) {
         Ok(p) => p,
         Err(_) => path.to_path_buf(),
@@ -634,7 +645,7 @@ pub fn load_file(path: &Path, opts: &LoadOptions) -> Loaded {
         reader.defines.insert(d.clone(), None);
     }
     reader.mpm_override = opts.mpm_override.map(|m| m.module().to_string());
-    let nodes = reader.read_file(&path, None);
+    let nodes = read(&mut reader, &path);
     let mpm = Mpm::from_module(reader.mpm()).unwrap_or(Mpm::Event);
     let mut builder = Builder::new(&reader, mpm, &path);
     builder.errors.append(&mut reader.errors);

@@ -301,3 +301,16 @@ fn request_read_timeout_as_mod_reqtimeout() {
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<VirtualHost *:8080>\nRequestReadTimeout header=5\n</VirtualHost>\n");
     assert!(l.errors.iter().any(|e| e.origin.line == 4 && e.to_string().contains("server-wide")), "{:?}", l.errors);
 }
+
+#[test]
+fn text_in_memory_loads_as_the_same_file() {
+    let d = Dir::new("text");
+    let text = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nTimeout soon\n";
+    let from_file = load(&d, text);
+    let from_text = load_text(text, &d.0.join("warren.conf"), &LoadOptions::default());
+    assert_eq!(from_text.errors, from_file.errors);
+    assert_eq!(from_text.errors.len(), 1, "{:?}", from_text.errors);
+    let ok = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\n";
+    let s = load_text(ok, &d.0.join("warren.conf"), &LoadOptions::default()).settings.unwrap();
+    assert_eq!(s.main.document_root, d.0.join("htdocs"));
+}
