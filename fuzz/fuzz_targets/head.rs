@@ -1,0 +1,7 @@
+//! libFuzzer's entry for the `head` target: the body is
+//! `warren_fuzz_targets::head::run`, which `cargo test` also runs over the corpus.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| warren_fuzz_targets::head::run(data));
