@@ -97,6 +97,9 @@ pub struct Reader {
 }
 
 const MAX_INCLUDE_DEPTH: usize = 32;
+/// The longest a line may become by `${VAR}` expansion: far beyond any real
+/// line, and a bound on what each line can cost.
+const MAX_EXPANDED_LINE: usize = 64 * 1024;
 
 impl Reader {
     pub fn new(server_root: PathBuf) -> Self {
@@ -398,13 +401,23 @@ impl Reader {
                 return Err("unterminated ${ in variable reference".into());
             };
             let name = &after[..end];
-            match self.defines.get(name) {
-                Some(Some(v)) => out.push_str(v),
+            let env;
+            let value = match self.defines.get(name) {
+                Some(Some(v)) => v.as_str(),
                 _ => match std::env::var(name) {
-                    Ok(v) => out.push_str(&v),
+                    Ok(v) => {
+                        env = v;
+                        env.as_str()
+                    }
                     Err(_) => return Err(format!("variable ${{{name}}} is not defined (use Define {name} value)")),
                 },
+            };
+            // `Define X ${X}${X}` doubles X: unbounded, forty such lines
+            // would ask for a terabyte.
+            if out.len() + value.len() > MAX_EXPANDED_LINE {
+                return Err(format!("line longer than {MAX_EXPANDED_LINE} bytes once its variables are expanded"));
             }
+            out.push_str(value);
             rest = &after[end + 1..];
         }
         out.push_str(rest);
@@ -546,6 +559,24 @@ mod tests {
         let (nodes, errors) = read(text);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(names(&nodes), vec!["A 1", "C /srv"]);
+    }
+
+    #[test]
+    fn expansion_is_bounded() {
+        // Each line doubles X: without a bound the 40th would need 2^41 bytes.
+        let mut text = String::from("Define X ab\n");
+        text.push_str(&"Define X ${X}${X}\n".repeat(40));
+        text.push_str("Y ${X}\n");
+        let (nodes, errors) = read(&text);
+        // Line 15 leaves X 2^15 bytes long; line 16 would be 9 + 2^16 bytes
+        // long, so it and every later doubling are refused, and X stays.
+        assert_eq!(errors.len(), 26);
+        assert_eq!(errors[0].origin.line, 16);
+        assert!(errors[0].message.contains("once its variables are expanded"), "{}", errors[0]);
+        match nodes.last() {
+            Some(Node::Directive(d)) => assert_eq!((d.name.as_str(), d.args[0].len()), ("Y", 1 << 15)),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
