@@ -61,9 +61,8 @@ impl HeadScan {
             let line = &buf[self.line..end];
             self.searched = 0;
             let next = nl + 1;
-            if next > limits.head {
-                return Err(head_too_large(limits));
-            }
+            let limit = self.line_limit(limits);
+            self.first_broken(line.len() > limit, next > limits.head, limits)?;
             match &self.request_line {
                 None => {
                     // RFC 9112 2.2: empty lines before the request line are ignored, a few.
@@ -74,9 +73,6 @@ impl HeadScan {
                         }
                         continue;
                     }
-                    if line.len() > limits.request_line {
-                        return Err(request_line_too_long(limits));
-                    }
                     let (method, target, version) = parse_request_line(line)?;
                     let at = self.line;
                     self.request_line = Some(RequestLine { method: at + method.start..at + method.end, target: at + target.start..at + target.end, version, fields_start: next });
@@ -84,9 +80,6 @@ impl HeadScan {
                 Some(request_line) => {
                     if line.is_empty() {
                         return Ok(Some(HeadShape { request_line: request_line.clone(), fields: self.fields, head_end: next }));
-                    }
-                    if line.len() > limits.field_size {
-                        return Err(field_too_long(limits));
                     }
                     self.fields += 1;
                     if self.fields > limits.fields {
@@ -101,16 +94,35 @@ impl HeadScan {
         }
     }
 
-    /// A line without its end yet may already be too long.
+    /// A line without its end yet may already be too long (`len` of its
+    /// bytes are in, a CR perhaps among them), or take the head past its cap.
     fn check_unfinished(&self, len: usize, limits: &HeadLimits) -> Result<(), HttpError> {
-        if self.line + len >= limits.head {
+        let limit = self.line_limit(limits);
+        self.first_broken(len > limit + 1, self.line + len >= limits.head, limits)
+    }
+
+    /// LimitRequestLine or LimitRequestFieldSize, for the line being read.
+    fn line_limit(&self, limits: &HeadLimits) -> usize {
+        if self.request_line.is_none() {
+            limits.request_line
+        } else {
+            limits.field_size
+        }
+    }
+
+    /// The answer for a line that breaks its own limit, or takes the head
+    /// past LimitRequestHeadSize, or both. Both: the limit its bytes reach
+    /// first, as they would arriving one at a time (its own once the buffer
+    /// holds `self.line + limit + 2` bytes, the head's at `limits.head`), so
+    /// that the status does not depend on how the head was cut into reads: a
+    /// 70 KB request line was a 431 sent at once and a 414 trickled.
+    fn first_broken(&self, line_broken: bool, head_broken: bool, limits: &HeadLimits) -> Result<(), HttpError> {
+        let line_first = self.line.saturating_add(self.line_limit(limits)).saturating_add(2) < limits.head;
+        if line_broken && (line_first || !head_broken) {
+            return Err(if self.request_line.is_none() { request_line_too_long(limits) } else { field_too_long(limits) });
+        }
+        if head_broken {
             return Err(head_too_large(limits));
-        }
-        if self.request_line.is_none() && len > limits.request_line + 1 {
-            return Err(request_line_too_long(limits));
-        }
-        if self.request_line.is_some() && len > limits.field_size + 1 {
-            return Err(field_too_long(limits));
         }
         Ok(())
     }
@@ -202,6 +214,42 @@ mod tests {
         assert!(parse_head(exact.as_bytes(), &LIMITS).unwrap().is_some());
         let short = HeadLimits { head: exact.len() - 1, ..LIMITS };
         assert_eq!(parse_head(&exact.as_bytes()[..exact.len() - 1], &short).unwrap_err().status, 431);
+    }
+
+    /// The verdict on `input` fed `step` bytes at a time: the first that is
+    /// not "more is needed", or that, at its end.
+    fn verdict(input: &[u8], step: usize) -> Result<Option<usize>, HttpError> {
+        let mut scan = HeadScan::default();
+        let mut end = 0;
+        loop {
+            end = (end + step).min(input.len());
+            match parse_head_from(&mut scan, &input[..end], &LIMITS) {
+                Ok(None) if end < input.len() => continue,
+                v => return v.map(|h| h.map(|(_, n)| n)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_past_two_limits_gets_one_answer_however_it_arrives() {
+        // Past LimitRequestLine (64) from its 66th byte and past
+        // LimitRequestHeadSize (150) too: 414, which trickled it was and
+        // sent at once it was not (431).
+        let request_line = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "a".repeat(200));
+        // A field past LimitRequestFieldSize (32) before the cap, and one
+        // after lines at their limits (66 + 2 * 34 bytes), which reaches the
+        // cap first.
+        let field = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "b".repeat(200));
+        let full = format!("A: {}\r\n", "f".repeat(29));
+        let late_field = format!("GET /{} HTTP/1.1\r\n{full}{full}X: {}\r\n\r\n", "c".repeat(50), "d".repeat(200));
+        for (input, status, limit) in [(request_line, 414, "LimitRequestLine"), (field, 431, "LimitRequestFieldSize"), (late_field, 431, "LimitRequestHeadSize")] {
+            let whole = verdict(input.as_bytes(), input.len());
+            let e = whole.clone().unwrap_err();
+            assert!(e.status == status && e.reason.contains(limit), "{e}");
+            for step in [1, 2, 3, 7, 50, 100] {
+                assert_eq!(verdict(input.as_bytes(), step), whole, "{step} bytes at a time");
+            }
+        }
     }
 
     #[test]
