@@ -751,8 +751,19 @@ fn serve_as_root_runs_children_unprivileged() {
         child.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
         err
     };
+    // What warren logged (to its stderr here) goes with an answer that is not one.
+    let get_or_show = |child: Guard, port: u16| -> (Guard, Resp) {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /pid.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        let raw = read_to_close(&mut s);
+        if !response_complete(&raw) {
+            panic!("answer {:?}; warren said: {}", String::from_utf8_lossy(&raw), stop(child));
+        }
+        (child, parse_response(&raw).0)
+    };
     let (child, port) = serve(&[], &dir.0.join("htdocs"));
-    let r = get(port, "/pid.php");
+    let (child, r) = get_or_show(child, port);
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(ids(r.text().parse().unwrap()).0, uid(account));
     let servers: Vec<u32> = children_of(child.0.id()).into_iter().filter(|&p| comm(p) == "warren").collect();
@@ -766,7 +777,7 @@ fn serve_as_root_runs_children_unprivileged() {
     assert!(err.contains(&format!("children run as {account}, WHO CANNOT READ {}", locked.display())), "start-up line: {err}");
 
     let (child, port) = serve(&["-R"], &dir.0.join("htdocs"));
-    let r = get(port, "/pid.php");
+    let (child, r) = get_or_show(child, port);
     assert_eq!(ids(r.text().parse().unwrap()).0, 0);
     let err = stop(child);
     assert!(err.contains("children run as root (-R)"), "start-up line: {err}");
