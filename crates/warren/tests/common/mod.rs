@@ -64,7 +64,17 @@ pub fn wait_server_read(client: &TcpStream) {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    // A test's threads run side by side: the kernel may give two of them
+    // the same free port one after the other, and the second server would
+    // then find it taken, or a readiness check the first server. So a port
+    // is handed out once per test process.
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if GIVEN.lock().unwrap_or_else(|e| e.into_inner()).insert(port) {
+            return port;
+        }
+    }
 }
 
 pub struct Server {
