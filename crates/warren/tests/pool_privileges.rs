@@ -283,7 +283,15 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
     assert!(warren_fds.iter().all(|(_, t)| *t != stray_path.display().to_string()), "warren kept the stray descriptor: {warren_fds:?}");
     assert_eq!(fd_target(&warren_fds, 2), slave);
 
-    assert_eq!(get(port, "/pid.php").status, 200);
+    // What warren logged (on the terminal here) goes with an answer that is not one.
+    let first = {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /pid.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        read_to_close(&mut s)
+    };
+    assert!(response_complete(&first), "answer {:?}; the terminal showed: {}", String::from_utf8_lossy(&first), term.text());
+    assert_eq!(parse_response(&first).0.status, 200);
     let (php, server) = wait_children(warren, 2);
     assert_eq!(php.len(), 2, "pm static, 2 children: {php:?}");
     let holds_terminal = |held: &[(u32, String)]| held.iter().any(|(_, t)| *t == slave || t.starts_with("/dev/pts") || t == "/dev/tty");
