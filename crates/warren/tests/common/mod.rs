@@ -188,7 +188,10 @@ impl Server {
     /// A GET with this Host: for virtual hosts.
     pub fn get_from(&self, host: &str, path: &str) -> Resp {
         let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-        parse_response(&self.raw(req.as_bytes())).0
+        let answer = self.raw(req.as_bytes());
+        // What the server logged goes with an answer that is not one.
+        assert!(response_complete(&answer) || answer.ends_with(b"\r\n\r\n"), "GET {path}: answer {:?}; error log:\n{}", String::from_utf8_lossy(&answer), self.read_log("error.log"));
+        parse_response(&answer).0
     }
 
     /// A request with extra header lines (each ending in \r\n).
