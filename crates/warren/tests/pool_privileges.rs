@@ -792,16 +792,6 @@ fn serve_as_root_runs_children_unprivileged() {
 }
 
 /// The pools' socket directory of a running warren.
-fn socket_dir(warren: u32) -> PathBuf {
-    let prefix = format!("warren-pools-{warren}-");
-    std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .unwrap_or_else(|| panic!("no {prefix}* in {}", std::env::temp_dir().display()))
-}
-
 /// Point 8: the pools' socket directory is root's, with the server's group
 /// allowed through (0710), so neither the server's user nor a pool's can
 /// add or swap an entry; the sockets are the server user's, mode 0600; and

@@ -381,6 +381,8 @@ fn children_end_with_a_killed_parent(mpm: &str) {
     let mut s = start(mpm, "    pm static\n    pm.max_children 2", "");
     let children = wait_php_children(&s, 2);
     assert_eq!(children.len(), 2);
+    // Nobody is left to remove it: the test does.
+    let sockets = socket_dir(s.pid());
     let mut parent = s.child.take().unwrap();
     let _ = parent.kill();
     let _ = parent.wait();
@@ -398,6 +400,7 @@ fn children_end_with_a_killed_parent(mpm: &str) {
             unsafe_kill(pid, 9);
         }
     }
+    let _ = std::fs::remove_dir_all(sockets);
 }
 
 /// A GET whose child is killed while it runs the script is sent once more,

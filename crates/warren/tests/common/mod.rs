@@ -292,6 +292,19 @@ pub fn children_of(parent: u32) -> Vec<u32> {
     out
 }
 
+/// The directory of the pools' sockets of the warren running as `warren`:
+/// the one its parent holds open. (Its name starts with the pid, but a
+/// warren killed outright leaves its directory behind, and pids are reused.)
+pub fn socket_dir(warren: u32) -> PathBuf {
+    let prefix = std::env::temp_dir().join(format!("warren-pools-{warren}-"));
+    std::fs::read_dir(format!("/proc/{warren}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .find(|t| t.to_string_lossy().starts_with(&*prefix.to_string_lossy()))
+        .unwrap_or_else(|| panic!("warren {warren} holds no {}*", prefix.display()))
+}
+
 pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
     let mut out = Vec::new();
     let mut buf = [0u8; 65536];
