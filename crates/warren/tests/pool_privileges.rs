@@ -791,7 +791,6 @@ fn serve_as_root_runs_children_unprivileged() {
     assert!(err.contains("children run as root (-R)"), "start-up line: {err}");
 }
 
-/// The pools' socket directory of a running warren.
 /// Point 8: the pools' socket directory is root's, with the server's group
 /// allowed through (0710), so neither the server's user nor a pool's can
 /// add or swap an entry; the sockets are the server user's, mode 0600; and
