@@ -237,7 +237,7 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if let Ok(None) = self.0.try_wait() {
             unsafe_kill(self.0.id(), 15);
-            let deadline = Instant::now() + Duration::from_secs(10);
+            let deadline = Instant::now() + STOP_GRACE;
             while matches!(self.0.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }

@@ -245,9 +245,14 @@ impl Server {
 
     /// SIGTERM and wait; returns the exit status code.
     pub fn stop(&mut self) -> Option<i32> {
-        terminate(self.child.take()?, Duration::from_secs(15))
+        terminate(self.child.take()?, STOP_GRACE)
     }
 }
+
+/// How long a stopped warren is given before it is killed: more than it
+/// takes at worst (10 s for its children, 3 s for its pools), so that it
+/// still removes what it made (its pools' socket directory).
+pub const STOP_GRACE: Duration = Duration::from_secs(15);
 
 /// SIGTERM, then SIGKILL if `child` has not exited within `wait`; its exit
 /// code if it exited by itself.
@@ -268,7 +273,7 @@ pub fn terminate(mut child: Child, wait: Duration) -> Option<i32> {
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(c) = self.child.take() {
-            terminate(c, Duration::from_secs(10));
+            terminate(c, STOP_GRACE);
         }
     }
 }
@@ -589,7 +594,7 @@ impl Fpm {
 
     fn kill(&mut self) {
         if let Some(c) = self.child.take() {
-            terminate(c, Duration::from_secs(10));
+            terminate(c, STOP_GRACE);
         }
     }
 }
