@@ -3,6 +3,11 @@
 //! each child listening on its own unix socket that it gets as standard
 //! input, as FastCGI programs expect.
 //!
+//! It implements the interface of `warren-pool-api` ([`table::Dispatch`] is
+//! its `PoolDispatch`) and writes to the server's error log through its
+//! `ManagerLog`, so it knows nothing of the handler; its table lives in a
+//! `warren-shm` mapping.
+//!
 //! - [`table`]: the [`table::Table`] in shared memory that every warren
 //!   process sees: per pool its counters, per child slot its state (idle,
 //!   busy, retiring), pid and request count. A request takes an idle child
@@ -15,10 +20,7 @@
 //!   maintenance once a second (static, dynamic, ondemand).
 //! - `output`: what the pools' children print, through a pipe per pool,
 //!   logged line by line by the parent.
-//! - [`futex`]: sleeping on a shared word until another process bumps it
-//!   (also used by the MPMs' scoreboard).
 
-pub mod futex;
 pub mod manager;
 mod output;
 pub mod table;

@@ -23,9 +23,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::stat::Mode;
 use nix::unistd::{Gid, Pid, Uid, UnlinkatFlags};
 use warren_config::accounts;
-use warren_config::{LogLevel, PmStyle, PoolConfig};
-use warren_handler::fastcgi::PoolDispatch;
-use warren_handler::logs::ErrorLog;
+use warren_config::{PmStyle, PoolConfig};
+use warren_pool_api::{PoolDispatch, ManagerLog};
 
 use crate::output::Output;
 use crate::table::{Dispatch, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
@@ -84,7 +83,7 @@ pub struct Manager {
     owner: Option<(Uid, Gid)>,
     wake_read: OwnedFd,
     _wake_write: OwnedFd,
-    log: Arc<ErrorLog>,
+    log: Arc<dyn ManagerLog>,
 }
 
 fn now_secs() -> u64 {
@@ -210,7 +209,7 @@ impl Manager {
     /// Makes the pools' sockets and the shared table. The sockets are the
     /// server children's (`server`'s account, when warren is root); each
     /// pool's children run as its `User`, else as `server`.
-    pub fn new(pools: &[PoolConfig], server: ServerUser, log: Arc<ErrorLog>) -> Result<Manager, String> {
+    pub fn new(pools: &[PoolConfig], server: ServerUser, log: Arc<dyn ManagerLog>) -> Result<Manager, String> {
         let owner = owner_of(&server)?;
         let (dir, dir_fd) = make_socket_dir(owner.map(|(_, g)| g))?;
         let (wake_read, wake_write) =
@@ -348,8 +347,8 @@ impl Manager {
             let (mut run, shape) = self.retired.remove(i);
             // Its last words, before its pipe closes.
             if let Some(o) = run.output.as_mut() {
-                o.log_lines(&run.config.name, &self.log);
-                o.log_stale(&run.config.name, &self.log, Duration::ZERO);
+                o.log_lines(&run.config.name, &*self.log);
+                o.log_stale(&run.config.name, &*self.log, Duration::ZERO);
             }
             drop(run);
             self.free(&shape);
@@ -392,7 +391,7 @@ impl Manager {
 
     /// The error log of a new configuration (a graceful restart), where the
     /// pools' messages and their children's output go from now on.
-    pub fn set_log(&mut self, log: Arc<ErrorLog>) {
+    pub fn set_log(&mut self, log: Arc<dyn ManagerLog>) {
         self.log = log;
     }
 
@@ -407,7 +406,7 @@ impl Manager {
         let log = self.log.clone();
         for run in self.runs_mut() {
             if let Some(o) = run.output.as_mut() {
-                o.log_lines(&run.config.name, &log);
+                o.log_lines(&run.config.name, &*log);
             }
         }
     }
@@ -417,7 +416,7 @@ impl Manager {
         let log = self.log.clone();
         for run in self.runs_mut() {
             if let Some(o) = run.output.as_mut() {
-                o.log_stale(&run.config.name, &log, wait);
+                o.log_stale(&run.config.name, &*log, wait);
             }
         }
     }
@@ -471,7 +470,7 @@ impl Manager {
         let stdin: OwnedFd = match run.listeners[slot].try_clone() {
             Ok(l) => l.into(),
             Err(e) => {
-                self.log.error(None, &format!("pool {}: cannot pass its socket to a child: {e}", c.name));
+                self.log.error(&format!("pool {}: cannot pass its socket to a child: {e}", c.name));
                 return false;
             }
         };
@@ -517,7 +516,7 @@ impl Manager {
                 true
             }
             Err(e) => {
-                self.log.error(None, &format!("pool {}: cannot start {}: {e}", c.name, c.command[0]));
+                self.log.error(&format!("pool {}: cannot start {}: {e}", c.name, c.command[0]));
                 false
             }
         }
@@ -543,7 +542,7 @@ impl Manager {
         s.pid.store(0, Ordering::Relaxed);
         let c = &self.pools[pool].config;
         if was != RETIRING {
-            self.log.log(LogLevel::Warn, None, &format!("[pool {}] child {raw} exited on {how}", c.name));
+            self.log.warn(&format!("[pool {}] child {raw} exited on {how}", c.name));
         }
         // Replace what the pool needs at once; maintenance does the rest.
         let running = self.pools[pool].children.len() as u32;
@@ -596,7 +595,7 @@ impl Manager {
             run.reached_logged = true;
             self.table.counters(pool).max_children_reached.fetch_add(1, Ordering::Relaxed);
             let c = &run.config;
-            self.log.log(LogLevel::Warn, None, &format!("[pool {}] server reached pm.max_children setting ({}), consider raising it", c.name, c.max_children));
+            self.log.warn(&format!("[pool {}] server reached pm.max_children setting ({}), consider raising it", c.name, c.max_children));
         }
     }
 
@@ -614,7 +613,7 @@ impl Manager {
                     let s = self.table.slot(i, slot);
                     if s.state.load(Ordering::Acquire) == BUSY && now.saturating_sub(s.since_ms.load(Ordering::Relaxed)) > limit.as_millis() as u64 {
                         s.terminated.store(1, Ordering::Release);
-                        self.log.log(LogLevel::Warn, None, &format!("[pool {}] child {pid}, request running longer than request_terminate_timeout ({}s), terminating", c.name, limit.as_secs()));
+                        self.log.warn(&format!("[pool {}] child {pid}, request running longer than request_terminate_timeout ({}s), terminating", c.name, limit.as_secs()));
                         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
                     }
                 }

@@ -9,8 +9,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
-use warren_config::LogLevel;
-use warren_handler::logs::ErrorLog;
+use warren_pool_api::ManagerLog;
 
 /// The longest line of a pool's output logged whole; the rest of a longer
 /// line is cut.
@@ -88,17 +87,17 @@ impl Output {
     }
 
     /// Logs the whole lines that have come.
-    pub(crate) fn log_lines(&mut self, pool: &str, log: &ErrorLog) {
+    pub(crate) fn log_lines(&mut self, pool: &str, log: &dyn ManagerLog) {
         for (line, cut) in self.drain() {
-            log.log(LogLevel::Warn, None, &said(pool, &line, cut));
+            log.warn(&said(pool, &line, cut));
         }
     }
 
     /// Logs the start of a line that has waited `wait` for its end (or any,
     /// when `wait` is zero) as it is.
-    pub(crate) fn log_stale(&mut self, pool: &str, log: &ErrorLog, wait: Duration) {
+    pub(crate) fn log_stale(&mut self, pool: &str, log: &dyn ManagerLog, wait: Duration) {
         if let Some(line) = self.stale(wait) {
-            log.log(LogLevel::Warn, None, &said(pool, &line, false));
+            log.warn(&said(pool, &line, false));
         }
     }
 

@@ -1,16 +1,12 @@
 //! The pools' shared-memory table, and leases on their children.
 
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
-
-use crate::futex::{futex_wait, futex_wake};
-use warren_handler::fastcgi::{PoolBusy, PoolDispatch, PoolLease};
-use warren_handler::pool_status::{PoolStatus, ProcessStatus};
+use warren_pool_api::{PoolBusy, PoolDispatch, PoolLease, PoolStatus, ProcessStatus};
+use warren_shm::futex::{futex_wait, futex_wake};
+use warren_shm::SharedMemory;
 
 /// A child slot's state.
 pub const EMPTY: u32 = 0;
@@ -101,24 +97,10 @@ pub struct PoolShape {
     pub first_slot: usize,
 }
 
-/// The shared memory itself.
+/// The shared memory itself, and the instant its clock counts from.
 struct Mapping {
-    base: NonNull<u8>,
-    len: usize,
+    memory: SharedMemory,
     epoch: Instant,
-}
-
-// SAFETY: the mapping is only accessed through atomics.
-unsafe impl Send for Mapping {}
-unsafe impl Sync for Mapping {}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `Table::new`, unmapped once.
-        unsafe {
-            let _ = munmap(self.base.cast(), self.len);
-        }
-    }
 }
 
 /// A view of the shared table: the memory, and the pools laid out in it as
@@ -134,11 +116,7 @@ pub struct Table {
 impl Table {
     pub fn new(wake: Option<std::os::fd::RawFd>) -> std::io::Result<Table> {
         let len = MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>();
-        let len_nz = NonZeroUsize::new(len).expect("non-zero");
-        // SAFETY: a fresh anonymous shared mapping; zeroed memory is a valid
-        // value for every atomic in it.
-        let ptr = unsafe { mmap_anonymous(None, len_nz, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED) }?;
-        let map = Mapping { base: ptr.cast(), len, epoch: Instant::now() };
+        let map = Mapping { memory: SharedMemory::zeroed(len)?, epoch: Instant::now() };
         Ok(Table { map: std::sync::Arc::new(map), pools: Vec::new(), wake })
     }
 
@@ -154,14 +132,14 @@ impl Table {
     pub fn counters_at(&self, index: usize) -> &PoolCounters {
         assert!(index < MAX_POOLS);
         // SAFETY: in bounds by the assert and the layout in `new`.
-        unsafe { &*(self.map.base.as_ptr() as *const PoolCounters).add(index) }
+        unsafe { &*(self.map.memory.base() as *const PoolCounters).add(index) }
     }
 
     pub fn slot_at(&self, index: usize) -> &ChildSlot {
         assert!(index < MAX_SLOTS);
         // SAFETY: in bounds by the assert and the layout in `new`.
         unsafe {
-            let first = self.map.base.as_ptr().add(MAX_POOLS * std::mem::size_of::<PoolCounters>()) as *const ChildSlot;
+            let first = self.map.memory.base().add(MAX_POOLS * std::mem::size_of::<PoolCounters>()) as *const ChildSlot;
             &*first.add(index)
         }
     }

@@ -27,6 +27,7 @@ use warren_fcgi::{Client, ProtocolStatus, RecordReader};
 use warren_http::{HttpError, RequestHead};
 
 use crate::logs::{strip_port, ErrorLog};
+pub use warren_pool_api::{PoolBusy, PoolDispatch, PoolLease};
 use crate::spool::{Spool, Spooled};
 use crate::{internal_redirect, path, Body, BodySource, ConnInfo, HeaderName, Outcome, RequestBody, Response, Site};
 
@@ -155,43 +156,6 @@ impl Write for BackendStream {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// Where `SetHandler pool:NAME` requests get a child: warren's own pools
-/// (the `fpm` crate), set up before the server's children start.
-pub trait PoolDispatch: Send + Sync {
-    /// An idle child of the pool for a request for `uri`, waiting at most
-    /// `wait` for one.
-    fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy>;
-    /// An idle child now, or None (without queueing): for the event loop,
-    /// which must not wait.
-    fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>>;
-    /// Counts a request into the pool's queue without waiting there (the
-    /// event loop parks it); an error when the queue is full.
-    fn join_queue(&self, pool: &str) -> Result<(), PoolBusy>;
-    fn leave_queue(&self, pool: &str);
-    /// Sleeps until a child of the pool is given back or started, at most `timeout`.
-    fn wait_for_child(&self, pool: &str, timeout: Duration);
-    /// The pool's figures for its status page.
-    fn status(&self, pool: &str) -> Option<crate::pool_status::PoolStatus>;
-}
-
-/// A pool's child, taken for one request; dropping it gives the child back.
-pub trait PoolLease: Send {
-    /// The child's FastCGI socket.
-    fn socket(&self) -> &Path;
-    /// Whether the manager killed the child for request_terminate_timeout.
-    fn terminated(&self) -> bool;
-}
-
-/// Why no child could be had.
-#[derive(Debug, PartialEq, Eq)]
-pub enum PoolBusy {
-    /// As many requests wait as the pool's listen.backlog allows.
-    QueueFull,
-    /// None became free within the wait.
-    Timeout,
-    Unknown,
 }
 
 /// Kept-alive connections to backends, for `enablereuse=on`.

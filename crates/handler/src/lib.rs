@@ -10,7 +10,8 @@
 //! - [`Outcome::Blocking`]: work that may block for long (directory listings
 //!   now), run on a worker thread.
 //! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`), to php-fpm or the
-//!   like or to one of warren's own pools ([`fastcgi::PoolDispatch`]): run on
+//!   like or to one of warren's own pools (through `warren-pool-api`'s
+//!   `PoolDispatch`, which the `fpm` crate implements): run on
 //!   a thread that owns the connection for its duration, reading the request
 //!   body through [`RequestBody`] (whole, into a [`spool::Spool`], before the
 //!   application is given the request) and answering with a [`Body::Stream`]

@@ -85,6 +85,16 @@ impl ErrorLog {
     }
 }
 
+impl warren_pool_api::ManagerLog for ErrorLog {
+    fn warn(&self, message: &str) {
+        self.log(LogLevel::Warn, None, message);
+    }
+
+    fn error(&self, message: &str) {
+        self.log(LogLevel::Error, None, message);
+    }
+}
+
 /// An access log file opened by the parent, shared by every writer.
 pub struct AccessLogFile {
     pub path: PathBuf,

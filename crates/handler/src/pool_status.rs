@@ -3,40 +3,7 @@
 //! block per process.
 
 use crate::{Body, Response};
-
-/// A pool's figures, as the process manager reports them.
-#[derive(Debug, Default)]
-pub struct PoolStatus {
-    pub pool: String,
-    pub process_manager: String,
-    /// Seconds since the epoch.
-    pub start_time: u64,
-    pub accepted_conn: u64,
-    pub listen_queue: u32,
-    pub max_listen_queue: u32,
-    pub listen_queue_len: u32,
-    pub idle_processes: u32,
-    pub active_processes: u32,
-    pub max_active_processes: u32,
-    pub max_children_reached: u32,
-    pub slow_requests: u32,
-    pub processes: Vec<ProcessStatus>,
-}
-
-#[derive(Debug, Default)]
-pub struct ProcessStatus {
-    pub pid: i32,
-    /// "Idle" or "Running".
-    pub state: &'static str,
-    pub start_time: u64,
-    pub requests: u32,
-    /// Of the request running now, or else of the last one, in microseconds.
-    pub request_duration_us: u64,
-    pub request_uri: String,
-    /// The process's resident memory now, in bytes (php-cgi does not report
-    /// a request's peak as php-fpm's own children do).
-    pub last_request_memory: u64,
-}
+pub use warren_pool_api::{PoolStatus, ProcessStatus};
 
 fn http_time(secs: u64) -> String {
     crate::logs::clf_time(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))

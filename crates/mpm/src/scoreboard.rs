@@ -5,13 +5,11 @@
 //! maintenance and the server-status page read them. Everything in it is an
 //! atomic, so processes read and write it without locks.
 
-use std::num::NonZeroUsize;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
-use warren_fpm::futex::{futex_wait, futex_wake};
+use warren_shm::futex::{futex_wait, futex_wake};
+use warren_shm::SharedMemory;
 
 /// Worker states, with the letters Apache's mod_status shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,15 +111,10 @@ struct Header {
 }
 
 pub struct Scoreboard {
-    base: NonNull<u8>,
-    len: usize,
+    memory: SharedMemory,
     pub server_limit: usize,
     pub thread_limit: usize,
 }
-
-// SAFETY: all shared state behind the pointer is atomics.
-unsafe impl Send for Scoreboard {}
-unsafe impl Sync for Scoreboard {}
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -196,11 +189,7 @@ impl Scoreboard {
         let len = std::mem::size_of::<Header>()
             + server_limit * std::mem::size_of::<ProcessSlot>()
             + server_limit * thread_limit * std::mem::size_of::<WorkerSlot>();
-        let len_nz = NonZeroUsize::new(len).ok_or_else(|| std::io::Error::other("empty scoreboard"))?;
-        // SAFETY: a fresh anonymous shared mapping; zeroed memory is a valid
-        // value for every atomic in it.
-        let ptr = unsafe { mmap_anonymous(None, len_nz, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED) }?;
-        let sb = Scoreboard { base: ptr.cast(), len, server_limit, thread_limit };
+        let sb = Scoreboard { memory: SharedMemory::zeroed(len)?, server_limit, thread_limit };
         sb.header().restart_time_ms.store(now_ms(), Ordering::Relaxed);
         // Zeroed slots read as Dead (`State::from_u8`): nothing is written
         // here, so pages of slots never used are never made resident.
@@ -209,14 +198,14 @@ impl Scoreboard {
 
     fn header(&self) -> &Header {
         // SAFETY: the header is at the start of the mapping.
-        unsafe { &*(self.base.as_ptr() as *const Header) }
+        unsafe { &*(self.memory.base() as *const Header) }
     }
 
     pub fn process(&self, p: usize) -> &ProcessSlot {
         assert!(p < self.server_limit);
         // SAFETY: in bounds by the assert and the layout in `new`.
         unsafe {
-            let at = self.base.as_ptr().add(std::mem::size_of::<Header>()) as *const ProcessSlot;
+            let at = self.memory.base().add(std::mem::size_of::<Header>()) as *const ProcessSlot;
             &*at.add(p)
         }
     }
@@ -225,7 +214,7 @@ impl Scoreboard {
         assert!(p < self.server_limit && t < self.thread_limit);
         // SAFETY: in bounds by the assert and the layout in `new`.
         unsafe {
-            let at = self.base.as_ptr().add(std::mem::size_of::<Header>() + self.server_limit * std::mem::size_of::<ProcessSlot>())
+            let at = self.memory.base().add(std::mem::size_of::<Header>() + self.server_limit * std::mem::size_of::<ProcessSlot>())
                 as *const WorkerSlot;
             &*at.add(p * self.thread_limit + t)
         }
@@ -378,15 +367,6 @@ impl<'a> AcceptTurn<'a> {
 impl Drop for AcceptTurn<'_> {
     fn drop(&mut self) {
         self.give_back();
-    }
-}
-
-impl Drop for Scoreboard {
-    fn drop(&mut self) {
-        // SAFETY: unmapping the mapping made in `new`, once.
-        unsafe {
-            let _ = munmap(self.base.cast(), self.len);
-        }
     }
 }
 

@@ -1,0 +1,94 @@
+//! The interface between warren's server and a process manager for
+//! FastCGI pools (`SetHandler pool:NAME`), so that neither knows the
+//! other's crate: the handler and the MPMs use it, `fpm` implements it.
+//! No dependencies.
+//!
+//! - [`PoolDispatch`]: how a request gets one of a pool's children (a
+//!   [`PoolLease`], given back when dropped), or why it could not
+//!   ([`PoolBusy`]); and a pool's figures for its status page.
+//! - [`PoolStatus`] and [`ProcessStatus`]: those figures, in php-fpm's
+//!   terms.
+//! - [`ManagerLog`]: where the manager writes what it has to say (the
+//!   server's error log).
+
+use std::path::Path;
+use std::time::Duration;
+
+/// Where `SetHandler pool:NAME` requests get a child: warren's own pools
+/// (the `fpm` crate), set up before the server's children start.
+pub trait PoolDispatch: Send + Sync {
+    /// An idle child of the pool for a request for `uri`, waiting at most
+    /// `wait` for one.
+    fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy>;
+    /// An idle child now, or None (without queueing): for the event loop,
+    /// which must not wait.
+    fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>>;
+    /// Counts a request into the pool's queue without waiting there (the
+    /// event loop parks it); an error when the queue is full.
+    fn join_queue(&self, pool: &str) -> Result<(), PoolBusy>;
+    fn leave_queue(&self, pool: &str);
+    /// Sleeps until a child of the pool is given back or started, at most `timeout`.
+    fn wait_for_child(&self, pool: &str, timeout: Duration);
+    /// The pool's figures for its status page.
+    fn status(&self, pool: &str) -> Option<PoolStatus>;
+}
+
+/// A pool's child, taken for one request; dropping it gives the child back.
+pub trait PoolLease: Send {
+    /// The child's FastCGI socket.
+    fn socket(&self) -> &Path;
+    /// Whether the manager killed the child for request_terminate_timeout.
+    fn terminated(&self) -> bool;
+}
+
+/// Why no child could be had.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PoolBusy {
+    /// As many requests wait as the pool's listen.backlog allows.
+    QueueFull,
+    /// None became free within the wait.
+    Timeout,
+    Unknown,
+}
+
+/// A pool's figures, as the process manager reports them.
+#[derive(Debug, Default)]
+pub struct PoolStatus {
+    pub pool: String,
+    pub process_manager: String,
+    /// Seconds since the epoch.
+    pub start_time: u64,
+    pub accepted_conn: u64,
+    pub listen_queue: u32,
+    pub max_listen_queue: u32,
+    pub listen_queue_len: u32,
+    pub idle_processes: u32,
+    pub active_processes: u32,
+    pub max_active_processes: u32,
+    pub max_children_reached: u32,
+    pub slow_requests: u32,
+    pub processes: Vec<ProcessStatus>,
+}
+
+#[derive(Debug, Default)]
+pub struct ProcessStatus {
+    pub pid: i32,
+    /// "Idle" or "Running".
+    pub state: &'static str,
+    pub start_time: u64,
+    pub requests: u32,
+    /// Of the request running now, or else of the last one, in microseconds.
+    pub request_duration_us: u64,
+    pub request_uri: String,
+    /// The process's resident memory now, in bytes (php-cgi does not report
+    /// a request's peak as php-fpm's own children do).
+    pub last_request_memory: u64,
+}
+
+/// Where a process manager writes what it has to say (a child that cannot
+/// start, a child's exit, a pool at pm.max_children, what the children
+/// print): the server's error log.
+pub trait ManagerLog: Send + Sync {
+    fn warn(&self, message: &str);
+    fn error(&self, message: &str);
+}
