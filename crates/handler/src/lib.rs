@@ -23,7 +23,8 @@
 //! or ranges of an open file, so each MPM does the I/O its own way (blocking
 //! writes, or non-blocking writes and sendfile with write completion).
 //!
-//! Modules: `fastcgi` (the proxy to FastCGI applications), `pool_status`
+//! Modules: `fastcgi/` (the proxy to FastCGI applications: `params`,
+//! `exchange`, `response`, `backend`), `pool_status`
 //! (the status page of warren's own pools), `static_files` (conditionals,
 //! ranges, files), `errors` (error pages), `internal_redirect` (a request
 //! served again for another URL: a local ErrorDocument, a FastCGI local

@@ -1,0 +1,135 @@
+//! Connections to FastCGI applications (unix or TCP), and the idle ones
+//! kept for `enablereuse=on`.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use warren_config::FcgiAddr;
+
+/// Idle kept-alive backend connections kept per site (`enablereuse=on`).
+const MAX_IDLE_BACKENDS: usize = 64;
+
+/// Whether the application at `addr` said it takes one request per
+/// connection (FCGI_MPXS_CONNS 0, as PHP does); None when it could not be
+/// asked or gave no answer.
+pub fn one_request_per_connection(addr: &FcgiAddr, timeout: Duration) -> Option<bool> {
+    let mut s = BackendStream::connect(addr, timeout).ok()?;
+    warren_fcgi::client::multiplexes(&mut s).ok().flatten().map(|many| !many)
+}
+
+/// A connection to a FastCGI application.
+pub enum BackendStream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl BackendStream {
+    pub(super) fn connect(addr: &FcgiAddr, timeout: Duration) -> io::Result<BackendStream> {
+        let s = match addr {
+            FcgiAddr::Unix(p) => BackendStream::Unix(UnixStream::connect(p)?),
+            FcgiAddr::Pool(name) => return Err(io::Error::other(format!("pool {name} is reached through a lease"))),
+            FcgiAddr::Tcp { host, port } => {
+                let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host} resolves to no address"));
+                let mut found = None;
+                for a in std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), *port))? {
+                    match TcpStream::connect_timeout(&a, timeout) {
+                        Ok(s) => {
+                            let _ = s.set_nodelay(true);
+                            found = Some(s);
+                            break;
+                        }
+                        Err(e) => last = e,
+                    }
+                }
+                BackendStream::Tcp(found.ok_or(last)?)
+            }
+        };
+        s.set_timeouts(timeout)?;
+        Ok(s)
+    }
+
+    fn set_timeouts(&self, t: Duration) -> io::Result<()> {
+        match self {
+            BackendStream::Unix(s) => {
+                s.set_read_timeout(Some(t))?;
+                s.set_write_timeout(Some(t))
+            }
+            BackendStream::Tcp(s) => {
+                s.set_read_timeout(Some(t))?;
+                s.set_write_timeout(Some(t))
+            }
+        }
+    }
+
+    /// An idle kept connection is usable if the application has neither
+    /// closed it nor sent anything on it.
+    fn idle_and_open(&self) -> bool {
+        let fd = match self {
+            BackendStream::Unix(s) => s.as_raw_fd(),
+            BackendStream::Tcp(s) => s.as_raw_fd(),
+        };
+        let mut b = [0u8; 1];
+        // SAFETY: a valid one-byte buffer and an open socket.
+        let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+    }
+}
+
+impl Read for BackendStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            BackendStream::Unix(s) => s.read(buf),
+            BackendStream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for BackendStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            BackendStream::Unix(s) => s.write(buf),
+            BackendStream::Tcp(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Kept-alive connections to backends, for `enablereuse=on`.
+#[derive(Default)]
+pub struct BackendPool {
+    idle: Mutex<Vec<(FcgiAddr, BackendStream)>>,
+}
+
+impl BackendPool {
+    pub(super) fn take(&self, addr: &FcgiAddr) -> Option<BackendStream> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(i) = idle.iter().rposition(|(a, _)| a == addr) {
+            let (_, s) = idle.swap_remove(i);
+            if s.idle_and_open() {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    pub(super) fn put(&self, addr: &FcgiAddr, s: BackendStream) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE_BACKENDS {
+            idle.push((addr.clone(), s));
+        }
+    }
+}
+
+pub(super) fn describe(addr: &FcgiAddr) -> String {
+    match addr {
+        FcgiAddr::Unix(p) => format!("unix:{}", p.display()),
+        FcgiAddr::Tcp { host, port } => format!("{host}:{port}"),
+        FcgiAddr::Pool(name) => format!("pool {name}"),
+    }
+}

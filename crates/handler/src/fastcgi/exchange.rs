@@ -1,0 +1,383 @@
+//! Running a [`Gateway`] where blocking is fine: the request body spooled
+//! whole, a pool's child leased for the exchange, the request sent, the
+//! answer's head read and its body streamed; a local `Location:` followed,
+//! and failures answered as Apache does.
+
+use std::io::{self, Read};
+use std::sync::Arc;
+
+use warren_config::{FcgiAddr, LogLevel};
+use warren_fcgi::Client;
+use warren_http::{HttpError, RequestHead};
+
+use super::backend::{describe, BackendPool, BackendStream};
+use super::{internal_redirect, Gateway, GatewayError, Piece, PoolBusy, PoolLease, ResponseReader};
+use crate::spool::{Spool, Spooled};
+use crate::{Body, BodySource, ConnInfo, Outcome, RequestBody, Response, Site};
+
+/// Internal redirects (a local `Location:`) followed for one request.
+const MAX_REDIRECTS: u8 = 10;
+/// The I/O buffers of an exchange, on the stack: heap buffers this size,
+/// freed by many threads, stay in malloc's per-thread arenas.
+const IO_BUF: usize = 16 * 1024;
+
+impl Site {
+    /// Runs a FastCGI request: the body to the application, its answer back.
+    pub fn run_gateway(&self, mut gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
+        let body: &mut dyn RequestBody = if !gw.takes_body() {
+            // An error document is a GET: the client's body is not its to
+            // read. Read and dropped, as Apache does, so the connection can
+            // go on (or, if that fails, the MPM closes it).
+            discard(body);
+            &mut NoBody
+        } else {
+            body
+        };
+        let answer = spool(body).map_err(Failed::Client).and_then(|spooled| match self.exchange(&gw, conn, spooled) {
+            Err(Failed::LostChild(e)) if gw.retry_lost_child(head) => {
+                self.hosts[gw.host].error_log.log(LogLevel::Warn, Some(conn.peer), &format!("{}; sending the request to another child", e.why));
+                self.exchange(&gw, conn, Spooled::None)
+            }
+            other => other,
+        });
+        let failed = match answer {
+            Ok(Answer::Response(r)) => return r,
+            Ok(Answer::Redirect(location)) => return self.internal_redirect(&gw, head, conn, &location),
+            // The MPM closes the connection if the client's body was left half read.
+            Err(Failed::Backend(f) | Failed::LostChild(f)) => self.gateway_failed(&gw, head, conn, &f),
+            Err(Failed::Pool(name, why)) => self.pool_unavailable(&gw, head, conn, &name, why),
+            Err(Failed::Client(e)) => {
+                let mut r = self.error(gw.host, e.status, head, conn, &e.reason);
+                r.close = true;
+                r
+            }
+        };
+        self.run_outcome(self.follow_error_document(Outcome::Ready(failed), head, conn), head, conn)
+    }
+
+    /// Runs what an internal redirect led to, here where blocking is fine.
+    fn run_outcome(&self, outcome: Outcome, head: &RequestHead, conn: &ConnInfo) -> Response {
+        match outcome {
+            Outcome::Ready(r) => r,
+            Outcome::Blocking(work) => work(),
+            Outcome::Gateway(next) => self.run_gateway(next, head, conn, &mut NoBody),
+        }
+    }
+
+    fn exchange(&self, gw: &Gateway, conn: &ConnInfo, mut spooled: Spooled) -> Result<Answer, Failed> {
+        // A pool's child is leased for the whole exchange, answer included.
+        let mut lease = None;
+        let leased_addr;
+        let addr = match &gw.backend.addr {
+            FcgiAddr::Pool(name) => {
+                let pools = self.pools.get().ok_or(Failed::Pool(name.clone(), PoolBusy::Unknown))?;
+                let l = pools.lease(name, &gw.uri, self.settings.timeout).map_err(|b| Failed::Pool(name.clone(), b))?;
+                leased_addr = FcgiAddr::Unix(l.socket().to_path_buf());
+                lease = Some(l);
+                &leased_addr
+            }
+            a => a,
+        };
+        let content_length = (!matches!(spooled, Spooled::None)).then(|| spooled.len());
+        let mut params: Vec<(&[u8], &[u8])> = gw.params.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())).collect();
+        let len_text = content_length.map(|n| n.to_string());
+        if let Some(t) = &len_text {
+            params.push((b"CONTENT_LENGTH", t.as_bytes()));
+        }
+        // A kept connection may have been closed by the application since
+        // (a php-fpm child retired): then a fresh one is tried.
+        let reuse = gw.backend.reuse;
+        let no_body = matches!(spooled, Spooled::None);
+        let begin = |c: &mut Client<BackendStream>| if no_body { c.begin_without_body(&params, reuse) } else { c.begin(&params, reuse) };
+        let mut client = None;
+        if reuse {
+            if let Some(s) = self.backends.take(addr) {
+                let mut c = Client::new(s);
+                if begin(&mut c).is_ok() {
+                    client = Some(c);
+                }
+            }
+        }
+        let mut client = match client {
+            Some(c) => c,
+            None => {
+                let s = BackendStream::connect(addr, gw.timeout).map_err(|e| {
+                    Failed::Backend(GatewayError::connect(&describe(addr), &e))
+                })?;
+                let mut c = Client::new(s);
+                begin(&mut c).map_err(|e| Failed::Backend(GatewayError::io("sending the request to", addr, &e)))?;
+                c
+            }
+        };
+        // The body: an application that stops reading it (it answered
+        // early, or died) ends the sending; its answer is still read.
+        let mut send_failed = false;
+        // On the heap, and only for a body: a worker thread's stack keeps
+        // every page it ever touched.
+        let mut buf = match &spooled {
+            Spooled::File(..) => vec![0u8; IO_BUF],
+            Spooled::None | Spooled::Memory(_) => Vec::new(),
+        };
+        match &mut spooled {
+            Spooled::None => {}
+            Spooled::Memory(b) => send_failed = client.stdin(b).is_err(),
+            Spooled::File(f, _) => loop {
+                let n = f.read(&mut buf).map_err(|e| Failed::Client(HttpError::new(500, format!("reading the spooled request body: {e}"))))?;
+                if n == 0 || client.stdin(&buf[..n]).is_err() {
+                    send_failed = n != 0;
+                    break;
+                }
+            },
+        }
+        if !send_failed && !no_body {
+            let _ = client.end_stdin();
+        }
+
+        let mut reader = self.response_reader(gw, conn);
+        let mut stream = client.into_stream();
+        // A pool child killed for request_terminate_timeout: 504, as php-fpm.
+        let fail = |e: GatewayError| match &lease {
+            Some(l) if l.terminated() => Failed::Backend(GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) }),
+            _ => Failed::Backend(e),
+        };
+        // One that went away before answering may be tried again.
+        let lost = |e: GatewayError| match &lease {
+            Some(l) if !l.terminated() => Failed::LostChild(e),
+            _ => fail(e),
+        };
+        let head = loop {
+            match reader.next_piece().map_err(fail)? {
+                Some(Piece::Head(h)) => break h,
+                Some(_) => unreachable!("the head comes first"),
+                None => match reader.fill_from(&mut stream) {
+                    Ok(0) => {
+                        let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the response headers");
+                        return Err(lost(GatewayError::io("reading the response headers from", addr, &e)));
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Err(lost(GatewayError::io("reading the response headers from", addr, &e))),
+                    Err(e) => return Err(fail(GatewayError::io("reading the response headers from", addr, &e))),
+                },
+            }
+        };
+        let mut head = head;
+        if let Some(location) = head.redirect.take() {
+            return Ok(Answer::Redirect(location));
+        }
+        let mut r = gw.response(&mut head);
+        // What has already arrived may be the whole answer: then it goes
+        // with a Content-Length, in one write with the head.
+        let read_ahead = gw.buffers(&head);
+        let mut body = head.first_body;
+        let mut complete = false;
+        while let Some(piece) = reader.next_piece().map_err(Failed::Backend)? {
+            match piece {
+                Piece::Data(d) => body.extend_from_slice(&d),
+                Piece::End => {
+                    complete = true;
+                    break;
+                }
+                Piece::Head(_) => unreachable!("one head"),
+            }
+        }
+        let pool = (reuse && !send_failed).then(|| self.backends.clone());
+        if complete {
+            if let Some(pool) = pool {
+                pool.put(addr, stream);
+            }
+            drop(lease);
+            if let Some(n) = head.content_length {
+                body.truncate(n.min(body.len() as u64) as usize);
+            }
+            r.body = Body::Bytes(body);
+        } else {
+            let source = FcgiOutput { stream: Some(stream), reader, first: Some(body), addr: addr.clone(), pool, lease, read_ahead };
+            r.body = Body::Stream { source: Box::new(source), len: head.content_length };
+        }
+        Ok(Answer::Response(r))
+    }
+
+    /// A local `Location:` with status 200: the request is served again as
+    /// a GET of that URL, as CGI says.
+    fn internal_redirect(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> Response {
+        match self.redirect_outcome(gw, head, conn, location) {
+            (outcome, Some(new_head)) => self.run_outcome(outcome, &new_head, conn),
+            (outcome, None) => self.run_outcome(outcome, head, conn),
+        }
+    }
+
+    /// What an internal redirect to `location` leads to, and the request
+    /// head it was routed with (None if it could not be made).
+    pub fn redirect_outcome(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> (Outcome, Option<RequestHead>) {
+        if gw.redirects >= MAX_REDIRECTS {
+            let why = format!("more than {MAX_REDIRECTS} internal redirects from FastCGI Location headers");
+            return (Outcome::Ready(self.error(gw.host, 500, head, conn, &why)), None);
+        }
+        let Some(new_head) = internal_redirect::location_head(location, head) else {
+            return (Outcome::Ready(self.error(gw.host, 500, head, conn, &format!("FastCGI: bad Location for an internal redirect: {location}"))), None);
+        };
+        let outcome = match self.handle(&new_head, conn) {
+            Outcome::Gateway(mut next) => {
+                next.redirects = gw.redirects + 1;
+                Outcome::Gateway(next)
+            }
+            other => other,
+        };
+        (outcome, Some(new_head))
+    }
+
+    /// The answer to an exchange that failed before its head was sent, and
+    /// the error-log line.
+    pub fn gateway_failed(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, e: &GatewayError) -> Response {
+        let why = format!("{} (script {})", e.why, gw.script);
+        match gw.error_status {
+            // The error document itself failed: the first error's built-in
+            // page, never a second redirect.
+            Some(first) => {
+                let mut r = self.error(gw.host, first, head, conn, &format!("{why}, while answering {first} with its ErrorDocument"));
+                r.error_document = None;
+                r
+            }
+            None => self.error(gw.host, e.status, head, conn, &why),
+        }
+    }
+
+    /// The 503 (with Retry-After) for a request that got no child of `pool`.
+    pub fn pool_unavailable(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, pool: &str, why: PoolBusy) -> Response {
+        let why = match why {
+            PoolBusy::QueueFull => format!("pool {pool}: every child is busy and its queue (listen.backlog) is full"),
+            PoolBusy::Timeout => format!("pool {pool}: no child became free within Timeout"),
+            PoolBusy::Unknown => format!("pool {pool} is not running"),
+        };
+        let e = GatewayError { status: 503, why };
+        self.gateway_failed(gw, head, conn, &e).header("Retry-After", "5")
+    }
+
+    /// A reader for the answer to `gw`.
+    pub fn response_reader(&self, gw: &Gateway, conn: &ConnInfo) -> ResponseReader {
+        ResponseReader::new(describe(&gw.backend.addr), self.hosts[gw.host].error_log.clone(), conn.peer, gw.script.clone())
+    }
+}
+
+enum Answer {
+    Response(Response),
+    Redirect(String),
+}
+
+enum Failed {
+    Backend(GatewayError),
+    /// A pool's child went away (killed, crashed, recycled) before any of
+    /// its answer came.
+    LostChild(GatewayError),
+    /// No child of this pool could be had.
+    Pool(String, PoolBusy),
+    /// The client's body could not be read: the answer is this error.
+    Client(HttpError),
+}
+
+/// For an internal redirect: a GET has no body.
+struct NoBody;
+
+/// Reads a request body to its end, keeping none of it.
+fn discard(body: &mut dyn RequestBody) {
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = body.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+impl RequestBody for NoBody {
+    fn length(&self) -> Option<u64> {
+        None
+    }
+    fn present(&self) -> bool {
+        false
+    }
+    fn read(&mut self, _: &mut [u8]) -> Result<usize, HttpError> {
+        Ok(0)
+    }
+}
+
+/// The whole body, read before the application is given the request (see
+/// `spool`), unless the MPM has read it already.
+fn spool(body: &mut dyn RequestBody) -> Result<Spooled, HttpError> {
+    if let Some(whole) = body.take_spooled() {
+        return Ok(whole);
+    }
+    if !body.present() {
+        return Ok(Spooled::None);
+    }
+    let mut spool = Spool::default();
+    let mut buf = vec![0u8; IO_BUF];
+    loop {
+        let n = body.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        spool.push(&buf[..n]).map_err(spool_error)?;
+    }
+    spool.finish().map_err(spool_error)
+}
+
+pub fn spool_error(e: io::Error) -> HttpError {
+    HttpError::new(500, format!("cannot spool the request body to a temporary file: {e}"))
+}
+
+/// The application's output after the headers, as it arrives.
+struct FcgiOutput {
+    stream: Option<BackendStream>,
+    reader: ResponseReader,
+    first: Option<Vec<u8>>,
+    addr: FcgiAddr,
+    /// Where the connection goes back when the request ends cleanly.
+    pool: Option<Arc<BackendPool>>,
+    /// The pool child serving it, given back when the answer ends.
+    lease: Option<Box<dyn PoolLease>>,
+    read_ahead: bool,
+}
+
+impl BodySource for FcgiOutput {
+    fn read_ahead(&self) -> bool {
+        self.read_ahead
+    }
+
+    fn next_piece(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        if let Some(first) = self.first.take() {
+            if !first.is_empty() {
+                out.extend_from_slice(&first);
+                return Ok(true);
+            }
+        }
+        loop {
+            let Some(stream) = self.stream.as_mut() else { return Ok(false) };
+            let failure = match self.reader.next_piece() {
+                Ok(Some(Piece::Data(d))) => {
+                    out.extend_from_slice(&d);
+                    return Ok(true);
+                }
+                Ok(Some(Piece::End)) => {
+                    let stream = self.stream.take().expect("stream");
+                    if let Some(pool) = &self.pool {
+                        pool.put(&self.addr, stream);
+                    }
+                    self.lease = None;
+                    return Ok(false);
+                }
+                Ok(Some(Piece::Head(_))) => unreachable!("one head"),
+                Err(e) => e,
+                Ok(None) => match self.reader.fill_from(stream) {
+                    Ok(0) => GatewayError { status: 502, why: format!("FastCGI: {} closed the connection mid-response", describe(&self.addr)) },
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => GatewayError::io("reading the response from", &self.addr, &e),
+                },
+            };
+            self.stream = None;
+            self.reader.log_cut_short(&failure);
+            return Err(io::Error::other(failure.why));
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The FastCGI proxy, as Apache's mod_proxy_fcgi and nginx's fastcgi_pass:
+//! a request routed to a FastCGI application (by `SetHandler proxy:...`,
+//! `ProxyPass` or `ProxyPassMatch`) becomes a [`Gateway`] plan holding the
+//! backend and the CGI/1.1 variables (RFC 3875). The MPM runs the plan with
+//! [`Site::run_gateway`] on a thread that may block; it streams the request
+//! body to the application as the client sends it (a chunked body is spooled
+//! first, so the application gets CONTENT_LENGTH) and answers with the
+//! application's headers and a [`Body::Stream`] of its output, so `flush()`
+//! in a script reaches the client at once.
+//!
+//! Failures are answered as Apache does: backend unreachable 503, no answer
+//! within ProxyTimeout 504, a broken or oversized header block 502; an
+//! application that dies mid-body makes the MPM close the connection rather
+//! than end the body as if complete.
+//!
+//! - `params`: the CGI/1.1 variables of a request ([`Site::gateway`]
+//!   makes the plan), and where a script's path ends and PATH_INFO starts.
+//! - `exchange`: running the plan on a thread that may block: leasing a
+//!   pool's child, sending the request, reading the answer, following a
+//!   local `Location:` and answering failures.
+//! - `response`: the sans-IO [`ResponseReader`] of an application's answer
+//!   (its CGI header block, then its output), shared with the event loop.
+//! - `backend`: connections to applications, and the idle ones kept for
+//!   `enablereuse=on`.
+
+mod backend;
+mod exchange;
+mod params;
+mod response;
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use warren_config::{FcgiAddr, FcgiBackend};
+use warren_http::RequestHead;
+
+use crate::{internal_redirect, path, HeaderName, Response};
+
+pub use backend::{one_request_per_connection, BackendPool, BackendStream};
+use backend::describe;
+pub use exchange::spool_error;
+pub use params::{split_path_info, ScriptTarget};
+pub use response::{CgiHead, Piece, ResponseReader, MAX_HEADER_BLOCK};
+pub use warren_pool_api::{PoolBusy, PoolDispatch, PoolLease};
+
+/// A request to run on a FastCGI application.
+pub struct Gateway {
+    pub host: usize,
+    pub backend: FcgiBackend,
+    pub timeout: Duration,
+    /// The CGI variables but CONTENT_LENGTH, known once the body is.
+    params: Vec<(HeaderName, Vec<u8>)>,
+    /// The script, for log lines.
+    script: String,
+    /// Internal redirects already followed to get here.
+    redirects: u8,
+    /// REQUEST_URI, for a pool's status page.
+    uri: Vec<u8>,
+    /// Set when this request is a local ErrorDocument answering an error:
+    /// the status of that error.
+    error_status: Option<u16>,
+    /// Already sent again after a pool's child went away without answering.
+    retried: bool,
+}
+
+
+/// Why a backend exchange failed, and the status it earns.
+#[derive(Debug)]
+pub struct GatewayError {
+    pub status: u16,
+    pub why: String,
+}
+
+impl GatewayError {
+    /// The application could not be reached: 503.
+    pub fn connect(backend: &str, e: &io::Error) -> GatewayError {
+        GatewayError { status: 503, why: format!("FastCGI: failed to make connection to backend {backend}: {e}") }
+    }
+
+    pub fn io(what: &str, addr: &FcgiAddr, e: &io::Error) -> GatewayError {
+        let status = match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => 504,
+            _ => 502,
+        };
+        let why = if status == 504 {
+            format!("FastCGI: timeout {what} {} (ProxyTimeout)", describe(addr))
+        } else {
+            format!("FastCGI: error {what} {}: {e}", describe(addr))
+        };
+        GatewayError { status, why }
+    }
+}
+
+impl Gateway {
+    /// Whether the request may be sent once more, to another of its pool's
+    /// children, after the child it went to was lost before answering:
+    /// once, and only a GET or HEAD without a body, which may be repeated
+    /// (RFC 9110 9.2.2), as nginx's fastcgi_next_upstream does.
+    pub fn retry_lost_child(&mut self, head: &RequestHead) -> bool {
+        let ok = !self.retried && matches!(self.backend.addr, FcgiAddr::Pool(_)) && matches!(head.method(), "GET" | "HEAD") && head.framing == warren_http::BodyFraming::None;
+        self.retried |= ok;
+        ok
+    }
+
+    /// Whether the application is to get the client's request body: an
+    /// error document (a GET standing in for the request) does not.
+    pub fn takes_body(&self) -> bool {
+        self.error_status.is_none()
+    }
+
+    /// The whole request, body included, as one write; the connection is
+    /// not kept.
+    pub fn whole_request(&self, body: Option<&[u8]>) -> Vec<u8> {
+        let body = body.filter(|_| self.takes_body());
+        let mut params: Vec<(&[u8], &[u8])> = self.params.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())).collect();
+        let length = body.map(|b| b.len().to_string());
+        if let Some(n) = &length {
+            params.push((b"CONTENT_LENGTH", n.as_bytes()));
+        }
+        let mut out = Vec::with_capacity(1024 + body.map_or(0, <[u8]>::len));
+        warren_fcgi::client::encode_begin(&mut out, 1, &params, false, body.is_none());
+        if let Some(b) = body {
+            if !b.is_empty() {
+                warren_fcgi::record::write_stream(&mut out, warren_fcgi::record::RecordType::Stdin, 1, b);
+            }
+            warren_fcgi::record::write_record(&mut out, warren_fcgi::record::RecordType::Stdin, 1, &[]);
+        }
+        out
+    }
+
+    /// Makes this request the answer to an error of `original`, as
+    /// Apache's ErrorDocument: the script sees the original REQUEST_URI and
+    /// the REDIRECT_ variables, gets no request body, and its answer keeps
+    /// the error's status unless it gives a `Status:` of its own.
+    pub fn answer_error(&mut self, status: u16, original: &RequestHead) {
+        let uri = original.path_and_query().to_vec();
+        let query = path::split_query(&uri).1;
+        let query = query.strip_prefix(b"?").unwrap_or(query).to_vec();
+        self.set_param("REDIRECT_STATUS", status.to_string().into_bytes());
+        self.set_param("REDIRECT_URL", internal_redirect::redirect_url(original));
+        if !query.is_empty() {
+            self.set_param("REDIRECT_QUERY_STRING", query);
+        }
+        self.set_param("REDIRECT_REQUEST_METHOD", original.method().as_bytes().to_vec());
+        self.set_param("REQUEST_URI", uri.clone());
+        self.uri = uri;
+        self.error_status = Some(status);
+    }
+
+    fn set_param(&mut self, name: &'static str, value: Vec<u8>) {
+        match self.params.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => *v = value,
+            None => self.params.push((HeaderName::Borrowed(name), value)),
+        }
+    }
+
+    /// The response for an application's head (its body to be added).
+    pub fn response(&self, head: &mut CgiHead) -> Response {
+        let status = match self.error_status {
+            Some(error) if !head.explicit_status => error,
+            _ => head.status,
+        };
+        let mut r = Response::new(status, self.host);
+        r.headers = std::mem::take(&mut head.headers);
+        r.filename = Some(PathBuf::from(&self.script));
+        r
+    }
+
+    /// Whether the answer is read at the application's pace, what the
+    /// client has not taken yet held by warren (the default), or relayed
+    /// at the client's pace (`flushpackets=on`, `X-Accel-Buffering: no`):
+    /// a stream of events, a long poll, a progress page.
+    pub fn buffers(&self, head: &CgiHead) -> bool {
+        !self.backend.flush_packets && !head.unbuffered
+    }
+
+    /// REQUEST_URI, as a pool's status page shows it.
+    pub fn uri(&self) -> &[u8] {
+        &self.uri
+    }
+
+    /// The backend's address, as it appears in log lines.
+    pub fn backend_name(&self) -> String {
+        describe(&self.backend.addr)
+    }
+}

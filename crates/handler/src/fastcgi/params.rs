@@ -1,0 +1,130 @@
+//! What a FastCGI application is told of a request: the CGI/1.1 variables
+//! of RFC 3875 and those PHP expects, and which part of the path is the
+//! script.
+
+use std::path::{Path, PathBuf};
+
+use warren_config::FcgiBackend;
+use warren_http::RequestHead;
+
+use super::Gateway;
+use crate::logs::strip_port;
+use crate::{ConnInfo, HeaderName, Outcome, Site};
+
+/// Where a request maps: the script and the rest of the path after it.
+pub struct ScriptTarget<'a> {
+    /// SCRIPT_FILENAME: the file (or the backend's path) to run.
+    pub filename: String,
+    /// SCRIPT_NAME: the URL path of the script.
+    pub name: &'a [u8],
+    /// PATH_INFO: what follows the script in the URL path (may be empty).
+    pub path_info: &'a [u8],
+}
+impl Site {
+    /// The plan for running `target` on `backend`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gateway(
+        &self,
+        host: usize,
+        head: &RequestHead,
+        conn: &ConnInfo,
+        backend: &FcgiBackend,
+        target: ScriptTarget,
+        query: &[u8],
+    ) -> Outcome {
+        let h = &self.hosts[host];
+        let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
+        let params = self.cgi_params(host, head, conn, &target, query);
+        let uri = head.path_and_query().to_vec();
+        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false }))
+    }
+
+    /// The CGI/1.1 variables of RFC 3875 and those PHP expects.
+    fn cgi_params(&self, host: usize, head: &RequestHead, conn: &ConnInfo, target: &ScriptTarget, query: &[u8]) -> Vec<(HeaderName, Vec<u8>)> {
+        let h = &self.hosts[host];
+        let root = h.config.document_root.to_string_lossy().into_owned();
+        let server_name = match head.host() {
+            Some(v) if !v.is_empty() => strip_port(v).to_vec(),
+            _ => h.name.clone().into_bytes(),
+        };
+        let mut p: Vec<(HeaderName, Vec<u8>)> = Vec::with_capacity(32);
+        let set = |p: &mut Vec<(HeaderName, Vec<u8>)>, n: &'static str, v: Vec<u8>| p.push((HeaderName::Borrowed(n), v));
+        set(&mut p, "GATEWAY_INTERFACE", b"CGI/1.1".to_vec());
+        set(&mut p, "SERVER_SOFTWARE", self.server_header.clone().into_bytes());
+        set(&mut p, "SERVER_NAME", server_name);
+        set(&mut p, "SERVER_ADDR", conn.local.ip().to_string().into_bytes());
+        set(&mut p, "SERVER_PORT", conn.local.port().to_string().into_bytes());
+        set(&mut p, "SERVER_PROTOCOL", head.version.as_str().as_bytes().to_vec());
+        set(&mut p, "REMOTE_ADDR", conn.peer.ip().to_string().into_bytes());
+        set(&mut p, "REMOTE_PORT", conn.peer.port().to_string().into_bytes());
+        set(&mut p, "REQUEST_METHOD", head.method().as_bytes().to_vec());
+        set(&mut p, "REQUEST_URI", head.path_and_query().to_vec());
+        set(&mut p, "REQUEST_SCHEME", b"http".to_vec());
+        set(&mut p, "QUERY_STRING", query.strip_prefix(b"?").unwrap_or(query).to_vec());
+        set(&mut p, "SCRIPT_NAME", target.name.to_vec());
+        set(&mut p, "SCRIPT_FILENAME", target.filename.clone().into_bytes());
+        if !target.path_info.is_empty() {
+            set(&mut p, "PATH_INFO", target.path_info.to_vec());
+            let mut translated = root.clone().into_bytes();
+            translated.extend_from_slice(target.path_info);
+            set(&mut p, "PATH_TRANSLATED", translated);
+        }
+        set(&mut p, "DOCUMENT_ROOT", root.clone().into_bytes());
+        set(&mut p, "CONTEXT_DOCUMENT_ROOT", root.into_bytes());
+        set(&mut p, "CONTEXT_PREFIX", Vec::new());
+        if let Some(admin) = &h.config.server_admin {
+            set(&mut p, "SERVER_ADMIN", admin.clone().into_bytes());
+        }
+        // php-cgi built with force-cgi-redirect refuses to run without it.
+        set(&mut p, "REDIRECT_STATUS", b"200".to_vec());
+        if let Some(t) = head.header("content-type") {
+            set(&mut p, "CONTENT_TYPE", t.to_vec());
+        }
+        // Every other header as HTTP_*: repeated ones joined, as one field.
+        // Proxy is left out (httpoxy, CVE-2016-5385); names with `_` too, so
+        // that `X_Forwarded_For` cannot pose as `X-Forwarded-For`.
+        let mut http: Vec<(String, Vec<u8>)> = Vec::new();
+        for (name, value) in head.headers() {
+            if name.eq_ignore_ascii_case(b"content-type") || name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"proxy") {
+                continue;
+            }
+            if !name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-') {
+                continue;
+            }
+            let mut var = String::with_capacity(5 + name.len());
+            var.push_str("HTTP_");
+            var.extend(name.iter().map(|&b| if b == b'-' { '_' } else { b.to_ascii_uppercase() as char }));
+            match http.iter_mut().find(|(n, _)| *n == var) {
+                Some((_, v)) => {
+                    v.extend_from_slice(if var == "HTTP_COOKIE" { b"; " } else { b", " });
+                    v.extend_from_slice(value);
+                }
+                None => http.push((var, value.to_vec())),
+            }
+        }
+        p.extend(http.into_iter().map(|(n, v)| (HeaderName::Owned(n), v)));
+        p
+    }
+
+}
+
+/// The script of a request whose URL path goes on past a file
+/// (`/index.php/a/b`): the longest leading part that is a regular file.
+pub fn split_path_info(fs: &Path) -> Option<(PathBuf, usize)> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = fs.as_os_str().as_bytes();
+    let mut cut = bytes.len();
+    while let Some(slash) = bytes[..cut].iter().rposition(|&b| b == b'/') {
+        if slash == 0 {
+            return None;
+        }
+        let candidate = Path::new(std::ffi::OsStr::from_bytes(&bytes[..slash]));
+        match std::fs::metadata(candidate) {
+            Ok(m) if m.is_file() => return Some((candidate.to_path_buf(), bytes.len() - slash)),
+            Ok(_) => return None,
+            Err(_) => cut = slash,
+        }
+    }
+    None
+}
+
