@@ -1,11 +1,15 @@
 //! Error responses: Apache-style HTML pages, or what `ErrorDocument` says.
 
-use warren_config::ErrorDocument;
+use std::io;
+use std::path::Path;
+
+use warren_config::{ErrorDocument, LogLevel};
 use warren_http::response::reason;
 use warren_http::RequestHead;
 
 use crate::path::{self, html_escape};
-use crate::router::{ConnInfo, Site};
+use crate::route::Request;
+use crate::site::{ConnInfo, Site};
 use crate::{Body, Response};
 
 fn message(status: u16, method: &str) -> String {
@@ -48,7 +52,42 @@ pub fn page(site: &Site, host: usize, status: u16, method: &str, conn: &ConnInfo
     body.into_bytes()
 }
 
-pub fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, conn: &ConnInfo) -> Response {
+impl Site {
+    /// An error response (with ErrorDocument applied) and its error-log line.
+    pub fn error(&self, req: Request, status: u16, why: &str) -> Response {
+        self.hosts[req.host].error_log.error(Some(req.conn.peer), &format!("{why}: {}", String::from_utf8_lossy(req.head.request_line())));
+        self.error_page(req, status)
+    }
+
+    /// An error for a request that could not be parsed (no host known yet).
+    pub fn protocol_error(&self, status: u16, conn: &ConnInfo, why: &str) -> Response {
+        self.error_log.error(Some(conn.peer), why);
+        respond(self, 0, status, None, conn)
+    }
+
+    /// The answer for `status`: what the ErrorDocument in force says, or
+    /// the built-in page.
+    pub fn error_page(&self, req: Request, status: u16) -> Response {
+        respond(self, req.host, status, Some(req.head), req.conn)
+    }
+
+    /// The answer to a file a request names that could not be opened.
+    pub(crate) fn open_error(&self, req: Request, fs: &Path, e: &io::Error) -> Response {
+        let status = match e.raw_os_error() {
+            Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => 404,
+            Some(libc::EACCES | libc::EPERM | libc::ELOOP) => 403,
+            _ => 500,
+        };
+        if status == 404 {
+            // Not a fault of the request's form: logged at info, as Apache does.
+            self.hosts[req.host].error_log.log(LogLevel::Info, Some(req.conn.peer), &format!("File does not exist: {}", fs.display()));
+            return self.error_page(req, 404);
+        }
+        self.error(req, status, &format!("cannot open {}: {e}", fs.display()))
+    }
+}
+
+fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, conn: &ConnInfo) -> Response {
     let method = head.map_or("GET", |h| h.method());
     let mut resp = Response::new(status, host);
     resp.close = head.is_none();

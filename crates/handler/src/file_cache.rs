@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::static_files::Validators;
+use crate::conditional::Validators;
 
 /// Files larger than this are not cached (they go out by sendfile).
 pub const MAX_ENTRY: u64 = 32 * 1024;

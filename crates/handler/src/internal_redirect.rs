@@ -6,7 +6,8 @@
 
 use warren_http::{parse_head, HeadLimits, RequestHead};
 
-use crate::router::{ConnInfo, Site};
+use crate::route::Request;
+use crate::site::{ConnInfo, Site};
 use crate::{path, Outcome, Response};
 
 /// Request headers an internal redirect does not carry: the new request
@@ -108,7 +109,7 @@ impl Site {
             _ => {
                 let why = format!("ErrorDocument {status} {local} needs a handler, which cannot answer this error; answering with the built-in page");
                 self.hosts[host].error_log.error(Some(conn.peer), &why);
-                let mut r = crate::errors::respond(self, host, status, Some(head), conn);
+                let mut r = self.error_page(Request { head, conn, host }, status);
                 r.error_document = None;
                 r
             }

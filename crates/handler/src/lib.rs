@@ -1,9 +1,11 @@
 //! Requests -> response plans. No sockets here.
 //!
-//! [`Site`] (router.rs) is built once from the settings: its hosts (the main
-//! server and the virtual hosts), MIME table, logs and Server header. For
-//! each request it picks a host, resolves the per-directory configuration
-//! ([`router::Effective`]) and answers with an [`Outcome`]:
+//! [`Site`] (site.rs) is built once from the settings: its hosts (the main
+//! server and the virtual hosts), MIME table, logs and Server header. Each
+//! request is routed once (route.rs): its host chosen ([`Request`]), its URL
+//! mapped to a file and the per-directory configuration merged
+//! ([`Route`], [`route::Effective`]); that one value goes to whatever
+//! answers (router.rs decides who), and the answer is an [`Outcome`]:
 //! - [`Outcome::Ready`]: a [`Response`] computed at once, cheaply and without
 //!   blocking (static files, errors, redirects). The event MPM serves these
 //!   on its event loop.
@@ -23,18 +25,22 @@
 //! or ranges of an open file, so each MPM does the I/O its own way (blocking
 //! writes, or non-blocking writes and sendfile with write completion).
 //!
-//! Modules: `fastcgi/` (the proxy to FastCGI applications: `params`,
-//! `exchange`, `response`, `backend`), `pool_status`
-//! (the status page of warren's own pools), `static_files` (conditionals,
-//! ranges, files), `errors` (error pages), `internal_redirect` (a request
-//! served again for another URL: a local ErrorDocument, a FastCGI local
-//! `Location:`), `symlinks` (Options FollowSymLinks and SymLinksIfOwnerMatch:
-//! files, directory indexes and scripts opened with every link on the way
-//! checked), `listing`
-//! (Options Indexes), `path` (decoding and normalising URL paths), `mime`,
-//! `logs` (error and access logs), `status` (server-status), `spool` (request
-//! bodies held whole before the application gets them).
+//! Modules, each importing only those below it: `sections` (how sections
+//! match paths), `site`, `route`, `errors` (error pages and ErrorDocument),
+//! `conditional` (validators, conditional requests, ranges), `file_cache`,
+//! `symlinks` (Options FollowSymLinks and SymLinksIfOwnerMatch: files,
+//! directory indexes and scripts opened with every link on the way
+//! checked), `static_files` (files, DirectoryIndex, trailing-slash
+//! redirects), `listing` (Options Indexes), `fastcgi/` (the proxy to
+//! FastCGI applications: `params`, `exchange`, `response`, `backend`),
+//! `pool_status` (the status page of warren's own pools), `status`
+//! (server-status), `router` (which of them answers), `internal_redirect`
+//! (a request served again for another URL: a local ErrorDocument, a
+//! FastCGI local `Location:`), `path` (decoding and normalising URL
+//! paths), `mime`, `logs` (error and access logs), `spool` (request bodies
+//! held whole before the application gets them).
 
+pub mod conditional;
 pub mod errors;
 pub mod fastcgi;
 pub mod file_cache;
@@ -45,7 +51,10 @@ pub mod mime;
 pub mod path;
 pub mod spool;
 pub mod pool_status;
+pub mod route;
 pub mod router;
+mod sections;
+pub mod site;
 pub mod static_files;
 pub mod status;
 pub mod symlinks;
@@ -54,7 +63,8 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use router::{ConnInfo, Site};
+pub use route::{Request, Route};
+pub use site::{ConnInfo, Site};
 
 /// Part of a multipart/byteranges body.
 #[derive(Debug)]

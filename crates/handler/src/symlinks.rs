@@ -29,10 +29,10 @@ use nix::errno::Errno;
 use nix::fcntl::{openat, openat2, OFlag, OpenHow, ResolveFlag};
 use nix::sys::stat::{fstat, FileStat, Mode, SFlag};
 use warren_config::OptionFlags;
-use warren_http::RequestHead;
 
-use crate::router::{ConnInfo, Effective, Site};
-use crate::{static_files, Response};
+use crate::route::{Effective, Request};
+use crate::site::Site;
+use crate::Response;
 
 /// What the Options in force let through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,22 +244,22 @@ pub fn open_in_root(site: &Site, host: usize, path: &Path, rule: LinkRule, acces
 
 /// The 403 for a link the Options do not let through, with Apache's error-log
 /// line (which names the client).
-pub fn refused(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, link: &Path) -> Response {
-    site.error(host, 403, head, conn, &format!("Symbolic link not allowed or link target not accessible: {}", link.display()))
+pub fn refused(site: &Site, req: Request, link: &Path) -> Response {
+    site.error(req, 403, &format!("Symbolic link not allowed or link target not accessible: {}", link.display()))
 }
 
 /// A script handed to a FastCGI application: the application opens it by
 /// name itself, so this checks its path (none of it is served) and answers
 /// with the refusal, if there is one.
-pub fn check_script(site: &Site, host: usize, head: &RequestHead, conn: &ConnInfo, eff: &Effective, script: &Path) -> Option<Response> {
+pub fn check_script(site: &Site, req: Request, eff: &Effective, script: &Path) -> Option<Response> {
     let rule = LinkRule::of(eff.options());
     if rule == LinkRule::Follow {
         return None;
     }
-    match open_in_root(site, host, script, rule, Access::Locate) {
+    match open_in_root(site, req.host, script, rule, Access::Locate) {
         Ok(_) => None,
-        Err(Refused::Link(link)) => Some(refused(site, host, head, conn, &link)),
-        Err(Refused::Io(e)) => Some(static_files::open_error(site, host, head, conn, script, &e)),
+        Err(Refused::Link(link)) => Some(refused(site, req, &link)),
+        Err(Refused::Io(e)) => Some(site.open_error(req, script, &e)),
     }
 }
 

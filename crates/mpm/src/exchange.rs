@@ -18,7 +18,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use warren_config::{ReadStage, Settings};
 use warren_handler::logs::LogRecord;
 use warren_handler::router::LogWriters;
-use warren_handler::{Body, BodySource, ConnInfo, Part, Response, Site};
+use warren_handler::{Body, BodySource, ConnInfo, Part, Request, Response, Site};
 use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
 use warren_http::{BodyDecoder, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadClock, ReadTimeout, RequestHead, Version};
 
@@ -58,7 +58,7 @@ pub fn keep_alive_policy(s: &Settings) -> KeepAlivePolicy {
 /// The 500 for a handler that panicked, and its error-log line.
 pub fn panic_response(site: &Site, head: &RequestHead, info: &ConnInfo) -> Response {
     site.error_log.error(Some(info.peer), "handler panicked; answering 500");
-    site.error_page_now(warren_handler::errors::respond(site, 0, 500, Some(head), info), head, info)
+    site.error_page_now(site.error_page(Request { head, conn: info, host: 0 }, 500), head, info)
 }
 
 /// Waits until the socket is ready for `what`, at most `wait`. A signal
@@ -160,8 +160,7 @@ impl Exchange {
         self.keep_alive = false;
         self.linger = true;
         let head = self.head.as_ref().expect("a body belongs to a parsed request");
-        let host = site.select_host(head.host(), info.local);
-        site.error_page_now(site.error(host, e.status, head, info, &e.reason), head, info)
+        site.error_page_now(site.error(site.request(head, info), e.status, &e.reason), head, info)
     }
 
     /// Shows the request in the worker's scoreboard slot (ExtendedStatus On).

@@ -13,7 +13,7 @@ use warren_http::{HttpError, RequestHead};
 use super::backend::{describe, BackendPool, BackendStream};
 use super::{internal_redirect, Gateway, GatewayError, Piece, PoolBusy, PoolLease, ResponseReader};
 use crate::spool::{Spool, Spooled};
-use crate::{Body, BodySource, ConnInfo, Outcome, RequestBody, Response, Site};
+use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 
 /// Internal redirects (a local `Location:`) followed for one request.
 const MAX_REDIRECTS: u8 = 10;
@@ -47,7 +47,7 @@ impl Site {
             Err(Failed::Backend(f) | Failed::LostChild(f)) => self.gateway_failed(&gw, head, conn, &f),
             Err(Failed::Pool(name, why)) => self.pool_unavailable(&gw, head, conn, &name, why),
             Err(Failed::Client(e)) => {
-                let mut r = self.error(gw.host, e.status, head, conn, &e.reason);
+                let mut r = self.error(Request { head, conn, host: gw.host }, e.status, &e.reason);
                 r.close = true;
                 r
             }
@@ -212,10 +212,10 @@ impl Site {
     pub fn redirect_outcome(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> (Outcome, Option<RequestHead>) {
         if gw.redirects >= MAX_REDIRECTS {
             let why = format!("more than {MAX_REDIRECTS} internal redirects from FastCGI Location headers");
-            return (Outcome::Ready(self.error(gw.host, 500, head, conn, &why)), None);
+            return (Outcome::Ready(self.error(Request { head, conn, host: gw.host }, 500, &why)), None);
         }
         let Some(new_head) = internal_redirect::location_head(location, head) else {
-            return (Outcome::Ready(self.error(gw.host, 500, head, conn, &format!("FastCGI: bad Location for an internal redirect: {location}"))), None);
+            return (Outcome::Ready(self.error(Request { head, conn, host: gw.host }, 500, &format!("FastCGI: bad Location for an internal redirect: {location}"))), None);
         };
         let outcome = match self.handle(&new_head, conn) {
             Outcome::Gateway(mut next) => {
@@ -235,11 +235,11 @@ impl Site {
             // The error document itself failed: the first error's built-in
             // page, never a second redirect.
             Some(first) => {
-                let mut r = self.error(gw.host, first, head, conn, &format!("{why}, while answering {first} with its ErrorDocument"));
+                let mut r = self.error(Request { head, conn, host: gw.host }, first, &format!("{why}, while answering {first} with its ErrorDocument"));
                 r.error_document = None;
                 r
             }
-            None => self.error(gw.host, e.status, head, conn, &why),
+            None => self.error(Request { head, conn, host: gw.host }, e.status, &why),
         }
     }
 

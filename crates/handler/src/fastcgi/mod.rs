@@ -2,10 +2,10 @@
 //! a request routed to a FastCGI application (by `SetHandler proxy:...`,
 //! `ProxyPass` or `ProxyPassMatch`) becomes a [`Gateway`] plan holding the
 //! backend and the CGI/1.1 variables (RFC 3875). The MPM runs the plan with
-//! [`Site::run_gateway`] on a thread that may block; it streams the request
+//! [`Site::run_gateway`](crate::Site::run_gateway) on a thread that may block; it streams the request
 //! body to the application as the client sends it (a chunked body is spooled
 //! first, so the application gets CONTENT_LENGTH) and answers with the
-//! application's headers and a [`Body::Stream`] of its output, so `flush()`
+//! application's headers and a [`Body::Stream`](crate::Body::Stream) of its output, so `flush()`
 //! in a script reaches the client at once.
 //!
 //! Failures are answered as Apache does: backend unreachable 503, no answer
@@ -13,7 +13,7 @@
 //! application that dies mid-body makes the MPM close the connection rather
 //! than end the body as if complete.
 //!
-//! - `params`: the CGI/1.1 variables of a request ([`Site::gateway`]
+//! - `params`: the CGI/1.1 variables of a request ([`Site::gateway`](crate::Site::gateway)
 //!   makes the plan), and where a script's path ends and PATH_INFO starts.
 //! - `exchange`: running the plan on a thread that may block: leasing a
 //!   pool's child, sending the request, reading the answer, following a

@@ -5,11 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use warren_config::FcgiBackend;
-use warren_http::RequestHead;
 
 use super::Gateway;
 use crate::logs::strip_port;
-use crate::{ConnInfo, HeaderName, Outcome, Site};
+use crate::{HeaderName, Outcome, Request, Site};
 
 /// Where a request maps: the script and the rest of the path after it.
 pub struct ScriptTarget<'a> {
@@ -22,25 +21,17 @@ pub struct ScriptTarget<'a> {
 }
 impl Site {
     /// The plan for running `target` on `backend`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn gateway(
-        &self,
-        host: usize,
-        head: &RequestHead,
-        conn: &ConnInfo,
-        backend: &FcgiBackend,
-        target: ScriptTarget,
-        query: &[u8],
-    ) -> Outcome {
-        let h = &self.hosts[host];
+    pub fn gateway(&self, req: Request, backend: &FcgiBackend, target: ScriptTarget, query: &[u8]) -> Outcome {
+        let h = &self.hosts[req.host];
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
-        let params = self.cgi_params(host, head, conn, &target, query);
-        let uri = head.path_and_query().to_vec();
-        Outcome::Gateway(Box::new(Gateway { host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false }))
+        let params = self.cgi_params(req, &target, query);
+        let uri = req.head.path_and_query().to_vec();
+        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false }))
     }
 
     /// The CGI/1.1 variables of RFC 3875 and those PHP expects.
-    fn cgi_params(&self, host: usize, head: &RequestHead, conn: &ConnInfo, target: &ScriptTarget, query: &[u8]) -> Vec<(HeaderName, Vec<u8>)> {
+    fn cgi_params(&self, req: Request, target: &ScriptTarget, query: &[u8]) -> Vec<(HeaderName, Vec<u8>)> {
+        let Request { head, conn, host } = req;
         let h = &self.hosts[host];
         let root = h.config.document_root.to_string_lossy().into_owned();
         let server_name = match head.host() {

@@ -1,0 +1,88 @@
+//! How `<Directory>`, `<Files>` and `<Location>` sections, ServerAlias
+//! and `Require ip` match what a request names; no state.
+
+use std::net::IpAddr;
+
+/// Whether `<Directory dir>` can hold files under `root`: it contains the
+/// root, or lies below it.
+pub(crate) fn directories_overlap(dir: &str, root: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    let below = dir.strip_prefix(root).is_some_and(|rest| rest.starts_with('/'));
+    dir_contains(dir.trim_end_matches('/'), root) || below
+}
+
+/// `<Directory /a/b>` applies to `/a/b` and everything below it.
+pub(crate) fn dir_contains(dir: &str, path: &str) -> bool {
+    if dir.contains(['*', '?', '[']) {
+        return glob::Pattern::new(dir).is_ok_and(|p| ancestors(path).any(|a| p.matches(a)));
+    }
+    dir.is_empty() || path == dir || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
+}
+
+pub(crate) fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    path.char_indices().filter(|(_, c)| *c == '/').map(move |(i, _)| if i == 0 { "/" } else { &path[..i] }).chain(std::iter::once(path))
+}
+
+/// Apache's `<Location /x>` matches `/x`, `/x/...`, and (as a plain prefix)
+/// `/xyz` unless the prefix ends in a slash; we require a segment boundary,
+/// which is what users expect from it.
+pub(crate) fn location_matches(prefix: &str, url: &str) -> bool {
+    let p = prefix.trim_end_matches('/');
+    p.is_empty() || url == p || (url.starts_with(p) && url.as_bytes().get(p.len()) == Some(&b'/'))
+}
+
+/// Shell-style `*` and `?` matching, for ServerAlias and `<Files>`.
+pub fn wildcard_match(pattern: &str, name: &str) -> bool {
+    if !pattern.contains(['*', '?', '[']) {
+        return pattern == name;
+    }
+    glob::Pattern::new(pattern).is_ok_and(|p| p.matches(name))
+}
+
+pub(crate) fn ip_in(ip: IpAddr, net: IpAddr, len: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = if len == 0 { 0 } else { u128::MAX << (128 - len as u32) };
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V4(_)) => a.to_ipv4_mapped().is_some_and(|v4| ip_in(IpAddr::V4(v4), net, len)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_and_location_matching() {
+        assert!(dir_contains("/srv/www", "/srv/www/a/b.html"));
+        assert!(dir_contains("/srv/www", "/srv/www"));
+        assert!(!dir_contains("/srv/www", "/srv/wwwx/a"));
+        assert!(dir_contains("/srv/*/htdocs", "/srv/site/htdocs/x.html"));
+        assert!(location_matches("/status", "/status"));
+        assert!(location_matches("/status/", "/status/x"));
+        assert!(!location_matches("/status", "/statusx"));
+        assert!(directories_overlap("/srv", "/srv/a/htdocs"));
+        assert!(directories_overlap("/srv/a/htdocs/", "/srv/a/htdocs"));
+        assert!(directories_overlap("/srv/a/htdocs/blog", "/srv/a/htdocs"));
+        assert!(directories_overlap("/srv/*/htdocs", "/srv/a/htdocs"));
+        assert!(!directories_overlap("/srv/b", "/srv/a/htdocs"));
+        assert!(!directories_overlap("/srv/a/htdocsx", "/srv/a/htdocs"));
+        assert!(wildcard_match("*.example.org", "a.example.org"));
+        assert!(!wildcard_match("*.example.org", "example.com"));
+    }
+
+    #[test]
+    fn ip_networks() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(ip_in(ip("10.1.2.3"), ip("10.0.0.0"), 8));
+        assert!(!ip_in(ip("11.1.2.3"), ip("10.0.0.0"), 8));
+        assert!(ip_in(ip("::ffff:127.0.0.1"), ip("127.0.0.0"), 8));
+        assert!(ip_in(ip("1.2.3.4"), ip("0.0.0.0"), 0));
+    }
+}

@@ -1,0 +1,248 @@
+//! The site: what is built once from the settings (hosts, MIME table,
+//! logs, caches, the connections kept to FastCGI applications, and the
+//! hooks the MPM sets), and the choice of a host for a request.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use warren_config::{DirConfig, FcgiBackend, Handler, HostConfig, LogItem, SectionMatch, ServerTokens, Settings, VhostAddr};
+
+use crate::fastcgi::{BackendPool, PoolDispatch};
+use crate::file_cache::FileCache;
+use crate::logs::{AccessLogFile, AccessLogWriter, ErrorLog, LogRecord};
+use crate::mime::MimeTypes;
+use crate::sections::{ancestors, directories_overlap, wildcard_match};
+use crate::status::StatusSource;
+
+/// The two ends of a connection.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+}
+
+pub struct Host {
+    pub config: HostConfig,
+    /// None for the main server.
+    pub(crate) addrs: Option<Vec<VhostAddr>>,
+    /// Indexes into `Site::access_logs`.
+    logs: Vec<usize>,
+    pub error_log: Arc<ErrorLog>,
+    pub name: String,
+    /// Whether any section hands files to a FastCGI application, so that
+    /// `/script.php/path/info` URLs are looked for.
+    pub(crate) has_fastcgi: bool,
+    /// The pools (`pool:NAME`) this host sends requests to: their status
+    /// pages are answered here and on no other host.
+    pub(crate) pools: Vec<String>,
+}
+
+pub struct Site {
+    pub settings: Settings,
+    /// `hosts[0]` is the main server; the virtual hosts follow in config order.
+    pub hosts: Vec<Host>,
+    pub mime: MimeTypes,
+    pub server_header: String,
+    pub error_log: Arc<ErrorLog>,
+    access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>)>,
+    pub file_cache: FileCache,
+    /// Where server-status reads the scoreboard; set by the MPM.
+    pub status: OnceLock<Arc<dyn StatusSource>>,
+    /// Idle connections to FastCGI applications (`enablereuse=on`).
+    pub backends: Arc<BackendPool>,
+    /// warren's own pools (`SetHandler pool:NAME`); set by the parent.
+    pub pools: OnceLock<Arc<dyn PoolDispatch>>,
+}
+
+pub fn server_header(tokens: ServerTokens) -> String {
+    let v = env!("CARGO_PKG_VERSION");
+    let mut parts = v.split('.');
+    let major = parts.next().unwrap_or("0");
+    let minor = parts.next().unwrap_or("0");
+    match tokens {
+        ServerTokens::Full | ServerTokens::Os => format!("warren/{v} (Unix)"),
+        ServerTokens::Minimal => format!("warren/{v}"),
+        ServerTokens::Minor => format!("warren/{major}.{minor}"),
+        ServerTokens::Major => format!("warren/{major}"),
+        ServerTokens::Prod => "warren".to_string(),
+    }
+}
+
+impl Site {
+    /// Opens logs and reads the MIME table: everything that can fail is done
+    /// here, before any child starts.
+    pub fn new(settings: Settings) -> Result<Site, String> {
+        let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.log_level).map_err(|e| e.to_string())?);
+        let mime = MimeTypes::load(settings.types_config.as_deref()).map_err(|e| format!("cannot read TypesConfig: {e}"))?;
+        let mut access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>)> = Vec::new();
+        let mut error_logs: Vec<(PathBuf, Arc<ErrorLog>)> = Vec::new();
+        let mut hosts = Vec::new();
+        let configs = std::iter::once((settings.main.clone(), None))
+            .chain(settings.virtual_hosts.iter().map(|v| (v.host.clone(), Some(v.addrs.clone()))));
+        for (config, addrs) in configs {
+            let mut logs = Vec::new();
+            for cl in &config.custom_logs {
+                let file = match access_logs.iter().find(|(_, f)| f.path == cl.path) {
+                    Some((_, f)) => f.clone(),
+                    None => AccessLogFile::open(&cl.path).map_err(|e| e.to_string())?,
+                };
+                let format = Arc::new(cl.format.clone());
+                let idx = match access_logs.iter().position(|(fm, f)| **fm == *format && Arc::ptr_eq(f, &file)) {
+                    Some(i) => i,
+                    None => {
+                        access_logs.push((format, file));
+                        access_logs.len() - 1
+                    }
+                };
+                logs.push(idx);
+            }
+            let host_error_log = match &config.error_log {
+                Some(p) if Some(p) != settings.error_log.as_ref() => match error_logs.iter().find(|(q, _)| q == p) {
+                    Some((_, l)) => l.clone(),
+                    None => {
+                        let l = Arc::new(ErrorLog::open(Some(p), settings.log_level).map_err(|e| e.to_string())?);
+                        error_logs.push((p.clone(), l.clone()));
+                        l
+                    }
+                },
+                _ => error_log.clone(),
+            };
+            let name = config.server_name.clone().unwrap_or_else(|| "localhost".to_string());
+            let is_fcgi = |d: &DirConfig| matches!(d.handler, Some(Some(Handler::FastCgi(_) | Handler::Pool(_))));
+            let has_fastcgi = is_fcgi(&config.dir) || config.sections.iter().any(|s| is_fcgi(&s.config));
+            let pools = pools_used(&config);
+            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi, pools });
+        }
+        Ok(Site {
+            server_header: server_header(settings.server_tokens),
+            settings,
+            hosts,
+            mime,
+            error_log,
+            access_logs,
+            file_cache: FileCache::default(),
+            status: OnceLock::new(),
+            backends: Arc::default(),
+            pools: OnceLock::new(),
+        })
+    }
+
+    /// Fresh buffered writers for this thread's access logging.
+    pub fn log_writers(&self) -> LogWriters {
+        LogWriters {
+            writers: self.access_logs.iter().map(|(fmt, f)| AccessLogWriter::new(fmt.clone(), f.clone())).collect(),
+            host_logs: self.hosts.iter().map(|h| h.logs.clone()).collect(),
+        }
+    }
+
+    /// Reopens every log file (SIGUSR1).
+    pub fn reopen_logs(&self) {
+        let _ = self.error_log.reopen();
+        for h in &self.hosts {
+            let _ = h.error_log.reopen();
+        }
+        for (_, f) in &self.access_logs {
+            if let Err(e) = f.reopen() {
+                self.error_log.error(None, &format!("cannot reopen access log {}: {e}", f.path.display()));
+            }
+        }
+    }
+
+    /// Name-based virtual hosting: among the hosts whose address matches
+    /// the connection's local end, the one whose ServerName or ServerAlias is
+    /// the Host, else the first of them; the main server if none matches.
+    pub fn select_host(&self, host: Option<&[u8]>, local: SocketAddr) -> usize {
+        if self.hosts.len() == 1 {
+            return 0;
+        }
+        let wanted = host.map(|h| {
+            let h = crate::logs::strip_port(h);
+            let h = h.strip_suffix(b".").unwrap_or(h);
+            String::from_utf8_lossy(h).to_ascii_lowercase()
+        });
+        let mut first = None;
+        for (i, h) in self.hosts.iter().enumerate().skip(1) {
+            let addrs = h.addrs.as_deref().unwrap_or(&[]);
+            let matches_addr = addrs.iter().any(|a| {
+                a.ip.is_none_or(|ip| ip == local.ip() || ip.is_unspecified()) && a.port.is_none_or(|p| p == local.port())
+            });
+            if !matches_addr {
+                continue;
+            }
+            first.get_or_insert(i);
+            if let Some(w) = &wanted {
+                let c = &h.config;
+                if c.server_name.as_deref() == Some(w.as_str()) || c.aliases.iter().any(|a| wildcard_match(a, w)) {
+                    return i;
+                }
+            }
+        }
+        first.unwrap_or(0)
+    }
+
+    /// Where a normalised URL path lies under the host's DocumentRoot.
+    pub fn fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        let root = &self.hosts[host].config.document_root;
+        let rel = std::ffi::OsStr::from_bytes(url.strip_prefix(b"/").unwrap_or(url));
+        root.join(rel)
+    }
+}
+
+/// Per-thread access log writers and which of them each host uses.
+pub struct LogWriters {
+    writers: Vec<AccessLogWriter>,
+    host_logs: Vec<Vec<usize>>,
+}
+
+impl LogWriters {
+    pub fn write(&mut self, host: usize, record: &LogRecord) {
+        if let Some(idx) = self.host_logs.get(host) {
+            for &i in idx {
+                self.writers[i].write(record);
+            }
+        }
+    }
+
+    pub fn flush(&mut self) {
+        for w in &mut self.writers {
+            w.flush();
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.writers.is_empty()
+    }
+}
+
+/// The names of the pools a host's handlers and ProxyPass routes use.
+/// Virtual hosts inherit the main server's sections, where each site's
+/// `<Directory>` names its own pool: a section counts for a host only if it
+/// can apply to files under the host's DocumentRoot.
+fn pools_used(config: &HostConfig) -> Vec<String> {
+    let root = config.document_root.to_string_lossy();
+    let applies = |m: &SectionMatch| match m {
+        SectionMatch::Directory(d) => directories_overlap(d, &root),
+        // Which directories a pattern names cannot be told; those above the
+        // root can, and only they count (a pool used only through a
+        // `<DirectoryMatch>` below the root has no status page).
+        SectionMatch::DirectoryMatch(re) => ancestors(&root).any(|a| re.is_match(a)),
+        _ => true,
+    };
+    let pool_of = |h: &Option<Option<Handler>>| match h {
+        Some(Some(Handler::Pool(name))) => Some(name.clone()),
+        Some(Some(Handler::FastCgi(FcgiBackend { addr: warren_config::FcgiAddr::Pool(name), .. }))) => Some(name.clone()),
+        _ => None,
+    };
+    let sections = config.sections.iter().filter(|s| applies(&s.matcher) && s.within.as_deref().is_none_or(&applies)).map(|s| &s.config);
+    let handlers = std::iter::once(&config.dir).chain(sections).filter_map(|d| pool_of(&d.handler));
+    let routes = config.proxy_routes.iter().filter_map(|r| match r.target.as_ref().map(|t| &t.backend.addr) {
+        Some(warren_config::FcgiAddr::Pool(name)) => Some(name.clone()),
+        _ => None,
+    });
+    let mut names: Vec<String> = handlers.chain(routes).collect();
+    names.sort();
+    names.dedup();
+    names
+}
