@@ -1,12 +1,24 @@
 //! warren's configuration, in Apache's syntax and with Apache's directive names.
 //!
-//! Two stages, each in its own module:
+//! Two stages:
 //! - [`parse`]: text -> [`Node`]s (directives and container sections), each
 //!   with its [`Origin`] (file and line). `Include`, `Define`, `<IfModule>`
 //!   and `<IfDefine>` are handled here, while reading, as Apache does.
-//! - [`settings`]: nodes -> [`Settings`], validated and typed: the server-wide
-//!   values, the main [`HostConfig`], its [`VirtualHost`]s, and the per-directory
-//!   [`DirConfig`] layers that the handler merges for each request.
+//! - `build`: nodes -> [`Settings`], validated and typed. It hands each
+//!   directive to its entry in [`table`], the one list of every directive
+//!   (its contexts, MPMs, arguments and function), and reports the rest.
+//!
+//! The functions the table points to are in [`apply`]; the value parsers
+//! they share (addresses, `Options`, `Require`, FastCGI URLs, durations) in
+//! [`values`]. What they fill in:
+//! - [`settings`]: the whole server ([`Settings`]), the main [`HostConfig`]
+//!   and its [`VirtualHost`]s, with Apache's defaults;
+//! - [`dir_config`]: the per-directory [`DirConfig`] layers of
+//!   `<Directory>`, `<Files>` and `<Location>` that the handler merges for
+//!   each request;
+//! - [`backend`]: FastCGI applications and `ProxyPass` routes;
+//! - [`mpm`]: the [`Mpm`], its counts ([`MpmTuning`]) and Apache's
+//!   corrections of impossible ones.
 //!
 //! [`pool`] reads `<Pool name>` sections (warren's own FastCGI worker pools,
 //! with php-fpm's directive names).
@@ -19,19 +31,27 @@
 //! config with any error yields no `Settings` at all.
 
 pub mod accounts;
+mod apply;
+pub mod backend;
+mod build;
+pub mod dir_config;
 pub mod log_format;
+pub mod mpm;
 pub mod parse;
 pub mod pool;
 pub mod settings;
+pub mod table;
+pub mod values;
 
+pub use backend::{FcgiAddr, FcgiBackend, FcgiBackendType, ProxyPattern, ProxyRoute, ProxyTarget};
+pub use build::{load_file, load_text, LoadOptions, Loaded};
+pub use dir_config::{DirConfig, DirSection, ErrorDocument, Handler, OptionFlags, OptionsSpec, Require, SectionMatch};
 pub use log_format::{DurationUnit, LogItem};
+pub use mpm::{Mpm, MpmTuning};
 pub use parse::{ConfigError, Directive, Node, Origin, Section};
 pub use pool::{PmStyle, PoolConfig};
-pub use settings::{
-    load_file, load_text, parse_fcgi_url, parse_read_stage, CustomLog, DirConfig, DirSection, ErrorDocument, FcgiAddr, FcgiBackend, FcgiBackendType,
-    Handler, HostConfig, Limits, LoadOptions, Loaded, LogLevel, Mpm, MpmTuning, OptionFlags, OptionsSpec, ProxyPattern,
-    ProxyRoute, ProxyTarget, ReadStage, RequestReadTimeout, Require, SectionMatch, ServerTokens, Settings, VhostAddr, VirtualHost,
-};
+pub use settings::{CustomLog, HostConfig, Limits, LogLevel, ReadStage, RequestReadTimeout, ServerTokens, Settings, VhostAddr, VirtualHost};
+pub use values::{parse_fcgi_url, parse_read_stage};
 
 #[cfg(test)]
 mod tests;

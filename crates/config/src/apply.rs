@@ -1,0 +1,427 @@
+//! What each directive does: the functions the [table](crate::table) points
+//! to. Each checks its arguments, sets its part of the settings, and reports
+//! a problem at the directive's file and line. Where a directive may stand
+//! and under which MPM is the table's business, not theirs.
+
+use std::time::Duration;
+
+use crate::backend::{FcgiAddr, FcgiBackend, FcgiBackendType};
+use crate::build::Builder;
+use crate::dir_config::{DirConfig, ErrorDocument, Handler};
+use crate::log_format;
+use crate::parse::Directive;
+use crate::settings::{CustomLog, HostConfig, ServerTokens, Settings};
+use crate::values::{flush_packets_option, parse_fcgi_url, parse_listen, parse_log_level, parse_options, parse_proxy_route, parse_read_stage, parse_require};
+
+// Server-wide.
+
+pub(crate) fn listen(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    let a = &d.args;
+    match a.as_slice() {
+        [addr] | [addr, _] => {
+            if let [_, proto] = a.as_slice() {
+                if !proto.eq_ignore_ascii_case("http") {
+                    b.error(&d.origin, format!("Listen protocol '{proto}' is not supported (only http)"));
+                    return;
+                }
+            }
+            match parse_listen(addr) {
+                Ok(sa) => {
+                    if s.listen.contains(&sa) {
+                        b.error(&d.origin, format!("Listen {addr} appears twice"));
+                    } else {
+                        s.listen.push(sa);
+                    }
+                }
+                Err(m) => b.error(&d.origin, m),
+            }
+        }
+        _ => b.error(&d.origin, "Listen takes [address:]port and an optional protocol"),
+    }
+}
+
+pub(crate) fn pid_file(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(v) = b.one(d) {
+        s.pid_file = Some(b.resolve(&v));
+    }
+}
+
+pub(crate) fn user(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    s.user = b.one(d);
+    s.user_origin = Some(d.origin.clone());
+}
+
+pub(crate) fn group(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    s.group = b.one(d);
+    s.group_origin = Some(d.origin.clone());
+}
+
+pub(crate) fn timeout(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.timeout = Duration::from_secs(n.max(1));
+    }
+}
+
+pub(crate) fn keep_alive(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(on) = b.on_off(d) {
+        s.keep_alive = on;
+    }
+}
+
+pub(crate) fn keep_alive_timeout(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(v) = b.one(d) {
+        let parsed = match v.strip_suffix("ms") {
+            Some(ms) => ms.parse::<u64>().map(Duration::from_millis),
+            None => v.parse::<u64>().map(Duration::from_secs),
+        };
+        match parsed {
+            Ok(t) => s.keep_alive_timeout = t,
+            Err(_) => b.error(&d.origin, format!("KeepAliveTimeout: '{v}' is not a number of seconds (or NNNms)")),
+        }
+    }
+}
+
+pub(crate) fn max_keep_alive_requests(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.max_keep_alive_requests = n.min(u32::MAX as u64) as u32;
+    }
+}
+
+// Apache's smallest limits, below which no request could be read at all.
+pub(crate) fn limit_request_line(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.limits.request_line = (n as usize).max(16);
+    }
+}
+
+pub(crate) fn limit_request_field_size(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.limits.field_size = (n as usize).max(16);
+    }
+}
+
+pub(crate) fn limit_request_head_size(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.limits.head = (n as usize).max(64);
+    }
+}
+
+pub(crate) fn limit_request_fields(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.limits.fields = if n == 0 { 10_000 } else { n as usize };
+    }
+}
+
+pub(crate) fn request_read_timeout(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if d.args.is_empty() {
+        b.error(&d.origin, "RequestReadTimeout takes header=, body= or handshake= values");
+    }
+    for arg in &d.args {
+        let Some((key, value)) = arg.split_once('=') else {
+            b.error(&d.origin, format!("RequestReadTimeout: '{arg}' is not in the form key=value (header=, body=, handshake=)"));
+            continue;
+        };
+        let lkey = key.to_ascii_lowercase();
+        if !["header", "body", "handshake"].contains(&lkey.as_str()) {
+            b.error(&d.origin, format!("RequestReadTimeout: {arg}: unknown parameter '{key}' (header, body or handshake)"));
+            continue;
+        }
+        match parse_read_stage(value) {
+            Ok(stage) => match lkey.as_str() {
+                "header" => s.request_read_timeout.header = stage,
+                "body" => s.request_read_timeout.body = stage,
+                _ if stage.initial > 0 => b.warn(&d.origin, format!("RequestReadTimeout: {arg} is ignored: warren has no TLS, so no handshake to time")),
+                _ => {}
+            },
+            Err(m) => b.error(&d.origin, format!("RequestReadTimeout: {arg}: {m}")),
+        }
+    }
+}
+
+pub(crate) fn server_tokens(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(v) = b.one(d) {
+        s.server_tokens = match v.to_ascii_lowercase().as_str() {
+            "full" => ServerTokens::Full,
+            "os" => ServerTokens::Os,
+            "min" | "minimal" => ServerTokens::Minimal,
+            "minor" => ServerTokens::Minor,
+            "major" => ServerTokens::Major,
+            "prod" | "productonly" => ServerTokens::Prod,
+            _ => return b.error(&d.origin, "ServerTokens must be one of Full, OS, Minimal, Minor, Major, Prod"),
+        };
+    }
+}
+
+pub(crate) fn server_signature(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(v) = b.one(d) {
+        s.server_signature = match v.to_ascii_lowercase().as_str() {
+            "on" | "email" => true,
+            "off" => false,
+            _ => return b.error(&d.origin, "ServerSignature must be On, Off or EMail"),
+        };
+    }
+}
+
+pub(crate) fn extended_status(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(on) = b.on_off(d) {
+        s.extended_status = on;
+    }
+}
+
+pub(crate) fn listen_backlog(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        if n == 0 || n > i32::MAX as u64 {
+            b.error(&d.origin, "ListenBacklog must be a positive number");
+        } else {
+            s.listen_backlog = n as u32;
+        }
+    }
+}
+
+pub(crate) fn graceful_shutdown_timeout(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.graceful_shutdown_timeout = (n > 0).then(|| Duration::from_secs(n));
+    }
+}
+
+pub(crate) fn hostname_lookups(b: &mut Builder, d: &Directive, _: &mut Settings) {
+    if b.on_off(d) == Some(true) {
+        b.error(&d.origin, "HostnameLookups On is not supported (it slows every request); use Off");
+    }
+}
+
+pub(crate) fn log_level(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    match d.args.as_slice() {
+        [v] => match parse_log_level(v) {
+            Some(l) => s.log_level = l,
+            None => b.error(&d.origin, format!("LogLevel: unknown level '{v}' (emerg alert crit error warn notice info debug trace1-8)")),
+        },
+        _ => b.error(&d.origin, "LogLevel takes one level; per-module levels are not supported"),
+    }
+}
+
+pub(crate) fn types_config(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(v) = b.one(d) {
+        let p = b.resolve(&v);
+        if !p.is_file() {
+            b.error(&d.origin, format!("TypesConfig: cannot read {}", p.display()));
+        }
+        s.types_config = Some(p);
+    }
+}
+
+// Per host.
+
+pub(crate) fn server_name(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    match d.args.as_slice() {
+        [n] => {
+            let name = n.split("://").last().unwrap_or(n);
+            let name = name.rsplit_once(':').map_or(name, |(h, p)| if p.parse::<u16>().is_ok() { h } else { name });
+            host.server_name = Some(name.to_ascii_lowercase());
+        }
+        _ => b.error(&d.origin, "ServerName takes one argument: [scheme://]name[:port]"),
+    }
+}
+
+pub(crate) fn server_alias(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if d.args.is_empty() {
+        b.error(&d.origin, "ServerAlias needs at least one name");
+    }
+    host.aliases.extend(d.args.iter().map(|s| s.to_ascii_lowercase()));
+}
+
+pub(crate) fn server_admin(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    match d.args.as_slice() {
+        [n] => host.server_admin = Some(n.clone()),
+        _ => b.error(&d.origin, "ServerAdmin takes one argument"),
+    }
+}
+
+pub(crate) fn document_root(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    b.document_root_origin = Some(d.origin.clone());
+    match d.args.as_slice() {
+        [p] => host.document_root = b.resolve(p),
+        _ => b.error(&d.origin, "DocumentRoot takes one argument, a directory"),
+    }
+}
+
+pub(crate) fn proxy_pass(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    match parse_proxy_route(d) {
+        Ok(route) => host.proxy_routes.push(route),
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
+pub(crate) fn proxy_timeout(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    match d.args.as_slice() {
+        [v] => match v.parse::<u64>() {
+            Ok(n) if n > 0 => host.proxy_timeout = Some(Duration::from_secs(n)),
+            _ => b.error(&d.origin, format!("ProxyTimeout: '{v}' is not a positive number of seconds")),
+        },
+        _ => b.error(&d.origin, "ProxyTimeout takes one argument, seconds"),
+    }
+}
+
+/// `CustomLog` and `TransferLog` (the latter in the default format).
+pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    let (path, fmt) = match (d.name.eq_ignore_ascii_case("transferlog"), d.args.as_slice()) {
+        (true, [p]) => (p, None),
+        (false, [p, f]) => (p, Some(f)),
+        (false, [_, _, cond]) => return b.error(&d.origin, format!("CustomLog conditions ({cond}) are not supported")),
+        _ => return b.error(&d.origin, format!("{} takes a file and a format or nickname", d.name)),
+    };
+    if path.starts_with('|') {
+        return b.error(&d.origin, "piped logs are not supported; log to a file");
+    }
+    let format = match fmt {
+        None => b.default_format.clone(),
+        Some(f) if f.contains('%') => match log_format::compile(f) {
+            Ok(items) => items,
+            Err(m) => return b.error(&d.origin, m),
+        },
+        Some(nick) => match b.log_formats.get(nick) {
+            Some(items) => items.clone(),
+            None => return b.error(&d.origin, format!("unknown log format nickname '{nick}' (define it with LogFormat \"...\" {nick})")),
+        },
+    };
+    host.custom_logs.push(CustomLog { path: b.resolve(path), format });
+}
+
+/// Nothing here: LogFormat nicknames are global and may be used before
+/// they are defined, so the builder collects them all before the main pass.
+pub(crate) fn log_format(_: &mut Builder, _: &Directive, _: &mut HostConfig) {}
+
+pub(crate) fn error_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    match d.args.as_slice() {
+        [p] if p.starts_with('|') || p.starts_with("syslog") => b.error(&d.origin, "ErrorLog to a pipe or syslog is not supported; log to a file"),
+        [p] => host.error_log = Some(b.resolve(p)),
+        _ => b.error(&d.origin, "ErrorLog takes one argument, a file"),
+    }
+}
+
+// Per directory.
+
+pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match parse_options(&d.args) {
+        Ok(spec) => dir.options.push(spec),
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
+pub(crate) fn require(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match parse_require(&d.args) {
+        Ok(r) => dir.require.get_or_insert_with(Vec::new).push(r),
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
+pub(crate) fn directory_index(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let a = &d.args;
+    if a.is_empty() {
+        b.error(&d.origin, "DirectoryIndex needs at least one file name (or `disabled`)");
+    } else if a.len() == 1 && a[0].eq_ignore_ascii_case("disabled") {
+        dir.directory_index = Some(Vec::new());
+    } else {
+        dir.directory_index = Some(a.clone());
+    }
+}
+
+pub(crate) fn error_document(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [code, doc] => match code.parse::<u16>() {
+            Ok(c) if (400..=599).contains(&c) => {
+                let doc = if doc == "default" {
+                    ErrorDocument::Default
+                } else if doc.starts_with('/') {
+                    ErrorDocument::Local(doc.clone())
+                } else if doc.contains("://") {
+                    ErrorDocument::Redirect(doc.clone())
+                } else {
+                    ErrorDocument::Text(doc.clone())
+                };
+                dir.error_documents.push((c, doc));
+            }
+            _ => b.error(&d.origin, format!("ErrorDocument: {code} is not an error status (400-599)")),
+        },
+        _ => b.error(&d.origin, "ErrorDocument takes a status code and a document: a local URL, a full URL or \"text\""),
+    }
+}
+
+pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let a = &d.args;
+    if a.len() < 2 || !a[0].contains('/') {
+        b.error(&d.origin, "AddType takes a MIME type and one or more extensions");
+    } else {
+        for ext in &a[1..] {
+            dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), a[0].clone()));
+        }
+    }
+}
+
+pub(crate) fn add_default_charset(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [v] if v.eq_ignore_ascii_case("off") => dir.add_default_charset = Some(None),
+        [v] if v.eq_ignore_ascii_case("on") => dir.add_default_charset = Some(Some("iso-8859-1".into())),
+        [v] => dir.add_default_charset = Some(Some(v.clone())),
+        _ => b.error(&d.origin, "AddDefaultCharset takes On, Off or a charset"),
+    }
+}
+
+pub(crate) fn limit_request_body(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [v] => match v.parse::<u64>() {
+            Ok(n) => dir.limit_request_body = Some(n),
+            Err(_) => b.error(&d.origin, format!("LimitRequestBody: '{v}' is not a number of bytes")),
+        },
+        _ => b.error(&d.origin, "LimitRequestBody takes one argument, a number of bytes (0 = unlimited)"),
+    }
+}
+
+pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [h] if h.eq_ignore_ascii_case("none") => dir.handler = Some(None),
+        [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some(Handler::ServerStatus)),
+        [h, opts @ ..] if h.starts_with("pool:") && h.len() > 5 => match flush_packets_option(opts) {
+            Ok(flush) => {
+                b.pool_refs.push((h[5..].to_string(), d.origin.clone()));
+                let name = h[5..].to_string();
+                dir.handler = Some(Some(match flush {
+                    false => Handler::Pool(name),
+                    true => Handler::FastCgi(FcgiBackend { addr: FcgiAddr::Pool(name), reuse: false, timeout: None, flush_packets: true }),
+                }));
+            }
+            Err(m) => b.error(&d.origin, format!("SetHandler {h}: {m}")),
+        },
+        [h, opts @ ..] if h.starts_with("proxy:") => match (parse_fcgi_url(&h["proxy:".len()..]), flush_packets_option(opts)) {
+            (Ok((addr, _)), Ok(flush_packets)) => dir.handler = Some(Some(Handler::FastCgi(FcgiBackend { addr, reuse: false, timeout: None, flush_packets }))),
+            (Err(m), _) | (_, Err(m)) => b.error(&d.origin, format!("SetHandler {h}: {m}")),
+        },
+        [h] => b.error(&d.origin, format!("SetHandler {h}: unknown handler (known: server-status, proxy:unix:/path|fcgi://localhost, proxy:fcgi://host:port, pool:NAME, None)")),
+        _ => b.error(&d.origin, "SetHandler takes one handler name"),
+    }
+}
+
+pub(crate) fn proxy_fcgi_backend_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [t] if t.eq_ignore_ascii_case("fpm") => dir.fcgi_backend_type = Some(FcgiBackendType::Fpm),
+        [t] if t.eq_ignore_ascii_case("generic") => dir.fcgi_backend_type = Some(FcgiBackendType::Generic),
+        _ => b.error(&d.origin, "ProxyFCGIBackendType takes FPM or GENERIC"),
+    }
+}
+
+pub(crate) fn accept_path_info(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [v] if v.eq_ignore_ascii_case("on") => dir.accept_path_info = Some(Some(true)),
+        [v] if v.eq_ignore_ascii_case("off") => dir.accept_path_info = Some(Some(false)),
+        [v] if v.eq_ignore_ascii_case("default") => dir.accept_path_info = Some(None),
+        _ => b.error(&d.origin, "AcceptPathInfo takes On, Off or Default"),
+    }
+}
+
+/// `AllowOverride` and `AllowOverrideList`: warren reads no `.htaccess`.
+pub(crate) fn allow_override(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
+    let a = &d.args;
+    if !(a.len() == 1 && a[0].eq_ignore_ascii_case("none")) {
+        b.error(&d.origin, format!("{} {}: warren does not read .htaccess files; only `None` is accepted", d.name, a.join(" ")));
+    }
+}

@@ -1,0 +1,419 @@
+//! Nodes -> [`Settings`]: walks the main server, its `<VirtualHost>`s, their
+//! `<Directory>`/`<Files>`/`<Location>` sections and `<Pool>`s, hands each
+//! directive to its entry in the [`table`](crate::table) (or reports it as
+//! unknown, of another MPM, or out of place), then applies what is settled
+//! only once everything is read: MPM corrections, inheritance by virtual
+//! hosts, `SetHandler pool:` references.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+use crate::dir_config::{DirConfig, DirSection, SectionMatch};
+use crate::log_format::{self, LogItem};
+use crate::mpm::Mpm;
+use crate::parse::{ConfigError, Directive, Node, Origin, Reader, Section};
+use crate::settings::{HostConfig, Settings, VirtualHost};
+use crate::table::{self, Apply, Context, Contexts};
+use crate::values::parse_vhost_addr;
+
+/// Options for reading a config file, from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    pub defines: Vec<String>,
+    pub mpm_override: Option<Mpm>,
+}
+
+/// Warnings are corrections Apache would also make (and log); errors stop the
+/// server from starting.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub settings: Option<Settings>,
+    pub warnings: Vec<ConfigError>,
+    pub errors: Vec<ConfigError>,
+}
+
+pub fn load_file(path: &Path, opts: &LoadOptions) -> Loaded {
+    load(path, opts, |reader, path| reader.read_file(path, None))
+}
+
+/// [`load_file`] for text already in memory, as if read from `path` (which
+/// names it in errors and whose directory is the ServerRoot): the fuzz
+/// targets parse configurations without writing each to a file.
+pub fn load_text(text: &str, path: &Path, opts: &LoadOptions) -> Loaded {
+    load(path, opts, |reader, path| reader.read_text(text, std::sync::Arc::new(path.to_path_buf())))
+}
+
+fn load(path: &Path, opts: &LoadOptions, read: impl FnOnce(&mut Reader, &Path) -> Vec<Node>) -> Loaded {
+    let path = match std::path::absolute(path) {
+        Ok(p) => p,
+        Err(_) => path.to_path_buf(),
+    };
+    let root = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+    let mut reader = Reader::new(root);
+    for d in &opts.defines {
+        reader.defines.insert(d.clone(), None);
+    }
+    reader.mpm_override = opts.mpm_override.map(|m| m.module().to_string());
+    let nodes = read(&mut reader, &path);
+    let mpm = Mpm::from_module(reader.mpm()).unwrap_or(Mpm::Event);
+    let mut builder = Builder::new(&reader, mpm, &path);
+    builder.errors.append(&mut reader.errors);
+    builder.build(&nodes)
+}
+
+/// One reading of a configuration: what the directives' functions need
+/// besides the value they set, and every problem found.
+pub struct Builder {
+    server_root: PathBuf,
+    mpm: Mpm,
+    errors: Vec<ConfigError>,
+    pub(crate) warnings: Vec<ConfigError>,
+    pub(crate) log_formats: HashMap<String, Vec<LogItem>>,
+    pub(crate) default_format: Vec<LogItem>,
+    config_file: PathBuf,
+    pools: Vec<crate::pool::PoolConfig>,
+    /// `SetHandler pool:NAME` lines, checked once every pool is known.
+    pub(crate) pool_refs: Vec<(String, Origin)>,
+    /// The MPM counts set, by canonical name, for the corrections' warnings.
+    pub(crate) tuning_set: Vec<(&'static str, Origin)>,
+    /// The last DocumentRoot of the host being read: a host that sets one
+    /// must name an existing directory.
+    pub(crate) document_root_origin: Option<Origin>,
+}
+
+/// What a directive sets, by the context it stands in.
+enum Target<'a> {
+    Server(&'a mut Settings),
+    Host(&'a mut HostConfig),
+    /// A section's config, with the section's name as written (for errors).
+    Dir(&'a mut DirConfig, &'a str),
+}
+
+fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
+    errors.push(ConfigError { origin: origin.clone(), message: message.into() });
+}
+
+impl Builder {
+    fn new(reader: &Reader, mpm: Mpm, config_file: &Path) -> Builder {
+        let mut log_formats = HashMap::new();
+        for (name, fmt) in log_format::PREDEFINED {
+            log_formats.insert(name.to_string(), log_format::compile(fmt).expect("built-in log format"));
+        }
+        Builder {
+            server_root: reader.server_root.clone(),
+            mpm,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            log_formats,
+            default_format: log_format::compile(log_format::COMMON).expect("built-in log format"),
+            config_file: config_file.to_path_buf(),
+            pools: Vec::new(),
+            pool_refs: Vec::new(),
+            tuning_set: Vec::new(),
+            document_root_origin: None,
+        }
+    }
+
+    pub(crate) fn error(&mut self, origin: &Origin, message: impl Into<String>) {
+        err(&mut self.errors, origin, message);
+    }
+
+    pub(crate) fn warn(&mut self, origin: &Origin, message: impl Into<String>) {
+        err(&mut self.warnings, origin, message);
+    }
+
+    pub(crate) fn resolve(&self, p: &str) -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.server_root.join(p)
+        }
+    }
+
+    fn build(mut self, nodes: &[Node]) -> Loaded {
+        // LogFormat nicknames are global and may be used before they appear.
+        self.collect_log_formats(nodes);
+
+        let mut s = Settings::apache_defaults(&self.server_root, self.mpm);
+        s.config_origin = Some(Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 });
+
+        for node in nodes {
+            match node {
+                Node::Section(sec) if sec.name.eq_ignore_ascii_case("VirtualHost") => {
+                    if let Some(vh) = self.virtual_host(sec) {
+                        s.virtual_hosts.push(vh);
+                    }
+                }
+                Node::Section(sec) if sec.name.eq_ignore_ascii_case("Pool") => self.pool(sec),
+                Node::Section(sec) => {
+                    let sections = self.dir_section(sec, Context::Server, None);
+                    s.main.sections.extend(sections);
+                }
+                Node::Directive(d) => self.directive(d, Context::Server, Target::Server(&mut s)),
+            }
+        }
+
+        if s.listen.is_empty() {
+            let origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
+            self.error(&origin, "no Listen directive: warren would not listen anywhere (add e.g. `Listen 80`)");
+        }
+        let document_root_origin = self.document_root_origin.take();
+        self.check_document_root(&s.main.document_root, document_root_origin.as_ref());
+        let corrections = s.tuning.correct(self.mpm, &self.tuning_set);
+        self.warnings.extend(corrections);
+
+        // Virtual hosts inherit what the main server sets and they don't.
+        for vh in &mut s.virtual_hosts {
+            let mut dir = s.main.dir.clone();
+            dir.merge(&vh.host.dir);
+            vh.host.dir = dir;
+            let mut sections = s.main.sections.clone();
+            sections.append(&mut vh.host.sections);
+            vh.host.sections = sections;
+            if vh.host.custom_logs.is_empty() {
+                vh.host.custom_logs = s.main.custom_logs.clone();
+            }
+            if vh.host.error_log.is_none() {
+                vh.host.error_log = s.main.error_log.clone();
+            }
+            if vh.host.server_admin.is_none() {
+                vh.host.server_admin = s.main.server_admin.clone();
+            }
+            vh.host.proxy_routes.extend(s.main.proxy_routes.iter().cloned());
+            if vh.host.proxy_timeout.is_none() {
+                vh.host.proxy_timeout = s.main.proxy_timeout;
+            }
+        }
+        s.error_log = s.main.error_log.clone();
+        for (name, origin) in std::mem::take(&mut self.pool_refs) {
+            if !self.pools.iter().any(|p| p.name == name) {
+                self.error(&origin, format!("SetHandler pool:{name}: no <Pool {name}> is defined"));
+            }
+        }
+        s.pools = std::mem::take(&mut self.pools);
+
+        Loaded {
+            settings: if self.errors.is_empty() { Some(s) } else { None },
+            warnings: self.warnings,
+            errors: self.errors,
+        }
+    }
+
+    fn check_document_root(&mut self, root: &Path, origin: Option<&Origin>) {
+        if !root.is_dir() {
+            let origin = origin.cloned().unwrap_or(Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 });
+            self.error(&origin, format!("DocumentRoot {} is not a directory", root.display()));
+        }
+    }
+
+    fn collect_log_formats(&mut self, nodes: &[Node]) {
+        for node in nodes {
+            match node {
+                Node::Directive(d) if d.name.eq_ignore_ascii_case("LogFormat") => match d.args.as_slice() {
+                    [fmt] => match log_format::compile(fmt) {
+                        Ok(items) => self.default_format = items,
+                        Err(m) => self.error(&d.origin, m),
+                    },
+                    [fmt, nick] => match log_format::compile(fmt) {
+                        Ok(items) => {
+                            self.log_formats.insert(nick.clone(), items);
+                        }
+                        Err(m) => self.error(&d.origin, m),
+                    },
+                    _ => self.error(&d.origin, "LogFormat takes a format string and an optional nickname"),
+                },
+                Node::Section(sec) if sec.name.eq_ignore_ascii_case("VirtualHost") => self.collect_log_formats(&sec.children),
+                _ => {}
+            }
+        }
+    }
+
+    fn virtual_host(&mut self, sec: &Section) -> Option<VirtualHost> {
+        if sec.args.is_empty() {
+            self.error(&sec.origin, "<VirtualHost> needs at least one address, e.g. <VirtualHost *:80>");
+            return None;
+        }
+        let mut addrs = Vec::new();
+        for a in &sec.args {
+            match parse_vhost_addr(a) {
+                Ok(addr) => addrs.push(addr),
+                Err(m) => self.error(&sec.origin, m),
+            }
+        }
+        let mut host = HostConfig::default();
+        let main_document_root_origin = self.document_root_origin.take();
+        for node in &sec.children {
+            match node {
+                Node::Directive(d) => self.directive(d, Context::VirtualHost, Target::Host(&mut host)),
+                Node::Section(inner) if inner.name.eq_ignore_ascii_case("VirtualHost") => {
+                    self.error(&inner.origin, "<VirtualHost> cannot be nested");
+                }
+                Node::Section(inner) if inner.name.eq_ignore_ascii_case("Pool") => self.pool(inner),
+                Node::Section(inner) => {
+                    let sections = self.dir_section(inner, Context::VirtualHost, None);
+                    host.sections.extend(sections);
+                }
+            }
+        }
+        let docroot_origin = std::mem::replace(&mut self.document_root_origin, main_document_root_origin);
+        if docroot_origin.is_some() {
+            self.check_document_root(&host.document_root, docroot_origin.as_ref());
+        }
+        Some(VirtualHost { addrs, host, origin: sec.origin.clone() })
+    }
+
+    fn pool(&mut self, sec: &Section) {
+        let Some(p) = crate::pool::parse_pool(sec, &mut self.errors) else { return };
+        if let Some(first) = self.pools.iter().find(|q| q.name == p.name) {
+            let at = format!("{}:{}", first.origin.file.display(), first.origin.line);
+            self.error(&sec.origin, format!("<Pool {}> is already defined at {at}", p.name));
+            return;
+        }
+        self.pools.push(p);
+    }
+    /// Hands `d` to its entry in the table if it exists for this MPM and may
+    /// stand `here`, else says which of those it fails.
+    fn directive(&mut self, d: &Directive, here: Context, target: Target) {
+        let Some(spec) = table::find(&d.name).filter(|spec| spec.mpms.contains(&self.mpm)) else {
+            self.unknown(d);
+            return;
+        };
+        if !spec.contexts.allows(here) {
+            let message = match (&target, here) {
+                (_, Context::Server) => format!("{} is only allowed in {}", d.name, spec.contexts.describe()),
+                (_, Context::VirtualHost) if spec.contexts == Contexts::SERVER => {
+                    format!("{} is not allowed in {}; it is a server-wide directive", d.name, here.describe())
+                }
+                (Target::Dir(_, section), _) => format!("{} is not allowed in <{section}>", d.name),
+                _ => format!("{} is not allowed in {}", d.name, here.describe()),
+            };
+            self.error(&d.origin, message);
+            return;
+        }
+        match (spec.apply, target) {
+            (Apply::Server(apply), Target::Server(s)) => apply(self, d, s),
+            (Apply::Count(field), Target::Server(s)) => {
+                if let Some(n) = self.whole_number(d) {
+                    *field(&mut s.tuning) = n.min(u32::MAX as u64) as u32;
+                    self.tuning_set.push((spec.canonical_name(), d.origin.clone()));
+                }
+            }
+            (Apply::Host(apply), Target::Server(s)) => apply(self, d, &mut s.main),
+            (Apply::Host(apply), Target::Host(host)) => apply(self, d, host),
+            (Apply::Dir(apply), Target::Server(s)) => apply(self, d, &mut s.main.dir),
+            (Apply::Dir(apply), Target::Host(host)) => apply(self, d, &mut host.dir),
+            (Apply::Dir(apply), Target::Dir(dir, _)) => apply(self, d, dir),
+            // The reader acts on these as it reads, wherever they stand.
+            (Apply::WhileReading, _) => {}
+            _ => unreachable!("{}: the table allows it where its function cannot apply (see table::tests)", spec.name),
+        }
+    }
+
+    /// An error for a directive warren does not have, or has only under
+    /// another MPM (saying which).
+    fn unknown(&mut self, d: &Directive) {
+        let hint = match table::find(&d.name).map(|spec| spec.mpms) {
+            Some([Mpm::Prefork]) => format!(" with the {} MPM (it belongs to prefork; put it in <IfModule mpm_prefork_module>)", self.mpm.name()),
+            Some([Mpm::Event, Mpm::Worker]) => " with the prefork MPM (it belongs to worker and event)".to_string(),
+            _ => String::new(),
+        };
+        self.error(&d.origin, format!("unknown or unsupported directive '{}'{hint}", d.name));
+    }
+
+    /// The one argument of `d`, else an error.
+    pub(crate) fn one(&mut self, d: &Directive) -> Option<String> {
+        match d.args.as_slice() {
+            [v] => Some(v.clone()),
+            _ => {
+                self.error(&d.origin, format!("{} takes one argument", d.name));
+                None
+            }
+        }
+    }
+
+    pub(crate) fn whole_number(&mut self, d: &Directive) -> Option<u64> {
+        let v = self.one(d)?;
+        match v.parse::<u64>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                self.error(&d.origin, format!("{}: '{v}' is not a non-negative whole number", d.name));
+                None
+            }
+        }
+    }
+
+    pub(crate) fn on_off(&mut self, d: &Directive) -> Option<bool> {
+        let v = self.one(d)?;
+        match v.to_ascii_lowercase().as_str() {
+            "on" => Some(true),
+            "off" => Some(false),
+            _ => {
+                self.error(&d.origin, format!("{} must be On or Off", d.name));
+                None
+            }
+        }
+    }
+
+    /// A container section, followed by the `<Files>` sections nested in it
+    /// (scoped to it by `within`).
+    fn dir_section(&mut self, sec: &Section, ctx: Context, within: Option<&SectionMatch>) -> Vec<DirSection> {
+        let lname = sec.name.to_ascii_lowercase();
+        let (regex_form, arg) = match sec.args.as_slice() {
+            [a] => (false, a.clone()),
+            [t, a] if t == "~" => (true, a.clone()),
+            _ => {
+                self.error(&sec.origin, format!("<{}> takes one argument (or ~ and a regular expression)", sec.name));
+                return Vec::new();
+            }
+        };
+        let compile = |b: &mut Builder, re: &str| match Regex::new(re) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                b.error(&sec.origin, format!("bad regular expression in <{}>: {e}", sec.name));
+                None
+            }
+        };
+        let parsed = match (lname.as_str(), regex_form) {
+            ("directory", false) => {
+                let path = self.resolve(&arg).to_string_lossy().trim_end_matches('/').to_string();
+                Some((SectionMatch::Directory(path), Context::Directory))
+            }
+            ("directory", true) | ("directorymatch", false) => compile(self, &arg).map(|r| (SectionMatch::DirectoryMatch(r), Context::Directory)),
+            ("files", false) => Some((SectionMatch::Files(arg), Context::Files)),
+            ("files", true) | ("filesmatch", false) => compile(self, &arg).map(|r| (SectionMatch::FilesMatch(r), Context::Files)),
+            ("location", false) => Some((SectionMatch::Location(arg), Context::Location)),
+            ("location", true) | ("locationmatch", false) => compile(self, &arg).map(|r| (SectionMatch::LocationMatch(r), Context::Location)),
+            _ => {
+                self.error(&sec.origin, format!("unknown or unsupported section <{}>", sec.name));
+                None
+            }
+        };
+        let Some((matcher, inner_ctx)) = parsed else { return Vec::new() };
+        let allowed = match inner_ctx {
+            Context::Directory | Context::Location => matches!(ctx, Context::Server | Context::VirtualHost),
+            _ => matches!(ctx, Context::Server | Context::VirtualHost | Context::Directory),
+        };
+        if !allowed {
+            self.error(&sec.origin, format!("<{}> is not allowed in {}", sec.name, ctx.describe()));
+            return Vec::new();
+        }
+        let mut config = DirConfig::default();
+        let mut nested = Vec::new();
+        for node in &sec.children {
+            match node {
+                Node::Directive(d) => self.directive(d, inner_ctx, Target::Dir(&mut config, &sec.name)),
+                Node::Section(inner) => {
+                    let sections = self.dir_section(inner, inner_ctx, Some(&matcher));
+                    nested.extend(sections);
+                }
+            }
+        }
+        let section = DirSection { matcher, within: within.map(|w| Box::new(w.clone())), config, origin: sec.origin.clone() };
+        let mut out = vec![section];
+        out.append(&mut nested);
+        out
+    }
+}

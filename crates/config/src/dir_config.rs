@@ -1,0 +1,161 @@
+//! What `<Directory>`, `<Files>`, `<Location>` and their regex forms can
+//! set ([`DirConfig`]), the sections themselves ([`DirSection`]), and how the
+//! handler layers them for one request ([`DirConfig::merge`]).
+
+use std::net::IpAddr;
+
+use regex::Regex;
+
+use crate::backend::{FcgiBackend, FcgiBackendType};
+use crate::parse::Origin;
+
+/// The `Options` flags warren implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionFlags {
+    pub indexes: bool,
+    pub follow_symlinks: bool,
+    /// Follow a link only when it and its target have the same owner. As in
+    /// Apache it wins over `follow_symlinks` when both are on.
+    pub symlinks_if_owner_match: bool,
+}
+
+impl OptionFlags {
+    /// What applies where no `Options` says otherwise (Apache 2.4's default).
+    pub const DEFAULT: OptionFlags = OptionFlags { indexes: false, follow_symlinks: true, symlinks_if_owner_match: false };
+    pub(crate) const NONE: OptionFlags = OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false };
+
+    pub(crate) fn or(self, o: OptionFlags) -> OptionFlags {
+        OptionFlags {
+            indexes: self.indexes || o.indexes,
+            follow_symlinks: self.follow_symlinks || o.follow_symlinks,
+            symlinks_if_owner_match: self.symlinks_if_owner_match || o.symlinks_if_owner_match,
+        }
+    }
+    fn minus(self, o: OptionFlags) -> OptionFlags {
+        OptionFlags {
+            indexes: self.indexes && !o.indexes,
+            follow_symlinks: self.follow_symlinks && !o.follow_symlinks,
+            symlinks_if_owner_match: self.symlinks_if_owner_match && !o.symlinks_if_owner_match,
+        }
+    }
+}
+
+/// `Options A B` replaces what is inherited; `Options +A -B` edits it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionsSpec {
+    Set(OptionFlags),
+    Edit { add: OptionFlags, remove: OptionFlags },
+}
+
+impl OptionsSpec {
+    pub fn apply(self, inherited: OptionFlags) -> OptionFlags {
+        match self {
+            OptionsSpec::Set(f) => f,
+            OptionsSpec::Edit { add, remove } => inherited.or(add).minus(remove),
+        }
+    }
+}
+
+/// One `Require` line. Several in one section mean "any of them" (Apache's
+/// implicit `<RequireAny>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Require {
+    All(bool),
+    /// `Require ip` with (network, prefix length) pairs.
+    Ip(Vec<(IpAddr, u8)>),
+    /// `Require local`: loopback, or the client and server addresses are equal.
+    Local,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorDocument {
+    /// A local URL, served with the original status (an internal redirect).
+    Local(String),
+    /// A full URL: the client is redirected there.
+    Redirect(String),
+    /// Literal text sent as the body.
+    Text(String),
+    /// `ErrorDocument 404 default`: back to the built-in page.
+    Default,
+}
+
+/// Settings that can be given per directory, file or location. `None` means
+/// "not set here, inherit".
+#[derive(Clone, Debug, Default)]
+pub struct DirConfig {
+    pub options: Vec<OptionsSpec>,
+    pub require: Option<Vec<Require>>,
+    pub directory_index: Option<Vec<String>>,
+    pub error_documents: Vec<(u16, ErrorDocument)>,
+    /// (extension without dot, lower case; MIME type)
+    pub add_types: Vec<(String, String)>,
+    pub add_default_charset: Option<Option<String>>,
+    pub limit_request_body: Option<u64>,
+    /// `SetHandler name` (`None` resets to the default file handler).
+    pub handler: Option<Option<Handler>>,
+    /// `ProxyFCGIBackendType`.
+    pub fcgi_backend_type: Option<FcgiBackendType>,
+    /// `AcceptPathInfo`: None for Default (handlers decide).
+    pub accept_path_info: Option<Option<bool>>,
+}
+
+/// What `SetHandler` can name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Handler {
+    ServerStatus,
+    /// `proxy:unix:/path|fcgi://localhost` or `proxy:fcgi://host:port`:
+    /// the file the request maps to is the script, run by this backend.
+    FastCgi(FcgiBackend),
+    /// `pool:NAME`: the script runs in one of warren's own pools.
+    Pool(String),
+}
+
+impl DirConfig {
+    /// Layers `over` on top of `self` (later sections win).
+    pub fn merge(&mut self, over: &DirConfig) {
+        self.options.extend(over.options.iter().copied());
+        if over.require.is_some() {
+            self.require.clone_from(&over.require);
+        }
+        if over.directory_index.is_some() {
+            self.directory_index.clone_from(&over.directory_index);
+        }
+        self.error_documents.extend(over.error_documents.iter().cloned());
+        self.add_types.extend(over.add_types.iter().cloned());
+        if over.add_default_charset.is_some() {
+            self.add_default_charset.clone_from(&over.add_default_charset);
+        }
+        if over.limit_request_body.is_some() {
+            self.limit_request_body = over.limit_request_body;
+        }
+        if over.handler.is_some() {
+            self.handler.clone_from(&over.handler);
+        }
+        if over.fcgi_backend_type.is_some() {
+            self.fcgi_backend_type = over.fcgi_backend_type;
+        }
+        if over.accept_path_info.is_some() {
+            self.accept_path_info = over.accept_path_info;
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum SectionMatch {
+    /// `<Directory /path>` (a glob pattern when it has wildcards).
+    Directory(String),
+    DirectoryMatch(Regex),
+    Files(String),
+    FilesMatch(Regex),
+    Location(String),
+    LocationMatch(Regex),
+}
+
+#[derive(Clone, Debug)]
+pub struct DirSection {
+    pub matcher: SectionMatch,
+    /// For `<Files>` nested in a `<Directory>`: that directory.
+    pub within: Option<Box<SectionMatch>>,
+    pub config: DirConfig,
+    pub origin: Origin,
+}

@@ -1,0 +1,245 @@
+//! The directive table, as Apache's `command_rec` tables: every directive
+//! warren knows is declared here once, with the contexts it may stand in,
+//! the MPMs that have it, its arguments and the function that applies it.
+//! The builder's dispatch and its errors for a directive that is unknown, of
+//! another MPM or out of place, `warren -L`, and the README's configuration
+//! reference (checked against it by a test) all read this table.
+//!
+//! There is no `.htaccess` override class: warren reads no `.htaccess`
+//! files (`AllowOverride None` is the only value it accepts).
+
+use crate::apply;
+use crate::build::Builder;
+use crate::dir_config::DirConfig;
+use crate::mpm::{Mpm, MpmTuning};
+use crate::parse::Directive;
+use crate::settings::{HostConfig, Settings};
+
+/// Where one directive stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Context {
+    Server,
+    VirtualHost,
+    Directory,
+    Files,
+    Location,
+}
+
+impl Context {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Context::Server => "the server config",
+            Context::VirtualHost => "<VirtualHost>",
+            Context::Directory => "<Directory>",
+            Context::Files => "<Files>",
+            Context::Location => "<Location>",
+        }
+    }
+}
+
+/// Where a directive may stand: a set of [`Context`]s, `<Directory>`,
+/// `<Files>` and `<Location>` (and their regex forms) counting as one.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Contexts(u8);
+
+impl Contexts {
+    pub const SERVER: Contexts = Contexts(1);
+    pub const VIRTUAL_HOST: Contexts = Contexts(2);
+    pub const SECTIONS: Contexts = Contexts(4);
+    /// The main server and virtual hosts.
+    pub const HOST: Contexts = Contexts(1 | 2);
+    pub const ANYWHERE: Contexts = Contexts(1 | 2 | 4);
+
+    pub fn allows(self, here: Context) -> bool {
+        let bit = match here {
+            Context::Server => Contexts::SERVER,
+            Context::VirtualHost => Contexts::VIRTUAL_HOST,
+            Context::Directory | Context::Files | Context::Location => Contexts::SECTIONS,
+        };
+        self.0 & bit.0 != 0
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Contexts::SERVER => "the server config",
+            Contexts::VIRTUAL_HOST => "<VirtualHost>",
+            Contexts::HOST => "the server config and <VirtualHost>",
+            Contexts::ANYWHERE => "the server config, <VirtualHost> and <Directory>, <Files>, <Location>",
+            _ => "<Directory>, <Files>, <Location>",
+        }
+    }
+}
+
+/// What a directive's function sets, by the level it applies to.
+#[derive(Clone, Copy)]
+pub enum Apply {
+    /// Acted on by the [`Reader`](crate::parse::Reader) as it reads the file
+    /// (`Include`, `Define`, `LoadModule`, ...), wherever it stands; the
+    /// builder never sees it.
+    WhileReading,
+    /// Server-wide settings.
+    Server(fn(&mut Builder, &Directive, &mut Settings)),
+    /// One of the MPM's counts, a whole number: the field it sets.
+    Count(fn(&mut MpmTuning) -> &mut u32),
+    /// The main server's or a virtual host's settings.
+    Host(fn(&mut Builder, &Directive, &mut HostConfig)),
+    /// Per-directory settings, at any level.
+    Dir(fn(&mut Builder, &Directive, &mut DirConfig)),
+}
+
+/// One directive, as Apache's `command_rec`.
+#[derive(Clone, Copy)]
+pub struct DirectiveSpec {
+    pub name: &'static str,
+    /// For an alias (`MaxClients`): the directive it is another name of.
+    pub alias_of: Option<&'static str>,
+    pub contexts: Contexts,
+    /// The MPMs that have it; under another it is unknown, as in Apache.
+    pub mpms: &'static [Mpm],
+    /// Its arguments, as `warren -L` shows them.
+    pub syntax: &'static str,
+    pub apply: Apply,
+}
+
+impl DirectiveSpec {
+    /// The name warnings about it use: an alias's directive.
+    pub fn canonical_name(&self) -> &'static str {
+        self.alias_of.unwrap_or(self.name)
+    }
+}
+
+const ALL: &[Mpm] = &[Mpm::Event, Mpm::Worker, Mpm::Prefork];
+const THREADED: &[Mpm] = &[Mpm::Event, Mpm::Worker];
+const PREFORK: &[Mpm] = &[Mpm::Prefork];
+const EVENT: &[Mpm] = &[Mpm::Event];
+
+const fn spec(name: &'static str, contexts: Contexts, syntax: &'static str, apply: Apply) -> DirectiveSpec {
+    DirectiveSpec { name, alias_of: None, contexts, mpms: ALL, syntax, apply }
+}
+const fn reading(name: &'static str, syntax: &'static str) -> DirectiveSpec {
+    spec(name, Contexts::ANYWHERE, syntax, Apply::WhileReading)
+}
+const fn server(name: &'static str, syntax: &'static str, apply: fn(&mut Builder, &Directive, &mut Settings)) -> DirectiveSpec {
+    spec(name, Contexts::SERVER, syntax, Apply::Server(apply))
+}
+const fn count(name: &'static str, mpms: &'static [Mpm], field: fn(&mut MpmTuning) -> &mut u32) -> DirectiveSpec {
+    DirectiveSpec { mpms, ..spec(name, Contexts::SERVER, "n", Apply::Count(field)) }
+}
+const fn alias(name: &'static str, of: DirectiveSpec) -> DirectiveSpec {
+    DirectiveSpec { name, alias_of: Some(of.name), ..of }
+}
+const fn host(name: &'static str, syntax: &'static str, apply: fn(&mut Builder, &Directive, &mut HostConfig)) -> DirectiveSpec {
+    spec(name, Contexts::HOST, syntax, Apply::Host(apply))
+}
+const fn dir(name: &'static str, syntax: &'static str, apply: fn(&mut Builder, &Directive, &mut DirConfig)) -> DirectiveSpec {
+    spec(name, Contexts::ANYWHERE, syntax, Apply::Dir(apply))
+}
+
+const MAX_REQUEST_WORKERS: DirectiveSpec = count("MaxRequestWorkers", ALL, |t| &mut t.max_request_workers);
+const MAX_CONNECTIONS_PER_CHILD: DirectiveSpec = count("MaxConnectionsPerChild", ALL, |t| &mut t.max_connections_per_child);
+
+pub static DIRECTIVES: &[DirectiveSpec] = &[
+    // Read as the file is read (parse.rs).
+    reading("Include", "file|directory|wildcard"),
+    reading("IncludeOptional", "file|directory|wildcard"),
+    reading("Define", "NAME [value]"),
+    reading("UnDefine", "NAME"),
+    reading("ServerRoot", "directory"),
+    reading("LoadModule", "module file"),
+    // Server-wide.
+    server("Listen", "[addr:]port [http]", apply::listen),
+    server("PidFile", "file", apply::pid_file),
+    server("User", "name|#uid", apply::user),
+    server("Group", "name|#gid", apply::group),
+    server("Timeout", "seconds", apply::timeout),
+    server("KeepAlive", "On|Off", apply::keep_alive),
+    server("KeepAliveTimeout", "seconds|NNNms", apply::keep_alive_timeout),
+    server("MaxKeepAliveRequests", "n", apply::max_keep_alive_requests),
+    server("LimitRequestLine", "bytes", apply::limit_request_line),
+    server("LimitRequestFieldSize", "bytes", apply::limit_request_field_size),
+    server("LimitRequestFields", "n", apply::limit_request_fields),
+    server("LimitRequestHeadSize", "bytes", apply::limit_request_head_size),
+    server("RequestReadTimeout", "[header=t[-max][,MinRate=r]] [body=t[-max][,MinRate=r]]", apply::request_read_timeout),
+    server("ServerTokens", "Full|OS|Minimal|Minor|Major|Prod", apply::server_tokens),
+    server("ServerSignature", "On|Off|EMail", apply::server_signature),
+    server("HostnameLookups", "Off", apply::hostname_lookups),
+    server("LogLevel", "level", apply::log_level),
+    server("TypesConfig", "file", apply::types_config),
+    server("ExtendedStatus", "On|Off", apply::extended_status),
+    server("GracefulShutdownTimeout", "seconds", apply::graceful_shutdown_timeout),
+    server("ListenBacklog", "n", apply::listen_backlog),
+    // The MPM's counts.
+    count("StartServers", ALL, |t| &mut t.start_servers),
+    count("ServerLimit", ALL, |t| &mut t.server_limit),
+    MAX_REQUEST_WORKERS,
+    alias("MaxClients", MAX_REQUEST_WORKERS),
+    MAX_CONNECTIONS_PER_CHILD,
+    alias("MaxRequestsPerChild", MAX_CONNECTIONS_PER_CHILD),
+    count("ThreadsPerChild", THREADED, |t| &mut t.threads_per_child),
+    count("ThreadLimit", THREADED, |t| &mut t.thread_limit),
+    count("MinSpareThreads", THREADED, |t| &mut t.min_spare_threads),
+    count("MaxSpareThreads", THREADED, |t| &mut t.max_spare_threads),
+    count("MinSpareServers", PREFORK, |t| &mut t.min_spare_servers),
+    count("MaxSpareServers", PREFORK, |t| &mut t.max_spare_servers),
+    count("MaxChildConnections", EVENT, |t| &mut t.max_child_connections),
+    // Per host.
+    host("ServerName", "[scheme://]name[:port]", apply::server_name),
+    spec("ServerAlias", Contexts::VIRTUAL_HOST, "names...", Apply::Host(apply::server_alias)),
+    host("ServerAdmin", "address", apply::server_admin),
+    host("DocumentRoot", "directory", apply::document_root),
+    host("ErrorLog", "file", apply::error_log),
+    host("LogFormat", "\"format\" [nickname]", apply::log_format),
+    host("CustomLog", "file format|nickname", apply::custom_log),
+    host("TransferLog", "file", apply::custom_log),
+    host("ProxyPass", "/path backend-URL|! [key=value...]", apply::proxy_pass),
+    host("ProxyPassMatch", "regex backend-URL|! [key=value...]", apply::proxy_pass),
+    host("ProxyTimeout", "seconds", apply::proxy_timeout),
+    // Per directory.
+    dir("Options", "[+|-]option...", apply::options),
+    dir("Require", "all granted|all denied|ip net...|local", apply::require),
+    dir("DirectoryIndex", "file...|disabled", apply::directory_index),
+    dir("ErrorDocument", "code /local/url|URL|\"text\"|default", apply::error_document),
+    dir("AddType", "type extension...", apply::add_type),
+    dir("AddDefaultCharset", "On|Off|charset", apply::add_default_charset),
+    dir("LimitRequestBody", "bytes", apply::limit_request_body),
+    dir("AllowOverride", "None", apply::allow_override),
+    dir("AllowOverrideList", "None", apply::allow_override),
+    dir("SetHandler", "handler [flushpackets=on|off]", apply::set_handler),
+    dir("ProxyFCGIBackendType", "FPM|GENERIC", apply::proxy_fcgi_backend_type),
+    dir("AcceptPathInfo", "On|Off|Default", apply::accept_path_info),
+];
+
+/// The directive called `name` (case does not matter, as in Apache).
+pub fn find(name: &str) -> Option<&'static DirectiveSpec> {
+    DIRECTIVES.iter().find(|spec| spec.name.eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_directive_is_declared_once() {
+        for (i, spec) in DIRECTIVES.iter().enumerate() {
+            assert!(DIRECTIVES[..i].iter().all(|earlier| !earlier.name.eq_ignore_ascii_case(spec.name)), "{} is declared twice", spec.name);
+            if let Some(of) = spec.alias_of {
+                assert!(find(of).is_some_and(|target| target.alias_of.is_none()), "{} is an alias of {of}, which is not a directive", spec.name);
+            }
+        }
+    }
+
+    /// The builder can apply each function only where its level exists:
+    /// server-wide functions and counts at server level only, host ones not
+    /// inside sections.
+    #[test]
+    fn each_function_can_apply_wherever_its_directive_may_stand() {
+        for spec in DIRECTIVES {
+            let most = match spec.apply {
+                Apply::Server(_) | Apply::Count(_) => Contexts::SERVER,
+                Apply::Host(_) => Contexts::HOST,
+                Apply::Dir(_) | Apply::WhileReading => Contexts::ANYWHERE,
+            };
+            assert_eq!(spec.contexts.0 & !most.0, 0, "{} may stand where its function cannot apply", spec.name);
+        }
+    }
+}

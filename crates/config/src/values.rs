@@ -1,0 +1,271 @@
+//! Value parsers: one directive argument (or a few) -> a typed value, or a
+//! message saying what is wrong with it. They know nothing of where the
+//! directive stands; the caller adds file and line.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use regex::Regex;
+
+use crate::backend::{FcgiAddr, FcgiBackend, ProxyPattern, ProxyRoute, ProxyTarget};
+use crate::dir_config::{OptionFlags, OptionsSpec, Require};
+use crate::parse::Directive;
+use crate::settings::{LogLevel, ReadStage, VhostAddr};
+
+/// One `stage=value` of RequestReadTimeout's value, as mod_reqtimeout reads
+/// it: `20`, `20,MinRate=500`, `20-40,MinRate=500` (a range needs MinRate).
+pub fn parse_read_stage(value: &str) -> Result<ReadStage, String> {
+    let int = |v: &str| -> Result<u32, String> {
+        if v.is_empty() {
+            return Err("a number is missing".into());
+        }
+        v.parse::<u32>().map_err(|_| format!("'{v}' is not a whole number"))
+    };
+    let lower = value.to_ascii_lowercase();
+    let mut stage = ReadStage { initial: 0, max: 0, min_rate: 0 };
+    match lower.find(",minrate=") {
+        Some(at) => {
+            stage.min_rate = int(&value[at + ",minrate=".len()..])?;
+            if stage.min_rate == 0 {
+                return Err("minimum data rate must be larger than 0".into());
+            }
+            let times = &value[..at];
+            match times.split_once('-') {
+                Some((initial, max)) => {
+                    stage.initial = int(initial)?;
+                    stage.max = int(max)?;
+                }
+                None => stage.initial = int(times)?,
+            }
+        }
+        None if value.contains('-') => return Err("MinRate must be set to use a timeout range".into()),
+        None => stage.initial = int(value)?,
+    }
+    if stage.max > 0 && stage.initial >= stage.max {
+        return Err("maximum timeout must be larger than initial timeout".into());
+    }
+    Ok(stage)
+}
+
+/// `unix:/path|fcgi://name/rest` or `fcgi://host:port/rest`: the backend and
+/// the path part (`/rest`, possibly empty).
+pub fn parse_fcgi_url(url: &str) -> Result<(FcgiAddr, String), String> {
+    if let Some(rest) = url.strip_prefix("unix:") {
+        let (sock, fcgi) = rest.split_once('|').ok_or("a unix socket needs `|fcgi://localhost` after its path")?;
+        let after = fcgi.strip_prefix("fcgi://").ok_or("only fcgi:// backends are supported")?;
+        if !sock.starts_with('/') {
+            return Err(format!("unix socket path {sock} must be absolute"));
+        }
+        let path = after.find('/').map_or("", |i| &after[i..]);
+        return Ok((FcgiAddr::Unix(PathBuf::from(sock)), path.to_string()));
+    }
+    let after = url.strip_prefix("fcgi://").ok_or("only fcgi:// and unix:...|fcgi:// backends are supported")?;
+    let (authority, path) = match after.find('/') {
+        Some(i) => (&after[..i], &after[i..]),
+        None => (after, ""),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+            (h.trim_start_matches('[').trim_end_matches(']'), p.parse::<u16>().map_err(|_| format!("bad port in {authority}"))?)
+        }
+        _ => (authority, 8000),
+    };
+    if host.is_empty() {
+        return Err(format!("no host in fcgi://{after}"));
+    }
+    Ok((FcgiAddr::Tcp { host: host.to_string(), port }, path.to_string()))
+}
+
+pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
+    let regex = d.name.eq_ignore_ascii_case("ProxyPassMatch");
+    let (pattern, target, keys) = match d.args.as_slice() {
+        [p, t, keys @ ..] => (p, t, keys),
+        _ => return Err(format!("{} takes a {} and a backend URL (or !), then key=value options", d.name, if regex { "regular expression" } else { "URL path" })),
+    };
+    let pattern = if regex {
+        ProxyPattern::Regex(Regex::new(pattern).map_err(|e| format!("{}: bad regular expression: {e}", d.name))?)
+    } else {
+        if !pattern.starts_with('/') {
+            return Err(format!("ProxyPass: the path {pattern} must start with /"));
+        }
+        ProxyPattern::Prefix(pattern.clone())
+    };
+    if target == "!" {
+        return Ok(ProxyRoute { pattern, target: None, origin: d.origin.clone() });
+    }
+    let (addr, path) = parse_fcgi_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
+    let mut backend = FcgiBackend { addr, reuse: false, timeout: None, flush_packets: false };
+    for kv in keys {
+        match kv.split_once('=').map(|(k, v)| (k.to_ascii_lowercase(), v)) {
+            Some((k, v)) if k == "enablereuse" || k == "disablereuse" => {
+                let on = match v.to_ascii_lowercase().as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("{}: {k} takes on or off", d.name)),
+                };
+                backend.reuse = if k == "enablereuse" { on } else { !on };
+            }
+            Some((k, v)) if k == "timeout" => match v.parse::<u64>() {
+                Ok(n) if n > 0 => backend.timeout = Some(Duration::from_secs(n)),
+                _ => return Err(format!("{}: timeout={v} is not a positive number of seconds", d.name)),
+            },
+            Some((k, v)) if k == "flushpackets" => backend.flush_packets = flush_packets_value(v).map_err(|m| format!("{}: {m}", d.name))?,
+            _ => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, flushpackets)", d.name)),
+        }
+    }
+    Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend, path }), origin: d.origin.clone() })
+}
+
+/// `flushpackets=on|auto|off`, as mod_proxy's key.
+fn flush_packets_value(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "auto" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("flushpackets={v}: takes on, auto or off")),
+    }
+}
+
+/// What may follow a FastCGI handler on a SetHandler line: `flushpackets=`
+/// (warren's; Apache sets it with ProxyPass or ProxySet).
+pub(crate) fn flush_packets_option(opts: &[String]) -> Result<bool, String> {
+    match opts {
+        [] => Ok(false),
+        [kv] => match kv.split_once('=') {
+            Some((k, v)) if k.eq_ignore_ascii_case("flushpackets") => flush_packets_value(v),
+            _ => Err(format!("unsupported option {kv} (supported: flushpackets)")),
+        },
+        _ => Err("takes one handler name and at most flushpackets=on|off".to_string()),
+    }
+}
+
+pub(crate) fn parse_listen(addr: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = addr.parse::<u16>() {
+        return Ok(SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    if let Ok(sa) = addr.parse::<SocketAddr>() {
+        return Ok(sa);
+    }
+    match addr.to_socket_addrs() {
+        Ok(mut it) => it.next().ok_or_else(|| format!("Listen: {addr} resolves to no address")),
+        Err(_) => Err(format!("Listen: '{addr}' is not [address:]port")),
+    }
+}
+
+pub(crate) fn parse_vhost_addr(a: &str) -> Result<VhostAddr, String> {
+    let (host, port) = if let Some(rest) = a.strip_prefix('[') {
+        let (h, p) = rest.split_once(']').ok_or_else(|| format!("bad address {a}"))?;
+        (h, p.strip_prefix(':'))
+    } else {
+        match a.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (a, None),
+        }
+    };
+    let port = match port {
+        None | Some("*") => None,
+        Some(p) => Some(p.parse::<u16>().map_err(|_| format!("<VirtualHost {a}>: bad port '{p}'"))?),
+    };
+    let ip = match host {
+        "*" | "_default_" => None,
+        h => match h.parse::<IpAddr>() {
+            Ok(ip) => Some(ip),
+            Err(_) => match (h, 0).to_socket_addrs().ok().and_then(|mut i| i.next()) {
+                Some(sa) => Some(sa.ip()),
+                None => return Err(format!("<VirtualHost {a}>: cannot resolve '{h}'")),
+            },
+        },
+    };
+    Ok(VhostAddr { ip, port })
+}
+
+pub(crate) fn parse_options(args: &[String]) -> Result<OptionsSpec, String> {
+    let mut add = OptionFlags::NONE;
+    let mut remove = OptionFlags::NONE;
+    let mut set = OptionFlags::NONE;
+    let (mut relative, mut absolute) = (false, false);
+    for arg in args {
+        let (sign, name) = match arg.as_bytes().first() {
+            Some(b'+') => (Some(true), &arg[1..]),
+            Some(b'-') => (Some(false), &arg[1..]),
+            _ => (None, arg.as_str()),
+        };
+        let flags = match name.to_ascii_lowercase().as_str() {
+            "indexes" => OptionFlags { indexes: true, ..OptionFlags::NONE },
+            "followsymlinks" => OptionFlags { follow_symlinks: true, ..OptionFlags::NONE },
+            "symlinksifownermatch" => OptionFlags { symlinks_if_owner_match: true, ..OptionFlags::NONE },
+            // Apache's All leaves out SymLinksIfOwnerMatch (and MultiViews).
+            "all" => OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false },
+            "none" => OptionFlags::NONE,
+            "execcgi" | "includes" | "includesnoexec" | "multiviews" => {
+                return Err(format!(
+                    "Options {name} is not supported by warren (supported: Indexes, FollowSymLinks, SymLinksIfOwnerMatch, All, None)"
+                ))
+            }
+            _ => return Err(format!("Illegal option {name}")),
+        };
+        match sign {
+            Some(true) => {
+                relative = true;
+                add = add.or(flags);
+            }
+            Some(false) => {
+                relative = true;
+                remove = remove.or(flags);
+            }
+            None => {
+                absolute = true;
+                set = set.or(flags);
+            }
+        }
+    }
+    if relative && absolute {
+        return Err("Either all Options must start with + or -, or no Option may".into());
+    }
+    Ok(if relative { OptionsSpec::Edit { add, remove } } else { OptionsSpec::Set(set) })
+}
+
+pub(crate) fn parse_require(args: &[String]) -> Result<Require, String> {
+    match args.first().map(|s| s.to_ascii_lowercase()).as_deref() {
+        Some("all") => match args.get(1).map(|s| s.to_ascii_lowercase()).as_deref() {
+            Some("granted") if args.len() == 2 => Ok(Require::All(true)),
+            Some("denied") if args.len() == 2 => Ok(Require::All(false)),
+            _ => Err("Require all takes `granted` or `denied`".into()),
+        },
+        Some("local") if args.len() == 1 => Ok(Require::Local),
+        Some("ip") if args.len() > 1 => {
+            let mut nets = Vec::new();
+            for a in &args[1..] {
+                let (ip, len) = match a.split_once('/') {
+                    Some((ip, len)) => (ip, Some(len)),
+                    None => (a.as_str(), None),
+                };
+                let ip: IpAddr = ip.parse().map_err(|_| format!("Require ip: '{a}' is not an address or network"))?;
+                let max = if ip.is_ipv4() { 32 } else { 128 };
+                let len = match len {
+                    None => max,
+                    Some(l) => l.parse::<u8>().ok().filter(|l| *l <= max).ok_or_else(|| format!("Require ip: bad prefix length in '{a}'"))?,
+                };
+                nets.push((ip, len));
+            }
+            Ok(Require::Ip(nets))
+        }
+        _ => Err(format!("Require {}: supported forms are `all granted`, `all denied`, `ip ADDR[/LEN]...` and `local`", args.join(" "))),
+    }
+}
+
+/// `LogLevel`'s value: a level name, `trace1` to `trace8` all meaning trace.
+pub(crate) fn parse_log_level(s: &str) -> Option<LogLevel> {
+    Some(match s.to_ascii_lowercase().as_str() {
+        "emerg" => LogLevel::Emerg,
+        "alert" => LogLevel::Alert,
+        "crit" => LogLevel::Crit,
+        "error" => LogLevel::Error,
+        "warn" => LogLevel::Warn,
+        "notice" => LogLevel::Notice,
+        "info" => LogLevel::Info,
+        "debug" => LogLevel::Debug,
+        t if t.starts_with("trace") && t[5..].parse::<u8>().is_ok_and(|n| (1..=8).contains(&n)) => LogLevel::Trace,
+        _ => return None,
+    })
+}
