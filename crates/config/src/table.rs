@@ -228,6 +228,54 @@ mod tests {
         }
     }
 
+    /// Each directive of README's "Configuration reference", by the heading
+    /// of the table it is documented in, as the contexts that heading names.
+    fn documented_directives() -> Vec<(String, Contexts)> {
+        let readme = include_str!("../../../README.md");
+        let start = readme.find("\n## Configuration reference").expect("README has a configuration reference");
+        let section = &readme[start + 1..];
+        let section = &section[..section[1..].find("\n## ").map_or(section.len(), |end| end + 1)];
+        let mut contexts = None;
+        let mut documented = Vec::new();
+        for line in section.lines() {
+            if let Some(heading) = line.strip_prefix("**") {
+                contexts = Some(match heading.split("**").next() {
+                    Some("Structure") => Contexts::ANYWHERE,
+                    Some("Server-wide") => Contexts::SERVER,
+                    Some("Per host") => Contexts::HOST,
+                    Some("Per directory") => Contexts::ANYWHERE,
+                    other => panic!("README: a table under {other:?}, which names no contexts this test knows"),
+                });
+            }
+            let Some(first_cell) = line.strip_prefix("| ").and_then(|row| row.split(" | ").next()) else { continue };
+            // `Name args`, possibly several in a cell; sections (`<...>`) and
+            // `${VAR}` are not directives.
+            for code in first_cell.split('`').skip(1).step_by(2) {
+                let name = code.split_whitespace().next().unwrap_or_default();
+                if name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                    documented.push((name.to_string(), contexts.expect("README: a table before any heading")));
+                }
+            }
+        }
+        documented
+    }
+
+    #[test]
+    fn readme_documents_exactly_the_table() {
+        let documented = documented_directives();
+        for spec in DIRECTIVES {
+            let found: Vec<Contexts> = documented.iter().filter(|(name, _)| name == spec.name).map(|(_, c)| *c).collect();
+            assert!(!found.is_empty(), "README's configuration reference does not document {}", spec.name);
+            // ServerAlias, only for virtual hosts, is documented beside
+            // ServerName, its notes saying so.
+            assert!(found.iter().all(|c| *c == spec.contexts || (spec.name == "ServerAlias" && *c == Contexts::HOST)),
+                "README documents {} under a heading for other contexts than the table's ({})", spec.name, spec.contexts.describe());
+        }
+        for (name, _) in &documented {
+            assert!(DIRECTIVES.iter().any(|spec| spec.name == name), "README documents {name}, which is not in the directive table (or not spelled as there)");
+        }
+    }
+
     /// The builder can apply each function only where its level exists:
     /// server-wide functions and counts at server level only, host ones not
     /// inside sections.
