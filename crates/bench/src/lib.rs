@@ -33,6 +33,8 @@ pub mod suite;
 use std::net::ToSocketAddrs;
 use std::time::Duration;
 
+use warren_config::values::DurationSyntax;
+
 pub use client::{Plan, Target};
 pub use stats::{Stats, Summary};
 
@@ -48,20 +50,23 @@ pub struct Options {
     pub keep_alive: bool,
 }
 
-/// `30`, `30s`, `2m`, `1h`: ab takes plain seconds, siege a unit.
+/// ab's and siege's durations: ab takes plain seconds, siege a unit.
+const AB_SIEGE_TIME: DurationSyntax = DurationSyntax {
+    units: &[
+        ("s", Duration::from_secs(1)),
+        ("S", Duration::from_secs(1)),
+        ("m", Duration::from_secs(60)),
+        ("M", Duration::from_secs(60)),
+        ("h", Duration::from_secs(3600)),
+        ("H", Duration::from_secs(3600)),
+    ],
+    fractions: true,
+    plus: false,
+};
+
+/// `30`, `30s`, `1.5m`, `1h`.
 pub fn parse_duration(v: &str) -> Result<Duration, String> {
-    let (num, unit) = match v.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => (&v[..i], &v[i..]),
-        None => (v, "s"),
-    };
-    let n: f64 = num.parse().map_err(|_| format!("'{v}' is not a duration (30, 30s, 1m, 1h)"))?;
-    let secs = match unit {
-        "s" | "S" => n,
-        "m" | "M" => n * 60.0,
-        "h" | "H" => n * 3600.0,
-        _ => return Err(format!("'{v}' is not a duration (30, 30s, 1m, 1h)")),
-    };
-    Ok(Duration::from_secs_f64(secs))
+    warren_config::values::parse_duration(v, &AB_SIEGE_TIME).ok_or_else(|| format!("'{v}' is not a duration (30, 30s, 1m, 1h)"))
 }
 
 /// A URL and, for POST, its body.

@@ -22,24 +22,9 @@
 use std::fmt;
 use std::time::Duration;
 
+pub use warren_config::Mpm;
+
 use crate::{parse_duration, parse_ramp};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mpm {
-    Event,
-    Worker,
-    Prefork,
-}
-
-impl Mpm {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mpm::Event => "event",
-            Mpm::Worker => "worker",
-            Mpm::Prefork => "prefork",
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Software {
@@ -238,12 +223,7 @@ fn server(b: &Block) -> Result<ServerSpec, (usize, String)> {
         match key.to_ascii_lowercase().as_str() {
             "software" => software = Some((*n, one.to_ascii_lowercase())),
             "mpm" => {
-                let m = match one.to_ascii_lowercase().as_str() {
-                    "event" => Mpm::Event,
-                    "worker" => Mpm::Worker,
-                    "prefork" => Mpm::Prefork,
-                    _ => return Err((*n, format!("MPM: '{one}' is not event, worker or prefork"))),
-                };
+                let m = Mpm::from_name(&one.to_ascii_lowercase()).ok_or_else(|| (*n, format!("MPM: '{one}' is not event, worker or prefork")))?;
                 mpm = Some((*n, m));
             }
             "php" => {

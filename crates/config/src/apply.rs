@@ -11,7 +11,7 @@ use crate::dir_config::{DirConfig, ErrorDocument, Handler};
 use crate::log_format;
 use crate::parse::Directive;
 use crate::settings::{CustomLog, HostConfig, ServerTokens, Settings};
-use crate::values::{flush_packets_option, parse_fcgi_url, parse_listen, parse_log_level, parse_options, parse_proxy_route, parse_read_stage, parse_require};
+use crate::values::{flush_packets_option, parse_duration, parse_fcgi_url, parse_listen, parse_log_level, parse_options, parse_proxy_route, parse_read_stage, parse_require, SECONDS_OR_MILLIS};
 
 // Server-wide.
 
@@ -70,13 +70,9 @@ pub(crate) fn keep_alive(b: &mut Builder, d: &Directive, s: &mut Settings) {
 
 pub(crate) fn keep_alive_timeout(b: &mut Builder, d: &Directive, s: &mut Settings) {
     if let Some(v) = b.one(d) {
-        let parsed = match v.strip_suffix("ms") {
-            Some(ms) => ms.parse::<u64>().map(Duration::from_millis),
-            None => v.parse::<u64>().map(Duration::from_secs),
-        };
-        match parsed {
-            Ok(t) => s.keep_alive_timeout = t,
-            Err(_) => b.error(&d.origin, format!("KeepAliveTimeout: '{v}' is not a number of seconds (or NNNms)")),
+        match parse_duration(&v, &SECONDS_OR_MILLIS) {
+            Some(t) => s.keep_alive_timeout = t,
+            None => b.error(&d.origin, format!("KeepAliveTimeout: '{v}' is not a number of seconds (or NNNms)")),
         }
     }
 }

@@ -22,6 +22,11 @@ impl Mpm {
         }
     }
 
+    /// `event`, `worker` or `prefork`, as [`Mpm::name`] gives them.
+    pub fn from_name(name: &str) -> Option<Mpm> {
+        [Mpm::Event, Mpm::Worker, Mpm::Prefork].into_iter().find(|m| m.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Mpm::Event => "event",

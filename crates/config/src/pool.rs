@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::parse::{ConfigError, Node, Origin, Section};
+use crate::values::{parse_duration, PHP_FPM_TIME};
 
 /// php-fpm's `pm`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,23 +78,6 @@ impl PoolConfig {
     }
 }
 
-/// php-fpm's time values: a number of seconds, or with s, m, h or d.
-fn parse_time(v: &str) -> Option<Duration> {
-    let (num, unit) = match v.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => (&v[..i], &v[i..]),
-        None => (v, "s"),
-    };
-    let n: u64 = num.parse().ok()?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86400,
-        _ => return None,
-    };
-    Some(Duration::from_secs(secs))
-}
-
 /// Reads one `<Pool name>` section.
 pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolConfig> {
     let err = |errors: &mut Vec<ConfigError>, origin: &Origin, m: String| errors.push(ConfigError { origin: origin.clone(), message: m });
@@ -134,7 +118,7 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolCo
         };
         let time = |errors: &mut Vec<ConfigError>| -> Option<Duration> {
             let v = one(errors)?;
-            parse_time(v).or_else(|| {
+            parse_duration(v, &PHP_FPM_TIME).or_else(|| {
                 err(errors, &d.origin, format!("{}: '{v}' is not a time (seconds, or with s, m, h or d)", d.name));
                 None
             })
@@ -215,19 +199,4 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolCo
         }
     }
     (errors.len() == before).then_some(p)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times() {
-        assert_eq!(parse_time("10"), Some(Duration::from_secs(10)));
-        assert_eq!(parse_time("10s"), Some(Duration::from_secs(10)));
-        assert_eq!(parse_time("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_time("1h"), Some(Duration::from_secs(3600)));
-        assert_eq!(parse_time("ten"), None);
-        assert_eq!(parse_time("5x"), None);
-    }
 }

@@ -13,6 +13,49 @@ use crate::dir_config::{OptionFlags, OptionsSpec, Require};
 use crate::parse::Directive;
 use crate::settings::{LogLevel, ReadStage, VhostAddr};
 
+/// How a time value may be written: a whole number (or, with `fractions`,
+/// a decimal one), after a `+` where `plus` allows one, and then one of
+/// `units`, or no unit for seconds. Each
+/// syntax is the one its directives' origin uses, so that a configuration
+/// brought from Apache, php-fpm or an ab/siege command line reads as there.
+pub struct DurationSyntax {
+    pub units: &'static [(&'static str, Duration)],
+    pub fractions: bool,
+    pub plus: bool,
+}
+
+/// Apache's `KeepAliveTimeout`: seconds, or `NNNms` (its number parsing
+/// takes a `+`).
+pub const SECONDS_OR_MILLIS: DurationSyntax = DurationSyntax { units: &[("ms", Duration::from_millis(1))], fractions: false, plus: true };
+
+/// php-fpm's time values: seconds, or with s, m, h or d.
+pub const PHP_FPM_TIME: DurationSyntax = DurationSyntax {
+    units: &[("s", Duration::from_secs(1)), ("m", Duration::from_secs(60)), ("h", Duration::from_secs(3600)), ("d", Duration::from_secs(86400))],
+    fractions: false,
+    plus: false,
+};
+
+/// A time value written in `syntax`; None if it is not one (or too long to
+/// hold).
+pub fn parse_duration(v: &str, syntax: &DurationSyntax) -> Option<Duration> {
+    let sign = usize::from(syntax.plus && v.starts_with('+'));
+    let is_number = |c: char| c.is_ascii_digit() || (syntax.fractions && c == '.');
+    let end = v[sign..].find(|c: char| !is_number(c)).map_or(v.len(), |i| sign + i);
+    let (number, unit) = v.split_at(end);
+    let unit = match unit {
+        "" => Duration::from_secs(1),
+        suffix => syntax.units.iter().find(|(name, _)| *name == suffix)?.1,
+    };
+    if syntax.fractions {
+        let n: f64 = number.parse().ok()?;
+        Duration::try_from_secs_f64(n * unit.as_secs_f64()).ok()
+    } else {
+        let nanos = u128::from(number.parse::<u64>().ok()?) * unit.as_nanos();
+        let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+        Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
+    }
+}
+
 /// One `stage=value` of RequestReadTimeout's value, as mod_reqtimeout reads
 /// it: `20`, `20,MinRate=500`, `20-40,MinRate=500` (a range needs MinRate).
 pub fn parse_read_stage(value: &str) -> Result<ReadStage, String> {
@@ -268,4 +311,33 @@ pub(crate) fn parse_log_level(s: &str) -> Option<LogLevel> {
         t if t.starts_with("trace") && t[5..].parse::<u8>().is_ok_and(|n| (1..=8).contains(&n)) => LogLevel::Trace,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_each_syntax() {
+        let secs = Duration::from_secs;
+        assert_eq!(parse_duration("10", &PHP_FPM_TIME), Some(secs(10)));
+        assert_eq!(parse_duration("10s", &PHP_FPM_TIME), Some(secs(10)));
+        assert_eq!(parse_duration("2m", &PHP_FPM_TIME), Some(secs(120)));
+        assert_eq!(parse_duration("1h", &PHP_FPM_TIME), Some(secs(3600)));
+        assert_eq!(parse_duration("1d", &PHP_FPM_TIME), Some(secs(86400)));
+        assert_eq!(parse_duration("ten", &PHP_FPM_TIME), None);
+        assert_eq!(parse_duration("5x", &PHP_FPM_TIME), None);
+        assert_eq!(parse_duration("+5", &PHP_FPM_TIME), None);
+        assert_eq!(parse_duration("1.5m", &PHP_FPM_TIME), None);
+        assert_eq!(parse_duration("18446744073709551615d", &PHP_FPM_TIME), None);
+        assert_eq!(parse_duration("250ms", &SECONDS_OR_MILLIS), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("+5", &SECONDS_OR_MILLIS), Some(secs(5)));
+        assert_eq!(parse_duration("5s", &SECONDS_OR_MILLIS), None);
+        assert_eq!(parse_duration("ms", &SECONDS_OR_MILLIS), None);
+        const DECIMAL: DurationSyntax = DurationSyntax { units: &[("m", Duration::from_secs(60))], fractions: true, plus: false };
+        let decimal = DECIMAL;
+        assert_eq!(parse_duration("1.5m", &decimal), Some(secs(90)));
+        assert_eq!(parse_duration(".", &decimal), None);
+        assert_eq!(parse_duration(&"9".repeat(400), &decimal), None);
+    }
 }
