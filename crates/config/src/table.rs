@@ -276,6 +276,17 @@ mod tests {
         }
     }
 
+    /// The reader acts on exactly the directives the table says it does:
+    /// the others reach the builder as nodes.
+    #[test]
+    fn the_reader_takes_exactly_the_while_reading_directives() {
+        for spec in DIRECTIVES {
+            let mut reader = crate::parse::Reader::new(std::env::temp_dir());
+            let nodes = reader.read_text(&format!("{} a b\n", spec.name), std::sync::Arc::new("t.conf".into()));
+            assert_eq!(nodes.is_empty(), matches!(spec.apply, Apply::WhileReading), "{}", spec.name);
+        }
+    }
+
     /// The builder can apply each function only where its level exists:
     /// server-wide functions and counts at server level only, host ones not
     /// inside sections.
