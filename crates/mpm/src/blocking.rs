@@ -15,9 +15,10 @@ use warren_handler::router::LogWriters;
 use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
 use warren_http::{parse_head_from, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, ReadClock, RequestHead};
 
-use crate::exchange::{head_clock, head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
-use crate::gateway::{self, ClientBody};
-use crate::scoreboard::{AcceptTurn, State, WorkerSlot};
+use crate::exchange::{read_onto, head_clock, head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
+use crate::client_body::ClientBody;
+use crate::fastcgi::on_thread;
+use crate::scoreboard::{AcceptTurn, State, ThreadSlot};
 
 /// How much one read of a request head asks for: most heads fit.
 const HEAD_CHUNK: usize = 4096;
@@ -31,7 +32,7 @@ const STOP_CHECK: Duration = Duration::from_millis(250);
 const DRAIN_IDLE: Duration = Duration::from_secs(1);
 
 /// What a thread needs to serve connections, built once per thread.
-pub struct Worker<'a> {
+pub struct Driver<'a> {
     pub site: &'a Site,
     pub limits: HeadLimits,
     pub keep_alive: KeepAlivePolicy,
@@ -39,7 +40,7 @@ pub struct Worker<'a> {
     pub keep_alive_timeout: Duration,
     /// Set on graceful stop: finish the request at hand, keep nothing alive.
     pub stop: &'a AtomicBool,
-    pub slot: &'a WorkerSlot,
+    pub slot: &'a ThreadSlot,
     pub logs: LogWriters,
     date: DateCache,
     scratch: Vec<u8>,
@@ -67,10 +68,10 @@ enum Head {
     Error(HttpError),
 }
 
-impl<'a> Worker<'a> {
-    pub fn new(site: &'a Site, stop: &'a AtomicBool, slot: &'a WorkerSlot) -> Worker<'a> {
+impl<'a> Driver<'a> {
+    pub fn new(site: &'a Site, stop: &'a AtomicBool, slot: &'a ThreadSlot) -> Driver<'a> {
         let s = &site.settings;
-        Worker {
+        Driver {
             site,
             limits: head_limits(s),
             keep_alive: keep_alive_policy(s),
@@ -101,18 +102,18 @@ impl<'a> Worker<'a> {
         if !self.nonblocking {
             self.before_wait();
             self.set_read_timeout(stream, wait);
-            return gateway::read_onto(stream, buf, HEAD_CHUNK).map_err(|e| match e.kind() {
+            return read_onto(stream, buf, HEAD_CHUNK).map_err(|e| match e.kind() {
                 io::ErrorKind::WouldBlock => io::Error::from(io::ErrorKind::TimedOut),
                 _ => e,
             });
         }
-        match gateway::read_onto(stream, buf, HEAD_CHUNK) {
+        match read_onto(stream, buf, HEAD_CHUNK) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 self.before_wait();
                 if !wait_for(stream, PollFlags::POLLIN, wait) {
                     return Err(io::ErrorKind::TimedOut.into());
                 }
-                gateway::read_onto(stream, buf, HEAD_CHUNK)
+                read_onto(stream, buf, HEAD_CHUNK)
             }
             other => other,
         }
@@ -185,7 +186,7 @@ impl<'a> Worker<'a> {
             let resp = match outcome {
                 Outcome::Gateway(gw) => {
                     self.before_wait();
-                    let sent = gateway::serve(self.site, &stream, &info, &mut rbuf, &mut ex, (gw, None), self.timeout, &mut self.date, &mut self.scratch);
+                    let sent = on_thread::serve(self.site, &stream, &info, &mut rbuf, &mut ex, (gw, None), self.timeout, &mut self.date, &mut self.scratch);
                     if !self.after_response(&stream, &info, &mut ex, sent, served) {
                         return;
                     }

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::net::TcpStream;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::FileExt;
@@ -22,7 +22,7 @@ use warren_handler::{Body, BodySource, ConnInfo, Part, Request, Response, Site};
 use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
 use warren_http::{BodyDecoder, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadClock, ReadTimeout, RequestHead, Version};
 
-use crate::scoreboard::WorkerSlot;
+use crate::scoreboard::ThreadSlot;
 
 /// Bodies up to this size are copied after the head, so that head and body
 /// leave in one write; larger ones go by sendfile.
@@ -75,6 +75,17 @@ pub fn wait_for(stream: &TcpStream, what: PollFlags, wait: Duration) -> bool {
             Err(_) => return false,
         }
     }
+}
+
+/// Reads what the connection has onto the end of `buf`, straight into its
+/// spare room: a buffer on a thread's stack would stay resident for the
+/// thread's life (a worker child has dozens of threads).
+pub fn read_onto(stream: &TcpStream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
+    let old = buf.len();
+    buf.resize(old + chunk, 0);
+    let got = (&*stream).read(&mut buf[old..]);
+    buf.truncate(old + *got.as_ref().unwrap_or(&0));
+    got
 }
 
 /// A response body produced while it is sent, and how it is framed.
@@ -164,7 +175,7 @@ impl Exchange {
     }
 
     /// Shows the request in the worker's scoreboard slot (ExtendedStatus On).
-    pub fn note_start(&self, slot: &WorkerSlot, site: &Site, info: &ConnInfo) {
+    pub fn note_start(&self, slot: &ThreadSlot, site: &Site, info: &ConnInfo) {
         if let (true, Some(head)) = (site.settings.extended_status, self.head.as_ref()) {
             let vhost = &site.hosts[site.select_host(head.host(), info.local)].name;
             slot.begin_request(&info.peer.ip().to_string(), vhost, head.request_line());

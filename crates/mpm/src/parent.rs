@@ -102,7 +102,7 @@ impl StatusSource for ScoreboardStatus {
                 });
             }
             for t in 0..sb.thread_limit {
-                let w = sb.worker(p, t);
+                let w = sb.thread(p, t);
                 snap.workers.push(WorkerStatus {
                     process_slot: p,
                     thread: t,
@@ -503,7 +503,7 @@ impl Parent {
                 .children
                 .iter()
                 .filter(|(_, c)| c.generation == self.generation && !c.asked_to_stop)
-                .filter(|(_, c)| self.site.settings.mpm != Mpm::Prefork || self.sb.worker(c.slot, 0).state() == State::Ready)
+                .filter(|(_, c)| self.site.settings.mpm != Mpm::Prefork || self.sb.thread(c.slot, 0).state() == State::Ready)
                 .max_by_key(|(_, c)| c.started)
                 .map(|(p, _)| *p);
             if let Some(pid) = victim {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use warren_handler::{ConnInfo, Site};
 
-use crate::blocking::Worker;
+use crate::blocking::Driver;
 use crate::listen::{self, Listener};
 use crate::scoreboard::{AcceptTurn, Scoreboard, State};
 
@@ -20,9 +20,9 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
     for (i, l) in listeners.iter().enumerate() {
         epoll.add(&l.socket, EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE, i as u64))?;
     }
-    let ws = sb.worker(slot, 0);
-    let mut worker = Worker::new(site, stop, ws);
-    worker.turn = Some(AcceptTurn::new(sb, slot));
+    let ws = sb.thread(slot, 0);
+    let mut driver = Driver::new(site, stop, ws);
+    driver.turn = Some(AcceptTurn::new(sb, slot));
     let max = u64::from(site.settings.tuning.max_connections_per_child);
     let mut served = 0u64;
     let mut events = [EpollEvent::empty(); 4];
@@ -32,8 +32,8 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
             site.reopen_logs();
         }
         ws.set(State::Ready);
-        if !worker.turn.as_mut().is_some_and(|t| t.take(Duration::from_secs(1))) {
-            worker.flush_logs_if_due();
+        if !driver.turn.as_mut().is_some_and(|t| t.take(Duration::from_secs(1))) {
+            driver.flush_logs_if_due();
             continue;
         }
         // A connection may be waiting that no wake-up will announce here:
@@ -50,7 +50,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                     Err(e) => return Err(e.into()),
                 };
                 if n == 0 {
-                    worker.logs.flush();
+                    driver.logs.flush();
                     continue;
                 }
                 let which = events[0].data() as usize;
@@ -61,14 +61,14 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
         next = (which + 1) % listeners.len();
         let laddr = listeners[which].addr;
         let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
-        worker.serve(stream, ConnInfo { peer, local });
+        driver.serve(stream, ConnInfo { peer, local });
         served += 1;
         if max > 0 && served >= max {
             break;
         }
     }
-    worker.turn = None;
+    driver.turn = None;
     ws.set(State::Graceful);
-    worker.logs.flush();
+    driver.logs.flush();
     Ok(())
 }

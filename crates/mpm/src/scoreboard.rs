@@ -1,7 +1,8 @@
 //! The scoreboard: a shared, anonymous memory map made by the parent before
 //! it forks, with one [`ProcessSlot`] per possible child (ServerLimit) and
-//! one [`WorkerSlot`] per possible worker (ServerLimit x ThreadLimit). The
-//! children write their workers' states and counters; the parent's
+//! one [`ThreadSlot`] per possible serving thread (ServerLimit x
+//! ThreadLimit; a prefork child is one thread, an event child's loop is its
+//! thread 0). The children write their threads' states and counters; the parent's
 //! maintenance and the server-status page read them. Everything in it is an
 //! atomic, so processes read and write it without locks.
 
@@ -11,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use warren_shm::futex::{futex_wait, futex_wake};
 use warren_shm::SharedMemory;
 
-/// Worker states, with the letters Apache's mod_status shows.
+/// The states of a [`ThreadSlot`], with the letters Apache's mod_status shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum State {
@@ -67,7 +68,7 @@ impl State {
 pub const TEXT_WORDS: usize = 8;
 
 #[repr(C)]
-pub struct WorkerSlot {
+pub struct ThreadSlot {
     state: AtomicU8,
     pub accesses: AtomicU64,
     pub bytes: AtomicU64,
@@ -81,7 +82,7 @@ pub struct WorkerSlot {
     vhost: [AtomicU64; TEXT_WORDS],
 }
 
-/// Aligned as the worker slots after it, whatever its fields add up to.
+/// Aligned as the thread slots after it, whatever its fields add up to.
 #[repr(C, align(8))]
 pub struct ProcessSlot {
     pub pid: AtomicI32,
@@ -140,7 +141,7 @@ fn load_text(src: &[AtomicU64]) -> String {
     String::from_utf8_lossy(&out[..end]).into_owned()
 }
 
-impl WorkerSlot {
+impl ThreadSlot {
     pub fn state(&self) -> State {
         State::from_u8(self.state.load(Ordering::Relaxed))
     }
@@ -178,17 +179,17 @@ impl WorkerSlot {
     }
 }
 
-// The mapping holds the header, the process slots, then the worker slots:
+// The mapping holds the header, the process slots, then the thread slots:
 // each part must end where the next one's alignment allows it to start.
 const _: () = assert!(std::mem::size_of::<Header>().is_multiple_of(std::mem::align_of::<ProcessSlot>()));
-const _: () = assert!(std::mem::size_of::<ProcessSlot>().is_multiple_of(std::mem::align_of::<WorkerSlot>()));
+const _: () = assert!(std::mem::size_of::<ProcessSlot>().is_multiple_of(std::mem::align_of::<ThreadSlot>()));
 
 impl Scoreboard {
     /// Maps a zeroed scoreboard, shared with every child forked after.
     pub fn new(server_limit: usize, thread_limit: usize) -> std::io::Result<Scoreboard> {
         let len = std::mem::size_of::<Header>()
             + server_limit * std::mem::size_of::<ProcessSlot>()
-            + server_limit * thread_limit * std::mem::size_of::<WorkerSlot>();
+            + server_limit * thread_limit * std::mem::size_of::<ThreadSlot>();
         let sb = Scoreboard { memory: SharedMemory::zeroed(len)?, server_limit, thread_limit };
         sb.header().restart_time_ms.store(now_ms(), Ordering::Relaxed);
         // Zeroed slots read as Dead (`State::from_u8`): nothing is written
@@ -210,12 +211,12 @@ impl Scoreboard {
         }
     }
 
-    pub fn worker(&self, p: usize, t: usize) -> &WorkerSlot {
+    pub fn thread(&self, p: usize, t: usize) -> &ThreadSlot {
         assert!(p < self.server_limit && t < self.thread_limit);
         // SAFETY: in bounds by the assert and the layout in `new`.
         unsafe {
             let at = self.memory.base().add(std::mem::size_of::<Header>() + self.server_limit * std::mem::size_of::<ProcessSlot>())
-                as *const WorkerSlot;
+                as *const ThreadSlot;
             &*at.add(p * self.thread_limit + t)
         }
     }
@@ -250,7 +251,7 @@ impl Scoreboard {
         // Worker children always accept; event and prefork ones say so themselves.
         ps.accepting.store(u8::from(self.listeners_wanted() == 0 && self.accept_turns() == 0), Ordering::Relaxed);
         for t in 0..self.thread_limit {
-            self.worker(p, t).set(if t < threads { State::Starting } else { State::Dead });
+            self.thread(p, t).set(if t < threads { State::Starting } else { State::Dead });
         }
     }
 
@@ -259,7 +260,7 @@ impl Scoreboard {
     pub fn release(&self, p: usize) {
         self.process(p).pid.store(0, Ordering::Relaxed);
         for t in 0..self.thread_limit {
-            self.worker(p, t).reset();
+            self.thread(p, t).reset();
         }
         if self.process(p).accepting.swap(0, Ordering::SeqCst) != 0 && self.accept_turns() > 0 {
             self.turn_given();
@@ -309,7 +310,7 @@ impl Scoreboard {
             if ps.pid.load(Ordering::Relaxed) == 0 || ps.quiescing.load(Ordering::Relaxed) != 0 {
                 continue;
             }
-            n += (0..self.thread_limit).filter(|&t| self.worker(p, t).state() == State::Ready).count();
+            n += (0..self.thread_limit).filter(|&t| self.thread(p, t).state() == State::Ready).count();
         }
         n
     }
@@ -377,32 +378,32 @@ mod tests {
     #[test]
     fn states_text_and_sharing_across_fork() {
         let sb = Scoreboard::new(4, 3).unwrap();
-        assert_eq!(sb.worker(3, 2).state(), State::Dead, "a fresh slot is open");
+        assert_eq!(sb.thread(3, 2).state(), State::Dead, "a fresh slot is open");
         sb.claim(1, 1234, 2);
-        assert_eq!(sb.worker(1, 0).state(), State::Starting);
-        assert_eq!(sb.worker(1, 2).state(), State::Dead);
-        sb.worker(1, 0).set(State::Ready);
-        sb.worker(1, 1).set(State::Ready);
+        assert_eq!(sb.thread(1, 0).state(), State::Starting);
+        assert_eq!(sb.thread(1, 2).state(), State::Dead);
+        sb.thread(1, 0).set(State::Ready);
+        sb.thread(1, 1).set(State::Ready);
         assert_eq!(sb.idle_workers(), 2);
-        sb.worker(1, 0).begin_request("127.0.0.1", "localhost", b"GET /a-rather-long-request-line-that-is-cut HTTP/1.1");
-        assert_eq!(sb.worker(1, 0).client(), "127.0.0.1");
-        assert!(sb.worker(1, 0).request().starts_with("GET /a-rather-long"));
+        sb.thread(1, 0).begin_request("127.0.0.1", "localhost", b"GET /a-rather-long-request-line-that-is-cut HTTP/1.1");
+        assert_eq!(sb.thread(1, 0).client(), "127.0.0.1");
+        assert!(sb.thread(1, 0).request().starts_with("GET /a-rather-long"));
         // A forked child writes; the parent sees it.
         match unsafe { nix::unistd::fork() }.unwrap() {
             nix::unistd::ForkResult::Child => {
-                sb.worker(1, 1).set(State::Writing);
-                sb.worker(1, 1).end_request(100, 5);
+                sb.thread(1, 1).set(State::Writing);
+                sb.thread(1, 1).end_request(100, 5);
                 unsafe { libc::_exit(0) };
             }
             nix::unistd::ForkResult::Parent { child } => {
                 nix::sys::wait::waitpid(child, None).unwrap();
             }
         }
-        assert_eq!(sb.worker(1, 1).state(), State::Writing);
-        assert_eq!(sb.worker(1, 1).bytes.load(Ordering::Relaxed), 100);
+        assert_eq!(sb.thread(1, 1).state(), State::Writing);
+        assert_eq!(sb.thread(1, 1).bytes.load(Ordering::Relaxed), 100);
         assert_eq!(sb.idle_workers(), 1);
         sb.release(1);
-        assert_eq!(sb.worker(1, 0).state(), State::Dead);
+        assert_eq!(sb.thread(1, 0).state(), State::Dead);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use warren_handler::{ConnInfo, Site};
 
-use crate::blocking::Worker;
+use crate::blocking::Driver;
 use crate::listen::{self, Listener};
 use crate::scoreboard::{Scoreboard, State};
 
@@ -46,12 +46,12 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
         for t in 0..threads {
             let handoff = &handoff;
             let done_accepting = &done_accepting;
-            let ws = sb.worker(slot, t);
+            let ws = sb.thread(slot, t);
             let spawned = std::thread::Builder::new()
                 .name(format!("worker-{t}"))
                 .stack_size(256 * 1024)
                 .spawn_scoped(scope, move || {
-                    let mut worker = Worker::new(site, stop, ws);
+                    let mut driver = Driver::new(site, stop, ws);
                     loop {
                         ws.set(State::Ready);
                         handoff.idle.fetch_add(1, Ordering::SeqCst);
@@ -71,15 +71,15 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                                 let (guard, timeout) = handoff.ready.wait_timeout(q, Duration::from_millis(250)).unwrap_or_else(|p| p.into_inner());
                                 q = guard;
                                 if timeout.timed_out() {
-                                    worker.logs.flush();
+                                    driver.logs.flush();
                                 }
                             }
                         };
                         let Some((stream, info)) = job else { break };
-                        worker.serve(stream, info);
+                        driver.serve(stream, info);
                     }
                     ws.set(State::Graceful);
-                    worker.logs.flush();
+                    driver.logs.flush();
                 });
             if let Err(e) = spawned {
                 // Fewer threads than configured beats no child at all.

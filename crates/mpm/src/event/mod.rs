@@ -25,13 +25,15 @@ use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
 use warren_http::{parse_head_from, BodyDecoder, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, Phase, ReadClock, RequestHead};
 
 use crate::exchange::{body_clock, head_clock, head_limits, keep_alive_policy, panic_response, Chunk, Exchange, Output};
-use crate::upstream::{BodyFraming as RelayFraming, FedByLoop, HalfClose, NotHere, Upstream};
+use crate::fastcgi::on_loop::{BodyFraming as RelayFraming, FedByLoop, HalfClose, NotHere, Upstream};
 use crate::listen::{self, Listener};
-use crate::pool::{GatewayJob, Job, Outcome as PoolOutcome, WorkerPool};
-use crate::pool_wait::{Parked, PoolWaits};
+use crate::fastcgi::pool_wait::{Parked, PoolWaits};
 use crate::scoreboard::{Scoreboard, State};
-use crate::spill::Spill;
+use crate::fastcgi::spill::Spill;
 use crate::spread;
+use thread_pool::{FastCgiJob, Job, JobResult, ThreadPool};
+
+pub mod thread_pool;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// How long a half-closed connection is drained before it is closed.
@@ -97,7 +99,7 @@ pub struct EventLoop {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     next_generation: u64,
-    pool: WorkerPool,
+    pool: ThreadPool,
     logs: LogWriters,
     date: DateCache,
     limits: HeadLimits,
@@ -141,7 +143,7 @@ impl EventLoop {
         signal_fd: Option<std::os::fd::OwnedFd>,
     ) -> io::Result<EventLoop> {
         let s = &site.settings;
-        let pool = WorkerPool::start(s.tuning.threads_per_child, site.clone(), sb.clone(), slot)?;
+        let pool = ThreadPool::start(s.tuning.threads_per_child, site.clone(), sb.clone(), slot)?;
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         epoll.add(pool.wake.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_WAKE))?;
         let pool_waits = PoolWaits::new()?;
@@ -192,7 +194,7 @@ impl EventLoop {
     /// the listening sockets as `spread` decides.
     fn update_listening(&mut self) {
         // A thread still starting counts as idle: it will be in a moment.
-        let idle_thread = (1..=self.threads).any(|t| matches!(self.sb.worker(self.slot, t).state(), State::Ready | State::Starting));
+        let idle_thread = (1..=self.threads).any(|t| matches!(self.sb.thread(self.slot, t).state(), State::Ready | State::Starting));
         self.sb.process(self.slot).full.store(u8::from(!idle_thread && self.threads > 0), Ordering::Relaxed);
         let capped = self.open >= self.max_open;
         if capped != (self.sb.process(self.slot).capped.load(Ordering::Relaxed) != 0) {
@@ -247,7 +249,7 @@ impl EventLoop {
             };
             // The loop is a worker too: busy while it handles this batch.
             let sb = self.sb.clone();
-            let loop_slot = sb.worker(self.slot, 0);
+            let loop_slot = sb.thread(self.slot, 0);
             loop_slot.set(if n > 0 { State::Writing } else { State::Ready });
             for ev in &events[..n] {
                 let token = ev.data();
@@ -550,7 +552,7 @@ impl EventLoop {
                 }
             }
         }
-        req.note_start(self.sb.worker(self.slot, 0), &self.site, &c.info);
+        req.note_start(self.sb.thread(self.slot, 0), &self.site, &c.info);
         let site = &self.site;
         let info = c.info;
         let head_ref = req.head.as_ref().expect("head");
@@ -592,10 +594,10 @@ impl EventLoop {
             }
         };
         let exchange = c.req.take().expect("request in flight");
-        let job = GatewayJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway, body: c.body.take() };
+        let job = FastCgiJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway, body: c.body.take() };
         c.waiting_worker = true;
         c.deadline = Instant::now() + Duration::from_secs(3600);
-        self.pool.submit(slot, c.generation, Job::Gateway(Box::new(job)));
+        self.pool.submit(slot, c.generation, Job::FastCgi(Box::new(job)));
     }
 
     /// The body is in (or there was none): answer as the handler decided.
@@ -642,7 +644,7 @@ impl EventLoop {
                 c.body = None;
                 self.attach(slot, up);
             }
-            Err((gw, NotHere::UseWorker)) => match (&gw.backend.addr, self.site.pools.get()) {
+            Err((gw, NotHere::UseThread)) => match (&gw.backend.addr, self.site.pools.get()) {
                 // A pool with no idle child: the request waits on the loop.
                 (FcgiAddr::Pool(name), Some(d)) => match d.join_queue(name) {
                     Ok(()) => {
@@ -732,8 +734,8 @@ impl EventLoop {
             let gw = c.parked.take().expect("parked");
             let timed_out = p.deadline <= now;
             let reader = self.site.response_reader(&gw, &c.info);
-            let started = if timed_out { Err((gw, NotHere::UseWorker)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.half_close) };
-            if let Err((gw, NotHere::UseWorker)) = started {
+            let started = if timed_out { Err((gw, NotHere::UseThread)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.half_close) };
+            if let Err((gw, NotHere::UseThread)) = started {
                 if !timed_out {
                     // Still none free: the rest of this pool's queue waits too.
                     c.parked = Some(gw);
@@ -761,7 +763,7 @@ impl EventLoop {
                     self.attach(slot, up);
                 }
                 Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
-                Err((_, NotHere::UseWorker)) => unreachable!("handled above"),
+                Err((_, NotHere::UseThread)) => unreachable!("handled above"),
             }
             self.drive(slot);
         }
@@ -974,7 +976,7 @@ impl EventLoop {
             let c = self.conns[done.slot].as_mut().expect("conn");
             c.waiting_worker = false;
             match done.outcome {
-                PoolOutcome::Response(r) => {
+                JobResult::Response(r) => {
                     let resp = match r {
                         Some(r) => r,
                         None => {
@@ -984,7 +986,7 @@ impl EventLoop {
                     };
                     self.respond(done.slot, resp);
                 }
-                PoolOutcome::Gateway { rbuf, exchange, sent } => {
+                JobResult::FastCgi { rbuf, exchange, sent } => {
                     c.rbuf = rbuf;
                     c.scan = HeadScan::default();
                     c.req = Some(*exchange);
@@ -1043,7 +1045,7 @@ impl EventLoop {
         c.body = None;
         req.log(&mut self.logs, &self.site, &c.info, c.served, false);
         // The loop's requests are counted on the child's first worker slot.
-        self.sb.worker(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
+        self.sb.thread(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
         // A response that said keep-alive is followed by a wait for the
         // next request even when stopping: the client may have sent it.
         if req.keep_alive {

@@ -1,7 +1,7 @@
-//! Worker threads of an event child: they run the handler's blocking work
-//! and hand the response back to the event loop, which writes it; or they
-//! take a connection for a whole FastCGI exchange (`gateway`) and hand the
-//! connection back.
+//! The thread pool of an event child: ThreadsPerChild worker threads that
+//! run the handler's blocking work and hand the response back to the event
+//! loop, which writes it; or take a connection for a whole FastCGI exchange
+//! ([`crate::fastcgi::on_thread`]) and hand the connection back.
 
 use std::os::fd::AsFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -18,7 +18,7 @@ use warren_handler::{ConnInfo, Response, Site};
 use warren_http::DateCache;
 
 use crate::exchange::Exchange;
-use crate::gateway;
+use crate::fastcgi::on_thread;
 use crate::scoreboard::{Scoreboard, State};
 
 pub type Work = Box<dyn FnOnce() -> Response + Send>;
@@ -27,11 +27,11 @@ pub enum Job {
     /// Compute a response for the loop to write.
     Respond(Work),
     /// Run a FastCGI exchange on the connection, writing the response.
-    Gateway(Box<GatewayJob>),
+    FastCgi(Box<FastCgiJob>),
 }
 
 /// A connection lent to a worker thread for one FastCGI exchange.
-pub struct GatewayJob {
+pub struct FastCgiJob {
     /// A duplicate of the loop's socket (the loop keeps it registered).
     pub stream: TcpStream,
     pub info: ConnInfo,
@@ -42,22 +42,22 @@ pub struct GatewayJob {
     pub body: Option<Spooled>,
 }
 
-pub enum Outcome {
+pub enum JobResult {
     /// None if the work panicked.
     Response(Option<Response>),
     /// The exchange is over: what is left of the input, the exchange to log,
     /// and whether its response went out whole.
-    Gateway { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
+    FastCgi { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
 }
 
 /// A finished piece of work, for the connection `(slot, generation)`.
 pub struct Done {
     pub slot: usize,
     pub generation: u64,
-    pub outcome: Outcome,
+    pub outcome: JobResult,
 }
 
-pub struct WorkerPool {
+pub struct ThreadPool {
     jobs: Option<Sender<(usize, u64, Job)>>,
     pub done: Receiver<Done>,
     /// Readable when `done` has something; the event loop polls it.
@@ -65,10 +65,10 @@ pub struct WorkerPool {
     threads: Vec<JoinHandle<()>>,
 }
 
-impl WorkerPool {
+impl ThreadPool {
     /// Starts `threads` threads; thread i shows its state in worker slot
     /// i + 1 of the child's process slot (slot 0 is the event loop's).
-    pub fn start(threads: u32, site: Arc<Site>, sb: Arc<Scoreboard>, slot: usize) -> std::io::Result<WorkerPool> {
+    pub fn start(threads: u32, site: Arc<Site>, sb: Arc<Scoreboard>, slot: usize) -> std::io::Result<ThreadPool> {
         let (job_tx, job_rx) = channel::<(usize, u64, Job)>();
         let (done_tx, done_rx) = channel::<Done>();
         let job_rx = Arc::new(Mutex::new(job_rx));
@@ -87,7 +87,7 @@ impl WorkerPool {
                     let mut date = DateCache::default();
                     let mut scratch = Vec::new();
                     loop {
-                        let ws = sb.worker(slot, i as usize + 1);
+                        let ws = sb.thread(slot, i as usize + 1);
                         ws.set(State::Ready);
                         let job = job_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                         let Ok((conn, generation, job)) = job else {
@@ -96,12 +96,12 @@ impl WorkerPool {
                         };
                         ws.set(State::Writing);
                         let outcome = match job {
-                            Job::Respond(work) => Outcome::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
-                            Job::Gateway(mut g) => {
+                            Job::Respond(work) => JobResult::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
+                            Job::FastCgi(mut g) => {
                                 g.exchange.note_start(ws, &site, &g.info);
                                 let timeout = site.settings.timeout;
-                                let sent = gateway::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), timeout, &mut date, &mut scratch);
-                                Outcome::Gateway { rbuf: g.rbuf, exchange: Box::new(g.exchange), sent }
+                                let sent = on_thread::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), timeout, &mut date, &mut scratch);
+                                JobResult::FastCgi { rbuf: g.rbuf, exchange: Box::new(g.exchange), sent }
                             }
                         };
                         if done_tx.send(Done { slot: conn, generation, outcome }).is_err() {
@@ -112,7 +112,7 @@ impl WorkerPool {
                 })?;
             handles.push(h);
         }
-        Ok(WorkerPool { jobs: Some(job_tx), done: done_rx, wake, threads: handles })
+        Ok(ThreadPool { jobs: Some(job_tx), done: done_rx, wake, threads: handles })
     }
 
     pub fn submit(&self, slot: usize, generation: u64, job: Job) {
@@ -127,7 +127,7 @@ impl WorkerPool {
     }
 }
 
-impl Drop for WorkerPool {
+impl Drop for ThreadPool {
     fn drop(&mut self) {
         self.jobs.take();
         for t in self.threads.drain(..) {

@@ -6,7 +6,7 @@
 //! here blocks; a body spooled to a file, a kept backend connection
 //! (`enablereuse`), a backend named by host name, a unix socket whose
 //! backlog is full, or a pool with no idle child goes to a worker thread
-//! instead (`gateway`).
+//! instead ([`super::on_thread`]).
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -21,7 +21,7 @@ use warren_config::FcgiAddr;
 use warren_handler::fastcgi::{one_request_per_connection, Gateway, PoolDispatch, PoolLease, ResponseReader};
 use warren_handler::BodySource;
 
-use crate::spill::Spill;
+use crate::fastcgi::spill::Spill;
 
 /// A FastCGI exchange the event loop drives.
 pub struct Upstream {
@@ -112,7 +112,7 @@ pub struct BodyFraming {
 /// Why the loop cannot start the exchange itself.
 pub enum NotHere {
     /// A worker thread can (it may block).
-    UseWorker,
+    UseThread,
     /// The application cannot be reached.
     Failed(io::Error),
 }
@@ -129,7 +129,7 @@ impl Upstream {
         half_close: &HalfClose,
     ) -> Result<Upstream, (Box<Gateway>, NotHere)> {
         if gateway.backend.reuse {
-            return Err((gateway, NotHere::UseWorker));
+            return Err((gateway, NotHere::UseThread));
         }
         // A pool's child free now is leased here; waiting for one is a worker thread's job.
         let mut lease = None;
@@ -141,7 +141,7 @@ impl Upstream {
                     lease = Some(l);
                     &leased_addr
                 }
-                None => return Err((gateway, NotHere::UseWorker)),
+                None => return Err((gateway, NotHere::UseThread)),
             },
             a => a,
         };
@@ -244,7 +244,7 @@ fn connect(addr: &FcgiAddr) -> Result<(Socket, bool), NotHere> {
                 (Domain::for_address(sa), SockAddr::from(sa))
             }
             // A name may need a resolver, which may block.
-            Err(_) => return Err(NotHere::UseWorker),
+            Err(_) => return Err(NotHere::UseThread),
         },
     };
     let socket = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), None).map_err(NotHere::Failed)?;
@@ -255,7 +255,7 @@ fn connect(addr: &FcgiAddr) -> Result<(Socket, bool), NotHere> {
         Ok(()) => Ok((socket, true)),
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok((socket, false)),
         // A unix socket's backlog is full: a worker thread waits in connect.
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(NotHere::UseWorker),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(NotHere::UseThread),
         Err(e) => Err(NotHere::Failed(e)),
     }
 }

@@ -1,0 +1,137 @@
+//! A FastCGI exchange driven by a thread that owns the connection while it
+//! lasts: a prefork child or worker thread in its own loop, or an event
+//! child's worker thread, which then gives the connection back to the event
+//! loop. The request body goes to the handler as it is read (a
+//! [`ClientBody`]); the
+//! response head goes out, then the application's output as it comes.
+
+use std::net::TcpStream;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use warren_handler::fastcgi::Gateway;
+use warren_handler::spool::Spooled;
+use warren_handler::{ConnInfo, Site};
+use warren_http::DateCache;
+
+use crate::client_body::ClientBody;
+use crate::exchange::{panic_response, Chunk, Exchange, Output, Streaming};
+use crate::fastcgi::spill::Spill;
+
+/// Runs the exchange and writes its response. Returns whether the response
+/// went out whole; `ex` then says whether the connection may go on.
+#[allow(clippy::too_many_arguments)]
+pub fn serve(
+    site: &Site,
+    stream: &TcpStream,
+    info: &ConnInfo,
+    rbuf: &mut Vec<u8>,
+    ex: &mut Exchange,
+    (gw, spooled): (Box<Gateway>, Option<Spooled>),
+    timeout: Duration,
+    date: &mut DateCache,
+    scratch: &mut Vec<u8>,
+) -> bool {
+    let (resp, wire_bytes, finished) = {
+        let head = ex.head.as_ref().expect("a gateway request has a head");
+        let mut body = match spooled {
+            Some(s) => ClientBody::already_read(stream, rbuf, s, &site.settings),
+            None => ClientBody::new(stream, rbuf, head, ex.body_limit, &site.settings),
+        };
+        let resp = catch_unwind(AssertUnwindSafe(|| site.run_gateway(gw, head, info, &mut body))).unwrap_or_else(|_| panic_response(site, head, info));
+        (resp, body.wire_bytes, body.finished())
+    };
+    ex.bytes_received += wire_bytes;
+    if !finished {
+        // The rest of the body cannot be told from a next request.
+        ex.keep_alive = false;
+        ex.linger = true;
+    }
+    let mut out = Output::default();
+    out.encode(ex, resp, site, date, scratch);
+    if !out.write_all(stream, timeout) {
+        return false;
+    }
+    let Some(mut st) = out.streaming.take() else { return true };
+    // Read ahead of the client: the socket is written only as far as it
+    // takes at once, the rest held in the spill, so the application is
+    // read at its own pace and free once it has answered.
+    let mut spill = (st.send && st.source.read_ahead()).then(Spill::default);
+    let was_nonblocking = is_nonblocking(stream);
+    if spill.is_some() && !was_nonblocking {
+        let _ = stream.set_nonblocking(true);
+    }
+    let sent = relay_pieces(stream, &mut out, &mut st, &mut spill, ex, timeout);
+    if spill.is_some() && !was_nonblocking {
+        let _ = stream.set_nonblocking(false);
+    }
+    if !sent {
+        return false;
+    }
+    if !st.send {
+        return true;
+    }
+    if st.remaining.is_some_and(|left| left > 0) {
+        site.error_log.error(Some(info.peer), "FastCGI: application sent less than its Content-Length; closing the connection");
+        return false;
+    }
+    if st.chunked {
+        out.queue.push_back(Chunk::Bytes(b"0\r\n\r\n".to_vec()));
+        ex.bytes_sent += 5;
+    }
+    out.write_all(stream, timeout)
+}
+
+/// Relays the application's answer after its head; false if the client or
+/// the application failed.
+fn relay_pieces(stream: &TcpStream, out: &mut Output, st: &mut Streaming, spill: &mut Option<Spill>, ex: &mut Exchange, timeout: Duration) -> bool {
+    let mut piece = Vec::new();
+    loop {
+        piece.clear();
+        match st.source.next_piece(&mut piece) {
+            Ok(true) => {
+                if !st.send || piece.is_empty() {
+                    continue;
+                }
+                if let Some(left) = st.remaining.as_mut() {
+                    // Never more than the application announced.
+                    piece.truncate((*left).min(piece.len() as u64) as usize);
+                    *left -= piece.len() as u64;
+                }
+                let payload = piece.len() as u64;
+                let framed = if st.chunked {
+                    let mut f = Vec::with_capacity(piece.len() + 16);
+                    warren_http::response::write_chunk(&mut f, &piece);
+                    f
+                } else {
+                    std::mem::take(&mut piece)
+                };
+                ex.body_bytes += payload;
+                ex.bytes_sent += framed.len() as u64;
+                let written = match spill.as_mut().filter(|s| s.has_room()) {
+                    Some(s) => {
+                        s.queue(out, framed);
+                        out.flush(stream).is_ok()
+                    }
+                    None => {
+                        out.queue.push_back(Chunk::Bytes(framed));
+                        out.write_all(stream, timeout)
+                    }
+                };
+                if !written {
+                    return false;
+                }
+            }
+            // The application's end (its child is given back): what the
+            // client has not taken yet goes out at its pace.
+            Ok(false) => return true,
+            // The application failed mid-body: closing tells the client the
+            // body is incomplete, where an end would claim it whole.
+            Err(_) => return false,
+        }
+    }
+}
+
+fn is_nonblocking(stream: &TcpStream) -> bool {
+    nix::fcntl::fcntl(stream, nix::fcntl::FcntlArg::F_GETFL).is_ok_and(|f| nix::fcntl::OFlag::from_bits_truncate(f).contains(nix::fcntl::OFlag::O_NONBLOCK))
+}
