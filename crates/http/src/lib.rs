@@ -10,13 +10,17 @@
 //!   incrementally.
 //! - [`response`]: status lines and header fields written into a buffer, and
 //!   the once-a-second [`DateCache`].
-//! - [`conn`]: the connection [`Phase`]s and the [`KeepAlivePolicy`].
+//! - [`conn`]: the rules of a connection: its [`Phase`]s, the
+//!   [`ConnRules`] it is read under (head limits, Timeout,
+//!   RequestReadTimeout, the [`KeepAlivePolicy`] with KeepAliveTimeout),
+//!   LimitRequestBody's 413, and what [`Next`] after a response: keep-alive,
+//!   a lingering close ([`LINGER`]) or a close.
 //! - [`read_timeout`]: RequestReadTimeout's rule ([`ReadTimeout`]: an
 //!   initial timeout raised by MinRate, up to a maximum) and the
 //!   [`ReadClock`] that applies it, with Timeout, to a head or a body.
 //!
 //! Nothing here touches a socket, so a blocking MPM and the event loop drive
-//! the same code.
+//! the same code, and apply the same rules.
 
 pub mod body;
 pub mod conn;
@@ -26,7 +30,7 @@ pub mod request;
 pub mod response;
 
 pub use body::BodyDecoder;
-pub use conn::{KeepAlivePolicy, Phase};
+pub use conn::{ConnRules, KeepAlivePolicy, Next, Phase, DRAIN_IDLE, LINGER};
 pub use head_scan::HeadScan;
 pub use read_timeout::{ReadClock, ReadTimeout, Stage as ReadStage};
 pub use request::{parse_head, parse_head_from, BodyFraming, HeadLimits, HttpError, RequestHead, Version};

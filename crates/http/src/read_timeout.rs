@@ -8,6 +8,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::request::HttpError;
+
 /// The part of a request being read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
@@ -148,6 +150,11 @@ impl ReadClock {
             Some(d) if d <= self.last + self.idle => format!("request {stage} read timeout (RequestReadTimeout {stage}={})", self.rule),
             _ => format!("request {stage} read timeout (Timeout {})", self.idle.as_secs()),
         }
+    }
+
+    /// The 408 for a stage whose clock ran out.
+    pub fn timeout_error(&self) -> HttpError {
+        HttpError::new(408, self.why())
     }
 }
 

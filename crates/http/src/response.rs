@@ -114,6 +114,9 @@ pub fn write_content_length(out: &mut Vec<u8>, len: u64) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// The interim answer to `Expect: 100-continue`, sent before the body is read.
+pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
 /// The Connection field for a response, given whether the connection stays
 /// open: HTTP/1.1 keeps alive by default, HTTP/1.0 must be told.
 pub fn write_connection(out: &mut Vec<u8>, version: Version, keep_alive: bool) {

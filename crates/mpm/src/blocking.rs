@@ -13,31 +13,22 @@ use std::time::{Duration, Instant};
 use nix::poll::PollFlags;
 use warren_handler::router::LogWriters;
 use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
-use warren_http::{parse_head_from, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, ReadClock, RequestHead};
+use warren_http::{parse_head_from, BodyFraming, ConnRules, DateCache, HeadScan, HttpError, KeepAlivePolicy, Next, ReadClock, RequestHead, LINGER};
 
-use crate::exchange::{read_onto, head_clock, head_limits, keep_alive_policy, panic_response, wait_for, Exchange, Output};
+use crate::exchange::{conn_rules, panic_response, read_onto, wait_for, Exchange, Output};
 use crate::client_body::ClientBody;
 use crate::fastcgi::on_thread;
 use crate::scoreboard::{AcceptTurn, State, ThreadSlot};
 
 /// How much one read of a request head asks for: most heads fit.
 const HEAD_CHUNK: usize = 4096;
-/// How long a half-closed connection is drained before it is closed.
-const LINGER: Duration = Duration::from_secs(2);
 /// A thread waiting in keep-alive checks this often whether to stop.
 const STOP_CHECK: Duration = Duration::from_millis(250);
-/// When stopping, a kept-alive connection is closed once it has been idle
-/// this long: a request the client sent before it saw our close would have
-/// arrived by then. Sooner, the close could cross a request on the wire.
-const DRAIN_IDLE: Duration = Duration::from_secs(1);
 
 /// What a thread needs to serve connections, built once per thread.
 pub struct Driver<'a> {
     pub site: &'a Site,
-    pub limits: HeadLimits,
-    pub keep_alive: KeepAlivePolicy,
-    pub timeout: Duration,
-    pub keep_alive_timeout: Duration,
+    pub rules: ConnRules,
     /// Set on graceful stop: finish the request at hand, keep nothing alive.
     pub stop: &'a AtomicBool,
     pub slot: &'a ThreadSlot,
@@ -61,7 +52,7 @@ enum Head {
     Request(RequestHead),
     /// Nothing more will come (EOF, keep-alive timeout): close quietly.
     Done,
-    /// Stopping, and the connection has been idle for DRAIN_IDLE: close it,
+    /// Stopping, and the connection has been idle for a while: close it,
     /// draining what may still arrive.
     Drained,
     /// A malformed or too slow request: answer it, then close.
@@ -70,13 +61,9 @@ enum Head {
 
 impl<'a> Driver<'a> {
     pub fn new(site: &'a Site, stop: &'a AtomicBool, slot: &'a ThreadSlot) -> Driver<'a> {
-        let s = &site.settings;
         Driver {
             site,
-            limits: head_limits(s),
-            keep_alive: keep_alive_policy(s),
-            timeout: s.timeout,
-            keep_alive_timeout: s.keep_alive_timeout,
+            rules: conn_rules(&site.settings),
             stop,
             slot,
             logs: site.log_writers(),
@@ -123,7 +110,7 @@ impl<'a> Driver<'a> {
     fn make_blocking(&mut self, stream: &TcpStream) {
         if self.nonblocking {
             let _ = stream.set_nonblocking(false);
-            let _ = stream.set_write_timeout(Some(self.timeout));
+            let _ = stream.set_write_timeout(Some(self.rules.timeout));
             self.nonblocking = false;
         }
     }
@@ -170,11 +157,11 @@ impl<'a> Driver<'a> {
                 }
             };
             served += 1;
-            let keep_alive = !self.stop.load(Ordering::Relaxed) && self.keep_alive.keep_alive(&head, served);
+            let keep_alive = self.rules.keep_alive.keep_alive(&head, served, self.stop.load(Ordering::Relaxed));
             let received = head.wire_len() as u64;
             let mut ex = Exchange::new(Some(head), keep_alive, received);
             ex.note_start(self.slot, self.site, &info);
-            if let Err(e) = self.check_body_limit(&mut ex, &info) {
+            if let Err(e) = ex.apply_body_limit(self.site, &info) {
                 let resp = ex.body_error(&e, self.site, &info);
                 self.finish(&stream, &info, &mut ex, resp, served);
                 return;
@@ -186,7 +173,7 @@ impl<'a> Driver<'a> {
             let resp = match outcome {
                 Outcome::Gateway(gw) => {
                     self.before_wait();
-                    let sent = on_thread::serve(self.site, &stream, &info, &mut rbuf, &mut ex, (gw, None), self.timeout, &mut self.date, &mut self.scratch);
+                    let sent = on_thread::serve(self.site, &stream, &info, &mut rbuf, &mut ex, (gw, None), &self.rules, &mut self.date, &mut self.scratch);
                     if !self.after_response(&stream, &info, &mut ex, sent, served) {
                         return;
                     }
@@ -220,7 +207,7 @@ impl<'a> Driver<'a> {
             Ok(true) => true,
             Ok(false) => {
                 self.before_wait();
-                out.write_all(stream, self.timeout)
+                out.write_all(stream, self.rules.timeout)
             }
             Err(_) => false,
         };
@@ -234,13 +221,12 @@ impl<'a> Driver<'a> {
         ex.log(&mut self.logs, self.site, info, served, !sent);
         self.slot.end_request(ex.bytes_sent, ex.start.elapsed().as_micros() as u64);
         self.flush_logs_if_due();
-        // A response that said keep-alive is followed by a wait for the
-        // next request even when stopping: the client may have sent it.
-        if sent && ex.keep_alive {
+        let next = Next::after_response(sent, ex.keep_alive, ex.linger);
+        if next == Next::KeepAlive {
             return true;
         }
         self.slot.set(State::Closing);
-        if sent && ex.linger {
+        if next == Next::Linger {
             self.before_wait();
             linger_close(stream);
         }
@@ -249,20 +235,15 @@ impl<'a> Driver<'a> {
 
     fn read_head(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, served: u32) -> Head {
         let idle_since = Instant::now();
-        let idle_until = idle_since + self.keep_alive_timeout;
         // A new connection's head is timed from the start (one that sends
         // nothing is closed quietly when the clock runs out); a kept-alive
         // connection waits KeepAliveTimeout for a first byte, and its head
         // is timed from there (or from now, for a pipelined one).
-        let mut clock = (served == 0 || !rbuf.is_empty()).then(|| {
-            let mut clock = head_clock(&self.site.settings, idle_since);
-            clock.received(rbuf.len() as u64, idle_since);
-            clock
-        });
+        let mut clock = (served == 0 || !rbuf.is_empty()).then(|| self.rules.head_clock(idle_since, rbuf.len()));
         let mut scan = HeadScan::default();
         loop {
             if !rbuf.is_empty() {
-                match parse_head_from(&mut scan, rbuf, &self.limits) {
+                match parse_head_from(&mut scan, rbuf, &self.rules.limits) {
                     Ok(Some((h, used))) => {
                         rbuf.drain(..used);
                         return Head::Request(h);
@@ -272,23 +253,21 @@ impl<'a> Driver<'a> {
                 }
             }
             let now = Instant::now();
-            let until = clock.as_ref().map_or(idle_until, ReadClock::deadline);
-            if now >= until {
-                return match &clock {
-                    Some(c) if !rbuf.is_empty() => Head::Error(HttpError::new(408, c.why())),
-                    _ => Head::Done,
-                };
-            }
             // Waiting between requests (or for a new connection's first byte).
             let waiting = rbuf.is_empty();
-            let draining = waiting && served > 0 && self.stop.load(Ordering::Relaxed);
-            if draining && now >= idle_since + DRAIN_IDLE {
-                return Head::Drained;
+            let stopping = self.stop.load(Ordering::Relaxed);
+            let until = clock.as_ref().map_or_else(|| self.rules.keep_alive.idle_deadline(idle_since, stopping), ReadClock::deadline);
+            if now >= until {
+                return match &clock {
+                    Some(c) if !rbuf.is_empty() => Head::Error(c.timeout_error()),
+                    Some(_) => Head::Done,
+                    None => match KeepAlivePolicy::idle_end(stopping) {
+                        Next::Linger => Head::Drained,
+                        _ => Head::Done,
+                    },
+                };
             }
             let mut wait = until - now;
-            if draining {
-                wait = wait.min(idle_since + DRAIN_IDLE - now);
-            }
             if waiting {
                 // Look at the stop flag now and then.
                 wait = wait.min(STOP_CHECK);
@@ -302,28 +281,13 @@ impl<'a> Driver<'a> {
                     let now = Instant::now();
                     let clock = clock.get_or_insert_with(|| {
                         self.slot.set(State::Reading);
-                        head_clock(&self.site.settings, now)
+                        self.rules.head_clock(now, 0)
                     });
                     clock.received(n as u64, now);
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
                 Err(_) => return Head::Done,
             }
-        }
-    }
-
-    /// LimitRequestBody against a declared Content-Length, before anything
-    /// of the body is read.
-    fn check_body_limit(&self, ex: &mut Exchange, info: &ConnInfo) -> Result<(), HttpError> {
-        let head = ex.head.as_ref().expect("head");
-        if head.framing == BodyFraming::None {
-            return Ok(());
-        }
-        let limit = self.site.body_limit(head, info);
-        ex.body_limit = limit;
-        match head.framing {
-            BodyFraming::Length(n) if n > limit => Err(HttpError::new(413, format!("request body of {n} bytes larger than LimitRequestBody ({limit})"))),
-            _ => Ok(()),
         }
     }
 
@@ -334,7 +298,7 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         self.before_wait();
-        let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, &self.site.settings);
+        let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, &self.rules);
         let mut sink = vec![0u8; 16 * 1024];
         let result = loop {
             match body.read(&mut sink) {

@@ -10,12 +10,13 @@ use std::net::TcpStream;
 use std::time::Instant;
 
 use nix::poll::PollFlags;
-use warren_config::Settings;
 use warren_handler::spool::Spooled;
 use warren_handler::RequestBody;
-use warren_http::{BodyDecoder, BodyFraming, HttpError, ReadClock, RequestHead};
+use warren_http::conn::received_body_within;
+use warren_http::response::CONTINUE;
+use warren_http::{BodyDecoder, BodyFraming, ConnRules, HttpError, ReadClock, RequestHead};
 
-use crate::exchange::{body_clock, read_onto, wait_for};
+use crate::exchange::{read_onto, wait_for};
 
 /// How much one read from the client asks for.
 const READ_CHUNK: usize = 16 * 1024;
@@ -30,7 +31,7 @@ pub struct ClientBody<'a> {
     length: Option<u64>,
     limit: u64,
     /// RequestReadTimeout body= and Timeout.
-    settings: &'a Settings,
+    rules: &'a ConnRules,
     /// Started at the first read.
     clock: Option<ReadClock>,
     expect_continue: bool,
@@ -41,18 +42,18 @@ pub struct ClientBody<'a> {
 }
 
 impl<'a> ClientBody<'a> {
-    pub fn new(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, head: &RequestHead, limit: u64, settings: &'a Settings) -> ClientBody<'a> {
+    pub fn new(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, head: &RequestHead, limit: u64, rules: &'a ConnRules) -> ClientBody<'a> {
         let (decoder, length) = match head.framing {
             BodyFraming::None => (None, None),
             BodyFraming::Length(n) => (Some(BodyDecoder::new(head.framing)), Some(n)),
             BodyFraming::Chunked => (Some(BodyDecoder::new(head.framing)), None),
         };
-        ClientBody { stream, rbuf, decoder, length, limit, settings, clock: None, expect_continue: head.expect_continue, wire_bytes: 0, spooled: None }
+        ClientBody { stream, rbuf, decoder, length, limit, rules, clock: None, expect_continue: head.expect_continue, wire_bytes: 0, spooled: None }
     }
 
     /// A body the event loop has read whole: nothing is read from the connection.
-    pub fn already_read(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, body: Spooled, settings: &'a Settings) -> ClientBody<'a> {
-        ClientBody { stream, rbuf, decoder: None, length: Some(body.len()), limit: u64::MAX, settings, clock: None, expect_continue: false, wire_bytes: 0, spooled: Some(body) }
+    pub fn already_read(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, body: Spooled, rules: &'a ConnRules) -> ClientBody<'a> {
+        ClientBody { stream, rbuf, decoder: None, length: Some(body.len()), limit: u64::MAX, rules, clock: None, expect_continue: false, wire_bytes: 0, spooled: Some(body) }
     }
 
     /// Whether all of the body has been taken off the connection.
@@ -77,12 +78,7 @@ impl RequestBody for ClientBody<'_> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
         let Some(dec) = self.decoder.as_mut() else { return Ok(0) };
         // The body's clock starts when it is first read, with what came with the head.
-        let clock = self.clock.get_or_insert_with(|| {
-            let now = Instant::now();
-            let mut clock = body_clock(self.settings, now);
-            clock.received(self.rbuf.len() as u64, now);
-            clock
-        });
+        let clock = self.clock.get_or_insert_with(|| self.rules.body_clock(Instant::now(), self.rbuf.len()));
         loop {
             if dec.is_done() {
                 return Ok(0);
@@ -97,9 +93,7 @@ impl RequestBody for ClientBody<'_> {
                 })?;
                 self.rbuf.drain(..used);
                 self.wire_bytes += used as u64;
-                if dec.received > self.limit {
-                    return Err(HttpError::new(413, format!("request body larger than LimitRequestBody ({})", self.limit)));
-                }
+                received_body_within(dec.received, self.limit)?;
                 if n > 0 {
                     return Ok(n);
                 }
@@ -112,11 +106,11 @@ impl RequestBody for ClientBody<'_> {
             }
             if self.expect_continue {
                 self.expect_continue = false;
-                let _ = (&*self.stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+                let _ = (&*self.stream).write_all(CONTINUE);
             }
             let left = clock.deadline().saturating_duration_since(Instant::now());
             if left.is_zero() || !wait_for(self.stream, PollFlags::POLLIN, left) {
-                return Err(HttpError::new(408, clock.why()));
+                return Err(clock.timeout_error());
             }
             match read_onto(self.stream, self.rbuf, READ_CHUNK) {
                 Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),

@@ -20,7 +20,8 @@ use warren_handler::logs::LogRecord;
 use warren_handler::router::LogWriters;
 use warren_handler::{Body, BodySource, ConnInfo, Part, Request, Response, Site};
 use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
-use warren_http::{BodyDecoder, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadClock, ReadTimeout, RequestHead, Version};
+use warren_http::conn::declared_body_within;
+use warren_http::{BodyDecoder, BodyFraming, ConnRules, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadTimeout, RequestHead, Version};
 
 use crate::scoreboard::ThreadSlot;
 
@@ -28,31 +29,19 @@ use crate::scoreboard::ThreadSlot;
 /// leave in one write; larger ones go by sendfile.
 pub const INLINE_BODY: u64 = 32 * 1024;
 
-/// LimitRequestLine, LimitRequestFieldSize, LimitRequestFields, LimitRequestHeadSize.
-pub fn head_limits(s: &Settings) -> HeadLimits {
-    HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields, head: s.limits.head }
-}
-
-/// A stage of RequestReadTimeout as the HTTP core applies it.
-fn read_timeout(stage: ReadStage) -> ReadTimeout {
-    ReadTimeout { initial: stage.initial, max: stage.max, min_rate: stage.min_rate }
-}
-
-/// The clock of a request head started at `now`: RequestReadTimeout
-/// header=, and Timeout for each wait.
-pub fn head_clock(s: &Settings, now: Instant) -> ReadClock {
-    ReadClock::start(warren_http::ReadStage::Header, read_timeout(s.request_read_timeout.header), s.timeout, now)
-}
-
-/// The clock of a request body started at `now`: RequestReadTimeout
-/// body=, and Timeout for each wait.
-pub fn body_clock(s: &Settings, now: Instant) -> ReadClock {
-    ReadClock::start(warren_http::ReadStage::Body, read_timeout(s.request_read_timeout.body), s.timeout, now)
-}
-
-/// KeepAlive, MaxKeepAliveRequests.
-pub fn keep_alive_policy(s: &Settings) -> KeepAlivePolicy {
-    KeepAlivePolicy { enabled: s.keep_alive, max_requests: s.max_keep_alive_requests }
+/// The connection rules of the settings: LimitRequestLine,
+/// LimitRequestFieldSize, LimitRequestFields, LimitRequestHeadSize,
+/// KeepAlive, MaxKeepAliveRequests, KeepAliveTimeout, Timeout and
+/// RequestReadTimeout.
+pub fn conn_rules(s: &Settings) -> ConnRules {
+    let read_timeout = |stage: ReadStage| ReadTimeout { initial: stage.initial, max: stage.max, min_rate: stage.min_rate };
+    ConnRules {
+        limits: HeadLimits { request_line: s.limits.request_line, field_size: s.limits.field_size, fields: s.limits.fields, head: s.limits.head },
+        keep_alive: KeepAlivePolicy { enabled: s.keep_alive, max_requests: s.max_keep_alive_requests, timeout: s.keep_alive_timeout },
+        timeout: s.timeout,
+        head_timeout: read_timeout(s.request_read_timeout.header),
+        body_timeout: read_timeout(s.request_read_timeout.body),
+    }
 }
 
 /// The 500 for a handler that panicked, and its error-log line.
@@ -174,7 +163,18 @@ impl Exchange {
         site.error_page_now(site.error(site.request(head, info), e.status, &e.reason), head, info)
     }
 
-    /// Shows the request in the worker's scoreboard slot (ExtendedStatus On).
+    /// Sets LimitRequestBody for the request's body, if it has one, and
+    /// checks a declared length against it before anything is read.
+    pub fn apply_body_limit(&mut self, site: &Site, info: &ConnInfo) -> Result<(), HttpError> {
+        let head = self.head.as_ref().expect("a body belongs to a parsed request");
+        if head.framing == BodyFraming::None {
+            return Ok(());
+        }
+        self.body_limit = site.body_limit(head, info);
+        declared_body_within(head.framing, self.body_limit)
+    }
+
+    /// Shows the request in the thread's scoreboard slot (ExtendedStatus On).
     pub fn note_start(&self, slot: &ThreadSlot, site: &Site, info: &ConnInfo) {
         if let (true, Some(head)) = (site.settings.extended_status, self.head.as_ref()) {
             let vhost = &site.hosts[site.select_host(head.host(), info.local)].name;

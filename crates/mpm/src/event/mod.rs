@@ -22,9 +22,11 @@ use warren_config::FcgiAddr;
 use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
 use warren_handler::spool::{Spool, Spooled};
 use warren_handler::{Body, ConnInfo, Outcome, Response, Site};
-use warren_http::{parse_head_from, BodyDecoder, BodyFraming, DateCache, HeadLimits, HeadScan, HttpError, KeepAlivePolicy, Phase, ReadClock, RequestHead};
+use warren_http::conn::received_body_within;
+use warren_http::response::CONTINUE;
+use warren_http::{parse_head_from, BodyDecoder, BodyFraming, ConnRules, DateCache, HeadScan, HttpError, KeepAlivePolicy, Next, Phase, ReadClock, RequestHead, LINGER};
 
-use crate::exchange::{body_clock, head_clock, head_limits, keep_alive_policy, panic_response, Chunk, Exchange, Output};
+use crate::exchange::{conn_rules, panic_response, Chunk, Exchange, Output};
 use crate::fastcgi::on_loop::{BodyFraming as RelayFraming, FedByLoop, HalfClose, NotHere, Upstream};
 use crate::listen::{self, Listener};
 use crate::fastcgi::pool_wait::{Parked, PoolWaits};
@@ -36,12 +38,6 @@ use thread_pool::{FastCgiJob, Job, JobResult, ThreadPool};
 pub mod thread_pool;
 
 const READ_CHUNK: usize = 16 * 1024;
-/// How long a half-closed connection is drained before it is closed.
-const LINGER: Duration = Duration::from_secs(2);
-/// A stopping child closes a kept-alive connection once it has been idle
-/// this long: a request the client sent before it saw our close would have
-/// arrived by then. Sooner, the close could cross a request on the wire.
-const DRAIN_IDLE: Duration = Duration::from_secs(1);
 /// How often deadlines are checked and access logs flushed.
 const TICK: Duration = Duration::from_millis(250);
 /// Accepts per wake-up at most. The listener is level-triggered, so what
@@ -102,10 +98,7 @@ pub struct EventLoop {
     pool: ThreadPool,
     logs: LogWriters,
     date: DateCache,
-    limits: HeadLimits,
-    keep_alive: KeepAlivePolicy,
-    timeout: Duration,
-    keep_alive_timeout: Duration,
+    rules: ConnRules,
     /// Shared buffer that reads land in and responses are built in, so idle
     /// connections hold no buffers.
     scratch_in: Vec<u8>,
@@ -151,13 +144,10 @@ impl EventLoop {
         if let Some(fd) = &signal_fd {
             epoll.add(fd, EpollEvent::new(EpollFlags::EPOLLIN, TOKEN_SIGNAL))?;
         }
-        let limits = head_limits(s);
         let mut event_loop = EventLoop {
             pool_waits,
             logs: site.log_writers(),
-            keep_alive: keep_alive_policy(s),
-            timeout: s.timeout,
-            keep_alive_timeout: s.keep_alive_timeout,
+            rules: conn_rules(s),
             max_connections: u64::from(s.tuning.max_connections_per_child),
             max_open: match s.tuning.max_child_connections {
                 0 => usize::MAX,
@@ -171,7 +161,6 @@ impl EventLoop {
             next_generation: 0,
             pool,
             date: DateCache::default(),
-            limits,
             scratch_in: vec![0; READ_CHUNK],
             scratch_out: Vec::with_capacity(crate::exchange::INLINE_BODY as usize + 4096),
             accepted: 0,
@@ -234,7 +223,7 @@ impl EventLoop {
                 self.begin_stop();
             }
             if self.stopping {
-                let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + self.timeout.min(Duration::from_secs(10)));
+                let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + self.rules.timeout.min(Duration::from_secs(10)));
                 if self.open == 0 || Instant::now() >= deadline {
                     break;
                 }
@@ -294,12 +283,12 @@ impl EventLoop {
         self.update_listening();
         // A kept-alive connection may have a request on its way: each one
         // gets its next request answered (with Connection: close), and is
-        // closed only once it has been idle for DRAIN_IDLE.
-        let keep_alive_timeout = self.keep_alive_timeout;
+        // closed only once it has been idle for a while.
+        let keep_alive = self.rules.keep_alive;
         for c in self.conns.iter_mut().flatten() {
             if c.phase == Phase::KeepAlive {
-                let idle_since = c.deadline.checked_sub(keep_alive_timeout).unwrap_or(c.deadline);
-                c.deadline = c.deadline.min(idle_since + DRAIN_IDLE);
+                let idle_since = c.deadline.checked_sub(keep_alive.timeout).unwrap_or(c.deadline);
+                c.deadline = keep_alive.idle_deadline(idle_since, true);
             }
         }
     }
@@ -330,7 +319,7 @@ impl EventLoop {
             });
             self.next_generation += 1;
             // A new connection's head is timed from now.
-            let clock = head_clock(&self.site.settings, Instant::now());
+            let clock = self.rules.head_clock(Instant::now(), 0);
             let conn = Conn {
                 stream,
                 info: ConnInfo { peer, local },
@@ -421,7 +410,7 @@ impl EventLoop {
                 }
                 Phase::KeepAlive | Phase::ReadingHead => {
                     if !c.rbuf.is_empty() {
-                        match parse_head_from(&mut c.scan, &c.rbuf, &self.limits) {
+                        match parse_head_from(&mut c.scan, &c.rbuf, &self.rules.limits) {
                             Ok(Some((head, used))) => {
                                 c.rbuf.drain(..used);
                                 c.scan = HeadScan::default();
@@ -471,8 +460,7 @@ impl EventLoop {
                         continue;
                     }
                     let dec = req.decoder.as_ref().expect("decoder");
-                    if dec.received > limit {
-                        let e = HttpError::new(413, format!("request body larger than LimitRequestBody ({limit})"));
+                    if let Err(e) = received_body_within(dec.received, limit) {
                         self.body_error(slot, e);
                         continue;
                     }
@@ -510,7 +498,7 @@ impl EventLoop {
                 if c.rbuf.is_empty() && c.phase == Phase::KeepAlive {
                     // A kept-alive connection's next head is timed from its first byte.
                     c.phase = Phase::ReadingHead;
-                    c.clock = head_clock(&self.site.settings, now);
+                    c.clock = self.rules.head_clock(now, 0);
                 }
                 if matches!(c.phase, Phase::ReadingHead | Phase::ReadingBody) {
                     c.clock.received(n as u64, now);
@@ -535,22 +523,14 @@ impl EventLoop {
     fn start_request(&mut self, slot: usize, head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
         c.served += 1;
-        let keep_alive = !self.stopping && self.keep_alive.keep_alive(&head, c.served);
+        let keep_alive = self.rules.keep_alive.keep_alive(&head, c.served, self.stopping);
         let framing = head.framing;
         let received = head.wire_len() as u64;
         let mut req = Exchange::new(Some(head), keep_alive, received);
-        let head_ref = req.head.as_ref().expect("head");
-        if framing != BodyFraming::None {
-            let limit = self.site.body_limit(head_ref, &c.info);
-            req.body_limit = limit;
-            if let BodyFraming::Length(n) = framing {
-                if n > limit {
-                    c.req = Some(req);
-                    let e = HttpError::new(413, format!("request body of {n} bytes larger than LimitRequestBody ({limit})"));
-                    self.body_error(slot, e);
-                    return;
-                }
-            }
+        if let Err(e) = req.apply_body_limit(&self.site, &c.info) {
+            c.req = Some(req);
+            self.body_error(slot, e);
+            return;
         }
         req.note_start(self.sb.thread(self.slot, 0), &self.site, &c.info);
         let site = &self.site;
@@ -571,14 +551,12 @@ impl EventLoop {
         let req = c.req.as_mut().expect("req");
         if req.head.as_ref().expect("head").expect_continue {
             // The body will be read and discarded; say so before the client sends it.
-            let _ = c.stream.write(b"HTTP/1.1 100 Continue\r\n\r\n");
+            let _ = c.stream.write(CONTINUE);
         }
         req.decoder = Some(BodyDecoder::new(framing));
         c.phase = Phase::ReadingBody;
         // The body is timed from now, with what came with the head.
-        let now = Instant::now();
-        c.clock = body_clock(&self.site.settings, now);
-        c.clock.received(c.rbuf.len() as u64, now);
+        c.clock = self.rules.body_clock(Instant::now(), c.rbuf.len());
         c.deadline = c.clock.deadline();
     }
 
@@ -652,7 +630,7 @@ impl EventLoop {
                         let d = d.clone();
                         c.parked = Some(gw);
                         c.waiting_worker = true;
-                        let p = Parked { slot, generation: c.generation, pool: name, deadline: Instant::now() + self.timeout };
+                        let p = Parked { slot, generation: c.generation, pool: name, deadline: Instant::now() + self.rules.timeout };
                         self.pool_waits.park(p, &d);
                     }
                     Err(busy) => {
@@ -842,7 +820,7 @@ impl EventLoop {
                     let c = self.conns[slot].as_mut().expect("conn");
                     c.upstream = None;
                     c.phase = Phase::Writing;
-                    c.deadline = Instant::now() + self.timeout;
+                    c.deadline = Instant::now() + self.rules.timeout;
                     self.child_given_back();
                     return true;
                 }
@@ -1034,7 +1012,7 @@ impl EventLoop {
         let ex = c.req.as_mut().expect("request in flight");
         c.out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
         c.phase = Phase::Writing;
-        c.deadline = Instant::now() + self.timeout;
+        c.deadline = Instant::now() + self.rules.timeout;
     }
 
     /// The response is out: log it, then keep the connection or close it.
@@ -1046,30 +1024,30 @@ impl EventLoop {
         req.log(&mut self.logs, &self.site, &c.info, c.served, false);
         // The loop's requests are counted on the child's first worker slot.
         self.sb.thread(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
-        // A response that said keep-alive is followed by a wait for the
-        // next request even when stopping: the client may have sent it.
-        if req.keep_alive {
-            c.phase = Phase::KeepAlive;
-            c.deadline = Instant::now() + if self.stopping { DRAIN_IDLE } else { self.keep_alive_timeout };
-            if c.rbuf.is_empty() {
-                c.rbuf = Vec::new();
-            } else {
-                // A pipelined next request has begun: its head is timed from now.
-                let now = Instant::now();
-                c.phase = Phase::ReadingHead;
-                c.clock = head_clock(&self.site.settings, now);
-                c.clock.received(c.rbuf.len() as u64, now);
-                c.deadline = c.clock.deadline();
+        match Next::after_response(true, req.keep_alive, req.linger) {
+            Next::KeepAlive => {
+                c.phase = Phase::KeepAlive;
+                c.deadline = self.rules.keep_alive.idle_deadline(Instant::now(), self.stopping);
+                if c.rbuf.is_empty() {
+                    c.rbuf = Vec::new();
+                } else {
+                    // A pipelined next request has begun: its head is timed from now.
+                    c.phase = Phase::ReadingHead;
+                    c.clock = self.rules.head_clock(Instant::now(), c.rbuf.len());
+                    c.deadline = c.clock.deadline();
+                }
+                c.out.release();
+                true
             }
-            c.out.release();
-            return true;
+            Next::Linger => {
+                linger(c);
+                true
+            }
+            Next::Close => {
+                self.close(slot);
+                false
+            }
         }
-        if req.linger {
-            linger(c);
-            return true;
-        }
-        self.close(slot);
-        false
     }
 
     /// Closes a connection whose request could not be completed.
@@ -1101,16 +1079,16 @@ impl EventLoop {
             match c.phase {
                 // Logged once, by the error answer, with the limit that ran out.
                 Phase::ReadingHead if !c.rbuf.is_empty() => {
-                    let why = c.clock.why();
-                    self.protocol_error(slot, HttpError::new(408, why));
+                    let e = c.clock.timeout_error();
+                    self.protocol_error(slot, e);
                     self.drive(slot);
                 }
                 Phase::ReadingBody => {
-                    let why = c.clock.why();
-                    self.body_error(slot, HttpError::new(408, why));
+                    let e = c.clock.timeout_error();
+                    self.body_error(slot, e);
                     self.drive(slot);
                 }
-                Phase::KeepAlive if self.stopping => {
+                Phase::KeepAlive if KeepAlivePolicy::idle_end(self.stopping) == Next::Linger => {
                     linger(c);
                     self.drive(slot);
                 }

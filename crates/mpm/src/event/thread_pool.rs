@@ -17,7 +17,7 @@ use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, Response, Site};
 use warren_http::DateCache;
 
-use crate::exchange::Exchange;
+use crate::exchange::{conn_rules, Exchange};
 use crate::fastcgi::on_thread;
 use crate::scoreboard::{Scoreboard, State};
 
@@ -86,6 +86,7 @@ impl ThreadPool {
                 .spawn(move || {
                     let mut date = DateCache::default();
                     let mut scratch = Vec::new();
+                    let rules = conn_rules(&site.settings);
                     loop {
                         let ws = sb.thread(slot, i as usize + 1);
                         ws.set(State::Ready);
@@ -99,8 +100,7 @@ impl ThreadPool {
                             Job::Respond(work) => JobResult::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
                             Job::FastCgi(mut g) => {
                                 g.exchange.note_start(ws, &site, &g.info);
-                                let timeout = site.settings.timeout;
-                                let sent = on_thread::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), timeout, &mut date, &mut scratch);
+                                let sent = on_thread::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), &rules, &mut date, &mut scratch);
                                 JobResult::FastCgi { rbuf: g.rbuf, exchange: Box::new(g.exchange), sent }
                             }
                         };

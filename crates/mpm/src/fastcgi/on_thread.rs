@@ -12,7 +12,7 @@ use std::time::Duration;
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, Site};
-use warren_http::DateCache;
+use warren_http::{ConnRules, DateCache};
 
 use crate::client_body::ClientBody;
 use crate::exchange::{panic_response, Chunk, Exchange, Output, Streaming};
@@ -28,15 +28,15 @@ pub fn serve(
     rbuf: &mut Vec<u8>,
     ex: &mut Exchange,
     (gw, spooled): (Box<Gateway>, Option<Spooled>),
-    timeout: Duration,
+    rules: &ConnRules,
     date: &mut DateCache,
     scratch: &mut Vec<u8>,
 ) -> bool {
     let (resp, wire_bytes, finished) = {
         let head = ex.head.as_ref().expect("a gateway request has a head");
         let mut body = match spooled {
-            Some(s) => ClientBody::already_read(stream, rbuf, s, &site.settings),
-            None => ClientBody::new(stream, rbuf, head, ex.body_limit, &site.settings),
+            Some(s) => ClientBody::already_read(stream, rbuf, s, rules),
+            None => ClientBody::new(stream, rbuf, head, ex.body_limit, rules),
         };
         let resp = catch_unwind(AssertUnwindSafe(|| site.run_gateway(gw, head, info, &mut body))).unwrap_or_else(|_| panic_response(site, head, info));
         (resp, body.wire_bytes, body.finished())
@@ -49,6 +49,7 @@ pub fn serve(
     }
     let mut out = Output::default();
     out.encode(ex, resp, site, date, scratch);
+    let timeout = rules.timeout;
     if !out.write_all(stream, timeout) {
         return false;
     }
