@@ -1,0 +1,96 @@
+//! What comes back to the loop: work finished by its thread pool, and
+//! deadlines that have passed (RequestReadTimeout, Timeout,
+//! KeepAliveTimeout, ProxyTimeout, the lingering close).
+
+use std::time::Instant;
+
+use warren_handler::fastcgi::GatewayError;
+use warren_http::{HeadScan, KeepAlivePolicy, Next, Phase};
+
+use crate::exchange::panic_response;
+use super::thread_pool::JobResult;
+use super::connection::linger;
+use super::EventLoop;
+
+impl EventLoop {
+    pub(super) fn finish_work(&mut self) {
+        self.pool.reset_wake();
+        while let Ok(done) = self.pool.done.try_recv() {
+            let alive = matches!(&self.conns.get(done.slot), Some(Some(c)) if c.generation == done.generation);
+            if !alive {
+                continue;
+            }
+            let c = self.conns[done.slot].as_mut().expect("conn");
+            c.on_hold = false;
+            match done.outcome {
+                JobResult::Response(r) => {
+                    let resp = match r {
+                        Some(r) => r,
+                        None => {
+                            let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                            panic_response(&self.site, head, &c.info)
+                        }
+                    };
+                    self.respond(done.slot, resp);
+                }
+                JobResult::FastCgi { rbuf, exchange, sent } => {
+                    c.rbuf = rbuf;
+                    c.scan = HeadScan::default();
+                    c.req = Some(*exchange);
+                    // The worker may have taken the input that an edge announced.
+                    c.readable = true;
+                    if !sent {
+                        self.abort(done.slot);
+                        continue;
+                    }
+                    if !self.finish_response(done.slot) {
+                        continue;
+                    }
+                }
+            }
+            self.drive(done.slot);
+        }
+    }
+
+    /// Enforces RequestReadTimeout, Timeout, KeepAliveTimeout and the
+    /// lingering-close limit.
+    pub(super) fn expire(&mut self, now: Instant) {
+        for slot in 0..self.conns.len() {
+            let Some(c) = self.conns[slot].as_mut() else { continue };
+            if c.deadline > now || c.on_hold {
+                continue;
+            }
+            match c.phase {
+                // Logged once, by the error answer, with the limit that ran out.
+                Phase::ReadingHead if !c.rbuf.is_empty() => {
+                    let e = c.clock.timeout_error();
+                    self.protocol_error(slot, e);
+                    self.drive(slot);
+                }
+                Phase::ReadingBody => {
+                    let e = c.clock.timeout_error();
+                    self.body_error(slot, e);
+                    self.drive(slot);
+                }
+                Phase::KeepAlive if KeepAlivePolicy::idle_end(self.stopping) == Next::Linger => {
+                    linger(c);
+                    self.drive(slot);
+                }
+                Phase::Writing => self.abort(slot),
+                Phase::Proxying => {
+                    let up = c.upstream.as_ref().expect("proxying");
+                    let e = GatewayError { status: 504, why: format!("FastCGI: timeout waiting for {} (ProxyTimeout)", up.gateway.backend_name()) };
+                    if up.body.is_some() {
+                        up.reader.log_cut_short(&e);
+                        c.upstream = None;
+                        self.abort(slot);
+                    } else {
+                        self.fail_upstream(slot, &e);
+                        self.drive(slot);
+                    }
+                }
+                _ => self.close(slot),
+            }
+        }
+    }
+}

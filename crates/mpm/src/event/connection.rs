@@ -1,0 +1,396 @@
+//! The HTTP connection on the loop: a [`Conn`] is driven through its
+//! [`Phase`]s (head, body, response, keep-alive, lingering close) as far as
+//! it can go without blocking, under the rules of `warren_http::conn`.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use nix::sys::epoll::EpollFlags;
+use warren_handler::fastcgi::Gateway;
+use warren_handler::spool::{Spool, Spooled};
+use warren_handler::{ConnInfo, Outcome, Response};
+use warren_http::conn::received_body_within;
+use warren_http::response::CONTINUE;
+use warren_http::{parse_head_from, BodyDecoder, BodyFraming, HeadScan, HttpError, Next, Phase, ReadClock, RequestHead, LINGER};
+
+use crate::exchange::{panic_response, Exchange, Output};
+use crate::fastcgi::on_loop::Upstream;
+use super::thread_pool::Job;
+use super::EventLoop;
+
+pub(super) struct Conn {
+    pub(super) stream: TcpStream,
+    pub(super) info: ConnInfo,
+    pub(super) generation: u64,
+    pub(super) phase: Phase,
+    /// Not the loop's to drive for now: its work is on a worker thread, or
+    /// it waits for a pool's child (events meanwhile are set aside).
+    pub(super) on_hold: bool,
+    pub(super) readable: bool,
+    /// Unparsed input (usually empty between requests: reads go to the loop's scratch).
+    pub(super) rbuf: Vec<u8>,
+    /// How far the head at the start of `rbuf` has been checked.
+    pub(super) scan: HeadScan,
+    pub(super) out: Output,
+    pub(super) deadline: Instant,
+    /// RequestReadTimeout (and Timeout) of the head or body being read.
+    pub(super) clock: ReadClock,
+    pub(super) served: u32,
+    pub(super) req: Option<Exchange>,
+    /// The handler's answer, decided at the head, waiting for the body to
+    /// be read (and discarded).
+    pub(super) pending: Option<Outcome>,
+    /// A FastCGI exchange relayed on the loop (`Phase::Proxying`).
+    pub(super) upstream: Option<Box<Upstream>>,
+    /// A pool request parked until one of the pool's children is free.
+    pub(super) parked: Option<Box<Gateway>>,
+    /// A FastCGI request's body as it arrives, and once it is whole: the
+    /// application is given the request only then.
+    pub(super) spool: Option<Spool>,
+    pub(super) body: Option<Spooled>,
+}
+
+impl EventLoop {
+    pub(super) fn ready(&mut self, slot: usize, flags: EpollFlags) {
+        let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
+        if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            c.readable = true;
+        }
+        if c.on_hold {
+            return;
+        }
+        self.drive(slot);
+    }
+
+    /// Advances one connection as far as it can go without blocking.
+    pub(super) fn drive(&mut self, slot: usize) {
+        loop {
+            let Some(c) = self.conns[slot].as_mut() else { return };
+            if c.on_hold {
+                return;
+            }
+            match c.phase {
+                Phase::Writing => match c.out.flush(&c.stream) {
+                    Ok(true) => {
+                        if !self.finish_response(slot) {
+                            return;
+                        }
+                    }
+                    Ok(false) => return,
+                    Err(_) => {
+                        self.abort(slot);
+                        return;
+                    }
+                },
+                Phase::Proxying => {
+                    if !self.relay(slot) {
+                        return;
+                    }
+                }
+                Phase::Lingering => {
+                    match drain(c) {
+                        Ok(true) | Err(_) => self.close(slot),
+                        Ok(false) => {}
+                    }
+                    return;
+                }
+                Phase::KeepAlive | Phase::ReadingHead => {
+                    if !c.rbuf.is_empty() {
+                        match parse_head_from(&mut c.scan, &c.rbuf, &self.rules.limits) {
+                            Ok(Some((head, used))) => {
+                                c.rbuf.drain(..used);
+                                c.scan = HeadScan::default();
+                                self.start_request(slot, head);
+                                continue;
+                            }
+                            Ok(None) => {}
+                            Err(e) => {
+                                self.protocol_error(slot, e);
+                                continue;
+                            }
+                        }
+                    }
+                    match self.read_more(slot) {
+                        ReadResult::Data => continue,
+                        ReadResult::Blocked => return,
+                        ReadResult::Closed => {
+                            self.close(slot);
+                            return;
+                        }
+                    }
+                }
+                Phase::ReadingBody => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    let req = c.req.as_mut().expect("request in flight");
+                    let dec = req.decoder.as_mut().expect("decoder");
+                    let limit = req.body_limit;
+                    // A FastCGI request's body is kept; any other is dropped.
+                    let mut spool_failed = None;
+                    let fed = dec.feed(&c.rbuf, &mut |d| {
+                        if let Some(s) = c.spool.as_mut().filter(|_| spool_failed.is_none()) {
+                            spool_failed = s.push(d).err();
+                        }
+                    });
+                    match fed {
+                        Ok(used) => {
+                            c.rbuf.drain(..used);
+                            req.bytes_received += used as u64;
+                        }
+                        Err(e) => {
+                            self.body_error(slot, e);
+                            continue;
+                        }
+                    }
+                    if let Some(e) = spool_failed {
+                        self.body_error(slot, warren_handler::fastcgi::spool_error(e));
+                        continue;
+                    }
+                    let dec = req.decoder.as_ref().expect("decoder");
+                    if let Err(e) = received_body_within(dec.received, limit) {
+                        self.body_error(slot, e);
+                        continue;
+                    }
+                    if dec.is_done() {
+                        req.decoder = None;
+                        self.dispatch(slot);
+                        continue;
+                    }
+                    match self.read_more(slot) {
+                        ReadResult::Data => continue,
+                        ReadResult::Blocked => return,
+                        ReadResult::Closed => {
+                            self.abort(slot);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn read_more(&mut self, slot: usize) -> ReadResult {
+        let c = self.conns[slot].as_mut().expect("conn");
+        if !c.readable {
+            return ReadResult::Blocked;
+        }
+        match c.stream.read(&mut self.scratch_in) {
+            Ok(0) => ReadResult::Closed,
+            Ok(n) => {
+                // A short read drained the socket; the next edge will tell us of more.
+                if n < self.scratch_in.len() {
+                    c.readable = false;
+                }
+                let now = Instant::now();
+                if c.rbuf.is_empty() && c.phase == Phase::KeepAlive {
+                    // A kept-alive connection's next head is timed from its first byte.
+                    c.phase = Phase::ReadingHead;
+                    c.clock = self.rules.head_clock(now, 0);
+                }
+                if matches!(c.phase, Phase::ReadingHead | Phase::ReadingBody) {
+                    c.clock.received(n as u64, now);
+                    c.deadline = c.clock.deadline();
+                }
+                c.rbuf.extend_from_slice(&self.scratch_in[..n]);
+                ReadResult::Data
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                c.readable = false;
+                ReadResult::Blocked
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => ReadResult::Data,
+            Err(_) => ReadResult::Closed,
+        }
+    }
+
+    /// A request head has arrived: route it at once. A FastCGI request
+    /// without a body goes to its application now; with one, once the loop
+    /// has read the body whole (a slow client holds no thread and no pool
+    /// child). Any other answer waits for the body to be read and dropped.
+    fn start_request(&mut self, slot: usize, head: RequestHead) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        c.served += 1;
+        let keep_alive = self.rules.keep_alive.keep_alive(&head, c.served, self.stopping);
+        let framing = head.framing;
+        let received = head.wire_len() as u64;
+        let mut req = Exchange::new(Some(head), keep_alive, received);
+        if let Err(e) = req.apply_body_limit(&self.site, &c.info) {
+            c.req = Some(req);
+            self.body_error(slot, e);
+            return;
+        }
+        req.note_start(self.sb.thread(self.slot, 0), &self.site, &c.info);
+        let site = &self.site;
+        let info = c.info;
+        let head_ref = req.head.as_ref().expect("head");
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head_ref, &info)))
+            .unwrap_or_else(|_| Outcome::Ready(panic_response(site, head_ref, &info)));
+        c.req = Some(req);
+        if framing == BodyFraming::None {
+            self.settle(slot, outcome);
+            return;
+        }
+        let c = self.conns[slot].as_mut().expect("conn");
+        if matches!(&outcome, Outcome::Gateway(gw) if gw.takes_body()) {
+            c.spool = Some(Spool::default());
+        }
+        c.pending = Some(outcome);
+        let req = c.req.as_mut().expect("req");
+        if req.head.as_ref().expect("head").expect_continue {
+            // The body will be read and discarded; say so before the client sends it.
+            let _ = c.stream.write(CONTINUE);
+        }
+        req.decoder = Some(BodyDecoder::new(framing));
+        c.phase = Phase::ReadingBody;
+        // The body is timed from now, with what came with the head.
+        c.clock = self.rules.body_clock(Instant::now(), c.rbuf.len());
+        c.deadline = c.clock.deadline();
+    }
+
+    /// The body is in (or there was none): answer as the handler decided.
+    fn dispatch(&mut self, slot: usize) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let Some(outcome) = c.pending.take() else { return };
+        if let Some(spool) = c.spool.take() {
+            match spool.finish() {
+                Ok(body) => c.body = Some(body),
+                Err(e) => {
+                    self.body_error(slot, warren_handler::fastcgi::spool_error(e));
+                    return;
+                }
+            }
+        }
+        self.settle(slot, outcome);
+    }
+
+    pub(super) fn settle(&mut self, slot: usize, outcome: Outcome) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        match outcome {
+            Outcome::Ready(resp) => self.respond(slot, resp),
+            Outcome::Blocking(work) => {
+                c.on_hold = true;
+                c.deadline = Instant::now() + Duration::from_secs(3600);
+                self.pool.submit(slot, c.generation, Job::Respond(work));
+            }
+            Outcome::Gateway(gw) => self.proxy(slot, gw),
+        }
+    }
+
+    /// Encodes a response into the connection's output and starts writing.
+    pub(super) fn respond(&mut self, slot: usize, resp: Response) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let ex = c.req.as_mut().expect("request in flight");
+        c.out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
+        c.phase = Phase::Writing;
+        c.deadline = Instant::now() + self.rules.timeout;
+    }
+
+    /// The response is out: log it, then keep the connection or close it.
+    /// Returns true if the connection should be driven further.
+    pub(super) fn finish_response(&mut self, slot: usize) -> bool {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let Some(req) = c.req.take() else { return true };
+        c.body = None;
+        req.log(&mut self.logs, &self.site, &c.info, c.served, false);
+        // The loop's requests are counted on the child's first worker slot.
+        self.sb.thread(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
+        match Next::after_response(true, req.keep_alive, req.linger) {
+            Next::KeepAlive => {
+                c.phase = Phase::KeepAlive;
+                c.deadline = self.rules.keep_alive.idle_deadline(Instant::now(), self.stopping);
+                if c.rbuf.is_empty() {
+                    c.rbuf = Vec::new();
+                } else {
+                    // A pipelined next request has begun: its head is timed from now.
+                    c.phase = Phase::ReadingHead;
+                    c.clock = self.rules.head_clock(Instant::now(), c.rbuf.len());
+                    c.deadline = c.clock.deadline();
+                }
+                c.out.release();
+                true
+            }
+            Next::Linger => {
+                linger(c);
+                true
+            }
+            Next::Close => {
+                self.close(slot);
+                false
+            }
+        }
+    }
+
+    /// A request that could not be parsed: answer and close.
+    pub(super) fn protocol_error(&mut self, slot: usize, e: HttpError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let (ex, resp) = Exchange::for_protocol_error(&c.rbuf, &e, &self.site, &c.info);
+        c.served += 1;
+        c.req = Some(ex);
+        c.rbuf.clear();
+        c.scan = HeadScan::default();
+        self.respond(slot, resp);
+    }
+
+    /// A bad or oversized body: answer and close (what is left of the body
+    /// cannot be told from a next request).
+    pub(super) fn body_error(&mut self, slot: usize, e: HttpError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let resp = c.req.as_mut().expect("req").body_error(&e, &self.site, &c.info);
+        c.rbuf.clear();
+        c.scan = HeadScan::default();
+        c.pending = None;
+        c.spool = None;
+        self.respond(slot, resp);
+    }
+
+    /// Closes a connection whose request could not be completed.
+    pub(super) fn abort(&mut self, slot: usize) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            if let Some(req) = c.req.take() {
+                req.log(&mut self.logs, &self.site, &c.info, c.served, true);
+            }
+        }
+        self.close(slot);
+    }
+
+    pub(super) fn close(&mut self, slot: usize) {
+        // Closing the socket (dropping the stream) also removes it from epoll.
+        if self.conns[slot].take().is_some() {
+            self.free.push(slot);
+            self.open -= 1;
+        }
+    }
+}
+
+enum ReadResult {
+    Data,
+    Blocked,
+    Closed,
+}
+
+/// Half-closes the connection and drains what the client still sends
+/// (bounded by LINGER), so that it reads our last answer, not a reset.
+pub(super) fn linger(c: &mut Conn) {
+    let _ = c.stream.shutdown(Shutdown::Write);
+    c.phase = Phase::Lingering;
+    c.deadline = Instant::now() + LINGER;
+    c.readable = true;
+}
+
+/// Reads and discards input of a half-closed connection. Ok(true): the
+/// client has closed its side.
+fn drain(c: &mut Conn) -> io::Result<bool> {
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.stream.read(&mut buf) {
+            Ok(0) => return Ok(true),
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                c.readable = false;
+                return Ok(false);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}

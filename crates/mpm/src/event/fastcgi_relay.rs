@@ -1,0 +1,438 @@
+//! FastCGI on the event loop: an exchange relayed without blocking (an
+//! [`Upstream`] whose socket joins the epoll set), a request parked until
+//! a pool's child is free, or the connection lent to a worker thread when
+//! the loop cannot do it without blocking.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use nix::sys::epoll::{EpollEvent, EpollFlags};
+use warren_config::{FcgiAddr, LogLevel};
+use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
+use warren_handler::spool::Spooled;
+use warren_handler::{Body, Outcome, Response};
+use warren_http::Phase;
+
+use crate::exchange::{Chunk, Exchange, Output};
+use crate::fastcgi::on_loop::{BodyFraming as RelayFraming, FedByLoop, NotHere, Upstream};
+use crate::fastcgi::pool_wait::Parked;
+use crate::fastcgi::spill::Spill;
+use super::thread_pool::{FastCgiJob, Job};
+use super::connection::Conn;
+use super::{EventLoop, TOKEN_UPSTREAM};
+
+/// A relayed answer sent at the client's pace (`flushpackets=on`, or a
+/// spill file that is full) stops being read from the application while
+/// this much waits for the client.
+const RELAY_HIGH_WATER: u64 = 256 * 1024;
+
+impl EventLoop {
+    /// Starts relaying a FastCGI exchange on the loop, or hands it to a
+    /// worker thread when the loop cannot do it without blocking.
+    pub(super) fn proxy(&mut self, slot: usize, gw: Box<Gateway>) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        if matches!(c.body, Some(Spooled::File(..))) {
+            // Sending a file may block: a worker thread's job.
+            self.lend(slot, gw);
+            return;
+        }
+        let reader = self.site.response_reader(&gw, &c.info);
+        match Upstream::start(gw, memory_body(&c.body), reader, self.site.pools.get(), &self.half_close) {
+            Ok(up) => {
+                c.body = None;
+                self.attach(slot, up);
+            }
+            Err((gw, NotHere::UseThread)) => match (&gw.backend.addr, self.site.pools.get()) {
+                // A pool with no idle child: the request waits on the loop.
+                (FcgiAddr::Pool(name), Some(d)) => match d.join_queue(name) {
+                    Ok(()) => {
+                        let name = name.clone();
+                        let d = d.clone();
+                        c.parked = Some(gw);
+                        c.on_hold = true;
+                        let p = Parked { slot, generation: c.generation, pool: name, deadline: Instant::now() + self.rules.timeout };
+                        self.pool_waits.park(p, &d);
+                    }
+                    Err(busy) => {
+                        let FcgiAddr::Pool(name) = &gw.backend.addr else { unreachable!() };
+                        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                        let resp = self.site.pool_unavailable(&gw, head, &c.info, name, busy);
+                        self.answer_error(slot, resp);
+                    }
+                },
+                _ => self.lend(slot, gw),
+            },
+            Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
+        }
+    }
+
+    /// Lends the connection to a worker thread for a FastCGI exchange.
+    fn lend(&mut self, slot: usize, gateway: Box<Gateway>) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let stream = match c.stream.try_clone() {
+            Ok(s) => s,
+            Err(e) => {
+                self.site.error_log.error(Some(c.info.peer), &format!("cannot hand the connection to a worker thread: {e}"));
+                self.abort(slot);
+                return;
+            }
+        };
+        let exchange = c.req.take().expect("request in flight");
+        let job = FastCgiJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway, body: c.body.take() };
+        c.on_hold = true;
+        c.deadline = Instant::now() + Duration::from_secs(3600);
+        self.pool.submit(slot, c.generation, Job::FastCgi(Box::new(job)));
+    }
+
+    /// Starts relaying on the loop: the application's socket joins the epoll.
+    fn attach(&mut self, slot: usize, up: Upstream) {
+        let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
+        let added = self.epoll.add(up.fd(), EpollEvent::new(flags, TOKEN_UPSTREAM + slot as u64));
+        let timeout = up.gateway.timeout;
+        let c = self.conns[slot].as_mut().expect("conn");
+        c.upstream = Some(Box::new(up));
+        match added {
+            Ok(()) => {
+                c.phase = Phase::Proxying;
+                c.deadline = Instant::now() + timeout;
+            }
+            Err(e) => {
+                let why = format!("FastCGI: cannot watch the connection to {}: {e}", c.upstream.as_ref().expect("upstream").gateway.backend_name());
+                self.fail_upstream(slot, &GatewayError { status: 503, why });
+            }
+        }
+    }
+
+    pub(super) fn upstream_ready(&mut self, slot: usize, flags: EpollFlags) {
+        let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
+        let Some(up) = c.upstream.as_mut() else { return };
+        if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            up.readable = true;
+        }
+        if flags.intersects(EpollFlags::EPOLLOUT | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            up.writable = true;
+        }
+        if c.phase == Phase::Proxying {
+            self.drive(slot);
+        }
+    }
+
+    /// Relays as far as it can go without blocking. True when the
+    /// connection has moved on to another phase and should be driven on.
+    pub(super) fn relay(&mut self, slot: usize) -> bool {
+        loop {
+            match self.relay_step(slot) {
+                Relay::Again => {}
+                Relay::Wait => return false,
+                Relay::Failed(e) => {
+                    self.fail_upstream(slot, &e);
+                    return true;
+                }
+                Relay::Lost(e) => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    let up = c.upstream.as_mut().expect("upstream");
+                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                    if up.lost_child_may_be_replaced() && up.gateway.retry_lost_child(head) {
+                        self.site.error_log.log(LogLevel::Warn, Some(c.info.peer), &format!("{}; sending the request to another child", e.why));
+                        // Dropping the exchange gives the lost child's place back.
+                        let gw = c.upstream.take().expect("upstream").gateway;
+                        self.child_given_back();
+                        self.proxy(slot, gw);
+                    } else {
+                        self.fail_upstream(slot, &e);
+                    }
+                    return true;
+                }
+                Relay::CutShort(e) => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    if let Some(up) = c.upstream.take() {
+                        up.reader.log_cut_short(&e);
+                    }
+                    self.abort(slot);
+                    return false;
+                }
+                Relay::ClientGone => {
+                    self.conns[slot].as_mut().expect("conn").upstream = None;
+                    self.abort(slot);
+                    return false;
+                }
+                Relay::Redirect(location) => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    let up = c.upstream.take().expect("upstream");
+                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                    let (outcome, _) = self.site.redirect_outcome(&up.gateway, head, &c.info, &location);
+                    self.settle(slot, outcome);
+                    return true;
+                }
+                Relay::Whole(resp) => {
+                    self.conns[slot].as_mut().expect("conn").upstream = None;
+                    self.respond(slot, resp);
+                    self.child_given_back();
+                    return true;
+                }
+                Relay::Ended => {
+                    // The application is free now; the client takes the
+                    // rest at its own pace.
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    c.upstream = None;
+                    c.phase = Phase::Writing;
+                    c.deadline = Instant::now() + self.rules.timeout;
+                    self.child_given_back();
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// One pass: the client's output, the request to the application, and
+    /// what the application has sent.
+    fn relay_step(&mut self, slot: usize) -> Relay {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let Conn { stream, out, upstream, req, deadline, .. } = c;
+        let up = upstream.as_mut().expect("proxying");
+        if !out.is_empty() {
+            match out.flush(stream) {
+                Ok(_) => *deadline = Instant::now() + up.gateway.timeout,
+                Err(_) => return Relay::ClientGone,
+            }
+        }
+        let read_ahead = up.body.as_ref().and_then(|f| f.spill.as_ref()).is_some_and(Spill::has_room);
+        if !read_ahead && out.pending() > RELAY_HIGH_WATER {
+            return Relay::Wait;
+        }
+        match up.check_connected() {
+            Ok(true) => {}
+            Ok(false) => return Relay::Wait,
+            Err(e) => return Relay::Failed(GatewayError::connect(&up.gateway.backend_name(), &e)),
+        }
+        match up.send_request() {
+            Ok(true) => {}
+            Ok(false) => return Relay::Wait,
+            Err(e) => return Relay::Failed(GatewayError::io("sending the request to", &up.gateway.backend.addr, &e)),
+        }
+        if !up.readable {
+            return Relay::Wait;
+        }
+        let head_sent = up.body.is_some();
+        match up.receive(&mut self.scratch_in) {
+            Ok(0) => {
+                let e = GatewayError { status: 502, why: format!("FastCGI: {} closed the connection before the end of its answer", up.gateway.backend_name()) };
+                return if head_sent { Relay::CutShort(e) } else if up.reader.nothing_yet() { Relay::Lost(e) } else { Relay::Failed(e) };
+            }
+            Ok(_) => *deadline = Instant::now() + up.gateway.timeout,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Relay::Again,
+            Err(e) => {
+                let reset = e.kind() == io::ErrorKind::ConnectionReset;
+                let e = GatewayError::io("reading the response from", &up.gateway.backend.addr, &e);
+                return if head_sent { Relay::CutShort(e) } else if reset && up.reader.nothing_yet() { Relay::Lost(e) } else { Relay::Failed(e) };
+            }
+        }
+        let ex = req.as_mut().expect("request in flight");
+        loop {
+            match up.reader.next_piece() {
+                Ok(None) => break,
+                Ok(Some(Piece::Head(mut h))) => {
+                    if let Some(location) = h.redirect.take() {
+                        return Relay::Redirect(location);
+                    }
+                    let mut resp = up.gateway.response(&mut h);
+                    let mut body = std::mem::take(&mut h.first_body);
+                    // All of it may be here already: then it goes with a
+                    // Content-Length, in one write with the head.
+                    loop {
+                        match up.reader.next_piece() {
+                            Ok(Some(Piece::Data(d))) => body.extend_from_slice(&d),
+                            Ok(Some(Piece::End)) => {
+                                if let Some(n) = h.content_length {
+                                    body.truncate(n.min(body.len() as u64) as usize);
+                                }
+                                resp.body = Body::Bytes(body);
+                                return Relay::Whole(resp);
+                            }
+                            Ok(Some(Piece::Head(_))) | Ok(None) => break,
+                            Err(e) => return Relay::Failed(e),
+                        }
+                    }
+                    resp.body = Body::Stream { source: Box::new(FedByLoop), len: h.content_length };
+                    out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
+                    let st = out.streaming.take().expect("a streamed body");
+                    let spill = up.gateway.buffers(&h).then(Spill::default);
+                    up.body = Some(RelayFraming { chunked: st.chunked, remaining: st.remaining, send: st.send, spill });
+                    queue_piece(out, up.body.as_mut().expect("framing"), ex, body);
+                }
+                Ok(Some(Piece::Data(d))) => match up.body.as_mut() {
+                    Some(f) => queue_piece(out, f, ex, d),
+                    None => unreachable!("data comes after the head"),
+                },
+                Ok(Some(Piece::End)) => {
+                    let f = up.body.as_ref().expect("the end comes after the head");
+                    if f.remaining.is_some_and(|left| left > 0) && f.send {
+                        let e = GatewayError { status: 502, why: format!("FastCGI: {} sent less than its Content-Length", up.gateway.backend_name()) };
+                        return Relay::CutShort(e);
+                    }
+                    if f.chunked && f.send {
+                        out.queue.push_back(Chunk::Bytes(b"0\r\n\r\n".to_vec()));
+                        ex.bytes_sent += 5;
+                    }
+                    return Relay::Ended;
+                }
+                Err(e) => return if up.body.is_some() { Relay::CutShort(e) } else { Relay::Failed(e) },
+            }
+        }
+        Relay::Again
+    }
+
+    /// An exchange that failed before its head was sent: the error answer.
+    pub(super) fn fail_upstream(&mut self, slot: usize, e: &GatewayError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let up = c.upstream.take().expect("upstream");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        // A pool child killed for request_terminate_timeout: 504, as php-fpm.
+        let killed;
+        let e = if up.terminated() {
+            killed = GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) };
+            &killed
+        } else {
+            e
+        };
+        let resp = self.site.gateway_failed(&up.gateway, head, &c.info, e);
+        self.answer_error(slot, resp);
+    }
+
+    /// Answers with the error of an exchange that could not start.
+    fn gateway_error(&mut self, slot: usize, gw: &Gateway, e: &GatewayError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let resp = self.site.gateway_failed(gw, head, &c.info, e);
+        self.answer_error(slot, resp);
+    }
+
+    /// An error page for the request in flight: its local ErrorDocument,
+    /// if it has one, is an internal redirect, possibly to a script.
+    fn answer_error(&mut self, slot: usize, page: Response) {
+        let c = self.conns[slot].as_ref().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let outcome = self.site.follow_error_document(Outcome::Ready(page), head, &c.info);
+        self.settle(slot, outcome);
+    }
+
+    /// A relayed exchange ended (and gave back its pool child, if it had
+    /// one): a request parked on this loop may take the child at once.
+    fn child_given_back(&mut self) {
+        if !self.pool_waits.parked.is_empty() {
+            self.retry_parked(Instant::now());
+        }
+    }
+
+    /// Leases children for parked requests, first come first served; those
+    /// past Timeout get 503.
+    pub(super) fn retry_parked(&mut self, now: Instant) {
+        let Some(d) = self.site.pools.get().cloned() else { return };
+        let mut busy_pools: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < self.pool_waits.parked.len() {
+            let p = &self.pool_waits.parked[i];
+            let (slot, generation, pool) = (p.slot, p.generation, p.pool.clone());
+            let alive = matches!(&self.conns.get(slot), Some(Some(c)) if c.generation == generation && c.parked.is_some());
+            if !alive {
+                self.pool_waits.unpark(i, &d);
+                continue;
+            }
+            if busy_pools.contains(&pool) && p.deadline > now {
+                i += 1;
+                continue;
+            }
+            let c = self.conns[slot].as_mut().expect("conn");
+            let gw = c.parked.take().expect("parked");
+            let timed_out = p.deadline <= now;
+            let reader = self.site.response_reader(&gw, &c.info);
+            let started = if timed_out { Err((gw, NotHere::UseThread)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.half_close) };
+            if let Err((gw, NotHere::UseThread)) = started {
+                if !timed_out {
+                    // Still none free: the rest of this pool's queue waits too.
+                    c.parked = Some(gw);
+                    busy_pools.push(pool);
+                    i += 1;
+                    continue;
+                }
+                self.pool_waits.unpark(i, &d);
+                self.conns[slot].as_mut().expect("conn").on_hold = false;
+                let c = self.conns[slot].as_ref().expect("conn");
+                let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                let resp = self.site.pool_unavailable(&gw, head, &c.info, &pool, PoolBusy::Timeout);
+                self.answer_error(slot, resp);
+                self.drive(slot);
+                continue;
+            }
+            self.pool_waits.unpark(i, &d);
+            let c = self.conns[slot].as_mut().expect("conn");
+            c.on_hold = false;
+            // Events that came while parked were set aside.
+            c.readable = true;
+            match started {
+                Ok(up) => {
+                    c.body = None;
+                    self.attach(slot, up);
+                }
+                Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
+                Err((_, NotHere::UseThread)) => unreachable!("handled above"),
+            }
+            self.drive(slot);
+        }
+    }
+}
+
+/// What one pass of relaying came to.
+enum Relay {
+    /// Progress was made: go round again.
+    Again,
+    /// Nothing more until an event.
+    Wait,
+    /// Failed before the head was sent: answer with this error.
+    Failed(GatewayError),
+    /// The application went away before any of its answer came.
+    Lost(GatewayError),
+    /// Failed after the head was sent: close without ending the body.
+    CutShort(GatewayError),
+    ClientGone,
+    Redirect(String),
+    /// The whole answer arrived before anything was sent.
+    Whole(Response),
+    /// The application has ended its answer; the client may not have all
+    /// of it yet.
+    Ended,
+}
+
+/// A body the loop has read whole and kept in memory, for the request it
+/// sends itself; None without a body.
+fn memory_body(body: &Option<Spooled>) -> Option<&[u8]> {
+    match body {
+        Some(Spooled::Memory(b)) => Some(b),
+        Some(Spooled::None | Spooled::File(..)) | None => None,
+    }
+}
+
+/// Frames a piece of a relayed body and queues it for the client.
+fn queue_piece(out: &mut Output, f: &mut RelayFraming, ex: &mut Exchange, mut data: Vec<u8>) {
+    if !f.send || data.is_empty() {
+        return;
+    }
+    if let Some(left) = f.remaining.as_mut() {
+        data.truncate((*left).min(data.len() as u64) as usize);
+        *left -= data.len() as u64;
+    }
+    ex.body_bytes += data.len() as u64;
+    let framed = if f.chunked {
+        let mut framed = Vec::with_capacity(data.len() + 16);
+        warren_http::response::write_chunk(&mut framed, &data);
+        framed
+    } else {
+        data
+    };
+    ex.bytes_sent += framed.len() as u64;
+    match f.spill.as_mut() {
+        Some(spill) => spill.queue(out, framed),
+        None => out.queue.push_back(Chunk::Bytes(framed)),
+    }
+}
