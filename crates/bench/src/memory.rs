@@ -75,15 +75,20 @@ fn tree_pss(root: u32, counts: impl Fn(u32) -> bool) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Samples every second until `stop`.
+/// Samples every second until `stop`, and once more then: a run shorter
+/// than the thread takes to be scheduled still has its figure (and the
+/// end of a run, often its peak, is always in).
 pub fn watch(src: Source, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Memory> {
     std::thread::spawn(move || {
         let (mut n, mut peak, mut total) = (0usize, 0u64, 0u64);
-        while !stop.load(Ordering::Relaxed) {
+        loop {
             if let Some(b) = sample(&src) {
                 n += 1;
                 peak = peak.max(b);
                 total += b;
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
             }
             // Sleep in small steps so that the end of the run is not delayed.
             for _ in 0..10 {
@@ -111,5 +116,12 @@ mod tests {
         let comm = std::fs::read_to_string(format!("/proc/{me}/comm")).unwrap().trim().to_string();
         assert_eq!(sample(&Source::Part { root: me, names: vec![comm.clone()], only: false }), Some(0));
         assert!(sample(&Source::Part { root: me, names: vec![comm], only: true }).unwrap() > 100 * 1024);
+    }
+
+    #[test]
+    fn a_run_over_before_the_first_sample_still_has_one() {
+        let m = watch(Source::Pid(std::process::id()), Arc::new(AtomicBool::new(true))).join().unwrap();
+        assert_eq!(m.samples, 1);
+        assert!(m.peak > 100 * 1024);
     }
 }
