@@ -13,6 +13,8 @@ pub enum Mpm {
 }
 
 impl Mpm {
+    pub const ALL: [Mpm; 3] = [Mpm::Event, Mpm::Worker, Mpm::Prefork];
+
     pub fn from_module(name: &str) -> Option<Mpm> {
         match name {
             "mpm_event_module" => Some(Mpm::Event),
@@ -24,7 +26,7 @@ impl Mpm {
 
     /// `event`, `worker` or `prefork`, as [`Mpm::name`] gives them.
     pub fn from_name(name: &str) -> Option<Mpm> {
-        [Mpm::Event, Mpm::Worker, Mpm::Prefork].into_iter().find(|m| m.name() == name)
+        Mpm::ALL.into_iter().find(|m| m.name() == name)
     }
 
     pub fn name(self) -> &'static str {

@@ -32,8 +32,8 @@ struct Cli {
     #[arg(short = 'D', value_name = "NAME")]
     defines: Vec<String>,
     /// Override the MPM the configuration loads.
-    #[arg(long, value_enum)]
-    mpm: Option<MpmArg>,
+    #[arg(long, value_parser = mpm_name())]
+    mpm: Option<Mpm>,
     /// Let server children and pools run as root (User root, or no User,
     /// when started as root), as php-fpm's -R; `warren serve` started as
     /// root then keeps root instead of running as www-data or nobody.
@@ -51,8 +51,8 @@ enum Command {
         /// Address and port to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
-        #[arg(long, value_enum, default_value = "event")]
-        mpm: MpmArg,
+        #[arg(long, value_parser = mpm_name(), default_value = "event")]
+        mpm: Mpm,
     },
     /// Load-test HTTP servers, as ab and siege do: siege's report and ab's percentiles.
     Bench(Box<BenchArgs>),
@@ -130,21 +130,10 @@ enum Action {
     GracefulStop,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum MpmArg {
-    Event,
-    Worker,
-    Prefork,
-}
-
-impl From<MpmArg> for Mpm {
-    fn from(m: MpmArg) -> Mpm {
-        match m {
-            MpmArg::Event => Mpm::Event,
-            MpmArg::Worker => Mpm::Worker,
-            MpmArg::Prefork => Mpm::Prefork,
-        }
-    }
+/// `--mpm`: one of the names config's `Mpm` knows, listed in `--help`.
+fn mpm_name() -> impl clap::builder::TypedValueParser<Value = Mpm> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Mpm::ALL.map(Mpm::name)).map(|name: String| Mpm::from_name(&name).expect("a name PossibleValuesParser let through"))
 }
 
 fn main() -> ExitCode {
@@ -164,7 +153,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let mut s = Settings::for_directory(&dir, *listen, (*mpm).into());
+            let mut s = Settings::for_directory(&dir, *listen, *mpm);
             let php = match find_on_path("php-cgi") {
                 Some(php) => {
                     s.add_builtin_php_pool(&php);
@@ -187,7 +176,7 @@ fn main() -> ExitCode {
             s
         }
         (None, Some(file)) => {
-            let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm.map(Into::into) };
+            let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm };
             // -k only needs the PidFile: a server running with -R must be
             // stoppable without it.
             let loaded = if cli.signal.is_some() { load_file(file, &opts) } else { load_checked(file, &opts, cli.allow_root) };
@@ -222,7 +211,7 @@ fn main() -> ExitCode {
     let reload: Option<warren_mpm::parent::Reload> = match (&cli.command, &cli.config) {
         (None, Some(file)) => {
             let file = file.clone();
-            let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm.map(Into::into) };
+            let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm };
             let allow_root = cli.allow_root;
             Some(Box::new(move || {
                 let loaded = load_checked(&file, &opts, allow_root);
