@@ -3,7 +3,8 @@
 //! - [`listen`]: listening sockets, bound by the parent before it forks, and
 //!   a one-syscall accept.
 //! - [`parent`]: the [`Parent`] process, the same for every MPM: PidFile,
-//!   forking children, Apache's spare maintenance, signals, graceful restart.
+//!   forking children, Apache's spare maintenance, signals, graceful restart;
+//!   `log_relay` carries the children's log lines to its terminal.
 //! - [`scoreboard`]: shared memory with one slot per serving thread, written by the
 //!   children, read by the parent's maintenance and by server-status.
 //! - [`exchange`]: one request/response on a connection: encoding a
@@ -30,6 +31,7 @@ pub mod event;
 pub mod exchange;
 pub mod fastcgi;
 pub mod listen;
+mod log_relay;
 pub mod parent;
 pub mod prefork;
 pub mod scoreboard;

@@ -26,6 +26,7 @@ use nix::unistd::{fork, ForkResult, Pid};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGWINCH};
 use signal_hook::SigId;
 use warren_config::{LogLevel, Mpm, Settings};
+use crate::log_relay::Relay;
 use warren_handler::status::{ChildStatus, StatusSnapshot, StatusSource, WorkerStatus};
 use warren_handler::Site;
 
@@ -171,39 +172,6 @@ pub struct Parent {
     /// write their error log lines to, which the parent copies to it, so
     /// that no child holds the terminal (see `detach_child`).
     relay: Option<Relay>,
-}
-
-struct Relay {
-    /// The parent's end; None in a child.
-    read: Option<OwnedFd>,
-    write: OwnedFd,
-}
-
-impl Relay {
-    fn new() -> Option<Relay> {
-        // SAFETY: isatty only looks at the descriptor.
-        if unsafe { libc::isatty(2) } != 1 {
-            return None;
-        }
-        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
-        nix::fcntl::fcntl(&read, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)).ok()?;
-        Some(Relay { read: Some(read), write })
-    }
-
-    /// Copies what the children wrote to the parent's standard error.
-    /// A child writes each log line at once, and the pipe keeps writes of up
-    /// to PIPE_BUF (4 KB) whole, so lines of different children do not mix.
-    fn copy(&self) {
-        use std::io::Write;
-        let Some(read) = &self.read else { return };
-        let mut buf = [0u8; 16384];
-        while let Ok(n) = nix::unistd::read(read, &mut buf) {
-            if n == 0 {
-                break;
-            }
-            let _ = std::io::stderr().write_all(&buf[..n]);
-        }
-    }
 }
 
 impl Parent {
