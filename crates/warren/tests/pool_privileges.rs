@@ -154,7 +154,9 @@ fn get(port: u16, path: &str) -> Resp {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
-    parse_response(&read_to_close(&mut s)).0
+    let (raw, how) = read_to_end_of(&mut s);
+    assert!(response_complete(&raw), "GET {path}: answer {:?}, {how}", String::from_utf8_lossy(&raw));
+    parse_response(&raw).0
 }
 
 /// A pseudo-terminal: its master side, read by a thread into `output`.
@@ -288,9 +290,10 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(b"GET /pid.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-        read_to_close(&mut s)
+        read_to_end_of(&mut s)
     };
-    assert!(response_complete(&first), "answer {:?}; the terminal showed: {}", String::from_utf8_lossy(&first), term.text());
+    let (first, how) = first;
+    assert!(response_complete(&first), "answer {:?}, {how}; the terminal showed: {}", String::from_utf8_lossy(&first), term.text());
     assert_eq!(parse_response(&first).0.status, 200);
     let (php, server) = wait_children(warren, 2);
     assert_eq!(php.len(), 2, "pm static, 2 children: {php:?}");
@@ -764,9 +767,9 @@ fn serve_as_root_runs_children_unprivileged() {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(b"GET /pid.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-        let raw = read_to_close(&mut s);
+        let (raw, how) = read_to_end_of(&mut s);
         if !response_complete(&raw) {
-            panic!("answer {:?}; warren said: {}", String::from_utf8_lossy(&raw), stop(child));
+            panic!("answer {:?}, {how}; warren said: {}", String::from_utf8_lossy(&raw), stop(child));
         }
         (child, parse_response(&raw).0)
     };

@@ -188,9 +188,12 @@ impl Server {
     /// A GET with this Host: for virtual hosts.
     pub fn get_from(&self, host: &str, path: &str) -> Resp {
         let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-        let answer = self.raw(req.as_bytes());
+        let mut c = self.connect();
+        c.write_all(req.as_bytes()).unwrap();
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let (answer, how) = read_to_end_of(&mut c);
         // What the server logged goes with an answer that is not one.
-        assert!(answer.windows(4).any(|w| w == b"\r\n\r\n"), "GET {path}: answer {:?}; error log:\n{}", String::from_utf8_lossy(&answer), self.read_log("error.log"));
+        assert!(answer.windows(4).any(|w| w == b"\r\n\r\n"), "GET {path}: answer {:?}, {how}; error log:\n{}", String::from_utf8_lossy(&answer), self.read_log("error.log"));
         parse_response(&answer).0
     }
 
@@ -311,16 +314,25 @@ pub fn socket_dir(warren: u32) -> PathBuf {
 }
 
 pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+    read_to_end_of(s).0
+}
+
+/// What the server sent until the connection ended, and how it ended
+/// (the connection's ends, the time, and a close, a reset or the 10 s
+/// timeout): for the message of a test that got no answer.
+pub fn read_to_end_of(s: &mut TcpStream) -> (Vec<u8>, String) {
     let mut out = Vec::new();
     let mut buf = [0u8; 65536];
-    loop {
+    let ended = loop {
         match s.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => break "closed by the server".to_string(),
             Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(_) => break,
+            Err(e) => break format!("read: {e}"),
         }
-    }
-    out
+    };
+    let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let how = format!("{ended} ({:?} -> {:?}, at {}.{:06})", s.local_addr(), s.peer_addr(), at.as_secs(), at.subsec_micros());
+    (out, how)
 }
 
 #[derive(Debug, Clone)]
