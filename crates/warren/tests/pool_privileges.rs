@@ -711,6 +711,8 @@ fn server_children_take_no_terminal_from_a_path(mpm: &str) {
     }
     let log = s.wait_log("error.log", "not a regular file");
     assert!(log.contains(&format!("not a regular file: {htdocs}/tty")), "the pty was reached, and refused: {log}");
+    // A child that served nothing may not have been scheduled since its fork yet.
+    settle(|| children.iter().all(|&c| session_and_tty(c) == (c, 0)));
     for &c in &children {
         let (sid, tty) = session_and_tty(c);
         assert_eq!(sid, c, "server child {c} leads its session");
