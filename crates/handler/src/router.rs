@@ -14,8 +14,6 @@ use crate::route::{Request, Route};
 use crate::site::ConnInfo;
 use crate::{static_files, Outcome, Response, Site};
 
-pub use crate::site::LogWriters;
-
 impl Site {
     /// Where a request goes and what answers it; [`Site::handle`] adds
     /// the ErrorDocument of an error it ends in.

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::poll::PollFlags;
-use warren_handler::router::LogWriters;
+use warren_handler::site::LogWriters;
 use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
 use warren_http::{parse_head_from, BodyFraming, ConnRules, DateCache, HeadScan, HttpError, KeepAlivePolicy, Next, ReadClock, RequestHead, LINGER};
 

@@ -17,7 +17,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use warren_config::{ReadStage, Settings};
 use warren_handler::logs::LogRecord;
-use warren_handler::router::LogWriters;
+use warren_handler::site::LogWriters;
 use warren_handler::{Body, BodySource, ConnInfo, Part, Request, Response, Site};
 use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
 use warren_http::conn::declared_body_within;

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use warren_config::LogLevel;
-use warren_handler::router::LogWriters;
+use warren_handler::site::LogWriters;
 use warren_handler::Site;
 use warren_http::{ConnRules, DateCache, Phase};
 
