@@ -150,11 +150,16 @@ fn wait_ready(child: &mut Child, port: u16, dir: &TempDir) {
     panic!("warren did not start listening on {port}");
 }
 
-fn get(port: u16, path: &str) -> Resp {
+/// A GET of `path` on `port`: what came back, and how the connection ended.
+fn fetch(port: u16, path: &str) -> (Vec<u8>, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
-    let (raw, how) = read_to_end_of(&mut s);
+    read_to_end_of(&mut s)
+}
+
+fn get(port: u16, path: &str) -> Resp {
+    let (raw, how) = fetch(port, path);
     assert!(response_complete(&raw), "GET {path}: answer {:?}, {how}", String::from_utf8_lossy(&raw));
     parse_response(&raw).0
 }
@@ -286,13 +291,7 @@ fn children_leave_the_terminal_and_stray_descriptors(mpm: &str) {
     assert_eq!(fd_target(&warren_fds, 2), slave);
 
     // What warren logged (on the terminal here) goes with an answer that is not one.
-    let first = {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(b"GET /pid.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-        read_to_end_of(&mut s)
-    };
-    let (first, how) = first;
+    let (first, how) = fetch(port, "/pid.php");
     assert!(response_complete(&first), "answer {:?}, {how}; the terminal showed: {}", String::from_utf8_lossy(&first), term.text());
     assert_eq!(parse_response(&first).0.status, 200);
     let (php, server) = wait_children(warren, 2);
@@ -769,10 +768,7 @@ fn serve_as_root_runs_children_unprivileged() {
     };
     // What warren logged (to its stderr here) goes with an answer that is not one.
     let get_or_show = |child: Guard, port: u16| -> (Guard, Resp) {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(b"GET /pid.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-        let (raw, how) = read_to_end_of(&mut s);
+        let (raw, how) = fetch(port, "/pid.php");
         if !response_complete(&raw) {
             panic!("answer {:?}, {how}; warren said: {}", String::from_utf8_lossy(&raw), stop(child));
         }

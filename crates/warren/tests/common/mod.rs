@@ -175,10 +175,15 @@ impl Server {
 
     /// Sends raw bytes and reads until the server closes (or 10 s pass).
     pub fn raw(&self, request: &[u8]) -> Vec<u8> {
+        self.exchange(request).0
+    }
+
+    /// [`Server::raw`], and how the connection ended (see [`read_to_end_of`]).
+    pub fn exchange(&self, request: &[u8]) -> (Vec<u8>, String) {
         let mut s = self.connect();
         s.write_all(request).unwrap();
         let _ = s.shutdown(std::net::Shutdown::Write);
-        read_to_close(&mut s)
+        read_to_end_of(&mut s)
     }
 
     pub fn get(&self, path: &str) -> Resp {
@@ -188,10 +193,7 @@ impl Server {
     /// A GET with this Host: for virtual hosts.
     pub fn get_from(&self, host: &str, path: &str) -> Resp {
         let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-        let mut c = self.connect();
-        c.write_all(req.as_bytes()).unwrap();
-        let _ = c.shutdown(std::net::Shutdown::Write);
-        let (answer, how) = read_to_end_of(&mut c);
+        let (answer, how) = self.exchange(req.as_bytes());
         // What the server logged goes with an answer that is not one.
         assert!(answer.windows(4).any(|w| w == b"\r\n\r\n"), "GET {path}: answer {:?}, {how}; error log:\n{}", String::from_utf8_lossy(&answer), self.read_log("error.log"));
         parse_response(&answer).0
