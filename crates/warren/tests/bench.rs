@@ -311,15 +311,10 @@ fn suite_runs_each_setup_and_writes_the_report() {
     }
     // Every server it started stops (a child of one killed after its 10 s
     // may still be finishing on a loaded machine).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let left = loop {
-        let left = Command::new("pgrep").args(["-f", &scratch]).output().unwrap();
-        if left.stdout.is_empty() || Instant::now() > deadline {
-            break left;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(left.stdout.is_empty(), "left running: {}", String::from_utf8_lossy(&left.stdout));
+    let running = || Command::new("pgrep").args(["-f", &scratch]).output().unwrap().stdout;
+    settle(|| running().is_empty());
+    let left = running();
+    assert!(left.is_empty(), "left running: {}", String::from_utf8_lossy(&left));
 
     // A mistake in the suite file: one line naming file and line, nothing started.
     let bad = dir.write("bad.suite", "<Server w>\n Software lighttpd\n</Server>\n");

@@ -343,10 +343,7 @@ fn limits_and_aborts(mpm: &str) {
     let children = s.children();
     // A child may still be starting (on a loaded machine, seconds after the
     // parent): once started and idle, the children hold the same descriptors.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while children.iter().map(|&p| fds(p)).collect::<std::collections::BTreeSet<_>>().len() > 1 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    settle(|| children.iter().map(|&p| fds(p)).collect::<std::collections::BTreeSet<_>>().len() == 1);
     let before: usize = children.iter().map(|&p| fds(p)).sum();
     for _ in 0..20 {
         let mut c = s.connect();
@@ -356,14 +353,8 @@ fn limits_and_aborts(mpm: &str) {
     assert_eq!(s.get("/hello.php").text(), "Hello World");
     // The aborted requests are let go as the server notices each client gone,
     // which under load takes a while: what matters is that they all are.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let after = loop {
-        let after: usize = children.iter().map(|&p| fds(p)).sum();
-        if after <= before + 2 || Instant::now() > deadline {
-            break after;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    settle(|| children.iter().map(|&p| fds(p)).sum::<usize>() <= before + 2);
+    let after: usize = children.iter().map(|&p| fds(p)).sum();
     assert!(after <= before + 2, "descriptors grew from {before} to {after}");
 }
 

@@ -79,17 +79,6 @@ fn fds(pid: u32) -> Vec<(u32, String)> {
     out
 }
 
-/// Waits (up to 10 s) until `ready` holds: a child listed just after its
-/// fork may not yet have left the session, changed user or replaced its
-/// standard streams (seen under load). The assertions that follow say what
-/// was wrong if it never does.
-fn settle(ready: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !ready() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn fd_target(fds: &[(u32, String)], fd: u32) -> &str {
     fds.iter().find(|(n, _)| *n == fd).map_or("(closed)", |(_, t)| t.as_str())
 }

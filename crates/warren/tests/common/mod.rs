@@ -302,6 +302,17 @@ pub fn children_of(parent: u32) -> Vec<u32> {
     out
 }
 
+/// Waits (up to 10 s) until `ready` holds: a state reached after a fork or
+/// a stop (a child leaving the session or changing user, descriptors let
+/// go, processes gone) may take a while on a loaded machine. The assertions
+/// that follow say what was wrong if it never does.
+pub fn settle(ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The directory of the pools' sockets of the warren running as `warren`:
 /// the one its parent holds open. (Its name starts with the pid, but a
 /// warren killed outright leaves its directory behind, and pids are reused.)
