@@ -17,7 +17,7 @@
 #                 and how many processes there were then (MPMs grow under
 #                 php-1000 and shrink a child a second afterwards)
 # Usage: bench/compare.sh            (DURATION=5 seconds per wrk run by default;
-#        MPMS="event worker prefork" chooses the tables)
+#        MPMS="event worker prefork" chooses the tables; WARREN=binary, see below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
@@ -42,8 +42,12 @@ service apache2 stop >/dev/null 2>&1 || true
 for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
 ulimit -n 65536 2>/dev/null || true
 
-cargo build --release --locked -q
-WARREN=$PWD/target/release/warren
+# WARREN=/path/to/warren measures that build instead (one from before a
+# change, to show the change's effect in the same conditions).
+if [ -z "${WARREN:-}" ]; then
+    cargo build --release --locked -q
+    WARREN=$PWD/target/release/warren
+fi
 
 WORK=$(mktemp -d /tmp/warren-bench.XXXXXX)
 SERVER_PID=
