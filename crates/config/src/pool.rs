@@ -78,6 +78,34 @@ impl PoolConfig {
     }
 }
 
+/// php-fpm's form of a line, `pm = dynamic` (also `pm=dynamic`, and an INI
+/// comment after `;`), as the reader splits it into a name and words: the
+/// name, and the values without the `=` and the comment. A line in
+/// Apache's form (`pm dynamic`) comes back as it is.
+fn fpm_form(name: &str, args: &[String]) -> (String, Vec<String>) {
+    let mut args = args.to_vec();
+    let key = match name.split_once('=') {
+        Some((key, value)) => {
+            if !value.is_empty() {
+                args.insert(0, value.to_string());
+            }
+            key
+        }
+        None if args.first().is_some_and(|a| a.starts_with('=')) => {
+            args[0].remove(0);
+            if args[0].is_empty() {
+                args.remove(0);
+            }
+            name
+        }
+        None => return (name.to_string(), args),
+    };
+    if let Some(comment) = args.iter().position(|a| a.starts_with(';')) {
+        args.truncate(comment);
+    }
+    (key.to_string(), args)
+}
+
 /// Reads one `<Pool name>` section.
 pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolConfig> {
     let err = |errors: &mut Vec<ConfigError>, origin: &Origin, m: String| errors.push(ConfigError { origin: origin.clone(), message: m });
@@ -99,12 +127,17 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolCo
                 continue;
             }
         };
-        let lname = d.name.to_ascii_lowercase();
+        let (key, args) = fpm_form(&d.name, &d.args);
+        if key.starts_with(';') {
+            // A comment line of a php-fpm pool file.
+            continue;
+        }
+        let lname = key.to_ascii_lowercase();
         let one = |errors: &mut Vec<ConfigError>| -> Option<&String> {
-            match d.args.as_slice() {
+            match args.as_slice() {
                 [v] => Some(v),
                 _ => {
-                    err(errors, &d.origin, format!("{} takes one value", d.name));
+                    err(errors, &d.origin, format!("{key} takes one value"));
                     None
                 }
             }
@@ -112,20 +145,20 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolCo
         let count = |errors: &mut Vec<ConfigError>| -> Option<u32> {
             let v = one(errors)?;
             v.parse::<u32>().ok().or_else(|| {
-                err(errors, &d.origin, format!("{}: '{v}' is not a whole number", d.name));
+                err(errors, &d.origin, format!("{key}: '{v}' is not a whole number"));
                 None
             })
         };
         let time = |errors: &mut Vec<ConfigError>| -> Option<Duration> {
             let v = one(errors)?;
             parse_duration(v, &PHP_FPM_TIME).or_else(|| {
-                err(errors, &d.origin, format!("{}: '{v}' is not a time (seconds, or with s, m, h or d)", d.name));
+                err(errors, &d.origin, format!("{key}: '{v}' is not a time (seconds, or with s, m, h or d)"));
                 None
             })
         };
         if let Some(var) = lname.strip_prefix("env[").and_then(|r| r.strip_suffix(']')) {
-            let var = &d.name[4..4 + var.len()];
-            match (var.is_empty(), d.args.as_slice()) {
+            let var = &key[4..4 + var.len()];
+            match (var.is_empty(), args.as_slice()) {
                 (false, [v]) => p.env.push((var.to_string(), v.clone())),
                 _ => err(errors, &d.origin, "env[NAME] takes one value".into()),
             }
@@ -133,10 +166,10 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolCo
         }
         match lname.as_str() {
             "command" => {
-                if d.args.is_empty() {
+                if args.is_empty() {
                     err(errors, &d.origin, "Command needs a program".into());
                 } else {
-                    p.command = d.args.clone();
+                    p.command = args.clone();
                 }
             }
             "user" => p.user = one(errors).cloned(),
@@ -171,7 +204,7 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolCo
                 Some(v) => err(errors, &d.origin, format!("pm.status_path {v} must start with /")),
                 None => {}
             },
-            _ => err(errors, &d.origin, format!("unknown or unsupported directive '{}' in <Pool>", d.name)),
+            _ => err(errors, &d.origin, format!("unknown or unsupported directive '{key}' in <Pool>")),
         }
     }
     // php-fpm's checks, with its words where it has them.

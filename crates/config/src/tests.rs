@@ -255,6 +255,28 @@ DocumentRoot htdocs
     assert!(l.errors[0].to_string().contains("warren.conf:5: <Pool a> is already defined at"), "{}", l.errors[0]);
 }
 
+/// Inside `<Pool>`, php-fpm's own `key = value` lines (pasted from a pool
+/// file, `;` comments and all) read as the Apache form does.
+#[test]
+fn pools_read_php_fpm_key_value_lines() {
+    let d = Dir::new("pools-ini");
+    let text = "Listen 8080\nDocumentRoot htdocs\n<Pool www>\n; Debian's www.conf, in part\npm = static\npm.max_children=7\npm.max_requests =300 ; recycle\nrequest_terminate_timeout= 20s\nenv[PATH] = /usr/bin:/bin\nenv[Q]=a=b\npm.status_path = \"/status\"\n</Pool>\n";
+    let l = load(&d, text);
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let www = &l.settings.unwrap().pools[0];
+    assert_eq!((www.pm, www.max_children, www.max_requests), (PmStyle::Static, 7, 300));
+    assert_eq!(www.request_terminate_timeout, Some(std::time::Duration::from_secs(20)));
+    assert_eq!(www.env, vec![("PATH".to_string(), "/usr/bin:/bin".to_string()), ("Q".to_string(), "a=b".to_string())]);
+    assert_eq!(www.status_path.as_deref(), Some("/status"));
+
+    // The same errors, at the same lines, as in Apache's form.
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool www>\npm = sometimes\npm.max_children =\nslowlog = /tmp/slow.log\n</Pool>\n");
+    let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
+    assert_eq!(lines, vec![4, 5, 6], "{:?}", l.errors);
+    assert!(l.errors[1].message.contains("pm.max_children takes one value"), "{}", l.errors[1]);
+    assert!(l.errors[2].message.contains("unknown or unsupported directive 'slowlog' in <Pool>"), "{}", l.errors[2]);
+}
+
 #[test]
 fn request_read_timeout_as_mod_reqtimeout() {
     let d = Dir::new("rrt");
