@@ -266,7 +266,7 @@ impl Builder {
     }
 
     fn pool(&mut self, sec: &Section) {
-        let Some(p) = crate::pool::parse_pool(sec, &mut self.errors) else { return };
+        let Some(p) = crate::pool::parse_pool(sec, &mut self.errors, &mut self.warnings) else { return };
         if let Some(first) = self.pools.iter().find(|q| q.name == p.name) {
             let at = format!("{}:{}", first.origin.file.display(), first.origin.line);
             self.error(&sec.origin, format!("<Pool {}> is already defined at {at}", p.name));

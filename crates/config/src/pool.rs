@@ -36,6 +36,9 @@ pub struct PoolConfig {
     /// How many requests may wait for a child.
     pub listen_backlog: u32,
     pub env: Vec<(String, String)>,
+    /// PHP settings (`php_value[name]`, `php_flag[name]` and their
+    /// `php_admin_` forms), given to each child as `-d name=value`.
+    pub php_ini: Vec<(String, String)>,
     pub status_path: Option<String>,
     pub origin: Origin,
 }
@@ -66,6 +69,7 @@ impl PoolConfig {
             request_terminate_timeout: None,
             listen_backlog: 511,
             env: Vec::new(),
+            php_ini: Vec::new(),
             status_path: None,
             origin,
         }
@@ -106,8 +110,22 @@ fn fpm_form(name: &str, args: &[String]) -> (String, Vec<String>) {
     (key.to_string(), args)
 }
 
+/// `php_value[name]` and its kin: which of them, and the setting's name
+/// (as written in lower case).
+fn php_setting(lname: &str) -> Option<(&'static str, &str)> {
+    ["php_value", "php_flag", "php_admin_value", "php_admin_flag"]
+        .into_iter()
+        .find_map(|kind| lname.strip_prefix(kind).and_then(|r| r.strip_prefix('[')).and_then(|r| r.strip_suffix(']')).map(|s| (kind, s)))
+}
+
+/// Whether `command` runs PHP (php-cgi, or another build of it), which
+/// takes settings as `-d name=value`.
+pub fn runs_php(command: &[String]) -> bool {
+    command.first().and_then(|c| std::path::Path::new(c).file_name()).is_some_and(|n| n.to_string_lossy().starts_with("php"))
+}
+
 /// Reads one `<Pool name>` section.
-pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolConfig> {
+pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>, warnings: &mut Vec<ConfigError>) -> Option<PoolConfig> {
     let err = |errors: &mut Vec<ConfigError>, origin: &Origin, m: String| errors.push(ConfigError { origin: origin.clone(), message: m });
     let name = match sec.args.as_slice() {
         [n] if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) => n.clone(),
@@ -164,6 +182,30 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolCo
             }
             continue;
         }
+        if let Some((kind, setting)) = php_setting(&lname) {
+            let setting = &key[key.len() - setting.len() - 1..key.len() - 1];
+            match args.as_slice() {
+                [v] if !setting.is_empty() && setting.chars().all(|c| c.is_ascii_alphanumeric() || "_.".contains(c)) => {
+                    // A flag is stored as php-fpm stores it: "1" or "0".
+                    let v = match (kind.ends_with("_flag"), v.to_ascii_lowercase().as_str()) {
+                        (false, _) => v.clone(),
+                        (true, "1" | "on" | "yes" | "true") => "1".to_string(),
+                        (true, "0" | "off" | "no" | "false" | "") => "0".to_string(),
+                        (true, _) => {
+                            err(errors, &d.origin, format!("{kind}[{setting}]: '{v}' is not a boolean (on, off, yes, no, true, false, 1, 0)"));
+                            continue;
+                        }
+                    };
+                    if kind.starts_with("php_admin_") {
+                        let w = format!("{kind}[{setting}]: php-cgi cannot lock a setting as php-fpm does; it is set as php_value is, and a script may still change it with ini_set where PHP allows");
+                        warnings.push(ConfigError { origin: d.origin.clone(), message: w });
+                    }
+                    p.php_ini.push((setting.to_string(), v));
+                }
+                _ => err(errors, &d.origin, format!("{kind}[NAME] takes a PHP setting's name (letters, digits, _ .) and one value")),
+            }
+            continue;
+        }
         match lname.as_str() {
             "command" => {
                 if args.is_empty() {
@@ -206,6 +248,9 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>) -> Option<PoolCo
             },
             _ => err(errors, &d.origin, format!("unknown or unsupported directive '{key}' in <Pool>")),
         }
+    }
+    if !p.php_ini.is_empty() && !runs_php(&p.command) {
+        err(errors, &sec.origin, format!("<Pool {name}>: php_value and php_flag need a PHP program (php-cgi), not {}", p.command[0]));
     }
     // php-fpm's checks, with its words where it has them.
     let o = &sec.origin;

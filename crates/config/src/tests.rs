@@ -269,6 +269,18 @@ fn pools_read_php_fpm_key_value_lines() {
     assert_eq!(www.env, vec![("PATH".to_string(), "/usr/bin:/bin".to_string()), ("Q".to_string(), "a=b".to_string())]);
     assert_eq!(www.status_path.as_deref(), Some("/status"));
 
+    // PHP's settings, in either form; php-cgi cannot lock an admin value.
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool www>\nphp_value[memory_limit] = 64M\nphp_flag[display_errors] off\nphp_admin_value[open_basedir] /srv\n</Pool>\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let ini = [("memory_limit", "64M"), ("display_errors", "0"), ("open_basedir", "/srv")].map(|(k, v)| (k.to_string(), v.to_string()));
+    assert_eq!(l.settings.unwrap().pools[0].php_ini, ini);
+    assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+    assert!(l.warnings[0].to_string().contains("warren.conf:6: php_admin_value[open_basedir]: php-cgi cannot lock a setting"), "{}", l.warnings[0]);
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool app>\nCommand /srv/app.fcgi\nphp_value[memory_limit] 64M\nphp_value[] 1\nphp_flag[html_errors] maybe\n</Pool>\n");
+    let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
+    assert_eq!(lines, vec![6, 7, 3], "{:?}", l.errors);
+    assert!(l.errors[2].message.contains("php_value and php_flag need a PHP program (php-cgi), not /srv/app.fcgi"), "{}", l.errors[1]);
+
     // The same errors, at the same lines, as in Apache's form.
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool www>\npm = sometimes\npm.max_children =\nslowlog = /tmp/slow.log\n</Pool>\n");
     let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();

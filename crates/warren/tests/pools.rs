@@ -315,13 +315,16 @@ fn graceful_restart_keeps_php_serving(mpm: &str) {
 }
 
 fn dynamic_spares_and_environment(mpm: &str) {
-    let pool = "    pm dynamic\n    pm.max_children 4\n    pm.start_servers 1\n    pm.min_spare_servers 1\n    pm.max_spare_servers 2\n    env[APP_ENV] testing";
+    let pool = "    pm dynamic\n    pm.max_children 4\n    pm.start_servers 1\n    pm.min_spare_servers 1\n    pm.max_spare_servers 2\n    env[APP_ENV] testing\n    php_value[memory_limit] = 33M\n    php_flag[html_errors] off\n    php_admin_value[max_input_vars] = 77";
     let extra = "<IfModule mpm_prefork_module>\n    StartServers 5\n    MinSpareServers 5\n</IfModule>\n";
     let s = start(mpm, pool, extra);
     s.dir.write("htdocs/env.php", "<?php var_export([getenv('APP_ENV'), getenv('HOME'), getenv('PHP_FCGI_MAX_REQUESTS')]);");
     assert_eq!(wait_php_children(&s, 1).len(), 1);
     // The environment is cleared but for env[...] (and what php-cgi needs).
     assert_eq!(s.get("/env.php").text(), "array (\n  0 => 'testing',\n  1 => false,\n  2 => '0',\n)");
+    // php_value, php_flag and php_admin_value reach PHP.
+    s.dir.write("htdocs/ini.php", "<?php echo ini_get('memory_limit'), ' ', var_export(ini_get('html_errors'), true), ' ', ini_get('max_input_vars');");
+    assert_eq!(s.get("/ini.php").text(), "33M '0' 77");
     // Three slow requests at once: children are started for the waiting ones.
     let port = s.port;
     let slow: Vec<_> = (0..3)
