@@ -148,6 +148,7 @@ impl Builder {
                     }
                 }
                 Node::Section(sec) if sec.name.eq_ignore_ascii_case("Pool") => self.pool(sec),
+                Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d),
                 Node::Section(sec) => {
                     let sections = self.dir_section(sec, Context::Server, None);
                     s.main.sections.extend(sections);
@@ -247,6 +248,7 @@ impl Builder {
         let main_document_root_origin = self.document_root_origin.take();
         for node in &sec.children {
             match node {
+                Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d),
                 Node::Directive(d) => self.directive(d, Context::VirtualHost, Target::Host(&mut host)),
                 Node::Section(inner) if inner.name.eq_ignore_ascii_case("VirtualHost") => {
                     self.error(&inner.origin, "<VirtualHost> cannot be nested");
@@ -266,10 +268,24 @@ impl Builder {
     }
 
     fn pool(&mut self, sec: &Section) {
-        let Some(p) = crate::pool::parse_pool(sec, &mut self.errors, &mut self.warnings) else { return };
+        if let Some(p) = crate::pool::parse_pool(sec, true, &mut self.errors, &mut self.warnings) {
+            self.add_pool(p);
+        }
+    }
+
+    /// `PoolFile PATH`: the pools of a php-fpm pool file.
+    fn pool_file(&mut self, d: &Directive) {
+        let Some(path) = self.one(d) else { return };
+        let path = self.resolve(&path);
+        for p in crate::pool_file::read_pool_file(&path, &d.origin, &mut self.errors, &mut self.warnings) {
+            self.add_pool(p);
+        }
+    }
+
+    fn add_pool(&mut self, p: crate::pool::PoolConfig) {
         if let Some(first) = self.pools.iter().find(|q| q.name == p.name) {
             let at = format!("{}:{}", first.origin.file.display(), first.origin.line);
-            self.error(&sec.origin, format!("<Pool {}> is already defined at {at}", p.name));
+            self.error(&p.origin, format!("<Pool {}> is already defined at {at}", p.name));
             return;
         }
         self.pools.push(p);

@@ -39,6 +39,7 @@ pub mod log_format;
 pub mod mpm;
 pub mod parse;
 pub mod pool;
+pub mod pool_file;
 pub mod settings;
 pub mod table;
 pub mod values;

@@ -39,6 +39,8 @@ pub struct PoolConfig {
     /// PHP settings (`php_value[name]`, `php_flag[name]` and their
     /// `php_admin_` forms), given to each child as `-d name=value`.
     pub php_ini: Vec<(String, String)>,
+    /// What the children print goes to the error log (else nowhere).
+    pub catch_output: bool,
     pub status_path: Option<String>,
     pub origin: Origin,
 }
@@ -70,6 +72,7 @@ impl PoolConfig {
             listen_backlog: 511,
             env: Vec::new(),
             php_ini: Vec::new(),
+            catch_output: true,
             status_path: None,
             origin,
         }
@@ -110,6 +113,25 @@ fn fpm_form(name: &str, args: &[String]) -> (String, Vec<String>) {
     (key.to_string(), args)
 }
 
+/// Why a php-fpm pool setting that warren knows has no effect in its
+/// pools, or None for a setting it does not know.
+fn not_applied(lname: &str) -> Option<&'static str> {
+    Some(match lname {
+        "listen" | "listen.owner" | "listen.group" | "listen.mode" | "listen.acl_users" | "listen.acl_groups" | "listen.allowed_clients" | "listen.setfib" => {
+            "a pool of warren's takes requests from warren alone (SetHandler pool:NAME), on sockets of its own that only the server's user may use; this address is not made"
+        }
+        "access.log" | "access.format" | "access.suppress_path" => "the pool's requests are logged in warren's CustomLog",
+        "slowlog" | "request_slowlog_timeout" | "request_slowlog_trace_depth" => "warren's pools keep no slow log",
+        "chdir" => "the children start in the directory warren was started in",
+        "clear_env" => "warren always clears the children's environment but for env[NAME]",
+        "security.limit_extensions" => "only what SetHandler pool:NAME maps reaches the pool",
+        "decorate_workers_output" => "warren prefixes the children's lines with the pool's name",
+        "pm.status_listen" | "ping.path" | "ping.response" => "the status page is pm.status_path, served by warren",
+        "rlimit_files" | "rlimit_core" | "process.priority" | "process.dumpable" | "apparmor" | "prefix" => "warren does not set it for the children",
+        _ => return None,
+    })
+}
+
 /// `php_value[name]` and its kin: which of them, and the setting's name
 /// (as written in lower case).
 fn php_setting(lname: &str) -> Option<(&'static str, &str)> {
@@ -125,7 +147,9 @@ pub fn runs_php(command: &[String]) -> bool {
 }
 
 /// Reads one `<Pool name>` section.
-pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>, warnings: &mut Vec<ConfigError>) -> Option<PoolConfig> {
+/// Unknown directives are errors in a `<Pool>` of warren's config
+/// (`strict`), warnings in a php-fpm pool file.
+pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, warnings: &mut Vec<ConfigError>) -> Option<PoolConfig> {
     let err = |errors: &mut Vec<ConfigError>, origin: &Origin, m: String| errors.push(ConfigError { origin: origin.clone(), message: m });
     let name = match sec.args.as_slice() {
         [n] if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) => n.clone(),
@@ -246,7 +270,18 @@ pub fn parse_pool(sec: &Section, errors: &mut Vec<ConfigError>, warnings: &mut V
                 Some(v) => err(errors, &d.origin, format!("pm.status_path {v} must start with /")),
                 None => {}
             },
-            _ => err(errors, &d.origin, format!("unknown or unsupported directive '{key}' in <Pool>")),
+            "catch_workers_output" => match one(errors).map(|v| v.to_ascii_lowercase()) {
+                Some(v) if ["yes", "on", "true", "1"].contains(&v.as_str()) => p.catch_output = true,
+                Some(v) if ["no", "off", "false", "0", ""].contains(&v.as_str()) => p.catch_output = false,
+                Some(v) => err(errors, &d.origin, format!("catch_workers_output: '{v}' is not yes or no")),
+                None => {}
+            },
+            "chroot" => err(errors, &d.origin, "chroot: warren's pools cannot chroot their children; refusing rather than running them outside the chroot".to_string()),
+            _ => match not_applied(&lname) {
+                Some(why) => warnings.push(ConfigError { origin: d.origin.clone(), message: format!("{key} is not applied: {why}") }),
+                None if strict => err(errors, &d.origin, format!("unknown or unsupported directive '{key}' in <Pool>")),
+                None => warnings.push(ConfigError { origin: d.origin.clone(), message: format!("{key}: not a setting warren's pools know; ignored") }),
+            },
         }
     }
     if !p.php_ini.is_empty() && !runs_php(&p.command) {

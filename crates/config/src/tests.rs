@@ -282,11 +282,42 @@ fn pools_read_php_fpm_key_value_lines() {
     assert!(l.errors[2].message.contains("php_value and php_flag need a PHP program (php-cgi), not /srv/app.fcgi"), "{}", l.errors[1]);
 
     // The same errors, at the same lines, as in Apache's form.
-    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool www>\npm = sometimes\npm.max_children =\nslowlog = /tmp/slow.log\n</Pool>\n");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool www>\npm = sometimes\npm.max_children =\nbogus = 1\n</Pool>\n");
     let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
     assert_eq!(lines, vec![4, 5, 6], "{:?}", l.errors);
     assert!(l.errors[1].message.contains("pm.max_children takes one value"), "{}", l.errors[1]);
-    assert!(l.errors[2].message.contains("unknown or unsupported directive 'slowlog' in <Pool>"), "{}", l.errors[2]);
+    assert!(l.errors[2].message.contains("unknown or unsupported directive 'bogus' in <Pool>"), "{}", l.errors[2]);
+}
+
+/// `PoolFile`: a php-fpm pool file as it is, each `[name]` a pool; what
+/// warren does not apply is a warning at the file's line, chroot an error.
+#[test]
+fn pool_files_of_php_fpm() {
+    let d = Dir::new("poolfile");
+    d.write(
+        "www.conf",
+        "; Debian's, in part\n[www]\nuser = www-data\ngroup = www-data\nlisten = /run/php/$pool.sock\npm = dynamic\npm.max_children = 5 ; enough\nphp_admin_value[sendmail_path] = /usr/sbin/sendmail -t -i\nphp_value[error_log] = \"/var/log/$pool; php.log\"\ncatch_workers_output = no\nbogus.key = 1\n\n[api]\npm = static\n",
+    );
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nPoolFile www.conf\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let warned: Vec<String> = l.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(warned.len(), 3, "{warned:?}");
+    assert!(warned[0].contains("www.conf:5: listen is not applied"), "{}", warned[0]);
+    assert!(warned[1].contains("www.conf:8: php_admin_value[sendmail_path]: php-cgi cannot lock"), "{}", warned[1]);
+    assert!(warned[2].contains("www.conf:11: bogus.key: not a setting warren's pools know"), "{}", warned[2]);
+    let s = l.settings.unwrap();
+    let (www, api) = (&s.pools[0], &s.pools[1]);
+    assert_eq!((www.name.as_str(), www.user.as_deref(), www.pm, www.max_children, www.catch_output), ("www", Some("www-data"), PmStyle::Dynamic, 5, false));
+    assert_eq!(www.php_ini[0], ("sendmail_path".to_string(), "/usr/sbin/sendmail -t -i".to_string()));
+    assert_eq!(www.php_ini[1], ("error_log".to_string(), "/var/log/www; php.log".to_string()));
+    assert_eq!(www.origin.line, 2);
+    assert_eq!((api.name.as_str(), api.pm), ("api", PmStyle::Static));
+
+    d.write("bad.conf", "[www]\nchroot = /srv\npm = sometimes\nnot a setting\n");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool www>\n</Pool>\nPoolFile bad.conf\nPoolFile missing.conf\n");
+    let at: Vec<String> = l.errors.iter().map(|e| format!("{}:{}", e.origin.file.file_name().unwrap().to_string_lossy(), e.origin.line)).collect();
+    assert_eq!(at, ["bad.conf:4", "bad.conf:2", "bad.conf:3", "warren.conf:6"], "{:?}", l.errors);
+    assert!(l.errors[1].message.contains("chroot: warren's pools cannot chroot"), "{}", l.errors[1]);
 }
 
 #[test]

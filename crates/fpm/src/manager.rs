@@ -490,7 +490,8 @@ impl Manager {
         // copies to the error log: never a descriptor of the log file itself
         // (the pool's user could truncate it or write anything into it), nor
         // the terminal or pipe warren was started on.
-        let pipe = run.output.as_ref().map(|o| o.write.try_clone());
+        // catch_workers_output = no: nowhere, as php-fpm does.
+        let pipe = run.output.as_ref().filter(|_| c.catch_output).map(|o| o.write.try_clone());
         let (stdout, stderr) = match pipe {
             Some(Ok(w)) => match w.try_clone() {
                 Ok(w2) => (Stdio::from(w), Stdio::from(w2)),
