@@ -282,7 +282,8 @@ impl Builder {
         }
     }
 
-    fn add_pool(&mut self, p: crate::pool::PoolConfig) {
+    fn add_pool(&mut self, mut p: crate::pool::PoolConfig) {
+        p.slowlog = p.slowlog.map(|s| self.resolve(&s.to_string_lossy()));
         if let Some(first) = self.pools.iter().find(|q| q.name == p.name) {
             let at = format!("{}:{}", first.origin.file.display(), first.origin.line);
             self.error(&p.origin, format!("<Pool {}> is already defined at {at}", p.name));

@@ -2,6 +2,7 @@
 //! manages itself, configured with php-fpm's directive names (and php-fpm's
 //! defaults for what is left out) inside Apache's syntax.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::parse::{ConfigError, Node, Origin, Section};
@@ -33,6 +34,9 @@ pub struct PoolConfig {
     /// Requests a child serves before it is replaced (0: no limit).
     pub max_requests: u32,
     pub request_terminate_timeout: Option<Duration>,
+    /// A request running this long is noted in `slowlog` (and the error log).
+    pub request_slowlog_timeout: Option<Duration>,
+    pub slowlog: Option<PathBuf>,
     /// How many requests may wait for a child.
     pub listen_backlog: u32,
     pub env: Vec<(String, String)>,
@@ -69,6 +73,8 @@ impl PoolConfig {
             process_idle_timeout: Duration::from_secs(10),
             max_requests: 0,
             request_terminate_timeout: None,
+            request_slowlog_timeout: None,
+            slowlog: None,
             listen_backlog: 511,
             env: Vec::new(),
             php_ini: Vec::new(),
@@ -121,7 +127,7 @@ fn not_applied(lname: &str) -> Option<&'static str> {
             "a pool of warren's takes requests from warren alone (SetHandler pool:NAME), on sockets of its own that only the server's user may use; this address is not made"
         }
         "access.log" | "access.format" | "access.suppress_path" => "the pool's requests are logged in warren's CustomLog",
-        "slowlog" | "request_slowlog_timeout" | "request_slowlog_trace_depth" => "warren's pools keep no slow log",
+        "request_slowlog_trace_depth" => "the slow log has no backtrace: php-cgi cannot be traced as php-fpm traces its own children",
         "chdir" => "the children start in the directory warren was started in",
         "clear_env" => "warren always clears the children's environment but for env[NAME]",
         "security.limit_extensions" => "only what SetHandler pool:NAME maps reaches the pool",
@@ -264,6 +270,12 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
                     p.request_terminate_timeout = (!t.is_zero()).then_some(t);
                 }
             }
+            "request_slowlog_timeout" => {
+                if let Some(t) = time(errors) {
+                    p.request_slowlog_timeout = (!t.is_zero()).then_some(t);
+                }
+            }
+            "slowlog" => p.slowlog = one(errors).map(PathBuf::from),
             "listen.backlog" => p.listen_backlog = count(errors).unwrap_or(p.listen_backlog),
             "pm.status_path" => match one(errors) {
                 Some(v) if v.starts_with('/') => p.status_path = Some(v.clone()),
@@ -286,6 +298,9 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
     }
     if !p.php_ini.is_empty() && !runs_php(&p.command) {
         err(errors, &sec.origin, format!("<Pool {name}>: php_value and php_flag need a PHP program (php-cgi), not {}", p.command[0]));
+    }
+    if p.request_slowlog_timeout.is_some() && p.slowlog.is_none() {
+        err(errors, &sec.origin, format!("[pool {name}] 'slowlog' must be specified for use with 'request_slowlog_timeout'"));
     }
     // php-fpm's checks, with its words where it has them.
     let o = &sec.origin;

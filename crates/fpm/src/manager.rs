@@ -53,6 +53,8 @@ struct PoolRun {
     credentials: Option<Credentials>,
     /// What the pool's children print; None in a server child.
     output: Option<Output>,
+    /// The request each child was last noted slow for (request_slowlog_timeout): pid -> its start.
+    slow_noted: HashMap<i32, u64>,
 }
 
 /// The server's `User` and `Group` as configured: a pool without `User`
@@ -272,7 +274,7 @@ impl Manager {
         c.started.store(now_secs(), Ordering::Relaxed);
         let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot };
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
-        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output) };
+        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new() };
         Ok((run, shape))
     }
 
@@ -622,6 +624,9 @@ impl Manager {
                     }
                 }
             }
+            if let (Some(limit), Some(slowlog)) = (c.request_slowlog_timeout, &c.slowlog) {
+                self.note_slow(i, limit, slowlog, now);
+            }
             let (idle, busy, running) = self.table.census(i);
             let waiting = self.table.counters(i).waiting.load(Ordering::Relaxed);
             if waiting == 0 && busy < running {
@@ -666,6 +671,27 @@ impl Manager {
                 }
             }
         }
+    }
+
+    /// request_slowlog_timeout: a request running past it is counted (the
+    /// status page's slow requests), logged as php-fpm logs it, and noted in
+    /// the pool's slow log, once per request.
+    fn note_slow(&mut self, pool: usize, limit: Duration, slowlog: &Path, now: u64) {
+        let run = &mut self.pools[pool];
+        for (&pid, &slot) in &run.children {
+            let s = self.table.slot(pool, slot);
+            let began = s.since_ms.load(Ordering::Relaxed);
+            let running = now.saturating_sub(began);
+            if s.state.load(Ordering::Acquire) != BUSY || running <= limit.as_millis() as u64 || run.slow_noted.get(&pid) == Some(&began) {
+                continue;
+            }
+            run.slow_noted.insert(pid, began);
+            self.table.counters(pool).slow_requests.fetch_add(1, Ordering::Relaxed);
+            let (name, uri, secs) = (&run.config.name, s.uri(), running as f64 / 1000.0);
+            self.log.warn(&format!("[pool {name}] child {pid}, request {uri} executing too slow ({secs:.3} sec), logging"));
+            self.log.slow_request(slowlog, &format!("[pool {name}] pid {pid}\nrequest_uri = {uri}\nrunning for {secs:.3} sec (no backtrace: php-cgi cannot be traced as php-fpm traces its own children)"));
+        }
+        run.slow_noted.retain(|pid, _| run.children.contains_key(pid));
     }
 
     /// Stops the child idle longest, if it has been idle at least `min_idle`.

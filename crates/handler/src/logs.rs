@@ -93,6 +93,16 @@ impl warren_pool_api::ManagerLog for ErrorLog {
     fn error(&self, message: &str) {
         self.log(LogLevel::Error, None, message);
     }
+
+    fn slow_request(&self, slowlog: &Path, entry: &str) {
+        // Opened by root, in a directory a pool's user may be able to
+        // write: a symlink planted there is not followed.
+        let opened = OpenOptions::new().create(true).append(true).custom_flags(libc::O_NOCTTY | libc::O_NOFOLLOW).open(slowlog);
+        let written = opened.and_then(|mut f| f.write_all(format!("\n[{}] {entry}\n", clf_time(SystemTime::now())).as_bytes()));
+        if let Err(e) = written {
+            self.log(LogLevel::Error, None, &format!("cannot write the slow log {}: {e}", slowlog.display()));
+        }
+    }
 }
 
 /// An access log file opened by the parent, shared by every writer.

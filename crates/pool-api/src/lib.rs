@@ -87,8 +87,10 @@ pub struct ProcessStatus {
 
 /// Where a process manager writes what it has to say (a child that cannot
 /// start, a child's exit, a pool at pm.max_children, what the children
-/// print): the server's error log.
+/// print): the server's error log; and its pools' slow logs.
 pub trait ManagerLog: Send + Sync {
     fn warn(&self, message: &str);
     fn error(&self, message: &str);
+    /// Appends `entry` to a pool's slow log (`slowlog`), after the time.
+    fn slow_request(&self, slowlog: &Path, entry: &str);
 }

@@ -284,6 +284,25 @@ fn status_page(mpm: &str) {
     assert!(json_full.contains("\"processes\":[{\"pid\":") && json_full.contains("\"last request memory\":"), "{json_full}");
 }
 
+/// request_slowlog_timeout: a request running past it is noted once in the
+/// slow log and the error log, and counted on the status page.
+fn slow_requests_are_logged(mpm: &str) {
+    let pool = "    pm static\n    pm.max_children 1\n    pm.status_path /fpm-status\n    request_slowlog_timeout = 1s\n    slowlog = slow.log";
+    let s = start(mpm, pool, "");
+    wait_php_children(&s, 1);
+    // Well past the limit: the once-a-second pass notes it even on a loaded machine.
+    let r = s.get("/slow.php?s=5");
+    assert_eq!(r.text(), "done");
+    let logged = s.wait_log("error.log", "executing too slow");
+    assert_eq!(logged.matches("executing too slow").count(), 1, "{logged}");
+    assert!(logged.contains("[pool www] child ") && logged.contains(", request /slow.php?s=5 executing too slow ("), "{logged}");
+    let slow = std::fs::read_to_string(s.dir.0.join("slow.log")).unwrap();
+    assert_eq!(slow.matches("[pool www] pid ").count(), 1, "{slow}");
+    assert!(slow.contains("\nrequest_uri = /slow.php?s=5\n"), "{slow}");
+    let status = s.get("/fpm-status").text();
+    assert!(status.contains("\nslow requests:        1\n"), "{status}");
+}
+
 /// Requests /pid.php on new connections until stopped; returns (200s, other answers).
 fn php_load(port: u16, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> std::thread::JoinHandle<(u32, Vec<String>)> {
     std::thread::spawn(move || {
@@ -476,4 +495,4 @@ fn lost_child_request_is_sent_again(mpm: &str) {
     let _ = std::fs::remove_file(marker.with_extension("post"));
 }
 
-each_mpm!(debian_pool_file_serves, lost_child_request_is_sent_again, children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+each_mpm!(slow_requests_are_logged, debian_pool_file_serves, lost_child_request_is_sent_again, children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
