@@ -40,9 +40,10 @@ pub struct PoolConfig {
     /// How many requests may wait for a child.
     pub listen_backlog: u32,
     pub env: Vec<(String, String)>,
-    /// PHP settings (`php_value[name]`, `php_flag[name]` and their
-    /// `php_admin_` forms), given to each child as `-d name=value`.
+    /// PHP settings: `php_value[name]` and `php_flag[name]`, then their
+    /// `php_admin_` forms, which php-fpm locks (php-cgi gets both as `-d`).
     pub php_ini: Vec<(String, String)>,
+    pub php_admin_ini: Vec<(String, String)>,
     /// What the children print goes to the error log (else nowhere).
     pub catch_output: bool,
     pub status_path: Option<String>,
@@ -78,10 +79,18 @@ impl PoolConfig {
             listen_backlog: 511,
             env: Vec::new(),
             php_ini: Vec::new(),
+            php_admin_ini: Vec::new(),
             catch_output: true,
             status_path: None,
             origin,
         }
+    }
+
+    /// Whether the pool is a php-fpm master of its own (`Command php-fpm8.2`),
+    /// which forks its children after PHP's start-up so that they share one
+    /// opcache, rather than children warren starts one by one.
+    pub fn runs_php_fpm(&self) -> bool {
+        self.command.first().and_then(|c| std::path::Path::new(c).file_name()).is_some_and(|n| n.to_string_lossy().starts_with("php-fpm"))
     }
 
     /// What is the same for a graceful restart to keep the pool's children.
@@ -167,6 +176,8 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
     let mut p = PoolConfig::defaults(&name, sec.origin.clone());
     let mut start_set = false;
     let before = errors.len();
+    // Said once the program is known: php-fpm does lock them.
+    let mut admin_warnings = Vec::new();
     for node in &sec.children {
         let d = match node {
             Node::Directive(d) => d,
@@ -228,9 +239,11 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
                     };
                     if kind.starts_with("php_admin_") {
                         let w = format!("{kind}[{setting}]: php-cgi cannot lock a setting as php-fpm does; it is set as php_value is, and a script may still change it with ini_set where PHP allows");
-                        warnings.push(ConfigError { origin: d.origin.clone(), message: w });
+                        admin_warnings.push(ConfigError { origin: d.origin.clone(), message: w });
+                        p.php_admin_ini.push((setting.to_string(), v));
+                    } else {
+                        p.php_ini.push((setting.to_string(), v));
                     }
-                    p.php_ini.push((setting.to_string(), v));
                 }
                 _ => err(errors, &d.origin, format!("{kind}[NAME] takes a PHP setting's name (letters, digits, _ .) and one value")),
             }
@@ -296,7 +309,10 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
             },
         }
     }
-    if !p.php_ini.is_empty() && !runs_php(&p.command) {
+    if !p.runs_php_fpm() {
+        warnings.extend(admin_warnings);
+    }
+    if !(p.php_ini.is_empty() && p.php_admin_ini.is_empty()) && !runs_php(&p.command) {
         err(errors, &sec.origin, format!("<Pool {name}>: php_value and php_flag need a PHP program (php-cgi), not {}", p.command[0]));
     }
     if p.request_slowlog_timeout.is_some() && p.slowlog.is_none() {

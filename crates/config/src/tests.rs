@@ -272,8 +272,10 @@ fn pools_read_php_fpm_key_value_lines() {
     // PHP's settings, in either form; php-cgi cannot lock an admin value.
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool www>\nphp_value[memory_limit] = 64M\nphp_flag[display_errors] off\nphp_admin_value[open_basedir] /srv\n</Pool>\n");
     assert!(l.errors.is_empty(), "{:?}", l.errors);
-    let ini = [("memory_limit", "64M"), ("display_errors", "0"), ("open_basedir", "/srv")].map(|(k, v)| (k.to_string(), v.to_string()));
-    assert_eq!(l.settings.unwrap().pools[0].php_ini, ini);
+    let ini = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+    let www = &l.settings.as_ref().unwrap().pools[0];
+    assert_eq!(www.php_ini, ini(&[("memory_limit", "64M"), ("display_errors", "0")]));
+    assert_eq!(www.php_admin_ini, ini(&[("open_basedir", "/srv")]));
     assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
     assert!(l.warnings[0].to_string().contains("warren.conf:6: php_admin_value[open_basedir]: php-cgi cannot lock a setting"), "{}", l.warnings[0]);
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool app>\nCommand /srv/app.fcgi\nphp_value[memory_limit] 64M\nphp_value[] 1\nphp_flag[html_errors] maybe\n</Pool>\n");
@@ -303,13 +305,14 @@ fn pool_files_of_php_fpm() {
     let warned: Vec<String> = l.warnings.iter().map(|w| w.to_string()).collect();
     assert_eq!(warned.len(), 3, "{warned:?}");
     assert!(warned[0].contains("www.conf:5: listen is not applied"), "{}", warned[0]);
-    assert!(warned[1].contains("www.conf:8: php_admin_value[sendmail_path]: php-cgi cannot lock"), "{}", warned[1]);
-    assert!(warned[2].contains("www.conf:11: bogus.key: not a setting warren's pools know"), "{}", warned[2]);
+    assert!(warned[1].contains("www.conf:11: bogus.key: not a setting warren's pools know"), "{}", warned[1]);
+    // Said once the section is read: a php-fpm Command would lock it.
+    assert!(warned[2].contains("www.conf:8: php_admin_value[sendmail_path]: php-cgi cannot lock"), "{}", warned[2]);
     let s = l.settings.unwrap();
     let (www, api) = (&s.pools[0], &s.pools[1]);
     assert_eq!((www.name.as_str(), www.user.as_deref(), www.pm, www.max_children, www.catch_output), ("www", Some("www-data"), PmStyle::Dynamic, 5, false));
-    assert_eq!(www.php_ini[0], ("sendmail_path".to_string(), "/usr/sbin/sendmail -t -i".to_string()));
-    assert_eq!(www.php_ini[1], ("error_log".to_string(), "/var/log/www; php.log".to_string()));
+    assert_eq!(www.php_admin_ini[0], ("sendmail_path".to_string(), "/usr/sbin/sendmail -t -i".to_string()));
+    assert_eq!(www.php_ini[0], ("error_log".to_string(), "/var/log/www; php.log".to_string()));
     assert_eq!(www.origin.line, 2);
     assert_eq!((api.name.as_str(), api.pm), ("api", PmStyle::Static));
 

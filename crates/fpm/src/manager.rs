@@ -479,7 +479,7 @@ impl Manager {
         let mut cmd = Command::new(&c.command[0]);
         // php_value and php_flag: before the command's own arguments, which
         // may name a script.
-        cmd.args(c.php_ini.iter().flat_map(|(k, v)| ["-d".to_string(), format!("{k}={v}")]));
+        cmd.args(c.php_ini.iter().chain(&c.php_admin_ini).flat_map(|(k, v)| ["-d".to_string(), format!("{k}={v}")]));
         cmd.args(&c.command[1..]).env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin");
         // The pool replaces children itself (pm.max_requests): php-cgi must not
         // exit on its own after its default 500, nor fork children of its own.
