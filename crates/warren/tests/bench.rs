@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ fn serve(mut s: TcpStream) {
     let mut tmp = [0u8; 4096];
     loop {
         while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            match s.read(&mut tmp) {
+            match read_some(&mut s, &mut tmp) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => buf.extend_from_slice(&tmp[..n]),
             }

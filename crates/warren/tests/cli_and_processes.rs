@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -199,7 +199,7 @@ fn event_idle_connections_do_not_block_fresh_requests() {
     }
     for c in &mut idle {
         let mut buf = [0u8; 1024];
-        let n = c.read(&mut buf).unwrap();
+        let n = read_some(c, &mut buf).unwrap();
         assert_eq!(status_of(&buf[..n]), 200);
     }
     // 1000 kept-alive connections now idle; 4 worker threads per child.
@@ -213,7 +213,7 @@ fn event_idle_connections_do_not_block_fresh_requests() {
     // The idle ones are still usable.
     idle[500].write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
     let mut buf = [0u8; 1024];
-    let n = idle[500].read(&mut buf).unwrap();
+    let n = read_some(&mut idle[500], &mut buf).unwrap();
     assert_eq!(status_of(&buf[..n]), 200);
 }
 

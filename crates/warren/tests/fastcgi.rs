@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -197,7 +197,7 @@ fn read_responses(c: &mut std::net::TcpStream, n: usize) -> Vec<Resp> {
         count == n
     };
     while !complete(&buf) && Instant::now() < deadline {
-        match c.read(&mut tmp) {
+        match read_some(c, &mut tmp) {
             Ok(0) | Err(_) => break,
             Ok(k) => buf.extend_from_slice(&tmp[..k]),
         }
@@ -244,7 +244,7 @@ fn flush_reaches_the_client(mpm: &str) {
     let mut got = Vec::new();
     let mut tmp = [0u8; 4096];
     while !String::from_utf8_lossy(&got).contains("first first") {
-        let n = c.read(&mut tmp).unwrap_or_else(|e| panic!("the flushed output did not come while the script ran: {e}; got {:?}", String::from_utf8_lossy(&got)));
+        let n = read_some(&mut c, &mut tmp).unwrap_or_else(|e| panic!("the flushed output did not come while the script ran: {e}; got {:?}", String::from_utf8_lossy(&got)));
         assert!(n > 0, "closed before the flushed output");
         got.extend_from_slice(&tmp[..n]);
     }
@@ -475,7 +475,7 @@ fn shut_side_app(path: std::path::PathBuf, multiplexes: &'static [u8]) {
                     }
                     RecordType::Stdin if rec.content.is_empty() => {
                         conn.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-                        let shut = matches!(conn.read(&mut [0u8; 16]), Ok(0));
+                        let shut = matches!(read_some(&mut conn, &mut [0u8; 16]), Ok(0));
                         let body = format!("Content-Type: text/plain\r\n\r\nshut={shut}");
                         record::write_stream(&mut out, RecordType::Stdout, rec.request_id, body.as_bytes());
                         record::write_record(&mut out, RecordType::Stdout, rec.request_id, &[]);

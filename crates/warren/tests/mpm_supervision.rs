@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ fn event_child_connections_are_capped() {
             let mut c = s.connect();
             c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
             let mut buf = [0u8; 1024];
-            let n = c.read(&mut buf).unwrap_or_else(|e| panic!("connection {i} ({:?}): {e}; error log:\n{}", c.local_addr(), s.read_log("error.log")));
+            let n = read_some(&mut c, &mut buf).unwrap_or_else(|e| panic!("connection {i} ({:?}): {e}; error log:\n{}", c.local_addr(), s.read_log("error.log")));
             assert_eq!(status_of(&buf[..n]), 200);
             c
         })
@@ -46,7 +46,7 @@ fn event_child_connections_are_capped() {
     waiting.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").unwrap();
     waiting.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
     let mut buf = [0u8; 1024];
-    assert!(waiting.read(&mut buf).is_err(), "an eleventh connection was served at once");
+    assert!(read_some(&mut waiting, &mut buf).is_err(), "an eleventh connection was served at once");
     let log = s.wait_log("error.log", "MaxChildConnections (10)");
     assert!(log.contains("[warn]"), "{log}");
     held.pop();
@@ -78,7 +78,7 @@ fn keep_alive_ties_up_prefork_but_not_event() {
             let mut c = s.connect();
             c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
             let mut buf = [0u8; 1024];
-            let n = c.read(&mut buf).unwrap();
+            let n = read_some(&mut c, &mut buf).unwrap();
             assert_eq!(status_of(&buf[..n]), 200);
             idle.push(c);
         }
@@ -92,7 +92,7 @@ fn keep_alive_ties_up_prefork_but_not_event() {
             .iter()
             .filter(|c| {
                 c.set_nonblocking(true).unwrap();
-                matches!((&mut &**c).read(&mut [0u8; 16]), Ok(0))
+                matches!(read_some(&mut &**c, &mut [0u8; 16]), Ok(0))
             })
             .count();
         if mpm == "prefork" {
@@ -141,7 +141,7 @@ fn spare_maintenance_grows_and_shrinks() {
             let mut c = s.connect();
             c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
             let mut buf = [0u8; 1024];
-            let _ = c.read(&mut buf).unwrap();
+            let _ = read_some(&mut c, &mut buf).unwrap();
             held.push(c);
         }
         let grown = wait_for("growth under load", &|st| num(st, "BusyWorkers") >= 7 && num(st, "IdleWorkers") >= 1);
@@ -256,7 +256,7 @@ fn prefork_children_take_turns_at_the_listeners() {
                         let mut got = Vec::new();
                         let mut buf = [0u8; 64 * 1024];
                         while !response_complete(&got) {
-                            let n = c.read(&mut buf).ok()?;
+                            let n = read_some(&mut c, &mut buf).ok()?;
                             if n == 0 {
                                 return None;
                             }
@@ -399,7 +399,7 @@ fn keep_alive_connections_cross_graceful_restarts(mpm: &str) {
                     let sent = c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
                     let mut buf = [0u8; 4096];
                     while sent.is_ok() && !response_complete(&answer) {
-                        match c.read(&mut buf) {
+                        match read_some(c, &mut buf) {
                             Ok(0) | Err(_) => break,
                             Ok(n) => answer.extend_from_slice(&buf[..n]),
                         }

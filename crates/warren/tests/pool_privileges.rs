@@ -177,7 +177,7 @@ impl Terminal {
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // EIO once no process has the terminal open any more.
-            while let Ok(n) = reader.read(&mut buf) {
+            while let Ok(n) = read_some(&mut reader, &mut buf) {
                 if n == 0 {
                     break;
                 }

@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 each_mpm!(
@@ -98,7 +98,7 @@ fn keep_alive_http11_and_http10(mpm: &str) {
     for _ in 0..3 {
         c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
         let mut buf = [0u8; 4096];
-        let n = c.read(&mut buf).unwrap();
+        let n = read_some(&mut c, &mut buf).unwrap();
         let (r, _) = parse_response(&buf[..n]);
         assert_eq!(r.status, 200);
         assert_eq!(r.body, b"0123456789abcdefghij");
@@ -112,7 +112,7 @@ fn keep_alive_http11_and_http10(mpm: &str) {
     let mut c = s.connect();
     c.write_all(b"GET /a.txt HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").unwrap();
     let mut buf = [0u8; 4096];
-    let n = c.read(&mut buf).unwrap();
+    let n = read_some(&mut c, &mut buf).unwrap();
     let (r, _) = parse_response(&buf[..n]);
     assert_eq!(r.header("Connection"), Some("keep-alive"));
     c.write_all(b"GET /a.txt HTTP/1.0\r\n\r\n").unwrap();
@@ -181,12 +181,12 @@ fn expect_100_continue(mpm: &str) {
     let mut c = s.connect();
     c.write_all(b"PUT /a.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n").unwrap();
     let mut buf = [0u8; 256];
-    let n = c.read(&mut buf).unwrap();
+    let n = read_some(&mut c, &mut buf).unwrap();
     assert!(buf[..n].starts_with(b"HTTP/1.1 100 Continue\r\n\r\n"), "{:?}", String::from_utf8_lossy(&buf[..n]));
     c.write_all(b"data").unwrap();
     let mut out = buf[25..n].to_vec();
     while out.windows(4).position(|w| w == b"\r\n\r\n").is_none() {
-        let n = c.read(&mut buf).unwrap();
+        let n = read_some(&mut c, &mut buf).unwrap();
         assert!(n > 0, "closed before the final answer: {:?}", String::from_utf8_lossy(&out));
         out.extend_from_slice(&buf[..n]);
     }
@@ -336,7 +336,7 @@ fn request_read_timeout_silent_and_keep_alive(mpm: &str) {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     while !response_complete(&got) {
-        let n = c.read(&mut buf).unwrap();
+        let n = read_some(&mut c, &mut buf).unwrap();
         assert!(n > 0, "closed early");
         got.extend_from_slice(&buf[..n]);
     }

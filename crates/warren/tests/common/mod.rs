@@ -326,6 +326,19 @@ pub fn socket_dir(warren: u32) -> PathBuf {
         .unwrap_or_else(|| panic!("warren {warren} holds no {}*", prefix.display()))
 }
 
+/// `read`, again when a signal interrupted it: a socket with a read
+/// timeout (SO_RCVTIMEO) fails with EINTR on any signal the process
+/// handles, SA_RESTART or not (signal(7)), and glibc handles some for
+/// itself.
+pub fn read_some(s: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match s.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
 pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
     read_to_end_of(s).0
 }
@@ -337,7 +350,7 @@ pub fn read_to_end_of(s: &mut TcpStream) -> (Vec<u8>, String) {
     let mut out = Vec::new();
     let mut buf = [0u8; 65536];
     let ended = loop {
-        match s.read(&mut buf) {
+        match read_some(s, &mut buf) {
             Ok(0) => break "closed by the server".to_string(),
             Ok(n) => out.extend_from_slice(&buf[..n]),
             Err(e) => break format!("read: {e}"),
