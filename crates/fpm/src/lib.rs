@@ -23,6 +23,7 @@
 
 pub mod manager;
 mod output;
+mod php_fpm;
 pub mod table;
 
 pub use manager::{Manager, ServerUser};

@@ -27,7 +27,13 @@ use warren_config::{PmStyle, PoolConfig};
 use warren_pool_api::{PoolDispatch, ManagerLog};
 
 use crate::output::Output;
-use crate::table::{Dispatch, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
+use crate::php_fpm;
+use crate::table::{Dispatch, PhpFpmShape, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
+
+/// A php-fpm master that exits sooner than this after its start waits
+/// twice as long as the last time (at most the maximum) to be started again.
+const MASTER_YOUTH: Duration = Duration::from_secs(10);
+const MASTER_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 /// Who a pool's children run as, resolved before any fork: the child only
 /// makes system calls with these numbers.
@@ -55,6 +61,11 @@ struct PoolRun {
     output: Option<Output>,
     /// The request each child was last noted slow for (request_slowlog_timeout): pid -> its start.
     slow_noted: HashMap<i32, u64>,
+    /// A php-fpm master's restarts: when the last one started, and how long
+    /// to wait before the next (doubling while it dies young).
+    master_started: Option<std::time::Instant>,
+    master_backoff: Duration,
+    master_next: Option<std::time::Instant>,
 }
 
 /// The server's `User` and `Group` as configured: a pool without `User`
@@ -199,6 +210,15 @@ fn detach_child(creds: Option<&Credentials>, highest_fd: libc::c_int) -> std::io
     Ok(())
 }
 
+/// Kills what is left of a php-fpm master's session, the master gone: its
+/// children would otherwise go on taking requests from the pool's socket
+/// with no one to manage them. The master leads its session and process
+/// group (setsid in detach_child), and the kernel does not give that
+/// number to another process while members of the group remain.
+fn end_session_of(master: i32) {
+    let _ = kill(Pid::from_raw(-master), Signal::SIGKILL);
+}
+
 fn pm_name(pm: PmStyle) -> &'static str {
     match pm {
         PmStyle::Static => "static",
@@ -243,7 +263,8 @@ impl Manager {
 
     /// Places a pool in the table: its counters, its slots and their sockets.
     fn create_pool(&mut self, p: &PoolConfig, creds: Option<Credentials>) -> Result<(PoolRun, PoolShape), String> {
-        let n = p.max_children as usize;
+        // A php-fpm pool has one socket, which its master's children share.
+        let n = if p.runs_php_fpm() { 1 } else { p.max_children as usize };
         let counters = self.counters_used.iter().position(|u| !u).ok_or_else(|| format!("<Pool {}>: more than {MAX_POOLS} pools", p.name))?;
         let first_slot = (0..=MAX_SLOTS.saturating_sub(n))
             .find(|&f| self.slot_used[f..f + n].iter().all(|u| !u))
@@ -261,6 +282,14 @@ impl Manager {
                 nix::unistd::fchownat(&self.dir_fd, name.as_str(), Some(u), Some(g), AtFlags::AT_SYMLINK_NOFOLLOW)
                     .map_err(|e| format!("<Pool {}>: cannot give {} to the server's user: {e}", p.name, path.display()))?;
             }
+            if p.runs_php_fpm() {
+                // Requests wait for a child in this queue: listen.backlog long.
+                let backlog = libc::c_int::try_from(p.listen_backlog).unwrap_or(libc::c_int::MAX);
+                // SAFETY: listen on a socket this function owns.
+                if unsafe { libc::listen(l.as_raw_fd(), backlog) } != 0 {
+                    return Err(format!("<Pool {}>: listen on {}: {}", p.name, path.display(), std::io::Error::last_os_error()));
+                }
+            }
             listeners.push(l);
             sockets.push(path);
         }
@@ -272,9 +301,10 @@ impl Manager {
         }
         c.accepted.store(0, Ordering::Relaxed);
         c.started.store(now_secs(), Ordering::Relaxed);
-        let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot };
+        let php_fpm = p.runs_php_fpm().then(|| PhpFpmShape { terminate_after: p.request_terminate_timeout });
+        let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot, php_fpm };
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
-        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new() };
+        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None };
         Ok((run, shape))
     }
 
@@ -450,6 +480,10 @@ impl Manager {
     }
 
     fn start_pool(&mut self, i: usize) {
+        if self.pools[i].config.runs_php_fpm() {
+            self.spawn_php_fpm(i);
+            return;
+        }
         let c = &self.pools[i].config;
         let n = match c.pm {
             PmStyle::Static => c.max_children,
@@ -528,9 +562,80 @@ impl Manager {
         }
     }
 
+    /// Starts a php-fpm pool's master (see `php_fpm`), which starts the
+    /// pool's children itself.
+    fn spawn_php_fpm(&mut self, pool: usize) -> bool {
+        let run = &self.pools[pool];
+        let c = &run.config;
+        let socket = &self.table.pools[pool].sockets[0];
+        let as_root = run.credentials.is_none() && nix::unistd::geteuid().is_root();
+        let conf = match php_fpm::config_memfd(&c.name, &php_fpm::config_text(c, socket, as_root)) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.log.error(&format!("[pool {}] cannot write php-fpm's configuration: {e}", c.name));
+                return false;
+            }
+        };
+        let (socket_fd, conf_fd) = (run.listeners[0].as_raw_fd(), conf.as_raw_fd());
+        let mut cmd = Command::new(&c.command[0]);
+        cmd.args(["-F", "-y", &format!("/proc/self/fd/{conf_fd}")]);
+        if as_root {
+            cmd.arg("-R");
+        }
+        cmd.args(&c.command[1..]).env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin");
+        // The pool's socket, as php-fpm passes sockets to itself on a reload.
+        cmd.env("FPM_SOCKETS", format!("{}={socket_fd}", socket.display()));
+        let (stdout, stderr) = match run.output.as_ref().map(|o| (o.write.try_clone(), o.write.try_clone())) {
+            Some((Ok(a), Ok(b))) => (Stdio::from(a), Stdio::from(b)),
+            _ => (Stdio::null(), Stdio::null()),
+        };
+        cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+        let creds = run.credentials.clone();
+        let highest_fd = highest_open_fd();
+        // SAFETY: detach_child and fcntl are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                // php-fpm opens its error_log, /proc/self/fd/2, by path:
+                // as the pool's user, that needs the pool's pipe to be its.
+                if let Some(c) = creds.as_ref() {
+                    if libc::fchown(2, c.uid.as_raw(), c.gid.as_raw()) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                detach_child(creds.as_ref(), highest_fd)?;
+                // The two descriptors the master is given, and no other.
+                for fd in [socket_fd, conf_fd] {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        match cmd.spawn() {
+            Ok(child) => {
+                let pid = child.id() as i32;
+                let s = self.table.slot(pool, 0);
+                s.started.store(now_secs(), Ordering::Relaxed);
+                s.pid.store(pid, Ordering::Relaxed);
+                let run = &mut self.pools[pool];
+                run.children.insert(pid, 0);
+                run.master_started = Some(std::time::Instant::now());
+                true
+            }
+            Err(e) => {
+                self.log.error(&format!("pool {}: cannot start {}: {e}", c.name, c.command[0]));
+                false
+            }
+        }
+    }
+
     /// A child process ended. False if it was not one of the pools'.
     pub fn reaped(&mut self, pid: Pid, how: &str) -> bool {
         let raw = pid.as_raw();
+        if self.runs().any(|r| r.config.runs_php_fpm() && r.children.contains_key(&raw)) {
+            end_session_of(raw);
+        }
         if let Some(r) = self.retired.iter().position(|(p, _)| p.children.contains_key(&raw)) {
             let (run, shape) = &mut self.retired[r];
             if let Some(slot) = run.children.remove(&raw) {
@@ -543,6 +648,17 @@ impl Manager {
         }
         let Some(pool) = self.pools.iter().position(|p| p.children.contains_key(&raw)) else { return false };
         let slot = self.pools[pool].children.remove(&raw).expect("child");
+        if self.pools[pool].config.runs_php_fpm() {
+            // Started again by the once-a-second pass; one that dies young
+            // (a configuration php-fpm refuses) waits longer each time.
+            self.table.slot(pool, 0).pid.store(0, Ordering::Relaxed);
+            let run = &mut self.pools[pool];
+            let young = run.master_started.is_some_and(|t| t.elapsed() < MASTER_YOUTH);
+            run.master_backoff = if young { (run.master_backoff * 2).clamp(Duration::from_secs(1), MASTER_BACKOFF_MAX) } else { Duration::ZERO };
+            run.master_next = Some(std::time::Instant::now() + run.master_backoff);
+            self.log.warn(&format!("[pool {}] php-fpm master {raw} exited on {how}; starting it again in {} s", run.config.name, run.master_backoff.as_secs()));
+            return true;
+        }
         let s = self.table.slot(pool, slot);
         let was = s.state.swap(EMPTY, Ordering::AcqRel);
         s.pid.store(0, Ordering::Relaxed);
@@ -613,6 +729,14 @@ impl Manager {
         let now = self.table.now_ms();
         for i in 0..self.pools.len() {
             let c = self.pools[i].config.clone();
+            if c.runs_php_fpm() {
+                // php-fpm manages its own children.
+                let run = &self.pools[i];
+                if run.children.is_empty() && run.master_next.is_none_or(|t| std::time::Instant::now() >= t) {
+                    self.spawn_php_fpm(i);
+                }
+                continue;
+            }
             // request_terminate_timeout: the child is killed; its request gets 504.
             if let Some(limit) = c.request_terminate_timeout {
                 for (&pid, &slot) in &self.pools[i].children {
@@ -728,6 +852,11 @@ impl Manager {
         for &pid in &left {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
+        }
+        for (run, &pid) in self.runs().flat_map(|r| r.children.keys().map(move |p| (r, p))) {
+            if run.config.runs_php_fpm() {
+                end_session_of(pid);
+            }
         }
         self.drain_output();
         self.flush_output(Duration::ZERO);

@@ -95,6 +95,15 @@ pub struct PoolShape {
     /// Index of the pool's counters, and of its first child slot.
     pub counters: usize,
     pub first_slot: usize,
+    /// A php-fpm pool: its children take requests from its one socket
+    /// (`sockets[0]`), so a request waits for one in the kernel's listen
+    /// queue, and php-fpm kills a child past request_terminate_timeout.
+    pub php_fpm: Option<PhpFpmShape>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PhpFpmShape {
+    pub terminate_after: Option<Duration>,
 }
 
 /// The shared memory itself, and the instant its clock counts from.
@@ -243,6 +252,26 @@ impl Drop for Lease {
     }
 }
 
+/// A request for a php-fpm pool: nothing is taken here; php-fpm's
+/// children accept it from the pool's socket when one is free.
+struct QueuedLease {
+    table: std::sync::Arc<Table>,
+    pool: usize,
+    started: Instant,
+    terminate_after: Option<Duration>,
+}
+
+impl PoolLease for QueuedLease {
+    fn socket(&self) -> &std::path::Path {
+        &self.table.pools[self.pool].sockets[0]
+    }
+
+    /// A child lost after request_terminate_timeout is one php-fpm killed.
+    fn terminated(&self) -> bool {
+        self.terminate_after.is_some_and(|t| self.started.elapsed() >= t)
+    }
+}
+
 /// Leases for the handler: `pool:NAME` requests get their child here.
 pub struct Dispatch(pub std::sync::Arc<Table>);
 
@@ -327,6 +356,9 @@ impl PoolDispatch for Dispatch {
     fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>> {
         let t = &self.0;
         let p = t.pool_index(pool)?;
+        if let Some(l) = self.queued(p) {
+            return Some(l);
+        }
         let s = t.try_take(p, uri)?;
         Some(self.leased(p, s))
     }
@@ -334,6 +366,9 @@ impl PoolDispatch for Dispatch {
     fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy> {
         let t = &self.0;
         let Some(p) = t.pool_index(pool) else { return Err(PoolBusy::Unknown) };
+        if let Some(l) = self.queued(p) {
+            return Ok(l);
+        }
         if let Some(s) = t.try_take(p, uri) {
             return Ok(self.leased(p, s));
         }
@@ -368,6 +403,14 @@ impl PoolDispatch for Dispatch {
 }
 
 impl Dispatch {
+    /// The lease of a request for a php-fpm pool, None for another pool.
+    fn queued(&self, p: usize) -> Option<Box<dyn PoolLease>> {
+        let t = &self.0;
+        let fpm = t.pools[p].php_fpm.as_ref()?;
+        t.counters(p).accepted.fetch_add(1, Ordering::Relaxed);
+        Some(Box::new(QueuedLease { table: t.clone(), pool: p, started: Instant::now(), terminate_after: fpm.terminate_after }))
+    }
+
     /// Counts a request that got child `s` of pool `p`.
     fn leased(&self, p: usize, s: usize) -> Box<dyn PoolLease> {
         let t = &self.0;
@@ -404,6 +447,7 @@ mod tests {
             sockets: (0..children).map(|i| PathBuf::from(format!("/tmp/www.{i}.sock"))).collect(),
             counters: 0,
             first_slot: 0,
+            php_fpm: None,
         };
         let t = Arc::new(t.view(vec![shape]));
         for s in 0..children {

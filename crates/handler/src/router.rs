@@ -78,8 +78,9 @@ impl Site {
     }
 
     /// A pool's `pm.status_path`, answered by warren from the pool's table
-    /// on the hosts that use the pool (as php-fpm answers it only to the
-    /// requests sent to it): its page lists request URIs and query strings.
+    /// (or by a php-fpm pool itself) on the hosts that use the pool (as
+    /// php-fpm answers it only to the requests sent to it): its page lists
+    /// request URIs and query strings.
     fn pool_status(&self, req: Request, url: &[u8], query: &[u8]) -> Option<Outcome> {
         let host = req.host;
         let used = &self.hosts[host].pools;
@@ -87,6 +88,11 @@ impl Site {
         let eff = self.effective(host, None, url);
         if !eff.allows(req.conn) {
             return Some(Outcome::Ready(self.denied(req, url)));
+        }
+        if pool.runs_php_fpm() {
+            // php-fpm answers it itself, its children and their requests included.
+            let target = ScriptTarget { filename: String::from_utf8_lossy(url).into_owned(), name: url, path_info: b"" };
+            return Some(self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query));
         }
         let Some(st) = self.pools.get().and_then(|d| d.status(&pool.name)) else {
             return Some(Outcome::Ready(self.error(req, 503, &format!("pool {} is not running", pool.name))));

@@ -1,0 +1,107 @@
+//! A pool that is a php-fpm master of its own (`Command php-fpm8.2`): its
+//! configuration, written by warren from the `<Pool>`, and how the master
+//! is started.
+//!
+//! php-fpm forks its children after PHP's start-up, so they share one
+//! opcache (the compiled scripts), where php-cgi children started one by
+//! one each compile and keep their own; and they accept on one socket, so a
+//! request waits for a child in the kernel's listen queue, not in warren.
+//! Each pool has a master of its own, running as the pool's user: pools of
+//! different users never share an opcache. The master is warren's child,
+//! in a session of its own, and gets the pool's socket from warren
+//! (`FPM_SOCKETS`, as php-fpm hands sockets to itself across a reload)
+//! and its configuration through a memfd: it creates no file and binds
+//! nothing, so it needs no directory of its own.
+
+use std::fmt::Write as _;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use warren_config::{PmStyle, PoolConfig};
+
+/// php-fpm's configuration for one pool listening on `socket`. `as_root`:
+/// the master runs as root (warren -R with no User), which php-fpm then
+/// wants said in the pool.
+pub fn config_text(p: &PoolConfig, socket: &Path, as_root: bool) -> String {
+    let mut c = String::new();
+    // Errors and what the children print go to standard error, a pipe
+    // warren copies to its error log with the pool's name.
+    let _ = writeln!(c, "[global]\nerror_log = /proc/self/fd/2\nlog_level = warning\ndaemonize = no\n");
+    let _ = writeln!(c, "[{}]", p.name);
+    let _ = writeln!(c, "listen = {}\nlisten.backlog = {}", socket.display(), p.listen_backlog);
+    if as_root {
+        let _ = writeln!(c, "user = root\ngroup = root");
+    }
+    let pm = match p.pm {
+        PmStyle::Static => "static",
+        PmStyle::Dynamic => "dynamic",
+        PmStyle::Ondemand => "ondemand",
+    };
+    let _ = writeln!(c, "pm = {pm}\npm.max_children = {}", p.max_children);
+    if p.pm == PmStyle::Dynamic {
+        let _ = writeln!(c, "pm.start_servers = {}\npm.min_spare_servers = {}\npm.max_spare_servers = {}", p.start_servers, p.min_spare_servers, p.max_spare_servers);
+    }
+    let _ = writeln!(c, "pm.max_spawn_rate = {}\npm.process_idle_timeout = {}s\npm.max_requests = {}", p.max_spawn_rate, p.process_idle_timeout.as_secs().max(1), p.max_requests);
+    if let Some(t) = p.request_terminate_timeout {
+        let _ = writeln!(c, "request_terminate_timeout = {}s", t.as_secs().max(1));
+    }
+    if let (Some(t), Some(log)) = (p.request_slowlog_timeout, &p.slowlog) {
+        let _ = writeln!(c, "request_slowlog_timeout = {}s\nslowlog = {}", t.as_secs().max(1), log.display());
+    }
+    if let Some(path) = &p.status_path {
+        let _ = writeln!(c, "pm.status_path = {path}");
+    }
+    let _ = writeln!(c, "catch_workers_output = {}\ndecorate_workers_output = no", if p.catch_output { "yes" } else { "no" });
+    let _ = writeln!(c, "clear_env = yes\nenv[PATH] = /usr/local/bin:/usr/bin:/bin");
+    for (k, v) in &p.env {
+        let _ = writeln!(c, "env[{k}] = {}", quoted(v));
+    }
+    for (k, v) in &p.php_ini {
+        let _ = writeln!(c, "php_value[{k}] = {}", quoted(v));
+    }
+    for (k, v) in &p.php_admin_ini {
+        let _ = writeln!(c, "php_admin_value[{k}] = {}", quoted(v));
+    }
+    c
+}
+
+/// An INI value in double quotes, read by php-fpm as it reads its own
+/// files (`${VAR}` is the master's environment variable; the config refuses
+/// a `"` in the value of a php-fpm pool).
+fn quoted(v: &str) -> String {
+    format!("\"{v}\"")
+}
+
+/// The configuration in a memfd, for the master to read as
+/// `/proc/self/fd/N`.
+pub fn config_memfd(name: &str, text: &str) -> std::io::Result<OwnedFd> {
+    let fd = nix::sys::memfd::memfd_create(format!("warren-pool-{name}").as_str(), nix::sys::memfd::MFdFlags::MFD_CLOEXEC)?;
+    let mut written = 0;
+    while written < text.len() {
+        written += nix::unistd::write(&fd, &text.as_bytes()[written..])?;
+    }
+    nix::unistd::lseek(&fd, 0, nix::unistd::Whence::SeekSet)?;
+    Ok(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use warren_config::parse::Origin;
+
+    #[test]
+    fn config_of_a_pool() {
+        let mut p = PoolConfig::new("www", vec!["/usr/sbin/php-fpm8.2".into()], Origin { file: std::sync::Arc::new("x".into()), line: 1 });
+        p.request_terminate_timeout = Some(Duration::from_secs(30));
+        p.env.push(("APP".into(), "a b".into()));
+        p.php_admin_ini.push(("open_basedir".into(), "/srv".into()));
+        let c = config_text(&p, Path::new("/run/w/www.sock"), false);
+        assert!(c.starts_with("[global]\nerror_log = /proc/self/fd/2\n"), "{c}");
+        for line in ["[www]", "listen = /run/w/www.sock", "pm = dynamic", "pm.max_children = 5", "pm.start_servers = 2", "request_terminate_timeout = 30s", "env[APP] = \"a b\"", "php_admin_value[open_basedir] = \"/srv\"", "catch_workers_output = yes"] {
+            assert!(c.lines().any(|l| l == line), "{line} missing in\n{c}");
+        }
+        assert!(!c.contains("user ="), "{c}");
+        assert!(config_text(&p, Path::new("/s"), true).contains("\nuser = root\ngroup = root\n"));
+    }
+}

@@ -1,0 +1,108 @@
+//! A `<Pool>` whose Command is Debian's php-fpm, under each MPM: warren
+//! starts one php-fpm master per pool, as the pool's user, on a socket of
+//! warren's; its children share one opcache; php-fpm answers its own status
+//! page; a master that dies is started again.
+
+mod common;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn php_fpm() -> std::path::PathBuf {
+    std::fs::read_dir("/usr/sbin")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("php-fpm")))
+        .expect("php-fpm in /usr/sbin: test.sh installs Debian's php-fpm")
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+fn uid_of(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?.lines().find(|l| l.starts_with("Uid:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The server's children that are php-fpm masters.
+fn masters(s: &Server) -> Vec<u32> {
+    s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with("php-fpm: master"))).collect()
+}
+
+fn wait_master(s: &Server, not: Option<u32>) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(&m) = masters(s).iter().find(|&&m| Some(m) != not) {
+            return m;
+        }
+        assert!(Instant::now() < deadline, "no php-fpm master (besides {not:?}) under warren");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn php_fpm_pool_serves_with_one_opcache(mpm: &str) {
+    let dir = TempDir::new(&format!("php-fpm-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/warm.php", "<?php echo getmypid(); flush(); usleep(1500000);");
+    dir.write("htdocs/cached.php", "<?php echo getmypid(), ' ', implode(',', array_map('basename', array_keys(opcache_get_status(true)['scripts'] ?? [])));");
+    dir.write("htdocs/who.php", "<?php echo posix_getpwuid(posix_geteuid())['name'];");
+    // opcache leaves alone a file changed in the last two seconds
+    // (opcache.file_update_protection): these were written a minute ago.
+    for f in ["warm.php", "cached.php"] {
+        let file = std::fs::File::options().write(true).open(dir.0.join("htdocs").join(f)).unwrap();
+        file.set_modified(std::time::SystemTime::now() - Duration::from_secs(60)).unwrap();
+    }
+    let conf = format!(
+        "<Pool www>\n    Command {}\n    User nobody\n    Group nogroup\n    pm = static\n    pm.max_children = 2\n    pm.status_path = /fpm-status\n    php_admin_value[memory_limit] = 48M\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n",
+        php_fpm().display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let master = wait_master(&s, None);
+    if is_root() {
+        assert_eq!(s.get("/who.php").text(), "nobody");
+        let nobody = std::fs::read_to_string("/etc/passwd").unwrap().lines().find_map(|l| l.strip_prefix("nobody:x:")?.split(':').next()?.parse().ok());
+        assert_eq!(uid_of(master), nobody, "the master runs as the pool's user, not root");
+    }
+    // One child runs warm.php (compiled into the opcache as it starts)
+    // while the other answers cached.php: it sees warm.php compiled.
+    let port = s.port;
+    let warm = std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        c.write_all(b"GET /warm.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        parse_response(&read_to_close(&mut c)).0.text()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let cached = s.get("/cached.php").text();
+    let warm_pid = warm.join().unwrap();
+    let (cached_pid, scripts) = cached.split_once(' ').unwrap_or((&cached, ""));
+    assert_ne!(cached_pid, warm_pid, "the two requests went to the two children");
+    assert!(scripts.split(',').any(|n| n == "warm.php"), "a child sees the script its sibling compiled: {cached}");
+    assert_eq!(s.get("/fpm-status").status, 200);
+    let full = s.get("/fpm-status?full").text();
+    assert!(full.contains("process manager:      static") && full.matches("pid:").count() == 2, "php-fpm's own status page:\n{full}");
+    // php_admin_value reaches PHP.
+    s.dir.write("htdocs/limit.php", "<?php echo ini_get('memory_limit');");
+    assert_eq!(s.get("/limit.php").text(), "48M");
+
+    // A master that dies is started again, and PHP is served again; its
+    // children, left without it, are not left taking requests.
+    let orphans = children_of(master);
+    assert_eq!(orphans.len(), 2, "pm static, 2 children");
+    unsafe_kill(master, 9);
+    let again = wait_master(&s, Some(master));
+    assert_ne!(again, master);
+    settle(|| orphans.iter().all(|&p| !std::path::Path::new(&format!("/proc/{p}")).exists()));
+    assert!(orphans.iter().all(|&p| !std::path::Path::new(&format!("/proc/{p}")).exists()), "the dead master's children {orphans:?} still run");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.get("/who.php").status != 200 {
+        assert!(Instant::now() < deadline, "PHP is not served after the master was replaced");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(s.wait_log("error.log", "starting it again").contains(&format!("php-fpm master {master} exited on")));
+}
+
+each_mpm!(php_fpm_pool_serves_with_one_opcache);
