@@ -44,6 +44,9 @@ pub struct PoolConfig {
     /// `php_admin_` forms, which php-fpm locks (php-cgi gets both as `-d`).
     pub php_ini: Vec<(String, String)>,
     pub php_admin_ini: Vec<(String, String)>,
+    /// php-fpm's settings that only a php-fpm pool has (access.log, chdir,
+    /// security.limit_extensions...), written into its configuration as they are.
+    pub php_fpm_settings: Vec<(String, String)>,
     /// What the children print goes to the error log (else nowhere).
     pub catch_output: bool,
     pub status_path: Option<String>,
@@ -80,6 +83,7 @@ impl PoolConfig {
             env: Vec::new(),
             php_ini: Vec::new(),
             php_admin_ini: Vec::new(),
+            php_fpm_settings: Vec::new(),
             catch_output: true,
             status_path: None,
             origin,
@@ -130,19 +134,27 @@ fn fpm_form(name: &str, args: &[String]) -> (String, Vec<String>) {
 
 /// Why a php-fpm pool setting that warren knows has no effect in its
 /// pools, or None for a setting it does not know.
-fn not_applied(lname: &str) -> Option<&'static str> {
+enum NotApplied {
+    /// In no pool: warren makes the pool's socket.
+    Ever(&'static str),
+    /// In a pool of php-cgi; a php-fpm pool gets it as it is.
+    ToPhpCgi(&'static str),
+}
+
+fn not_applied(lname: &str) -> Option<NotApplied> {
+    use NotApplied::*;
     Some(match lname {
         "listen" | "listen.owner" | "listen.group" | "listen.mode" | "listen.acl_users" | "listen.acl_groups" | "listen.allowed_clients" | "listen.setfib" => {
-            "a pool of warren's takes requests from warren alone (SetHandler pool:NAME), on sockets of its own that only the server's user may use; this address is not made"
+            Ever("a pool of warren's takes requests from warren alone (SetHandler pool:NAME), on a socket of its own that only the server's user may use; this address is not made")
         }
-        "access.log" | "access.format" | "access.suppress_path" => "the pool's requests are logged in warren's CustomLog",
-        "request_slowlog_trace_depth" => "the slow log has no backtrace: php-cgi cannot be traced as php-fpm traces its own children",
-        "chdir" => "the children start in the directory warren was started in",
-        "clear_env" => "warren always clears the children's environment but for env[NAME]",
-        "security.limit_extensions" => "only what SetHandler pool:NAME maps reaches the pool",
-        "decorate_workers_output" => "warren prefixes the children's lines with the pool's name",
-        "pm.status_listen" | "ping.path" | "ping.response" => "the status page is pm.status_path, served by warren",
-        "rlimit_files" | "rlimit_core" | "process.priority" | "process.dumpable" | "apparmor" | "prefix" => "warren does not set it for the children",
+        "access.log" | "access.format" | "access.suppress_path" => ToPhpCgi("the pool's requests are logged in warren's CustomLog"),
+        "request_slowlog_trace_depth" => ToPhpCgi("the slow log has no backtrace: php-cgi cannot be traced as php-fpm traces its own children"),
+        "chdir" => ToPhpCgi("the children start in the directory warren was started in"),
+        "clear_env" => ToPhpCgi("warren always clears the children's environment but for env[NAME]"),
+        "security.limit_extensions" => ToPhpCgi("only what SetHandler pool:NAME maps reaches the pool"),
+        "decorate_workers_output" => ToPhpCgi("warren prefixes the children's lines with the pool's name"),
+        "pm.status_listen" | "ping.path" | "ping.response" => ToPhpCgi("the status page is pm.status_path, served by warren"),
+        "rlimit_files" | "rlimit_core" | "process.priority" | "process.dumpable" | "apparmor" | "prefix" => ToPhpCgi("warren does not set it for the children"),
         _ => return None,
     })
 }
@@ -176,8 +188,12 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
     let mut p = PoolConfig::defaults(&name, sec.origin.clone());
     let mut start_set = false;
     let before = errors.len();
+    let warned_before = warnings.len();
     // Said once the program is known: php-fpm does lock them.
     let mut admin_warnings = Vec::new();
+    // Settings php-fpm has and php-cgi pools do not: passed on to a php-fpm
+    // pool, else each a warning.
+    let mut php_fpm_only = Vec::new();
     for node in &sec.children {
         let d = match node {
             Node::Directive(d) => d,
@@ -303,15 +319,21 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
             },
             "chroot" => err(errors, &d.origin, "chroot: warren's pools cannot chroot their children; refusing rather than running them outside the chroot".to_string()),
             _ => match not_applied(&lname) {
-                Some(why) => warnings.push(ConfigError { origin: d.origin.clone(), message: format!("{key} is not applied: {why}") }),
+                Some(why) => php_fpm_only.push((key.to_string(), args.join(" "), d.origin.clone(), why)),
                 None if strict => err(errors, &d.origin, format!("unknown or unsupported directive '{key}' in <Pool>")),
                 None => warnings.push(ConfigError { origin: d.origin.clone(), message: format!("{key}: not a setting warren's pools know; ignored") }),
             },
         }
     }
+    for (key, value, origin, why) in php_fpm_only {
+        match why {
+            NotApplied::ToPhpCgi(_) if p.runs_php_fpm() => p.php_fpm_settings.push((key, value)),
+            NotApplied::ToPhpCgi(why) | NotApplied::Ever(why) => warnings.push(ConfigError { origin, message: format!("{key} is not applied: {why}") }),
+        }
+    }
     if !p.runs_php_fpm() {
         warnings.extend(admin_warnings);
-    } else if p.env.iter().chain(&p.php_ini).chain(&p.php_admin_ini).any(|(_, v)| v.contains('"')) {
+    } else if p.env.iter().chain(&p.php_ini).chain(&p.php_admin_ini).chain(&p.php_fpm_settings).any(|(_, v)| v.contains('"')) {
         err(errors, &sec.origin, format!("<Pool {name}>: a value with a double quote cannot be written into php-fpm's configuration"));
     }
     if !(p.php_ini.is_empty() && p.php_admin_ini.is_empty()) && !runs_php(&p.command) {
@@ -320,6 +342,8 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
     if p.request_slowlog_timeout.is_some() && p.slowlog.is_none() {
         err(errors, &sec.origin, format!("[pool {name}] 'slowlog' must be specified for use with 'request_slowlog_timeout'"));
     }
+    // Some are said once the section is read: all in the file's order.
+    warnings[warned_before..].sort_by_key(|w| w.origin.line);
     // php-fpm's checks, with its words where it has them.
     let o = &sec.origin;
     if p.max_children < 1 {

@@ -2,9 +2,10 @@
 //! `/etc/php/8.2/fpm/pool.d/www.conf`, say) used as it is. Each `[name]`
 //! section becomes a `<Pool name>` read by [`parse_pool`], its `key = value`
 //! lines as directives at their own file and line; php-fpm's `$pool` stands
-//! for the section's name. What a pool of warren's does not act on (where
-//! php-fpm listens, its access and slow logs, chroot...) is a warning at its
-//! line, not an error: the file was written for php-fpm.
+//! for the section's name. Its pools run php-fpm where it is installed (the
+//! version of the file's directory), else php-cgi. What such a pool does not
+//! act on (where php-fpm listens; with php-cgi, its access log, chdir...)
+//! is a warning at its line, not an error: the file was written for php-fpm.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -47,10 +48,33 @@ pub fn read_pool_file(path: &Path, at: &Origin, errors: &mut Vec<ConfigError>, w
         }
     }
     sections.retain(|s| !s.args[0].eq_ignore_ascii_case("global"));
+    // The file is php-fpm's: its pools run php-fpm where it is installed.
+    if let Some(fpm) = php_fpm_for(path) {
+        for sec in &mut sections {
+            let command = Directive { name: "Command".into(), args: vec![fpm.to_string_lossy().into_owned()], origin: sec.origin.clone() };
+            sec.children.insert(0, Node::Directive(command));
+        }
+    }
     if sections.is_empty() && errors.is_empty() {
         warnings.push(ConfigError { origin: at.clone(), message: format!("PoolFile: {} defines no pool", path.display()) });
     }
     sections.iter().filter_map(|s| parse_pool(s, false, errors, warnings)).collect()
+}
+
+/// php-fpm, as Debian installs it (`/usr/sbin/php-fpm8.2`) or on PATH: the
+/// version of the file's directory (`/etc/php/8.2/fpm/pool.d/`) if there
+/// is one, else any.
+fn php_fpm_for(pool_file: &Path) -> Option<std::path::PathBuf> {
+    let version = pool_file.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).skip_while(|c| c != "php").nth(1);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::env::split_paths(&path).chain([std::path::PathBuf::from("/usr/sbin")]);
+    let found: Vec<std::path::PathBuf> = dirs
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("php-fpm")) && p.is_file())
+        .collect();
+    let wanted = version.map(|v| format!("php-fpm{v}"));
+    found.iter().find(|p| wanted.as_deref().is_some_and(|w| p.file_name().is_some_and(|n| n == w))).or(found.first()).cloned()
 }
 
 /// An INI value: a double-quoted string, or the text before a `;` comment.

@@ -62,6 +62,10 @@ pub fn config_text(p: &PoolConfig, socket: &Path, as_root: bool) -> String {
     for (k, v) in &p.php_admin_ini {
         let _ = writeln!(c, "php_admin_value[{k}] = {}", quoted(v));
     }
+    // Last, so that a pool file's own choice (clear_env, say) wins.
+    for (k, v) in &p.php_fpm_settings {
+        let _ = writeln!(c, "{k} = {}", quoted(v));
+    }
     c
 }
 

@@ -1,7 +1,8 @@
 //! A `<Pool>` whose Command is Debian's php-fpm, under each MPM: warren
 //! starts one php-fpm master per pool, as the pool's user, on a socket of
 //! warren's; its children share one opcache; php-fpm answers its own status
-//! page; a master that dies is started again.
+//! page; a master that dies is started again. And Debian's own pool file
+//! (`PoolFile`) as it is.
 
 mod common;
 
@@ -105,4 +106,35 @@ fn php_fpm_pool_serves_with_one_opcache(mpm: &str) {
     assert!(s.wait_log("error.log", "starting it again").contains(&format!("php-fpm master {master} exited on")));
 }
 
-each_mpm!(php_fpm_pool_serves_with_one_opcache);
+/// Debian's php-fpm pool file, as it is (`PoolFile`): its pool is a php-fpm
+/// master with its pm settings (dynamic, 2 children to start), serving PHP
+/// as its user; its `listen` lines, which a pool of warren's does not use,
+/// are warnings at their lines.
+fn debian_pool_file_serves(mpm: &str) {
+    let file = std::fs::read_dir("/etc/php")
+        .expect("/etc/php: test.sh installs php-fpm")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("fpm/pool.d/www.conf"))
+        .find(|p| p.exists())
+        .expect("Debian's php-fpm www.conf");
+    let dir = TempDir::new(&format!("pool-file-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/who.php", "<?php echo posix_getpwuid(posix_geteuid())['name'];");
+    let conf = format!("PoolFile {}\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n", file.display());
+    let checked = std::process::Command::new(BIN).args(["-t", "-f"]).arg(dir.write("check.conf", &format!("Listen 127.0.0.1:1\nDocumentRoot htdocs\nUser nobody\n{conf}"))).output().unwrap();
+    let said = String::from_utf8_lossy(&checked.stderr).into_owned() + &String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "{said}");
+    let listen_line = std::fs::read_to_string(&file).unwrap().lines().position(|l| l.starts_with("listen = ")).unwrap() + 1;
+    assert!(said.contains(&format!("www.conf:{listen_line}: listen is not applied")), "{said}");
+    let s = Server::start_in(dir, mpm, &conf);
+    let master = wait_master(&s, None);
+    settle(|| children_of(master).len() == 2);
+    assert_eq!(children_of(master).len(), 2, "pm.start_servers = 2");
+    let r = s.get("/who.php");
+    assert_eq!(r.status, 200, "{}", r.text());
+    if is_root() {
+        assert_eq!(r.text(), "www-data");
+    }
+}
+
+each_mpm!(php_fpm_pool_serves_with_one_opcache, debian_pool_file_serves);

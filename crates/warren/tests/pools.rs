@@ -228,35 +228,6 @@ fn pools_per_site_with_their_users(mpm: &str) {
     assert_eq!(get("a.test", &format!("/read.php?f={secret}")), "denied", "site A's PHP read site B's 0600 file");
 }
 
-/// Debian's php-fpm pool file, as it is (`PoolFile`): its pool serves PHP
-/// as its user, with its pm settings (dynamic, 2 children to start); its
-/// `listen` lines, which a pool of warren's does not use, are warnings at
-/// their lines.
-fn debian_pool_file_serves(mpm: &str) {
-    let file = std::fs::read_dir("/etc/php")
-        .expect("/etc/php: test.sh installs php-fpm")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join("fpm/pool.d/www.conf"))
-        .find(|p| p.exists())
-        .expect("Debian's php-fpm www.conf");
-    let dir = TempDir::new(&format!("pool-file-{mpm}"));
-    standard_site(&dir);
-    dir.write("htdocs/who.php", "<?php echo posix_getpwuid(posix_geteuid())['name'];");
-    let conf = format!("PoolFile {}\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n", file.display());
-    let checked = std::process::Command::new(BIN).args(["-t", "-f"]).arg(dir.write("check.conf", &format!("Listen 127.0.0.1:1\nDocumentRoot htdocs\nUser nobody\n{conf}"))).output().unwrap();
-    let said = String::from_utf8_lossy(&checked.stderr).into_owned() + &String::from_utf8_lossy(&checked.stdout);
-    assert!(checked.status.success(), "{said}");
-    let listen_line = std::fs::read_to_string(&file).unwrap().lines().position(|l| l.starts_with("listen = ")).unwrap() + 1;
-    assert!(said.contains(&format!("www.conf:{listen_line}: listen is not applied")), "{said}");
-    let s = Server::start_in(dir, mpm, &conf);
-    assert_eq!(wait_php_children(&s, 2).len(), 2, "pm.start_servers = 2");
-    let r = s.get("/who.php");
-    assert_eq!(r.status, 200, "{}", r.text());
-    if is_root() {
-        assert_eq!(r.text(), "www-data");
-    }
-}
-
 fn status_page(mpm: &str) {
     let s = start(mpm, "    pm static\n    pm.max_children 2\n    pm.status_path /fpm-status", "");
     wait_php_children(&s, 2);
@@ -495,4 +466,4 @@ fn lost_child_request_is_sent_again(mpm: &str) {
     let _ = std::fs::remove_file(marker.with_extension("post"));
 }
 
-each_mpm!(slow_requests_are_logged, debian_pool_file_serves, lost_child_request_is_sent_again, children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+each_mpm!(slow_requests_are_logged, lost_child_request_is_sent_again, children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
