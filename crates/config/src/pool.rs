@@ -167,6 +167,23 @@ fn php_setting(lname: &str) -> Option<(&'static str, &str)> {
         .find_map(|kind| lname.strip_prefix(kind).and_then(|r| r.strip_prefix('[')).and_then(|r| r.strip_suffix(']')).map(|s| (kind, s)))
 }
 
+/// php-fpm as Debian installs it (`/usr/sbin/php-fpm8.2`) or on PATH:
+/// `php-fpm{version}` if there is one, else any.
+pub fn find_php_fpm(version: Option<&str>) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::env::split_paths(&path).chain([PathBuf::from("/usr/sbin")]);
+    let mut found: Vec<PathBuf> = dirs
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("php-fpm")) && p.is_file())
+        .collect();
+    // The newest first, when no version is asked for.
+    found.sort();
+    found.reverse();
+    let wanted = version.map(|v| format!("php-fpm{v}"));
+    found.iter().find(|p| wanted.as_deref().is_some_and(|w| p.file_name().is_some_and(|n| n == w))).or(found.first()).cloned()
+}
+
 /// Whether `command` runs PHP (php-cgi, or another build of it), which
 /// takes settings as `-d name=value`.
 pub fn runs_php(command: &[String]) -> bool {
@@ -269,6 +286,12 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
             "command" => {
                 if args.is_empty() {
                     err(errors, &d.origin, "Command needs a program".into());
+                } else if args[0] == "php-fpm" {
+                    // Debian names it by version (php-fpm8.2): the one installed.
+                    match find_php_fpm(None) {
+                        Some(fpm) => p.command = [fpm.to_string_lossy().into_owned()].into_iter().chain(args[1..].iter().cloned()).collect(),
+                        None => err(errors, &d.origin, "Command php-fpm: php-fpm is not installed (Debian: apt-get install php-fpm), not on PATH nor in /usr/sbin".into()),
+                    }
                 } else {
                     p.command = args.clone();
                 }

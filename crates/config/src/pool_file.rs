@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::parse::{ConfigError, Directive, Node, Origin, Section};
-use crate::pool::{parse_pool, PoolConfig};
+use crate::pool::{find_php_fpm, parse_pool, PoolConfig};
 
 /// The pools of the php-fpm pool file at `path`, or nothing (with errors).
 pub fn read_pool_file(path: &Path, at: &Origin, errors: &mut Vec<ConfigError>, warnings: &mut Vec<ConfigError>) -> Vec<PoolConfig> {
@@ -61,20 +61,11 @@ pub fn read_pool_file(path: &Path, at: &Origin, errors: &mut Vec<ConfigError>, w
     sections.iter().filter_map(|s| parse_pool(s, false, errors, warnings)).collect()
 }
 
-/// php-fpm, as Debian installs it (`/usr/sbin/php-fpm8.2`) or on PATH: the
-/// version of the file's directory (`/etc/php/8.2/fpm/pool.d/`) if there
-/// is one, else any.
+/// The php-fpm of the file's directory's version
+/// (`/etc/php/8.2/fpm/pool.d/` is php-fpm8.2's) if there is one.
 fn php_fpm_for(pool_file: &Path) -> Option<std::path::PathBuf> {
     let version = pool_file.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).skip_while(|c| c != "php").nth(1);
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs = std::env::split_paths(&path).chain([std::path::PathBuf::from("/usr/sbin")]);
-    let found: Vec<std::path::PathBuf> = dirs
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flat_map(|entries| entries.flatten().map(|e| e.path()))
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("php-fpm")) && p.is_file())
-        .collect();
-    let wanted = version.map(|v| format!("php-fpm{v}"));
-    found.iter().find(|p| wanted.as_deref().is_some_and(|w| p.file_name().is_some_and(|n| n == w))).or(found.first()).cloned()
+    find_php_fpm(version.as_deref())
 }
 
 /// An INI value: a double-quoted string, or the text before a `;` comment.

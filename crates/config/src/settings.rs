@@ -226,12 +226,12 @@ impl Settings {
 
     /// The built-in defaults `warren serve DIR` starts from: no config file,
     /// every file under DIR readable, directory listings on, one child per CPU.
-    /// `warren serve`'s PHP: a pool "php" running `php_cgi` (php-fpm's
-    /// defaults: dynamic, at most 5 children) for `*.php`, and `index.php`
-    /// first among the directory indexes.
-    pub fn add_builtin_php_pool(&mut self, php_cgi: &Path) {
+    /// `warren serve`'s PHP: a pool "php" running `php` (php-fpm, or
+    /// php-cgi; php-fpm's defaults: dynamic, at most 5 children) for
+    /// `*.php`, and `index.php` first among the directory indexes.
+    pub fn add_builtin_php_pool(&mut self, php: &Path) {
         let origin = Origin { file: std::sync::Arc::new(PathBuf::from("(warren serve)")), line: 0 };
-        self.pools.push(crate::pool::PoolConfig::new("php", vec![php_cgi.to_string_lossy().into_owned()], origin.clone()));
+        self.pools.push(crate::pool::PoolConfig::new("php", vec![php.to_string_lossy().into_owned()], origin.clone()));
         let config = DirConfig { handler: Some(Some(Handler::Pool("php".into()))), ..DirConfig::default() };
         let matcher = SectionMatch::FilesMatch(Regex::new(r"\.php$").expect("a valid regex"));
         self.main.sections.push(DirSection { matcher, within: None, config, origin });

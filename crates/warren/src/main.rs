@@ -154,12 +154,13 @@ fn main() -> ExitCode {
                 }
             };
             let mut s = Settings::for_directory(&dir, *listen, *mpm);
-            let php = match find_on_path("php-cgi") {
+            // php-fpm where installed: its children share one opcache.
+            let php = match warren_config::pool::find_php_fpm(None).or_else(|| find_on_path("php-cgi")) {
                 Some(php) => {
                     s.add_builtin_php_pool(&php);
                     format!("PHP through a pool of {}", php.display())
                 }
-                None => "no php-cgi on PATH: .php files are served as they are".to_string(),
+                None => "no php-fpm or php-cgi installed: .php files are served as they are".to_string(),
             };
             let user = match serve_account(&mut s, &dir, cli.allow_root) {
                 Ok(u) => u,
