@@ -144,7 +144,7 @@ impl EventLoop {
             slot,
             listening: false,
             threads: s.tuning.threads_per_child as usize,
-            half_close: HalfClose::default(),
+            half_close: HalfClose::new(&s.pools),
         };
         event_loop.update_listening();
         Ok(event_loop)

@@ -52,8 +52,17 @@ pub struct Upstream {
 /// the conversation, so only one that said FCGI_MPXS_CONNS 0 is told. Each
 /// address is asked once per child, on a thread of its own; until it has
 /// answered, nothing is shut early.
+/// warren's own pools of PHP (php-fpm or php-cgi, which take one request
+/// per connection) are known without asking.
 #[derive(Clone, Default)]
 pub struct HalfClose(Arc<Mutex<HashMap<FcgiAddr, Asked>>>);
+
+impl HalfClose {
+    pub fn new(pools: &[warren_config::PoolConfig]) -> HalfClose {
+        let php = pools.iter().filter(|p| warren_config::pool::runs_php(&p.command)).map(|p| (FcgiAddr::Pool(p.name.clone()), Asked::Answer(true)));
+        HalfClose(Arc::new(Mutex::new(php.collect())))
+    }
+}
 
 #[derive(Clone, Copy)]
 enum Asked {
@@ -70,13 +79,11 @@ impl HalfClose {
     /// Whether requests to `addr` may shut our side early; asks the
     /// application the first time.
     pub fn allowed(&self, addr: &FcgiAddr) -> bool {
-        if matches!(addr, FcgiAddr::Pool(_)) {
-            // A pool's child is leased for one request: no one to ask but it.
-            return false;
-        }
         let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match known.get(addr) {
             Some(Asked::Answer(yes)) => return *yes,
+            // Another program of a pool: leased for one request, nothing to ask.
+            None if matches!(addr, FcgiAddr::Pool(_)) => return false,
             Some(Asked::Pending) => return false,
             Some(Asked::RetryAt(t)) if Instant::now() < *t => return false,
             _ => {}
