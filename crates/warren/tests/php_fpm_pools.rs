@@ -137,4 +137,35 @@ fn debian_pool_file_serves(mpm: &str) {
     }
 }
 
-each_mpm!(php_fpm_pool_serves_with_one_opcache, debian_pool_file_serves);
+/// A php-fpm pool's queue is its socket's listen queue (listen.backlog
+/// long): past it a request gets 503 with Retry-After at once, as from a
+/// php-cgi pool whose queue is full, not a wait in warren.
+fn full_listen_queue_is_503(mpm: &str) {
+    let dir = TempDir::new(&format!("php-fpm-queue-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/slow.php", "<?php sleep(4); echo 'done';");
+    let conf = "<Pool www>\n    Command php-fpm\n    User nobody\n    Group nogroup\n    pm = static\n    pm.max_children = 1\n    listen.backlog = 1\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
+    let s = Server::start_in(dir, mpm, conf);
+    let master = wait_master(&s, None);
+    settle(|| children_of(master).len() == 1);
+    // One child runs a request and two wait in the queue (a unix socket's
+    // queue holds backlog + 1): of six at once, some are refused.
+    let port = s.port;
+    let clients: Vec<_> = (0..6)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+                c.write_all(b"GET /slow.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+                parse_response(&read_to_close(&mut c)).0
+            })
+        })
+        .collect();
+    let answers: Vec<Resp> = clients.into_iter().map(|t| t.join().unwrap()).collect();
+    let refused: Vec<&Resp> = answers.iter().filter(|r| r.status == 503).collect();
+    assert!(answers.iter().any(|r| r.status == 200 && r.text() == "done"), "none served");
+    assert!(!refused.is_empty() && refused.iter().all(|r| r.header("retry-after") == Some("5")), "{:?}", answers.iter().map(|r| r.status).collect::<Vec<_>>());
+    assert!(answers.iter().all(|r| r.status == 200 || r.status == 503), "{:?}", answers.iter().map(|r| r.status).collect::<Vec<_>>());
+}
+
+each_mpm!(php_fpm_pool_serves_with_one_opcache, debian_pool_file_serves, full_listen_queue_is_503);

@@ -52,6 +52,21 @@ impl BackendStream {
         Ok(s)
     }
 
+    /// A connection to a pool's socket, or WouldBlock at once when its
+    /// listen queue is full (the pool's queue, for php-fpm: the request
+    /// gets 503), where a plain connect would wait for room.
+    pub(super) fn connect_pool(path: &std::path::Path, timeout: Duration) -> io::Result<BackendStream> {
+        use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
+        let fd = socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None)?;
+        // A unix socket connects at once or not at all (EAGAIN): never EINPROGRESS.
+        connect(fd.as_raw_fd(), &UnixAddr::new(path)?)?;
+        let s = UnixStream::from(fd);
+        s.set_nonblocking(false)?;
+        let s = BackendStream::Unix(s);
+        s.set_timeouts(timeout)?;
+        Ok(s)
+    }
+
     fn set_timeouts(&self, t: Duration) -> io::Result<()> {
         match self {
             BackendStream::Unix(s) => {

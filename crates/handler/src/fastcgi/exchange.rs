@@ -101,9 +101,13 @@ impl Site {
         let mut client = match client {
             Some(c) => c,
             None => {
-                let s = BackendStream::connect(addr, gw.timeout).map_err(|e| {
-                    Failed::Backend(GatewayError::connect(&describe(addr), &e))
-                })?;
+                let s = match (&gw.backend.addr, &lease) {
+                    (FcgiAddr::Pool(name), Some(l)) => BackendStream::connect_pool(l.socket(), gw.timeout).map_err(|e| match e.kind() {
+                        io::ErrorKind::WouldBlock => Failed::Pool(name.clone(), PoolBusy::QueueFull),
+                        _ => Failed::Backend(GatewayError::connect(&describe(addr), &e)),
+                    }),
+                    _ => BackendStream::connect(addr, gw.timeout).map_err(|e| Failed::Backend(GatewayError::connect(&describe(addr), &e))),
+                }?;
                 let mut c = Client::new(s);
                 begin(&mut c).map_err(|e| Failed::Backend(GatewayError::io("sending the request to", addr, &e)))?;
                 c

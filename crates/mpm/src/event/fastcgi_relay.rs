@@ -63,6 +63,12 @@ impl EventLoop {
                 _ => self.lend(slot, gw),
             },
             Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
+            Err((gw, NotHere::Busy)) => {
+                let FcgiAddr::Pool(name) = &gw.backend.addr else { unreachable!("only a pool's lease is busy") };
+                let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                let resp = self.site.pool_unavailable(&gw, head, &c.info, name, PoolBusy::QueueFull);
+                self.answer_error(slot, resp);
+            }
         }
     }
 
@@ -376,6 +382,12 @@ impl EventLoop {
                     self.attach(slot, up);
                 }
                 Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
+                Err((gw, NotHere::Busy)) => {
+                    let c = self.conns[slot].as_ref().expect("conn");
+                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+                    let resp = self.site.pool_unavailable(&gw, head, &c.info, &pool, PoolBusy::QueueFull);
+                    self.answer_error(slot, resp);
+                }
                 Err((_, NotHere::UseThread)) => unreachable!("handled above"),
             }
             self.drive(slot);

@@ -122,6 +122,8 @@ pub enum NotHere {
     UseThread,
     /// The application cannot be reached.
     Failed(io::Error),
+    /// The pool's queue is full (a php-fpm pool's listen queue).
+    Busy,
 }
 
 impl Upstream {
@@ -154,6 +156,8 @@ impl Upstream {
         };
         let (socket, connected) = match connect(addr) {
             Ok(x) => x,
+            // A pool's socket with a full listen queue: its queue is full.
+            Err(NotHere::UseThread) if lease.is_some() => return Err((gateway, NotHere::Busy)),
             Err(e) => return Err((gateway, e)),
         };
         let request = gateway.whole_request(body);
