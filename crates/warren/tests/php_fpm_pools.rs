@@ -168,4 +168,33 @@ fn full_listen_queue_is_503(mpm: &str) {
     assert!(answers.iter().all(|r| r.status == 200 || r.status == 503), "{:?}", answers.iter().map(|r| r.status).collect::<Vec<_>>());
 }
 
-each_mpm!(php_fpm_pool_serves_with_one_opcache, debian_pool_file_serves, full_listen_queue_is_503);
+/// Graceful restarts under load: an unchanged php-fpm pool keeps its
+/// master; a changed one gets a new master before the new server children
+/// take requests, and the old one goes once they are gone. No request
+/// fails across either.
+fn graceful_restart_keeps_php_fpm_serving(mpm: &str) {
+    let dir = TempDir::new(&format!("php-fpm-restart-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/pid.php", "<?php echo 'pid ', getmypid();");
+    let conf = "<Pool www>\n    Command php-fpm\n    User nobody\n    Group nogroup\n    pm = static\n    pm.max_children = 2\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
+    let s = Server::start_in(dir, mpm, conf);
+    let first = wait_master(&s, None);
+    let load = start_load_on(s.port, 3, "/pid.php", |body| body.windows(4).any(|w| w == b"pid "));
+    load.wait_more(20);
+    unsafe_kill(s.pid(), 1);
+    s.wait_log("error.log", "SIGHUP received: graceful restart");
+    load.wait_more(20);
+    assert_eq!(masters(&s), vec![first], "an unchanged pool keeps its master");
+    let changed = std::fs::read_to_string(&s.conf).unwrap().replace("pm.max_children = 2", "pm.max_children = 3");
+    std::fs::write(&s.conf, changed).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let second = wait_master(&s, Some(first));
+    settle(|| masters(&s) == vec![second] && children_of(second).len() == 3);
+    load.wait_more(20);
+    let (ok, failures) = load.finish();
+    assert!(failures.is_empty(), "{} of {} requests failed across the restarts: {:?}", failures.len(), ok + failures.len() as u64, &failures[..failures.len().min(3)]);
+    assert_eq!(masters(&s), vec![second], "the old master is gone once unused");
+    assert_eq!(children_of(second).len(), 3, "the changed pool runs 3 children");
+}
+
+each_mpm!(php_fpm_pool_serves_with_one_opcache, debian_pool_file_serves, full_listen_queue_is_503, graceful_restart_keeps_php_fpm_serving);

@@ -480,6 +480,11 @@ pub struct Load {
 }
 
 pub fn start_load(port: u16, threads: usize) -> Load {
+    start_load_on(port, threads, "/a.txt", |body| body.ends_with(b"0123456789abcdefghij"))
+}
+
+/// The same load on `path`, whose answer is whole when `whole` says so.
+pub fn start_load_on(port: u16, threads: usize, path: &'static str, whole: fn(&[u8]) -> bool) -> Load {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ok_so_far = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let handles = (0..threads)
@@ -495,9 +500,9 @@ pub fn start_load(port: u16, threads: usize) -> Load {
                     let result = (|| -> Result<(), String> {
                         let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
                         s.set_read_timeout(Some(Duration::from_secs(10))).ok();
-                        s.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").map_err(|e| format!("write: {e}"))?;
+                        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).map_err(|e| format!("write: {e}"))?;
                         let out = read_to_close(&mut s);
-                        if out.starts_with(b"HTTP/1.1 200 ") && out.ends_with(b"0123456789abcdefghij") {
+                        if out.starts_with(b"HTTP/1.1 200 ") && whole(&out) {
                             Ok(())
                         } else {
                             Err(format!("bad answer: {:?}", String::from_utf8_lossy(&out[..out.len().min(60)])))
