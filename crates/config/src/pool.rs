@@ -359,7 +359,8 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
     } else if p.env.iter().chain(&p.php_ini).chain(&p.php_admin_ini).chain(&p.php_fpm_settings).any(|(_, v)| v.contains('"')) {
         err(errors, &sec.origin, format!("<Pool {name}>: a value with a double quote cannot be written into php-fpm's configuration"));
     }
-    if !(p.php_ini.is_empty() && p.php_admin_ini.is_empty()) && !runs_php(&p.command) {
+    let php_settings = !p.php_ini.is_empty() || !p.php_admin_ini.is_empty();
+    if php_settings && !runs_php(&p.command) {
         err(errors, &sec.origin, format!("<Pool {name}>: php_value and php_flag need a PHP program (php-cgi), not {}", p.command[0]));
     }
     if p.request_slowlog_timeout.is_some() && p.slowlog.is_none() {

@@ -301,7 +301,7 @@ impl Manager {
         }
         c.accepted.store(0, Ordering::Relaxed);
         c.started.store(now_secs(), Ordering::Relaxed);
-        let php_fpm = p.runs_php_fpm().then(|| PhpFpmShape { terminate_after: p.request_terminate_timeout });
+        let php_fpm = p.runs_php_fpm().then_some(PhpFpmShape { terminate_after: p.request_terminate_timeout });
         let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot, php_fpm };
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
         let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None };

@@ -121,7 +121,7 @@ fn debian_pool_file_serves(mpm: &str) {
     standard_site(&dir);
     dir.write("htdocs/who.php", "<?php echo posix_getpwuid(posix_geteuid())['name'];");
     let conf = format!("PoolFile {}\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n", file.display());
-    let checked = std::process::Command::new(BIN).args(["-t", "-f"]).arg(dir.write("check.conf", &format!("Listen 127.0.0.1:1\nDocumentRoot htdocs\nUser nobody\n{conf}"))).output().unwrap();
+    let checked = std::process::Command::new(BIN).args(["-t", "-f"]).arg(dir.write("check.conf", format!("Listen 127.0.0.1:1\nDocumentRoot htdocs\nUser nobody\n{conf}"))).output().unwrap();
     let said = String::from_utf8_lossy(&checked.stderr).into_owned() + &String::from_utf8_lossy(&checked.stdout);
     assert!(checked.status.success(), "{said}");
     let listen_line = std::fs::read_to_string(&file).unwrap().lines().position(|l| l.starts_with("listen = ")).unwrap() + 1;
