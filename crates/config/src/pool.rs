@@ -153,7 +153,8 @@ fn not_applied(lname: &str) -> Option<NotApplied> {
         "clear_env" => ToPhpCgi("warren always clears the children's environment but for env[NAME]"),
         "security.limit_extensions" => ToPhpCgi("only what SetHandler pool:NAME maps reaches the pool"),
         "decorate_workers_output" => ToPhpCgi("warren prefixes the children's lines with the pool's name"),
-        "pm.status_listen" | "ping.path" | "ping.response" => ToPhpCgi("the status page is pm.status_path, served by warren"),
+        "pm.status_listen" => Ever("the status page is pm.status_path, reached through warren and its access rules; php-fpm binds no address of its own"),
+        "ping.path" | "ping.response" => ToPhpCgi("the status page is pm.status_path, served by warren"),
         "rlimit_files" | "rlimit_core" | "process.priority" | "process.dumpable" | "apparmor" | "prefix" => ToPhpCgi("warren does not set it for the children"),
         _ => return None,
     })

@@ -261,6 +261,29 @@ impl Manager {
         Ok(m)
     }
 
+    /// A pool's socket at `path` (in the sockets' directory), the server's
+    /// user's, mode 0600; a php-fpm pool's with its listen.backlog.
+    fn make_socket(&self, p: &PoolConfig, path: &Path) -> Result<UnixListener, String> {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // Left over from a pool that used this slot before; unlink
+        // removes a symlink itself, never its target.
+        let _ = nix::unistd::unlinkat(&self.dir_fd, name.as_str(), UnlinkatFlags::NoRemoveDir);
+        let l = bind_private(path).map_err(|e| format!("<Pool {}>: cannot bind {}: {e}", p.name, path.display()))?;
+        if let Some((u, g)) = self.owner {
+            nix::unistd::fchownat(&self.dir_fd, name.as_str(), Some(u), Some(g), AtFlags::AT_SYMLINK_NOFOLLOW)
+                .map_err(|e| format!("<Pool {}>: cannot give {} to the server's user: {e}", p.name, path.display()))?;
+        }
+        if p.runs_php_fpm() {
+            // Requests wait for a child in this queue: listen.backlog long.
+            let backlog = libc::c_int::try_from(p.listen_backlog).unwrap_or(libc::c_int::MAX);
+            // SAFETY: listen on a socket this function owns.
+            if unsafe { libc::listen(l.as_raw_fd(), backlog) } != 0 {
+                return Err(format!("<Pool {}>: listen on {}: {}", p.name, path.display(), std::io::Error::last_os_error()));
+            }
+        }
+        Ok(l)
+    }
+
     /// Places a pool in the table: its counters, its slots and their sockets.
     fn create_pool(&mut self, p: &PoolConfig, creds: Option<Credentials>) -> Result<(PoolRun, PoolShape), String> {
         // A php-fpm pool has one socket, which its master's children share.
@@ -272,25 +295,8 @@ impl Manager {
         let mut listeners = Vec::new();
         let mut sockets = Vec::new();
         for slot in first_slot..first_slot + n {
-            let name = format!("{}.{slot}.sock", p.name);
-            let path = self.dir.join(&name);
-            // Left over from a pool that used this slot before; unlink
-            // removes a symlink itself, never its target.
-            let _ = nix::unistd::unlinkat(&self.dir_fd, name.as_str(), UnlinkatFlags::NoRemoveDir);
-            let l = bind_private(&path).map_err(|e| format!("<Pool {}>: cannot bind {}: {e}", p.name, path.display()))?;
-            if let Some((u, g)) = self.owner {
-                nix::unistd::fchownat(&self.dir_fd, name.as_str(), Some(u), Some(g), AtFlags::AT_SYMLINK_NOFOLLOW)
-                    .map_err(|e| format!("<Pool {}>: cannot give {} to the server's user: {e}", p.name, path.display()))?;
-            }
-            if p.runs_php_fpm() {
-                // Requests wait for a child in this queue: listen.backlog long.
-                let backlog = libc::c_int::try_from(p.listen_backlog).unwrap_or(libc::c_int::MAX);
-                // SAFETY: listen on a socket this function owns.
-                if unsafe { libc::listen(l.as_raw_fd(), backlog) } != 0 {
-                    return Err(format!("<Pool {}>: listen on {}: {}", p.name, path.display(), std::io::Error::last_os_error()));
-                }
-            }
-            listeners.push(l);
+            let path = self.dir.join(format!("{}.{slot}.sock", p.name));
+            listeners.push(self.make_socket(p, &path)?);
             sockets.push(path);
         }
         self.counters_used[counters] = true;
@@ -565,10 +571,23 @@ impl Manager {
     /// Starts a php-fpm pool's master (see `php_fpm`), which starts the
     /// pool's children itself.
     fn spawn_php_fpm(&mut self, pool: usize) -> bool {
+        let socket = &self.table.pools[pool].sockets[0];
+        if self.pools[pool].master_started.is_some() {
+            // A fresh socket at the same path for the new master: a child of
+            // the old one that left its session (setsid) and so outlived it
+            // keeps a socket no one connects to any more.
+            match self.make_socket(&self.pools[pool].config, socket) {
+                Ok(l) => self.pools[pool].listeners[0] = l,
+                Err(e) => {
+                    self.log.error(&format!("[pool {}] {e}", self.pools[pool].config.name));
+                    return false;
+                }
+            }
+        }
         let run = &self.pools[pool];
         let c = &run.config;
-        let socket = &self.table.pools[pool].sockets[0];
-        let as_root = run.credentials.is_none() && nix::unistd::geteuid().is_root();
+        // Root only when warren is (with -R): a pool without User, or User root.
+        let as_root = run.credentials.as_ref().map_or(nix::unistd::geteuid().is_root(), |c| c.uid.is_root());
         let conf = match php_fpm::config_memfd(&c.name, &php_fpm::config_text(c, socket, as_root)) {
             Ok(fd) => fd,
             Err(e) => {
@@ -585,9 +604,14 @@ impl Manager {
         cmd.args(&c.command[1..]).env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin");
         // The pool's socket, as php-fpm passes sockets to itself on a reload.
         cmd.env("FPM_SOCKETS", format!("{}={socket_fd}", socket.display()));
+        // Standard error must be the pool's pipe: it is given to the pool's
+        // user below, which must never happen to another file.
         let (stdout, stderr) = match run.output.as_ref().map(|o| (o.write.try_clone(), o.write.try_clone())) {
             Some((Ok(a), Ok(b))) => (Stdio::from(a), Stdio::from(b)),
-            _ => (Stdio::null(), Stdio::null()),
+            _ => {
+                self.log.error(&format!("[pool {}] cannot pass its output pipe to php-fpm; not starting it", c.name));
+                return false;
+            }
         };
         cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
         let creds = run.credentials.clone();

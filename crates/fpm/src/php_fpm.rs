@@ -46,45 +46,59 @@ pub fn config_text(p: &PoolConfig, socket: &Path, as_root: bool) -> String {
         let _ = writeln!(c, "request_terminate_timeout = {}s", t.as_secs().max(1));
     }
     if let (Some(t), Some(log)) = (p.request_slowlog_timeout, &p.slowlog) {
-        let _ = writeln!(c, "request_slowlog_timeout = {}s\nslowlog = {}", t.as_secs().max(1), log.display());
+        let _ = writeln!(c, "request_slowlog_timeout = {}s\nslowlog = {}", t.as_secs().max(1), ini_value(&log.to_string_lossy()));
     }
     if let Some(path) = &p.status_path {
-        let _ = writeln!(c, "pm.status_path = {path}");
+        let _ = writeln!(c, "pm.status_path = {}", ini_value(path));
     }
     let _ = writeln!(c, "catch_workers_output = {}\ndecorate_workers_output = no", if p.catch_output { "yes" } else { "no" });
     let _ = writeln!(c, "clear_env = yes\nenv[PATH] = /usr/local/bin:/usr/bin:/bin");
     for (k, v) in &p.env {
-        let _ = writeln!(c, "env[{k}] = {}", quoted(v));
+        let _ = writeln!(c, "env[{k}] = {}", ini_value(v));
     }
     for (k, v) in &p.php_ini {
-        let _ = writeln!(c, "php_value[{k}] = {}", quoted(v));
+        let _ = writeln!(c, "php_value[{k}] = {}", ini_value(v));
     }
     for (k, v) in &p.php_admin_ini {
-        let _ = writeln!(c, "php_admin_value[{k}] = {}", quoted(v));
+        let _ = writeln!(c, "php_admin_value[{k}] = {}", ini_value(v));
     }
     // Last, so that a pool file's own choice (clear_env, say) wins.
     for (k, v) in &p.php_fpm_settings {
-        let _ = writeln!(c, "{k} = {}", quoted(v));
+        let _ = writeln!(c, "{k} = {}", ini_value(v));
     }
     c
 }
 
-/// An INI value in double quotes, read by php-fpm as it reads its own
-/// files (`${VAR}` is the master's environment variable; the config refuses
-/// a `"` in the value of a php-fpm pool).
-fn quoted(v: &str) -> String {
-    format!("\"{v}\"")
+/// A value as php-fpm's INI reader should see it: as written in a pool
+/// file (so `E_ALL & ~E_DEPRECATED` stays an expression, `On` a boolean,
+/// `'a,b'` a raw string), in double quotes only when it holds a `;`
+/// (which would start a comment) or a `=` (which php-fpm would refuse
+/// unquoted, so the file had it quoted); the config refuses a `"` in the
+/// values of a php-fpm pool.
+fn ini_value(v: &str) -> String {
+    if v.contains([';', '=']) || v.starts_with(char::is_whitespace) || v.ends_with(char::is_whitespace) {
+        format!("\"{v}\"")
+    } else {
+        v.to_string()
+    }
 }
 
 /// The configuration in a memfd, for the master to read as
-/// `/proc/self/fd/N`.
+/// `/proc/self/fd/N`. Sealed: the master's children inherit it, and a
+/// memfd is writable through /proc by its owner's processes, so a script
+/// could otherwise rewrite its pool's configuration (its php_admin_value
+/// locks, its listen address) and have it read again on a reload (SIGUSR2).
 pub fn config_memfd(name: &str, text: &str) -> std::io::Result<OwnedFd> {
-    let fd = nix::sys::memfd::memfd_create(format!("warren-pool-{name}").as_str(), nix::sys::memfd::MFdFlags::MFD_CLOEXEC)?;
+    use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+    use nix::sys::memfd::{memfd_create, MFdFlags};
+    let fd = memfd_create(format!("warren-pool-{name}").as_str(), MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING)?;
     let mut written = 0;
     while written < text.len() {
         written += nix::unistd::write(&fd, &text.as_bytes()[written..])?;
     }
     nix::unistd::lseek(&fd, 0, nix::unistd::Whence::SeekSet)?;
+    let seals = SealFlag::F_SEAL_WRITE | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_SEAL;
+    fcntl(&fd, FcntlArg::F_ADD_SEALS(seals))?;
     Ok(fd)
 }
 
@@ -102,10 +116,20 @@ mod tests {
         p.php_admin_ini.push(("open_basedir".into(), "/srv".into()));
         let c = config_text(&p, Path::new("/run/w/www.sock"), false);
         assert!(c.starts_with("[global]\nerror_log = /proc/self/fd/2\n"), "{c}");
-        for line in ["[www]", "listen = /run/w/www.sock", "pm = dynamic", "pm.max_children = 5", "pm.start_servers = 2", "request_terminate_timeout = 30s", "env[APP] = \"a b\"", "php_admin_value[open_basedir] = \"/srv\"", "catch_workers_output = yes"] {
+        for line in ["[www]", "listen = /run/w/www.sock", "pm = dynamic", "pm.max_children = 5", "pm.start_servers = 2", "request_terminate_timeout = 30s", "env[APP] = a b", "php_admin_value[open_basedir] = /srv", "catch_workers_output = yes"] {
             assert!(c.lines().any(|l| l == line), "{line} missing in\n{c}");
         }
         assert!(!c.contains("user ="), "{c}");
         assert!(config_text(&p, Path::new("/s"), true).contains("\nuser = root\ngroup = root\n"));
+        assert_eq!(ini_value("E_ALL & ~E_DEPRECATED"), "E_ALL & ~E_DEPRECATED");
+        assert_eq!(ini_value("/var/log/a; b"), "\"/var/log/a; b\"");
+        assert_eq!(ini_value("a=b"), "\"a=b\"");
+    }
+
+    #[test]
+    fn config_memfd_is_sealed() {
+        let fd = config_memfd("t", "[global]\n").unwrap();
+        assert!(nix::unistd::write(&fd, b"x").is_err(), "a sealed memfd refuses writes");
+        assert_eq!(std::fs::read_to_string(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd))).unwrap(), "[global]\n");
     }
 }

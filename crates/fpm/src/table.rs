@@ -328,6 +328,9 @@ impl PoolDispatch for Dispatch {
     fn join_queue(&self, pool: &str) -> Result<(), PoolBusy> {
         let t = &self.0;
         let p = t.pool_index(pool).ok_or(PoolBusy::Unknown)?;
+        if t.pools[p].php_fpm.is_some() && t.slot(p, 0).pid.load(Ordering::Relaxed) == 0 {
+            return Err(PoolBusy::Unknown);
+        }
         let c = t.counters(p);
         let queued = c.waiting.fetch_add(1, Ordering::AcqRel) + 1;
         if queued > t.pools[p].backlog {
@@ -357,7 +360,8 @@ impl PoolDispatch for Dispatch {
         let t = &self.0;
         let p = t.pool_index(pool)?;
         if let Some(l) = self.queued(p) {
-            return Some(l);
+            // No master: join_queue says so.
+            return l.ok();
         }
         let s = t.try_take(p, uri)?;
         Some(self.leased(p, s))
@@ -367,7 +371,7 @@ impl PoolDispatch for Dispatch {
         let t = &self.0;
         let Some(p) = t.pool_index(pool) else { return Err(PoolBusy::Unknown) };
         if let Some(l) = self.queued(p) {
-            return Ok(l);
+            return l;
         }
         if let Some(s) = t.try_take(p, uri) {
             return Ok(self.leased(p, s));
@@ -403,12 +407,17 @@ impl PoolDispatch for Dispatch {
 }
 
 impl Dispatch {
-    /// The lease of a request for a php-fpm pool, None for another pool.
-    fn queued(&self, p: usize) -> Option<Box<dyn PoolLease>> {
+    /// The lease of a request for a php-fpm pool, None for another pool;
+    /// an error while the pool has no master (one that will not start waits
+    /// between attempts): a 503 at once rather than a wait for a timeout.
+    fn queued(&self, p: usize) -> Option<Result<Box<dyn PoolLease>, PoolBusy>> {
         let t = &self.0;
         let fpm = t.pools[p].php_fpm.as_ref()?;
+        if t.slot(p, 0).pid.load(Ordering::Relaxed) == 0 {
+            return Some(Err(PoolBusy::Unknown));
+        }
         t.counters(p).accepted.fetch_add(1, Ordering::Relaxed);
-        Some(Box::new(QueuedLease { table: t.clone(), pool: p, started: Instant::now(), terminate_after: fpm.terminate_after }))
+        Some(Ok(Box::new(QueuedLease { table: t.clone(), pool: p, started: Instant::now(), terminate_after: fpm.terminate_after })))
     }
 
     /// Counts a request that got child `s` of pool `p`.

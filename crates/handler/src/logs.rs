@@ -19,6 +19,33 @@ fn open_append(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().create(true).append(true).custom_flags(libc::O_NOCTTY).open(path)
 }
 
+/// A pool's slow log, opened by warren's parent (root) in a directory a
+/// pool's user may be able to write: no symlink anywhere in the path is
+/// followed (openat2 RESOLVE_NO_SYMLINKS), nothing blocks (a FIFO planted
+/// there would hang the parent), and only a regular file with one link is
+/// written (not a hard link to another file).
+fn open_slow_log(path: &Path) -> std::io::Result<File> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?;
+    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: all zero is a valid open_how (no flags, no mode, no resolve).
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    (how.flags, how.mode, how.resolve) = (flags as u64, 0o640, libc::RESOLVE_NO_SYMLINKS);
+    // SAFETY: openat2 with a NUL-terminated path and an open_how of the size given.
+    let fd = unsafe { libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, c_path.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: openat2 just returned this descriptor, owned by nothing else.
+    let file = unsafe { File::from_raw_fd(fd as libc::c_int) };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() || meta.nlink() != 1 {
+        return Err(std::io::Error::other("not a regular file with a single link"));
+    }
+    Ok(file)
+}
+
 /// Where error lines go: a file, or standard error.
 pub struct ErrorLog {
     level: LogLevel,
@@ -95,10 +122,7 @@ impl warren_pool_api::ManagerLog for ErrorLog {
     }
 
     fn slow_request(&self, slowlog: &Path, entry: &str) {
-        // Opened by root, in a directory a pool's user may be able to
-        // write: a symlink planted there is not followed.
-        let opened = OpenOptions::new().create(true).append(true).custom_flags(libc::O_NOCTTY | libc::O_NOFOLLOW).open(slowlog);
-        let written = opened.and_then(|mut f| f.write_all(format!("\n[{}] {entry}\n", clf_time(SystemTime::now())).as_bytes()));
+        let written = open_slow_log(slowlog).and_then(|mut f| f.write_all(format!("\n[{}] {entry}\n", clf_time(SystemTime::now())).as_bytes()));
         if let Err(e) = written {
             self.log(LogLevel::Error, None, &format!("cannot write the slow log {}: {e}", slowlog.display()));
         }
@@ -369,6 +393,26 @@ pub fn error_log_time(t: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slow_log_opens_only_a_plain_file_by_a_plain_path() {
+        let dir = std::env::temp_dir().join(format!("warren-slowlog-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("real")).unwrap();
+        assert!(open_slow_log(&dir.join("real/slow.log")).is_ok());
+        // A FIFO would block an open for writing: refused at once instead.
+        nix::unistd::mkfifo(&dir.join("real/fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(open_slow_log(&dir.join("real/fifo")).is_err());
+        // A symlink, as the file or as a directory on the way, is not followed.
+        std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
+        assert!(open_slow_log(&dir.join("link/slow.log")).is_err());
+        std::os::unix::fs::symlink(dir.join("real/slow.log"), dir.join("real/to-slow.log")).unwrap();
+        assert!(open_slow_log(&dir.join("real/to-slow.log")).is_err());
+        // Nor a second name of another file.
+        std::fs::hard_link(dir.join("real/slow.log"), dir.join("real/hard.log")).unwrap();
+        assert!(open_slow_log(&dir.join("real/hard.log")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn times() {

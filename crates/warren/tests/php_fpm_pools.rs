@@ -197,4 +197,22 @@ fn graceful_restart_keeps_php_fpm_serving(mpm: &str) {
     assert_eq!(children_of(second).len(), 3, "the changed pool runs 3 children");
 }
 
-each_mpm!(php_fpm_pool_serves_with_one_opcache, debian_pool_file_serves, full_listen_queue_is_503, graceful_restart_keeps_php_fpm_serving);
+/// A php-fpm pool whose master cannot start (here php-fpm cannot open its
+/// access log) answers 503 with Retry-After at once, not after Timeout;
+/// php-fpm's words are in the error log, and the master is tried again.
+fn pool_without_master_is_503(mpm: &str) {
+    let dir = TempDir::new(&format!("php-fpm-down-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/pid.php", "<?php echo getmypid();");
+    let conf = "Timeout 30\n<Pool www>\n    Command php-fpm\n    User nobody\n    Group nogroup\n    pm = static\n    pm.max_children = 1\n    access.log = /nonexistent/www.access.log\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
+    let s = Server::start_in(dir, mpm, conf);
+    s.wait_log("error.log", "php-fpm master");
+    let asked = Instant::now();
+    let r = s.get("/pid.php");
+    assert_eq!((r.status, r.header("retry-after")), (503, Some("5")), "{}", r.text());
+    assert!(asked.elapsed() < Duration::from_secs(20), "answered after {:?}, not at once", asked.elapsed());
+    let log = s.read_log("error.log");
+    assert!(log.contains("/nonexistent/www.access.log") && log.contains("is not running"), "{log}");
+}
+
+each_mpm!(php_fpm_pool_serves_with_one_opcache, debian_pool_file_serves, full_listen_queue_is_503, graceful_restart_keeps_php_fpm_serving, pool_without_master_is_503);
