@@ -143,6 +143,9 @@ Listen 127.0.0.1:$PORT
 ServerName localhost
 DocumentRoot $DOCROOT
 PidFile $WORK/warren.pid
+# Started as root, warren refuses to run its children (and its pool) as root.
+User www-data
+Group www-data
 ErrorLog $WORK/warren-error.log
 KeepAlive On
 MaxKeepAliveRequests 100
