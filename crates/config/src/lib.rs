@@ -21,7 +21,9 @@
 //!   corrections of impossible ones.
 //!
 //! [`pool`] reads `<Pool name>` sections (warren's own FastCGI worker pools,
-//! with php-fpm's directive names).
+//! with php-fpm's directive names, in Apache's form or php-fpm's
+//! `key = value`); [`pool_file`] reads a php-fpm pool file (`PoolFile`) into
+//! such pools.
 //!
 //! [`accounts`] says whom the server's and the pools' children run as, and
 //! refuses pools that would run as root by accident.

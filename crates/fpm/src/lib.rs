@@ -1,7 +1,9 @@
 //! warren's own FastCGI process manager, in the manner of php-fpm and
 //! mod_fcgid: pools of worker processes started from a command (php-cgi),
 //! each child listening on its own unix socket that it gets as standard
-//! input, as FastCGI programs expect.
+//! input, as FastCGI programs expect; or, for a pool whose command is
+//! php-fpm, one php-fpm master that warren configures and supervises, whose
+//! children share one opcache and one socket.
 //!
 //! It implements the interface of `warren-pool-api` ([`table::Dispatch`] is
 //! its `PoolDispatch`) and writes to the server's error log through its
@@ -18,6 +20,8 @@
 //!   children (started as the pool's User with a clean environment), their
 //!   replacement when they die or reach pm.max_requests, and php-fpm's
 //!   maintenance once a second (static, dynamic, ondemand).
+//! - `php_fpm`: a php-fpm pool's configuration, written from its
+//!   `<Pool>` into a sealed memfd for its master.
 //! - `output`: what the pools' children print, through a pipe per pool,
 //!   logged line by line by the parent.
 
