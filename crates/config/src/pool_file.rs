@@ -13,15 +13,22 @@ use std::sync::Arc;
 use crate::parse::{ConfigError, Directive, Node, Origin, Section};
 use crate::pool::{find_php_fpm, parse_pool, PoolConfig};
 
+const MAX_POOL_FILE: u64 = 1 << 20;
+
 /// The pools of the php-fpm pool file at `path`, or nothing (with errors).
 pub fn read_pool_file(path: &Path, at: &Origin, errors: &mut Vec<ConfigError>, warnings: &mut Vec<ConfigError>) -> Vec<PoolConfig> {
-    let text = match std::fs::read(path) {
-        Ok(t) => String::from_utf8_lossy(&t).into_owned(),
-        Err(e) => {
-            errors.push(ConfigError { origin: at.clone(), message: format!("PoolFile: cannot read {}: {e}", path.display()) });
-            return Vec::new();
-        }
-    };
+    // A pool file is a few kilobytes: one past this is not one (/dev/zero).
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_POOL_FILE + 1), &mut bytes));
+    if let Err(e) = read {
+        errors.push(ConfigError { origin: at.clone(), message: format!("PoolFile: cannot read {}: {e}", path.display()) });
+        return Vec::new();
+    }
+    if bytes.len() as u64 > MAX_POOL_FILE {
+        errors.push(ConfigError { origin: at.clone(), message: format!("PoolFile: {} is larger than {MAX_POOL_FILE} bytes: not a pool file", path.display()) });
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     let file = Arc::new(path.to_path_buf());
     let mut sections: Vec<Section> = Vec::new();
     for (i, line) in text.lines().enumerate() {

@@ -331,6 +331,8 @@ fn pool_files_of_php_fpm() {
     let at: Vec<String> = l.errors.iter().map(|e| format!("{}:{}", e.origin.file.file_name().unwrap().to_string_lossy(), e.origin.line)).collect();
     assert_eq!(at, ["bad.conf:4", "bad.conf:2", "bad.conf:3", "warren.conf:6"], "{:?}", l.errors);
     assert!(l.errors[1].message.contains("chroot: warren's pools cannot chroot"), "{}", l.errors[1]);
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nPoolFile /dev/zero\n");
+    assert!(l.errors[0].message.contains("PoolFile: /dev/zero is larger than 1048576 bytes"), "{:?}", l.errors);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! an empty `htdocs`. A configuration yields settings exactly when it has no
 //! error, and every error names the file and a line of it.
 //!
-//! `Include` and `ServerRoot` make the reader open other files, any file: a
+//! `Include`, `PoolFile` and `ServerRoot` make the reader open other files, any file: a
 //! fuzzer that wrote `Include /` would read the whole machine (and
 //! `/dev/zero` without end), which says nothing about the parser. So inputs
 //! that could execute either are skipped: those that name them, and, as
@@ -50,11 +50,11 @@ fn config_path() -> &'static PathBuf {
 }
 
 /// Whether reading `text` could open a file other than itself: it names
-/// `Include`, `IncludeOptional` or `ServerRoot`, or, when it uses
+/// `Include`, `IncludeOptional`, `PoolFile` or `ServerRoot`, or, when it uses
 /// variables, a directive or section name could be made of one.
 pub fn reaches_other_files(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
-    if lower.contains("include") || lower.contains("serverroot") {
+    if lower.contains("include") || lower.contains("serverroot") || lower.contains("poolfile") {
         return true;
     }
     if !text.contains("${") {
