@@ -20,14 +20,13 @@
 //!   children (started as the pool's User with a clean environment), their
 //!   replacement when they die or reach pm.max_requests, and php-fpm's
 //!   maintenance once a second (static, dynamic, ondemand).
-//! - `php_fpm`: a php-fpm pool's configuration, written from its
-//!   `<Pool>` into a sealed memfd for its master.
+//!   `manager::php_fpm`: a php-fpm pool's master, its configuration
+//!   written from the `<Pool>` into a sealed memfd.
 //! - `output`: what the pools' children print, through a pipe per pool,
 //!   logged line by line by the parent.
 
 pub mod manager;
 mod output;
-mod php_fpm;
 pub mod table;
 
 pub use manager::{Manager, ServerUser};

@@ -27,13 +27,10 @@ use warren_config::{PmStyle, PoolConfig};
 use warren_pool_api::{PoolDispatch, ManagerLog};
 
 use crate::output::Output;
-use crate::php_fpm;
-use crate::table::{Dispatch, PhpFpmShape, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
+mod php_fpm;
 
-/// A php-fpm master that exits sooner than this after its start waits
-/// twice as long as the last time (at most the maximum) to be started again.
-const MASTER_YOUTH: Duration = Duration::from_secs(10);
-const MASTER_BACKOFF_MAX: Duration = Duration::from_secs(60);
+use php_fpm::{end_session_of, MASTER_BACKOFF_MAX, MASTER_YOUTH};
+use crate::table::{Dispatch, PhpFpmShape, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
 
 /// Who a pool's children run as, resolved before any fork: the child only
 /// makes system calls with these numbers.
@@ -208,15 +205,6 @@ fn detach_child(creds: Option<&Credentials>, highest_fd: libc::c_int) -> std::io
         }
     }
     Ok(())
-}
-
-/// Kills what is left of a php-fpm master's session, the master gone: its
-/// children would otherwise go on taking requests from the pool's socket
-/// with no one to manage them. The master leads its session and process
-/// group (setsid in detach_child), and the kernel does not give that
-/// number to another process while members of the group remain.
-fn end_session_of(master: i32) {
-    let _ = kill(Pid::from_raw(-master), Signal::SIGKILL);
 }
 
 fn pm_name(pm: PmStyle) -> &'static str {
@@ -559,92 +547,6 @@ impl Manager {
                 s.state.store(IDLE, Ordering::Release);
                 self.table.child_freed(pool, 1);
                 self.pools[pool].children.insert(pid, slot);
-                true
-            }
-            Err(e) => {
-                self.log.error(&format!("pool {}: cannot start {}: {e}", c.name, c.command[0]));
-                false
-            }
-        }
-    }
-
-    /// Starts a php-fpm pool's master (see `php_fpm`), which starts the
-    /// pool's children itself.
-    fn spawn_php_fpm(&mut self, pool: usize) -> bool {
-        let socket = &self.table.pools[pool].sockets[0];
-        if self.pools[pool].master_started.is_some() {
-            // A fresh socket at the same path for the new master: a child of
-            // the old one that left its session (setsid) and so outlived it
-            // keeps a socket no one connects to any more.
-            match self.make_socket(&self.pools[pool].config, socket) {
-                Ok(l) => self.pools[pool].listeners[0] = l,
-                Err(e) => {
-                    self.log.error(&format!("[pool {}] {e}", self.pools[pool].config.name));
-                    return false;
-                }
-            }
-        }
-        let run = &self.pools[pool];
-        let c = &run.config;
-        // Root only when warren is (with -R): a pool without User, or User root.
-        let as_root = run.credentials.as_ref().map_or(nix::unistd::geteuid().is_root(), |c| c.uid.is_root());
-        let conf = match php_fpm::config_memfd(&c.name, &php_fpm::config_text(c, socket, as_root)) {
-            Ok(fd) => fd,
-            Err(e) => {
-                self.log.error(&format!("[pool {}] cannot write php-fpm's configuration: {e}", c.name));
-                return false;
-            }
-        };
-        let (socket_fd, conf_fd) = (run.listeners[0].as_raw_fd(), conf.as_raw_fd());
-        let mut cmd = Command::new(&c.command[0]);
-        cmd.args(["-F", "-y", &format!("/proc/self/fd/{conf_fd}")]);
-        if as_root {
-            cmd.arg("-R");
-        }
-        cmd.args(&c.command[1..]).env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin");
-        // The pool's socket, as php-fpm passes sockets to itself on a reload.
-        cmd.env("FPM_SOCKETS", format!("{}={socket_fd}", socket.display()));
-        // Standard error must be the pool's pipe: it is given to the pool's
-        // user below, which must never happen to another file.
-        let (stdout, stderr) = match run.output.as_ref().map(|o| (o.write.try_clone(), o.write.try_clone())) {
-            Some((Ok(a), Ok(b))) => (Stdio::from(a), Stdio::from(b)),
-            _ => {
-                self.log.error(&format!("[pool {}] cannot pass its output pipe to php-fpm; not starting it", c.name));
-                return false;
-            }
-        };
-        cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
-        let creds = run.credentials.clone();
-        let highest_fd = highest_open_fd();
-        // SAFETY: detach_child and fcntl are async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || {
-                // php-fpm opens its error_log, /proc/self/fd/2, by path:
-                // as the pool's user, that needs the pool's pipe to be its.
-                if let Some(c) = creds.as_ref() {
-                    if libc::fchown(2, c.uid.as_raw(), c.gid.as_raw()) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                detach_child(creds.as_ref(), highest_fd)?;
-                // The two descriptors the master is given, and no other.
-                for fd in [socket_fd, conf_fd] {
-                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        match cmd.spawn() {
-            Ok(child) => {
-                let pid = child.id() as i32;
-                let s = self.table.slot(pool, 0);
-                s.started.store(now_secs(), Ordering::Relaxed);
-                s.pid.store(pid, Ordering::Relaxed);
-                let run = &mut self.pools[pool];
-                run.children.insert(pid, 0);
-                run.master_started = Some(std::time::Instant::now());
                 true
             }
             Err(e) => {
