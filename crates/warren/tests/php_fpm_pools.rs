@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -44,23 +43,33 @@ fn wait_master(s: &Server, not: Option<u32>) -> u32 {
     }
 }
 
-fn php_fpm_pool_serves_with_one_opcache(mpm: &str) {
-    let dir = TempDir::new(&format!("php-fpm-{mpm}"));
+/// A site whose `*.php` go to `<Pool www>` (its `pool` lines, which name
+/// the php-fpm Command, run as nobody), with `scripts` in htdocs and
+/// `extra` in the config.
+fn start(mpm: &str, tag: &str, pool: &str, scripts: &[(&str, &str)], extra: &str) -> Server {
+    let dir = TempDir::new(&format!("{tag}-{mpm}"));
     standard_site(&dir);
-    dir.write("htdocs/warm.php", "<?php echo getmypid(); flush(); usleep(1500000);");
-    dir.write("htdocs/cached.php", "<?php echo getmypid(), ' ', implode(',', array_map('basename', array_keys(opcache_get_status(true)['scripts'] ?? [])));");
-    dir.write("htdocs/who.php", "<?php echo posix_getpwuid(posix_geteuid())['name'];");
+    for (name, text) in scripts {
+        dir.write(&format!("htdocs/{name}"), text);
+    }
+    let conf = format!("<Pool www>\n    User nobody\n    Group nogroup\n{pool}\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n{extra}");
+    Server::start_in(dir, mpm, &conf)
+}
+
+fn php_fpm_pool_serves_with_one_opcache(mpm: &str) {
+    let scripts = [
+        ("warm.php", "<?php echo getmypid(); flush(); usleep(1500000);"),
+        ("cached.php", "<?php echo getmypid(), ' ', implode(',', array_map('basename', array_keys(opcache_get_status(true)['scripts'] ?? [])));"),
+        ("who.php", "<?php echo posix_getpwuid(posix_geteuid())['name'];"),
+    ];
+    let pool = format!("    Command {}\n    pm = static\n    pm.max_children = 2\n    pm.status_path = /fpm-status\n    php_admin_value[memory_limit] = 48M", php_fpm().display());
+    let s = start(mpm, "php-fpm", &pool, &scripts, "");
     // opcache leaves alone a file changed in the last two seconds
     // (opcache.file_update_protection): these were written a minute ago.
     for f in ["warm.php", "cached.php"] {
-        let file = std::fs::File::options().write(true).open(dir.0.join("htdocs").join(f)).unwrap();
+        let file = std::fs::File::options().write(true).open(s.dir.0.join("htdocs").join(f)).unwrap();
         file.set_modified(std::time::SystemTime::now() - Duration::from_secs(60)).unwrap();
     }
-    let conf = format!(
-        "<Pool www>\n    Command {}\n    User nobody\n    Group nogroup\n    pm = static\n    pm.max_children = 2\n    pm.status_path = /fpm-status\n    php_admin_value[memory_limit] = 48M\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n",
-        php_fpm().display()
-    );
-    let s = Server::start_in(dir, mpm, &conf);
     let master = wait_master(&s, None);
     if is_root() {
         assert_eq!(s.get("/who.php").text(), "nobody");
@@ -69,16 +78,10 @@ fn php_fpm_pool_serves_with_one_opcache(mpm: &str) {
     }
     // One child runs warm.php (compiled into the opcache as it starts)
     // while the other answers cached.php: it sees warm.php compiled.
-    let port = s.port;
-    let warm = std::thread::spawn(move || {
-        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-        c.write_all(b"GET /warm.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-        parse_response(&read_to_close(&mut c)).0.text()
-    });
+    let warm = get_in_thread(s.port, "/warm.php", Duration::from_secs(15));
     std::thread::sleep(Duration::from_millis(500));
     let cached = s.get("/cached.php").text();
-    let warm_pid = warm.join().unwrap();
+    let warm_pid = warm.join().unwrap().text();
     let (cached_pid, scripts) = cached.split_once(' ').unwrap_or((&cached, ""));
     assert_ne!(cached_pid, warm_pid, "the two requests went to the two children");
     assert!(scripts.split(',').any(|n| n == "warm.php"), "a child sees the script its sibling compiled: {cached}");
@@ -141,26 +144,13 @@ fn debian_pool_file_serves(mpm: &str) {
 /// long): past it a request gets 503 with Retry-After at once, as from a
 /// php-cgi pool whose queue is full, not a wait in warren.
 fn full_listen_queue_is_503(mpm: &str) {
-    let dir = TempDir::new(&format!("php-fpm-queue-{mpm}"));
-    standard_site(&dir);
-    dir.write("htdocs/slow.php", "<?php sleep(4); echo 'done';");
-    let conf = "<Pool www>\n    Command php-fpm\n    User nobody\n    Group nogroup\n    pm = static\n    pm.max_children = 1\n    listen.backlog = 1\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
-    let s = Server::start_in(dir, mpm, conf);
+    let pool = "    Command php-fpm\n    pm = static\n    pm.max_children = 1\n    listen.backlog = 1";
+    let s = start(mpm, "php-fpm-queue", pool, &[("slow.php", "<?php sleep(4); echo 'done';")], "");
     let master = wait_master(&s, None);
     settle(|| children_of(master).len() == 1);
     // One child runs a request and two wait in the queue (a unix socket's
     // queue holds backlog + 1): of six at once, some are refused.
-    let port = s.port;
-    let clients: Vec<_> = (0..6)
-        .map(|_| {
-            std::thread::spawn(move || {
-                let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-                c.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
-                c.write_all(b"GET /slow.php HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-                parse_response(&read_to_close(&mut c)).0
-            })
-        })
-        .collect();
+    let clients: Vec<_> = (0..6).map(|_| get_in_thread(s.port, "/slow.php", Duration::from_secs(40))).collect();
     let answers: Vec<Resp> = clients.into_iter().map(|t| t.join().unwrap()).collect();
     let refused: Vec<&Resp> = answers.iter().filter(|r| r.status == 503).collect();
     assert!(answers.iter().any(|r| r.status == 200 && r.text() == "done"), "none served");
@@ -173,11 +163,8 @@ fn full_listen_queue_is_503(mpm: &str) {
 /// take requests, and the old one goes once they are gone. No request
 /// fails across either.
 fn graceful_restart_keeps_php_fpm_serving(mpm: &str) {
-    let dir = TempDir::new(&format!("php-fpm-restart-{mpm}"));
-    standard_site(&dir);
-    dir.write("htdocs/pid.php", "<?php echo 'pid ', getmypid();");
-    let conf = "<Pool www>\n    Command php-fpm\n    User nobody\n    Group nogroup\n    pm = static\n    pm.max_children = 2\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
-    let s = Server::start_in(dir, mpm, conf);
+    let pool = "    Command php-fpm\n    pm = static\n    pm.max_children = 2";
+    let s = start(mpm, "php-fpm-restart", pool, &[("pid.php", "<?php echo 'pid ', getmypid();")], "");
     let first = wait_master(&s, None);
     let load = start_load_on(s.port, 3, "/pid.php", |body| body.windows(4).any(|w| w == b"pid "));
     load.wait_more(20);
@@ -201,11 +188,8 @@ fn graceful_restart_keeps_php_fpm_serving(mpm: &str) {
 /// access log) answers 503 with Retry-After at once, not after Timeout;
 /// php-fpm's words are in the error log, and the master is tried again.
 fn pool_without_master_is_503(mpm: &str) {
-    let dir = TempDir::new(&format!("php-fpm-down-{mpm}"));
-    standard_site(&dir);
-    dir.write("htdocs/pid.php", "<?php echo getmypid();");
-    let conf = "Timeout 30\n<Pool www>\n    Command php-fpm\n    User nobody\n    Group nogroup\n    pm = static\n    pm.max_children = 1\n    access.log = /nonexistent/www.access.log\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
-    let s = Server::start_in(dir, mpm, conf);
+    let pool = "    Command php-fpm\n    pm = static\n    pm.max_children = 1\n    access.log = /nonexistent/www.access.log";
+    let s = start(mpm, "php-fpm-down", pool, &[("pid.php", "<?php echo getmypid();")], "Timeout 30\n");
     s.wait_log("error.log", "php-fpm master");
     let asked = Instant::now();
     let r = s.get("/pid.php");

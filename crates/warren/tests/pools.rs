@@ -345,17 +345,7 @@ fn dynamic_spares_and_environment(mpm: &str) {
     s.dir.write("htdocs/ini.php", "<?php echo ini_get('memory_limit'), ' ', var_export(ini_get('html_errors'), true), ' ', ini_get('max_input_vars');");
     assert_eq!(s.get("/ini.php").text(), "33M '0' 77");
     // Three slow requests at once: children are started for the waiting ones.
-    let port = s.port;
-    let slow: Vec<_> = (0..3)
-        .map(|_| {
-            std::thread::spawn(move || {
-                let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-                c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-                c.write_all(b"GET /slow.php?s=4 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-                parse_response(&read_to_close(&mut c)).0
-            })
-        })
-        .collect();
+    let slow: Vec<_> = (0..3).map(|_| get_in_thread(s.port, "/slow.php?s=4", Duration::from_secs(15))).collect();
     // Watched while the requests are in (or until three children), not for
     // a fixed time a loaded machine may spend before they even arrive.
     let mut peak = 0;

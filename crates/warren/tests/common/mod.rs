@@ -326,6 +326,19 @@ pub fn socket_dir(warren: u32) -> PathBuf {
         .unwrap_or_else(|| panic!("warren {warren} holds no {}*", prefix.display()))
 }
 
+/// GET `path` on a thread of its own, on a connection of its own closed by
+/// the answer, waiting at most `wait` for it: for requests that must be in
+/// flight together.
+pub fn get_in_thread(port: u16, path: &str, wait: Duration) -> std::thread::JoinHandle<Resp> {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    std::thread::spawn(move || {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(wait)).unwrap();
+        c.write_all(request.as_bytes()).unwrap();
+        parse_response(&read_to_close(&mut c)).0
+    })
+}
+
 /// `read`, again when a signal interrupted it: a socket with a read
 /// timeout (SO_RCVTIMEO) fails with EINTR on any signal the process
 /// handles, SA_RESTART or not (signal(7)), and glibc handles some for
