@@ -166,6 +166,11 @@ impl Table {
         self.map.epoch.elapsed().as_millis() as u64
     }
 
+    /// A php-fpm pool without a running master (slot 0 holds its pid).
+    fn php_fpm_down(&self, pool: usize) -> bool {
+        self.pools[pool].php_fpm.is_some() && self.slot(pool, 0).pid.load(Ordering::Relaxed) == 0
+    }
+
     /// Children of the pool by state: (idle, busy, all running).
     pub fn census(&self, pool: usize) -> (usize, usize, usize) {
         let (mut idle, mut busy, mut all) = (0, 0, 0);
@@ -328,7 +333,7 @@ impl PoolDispatch for Dispatch {
     fn join_queue(&self, pool: &str) -> Result<(), PoolBusy> {
         let t = &self.0;
         let p = t.pool_index(pool).ok_or(PoolBusy::Unknown)?;
-        if t.pools[p].php_fpm.is_some() && t.slot(p, 0).pid.load(Ordering::Relaxed) == 0 {
+        if t.php_fpm_down(p) {
             return Err(PoolBusy::Unknown);
         }
         let c = t.counters(p);
@@ -413,7 +418,7 @@ impl Dispatch {
     fn queued(&self, p: usize) -> Option<Result<Box<dyn PoolLease>, PoolBusy>> {
         let t = &self.0;
         let fpm = t.pools[p].php_fpm.as_ref()?;
-        if t.slot(p, 0).pid.load(Ordering::Relaxed) == 0 {
+        if t.php_fpm_down(p) {
             return Some(Err(PoolBusy::Unknown));
         }
         t.counters(p).accepted.fetch_add(1, Ordering::Relaxed);

@@ -55,9 +55,7 @@ impl EventLoop {
                     }
                     Err(busy) => {
                         let FcgiAddr::Pool(name) = &gw.backend.addr else { unreachable!() };
-                        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                        let resp = self.site.pool_unavailable(&gw, head, &c.info, name, busy);
-                        self.answer_error(slot, resp);
+                        self.pool_unavailable(slot, &gw, name, busy);
                     }
                 },
                 _ => self.lend(slot, gw),
@@ -65,9 +63,7 @@ impl EventLoop {
             Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
             Err((gw, NotHere::Busy)) => {
                 let FcgiAddr::Pool(name) = &gw.backend.addr else { unreachable!("only a pool's lease is busy") };
-                let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                let resp = self.site.pool_unavailable(&gw, head, &c.info, name, PoolBusy::QueueFull);
-                self.answer_error(slot, resp);
+                self.pool_unavailable(slot, &gw, name, PoolBusy::QueueFull);
             }
         }
     }
@@ -314,6 +310,15 @@ impl EventLoop {
         self.answer_error(slot, resp);
     }
 
+    /// The 503 of a request that got no child of `pool` (see
+    /// `Site::pool_unavailable`).
+    fn pool_unavailable(&mut self, slot: usize, gw: &Gateway, pool: &str, busy: PoolBusy) {
+        let c = self.conns[slot].as_ref().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let resp = self.site.pool_unavailable(gw, head, &c.info, pool, busy);
+        self.answer_error(slot, resp);
+    }
+
     /// An error page for the request in flight: its local ErrorDocument,
     /// if it has one, is an internal redirect, possibly to a script.
     fn answer_error(&mut self, slot: usize, page: Response) {
@@ -364,10 +369,7 @@ impl EventLoop {
                 }
                 self.pool_waits.unpark(i, &d);
                 self.conns[slot].as_mut().expect("conn").on_hold = false;
-                let c = self.conns[slot].as_ref().expect("conn");
-                let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                let resp = self.site.pool_unavailable(&gw, head, &c.info, &pool, PoolBusy::Timeout);
-                self.answer_error(slot, resp);
+                self.pool_unavailable(slot, &gw, &pool, PoolBusy::Timeout);
                 self.drive(slot);
                 continue;
             }
@@ -382,12 +384,7 @@ impl EventLoop {
                     self.attach(slot, up);
                 }
                 Err((gw, NotHere::Failed(e))) => self.gateway_error(slot, &gw, &GatewayError::connect(&gw.backend_name(), &e)),
-                Err((gw, NotHere::Busy)) => {
-                    let c = self.conns[slot].as_ref().expect("conn");
-                    let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                    let resp = self.site.pool_unavailable(&gw, head, &c.info, &pool, PoolBusy::QueueFull);
-                    self.answer_error(slot, resp);
-                }
+                Err((gw, NotHere::Busy)) => self.pool_unavailable(slot, &gw, &pool, PoolBusy::QueueFull),
                 Err((_, NotHere::UseThread)) => unreachable!("handled above"),
             }
             self.drive(slot);
