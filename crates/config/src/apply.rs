@@ -11,7 +11,7 @@ use crate::dir_config::{DirConfig, ErrorDocument, Handler};
 use crate::log_format;
 use crate::parse::Directive;
 use crate::settings::{CustomLog, HostConfig, ServerTokens, Settings};
-use crate::values::{flush_packets_option, parse_duration, parse_fcgi_url, parse_listen, parse_log_level, parse_options, parse_proxy_route, parse_read_stage, parse_require, SECONDS_OR_MILLIS};
+use crate::values::{flush_packets_option, parse_duration, parse_fcgi_url, parse_listen, parse_log_level, parse_options, parse_proxy_route, parse_read_stage, parse_require, parse_size, SECONDS_OR_MILLIS};
 
 // Server-wide.
 
@@ -171,6 +171,15 @@ pub(crate) fn listen_backlog(b: &mut Builder, d: &Directive, s: &mut Settings) {
         } else {
             s.listen_backlog = n as u32;
         }
+    }
+}
+
+pub(crate) fn memory_budget(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    let Some(v) = b.one(d) else { return };
+    match parse_size(&v) {
+        Some(n) if n >= 16 << 20 => s.memory_budget = Some(n),
+        Some(_) => b.error(&d.origin, format!("MemoryBudget {v} is less than 16M, too little for a server and a pool")),
+        None => b.error(&d.origin, format!("MemoryBudget: '{v}' is not a size (bytes, or a number with K, M or G)")),
     }
 }
 

@@ -8,6 +8,10 @@ use std::time::Duration;
 use crate::parse::{ConfigError, Node, Origin, Section};
 use crate::values::{parse_duration, PHP_FPM_TIME};
 
+/// The most children a pool with `pm.max_children auto` may be given,
+/// whatever the budget: past this, two cores gain nothing from more.
+pub const AUTO_CEILING: u32 = 64;
+
 /// php-fpm's `pm`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PmStyle {
@@ -25,7 +29,11 @@ pub struct PoolConfig {
     pub user: Option<String>,
     pub group: Option<String>,
     pub pm: PmStyle,
+    /// The most children; with `auto`, the ceiling under which warren sizes
+    /// the pool to its memory budget.
     pub max_children: u32,
+    /// `pm.max_children auto`: the count follows the memory budget.
+    pub max_children_auto: bool,
     pub start_servers: u32,
     pub min_spare_servers: u32,
     pub max_spare_servers: u32,
@@ -70,6 +78,7 @@ impl PoolConfig {
             group: None,
             pm: PmStyle::Dynamic,
             max_children: 5,
+            max_children_auto: false,
             start_servers: 0,
             min_spare_servers: 1,
             max_spare_servers: 3,
@@ -306,7 +315,14 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
                 Some(v) => err(errors, &d.origin, format!("pm: '{v}' is not static, dynamic or ondemand")),
                 None => {}
             },
-            "pm.max_children" => p.max_children = count(errors).unwrap_or(p.max_children),
+            "pm.max_children" if args.len() == 1 && args[0].eq_ignore_ascii_case("auto") => {
+                p.max_children = AUTO_CEILING;
+                p.max_children_auto = true;
+            }
+            "pm.max_children" => {
+                p.max_children = count(errors).unwrap_or(p.max_children);
+                p.max_children_auto = false;
+            }
             "pm.start_servers" => {
                 if let Some(n) = count(errors) {
                     p.start_servers = n;

@@ -172,6 +172,10 @@ pub struct Settings {
     pub graceful_shutdown_timeout: Option<Duration>,
     /// ListenBacklog: the length of each listening socket's queue.
     pub listen_backlog: u32,
+    /// MemoryBudget: the memory warren and its pools may use, in bytes,
+    /// which sizes pools with `pm.max_children auto` (None: the cgroup's
+    /// limit, else the machine's memory).
+    pub memory_budget: Option<u64>,
     /// Every `<Pool>`, of the main server and the virtual hosts (names are global).
     pub pools: Vec<crate::pool::PoolConfig>,
     pub main: HostConfig,
@@ -205,6 +209,7 @@ impl Settings {
             types_config: None,
             extended_status: false,
             graceful_shutdown_timeout: None,
+            memory_budget: None,
             // Apache's default is 511. Ours is larger because listeners use
             // TCP_DEFER_ACCEPT: a connection waiting for its first bytes
             // holds a place too, and a burst of a thousand clients (ab -c

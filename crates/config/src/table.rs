@@ -168,6 +168,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     server("ExtendedStatus", "On|Off", apply::extended_status),
     server("GracefulShutdownTimeout", "seconds", apply::graceful_shutdown_timeout),
     server("ListenBacklog", "n", apply::listen_backlog),
+    server("MemoryBudget", "bytes[K|M|G]", apply::memory_budget),
     // The MPM's counts.
     count("StartServers", ALL, |t| &mut t.start_servers),
     count("ServerLimit", ALL, |t| &mut t.server_limit),

@@ -56,6 +56,22 @@ pub fn parse_duration(v: &str, syntax: &DurationSyntax) -> Option<Duration> {
     }
 }
 
+/// A size as php.ini and php-fpm write one: bytes, or a whole number with
+/// K, M or G (powers of 1024, either case); None if it is not one or
+/// overflows.
+pub fn parse_size(v: &str) -> Option<u64> {
+    let (number, shift) = match v.char_indices().last()? {
+        (i, 'k' | 'K') => (&v[..i], 10),
+        (i, 'm' | 'M') => (&v[..i], 20),
+        (i, 'g' | 'G') => (&v[..i], 30),
+        _ => (v, 0),
+    };
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    number.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
 /// One `stage=value` of RequestReadTimeout's value, as mod_reqtimeout reads
 /// it: `20`, `20,MinRate=500`, `20-40,MinRate=500` (a range needs MinRate).
 pub fn parse_read_stage(value: &str) -> Result<ReadStage, String> {
@@ -316,6 +332,17 @@ pub(crate) fn parse_log_level(s: &str) -> Option<LogLevel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("128M"), Some(128 << 20));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("512k"), Some(512 << 10));
+        assert_eq!(parse_size("1000"), Some(1000));
+        for bad in ["", "M", "1.5G", "-1M", "12T", "99999999999999999999G", " 1M"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn durations_in_each_syntax() {

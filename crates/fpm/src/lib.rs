@@ -22,10 +22,16 @@
 //!   maintenance once a second (static, dynamic, ondemand).
 //!   `manager::php_fpm`: a php-fpm pool's master, its configuration
 //!   written from the `<Pool>` into a sealed memfd.
+//!   `manager::sizing`: `pm.max_children auto`, the pools sized to the
+//!   memory budget from their children's measured sizes.
+//! - [`memory`]: the budget (MemoryBudget, the memory cgroup's limit, or
+//!   the machine's memory), what is charged against it, and what each
+//!   process uses of it.
 //! - `output`: what the pools' children print, through a pipe per pool,
 //!   logged line by line by the parent.
 
 pub mod manager;
+pub mod memory;
 mod output;
 pub mod table;
 

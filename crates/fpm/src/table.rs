@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use warren_pool_api::{PoolBusy, PoolDispatch, PoolLease, PoolStatus, ProcessStatus};
+use warren_pool_api::{MemoryBudget, PoolBusy, PoolDispatch, PoolLease, PoolMemory, PoolStatus, ProcessStatus};
 use warren_shm::futex::{futex_wait, futex_wake};
 use warren_shm::SharedMemory;
 
@@ -73,13 +73,39 @@ pub struct PoolCounters {
     pub freed: AtomicU32,
     /// Seconds since the epoch when the pool started.
     pub started: AtomicU64,
+    /// pm.max_children auto: the count in force (0: a fixed count), and the
+    /// figures it was made from, in bytes: what each child adds, what the
+    /// pool costs whatever its size, and what it uses now.
+    pub auto_children: AtomicU32,
+    pub per_child: AtomicU64,
+    pub fixed: AtomicU64,
+    pub used: AtomicU64,
 }
+
+/// The memory budget's figures, in bytes, as the last sizing pass saw them
+/// (for the status pages; all zero until a pool is sized).
+#[repr(C)]
+#[derive(Default)]
+pub struct BudgetFigures {
+    pub limit: AtomicU64,
+    pub headroom: AtomicU64,
+    /// What the rest uses: other processes under the same limit, warren's own.
+    pub others: AtomicU64,
+    /// 1 MemoryBudget, 2 cgroup v2, 3 cgroup v1, 4 the machine.
+    pub source: AtomicU32,
+    pub pressure: AtomicU32,
+}
+
+pub const SOURCE_NAMES: [&str; 5] = ["", "MemoryBudget", "cgroup v2", "cgroup v1", "machine"];
 
 /// Room in the shared table: pools, and child slots of all pools together.
 /// Fixed for the parent's life so that a graceful restart can lay out new
 /// pools beside the running ones in the same memory.
 pub const MAX_POOLS: usize = 256;
 pub const MAX_SLOTS: usize = 4096;
+
+// The budget's figures follow the slots: they must start 8-byte aligned.
+const _: () = assert!((MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>()).is_multiple_of(8));
 
 /// What a warren process knows of one pool: its place in the table.
 #[derive(Clone, Debug)]
@@ -124,7 +150,7 @@ pub struct Table {
 
 impl Table {
     pub fn new(wake: Option<std::os::fd::RawFd>) -> std::io::Result<Table> {
-        let len = MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>();
+        let len = MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>() + std::mem::size_of::<BudgetFigures>();
         let map = Mapping { memory: SharedMemory::zeroed(len)?, epoch: Instant::now() };
         Ok(Table { map: std::sync::Arc::new(map), pools: Vec::new(), wake })
     }
@@ -151,6 +177,12 @@ impl Table {
             let first = self.map.memory.base().add(MAX_POOLS * std::mem::size_of::<PoolCounters>()) as *const ChildSlot;
             &*first.add(index)
         }
+    }
+
+    pub fn budget(&self) -> &BudgetFigures {
+        // SAFETY: the last part of the mapping, by the layout in `new`;
+        // ChildSlot's size keeps it 8-byte aligned.
+        unsafe { &*(self.map.memory.base().add(MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>()) as *const BudgetFigures) }
     }
 
     pub fn counters(&self, pool: usize) -> &PoolCounters {
@@ -327,6 +359,40 @@ impl PoolDispatch for Dispatch {
             max_children_reached: c.max_children_reached.load(Ordering::Relaxed),
             slow_requests: c.slow_requests.load(Ordering::Relaxed),
             processes,
+            memory: self.memory().map(|mut m| {
+                m.pools.retain(|p| p.pool == pool);
+                m
+            }).filter(|m| !m.pools.is_empty()),
+        })
+    }
+
+    fn memory(&self) -> Option<MemoryBudget> {
+        let t = &self.0;
+        let b = t.budget();
+        let source = *SOURCE_NAMES.get(b.source.load(Ordering::Relaxed) as usize)?;
+        if source.is_empty() {
+            return None;
+        }
+        let pools = (0..t.pools.len())
+            .filter(|&p| t.counters(p).auto_children.load(Ordering::Relaxed) > 0)
+            .map(|p| {
+                let c = t.counters(p);
+                PoolMemory {
+                    pool: t.pools[p].name.clone(),
+                    max_children: c.auto_children.load(Ordering::Relaxed),
+                    per_child: c.per_child.load(Ordering::Relaxed),
+                    fixed: c.fixed.load(Ordering::Relaxed),
+                    used: c.used.load(Ordering::Relaxed),
+                }
+            })
+            .collect();
+        Some(MemoryBudget {
+            source,
+            limit: b.limit.load(Ordering::Relaxed),
+            headroom: b.headroom.load(Ordering::Relaxed),
+            others: b.others.load(Ordering::Relaxed),
+            pressure: b.pressure.load(Ordering::Relaxed) != 0,
+            pools,
         })
     }
 

@@ -68,9 +68,12 @@ impl ErrorLog {
 
     /// `[Sun Nov 22 08:58:27.123456 2026] [error] [pid 42] [client 1.2.3.4:5] message`
     pub fn log(&self, level: LogLevel, client: Option<SocketAddr>, message: &str) {
-        if !self.enabled(level) {
-            return;
+        if self.enabled(level) {
+            self.write(level, client, message);
         }
+    }
+
+    fn write(&self, level: LogLevel, client: Option<SocketAddr>, message: &str) {
         let mut line = String::with_capacity(96 + message.len());
         line.push('[');
         line.push_str(&error_log_time(SystemTime::now()));
@@ -119,6 +122,10 @@ impl warren_pool_api::ManagerLog for ErrorLog {
 
     fn error(&self, message: &str) {
         self.log(LogLevel::Error, None, message);
+    }
+
+    fn notice(&self, message: &str) {
+        self.write(LogLevel::Notice, None, message);
     }
 
     fn slow_request(&self, slowlog: &Path, entry: &str) {

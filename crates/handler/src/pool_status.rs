@@ -48,6 +48,21 @@ pub fn respond(host: usize, st: &PoolStatus, query: &[u8], now: u64) -> Response
         ("max children reached", st.max_children_reached.to_string(), false),
         ("slow requests", st.slow_requests.to_string(), false),
     ];
+    let mut fields = fields;
+    // pm.max_children auto: the count and the figures it was made from, in bytes.
+    if let Some((m, p)) = st.memory.as_ref().and_then(|m| Some((m, m.pools.first()?))) {
+        fields.extend([
+            ("max children auto", p.max_children.to_string(), false),
+            ("memory per child", p.per_child.to_string(), false),
+            ("memory fixed", p.fixed.to_string(), false),
+            ("memory used", p.used.to_string(), false),
+            ("memory budget", m.limit.to_string(), false),
+            ("memory budget source", m.source.to_string(), true),
+            ("memory headroom", m.headroom.to_string(), false),
+            ("memory of the rest", m.others.to_string(), false),
+            ("memory pressure", u8::from(m.pressure).to_string(), false),
+        ]);
+    }
     let procs: Vec<Vec<(&str, String, bool)>> = st
         .processes
         .iter()

@@ -55,7 +55,8 @@ impl Site {
                 };
                 let auto = query.split(|&b| b == b'?' || b == b'&').any(|p| p == b"auto");
                 let snap = source.snapshot();
-                return Outcome::Ready(crate::status::respond(host, &snap, auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
+                let memory = self.pools.get().and_then(|d| d.memory());
+                return Outcome::Ready(crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
             }
             Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => {
                 return self.script_gateway(&route, &backend_of(h), 0)

@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::path::html_escape;
 use crate::{Body, Response};
+use warren_pool_api::MemoryBudget;
 
 /// One worker as the scoreboard shows it.
 #[derive(Clone, Debug)]
@@ -58,7 +59,29 @@ fn busy(state: char) -> bool {
     !matches!(state, '_' | '.' | 'I')
 }
 
-pub fn respond(host: usize, snap: &StatusSnapshot, auto: bool, extended: bool, server_name: &str, server_version: &str) -> Response {
+/// The memory budget and the pools sized by it, as `Name: value` lines
+/// (bytes) for `?auto`, or a paragraph.
+fn memory_lines(m: &MemoryBudget, auto: bool) -> String {
+    let mut out = String::new();
+    let pressure = if m.pressure { 1 } else { 0 };
+    if auto {
+        let _ = writeln!(out, "MemoryBudget: {}\nMemoryBudgetSource: {}\nMemoryHeadroom: {}\nMemoryUsedByRest: {}\nMemoryPressure: {pressure}", m.limit, m.source, m.headroom, m.others);
+        for p in &m.pools {
+            let _ = writeln!(out, "PoolMaxChildren-{0}: {1}\nPoolMemoryPerChild-{0}: {2}\nPoolMemoryFixed-{0}: {3}\nPoolMemoryUsed-{0}: {4}", p.pool, p.max_children, p.per_child, p.fixed, p.used);
+        }
+        return out;
+    }
+    let mib = |b: u64| format!("{:.1} MB", b as f64 / 1048576.0);
+    let _ = write!(out, "<h2>Memory budget</h2>\n<dl><dt>{} ({}), {} of headroom, {} used by the rest{}</dt>\n", mib(m.limit), m.source, mib(m.headroom), mib(m.others), if m.pressure { "; under memory pressure: pools do not grow" } else { "" });
+    for p in &m.pools {
+        let _ = writeln!(out, "<dt>pool {}: pm.max_children auto = {}, children of {}, {} for the pool whatever its size, {} in use</dt>", html_escape(&p.pool), p.max_children, mib(p.per_child), mib(p.fixed), mib(p.used));
+    }
+    out.push_str("</dl>\n");
+    out
+}
+
+/// The page; `memory`: the budget, when a pool is sized by it.
+pub fn respond(host: usize, snap: &StatusSnapshot, memory: Option<&MemoryBudget>, auto: bool, extended: bool, server_name: &str, server_version: &str) -> Response {
     let uptime = (now_ms().saturating_sub(snap.restart_time_ms) / 1000).max(1);
     let accesses: u64 = snap.workers.iter().map(|w| w.accesses).sum();
     let bytes: u64 = snap.workers.iter().map(|w| w.bytes).sum();
@@ -85,6 +108,9 @@ pub fn respond(host: usize, snap: &StatusSnapshot, auto: bool, extended: bool, s
         let _ = writeln!(out, "Processes: {}", snap.processes.len());
         let _ = writeln!(out, "Stopping: {stopping}");
         let _ = writeln!(out, "Scoreboard: {board}");
+        if let Some(m) = memory {
+            out.push_str(&memory_lines(m, true));
+        }
         r.body = Body::Bytes(out.into_bytes());
         return r.header("Content-Type", "text/plain; charset=ISO-8859-1");
     }
@@ -111,6 +137,9 @@ pub fn respond(host: usize, snap: &StatusSnapshot, auto: bool, extended: bool, s
         let _ = writeln!(out, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{busy_threads}</td><td>{idle_threads}</td></tr>", p.slot, p.pid, yes_no(p.stopping), yes_no(p.accepting));
     }
     out.push_str("</table>\n");
+    if let Some(m) = memory {
+        out.push_str(&memory_lines(m, false));
+    }
     if extended {
         out.push_str("<table border=\"0\"><tr><th>Srv</th><th>PID</th><th>Acc</th><th>M</th><th>SS</th><th>Req</th><th>Bytes</th><th>Client</th><th>VHost</th><th>Request</th></tr>\n");
         let now = now_ms();

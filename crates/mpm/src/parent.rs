@@ -199,7 +199,7 @@ impl Parent {
         let pools = if site.settings.pools.is_empty() {
             None
         } else {
-            let m = warren_fpm::Manager::new(&site.settings.pools, server_user(&site.settings), site.error_log.clone()).map_err(std::io::Error::other)?;
+            let m = warren_fpm::Manager::new(&site.settings.pools, server_user(&site.settings), site.settings.memory_budget, site.error_log.clone()).map_err(std::io::Error::other)?;
             let _ = site.pools.set(m.dispatch());
             Some(m)
         };
@@ -540,10 +540,10 @@ impl Parent {
         // Pools first: a changed pool's new children start before the new
         // server children can send them requests.
         let pools_result = match self.pools.as_mut() {
-            Some(m) => m.reload(&settings.pools, server_user(&settings)),
+            Some(m) => m.reload(&settings.pools, server_user(&settings), settings.memory_budget),
             None if settings.pools.is_empty() => Ok(()),
             None => {
-                warren_fpm::Manager::new(&settings.pools, server_user(&settings), self.site.error_log.clone()).map(|mut m| {
+                warren_fpm::Manager::new(&settings.pools, server_user(&settings), settings.memory_budget, self.site.error_log.clone()).map(|mut m| {
                     m.start();
                     self.pools = Some(m);
                 })

@@ -31,6 +31,9 @@ pub trait PoolDispatch: Send + Sync {
     fn wait_for_child(&self, pool: &str, timeout: Duration);
     /// The pool's figures for its status page.
     fn status(&self, pool: &str) -> Option<PoolStatus>;
+    /// The memory budget and the pools sized by it (`pm.max_children
+    /// auto`); None while no pool has been sized.
+    fn memory(&self) -> Option<MemoryBudget>;
 }
 
 /// A pool's child, taken for one request; dropping it gives the child back.
@@ -68,6 +71,37 @@ pub struct PoolStatus {
     pub max_children_reached: u32,
     pub slow_requests: u32,
     pub processes: Vec<ProcessStatus>,
+    /// With pm.max_children auto: the budget, and this pool's figures alone
+    /// in its `pools`.
+    pub memory: Option<MemoryBudget>,
+}
+
+/// The memory budget that sizes pools with `pm.max_children auto`, and the
+/// figures behind their counts, in bytes.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryBudget {
+    /// Where the limit comes from: "MemoryBudget", "cgroup v2", "cgroup v1" or "machine".
+    pub source: &'static str,
+    pub limit: u64,
+    pub headroom: u64,
+    /// What the rest uses: other processes under the same limit, warren's own.
+    pub others: u64,
+    /// The pools stop growing (the kernel reports memory pressure, or the
+    /// limit is near).
+    pub pressure: bool,
+    pub pools: Vec<PoolMemory>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct PoolMemory {
+    pub pool: String,
+    pub max_children: u32,
+    /// What one more child adds.
+    pub per_child: u64,
+    /// What the pool costs whatever its count (php-fpm's master, the shared opcache).
+    pub fixed: u64,
+    /// What the pool uses now.
+    pub used: u64,
 }
 
 #[derive(Debug, Default)]
@@ -91,6 +125,9 @@ pub struct ProcessStatus {
 pub trait ManagerLog: Send + Sync {
     fn warn(&self, message: &str);
     fn error(&self, message: &str);
+    /// What the server decided and why (a pool's size): logged whatever
+    /// LogLevel says, as Apache logs its notices.
+    fn notice(&self, message: &str);
     /// Appends `entry` to a pool's slow log (`slowlog`), after the time.
     fn slow_request(&self, slowlog: &Path, entry: &str);
 }

@@ -28,8 +28,10 @@ use warren_pool_api::{PoolDispatch, ManagerLog};
 
 use crate::output::Output;
 mod php_fpm;
+mod sizing;
 
 use php_fpm::{end_session_of, MASTER_BACKOFF_MAX, MASTER_YOUTH};
+use sizing::{AutoSize, Sizing, OLD_MASTER};
 use crate::table::{Dispatch, PhpFpmShape, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
 
 /// Who a pool's children run as, resolved before any fork: the child only
@@ -63,6 +65,10 @@ struct PoolRun {
     master_started: Option<std::time::Instant>,
     master_backoff: Duration,
     master_next: Option<std::time::Instant>,
+    /// pm.max_children auto: the count the memory budget allows.
+    auto: Option<AutoSize>,
+    /// Replaced php-fpm masters not yet told to stop, and since when.
+    quitting: Vec<(i32, std::time::Instant)>,
 }
 
 /// The server's `User` and `Group` as configured: a pool without `User`
@@ -94,6 +100,8 @@ pub struct Manager {
     wake_read: OwnedFd,
     _wake_write: OwnedFd,
     log: Arc<dyn ManagerLog>,
+    /// The memory budget, when a pool has pm.max_children auto.
+    sizing: Option<Sizing>,
 }
 
 fn now_secs() -> u64 {
@@ -218,8 +226,9 @@ fn pm_name(pm: PmStyle) -> &'static str {
 impl Manager {
     /// Makes the pools' sockets and the shared table. The sockets are the
     /// server children's (`server`'s account, when warren is root); each
-    /// pool's children run as its `User`, else as `server`.
-    pub fn new(pools: &[PoolConfig], server: ServerUser, log: Arc<dyn ManagerLog>) -> Result<Manager, String> {
+    /// pool's children run as its `User`, else as `server`. `memory_budget`:
+    /// MemoryBudget, for pools with pm.max_children auto.
+    pub fn new(pools: &[PoolConfig], server: ServerUser, memory_budget: Option<u64>, log: Arc<dyn ManagerLog>) -> Result<Manager, String> {
         let owner = owner_of(&server)?;
         let (dir, dir_fd) = make_socket_dir(owner.map(|(_, g)| g))?;
         let (wake_read, wake_write) =
@@ -237,6 +246,7 @@ impl Manager {
             wake_read,
             _wake_write: wake_write,
             log,
+            sizing: None,
         };
         let mut shapes = Vec::new();
         for p in pools {
@@ -246,6 +256,7 @@ impl Manager {
             shapes.push(shape);
         }
         m.table = Arc::new(m.table.view(shapes));
+        m.set_memory_budget(memory_budget);
         Ok(m)
     }
 
@@ -298,7 +309,9 @@ impl Manager {
         let php_fpm = p.runs_php_fpm().then_some(PhpFpmShape { terminate_after: p.request_terminate_timeout });
         let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot, php_fpm };
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
-        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None };
+        let auto = p.max_children_auto.then(AutoSize::new);
+        c.auto_children.store(0, Ordering::Relaxed);
+        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, quitting: Vec::new() };
         Ok((run, shape))
     }
 
@@ -306,7 +319,7 @@ impl Manager {
     /// children; new and changed pools start theirs now, before the new
     /// server children take requests; replaced pools stay until the previous
     /// generation is gone ([`Manager::previous_generation_gone`]).
-    pub fn reload(&mut self, configs: &[PoolConfig], server: ServerUser) -> Result<(), String> {
+    pub fn reload(&mut self, configs: &[PoolConfig], server: ServerUser, memory_budget: Option<u64>) -> Result<(), String> {
         if owner_of(&server)? != self.owner {
             return Err("changing the server's User or Group while pools run needs a full stop and start (the pools' sockets are its user's)".into());
         }
@@ -350,6 +363,7 @@ impl Manager {
         self.retired.extend(old.into_iter().flatten());
         self.pools = runs;
         self.table = Arc::new(self.table.view(shapes));
+        self.set_memory_budget(memory_budget);
         for i in fresh {
             self.start_pool(i);
         }
@@ -461,7 +475,10 @@ impl Manager {
         let parts: Vec<String> = self
             .pools
             .iter()
-            .map(|p| format!("{} ({:?}, {} max, {})", p.config.name, p.config.pm, p.config.max_children, p.config.command.join(" ")).to_lowercase())
+            .map(|p| {
+                let max = if p.config.max_children_auto { "auto".to_string() } else { p.config.max_children.to_string() };
+                format!("{} ({:?}, {max} max, {})", p.config.name, p.config.pm, p.config.command.join(" ")).to_lowercase()
+            })
             .collect();
         parts.join(", ")
     }
@@ -475,12 +492,12 @@ impl Manager {
 
     fn start_pool(&mut self, i: usize) {
         if self.pools[i].config.runs_php_fpm() {
-            self.spawn_php_fpm(i);
+            self.spawn_php_fpm(i, false);
             return;
         }
         let c = &self.pools[i].config;
         let n = match c.pm {
-            PmStyle::Static => c.max_children,
+            PmStyle::Static => self.limit(i),
             PmStyle::Dynamic => c.start_servers,
             PmStyle::Ondemand => 0,
         };
@@ -494,6 +511,9 @@ impl Manager {
     }
 
     fn spawn(&mut self, pool: usize) -> bool {
+        if !self.may_grow(pool) {
+            return false;
+        }
         let Some(slot) = self.free_slot(pool) else { return false };
         let run = &self.pools[pool];
         let c = &run.config;
@@ -564,7 +584,7 @@ impl Manager {
         }
         if let Some(r) = self.retired.iter().position(|(p, _)| p.children.contains_key(&raw)) {
             let (run, shape) = &mut self.retired[r];
-            if let Some(slot) = run.children.remove(&raw) {
+            if let Some(slot) = run.children.remove(&raw).filter(|&s| s != OLD_MASTER) {
                 let s = self.table.slot_at(shape.first_slot + slot);
                 s.state.store(EMPTY, Ordering::Release);
                 s.pid.store(0, Ordering::Relaxed);
@@ -574,6 +594,10 @@ impl Manager {
         }
         let Some(pool) = self.pools.iter().position(|p| p.children.contains_key(&raw)) else { return false };
         let slot = self.pools[pool].children.remove(&raw).expect("child");
+        if slot == OLD_MASTER {
+            // Replaced by a master with a new count: its children are done.
+            return true;
+        }
         if self.pools[pool].config.runs_php_fpm() {
             // Started again by the once-a-second pass; one that dies young
             // (a configuration php-fpm refuses) waits longer each time.
@@ -595,7 +619,7 @@ impl Manager {
         // Replace what the pool needs at once; maintenance does the rest.
         let running = self.pools[pool].children.len() as u32;
         let needed = match c.pm {
-            PmStyle::Static => running < c.max_children,
+            PmStyle::Static => running < self.limit(pool),
             PmStyle::Dynamic => running < c.min_spare_servers.max(1) || was == RETIRING && running < c.start_servers,
             PmStyle::Ondemand => self.table.counters(pool).waiting.load(Ordering::Relaxed) > 0,
         };
@@ -620,7 +644,7 @@ impl Manager {
                 continue;
             }
             let spawned = self.pools[i].config.pm != PmStyle::Static && self.spawn(i);
-            if !spawned && running >= self.pools[i].config.max_children as usize {
+            if !spawned && running >= self.limit(i) as usize {
                 self.note_max_children(i);
             }
         }
@@ -628,7 +652,8 @@ impl Manager {
 
     /// Stops children that served pm.max_requests (they are never handed out again).
     fn retire_due(&self) {
-        for (i, pool) in self.pools.iter().enumerate() {
+        // php-fpm retires its own children.
+        for (i, pool) in self.pools.iter().enumerate().filter(|(_, p)| !p.config.runs_php_fpm()) {
             for (&pid, &slot) in &pool.children {
                 if self.table.slot(i, slot).state.load(Ordering::Acquire) == RETIRING {
                     let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
@@ -638,18 +663,22 @@ impl Manager {
     }
 
     fn note_max_children(&mut self, pool: usize) {
+        let max = self.limit(pool);
         let run = &mut self.pools[pool];
         if !run.reached_logged {
             run.reached_logged = true;
             self.table.counters(pool).max_children_reached.fetch_add(1, Ordering::Relaxed);
-            let c = &run.config;
-            self.log.warn(&format!("[pool {}] server reached pm.max_children setting ({}), consider raising it", c.name, c.max_children));
+            let name = &run.config.name;
+            let more = if run.auto.is_some() { "the memory budget allows no more" } else { "consider raising it" };
+            self.log.warn(&format!("[pool {name}] server reached pm.max_children setting ({max}), {more}"));
         }
     }
 
     /// The once-a-second pass.
     pub fn maintain(&mut self) {
         self.retire_due();
+        self.size_pools(false);
+        self.quit_replaced_masters();
         // A line without its end for a second is logged as it is.
         self.flush_output(Duration::from_secs(1));
         let now = self.table.now_ms();
@@ -658,8 +687,10 @@ impl Manager {
             if c.runs_php_fpm() {
                 // php-fpm manages its own children.
                 let run = &self.pools[i];
-                if run.children.is_empty() && run.master_next.is_none_or(|t| std::time::Instant::now() >= t) {
-                    self.spawn_php_fpm(i);
+                let master = run.children.values().any(|&s| s == 0);
+                if !master && run.master_next.is_none_or(|t| std::time::Instant::now() >= t) {
+                    // A fresh socket when one died: see spawn_php_fpm.
+                    self.spawn_php_fpm(i, run.master_started.is_some());
                 }
                 continue;
             }
@@ -679,13 +710,19 @@ impl Manager {
             }
             let (idle, busy, running) = self.table.census(i);
             let waiting = self.table.counters(i).waiting.load(Ordering::Relaxed);
+            let max_children = self.limit(i) as usize;
+            if running > max_children {
+                // The budget shrank: the surplus goes as it becomes idle.
+                self.stop_one_idle(i, Duration::ZERO);
+                continue;
+            }
             if waiting == 0 && busy < running {
                 // The episode of a full pool is over: nobody waits, a child is free.
                 self.pools[i].reached_logged = false;
             }
             match c.pm {
                 PmStyle::Static => {
-                    for _ in running..c.max_children as usize {
+                    for _ in running..max_children {
                         self.spawn(i);
                     }
                     if waiting > 0 && idle == 0 {
@@ -697,13 +734,13 @@ impl Manager {
                         self.stop_one_idle(i, Duration::ZERO);
                         self.pools[i].spawn_rate = 1;
                     } else if idle < c.min_spare_servers as usize || waiting > 0 {
-                        if running >= c.max_children as usize {
+                        if running >= max_children {
                             self.note_max_children(i);
                             self.pools[i].spawn_rate = 1;
                             continue;
                         }
                         let want = (c.min_spare_servers as usize).saturating_sub(idle).max(usize::from(waiting > 0));
-                        let n = want.min(self.pools[i].spawn_rate as usize).min(c.max_children as usize - running);
+                        let n = want.min(self.pools[i].spawn_rate as usize).min(max_children - running);
                         for _ in 0..n {
                             self.spawn(i);
                         }

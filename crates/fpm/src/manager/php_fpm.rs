@@ -34,13 +34,13 @@ pub(super) const MASTER_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 impl Manager {
     /// Starts a php-fpm pool's master, which starts the pool's children
-    /// itself.
-    pub(super) fn spawn_php_fpm(&mut self, pool: usize) -> bool {
+    /// itself. `fresh_socket` after a master died: a fresh socket at the
+    /// same path for the new master, for a child of the old one that left
+    /// its session (setsid), and so outlived it, keeps a socket no one
+    /// connects to any more.
+    pub(super) fn spawn_php_fpm(&mut self, pool: usize, fresh_socket: bool) -> bool {
         let socket = &self.table.pools[pool].sockets[0];
-        if self.pools[pool].master_started.is_some() {
-            // A fresh socket at the same path for the new master: a child of
-            // the old one that left its session (setsid) and so outlived it
-            // keeps a socket no one connects to any more.
+        if fresh_socket {
             match self.make_socket(&self.pools[pool].config, socket) {
                 Ok(l) => self.pools[pool].listeners[0] = l,
                 Err(e) => {
@@ -53,7 +53,8 @@ impl Manager {
         let c = &run.config;
         // Root only when warren is (with -R): a pool without User, or User root.
         let as_root = run.credentials.as_ref().map_or(nix::unistd::geteuid().is_root(), |c| c.uid.is_root());
-        let conf = match config_memfd(&c.name, &config_text(c, socket, as_root)) {
+        let key = listen_key(socket);
+        let conf = match config_memfd(&c.name, &config_text(c, self.limit(pool), &key, as_root)) {
             Ok(fd) => fd,
             Err(e) => {
                 self.log.error(&format!("[pool {}] cannot write php-fpm's configuration: {e}", c.name));
@@ -68,7 +69,7 @@ impl Manager {
         }
         cmd.args(&c.command[1..]).env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin");
         // The pool's socket, as php-fpm passes sockets to itself on a reload.
-        cmd.env("FPM_SOCKETS", format!("{}={socket_fd}", socket.display()));
+        cmd.env("FPM_SOCKETS", format!("{}={socket_fd}", key.display()));
         // Standard error must be the pool's pipe: it is given to the pool's
         // user below, which must never happen to another file.
         let (stdout, stderr) = match run.output.as_ref().map(|o| (o.write.try_clone(), o.write.try_clone())) {
@@ -121,6 +122,16 @@ impl Manager {
 
 }
 
+/// The name php-fpm is told its socket has, `listen` and the key in
+/// `FPM_SOCKETS`: never created. php-fpm unlinks its listen path as it
+/// exits, which, were it the pool's, would remove the socket a master that
+/// replaced it (a new count) is taking requests on.
+fn listen_key(socket: &Path) -> std::path::PathBuf {
+    let mut key = socket.as_os_str().to_owned();
+    key.push(".fpm");
+    key.into()
+}
+
 /// Kills what is left of a php-fpm master's session, the master gone: its
 /// children would otherwise go on taking requests from the pool's socket
 /// with no one to manage them. The master leads its session and process
@@ -132,10 +143,11 @@ pub(super) fn end_session_of(master: i32) {
 
 
 
-/// php-fpm's configuration for one pool listening on `socket`. `as_root`:
-/// the master runs as root (warren -R with no User), which php-fpm then
-/// wants said in the pool.
-pub fn config_text(p: &PoolConfig, socket: &Path, as_root: bool) -> String {
+/// php-fpm's configuration for one pool of `max_children` (the pool's, or
+/// what its memory budget allows) listening on `socket`. `as_root`: the
+/// master runs as root (warren -R with no User), which php-fpm then wants
+/// said in the pool.
+pub fn config_text(p: &PoolConfig, max_children: u32, socket: &Path, as_root: bool) -> String {
     let mut c = String::new();
     // Errors and what the children print go to standard error, a pipe
     // warren copies to its error log with the pool's name.
@@ -150,9 +162,12 @@ pub fn config_text(p: &PoolConfig, socket: &Path, as_root: bool) -> String {
         PmStyle::Dynamic => "dynamic",
         PmStyle::Ondemand => "ondemand",
     };
-    let _ = writeln!(c, "pm = {pm}\npm.max_children = {}", p.max_children);
+    let _ = writeln!(c, "pm = {pm}\npm.max_children = {max_children}");
     if p.pm == PmStyle::Dynamic {
-        let _ = writeln!(c, "pm.start_servers = {}\npm.min_spare_servers = {}\npm.max_spare_servers = {}", p.start_servers, p.min_spare_servers, p.max_spare_servers);
+        // Within a count smaller than the pool's own, as php-fpm requires.
+        let max_spare = p.max_spare_servers.min(max_children);
+        let min_spare = p.min_spare_servers.min(max_spare);
+        let _ = writeln!(c, "pm.start_servers = {}\npm.min_spare_servers = {min_spare}\npm.max_spare_servers = {max_spare}", p.start_servers.clamp(min_spare, max_spare));
     }
     let _ = writeln!(c, "pm.max_spawn_rate = {}\npm.process_idle_timeout = {}s\npm.max_requests = {}", p.max_spawn_rate, p.process_idle_timeout.as_secs().max(1), p.max_requests);
     if let Some(t) = p.request_terminate_timeout {
@@ -227,13 +242,17 @@ mod tests {
         p.request_terminate_timeout = Some(Duration::from_secs(30));
         p.env.push(("APP".into(), "a b".into()));
         p.php_admin_ini.push(("open_basedir".into(), "/srv".into()));
-        let c = config_text(&p, Path::new("/run/w/www.sock"), false);
+        let c = config_text(&p, p.max_children, Path::new("/run/w/www.sock"), false);
         assert!(c.starts_with("[global]\nerror_log = /proc/self/fd/2\n"), "{c}");
         for line in ["[www]", "listen = /run/w/www.sock", "pm = dynamic", "pm.max_children = 5", "pm.start_servers = 2", "request_terminate_timeout = 30s", "env[APP] = a b", "php_admin_value[open_basedir] = /srv", "catch_workers_output = yes"] {
             assert!(c.lines().any(|l| l == line), "{line} missing in\n{c}");
         }
         assert!(!c.contains("user ="), "{c}");
-        assert!(config_text(&p, Path::new("/s"), true).contains("\nuser = root\ngroup = root\n"));
+        assert!(config_text(&p, 5, Path::new("/s"), true).contains("\nuser = root\ngroup = root\n"));
+        let small = config_text(&p, 1, Path::new("/s"), false);
+        for line in ["pm.max_children = 1", "pm.start_servers = 1", "pm.min_spare_servers = 1", "pm.max_spare_servers = 1"] {
+            assert!(small.lines().any(|l| l == line), "{line} missing in\n{small}");
+        }
         assert_eq!(ini_value("E_ALL & ~E_DEPRECATED"), "E_ALL & ~E_DEPRECATED");
         assert_eq!(ini_value("/var/log/a; b"), "\"/var/log/a; b\"");
         assert_eq!(ini_value("a=b"), "\"a=b\"");

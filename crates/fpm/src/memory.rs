@@ -1,0 +1,288 @@
+//! The memory that sizes pools with `pm.max_children auto`: the budget
+//! ([`Budget`]: MemoryBudget, else the limit of warren's memory cgroup, v2
+//! or v1, else the machine's memory), what is charged against it now
+//! ([`Reading`]), and each process's share of it ([`Usage`], from
+//! `/proc/PID/smaps_rollup`). [`fit`] turns the figures into counts.
+//!
+//! Everything is counted as a cgroup counts what it cannot reclaim:
+//! anonymous memory and shared memory (rss + shmem), not the page cache,
+//! which the kernel drops before it kills anyone.
+
+use std::path::{Path, PathBuf};
+
+/// Where the budget comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `MemoryBudget`: warren's own processes and its pools.
+    Directive,
+    /// The memory cgroup warren runs in (its directory): everything in it.
+    CgroupV2(PathBuf),
+    CgroupV1(PathBuf),
+    /// No limit anywhere: the machine's memory.
+    Machine,
+}
+
+impl Source {
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Directive => "MemoryBudget".to_string(),
+            Source::CgroupV2(d) => format!("memory.max of cgroup {}", d.display()),
+            Source::CgroupV1(d) => format!("memory.limit_in_bytes of cgroup {}", d.display()),
+            Source::Machine => "MemTotal".to_string(),
+        }
+    }
+
+    /// The figure's name in status pages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Source::Directive => "MemoryBudget",
+            Source::CgroupV2(_) => "cgroup v2",
+            Source::CgroupV1(_) => "cgroup v1",
+            Source::Machine => "machine",
+        }
+    }
+}
+
+/// What is known of the memory at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reading {
+    pub limit: u64,
+    /// rss + shmem charged against the limit by every process it covers;
+    /// None for MemoryBudget, which covers warren's processes only (they are
+    /// measured one by one).
+    pub charged: Option<u64>,
+    /// The kernel reports memory pressure (PSI), or the charge is within
+    /// the last 5 % of the limit.
+    pub pressure: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Budget {
+    pub source: Source,
+    directive: Option<u64>,
+}
+
+/// A cgroup limit this high is none (v1 writes "no limit" as the largest
+/// page-aligned number).
+const UNLIMITED: u64 = 1 << 62;
+
+impl Budget {
+    /// The budget for this process: `directive` (MemoryBudget) if set, else
+    /// its memory cgroup's limit if it has one, else the machine's memory.
+    pub fn find(directive: Option<u64>) -> Budget {
+        let source = match directive {
+            Some(_) => Source::Directive,
+            None => cgroup_of_self().unwrap_or(Source::Machine),
+        };
+        Budget { source, directive }
+    }
+
+    pub fn read(&self) -> Reading {
+        match &self.source {
+            Source::Directive => Reading { limit: self.directive.unwrap_or(0), charged: None, pressure: false },
+            Source::CgroupV2(dir) => {
+                let stat = read(&dir.join("memory.stat"));
+                let charged = field(&stat, "anon") + field(&stat, "shmem");
+                let limit = v2_limit(dir).unwrap_or(UNLIMITED);
+                let psi = std::fs::read_to_string(dir.join("memory.pressure")).ok().and_then(|t| psi_some_avg10(&t));
+                Reading { limit, charged: Some(charged), pressure: near(charged, limit) || psi.is_some_and(|p| p >= PSI_PRESSURE) }
+            }
+            Source::CgroupV1(dir) => {
+                let stat = read(&dir.join("memory.stat"));
+                let charged = field(&stat, "total_rss") + field(&stat, "total_shmem");
+                let limit = match field(&stat, "hierarchical_memory_limit") {
+                    0 => read(&dir.join("memory.limit_in_bytes")).trim().parse().unwrap_or(UNLIMITED),
+                    l => l,
+                };
+                Reading { limit, charged: Some(charged), pressure: near(charged, limit) }
+            }
+            Source::Machine => {
+                let info = read(Path::new("/proc/meminfo"));
+                let (total, available) = (meminfo(&info, "MemTotal:"), meminfo(&info, "MemAvailable:"));
+                let charged = total.saturating_sub(available);
+                let psi = std::fs::read_to_string("/proc/pressure/memory").ok().and_then(|t| psi_some_avg10(&t));
+                Reading { limit: total, charged: Some(charged), pressure: near(charged, total) || psi.is_some_and(|p| p >= PSI_PRESSURE) }
+            }
+        }
+    }
+}
+
+/// Share of the last 10 s in which some task waited for memory, in percent,
+/// from which warren stops growing its pools.
+const PSI_PRESSURE: f64 = 10.0;
+
+fn near(charged: u64, limit: u64) -> bool {
+    charged >= limit / 20 * 19
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// `name value` in a memory.stat.
+fn field(stat: &str, name: &str) -> u64 {
+    stat.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
+}
+
+/// `Name:   123 kB` in /proc/meminfo, in bytes.
+fn meminfo(info: &str, name: &str) -> u64 {
+    info.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse::<u64>().ok())).map_or(0, |kb| kb * 1024)
+}
+
+fn psi_some_avg10(text: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with("some "))?;
+    line.split_whitespace().find_map(|f| f.strip_prefix("avg10=")).and_then(|v| v.parse().ok())
+}
+
+/// The memory cgroup this process is in, if it has a limit: cgroup v2's
+/// unified hierarchy, else v1's memory controller.
+fn cgroup_of_self() -> Option<Source> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = path.trim_start_matches('/');
+        if id == "0" && controllers.is_empty() && Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            let dir = Path::new("/sys/fs/cgroup").join(rel);
+            if v2_limit(&dir).is_some_and(|l| l < UNLIMITED) {
+                return Some(Source::CgroupV2(dir));
+            }
+        }
+        if controllers.split(',').any(|c| c == "memory") {
+            let dir = Path::new("/sys/fs/cgroup/memory").join(rel);
+            let limit = field(&read(&dir.join("memory.stat")), "hierarchical_memory_limit");
+            if limit > 0 && limit < UNLIMITED {
+                return Some(Source::CgroupV1(dir));
+            }
+        }
+    }
+    None
+}
+
+/// The lowest memory.max of a v2 cgroup and its parents (None: no file).
+fn v2_limit(dir: &Path) -> Option<u64> {
+    let mut lowest = None;
+    for d in dir.ancestors().take_while(|d| d.starts_with("/sys/fs/cgroup")) {
+        match read(&d.join("memory.max")).trim() {
+            "" => {}
+            "max" => lowest = lowest.or(Some(UNLIMITED)),
+            v => {
+                if let Ok(n) = v.parse::<u64>() {
+                    lowest = Some(lowest.map_or(n, |l: u64| l.min(n)));
+                }
+            }
+        }
+    }
+    lowest
+}
+
+/// One process's share of memory, in bytes, as its smaps_rollup gives it:
+/// the proportional shares of its anonymous and its shared-memory pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub anon: u64,
+    pub shmem: u64,
+}
+
+impl Usage {
+    pub fn of(pid: i32) -> Option<Usage> {
+        Usage::parse(&std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?)
+    }
+
+    fn parse(rollup: &str) -> Option<Usage> {
+        let kb = |name: &str| rollup.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse::<u64>().ok())).map(|k| k * 1024);
+        match (kb("Pss_Anon:"), kb("Pss_Shmem:")) {
+            (Some(anon), Some(shmem)) => Some(Usage { anon, shmem }),
+            // Kernels before 5.8 do not split it: all of it counts as the process's own.
+            _ => Some(Usage { anon: kb("Pss:")?, shmem: 0 }),
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.anon + self.shmem
+    }
+}
+
+/// The pids of `pid`'s children (a php-fpm master's).
+pub fn children_of(pid: i32) -> Vec<i32> {
+    read(Path::new(&format!("/proc/{pid}/task/{pid}/children"))).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// One auto-sized pool's figures, in bytes: what it costs whatever its
+/// number of children, what each child adds, and its ceiling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolNeeds {
+    pub fixed: u64,
+    pub per_child: u64,
+    pub ceiling: u32,
+}
+
+/// The children each pool gets out of `available` bytes: each its fixed
+/// part and one child first (a pool with none would answer nothing), then
+/// one child at a time to each pool in turn while one more fits.
+pub fn fit(available: u64, pools: &[PoolNeeds]) -> Vec<u32> {
+    let mut left = available.saturating_sub(pools.iter().map(|p| p.fixed + p.per_child).sum());
+    let mut counts = vec![1u32; pools.len()];
+    loop {
+        let mut grew = false;
+        for (p, n) in pools.iter().zip(counts.iter_mut()) {
+            if *n < p.ceiling && p.per_child <= left {
+                left -= p.per_child;
+                *n += 1;
+                grew = true;
+            }
+        }
+        if !grew {
+            return counts;
+        }
+    }
+}
+
+pub fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_fill_the_budget_in_turn() {
+        let m = 1 << 20;
+        let www = PoolNeeds { fixed: 20 * m, per_child: 10 * m, ceiling: 64 };
+        assert_eq!(fit(100 * m, &[www]), vec![8]);
+        assert_eq!(fit(5 * m, &[www]), vec![1], "a pool always gets one child");
+        assert_eq!(fit(1000 * m, &[www]), vec![64], "never past the ceiling");
+        let small = PoolNeeds { fixed: 0, per_child: 5 * m, ceiling: 3 };
+        // 100 - 30 - 5 = 65 left: www +1 small +1, www +1 small +1 (ceiling), then www alone.
+        assert_eq!(fit(100 * m, &[www, small]), vec![6, 3]);
+    }
+
+    #[test]
+    fn smaps_rollup() {
+        let r = "55d0c0000000-7ffd5a5f5000 ---p 00000000 00:00 0 [rollup]\nRss:  20000 kB\nPss:  12000 kB\nPss_Dirty: 9000 kB\nPss_Anon:  8000 kB\nPss_File:  2000 kB\nPss_Shmem: 2000 kB\n";
+        assert_eq!(Usage::parse(r), Some(Usage { anon: 8000 * 1024, shmem: 2000 * 1024 }));
+        assert_eq!(Usage::parse("Rss: 10 kB\nPss: 7 kB\n"), Some(Usage { anon: 7 * 1024, shmem: 0 }));
+        assert_eq!(Usage::parse(""), None);
+    }
+
+    #[test]
+    fn stat_files() {
+        let stat = "cache 100\nrss 5\ntotal_rss 4096\ntotal_shmem 1024\nhierarchical_memory_limit 134217728\n";
+        assert_eq!(field(stat, "total_rss") + field(stat, "total_shmem"), 5120);
+        assert_eq!(field(stat, "rss"), 5);
+        assert_eq!(field(stat, "hierarchical_memory_limit"), 128 << 20);
+        assert_eq!(meminfo("MemTotal:       24000000 kB\nMemAvailable:   1000 kB\n", "MemAvailable:"), 1000 * 1024);
+        assert_eq!(psi_some_avg10("some avg10=12.50 avg60=1.00 avg300=0.00 total=5\nfull avg10=0.00"), Some(12.5));
+        assert!(near(96, 100) && !near(90, 100));
+    }
+
+    #[test]
+    fn this_process_has_a_budget_and_a_size() {
+        let b = Budget::find(None);
+        let r = b.read();
+        assert!(r.limit > 0 && r.charged.is_some(), "{:?}: {r:?}", b.source);
+        assert!(Usage::of(std::process::id() as i32).is_some_and(|u| u.anon > 0));
+        assert_eq!(Budget::find(Some(64 << 20)).read(), Reading { limit: 64 << 20, charged: None, pressure: false });
+    }
+}
