@@ -255,6 +255,23 @@ DocumentRoot htdocs
     assert!(l.errors[0].to_string().contains("warren.conf:5: <Pool a> is already defined at"), "{}", l.errors[0]);
 }
 
+/// `pm.max_children auto` and MemoryBudget; a budget that is not a size,
+/// or too small, is an error at its line.
+#[test]
+fn pools_sized_by_a_memory_budget() {
+    let d = Dir::new("pools-auto");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nMemoryBudget 512M\n<Pool www>\n    pm.max_children = auto\n    pm.max_spare_servers = 8\n</Pool>\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    assert_eq!(s.memory_budget, Some(512 << 20));
+    let www = &s.pools[0];
+    assert!(www.max_children_auto && www.max_children == crate::pool::AUTO_CEILING, "{www:?}");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nMemoryBudget 8M\nMemoryBudget lots\nMemoryBudget\n");
+    let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
+    assert_eq!(lines, vec![3, 4, 5], "{:?}", l.errors);
+    assert!(l.errors[0].message.contains("less than 16M") && l.errors[1].message.contains("'lots' is not a size"), "{:?}", l.errors);
+}
+
 /// Inside `<Pool>`, php-fpm's own `key = value` lines (pasted from a pool
 /// file, `;` comments and all) read as the Apache form does.
 #[test]

@@ -47,11 +47,13 @@ pub(super) struct AutoSize {
     /// Each pass's largest child, for [`REMEMBER`].
     sizes: Vec<(Instant, u64)>,
     changed: Option<Instant>,
+    /// The count was made from measured sizes, not the prior.
+    measured: bool,
 }
 
 impl AutoSize {
     pub(super) fn new() -> AutoSize {
-        AutoSize { count: 1, sizes: Vec::new(), changed: None }
+        AutoSize { count: 1, sizes: Vec::new(), changed: None, measured: false }
     }
 }
 
@@ -145,15 +147,16 @@ impl Manager {
             let have = a.count;
             let first = a.changed.is_none();
             let since = a.changed.map_or(Duration::MAX, |t| now.duration_since(t));
+            let settled = a.measured && since < PHP_FPM_RESIZE_EVERY;
             let allowed = match (want > have, php_fpm) {
                 _ if first => true,
                 _ if want == have => false,
                 (true, _) if reading.pressure => false,
                 // A new master starts with an empty opcache: not for a
-                // guess, nor more often than every half minute, nor while
-                // the last one is still finishing.
-                (true, true) => warm && since >= PHP_FPM_RESIZE_EVERY && !replacing,
-                (false, true) => (reading.pressure || since >= PHP_FPM_RESIZE_EVERY) && !replacing,
+                // guess, nor more than once every half minute once measured,
+                // nor while the last one is still finishing.
+                (true, true) => warm && !settled && !replacing,
+                (false, true) => (reading.pressure || !settled) && !replacing,
                 (_, false) => true,
             };
             if !allowed {
@@ -161,6 +164,7 @@ impl Manager {
             }
             a.count = want;
             a.changed = Some(now);
+            a.measured = warm;
             c.auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
             let name = &self.pools[i].config.name;
             let measured_how = if warm { "measured".to_string() } else { format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests", mb(PRIOR_PER_CHILD)) };

@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -110,7 +110,16 @@ impl Server {
     /// nobody, as a root warren refuses to run them as root without -R (a
     /// later `User` in `extra` wins; neither matters when the tests are
     /// not run as root, as warren then cannot change user).
-    pub fn start_with_args(mut dir: TempDir, mpm: &str, extra: &str, args: &[&str]) -> Server {
+    pub fn start_with_args(dir: TempDir, mpm: &str, extra: &str, args: &[&str]) -> Server {
+        Server::start_with(dir, mpm, extra, args, None)
+    }
+
+    /// Starts warren in a memory cgroup: it and every process it starts.
+    pub fn start_in_cgroup(dir: TempDir, mpm: &str, extra: &str, cgroup: &MemoryCgroup) -> Server {
+        Server::start_with(dir, mpm, extra, &[], Some(&cgroup.dir.join("cgroup.procs")))
+    }
+
+    fn start_with(mut dir: TempDir, mpm: &str, extra: &str, args: &[&str], cgroup_procs: Option<&Path>) -> Server {
         // The port is free when chosen, but until warren binds it another
         // test's client may take it as its own end of a connection: then
         // warren cannot bind, and is started again on another port.
@@ -127,7 +136,23 @@ impl Server {
                     "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nUser nobody\nGroup nogroup\n{tuning}\n{extra}\n"
                 ),
             );
-            let child = Command::new(BIN)
+            let mut cmd = Command::new(BIN);
+            if let Some(procs) = cgroup_procs {
+                let procs = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).unwrap();
+                // SAFETY: open, write and close, between fork and exec.
+                unsafe {
+                    std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                        // "0": the process that writes it.
+                        if fd < 0 || libc::write(fd, b"0\n".as_ptr().cast(), 2) != 2 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        libc::close(fd);
+                        Ok(())
+                    });
+                }
+            }
+            let child = cmd
                 .args(args)
                 .arg("-f")
                 .arg(&conf)
@@ -670,4 +695,62 @@ pub fn curl(args: &[&str]) -> (i32, Vec<u8>) {
 /// `key=value` lines as a map.
 pub fn key_values(text: &str) -> std::collections::HashMap<String, String> {
     text.lines().filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
+}
+
+/// A memory cgroup of the test's own with a limit, in cgroup v2 if its
+/// unified hierarchy has the memory controller, else in v1's; removed when
+/// dropped (its processes gone).
+pub struct MemoryCgroup {
+    pub dir: PathBuf,
+    v2: bool,
+}
+
+impl MemoryCgroup {
+    pub fn new(tag: &str, limit: u64) -> MemoryCgroup {
+        let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"));
+        let name = format!("warren-test-{tag}-{}", std::process::id());
+        let dir = if v2 {
+            std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory").expect("enable the memory controller for child cgroups");
+            Path::new("/sys/fs/cgroup").join(name)
+        } else {
+            Path::new("/sys/fs/cgroup/memory").join(name)
+        };
+        let _ = std::fs::remove_dir(&dir);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot create the memory cgroup {} (the tests run as root, test.sh): {e}", dir.display()));
+        let limit_file = if v2 { "memory.max" } else { "memory.limit_in_bytes" };
+        std::fs::write(dir.join(limit_file), limit.to_string()).unwrap();
+        MemoryCgroup { dir, v2 }
+    }
+
+    fn stat(&self, name: &str) -> u64 {
+        let stat = std::fs::read_to_string(self.dir.join("memory.stat")).unwrap_or_default();
+        stat.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0)
+    }
+
+    /// rss + shmem charged to the cgroup.
+    pub fn charged(&self) -> u64 {
+        if self.v2 {
+            self.stat("anon") + self.stat("shmem")
+        } else {
+            self.stat("total_rss") + self.stat("total_shmem")
+        }
+    }
+
+    /// Processes the kernel killed for the cgroup's limit.
+    pub fn oom_kills(&self) -> u64 {
+        let file = if self.v2 { "memory.events" } else { "memory.oom_control" };
+        let text = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+        text.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok()).unwrap_or(0)
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }

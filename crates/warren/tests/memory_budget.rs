@@ -1,0 +1,137 @@
+//! `pm.max_children auto`, under each MPM: a pool of php-cgi in a memory
+//! cgroup gets its count from its children's measured sizes and the
+//! cgroup's limit, and stays within it under load; a php-fpm pool under
+//! `MemoryBudget` grows by a new master while requests keep being served.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const MB: f64 = 1024.0 * 1024.0;
+
+/// A page that makes its child grow to a working size: a few MB of arrays.
+const FAT_PHP: &str = "<?php $a = []; for ($i = 0; $i < 100000; $i++) { $a[] = \"x$i\"; } echo count($a);";
+
+/// The sizing decisions in the error log: (count, the line).
+fn decisions(log: &str) -> Vec<(u32, String)> {
+    log.lines()
+        .filter_map(|l| {
+            let rest = l.split("pm.max_children auto: ").nth(1)?;
+            let n = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+            Some((n, l.to_string()))
+        })
+        .collect()
+}
+
+/// The figure before `unit` after `after` in a decision line, in bytes.
+fn figure(line: &str, after: &str) -> f64 {
+    let rest = &line[line.find(after).unwrap_or_else(|| panic!("no '{after}' in {line}")) + after.len()..];
+    rest.split_whitespace().next().unwrap().parse::<f64>().unwrap() * MB
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// rss + shmem of process `pid`'s share (Pss_Anon + Pss_Shmem), in bytes.
+fn share(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+    let kb = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.split_whitespace().next()?.parse::<u64>().ok()).unwrap_or(0);
+    (kb("Pss_Anon:") + kb("Pss_Shmem:")) * 1024
+}
+
+fn is_php_cgi(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.split('\0').next().is_some_and(|a| a.ends_with("php-cgi")))
+}
+
+fn php_cgi_pool_is_sized_in_a_memory_cgroup(mpm: &str) {
+    let limit: u64 = 160 << 20;
+    let cgroup = MemoryCgroup::new(&format!("auto-{mpm}"), limit);
+    let dir = TempDir::new(&format!("auto-cgi-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/fat.php", FAT_PHP);
+    let conf = "<Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children auto\n    pm.status_path /fpm-status\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Location /server-status>\n    SetHandler server-status\n</Location>\n";
+    let s = Server::start_in_cgroup(dir, mpm, conf, &cgroup);
+    // Before any child ran, a guess: 32 MB a child, the cgroup's limit.
+    let log = s.wait_log("error.log", "pm.max_children auto: ");
+    let (first, line) = decisions(&log).into_iter().next().unwrap_or_else(|| panic!("no sizing decision in\n{log}"));
+    assert!(line.contains("taken as at least 32.0 MB") && line.contains("fit in 160.0 MB") && line.contains(&cgroup.dir.display().to_string()), "{line}");
+    let load = start_load_on(s.port, 3, "/fat.php", |b| b.ends_with(b"100000"));
+    let mut most = 0;
+    // Measured once the pool has served 100 requests: children much smaller
+    // than the guess, so more of them.
+    let started = Instant::now();
+    let mut measured = None;
+    while measured.is_none() || started.elapsed() < Duration::from_secs(12) {
+        assert!(started.elapsed() < Duration::from_secs(40), "no measured decision:\n{}", s.read_log("error.log"));
+        let all = decisions(&s.read_log("error.log"));
+        let decided = all.iter().map(|(n, _)| *n).max().unwrap();
+        measured = measured.or_else(|| all.iter().find(|(_, l)| l.contains("(measured)")).cloned());
+        let children: Vec<u32> = s.children().into_iter().filter(|&p| is_php_cgi(p)).collect();
+        // Never more children than the budget allowed, and all of them
+        // together within the budget.
+        assert!(children.len() as u32 <= decided, "{} children, the most allowed {decided}", children.len());
+        let used: u64 = children.iter().map(|&p| share(p)).sum();
+        assert!(used <= limit, "the pool uses {used} of a budget of {limit}");
+        most = most.max(children.len());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (ok, failures) = load.finish();
+    assert!(failures.is_empty() && ok > 100, "{ok} served, failures: {failures:?}");
+    assert_eq!(cgroup.oom_kills(), 0);
+    let (count, line) = measured.unwrap();
+    assert!(count > first, "measured children are smaller than the 32 MB guess: {first} -> {count}: {line}");
+    // The count is the formula's, from the figures it logs (rounded to 0.1 MB).
+    let per_child = figure(&line, "children of ");
+    let room = figure(&line, "fit in ") - figure(&line, "with ") - figure(&line, "MB of headroom and ");
+    let formula = (room / per_child).floor() as i64;
+    assert!((formula - count as i64).abs() <= 1, "{count} children, the figures give {formula}: {line}");
+    assert!(most >= 2, "the pool grew past one child under load ({most})");
+    // The figures on the status pages.
+    let st = status_auto(&s);
+    assert_eq!(st.get("MemoryBudget").map(String::as_str), Some("167772160"), "{st:?}");
+    assert!(st.get("MemoryBudgetSource").is_some_and(|v| v.starts_with("cgroup v")), "{st:?}");
+    assert!(st.get("PoolMaxChildren-www").is_some_and(|v| v.parse::<u32>().is_ok_and(|n| n >= 2)), "{st:?}");
+    let pool = s.get("/fpm-status").text();
+    assert!(pool.contains("max children auto:") && pool.contains("memory per child:") && pool.contains("memory budget:        167772160"), "{pool}");
+    drop(s);
+}
+
+fn php_fpm_pool_grows_by_a_new_master_under_load(mpm: &str) {
+    let dir = TempDir::new(&format!("auto-fpm-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/hello.php", "<?php echo 'hello';");
+    let conf = format!(
+        "MemoryBudget 96M\n<Pool www>\n    Command {}\n    User nobody\n    Group nogroup\n    pm = dynamic\n    pm.max_children = auto\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Location /server-status>\n    SetHandler server-status\n</Location>\n",
+        php_fpm_binary().display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let masters = || s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with("php-fpm: master"))).collect::<Vec<_>>();
+    wait_for("a php-fpm master", Duration::from_secs(20), || masters().len() == 1);
+    let first = masters()[0];
+    let load = start_load_on(s.port, 3, "/hello.php", |b| b.ends_with(b"\r\n\r\nhello") || b.ends_with(b"hello"));
+    // Warm (100 requests), the pool is measured and grows: a new master
+    // with the new count, and the old one stops once its queue is served.
+    wait_for("a measured decision", Duration::from_secs(40), || s.read_log("error.log").contains("(measured)"));
+    let log = s.read_log("error.log");
+    let grown = decisions(&log).into_iter().find(|(_, l)| l.contains("(measured)")).unwrap();
+    assert!(grown.1.contains("(was ") && grown.1.contains("(MemoryBudget)"), "{}", grown.1);
+    wait_for("the new master alone", Duration::from_secs(40), || masters().len() == 1 && masters()[0] != first);
+    load.wait_more(100);
+    let (ok, failures) = load.finish();
+    assert!(failures.is_empty(), "{ok} served; failed while the master was replaced: {failures:?}\n{}", s.read_log("error.log"));
+    let st = status_auto(&s);
+    assert_eq!(st.get("MemoryBudget").map(String::as_str), Some("100663296"), "{st:?}");
+    assert_eq!(st.get("PoolMaxChildren-www"), Some(&grown.0.to_string()), "{st:?}");
+    // php-fpm was given that count.
+    let fpm_children = children_of(masters()[0]).len() as u32;
+    assert!(fpm_children <= grown.0, "{fpm_children} children of a pool of {}", grown.0);
+}
+
+each_mpm!(php_cgi_pool_is_sized_in_a_memory_cgroup, php_fpm_pool_grows_by_a_new_master_under_load);
