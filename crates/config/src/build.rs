@@ -312,7 +312,14 @@ impl Builder {
         }
         match (spec.apply, target) {
             (Apply::Server(apply), Target::Server(s)) => apply(self, d, s),
+            (Apply::Count(_), Target::Server(s)) if spec.canonical_name() == "MaxRequestWorkers" && d.args.len() == 1 && d.args[0].eq_ignore_ascii_case("auto") => {
+                s.tuning.max_request_workers_auto = true;
+                self.tuning_set.push((spec.canonical_name(), d.origin.clone()));
+            }
             (Apply::Count(field), Target::Server(s)) => {
+                if spec.canonical_name() == "MaxRequestWorkers" {
+                    s.tuning.max_request_workers_auto = false;
+                }
                 if let Some(n) = self.whole_number(d) {
                     *field(&mut s.tuning) = n.min(u32::MAX as u64) as u32;
                     self.tuning_set.push((spec.canonical_name(), d.origin.clone()));

@@ -58,6 +58,9 @@ pub struct MpmTuning {
     pub threads_per_child: u32,
     pub thread_limit: u32,
     pub max_request_workers: u32,
+    /// `MaxRequestWorkers auto`: as many children as the memory budget
+    /// holds (`max_request_workers` is then ServerLimit's, the ceiling).
+    pub max_request_workers_auto: bool,
     pub min_spare_threads: u32,
     pub max_spare_threads: u32,
     pub min_spare_servers: u32,
@@ -79,6 +82,7 @@ impl MpmTuning {
                 threads_per_child: 1,
                 thread_limit: 1,
                 max_request_workers: 256,
+                max_request_workers_auto: false,
                 min_spare_threads: 0,
                 max_spare_threads: 0,
                 min_spare_servers: 5,
@@ -92,6 +96,7 @@ impl MpmTuning {
                 threads_per_child: 25,
                 thread_limit: 64,
                 max_request_workers: 400,
+                max_request_workers_auto: false,
                 min_spare_threads: 75,
                 max_spare_threads: 250,
                 min_spare_servers: 0,
@@ -136,7 +141,7 @@ impl MpmTuning {
             t.server_limit = 1;
         }
         let per_child = t.threads_per_child.max(1);
-        if !was_set("MaxRequestWorkers") && mpm.threaded() {
+        if t.max_request_workers_auto || !was_set("MaxRequestWorkers") && mpm.threaded() {
             t.max_request_workers = t.server_limit * per_child;
         }
         if t.max_request_workers < per_child {

@@ -266,6 +266,11 @@ fn pools_sized_by_a_memory_budget() {
     assert_eq!(s.memory_budget, Some(512 << 20));
     let www = &s.pools[0];
     assert!(www.max_children_auto && www.max_children == crate::pool::AUTO_CEILING, "{www:?}");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nMaxRequestWorkers auto\n");
+    let t = l.settings.unwrap().tuning;
+    assert!(t.max_request_workers_auto && t.max_request_workers == t.server_limit * t.threads_per_child, "{t:?}");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nMaxRequestWorkers auto\nMaxRequestWorkers 50\n");
+    assert!(!l.settings.unwrap().tuning.max_request_workers_auto);
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nMemoryBudget 8M\nMemoryBudget lots\nMemoryBudget\n");
     let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
     assert_eq!(lines, vec![3, 4, 5], "{:?}", l.errors);

@@ -73,6 +73,12 @@ impl ErrorLog {
         }
     }
 
+    /// What the server decided and why: logged whatever LogLevel says, as
+    /// Apache logs its notices.
+    pub fn notice(&self, message: &str) {
+        self.write(LogLevel::Notice, None, message);
+    }
+
     fn write(&self, level: LogLevel, client: Option<SocketAddr>, message: &str) {
         let mut line = String::with_capacity(96 + message.len());
         line.push('[');
@@ -125,7 +131,7 @@ impl warren_pool_api::ManagerLog for ErrorLog {
     }
 
     fn notice(&self, message: &str) {
-        self.write(LogLevel::Notice, None, message);
+        ErrorLog::notice(self, message);
     }
 
     fn slow_request(&self, slowlog: &Path, entry: &str) {

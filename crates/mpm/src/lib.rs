@@ -4,7 +4,9 @@
 //!   a one-syscall accept.
 //! - [`parent`]: the [`Parent`] process, the same for every MPM: PidFile,
 //!   forking children, Apache's spare maintenance, signals, graceful restart;
-//!   `log_relay` carries the children's log lines to its terminal.
+//!   `log_relay` carries the children's log lines to its terminal;
+//!   `worker_budget` sizes the children to the memory budget
+//!   (`MaxRequestWorkers auto`).
 //! - [`scoreboard`]: shared memory with one slot per serving thread, written by the
 //!   children, read by the parent's maintenance and by server-status.
 //! - [`exchange`]: one request/response on a connection: encoding a
@@ -36,6 +38,7 @@ pub mod parent;
 pub mod prefork;
 pub mod scoreboard;
 pub mod spread;
+mod worker_budget;
 pub mod worker;
 
 pub use event::EventLoop;

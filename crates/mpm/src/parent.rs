@@ -34,6 +34,7 @@ use crate::event::EventLoop;
 use crate::listen::{self, Listener};
 use crate::scoreboard::{Scoreboard, State};
 use crate::spread::{self, LoadSampler};
+use crate::worker_budget::WorkerBudget;
 
 /// How long TERM waits for children before killing them.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -166,6 +167,8 @@ pub struct Parent {
     quick_deaths: HashMap<usize, Instant>,
     /// warren's own FastCGI pools (`<Pool>`), if any.
     pools: Option<warren_fpm::Manager>,
+    /// `MaxRequestWorkers auto`: the children the memory budget holds.
+    worker_budget: Option<WorkerBudget>,
     /// The event loops' load, for how many of them accept.
     load: LoadSampler,
     /// When warren's standard error is a terminal: a pipe the children
@@ -203,6 +206,7 @@ impl Parent {
             let _ = site.pools.set(m.dispatch());
             Some(m)
         };
+        let worker_budget = worker_budget(&site.settings);
         Ok(Parent {
             site,
             listeners,
@@ -215,6 +219,7 @@ impl Parent {
             cap_logged: false,
             quick_deaths: HashMap::new(),
             pools,
+            worker_budget,
             load: LoadSampler::default(),
             relay: Relay::new(),
         })
@@ -348,7 +353,8 @@ impl Parent {
 
     fn max_children(&self) -> usize {
         let t = &self.site.settings.tuning;
-        ((t.max_request_workers / self.threads_per_child().max(1)) as usize).clamp(1, self.sb.server_limit)
+        let configured = ((t.max_request_workers / self.threads_per_child().max(1)) as usize).clamp(1, self.sb.server_limit);
+        self.worker_budget.as_ref().and_then(|w| w.cap).map_or(configured, |cap| cap.min(configured))
     }
 
     fn spawn(&mut self, signals: &Signals) -> bool {
@@ -463,9 +469,19 @@ impl Parent {
         } else {
             (t.min_spare_threads as usize, t.max_spare_threads as usize)
         };
+        if let Some(w) = self.worker_budget.as_mut() {
+            let current: Vec<i32> = self.children.iter().filter(|(_, c)| c.generation == self.generation && !c.asked_to_stop).map(|(p, _)| p.as_raw()).collect();
+            let tpc = if self.site.settings.mpm == Mpm::Prefork { 1 } else { t.threads_per_child };
+            if let Some(notice) = w.size(&current, self.sb.server_limit, tpc) {
+                self.site.error_log.notice(&notice);
+                self.cap_logged = false;
+            }
+        }
         let idle = self.sb.idle_workers();
         let active = self.active();
-        if idle > max_spare && active > 1 {
+        // Above the cap (the memory budget shrank): one child a second goes.
+        let over = active > self.max_children();
+        if idle > max_spare && active > 1 || over {
             // One child a second: an idle one for prefork, the newest otherwise.
             let victim = self
                 .children
@@ -569,6 +585,9 @@ impl Parent {
         }
         for w in &warnings {
             site.error_log.log(LogLevel::Warn, None, w);
+        }
+        if site.settings.tuning.max_request_workers_auto != self.site.settings.tuning.max_request_workers_auto || site.settings.memory_budget != self.site.settings.memory_budget {
+            self.worker_budget = worker_budget(&site.settings);
         }
         self.site = site;
         self.listeners = listeners;
@@ -769,4 +788,9 @@ fn raise_open_files_limit() {
             let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
         }
     }
+}
+
+/// The sizing of `MaxRequestWorkers auto`, if the settings ask for it.
+fn worker_budget(settings: &Settings) -> Option<WorkerBudget> {
+    settings.tuning.max_request_workers_auto.then(|| WorkerBudget::new(settings.memory_budget))
 }

@@ -134,4 +134,43 @@ fn php_fpm_pool_grows_by_a_new_master_under_load(mpm: &str) {
     assert!(fpm_children <= grown.0, "{fpm_children} children of a pool of {}", grown.0);
 }
 
-each_mpm!(php_cgi_pool_is_sized_in_a_memory_cgroup, php_fpm_pool_grows_by_a_new_master_under_load);
+/// `MaxRequestWorkers auto`: the server's children are measured and capped
+/// to what fits in the budget, however many connections wait.
+fn server_children_are_capped_by_the_budget(mpm: &str) {
+    let dir = TempDir::new(&format!("auto-workers-{mpm}"));
+    standard_site(&dir);
+    let s = Server::start_in(dir, mpm, "MemoryBudget 16M\nMaxRequestWorkers auto\n");
+    let log = s.wait_log("error.log", "MaxRequestWorkers auto: ");
+    let line = log.lines().find(|l| l.contains("MaxRequestWorkers auto: ")).unwrap_or_else(|| panic!("no decision in\n{log}"));
+    let after = |what: &str| line.split(what).nth(1).unwrap_or_else(|| panic!("no '{what}' in {line}"));
+    let cap: usize = after(": ").split(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{line}"));
+    let children: usize = after(&format!("{cap}: ")).split(' ').next().unwrap().parse().unwrap();
+    let per_child = figure(line, "children of ");
+    let room = figure(line, "fit in ") - figure(line, "with ") - figure(line, "MB of headroom and ");
+    let formula = (room / per_child).floor() as i64;
+    assert!(children >= 1 && (formula - children as i64).abs() <= 1, "{children} children, the figures give {formula}: {line}");
+    // Clients that send half a head and wait: under prefork each holds a child.
+    let held: Vec<std::net::TcpStream> = (0..40)
+        .map(|_| {
+            let mut c = s.connect();
+            std::io::Write::write_all(&mut c, b"GET / HTTP/1.1\r\n").unwrap();
+            c
+        })
+        .collect();
+    let until = Instant::now() + Duration::from_secs(4);
+    while Instant::now() < until {
+        let running = s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| !c.starts_with("php"))).count();
+        let now_cap = decisions_of_workers(&s.read_log("error.log"));
+        assert!(running <= now_cap.max(children), "{running} children, the budget holds {}", now_cap.max(children));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(held);
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+/// The most children any `MaxRequestWorkers auto` decision allowed.
+fn decisions_of_workers(log: &str) -> usize {
+    log.lines().filter_map(|l| l.split("MaxRequestWorkers auto: ").nth(1)?.split(": ").nth(1)?.split(' ').next()?.parse().ok()).max().unwrap_or(0)
+}
+
+each_mpm!(php_cgi_pool_is_sized_in_a_memory_cgroup, php_fpm_pool_grows_by_a_new_master_under_load, server_children_are_capped_by_the_budget);
