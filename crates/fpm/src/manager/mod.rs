@@ -596,6 +596,7 @@ impl Manager {
         let slot = self.pools[pool].children.remove(&raw).expect("child");
         if slot == OLD_MASTER {
             // Replaced by a master with a new count: its children are done.
+            self.pools[pool].quitting.retain(|&(p, _)| p != raw);
             return true;
         }
         if self.pools[pool].config.runs_php_fpm() {

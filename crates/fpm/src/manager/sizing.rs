@@ -77,6 +77,8 @@ impl Manager {
     pub fn set_memory_budget(&mut self, directive: Option<u64>) {
         if !self.pools.iter().any(|p| p.config.max_children_auto) {
             self.sizing = None;
+            // No budget on the status pages any more.
+            self.table.budget().source.store(0, std::sync::atomic::Ordering::Relaxed);
             return;
         }
         let keep = self.sizing.as_ref().is_some_and(|s| s.budget.source == Budget::find(directive).source);
