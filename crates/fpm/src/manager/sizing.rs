@@ -81,11 +81,8 @@ impl Manager {
             self.table.budget().source.store(0, std::sync::atomic::Ordering::Relaxed);
             return;
         }
-        let keep = self.sizing.as_ref().is_some_and(|s| s.budget.source == Budget::find(directive).source);
-        if !keep {
-            let budget = Budget::find(directive);
-            self.sizing = Some(Sizing { budget, next: Instant::now(), pressure: false, pressure_said: false });
-        }
+        // Read again at each reload: MemoryBudget may have changed, or gone.
+        self.sizing = Some(Sizing { budget: Budget::find(directive), next: Instant::now(), pressure: false, pressure_said: false });
         self.size_pools(true);
     }
 
