@@ -164,7 +164,6 @@ impl Manager {
             a.count = want;
             a.changed = Some(now);
             a.measured = warm;
-            c.auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
             let name = &self.pools[i].config.name;
             let measured_how = if warm { "measured".to_string() } else { format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests", mb(PRIOR_PER_CHILD)) };
             let fixed = if need.fixed > 0 { format!(" and {} for the pool whatever its size (master, shared opcache)", mb(need.fixed)) } else { String::new() };
@@ -177,6 +176,8 @@ impl Manager {
                 mb(headroom),
                 mb(others)
             ));
+            // Shown once logged, so that a status page never shows a count the log does not.
+            self.table.counters(i).auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
             if php_fpm && !first {
                 self.replace_php_fpm(i);
             }
