@@ -257,6 +257,14 @@ pub(crate) fn proxy_pass(b: &mut Builder, d: &Directive, host: &mut HostConfig) 
     }
 }
 
+/// Alias, AliasMatch, Redirect, RedirectMatch, RedirectPermanent, RedirectTemp.
+pub(crate) fn url_alias(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    match crate::alias::parse(d, |p| b.resolve(p)) {
+        Ok(a) => host.url_aliases.push(a),
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
 pub(crate) fn proxy_timeout(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     match d.args.as_slice() {
         [v] => match v.parse::<u64>() {

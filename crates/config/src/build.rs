@@ -184,6 +184,7 @@ impl Builder {
                 vh.host.server_admin = s.main.server_admin.clone();
             }
             vh.host.proxy_routes.extend(s.main.proxy_routes.iter().cloned());
+            vh.host.url_aliases.extend(s.main.url_aliases.iter().cloned());
             if vh.host.proxy_timeout.is_none() {
                 vh.host.proxy_timeout = s.main.proxy_timeout;
             }

@@ -25,6 +25,9 @@
 //! `key = value`); [`pool_file`] reads a php-fpm pool file (`PoolFile`) into
 //! such pools.
 //!
+//! [`alias`] reads mod_alias's Alias, AliasMatch, Redirect and
+//! RedirectMatch into a host's [`alias::UrlAlias`]es.
+//!
 //! [`accounts`] says whom the server's and the pools' children run as, and
 //! refuses pools that would run as root by accident.
 //!
@@ -33,6 +36,7 @@
 //! config with any error yields no `Settings` at all.
 
 pub mod accounts;
+pub mod alias;
 mod apply;
 pub mod backend;
 mod build;

@@ -121,6 +121,9 @@ pub struct HostConfig {
     pub proxy_routes: Vec<ProxyRoute>,
     /// ProxyTimeout (None: Timeout).
     pub proxy_timeout: Option<Duration>,
+    /// Alias, AliasMatch, Redirect and RedirectMatch, in config order (a
+    /// virtual host's first, then the main server's).
+    pub url_aliases: Vec<crate::alias::UrlAlias>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -195,6 +195,12 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("ProxyPass", "/path backend-URL|! [key=value...]", apply::proxy_pass),
     host("ProxyPassMatch", "regex backend-URL|! [key=value...]", apply::proxy_pass),
     host("ProxyTimeout", "seconds", apply::proxy_timeout),
+    host("Alias", "/url-path file|directory", apply::url_alias),
+    host("AliasMatch", "regex file|directory", apply::url_alias),
+    host("Redirect", "[status] /url-path [URL]", apply::url_alias),
+    host("RedirectMatch", "[status] regex [URL]", apply::url_alias),
+    host("RedirectPermanent", "/url-path URL", apply::url_alias),
+    host("RedirectTemp", "/url-path URL", apply::url_alias),
     // Per directory.
     dir("Options", "[+|-]option...", apply::options),
     dir("Require", "all granted|all denied|ip net...|local", apply::require),

@@ -101,7 +101,7 @@ fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, co
             }
             Some(ErrorDocument::Redirect(url)) => {
                 let mut r = Response::new(302, host).header("Location", url.clone());
-                r.body = Body::Bytes(redirect_page(url));
+                r.body = Body::Bytes(redirect_page(302, url));
                 return r.header("Content-Type", "text/html; charset=iso-8859-1");
             }
             Some(ErrorDocument::Local(local)) => {
@@ -116,9 +116,12 @@ fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, co
     resp.header("Content-Type", "text/html; charset=iso-8859-1")
 }
 
-pub fn redirect_page(location: &str) -> Vec<u8> {
+pub fn redirect_page(status: u16, location: &str) -> Vec<u8> {
+    // Apache's words: 303 says where the answer is, the others that the document moved.
+    let said = if status == 303 { "The answer to your request is located" } else { "The document has moved" };
     format!(
-        "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>301 Moved Permanently</title>\n</head><body>\n<h1>Moved Permanently</h1>\n<p>The document has moved <a href=\"{}\">here</a>.</p>\n</body></html>\n",
+        "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>{status} {0}</title>\n</head><body>\n<h1>{0}</h1>\n<p>{said} <a href=\"{1}\">here</a>.</p>\n</body></html>\n",
+        reason(status),
         html_escape(location)
     )
     .into_bytes()

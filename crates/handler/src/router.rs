@@ -42,6 +42,10 @@ impl Site {
         if let Some(o) = self.proxy_route(req, &url, query) {
             return o;
         }
+        // mod_alias: redirects before the aliases (fs_path), whatever their order.
+        if let Some(r) = self.url_redirect(req, &url, query) {
+            return Outcome::Ready(r);
+        }
         let fs = self.fs_path(host, &url);
         let dir = self.effective(host, Some(&fs), &url);
         let route = Route { req, url: &url, query, fs, dir };
@@ -76,6 +80,55 @@ impl Site {
             }
         }
         static_files::serve(self, route)
+    }
+
+    /// Redirect and RedirectMatch: the first that matches `url` answers,
+    /// before any access rule (as mod_alias does, at URL translation).
+    fn url_redirect(&self, req: Request, url: &[u8], query: &[u8]) -> Option<Response> {
+        use warren_config::alias::{AliasTarget, UrlMatch};
+        let aliases = &self.hosts[req.host].config.url_aliases;
+        if aliases.is_empty() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(url);
+        let (status, dest) = aliases.iter().find_map(|a| {
+            let AliasTarget::Redirect(status, to) = &a.target else { return None };
+            let dest = match &a.url {
+                // The rest of the path goes on the target, escaped again.
+                UrlMatch::Prefix(_) => {
+                    let rest = a.url.rest(&text)?;
+                    to.as_ref().map(|t| format!("{t}{}", path::encode(rest.as_bytes())))
+                }
+                UrlMatch::Regex(re) => {
+                    let caps = re.captures(&text)?;
+                    to.as_ref().map(|t| {
+                        let mut out = String::new();
+                        expand_dollars(t, &caps, &mut out);
+                        out
+                    })
+                }
+            };
+            Some((*status, dest))
+        })?;
+        let Some(mut location) = dest else {
+            // 410 Gone, or another status without a URL.
+            return Some(self.error(req, status, &format!("{} answered {status} by Redirect", text)));
+        };
+        if location.starts_with('/') {
+            // A path on this server: made absolute with the name the client used.
+            let authority = match req.head.host() {
+                Some(h) if !h.is_empty() => String::from_utf8_lossy(h).into_owned(),
+                _ => format!("{}:{}", self.hosts[req.host].name, req.conn.local.port()),
+            };
+            location = format!("http://{authority}{location}");
+        }
+        // The request's query string goes along unless the target has one.
+        if !query.is_empty() && !location.contains('?') {
+            location.push_str(&String::from_utf8_lossy(query));
+        }
+        let mut r = Response::new(status, req.host);
+        r.body = crate::Body::Bytes(crate::errors::redirect_page(status, &location));
+        Some(r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1"))
     }
 
     /// A pool's `pm.status_path`, answered by warren from the pool's table
@@ -249,7 +302,7 @@ pub fn backend_of(h: &Handler) -> FcgiBackend {
 /// ProxyPassMatch's `$1`..`$9` (and `$0`) in a target path. Not regex's
 /// `Captures::expand`: there `$1x` names a group "1x", here it is `$1`
 /// then `x`, as in Apache.
-fn expand_dollars(template: &str, caps: &regex::Captures, out: &mut String) {
+pub(crate) fn expand_dollars(template: &str, caps: &regex::Captures, out: &mut String) {
     let mut chars = template.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '$' {

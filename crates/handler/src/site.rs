@@ -184,9 +184,41 @@ impl Site {
     /// Where a normalised URL path lies under the host's DocumentRoot.
     pub fn fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
         use std::os::unix::ffi::OsStrExt;
+        if let Some(p) = self.aliased(host, url) {
+            return p;
+        }
         let root = &self.hosts[host].config.document_root;
         let rel = std::ffi::OsStr::from_bytes(url.strip_prefix(b"/").unwrap_or(url));
         root.join(rel)
+    }
+}
+
+impl Site {
+    /// Where Alias or AliasMatch puts `url` (the first that matches).
+    fn aliased(&self, host: usize, url: &[u8]) -> Option<PathBuf> {
+        use warren_config::alias::{AliasTarget, UrlMatch};
+        let aliases = &self.hosts[host].config.url_aliases;
+        if aliases.is_empty() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(url);
+        aliases.iter().find_map(|a| {
+            let AliasTarget::Path(target) = &a.target else { return None };
+            let path = match &a.url {
+                UrlMatch::Prefix(_) => {
+                    let rest = a.url.rest(&text)?;
+                    // `Alias /icons /usr/share/icons/`: one slash between them.
+                    let rest = if target.ends_with('/') { rest.trim_start_matches('/') } else { rest };
+                    format!("{target}{rest}")
+                }
+                UrlMatch::Regex(re) => {
+                    let mut out = String::new();
+                    crate::router::expand_dollars(target, &re.captures(&text)?, &mut out);
+                    out
+                }
+            };
+            Some(PathBuf::from(path))
+        })
     }
 }
 

@@ -235,7 +235,7 @@ fn redirect_to_slash(site: &Site, req: Request, query: &[u8]) -> Response {
     };
     let location = format!("http://{authority}{}/{}", String::from_utf8_lossy(raw_path), String::from_utf8_lossy(query));
     let mut r = Response::new(301, host);
-    r.body = Body::Bytes(errors::redirect_page(&location));
+    r.body = Body::Bytes(errors::redirect_page(301, &location));
     r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1")
 }
 

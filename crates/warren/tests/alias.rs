@@ -1,0 +1,65 @@
+//! mod_alias under each MPM: Alias and AliasMatch serve files outside the
+//! DocumentRoot under the `<Directory>` rules of where they are; Redirect and
+//! RedirectMatch answer before any of that, keeping the query string.
+
+mod common;
+
+use common::*;
+
+fn start(mpm: &str) -> Server {
+    let dir = TempDir::new(&format!("alias-{mpm}"));
+    standard_site(&dir);
+    dir.write("outside/file.txt", "outside file");
+    dir.write("outside/sub/deep.txt", "deep");
+    dir.write("locked/secret.txt", "secret");
+    dir.write("app/who.php", "<?php echo __FILE__, ' ', $_SERVER['SCRIPT_NAME'];");
+    let d = dir.0.display();
+    let conf = format!(
+        "<Directory />\n    Require all denied\n</Directory>\n<Directory {d}/htdocs>\n    Require all granted\n</Directory>\n<Directory {d}/outside>\n    Require all granted\n</Directory>\n<Directory {d}/app>\n    Require all granted\n</Directory>\n\
+         Alias /ext {d}/outside\nAlias /slash/ {d}/outside/\nAlias /locked {d}/locked\nAliasMatch ^/m/(.+)\\.text$ {d}/outside/$1.txt\nAlias /app {d}/app\n\
+         Redirect permanent /old /sub\nRedirect seeother /elsewhere http://example.com/there\nRedirectMatch 410 ^/gone\nRedirectMatch ^/r/(\\w+)$ /sub/$1.html\nRedirect /ext/moved /a.txt\n\
+         <Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n"
+    );
+    Server::start_in(dir, mpm, &conf)
+}
+
+fn aliases_serve_outside_the_document_root(mpm: &str) {
+    let s = start(mpm);
+    assert_eq!(s.get("/ext/file.txt").text(), "outside file");
+    assert_eq!(s.get("/ext/sub/deep.txt").text(), "deep");
+    assert_eq!(s.get("/slash/file.txt").text(), "outside file");
+    assert_eq!(s.get("/m/sub/deep.text").text(), "deep");
+    // Segment by segment: /extra is not under /ext.
+    assert_eq!(s.get("/extra/file.txt").status, 404);
+    // The Directory rules of the alias's target apply.
+    assert_eq!(s.get("/locked/secret.txt").status, 403);
+    // The directory itself without its slash: redirected to it, as in the DocumentRoot.
+    let r = s.get("/ext/sub");
+    assert_eq!((r.status, r.header("Location").map(|l| l.ends_with("/ext/sub/"))), (301, Some(true)), "{}", r.text());
+    // A script under an alias runs from there.
+    let php = s.get("/app/who.php").text();
+    assert_eq!(php, format!("{}/app/who.php /app/who.php", s.dir.0.display()));
+    // The rest of the site is untouched.
+    assert_eq!(s.get("/a.txt").text(), "0123456789abcdefghij");
+}
+
+fn redirects_answer_first(mpm: &str) {
+    let s = start(mpm);
+    let r = s.get("/old/page.html?x=1&y=2");
+    assert_eq!(r.status, 301);
+    assert!(r.header("Location").unwrap().ends_with("/sub/page.html?x=1&y=2"), "{:?}", r.header("Location"));
+    assert!(r.text().contains("Moved Permanently"));
+    let r = s.get("/elsewhere/a%20b");
+    assert_eq!((r.status, r.header("Location")), (303, Some("http://example.com/there/a%20b")));
+    assert!(r.text().contains("See Other"));
+    assert_eq!(s.get("/gone/anything").status, 410);
+    let r = s.get("/r/page");
+    assert_eq!(r.status, 302);
+    assert!(r.header("Location").unwrap().ends_with("/sub/page.html"), "{:?}", r.header("Location"));
+    // Redirects come before aliases, whatever their order in the file.
+    let r = s.get("/ext/moved");
+    assert_eq!(r.status, 302);
+    assert_eq!(s.get("/oldish").status, 404, "whole segments only");
+}
+
+each_mpm!(aliases_serve_outside_the_document_root, redirects_answer_first);
