@@ -111,8 +111,8 @@ impl Site {
             Some((*status, dest))
         })?;
         let Some(mut location) = dest else {
-            // 410 Gone, or another status without a URL.
-            return Some(self.error(req, status, &format!("{} answered {status} by Redirect", text)));
+            // 410 Gone, or another status without a URL: configured, so not logged as an error.
+            return Some(self.error_page(req, status));
         };
         if location.starts_with('/') {
             // A path on this server: made absolute with the name the client used.
