@@ -431,6 +431,14 @@ pub(crate) fn accept_path_info(b: &mut Builder, d: &Directive, dir: &mut DirConf
     }
 }
 
+pub(crate) fn directory_slash(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [v] if v.eq_ignore_ascii_case("on") => dir.directory_slash = Some(true),
+        [v] if v.eq_ignore_ascii_case("off") || v.eq_ignore_ascii_case("notfound") => dir.directory_slash = Some(false),
+        _ => b.error(&d.origin, "DirectorySlash takes On, Off or NotFound"),
+    }
+}
+
 /// `AllowOverride` and `AllowOverrideList`: warren reads no `.htaccess`.
 pub(crate) fn allow_override(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
     let a = &d.args;

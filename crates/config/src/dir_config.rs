@@ -97,6 +97,9 @@ pub struct DirConfig {
     pub fcgi_backend_type: Option<FcgiBackendType>,
     /// `AcceptPathInfo`: None for Default (handlers decide).
     pub accept_path_info: Option<Option<bool>>,
+    /// `DirectorySlash`: a directory named without its `/` is redirected
+    /// to it (On, the default), or not found (Off, NotFound).
+    pub directory_slash: Option<bool>,
 }
 
 /// What `SetHandler` can name.
@@ -133,6 +136,9 @@ impl DirConfig {
         }
         if over.fcgi_backend_type.is_some() {
             self.fcgi_backend_type = over.fcgi_backend_type;
+        }
+        if over.directory_slash.is_some() {
+            self.directory_slash = over.directory_slash;
         }
         if over.accept_path_info.is_some() {
             self.accept_path_info = over.accept_path_info;

@@ -214,6 +214,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("SetHandler", "handler [flushpackets=on|off]", apply::set_handler),
     dir("ProxyFCGIBackendType", "FPM|GENERIC", apply::proxy_fcgi_backend_type),
     dir("AcceptPathInfo", "On|Off|Default", apply::accept_path_info),
+    dir("DirectorySlash", "On|Off|NotFound", apply::directory_slash),
 ];
 
 /// The directive called `name` (case does not matter, as in Apache).

@@ -172,6 +172,11 @@ impl<'a> Effective<'a> {
         self.layers.iter().rev().find_map(|l| l.handler.as_ref()).map(|h| h.as_ref())
     }
 
+    /// DirectorySlash (On unless set).
+    pub fn directory_slash(&self) -> bool {
+        self.layers.iter().rev().find_map(|l| l.directory_slash).unwrap_or(true)
+    }
+
     /// AcceptPathInfo: None for Default.
     pub fn accept_path_info(&self) -> Option<bool> {
         self.layers.iter().rev().find_map(|l| l.accept_path_info).flatten()

@@ -61,6 +61,10 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         return Outcome::Ready(site.error(req, 403, &format!("not a regular file: {}", fs.display())));
     }
     if !url.ends_with(b"/") {
+        if !eff.directory_slash() {
+            // Apache's core then declines to serve a directory: no index, no listing.
+            return Outcome::Ready(site.error(req, 404, &format!("Attempt to serve directory: {}", fs.display())));
+        }
         return Outcome::Ready(redirect_to_slash(site, req, query));
     }
     // Index candidates are judged by the directory's rule, as Apache judges

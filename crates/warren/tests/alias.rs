@@ -62,4 +62,19 @@ fn redirects_answer_first(mpm: &str) {
     assert_eq!(s.get("/oldish").status, 404, "whole segments only");
 }
 
-each_mpm!(aliases_serve_outside_the_document_root, redirects_answer_first);
+/// DirectorySlash: On redirects a directory named without its slash, Off
+/// and NotFound answer 404 (mod_dir, point 4 of issue 20, beside mod_alias).
+fn directory_slash_on_and_off(mpm: &str) {
+    let dir = TempDir::new(&format!("dirslash-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/api/index.html", "api index");
+    let conf = format!("<Directory {}/htdocs/api>\n    DirectorySlash Off\n</Directory>\n", dir.0.display());
+    let s = Server::start_in(dir, mpm, &conf);
+    let r = s.get("/sub?q=1");
+    assert_eq!(r.status, 301);
+    assert!(r.header("Location").is_some_and(|l| l.ends_with("/sub/?q=1")), "{:?}", r.header("Location"));
+    assert_eq!(s.get("/api").status, 404);
+    assert_eq!(s.get("/api/").text(), "api index");
+}
+
+each_mpm!(aliases_serve_outside_the_document_root, redirects_answer_first, directory_slash_on_and_off);
