@@ -431,6 +431,14 @@ pub(crate) fn accept_path_info(b: &mut Builder, d: &Directive, dir: &mut DirConf
     }
 }
 
+pub(crate) fn fallback_resource(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [v] if v.eq_ignore_ascii_case("disabled") => dir.fallback_resource = Some(None),
+        [v] if v.starts_with('/') && !v.contains(['?', '#']) => dir.fallback_resource = Some(Some(v.clone())),
+        _ => b.error(&d.origin, "FallbackResource takes a local URL path (/index.php) or disabled"),
+    }
+}
+
 pub(crate) fn directory_slash(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     match d.args.as_slice() {
         [v] if v.eq_ignore_ascii_case("on") => dir.directory_slash = Some(true),

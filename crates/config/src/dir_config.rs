@@ -100,6 +100,9 @@ pub struct DirConfig {
     /// `DirectorySlash`: a directory named without its `/` is redirected
     /// to it (On, the default), or not found (Off, NotFound).
     pub directory_slash: Option<bool>,
+    /// `FallbackResource`: the local URL that answers a request for a file
+    /// that does not exist (Some(None): `disabled`).
+    pub fallback_resource: Option<Option<String>>,
 }
 
 /// What `SetHandler` can name.
@@ -136,6 +139,9 @@ impl DirConfig {
         }
         if over.fcgi_backend_type.is_some() {
             self.fcgi_backend_type = over.fcgi_backend_type;
+        }
+        if over.fallback_resource.is_some() {
+            self.fallback_resource.clone_from(&over.fallback_resource);
         }
         if over.directory_slash.is_some() {
             self.directory_slash = over.directory_slash;

@@ -215,6 +215,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("ProxyFCGIBackendType", "FPM|GENERIC", apply::proxy_fcgi_backend_type),
     dir("AcceptPathInfo", "On|Off|Default", apply::accept_path_info),
     dir("DirectorySlash", "On|Off|NotFound", apply::directory_slash),
+    dir("FallbackResource", "/local-url|disabled", apply::fallback_resource),
 ];
 
 /// The directive called `name` (case does not matter, as in Apache).

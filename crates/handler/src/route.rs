@@ -172,6 +172,11 @@ impl<'a> Effective<'a> {
         self.layers.iter().rev().find_map(|l| l.handler.as_ref()).map(|h| h.as_ref())
     }
 
+    /// FallbackResource in force.
+    pub fn fallback_resource(&self) -> Option<&'a str> {
+        self.layers.iter().rev().find_map(|l| l.fallback_resource.as_ref()).and_then(|f| f.as_deref())
+    }
+
     /// DirectorySlash (On unless set).
     pub fn directory_slash(&self) -> bool {
         self.layers.iter().rev().find_map(|l| l.directory_slash).unwrap_or(true)

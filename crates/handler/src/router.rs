@@ -38,21 +38,29 @@ impl Site {
         if let Some(o) = self.pool_status(req, &url, query) {
             return o;
         }
+        self.route_url(req, &url, query, true)
+    }
+
+    /// The routing of `url` (the request's, or its FallbackResource's, the
+    /// request's own head kept: REQUEST_URI stays what the client asked for,
+    /// as with Apache's mod_dir).
+    fn route_url(&self, req: Request, url: &[u8], query: &[u8], may_fall_back: bool) -> Outcome {
+        let (host, conn) = (req.host, req.conn);
         // ProxyPass and ProxyPassMatch take any method to the application.
-        if let Some(o) = self.proxy_route(req, &url, query) {
+        if let Some(o) = self.proxy_route(req, url, query) {
             return o;
         }
         // mod_alias: redirects before the aliases (fs_path), whatever their order.
-        if let Some(r) = self.url_redirect(req, &url, query) {
+        if let Some(r) = self.url_redirect(req, url, query) {
             return Outcome::Ready(r);
         }
-        let fs = self.fs_path(host, &url);
-        let dir = self.effective(host, Some(&fs), &url);
-        let route = Route { req, url: &url, query, fs, dir };
+        let fs = self.fs_path(host, url);
+        let dir = self.effective(host, Some(&fs), url);
+        let route = Route { req, url, query, fs, dir };
         match route.dir.handler() {
             Some(Some(Handler::ServerStatus)) => {
                 if !route.dir.allows(conn) {
-                    return Outcome::Ready(self.denied(req, &url));
+                    return Outcome::Ready(self.denied(req, url));
                 }
                 let Some(source) = self.status.get() else {
                     return Outcome::Ready(self.error(req, 503, "server-status: no scoreboard in this process"));
@@ -68,8 +76,17 @@ impl Site {
             _ => {}
         }
         if self.hosts[host].has_fastcgi {
-            if let Some(o) = self.path_info_gateway(req, &url, query) {
+            if let Some(o) = self.path_info_gateway(req, url, query) {
                 return o;
+            }
+        }
+        // FallbackResource: no such file (nor a script with PATH_INFO, found
+        // above) is answered by the fallback, once.
+        if may_fall_back {
+            if let Some(fallback) = route.dir.fallback_resource() {
+                if std::fs::symlink_metadata(&route.fs).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+                    return self.route_url(req, fallback.as_bytes(), query, false);
+                }
             }
         }
         // A directory may hand its index to an application (any method):

@@ -77,4 +77,27 @@ fn directory_slash_on_and_off(mpm: &str) {
     assert_eq!(s.get("/api/").text(), "api index");
 }
 
-each_mpm!(aliases_serve_outside_the_document_root, redirects_answer_first, directory_slash_on_and_off);
+/// FallbackResource (mod_dir): a request for a file that does not exist is
+/// answered by the front controller, which sees the URI the client asked
+/// for; a real file, a handler's own 404 and `disabled` are left alone.
+fn fallback_resource_reaches_the_front_controller(mpm: &str) {
+    let dir = TempDir::new(&format!("fallback-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/index.php", "<?php echo $_SERVER['REQUEST_METHOD'], ' ', $_SERVER['REQUEST_URI'], ' ', $_SERVER['SCRIPT_NAME'];");
+    dir.write("htdocs/static/keep.txt", "kept");
+    let d = dir.0.display();
+    let conf = format!(
+        "<Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Directory {d}/htdocs>\n    FallbackResource /index.php\n</Directory>\n<Directory {d}/htdocs/static>\n    FallbackResource disabled\n</Directory>\n"
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    assert_eq!(s.get("/users/42?tab=1").text(), "GET /users/42?tab=1 /index.php");
+    let (out, _) = s.exchange(b"POST /api/items HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+    assert!(String::from_utf8_lossy(&out).ends_with("POST /api/items /index.php"), "{}", String::from_utf8_lossy(&out));
+    assert_eq!(s.get("/a.txt").text(), "0123456789abcdefghij");
+    // A script that does not exist is the handler's to answer, as in Apache.
+    assert_eq!(s.get("/missing.php").status, 404);
+    assert_eq!(s.get("/static/nothing.txt").status, 404);
+    assert_eq!(s.get("/static/keep.txt").text(), "kept");
+}
+
+each_mpm!(aliases_serve_outside_the_document_root, redirects_answer_first, directory_slash_on_and_off, fallback_resource_reaches_the_front_controller);
