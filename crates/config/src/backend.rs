@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use regex::Regex;
+use warren_regex::Regex;
 
 use crate::parse::Origin;
 

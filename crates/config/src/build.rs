@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
+use warren_regex::Regex;
 
 use crate::dir_config::{DirConfig, DirSection, SectionMatch};
 use crate::log_format::{self, LogItem};

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use regex::Regex;
+use warren_regex::Regex;
 
 use crate::backend::{FcgiBackend, FcgiBackendType};
 use crate::parse::Origin;

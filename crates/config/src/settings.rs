@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use regex::Regex;
+use warren_regex::Regex;
 
 use crate::backend::ProxyRoute;
 use crate::dir_config::{DirConfig, DirSection, Handler, OptionFlags, OptionsSpec, Require, SectionMatch};

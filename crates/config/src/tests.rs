@@ -345,7 +345,7 @@ fn pool_files_of_php_fpm() {
     if php_fpm {
         assert_eq!(api.php_fpm_settings, vec![("chdir".to_string(), "/srv".to_string())]);
     } else {
-        assert!(api_warned[0].contains("www.conf:15: chdir is not applied"), "{}", api_warned[0]);
+        assert!(api_warned[0].contains("www.conf:16: chdir is not applied"), "{}", api_warned[0]);
     }
 
     d.write("bad.conf", "[www]\nchroot = /srv\npm = sometimes\nnot a setting\n");

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use regex::Regex;
+use warren_regex::Regex;
 
 use crate::backend::{FcgiAddr, FcgiBackend, ProxyPattern, ProxyRoute, ProxyTarget};
 use crate::dir_config::{OptionFlags, OptionsSpec, Require};

@@ -120,7 +120,7 @@ impl Site {
                     let caps = re.captures(&text)?;
                     to.as_ref().map(|t| {
                         let mut out = String::new();
-                        expand_dollars(t, &caps, &mut out);
+                        warren_regex::expand(t, &caps, &mut out);
                         out
                     })
                 }
@@ -281,7 +281,7 @@ impl Site {
                     let Some(caps) = re.captures(&url_text) else { continue };
                     let Some(t) = target else { return None };
                     let mut out = String::new();
-                    expand_dollars(&t.path, &caps, &mut out);
+                    warren_regex::expand(&t.path, &caps, &mut out);
                     out
                 }
             };
@@ -316,19 +316,3 @@ pub fn backend_of(h: &Handler) -> FcgiBackend {
     }
 }
 
-/// ProxyPassMatch's `$1`..`$9` (and `$0`) in a target path. Not regex's
-/// `Captures::expand`: there `$1x` names a group "1x", here it is `$1`
-/// then `x`, as in Apache.
-pub(crate) fn expand_dollars(template: &str, caps: &regex::Captures, out: &mut String) {
-    let mut chars = template.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '$' {
-            if let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
-                chars.next();
-                out.push_str(caps.get(d as usize).map_or("", |m| m.as_str()));
-                continue;
-            }
-        }
-        out.push(c);
-    }
-}

@@ -213,7 +213,7 @@ impl Site {
                 }
                 UrlMatch::Regex(re) => {
                     let mut out = String::new();
-                    crate::router::expand_dollars(target, &re.captures(&text)?, &mut out);
+                    warren_regex::expand(target, &re.captures(&text)?, &mut out);
                     out
                 }
             };
