@@ -257,10 +257,20 @@ pub(crate) fn proxy_pass(b: &mut Builder, d: &Directive, host: &mut HostConfig) 
     }
 }
 
-/// Alias, AliasMatch, Redirect, RedirectMatch, RedirectPermanent, RedirectTemp.
+/// Alias, AliasMatch.
 pub(crate) fn url_alias(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     match crate::alias::parse(d, |p| b.resolve(p)) {
         Ok(a) => host.url_aliases.push(a),
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
+/// Redirect, RedirectMatch, RedirectPermanent, RedirectTemp: the main
+/// server's and a virtual host's are tried as the URL is translated, a
+/// section's or `.htaccess` file's once the request is mapped to it.
+pub(crate) fn redirect(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match crate::alias::parse(d, |p| b.resolve(p)) {
+        Ok(a) => dir.redirects.push(a),
         Err(m) => b.error(&d.origin, m),
     }
 }
@@ -447,10 +457,29 @@ pub(crate) fn directory_slash(b: &mut Builder, d: &Directive, dir: &mut DirConfi
     }
 }
 
-/// `AllowOverride` and `AllowOverrideList`: warren reads no `.htaccess`.
-pub(crate) fn allow_override(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
-    let a = &d.args;
-    if !(a.len() == 1 && a[0].eq_ignore_ascii_case("none")) {
-        b.error(&d.origin, format!("{} {}: warren does not read .htaccess files; only `None` is accepted", d.name, a.join(" ")));
+/// `AllowOverride`: what `.htaccess` files in the directory may change.
+pub(crate) fn allow_override(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let mut o = dir.allow_override.take().unwrap_or_default();
+    match crate::htaccess::parse_allow_override(&d.args, &mut o) {
+        Ok(()) => dir.allow_override = Some(o),
+        Err(m) => b.error(&d.origin, m),
     }
+}
+
+/// `AllowOverrideList`: directives `.htaccess` files may hold one by one.
+pub(crate) fn allow_override_list(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let mut o = dir.allow_override.take().unwrap_or_default();
+    match crate::htaccess::parse_allow_override_list(&d.args, &mut o) {
+        Ok(()) => dir.allow_override = Some(o),
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
+/// `AccessFileName`: the names of the per-directory files.
+pub(crate) fn access_file_name(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if d.args.is_empty() || d.args.iter().any(|n| n.is_empty() || n.contains('/')) {
+        b.error(&d.origin, "AccessFileName takes one or more file names (without /)");
+        return;
+    }
+    host.access_file_names = Some(d.args.clone());
 }

@@ -116,6 +116,29 @@ impl Builder {
         }
     }
 
+    /// A builder for one `.htaccess` file (see [`crate::htaccess::read`]).
+    pub(crate) fn for_htaccess(env: &crate::htaccess::Env, path: &Path) -> Builder {
+        let mut b = Builder::new(&Reader::new(env.server_root.clone()), env.mpm, path);
+        // Its pools were checked with the server's configuration.
+        b.pools = Vec::new();
+        b
+    }
+
+    /// Applies `d` to a per-directory config (an `.htaccess` file's).
+    pub(crate) fn dir_directive(&mut self, d: &Directive, here: Context, config: &mut DirConfig, section: &str) {
+        self.directive(d, here, Target::Dir(config, section));
+    }
+
+    /// A `<Files>` section of an `.htaccess` file, scoped to its directory.
+    pub(crate) fn nested_section(&mut self, sec: &Section, within: &SectionMatch) -> Vec<DirSection> {
+        self.dir_section(sec, Context::Directory, Some(within))
+    }
+
+    /// The first error reported so far, if any.
+    pub(crate) fn first_error(&self) -> Option<ConfigError> {
+        self.errors.first().cloned()
+    }
+
     pub(crate) fn error(&mut self, origin: &Origin, message: impl Into<String>) {
         err(&mut self.errors, origin, message);
     }
@@ -185,6 +208,9 @@ impl Builder {
             }
             vh.host.proxy_routes.extend(s.main.proxy_routes.iter().cloned());
             vh.host.url_aliases.extend(s.main.url_aliases.iter().cloned());
+            if vh.host.access_file_names.is_none() {
+                vh.host.access_file_names.clone_from(&s.main.access_file_names);
+            }
             if vh.host.proxy_timeout.is_none() {
                 vh.host.proxy_timeout = s.main.proxy_timeout;
             }
@@ -309,6 +335,10 @@ impl Builder {
                 _ => format!("{} is not allowed in {}", d.name, here.describe()),
             };
             self.error(&d.origin, message);
+            return;
+        }
+        if spec.name.starts_with("AllowOverride") && !matches!(&target, Target::Dir(_, section) if section.eq_ignore_ascii_case("Directory")) {
+            self.error(&d.origin, format!("{} not allowed here: only in <Directory> (not its regex form)", d.name));
             return;
         }
         match (spec.apply, target) {

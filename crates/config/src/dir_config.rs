@@ -103,6 +103,10 @@ pub struct DirConfig {
     /// `FallbackResource`: the local URL that answers a request for a file
     /// that does not exist (Some(None): `disabled`).
     pub fallback_resource: Option<Option<String>>,
+    /// `AllowOverride` and `AllowOverrideList` (a plain `<Directory>` only).
+    pub allow_override: Option<crate::htaccess::Overrides>,
+    /// Redirect and RedirectMatch, in config order.
+    pub redirects: Vec<crate::alias::UrlAlias>,
 }
 
 /// What `SetHandler` can name.
@@ -145,6 +149,14 @@ impl DirConfig {
         }
         if over.directory_slash.is_some() {
             self.directory_slash = over.directory_slash;
+        }
+        // The more specific section's redirects are tried first, as in Apache.
+        if !over.redirects.is_empty() {
+            let base = std::mem::take(&mut self.redirects);
+            self.redirects = over.redirects.iter().cloned().chain(base).collect();
+        }
+        if over.allow_override.is_some() {
+            self.allow_override.clone_from(&over.allow_override);
         }
         if over.accept_path_info.is_some() {
             self.accept_path_info = over.accept_path_info;

@@ -28,6 +28,9 @@
 //! [`alias`] reads mod_alias's Alias, AliasMatch, Redirect and
 //! RedirectMatch into a host's [`alias::UrlAlias`]es.
 //!
+//! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
+//! it change; the handler finds and caches the files.
+//!
 //! [`accounts`] says whom the server's and the pools' children run as, and
 //! refuses pools that would run as root by accident.
 //!
@@ -41,6 +44,7 @@ mod apply;
 pub mod backend;
 mod build;
 pub mod dir_config;
+pub mod htaccess;
 pub mod log_format;
 pub mod mpm;
 pub mod parse;

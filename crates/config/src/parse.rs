@@ -93,6 +93,8 @@ pub struct Reader {
     /// The MPM chosen by the first `LoadModule mpm_*_module`, if any.
     pub loaded_mpm: Option<(String, Origin)>,
     pub errors: Vec<ConfigError>,
+    /// Reading an `.htaccess` file: what acts while reading is refused.
+    pub in_htaccess: bool,
     depth: usize,
 }
 
@@ -109,6 +111,7 @@ impl Reader {
             mpm_override: None,
             loaded_mpm: None,
             errors: Vec::new(),
+            in_htaccess: false,
             depth: 0,
         }
     }
@@ -281,7 +284,12 @@ impl Reader {
             };
             let name = words.remove(0);
             let args = words;
-            match name.to_ascii_lowercase().as_str() {
+            let lname = name.to_ascii_lowercase();
+            if self.in_htaccess && matches!(lname.as_str(), "include" | "includeoptional" | "define" | "undefine" | "serverroot" | "loadmodule") {
+                self.error(&origin, format!("{name} not allowed here"));
+                continue;
+            }
+            match lname.as_str() {
                 "include" | "includeoptional" => {
                     let optional = name.eq_ignore_ascii_case("includeoptional");
                     if args.len() != 1 {

@@ -124,6 +124,8 @@ pub struct HostConfig {
     /// Alias, AliasMatch, Redirect and RedirectMatch, in config order (a
     /// virtual host's first, then the main server's).
     pub url_aliases: Vec<crate::alias::UrlAlias>,
+    /// AccessFileName (None: `.htaccess`).
+    pub access_file_names: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 //! another MPM or out of place, `warren -L`, and the README's configuration
 //! reference (checked against it by a test) all read this table.
 //!
-//! There is no `.htaccess` override class: warren reads no `.htaccess`
-//! files (`AllowOverride None` is the only value it accepts).
+//! Which directives `.htaccess` files may hold, by override class, is in
+//! [`htaccess`](crate::htaccess).
 
 use crate::apply;
 use crate::build::Builder;
@@ -188,6 +188,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     spec("ServerAlias", Contexts::VIRTUAL_HOST, "names...", Apply::Host(apply::server_alias)),
     host("ServerAdmin", "address", apply::server_admin),
     host("DocumentRoot", "directory", apply::document_root),
+    host("AccessFileName", "filename...", apply::access_file_name),
     host("ErrorLog", "file", apply::error_log),
     host("LogFormat", "\"format\" [nickname]", apply::log_format),
     host("CustomLog", "file format|nickname", apply::custom_log),
@@ -197,10 +198,6 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("ProxyTimeout", "seconds", apply::proxy_timeout),
     host("Alias", "/url-path file|directory", apply::url_alias),
     host("AliasMatch", "regex file|directory", apply::url_alias),
-    host("Redirect", "[status] /url-path [URL]", apply::url_alias),
-    host("RedirectMatch", "[status] regex [URL]", apply::url_alias),
-    host("RedirectPermanent", "/url-path URL", apply::url_alias),
-    host("RedirectTemp", "/url-path URL", apply::url_alias),
     // Per directory.
     dir("Options", "[+|-]option...", apply::options),
     dir("Require", "all granted|all denied|ip net...|local", apply::require),
@@ -209,13 +206,17 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("AddType", "type extension...", apply::add_type),
     dir("AddDefaultCharset", "On|Off|charset", apply::add_default_charset),
     dir("LimitRequestBody", "bytes", apply::limit_request_body),
-    dir("AllowOverride", "None", apply::allow_override),
-    dir("AllowOverrideList", "None", apply::allow_override),
+    dir("AllowOverride", "None|All|AuthConfig|FileInfo|Indexes|Limit|Options[=opt,...]...", apply::allow_override),
+    dir("AllowOverrideList", "None|directive...", apply::allow_override_list),
     dir("SetHandler", "handler [flushpackets=on|off]", apply::set_handler),
     dir("ProxyFCGIBackendType", "FPM|GENERIC", apply::proxy_fcgi_backend_type),
     dir("AcceptPathInfo", "On|Off|Default", apply::accept_path_info),
     dir("DirectorySlash", "On|Off|NotFound", apply::directory_slash),
     dir("FallbackResource", "/local-url|disabled", apply::fallback_resource),
+    dir("Redirect", "[status] /url-path [URL]", apply::redirect),
+    dir("RedirectMatch", "[status] regex [URL]", apply::redirect),
+    dir("RedirectPermanent", "/url-path URL", apply::redirect),
+    dir("RedirectTemp", "/url-path URL", apply::redirect),
 ];
 
 /// The directive called `name` (case does not matter, as in Apache).

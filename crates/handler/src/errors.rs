@@ -93,7 +93,9 @@ fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, co
     resp.close = head.is_none();
     if let Some(head) = head {
         let url = path::lookup_url(head.path_and_query());
-        let eff = site.effective(host, None, &url);
+        // Sections and .htaccess files of the resource asked for count.
+        let fs = site.fs_path(host, &url);
+        let eff = site.effective(host, Some(&fs), &url);
         match eff.error_document(status) {
             Some(ErrorDocument::Text(text)) => {
                 resp.body = Body::Bytes(text.clone().into_bytes());

@@ -44,6 +44,7 @@ pub mod conditional;
 pub mod errors;
 pub mod fastcgi;
 pub mod file_cache;
+pub mod htaccess;
 pub mod internal_redirect;
 pub mod listing;
 pub mod logs;

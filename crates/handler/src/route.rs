@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use warren_config::{DirConfig, ErrorDocument, FcgiBackendType, Handler, OptionFlags, Require, SectionMatch};
+use warren_config::{ConfigError, DirConfig, DirSection, ErrorDocument, FcgiBackendType, Handler, OptionFlags, Require, SectionMatch};
 use warren_http::RequestHead;
 
+use crate::htaccess;
 use crate::path;
 use crate::sections::{ancestors, dir_contains, ip_in, location_matches, wildcard_match};
 use crate::site::{ConnInfo, Site};
@@ -45,12 +46,15 @@ impl Site {
     }
 
     /// The configuration layers that apply to a file and URL, least specific
-    /// first.
+    /// first: Apache's directory walk (each directory's `<Directory>`
+    /// sections, shortest path first, then its `.htaccess` file where
+    /// AllowOverride lets one in), then `<DirectoryMatch>`, `<Files>`
+    /// (the server's, then those of the `.htaccess` files) and `<Location>`.
     pub fn effective<'a>(&'a self, host: usize, fs_path: Option<&Path>, url_path: &[u8]) -> Effective<'a> {
         let h = &self.hosts[host];
-        let mut layers: Vec<&DirConfig> = vec![&h.config.dir];
+        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None };
         if h.config.sections.is_empty() {
-            return Effective { layers };
+            return eff;
         }
         let fs = fs_path.map(|p| p.to_string_lossy().into_owned());
         let url = String::from_utf8_lossy(url_path);
@@ -63,7 +67,6 @@ impl Site {
                 _ => false,
             }
         };
-        // Directory sections, shortest path first; then the regex forms.
         let mut dirs: Vec<(usize, &DirConfig)> = Vec::new();
         for s in &h.config.sections {
             if let SectionMatch::Directory(d) = &s.matcher {
@@ -73,20 +76,66 @@ impl Site {
             }
         }
         dirs.sort_by_key(|(depth, _)| *depth);
-        layers.extend(dirs.into_iter().map(|(_, c)| c));
-        for s in &h.config.sections {
-            if matches!(s.matcher, SectionMatch::DirectoryMatch(_)) && s.within.is_none() && dir_matches(&s.matcher) {
-                layers.push(&s.config);
+        let mut files_from_htaccess: Vec<htaccess::Read> = Vec::new();
+        match (fs.as_deref(), h.reads_htaccess) {
+            (Some(fs), true) => {
+                let names = &h.access_file_names;
+                let mut overrides = h.config.dir.allow_override.as_ref();
+                let mut pending = dirs.into_iter().peekable();
+                for dir in ancestors(fs) {
+                    let depth = if dir == "/" { 0 } else { dir.matches('/').count() };
+                    while let Some((_, c)) = pending.next_if(|(d, _)| *d <= depth) {
+                        overrides = c.allow_override.as_ref().or(overrides);
+                        eff.layers.push(Layer::Site(c));
+                    }
+                    let Some(o) = overrides.filter(|o| o.reads_files()) else { continue };
+                    for name in names {
+                        let Some(read) = self.htaccess.get(dir, name, o, &h.config, &self.settings) else { continue };
+                        match &*read {
+                            Ok(file) => {
+                                eff.layers.push(Layer::File(read.clone(), 0));
+                                if file.sections.len() > 1 {
+                                    files_from_htaccess.push(read.clone());
+                                }
+                            }
+                            Err(_) => {
+                                eff.htaccess_error = Some(read.clone());
+                                break;
+                            }
+                        }
+                    }
+                    if eff.htaccess_error.is_some() {
+                        break;
+                    }
+                }
+                eff.layers.extend(pending.map(|(_, c)| Layer::Site(c)));
             }
+            _ => eff.layers.extend(dirs.into_iter().map(|(_, c)| Layer::Site(c))),
         }
         for s in &h.config.sections {
+            if matches!(s.matcher, SectionMatch::DirectoryMatch(_)) && s.within.is_none() && dir_matches(&s.matcher) {
+                eff.layers.push(Layer::Site(&s.config));
+            }
+        }
+        let file_hit = |s: &DirSection| {
             let hit = match (&s.matcher, file_name) {
                 (SectionMatch::Files(pat), Some(name)) => wildcard_match(pat, name),
                 (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
                 _ => false,
             };
-            if hit && s.within.as_deref().is_none_or(&dir_matches) {
-                layers.push(&s.config);
+            hit && s.within.as_deref().is_none_or(&dir_matches)
+        };
+        for s in &h.config.sections {
+            if file_hit(s) {
+                eff.layers.push(Layer::Site(&s.config));
+            }
+        }
+        for read in &files_from_htaccess {
+            let Ok(file) = &**read else { continue };
+            for (i, s) in file.sections.iter().enumerate().skip(1) {
+                if file_hit(s) {
+                    eff.layers.push(Layer::File(read.clone(), i));
+                }
             }
         }
         for s in &h.config.sections {
@@ -96,10 +145,10 @@ impl Site {
                 _ => false,
             };
             if hit {
-                layers.push(&s.config);
+                eff.layers.push(Layer::Site(&s.config));
             }
         }
-        Effective { layers }
+        eff
     }
 
     /// LimitRequestBody for a request, known before its body is read.
@@ -116,12 +165,40 @@ impl Site {
     }
 }
 
-/// The DirConfig layers that apply to one request, least specific first.
-pub struct Effective<'a> {
-    pub layers: Vec<&'a DirConfig>,
+/// One layer of per-directory configuration: a section of the server's
+/// configuration, or one of an `.htaccess` file's (by index).
+pub enum Layer<'a> {
+    Site(&'a DirConfig),
+    File(htaccess::Read, usize),
 }
 
-impl<'a> Effective<'a> {
+impl std::ops::Deref for Layer<'_> {
+    type Target = DirConfig;
+    fn deref(&self) -> &DirConfig {
+        match self {
+            Layer::Site(c) => c,
+            Layer::File(read, i) => match &**read {
+                Ok(file) => &file.sections[*i].config,
+                Err(_) => unreachable!("only files read without error are layers"),
+            },
+        }
+    }
+}
+
+/// The DirConfig layers that apply to one request, least specific first.
+pub struct Effective<'a> {
+    pub layers: Vec<Layer<'a>>,
+    /// An `.htaccess` file on the way that has an error: the request is
+    /// answered 500, as in Apache.
+    pub htaccess_error: Option<htaccess::Read>,
+}
+
+impl Effective<'_> {
+    /// The error of the `.htaccess` file on the way that has one.
+    pub fn htaccess_error(&self) -> Option<&ConfigError> {
+        self.htaccess_error.as_deref().and_then(|r| r.as_ref().err())
+    }
+
     /// Whether the `Require` rules in force let the client in.
     pub fn allows(&self, conn: &ConnInfo) -> bool {
         let (peer, local) = (conn.peer.ip(), conn.local.ip());
@@ -143,37 +220,37 @@ impl<'a> Effective<'a> {
         f
     }
 
-    fn last<T: ?Sized>(&self, get: impl Fn(&'a DirConfig) -> Option<&'a T>) -> Option<&'a T> {
+    fn last<'s, T: ?Sized>(&'s self, get: impl Fn(&'s DirConfig) -> Option<&'s T>) -> Option<&'s T> {
         self.layers.iter().rev().find_map(|l| get(l))
     }
 
-    pub fn require(&self) -> Option<&'a [Require]> {
+    pub fn require(&self) -> Option<&[Require]> {
         self.last(|l| l.require.as_deref())
     }
 
-    pub fn directory_index(&self) -> &'a [String] {
+    pub fn directory_index(&self) -> &[String] {
         self.last(|l| l.directory_index.as_deref()).unwrap_or(&[])
     }
 
-    pub fn error_document(&self, status: u16) -> Option<&'a ErrorDocument> {
+    pub fn error_document(&self, status: u16) -> Option<&ErrorDocument> {
         self.layers.iter().rev().find_map(|l| l.error_documents.iter().rev().find(|(c, _)| *c == status).map(|(_, d)| d))
     }
 
-    pub fn add_types(&self) -> impl Iterator<Item = &'a (String, String)> + '_ {
+    pub fn add_types(&self) -> impl Iterator<Item = &(String, String)> {
         self.layers.iter().rev().flat_map(|l| l.add_types.iter().rev())
     }
 
-    pub fn default_charset(&self) -> Option<&'a str> {
+    pub fn default_charset(&self) -> Option<&str> {
         self.last(|l| l.add_default_charset.as_ref()).and_then(|c| c.as_deref())
     }
 
     /// SetHandler in force: None if never set, Some(None) if reset.
-    pub fn handler(&self) -> Option<Option<&'a Handler>> {
+    pub fn handler(&self) -> Option<Option<&Handler>> {
         self.layers.iter().rev().find_map(|l| l.handler.as_ref()).map(|h| h.as_ref())
     }
 
     /// FallbackResource in force.
-    pub fn fallback_resource(&self) -> Option<&'a str> {
+    pub fn fallback_resource(&self) -> Option<&str> {
         self.layers.iter().rev().find_map(|l| l.fallback_resource.as_ref()).and_then(|f| f.as_deref())
     }
 

@@ -51,11 +51,21 @@ impl Site {
             return o;
         }
         // mod_alias: redirects before the aliases (fs_path), whatever their order.
-        if let Some(r) = self.url_redirect(req, url, query) {
+        if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
             return Outcome::Ready(r);
         }
         let fs = self.fs_path(host, url);
         let dir = self.effective(host, Some(&fs), url);
+        if let Some(e) = dir.htaccess_error() {
+            return Outcome::Ready(self.error(req, 500, &e.to_string()));
+        }
+        // A section's or .htaccess file's redirects, the most specific first.
+        if dir.layers.len() > 1 {
+            if let Some(r) = dir.layers[1..].iter().rev().find_map(|l| self.url_redirect(req, &l.redirects, url, query)) {
+                // After the access rules, as Apache's fixups come after them.
+                return Outcome::Ready(if dir.allows(conn) { r } else { self.denied(req, url) });
+            }
+        }
         let route = Route { req, url, query, fs, dir };
         match route.dir.handler() {
             Some(Some(Handler::ServerStatus)) => {
@@ -99,16 +109,17 @@ impl Site {
         static_files::serve(self, route)
     }
 
-    /// Redirect and RedirectMatch: the first that matches `url` answers,
-    /// before any access rule (as mod_alias does, at URL translation).
-    fn url_redirect(&self, req: Request, url: &[u8], query: &[u8]) -> Option<Response> {
+    /// Redirect and RedirectMatch: the first of `redirects` that matches
+    /// `url` answers. The server's and a virtual host's are tried as the URL
+    /// is translated, before any access rule; a section's or an
+    /// `.htaccess` file's once the request is mapped, as mod_alias does.
+    fn url_redirect(&self, req: Request, redirects: &[warren_config::alias::UrlAlias], url: &[u8], query: &[u8]) -> Option<Response> {
         use warren_config::alias::{AliasTarget, UrlMatch};
-        let aliases = &self.hosts[req.host].config.url_aliases;
-        if aliases.is_empty() {
+        if redirects.is_empty() {
             return None;
         }
         let text = String::from_utf8_lossy(url);
-        let (status, dest) = aliases.iter().find_map(|a| {
+        let (status, dest) = redirects.iter().find_map(|a| {
             let AliasTarget::Redirect(status, to) = &a.target else { return None };
             let dest = match &a.url {
                 // The rest of the path goes on the target, escaped again.

@@ -36,6 +36,10 @@ pub struct Host {
     /// The pools (`pool:NAME`) this host sends requests to: their status
     /// pages are answered here and on no other host.
     pub(crate) pools: Vec<String>,
+    /// Whether any `<Directory>` lets `.htaccess` files in.
+    pub(crate) reads_htaccess: bool,
+    /// AccessFileName.
+    pub access_file_names: Vec<String>,
 }
 
 pub struct Site {
@@ -53,6 +57,8 @@ pub struct Site {
     pub backends: Arc<BackendPool>,
     /// warren's own pools (`SetHandler pool:NAME`); set by the parent.
     pub pools: OnceLock<Arc<dyn PoolDispatch>>,
+    /// The `.htaccess` files read so far.
+    pub htaccess: crate::htaccess::HtaccessCache,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -112,7 +118,9 @@ impl Site {
             let is_fcgi = |d: &DirConfig| matches!(d.handler, Some(Some(Handler::FastCgi(_) | Handler::Pool(_))));
             let has_fastcgi = is_fcgi(&config.dir) || config.sections.iter().any(|s| is_fcgi(&s.config));
             let pools = pools_used(&config);
-            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi, pools });
+            let reads_htaccess = crate::htaccess::host_reads_files(&config);
+            let access_file_names = config.access_file_names.clone().unwrap_or_else(|| vec![".htaccess".to_string()]);
+            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi, pools, reads_htaccess, access_file_names });
         }
         Ok(Site {
             server_header: server_header(settings.server_tokens),
@@ -125,6 +133,7 @@ impl Site {
             status: OnceLock::new(),
             backends: Arc::default(),
             pools: OnceLock::new(),
+            htaccess: Default::default(),
         })
     }
 

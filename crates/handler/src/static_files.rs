@@ -27,10 +27,18 @@ fn open(path: &Path) -> io::Result<File> {
     Ok(File::from(nix::fcntl::open(path, Access::Read.flags(), nix::sys::stat::Mode::empty())?))
 }
 
+/// `.htaccess`, `.htpasswd` and the AccessFileName files are never sent:
+/// every Apache configuration denies `^\.ht` (Debian's in apache2.conf),
+/// and users expect it of a server that reads them.
+fn is_access_file(site: &Site, host: usize, fs: &Path) -> bool {
+    let Some(name) = fs.file_name().map(|n| n.to_string_lossy()) else { return false };
+    name.starts_with(".ht") || site.hosts[host].access_file_names.iter().any(|a| *a == name)
+}
+
 pub fn serve(site: &Site, route: Route) -> Outcome {
     let Route { req, url, query, fs, dir: eff } = route;
     let (host, conn) = (req.host, req.conn);
-    if !eff.allows(conn) {
+    if !eff.allows(conn) || is_access_file(site, host, &fs) {
         return Outcome::Ready(site.error(req, 403, &format!("client denied by server configuration: {}", fs.display())));
     }
     let options = eff.options();

@@ -1,0 +1,400 @@
+//! `.htaccess` files, as Apache reads them: what a `<Directory>` lets them
+//! change ([`Overrides`], from `AllowOverride` and `AllowOverrideList`),
+//! the override class of each directive ([`class_of`], Apache's
+//! `req_override` of its `command_rec`), and the reading of one file into
+//! the sections it adds for its directory ([`read`]). The handler finds,
+//! caches and re-validates the files; this module only reads one.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::build::Builder;
+use crate::dir_config::{DirConfig, DirSection, Handler, SectionMatch};
+use crate::mpm::Mpm;
+use crate::parse::{ConfigError, Directive, Node, Origin, Reader};
+use crate::table::{self, Apply, Context};
+
+/// Apache's override classes: what an `.htaccess` file may contain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    AuthConfig,
+    FileInfo,
+    Indexes,
+    Limit,
+    Options,
+    /// Only `AllowOverride All` lets these in (LimitRequestBody).
+    All,
+}
+
+impl Class {
+    fn bit(self) -> u8 {
+        match self {
+            Class::AuthConfig => 1,
+            Class::FileInfo => 2,
+            Class::Indexes => 4,
+            Class::Limit => 8,
+            Class::Options => 16,
+            Class::All => 32,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::AuthConfig => "AuthConfig",
+            Class::FileInfo => "FileInfo",
+            Class::Indexes => "Indexes",
+            Class::Limit => "Limit",
+            Class::Options => "Options",
+            Class::All => "All",
+        }
+    }
+}
+
+/// Each directive an `.htaccess` file may hold, by its override class (from
+/// Apache's documentation of each). A directive not listed is not allowed
+/// in `.htaccess` at all, whatever AllowOverride says.
+const CLASSES: &[(Class, &[&str])] = &[
+    (Class::AuthConfig, &["Require"]),
+    (
+        Class::FileInfo,
+        &[
+            "ErrorDocument",
+            "AddType",
+            "AddDefaultCharset",
+            "SetHandler",
+            "AcceptPathInfo",
+            "Redirect",
+            "RedirectMatch",
+            "RedirectPermanent",
+            "RedirectTemp",
+        ],
+    ),
+    (Class::Indexes, &["DirectoryIndex", "FallbackResource", "DirectorySlash"]),
+    (Class::Options, &["Options"]),
+    (Class::All, &["LimitRequestBody"]),
+];
+
+/// The override class of the directive `name`, if it may stand in `.htaccess`.
+pub fn class_of(name: &str) -> Option<Class> {
+    CLASSES.iter().find(|(_, names)| names.iter().any(|n| n.eq_ignore_ascii_case(name))).map(|(c, _)| *c)
+}
+
+/// What `AllowOverride` and `AllowOverrideList` let `.htaccess` files in a
+/// directory change. The default, as in Apache 2.4, is nothing: the files
+/// are not even looked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    classes: u8,
+    /// `Options=A,B`: the only options `.htaccess` may set (None: any).
+    options: Option<Vec<String>>,
+    /// `AllowOverrideList`: directives allowed one by one (lower case).
+    listed: Vec<String>,
+}
+
+impl Overrides {
+    /// Whether `.htaccess` files are read at all.
+    pub fn reads_files(&self) -> bool {
+        self.classes != 0 || !self.listed.is_empty()
+    }
+
+    fn allows(&self, name: &str) -> Result<(), String> {
+        if self.listed.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+            return Ok(());
+        }
+        match class_of(name) {
+            None => Err(format!("{name} not allowed here")),
+            Some(c) if self.classes & c.bit() != 0 || self.classes & Class::All.bit() != 0 => Ok(()),
+            Some(c) => Err(format!("{name} not allowed here (AllowOverride does not include {})", c.name())),
+        }
+    }
+
+    /// `Options` in `.htaccess`: each option named must be one `Options=`
+    /// lets through.
+    fn allows_options(&self, d: &Directive) -> Result<(), String> {
+        let Some(allowed) = &self.options else { return Ok(()) };
+        if self.listed.iter().any(|l| l.eq_ignore_ascii_case("Options")) {
+            return Ok(());
+        }
+        for a in &d.args {
+            let name = a.trim_start_matches(['+', '-']);
+            if !allowed.iter().any(|o| o.eq_ignore_ascii_case(name)) {
+                return Err(format!("Option {name} not allowed here"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `AllowOverride None|All|class[=...]...` into `o` (replacing its classes).
+pub(crate) fn parse_allow_override(args: &[String], o: &mut Overrides) -> Result<(), String> {
+    o.classes = 0;
+    o.options = None;
+    if args.is_empty() {
+        return Err("AllowOverride takes None, All, or override classes".into());
+    }
+    for a in args {
+        let (name, list) = match a.split_once('=') {
+            Some((n, l)) => (n, Some(l)),
+            None => (a.as_str(), None),
+        };
+        let class = match name.to_ascii_lowercase().as_str() {
+            "none" if args.len() == 1 => continue,
+            "all" => Class::All,
+            "authconfig" => Class::AuthConfig,
+            "fileinfo" => Class::FileInfo,
+            "indexes" => Class::Indexes,
+            "limit" => Class::Limit,
+            "options" => Class::Options,
+            // Nonfatal only changes how Apache treats an error; warren
+            // answers 500 for one, as Apache does without it.
+            "nonfatal" => return Err("AllowOverride Nonfatal=... is not supported: an error in .htaccess is always a 500".into()),
+            _ => return Err(format!("AllowOverride: unknown override class '{a}' (None, All, AuthConfig, FileInfo, Indexes, Limit, Options[=...])")),
+        };
+        match (class, list) {
+            (Class::Options, Some(l)) => {
+                o.options = Some(l.split(',').map(str::to_string).collect());
+            }
+            (_, Some(_)) => return Err(format!("AllowOverride: only Options takes a list ({a})")),
+            _ => {}
+        }
+        o.classes |= class.bit();
+    }
+    Ok(())
+}
+
+/// `AllowOverrideList None|directive...` into `o`.
+pub(crate) fn parse_allow_override_list(args: &[String], o: &mut Overrides) -> Result<(), String> {
+    o.listed.clear();
+    match args {
+        [] => Err("AllowOverrideList takes None or directive names".into()),
+        [n] if n.eq_ignore_ascii_case("none") => Ok(()),
+        names => {
+            for n in names {
+                if table::find(n).is_none() {
+                    return Err(format!("AllowOverrideList: unknown directive '{n}'"));
+                }
+                o.listed.push(n.to_ascii_lowercase());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// What reading an `.htaccess` file needs from the server's configuration.
+#[derive(Clone, Debug)]
+pub struct Env {
+    pub server_root: PathBuf,
+    pub mpm: Mpm,
+    /// The FastCGI handlers the server's configuration gives this directory
+    /// or anything under it: the only ones its `.htaccess` may name. Else a
+    /// user who can write one could run their scripts in another user's
+    /// pool, as that user.
+    pub handlers: Vec<Handler>,
+}
+
+/// One `.htaccess` file read: the sections it adds for its directory
+/// (its own directives as a `<Directory>` of it, then its `<Files>`).
+#[derive(Clone, Debug)]
+pub struct Htaccess {
+    pub sections: Vec<DirSection>,
+}
+
+/// Reads `text`, the `.htaccess` file at `path` in directory `dir`, as
+/// Apache would with `overrides` in force there. The first error (an
+/// unknown directive, one its AllowOverride does not let in, a bad value)
+/// makes the whole file an error: Apache answers 500 for it.
+pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &Env) -> Result<Htaccess, ConfigError> {
+    let mut reader = Reader::new(env.server_root.clone());
+    reader.in_htaccess = true;
+    let file = Arc::new(path.to_path_buf());
+    let nodes = reader.read_text(text, file.clone());
+    if let Some(e) = reader.errors.into_iter().next() {
+        return Err(e);
+    }
+    let mut builder = Builder::for_htaccess(env, path);
+    let dir_text = dir.to_string_lossy().trim_end_matches('/').to_string();
+    let matcher = SectionMatch::Directory(dir_text);
+    let mut config = DirConfig::default();
+    let mut files = Vec::new();
+    for node in &nodes {
+        match node {
+            Node::Directive(d) => {
+                check(d, overrides)?;
+                builder.dir_directive(d, Context::Directory, &mut config, ".htaccess");
+            }
+            Node::Section(sec) => {
+                let lname = sec.name.to_ascii_lowercase();
+                if !matches!(lname.as_str(), "files" | "filesmatch") {
+                    return Err(ConfigError { origin: sec.origin.clone(), message: format!("<{}> not allowed here", sec.name) });
+                }
+                for child in &sec.children {
+                    match child {
+                        Node::Directive(d) => check(d, overrides)?,
+                        Node::Section(inner) => {
+                            return Err(ConfigError { origin: inner.origin.clone(), message: format!("<{}> not allowed here", inner.name) })
+                        }
+                    }
+                }
+                files.extend(builder.nested_section(sec, &matcher));
+            }
+        }
+        if let Some(e) = builder.first_error() {
+            return Err(e);
+        }
+    }
+    let own = DirSection { matcher, within: None, config, origin: Origin { file, line: 1 } };
+    let mut sections = vec![own];
+    sections.append(&mut files);
+    for s in &sections {
+        if let Some(Some(h)) = &s.config.handler {
+            check_handler(h, env, &nodes, dir)?;
+        }
+    }
+    Ok(Htaccess { sections })
+}
+
+/// A FastCGI handler set by `.htaccess` must be one the server's
+/// configuration already gives the directory.
+fn check_handler(h: &Handler, env: &Env, nodes: &[Node], dir: &Path) -> Result<(), ConfigError> {
+    let addr = |h: &Handler| match h {
+        Handler::FastCgi(b) => Some(b.addr.clone()),
+        Handler::Pool(name) => Some(crate::backend::FcgiAddr::Pool(name.clone())),
+        Handler::ServerStatus => None,
+    };
+    let Some(wanted) = addr(h) else { return Ok(()) };
+    if env.handlers.iter().any(|known| addr(known).as_ref() == Some(&wanted)) {
+        return Ok(());
+    }
+    // Named at the SetHandler line that set it.
+    let line = find_set_handler(nodes).unwrap_or(Origin { file: Arc::new(dir.join(".htaccess")), line: 0 });
+    Err(ConfigError { origin: line, message: format!("SetHandler: {} is not a handler the server configuration gives {}; .htaccess may only choose among those", describe(&wanted), dir.display()) })
+}
+
+fn describe(a: &crate::backend::FcgiAddr) -> String {
+    use crate::backend::FcgiAddr;
+    match a {
+        FcgiAddr::Unix(p) => format!("proxy:unix:{}", p.display()),
+        FcgiAddr::Tcp { host, port } => format!("proxy:fcgi://{host}:{port}"),
+        FcgiAddr::Pool(name) => format!("pool:{name}"),
+    }
+}
+
+fn find_set_handler(nodes: &[Node]) -> Option<Origin> {
+    nodes.iter().rev().find_map(|n| match n {
+        Node::Directive(d) if d.name.eq_ignore_ascii_case("SetHandler") => Some(d.origin.clone()),
+        Node::Section(s) => find_set_handler(&s.children),
+        _ => None,
+    })
+}
+
+/// Whether `.htaccess` may hold `d` where `overrides` are in force.
+fn check(d: &Directive, overrides: &Overrides) -> Result<(), ConfigError> {
+    let fail = |message: String| ConfigError { origin: d.origin.clone(), message };
+    let Some(spec) = table::find(&d.name) else {
+        return Err(fail(format!("Invalid command '{}', perhaps misspelled or defined by a module not included in the server configuration", d.name)));
+    };
+    if matches!(spec.apply, Apply::WhileReading) {
+        return Err(fail(format!("{} not allowed here", d.name)));
+    }
+    overrides.allows(spec.canonical_name()).map_err(fail)?;
+    if spec.canonical_name() == "Options" {
+        overrides.allows_options(d).map_err(fail)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Env {
+        Env { server_root: PathBuf::from("/"), mpm: Mpm::Event, handlers: vec![Handler::Pool("www".into())] }
+    }
+
+    fn overrides(args: &[&str]) -> Overrides {
+        let mut o = Overrides::default();
+        parse_allow_override(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &mut o).unwrap();
+        o
+    }
+
+    fn read_text(text: &str, o: &Overrides) -> Result<Htaccess, ConfigError> {
+        read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), o, &env())
+    }
+
+    #[test]
+    fn every_classed_directive_exists_and_may_stand_in_a_directory() {
+        for (_, names) in CLASSES {
+            for n in *names {
+                let spec = table::find(n).unwrap_or_else(|| panic!("{n} is not in the directive table"));
+                assert!(spec.contexts.allows(Context::Directory), "{n} cannot stand in <Directory>");
+            }
+        }
+    }
+
+    #[test]
+    fn classes_decide_what_a_file_may_hold() {
+        let text = "DirectoryIndex app.php\nErrorDocument 404 /nf.html\n";
+        assert!(read_text(text, &overrides(&["All"])).is_ok());
+        assert!(read_text(text, &overrides(&["Indexes", "FileInfo"])).is_ok());
+        let e = read_text(text, &overrides(&["Indexes"])).unwrap_err();
+        assert_eq!(e.origin.line, 2);
+        assert!(e.message.contains("ErrorDocument not allowed here (AllowOverride does not include FileInfo)"), "{e}");
+        assert!(!Overrides::default().reads_files());
+        assert!(!overrides(&["None"]).reads_files());
+    }
+
+    #[test]
+    fn allow_override_list_lets_single_directives_in() {
+        let mut o = Overrides::default();
+        parse_allow_override_list(&["DirectoryIndex".into()], &mut o).unwrap();
+        assert!(o.reads_files());
+        assert!(read_text("DirectoryIndex a.php\n", &o).is_ok());
+        assert!(read_text("Options -Indexes\n", &o).is_err());
+        assert!(parse_allow_override_list(&["Bogus".into()], &mut o).is_err());
+    }
+
+    #[test]
+    fn options_list_limits_options() {
+        let o = overrides(&["Options=Indexes,FollowSymLinks"]);
+        assert!(read_text("Options -Indexes +FollowSymLinks\n", &o).is_ok());
+        let e = read_text("Options +SymLinksIfOwnerMatch\n", &o).unwrap_err();
+        assert!(e.message.contains("Option SymLinksIfOwnerMatch not allowed here"), "{e}");
+    }
+
+    #[test]
+    fn server_directives_unknown_ones_and_includes_are_errors_with_lines() {
+        let all = overrides(&["All"]);
+        let e = read_text("# c\nDocumentRoot /tmp\n", &all).unwrap_err();
+        assert_eq!((e.origin.line, e.message.as_str()), (2, "DocumentRoot not allowed here"));
+        let e = read_text("Bogus on\n", &all).unwrap_err();
+        assert!(e.message.starts_with("Invalid command 'Bogus'"), "{e}");
+        let e = read_text("Include /etc/passwd\n", &all).unwrap_err();
+        assert!(e.message.contains("Include not allowed here"), "{e}");
+        let e = read_text("<Directory /x>\n</Directory>\n", &all).unwrap_err();
+        assert!(e.message.contains("<Directory> not allowed here"), "{e}");
+        let e = read_text("DirectoryIndex\n", &all).unwrap_err();
+        assert!(e.to_string().contains("/srv/site/.htaccess:1"), "{e}");
+    }
+
+    #[test]
+    fn files_sections_are_scoped_to_the_directory() {
+        let h = read_text("<Files \"x.ini\">\nRequire all denied\n</Files>\nDirectoryIndex i.php\n", &overrides(&["All"])).unwrap();
+        assert_eq!(h.sections.len(), 2);
+        assert!(matches!(&h.sections[0].matcher, SectionMatch::Directory(d) if d == "/srv/site"));
+        assert_eq!(h.sections[0].config.directory_index.as_deref(), Some(&["i.php".to_string()][..]));
+        assert!(matches!(&h.sections[1].matcher, SectionMatch::Files(f) if f == "x.ini"));
+        assert!(matches!(h.sections[1].within.as_deref(), Some(SectionMatch::Directory(d)) if d == "/srv/site"));
+    }
+
+    #[test]
+    fn set_handler_names_only_a_handler_the_server_gives() {
+        let all = overrides(&["All"]);
+        assert!(read_text("SetHandler pool:www\n", &all).is_ok());
+        assert!(read_text("<FilesMatch \\.php$>\nSetHandler pool:www\n</FilesMatch>\n", &all).is_ok());
+        let e = read_text("# another user's pool\n<Files x.php>\nSetHandler pool:other\n</Files>\n", &all).unwrap_err();
+        assert_eq!(e.origin.line, 3);
+        assert!(e.message.contains("may only choose among those"), "{e}");
+        let e = read_text("SetHandler proxy:unix:/run/php/other.sock|fcgi://localhost\n", &all).unwrap_err();
+        assert!(e.message.contains("may only choose among those"), "{e}");
+    }
+}

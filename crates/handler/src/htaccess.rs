@@ -1,0 +1,112 @@
+//! `.htaccess` files found on a request's path ([`HtaccessCache`]): each is
+//! read once per version, checked by one `stat` per request (a changed
+//! file takes effect on the next request, nothing is re-parsed while it
+//! stays the same), and kept as the sections it adds (see
+//! `warren_config::htaccess`). Only directories whose `AllowOverride` lets
+//! files in are looked at, as in Apache.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use warren_config::htaccess::{self, Env, Htaccess, Overrides};
+use warren_config::{ConfigError, DirConfig, Handler, HostConfig, SectionMatch, Settings};
+
+use crate::sections::directories_overlap;
+
+/// A file's version as `stat` tells it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Version {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Version {
+    fn of(m: &std::fs::Metadata) -> Version {
+        Version { dev: m.dev(), ino: m.ino(), size: m.size(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
+    }
+}
+
+/// One file read: what it gave (its sections, or the error that makes
+/// every request below it a 500).
+pub type Read = Arc<Result<Htaccess, ConfigError>>;
+
+struct Entry {
+    version: Version,
+    overrides: Overrides,
+    read: Read,
+}
+
+/// Past this many files the cache starts over: a bound on its memory
+/// whatever the number of directories clients name.
+const MAX_ENTRIES: usize = 4096;
+/// Larger files are refused (500) rather than read: no real one comes near.
+const MAX_FILE: u64 = 1 << 20;
+
+#[derive(Default)]
+pub struct HtaccessCache {
+    entries: Mutex<HashMap<PathBuf, Entry>>,
+}
+
+impl HtaccessCache {
+    /// The file `dir/name` as read with `overrides`, if it exists: from the
+    /// cache when unchanged since it was read.
+    pub fn get(&self, dir: &str, name: &str, overrides: &Overrides, host: &HostConfig, settings: &Settings) -> Option<Read> {
+        let path = Path::new(dir).join(name);
+        // A missing file, or a path component that is not a directory.
+        let meta = std::fs::metadata(&path).ok()?;
+        let version = Version::of(&meta);
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = entries.get(&path) {
+            if e.version == version && e.overrides == *overrides {
+                return Some(e.read.clone());
+            }
+        }
+        let read = Arc::new(read_file(&path, &meta, Path::new(dir), overrides, host, settings));
+        if entries.len() >= MAX_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(path, Entry { version, overrides: overrides.clone(), read: read.clone() });
+        Some(read)
+    }
+}
+
+fn read_file(path: &Path, meta: &std::fs::Metadata, dir: &Path, overrides: &Overrides, host: &HostConfig, settings: &Settings) -> Result<Htaccess, ConfigError> {
+    let origin = warren_config::Origin { file: Arc::new(path.to_path_buf()), line: 0 };
+    let fail = |message: String| ConfigError { origin: origin.clone(), message };
+    if !meta.is_file() {
+        return Err(fail("not a regular file".into()));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(fail(format!("larger than {MAX_FILE} bytes")));
+    }
+    // Apache refuses an unreadable one too (403 there; 500 here, with the
+    // reason in the error log): a file it cannot read may deny access.
+    let text = std::fs::read(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    let text = String::from_utf8_lossy(&text);
+    let env = Env { server_root: settings.server_root.clone(), mpm: settings.mpm, handlers: handlers_for(host, dir) };
+    htaccess::read(path, &text, dir, overrides, &env)
+}
+
+/// The FastCGI handlers the server's configuration gives `dir` or what is
+/// under it: those its `.htaccess` may choose among.
+fn handlers_for(host: &HostConfig, dir: &Path) -> Vec<Handler> {
+    let dir = dir.to_string_lossy();
+    let applies = |m: &SectionMatch| match m {
+        SectionMatch::Directory(d) => directories_overlap(d, &dir),
+        _ => true,
+    };
+    let configs = std::iter::once(&host.dir).chain(host.sections.iter().filter(|s| applies(&s.matcher) && s.within.as_deref().is_none_or(applies)).map(|s| &s.config));
+    configs.filter_map(|c: &DirConfig| c.handler.clone().flatten()).filter(|h| !matches!(h, Handler::ServerStatus)).collect()
+}
+
+/// Whether any `<Directory>` of `host` lets `.htaccess` files in: if none
+/// does, requests never look for them.
+pub fn host_reads_files(host: &HostConfig) -> bool {
+    let reads = |c: &DirConfig| c.allow_override.as_ref().is_some_and(Overrides::reads_files);
+    reads(&host.dir) || host.sections.iter().any(|s| reads(&s.config))
+}
