@@ -32,6 +32,9 @@ pub enum AliasTarget {
 pub struct UrlAlias {
     pub url: UrlMatch,
     pub target: AliasTarget,
+    /// ScriptAlias, ScriptAliasMatch: every file there is a program, run by
+    /// the FastCGI handler in force and never sent as it is.
+    pub script: bool,
 }
 
 impl UrlMatch {
@@ -68,11 +71,11 @@ pub fn parse(d: &Directive, resolve: impl Fn(&str) -> PathBuf) -> Result<UrlAlia
     let name = d.name.to_ascii_lowercase();
     let regex = |p: &str| Regex::new(p).map(UrlMatch::Regex).map_err(|e| format!("{}: bad regular expression {p}: {e}", d.name));
     match name.as_str() {
-        "alias" | "aliasmatch" => {
+        "alias" | "aliasmatch" | "scriptalias" | "scriptaliasmatch" => {
             let [url, path] = d.args.as_slice() else { return Err(format!("{} takes a URL path and a file or directory", d.name)) };
-            let url = if name == "alias" { UrlMatch::Prefix(url.clone()) } else { regex(url)? };
+            let url = if name.ends_with("match") { regex(url)? } else { UrlMatch::Prefix(url.clone()) };
             let target = if path.contains('$') { path.clone() } else { resolve(path).to_string_lossy().into_owned() };
-            Ok(UrlAlias { url, target: AliasTarget::Path(target) })
+            Ok(UrlAlias { url, target: AliasTarget::Path(target), script: name.starts_with("script") })
         }
         _ => {
             // Redirect [status] URL-path [URL], and the fixed-status forms.
@@ -103,7 +106,7 @@ pub fn parse(d: &Directive, resolve: impl Fn(&str) -> PathBuf) -> Result<UrlAlia
                 _ => {}
             }
             let url = if name == "redirectmatch" { regex(from)? } else { UrlMatch::Prefix(from.clone()) };
-            Ok(UrlAlias { url, target: AliasTarget::Redirect(status, to) })
+            Ok(UrlAlias { url, target: AliasTarget::Redirect(status, to), script: false })
         }
     }
 }
@@ -154,5 +157,9 @@ mod tests {
         assert!(matches!(&slash.target, AliasTarget::Path(p) if p == "/srv/rel/icons/"));
         assert_eq!(slash.url.rest("/icons/a.png"), Some("a.png"));
         assert_eq!(slash.url.rest("/icons"), None, "Apache: a trailing slash in the alias needs one in the URL");
+        assert!(!a.script);
+        let s = one("ScriptAlias /cgi-bin/ /usr/lib/cgi-bin/").unwrap();
+        assert!(s.script && matches!(&s.target, AliasTarget::Path(p) if p == "/usr/lib/cgi-bin/"));
+        assert!(one("ScriptAliasMatch ^/fcgi/(.*) /srv/fcgi/$1").unwrap().script);
     }
 }

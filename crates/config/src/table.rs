@@ -198,6 +198,8 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("ProxyTimeout", "seconds", apply::proxy_timeout),
     host("Alias", "/url-path file|directory", apply::url_alias),
     host("AliasMatch", "regex file|directory", apply::url_alias),
+    host("ScriptAlias", "/url-path file|directory", apply::url_alias),
+    host("ScriptAliasMatch", "regex file|directory", apply::url_alias),
     // Per directory.
     dir("Options", "[+|-]option...", apply::options),
     dir("Require", "all granted|all denied|ip net...|local", apply::require),

@@ -90,6 +90,11 @@ impl Site {
                 return o;
             }
         }
+        // warren runs no CGI: what is under a ScriptAlias and no FastCGI
+        // handler took is refused, never sent as text nor listed.
+        if self.script_aliased(host, url) {
+            return Outcome::Ready(self.error(req, 403, &format!("ScriptAlias: no FastCGI handler (SetHandler) for {}; warren runs no CGI programs", route.fs.display())));
+        }
         // FallbackResource: no such file (nor a script with PATH_INFO, found
         // above) is answered by the fallback, once.
         if may_fall_back {

@@ -36,6 +36,8 @@ pub struct Host {
     /// The pools (`pool:NAME`) this host sends requests to: their status
     /// pages are answered here and on no other host.
     pub(crate) pools: Vec<String>,
+    /// Whether any ScriptAlias is configured.
+    pub(crate) has_script_alias: bool,
     /// Whether any `<Directory>` lets `.htaccess` files in.
     pub(crate) reads_htaccess: bool,
     /// AccessFileName.
@@ -119,8 +121,9 @@ impl Site {
             let has_fastcgi = is_fcgi(&config.dir) || config.sections.iter().any(|s| is_fcgi(&s.config));
             let pools = pools_used(&config);
             let reads_htaccess = crate::htaccess::host_reads_files(&config);
+            let has_script_alias = config.url_aliases.iter().any(|a| a.script);
             let access_file_names = config.access_file_names.clone().unwrap_or_else(|| vec![".htaccess".to_string()]);
-            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi, pools, reads_htaccess, access_file_names });
+            hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi, pools, has_script_alias, reads_htaccess, access_file_names });
         }
         Ok(Site {
             server_header: server_header(settings.server_tokens),
@@ -193,7 +196,7 @@ impl Site {
     /// Where a normalised URL path lies under the host's DocumentRoot.
     pub fn fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
         use std::os::unix::ffi::OsStrExt;
-        if let Some(p) = self.aliased(host, url) {
+        if let Some((p, _)) = self.aliased(host, url) {
             return p;
         }
         let root = &self.hosts[host].config.document_root;
@@ -203,8 +206,14 @@ impl Site {
 }
 
 impl Site {
-    /// Where Alias or AliasMatch puts `url` (the first that matches).
-    fn aliased(&self, host: usize, url: &[u8]) -> Option<PathBuf> {
+    /// Whether `url` is under a ScriptAlias: its files are programs.
+    pub fn script_aliased(&self, host: usize, url: &[u8]) -> bool {
+        self.hosts[host].has_script_alias && self.aliased(host, url).is_some_and(|(_, script)| script)
+    }
+
+    /// Where Alias or AliasMatch (or their Script forms, saying so) puts
+    /// `url` (the first that matches).
+    fn aliased(&self, host: usize, url: &[u8]) -> Option<(PathBuf, bool)> {
         use warren_config::alias::{AliasTarget, UrlMatch};
         let aliases = &self.hosts[host].config.url_aliases;
         if aliases.is_empty() {
@@ -226,7 +235,7 @@ impl Site {
                     out
                 }
             };
-            Some(PathBuf::from(path))
+            Some((PathBuf::from(path), a.script))
         })
     }
 }

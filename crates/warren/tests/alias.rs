@@ -100,4 +100,39 @@ fn fallback_resource_reaches_the_front_controller(mpm: &str) {
     assert_eq!(s.get("/static/keep.txt").text(), "kept");
 }
 
-each_mpm!(aliases_serve_outside_the_document_root, redirects_answer_first, directory_slash_on_and_off, fallback_resource_reaches_the_front_controller);
+/// ScriptAlias: its files are programs, run by the FastCGI handler in
+/// force; warren runs no CGI, so one no handler takes is refused (403),
+/// never sent as text, and its directory is not listed.
+fn script_alias_runs_or_refuses(mpm: &str) {
+    let dir = TempDir::new(&format!("scriptalias-{mpm}"));
+    standard_site(&dir);
+    dir.write("bin/hello.php", "<?php echo 'run: ', $_SERVER['SCRIPT_NAME'];");
+    dir.write("bin/tool.pl", "#!/usr/bin/perl\nprint 'secret source';\n");
+    let d = dir.0.display();
+    let conf = format!(
+        "ScriptAlias /cgi-bin/ {d}/bin/
+<Directory {d}/bin>
+    Require all granted
+    Options +Indexes
+</Directory>
+         <Pool www>
+    Command php-cgi
+    pm static
+    pm.max_children 1
+</Pool>
+<FilesMatch \"\\.php$\">
+    SetHandler pool:www
+</FilesMatch>
+"
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    assert_eq!(s.get("/cgi-bin/hello.php").text(), "run: /cgi-bin/hello.php");
+    let r = s.get("/cgi-bin/tool.pl");
+    assert_eq!(r.status, 403);
+    assert!(!r.text().contains("secret source"));
+    assert_eq!(s.get("/cgi-bin/").status, 403);
+    let log = s.wait_log("error.log", "warren runs no CGI");
+    assert!(log.contains("ScriptAlias: no FastCGI handler (SetHandler) for"), "{log}");
+}
+
+each_mpm!(aliases_serve_outside_the_document_root, redirects_answer_first, directory_slash_on_and_off, fallback_resource_reaches_the_front_controller, script_alias_runs_or_refuses);
