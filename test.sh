@@ -12,6 +12,10 @@ ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
 command -v php-cgi >/dev/null 2>&1 || missing+=(php-cgi)
 [ -f /usr/share/dokuwiki/doku.php ] || missing+=(dokuwiki)
 command -v md5sum >/dev/null 2>&1 || missing+=(coreutils)
+# The WordPress test runs Debian's package on a private MariaDB.
+[ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
+[ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
+php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq

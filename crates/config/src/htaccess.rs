@@ -97,6 +97,11 @@ impl Overrides {
         self.classes != 0 || !self.listed.is_empty()
     }
 
+    /// Whether `.htaccess` files may hold the directive `name` here.
+    pub fn lets_in(&self, name: &str) -> bool {
+        self.allows(name).is_ok()
+    }
+
     fn allows(&self, name: &str) -> Result<(), String> {
         if self.listed.iter().any(|l| l.eq_ignore_ascii_case(name)) {
             return Ok(());

@@ -104,6 +104,21 @@ fn handlers_for(host: &HostConfig, dir: &Path) -> Vec<Handler> {
     configs.filter_map(|c: &DirConfig| c.handler.clone().flatten()).filter(|h| !matches!(h, Handler::ServerStatus)).collect()
 }
 
+/// The AllowOverride in force for the directory `dir` (`<Directory>`
+/// sections only can set it; the deepest wins).
+pub fn overrides_for<'a>(host: &'a HostConfig, dir: &str) -> Option<&'a Overrides> {
+    let mut best: Option<(usize, &Overrides)> = host.dir.allow_override.as_ref().map(|o| (0, o));
+    for s in &host.sections {
+        if let (SectionMatch::Directory(d), None, Some(o)) = (&s.matcher, &s.within, &s.config.allow_override) {
+            let depth = d.matches('/').count();
+            if crate::sections::dir_contains(d, dir) && best.is_none_or(|(b, _)| depth >= b) {
+                best = Some((depth, o));
+            }
+        }
+    }
+    best.map(|(_, o)| o)
+}
+
 /// Whether any `<Directory>` of `host` lets `.htaccess` files in: if none
 /// does, requests never look for them.
 pub fn host_reads_files(host: &HostConfig) -> bool {

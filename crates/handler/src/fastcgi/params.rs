@@ -29,6 +29,22 @@ impl Site {
         Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false }))
     }
 
+    /// SERVER_SOFTWARE: the Server header, and "Apache/2.4-compatible"
+    /// where the script's directory takes rewrite rules from `.htaccess`
+    /// files. WordPress (like other PHP applications) offers pretty
+    /// permalinks and writes its rules to `.htaccess` only when this names
+    /// Apache (or LiteSpeed); where warren would not read the file, saying
+    /// so would make it write rules that do nothing.
+    fn server_software(&self, host: usize, script: &str) -> Vec<u8> {
+        let mut v = self.server_header.clone();
+        let dir = Path::new(script).parent().map(|d| d.to_string_lossy());
+        let h = &self.hosts[host];
+        if h.reads_htaccess && dir.is_some_and(|d| crate::htaccess::overrides_for(&h.config, &d).is_some_and(|o| o.lets_in("RewriteRule"))) {
+            v.push_str(" Apache/2.4-compatible");
+        }
+        v.into_bytes()
+    }
+
     /// The CGI/1.1 variables of RFC 3875 and those PHP expects.
     fn cgi_params(&self, req: Request, target: &ScriptTarget, query: &[u8]) -> Vec<(HeaderName, Vec<u8>)> {
         let Request { head, conn, host } = req;
@@ -41,7 +57,7 @@ impl Site {
         let mut p: Vec<(HeaderName, Vec<u8>)> = Vec::with_capacity(32);
         let set = |p: &mut Vec<(HeaderName, Vec<u8>)>, n: &'static str, v: Vec<u8>| p.push((HeaderName::Borrowed(n), v));
         set(&mut p, "GATEWAY_INTERFACE", b"CGI/1.1".to_vec());
-        set(&mut p, "SERVER_SOFTWARE", self.server_header.clone().into_bytes());
+        set(&mut p, "SERVER_SOFTWARE", self.server_software(host, &target.filename));
         set(&mut p, "SERVER_NAME", server_name);
         set(&mut p, "SERVER_ADDR", conn.local.ip().to_string().into_bytes());
         set(&mut p, "SERVER_PORT", conn.local.port().to_string().into_bytes());
