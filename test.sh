@@ -15,6 +15,7 @@ command -v md5sum >/dev/null 2>&1 || missing+=(coreutils)
 # The WordPress test runs Debian's package on a private MariaDB.
 [ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
 [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
+command -v php >/dev/null 2>&1 || missing+=(php-cli)
 php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
