@@ -1,0 +1,542 @@
+//! One pass of a rule list over a request, as Apache's `apply_rewrite_list`
+//! and `apply_rewrite_rule`: each rule's pattern is matched against the
+//! current filename (in per-directory context with the directory's prefix
+//! stripped), then its conditions are checked, then the substitution is
+//! expanded and split into a path and a query string. The [`State`] is
+//! what a request carries between rules; the [`Request`] is how the engine
+//! reads the rest of it.
+
+use std::cmp::Ordering;
+
+use crate::escape;
+use crate::maps::RewriteMap;
+use crate::rules::{atoi, Cond, CondTest, Rule};
+use crate::template::{Piece, Template};
+
+/// What the engine reads of a request, and the environment it may change.
+pub trait Request {
+    /// A server variable by Apache's name, in upper case (`REQUEST_URI`,
+    /// `HTTP_HOST`, `HTTPS`, `SERVER_PORT`, `THE_REQUEST`...). The engine
+    /// answers `REQUEST_FILENAME`, `SCRIPT_FILENAME` and `QUERY_STRING`
+    /// itself from its state.
+    fn variable(&self, name: &str) -> Option<String>;
+    /// A request header, by name.
+    fn header(&self, name: &str) -> Option<String>;
+    /// An environment variable.
+    fn env(&self, name: &str) -> Option<String>;
+    /// Sets (Some) or removes (None) an environment variable.
+    fn set_env(&mut self, name: &str, value: Option<String>);
+    fn map(&self, name: &str) -> Option<&RewriteMap>;
+    /// `-F`: whether the server would serve this file.
+    fn file_lookup(&self, path: &str) -> bool;
+    /// `-U`: whether the server would answer this URL path without an error.
+    fn url_lookup(&self, path: &str) -> bool;
+    /// Chooses one of `n` alternatives (`rnd:` maps).
+    fn pick(&self, n: usize) -> usize;
+}
+
+/// The request as the rules rewrite it.
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    /// Apache's `r->filename`: the URL path in server context, a filesystem
+    /// path in per-directory context, or an absolute URL once rewritten to one.
+    pub filename: String,
+    /// The query string, without its `?`.
+    pub query: Option<String>,
+    /// `[T=]` and `[H=]`, lower-cased.
+    pub mime_type: Option<String>,
+    pub handler: Option<String>,
+    /// The status a rule set (`[R=code]`, `[F]`, `[G]`).
+    pub status: Option<u16>,
+    /// Request headers the matching rules' conditions read: the answer varies on them.
+    pub vary: Vec<String>,
+    /// `[END]` was hit: no more rewriting for this request, internal
+    /// redirects included.
+    pub end: bool,
+    /// `[DPI]` was hit in per-directory context.
+    pub discard_path_info: bool,
+}
+
+/// What a pass over a rule list did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// No rule changed the filename (rules with `-` may have set variables).
+    Unchanged,
+    Changed { noescape: bool, passthrough: bool },
+    /// Answer with this status (`[F]`, `[G]`, `[R=4xx]`, or 500 for a loop).
+    Status(u16),
+}
+
+/// Groups of the last match, owned: the text they came from changes.
+type Groups = Vec<Option<String>>;
+
+struct Ctx<'r, R: Request + ?Sized> {
+    req: &'r mut R,
+    rule_groups: Groups,
+    cond_groups: Groups,
+    vary_this: Vec<String>,
+}
+
+/// Runs `rules` over `state`. `perdir` is the directory (ending in `/`)
+/// in per-directory context. `max_len` bounds the filename (Apache: twice
+/// LimitRequestLine): past it a loop of rules is stopped with a 500.
+pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: &mut State, req: &mut R, max_len: usize) -> Applied {
+    let mut changed = Applied::Unchanged;
+    let mut rounds = 1u32;
+    let mut ctx = Ctx { req, rule_groups: Vec::new(), cond_groups: Vec::new(), vary_this: Vec::new() };
+    'again: loop {
+        let mut i = 0;
+        while i < rules.len() {
+            let rule = rules[i];
+            match apply_rule(rule, perdir, state, &mut ctx) {
+                RuleResult::NoMatch => {
+                    // A chain breaks: the rules chained to this one are skipped.
+                    let mut r = rule;
+                    while r.flags.chain && i + 1 < rules.len() {
+                        i += 1;
+                        r = rules[i];
+                    }
+                }
+                result => {
+                    if state.filename.len() > max_len {
+                        return Applied::Status(500);
+                    }
+                    if let Some(s) = rule.flags.status {
+                        state.status = Some(s);
+                        return Applied::Status(s);
+                    }
+                    if result == RuleResult::Match {
+                        changed = Applied::Changed { noescape: rule.flags.noescape, passthrough: false };
+                    }
+                    if rule.flags.passthrough {
+                        return Applied::Changed { noescape: rule.flags.noescape, passthrough: true };
+                    }
+                    if rule.flags.end {
+                        state.end = true;
+                        break 'again;
+                    }
+                    if rule.flags.last {
+                        break 'again;
+                    }
+                    if let Some(max) = rule.flags.next_round {
+                        rounds += 1;
+                        if rounds >= max {
+                            return Applied::Status(500);
+                        }
+                        continue 'again;
+                    }
+                    i += rule.flags.skip;
+                }
+            }
+            i += 1;
+        }
+        break;
+    }
+    changed
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RuleResult {
+    NoMatch,
+    Match,
+    /// Matched, with no substitution (`-`).
+    NoSub,
+}
+
+fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mut State, ctx: &mut Ctx<R>) -> RuleResult {
+    let mut uri: &str = &state.filename;
+    if let Some(dir) = perdir {
+        if let Some(rest) = uri.strip_prefix(dir) {
+            uri = rest;
+        }
+    }
+    let caps = rule.pattern.captures(uri);
+    if caps.is_some() == rule.negate {
+        return RuleResult::NoMatch;
+    }
+    ctx.rule_groups = match (&caps, rule.negate) {
+        (Some(c), false) => (0..c.len()).map(|n| c.get(n).map(str::to_string)).collect(),
+        _ => Vec::new(),
+    };
+    ctx.cond_groups = Vec::new();
+    ctx.vary_this.clear();
+    let mut vary = Vec::new();
+    let mut i = 0;
+    while i < rule.conds.len() {
+        let c = &rule.conds[i];
+        let ok = apply_cond(c, state, ctx);
+        if c.no_vary {
+            ctx.vary_this.clear();
+        }
+        if c.or_next {
+            if !ok {
+                ctx.vary_this.clear();
+                i += 1;
+                continue;
+            }
+            // One of the ORed conditions holds: the rest of them are not tested.
+            while i < rule.conds.len() && rule.conds[i].or_next {
+                i += 1;
+            }
+        } else if !ok {
+            return RuleResult::NoMatch;
+        }
+        vary.append(&mut ctx.vary_this);
+        i += 1;
+    }
+    for v in vary {
+        if !state.vary.iter().any(|x| x.eq_ignore_ascii_case(&v)) {
+            state.vary.push(v);
+        }
+    }
+    let new = rule.substitution.as_ref().map(|t| expand(t, state, ctx, Some(rule)));
+    for e in &rule.flags.env {
+        let spec = expand(e, state, ctx, None);
+        match spec.strip_prefix('!') {
+            Some(name) => ctx.req.set_env(name, None),
+            None => {
+                let (name, value) = spec.split_once(':').unwrap_or((&spec, ""));
+                ctx.req.set_env(name, Some(value.to_string()));
+            }
+        }
+    }
+    let Some(mut new) = new else {
+        force_type_handler(rule, state, ctx);
+        return RuleResult::NoSub;
+    };
+    let mut prefix_added = false;
+    if !new.starts_with('/') && crate::absolute_uri(&new).is_none() {
+        if let Some(dir) = perdir {
+            new = format!("{dir}{new}");
+            prefix_added = true;
+        } else if rule.flags.redirect.is_none() {
+            // A relative substitution in server context is a path from the root.
+            new = format!("/{new}");
+            prefix_added = true;
+        }
+    }
+    state.filename = new;
+    if perdir.is_some() && rule.flags.discard_path_info {
+        state.discard_path_info = true;
+    }
+    split_query(state, &rule.flags);
+    if let Some(code) = rule.flags.redirect {
+        state.status = Some(code);
+        return RuleResult::Match;
+    }
+    if !(rule.flags.unc || prefix_added) && !rule.substitution_text.starts_with("//") {
+        // Leading slashes merged, unless they were literal in the substitution.
+        let trimmed = state.filename.trim_start_matches('/');
+        if state.filename.len() - trimmed.len() > 1 {
+            state.filename = format!("/{trimmed}");
+        }
+    }
+    force_type_handler(rule, state, ctx);
+    RuleResult::Match
+}
+
+fn force_type_handler<R: Request + ?Sized>(rule: &Rule, state: &mut State, ctx: &mut Ctx<R>) {
+    if let Some(t) = &rule.flags.mime_type {
+        let v = expand(t, state, ctx, Some(rule));
+        if !v.is_empty() {
+            state.mime_type = Some(v.to_ascii_lowercase());
+        }
+    }
+    if let Some(h) = &rule.flags.handler {
+        let v = expand(h, state, ctx, Some(rule));
+        if !v.is_empty() {
+            state.handler = Some(v.to_ascii_lowercase());
+        }
+    }
+}
+
+/// Apache's `splitout_queryargs`: a `?` in the new filename starts its
+/// query string, which replaces the request's (or is put before it with
+/// `[QSA]`); `[QSD]` drops the request's; a substitution ending in `?`
+/// leaves none.
+fn split_query(state: &mut State, flags: &crate::rules::Flags) {
+    if flags.qsnone {
+        state.query = None;
+        return;
+    }
+    let skip = match crate::absolute_uri(&state.filename) {
+        Some((_, false)) => {
+            state.query = None;
+            return;
+        }
+        Some((n, true)) => n,
+        None => 0,
+    };
+    if flags.qsdiscard {
+        state.query = None;
+    }
+    let tail = &state.filename[skip..];
+    let at = if flags.qslast { tail.rfind('?') } else { tail.find('?') };
+    let Some(at) = at else { return };
+    let q = tail[at + 1..].to_string();
+    state.filename.truncate(skip + at);
+    let mut args = if flags.qsappend {
+        if q.is_empty() {
+            state.query.take()
+        } else {
+            Some(match state.query.take() {
+                Some(old) => format!("{q}&{old}"),
+                None => format!("{q}&"),
+            })
+        }
+    } else {
+        Some(q)
+    };
+    if let Some(a) = &mut args {
+        if a.is_empty() {
+            args = None;
+        } else if a.ends_with('&') {
+            a.pop();
+        }
+    }
+    state.query = args;
+}
+
+fn apply_cond<R: Request + ?Sized>(c: &Cond, state: &State, ctx: &mut Ctx<R>) -> bool {
+    let input = expand(&c.input, state, ctx, None);
+    let meta = |follow: bool| if follow { std::fs::metadata(&input) } else { std::fs::symlink_metadata(&input) };
+    let cmp = |a: &str, b: &str| if c.nocase { a.to_ascii_lowercase().cmp(&b.to_ascii_lowercase()) } else { a.cmp(b) };
+    let ok = match &c.test {
+        CondTest::File => meta(true).is_ok_and(|m| m.is_file()),
+        CondTest::FileSize => meta(true).is_ok_and(|m| m.is_file() && m.len() > 0),
+        CondTest::Directory => meta(true).is_ok_and(|m| m.is_dir()),
+        CondTest::Link => meta(false).is_ok_and(|m| m.file_type().is_symlink()),
+        CondTest::Executable => {
+            use std::os::unix::fs::PermissionsExt;
+            meta(true).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+        }
+        CondTest::FileLookup => !input.is_empty() && ctx.req.file_lookup(&input),
+        CondTest::UrlLookup => !input.is_empty() && ctx.req.url_lookup(&input),
+        CondTest::Lexical(ord, or_equal, pat) => {
+            let o = cmp(&input, pat);
+            o == *ord || (*or_equal && o == Ordering::Equal)
+        }
+        CondTest::Integer(ord, or_equal, n) => {
+            let o = atoi(&input).cmp(n);
+            o == *ord || (*or_equal && o == Ordering::Equal)
+        }
+        CondTest::Regex(re) => match re.captures(&input) {
+            Some(caps) => {
+                if !c.negate {
+                    ctx.cond_groups = (0..caps.len()).map(|n| caps.get(n).map(str::to_string)).collect();
+                }
+                true
+            }
+            None => false,
+        },
+    };
+    ok != c.negate
+}
+
+/// A template expanded for the request; `rule` is given where `[B]`
+/// applies to back-references.
+fn expand<R: Request + ?Sized>(t: &Template, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>) -> String {
+    let mut out = String::new();
+    for p in &t.pieces {
+        match p {
+            Piece::Literal(s) => out.push_str(s),
+            Piece::RuleGroup(n) | Piece::CondGroup(n) => {
+                let groups = if matches!(p, Piece::RuleGroup(_)) { &ctx.rule_groups } else { &ctx.cond_groups };
+                let Some(Some(g)) = groups.get(*n) else { continue };
+                match rule.map(|r| &r.flags) {
+                    Some(f) if f.escape_backrefs.is_some() => {
+                        let only = f.escape_backrefs.as_ref().and_then(|o| o.as_deref());
+                        out.push_str(&escape::escape_backref(g, only, f.backref_noescapes.as_deref(), f.backref_no_plus));
+                    }
+                    _ => out.push_str(g),
+                }
+            }
+            Piece::Variable(name) => out.push_str(&variable(name, state, ctx)),
+            Piece::Map { name, key, default } => {
+                let k = expand(key, state, ctx, rule);
+                let found = ctx.req.map(name).and_then(|m| m.lookup(&k, |n| ctx.req.pick(n)));
+                match found {
+                    Some(v) => out.push_str(&v),
+                    None => {
+                        if let Some(d) = default {
+                            out.push_str(&expand(d, state, ctx, rule));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Headers Apache's rewrite variables name, by variable.
+const HEADER_VARS: &[(&str, &str)] = &[
+    ("HTTP_ACCEPT", "Accept"),
+    ("HTTP_COOKIE", "Cookie"),
+    ("HTTP_FORWARDED", "Forwarded"),
+    ("HTTP_HOST", "Host"),
+    ("HTTP_PROXY_CONNECTION", "Proxy-Connection"),
+    ("HTTP_REFERER", "Referer"),
+    ("HTTP_USER_AGENT", "User-Agent"),
+];
+
+fn variable<R: Request + ?Sized>(name: &str, state: &State, ctx: &mut Ctx<R>) -> String {
+    if let Some((kind, rest)) = name.split_once(':') {
+        if rest.is_empty() {
+            return String::new();
+        }
+        return match kind.to_ascii_uppercase().as_str() {
+            "ENV" => ctx.req.env(rest).or_else(|| std::env::var(rest).ok()).unwrap_or_default(),
+            "HTTP" => header(rest, ctx),
+            "SSL" => String::new(),
+            // Look-ahead sub-requests: the value as the current request has it.
+            "LA-U" | "LA-F" => variable(rest, state, ctx),
+            _ => String::new(),
+        };
+    }
+    let upper = name.to_ascii_uppercase();
+    match upper.as_str() {
+        "REQUEST_FILENAME" | "SCRIPT_FILENAME" => state.filename.clone(),
+        "QUERY_STRING" => state.query.clone().unwrap_or_default(),
+        _ => match HEADER_VARS.iter().find(|(v, _)| *v == upper) {
+            Some((_, h)) => header(h, ctx),
+            None => ctx.req.variable(&upper).unwrap_or_default(),
+        },
+    }
+}
+
+fn header<R: Request + ?Sized>(name: &str, ctx: &mut Ctx<R>) -> String {
+    match ctx.req.header(name) {
+        Some(v) => {
+            // RFC 7231 7.1.4: a response never varies on Host.
+            if !name.eq_ignore_ascii_case("host") {
+                ctx.vary_this.push(name.to_string());
+            }
+            v
+        }
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::RuleSet;
+    use std::collections::HashMap;
+
+    #[derive(Default)]
+    struct Fake {
+        vars: HashMap<String, String>,
+        headers: HashMap<String, String>,
+        env: HashMap<String, String>,
+    }
+
+    impl Request for Fake {
+        fn variable(&self, name: &str) -> Option<String> {
+            self.vars.get(name).cloned()
+        }
+        fn header(&self, name: &str) -> Option<String> {
+            self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())
+        }
+        fn env(&self, name: &str) -> Option<String> {
+            self.env.get(name).cloned()
+        }
+        fn set_env(&mut self, name: &str, value: Option<String>) {
+            match value {
+                Some(v) => self.env.insert(name.to_string(), v),
+                None => self.env.remove(name),
+            };
+        }
+        fn map(&self, _: &str) -> Option<&RewriteMap> {
+            None
+        }
+        fn file_lookup(&self, _: &str) -> bool {
+            false
+        }
+        fn url_lookup(&self, _: &str) -> bool {
+            false
+        }
+        fn pick(&self, _: usize) -> usize {
+            0
+        }
+    }
+
+    fn set(lines: &[&str]) -> RuleSet {
+        let mut s = RuleSet::default();
+        for (n, l) in lines.iter().enumerate() {
+            let mut words: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+            let name = words.remove(0);
+            let origin = format!("t:{}", n + 1);
+            match name.as_str() {
+                "RewriteCond" => s.add_cond(&words, &origin),
+                "RewriteRule" => s.add_rule(&words, &origin),
+                _ => panic!("{name}"),
+            }
+            .unwrap();
+        }
+        s
+    }
+
+    fn run(s: &RuleSet, perdir: Option<&str>, filename: &str, query: Option<&str>, req: &mut Fake) -> (Applied, State) {
+        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
+        let mut st = State { filename: filename.into(), query: query.map(str::to_string), ..State::default() };
+        let a = apply(&rules, perdir, &mut st, req, 16384);
+        (a, st)
+    }
+
+    #[test]
+    fn server_context_rewrite_with_query_append() {
+        let s = set(&["RewriteRule ^/old/(.*)$ /new.php?p=$1 [QSA,L]", "RewriteRule ^ /never"]);
+        let (a, st) = run(&s, None, "/old/x", Some("a=1"), &mut Fake::default());
+        assert_eq!(a, Applied::Changed { noescape: false, passthrough: false });
+        assert_eq!((st.filename.as_str(), st.query.as_deref()), ("/new.php", Some("p=x&a=1")));
+    }
+
+    #[test]
+    fn per_directory_prefix_is_stripped_and_added_back() {
+        let s = set(&["RewriteCond %{REQUEST_FILENAME} !-f", "RewriteRule ^(.*)$ index.php [L]"]);
+        let (_, st) = run(&s, Some("/nonexistent-root/"), "/nonexistent-root/a/b", None, &mut Fake::default());
+        assert_eq!(st.filename, "/nonexistent-root/index.php");
+    }
+
+    #[test]
+    fn conditions_or_and_back_references() {
+        let s = set(&["RewriteCond %{HTTP_HOST} ^www\\.(.+)$ [NC,OR]", "RewriteCond %{HTTP:X-Alt} ^(alt)$", "RewriteRule ^/(.*) http://%1/$1 [R=301,L]"]);
+        let mut req = Fake::default();
+        req.headers.insert("Host".into(), "WWW.example.org".into());
+        let (a, st) = run(&s, None, "/p", None, &mut req);
+        assert_eq!(a, Applied::Changed { noescape: false, passthrough: false });
+        assert_eq!((st.filename.as_str(), st.status), ("http://example.org/p", Some(301)));
+        assert!(st.vary.is_empty(), "Host is never in Vary");
+        let mut req = Fake::default();
+        req.headers.insert("X-Alt".into(), "alt".into());
+        let (_, st) = run(&s, None, "/p", None, &mut req);
+        assert_eq!((st.filename.as_str(), st.vary.clone()), ("http://alt/p", vec!["X-Alt".to_string()]));
+    }
+
+    #[test]
+    fn env_status_skip_chain_and_end() {
+        let s = set(&["RewriteRule ^/a - [E=SEEN:$0,S=1]", "RewriteRule ^ /skipped", "RewriteRule ^/a/(x)$ /chained-$1 [C]", "RewriteRule ^/chained-(x)$ /end-$1 [END]", "RewriteRule ^ /never"]);
+        let mut req = Fake::default();
+        let (a, st) = run(&s, None, "/a/x", None, &mut req);
+        assert_eq!((a, st.filename.as_str(), st.end), (Applied::Changed { noescape: false, passthrough: false }, "/end-x", true));
+        assert_eq!(req.env.get("SEEN").map(String::as_str), Some("/a"));
+        let s = set(&["RewriteRule \\.ini$ - [F]"]);
+        assert_eq!(run(&s, None, "/x.ini", None, &mut Fake::default()).0, Applied::Status(403));
+    }
+
+    #[test]
+    fn rounds_are_bounded() {
+        let s = set(&["RewriteRule ^/(.*)$ /x$1 [N]"]);
+        assert_eq!(run(&s, None, "/a", None, &mut Fake::default()).0, Applied::Status(500));
+        let s = set(&["RewriteRule ^/(a+)$ /$1a"]);
+        assert_eq!(apply(&[&s.rules[0]], None, &mut State { filename: "/a".into(), ..State::default() }, &mut Fake::default(), 2), Applied::Status(500));
+    }
+
+    #[test]
+    fn escaped_back_references() {
+        let s = set(&["RewriteRule ^/s/(.*)$ /search.php?q=$1 [B]"]);
+        let (_, st) = run(&s, None, "/s/a b&c", None, &mut Fake::default());
+        assert_eq!(st.query.as_deref(), Some("q=a+b%26c"));
+    }
+}

@@ -1,0 +1,82 @@
+//! The escaping mod_rewrite applies: back-references under `[B]` (as PHP's
+//! urlencode, a space becoming `+`), redirect URLs (Apache's
+//! `ap_escape_uri`, unless `[NE]`), and `int:escape` / `int:unescape`.
+
+/// What `ap_escape_uri` leaves as it is in a path.
+fn path_safe(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"$-_.+!*'(),:;@&=/~".contains(&b)
+}
+
+fn push_hex(out: &mut String, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('%');
+    out.push(HEX[(b >> 4) as usize] as char);
+    out.push(HEX[(b & 15) as usize] as char);
+}
+
+/// Apache's `ap_escape_uri`: every byte but the path-safe ones as `%xx`.
+pub fn escape_uri(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        if path_safe(b) {
+            out.push(b as char);
+        } else {
+            push_hex(&mut out, b);
+        }
+    }
+    out
+}
+
+/// A back-reference under `[B]`: with no list, every byte but letters,
+/// digits and `_` escaped; with `[B=list]` only those listed; never those
+/// of `[BNE=list]`.
+pub fn escape_backref(s: &str, only: Option<&str>, never: Option<&str>, no_plus: bool) -> String {
+    let mut out = String::with_capacity(s.len() * 3);
+    for &b in s.as_bytes() {
+        let chosen = only.is_none_or(|l| l.as_bytes().contains(&b)) && never.is_none_or(|l| !l.as_bytes().contains(&b));
+        if !chosen || b.is_ascii_alphanumeric() || b == b'_' {
+            out.push(b as char);
+        } else if b == b' ' && !no_plus {
+            out.push('+');
+        } else {
+            push_hex(&mut out, b);
+        }
+    }
+    out
+}
+
+/// `%xx` sequences decoded; a `%` not followed by two hex digits stays.
+pub fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_as_apache() {
+        assert_eq!(escape_uri("/a b/ü?x=%"), "/a%20b/%c3%bc%3fx=%25");
+        assert_eq!(escape_backref("a b&c/d", None, None, false), "a+b%26c%2fd");
+        assert_eq!(escape_backref("a b&c/d", None, None, true), "a%20b%26c%2fd");
+        assert_eq!(escape_backref("a b&c/d", Some("&"), None, false), "a b%26c/d");
+        assert_eq!(escape_backref("a b&c/d", None, Some("/"), false), "a+b%26c/d");
+        assert_eq!(unescape("a%20b%zz%4"), "a b%zz%4");
+        assert_eq!(unescape("%41"), "A");
+    }
+}
