@@ -189,6 +189,11 @@ impl Builder {
         let corrections = s.tuning.correct(self.mpm, &self.tuning_set);
         self.warnings.extend(corrections);
 
+        let main_origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
+        crate::rewrite::check_dangling(&mut self, &s.main.dir, &main_origin);
+        for vh in &s.virtual_hosts {
+            crate::rewrite::check_dangling(&mut self, &vh.host.dir, &vh.origin);
+        }
         // Virtual hosts inherit what the main server sets and they don't.
         for vh in &mut s.virtual_hosts {
             let mut dir = s.main.dir.clone();
@@ -337,6 +342,10 @@ impl Builder {
             self.error(&d.origin, message);
             return;
         }
+        if spec.name.starts_with("Rewrite") && !spec.name.eq_ignore_ascii_case("RewriteMap") && matches!(&target, Target::Dir(_, section) if !section.eq_ignore_ascii_case("Directory") && *section != ".htaccess") {
+            self.error(&d.origin, format!("{} is not supported in these sections by warren: use <Directory> or .htaccess (Apache's per-directory rules in <Location> and <Files> are unreliable too)", d.name));
+            return;
+        }
         if spec.name.starts_with("AllowOverride") && !matches!(&target, Target::Dir(_, section) if section.eq_ignore_ascii_case("Directory")) {
             self.error(&d.origin, format!("{} not allowed here: only in <Directory> (not its regex form)", d.name));
             return;
@@ -466,6 +475,12 @@ impl Builder {
                 }
             }
         }
+        match (&matcher, &mut config.rewrite) {
+            (SectionMatch::Directory(path), Some(set)) => set.directory = Some(path.clone()),
+            (_, Some(_)) => self.error(&sec.origin, format!("rewrite rules in <{} ~ ...> or <DirectoryMatch> are not supported by warren: use <Directory> or .htaccess", sec.name)),
+            _ => {}
+        }
+        crate::rewrite::check_dangling(self, &config, &sec.origin);
         let section = DirSection { matcher, within: within.map(|w| Box::new(w.clone())), config, origin: sec.origin.clone() };
         let mut out = vec![section];
         out.append(&mut nested);

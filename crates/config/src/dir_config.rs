@@ -107,6 +107,9 @@ pub struct DirConfig {
     pub allow_override: Option<crate::htaccess::Overrides>,
     /// Redirect and RedirectMatch, in config order.
     pub redirects: Vec<crate::alias::UrlAlias>,
+    /// mod_rewrite's directives here. The host's own (`HostConfig::dir`)
+    /// are its server-context rules and maps.
+    pub rewrite: Option<warren_rewrite::RuleSet>,
 }
 
 /// What `SetHandler` can name.
@@ -160,6 +163,12 @@ impl DirConfig {
         }
         if over.accept_path_info.is_some() {
             self.accept_path_info = over.accept_path_info;
+        }
+        // Only a virtual host's config is merged over the main server's
+        // (sections stay layers): the server-context merge of mod_rewrite.
+        if self.rewrite.is_some() || over.rewrite.is_some() {
+            let main = self.rewrite.take().unwrap_or_default();
+            self.rewrite = Some(warren_rewrite::rules::merge_server(&main, over.rewrite.as_ref().unwrap_or(&Default::default())));
         }
     }
 }

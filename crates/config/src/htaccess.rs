@@ -67,6 +67,11 @@ const CLASSES: &[(Class, &[&str])] = &[
             "RedirectMatch",
             "RedirectPermanent",
             "RedirectTemp",
+            "RewriteEngine",
+            "RewriteOptions",
+            "RewriteBase",
+            "RewriteCond",
+            "RewriteRule",
         ],
     ),
     (Class::Indexes, &["DirectoryIndex", "FallbackResource", "DirectorySlash"]),
@@ -218,7 +223,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
     }
     let mut builder = Builder::for_htaccess(env, path);
     let dir_text = dir.to_string_lossy().trim_end_matches('/').to_string();
-    let matcher = SectionMatch::Directory(dir_text);
+    let matcher = SectionMatch::Directory(dir_text.clone());
     let mut config = DirConfig::default();
     let mut files = Vec::new();
     for node in &nodes {
@@ -246,6 +251,9 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
         if let Some(e) = builder.first_error() {
             return Err(e);
         }
+    }
+    if let Some(set) = &mut config.rewrite {
+        set.directory = Some(dir_text.clone());
     }
     let own = DirSection { matcher, within: None, config, origin: Origin { file, line: 1 } };
     let mut sections = vec![own];

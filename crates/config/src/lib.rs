@@ -28,6 +28,8 @@
 //! [`alias`] reads mod_alias's Alias, AliasMatch, Redirect and
 //! RedirectMatch into a host's [`alias::UrlAlias`]es.
 //!
+//! [`rewrite`] reads mod_rewrite's directives into compiled rule sets.
+//!
 //! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
 //! it change; the handler finds and caches the files.
 //!
@@ -50,6 +52,7 @@ pub mod mpm;
 pub mod parse;
 pub mod pool;
 pub mod pool_file;
+pub mod rewrite;
 pub mod settings;
 pub mod table;
 pub mod values;

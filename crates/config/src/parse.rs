@@ -81,6 +81,8 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "proxy_module",
     "proxy_fcgi_module",
     "reqtimeout_module",
+    "alias_module",
+    "rewrite_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

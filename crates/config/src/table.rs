@@ -219,6 +219,12 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("RedirectMatch", "[status] regex [URL]", apply::redirect),
     dir("RedirectPermanent", "/url-path URL", apply::redirect),
     dir("RedirectTemp", "/url-path URL", apply::redirect),
+    dir("RewriteEngine", "On|Off", crate::rewrite::directive),
+    dir("RewriteOptions", "Inherit|InheritBefore|InheritDown|InheritDownBefore|IgnoreInherit|MergeBase|AllowNoSlash...", crate::rewrite::directive),
+    dir("RewriteBase", "/url-path", crate::rewrite::directive),
+    dir("RewriteCond", "TestString CondPattern [flags]", crate::rewrite::directive),
+    dir("RewriteRule", "Pattern Substitution [flags]", crate::rewrite::directive),
+    host("RewriteMap", "name txt:file|rnd:file|int:function", crate::rewrite::map),
 ];
 
 /// The directive called `name` (case does not matter, as in Apache).

@@ -109,7 +109,7 @@ impl Site {
             _ => {
                 let why = format!("ErrorDocument {status} {local} needs a handler, which cannot answer this error; answering with the built-in page");
                 self.hosts[host].error_log.error(Some(conn.peer), &why);
-                let mut r = self.error_page(Request { head, conn, host }, status);
+                let mut r = self.error_page(Request::new(head, conn, host), status);
                 r.error_document = None;
                 r
             }

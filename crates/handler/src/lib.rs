@@ -33,7 +33,10 @@
 //! checked), `static_files` (files, DirectoryIndex, trailing-slash
 //! redirects), `listing` (Options Indexes), `fastcgi/` (the proxy to
 //! FastCGI applications: `params`, `exchange`, `response`, `backend`),
-//! `pool_status` (the status page of warren's own pools), `status`
+//! `pool_status` (the status page of warren's own pools), `rewrite`
+//! (mod_rewrite's rules run for a request, in server and per-directory
+//! context, and its internal redirects), `request_env` (a request's
+//! environment variables), `status`
 //! (server-status), `router` (which of them answers), `internal_redirect`
 //! (a request served again for another URL: a local ErrorDocument, a
 //! FastCGI local `Location:`), `path` (decoding and normalising URL
@@ -52,6 +55,8 @@ pub mod mime;
 pub mod path;
 pub mod spool;
 pub mod pool_status;
+pub mod request_env;
+mod rewrite;
 pub mod route;
 pub mod router;
 mod sections;

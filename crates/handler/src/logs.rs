@@ -361,18 +361,18 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-struct Civil {
-    year: i64,
-    month: u32,
-    day: u32,
-    weekday: usize,
-    hour: u64,
-    min: u64,
-    sec: u64,
+pub(crate) struct Civil {
+    pub(crate) year: i64,
+    pub(crate) month: u32,
+    pub(crate) day: u32,
+    pub(crate) weekday: usize,
+    pub(crate) hour: u64,
+    pub(crate) min: u64,
+    pub(crate) sec: u64,
     micros: u32,
 }
 
-fn civil(t: SystemTime) -> Civil {
+pub(crate) fn civil(t: SystemTime) -> Civil {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let days = (secs / 86_400) as i64;

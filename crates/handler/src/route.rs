@@ -10,6 +10,7 @@ use warren_http::RequestHead;
 
 use crate::htaccess;
 use crate::path;
+use crate::request_env::RequestEnv;
 use crate::sections::{ancestors, dir_contains, ip_in, location_matches, wildcard_match};
 use crate::site::{ConnInfo, Site};
 
@@ -24,6 +25,29 @@ pub struct Request<'a> {
     pub conn: &'a ConnInfo,
     /// Index into [`Site::hosts`].
     pub host: usize,
+    /// Its environment variables (mod_rewrite's `[E=]`).
+    pub env: &'a RequestEnv,
+    /// What earlier passes of an internally redirected request left.
+    pub pass: Pass<'a>,
+}
+
+/// What carries over from one pass of a request to the next (an internal
+/// redirect of mod_rewrite's), and what the rules decided for the answer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pass<'a> {
+    /// Internal redirects so far (Apache's LimitInternalRecursion: 10).
+    pub redirects: u8,
+    /// `[END]`: no more rewriting for this request.
+    pub rewrite_ended: bool,
+    /// `[T=type]`: the Content-Type of a file served.
+    pub forced_type: Option<&'a str>,
+}
+
+impl<'a> Request<'a> {
+    /// A request on its first pass, with no variables set.
+    pub fn new(head: &'a RequestHead, conn: &'a ConnInfo, host: usize) -> Request<'a> {
+        Request { head, conn, host, env: &crate::request_env::EMPTY, pass: Pass::default() }
+    }
 }
 
 /// A request mapped: its decoded, normalised URL path and query, the file
@@ -42,7 +66,7 @@ pub struct Route<'a> {
 impl Site {
     /// The request, with its host chosen (see [`Site::select_host`]).
     pub fn request<'a>(&self, head: &'a RequestHead, conn: &'a ConnInfo) -> Request<'a> {
-        Request { head, conn, host: self.select_host(head.host(), conn.local) }
+        Request::new(head, conn, self.select_host(head.host(), conn.local))
     }
 
     /// The configuration layers that apply to a file and URL, least specific

@@ -3,14 +3,16 @@
 //! status page, ProxyPass routes, the section's handler (server-status, a
 //! FastCGI application), a script with PATH_INFO, and static files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use warren_config::{FcgiBackend, FcgiBackendType, Handler, LogLevel, ProxyPattern};
 use warren_http::RequestHead;
 
 use crate::fastcgi::{split_path_info, ScriptTarget};
 use crate::path::{self, PathError};
-use crate::route::{Request, Route};
+use crate::request_env::RequestEnv;
+use crate::rewrite::{DirRewrite, UrlRewrite, MAX_INTERNAL_REDIRECTS};
+use crate::route::{Pass, Request, Route};
 use crate::site::ConnInfo;
 use crate::{static_files, Outcome, Response, Site};
 
@@ -38,27 +40,63 @@ impl Site {
         if let Some(o) = self.pool_status(req, &url, query) {
             return o;
         }
-        self.route_url(req, &url, query, true)
+        self.route_pass(req, &url, query)
+    }
+
+    /// One pass of a request: its first, or one an internal redirect of
+    /// mod_rewrite's starts. The server's rewrite rules come first, before
+    /// anything else maps the URL, as in Apache.
+    fn route_pass(&self, req: Request, url: &[u8], query: &[u8]) -> Outcome {
+        let r = match self.rewrite_url(req, url, query) {
+            UrlRewrite::Declined => return self.route_url(req, url, query, None, true),
+            UrlRewrite::Answer(r) => return Outcome::Ready(r),
+            UrlRewrite::Continue(r) => r,
+        };
+        let pass = Pass { rewrite_ended: r.ended, forced_type: r.forced_type.as_deref(), ..req.pass };
+        let req = Request { env: &r.env, pass, ..req };
+        self.route_url(req, r.url.as_deref().unwrap_or(url), &r.query, r.fs, true)
     }
 
     /// The routing of `url` (the request's, or its FallbackResource's, the
     /// request's own head kept: REQUEST_URI stays what the client asked for,
     /// as with Apache's mod_dir).
-    fn route_url(&self, req: Request, url: &[u8], query: &[u8], may_fall_back: bool) -> Outcome {
+    /// `fs` is the file a rewrite rule mapped the URL to, if one did.
+    fn route_url(&self, req: Request, url: &[u8], query: &[u8], fs: Option<PathBuf>, may_fall_back: bool) -> Outcome {
         let (host, conn) = (req.host, req.conn);
-        // ProxyPass and ProxyPassMatch take any method to the application.
-        if let Some(o) = self.proxy_route(req, url, query) {
-            return o;
-        }
-        // mod_alias: redirects before the aliases (fs_path), whatever their order.
-        if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
-            return Outcome::Ready(r);
-        }
-        let fs = self.fs_path(host, url);
+        let rewritten_to_file = fs.is_some();
+        let fs = match fs {
+            Some(fs) => fs,
+            None => {
+                // ProxyPass and ProxyPassMatch take any method to the application.
+                if let Some(o) = self.proxy_route(req, url, query) {
+                    return o;
+                }
+                // mod_alias: redirects before the aliases (fs_path), whatever their order.
+                if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
+                    return Outcome::Ready(r);
+                }
+                self.fs_path(host, url)
+            }
+        };
         let dir = self.effective(host, Some(&fs), url);
         if let Some(e) = dir.htaccess_error() {
             return Outcome::Ready(self.error(req, 500, &e.to_string()));
         }
+        // The rules of the directories on the way, once access is granted
+        // (Apache's fixups come after the access checks).
+        let rewritten;
+        let (req, query) = match self.rewrite_dir(req, url, query, &fs, &dir) {
+            DirRewrite::Declined => (req, query),
+            DirRewrite::Answer(r) => return Outcome::Ready(if dir.allows(conn) { r } else { self.denied(req, url) }),
+            _ if !dir.allows(conn) => return Outcome::Ready(self.denied(req, url)),
+            DirRewrite::Redirect { url: to, query: q, env, ended } => return self.internal_rewrite(req, url, query, &to, &q, env, ended),
+            DirRewrite::Continue(r) => {
+                rewritten = r;
+                let forced_type = rewritten.forced_type.as_deref().or(req.pass.forced_type);
+                let pass = Pass { rewrite_ended: rewritten.ended, forced_type, ..req.pass };
+                (Request { env: &rewritten.env, pass, ..req }, &rewritten.query[..])
+            }
+        };
         // A section's or .htaccess file's redirects, the most specific first.
         if dir.layers.len() > 1 {
             if let Some(r) = dir.layers[1..].iter().rev().find_map(|l| self.url_redirect(req, &l.redirects, url, query)) {
@@ -85,7 +123,7 @@ impl Site {
             }
             _ => {}
         }
-        if self.hosts[host].has_fastcgi {
+        if self.hosts[host].has_fastcgi && !rewritten_to_file {
             if let Some(o) = self.path_info_gateway(req, url, query) {
                 return o;
             }
@@ -100,7 +138,7 @@ impl Site {
         if may_fall_back {
             if let Some(fallback) = route.dir.fallback_resource() {
                 if std::fs::symlink_metadata(&route.fs).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
-                    return self.route_url(req, fallback.as_bytes(), query, false);
+                    return self.route_url(req, fallback.as_bytes(), query, None, false);
                 }
             }
         }
@@ -159,9 +197,35 @@ impl Site {
         if !query.is_empty() && !location.contains('?') {
             location.push_str(&String::from_utf8_lossy(query));
         }
+        Some(self.redirect_to(req, status, location))
+    }
+
+    /// An external redirect to `location`, with Apache's page for it.
+    pub(crate) fn redirect_to(&self, req: Request, status: u16, location: String) -> Response {
         let mut r = Response::new(status, req.host);
         r.body = crate::Body::Bytes(crate::errors::redirect_page(status, &location));
-        Some(r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1"))
+        r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1")
+    }
+
+    /// A per-directory rule's new URL, served as a new pass of the request
+    /// (Apache's internal redirect): routed from the start, the environment
+    /// renamed REDIRECT_*, REQUEST_URI still the client's.
+    #[allow(clippy::too_many_arguments)]
+    fn internal_rewrite(&self, req: Request, url: &[u8], query: &[u8], to: &[u8], to_query: &[u8], env: RequestEnv, ended: bool) -> Outcome {
+        if req.pass.redirects >= MAX_INTERNAL_REDIRECTS {
+            let why = format!("Request exceeded the limit of {MAX_INTERNAL_REDIRECTS} internal redirects due to probable configuration error (mod_rewrite: last URL {})", String::from_utf8_lossy(to));
+            return Outcome::Ready(self.error(req, 500, &why));
+        }
+        let from = String::from_utf8_lossy(url);
+        let env = env.redirected(200, &from, query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q)).as_deref());
+        // The new path is read as a URL again, as Apache's internal redirect parses it.
+        let to = match path::normalize(to) {
+            Ok(u) => u,
+            Err(PathError::BadRequest(why)) => return Outcome::Ready(self.error(req, 400, &format!("invalid URI after rewriting: {why}"))),
+            Err(PathError::NotFound(why)) => return Outcome::Ready(self.error(req, 404, why)),
+        };
+        let pass = Pass { redirects: req.pass.redirects + 1, rewrite_ended: ended, forced_type: None };
+        self.route_pass(Request { env: &env, pass, ..req }, &to, to_query)
     }
 
     /// A pool's `pm.status_path`, answered by warren from the pool's table

@@ -161,7 +161,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {
         if let Some(hit) = site.file_cache.get(&fs, meta) {
-            return respond_whole(host, head, &hit.validators, hit.content_type.clone(), Body::Shared(hit.data.clone()), fs);
+            return respond_whole(host, head, &hit.validators, forced_type(req).or_else(|| hit.content_type.clone()), Body::Shared(hit.data.clone()), fs);
         }
     }
     let (file, meta) = match opened {
@@ -193,7 +193,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
                 content_type: content_type(site, eff, &fs),
             });
             site.file_cache.insert(fs.clone(), entry.clone());
-            return respond_whole(host, head, &entry.validators, entry.content_type.clone(), Body::Shared(entry.data.clone()), fs);
+            return respond_whole(host, head, &entry.validators, forced_type(req).or_else(|| entry.content_type.clone()), Body::Shared(entry.data.clone()), fs);
         }
     }
     let file = Arc::new(file);
@@ -251,6 +251,11 @@ fn redirect_to_slash(site: &Site, req: Request, query: &[u8]) -> Response {
     r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1")
 }
 
+/// mod_rewrite's `[T=type]` for this request, which no cache keeps.
+fn forced_type(req: Request) -> Option<String> {
+    req.pass.forced_type.map(str::to_string)
+}
+
 fn content_type(site: &Site, eff: &Effective, fs: &Path) -> Option<String> {
     let name = fs.file_name().map_or(&b""[..], |n| n.as_bytes());
     let t = site.mime.lookup(name, eff.add_types())?;
@@ -272,7 +277,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
     let (host, head) = (req.host, req.head);
     let size = meta.len();
     let v = Validators::of(meta);
-    let ctype = content_type(site, eff, &fs);
+    let ctype = forced_type(req).or_else(|| content_type(site, eff, &fs));
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
     if let Some(early) = precondition_response(&mut r, head, &v) {

@@ -47,7 +47,7 @@ pub fn conn_rules(s: &Settings) -> ConnRules {
 /// The 500 for a handler that panicked, and its error-log line.
 pub fn panic_response(site: &Site, head: &RequestHead, info: &ConnInfo) -> Response {
     site.error_log.error(Some(info.peer), "handler panicked; answering 500");
-    site.error_page_now(site.error_page(Request { head, conn: info, host: 0 }, 500), head, info)
+    site.error_page_now(site.error_page(Request::new(head, info, 0), 500), head, info)
 }
 
 /// Waits until the socket is ready for `what`, at most `wait`. A signal

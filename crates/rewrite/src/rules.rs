@@ -119,6 +119,10 @@ pub struct RuleSet {
     pub rules: Vec<Arc<Rule>>,
     /// RewriteMap, in server and virtual host contexts only.
     pub maps: HashMap<String, Arc<RewriteMap>>,
+    /// The directory of a `<Directory>` section or `.htaccess` file whose
+    /// rules these are (the prefix stripped from filenames); None for the
+    /// server's and virtual hosts' rules.
+    pub directory: Option<String>,
     /// Conditions read and not yet followed by their RewriteRule.
     pending: Vec<Cond>,
     /// Where the pending conditions start, for the error about them.
@@ -435,6 +439,7 @@ pub struct PerDir<'a> {
 impl<'a> PerDir<'a> {
     /// Puts `set`, the directives of the section for `directory`, over what is there.
     pub fn layer(&mut self, set: &'a RuleSet, directory: &str) {
+        // Only a section's own directives count, not its place: see `RuleSet::directory`.
         if let Some(e) = set.engine {
             self.engine = e;
         }

@@ -69,6 +69,8 @@ const SYMFONY: &str = r#"DirectoryIndex index.php
 </IfModule>
 "#;
 
+/// The site as Debian's Apache has it: its dir.conf lists index.php among
+/// the DirectoryIndex files, which Laravel's `/` relies on.
 fn start(mpm: &str, tag: &str, htaccess: &str) -> Server {
     let dir = TempDir::new(&format!("{tag}-{mpm}"));
     dir.write("app/public/index.php", INDEX_PHP);
@@ -77,7 +79,7 @@ fn start(mpm: &str, tag: &str, htaccess: &str) -> Server {
     dir.write("app/public/docs/index.html", "docs");
     let d = dir.0.display();
     let conf = format!(
-        "DocumentRoot {d}/app/public\n<Directory {d}/app/public>\n    AllowOverride All\n    Require all granted\n</Directory>\n\
+        "DocumentRoot {d}/app/public\nDirectoryIndex index.html index.php\n<Directory {d}/app/public>\n    AllowOverride All\n    Require all granted\n</Directory>\n\
          <Pool app>\n    Command php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:app\n</FilesMatch>\n"
     );
     Server::start_in(dir, mpm, &conf)

@@ -47,7 +47,7 @@ impl Site {
             Err(Failed::Backend(f) | Failed::LostChild(f)) => self.gateway_failed(&gw, head, conn, &f),
             Err(Failed::Pool(name, why)) => self.pool_unavailable(&gw, head, conn, &name, why),
             Err(Failed::Client(e)) => {
-                let mut r = self.error(Request { head, conn, host: gw.host }, e.status, &e.reason);
+                let mut r = self.error(Request::new(head, conn, gw.host), e.status, &e.reason);
                 r.close = true;
                 r
             }
@@ -216,10 +216,10 @@ impl Site {
     pub fn redirect_outcome(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> (Outcome, Option<RequestHead>) {
         if gw.redirects >= MAX_REDIRECTS {
             let why = format!("more than {MAX_REDIRECTS} internal redirects from FastCGI Location headers");
-            return (Outcome::Ready(self.error(Request { head, conn, host: gw.host }, 500, &why)), None);
+            return (Outcome::Ready(self.error(Request::new(head, conn, gw.host), 500, &why)), None);
         }
         let Some(new_head) = internal_redirect::location_head(location, head) else {
-            return (Outcome::Ready(self.error(Request { head, conn, host: gw.host }, 500, &format!("FastCGI: bad Location for an internal redirect: {location}"))), None);
+            return (Outcome::Ready(self.error(Request::new(head, conn, gw.host), 500, &format!("FastCGI: bad Location for an internal redirect: {location}"))), None);
         };
         let outcome = match self.handle(&new_head, conn) {
             Outcome::Gateway(mut next) => {
@@ -239,11 +239,11 @@ impl Site {
             // The error document itself failed: the first error's built-in
             // page, never a second redirect.
             Some(first) => {
-                let mut r = self.error(Request { head, conn, host: gw.host }, first, &format!("{why}, while answering {first} with its ErrorDocument"));
+                let mut r = self.error(Request::new(head, conn, gw.host), first, &format!("{why}, while answering {first} with its ErrorDocument"));
                 r.error_document = None;
                 r
             }
-            None => self.error(Request { head, conn, host: gw.host }, e.status, &why),
+            None => self.error(Request::new(head, conn, gw.host), e.status, &why),
         }
     }
 

@@ -47,7 +47,7 @@ impl Site {
 
     /// The CGI/1.1 variables of RFC 3875 and those PHP expects.
     fn cgi_params(&self, req: Request, target: &ScriptTarget, query: &[u8]) -> Vec<(HeaderName, Vec<u8>)> {
-        let Request { head, conn, host } = req;
+        let Request { head, conn, host, env, .. } = req;
         let h = &self.hosts[host];
         let root = h.config.document_root.to_string_lossy().into_owned();
         let server_name = match head.host() {
@@ -110,6 +110,14 @@ impl Site {
             }
         }
         p.extend(http.into_iter().map(|(n, v)| (HeaderName::Owned(n), v)));
+        // The request's environment, as Apache passes subprocess_env: a
+        // variable set there wins over the CGI variable of the same name.
+        for (name, value) in env.iter() {
+            match p.iter_mut().find(|(n, _)| n == name) {
+                Some((_, v)) => *v = value.as_bytes().to_vec(),
+                None => p.push((HeaderName::Owned(name.to_string()), value.as_bytes().to_vec())),
+            }
+        }
         p
     }
 

@@ -1,0 +1,49 @@
+//! mod_rewrite's directives read into a context's
+//! [`RuleSet`](warren_rewrite::RuleSet) (compiled once: an `.htaccess`
+//! file's once per version of the file). The server's and a virtual host's
+//! rules run when the URL is translated; a `<Directory>`'s or an
+//! `.htaccess` file's once the request is mapped to a file, with Apache's
+//! per-directory semantics (see the handler's `rewrite` module).
+
+use warren_rewrite::RuleSet;
+
+use crate::build::Builder;
+use crate::dir_config::DirConfig;
+use crate::parse::Directive;
+use crate::settings::HostConfig;
+
+fn origin(d: &Directive) -> String {
+    format!("{}:{}", d.origin.file.display(), d.origin.line)
+}
+
+/// RewriteEngine, RewriteOptions, RewriteBase, RewriteCond and RewriteRule.
+pub(crate) fn directive(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let set = dir.rewrite.get_or_insert_with(RuleSet::default);
+    let result = match d.name.to_ascii_lowercase().as_str() {
+        "rewriteengine" => set.set_engine(&d.args),
+        "rewriteoptions" => set.set_options(&d.args),
+        "rewritebase" => set.set_base(&d.args),
+        "rewritecond" => set.add_cond(&d.args, &origin(d)),
+        "rewriterule" => set.add_rule(&d.args, &origin(d)),
+        other => unreachable!("{other} is not a per-directory rewrite directive"),
+    };
+    if let Err(m) = result {
+        b.error(&d.origin, m);
+    }
+}
+
+/// RewriteMap: server and virtual host only, as in Apache.
+pub(crate) fn map(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    let set = host.dir.rewrite.get_or_insert_with(RuleSet::default);
+    if let Err(m) = set.add_map(&d.args, |p| b.resolve(p)) {
+        b.error(&d.origin, m);
+    }
+}
+
+/// After a context is read: conditions no rule follows do nothing, which
+/// Apache does not say and warren does.
+pub(crate) fn check_dangling(b: &mut Builder, dir: &DirConfig, origin: &crate::parse::Origin) {
+    if let Some(at) = dir.rewrite.as_ref().and_then(|s| s.dangling_conditions()) {
+        b.warn(origin, format!("RewriteCond at {at} is not followed by a RewriteRule: it does nothing"));
+    }
+}

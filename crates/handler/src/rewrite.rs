@@ -1,0 +1,448 @@
+//! mod_rewrite for one request, at Apache's two moments:
+//! - [`Site::rewrite_url`]: the server's (or virtual host's) rules, before
+//!   anything else maps the URL (Apache's translate_name hook, run first):
+//!   they may redirect, answer a status, or map the URL to another URL path
+//!   or a file (then neither Alias nor ProxyPass applies, as in Apache;
+//!   `[PT]` hands the new URL on to them);
+//! - [`Site::rewrite_dir`]: the rules of the `<Directory>` sections and
+//!   `.htaccess` files on the file's path (Apache's fixup hook), matched
+//!   against the path with the directory's prefix stripped; a new path
+//!   becomes an internal redirect to its URL (RewriteBase, else the
+//!   DocumentRoot stripped), routed again from the start, its environment
+//!   renamed `REDIRECT_*`, at most 10 times.
+//!
+//! [`Vars`] is the request as the rule engine reads it: server variables
+//! by Apache's names, headers, the environment, the host's maps.
+
+use std::path::{Path, PathBuf};
+
+use warren_config::LogLevel;
+use warren_rewrite::{absolute_uri, apply, Applied, PerDir, Rule, State};
+
+use crate::request_env::RequestEnv;
+use crate::route::{Effective, Request};
+use crate::{path, Response, Site};
+
+/// What the server-context rules made of a URL.
+pub(crate) enum UrlRewrite {
+    /// The engine is off: nothing changed.
+    Declined,
+    Answer(Response),
+    /// Go on with this (perhaps unchanged) request.
+    Continue(Rewritten),
+}
+
+/// What the per-directory rules made of a mapped request.
+pub(crate) enum DirRewrite {
+    Declined,
+    Answer(Response),
+    /// The file stays; variables may have been set.
+    Continue(Rewritten),
+    /// Serve this URL instead (an internal redirect), with the query given.
+    Redirect { url: Vec<u8>, query: Vec<u8>, env: RequestEnv, ended: bool },
+}
+
+pub(crate) struct Rewritten {
+    /// A new URL path (decoded), when the rules changed it.
+    pub url: Option<Vec<u8>>,
+    /// The query string, with its `?` (or empty).
+    pub query: Vec<u8>,
+    /// The file the URL maps to, when the rules named one.
+    pub fs: Option<PathBuf>,
+    pub env: RequestEnv,
+    pub ended: bool,
+    pub forced_type: Option<String>,
+}
+
+/// Apache's LimitInternalRecursion default.
+pub(crate) const MAX_INTERNAL_REDIRECTS: u8 = 10;
+
+impl Site {
+    pub(crate) fn rewrite_url(&self, req: Request, url: &[u8], query: &[u8]) -> UrlRewrite {
+        let h = &self.hosts[req.host];
+        let Some(set) = h.config.dir.rewrite.as_ref().filter(|s| s.enabled()) else { return UrlRewrite::Declined };
+        if req.pass.rewrite_ended {
+            return UrlRewrite::Declined;
+        }
+        let uri = String::from_utf8_lossy(url).into_owned();
+        let mut vars = Vars { site: self, req, uri: &uri, env: req.env.clone() };
+        let script_url = vars.env.get("REDIRECT_SCRIPT_URL").unwrap_or(&uri).to_string();
+        vars.env.set("SCRIPT_URI", format!("{}{script_url}", self.own_url(req)));
+        vars.env.set("SCRIPT_URL", script_url);
+        let mut state = State { filename: uri.clone(), query: query_arg(query), ..State::default() };
+        let rules: Vec<&Rule> = set.rules.iter().map(|r| &**r).collect();
+        let applied = apply(&rules, None, &mut state, &mut vars, self.max_rewritten_len());
+        let env = vars.env;
+        let unchanged = |env: RequestEnv, state: &State| Rewritten { url: None, query: query.to_vec(), fs: None, env, ended: state.end, forced_type: state.mime_type.clone() };
+        let noescape = match applied {
+            Applied::Unchanged => return UrlRewrite::Continue(unchanged(env, &state)),
+            Applied::Status(s) => return UrlRewrite::Answer(self.rewrite_status(req, s, &uri)),
+            Applied::Changed { passthrough: true, .. } => {
+                let q = with_mark(state.query.as_deref());
+                return UrlRewrite::Continue(Rewritten { url: Some(state.filename.into_bytes()), query: q, fs: None, env, ended: state.end, forced_type: state.mime_type });
+            }
+            Applied::Changed { noescape, .. } => noescape,
+        };
+        if let Some(r) = self.bad_query(req, &state, query) {
+            return UrlRewrite::Answer(r);
+        }
+        let reduced = self.settle_url(req, &mut state);
+        if absolute_uri(&state.filename).is_some() {
+            return UrlRewrite::Answer(self.rewrite_redirect(req, &state, noescape, query));
+        }
+        if !state.filename.starts_with('/') {
+            return UrlRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", state.filename)));
+        }
+        // Apache's prefix_stat: a result whose first segment exists from the
+        // filesystem's root is a file; anything else is a URL path under the
+        // DocumentRoot.
+        let first = state.filename[1..].split('/').next().unwrap_or("");
+        let is_file = !reduced && !first.is_empty() && std::fs::symlink_metadata(format!("/{first}")).is_ok();
+        let fs = if is_file { PathBuf::from(&state.filename) } else { h.config.document_root.join(state.filename.trim_start_matches('/')) };
+        let q = with_mark(state.query.as_deref());
+        UrlRewrite::Continue(Rewritten { url: None, query: q, fs: Some(fs), env, ended: state.end, forced_type: state.mime_type })
+    }
+
+    pub(crate) fn rewrite_dir(&self, req: Request, url: &[u8], query: &[u8], fs: &Path, dir: &Effective) -> DirRewrite {
+        let fs_text = fs.to_string_lossy();
+        let mut pd = PerDir::default();
+        for layer in dir.layers.iter().skip(1) {
+            if let Some(set) = &layer.rewrite {
+                if let Some(d) = &set.directory {
+                    pd.layer(set, &matched_directory(d, &fs_text));
+                }
+            }
+        }
+        let Some(directory) = pd.directory.clone() else { return DirRewrite::Declined };
+        if !pd.engine || pd.rules.is_empty() || req.pass.rewrite_ended {
+            return DirRewrite::Declined;
+        }
+        // The directory itself named without its slash: mod_dir redirects first.
+        if !pd.options.allow_no_slash && fs_text == directory[..directory.len() - 1] {
+            return DirRewrite::Declined;
+        }
+        let opts = dir.options();
+        if !(opts.follow_symlinks || opts.symlinks_if_owner_match) {
+            let why = format!("Options FollowSymLinks and SymLinksIfOwnerMatch are both off, so the RewriteRule directive is also forbidden due to its similar ability to circumvent directory restrictions : {fs_text}");
+            return DirRewrite::Answer(self.error(req, 403, &why));
+        }
+        let uri = String::from_utf8_lossy(url).into_owned();
+        let mut vars = Vars { site: self, req, uri: &uri, env: req.env.clone() };
+        let mut state = State { filename: fs_text.to_string(), query: query_arg(query), ..State::default() };
+        let applied = apply(&pd.rules, Some(&directory), &mut state, &mut vars, self.max_rewritten_len());
+        let env = vars.env;
+        let noescape = match applied {
+            Applied::Unchanged => {
+                return DirRewrite::Continue(Rewritten { url: None, query: query.to_vec(), fs: None, env, ended: state.end, forced_type: state.mime_type });
+            }
+            Applied::Status(s) => return DirRewrite::Answer(self.rewrite_status(req, s, &uri)),
+            Applied::Changed { noescape, .. } => noescape,
+        };
+        if let Some(r) = self.bad_query(req, &state, query) {
+            return DirRewrite::Answer(r);
+        }
+        self.settle_url(req, &mut state);
+        if let Some((skip, _)) = absolute_uri(&state.filename) {
+            // A redirect to a path under the directory: RewriteBase says
+            // what URL the directory has (without it the path shows, as in Apache).
+            if let Some(base) = pd.base {
+                let rest_at = state.filename[skip..].find('/').map(|i| skip + i + 1);
+                if let Some(at) = rest_at.filter(|&at| at < state.filename.len()) {
+                    let rest = state.filename[at..].to_string();
+                    let replaced = subst_prefix_path(&rest, directory.trim_start_matches('/'), base.trim_start_matches('/'));
+                    if replaced != rest {
+                        state.filename.truncate(at);
+                        state.filename.push_str(&replaced);
+                    }
+                }
+            }
+            return DirRewrite::Answer(self.rewrite_redirect(req, &state, noescape, query));
+        }
+        if !state.filename.starts_with('/') {
+            return DirRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", state.filename)));
+        }
+        if state.filename == fs_text {
+            return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref()), fs: None, env, ended: state.end, forced_type: state.mime_type });
+        }
+        let root = self.hosts[req.host].config.document_root.to_string_lossy();
+        let root = root.trim_end_matches('/');
+        let new_url = match pd.base {
+            Some(base) => subst_prefix_path(&state.filename, &directory, base),
+            None => match state.filename.strip_prefix(root) {
+                Some(rest) if rest.starts_with('/') => rest.to_string(),
+                _ => state.filename.clone(),
+            },
+        };
+        DirRewrite::Redirect { url: new_url.into_bytes(), query: with_mark(state.query.as_deref()), env, ended: state.end }
+    }
+
+    /// Twice LimitRequestLine, as Apache bounds a rewritten filename.
+    fn max_rewritten_len(&self) -> usize {
+        2 * self.settings.limits.request_line.max(1)
+    }
+
+    /// `[F]`, `[G]`, `[R=4xx]`, or a loop stopped (500).
+    fn rewrite_status(&self, req: Request, status: u16, uri: &str) -> Response {
+        match status {
+            500 => self.error(req, 500, &format!("RewriteRule: a rule loops or makes a path too long (URI {uri})")),
+            403 => self.error(req, 403, &format!("RewriteRule: access to {uri} forbidden by a rule")),
+            s => self.error_page(req, s),
+        }
+    }
+
+    /// A rewritten query string with control characters or spaces is
+    /// refused (Apache 2.4.58), unless it goes out escaped in a redirect.
+    fn bad_query(&self, req: Request, state: &State, original: &[u8]) -> Option<Response> {
+        let q = state.query.as_deref()?;
+        let will_escape = absolute_uri(&state.filename).is_some() && original != format!("?{q}").as_bytes();
+        if !will_escape && q.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Some(self.error(req, 403, "RewriteRule: rewritten query string contains control characters or spaces"));
+        }
+        None
+    }
+
+    /// `[R]` makes the new path a full URL on this server; a full URL to
+    /// this server without `[R]` becomes a path again (Apache's
+    /// fully_qualify_uri and reduce_uri). Whether it was reduced.
+    fn settle_url(&self, req: Request, state: &mut State) -> bool {
+        if state.status.is_some_and(|s| (300..400).contains(&s)) {
+            if absolute_uri(&state.filename).is_none() {
+                let sep = if state.filename.starts_with('/') { "" } else { "/" };
+                state.filename = format!("{}{sep}{}", self.own_url(req), state.filename);
+            }
+            return false;
+        }
+        let Some(rest) = strip_scheme(&state.filename, "http://") else { return false };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse::<u16>().ok()),
+            None => (authority, Some(80)),
+        };
+        if port == Some(req.conn.local.port()) && self.names_this_host(req, host) {
+            state.filename = path.to_string();
+            return true;
+        }
+        false
+    }
+
+    fn names_this_host(&self, req: Request, name: &str) -> bool {
+        let h = &self.hosts[req.host];
+        name.eq_ignore_ascii_case(&h.name)
+            || h.config.aliases.iter().any(|a| crate::sections::wildcard_match(&a.to_ascii_lowercase(), &name.to_ascii_lowercase()))
+            || req.head.host().is_some_and(|v| crate::logs::strip_port(v).eq_ignore_ascii_case(name.as_bytes()))
+    }
+
+    /// `http://name[:port]` of this request's host, as a redirect names it.
+    fn own_url(&self, req: Request) -> String {
+        let port = req.conn.local.port();
+        let name = self.server_name_for_url(req);
+        if port == 80 {
+            format!("http://{name}")
+        } else {
+            format!("http://{name}:{port}")
+        }
+    }
+
+    /// The name the client used (UseCanonicalName Off), else ServerName.
+    fn server_name_for_url(&self, req: Request) -> String {
+        match req.head.host() {
+            Some(v) if !v.is_empty() => String::from_utf8_lossy(crate::logs::strip_port(v)).into_owned(),
+            _ => self.hosts[req.host].name.clone(),
+        }
+    }
+
+    /// The external redirect a rule asked for, its URL escaped unless `[NE]`.
+    fn rewrite_redirect(&self, req: Request, state: &State, noescape: bool, original_query: &[u8]) -> Response {
+        let mut location = if noescape { state.filename.clone() } else { escape_absolute_uri(&state.filename) };
+        if let Some(q) = &state.query {
+            location.push('?');
+            let unchanged = original_query == format!("?{q}").as_bytes();
+            location.push_str(&if noescape || unchanged { q.clone() } else { warren_rewrite::escape::escape_uri(q) });
+        }
+        let status = state.status.filter(|s| (300..400).contains(s)).unwrap_or(302);
+        self.redirect_to(req, status, location)
+    }
+}
+
+/// The query as the engine holds it: without its `?`; none when absent.
+fn query_arg(query: &[u8]) -> Option<String> {
+    query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q).into_owned())
+}
+
+fn with_mark(query: Option<&str>) -> Vec<u8> {
+    query.map(|q| format!("?{q}").into_bytes()).unwrap_or_default()
+}
+
+fn strip_scheme<'a>(s: &'a str, scheme: &str) -> Option<&'a str> {
+    (s.len() >= scheme.len() && s.as_bytes()[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes())).then(|| &s[scheme.len()..])
+}
+
+/// The directory a `<Directory>` pattern matched on the way to `fs`: the
+/// pattern itself, or for a wildcard pattern as many leading components
+/// of `fs`.
+fn matched_directory(pattern: &str, fs: &str) -> String {
+    if !pattern.contains(['*', '?', '[']) {
+        return pattern.to_string();
+    }
+    let n = pattern.trim_end_matches('/').matches('/').count();
+    let mut end = fs.len();
+    let mut seen = 0;
+    for (i, b) in fs.bytes().enumerate() {
+        if b == b'/' {
+            seen += 1;
+            if seen == n + 1 {
+                end = i;
+                break;
+            }
+        }
+    }
+    fs[..end].to_string()
+}
+
+/// Apache's `subst_prefix_path`: `input` with the directory `prefix`
+/// replaced by `subst` (a slash kept between them); unchanged when it does
+/// not start with the prefix.
+fn subst_prefix_path(input: &str, prefix: &str, subst: &str) -> String {
+    let p = prefix.strip_suffix('/').unwrap_or(prefix);
+    match input.strip_prefix(p) {
+        Some(rest) if rest.starts_with('/') => {
+            let mut out = subst.to_string();
+            if !out.is_empty() && !out.ends_with('/') {
+                out.push('/');
+            }
+            out.push_str(&rest[1..]);
+            out
+        }
+        _ => input.to_string(),
+    }
+}
+
+/// Apache's `escape_absolute_uri`: the part after the authority escaped.
+fn escape_absolute_uri(uri: &str) -> String {
+    let Some((skip, _)) = absolute_uri(uri) else { return warren_rewrite::escape::escape_uri(uri) };
+    let mut at = skip;
+    if uri[..skip].ends_with('/') {
+        match uri[skip..].find('/') {
+            Some(i) => at = skip + i + 1,
+            None => return uri.to_string(),
+        }
+        if at >= uri.len() {
+            return uri.to_string();
+        }
+    }
+    format!("{}{}", &uri[..at], warren_rewrite::escape::escape_uri(&uri[at..]))
+}
+
+/// The request as mod_rewrite's engine reads it.
+struct Vars<'s, 'a> {
+    site: &'s Site,
+    req: Request<'a>,
+    /// REQUEST_URI: this pass's URL path.
+    uri: &'s str,
+    env: RequestEnv,
+}
+
+impl warren_rewrite::Request for Vars<'_, '_> {
+    fn variable(&self, name: &str) -> Option<String> {
+        let Request { head, conn, host, .. } = self.req;
+        let h = &self.site.hosts[host];
+        let time = || crate::logs::civil(std::time::SystemTime::now());
+        Some(match name {
+            "REQUEST_URI" => self.uri.to_string(),
+            "REQUEST_METHOD" => head.method().to_string(),
+            "THE_REQUEST" => format!("{} {} {}", head.method(), String::from_utf8_lossy(head.path_and_query()), head.version.as_str()),
+            "REQUEST_SCHEME" => "http".into(),
+            "HTTPS" => "off".into(),
+            "SERVER_PROTOCOL" => head.version.as_str().into(),
+            "SERVER_NAME" => self.site.server_name_for_url(self.req),
+            "SERVER_PORT" => conn.local.port().to_string(),
+            "SERVER_ADDR" => conn.local.ip().to_string(),
+            "SERVER_ADMIN" => h.config.server_admin.clone()?,
+            "SERVER_SOFTWARE" => self.site.server_header.clone(),
+            "REMOTE_ADDR" | "REMOTE_HOST" | "CONN_REMOTE_ADDR" => conn.peer.ip().to_string(),
+            "REMOTE_PORT" => conn.peer.port().to_string(),
+            "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => h.config.document_root.to_string_lossy().into_owned(),
+            "CONTEXT_PREFIX" | "PATH_INFO" | "REMOTE_USER" | "REMOTE_IDENT" | "AUTH_TYPE" => return None,
+            "IS_SUBREQ" => "false".into(),
+            "API_VERSION" => "20120211:0".into(),
+            "IPV6" => if matches!(conn.peer.ip(), std::net::IpAddr::V6(a) if a.to_ipv4_mapped().is_none()) { "on" } else { "off" }.into(),
+            "TIME" => {
+                let c = time();
+                format!("{:04}{:02}{:02}{:02}{:02}{:02}", c.year, c.month, c.day, c.hour, c.min, c.sec)
+            }
+            "TIME_YEAR" => format!("{:04}", time().year),
+            "TIME_MON" => format!("{:02}", time().month),
+            "TIME_DAY" => format!("{:02}", time().day),
+            "TIME_HOUR" => format!("{:02}", time().hour),
+            "TIME_MIN" => format!("{:02}", time().min),
+            "TIME_SEC" => format!("{:02}", time().sec),
+            // civil's weekday counts from Thursday (1970-01-01); Apache's from Sunday.
+            "TIME_WDAY" => ((time().weekday + 4) % 7).to_string(),
+            _ => return None,
+        })
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        let mut values = self.req.head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+        let first = values.next()?;
+        // Repeated fields read as one, joined as Apache's headers table does.
+        Some(values.fold(first, |acc, v| format!("{acc}, {v}")))
+    }
+
+    fn env(&self, name: &str) -> Option<String> {
+        self.env.get(name).map(str::to_string)
+    }
+
+    fn set_env(&mut self, name: &str, value: Option<String>) {
+        match value {
+            Some(v) => self.env.set(name, v),
+            None => self.env.unset(name),
+        }
+    }
+
+    fn map(&self, name: &str) -> Option<&warren_rewrite::RewriteMap> {
+        let map = self.site.hosts[self.req.host].config.dir.rewrite.as_ref().and_then(|s| s.maps.get(name));
+        if map.is_none() {
+            let log = &self.site.hosts[self.req.host].error_log;
+            log.log(LogLevel::Error, Some(self.req.conn.peer), &format!("mod_rewrite: no RewriteMap named {name} on this host: lookup failed"));
+        }
+        map.map(|m| &**m)
+    }
+
+    fn file_lookup(&self, p: &str) -> bool {
+        let fs = Path::new(p);
+        std::fs::metadata(fs).is_ok_and(|m| m.is_file()) && self.site.effective(self.req.host, Some(fs), b"").allows(self.req.conn)
+    }
+
+    fn url_lookup(&self, url: &str) -> bool {
+        let Ok(url) = path::normalize(url.split('?').next().unwrap_or("").as_bytes()) else { return false };
+        let fs = self.site.fs_path(self.req.host, &url);
+        std::fs::metadata(&fs).is_ok() && self.site.effective(self.req.host, Some(&fs), &url).allows(self.req.conn)
+    }
+
+    fn pick(&self, n: usize) -> usize {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(n);
+        (h.finish() % n.max(1) as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_and_escaping_as_apache() {
+        assert_eq!(subst_prefix_path("/srv/www/app/x", "/srv/www/app/", "/app"), "/app/x");
+        assert_eq!(subst_prefix_path("/srv/www/app/x", "/srv/www/app/", "/"), "/x");
+        assert_eq!(subst_prefix_path("/other/x", "/srv/www/app/", "/app"), "/other/x");
+        assert_eq!(escape_absolute_uri("http://h/a b?c"), "http://h/a%20b%3fc");
+        assert_eq!(escape_absolute_uri("http://h"), "http://h");
+        assert_eq!(matched_directory("/srv/*/htdocs", "/srv/site1/htdocs/a/b"), "/srv/site1/htdocs");
+        assert_eq!(matched_directory("/srv/site", "/srv/site/a"), "/srv/site");
+    }
+}
