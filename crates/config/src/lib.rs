@@ -28,6 +28,9 @@
 //! [`alias`] reads mod_alias's Alias, AliasMatch, Redirect and
 //! RedirectMatch into a host's [`alias::UrlAlias`]es.
 //!
+//! [`remote_ip`] holds mod_remoteip's settings (RemoteIPHeader, the
+//! proxies believed, the PROXY protocol) and the functions reading them.
+//!
 //! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
 //! it change; the handler finds and caches the files.
 //!
@@ -50,6 +53,7 @@ pub mod mpm;
 pub mod parse;
 pub mod pool;
 pub mod pool_file;
+pub mod remote_ip;
 pub mod settings;
 pub mod table;
 pub mod values;

@@ -81,6 +81,7 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "proxy_module",
     "proxy_fcgi_module",
     "reqtimeout_module",
+    "remoteip_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

@@ -33,7 +33,9 @@
 //! checked), `static_files` (files, DirectoryIndex, trailing-slash
 //! redirects), `listing` (Options Indexes), `fastcgi/` (the proxy to
 //! FastCGI applications: `params`, `exchange`, `response`, `backend`),
-//! `pool_status` (the status page of warren's own pools), `status`
+//! `pool_status` (the status page of warren's own pools), `remote_ip`
+//! (mod_remoteip: the client behind proxies, and who must send a PROXY
+//! protocol header), `status`
 //! (server-status), `router` (which of them answers), `internal_redirect`
 //! (a request served again for another URL: a local ErrorDocument, a
 //! FastCGI local `Location:`), `path` (decoding and normalising URL
@@ -52,6 +54,7 @@ pub mod mime;
 pub mod path;
 pub mod spool;
 pub mod pool_status;
+pub mod remote_ip;
 pub mod route;
 pub mod router;
 mod sections;
