@@ -127,6 +127,12 @@ fn one_name(b: &mut Builder, d: &Directive) -> Option<String> {
         b.error(&d.origin, format!("{}: '{name}' is not a header field name", d.name));
         return None;
     }
+    // The request's framing, connection and host were read from these
+    // before the header is walked: rewriting one would contradict them.
+    if ["Host", "Content-Length", "Transfer-Encoding", "Connection", "Expect"].iter().any(|h| h.eq_ignore_ascii_case(&name)) {
+        b.error(&d.origin, format!("{}: {name} cannot be rewritten", d.name));
+        return None;
+    }
     Some(name)
 }
 

@@ -448,7 +448,7 @@ fn remoteip_mistakes_name_file_and_line() {
     d.write("empty-list.txt", "# nothing yet\n");
     let l = load(
         &d,
-        "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nRemoteIPTrustedProxy proxy.example.com\nRemoteIPInternalProxy\nRemoteIPTrustedProxyList bad-list.txt\nRemoteIPInternalProxyList empty-list.txt\nRemoteIPHeader \"X Forwarded\"\nRemoteIPProxyProtocol maybe\nRemoteIPProxyProtocolExceptions 10.0.0.0/40\nRemoteIPTrustedProxyList missing.txt\n<Directory htdocs>\nRemoteIPHeader X-Forwarded-For\n</Directory>\n",
+        "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nRemoteIPTrustedProxy proxy.example.com\nRemoteIPInternalProxy\nRemoteIPTrustedProxyList bad-list.txt\nRemoteIPInternalProxyList empty-list.txt\nRemoteIPHeader \"X Forwarded\"\nRemoteIPProxyProtocol maybe\nRemoteIPProxyProtocolExceptions 10.0.0.0/40\nRemoteIPTrustedProxyList missing.txt\nRemoteIPProxiesHeader content-length\n<Directory htdocs>\nRemoteIPHeader X-Forwarded-For\n</Directory>\n",
     );
     let errors: Vec<String> = l.errors.iter().map(|e| e.to_string()).collect();
     let expect = [
@@ -460,7 +460,8 @@ fn remoteip_mistakes_name_file_and_line() {
         "warren.conf:8: RemoteIPProxyProtocol must be On or Off",
         "warren.conf:9: RemoteIPProxyProtocolExceptions: '10.0.0.0/40'",
         "warren.conf:10: RemoteIPTrustedProxyList: cannot read",
-        "warren.conf:12: RemoteIPHeader",
+        "warren.conf:11: RemoteIPProxiesHeader: content-length cannot be rewritten",
+        "warren.conf:13: RemoteIPHeader",
     ];
     assert_eq!(errors.len(), expect.len(), "{errors:#?}");
     for (e, want) in errors.iter().zip(expect) {
