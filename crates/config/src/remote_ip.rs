@@ -136,12 +136,23 @@ fn one_name(b: &mut Builder, d: &Directive) -> Option<String> {
     Some(name)
 }
 
+/// One address or network as written, and for a list file's, the file
+/// and line it is on.
+struct Entry {
+    text: String,
+    at: Option<(String, usize)>,
+}
+
+fn from_args(d: &Directive) -> Vec<Entry> {
+    d.args.iter().map(|a| Entry { text: a.clone(), at: None }).collect()
+}
+
 pub(crate) fn internal_proxy(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    add_proxies(b, d, host, true, d.args.iter().map(|a| (a.clone(), None)).collect());
+    add_proxies(b, d, host, true, from_args(d));
 }
 
 pub(crate) fn trusted_proxy(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    add_proxies(b, d, host, false, d.args.iter().map(|a| (a.clone(), None)).collect());
+    add_proxies(b, d, host, false, from_args(d));
 }
 
 pub(crate) fn internal_proxy_list(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
@@ -158,7 +169,7 @@ pub(crate) fn trusted_proxy_list(b: &mut Builder, d: &Directive, host: &mut Host
 
 /// The addresses of a proxy list file, each with the line it is on:
 /// whitespace-separated, `#` starting a comment, as Apache reads them.
-fn read_list(b: &mut Builder, d: &Directive) -> Option<Vec<(String, Option<(String, usize)>)>> {
+fn read_list(b: &mut Builder, d: &Directive) -> Option<Vec<Entry>> {
     let file = b.one(d)?;
     let path = b.resolve(&file);
     let text = match std::fs::read_to_string(&path) {
@@ -172,20 +183,20 @@ fn read_list(b: &mut Builder, d: &Directive) -> Option<Vec<(String, Option<(Stri
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
         for word in line.split_whitespace() {
-            entries.push((word.to_string(), Some((path.display().to_string(), i + 1))));
+            entries.push(Entry { text: word.to_string(), at: Some((path.display().to_string(), i + 1)) });
         }
     }
     Some(entries)
 }
 
-fn add_proxies(b: &mut Builder, d: &Directive, host: &mut HostConfig, internal: bool, entries: Vec<(String, Option<(String, usize)>)>) {
+fn add_proxies(b: &mut Builder, d: &Directive, host: &mut HostConfig, internal: bool, entries: Vec<Entry>) {
     // An empty list would leave no list at all, which trusts every peer.
     if entries.is_empty() {
         b.error(&d.origin, format!("{} names no address or network", d.name));
         return;
     }
     let list = host.remote_ip.proxies.get_or_insert_with(Vec::new);
-    for (text, at) in entries {
+    for Entry { text, at } in entries {
         match parse_net(&text) {
             Ok((net, len)) => list.push(ProxyNet { net, len, internal }),
             Err(m) => match at {
