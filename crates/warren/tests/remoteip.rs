@@ -235,6 +235,19 @@ fn proxy_protocol(mpm: &str) {
     assert!(logged(&s, "case=excepted").starts_with("127.0.0.2|127.0.0.2|200|"));
 }
 
+/// A PROXY header that never ends has the time a request head has: the
+/// connection is then closed unanswered, and logged.
+fn an_unfinished_proxy_header_runs_out_of_time(mpm: &str) {
+    let s = Server::start_in(site(mpm, "proxyslow"), mpm, "RemoteIPProxyProtocol On\nRequestReadTimeout header=1\n");
+    let mut c = connect_from(PROXY_IP, s.port);
+    // Not shut for writing: the server must stop waiting on its own.
+    c.write_all(b"PROXY TCP4 203.0.113.7 ").unwrap();
+    let (answer, how) = read_to_end_of(&mut c);
+    assert!(answer.is_empty() && how.starts_with("closed by the server"), "{how}: {}", String::from_utf8_lossy(&answer));
+    let errors = s.wait_log("error.log", "timed out reading the PROXY header");
+    assert!(errors.contains("[client 127.0.0.1:") && errors.contains("RemoteIPProxyProtocol: timed out reading the PROXY header"), "{errors}");
+}
+
 /// In a virtual host, the PROXY protocol is for its address only.
 fn proxy_protocol_on_a_virtual_hosts_address(mpm: &str) {
     let other = free_port();
@@ -253,5 +266,6 @@ each_mpm!(
     a_chain_of_internal_and_trusted_proxies,
     php_sees_the_client_behind_the_proxy,
     proxy_protocol,
+    an_unfinished_proxy_header_runs_out_of_time,
     proxy_protocol_on_a_virtual_hosts_address,
 );
