@@ -219,6 +219,7 @@ impl Builder {
             if vh.host.proxy_timeout.is_none() {
                 vh.host.proxy_timeout = s.main.proxy_timeout;
             }
+            vh.host.remote_ip.inherit(&s.main.remote_ip);
         }
         s.error_log = s.main.error_log.clone();
         for (name, origin) in std::mem::take(&mut self.pool_refs) {

@@ -30,6 +30,9 @@
 //!
 //! [`rewrite`] reads mod_rewrite's directives into compiled rule sets.
 //!
+//! [`remote_ip`] holds mod_remoteip's settings (RemoteIPHeader, the
+//! proxies believed, the PROXY protocol) and the functions reading them.
+//!
 //! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
 //! it change; the handler finds and caches the files.
 //!
@@ -52,6 +55,7 @@ pub mod mpm;
 pub mod parse;
 pub mod pool;
 pub mod pool_file;
+pub mod remote_ip;
 pub mod rewrite;
 pub mod settings;
 pub mod table;

@@ -5,8 +5,12 @@
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LogItem {
     Literal(String),
-    /// `%h` (no lookups: the address) and `%a`.
+    /// `%h` (no lookups: the address) and `%a`: the client's address, as
+    /// RemoteIPHeader may have found it behind proxies.
     RemoteAddr,
+    /// `%{c}a` and `%{c}h`: the connection's peer (a proxy, if any; the
+    /// address a PROXY protocol header gave).
+    PeerAddr,
     /// `%{c}a` / `%{remote}p` style peer port: `%{remote}p`.
     RemotePort,
     /// `%l`: identd is never asked, so always `-`.
@@ -110,6 +114,7 @@ pub fn compile(format: &str) -> Result<Vec<LogItem>, String> {
                 continue;
             }
             ('h' | 'a', None) => LogItem::RemoteAddr,
+            ('h' | 'a', Some("c")) => LogItem::PeerAddr,
             ('l', None) => LogItem::RemoteLogname,
             ('u', None) => LogItem::RemoteUser,
             ('t', None) => LogItem::Time,

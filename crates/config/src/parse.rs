@@ -83,6 +83,7 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "reqtimeout_module",
     "alias_module",
     "rewrite_module",
+    "remoteip_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

@@ -126,6 +126,8 @@ pub struct HostConfig {
     pub url_aliases: Vec<crate::alias::UrlAlias>,
     /// AccessFileName (None: `.htaccess`).
     pub access_file_names: Option<Vec<String>>,
+    /// mod_remoteip: the client's address behind proxies.
+    pub remote_ip: crate::remote_ip::RemoteIp,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

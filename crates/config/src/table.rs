@@ -13,6 +13,7 @@ use crate::build::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
 use crate::parse::Directive;
+use crate::remote_ip;
 use crate::settings::{HostConfig, Settings};
 
 /// Where one directive stands.
@@ -200,6 +201,14 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("AliasMatch", "regex file|directory", apply::url_alias),
     host("ScriptAlias", "/url-path file|directory", apply::url_alias),
     host("ScriptAliasMatch", "regex file|directory", apply::url_alias),
+    host("RemoteIPHeader", "header-field", remote_ip::header),
+    host("RemoteIPInternalProxy", "addr|net...", remote_ip::internal_proxy),
+    host("RemoteIPTrustedProxy", "addr|net...", remote_ip::trusted_proxy),
+    host("RemoteIPInternalProxyList", "file", remote_ip::internal_proxy_list),
+    host("RemoteIPTrustedProxyList", "file", remote_ip::trusted_proxy_list),
+    host("RemoteIPProxiesHeader", "header-field", remote_ip::proxies_header),
+    host("RemoteIPProxyProtocol", "On|Off", remote_ip::proxy_protocol),
+    host("RemoteIPProxyProtocolExceptions", "addr|net...", remote_ip::proxy_protocol_exceptions),
     // Per directory.
     dir("Options", "[+|-]option...", apply::options),
     dir("Require", "all granted|all denied|ip net...|local", apply::require),

@@ -416,3 +416,56 @@ fn text_in_memory_loads_as_the_same_file() {
     let s = load_text(ok, &d.0.join("warren.conf"), &LoadOptions::default()).settings.unwrap();
     assert_eq!(s.main.document_root, d.0.join("htdocs"));
 }
+
+#[test]
+fn remoteip_settings_are_read_in_ifmodule_and_inherited_by_virtual_hosts() {
+    let d = Dir::new("remoteip");
+    d.write("proxies.txt", "# the CDN\n198.51.100.0/24 203.0.113.1\n\n10.1 # intranet\n");
+    let l = load(
+        &d,
+        "Listen 127.0.0.1:8080\nDocumentRoot htdocs\n<IfModule mod_remoteip.c>\nRemoteIPHeader X-Forwarded-For\nRemoteIPInternalProxy 127.0.0.1 10.0.0.0/255.0.0.0\nRemoteIPTrustedProxyList proxies.txt\nRemoteIPProxyProtocol On\n</IfModule>\n\
+         <VirtualHost *:8080>\nServerName a\nRemoteIPHeader X-Real-IP\nRemoteIPProxyProtocolExceptions 192.0.2.1\n</VirtualHost>\n",
+    );
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    let r = &s.main.remote_ip;
+    assert_eq!(r.header.as_deref(), Some("X-Forwarded-For"));
+    let nets: Vec<(String, u8, bool)> = r.proxies.as_ref().unwrap().iter().map(|p| (p.net.to_string(), p.len, p.internal)).collect();
+    let want = [("127.0.0.1", 32, true), ("10.0.0.0", 8, true), ("198.51.100.0", 24, false), ("203.0.113.1", 32, false), ("10.1.0.0", 16, false)];
+    assert_eq!(nets, want.map(|(n, l, i)| (n.to_string(), l, i)));
+    assert_eq!(r.proxy_protocol, Some(true));
+    let v = &s.virtual_hosts[0].host.remote_ip;
+    assert_eq!(v.header.as_deref(), Some("X-Real-IP"));
+    assert_eq!(v.proxies, r.proxies);
+    assert_eq!(v.proxy_protocol, Some(true));
+    assert_eq!(v.proxy_protocol_exceptions.as_deref(), Some(&[("192.0.2.1".parse().unwrap(), 32)][..]));
+}
+
+#[test]
+fn remoteip_mistakes_name_file_and_line() {
+    let d = Dir::new("remoteip-bad");
+    d.write("bad-list.txt", "198.51.100.0/24\nproxy.example.com\n");
+    d.write("empty-list.txt", "# nothing yet\n");
+    let l = load(
+        &d,
+        "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nRemoteIPTrustedProxy proxy.example.com\nRemoteIPInternalProxy\nRemoteIPTrustedProxyList bad-list.txt\nRemoteIPInternalProxyList empty-list.txt\nRemoteIPHeader \"X Forwarded\"\nRemoteIPProxyProtocol maybe\nRemoteIPProxyProtocolExceptions 10.0.0.0/40\nRemoteIPTrustedProxyList missing.txt\nRemoteIPProxiesHeader content-length\n<Directory htdocs>\nRemoteIPHeader X-Forwarded-For\n</Directory>\n",
+    );
+    let errors: Vec<String> = l.errors.iter().map(|e| e.to_string()).collect();
+    let expect = [
+        "warren.conf:3: RemoteIPTrustedProxy: 'proxy.example.com' is not an IP address",
+        "warren.conf:4: RemoteIPInternalProxy names no address",
+        "warren.conf:5: RemoteIPTrustedProxyList: 'proxy.example.com' is not an IP address or network (host names are not resolved), at line 2 of",
+        "warren.conf:6: RemoteIPInternalProxyList names no address",
+        "warren.conf:7: RemoteIPHeader: 'X Forwarded' is not a header field name",
+        "warren.conf:8: RemoteIPProxyProtocol must be On or Off",
+        "warren.conf:9: RemoteIPProxyProtocolExceptions: '10.0.0.0/40'",
+        "warren.conf:10: RemoteIPTrustedProxyList: cannot read",
+        "warren.conf:11: RemoteIPProxiesHeader: content-length cannot be rewritten",
+        "warren.conf:13: RemoteIPHeader",
+    ];
+    assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+    for (e, want) in errors.iter().zip(expect) {
+        assert!(e.contains(want), "{e} does not say {want}");
+    }
+    assert!(l.settings.is_none());
+}

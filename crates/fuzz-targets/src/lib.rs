@@ -21,13 +21,15 @@
 //! - [`fcgi_record`]: `RecordReader`, name-value pairs, BEGIN/END_REQUEST;
 //! - [`fcgi_response`]: the handler's `ResponseReader` (an application's
 //!   records -> its response head and body);
-//! - [`config`]: `load_text`, the whole configuration reading.
+//! - [`config`]: `load_text`, the whole configuration reading;
+//! - [`proxy_protocol`]: the PROXY protocol header before HTTP.
 
 pub mod chunked;
 pub mod config;
 pub mod fcgi_record;
 pub mod fcgi_response;
 pub mod head;
+pub mod proxy_protocol;
 
 /// A target's body: panics when the input breaks an invariant.
 pub type Target = fn(&[u8]);
@@ -39,6 +41,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("fcgi_record", fcgi_record::run),
     ("fcgi_response", fcgi_response::run),
     ("config", config::run),
+    ("proxy_protocol", proxy_protocol::run),
 ];
 
 /// Cut points for feeding `len` bytes in pieces: every piece boundary the

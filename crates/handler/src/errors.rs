@@ -55,13 +55,13 @@ pub fn page(site: &Site, host: usize, status: u16, method: &str, conn: &ConnInfo
 impl Site {
     /// An error response (with ErrorDocument applied) and its error-log line.
     pub fn error(&self, req: Request, status: u16, why: &str) -> Response {
-        self.hosts[req.host].error_log.error(Some(req.conn.peer), &format!("{why}: {}", String::from_utf8_lossy(req.head.request_line())));
+        self.hosts[req.host].error_log.error(Some(req.conn.useragent), &format!("{why}: {}", String::from_utf8_lossy(req.head.request_line())));
         self.error_page(req, status)
     }
 
     /// An error for a request that could not be parsed (no host known yet).
     pub fn protocol_error(&self, status: u16, conn: &ConnInfo, why: &str) -> Response {
-        self.error_log.error(Some(conn.peer), why);
+        self.error_log.error(Some(conn.useragent), why);
         respond(self, 0, status, None, conn)
     }
 
@@ -80,7 +80,7 @@ impl Site {
         };
         if status == 404 {
             // Not a fault of the request's form: logged at info, as Apache does.
-            self.hosts[req.host].error_log.log(LogLevel::Info, Some(req.conn.peer), &format!("File does not exist: {}", fs.display()));
+            self.hosts[req.host].error_log.log(LogLevel::Info, Some(req.conn.useragent), &format!("File does not exist: {}", fs.display()));
             return self.error_page(req, 404);
         }
         self.error(req, status, &format!("cannot open {}: {e}", fs.display()))

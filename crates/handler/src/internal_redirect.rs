@@ -95,7 +95,7 @@ impl Site {
 
     fn document_failed(&self, page: &Response, conn: &ConnInfo, local: &str, why: &str) {
         let msg = format!("ErrorDocument {} {local} {why}; answering with the built-in page", page.status);
-        self.hosts[page.host].error_log.error(Some(conn.peer), &msg);
+        self.hosts[page.host].error_log.error(Some(conn.useragent), &msg);
     }
 
     /// For an answer given where nothing may block or run a script (a
@@ -108,7 +108,7 @@ impl Site {
             Outcome::Ready(r) => r,
             _ => {
                 let why = format!("ErrorDocument {status} {local} needs a handler, which cannot answer this error; answering with the built-in page");
-                self.hosts[host].error_log.error(Some(conn.peer), &why);
+                self.hosts[host].error_log.error(Some(conn.useragent), &why);
                 let mut r = self.error_page(Request::new(head, conn, host), status);
                 r.error_document = None;
                 r

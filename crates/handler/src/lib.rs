@@ -33,7 +33,9 @@
 //! checked), `static_files` (files, DirectoryIndex, trailing-slash
 //! redirects), `listing` (Options Indexes), `fastcgi/` (the proxy to
 //! FastCGI applications: `params`, `exchange`, `response`, `backend`),
-//! `pool_status` (the status page of warren's own pools), `rewrite`
+//! `pool_status` (the status page of warren's own pools), `remote_ip`
+//! (mod_remoteip: the client behind proxies, and who must send a PROXY
+//! protocol header), `rewrite`
 //! (mod_rewrite's rules run for a request, in server and per-directory
 //! context, and its internal redirects), `request_env` (a request's
 //! environment variables), `status`
@@ -55,6 +57,7 @@ pub mod mime;
 pub mod path;
 pub mod spool;
 pub mod pool_status;
+pub mod remote_ip;
 pub mod request_env;
 mod rewrite;
 pub mod route;

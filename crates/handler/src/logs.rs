@@ -168,7 +168,11 @@ impl AccessLogFile {
 
 /// What one finished request contributes to an access log line.
 pub struct LogRecord<'a> {
+    /// The connection's peer (`%{c}a`).
     pub peer: SocketAddr,
+    /// The client's address (`%a`, `%h`): the peer, unless RemoteIPHeader
+    /// found another behind it.
+    pub useragent: SocketAddr,
     pub local: SocketAddr,
     pub head: Option<&'a RequestHead>,
     /// For requests that never parsed: what was received of the request line.
@@ -251,10 +255,13 @@ pub fn format_line(out: &mut Vec<u8>, items: &[LogItem], r: &LogRecord) {
         match item {
             LogItem::Literal(s) => out.extend_from_slice(s.as_bytes()),
             LogItem::RemoteAddr => {
+                let _ = write!(out, "{}", r.useragent.ip());
+            }
+            LogItem::PeerAddr => {
                 let _ = write!(out, "{}", r.peer.ip());
             }
             LogItem::RemotePort => {
-                let _ = write!(out, "{}", r.peer.port());
+                let _ = write!(out, "{}", r.useragent.port());
             }
             LogItem::RemoteLogname | LogItem::RemoteUser => out.push(b'-'),
             LogItem::Time => {
@@ -447,6 +454,7 @@ mod tests {
         let mut out = Vec::new();
         let r = LogRecord {
             peer: "127.0.0.1:5000".parse().unwrap(),
+            useragent: "127.0.0.1:5000".parse().unwrap(),
             local: "127.0.0.1:80".parse().unwrap(),
             head: Some(&head),
             raw_line: b"",

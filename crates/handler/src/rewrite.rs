@@ -362,13 +362,14 @@ impl warren_rewrite::Request for Vars<'_, '_> {
             "SERVER_ADDR" => conn.local.ip().to_string(),
             "SERVER_ADMIN" => h.config.server_admin.clone()?,
             "SERVER_SOFTWARE" => self.site.server_header.clone(),
-            "REMOTE_ADDR" | "REMOTE_HOST" | "CONN_REMOTE_ADDR" => conn.peer.ip().to_string(),
+            "REMOTE_ADDR" | "REMOTE_HOST" => conn.useragent.ip().to_string(),
+            "CONN_REMOTE_ADDR" => conn.peer.ip().to_string(),
             "REMOTE_PORT" => conn.peer.port().to_string(),
             "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => h.config.document_root.to_string_lossy().into_owned(),
             "CONTEXT_PREFIX" | "PATH_INFO" | "REMOTE_USER" | "REMOTE_IDENT" | "AUTH_TYPE" => return None,
             "IS_SUBREQ" => "false".into(),
             "API_VERSION" => "20120211:0".into(),
-            "IPV6" => if matches!(conn.peer.ip(), std::net::IpAddr::V6(a) if a.to_ipv4_mapped().is_none()) { "on" } else { "off" }.into(),
+            "IPV6" => if matches!(conn.useragent.ip(), std::net::IpAddr::V6(a) if a.to_ipv4_mapped().is_none()) { "on" } else { "off" }.into(),
             "TIME" => {
                 let c = time();
                 format!("{:04}{:02}{:02}{:02}{:02}{:02}", c.year, c.month, c.day, c.hour, c.min, c.sec)
@@ -407,7 +408,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
         let map = self.site.hosts[self.req.host].config.dir.rewrite.as_ref().and_then(|s| s.maps.get(name));
         if map.is_none() {
             let log = &self.site.hosts[self.req.host].error_log;
-            log.log(LogLevel::Error, Some(self.req.conn.peer), &format!("mod_rewrite: no RewriteMap named {name} on this host: lookup failed"));
+            log.log(LogLevel::Error, Some(self.req.conn.useragent), &format!("mod_rewrite: no RewriteMap named {name} on this host: lookup failed"));
         }
         map.map(|m| &**m)
     }

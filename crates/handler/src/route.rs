@@ -225,7 +225,7 @@ impl Effective<'_> {
 
     /// Whether the `Require` rules in force let the client in.
     pub fn allows(&self, conn: &ConnInfo) -> bool {
-        let (peer, local) = (conn.peer.ip(), conn.local.ip());
+        let (peer, local) = (conn.useragent.ip(), conn.local.ip());
         let Some(rules) = self.require() else { return true };
         rules.iter().any(|r| match r {
             Require::All(g) => *g,

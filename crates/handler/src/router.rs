@@ -284,7 +284,7 @@ impl Site {
         match std::fs::metadata(script) {
             Ok(m) if m.is_file() => {}
             _ => {
-                log.log(LogLevel::Info, Some(req.conn.peer), &format!("File does not exist: {}", script.display()));
+                log.log(LogLevel::Info, Some(req.conn.useragent), &format!("File does not exist: {}", script.display()));
                 return Outcome::Ready(self.error_page(req, 404));
             }
         }
@@ -292,7 +292,7 @@ impl Site {
             return Outcome::Ready(refusal);
         }
         if path_info_len > 0 && dir.accept_path_info() == Some(false) {
-            log.log(LogLevel::Info, Some(req.conn.peer), &format!("path info refused by AcceptPathInfo Off: {}", String::from_utf8_lossy(url)));
+            log.log(LogLevel::Info, Some(req.conn.useragent), &format!("path info refused by AcceptPathInfo Off: {}", String::from_utf8_lossy(url)));
             return Outcome::Ready(self.error_page(req, 404));
         }
         let (name, path_info) = url.split_at(url.len() - path_info_len);

@@ -15,11 +15,24 @@ use crate::mime::MimeTypes;
 use crate::sections::{ancestors, directories_overlap, wildcard_match};
 use crate::status::StatusSource;
 
-/// The two ends of a connection.
+/// The two ends of a connection, and the client of the request at hand.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnInfo {
+    /// The connection's peer: the TCP peer, or the source a PROXY protocol
+    /// header gave (Apache's `c->client_addr`, `%{c}a`).
     pub peer: SocketAddr,
     pub local: SocketAddr,
+    /// The client of the request at hand (Apache's `r->useragent_addr`):
+    /// the peer, unless RemoteIPHeader named another behind it (see
+    /// [`Site::find_useragent`]). Everything about the client uses this:
+    /// `Require`, REMOTE_ADDR, `%a`, the error log, server-status.
+    pub useragent: SocketAddr,
+}
+
+impl ConnInfo {
+    pub fn new(peer: SocketAddr, local: SocketAddr) -> ConnInfo {
+        ConnInfo { peer, local, useragent: peer }
+    }
 }
 
 pub struct Host {
@@ -61,6 +74,11 @@ pub struct Site {
     pub pools: OnceLock<Arc<dyn PoolDispatch>>,
     /// The `.htaccess` files read so far.
     pub htaccess: crate::htaccess::HtaccessCache,
+    /// Whether any host has a RemoteIPHeader: without one, finding a
+    /// request's client costs nothing.
+    pub(crate) uses_remote_ip: bool,
+    /// Whether any host has RemoteIPProxyProtocol On.
+    pub(crate) uses_proxy_protocol: bool,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -125,7 +143,11 @@ impl Site {
             let access_file_names = config.access_file_names.clone().unwrap_or_else(|| vec![".htaccess".to_string()]);
             hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi, pools, has_script_alias, reads_htaccess, access_file_names });
         }
+        let uses_remote_ip = hosts.iter().any(|h| h.config.remote_ip.header.is_some());
+        let uses_proxy_protocol = hosts.iter().any(|h| h.config.remote_ip.proxy_protocol == Some(true));
         Ok(Site {
+            uses_remote_ip,
+            uses_proxy_protocol,
             server_header: server_header(settings.server_tokens),
             settings,
             hosts,
@@ -175,11 +197,7 @@ impl Site {
         });
         let mut first = None;
         for (i, h) in self.hosts.iter().enumerate().skip(1) {
-            let addrs = h.addrs.as_deref().unwrap_or(&[]);
-            let matches_addr = addrs.iter().any(|a| {
-                a.ip.is_none_or(|ip| ip == local.ip() || ip.is_unspecified()) && a.port.is_none_or(|p| p == local.port())
-            });
-            if !matches_addr {
+            if !h.serves_address(local) {
                 continue;
             }
             first.get_or_insert(i);
@@ -202,6 +220,14 @@ impl Site {
         let root = &self.hosts[host].config.document_root;
         let rel = std::ffi::OsStr::from_bytes(url.strip_prefix(b"/").unwrap_or(url));
         root.join(rel)
+    }
+}
+
+impl Host {
+    /// Whether a virtual host's addresses take connections to `local`.
+    pub(crate) fn serves_address(&self, local: SocketAddr) -> bool {
+        let addrs = self.addrs.as_deref().unwrap_or(&[]);
+        addrs.iter().any(|a| a.ip.is_none_or(|ip| ip == local.ip() || ip.is_unspecified()) && a.port.is_none_or(|p| p == local.port()))
     }
 }
 

@@ -96,7 +96,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
                     // Logged now, once; the next candidate may still answer
                     // (as in Apache, where each candidate is a subrequest).
                     site.hosts[host].error_log.error(
-                        Some(conn.peer),
+                        Some(conn.useragent),
                         &format!("Symbolic link not allowed or link target not accessible: {}", link.display()),
                     );
                     refused_link = true;

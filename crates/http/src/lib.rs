@@ -19,12 +19,16 @@
 //!   initial timeout raised by MinRate, up to a maximum) and the
 //!   [`ReadClock`] that applies it, with Timeout, to a head or a body.
 //!
+//! - [`proxy_protocol`]: the PROXY protocol header (v1 and v2) a proxy
+//!   may send before HTTP, with the client's address.
+//!
 //! Nothing here touches a socket, so a blocking MPM and the event loop drive
 //! the same code, and apply the same rules.
 
 pub mod body;
 pub mod conn;
 pub mod head_scan;
+pub mod proxy_protocol;
 pub mod read_timeout;
 pub mod request;
 pub mod response;

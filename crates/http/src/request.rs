@@ -78,6 +78,9 @@ pub struct RequestHead {
     host: Option<Range<usize>>,
     /// Where the origin-form part (`/path?query`) of the target starts.
     path_start: usize,
+    /// The head's length on the wire: `raw` grows past it when a field is
+    /// rewritten (see [`RequestHead::set_header`]).
+    wire_len: usize,
 }
 
 impl RequestHead {
@@ -124,7 +127,26 @@ impl RequestHead {
 
     /// Length of the head on the wire.
     pub fn wire_len(&self) -> usize {
-        self.raw.len()
+        self.wire_len
+    }
+
+    /// Replaces every field called `name` (any case) with one holding
+    /// `value`, or removes them all for None: what a module that rewrites
+    /// a request header (mod_remoteip) does before the request is answered.
+    /// Only fields nothing was derived from may be rewritten: framing,
+    /// Connection, Expect and Host keep what was parsed.
+    pub fn set_header(&mut self, name: &str, value: Option<&[u8]>) {
+        debug_assert!(!["content-length", "transfer-encoding", "connection", "expect", "host"].contains(&name.to_ascii_lowercase().as_str()));
+        let raw = &self.raw;
+        self.headers.retain(|(n, _)| !raw[n.clone()].eq_ignore_ascii_case(name.as_bytes()));
+        if let Some(value) = value {
+            // Appended after the head: the ranges already handed out stay valid.
+            let n = self.raw.len();
+            self.raw.extend_from_slice(name.as_bytes());
+            let v = self.raw.len();
+            self.raw.extend_from_slice(value);
+            self.headers.push((n..v, v..self.raw.len()));
+        }
     }
 
     pub fn has_body(&self) -> bool {
@@ -190,6 +212,7 @@ pub fn parse_head_from(scan: &mut HeadScan, buf: &[u8], limits: &HeadLimits) -> 
         expect_continue: false,
         host: None,
         path_start: 0,
+        wire_len: head_end,
     };
     analyse(&mut head, buf)?;
     head.raw = buf[..head_end].to_vec();
@@ -350,6 +373,22 @@ mod tests {
     use super::*;
 
     const LIMITS: HeadLimits = HeadLimits { request_line: 100, field_size: 100, fields: 10, head: 1000 };
+
+    #[test]
+    fn a_rewritten_field_replaces_every_one_of_its_name() {
+        let raw = b"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 1.1.1.1\r\nAccept: */*\r\nx-forwarded-for: 2.2.2.2\r\n\r\n";
+        let (mut h, n) = parse_head(raw, &LIMITS).unwrap().unwrap();
+        h.set_header("X-Forwarded-For", Some(b"1.1.1.1"));
+        assert_eq!(h.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"x-forwarded-for")).count(), 1);
+        assert_eq!(h.header("x-forwarded-for"), Some(&b"1.1.1.1"[..]));
+        assert_eq!(h.header("accept"), Some(&b"*/*"[..]));
+        assert_eq!(h.host(), Some(&b"a"[..]));
+        assert_eq!(h.request_line(), b"GET / HTTP/1.1");
+        assert_eq!(h.wire_len(), n);
+        h.set_header("X-Forwarded-For", None);
+        assert_eq!(h.header("x-forwarded-for"), None);
+        assert_eq!(h.headers().count(), 2);
+    }
 
     fn status(raw: &str) -> u16 {
         match parse_head(raw.as_bytes(), &LIMITS) {

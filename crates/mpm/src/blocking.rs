@@ -18,6 +18,7 @@ use warren_http::{parse_head_from, BodyFraming, ConnRules, DateCache, HeadScan, 
 use crate::exchange::{conn_rules, panic_response, read_onto, wait_for, Exchange, Output};
 use crate::client_body::ClientBody;
 use crate::fastcgi::on_thread;
+use crate::proxy_header::{self, Got};
 use crate::scoreboard::{AcceptTurn, State, ThreadSlot};
 
 /// How much one read of a request head asks for: most heads fit.
@@ -134,14 +135,23 @@ impl<'a> Driver<'a> {
 
     /// Serves every request of one connection.
     /// `stream` must be non-blocking, as accepted.
-    pub fn serve(&mut self, stream: TcpStream, info: ConnInfo) {
+    pub fn serve(&mut self, stream: TcpStream, mut info: ConnInfo) {
         self.read_timeout = None;
         self.nonblocking = true;
         let mut rbuf: Vec<u8> = Vec::new();
         let mut served = 0u32;
+        if self.site.expects_proxy_header(info.local, info.peer) {
+            self.slot.set(State::Reading);
+            if !self.read_proxy_header(&stream, &mut rbuf, &mut info) {
+                self.slot.set(State::Closing);
+                return;
+            }
+        }
         loop {
             self.slot.set(if served == 0 { State::Reading } else { State::KeepAlive });
-            let head = match self.read_head(&stream, &mut rbuf, served) {
+            // Until a request names its client, the peer is the client.
+            info.useragent = info.peer;
+            let mut head = match self.read_head(&stream, &mut rbuf, served) {
                 Head::Request(h) => h,
                 Head::Done => return,
                 Head::Drained => {
@@ -157,6 +167,7 @@ impl<'a> Driver<'a> {
                 }
             };
             served += 1;
+            self.site.find_useragent(&mut head, &mut info);
             let keep_alive = self.rules.keep_alive.keep_alive(&head, served, self.stop.load(Ordering::Relaxed));
             let received = head.wire_len() as u64;
             let mut ex = Exchange::new(Some(head), keep_alive, received);
@@ -231,6 +242,31 @@ impl<'a> Driver<'a> {
             linger_close(stream);
         }
         false
+    }
+
+    /// Reads and applies the PROXY protocol header that must open the
+    /// connection, within the time a request head has; false: close.
+    fn read_proxy_header(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, info: &mut ConnInfo) -> bool {
+        let mut clock = self.rules.head_clock(Instant::now(), 0);
+        loop {
+            match proxy_header::take(self.site, rbuf, info) {
+                Got::Done => return true,
+                Got::Bad => return false,
+                Got::More => {}
+            }
+            let now = Instant::now();
+            let until = clock.deadline();
+            if now >= until {
+                proxy_header::timed_out(self.site, rbuf, info);
+                return false;
+            }
+            match self.read_within(stream, rbuf, until - now) {
+                Ok(0) => return false,
+                Ok(n) => clock.received(n as u64, Instant::now()),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+                Err(_) => return false,
+            }
+        }
     }
 
     fn read_head(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, served: u32) -> Head {

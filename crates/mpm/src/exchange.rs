@@ -46,7 +46,7 @@ pub fn conn_rules(s: &Settings) -> ConnRules {
 
 /// The 500 for a handler that panicked, and its error-log line.
 pub fn panic_response(site: &Site, head: &RequestHead, info: &ConnInfo) -> Response {
-    site.error_log.error(Some(info.peer), "handler panicked; answering 500");
+    site.error_log.error(Some(info.useragent), "handler panicked; answering 500");
     site.error_page_now(site.error_page(Request::new(head, info, 0), 500), head, info)
 }
 
@@ -178,7 +178,7 @@ impl Exchange {
     pub fn note_start(&self, slot: &ThreadSlot, site: &Site, info: &ConnInfo) {
         if let (true, Some(head)) = (site.settings.extended_status, self.head.as_ref()) {
             let vhost = &site.hosts[site.select_host(head.host(), info.local)].name;
-            slot.begin_request(&info.peer.ip().to_string(), vhost, head.request_line());
+            slot.begin_request(&info.useragent.ip().to_string(), vhost, head.request_line());
         }
     }
 
@@ -189,6 +189,7 @@ impl Exchange {
         let host = self.host.min(site.hosts.len() - 1);
         let record = LogRecord {
             peer: info.peer,
+            useragent: info.useragent,
             local: info.local,
             head: self.head.as_ref(),
             raw_line: &self.raw_line,

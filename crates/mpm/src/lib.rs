@@ -24,10 +24,14 @@
 //!   or on the event loop without blocking, requests parked for a pool's
 //!   child, and the spill that holds what a slow client has not taken yet.
 //!
+//! - `proxy_header`: the PROXY protocol header a listener with
+//!   RemoteIPProxyProtocol On reads before HTTP, for both kinds of driver.
+//!
 //! The HTTP rules come from `warren-http`; what to answer comes from
 //! `warren-handler`. This crate only moves bytes and manages processes.
 
 pub mod blocking;
+mod proxy_header;
 pub mod client_body;
 pub mod event;
 pub mod exchange;

@@ -61,7 +61,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
         next = (which + 1) % listeners.len();
         let laddr = listeners[which].addr;
         let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
-        driver.serve(stream, ConnInfo { peer, local });
+        driver.serve(stream, ConnInfo::new(peer, local));
         served += 1;
         if max > 0 && served >= max {
             break;

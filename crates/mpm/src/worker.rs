@@ -109,7 +109,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
             let laddr = listeners[which].addr;
             let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
             handoff.idle.fetch_sub(1, Ordering::SeqCst);
-            handoff.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back((stream, ConnInfo { peer, local }));
+            handoff.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back((stream, ConnInfo::new(peer, local)));
             handoff.ready.notify_one();
             accepted += 1;
             if max > 0 && accepted >= max {

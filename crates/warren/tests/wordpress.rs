@@ -172,9 +172,9 @@ fn wordpress_site(mpm: &str, db: &MariaDb, host: &str) {
     // as it stands, with AllowOverride from its "/blog" example so that the
     // package's .htaccess (a link to /etc/wordpress/htaccess) is read.
     let conf = format!(
-        "<VirtualHost *>\nServerName {host}\nDocumentRoot /usr/share/wordpress/\nDirectoryIndex index.php index.html\n\
+        "<VirtualHost *>\nServerName {host}\nDocumentRoot {WORDPRESS}/\nDirectoryIndex index.php index.html\n\
          Alias /wp-content /var/lib/wordpress/wp-content\n\
-         <Directory /usr/share/wordpress>\n    Options FollowSymLinks\n    AllowOverride Limit Options FileInfo\n    Require all granted\n</Directory>\n\
+         <Directory {WORDPRESS}>\n    Options FollowSymLinks\n    AllowOverride Limit Options FileInfo\n    Require all granted\n</Directory>\n\
          <Directory /var/lib/wordpress/wp-content>\n    Options FollowSymLinks\n    Require all granted\n</Directory>\n</VirtualHost>\n\
          <Pool wp>\n    Command php-cgi\n    pm static\n    pm.max_children 2\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:wp\n</FilesMatch>\n"
     );

@@ -35,7 +35,7 @@ impl Site {
         };
         let answer = spool(body).map_err(Failed::Client).and_then(|spooled| match self.exchange(&gw, conn, spooled) {
             Err(Failed::LostChild(e)) if gw.retry_lost_child(head) => {
-                self.hosts[gw.host].error_log.log(LogLevel::Warn, Some(conn.peer), &format!("{}; sending the request to another child", e.why));
+                self.hosts[gw.host].error_log.log(LogLevel::Warn, Some(conn.useragent), &format!("{}; sending the request to another child", e.why));
                 self.exchange(&gw, conn, Spooled::None)
             }
             other => other,
@@ -260,7 +260,7 @@ impl Site {
 
     /// A reader for the answer to `gw`.
     pub fn response_reader(&self, gw: &Gateway, conn: &ConnInfo) -> ResponseReader {
-        ResponseReader::new(describe(&gw.backend.addr), self.hosts[gw.host].error_log.clone(), conn.peer, gw.script.clone())
+        ResponseReader::new(describe(&gw.backend.addr), self.hosts[gw.host].error_log.clone(), conn.useragent, gw.script.clone())
     }
 }
 

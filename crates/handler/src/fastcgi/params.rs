@@ -62,8 +62,8 @@ impl Site {
         set(&mut p, "SERVER_ADDR", conn.local.ip().to_string().into_bytes());
         set(&mut p, "SERVER_PORT", conn.local.port().to_string().into_bytes());
         set(&mut p, "SERVER_PROTOCOL", head.version.as_str().as_bytes().to_vec());
-        set(&mut p, "REMOTE_ADDR", conn.peer.ip().to_string().into_bytes());
-        set(&mut p, "REMOTE_PORT", conn.peer.port().to_string().into_bytes());
+        set(&mut p, "REMOTE_ADDR", conn.useragent.ip().to_string().into_bytes());
+        set(&mut p, "REMOTE_PORT", conn.useragent.port().to_string().into_bytes());
         set(&mut p, "REQUEST_METHOD", head.method().as_bytes().to_vec());
         set(&mut p, "REQUEST_URI", head.path_and_query().to_vec());
         set(&mut p, "REQUEST_SCHEME", b"http".to_vec());

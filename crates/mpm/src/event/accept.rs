@@ -83,9 +83,10 @@ impl EventLoop {
             self.next_generation += 1;
             // A new connection's head is timed from now.
             let clock = self.rules.head_clock(Instant::now(), 0);
+            let proxy_header = self.site.expects_proxy_header(local, peer);
             let conn = Conn {
                 stream,
-                info: ConnInfo { peer, local },
+                info: ConnInfo::new(peer, local),
                 generation: self.next_generation,
                 phase: Phase::ReadingHead,
                 on_hold: false,
@@ -103,6 +104,7 @@ impl EventLoop {
                 parked: None,
                 spool: None,
                 body: None,
+                proxy_header,
             };
             let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
             if self.epoll.add(&conn.stream, EpollEvent::new(flags, slot as u64)).is_err() {

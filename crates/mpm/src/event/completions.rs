@@ -61,6 +61,10 @@ impl EventLoop {
                 continue;
             }
             match c.phase {
+                Phase::ReadingHead if c.proxy_header => {
+                    crate::proxy_header::timed_out(&self.site, &c.rbuf, &c.info);
+                    self.close(slot);
+                }
                 // Logged once, by the error answer, with the limit that ran out.
                 Phase::ReadingHead if !c.rbuf.is_empty() => {
                     let e = c.clock.timeout_error();

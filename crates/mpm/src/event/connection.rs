@@ -16,6 +16,7 @@ use warren_http::{parse_head_from, BodyDecoder, BodyFraming, HeadScan, HttpError
 
 use crate::exchange::{panic_response, Exchange, Output};
 use crate::fastcgi::on_loop::Upstream;
+use crate::proxy_header::{self, Got};
 use super::thread_pool::Job;
 use super::EventLoop;
 
@@ -49,6 +50,9 @@ pub(super) struct Conn {
     /// application is given the request only then.
     pub(super) spool: Option<Spool>,
     pub(super) body: Option<Spooled>,
+    /// A PROXY protocol header must come first (RemoteIPProxyProtocol),
+    /// and has not yet.
+    pub(super) proxy_header: bool,
 }
 
 impl EventLoop {
@@ -96,7 +100,19 @@ impl EventLoop {
                     return;
                 }
                 Phase::KeepAlive | Phase::ReadingHead => {
-                    if !c.rbuf.is_empty() {
+                    if c.proxy_header {
+                        match proxy_header::take(&self.site, &mut c.rbuf, &mut c.info) {
+                            Got::Done => {
+                                c.proxy_header = false;
+                                continue;
+                            }
+                            Got::More => {}
+                            Got::Bad => {
+                                self.close(slot);
+                                return;
+                            }
+                        }
+                    } else if !c.rbuf.is_empty() {
                         match parse_head_from(&mut c.scan, &c.rbuf, &self.rules.limits) {
                             Ok(Some((head, used))) => {
                                 c.rbuf.drain(..used);
@@ -207,9 +223,10 @@ impl EventLoop {
     /// without a body goes to its application now; with one, once the loop
     /// has read the body whole (a slow client holds no thread and no pool
     /// child). Any other answer waits for the body to be read and dropped.
-    fn start_request(&mut self, slot: usize, head: RequestHead) {
+    fn start_request(&mut self, slot: usize, mut head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
         c.served += 1;
+        self.site.find_useragent(&mut head, &mut c.info);
         let keep_alive = self.rules.keep_alive.keep_alive(&head, c.served, self.stopping);
         let framing = head.framing;
         let received = head.wire_len() as u64;
@@ -292,6 +309,8 @@ impl EventLoop {
         let Some(req) = c.req.take() else { return true };
         c.body = None;
         req.log(&mut self.logs, &self.site, &c.info, c.served, false);
+        // Until the next request names its client, the peer is the client.
+        c.info.useragent = c.info.peer;
         // The loop's requests are counted on the child's first worker slot.
         self.sb.thread(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
         match Next::after_response(true, req.keep_alive, req.linger) {

@@ -74,7 +74,7 @@ impl EventLoop {
         let stream = match c.stream.try_clone() {
             Ok(s) => s,
             Err(e) => {
-                self.site.error_log.error(Some(c.info.peer), &format!("cannot hand the connection to a worker thread: {e}"));
+                self.site.error_log.error(Some(c.info.useragent), &format!("cannot hand the connection to a worker thread: {e}"));
                 self.abort(slot);
                 return;
             }
@@ -135,7 +135,7 @@ impl EventLoop {
                     let up = c.upstream.as_mut().expect("upstream");
                     let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
                     if up.lost_child_may_be_replaced() && up.gateway.retry_lost_child(head) {
-                        self.site.error_log.log(LogLevel::Warn, Some(c.info.peer), &format!("{}; sending the request to another child", e.why));
+                        self.site.error_log.log(LogLevel::Warn, Some(c.info.useragent), &format!("{}; sending the request to another child", e.why));
                         // Dropping the exchange gives the lost child's place back.
                         let gw = c.upstream.take().expect("upstream").gateway;
                         self.child_given_back();

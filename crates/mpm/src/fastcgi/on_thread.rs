@@ -73,7 +73,7 @@ pub fn serve(
         return true;
     }
     if st.remaining.is_some_and(|left| left > 0) {
-        site.error_log.error(Some(info.peer), "FastCGI: application sent less than its Content-Length; closing the connection");
+        site.error_log.error(Some(info.useragent), "FastCGI: application sent less than its Content-Length; closing the connection");
         return false;
     }
     if st.chunked {
