@@ -390,7 +390,10 @@ result_line() {
 
 if [[ -n ${ONLY:-} ]]; then
     result_line "$ONLY"
-    [[ ${KEEP:-0} == 1 ]] && { grep -h "$ONLY.case" "$W/logs/error.log" | sed -E 's/^.*\[rid#[^]]*\]//' | cut -c1-400 >&2 || true; }
+    if [[ ${KEEP:-0} == 1 ]]; then
+        grep -h "$ONLY.case" "$W/logs/error.log" | sed -E 's/^.*\[rid#[^]]*\]//' | cut -c1-400 >&2 || true
+        grep -v 'trace[0-9]\]' "$W/logs/error.log" | grep -v 'AH00489\|AH00094\|AH00491' >&2 || true
+    fi
     exit 0
 fi
 {
