@@ -86,7 +86,9 @@ while IFS= read -r raw || [[ -n $raw ]]; do
         tree) state=tree ;;
         case)
             [[ $rest =~ ^[A-Za-z0-9_-]+$ ]] || die "line $lineno: bad case name '$rest'"
-            [[ -e $W/cases/$rest ]] && die "line $lineno: duplicate case $rest"
+            for o in "${NAMES[@]}"; do   # host names: unique without regard to case
+                [[ ${o,,} == "${rest,,}" ]] && die "line $lineno: duplicate case $rest"
+            done
             cur=$rest; where=server; state=case
             mkdir -p "$W/cases/$cur/ht" "$W/cases/$cur/dir"
             : >"$W/cases/$cur/server"; : >"$W/cases/$cur/main"; : >"$W/cases/$cur/headers"
@@ -316,6 +318,13 @@ run_group() {   # names...
     chmod -R a+rX "$W/d" "$W/maindoc" "$W/conf"
     write_conf "$port"
     if ! start_apache "$port"; then
+        if [[ $# -gt 1 ]]; then   # a shared group: say which case broke it
+            local ln
+            cat "$W/run/configtest" >&2
+            ln=$(grep -o 'line [0-9]* of [^:]*vhosts.conf' "$W/run/configtest" | head -1 | awk '{print $2}')
+            [[ -n $ln ]] && head -n "$ln" "$W/conf/vhosts.conf" | grep ServerName | tail -1 >&2
+            die "config error in a shared group: mark the case expect-config-error"
+        fi
         for n in "$@"; do cp "$W/run/configtest" "$W/out/$n.configerror"; done
         return 0
     fi
