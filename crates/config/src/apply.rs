@@ -221,8 +221,12 @@ pub(crate) fn server_name(b: &mut Builder, d: &Directive, host: &mut HostConfig)
     match d.args.as_slice() {
         [n] => {
             let name = n.split("://").last().unwrap_or(n);
-            let name = name.rsplit_once(':').map_or(name, |(h, p)| if p.parse::<u16>().is_ok() { h } else { name });
+            let (name, port) = match name.rsplit_once(':') {
+                Some((h, p)) if p.parse::<u16>().is_ok() => (h, p.parse().ok()),
+                _ => (name, None),
+            };
             host.server_name = Some(name.to_ascii_lowercase());
+            host.server_port = port;
         }
         _ => b.error(&d.origin, "ServerName takes one argument: [scheme://]name[:port]"),
     }

@@ -411,16 +411,22 @@ impl Reader {
             let Some(end) = after.find('}') else {
                 return Err("unterminated ${ in variable reference".into());
             };
-            let name = &after[..end];
+            let (name, default) = match after[..end].split_once("?=") {
+                Some((n, d)) => (n, Some(d)),
+                None => (&after[..end], None),
+            };
             let env;
             let value = match self.defines.get(name) {
                 Some(Some(v)) => v.as_str(),
-                _ => match std::env::var(name) {
-                    Ok(v) => {
+                _ => match (std::env::var(name), default) {
+                    (Ok(v), _) => {
                         env = v;
                         env.as_str()
                     }
-                    Err(_) => return Err(format!("variable ${{{name}}} is not defined (use Define {name} value)")),
+                    (Err(_), Some(d)) => d,
+                    // `${map:key}` is mod_rewrite's, not a variable: kept as written, as Apache does.
+                    (Err(_), None) if name.contains(':') => &rest[start..start + 2 + end + 1],
+                    (Err(_), None) => return Err(format!("variable ${{{name}}} is not defined (use Define {name} value)")),
                 },
             };
             // `Define X ${X}${X}` doubles X: unbounded, forty such lines

@@ -110,6 +110,9 @@ pub struct CustomLog {
 #[derive(Clone, Debug, Default)]
 pub struct HostConfig {
     pub server_name: Option<String>,
+    /// The port ServerName gives, which self-referential URLs use when the
+    /// client's Host names none (Apache's UseCanonicalName Off).
+    pub server_port: Option<u16>,
     pub aliases: Vec<String>,
     pub document_root: PathBuf,
     pub custom_logs: Vec<CustomLog>,

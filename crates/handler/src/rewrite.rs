@@ -221,7 +221,7 @@ impl Site {
             Some((h, p)) => (h, p.parse::<u16>().ok()),
             None => (authority, Some(80)),
         };
-        if port == Some(req.conn.local.port()) && self.names_this_host(req, host) {
+        if port.is_some_and(|p| p == self.server_port(req) || p == req.conn.local.port()) && self.names_this_host(req, host) {
             state.filename = path.to_string();
             return true;
         }
@@ -237,13 +237,24 @@ impl Site {
 
     /// `http://name[:port]` of this request's host, as a redirect names it.
     fn own_url(&self, req: Request) -> String {
-        let port = req.conn.local.port();
+        let port = self.server_port(req);
         let name = self.server_name_for_url(req);
         if port == 80 {
             format!("http://{name}")
         } else {
             format!("http://{name}:{port}")
         }
+    }
+
+    /// Apache's ap_get_server_port with UseCanonicalName Off: the port the
+    /// client named in Host, else ServerName's, else the connection's.
+    fn server_port(&self, req: Request) -> u16 {
+        let named = req.head.host().and_then(|h| {
+            let h = String::from_utf8_lossy(h);
+            let (_, port) = h.rsplit_once(':').filter(|(host, _)| !host.ends_with(']') || h.starts_with('['))?;
+            port.parse().ok()
+        });
+        named.or(self.hosts[req.host].config.server_port).unwrap_or(req.conn.local.port())
     }
 
     /// The name the client used (UseCanonicalName Off), else ServerName.
@@ -358,7 +369,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
             "HTTPS" => "off".into(),
             "SERVER_PROTOCOL" => head.version.as_str().into(),
             "SERVER_NAME" => self.site.server_name_for_url(self.req),
-            "SERVER_PORT" => conn.local.port().to_string(),
+            "SERVER_PORT" => self.site.server_port(self.req).to_string(),
             "SERVER_ADDR" => conn.local.ip().to_string(),
             "SERVER_ADMIN" => h.config.server_admin.clone()?,
             "SERVER_SOFTWARE" => self.site.server_header.clone(),
