@@ -39,7 +39,7 @@ pub(crate) enum DirRewrite {
     /// The file stays; variables may have been set.
     Continue(Rewritten),
     /// Serve this URL instead (an internal redirect), with the query given.
-    Redirect { url: Vec<u8>, query: Vec<u8>, env: RequestEnv, ended: bool },
+    Redirect { url: Vec<u8>, query: Vec<u8>, env: RequestEnv, ended: bool, vary: Vec<String> },
 }
 
 pub(crate) struct Rewritten {
@@ -52,6 +52,39 @@ pub(crate) struct Rewritten {
     pub env: RequestEnv,
     pub ended: bool,
     pub forced_type: Option<String>,
+    /// Request headers the rules' conditions read: the answer varies on them.
+    pub vary: Vec<String>,
+}
+
+/// `outcome` with the rules' Vary, merged into any it has (Apache keeps it
+/// across internal redirects too). A FastCGI answer is not reached here.
+pub(crate) fn with_vary(outcome: crate::Outcome, vary: &[String]) -> crate::Outcome {
+    use crate::Outcome;
+    if vary.is_empty() {
+        return outcome;
+    }
+    let add = |mut r: Response, vary: &[String]| {
+        let existing = r.headers.iter().position(|(n, _)| n.eq_ignore_ascii_case("vary"));
+        let mut value = existing.map(|i| r.headers.remove(i).1).unwrap_or_default();
+        for v in vary {
+            if !value.split(',').any(|x| x.trim().eq_ignore_ascii_case(v)) {
+                if !value.is_empty() {
+                    value.push_str(", ");
+                }
+                value.push_str(v);
+            }
+        }
+        r.add("Vary", value);
+        r
+    };
+    match outcome {
+        Outcome::Ready(r) => Outcome::Ready(add(r, vary)),
+        Outcome::Blocking(work) => {
+            let vary = vary.to_vec();
+            Outcome::Blocking(Box::new(move || add(work(), &vary)))
+        }
+        gateway => gateway,
+    }
 }
 
 /// Apache's LimitInternalRecursion default.
@@ -73,13 +106,13 @@ impl Site {
         let rules: Vec<&Rule> = set.rules.iter().map(|r| &**r).collect();
         let applied = apply(&rules, None, &mut state, &mut vars, self.max_rewritten_len());
         let env = vars.env;
-        let unchanged = |env: RequestEnv, state: &State| Rewritten { url: None, query: query.to_vec(), fs: None, env, ended: state.end, forced_type: state.mime_type.clone() };
+        let unchanged = |env: RequestEnv, state: &State| Rewritten { url: None, query: query.to_vec(), fs: None, env, ended: state.end, forced_type: state.mime_type.clone(), vary: state.vary.clone() };
         let noescape = match applied {
             Applied::Unchanged => return UrlRewrite::Continue(unchanged(env, &state)),
             Applied::Status(s) => return UrlRewrite::Answer(self.rewrite_status(req, s, &uri)),
             Applied::Changed { passthrough: true, .. } => {
                 let q = with_mark(state.query.as_deref());
-                return UrlRewrite::Continue(Rewritten { url: Some(state.filename.into_bytes()), query: q, fs: None, env, ended: state.end, forced_type: state.mime_type });
+                return UrlRewrite::Continue(Rewritten { url: Some(state.filename.into_bytes()), query: q, fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
             }
             Applied::Changed { noescape, .. } => noescape,
         };
@@ -100,7 +133,7 @@ impl Site {
         let is_file = !reduced && !first.is_empty() && std::fs::symlink_metadata(format!("/{first}")).is_ok();
         let fs = if is_file { PathBuf::from(&state.filename) } else { h.config.document_root.join(state.filename.trim_start_matches('/')) };
         let q = with_mark(state.query.as_deref());
-        UrlRewrite::Continue(Rewritten { url: None, query: q, fs: Some(fs), env, ended: state.end, forced_type: state.mime_type })
+        UrlRewrite::Continue(Rewritten { url: None, query: q, fs: Some(fs), env, ended: state.end, forced_type: state.mime_type, vary: state.vary })
     }
 
     pub(crate) fn rewrite_dir(&self, req: Request, url: &[u8], query: &[u8], fs: &Path, dir: &Effective) -> DirRewrite {
@@ -133,7 +166,7 @@ impl Site {
         let env = vars.env;
         let noescape = match applied {
             Applied::Unchanged => {
-                return DirRewrite::Continue(Rewritten { url: None, query: query.to_vec(), fs: None, env, ended: state.end, forced_type: state.mime_type });
+                return DirRewrite::Continue(Rewritten { url: None, query: query.to_vec(), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
             }
             Applied::Status(s) => return DirRewrite::Answer(self.rewrite_status(req, s, &uri)),
             Applied::Changed { noescape, .. } => noescape,
@@ -162,7 +195,7 @@ impl Site {
             return DirRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", state.filename)));
         }
         if state.filename == fs_text {
-            return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref()), fs: None, env, ended: state.end, forced_type: state.mime_type });
+            return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref()), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
         }
         let root = self.hosts[req.host].config.document_root.to_string_lossy();
         let root = root.trim_end_matches('/');
@@ -173,7 +206,7 @@ impl Site {
                 _ => state.filename.clone(),
             },
         };
-        DirRewrite::Redirect { url: new_url.into_bytes(), query: with_mark(state.query.as_deref()), env, ended: state.end }
+        DirRewrite::Redirect { url: new_url.into_bytes(), query: with_mark(state.query.as_deref()), env, ended: state.end, vary: state.vary }
     }
 
     /// Twice LimitRequestLine, as Apache bounds a rewritten filename.
@@ -221,7 +254,8 @@ impl Site {
             Some((h, p)) => (h, p.parse::<u16>().ok()),
             None => (authority, Some(80)),
         };
-        if port.is_some_and(|p| p == self.server_port(req) || p == req.conn.local.port()) && self.names_this_host(req, host) {
+        // Apache's ap_matches_request_vhost: the port must be the one the connection came to.
+        if port == Some(req.conn.local.port()) && self.names_this_host(req, host) {
             state.filename = path.to_string();
             return true;
         }
@@ -429,10 +463,17 @@ impl warren_rewrite::Request for Vars<'_, '_> {
         std::fs::metadata(fs).is_ok_and(|m| m.is_file()) && self.site.effective(self.req.host, Some(fs), b"").allows(self.req.conn)
     }
 
+    /// As Apache's sub-request: the URL maps and access is granted (the
+    /// file need not exist: no handler runs).
     fn url_lookup(&self, url: &str) -> bool {
         let Ok(url) = path::normalize(url.split('?').next().unwrap_or("").as_bytes()) else { return false };
         let fs = self.site.fs_path(self.req.host, &url);
-        std::fs::metadata(&fs).is_ok() && self.site.effective(self.req.host, Some(&fs), &url).allows(self.req.conn)
+        self.site.effective(self.req.host, Some(&fs), &url).allows(self.req.conn)
+    }
+
+    fn qualify(&self, path: &str) -> String {
+        let sep = if path.starts_with('/') { "" } else { "/" };
+        format!("{}{sep}{path}", self.site.own_url(self.req))
     }
 
     fn pick(&self, n: usize) -> usize {

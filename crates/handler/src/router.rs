@@ -11,7 +11,7 @@ use warren_http::RequestHead;
 use crate::fastcgi::{split_path_info, ScriptTarget};
 use crate::path::{self, PathError};
 use crate::request_env::RequestEnv;
-use crate::rewrite::{DirRewrite, UrlRewrite, MAX_INTERNAL_REDIRECTS};
+use crate::rewrite::{with_vary, DirRewrite, UrlRewrite, MAX_INTERNAL_REDIRECTS};
 use crate::route::{Pass, Request, Route};
 use crate::site::ConnInfo;
 use crate::{static_files, Outcome, Response, Site};
@@ -54,7 +54,7 @@ impl Site {
         };
         let pass = Pass { rewrite_ended: r.ended, forced_type: r.forced_type.as_deref(), ..req.pass };
         let req = Request { env: &r.env, pass, ..req };
-        self.route_url(req, r.url.as_deref().unwrap_or(url), &r.query, r.fs, true)
+        with_vary(self.route_url(req, r.url.as_deref().unwrap_or(url), &r.query, r.fs, true), &r.vary)
     }
 
     /// The routing of `url` (the request's, or its FallbackResource's, the
@@ -89,7 +89,9 @@ impl Site {
             DirRewrite::Declined => (req, query),
             DirRewrite::Answer(r) => return Outcome::Ready(if dir.allows(conn) { r } else { self.denied(req, url) }),
             _ if !dir.allows(conn) => return Outcome::Ready(self.denied(req, url)),
-            DirRewrite::Redirect { url: to, query: q, env, ended } => return self.internal_rewrite(req, url, query, &to, &q, env, ended),
+            // A directory named without its slash is redirected to it first (mod_dir's fixup wins).
+            DirRewrite::Redirect { .. } if !url.ends_with(b"/") && dir.directory_slash() && fs.is_dir() => (req, query),
+            DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, query, &to, &q, env, ended), &vary),
             DirRewrite::Continue(r) => {
                 rewritten = r;
                 let forced_type = rewritten.forced_type.as_deref().or(req.pass.forced_type);

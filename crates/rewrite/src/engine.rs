@@ -33,6 +33,8 @@ pub trait Request {
     fn url_lookup(&self, path: &str) -> bool;
     /// Chooses one of `n` alternatives (`rnd:` maps).
     fn pick(&self, n: usize) -> usize;
+    /// `path` as a full URL on this server (`[R]`: Apache's fully_qualify_uri).
+    fn qualify(&self, path: &str) -> String;
 }
 
 /// The request as the rules rewrite it.
@@ -97,6 +99,7 @@ pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: 
                         r = rules[i];
                     }
                 }
+                RuleResult::Unsafe => return Applied::Status(403),
                 result => {
                     if state.filename.len() > max_len {
                         return Applied::Status(500);
@@ -138,6 +141,8 @@ pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum RuleResult {
     NoMatch,
+    /// A `?` from an expansion would have started the query string.
+    Unsafe,
     Match,
     /// Matched, with no substitution (`-`).
     NoSub,
@@ -189,7 +194,15 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
             state.vary.push(v);
         }
     }
-    let new = rule.substitution.as_ref().map(|t| expand(t, state, ctx, Some(rule)));
+    let mut qmarks = Vec::new();
+    let new = rule.substitution.as_ref().map(|t| expand_marking(t, state, ctx, Some(rule), &mut qmarks));
+    // A `?` that a back-reference or variable brought (a decoded %3f) must
+    // not start a query string: Apache 2.4.60 refuses it (UnsafeAllow3F).
+    let deciding = if rule.flags.qslast { qmarks.last() } else { qmarks.first() };
+    if deciding == Some(&true) && !rule.flags.unsafe_allow_3f {
+        state.status = Some(403);
+        return RuleResult::Unsafe;
+    }
     for e in &rule.flags.env {
         let spec = expand(e, state, ctx, None);
         match spec.strip_prefix('!') {
@@ -221,6 +234,9 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
     }
     split_query(state, &rule.flags);
     if let Some(code) = rule.flags.redirect {
+        if crate::absolute_uri(&state.filename).is_none() {
+            state.filename = ctx.req.qualify(&state.filename);
+        }
         state.status = Some(code);
         return RuleResult::Match;
     }
@@ -300,7 +316,8 @@ fn split_query(state: &mut State, flags: &crate::rules::Flags) {
 fn apply_cond<R: Request + ?Sized>(c: &Cond, state: &State, ctx: &mut Ctx<R>) -> bool {
     let input = expand(&c.input, state, ctx, None);
     let meta = |follow: bool| if follow { std::fs::metadata(&input) } else { std::fs::symlink_metadata(&input) };
-    let cmp = |a: &str, b: &str| if c.nocase { a.to_ascii_lowercase().cmp(&b.to_ascii_lowercase()) } else { a.cmp(b) };
+    // Apache compares lengths first, then bytes (NC: strcasecmp, as C's).
+    let cmp = |a: &str, b: &str| if c.nocase { a.to_ascii_lowercase().cmp(&b.to_ascii_lowercase()) } else { a.len().cmp(&b.len()).then_with(|| a.cmp(b)) };
     let ok = match &c.test {
         CondTest::File => meta(true).is_ok_and(|m| m.is_file()),
         CondTest::FileSize => meta(true).is_ok_and(|m| m.is_file() && m.len() > 0),
@@ -336,13 +353,29 @@ fn apply_cond<R: Request + ?Sized>(c: &Cond, state: &State, ctx: &mut Ctx<R>) ->
 /// A template expanded for the request; `rule` is given where `[B]`
 /// applies to back-references.
 fn expand<R: Request + ?Sized>(t: &Template, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>) -> String {
+    expand_marking(t, state, ctx, rule, &mut Vec::new())
+}
+
+/// [`expand`], noting for each `?` of the result whether an expansion
+/// (true) or the template's own text (false) brought it.
+fn expand_marking<R: Request + ?Sized>(t: &Template, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>, qmarks: &mut Vec<bool>) -> String {
     let mut out = String::new();
     for p in &t.pieces {
+        let before = out.len();
+        expand_piece(p, state, ctx, rule, &mut out);
+        let literal = matches!(p, Piece::Literal(_));
+        qmarks.extend(out[before..].bytes().filter(|&b| b == b'?').map(|_| !literal));
+    }
+    out
+}
+
+fn expand_piece<R: Request + ?Sized>(p: &Piece, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>, out: &mut String) {
+    {
         match p {
             Piece::Literal(s) => out.push_str(s),
             Piece::RuleGroup(n) | Piece::CondGroup(n) => {
                 let groups = if matches!(p, Piece::RuleGroup(_)) { &ctx.rule_groups } else { &ctx.cond_groups };
-                let Some(Some(g)) = groups.get(*n) else { continue };
+                let Some(Some(g)) = groups.get(*n) else { return };
                 match rule.map(|r| &r.flags) {
                     Some(f) if f.escape_backrefs.is_some() => {
                         let only = f.escape_backrefs.as_ref().and_then(|o| o.as_deref());
@@ -366,7 +399,6 @@ fn expand<R: Request + ?Sized>(t: &Template, state: &State, ctx: &mut Ctx<R>, ru
             }
         }
     }
-    out
 }
 
 /// Headers Apache's rewrite variables name, by variable.
@@ -459,6 +491,9 @@ mod tests {
         fn pick(&self, _: usize) -> usize {
             0
         }
+        fn qualify(&self, path: &str) -> String {
+            format!("http://test{path}")
+        }
     }
 
     fn set(lines: &[&str]) -> RuleSet {
@@ -507,6 +542,10 @@ mod tests {
         let (a, st) = run(&s, None, "/p", None, &mut req);
         assert_eq!(a, Applied::Changed { noescape: false, passthrough: false });
         assert_eq!((st.filename.as_str(), st.status), ("http://example.org/p", Some(301)));
+        let s2 = set(&["RewriteRule ^/q/(.*)$ /x/$1", "RewriteRule ^/r$ /a [R]", "RewriteRule ^/a$ /b"]);
+        assert_eq!(run(&s2, None, "/q/a?b", None, &mut Fake::default()).0, Applied::Status(403), "a ? from a back-reference");
+        let (_, st) = run(&s2, None, "/r", None, &mut Fake::default());
+        assert_eq!(st.filename, "http://test/a", "[R] qualifies at once: later rules see the URL");
         assert!(st.vary.is_empty(), "Host is never in Vary");
         let mut req = Fake::default();
         req.headers.insert("X-Alt".into(), "alt".into());

@@ -81,6 +81,8 @@ pub struct Flags {
     pub nosubreq: bool,
     /// `[UNC]`: leading slashes kept.
     pub unc: bool,
+    /// `[UnsafeAllow3F]`: a `?` from a back-reference may start the query.
+    pub unsafe_allow_3f: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -305,19 +307,22 @@ impl RuleSet {
         };
         let re = if flags.nocase { Regex::caseless(pat) } else { Regex::new(pat) };
         let re = re.map_err(|e| format!("RewriteRule: cannot compile regular expression '{pat}': {e}"))?;
-        let substitution = if subst == "-" { None } else { Some(Template::parse(subst)) };
+        let mut subst = subst.as_str();
         if subst.ends_with('?') {
             if flags.qsappend {
                 flags.qslast = true;
             } else {
+                // The trailing `?` has said "no query"; it is not part of the path.
                 flags.qsnone = true;
+                subst = &subst[..subst.len() - 1];
             }
         } else if flags.qsdiscard && !subst.contains('?') {
             flags.qsnone = true;
         }
+        let substitution = if subst == "-" { None } else { Some(Template::parse(subst)) };
         let conds = std::mem::take(&mut self.pending);
         self.pending_origin = None;
-        self.rules.push(Arc::new(Rule { pattern: re, negate, substitution, substitution_text: subst.clone(), conds, flags, origin: origin.to_string() }));
+        self.rules.push(Arc::new(Rule { pattern: re, negate, substitution, substitution_text: subst.to_string(), conds, flags, origin: origin.to_string() }));
         Ok(())
     }
 }
@@ -391,7 +396,9 @@ fn rule_flag(f: &mut Flags, key: &str, value: Option<String>) -> Result<(), Stri
         "s" | "skip" => f.skip = value.as_deref().map_or(0, |v| atoi(v).max(0) as usize),
         "t" | "type" => f.mime_type = Some(Template::parse(&value_or_empty())),
         "unc" => f.unc = true,
-        "unsafeallow3f" | "unsafeprefixstat" => {}
+        "unsafeallow3f" => f.unsafe_allow_3f = true,
+        // warren never stats a substitution's first segment on its own (Apache 2.4.60's prefix_stat check).
+        "unsafeprefixstat" => {}
         _ => return Err(format!("RewriteRule: unknown flag '{key}'")),
     }
     Ok(())
