@@ -483,3 +483,69 @@ pub(crate) fn access_file_name(b: &mut Builder, d: &Directive, host: &mut HostCo
     }
     host.access_file_names = Some(d.args.clone());
 }
+
+// mod_headers, mod_expires, mod_env, mod_setenvif.
+
+pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match crate::headers::parse_rule(&d.args, false, &d.origin) {
+        Ok(r) => dir.headers.push(std::sync::Arc::new(r)),
+        Err(e) => b.error(&d.origin, e),
+    }
+}
+
+pub(crate) fn request_header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match crate::headers::parse_rule(&d.args, true, &d.origin) {
+        Ok(r) => dir.request_headers.push(std::sync::Arc::new(r)),
+        Err(e) => b.error(&d.origin, e),
+    }
+}
+
+pub(crate) fn expires_active(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let Some(on) = b.on_off(d) {
+        dir.expires_active = Some(on);
+    }
+}
+
+pub(crate) fn expires_by_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [t, when] if t.contains('/') => match crate::expires::ExpiresRule::parse(when) {
+            Ok(rule) => dir.expires_by_type.push((t.to_ascii_lowercase(), rule)),
+            Err(e) => b.error(&d.origin, format!("ExpiresByType {t}: {e}")),
+        },
+        _ => b.error(&d.origin, "ExpiresByType takes a MIME type (type/subtype or type/*) and a time (\"access plus 1 month\", A3600, M3600)"),
+    }
+}
+
+pub(crate) fn expires_default(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [when] => match crate::expires::ExpiresRule::parse(when) {
+            Ok(rule) => dir.expires_default = Some(rule),
+            Err(e) => b.error(&d.origin, format!("ExpiresDefault: {e}")),
+        },
+        _ => b.error(&d.origin, "ExpiresDefault takes one time, quoted if it has spaces (\"access plus 1 month\", A3600, M3600)"),
+    }
+}
+
+pub(crate) fn set_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match crate::env_vars::parse_set_env(&d.args) {
+        Ok(a) => dir.env.push(a),
+        Err(e) => b.error(&d.origin, e),
+    }
+}
+
+pub(crate) fn unset_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if d.args.is_empty() {
+        b.error(&d.origin, "UnsetEnv takes one or more variable names");
+    }
+    dir.env.extend(d.args.iter().map(|n| crate::env_vars::EnvAction::Unset(n.clone())));
+}
+
+pub(crate) fn set_env_if(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let name = d.name.to_ascii_lowercase();
+    let nocase = name.ends_with("nocase");
+    let browser = name.starts_with("browsermatch");
+    match crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) {
+        Ok(s) => dir.set_env_if.push(std::sync::Arc::new(s)),
+        Err(e) => b.error(&d.origin, format!("{}: {e}", d.name)),
+    }
+}

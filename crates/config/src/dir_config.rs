@@ -6,7 +6,12 @@ use std::net::IpAddr;
 
 use warren_regex::Regex;
 
+use std::sync::Arc;
+
 use crate::backend::{FcgiBackend, FcgiBackendType};
+use crate::env_vars::{EnvAction, SetEnvIf};
+use crate::expires::ExpiresRule;
+use crate::headers::HeaderRule;
 use crate::parse::Origin;
 
 /// The `Options` flags warren implements.
@@ -107,6 +112,19 @@ pub struct DirConfig {
     pub allow_override: Option<crate::htaccess::Overrides>,
     /// Redirect and RedirectMatch, in config order.
     pub redirects: Vec<crate::alias::UrlAlias>,
+    /// `Header` lines, in order (shared: rules hold compiled patterns).
+    pub headers: Vec<Arc<HeaderRule>>,
+    /// `RequestHeader` lines, in order.
+    pub request_headers: Vec<Arc<HeaderRule>>,
+    /// `ExpiresActive`.
+    pub expires_active: Option<bool>,
+    /// `ExpiresByType`: (type, lower case, or `major/*`; rule), later wins.
+    pub expires_by_type: Vec<(String, ExpiresRule)>,
+    pub expires_default: Option<ExpiresRule>,
+    /// `SetEnv` and `UnsetEnv`, in order.
+    pub env: Vec<EnvAction>,
+    /// `SetEnvIf` and its kin, in order.
+    pub set_env_if: Vec<Arc<SetEnvIf>>,
 }
 
 /// What `SetHandler` can name.
@@ -161,6 +179,30 @@ impl DirConfig {
         if over.accept_path_info.is_some() {
             self.accept_path_info = over.accept_path_info;
         }
+        self.headers.extend(over.headers.iter().cloned());
+        self.request_headers.extend(over.request_headers.iter().cloned());
+        if over.expires_active.is_some() {
+            self.expires_active = over.expires_active;
+        }
+        self.expires_by_type.extend(over.expires_by_type.iter().cloned());
+        if over.expires_default.is_some() {
+            self.expires_default = over.expires_default;
+        }
+        self.env.extend(over.env.iter().cloned());
+        self.set_env_if.extend(over.set_env_if.iter().cloned());
+    }
+
+    /// Whether this layer has anything for the response filters or the
+    /// request environment: checked per request, so that a site without
+    /// such directives pays nothing more.
+    pub fn has_filters(&self) -> bool {
+        !self.headers.is_empty()
+            || !self.request_headers.is_empty()
+            || self.expires_active.is_some()
+            || !self.expires_by_type.is_empty()
+            || self.expires_default.is_some()
+            || !self.env.is_empty()
+            || !self.set_env_if.is_empty()
     }
 }
 

@@ -81,6 +81,10 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "proxy_module",
     "proxy_fcgi_module",
     "reqtimeout_module",
+    "headers_module",
+    "expires_module",
+    "env_module",
+    "setenvif_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

@@ -416,3 +416,26 @@ fn text_in_memory_loads_as_the_same_file() {
     let s = load_text(ok, &d.0.join("warren.conf"), &LoadOptions::default()).settings.unwrap();
     assert_eq!(s.main.document_root, d.0.join("htdocs"));
 }
+
+#[test]
+fn headers_expires_and_environment_are_read_in_if_module_and_mistakes_named_by_line() {
+    let d = Dir::new("hdrs");
+    let text = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\n<IfModule mod_headers.c>\nHeader always set X-Content-Type-Options nosniff\n</IfModule>\n\
+        <IfModule mod_expires.c>\nExpiresActive On\nExpiresByType text/css \"access plus 1 month\"\n</IfModule>\n\
+        <IfModule setenvif_module>\nSetEnvIf Request_URI \\.png$ image\n</IfModule>\n<IfModule env_module>\nSetEnv A b\n</IfModule>\n";
+    let l = load(&d, text);
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    assert_eq!(s.main.dir.headers.len(), 1);
+    assert_eq!(s.main.dir.expires_active, Some(true));
+    assert_eq!(s.main.dir.expires_by_type.len(), 1);
+    assert_eq!(s.main.dir.set_env_if.len(), 1);
+    assert_eq!(s.main.dir.env.len(), 1);
+
+    let bad = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nHeader set X\nHeader set X y \"expr=%{REQUEST_URI} -strmatch '/a*'\"\n\
+        ExpiresByType text/css \"access plus 1 fortnight\"\nExpiresDefault\nSetEnvIf Request_URI (\nBrowserMatch MSIE\nRequestHeader echo X\n";
+    let l = load(&d, bad);
+    let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
+    assert_eq!(lines, vec![3, 4, 5, 6, 7, 8, 9], "{:?}", l.errors);
+    assert!(l.errors.iter().all(|e| e.to_string().contains("warren.conf:")), "{:?}", l.errors);
+}

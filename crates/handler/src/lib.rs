@@ -38,11 +38,15 @@
 //! (a request served again for another URL: a local ErrorDocument, a
 //! FastCGI local `Location:`), `path` (decoding and normalising URL
 //! paths), `mime`, `logs` (error and access logs), `spool` (request bodies
-//! held whole before the application gets them).
+//! held whole before the application gets them), `env` (the request
+//! environment: SetEnv, SetEnvIf), `filters/` (the response filter stage
+//! every answer passes before the MPM writes it: mod_expires, mod_headers).
 
 pub mod conditional;
+pub mod env;
 pub mod errors;
 pub mod fastcgi;
+pub mod filters;
 pub mod file_cache;
 pub mod htaccess;
 pub mod internal_redirect;
@@ -170,11 +174,14 @@ pub struct Response {
     /// A local ErrorDocument that should answer instead of this built-in
     /// error page: an internal redirect that [`Site::handle`] follows.
     pub error_document: Option<String>,
+    /// What the response filter stage ([`filters::apply`]) needs of the
+    /// request: None where no directive asks for a filter.
+    pub filters: Option<Box<filters::RequestFilters>>,
 }
 
 impl Response {
     pub fn new(status: u16, host: usize) -> Response {
-        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None }
+        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, filters: None }
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {

@@ -10,7 +10,8 @@ use warren_http::RequestHead;
 
 use crate::fastcgi::{split_path_info, ScriptTarget};
 use crate::path::{self, PathError};
-use crate::route::{Request, Route};
+use crate::filters::{self, RequestFilters};
+use crate::route::{Effective, Layer, Request, Route};
 use crate::site::ConnInfo;
 use crate::{static_files, Outcome, Response, Site};
 
@@ -22,18 +23,20 @@ impl Site {
         let host = req.host;
         let raw = head.path_and_query();
         if raw == b"*" {
-            return Outcome::Ready(match head.method() {
+            let r = match head.method() {
                 "OPTIONS" => Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS"),
                 _ => self.error(req, 400, "request-target * is only for OPTIONS"),
-            });
+            };
+            return self.host_filtered(req, b"*", Outcome::Ready(r));
         }
         let (raw_path, query) = path::split_query(raw);
         let url = match path::normalize(raw_path) {
             Ok(u) => u,
             Err(PathError::BadRequest(why)) => {
-                return Outcome::Ready(self.error(req, 400, &format!("invalid URI in request: {why}")))
+                let r = self.error(req, 400, &format!("invalid URI in request: {why}"));
+                return self.host_filtered(req, raw_path, Outcome::Ready(r));
             }
-            Err(PathError::NotFound(why)) => return Outcome::Ready(self.error(req, 404, why)),
+            Err(PathError::NotFound(why)) => return self.host_filtered(req, raw_path, Outcome::Ready(self.error(req, 404, why))),
         };
         if let Some(o) = self.pool_status(req, &url, query) {
             return o;
@@ -45,17 +48,36 @@ impl Site {
     /// request's own head kept: REQUEST_URI stays what the client asked for,
     /// as with Apache's mod_dir).
     fn route_url(&self, req: Request, url: &[u8], query: &[u8], may_fall_back: bool) -> Outcome {
-        let (host, conn) = (req.host, req.conn);
+        let host = req.host;
         // ProxyPass and ProxyPassMatch take any method to the application.
         if let Some(o) = self.proxy_route(req, url, query) {
             return o;
         }
         // mod_alias: redirects before the aliases (fs_path), whatever their order.
         if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
-            return Outcome::Ready(r);
+            return self.host_filtered(req, url, Outcome::Ready(r));
         }
         let fs = self.fs_path(host, url);
         let dir = self.effective(host, Some(&fs), url);
+        let filters = RequestFilters::for_request(req, url, &dir);
+        filters::attach(self.route_mapped(req, url, query, fs, dir, may_fall_back), filters, req.head)
+    }
+
+    /// An answer given before the URL is mapped: the filters of the host's
+    /// own configuration.
+    fn host_filtered(&self, req: Request, url: &[u8], outcome: Outcome) -> Outcome {
+        let own = &self.hosts[req.host].config.dir;
+        if !own.has_filters() {
+            return outcome;
+        }
+        let eff = Effective { layers: vec![Layer::Site(own)], htaccess_error: None };
+        filters::attach(outcome, RequestFilters::for_request(req, url, &eff), req.head)
+    }
+
+    /// The rest of [`Site::route_url`], once the URL is mapped to `fs` and
+    /// the sections that apply are merged (`dir`).
+    fn route_mapped<'a>(&'a self, req: Request<'a>, url: &'a [u8], query: &'a [u8], fs: std::path::PathBuf, dir: Effective<'a>, may_fall_back: bool) -> Outcome {
+        let (host, conn) = (req.host, req.conn);
         if let Some(e) = dir.htaccess_error() {
             return Outcome::Ready(self.error(req, 500, &e.to_string()));
         }
@@ -173,19 +195,25 @@ impl Site {
         let used = &self.hosts[host].pools;
         let pool = self.settings.pools.iter().find(|p| used.contains(&p.name) && p.status_path.as_deref().is_some_and(|s| s.as_bytes() == url))?;
         let eff = self.effective(host, None, url);
+        let filters = RequestFilters::for_request(req, url, &eff);
+        Some(filters::attach(self.pool_status_page(req, pool, &eff, url, query), filters, req.head))
+    }
+
+    fn pool_status_page(&self, req: Request, pool: &warren_config::PoolConfig, eff: &Effective, url: &[u8], query: &[u8]) -> Outcome {
+        let host = req.host;
         if !eff.allows(req.conn) {
-            return Some(Outcome::Ready(self.denied(req, url)));
+            return Outcome::Ready(self.denied(req, url));
         }
         if pool.runs_php_fpm() {
             // php-fpm answers it itself, its children and their requests included.
             let target = ScriptTarget { filename: String::from_utf8_lossy(url).into_owned(), name: url, path_info: b"" };
-            return Some(self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query));
+            return self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query);
         }
         let Some(st) = self.pools.get().and_then(|d| d.status(&pool.name)) else {
-            return Some(Outcome::Ready(self.error(req, 503, &format!("pool {} is not running", pool.name))));
+            return Outcome::Ready(self.error(req, 503, &format!("pool {} is not running", pool.name)));
         };
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        Some(Outcome::Ready(crate::pool_status::respond(host, &st, query, now)))
+        Outcome::Ready(crate::pool_status::respond(host, &st, query, now))
     }
 
     /// The answer to a method that static resources do not take, if it is one.
@@ -303,8 +331,9 @@ impl Site {
             };
             let target = route.target.as_ref().expect("routes without a target returned above");
             let eff = self.effective(req.host, None, url);
+            let filters = RequestFilters::for_request(req, url, &eff);
             if !eff.allows(req.conn) {
-                return Some(Outcome::Ready(self.denied(req, url)));
+                return Some(filters::attach(Outcome::Ready(self.denied(req, url)), filters, req.head));
             }
             // When the script is on this machine, PATH_INFO is split off here;
             // otherwise (FPM) php-fpm splits it from SCRIPT_FILENAME itself.
@@ -317,7 +346,7 @@ impl Site {
             };
             let (name, path_info) = url.split_at(url.len() - path_info_len);
             let st = ScriptTarget { filename, name, path_info };
-            return Some(self.gateway(req, &target.backend, st, query));
+            return Some(filters::attach(self.gateway(req, &target.backend, st, query), filters, req.head));
         }
         None
     }

@@ -248,8 +248,13 @@ impl Output {
 
     /// Encodes `resp` for the exchange into `scratch` and takes it over.
     /// Date, Server, Content-Length and Connection are written here.
-    pub fn encode(&mut self, ex: &mut Exchange, resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
+    pub fn encode(&mut self, ex: &mut Exchange, mut resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
         let head = ex.head.as_ref();
+        // The response filter stage (mod_expires, mod_headers): every
+        // answer passes here once, whoever made it.
+        if resp.filters.is_some() {
+            warren_handler::filters::apply(&mut resp, head, warren_handler::filters::Timing { received: ex.started, start: ex.start });
+        }
         let is_head = head.is_some_and(|h| h.method() == "HEAD");
         let version = head.map_or(Version::Http11, |h| h.version);
         if resp.close {

@@ -1,0 +1,116 @@
+//! The request environment: Apache's `subprocess_env`, the variables a
+//! request carries from the configuration to whatever uses them. One type,
+//! [`RequestEnv`], with get/set/unset/iter; filled by mod_setenvif's and
+//! mod_env's directives ([`RequestEnv::for_request`]); read by the
+//! FastCGI parameters (each variable is one), by `Header ... env=VAR` and
+//! `%{VAR}e` in header values, and by the response filters for Apache's
+//! special variables (`nokeepalive` closes the connection after the
+//! response; `no-gzip` is for a compression filter).
+
+use warren_config::env_vars::{Attribute, EnvAction, EnvSet};
+
+use crate::route::{Effective, Request};
+
+/// Variables by name; names compare without regard to case, as in Apache's
+/// tables. Few per request, so a list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestEnv {
+    vars: Vec<(String, String)>,
+}
+
+impl RequestEnv {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        let (name, value) = (name.into(), value.into());
+        match self.vars.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            Some((_, v)) => *v = value,
+            None => self.vars.push((name, value)),
+        }
+    }
+
+    pub fn unset(&mut self, name: &str) {
+        self.vars.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+    }
+
+    /// In the order they were first set.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.vars.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
+
+    /// The environment of a request whose URL path is `url`: each layer's
+    /// SetEnvIf lines (the server's first, as Apache runs them before the
+    /// URL is mapped), then SetEnv and UnsetEnv (Apache's fixups).
+    pub fn for_request(req: Request, url: &[u8], dir: &Effective) -> RequestEnv {
+        let mut env = RequestEnv::default();
+        for layer in &dir.layers {
+            for rule in &layer.set_env_if {
+                let Some(subject) = attribute(req, url, &rule.attribute, &env) else { continue };
+                let Some(caps) = rule.pattern.captures(&subject) else { continue };
+                for set in &rule.sets {
+                    match set {
+                        EnvSet::Set(name, value) => {
+                            let mut v = String::new();
+                            warren_regex::expand(value, &caps, &mut v);
+                            env.set(name.clone(), v);
+                        }
+                        EnvSet::Unset(name) => env.unset(name),
+                    }
+                }
+            }
+        }
+        for layer in &dir.layers {
+            for action in &layer.env {
+                match action {
+                    EnvAction::Set(n, v) => env.set(n.clone(), v.clone()),
+                    EnvAction::Unset(n) => env.unset(n),
+                }
+            }
+        }
+        env
+    }
+}
+
+/// What a SetEnvIf line tests, for this request (None: nothing to test).
+fn attribute(req: Request, url: &[u8], a: &Attribute, env: &RequestEnv) -> Option<String> {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    Some(match a {
+        Attribute::RemoteHost | Attribute::RemoteAddr => req.conn.peer.ip().to_string(),
+        Attribute::ServerAddr => req.conn.local.ip().to_string(),
+        Attribute::RequestMethod => req.head.method().to_string(),
+        Attribute::RequestProtocol => req.head.version.as_str().to_string(),
+        Attribute::RequestUri => text(url),
+        Attribute::Header(name) => match req.head.header(name) {
+            Some(v) => text(v),
+            None => env.get(name)?.to_string(),
+        },
+        Attribute::HeaderPattern(re) => {
+            let (_, v) = req.head.headers().find(|(n, _)| re.is_match(&String::from_utf8_lossy(n)))?;
+            text(v)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_ignore_case_and_set_replaces() {
+        let mut e = RequestEnv::default();
+        e.set("HTTPS", "on");
+        e.set("https", "off");
+        assert_eq!(e.get("Https"), Some("off"));
+        assert_eq!(e.iter().count(), 1);
+        e.set("b", "");
+        e.unset("HTTPS");
+        assert_eq!(e.iter().collect::<Vec<_>>(), vec![("b", "")]);
+        assert!(!e.is_empty());
+    }
+}
