@@ -287,11 +287,20 @@ pub(crate) fn proxy_timeout(b: &mut Builder, d: &Directive, host: &mut HostConfi
 
 /// `CustomLog` and `TransferLog` (the latter in the default format).
 pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let (path, fmt) = match (d.name.eq_ignore_ascii_case("transferlog"), d.args.as_slice()) {
-        (true, [p]) => (p, None),
-        (false, [p, f]) => (p, Some(f)),
-        (false, [_, _, cond]) => return b.error(&d.origin, format!("CustomLog conditions ({cond}) are not supported")),
-        _ => return b.error(&d.origin, format!("{} takes a file and a format or nickname", d.name)),
+    let (path, fmt, cond) = match (d.name.eq_ignore_ascii_case("transferlog"), d.args.as_slice()) {
+        (true, [p]) => (p, None, None),
+        (false, [p, f]) => (p, Some(f), None),
+        (false, [p, f, cond]) => (p, Some(f), Some(cond)),
+        _ => return b.error(&d.origin, format!("{} takes a file, a format or nickname, and an optional env=[!]VAR", d.name)),
+    };
+    let env_condition = match cond.map(|c| c.strip_prefix("env=")) {
+        None => None,
+        Some(Some(var)) => match var.strip_prefix('!') {
+            Some(n) if !n.is_empty() => Some((n.to_string(), true)),
+            None if !var.is_empty() => Some((var.to_string(), false)),
+            _ => return b.error(&d.origin, "CustomLog env= needs a variable name"),
+        },
+        Some(None) => return b.error(&d.origin, format!("CustomLog condition '{}' is not supported (only env=[!]VAR)", cond.unwrap_or(&String::new()))),
     };
     if path.starts_with('|') {
         return b.error(&d.origin, "piped logs are not supported; log to a file");
@@ -307,7 +316,7 @@ pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) 
             None => return b.error(&d.origin, format!("unknown log format nickname '{nick}' (define it with LogFormat \"...\" {nick})")),
         },
     };
-    host.custom_logs.push(CustomLog { path: b.resolve(path), format });
+    host.custom_logs.push(CustomLog { path: b.resolve(path), format, env_condition });
 }
 
 /// Nothing here: LogFormat nicknames are global and may be used before

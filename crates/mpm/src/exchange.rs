@@ -110,6 +110,8 @@ pub struct Exchange {
     pub host: usize,
     pub filename: Option<PathBuf>,
     pub headers: Vec<(warren_handler::HeaderName, String)>,
+    /// The request environment, for `%{VAR}e` and `CustomLog ... env=`.
+    pub env: Option<warren_handler::env::RequestEnv>,
     pub decoder: Option<BodyDecoder>,
     /// LimitRequestBody for this request (u64::MAX: unlimited).
     pub body_limit: u64,
@@ -133,6 +135,7 @@ impl Exchange {
             host: 0,
             filename: None,
             headers: Vec::new(),
+            env: None,
             decoder: None,
             body_limit: u64::MAX,
             linger: false,
@@ -204,6 +207,7 @@ impl Exchange {
             aborted,
             filename: self.filename.as_deref(),
             response_headers: &self.headers,
+            env: self.env.as_ref(),
         };
         logs.write(self.host, &record);
     }
@@ -328,6 +332,7 @@ impl Output {
         ex.host = resp.host;
         ex.filename = resp.filename;
         ex.headers = resp.headers;
+        ex.env = resp.filters.map(|f| f.env).filter(|e| !e.is_empty());
         self.wbuf.clear();
         self.wbuf.extend_from_slice(out);
         self.wpos = 0;

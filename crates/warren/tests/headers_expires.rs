@@ -100,6 +100,15 @@ fn request_headers_and_environment(mpm: &str) {
     assert_ne!(keep_alive_answer(&s, "Other/2").header("Connection"), Some("close"));
 }
 
+fn environment_in_access_logs(mpm: &str) {
+    let s = start(mpm, "log", "SetEnvIf Request_URI ^/health dontlog\nSetEnv SITE_NAME demo\nLogFormat \"%U site=%{SITE_NAME}e\" envfmt\nCustomLog env.log envfmt env=!dontlog\n");
+    // On one connection, so that one writer logs both, in order.
+    let answers = s.raw(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    assert_eq!(parse_all(&answers).iter().map(|r| r.status).collect::<Vec<_>>(), vec![404, 200]);
+    let log = s.wait_log("env.log", "/a.txt site=demo");
+    assert!(!log.contains("/health"), "{log}");
+}
+
 /// One HTTP/1.1 request on a connection kept open: the answer, read whole.
 fn keep_alive_answer(s: &Server, agent: &str) -> Resp {
     let mut c = s.connect();
@@ -197,4 +206,10 @@ fn htaccess_headers_and_expires(mpm: &str) {
     assert!(log.contains("unknown action 'frob'"), "{log}");
 }
 
-each_mpm!(security_headers_on_static_php_and_error_answers, request_headers_and_environment, expires_by_type_and_default, htaccess_headers_and_expires);
+each_mpm!(
+    security_headers_on_static_php_and_error_answers,
+    request_headers_and_environment,
+    environment_in_access_logs,
+    expires_by_type_and_default,
+    htaccess_headers_and_expires
+);
