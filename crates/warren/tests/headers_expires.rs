@@ -139,7 +139,7 @@ const EXPIRES: &str = r#"<IfModule mod_expires.c>
 </IfModule>"#;
 
 fn expires_by_type_and_default(mpm: &str) {
-    let s = start(mpm, "exp", EXPIRES);
+    let s = start(mpm, "exp", &format!("{EXPIRES}\n<Location /server-status>\n    SetHandler server-status\n</Location>\n"));
     // Modified long ago: a modification-based time already past is now.
     let old = SystemTime::now() - Duration::from_secs(86400);
     std::fs::File::options().write(true).open(s.dir.0.join("htdocs/a.txt")).unwrap().set_modified(old).unwrap();
@@ -157,9 +157,14 @@ fn expires_by_type_and_default(mpm: &str) {
     // ExpiresDefault: a type without a rule of its own.
     dir_write(&s, "htdocs/data.json", "{}");
     assert_eq!(s.get("/data.json").header("Cache-Control"), Some("max-age=120"));
-    // A PHP answer has no modification time: its M rule gives nothing.
+    // A PHP answer: the script's modification time, as Apache's r->finfo.
+    std::fs::File::options().write(true).open(s.dir.0.join("htdocs/show.php")).unwrap().set_modified(old).unwrap();
     let r = s.get("/show.php");
     assert_eq!(r.status, 200);
+    assert_eq!(r.header("Cache-Control"), Some("max-age=0"));
+    // A server-status page (text/html) has no file at all: nothing.
+    let r = s.get("/server-status");
+    assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!((r.header("Cache-Control"), r.header("Expires")), (None, None));
     // Nor does an error.
     let r = s.get("/missing.css");

@@ -2,8 +2,10 @@
 //! the response's type (`ExpiresByType`, exact type then `major/*`) or
 //! `ExpiresDefault`. As Apache: nothing for error statuses (4xx, 5xx), nor
 //! when the response already has an Expires (an application's own); a
-//! modification-based rule needs the response's Last-Modified (static
-//! files), and a time already past is the request's time (max-age=0).
+//! modification-based rule needs the modification time of what answered
+//! (a static file's Last-Modified, or the script's file, as Apache's
+//! `r->finfo`), and a time already past is the request's time (max-age=0,
+//! never a negative one).
 
 use std::time::{Duration, SystemTime};
 
@@ -19,7 +21,7 @@ pub fn apply(resp: &mut Response, conf: &ExpiresConfig, timing: Timing) {
     let Some(rule) = rule_for(conf, header(resp, "Content-Type")) else { return };
     let base = match rule.base {
         ExpiresBase::Access => timing.received,
-        ExpiresBase::Modification => match header(resp, "Last-Modified").and_then(|v| httpdate::parse_http_date(v).ok()) {
+        ExpiresBase::Modification => match modified(resp) {
             Some(t) => t,
             None => return,
         },
@@ -35,6 +37,16 @@ pub fn apply(resp: &mut Response, conf: &ExpiresConfig, timing: Timing) {
         None => resp.headers.push((HeaderName::Borrowed("Cache-Control"), max_age)),
     }
     resp.headers.push((HeaderName::Borrowed("Expires"), httpdate::fmt_http_date(round_down(expires))));
+}
+
+/// The modification time of what answered: its Last-Modified (a static
+/// file's), else the file it was mapped to (a script's, as Apache's
+/// `r->finfo`); None for answers that have neither.
+fn modified(resp: &Response) -> Option<SystemTime> {
+    if let Some(t) = header(resp, "Last-Modified").and_then(|v| httpdate::parse_http_date(v).ok()) {
+        return Some(t);
+    }
+    std::fs::metadata(resp.filename.as_deref()?).ok()?.modified().ok()
 }
 
 fn rule_for(conf: &ExpiresConfig, content_type: Option<&str>) -> Option<ExpiresRule> {
