@@ -497,6 +497,10 @@ pub(crate) fn access_file_name(b: &mut Builder, d: &Directive, host: &mut HostCo
 
 pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     match crate::headers::parse_rule(&d.args, false, &d.origin) {
+        Ok(r) if crate::headers::names_server_written(&r) => {
+            let hint = if r.name.eq_ignore_ascii_case("Server") { " (ServerTokens sets what it says)" } else { "" };
+            b.warn(&d.origin, format!("Header {}: warren writes {} itself, after the filters; this line has no effect, as in Apache{hint}", r.name, r.name));
+        }
         Ok(r) => dir.headers.push(std::sync::Arc::new(r)),
         Err(e) => b.error(&d.origin, e),
     }

@@ -166,6 +166,16 @@ pub struct HeaderRule {
     pub origin: Origin,
 }
 
+/// Response headers the MPM writes itself, after the filters: a `Header`
+/// rule cannot change them (as in Apache, where the core sets them last),
+/// and `echo` never copies them.
+pub const SERVER_WRITTEN: [&str; 5] = ["Date", "Server", "Content-Length", "Transfer-Encoding", "Connection"];
+
+/// Whether a `Header` rule names a header the server writes itself.
+pub fn names_server_written(rule: &HeaderRule) -> bool {
+    rule.action != HeaderAction::Echo && SERVER_WRITTEN.iter().any(|n| n.eq_ignore_ascii_case(&rule.name))
+}
+
 /// Reads the arguments of a `Header` (`request` false) or `RequestHeader`
 /// line.
 pub fn parse_rule(args: &[String], request: bool, origin: &Origin) -> Result<HeaderRule, String> {

@@ -432,6 +432,12 @@ fn headers_expires_and_environment_are_read_in_if_module_and_mistakes_named_by_l
     assert_eq!(s.main.dir.set_env_if.len(), 1);
     assert_eq!(s.main.dir.env.len(), 1);
 
+    let l = load(&d, "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nHeader unset Server\nHeader always set content-length 5\nHeader echo ^X-\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    assert_eq!(l.warnings.iter().map(|w| w.origin.line).collect::<Vec<_>>(), vec![3, 4], "{:?}", l.warnings);
+    assert!(l.warnings[0].message.contains("ServerTokens"), "{}", l.warnings[0]);
+    assert_eq!(l.settings.unwrap().main.dir.headers.len(), 1, "only echo is kept");
+
     let bad = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nHeader set X\nHeader set X y \"expr=%{REQUEST_URI} -strmatch '/a*'\"\n\
         ExpiresByType text/css \"access plus 1 fortnight\"\nExpiresDefault\nSetEnvIf Request_URI (\nBrowserMatch MSIE\nRequestHeader echo X\n";
     let l = load(&d, bad);

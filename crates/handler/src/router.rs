@@ -66,12 +66,18 @@ impl Site {
     /// An answer given before the URL is mapped: the filters of the host's
     /// own configuration.
     fn host_filtered(&self, req: Request, url: &[u8], outcome: Outcome) -> Outcome {
+        filters::attach(outcome, self.host_filters(req, url), req.head)
+    }
+
+    /// The filters of the host's own configuration (server or virtual host,
+    /// no section), for answers given before or without mapping the URL
+    /// `url`: a bad request line, a request body that could not be read.
+    pub fn host_filters(&self, req: Request, url: &[u8]) -> Option<Box<RequestFilters>> {
         let own = &self.hosts[req.host].config.dir;
         if !own.has_filters() {
-            return outcome;
+            return None;
         }
-        let eff = Effective { layers: vec![Layer::Site(own)], htaccess_error: None };
-        filters::attach(outcome, RequestFilters::for_request(req, url, &eff), req.head)
+        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None })
     }
 
     /// The rest of [`Site::route_url`], once the URL is mapped to `fs` and

@@ -163,7 +163,12 @@ impl Exchange {
         self.keep_alive = false;
         self.linger = true;
         let head = self.head.as_ref().expect("a body belongs to a parsed request");
-        site.error_page_now(site.error(site.request(head, info), e.status, &e.reason), head, info)
+        let req = site.request(head, info);
+        let mut r = site.error_page_now(site.error(req, e.status, &e.reason), head, info);
+        if r.filters.is_none() {
+            r.filters = site.host_filters(req, head.path_and_query());
+        }
+        r
     }
 
     /// Sets LimitRequestBody for the request's body, if it has one, and

@@ -38,7 +38,7 @@ const SECURITY: &str = r#"<IfModule mod_headers.c>
 </IfModule>"#;
 
 fn security_headers_on_static_php_and_error_answers(mpm: &str) {
-    let s = start(mpm, "sec", SECURITY);
+    let s = start(mpm, "sec", &format!("{SECURITY}\nLimitRequestBody 10\n"));
     let hsts = Some("max-age=31536000; includeSubDomains");
     let r = s.get("/index.html");
     assert_eq!(r.status, 200);
@@ -55,6 +55,11 @@ fn security_headers_on_static_php_and_error_answers(mpm: &str) {
     assert_eq!(r.status, 404);
     assert_eq!(r.header("Strict-Transport-Security"), hsts);
     assert_eq!(r.header("X-Content-Type-Options"), None);
+    // A request body too large: answered before any handler.
+    let answer = s.raw(b"POST /show.php HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n");
+    let r = parse_response(&answer).0;
+    assert_eq!(r.status, 413);
+    assert_eq!((r.header("Strict-Transport-Security"), r.header("X-Content-Type-Options")), (hsts, None));
     // A redirect (DirectorySlash) is the server's own answer too.
     let r = s.get("/sub");
     assert_eq!(r.status, 301);

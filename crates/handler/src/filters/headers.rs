@@ -8,7 +8,7 @@
 //! answer it acts whatever the status (so `Header unset X-Powered-By`
 //! works on a PHP error page too, where Apache would need `always`).
 
-use warren_config::headers::{HeaderAction, HeaderRule};
+use warren_config::headers::{HeaderAction, HeaderRule, SERVER_WRITTEN};
 use warren_http::RequestHead;
 
 use super::expr::Facts;
@@ -31,6 +31,7 @@ pub fn apply_response(resp: &mut Response, f: &RequestFilters, head: Option<&Req
                 .headers()
                 .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), String::from_utf8_lossy(v).into_owned()))
                 .filter(|(n, _)| rule.pattern.as_ref().is_some_and(|re| re.is_match(n)))
+                .filter(|(n, _)| !SERVER_WRITTEN.iter().any(|w| w.eq_ignore_ascii_case(n)))
                 .collect(),
             _ => Vec::new(),
         };
