@@ -497,7 +497,8 @@ mod tests {
         let without = LogRecord { env: None, ..r };
         only.write(&without);
         unless.write(&without);
-        (only.flush(), unless.flush());
+        only.flush();
+        unless.flush();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n");
         let _ = std::fs::remove_file(&path);
     }

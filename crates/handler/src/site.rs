@@ -44,6 +44,9 @@ pub struct Host {
     pub access_file_names: Vec<String>,
 }
 
+/// One access log: its format, its file, and CustomLog's `env=[!]VAR`.
+type AccessLog = (Arc<Vec<LogItem>>, Arc<AccessLogFile>, Option<(String, bool)>);
+
 pub struct Site {
     pub settings: Settings,
     /// `hosts[0]` is the main server; the virtual hosts follow in config order.
@@ -51,7 +54,7 @@ pub struct Site {
     pub mime: MimeTypes,
     pub server_header: String,
     pub error_log: Arc<ErrorLog>,
-    access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>, Option<(String, bool)>)>,
+    access_logs: Vec<AccessLog>,
     pub file_cache: FileCache,
     /// Where server-status reads the scoreboard; set by the MPM.
     pub status: OnceLock<Arc<dyn StatusSource>>,
@@ -83,7 +86,7 @@ impl Site {
     pub fn new(settings: Settings) -> Result<Site, String> {
         let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.log_level).map_err(|e| e.to_string())?);
         let mime = MimeTypes::load(settings.types_config.as_deref()).map_err(|e| format!("cannot read TypesConfig: {e}"))?;
-        let mut access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>, Option<(String, bool)>)> = Vec::new();
+        let mut access_logs: Vec<AccessLog> = Vec::new();
         let mut error_logs: Vec<(PathBuf, Arc<ErrorLog>)> = Vec::new();
         let mut hosts = Vec::new();
         let configs = std::iter::once((settings.main.clone(), None))
