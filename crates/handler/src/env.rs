@@ -102,6 +102,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn set_env_if_then_set_env_in_layer_order() {
+        use std::sync::Arc;
+        use warren_config::env_vars::{parse_set_env, SetEnvIf};
+        use warren_config::DirConfig;
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (head, _) = warren_http::parse_head(
+            b"POST /img/x.png HTTP/1.1\r\nHost: h\r\nX-Forwarded-Proto: https\r\n\r\n",
+            &warren_http::HeadLimits { request_line: 100, field_size: 100, fields: 10, head: 1000 },
+        )
+        .unwrap()
+        .unwrap();
+        let conn = crate::ConnInfo { peer: "192.0.2.7:4000".parse().unwrap(), local: "127.0.0.1:80".parse().unwrap() };
+        let req = Request { head: &head, conn: &conn, host: 0 };
+        let mut server = DirConfig::default();
+        for (a, nocase) in [(&["X-Forwarded-Proto", "^HTTPS$", "HTTPS=on"][..], true), (&["Request_URI", "\\.(png|gif)$", "kind=$1", "static"][..], false)] {
+            server.set_env_if.push(Arc::new(SetEnvIf::parse(&args(a), nocase, false).unwrap()));
+        }
+        server.env.push(parse_set_env(&args(&["static", "overridden"])).unwrap());
+        let mut section = DirConfig::default();
+        // An attribute that is no header: the variable set above.
+        section.set_env_if.push(Arc::new(SetEnvIf::parse(&args(&["kind", "png", "!HTTPS", "remote=ok"]), false, false).unwrap()));
+        section.set_env_if.push(Arc::new(SetEnvIf::parse(&args(&["Remote_Addr", "^192\\.0\\.2\\.", "net=test"]), false, false).unwrap()));
+        section.set_env_if.push(Arc::new(SetEnvIf::parse(&args(&["Request_Method", "GET", "never"]), false, false).unwrap()));
+        section.env.push(warren_config::env_vars::EnvAction::Unset("remote".into()));
+        let eff = Effective { layers: vec![crate::route::Layer::Site(&server), crate::route::Layer::Site(&section)], htaccess_error: None };
+        let env = RequestEnv::for_request(req, b"/img/x.png", &eff);
+        assert_eq!(env.iter().collect::<Vec<_>>(), vec![("kind", "png"), ("static", "overridden"), ("net", "test")]);
+    }
+
+    #[test]
     fn names_ignore_case_and_set_replaces() {
         let mut e = RequestEnv::default();
         e.set("HTTPS", "on");

@@ -26,7 +26,11 @@ pub fn apply(resp: &mut Response, conf: &ExpiresConfig, timing: Timing) {
             None => return,
         },
     };
-    let expires = (base + Duration::from_secs(rule.seconds)).max(timing.received);
+    // An HTTP date ends with year 9999: a time past it (a huge rule, an
+    // application's odd Last-Modified) is not sent rather than overflowed.
+    let last_date = SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799);
+    let Some(expires) = base.checked_add(Duration::from_secs(rule.seconds)).filter(|t| *t <= last_date) else { return };
+    let expires = expires.max(timing.received);
     let max_age = expires.duration_since(timing.received).unwrap_or_default().as_secs();
     let max_age = format!("max-age={max_age}");
     match resp.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("Cache-Control")) {
@@ -110,6 +114,14 @@ mod tests {
         let mut r = Response::new(304, 0).header("Content-Type", "image/png").header("Last-Modified", old).header("Cache-Control", "public");
         apply(&mut r, &conf(), timing());
         assert_eq!(get(&r, "Cache-Control"), Some("public, max-age=0"));
+    }
+
+    #[test]
+    fn times_past_year_9999_are_not_sent() {
+        let conf = ExpiresConfig { active: true, by_type: Vec::new(), default: Some(ExpiresRule::parse(&format!("A{}", u64::MAX)).unwrap()) };
+        let mut r = Response::new(200, 0).header("Content-Type", "text/html");
+        apply(&mut r, &conf, timing());
+        assert!(get(&r, "Expires").is_none());
     }
 
     #[test]

@@ -55,7 +55,13 @@ impl Facts<'_> {
             self.response.and_then(|(_, h)| h.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())).unwrap_or_default()
         };
         match v {
-            ExprVar::RequestUri => head.map(|h| text(crate::path::split_query(h.path_and_query()).0)).unwrap_or_default(),
+            // Apache's r->uri: the decoded path.
+            ExprVar::RequestUri => head
+                .map(|h| {
+                    let raw = crate::path::split_query(h.path_and_query()).0;
+                    text(&crate::path::normalize(raw).unwrap_or_else(|_| raw.to_vec()))
+                })
+                .unwrap_or_default(),
             ExprVar::QueryString => {
                 head.map(|h| text(crate::path::split_query(h.path_and_query()).1.strip_prefix(b"?").unwrap_or_default())).unwrap_or_default()
             }
@@ -88,5 +94,39 @@ impl Facts<'_> {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant, SystemTime};
+    use warren_config::headers::parse_expr;
+
+    #[test]
+    fn tests_on_request_response_and_environment() {
+        let (head, _) = warren_http::parse_head(
+            b"GET /a%20b/c?x=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: curl/8\r\n\r\n",
+            &warren_http::HeadLimits { request_line: 100, field_size: 100, fields: 10, head: 1000 },
+        )
+        .unwrap()
+        .unwrap();
+        let mut env = RequestEnv::default();
+        env.set("FOO", "bar");
+        let headers = vec![(HeaderName::Borrowed("Content-Type"), "text/html; charset=utf-8".to_string())];
+        let timing = Timing { received: SystemTime::UNIX_EPOCH + Duration::from_secs(2), start: Instant::now() };
+        let facts = Facts { head: Some(&head), remote: "10.0.0.1".parse().unwrap(), env: &env, response: Some((404, &headers)), timing };
+        let holds = |text: &str| facts.eval(&parse_expr(text).unwrap());
+        assert!(holds("%{REQUEST_URI} == '/a b/c'"));
+        assert!(holds("%{QUERY_STRING} == 'x=1'"));
+        assert!(holds("%{CONTENT_TYPE} =~ /html/"));
+        assert!(holds("%{REQUEST_STATUS} == '404'"));
+        assert!(holds("%{HTTP_USER_AGENT} =~ m#^curl/#"));
+        assert!(holds("%{req:user-agent} != 'wget'"));
+        assert!(holds("-n %{env:FOO}") && holds("-z %{env:BAR}"));
+        assert!(holds("%{REMOTE_ADDR} =~ /^10\\./") && !holds("!%{REMOTE_ADDR} =~ /^10\\./"));
+        assert!(holds("%{resp:content-type} !~ /json/"));
+        let f = warren_config::headers::ValueFormat::parse("%{FOO}e %t %{NONE}e.").unwrap();
+        assert_eq!(facts.format(&f), "bar t=2000000 .");
     }
 }

@@ -59,6 +59,12 @@ pub struct RequestFilters {
 }
 
 impl RequestFilters {
+    /// No rules and an empty environment: for a stage that adds to the
+    /// environment of a request no directive gave one (mod_rewrite's `E=`).
+    pub fn new(remote: IpAddr) -> RequestFilters {
+        RequestFilters { headers: Vec::new(), request_headers: Vec::new(), expires: None, env: RequestEnv::default(), remote, from_application: false }
+    }
+
     /// For a request routed to `url` with the layers `dir`; None when no
     /// layer has a Header, RequestHeader, Expires*, SetEnv* or
     /// BrowserMatch* directive.
@@ -66,14 +72,7 @@ impl RequestFilters {
         if !dir.layers.iter().any(|l| l.has_filters()) {
             return None;
         }
-        let mut f = RequestFilters {
-            headers: Vec::new(),
-            request_headers: Vec::new(),
-            expires: None,
-            env: RequestEnv::for_request(req, url, dir),
-            remote: req.conn.peer.ip(),
-            from_application: false,
-        };
+        let mut f = RequestFilters { env: RequestEnv::for_request(req, url, dir), ..RequestFilters::new(req.conn.peer.ip()) };
         let mut expires = ExpiresConfig::default();
         let mut any_expires = false;
         for l in &dir.layers {
