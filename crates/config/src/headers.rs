@@ -224,7 +224,14 @@ pub fn parse_rule(args: &[String], request: bool, origin: &Origin) -> Result<Hea
         [c] => Some(parse_condition(c, directive)?),
         _ => return Err(format!("{directive} {action_word} {name}: too many arguments ({})", usage())),
     };
-    let mut rule = HeaderRule { always, action, name: name.clone(), value: ValueFormat::default(), pattern: None, replacement: String::new(), condition, origin: origin.clone() };
+    // `Header set X-Content-Type-Options: "nosniff"`, as Debian's
+    // security.conf writes it: the colon is not part of the name.
+    let name = name.strip_suffix(':').unwrap_or(name);
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if action != HeaderAction::Echo && (name.is_empty() || !name.chars().all(token)) {
+        return Err(format!("{directive} {action_word}: '{name}' is not a header name"));
+    }
+    let mut rule = HeaderRule { always, action, name: name.to_string(), value: ValueFormat::default(), pattern: None, replacement: String::new(), condition, origin: origin.clone() };
     match action {
         HeaderAction::Echo => {
             rule.pattern = Some(Regex::caseless(name).map_err(|e| format!("Header echo: bad pattern '{name}': {e}"))?);
@@ -409,11 +416,14 @@ mod tests {
         assert!(matches!(r.condition, Some(Condition::Env { ref name, negate: false }) if name == "HTTPS"));
         let r = rule(&["set", "X", "y", "env=!nope"]).unwrap();
         assert!(matches!(r.condition, Some(Condition::Env { negate: true, .. })));
+        assert_eq!(rule(&["set", "X-Content-Type-Options:", "nosniff"]).unwrap().name, "X-Content-Type-Options");
     }
 
     #[test]
     fn mistakes_are_refused() {
         assert!(rule(&["set", "X"]).unwrap_err().contains("missing value"));
+        assert!(rule(&["set", "X Y", "z"]).unwrap_err().contains("is not a header name"));
+        assert!(rule(&["set", "X:Y", "z"]).unwrap_err().contains("is not a header name"));
         assert!(rule(&["frob", "X", "y"]).unwrap_err().contains("unknown action 'frob'"));
         assert!(rule(&["set", "X", "y", "z"]).unwrap_err().contains("unexpected argument 'z'"));
         assert!(rule(&["set", "X", "y", "early"]).unwrap_err().contains("early is not supported"));

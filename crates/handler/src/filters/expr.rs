@@ -90,7 +90,10 @@ impl Facts<'_> {
                     out.push_str(&format!("t={us}"));
                 }
                 FormatPiece::Duration => out.push_str(&format!("D={}", self.timing.start.elapsed().as_micros())),
-                FormatPiece::Env(name) => out.push_str(self.env.get(name).unwrap_or_default()),
+                // A variable may hold what a client sent (SetEnvIf captures
+                // from the decoded path): no control character, CR and LF
+                // above all, may reach a header line.
+                FormatPiece::Env(name) => out.extend(self.env.get(name).unwrap_or_default().chars().filter(|c| !c.is_control() || *c == '\t')),
             }
         }
         out
@@ -113,6 +116,7 @@ mod tests {
         .unwrap();
         let mut env = RequestEnv::default();
         env.set("FOO", "bar");
+        env.set("EVIL", "a\r\nSet-Cookie: x\u{7f}");
         let headers = vec![(HeaderName::Borrowed("Content-Type"), "text/html; charset=utf-8".to_string())];
         let timing = Timing { received: SystemTime::UNIX_EPOCH + Duration::from_secs(2), start: Instant::now() };
         let facts = Facts { head: Some(&head), remote: "10.0.0.1".parse().unwrap(), env: &env, response: Some((404, &headers)), timing };
@@ -128,5 +132,7 @@ mod tests {
         assert!(holds("%{resp:content-type} !~ /json/"));
         let f = warren_config::headers::ValueFormat::parse("%{FOO}e %t %{NONE}e.").unwrap();
         assert_eq!(facts.format(&f), "bar t=2000000 .");
+        let f = warren_config::headers::ValueFormat::parse("%{EVIL}e").unwrap();
+        assert_eq!(facts.format(&f), "aSet-Cookie: x");
     }
 }
