@@ -16,6 +16,17 @@
 //!
 //! `RequestHeader` rules act earlier, on what the application is told
 //! (see `fastcgi`); they share `headers`' code.
+//!
+//! Adding a filter (compression, say): a module here with a function
+//! called at its place in [`apply`]; its per-directory settings as
+//! `DirConfig` fields counted by `DirConfig::has_filters` and merged into
+//! [`RequestFilters`] by [`RequestFilters::for_request`]. It sees the
+//! response's status, headers and [`Body`](crate::Body) (bytes, a file
+//! range, or a stream, which it may wrap), the request head
+//! (Accept-Encoding) and the environment (`no-gzip`). A FastCGI answer the
+//! event loop relays is encoded with a `Body::Stream` whose pieces the loop
+//! queues itself (`mpm/src/event/fastcgi_relay.rs`): a filter that changes
+//! a streamed body must be applied there too.
 
 pub mod expires;
 pub mod expr;
