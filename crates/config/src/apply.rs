@@ -291,11 +291,20 @@ pub(crate) fn proxy_timeout(b: &mut Builder, d: &Directive, host: &mut HostConfi
 
 /// `CustomLog` and `TransferLog` (the latter in the default format).
 pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let (path, fmt) = match (d.name.eq_ignore_ascii_case("transferlog"), d.args.as_slice()) {
-        (true, [p]) => (p, None),
-        (false, [p, f]) => (p, Some(f)),
-        (false, [_, _, cond]) => return b.error(&d.origin, format!("CustomLog conditions ({cond}) are not supported")),
-        _ => return b.error(&d.origin, format!("{} takes a file and a format or nickname", d.name)),
+    let (path, fmt, cond) = match (d.name.eq_ignore_ascii_case("transferlog"), d.args.as_slice()) {
+        (true, [p]) => (p, None, None),
+        (false, [p, f]) => (p, Some(f), None),
+        (false, [p, f, cond]) => (p, Some(f), Some(cond)),
+        _ => return b.error(&d.origin, format!("{} takes a file, a format or nickname, and an optional env=[!]VAR", d.name)),
+    };
+    let env_condition = match cond.map(|c| c.strip_prefix("env=")) {
+        None => None,
+        Some(Some(var)) => match var.strip_prefix('!') {
+            Some(n) if !n.is_empty() => Some((n.to_string(), true)),
+            None if !var.is_empty() => Some((var.to_string(), false)),
+            _ => return b.error(&d.origin, "CustomLog env= needs a variable name"),
+        },
+        Some(None) => return b.error(&d.origin, format!("CustomLog condition '{}' is not supported (only env=[!]VAR)", cond.unwrap_or(&String::new()))),
     };
     if path.starts_with('|') {
         return b.error(&d.origin, "piped logs are not supported; log to a file");
@@ -311,7 +320,7 @@ pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) 
             None => return b.error(&d.origin, format!("unknown log format nickname '{nick}' (define it with LogFormat \"...\" {nick})")),
         },
     };
-    host.custom_logs.push(CustomLog { path: b.resolve(path), format });
+    host.custom_logs.push(CustomLog { path: b.resolve(path), format, env_condition });
 }
 
 /// Nothing here: LogFormat nicknames are global and may be used before
@@ -486,4 +495,74 @@ pub(crate) fn access_file_name(b: &mut Builder, d: &Directive, host: &mut HostCo
         return;
     }
     host.access_file_names = Some(d.args.clone());
+}
+
+// mod_headers, mod_expires, mod_env, mod_setenvif.
+
+pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match crate::headers::parse_rule(&d.args, false, &d.origin) {
+        Ok(r) if crate::headers::names_server_written(&r) => {
+            let hint = if r.name.eq_ignore_ascii_case("Server") { " (ServerTokens sets what it says)" } else { "" };
+            b.warn(&d.origin, format!("Header {}: warren writes {} itself, after the filters; this line has no effect, as in Apache{hint}", r.name, r.name));
+        }
+        Ok(r) => dir.headers.push(std::sync::Arc::new(r)),
+        Err(e) => b.error(&d.origin, e),
+    }
+}
+
+pub(crate) fn request_header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match crate::headers::parse_rule(&d.args, true, &d.origin) {
+        Ok(r) => dir.request_headers.push(std::sync::Arc::new(r)),
+        Err(e) => b.error(&d.origin, e),
+    }
+}
+
+pub(crate) fn expires_active(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let Some(on) = b.on_off(d) {
+        dir.expires_active = Some(on);
+    }
+}
+
+pub(crate) fn expires_by_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [t, when] if t.contains('/') => match crate::expires::ExpiresRule::parse(when) {
+            Ok(rule) => dir.expires_by_type.push((t.to_ascii_lowercase(), rule)),
+            Err(e) => b.error(&d.origin, format!("ExpiresByType {t}: {e}")),
+        },
+        _ => b.error(&d.origin, "ExpiresByType takes a MIME type (type/subtype or type/*) and a time (\"access plus 1 month\", A3600, M3600)"),
+    }
+}
+
+pub(crate) fn expires_default(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [when] => match crate::expires::ExpiresRule::parse(when) {
+            Ok(rule) => dir.expires_default = Some(rule),
+            Err(e) => b.error(&d.origin, format!("ExpiresDefault: {e}")),
+        },
+        _ => b.error(&d.origin, "ExpiresDefault takes one time, quoted if it has spaces (\"access plus 1 month\", A3600, M3600)"),
+    }
+}
+
+pub(crate) fn set_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match crate::env_vars::parse_set_env(&d.args) {
+        Ok(a) => dir.env.push(a),
+        Err(e) => b.error(&d.origin, e),
+    }
+}
+
+pub(crate) fn unset_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if d.args.is_empty() {
+        b.error(&d.origin, "UnsetEnv takes one or more variable names");
+    }
+    dir.env.extend(d.args.iter().map(|n| crate::env_vars::EnvAction::Unset(n.clone())));
+}
+
+pub(crate) fn set_env_if(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let name = d.name.to_ascii_lowercase();
+    let nocase = name.ends_with("nocase");
+    let browser = name.starts_with("browsermatch");
+    match crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) {
+        Ok(s) => dir.set_env_if.push(std::sync::Arc::new(s)),
+        Err(e) => b.error(&d.origin, format!("{}: {e}", d.name)),
+    }
 }

@@ -6,7 +6,12 @@ use std::net::IpAddr;
 
 use warren_regex::Regex;
 
+use std::sync::Arc;
+
 use crate::backend::{FcgiBackend, FcgiBackendType};
+use crate::env_vars::{EnvAction, SetEnvIf};
+use crate::expires::ExpiresRule;
+use crate::headers::HeaderRule;
 use crate::parse::Origin;
 
 /// The `Options` flags warren implements.
@@ -110,6 +115,19 @@ pub struct DirConfig {
     /// mod_rewrite's directives here. The host's own (`HostConfig::dir`)
     /// are its server-context rules and maps.
     pub rewrite: Option<warren_rewrite::RuleSet>,
+    /// `Header` lines, in order (shared: rules hold compiled patterns).
+    pub headers: Vec<Arc<HeaderRule>>,
+    /// `RequestHeader` lines, in order.
+    pub request_headers: Vec<Arc<HeaderRule>>,
+    /// `ExpiresActive`.
+    pub expires_active: Option<bool>,
+    /// `ExpiresByType`: (type, lower case, or `major/*`; rule), later wins.
+    pub expires_by_type: Vec<(String, ExpiresRule)>,
+    pub expires_default: Option<ExpiresRule>,
+    /// `SetEnv` and `UnsetEnv`, in order.
+    pub env: Vec<EnvAction>,
+    /// `SetEnvIf` and its kin, in order.
+    pub set_env_if: Vec<Arc<SetEnvIf>>,
 }
 
 /// What `SetHandler` can name.
@@ -170,6 +188,30 @@ impl DirConfig {
             let main = self.rewrite.take().unwrap_or_default();
             self.rewrite = Some(warren_rewrite::rules::merge_server(&main, over.rewrite.as_ref().unwrap_or(&Default::default())));
         }
+        self.headers.extend(over.headers.iter().cloned());
+        self.request_headers.extend(over.request_headers.iter().cloned());
+        if over.expires_active.is_some() {
+            self.expires_active = over.expires_active;
+        }
+        self.expires_by_type.extend(over.expires_by_type.iter().cloned());
+        if over.expires_default.is_some() {
+            self.expires_default = over.expires_default;
+        }
+        self.env.extend(over.env.iter().cloned());
+        self.set_env_if.extend(over.set_env_if.iter().cloned());
+    }
+
+    /// Whether this layer has anything for the response filters or the
+    /// request environment: checked per request, so that a site without
+    /// such directives pays nothing more.
+    pub fn has_filters(&self) -> bool {
+        !self.headers.is_empty()
+            || !self.request_headers.is_empty()
+            || self.expires_active.is_some()
+            || !self.expires_by_type.is_empty()
+            || self.expires_default.is_some()
+            || !self.env.is_empty()
+            || !self.set_env_if.is_empty()
     }
 }
 

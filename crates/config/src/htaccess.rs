@@ -72,9 +72,17 @@ const CLASSES: &[(Class, &[&str])] = &[
             "RewriteBase",
             "RewriteCond",
             "RewriteRule",
+            "Header",
+            "RequestHeader",
+            "SetEnv",
+            "UnsetEnv",
+            "SetEnvIf",
+            "SetEnvIfNoCase",
+            "BrowserMatch",
+            "BrowserMatchNoCase",
         ],
     ),
-    (Class::Indexes, &["DirectoryIndex", "FallbackResource", "DirectorySlash"]),
+    (Class::Indexes, &["DirectoryIndex", "FallbackResource", "DirectorySlash", "ExpiresActive", "ExpiresByType", "ExpiresDefault"]),
     (Class::Options, &["Options"]),
     (Class::All, &["LimitRequestBody"]),
 ];
@@ -354,6 +362,17 @@ mod tests {
         assert!(e.message.contains("ErrorDocument not allowed here (AllowOverride does not include FileInfo)"), "{e}");
         assert!(!Overrides::default().reads_files());
         assert!(!overrides(&["None"]).reads_files());
+    }
+
+    #[test]
+    fn headers_need_file_info_and_expires_indexes() {
+        let text = "Header set X-Frame-Options DENY\nSetEnvIf Request_URI x v\nExpiresActive On\nExpiresDefault A60\n";
+        assert!(read_text(text, &overrides(&["FileInfo", "Indexes"])).is_ok());
+        let e = read_text(text, &overrides(&["FileInfo"])).unwrap_err();
+        assert_eq!(e.origin.line, 3);
+        assert!(e.message.contains("ExpiresActive not allowed here (AllowOverride does not include Indexes)"), "{e}");
+        let e = read_text("Header frob X\n", &overrides(&["FileInfo"])).unwrap_err();
+        assert!(e.to_string().contains("/srv/site/.htaccess:1"), "{e}");
     }
 
     #[test]

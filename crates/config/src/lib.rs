@@ -33,6 +33,10 @@
 //! [`remote_ip`] holds mod_remoteip's settings (RemoteIPHeader, the
 //! proxies believed, the PROXY protocol) and the functions reading them.
 //!
+//! [`headers`] reads mod_headers' `Header` and `RequestHeader` rules,
+//! [`expires`] mod_expires' times and [`env_vars`] mod_env's and
+//! mod_setenvif's directives (the request environment).
+//!
 //! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
 //! it change; the handler finds and caches the files.
 //!
@@ -49,6 +53,9 @@ mod apply;
 pub mod backend;
 mod build;
 pub mod dir_config;
+pub mod env_vars;
+pub mod expires;
+pub mod headers;
 pub mod htaccess;
 pub mod log_format;
 pub mod mpm;

@@ -52,6 +52,8 @@ pub enum LogItem {
     ConnectionStatus,
     /// `%f`: the file served, `-` if none.
     Filename,
+    /// `%{VAR}e`: the request environment's variable, `-` if unset.
+    Env(String),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +145,7 @@ pub fn compile(format: &str) -> Result<Vec<LogItem>, String> {
             ('k', None) => LogItem::KeepAliveCount,
             ('X', None) => LogItem::ConnectionStatus,
             ('f', None) => LogItem::Filename,
+            ('e', Some(var)) => LogItem::Env(var.to_string()),
             (l, Some(a)) => return Err(format!("unsupported log format directive %{{{a}}}{l}")),
             (l, None) => return Err(format!("unsupported log format directive %{l}")),
         };

@@ -84,6 +84,10 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "alias_module",
     "rewrite_module",
     "remoteip_module",
+    "headers_module",
+    "expires_module",
+    "env_module",
+    "setenvif_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

@@ -104,6 +104,9 @@ impl LogLevel {
 pub struct CustomLog {
     pub path: PathBuf,
     pub format: Vec<LogItem>,
+    /// `env=VAR` (`env=!VAR`): only requests whose environment has (has
+    /// not) the variable are logged.
+    pub env_condition: Option<(String, bool)>,
 }
 
 /// The main server or one virtual host.

@@ -234,6 +234,17 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("RewriteCond", "TestString CondPattern [flags]", crate::rewrite::directive),
     dir("RewriteRule", "Pattern Substitution [flags]", crate::rewrite::directive),
     host("RewriteMap", "name txt:file|rnd:file|int:function", crate::rewrite::map),
+    dir("Header", "[always|onsuccess] set|append|merge|add|unset|echo|edit|edit*|setifempty header [value] [replacement] [env=[!]VAR|expr=...]", apply::header),
+    dir("RequestHeader", "set|append|merge|add|unset|edit|edit*|setifempty header [value] [replacement] [env=[!]VAR|expr=...]", apply::request_header),
+    dir("ExpiresActive", "On|Off", apply::expires_active),
+    dir("ExpiresByType", "type/subtype \"base [plus] n unit...\"|A<s>|M<s>", apply::expires_by_type),
+    dir("ExpiresDefault", "\"base [plus] n unit...\"|A<s>|M<s>", apply::expires_default),
+    dir("SetEnv", "VAR [value]", apply::set_env),
+    dir("UnsetEnv", "VAR...", apply::unset_env),
+    dir("SetEnvIf", "attribute regex [!]VAR[=value]...", apply::set_env_if),
+    dir("SetEnvIfNoCase", "attribute regex [!]VAR[=value]...", apply::set_env_if),
+    dir("BrowserMatch", "regex [!]VAR[=value]...", apply::set_env_if),
+    dir("BrowserMatchNoCase", "regex [!]VAR[=value]...", apply::set_env_if),
 ];
 
 /// The directive called `name` (case does not matter, as in Apache).

@@ -469,3 +469,32 @@ fn remoteip_mistakes_name_file_and_line() {
     }
     assert!(l.settings.is_none());
 }
+
+#[test]
+fn headers_expires_and_environment_are_read_in_if_module_and_mistakes_named_by_line() {
+    let d = Dir::new("hdrs");
+    let text = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\n<IfModule mod_headers.c>\nHeader always set X-Content-Type-Options nosniff\n</IfModule>\n\
+        <IfModule mod_expires.c>\nExpiresActive On\nExpiresByType text/css \"access plus 1 month\"\n</IfModule>\n\
+        <IfModule setenvif_module>\nSetEnvIf Request_URI \\.png$ image\n</IfModule>\n<IfModule env_module>\nSetEnv A b\n</IfModule>\n";
+    let l = load(&d, text);
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    assert_eq!(s.main.dir.headers.len(), 1);
+    assert_eq!(s.main.dir.expires_active, Some(true));
+    assert_eq!(s.main.dir.expires_by_type.len(), 1);
+    assert_eq!(s.main.dir.set_env_if.len(), 1);
+    assert_eq!(s.main.dir.env.len(), 1);
+
+    let l = load(&d, "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nHeader unset Server\nHeader always set content-length 5\nHeader echo ^X-\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    assert_eq!(l.warnings.iter().map(|w| w.origin.line).collect::<Vec<_>>(), vec![3, 4], "{:?}", l.warnings);
+    assert!(l.warnings[0].message.contains("ServerTokens"), "{}", l.warnings[0]);
+    assert_eq!(l.settings.unwrap().main.dir.headers.len(), 1, "only echo is kept");
+
+    let bad = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nHeader set X\nHeader set X y \"expr=%{REQUEST_URI} -strmatch '/a*'\"\n\
+        ExpiresByType text/css \"access plus 1 fortnight\"\nExpiresDefault\nSetEnvIf Request_URI (\nBrowserMatch MSIE\nRequestHeader echo X\n";
+    let l = load(&d, bad);
+    let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
+    assert_eq!(lines, vec![3, 4, 5, 6, 7, 8, 9], "{:?}", l.errors);
+    assert!(l.errors.iter().all(|e| e.to_string().contains("warren.conf:")), "{:?}", l.errors);
+}

@@ -37,17 +37,20 @@
 //! (mod_remoteip: the client behind proxies, and who must send a PROXY
 //! protocol header), `rewrite`
 //! (mod_rewrite's rules run for a request, in server and per-directory
-//! context, and its internal redirects), `request_env` (a request's
-//! environment variables), `status`
+//! context, and its internal redirects), `status`
 //! (server-status), `router` (which of them answers), `internal_redirect`
 //! (a request served again for another URL: a local ErrorDocument, a
 //! FastCGI local `Location:`), `path` (decoding and normalising URL
 //! paths), `mime`, `logs` (error and access logs), `spool` (request bodies
-//! held whole before the application gets them).
+//! held whole before the application gets them), `env` (the request
+//! environment: SetEnv, SetEnvIf), `filters/` (the response filter stage
+//! every answer passes before the MPM writes it: mod_expires, mod_headers).
 
 pub mod conditional;
+pub mod env;
 pub mod errors;
 pub mod fastcgi;
+pub mod filters;
 pub mod file_cache;
 pub mod htaccess;
 pub mod internal_redirect;
@@ -58,7 +61,6 @@ pub mod path;
 pub mod spool;
 pub mod pool_status;
 pub mod remote_ip;
-pub mod request_env;
 mod rewrite;
 pub mod route;
 pub mod router;
@@ -178,11 +180,14 @@ pub struct Response {
     /// A local ErrorDocument that should answer instead of this built-in
     /// error page: an internal redirect that [`Site::handle`] follows.
     pub error_document: Option<String>,
+    /// What the response filter stage ([`filters::apply`]) needs of the
+    /// request: None where no directive asks for a filter.
+    pub filters: Option<Box<filters::RequestFilters>>,
 }
 
 impl Response {
     pub fn new(status: u16, host: usize) -> Response {
-        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None }
+        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, filters: None }
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {

@@ -189,11 +189,15 @@ pub struct LogRecord<'a> {
     pub aborted: bool,
     pub filename: Option<&'a Path>,
     pub response_headers: &'a [(crate::HeaderName, String)],
+    /// The request environment (SetEnv, SetEnvIf), if it has one.
+    pub env: Option<&'a crate::env::RequestEnv>,
 }
 
 /// A buffered writer of one log format to one file.
 pub struct AccessLogWriter {
     format: Arc<Vec<LogItem>>,
+    /// CustomLog's `env=[!]VAR`.
+    condition: Option<(String, bool)>,
     file: Arc<AccessLogFile>,
     buf: Vec<u8>,
 }
@@ -202,8 +206,8 @@ pub struct AccessLogWriter {
 const FLUSH_AT: usize = 16 * 1024;
 
 impl AccessLogWriter {
-    pub fn new(format: Arc<Vec<LogItem>>, file: Arc<AccessLogFile>) -> Self {
-        AccessLogWriter { format, file, buf: Vec::with_capacity(FLUSH_AT * 2) }
+    pub fn new(format: Arc<Vec<LogItem>>, file: Arc<AccessLogFile>, condition: Option<(String, bool)>) -> Self {
+        AccessLogWriter { format, condition, file, buf: Vec::with_capacity(FLUSH_AT * 2) }
     }
 
     pub fn path(&self) -> &Path {
@@ -211,6 +215,11 @@ impl AccessLogWriter {
     }
 
     pub fn write(&mut self, r: &LogRecord) {
+        if let Some((var, negate)) = &self.condition {
+            if r.env.and_then(|e| e.get(var)).is_some() == *negate {
+                return;
+            }
+        }
         format_line(&mut self.buf, &self.format, r);
         if self.buf.len() >= FLUSH_AT {
             self.flush();
@@ -332,6 +341,7 @@ pub fn format_line(out: &mut Vec<u8>, items: &[LogItem], r: &LogRecord) {
                 b'-'
             }),
             LogItem::Filename => dash(out, r.filename.map(|p| p.as_os_str().as_encoded_bytes())),
+            LogItem::Env(var) => dash(out, r.env.and_then(|e| e.get(var)).map(str::as_bytes)),
         }
     }
     out.push(b'\n');
@@ -470,11 +480,34 @@ mod tests {
             aborted: false,
             filename: None,
             response_headers: &[],
+            env: None,
         };
         format_line(&mut out, &items, &r);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "127.0.0.1 - - [22/Nov/2026:08:58:27 +0000] \"GET /a%20b?x=1 HTTP/1.1\" 200 - \"-\" \"cu\\\"rl\"\n"
         );
+
+        // `%{VAR}e`, and CustomLog's env= condition.
+        let mut env = crate::env::RequestEnv::default();
+        env.set("SITE", "demo");
+        let r = LogRecord { env: Some(&env), ..r };
+        let mut out = Vec::new();
+        format_line(&mut out, &warren_config::log_format::compile("%{SITE}e %{NONE}e").unwrap(), &r);
+        assert_eq!(out, b"demo -\n");
+        let path = std::env::temp_dir().join(format!("warren-env-log-{}", std::process::id()));
+        let file = AccessLogFile::open(&path).unwrap();
+        let format = Arc::new(warren_config::log_format::compile("%m").unwrap());
+        let mut only = AccessLogWriter::new(format.clone(), file.clone(), Some(("SITE".into(), false)));
+        let mut unless = AccessLogWriter::new(format, file, Some(("SITE".into(), true)));
+        only.write(&r);
+        unless.write(&r);
+        let without = LogRecord { env: None, ..r };
+        only.write(&without);
+        unless.write(&without);
+        only.flush();
+        unless.flush();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n");
+        let _ = std::fs::remove_file(&path);
     }
 }

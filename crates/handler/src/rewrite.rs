@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use warren_config::LogLevel;
 use warren_rewrite::{absolute_uri, apply, Applied, PerDir, Rule, State};
 
-use crate::request_env::RequestEnv;
+use crate::env::RequestEnv;
 use crate::route::{Effective, Request};
 use crate::{path, Response, Site};
 

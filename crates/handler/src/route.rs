@@ -10,7 +10,7 @@ use warren_http::RequestHead;
 
 use crate::htaccess;
 use crate::path;
-use crate::request_env::RequestEnv;
+use crate::env::RequestEnv;
 use crate::sections::{ancestors, dir_contains, ip_in, location_matches, wildcard_match};
 use crate::site::{ConnInfo, Site};
 
@@ -46,7 +46,7 @@ pub struct Pass<'a> {
 impl<'a> Request<'a> {
     /// A request on its first pass, with no variables set.
     pub fn new(head: &'a RequestHead, conn: &'a ConnInfo, host: usize) -> Request<'a> {
-        Request { head, conn, host, env: &crate::request_env::EMPTY, pass: Pass::default() }
+        Request { head, conn, host, env: &crate::env::EMPTY, pass: Pass::default() }
     }
 }
 

@@ -10,9 +10,10 @@ use warren_http::RequestHead;
 
 use crate::fastcgi::{split_path_info, ScriptTarget};
 use crate::path::{self, PathError};
-use crate::request_env::RequestEnv;
+use crate::env::RequestEnv;
+use crate::filters::{self, RequestFilters};
 use crate::rewrite::{with_vary, DirRewrite, UrlRewrite, MAX_INTERNAL_REDIRECTS};
-use crate::route::{Pass, Request, Route};
+use crate::route::{Effective, Layer, Pass, Request, Route};
 use crate::site::ConnInfo;
 use crate::{static_files, Outcome, Response, Site};
 
@@ -24,18 +25,20 @@ impl Site {
         let host = req.host;
         let raw = head.path_and_query();
         if raw == b"*" {
-            return Outcome::Ready(match head.method() {
+            let r = match head.method() {
                 "OPTIONS" => Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS"),
                 _ => self.error(req, 400, "request-target * is only for OPTIONS"),
-            });
+            };
+            return self.host_filtered(req, b"*", Outcome::Ready(r));
         }
         let (raw_path, query) = path::split_query(raw);
         let url = match path::normalize(raw_path) {
             Ok(u) => u,
             Err(PathError::BadRequest(why)) => {
-                return Outcome::Ready(self.error(req, 400, &format!("invalid URI in request: {why}")))
+                let r = self.error(req, 400, &format!("invalid URI in request: {why}"));
+                return self.host_filtered(req, raw_path, Outcome::Ready(r));
             }
-            Err(PathError::NotFound(why)) => return Outcome::Ready(self.error(req, 404, why)),
+            Err(PathError::NotFound(why)) => return self.host_filtered(req, raw_path, Outcome::Ready(self.error(req, 404, why))),
         };
         if let Some(o) = self.pool_status(req, &url, query) {
             return o;
@@ -62,7 +65,7 @@ impl Site {
     /// as with Apache's mod_dir).
     /// `fs` is the file a rewrite rule mapped the URL to, if one did.
     fn route_url(&self, req: Request, url: &[u8], query: &[u8], fs: Option<PathBuf>, may_fall_back: bool) -> Outcome {
-        let (host, conn) = (req.host, req.conn);
+        let host = req.host;
         let rewritten_to_file = fs.is_some();
         let fs = match fs {
             Some(fs) => fs,
@@ -73,32 +76,65 @@ impl Site {
                 }
                 // mod_alias: redirects before the aliases (fs_path), whatever their order.
                 if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
-                    return Outcome::Ready(r);
+                    return self.host_filtered(req, url, Outcome::Ready(r));
                 }
                 self.fs_path(host, url)
             }
         };
         let dir = self.effective(host, Some(&fs), url);
+        let filters = RequestFilters::for_request(req, url, &dir);
+        filters::attach(self.route_mapped(req, url, query, fs, dir, may_fall_back, rewritten_to_file), filters, req.head)
+    }
+
+    /// An answer given before the URL is mapped: the filters of the host's
+    /// own configuration.
+    fn host_filtered(&self, req: Request, url: &[u8], outcome: Outcome) -> Outcome {
+        filters::attach(outcome, self.host_filters(req, url), req.head)
+    }
+
+    /// The filters of the host's own configuration (server or virtual host,
+    /// no section), for answers given before or without mapping the URL
+    /// `url`: a bad request line, a request body that could not be read.
+    pub fn host_filters(&self, req: Request, url: &[u8]) -> Option<Box<RequestFilters>> {
+        let own = &self.hosts[req.host].config.dir;
+        if !own.has_filters() {
+            return None;
+        }
+        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None })
+    }
+
+    /// The rest of [`Site::route_url`], once the URL is mapped to `fs` and
+    /// the sections that apply are merged (`dir`).
+    #[allow(clippy::too_many_arguments)]
+    fn route_mapped<'a>(&'a self, req: Request<'a>, url: &'a [u8], query: &'a [u8], fs: PathBuf, dir: Effective<'a>, may_fall_back: bool, rewritten_to_file: bool) -> Outcome {
+        let conn = req.conn;
         if let Some(e) = dir.htaccess_error() {
             return Outcome::Ready(self.error(req, 500, &e.to_string()));
         }
         // The rules of the directories on the way, once access is granted
         // (Apache's fixups come after the access checks).
-        let rewritten;
-        let (req, query) = match self.rewrite_dir(req, url, query, &fs, &dir) {
-            DirRewrite::Declined => (req, query),
+        match self.rewrite_dir(req, url, query, &fs, &dir) {
+            DirRewrite::Declined => {}
             DirRewrite::Answer(r) => return Outcome::Ready(if dir.allows(conn) { r } else { self.denied(req, url) }),
             _ if !dir.allows(conn) => return Outcome::Ready(self.denied(req, url)),
             // A directory named without its slash is redirected to it first (mod_dir's fixup wins).
-            DirRewrite::Redirect { .. } if !url.ends_with(b"/") && dir.directory_slash() && fs.is_dir() => (req, query),
+            DirRewrite::Redirect { .. } if !url.ends_with(b"/") && dir.directory_slash() && fs.is_dir() => {}
             DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, query, &to, &q, env, ended), &vary),
             DirRewrite::Continue(r) => {
-                rewritten = r;
-                let forced_type = rewritten.forced_type.as_deref().or(req.pass.forced_type);
-                let pass = Pass { rewrite_ended: rewritten.ended, forced_type, ..req.pass };
-                (Request { env: &rewritten.env, pass, ..req }, &rewritten.query[..])
+                let forced_type = r.forced_type.as_deref().or(req.pass.forced_type);
+                let pass = Pass { rewrite_ended: r.ended, forced_type, ..req.pass };
+                let req = Request { env: &r.env, pass, ..req };
+                return with_vary(self.route_file(req, url, &r.query, fs, dir, may_fall_back, rewritten_to_file), &r.vary);
             }
-        };
+        }
+        self.route_file(req, url, query, fs, dir, may_fall_back, rewritten_to_file)
+    }
+
+    /// The rest of [`Site::route_mapped`], once the rewrite rules of the
+    /// directories are done: who answers for the file.
+    #[allow(clippy::too_many_arguments)]
+    fn route_file<'a>(&'a self, req: Request<'a>, url: &'a [u8], query: &'a [u8], fs: PathBuf, dir: Effective<'a>, may_fall_back: bool, rewritten_to_file: bool) -> Outcome {
+        let (host, conn) = (req.host, req.conn);
         // A section's or .htaccess file's redirects, the most specific first.
         if dir.layers.len() > 1 {
             if let Some(r) = dir.layers[1..].iter().rev().find_map(|l| self.url_redirect(req, &l.redirects, url, query)) {
@@ -239,19 +275,25 @@ impl Site {
         let used = &self.hosts[host].pools;
         let pool = self.settings.pools.iter().find(|p| used.contains(&p.name) && p.status_path.as_deref().is_some_and(|s| s.as_bytes() == url))?;
         let eff = self.effective(host, None, url);
+        let filters = RequestFilters::for_request(req, url, &eff);
+        Some(filters::attach(self.pool_status_page(req, pool, &eff, url, query), filters, req.head))
+    }
+
+    fn pool_status_page(&self, req: Request, pool: &warren_config::PoolConfig, eff: &Effective, url: &[u8], query: &[u8]) -> Outcome {
+        let host = req.host;
         if !eff.allows(req.conn) {
-            return Some(Outcome::Ready(self.denied(req, url)));
+            return Outcome::Ready(self.denied(req, url));
         }
         if pool.runs_php_fpm() {
             // php-fpm answers it itself, its children and their requests included.
             let target = ScriptTarget { filename: String::from_utf8_lossy(url).into_owned(), name: url, path_info: b"" };
-            return Some(self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query));
+            return self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query);
         }
         let Some(st) = self.pools.get().and_then(|d| d.status(&pool.name)) else {
-            return Some(Outcome::Ready(self.error(req, 503, &format!("pool {} is not running", pool.name))));
+            return Outcome::Ready(self.error(req, 503, &format!("pool {} is not running", pool.name)));
         };
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        Some(Outcome::Ready(crate::pool_status::respond(host, &st, query, now)))
+        Outcome::Ready(crate::pool_status::respond(host, &st, query, now))
     }
 
     /// The answer to a method that static resources do not take, if it is one.
@@ -369,8 +411,9 @@ impl Site {
             };
             let target = route.target.as_ref().expect("routes without a target returned above");
             let eff = self.effective(req.host, None, url);
+            let filters = RequestFilters::for_request(req, url, &eff);
             if !eff.allows(req.conn) {
-                return Some(Outcome::Ready(self.denied(req, url)));
+                return Some(filters::attach(Outcome::Ready(self.denied(req, url)), filters, req.head));
             }
             // When the script is on this machine, PATH_INFO is split off here;
             // otherwise (FPM) php-fpm splits it from SCRIPT_FILENAME itself.
@@ -383,7 +426,7 @@ impl Site {
             };
             let (name, path_info) = url.split_at(url.len() - path_info_len);
             let st = ScriptTarget { filename, name, path_info };
-            return Some(self.gateway(req, &target.backend, st, query));
+            return Some(filters::attach(self.gateway(req, &target.backend, st, query), filters, req.head));
         }
         None
     }

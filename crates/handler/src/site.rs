@@ -57,6 +57,9 @@ pub struct Host {
     pub access_file_names: Vec<String>,
 }
 
+/// One access log: its format, its file, and CustomLog's `env=[!]VAR`.
+type AccessLog = (Arc<Vec<LogItem>>, Arc<AccessLogFile>, Option<(String, bool)>);
+
 pub struct Site {
     pub settings: Settings,
     /// `hosts[0]` is the main server; the virtual hosts follow in config order.
@@ -64,7 +67,7 @@ pub struct Site {
     pub mime: MimeTypes,
     pub server_header: String,
     pub error_log: Arc<ErrorLog>,
-    access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>)>,
+    access_logs: Vec<AccessLog>,
     pub file_cache: FileCache,
     /// Where server-status reads the scoreboard; set by the MPM.
     pub status: OnceLock<Arc<dyn StatusSource>>,
@@ -101,7 +104,7 @@ impl Site {
     pub fn new(settings: Settings) -> Result<Site, String> {
         let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.log_level).map_err(|e| e.to_string())?);
         let mime = MimeTypes::load(settings.types_config.as_deref()).map_err(|e| format!("cannot read TypesConfig: {e}"))?;
-        let mut access_logs: Vec<(Arc<Vec<LogItem>>, Arc<AccessLogFile>)> = Vec::new();
+        let mut access_logs: Vec<AccessLog> = Vec::new();
         let mut error_logs: Vec<(PathBuf, Arc<ErrorLog>)> = Vec::new();
         let mut hosts = Vec::new();
         let configs = std::iter::once((settings.main.clone(), None))
@@ -109,15 +112,15 @@ impl Site {
         for (config, addrs) in configs {
             let mut logs = Vec::new();
             for cl in &config.custom_logs {
-                let file = match access_logs.iter().find(|(_, f)| f.path == cl.path) {
-                    Some((_, f)) => f.clone(),
+                let file = match access_logs.iter().find(|(_, f, _)| f.path == cl.path) {
+                    Some((_, f, _)) => f.clone(),
                     None => AccessLogFile::open(&cl.path).map_err(|e| e.to_string())?,
                 };
                 let format = Arc::new(cl.format.clone());
-                let idx = match access_logs.iter().position(|(fm, f)| **fm == *format && Arc::ptr_eq(f, &file)) {
+                let idx = match access_logs.iter().position(|(fm, f, c)| **fm == *format && Arc::ptr_eq(f, &file) && *c == cl.env_condition) {
                     Some(i) => i,
                     None => {
-                        access_logs.push((format, file));
+                        access_logs.push((format, file, cl.env_condition.clone()));
                         access_logs.len() - 1
                     }
                 };
@@ -165,7 +168,7 @@ impl Site {
     /// Fresh buffered writers for this thread's access logging.
     pub fn log_writers(&self) -> LogWriters {
         LogWriters {
-            writers: self.access_logs.iter().map(|(fmt, f)| AccessLogWriter::new(fmt.clone(), f.clone())).collect(),
+            writers: self.access_logs.iter().map(|(fmt, f, c)| AccessLogWriter::new(fmt.clone(), f.clone(), c.clone())).collect(),
             host_logs: self.hosts.iter().map(|h| h.logs.clone()).collect(),
         }
     }
@@ -176,7 +179,7 @@ impl Site {
         for h in &self.hosts {
             let _ = h.error_log.reopen();
         }
-        for (_, f) in &self.access_logs {
+        for (_, f, _) in &self.access_logs {
             if let Err(e) = f.reopen() {
                 self.error_log.error(None, &format!("cannot reopen access log {}: {e}", f.path.display()));
             }

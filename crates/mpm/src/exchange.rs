@@ -110,6 +110,8 @@ pub struct Exchange {
     pub host: usize,
     pub filename: Option<PathBuf>,
     pub headers: Vec<(warren_handler::HeaderName, String)>,
+    /// The request environment, for `%{VAR}e` and `CustomLog ... env=`.
+    pub env: Option<warren_handler::env::RequestEnv>,
     pub decoder: Option<BodyDecoder>,
     /// LimitRequestBody for this request (u64::MAX: unlimited).
     pub body_limit: u64,
@@ -133,6 +135,7 @@ impl Exchange {
             host: 0,
             filename: None,
             headers: Vec::new(),
+            env: None,
             decoder: None,
             body_limit: u64::MAX,
             linger: false,
@@ -160,7 +163,12 @@ impl Exchange {
         self.keep_alive = false;
         self.linger = true;
         let head = self.head.as_ref().expect("a body belongs to a parsed request");
-        site.error_page_now(site.error(site.request(head, info), e.status, &e.reason), head, info)
+        let req = site.request(head, info);
+        let mut r = site.error_page_now(site.error(req, e.status, &e.reason), head, info);
+        if r.filters.is_none() {
+            r.filters = site.host_filters(req, head.path_and_query());
+        }
+        r
     }
 
     /// Sets LimitRequestBody for the request's body, if it has one, and
@@ -205,6 +213,7 @@ impl Exchange {
             aborted,
             filename: self.filename.as_deref(),
             response_headers: &self.headers,
+            env: self.env.as_ref(),
         };
         logs.write(self.host, &record);
     }
@@ -249,8 +258,13 @@ impl Output {
 
     /// Encodes `resp` for the exchange into `scratch` and takes it over.
     /// Date, Server, Content-Length and Connection are written here.
-    pub fn encode(&mut self, ex: &mut Exchange, resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
+    pub fn encode(&mut self, ex: &mut Exchange, mut resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
         let head = ex.head.as_ref();
+        // The response filter stage (mod_expires, mod_headers): every
+        // answer passes here once, whoever made it.
+        if resp.filters.is_some() {
+            warren_handler::filters::apply(&mut resp, head, warren_handler::filters::Timing { received: ex.started, start: ex.start });
+        }
         let is_head = head.is_some_and(|h| h.method() == "HEAD");
         let version = head.map_or(Version::Http11, |h| h.version);
         if resp.close {
@@ -324,6 +338,7 @@ impl Output {
         ex.host = resp.host;
         ex.filename = resp.filename;
         ex.headers = resp.headers;
+        ex.env = resp.filters.map(|f| f.env).filter(|e| !e.is_empty());
         self.wbuf.clear();
         self.wbuf.extend_from_slice(out);
         self.wpos = 0;

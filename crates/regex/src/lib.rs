@@ -64,6 +64,18 @@ impl Regex {
     }
 }
 
+impl Regex {
+    /// The groups of the first match at or after byte `start` of `text`,
+    /// `^` and look-behind still seeing what comes before `start` (to
+    /// replace every match of a pattern in one text).
+    pub fn captures_at<'t>(&self, text: &'t str, start: usize) -> Option<Captures<'t>> {
+        let mut locs = self.re.capture_locations();
+        self.re.captures_read_at(&mut locs, text.as_bytes(), start).ok()??;
+        let spans = (0..locs.len()).map(|i| locs.get(i)).collect();
+        Some(Captures { text, spans })
+    }
+}
+
 impl Clone for Regex {
     fn clone(&self) -> Regex {
         Regex::build(self.as_str(), self.caseless).expect("a pattern that compiled once compiles again")
@@ -89,6 +101,11 @@ impl<'t> Captures<'t> {
         let (start, end) = (*self.spans.get(i)?)?;
         // PCRE2 runs without UTF mode, so a group may end inside a character.
         self.text.get(start..end)
+    }
+
+    /// Where group `i` lies in the text, in bytes.
+    pub fn span(&self, i: usize) -> Option<(usize, usize)> {
+        *self.spans.get(i)?
     }
 
     /// How many groups, group 0 included.

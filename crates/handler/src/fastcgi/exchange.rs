@@ -235,7 +235,7 @@ impl Site {
     /// the error-log line.
     pub fn gateway_failed(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, e: &GatewayError) -> Response {
         let why = format!("{} (script {})", e.why, gw.script);
-        match gw.error_status {
+        let mut r = match gw.error_status {
             // The error document itself failed: the first error's built-in
             // page, never a second redirect.
             Some(first) => {
@@ -244,7 +244,9 @@ impl Site {
                 r
             }
             None => self.error(Request::new(head, conn, gw.host), e.status, &why),
-        }
+        };
+        r.filters = gw.filters.clone();
+        r
     }
 
     /// The 503 (with Retry-After) for a request that got no child of `pool`.

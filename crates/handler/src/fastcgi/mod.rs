@@ -62,6 +62,8 @@ pub struct Gateway {
     error_status: Option<u16>,
     /// Already sent again after a pool's child went away without answering.
     retried: bool,
+    /// The request's filters and environment, for the answer.
+    filters: Option<Box<crate::filters::RequestFilters>>,
 }
 
 
@@ -164,7 +166,38 @@ impl Gateway {
         let mut r = Response::new(status, self.host);
         r.headers = std::mem::take(&mut head.headers);
         r.filename = Some(PathBuf::from(&self.script));
+        r.filters = self.filters.clone().map(|mut f| {
+            f.from_application = true;
+            f
+        });
         r
+    }
+
+    /// Whether the request's filters are known yet.
+    pub fn has_filters(&self) -> bool {
+        self.filters.is_some()
+    }
+
+    /// Gives the request its filters and environment: `RequestHeader` rules
+    /// change the HTTP_* variables the application gets, and each
+    /// environment variable is one more variable, unless it would replace
+    /// one the server sets (as in Apache, where the CGI variables are set
+    /// over `subprocess_env`).
+    pub fn set_filters(&mut self, f: Box<crate::filters::RequestFilters>, head: &RequestHead) {
+        let now = crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() };
+        if let Some(headers) = crate::filters::headers::request_headers(&f, head, now) {
+            self.params.retain(|(n, _)| !n.starts_with("HTTP_") && n != "CONTENT_TYPE");
+            if let Some((_, t)) = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-type")) {
+                self.params.push((HeaderName::Borrowed("CONTENT_TYPE"), t.clone().into_bytes()));
+            }
+            self.params.extend(params::http_params(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()))));
+        }
+        for (name, value) in f.env.iter() {
+            if !self.params.iter().any(|(n, _)| n == name) {
+                self.params.push((HeaderName::Owned(name.to_string()), value.as_bytes().to_vec()));
+            }
+        }
+        self.filters = Some(f);
     }
 
     /// Whether the answer is read at the application's pace, what the

@@ -26,7 +26,7 @@ impl Site {
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         let params = self.cgi_params(req, &target, query);
         let uri = req.head.path_and_query().to_vec();
-        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false }))
+        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None }))
     }
 
     /// SERVER_SOFTWARE: the Server header, and "Apache/2.4-compatible"
@@ -87,29 +87,7 @@ impl Site {
         if let Some(t) = head.header("content-type") {
             set(&mut p, "CONTENT_TYPE", t.to_vec());
         }
-        // Every other header as HTTP_*: repeated ones joined, as one field.
-        // Proxy is left out (httpoxy, CVE-2016-5385); names with `_` too, so
-        // that `X_Forwarded_For` cannot pose as `X-Forwarded-For`.
-        let mut http: Vec<(String, Vec<u8>)> = Vec::new();
-        for (name, value) in head.headers() {
-            if name.eq_ignore_ascii_case(b"content-type") || name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"proxy") {
-                continue;
-            }
-            if !name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-') {
-                continue;
-            }
-            let mut var = String::with_capacity(5 + name.len());
-            var.push_str("HTTP_");
-            var.extend(name.iter().map(|&b| if b == b'-' { '_' } else { b.to_ascii_uppercase() as char }));
-            match http.iter_mut().find(|(n, _)| *n == var) {
-                Some((_, v)) => {
-                    v.extend_from_slice(if var == "HTTP_COOKIE" { b"; " } else { b", " });
-                    v.extend_from_slice(value);
-                }
-                None => http.push((var, value.to_vec())),
-            }
-        }
-        p.extend(http.into_iter().map(|(n, v)| (HeaderName::Owned(n), v)));
+        p.extend(http_params(head.headers()));
         // The request's environment, as Apache passes subprocess_env: a
         // variable set there wins over the CGI variable of the same name.
         for (name, value) in env.iter() {
@@ -121,6 +99,33 @@ impl Site {
         p
     }
 
+}
+
+/// Every request header but Content-Type and Content-Length as HTTP_*:
+/// repeated ones joined, as one field. Proxy is left out (httpoxy,
+/// CVE-2016-5385); names with `_` too, so that `X_Forwarded_For` cannot
+/// pose as `X-Forwarded-For`.
+pub(super) fn http_params<'h>(headers: impl Iterator<Item = (&'h [u8], &'h [u8])>) -> impl Iterator<Item = (HeaderName, Vec<u8>)> {
+    let mut http: Vec<(String, Vec<u8>)> = Vec::new();
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case(b"content-type") || name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"proxy") {
+            continue;
+        }
+        if !name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-') {
+            continue;
+        }
+        let mut var = String::with_capacity(5 + name.len());
+        var.push_str("HTTP_");
+        var.extend(name.iter().map(|&b| if b == b'-' { '_' } else { b.to_ascii_uppercase() as char }));
+        match http.iter_mut().find(|(n, _)| *n == var) {
+            Some((_, v)) => {
+                v.extend_from_slice(if var == "HTTP_COOKIE" { b"; " } else { b", " });
+                v.extend_from_slice(value);
+            }
+            None => http.push((var, value.to_vec())),
+        }
+    }
+    http.into_iter().map(|(n, v)| (HeaderName::Owned(n), v))
 }
 
 /// The script of a request whose URL path goes on past a file
