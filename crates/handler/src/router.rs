@@ -50,6 +50,16 @@ impl Site {
     /// mod_rewrite's starts. The server's rewrite rules come first, before
     /// anything else maps the URL, as in Apache.
     fn route_pass(&self, req: Request, url: &[u8], query: &[u8]) -> Outcome {
+        // The host's SetEnvIf lines run before its rewrite rules read %{ENV:...},
+        // as Apache runs them when the request is read.
+        let own = &self.hosts[req.host].config.dir;
+        let early_env;
+        let req = if own.set_env_if.is_empty() || own.rewrite.as_ref().is_none_or(|r| !r.enabled()) {
+            req
+        } else {
+            early_env = RequestEnv::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None });
+            Request { env: &early_env, ..req }
+        };
         let r = match self.rewrite_url(req, url, query) {
             UrlRewrite::Declined => return self.route_url(req, url, query, None, true),
             UrlRewrite::Answer(r) => return Outcome::Ready(r),

@@ -20,7 +20,20 @@ const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../rewrite/tests/apach
 const EXPECTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../rewrite/tests/apache/expected.txt");
 
 /// Cases whose configuration warren refuses on purpose, and why.
-const KNOWN_REFUSALS: &[(&str, &str)] = &[];
+const KNOWN_REFUSALS: &[(&str, &str)] = &[
+    ("cond-expr", "RewriteCond expr (ap_expr) is refused with file:line: warren has no ap_expr"),
+    ("cond-expr-ipmatch", "RewriteCond expr (ap_expr): as above"),
+    ("cond-expr-strmatch", "RewriteCond expr (ap_expr): as above"),
+    ("cond-the-request-escaped-space", "`\\ ` inside an unquoted word: warren's config reader splits words as Apache's ap_getword_conf, not as mod_rewrite's own parser; a quoted argument works"),
+];
+
+/// Cases where warren answers otherwise on purpose, and why: not compared.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    ("redir-200", "[R=200]: Apache serves the unmapped URL as a file name; warren answers the status"),
+    ("ht-next", "[N] in .htaccess: Apache appends PATH_INFO again on each round, so the rule loops into a 500; warren matches the path once"),
+    ("srv-subrequest-rewritten", "DirectoryIndex: Apache runs the rewrite rules on the index sub-request; warren looks the index file up directly"),
+    ("ht-index-subrequest", "DirectoryIndex sub-request, as above"),
+];
 
 /// Where a case's rules stand.
 #[derive(Clone, PartialEq)]
@@ -257,6 +270,15 @@ fn differences(c: &Case, want: &HashMap<String, String>, got: &HashMap<&'static 
     diffs
 }
 
+fn known_difference(c: &Case) -> bool {
+    KNOWN_DIFFERENCES.iter().any(|(n, _)| *n == c.name)
+}
+
+/// Apache's results with the case's document root in place of `@DOCROOT@`.
+fn with_root(want: &HashMap<String, String>, root: &str) -> HashMap<String, String> {
+    want.iter().map(|(k, v)| (k.clone(), v.replace("@DOCROOT@", root))).collect()
+}
+
 fn apache_cases(mpm: &str) {
     let (tree, cases) = parse_cases(&std::fs::read_to_string(CASES).unwrap());
     let expected = parse_expected(&std::fs::read_to_string(EXPECTED).unwrap());
@@ -296,17 +318,19 @@ fn apache_cases(mpm: &str) {
         conf.push_str(&case_site(&dir, &tree, c).0);
     }
     let s = Server::start_in(dir, mpm, &conf);
-    for c in &shared {
-        diffs.extend(differences(c, &expected[&c.name], &observe(&s, c)));
+    let root_of = |c: &Case| s.dir.0.join("d").join(&c.name).display().to_string();
+    for c in shared.iter().filter(|c| !known_difference(c)) {
+        diffs.extend(differences(c, &with_root(&expected[&c.name], &root_of(c)), &observe(&s, c)));
     }
     drop(s);
 
-    for c in cases.iter().filter(|c| c.solo()).filter(runs) {
+    for c in cases.iter().filter(|c| c.solo()).filter(runs).filter(|c| !known_difference(c)) {
         let dir = TempDir::new(&format!("rwc-{}-{mpm}", c.name));
         let (vhost, main) = case_site(&dir, &tree, c);
+        let root = dir.0.join("d").join(&c.name).display().to_string();
         let conf = format!("{}{main}{vhost}", common_config(&dir));
         let s = Server::start_in(dir, mpm, &conf);
-        diffs.extend(differences(c, &expected[&c.name], &observe(&s, c)));
+        diffs.extend(differences(c, &with_root(&expected[&c.name], &root), &observe(&s, c)));
     }
     assert!(diffs.is_empty(), "{mpm}: {} of {} cases differ from Apache:\n{}", diffs.len(), cases.len(), diffs.join("\n"));
 }
