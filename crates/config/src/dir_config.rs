@@ -107,6 +107,9 @@ pub struct DirConfig {
     pub allow_override: Option<crate::htaccess::Overrides>,
     /// Redirect and RedirectMatch, in config order.
     pub redirects: Vec<crate::alias::UrlAlias>,
+    /// Compression (mod_deflate, mod_brotli); None where no directive of
+    /// theirs stands, so that a site without any pays nothing.
+    pub output_filters: Option<crate::compress::OutputFilters>,
 }
 
 /// What `SetHandler` can name.
@@ -160,6 +163,9 @@ impl DirConfig {
         }
         if over.accept_path_info.is_some() {
             self.accept_path_info = over.accept_path_info;
+        }
+        if let Some(over) = &over.output_filters {
+            self.output_filters.get_or_insert_with(Default::default).merge(over);
         }
     }
 }

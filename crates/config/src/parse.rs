@@ -81,6 +81,9 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "proxy_module",
     "proxy_fcgi_module",
     "reqtimeout_module",
+    "deflate_module",
+    "brotli_module",
+    "filter_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

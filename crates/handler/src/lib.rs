@@ -27,6 +27,9 @@
 //!
 //! Modules, each importing only those below it: `sections` (how sections
 //! match paths), `site`, `route`, `errors` (error pages and ErrorDocument),
+//! `compress` (gzip and brotli, as mod_deflate and mod_brotli: the
+//! [`compress::Offer`] a handler attaches to a response, and
+//! [`compress::finish`], called as the response leaves for the MPM),
 //! `conditional` (validators, conditional requests, ranges), `file_cache`,
 //! `symlinks` (Options FollowSymLinks and SymLinksIfOwnerMatch: files,
 //! directory indexes and scripts opened with every link on the way
@@ -40,6 +43,7 @@
 //! paths), `mime`, `logs` (error and access logs), `spool` (request bodies
 //! held whole before the application gets them).
 
+pub mod compress;
 pub mod conditional;
 pub mod errors;
 pub mod fastcgi;
@@ -101,6 +105,12 @@ pub trait BodySource: Send {
     /// meanwhile), rather than at the client's pace.
     fn read_ahead(&self) -> bool {
         false
+    }
+    /// The encoder of a body compressed as it is sent, for an MPM that
+    /// feeds the pieces itself rather than reading them from the source
+    /// (the event loop's FastCGI relay).
+    fn take_encoder(&mut self) -> Option<compress::StreamEncoder> {
+        None
     }
 }
 
@@ -170,11 +180,13 @@ pub struct Response {
     /// A local ErrorDocument that should answer instead of this built-in
     /// error page: an internal redirect that [`Site::handle`] follows.
     pub error_document: Option<String>,
+    /// What compression may do to it ([`compress::finish`]).
+    pub compress: Option<Box<compress::Offer>>,
 }
 
 impl Response {
     pub fn new(status: u16, host: usize) -> Response {
-        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None }
+        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, compress: None }
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {

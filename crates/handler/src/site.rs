@@ -61,6 +61,12 @@ pub struct Site {
     pub pools: OnceLock<Arc<dyn PoolDispatch>>,
     /// The `.htaccess` files read so far.
     pub htaccess: crate::htaccess::HtaccessCache,
+    /// Compressed copies of static files.
+    pub compressed: crate::compress::cache::CompressedCache,
+    /// Whether any compression directive may apply (in the configuration,
+    /// or in `.htaccess` files it lets in): else FastCGI requests do not
+    /// look for them.
+    pub(crate) compresses: bool,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -125,6 +131,9 @@ impl Site {
             let access_file_names = config.access_file_names.clone().unwrap_or_else(|| vec![".htaccess".to_string()]);
             hosts.push(Host { config, addrs, logs, error_log: host_error_log, name, has_fastcgi, pools, has_script_alias, reads_htaccess, access_file_names });
         }
+        let compresses = hosts.iter().any(|h: &Host| {
+            h.reads_htaccess || h.config.dir.output_filters.is_some() || h.config.sections.iter().any(|s| s.config.output_filters.is_some())
+        });
         Ok(Site {
             server_header: server_header(settings.server_tokens),
             settings,
@@ -137,6 +146,8 @@ impl Site {
             backends: Arc::default(),
             pools: OnceLock::new(),
             htaccess: Default::default(),
+            compressed: Default::default(),
+            compresses,
         })
     }
 

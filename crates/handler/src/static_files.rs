@@ -15,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use warren_config::Handler;
 use warren_http::RequestHead;
 
+use crate::compress::{self, Offer};
 use crate::conditional::{evaluate_preconditions, if_range_allows, parse_ranges, Precondition, Ranges, Validators};
 use crate::file_cache::{CachedFile, FileIdentity, MAX_ENTRY};
 use crate::route::{Effective, Request, Route};
@@ -161,7 +162,8 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {
         if let Some(hit) = site.file_cache.get(&fs, meta) {
-            return respond_whole(host, head, &hit.validators, hit.content_type.clone(), Body::Shared(hit.data.clone()), fs);
+            let offer = compress::static_offer(eff, &fs, meta, hit.content_type.as_deref());
+            return respond_whole(host, head, &hit.validators, hit.content_type.clone(), Body::Shared(hit.data.clone()), fs, offer);
         }
     }
     let (file, meta) = match opened {
@@ -193,7 +195,8 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
                 content_type: content_type(site, eff, &fs),
             });
             site.file_cache.insert(fs.clone(), entry.clone());
-            return respond_whole(host, head, &entry.validators, entry.content_type.clone(), Body::Shared(entry.data.clone()), fs);
+            let offer = compress::static_offer(eff, &fs, &meta, entry.content_type.as_deref());
+            return respond_whole(host, head, &entry.validators, entry.content_type.clone(), Body::Shared(entry.data.clone()), fs, offer);
         }
     }
     let file = Arc::new(file);
@@ -204,12 +207,14 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
 }
 
 /// A 200 (or 304/412) for a whole representation with known validators.
-fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<String>, body: Body, fs: PathBuf) -> Response {
+fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<String>, body: Body, fs: PathBuf, offer: Option<Box<Offer>>) -> Response {
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
-    if let Some(early) = precondition_response(&mut r, head, v) {
+    if let Some(mut early) = precondition_response(&mut r, head, v) {
+        early.compress = offer;
         return early;
     }
+    r.compress = offer;
     r.add("Last-Modified", v.last_modified.clone());
     r.add("ETag", v.etag.clone());
     r.add("Accept-Ranges", "bytes");
@@ -273,9 +278,11 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
     let size = meta.len();
     let v = Validators::of(meta);
     let ctype = content_type(site, eff, &fs);
+    let offer = compress::static_offer(eff, &fs, meta, ctype.as_deref());
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
-    if let Some(early) = precondition_response(&mut r, head, &v) {
+    if let Some(mut early) = precondition_response(&mut r, head, &v) {
+        early.compress = offer;
         return early;
     }
     let ranges = match head.header("range") {
@@ -293,6 +300,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
                 r.add("Content-Type", t);
             }
             r.body = Body::File { file, start: 0, len: size };
+            r.compress = offer;
         }
         Ranges::Unsatisfiable => {
             r.status = 416;

@@ -250,6 +250,7 @@ impl Output {
     /// Date, Server, Content-Length and Connection are written here.
     pub fn encode(&mut self, ex: &mut Exchange, resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
         let head = ex.head.as_ref();
+        let resp = warren_handler::compress::finish(site, head, resp);
         let is_head = head.is_some_and(|h| h.method() == "HEAD");
         let version = head.map_or(Version::Http11, |h| h.version);
         if resp.close {

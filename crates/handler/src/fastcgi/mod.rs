@@ -62,6 +62,8 @@ pub struct Gateway {
     error_status: Option<u16>,
     /// Already sent again after a pool's child went away without answering.
     retried: bool,
+    /// The compression directives for the script's answer.
+    compress: Option<Box<crate::compress::Rules>>,
 }
 
 
@@ -163,6 +165,10 @@ impl Gateway {
         };
         let mut r = Response::new(status, self.host);
         r.headers = std::mem::take(&mut head.headers);
+        if let Some(rules) = &self.compress {
+            let ctype = r.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.as_str());
+            r.compress = rules.offer(ctype);
+        }
         r.filename = Some(PathBuf::from(&self.script));
         r
     }

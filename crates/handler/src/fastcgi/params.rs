@@ -26,7 +26,13 @@ impl Site {
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         let params = self.cgi_params(req, &target, query);
         let uri = req.head.path_and_query().to_vec();
-        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false }))
+        let compress = if self.compresses {
+            let script = Path::new(&target.filename);
+            crate::compress::gateway_rules(&self.effective(req.host, Some(script), target.name), script)
+        } else {
+            None
+        };
+        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, compress }))
     }
 
     /// SERVER_SOFTWARE: the Server header, and "Apache/2.4-compatible"
