@@ -17,6 +17,7 @@ each_mpm!(
     changed_file_is_encoded_afresh,
     filters_by_extension_and_directory,
     php_answers_are_encoded,
+    php_flushes_reach_the_client_encoded,
 );
 
 const FILTERS: &str = "AddOutputFilterByType DEFLATE;BROTLI_COMPRESS text/css text/html\n";
@@ -249,4 +250,55 @@ fn php_answers_are_encoded(mpm: &str) {
     assert_eq!(r.header("Content-Encoding"), Some("gzip"));
     assert_eq!(gunzip(&r.body), b"already ".repeat(100));
     drop(fpm);
+}
+
+/// A script's flush() reaches the client through the encoder at once: the
+/// first part decodes before the script has written the rest (it waits
+/// for the test to create a file).
+fn php_flushes_reach_the_client_encoded(mpm: &str) {
+    let dir = TempDir::new(&format!("compress-flush-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/flush.php", "<?php echo str_repeat('first ', 10); flush(); for ($i = 0; $i < 400 && !file_exists(__DIR__ . '/go'); $i++) { usleep(50000); clearstatcache(); } echo 'second';");
+    let fpm = Fpm::start(&dir, "");
+    let conf = format!("<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n{FILTERS}", fpm.socket.display());
+    let s = Server::start_in(dir, mpm, &conf);
+    let mut c = s.connect();
+    c.write_all(b"GET /flush.php HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let first = "first ".repeat(10);
+    loop {
+        let n = c.read(&mut buf).expect("the first part, before the script ends");
+        assert!(n > 0, "closed before the first part: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+        let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+        assert!(head.contains("content-encoding: gzip") && head.contains("transfer-encoding: chunked"), "{head}");
+        let mut decoder = flate2::write::GzDecoder::new(Vec::new());
+        decoder.write_all(&complete_chunks(&got[end + 4..])).unwrap();
+        decoder.flush().unwrap();
+        if decoder.get_ref().len() >= first.len() {
+            assert_eq!(String::from_utf8_lossy(decoder.get_ref()), first);
+            break;
+        }
+    }
+    s.dir.write("htdocs/go", "");
+    got.extend_from_slice(&read_to_close(&mut c));
+    let r = parse_response(&got).0;
+    assert_eq!(String::from_utf8(gunzip(&r.body)).unwrap(), format!("{first}second"));
+    drop(fpm);
+}
+
+/// The payload of the whole chunks at the start of a chunked body.
+fn complete_chunks(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line) = data.windows(2).position(|w| w == b"\r\n") {
+        let Some(size) = std::str::from_utf8(&data[..line]).ok().and_then(|t| usize::from_str_radix(t, 16).ok()) else { break };
+        if size == 0 || data.len() < line + 2 + size + 2 {
+            break;
+        }
+        out.extend_from_slice(&data[line + 2..line + 2 + size]);
+        data = &data[line + 2 + size + 2..];
+    }
+    out
 }
