@@ -64,8 +64,9 @@ pub struct Site {
     /// Compressed copies of static files.
     pub compressed: crate::compress::cache::CompressedCache,
     /// Whether any compression directive may apply (in the configuration,
-    /// or in `.htaccess` files it lets in): else FastCGI requests do not
-    /// look for them.
+    /// or in `.htaccess` files it lets in): else a FastCGI request routed
+    /// without its per-directory configuration (ProxyPass) does not look
+    /// for them.
     pub(crate) compresses: bool,
 }
 
