@@ -202,9 +202,12 @@ fn filters_by_extension_and_directory(mpm: &str) {
     dir.write("htdocs/data/report.txt", css());
     dir.write("htdocs/data/keep.log", css());
     dir.write("htdocs/all/x.png", css());
+    dir.write("htdocs/ht/table.csv", css());
+    dir.write("htdocs/ht/.htaccess", "AddOutputFilterByType BROTLI_COMPRESS text/csv\n");
+    dir.write("htdocs/data/table.csv", css());
     let root = dir.0.join("htdocs").display().to_string();
     let conf = format!(
-        "DeflateCompressionLevel 9\nAddOutputFilter DEFLATE txt log\n<Directory {root}/data>\n    RemoveOutputFilter log\n</Directory>\n<Directory {root}/all>\n    SetOutputFilter BROTLI_COMPRESS\n</Directory>\n"
+        "DeflateCompressionLevel 9\nAddOutputFilter DEFLATE txt log\n<Directory {root}/data>\n    RemoveOutputFilter log\n</Directory>\n<Directory {root}/all>\n    SetOutputFilter BROTLI_COMPRESS\n</Directory>\n<Directory {root}/ht>\n    AllowOverride FileInfo\n</Directory>\n"
     );
     let s = Server::start_in(dir, mpm, &conf);
     let r = s.get_with("/data/report.txt", "Accept-Encoding: gzip, br\r\n");
@@ -215,6 +218,12 @@ fn filters_by_extension_and_directory(mpm: &str) {
     let r = s.get_with("/all/x.png", "Accept-Encoding: gzip, br\r\n");
     assert_eq!(r.header("Content-Encoding"), Some("br"));
     assert_eq!(unbrotli(&r.body), css());
+    // From an .htaccess file, where AllowOverride FileInfo lets it in.
+    let r = s.get_with("/ht/table.csv", "Accept-Encoding: gzip, br\r\n");
+    assert_eq!(r.header("Content-Encoding"), Some("br"));
+    assert_eq!(unbrotli(&r.body), css());
+    let r = s.get_with("/data/table.csv", "Accept-Encoding: gzip, br\r\n");
+    assert_eq!(r.header("Content-Encoding"), None);
 }
 
 fn php_answers_are_encoded(mpm: &str) {
