@@ -3,7 +3,7 @@
 //! directory by `AddOutputFilterByType`, `SetOutputFilter`,
 //! `AddOutputFilter` and `RemoveOutputFilter`), the encoders' settings
 //! (`DeflateCompressionLevel`, `BrotliCompressionQuality`,
-//! `BrotliWindowSize`, per host), and warren's `PrecompressedFiles` (serve
+//! `BrotliWindowSize`, `DeflateAlterETag`, `BrotliAlterETag`, per host), and warren's `PrecompressedFiles` (serve
 //! `file.br` / `file.gz` found beside a file, as nginx's gzip_static).
 //!
 //! The only filters warren has are the two encoders; naming another
@@ -40,6 +40,20 @@ pub const DEFAULT_BROTLI_QUALITY: u32 = 5;
 /// mod_brotli's default BrotliWindowSize.
 pub const DEFAULT_BROTLI_WINDOW: u32 = 18;
 
+/// What an encoder does to the ETag of what it encodes (`DeflateAlterETag`,
+/// `BrotliAlterETag`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AlterETag {
+    /// `"tag-gzip"`, `"tag-br"`: Apache's default.
+    #[default]
+    AddSuffix,
+    /// The same tag as the identity representation's (RFC 9110 says a
+    /// strong tag must differ; Apache offers it nonetheless).
+    NoChange,
+    /// No ETag at all.
+    Remove,
+}
+
 /// One directory level's compression settings; `None` and empty lists
 /// inherit.
 #[derive(Clone, Debug, Default)]
@@ -55,6 +69,8 @@ pub struct OutputFilters {
     pub deflate_level: Option<u32>,
     pub brotli_quality: Option<u32>,
     pub brotli_window: Option<u32>,
+    pub deflate_alter_etag: Option<AlterETag>,
+    pub brotli_alter_etag: Option<AlterETag>,
     /// `PrecompressedFiles On|Off`.
     pub precompressed: Option<bool>,
 }
@@ -70,6 +86,8 @@ impl OutputFilters {
         self.deflate_level = over.deflate_level.or(self.deflate_level);
         self.brotli_quality = over.brotli_quality.or(self.brotli_quality);
         self.brotli_window = over.brotli_window.or(self.brotli_window);
+        self.deflate_alter_etag = over.deflate_alter_etag.or(self.deflate_alter_etag);
+        self.brotli_alter_etag = over.brotli_alter_etag.or(self.brotli_alter_etag);
         self.precompressed = over.precompressed.or(self.precompressed);
     }
 }
@@ -177,6 +195,30 @@ pub(crate) fn brotli_compression_quality(b: &mut Builder, d: &Directive, dir: &m
 pub(crate) fn brotli_window_size(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     if let Some(n) = bounded(b, d, 10, 24) {
         filters(dir).brotli_window = Some(n);
+    }
+}
+
+fn alter_etag(b: &mut Builder, d: &Directive) -> Option<AlterETag> {
+    match d.args.as_slice() {
+        [v] if v.eq_ignore_ascii_case("addsuffix") => Some(AlterETag::AddSuffix),
+        [v] if v.eq_ignore_ascii_case("nochange") => Some(AlterETag::NoChange),
+        [v] if v.eq_ignore_ascii_case("remove") => Some(AlterETag::Remove),
+        _ => {
+            b.error(&d.origin, format!("{} takes AddSuffix, NoChange or Remove", d.name));
+            None
+        }
+    }
+}
+
+pub(crate) fn deflate_alter_etag(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let Some(a) = alter_etag(b, d) {
+        filters(dir).deflate_alter_etag = Some(a);
+    }
+}
+
+pub(crate) fn brotli_alter_etag(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let Some(a) = alter_etag(b, d) {
+        filters(dir).brotli_alter_etag = Some(a);
     }
 }
 

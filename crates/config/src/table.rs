@@ -228,6 +228,8 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     spec("DeflateCompressionLevel", Contexts::HOST, "1-9", Apply::Dir(compress::deflate_compression_level)),
     spec("BrotliCompressionQuality", Contexts::HOST, "0-11", Apply::Dir(compress::brotli_compression_quality)),
     spec("BrotliWindowSize", Contexts::HOST, "10-24", Apply::Dir(compress::brotli_window_size)),
+    spec("DeflateAlterETag", Contexts::HOST, "AddSuffix|NoChange|Remove", Apply::Dir(compress::deflate_alter_etag)),
+    spec("BrotliAlterETag", Contexts::HOST, "AddSuffix|NoChange|Remove", Apply::Dir(compress::brotli_alter_etag)),
 ];
 
 /// The directive called `name` (case does not matter, as in Apache).

@@ -138,6 +138,15 @@ fn head_and_not_modified(mpm: &str) {
     let r = s.get_with("/style.css", "Accept-Encoding: gzip\r\nIf-None-Match: \"other-gzip\"\r\n");
     assert_eq!(r.status, 200);
     assert_eq!(gunzip(&r.body), css());
+
+    // DeflateAlterETag NoChange: the identity answer's tag, and 304 for it.
+    let s = site(mpm, &format!("{FILTERS}DeflateAlterETag NoChange\n"));
+    let plain = s.get_with("/style.css", "").header("ETag").unwrap().to_string();
+    let r = s.get_with("/style.css", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("Content-Encoding"), Some("gzip"));
+    assert_eq!(r.header("ETag"), Some(plain.as_str()));
+    let r = s.get_with("/style.css", &format!("Accept-Encoding: gzip\r\nIf-None-Match: {plain}\r\n"));
+    assert_eq!(r.status, 304);
 }
 
 fn precompressed_copies(mpm: &str) {

@@ -83,8 +83,9 @@ impl CompressedCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use warren_config::compress::AlterETag;
 
-    const LEVELS: Levels = Levels { gzip: 6, brotli_quality: 5, brotli_window: 18 };
+    const LEVELS: Levels = Levels { gzip: 6, brotli_quality: 5, brotli_window: 18, gzip_etag: AlterETag::AddSuffix, brotli_etag: AlterETag::AddSuffix };
 
     #[test]
     fn entries_are_of_one_file_version_and_level() {

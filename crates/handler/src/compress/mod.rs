@@ -15,7 +15,7 @@
 //! already has a Content-Encoding or says `Cache-Control: no-transform`;
 //! `Vary: Accept-Encoding` goes on every answer an encoder was offered for,
 //! encoded or not; the ETag of an encoded answer gets `-gzip` or `-br`
-//! (mod_deflate's default `DeflateAlterETag AddSuffix`), and a 304 answers
+//! (`DeflateAlterETag`, `BrotliAlterETag`: AddSuffix by default), and a 304 answers
 //! such a tag with the tag of the representation the client would get.
 //!
 //! - `negotiate`: Accept-Encoding, q-values and preference.
@@ -31,7 +31,7 @@ use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use warren_config::compress::{Encoders, OutputFilters, DEFAULT_BROTLI_QUALITY, DEFAULT_BROTLI_WINDOW, DEFAULT_DEFLATE_LEVEL};
+use warren_config::compress::{AlterETag, Encoders, OutputFilters, DEFAULT_BROTLI_QUALITY, DEFAULT_BROTLI_WINDOW, DEFAULT_DEFLATE_LEVEL};
 use warren_http::RequestHead;
 
 pub use negotiate::{acceptable, Coding};
@@ -54,6 +54,10 @@ pub struct Levels {
     pub brotli_quality: u32,
     /// BrotliWindowSize.
     pub brotli_window: u32,
+    /// DeflateAlterETag.
+    pub gzip_etag: AlterETag,
+    /// BrotliAlterETag.
+    pub brotli_etag: AlterETag,
 }
 
 impl Levels {
@@ -122,7 +126,13 @@ fn resolve<'a>(filters: impl Iterator<Item = &'a OutputFilters> + Clone, ext: Op
     let mut set = Encoders::NONE;
     let mut by_ext = Encoders::NONE;
     let mut by_type = Encoders::NONE;
-    let mut levels = Levels { gzip: DEFAULT_DEFLATE_LEVEL, brotli_quality: DEFAULT_BROTLI_QUALITY, brotli_window: DEFAULT_BROTLI_WINDOW };
+    let mut levels = Levels {
+        gzip: DEFAULT_DEFLATE_LEVEL,
+        brotli_quality: DEFAULT_BROTLI_QUALITY,
+        brotli_window: DEFAULT_BROTLI_WINDOW,
+        gzip_etag: AlterETag::AddSuffix,
+        brotli_etag: AlterETag::AddSuffix,
+    };
     let mut precompressed = false;
     for f in filters {
         if let Some(s) = f.set {
@@ -145,6 +155,8 @@ fn resolve<'a>(filters: impl Iterator<Item = &'a OutputFilters> + Clone, ext: Op
         levels.gzip = f.deflate_level.unwrap_or(levels.gzip);
         levels.brotli_quality = f.brotli_quality.unwrap_or(levels.brotli_quality);
         levels.brotli_window = f.brotli_window.unwrap_or(levels.brotli_window);
+        levels.gzip_etag = f.deflate_alter_etag.unwrap_or(levels.gzip_etag);
+        levels.brotli_etag = f.brotli_alter_etag.unwrap_or(levels.brotli_etag);
         precompressed = f.precompressed.unwrap_or(precompressed);
     }
     (set.or(by_ext).or(by_type), levels, precompressed)
@@ -222,19 +234,19 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
             if resp.status == 200 {
                 resp.body = copy;
             }
-            return encoded(resp, coding);
+            return encoded(resp, coding, offer.levels);
         }
         if small || !coding.offered_by(offer.encoders) {
             continue;
         }
         if resp.status == 304 {
-            return encoded(resp, coding);
+            return encoded(resp, coding, offer.levels);
         }
         let body = std::mem::replace(&mut resp.body, Body::Empty);
         return match encode_body(site, &offer, body, coding) {
             Ok(body) => {
                 resp.body = body;
-                encoded(resp, coding)
+                encoded(resp, coding, offer.levels)
             }
             Err(body) => {
                 resp.body = body;
@@ -254,15 +266,25 @@ fn add_vary(resp: &mut Response) {
 }
 
 /// The response's headers for its encoded representation.
-fn encoded(mut resp: Response, coding: Coding) -> Response {
+fn encoded(mut resp: Response, coding: Coding, levels: Levels) -> Response {
     resp.add("Content-Encoding", coding.token());
     // Ranges are of the identity representation (a Range request is
     // answered with it), so the encoded one does not offer them.
     resp.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges") && !n.eq_ignore_ascii_case("content-length"));
-    if let Some((_, tag)) = resp.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("etag")) {
-        if let Some(open) = tag.strip_suffix('"') {
-            *tag = format!("{open}{}\"", coding.etag_suffix());
+    let alter = match coding {
+        Coding::Gzip => levels.gzip_etag,
+        Coding::Brotli => levels.brotli_etag,
+    };
+    match alter {
+        AlterETag::AddSuffix => {
+            if let Some((_, tag)) = resp.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("etag")) {
+                if let Some(open) = tag.strip_suffix('"') {
+                    *tag = format!("{open}{}\"", coding.etag_suffix());
+                }
+            }
         }
+        AlterETag::NoChange => {}
+        AlterETag::Remove => resp.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("etag")),
     }
     resp
 }
@@ -353,7 +375,8 @@ mod tests {
         let mut r = Response::new(200, 0).header("ETag", "\"a-b\"").header("Accept-Ranges", "bytes");
         add_vary(&mut r);
         add_vary(&mut r);
-        let r = encoded(r, Coding::Gzip);
+        let levels = resolve(std::iter::empty(), None, None).1;
+        let r = encoded(r, Coding::Gzip, levels);
         assert_eq!(header(&r, "etag"), Some("\"a-b-gzip\""));
         assert_eq!(header(&r, "vary"), Some("Accept-Encoding"));
         assert_eq!(header(&r, "content-encoding"), Some("gzip"));
@@ -361,5 +384,9 @@ mod tests {
         let mut r = Response::new(200, 0).header("Vary", "Cookie");
         add_vary(&mut r);
         assert_eq!(header(&r, "vary"), Some("Cookie, Accept-Encoding"));
+        let r = Response::new(200, 0).header("ETag", "\"a-b\"");
+        assert_eq!(header(&encoded(r, Coding::Brotli, Levels { brotli_etag: AlterETag::NoChange, ..levels }), "etag"), Some("\"a-b\""));
+        let r = Response::new(200, 0).header("ETag", "\"a-b\"");
+        assert_eq!(header(&encoded(r, Coding::Gzip, Levels { gzip_etag: AlterETag::Remove, ..levels }), "etag"), None);
     }
 }

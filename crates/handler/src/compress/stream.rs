@@ -128,8 +128,9 @@ mod tests {
     use std::io::Read;
 
     use super::*;
+    use warren_config::compress::AlterETag;
 
-    const LEVELS: Levels = Levels { gzip: 6, brotli_quality: 5, brotli_window: 18 };
+    const LEVELS: Levels = Levels { gzip: 6, brotli_quality: 5, brotli_window: 18, gzip_etag: AlterETag::AddSuffix, brotli_etag: AlterETag::AddSuffix };
 
     fn gunzip(b: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
