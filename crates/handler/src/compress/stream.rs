@@ -13,7 +13,7 @@ use crate::BodySource;
 const BROTLI_BUFFER: usize = 4096;
 
 enum Inner {
-    Gzip(flate2::write::GzEncoder<Vec<u8>>),
+    Gzip(Box<flate2::write::GzEncoder<Vec<u8>>>),
     Brotli(Box<brotli::CompressorWriter<Vec<u8>>>),
 }
 
@@ -25,7 +25,7 @@ pub struct StreamEncoder {
 impl StreamEncoder {
     pub fn new(coding: Coding, levels: Levels) -> StreamEncoder {
         let inner = match coding {
-            Coding::Gzip => Inner::Gzip(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(levels.gzip))),
+            Coding::Gzip => Inner::Gzip(Box::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(levels.gzip)))),
             Coding::Brotli => Inner::Brotli(Box::new(brotli::CompressorWriter::new(Vec::new(), BROTLI_BUFFER, levels.brotli_quality, levels.brotli_window))),
         };
         StreamEncoder { inner: Some(inner) }
