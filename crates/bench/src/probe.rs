@@ -11,8 +11,13 @@ use crate::client::parse_head;
 /// Sends `GET path` on `stream` and reads the whole response: its status
 /// and body. `keep_alive` false asks the server to close after it.
 pub fn get(stream: &mut TcpStream, path: &str, keep_alive: bool) -> io::Result<(u16, Vec<u8>)> {
+    get_with(stream, path, keep_alive, "")
+}
+
+/// [`get`] with more request header lines (each ending in CRLF).
+pub fn get_with(stream: &mut TcpStream, path: &str, keep_alive: bool, headers: &str) -> io::Result<(u16, Vec<u8>)> {
     let connection = if keep_alive { "" } else { "Connection: close\r\n" };
-    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: warren-bench\r\n{connection}\r\n").as_bytes())?;
+    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: warren-bench\r\n{headers}{connection}\r\n").as_bytes())?;
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 16384];
     let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
@@ -53,10 +58,15 @@ pub fn get(stream: &mut TcpStream, path: &str, keep_alive: bool) -> io::Result<(
 
 /// `GET path` on a new connection that closes after it.
 pub fn fetch(addr: SocketAddr, path: &str, timeout: Duration) -> io::Result<(u16, Vec<u8>)> {
+    fetch_with(addr, path, "", timeout)
+}
+
+/// [`fetch`] with more request header lines (each ending in CRLF).
+pub fn fetch_with(addr: SocketAddr, path: &str, headers: &str, timeout: Duration) -> io::Result<(u16, Vec<u8>)> {
     let mut s = TcpStream::connect_timeout(&addr, timeout)?;
     s.set_read_timeout(Some(timeout))?;
     s.set_write_timeout(Some(timeout))?;
-    get(&mut s, path, false)
+    get_with(&mut s, path, false, headers)
 }
 
 /// The `src` of each `<img>` of an HTML page, in order.

@@ -121,6 +121,7 @@ pub fn run(suite: &Suite, warren: PathBuf, log: &dyn Fn(&str)) -> Result<Results
                 load: Load::Requests { urls: Urls::Paths(vec!["/index.html".into()]), concurrency: 50, requests: None, duration: Some(suite.warmup), keep_alive: true, ramp: None, rate: None },
                 repeat: 1,
                 timeout: Duration::from_secs(10),
+                headers: Vec::new(),
             };
             let _ = measure(&stack, suite, spec, server.pid(), &warm);
         }
@@ -207,7 +208,7 @@ fn load(stack: &Stack, suite: &Suite, sc: &Scenario) -> Result<Figures, String> 
                 Urls::Paths(p) => p.clone(),
                 Urls::Page(page) => page_and_images(addr, page)?,
             };
-            let opts = Options { urls: paths.iter().map(|p| format!("http://127.0.0.1:{}{p}", stack.port)).collect(), keep_alive: *keep_alive, ..Options::default() };
+            let opts = Options { urls: paths.iter().map(|p| format!("http://127.0.0.1:{}{p}", stack.port)).collect(), keep_alive: *keep_alive, headers: sc.headers.clone(), ..Options::default() };
             let plan = Plan {
                 targets: build_plan(&opts)?,
                 concurrency: *concurrency,

@@ -25,6 +25,15 @@ pub const HELLO_PHP: &str = "<?php echo \"Hello World\";";
 pub const APP_PHP: &str = "<?php usleep(20000); echo str_repeat(\"<p>A paragraph of an application's page.</p>\\n\", 240);";
 /// page-240: the page and its images.
 pub const PAGE_IMAGES: usize = 240;
+
+/// style.css (about 20 KB), for the compression scenarios: rules as a
+/// theme's stylesheet has them, repetitive in shape, varied in values.
+pub fn style_css() -> String {
+    let props = ["color", "margin", "padding", "border-width", "font-size", "line-height"];
+    (0..300)
+        .map(|i| format!(".block-{i} .item-{} > a:hover {{ {}: {}px; {}: #{:06x}; }}\n", i % 13, props[i % props.len()], i % 37, props[(i + 1) % props.len()], (i * 2_654_435) % 0xff_ffff))
+        .collect()
+}
 /// A 1x1 PNG, the same for every image of the page.
 const PNG: &[u8] = &[
     0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00,
@@ -169,6 +178,7 @@ impl Stack {
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755));
         let mut stack = Stack { dir, port, warren, fpm: None };
         write(&site.join("index.html"), INDEX_HTML)?;
+        write(&site.join("style.css"), style_css())?;
         write(&site.join("hello.php"), HELLO_PHP)?;
         write(&site.join("app.php"), APP_PHP)?;
         write(&site.join("file100k.bin"), (0..102_400u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect::<Vec<u8>>())?;
@@ -236,19 +246,29 @@ impl Stack {
         let log = std::fs::File::create(self.dir.join(format!("{}.out", spec.name))).map_err(|e| e.to_string())?;
         let mut cmd = match spec.software {
             Software::Warren(mpm) => {
-                write(&conf, self.warren_conf(mpm, spec.php))?;
+                let compress = if spec.compress { "AddOutputFilterByType DEFLATE text/css\n" } else { "" };
+                write(&conf, self.warren_conf(mpm, spec.php) + compress)?;
                 let mut c = Command::new(&self.warren);
                 c.arg("-f").arg(&conf);
                 c
             }
             Software::Nginx => {
-                write(&conf, self.nginx_conf())?;
+                let conf_text = self.nginx_conf();
+                // nginx's own defaults otherwise (gzip_comp_level 1, the
+                // cheapest): it compresses each answer anew.
+                let conf_text = if spec.compress { conf_text.replace("    access_log off;\n", "    access_log off;\n    gzip on;\n    gzip_types text/css;\n    gzip_vary on;\n") } else { conf_text };
+                write(&conf, conf_text)?;
                 let mut c = Command::new(NGINX);
                 c.arg("-c").arg(&conf).args(["-g", "daemon off;"]);
                 c
             }
             Software::Apache(mpm) => {
-                write(&conf, self.apache_conf(mpm))?;
+                let compress = if spec.compress {
+                    format!("LoadModule filter_module {APACHE_MODULES}/mod_filter.so\nLoadModule deflate_module {APACHE_MODULES}/mod_deflate.so\nAddOutputFilterByType DEFLATE text/css\n")
+                } else {
+                    String::new()
+                };
+                write(&conf, self.apache_conf(mpm) + &compress)?;
                 let mut c = Command::new(APACHE);
                 // Apache prefork answers TERM by signalling its whole process
                 // group: the session `detach` gives it is a group of its own.
@@ -276,6 +296,15 @@ impl Stack {
                 Ok((200, got)) if got == body => {}
                 Ok((status, got)) => return Err(format!("{} answered {status} with {} bytes for {path}; expected 200 with {}", spec.name, got.len(), body.len())),
                 Err(e) => return Err(format!("{}: {path}: {e}", spec.name)),
+            }
+        }
+        if spec.compress {
+            // The comparison means something only if each server compresses.
+            let plain = style_css();
+            match probe::fetch_with(self.addr(), "/style.css", "Accept-Encoding: gzip\r\n", Duration::from_secs(10)) {
+                Ok((200, got)) if got.starts_with(&[0x1f, 0x8b]) && got.len() < plain.len() / 2 => {}
+                Ok((status, got)) => return Err(format!("{} answered {status} with {} bytes for /style.css with Accept-Encoding: gzip; expected a gzip body", spec.name, got.len())),
+                Err(e) => return Err(format!("{}: /style.css: {e}", spec.name)),
             }
         }
         Ok(running)

@@ -7,9 +7,11 @@
 //!     Software warren        # warren | nginx | apache
 //!     MPM event              # event | worker | prefork (not for nginx)
 //!     PHP fpm                # fpm: the shared php-fpm pool; pool: warren's own
+//!     Compression On         # gzip for text/css (each server's own way)
 //! </Server>
 //! <Scenario static-ka>
 //!     URL /index.html        # repeatable; requested in turn
+//!     Header Accept-Encoding: gzip   # repeatable; sent with each request
 //!     Concurrency 50
 //!     KeepAlive On
 //!     Duration 5s
@@ -47,6 +49,9 @@ pub struct ServerSpec {
     pub name: String,
     pub software: Software,
     pub php: Php,
+    /// gzip for text/css: warren's and Apache's `AddOutputFilterByType
+    /// DEFLATE text/css`, nginx's `gzip on; gzip_types text/css`.
+    pub compress: bool,
 }
 
 /// What a scenario's clients request.
@@ -82,6 +87,8 @@ pub struct Scenario {
     /// Runs of it; the report keeps the median by transaction rate.
     pub repeat: usize,
     pub timeout: Duration,
+    /// Request header lines (`Name: value`) sent with each request.
+    pub headers: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -217,7 +224,7 @@ fn on_off(key: &str, v: &str) -> Result<bool, String> {
 }
 
 fn server(b: &Block) -> Result<ServerSpec, (usize, String)> {
-    let (mut software, mut mpm, mut php) = (None, None, Php::Fpm);
+    let (mut software, mut mpm, mut php, mut compress) = (None, None, Php::Fpm, false);
     for (n, key, args) in &b.directives {
         let one = one_arg(key, args).map_err(|m| (*n, m))?;
         match key.to_ascii_lowercase().as_str() {
@@ -233,7 +240,8 @@ fn server(b: &Block) -> Result<ServerSpec, (usize, String)> {
                     _ => return Err((*n, format!("PHP: '{one}' is not fpm or pool"))),
                 }
             }
-            _ => return Err((*n, format!("unknown directive '{key}' in <Server> (Software, MPM, PHP)"))),
+            "compression" => compress = on_off(key, one).map_err(|m| (*n, m))?,
+            _ => return Err((*n, format!("unknown directive '{key}' in <Server> (Software, MPM, PHP, Compression)"))),
         }
     }
     let (n, software) = software.ok_or((b.line, format!("<Server {}> needs Software warren|nginx|apache", b.name)))?;
@@ -247,7 +255,7 @@ fn server(b: &Block) -> Result<ServerSpec, (usize, String)> {
     if php == Php::Pool && !matches!(software, Software::Warren(_)) {
         return Err((b.line, format!("<Server {}>: only warren has a built-in pool (PHP pool)", b.name)));
     }
-    Ok(ServerSpec { name: b.name.clone(), software, php })
+    Ok(ServerSpec { name: b.name.clone(), software, php, compress })
 }
 
 fn scenario(b: &Block, default_duration: Duration) -> Result<Scenario, (usize, String)> {
@@ -255,7 +263,16 @@ fn scenario(b: &Block, default_duration: Duration) -> Result<Scenario, (usize, S
     let (mut page, mut idle, mut samples) = (None, None, 5);
     let (mut concurrency, mut requests, mut duration, mut keep_alive, mut ramp, mut rate) = (10, None, None, false, None, None);
     let (mut repeat, mut timeout) = (1, Duration::from_secs(30));
+    let mut headers = Vec::new();
     for (n, key, args) in &b.directives {
+        if key.eq_ignore_ascii_case("header") {
+            let line = args.join(" ");
+            if !line.contains(':') {
+                return Err((*n, format!("Header: '{line}' is not Name: value")));
+            }
+            headers.push(line);
+            continue;
+        }
         let one = one_arg(key, args).map_err(|m| (*n, m))?;
         match key.to_ascii_lowercase().as_str() {
             "url" => paths.push(at(*n, path(key, one))?),
@@ -273,7 +290,7 @@ fn scenario(b: &Block, default_duration: Duration) -> Result<Scenario, (usize, S
             _ => {
                 return Err((
                     *n,
-                    format!("unknown directive '{key}' in <Scenario> (URL, Page, Idle, Samples, Concurrency, Requests, Duration, KeepAlive, Ramp, Rate, Repeat, Timeout)"),
+                    format!("unknown directive '{key}' in <Scenario> (URL, Page, Idle, Samples, Concurrency, Requests, Duration, KeepAlive, Ramp, Rate, Repeat, Timeout, Header)"),
                 ))
             }
         }
@@ -289,7 +306,7 @@ fn scenario(b: &Block, default_duration: Duration) -> Result<Scenario, (usize, S
             Load::Requests { urls, concurrency: ramp.map_or(concurrency, |r| r.1), requests, duration, keep_alive, ramp, rate }
         }
     };
-    Ok(Scenario { name: b.name.clone(), load, repeat, timeout })
+    Ok(Scenario { name: b.name.clone(), load, repeat, timeout, headers })
 }
 
 /// A directive's error, at its line.
@@ -322,7 +339,7 @@ mod tests {
     fn a_suite_and_its_defaults() {
         let s = parse(SUITE, "t.suite").unwrap();
         assert_eq!((s.port, s.threads, s.baseline.as_str()), (18090, 1, "nginx"));
-        assert_eq!(s.servers[0], ServerSpec { name: "warren-prefork".into(), software: Software::Warren(Mpm::Prefork), php: Php::Pool });
+        assert_eq!(s.servers[0], ServerSpec { name: "warren-prefork".into(), software: Software::Warren(Mpm::Prefork), php: Php::Pool, compress: false });
         assert_eq!(s.servers[1].software, Software::Nginx);
         let load = |i: usize| s.scenarios[i].load.clone();
         assert_eq!(
@@ -334,6 +351,15 @@ mod tests {
         assert!(matches!(load(2), Load::Requests { urls: Urls::Page(_), concurrency: 30, .. }));
         assert_eq!(load(3), Load::Idle { connections: 1000, path: "/index.html".into(), samples: 5 });
         assert!(matches!(load(4), Load::Requests { concurrency: 150, duration: Some(d), ramp: Some((1, 150, _)), .. } if d == Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn compression_and_request_headers() {
+        let s = parse("<Server n>\nSoftware nginx\nCompression On\n</Server>\n<Scenario s>\nURL /style.css\nHeader Accept-Encoding: gzip, br\n</Scenario>\n", "t.suite").unwrap();
+        assert!(s.servers[0].compress);
+        assert_eq!(s.scenarios[0].headers, ["Accept-Encoding: gzip, br"]);
+        let e = parse("<Server n>\nSoftware nginx\n</Server>\n<Scenario s>\nURL /\nHeader nonsense\n</Scenario>\n", "t.suite").unwrap_err();
+        assert_eq!(e.to_string(), "t.suite:6: Header: 'nonsense' is not Name: value");
     }
 
     #[test]

@@ -128,6 +128,9 @@ pub struct DirConfig {
     pub env: Vec<EnvAction>,
     /// `SetEnvIf` and its kin, in order.
     pub set_env_if: Vec<Arc<SetEnvIf>>,
+    /// Compression (mod_deflate, mod_brotli); None where no directive of
+    /// theirs stands, so that a site without any pays nothing.
+    pub output_filters: Option<crate::compress::OutputFilters>,
 }
 
 /// What `SetHandler` can name.
@@ -199,6 +202,9 @@ impl DirConfig {
         }
         self.env.extend(over.env.iter().cloned());
         self.set_env_if.extend(over.set_env_if.iter().cloned());
+        if let Some(over) = &over.output_filters {
+            self.output_filters.get_or_insert_with(Default::default).merge(over);
+        }
     }
 
     /// Whether this layer has anything for the response filters or the

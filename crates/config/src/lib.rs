@@ -40,6 +40,9 @@
 //! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
 //! it change; the handler finds and caches the files.
 //!
+//! [`compress`] reads mod_deflate's, mod_brotli's and mod_filter's
+//! directives (which responses are compressed, and how).
+//!
 //! [`accounts`] says whom the server's and the pools' children run as, and
 //! refuses pools that would run as root by accident.
 //!
@@ -52,6 +55,7 @@ pub mod alias;
 mod apply;
 pub mod backend;
 mod build;
+pub mod compress;
 pub mod dir_config;
 pub mod env_vars;
 pub mod expires;

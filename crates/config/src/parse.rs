@@ -88,6 +88,9 @@ pub const BUILTIN_MODULES: &[&str] = &[
     "expires_module",
     "env_module",
     "setenvif_module",
+    "deflate_module",
+    "brotli_module",
+    "filter_module",
 ];
 
 /// State carried through one read of a configuration, including its includes.

@@ -9,6 +9,7 @@
 //! [`htaccess`](crate::htaccess).
 
 use crate::apply;
+use crate::compress;
 use crate::build::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
@@ -245,6 +246,16 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("SetEnvIfNoCase", "attribute regex [!]VAR[=value]...", apply::set_env_if),
     dir("BrowserMatch", "regex [!]VAR[=value]...", apply::set_env_if),
     dir("BrowserMatchNoCase", "regex [!]VAR[=value]...", apply::set_env_if),
+    dir("AddOutputFilterByType", "DEFLATE|BROTLI_COMPRESS[;...] media-type...", compress::add_output_filter_by_type),
+    dir("SetOutputFilter", "DEFLATE|BROTLI_COMPRESS[;...]", compress::set_output_filter),
+    dir("AddOutputFilter", "DEFLATE|BROTLI_COMPRESS[;...] extension...", compress::add_output_filter),
+    dir("RemoveOutputFilter", "extension...", compress::remove_output_filter),
+    dir("PrecompressedFiles", "On|Off", compress::precompressed_files),
+    spec("DeflateCompressionLevel", Contexts::HOST, "1-9", Apply::Dir(compress::deflate_compression_level)),
+    spec("BrotliCompressionQuality", Contexts::HOST, "0-11", Apply::Dir(compress::brotli_compression_quality)),
+    spec("BrotliWindowSize", Contexts::HOST, "10-24", Apply::Dir(compress::brotli_window_size)),
+    spec("DeflateAlterETag", Contexts::HOST, "AddSuffix|NoChange|Remove", Apply::Dir(compress::deflate_alter_etag)),
+    spec("BrotliAlterETag", Contexts::HOST, "AddSuffix|NoChange|Remove", Apply::Dir(compress::brotli_alter_etag)),
 ];
 
 /// The directive called `name` (case does not matter, as in Apache).

@@ -498,3 +498,22 @@ fn headers_expires_and_environment_are_read_in_if_module_and_mistakes_named_by_l
     assert_eq!(lines, vec![3, 4, 5, 6, 7, 8, 9], "{:?}", l.errors);
     assert!(l.errors.iter().all(|e| e.to_string().contains("warren.conf:")), "{:?}", l.errors);
 }
+
+#[test]
+fn debians_deflate_conf_is_read_and_mistakes_name_their_line() {
+    let d = Dir::new("deflate");
+    // Debian's mods-available/deflate.conf, as shipped.
+    let debian = "<IfModule mod_deflate.c>\n\t<IfModule mod_filter.c>\n\t\tAddOutputFilterByType DEFLATE text/html text/plain text/xml text/css text/javascript\n\t\tAddOutputFilterByType DEFLATE application/x-javascript application/javascript application/ecmascript\n\t\tAddOutputFilterByType DEFLATE application/rss+xml\n\t\tAddOutputFilterByType DEFLATE application/wasm\n\t\tAddOutputFilterByType DEFLATE application/xml\n\t</IfModule>\n</IfModule>\n";
+    let l = load(&d, &format!("Listen 127.0.0.1:8080\nDocumentRoot htdocs\n{debian}DeflateCompressionLevel 4\n"));
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let f = l.settings.unwrap().main.dir.output_filters.unwrap();
+    assert_eq!(f.by_type.len(), 11);
+    assert!(f.by_type.iter().all(|(_, e)| e.gzip && !e.brotli));
+    assert_eq!(f.deflate_level, Some(4));
+    let l = load(&d, "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nAddOutputFilterByType INCLUDES;DEFLATE text/html\nBrotliCompressionQuality 12\n<Directory /srv>\n    DeflateCompressionLevel 5\n</Directory>\n");
+    let messages: Vec<String> = l.errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert!(messages[0].contains("warren.conf:3") && messages[0].contains("'INCLUDES'"), "{}", messages[0]);
+    assert!(messages[1].contains("warren.conf:4") && messages[1].contains("0 to 11"), "{}", messages[1]);
+    assert!(messages[2].contains("warren.conf:6") && messages[2].contains("DeflateCompressionLevel"), "{}", messages[2]);
+}

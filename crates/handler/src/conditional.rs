@@ -52,6 +52,22 @@ fn etag_matches(field: &[u8], ours: &str, weak_ok: bool) -> bool {
     })
 }
 
+/// If-None-Match also names a compressed representation by the tag it was
+/// sent with (`"tag-gzip"`, `"tag-br"`, see `compress`): the same file
+/// version, so the client's copy is current. The compression stage gives
+/// the 304 the tag of the representation the client would get now.
+fn etag_or_encoded_matches(field: &[u8], ours: &str) -> bool {
+    if etag_matches(field, ours, true) {
+        return true;
+    }
+    let Some(stem) = ours.strip_suffix('"') else { return false };
+    let field = String::from_utf8_lossy(field);
+    field.split(',').map(str::trim).any(|tag| {
+        let opaque = tag.strip_prefix("W/").unwrap_or(tag);
+        opaque.strip_prefix(stem).is_some_and(|rest| rest == "-gzip\"" || rest == "-br\"")
+    })
+}
+
 fn http_date_secs(field: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(field).ok()?;
     httpdate::parse_http_date(s.trim()).ok()?.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs())
@@ -77,7 +93,7 @@ pub fn evaluate_preconditions(head: &RequestHead, v: &Validators) -> Preconditio
         }
     }
     if let Some(inm) = head.header("if-none-match") {
-        if etag_matches(inm, &v.etag, true) {
+        if etag_or_encoded_matches(inm, &v.etag) {
             return if get_or_head { Precondition::NotModified } else { Precondition::Failed };
         }
     } else if get_or_head {
@@ -204,5 +220,9 @@ mod tests {
         assert!(!etag_matches(b"W/\"b\"", "\"b\"", false));
         assert!(etag_matches(b"*", "\"x\"", false));
         assert!(!etag_matches(b"\"c\"", "\"b\"", true));
+        assert!(etag_or_encoded_matches(b"\"a\", \"b-gzip\"", "\"b\""));
+        assert!(etag_or_encoded_matches(b"W/\"b-br\"", "\"b\""));
+        assert!(!etag_or_encoded_matches(b"\"b-zip\"", "\"b\""));
+        assert!(!etag_or_encoded_matches(b"\"bb-gzip\"", "\"b\""));
     }
 }

@@ -27,6 +27,9 @@
 //!
 //! Modules, each importing only those below it: `sections` (how sections
 //! match paths), `site`, `route`, `errors` (error pages and ErrorDocument),
+//! `compress` (gzip and brotli, as mod_deflate and mod_brotli: the
+//! [`compress::Offer`] a handler attaches to a response, and
+//! [`compress::finish`], called as the response leaves for the MPM),
 //! `conditional` (validators, conditional requests, ranges), `file_cache`,
 //! `symlinks` (Options FollowSymLinks and SymLinksIfOwnerMatch: files,
 //! directory indexes and scripts opened with every link on the way
@@ -46,6 +49,7 @@
 //! environment: SetEnv, SetEnvIf), `filters/` (the response filter stage
 //! every answer passes before the MPM writes it: mod_expires, mod_headers).
 
+pub mod compress;
 pub mod conditional;
 pub mod env;
 pub mod errors;
@@ -111,6 +115,12 @@ pub trait BodySource: Send {
     /// meanwhile), rather than at the client's pace.
     fn read_ahead(&self) -> bool {
         false
+    }
+    /// The encoder of a body compressed as it is sent, for an MPM that
+    /// feeds the pieces itself rather than reading them from the source
+    /// (the event loop's FastCGI relay).
+    fn take_encoder(&mut self) -> Option<compress::StreamEncoder> {
+        None
     }
 }
 
@@ -183,11 +193,13 @@ pub struct Response {
     /// What the response filter stage ([`filters::apply`]) needs of the
     /// request: None where no directive asks for a filter.
     pub filters: Option<Box<filters::RequestFilters>>,
+    /// What compression may do to it ([`compress::finish`]).
+    pub compress: Option<Box<compress::Offer>>,
 }
 
 impl Response {
     pub fn new(status: u16, host: usize) -> Response {
-        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, filters: None }
+        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, filters: None, compress: None }
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {

@@ -297,7 +297,7 @@ impl Site {
         if pool.runs_php_fpm() {
             // php-fpm answers it itself, its children and their requests included.
             let target = ScriptTarget { filename: String::from_utf8_lossy(url).into_owned(), name: url, path_info: b"" };
-            return self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query);
+            return self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query, None);
         }
         let Some(st) = self.pools.get().and_then(|d| d.status(&pool.name)) else {
             return Outcome::Ready(self.error(req, 503, &format!("pool {} is not running", pool.name)));
@@ -351,7 +351,7 @@ impl Site {
         }
         let (name, path_info) = url.split_at(url.len() - path_info_len);
         let target = ScriptTarget { filename: script.to_string_lossy().into_owned(), name, path_info };
-        self.gateway(req, backend, target, query)
+        self.gateway(req, backend, target, query, Some(dir))
     }
 
     /// `/dir/script.php/more/path`: the first leading part whose section
@@ -436,7 +436,7 @@ impl Site {
             };
             let (name, path_info) = url.split_at(url.len() - path_info_len);
             let st = ScriptTarget { filename, name, path_info };
-            return Some(filters::attach(self.gateway(req, &target.backend, st, query), filters, req.head));
+            return Some(filters::attach(self.gateway(req, &target.backend, st, query, None), filters, req.head));
         }
         None
     }

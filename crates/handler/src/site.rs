@@ -82,6 +82,13 @@ pub struct Site {
     pub(crate) uses_remote_ip: bool,
     /// Whether any host has RemoteIPProxyProtocol On.
     pub(crate) uses_proxy_protocol: bool,
+    /// Compressed copies of static files.
+    pub compressed: crate::compress::cache::CompressedCache,
+    /// Whether any compression directive may apply (in the configuration,
+    /// or in `.htaccess` files it lets in): else a FastCGI request routed
+    /// without its per-directory configuration (ProxyPass) does not look
+    /// for them.
+    pub(crate) compresses: bool,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -148,6 +155,9 @@ impl Site {
         }
         let uses_remote_ip = hosts.iter().any(|h| h.config.remote_ip.header.is_some());
         let uses_proxy_protocol = hosts.iter().any(|h| h.config.remote_ip.proxy_protocol == Some(true));
+        let compresses = hosts.iter().any(|h: &Host| {
+            h.reads_htaccess || h.config.dir.output_filters.is_some() || h.config.sections.iter().any(|s| s.config.output_filters.is_some())
+        });
         Ok(Site {
             uses_remote_ip,
             uses_proxy_protocol,
@@ -162,6 +172,8 @@ impl Site {
             backends: Arc::default(),
             pools: OnceLock::new(),
             htaccess: Default::default(),
+            compressed: Default::default(),
+            compresses,
         })
     }
 

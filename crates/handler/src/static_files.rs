@@ -15,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use warren_config::Handler;
 use warren_http::RequestHead;
 
+use crate::compress::{self, Offer};
 use crate::conditional::{evaluate_preconditions, if_range_allows, parse_ranges, Precondition, Ranges, Validators};
 use crate::file_cache::{CachedFile, FileIdentity, MAX_ENTRY};
 use crate::route::{Effective, Request, Route};
@@ -161,7 +162,9 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {
         if let Some(hit) = site.file_cache.get(&fs, meta) {
-            return respond_whole(host, head, &hit.validators, forced_type(req).or_else(|| hit.content_type.clone()), Body::Shared(hit.data.clone()), fs);
+            let ctype = forced_type(req).or_else(|| hit.content_type.clone());
+            let offer = compress::static_offer(eff, &fs, meta, ctype.as_deref());
+            return respond_whole(host, head, &hit.validators, ctype, Body::Shared(hit.data.clone()), fs, offer);
         }
     }
     let (file, meta) = match opened {
@@ -193,7 +196,9 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
                 content_type: content_type(site, eff, &fs),
             });
             site.file_cache.insert(fs.clone(), entry.clone());
-            return respond_whole(host, head, &entry.validators, forced_type(req).or_else(|| entry.content_type.clone()), Body::Shared(entry.data.clone()), fs);
+            let ctype = forced_type(req).or_else(|| entry.content_type.clone());
+            let offer = compress::static_offer(eff, &fs, &meta, ctype.as_deref());
+            return respond_whole(host, head, &entry.validators, ctype, Body::Shared(entry.data.clone()), fs, offer);
         }
     }
     let file = Arc::new(file);
@@ -204,12 +209,14 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
 }
 
 /// A 200 (or 304/412) for a whole representation with known validators.
-fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<String>, body: Body, fs: PathBuf) -> Response {
+fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<String>, body: Body, fs: PathBuf, offer: Option<Box<Offer>>) -> Response {
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
-    if let Some(early) = precondition_response(&mut r, head, v) {
+    if let Some(mut early) = precondition_response(&mut r, head, v) {
+        early.compress = offer;
         return early;
     }
+    r.compress = offer;
     r.add("Last-Modified", v.last_modified.clone());
     r.add("ETag", v.etag.clone());
     r.add("Accept-Ranges", "bytes");
@@ -278,9 +285,11 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
     let size = meta.len();
     let v = Validators::of(meta);
     let ctype = forced_type(req).or_else(|| content_type(site, eff, &fs));
+    let offer = compress::static_offer(eff, &fs, meta, ctype.as_deref());
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
-    if let Some(early) = precondition_response(&mut r, head, &v) {
+    if let Some(mut early) = precondition_response(&mut r, head, &v) {
+        early.compress = offer;
         return early;
     }
     let ranges = match head.header("range") {
@@ -298,6 +307,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
                 r.add("Content-Type", t);
             }
             r.body = Body::File { file, start: 0, len: size };
+            r.compress = offer;
         }
         Ranges::Unsatisfiable => {
             r.status = 416;

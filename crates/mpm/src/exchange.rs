@@ -265,6 +265,8 @@ impl Output {
         if resp.filters.is_some() {
             warren_handler::filters::apply(&mut resp, head, warren_handler::filters::Timing { received: ex.started, start: ex.start });
         }
+        // Then compression, as mod_deflate's filter comes after mod_headers.
+        let resp = warren_handler::compress::finish(site, head, resp);
         let is_head = head.is_some_and(|h| h.method() == "HEAD");
         let version = head.map_or(Version::Http11, |h| h.version);
         if resp.close {

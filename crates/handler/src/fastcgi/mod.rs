@@ -64,6 +64,8 @@ pub struct Gateway {
     retried: bool,
     /// The request's filters and environment, for the answer.
     filters: Option<Box<crate::filters::RequestFilters>>,
+    /// The compression directives for the script's answer.
+    compress: Option<Box<crate::compress::Rules>>,
 }
 
 
@@ -165,6 +167,10 @@ impl Gateway {
         };
         let mut r = Response::new(status, self.host);
         r.headers = std::mem::take(&mut head.headers);
+        if let Some(rules) = &self.compress {
+            let ctype = r.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.as_str());
+            r.compress = rules.offer(ctype);
+        }
         r.filename = Some(PathBuf::from(&self.script));
         r.filters = self.filters.clone().map(|mut f| {
             f.from_application = true;

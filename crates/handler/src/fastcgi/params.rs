@@ -8,6 +8,7 @@ use warren_config::FcgiBackend;
 
 use super::Gateway;
 use crate::logs::strip_port;
+use crate::route::Effective;
 use crate::{HeaderName, Outcome, Request, Site};
 
 /// Where a request maps: the script and the rest of the path after it.
@@ -20,13 +21,20 @@ pub struct ScriptTarget<'a> {
     pub path_info: &'a [u8],
 }
 impl Site {
-    /// The plan for running `target` on `backend`.
-    pub fn gateway(&self, req: Request, backend: &FcgiBackend, target: ScriptTarget, query: &[u8]) -> Outcome {
+    /// The plan for running `target` on `backend`; `dir` is the
+    /// configuration merged for it, when routing has it.
+    pub fn gateway(&self, req: Request, backend: &FcgiBackend, target: ScriptTarget, query: &[u8], dir: Option<&Effective>) -> Outcome {
         let h = &self.hosts[req.host];
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         let params = self.cgi_params(req, &target, query);
         let uri = req.head.path_and_query().to_vec();
-        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None }))
+        let script = Path::new(&target.filename);
+        let compress = match dir {
+            Some(eff) => crate::compress::gateway_rules(eff, script),
+            None if self.compresses => crate::compress::gateway_rules(&self.effective(req.host, Some(script), target.name), script),
+            None => None,
+        };
+        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress }))
     }
 
     /// SERVER_SOFTWARE: the Server header, and "Apache/2.4-compatible"

@@ -258,9 +258,10 @@ impl EventLoop {
                     }
                     resp.body = Body::Stream { source: Box::new(FedByLoop), len: h.content_length };
                     out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
-                    let st = out.streaming.take().expect("a streamed body");
+                    let mut st = out.streaming.take().expect("a streamed body");
                     let spill = up.gateway.buffers(&h).then(Spill::default);
-                    up.body = Some(RelayFraming { chunked: st.chunked, remaining: st.remaining, send: st.send, spill });
+                    let encoder = st.source.take_encoder();
+                    up.body = Some(RelayFraming { chunked: st.chunked, remaining: st.remaining, send: st.send, spill, encoder });
                     queue_piece(out, up.body.as_mut().expect("framing"), ex, body);
                 }
                 Ok(Some(Piece::Data(d))) => match up.body.as_mut() {
@@ -268,7 +269,14 @@ impl EventLoop {
                     None => unreachable!("data comes after the head"),
                 },
                 Ok(Some(Piece::End)) => {
-                    let f = up.body.as_ref().expect("the end comes after the head");
+                    let f = up.body.as_mut().expect("the end comes after the head");
+                    if let Some(mut encoder) = f.encoder.take() {
+                        let mut last = Vec::new();
+                        if let Err(e) = encoder.finish(&mut last) {
+                            return Relay::CutShort(GatewayError { status: 500, why: format!("compressing the answer: {e}") });
+                        }
+                        queue_piece(out, f, ex, last);
+                    }
                     if f.remaining.is_some_and(|left| left > 0) && f.send {
                         let e = GatewayError { status: 502, why: format!("FastCGI: {} sent less than its Content-Length", up.gateway.backend_name()) };
                         return Relay::CutShort(e);
@@ -426,6 +434,18 @@ fn memory_body(body: &Option<Spooled>) -> Option<&[u8]> {
 fn queue_piece(out: &mut Output, f: &mut RelayFraming, ex: &mut Exchange, mut data: Vec<u8>) {
     if !f.send || data.is_empty() {
         return;
+    }
+    if let Some(encoder) = f.encoder.as_mut() {
+        let mut encoded = Vec::with_capacity(data.len() / 2 + 64);
+        // Encoding into memory fails only on a broken encoder state; the
+        // client then gets what was encoded so far and a cut body.
+        if encoder.piece(&data, &mut encoded).is_err() {
+            f.encoder = None;
+        }
+        data = encoded;
+        if data.is_empty() {
+            return;
+        }
     }
     if let Some(left) = f.remaining.as_mut() {
         data.truncate((*left).min(data.len() as u64) as usize);

@@ -114,6 +114,8 @@ pub struct BodyFraming {
     /// Where what the client has not taken waits, when the answer is read
     /// at the application's pace; None: relayed at the client's pace.
     pub spill: Option<Spill>,
+    /// The encoder of a compressed answer (see `warren_handler::compress`).
+    pub encoder: Option<warren_handler::compress::StreamEncoder>,
 }
 
 /// Why the loop cannot start the exchange itself.
