@@ -18,6 +18,7 @@ each_mpm!(
     filters_by_extension_and_directory,
     php_answers_are_encoded,
     php_flushes_reach_the_client_encoded,
+    no_gzip_from_the_environment,
 );
 
 const FILTERS: &str = "AddOutputFilterByType DEFLATE;BROTLI_COMPRESS text/css text/html\n";
@@ -319,4 +320,14 @@ fn complete_chunks(mut data: &[u8]) -> Vec<u8> {
         data = &data[line + 2 + size + 2..];
     }
     out
+}
+
+/// Debian's setenvif.conf marks old browsers `no-gzip`: they get the file as it is.
+fn no_gzip_from_the_environment(mpm: &str) {
+    let s = site(mpm, &format!("{FILTERS}BrowserMatch ^OldBrowser no-gzip\n"));
+    let r = s.get_with("/style.css", "Accept-Encoding: gzip\r\nUser-Agent: OldBrowser/1.0\r\n");
+    assert_eq!((r.status, r.header("Content-Encoding")), (200, None));
+    assert_eq!(r.body, css());
+    let r = s.get_with("/style.css", "Accept-Encoding: gzip\r\nUser-Agent: NewBrowser/2.0\r\n");
+    assert_eq!(r.header("Content-Encoding"), Some("gzip"));
 }

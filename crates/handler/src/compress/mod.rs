@@ -92,9 +92,6 @@ pub struct Offer {
     pub encoders: Encoders,
     pub levels: Levels,
     pub file: Option<StaticFile>,
-    /// The `no-gzip` environment variable (mod_deflate's): set by whatever
-    /// evaluates SetEnvIf and the like before the response leaves.
-    pub no_gzip: bool,
 }
 
 /// The compression directives of a request's layers, merged, for a
@@ -180,7 +177,7 @@ pub fn static_offer(eff: &Effective, path: &Path, meta: &std::fs::Metadata, cont
         precompressed,
         follow_links: options.follow_symlinks && !options.symlinks_if_owner_match,
     };
-    Some(Box::new(Offer { encoders, levels, file: Some(file), no_gzip: false }))
+    Some(Box::new(Offer { encoders, levels, file: Some(file) }))
 }
 
 /// The rules for a script's answer: None where no compression directive
@@ -200,7 +197,7 @@ impl Rules {
     pub fn offer(&self, content_type: Option<&str>) -> Option<Box<Offer>> {
         let (encoders, levels, _) = resolve(std::iter::once(&self.filters), None, content_type.map(media_type));
         let encoders = encoders.or(self.by_extension);
-        encoders.any().then(|| Box::new(Offer { encoders, levels, file: None, no_gzip: false }))
+        encoders.any().then(|| Box::new(Offer { encoders, levels, file: None }))
     }
 }
 
@@ -213,7 +210,10 @@ fn header<'r>(resp: &'r Response, name: &str) -> Option<&'r str> {
 pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Response {
     let Some(offer) = resp.compress.take() else { return resp };
     let Some(head) = head else { return resp };
-    if !matches!(resp.status, 200 | 304) || offer.no_gzip || header(&resp, "content-encoding").is_some() {
+    // SetEnvIf's no-gzip (Debian's BrowserMatch lines for old browsers) and
+    // mod_brotli's no-brotli: warren reads either as "no compression".
+    let env_says_no = resp.filters.as_ref().is_some_and(|f| f.env.get("no-gzip").is_some() || f.env.get("no-brotli").is_some());
+    if !matches!(resp.status, 200 | 304) || env_says_no || header(&resp, "content-encoding").is_some() {
         return resp;
     }
     if header(&resp, "cache-control").is_some_and(|v| v.to_ascii_lowercase().contains("no-transform")) {
