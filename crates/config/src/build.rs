@@ -145,6 +145,11 @@ impl Builder {
         self.dir_section(sec, Context::Directory, Some(within))
     }
 
+    /// The warnings so far, taken.
+    pub(crate) fn take_warnings(&mut self) -> Vec<ConfigError> {
+        std::mem::take(&mut self.warnings)
+    }
+
     /// The first error reported so far, if any.
     pub(crate) fn first_error(&self) -> Option<ConfigError> {
         self.errors.first().cloned()

@@ -67,9 +67,50 @@ const CLASSES: &[(Class, &[&str])] = &[
             "RedirectMatch",
             "RedirectPermanent",
             "RedirectTemp",
+            "AddHandler",
+            // Accepted, not acted on.
+            "AddCharset",
+            "RemoveCharset",
+            "AddLanguage",
+            "RemoveLanguage",
+            "DefaultLanguage",
+            "AddEncoding",
+            "RemoveEncoding",
+            "RemoveType",
+            "RemoveHandler",
+            "DefaultType",
+            "LanguagePriority",
+            "ForceLanguagePriority",
+            "EnableSendfile",
+            "EnableMMAP",
+            "FileETag",
         ],
     ),
-    (Class::Indexes, &["DirectoryIndex", "FallbackResource", "DirectorySlash"]),
+    (
+        Class::Indexes,
+        &[
+            "DirectoryIndex",
+            "FallbackResource",
+            "DirectorySlash",
+            // Accepted, not acted on.
+            "IndexOptions",
+            "IndexOrderDefault",
+            "IndexIgnore",
+            "IndexIgnoreReset",
+            "IndexStyleSheet",
+            "IndexHeadInsert",
+            "HeaderName",
+            "ReadmeName",
+            "AddIcon",
+            "AddIconByType",
+            "AddIconByEncoding",
+            "DefaultIcon",
+            "AddAlt",
+            "AddAltByType",
+            "AddAltByEncoding",
+            "AddDescription",
+        ],
+    ),
     (Class::Options, &["Options"]),
     (Class::All, &["LimitRequestBody"]),
 ];
@@ -202,6 +243,10 @@ pub struct Env {
 #[derive(Clone, Debug)]
 pub struct Htaccess {
     pub sections: Vec<DirSection>,
+    /// What it holds and warren does not act on (directives accepted and
+    /// inert, `<IfModule>` blocks of modules warren lacks): for the error
+    /// log, each time the file is read.
+    pub notes: Vec<ConfigError>,
 }
 
 /// Reads `text`, the `.htaccess` file at `path` in directory `dir`, as
@@ -216,6 +261,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
     if let Some(e) = reader.errors.into_iter().next() {
         return Err(e);
     }
+    let skipped = reader.skipped;
     let mut builder = Builder::for_htaccess(env, path);
     let dir_text = dir.to_string_lossy().trim_end_matches('/').to_string();
     let matcher = SectionMatch::Directory(dir_text);
@@ -255,7 +301,10 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
             check_handler(h, env, &nodes, dir)?;
         }
     }
-    Ok(Htaccess { sections })
+    builder.say_inert();
+    let mut notes = builder.take_warnings();
+    notes.extend(skipped);
+    Ok(Htaccess { sections, notes })
 }
 
 /// A FastCGI handler set by `.htaccess` must be one the server's

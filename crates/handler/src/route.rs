@@ -90,7 +90,12 @@ impl Site {
                     }
                     let Some(o) = overrides.filter(|o| o.reads_files()) else { continue };
                     for name in names {
-                        let Some(read) = self.htaccess.get(dir, name, o, &h.config, &self.settings) else { continue };
+                        let say = |read: &crate::htaccess::Read| {
+                            for note in read.as_ref().as_ref().map_or(&[][..], |f| &f.notes[..]) {
+                                h.error_log.log(warren_config::LogLevel::Warn, None, &note.to_string());
+                            }
+                        };
+                        let Some(read) = self.htaccess.get(dir, name, o, &h.config, &self.settings, say) else { continue };
                         match &*read {
                             Ok(file) => {
                                 eff.layers.push(Layer::File(read.clone(), 0));
