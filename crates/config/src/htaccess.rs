@@ -345,6 +345,11 @@ fn find_set_handler(nodes: &[Node]) -> Option<Origin> {
 fn check(d: &Directive, overrides: &Overrides) -> Result<(), ConfigError> {
     let fail = |message: String| ConfigError { origin: d.origin.clone(), message };
     let Some(spec) = table::find(&d.name) else {
+        if let Some(m) = crate::modules::refusing(&d.name) {
+            if let crate::modules::Support::Refuses(why) = m.support {
+                return Err(fail(format!("{} (mod_{}) is not supported: {why}", d.name, m.name)));
+            }
+        }
         return Err(fail(format!("Invalid command '{}', perhaps misspelled or defined by a module not included in the server configuration", d.name)));
     };
     if matches!(spec.apply, Apply::WhileReading) {
@@ -405,6 +410,27 @@ mod tests {
         assert!(read_text("DirectoryIndex a.php\n", &o).is_ok());
         assert!(read_text("Options -Indexes\n", &o).is_err());
         assert!(parse_allow_override_list(&["Bogus".into()], &mut o).is_err());
+    }
+
+    /// The harmless lines PHP applications ship in their `.htaccess`
+    /// (front controllers turning MultiViews off inside `<IfModule
+    /// mod_negotiation.c>`, SVG types and encodings, mod_php settings,
+    /// listing cosmetics) are read; what warren does not act on comes back
+    /// as notes with their lines.
+    #[test]
+    fn application_files_harmless_lines() {
+        let text = "<IfModule mod_negotiation.c>\n    Options -MultiViews -Indexes\n</IfModule>\nAddType image/svg+xml svg svgz\nAddEncoding gzip svgz\nAddDefaultCharset utf-8\n<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag output_buffering off\n</IfModule>\nIndexIgnore *\nDirectoryIndex index.php index.html\n<IfModule !mod_authz_core.c>\n  Order allow,deny\n</IfModule>\n";
+        let read = read_text(text, &overrides(&["All"])).unwrap_or_else(|e| panic!("{e}"));
+        let notes: Vec<String> = read.notes.iter().map(ToString::to_string).collect();
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].starts_with("/srv/site/.htaccess:5: AddEncoding: accepted, not acted on"), "{notes:?}");
+        assert!(notes[1].starts_with("/srv/site/.htaccess:11: IndexIgnore: accepted, not acted on"), "{notes:?}");
+        assert!(notes[2].starts_with("/srv/site/.htaccess:7: skipped 2 lines: <IfModule mod_php.c>: php_module is not built into warren"), "{notes:?}");
+        // Their classes still apply, and refused directives say why.
+        let e = read_text("IndexIgnore *\n", &overrides(&["FileInfo"])).unwrap_err();
+        assert!(e.message.contains("AllowOverride does not include Indexes"), "{e}");
+        let e = read_text("Order deny,allow\nDeny from all\n", &overrides(&["All"])).unwrap_err();
+        assert!(e.message.contains("Order (mod_access_compat) is not supported") && e.message.contains("write Require"), "{e}");
     }
 
     #[test]

@@ -185,6 +185,38 @@ mod tests {
         }
     }
 
+    fn kind(support: Support) -> &'static str {
+        match support {
+            Support::Provides(_) => "provided",
+            Support::Mpm => "MPM",
+            Support::Inert(_) => "accepted, not acted on",
+            Support::Refuses(_) => "accepted, directives refused",
+            Support::Lacks(_) => "not available",
+        }
+    }
+
+    /// README's "Coming from Apache" lists exactly these modules, each as
+    /// what it is here.
+    #[test]
+    fn readme_lists_exactly_the_modules() {
+        let readme = include_str!("../../../README.md");
+        let start = readme.find("\n## Coming from Apache").expect("README has a Coming from Apache section");
+        let section = &readme[start + 1..];
+        let section = &section[..section[1..].find("\n## ").map_or(section.len(), |end| end + 1)];
+        let mut listed = Vec::new();
+        for row in section.lines().filter_map(|l| l.strip_prefix("| `mod_")) {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            listed.push((cells[0].trim_end_matches('`').to_string(), cells.get(1).copied().unwrap_or_default().to_string()));
+        }
+        for m in MODULES {
+            let found: Vec<&String> = listed.iter().filter(|(name, _)| name == m.name).map(|(_, k)| k).collect();
+            assert_eq!(found, vec![kind(m.support)], "README's Coming from Apache lists mod_{} as {found:?}", m.name);
+        }
+        for (name, _) in &listed {
+            assert!(find(name).is_some(), "README lists mod_{name}, which modules.rs does not");
+        }
+    }
+
     /// A refused directive must not also be one warren has: the table would
     /// take it and the hint would never be given.
     #[test]

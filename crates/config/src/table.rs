@@ -270,7 +270,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("ProxyStatus", Contexts::HOST, "Off|On|Full", "warren's server-status has no section for proxied backends (each <Pool> has its own status page)"),
     inert("Mutex", Contexts::SERVER, "mechanism [mutex-name...]", "warren's processes take turns through a futex in shared memory: no lock files, no mechanism to choose"),
     inert("DefaultRuntimeDir", Contexts::SERVER, "directory", "warren keeps no runtime files but the PidFile (and sockets its pools name)"),
-    inert("EnableSendfile", Contexts::ANYWHERE, "On|Off", "warren sends files with sendfile whenever it sends them whole from disk"),
+    inert("EnableSendfile", Contexts::ANYWHERE, "On|Off", "warren always sends files from disk with sendfile (small ones from a cache in memory): there is no switch"),
     inert("EnableMMAP", Contexts::ANYWHERE, "On|Off", "warren never maps files into memory to send them"),
     inert("FileETag", Contexts::ANYWHERE, "INode|MTime|Size|All|None...", "warren's ETags are always made of the file's size and modification time (Apache's FileETag MTime Size)"),
 ];
