@@ -524,6 +524,25 @@ pub(crate) fn directory_slash(b: &mut Builder, d: &Directive, dir: &mut DirConfi
     }
 }
 
+/// `IndexIgnore`: patterns add up, level after level, as in mod_autoindex.
+pub(crate) fn index_ignore(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if d.args.is_empty() {
+        return b.error(&d.origin, "IndexIgnore takes one or more wildcards (.??* *~ README*)");
+    }
+    for p in &d.args {
+        if let Err(e) = glob::Pattern::new(p) {
+            return b.error(&d.origin, format!("IndexIgnore: bad wildcard {p}: {e}"));
+        }
+    }
+    dir.index_ignore.extend(d.args.iter().cloned());
+}
+
+pub(crate) fn index_ignore_reset(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let Some(on) = b.on_off(d) {
+        dir.index_ignore_reset = Some(on);
+    }
+}
+
 /// `AllowOverride`: what `.htaccess` files in the directory may change.
 pub(crate) fn allow_override(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     let mut o = dir.allow_override.take().unwrap_or_default();

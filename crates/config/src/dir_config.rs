@@ -107,6 +107,12 @@ pub struct DirConfig {
     pub allow_override: Option<crate::htaccess::Overrides>,
     /// Redirect and RedirectMatch, in config order.
     pub redirects: Vec<crate::alias::UrlAlias>,
+    /// `IndexIgnore`: wildcards of entries listings leave out, added to
+    /// those inherited (a pattern with a `/` is matched against the entry's
+    /// whole path, others against its name).
+    pub index_ignore: Vec<String>,
+    /// `IndexIgnoreReset On`: the inherited patterns are dropped here.
+    pub index_ignore_reset: Option<bool>,
 }
 
 /// What `SetHandler` can name.
@@ -160,6 +166,13 @@ impl DirConfig {
         }
         if over.accept_path_info.is_some() {
             self.accept_path_info = over.accept_path_info;
+        }
+        if over.index_ignore_reset == Some(true) {
+            self.index_ignore.clear();
+        }
+        self.index_ignore.extend(over.index_ignore.iter().cloned());
+        if over.index_ignore_reset.is_some() {
+            self.index_ignore_reset = over.index_ignore_reset;
         }
     }
 }

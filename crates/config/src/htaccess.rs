@@ -419,15 +419,15 @@ mod tests {
     /// as notes with their lines.
     #[test]
     fn application_files_harmless_lines() {
-        let text = "<IfModule mod_negotiation.c>\n    Options -MultiViews -Indexes\n</IfModule>\nAddType image/svg+xml svg svgz\nAddEncoding gzip svgz\nAddDefaultCharset utf-8\n<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag output_buffering off\n</IfModule>\nIndexIgnore *\nDirectoryIndex index.php index.html\n<IfModule !mod_authz_core.c>\n  Order allow,deny\n</IfModule>\n";
+        let text = "<IfModule mod_negotiation.c>\n    Options -MultiViews -Indexes\n</IfModule>\nAddType image/svg+xml svg svgz\nAddEncoding gzip svgz\nAddDefaultCharset utf-8\n<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag output_buffering off\n</IfModule>\nIndexOptions FancyIndexing\nDirectoryIndex index.php index.html\n<IfModule !mod_authz_core.c>\n  Order allow,deny\n</IfModule>\n";
         let read = read_text(text, &overrides(&["All"])).unwrap_or_else(|e| panic!("{e}"));
         let notes: Vec<String> = read.notes.iter().map(ToString::to_string).collect();
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(notes[0].starts_with("/srv/site/.htaccess:5: AddEncoding: accepted, not acted on"), "{notes:?}");
-        assert!(notes[1].starts_with("/srv/site/.htaccess:11: IndexIgnore: accepted, not acted on"), "{notes:?}");
+        assert!(notes[1].starts_with("/srv/site/.htaccess:11: IndexOptions: accepted, not acted on"), "{notes:?}");
         assert!(notes[2].starts_with("/srv/site/.htaccess:7: skipped 2 lines: <IfModule mod_php.c>: php_module is not built into warren"), "{notes:?}");
         // Their classes still apply, and refused directives say why.
-        let e = read_text("IndexIgnore *\n", &overrides(&["FileInfo"])).unwrap_err();
+        let e = read_text("IndexOptions FancyIndexing\n", &overrides(&["FileInfo"])).unwrap_err();
         assert!(e.message.contains("AllowOverride does not include Indexes"), "{e}");
         let e = read_text("Order deny,allow\nDeny from all\n", &overrides(&["All"])).unwrap_err();
         assert!(e.message.contains("Order (mod_access_compat) is not supported") && e.message.contains("write Require"), "{e}");

@@ -91,7 +91,7 @@ pub static MODULES: &[Module] = &[
     provides("http", "HTTP/1.1"),
     provides("mime", "TypesConfig, AddType (AddCharset, AddLanguage, AddEncoding, AddHandler, RemoveType, RemoveHandler accepted, not acted on)"),
     provides("dir", "DirectoryIndex, DirectorySlash, FallbackResource"),
-    provides("autoindex", "directory listings (Options Indexes); its cosmetic directives accepted, not acted on"),
+    provides("autoindex", "directory listings (Options Indexes), IndexIgnore, IndexIgnoreReset; its cosmetic directives accepted, not acted on"),
     provides("log_config", "LogFormat, CustomLog, TransferLog"),
     provides("authz_core", "Require all, Require (several lines: any grants)"),
     provides("authz_host", "Require ip, Require local"),

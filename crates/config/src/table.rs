@@ -235,6 +235,8 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("RedirectPermanent", "/url-path URL", apply::redirect),
     dir("RedirectTemp", "/url-path URL", apply::redirect),
     dir("AddHandler", "handler extension...", apply::add_handler),
+    dir("IndexIgnore", "wildcard...", apply::index_ignore),
+    dir("IndexIgnoreReset", "On|Off", apply::index_ignore_reset),
     server("TraceEnable", "On|Off|extended", apply::trace_enable),
     spec("UseCanonicalName", Contexts::ANYWHERE, "On|Off|DNS", Apply::Dir(apply::use_canonical_name)),
     // Accepted, not acted on (see Apply::Inert).
@@ -253,8 +255,6 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("CacheNegotiatedDocs", Contexts::HOST, "On|Off", NEGOTIATION),
     inert("IndexOptions", Contexts::ANYWHERE, "[+|-]option...", LISTING_LOOK),
     inert("IndexOrderDefault", Contexts::ANYWHERE, "Ascending|Descending Name|Date|Size|Description", "warren's listings are sorted by name"),
-    inert("IndexIgnore", Contexts::ANYWHERE, "pattern...", "warren's listings show every entry (links they would not follow aside): turn Indexes off where some must stay unseen"),
-    inert("IndexIgnoreReset", Contexts::ANYWHERE, "On|Off", "warren's listings show every entry"),
     inert("IndexStyleSheet", Contexts::ANYWHERE, "url-path", LISTING_LOOK),
     inert("IndexHeadInsert", Contexts::ANYWHERE, "\"markup\"", LISTING_LOOK),
     inert("HeaderName", Contexts::ANYWHERE, "file", LISTING_LOOK),

@@ -143,13 +143,13 @@ fn options_warren_does_not_do() {
 #[test]
 fn inert_directives_are_said_once_each() {
     let d = Dir::new("inert");
-    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddLanguage ca .ca\nAddCharset UTF-8 .utf8\nAddLanguage cs .cz .cs\nAddLanguage da .dk\n<Directory /srv>\nIndexIgnore .??*\n</Directory>\nMutex file:/run default\n");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddLanguage ca .ca\nAddCharset UTF-8 .utf8\nAddLanguage cs .cz .cs\nAddLanguage da .dk\n<Directory /srv>\nIndexOptions FancyIndexing\n</Directory>\nMutex file:/run default\n");
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
     assert_eq!(warnings.len(), 4, "{warnings:?}");
     assert!(warnings[0].contains(":3: AddLanguage (here and on 2 more lines): accepted, not acted on: warren sends no Content-Language"), "{warnings:?}");
     assert!(warnings[1].contains(":4: AddCharset: accepted, not acted on"), "{warnings:?}");
-    assert!(warnings[2].contains(":8: IndexIgnore: "), "{warnings:?}");
+    assert!(warnings[2].contains(":8: IndexOptions: "), "{warnings:?}");
     assert!(warnings[3].contains(":10: Mutex: "), "{warnings:?}");
     // Where they stand is checked as for any directive.
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Directory /srv>\nMutex default\n</Directory>\n");

@@ -233,6 +233,19 @@ impl Effective<'_> {
         self.last(|l| l.require.as_deref())
     }
 
+    /// IndexIgnore's patterns in force: each level's added to those above
+    /// it, unless IndexIgnoreReset On drops those.
+    pub fn index_ignore(&self) -> Vec<String> {
+        let mut patterns = Vec::new();
+        for l in &self.layers {
+            if l.index_ignore_reset == Some(true) {
+                patterns.clear();
+            }
+            patterns.extend(l.index_ignore.iter().cloned());
+        }
+        patterns
+    }
+
     pub fn directory_index(&self) -> &[String] {
         self.last(|l| l.directory_index.as_deref()).unwrap_or(&[])
     }

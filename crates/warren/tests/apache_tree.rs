@@ -124,13 +124,14 @@ fn debian_tree_loads_its_modules_and_says_what_warren_does_not_do() {
     assert_eq!(said(": AddCharset (here and on "), 1, "{all}");
     assert_eq!(said(": AddIcon (here and on "), 1, "{all}");
     assert_eq!(said("AddLanguage"), 1, "{all}");
-    for directive in ["IndexOptions", "IndexIgnore", "ReadmeName", "HeaderName", "DefaultIcon", "LanguagePriority", "ForceLanguagePriority", "DefaultRuntimeDir", "ProxyStatus", "RemoveType"] {
+    for directive in ["IndexOptions", "ReadmeName", "HeaderName", "DefaultIcon", "LanguagePriority", "ForceLanguagePriority", "DefaultRuntimeDir", "ProxyStatus", "RemoveType"] {
         assert!(lines.iter().any(|l| l.contains(&format!(": {directive}")) && l.contains("accepted, not acted on") && l.ends_with("(warning)")), "{directive} is not said:\n{all}");
     }
     assert!(lines.iter().any(|l| l.starts_with("mods-enabled/mime.conf:") && l.contains("AddHandler type-map: not acted on")), "{all}");
     assert!(lines.iter().any(|l| l.starts_with("mods-enabled/access_compat.load:") && l.ends_with("(warning)")), "{all}");
-    // TraceEnable Off and the rest of security.conf are taken as they are.
-    assert!(!all.contains("TraceEnable") && !all.contains("ServerTokens") && !all.contains("ServerSignature"), "{all}");
+    // TraceEnable Off and the rest of security.conf, and IndexIgnore, are
+    // taken as they are.
+    assert!(!all.contains("IndexIgnore") && !all.contains("TraceEnable") && !all.contains("ServerTokens") && !all.contains("ServerSignature"), "{all}");
     // The blocks skipped: TLS's, CGI's, server-side includes'.
     for (at, module) in [("ports.conf:", "ssl_module"), ("conf-enabled/serve-cgi-bin.conf:", "cgi_module"), ("mods-enabled/mime.conf:", "include_module")] {
         assert!(lines.iter().any(|l| l.starts_with(at) && l.contains(": skipped ") && l.contains(module)), "no skipped block of {module} in {at}:\n{all}");

@@ -2,7 +2,8 @@
 //! administrator looks, under each MPM: at start in the error log (directives
 //! accepted and inert, `<IfModule>` blocks of modules warren lacks), and when
 //! an `.htaccess` file holding such lines is read. `TraceEnable Off` answers
-//! 405 to every TRACE, before a FastCGI backend could see it.
+//! 405 to every TRACE, before a FastCGI backend could see it; IndexIgnore
+//! keeps entries out of listings.
 
 mod common;
 
@@ -55,4 +56,34 @@ fn trace_enable_off_answers_405_to_every_trace(mpm: &str) {
     assert_eq!(s.get("/a.txt").status, 200);
 }
 
-each_mpm!(inert_lines_and_skipped_blocks_are_logged_at_start, an_htaccess_files_inert_lines_are_logged_when_it_is_read, trace_enable_off_answers_405_to_every_trace);
+/// Debian's autoindex.conf: `IndexIgnore .??* *~ ...` keeps `.git` and
+/// `.env` out of listings; patterns add up below; IndexIgnoreReset drops
+/// those above.
+fn index_ignore_leaves_entries_out_of_listings(mpm: &str) {
+    let dir = TempDir::new(&format!("index-ignore-{mpm}"));
+    for f in ["list/.env", "list/.git/HEAD", "list/notes.txt~", "list/page.html", "list/keep.txt", "list/reset/.env", "list/reset/keep.txt", "list/reset/drop.txt"] {
+        dir.write(&format!("htdocs/{f}"), "x");
+    }
+    let d = dir.0.display();
+    let conf = format!(
+        "IndexIgnore .??* *~\n<Directory {d}/htdocs/list>\n    Options +Indexes\n    IndexIgnore page.*\n</Directory>\n\
+         <Directory {d}/htdocs/list/reset>\n    IndexIgnoreReset On\n    IndexIgnore drop.*\n</Directory>\n"
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let list = s.get("/list/").text();
+    assert!(list.contains("keep.txt") && list.contains("reset/"), "{list}");
+    for hidden in [".env", ".git", "notes.txt~", "page.html"] {
+        assert!(!list.contains(hidden), "{hidden} listed:\n{list}");
+    }
+    // Left out of the listing only.
+    assert_eq!(s.get("/list/page.html").status, 200);
+    let list = s.get("/list/reset/").text();
+    assert!(list.contains(".env") && list.contains("keep.txt") && !list.contains("drop.txt"), "{list}");
+}
+
+each_mpm!(
+    inert_lines_and_skipped_blocks_are_logged_at_start,
+    an_htaccess_files_inert_lines_are_logged_when_it_is_read,
+    trace_enable_off_answers_405_to_every_trace,
+    index_ignore_leaves_entries_out_of_listings,
+);
