@@ -20,8 +20,10 @@ const DEBIAN_DEFAULT_MODS: &[&str] = &[
     "access_compat", "alias", "auth_basic", "authn_core", "authn_file", "authz_core", "authz_host", "authz_user", "autoindex", "deflate", "dir", "env",
     "filter", "mime", "mpm_event", "negotiation", "reqtimeout", "setenvif", "status",
 ];
-/// What a PHP site adds (ssl pulls in socache_shmcb, as a2enmod does).
-const SITE_MODS: &[&str] = &["rewrite", "headers", "expires", "remoteip", "proxy", "proxy_fcgi", "ssl", "socache_shmcb"];
+/// What a PHP site adds.
+const SITE_MODS: &[&str] = &["rewrite", "headers", "expires", "remoteip", "proxy", "proxy_fcgi"];
+/// And for TLS (ssl pulls in socache_shmcb, as a2enmod does).
+const TLS_MODS: &[&str] = &["ssl", "socache_shmcb"];
 /// `a2enconf`'s defaults.
 const DEBIAN_DEFAULT_CONFS: &[&str] = &["charset", "localized-error-pages", "other-vhosts-access-log", "security", "serve-cgi-bin"];
 
@@ -31,9 +33,9 @@ struct Tree {
 }
 
 /// A copy of /etc/apache2 with exactly the modules, confs and sites above
-/// enabled, by relative links as a2enmod makes them (whatever else this
-/// machine's other packages enabled is left out).
-fn debian_tree() -> Tree {
+/// enabled (TLS's if `tls`), by relative links as a2enmod makes them
+/// (whatever else this machine's other packages enabled is left out).
+fn debian_tree(tls: bool) -> Tree {
     let etc = Path::new("/etc/apache2");
     assert!(etc.join("apache2.conf").is_file(), "/etc/apache2 is missing: install the apache2 package (test.sh does)");
     let dir = TempDir::new("apache-tree");
@@ -59,7 +61,8 @@ fn debian_tree() -> Tree {
             assert!(any, "{kind}-available has no {name}");
         }
     };
-    enable("mods", &[DEBIAN_DEFAULT_MODS, SITE_MODS].concat(), &["load", "conf"]);
+    let tls_mods: &[&str] = if tls { TLS_MODS } else { &[] };
+    enable("mods", &[DEBIAN_DEFAULT_MODS, SITE_MODS, tls_mods].concat(), &["load", "conf"]);
     // php-fpm drops its conf in conf-available when apache2 is installed;
     // its name carries PHP's version.
     let php_conf = std::fs::read_dir(root.join("conf-available"))
@@ -70,16 +73,16 @@ fn debian_tree() -> Tree {
         .expect("conf-available has no php*-fpm.conf: install php-fpm after apache2 (test.sh does), or dpkg-reconfigure it");
     let php_conf = php_conf.trim_end_matches(".conf").to_string();
     enable("conf", &[DEBIAN_DEFAULT_CONFS, &[php_conf.as_str()]].concat(), &["conf"]);
-    enable("sites", &["000-default", "default-ssl"], &["conf"]);
+    enable("sites", if tls { &["000-default", "default-ssl"] } else { &["000-default"] }, &["conf"]);
     Tree { conf: root.join("apache2.conf"), dir }
 }
 
-/// `warren -t` on the tree, with envvars' variables: (exit code, stderr lines).
-fn check(tree: &Tree) -> (Option<i32>, Vec<String>) {
+/// warren on the tree, with the variables /etc/apache2/envvars sets
+/// pointed into the temporary directory.
+fn warren(tree: &Tree) -> Command {
     let d = &tree.dir.0;
-    let out = Command::new(BIN)
-        .arg("-t")
-        .arg("-f")
+    let mut cmd = Command::new(BIN);
+    cmd.arg("-f")
         .arg(&tree.conf)
         .env("APACHE_RUN_USER", "www-data")
         .env("APACHE_RUN_GROUP", "www-data")
@@ -87,9 +90,14 @@ fn check(tree: &Tree) -> (Option<i32>, Vec<String>) {
         .env("APACHE_RUN_DIR", d.join("run"))
         .env("APACHE_LOCK_DIR", d.join("lock"))
         .env("APACHE_LOG_DIR", d.join("log"))
-        .env("LANG", "C")
-        .output()
-        .expect("run warren -t");
+        .env("LANG", "C");
+    cmd
+}
+
+/// `warren -t` on the tree: (exit code, stderr lines).
+fn check(tree: &Tree) -> (Option<i32>, Vec<String>) {
+    let d = &tree.dir.0;
+    let out = warren(tree).arg("-t").output().expect("run warren -t");
     let stderr = String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", d.join("apache2").display()), "");
     (out.status.code(), stderr.lines().map(str::to_string).collect())
 }
@@ -109,7 +117,7 @@ fn about_tls(line: &str) -> bool {
 /// skips are listed.
 #[test]
 fn debian_tree_loads_its_modules_and_says_what_warren_does_not_do() {
-    let tree = debian_tree();
+    let tree = debian_tree(true);
     let (_, lines) = check(&tree);
     let all = lines.join("\n");
     let refused_modules: Vec<&String> = errors(&lines).into_iter().filter(|l| l.contains("is not built into warren")).collect();
@@ -146,10 +154,41 @@ fn debian_tree_loads_its_modules_and_says_what_warren_does_not_do() {
 /// here until those land.
 #[test]
 fn debian_tree_has_no_errors_but_tls() {
-    let tree = debian_tree();
+    let tree = debian_tree(true);
     let (code, lines) = check(&tree);
     let left: Vec<&String> = errors(&lines).into_iter().filter(|l| !about_tls(l)).collect();
     assert!(left.is_empty(), "warren -t refuses {} lines of Debian's tree besides TLS's:\n{}", left.len(), left.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
     assert_eq!(code, Some(1), "the TLS lines are errors");
     assert!(errors(&lines).iter().any(|l| about_tls(l)), "{lines:?}");
+}
+
+/// Without TLS, the tree runs as it is, its `Listen 80` moved to a free
+/// loopback port: Debian's default page, /icons/ (mod_alias),
+/// /server-status from the machine itself (status.conf's Require local),
+/// TraceEnable Off (security.conf), and the skipped blocks in the error log.
+#[test]
+fn debian_tree_serves() {
+    let tree = debian_tree(false);
+    let port = free_port();
+    let ports = tree.dir.0.join("apache2/ports.conf");
+    let text = std::fs::read_to_string(&ports).unwrap();
+    assert!(text.contains("\nListen 80\n"), "{text}");
+    std::fs::write(&ports, text.replace("\nListen 80\n", &format!("\nListen 127.0.0.1:{port}\n"))).unwrap();
+    let (_, lines) = check(&tree);
+    let errors = errors(&lines);
+    assert!(errors.is_empty(), "warren -t refuses {} lines of Debian's tree without TLS:\n{}", errors.len(), errors.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
+    let child = warren(&tree).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().expect("start warren");
+    let conf = tree.conf.clone();
+    let s = Server { child: Some(child), port, dir: tree.dir, conf };
+    let pid_file = s.dir.0.join("run/apache2.pid");
+    settle(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && pid_file.exists());
+    let page = s.get("/");
+    assert_eq!(page.status, 200);
+    assert_eq!(page.body, std::fs::read("/var/www/html/index.html").unwrap());
+    assert_eq!(s.get("/icons/apache_pb.png").status, 200);
+    assert!(s.get("/server-status?auto").text().contains("Scoreboard:"));
+    let (resp, _) = s.exchange(b"TRACE / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(status_of(&resp), 405);
+    let log = s.wait_log("log/error.log", "skipped");
+    assert!(log.contains("ports.conf:") && log.contains("<IfModule ssl_module>: ssl_module is not built into warren"), "{log}");
 }
