@@ -58,15 +58,6 @@ const CLASSES: &[(Class, &[&str])] = &[
     (
         Class::FileInfo,
         &[
-            "ErrorDocument",
-            "AddType",
-            "AddDefaultCharset",
-            "SetHandler",
-            "AcceptPathInfo",
-            "Redirect",
-            "RedirectMatch",
-            "RedirectPermanent",
-            "RedirectTemp",
             "AddHandler",
             // Accepted, not acted on.
             "AddCharset",
@@ -84,6 +75,15 @@ const CLASSES: &[(Class, &[&str])] = &[
             "EnableSendfile",
             "EnableMMAP",
             "FileETag",
+            "ErrorDocument",
+            "AddType",
+            "AddDefaultCharset",
+            "SetHandler",
+            "AcceptPathInfo",
+            "Redirect",
+            "RedirectMatch",
+            "RedirectPermanent",
+            "RedirectTemp",
         ],
     ),
     (
