@@ -6,7 +6,8 @@
 //! logs and run directory into a temporary directory.
 //!
 //! Every line must be taken, said as not acted on, or (TLS, issue 21) be an
-//! error; a failure lists the lines that are not.
+//! error; a failure lists the lines that are not. Without TLS the tree must
+//! also serve, its `Listen 80` moved to a free loopback port.
 
 mod common;
 
