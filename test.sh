@@ -16,6 +16,8 @@ command -v md5sum >/dev/null 2>&1 || missing+=(coreutils)
 [ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
 [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 command -v php >/dev/null 2>&1 || missing+=(php-cli)
+# apache_tree.rs checks Debian's /etc/apache2, with php-fpm's conf in it.
+[ -f /etc/apache2/apache2.conf ] || missing+=(apache2)
 php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"

@@ -158,6 +158,19 @@ pub(crate) fn server_signature(b: &mut Builder, d: &Directive, s: &mut Settings)
     }
 }
 
+/// `TraceEnable Off` is done: TRACE answered 405 everywhere. On and
+/// extended are Apache's echo of the request, which warren does not do.
+pub(crate) fn trace_enable(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    match d.args.as_slice() {
+        [v] if v.eq_ignore_ascii_case("off") => s.trace_enable = false,
+        [v] if v.eq_ignore_ascii_case("on") || v.eq_ignore_ascii_case("extended") => {
+            s.trace_enable = true;
+            b.warn(&d.origin, format!("TraceEnable {v}: warren does not echo TRACE requests: static resources answer 405, applications get them"));
+        }
+        _ => b.error(&d.origin, "TraceEnable takes On, Off or extended"),
+    }
+}
+
 pub(crate) fn extended_status(b: &mut Builder, d: &Directive, s: &mut Settings) {
     if let Some(on) = b.on_off(d) {
         s.extended_status = on;
@@ -337,10 +350,64 @@ pub(crate) fn error_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
 
 // Per directory.
 
+/// `UseCanonicalName Off` is what warren does: the URLs it makes (the
+/// DirectorySlash redirect, SERVER_NAME) use the name the client asked for.
+pub(crate) fn use_canonical_name(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
+    match d.args.as_slice() {
+        [v] if v.eq_ignore_ascii_case("off") => {}
+        [v] if v.eq_ignore_ascii_case("on") || v.eq_ignore_ascii_case("dns") => {
+            b.warn(&d.origin, format!("UseCanonicalName {v}: not acted on: warren's own URLs always use the host name the client asked for (UseCanonicalName Off)"))
+        }
+        _ => b.error(&d.origin, "UseCanonicalName takes On, Off or DNS"),
+    }
+}
+
+/// `AddHandler`: warren maps no handler by extension. A FastCGI handler
+/// named here would leave the scripts to be sent as text, so that is an
+/// error pointing to SetHandler; any other is said and not acted on, as
+/// Apache serves files whose handler it lacks as they are.
+pub(crate) fn add_handler(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
+    let [handler, extensions @ ..] = d.args.as_slice() else {
+        return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
+    };
+    if extensions.is_empty() {
+        return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
+    }
+    let exts: Vec<&str> = extensions.iter().map(|e| e.trim_start_matches('.')).collect();
+    let lower = handler.to_ascii_lowercase();
+    if lower.starts_with("proxy:") || lower.starts_with("pool:") || lower == "server-status" {
+        let pattern = exts.join("|");
+        return b.error(&d.origin, format!("AddHandler {handler}: warren sets handlers with SetHandler only: write <FilesMatch \"\\.({pattern})$\"> SetHandler {handler} </FilesMatch>"));
+    }
+    let what = match lower.as_str() {
+        "type-map" => "warren does no content negotiation, so reads no type maps",
+        "cgi-script" => "warren runs no CGI programs (run them under FastCGI)",
+        "send-as-is" => "warren sends no .asis files as responses",
+        "imap-file" => "warren has no server-side image maps",
+        _ => "warren has no such handler",
+    };
+    let list = exts.iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(" ");
+    b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {what}; files ending in {list} are served as they are unless a SetHandler takes them"));
+}
+
 pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     match parse_options(&d.args) {
         Ok(spec) => dir.options.push(spec),
-        Err(m) => b.error(&d.origin, m),
+        Err(m) => return b.error(&d.origin, m),
+    }
+    // Turning off what warren never does is done; turning it on is said.
+    for arg in &d.args {
+        if arg.starts_with('-') {
+            continue;
+        }
+        let name = arg.trim_start_matches('+');
+        let why = match name.to_ascii_lowercase().as_str() {
+            "multiviews" => "warren does no content negotiation",
+            "execcgi" => "warren runs no CGI programs (FastCGI applications need no ExecCGI)",
+            "includes" | "includesnoexec" => "warren has no server-side includes",
+            _ => continue,
+        };
+        b.warn(&d.origin, format!("Options {arg}: not acted on: {why}"));
     }
 }
 
@@ -467,6 +534,25 @@ pub(crate) fn directory_slash(b: &mut Builder, d: &Directive, dir: &mut DirConfi
         [v] if v.eq_ignore_ascii_case("on") => dir.directory_slash = Some(true),
         [v] if v.eq_ignore_ascii_case("off") || v.eq_ignore_ascii_case("notfound") => dir.directory_slash = Some(false),
         _ => b.error(&d.origin, "DirectorySlash takes On, Off or NotFound"),
+    }
+}
+
+/// `IndexIgnore`: patterns add up, level after level, as in mod_autoindex.
+pub(crate) fn index_ignore(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if d.args.is_empty() {
+        return b.error(&d.origin, "IndexIgnore takes one or more wildcards (.??* *~ README*)");
+    }
+    for p in &d.args {
+        if let Err(e) = glob::Pattern::new(p) {
+            return b.error(&d.origin, format!("IndexIgnore: bad wildcard {p}: {e}"));
+        }
+    }
+    dir.index_ignore.extend(d.args.iter().cloned());
+}
+
+pub(crate) fn index_ignore_reset(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let Some(on) = b.on_off(d) {
+        dir.index_ignore_reset = Some(on);
     }
 }
 

@@ -32,6 +32,9 @@ pub struct Loaded {
     pub settings: Option<Settings>,
     pub warnings: Vec<ConfigError>,
     pub errors: Vec<ConfigError>,
+    /// `<IfModule>` blocks skipped because warren lacks their module
+    /// (`FILE:LINE: skipped N lines: ...`): said at `-t` and at start.
+    pub skipped: Vec<ConfigError>,
 }
 
 pub fn load_file(path: &Path, opts: &LoadOptions) -> Loaded {
@@ -60,7 +63,10 @@ fn load(path: &Path, opts: &LoadOptions, read: impl FnOnce(&mut Reader, &Path) -
     let mpm = Mpm::from_module(reader.mpm()).unwrap_or(Mpm::Event);
     let mut builder = Builder::new(&reader, mpm, &path);
     builder.errors.append(&mut reader.errors);
-    builder.build(&nodes)
+    builder.warnings.append(&mut reader.warnings);
+    let mut loaded = builder.build(&nodes);
+    loaded.skipped = std::mem::take(&mut reader.skipped);
+    loaded
 }
 
 /// One reading of a configuration: what the directives' functions need
@@ -81,6 +87,10 @@ pub struct Builder {
     /// The last DocumentRoot of the host being read: a host that sets one
     /// must name an existing directory.
     pub(crate) document_root_origin: Option<Origin>,
+    /// Directives accepted and not acted on, by name: the reason, the
+    /// first line and how many lines, said once each (Debian's mime.conf
+    /// alone has 81 AddLanguage lines).
+    inert: Vec<(&'static str, &'static str, Origin, usize)>,
 }
 
 /// What a directive sets, by the context it stands in.
@@ -113,6 +123,7 @@ impl Builder {
             pool_refs: Vec::new(),
             tuning_set: Vec::new(),
             document_root_origin: None,
+            inert: Vec::new(),
         }
     }
 
@@ -134,6 +145,11 @@ impl Builder {
         self.dir_section(sec, Context::Directory, Some(within))
     }
 
+    /// The warnings so far, taken.
+    pub(crate) fn take_warnings(&mut self) -> Vec<ConfigError> {
+        std::mem::take(&mut self.warnings)
+    }
+
     /// The first error reported so far, if any.
     pub(crate) fn first_error(&self) -> Option<ConfigError> {
         self.errors.first().cloned()
@@ -153,6 +169,18 @@ impl Builder {
             p.to_path_buf()
         } else {
             self.server_root.join(p)
+        }
+    }
+
+    /// The warnings for the directives accepted and not acted on so far,
+    /// one per directive, moved to `warnings`.
+    pub(crate) fn say_inert(&mut self) {
+        for (name, why, origin, count) in std::mem::take(&mut self.inert) {
+            let lines = match count {
+                1 => String::new(),
+                n => format!(" (here and on {} more line{})", n - 1, if n == 2 { "" } else { "s" }),
+            };
+            self.warn(&origin, format!("{name}{lines}: accepted, not acted on: {why}"));
         }
     }
 
@@ -228,11 +256,13 @@ impl Builder {
             }
         }
         s.pools = std::mem::take(&mut self.pools);
+        self.say_inert();
 
         Loaded {
             settings: if self.errors.is_empty() { Some(s) } else { None },
             warnings: self.warnings,
             errors: self.errors,
+            skipped: Vec::new(),
         }
     }
 
@@ -373,6 +403,10 @@ impl Builder {
             (Apply::Dir(apply), Target::Dir(dir, _)) => apply(self, d, dir),
             // The reader acts on these as it reads, wherever they stand.
             (Apply::WhileReading, _) => {}
+            (Apply::Inert(why), _) => match self.inert.iter_mut().find(|(name, ..)| *name == spec.name) {
+                Some((.., count)) => *count += 1,
+                None => self.inert.push((spec.name, why, d.origin.clone(), 1)),
+            },
             _ => unreachable!("{}: the table allows it where its function cannot apply (see table::tests)", spec.name),
         }
     }
@@ -380,6 +414,14 @@ impl Builder {
     /// An error for a directive warren does not have, or has only under
     /// another MPM (saying which).
     fn unknown(&mut self, d: &Directive) {
+        if let Some(m) = crate::modules::refusing(&d.name) {
+            let why = match m.support {
+                crate::modules::Support::Refuses(why) => why,
+                _ => "",
+            };
+            self.error(&d.origin, format!("{} (mod_{}) is not supported: {why}", d.name, m.name));
+            return;
+        }
         let hint = match table::find(&d.name).map(|spec| spec.mpms) {
             Some([Mpm::Prefork]) => format!(" with the {} MPM (it belongs to prefork; put it in <IfModule mpm_prefork_module>)", self.mpm.name()),
             Some([Mpm::Event, Mpm::Worker]) => " with the prefork MPM (it belongs to worker and event)".to_string(),

@@ -105,6 +105,12 @@ pub struct DirConfig {
     /// `DirectorySlash`: a directory named without its `/` is redirected
     /// to it (On, the default), or not found (Off, NotFound).
     pub directory_slash: Option<bool>,
+    /// `IndexIgnore`: wildcards of entries listings leave out, added to
+    /// those inherited (a pattern with a `/` is matched against the entry's
+    /// whole path, others against its name).
+    pub index_ignore: Vec<String>,
+    /// `IndexIgnoreReset On`: the inherited patterns are dropped here.
+    pub index_ignore_reset: Option<bool>,
     /// `FallbackResource`: the local URL that answers a request for a file
     /// that does not exist (Some(None): `disabled`).
     pub fallback_resource: Option<Option<String>>,
@@ -173,6 +179,13 @@ impl DirConfig {
         }
         if over.directory_slash.is_some() {
             self.directory_slash = over.directory_slash;
+        }
+        if over.index_ignore_reset == Some(true) {
+            self.index_ignore.clear();
+        }
+        self.index_ignore.extend(over.index_ignore.iter().cloned());
+        if over.index_ignore_reset.is_some() {
+            self.index_ignore_reset = over.index_ignore_reset;
         }
         // The more specific section's redirects are tried first, as in Apache.
         if !over.redirects.is_empty() {

@@ -58,6 +58,23 @@ const CLASSES: &[(Class, &[&str])] = &[
     (
         Class::FileInfo,
         &[
+            "AddHandler",
+            // Accepted, not acted on.
+            "AddCharset",
+            "RemoveCharset",
+            "AddLanguage",
+            "RemoveLanguage",
+            "DefaultLanguage",
+            "AddEncoding",
+            "RemoveEncoding",
+            "RemoveType",
+            "RemoveHandler",
+            "DefaultType",
+            "LanguagePriority",
+            "ForceLanguagePriority",
+            "EnableSendfile",
+            "EnableMMAP",
+            "FileETag",
             "ErrorDocument",
             "AddType",
             "AddDefaultCharset",
@@ -87,7 +104,34 @@ const CLASSES: &[(Class, &[&str])] = &[
             "PrecompressedFiles",
         ],
     ),
-    (Class::Indexes, &["DirectoryIndex", "FallbackResource", "DirectorySlash", "ExpiresActive", "ExpiresByType", "ExpiresDefault"]),
+    (
+        Class::Indexes,
+        &[
+            "DirectoryIndex",
+            "FallbackResource",
+            "DirectorySlash",
+            "ExpiresActive",
+            "ExpiresByType",
+            "ExpiresDefault",
+            // Accepted, not acted on.
+            "IndexOptions",
+            "IndexOrderDefault",
+            "IndexIgnore",
+            "IndexIgnoreReset",
+            "IndexStyleSheet",
+            "IndexHeadInsert",
+            "HeaderName",
+            "ReadmeName",
+            "AddIcon",
+            "AddIconByType",
+            "AddIconByEncoding",
+            "DefaultIcon",
+            "AddAlt",
+            "AddAltByType",
+            "AddAltByEncoding",
+            "AddDescription",
+        ],
+    ),
     (Class::Options, &["Options"]),
     (Class::All, &["LimitRequestBody"]),
 ];
@@ -220,6 +264,10 @@ pub struct Env {
 #[derive(Clone, Debug)]
 pub struct Htaccess {
     pub sections: Vec<DirSection>,
+    /// What it holds and warren does not act on (directives accepted and
+    /// inert, `<IfModule>` blocks of modules warren lacks): for the error
+    /// log, each time the file is read.
+    pub notes: Vec<ConfigError>,
 }
 
 /// Reads `text`, the `.htaccess` file at `path` in directory `dir`, as
@@ -234,6 +282,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
     if let Some(e) = reader.errors.into_iter().next() {
         return Err(e);
     }
+    let skipped = reader.skipped;
     let mut builder = Builder::for_htaccess(env, path);
     let dir_text = dir.to_string_lossy().trim_end_matches('/').to_string();
     let matcher = SectionMatch::Directory(dir_text.clone());
@@ -276,7 +325,10 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
             check_handler(h, env, &nodes, dir)?;
         }
     }
-    Ok(Htaccess { sections })
+    builder.say_inert();
+    let mut notes = builder.take_warnings();
+    notes.extend(skipped);
+    Ok(Htaccess { sections, notes })
 }
 
 /// A FastCGI handler set by `.htaccess` must be one the server's
@@ -317,6 +369,11 @@ fn find_set_handler(nodes: &[Node]) -> Option<Origin> {
 fn check(d: &Directive, overrides: &Overrides) -> Result<(), ConfigError> {
     let fail = |message: String| ConfigError { origin: d.origin.clone(), message };
     let Some(spec) = table::find(&d.name) else {
+        if let Some(m) = crate::modules::refusing(&d.name) {
+            if let crate::modules::Support::Refuses(why) = m.support {
+                return Err(fail(format!("{} (mod_{}) is not supported: {why}", d.name, m.name)));
+            }
+        }
         return Err(fail(format!("Invalid command '{}', perhaps misspelled or defined by a module not included in the server configuration", d.name)));
     };
     if matches!(spec.apply, Apply::WhileReading) {
@@ -388,6 +445,27 @@ mod tests {
         assert!(read_text("DirectoryIndex a.php\n", &o).is_ok());
         assert!(read_text("Options -Indexes\n", &o).is_err());
         assert!(parse_allow_override_list(&["Bogus".into()], &mut o).is_err());
+    }
+
+    /// The harmless lines PHP applications ship in their `.htaccess`
+    /// (front controllers turning MultiViews off inside `<IfModule
+    /// mod_negotiation.c>`, SVG types and encodings, mod_php settings,
+    /// listing cosmetics) are read; what warren does not act on comes back
+    /// as notes with their lines.
+    #[test]
+    fn application_files_harmless_lines() {
+        let text = "<IfModule mod_negotiation.c>\n    Options -MultiViews -Indexes\n</IfModule>\nAddType image/svg+xml svg svgz\nAddEncoding gzip svgz\nAddDefaultCharset utf-8\n<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag output_buffering off\n</IfModule>\nIndexOptions FancyIndexing\nDirectoryIndex index.php index.html\n<IfModule !mod_authz_core.c>\n  Order allow,deny\n</IfModule>\n";
+        let read = read_text(text, &overrides(&["All"])).unwrap_or_else(|e| panic!("{e}"));
+        let notes: Vec<String> = read.notes.iter().map(ToString::to_string).collect();
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].starts_with("/srv/site/.htaccess:5: AddEncoding: accepted, not acted on"), "{notes:?}");
+        assert!(notes[1].starts_with("/srv/site/.htaccess:11: IndexOptions: accepted, not acted on"), "{notes:?}");
+        assert!(notes[2].starts_with("/srv/site/.htaccess:7: skipped 2 lines: <IfModule mod_php.c>: php_module is not built into warren"), "{notes:?}");
+        // Their classes still apply, and refused directives say why.
+        let e = read_text("IndexOptions FancyIndexing\n", &overrides(&["FileInfo"])).unwrap_err();
+        assert!(e.message.contains("AllowOverride does not include Indexes"), "{e}");
+        let e = read_text("Order deny,allow\nDeny from all\n", &overrides(&["All"])).unwrap_err();
+        assert!(e.message.contains("Order (mod_access_compat) is not supported") && e.message.contains("write Require"), "{e}");
     }
 
     #[test]

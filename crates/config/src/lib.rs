@@ -25,6 +25,10 @@
 //! `key = value`); [`pool_file`] reads a php-fpm pool file (`PoolFile`) into
 //! such pools.
 //!
+//! [`modules`] lists Apache's modules and how warren stands to each:
+//! provided, an MPM, accepted and inert, accepted with its directives
+//! refused, or lacking; `LoadModule` and `<IfModule>` go by it.
+//!
 //! [`alias`] reads mod_alias's Alias, AliasMatch, Redirect and
 //! RedirectMatch into a host's [`alias::UrlAlias`]es.
 //!
@@ -62,6 +66,7 @@ pub mod expires;
 pub mod headers;
 pub mod htaccess;
 pub mod log_format;
+pub mod modules;
 pub mod mpm;
 pub mod parse;
 pub mod pool;

@@ -10,6 +10,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::modules::{self, Support};
+
 /// Where a directive came from, for error messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
@@ -61,38 +63,6 @@ pub enum Node {
     Section(Section),
 }
 
-/// The MPMs warren has, by Apache module name.
-pub const MPM_MODULES: &[&str] = &["mpm_event_module", "mpm_prefork_module", "mpm_worker_module"];
-
-/// Modules compiled into warren: `LoadModule` accepts them and `<IfModule>` is
-/// true for them. Each corresponds to a feature warren really implements.
-pub const BUILTIN_MODULES: &[&str] = &[
-    "core_module",
-    "http_module",
-    "so_module",
-    "unixd_module",
-    "mime_module",
-    "dir_module",
-    "autoindex_module",
-    "log_config_module",
-    "authz_core_module",
-    "authz_host_module",
-    "status_module",
-    "proxy_module",
-    "proxy_fcgi_module",
-    "reqtimeout_module",
-    "alias_module",
-    "rewrite_module",
-    "remoteip_module",
-    "headers_module",
-    "expires_module",
-    "env_module",
-    "setenvif_module",
-    "deflate_module",
-    "brotli_module",
-    "filter_module",
-];
-
 /// State carried through one read of a configuration, including its includes.
 pub struct Reader {
     pub server_root: PathBuf,
@@ -103,6 +73,13 @@ pub struct Reader {
     /// The MPM chosen by the first `LoadModule mpm_*_module`, if any.
     pub loaded_mpm: Option<(String, Origin)>,
     pub errors: Vec<ConfigError>,
+    /// Lines read but not acted on: `LoadModule` of a module warren accepts
+    /// without doing what it does.
+    pub warnings: Vec<ConfigError>,
+    /// The `<IfModule>` blocks skipped because warren lacks their module,
+    /// each with the number of lines it held: said, as warren does not act
+    /// on those lines.
+    pub skipped: Vec<ConfigError>,
     /// Reading an `.htaccess` file: what acts while reading is refused.
     pub in_htaccess: bool,
     depth: usize,
@@ -121,6 +98,8 @@ impl Reader {
             mpm_override: None,
             loaded_mpm: None,
             errors: Vec::new(),
+            warnings: Vec::new(),
+            skipped: Vec::new(),
             in_htaccess: false,
             depth: 0,
         }
@@ -138,12 +117,12 @@ impl Reader {
         }
     }
 
-    fn module_present(&self, name: &str) -> bool {
-        let name = module_identifier(name);
-        if MPM_MODULES.contains(&name.as_str()) {
-            return self.mpm() == name;
+    fn module_present(&self, written: &str) -> bool {
+        match modules::find(written) {
+            Some(m) if m.support == Support::Mpm => self.mpm() == m.identifier(),
+            Some(m) => m.loads(),
+            None => false,
         }
-        BUILTIN_MODULES.contains(&name.as_str())
     }
 
     pub fn resolve(&self, path: &str) -> PathBuf {
@@ -185,6 +164,9 @@ impl Reader {
         let mut top: Vec<Node> = Vec::new();
         // While inside a false conditional, the nesting depth being skipped.
         let mut skip_depth = 0usize;
+        // The skipped `<IfModule>` block to report once it ends: where it
+        // opened, why, and the lines it holds.
+        let mut skipping: Option<(Origin, String, usize)> = None;
         // Conditional sections that were true: their closing tags must match.
         let mut open_conditionals: Vec<(usize, String)> = Vec::new();
 
@@ -199,6 +181,16 @@ impl Reader {
                     skip_depth -= 1;
                 } else if trimmed.starts_with('<') {
                     skip_depth += 1;
+                }
+                if skip_depth == 0 {
+                    if let Some((at, why, lines)) = skipping.take().filter(|s| s.2 > 0) {
+                        let plural = if lines == 1 { "" } else { "s" };
+                        self.skipped.push(ConfigError { origin: at, message: format!("skipped {lines} line{plural}: {why}") });
+                    }
+                } else if !trimmed.starts_with("</") {
+                    if let Some(s) = &mut skipping {
+                        s.2 += 1;
+                    }
                 }
                 continue;
             }
@@ -278,6 +270,14 @@ impl Reader {
                         open_conditionals.push((stack.len(), name));
                     } else {
                         skip_depth = 1;
+                        // Said only when warren lacks the module: a block
+                        // for another MPM, one for when a module warren has
+                        // is absent, and <IfDefine> are skipped as their
+                        // authors meant them to be where warren runs.
+                        let other_mpm = modules::find(what).is_some_and(|m| m.support == Support::Mpm);
+                        if lname == "ifmodule" && !negate && !other_mpm {
+                            skipping = Some((origin.clone(), format!("<{name} {}>: {}", args[0], modules::why_not(what)), 0));
+                        }
                     }
                     continue;
                 }
@@ -357,17 +357,27 @@ impl Reader {
             return;
         }
         let module = args[0].as_str();
-        if MPM_MODULES.contains(&module) {
-            if let Some((loaded, first)) = &self.loaded_mpm {
-                if loaded != module {
-                    let msg = format!("more than one MPM loaded: {module} after {loaded} (at {first})");
-                    self.error(origin, msg);
+        let known = modules::find(module).filter(|m| m.identifier() == module);
+        match known {
+            Some(m) if m.support == Support::Mpm => {
+                if let Some((loaded, first)) = &self.loaded_mpm {
+                    if loaded != module {
+                        let msg = format!("more than one MPM loaded: {module} after {loaded} (at {first})");
+                        self.error(origin, msg);
+                    }
+                    return;
                 }
-                return;
+                self.loaded_mpm = Some((module.to_string(), origin.clone()));
             }
-            self.loaded_mpm = Some((module.to_string(), origin.clone()));
-        } else if !BUILTIN_MODULES.contains(&module) {
-            self.error(origin, format!("module {module} is not built into warren (built in: {})", BUILTIN_MODULES.join(", ")));
+            Some(m) if m.loads() => {
+                if let Some(w) = m.load_warning() {
+                    self.warnings.push(ConfigError { origin: origin.clone(), message: w });
+                }
+            }
+            _ => {
+                let has: Vec<&str> = modules::MODULES.iter().filter(|m| m.loads()).map(|m| m.name).collect();
+                self.error(origin, format!("module {} (warren has: {})", modules::why_not(module), has.join(", ")));
+            }
         }
     }
 
@@ -467,17 +477,6 @@ fn push_node(stack: &mut [Section], top: &mut Vec<Node>, node: Node) {
         Some(section) => section.children.push(node),
         None => top.push(node),
     }
-}
-
-/// `mod_mime.c` -> `mime_module`, `event.c` -> `mpm_event_module`.
-fn module_identifier(name: &str) -> String {
-    if let Some(stem) = name.strip_suffix(".c") {
-        return match stem {
-            "event" | "prefork" | "worker" => format!("mpm_{stem}_module"),
-            _ => format!("{}_module", stem.strip_prefix("mod_").unwrap_or(stem)),
-        };
-    }
-    name.to_string()
 }
 
 /// Splits text into logical lines, joining lines that end in a backslash.
@@ -621,13 +620,38 @@ mod tests {
     fn load_module_selects_mpm_and_rejects_unknown() {
         let mut r = Reader::new(std::env::temp_dir());
         let nodes = r.read_text(
-            "LoadModule mpm_prefork_module x.so\n<IfModule mpm_prefork_module>\nP\n</IfModule>\nLoadModule rewrite_module y.so\nLoadModule mpm_worker_module z.so\n",
+            "LoadModule mpm_prefork_module x.so\n<IfModule mpm_prefork_module>\nP\n</IfModule>\nLoadModule ssl_module y.so\nLoadModule mpm_worker_module z.so\nLoadModule rewrite_module /usr/lib/apache2/modules/mod_rewrite.so\nLoadModule frobnicate_module f.so\n",
             Arc::new(PathBuf::from("t")),
         );
         assert_eq!(names(&nodes), vec!["P "]);
-        assert_eq!(r.errors.len(), 2);
+        assert_eq!(r.errors.len(), 3, "{:?}", r.errors);
         assert_eq!(r.errors[0].origin.line, 5);
+        assert!(r.errors[0].message.starts_with("module ssl_module is not built into warren: TLS is not implemented yet"), "{}", r.errors[0]);
+        assert!(r.errors[0].message.contains("warren has: core, so,"), "{}", r.errors[0]);
         assert!(r.errors[1].message.contains("more than one MPM"));
+        assert_eq!(r.errors[2].origin.line, 8);
+        assert!(r.errors[2].message.starts_with("module frobnicate_module is not built into warren"), "{}", r.errors[2]);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    /// `<IfModule>` blocks skipped because warren lacks the module are
+    /// said, with their line count; those of another MPM, negated ones for
+    /// a module warren has, empty ones and `<IfDefine>` are not.
+    #[test]
+    fn skipped_ifmodule_blocks_are_said() {
+        let text = "<IfModule mod_ssl.c>\n  # a comment\n  Listen 443\n  <VirtualHost *:443>\n    SSLEngine on\n    <IfModule mod_nothere.c>\n      X\n    </IfModule>\n  </VirtualHost>\n</IfModule>\n<IfModule mpm_prefork_module>\nMaxSpareServers 5\n</IfModule>\n<IfModule !mod_mime.c>\nA\n</IfModule>\n<IfModule mod_php7.c>\n</IfModule>\n<IfDefine NOPE>\nB\n</IfDefine>\n<IfModule mod_frob.c>\nphp_value x 1\n</IfModule>\n<IfModule mod_negotiation.c>\nOptions -MultiViews\n</IfModule>\n";
+        let mut r = Reader::new(std::env::temp_dir());
+        let nodes = r.read_text(text, Arc::new(PathBuf::from("s.conf")));
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(names(&nodes), vec!["Options -MultiViews"]);
+        let skipped: Vec<String> = r.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            skipped,
+            vec![
+                "s.conf:1: skipped 5 lines: <IfModule mod_ssl.c>: ssl_module is not built into warren: TLS is not implemented yet: terminate it in front of warren (issue 21)",
+                "s.conf:22: skipped 1 line: <IfModule mod_frob.c>: frob_module is not built into warren",
+            ]
+        );
     }
 
     #[test]

@@ -175,6 +175,10 @@ pub struct Settings {
     pub request_read_timeout: RequestReadTimeout,
     pub server_tokens: ServerTokens,
     pub server_signature: bool,
+    /// TraceEnable Off: every TRACE is answered 405, the applications'
+    /// too; On (the default) hands TRACE to applications and answers 405
+    /// for static resources, as warren never echoes a request.
+    pub trace_enable: bool,
     pub log_level: LogLevel,
     /// None: standard error.
     pub error_log: Option<PathBuf>,
@@ -217,6 +221,7 @@ impl Settings {
             request_read_timeout: RequestReadTimeout::default(),
             server_tokens: ServerTokens::Full,
             server_signature: false,
+            trace_enable: true,
             log_level: LogLevel::Warn,
             error_log: None,
             types_config: None,

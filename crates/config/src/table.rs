@@ -87,6 +87,11 @@ pub enum Apply {
     Host(fn(&mut Builder, &Directive, &mut HostConfig)),
     /// Per-directory settings, at any level.
     Dir(fn(&mut Builder, &Directive, &mut DirConfig)),
+    /// Accepted and not acted on, for the reason given: Apache's lines
+    /// that change nothing that matters to warren's users (icons in
+    /// listings, language priorities for negotiation warren does not do).
+    /// Each is said as a warning, once per directive with its count.
+    Inert(&'static str),
 }
 
 /// One directive, as Apache's `command_rec`.
@@ -137,6 +142,16 @@ const fn dir(name: &'static str, syntax: &'static str, apply: fn(&mut Builder, &
     spec(name, Contexts::ANYWHERE, syntax, Apply::Dir(apply))
 }
 
+const fn inert(name: &'static str, contexts: Contexts, syntax: &'static str, why: &'static str) -> DirectiveSpec {
+    spec(name, contexts, syntax, Apply::Inert(why))
+}
+
+const NEGOTIATION: &str = "warren does no content negotiation";
+const LISTING_LOOK: &str = "warren's directory listings have one plain look, without icons, descriptions, header or readme files";
+const NO_CHARSET_BY_EXTENSION: &str = "warren adds no charset by file extension (AddDefaultCharset, or AddType \"text/plain; charset=utf-8\" .ext, do)";
+const NO_LANGUAGE: &str = "warren sends no Content-Language and does no content negotiation";
+const NO_ENCODING: &str = "warren sends no Content-Encoding by file extension: such files go with their type alone";
+
 const MAX_REQUEST_WORKERS: DirectiveSpec = count("MaxRequestWorkers", ALL, |t| &mut t.max_request_workers);
 const MAX_CONNECTIONS_PER_CHILD: DirectiveSpec = count("MaxConnectionsPerChild", ALL, |t| &mut t.max_connections_per_child);
 
@@ -165,6 +180,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     server("ServerTokens", "Full|OS|Minimal|Minor|Major|Prod", apply::server_tokens),
     server("ServerSignature", "On|Off|EMail", apply::server_signature),
     server("HostnameLookups", "Off", apply::hostname_lookups),
+    server("TraceEnable", "On|Off|extended", apply::trace_enable),
     server("LogLevel", "level", apply::log_level),
     server("TypesConfig", "file", apply::types_config),
     server("ExtendedStatus", "On|Off", apply::extended_status),
@@ -210,6 +226,40 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("RemoteIPProxiesHeader", "header-field", remote_ip::proxies_header),
     host("RemoteIPProxyProtocol", "On|Off", remote_ip::proxy_protocol),
     host("RemoteIPProxyProtocolExceptions", "addr|net...", remote_ip::proxy_protocol_exceptions),
+    // Accepted, not acted on (see Apply::Inert).
+    inert("AddCharset", Contexts::ANYWHERE, "charset extension...", NO_CHARSET_BY_EXTENSION),
+    inert("RemoveCharset", Contexts::ANYWHERE, "extension...", NO_CHARSET_BY_EXTENSION),
+    inert("AddLanguage", Contexts::ANYWHERE, "language extension...", NO_LANGUAGE),
+    inert("RemoveLanguage", Contexts::ANYWHERE, "extension...", NO_LANGUAGE),
+    inert("DefaultLanguage", Contexts::ANYWHERE, "language", NO_LANGUAGE),
+    inert("AddEncoding", Contexts::ANYWHERE, "encoding extension...", NO_ENCODING),
+    inert("RemoveEncoding", Contexts::ANYWHERE, "extension...", NO_ENCODING),
+    inert("RemoveType", Contexts::ANYWHERE, "extension...", "the types of TypesConfig and AddType stay in force"),
+    inert("RemoveHandler", Contexts::ANYWHERE, "extension...", "warren maps no handlers by extension (AddHandler is not acted on either)"),
+    inert("DefaultType", Contexts::ANYWHERE, "none|type", "Apache 2.4 does nothing with it either; a file of no known type goes without Content-Type"),
+    inert("LanguagePriority", Contexts::ANYWHERE, "language...", NEGOTIATION),
+    inert("ForceLanguagePriority", Contexts::ANYWHERE, "None|Prefer|Fallback...", NEGOTIATION),
+    inert("CacheNegotiatedDocs", Contexts::HOST, "On|Off", NEGOTIATION),
+    inert("IndexOptions", Contexts::ANYWHERE, "[+|-]option...", LISTING_LOOK),
+    inert("IndexOrderDefault", Contexts::ANYWHERE, "Ascending|Descending Name|Date|Size|Description", "warren's listings are sorted by name"),
+    inert("IndexStyleSheet", Contexts::ANYWHERE, "url-path", LISTING_LOOK),
+    inert("IndexHeadInsert", Contexts::ANYWHERE, "\"markup\"", LISTING_LOOK),
+    inert("HeaderName", Contexts::ANYWHERE, "file", LISTING_LOOK),
+    inert("ReadmeName", Contexts::ANYWHERE, "file", LISTING_LOOK),
+    inert("AddIcon", Contexts::ANYWHERE, "icon name...", LISTING_LOOK),
+    inert("AddIconByType", Contexts::ANYWHERE, "icon MIME-type...", LISTING_LOOK),
+    inert("AddIconByEncoding", Contexts::ANYWHERE, "icon encoding...", LISTING_LOOK),
+    inert("DefaultIcon", Contexts::ANYWHERE, "url-path", LISTING_LOOK),
+    inert("AddAlt", Contexts::ANYWHERE, "text file...", LISTING_LOOK),
+    inert("AddAltByType", Contexts::ANYWHERE, "text MIME-type...", LISTING_LOOK),
+    inert("AddAltByEncoding", Contexts::ANYWHERE, "text encoding...", LISTING_LOOK),
+    inert("AddDescription", Contexts::ANYWHERE, "text file...", LISTING_LOOK),
+    inert("ProxyStatus", Contexts::HOST, "Off|On|Full", "warren's server-status has no section for proxied backends (each <Pool> has its own status page)"),
+    inert("Mutex", Contexts::SERVER, "mechanism [mutex-name...]", "warren's processes take turns through a futex in shared memory: no lock files, no mechanism to choose"),
+    inert("DefaultRuntimeDir", Contexts::SERVER, "directory", "warren keeps no runtime files but the PidFile (and sockets its pools name)"),
+    inert("EnableSendfile", Contexts::ANYWHERE, "On|Off", "warren always sends files from disk with sendfile (small ones from a cache in memory): there is no switch"),
+    inert("EnableMMAP", Contexts::ANYWHERE, "On|Off", "warren never maps files into memory to send them"),
+    inert("FileETag", Contexts::ANYWHERE, "INode|MTime|Size|All|None...", "warren's ETags are always made of the file's size and modification time (Apache's FileETag MTime Size)"),
     // Per directory.
     dir("Options", "[+|-]option...", apply::options),
     dir("Require", "all granted|all denied|ip net...|local", apply::require),
@@ -225,6 +275,10 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("AcceptPathInfo", "On|Off|Default", apply::accept_path_info),
     dir("DirectorySlash", "On|Off|NotFound", apply::directory_slash),
     dir("FallbackResource", "/local-url|disabled", apply::fallback_resource),
+    dir("AddHandler", "handler extension...", apply::add_handler),
+    dir("IndexIgnore", "wildcard...", apply::index_ignore),
+    dir("IndexIgnoreReset", "On|Off", apply::index_ignore_reset),
+    spec("UseCanonicalName", Contexts::ANYWHERE, "On|Off|DNS", Apply::Dir(apply::use_canonical_name)),
     dir("Redirect", "[status] /url-path [URL]", apply::redirect),
     dir("RedirectMatch", "[status] regex [URL]", apply::redirect),
     dir("RedirectPermanent", "/url-path URL", apply::redirect),
@@ -279,7 +333,7 @@ mod tests {
 
     /// Each directive of README's "Configuration reference", by the heading
     /// of the table it is documented in, as the contexts that heading names.
-    fn documented_directives() -> Vec<(String, Contexts)> {
+    fn documented_directives() -> Vec<(String, Documented)> {
         let readme = include_str!("../../../README.md");
         let start = readme.find("\n## Configuration reference").expect("README has a configuration reference");
         let section = &readme[start + 1..];
@@ -289,10 +343,11 @@ mod tests {
         for line in section.lines() {
             if let Some(heading) = line.strip_prefix("**") {
                 contexts = Some(match heading.split("**").next() {
-                    Some("Structure") => Contexts::ANYWHERE,
-                    Some("Server-wide") => Contexts::SERVER,
-                    Some("Per host") => Contexts::HOST,
-                    Some("Per directory") => Contexts::ANYWHERE,
+                    Some("Structure") => Documented::In(Contexts::ANYWHERE),
+                    Some("Server-wide") => Documented::In(Contexts::SERVER),
+                    Some("Per host") => Documented::In(Contexts::HOST),
+                    Some("Per directory") => Documented::In(Contexts::ANYWHERE),
+                    Some("Accepted, not acted on") => Documented::Inert,
                     other => panic!("README: a table under {other:?}, which names no contexts this test knows"),
                 });
             }
@@ -309,15 +364,27 @@ mod tests {
         documented
     }
 
+    /// Where README documents a directive: under a heading naming its
+    /// contexts, or among those accepted and not acted on.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Documented {
+        In(Contexts),
+        Inert,
+    }
+
     #[test]
     fn readme_documents_exactly_the_table() {
         let documented = documented_directives();
         for spec in DIRECTIVES {
-            let found: Vec<Contexts> = documented.iter().filter(|(name, _)| name == spec.name).map(|(_, c)| *c).collect();
+            let found: Vec<Documented> = documented.iter().filter(|(name, _)| name == spec.name).map(|(_, c)| *c).collect();
             assert!(!found.is_empty(), "README's configuration reference does not document {}", spec.name);
+            let expected = match spec.apply {
+                Apply::Inert(_) => Documented::Inert,
+                _ => Documented::In(spec.contexts),
+            };
             // ServerAlias, only for virtual hosts, is documented beside
             // ServerName, its notes saying so.
-            assert!(found.iter().all(|c| *c == spec.contexts || (spec.name == "ServerAlias" && *c == Contexts::HOST)),
+            assert!(found.iter().all(|c| *c == expected || (spec.name == "ServerAlias" && *c == Documented::In(Contexts::HOST))),
                 "README documents {} under a heading for other contexts than the table's ({})", spec.name, spec.contexts.describe());
         }
         for (name, _) in &documented {
@@ -345,7 +412,7 @@ mod tests {
             let most = match spec.apply {
                 Apply::Server(_) | Apply::Count(_) => Contexts::SERVER,
                 Apply::Host(_) => Contexts::HOST,
-                Apply::Dir(_) | Apply::WhileReading => Contexts::ANYWHERE,
+                Apply::Dir(_) | Apply::WhileReading | Apply::Inert(_) => Contexts::ANYWHERE,
             };
             assert_eq!(spec.contexts.0 & !most.0, 0, "{} may stand where its function cannot apply", spec.name);
         }

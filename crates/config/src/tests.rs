@@ -112,9 +112,80 @@ fn options_as_apache() {
     assert_eq!(under(2), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true });
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nOptions +Indexes SymLinksIfOwnerMatch\nOptions MultiViews\n");
     let msgs: Vec<String> = l.errors.iter().map(|e| e.to_string()).collect();
-    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
     assert!(msgs[0].contains(":3: ") && msgs[0].contains("Either all Options must start with + or -"), "{msgs:?}");
-    assert!(msgs[1].contains(":4: Options MultiViews is not supported"), "{msgs:?}");
+    let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
+    assert!(warnings.len() == 1 && warnings[0].contains(":4: Options MultiViews: not acted on"), "{warnings:?}");
+}
+
+/// Options Apache has and warren does not do are accepted: turned off
+/// silently (warren never does them), turned on with a warning; a bare
+/// `Options MultiViews` still turns the others off, as in Apache.
+#[test]
+fn options_warren_does_not_do() {
+    let d = Dir::new("options-inert");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nOptions -MultiViews -Indexes -ExecCGI\n<Directory /srv>\nOptions +ExecCGI +Includes\n</Directory>\n<Directory /x>\nOptions MultiViews\n</Directory>\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(warnings[0].contains(":5: Options +ExecCGI: not acted on: warren runs no CGI"), "{warnings:?}");
+    assert!(warnings[1].contains(":5: Options +Includes"), "{warnings:?}");
+    assert!(warnings[2].contains(":8: Options MultiViews"), "{warnings:?}");
+    let s = l.settings.unwrap();
+    let main = s.main.dir.options.iter().fold(OptionFlags::DEFAULT, |f, o| o.apply(f));
+    assert!(!main.indexes && main.follow_symlinks);
+    let bare = s.main.sections[1].config.options.iter().fold(main, |f, o| o.apply(f));
+    assert_eq!(bare, OptionFlags::NONE);
+}
+
+/// Lines warren accepts and does not act on are said once per directive,
+/// at the first, with how many more there are.
+#[test]
+fn inert_directives_are_said_once_each() {
+    let d = Dir::new("inert");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddLanguage ca .ca\nAddCharset UTF-8 .utf8\nAddLanguage cs .cz .cs\nAddLanguage da .dk\n<Directory /srv>\nIndexOptions FancyIndexing\n</Directory>\nMutex file:/run default\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
+    assert_eq!(warnings.len(), 4, "{warnings:?}");
+    assert!(warnings[0].contains(":3: AddLanguage (here and on 2 more lines): accepted, not acted on: warren sends no Content-Language"), "{warnings:?}");
+    assert!(warnings[1].contains(":4: AddCharset: accepted, not acted on"), "{warnings:?}");
+    assert!(warnings[2].contains(":8: IndexOptions: "), "{warnings:?}");
+    assert!(warnings[3].contains(":10: Mutex: "), "{warnings:?}");
+    // Where they stand is checked as for any directive.
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Directory /srv>\nMutex default\n</Directory>\n");
+    assert!(l.errors.len() == 1 && l.errors[0].to_string().contains("Mutex is not allowed in <Directory>"), "{:?}", l.errors);
+}
+
+#[test]
+fn add_handler_trace_enable_and_canonical_names() {
+    let d = Dir::new("handlers");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddHandler type-map var\nAddHandler cgi-script .cgi .pl\nTraceEnable Off\nUseCanonicalName Off\nUseCanonicalName On\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(warnings[0].contains(":3: AddHandler type-map: not acted on") && warnings[0].contains(".var are served as they are"), "{warnings:?}");
+    assert!(warnings[1].contains(":4: AddHandler cgi-script: not acted on: warren runs no CGI") && warnings[1].contains(".cgi .pl"), "{warnings:?}");
+    assert!(warnings[2].contains(":7: UseCanonicalName On"), "{warnings:?}");
+    assert!(!l.settings.unwrap().trace_enable);
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddHandler \"proxy:unix:/run/php.sock|fcgi://localhost\" .php\nTraceEnable extended\n");
+    assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
+    assert!(l.errors[0].to_string().contains(":3: AddHandler proxy:unix:/run/php.sock|fcgi://localhost: warren sets handlers with SetHandler only"), "{:?}", l.errors);
+    assert!(l.warnings.len() == 1 && l.warnings[0].to_string().contains(":4: TraceEnable extended: warren does not echo"), "{:?}", l.warnings);
+}
+
+/// Modules warren accepts without doing what they do are said at their
+/// LoadModule; the directives of those whose directives it refuses are
+/// errors with a hint, not "unknown".
+#[test]
+fn load_module_of_accepted_and_refused_modules() {
+    let d = Dir::new("refused");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nLoadModule access_compat_module m.so\nLoadModule negotiation_module n.so\nLoadModule rewrite_module r.so\n<Directory /srv>\nOrder allow,deny\n</Directory>\n");
+    let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains(":3: LoadModule access_compat_module: accepted, but warren has none of it"), "{warnings:?}");
+    assert!(warnings[1].contains(":4: LoadModule negotiation_module: accepted, but warren does not act on it"), "{warnings:?}");
+    assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
+    assert!(l.errors[0].to_string().contains(":7: Order (mod_access_compat) is not supported: Order, Allow, Deny and Satisfy are errors: write Require"), "{:?}", l.errors);
 }
 
 #[test]

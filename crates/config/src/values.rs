@@ -256,11 +256,8 @@ pub(crate) fn parse_options(args: &[String]) -> Result<OptionsSpec, String> {
             // Apache's All leaves out SymLinksIfOwnerMatch (and MultiViews).
             "all" => OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false },
             "none" => OptionFlags::NONE,
-            "execcgi" | "includes" | "includesnoexec" | "multiviews" => {
-                return Err(format!(
-                    "Options {name} is not supported by warren (supported: Indexes, FollowSymLinks, SymLinksIfOwnerMatch, All, None)"
-                ))
-            }
+            // Accepted, and said by `apply::options` when turned on.
+            "execcgi" | "includes" | "includesnoexec" | "multiviews" => OptionFlags::NONE,
             _ => return Err(format!("Illegal option {name}")),
         };
         match sign {

@@ -55,7 +55,9 @@ pub struct HtaccessCache {
 impl HtaccessCache {
     /// The file `dir/name` as read with `overrides`, if it exists: from the
     /// cache when unchanged since it was read.
-    pub fn get(&self, dir: &str, name: &str, overrides: &Overrides, host: &HostConfig, settings: &Settings) -> Option<Read> {
+    /// `on_read` sees a file each time it is read anew (not when it comes
+    /// from the cache), to log what it holds that warren does not act on.
+    pub fn get(&self, dir: &str, name: &str, overrides: &Overrides, host: &HostConfig, settings: &Settings, on_read: impl FnOnce(&Read)) -> Option<Read> {
         let path = Path::new(dir).join(name);
         // A missing file, or a path component that is not a directory.
         let meta = std::fs::metadata(&path).ok()?;
@@ -67,6 +69,7 @@ impl HtaccessCache {
             }
         }
         let read = Arc::new(read_file(&path, &meta, Path::new(dir), overrides, host, settings));
+        on_read(&read);
         if entries.len() >= MAX_ENTRIES {
             entries.clear();
         }

@@ -24,7 +24,26 @@ pub enum Source {
     Checked(File, LinkRule),
 }
 
-pub fn listing(host: usize, dir: Source, url: &[u8], signature: Option<&str>) -> Response {
+/// IndexIgnore's patterns, for the directory listed.
+pub struct Ignore {
+    patterns: Vec<String>,
+    dir: PathBuf,
+}
+
+impl Ignore {
+    pub fn new(patterns: Vec<String>, dir: PathBuf) -> Ignore {
+        Ignore { patterns, dir }
+    }
+
+    fn hides(&self, name: &str) -> bool {
+        self.patterns.iter().any(|p| match p.contains('/') {
+            true => crate::sections::wildcard_match(p, &self.dir.join(name).to_string_lossy()),
+            false => crate::sections::wildcard_match(p, name),
+        })
+    }
+}
+
+pub fn listing(host: usize, dir: Source, url: &[u8], signature: Option<&str>, ignore: &Ignore) -> Response {
     let names = match dir {
         Source::Path(dir) => nix::fcntl::open(&dir, Access::Read.flags() | OFlag::O_DIRECTORY, Mode::empty())
             .map_err(std::io::Error::from)
@@ -39,6 +58,7 @@ pub fn listing(host: usize, dir: Source, url: &[u8], signature: Option<&str>) ->
             return r.header("Content-Type", "text/html; charset=iso-8859-1");
         }
     };
+    names.retain(|(name, ..)| !ignore.hides(name));
     names.sort();
     let title = html_escape(&String::from_utf8_lossy(url));
     let mut html = format!(

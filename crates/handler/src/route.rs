@@ -114,7 +114,12 @@ impl Site {
                     }
                     let Some(o) = overrides.filter(|o| o.reads_files()) else { continue };
                     for name in names {
-                        let Some(read) = self.htaccess.get(dir, name, o, &h.config, &self.settings) else { continue };
+                        let say = |read: &crate::htaccess::Read| {
+                            for note in read.as_ref().as_ref().map_or(&[][..], |f| &f.notes[..]) {
+                                h.error_log.log(warren_config::LogLevel::Warn, None, &note.to_string());
+                            }
+                        };
+                        let Some(read) = self.htaccess.get(dir, name, o, &h.config, &self.settings, say) else { continue };
                         match &*read {
                             Ok(file) => {
                                 eff.layers.push(Layer::File(read.clone(), 0));
@@ -250,6 +255,19 @@ impl Effective<'_> {
 
     pub fn require(&self) -> Option<&[Require]> {
         self.last(|l| l.require.as_deref())
+    }
+
+    /// IndexIgnore's patterns in force: each level's added to those above
+    /// it, unless IndexIgnoreReset On drops those.
+    pub fn index_ignore(&self) -> Vec<String> {
+        let mut patterns = Vec::new();
+        for l in &self.layers {
+            if l.index_ignore_reset == Some(true) {
+                patterns.clear();
+            }
+            patterns.extend(l.index_ignore.iter().cloned());
+        }
+        patterns
     }
 
     pub fn directory_index(&self) -> &[String] {

@@ -31,6 +31,11 @@ impl Site {
             };
             return self.host_filtered(req, b"*", Outcome::Ready(r));
         }
+        // TraceEnable Off: before anything, so that no application or
+        // ProxyPass backend gets a TRACE either, as in Apache.
+        if !self.settings.trace_enable && head.method() == "TRACE" {
+            return Outcome::Ready(self.error(req, 405, "TRACE denied by server configuration (TraceEnable Off)").header("Allow", "GET, HEAD, OPTIONS"));
+        }
         let (raw_path, query) = path::split_query(raw);
         let url = match path::normalize(raw_path) {
             Ok(u) => u,

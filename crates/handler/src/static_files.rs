@@ -137,11 +137,12 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         let signature = site.settings.server_signature.then(|| {
             format!("{} Server at {} Port {}", site.server_header, site.hosts[host].name, conn.local.port())
         });
+        let ignore = listing::Ignore::new(eff.index_ignore(), fs.clone());
         let source = match opened {
             None => listing::Source::Path(fs),
             Some(dir) => listing::Source::Checked(dir, rule),
         };
-        return Outcome::Blocking(Box::new(move || listing::listing(host, source, &url, signature.as_deref())));
+        return Outcome::Blocking(Box::new(move || listing::listing(host, source, &url, signature.as_deref(), &ignore)));
     }
     let why = format!(
         "Cannot serve directory {}: No matching DirectoryIndex ({}) found, and server-generated directory index forbidden by Options directive",

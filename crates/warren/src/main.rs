@@ -141,6 +141,7 @@ fn main() -> ExitCode {
     limit_malloc_arenas();
     let cli = Cli::parse();
     let mut warnings = Vec::new();
+    let mut skipped = Vec::new();
     if let Some(Command::Bench(args)) = &cli.command {
         return bench(args);
     }
@@ -185,6 +186,12 @@ fn main() -> ExitCode {
                 eprintln!("{w} (warning)");
                 warnings.push(w.to_string());
             }
+            // `<IfModule>` blocks of modules warren lacks: not errors, but
+            // lines warren does not act on, so said as well.
+            for s in &loaded.skipped {
+                eprintln!("{s}");
+                skipped.push(s.to_string());
+            }
             for e in &loaded.errors {
                 eprintln!("{e}");
             }
@@ -217,14 +224,14 @@ fn main() -> ExitCode {
             Some(Box::new(move || {
                 let loaded = load_checked(&file, &opts, allow_root);
                 match loaded.settings {
-                    Some(s) => Ok((s, loaded.warnings.iter().map(ToString::to_string).collect())),
+                    Some(s) => Ok((s, loaded.warnings.iter().chain(&loaded.skipped).map(ToString::to_string).collect())),
                     None => Err(loaded.errors.iter().map(ToString::to_string).collect()),
                 }
             }))
         }
         _ => None,
     };
-    run(settings, &warnings, reload)
+    run(settings, &warnings, &skipped, reload)
 }
 
 /// Loads a configuration file, and refuses server children or pools that
@@ -477,7 +484,7 @@ fn limit_malloc_arenas() {
     }
 }
 
-fn run(settings: Settings, warnings: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
+fn run(settings: Settings, warnings: &[String], skipped: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
     let mut listeners = Vec::new();
     for addr in &settings.listen {
         match warren_mpm::bind(*addr, settings.listen_backlog) {
@@ -498,6 +505,9 @@ fn run(settings: Settings, warnings: &[String], reload: Option<warren_mpm::paren
     // Apache logs its corrections of MPM values; so does warren.
     for w in warnings {
         site.error_log.log(warren_config::LogLevel::Warn, None, w);
+    }
+    for s in skipped {
+        site.error_log.notice(s);
     }
     let parent = match warren_mpm::Parent::new(site, listeners, reload) {
         Ok(p) => p,

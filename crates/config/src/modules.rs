@@ -1,0 +1,230 @@
+//! Apache's modules, as warren stands to each: the one list that
+//! `LoadModule` and `<IfModule>` consult and that README's "Coming from
+//! Apache" documents (a test keeps the two alike).
+//!
+//! warren has no loadable modules: everything it does is built in. A
+//! configuration brought from Apache still loads modules and tests for them,
+//! so each module is one of:
+//! - [`Support::Provides`]: warren does what it does, with its directives;
+//! - [`Support::Mpm`]: one of the three MPMs, chosen by `LoadModule`;
+//! - [`Support::Inert`]: loading it is accepted, but warren does not do
+//!   what it does: its directives are accepted and do nothing, each said;
+//! - [`Support::Refuses`]: loading it is accepted, so that Debian's default
+//!   set of modules loads, but each of its directives is an error: ignoring
+//!   `Deny from all` or `AuthType Basic` would open what they close;
+//! - [`Support::Lacks`], or not listed at all: `LoadModule` is an error and
+//!   `<IfModule>` is false.
+//!
+//! `<IfModule>` is true exactly for the modules `LoadModule` accepts, and
+//! for the MPM in force.
+
+/// How warren stands to one module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    /// What of it warren has (for README).
+    Provides(&'static str),
+    Mpm,
+    /// Why warren does nothing for it.
+    Inert(&'static str),
+    /// Why its directives are refused, and what to write instead.
+    Refuses(&'static str),
+    /// Why warren does not have it.
+    Lacks(&'static str),
+}
+
+/// One Apache module, by its short name (`rewrite` for `rewrite_module`,
+/// `mod_rewrite.c`).
+#[derive(Clone, Copy, Debug)]
+pub struct Module {
+    pub name: &'static str,
+    pub support: Support,
+    /// Its directives that warren refuses with a hint (for `Refuses`).
+    pub refused: &'static [&'static str],
+}
+
+impl Module {
+    /// Whether `LoadModule` accepts it and `<IfModule>` is true for it
+    /// (for an MPM: when it is the one in force).
+    pub fn loads(&self) -> bool {
+        !matches!(self.support, Support::Lacks(_))
+    }
+
+    /// The identifier `LoadModule` names it by.
+    pub fn identifier(&self) -> String {
+        format!("{}_module", self.name)
+    }
+
+    /// What `LoadModule` of it says, when it says anything: warren loads
+    /// nothing, and when it does not do what the module does either, the
+    /// line is not acted on.
+    pub fn load_warning(&self) -> Option<String> {
+        match self.support {
+            Support::Inert(why) => Some(format!("LoadModule {}: accepted, but warren does not act on it: {why}", self.identifier())),
+            Support::Refuses(why) => Some(format!("LoadModule {}: accepted, but warren has none of it: {why}", self.identifier())),
+            _ => None,
+        }
+    }
+}
+
+const fn provides(name: &'static str, what: &'static str) -> Module {
+    Module { name, support: Support::Provides(what), refused: &[] }
+}
+const fn mpm(name: &'static str) -> Module {
+    Module { name, support: Support::Mpm, refused: &[] }
+}
+const fn inert(name: &'static str, why: &'static str) -> Module {
+    Module { name, support: Support::Inert(why), refused: &[] }
+}
+const fn refuses(name: &'static str, why: &'static str, refused: &'static [&'static str]) -> Module {
+    Module { name, support: Support::Refuses(why), refused }
+}
+const fn lacks(name: &'static str, why: &'static str) -> Module {
+    Module { name, support: Support::Lacks(why), refused: &[] }
+}
+
+const NO_AUTH: &str = "warren has no HTTP authentication yet: its directives are errors rather than ignored, which would leave open what they protect";
+
+pub static MODULES: &[Module] = &[
+    provides("core", "the core directives"),
+    provides("so", "LoadModule, for the modules listed here"),
+    provides("unixd", "User, Group"),
+    provides("http", "HTTP/1.1"),
+    provides("mime", "TypesConfig, AddType (AddCharset, AddLanguage, AddEncoding, AddHandler, RemoveType, RemoveHandler accepted, not acted on)"),
+    provides("dir", "DirectoryIndex, DirectorySlash, FallbackResource"),
+    provides("autoindex", "directory listings (Options Indexes), IndexIgnore, IndexIgnoreReset; its cosmetic directives accepted, not acted on"),
+    provides("log_config", "LogFormat, CustomLog, TransferLog"),
+    provides("authz_core", "Require all, Require (several lines: any grants)"),
+    provides("authz_host", "Require ip, Require local"),
+    provides("status", "SetHandler server-status, ExtendedStatus"),
+    provides("proxy", "ProxyPass, ProxyPassMatch, ProxyTimeout to FastCGI backends"),
+    provides("proxy_fcgi", "fcgi:// and unix: backends, SetHandler proxy:..., ProxyFCGIBackendType"),
+    provides("reqtimeout", "RequestReadTimeout"),
+    provides("alias", "Alias, AliasMatch, ScriptAlias, ScriptAliasMatch, Redirect, RedirectMatch"),
+    provides("rewrite", "RewriteEngine, RewriteCond, RewriteRule, RewriteBase"),
+    provides("headers", "Header, RequestHeader"),
+    provides("expires", "ExpiresActive, ExpiresByType, ExpiresDefault"),
+    provides("env", "SetEnv, UnsetEnv, PassEnv"),
+    provides("setenvif", "SetEnvIf, SetEnvIfNoCase, BrowserMatch"),
+    provides("deflate", "gzip compression (the DEFLATE filter)"),
+    provides("brotli", "brotli compression (the BROTLI_COMPRESS filter)"),
+    provides("filter", "AddOutputFilterByType"),
+    provides("remoteip", "RemoteIPHeader, RemoteIPTrustedProxy, RemoteIPInternalProxy"),
+    mpm("mpm_event"),
+    mpm("mpm_worker"),
+    mpm("mpm_prefork"),
+    inert("negotiation", "warren does no content negotiation: LanguagePriority and ForceLanguagePriority do nothing, MultiViews is not done, type maps are not read"),
+    inert("socache_shmcb", "a session cache for mod_ssl, which warren does not have"),
+    refuses("access_compat", "Order, Allow, Deny and Satisfy are errors: write Require (Require all granted, Require ip 10.0.0.0/8, Require local)", &["Order", "Allow", "Deny", "Satisfy"]),
+    refuses("auth_basic", NO_AUTH, &["AuthBasicProvider", "AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),
+    refuses("authn_core", NO_AUTH, &["AuthType", "AuthName", "AuthnProviderAlias"]),
+    refuses("authn_file", NO_AUTH, &["AuthUserFile"]),
+    refuses("authz_user", NO_AUTH, &[]),
+    lacks("ssl", "TLS is not implemented yet: terminate it in front of warren (issue 21)"),
+    lacks("cgi", "warren runs no CGI programs: run them under FastCGI"),
+    lacks("cgid", "warren runs no CGI programs: run them under FastCGI"),
+    lacks("php", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
+    lacks("php7", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
+    lacks("php8", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
+    lacks("http2", "warren speaks HTTP/1.1 only"),
+    lacks("include", "warren has no server-side includes"),
+    lacks("userdir", "warren does not serve ~user directories: give each its Alias"),
+];
+
+/// `rewrite_module`, `mod_rewrite.c` and `rewrite` -> `rewrite`; the MPMs'
+/// file names `event.c`, `prefork.c`, `worker.c` -> `mpm_event`...
+pub fn short_name(written: &str) -> String {
+    if let Some(stem) = written.strip_suffix(".c") {
+        return match stem {
+            "event" | "prefork" | "worker" => format!("mpm_{stem}"),
+            _ => stem.strip_prefix("mod_").unwrap_or(stem).to_string(),
+        };
+    }
+    written.strip_suffix("_module").unwrap_or(written).to_string()
+}
+
+/// The module `written` names, as `LoadModule` or `<IfModule>` write it.
+pub fn find(written: &str) -> Option<&'static Module> {
+    let name = short_name(written);
+    MODULES.iter().find(|m| m.name == name)
+}
+
+/// Why `written` does not load: its reason, or that warren lacks it.
+pub fn why_not(written: &str) -> String {
+    match find(written).map(|m| m.support) {
+        Some(Support::Lacks(why)) => format!("{}_module is not built into warren: {why}", short_name(written)),
+        _ => format!("{}_module is not built into warren", short_name(written)),
+    }
+}
+
+/// The module that has the directive `name`, if warren refuses it for that.
+pub fn refusing(name: &str) -> Option<&'static Module> {
+    MODULES.iter().find(|m| m.refused.iter().any(|d| d.eq_ignore_ascii_case(name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_as_apache_writes_them() {
+        assert_eq!(find("rewrite_module").map(|m| m.name), Some("rewrite"));
+        assert_eq!(find("mod_rewrite.c").map(|m| m.name), Some("rewrite"));
+        assert_eq!(find("prefork.c").map(|m| m.name), Some("mpm_prefork"));
+        assert_eq!(find("mpm_worker_module").map(|m| m.name), Some("mpm_worker"));
+        assert!(find("mod_nonesuch.c").is_none());
+        assert!(!find("ssl_module").unwrap().loads());
+        assert!(why_not("mod_ssl.c").contains("issue 21"), "{}", why_not("mod_ssl.c"));
+        assert_eq!(refusing("order").map(|m| m.name), Some("access_compat"));
+    }
+
+    #[test]
+    fn each_module_is_listed_once() {
+        for (i, m) in MODULES.iter().enumerate() {
+            assert!(MODULES[..i].iter().all(|e| e.name != m.name), "{} is listed twice", m.name);
+            assert!(m.refused.is_empty() || matches!(m.support, Support::Refuses(_)), "{} refuses directives but is not Refuses", m.name);
+        }
+    }
+
+    fn kind(support: Support) -> &'static str {
+        match support {
+            Support::Provides(_) => "provided",
+            Support::Mpm => "MPM",
+            Support::Inert(_) => "accepted, not acted on",
+            Support::Refuses(_) => "accepted, directives refused",
+            Support::Lacks(_) => "not available",
+        }
+    }
+
+    /// README's "Coming from Apache" lists exactly these modules, each as
+    /// what it is here.
+    #[test]
+    fn readme_lists_exactly_the_modules() {
+        let readme = include_str!("../../../README.md");
+        let start = readme.find("\n## Coming from Apache").expect("README has a Coming from Apache section");
+        let section = &readme[start + 1..];
+        let section = &section[..section[1..].find("\n## ").map_or(section.len(), |end| end + 1)];
+        let mut listed = Vec::new();
+        for row in section.lines().filter_map(|l| l.strip_prefix("| `mod_")) {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            listed.push((cells[0].trim_end_matches('`').to_string(), cells.get(1).copied().unwrap_or_default().to_string()));
+        }
+        for m in MODULES {
+            let found: Vec<&String> = listed.iter().filter(|(name, _)| name == m.name).map(|(_, k)| k).collect();
+            assert_eq!(found, vec![kind(m.support)], "README's Coming from Apache lists mod_{} as {found:?}", m.name);
+        }
+        for (name, _) in &listed {
+            assert!(find(name).is_some(), "README lists mod_{name}, which modules.rs does not");
+        }
+    }
+
+    /// A refused directive must not also be one warren has: the table would
+    /// take it and the hint would never be given.
+    #[test]
+    fn refused_directives_are_not_in_the_table() {
+        for m in MODULES {
+            for d in m.refused {
+                assert!(crate::table::find(d).is_none(), "{d} is refused by {} and in the directive table", m.name);
+            }
+        }
+    }
+}
