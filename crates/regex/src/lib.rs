@@ -141,9 +141,11 @@ mod tests {
 
     #[test]
     fn look_ahead_as_drupal_and_nextcloud_use_it() {
-        let re = Regex::new(r"^/(?!well-known)\.").unwrap();
-        assert!(re.is_match("/.git"));
-        assert!(!re.is_match("/.well-known"));
+        // Drupal's rule against hidden files, per-directory (no leading slash).
+        let re = Regex::new(r"/\.|^\.(?!well-known/)").unwrap();
+        assert!(re.is_match(".git/config"));
+        assert!(re.is_match("sites/.env"));
+        assert!(!re.is_match(".well-known/acme-challenge/x"));
     }
 
     #[test]
