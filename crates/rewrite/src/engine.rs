@@ -45,9 +45,8 @@ pub struct State {
     pub filename: String,
     /// The query string, without its `?`.
     pub query: Option<String>,
-    /// `[T=]` and `[H=]`, lower-cased.
+    /// `[T=]`, lower-cased.
     pub mime_type: Option<String>,
-    pub handler: Option<String>,
     /// The status a rule set (`[R=code]`, `[F]`, `[G]`).
     pub status: Option<u16>,
     /// Request headers the matching rules' conditions read: the answer varies on them.
@@ -214,7 +213,7 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
         }
     }
     let Some(mut new) = new else {
-        force_type_handler(rule, state, ctx);
+        force_type(rule, state, ctx);
         return RuleResult::NoSub;
     };
     let mut prefix_added = false;
@@ -247,21 +246,15 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
             state.filename = format!("/{trimmed}");
         }
     }
-    force_type_handler(rule, state, ctx);
+    force_type(rule, state, ctx);
     RuleResult::Match
 }
 
-fn force_type_handler<R: Request + ?Sized>(rule: &Rule, state: &mut State, ctx: &mut Ctx<R>) {
+fn force_type<R: Request + ?Sized>(rule: &Rule, state: &mut State, ctx: &mut Ctx<R>) {
     if let Some(t) = &rule.flags.mime_type {
         let v = expand(t, state, ctx, Some(rule));
         if !v.is_empty() {
             state.mime_type = Some(v.to_ascii_lowercase());
-        }
-    }
-    if let Some(h) = &rule.flags.handler {
-        let v = expand(h, state, ctx, Some(rule));
-        if !v.is_empty() {
-            state.handler = Some(v.to_ascii_lowercase());
         }
     }
 }

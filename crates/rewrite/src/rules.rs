@@ -70,7 +70,6 @@ pub struct Flags {
     pub next_round: Option<u32>,
     pub env: Vec<Template>,
     pub mime_type: Option<Template>,
-    pub handler: Option<Template>,
     /// `[B]`, with its list of characters to escape (all but alphanumerics when none).
     pub escape_backrefs: Option<Option<String>>,
     /// `[BNE=...]`: characters `[B]` leaves alone.
@@ -359,7 +358,9 @@ fn rule_flag(f: &mut Flags, key: &str, value: Option<String>) -> Result<(), Stri
         "end" => f.end = true,
         "f" | "forbidden" => f.status = Some(403),
         "g" | "gone" => f.status = Some(410),
-        "h" | "handler" => f.handler = Some(Template::parse(&value_or_empty())),
+        // A handler chosen per request would let an .htaccess file run a file
+        // through a FastCGI application its server config does not give it.
+        "h" | "handler" => return Err("RewriteRule: flag 'H' is not supported by warren: give the files a handler with SetHandler in <Files> or <FilesMatch>".into()),
         "l" | "last" => f.last = true,
         "ne" | "noescape" => f.noescape = true,
         "n" | "next" => {
