@@ -198,7 +198,7 @@ setup_case() {
     while IFS= read -r v; do fmt+="\\t%{$v}e\\t%{REDIRECT_$v}e"; done <"$C/env"
     {
         echo "<VirtualHost 127.0.0.1:$port>"
-        echo "  ServerName $n.case"
+        echo "  ServerName $n.case:80"
         echo "  DocumentRoot $D"
         echo "  CustomLog $W/logs/$n.log \"$fmt\""
         sed "s|@DOCROOT@|$D|g; s/^/  /" "$C/server"
