@@ -37,8 +37,13 @@ APACHE_PID=
 stop_apache() {
     [[ -n $APACHE_PID ]] || return 0
     local i
-    kill -TERM "$APACHE_PID" 2>/dev/null || true
+    kill -WINCH "$APACHE_PID" 2>/dev/null || true   # graceful-stop: requests in flight finish
     for i in $(seq 1 100); do
+        kill -0 "$APACHE_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -TERM "$APACHE_PID" 2>/dev/null || true
+    for i in $(seq 1 50); do
         kill -0 "$APACHE_PID" 2>/dev/null || break
         sleep 0.1
     done
@@ -61,9 +66,10 @@ mkdir -p "$W/tree" "$W/d" "$W/logs" "$W/run" "$W/conf" "$W/cases" "$W/out" "$W/m
 # Comments: '#' at the start of a line or after whitespace, to end of line.
 strip() {
     local l=$1
-    l=$(sed -E 's/(^|[[:space:]])#.*$//' <<<"$l")
-    l="${l#"${l%%[![:space:]]*}"}"   # leading
-    l="${l%"${l##*[![:space:]]}"}"   # trailing
+    l="${l#"${l%%[![:space:]]*}"}"   # leading blanks
+    [[ $l == \#* ]] && l=
+    l=${l%%[[:space:]]#*}            # a comment after a blank
+    l="${l%"${l##*[![:space:]]}"}"   # trailing blanks
     printf '%s' "$l"
 }
 
@@ -285,6 +291,14 @@ start_apache() {   # $1 = port; returns 1 on a config error
     APACHE_PID=$!
     for i in $(seq 1 100); do
         if ! kill -0 "$APACHE_PID" 2>/dev/null; then
+            wait "$APACHE_PID" 2>/dev/null || true
+            APACHE_PID=
+            if grep -q "could not bind\|Address already in use" "$W/logs/error.log" "$W/logs/stdout" 2>/dev/null; then
+                grep -h "bind\|in use" "$W/logs/error.log" "$W/logs/stdout" | head -2 >&2 || true
+                echo "generate.sh: port $port taken, trying another" >&2
+                : >"$W/logs/error.log"; : >"$W/logs/stdout"
+                return 2   # port taken meanwhile: the caller picks another
+            fi
             cat "$W/logs/error.log" "$W/logs/stdout" >&2 || true
             die "apache2 exited at start"
         fi
@@ -311,13 +325,25 @@ send() {   # $1 = case, $2 = port
 # One Apache for all ordinary cases; one each for cases marked solo (Host
 # header set by the case, or rules in the main server).
 run_group() {   # names...
-    local port n
-    port=$(pick_port)
+    local tries rc=0
+    for tries in 1 2 3 4 5; do
+        rc=0
+        run_group_on "$(pick_port)" "$@" || rc=$?
+        [[ $rc == 2 ]] || return "$rc"
+    done
+    die "no port could be bound"
+}
+
+run_group_on() {   # port names...
+    local port=$1 n rc=0
+    shift
     : >"$W/conf/main.conf"; : >"$W/conf/vhosts.conf"
     for n in "$@"; do setup_case "$n" "$port"; done
     chmod -R a+rX "$W/d" "$W/maindoc" "$W/conf"
     write_conf "$port"
-    if ! start_apache "$port"; then
+    start_apache "$port" || rc=$?
+    [[ $rc == 2 ]] && return 2
+    if [[ $rc != 0 ]]; then
         if [[ $# -gt 1 ]]; then   # a shared group: say which case broke it
             local ln
             cat "$W/run/configtest" >&2
@@ -329,6 +355,14 @@ run_group() {   # names...
         return 0
     fi
     for n in "$@"; do send "$n" "$port"; done
+    # the access log line is written after the response: wait for them (5 s at most)
+    local i missing
+    for i in $(seq 1 50); do
+        missing=0
+        for n in "$@"; do [[ -s $W/logs/$n.log ]] || { missing=1; break; }; done
+        [[ $missing == 0 ]] && break
+        sleep 0.1
+    done
     stop_apache
     for n in "$@"; do
         if grep -q "127.0.0.1:$port\|:$port\b" "$W/logs/$n.log" 2>/dev/null; then
