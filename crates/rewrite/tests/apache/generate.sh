@@ -136,8 +136,6 @@ while IFS= read -r raw || [[ -n $raw ]]; do
                 d=${d%/}
                 [[ $d == *..* ]] && die "line $lineno: bad dir"
                 where="${BASH_REMATCH[1]} $d"
-                [[ ${BASH_REMATCH[1]} == htaccess ]] && printf '%s\n' "$d" >>"$C/htdirs"
-                [[ ${BASH_REMATCH[1]} == directory ]] && printf '%s\n' "$d" >>"$C/dirdirs"
             else die "line $lineno: where server|main|htaccess DIR|directory DIR"; fi
             [[ $where == main ]] && echo solo >>"$C/flags"
             true ;;
@@ -415,7 +413,7 @@ result_line() {
     loc=${f[5]}; ctype=${f[6]}; vary=${f[7]}
     if [[ -z $query ]]; then query=-; else query=${query#\?}; fi
     if [[ $file == "$D" ]]; then file=.
-    elif [[ $file == "$D"/* ]]; then file=${file#"$D"/}; fi
+    elif [[ $file == "$D"/* ]]; then file=${file#"$D"/}; file=${file:-.}; fi
     # cross-check with what curl saw
     local cs cl
     cs=$(cat "$W/out/$n.code"); cl=$(hdr "$W/out/$n.hdr" Location)
