@@ -99,6 +99,7 @@ while IFS= read -r raw || [[ -n $raw ]]; do
             mkdir -p "$W/cases/$cur/ht" "$W/cases/$cur/dir"
             : >"$W/cases/$cur/server"; : >"$W/cases/$cur/main"; : >"$W/cases/$cur/headers"
             : >"$W/cases/$cur/env"; : >"$W/cases/$cur/request"; : >"$W/cases/$cur/flags"
+            : >"$W/cases/$cur/resp"
             NAMES+=("$cur") ;;
         *) die "line $lineno: expected 'tree' or 'case', got '$kw'" ;;
         esac ;;
@@ -159,6 +160,9 @@ while IFS= read -r raw || [[ -n $raw ]]; do
         env)
             [[ $rest =~ ^[A-Za-z0-9_]+$ ]] || die "line $lineno: env VAR"
             printf '%s\n' "$rest" >>"$C/env" ;;
+        resp)
+            [[ $rest =~ ^[A-Za-z0-9_-]+$ ]] || die "line $lineno: resp Header-Name"
+            printf '%s\n' "$rest" >>"$C/resp" ;;
         expect-config-error) echo config-error >>"$C/flags" ;;
         *) die "line $lineno: unknown case entry '$kw'" ;;
         esac ;;
@@ -383,9 +387,9 @@ done
 for n in "${SOLO[@]}"; do run_group "$n"; done
 
 # ---------------------------------------------------------------- results
-hdr() {   # $1 = header file, $2 = header name -> value or -
+hdr() {   # $1 = header file, $2 = header name -> value(s) joined by ", ", or -
     local v
-    v=$(tr -d '\r' <"$1" 2>/dev/null | grep -i "^$2:" | head -1 | sed -E 's/^[^:]*:[[:space:]]*//') || true
+    v=$(tr -d '\r' <"$1" 2>/dev/null | grep -i "^$2:" | sed -E 's/^[^:]*:[[:space:]]*//' | awk 'NR > 1 { printf ", " } { printf "%s", $0 }') || true
     printf '%s' "${v:--}"
 }
 
@@ -425,6 +429,9 @@ result_line() {
         out+="	env.$v=${f[$i]}	env.REDIRECT_$v=${f[$((i + 1))]}"
         i=$((i + 2))
     done <"$C/env"
+    while IFS= read -r v; do
+        out+="	resp.$v=$(hdr "$W/out/$n.hdr" "$v" | tr '\t' ' ')"
+    done <"$C/resp"
     out=${out//$D/@DOCROOT@}
     printf '%s\n' "$out"
 }
