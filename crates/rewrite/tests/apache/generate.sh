@@ -29,7 +29,11 @@ if [[ ! -x $APACHE2 ]]; then
     fi
 fi
 command -v curl >/dev/null || die "curl missing"
-id "$RUN_USER" >/dev/null 2>&1 || die "user $RUN_USER missing"
+if [[ $(id -u) -eq 0 ]]; then
+    id "$RUN_USER" >/dev/null 2>&1 || die "user $RUN_USER missing"
+else   # not root: Apache cannot switch users; it runs as us
+    RUN_USER=$(id -un); RUN_GROUP=$(id -gn)
+fi
 
 W=$(mktemp -d /tmp/warren-apachecases.XXXXXX)
 chmod 755 "$W"
