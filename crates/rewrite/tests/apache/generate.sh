@@ -29,7 +29,11 @@ if [[ ! -x $APACHE2 ]]; then
     fi
 fi
 command -v curl >/dev/null || die "curl missing"
-id "$RUN_USER" >/dev/null 2>&1 || die "user $RUN_USER missing"
+if [[ $(id -u) -eq 0 ]]; then
+    id "$RUN_USER" >/dev/null 2>&1 || die "user $RUN_USER missing"
+else   # not root: Apache cannot switch users; it runs as us
+    RUN_USER=$(id -un); RUN_GROUP=$(id -gn)
+fi
 
 W=$(mktemp -d /tmp/warren-apachecases.XXXXXX)
 chmod 755 "$W"
@@ -37,8 +41,13 @@ APACHE_PID=
 stop_apache() {
     [[ -n $APACHE_PID ]] || return 0
     local i
-    kill -TERM "$APACHE_PID" 2>/dev/null || true
+    kill -WINCH "$APACHE_PID" 2>/dev/null || true   # graceful-stop: requests in flight finish
     for i in $(seq 1 100); do
+        kill -0 "$APACHE_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -TERM "$APACHE_PID" 2>/dev/null || true
+    for i in $(seq 1 50); do
         kill -0 "$APACHE_PID" 2>/dev/null || break
         sleep 0.1
     done
@@ -61,9 +70,10 @@ mkdir -p "$W/tree" "$W/d" "$W/logs" "$W/run" "$W/conf" "$W/cases" "$W/out" "$W/m
 # Comments: '#' at the start of a line or after whitespace, to end of line.
 strip() {
     local l=$1
-    l=$(sed -E 's/(^|[[:space:]])#.*$//' <<<"$l")
-    l="${l#"${l%%[![:space:]]*}"}"   # leading
-    l="${l%"${l##*[![:space:]]}"}"   # trailing
+    l="${l#"${l%%[![:space:]]*}"}"   # leading blanks
+    [[ $l == \#* ]] && l=
+    l=${l%%[[:space:]]#*}            # a comment after a blank
+    l="${l%"${l##*[![:space:]]}"}"   # trailing blanks
     printf '%s' "$l"
 }
 
@@ -93,6 +103,7 @@ while IFS= read -r raw || [[ -n $raw ]]; do
             mkdir -p "$W/cases/$cur/ht" "$W/cases/$cur/dir"
             : >"$W/cases/$cur/server"; : >"$W/cases/$cur/main"; : >"$W/cases/$cur/headers"
             : >"$W/cases/$cur/env"; : >"$W/cases/$cur/request"; : >"$W/cases/$cur/flags"
+            : >"$W/cases/$cur/resp"
             NAMES+=("$cur") ;;
         *) die "line $lineno: expected 'tree' or 'case', got '$kw'" ;;
         esac ;;
@@ -130,8 +141,6 @@ while IFS= read -r raw || [[ -n $raw ]]; do
                 d=${d%/}
                 [[ $d == *..* ]] && die "line $lineno: bad dir"
                 where="${BASH_REMATCH[1]} $d"
-                [[ ${BASH_REMATCH[1]} == htaccess ]] && printf '%s\n' "$d" >>"$C/htdirs"
-                [[ ${BASH_REMATCH[1]} == directory ]] && printf '%s\n' "$d" >>"$C/dirdirs"
             else die "line $lineno: where server|main|htaccess DIR|directory DIR"; fi
             [[ $where == main ]] && echo solo >>"$C/flags"
             true ;;
@@ -155,6 +164,9 @@ while IFS= read -r raw || [[ -n $raw ]]; do
         env)
             [[ $rest =~ ^[A-Za-z0-9_]+$ ]] || die "line $lineno: env VAR"
             printf '%s\n' "$rest" >>"$C/env" ;;
+        resp)
+            [[ $rest =~ ^[A-Za-z0-9_-]+$ ]] || die "line $lineno: resp Header-Name"
+            printf '%s\n' "$rest" >>"$C/resp" ;;
         expect-config-error) echo config-error >>"$C/flags" ;;
         *) die "line $lineno: unknown case entry '$kw'" ;;
         esac ;;
@@ -198,7 +210,7 @@ setup_case() {
     while IFS= read -r v; do fmt+="\\t%{$v}e\\t%{REDIRECT_$v}e"; done <"$C/env"
     {
         echo "<VirtualHost 127.0.0.1:$port>"
-        echo "  ServerName $n.case"
+        echo "  ServerName $n.case:80"
         echo "  DocumentRoot $D"
         echo "  CustomLog $W/logs/$n.log \"$fmt\""
         sed "s|@DOCROOT@|$D|g; s/^/  /" "$C/server"
@@ -285,6 +297,14 @@ start_apache() {   # $1 = port; returns 1 on a config error
     APACHE_PID=$!
     for i in $(seq 1 100); do
         if ! kill -0 "$APACHE_PID" 2>/dev/null; then
+            wait "$APACHE_PID" 2>/dev/null || true
+            APACHE_PID=
+            if grep -q "could not bind\|Address already in use" "$W/logs/error.log" "$W/logs/stdout" 2>/dev/null; then
+                grep -h "bind\|in use" "$W/logs/error.log" "$W/logs/stdout" | head -2 >&2 || true
+                echo "generate.sh: port $port taken, trying another" >&2
+                : >"$W/logs/error.log"; : >"$W/logs/stdout"
+                return 2   # port taken meanwhile: the caller picks another
+            fi
             cat "$W/logs/error.log" "$W/logs/stdout" >&2 || true
             die "apache2 exited at start"
         fi
@@ -311,13 +331,25 @@ send() {   # $1 = case, $2 = port
 # One Apache for all ordinary cases; one each for cases marked solo (Host
 # header set by the case, or rules in the main server).
 run_group() {   # names...
-    local port n
-    port=$(pick_port)
+    local tries rc=0
+    for tries in 1 2 3 4 5; do
+        rc=0
+        run_group_on "$(pick_port)" "$@" || rc=$?
+        [[ $rc == 2 ]] || return "$rc"
+    done
+    die "no port could be bound"
+}
+
+run_group_on() {   # port names...
+    local port=$1 n rc=0
+    shift
     : >"$W/conf/main.conf"; : >"$W/conf/vhosts.conf"
     for n in "$@"; do setup_case "$n" "$port"; done
     chmod -R a+rX "$W/d" "$W/maindoc" "$W/conf"
     write_conf "$port"
-    if ! start_apache "$port"; then
+    start_apache "$port" || rc=$?
+    [[ $rc == 2 ]] && return 2
+    if [[ $rc != 0 ]]; then
         if [[ $# -gt 1 ]]; then   # a shared group: say which case broke it
             local ln
             cat "$W/run/configtest" >&2
@@ -329,6 +361,14 @@ run_group() {   # names...
         return 0
     fi
     for n in "$@"; do send "$n" "$port"; done
+    # the access log line is written after the response: wait for them (5 s at most)
+    local i missing
+    for i in $(seq 1 50); do
+        missing=0
+        for n in "$@"; do [[ -s $W/logs/$n.log ]] || { missing=1; break; }; done
+        [[ $missing == 0 ]] && break
+        sleep 0.1
+    done
     stop_apache
     for n in "$@"; do
         if grep -q "127.0.0.1:$port\|:$port\b" "$W/logs/$n.log" 2>/dev/null; then
@@ -351,9 +391,9 @@ done
 for n in "${SOLO[@]}"; do run_group "$n"; done
 
 # ---------------------------------------------------------------- results
-hdr() {   # $1 = header file, $2 = header name -> value or -
+hdr() {   # $1 = header file, $2 = header name -> value(s) joined by ", ", or -
     local v
-    v=$(tr -d '\r' <"$1" 2>/dev/null | grep -i "^$2:" | head -1 | sed -E 's/^[^:]*:[[:space:]]*//') || true
+    v=$(tr -d '\r' <"$1" 2>/dev/null | grep -i "^$2:" | sed -E 's/^[^:]*:[[:space:]]*//' | awk 'NR > 1 { printf ", " } { printf "%s", $0 }') || true
     printf '%s' "${v:--}"
 }
 
@@ -381,7 +421,7 @@ result_line() {
     loc=${f[5]}; ctype=${f[6]}; vary=${f[7]}
     if [[ -z $query ]]; then query=-; else query=${query#\?}; fi
     if [[ $file == "$D" ]]; then file=.
-    elif [[ $file == "$D"/* ]]; then file=${file#"$D"/}; fi
+    elif [[ $file == "$D"/* ]]; then file=${file#"$D"/}; file=${file:-.}; fi
     # cross-check with what curl saw
     local cs cl
     cs=$(cat "$W/out/$n.code"); cl=$(hdr "$W/out/$n.hdr" Location)
@@ -393,6 +433,9 @@ result_line() {
         out+="	env.$v=${f[$i]}	env.REDIRECT_$v=${f[$((i + 1))]}"
         i=$((i + 2))
     done <"$C/env"
+    while IFS= read -r v; do
+        out+="	resp.$v=$(hdr "$W/out/$n.hdr" "$v" | tr '\t' ' ')"
+    done <"$C/resp"
     out=${out//$D/@DOCROOT@}
     printf '%s\n' "$out"
 }
