@@ -67,6 +67,21 @@ impl RequestEnv {
     /// SetEnvIf lines (the server's first, as Apache runs them before the
     /// URL is mapped), then SetEnv and UnsetEnv (Apache's fixups).
     pub fn for_request(req: Request, url: &[u8], dir: &Effective) -> RequestEnv {
+        let mut env = Self::set_env_if(req, url, dir);
+        for layer in &dir.layers {
+            for action in &layer.env {
+                match action {
+                    EnvAction::Set(n, v) => env.set(n.clone(), v.clone()),
+                    EnvAction::Unset(n) => env.unset(n),
+                }
+            }
+        }
+        env
+    }
+
+    /// The request's environment with the SetEnvIf lines of `dir` run: what
+    /// mod_rewrite's rules can read (SetEnv comes later, as in Apache).
+    pub fn set_env_if(req: Request, url: &[u8], dir: &Effective) -> RequestEnv {
         // What mod_rewrite's rules set (and an internal redirect carried) comes first.
         let mut env = req.env.clone();
         for layer in &dir.layers {
@@ -82,14 +97,6 @@ impl RequestEnv {
                         }
                         EnvSet::Unset(name) => env.unset(name),
                     }
-                }
-            }
-        }
-        for layer in &dir.layers {
-            for action in &layer.env {
-                match action {
-                    EnvAction::Set(n, v) => env.set(n.clone(), v.clone()),
-                    EnvAction::Unset(n) => env.unset(n),
                 }
             }
         }

@@ -98,7 +98,7 @@ impl Site {
             return UrlRewrite::Declined;
         }
         let uri = String::from_utf8_lossy(url).into_owned();
-        let mut vars = Vars { site: self, req, uri: &uri, env: req.env.clone() };
+        let mut vars = Vars { site: self, req, uri: &uri, env: req.env.clone(), fs: None };
         let script_url = vars.env.get("REDIRECT_SCRIPT_URL").unwrap_or(&uri).to_string();
         vars.env.set("SCRIPT_URI", format!("{}{script_url}", self.own_url(req)));
         vars.env.set("SCRIPT_URL", script_url);
@@ -160,7 +160,9 @@ impl Site {
             return DirRewrite::Answer(self.error(req, 403, &why));
         }
         let uri = String::from_utf8_lossy(url).into_owned();
-        let mut vars = Vars { site: self, req, uri: &uri, env: req.env.clone() };
+        // The directories' SetEnvIf lines have run by now (Apache's header_parser).
+        let env = if dir.layers.iter().any(|l| !l.set_env_if.is_empty()) { RequestEnv::set_env_if(req, url, dir) } else { req.env.clone() };
+        let mut vars = Vars { site: self, req, uri: &uri, env, fs: Some(fs) };
         let mut state = State { filename: fs_text.to_string(), query: query_arg(query), ..State::default() };
         let applied = apply(&pd.rules, Some(&directory), &mut state, &mut vars, self.max_rewritten_len());
         let env = vars.env;
@@ -254,8 +256,8 @@ impl Site {
             Some((h, p)) => (h, p.parse::<u16>().ok()),
             None => (authority, Some(80)),
         };
-        // Apache's ap_matches_request_vhost: the port must be the one the connection came to.
-        if port == Some(req.conn.local.port()) && self.names_this_host(req, host) {
+        // Apache's ap_matches_request_vhost: the host's port (ServerName's) or the connection's.
+        if port.is_some_and(|p| p == self.server_port(req) || p == req.conn.local.port()) && self.names_this_host(req, host) {
             state.filename = path.to_string();
             return true;
         }
@@ -294,7 +296,8 @@ impl Site {
     /// The name the client used (UseCanonicalName Off), else ServerName.
     fn server_name_for_url(&self, req: Request) -> String {
         match req.head.host() {
-            Some(v) if !v.is_empty() => String::from_utf8_lossy(crate::logs::strip_port(v)).into_owned(),
+            // Host names are case-insensitive: Apache lower-cases the one it keeps.
+            Some(v) if !v.is_empty() => String::from_utf8_lossy(crate::logs::strip_port(v)).to_ascii_lowercase(),
             _ => self.hosts[req.host].name.clone(),
         }
     }
@@ -388,6 +391,9 @@ struct Vars<'s, 'a> {
     /// REQUEST_URI: this pass's URL path.
     uri: &'s str,
     env: RequestEnv,
+    /// The mapped file, in per-directory context: PATH_INFO is what of it
+    /// goes on past a file.
+    fs: Option<&'s Path>,
 }
 
 impl warren_rewrite::Request for Vars<'_, '_> {
@@ -411,7 +417,12 @@ impl warren_rewrite::Request for Vars<'_, '_> {
             "CONN_REMOTE_ADDR" => conn.peer.ip().to_string(),
             "REMOTE_PORT" => conn.peer.port().to_string(),
             "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => h.config.document_root.to_string_lossy().into_owned(),
-            "CONTEXT_PREFIX" | "PATH_INFO" | "REMOTE_USER" | "REMOTE_IDENT" | "AUTH_TYPE" => return None,
+            "PATH_INFO" => {
+                let (_, rest) = crate::fastcgi::split_path_info(self.fs?)?;
+                let fs = self.fs?.to_string_lossy();
+                fs[fs.len() - rest..].to_string()
+            }
+            "CONTEXT_PREFIX" | "REMOTE_USER" | "REMOTE_IDENT" | "AUTH_TYPE" => return None,
             "IS_SUBREQ" => "false".into(),
             "API_VERSION" => "20120211:0".into(),
             "IPV6" => if matches!(conn.useragent.ip(), std::net::IpAddr::V6(a) if a.to_ipv4_mapped().is_none()) { "on" } else { "off" }.into(),
