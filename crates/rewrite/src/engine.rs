@@ -239,7 +239,7 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
         state.status = Some(code);
         return RuleResult::Match;
     }
-    if !(rule.flags.unc || prefix_added) && !rule.substitution_text.starts_with("//") {
+    if !(rule.flags.unc || prefix_added || rule.substitution_text.starts_with("//")) {
         // Leading slashes merged, unless they were literal in the substitution.
         let trimmed = state.filename.trim_start_matches('/');
         if state.filename.len() - trimmed.len() > 1 {

@@ -26,11 +26,14 @@ pub enum Internal {
     Unescape,
 }
 
-/// A map file, parsed once per version (mtime and size).
+/// A map file's version: its mtime (seconds, nanoseconds) and size.
+type Version = (i64, i64, u64);
+
+/// A map file, parsed once per version.
 #[derive(Debug)]
 pub struct FileMap {
     pub path: PathBuf,
-    cache: Mutex<Option<((i64, i64, u64), HashMap<String, String>)>>,
+    cache: Mutex<Option<(Version, HashMap<String, String>)>>,
 }
 
 /// Larger map files are refused rather than read into memory.
