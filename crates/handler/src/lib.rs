@@ -210,6 +210,19 @@ impl Response {
     pub fn add(&mut self, name: &'static str, value: impl Into<String>) {
         self.headers.push((HeaderName::Borrowed(name), value.into()));
     }
+
+    /// Says the answer varies on the request header `name`: added to the
+    /// Vary field unless it (or `*`) is there already.
+    pub fn vary_on(&mut self, name: &str) {
+        match self.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("vary")) {
+            Some((_, v)) if v.split(',').any(|t| t.trim().eq_ignore_ascii_case(name) || t.trim() == "*") => {}
+            Some((_, v)) => {
+                v.push_str(", ");
+                v.push_str(name);
+            }
+            None => self.add("Vary", name),
+        }
+    }
 }
 
 /// What the handler decided.

@@ -56,25 +56,17 @@ pub(crate) struct Rewritten {
     pub vary: Vec<String>,
 }
 
-/// `outcome` with the rules' Vary, merged into any it has (Apache keeps it
-/// across internal redirects too). A FastCGI answer is not reached here.
-pub(crate) fn with_vary(outcome: crate::Outcome, vary: &[String]) -> crate::Outcome {
+/// `outcome` with the rules' Vary merged into any it has (Apache keeps it
+/// across internal redirects too).
+pub(crate) fn with_vary(outcome: crate::Outcome, vary: &[String], req: Request) -> crate::Outcome {
     use crate::Outcome;
     if vary.is_empty() {
         return outcome;
     }
     let add = |mut r: Response, vary: &[String]| {
-        let existing = r.headers.iter().position(|(n, _)| n.eq_ignore_ascii_case("vary"));
-        let mut value = existing.map(|i| r.headers.remove(i).1).unwrap_or_default();
         for v in vary {
-            if !value.split(',').any(|x| x.trim().eq_ignore_ascii_case(v)) {
-                if !value.is_empty() {
-                    value.push_str(", ");
-                }
-                value.push_str(v);
-            }
+            r.vary_on(v);
         }
-        r.add("Vary", value);
         r
     };
     match outcome {
@@ -83,7 +75,10 @@ pub(crate) fn with_vary(outcome: crate::Outcome, vary: &[String]) -> crate::Outc
             let vary = vary.to_vec();
             Outcome::Blocking(Box::new(move || add(work(), &vary)))
         }
-        gateway => gateway,
+        Outcome::Gateway(mut gw) => {
+            gw.vary_on(vary, req.conn.useragent.ip(), req.head);
+            Outcome::Gateway(gw)
+        }
     }
 }
 

@@ -72,7 +72,7 @@ impl Site {
         };
         let pass = Pass { rewrite_ended: r.ended, forced_type: r.forced_type.as_deref(), ..req.pass };
         let req = Request { env: &r.env, pass, ..req };
-        with_vary(self.route_url(req, r.url.as_deref().unwrap_or(url), &r.query, r.fs, true), &r.vary)
+        with_vary(self.route_url(req, r.url.as_deref().unwrap_or(url), &r.query, r.fs, true), &r.vary, req)
     }
 
     /// The routing of `url` (the request's, or its FallbackResource's, the
@@ -134,12 +134,12 @@ impl Site {
             _ if !dir.allows(conn) => return Outcome::Ready(self.denied(req, url)),
             // A directory named without its slash is redirected to it first (mod_dir's fixup wins).
             DirRewrite::Redirect { .. } if !url.ends_with(b"/") && dir.directory_slash() && fs.is_dir() => {}
-            DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, query, &to, &q, env, ended), &vary),
+            DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, query, &to, &q, env, ended), &vary, req),
             DirRewrite::Continue(r) => {
                 let forced_type = r.forced_type.as_deref().or(req.pass.forced_type);
                 let pass = Pass { rewrite_ended: r.ended, forced_type, ..req.pass };
                 let req = Request { env: &r.env, pass, ..req };
-                return with_vary(self.route_file(req, url, &r.query, fs, dir, may_fall_back, rewritten_to_file), &r.vary);
+                return with_vary(self.route_file(req, url, &r.query, fs, dir, may_fall_back, rewritten_to_file), &r.vary, req);
             }
         }
         self.route_file(req, url, query, fs, dir, may_fall_back, rewritten_to_file)

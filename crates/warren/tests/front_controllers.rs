@@ -95,7 +95,10 @@ fn laravel_front_controller(mpm: &str) {
     let v = seen(&s.get("/users/42?tab=posts"));
     assert_eq!((v["REQUEST_URI"].as_str(), v["SCRIPT_NAME"].as_str()), ("/users/42?tab=posts", "/index.php"));
     // The Authorization header reaches PHP (Apache's CGI variables leave it out).
-    let v = seen(&s.get_with("/api/me", "Authorization: Bearer t0ken\r\n"));
+    let r = s.get_with("/api/me", "Authorization: Bearer t0ken\r\n");
+    // The rules read Authorization: the answer says it varies on it, as Apache's does.
+    assert_eq!(r.header("Vary"), Some("Authorization"));
+    let v = seen(&r);
     assert_eq!(v["HTTP_AUTHORIZATION"], "Bearer t0ken");
     // Trailing slashes are redirected away, unless it is a directory.
     let r = s.get("/users/42/");

@@ -221,7 +221,7 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
     }
     let precompressed = offer.file.as_ref().filter(|f| f.precompressed);
     // An answer that depends on Accept-Encoding says so, encoded or not.
-    add_vary(&mut resp);
+    resp.vary_on("Accept-Encoding");
     let length = match (&resp.body, &offer.file) {
         (_, Some(f)) if resp.status == 304 => Some(f.size),
         (_, None) if resp.status == 304 => None,
@@ -257,13 +257,6 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
     resp
 }
 
-fn add_vary(resp: &mut Response) {
-    match resp.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("vary")) {
-        Some((_, v)) if v.split(',').any(|t| t.trim().eq_ignore_ascii_case("accept-encoding") || t.trim() == "*") => {}
-        Some((_, v)) => v.push_str(", Accept-Encoding"),
-        None => resp.add("Vary", "Accept-Encoding"),
-    }
-}
 
 /// The response's headers for its encoded representation.
 fn encoded(mut resp: Response, coding: Coding, levels: Levels) -> Response {
@@ -373,8 +366,8 @@ mod tests {
     #[test]
     fn encoded_headers() {
         let mut r = Response::new(200, 0).header("ETag", "\"a-b\"").header("Accept-Ranges", "bytes");
-        add_vary(&mut r);
-        add_vary(&mut r);
+        r.vary_on("Accept-Encoding");
+        r.vary_on("Accept-Encoding");
         let levels = resolve(std::iter::empty(), None, None).1;
         let r = encoded(r, Coding::Gzip, levels);
         assert_eq!(header(&r, "etag"), Some("\"a-b-gzip\""));
@@ -382,7 +375,7 @@ mod tests {
         assert_eq!(header(&r, "content-encoding"), Some("gzip"));
         assert!(header(&r, "accept-ranges").is_none());
         let mut r = Response::new(200, 0).header("Vary", "Cookie");
-        add_vary(&mut r);
+        r.vary_on("Accept-Encoding");
         assert_eq!(header(&r, "vary"), Some("Cookie, Accept-Encoding"));
         let r = Response::new(200, 0).header("ETag", "\"a-b\"");
         assert_eq!(header(&encoded(r, Coding::Brotli, Levels { brotli_etag: AlterETag::NoChange, ..levels }), "etag"), Some("\"a-b\""));

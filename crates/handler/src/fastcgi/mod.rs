@@ -189,6 +189,15 @@ impl Gateway {
     /// environment variable is one more variable, unless it would replace
     /// one the server sets (as in Apache, where the CGI variables are set
     /// over `subprocess_env`).
+    /// The application's answer varies on these request headers too
+    /// (mod_rewrite's conditions read them).
+    pub fn vary_on(&mut self, vary: &[String], remote: std::net::IpAddr, head: &RequestHead) {
+        match &mut self.filters {
+            Some(f) => f.vary.extend(vary.iter().cloned()),
+            None => self.set_filters(Box::new(crate::filters::RequestFilters { vary: vary.to_vec(), ..crate::filters::RequestFilters::new(remote) }), head),
+        }
+    }
+
     pub fn set_filters(&mut self, f: Box<crate::filters::RequestFilters>, head: &RequestHead) {
         let now = crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() };
         if let Some(headers) = crate::filters::headers::request_headers(&f, head, now) {

@@ -67,13 +67,15 @@ pub struct RequestFilters {
     /// The answer is a FastCGI application's: its headers are in both of
     /// Apache's tables, so `Header` (onsuccess) rules act whatever its status.
     pub from_application: bool,
+    /// Request headers mod_rewrite's conditions read: the answer varies on them.
+    pub vary: Vec<String>,
 }
 
 impl RequestFilters {
     /// No rules and an empty environment: for a stage that adds to the
     /// environment of a request no directive gave one (mod_rewrite's `E=`).
     pub fn new(remote: IpAddr) -> RequestFilters {
-        RequestFilters { headers: Vec::new(), request_headers: Vec::new(), expires: None, env: RequestEnv::default(), remote, from_application: false }
+        RequestFilters { headers: Vec::new(), request_headers: Vec::new(), expires: None, env: RequestEnv::default(), remote, from_application: false, vary: Vec::new() }
     }
 
     /// For a request routed to `url` with the layers `dir`; None when no
@@ -120,6 +122,9 @@ pub fn apply(resp: &mut Response, head: Option<&RequestHead>, timing: Timing) {
     // Apache's special variable: no keep-alive after this response.
     if f.env.get("nokeepalive").is_some() {
         resp.close = true;
+    }
+    for name in &f.vary {
+        resp.vary_on(name);
     }
     if let Some(e) = &f.expires {
         expires::apply(resp, e, timing);
