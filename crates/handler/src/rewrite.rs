@@ -132,6 +132,10 @@ impl Site {
     }
 
     pub(crate) fn rewrite_dir(&self, req: Request, url: &[u8], query: &[u8], fs: &Path, dir: &Effective) -> DirRewrite {
+        // Most requests of most sites meet no rule: nothing more to do.
+        if !dir.layers.iter().skip(1).any(|l| l.rewrite.is_some()) {
+            return DirRewrite::Declined;
+        }
         let fs_text = fs.to_string_lossy();
         let mut pd = PerDir::default();
         for layer in dir.layers.iter().skip(1) {
