@@ -62,12 +62,13 @@ impl Site {
         let req = if own.set_env_if.is_empty() || own.rewrite.as_ref().is_none_or(|r| !r.enabled()) {
             req
         } else {
-            early_env = RequestEnv::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None });
+            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None });
             Request { env: &early_env, ..req }
         };
         let r = match self.rewrite_url(req, url, query) {
             UrlRewrite::Declined => return self.route_url(req, url, query, None, true),
-            UrlRewrite::Answer(r) => return Outcome::Ready(r),
+            // A redirect or status of the server's rules gets the host's headers (`Header always`).
+            UrlRewrite::Answer(r) => return self.host_filtered(req, url, Outcome::Ready(r)),
             UrlRewrite::Continue(r) => r,
         };
         let pass = Pass { rewrite_ended: r.ended, forced_type: r.forced_type.as_deref(), ..req.pass };

@@ -127,4 +127,17 @@ fn symfony_front_controller(mpm: &str) {
     assert_eq!(seen(&s.get("/")).get("SCRIPT_NAME").map(String::as_str), Some("/index.php"));
 }
 
-each_mpm!(laravel_front_controller, symfony_front_controller);
+/// certbot's HTTP vhost: every URL redirected to https, the redirect
+/// carrying the host's `Header always` lines as Apache's does.
+fn certbot_redirect_keeps_security_headers(mpm: &str) {
+    let conf = "<VirtualHost *>\nServerName example.com\nRewriteEngine on\nRewriteCond %{SERVER_NAME} =example.com\n\
+                RewriteRule ^ https://%{SERVER_NAME}%{REQUEST_URI} [END,NE,R=permanent]\n\
+                Header always set Strict-Transport-Security \"max-age=63072000\"\n</VirtualHost>\n";
+    let s = Server::start(mpm, conf);
+    let r = s.get_from("Example.COM", "/page?x=1");
+    assert_eq!(r.status, 301);
+    assert_eq!(r.header("Location"), Some("https://example.com/page?x=1"));
+    assert_eq!(r.header("Strict-Transport-Security"), Some("max-age=63072000"));
+}
+
+each_mpm!(laravel_front_controller, symfony_front_controller, certbot_redirect_keeps_security_headers);
