@@ -53,6 +53,22 @@ pub fn page(site: &Site, host: usize, status: u16, method: &str, conn: &ConnInfo
 }
 
 impl Site {
+    /// The host (and port) a redirect to this server names: the client's
+    /// Host field as sent, else the host's name and the connection's port.
+    pub(crate) fn client_authority(&self, req: Request) -> String {
+        match req.head.host() {
+            Some(h) if !h.is_empty() => String::from_utf8_lossy(h).into_owned(),
+            _ => format!("{}:{}", self.hosts[req.host].name, req.conn.local.port()),
+        }
+    }
+
+    /// An external redirect to `location`, with Apache's page for it.
+    pub(crate) fn redirect_to(&self, req: Request, status: u16, location: String) -> Response {
+        let mut r = Response::new(status, req.host);
+        r.body = Body::Bytes(redirect_page(status, &location));
+        r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1")
+    }
+
     /// An error response (with ErrorDocument applied) and its error-log line.
     pub fn error(&self, req: Request, status: u16, why: &str) -> Response {
         self.hosts[req.host].error_log.error(Some(req.conn.useragent), &format!("{why}: {}", String::from_utf8_lossy(req.head.request_line())));

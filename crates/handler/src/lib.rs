@@ -26,7 +26,7 @@
 //! writes, or non-blocking writes and sendfile with write completion).
 //!
 //! Modules, each importing only those below it: `sections` (how sections
-//! match paths), `site`, `route`, `errors` (error pages and ErrorDocument),
+//! match paths), `site`, `route`, `errors` (error pages, ErrorDocument and redirect pages),
 //! `compress` (gzip and brotli, as mod_deflate and mod_brotli: the
 //! [`compress::Offer`] a handler attaches to a response, and
 //! [`compress::finish`], called as the response leaves for the MPM),

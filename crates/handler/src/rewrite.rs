@@ -235,15 +235,11 @@ impl Site {
         None
     }
 
-    /// `[R]` makes the new path a full URL on this server; a full URL to
-    /// this server without `[R]` becomes a path again (Apache's
-    /// fully_qualify_uri and reduce_uri). Whether it was reduced.
+    /// A full URL to this server without `[R]` becomes a path again
+    /// (Apache's reduce_uri; `[R]`'s own URL was made full by the engine,
+    /// through [`Vars::qualify`], and stays so). Whether it was reduced.
     fn settle_url(&self, req: Request, state: &mut State) -> bool {
         if state.status.is_some_and(|s| (300..400).contains(&s)) {
-            if absolute_uri(&state.filename).is_none() {
-                let sep = if state.filename.starts_with('/') { "" } else { "/" };
-                state.filename = format!("{}{sep}{}", self.own_url(req), state.filename);
-            }
             return false;
         }
         let Some(rest) = strip_scheme(&state.filename, "http://") else { return false };

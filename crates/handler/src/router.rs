@@ -98,8 +98,13 @@ impl Site {
             }
         };
         let dir = self.effective(host, Some(&fs), url);
-        let filters = RequestFilters::for_request(req, url, &dir);
-        filters::attach(self.route_mapped(req, url, query, fs, dir, may_fall_back, rewritten_to_file), filters, req.head)
+        self.route_mapped(req, url, query, fs, dir, may_fall_back, rewritten_to_file)
+    }
+
+    /// `outcome` with the filters of `dir` for `req`, taken once the
+    /// directories' rewrite rules have set the request's environment.
+    fn filtered(&self, req: Request, url: &[u8], dir: &Effective, outcome: Outcome) -> Outcome {
+        filters::attach(outcome, RequestFilters::for_request(req, url, dir), req.head)
     }
 
     /// An answer given before the URL is mapped: the filters of the host's
@@ -125,25 +130,34 @@ impl Site {
     fn route_mapped<'a>(&'a self, req: Request<'a>, url: &'a [u8], query: &'a [u8], fs: PathBuf, dir: Effective<'a>, may_fall_back: bool, rewritten_to_file: bool) -> Outcome {
         let conn = req.conn;
         if let Some(e) = dir.htaccess_error() {
-            return Outcome::Ready(self.error(req, 500, &e.to_string()));
+            let r = self.error(req, 500, &e.to_string());
+            return self.filtered(req, url, &dir, Outcome::Ready(r));
         }
         // The rules of the directories on the way, once access is granted
-        // (Apache's fixups come after the access checks).
+        // (Apache's fixups come after the access checks). Vary goes on
+        // after the filters, which it joins (a FastCGI answer's included).
         match self.rewrite_dir(req, url, query, &fs, &dir) {
             DirRewrite::Declined => {}
-            DirRewrite::Answer(r) => return Outcome::Ready(if dir.allows(conn) { r } else { self.denied(req, url) }),
-            _ if !dir.allows(conn) => return Outcome::Ready(self.denied(req, url)),
+            DirRewrite::Answer(r) => {
+                let r = if dir.allows(conn) { r } else { self.denied(req, url) };
+                return self.filtered(req, url, &dir, Outcome::Ready(r));
+            }
+            _ if !dir.allows(conn) => return self.filtered(req, url, &dir, Outcome::Ready(self.denied(req, url))),
             // A directory named without its slash is redirected to it first (mod_dir's fixup wins).
             DirRewrite::Redirect { .. } if !url.ends_with(b"/") && dir.directory_slash() && fs.is_dir() => {}
+            // The new pass takes the filters of where it goes.
             DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, query, &to, &q, env, ended), &vary, req),
             DirRewrite::Continue(r) => {
                 let forced_type = r.forced_type.as_deref().or(req.pass.forced_type);
                 let pass = Pass { rewrite_ended: r.ended, forced_type, ..req.pass };
                 let req = Request { env: &r.env, pass, ..req };
-                return with_vary(self.route_file(req, url, &r.query, fs, dir, may_fall_back, rewritten_to_file), &r.vary, req);
+                let filters = RequestFilters::for_request(req, url, &dir);
+                let outcome = filters::attach(self.route_file(req, url, &r.query, fs, dir, may_fall_back, rewritten_to_file), filters, req.head);
+                return with_vary(outcome, &r.vary, req);
             }
         }
-        self.route_file(req, url, query, fs, dir, may_fall_back, rewritten_to_file)
+        let filters = RequestFilters::for_request(req, url, &dir);
+        filters::attach(self.route_file(req, url, query, fs, dir, may_fall_back, rewritten_to_file), filters, req.head)
     }
 
     /// The rest of [`Site::route_mapped`], once the rewrite rules of the
@@ -241,24 +255,13 @@ impl Site {
         };
         if location.starts_with('/') {
             // A path on this server: made absolute with the name the client used.
-            let authority = match req.head.host() {
-                Some(h) if !h.is_empty() => String::from_utf8_lossy(h).into_owned(),
-                _ => format!("{}:{}", self.hosts[req.host].name, req.conn.local.port()),
-            };
-            location = format!("http://{authority}{location}");
+            location = format!("http://{}{location}", self.client_authority(req));
         }
         // The request's query string goes along unless the target has one.
         if !query.is_empty() && !location.contains('?') {
             location.push_str(&String::from_utf8_lossy(query));
         }
         Some(self.redirect_to(req, status, location))
-    }
-
-    /// An external redirect to `location`, with Apache's page for it.
-    pub(crate) fn redirect_to(&self, req: Request, status: u16, location: String) -> Response {
-        let mut r = Response::new(status, req.host);
-        r.body = crate::Body::Bytes(crate::errors::redirect_page(status, &location));
-        r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1")
     }
 
     /// A per-directory rule's new URL, served as a new pass of the request

@@ -21,7 +21,7 @@ use crate::file_cache::{CachedFile, FileIdentity, MAX_ENTRY};
 use crate::route::{Effective, Request, Route};
 use crate::site::Site;
 use crate::symlinks::{self, Access, LinkRule, Refused};
-use crate::{errors, listing, path, Body, Outcome, Part, Response};
+use crate::{listing, path, Body, Outcome, Part, Response};
 
 /// Opens a path a request named, with the flags every such open takes.
 fn open(path: &Path) -> io::Result<File> {
@@ -247,16 +247,9 @@ fn precondition_response(r: &mut Response, head: &RequestHead, v: &Validators) -
 }
 
 fn redirect_to_slash(site: &Site, req: Request, query: &[u8]) -> Response {
-    let (host, head) = (req.host, req.head);
-    let raw_path = path::split_query(head.path_and_query()).0;
-    let authority = match head.host() {
-        Some(h) if !h.is_empty() => String::from_utf8_lossy(h).into_owned(),
-        _ => format!("{}:{}", site.hosts[host].name, req.conn.local.port()),
-    };
-    let location = format!("http://{authority}{}/{}", String::from_utf8_lossy(raw_path), String::from_utf8_lossy(query));
-    let mut r = Response::new(301, host);
-    r.body = Body::Bytes(errors::redirect_page(301, &location));
-    r.header("Location", location).header("Content-Type", "text/html; charset=iso-8859-1")
+    let raw_path = path::split_query(req.head.path_and_query()).0;
+    let location = format!("http://{}{}/{}", site.client_authority(req), String::from_utf8_lossy(raw_path), String::from_utf8_lossy(query));
+    site.redirect_to(req, 301, location)
 }
 
 /// mod_rewrite's `[T=type]` for this request, which no cache keeps.

@@ -140,4 +140,16 @@ fn certbot_redirect_keeps_security_headers(mpm: &str) {
     assert_eq!(r.header("Strict-Transport-Security"), Some("max-age=63072000"));
 }
 
-each_mpm!(laravel_front_controller, symfony_front_controller, certbot_redirect_keeps_security_headers);
+/// What Laravel's rules set ([E=]) is seen by a Header line of the same
+/// file, and the PHP answer carries both that header and the rules' Vary.
+fn rewrite_environment_reaches_headers(mpm: &str) {
+    let htaccess = format!("{LARAVEL}Header set X-Had-Auth yes env=HTTP_AUTHORIZATION\n");
+    let s = start(mpm, "laravel-hdr", &htaccess);
+    let r = s.get_with("/api/me", "Authorization: Bearer t0ken\r\n");
+    assert_eq!(seen(&r)["HTTP_AUTHORIZATION"], "Bearer t0ken");
+    assert_eq!((r.header("X-Had-Auth"), r.header("Vary")), (Some("yes"), Some("Authorization")));
+    let r = s.get("/api/me");
+    assert_eq!((r.status, r.header("X-Had-Auth"), r.header("Vary")), (200, None, None));
+}
+
+each_mpm!(laravel_front_controller, symfony_front_controller, certbot_redirect_keeps_security_headers, rewrite_environment_reaches_headers);

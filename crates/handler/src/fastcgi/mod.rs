@@ -184,11 +184,6 @@ impl Gateway {
         self.filters.is_some()
     }
 
-    /// Gives the request its filters and environment: `RequestHeader` rules
-    /// change the HTTP_* variables the application gets, and each
-    /// environment variable is one more variable, unless it would replace
-    /// one the server sets (as in Apache, where the CGI variables are set
-    /// over `subprocess_env`).
     /// The application's answer varies on these request headers too
     /// (mod_rewrite's conditions read them).
     pub fn vary_on(&mut self, vary: &[String], remote: std::net::IpAddr, head: &RequestHead) {
@@ -198,6 +193,11 @@ impl Gateway {
         }
     }
 
+    /// Gives the request its filters and environment: `RequestHeader` rules
+    /// change the HTTP_* variables the application gets, and each
+    /// environment variable is one more variable, unless it would replace
+    /// one the server sets (as in Apache, where the CGI variables are set
+    /// over `subprocess_env`).
     pub fn set_filters(&mut self, f: Box<crate::filters::RequestFilters>, head: &RequestHead) {
         let now = crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() };
         if let Some(headers) = crate::filters::headers::request_headers(&f, head, now) {
