@@ -217,6 +217,8 @@ impl Exchange {
             filename: self.filename.as_deref(),
             response_headers: &self.headers,
             env: self.env.as_ref(),
+            tls: info.tls,
+            sni_name: info.tls.and_then(|t| t.sni_host).map(|h| site.hosts[h].name.as_str()),
         };
         logs.write(self.host, &record);
     }
