@@ -19,9 +19,11 @@ pub(crate) fn listen(b: &mut Builder, d: &Directive, s: &mut Settings) {
     let a = &d.args;
     match a.as_slice() {
         [addr] | [addr, _] => {
+            let mut https = false;
             if let [_, proto] = a.as_slice() {
-                if !proto.eq_ignore_ascii_case("http") {
-                    b.error(&d.origin, format!("Listen protocol '{proto}' is not supported (only http)"));
+                https = proto.eq_ignore_ascii_case("https");
+                if !https && !proto.eq_ignore_ascii_case("http") {
+                    b.error(&d.origin, format!("Listen protocol '{proto}' is not supported (http or https)"));
                     return;
                 }
             }
@@ -31,6 +33,9 @@ pub(crate) fn listen(b: &mut Builder, d: &Directive, s: &mut Settings) {
                         b.error(&d.origin, format!("Listen {addr} appears twice"));
                     } else {
                         s.listen.push(sa);
+                        if https {
+                            b.https_listens.push((sa, d.origin.clone()));
+                        }
                     }
                 }
                 Err(m) => b.error(&d.origin, m),

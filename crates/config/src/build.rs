@@ -91,6 +91,8 @@ pub struct Builder {
     /// first line and how many lines, said once each (Debian's mime.conf
     /// alone has 81 AddLanguage lines).
     inert: Vec<(&'static str, &'static str, Origin, usize)>,
+    /// `Listen ... https` lines: each needs a host with SSLEngine on.
+    pub(crate) https_listens: Vec<(std::net::SocketAddr, Origin)>,
 }
 
 /// What a directive sets, by the context it stands in.
@@ -124,6 +126,7 @@ impl Builder {
             tuning_set: Vec::new(),
             document_root_origin: None,
             inert: Vec::new(),
+            https_listens: Vec::new(),
         }
     }
 
@@ -249,6 +252,8 @@ impl Builder {
             }
             vh.host.remote_ip.inherit(&s.main.remote_ip);
         }
+        let https = std::mem::take(&mut self.https_listens);
+        crate::tls::settle(&mut self, &mut s, &https);
         s.error_log = s.main.error_log.clone();
         for (name, origin) in std::mem::take(&mut self.pool_refs) {
             if !self.pools.iter().any(|p| p.name == name) {

@@ -137,6 +137,11 @@ pub struct DirConfig {
     /// Compression (mod_deflate, mod_brotli); None where no directive of
     /// theirs stands, so that a site without any pays nothing.
     pub output_filters: Option<crate::compress::OutputFilters>,
+    /// `SSLRequireSSL`: a request not over TLS is forbidden (403).
+    pub ssl_require_ssl: Option<bool>,
+    /// `SSLOptions +StdEnvVars`: mod_ssl's SSL_* variables are given to
+    /// applications.
+    pub ssl_std_env_vars: Option<bool>,
 }
 
 /// What `SetHandler` can name.
@@ -179,6 +184,12 @@ impl DirConfig {
         }
         if over.directory_slash.is_some() {
             self.directory_slash = over.directory_slash;
+        }
+        if over.ssl_require_ssl.is_some() {
+            self.ssl_require_ssl = over.ssl_require_ssl;
+        }
+        if over.ssl_std_env_vars.is_some() {
+            self.ssl_std_env_vars = over.ssl_std_env_vars;
         }
         if over.index_ignore_reset == Some(true) {
             self.index_ignore.clear();

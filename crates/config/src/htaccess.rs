@@ -54,7 +54,7 @@ impl Class {
 /// Apache's documentation of each). A directive not listed is not allowed
 /// in `.htaccess` at all, whatever AllowOverride says.
 const CLASSES: &[(Class, &[&str])] = &[
-    (Class::AuthConfig, &["Require"]),
+    (Class::AuthConfig, &["Require", "SSLRequireSSL"]),
     (
         Class::FileInfo,
         &[
@@ -132,7 +132,7 @@ const CLASSES: &[(Class, &[&str])] = &[
             "AddDescription",
         ],
     ),
-    (Class::Options, &["Options"]),
+    (Class::Options, &["Options", "SSLOptions"]),
     (Class::All, &["LimitRequestBody"]),
 ];
 

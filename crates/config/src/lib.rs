@@ -50,6 +50,11 @@
 //! [`accounts`] says whom the server's and the pools' children run as, and
 //! refuses pools that would run as root by accident.
 //!
+//! [`tls`] holds mod_ssl's settings ([`tls::TlsHost`] per host,
+//! [`tls::TlsGlobal`] server-wide) and which listeners speak TLS
+//! ([`Settings::tls_listener`]); the crate `warren-tls` builds rustls'
+//! configurations from them.
+//!
 //! [`log_format`] compiles `LogFormat` strings so that mistakes in them are
 //! reported with file and line too. Every problem is a [`ConfigError`]; a
 //! config with any error yields no `Settings` at all.
@@ -75,6 +80,7 @@ pub mod remote_ip;
 pub mod rewrite;
 pub mod settings;
 pub mod table;
+pub mod tls;
 pub mod values;
 
 pub use backend::{FcgiAddr, FcgiBackend, FcgiBackendType, ProxyPattern, ProxyRoute, ProxyTarget};

@@ -54,6 +54,9 @@ pub enum LogItem {
     Filename,
     /// `%{VAR}e`: the request environment's variable, `-` if unset.
     Env(String),
+    /// `%{VAR}x` and `%{VAR}c`: mod_ssl's variables (SSL_PROTOCOL,
+    /// SSL_CIPHER, ...; HTTPS), `-` on a plain connection.
+    Ssl(String),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +77,9 @@ pub const PREDEFINED: &[(&str, &str)] = &[
     ("referer", "%{Referer}i -> %U"),
     ("agent", "%{User-agent}i"),
 ];
+
+/// The mod_ssl variables `%{VAR}x` can log.
+pub const SSL_LOG_VARS: &[&str] = &["HTTPS", "SSL_PROTOCOL", "SSL_CIPHER", "SSL_CIPHER_USEKEYSIZE", "SSL_CIPHER_ALGKEYSIZE", "SSL_SESSION_RESUMED", "SSL_TLS_SNI"];
 
 pub fn compile(format: &str) -> Result<Vec<LogItem>, String> {
     let mut items = Vec::new();
@@ -146,6 +152,7 @@ pub fn compile(format: &str) -> Result<Vec<LogItem>, String> {
             ('X', None) => LogItem::ConnectionStatus,
             ('f', None) => LogItem::Filename,
             ('e', Some(var)) => LogItem::Env(var.to_string()),
+            ('x' | 'c', Some(var)) if crate::log_format::SSL_LOG_VARS.contains(&var) => LogItem::Ssl(var.to_string()),
             (l, Some(a)) => return Err(format!("unsupported log format directive %{{{a}}}{l}")),
             (l, None) => return Err(format!("unsupported log format directive %{l}")),
         };

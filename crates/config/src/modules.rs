@@ -16,7 +16,14 @@
 //!   `<IfModule>` is false.
 //!
 //! `<IfModule>` is true exactly for the modules `LoadModule` accepts, and
-//! for the MPM in force.
+//! for the MPM in force; for the modules of [`LOADED_ONLY`], only once a
+//! `LoadModule` has loaded them.
+
+/// The modules whose `<IfModule>` is true only after `LoadModule` loaded
+/// them, as in Apache: Debian's ports.conf says `Listen 443` inside
+/// `<IfModule ssl_module>`, which must not open a port until `a2enmod ssl`.
+/// Their directives are taken without it all the same.
+pub const LOADED_ONLY: &[&str] = &["ssl"];
 
 /// How warren stands to one module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,13 +120,13 @@ pub static MODULES: &[Module] = &[
     mpm("mpm_worker"),
     mpm("mpm_prefork"),
     inert("negotiation", "warren does no content negotiation: LanguagePriority and ForceLanguagePriority do nothing, MultiViews is not done, type maps are not read"),
-    inert("socache_shmcb", "a session cache for mod_ssl, which warren does not have"),
+    provides("ssl", "TLS (rustls): SSLEngine, SSLCertificateFile, SSLCertificateKeyFile, SSLCertificateChainFile, SSLProtocol, SSLCipherSuite, SSLHonorCipherOrder, SSLSessionCache, SSLSessionTickets, SSLUseStapling, SSLStrictSNIVHostCheck, SSLOptions, SSLRequireSSL; `<IfModule ssl_module>` is true once LoadModule loads it"),
+    provides("socache_shmcb", "the shared session cache of SSLSessionCache shmcb:"),
     refuses("access_compat", "Order, Allow, Deny and Satisfy are errors: write Require (Require all granted, Require ip 10.0.0.0/8, Require local)", &["Order", "Allow", "Deny", "Satisfy"]),
     refuses("auth_basic", NO_AUTH, &["AuthBasicProvider", "AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),
     refuses("authn_core", NO_AUTH, &["AuthType", "AuthName", "AuthnProviderAlias"]),
     refuses("authn_file", NO_AUTH, &["AuthUserFile"]),
     refuses("authz_user", NO_AUTH, &[]),
-    lacks("ssl", "TLS is not implemented yet: terminate it in front of warren (issue 21)"),
     lacks("cgi", "warren runs no CGI programs: run them under FastCGI"),
     lacks("cgid", "warren runs no CGI programs: run them under FastCGI"),
     lacks("php", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
@@ -172,8 +179,8 @@ mod tests {
         assert_eq!(find("prefork.c").map(|m| m.name), Some("mpm_prefork"));
         assert_eq!(find("mpm_worker_module").map(|m| m.name), Some("mpm_worker"));
         assert!(find("mod_nonesuch.c").is_none());
-        assert!(!find("ssl_module").unwrap().loads());
-        assert!(why_not("mod_ssl.c").contains("issue 21"), "{}", why_not("mod_ssl.c"));
+        assert!(find("ssl_module").unwrap().loads());
+        assert!(why_not("mod_gnutls.c").contains("not built into warren"), "{}", why_not("mod_gnutls.c"));
         assert_eq!(refusing("order").map(|m| m.name), Some("access_compat"));
     }
 

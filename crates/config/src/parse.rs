@@ -72,6 +72,8 @@ pub struct Reader {
     pub mpm_override: Option<String>,
     /// The MPM chosen by the first `LoadModule mpm_*_module`, if any.
     pub loaded_mpm: Option<(String, Origin)>,
+    /// The modules of [`modules::LOADED_ONLY`] a `LoadModule` has loaded.
+    pub loaded_modules: Vec<&'static str>,
     pub errors: Vec<ConfigError>,
     /// Lines read but not acted on: `LoadModule` of a module warren accepts
     /// without doing what it does.
@@ -97,6 +99,7 @@ impl Reader {
             defines: HashMap::new(),
             mpm_override: None,
             loaded_mpm: None,
+            loaded_modules: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
             skipped: Vec::new(),
@@ -120,6 +123,7 @@ impl Reader {
     fn module_present(&self, written: &str) -> bool {
         match modules::find(written) {
             Some(m) if m.support == Support::Mpm => self.mpm() == m.identifier(),
+            Some(m) if modules::LOADED_ONLY.contains(&m.name) => self.loaded_modules.contains(&m.name),
             Some(m) => m.loads(),
             None => false,
         }
@@ -274,7 +278,8 @@ impl Reader {
                         // for another MPM, one for when a module warren has
                         // is absent, and <IfDefine> are skipped as their
                         // authors meant them to be where warren runs.
-                        let other_mpm = modules::find(what).is_some_and(|m| m.support == Support::Mpm);
+                        // A module warren has but that is not loaded (ssl) too.
+                        let other_mpm = modules::find(what).is_some_and(|m| m.support == Support::Mpm || m.loads());
                         if lname == "ifmodule" && !negate && !other_mpm {
                             skipping = Some((origin.clone(), format!("<{name} {}>: {}", args[0], modules::why_not(what)), 0));
                         }
@@ -370,6 +375,9 @@ impl Reader {
                 self.loaded_mpm = Some((module.to_string(), origin.clone()));
             }
             Some(m) if m.loads() => {
+                if modules::LOADED_ONLY.contains(&m.name) && !self.loaded_modules.contains(&m.name) {
+                    self.loaded_modules.push(m.name);
+                }
                 if let Some(w) = m.load_warning() {
                     self.warnings.push(ConfigError { origin: origin.clone(), message: w });
                 }
@@ -620,13 +628,13 @@ mod tests {
     fn load_module_selects_mpm_and_rejects_unknown() {
         let mut r = Reader::new(std::env::temp_dir());
         let nodes = r.read_text(
-            "LoadModule mpm_prefork_module x.so\n<IfModule mpm_prefork_module>\nP\n</IfModule>\nLoadModule ssl_module y.so\nLoadModule mpm_worker_module z.so\nLoadModule rewrite_module /usr/lib/apache2/modules/mod_rewrite.so\nLoadModule frobnicate_module f.so\n",
+            "LoadModule mpm_prefork_module x.so\n<IfModule mpm_prefork_module>\nP\n</IfModule>\nLoadModule gnutls_module y.so\nLoadModule mpm_worker_module z.so\nLoadModule rewrite_module /usr/lib/apache2/modules/mod_rewrite.so\nLoadModule frobnicate_module f.so\n",
             Arc::new(PathBuf::from("t")),
         );
         assert_eq!(names(&nodes), vec!["P "]);
         assert_eq!(r.errors.len(), 3, "{:?}", r.errors);
         assert_eq!(r.errors[0].origin.line, 5);
-        assert!(r.errors[0].message.starts_with("module ssl_module is not built into warren: TLS is not implemented yet"), "{}", r.errors[0]);
+        assert!(r.errors[0].message.starts_with("module gnutls_module is not built into warren"), "{}", r.errors[0]);
         assert!(r.errors[0].message.contains("warren has: core, so,"), "{}", r.errors[0]);
         assert!(r.errors[1].message.contains("more than one MPM"));
         assert_eq!(r.errors[2].origin.line, 8);
@@ -648,7 +656,6 @@ mod tests {
         assert_eq!(
             skipped,
             vec![
-                "s.conf:1: skipped 5 lines: <IfModule mod_ssl.c>: ssl_module is not built into warren: TLS is not implemented yet: terminate it in front of warren (issue 21)",
                 "s.conf:22: skipped 1 line: <IfModule mod_frob.c>: frob_module is not built into warren",
             ]
         );

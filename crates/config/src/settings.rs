@@ -134,6 +134,11 @@ pub struct HostConfig {
     pub access_file_names: Option<Vec<String>>,
     /// mod_remoteip: the client's address behind proxies.
     pub remote_ip: crate::remote_ip::RemoteIp,
+    /// mod_ssl's lines written for this host, unmerged.
+    pub ssl: crate::tls::TlsDirectives,
+    /// Its TLS settings, merged with the main server's: Some exactly when
+    /// `SSLEngine on` holds for it.
+    pub tls: Option<crate::tls::TlsHost>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -156,7 +161,13 @@ pub struct Settings {
     pub server_root: PathBuf,
     pub mpm: Mpm,
     pub tuning: MpmTuning,
+    /// Every listener (plain and TLS).
     pub listen: Vec<SocketAddr>,
+    /// The listeners `Listen ... https` named (see also
+    /// [`Settings::tls_listener`]).
+    pub https_listen: Vec<SocketAddr>,
+    /// mod_ssl's server-wide settings.
+    pub tls: crate::tls::TlsGlobal,
     pub pid_file: Option<PathBuf>,
     pub user: Option<String>,
     pub group: Option<String>,
@@ -207,6 +218,8 @@ impl Settings {
             mpm,
             tuning: MpmTuning::apache_defaults(mpm),
             listen: Vec::new(),
+            https_listen: Vec::new(),
+            tls: crate::tls::TlsGlobal::default(),
             pid_file: Some(server_root.join("warren.pid")),
             user: None,
             group: None,

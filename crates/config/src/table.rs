@@ -15,6 +15,7 @@ use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
 use crate::parse::Directive;
 use crate::remote_ip;
+use crate::tls;
 use crate::settings::{HostConfig, Settings};
 
 /// Where one directive stands.
@@ -152,6 +153,10 @@ const NO_CHARSET_BY_EXTENSION: &str = "warren adds no charset by file extension 
 const NO_LANGUAGE: &str = "warren sends no Content-Language and does no content negotiation";
 const NO_ENCODING: &str = "warren sends no Content-Encoding by file extension: such files go with their type alone";
 
+const OPENSSL_ONLY: &str = "warren's TLS is rustls, which draws its own randomness and has no OpenSSL to configure";
+const NO_PASSPHRASE: &str = "warren reads only unencrypted private keys (an encrypted one is an error at start): there is no pass phrase to ask for";
+const STAPLING_TUNING: &str = "warren staples the OCSP response it has at start (a CERT.ocsp file beside the certificate) and queries no responder while running";
+
 const MAX_REQUEST_WORKERS: DirectiveSpec = count("MaxRequestWorkers", ALL, |t| &mut t.max_request_workers);
 const MAX_CONNECTIONS_PER_CHILD: DirectiveSpec = count("MaxConnectionsPerChild", ALL, |t| &mut t.max_connections_per_child);
 
@@ -164,7 +169,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     reading("ServerRoot", "directory"),
     reading("LoadModule", "module file"),
     // Server-wide.
-    server("Listen", "[addr:]port [http]", apply::listen),
+    server("Listen", "[addr:]port [http|https]", apply::listen),
     server("PidFile", "file", apply::pid_file),
     server("User", "name|#uid", apply::user),
     server("Group", "name|#gid", apply::group),
@@ -226,6 +231,35 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("RemoteIPProxiesHeader", "header-field", remote_ip::proxies_header),
     host("RemoteIPProxyProtocol", "On|Off", remote_ip::proxy_protocol),
     host("RemoteIPProxyProtocolExceptions", "addr|net...", remote_ip::proxy_protocol_exceptions),
+    // mod_ssl.
+    server("SSLSessionCache", "none|nonenotnull|shmcb:path[(size)]|dbm:path", tls::session_cache),
+    server("SSLSessionCacheTimeout", "seconds", tls::session_cache_timeout),
+    server("SSLStaplingCache", "shmcb:path[(size)]", tls::stapling_cache),
+    host("SSLEngine", "On|Off", tls::engine),
+    host("SSLCertificateFile", "file", tls::certificate_file),
+    host("SSLCertificateKeyFile", "file", tls::certificate_key_file),
+    host("SSLCertificateChainFile", "file", tls::certificate_chain_file),
+    host("SSLProtocol", "[+|-]protocol...", tls::protocol),
+    host("SSLCipherSuite", "[SSL|TLSv1.3] cipher-spec", tls::cipher_suite),
+    host("SSLHonorCipherOrder", "On|Off", tls::honor_cipher_order),
+    host("SSLUseStapling", "On|Off", tls::use_stapling),
+    host("SSLStrictSNIVHostCheck", "On|Off", tls::strict_sni),
+    host("SSLSessionTickets", "On|Off", tls::session_tickets),
+    host("SSLCompression", "Off", tls::compression),
+    dir("SSLOptions", "[+|-]option...", tls::options),
+    dir("SSLRequireSSL", "", tls::require_ssl),
+    // Accepted, not acted on (see Apply::Inert).
+    inert("SSLRandomSeed", Contexts::SERVER, "startup|connect builtin|file:path|exec:path [bytes]", OPENSSL_ONLY),
+    inert("SSLPassPhraseDialog", Contexts::SERVER, "builtin|exec:path||path", NO_PASSPHRASE),
+    inert("SSLStaplingResponderTimeout", Contexts::HOST, "seconds", STAPLING_TUNING),
+    inert("SSLStaplingReturnResponderErrors", Contexts::HOST, "On|Off", STAPLING_TUNING),
+    inert("SSLStaplingStandardCacheTimeout", Contexts::HOST, "seconds", STAPLING_TUNING),
+    inert("SSLStaplingErrorCacheTimeout", Contexts::HOST, "seconds", STAPLING_TUNING),
+    inert("SSLStaplingFakeTryLater", Contexts::HOST, "On|Off", STAPLING_TUNING),
+    inert("SSLStaplingResponseMaxAge", Contexts::HOST, "seconds", STAPLING_TUNING),
+    inert("SSLStaplingResponseTimeSkew", Contexts::HOST, "seconds", STAPLING_TUNING),
+    inert("SSLInsecureRenegotiation", Contexts::HOST, "On|Off", "rustls never renegotiates"),
+    inert("SSLOpenSSLConfCmd", Contexts::HOST, "command value", OPENSSL_ONLY),
     // Accepted, not acted on (see Apply::Inert).
     inert("AddCharset", Contexts::ANYWHERE, "charset extension...", NO_CHARSET_BY_EXTENSION),
     inert("RemoveCharset", Contexts::ANYWHERE, "extension...", NO_CHARSET_BY_EXTENSION),

@@ -24,6 +24,7 @@ fn message(status: u16, method: &str) -> String {
         414 => "The requested URL's length exceeds the capacity limit for this server.".into(),
         416 => "None of the range-specifier values in the Range request-header field overlap the current extent of the selected resource.".into(),
         417 => "The expectation given in the Expect request-header field could not be met by this server.".into(),
+        421 => "The client needs a new connection for this request as the requested host name does not match the Server Name Indication (SNI) in use for this connection.".into(),
         431 => "The request's header fields are too large for this server.".into(),
         501 => format!("{} not supported for this URL.", html_escape(method)),
         503 => "The server is temporarily unable to service your request.".into(),

@@ -79,7 +79,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use route::{Request, Route};
-pub use site::{ConnInfo, Site};
+pub use site::{ConnInfo, Site, TlsInfo};
 
 /// Part of a multipart/byteranges body.
 #[derive(Debug)]

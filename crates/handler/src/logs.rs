@@ -191,6 +191,9 @@ pub struct LogRecord<'a> {
     pub response_headers: &'a [(crate::HeaderName, String)],
     /// The request environment (SetEnv, SetEnvIf), if it has one.
     pub env: Option<&'a crate::env::RequestEnv>,
+    pub tls: Option<crate::TlsInfo>,
+    /// The host the client named by SNI, for `%{SSL_TLS_SNI}x`.
+    pub sni_name: Option<&'a str>,
 }
 
 /// A buffered writer of one log format to one file.
@@ -342,6 +345,20 @@ pub fn format_line(out: &mut Vec<u8>, items: &[LogItem], r: &LogRecord) {
             }),
             LogItem::Filename => dash(out, r.filename.map(|p| p.as_os_str().as_encoded_bytes())),
             LogItem::Env(var) => dash(out, r.env.and_then(|e| e.get(var)).map(str::as_bytes)),
+            LogItem::Ssl(var) => {
+                let value = match (var.as_str(), &r.tls) {
+                    ("HTTPS", None) => Some("off".to_string()),
+                    ("HTTPS", Some(_)) => Some("on".to_string()),
+                    (_, None) => None,
+                    ("SSL_PROTOCOL", Some(t)) => Some(t.protocol.to_string()),
+                    ("SSL_CIPHER", Some(t)) => Some(t.cipher.to_string()),
+                    ("SSL_CIPHER_USEKEYSIZE" | "SSL_CIPHER_ALGKEYSIZE", Some(t)) => Some(t.cipher_bits.to_string()),
+                    ("SSL_SESSION_RESUMED", Some(t)) => Some(if t.resumed { "Resumed" } else { "Initial" }.to_string()),
+                    ("SSL_TLS_SNI", Some(_)) => r.sni_name.map(str::to_string),
+                    _ => None,
+                };
+                dash(out, value.as_deref().map(str::as_bytes))
+            }
         }
     }
     out.push(b'\n');
@@ -481,6 +498,8 @@ mod tests {
             filename: None,
             response_headers: &[],
             env: None,
+            tls: None,
+            sni_name: None,
         };
         format_line(&mut out, &items, &r);
         assert_eq!(
@@ -495,6 +514,16 @@ mod tests {
         let mut out = Vec::new();
         format_line(&mut out, &warren_config::log_format::compile("%{SITE}e %{NONE}e").unwrap(), &r);
         assert_eq!(out, b"demo -\n");
+
+        // mod_ssl's `%{VAR}x`, on a plain and on a TLS connection.
+        let ssl = warren_config::log_format::compile("%{HTTPS}x %{SSL_PROTOCOL}x %{SSL_CIPHER}x %{SSL_SESSION_RESUMED}x %{SSL_TLS_SNI}x").unwrap();
+        let mut out = Vec::new();
+        format_line(&mut out, &ssl, &r);
+        assert_eq!(out, b"off - - - -\n");
+        let tls = crate::TlsInfo { protocol: "TLSv1.3", cipher: "TLS_AES_128_GCM_SHA256", cipher_bits: 128, resumed: true, sni_host: Some(1) };
+        let mut out = Vec::new();
+        format_line(&mut out, &ssl, &LogRecord { tls: Some(tls), sni_name: Some("a.test"), ..r });
+        assert_eq!(out, b"on TLSv1.3 TLS_AES_128_GCM_SHA256 Resumed a.test\n");
         let path = std::env::temp_dir().join(format!("warren-env-log-{}", std::process::id()));
         let file = AccessLogFile::open(&path).unwrap();
         let format = Arc::new(warren_config::log_format::compile("%m").unwrap());

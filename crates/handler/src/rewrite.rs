@@ -76,7 +76,7 @@ pub(crate) fn with_vary(outcome: crate::Outcome, vary: &[String], req: Request) 
             Outcome::Blocking(Box::new(move || add(work(), &vary)))
         }
         Outcome::Gateway(mut gw) => {
-            gw.vary_on(vary, req.conn.useragent.ip(), req.head);
+            gw.vary_on(vary, req.conn, req.head);
             Outcome::Gateway(gw)
         }
     }
@@ -242,14 +242,15 @@ impl Site {
         if state.status.is_some_and(|s| (300..400).contains(&s)) {
             return false;
         }
-        let Some(rest) = strip_scheme(&state.filename, "http://") else { return false };
+        let own = if req.conn.tls.is_some() { "https://" } else { "http://" };
+        let Some(rest) = strip_scheme(&state.filename, own) else { return false };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) => (h, p.parse::<u16>().ok()),
-            None => (authority, Some(80)),
+            None => (authority, Some(req.conn.default_port())),
         };
         // Apache's ap_matches_request_vhost: the host's port (ServerName's) or the connection's.
         if port.is_some_and(|p| p == self.server_port(req) || p == req.conn.local.port()) && self.names_this_host(req, host) {
@@ -270,10 +271,11 @@ impl Site {
     fn own_url(&self, req: Request) -> String {
         let port = self.server_port(req);
         let name = self.server_name_for_url(req);
-        if port == 80 {
-            format!("http://{name}")
+        let scheme = req.conn.scheme();
+        if port == req.conn.default_port() {
+            format!("{scheme}://{name}")
         } else {
-            format!("http://{name}:{port}")
+            format!("{scheme}://{name}:{port}")
         }
     }
 
@@ -400,8 +402,8 @@ impl warren_rewrite::Request for Vars<'_, '_> {
             "REQUEST_URI" => self.uri.to_string(),
             "REQUEST_METHOD" => head.method().to_string(),
             "THE_REQUEST" => format!("{} {} {}", head.method(), String::from_utf8_lossy(head.path_and_query()), head.version.as_str()),
-            "REQUEST_SCHEME" => "http".into(),
-            "HTTPS" => "off".into(),
+            "REQUEST_SCHEME" => conn.scheme().into(),
+            "HTTPS" => if conn.tls.is_some() { "on" } else { "off" }.into(),
             "SERVER_PROTOCOL" => head.version.as_str().into(),
             "SERVER_NAME" => self.site.server_name_for_url(self.req),
             "SERVER_PORT" => self.site.server_port(self.req).to_string(),

@@ -24,6 +24,14 @@ impl Site {
         let req = self.request(head, conn);
         let host = req.host;
         let raw = head.path_and_query();
+        // A TLS connection is for the host its SNI named (its certificate):
+        // a request for another host on it is misdirected, as in Apache.
+        if let Some(sni) = conn.tls.and_then(|t| t.sni_host) {
+            if sni != host {
+                let why = format!("hostname {} provided via HTTP is different from the one provided via SNI ({})", String::from_utf8_lossy(head.host().unwrap_or_default()), self.hosts[sni].name);
+                return Outcome::Ready(self.error(req, 421, &why));
+            }
+        }
         if raw == b"*" {
             let r = match head.method() {
                 "OPTIONS" => Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS"),
@@ -255,7 +263,7 @@ impl Site {
         };
         if location.starts_with('/') {
             // A path on this server: made absolute with the name the client used.
-            location = format!("http://{}{location}", self.client_authority(req));
+            location = format!("{}://{}{location}", req.conn.scheme(), self.client_authority(req));
         }
         // The request's query string goes along unless the target has one.
         if !query.is_empty() && !location.contains('?') {

@@ -27,11 +27,47 @@ pub struct ConnInfo {
     /// [`Site::find_useragent`]). Everything about the client uses this:
     /// `Require`, REMOTE_ADDR, `%a`, the error log, server-status.
     pub useragent: SocketAddr,
+    /// What the TLS handshake settled (None: plain HTTP).
+    pub tls: Option<TlsInfo>,
+}
+
+/// mod_ssl's facts about a TLS connection, as FastCGI, logs and rewrite
+/// conditions see them.
+#[derive(Clone, Copy, Debug)]
+pub struct TlsInfo {
+    /// SSL_PROTOCOL: `TLSv1.2`, `TLSv1.3`.
+    pub protocol: &'static str,
+    /// SSL_CIPHER, in OpenSSL's names.
+    pub cipher: &'static str,
+    /// SSL_CIPHER_USEKEYSIZE.
+    pub cipher_bits: u16,
+    /// SSL_SESSION_RESUMED.
+    pub resumed: bool,
+    /// The host the client named by SNI (None: it named none).
+    pub sni_host: Option<usize>,
 }
 
 impl ConnInfo {
     pub fn new(peer: SocketAddr, local: SocketAddr) -> ConnInfo {
-        ConnInfo { peer, local, useragent: peer }
+        ConnInfo { peer, local, useragent: peer, tls: None }
+    }
+
+    /// `https` over TLS, else `http`: what self-referential URLs start with.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The port a URL of this scheme leaves out.
+    pub fn default_port(&self) -> u16 {
+        if self.tls.is_some() {
+            443
+        } else {
+            80
+        }
     }
 }
 

@@ -248,7 +248,7 @@ fn precondition_response(r: &mut Response, head: &RequestHead, v: &Validators) -
 
 fn redirect_to_slash(site: &Site, req: Request, query: &[u8]) -> Response {
     let raw_path = path::split_query(req.head.path_and_query()).0;
-    let location = format!("http://{}{}/{}", site.client_authority(req), String::from_utf8_lossy(raw_path), String::from_utf8_lossy(query));
+    let location = format!("{}://{}{}/{}", req.conn.scheme(), site.client_authority(req), String::from_utf8_lossy(raw_path), String::from_utf8_lossy(query));
     site.redirect_to(req, 301, location)
 }
 

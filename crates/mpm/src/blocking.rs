@@ -4,8 +4,8 @@
 //! thread waits in `read` (and so is tied up by an idle keep-alive client,
 //! as in Apache: that is what prefork and worker users compare).
 
-use std::io::{self, Read};
-use std::net::{Shutdown, TcpStream};
+use std::io;
+use crate::client_stream::{is_plain_http, ClientStream, PLAIN_HTTP_REASON};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -86,7 +86,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Reads what is there onto `buf`, waiting at most `wait`. `TimedOut` if nothing came.
-    fn read_within(&mut self, stream: &TcpStream, buf: &mut Vec<u8>, wait: Duration) -> io::Result<usize> {
+    fn read_within(&mut self, stream: &ClientStream, buf: &mut Vec<u8>, wait: Duration) -> io::Result<usize> {
         if !self.nonblocking {
             self.before_wait();
             self.set_read_timeout(stream, wait);
@@ -108,7 +108,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Turns the socket blocking, with Timeout on writes, for a kept-alive connection.
-    fn make_blocking(&mut self, stream: &TcpStream) {
+    fn make_blocking(&mut self, stream: &ClientStream) {
         if self.nonblocking {
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_write_timeout(Some(self.rules.timeout));
@@ -117,7 +117,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Sets the receive timeout, rounded to 10 ms, if it changes.
-    fn set_read_timeout(&mut self, stream: &TcpStream, wait: Duration) {
+    fn set_read_timeout(&mut self, stream: &ClientStream, wait: Duration) {
         let wait = Duration::from_millis((wait.as_millis() as u64).div_ceil(10).max(1) * 10);
         if self.read_timeout != Some(wait) {
             let _ = stream.set_read_timeout(Some(wait));
@@ -135,7 +135,7 @@ impl<'a> Driver<'a> {
 
     /// Serves every request of one connection.
     /// `stream` must be non-blocking, as accepted.
-    pub fn serve(&mut self, stream: TcpStream, mut info: ConnInfo) {
+    pub fn serve(&mut self, stream: ClientStream, mut info: ConnInfo) {
         self.read_timeout = None;
         self.nonblocking = true;
         let mut rbuf: Vec<u8> = Vec::new();
@@ -167,6 +167,7 @@ impl<'a> Driver<'a> {
                 }
             };
             served += 1;
+            stream.note_tls(self.site, &mut info);
             self.site.find_useragent(&mut head, &mut info);
             let keep_alive = self.rules.keep_alive.keep_alive(&head, served, self.stop.load(Ordering::Relaxed));
             let received = head.wire_len() as u64;
@@ -210,7 +211,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Writes the response, logs it, and says whether the connection goes on.
-    fn finish(&mut self, stream: &TcpStream, info: &ConnInfo, ex: &mut Exchange, resp: Response, served: u32) -> bool {
+    fn finish(&mut self, stream: &ClientStream, info: &ConnInfo, ex: &mut Exchange, resp: Response, served: u32) -> bool {
         self.slot.set(State::Writing);
         let mut out = Output::default();
         out.encode(ex, resp, self.site, &mut self.date, &mut self.scratch);
@@ -227,7 +228,7 @@ impl<'a> Driver<'a> {
 
     /// Logs the response and says whether the connection goes on; if not,
     /// closes it (lingering when unread input may remain).
-    fn after_response(&mut self, stream: &TcpStream, info: &ConnInfo, ex: &mut Exchange, sent: bool, served: u32) -> bool {
+    fn after_response(&mut self, stream: &ClientStream, info: &ConnInfo, ex: &mut Exchange, sent: bool, served: u32) -> bool {
         self.slot.set(State::Logging);
         ex.log(&mut self.logs, self.site, info, served, !sent);
         self.slot.end_request(ex.bytes_sent, ex.start.elapsed().as_micros() as u64);
@@ -246,7 +247,7 @@ impl<'a> Driver<'a> {
 
     /// Reads and applies the PROXY protocol header that must open the
     /// connection, within the time a request head has; false: close.
-    fn read_proxy_header(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, info: &mut ConnInfo) -> bool {
+    fn read_proxy_header(&mut self, stream: &ClientStream, rbuf: &mut Vec<u8>, info: &mut ConnInfo) -> bool {
         let mut clock = self.rules.head_clock(Instant::now(), 0);
         loop {
             match proxy_header::take(self.site, rbuf, info) {
@@ -269,7 +270,7 @@ impl<'a> Driver<'a> {
         }
     }
 
-    fn read_head(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, served: u32) -> Head {
+    fn read_head(&mut self, stream: &ClientStream, rbuf: &mut Vec<u8>, served: u32) -> Head {
         let idle_since = Instant::now();
         // A new connection's head is timed from the start (one that sends
         // nothing is closed quietly when the clock runs out); a kept-alive
@@ -322,13 +323,14 @@ impl<'a> Driver<'a> {
                     clock.received(n as u64, now);
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+                Err(e) if is_plain_http(&e) => return Head::Error(HttpError::new(400, PLAIN_HTTP_REASON)),
                 Err(_) => return Head::Done,
             }
         }
     }
 
     /// Reads and discards the request body, enforcing LimitRequestBody.
-    fn discard_body(&mut self, stream: &TcpStream, rbuf: &mut Vec<u8>, ex: &mut Exchange) -> Result<(), HttpError> {
+    fn discard_body(&mut self, stream: &ClientStream, rbuf: &mut Vec<u8>, ex: &mut Exchange) -> Result<(), HttpError> {
         let head = ex.head.as_ref().expect("head");
         if head.framing == BodyFraming::None {
             return Ok(());
@@ -350,8 +352,8 @@ impl<'a> Driver<'a> {
 
 /// Half-closes and drains what the client still sends (bounded), so that it
 /// reads our response rather than a reset.
-fn linger_close(stream: &TcpStream) {
-    let _ = stream.shutdown(Shutdown::Write);
+fn linger_close(stream: &ClientStream) {
+    stream.shutdown_write();
     let until = Instant::now() + LINGER;
     let mut buf = [0u8; 4096];
     while let Some(left) = until.checked_duration_since(Instant::now()) {

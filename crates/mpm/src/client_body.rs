@@ -6,7 +6,7 @@
 //! the application.
 
 use std::io::{self, Write};
-use std::net::TcpStream;
+use crate::client_stream::ClientStream;
 use std::time::Instant;
 
 use nix::poll::PollFlags;
@@ -23,7 +23,7 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// The request body, read from the connection on demand.
 pub struct ClientBody<'a> {
-    stream: &'a TcpStream,
+    stream: &'a ClientStream,
     /// Bytes already received after the head (the start of the body, and
     /// possibly a pipelined next request, which is left there).
     rbuf: &'a mut Vec<u8>,
@@ -42,7 +42,7 @@ pub struct ClientBody<'a> {
 }
 
 impl<'a> ClientBody<'a> {
-    pub fn new(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, head: &RequestHead, limit: u64, rules: &'a ConnRules) -> ClientBody<'a> {
+    pub fn new(stream: &'a ClientStream, rbuf: &'a mut Vec<u8>, head: &RequestHead, limit: u64, rules: &'a ConnRules) -> ClientBody<'a> {
         let (decoder, length) = match head.framing {
             BodyFraming::None => (None, None),
             BodyFraming::Length(n) => (Some(BodyDecoder::new(head.framing)), Some(n)),
@@ -52,7 +52,7 @@ impl<'a> ClientBody<'a> {
     }
 
     /// A body the event loop has read whole: nothing is read from the connection.
-    pub fn already_read(stream: &'a TcpStream, rbuf: &'a mut Vec<u8>, body: Spooled, rules: &'a ConnRules) -> ClientBody<'a> {
+    pub fn already_read(stream: &'a ClientStream, rbuf: &'a mut Vec<u8>, body: Spooled, rules: &'a ConnRules) -> ClientBody<'a> {
         ClientBody { stream, rbuf, decoder: None, length: Some(body.len()), limit: u64::MAX, rules, clock: None, expect_continue: false, wire_bytes: 0, spooled: Some(body) }
     }
 

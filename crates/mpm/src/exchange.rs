@@ -5,9 +5,9 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, Read};
-use std::net::TcpStream;
-use std::os::fd::{AsFd, AsRawFd};
+use std::io;
+use crate::client_stream::ClientStream;
+use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,8 +52,11 @@ pub fn panic_response(site: &Site, head: &RequestHead, info: &ConnInfo) -> Respo
 
 /// Waits until the socket is ready for `what`, at most `wait`. A signal
 /// (graceful stop, log reopening) does not cut the wait short.
-pub fn wait_for(stream: &TcpStream, what: PollFlags, wait: Duration) -> bool {
+pub fn wait_for(stream: &ClientStream, what: PollFlags, wait: Duration) -> bool {
     let until = Instant::now() + wait;
+    if what.contains(PollFlags::POLLIN) && stream.has_buffered_input() {
+        return true;
+    }
     loop {
         let left = until.saturating_duration_since(Instant::now());
         let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
@@ -69,7 +72,7 @@ pub fn wait_for(stream: &TcpStream, what: PollFlags, wait: Duration) -> bool {
 /// Reads what the connection has onto the end of `buf`, straight into its
 /// spare room: a buffer on a thread's stack would stay resident for the
 /// thread's life (a worker child has dozens of threads).
-pub fn read_onto(stream: &TcpStream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
+pub fn read_onto(stream: &ClientStream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
     let old = buf.len();
     buf.resize(old + chunk, 0);
     let got = (&*stream).read(&mut buf[old..]);
@@ -214,6 +217,8 @@ impl Exchange {
             filename: self.filename.as_deref(),
             response_headers: &self.headers,
             env: self.env.as_ref(),
+            tls: info.tls,
+            sni_name: info.tls.and_then(|t| t.sni_host).map(|h| site.hosts[h].name.as_str()),
         };
         logs.write(self.host, &record);
     }
@@ -348,30 +353,28 @@ impl Output {
 
     /// Writes what is pending. Ok(true): all sent; Ok(false): the socket is
     /// full (non-blocking) or its send timeout passed (blocking).
-    pub fn flush(&mut self, stream: &TcpStream) -> io::Result<bool> {
+    pub fn flush(&mut self, stream: &ClientStream) -> io::Result<bool> {
         if !self.corked && self.queue.iter().any(|c| matches!(c, Chunk::File { .. })) {
             self.corked = set_cork(stream, true);
         }
         loop {
             if self.wpos < self.wbuf.len() {
                 // With more to follow, MSG_MORE lets the head share a packet with the file.
-                let more = if self.queue.is_empty() { 0 } else { libc::MSG_MORE };
-                let rest = &self.wbuf[self.wpos..];
-                // SAFETY: rest is a valid buffer for its length; the fd is open.
-                let n = unsafe { libc::send(stream.as_raw_fd(), rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL | more) };
-                if n < 0 {
-                    let e = io::Error::last_os_error();
-                    return match e.kind() {
-                        io::ErrorKind::WouldBlock => Ok(false),
-                        io::ErrorKind::Interrupted => continue,
-                        _ => Err(e),
-                    };
+                let more = !self.queue.is_empty();
+                match stream.send(&self.wbuf[self.wpos..], more) {
+                    Ok(n) => self.wpos += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
                 }
-                self.wpos += n as usize;
                 continue;
             }
             match self.queue.front_mut() {
                 None => {
+                    // Over TLS, records may still wait to leave.
+                    if !stream.flush_pending()? {
+                        return Ok(false);
+                    }
                     self.wbuf.clear();
                     self.wpos = 0;
                     if self.corked {
@@ -390,17 +393,13 @@ impl Output {
                         self.queue.pop_front();
                         continue;
                     }
-                    let mut off = *offset as i64;
                     let count = (*len).min(1 << 20) as usize;
-                    match nix::sys::sendfile::sendfile64(stream, file.as_fd(), Some(&mut off), count) {
+                    match stream.send_file(file, offset, count) {
                         Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent")),
-                        Ok(n) => {
-                            *offset += n as u64;
-                            *len -= n as u64;
-                        }
-                        Err(nix::errno::Errno::EAGAIN) => return Ok(false),
-                        Err(nix::errno::Errno::EINTR) => {}
-                        Err(e) => return Err(e.into()),
+                        Ok(n) => *len -= n as u64,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
                     }
                 }
             }
@@ -410,7 +409,7 @@ impl Output {
     /// Writes all that is pending, waiting for room at most `timeout` each
     /// time; false if the client stalled or went away. For a thread that
     /// may block; the socket may be blocking or not.
-    pub fn write_all(&mut self, stream: &TcpStream, timeout: Duration) -> bool {
+    pub fn write_all(&mut self, stream: &ClientStream, timeout: Duration) -> bool {
         loop {
             match self.flush(stream) {
                 Ok(true) => return true,
@@ -431,6 +430,6 @@ impl Output {
 
 /// TCP_CORK holds partial segments until it is lifted: a head and the file
 /// after it then reach the client in full segments and wake it once.
-fn set_cork(stream: &TcpStream, on: bool) -> bool {
-    socket2::SockRef::from(stream).set_tcp_cork(on).is_ok()
+fn set_cork(stream: &ClientStream, on: bool) -> bool {
+    !stream.is_tls() && socket2::SockRef::from(stream.tcp()).set_tcp_cork(on).is_ok()
 }

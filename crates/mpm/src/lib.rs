@@ -31,6 +31,8 @@
 //! `warren-handler`. This crate only moves bytes and manages processes.
 
 pub mod blocking;
+pub mod client_stream;
+mod ktls;
 mod proxy_header;
 pub mod client_body;
 pub mod event;

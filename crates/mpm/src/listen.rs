@@ -2,6 +2,9 @@
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd};
+use std::sync::Arc;
+
+use crate::client_stream::ClientStream;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -9,6 +12,24 @@ use socket2::{Domain, Protocol, Socket, Type};
 pub struct Listener {
     pub socket: TcpListener,
     pub addr: SocketAddr,
+    /// Set for a TLS listener: its connections open with a handshake.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Listener {
+    /// Another handle on the same socket, for a new generation of children.
+    pub fn try_clone(&self) -> std::io::Result<Listener> {
+        Ok(Listener { socket: self.socket.try_clone()?, addr: self.addr, tls: self.tls.clone() })
+    }
+
+    /// Accepts a connection (see [`accept`]) as its client stream: TLS on
+    /// a TLS listener. Also gives the local address, the listener's unless it
+    /// is bound to a wildcard.
+    pub fn accept(&self) -> std::io::Result<(ClientStream, SocketAddr, SocketAddr)> {
+        let (stream, peer) = accept(&self.socket)?;
+        let local = if self.addr.ip().is_unspecified() { stream.local_addr().unwrap_or(self.addr) } else { self.addr };
+        Ok((ClientStream::accepted(stream, self.tls.as_ref())?, peer, local))
+    }
 }
 
 pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<Listener> {
@@ -37,7 +58,7 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<Listener> {
     socket.set_nonblocking(true)?;
     let socket: TcpListener = socket.into();
     let addr = socket.local_addr()?;
-    Ok(Listener { socket, addr })
+    Ok(Listener { socket, addr, tls: None })
 }
 
 /// accept4 with the peer address, non-blocking and close-on-exec, in one

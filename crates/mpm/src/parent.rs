@@ -542,7 +542,7 @@ impl Parent {
         for addr in &settings.listen {
             let existing = self.listeners.iter().find(|l| l.addr == *addr || (addr.port() == 0 && l.addr.ip() == addr.ip()));
             let l = match existing {
-                Some(l) => l.socket.try_clone().map(|socket| Listener { socket, addr: l.addr }),
+                Some(l) => l.try_clone(),
                 None => listen::bind(*addr, settings.listen_backlog),
             };
             match l {
@@ -680,7 +680,7 @@ impl Parent {
         let listeners: Vec<Listener> = self
             .listeners
             .iter()
-            .filter_map(|l| l.socket.try_clone().ok().map(|socket| Listener { socket, addr: l.addr }))
+            .filter_map(|l| l.try_clone().ok())
             .collect();
         let result = match self.site.settings.mpm {
             Mpm::Prefork => crate::prefork::run(&self.site, &listeners, &self.sb, slot, &stop, &reopen),

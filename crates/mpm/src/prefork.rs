@@ -12,7 +12,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use warren_handler::{ConnInfo, Site};
 
 use crate::blocking::Driver;
-use crate::listen::{self, Listener};
+use crate::listen::Listener;
 use crate::scoreboard::{AcceptTurn, Scoreboard, State};
 
 pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, stop: &AtomicBool, reopen: &AtomicBool) -> std::io::Result<()> {
@@ -40,8 +40,8 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
         // the kernel told a child that has since given its turn away. So a
         // child with a turn tries to accept before it sleeps (from the
         // listener after the last one served, for fairness between them).
-        let tried = (0..listeners.len()).map(|k| (next + k) % listeners.len()).find_map(|i| listen::accept(&listeners[i].socket).ok().map(|c| (i, c)));
-        let (which, (stream, peer)) = match tried {
+        let tried = (0..listeners.len()).map(|k| (next + k) % listeners.len()).find_map(|i| listeners[i].accept().ok().map(|c| (i, c)));
+        let (which, (stream, peer, local)) = match tried {
             Some(got) => got,
             None => {
                 let n = match epoll.wait(&mut events, EpollTimeout::from(1000u16)) {
@@ -54,13 +54,11 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                     continue;
                 }
                 let which = events[0].data() as usize;
-                let Ok(got) = listen::accept(&listeners[which].socket) else { continue };
+                let Ok(got) = listeners[which].accept() else { continue };
                 (which, got)
             }
         };
         next = (which + 1) % listeners.len();
-        let laddr = listeners[which].addr;
-        let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
         driver.serve(stream, ConnInfo::new(peer, local));
         served += 1;
         if max > 0 && served >= max {

@@ -4,7 +4,7 @@
 //! child leaves new connections to the others.
 
 use std::collections::VecDeque;
-use std::net::TcpStream;
+use crate::client_stream::ClientStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
@@ -13,11 +13,11 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use warren_handler::{ConnInfo, Site};
 
 use crate::blocking::Driver;
-use crate::listen::{self, Listener};
+use crate::listen::Listener;
 use crate::scoreboard::{Scoreboard, State};
 
 struct Handoff {
-    queue: Mutex<VecDeque<(TcpStream, ConnInfo)>>,
+    queue: Mutex<VecDeque<(ClientStream, ConnInfo)>>,
     ready: Condvar,
     /// Idle workers not yet promised a connection: the listener takes one
     /// (decrements) for each connection it accepts.
@@ -105,9 +105,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                 continue;
             }
             let which = events[0].data() as usize;
-            let Ok((stream, peer)) = listen::accept(&listeners[which].socket) else { continue };
-            let laddr = listeners[which].addr;
-            let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
+            let Ok((stream, peer, local)) = listeners[which].accept() else { continue };
             handoff.idle.fetch_sub(1, Ordering::SeqCst);
             handoff.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back((stream, ConnInfo::new(peer, local)));
             handoff.ready.notify_one();

@@ -186,10 +186,10 @@ impl Gateway {
 
     /// The application's answer varies on these request headers too
     /// (mod_rewrite's conditions read them).
-    pub fn vary_on(&mut self, vary: &[String], remote: std::net::IpAddr, head: &RequestHead) {
+    pub fn vary_on(&mut self, vary: &[String], conn: &crate::ConnInfo, head: &RequestHead) {
         match &mut self.filters {
             Some(f) => f.vary.extend(vary.iter().cloned()),
-            None => self.set_filters(Box::new(crate::filters::RequestFilters { vary: vary.to_vec(), ..crate::filters::RequestFilters::new(remote) }), head),
+            None => self.set_filters(Box::new(crate::filters::RequestFilters { vary: vary.to_vec(), ..crate::filters::RequestFilters::new(conn.useragent.ip(), conn.tls.is_some()) }), head),
         }
     }
 

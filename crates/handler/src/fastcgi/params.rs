@@ -74,7 +74,21 @@ impl Site {
         set(&mut p, "REMOTE_PORT", conn.useragent.port().to_string().into_bytes());
         set(&mut p, "REQUEST_METHOD", head.method().as_bytes().to_vec());
         set(&mut p, "REQUEST_URI", head.path_and_query().to_vec());
-        set(&mut p, "REQUEST_SCHEME", b"http".to_vec());
+        set(&mut p, "REQUEST_SCHEME", conn.scheme().as_bytes().to_vec());
+        if let Some(tls) = &conn.tls {
+            // mod_ssl sets HTTPS always, and the SSL_ variables with
+            // SSLOptions +StdEnvVars, which Debian's default-ssl.conf gives
+            // to PHP: they are always here.
+            set(&mut p, "HTTPS", b"on".to_vec());
+            set(&mut p, "SSL_PROTOCOL", tls.protocol.as_bytes().to_vec());
+            set(&mut p, "SSL_CIPHER", tls.cipher.as_bytes().to_vec());
+            set(&mut p, "SSL_CIPHER_USEKEYSIZE", tls.cipher_bits.to_string().into_bytes());
+            set(&mut p, "SSL_CIPHER_ALGKEYSIZE", tls.cipher_bits.to_string().into_bytes());
+            set(&mut p, "SSL_SESSION_RESUMED", if tls.resumed { b"Resumed".to_vec() } else { b"Initial".to_vec() });
+            if let Some(h) = tls.sni_host {
+                set(&mut p, "SSL_TLS_SNI", self.hosts[h].name.clone().into_bytes());
+            }
+        }
         set(&mut p, "QUERY_STRING", query.strip_prefix(b"?").unwrap_or(query).to_vec());
         set(&mut p, "SCRIPT_NAME", target.name.to_vec());
         set(&mut p, "SCRIPT_FILENAME", target.filename.clone().into_bytes());

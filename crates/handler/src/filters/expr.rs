@@ -15,6 +15,7 @@ use crate::HeaderName;
 pub struct Facts<'a> {
     pub head: Option<&'a RequestHead>,
     pub remote: IpAddr,
+    pub https: bool,
     pub env: &'a RequestEnv,
     /// The response's status and headers (None for `RequestHeader`).
     pub response: Option<(u16, &'a [(HeaderName, String)])>,
@@ -67,7 +68,7 @@ impl Facts<'_> {
             }
             ExprVar::RequestMethod => head.map(|h| h.method().to_string()).unwrap_or_default(),
             ExprVar::RemoteAddr => self.remote.to_string(),
-            ExprVar::RequestScheme => "http".to_string(),
+            ExprVar::RequestScheme => if self.https { "https" } else { "http" }.to_string(),
             ExprVar::ContentType => resp_header("Content-Type"),
             ExprVar::RequestStatus => self.response.map(|(s, _)| s.to_string()).unwrap_or_default(),
             ExprVar::RequestHeader(name) => head.and_then(|h| h.header(name)).map(text).unwrap_or_default(),
@@ -119,7 +120,7 @@ mod tests {
         env.set("EVIL", "a\r\nSet-Cookie: x\u{7f}");
         let headers = vec![(HeaderName::Borrowed("Content-Type"), "text/html; charset=utf-8".to_string())];
         let timing = Timing { received: SystemTime::UNIX_EPOCH + Duration::from_secs(2), start: Instant::now() };
-        let facts = Facts { head: Some(&head), remote: "10.0.0.1".parse().unwrap(), env: &env, response: Some((404, &headers)), timing };
+        let facts = Facts { head: Some(&head), remote: "10.0.0.1".parse().unwrap(), https: false, env: &env, response: Some((404, &headers)), timing };
         let holds = |text: &str| facts.eval(&parse_expr(text).unwrap());
         assert!(holds("%{REQUEST_URI} == '/a b/c'"));
         assert!(holds("%{QUERY_STRING} == 'x=1'"));

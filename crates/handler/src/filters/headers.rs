@@ -21,7 +21,7 @@ pub fn apply_response(resp: &mut Response, f: &RequestFilters, head: Option<&Req
         if !rule.always && !onsuccess {
             continue;
         }
-        let facts = Facts { head, remote: f.remote, env: &f.env, response: Some((resp.status, &resp.headers)), timing };
+        let facts = Facts { head, remote: f.remote, https: f.https, env: &f.env, response: Some((resp.status, &resp.headers)), timing };
         if !facts.holds(&rule.condition) {
             continue;
         }
@@ -48,7 +48,7 @@ pub fn request_headers(f: &RequestFilters, head: &RequestHead, timing: Timing) -
     let mut list: Vec<(HeaderName, String)> =
         head.headers().map(|(n, v)| (HeaderName::Owned(String::from_utf8_lossy(n).into_owned()), String::from_utf8_lossy(v).into_owned())).collect();
     for rule in &f.request_headers {
-        let facts = Facts { head: Some(head), remote: f.remote, env: &f.env, response: None, timing };
+        let facts = Facts { head: Some(head), remote: f.remote, https: f.https, env: &f.env, response: None, timing };
         if facts.holds(&rule.condition) {
             let value = facts.format(&rule.value);
             act(&mut list, rule, value, Vec::new());

@@ -64,6 +64,8 @@ pub struct RequestFilters {
     pub expires: Option<ExpiresConfig>,
     pub env: RequestEnv,
     pub remote: IpAddr,
+    /// Whether the request came over TLS (`%{REQUEST_SCHEME}`).
+    pub https: bool,
     /// The answer is a FastCGI application's: its headers are in both of
     /// Apache's tables, so `Header` (onsuccess) rules act whatever its status.
     pub from_application: bool,
@@ -74,8 +76,8 @@ pub struct RequestFilters {
 impl RequestFilters {
     /// No rules and an empty environment: for a stage that adds to the
     /// environment of a request no directive gave one (mod_rewrite's `E=`).
-    pub fn new(remote: IpAddr) -> RequestFilters {
-        RequestFilters { headers: Vec::new(), request_headers: Vec::new(), expires: None, env: RequestEnv::default(), remote, from_application: false, vary: Vec::new() }
+    pub fn new(remote: IpAddr, https: bool) -> RequestFilters {
+        RequestFilters { headers: Vec::new(), request_headers: Vec::new(), expires: None, env: RequestEnv::default(), remote, https, from_application: false, vary: Vec::new() }
     }
 
     /// For a request routed to `url` with the layers `dir`; None when no
@@ -85,7 +87,7 @@ impl RequestFilters {
         if !dir.layers.iter().any(|l| l.has_filters()) {
             return None;
         }
-        let mut f = RequestFilters { env: RequestEnv::for_request(req, url, dir), ..RequestFilters::new(req.conn.useragent.ip()) };
+        let mut f = RequestFilters { env: RequestEnv::for_request(req, url, dir), ..RequestFilters::new(req.conn.useragent.ip(), req.conn.tls.is_some()) };
         let mut expires = ExpiresConfig::default();
         let mut any_expires = false;
         for l in &dir.layers {

@@ -12,7 +12,6 @@ use warren_handler::ConnInfo;
 use warren_http::{HeadScan, Phase};
 
 use crate::exchange::Output;
-use crate::listen;
 use crate::scoreboard::State;
 use crate::spread;
 use super::connection::Conn;
@@ -63,7 +62,7 @@ impl EventLoop {
         let mut fresh = [0usize; ACCEPT_BATCH];
         let mut n = 0;
         while n < ACCEPT_BATCH && !self.stopping && self.open < self.max_open {
-            let (stream, peer) = match listen::accept(&self.listeners[which].socket) {
+            let (stream, peer, local) = match self.listeners[which].accept() {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.raw_os_error() == Some(libc::EMFILE) || e.raw_os_error() == Some(libc::ENFILE) => {
@@ -74,8 +73,6 @@ impl EventLoop {
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => break,
                 Err(_) => continue,
             };
-            let laddr = self.listeners[which].addr;
-            let local = if laddr.ip().is_unspecified() { stream.local_addr().unwrap_or(laddr) } else { laddr };
             let slot = self.free.pop().unwrap_or_else(|| {
                 self.conns.push(None);
                 self.conns.len() - 1

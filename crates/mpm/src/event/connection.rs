@@ -2,8 +2,8 @@
 //! [`Phase`]s (head, body, response, keep-alive, lingering close) as far as
 //! it can go without blocking, under the rules of `warren_http::conn`.
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::io::{self, Write};
+use crate::client_stream::ClientStream;
 use std::time::{Duration, Instant};
 
 use nix::sys::epoll::EpollFlags;
@@ -14,6 +14,7 @@ use warren_http::conn::received_body_within;
 use warren_http::response::CONTINUE;
 use warren_http::{parse_head_from, BodyDecoder, BodyFraming, HeadScan, HttpError, Next, Phase, ReadClock, RequestHead, LINGER};
 
+use crate::client_stream::{is_plain_http, PLAIN_HTTP_REASON};
 use crate::exchange::{panic_response, Exchange, Output};
 use crate::fastcgi::on_loop::Upstream;
 use crate::proxy_header::{self, Got};
@@ -21,7 +22,7 @@ use super::thread_pool::Job;
 use super::EventLoop;
 
 pub(super) struct Conn {
-    pub(super) stream: TcpStream,
+    pub(super) stream: ClientStream,
     pub(super) info: ConnInfo,
     pub(super) generation: u64,
     pub(super) phase: Phase,
@@ -63,6 +64,13 @@ impl EventLoop {
         }
         if c.on_hold {
             return;
+        }
+        if flags.contains(EpollFlags::EPOLLOUT) && c.stream.is_tls() && c.phase != Phase::Writing {
+            // Handshake records a full socket held back.
+            if c.stream.flush_pending().is_err() {
+                self.close(slot);
+                return;
+            }
         }
         self.drive(slot);
     }
@@ -134,6 +142,10 @@ impl EventLoop {
                             self.close(slot);
                             return;
                         }
+                        ReadResult::PlainHttp => {
+                            self.protocol_error(slot, HttpError::new(400, PLAIN_HTTP_REASON));
+                            continue;
+                        }
                     }
                 }
                 Phase::ReadingBody => {
@@ -175,7 +187,7 @@ impl EventLoop {
                     match self.read_more(slot) {
                         ReadResult::Data => continue,
                         ReadResult::Blocked => return,
-                        ReadResult::Closed => {
+                        ReadResult::Closed | ReadResult::PlainHttp => {
                             self.abort(slot);
                             return;
                         }
@@ -215,6 +227,7 @@ impl EventLoop {
                 ReadResult::Blocked
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => ReadResult::Data,
+            Err(e) if is_plain_http(&e) => ReadResult::PlainHttp,
             Err(_) => ReadResult::Closed,
         }
     }
@@ -226,6 +239,7 @@ impl EventLoop {
     fn start_request(&mut self, slot: usize, mut head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
         c.served += 1;
+        c.stream.note_tls(&self.site, &mut c.info);
         self.site.find_useragent(&mut head, &mut c.info);
         let keep_alive = self.rules.keep_alive.keep_alive(&head, c.served, self.stopping);
         let framing = head.framing;
@@ -255,7 +269,7 @@ impl EventLoop {
         let req = c.req.as_mut().expect("req");
         if req.head.as_ref().expect("head").expect_continue {
             // The body will be read and discarded; say so before the client sends it.
-            let _ = c.stream.write(CONTINUE);
+            let _ = (&c.stream).write(CONTINUE);
         }
         req.decoder = Some(BodyDecoder::new(framing));
         c.phase = Phase::ReadingBody;
@@ -385,12 +399,14 @@ enum ReadResult {
     Data,
     Blocked,
     Closed,
+    /// HTTP on a TLS port: answered 400 in plain HTTP.
+    PlainHttp,
 }
 
 /// Half-closes the connection and drains what the client still sends
 /// (bounded by LINGER), so that it reads our last answer, not a reset.
 pub(super) fn linger(c: &mut Conn) {
-    let _ = c.stream.shutdown(Shutdown::Write);
+    c.stream.shutdown_write();
     c.phase = Phase::Lingering;
     c.deadline = Instant::now() + LINGER;
     c.readable = true;

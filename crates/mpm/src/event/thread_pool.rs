@@ -9,7 +9,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use std::net::TcpStream;
+use crate::client_stream::ClientStream;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use warren_handler::fastcgi::Gateway;
@@ -33,7 +33,7 @@ pub enum Job {
 /// A connection lent to a worker thread for one FastCGI exchange.
 pub struct FastCgiJob {
     /// A duplicate of the loop's socket (the loop keeps it registered).
-    pub stream: TcpStream,
+    pub stream: ClientStream,
     pub info: ConnInfo,
     pub rbuf: Vec<u8>,
     pub exchange: Exchange,

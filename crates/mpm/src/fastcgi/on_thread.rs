@@ -5,7 +5,7 @@
 //! [`ClientBody`]); the
 //! response head goes out, then the application's output as it comes.
 
-use std::net::TcpStream;
+use crate::client_stream::ClientStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ use crate::fastcgi::spill::Spill;
 #[allow(clippy::too_many_arguments)]
 pub fn serve(
     site: &Site,
-    stream: &TcpStream,
+    stream: &ClientStream,
     info: &ConnInfo,
     rbuf: &mut Vec<u8>,
     ex: &mut Exchange,
@@ -85,7 +85,7 @@ pub fn serve(
 
 /// Relays the application's answer after its head; false if the client or
 /// the application failed.
-fn relay_pieces(stream: &TcpStream, out: &mut Output, st: &mut Streaming, spill: &mut Option<Spill>, ex: &mut Exchange, timeout: Duration) -> bool {
+fn relay_pieces(stream: &ClientStream, out: &mut Output, st: &mut Streaming, spill: &mut Option<Spill>, ex: &mut Exchange, timeout: Duration) -> bool {
     let mut piece = Vec::new();
     loop {
         piece.clear();
@@ -133,6 +133,6 @@ fn relay_pieces(stream: &TcpStream, out: &mut Output, st: &mut Streaming, spill:
     }
 }
 
-fn is_nonblocking(stream: &TcpStream) -> bool {
+fn is_nonblocking(stream: &ClientStream) -> bool {
     nix::fcntl::fcntl(stream, nix::fcntl::FcntlArg::F_GETFL).is_ok_and(|f| nix::fcntl::OFlag::from_bits_truncate(f).contains(nix::fcntl::OFlag::O_NONBLOCK))
 }

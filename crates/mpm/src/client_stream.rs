@@ -1,0 +1,489 @@
+//! The client's connection as the MPMs read and write it: plain TCP, or
+//! TLS over it ([`ClientStream`]). TLS is decrypted in user space by rustls,
+//! or by the kernel (kTLS, see [`crate::ktls`]) once the handshake is done,
+//! which keeps sendfile for static files. Every MPM and the FastCGI relays
+//! use the same calls for both, so nothing above this knows which it has.
+//!
+//! The TLS state sits behind a mutex shared by the stream's clones: the
+//! event loop lends a connection to a worker thread by cloning it and
+//! holds it meanwhile (only one side uses it at a time, so the lock is
+//! never contended).
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rustls::{HandshakeKind, ServerConfig, ServerConnection};
+
+use warren_handler::{ConnInfo, Site, TlsInfo};
+
+use crate::ktls;
+
+/// The first byte of a TLS handshake record. A connection to a TLS port
+/// that opens with a letter is speaking HTTP.
+const TLS_HANDSHAKE: u8 = 0x16;
+/// How much of a file is read and encrypted at a time over user-space TLS:
+/// one full record.
+const FILE_CHUNK: usize = 16 * 1024;
+
+/// What the handshake settled, for FastCGI (HTTPS, SSL_PROTOCOL, ...), logs
+/// and virtual host checks.
+#[derive(Clone, Debug)]
+pub struct TlsDetails {
+    pub protocol: &'static str,
+    pub cipher: &'static str,
+    pub cipher_bits: u16,
+    pub server_name: Option<String>,
+    pub resumed: bool,
+    /// Whether the kernel took over the record layer.
+    pub kernel: bool,
+}
+
+pub struct ClientStream {
+    sock: TcpStream,
+    tls: Option<Arc<Mutex<TlsState>>>,
+}
+
+enum Mode {
+    /// rustls encrypts and decrypts (boxed: a connection's state is large,
+    /// and a plain connection should not pay for it).
+    User(Box<ServerConnection>),
+    /// The kernel does the records: the socket is used as plain TCP.
+    Kernel,
+    /// The client spoke HTTP to the TLS port: it gets a plain 400.
+    PlainHttp,
+}
+
+struct TlsState {
+    mode: Mode,
+    /// Whether the first bytes have been looked at.
+    started: bool,
+    details: Option<TlsDetails>,
+    /// rustls holds decrypted bytes a read did not have room for.
+    plaintext_left: bool,
+}
+
+/// The error a read returns once for a client speaking HTTP to a TLS port.
+pub fn is_plain_http(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::InvalidData && e.get_ref().is_some_and(|inner| inner.is::<PlainHttp>())
+}
+
+#[derive(Debug)]
+struct PlainHttp;
+
+impl std::fmt::Display for PlainHttp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("plain HTTP on a TLS port")
+    }
+}
+
+impl std::error::Error for PlainHttp {}
+
+/// Apache's reason for the 400 a client speaking HTTP to a TLS port gets.
+pub const PLAIN_HTTP_REASON: &str = "You're speaking plain HTTP to an SSL-enabled server port. Instead use the HTTPS scheme to access this URL, please.";
+
+impl ClientStream {
+    pub fn plain(sock: TcpStream) -> ClientStream {
+        ClientStream { sock, tls: None }
+    }
+
+    /// A connection whose first bytes are a TLS handshake, under `config`.
+    pub fn tls(sock: TcpStream, config: Arc<ServerConfig>) -> io::Result<ClientStream> {
+        let conn = ServerConnection::new(config).map_err(io::Error::other)?;
+        let state = TlsState { mode: Mode::User(Box::new(conn)), started: false, details: None, plaintext_left: false };
+        Ok(ClientStream { sock, tls: Some(Arc::new(Mutex::new(state))) })
+    }
+
+    /// Accepts with a listener's TLS configuration, if it has one.
+    pub fn accepted(sock: TcpStream, tls: Option<&Arc<ServerConfig>>) -> io::Result<ClientStream> {
+        match tls {
+            None => Ok(ClientStream::plain(sock)),
+            Some(c) => ClientStream::tls(sock, c.clone()),
+        }
+    }
+
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    fn state(&self) -> Option<MutexGuard<'_, TlsState>> {
+        self.tls.as_ref().map(|t| t.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// What the handshake settled, once it is done.
+    pub fn tls_details(&self) -> Option<TlsDetails> {
+        self.state().and_then(|s| s.details.clone())
+    }
+
+    /// Fills in the connection's TLS facts once its handshake is done
+    /// (before its first request is handled).
+    pub fn note_tls(&self, site: &Site, info: &mut ConnInfo) {
+        if info.tls.is_some() || self.tls.is_none() {
+            return;
+        }
+        let Some(d) = self.tls_details() else { return };
+        let sni_host = d.server_name.as_deref().map(|name| site.select_host(Some(name.as_bytes()), info.local));
+        info.tls = Some(TlsInfo { protocol: d.protocol, cipher: d.cipher, cipher_bits: d.cipher_bits, resumed: d.resumed, sni_host });
+    }
+
+    pub fn try_clone(&self) -> io::Result<ClientStream> {
+        Ok(ClientStream { sock: self.sock.try_clone()?, tls: self.tls.clone() })
+    }
+
+    pub fn tcp(&self) -> &TcpStream {
+        &self.sock
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        self.sock.set_nonblocking(on)
+    }
+
+    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.sock.set_read_timeout(t)
+    }
+
+    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.sock.set_write_timeout(t)
+    }
+
+    /// Whether a read would return data without touching the socket
+    /// (decrypted bytes rustls still holds): waiting for the socket to be
+    /// readable first could wait for nothing.
+    pub fn has_buffered_input(&self) -> bool {
+        self.state().is_some_and(|s| s.plaintext_left)
+    }
+
+    /// Reads what has arrived; WouldBlock when nothing has (on a
+    /// non-blocking socket). Over user-space TLS, a read fills `buf` as far
+    /// as the socket allows without waiting, so that a short read still
+    /// means the socket is drained (the event loop relies on it).
+    pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(mut s) = self.state() else { return (&self.sock).read(buf) };
+        let fd = self.sock.as_raw_fd();
+        if !s.started {
+            s.started = true;
+            if opens_with_plain_http(fd)? {
+                s.mode = Mode::PlainHttp;
+                return Err(io::Error::new(io::ErrorKind::InvalidData, PlainHttp));
+            }
+        }
+        match &mut s.mode {
+            Mode::User(_) => read_user(&mut s, fd, buf),
+            Mode::Kernel | Mode::PlainHttp => (&self.sock).read(buf),
+        }
+    }
+
+    /// Sends bytes, returning how many were taken (WouldBlock if none).
+    /// `more`: more follows at once (MSG_MORE, for plain TCP).
+    pub fn send(&self, buf: &[u8], more: bool) -> io::Result<usize> {
+        if let Some(mut s) = self.state() {
+            if let Mode::User(conn) = &mut s.mode {
+                return send_user(conn, self.sock.as_raw_fd(), buf);
+            }
+        }
+        let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+        // SAFETY: buf is a valid buffer for its length; the fd is open.
+        let n = unsafe { libc::send(self.sock.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
+    /// Sends up to `count` bytes of `file` from `offset`: sendfile on plain
+    /// TCP and kernel TLS, read and encrypt over user-space TLS.
+    pub fn send_file(&self, file: &File, offset: &mut u64, count: usize) -> io::Result<usize> {
+        if let Some(mut s) = self.state() {
+            if let Mode::User(conn) = &mut s.mode {
+                let mut chunk = vec![0u8; count.min(FILE_CHUNK)];
+                let got = file.read_at(&mut chunk, *offset)?;
+                if got == 0 {
+                    return Ok(0);
+                }
+                let n = send_user(conn, self.sock.as_raw_fd(), &chunk[..got])?;
+                *offset += n as u64;
+                return Ok(n);
+            }
+        }
+        let mut off = *offset as i64;
+        loop {
+            match nix::sys::sendfile::sendfile64(&self.sock, file.as_fd(), Some(&mut off), count) {
+                Ok(n) => {
+                    *offset = off as u64;
+                    return Ok(n);
+                }
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Pushes what TLS has encrypted but not yet sent. Ok(true): nothing
+    /// is left; Ok(false): the socket is full.
+    pub fn flush_pending(&self) -> io::Result<bool> {
+        let Some(mut s) = self.state() else { return Ok(true) };
+        let Mode::User(conn) = &mut s.mode else { return Ok(true) };
+        push(conn, self.sock.as_raw_fd())
+    }
+
+    /// Ends our side: TLS says close_notify first.
+    pub fn shutdown_write(&self) {
+        if let Some(mut s) = self.state() {
+            if let Mode::User(conn) = &mut s.mode {
+                conn.send_close_notify();
+                let _ = push(conn, self.sock.as_raw_fd());
+            }
+        }
+        let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}
+
+impl AsFd for ClientStream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+}
+
+impl AsRawFd for ClientStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.as_raw_fd()
+    }
+}
+
+impl Read for &ClientStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        ClientStream::read(self, buf)
+    }
+}
+
+impl Write for &ClientStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.send(buf, false)?;
+        // Over TLS the bytes may still be in rustls: push them now (a
+        // 100-continue must reach the client before it sends the body).
+        self.flush_pending()?;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flush_pending().map(|_| ())
+    }
+}
+
+/// Looks at the connection's first byte without taking it: a letter where
+/// a TLS record should begin is an HTTP request.
+fn opens_with_plain_http(fd: RawFd) -> io::Result<bool> {
+    let mut first = 0u8;
+    // SAFETY: one byte of valid memory; the fd is open.
+    let n = unsafe { libc::recv(fd, (&mut first as *mut u8).cast(), 1, libc::MSG_PEEK) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        // Nothing yet: the first real read will look again.
+        return if e.kind() == io::ErrorKind::WouldBlock { Ok(false) } else { Err(e) };
+    }
+    Ok(n == 1 && first != TLS_HANDSHAKE && first.is_ascii_alphabetic())
+}
+
+/// A user-space TLS read (see [`ClientStream::read`]).
+fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    s.plaintext_left = false;
+    let mut got = 0;
+    loop {
+        let Mode::User(conn) = &mut s.mode else {
+            // The kernel took over at the end of the handshake.
+            return if got == 0 { read_kernel(fd, buf) } else { Ok(got) };
+        };
+        match conn.reader().read(&mut buf[got..]) {
+            // close_notify.
+            Ok(0) => return Ok(got),
+            Ok(n) => {
+                got += n;
+                if got == buf.len() {
+                    s.plaintext_left = conn.process_new_packets().is_ok_and(|st| st.plaintext_bytes_to_read() > 0);
+                    return Ok(got);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // The peer closed without close_notify: the end, as for TCP.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(got),
+            Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
+        }
+        // Only whole records are taken from the socket during the
+        // handshake when the kernel may take over after it: what follows
+        // the handshake must stay in the socket for the kernel to decrypt.
+        let whole_records = conn.is_handshaking() && ktls::may_be_available();
+        // Once some data is in hand, a read must not wait for more.
+        let mut sock = SockIo { fd, wait: got == 0, whole_records };
+        match conn.read_tls(&mut sock) {
+            Ok(0) => return Ok(got),
+            Ok(_) => {}
+            Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
+        }
+        let was_handshaking = conn.is_handshaking();
+        if let Err(e) = conn.process_new_packets() {
+            // rustls has queued an alert saying why.
+            let _ = push(conn, fd);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+        }
+        // Handshake flights and session tickets; what a full socket does
+        // not take leaves at the next write or flush.
+        push(conn, fd)?;
+        if was_handshaking && !conn.is_handshaking() {
+            s.details = Some(details(conn));
+            if got == 0 {
+                try_kernel(s, fd);
+            }
+        }
+    }
+}
+
+fn read_kernel(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for its length; the fd is open.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// Hands the record layer to the kernel if it can take it; on any failure
+/// rustls keeps it, or (after the secrets were taken) the error closes the
+/// connection at its next read.
+fn try_kernel(s: &mut TlsState, fd: RawFd) {
+    let Mode::User(conn) = &mut s.mode else { return };
+    if !ktls::may_be_available() || conn.wants_write() || !ktls::attach(fd) {
+        return;
+    }
+    let tls13 = conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
+    let Mode::User(conn) = std::mem::replace(&mut s.mode, Mode::Kernel) else { unreachable!("checked above") };
+    match conn.dangerous_extract_secrets().map_err(io::Error::other).and_then(|secrets| ktls::configure(fd, secrets, tls13)) {
+        Ok(()) => {
+            if let Some(d) = s.details.as_mut() {
+                d.kernel = true;
+            }
+        }
+        Err(_) => {
+            // The socket's ULP is set but has no keys: nothing more can be
+            // read or written on it.
+            let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
+        }
+    }
+}
+
+fn details(conn: &ServerConnection) -> TlsDetails {
+    let suite = conn.negotiated_cipher_suite();
+    TlsDetails {
+        protocol: conn.protocol_version().map_or("", warren_tls::protocol_name),
+        cipher: suite.map_or("", warren_tls::cipher_name),
+        cipher_bits: suite.map_or(0, warren_tls::cipher_bits),
+        server_name: conn.server_name().map(str::to_owned),
+        resumed: conn.handshake_kind() == Some(HandshakeKind::Resumed),
+        kernel: false,
+    }
+}
+
+/// Gives plaintext to rustls and pushes the records it makes. Returns how
+/// much was taken; WouldBlock when rustls's buffer is full and the socket too.
+fn send_user(conn: &mut ServerConnection, fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        let n = conn.writer().write(buf)?;
+        // Records already made leave now if the socket takes them; what it
+        // does not take waits in rustls for the next send or flush.
+        match push(conn, fd) {
+            Ok(_) => {}
+            Err(e) if n > 0 && e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        if n > 0 || buf.is_empty() {
+            return Ok(n);
+        }
+        if conn.wants_write() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+    }
+}
+
+/// Writes rustls's pending records. Ok(true): all out; Ok(false): socket full.
+fn push(conn: &mut ServerConnection, fd: RawFd) -> io::Result<bool> {
+    let mut sock = SockIo { fd, wait: false, whole_records: false };
+    while conn.wants_write() {
+        match conn.write_tls(&mut sock) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// The socket as rustls reads and writes it.
+struct SockIo {
+    fd: RawFd,
+    /// Whether a read may wait (a blocking socket, and nothing read yet).
+    wait: bool,
+    /// Read no further than the end of the next whole TLS record.
+    whole_records: bool,
+}
+
+impl Read for SockIo {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let flags = if self.wait { 0 } else { libc::MSG_DONTWAIT };
+        let mut want = buf.len();
+        if self.whole_records {
+            let mut header = [0u8; 5];
+            // SAFETY: header is valid for 5 bytes; the fd is open.
+            let n = unsafe { libc::recv(self.fd, header.as_mut_ptr().cast(), 5, flags | libc::MSG_PEEK) };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if n == 5 {
+                want = want.min(5 + u16::from_be_bytes([header[3], header[4]]) as usize);
+            } else if n > 0 {
+                want = want.min(n as usize);
+            }
+        }
+        loop {
+            // SAFETY: buf is valid for `want` bytes; the fd is open.
+            let n = unsafe { libc::recv(self.fd, buf.as_mut_ptr().cast(), want, flags) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl Write for SockIo {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_vectored(&[io::IoSlice::new(buf)])
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        // SAFETY: a zeroed msghdr pointing at valid iovecs (IoSlice is an iovec).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len().min(libc::UIO_MAXIOV as usize) as _;
+        // SAFETY: msg is valid; the fd is open.
+        let n = unsafe { libc::sendmsg(self.fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
