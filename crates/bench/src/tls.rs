@@ -8,16 +8,18 @@
 //! cannot sign with its certificate's key fails as it would for a browser).
 //! `--tls-auth rsa|ecdsa` offers only that family's signature schemes, so
 //! that a server holding both an ECDSA and an RSA certificate picks that one.
+//! The key exchange is X25519 (then P-256, P-384), as OpenSSL 3.0 offers.
 
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{Resumption, WebPkiServerVerifier};
+use rustls::client::{ClientSessionStore, Resumption, Tls12ClientSessionValue, Tls13ClientSessionValue, WebPkiServerVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, DigitallySignedStruct, NamedGroup, RootCertStore, SignatureScheme};
 
 /// Which certificate the client asks for, by the signature schemes it offers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -107,9 +109,71 @@ impl ServerCertVerifier for Verifier {
     }
 }
 
+/// The session cache of a run. rustls' own keeps 8 TLS 1.3 tickets a
+/// server, which suits one browser; a load tester opening 50 connections in
+/// one epoll round would find it empty and make full handshakes it was not
+/// asked for. This one keeps up to [`SessionCache::TICKETS`] a server (each
+/// ticket still used once).
+#[derive(Debug, Default)]
+pub struct SessionCache {
+    servers: Mutex<HashMap<ServerName<'static>, Sessions>>,
+}
+
+#[derive(Debug, Default)]
+struct Sessions {
+    kx_hint: Option<NamedGroup>,
+    tls12: Option<Tls12ClientSessionValue>,
+    tls13: VecDeque<Tls13ClientSessionValue>,
+}
+
+impl SessionCache {
+    pub const TICKETS: usize = 4096;
+
+    fn with<T>(&self, name: &ServerName<'_>, f: impl FnOnce(&mut Sessions) -> T) -> T {
+        let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        f(servers.entry(name.to_owned()).or_default())
+    }
+}
+
+impl ClientSessionStore for SessionCache {
+    fn set_kx_hint(&self, name: ServerName<'static>, group: NamedGroup) {
+        self.with(&name, |s| s.kx_hint = Some(group));
+    }
+    fn kx_hint(&self, name: &ServerName<'_>) -> Option<NamedGroup> {
+        self.with(name, |s| s.kx_hint)
+    }
+    fn set_tls12_session(&self, name: ServerName<'static>, value: Tls12ClientSessionValue) {
+        self.with(&name, |s| s.tls12 = Some(value));
+    }
+    fn tls12_session(&self, name: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
+        self.with(name, |s| s.tls12.clone())
+    }
+    fn remove_tls12_session(&self, name: &ServerName<'static>) {
+        self.with(name, |s| s.tls12 = None);
+    }
+    fn insert_tls13_ticket(&self, name: ServerName<'static>, value: Tls13ClientSessionValue) {
+        self.with(&name, |s| {
+            if s.tls13.len() == SessionCache::TICKETS {
+                s.tls13.pop_front();
+            }
+            s.tls13.push_back(value);
+        });
+    }
+    fn take_tls13_ticket(&self, name: &ServerName<'static>) -> Option<Tls13ClientSessionValue> {
+        self.with(name, |s| s.tls13.pop_back())
+    }
+}
+
 /// The client configuration of a run.
 pub fn client_config(o: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+    // The key exchanges OpenSSL 3.0 offers first (curl, wrk, browsers before
+    // the post-quantum hybrids): rustls would lead with X25519MLKEM768, whose
+    // key share costs both ends more, and only servers that take it (warren,
+    // not nginx with OpenSSL 3.0) would pay for it.
+    use rustls::crypto::aws_lc_rs::kx_group;
+    provider.kx_groups = vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1];
+    let provider = Arc::new(provider);
     let webpki = if o.insecure {
         None
     } else {
@@ -136,9 +200,7 @@ pub fn client_config(o: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    if o.no_resume {
-        config.resumption = Resumption::disabled();
-    }
+    config.resumption = if o.no_resume { Resumption::disabled() } else { Resumption::store(Arc::new(SessionCache::default())) };
     Ok(Arc::new(config))
 }
 

@@ -131,6 +131,12 @@ fn https_handshakes_counted_and_resumed() {
     // before its response)...
     let j = bench(&["--insecure", "-n", "6", "-c", "1", &url]);
     assert_eq!(counts(&j), (6, 0, 1, 5), "{j}");
+    // Four at a time: only connections started before any ticket came
+    // make full handshakes (each connection's tickets come before its
+    // response, so every later one finds one).
+    let j = bench(&["--insecure", "-n", "40", "-c", "4", &url]);
+    let (ok, failed, full, resumed) = counts(&j);
+    assert!((ok, failed, full + resumed) == (40, 0, 40) && (1..=4).contains(&full), "{j}");
     // ...unless --no-resume.
     let j = bench(&["--insecure", "--no-resume", "-n", "6", "-c", "1", &url]);
     assert_eq!(counts(&j), (6, 0, 6, 0), "{j}");
