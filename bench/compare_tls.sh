@@ -222,7 +222,10 @@ start_server() {
     done
     if [ -z "$up" ]; then
         if kill -0 "$SERVER_PID" 2>/dev/null; then
-            WHY[$1]="no TLS answer: $(curl -sk -o /dev/null "$URL/index.html" 2>&1 -S | head -1)"
+            local err
+            err=$(curl -sSk -o /dev/null "$URL/index.html" 2>&1 | head -1)
+            case $err in *"wrong version number"*) err="$err (it answered in plain HTTP: its listener does not speak TLS)" ;; esac
+            WHY[$1]="no TLS answer: $err"
         else
             WHY[$1]="refused its configuration: $(grep -v '^\s*$' "$WORK/$1.out" | head -1)"
         fi
