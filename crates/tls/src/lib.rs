@@ -50,6 +50,10 @@ pub fn protocol_name(v: ProtocolVersion) -> &'static str {
     }
 }
 
+/// Certificates read, by (pair, chain file, stapling), with their key
+/// and whether it is ECDSA (None: it had errors, already said).
+type CertCache = Vec<((warren_config::tls::CertPair, Option<std::path::PathBuf>, bool), Option<(Arc<rustls::sign::CertifiedKey>, bool)>)>;
+
 /// Every TLS listener's configuration, built once from the settings.
 pub struct ServerTls {
     listeners: Vec<(SocketAddr, Arc<ServerConfig>)>,
@@ -97,7 +101,7 @@ impl ServerTls {
         // Draw the ticket secret now, in the parent, so children share it.
         let _ = tickets::master();
         // Certificates read once each (hosts and listeners share them).
-        let mut loaded: Vec<(warren_config::tls::CertPair, Option<(Arc<rustls::sign::CertifiedKey>, bool)>)> = Vec::new();
+        let mut loaded: CertCache = Vec::new();
         let mut listeners = Vec::new();
         for addr in tls_listeners {
             let hosts: Vec<&HostConfig> = settings.hosts_for_listener(addr).into_iter().filter(|h| h.tls.is_some()).collect();
@@ -111,7 +115,8 @@ impl ServerTls {
                 let tls = h.tls.as_ref().expect("filtered");
                 let mut keys = Vec::new();
                 for pair in &tls.certificates {
-                    let found = match loaded.iter().find(|(p, _)| p == pair) {
+                    let id = (pair.clone(), tls.chain_file.as_ref().map(|(p, _)| p.clone()), tls.use_stapling);
+                    let found = match loaded.iter().find(|(l, _)| *l == id) {
                         Some((_, k)) => k.clone(),
                         None => {
                             let k = match certs::load(pair, tls, &base, &mut warnings) {
@@ -123,7 +128,7 @@ impl ServerTls {
                                     None
                                 }
                             };
-                            loaded.push((pair.clone(), k.clone()));
+                            loaded.push((id, k.clone()));
                             k
                         }
                     };

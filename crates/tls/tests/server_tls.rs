@@ -377,3 +377,74 @@ fn names_for_mod_ssl() {
     assert_eq!(warren_tls::cipher_bits(cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256), 128);
     assert_eq!(warren_tls::cipher_bits(cs::TLS13_CHACHA20_POLY1305_SHA256), 256);
 }
+
+/// `openssl s_client -reconnect` resumes, over TLS 1.2 and 1.3, with the
+/// shared cache and tickets off (Debian's ssl.conf), and with tickets and
+/// no cache.
+#[test]
+fn openssl_s_client_reconnect_resumes() {
+    let d = Dir::new("sclient");
+    let key = make_key(&d, "a.key", Key::Ec8);
+    let cert = make_cert(&d, "a.pem", &key, false, &["a.test"], -1, 365);
+    for (cache, tickets) in [("shmcb:/x(512000)", "off"), ("none", "on")] {
+        let s = settings(
+            &d,
+            &format!(
+                "Listen 443\nSSLSessionCache {cache}\n<VirtualHost *:443>\nSSLEngine on\nSSLSessionTickets {tickets}\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n</VirtualHost>\n",
+                cert.display(),
+                key.display()
+            ),
+        );
+        let server = ServerTls::new(&s).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for sock in listener.incoming().flatten() {
+                let server = server.clone();
+                std::thread::spawn(move || {
+                    let mut sock = sock;
+                    let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                    let mut s = ServerConnection::new(server).unwrap();
+                    while s.is_handshaking() {
+                        if s.complete_io(&mut sock).is_err() {
+                            return;
+                        }
+                    }
+                    while s.wants_write() {
+                        if s.complete_io(&mut sock).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = s.complete_io(&mut sock);
+                });
+            }
+        });
+        let s_client = |args: &[&str], wait: bool| {
+            let mut child = Command::new("openssl")
+                .args(["s_client", "-connect", &format!("127.0.0.1:{port}"), "-servername", "a.test"])
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("openssl s_client");
+            if wait {
+                // Long enough to read the tickets sent after the handshake.
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            drop(child.stdin.take());
+            let out = child.wait_with_output().unwrap();
+            String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("New,") || l.starts_with("Reused,")).map(String::from).collect::<Vec<_>>()
+        };
+        // TLS 1.2: -reconnect (5 reconnections).
+        let lines = s_client(&["-tls1_2", "-reconnect"], false);
+        assert_eq!(lines.iter().filter(|l| l.starts_with("Reused, TLSv1.2")).count(), 5, "SSLSessionCache {cache}, SSLSessionTickets {tickets}: {lines:?}");
+        // TLS 1.3: s_client -reconnect does not wait for the tickets, which
+        // come after the handshake: a saved session, used again.
+        let sess = d.path("session");
+        let lines = s_client(&["-tls1_3", "-sess_out", sess.to_str().unwrap()], true);
+        assert!(lines[0].starts_with("New, TLSv1.3"), "{lines:?}");
+        let lines = s_client(&["-tls1_3", "-sess_in", sess.to_str().unwrap()], false);
+        assert!(lines[0].starts_with("Reused, TLSv1.3"), "SSLSessionCache {cache}, SSLSessionTickets {tickets}: {lines:?}");
+    }
+}
