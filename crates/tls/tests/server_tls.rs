@@ -97,11 +97,13 @@ fn settings(d: &Dir, text: &str) -> warren_config::Settings {
 }
 
 /// A client that accepts any certificate, offering `schemes`.
+/// The OCSP response the server stapled, if any.
 #[derive(Debug)]
-struct AnyCert(Vec<SignatureScheme>);
+struct AnyCert(Vec<SignatureScheme>, std::sync::Mutex<Vec<u8>>);
 
 impl ServerCertVerifier for AnyCert {
-    fn verify_server_cert(&self, _: &CertificateDer<'_>, _: &[CertificateDer<'_>], _: &ServerName<'_>, _: &[u8], _: UnixTime) -> Result<ServerCertVerified, rustls::Error> {
+    fn verify_server_cert(&self, _: &CertificateDer<'_>, _: &[CertificateDer<'_>], _: &ServerName<'_>, ocsp: &[u8], _: UnixTime) -> Result<ServerCertVerified, rustls::Error> {
+        *self.1.lock().unwrap() = ocsp.to_vec();
         Ok(ServerCertVerified::assertion())
     }
     fn verify_tls12_signature(&self, _: &[u8], _: &CertificateDer<'_>, _: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
@@ -126,12 +128,16 @@ const ALL_SCHEMES: &[SignatureScheme] = &[
 ];
 
 fn client(schemes: &[SignatureScheme], versions: &[&'static rustls::SupportedProtocolVersion]) -> Arc<ClientConfig> {
+    client_with(Arc::new(AnyCert(schemes.to_vec(), Default::default())), versions)
+}
+
+fn client_with(verifier: Arc<AnyCert>, versions: &[&'static rustls::SupportedProtocolVersion]) -> Arc<ClientConfig> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut c = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
         .unwrap()
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCert(schemes.to_vec())))
+        .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
     c.alpn_protocols = vec![b"http/1.1".to_vec()];
     Arc::new(c)
@@ -283,6 +289,50 @@ fn sni_and_key_types() {
     let all = client(ALL_SCHEMES, &[&rustls::version::TLS13]);
     assert_eq!(handshake(server.clone(), all.clone(), "127.0.0.1"), None);
     assert_eq!(handshake(server, all, "b.test"), Some(first_cert(&b)));
+}
+
+/// The chain: certificates after the leaf in SSLCertificateFile, then
+/// SSLCertificateChainFile's; the OCSP response in CERTFILE.ocsp stapled.
+#[test]
+fn chain_and_stapling() {
+    let d = Dir::new("chain");
+    let key = make_key(&d, "a.key", Key::Ec8);
+    let leaf = make_cert(&d, "leaf.pem", &key, false, &["a.test"], -1, 365);
+    let mid1 = make_cert(&d, "mid1.pem", &key, false, &["mid1"], -1, 365);
+    let mid2 = make_cert(&d, "mid2.pem", &key, false, &["mid2"], -1, 365);
+    let full = d.path("full.pem");
+    std::fs::write(&full, std::fs::read_to_string(&leaf).unwrap() + &std::fs::read_to_string(&mid1).unwrap()).unwrap();
+    std::fs::write(warren_tls::certs::ocsp_path(&full), b"\x30\x03\x0a\x01\x00").unwrap();
+    let s = settings(
+        &d,
+        &format!(
+            "Listen 443\n<VirtualHost *:443>\nSSLEngine on\nSSLUseStapling on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\nSSLCertificateChainFile {}\n</VirtualHost>\n",
+            full.display(),
+            key.display(),
+            mid2.display()
+        ),
+    );
+    let tls = ServerTls::new(&s).unwrap().unwrap();
+    assert!(tls.warnings().is_empty(), "{:?}", tls.warnings());
+    let server = tls.for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        let verifier = Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default()));
+        let mut srv = ServerConnection::new(server.clone()).unwrap();
+        let mut c = ClientConnection::new(client_with(verifier.clone(), &[version]), ServerName::try_from("a.test").unwrap()).unwrap();
+        while c.is_handshaking() || srv.is_handshaking() {
+            let mut buf = Vec::new();
+            c.write_tls(&mut buf).unwrap();
+            srv.read_tls(&mut &buf[..]).unwrap();
+            srv.process_new_packets().unwrap();
+            let mut buf = Vec::new();
+            srv.write_tls(&mut buf).unwrap();
+            c.read_tls(&mut &buf[..]).unwrap();
+            c.process_new_packets().unwrap();
+        }
+        let chain = c.peer_certificates().unwrap();
+        assert_eq!(chain.to_vec(), vec![first_cert(&leaf), first_cert(&mid1), first_cert(&mid2)]);
+        assert_eq!(*verifier.1.lock().unwrap(), b"\x30\x03\x0a\x01\x00");
+    }
 }
 
 /// The server side of one connection over a socket: handshake, "hi", then
