@@ -202,6 +202,20 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             };
             if cli.test {
+                // Certificates and keys are read and checked as at start.
+                match warren_tls::ServerTls::new(&settings) {
+                    Ok(tls) => {
+                        for w in tls.iter().flat_map(|t| t.warnings()) {
+                            eprintln!("{w} (warning)");
+                        }
+                    }
+                    Err(errors) => {
+                        for e in errors {
+                            eprintln!("{e}");
+                        }
+                        return ExitCode::FAILURE;
+                    }
+                }
                 println!("Syntax OK");
                 return ExitCode::SUCCESS;
             }
