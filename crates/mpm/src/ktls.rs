@@ -34,16 +34,6 @@ pub fn may_be_available() -> bool {
     }
 }
 
-/// Whether the kernel's answer is known: Some(true) once a connection got
-/// kernel TLS, Some(false) once one was refused it.
-pub fn known() -> Option<bool> {
-    match AVAILABLE.load(Ordering::Relaxed) {
-        YES => Some(true),
-        NO => Some(false),
-        _ => None,
-    }
-}
-
 /// Puts the `tls` upper-layer protocol on a connected socket. False (and
 /// the socket unchanged) where the kernel has none.
 pub fn attach(fd: RawFd) -> bool {

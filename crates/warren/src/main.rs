@@ -499,10 +499,23 @@ fn limit_malloc_arenas() {
 }
 
 fn run(settings: Settings, warnings: &[String], skipped: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
+    // Read as root, before any privilege is dropped: keys may be readable by root only.
+    let tls = match warren_tls::ServerTls::new(&settings) {
+        Ok(t) => t,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("warren: {e}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
     let mut listeners = Vec::new();
     for addr in &settings.listen {
         match warren_mpm::bind(*addr, settings.listen_backlog) {
-            Ok(l) => listeners.push(l),
+            Ok(mut l) => {
+                l.tls = tls.as_ref().and_then(|t| t.for_listener(*addr));
+                listeners.push(l);
+            }
             Err(e) => {
                 eprintln!("warren: {e}");
                 return ExitCode::FAILURE;
@@ -517,7 +530,7 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], reload: Opti
         }
     };
     // Apache logs its corrections of MPM values; so does warren.
-    for w in warnings {
+    for w in warnings.iter().chain(tls.as_ref().map_or(&[][..], |t| t.warnings())) {
         site.error_log.log(warren_config::LogLevel::Warn, None, w);
     }
     for s in skipped {
