@@ -116,8 +116,6 @@ fn setsockopt<T>(fd: RawFd, direction: libc::c_int, info: &T) -> io::Result<()> 
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn the_kernel_structs_have_the_uapi_sizes() {
         // linux/tls.h: 4-byte header, then iv, key, salt, rec_seq.
