@@ -37,3 +37,18 @@ wrk_failures() {
     total=$(awk '/requests in/ {print $1}' "$1")
     echo "$total requests, socket errors: ${errors:-none}, non-2xx: ${non2xx:-0}"
 }
+
+# tls_certs DIR: a self-signed ECDSA P-256 (DIR/ecdsa.crt, .key) and RSA 2048
+# (DIR/rsa.crt, .key) certificate for localhost and 127.0.0.1, valid 2 days.
+tls_certs() {
+    local name
+    for name in ecdsa rsa; do
+        local key=(-newkey rsa:2048)
+        [ "$name" = ecdsa ] && key=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1)
+        openssl req -x509 -nodes -days 2 -subj /CN=localhost "${key[@]}" \
+            -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -addext "basicConstraints=critical,CA:FALSE" \
+            -addext "keyUsage=digitalSignature" -addext "extendedKeyUsage=serverAuth" \
+            -keyout "$1/$name.key" -out "$1/$name.crt" 2>/dev/null
+    done
+    chmod 644 "$1"/*.crt "$1"/*.key
+}

@@ -3,6 +3,12 @@
 //! request, reads the response (Content-Length, chunked or until close),
 //! records it, and starts the next: on the same connection with keep-alive,
 //! else on a new one, as ab and siege do.
+//!
+//! An https:// target's connection runs a rustls [`ClientConnection`] over
+//! the same non-blocking socket (sans-IO: `read_tls`, `process_new_packets`,
+//! `write_tls`): after the TCP connect, a handshake state drives it to its
+//! end, whose time and kind (full or resumed) are recorded; requests and
+//! responses then go through it instead of the socket.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -11,6 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, HandshakeKind};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use socket2::{Domain, SockAddr, Socket, Type};
 use warren_http::{BodyDecoder, BodyFraming};
@@ -24,6 +32,8 @@ pub struct Target {
     pub request: Vec<u8>,
     /// HEAD: responses have no body.
     pub head_only: bool,
+    /// https://: the name the certificate is checked against (and SNI).
+    pub tls: Option<ServerName<'static>>,
 }
 
 #[derive(Clone, Debug)]
@@ -47,6 +57,9 @@ pub struct Plan {
     pub ramp: Option<(usize, usize, Duration)>,
     /// Requests finished so far (responses and errors), for a progress bar.
     pub progress: Arc<AtomicU64>,
+    /// The TLS client configuration, shared by every connection (and so its
+    /// session cache); needed when a target is https://.
+    pub tls: Option<Arc<ClientConfig>>,
 }
 
 enum State {
@@ -57,6 +70,8 @@ enum State {
     /// Not among the users yet (--ramp).
     Paused,
     Connecting,
+    /// TLS: the handshake, begun at this time (the TCP connection's establishment).
+    Handshaking { since: Instant },
     Writing { pos: usize },
     Reading,
     Done,
@@ -64,6 +79,8 @@ enum State {
 
 struct Conn {
     socket: Option<Socket>,
+    /// An https:// connection's TLS state, beside its socket.
+    tls: Option<ClientConnection>,
     state: State,
     target: usize,
     buf: Vec<u8>,
@@ -117,7 +134,7 @@ pub fn run(plan: &Plan) -> (Stats, Duration) {
 fn drive(plan: &Plan, connections: usize, thread: usize, threads: usize, issued: &AtomicU64, stop: &AtomicBool, begin: Instant) -> Stats {
     let Ok(epoll) = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC) else { return Stats::default() };
     let conns = (0..connections)
-        .map(|_| Conn { socket: None, state: State::Idle, target: 0, buf: Vec::new(), started: begin, head: None, body_bytes: 0, interest: EpollFlags::empty() })
+        .map(|_| Conn { socket: None, tls: None, state: State::Idle, target: 0, buf: Vec::new(), started: begin, head: None, body_bytes: 0, interest: EpollFlags::empty() })
         .collect();
     let mut run = Run { plan, issued, stop, begin, end: plan.duration.map(|d| begin + d), epoll, conns, stats: Stats::default(), next_target: thread, thread, threads };
     let mut events = vec![EpollEvent::empty(); 256];
@@ -154,7 +171,7 @@ fn drive(plan: &Plan, connections: usize, thread: usize, threads: usize, issued:
         let now = Instant::now();
         for i in 0..run.conns.len() {
             let c = &run.conns[i];
-            let busy = matches!(c.state, State::Connecting | State::Writing { .. } | State::Reading);
+            let busy = matches!(c.state, State::Connecting | State::Handshaking { .. } | State::Writing { .. } | State::Reading);
             if busy && now.duration_since(c.started) >= run.plan.timeout {
                 run.fail(i, ErrorClass::Timeout);
             }
@@ -292,21 +309,126 @@ impl Run<'_> {
             State::Connecting => {
                 let err = self.conns[i].socket.as_ref().map(|s| s.take_error());
                 match err {
-                    Some(Ok(None)) => {
-                        self.conns[i].state = State::Writing { pos: 0 };
-                        self.write(i);
-                    }
+                    Some(Ok(None)) => match self.plan.targets[self.conns[i].target].tls.clone() {
+                        Some(name) => {
+                            let Some(config) = self.plan.tls.clone() else { return self.fail(i, ErrorClass::Tls) };
+                            match ClientConnection::new(config, name) {
+                                Ok(tls) => {
+                                    self.conns[i].tls = Some(tls);
+                                    self.conns[i].state = State::Handshaking { since: Instant::now() };
+                                    self.handshake(i);
+                                }
+                                Err(e) => self.fail_tls(i, e.to_string()),
+                            }
+                        }
+                        None => {
+                            self.conns[i].state = State::Writing { pos: 0 };
+                            self.write(i);
+                        }
+                    },
                     _ => self.fail(i, ErrorClass::Connect),
                 }
             }
+            State::Handshaking { .. } => self.handshake(i),
             State::Writing { .. } => self.write(i),
             State::Reading => self.read(i, scratch),
             State::Idle | State::Waiting { .. } | State::Paused | State::Done => {}
         }
     }
 
+    /// Drives connection `i`'s TLS handshake as far as the socket allows;
+    /// once done, records it and sends the request.
+    fn handshake(&mut self, i: usize) {
+        let State::Handshaking { since } = self.conns[i].state else { return };
+        loop {
+            let c = &mut self.conns[i];
+            let (Some(sock), Some(tls)) = (c.socket.as_ref(), c.tls.as_mut()) else { return };
+            let mut io: &Socket = sock;
+            while tls.wants_write() {
+                match tls.write_tls(&mut io) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.interest(i, EpollFlags::EPOLLOUT),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return self.fail_tls(i, e.to_string()),
+                }
+            }
+            if !tls.is_handshaking() {
+                let resumed = tls.handshake_kind() == Some(HandshakeKind::Resumed);
+                self.stats.handshake(since.elapsed(), resumed);
+                self.conns[i].state = State::Writing { pos: 0 };
+                return self.write(i);
+            }
+            match tls.read_tls(&mut io) {
+                Ok(0) => return self.fail_tls(i, "the server closed the connection during the handshake".into()),
+                Ok(_) => {
+                    if let Err(e) = tls.process_new_packets() {
+                        // Send the alert that says why, if the socket takes it.
+                        let _ = tls.write_tls(&mut io);
+                        return self.fail_tls(i, e.to_string());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.interest(i, EpollFlags::EPOLLIN),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.fail_tls(i, e.to_string()),
+            }
+        }
+    }
+
+    /// TLS: hands the request to rustls once, then writes its records out.
+    fn write_tls(&mut self, i: usize, pos: usize) {
+        let c = &mut self.conns[i];
+        let (Some(sock), Some(tls)) = (c.socket.as_ref(), c.tls.as_mut()) else { return };
+        if pos == 0 {
+            let req = &self.plan.targets[c.target].request;
+            if tls.writer().write_all(req).is_err() {
+                return self.fail(i, ErrorClass::Write);
+            }
+            c.state = State::Writing { pos: req.len() };
+        }
+        let mut io: &Socket = sock;
+        while tls.wants_write() {
+            match tls.write_tls(&mut io) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.interest(i, EpollFlags::EPOLLOUT),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.fail(i, ErrorClass::Write),
+            }
+        }
+        self.conns[i].state = State::Reading;
+        self.interest(i, EpollFlags::EPOLLIN);
+    }
+
+    /// Reads what the connection has: plain bytes from the socket, or from
+    /// TLS the plaintext of what arrived. Ok(0) is the end of the stream.
+    fn receive(&mut self, i: usize, scratch: &mut [u8]) -> io::Result<usize> {
+        let c = &mut self.conns[i];
+        let Some(sock) = c.socket.as_ref() else { return Err(io::ErrorKind::NotConnected.into()) };
+        let Some(tls) = c.tls.as_mut() else { return (&*sock).read(scratch) };
+        let mut io: &Socket = sock;
+        loop {
+            match tls.reader().read(scratch) {
+                Ok(n) => return Ok(n),
+                // Closed without close_notify: the end all the same.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            match tls.read_tls(&mut io)? {
+                0 => return Ok(0),
+                _ => {
+                    tls.process_new_packets().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    // Whatever rustls has to answer (alerts, key updates): best effort.
+                    while tls.wants_write() && tls.write_tls(&mut io).is_ok() {}
+                }
+            }
+        }
+    }
+
     fn write(&mut self, i: usize) {
         let State::Writing { mut pos } = self.conns[i].state else { return };
+        if self.conns[i].tls.is_some() {
+            return self.write_tls(i, pos);
+        }
         let req = &self.plan.targets[self.conns[i].target].request;
         loop {
             let Some(sock) = self.conns[i].socket.as_ref() else { return };
@@ -333,11 +455,15 @@ impl Run<'_> {
 
     fn read(&mut self, i: usize, scratch: &mut [u8]) {
         loop {
-            let Some(sock) = self.conns[i].socket.as_ref() else { return };
-            let n = match (&*sock).read(scratch) {
+            if self.conns[i].socket.is_none() {
+                return;
+            }
+            let n = match self.receive(i, scratch) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // A bad TLS record.
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => return self.fail_tls(i, e.to_string()),
                 Err(_) => return self.fail(i, ErrorClass::Read),
             };
             let head_only = self.plan.targets[self.conns[i].target].head_only;
@@ -405,6 +531,7 @@ impl Run<'_> {
     fn close(&mut self, i: usize) {
         // Dropping the socket removes it from the epoll.
         self.conns[i].socket = None;
+        self.conns[i].tls = None;
         self.conns[i].state = State::Idle;
         self.conns[i].interest = EpollFlags::empty();
     }
@@ -420,6 +547,12 @@ impl Run<'_> {
 
     /// Counts the error and closes; the loop starts the connection's next
     /// request (not here: a refused port must not recurse).
+    /// A TLS failure: the first one's reason is kept for the report.
+    fn fail_tls(&mut self, i: usize, why: String) {
+        self.stats.tls_error.get_or_insert(why);
+        self.fail(i, ErrorClass::Tls);
+    }
+
     fn fail(&mut self, i: usize, class: ErrorClass) {
         let at = self.at();
         self.stats.error(class, at);

@@ -6,6 +6,8 @@
 //! - [`stats`]: what was measured ([`stats::Stats`]: an HDR histogram of
 //!   response times, outcomes by class, bytes, a per-second series) and its
 //!   report ([`stats::Summary`]: siege's fields, ab's percentiles, JSON).
+//! - [`tls`]: https:// targets' rustls client configuration (`--insecure`,
+//!   `--cacert`, `--no-resume`, `--tls-auth`).
 //! - [`memory`]: the server's memory, sampled each second (`--server-pid`,
 //!   `--server-cgroup`).
 //! - [`build_plan`] turns URLs (or a siege URL file) and options into
@@ -29,6 +31,7 @@ pub mod runner;
 pub mod servers;
 pub mod stats;
 pub mod suite;
+pub mod tls;
 
 use std::net::ToSocketAddrs;
 use std::time::Duration;
@@ -119,12 +122,21 @@ pub fn build_plan(o: &Options) -> Result<Vec<Target>, String> {
     for (raw, body) in &specs {
         let method = o.method.clone().unwrap_or_else(|| if body.is_some() { "POST".into() } else { "GET".into() });
         let url = url::Url::parse(raw).map_err(|e| format!("{raw}: {e}"))?;
-        if url.scheme() != "http" {
-            return Err(format!("{raw}: only http:// URLs are supported"));
-        }
+        let https = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            _ => return Err(format!("{raw}: only http:// and https:// URLs are supported")),
+        };
         let host = url.host_str().ok_or_else(|| format!("{raw}: no host"))?;
+        let tls = match (https, url.host()) {
+            (false, _) => None,
+            (true, Some(url::Host::Ipv4(ip))) => Some(rustls::pki_types::ServerName::IpAddress(std::net::IpAddr::V4(ip).into())),
+            (true, Some(url::Host::Ipv6(ip))) => Some(rustls::pki_types::ServerName::IpAddress(std::net::IpAddr::V6(ip).into())),
+            (true, _) => Some(rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("{raw}: {e}"))?),
+        };
         let port = url.port_or_known_default().unwrap_or(80);
-        let addr = (host, port).to_socket_addrs().map_err(|e| format!("{raw}: cannot resolve {host}: {e}"))?.next().ok_or_else(|| format!("{raw}: {host} has no address"))?;
+        // A bracketed IPv6 literal resolves without its brackets.
+        let addr = (host.trim_start_matches('[').trim_end_matches(']'), port).to_socket_addrs().map_err(|e| format!("{raw}: cannot resolve {host}: {e}"))?.next().ok_or_else(|| format!("{raw}: {host} has no address"))?;
         let mut path = url.path().to_string();
         if let Some(q) = url.query() {
             path.push('?');
@@ -156,7 +168,7 @@ pub fn build_plan(o: &Options) -> Result<Vec<Target>, String> {
         if let Some(b) = body {
             request.extend_from_slice(b);
         }
-        targets.push(Target { addr, request, head_only: method.eq_ignore_ascii_case("HEAD") });
+        targets.push(Target { addr, request, head_only: method.eq_ignore_ascii_case("HEAD"), tls });
     }
     Ok(targets)
 }
@@ -184,6 +196,12 @@ mod tests {
         assert_eq!(lines, vec![("http://h/a".to_string(), None), ("http://h/b".to_string(), Some(b"x=1&y=2".to_vec()))]);
         assert!(parse_url_file("http://h/a GET\n").is_err());
         assert!(build_plan(&Options { urls: vec!["ftp://x/".into()], ..Options::default() }).is_err());
+        assert!(t[0].tls.is_none());
+        let t = build_plan(&Options { urls: vec!["https://127.0.0.1:8443/".into(), "https://localhost/x".into()], keep_alive: true, ..Options::default() }).unwrap();
+        assert_eq!(t[0].tls, Some(rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap()));
+        assert_eq!(t[1].tls, Some(rustls::pki_types::ServerName::try_from("localhost").unwrap()));
+        assert_eq!(t[1].addr.port(), 443);
+        assert!(String::from_utf8_lossy(&t[1].request).starts_with("GET /x HTTP/1.1\r\nHost: localhost\r\n"));
         assert!(build_plan(&Options { urls: vec!["not a url".into()], ..Options::default() }).is_err());
     }
 }

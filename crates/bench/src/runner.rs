@@ -220,6 +220,7 @@ fn load(stack: &Stack, suite: &Suite, sc: &Scenario) -> Result<Figures, String> 
                 rate: *rate,
                 ramp: *ramp,
                 progress: Arc::default(),
+                tls: None,
             };
             let (stats, elapsed) = client::run(&plan);
             let sum = Summary { stats: &stats, elapsed, memory: None };

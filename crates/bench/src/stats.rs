@@ -16,6 +16,8 @@ pub enum ErrorClass {
     Write,
     /// The response could not be parsed.
     Malformed,
+    /// The TLS handshake failed, or a TLS record was bad.
+    Tls,
 }
 
 impl ErrorClass {
@@ -26,6 +28,7 @@ impl ErrorClass {
             ErrorClass::Read => "read",
             ErrorClass::Write => "write",
             ErrorClass::Malformed => "malformed",
+            ErrorClass::Tls => "tls",
         }
     }
 }
@@ -45,6 +48,14 @@ pub struct Stats {
     /// Body bytes received.
     pub bytes: u64,
     pub series: Vec<Second>,
+    /// TLS handshakes (https:// targets): their times in microseconds, from
+    /// the TCP connection's establishment to the handshake's end...
+    pub handshakes: Histogram<u64>,
+    /// ...and how many were full and how many resumed a session.
+    pub full_handshakes: u64,
+    pub resumed_handshakes: u64,
+    /// Why the first TLS failure happened (a handshake refused, a bad record).
+    pub tls_error: Option<String>,
 }
 
 impl Default for Stats {
@@ -55,6 +66,10 @@ impl Default for Stats {
             errors: BTreeMap::new(),
             bytes: 0,
             series: Vec::new(),
+            handshakes: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds"),
+            full_handshakes: 0,
+            resumed_handshakes: 0,
+            tls_error: None,
         }
     }
 }
@@ -76,6 +91,24 @@ impl Stats {
         self.second(at).responses += 1;
     }
 
+    /// A TLS handshake took `took`; `resumed` if it resumed a session.
+    pub fn handshake(&mut self, took: Duration, resumed: bool) {
+        let _ = self.handshakes.record((took.as_micros() as u64).max(1));
+        if resumed {
+            self.resumed_handshakes += 1;
+        } else {
+            self.full_handshakes += 1;
+        }
+    }
+
+    /// The handshake time under which `p` percent of handshakes ended, in ms.
+    pub fn handshake_ms(&self, p: f64) -> f64 {
+        if self.handshakes.is_empty() {
+            return 0.0;
+        }
+        self.handshakes.value_at_quantile(p / 100.0) as f64 / 1000.0
+    }
+
     pub fn error(&mut self, class: ErrorClass, at: Duration) {
         *self.errors.entry(class).or_default() += 1;
         self.second(at).errors += 1;
@@ -90,6 +123,12 @@ impl Stats {
             *self.errors.entry(*e).or_default() += n;
         }
         self.bytes += other.bytes;
+        let _ = self.handshakes.add(&other.handshakes);
+        self.full_handshakes += other.full_handshakes;
+        self.resumed_handshakes += other.resumed_handshakes;
+        if self.tls_error.is_none() {
+            self.tls_error.clone_from(&other.tls_error);
+        }
         if self.series.len() < other.series.len() {
             self.series.resize(other.series.len(), Second::default());
         }
@@ -131,6 +170,8 @@ pub struct Summary<'a> {
 
 /// ab's percentile table.
 pub const PERCENTILES: [f64; 9] = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 100.0];
+/// Those of the TLS handshake times.
+pub const HANDSHAKE_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 100.0];
 
 impl Summary<'_> {
     pub fn transactions(&self) -> u64 {
@@ -168,6 +209,10 @@ impl Summary<'_> {
     pub fn longest(&self) -> f64 {
         if self.stats.times.is_empty() { 0.0 } else { self.stats.times.max() as f64 / 1_000_000.0 }
     }
+    /// TLS handshakes per second.
+    pub fn handshake_rate(&self) -> f64 {
+        self.stats.handshakes.len() as f64 / self.elapsed_secs().max(1e-9)
+    }
     pub fn shortest(&self) -> f64 {
         if self.stats.times.is_empty() { 0.0 } else { self.stats.times.min() as f64 / 1_000_000.0 }
     }
@@ -198,12 +243,27 @@ impl Summary<'_> {
         for p in PERCENTILES {
             out.push_str(&format!("  {:>3}%  {:>10.2}{}\n", p as u32, self.stats.percentile_ms(p), if p == 100.0 { " (longest request)" } else { "" }));
         }
+        if !s.handshakes.is_empty() {
+            out.push_str(&format!(
+                "\nTLS handshakes: {} ({} full, {} resumed), {:.2} per sec\nHandshake time (ms, TCP established to handshake done)\n",
+                s.handshakes.len(),
+                s.full_handshakes,
+                s.resumed_handshakes,
+                self.handshake_rate()
+            ));
+            for p in HANDSHAKE_PERCENTILES {
+                out.push_str(&format!("  {:>3}%  {:>10.2}\n", p as u32, s.handshake_ms(p)));
+            }
+        }
         out.push_str("\nErrors:\n");
-        for class in [ErrorClass::Connect, ErrorClass::Timeout, ErrorClass::Read, ErrorClass::Write, ErrorClass::Malformed] {
+        for class in [ErrorClass::Connect, ErrorClass::Timeout, ErrorClass::Read, ErrorClass::Write, ErrorClass::Malformed, ErrorClass::Tls] {
             out.push_str(&format!("  {:<10}{:>10}\n", class.name(), s.errors.get(&class).copied().unwrap_or(0)));
         }
         for (status, n) in s.statuses.iter().filter(|(st, _)| !(200..300).contains(*st)) {
             out.push_str(&format!("  non-2xx {status}{n:>10}\n"));
+        }
+        if let Some(why) = &s.tls_error {
+            out.push_str(&format!("  first TLS error: {why}\n"));
         }
         out.push_str("\nPer second (responses/errors): ");
         let series: Vec<String> = s.series.iter().map(|x| format!("{}/{}", x.responses, x.errors)).collect();
@@ -225,7 +285,14 @@ impl Summary<'_> {
             let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
             serde_json::json!({"peak_mb": mb(m.peak), "mean_mb": mb(m.mean), "samples": m.samples})
         });
+        let tls = (!s.handshakes.is_empty()).then(|| {
+            let ms: serde_json::Map<String, serde_json::Value> =
+                HANDSHAKE_PERCENTILES.iter().map(|p| (format!("{}", *p as u32), serde_json::json!(s.handshake_ms(*p)))).collect();
+            serde_json::json!({"handshakes": s.handshakes.len(), "full": s.full_handshakes, "resumed": s.resumed_handshakes, "handshake_rate": self.handshake_rate(), "handshake_ms": ms})
+        });
         serde_json::json!({
+            "tls": tls,
+            "tls_error": s.tls_error,
             "server_memory": memory,
             "transactions": self.transactions(),
             "availability": self.availability(),
@@ -276,5 +343,29 @@ mod tests {
         assert_eq!(j["errors"]["timeout"], 1);
         assert_eq!(j["errors"]["non_2xx"]["500"], 10);
         assert!(sum.text().contains("Transactions:                100 hits"), "{}", sum.text());
+        assert!(j["tls"].is_null() && !sum.text().contains("TLS"));
+    }
+
+    #[test]
+    fn handshake_figures() {
+        let (mut a, mut b) = (Stats::default(), Stats::default());
+        for i in 1..=100u64 {
+            let s = if i % 2 == 0 { &mut a } else { &mut b };
+            // 1..=100 ms; the first 10 full, the rest resumed.
+            s.handshake(Duration::from_millis(i), i > 10);
+        }
+        a.merge(&b);
+        assert_eq!((a.handshakes.len(), a.full_handshakes, a.resumed_handshakes), (100, 10, 90));
+        assert!((a.handshake_ms(50.0) - 50.0).abs() < 0.1, "{}", a.handshake_ms(50.0));
+        assert!((a.handshake_ms(90.0) - 90.0).abs() < 0.1);
+        assert!((a.handshake_ms(99.0) - 99.0).abs() < 0.1);
+        let sum = Summary { stats: &a, elapsed: Duration::from_secs(4), memory: None };
+        assert!((sum.handshake_rate() - 25.0).abs() < 1e-9);
+        let j = sum.json();
+        assert_eq!((j["tls"]["handshakes"].as_u64(), j["tls"]["full"].as_u64(), j["tls"]["resumed"].as_u64()), (Some(100), Some(10), Some(90)));
+        assert!((j["tls"]["handshake_rate"].as_f64().unwrap() - 25.0).abs() < 1e-9);
+        assert!((j["tls"]["handshake_ms"]["99"].as_f64().unwrap() - 99.0).abs() < 0.1);
+        let text = sum.text();
+        assert!(text.contains("TLS handshakes: 100 (10 full, 90 resumed), 25.00 per sec"), "{text}");
     }
 }

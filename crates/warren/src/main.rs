@@ -61,7 +61,7 @@ enum Command {
 /// `warren bench`'s options.
 #[derive(clap::Args, Debug)]
 struct BenchArgs {
-    /// http:// URLs, requested in turn.
+    /// http:// or https:// URLs, requested in turn.
     #[arg(required_unless_present_any = ["url_file", "suite"])]
     urls: Vec<String>,
     /// Compare servers: start each set-up a suite file names (warren under
@@ -118,6 +118,22 @@ struct BenchArgs {
     /// Print one JSON object instead of the report.
     #[arg(long)]
     json: bool,
+    /// https://: accept any certificate, as curl -k does (handshake
+    /// signatures are still checked). (-k is keep-alive, as in ab.)
+    #[arg(long)]
+    insecure: bool,
+    /// https://: trust the certificates of this PEM file instead of the
+    /// system's bundle.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    cacert: Option<PathBuf>,
+    /// https://: a full handshake on every new connection (by default
+    /// sessions are cached and resumed, with tickets or session IDs).
+    #[arg(long)]
+    no_resume: bool,
+    /// https://: offer only RSA or only ECDSA signature schemes, so that a
+    /// server with both certificates uses that one (rsa, ecdsa, any).
+    #[arg(long, value_name = "KIND", default_value = "any", value_parser = warren_bench::tls::Auth::parse)]
+    tls_auth: warren_bench::tls::Auth,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -348,7 +364,7 @@ fn parse_rate(v: &str) -> Result<f64, String> {
 
 /// `warren bench`.
 fn bench(args: &BenchArgs) -> ExitCode {
-    let BenchArgs { urls, suite, out, requests, concurrency, time, keep_alive, header, method, body_file, rate, ramp, url_file, server_pid, server_cgroup, timeout, threads, json } = args;
+    let BenchArgs { urls, suite, out, requests, concurrency, time, keep_alive, header, method, body_file, rate, ramp, url_file, server_pid, server_cgroup, timeout, threads, json, insecure, cacert, no_resume, tls_auth } = args;
     if let Some(file) = suite {
         return bench_suite(file, out);
     }
@@ -380,6 +396,18 @@ fn bench(args: &BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let tls = if targets.iter().any(|t| t.tls.is_some()) {
+        let o = warren_bench::tls::TlsOptions { insecure: *insecure, cacert: cacert.clone(), no_resume: *no_resume, auth: *tls_auth };
+        match warren_bench::tls::client_config(&o) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("warren bench: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        None
+    };
     if *concurrency == 0 {
         eprintln!("warren bench: -c must be at least 1");
         return ExitCode::from(2);
@@ -397,6 +425,7 @@ fn bench(args: &BenchArgs) -> ExitCode {
         keep_alive: *keep_alive,
         timeout: *timeout,
         threads: threads.unwrap_or(cpus),
+        tls,
     };
     let source = match (server_pid, server_cgroup) {
         (Some(pid), _) => Some(warren_bench::memory::Source::Pid(*pid)),

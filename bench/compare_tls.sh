@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# HTTPS: warren event vs nginx (Debian's, OpenSSL) vs Apache event with mod_ssl,
+# in one run, on loopback, one server at a time, the same certificates for all:
+# an ECDSA P-256 and an RSA 2048 self-signed certificate for localhost, made
+# once per run with the openssl CLI, both configured in every server (a client
+# offering ECDSA gets the ECDSA one). TLS 1.2 and 1.3, a shared session cache
+# and session tickets on; access logs off. Scenarios:
+#   https-static-ka        45-byte index.html, keep-alive, 50 connections (wrk -t1 -c50)
+#   https-100k             a 100 KB file, the same
+#   https-php              hello.php through one php-fpm pool every server shares
+#                          (pm static, 4 children), the same; median of 3 runs
+#   https-handshake-full   a new connection per request, 50 at a time, full
+#                          handshakes (warren bench --no-resume): connections/s
+#                          and the handshake's p50 (ms, TCP established to done)
+#   https-handshake-resumed  the same, sessions resumed (rustls' session cache:
+#                          tickets in TLS 1.3); the share resumed is printed
+#   https-handshake-rsa    full handshakes, the client offering only RSA
+#                          signature schemes, so the RSA certificate is used
+#   https-idle-1000        1000 idle TLS keep-alive connections open: the
+#                          server's PSS then, and a fresh request's time (ms,
+#                          handshake included, median of 5; bench/idle.py --tls)
+# Until warren speaks TLS, its column reads n/a with the reason (its refusal of
+# the configuration, or the failed handshake).
+# Usage: bench/compare_tls.sh     (DURATION=5 seconds a run, CONNS=50, PORT=18443;
+#        WARREN=binary measures that build; SERVERS="warren-event nginx apache-event")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+DURATION=${DURATION:-5}
+CONNS=${CONNS:-50}
+PORT=${PORT:-18443}
+SERVERS=${SERVERS:-warren-event nginx apache-event}
+
+need nginx:nginx apache2:apache2 wrk:wrk curl:curl openssl:openssl python3:python3 php-cgi:php-cgi
+ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need php-fpm:php-fpm
+# Debian starts the services it installs; they must not hold our ports or CPU.
+service nginx stop >/dev/null 2>&1 || true
+service apache2 stop >/dev/null 2>&1 || true
+for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
+ulimit -n 65536 2>/dev/null || true
+
+if [ -z "${WARREN:-}" ]; then
+    cargo build --release --locked -q
+    WARREN=$PWD/target/release/warren
+fi
+BENCH=$WARREN   # the client: warren bench (rustls), whichever build is measured
+
+WORK=$(mktemp -d /tmp/warren-bench-tls.XXXXXX)
+SERVER_PID=
+stop_server() {
+    if [ -n "$SERVER_PID" ]; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=
+    fi
+}
+FPM_PID=
+cleanup() {
+    stop_server
+    if [ -n "$FPM_PID" ]; then kill -TERM "$FPM_PID" 2>/dev/null || true; wait "$FPM_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+DOCROOT=$WORK/htdocs
+mkdir -p "$DOCROOT"
+chmod 755 "$WORK"
+printf '<html><body><h1>It works!</h1></body></html>\n' > "$DOCROOT/index.html"   # 45 bytes
+head -c 102400 /dev/urandom > "$DOCROOT/file100k.bin"
+printf '<?php echo "Hello World";' > "$DOCROOT/hello.php"
+CERTS=$WORK/certs
+mkdir -p "$CERTS"
+tls_certs "$CERTS"
+
+FPM_SOCK=$WORK/php.sock
+cat > "$WORK/php-fpm.conf" <<CONF
+[global]
+error_log = $WORK/php-fpm.log
+daemonize = no
+[bench]
+listen = $FPM_SOCK
+listen.mode = 0666
+listen.backlog = 4096
+pm = static
+pm.max_children = 4
+CONF
+FPM_BIN=$(ls /usr/sbin/php-fpm* | sort | tail -1)
+"$FPM_BIN" -R -F -y "$WORK/php-fpm.conf" >/dev/null 2>&1 & FPM_PID=$!
+for _ in $(seq 1 100); do [ -S "$FPM_SOCK" ] && break; sleep 0.1; done
+
+# The event MPM block as the seeds give it (Apache's and Debian's defaults).
+EVENT_BLOCK="<IfModule mpm_event_module>
+    StartServers 2
+    MinSpareThreads 25
+    MaxSpareThreads 75
+    ThreadLimit 64
+    ThreadsPerChild 25
+    MaxRequestWorkers 150
+    MaxConnectionsPerChild 0
+</IfModule>"
+
+# mod_ssl's directives, as warren and Apache read them (the vhost's part).
+SSL_VHOST="    SSLEngine on
+    SSLCertificateFile $CERTS/ecdsa.crt
+    SSLCertificateKeyFile $CERTS/ecdsa.key
+    SSLCertificateFile $CERTS/rsa.crt
+    SSLCertificateKeyFile $CERTS/rsa.key
+    SSLProtocol -all +TLSv1.2 +TLSv1.3
+    SSLSessionTickets on"
+
+cat > "$WORK/warren-event.conf" <<CONF
+LoadModule mpm_event_module modules/mod_mpm_event.so
+Listen 127.0.0.1:$PORT https
+ServerName localhost
+DocumentRoot $DOCROOT
+PidFile $WORK/warren.pid
+User www-data
+Group www-data
+ErrorLog $WORK/warren-error.log
+KeepAlive On
+MaxKeepAliveRequests 100
+KeepAliveTimeout 5
+SSLSessionCache shmcb:$WORK/warren_scache(512000)
+<VirtualHost *:$PORT>
+    ServerName localhost
+    DocumentRoot $DOCROOT
+$SSL_VHOST
+</VirtualHost>
+<FilesMatch "\.php\$">
+    SetHandler "proxy:unix:$FPM_SOCK|fcgi://localhost"
+</FilesMatch>
+$EVENT_BLOCK
+CONF
+
+AMOD=/usr/lib/apache2/modules
+cat > "$WORK/apache-event.conf" <<CONF
+ServerRoot /etc/apache2
+LoadModule mpm_event_module $AMOD/mod_mpm_event.so
+LoadModule authz_core_module $AMOD/mod_authz_core.so
+LoadModule mime_module $AMOD/mod_mime.so
+LoadModule dir_module $AMOD/mod_dir.so
+LoadModule proxy_module $AMOD/mod_proxy.so
+LoadModule proxy_fcgi_module $AMOD/mod_proxy_fcgi.so
+LoadModule socache_shmcb_module $AMOD/mod_socache_shmcb.so
+LoadModule ssl_module $AMOD/mod_ssl.so
+Listen 127.0.0.1:$PORT https
+ServerName localhost
+DocumentRoot $DOCROOT
+PidFile $WORK/apache.pid
+ErrorLog $WORK/apache-error.log
+Mutex file:$WORK default
+TypesConfig /etc/mime.types
+DirectoryIndex index.html
+KeepAlive On
+MaxKeepAliveRequests 100
+KeepAliveTimeout 5
+SSLSessionCache shmcb:$WORK/apache_scache(512000)
+<VirtualHost *:$PORT>
+    ServerName localhost
+    DocumentRoot $DOCROOT
+$SSL_VHOST
+</VirtualHost>
+<Directory $DOCROOT>
+    Require all granted
+</Directory>
+<FilesMatch "\.php\$">
+    SetHandler "proxy:unix:$FPM_SOCK|fcgi://localhost"
+</FilesMatch>
+$EVENT_BLOCK
+CONF
+
+cat > "$WORK/nginx.conf" <<CONF
+worker_processes auto;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 4096; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    access_log off;
+    ssl_session_cache shared:SSL:10m;
+    ssl_session_tickets on;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    server {
+        listen 127.0.0.1:$PORT ssl;
+        server_name localhost;
+        ssl_certificate $CERTS/ecdsa.crt;
+        ssl_certificate_key $CERTS/ecdsa.key;
+        ssl_certificate $CERTS/rsa.crt;
+        ssl_certificate_key $CERTS/rsa.key;
+        root $DOCROOT;
+        index index.html;
+        location ~ \.php\$ {
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
+            fastcgi_pass unix:$FPM_SOCK;
+        }
+    }
+}
+CONF
+
+declare -A R WHY
+URL=https://127.0.0.1:$PORT
+
+# start_server NAME: 0 if it serves every file whole over TLS, else 1 with
+# the reason in WHY[NAME] (and the server stopped).
+start_server() {
+    case $1 in
+    warren-event) "$WARREN" -f "$WORK/warren-event.conf" >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
+    apache-event) setsid /usr/sbin/apache2 -f "$WORK/apache-event.conf" -DFOREGROUND >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
+    nginx) nginx -c "$WORK/nginx.conf" -g 'daemon off;' >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
+    esac
+    local up=
+    for _ in $(seq 1 100); do
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
+        curl -sk -o /dev/null "$URL/index.html" && { up=1; break; }
+        sleep 0.1
+    done
+    if [ -z "$up" ]; then
+        if kill -0 "$SERVER_PID" 2>/dev/null; then
+            WHY[$1]="no TLS answer: $(curl -sk -o /dev/null "$URL/index.html" 2>&1 -S | head -1)"
+        else
+            WHY[$1]="refused its configuration: $(grep -v '^\s*$' "$WORK/$1.out" | head -1)"
+        fi
+        stop_server
+        return 1
+    fi
+    local f got
+    for f in index.html:45 file100k.bin:102400 hello.php:11; do
+        got=$(curl -sk -o /dev/null -w '%{http_code}:%{size_download}' "$URL/${f%%:*}")
+        if [ "$got" != "200:${f##*:}" ]; then
+            WHY[$1]="answered $got for /${f%%:*} over TLS; expected 200:${f##*:}"
+            stop_server
+            return 1
+        fi
+    done
+}
+
+# PSS in kB of a process and all its descendants (PHP workers not counted).
+pss() {
+    local total=0 p v
+    for p in $1 $(pgrep -P "$1" || true); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = php-cgi ] && continue
+        v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
+        total=$((total + ${v:-0}))
+    done
+    echo "$total"
+}
+
+rps() { # path
+    wrk -t1 -c"$CONNS" -d"${DURATION}s" "$URL$1" 2>/dev/null | awk '/Requests\/sec/ {printf "%d", $2}'
+}
+
+# handshakes NAME KEY [bench options]: a new connection per request, CONNS at
+# a time, one client thread (as wrk -t1): connections/s, handshake p50, and
+# how many of the handshakes resumed a session.
+handshakes() {
+    local name=$1 key=$2; shift 2
+    local j
+    j=$("$BENCH" bench --json --insecure --threads 1 -c "$CONNS" -t "$DURATION" "$@" "$URL/index.html" 2>/dev/null || echo '{}')
+    R[$name,$key]=$(jq -r 'if (.successful_transactions // 0) > 0 then (.transaction_rate | floor) else "fail" end' <<<"$j")
+    R[$name,$key-p50]=$(jq -r '.tls.handshake_ms["50"] // "-" | if type == "number" then (. * 100 | round / 100) else . end' <<<"$j")
+    R[$name,$key-resumed]=$(jq -r 'if .tls then "\(.tls.resumed)/\(.tls.handshakes)" else "-" end' <<<"$j")
+    local err
+    err=$(jq -r '.tls_error // empty' <<<"$j")
+    [ -n "$err" ] && echo "$name: $key: first TLS error: $err" >&2
+    return 0
+}
+
+measure() { # name
+    if ! start_server "$1"; then
+        echo "$1: n/a: ${WHY[$1]}" >&2
+        return
+    fi
+    rps /index.html >/dev/null   # warm-up
+    R[$1,https-static-ka]=$(rps /index.html)
+    R[$1,https-100k]=$(rps /file100k.bin)
+    R[$1,https-php]=$(for _ in 1 2 3; do rps /hello.php; echo; done | sort -n | sed -n 2p)
+    handshakes "$1" https-handshake-full --no-resume
+    handshakes "$1" https-handshake-resumed
+    handshakes "$1" https-handshake-rsa --no-resume --tls-auth rsa
+    sleep 1
+    local idle
+    idle=$(python3 bench/idle.py 127.0.0.1 "$PORT" 1000 /index.html --tls --samples 5 --pss "$SERVER_PID" || echo "fail 1000 0")
+    R[$1,idle-ms]=$(awk '{print $1}' <<<"$idle")
+    R[$1,idle-failed]=$(awk '{print $2}' <<<"$idle")
+    R[$1,idle-pss]=$(awk '{printf "%.1f", $3 / 1024}' <<<"$idle")
+    echo "$1: done" >&2
+    stop_server
+}
+
+for s in $SERVERS; do measure "$s"; done
+
+cell() { # name key
+    if [ -n "${WHY[$1]:-}" ]; then echo n/a; else echo "${R[$1,$2]:--}"; fi
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-" }'; }
+row() { printf "%-34s %10s %10s %10s %9s %9s\n" "$@"; }
+line() { # label key
+    local w n a
+    w=$(cell warren-event "$2"); n=$(cell nginx "$2"); a=$(cell apache-event "$2")
+    row "$1" "$w" "$n" "$a" "$(ratio "$w" "$n")" "$(ratio "$w" "$a")"
+}
+
+echo "warren $("$WARREN" --version | awk '{print $2}'), nginx $(nginx -v 2>&1 | sed 's|.*/||') ($(openssl version | awk '{print $1, $2}')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p') event + mod_ssl; ECDSA P-256 + RSA 2048; wrk -t1 -c$CONNS -d${DURATION}s; warren bench --threads 1 -c$CONNS -t$DURATION; $(nproc) cores"
+echo
+echo "== HTTPS, event MPM vs nginx"
+row scenario warren nginx apache w/nginx w/apache
+line "https-static-ka (req/s)" https-static-ka
+line "https-100k (req/s)" https-100k
+line "https-php (req/s)" https-php
+line "https-handshake-full (conn/s)" https-handshake-full
+line "  handshake p50 (ms)" https-handshake-full-p50
+line "https-handshake-resumed (conn/s)" https-handshake-resumed
+line "  handshake p50 (ms)" https-handshake-resumed-p50
+line "  resumed/handshakes" https-handshake-resumed-resumed
+line "https-handshake-rsa (conn/s)" https-handshake-rsa
+line "  handshake p50 (ms)" https-handshake-rsa-p50
+line "https-idle-1000 fresh (ms)" idle-ms
+line "https-idle-1000 PSS (MB)" idle-pss
+line "https-idle-1000 failed conns" idle-failed
+echo "(req/s, conn/s: higher is better; ms and MB: lower is better)"
+for s in $SERVERS; do
+    [ -n "${WHY[$s]:-}" ] && echo "$s: n/a: ${WHY[$s]}"
+done
+exit 0
