@@ -169,10 +169,16 @@ impl ClientStream {
         let Some(mut s) = self.state() else { return (&self.sock).read(buf) };
         let fd = self.sock.as_raw_fd();
         if !s.started {
-            s.started = true;
-            if opens_with_plain_http(fd)? {
-                s.mode = Mode::PlainHttp;
-                return Err(io::Error::new(io::ErrorKind::InvalidData, PlainHttp));
+            match opens_with_plain_http(fd)? {
+                // Nothing has come yet: look again at the next read.
+                None => {}
+                Some(plain) => {
+                    s.started = true;
+                    if plain {
+                        s.mode = Mode::PlainHttp;
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, PlainHttp));
+                    }
+                }
             }
         }
         match &mut s.mode {
@@ -279,17 +285,16 @@ impl Write for &ClientStream {
 }
 
 /// Looks at the connection's first byte without taking it: a letter where
-/// a TLS record should begin is an HTTP request.
-fn opens_with_plain_http(fd: RawFd) -> io::Result<bool> {
+/// a TLS record should begin is an HTTP request. None: no byte yet.
+fn opens_with_plain_http(fd: RawFd) -> io::Result<Option<bool>> {
     let mut first = 0u8;
     // SAFETY: one byte of valid memory; the fd is open.
     let n = unsafe { libc::recv(fd, (&mut first as *mut u8).cast(), 1, libc::MSG_PEEK) };
     if n < 0 {
         let e = io::Error::last_os_error();
-        // Nothing yet: the first real read will look again.
-        return if e.kind() == io::ErrorKind::WouldBlock { Ok(false) } else { Err(e) };
+        return if e.kind() == io::ErrorKind::WouldBlock { Ok(None) } else { Err(e) };
     }
-    Ok(n == 1 && first != TLS_HANDSHAKE && first.is_ascii_alphabetic())
+    Ok((n == 1).then(|| first != TLS_HANDSHAKE && first.is_ascii_alphabetic()))
 }
 
 /// A user-space TLS read (see [`ClientStream::read`]).
