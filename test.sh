@@ -18,12 +18,18 @@ command -v md5sum >/dev/null 2>&1 || missing+=(coreutils)
 command -v php >/dev/null 2>&1 || missing+=(php-cli)
 # apache_tree.rs checks Debian's /etc/apache2, with php-fpm's conf in it.
 [ -f /etc/apache2/apache2.conf ] || missing+=(apache2)
+# default-ssl's snakeoil certificate (ssl-cert's make-ssl-cert), and openssl
+# for warren-tls's tests.
+command -v make-ssl-cert >/dev/null 2>&1 || missing+=(ssl-cert)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
+
+[ -f /etc/ssl/certs/ssl-cert-snakeoil.pem ] || make-ssl-cert generate-default-snakeoil
 
 # The idle-connection tests hold a thousand sockets open at once.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

@@ -228,8 +228,12 @@ impl Effective<'_> {
         self.htaccess_error.as_deref().and_then(|r| r.as_ref().err())
     }
 
-    /// Whether the `Require` rules in force let the client in.
+    /// Whether the `Require` rules in force let the client in, and
+    /// SSLRequireSSL, over TLS only.
     pub fn allows(&self, conn: &ConnInfo) -> bool {
+        if conn.tls.is_none() && self.last(|l| l.ssl_require_ssl.as_ref()) == Some(&true) {
+            return false;
+        }
         let (peer, local) = (conn.useragent.ip(), conn.local.ip());
         let Some(rules) = self.require() else { return true };
         rules.iter().any(|r| match r {

@@ -360,7 +360,7 @@ fn linger_close(stream: &ClientStream) {
         if !wait_for(stream, PollFlags::POLLIN, left) {
             return;
         }
-        match (&*stream).read(&mut buf) {
+        match stream.read(&mut buf) {
             Ok(0) => return,
             Ok(_) => {}
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}

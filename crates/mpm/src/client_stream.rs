@@ -169,10 +169,16 @@ impl ClientStream {
         let Some(mut s) = self.state() else { return (&self.sock).read(buf) };
         let fd = self.sock.as_raw_fd();
         if !s.started {
-            s.started = true;
-            if opens_with_plain_http(fd)? {
-                s.mode = Mode::PlainHttp;
-                return Err(io::Error::new(io::ErrorKind::InvalidData, PlainHttp));
+            match opens_with_plain_http(fd)? {
+                // Nothing has come yet: look again at the next read.
+                None => {}
+                Some(plain) => {
+                    s.started = true;
+                    if plain {
+                        s.mode = Mode::PlainHttp;
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, PlainHttp));
+                    }
+                }
             }
         }
         match &mut s.mode {
@@ -279,23 +285,25 @@ impl Write for &ClientStream {
 }
 
 /// Looks at the connection's first byte without taking it: a letter where
-/// a TLS record should begin is an HTTP request.
-fn opens_with_plain_http(fd: RawFd) -> io::Result<bool> {
+/// a TLS record should begin is an HTTP request. None: no byte yet.
+fn opens_with_plain_http(fd: RawFd) -> io::Result<Option<bool>> {
     let mut first = 0u8;
     // SAFETY: one byte of valid memory; the fd is open.
     let n = unsafe { libc::recv(fd, (&mut first as *mut u8).cast(), 1, libc::MSG_PEEK) };
     if n < 0 {
         let e = io::Error::last_os_error();
-        // Nothing yet: the first real read will look again.
-        return if e.kind() == io::ErrorKind::WouldBlock { Ok(false) } else { Err(e) };
+        return if e.kind() == io::ErrorKind::WouldBlock { Ok(None) } else { Err(e) };
     }
-    Ok(n == 1 && first != TLS_HANDSHAKE && first.is_ascii_alphabetic())
+    Ok((n == 1).then(|| first != TLS_HANDSHAKE && first.is_ascii_alphabetic()))
 }
 
 /// A user-space TLS read (see [`ClientStream::read`]).
 fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     s.plaintext_left = false;
     let mut got = 0;
+    // Whether the last read from the socket took less than it could: then
+    // the socket is drained, and asking again would only say so.
+    let mut drained = false;
     loop {
         let Mode::User(conn) = &mut s.mode else {
             // The kernel took over at the end of the handshake.
@@ -311,6 +319,7 @@ fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
                     return Ok(got);
                 }
             }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 && drained => return Ok(got),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             // The peer closed without close_notify: the end, as for TCP.
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(got),
@@ -321,8 +330,10 @@ fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
         // the handshake must stay in the socket for the kernel to decrypt.
         let whole_records = conn.is_handshaking() && ktls::may_be_available();
         // Once some data is in hand, a read must not wait for more.
-        let mut sock = SockIo { fd, wait: got == 0, whole_records };
-        match conn.read_tls(&mut sock) {
+        let mut sock = SockIo { fd, wait: got == 0, whole_records, short: false };
+        let read = conn.read_tls(&mut sock);
+        drained = sock.short;
+        match read {
             Ok(0) => return Ok(got),
             Ok(_) => {}
             Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
@@ -413,7 +424,7 @@ fn send_user(conn: &mut ServerConnection, fd: RawFd, buf: &[u8]) -> io::Result<u
 
 /// Writes rustls's pending records. Ok(true): all out; Ok(false): socket full.
 fn push(conn: &mut ServerConnection, fd: RawFd) -> io::Result<bool> {
-    let mut sock = SockIo { fd, wait: false, whole_records: false };
+    let mut sock = SockIo { fd, wait: false, whole_records: false, short: false };
     while conn.wants_write() {
         match conn.write_tls(&mut sock) {
             Ok(_) => {}
@@ -432,6 +443,8 @@ struct SockIo {
     wait: bool,
     /// Read no further than the end of the next whole TLS record.
     whole_records: bool,
+    /// Set when a read returned less than was asked.
+    short: bool,
 }
 
 impl Read for SockIo {
@@ -455,6 +468,7 @@ impl Read for SockIo {
             // SAFETY: buf is valid for `want` bytes; the fd is open.
             let n = unsafe { libc::recv(self.fd, buf.as_mut_ptr().cast(), want, flags) };
             if n >= 0 {
+                self.short = (n as usize) < want && !self.whole_records;
                 return Ok(n as usize);
             }
             let e = io::Error::last_os_error();

@@ -75,7 +75,7 @@ pub fn wait_for(stream: &ClientStream, what: PollFlags, wait: Duration) -> bool 
 pub fn read_onto(stream: &ClientStream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
     let old = buf.len();
     buf.resize(old + chunk, 0);
-    let got = (&*stream).read(&mut buf[old..]);
+    let got = stream.read(&mut buf[old..]);
     buf.truncate(old + *got.as_ref().unwrap_or(&0));
     got
 }

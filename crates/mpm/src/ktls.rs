@@ -34,16 +34,6 @@ pub fn may_be_available() -> bool {
     }
 }
 
-/// Whether the kernel's answer is known: Some(true) once a connection got
-/// kernel TLS, Some(false) once one was refused it.
-pub fn known() -> Option<bool> {
-    match AVAILABLE.load(Ordering::Relaxed) {
-        YES => Some(true),
-        NO => Some(false),
-        _ => None,
-    }
-}
-
 /// Puts the `tls` upper-layer protocol on a connected socket. False (and
 /// the socket unchanged) where the kernel has none.
 pub fn attach(fd: RawFd) -> bool {
@@ -126,8 +116,6 @@ fn setsockopt<T>(fd: RawFd, direction: libc::c_int, info: &T) -> io::Result<()> 
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn the_kernel_structs_have_the_uapi_sizes() {
         // linux/tls.h: 4-byte header, then iv, key, salt, rec_seq.

@@ -538,6 +538,18 @@ impl Parent {
             self.log(LogLevel::Error, "graceful restart: changing the MPM, ServerLimit or ThreadLimit needs a full stop and start; still serving with the running configuration");
             return;
         }
+        // New certificates (a renewal's deploy hook runs `warren -k
+        // graceful`); a broken one keeps the running ones.
+        let tls = match warren_tls::ServerTls::new(&settings) {
+            Ok(t) => t,
+            Err(errors) => {
+                for e in &errors {
+                    self.log(LogLevel::Error, &format!("graceful restart: {e}"));
+                }
+                self.log(LogLevel::Error, "TLS certificates or keys have errors; graceful restart refused, still serving with the running configuration and certificates");
+                return;
+            }
+        };
         let mut listeners = Vec::new();
         for addr in &settings.listen {
             let existing = self.listeners.iter().find(|l| l.addr == *addr || (addr.port() == 0 && l.addr.ip() == addr.ip()));
@@ -546,7 +558,10 @@ impl Parent {
                 None => listen::bind(*addr, settings.listen_backlog),
             };
             match l {
-                Ok(l) => listeners.push(l),
+                Ok(mut l) => {
+                    l.tls = tls.as_ref().and_then(|t| t.for_listener(*addr));
+                    listeners.push(l);
+                }
                 Err(e) => {
                     self.log(LogLevel::Error, &format!("graceful restart: {e}; still serving with the running configuration"));
                     return;
@@ -583,7 +598,7 @@ impl Parent {
             // files the next USR1 reopens.
             m.set_log(site.error_log.clone());
         }
-        for w in &warnings {
+        for w in warnings.iter().chain(tls.as_ref().map_or(&[][..], |t| t.warnings())) {
             site.error_log.log(LogLevel::Warn, None, w);
         }
         if site.settings.tuning.max_request_workers_auto != self.site.settings.tuning.max_request_workers_auto || site.settings.memory_budget != self.site.settings.memory_budget {

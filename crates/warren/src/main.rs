@@ -218,6 +218,20 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             };
             if cli.test {
+                // Certificates and keys are read and checked as at start.
+                match warren_tls::ServerTls::new(&settings) {
+                    Ok(tls) => {
+                        for w in tls.iter().flat_map(|t| t.warnings()) {
+                            eprintln!("{w} (warning)");
+                        }
+                    }
+                    Err(errors) => {
+                        for e in errors {
+                            eprintln!("{e}");
+                        }
+                        return ExitCode::FAILURE;
+                    }
+                }
                 println!("Syntax OK");
                 return ExitCode::SUCCESS;
             }
@@ -514,10 +528,23 @@ fn limit_malloc_arenas() {
 }
 
 fn run(settings: Settings, warnings: &[String], skipped: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
+    // Read as root, before any privilege is dropped: keys may be readable by root only.
+    let tls = match warren_tls::ServerTls::new(&settings) {
+        Ok(t) => t,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("warren: {e}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
     let mut listeners = Vec::new();
     for addr in &settings.listen {
         match warren_mpm::bind(*addr, settings.listen_backlog) {
-            Ok(l) => listeners.push(l),
+            Ok(mut l) => {
+                l.tls = tls.as_ref().and_then(|t| t.for_listener(*addr));
+                listeners.push(l);
+            }
             Err(e) => {
                 eprintln!("warren: {e}");
                 return ExitCode::FAILURE;
@@ -532,7 +559,7 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], reload: Opti
         }
     };
     // Apache logs its corrections of MPM values; so does warren.
-    for w in warnings {
+    for w in warnings.iter().chain(tls.as_ref().map_or(&[][..], |t| t.warnings())) {
         site.error_log.log(warren_config::LogLevel::Warn, None, w);
     }
     for s in skipped {

@@ -16,7 +16,7 @@ fn start(mpm: &str) -> Server {
     dir.write("htdocs/app/.htaccess", "AddEncoding gzip svgz\n<IfModule mod_php.c>\n  php_value memory_limit 256M\n</IfModule>\n");
     let d = dir.0.display();
     let conf = format!(
-        "TraceEnable Off\nAddLanguage ca .ca\nAddLanguage de .de\n<IfModule mod_ssl.c>\n    Listen 127.0.0.1:1443\n</IfModule>\n\
+        "TraceEnable Off\nAddLanguage ca .ca\nAddLanguage de .de\n<IfModule mod_gnutls.c>\n    Listen 127.0.0.1:1443\n</IfModule>\n\
          <Directory {d}/htdocs/app>\n    AllowOverride All\n</Directory>\n\
          # Port 9 (discard) has no FastCGI application: a request that reaches it fails.\n\
          ProxyPass /backend/ fcgi://127.0.0.1:9/\n"
@@ -28,8 +28,8 @@ fn inert_lines_and_skipped_blocks_are_logged_at_start(mpm: &str) {
     let s = start(mpm);
     let conf = std::fs::read_to_string(&s.conf).unwrap();
     let line_of = |text: &str| conf.lines().position(|l| l.starts_with(text)).unwrap() + 1;
-    let log = s.wait_log("error.log", "skipped 1 line: <IfModule mod_ssl.c>");
-    let skipped = format!("warren.conf:{}: skipped 1 line: <IfModule mod_ssl.c>: ssl_module is not built into warren", line_of("<IfModule mod_ssl.c>"));
+    let log = s.wait_log("error.log", "skipped 1 line: <IfModule mod_gnutls.c>");
+    let skipped = format!("warren.conf:{}: skipped 1 line: <IfModule mod_gnutls.c>: gnutls_module is not built into warren", line_of("<IfModule mod_gnutls.c>"));
     assert!(log.contains(&skipped), "{skipped}\n{log}");
     let inert = format!("warren.conf:{}: AddLanguage (here and on 1 more line): accepted, not acted on", line_of("AddLanguage ca"));
     assert!(log.contains(&inert), "{inert}\n{log}");
