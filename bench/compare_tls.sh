@@ -18,12 +18,14 @@
 #                          signature schemes, so the RSA certificate is used
 #   https-idle-1000        1000 idle TLS keep-alive connections open: the
 #                          server's PSS then, and a fresh request's time (ms,
-#                          handshake included, median of 5; bench/idle.py --tls)
+#                          handshake included, median of 5; bench/idle.py --tls),
+#                          and first the same with no idle connection
 # Until warren speaks TLS, its column reads n/a with the reason (its refusal of
 # the configuration, or the failed handshake).
 # Usage: bench/compare_tls.sh     (DURATION=5 seconds a run, CONNS=50, PORT=18443;
 #        WARREN=binary measures that build; SERVERS="warren-event nginx apache-event";
-#        ROUNDS=3 runs the servers in turn three times, each figure the median)
+#        ROUNDS=3 runs the servers in turn three times, each figure the median;
+#        KEEPALIVE_REQUESTS=N gives every server that keep-alive request limit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -32,6 +34,11 @@ CONNS=${CONNS:-50}
 PORT=${PORT:-18443}
 SERVERS=${SERVERS:-warren-event nginx apache-event}
 ROUNDS=${ROUNDS:-1}
+# Requests a keep-alive connection may carry: each server's default unless
+# set (Apache's and warren's MaxKeepAliveRequests 100, nginx's
+# keepalive_requests 1000). Over TLS it weighs: wrk's reconnection is a full
+# handshake every 100 requests.
+KEEPALIVE_REQUESTS=${KEEPALIVE_REQUESTS:-}
 
 need nginx:nginx apache2:apache2 wrk:wrk curl:curl openssl:openssl python3:python3 php-cgi:php-cgi
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need php-fpm:php-fpm
@@ -122,7 +129,7 @@ User www-data
 Group www-data
 ErrorLog $WORK/warren-error.log
 KeepAlive On
-MaxKeepAliveRequests 100
+MaxKeepAliveRequests ${KEEPALIVE_REQUESTS:-100}
 KeepAliveTimeout 5
 SSLSessionCache shmcb:$WORK/warren_scache(512000)
 <VirtualHost *:$PORT>
@@ -156,7 +163,7 @@ Mutex file:$WORK default
 TypesConfig /etc/mime.types
 DirectoryIndex index.html
 KeepAlive On
-MaxKeepAliveRequests 100
+MaxKeepAliveRequests ${KEEPALIVE_REQUESTS:-100}
 KeepAliveTimeout 5
 SSLSessionCache shmcb:$WORK/apache_scache(512000)
 <VirtualHost *:$PORT>
@@ -184,6 +191,7 @@ http {
     sendfile on;
     tcp_nopush on;
     access_log off;
+    keepalive_requests ${KEEPALIVE_REQUESTS:-1000};
     ssl_session_cache shared:SSL:10m;
     ssl_session_tickets on;
     ssl_protocols TLSv1.2 TLSv1.3;
@@ -291,6 +299,8 @@ measure() { # name
     handshakes "$1" https-handshake-resumed
     handshakes "$1" https-handshake-rsa --no-resume --tls-auth rsa
     sleep 1
+    # The same fresh request with nothing idle: what the client's TLS costs.
+    put "$1,idle0-ms" "$(python3 bench/idle.py 127.0.0.1 "$PORT" 0 /index.html --tls --samples 5 | awk '{print $1}' || echo fail)"
     local idle
     idle=$(python3 bench/idle.py 127.0.0.1 "$PORT" 1000 /index.html --tls --samples 5 --pss "$SERVER_PID" || echo "fail 1000 0")
     put "$1,idle-ms" "$(awk '{print $1}' <<<"$idle")"
@@ -325,7 +335,7 @@ line() { # label key
     row "$1" "$w" "$n" "$a" "$(ratio "$w" "$n")" "$(ratio "$w" "$a")"
 }
 
-echo "warren $("$WARREN" --version | awk '{print $2}'), nginx $(nginx -v 2>&1 | sed 's|.*/||') ($(openssl version | awk '{print $1, $2}')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p') event + mod_ssl; ECDSA P-256 + RSA 2048; wrk -t1 -c$CONNS -d${DURATION}s; warren bench --threads 1 -c$CONNS -t$DURATION; $(nproc) cores; ROUNDS=$ROUNDS"
+echo "warren $("$WARREN" --version | awk '{print $2}'), nginx $(nginx -v 2>&1 | sed 's|.*/||') ($(openssl version | awk '{print $1, $2}')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p') event + mod_ssl; ECDSA P-256 + RSA 2048; wrk -t1 -c$CONNS -d${DURATION}s; warren bench --threads 1 -c$CONNS -t$DURATION; $(nproc) cores; ROUNDS=$ROUNDS; keep-alive requests ${KEEPALIVE_REQUESTS:-"Apache's and warren's 100, nginx's 1000"}"
 echo
 echo "== HTTPS, event MPM vs nginx"
 row scenario warren nginx apache w/nginx w/apache
@@ -339,6 +349,7 @@ line "  handshake p50 (ms)" https-handshake-resumed-p50
 line "  resumed/handshakes" https-handshake-resumed-resumed
 line "https-handshake-rsa (conn/s)" https-handshake-rsa
 line "  handshake p50 (ms)" https-handshake-rsa-p50
+line "https fresh, none idle (ms)" idle0-ms
 line "https-idle-1000 fresh (ms)" idle-ms
 line "https-idle-1000 PSS (MB)" idle-pss
 line "https-idle-1000 failed conns" idle-failed
