@@ -16,10 +16,11 @@
 #                          tickets in TLS 1.3); the share resumed is printed
 #   https-handshake-rsa    full handshakes, the client offering only RSA
 #                          signature schemes, so the RSA certificate is used
-#   https-idle-1000        1000 idle TLS keep-alive connections open: the
-#                          server's PSS then, and a fresh request's time (ms,
-#                          handshake included, median of 5; bench/idle.py --tls),
-#                          and first the same with no idle connection
+#   https-idle-1000        1000 idle TLS keep-alive connections open (bench/idle.py
+#                          --tls): the server's PSS then, and a fresh request's
+#                          time (ms, TCP connect, full handshake and response;
+#                          the median of 5, warren bench), and first the same
+#                          with no idle connection
 # Until warren speaks TLS, its column reads n/a with the reason (its refusal of
 # the configuration, or the failed handshake).
 # Usage: bench/compare_tls.sh     (DURATION=5 seconds a run, CONNS=50, PORT=18443;
@@ -299,10 +300,13 @@ measure() { # name
     handshakes "$1" https-handshake-resumed
     handshakes "$1" https-handshake-rsa --no-resume --tls-auth rsa
     sleep 1
-    # The same fresh request with nothing idle: what the client's TLS costs.
-    put "$1,idle0-ms" "$(python3 bench/idle.py 127.0.0.1 "$PORT" 0 /index.html --tls --samples 5 | awk '{print $1}' || echo fail)"
+    # Five fresh requests one after another, each on a new connection with a
+    # full handshake (warren bench, rustls): the median, TCP connect to the
+    # response's end. First with nothing idle, then with 1000 idle.
+    local fresh="$BENCH bench --json --insecure --no-resume --threads 1 -c 1 -n 5 $URL/index.html | jq -r 'if .successful_transactions == 5 then (.percentiles_ms[\"50\"] * 100 | round / 100) else \"fail\" end'"
+    put "$1,idle0-ms" "$(sh -c "$fresh" 2>/dev/null || echo fail)"
     local idle
-    idle=$(python3 bench/idle.py 127.0.0.1 "$PORT" 1000 /index.html --tls --samples 5 --pss "$SERVER_PID" || echo "fail 1000 0")
+    idle=$(python3 bench/idle.py 127.0.0.1 "$PORT" 1000 /index.html --tls --exec "$fresh" --pss "$SERVER_PID" || echo "fail 1000 0")
     put "$1,idle-ms" "$(awk '{print $1}' <<<"$idle")"
     put "$1,idle-failed" "$(awk '{print $2}' <<<"$idle")"
     put "$1,idle-pss" "$(awk '{printf "%.1f", $3 / 1024}' <<<"$idle")"

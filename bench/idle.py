@@ -7,21 +7,25 @@ Usage: idle.py HOST PORT N PATH [--tls] [--samples K] [--pss PID]
   --tls      every connection is TLS (certificates not checked, as curl -k);
              the fresh request's time includes its handshake
   --samples K  time K fresh requests one after another, print the median (1)
+  --exec CMD   instead, run CMD (sh -c) while the connections are open and
+               print the first word of its output as the time
   --pss PID  also print the PSS in kB of PID and its descendants (php-cgi
              and php-fpm not counted) while the N connections are open
 Prints: MS FAILED [PSS_KB]  (MS is "fail" if every fresh request failed)."""
-import socket, ssl, sys, time
+import socket, ssl, subprocess, sys, time
 
 args = sys.argv[1:]
 tls = "--tls" in args
-pss_pid, samples = None, 1
-for opt in ("--pss", "--samples"):
+pss_pid, samples, command = None, 1, None
+for opt in ("--pss", "--samples", "--exec"):
     if opt in args:
         i = args.index(opt)
         if opt == "--pss":
             pss_pid = int(args[i + 1])
-        else:
+        elif opt == "--samples":
             samples = int(args[i + 1])
+        else:
+            command = args[i + 1]
         del args[i:i + 2]
 args = [a for a in args if a != "--tls"]
 host, port, n, path = args[0], int(args[1]), int(args[2]), args[3]
@@ -108,10 +112,13 @@ def fresh():
         ok = False
     return (time.perf_counter() - start) * 1000 if ok else None
 
-times = sorted(t for t in (fresh() for _ in range(samples)) if t is not None)
-ok = bool(times)
-ms = times[len(times) // 2] if times else 0
-out = [f"{ms:.2f}" if ok else "fail", str(failed)]
+if command is None:
+    times = sorted(t for t in (fresh() for _ in range(samples)) if t is not None)
+    shown = f"{times[len(times) // 2]:.2f}" if times else "fail"
+else:
+    run = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120)
+    shown = (run.stdout.split() or ["fail"])[0]
+out = [shown, str(failed)]
 if pss_pid is not None:
     out.append(str(pss_kb(pss_pid)))
 print(*out)
