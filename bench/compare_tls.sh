@@ -22,7 +22,8 @@
 # Until warren speaks TLS, its column reads n/a with the reason (its refusal of
 # the configuration, or the failed handshake).
 # Usage: bench/compare_tls.sh     (DURATION=5 seconds a run, CONNS=50, PORT=18443;
-#        WARREN=binary measures that build; SERVERS="warren-event nginx apache-event")
+#        WARREN=binary measures that build; SERVERS="warren-event nginx apache-event";
+#        ROUNDS=3 runs the servers in turn three times, each figure the median)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -30,6 +31,7 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 PORT=${PORT:-18443}
 SERVERS=${SERVERS:-warren-event nginx apache-event}
+ROUNDS=${ROUNDS:-1}
 
 need nginx:nginx apache2:apache2 wrk:wrk curl:curl openssl:openssl python3:python3 php-cgi:php-cgi
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need php-fpm:php-fpm
@@ -204,6 +206,8 @@ http {
 CONF
 
 declare -A R WHY
+# put NAME,KEY VALUE: one round's figure (ROUNDS > 1 keeps them all).
+put() { R[$1]="${R[$1]:+${R[$1]} }${2:--}"; }
 URL=https://127.0.0.1:$PORT
 
 # start_server NAME: 0 if it serves every file whole over TLS, else 1 with
@@ -222,7 +226,10 @@ start_server() {
     done
     if [ -z "$up" ]; then
         if kill -0 "$SERVER_PID" 2>/dev/null; then
-            WHY[$1]="no TLS answer: $(curl -sk -o /dev/null "$URL/index.html" 2>&1 -S | head -1)"
+            local err
+            err=$(curl -sSk -o /dev/null "$URL/index.html" 2>&1 | head -1)
+            case $err in *"wrong version number"*) err="$err (it answered in plain HTTP: its listener does not speak TLS)" ;; esac
+            WHY[$1]="no TLS answer: $err"
         else
             WHY[$1]="refused its configuration: $(grep -v '^\s*$' "$WORK/$1.out" | head -1)"
         fi
@@ -262,9 +269,9 @@ handshakes() {
     local name=$1 key=$2; shift 2
     local j
     j=$("$BENCH" bench --json --insecure --threads 1 -c "$CONNS" -t "$DURATION" "$@" "$URL/index.html" 2>/dev/null || echo '{}')
-    R[$name,$key]=$(jq -r 'if (.successful_transactions // 0) > 0 then (.transaction_rate | floor) else "fail" end' <<<"$j")
-    R[$name,$key-p50]=$(jq -r '.tls.handshake_ms["50"] // "-" | if type == "number" then (. * 100 | round / 100) else . end' <<<"$j")
-    R[$name,$key-resumed]=$(jq -r 'if .tls then "\(.tls.resumed)/\(.tls.handshakes)" else "-" end' <<<"$j")
+    put "$name,$key" "$(jq -r 'if (.successful_transactions // 0) > 0 then (.transaction_rate | floor) else "fail" end' <<<"$j")"
+    put "$name,$key-p50" "$(jq -r '.tls.handshake_ms["50"] // "-" | if type == "number" then (. * 100 | round / 100) else . end' <<<"$j")"
+    put "$name,$key-resumed" "$(jq -r 'if .tls then "\(.tls.resumed)/\(.tls.handshakes)" else "-" end' <<<"$j")"
     local err
     err=$(jq -r '.tls_error // empty' <<<"$j")
     [ -n "$err" ] && echo "$name: $key: first TLS error: $err" >&2
@@ -277,26 +284,38 @@ measure() { # name
         return
     fi
     rps /index.html >/dev/null   # warm-up
-    R[$1,https-static-ka]=$(rps /index.html)
-    R[$1,https-100k]=$(rps /file100k.bin)
-    R[$1,https-php]=$(for _ in 1 2 3; do rps /hello.php; echo; done | sort -n | sed -n 2p)
+    put "$1,https-static-ka" "$(rps /index.html)"
+    put "$1,https-100k" "$(rps /file100k.bin)"
+    put "$1,https-php" "$(for _ in 1 2 3; do rps /hello.php; echo; done | sort -n | sed -n 2p)"
     handshakes "$1" https-handshake-full --no-resume
     handshakes "$1" https-handshake-resumed
     handshakes "$1" https-handshake-rsa --no-resume --tls-auth rsa
     sleep 1
     local idle
     idle=$(python3 bench/idle.py 127.0.0.1 "$PORT" 1000 /index.html --tls --samples 5 --pss "$SERVER_PID" || echo "fail 1000 0")
-    R[$1,idle-ms]=$(awk '{print $1}' <<<"$idle")
-    R[$1,idle-failed]=$(awk '{print $2}' <<<"$idle")
-    R[$1,idle-pss]=$(awk '{printf "%.1f", $3 / 1024}' <<<"$idle")
+    put "$1,idle-ms" "$(awk '{print $1}' <<<"$idle")"
+    put "$1,idle-failed" "$(awk '{print $2}' <<<"$idle")"
+    put "$1,idle-pss" "$(awk '{printf "%.1f", $3 / 1024}' <<<"$idle")"
     echo "$1: done" >&2
     stop_server
 }
 
-for s in $SERVERS; do measure "$s"; done
+# ROUNDS > 1: the servers in turn, ROUNDS times (warren, nginx, apache,
+# warren, ...), each cell the median of its rounds: on a shared machine a
+# burst of other work then spoils one round, not one server's figures.
+for round in $(seq 1 "$ROUNDS"); do
+    for s in $SERVERS; do
+        [ -n "${WHY[$s]:-}" ] && continue
+        [ "$ROUNDS" -gt 1 ] && echo "round $round: $s" >&2
+        measure "$s"
+    done
+done
 
 cell() { # name key
-    if [ -n "${WHY[$1]:-}" ]; then echo n/a; else echo "${R[$1,$2]:--}"; fi
+    if [ -n "${WHY[$1]:-}" ]; then echo n/a; return; fi
+    local v=${R[$1,$2]:--}
+    # The median of the rounds (for "resumed/handshakes", by resumed).
+    tr ' ' '\n' <<<"$v" | sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 row() { printf "%-34s %10s %10s %10s %9s %9s\n" "$@"; }
@@ -306,7 +325,7 @@ line() { # label key
     row "$1" "$w" "$n" "$a" "$(ratio "$w" "$n")" "$(ratio "$w" "$a")"
 }
 
-echo "warren $("$WARREN" --version | awk '{print $2}'), nginx $(nginx -v 2>&1 | sed 's|.*/||') ($(openssl version | awk '{print $1, $2}')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p') event + mod_ssl; ECDSA P-256 + RSA 2048; wrk -t1 -c$CONNS -d${DURATION}s; warren bench --threads 1 -c$CONNS -t$DURATION; $(nproc) cores"
+echo "warren $("$WARREN" --version | awk '{print $2}'), nginx $(nginx -v 2>&1 | sed 's|.*/||') ($(openssl version | awk '{print $1, $2}')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p') event + mod_ssl; ECDSA P-256 + RSA 2048; wrk -t1 -c$CONNS -d${DURATION}s; warren bench --threads 1 -c$CONNS -t$DURATION; $(nproc) cores; ROUNDS=$ROUNDS"
 echo
 echo "== HTTPS, event MPM vs nginx"
 row scenario warren nginx apache w/nginx w/apache
