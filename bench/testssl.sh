@@ -16,7 +16,8 @@
 #   DNS_CAArecord                            no DNS (CAA) for localhost
 # MEDIUM and LOW findings are listed but do not fail. Everything else counts: protocols, ciphers, forward secrecy, server
 # preferences, the vulnerabilities (Heartbleed ... LUCKY13), and the
-# certificate's own properties (key sizes, signature, validity, SAN).
+# certificate's own properties (key sizes, signature, validity, SAN). The
+# script also checks that an RSA-only client gets the RSA certificate.
 # Usage: bench/testssl.sh [WARREN_BINARY]   (default: target/debug/warren)
 # Environment: PORT (default: a free one), MPM (default event).
 set -euo pipefail
@@ -69,6 +70,13 @@ echo
 echo "MEDIUM and LOW findings (reported, not failing):"
 jq -r '.[] | select(.severity == "MEDIUM" or .severity == "LOW") | "  \(.severity) \(.id): \(.finding)"' "$D/testssl.json"
 echo "excluded (self-signed test certificate): $EXCLUDED"
+# Both certificates are served: an RSA-only client gets the RSA one.
+rsa=$(timeout 20 openssl s_client -connect "127.0.0.1:$PORT" -servername localhost -tls1_2 \
+    -cipher ECDHE-RSA-AES128-GCM-SHA256 < /dev/null 2>&1 | grep -c "Server public key is 2048 bit" || true)
+if [ "$rsa" = 0 ]; then
+    bad="${bad:+$bad
+}HIGH rsa_certificate: an RSA-only TLS 1.2 client does not get the RSA certificate"
+fi
 if [ -n "$bad" ]; then
     echo "NOT ok findings:"
     echo "$bad"
