@@ -206,7 +206,7 @@ impl EventLoop {
             Ok(0) => ReadResult::Closed,
             Ok(n) => {
                 // A short read drained the socket; the next edge will tell us of more.
-                if n < self.scratch_in.len() {
+                if n < self.scratch_in.len() && !c.stream.has_buffered_input() {
                     c.readable = false;
                 }
                 let now = Instant::now();
