@@ -233,7 +233,10 @@ impl<'a> Driver<'a> {
         ex.log(&mut self.logs, self.site, info, served, !sent);
         self.slot.end_request(ex.bytes_sent, ex.start.elapsed().as_micros() as u64);
         self.flush_logs_if_due();
-        let next = Next::after_response(sent, ex.keep_alive, ex.linger);
+        // Over TLS the client's close_notify may come after the request:
+        // closing with it unread would reset the connection and cut the
+        // response short at the client, so a TLS connection always lingers.
+        let next = Next::after_response(sent, ex.keep_alive, ex.linger || (sent && stream.is_tls()));
         if next == Next::KeepAlive {
             return true;
         }

@@ -65,6 +65,9 @@ struct TlsState {
     details: Option<TlsDetails>,
     /// rustls holds decrypted bytes a read did not have room for.
     plaintext_left: bool,
+    /// The peer's end (close_notify or FIN) came with the last data read:
+    /// the next read says so, with no new event from the socket to wait for.
+    eof_pending: bool,
 }
 
 /// The error a read returns once for a client speaking HTTP to a TLS port.
@@ -94,7 +97,7 @@ impl ClientStream {
     /// A connection whose first bytes are a TLS handshake, under `config`.
     pub fn tls(sock: TcpStream, config: Arc<ServerConfig>) -> io::Result<ClientStream> {
         let conn = ServerConnection::new(config).map_err(io::Error::other)?;
-        let state = TlsState { mode: Mode::User(Box::new(conn)), started: false, details: None, plaintext_left: false };
+        let state = TlsState { mode: Mode::User(Box::new(conn)), started: false, details: None, plaintext_left: false, eof_pending: false };
         Ok(ClientStream { sock, tls: Some(Arc::new(Mutex::new(state))) })
     }
 
@@ -158,7 +161,7 @@ impl ClientStream {
     /// (decrypted bytes rustls still holds): waiting for the socket to be
     /// readable first could wait for nothing.
     pub fn has_buffered_input(&self) -> bool {
-        self.state().is_some_and(|s| s.plaintext_left)
+        self.state().is_some_and(|s| s.plaintext_left || s.eof_pending)
     }
 
     /// Reads what has arrived; WouldBlock when nothing has (on a
@@ -300,6 +303,9 @@ fn opens_with_plain_http(fd: RawFd) -> io::Result<Option<bool>> {
 /// A user-space TLS read (see [`ClientStream::read`]).
 fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     s.plaintext_left = false;
+    if std::mem::take(&mut s.eof_pending) {
+        return Ok(0);
+    }
     let mut got = 0;
     // Whether the last read from the socket took less than it could: then
     // the socket is drained, and asking again would only say so.
@@ -311,7 +317,10 @@ fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
         };
         match conn.reader().read(&mut buf[got..]) {
             // close_notify.
-            Ok(0) => return Ok(got),
+            Ok(0) => {
+                s.eof_pending = got > 0;
+                return Ok(got);
+            }
             Ok(n) => {
                 got += n;
                 if got == buf.len() {
@@ -322,7 +331,10 @@ fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 && drained => return Ok(got),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             // The peer closed without close_notify: the end, as for TCP.
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(got),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                s.eof_pending = got > 0;
+                return Ok(got);
+            }
             Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
         }
         // Only whole records are taken from the socket during the
@@ -334,7 +346,10 @@ fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
         let read = conn.read_tls(&mut sock);
         drained = sock.short;
         match read {
-            Ok(0) => return Ok(got),
+            Ok(0) => {
+                s.eof_pending = got > 0;
+                return Ok(got);
+            }
             Ok(_) => {}
             Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
         }

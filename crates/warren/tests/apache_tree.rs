@@ -193,7 +193,7 @@ fn debian_tree_serves() {
     assert!(errors.is_empty(), "warren -t refuses {} lines of Debian's tree without TLS:\n{}", errors.len(), errors.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
     let child = warren(&tree).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().expect("start warren");
     let conf = tree.conf.clone();
-    let s = Server { child: Some(child), port, dir: tree.dir, conf };
+    let s = Server { child: Some(child), port, dir: tree.dir, conf, relay: None };
     let pid_file = s.dir.0.join("run/apache2.pid");
     settle(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && pid_file.exists());
     let page = s.get("/");

@@ -206,7 +206,7 @@ impl EventLoop {
             Ok(0) => ReadResult::Closed,
             Ok(n) => {
                 // A short read drained the socket; the next edge will tell us of more.
-                if n < self.scratch_in.len() {
+                if n < self.scratch_in.len() && !c.stream.has_buffered_input() {
                     c.readable = false;
                 }
                 let now = Instant::now();
@@ -327,7 +327,10 @@ impl EventLoop {
         c.info.useragent = c.info.peer;
         // The loop's requests are counted on the child's first worker slot.
         self.sb.thread(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
-        match Next::after_response(true, req.keep_alive, req.linger) {
+        // Over TLS the client's close_notify may come after the request:
+        // closing with it unread would reset the connection and cut the
+        // response short at the client, so a TLS connection always lingers.
+        match Next::after_response(true, req.keep_alive, req.linger || c.stream.is_tls()) {
             Next::KeepAlive => {
                 c.phase = Phase::KeepAlive;
                 c.deadline = self.rules.keep_alive.idle_deadline(Instant::now(), self.stopping);

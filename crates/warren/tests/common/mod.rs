@@ -11,7 +11,28 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+pub mod tls;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_warren");
+
+/// Whether this test binary runs its suite over TLS: a binary whose name
+/// ends in `_tls` (static_files_tls.rs, protocol_tls.rs) includes a plain
+/// suite's file and runs it with the main server on TLS, through a
+/// [`tls::Relay`] (see [`Server::start`]).
+pub const fn over_tls() -> bool {
+    let name = env!("CARGO_CRATE_NAME").as_bytes();
+    let n = name.len();
+    n > 4 && name[n - 4] == b'_' && name[n - 3] == b't' && name[n - 2] == b'l' && name[n - 1] == b's'
+}
+
+/// The scheme the suite's clients use in the end: "https" over TLS.
+pub const fn scheme() -> &'static str {
+    if over_tls() {
+        "https"
+    } else {
+        "http"
+    }
+}
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -79,9 +100,13 @@ pub fn free_port() -> u16 {
 
 pub struct Server {
     pub child: Option<Child>,
+    /// Where the tests connect: warren's port, or over TLS the relay's.
     pub port: u16,
     pub dir: TempDir,
     pub conf: PathBuf,
+    /// Over TLS ([`over_tls`]): the relay to warren's TLS port, which is
+    /// `relay.1`.
+    pub relay: Option<(tls::Relay, u16)>,
 }
 
 /// A site with a few files most tests use.
@@ -94,7 +119,11 @@ pub fn standard_site(dir: &TempDir) {
 }
 
 impl Server {
-    /// Starts warren with `extra` appended to a minimal config.
+    /// Starts warren with `extra` appended to a minimal config. In a
+    /// binary that runs its suite over TLS ([`over_tls`]), the main server
+    /// (and the virtual hosts, which inherit it) has `SSLEngine on` and the
+    /// test certificate for localhost and 127.0.0.1, and `port` is a
+    /// relay's plain port that carries each connection over TLS to warren.
     pub fn start(mpm: &str, extra: &str) -> Server {
         let dir = TempDir::new(mpm);
         standard_site(&dir);
@@ -130,10 +159,11 @@ impl Server {
                 "prefork" => "StartServers 2\nMinSpareServers 1\nMaxSpareServers 8\nMaxRequestWorkers 32",
                 _ => "StartServers 2\nThreadsPerChild 4\nMinSpareThreads 1\nMaxSpareThreads 16\nMaxRequestWorkers 32",
             };
+            let tls_lines = if over_tls() { tls::Certs::make(&dir.0).directives("localhost") } else { String::new() };
             let conf = dir.write(
                 "warren.conf",
                 format!(
-                    "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nUser nobody\nGroup nogroup\n{tuning}\n{extra}\n"
+                    "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nUser nobody\nGroup nogroup\n{tuning}\n{tls_lines}{extra}\n"
                 ),
             );
             let mut cmd = Command::new(BIN);
@@ -161,9 +191,16 @@ impl Server {
                 .stderr(Stdio::piped())
                 .spawn()
                 .expect("start warren");
-            let mut s = Server { child: Some(child), port, dir, conf };
+            let mut s = Server { child: Some(child), port, dir, conf, relay: None };
             match s.wait_ready() {
-                Ok(()) => return s,
+                Ok(()) => {
+                    if over_tls() {
+                        let relay = tls::Relay::start(port, &s.dir.0.join("tls/ca.pem"));
+                        s.port = relay.port;
+                        s.relay = Some((relay, port));
+                    }
+                    return s;
+                }
                 Err(err) if attempt < 5 && err.contains("could not bind to address") => {
                     s.child = None;
                     dir = std::mem::replace(&mut s.dir, TempDir(PathBuf::new()));
@@ -507,6 +544,22 @@ macro_rules! each_mpm {
             $( #[test] fn $name() { super::$name("prefork") } )*
         }
     };
+}
+
+/// The items given, in a suite's own binary; a binary that runs the
+/// suite over TLS (protocol_tls.rs) defines its own `plain_only!` that
+/// drops them, before including the suite's file (a `macro_rules!` in
+/// scope goes before this exported one).
+#[macro_export]
+macro_rules! plain_only {
+    ($($item:item)*) => { $($item)* };
+}
+
+/// The items given, in a binary that runs a suite over TLS (which defines
+/// its own `over_tls_only!` that keeps them); none in the suite's own.
+#[macro_export]
+macro_rules! over_tls_only {
+    ($($item:item)*) => {};
 }
 
 /// Load from client threads: each makes one request per connection (as ab
