@@ -20,6 +20,7 @@
 #        MPMS="event worker prefork" chooses the tables; WARREN=binary, see below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 MPMS=${MPMS:-event worker prefork}
@@ -36,45 +37,10 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-# Debian starts the services it installs; they must not hold our ports or CPU.
-systemctl stop nginx apache2 >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
-service apache2 stop >/dev/null 2>&1 || true
-for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
-ulimit -n 65536 2>/dev/null || true
+quiet_debian_services
+build_warren
 
-# WARREN=/path/to/warren measures that build instead (one from before a
-# change, to show the change's effect in the same conditions).
-if [ -z "${WARREN:-}" ]; then
-    cargo build --release --locked -q
-    WARREN=$PWD/target/release/warren
-fi
-
-WORK=$(mktemp -d /tmp/warren-bench.XXXXXX)
-SERVER_PID=
-stop_server() {
-    if [ -n "$SERVER_PID" ]; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=
-    fi
-}
-FPM_PID=
-cleanup() {
-    stop_server
-    if [ -n "$FPM_PID" ]; then kill -TERM "$FPM_PID" 2>/dev/null || true; wait "$FPM_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-DOCROOT=$WORK/htdocs
-mkdir -p "$DOCROOT"
-# nginx and Apache workers run unprivileged: they must be able to read the files.
-chmod 755 "$WORK"
-printf '<html><body><h1>It works!</h1></body></html>\n' > "$DOCROOT/index.html"   # 45 bytes
-head -c 102400 /dev/urandom > "$DOCROOT/file100k.bin"
-printf '<?php echo "Hello World";' > "$DOCROOT/hello.php"
+comparison_workdir warren-bench
 mkdir -p "$DOCROOT/pool"
 cp "$DOCROOT/hello.php" "$DOCROOT/pool/hello.php"
 

@@ -43,43 +43,11 @@ KEEPALIVE_REQUESTS=${KEEPALIVE_REQUESTS:-}
 
 need nginx:nginx apache2:apache2 wrk:wrk curl:curl openssl:openssl python3:python3 php-cgi:php-cgi
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need php-fpm:php-fpm
-# Debian starts the services it installs; they must not hold our ports or CPU.
-service nginx stop >/dev/null 2>&1 || true
-service apache2 stop >/dev/null 2>&1 || true
-for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
-ulimit -n 65536 2>/dev/null || true
-
-if [ -z "${WARREN:-}" ]; then
-    cargo build --release --locked -q
-    WARREN=$PWD/target/release/warren
-fi
+quiet_debian_services
+build_warren
 BENCH=$WARREN   # the client: warren bench (rustls), whichever build is measured
 
-WORK=$(mktemp -d /tmp/warren-bench-tls.XXXXXX)
-SERVER_PID=
-stop_server() {
-    if [ -n "$SERVER_PID" ]; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=
-    fi
-}
-FPM_PID=
-cleanup() {
-    stop_server
-    if [ -n "$FPM_PID" ]; then kill -TERM "$FPM_PID" 2>/dev/null || true; wait "$FPM_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-DOCROOT=$WORK/htdocs
-mkdir -p "$DOCROOT"
-chmod 755 "$WORK"
-printf '<html><body><h1>It works!</h1></body></html>\n' > "$DOCROOT/index.html"   # 45 bytes
-head -c 102400 /dev/urandom > "$DOCROOT/file100k.bin"
-printf '<?php echo "Hello World";' > "$DOCROOT/hello.php"
+comparison_workdir warren-bench-tls
 CERTS=$WORK/certs
 mkdir -p "$CERTS"
 tls_certs "$CERTS"

@@ -52,3 +52,58 @@ tls_certs() {
     done
     chmod 644 "$1"/*.crt "$1"/*.key
 }
+
+# quiet_debian_services: Debian starts the services it installs; they must
+# not hold the ports or the CPU the comparisons measure. Also raises the
+# open-files limit for the many connections.
+quiet_debian_services() {
+    systemctl stop nginx apache2 >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
+    service apache2 stop >/dev/null 2>&1 || true
+    local s
+    for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
+    ulimit -n 65536 2>/dev/null || true
+}
+
+# build_warren: WARREN, the binary measured: a release build of this tree
+# unless WARREN names one (a build from before a change, to show the
+# change's effect in the same conditions).
+build_warren() {
+    if [ -z "${WARREN:-}" ]; then
+        cargo build --release --locked -q
+        WARREN=$PWD/target/release/warren
+    fi
+}
+
+# comparison_workdir PREFIX: WORK (removed on exit, with the server of
+# SERVER_PID and the php-fpm of FPM_PID stopped), and DOCROOT in it with
+# the compared files: index.html (45 bytes), file100k.bin, hello.php.
+comparison_workdir() {
+    WORK=$(mktemp -d "/tmp/$1.XXXXXX")
+    SERVER_PID=
+    FPM_PID=
+    trap cleanup EXIT
+    DOCROOT=$WORK/htdocs
+    mkdir -p "$DOCROOT"
+    # nginx and Apache workers run unprivileged: they must be able to read the files.
+    chmod 755 "$WORK"
+    printf '<html><body><h1>It works!</h1></body></html>\n' > "$DOCROOT/index.html"   # 45 bytes
+    head -c 102400 /dev/urandom > "$DOCROOT/file100k.bin"
+    printf '<?php echo "Hello World";' > "$DOCROOT/hello.php"
+}
+
+# stop_server: stops the server of SERVER_PID (TERM, then KILL after 10 s).
+stop_server() {
+    if [ -n "$SERVER_PID" ]; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=
+    fi
+}
+
+cleanup() {
+    stop_server
+    if [ -n "$FPM_PID" ]; then kill -TERM "$FPM_PID" 2>/dev/null || true; wait "$FPM_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}

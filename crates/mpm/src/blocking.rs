@@ -236,7 +236,7 @@ impl<'a> Driver<'a> {
         // Over TLS the client's close_notify may come after the request:
         // closing with it unread would reset the connection and cut the
         // response short at the client, so a TLS connection always lingers.
-        let next = Next::after_response(sent, ex.keep_alive, ex.linger || (sent && stream.is_tls()));
+        let next = Next::after_response(sent, ex.keep_alive, ex.linger || stream.is_tls());
         if next == Next::KeepAlive {
             return true;
         }

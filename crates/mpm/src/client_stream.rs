@@ -32,15 +32,12 @@ const FILE_CHUNK: usize = 16 * 1024;
 
 /// What the handshake settled, for FastCGI (HTTPS, SSL_PROTOCOL, ...), logs
 /// and virtual host checks.
-#[derive(Clone, Debug)]
-pub struct TlsDetails {
-    pub protocol: &'static str,
-    pub cipher: &'static str,
-    pub cipher_bits: u16,
-    pub server_name: Option<String>,
-    pub resumed: bool,
-    /// Whether the kernel took over the record layer.
-    pub kernel: bool,
+struct TlsDetails {
+    protocol: &'static str,
+    cipher: &'static str,
+    cipher_bits: u16,
+    server_name: Option<String>,
+    resumed: bool,
 }
 
 pub struct ClientStream {
@@ -117,18 +114,14 @@ impl ClientStream {
         self.tls.as_ref().map(|t| t.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// What the handshake settled, once it is done.
-    pub fn tls_details(&self) -> Option<TlsDetails> {
-        self.state().and_then(|s| s.details.clone())
-    }
-
     /// Fills in the connection's TLS facts once its handshake is done
     /// (before its first request is handled).
     pub fn note_tls(&self, site: &Site, info: &mut ConnInfo) {
         if info.tls.is_some() || self.tls.is_none() {
             return;
         }
-        let Some(d) = self.tls_details() else { return };
+        let Some(s) = self.state() else { return };
+        let Some(d) = &s.details else { return };
         let sni_host = d.server_name.as_deref().map(|name| site.select_host(Some(name.as_bytes()), info.local));
         info.tls = Some(TlsInfo { protocol: d.protocol, cipher: d.cipher, cipher_bits: d.cipher_bits, resumed: d.resumed, sni_host });
     }
@@ -390,17 +383,10 @@ fn try_kernel(s: &mut TlsState, fd: RawFd) {
     }
     let tls13 = conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
     let Mode::User(conn) = std::mem::replace(&mut s.mode, Mode::Kernel) else { unreachable!("checked above") };
-    match conn.dangerous_extract_secrets().map_err(io::Error::other).and_then(|secrets| ktls::configure(fd, secrets, tls13)) {
-        Ok(()) => {
-            if let Some(d) = s.details.as_mut() {
-                d.kernel = true;
-            }
-        }
-        Err(_) => {
-            // The socket's ULP is set but has no keys: nothing more can be
-            // read or written on it.
-            let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
-        }
+    if conn.dangerous_extract_secrets().map_err(io::Error::other).and_then(|secrets| ktls::configure(fd, secrets, tls13)).is_err() {
+        // The socket's ULP is set but has no keys: nothing more can be
+        // read or written on it.
+        let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
     }
 }
 
@@ -412,7 +398,6 @@ fn details(conn: &ServerConnection) -> TlsDetails {
         cipher_bits: suite.map_or(0, warren_tls::cipher_bits),
         server_name: conn.server_name().map(str::to_owned),
         resumed: conn.handshake_kind() == Some(HandshakeKind::Resumed),
-        kernel: false,
     }
 }
 
