@@ -4,7 +4,7 @@
 //! `Location:` (see `fastcgi`), and a local `ErrorDocument`, which Apache
 //! answers as `ap_die` does and this module follows.
 
-use warren_http::{parse_head, HeadLimits, RequestHead};
+use warren_http::{parse_head, HeadLimits, RequestHead, Version};
 
 use crate::route::Request;
 use crate::site::{ConnInfo, Site};
@@ -22,7 +22,10 @@ const CONDITION_HEADERS: [&str; 6] = ["if-match", "if-none-match", "if-modified-
 /// `original` but those in `drop`; None if `location` does not make a
 /// request line.
 pub fn request_head(method: &str, location: &str, original: &RequestHead, drop: &[&str]) -> Option<RequestHead> {
-    let mut text = format!("{method} {location} {}\r\n", original.version.as_str()).into_bytes();
+    // An HTTP/2 request is re-read as HTTP/1.1 (the parser takes no other
+    // text) and keeps its version.
+    let wire = if original.version == Version::Http2 { Version::Http11 } else { original.version };
+    let mut text = format!("{method} {location} {}\r\n", wire.as_str()).into_bytes();
     for (n, v) in original.headers() {
         if drop.iter().any(|d| n.eq_ignore_ascii_case(d.as_bytes())) {
             continue;
@@ -36,7 +39,10 @@ pub fn request_head(method: &str, location: &str, original: &RequestHead, drop: 
     // The original head passed the configured limits; only the URL is new.
     let limits = HeadLimits { request_line: 64 * 1024, field_size: 64 * 1024, fields: 1000, head: usize::MAX };
     match parse_head(&text, &limits) {
-        Ok(Some((h, _))) => Some(h),
+        Ok(Some((mut h, _))) => {
+            h.version = original.version;
+            Some(h)
+        }
         _ => None,
     }
 }

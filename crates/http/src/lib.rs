@@ -19,6 +19,9 @@
 //!   initial timeout raised by MinRate, up to a maximum) and the
 //!   [`ReadClock`] that applies it, with Timeout, to a head or a body.
 //!
+//! - [`h2`]: HTTP/2 (RFC 9113) and HPACK, a codec of its own beside
+//!   HTTP/1.1 whose requests are the same [`RequestHead`]s.
+//!
 //! - [`proxy_protocol`]: the PROXY protocol header (v1 and v2) a proxy
 //!   may send before HTTP, with the client's address.
 //!
@@ -27,6 +30,7 @@
 
 pub mod body;
 pub mod conn;
+pub mod h2;
 pub mod head_scan;
 pub mod proxy_protocol;
 pub mod read_timeout;

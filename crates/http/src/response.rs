@@ -122,9 +122,11 @@ pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// open: HTTP/1.1 keeps alive by default, HTTP/1.0 must be told.
 pub fn write_connection(out: &mut Vec<u8>, version: Version, keep_alive: bool) {
     match (version, keep_alive) {
-        (_, false) => out.extend_from_slice(b"Connection: close\r\n"),
+        (Version::Http10 | Version::Http11, false) => out.extend_from_slice(b"Connection: close\r\n"),
         (Version::Http10, true) => out.extend_from_slice(b"Connection: keep-alive\r\n"),
         (Version::Http11, true) => {}
+        // HTTP/2 has no Connection field; its framing is not ours to write here.
+        (Version::Http2, _) => {}
     }
 }
 

@@ -1,0 +1,1 @@
+//! The static Huffman code of HPACK (RFC 7541 Appendix B).
