@@ -20,6 +20,7 @@
 
 pub mod conn;
 pub mod frame;
+mod head;
 pub mod hpack;
 mod huffman;
 
