@@ -20,6 +20,7 @@
 
 pub mod conn;
 pub mod frame;
+mod budget;
 mod head;
 pub mod hpack;
 mod huffman;
