@@ -48,9 +48,9 @@ mod tests {
             assert!(b.take(t0, 5, 10));
         }
         assert!(!b.take(t0, 5, 10));
-        // 1 s later 5 have drained: the level was 11, now 6 + 1.
+        // 1 s later 5 have drained: the level was 11, now 6.
         let t1 = t0 + Duration::from_secs(1);
-        for _ in 0..3 {
+        for _ in 0..4 {
             assert!(b.take(t1, 5, 10));
         }
         assert!(!b.take(t1, 5, 10));

@@ -224,8 +224,11 @@ pub struct Connection {
     goaway_sent: Option<u32>,
     goaway_received: bool,
     error: Option<ConnError>,
+    /// Streams we reset lately (see RECENT_RESETS), and the client did.
     recent_resets: [u32; RECENT_RESETS],
     recent_next: usize,
+    peer_resets: [u32; RECENT_RESETS],
+    peer_next: usize,
     answers_unwritten: u32,
     resets: Leaky,
     settings_budget: Leaky,
@@ -265,6 +268,8 @@ impl Connection {
             error: None,
             recent_resets: [0; RECENT_RESETS],
             recent_next: 0,
+            peer_resets: [0; RECENT_RESETS],
+            peer_next: 0,
             answers_unwritten: 0,
             resets: Leaky::default(),
             settings_budget: Leaky::default(),
@@ -453,6 +458,8 @@ impl Connection {
                 }
                 if let Some(i) = self.find(stream) {
                     self.remove(i);
+                    self.peer_resets[self.peer_next] = stream;
+                    self.peer_next = (self.peer_next + 1) % RECENT_RESETS;
                     events.push(Event::Reset { stream });
                     self.count_reset(now)?;
                 }
@@ -663,7 +670,14 @@ impl Connection {
                 if self.recently_reset(stream) {
                     return Ok(());
                 }
-                return fatal(ErrorCode::StreamClosed, "HEADERS on a closed stream");
+                // §5.1: after its RST_STREAM a stream is closed; an id
+                // below the highest that we know nothing of was skipped
+                // or finished, and reusing it is the PROTOCOL_ERROR of
+                // §5.1.1 (ids only increase).
+                if self.peer_resets.contains(&stream) {
+                    return fatal(ErrorCode::StreamClosed, "HEADERS on a stream the client reset");
+                }
+                return fatal(ErrorCode::Protocol, "HEADERS on a closed or skipped stream id");
             };
             return self.trailers(i, &fields, end_stream, self_dependent, events);
         }
@@ -978,3 +992,6 @@ fn base64url_decode(text: &[u8]) -> Option<Vec<u8>> {
     }
     Some(out)
 }
+
+#[cfg(test)]
+mod tests;
