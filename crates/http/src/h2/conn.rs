@@ -223,6 +223,9 @@ pub struct Connection {
     /// We sent GOAWAY (graceful): the last stream id it named.
     goaway_sent: Option<u32>,
     goaway_received: bool,
+    /// After a GOAWAY either way, the last stream we take: frames of
+    /// later streams are ignored (§6.8).
+    last_taken: Option<u32>,
     error: Option<ConnError>,
     /// Streams we reset lately (see RECENT_RESETS), and the client did.
     recent_resets: [u32; RECENT_RESETS],
@@ -265,6 +268,7 @@ impl Connection {
             block: Vec::new(),
             goaway_sent: None,
             goaway_received: false,
+            last_taken: None,
             error: None,
             recent_resets: [0; RECENT_RESETS],
             recent_next: 0,
@@ -303,7 +307,7 @@ impl Connection {
     pub fn upgraded(limits: H2Limits, http2_settings: &[u8]) -> Result<Connection, HttpError> {
         let bad = |why: &str| HttpError::new(400, format!("bad HTTP2-Settings: {why}"));
         let params = base64url_decode(http2_settings).ok_or_else(|| bad("not base64url"))?;
-        if params.len() % 6 != 0 {
+        if !params.len().is_multiple_of(6) {
             return Err(bad("not a whole number of settings"));
         }
         let mut c = Connection::new(limits);
@@ -411,7 +415,7 @@ impl Connection {
         match frame {
             Frame::Data { stream, data, end_stream, flow_len } => self.data(stream, data, end_stream, flow_len, now, events),
             Frame::Headers { stream, block, end_stream, end_headers, priority } => {
-                if stream % 2 == 0 {
+                if stream.is_multiple_of(2) {
                     return fatal(ErrorCode::Protocol, "HEADERS on a server stream id");
                 }
                 if block.is_empty() && !end_headers {
@@ -486,6 +490,7 @@ impl Connection {
             }
             Frame::GoAway { .. } => {
                 self.goaway_received = true;
+                self.last_taken.get_or_insert(self.max_stream);
                 Ok(())
             }
             Frame::WindowUpdate { stream: 0, increment } => {
@@ -519,7 +524,7 @@ impl Connection {
 
     /// A client stream id not used yet, or a server one (we push none).
     fn is_idle(&self, stream: u32) -> bool {
-        stream % 2 == 0 || stream > self.max_stream
+        stream.is_multiple_of(2) || stream > self.max_stream
     }
 
     fn find(&self, stream: u32) -> Option<usize> {
@@ -570,11 +575,9 @@ impl Connection {
                     }
                     self.peer_initial_window = value;
                 }
-                frame::SETTINGS_MAX_FRAME_SIZE => {
-                    // We send frames of the minimum size whatever the client allows.
-                    if !(frame::DEFAULT_MAX_FRAME_SIZE..=frame::MAX_MAX_FRAME_SIZE).contains(&value) {
-                        return fatal(ErrorCode::Protocol, "SETTINGS_MAX_FRAME_SIZE out of range");
-                    }
+                // We send frames of the minimum size whatever the client allows.
+                frame::SETTINGS_MAX_FRAME_SIZE if !(frame::DEFAULT_MAX_FRAME_SIZE..=frame::MAX_MAX_FRAME_SIZE).contains(&value) => {
+                    return fatal(ErrorCode::Protocol, "SETTINGS_MAX_FRAME_SIZE out of range");
                 }
                 // MAX_CONCURRENT_STREAMS bounds pushes, which we never
                 // make; MAX_HEADER_LIST_SIZE is advice our small response
@@ -610,7 +613,7 @@ impl Connection {
         let Some(i) = self.find(stream) else {
             // Closed: nobody takes the bytes, the connection gets them back.
             self.credit_connection(u64::from(flow_len));
-            if self.recently_reset(stream) {
+            if self.recently_reset(stream) || self.after_goaway(stream) {
                 return Ok(());
             }
             return self.stream_error(stream, ErrorCode::StreamClosed, events);
@@ -667,7 +670,7 @@ impl Connection {
         };
         if !is_new {
             let Some(i) = existing else {
-                if self.recently_reset(stream) {
+                if self.recently_reset(stream) || self.after_goaway(stream) {
                     return Ok(());
                 }
                 // §5.1: after its RST_STREAM a stream is closed; an id
@@ -682,7 +685,7 @@ impl Connection {
             return self.trailers(i, &fields, end_stream, self_dependent, events);
         }
         self.max_stream = stream;
-        if self.goaway_sent.is_some() || self.goaway_received {
+        if self.after_goaway(stream) {
             // §6.8: streams after GOAWAY are not ours to answer.
             return Ok(());
         }
@@ -763,6 +766,11 @@ impl Connection {
         self.recent_next = (self.recent_next + 1) % RECENT_RESETS;
     }
 
+    /// A stream begun after a GOAWAY: ignored, with all its frames.
+    fn after_goaway(&self, stream: u32) -> bool {
+        self.last_taken.is_some_and(|last| stream > last)
+    }
+
     fn recently_reset(&self, stream: u32) -> bool {
         self.recent_resets.contains(&stream)
     }
@@ -770,7 +778,8 @@ impl Connection {
     fn remove(&mut self, i: usize) {
         let s = self.streams.swap_remove(i);
         self.credit_connection(s.unconsumed);
-        if self.streams.is_empty() && self.streams.capacity() > 8 {
+        if self.streams.is_empty() {
+            // An idle connection holds no stream memory.
             self.streams = Vec::new();
         }
     }
@@ -924,6 +933,7 @@ impl Connection {
         }
         frame::write_goaway(&mut self.out, self.max_stream, ErrorCode::NoError, b"");
         self.goaway_sent = Some(self.max_stream);
+        self.last_taken = Some(self.last_taken.map_or(self.max_stream, |last| last.min(self.max_stream)));
     }
 
     /// Bytes waiting to be written to the client.

@@ -242,7 +242,7 @@ impl<'a> Frame<'a> {
                 if ack && !payload.is_empty() {
                     return conn_err(ErrorCode::FrameSize, "SETTINGS ACK with a payload");
                 }
-                if payload.len() % 6 != 0 {
+                if !payload.len().is_multiple_of(6) {
                     return conn_err(ErrorCode::FrameSize, "SETTINGS not a multiple of 6 bytes");
                 }
                 Ok(Frame::Settings { ack, params: payload })
