@@ -99,8 +99,9 @@ const EMPTY_FRAMES_BURST: u32 = 100;
 
 /// Rapid reset (CVE-2023-44487): streams the client resets before we
 /// finished them, and streams refused for going over
-/// MAX_CONCURRENT_STREAMS, cost us a request's start and give the client
-/// its concurrency back at once. A browser cancelling a page's worth of
+/// MAX_CONCURRENT_STREAMS or reset as malformed, cost us a request's
+/// start (a header block decoded at least) and give the client its
+/// concurrency back at once. A browser cancelling a page's worth of
 /// streams (all of MAX_CONCURRENT_STREAMS) twice in a row stays within
 /// the burst of twice the limit; a steady rate of one limit's worth a
 /// second is more than any navigation. An attack needs thousands a second.
@@ -690,6 +691,7 @@ impl Connection {
             return Ok(());
         }
         if self_dependent {
+            self.count_reset(now)?;
             return self.stream_error(stream, ErrorCode::Protocol, events);
         }
         if self.streams.len() >= self.limits.max_concurrent_streams as usize {
@@ -711,7 +713,11 @@ impl Connection {
                 events.push(Event::Refused { stream, error });
                 (None, true)
             }
-            Err(Problem::Malformed(_)) => return self.stream_error(stream, ErrorCode::Protocol, events),
+            Err(Problem::Malformed(_)) => {
+                // A stream that ends before any work, like a reset one.
+                self.count_reset(now)?;
+                return self.stream_error(stream, ErrorCode::Protocol, events);
+            }
         };
         let recv_window = self.initial_recv_window();
         self.streams.push(Stream {

@@ -887,3 +887,55 @@ fn output_written_in_pieces() {
     c.conn.written(10); // more than there is: harmless
     assert!(c.conn.output().is_empty());
 }
+
+#[test]
+fn random_frames_never_panic() {
+    // Frames of every type with random flags, small stream ids and
+    // random payloads, some of them valid header blocks: whatever the
+    // connection makes of them, it must not panic, and its output must
+    // stay whole frames.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..300 {
+        let mut c = Client::new(H2Limits { max_concurrent_streams: 3, ..limits() });
+        let mut input = Vec::new();
+        for _ in 0..40 {
+            let r = next();
+            let kind = (r % 11) as u8;
+            let flags = (r >> 8) as u8 & if round % 2 == 0 { 0x2d } else { 0xff };
+            let stream = ((r >> 16) % 8) as u32;
+            let len = ((r >> 24) % 24) as usize;
+            let mut payload: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if kind == HEADERS && r >> 40 & 1 == 0 {
+                payload = c.block(&get("/r"));
+            }
+            write_frame(&mut input, kind, flags, stream, &payload);
+        }
+        let mut at = 0;
+        while at < input.len() {
+            let end = (at + 1 + (next() % 64) as usize).min(input.len());
+            match c.conn.feed(&input[at..end], c.now, &mut c.events) {
+                Ok(n) => at += n,
+                Err(_) => break,
+            }
+            if end == input.len() && c.conn.feed(&input[at..], c.now, &mut c.events).map_or(true, |n| n == 0) {
+                break;
+            }
+            for e in std::mem::take(&mut c.events) {
+                if let Event::Request { stream, .. } | Event::Refused { stream, .. } = e {
+                    c.conn.send_headers(stream, 200, &[("x", "y")], false);
+                    c.conn.send_data(stream, b"body", next() % 2 == 0);
+                }
+            }
+            if next() % 3 == 0 {
+                c.take();
+            }
+        }
+        c.take();
+    }
+}
