@@ -395,7 +395,8 @@ impl Connection {
 
     /// Queues GOAWAY for a connection error and stops everything.
     fn fail(&mut self, (code, why): Fatal) -> ConnError {
-        frame::write_goaway(&mut self.out, self.max_stream, code, why.as_bytes());
+        let last = self.last_taken.map_or(self.max_stream, |last| last.min(self.max_stream));
+        frame::write_goaway(&mut self.out, last, code, why.as_bytes());
         let e = ConnError { code, reason: why.to_string() };
         self.error = Some(e.clone());
         self.streams = Vec::new();

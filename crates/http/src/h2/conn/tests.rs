@@ -856,6 +856,71 @@ fn base64url() {
     assert_eq!(base64url_decode(b"T WE"), None);
 }
 
+/// Counts the bytes each thread has live on the heap, to weigh an idle
+/// connection (tests run on threads of their own).
+mod heap {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static LIVE: Cell<isize> = const { Cell::new(0) };
+    }
+
+    pub struct Counting;
+
+    // SAFETY: System does the allocating; this only counts.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = LIVE.try_with(|l| l.set(l.get() + layout.size() as isize));
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            let _ = LIVE.try_with(|l| l.set(l.get() - layout.size() as isize));
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            let _ = LIVE.try_with(|l| l.set(l.get() + new_size as isize - layout.size() as isize));
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    pub fn live() -> isize {
+        LIVE.with(Cell::get)
+    }
+}
+
+#[test]
+fn idle_connection_heap() {
+    let before = heap::live();
+    let mut conn = Connection::new(limits());
+    let mut input = PREFACE.to_vec();
+    write_settings(&mut input, &[]);
+    write_settings_ack(&mut input);
+    let mut events = Vec::with_capacity(4);
+    conn.feed(&input, Instant::now(), &mut events).unwrap();
+    let n = conn.output().len();
+    conn.written(n);
+    let fresh = heap::live() - before - events.capacity() as isize * std::mem::size_of::<Event>() as isize;
+    // A GET whose :authority the client indexes, as browsers do, and its answer.
+    input.clear();
+    let mut block = vec![0x82, 0x87, 0x84, 0x41, 11];
+    block.extend_from_slice(b"example.com");
+    write_headers(&mut input, 1, &block, true, 16_384);
+    conn.feed(&input, Instant::now(), &mut events).unwrap();
+    events.clear();
+    conn.send_headers(1, 200, &[("content-type", "text/html"), ("content-length", "5")], false);
+    conn.send_data(1, b"hello", true);
+    let n = conn.output().len();
+    conn.written(n);
+    let after_request = heap::live() - before - events.capacity() as isize * std::mem::size_of::<Event>() as isize;
+    eprintln!("size_of::<Connection>() = {}, heap when new {fresh}, after a request {after_request}", std::mem::size_of::<Connection>());
+    assert!(after_request < 2048, "{after_request}");
+    drop(conn);
+}
+
 #[test]
 fn idle_connection_is_small() {
     let mut c = Client::new(limits());
