@@ -72,10 +72,6 @@ impl<'l> Fields<'l> {
 
     fn check(&mut self, name: &[u8], value: &[u8]) -> Result<(), Problem> {
         let malformed = |why| Err(Problem::Malformed(why));
-        self.count += 1;
-        if self.count > self.limits.fields {
-            return Err(Problem::Refused(HttpError::new(431, format!("more header fields than LimitRequestFields ({})", self.limits.fields))));
-        }
         if value.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n') {
             return malformed("NUL, CR or LF in a field value");
         }
@@ -103,6 +99,12 @@ impl<'l> Fields<'l> {
             self.bytes.extend_from_slice(value);
             *slot = Some(start..self.bytes.len());
             return Ok(());
+        }
+        // Pseudo-header fields stand for the request line: only the rest
+        // count, as in HTTP/1.1.
+        self.count += 1;
+        if self.count > self.limits.fields {
+            return Err(Problem::Refused(HttpError::new(431, format!("more header fields than LimitRequestFields ({})", self.limits.fields))));
         }
         if name.is_empty() || !name.iter().all(|&b| is_tchar(b) && !b.is_ascii_uppercase()) {
             return malformed("field name not a lower-case token");
@@ -341,7 +343,9 @@ mod tests {
         assert_eq!(refused(&[(":method", "GET"), (":scheme", "https"), (":path", &long)], true), 414);
         let big = "v".repeat(98);
         assert_eq!(refused(&with(&[("x", &big)]), true), 431);
-        let many: Vec<(&str, &str)> = (0..7).map(|_| ("x", "y")).collect();
+        let many: Vec<(&str, &str)> = (0..10).map(|_| ("x", "y")).collect();
+        assert!(head(&with(&many), true).is_ok(), "pseudo-header fields do not count");
+        let many: Vec<(&str, &str)> = (0..11).map(|_| ("x", "y")).collect();
         assert_eq!(refused(&with(&many), true), 431);
     }
 
