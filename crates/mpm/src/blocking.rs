@@ -169,10 +169,18 @@ impl<'a> Driver<'a> {
                 }
                 Head::H2 => {
                     stream.note_tls(self.site, &mut info);
-                    self.serve_h2(&stream, info, std::mem::take(&mut rbuf));
+                    self.serve_h2(&stream, info, std::mem::take(&mut rbuf), None);
                     return;
                 }
             };
+            if let Some(codec) = crate::h2::upgrade(self.site, &self.rules, &stream, &head, &rbuf) {
+                let mut out = Output::default();
+                out.wbuf.extend_from_slice(crate::h2::SWITCHING);
+                if out.write_all(&stream, self.rules.timeout) {
+                    self.serve_h2(&stream, info, std::mem::take(&mut rbuf), Some((codec, head)));
+                }
+                return;
+            }
             served += 1;
             stream.note_tls(self.site, &mut info);
             self.site.find_useragent(&mut head, &mut info);

@@ -136,7 +136,7 @@ impl EventLoop {
                         }
                     } else if let Some(is_h2) = self.protocol(slot) {
                         if is_h2 {
-                            self.start_h2(slot);
+                            self.start_h2(slot, None);
                             continue;
                         }
                         let c = self.conns[slot].as_mut().expect("conn");
@@ -271,6 +271,16 @@ impl EventLoop {
     /// child). Any other answer waits for the body to be read and dropped.
     fn start_request(&mut self, slot: usize, mut head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
+        if let Some(codec) = crate::h2::upgrade(&self.site, &self.rules, &c.stream, &head, &c.rbuf) {
+            // Nothing else is queued: the last response went out before this
+            // request was read, so 101 goes whole or the client is gone.
+            if !matches!(c.stream.send(crate::h2::SWITCHING, false), Ok(n) if n == crate::h2::SWITCHING.len()) {
+                self.close(slot);
+                return;
+            }
+            self.start_h2(slot, Some((codec, head)));
+            return;
+        }
         c.served += 1;
         c.stream.note_tls(&self.site, &mut c.info);
         self.site.find_useragent(&mut head, &mut c.info);

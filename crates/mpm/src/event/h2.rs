@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use warren_config::LogLevel;
 use warren_http::h2::Connection;
+use warren_http::RequestHead;
 
 use super::thread_pool::Job;
 use super::EventLoop;
@@ -27,11 +28,26 @@ pub(super) struct H2Conn {
 impl EventLoop {
     /// The connection turned out to speak HTTP/2: its reads so far (in
     /// `rbuf`) become the session's first input.
-    pub(super) fn start_h2(&mut self, slot: usize) {
+    /// `upgraded`: the codec and request of a connection upgraded from
+    /// HTTP/1.1, whose 101 has been sent.
+    pub(super) fn start_h2(&mut self, slot: usize, upgraded: Option<(Connection, RequestHead)>) {
         let limits = crate::h2::limits(&self.site.settings, &self.rules);
+        let sb = self.sb.clone();
         let c = self.conns[slot].as_mut().expect("conn");
         c.stream.note_tls(&self.site, &mut c.info);
-        let session = Session::new(Connection::new(limits), c.info);
+        let mut tasks = Vec::new();
+        let session = match upgraded {
+            Some((codec, head)) => {
+                let mut session = Session::new(codec, c.info);
+                let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
+                session.start_upgraded(&mut ctx, head, &mut tasks);
+                session
+            }
+            None => Session::new(Connection::new(limits), c.info),
+        };
+        for task in tasks {
+            self.pool.submit(slot, c.generation, Job::H2(Box::new(task)));
+        }
         c.h2 = Some(Box::new(H2Conn { session, going_away: false, last_progress: Instant::now() }));
         if self.stopping {
             self.h2_go_away(slot);

@@ -13,6 +13,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use warren_config::LogLevel;
 use warren_handler::ConnInfo;
 use warren_http::h2::Connection;
+use warren_http::RequestHead;
 
 use super::session::{Ctx, Session};
 use super::write_output;
@@ -27,11 +28,20 @@ const READ_CHUNK: usize = 16 * 1024;
 impl Driver<'_> {
     /// Serves an HTTP/2 connection to its end; `input` is what was read
     /// of it already (the preface, maybe more).
-    pub fn serve_h2(&mut self, stream: &ClientStream, info: ConnInfo, mut input: Vec<u8>) {
+    /// `upgraded`: the codec and request of a connection upgraded from
+    /// HTTP/1.1, whose 101 has been sent.
+    pub fn serve_h2(&mut self, stream: &ClientStream, info: ConnInfo, mut input: Vec<u8>, upgraded: Option<(Connection, RequestHead)>) {
         let _ = stream.set_nonblocking(true);
-        let limits = super::limits(&self.site.settings, &self.rules);
-        let mut session = Session::new(Connection::new(limits), info);
         let mut tasks = Vec::new();
+        let mut session = match upgraded {
+            Some((codec, head)) => {
+                let mut session = Session::new(codec, info);
+                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                session.start_upgraded(&mut ctx, head, &mut tasks);
+                session
+            }
+            None => Session::new(Connection::new(super::limits(&self.site.settings, &self.rules)), info),
+        };
         let mut buf = vec![0u8; READ_CHUNK];
         let mut last_progress = Instant::now();
         let mut going_away = false;

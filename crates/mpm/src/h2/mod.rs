@@ -18,7 +18,7 @@ use std::io;
 
 use warren_config::Settings;
 use warren_http::h2::{Connection, H2Limits};
-use warren_http::ConnRules;
+use warren_http::{ConnRules, RequestHead, Version};
 
 use crate::client_stream::ClientStream;
 
@@ -77,4 +77,30 @@ pub fn detect(stream: &ClientStream, input: &[u8], cleartext_h2: bool) -> Option
 pub fn cleartext_h2(site: &warren_handler::Site, stream: &ClientStream) -> bool {
     let _ = (site, stream);
     true
+}
+
+/// Whether h2c by Upgrade is on for a cleartext connection.
+pub fn cleartext_upgrade(site: &warren_handler::Site, stream: &ClientStream) -> bool {
+    let _ = (site, stream);
+    true
+}
+
+/// What a server that takes up `Upgrade: h2c` answers first.
+pub const SWITCHING: &[u8] = b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+
+/// The codec for a request that asks to go on in HTTP/2 (`Upgrade: h2c`
+/// with its HTTP2-Settings, RFC 7540 §3.2), when the server takes it up:
+/// cleartext only, h2c on, and no body or pipelined request to carry over
+/// (mod_http2 also upgrades only requests without a body). The request is
+/// then stream 1.
+pub fn upgrade(site: &warren_handler::Site, rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pipelined: &[u8]) -> Option<Connection> {
+    if stream.is_tls() || head.version != Version::Http11 || head.has_body() || !pipelined.is_empty() || !cleartext_upgrade(site, stream) {
+        return None;
+    }
+    let has_token = |field: &str, token: &str| head.header(field).is_some_and(|v| v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes())));
+    if !has_token("upgrade", "h2c") || !has_token("connection", "upgrade") || !has_token("connection", "http2-settings") {
+        return None;
+    }
+    let settings = head.header("http2-settings")?;
+    Connection::upgraded(limits(&site.settings, rules), settings).ok()
 }

@@ -164,6 +164,11 @@ impl Session {
         used
     }
 
+    /// The HTTP/1.1 request that asked for the upgrade: stream 1.
+    pub fn start_upgraded(&mut self, ctx: &mut Ctx, head: RequestHead, tasks: &mut Vec<Task>) {
+        self.start(ctx, 1, head, tasks);
+    }
+
     fn start(&mut self, ctx: &mut Ctx, id: u32, mut head: RequestHead, tasks: &mut Vec<Task>) {
         self.served += 1;
         let mut info = self.info;
