@@ -159,3 +159,116 @@ fn streamed_piece(held: &mut [u8], pos: &mut usize, remaining: &mut Option<u64>,
         (false, _) => Taken::Data { last: false },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::mpsc::sync_channel;
+
+    fn drain(plan: &mut BodyPlan, max: usize) -> (Vec<u8>, Taken) {
+        let mut all = Vec::new();
+        let mut piece = Vec::new();
+        loop {
+            match plan.take(max, &mut piece) {
+                Taken::Data { last } => {
+                    assert!(piece.len() <= max);
+                    all.extend_from_slice(&piece);
+                    if last {
+                        return (all, Taken::Data { last: true });
+                    }
+                }
+                other => return (all, other),
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_go_in_pieces_no_larger_than_asked() {
+        let mut plan = BodyPlan::new(Body::Bytes((0..100u8).collect()), None).unwrap();
+        let (all, end) = drain(&mut plan, 7);
+        assert_eq!(all, (0..100u8).collect::<Vec<_>>());
+        assert_eq!(end, Taken::Data { last: true });
+        assert!(BodyPlan::new(Body::Bytes(Vec::new()), None).is_none());
+    }
+
+    #[test]
+    fn file_ranges_and_parts_are_read_as_they_go() {
+        let path = std::env::temp_dir().join(format!("warren-body-plan-{}", std::process::id()));
+        std::fs::File::create(&path).unwrap().write_all(b"0123456789").unwrap();
+        let file = Arc::new(File::open(&path).unwrap());
+        std::fs::remove_file(&path).unwrap();
+        let mut plan = BodyPlan::new(Body::File { file: file.clone(), start: 2, len: 5 }, None).unwrap();
+        assert_eq!(drain(&mut plan, 2).0, b"23456");
+        let parts = vec![Part::Bytes(b"--a\r\n".to_vec()), Part::FileRange { start: 0, len: 3 }, Part::Bytes(b"\r\n--a--".to_vec())];
+        let mut plan = BodyPlan::new(Body::Parts { file: file.clone(), parts }, None).unwrap();
+        assert_eq!(drain(&mut plan, 4).0, b"--a\r\n012\r\n--a--");
+        // A file shorter than the plan says fails rather than ends.
+        let mut plan = BodyPlan::new(Body::File { file, start: 8, len: 5 }, None).unwrap();
+        assert_eq!(drain(&mut plan, 16).1, Taken::Failed);
+    }
+
+    #[test]
+    fn pieces_from_a_thread_wait_end_and_fail() {
+        let (tx, rx) = sync_channel(4);
+        let source: Box<dyn BodySource> = Box::new(Unread);
+        let mut plan = BodyPlan::new(Body::Stream { source, len: None }, Some(rx)).unwrap();
+        let mut piece = Vec::new();
+        assert_eq!(plan.take(10, &mut piece), Taken::Wait);
+        tx.send(Ok(Some(b"hello".to_vec()))).unwrap();
+        assert_eq!(plan.take(3, &mut piece), Taken::Data { last: false });
+        assert_eq!(piece, b"hel");
+        assert_eq!(plan.take(3, &mut piece), Taken::Data { last: false });
+        assert_eq!(piece, b"lo");
+        assert_eq!(plan.take(3, &mut piece), Taken::Wait);
+        tx.send(Ok(None)).unwrap();
+        assert_eq!(plan.take(3, &mut piece), Taken::Data { last: true });
+        assert!(piece.is_empty());
+        // A thread that went away before the end leaves the body incomplete.
+        let (tx, rx) = sync_channel::<Piece>(4);
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: None }, Some(rx)).unwrap();
+        drop(tx);
+        assert_eq!(plan.take(3, &mut piece), Taken::Failed);
+    }
+
+    #[test]
+    fn an_announced_length_bounds_the_body_and_must_be_reached() {
+        let (tx, rx) = sync_channel(4);
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: Some(4) }, Some(rx)).unwrap();
+        tx.send(Ok(Some(b"abcdef".to_vec()))).unwrap();
+        let mut piece = Vec::new();
+        assert_eq!(plan.take(10, &mut piece), Taken::Data { last: true });
+        assert_eq!(piece, b"abcd");
+        let (tx, rx) = sync_channel(4);
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: Some(10) }, Some(rx)).unwrap();
+        tx.send(Ok(Some(b"abc".to_vec()))).unwrap();
+        tx.send(Ok(None)).unwrap();
+        assert_eq!(drain(&mut plan, 10).1, Taken::Failed);
+    }
+
+    #[test]
+    fn a_source_is_read_in_place() {
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Counting(3)), len: None }, None).unwrap();
+        assert_eq!(drain(&mut plan, 2).0, b"xxxxxx");
+    }
+
+    struct Unread;
+    impl BodySource for Unread {
+        fn next_piece(&mut self, _out: &mut Vec<u8>) -> io::Result<bool> {
+            panic!("a channel plan never reads its source");
+        }
+    }
+
+    /// Three pieces of "xx", then the end.
+    struct Counting(u32);
+    impl BodySource for Counting {
+        fn next_piece(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+            if self.0 == 0 {
+                return Ok(false);
+            }
+            self.0 -= 1;
+            out.extend_from_slice(b"xx");
+            Ok(true)
+        }
+    }
+}
