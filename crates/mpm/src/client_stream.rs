@@ -38,6 +38,9 @@ struct TlsDetails {
     cipher_bits: u16,
     server_name: Option<String>,
     resumed: bool,
+    /// ALPN agreed `h2`: the connection speaks HTTP/2 (kept here, as the
+    /// rustls connection is gone once the kernel has the records).
+    alpn_h2: bool,
 }
 
 pub struct ClientStream {
@@ -124,6 +127,16 @@ impl ClientStream {
         let Some(d) = &s.details else { return };
         let sni_host = d.server_name.as_deref().map(|name| site.select_host(Some(name.as_bytes()), info.local));
         info.tls = Some(TlsInfo { protocol: d.protocol, cipher: d.cipher, cipher_bits: d.cipher_bits, resumed: d.resumed, sni_host });
+    }
+
+    /// Whether the TLS handshake agreed HTTP/2 by ALPN (`h2`, offered only
+    /// where `Protocols` allows it: see `warren_config::Settings::h2_listener`):
+    /// the client's first bytes after the handshake are then HTTP/2's
+    /// preface. Known once a read has completed the handshake (as the
+    /// details [`ClientStream::note_tls`] gives); false before, and for
+    /// plain connections.
+    pub fn alpn_h2(&self) -> bool {
+        self.state().is_some_and(|s| s.details.as_ref().is_some_and(|d| d.alpn_h2))
     }
 
     pub fn try_clone(&self) -> io::Result<ClientStream> {
@@ -398,6 +411,7 @@ fn details(conn: &ServerConnection) -> TlsDetails {
         cipher_bits: suite.map_or(0, warren_tls::cipher_bits),
         server_name: conn.server_name().map(str::to_owned),
         resumed: conn.handshake_kind() == Some(HandshakeKind::Resumed),
+        alpn_h2: conn.alpn_protocol() == Some(warren_tls::ALPN_H2),
     }
 }
 
