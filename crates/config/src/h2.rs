@@ -224,6 +224,42 @@ fn host_name(vh: &VirtualHost) -> String {
     }
 }
 
+/// A form of HTTP/2 a listener may offer.
+#[derive(Clone, Copy)]
+enum Form {
+    H2,
+    H2cDirect,
+    H2cUpgrade,
+}
+
+impl Form {
+    fn describe(self) -> &'static str {
+        match self {
+            Form::H2 => "h2 (HTTP/2 over TLS, by ALPN)",
+            Form::H2cDirect => "h2c by prior knowledge (H2Direct)",
+            Form::H2cUpgrade => "h2c by Upgrade (H2Upgrade)",
+        }
+    }
+
+    /// Whether host `h` allows it on a listener (TLS or not).
+    fn wanted(self, h: &HostConfig, tls: bool) -> bool {
+        match self {
+            Form::H2 => tls && h.protocols.allows(Protocol::H2),
+            Form::H2cDirect => !tls && h.protocols.allows(Protocol::H2c) && h.h2.direct.unwrap_or(true),
+            Form::H2cUpgrade => !tls && h.protocols.allows(Protocol::H2c) && h.h2.upgrade.unwrap_or(true),
+        }
+    }
+}
+
+/// The hosts of a listener that allow some forms of HTTP/2 and those that
+/// do not, with the line asking for it (an allowing host's Protocols).
+struct Split<'a> {
+    forms: Vec<&'static str>,
+    yes: Vec<&'a str>,
+    no: Vec<&'a str>,
+    origin: Option<Origin>,
+}
+
 /// `a`, `a and b`, `a, b and c`.
 fn names(list: &[&str]) -> String {
     match list {
@@ -262,29 +298,23 @@ impl Settings {
         let tls = self.tls_listener(addr);
         let hosts = self.deciding_hosts(addr, tls);
         let mut notes = Vec::new();
-        // Each host's wish, per form of HTTP/2.
-        let h2 = |h: &HostConfig| tls && h.protocols.allows(Protocol::H2);
-        let direct = |h: &HostConfig| !tls && h.protocols.allows(Protocol::H2c) && h.h2.direct.unwrap_or(true);
-        let upgrade = |h: &HostConfig| !tls && h.protocols.allows(Protocol::H2c) && h.h2.upgrade.unwrap_or(true);
-        let forms: [(&str, &dyn Fn(&HostConfig) -> bool); 3] =
-            [("h2 (HTTP/2 over TLS, by ALPN)", &h2), ("h2c by prior knowledge (H2Direct)", &direct), ("h2c by Upgrade (H2Upgrade)", &upgrade)];
         // Forms the same hosts disagree on are said together.
-        let mut splits: Vec<(Vec<&str>, Vec<&str>, Vec<&str>, Option<Origin>)> = Vec::new();
+        let mut splits: Vec<Split> = Vec::new();
         let mut on = [false; 3];
-        for (i, (form, wants)) in forms.iter().enumerate() {
-            let (yes, no): (Vec<&Served>, Vec<&Served>) = hosts.iter().partition(|h| wants(h.host));
+        for (i, form) in [Form::H2, Form::H2cDirect, Form::H2cUpgrade].into_iter().enumerate() {
+            let (yes, no): (Vec<&Served>, Vec<&Served>) = hosts.iter().partition(|h| form.wanted(h.host, tls));
             on[i] = no.is_empty();
             if yes.is_empty() || no.is_empty() {
                 continue;
             }
             let yes_names: Vec<&str> = yes.iter().map(|h| h.name.as_str()).collect();
             let no_names: Vec<&str> = no.iter().map(|h| h.name.as_str()).collect();
-            match splits.iter_mut().find(|(_, y, n, _)| *y == yes_names && *n == no_names) {
-                Some((forms, ..)) => forms.push(form),
-                None => splits.push((vec![form], yes_names, no_names, yes[0].host.protocols.origin.clone())),
+            match splits.iter_mut().find(|s| s.yes == yes_names && s.no == no_names) {
+                Some(s) => s.forms.push(form.describe()),
+                None => splits.push(Split { forms: vec![form.describe()], yes: yes_names, no: no_names, origin: yes[0].host.protocols.origin.clone() }),
             }
         }
-        for (forms, yes, no, origin) in splits {
+        for Split { forms, yes, no, origin } in splits {
             let Some(origin) = origin.or_else(|| self.config_origin.clone()) else { continue };
             notes.push((
                 origin,
