@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::build::Builder;
-use crate::dir_config::DirConfig;
+use crate::dir_config::{DirConfig, DirSection};
 use crate::parse::{Directive, Origin};
 use crate::settings::{HostConfig, Settings, VirtualHost};
 use crate::values::{parse_duration, DurationSyntax};
@@ -384,17 +384,8 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings, http2_loaded: bool) {
             notes.push((origin.clone(), "Protocols without http/1.1: warren still answers HTTP/1.1 to clients that do not speak HTTP/2 (ALPN offers http/1.1 too)".into()));
         }
     }
-    // H2Upgrade and H2StreamTimeout in sections: warren decides both per
-    // listener, before any request is mapped to a section.
     let sections = s.main.sections.iter().chain(s.virtual_hosts.iter().flat_map(|vh| vh.host.sections.iter()));
-    for sec in sections {
-        if let Some((_, o)) = &sec.config.h2_upgrade {
-            notes.push((o.clone(), "H2Upgrade in a section: not acted on: warren decides Upgrade to h2c per listener, in the server config or <VirtualHost>".into()));
-        }
-        if let Some((_, o)) = &sec.config.h2_stream_timeout {
-            notes.push((o.clone(), "H2StreamTimeout in a section: not acted on: warren times streams per connection, as set in the server config or <VirtualHost>".into()));
-        }
-    }
+    notes.extend(in_sections(sections));
     let mut listeners = s.listen.clone();
     listeners.dedup();
     for addr in listeners {
@@ -405,6 +396,22 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings, http2_loaded: bool) {
             b.warn(origin, message.clone());
         }
     }
+}
+
+/// What is said of `H2Upgrade` and `H2StreamTimeout` in sections (and
+/// `.htaccess` files): warren decides both per listener, before any request
+/// is mapped to a section.
+pub(crate) fn in_sections<'a>(sections: impl Iterator<Item = &'a DirSection>) -> Vec<(Origin, String)> {
+    let mut notes = Vec::new();
+    for sec in sections {
+        if let Some((_, o)) = &sec.config.h2_upgrade {
+            notes.push((o.clone(), "H2Upgrade in a section: not acted on: warren decides Upgrade to h2c per listener, in the server config or <VirtualHost>".into()));
+        }
+        if let Some((_, o)) = &sec.config.h2_stream_timeout {
+            notes.push((o.clone(), "H2StreamTimeout in a section: not acted on: warren times streams per connection, as set in the server config or <VirtualHost>".into()));
+        }
+    }
+    notes
 }
 
 // The directives' functions.

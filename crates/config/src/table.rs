@@ -298,6 +298,9 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("H2OutputBuffering", Contexts::HOST, "On|Off", "warren has no switch for buffering HTTP/2 output: answers go out as flow control allows"),
     inert("H2ProxyRequests", Contexts::HOST, "On|Off", "warren is no forward proxy"),
     inert("H2WebSockets", Contexts::HOST, "On|Off", "warren does not bootstrap WebSockets over HTTP/2 (RFC 8441)"),
+    inert("H2AltSvc", Contexts::HOST, "specification", "warren sends no Alt-Svc header (mod_http2 dropped the directive)"),
+    inert("H2AltSvcMaxAge", Contexts::HOST, "seconds", "warren sends no Alt-Svc header (mod_http2 dropped the directive)"),
+    inert("H2SessionExtraFiles", Contexts::HOST, "n", "obsolete in mod_http2 too: warren keeps no extra files open per HTTP/2 connection"),
     inert("H2MaxHeaderBlockLen", Contexts::HOST, "n", "warren sets no separate limit on the size of its own response headers"),
     // Accepted, not acted on (see Apply::Inert).
     inert("AddCharset", Contexts::ANYWHERE, "charset extension...", NO_CHARSET_BY_EXTENSION),
