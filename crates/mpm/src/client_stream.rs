@@ -515,3 +515,73 @@ impl Write for SockIo {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::process::{Command, Stdio};
+
+    /// A TLS listener's configuration from a configuration file with
+    /// `extra` in its TLS host, a certificate made by the `openssl` command.
+    fn server_config(dir: &std::path::Path, extra: &str) -> Arc<ServerConfig> {
+        std::fs::create_dir_all(dir.join("htdocs")).unwrap();
+        let ok = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=a.test", "-days", "2", "-keyout"])
+            .arg(dir.join("a.key"))
+            .arg("-out")
+            .arg(dir.join("a.pem"))
+            .stderr(Stdio::null())
+            .status()
+            .expect("the openssl command");
+        assert!(ok.success());
+        let conf = dir.join("warren.conf");
+        let text = format!("DocumentRoot htdocs\nListen 443\n<VirtualHost *:443>\nServerName a.test\nSSLEngine on\nSSLCertificateFile a.pem\nSSLCertificateKeyFile a.key\n{extra}</VirtualHost>\n");
+        std::fs::write(&conf, text).unwrap();
+        let loaded = warren_config::load_file(&conf, &warren_config::LoadOptions::default());
+        let settings = loaded.settings.unwrap_or_else(|| panic!("{:?}", loaded.errors));
+        warren_tls::ServerTls::new(&settings).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap()
+    }
+
+    /// Whether a connection from `openssl s_client -alpn <offer>` agreed
+    /// h2, as the stream says once its first read has completed the
+    /// handshake.
+    fn alpn_h2_with(config: Arc<ServerConfig>, offer: &str) -> bool {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut client = Command::new("timeout")
+            .args(["20", "openssl", "s_client", "-quiet", "-servername", "a.test", "-alpn", offer, "-connect"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("openssl s_client");
+        let (sock, _) = listener.accept().unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let stream = ClientStream::tls(sock, config).unwrap();
+        assert!(!stream.alpn_h2(), "nothing is agreed before the handshake");
+        // s_client sends its input once the handshake is done.
+        client.stdin.take().unwrap().write_all(b"x\n").unwrap();
+        let mut buf = [0u8; 64];
+        let n = stream.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"x\n");
+        let h2 = stream.alpn_h2();
+        let _ = client.kill();
+        let _ = client.wait();
+        h2
+    }
+
+    #[test]
+    fn alpn_h2_says_what_the_handshake_agreed() {
+        let dir = std::env::temp_dir().join(format!("warren-client-stream-alpn-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let default = server_config(&dir.join("default"), "");
+        assert!(!alpn_h2_with(default, "h2,http/1.1"));
+        let on = server_config(&dir.join("on"), "Protocols h2 http/1.1\n");
+        assert!(alpn_h2_with(on.clone(), "h2,http/1.1"));
+        assert!(!alpn_h2_with(on, "http/1.1"));
+        assert!(!ClientStream::plain(TcpStream::connect(TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).unwrap()).alpn_h2());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
