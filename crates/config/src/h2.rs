@@ -92,7 +92,8 @@ impl Protocols {
 /// mod_http2's defaults.
 pub const DEFAULT_MAX_SESSION_STREAMS: u32 = 100;
 pub const DEFAULT_WINDOW_SIZE: u32 = 65535;
-/// RFC 9113's largest flow-control window and stream count: 2^31-1.
+/// 2^31-1: RFC 9113's largest flow-control window, and the most streams a
+/// connection could ever open (stream identifiers have 31 bits).
 pub const MAX_WINDOW: u32 = (1 << 31) - 1;
 /// RFC 9113's largest frame payload: 2^24-1.
 pub const MAX_FRAME: u32 = (1 << 24) - 1;
@@ -109,7 +110,8 @@ pub struct H2Settings {
     /// `H2MaxDataFrameLen`: the most response bytes in one DATA frame (0:
     /// as large as the client's SETTINGS_MAX_FRAME_SIZE allows).
     pub max_data_frame_len: u32,
-    /// `H2Direct`: None as written by nobody, which means on for h2c.
+    /// `H2Direct` (None: not written, which means on where Protocols has
+    /// h2c, as in Apache).
     pub direct: Option<bool>,
     /// `H2Upgrade` at the host's level: None means on for h2c, never over
     /// TLS (RFC 9113 §3.2 has no Upgrade to h2 over TLS).
