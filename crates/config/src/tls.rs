@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::build::Builder;
 use crate::dir_config::DirConfig;
 use crate::parse::{Directive, Origin};
-use crate::settings::{HostConfig, Settings};
+use crate::settings::{HostConfig, Settings, VirtualHost};
 
 /// The protocol versions `SSLProtocol` leaves, of those rustls has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,12 +206,7 @@ impl Settings {
     /// configuration order (the first is the default, as in Apache): the
     /// virtual hosts whose addresses match it, else the main server.
     pub fn hosts_for_listener(&self, addr: SocketAddr) -> Vec<&HostConfig> {
-        let hosts: Vec<&HostConfig> = self
-            .virtual_hosts
-            .iter()
-            .filter(|vh| vh.addrs.iter().any(|a| a.ip.is_none_or(|ip| ip == addr.ip() || ip.is_unspecified() || addr.ip().is_unspecified()) && a.port.is_none_or(|p| p == addr.port())))
-            .map(|vh| &vh.host)
-            .collect();
+        let hosts: Vec<&HostConfig> = self.virtual_hosts.iter().filter(|vh| serves(vh, addr)).map(|vh| &vh.host).collect();
         if hosts.is_empty() {
             vec![&self.main]
         } else {
@@ -224,6 +219,11 @@ impl Settings {
     pub fn tls_listener(&self, addr: SocketAddr) -> bool {
         self.https_listen.contains(&addr) || self.hosts_for_listener(addr).iter().any(|h| h.tls.is_some())
     }
+}
+
+/// Whether a virtual host takes connections on a listener bound to `addr`.
+pub(crate) fn serves(vh: &VirtualHost, addr: SocketAddr) -> bool {
+    vh.addrs.iter().any(|a| a.ip.is_none_or(|ip| ip == addr.ip() || ip.is_unspecified() || addr.ip().is_unspecified()) && a.port.is_none_or(|p| p == addr.port()))
 }
 
 // The directives' functions.

@@ -498,3 +498,66 @@ fn openssl_s_client_reconnect_resumes() {
         assert!(lines[0].starts_with("Reused, TLSv1.3"), "SSLSessionCache {cache}, SSLSessionTickets {tickets}: {lines:?}");
     }
 }
+
+/// The ALPN protocol a handshake agrees, for a client offering `offer`
+/// (Err: the handshake failed).
+fn agreed(server: Arc<ServerConfig>, offer: &[&[u8]]) -> Result<Option<Vec<u8>>, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut c = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default())))
+        .with_no_client_auth();
+    c.alpn_protocols = offer.iter().map(|p| p.to_vec()).collect();
+    let mut s = ServerConnection::new(server).unwrap();
+    let mut c = ClientConnection::new(Arc::new(c), ServerName::try_from("a.test").unwrap()).unwrap();
+    while c.is_handshaking() || s.is_handshaking() {
+        let mut buf = Vec::new();
+        c.write_tls(&mut buf).unwrap();
+        s.read_tls(&mut &buf[..]).unwrap();
+        let server_result = s.process_new_packets();
+        let mut buf = Vec::new();
+        s.write_tls(&mut buf).unwrap();
+        server_result?;
+        c.read_tls(&mut &buf[..]).unwrap();
+        c.process_new_packets()?;
+    }
+    assert_eq!(c.alpn_protocol(), s.alpn_protocol());
+    Ok(s.alpn_protocol().map(<[u8]>::to_vec))
+}
+
+/// ALPN offers h2 when Protocols allows it, in Protocols' order (rustls
+/// agrees the first of the server's list the client offers); http/1.1
+/// only by default, as before.
+#[test]
+fn alpn_offers_h2_as_protocols_says() {
+    let d = Dir::new("alpn");
+    let key = make_key(&d, "a.key", Key::Ec8);
+    let cert = make_cert(&d, "a.pem", &key, false, &["a.test"], -1, 365);
+    let server = |extra: &str| {
+        let s = settings(&d, &format!("LoadModule http2_module mod_http2.so\nListen 443\n<VirtualHost *:443>\nServerName a.test\nSSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n{extra}</VirtualHost>\n", cert.display(), key.display()));
+        ServerTls::new(&s).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap()
+    };
+    let (h2, h1): (&[u8], &[u8]) = (b"h2", b"http/1.1");
+    let default = server("");
+    assert_eq!(default.alpn_protocols, vec![h1.to_vec()]);
+    assert_eq!(agreed(default.clone(), &[h2, h1]).unwrap(), Some(h1.to_vec()));
+    assert!(agreed(default, &[h2]).is_err(), "h2 alone must not be agreed by default");
+    let on = server("Protocols h2 http/1.1\n");
+    assert_eq!(on.alpn_protocols, vec![h2.to_vec(), h1.to_vec()]);
+    assert_eq!(agreed(on.clone(), &[h2, h1]).unwrap(), Some(h2.to_vec()));
+    // The server's order wins over the client's.
+    assert_eq!(agreed(on.clone(), &[h1, h2]).unwrap(), Some(h2.to_vec()));
+    assert_eq!(agreed(on.clone(), &[h1]).unwrap(), Some(h1.to_vec()));
+    assert_eq!(agreed(on, &[]).unwrap(), None);
+    // http/1.1 preferred, and the preference honoured: h2 only for
+    // clients that offer nothing else.
+    let later = server("Protocols http/1.1 h2\n");
+    assert_eq!(agreed(later.clone(), &[h2, h1]).unwrap(), Some(h1.to_vec()));
+    assert_eq!(agreed(later, &[h2]).unwrap(), Some(h2.to_vec()));
+    // Not honoured: the client's order, which rustls cannot follow, so h2
+    // goes first as clients ask for it first.
+    let client_order = server("Protocols http/1.1 h2\nProtocolsHonorOrder off\n");
+    assert_eq!(agreed(client_order, &[h2, h1]).unwrap(), Some(h2.to_vec()));
+}

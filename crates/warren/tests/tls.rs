@@ -21,7 +21,7 @@ each_mpm!(
     host_other_than_sni_gets_421,
     sessions_are_resumed_tls12,
     sessions_are_resumed_tls13,
-    alpn_http11,
+    alpn_http11_by_default_h2_when_configured,
     plain_http_on_tls_port_gets_400,
     stalled_handshakes_are_cut_and_do_not_block_others,
     certificate_renewal_by_graceful_restart,
@@ -207,16 +207,35 @@ fn sessions_are_resumed_tls13(mpm: &str) {
     assert!(reused >= 4, "{reused} of 5 connections resumed (TLS 1.3):\n{out}");
 }
 
-fn alpn_http11(mpm: &str) {
+/// By default (Apache's `Protocols http/1.1`) ALPN agrees http/1.1 and
+/// never h2; with `Protocols h2 http/1.1` (and mod_http2 loaded, as
+/// Debian's `a2enmod http2` does) a client offering h2 gets h2, one
+/// offering only http/1.1 still gets it. Only the agreement is checked:
+/// what follows it is the server side's HTTP/2.
+fn alpn_http11_by_default_h2_when_configured(mpm: &str) {
     let (s, certs) = start(mpm, "");
     let out = s_client(s.port, &["-servername", "a.test", "-alpn", "http/1.1"], "");
     assert!(out.contains("ALPN protocol: http/1.1"), "{out}");
     // h2 is not offered: no ALPN protocol is agreed.
     let out = s_client(s.port, &["-servername", "a.test", "-alpn", "h2"], "");
     assert!(!out.contains("ALPN protocol: h2"), "{out}");
+    let out = s_client(s.port, &["-servername", "a.test", "-alpn", "h2,http/1.1"], "");
+    assert!(out.contains("ALPN protocol: http/1.1"), "{out}");
     // curl (which offers h2 and http/1.1 when built with HTTP/2) speaks 1.1.
     let (code, v) = https(&s, &certs, "a.test", "/", &["-o", "/dev/null", "-w", "%{http_version}"]);
     assert_eq!((code, String::from_utf8_lossy(&v).into_owned()), (0, "1.1".to_string()));
+    drop(s);
+
+    let (s, _certs) = start(mpm, "LoadModule http2_module modules/mod_http2.so\nProtocols h2 http/1.1\n");
+    for name in ["a.test", "b.test"] {
+        let out = s_client(s.port, &["-servername", name, "-alpn", "h2,http/1.1"], "");
+        assert!(out.contains("ALPN protocol: h2"), "{name}: {out}");
+        // The server's order wins: h2 even where the client prefers 1.1.
+        let out = s_client(s.port, &["-servername", name, "-alpn", "http/1.1,h2"], "");
+        assert!(out.contains("ALPN protocol: h2"), "{name}: {out}");
+        let out = s_client(s.port, &["-servername", name, "-alpn", "http/1.1"], "");
+        assert!(out.contains("ALPN protocol: http/1.1"), "{name}: {out}");
+    }
 }
 
 /// Plain HTTP to the TLS port: a plain-HTTP 400 with an HTML body, and
