@@ -285,9 +285,11 @@ fn field_at(table: &DynamicTable, index: usize) -> Result<(&[u8], &[u8]), Decode
 /// The decoding side of a connection: its dynamic table.
 ///
 /// The table starts at `max_table_size`, as the RFC's examples assume. A
-/// client may send header blocks before it has our SETTINGS, sized for
-/// the protocol's initial 4096: announcing anything but 4096 leaves that
-/// window, where a client that indexes could fall out of step.
+/// client may send header blocks before it has our SETTINGS, with the
+/// protocol's initial 4096: announcing more is harmless (our table keeps
+/// older entries the client no longer refers to), announcing less leaves
+/// a window where the client may refer to an entry we have evicted (a
+/// COMPRESSION_ERROR for a client that did nothing wrong).
 pub struct Decoder {
     table: DynamicTable,
     /// What we announced: no size update may go above it.
@@ -318,6 +320,9 @@ impl Decoder {
     /// Decodes one whole header block (HEADERS and its CONTINUATIONs
     /// joined), giving each field to `field` in order. `max_list` bounds
     /// the decoded size (names + values + 32 per field).
+    ///
+    /// Fields are handed out as they are decoded: on an error, those
+    /// already given belong to a block that is refused.
     pub fn decode(&mut self, block: &[u8], max_list: usize, field: &mut dyn FnMut(&[u8], &[u8])) -> Result<(), DecodeError> {
         let result = self.decode_block(block, max_list, field);
         if self.name_scratch.capacity() > SCRATCH_KEPT {
