@@ -158,6 +158,9 @@ impl ServerTls {
             let mut config = builder.with_no_client_auth().with_cert_resolver(Arc::new(sni::Resolver::new(sni_hosts)));
             config.alpn_protocols = ALPN_PROTOCOLS.iter().map(|p| p.to_vec()).collect();
             config.enable_secret_extraction = true;
+            // rustls then takes the first of the provider's suites (in
+            // SSLCipherSuite's order, see provider_for) that the client
+            // offers, rather than the client's first that we have.
             config.ignore_client_order = default.honor_cipher_order;
             config.max_early_data_size = 0;
             config.session_storage = session_store.clone();
