@@ -148,6 +148,7 @@ impl ServerTls {
                     continue;
                 }
             };
+            let resolver = sni::Resolver::new(sni_hosts, &provider.cipher_suites);
             let builder = match ServerConfig::builder_with_provider(Arc::new(provider)).with_protocol_versions(&versions) {
                 Ok(b) => b,
                 Err(e) => {
@@ -155,7 +156,7 @@ impl ServerTls {
                     continue;
                 }
             };
-            let mut config = builder.with_no_client_auth().with_cert_resolver(Arc::new(sni::Resolver::new(sni_hosts)));
+            let mut config = builder.with_no_client_auth().with_cert_resolver(Arc::new(resolver));
             config.alpn_protocols = ALPN_PROTOCOLS.iter().map(|p| p.to_vec()).collect();
             config.enable_secret_extraction = true;
             // rustls then takes the first of the provider's suites (in

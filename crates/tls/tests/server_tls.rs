@@ -346,6 +346,78 @@ fn server_cipher_order_by_default() {
     }
 }
 
+/// `record` (a ClientHello, in one record) with the suite codes `extra`
+/// put first in its list of cipher suites, and its lengths made to match.
+fn with_suites_first(record: &[u8], extra: &[u8]) -> Vec<u8> {
+    assert!(record[0] == 0x16 && record[5] == 1, "a ClientHello record");
+    assert_eq!(record.len(), 5 + usize::from(u16::from_be_bytes([record[3], record[4]])), "one record");
+    // Record header (5), handshake header (4), version (2), random (32).
+    let session_id = 5 + 4 + 2 + 32;
+    let suites = session_id + 1 + usize::from(record[session_id]);
+    let grow = |bytes: &mut [u8]| {
+        let n = bytes.iter().fold(0usize, |n, b| n << 8 | usize::from(*b)) + extra.len();
+        let len = bytes.len();
+        bytes.copy_from_slice(&n.to_be_bytes()[std::mem::size_of::<usize>() - len..]);
+    };
+    let mut out = record.to_vec();
+    grow(&mut out[3..5]);
+    grow(&mut out[6..9]);
+    grow(&mut out[suites..suites + 2]);
+    out.splice(suites + 2..suites + 2, extra.iter().copied());
+    out
+}
+
+/// A TLS 1.2 hello (no supported_versions) that lists TLS 1.3 suites and,
+/// for TLS 1.2, only ECDHE-RSA ones (testssl's own hellos are like this)
+/// gets the RSA certificate of a host that has both. rustls narrows the
+/// client's signature schemes by the suites in common but counts the TLS
+/// 1.3 ones, which fit any key: the resolver was given the ECDSA schemes,
+/// chose the ECDSA certificate, and the handshake failed for want of a
+/// suite.
+#[test]
+fn tls12_hello_listing_tls13_suites_gets_rsa() {
+    use rustls::crypto::aws_lc_rs::cipher_suite as cs;
+    let d = Dir::new("rsa12");
+    let rsa_key = make_key(&d, "rsa.key", Key::Rsa8);
+    let rsa = make_cert(&d, "rsa.pem", &rsa_key, true, &["c.test"], -1, 365);
+    let ec_key = make_key(&d, "ec.key", Key::Ec8);
+    let ec = make_cert(&d, "ec.pem", &ec_key, false, &["c.test"], -1, 365);
+    let s = settings(
+        &d,
+        &format!(
+            "Listen 443\n<VirtualHost *:443>\nServerName c.test\nSSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n</VirtualHost>\n",
+            ec.display(),
+            ec_key.display(),
+            rsa.display(),
+            rsa_key.display()
+        ),
+    );
+    let server = ServerTls::new(&s).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
+    let verifier = Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default()));
+    let client = client_offering(verifier, vec![cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256], &[&rustls::version::TLS12]);
+    let mut c = ClientConnection::new(client, ServerName::try_from("c.test").unwrap()).unwrap();
+    let mut hello = Vec::new();
+    c.write_tls(&mut hello).unwrap();
+    // TLS_AES_256_GCM_SHA384, TLS_AES_128_GCM_SHA256.
+    let hello = with_suites_first(&hello, &[0x13, 0x02, 0x13, 0x01]);
+    let mut srv = ServerConnection::new(server).unwrap();
+    srv.read_tls(&mut &hello[..]).unwrap();
+    srv.process_new_packets().expect("a handshake");
+    assert_eq!(srv.negotiated_cipher_suite().map(|s| s.suite()), Some(rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256));
+    // The server's flight up to ServerHelloDone: the client takes the
+    // certificate (its Finished would then not match: the hello it sent
+    // is not the one it wrote).
+    let mut flight = Vec::new();
+    srv.write_tls(&mut flight).unwrap();
+    c.read_tls(&mut &flight[..]).unwrap();
+    c.process_new_packets().unwrap();
+    assert_eq!(c.peer_certificates().map(|certs| certs[0].clone()), Some(first_cert(&rsa)));
+    // The same hello without the TLS 1.3 suites went right before, too.
+    let client = client_offering(Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default())), vec![cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256], &[&rustls::version::TLS12]);
+    let server = ServerTls::new(&s).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
+    assert_eq!(handshake(server, client, "c.test"), Some(first_cert(&rsa)));
+}
+
 /// The chain: certificates after the leaf in SSLCertificateFile, then
 /// SSLCertificateChainFile's; the OCSP response in CERTFILE.ocsp stapled.
 #[test]
