@@ -166,6 +166,7 @@ impl ServerTls {
                     continue;
                 }
             };
+            let resolver = sni::Resolver::new(sni_hosts, &provider.cipher_suites);
             let builder = match ServerConfig::builder_with_provider(Arc::new(provider)).with_protocol_versions(&versions) {
                 Ok(b) => b,
                 Err(e) => {
@@ -173,9 +174,12 @@ impl ServerTls {
                     continue;
                 }
             };
-            let mut config = builder.with_no_client_auth().with_cert_resolver(Arc::new(sni::Resolver::new(sni_hosts)));
+            let mut config = builder.with_no_client_auth().with_cert_resolver(Arc::new(resolver));
             config.alpn_protocols = alpn_protocols(&settings.h2_listener(addr));
             config.enable_secret_extraction = true;
+            // rustls then takes the first of the provider's suites (in
+            // SSLCipherSuite's order, see provider_for) that the client
+            // offers, rather than the client's first that we have.
             config.ignore_client_order = default.honor_cipher_order;
             config.max_early_data_size = 0;
             config.session_storage = session_store.clone();

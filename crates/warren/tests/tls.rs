@@ -428,21 +428,58 @@ fn ssl_fields_in_access_log(mpm: &str) {
     assert_eq!(&v12[2..], ["Initial", "a.test", "on", "/index.html"], "{log}");
 }
 
-/// A client that sends its request and then close_notify (its half-close,
-/// as the harness's relay does for a client's shutdown) is answered and
-/// then closed: it will send nothing more, as a plain client's FIN says
-/// over TCP, where warren closes at once. Not after KeepAliveTimeout (30 s
-/// here; the read below gives up after 15 s).
+/// A client that sends its request and then close_notify (its
+/// half-close: it will send nothing more, as a plain client's FIN says
+/// over TCP, where warren closes at once) is answered and then closed, not
+/// kept until KeepAliveTimeout (30 s here; the reads below give up after
+/// 15 s). The request and the close_notify go out in one write, so that
+/// they arrive together; then again through the harness's relay, which
+/// sends a client's shutdown as close_notify after what came before it.
 fn close_notify_ends_a_kept_alive_connection(mpm: &str) {
     let dir = TempDir::new(&format!("tls-cn-{mpm}"));
     standard_site(&dir);
     let certs = Certs::make(&dir.0);
     let s = Server::start_in(dir, mpm, &format!("{}KeepAliveTimeout 30", certs.directives("localhost")));
+    // HTTP/1.1 without Connection: close: kept alive, were it not for the end.
+    let request = b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+    let mut sock = s.connect();
+    sock.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let name = rustls::pki_types::ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
+    let mut tls = rustls::ClientConnection::new(client_config(&certs.ca()), name).unwrap();
+    while tls.is_handshaking() {
+        tls.complete_io(&mut sock).unwrap();
+    }
+    tls.writer().write_all(request).unwrap();
+    tls.send_close_notify();
+    let mut records = Vec::new();
+    while tls.wants_write() {
+        tls.write_tls(&mut records).unwrap();
+    }
+    sock.write_all(&records).unwrap();
+    let mut plain = Vec::new();
+    let ended = loop {
+        match tls.read_tls(&mut sock) {
+            Ok(0) => break "closed by the server".to_string(),
+            Ok(_) => {
+                let state = tls.process_new_packets().unwrap();
+                let mut buf = vec![0u8; state.plaintext_bytes_to_read()];
+                std::io::Read::read_exact(&mut tls.reader(), &mut buf).unwrap();
+                plain.extend_from_slice(&buf);
+                if state.peer_has_closed() {
+                    break "close_notify from the server".to_string();
+                }
+            }
+            Err(e) => break format!("read: {e}"),
+        }
+    };
+    assert_eq!(parse_response(&plain).0.text(), "0123456789abcdefghij", "{ended}");
+    assert!(!ended.starts_with("read:"), "a connection whose client sent its request and close_notify together was left open: {ended}");
+
     let relay = Relay::start(s.port, &certs.ca());
     let mut c = TcpStream::connect(("127.0.0.1", relay.port)).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-    // HTTP/1.1 without Connection: close: kept alive, were it not for the end.
-    c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    c.write_all(request).unwrap();
     c.shutdown(std::net::Shutdown::Write).unwrap();
     let (out, how) = read_to_end_of(&mut c);
     assert_eq!(parse_response(&out).0.text(), "0123456789abcdefghij", "{how}");
