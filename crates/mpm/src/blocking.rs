@@ -34,7 +34,7 @@ pub struct Driver<'a> {
     pub stop: &'a AtomicBool,
     pub slot: &'a ThreadSlot,
     pub logs: LogWriters,
-    date: DateCache,
+    pub(crate) date: DateCache,
     scratch: Vec<u8>,
     last_flush: Instant,
     /// The socket's receive timeout as last set, to skip setsockopt calls
@@ -58,6 +58,8 @@ enum Head {
     Drained,
     /// A malformed or too slow request: answer it, then close.
     Error(HttpError),
+    /// The client speaks HTTP/2 (by ALPN, or its preface in cleartext).
+    H2,
 }
 
 impl<'a> Driver<'a> {
@@ -79,7 +81,7 @@ impl<'a> Driver<'a> {
 
     /// Called before the thread may wait (on the client, a backend or a
     /// full socket): other children take new connections meanwhile.
-    fn before_wait(&mut self) {
+    pub(crate) fn before_wait(&mut self) {
         if let Some(turn) = &mut self.turn {
             turn.give_back();
         }
@@ -165,7 +167,20 @@ impl<'a> Driver<'a> {
                     self.finish(&stream, &info, &mut ex, resp, served + 1);
                     return;
                 }
+                Head::H2 => {
+                    stream.note_tls(self.site, &mut info);
+                    self.serve_h2(&stream, info, std::mem::take(&mut rbuf), None);
+                    return;
+                }
             };
+            if let Some(codec) = crate::h2::upgrade(&self.rules, &stream, &head, &rbuf) {
+                let mut out = Output::default();
+                out.wbuf.extend_from_slice(crate::h2::SWITCHING);
+                if out.write_all(&stream, self.rules.timeout) {
+                    self.serve_h2(&stream, info, std::mem::take(&mut rbuf), Some((codec, head)));
+                }
+                return;
+            }
             served += 1;
             stream.note_tls(self.site, &mut info);
             self.site.find_useragent(&mut head, &mut info);
@@ -282,7 +297,11 @@ impl<'a> Driver<'a> {
         let mut clock = (served == 0 || !rbuf.is_empty()).then(|| self.rules.head_clock(idle_since, rbuf.len()));
         let mut scan = HeadScan::default();
         loop {
-            if !rbuf.is_empty() {
+            let protocol = if served == 0 { crate::h2::detect(stream, rbuf) } else { Some(false) };
+            if protocol == Some(true) {
+                return Head::H2;
+            }
+            if !rbuf.is_empty() && protocol.is_some() {
                 match parse_head_from(&mut scan, rbuf, &self.rules.limits) {
                     Ok(Some((h, used))) => {
                         rbuf.drain(..used);

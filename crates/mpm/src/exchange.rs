@@ -185,6 +185,23 @@ impl Exchange {
         declared_body_within(head.framing, self.body_limit)
     }
 
+    /// The stages every answer passes last, whoever made it and whatever
+    /// protocol carries it: the response filters (mod_expires,
+    /// mod_headers), then compression, as mod_deflate's filter comes after
+    /// mod_headers.
+    pub fn last_filters(&self, resp: Response, site: &Site) -> Response {
+        last_filters(resp, self.head.as_ref(), warren_handler::filters::Timing { received: self.started, start: self.start }, site)
+    }
+
+    /// Keeps what the access log needs of the response.
+    pub fn record(&mut self, status: u16, host: usize, filename: Option<PathBuf>, headers: Vec<(warren_handler::HeaderName, String)>, filters: Option<Box<warren_handler::filters::RequestFilters>>) {
+        self.status = status;
+        self.host = host;
+        self.filename = filename;
+        self.headers = headers;
+        self.env = filters.map(|f| f.env).filter(|e| !e.is_empty());
+    }
+
     /// Shows the request in the thread's scoreboard slot (ExtendedStatus On).
     pub fn note_start(&self, slot: &ThreadSlot, site: &Site, info: &ConnInfo) {
         if let (true, Some(head)) = (site.settings.extended_status, self.head.as_ref()) {
@@ -222,6 +239,15 @@ impl Exchange {
         };
         logs.write(self.host, &record);
     }
+}
+
+/// [`Exchange::last_filters`] for a request whose exchange is elsewhere
+/// (an HTTP/2 stream's answer finished on a worker thread).
+pub fn last_filters(mut resp: Response, head: Option<&RequestHead>, timing: warren_handler::filters::Timing, site: &Site) -> Response {
+    if resp.filters.is_some() {
+        warren_handler::filters::apply(&mut resp, head, timing);
+    }
+    warren_handler::compress::finish(site, head, resp)
 }
 
 /// Bytes and file ranges waiting to be written.
@@ -263,15 +289,9 @@ impl Output {
 
     /// Encodes `resp` for the exchange into `scratch` and takes it over.
     /// Date, Server, Content-Length and Connection are written here.
-    pub fn encode(&mut self, ex: &mut Exchange, mut resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
+    pub fn encode(&mut self, ex: &mut Exchange, resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
+        let resp = ex.last_filters(resp, site);
         let head = ex.head.as_ref();
-        // The response filter stage (mod_expires, mod_headers): every
-        // answer passes here once, whoever made it.
-        if resp.filters.is_some() {
-            warren_handler::filters::apply(&mut resp, head, warren_handler::filters::Timing { received: ex.started, start: ex.start });
-        }
-        // Then compression, as mod_deflate's filter comes after mod_headers.
-        let resp = warren_handler::compress::finish(site, head, resp);
         let is_head = head.is_some_and(|h| h.method() == "HEAD");
         let version = head.map_or(Version::Http11, |h| h.version);
         if resp.close {
@@ -339,13 +359,9 @@ impl Output {
                 Body::Stream { .. } => unreachable!("taken above"),
             }
         }
-        ex.status = resp.status;
         ex.body_bytes = sent_body;
         ex.bytes_sent = head_len + sent_body;
-        ex.host = resp.host;
-        ex.filename = resp.filename;
-        ex.headers = resp.headers;
-        ex.env = resp.filters.map(|f| f.env).filter(|e| !e.is_empty());
+        ex.record(resp.status, resp.host, resp.filename, resp.headers, resp.filters);
         self.wbuf.clear();
         self.wbuf.extend_from_slice(out);
         self.wpos = 0;

@@ -20,6 +20,9 @@
 //!   time served by one thread with blocking I/O, used by [`prefork`] (one
 //!   per child) and [`worker`] (ThreadsPerChild threads fed by a listener
 //!   thread). [`client_body`] is how such a thread reads a request body.
+//! - [`h2`]: HTTP/2 connections: a connection's streams between the codec
+//!   and the handler (`h2::session`), served by a blocking thread
+//!   (`h2::blocking`) or by the event loop (`event::h2`).
 //! - [`fastcgi`]: FastCGI exchanges, on a thread that owns the connection
 //!   or on the event loop without blocking, requests parked for a pool's
 //!   child, and the spill that holds what a slow client has not taken yet.
@@ -38,6 +41,7 @@ pub mod client_body;
 pub mod event;
 pub mod exchange;
 pub mod fastcgi;
+pub mod h2;
 pub mod listen;
 mod log_relay;
 pub mod parent;

@@ -21,8 +21,20 @@ impl EventLoop {
                 continue;
             }
             let c = self.conns[done.slot].as_mut().expect("conn");
+            match done.outcome {
+                JobResult::H2 { stream, response, pieces } => {
+                    self.h2_complete(done.slot, stream, response, pieces);
+                    continue;
+                }
+                JobResult::H2Wake => {
+                    self.drive_h2(done.slot);
+                    continue;
+                }
+                _ => {}
+            }
             c.on_hold = false;
             match done.outcome {
+                JobResult::H2 { .. } | JobResult::H2Wake => unreachable!("handled above"),
                 JobResult::Response(r) => {
                     let resp = match r {
                         Some(r) => r,
@@ -58,6 +70,10 @@ impl EventLoop {
         for slot in 0..self.conns.len() {
             let Some(c) = self.conns[slot].as_mut() else { continue };
             if c.deadline > now || c.on_hold {
+                continue;
+            }
+            if c.h2.is_some() {
+                self.expire_h2(slot);
                 continue;
             }
             match c.phase {

@@ -54,6 +54,8 @@ pub(super) struct Conn {
     /// A PROXY protocol header must come first (RemoteIPProxyProtocol),
     /// and has not yet.
     pub(super) proxy_header: bool,
+    /// The connection speaks HTTP/2: its streams, driven by `super::h2`.
+    pub(super) h2: Option<Box<super::h2::H2Conn>>,
 }
 
 impl EventLoop {
@@ -63,6 +65,14 @@ impl EventLoop {
             c.readable = true;
         }
         if c.on_hold {
+            return;
+        }
+        if c.h2.is_some() {
+            if flags.contains(EpollFlags::EPOLLOUT) {
+                self.h2_writable(slot);
+            } else {
+                self.drive_h2(slot);
+            }
             return;
         }
         if flags.contains(EpollFlags::EPOLLOUT) && c.stream.is_tls() && c.phase != Phase::Writing {
@@ -80,6 +90,10 @@ impl EventLoop {
         loop {
             let Some(c) = self.conns[slot].as_mut() else { return };
             if c.on_hold {
+                return;
+            }
+            if c.h2.is_some() {
+                self.drive_h2(slot);
                 return;
             }
             match c.phase {
@@ -120,7 +134,15 @@ impl EventLoop {
                                 return;
                             }
                         }
-                    } else if !c.rbuf.is_empty() {
+                    } else if let Some(is_h2) = self.protocol(slot) {
+                        if is_h2 {
+                            self.start_h2(slot, None);
+                            continue;
+                        }
+                        let c = self.conns[slot].as_mut().expect("conn");
+                        if c.rbuf.is_empty() {
+                            // Nothing to parse: read below.
+                        } else {
                         match parse_head_from(&mut c.scan, &c.rbuf, &self.rules.limits) {
                             Ok(Some((head, used))) => {
                                 c.rbuf.drain(..used);
@@ -133,6 +155,7 @@ impl EventLoop {
                                 self.protocol_error(slot, e);
                                 continue;
                             }
+                        }
                         }
                     }
                     match self.read_more(slot) {
@@ -197,6 +220,16 @@ impl EventLoop {
         }
     }
 
+    /// Whether the connection speaks HTTP/2, before its first request is
+    /// parsed; None: not known until more is read.
+    fn protocol(&self, slot: usize) -> Option<bool> {
+        let c = self.conns[slot].as_ref().expect("conn");
+        if c.served > 0 {
+            return Some(false);
+        }
+        crate::h2::detect(&c.stream, &c.rbuf)
+    }
+
     fn read_more(&mut self, slot: usize) -> ReadResult {
         let c = self.conns[slot].as_mut().expect("conn");
         if !c.readable {
@@ -238,6 +271,16 @@ impl EventLoop {
     /// child). Any other answer waits for the body to be read and dropped.
     fn start_request(&mut self, slot: usize, mut head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
+        if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, &c.rbuf) {
+            // Nothing else is queued: the last response went out before this
+            // request was read, so 101 goes whole or the client is gone.
+            if !matches!(c.stream.send(crate::h2::SWITCHING, false), Ok(n) if n == crate::h2::SWITCHING.len()) {
+                self.close(slot);
+                return;
+            }
+            self.start_h2(slot, Some((codec, head)));
+            return;
+        }
         c.served += 1;
         c.stream.note_tls(&self.site, &mut c.info);
         self.site.find_useragent(&mut head, &mut c.info);
@@ -390,6 +433,9 @@ impl EventLoop {
     }
 
     pub(super) fn close(&mut self, slot: usize) {
+        if self.conns[slot].as_ref().is_some_and(|c| c.h2.is_some()) {
+            self.h2_abort(slot);
+        }
         // Closing the socket (dropping the stream) also removes it from epoll.
         if self.conns[slot].take().is_some() {
             self.free.push(slot);

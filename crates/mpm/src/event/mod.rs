@@ -14,6 +14,7 @@
 //! - [`connection`]: the HTTP state machine of one connection.
 //! - [`fastcgi_relay`]: FastCGI exchanges on the loop, parked requests,
 //!   and connections lent to a worker thread.
+//! - [`h2`]: HTTP/2 connections, their streams' work on the thread pool.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
 
@@ -41,6 +42,7 @@ mod accept;
 mod completions;
 mod connection;
 mod fastcgi_relay;
+mod h2;
 pub mod thread_pool;
 
 /// How much one read from a client asks for: the size of the loop's
@@ -223,8 +225,14 @@ impl EventLoop {
         // gets its next request answered (with Connection: close), and is
         // closed only once it has been idle for a while.
         let keep_alive = self.rules.keep_alive;
+        // An HTTP/2 connection is told with GOAWAY; its open streams finish.
+        for slot in 0..self.conns.len() {
+            if self.conns[slot].as_ref().is_some_and(|c| c.h2.is_some()) {
+                self.h2_go_away(slot);
+            }
+        }
         for c in self.conns.iter_mut().flatten() {
-            if c.phase == Phase::KeepAlive {
+            if c.phase == Phase::KeepAlive && c.h2.is_none() {
                 let idle_since = c.deadline.checked_sub(keep_alive.timeout).unwrap_or(c.deadline);
                 c.deadline = keep_alive.idle_deadline(idle_since, true);
             }

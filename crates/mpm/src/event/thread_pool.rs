@@ -5,7 +5,7 @@
 
 use std::os::fd::AsFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -14,7 +14,9 @@ use crate::client_stream::ClientStream;
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::Spooled;
-use warren_handler::{ConnInfo, Response, Site};
+use warren_handler::{Body, BodySource, ConnInfo, Response, Site};
+
+use crate::h2::body_plan::Piece;
 use warren_http::DateCache;
 
 use crate::exchange::{conn_rules, Exchange};
@@ -28,6 +30,9 @@ pub enum Job {
     Respond(Work),
     /// Run a FastCGI exchange on the connection, writing the response.
     FastCgi(Box<FastCgiJob>),
+    /// Work out an HTTP/2 stream's answer; a body produced as it is sent
+    /// is then read here and handed to the loop a piece at a time.
+    H2(Box<crate::h2::session::Task>),
 }
 
 /// A connection lent to a worker thread for one FastCGI exchange.
@@ -48,6 +53,11 @@ pub enum JobResult {
     /// The exchange is over: what is left of the input, the exchange to log,
     /// and whether its response went out whole.
     FastCgi { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
+    /// An HTTP/2 stream's answer; `pieces` bring its body when this thread
+    /// goes on producing it.
+    H2 { stream: u32, response: Response, pieces: Option<Receiver<Piece>> },
+    /// More of a body is waiting in a stream's `pieces`.
+    H2Wake,
 }
 
 /// A finished piece of work, for the connection `(slot, generation)`.
@@ -96,7 +106,21 @@ impl ThreadPool {
                             return;
                         };
                         ws.set(State::Writing);
+                        let mut streaming = None;
                         let outcome = match job {
+                            Job::H2(task) => {
+                                let stream = task.stream;
+                                let mut response = task.run(&site);
+                                let pieces = match &mut response.body {
+                                    Body::Stream { source, .. } => {
+                                        let (tx, rx) = sync_channel(PIECES_AHEAD);
+                                        streaming = Some((std::mem::replace(source, Box::new(Detached)), tx));
+                                        Some(rx)
+                                    }
+                                    _ => None,
+                                };
+                                JobResult::H2 { stream, response, pieces }
+                            }
                             Job::Respond(work) => JobResult::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
                             Job::FastCgi(mut g) => {
                                 g.exchange.note_start(ws, &site, &g.info);
@@ -108,6 +132,10 @@ impl ThreadPool {
                             return;
                         }
                         let _ = wake.write(1);
+                        if let Some((source, pieces)) = streaming.take() {
+                            let tell = || done_tx.send(Done { slot: conn, generation, outcome: JobResult::H2Wake }).is_ok() && wake.write(1).is_ok();
+                            relay_pieces(source, &pieces, tell);
+                        }
                     }
                 })?;
             handles.push(h);
@@ -124,6 +152,37 @@ impl ThreadPool {
     /// Clears the wake-up counter before draining `done`.
     pub fn reset_wake(&self) {
         let _ = nix::unistd::read(self.wake.as_fd(), &mut [0u8; 8]);
+    }
+}
+
+/// Pieces a thread reads ahead of the loop for an HTTP/2 stream: a few,
+/// so a client slower than the application holds the application back
+/// rather than the child's memory.
+const PIECES_AHEAD: usize = 4;
+
+/// Reads a streamed body and hands it over a piece at a time, telling the
+/// loop after each; stops early when the loop drops the stream.
+fn relay_pieces(mut source: Box<dyn BodySource>, pieces: &SyncSender<Piece>, tell: impl Fn() -> bool) {
+    loop {
+        let mut piece = Vec::new();
+        let (next, end) = match source.next_piece(&mut piece) {
+            Ok(true) if piece.is_empty() => continue,
+            Ok(true) => (Ok(Some(piece)), false),
+            Ok(false) => (Ok(None), true),
+            Err(e) => (Err(e), true),
+        };
+        if pieces.send(next).is_err() || !tell() || end {
+            return;
+        }
+    }
+}
+
+/// Stands in the response the loop gets for a body this thread reads.
+struct Detached;
+
+impl BodySource for Detached {
+    fn next_piece(&mut self, _out: &mut Vec<u8>) -> std::io::Result<bool> {
+        Err(std::io::Error::other("the body is read by a worker thread"))
     }
 }
 

@@ -1,0 +1,198 @@
+//! HTTP/2 connections on the loop. A connection that opens with HTTP/2
+//! (ALPN h2, or the preface in cleartext) gets a [`Session`]; the loop reads
+//! its frames, answers what cannot block at once, gives the rest to the
+//! worker threads ([`Job::H2`]) and writes the frames as the socket takes
+//! them. An idle HTTP/2 connection costs no thread, as an idle HTTP/1.1 one.
+
+use std::io;
+use std::time::Instant;
+
+use warren_config::LogLevel;
+use warren_http::h2::Connection;
+use warren_http::RequestHead;
+
+use super::thread_pool::Job;
+use super::EventLoop;
+use crate::h2::session::{Ctx, Session, Task, OUTPUT_AHEAD};
+use crate::h2::write_output;
+
+/// An HTTP/2 connection's state beside its [`Session`].
+pub(super) struct H2Conn {
+    pub(super) session: Session,
+    /// GOAWAY has been queued: stopping, or idle past KeepAliveTimeout.
+    going_away: bool,
+    /// The last time the client sent something or took something.
+    last_progress: Instant,
+}
+
+impl EventLoop {
+    /// The connection turned out to speak HTTP/2: its reads so far (in
+    /// `rbuf`) become the session's first input.
+    /// `upgraded`: the codec and request of a connection upgraded from
+    /// HTTP/1.1, whose 101 has been sent.
+    pub(super) fn start_h2(&mut self, slot: usize, upgraded: Option<(Connection, RequestHead)>) {
+        let sb = self.sb.clone();
+        let c = self.conns[slot].as_mut().expect("conn");
+        c.stream.note_tls(&self.site, &mut c.info);
+        let mut tasks = Vec::new();
+        let session = match upgraded {
+            Some((codec, head)) => {
+                let mut session = Session::new(codec, c.info);
+                let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
+                session.start_upgraded(&mut ctx, head, &mut tasks);
+                session
+            }
+            None => Session::new(crate::h2::connection(&c.stream, &self.rules), c.info),
+        };
+        for task in tasks {
+            self.pool.submit(slot, c.generation, Job::H2(Box::new(task)));
+        }
+        c.h2 = Some(Box::new(H2Conn { session, going_away: false, last_progress: Instant::now() }));
+        if self.stopping {
+            self.h2_go_away(slot);
+        }
+    }
+
+    /// Advances an HTTP/2 connection as far as it goes without blocking.
+    pub(super) fn drive_h2(&mut self, slot: usize) {
+        let sb = self.sb.clone();
+        let loop_slot = sb.thread(self.slot, 0);
+        let mut tasks: Vec<Task> = Vec::new();
+        loop {
+            let Some(c) = self.conns[slot].as_mut() else { return };
+            let h = c.h2.as_mut().expect("an HTTP/2 connection");
+            let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: loop_slot };
+            if !c.rbuf.is_empty() {
+                match h.session.feed(&mut ctx, &c.rbuf, Instant::now(), &mut tasks) {
+                    Ok(used) => {
+                        c.rbuf.drain(..used);
+                    }
+                    Err(e) => {
+                        self.site.error_log.log(LogLevel::Info, Some(c.info.useragent), &format!("HTTP/2: {} ({:?}); closing the connection", e.reason, e.code));
+                        h.session.abort_all(&mut ctx);
+                        let _ = write_output(&c.stream, &mut h.session.codec);
+                        self.close(slot);
+                        return;
+                    }
+                }
+            }
+            for task in tasks.drain(..) {
+                self.pool.submit(slot, c.generation, Job::H2(Box::new(task)));
+            }
+            // Frames out as far as the socket takes them.
+            let flushed = loop {
+                let produced = h.session.produce(&mut ctx);
+                match write_output(&c.stream, &mut h.session.codec) {
+                    Ok(true) if produced => continue,
+                    Ok(all) => break Ok(all),
+                    Err(e) => break Err(e),
+                }
+            };
+            let Ok(flushed) = flushed else {
+                self.close(slot);
+                return;
+            };
+            if h.session.codec.is_finished() && flushed {
+                self.close(slot);
+                return;
+            }
+            // A client that does not take what it asked for (or makes us
+            // answer PINGs it never reads) is not read further until it does.
+            if !c.readable || h.session.codec.output().len() >= OUTPUT_AHEAD {
+                break;
+            }
+            match c.stream.read(&mut self.scratch_in) {
+                Ok(0) => {
+                    self.close(slot);
+                    return;
+                }
+                Ok(n) => {
+                    if n < self.scratch_in.len() && !c.stream.has_buffered_input() {
+                        c.readable = false;
+                    }
+                    c.rbuf.extend_from_slice(&self.scratch_in[..n]);
+                    h.last_progress = Instant::now();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.readable = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.close(slot);
+                    return;
+                }
+            }
+        }
+        self.h2_deadline(slot);
+    }
+
+    /// When the connection is next looked at by [`EventLoop::expire`]: an
+    /// idle one after KeepAliveTimeout, a busy one after Timeout without
+    /// progress (a client holding a zero window, or not reading).
+    fn h2_deadline(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        let h = c.h2.as_mut().expect("an HTTP/2 connection");
+        if h.session.codec.output().is_empty() && c.rbuf.capacity() > 0 && c.rbuf.is_empty() {
+            c.rbuf = Vec::new();
+        }
+        let idle = h.session.is_idle() && h.session.codec.output().is_empty();
+        c.deadline = if idle {
+            self.rules.keep_alive.idle_deadline(h.last_progress, self.stopping)
+        } else if h.session.has_work_out() {
+            // The application's own time is ProxyTimeout's to limit.
+            h.last_progress + self.rules.timeout.max(std::time::Duration::from_secs(3600))
+        } else {
+            h.last_progress + self.rules.timeout
+        };
+    }
+
+    /// The socket is writable again: what waited goes.
+    pub(super) fn h2_writable(&mut self, slot: usize) {
+        if let Some(h) = self.conns[slot].as_mut().and_then(|c| c.h2.as_mut()) {
+            h.last_progress = Instant::now();
+        }
+        self.drive_h2(slot);
+    }
+
+    /// A deadline passed: an idle connection is told it ends (and closed
+    /// once that is out), a stalled one is closed.
+    pub(super) fn expire_h2(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        let h = c.h2.as_mut().expect("an HTTP/2 connection");
+        if h.session.is_idle() && !h.going_away {
+            self.h2_go_away(slot);
+            return;
+        }
+        self.close(slot);
+    }
+
+    /// GOAWAY: no new streams; the open ones finish.
+    pub(super) fn h2_go_away(&mut self, slot: usize) {
+        let Some(h) = self.conns[slot].as_mut().and_then(|c| c.h2.as_mut()) else { return };
+        if !h.going_away {
+            h.going_away = true;
+            h.last_progress = Instant::now();
+            h.session.codec.go_away();
+        }
+        self.drive_h2(slot);
+    }
+
+    /// A worker thread's answer for a stream (and the pieces of its body,
+    /// if the thread goes on producing them).
+    pub(super) fn h2_complete(&mut self, slot: usize, stream: u32, resp: warren_handler::Response, pieces: Option<std::sync::mpsc::Receiver<crate::h2::body_plan::Piece>>) {
+        let sb = self.sb.clone();
+        let Some(h) = self.conns[slot].as_mut().and_then(|c| c.h2.as_mut()) else { return };
+        let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
+        h.session.complete(&mut ctx, stream, resp, pieces);
+        self.drive_h2(slot);
+    }
+
+    /// Logs the streams of a connection about to close as cut short.
+    pub(super) fn h2_abort(&mut self, slot: usize) {
+        let sb = self.sb.clone();
+        let Some(h) = self.conns[slot].as_mut().and_then(|c| c.h2.as_mut()) else { return };
+        let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
+        h.session.abort_all(&mut ctx);
+    }
+}

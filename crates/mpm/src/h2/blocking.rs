@@ -1,0 +1,142 @@
+//! An HTTP/2 connection served by the one thread that accepted it (a
+//! prefork child, a worker thread): its streams' answers are worked out
+//! one after another on this thread, as Apache's mod_http2 does under
+//! prefork, while the socket is read and written without blocking between
+//! them, so flow control, PING and new requests keep going.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use warren_config::LogLevel;
+use warren_handler::ConnInfo;
+use warren_http::h2::Connection;
+use warren_http::RequestHead;
+
+use super::session::{Ctx, Session};
+use super::write_output;
+use crate::blocking::Driver;
+use crate::client_stream::ClientStream;
+use crate::scoreboard::State;
+
+/// How long one wait lasts at most, so a stop is seen soon.
+const STOP_CHECK: Duration = Duration::from_millis(250);
+const READ_CHUNK: usize = 16 * 1024;
+
+impl Driver<'_> {
+    /// Serves an HTTP/2 connection to its end; `input` is what was read
+    /// of it already (the preface, maybe more).
+    /// `upgraded`: the codec and request of a connection upgraded from
+    /// HTTP/1.1, whose 101 has been sent.
+    pub fn serve_h2(&mut self, stream: &ClientStream, info: ConnInfo, mut input: Vec<u8>, upgraded: Option<(Connection, RequestHead)>) {
+        let _ = stream.set_nonblocking(true);
+        let mut tasks = Vec::new();
+        let mut session = match upgraded {
+            Some((codec, head)) => {
+                let mut session = Session::new(codec, info);
+                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                session.start_upgraded(&mut ctx, head, &mut tasks);
+                session
+            }
+            None => Session::new(super::connection(stream, &self.rules), info),
+        };
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut last_progress = Instant::now();
+        let mut going_away = false;
+        let mut readable = true;
+        loop {
+            let now = Instant::now();
+            if !input.is_empty() {
+                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                match session.feed(&mut ctx, &input, now, &mut tasks) {
+                    Ok(used) => {
+                        input.drain(..used);
+                    }
+                    Err(e) => {
+                        self.site.error_log.log(LogLevel::Info, Some(info.useragent), &format!("HTTP/2: {} ({:?}); closing the connection", e.reason, e.code));
+                        session.abort_all(&mut ctx);
+                        let _ = write_output(stream, &mut session.codec);
+                        break;
+                    }
+                }
+            }
+            for task in tasks.drain(..) {
+                self.before_wait();
+                self.slot.set(State::Writing);
+                let id = task.stream;
+                let resp = task.run(self.site);
+                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                session.complete(&mut ctx, id, resp, None);
+            }
+            if self.stop.load(Ordering::Relaxed) && !going_away {
+                session.codec.go_away();
+                going_away = true;
+            }
+            // Frames out as far as the socket takes them.
+            let flushed = loop {
+                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                let produced = session.produce(&mut ctx);
+                match write_output(stream, &mut session.codec) {
+                    Ok(true) if produced => continue,
+                    Ok(all) => break Ok(all),
+                    Err(e) => break Err(e),
+                }
+            };
+            let Ok(flushed) = flushed else { break };
+            self.flush_logs_if_due();
+            if session.codec.is_finished() && flushed {
+                break;
+            }
+            if readable {
+                match stream.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        input.extend_from_slice(&buf[..n]);
+                        last_progress = Instant::now();
+                        continue;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => readable = false,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+            // Nothing to do until the client sends or the socket drains.
+            let idle = session.is_idle() && flushed;
+            let stopping = self.stop.load(Ordering::Relaxed);
+            let limit = if idle { self.rules.keep_alive.idle_deadline(last_progress, stopping) } else { last_progress + self.rules.timeout };
+            let now = Instant::now();
+            if now >= limit {
+                if idle && !going_away {
+                    // An idle connection is told it ends, as nginx and mod_http2 do.
+                    session.codec.go_away();
+                    going_away = true;
+                    last_progress = now;
+                    continue;
+                }
+                break;
+            }
+            self.slot.set(if idle { State::KeepAlive } else { State::Writing });
+            self.before_wait();
+            let what = if flushed { PollFlags::POLLIN } else { PollFlags::POLLIN | PollFlags::POLLOUT };
+            let wait = (limit - now).min(STOP_CHECK);
+            let mut fds = [PollFd::new(stream.as_fd(), what)];
+            match poll(&mut fds, PollTimeout::try_from(wait.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX)) {
+                Ok(n) if n > 0 => {
+                    let got = fds[0].revents().unwrap_or(PollFlags::empty());
+                    if got.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
+                        readable = true;
+                    }
+                    if got.contains(PollFlags::POLLOUT) {
+                        last_progress = Instant::now();
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+        session.abort_all(&mut ctx);
+        self.slot.set(State::Closing);
+    }
+}

@@ -1,0 +1,374 @@
+//! One HTTP/2 connection's streams, between the codec and the handler:
+//! each request the codec gives is routed and answered as an HTTP/1.1
+//! request is (same [`Site::handle`], same response plans, same access
+//! log), and the answers are sent as DATA within the flow-control windows,
+//! a piece of each stream in turn. No I/O here: the event loop and the
+//! blocking driver feed it what they read, run its [`Task`]s their own way
+//! and write [`Connection::output`].
+
+use std::sync::mpsc::Receiver;
+use std::time::Instant;
+
+use warren_handler::fastcgi::Gateway;
+use warren_handler::site::LogWriters;
+use warren_handler::spool::{Spool, Spooled};
+use warren_handler::{Body, ConnInfo, Outcome, RequestBody, Response, Site};
+use warren_http::conn::received_body_within;
+use warren_http::h2::{ConnError, Connection, ErrorCode, Event};
+use warren_http::response::status_allows_body;
+use warren_http::{BodyFraming, DateCache, HttpError, RequestHead};
+
+use super::body_plan::{BodyPlan, Piece, Taken};
+use crate::exchange::{panic_response, Exchange};
+use crate::scoreboard::ThreadSlot;
+
+/// How much DATA a stream sends before the next stream has its turn.
+const TURN: usize = 16 * 1024;
+/// Output the session builds ahead of the socket: enough to fill a send
+/// buffer, little enough that an idle-ish connection holds little.
+pub const OUTPUT_AHEAD: usize = 64 * 1024;
+
+/// What the driver lends the session while it works.
+pub struct Ctx<'a> {
+    pub site: &'a Site,
+    pub logs: &'a mut LogWriters,
+    pub date: &'a mut DateCache,
+    /// The scoreboard slot requests are counted on.
+    pub slot: &'a ThreadSlot,
+}
+
+/// Work a stream's answer needs that may block: the driver runs it where
+/// blocking is fine and gives the response back with
+/// [`Session::complete`].
+pub struct Task {
+    pub stream: u32,
+    pub work: Work,
+    pub head: RequestHead,
+    pub info: ConnInfo,
+    /// For the last filters, which run where the work ran (a streamed body
+    /// is compressed as it is produced there).
+    pub timing: warren_handler::filters::Timing,
+}
+
+pub enum Work {
+    Blocking(Box<dyn FnOnce() -> Response + Send>),
+    Gateway(Box<Gateway>, Option<Spooled>),
+}
+
+impl Task {
+    /// Runs the work and its last filters: the response to complete the
+    /// stream with.
+    pub fn run(self, site: &Site) -> Response {
+        let Task { work, head, info, timing, .. } = self;
+        let resp = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match work {
+            Work::Blocking(w) => w(),
+            Work::Gateway(gw, body) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head) }),
+        }))
+        .unwrap_or_else(|_| panic_response(site, &head, &info));
+        crate::exchange::last_filters(resp, Some(&head), timing, site)
+    }
+}
+
+fn body_length(head: &RequestHead) -> Option<u64> {
+    match head.framing {
+        BodyFraming::Length(n) => Some(n),
+        _ => None,
+    }
+}
+
+/// A request body the session has read whole, for a FastCGI application.
+struct SpooledBody {
+    body: Option<Spooled>,
+    length: Option<u64>,
+}
+
+impl RequestBody for SpooledBody {
+    fn length(&self) -> Option<u64> {
+        self.length.or_else(|| self.body.as_ref().map(Spooled::len))
+    }
+    fn present(&self) -> bool {
+        self.body.is_some()
+    }
+    fn read(&mut self, _buf: &mut [u8]) -> Result<usize, HttpError> {
+        // Everything was handed over by take_spooled.
+        Ok(0)
+    }
+    fn take_spooled(&mut self) -> Option<Spooled> {
+        Some(self.body.take().unwrap_or(Spooled::None))
+    }
+}
+
+struct Stream {
+    id: u32,
+    ex: Exchange,
+    info: ConnInfo,
+    state: State,
+}
+
+enum State {
+    /// The body is arriving; the gateway that takes it waits for all of it.
+    Receiving { gateway: Box<Gateway>, spool: Spool },
+    /// Its answer is being worked out by a [`Task`].
+    Working,
+    /// Its response head is out; the body goes as the windows allow.
+    Sending(BodyPlan),
+}
+
+/// The streams of one HTTP/2 connection and the codec under them.
+pub struct Session {
+    pub codec: Connection,
+    /// The connection's facts; each request gets a copy its client may
+    /// change (mod_remoteip).
+    pub info: ConnInfo,
+    streams: Vec<Stream>,
+    events: Vec<Event>,
+    /// Requests taken on this connection, for `%k`.
+    served: u32,
+    /// Where the next turn at sending starts, so every stream has its go.
+    next_turn: usize,
+    piece: Vec<u8>,
+}
+
+impl Session {
+    pub fn new(codec: Connection, info: ConnInfo) -> Session {
+        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new() }
+    }
+
+    /// No stream is open on either side: the connection is idle.
+    pub fn is_idle(&self) -> bool {
+        self.streams.is_empty() && self.codec.open_streams() == 0
+    }
+
+    /// Streams whose answer is out on a [`Task`] or a worker thread's pieces.
+    pub fn has_work_out(&self) -> bool {
+        self.streams.iter().any(|s| matches!(s.state, State::Working | State::Sending(BodyPlan::Channel { .. })))
+    }
+
+    /// Takes what the client sent; returns how much was used. Work that
+    /// may block is appended to `tasks`.
+    pub fn feed(&mut self, ctx: &mut Ctx, input: &[u8], now: Instant, tasks: &mut Vec<Task>) -> Result<usize, ConnError> {
+        let mut events = std::mem::take(&mut self.events);
+        let used = self.codec.feed(input, now, &mut events);
+        for event in events.drain(..) {
+            match event {
+                Event::Request { stream, head } => self.start(ctx, stream, head, tasks),
+                Event::Refused { stream, error } => self.refuse(ctx, stream, &error),
+                Event::Data { stream, data, end_stream } => {
+                    self.codec.consumed(stream, data.len());
+                    self.body_data(ctx, stream, &data, end_stream, tasks);
+                }
+                Event::Reset { stream } => self.drop_stream(ctx, stream),
+            }
+        }
+        self.events = events;
+        used
+    }
+
+    /// The HTTP/1.1 request that asked for the upgrade: stream 1.
+    pub fn start_upgraded(&mut self, ctx: &mut Ctx, head: RequestHead, tasks: &mut Vec<Task>) {
+        self.start(ctx, 1, head, tasks);
+    }
+
+    fn start(&mut self, ctx: &mut Ctx, id: u32, mut head: RequestHead, tasks: &mut Vec<Task>) {
+        self.served += 1;
+        let mut info = self.info;
+        ctx.site.find_useragent(&mut head, &mut info);
+        let mut ex = Exchange::new(Some(head), true, 0);
+        ex.note_start(ctx.slot, ctx.site, &info);
+        let limit = ex.apply_body_limit(ctx.site, &info);
+        self.streams.push(Stream { id, ex, info, state: State::Working });
+        if let Err(e) = limit {
+            self.body_error(ctx, id, &e);
+            return;
+        }
+        let site = ctx.site;
+        let head = self.head(id);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head, &info))).unwrap_or_else(|_| Outcome::Ready(panic_response(site, head, &info)));
+        let framing = head.framing;
+        match outcome {
+            // Only an application reads the body, and only once it is whole.
+            Outcome::Gateway(gw) if gw.takes_body() && framing != BodyFraming::None => {
+                self.stream_mut(id).expect("just added").state = State::Receiving { gateway: gw, spool: Spool::default() };
+            }
+            // Any other answer goes now; the body is dropped as it comes.
+            outcome => self.settle(ctx, id, outcome, None, tasks),
+        }
+    }
+
+    fn head(&self, id: u32) -> &RequestHead {
+        let s = self.streams.iter().find(|s| s.id == id).expect("stream");
+        s.ex.head.as_ref().expect("a stream's exchange has its head")
+    }
+
+    fn stream_mut(&mut self, id: u32) -> Option<&mut Stream> {
+        self.streams.iter_mut().find(|s| s.id == id)
+    }
+
+    fn settle(&mut self, ctx: &mut Ctx, id: u32, outcome: Outcome, body: Option<Spooled>, tasks: &mut Vec<Task>) {
+        let work = match outcome {
+            Outcome::Ready(resp) => return self.respond(ctx, id, resp, false, None),
+            Outcome::Blocking(w) => Work::Blocking(w),
+            Outcome::Gateway(gw) => Work::Gateway(gw, body),
+        };
+        let Some(s) = self.stream_mut(id) else { return };
+        s.state = State::Working;
+        let head = s.ex.head.clone().expect("head");
+        let timing = warren_handler::filters::Timing { received: s.ex.started, start: s.ex.start };
+        tasks.push(Task { stream: id, work, head, info: s.info, timing });
+    }
+
+    fn body_data(&mut self, ctx: &mut Ctx, id: u32, data: &[u8], end: bool, tasks: &mut Vec<Task>) {
+        let Some(s) = self.stream_mut(id) else { return };
+        s.ex.bytes_received += data.len() as u64;
+        let State::Receiving { spool, .. } = &mut s.state else { return };
+        let pushed = spool.push(data).map_err(warren_handler::fastcgi::spool_error);
+        let received = s.ex.bytes_received;
+        if let Err(e) = pushed.and_then(|_| received_body_within(received, s.ex.body_limit)) {
+            self.body_error(ctx, id, &e);
+            return;
+        }
+        if !end {
+            return;
+        }
+        let State::Receiving { gateway, spool } = std::mem::replace(&mut s.state, State::Working) else { unreachable!("checked above") };
+        match spool.finish() {
+            Ok(body) => self.settle(ctx, id, Outcome::Gateway(gateway), Some(body), tasks),
+            Err(e) => self.body_error(ctx, id, &warren_handler::fastcgi::spool_error(e)),
+        }
+    }
+
+    /// A body the server will not take (too large, unreadable): the error
+    /// answer; the codec resets the client's side once ours has ended.
+    fn body_error(&mut self, ctx: &mut Ctx, id: u32, e: &HttpError) {
+        let Some(s) = self.stream_mut(id) else { return };
+        let resp = s.ex.body_error(e, ctx.site, &s.info);
+        self.respond(ctx, id, resp, false, None);
+    }
+
+    /// A request the codec refused (a header list over the limits, a
+    /// field HTTP/2 forbids): answered on its stream, logged like an
+    /// unparsable HTTP/1.1 request.
+    fn refuse(&mut self, ctx: &mut Ctx, id: u32, e: &HttpError) {
+        self.served += 1;
+        let mut ex = Exchange::new(None, true, 0);
+        ex.raw_line = b"(HTTP/2 request)".to_vec();
+        let resp = ctx.site.protocol_error(e.status, &self.info, &e.reason);
+        self.streams.push(Stream { id, ex, info: self.info, state: State::Working });
+        self.respond(ctx, id, resp, false, None);
+    }
+
+    /// The answer a [`Task`] worked out (its last filters applied), and
+    /// the pieces of its body if a worker thread goes on producing them.
+    pub fn complete(&mut self, ctx: &mut Ctx, id: u32, resp: Response, pieces: Option<Receiver<Piece>>) {
+        if self.stream_mut(id).is_some_and(|s| matches!(s.state, State::Working)) {
+            self.respond(ctx, id, resp, true, pieces);
+        }
+    }
+
+    /// Sends a response's head, and sets its body going.
+    fn respond(&mut self, ctx: &mut Ctx, id: u32, resp: Response, filtered: bool, pieces: Option<Receiver<Piece>>) {
+        let Some(s) = self.streams.iter_mut().find(|s| s.id == id) else { return };
+        let resp = if filtered { resp } else { s.ex.last_filters(resp, ctx.site) };
+        let is_head = s.ex.head.as_ref().is_some_and(|h| h.method() == "HEAD");
+        let with_body = status_allows_body(resp.status);
+        let mut fields: Vec<(&str, &str)> = Vec::with_capacity(resp.headers.len() + 3);
+        let date = ctx.date.now().to_owned();
+        fields.push(("date", &date));
+        fields.push(("server", &ctx.site.server_header));
+        for (name, value) in &resp.headers {
+            fields.push((name, value));
+        }
+        let length = match &resp.body {
+            Body::Stream { len: None, .. } => None,
+            body => Some(body.len()),
+        };
+        let length_text = length.filter(|_| with_body).map(|n| n.to_string());
+        if let Some(n) = &length_text {
+            fields.push(("content-length", n));
+        }
+        let head_size: u64 = fields.iter().map(|(n, v)| (n.len() + v.len() + 4) as u64).sum::<u64>() + 13;
+        let plan = if with_body && !is_head { BodyPlan::new(resp.body, pieces) } else { None };
+        self.codec.send_headers(id, resp.status, &fields, plan.is_none());
+        drop(fields);
+        s.ex.bytes_sent = head_size;
+        s.ex.record(resp.status, resp.host, resp.filename, resp.headers, resp.filters);
+        match plan {
+            Some(plan) => s.state = State::Sending(plan),
+            None => self.finish_stream(ctx, id, false),
+        }
+    }
+
+    /// Sends DATA for the streams that have some, each a turn, until the
+    /// windows close, the bodies wait, or [`OUTPUT_AHEAD`] is queued.
+    /// Returns whether anything was queued.
+    pub fn produce(&mut self, ctx: &mut Ctx) -> bool {
+        let mut progress = false;
+        let mut idle_turns = 0;
+        while self.codec.output().len() < OUTPUT_AHEAD && !self.streams.is_empty() && idle_turns < self.streams.len() {
+            let i = self.next_turn % self.streams.len();
+            self.next_turn = i + 1;
+            let id = self.streams[i].id;
+            let window = self.codec.send_window(id);
+            let State::Sending(plan) = &mut self.streams[i].state else {
+                idle_turns += 1;
+                continue;
+            };
+            if window == 0 {
+                idle_turns += 1;
+                continue;
+            }
+            match plan.take(window.min(TURN), &mut self.piece) {
+                Taken::Data { last } => {
+                    let sent = self.codec.send_data(id, &self.piece, last);
+                    debug_assert_eq!(sent, self.piece.len(), "within the window");
+                    let s = &mut self.streams[i];
+                    s.ex.body_bytes += sent as u64;
+                    s.ex.bytes_sent += sent as u64;
+                    progress = true;
+                    idle_turns = 0;
+                    if last {
+                        self.finish_stream(ctx, id, false);
+                    }
+                }
+                Taken::Wait => idle_turns += 1,
+                Taken::Failed => {
+                    // An end would claim the body whole: the client is told it is not.
+                    self.codec.reset(id, ErrorCode::Internal);
+                    self.finish_stream(ctx, id, true);
+                    progress = true;
+                }
+            }
+        }
+        if self.piece.capacity() > TURN {
+            self.piece = Vec::new();
+        }
+        progress
+    }
+
+    /// The client reset the stream, or the codec did: its work is dropped
+    /// (a worker thread's pieces stop when their receiver goes).
+    fn drop_stream(&mut self, ctx: &mut Ctx, id: u32) {
+        if self.stream_mut(id).is_some() {
+            self.finish_stream(ctx, id, true);
+        }
+    }
+
+    fn finish_stream(&mut self, ctx: &mut Ctx, id: u32, aborted: bool) {
+        let Some(i) = self.streams.iter().position(|s| s.id == id) else { return };
+        let s = self.streams.swap_remove(i);
+        s.ex.log(ctx.logs, ctx.site, &s.info, self.served, aborted);
+        ctx.slot.end_request(s.ex.bytes_sent, s.ex.start.elapsed().as_micros() as u64);
+        if self.streams.is_empty() {
+            self.streams = Vec::new();
+        }
+    }
+
+    /// The connection is going away (closed, timed out): every stream
+    /// still open is logged as cut short.
+    pub fn abort_all(&mut self, ctx: &mut Ctx) {
+        while let Some(s) = self.streams.first() {
+            let id = s.id;
+            self.finish_stream(ctx, id, true);
+        }
+    }
+}
