@@ -24,7 +24,8 @@ error_log $dir/logs/error.log info;
 events { worker_connections 1024; }
 http {
     access_log $dir/logs/access.log;
-    client_body_temp_path $dir/tmp;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
     default_type application/octet-stream;
     server {
         listen 127.0.0.1:18601 http2;
@@ -40,10 +41,11 @@ http {
     server {
         listen 127.0.0.1:18603;
         location = /posted { return 200 "posted\n"; }
+    }
 }
 CONF
 "$nginx_bin" -p "$dir" -c "$dir/nginx.conf" || exit 1
-trap 'kill "$(cat "$dir/nginx.pid")" 2>/dev/null; sleep 0.5; rm -rf "$dir"' EXIT
+trap 'kill "$(cat "$dir/nginx.pid")" 2>/dev/null; sleep 0.5; [ -n "${KEEP_LOGS:-}" ] && cp "$dir/logs/error.log" "$KEEP_LOGS"; rm -rf "$dir"' EXIT
 for i in $(seq 50); do [ -f "$dir/nginx.pid" ] && break; sleep 0.1; done
 opts=(--path /index.html --big-path /100k.bin --cookie-path /echo-cookie --post-path /post)
 rc=0
