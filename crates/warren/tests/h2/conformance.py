@@ -24,8 +24,8 @@ import time
 import hpack
 from h2.errors import ErrorCodes
 from hyperframe.exceptions import HyperframeError
-from hyperframe.frame import (ContinuationFrame, DataFrame, ExtensionFrame, Frame, GoAwayFrame, HeadersFrame,
-                              PingFrame, PushPromiseFrame, RstStreamFrame, SettingsFrame, WindowUpdateFrame)
+from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame,
+                              PingFrame, PushPromiseFrame, RstStreamFrame, SettingsFrame)
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -1652,24 +1652,28 @@ def _(opt):
     return outcome
 
 
-def unread_flood(opt, chunk, count, what):
+def unread_flood(opt, one, per_chunk, chunks, what):
+    """Sends `one` frame per_chunk x chunks times, never reading the answers,
+    then checks that a new connection is served meanwhile."""
     c = Conn(opt)
-    n = c.send_until_blocked(chunk, count)
+    n = c.send_until_blocked(one * per_chunk, chunks) * per_chunk
     try:
-        fresh_get_ok(opt, "during the %s (%d sent, none of the answers read)" % (what, n))
+        fresh_get_ok(opt, "during the %s (%d frames sent, none of the answers read)" % (what, n))
     finally:
         c.close()
-    return "%d sent before the server stopped reading or closed" % n if n < count else "all %d sent" % count
+    if n < per_chunk * chunks:
+        return "%d frames sent before the server stopped reading or closed" % n
+    return "all %d frames sent" % n
 
 
 @case("attack/ping-flood", "100000 PINGs never read: other clients still served", timeout_factor=4)
 def _(opt):
-    return unread_flood(opt, ping(b"floodpng") * 100, 1000, "PING flood")
+    return unread_flood(opt, ping(b"floodpng"), 100, 1000, "PING flood")
 
 
 @case("attack/settings-flood", "20000 SETTINGS never read: other clients still served", timeout_factor=4)
 def _(opt):
-    return unread_flood(opt, settings((INITIAL_WINDOW_SIZE, 65535)) * 100, 200, "SETTINGS flood")
+    return unread_flood(opt, settings((INITIAL_WINDOW_SIZE, 65535)), 100, 200, "SETTINGS flood")
 
 
 @case("attack/zero-window", "8 connections x 10 streams held with window 0: other clients served", timeout_factor=4)
