@@ -16,7 +16,9 @@ use std::process::Command;
 
 each_mpm!(h2c_prior_knowledge, h2_over_tls);
 
-const PROTOCOLS: &str = "Protocols h2 h2c http/1.1\n";
+/// HTTP/2 on, and a php-cgi pool for the suite's POST and cookie paths
+/// (run as nobody: warren refuses a pool that would run as root).
+const CONF: &str = "Protocols h2 h2c http/1.1\n<Pool www>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n    pm static\n    pm.max_children 2\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
 
 fn python() -> PathBuf {
     let p = std::env::var_os("WARREN_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/warren-test-venv/bin/python"));
@@ -26,9 +28,14 @@ fn python() -> PathBuf {
 }
 
 /// The suite's files: index.html (the --path), a 100 KB file for the
-/// flow-control cases (more than the 65535 bytes of a first window).
+/// flow-control cases (more than the 65535 bytes of a first window), a
+/// script that reads a POST's body (--post-path: the content-length checks
+/// then see the body read, not refused unread) and one that answers with
+/// the Cookie the application got (--cookie-path: §8.2.3's joining).
 fn site(dir: &TempDir) {
     standard_site(dir);
+    dir.write("htdocs/post.php", "<?php echo strlen(file_get_contents('php://input')), \" bytes\\n\";");
+    dir.write("htdocs/cookie.php", "<?php echo $_SERVER['HTTP_COOKIE'] ?? '';");
     dir.write("htdocs/100k.bin", (0..102_400u32).map(|i| (i * 13 % 251) as u8).collect::<Vec<u8>>());
 }
 
@@ -38,6 +45,7 @@ fn run_suite(s: &Server, port: u16, tls: bool) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h2/conformance.py");
     let mut cmd = Command::new(python());
     cmd.arg(script).args(["--host", "127.0.0.1", "--port", &port.to_string(), "--path", "/index.html", "--big-path", "/100k.bin"]);
+    cmd.args(["--post-path", "/post.php", "--cookie-path", "/cookie.php"]);
     // Generous: six warrens may run the suite at once on two cores.
     cmd.args(["--timeout", "15", "--authority", &format!("localhost:{port}")]);
     if tls {
@@ -63,7 +71,7 @@ fn run_suite(s: &Server, port: u16, tls: bool) {
 fn h2c_prior_knowledge(mpm: &str) {
     let dir = TempDir::new(&format!("h2c-{mpm}"));
     site(&dir);
-    let s = Server::start_in(dir, mpm, PROTOCOLS);
+    let s = Server::start_in(dir, mpm, CONF);
     run_suite(&s, s.port, false);
 }
 
@@ -72,6 +80,6 @@ fn h2_over_tls(mpm: &str) {
     site(&dir);
     // The main server on TLS, with the test CA's certificate for localhost.
     let tls = common::tls::Certs::make(&dir.0).directives("localhost");
-    let s = Server::start_in(dir, mpm, &format!("{tls}{PROTOCOLS}"));
+    let s = Server::start_in(dir, mpm, &format!("{tls}{CONF}"));
     run_suite(&s, s.port, true);
 }
