@@ -362,6 +362,7 @@ class Conn:
                 fragment += bytes(c.data)
                 if "END_HEADERS" in c.flags:
                     break
+            f.fragment = fragment
             try:
                 f.fields = self.decoder.decode(fragment)
             except Exception as e:  # hpack's errors
@@ -1153,6 +1154,33 @@ def _(opt):
     c.get_ok()
 
 
+@case("6.5.2/6", "SETTINGS_HEADER_TABLE_SIZE 0: the server's header blocks decode without a dynamic table")
+def _(opt):
+    c = Conn(opt, client_settings=((ENABLE_PUSH, 0), (HEADER_TABLE_SIZE, 0)))
+    c.decoder.max_allowed_table_size = 0  # a reference to a dynamic entry now fails to decode
+    for _ in range(3):
+        c.get_ok()
+
+
+@case("hpack/4.2/2", "after our SETTINGS_HEADER_TABLE_SIZE 0, the server's next block starts with a table size update",
+      should=True)
+def _(opt):
+    # RFC 7541 §4.2: a change of the table's maximum size is signalled at the
+    # start of the first block after it. A server whose encoder never used
+    # its table may see no change to signal: a SHOULD-level check.
+    c = Conn(opt, client_settings=((ENABLE_PUSH, 0), (HEADER_TABLE_SIZE, 0)))
+    s = c.request()
+    try:
+        while True:
+            f = c.recv_frame()
+            if isinstance(f, HeadersFrame) and f.stream_id == s:
+                break
+    except (Closed, Timeout) as e:
+        raise Fail("no response (%s)" % type(e).__name__)
+    if not f.fragment or f.fragment[0] & 0xe0 != 0x20:
+        raise Fail("the block starts with 0x%02x, not a dynamic table size update" % (f.fragment[:1] or b"\0")[0])
+
+
 @case("6.5.3/1", "the server acknowledges our SETTINGS")
 def _(opt):
     c = Conn(opt)
@@ -1563,6 +1591,36 @@ def _(opt):
     r = c.response(s2)
     if r.status != 200:
         raise Fail("second request answered %s" % r.status)
+
+
+# === §9.2 TLS ==================================================================
+
+@case("9.2/1", "TLS 1.2 or later", needs="tls")
+def _(opt):
+    c = Conn(opt)
+    if c.sock.version() not in ("TLSv1.2", "TLSv1.3"):
+        raise Fail("negotiated %s" % c.sock.version())
+    return c.sock.version()
+
+
+@case("9.2.2/1", "under TLS 1.2, an ephemeral key exchange and an AEAD cipher", needs="tls")
+def _(opt):
+    ctx_version = ssl.TLSVersion.TLSv1_2
+    sock = socket.create_connection((opt.host, opt.port), timeout=opt.timeout)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.maximum_version = ctx_version
+    ctx.set_alpn_protocols(["h2"])
+    try:
+        tls = ctx.wrap_socket(sock, server_hostname=opt.authority.split(":")[0])
+    except (OSError, ssl.SSLError) as e:
+        raise Skip("no TLS 1.2 handshake (%s): TLS 1.3 only" % e)
+    name = tls.cipher()[0]
+    tls.close()
+    if not (name.startswith("ECDHE-") or name.startswith("DHE-")) or not any(a in name for a in ("GCM", "CHACHA20", "CCM")):
+        raise Fail("cipher %s is on RFC 9113 Appendix A's list" % name)
+    return name
 
 
 # === attacks: bounded, the server must survive and go on serving ================
