@@ -47,7 +47,7 @@ fn run_suite(s: &Server, port: u16, tls: bool) {
     cmd.arg(script).args(["--host", "127.0.0.1", "--port", &port.to_string(), "--path", "/index.html", "--big-path", "/100k.bin"]);
     cmd.args(["--post-path", "/post.php", "--cookie-path", "/cookie.php"]);
     // Generous: six warrens may run the suite at once on two cores.
-    cmd.args(["--timeout", "15", "--authority", &format!("localhost:{port}")]);
+    cmd.args(["--timeout", "10", "--authority", &format!("localhost:{port}")]);
     if tls {
         cmd.arg("--tls");
     }
