@@ -670,6 +670,20 @@ def case(section, title, needs=None, timeout_factor=1, should=False):
 def _(opt):
     c = Conn(opt, preface=b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n", client_settings=None, handshake=False)
     c.send(settings())
+    # "The peer is not using HTTP/2" (§3.4): a server that speaks HTTP/1.1
+    # on the port may answer in HTTP/1.1 (an error status) and close.
+    try:
+        head = c._read_exact(9)
+    except Closed:
+        return "connection closed"
+    except Timeout:
+        raise Fail("no answer nor close within %gs" % opt.timeout)
+    if head.startswith(b"HTTP/1."):
+        status = (head + c._read_exact(3))[9:12]
+        if not status.startswith((b"4", b"5")):
+            raise Fail("answered in HTTP/1.x with status %r" % status)
+        return "answered HTTP/1.x %s" % status.decode("latin-1")
+    c.inbuf[:0] = head
     return expect_connection_error(c, PROTOCOL_ERROR, probe=False)
 
 
@@ -1157,7 +1171,9 @@ def _(opt):
 @case("6.5.2/6", "SETTINGS_HEADER_TABLE_SIZE 0: the server's header blocks decode without a dynamic table")
 def _(opt):
     c = Conn(opt, client_settings=((ENABLE_PUSH, 0), (HEADER_TABLE_SIZE, 0)))
-    c.decoder.max_allowed_table_size = 0  # a reference to a dynamic entry now fails to decode
+    # Our table holds nothing now: a reference to a dynamic entry fails to decode.
+    c.decoder.max_allowed_table_size = 0
+    c.decoder.header_table_size = 0
     for _ in range(3):
         c.get_ok()
 
@@ -1247,7 +1263,7 @@ def _(opt):
 def _(opt):
     c = Conn(opt)
     s = c.request()
-    c.send(goaway(s))
+    c.send(goaway(0))  # the last stream we (a client) processed: none pushed
     r = c.response(s)
     if r.status != 200:
         raise Fail("answered %s" % r.status)
