@@ -195,7 +195,9 @@ impl Session {
         self.served += 1;
         let mut info = self.info;
         ctx.site.find_useragent(&mut head, &mut info);
-        let mut ex = Exchange::new(Some(head), true, 0);
+        // %I: the header block as it came, then the body.
+        let received = head.wire_len() as u64;
+        let mut ex = Exchange::new(Some(head), true, received);
         ex.note_start(ctx.slot, ctx.site, &info);
         let limit = ex.apply_body_limit(ctx.site, &info);
         self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now() });
