@@ -224,7 +224,7 @@ fn provider_for(base: &CryptoProvider, host: &TlsHost, warnings: &mut Vec<String
                 }
                 list
             }
-            None => ciphers::suites13().to_vec(),
+            None => ciphers::default13().to_vec(),
         };
         if !list.is_empty() {
             versions.push(&rustls::version::TLS13);
@@ -243,7 +243,7 @@ fn provider_for(base: &CryptoProvider, host: &TlsHost, warnings: &mut Vec<String
                 }
                 list
             }
-            None => ciphers::select12("DEFAULT").0,
+            None => ciphers::select12(ciphers::DEFAULT12).0,
         };
         if !list.is_empty() {
             versions.push(&rustls::version::TLS12);

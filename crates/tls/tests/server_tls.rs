@@ -316,22 +316,24 @@ fn server_cipher_order_by_default() {
     let conf = |extra: &str| {
         format!("Listen 443\n{extra}<VirtualHost *:443>\nSSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n</VirtualHost>\n", cert.display(), key.display())
     };
-    let aes128_first = vec![
-        cs::TLS13_AES_128_GCM_SHA256,
+    // A client that prefers ChaCha20, then AES-256, then AES-128.
+    let chacha_first = vec![
         cs::TLS13_CHACHA20_POLY1305_SHA256,
         cs::TLS13_AES_256_GCM_SHA384,
-        cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        cs::TLS13_AES_128_GCM_SHA256,
         cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
         cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
     ];
     for (extra, honored, tls13, tls12) in [
-        ("", true, C::TLS13_AES_256_GCM_SHA384, C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384),
-        ("SSLHonorCipherOrder off\n", false, C::TLS13_AES_128_GCM_SHA256, C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
+        // warren's default order: AES-128-GCM first.
+        ("", true, C::TLS13_AES_128_GCM_SHA256, C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
+        ("SSLHonorCipherOrder off\n", false, C::TLS13_CHACHA20_POLY1305_SHA256, C::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256),
         (
-            "SSLCipherSuite CHACHA20:AES256\nSSLCipherSuite TLSv1.3 TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256\n",
+            "SSLCipherSuite AES256:CHACHA20\nSSLCipherSuite TLSv1.3 TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256\n",
             true,
-            C::TLS13_CHACHA20_POLY1305_SHA256,
-            C::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+            C::TLS13_AES_256_GCM_SHA384,
+            C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
         ),
     ] {
         let tls = ServerTls::new(&settings(&d, &conf(extra))).unwrap().unwrap();
@@ -339,7 +341,7 @@ fn server_cipher_order_by_default() {
         let server = tls.for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
         assert_eq!(server.ignore_client_order, honored, "{extra:?}");
         for (version, expected) in [(&rustls::version::TLS13, tls13), (&rustls::version::TLS12, tls12)] {
-            let client = client_offering(Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default())), aes128_first.clone(), &[version]);
+            let client = client_offering(Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default())), chacha_first.clone(), &[version]);
             let (_, suite) = handshake_suite(server.clone(), client, "a.test").unwrap();
             assert_eq!(suite, expected, "{extra:?}, {version:?}");
         }
