@@ -18,11 +18,13 @@ use super::{Server, TempDir};
 /// the module line Debian's `a2enmod http2` writes (without it warren
 /// warns that Apache would not offer HTTP/2), HTTP/2 on for every host, and
 /// a TLS virtual host on a second port. The vhost inherits the main
-/// server's directives (DocumentRoot, Header, ErrorDocument...), as in
-/// Apache, so both ports serve the same site.
+/// server's directives (Protocols, Header, ErrorDocument, CustomLog...), as
+/// in Apache, so both ports serve the same site; its DocumentRoot is
+/// written out, as warren's vhosts do not inherit the main server's
+/// (Apache's do).
 fn h2_lines(tls_port: u16, certs: &Certs) -> String {
     format!(
-        "LoadModule http2_module modules/mod_http2.so\nProtocols h2 h2c http/1.1\nListen 127.0.0.1:{tls_port} https\n<VirtualHost 127.0.0.1:{tls_port}>\n{}</VirtualHost>\n",
+        "LoadModule http2_module modules/mod_http2.so\nProtocols h2 h2c http/1.1\nListen 127.0.0.1:{tls_port} https\n<VirtualHost 127.0.0.1:{tls_port}>\nDocumentRoot htdocs\n{}</VirtualHost>\n",
         certs.directives("localhost")
     )
 }
