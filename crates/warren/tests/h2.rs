@@ -5,7 +5,8 @@
 //! PHP through php-fpm (a query, bodies sent as DATA frames with and
 //! without a length), mod_headers' fields lower-cased on the wire, gzip;
 //! h2c by `Upgrade` (101, then HTTP/2 on the same connection), and what
-//! H2Direct / H2Upgrade Off turn off; the access log's `%H` and `%r`.
+//! H2Direct / H2Upgrade Off turn off, and that without `Protocols` there
+//! is no HTTP/2 at all; the access log's `%H` and `%r`.
 //! h2_clients.rs has nghttp, h2load, a graceful restart and Chromium.
 
 mod common;
@@ -20,6 +21,7 @@ each_mpm!(
     header_fields_and_gzip,
     upgrade_from_http11,
     direct_and_upgrade_turned_off,
+    off_without_protocols,
     access_log_says_http2,
 );
 
@@ -136,6 +138,7 @@ echo 'input_len=', strlen($in), "\n";
 echo 'input_md5=', md5($in), "\n";
 "#,
     );
+    dir.write("htdocs/big.php", "<?php for ($i = 0; $i < 160; $i++) { echo str_repeat(chr(65 + $i % 26), 65536); flush(); }");
     let fpm = Fpm::start(&dir, "");
     let handler = format!("<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n", fpm.socket.display());
     let h = H2Server::start_in(dir, mpm, &handler);
@@ -171,6 +174,23 @@ echo 'input_md5=', md5($in), "\n";
         let v = key_values(&String::from_utf8_lossy(&g.body));
         assert_eq!((v["input_len"].as_str(), v["input_md5"].as_str()), ("204800", body_md5.as_str()), "{way:?}: {v:?}");
         assert_eq!(v["CONTENT_LENGTH"], "204800", "{way:?}");
+
+        // A 10 MB answer PHP writes as it goes (flushed in 64 KB pieces):
+        // under the event MPM its pieces come from a worker thread.
+        let g = h.curl(way, "/big.php", &[]);
+        assert_h2(&g, 200, &format!("{way:?} big.php"));
+        assert_eq!(g.body.len(), 160 * 65536, "{way:?}");
+        assert!(g.body.chunks(65536).enumerate().all(|(i, c)| c.iter().all(|&b| b == b'A' + (i % 26) as u8)), "{way:?}: the pieces in order");
+
+        // Several PHP requests at once on one connection (prefork and
+        // worker answer them in turn on the connection's thread).
+        let base = if way == Way::Tls { format!("https://127.0.0.1:{}", h.tls_port) } else { format!("http://127.0.0.1:{}", h.s.port) };
+        let urls: Vec<String> = (0..8).map(|i| format!("{base}/vars.php?n={i}")).collect();
+        let mut args = vec!["-n", "-s"];
+        args.extend(urls.iter().map(String::as_str));
+        let (ok, out, err) = h.nghttp(&args);
+        let rows = nghttp_stats(&String::from_utf8_lossy(&out));
+        assert!(ok && rows.len() == 8 && rows.iter().all(|(code, _)| *code == 200), "{way:?}: {rows:?} {err}");
 
         // A form.
         let g = h.curl(way, "/vars.php?q=1", &["-d", "a=1&b=two"]);
@@ -283,6 +303,21 @@ fn direct_and_upgrade_turned_off(mpm: &str) {
     assert_eq!((g.code, g.version.as_str(), g.status), (0, "1.1", 200), "{}", g.verbose);
     assert_eq!(g.body, b"0123456789abcdefghij");
     assert_h2(&h.curl(Way::PriorKnowledge, "/a.txt", &[]), 200, "H2Upgrade Off: prior knowledge still");
+}
+
+/// Without `Protocols`, HTTP/2 is off, as in Apache: the preface is not
+/// taken, Upgrade is ignored, ALPN agrees http/1.1.
+fn off_without_protocols(mpm: &str) {
+    let h = H2Server::start_without_protocols(mpm, "off");
+    let g = h.curl(Way::PriorKnowledge, "/a.txt", &[]);
+    assert!(g.code != 0 || g.version != "2", "no Protocols, yet prior knowledge was answered in HTTP/2:\n{}", g.verbose);
+    let g = h.curl(Way::Upgrade, "/a.txt", &[]);
+    assert!(!g.verbose.contains("101 Switching"), "no Protocols, yet 101:\n{}", g.verbose);
+    assert_eq!((g.code, g.version.as_str(), g.status, g.body.as_slice()), (0, "1.1", 200, &b"0123456789abcdefghij"[..]), "{}", g.verbose);
+    let g = h.curl(Way::Tls, "/a.txt", &[]);
+    assert_eq!((g.code, g.version.as_str(), g.status, g.body.as_slice()), (0, "1.1", 200, &b"0123456789abcdefghij"[..]), "{}", g.verbose);
+    // The server is still there for HTTP/1.1 after the preface it refused.
+    assert_eq!(h.s.get("/a.txt").text(), "0123456789abcdefghij");
 }
 
 fn access_log_says_http2(mpm: &str) {

@@ -104,6 +104,19 @@ impl H2Server {
         H2Server { s, tls_port, certs }
     }
 
+    /// The same two ports without any `Protocols` line: Apache's default,
+    /// HTTP/1.1 only.
+    pub fn start_without_protocols(mpm: &str, tag: &str) -> H2Server {
+        let dir = TempDir::new(&format!("h2-{tag}-{mpm}"));
+        super::standard_site(&dir);
+        let certs = Certs::make(&dir.0);
+        let tls_port = super::free_port();
+        let lines = h2_lines(tls_port, &certs).replace("Protocols h2 h2c http/1.1\n", "");
+        assert!(!lines.contains("Protocols"));
+        let s = Server::start_in(dir, mpm, &lines);
+        H2Server { s, tls_port, certs }
+    }
+
     /// The URL of `path` the way `way` reaches it. The host is `localhost`
     /// (resolved to 127.0.0.1 by `--resolve`), which the certificate names.
     pub fn url(&self, way: Way, path: &str) -> String {
