@@ -128,12 +128,13 @@ fn php_query_and_request_bodies(mpm: &str) {
     dir.write(
         "htdocs/vars.php",
         r#"<?php
-foreach (['SERVER_PROTOCOL','REQUEST_METHOD','QUERY_STRING','HTTPS','CONTENT_LENGTH','CONTENT_TYPE','HTTP_HOST','HTTP_X_SENT'] as $k) {
+foreach (['SERVER_PROTOCOL','REQUEST_METHOD','QUERY_STRING','HTTPS','CONTENT_LENGTH','CONTENT_TYPE','HTTP_HOST','HTTP_X_SENT','HTTP_COOKIE'] as $k) {
     echo $k, '=', $_SERVER[$k] ?? '(unset)', "\n";
 }
 $in = file_get_contents('php://input');
 echo 'get=', json_encode($_GET), "\n";
 echo 'post=', json_encode($_POST), "\n";
+echo 'cookie=', json_encode($_COOKIE), "\n";
 echo 'input_len=', strlen($in), "\n";
 echo 'input_md5=', md5($in), "\n";
 "#,
@@ -191,6 +192,13 @@ echo 'input_md5=', md5($in), "\n";
         let (ok, out, err) = h.nghttp(&args);
         let rows = nghttp_stats(&String::from_utf8_lossy(&out));
         assert!(ok && rows.len() == 8 && rows.iter().all(|(code, _)| *code == 200), "{way:?}: {rows:?} {err}");
+
+        // Cookies in separate fields, as HTTP/2 clients may send them
+        // (RFC 9113 §8.2.3): PHP gets them joined with "; ".
+        let (ok, out, err) = h.nghttp(&["-H", "cookie: a=1", "-H", "cookie: b=two", &format!("{base}/vars.php")]);
+        let v = key_values(&String::from_utf8_lossy(&out));
+        assert!(ok, "{way:?}: {err}");
+        assert_eq!((v["HTTP_COOKIE"].as_str(), v["cookie"].as_str()), ("a=1; b=two", r#"{"a":"1","b":"two"}"#), "{way:?}: {v:?}");
 
         // A form.
         let g = h.curl(way, "/vars.php?q=1", &["-d", "a=1&b=two"]);

@@ -3,8 +3,9 @@
 //! exchange, a HEAD, many streams and several URIs on one connection, a
 //! 1 MB file through small windows), the H2* directives as the client sees
 //! them, h2load (hundreds of streams, 50 at a time, on one connection), a
-//! graceful restart while downloads are under way, and Chromium loading a
-//! page of 30 assets over h2.
+//! graceful restart while downloads are under way, a stream cancelled
+//! half-way and an idle connection's GOAWAY, and Chromium loading a page of
+//! 30 assets over h2.
 
 mod common;
 use common::h2::*;
@@ -18,6 +19,7 @@ each_mpm!(
     settings_follow_the_configuration,
     h2load_many_streams_on_one_connection,
     graceful_restart_during_downloads,
+    resets_and_idle_connections,
     chromium_loads_a_page_of_30_assets,
 );
 
@@ -269,6 +271,72 @@ fn graceful_restart_during_downloads(mpm: &str) {
         let g = h.curl(way, "/a.txt", &[]);
         assert_eq!((g.code, g.version.as_str(), g.status, g.body.as_slice()), (0, "2", 200, &b"0123456789abcdefghij"[..]), "{way:?} after the restart:\n{}", g.verbose);
     }
+}
+
+/// Reads frames until stream `id` ends; returns its DATA. Panics on a
+/// reset, a GOAWAY or 20 s without the end.
+fn read_stream(raw: &mut RawH2, id: u32) -> Vec<u8> {
+    let mut body = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let f = raw.next_frame(left).unwrap_or_else(|| panic!("stream {id} did not end ({} bytes came)", body.len()));
+        if f.stream == id && (f.kind == DATA || f.kind == HEADERS) {
+            if f.kind == DATA {
+                body.extend_from_slice(f.content());
+            }
+            if f.flags & END_STREAM != 0 {
+                return body;
+            }
+        }
+        assert!(f.kind != GOAWAY && !(f.kind == RST_STREAM && f.stream == id), "waiting for stream {id}: {f:?}");
+    }
+}
+
+/// A client that cancels a download half-way (RST_STREAM) keeps its
+/// connection: the next stream is answered, and the one after that, and
+/// the access log has the cancelled one. A connection left idle is told
+/// GOAWAY after KeepAliveTimeout and closed.
+fn resets_and_idle_connections(mpm: &str) {
+    let conf = "KeepAliveTimeout 1\nLogFormat \"%H %>s %U %X\" resets\nCustomLog resets.log resets";
+    let h = H2Server::start(mpm, "resets", &[("htdocs/big.bin", big())], conf);
+    let authority = format!("localhost:{}", h.s.port);
+    let mut raw = RawH2::connect(h.s.port);
+    raw.get(1, &authority, "/big.bin");
+    // Part of the first window, then CANCEL.
+    let mut got = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got < 16384 {
+        let f = raw.next_frame(deadline.saturating_duration_since(Instant::now())).expect("DATA for stream 1");
+        if f.kind == DATA && f.stream == 1 {
+            got += f.content().len();
+        }
+    }
+    raw.send(RST_STREAM, 0, 1, &8u32.to_be_bytes());
+    // Credit for the connection, which the cancelled stream's frames used.
+    raw.window_update(0, 1 << 20);
+    raw.get(3, &authority, "/a.txt");
+    assert_eq!(read_stream(&mut raw, 3), b"0123456789abcdefghij", "the stream after a reset");
+    raw.get(5, &authority, "/index.html");
+    assert_eq!(read_stream(&mut raw, 5), b"<html>hello</html>\n");
+    // Idle now: GOAWAY (NO_ERROR) after KeepAliveTimeout, then the close.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let goaway = loop {
+        let f = raw.next_frame(deadline.saturating_duration_since(Instant::now())).unwrap_or_else(|| panic!("no GOAWAY on an idle connection within 20 s"));
+        if f.kind == GOAWAY {
+            break f;
+        }
+        assert!(f.kind != DATA || f.stream == 1, "unexpected {f:?}");
+    };
+    let last_stream = u32::from_be_bytes(goaway.payload[0..4].try_into().unwrap()) & 0x7fff_ffff;
+    let code = u32::from_be_bytes(goaway.payload[4..8].try_into().unwrap());
+    assert_eq!((last_stream, code), (5, 0), "GOAWAY names the last stream taken, NO_ERROR");
+    assert!(raw.closed(Duration::from_secs(20)), "the idle connection was not closed after its GOAWAY");
+    // The cancelled stream is logged as cut short (%X "X"), the others whole.
+    let log = h.s.wait_log("resets.log", "/index.html");
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines.contains(&"HTTP/2.0 200 /a.txt +") || lines.contains(&"HTTP/2.0 200 /a.txt -"), "{log}");
+    assert!(lines.contains(&"HTTP/2.0 200 /big.bin X"), "the cancelled download, aborted:\n{log}");
 }
 
 /// One Chromium at a time: each is several processes and much memory.
