@@ -35,7 +35,7 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         c.stream.note_tls(&self.site, &mut c.info);
         let mut tasks = Vec::new();
-        let session = match upgraded {
+        let mut session = match upgraded {
             Some((codec, head)) => {
                 let mut session = Session::new(codec, c.info);
                 let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
@@ -44,6 +44,7 @@ impl EventLoop {
             }
             None => Session::new(crate::h2::connection(&c.stream, &self.rules), c.info),
         };
+        session.limit_data_frames(crate::h2::max_data_frame_len(&c.stream));
         for task in tasks {
             self.pool.submit(slot, c.generation, Job::H2(Box::new(task)));
         }

@@ -42,6 +42,7 @@ impl Driver<'_> {
             }
             None => Session::new(super::connection(stream, &self.rules), info),
         };
+        session.limit_data_frames(super::max_data_frame_len(stream));
         let mut buf = vec![0u8; READ_CHUNK];
         let mut last_progress = Instant::now();
         let mut going_away = false;

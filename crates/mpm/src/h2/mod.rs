@@ -50,6 +50,11 @@ pub fn connection(stream: &ClientStream, rules: &ConnRules) -> Connection {
     Connection::new(limits(settings, rules))
 }
 
+/// H2MaxDataFrameLen of the listener a connection came in on (0: none).
+pub fn max_data_frame_len(stream: &ClientStream) -> u32 {
+    stream.h2().map_or(0, |plan| plan.settings.max_data_frame_len)
+}
+
 /// Writes what the codec has queued, as far as the socket takes it now.
 /// Ok(true): all of it is out (over TLS, its records too).
 pub fn write_output(stream: &ClientStream, codec: &mut Connection) -> io::Result<bool> {

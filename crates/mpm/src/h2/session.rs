@@ -135,11 +135,14 @@ pub struct Session {
     /// window's worth of DATA lands behind the 101); the preface tells it
     /// has switched. Costs an upgraded stream one round trip.
     awaiting_preface: bool,
+    /// H2MaxDataFrameLen: the most body bytes one DATA frame carries (0:
+    /// as the codec frames them, at most 16384).
+    max_data: usize,
 }
 
 impl Session {
     pub fn new(codec: Connection, info: ConnInfo) -> Session {
-        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), awaiting_preface: false }
+        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), awaiting_preface: false, max_data: 0 }
     }
 
     /// No stream is open on either side: the connection is idle.
@@ -174,6 +177,11 @@ impl Session {
         }
         self.events = events;
         used
+    }
+
+    /// H2MaxDataFrameLen (0: no limit of its own).
+    pub fn limit_data_frames(&mut self, max: u32) {
+        self.max_data = max as usize;
     }
 
     /// The HTTP/1.1 request that asked for the upgrade: stream 1.
@@ -320,6 +328,9 @@ impl Session {
             return progress;
         }
         let mut idle_turns = 0;
+        // Each piece goes in one send_data call, which frames it whole
+        // when it is no larger than 16384.
+        let turn = if self.max_data > 0 { TURN.min(self.max_data) } else { TURN };
         while self.codec.output().len() < OUTPUT_AHEAD && !self.streams.is_empty() && idle_turns < self.streams.len() {
             let i = self.next_turn % self.streams.len();
             self.next_turn = i + 1;
@@ -333,7 +344,7 @@ impl Session {
                 idle_turns += 1;
                 continue;
             }
-            match plan.take(window.min(TURN), &mut self.piece) {
+            match plan.take(window.min(turn), &mut self.piece) {
                 Taken::Data { last } => {
                     let sent = self.codec.send_data(id, &self.piece, last);
                     debug_assert_eq!(sent, self.piece.len(), "within the window");
