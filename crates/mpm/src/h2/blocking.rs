@@ -15,7 +15,7 @@ use warren_handler::ConnInfo;
 use warren_http::h2::Connection;
 use warren_http::RequestHead;
 
-use super::session::{Ctx, Session, OUTPUT_AHEAD};
+use super::session::{Ctx, OUTPUT_AHEAD};
 use super::write_output;
 use crate::blocking::Driver;
 use crate::client_stream::ClientStream;
@@ -33,16 +33,9 @@ impl Driver<'_> {
     pub fn serve_h2(&mut self, stream: &ClientStream, info: ConnInfo, mut input: Vec<u8>, upgraded: Option<(Connection, RequestHead)>) {
         let _ = stream.set_nonblocking(true);
         let mut tasks = Vec::new();
-        let mut session = match upgraded {
-            Some((codec, head)) => {
-                let mut session = Session::new(codec, info);
-                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
-                session.start_upgraded(&mut ctx, head, &mut tasks);
-                session
-            }
-            None => Session::new(super::connection(stream, &self.rules), info),
-        };
-        session.limit_data_frames(super::max_data_frame_len(stream));
+        let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+        let mut session = super::session(stream, &self.rules, info, upgraded, &mut ctx, &mut tasks);
+        let stream_timeout = super::stream_timeout(stream, &self.rules);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut last_progress = Instant::now();
         let mut going_away = false;
@@ -110,7 +103,7 @@ impl Driver<'_> {
             // Nothing to do until the client sends or the socket drains.
             let idle = session.is_idle() && flushed;
             let stopping = self.stop.load(Ordering::Relaxed);
-            let limit = if idle { self.rules.keep_alive.idle_deadline(last_progress, stopping) } else { last_progress + self.rules.timeout };
+            let limit = if idle { self.rules.keep_alive.idle_deadline(last_progress, stopping) } else { last_progress + stream_timeout.min(self.rules.timeout) };
             let now = Instant::now();
             if now >= limit {
                 if idle && !going_away {
@@ -120,7 +113,13 @@ impl Driver<'_> {
                     last_progress = now;
                     continue;
                 }
-                break;
+                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                if !idle && session.expire_streams(&mut ctx, now, stream_timeout) > 0 {
+                    continue;
+                }
+                if now >= last_progress + self.rules.timeout {
+                    break;
+                }
             }
             self.slot.set(if idle { State::KeepAlive } else { State::Writing });
             self.before_wait();

@@ -103,6 +103,20 @@ struct Stream {
     ex: Exchange,
     info: ConnInfo,
     state: State,
+    /// When its body last moved, either way (H2StreamTimeout).
+    moved: Instant,
+}
+
+impl Stream {
+    /// Whether what holds the stream up is the client: its body, or its
+    /// window (a body a worker thread produces may wait on the application).
+    fn waits_on_client(&self) -> bool {
+        match &self.state {
+            State::Receiving { .. } => true,
+            State::Sending(BodyPlan::Channel { .. }) | State::Working => false,
+            State::Sending(_) => true,
+        }
+    }
 }
 
 enum State {
@@ -127,6 +141,9 @@ pub struct Session {
     /// Where the next turn at sending starts, so every stream has its go.
     next_turn: usize,
     piece: Vec<u8>,
+    /// The most body bytes one stream sends in a turn (H2MaxDataFrameLen
+    /// bounds it; the codec splits at the client's frame size anyway).
+    turn: usize,
     /// Upgraded from HTTP/1.1, and the client's preface has not come yet:
     /// no DATA goes before it. A client reads the 101 and what follows in
     /// one buffer until it has switched, and sends its preface once it has
@@ -135,14 +152,16 @@ pub struct Session {
     /// window's worth of DATA lands behind the 101); the preface tells it
     /// has switched. Costs an upgraded stream one round trip.
     awaiting_preface: bool,
-    /// H2MaxDataFrameLen: the most body bytes one DATA frame carries (0:
-    /// as the codec frames them, at most 16384).
-    max_data: usize,
 }
 
 impl Session {
-    pub fn new(codec: Connection, info: ConnInfo) -> Session {
-        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), awaiting_preface: false, max_data: 0 }
+    /// `max_data_frame_len`: H2MaxDataFrameLen (0: no bound of ours).
+    pub fn new(codec: Connection, info: ConnInfo, max_data_frame_len: u32) -> Session {
+        let turn = match max_data_frame_len {
+            0 => TURN,
+            n => TURN.min(n as usize),
+        };
+        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn, awaiting_preface: false }
     }
 
     /// No stream is open on either side: the connection is idle.
@@ -179,11 +198,6 @@ impl Session {
         used
     }
 
-    /// H2MaxDataFrameLen (0: no limit of its own).
-    pub fn limit_data_frames(&mut self, max: u32) {
-        self.max_data = max as usize;
-    }
-
     /// The HTTP/1.1 request that asked for the upgrade: stream 1.
     pub fn start_upgraded(&mut self, ctx: &mut Ctx, head: RequestHead, tasks: &mut Vec<Task>) {
         self.awaiting_preface = true;
@@ -194,10 +208,12 @@ impl Session {
         self.served += 1;
         let mut info = self.info;
         ctx.site.find_useragent(&mut head, &mut info);
-        let mut ex = Exchange::new(Some(head), true, 0);
+        // %I: the header block as it came, then the body.
+        let received = head.wire_len() as u64;
+        let mut ex = Exchange::new(Some(head), true, received);
         ex.note_start(ctx.slot, ctx.site, &info);
         let limit = ex.apply_body_limit(ctx.site, &info);
-        self.streams.push(Stream { id, ex, info, state: State::Working });
+        self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now() });
         if let Err(e) = limit {
             self.body_error(ctx, id, &e);
             return;
@@ -241,6 +257,7 @@ impl Session {
     fn body_data(&mut self, ctx: &mut Ctx, id: u32, data: &[u8], end: bool, tasks: &mut Vec<Task>) {
         let Some(s) = self.stream_mut(id) else { return };
         s.ex.bytes_received += data.len() as u64;
+        s.moved = Instant::now();
         let State::Receiving { spool, .. } = &mut s.state else { return };
         let pushed = spool.push(data).map_err(warren_handler::fastcgi::spool_error);
         let received = s.ex.bytes_received;
@@ -274,7 +291,7 @@ impl Session {
         let mut ex = Exchange::new(None, true, 0);
         ex.raw_line = b"(HTTP/2 request)".to_vec();
         let resp = ctx.site.protocol_error(e.status, &self.info, &e.reason);
-        self.streams.push(Stream { id, ex, info: self.info, state: State::Working });
+        self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now() });
         self.respond(ctx, id, resp, false, None);
     }
 
@@ -328,9 +345,6 @@ impl Session {
             return progress;
         }
         let mut idle_turns = 0;
-        // Each piece goes in one send_data call, which frames it whole
-        // when it is no larger than 16384.
-        let turn = if self.max_data > 0 { TURN.min(self.max_data) } else { TURN };
         while self.codec.output().len() < OUTPUT_AHEAD && !self.streams.is_empty() && idle_turns < self.streams.len() {
             let i = self.next_turn % self.streams.len();
             self.next_turn = i + 1;
@@ -344,13 +358,14 @@ impl Session {
                 idle_turns += 1;
                 continue;
             }
-            match plan.take(window.min(turn), &mut self.piece) {
+            match plan.take(window.min(self.turn), &mut self.piece) {
                 Taken::Data { last } => {
                     let sent = self.codec.send_data(id, &self.piece, last);
                     debug_assert_eq!(sent, self.piece.len(), "within the window");
                     let s = &mut self.streams[i];
                     s.ex.body_bytes += sent as u64;
                     s.ex.bytes_sent += sent as u64;
+                    s.moved = Instant::now();
                     progress = true;
                     idle_turns = 0;
                     if last {
@@ -388,6 +403,25 @@ impl Session {
         if self.streams.is_empty() {
             self.streams = Vec::new();
         }
+    }
+
+    /// Resets the streams whose body has not moved for `timeout`
+    /// (H2StreamTimeout): a request body that stopped coming, an answer
+    /// the client's window holds back. Streams waiting on an application
+    /// are ProxyTimeout's. Returns how many were reset.
+    pub fn expire_streams(&mut self, ctx: &mut Ctx, now: Instant, timeout: std::time::Duration) -> usize {
+        let stalled: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|s| s.waits_on_client() && now.saturating_duration_since(s.moved) >= timeout)
+            .map(|s| s.id)
+            .collect();
+        for &id in &stalled {
+            ctx.site.error_log.log(warren_config::LogLevel::Info, Some(self.info.useragent), &format!("HTTP/2: stream {id} made no progress for {} s (H2StreamTimeout); reset", timeout.as_secs()));
+            self.codec.reset(id, ErrorCode::Cancel);
+            self.finish_stream(ctx, id, true);
+        }
+        stalled.len()
     }
 
     /// The connection is going away (closed, timed out): every stream
