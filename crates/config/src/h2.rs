@@ -514,28 +514,13 @@ pub(crate) fn push(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{load_file, LoadOptions, Loaded};
-    use std::path::PathBuf;
-
-    struct Dir(PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::test_support::{load_text, Dir};
+    use crate::Loaded;
 
     /// The configuration `text` after a DocumentRoot line (so line N of
     /// `text` is line N + 1), with a certificate pair a.pem/a.key.
     fn load(name: &str, text: &str) -> (Loaded, Dir) {
-        let d = Dir(std::env::temp_dir().join(format!("warren-h2cfg-{name}-{}", std::process::id())));
-        let _ = std::fs::remove_dir_all(&d.0);
-        std::fs::create_dir_all(d.0.join("htdocs")).unwrap();
-        for f in ["a.pem", "a.key"] {
-            std::fs::write(d.0.join(f), "x").unwrap();
-        }
-        let conf = d.0.join("warren.conf");
-        std::fs::write(&conf, format!("DocumentRoot htdocs\n{text}")).unwrap();
-        (load_file(&conf, &LoadOptions::default()), d)
+        load_text(&format!("h2cfg-{name}"), text, &["a.pem", "a.key"])
     }
 
     fn lines(list: &[crate::ConfigError]) -> Vec<String> {

@@ -101,3 +101,5 @@ pub use values::{parse_fcgi_url, parse_read_stage};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod test_support;

@@ -479,25 +479,12 @@ pub(crate) fn require_ssl(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{load_file, LoadOptions, Loaded};
+    use crate::test_support::{load_text, Dir};
+    use crate::Loaded;
 
-    struct Dir(PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 
     fn load(name: &str, text: &str) -> (Loaded, Dir) {
-        let d = Dir(std::env::temp_dir().join(format!("warren-tlscfg-{name}-{}", std::process::id())));
-        let _ = std::fs::remove_dir_all(&d.0);
-        std::fs::create_dir_all(d.0.join("htdocs")).unwrap();
-        for f in ["a.pem", "a.key", "b.pem", "b.key", "chain.pem"] {
-            std::fs::write(d.0.join(f), "x").unwrap();
-        }
-        let conf = d.0.join("warren.conf");
-        std::fs::write(&conf, format!("DocumentRoot htdocs\n{text}")).unwrap();
-        (load_file(&conf, &LoadOptions::default()), d)
+        load_text(&format!("tlscfg-{name}"), text, &["a.pem", "a.key", "b.pem", "b.key", "chain.pem"])
     }
 
     fn errors(l: &Loaded) -> Vec<String> {
