@@ -23,6 +23,10 @@ command -v php >/dev/null 2>&1 || missing+=(php-cli)
 command -v make-ssl-cert >/dev/null 2>&1 || missing+=(ssl-cert)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
+# The HTTP/2 tests (h2_clients.rs) run nghttp and h2load, and load a page
+# in Debian's Chromium, headless.
+{ command -v nghttp >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1; } || missing+=(nghttp2-client)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # The HTTP/2 conformance suite (crates/warren/tests/h2) is Python, in a
 # virtualenv of its own (python3 -m venv needs Debian's python3-venv).
 command -v python3 >/dev/null 2>&1 || missing+=(python3)

@@ -77,9 +77,14 @@ impl EventLoop {
             }
             // Frames out as far as the socket takes them.
             let flushed = loop {
+                // A session whose output was already full produces nothing
+                // and says so; once that output is all written it has to be
+                // asked again, as no EPOLLOUT edge comes for a socket that
+                // never filled up.
+                let was_full = h.session.codec.output().len() >= OUTPUT_AHEAD;
                 let produced = h.session.produce(&mut ctx);
                 match write_output(&c.stream, &mut h.session.codec) {
-                    Ok(true) if produced => continue,
+                    Ok(true) if produced || was_full => continue,
                     Ok(all) => break Ok(all),
                     Err(e) => break Err(e),
                 }

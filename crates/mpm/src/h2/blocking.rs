@@ -15,7 +15,7 @@ use warren_handler::ConnInfo;
 use warren_http::h2::Connection;
 use warren_http::RequestHead;
 
-use super::session::Ctx;
+use super::session::{Ctx, OUTPUT_AHEAD};
 use super::write_output;
 use crate::blocking::Driver;
 use crate::client_stream::ClientStream;
@@ -71,9 +71,13 @@ impl Driver<'_> {
             // Frames out as far as the socket takes them.
             let flushed = loop {
                 let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                // Output already full produces nothing; once it is all
+                // written the session is asked again (else the thread
+                // would wait for the client to send something).
+                let was_full = session.codec.output().len() >= OUTPUT_AHEAD;
                 let produced = session.produce(&mut ctx);
                 match write_output(stream, &mut session.codec) {
-                    Ok(true) if produced => continue,
+                    Ok(true) if produced || was_full => continue,
                     Ok(all) => break Ok(all),
                     Err(e) => break Err(e),
                 }

@@ -144,6 +144,14 @@ pub struct Session {
     /// The most body bytes one stream sends in a turn (H2MaxDataFrameLen
     /// bounds it; the codec splits at the client's frame size anyway).
     turn: usize,
+    /// Upgraded from HTTP/1.1, and the client's preface has not come yet:
+    /// no DATA goes before it. A client reads the 101 and what follows in
+    /// one buffer until it has switched, and sends its preface once it has
+    /// (curl 7.88, Debian 12's, fails with "connection buffer size is too
+    /// small to store data following HTTP Upgrade response header" when a
+    /// window's worth of DATA lands behind the 101); the preface tells it
+    /// has switched. Costs an upgraded stream one round trip.
+    awaiting_preface: bool,
 }
 
 impl Session {
@@ -153,7 +161,7 @@ impl Session {
             0 => TURN,
             n => TURN.min(n as usize),
         };
-        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn }
+        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn, awaiting_preface: false }
     }
 
     /// No stream is open on either side: the connection is idle.
@@ -171,6 +179,10 @@ impl Session {
     pub fn feed(&mut self, ctx: &mut Ctx, input: &[u8], now: Instant, tasks: &mut Vec<Task>) -> Result<usize, ConnError> {
         let mut events = std::mem::take(&mut self.events);
         let used = self.codec.feed(input, now, &mut events);
+        // The codec takes the preface whole or not at all.
+        if matches!(used, Ok(n) if n > 0) {
+            self.awaiting_preface = false;
+        }
         for event in events.drain(..) {
             match event {
                 Event::Request { stream, head } => self.start(ctx, stream, head, tasks),
@@ -188,6 +200,7 @@ impl Session {
 
     /// The HTTP/1.1 request that asked for the upgrade: stream 1.
     pub fn start_upgraded(&mut self, ctx: &mut Ctx, head: RequestHead, tasks: &mut Vec<Task>) {
+        self.awaiting_preface = true;
         self.start(ctx, 1, head, tasks);
     }
 
@@ -328,6 +341,9 @@ impl Session {
     /// Returns whether anything was queued.
     pub fn produce(&mut self, ctx: &mut Ctx) -> bool {
         let mut progress = false;
+        if self.awaiting_preface {
+            return progress;
+        }
         let mut idle_turns = 0;
         while self.codec.output().len() < OUTPUT_AHEAD && !self.streams.is_empty() && idle_turns < self.streams.len() {
             let i = self.next_turn % self.streams.len();
