@@ -246,6 +246,10 @@ impl Builder {
             if vh.host.server_admin.is_none() {
                 vh.host.server_admin = s.main.server_admin.clone();
             }
+            // A virtual host without a DocumentRoot serves the main server's, as in Apache.
+            if vh.host.document_root.as_os_str().is_empty() {
+                vh.host.document_root.clone_from(&s.main.document_root);
+            }
             vh.host.proxy_routes.extend(s.main.proxy_routes.iter().cloned());
             vh.host.url_aliases.extend(s.main.url_aliases.iter().cloned());
             if vh.host.access_file_names.is_none() {

@@ -588,3 +588,14 @@ fn debians_deflate_conf_is_read_and_mistakes_name_their_line() {
     assert!(messages[1].contains("warren.conf:4") && messages[1].contains("0 to 11"), "{}", messages[1]);
     assert!(messages[2].contains("warren.conf:6") && messages[2].contains("DeflateCompressionLevel"), "{}", messages[2]);
 }
+
+#[test]
+fn a_virtual_host_without_document_root_serves_the_main_servers() {
+    let d = Dir::new("vhost-docroot");
+    std::fs::create_dir_all(d.0.join("other")).unwrap();
+    let l = load(&d, "Listen 80\n<VirtualHost *:80>\nServerName a.test\n</VirtualHost>\n<VirtualHost *:80>\nServerName b.test\nDocumentRoot other\n</VirtualHost>\nDocumentRoot htdocs\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.expect("settings");
+    assert_eq!(s.virtual_hosts[0].host.document_root, d.0.join("htdocs"));
+    assert_eq!(s.virtual_hosts[1].host.document_root, d.0.join("other"));
+}
