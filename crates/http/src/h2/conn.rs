@@ -661,6 +661,14 @@ impl Connection {
     fn header_block(&mut self, stream: u32, block: &[u8], end_stream: bool, self_dependent: bool, now: Instant, events: &mut Vec<Event>) -> Result<(), Fatal> {
         let existing = self.find(stream);
         let is_new = stream > self.max_stream;
+        if is_new && self.goaway_sent.is_some() && self.after_goaway(stream) {
+            // After our GOAWAY no new stream is ours: its block is not
+            // worth decoding (an attacker's, after a header list bomb,
+            // would cost the most), and the table no longer matters for
+            // the streams that remain, whose header blocks are done.
+            self.max_stream = stream;
+            return Ok(());
+        }
         let limits = self.limits.head;
         // Decoded whatever becomes of the stream: the dynamic table must
         // stay in step with the client's.
@@ -712,6 +720,9 @@ impl Connection {
             }
             Err(Problem::Refused(error)) => {
                 events.push(Event::Refused { stream, error });
+                if too_large {
+                    self.refuse_further(stream);
+                }
                 (None, true)
             }
             Err(Problem::Malformed(_)) => {
@@ -934,6 +945,20 @@ impl Connection {
 
     /// Graceful shutdown: GOAWAY (NO_ERROR) naming the last stream taken;
     /// new streams are refused from then on, the open ones finish.
+    /// After a header list over the limit (an HPACK bomb decodes to a
+    /// hundred thousand times its size, and each one costs a full decode):
+    /// GOAWAY ENHANCE_YOUR_CALM naming `stream`, so its 431 and the streams
+    /// before it still finish, and nothing after it is decoded. A client
+    /// that sent one honestly (a giant cookie) reconnects.
+    fn refuse_further(&mut self, stream: u32) {
+        if self.error.is_some() || self.goaway_sent.is_some() {
+            return;
+        }
+        frame::write_goaway(&mut self.out, stream, ErrorCode::EnhanceYourCalm, b"header list too large");
+        self.goaway_sent = Some(stream);
+        self.last_taken = Some(self.last_taken.map_or(stream, |last| last.min(stream)));
+    }
+
     pub fn go_away(&mut self) {
         if self.error.is_some() || self.goaway_sent.is_some() {
             return;

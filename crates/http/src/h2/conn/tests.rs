@@ -798,6 +798,10 @@ fn refused_requests_answered_and_their_bodies_dropped() {
     c.headers(1, &fields, false).unwrap();
     let events = c.events();
     assert!(matches!(&events[..], [Event::Refused { stream: 1, error }] if error.status == 431), "{events:?}");
+    // A header list over the limit also ends the connection for new
+    // streams (each would cost a full decode): GOAWAY naming stream 1.
+    let out = c.take();
+    assert_eq!(out.iter().filter_map(Out::goaway).collect::<Vec<_>>(), [(1, 0xb)], "GOAWAY ENHANCE_YOUR_CALM");
     c.data(1, &[0; 1000], false).unwrap();
     assert!(c.events().is_empty(), "the body of a refused request is dropped");
     c.conn.send_headers(1, 431, &[], true);
@@ -806,7 +810,12 @@ fn refused_requests_answered_and_their_bodies_dropped() {
     // Data in flight after our RST_STREAM: ignored.
     c.data(1, &[0; 10], true).unwrap();
     assert!(c.take().is_empty());
+    // Streams after the GOAWAY are not taken up.
+    c.get(3);
+    assert!(c.events().is_empty());
+    assert!(c.conn.is_finished());
 
+    let mut c = Client::new(limits());
     c.headers(3, &[(":method", "CONNECT"), (":authority", "example.com:443")], false).unwrap();
     assert!(matches!(&c.events()[..], [Event::Refused { stream: 3, error }] if error.status == 405));
 }
