@@ -44,22 +44,7 @@ comparison_workdir warren-bench
 mkdir -p "$DOCROOT/pool"
 cp "$DOCROOT/hello.php" "$DOCROOT/pool/hello.php"
 
-# One php-fpm pool for every server: pm static, 4 children, as DESIGN.md's figures.
-FPM_SOCK=$WORK/php.sock
-cat > "$WORK/php-fpm.conf" <<CONF
-[global]
-error_log = $WORK/php-fpm.log
-daemonize = no
-[bench]
-listen = $FPM_SOCK
-listen.mode = 0666
-listen.backlog = 4096
-pm = static
-pm.max_children = 4
-CONF
-FPM_BIN=$(ls /usr/sbin/php-fpm* | sort | tail -1)
-"$FPM_BIN" -R -F -y "$WORK/php-fpm.conf" >/dev/null 2>&1 & FPM_PID=$!
-for _ in $(seq 1 100); do [ -S "$FPM_SOCK" ] && break; sleep 0.1; done
+start_php_fpm
 
 PORT=18080
 
@@ -210,18 +195,6 @@ start_server() { # name
             exit 1
         fi
     done
-}
-
-# PSS in kB of a process and all its descendants.
-pss() {
-    local total=0 p v
-    for p in $1 $(pgrep -P "$1" || true); do
-        # php-fpm's memory is not counted for anyone: nor is the pool's.
-        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = php-cgi ] && continue
-        v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
-        total=$((total + ${v:-0}))
-    done
-    echo "$total"
 }
 
 procs() { # the server's processes, as counted by pss
