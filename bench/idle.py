@@ -3,16 +3,22 @@
 leave them idle, then time a request on a fresh connection (ms).
 Loopback only; bounded by its own timeouts.
 
-Usage: idle.py HOST PORT N PATH [--tls] [--samples K] [--pss PID]
+Usage: idle.py HOST PORT N PATH [--tls] [--h2] [--samples K] [--pss PID]
   --tls      every connection is TLS (certificates not checked, as curl -k);
              the fresh request's time includes its handshake
+  --h2       every connection is HTTP/2 (with --tls, ALPN h2; without, by
+             prior knowledge) and makes no request: the preface and an empty
+             SETTINGS sent, the server's SETTINGS read and acknowledged, and
+             the acknowledgement of ours read; then idle (needs --exec)
   --samples K  time K fresh requests one after another, print the median (1)
   --exec CMD   instead, run CMD (sh -c) while the connections are open and
                print the first word of its output as the time
   --pss PID  also print the PSS in kB of PID and its descendants (php-cgi
              and php-fpm not counted) while the N connections are open
+FAILED counts the connections that failed to open, and those the server had
+closed (or sent GOAWAY on) by the time the fresh requests were done.
 Prints: MS FAILED [PSS_KB]  (MS is "fail" if every fresh request failed)."""
-import socket, ssl, subprocess, sys, time
+import select, socket, ssl, subprocess, sys, time
 
 args = sys.argv[1:]
 tls = "--tls" in args
@@ -27,7 +33,10 @@ for opt in ("--pss", "--samples", "--exec"):
         else:
             command = args[i + 1]
         del args[i:i + 2]
-args = [a for a in args if a != "--tls"]
+h2 = "--h2" in args
+args = [a for a in args if a not in ("--tls", "--h2")]
+if h2 and command is None:
+    sys.exit("idle.py: --h2 needs --exec")
 host, port, n, path = args[0], int(args[1]), int(args[2]), args[3]
 req = f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
 
@@ -36,7 +45,39 @@ if tls:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    context.set_alpn_protocols(["http/1.1"])
+    context.set_alpn_protocols(["h2" if h2 else "http/1.1"])
+
+# HTTP/2: the client's preface and an empty SETTINGS frame (9 bytes: length
+# 0, type 4, flags 0, stream 0); a SETTINGS frame with the ACK flag (1).
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+SETTINGS_ACK = bytes([0, 0, 0, 4, 1, 0, 0, 0, 0])
+
+
+def h2_handshake(s):
+    """The preface sent, the server's SETTINGS acknowledged and ours
+    acknowledged by it: True, else False (GOAWAY, close)."""
+    if context is not None and s.selected_alpn_protocol() != "h2":
+        return False
+    s.sendall(PREFACE)
+    buf, theirs, ours = b"", False, False
+    while not (theirs and ours):
+        while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+            kind, flags = buf[3], buf[4]
+            buf = buf[9 + int.from_bytes(buf[:3], "big"):]
+            if kind == 4 and flags & 1:
+                ours = True
+            elif kind == 4:
+                theirs = True
+                s.sendall(SETTINGS_ACK)
+            elif kind == 7:
+                return False
+        if theirs and ours:
+            break
+        chunk = s.recv(65536)
+        if not chunk:
+            return False
+        buf += chunk
+    return True
 
 def connect(timeout):
     s = socket.create_connection((host, port), timeout=timeout)
@@ -93,8 +134,12 @@ failed = 0
 for _ in range(n):
     try:
         s = connect(10)
-        s.sendall(req)
-        if not read_response(s).startswith(b"HTTP/1.1 200"):
+        if h2:
+            ok = h2_handshake(s)
+        else:
+            s.sendall(req)
+            ok = read_response(s).startswith(b"HTTP/1.1 200")
+        if not ok:
             failed += 1
         idle.append(s)
     except OSError:
@@ -118,9 +163,36 @@ if command is None:
 else:
     run = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120)
     shown = (run.stdout.split() or ["fail"])[0]
+
+
+def closed(s):
+    """The server closed S, or sent something on it (on an idle HTTP/1.1
+    connection only a close is expected; on HTTP/2, a GOAWAY or a PING)."""
+    try:
+        if not select.select([s], [], [], 0)[0]:
+            return False
+        s.setblocking(False)
+        data = s.recv(65536)
+        if h2 and data and all(b != 7 for b in frame_types(data)):
+            return False   # a PING or WINDOW_UPDATE: still open
+        return True
+    except ssl.SSLWantReadError:
+        return False   # a TLS record without data (a session ticket)
+    except OSError:
+        return True
+
+
+def frame_types(data):
+    while len(data) >= 9:
+        yield data[3]
+        data = data[9 + int.from_bytes(data[:3], "big"):]
+
+
+pss_now = pss_kb(pss_pid) if pss_pid is not None else None
+failed += sum(1 for s in idle if closed(s))
 out = [shown, str(failed)]
-if pss_pid is not None:
-    out.append(str(pss_kb(pss_pid)))
+if pss_now is not None:
+    out.append(str(pss_now))
 print(*out)
 for s in idle:
     s.close()
