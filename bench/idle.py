@@ -10,6 +10,10 @@ Usage: idle.py HOST PORT N PATH [--tls] [--h2] [--samples K] [--pss PID]
              prior knowledge) and makes no request: the preface and an empty
              SETTINGS sent, the server's SETTINGS read and acknowledged, and
              the acknowledgement of ours read; then idle (needs --exec)
+  --h2-request  as --h2, and one GET of PATH on each connection (its answer
+             read to its end, not checked beyond a HEADERS frame) before idle
+Connections are opened one after another, for at most 90 s in all: those
+not opened by then count as failed.
   --samples K  time K fresh requests one after another, print the median (1)
   --exec CMD   instead, run CMD (sh -c) while the connections are open and
                print the first word of its output as the time
@@ -33,8 +37,9 @@ for opt in ("--pss", "--samples", "--exec"):
         else:
             command = args[i + 1]
         del args[i:i + 2]
-h2 = "--h2" in args
-args = [a for a in args if a not in ("--tls", "--h2")]
+h2_req = "--h2-request" in args
+h2 = "--h2" in args or h2_req
+args = [a for a in args if a not in ("--tls", "--h2", "--h2-request")]
 if h2 and command is None:
     sys.exit("idle.py: --h2 needs --exec")
 host, port, n, path = args[0], int(args[1]), int(args[2]), args[3]
@@ -53,31 +58,44 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0
 SETTINGS_ACK = bytes([0, 0, 0, 4, 1, 0, 0, 0, 0])
 
 
+def h2_request(path):
+    """A HEADERS frame for GET PATH on stream 1, END_STREAM and END_HEADERS:
+    :method GET, :scheme (static entries 2, 6/7), :path and :authority as
+    literals without indexing (names 4 and 1), no Huffman coding."""
+    def literal(index, value):
+        assert len(value) < 127
+        return bytes([index, len(value)]) + value
+    block = bytes([0x82, 0x87 if context else 0x86]) + literal(4, path.encode()) + literal(1, b"localhost")
+    return len(block).to_bytes(3, "big") + bytes([1, 5]) + (1).to_bytes(4, "big") + block
+
+
 def h2_handshake(s):
     """The preface sent, the server's SETTINGS acknowledged and ours
-    acknowledged by it: True, else False (GOAWAY, close)."""
+    acknowledged by it (and with --h2-request, the response on stream 1
+    ended): True, else False (GOAWAY, close, no HEADERS)."""
     if context is not None and s.selected_alpn_protocol() != "h2":
         return False
-    s.sendall(PREFACE)
-    buf, theirs, ours = b"", False, False
-    while not (theirs and ours):
+    s.sendall(PREFACE + (h2_request(path) if h2_req else b""))
+    buf, theirs, ours, answered, headers = b"", False, False, not h2_req, False
+    while not (theirs and ours and answered):
+        chunk = s.recv(65536)
+        if not chunk:
+            return False
+        buf += chunk
         while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
-            kind, flags = buf[3], buf[4]
+            kind, flags, stream = buf[3], buf[4], int.from_bytes(buf[5:9], "big")
             buf = buf[9 + int.from_bytes(buf[:3], "big"):]
             if kind == 4 and flags & 1:
                 ours = True
             elif kind == 4:
                 theirs = True
                 s.sendall(SETTINGS_ACK)
-            elif kind == 7:
+            elif kind in (7, 3):   # GOAWAY, RST_STREAM
                 return False
-        if theirs and ours:
-            break
-        chunk = s.recv(65536)
-        if not chunk:
-            return False
-        buf += chunk
-    return True
+            elif stream == 1 and kind in (0, 1):
+                headers = headers or kind == 1
+                answered = answered or bool(flags & 1)
+    return headers or not h2_req
 
 def connect(timeout):
     s = socket.create_connection((host, port), timeout=timeout)
@@ -131,7 +149,11 @@ def pss_kb(root):
 
 idle = []
 failed = 0
+give_up = time.monotonic() + 90
 for _ in range(n):
+    if time.monotonic() > give_up:
+        failed += 1
+        continue
     try:
         s = connect(10)
         if h2:
