@@ -51,18 +51,7 @@ PORT=18080
 # The MPM blocks, as the seeds give them (Apache's and Debian's defaults).
 mpm_block() {
     case $1 in
-    event) cat <<B
-<IfModule mpm_event_module>
-    StartServers 2
-    MinSpareThreads 25
-    MaxSpareThreads 75
-    ThreadLimit 64
-    ThreadsPerChild 25
-    MaxRequestWorkers 150
-    MaxConnectionsPerChild 0
-</IfModule>
-B
-    ;;
+    event) echo "$EVENT_BLOCK" ;;
     worker) cat <<B
 <IfModule mpm_worker_module>
     StartServers 2
@@ -150,29 +139,7 @@ $(mpm_block "$1")
 CONF
 }
 
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes auto;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 4096; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    access_log off;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $DOCROOT;
-        index index.html;
-        location ~ \.php\$ {
-            include /etc/nginx/fastcgi_params;
-            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
-            fastcgi_pass unix:$FPM_SOCK;
-        }
-    }
-}
-CONF
+nginx_conf auto "127.0.0.1:$PORT"
 
 start_server() { # name
     case $1 in

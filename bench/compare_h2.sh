@@ -44,8 +44,6 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
 PORT=${PORT:-18082}
 TLS_PORT=${TLS_PORT:-18445}
-SERVERS=${SERVERS:-warren-event nginx apache-event}
-ROUNDS=${ROUNDS:-1}
 # Requests an h2 connection may carry: nginx's keepalive_requests (which
 # bounds h2 connections since 1.19.7; 1000 by default), warren's and
 # Apache's MaxKeepAliveRequests (Debian's mod_http2 is not bound by it:
@@ -124,41 +122,10 @@ DirectoryIndex index.html
 $(apache_style apache)
 CONF
 
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 4096; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    access_log off;
-    keepalive_requests $KEEPALIVE_REQUESTS;
-    keepalive_timeout ${IDLE_TIMEOUT}s;
-    http2_max_concurrent_streams $STREAMS;
-    ssl_session_cache shared:SSL:10m;
-    ssl_session_tickets on;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    server {
-        listen 127.0.0.1:$PORT http2;
-        listen 127.0.0.1:$TLS_PORT ssl http2;
-        server_name localhost;
-        ssl_certificate $CERTS/ecdsa.crt;
-        ssl_certificate_key $CERTS/ecdsa.key;
-        ssl_certificate $CERTS/rsa.crt;
-        ssl_certificate_key $CERTS/rsa.key;
-        root $DOCROOT;
-        index index.html;
-        location ~ \.php\$ {
-            include /etc/nginx/fastcgi_params;
-            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
-            fastcgi_pass unix:$FPM_SOCK;
-        }
-    }
-}
-CONF
+nginx_conf 2 "127.0.0.1:$PORT http2" "127.0.0.1:$TLS_PORT ssl http2" -- \
+    "keepalive_requests $KEEPALIVE_REQUESTS;" "keepalive_timeout ${IDLE_TIMEOUT}s;" \
+    "http2_max_concurrent_streams $STREAMS;" "ssl_session_cache shared:SSL:10m;" \
+    "ssl_session_tickets on;" "ssl_protocols TLSv1.2 TLSv1.3;"
 
 H2C=http://127.0.0.1:$PORT
 H2S=https://127.0.0.1:$TLS_PORT

@@ -33,8 +33,6 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 PORT=${PORT:-18443}
-SERVERS=${SERVERS:-warren-event nginx apache-event}
-ROUNDS=${ROUNDS:-1}
 # Requests a keep-alive connection may carry: each server's default unless
 # set (Apache's and warren's MaxKeepAliveRequests 100, nginx's
 # keepalive_requests 1000). Over TLS it weighs: wrk's reconnection is a full
@@ -109,38 +107,8 @@ $SSL_VHOST
 $EVENT_BLOCK
 CONF
 
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes auto;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 4096; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    access_log off;
-    keepalive_requests ${KEEPALIVE_REQUESTS:-1000};
-    ssl_session_cache shared:SSL:10m;
-    ssl_session_tickets on;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    server {
-        listen 127.0.0.1:$PORT ssl;
-        server_name localhost;
-        ssl_certificate $CERTS/ecdsa.crt;
-        ssl_certificate_key $CERTS/ecdsa.key;
-        ssl_certificate $CERTS/rsa.crt;
-        ssl_certificate_key $CERTS/rsa.key;
-        root $DOCROOT;
-        index index.html;
-        location ~ \.php\$ {
-            include /etc/nginx/fastcgi_params;
-            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
-            fastcgi_pass unix:$FPM_SOCK;
-        }
-    }
-}
-CONF
+nginx_conf auto "127.0.0.1:$PORT ssl" -- "keepalive_requests ${KEEPALIVE_REQUESTS:-1000};" \
+    "ssl_session_cache shared:SSL:10m;" "ssl_session_tickets on;" "ssl_protocols TLSv1.2 TLSv1.3;"
 
 URL=https://127.0.0.1:$PORT
 

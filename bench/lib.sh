@@ -234,6 +234,10 @@ declare -A R WHY
 # put NAME,KEY VALUE: one round's figure (ROUNDS > 1 keeps them all).
 put() { R[$1]="${R[$1]:+${R[$1]} }${2:--}"; }
 
+# The servers compared (compare_tls.sh, compare_h2.sh), and how many rounds.
+SERVERS=${SERVERS:-warren-event nginx apache-event}
+ROUNDS=${ROUNDS:-1}
+
 # rounds MEASURE: MEASURE NAME for each of SERVERS, ROUNDS times in turn
 # (warren, nginx, apache, warren, ...), so that on a shared machine a burst
 # of other work spoils one round, not one server's figures; a server left
@@ -274,4 +278,44 @@ why_not() {
 # versions: nginx's, OpenSSL's and Apache's, for a table's header.
 versions() {
     echo "nginx $(nginx -v 2>&1 | sed 's|.*/||') ($(openssl version | awk '{print $1, $2}')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p')"
+}
+
+# nginx_conf WORKERS LISTEN... [-- DIRECTIVE...]: WORK/nginx.conf, for
+# comparison_workdir's DOCROOT (index.html, its PHP through FPM_SOCK),
+# worker_processes WORKERS, a "listen LISTEN;" line for each LISTEN, each
+# DIRECTIVE one more line of the http block, the access log off; with CERTS
+# set, tls_certs' two certificates.
+nginx_conf() {
+    local workers=$1 listen="" more="" certs=""; shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do listen+="        listen $1;"$'\n'; shift; done
+    [ $# -gt 0 ] && shift
+    [ $# -gt 0 ] && more=$(printf '    %s\n' "$@")
+    local c
+    [ -n "${CERTS:-}" ] && for c in ecdsa rsa; do
+        certs+="        ssl_certificate $CERTS/$c.crt;"$'\n'"        ssl_certificate_key $CERTS/$c.key;"$'\n'
+    done
+    cat > "$WORK/nginx.conf" <<CONF
+worker_processes $workers;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 4096; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    access_log off;
+$more
+    server {
+$listen        server_name localhost;
+$certs        root $DOCROOT;
+        index index.html;
+        location ~ \.php\$ {
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
+            fastcgi_pass unix:$FPM_SOCK;
+        }
+    }
+}
+CONF
 }
