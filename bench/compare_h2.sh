@@ -18,7 +18,7 @@
 #   h2-idle-1000    1000 idle h2 connections (bench/idle.py --h2 --tls: TLS,
 #                   ALPN h2, the preface and SETTINGS exchanged both ways, no
 #                   request): the server's PSS then, and less its PSS with none,
-#                   per connection (KB); a fresh h2 request's time meanwhile
+#                   per connection still open (KB); a fresh h2 request's time meanwhile
 #                   (h2load -n1 -c1 over TLS: connect, handshake, SETTINGS,
 #                   response; the median of 5), and first with none idle
 #   attacks         bench/h2_attacks.py against the cleartext port for
@@ -219,7 +219,8 @@ measure() { # name
     put "$1,idle-ms" "$(awk '{print $1}' <<<"$idle")"
     put "$1,idle-failed" "$(awk '{print $2}' <<<"$idle")"
     put "$1,idle-pss" "$(awk '{printf "%.1f", $3 / 1024}' <<<"$idle")"
-    put "$1,idle-per-conn" "$(awk -v b="$base" '$3 > 0 {printf "%.1f", ($3 - b) / 1000}' <<<"$idle")"
+    # Per connection still open at the measurement.
+    put "$1,idle-per-conn" "$(awk -v b="$base" '$3 > 0 && $2 < 1000 {printf "%.1f", ($3 - b) / (1000 - $2)}' <<<"$idle")"
     local a
     for a in none $ATTACKS; do
         [ "$a" = none ] && [ "$ATTACKS" = none ] && break
@@ -242,7 +243,7 @@ line "h2-php (req/s)" h2-php
 line "h2 fresh, none idle (ms)" idle0-ms
 line "h2-idle-1000 fresh (ms)" idle-ms
 line "h2-idle-1000 PSS (MB)" idle-pss
-line "  per connection (KB)" idle-per-conn
+line "  per open connection (KB)" idle-per-conn
 line "h2-idle-1000 failed/closed conns" idle-failed
 if [ "$ATTACKS" != none ]; then
     echo

