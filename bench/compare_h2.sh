@@ -17,10 +17,11 @@
 #                   compare_tls.sh's 50 connections do); median of 3 runs
 #   h2-idle-1000    1000 idle h2 connections (bench/idle.py --h2 --tls: TLS,
 #                   ALPN h2, the preface and SETTINGS exchanged both ways, no
-#                   request): the server's PSS then, and less its PSS with none,
-#                   per connection still open (KB); a fresh h2 request's time meanwhile
-#                   (h2load -n1 -c1 over TLS: connect, handshake, SETTINGS,
-#                   response; the median of 5), and first with none idle
+#                   request): the server's PSS then, and less its PSS with
+#                   none, per connection still open (KB); a fresh h2
+#                   request's time meanwhile (h2load -n1 -c1 over TLS:
+#                   connect, handshake, SETTINGS, response; the median of 5),
+#                   and first with none idle
 #   attacks         bench/h2_attacks.py against the cleartext port for
 #                   ATTACK_SECS (10) seconds, from one process: rapid-reset
 #                   (CVE-2023-44487), continuation (flood), hpack-bomb,
@@ -47,16 +48,17 @@ TLS_PORT=${TLS_PORT:-18445}
 # Requests an h2 connection may carry: nginx's keepalive_requests (which
 # bounds h2 connections since 1.19.7; 1000 by default), warren's and
 # Apache's MaxKeepAliveRequests (Debian's mod_http2 is not bound by it:
-# 32,041 requests on 2 connections with 100). h2load does not reconnect in a timed run: a
-# connection the server closes is lost for the rest of the run (with 10000,
-# nginx's 10 connections ended after 100,000 requests), so the default is
-# more than a run makes.
+# 32,041 requests on 2 connections with 100). h2load does not reconnect in
+# a timed run: a connection the server closes is lost for the rest of the
+# run (with 10000, nginx's 10 connections ended after 100,000 requests), so
+# the default is more than a run makes.
 KEEPALIVE_REQUESTS=${KEEPALIVE_REQUESTS:-1000000}
 # How long an idle h2 connection is kept (KeepAliveTimeout, nginx's
 # keepalive_timeout): long enough for idle.py to open all 1000.
 IDLE_TIMEOUT=${IDLE_TIMEOUT:-60}
 ATTACKS=${ATTACKS:-rapid-reset continuation hpack-bomb settings-flood ping-flood zero-window}
 ATTACK_SECS=${ATTACK_SECS:-10}
+[ "$ATTACK_SECS" -ge 3 ] || ATTACK_SECS=3   # the normal client runs ATTACK_SECS - 2
 STREAMS=100
 H2LOAD_STATIC="-c10 -m100"
 H2LOAD_BIG="-c10 -m10"
