@@ -12,15 +12,15 @@ Usage: idle.py HOST PORT N PATH [--tls] [--h2] [--samples K] [--pss PID]
              the acknowledgement of ours read; then idle (needs --exec)
   --h2-request  as --h2, and one GET of PATH on each connection (its answer
              read to its end, not checked beyond a HEADERS frame) before idle
-Connections are opened one after another, for at most 90 s in all: those
-not opened by then count as failed.
   --samples K  time K fresh requests one after another, print the median (1)
   --exec CMD   instead, run CMD (sh -c) while the connections are open and
                print the first word of its output as the time
   --pss PID  also print the PSS in kB of PID and its descendants (php-cgi
              and php-fpm not counted) while the N connections are open
-FAILED counts the connections that failed to open, and those the server had
-closed (or sent GOAWAY on) by the time the fresh requests were done.
+Connections are opened one after another, for at most 90 s in all: those
+not opened by then count as failed. FAILED counts the connections that failed
+to open, and those the server had closed (or sent GOAWAY on) by the time the
+fresh requests were done.
 Prints: MS FAILED [PSS_KB]  (MS is "fail" if every fresh request failed)."""
 import select, socket, ssl, subprocess, sys, time
 
@@ -161,9 +161,11 @@ for _ in range(n):
         else:
             s.sendall(req)
             ok = read_response(s).startswith(b"HTTP/1.1 200")
-        if not ok:
+        if ok:
+            idle.append(s)
+        else:
             failed += 1
-        idle.append(s)
+            s.close()
     except OSError:
         failed += 1
 time.sleep(0.5)
@@ -188,8 +190,9 @@ else:
 
 
 def closed(s):
-    """The server closed S, or sent something on it (on an idle HTTP/1.1
-    connection only a close is expected; on HTTP/2, a GOAWAY or a PING)."""
+    """The server closed S or said it would: on HTTP/1.1 anything read (an
+    idle connection expects nothing but its close), on HTTP/2 a GOAWAY
+    (a PING or WINDOW_UPDATE leaves it open)."""
     try:
         if not select.select([s], [], [], 0)[0]:
             return False
