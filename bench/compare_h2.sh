@@ -234,7 +234,8 @@ measure() { # name
 
 rounds measure
 
-echo "warren $("$WARREN" --version | awk '{print $2}'), $(versions) event + mod_http2 + mod_ssl, $(h2load --version | head -1); h2load -t1, -D ${DURATION}s: h2c-static and h2-static-tls $H2LOAD_STATIC, h2-100k-tls and h2-php $H2LOAD_BIG; attacks ${ATTACK_SECS}s each, normal client $H2LOAD_NORMAL -D $((ATTACK_SECS - 2))s; ECDSA P-256 + RSA 2048 (h2load's TLS: ${TLS_SEEN:-?}); $STREAMS streams a connection, $KEEPALIVE_REQUESTS requests, idle timeout ${IDLE_TIMEOUT}s; $(nproc) cores; ROUNDS=$ROUNDS"
+[ "$ATTACKS" = none ] || ATTACK_NOTE=" attacks ${ATTACK_SECS}s each, normal client $H2LOAD_NORMAL -D $((ATTACK_SECS - 2))s;"
+echo "warren $("$WARREN" --version | awk '{print $2}'), $(versions) event + mod_http2 + mod_ssl, $(h2load --version | head -1); h2load -t1, -D ${DURATION}s: h2c-static and h2-static-tls $H2LOAD_STATIC, h2-100k-tls and h2-php $H2LOAD_BIG;${ATTACK_NOTE:-} ECDSA P-256 + RSA 2048 (h2load's TLS: ${TLS_SEEN:-?}); $STREAMS streams a connection, $KEEPALIVE_REQUESTS requests, idle timeout ${IDLE_TIMEOUT}s; $(nproc) cores; ROUNDS=$ROUNDS"
 echo
 echo "== HTTP/2, event MPM vs nginx and Apache"
 row scenario warren nginx apache w/nginx w/apache
