@@ -38,7 +38,8 @@
 #        turn three times, each figure the median; KEEPALIVE_REQUESTS=1000000;
 #        IDLE_TIMEOUT=60; IDLE_REQUEST=1: h2-idle-1000's connections each make
 #        one request before idling; ATTACKS="rapid-reset ..." (none: no
-#        attack rows); ATTACK_SECS=10)
+#        attack rows); ATTACK_SECS=10; LOGS=DIR keeps the servers' error logs
+#        and outputs, php-fpm's log and the last attack's summary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -58,6 +59,7 @@ KEEPALIVE_REQUESTS=${KEEPALIVE_REQUESTS:-1000000}
 IDLE_TIMEOUT=${IDLE_TIMEOUT:-60}
 ATTACKS=${ATTACKS:-rapid-reset continuation hpack-bomb settings-flood ping-flood zero-window}
 ATTACK_SECS=${ATTACK_SECS:-10}
+LOGS=${LOGS:-}   # a directory to keep the servers' logs and outputs in
 [ "$ATTACK_SECS" -ge 3 ] || ATTACK_SECS=3   # the normal client runs ATTACK_SECS - 2
 STREAMS=100
 H2LOAD_STATIC="-c10 -m100"
@@ -151,6 +153,7 @@ h2rate() {
         awk -v what="h2load $* $url" '/^requests:/ && $10 > 0 { print what ": " $0 > "/dev/stderr" }' <<<"$out"
     else
         echo "h2load $* -D $DURATION $url: $(grep -m3 -iE 'error|fail|requests:' <<<"$out" | tr '\n' ' ')" >&2
+        echo "  its error log's last lines: $(tail -3 "$ERRLOG" 2>/dev/null | tr '\n' ' ')" >&2
         echo fail
     fi
 }
@@ -170,7 +173,13 @@ SH
 attack() {
     local name=$1 what=$2 pid= out log=$WORK/h2load-requests.log secs=$((ATTACK_SECS - 2))
     stop_server
-    up "$name" || return 0
+    if ! up "$name"; then   # this row only: the rest of the column stands
+        echo "$name before $what: ${WHY[$name]}" >&2
+        unset "WHY[$name]"
+        put "$name,attack-$what-rps" down
+        put "$name,attack-$what-p99" down
+        return 0
+    fi
     if [ "$what" != none ]; then
         python3 bench/h2_attacks.py "$what" 127.0.0.1 "$PORT" --seconds "$ATTACK_SECS" >"$WORK/attack.out" 2>&1 & pid=$!
         sleep 1
@@ -193,12 +202,14 @@ attack() {
         put "$name,attack-$what-rps" fail
         put "$name,attack-$what-p99" fail
         echo "$name under $what: h2load: $(grep -m3 -iE 'error|fail|requests:' <<<"$out" | tr '\n' ' ')" >&2
+        echo "  its error log's last lines: $(tail -3 "$ERRLOG" 2>/dev/null | tr '\n' ' ')" >&2
     fi
     [ "$what" != none ] && echo "$name: $(tail -1 "$WORK/attack.out")" >&2
     return 0
 }
 
 measure() { # name
+    ERRLOG=$WORK/${1%-event}-error.log
     if ! up "$1"; then
         echo "$1: n/a: ${WHY[$1]}" >&2
         return
@@ -230,6 +241,10 @@ measure() { # name
     done
     echo "$1: done" >&2
     stop_server
+    if [ -n "$LOGS" ]; then
+        mkdir -p "$LOGS"
+        cp "$WORK"/*.log "$WORK"/*.out "$LOGS"/ 2>/dev/null || true
+    fi
 }
 
 rounds measure
