@@ -180,6 +180,8 @@ attack() {
         put "$name,attack-$what-p99" down
         return 0
     fi
+    local seen
+    seen=$(wc -l < "$ERRLOG" 2>/dev/null || echo 0)
     if [ "$what" != none ]; then
         python3 bench/h2_attacks.py "$what" 127.0.0.1 "$PORT" --seconds "$ATTACK_SECS" >"$WORK/attack.out" 2>&1 & pid=$!
         sleep 1
@@ -205,6 +207,10 @@ attack() {
         echo "  its error log's last lines: $(tail -3 "$ERRLOG" 2>/dev/null | tr '\n' ' ')" >&2
     fi
     [ "$what" != none ] && echo "$name: $(tail -1 "$WORK/attack.out")" >&2
+    stop_server
+    # A child that crashed (Apache's "exit signal", a panic), said on stderr.
+    tail -n +$((seen + 1)) "$ERRLOG" 2>/dev/null | grep -iE 'exit signal|panic|segmentation|abort' | head -3 |
+        sed "s/^/$name under $what: error log: /" >&2 || true
     return 0
 }
 
