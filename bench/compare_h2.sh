@@ -109,6 +109,7 @@ CONF
 
 cat > "$WORK/warren-event.conf" <<CONF
 LoadModule mpm_event_module modules/mod_mpm_event.so
+LoadModule http2_module modules/mod_http2.so
 User www-data
 Group www-data
 $(apache_style warren)
