@@ -7,7 +7,7 @@
 #   fuzz/run.sh [-n RUNS] [-t SECONDS] [--merge] [TARGET...]
 #
 # RUNS defaults to 10,000,000 and SECONDS (each target's limit) to 3600;
-# TARGETS to all six. One target at a time: the machines this runs on are
+# TARGETS to all seven. One target at a time: the machines this runs on are
 # small. Builds with cargo-fuzz (nightly, AddressSanitizer, debug assertions
 # and overflow checks); installs cargo-fuzz when missing.
 #
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
         *) targets+=("$1"); shift ;;
     esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(head chunked fcgi_record fcgi_response config proxy_protocol)
+[ ${#targets[@]} -gt 0 ] || targets=(head chunked fcgi_record fcgi_response config proxy_protocol hpack)
 
 # Inputs up to 4 KB (libFuzzer's default), 10 s at most per input, and
 # 2 GB of memory: far above what any target needs, so that reaching either

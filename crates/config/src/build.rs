@@ -93,6 +93,9 @@ pub struct Builder {
     inert: Vec<(&'static str, &'static str, Origin, usize)>,
     /// `Listen ... https` lines: each needs a host with SSLEngine on.
     pub(crate) https_listens: Vec<(std::net::SocketAddr, Origin)>,
+    /// A `LoadModule http2_module` was read (HTTP/2 offered without it is
+    /// said: Apache would not offer it).
+    http2_loaded: bool,
 }
 
 /// What a directive sets, by the context it stands in.
@@ -127,6 +130,7 @@ impl Builder {
             document_root_origin: None,
             inert: Vec::new(),
             https_listens: Vec::new(),
+            http2_loaded: reader.loaded_modules.contains(&"http2"),
         }
     }
 
@@ -254,6 +258,8 @@ impl Builder {
         }
         let https = std::mem::take(&mut self.https_listens);
         crate::tls::settle(&mut self, &mut s, &https);
+        let http2_loaded = self.http2_loaded;
+        crate::h2::settle(&mut self, &mut s, http2_loaded);
         s.error_log = s.main.error_log.clone();
         for (name, origin) in std::mem::take(&mut self.pool_refs) {
             if !self.pools.iter().any(|p| p.name == name) {

@@ -142,6 +142,12 @@ pub struct DirConfig {
     /// `SSLOptions +StdEnvVars`: mod_ssl's SSL_* variables are given to
     /// applications.
     pub ssl_std_env_vars: Option<bool>,
+    /// `H2Upgrade` (mod_http2), with its line: acted on at a host's own
+    /// level only (see [`crate::h2`]); in a section it is said as not
+    /// acted on.
+    pub h2_upgrade: Option<(bool, Origin)>,
+    /// `H2StreamTimeout`, with its line, likewise.
+    pub h2_stream_timeout: Option<(std::time::Duration, Origin)>,
 }
 
 /// What `SetHandler` can name.
@@ -190,6 +196,12 @@ impl DirConfig {
         }
         if over.ssl_std_env_vars.is_some() {
             self.ssl_std_env_vars = over.ssl_std_env_vars;
+        }
+        if over.h2_upgrade.is_some() {
+            self.h2_upgrade.clone_from(&over.h2_upgrade);
+        }
+        if over.h2_stream_timeout.is_some() {
+            self.h2_stream_timeout.clone_from(&over.h2_stream_timeout);
         }
         if over.index_ignore_reset == Some(true) {
             self.index_ignore.clear();

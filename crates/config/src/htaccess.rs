@@ -54,11 +54,16 @@ impl Class {
 /// Apache's documentation of each). A directive not listed is not allowed
 /// in `.htaccess` at all, whatever AllowOverride says.
 const CLASSES: &[(Class, &[&str])] = &[
-    (Class::AuthConfig, &["Require", "SSLRequireSSL"]),
+    // mod_http2's, as its command table has them (H2Upgrade and H2Push in
+    // AuthConfig, oddly): each said as not acted on there.
+    (Class::AuthConfig, &["Require", "SSLRequireSSL", "H2Push", "H2Upgrade"]),
     (
         Class::FileInfo,
         &[
             "AddHandler",
+            "H2CopyFiles",
+            "H2PushResource",
+            "H2EarlyHint",
             // Accepted, not acted on.
             "AddCharset",
             "RemoveCharset",
@@ -325,6 +330,9 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
             check_handler(h, env, &nodes, dir)?;
         }
     }
+    for (origin, message) in crate::h2::in_sections(sections.iter()) {
+        builder.warn(&origin, message);
+    }
     builder.say_inert();
     let mut notes = builder.take_warnings();
     notes.extend(skipped);
@@ -466,6 +474,23 @@ mod tests {
         assert!(e.message.contains("AllowOverride does not include Indexes"), "{e}");
         let e = read_text("Order deny,allow\nDeny from all\n", &overrides(&["All"])).unwrap_err();
         assert!(e.message.contains("Order (mod_access_compat) is not supported") && e.message.contains("write Require"), "{e}");
+    }
+
+    /// mod_http2's lines an `.htaccess` may hold, by their classes, each
+    /// said as not acted on.
+    #[test]
+    fn http2_lines_are_said() {
+        let text = "H2Push on\nH2Upgrade off\nH2CopyFiles on\nH2PushResource /a.css\nH2EarlyHint Link \"</a.css>;rel=preload\"\n";
+        let read = read_text(text, &overrides(&["AuthConfig", "FileInfo"])).unwrap_or_else(|e| panic!("{e}"));
+        let notes: Vec<String> = read.notes.iter().map(ToString::to_string).collect();
+        assert_eq!(notes.len(), 5, "{notes:#?}");
+        for (line, what) in [(1, "H2Push on: not acted on"), (2, "H2Upgrade in a section: not acted on"), (3, "H2CopyFiles: accepted, not acted on"), (4, "H2PushResource: accepted"), (5, "H2EarlyHint: accepted")] {
+            assert!(notes.iter().any(|n| n.starts_with(&format!("/srv/site/.htaccess:{line}: {what}"))), "{what}: {notes:#?}");
+        }
+        let e = read_text("H2Upgrade off\n", &overrides(&["FileInfo"])).unwrap_err();
+        assert!(e.message.contains("AllowOverride does not include AuthConfig"), "{e}");
+        let e = read_text("H2Direct on\n", &overrides(&["All"])).unwrap_err();
+        assert!(e.message.contains("H2Direct not allowed here"), "{e}");
     }
 
     #[test]

@@ -55,6 +55,11 @@
 //! ([`Settings::tls_listener`]); the crate `warren-tls` builds rustls'
 //! configurations from them.
 //!
+//! [`h2`] holds HTTP/2's settings: core's `Protocols` and mod_http2's
+//! directives per host ([`h2::Protocols`], [`h2::H2Settings`]), and what
+//! each listener offers ([`Settings::h2_listener`], an [`h2::H2Listener`]):
+//! h2 by ALPN over TLS, h2c by prior knowledge or Upgrade in cleartext.
+//!
 //! [`log_format`] compiles `LogFormat` strings so that mistakes in them are
 //! reported with file and line too. Every problem is a [`ConfigError`]; a
 //! config with any error yields no `Settings` at all.
@@ -68,6 +73,7 @@ pub mod compress;
 pub mod dir_config;
 pub mod env_vars;
 pub mod expires;
+pub mod h2;
 pub mod headers;
 pub mod htaccess;
 pub mod log_format;

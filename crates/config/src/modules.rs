@@ -22,8 +22,10 @@
 /// The modules whose `<IfModule>` is true only after `LoadModule` loaded
 /// them, as in Apache: Debian's ports.conf says `Listen 443` inside
 /// `<IfModule ssl_module>`, which must not open a port until `a2enmod ssl`.
-/// Their directives are taken without it all the same.
-pub const LOADED_ONLY: &[&str] = &["ssl"];
+/// Their directives are taken without it all the same. mod_http2 likewise:
+/// `<IfModule http2_module>` around `Protocols h2` must not turn HTTP/2 on
+/// where Apache, without the module, would not.
+pub const LOADED_ONLY: &[&str] = &["ssl", "http2"];
 
 /// How warren stands to one module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +123,7 @@ pub static MODULES: &[Module] = &[
     mpm("mpm_prefork"),
     inert("negotiation", "warren does no content negotiation: LanguagePriority and ForceLanguagePriority do nothing, MultiViews is not done, type maps are not read"),
     provides("ssl", "TLS (rustls): SSLEngine, SSLCertificateFile, SSLCertificateKeyFile, SSLCertificateChainFile, SSLProtocol, SSLCipherSuite, SSLHonorCipherOrder, SSLSessionCache, SSLSessionTickets, SSLUseStapling, SSLStrictSNIVHostCheck, SSLOptions, SSLRequireSSL; `<IfModule ssl_module>` is true once LoadModule loads it"),
+    provides("http2", "HTTP/2 configuration: Protocols h2 (ALPN over TLS) and h2c, H2Direct, H2Upgrade, H2MaxSessionStreams, H2WindowSize, H2MaxDataFrameLen, H2StreamTimeout; server push and its directives accepted, not acted on; `<IfModule http2_module>` is true once LoadModule loads it"),
     provides("socache_shmcb", "the shared session cache of SSLSessionCache shmcb:"),
     refuses("access_compat", "Order, Allow, Deny and Satisfy are errors: write Require (Require all granted, Require ip 10.0.0.0/8, Require local)", &["Order", "Allow", "Deny", "Satisfy"]),
     refuses("auth_basic", NO_AUTH, &["AuthBasicProvider", "AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),
@@ -132,7 +135,6 @@ pub static MODULES: &[Module] = &[
     lacks("php", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
     lacks("php7", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
     lacks("php8", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
-    lacks("http2", "warren speaks HTTP/1.1 only"),
     lacks("include", "warren has no server-side includes"),
     lacks("userdir", "warren does not serve ~user directories: give each its Alias"),
 ];

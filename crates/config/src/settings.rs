@@ -139,6 +139,14 @@ pub struct HostConfig {
     /// Its TLS settings, merged with the main server's: Some exactly when
     /// `SSLEngine on` holds for it.
     pub tls: Option<crate::tls::TlsHost>,
+    /// `Protocols` and mod_http2's lines written for this host, unmerged.
+    pub http2: crate::h2::H2Directives,
+    /// `Protocols` and `ProtocolsHonorOrder` in force for it (a virtual
+    /// host's own, else the main server's; Apache's `http/1.1` if none).
+    pub protocols: crate::h2::Protocols,
+    /// Its HTTP/2 settings, merged with the main server's. A listener's
+    /// connections use its default host's: [`Settings::h2_listener`].
+    pub h2: crate::h2::H2Settings,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,6 +10,7 @@
 
 use crate::apply;
 use crate::compress;
+use crate::h2;
 use crate::build::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
@@ -157,6 +158,13 @@ const OPENSSL_ONLY: &str = "warren's TLS is rustls, which draws its own randomne
 const NO_PASSPHRASE: &str = "warren reads only unencrypted private keys (an encrypted one is an error at start): there is no pass phrase to ask for";
 const STAPLING_TUNING: &str = "warren staples the OCSP response it has at start (a CERT.ocsp file beside the certificate) and queries no responder while running";
 
+const NO_PUSH: &str = "warren does no HTTP/2 server push (browsers have dropped it)";
+const NO_H2_WORKERS: &str = "warren answers HTTP/2 streams on the MPM's own threads: there is no separate pool of HTTP/2 workers to size";
+const NO_EARLY_HINTS: &str = "warren sends no 103 Early Hints";
+const RUSTLS_RECORDS: &str = "warren's TLS records are rustls' (up to 16 KB each from the start): there is no warm-up nor cool-down of record sizes";
+
+const H2_MAX_SESSION_STREAMS: DirectiveSpec = host("H2MaxSessionStreams", "n", h2::max_session_streams);
+
 const MAX_REQUEST_WORKERS: DirectiveSpec = count("MaxRequestWorkers", ALL, |t| &mut t.max_request_workers);
 const MAX_CONNECTIONS_PER_CHILD: DirectiveSpec = count("MaxConnectionsPerChild", ALL, |t| &mut t.max_connections_per_child);
 
@@ -260,6 +268,40 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("SSLStaplingResponseTimeSkew", Contexts::HOST, "seconds", STAPLING_TUNING),
     inert("SSLInsecureRenegotiation", Contexts::HOST, "On|Off", "rustls never renegotiates"),
     inert("SSLOpenSSLConfCmd", Contexts::HOST, "command value", OPENSSL_ONLY),
+    // HTTP/2: core's Protocols, and mod_http2.
+    host("Protocols", "protocol...", h2::protocols),
+    host("ProtocolsHonorOrder", "On|Off", h2::protocols_honor_order),
+    H2_MAX_SESSION_STREAMS,
+    // warren's: nginx's http2_max_concurrent_streams, under mod_http2's prefix.
+    alias("H2MaxConcurrentStreams", H2_MAX_SESSION_STREAMS),
+    host("H2WindowSize", "bytes", h2::window_size),
+    host("H2MaxDataFrameLen", "n", h2::max_data_frame_len),
+    host("H2Direct", "On|Off", h2::direct),
+    dir("H2Upgrade", "On|Off", h2::upgrade),
+    dir("H2StreamTimeout", "time-interval[s]", h2::stream_timeout),
+    dir("H2Push", "On|Off", h2::push),
+    inert("H2PushPriority", Contexts::HOST, "mime-type [after|before|interleaved] [weight]", NO_PUSH),
+    inert("H2PushDiarySize", Contexts::HOST, "n", NO_PUSH),
+    inert("H2PushResource", Contexts::ANYWHERE, "[add] path [critical]", NO_PUSH),
+    inert("H2MinWorkers", Contexts::SERVER, "n", NO_H2_WORKERS),
+    inert("H2MaxWorkers", Contexts::SERVER, "n", NO_H2_WORKERS),
+    inert("H2MaxWorkerIdleSeconds", Contexts::SERVER, "n", NO_H2_WORKERS),
+    inert("H2StreamMaxMemSize", Contexts::HOST, "bytes", "warren buffers no stream's answer beyond what the client's flow-control window lets it send: a stream waits for the window, not a memory limit"),
+    inert("H2ModernTLSOnly", Contexts::HOST, "On|Off", "warren's TLS (rustls) has only TLS 1.2 and 1.3 with ECDHE and AEAD suites, none on RFC 9113's block list: HTTP/2 over TLS is always modern"),
+    inert("H2SerializeHeaders", Contexts::HOST, "On|Off", "warren hands HTTP/2 requests to its handlers as parsed, never serialized to HTTP/1.1 (Apache 2.4 dropped the directive too)"),
+    inert("H2CopyFiles", Contexts::ANYWHERE, "On|Off", "warren has no modules handing it files with lifetimes of their own: nothing to copy"),
+    inert("H2EarlyHints", Contexts::HOST, "On|Off", NO_EARLY_HINTS),
+    inert("H2EarlyHint", Contexts::ANYWHERE, "name value", NO_EARLY_HINTS),
+    inert("H2Padding", Contexts::HOST, "numbits", "warren adds no padding to HTTP/2 frames"),
+    inert("H2TLSWarmUpSize", Contexts::HOST, "bytes", RUSTLS_RECORDS),
+    inert("H2TLSCoolDownSecs", Contexts::HOST, "seconds", RUSTLS_RECORDS),
+    inert("H2OutputBuffering", Contexts::HOST, "On|Off", "warren has no switch for buffering HTTP/2 output: answers go out as flow control allows"),
+    inert("H2ProxyRequests", Contexts::HOST, "On|Off", "warren is no forward proxy"),
+    inert("H2WebSockets", Contexts::HOST, "On|Off", "warren does not bootstrap WebSockets over HTTP/2 (RFC 8441)"),
+    inert("H2AltSvc", Contexts::HOST, "specification", "warren sends no Alt-Svc header (mod_http2 dropped the directive)"),
+    inert("H2AltSvcMaxAge", Contexts::HOST, "seconds", "warren sends no Alt-Svc header (mod_http2 dropped the directive)"),
+    inert("H2SessionExtraFiles", Contexts::HOST, "n", "obsolete in mod_http2 too: warren keeps no extra files open per HTTP/2 connection"),
+    inert("H2MaxHeaderBlockLen", Contexts::HOST, "n", "warren sets no separate limit on the size of its own response headers"),
     // Accepted, not acted on (see Apply::Inert).
     inert("AddCharset", Contexts::ANYWHERE, "charset extension...", NO_CHARSET_BY_EXTENSION),
     inert("RemoveCharset", Contexts::ANYWHERE, "extension...", NO_CHARSET_BY_EXTENSION),

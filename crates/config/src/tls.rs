@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::build::Builder;
 use crate::dir_config::DirConfig;
 use crate::parse::{Directive, Origin};
-use crate::settings::{HostConfig, Settings};
+use crate::settings::{HostConfig, Settings, VirtualHost};
 
 /// The protocol versions `SSLProtocol` leaves, of those rustls has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +78,16 @@ pub struct CertPair {
     pub key: Option<(PathBuf, Origin)>,
 }
 
+/// SSLHonorCipherOrder when no line sets it: On, unlike Apache (Off).
+/// Every suite warren has is ECDHE with AEAD, and its default order puts
+/// AES-256-GCM and ChaCha20 before AES-128-GCM (warren-tls's `ciphers`),
+/// so the server's order is a sound one to impose; with Off the suite is
+/// whatever the client lists first, which scanners report as a HIGH
+/// finding for a default install (testssl.sh: "NOT a cipher order
+/// configured"). `SSLHonorCipherOrder off` still gives the client's
+/// order, e.g. for clients without AES hardware that list ChaCha20 first.
+pub const DEFAULT_HONOR_CIPHER_ORDER: bool = true;
+
 /// A host's TLS settings, merged with the main server's.
 #[derive(Clone, Debug)]
 pub struct TlsHost {
@@ -93,6 +103,8 @@ pub struct TlsHost {
     pub cipher_suite: Option<(String, Origin)>,
     /// `SSLCipherSuite TLSv1.3 ...`.
     pub cipher_suite_tls13: Option<(String, Origin)>,
+    /// `SSLHonorCipherOrder`: On unless said Off, where Apache's default
+    /// is Off (see [`DEFAULT_HONOR_CIPHER_ORDER`]).
     pub honor_cipher_order: bool,
     pub use_stapling: bool,
     pub strict_sni: bool,
@@ -168,7 +180,7 @@ impl TlsDirectives {
             protocols_origin: self.protocols.as_ref().map(|(_, o)| o.clone()),
             cipher_suite: self.cipher_suite.clone(),
             cipher_suite_tls13: self.cipher_suite_tls13.clone(),
-            honor_cipher_order: self.honor_cipher_order.unwrap_or(false),
+            honor_cipher_order: self.honor_cipher_order.unwrap_or(DEFAULT_HONOR_CIPHER_ORDER),
             use_stapling: self.use_stapling.unwrap_or(false),
             strict_sni: self.strict_sni.unwrap_or(false),
             session_tickets: self.session_tickets.unwrap_or(true),
@@ -206,12 +218,7 @@ impl Settings {
     /// configuration order (the first is the default, as in Apache): the
     /// virtual hosts whose addresses match it, else the main server.
     pub fn hosts_for_listener(&self, addr: SocketAddr) -> Vec<&HostConfig> {
-        let hosts: Vec<&HostConfig> = self
-            .virtual_hosts
-            .iter()
-            .filter(|vh| vh.addrs.iter().any(|a| a.ip.is_none_or(|ip| ip == addr.ip() || ip.is_unspecified() || addr.ip().is_unspecified()) && a.port.is_none_or(|p| p == addr.port())))
-            .map(|vh| &vh.host)
-            .collect();
+        let hosts: Vec<&HostConfig> = self.virtual_hosts.iter().filter(|vh| serves(vh, addr)).map(|vh| &vh.host).collect();
         if hosts.is_empty() {
             vec![&self.main]
         } else {
@@ -224,6 +231,11 @@ impl Settings {
     pub fn tls_listener(&self, addr: SocketAddr) -> bool {
         self.https_listen.contains(&addr) || self.hosts_for_listener(addr).iter().any(|h| h.tls.is_some())
     }
+}
+
+/// Whether a virtual host takes connections on a listener bound to `addr`.
+pub(crate) fn serves(vh: &VirtualHost, addr: SocketAddr) -> bool {
+    vh.addrs.iter().any(|a| a.ip.is_none_or(|ip| ip == addr.ip() || ip.is_unspecified() || addr.ip().is_unspecified()) && a.port.is_none_or(|p| p == addr.port()))
 }
 
 // The directives' functions.
@@ -540,6 +552,26 @@ mod tests {
         assert!(b.certificates[1].cert.0.ends_with("a.pem") && b.certificates[1].key.is_none());
         assert!(b.chain_file.is_some());
         assert!(s.tls_listener("0.0.0.0:443".parse().unwrap()));
+    }
+
+    /// SSLHonorCipherOrder is On without a line (unlike Apache); Off in the
+    /// main server reaches the virtual hosts that do not set it; a host's
+    /// own line wins.
+    #[test]
+    fn honor_cipher_order_defaults_on() {
+        let host = |s: &Settings, i: usize| s.virtual_hosts[i].host.tls.as_ref().unwrap().honor_cipher_order;
+        let vhosts = "<VirtualHost *:443>\nServerName a\nSSLEngine on\nSSLCertificateFile a.pem\n</VirtualHost>\n<VirtualHost *:443>\nServerName b\nSSLEngine on\nSSLCertificateFile b.pem\nSSLHonorCipherOrder on\n</VirtualHost>\n";
+        let (l, _d) = load("honor-default", &format!("Listen 443\n{vhosts}"));
+        assert!(l.errors.is_empty(), "{:?}", errors(&l));
+        let s = l.settings.unwrap();
+        assert!(host(&s, 0) && host(&s, 1));
+        let (l, _d) = load("honor-off", &format!("Listen 443\nSSLHonorCipherOrder off\n{vhosts}"));
+        assert!(l.errors.is_empty(), "{:?}", errors(&l));
+        let s = l.settings.unwrap();
+        assert!(!host(&s, 0) && host(&s, 1));
+        let (l, _d) = load("honor-vhost-off", "Listen 443\n<VirtualHost *:443>\nSSLEngine on\nSSLCertificateFile a.pem\nSSLHonorCipherOrder Off\n</VirtualHost>\n");
+        assert!(l.errors.is_empty(), "{:?}", errors(&l));
+        assert!(!host(&l.settings.unwrap(), 0));
     }
 
     #[test]

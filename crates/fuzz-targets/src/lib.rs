@@ -1,6 +1,7 @@
 //! Fuzz targets for the parsers that read bytes warren does not control:
-//! request heads and chunked bodies from clients, FastCGI records and
-//! response heads from applications, and configuration files.
+//! request heads, chunked bodies and HTTP/2 header blocks from clients,
+//! FastCGI records and response heads from applications, and configuration
+//! files.
 //!
 //! Each target is a plain `fn(&[u8])` that panics when an invariant breaks,
 //! so that the same code runs in two harnesses:
@@ -22,13 +23,16 @@
 //! - [`fcgi_response`]: the handler's `ResponseReader` (an application's
 //!   records -> its response head and body);
 //! - [`config`]: `load_text`, the whole configuration reading;
-//! - [`proxy_protocol`]: the PROXY protocol header before HTTP.
+//! - [`proxy_protocol`]: the PROXY protocol header before HTTP;
+//! - [`hpack`]: HTTP/2 header blocks (the HPACK decoder, and the encoder's
+//!   blocks read back).
 
 pub mod chunked;
 pub mod config;
 pub mod fcgi_record;
 pub mod fcgi_response;
 pub mod head;
+pub mod hpack;
 pub mod proxy_protocol;
 
 /// A target's body: panics when the input breaks an invariant.
@@ -42,6 +46,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("fcgi_response", fcgi_response::run),
     ("config", config::run),
     ("proxy_protocol", proxy_protocol::run),
+    ("hpack", hpack::run),
 ];
 
 /// Cut points for feeding `len` bytes in pieces: every piece boundary the

@@ -173,7 +173,7 @@ impl<'a> Driver<'a> {
                     return;
                 }
             };
-            if let Some(codec) = crate::h2::upgrade(self.site, &self.rules, &stream, &head, &rbuf) {
+            if let Some(codec) = crate::h2::upgrade(&self.rules, &stream, &head, &rbuf) {
                 let mut out = Output::default();
                 out.wbuf.extend_from_slice(crate::h2::SWITCHING);
                 if out.write_all(&stream, self.rules.timeout) {
@@ -297,7 +297,7 @@ impl<'a> Driver<'a> {
         let mut clock = (served == 0 || !rbuf.is_empty()).then(|| self.rules.head_clock(idle_since, rbuf.len()));
         let mut scan = HeadScan::default();
         loop {
-            let protocol = if served == 0 { crate::h2::detect(stream, rbuf, crate::h2::cleartext_h2(self.site, stream)) } else { Some(false) };
+            let protocol = if served == 0 { crate::h2::detect(stream, rbuf) } else { Some(false) };
             if protocol == Some(true) {
                 return Head::H2;
             }

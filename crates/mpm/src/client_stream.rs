@@ -15,6 +15,8 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use warren_config::h2::H2Listener;
 use std::time::Duration;
 
 use rustls::{HandshakeKind, ServerConfig, ServerConnection};
@@ -38,13 +40,16 @@ struct TlsDetails {
     cipher_bits: u16,
     server_name: Option<String>,
     resumed: bool,
-    /// ALPN agreed on h2.
-    h2: bool,
+    /// ALPN agreed `h2`: the connection speaks HTTP/2 (kept here, as the
+    /// rustls connection is gone once the kernel has the records).
+    alpn_h2: bool,
 }
 
 pub struct ClientStream {
     sock: TcpStream,
     tls: Option<Arc<Mutex<TlsState>>>,
+    /// What HTTP/2 its listener offers (None: none).
+    h2: Option<Arc<H2Listener>>,
 }
 
 enum Mode {
@@ -90,14 +95,14 @@ pub const PLAIN_HTTP_REASON: &str = "You're speaking plain HTTP to an SSL-enable
 
 impl ClientStream {
     pub fn plain(sock: TcpStream) -> ClientStream {
-        ClientStream { sock, tls: None }
+        ClientStream { sock, tls: None, h2: None }
     }
 
     /// A connection whose first bytes are a TLS handshake, under `config`.
     pub fn tls(sock: TcpStream, config: Arc<ServerConfig>) -> io::Result<ClientStream> {
         let conn = ServerConnection::new(config).map_err(io::Error::other)?;
         let state = TlsState { mode: Mode::User(Box::new(conn)), started: false, details: None, plaintext_left: false, eof_pending: false };
-        Ok(ClientStream { sock, tls: Some(Arc::new(Mutex::new(state))) })
+        Ok(ClientStream { sock, tls: Some(Arc::new(Mutex::new(state))), h2: None })
     }
 
     /// Accepts with a listener's TLS configuration, if it has one.
@@ -106,6 +111,17 @@ impl ClientStream {
             None => Ok(ClientStream::plain(sock)),
             Some(c) => ClientStream::tls(sock, c.clone()),
         }
+    }
+
+    /// The HTTP/2 its listener offers, for a connection accepted there.
+    pub fn with_h2(mut self, h2: Option<Arc<H2Listener>>) -> ClientStream {
+        self.h2 = h2;
+        self
+    }
+
+    /// What HTTP/2 the connection's listener offers, if any.
+    pub fn h2(&self) -> Option<&H2Listener> {
+        self.h2.as_deref()
     }
 
     pub fn is_tls(&self) -> bool {
@@ -128,13 +144,18 @@ impl ClientStream {
         info.tls = Some(TlsInfo { protocol: d.protocol, cipher: d.cipher, cipher_bits: d.cipher_bits, resumed: d.resumed, sni_host });
     }
 
-    /// The TLS handshake is done and agreed on HTTP/2 by ALPN.
+    /// Whether the TLS handshake agreed HTTP/2 by ALPN (`h2`, offered only
+    /// where `Protocols` allows it: see `warren_config::Settings::h2_listener`):
+    /// the client's first bytes after the handshake are then HTTP/2's
+    /// preface. Known once a read has completed the handshake (as the
+    /// details [`ClientStream::note_tls`] gives); false before, and for
+    /// plain connections.
     pub fn alpn_h2(&self) -> bool {
-        self.state().is_some_and(|s| s.details.as_ref().is_some_and(|d| d.h2))
+        self.state().is_some_and(|s| s.details.as_ref().is_some_and(|d| d.alpn_h2))
     }
 
     pub fn try_clone(&self) -> io::Result<ClientStream> {
-        Ok(ClientStream { sock: self.sock.try_clone()?, tls: self.tls.clone() })
+        Ok(ClientStream { sock: self.sock.try_clone()?, tls: self.tls.clone(), h2: self.h2.clone() })
     }
 
     pub fn tcp(&self) -> &TcpStream {
@@ -405,7 +426,7 @@ fn details(conn: &ServerConnection) -> TlsDetails {
         cipher_bits: suite.map_or(0, warren_tls::cipher_bits),
         server_name: conn.server_name().map(str::to_owned),
         resumed: conn.handshake_kind() == Some(HandshakeKind::Resumed),
-        h2: conn.alpn_protocol() == Some(b"h2"),
+        alpn_h2: conn.alpn_protocol() == Some(warren_tls::ALPN_H2),
     }
 }
 
@@ -507,5 +528,75 @@ impl Write for SockIo {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::process::{Command, Stdio};
+
+    /// A TLS listener's configuration from a configuration file with
+    /// `extra` in its TLS host, a certificate made by the `openssl` command.
+    fn server_config(dir: &std::path::Path, extra: &str) -> Arc<ServerConfig> {
+        std::fs::create_dir_all(dir.join("htdocs")).unwrap();
+        let ok = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=a.test", "-days", "2", "-keyout"])
+            .arg(dir.join("a.key"))
+            .arg("-out")
+            .arg(dir.join("a.pem"))
+            .stderr(Stdio::null())
+            .status()
+            .expect("the openssl command");
+        assert!(ok.success());
+        let conf = dir.join("warren.conf");
+        let text = format!("DocumentRoot htdocs\nListen 443\n<VirtualHost *:443>\nServerName a.test\nSSLEngine on\nSSLCertificateFile a.pem\nSSLCertificateKeyFile a.key\n{extra}</VirtualHost>\n");
+        std::fs::write(&conf, text).unwrap();
+        let loaded = warren_config::load_file(&conf, &warren_config::LoadOptions::default());
+        let settings = loaded.settings.unwrap_or_else(|| panic!("{:?}", loaded.errors));
+        warren_tls::ServerTls::new(&settings).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap()
+    }
+
+    /// Whether a connection from `openssl s_client -alpn <offer>` agreed
+    /// h2, as the stream says once its first read has completed the
+    /// handshake.
+    fn alpn_h2_with(config: Arc<ServerConfig>, offer: &str) -> bool {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut client = Command::new("timeout")
+            .args(["20", "openssl", "s_client", "-quiet", "-servername", "a.test", "-alpn", offer, "-connect"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("openssl s_client");
+        let (sock, _) = listener.accept().unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let stream = ClientStream::tls(sock, config).unwrap();
+        assert!(!stream.alpn_h2(), "nothing is agreed before the handshake");
+        // s_client sends its input once the handshake is done.
+        client.stdin.take().unwrap().write_all(b"x\n").unwrap();
+        let mut buf = [0u8; 64];
+        let n = stream.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"x\n");
+        let h2 = stream.alpn_h2();
+        let _ = client.kill();
+        let _ = client.wait();
+        h2
+    }
+
+    #[test]
+    fn alpn_h2_says_what_the_handshake_agreed() {
+        let dir = std::env::temp_dir().join(format!("warren-client-stream-alpn-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let default = server_config(&dir.join("default"), "");
+        assert!(!alpn_h2_with(default, "h2,http/1.1"));
+        let on = server_config(&dir.join("on"), "Protocols h2 http/1.1\n");
+        assert!(alpn_h2_with(on.clone(), "h2,http/1.1"));
+        assert!(!alpn_h2_with(on, "http/1.1"));
+        assert!(!ClientStream::plain(TcpStream::connect(TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).unwrap()).alpn_h2());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -14,12 +14,14 @@ pub struct Listener {
     pub addr: SocketAddr,
     /// Set for a TLS listener: its connections open with a handshake.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// What HTTP/2 it offers (None: none), per `Settings::h2_listener`.
+    pub h2: Option<Arc<warren_config::h2::H2Listener>>,
 }
 
 impl Listener {
     /// Another handle on the same socket, for a new generation of children.
     pub fn try_clone(&self) -> std::io::Result<Listener> {
-        Ok(Listener { socket: self.socket.try_clone()?, addr: self.addr, tls: self.tls.clone() })
+        Ok(Listener { socket: self.socket.try_clone()?, addr: self.addr, tls: self.tls.clone(), h2: self.h2.clone() })
     }
 
     /// Accepts a connection (see [`accept`]) as its client stream: TLS on
@@ -28,7 +30,7 @@ impl Listener {
     pub fn accept(&self) -> std::io::Result<(ClientStream, SocketAddr, SocketAddr)> {
         let (stream, peer) = accept(&self.socket)?;
         let local = if self.addr.ip().is_unspecified() { stream.local_addr().unwrap_or(self.addr) } else { self.addr };
-        Ok((ClientStream::accepted(stream, self.tls.as_ref())?, peer, local))
+        Ok((ClientStream::accepted(stream, self.tls.as_ref())?.with_h2(self.h2.clone()), peer, local))
     }
 }
 
@@ -58,7 +60,7 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<Listener> {
     socket.set_nonblocking(true)?;
     let socket: TcpListener = socket.into();
     let addr = socket.local_addr()?;
-    Ok(Listener { socket, addr, tls: None })
+    Ok(Listener { socket, addr, tls: None, h2: None })
 }
 
 /// accept4 with the peer address, non-blocking and close-on-exec, in one

@@ -560,6 +560,7 @@ impl Parent {
             match l {
                 Ok(mut l) => {
                     l.tls = tls.as_ref().and_then(|t| t.for_listener(*addr));
+                    l.h2 = Some(settings.h2_listener(*addr)).filter(|h| h.any()).map(Arc::new);
                     listeners.push(l);
                 }
                 Err(e) => {

@@ -11,7 +11,8 @@
 //!   suites ([`ciphers`]: OpenSSL cipher strings mapped onto rustls'
 //!   suites) and SSLHonorCipherOrder from its default (first) TLS host, as
 //!   OpenSSL does, and picks each connection's certificate by SNI among its
-//!   TLS hosts ([`sni`]).
+//!   TLS hosts ([`sni`]). Its ALPN list ([`alpn_protocols`]) offers `h2`
+//!   when `Protocols` lets every TLS host on it speak HTTP/2.
 //! - Session resumption across children: [`session_cache`] keeps sessions
 //!   in memory shared by fork (SSLSessionCache shmcb:); [`tickets`] seals
 //!   tickets under keys every child derives alike (SSLSessionTickets).
@@ -30,13 +31,30 @@ use std::sync::Arc;
 use rustls::crypto::CryptoProvider;
 use rustls::server::{NoServerSessionStorage, StoresServerSessions};
 use rustls::{ProtocolVersion, ServerConfig, SupportedCipherSuite};
+use warren_config::h2::H2Listener;
 use warren_config::tls::{SessionCache, TlsHost};
 use warren_config::{HostConfig, Settings};
 
 pub use ciphers::{cipher_bits, cipher_name};
 
-/// The ALPN protocols warren offers, in its order of preference.
-pub const ALPN_PROTOCOLS: &[&[u8]] = &[b"http/1.1"];
+/// ALPN's names of HTTP/1.1 and of HTTP/2 over TLS.
+pub const ALPN_HTTP11: &[u8] = b"http/1.1";
+pub const ALPN_H2: &[u8] = b"h2";
+
+/// The ALPN protocols a listener offers, in its order of preference:
+/// `http/1.1` alone, or with `h2` when its hosts allow HTTP/2
+/// ([`Settings::h2_listener`]). rustls agrees the first protocol of this
+/// list that the client also offers: the server's order always wins, so
+/// the list's order is the preference (see `h2_first` for
+/// ProtocolsHonorOrder). `http/1.1` is always there: a client offering only
+/// it would otherwise be refused the handshake (no_application_protocol).
+pub fn alpn_protocols(h2: &H2Listener) -> Vec<Vec<u8>> {
+    match (h2.h2, h2.h2_first) {
+        (false, _) => vec![ALPN_HTTP11.to_vec()],
+        (true, true) => vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()],
+        (true, false) => vec![ALPN_HTTP11.to_vec(), ALPN_H2.to_vec()],
+    }
+}
 
 /// mod_ssl's name of a protocol version, as `SSL_PROTOCOL` gives it.
 pub fn protocol_name(v: ProtocolVersion) -> &'static str {
@@ -148,6 +166,7 @@ impl ServerTls {
                     continue;
                 }
             };
+            let resolver = sni::Resolver::new(sni_hosts, &provider.cipher_suites);
             let builder = match ServerConfig::builder_with_provider(Arc::new(provider)).with_protocol_versions(&versions) {
                 Ok(b) => b,
                 Err(e) => {
@@ -155,9 +174,12 @@ impl ServerTls {
                     continue;
                 }
             };
-            let mut config = builder.with_no_client_auth().with_cert_resolver(Arc::new(sni::Resolver::new(sni_hosts)));
-            config.alpn_protocols = ALPN_PROTOCOLS.iter().map(|p| p.to_vec()).collect();
+            let mut config = builder.with_no_client_auth().with_cert_resolver(Arc::new(resolver));
+            config.alpn_protocols = alpn_protocols(&settings.h2_listener(addr));
             config.enable_secret_extraction = true;
+            // rustls then takes the first of the provider's suites (in
+            // SSLCipherSuite's order, see provider_for) that the client
+            // offers, rather than the client's first that we have.
             config.ignore_client_order = default.honor_cipher_order;
             config.max_early_data_size = 0;
             config.session_storage = session_store.clone();

@@ -3,12 +3,14 @@
 //! and `?` wildcards, as Apache matches them), else the listener's default
 //! (first) host, unless that one has `SSLStrictSNIVHostCheck on` and the
 //! client sent no SNI: then none, and the handshake fails. Within a host,
-//! an ECDSA certificate is preferred when the client can verify it.
+//! an ECDSA certificate is preferred when the client can verify it and,
+//! should the handshake be TLS 1.2, also use it: see [`Resolver::resolve`].
 
 use std::sync::Arc;
 
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
+use rustls::SupportedCipherSuite;
 
 /// One TLS host of a listener.
 #[derive(Debug)]
@@ -62,11 +64,14 @@ pub fn wildcard_match(pattern: &[u8], name: &[u8]) -> bool {
 #[derive(Debug)]
 pub struct Resolver {
     hosts: Vec<SniHost>,
+    /// The listener's TLS 1.2 suites (none if it offers only TLS 1.3).
+    tls12: Vec<SupportedCipherSuite>,
 }
 
 impl Resolver {
-    pub fn new(hosts: Vec<SniHost>) -> Resolver {
-        Resolver { hosts }
+    /// `suites`: the listener's cipher suites (its provider's).
+    pub fn new(hosts: Vec<SniHost>, suites: &[SupportedCipherSuite]) -> Resolver {
+        Resolver { hosts, tls12: suites.iter().copied().filter(|s| s.tls13().is_none()).collect() }
     }
 
     /// The host whose certificate a client naming `sni` gets (None: no
@@ -82,10 +87,32 @@ impl Resolver {
 }
 
 impl ResolvesServerCert for Resolver {
+    /// The host's first key (ECDSA first) the client can take: one it can
+    /// verify a signature of, and, if the client offers TLS 1.2 suites we
+    /// have, one that at least one of those suites authenticates with.
+    ///
+    /// rustls asks before it has chosen the suite, and does not say the
+    /// version here; it narrows the signature schemes to the suites both
+    /// sides have, but counts TLS 1.3 suites too, which take any key. A
+    /// client negotiating TLS 1.2 that also lists TLS 1.3 suites (testssl's
+    /// own hellos do) and only ECDHE-RSA suites for 1.2 would then get the
+    /// ECDSA certificate and fail the handshake for want of a suite. So
+    /// when the TLS 1.2 suites in common do not fit a key, that key is
+    /// passed over: if the handshake turns out to be TLS 1.3, the key
+    /// taken instead (RSA) serves just as well.
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         let host = &self.hosts[self.host_for(hello.server_name())?];
         let schemes = hello.signature_schemes();
-        host.keys.iter().find(|k| k.key.choose_scheme(schemes).is_some()).or(host.keys.first()).cloned()
+        let offered = hello.cipher_suites();
+        let common12: Vec<&SupportedCipherSuite> = self.tls12.iter().filter(|s| offered.contains(&s.suite())).collect();
+        let verifiable = |k: &&Arc<CertifiedKey>| k.key.choose_scheme(schemes).is_some();
+        let fits_tls12 = |k: &&Arc<CertifiedKey>| common12.is_empty() || common12.iter().any(|s| s.usable_for_signature_algorithm(k.key.algorithm()));
+        host.keys
+            .iter()
+            .find(|k| verifiable(k) && fits_tls12(k))
+            .or_else(|| host.keys.iter().find(verifiable))
+            .or(host.keys.first())
+            .cloned()
     }
 }
 

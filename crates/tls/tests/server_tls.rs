@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, HandshakeKind, ServerConfig, ServerConnection, SignatureScheme};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, HandshakeKind, ServerConfig, ServerConnection, SignatureScheme, SupportedCipherSuite};
 use warren_tls::ServerTls;
 
 struct Dir(PathBuf);
@@ -132,7 +132,12 @@ fn client(schemes: &[SignatureScheme], versions: &[&'static rustls::SupportedPro
 }
 
 fn client_with(verifier: Arc<AnyCert>, versions: &[&'static rustls::SupportedProtocolVersion]) -> Arc<ClientConfig> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    client_offering(verifier, rustls::crypto::aws_lc_rs::default_provider().cipher_suites, versions)
+}
+
+/// A client offering `suites`, in that order.
+fn client_offering(verifier: Arc<AnyCert>, suites: Vec<SupportedCipherSuite>, versions: &[&'static rustls::SupportedProtocolVersion]) -> Arc<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::CryptoProvider { cipher_suites: suites, ..rustls::crypto::aws_lc_rs::default_provider() });
     let mut c = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
         .unwrap()
@@ -146,6 +151,11 @@ fn client_with(verifier: Arc<AnyCert>, versions: &[&'static rustls::SupportedPro
 /// One handshake in memory; the certificate the server gave, or None if
 /// the handshake failed.
 fn handshake(server: Arc<ServerConfig>, client: Arc<ClientConfig>, sni: &str) -> Option<CertificateDer<'static>> {
+    handshake_suite(server, client, sni).map(|(cert, _)| cert)
+}
+
+/// [`handshake`], and the suite the server chose.
+fn handshake_suite(server: Arc<ServerConfig>, client: Arc<ClientConfig>, sni: &str) -> Option<(CertificateDer<'static>, rustls::CipherSuite)> {
     let mut s = ServerConnection::new(server).unwrap();
     let mut c = ClientConnection::new(client, ServerName::try_from(sni.to_string()).unwrap()).unwrap();
     for _ in 0..20 {
@@ -159,7 +169,8 @@ fn handshake(server: Arc<ServerConfig>, client: Arc<ClientConfig>, sni: &str) ->
         c.process_new_packets().ok()?;
         if !c.is_handshaking() && !s.is_handshaking() {
             assert_eq!(s.alpn_protocol(), Some(&b"http/1.1"[..]));
-            return c.peer_certificates().map(|certs| certs[0].clone().into_owned());
+            let suite = s.negotiated_cipher_suite()?.suite();
+            return c.peer_certificates().map(|certs| (certs[0].clone().into_owned(), suite));
         }
     }
     None
@@ -289,6 +300,122 @@ fn sni_and_key_types() {
     let all = client(ALL_SCHEMES, &[&rustls::version::TLS13]);
     assert_eq!(handshake(server.clone(), all.clone(), "127.0.0.1"), None);
     assert_eq!(handshake(server, all, "b.test"), Some(first_cert(&b)));
+}
+
+/// SSLHonorCipherOrder is On without a line (unlike Apache): a client
+/// listing AES-128-GCM first still gets the first of the server's suites
+/// it offers, AES-256-GCM, over TLS 1.3 and 1.2; with `SSLHonorCipherOrder
+/// off` it gets its own first; an SSLCipherSuite's order is the server's.
+#[test]
+fn server_cipher_order_by_default() {
+    use rustls::crypto::aws_lc_rs::cipher_suite as cs;
+    use rustls::CipherSuite as C;
+    let d = Dir::new("order");
+    let key = make_key(&d, "a.key", Key::Ec8);
+    let cert = make_cert(&d, "a.pem", &key, false, &["a.test"], -1, 365);
+    let conf = |extra: &str| {
+        format!("Listen 443\n{extra}<VirtualHost *:443>\nSSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n</VirtualHost>\n", cert.display(), key.display())
+    };
+    let aes128_first = vec![
+        cs::TLS13_AES_128_GCM_SHA256,
+        cs::TLS13_CHACHA20_POLY1305_SHA256,
+        cs::TLS13_AES_256_GCM_SHA384,
+        cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    ];
+    for (extra, honored, tls13, tls12) in [
+        ("", true, C::TLS13_AES_256_GCM_SHA384, C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384),
+        ("SSLHonorCipherOrder off\n", false, C::TLS13_AES_128_GCM_SHA256, C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
+        (
+            "SSLCipherSuite CHACHA20:AES256\nSSLCipherSuite TLSv1.3 TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256\n",
+            true,
+            C::TLS13_CHACHA20_POLY1305_SHA256,
+            C::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        ),
+    ] {
+        let tls = ServerTls::new(&settings(&d, &conf(extra))).unwrap().unwrap();
+        assert!(tls.warnings().is_empty(), "{:?}", tls.warnings());
+        let server = tls.for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
+        assert_eq!(server.ignore_client_order, honored, "{extra:?}");
+        for (version, expected) in [(&rustls::version::TLS13, tls13), (&rustls::version::TLS12, tls12)] {
+            let client = client_offering(Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default())), aes128_first.clone(), &[version]);
+            let (_, suite) = handshake_suite(server.clone(), client, "a.test").unwrap();
+            assert_eq!(suite, expected, "{extra:?}, {version:?}");
+        }
+    }
+}
+
+/// `record` (a ClientHello, in one record) with the suite codes `extra`
+/// put first in its list of cipher suites, and its lengths made to match.
+fn with_suites_first(record: &[u8], extra: &[u8]) -> Vec<u8> {
+    assert!(record[0] == 0x16 && record[5] == 1, "a ClientHello record");
+    assert_eq!(record.len(), 5 + usize::from(u16::from_be_bytes([record[3], record[4]])), "one record");
+    // Record header (5), handshake header (4), version (2), random (32).
+    let session_id = 5 + 4 + 2 + 32;
+    let suites = session_id + 1 + usize::from(record[session_id]);
+    let grow = |bytes: &mut [u8]| {
+        let n = bytes.iter().fold(0usize, |n, b| n << 8 | usize::from(*b)) + extra.len();
+        let len = bytes.len();
+        bytes.copy_from_slice(&n.to_be_bytes()[std::mem::size_of::<usize>() - len..]);
+    };
+    let mut out = record.to_vec();
+    grow(&mut out[3..5]);
+    grow(&mut out[6..9]);
+    grow(&mut out[suites..suites + 2]);
+    out.splice(suites + 2..suites + 2, extra.iter().copied());
+    out
+}
+
+/// A TLS 1.2 hello (no supported_versions) that lists TLS 1.3 suites and,
+/// for TLS 1.2, only ECDHE-RSA ones (testssl's own hellos are like this)
+/// gets the RSA certificate of a host that has both. rustls narrows the
+/// client's signature schemes by the suites in common but counts the TLS
+/// 1.3 ones, which fit any key: the resolver was given the ECDSA schemes,
+/// chose the ECDSA certificate, and the handshake failed for want of a
+/// suite.
+#[test]
+fn tls12_hello_listing_tls13_suites_gets_rsa() {
+    use rustls::crypto::aws_lc_rs::cipher_suite as cs;
+    let d = Dir::new("rsa12");
+    let rsa_key = make_key(&d, "rsa.key", Key::Rsa8);
+    let rsa = make_cert(&d, "rsa.pem", &rsa_key, true, &["c.test"], -1, 365);
+    let ec_key = make_key(&d, "ec.key", Key::Ec8);
+    let ec = make_cert(&d, "ec.pem", &ec_key, false, &["c.test"], -1, 365);
+    let s = settings(
+        &d,
+        &format!(
+            "Listen 443\n<VirtualHost *:443>\nServerName c.test\nSSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n</VirtualHost>\n",
+            ec.display(),
+            ec_key.display(),
+            rsa.display(),
+            rsa_key.display()
+        ),
+    );
+    let server = ServerTls::new(&s).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
+    let verifier = Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default()));
+    let client = client_offering(verifier, vec![cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256], &[&rustls::version::TLS12]);
+    let mut c = ClientConnection::new(client, ServerName::try_from("c.test").unwrap()).unwrap();
+    let mut hello = Vec::new();
+    c.write_tls(&mut hello).unwrap();
+    // TLS_AES_256_GCM_SHA384, TLS_AES_128_GCM_SHA256.
+    let hello = with_suites_first(&hello, &[0x13, 0x02, 0x13, 0x01]);
+    let mut srv = ServerConnection::new(server).unwrap();
+    srv.read_tls(&mut &hello[..]).unwrap();
+    srv.process_new_packets().expect("a handshake");
+    assert_eq!(srv.negotiated_cipher_suite().map(|s| s.suite()), Some(rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256));
+    // The server's flight up to ServerHelloDone: the client takes the
+    // certificate (its Finished would then not match: the hello it sent
+    // is not the one it wrote).
+    let mut flight = Vec::new();
+    srv.write_tls(&mut flight).unwrap();
+    c.read_tls(&mut &flight[..]).unwrap();
+    c.process_new_packets().unwrap();
+    assert_eq!(c.peer_certificates().map(|certs| certs[0].clone()), Some(first_cert(&rsa)));
+    // The same hello without the TLS 1.3 suites went right before, too.
+    let client = client_offering(Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default())), vec![cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256], &[&rustls::version::TLS12]);
+    let server = ServerTls::new(&s).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
+    assert_eq!(handshake(server, client, "c.test"), Some(first_cert(&rsa)));
 }
 
 /// The chain: certificates after the leaf in SSLCertificateFile, then
@@ -497,4 +624,67 @@ fn openssl_s_client_reconnect_resumes() {
         let lines = s_client(&["-tls1_3", "-sess_in", sess.to_str().unwrap()], false);
         assert!(lines[0].starts_with("Reused, TLSv1.3"), "SSLSessionCache {cache}, SSLSessionTickets {tickets}: {lines:?}");
     }
+}
+
+/// The ALPN protocol a handshake agrees, for a client offering `offer`
+/// (Err: the handshake failed).
+fn agreed(server: Arc<ServerConfig>, offer: &[&[u8]]) -> Result<Option<Vec<u8>>, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut c = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCert(ALL_SCHEMES.to_vec(), Default::default())))
+        .with_no_client_auth();
+    c.alpn_protocols = offer.iter().map(|p| p.to_vec()).collect();
+    let mut s = ServerConnection::new(server).unwrap();
+    let mut c = ClientConnection::new(Arc::new(c), ServerName::try_from("a.test").unwrap()).unwrap();
+    while c.is_handshaking() || s.is_handshaking() {
+        let mut buf = Vec::new();
+        c.write_tls(&mut buf).unwrap();
+        s.read_tls(&mut &buf[..]).unwrap();
+        let server_result = s.process_new_packets();
+        let mut buf = Vec::new();
+        s.write_tls(&mut buf).unwrap();
+        server_result?;
+        c.read_tls(&mut &buf[..]).unwrap();
+        c.process_new_packets()?;
+    }
+    assert_eq!(c.alpn_protocol(), s.alpn_protocol());
+    Ok(s.alpn_protocol().map(<[u8]>::to_vec))
+}
+
+/// ALPN offers h2 when Protocols allows it, in Protocols' order (rustls
+/// agrees the first of the server's list the client offers); http/1.1
+/// only by default, as before.
+#[test]
+fn alpn_offers_h2_as_protocols_says() {
+    let d = Dir::new("alpn");
+    let key = make_key(&d, "a.key", Key::Ec8);
+    let cert = make_cert(&d, "a.pem", &key, false, &["a.test"], -1, 365);
+    let server = |extra: &str| {
+        let s = settings(&d, &format!("LoadModule http2_module mod_http2.so\nListen 443\n<VirtualHost *:443>\nServerName a.test\nSSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n{extra}</VirtualHost>\n", cert.display(), key.display()));
+        ServerTls::new(&s).unwrap().unwrap().for_listener("0.0.0.0:443".parse().unwrap()).unwrap()
+    };
+    let (h2, h1): (&[u8], &[u8]) = (b"h2", b"http/1.1");
+    let default = server("");
+    assert_eq!(default.alpn_protocols, vec![h1.to_vec()]);
+    assert_eq!(agreed(default.clone(), &[h2, h1]).unwrap(), Some(h1.to_vec()));
+    assert!(agreed(default, &[h2]).is_err(), "h2 alone must not be agreed by default");
+    let on = server("Protocols h2 http/1.1\n");
+    assert_eq!(on.alpn_protocols, vec![h2.to_vec(), h1.to_vec()]);
+    assert_eq!(agreed(on.clone(), &[h2, h1]).unwrap(), Some(h2.to_vec()));
+    // The server's order wins over the client's.
+    assert_eq!(agreed(on.clone(), &[h1, h2]).unwrap(), Some(h2.to_vec()));
+    assert_eq!(agreed(on.clone(), &[h1]).unwrap(), Some(h1.to_vec()));
+    assert_eq!(agreed(on, &[]).unwrap(), None);
+    // http/1.1 preferred, and the preference honoured: h2 only for
+    // clients that offer nothing else.
+    let later = server("Protocols http/1.1 h2\n");
+    assert_eq!(agreed(later.clone(), &[h2, h1]).unwrap(), Some(h1.to_vec()));
+    assert_eq!(agreed(later, &[h2]).unwrap(), Some(h2.to_vec()));
+    // Not honoured: the client's order, which rustls cannot follow, so h2
+    // goes first as clients ask for it first.
+    let client_order = server("Protocols http/1.1 h2\nProtocolsHonorOrder off\n");
+    assert_eq!(agreed(client_order, &[h2, h1]).unwrap(), Some(h2.to_vec()));
 }

@@ -543,6 +543,7 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], reload: Opti
         match warren_mpm::bind(*addr, settings.listen_backlog) {
             Ok(mut l) => {
                 l.tls = tls.as_ref().and_then(|t| t.for_listener(*addr));
+                l.h2 = Some(settings.h2_listener(*addr)).filter(|h| h.any()).map(std::sync::Arc::new);
                 listeners.push(l);
             }
             Err(e) => {

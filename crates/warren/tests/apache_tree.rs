@@ -39,6 +39,11 @@ struct Tree {
 /// enabled (TLS's if `tls`), by relative links as a2enmod makes them
 /// (whatever else this machine's other packages enabled is left out).
 fn debian_tree(tls: bool) -> Tree {
+    debian_tree_with(tls, &[])
+}
+
+/// [`debian_tree`] with more modules enabled (`a2enmod http2`).
+fn debian_tree_with(tls: bool, more_mods: &[&str]) -> Tree {
     let etc = Path::new("/etc/apache2");
     assert!(etc.join("apache2.conf").is_file(), "/etc/apache2 is missing: install the apache2 package (test.sh does)");
     let dir = TempDir::new("apache-tree");
@@ -65,7 +70,7 @@ fn debian_tree(tls: bool) -> Tree {
         }
     };
     let tls_mods: &[&str] = if tls { TLS_MODS } else { &[] };
-    enable("mods", &[DEBIAN_DEFAULT_MODS, SITE_MODS, tls_mods].concat(), &["load", "conf"]);
+    enable("mods", &[DEBIAN_DEFAULT_MODS, SITE_MODS, tls_mods, more_mods].concat(), &["load", "conf"]);
     // php-fpm drops its conf in conf-available when apache2 is installed;
     // its name carries PHP's version.
     let php_conf = std::fs::read_dir(root.join("conf-available"))
@@ -155,6 +160,20 @@ fn debian_tree_with_tls_has_no_errors() {
     let left = errors(&lines);
     assert!(left.is_empty(), "warren -t refuses {} lines of Debian's tree:\n{}", left.len(), left.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
     assert_eq!(code, Some(0), "{lines:?}");
+}
+
+/// `a2enmod http2` (its http2.conf: `Protocols h2 h2c http/1.1` for every
+/// host) is taken without an error or a word: h2 over TLS on default-ssl's
+/// port, h2c on 000-default's, each host of a listener agreeing.
+#[test]
+fn debian_tree_with_http2_has_no_errors() {
+    let tree = debian_tree_with(true, &["http2"]);
+    let (code, lines) = check(&tree);
+    let left = errors(&lines);
+    assert!(left.is_empty(), "warren -t refuses {} lines of Debian's tree with http2:\n{}", left.len(), left.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
+    assert_eq!(code, Some(0), "{lines:?}");
+    let said: Vec<&String> = lines.iter().filter(|l| l.contains("http2") || l.contains("HTTP/2") || l.contains("Protocols") || l.contains("h2c")).collect();
+    assert!(said.is_empty(), "{said:#?}");
 }
 
 /// A mistake in default-ssl, a key that is not the certificate's, is an

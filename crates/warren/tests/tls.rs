@@ -21,7 +21,7 @@ each_mpm!(
     host_other_than_sni_gets_421,
     sessions_are_resumed_tls12,
     sessions_are_resumed_tls13,
-    alpn_http11,
+    alpn_http11_by_default_h2_when_configured,
     plain_http_on_tls_port_gets_400,
     stalled_handshakes_are_cut_and_do_not_block_others,
     certificate_renewal_by_graceful_restart,
@@ -207,16 +207,35 @@ fn sessions_are_resumed_tls13(mpm: &str) {
     assert!(reused >= 4, "{reused} of 5 connections resumed (TLS 1.3):\n{out}");
 }
 
-fn alpn_http11(mpm: &str) {
+/// By default (Apache's `Protocols http/1.1`) ALPN agrees http/1.1 and
+/// never h2; with `Protocols h2 http/1.1` (and mod_http2 loaded, as
+/// Debian's `a2enmod http2` does) a client offering h2 gets h2, one
+/// offering only http/1.1 still gets it. Only the agreement is checked:
+/// what follows it is the server side's HTTP/2.
+fn alpn_http11_by_default_h2_when_configured(mpm: &str) {
     let (s, certs) = start(mpm, "");
     let out = s_client(s.port, &["-servername", "a.test", "-alpn", "http/1.1"], "");
     assert!(out.contains("ALPN protocol: http/1.1"), "{out}");
     // h2 is not offered: no ALPN protocol is agreed.
     let out = s_client(s.port, &["-servername", "a.test", "-alpn", "h2"], "");
     assert!(!out.contains("ALPN protocol: h2"), "{out}");
+    let out = s_client(s.port, &["-servername", "a.test", "-alpn", "h2,http/1.1"], "");
+    assert!(out.contains("ALPN protocol: http/1.1"), "{out}");
     // curl (which offers h2 and http/1.1 when built with HTTP/2) speaks 1.1.
     let (code, v) = https(&s, &certs, "a.test", "/", &["-o", "/dev/null", "-w", "%{http_version}"]);
     assert_eq!((code, String::from_utf8_lossy(&v).into_owned()), (0, "1.1".to_string()));
+    drop(s);
+
+    let (s, _certs) = start(mpm, "LoadModule http2_module modules/mod_http2.so\nProtocols h2 http/1.1\n");
+    for name in ["a.test", "b.test"] {
+        let out = s_client(s.port, &["-servername", name, "-alpn", "h2,http/1.1"], "");
+        assert!(out.contains("ALPN protocol: h2"), "{name}: {out}");
+        // The server's order wins: h2 even where the client prefers 1.1.
+        let out = s_client(s.port, &["-servername", name, "-alpn", "http/1.1,h2"], "");
+        assert!(out.contains("ALPN protocol: h2"), "{name}: {out}");
+        let out = s_client(s.port, &["-servername", name, "-alpn", "http/1.1"], "");
+        assert!(out.contains("ALPN protocol: http/1.1"), "{name}: {out}");
+    }
 }
 
 /// Plain HTTP to the TLS port: a plain-HTTP 400 with an HTML body, and
@@ -409,21 +428,58 @@ fn ssl_fields_in_access_log(mpm: &str) {
     assert_eq!(&v12[2..], ["Initial", "a.test", "on", "/index.html"], "{log}");
 }
 
-/// A client that sends its request and then close_notify (its half-close,
-/// as the harness's relay does for a client's shutdown) is answered and
-/// then closed: it will send nothing more, as a plain client's FIN says
-/// over TCP, where warren closes at once. Not after KeepAliveTimeout (30 s
-/// here; the read below gives up after 15 s).
+/// A client that sends its request and then close_notify (its
+/// half-close: it will send nothing more, as a plain client's FIN says
+/// over TCP, where warren closes at once) is answered and then closed, not
+/// kept until KeepAliveTimeout (30 s here; the reads below give up after
+/// 15 s). The request and the close_notify go out in one write, so that
+/// they arrive together; then again through the harness's relay, which
+/// sends a client's shutdown as close_notify after what came before it.
 fn close_notify_ends_a_kept_alive_connection(mpm: &str) {
     let dir = TempDir::new(&format!("tls-cn-{mpm}"));
     standard_site(&dir);
     let certs = Certs::make(&dir.0);
     let s = Server::start_in(dir, mpm, &format!("{}KeepAliveTimeout 30", certs.directives("localhost")));
+    // HTTP/1.1 without Connection: close: kept alive, were it not for the end.
+    let request = b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+    let mut sock = s.connect();
+    sock.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let name = rustls::pki_types::ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
+    let mut tls = rustls::ClientConnection::new(client_config(&certs.ca()), name).unwrap();
+    while tls.is_handshaking() {
+        tls.complete_io(&mut sock).unwrap();
+    }
+    tls.writer().write_all(request).unwrap();
+    tls.send_close_notify();
+    let mut records = Vec::new();
+    while tls.wants_write() {
+        tls.write_tls(&mut records).unwrap();
+    }
+    sock.write_all(&records).unwrap();
+    let mut plain = Vec::new();
+    let ended = loop {
+        match tls.read_tls(&mut sock) {
+            Ok(0) => break "closed by the server".to_string(),
+            Ok(_) => {
+                let state = tls.process_new_packets().unwrap();
+                let mut buf = vec![0u8; state.plaintext_bytes_to_read()];
+                std::io::Read::read_exact(&mut tls.reader(), &mut buf).unwrap();
+                plain.extend_from_slice(&buf);
+                if state.peer_has_closed() {
+                    break "close_notify from the server".to_string();
+                }
+            }
+            Err(e) => break format!("read: {e}"),
+        }
+    };
+    assert_eq!(parse_response(&plain).0.text(), "0123456789abcdefghij", "{ended}");
+    assert!(!ended.starts_with("read:"), "a connection whose client sent its request and close_notify together was left open: {ended}");
+
     let relay = Relay::start(s.port, &certs.ca());
     let mut c = TcpStream::connect(("127.0.0.1", relay.port)).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-    // HTTP/1.1 without Connection: close: kept alive, were it not for the end.
-    c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    c.write_all(request).unwrap();
     c.shutdown(std::net::Shutdown::Write).unwrap();
     let (out, how) = read_to_end_of(&mut c);
     assert_eq!(parse_response(&out).0.text(), "0123456789abcdefghij", "{how}");

@@ -6,6 +6,18 @@
 //! into a huge list (an "HPACK bomb") is cut off without being built.
 //! [`Encoder`] writes our response header blocks, indexing the fields
 //! that repeat from response to response.
+//!
+//! Both sides share the static table (Appendix A) and [`DynamicTable`]
+//! (§2.3, §4), the integer (§5.1) and string (§5.2) primitives, and the
+//! Huffman code of [`super::huffman`]. The decoder trusts nothing: every
+//! integer is bounded to a u32 and a few octets, every length is checked
+//! against what is left of the block before anything is allocated, and
+//! the dynamic table holds at most its size in octets (each entry counts
+//! 32 more, so it also holds at most size / 32 entries).
+
+use std::collections::VecDeque;
+
+use super::huffman;
 
 /// Why a header block could not be decoded. Every variant but
 /// `ListTooLarge` is a COMPRESSION_ERROR for the whole connection (the
@@ -22,50 +34,1081 @@ pub enum DecodeError {
     ListTooLarge,
 }
 
+/// What an entry costs beyond its name and value (§4.1), in the table and
+/// in the header list size alike.
+const ENTRY_OVERHEAD: usize = 32;
+
+/// The dynamic table size both sides start with (RFC 9113 §6.5.2), and the
+/// most our encoder uses whatever the client allows: a bigger table saves
+/// little on responses and costs memory on every connection.
+const ENCODER_TABLE_SIZE: usize = 4096;
+
+/// Continuation octets an integer may take after its prefix: 5 carry 35
+/// bits, more than a u32 needs; a sixth could only be an overlong encoding.
+const MAX_INTEGER_CONTINUATIONS: usize = 5;
+
+/// The static table (Appendix A); index 1 is the first entry.
+#[rustfmt::skip]
+const STATIC_TABLE: [(&[u8], &[u8]); 61] = [
+    (b":authority", b""),
+    (b":method", b"GET"),
+    (b":method", b"POST"),
+    (b":path", b"/"),
+    (b":path", b"/index.html"),
+    (b":scheme", b"http"),
+    (b":scheme", b"https"),
+    (b":status", b"200"),
+    (b":status", b"204"),
+    (b":status", b"206"),
+    (b":status", b"304"),
+    (b":status", b"400"),
+    (b":status", b"404"),
+    (b":status", b"500"),
+    (b"accept-charset", b""),
+    (b"accept-encoding", b"gzip, deflate"),
+    (b"accept-language", b""),
+    (b"accept-ranges", b""),
+    (b"accept", b""),
+    (b"access-control-allow-origin", b""),
+    (b"age", b""),
+    (b"allow", b""),
+    (b"authorization", b""),
+    (b"cache-control", b""),
+    (b"content-disposition", b""),
+    (b"content-encoding", b""),
+    (b"content-language", b""),
+    (b"content-length", b""),
+    (b"content-location", b""),
+    (b"content-range", b""),
+    (b"content-type", b""),
+    (b"cookie", b""),
+    (b"date", b""),
+    (b"etag", b""),
+    (b"expect", b""),
+    (b"expires", b""),
+    (b"from", b""),
+    (b"host", b""),
+    (b"if-match", b""),
+    (b"if-modified-since", b""),
+    (b"if-none-match", b""),
+    (b"if-range", b""),
+    (b"if-unmodified-since", b""),
+    (b"last-modified", b""),
+    (b"link", b""),
+    (b"location", b""),
+    (b"max-forwards", b""),
+    (b"proxy-authenticate", b""),
+    (b"proxy-authorization", b""),
+    (b"range", b""),
+    (b"referer", b""),
+    (b"refresh", b""),
+    (b"retry-after", b""),
+    (b"server", b""),
+    (b"set-cookie", b""),
+    (b"strict-transport-security", b""),
+    (b"transfer-encoding", b""),
+    (b"user-agent", b""),
+    (b"vary", b""),
+    (b"via", b""),
+    (b"www-authenticate", b""),
+];
+
+/// One dynamic table entry: name and value in one allocation.
+struct Entry {
+    bytes: Box<[u8]>,
+    name_len: usize,
+}
+
+impl Entry {
+    fn new(name: &[u8], value: &[u8]) -> Entry {
+        let mut bytes = Vec::with_capacity(name.len() + value.len());
+        bytes.extend_from_slice(name);
+        bytes.extend_from_slice(value);
+        Entry { bytes: bytes.into_boxed_slice(), name_len: name.len() }
+    }
+
+    fn name(&self) -> &[u8] {
+        &self.bytes[..self.name_len]
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.bytes[self.name_len..]
+    }
+
+    fn size(&self) -> usize {
+        self.bytes.len() + ENTRY_OVERHEAD
+    }
+}
+
+/// The dynamic table (§2.3.2, §4): newest entry first, its size (§4.1)
+/// never above its capacity (the current maximum size).
+struct DynamicTable {
+    entries: VecDeque<Entry>,
+    size: usize,
+    capacity: usize,
+}
+
+impl DynamicTable {
+    fn new(capacity: usize) -> DynamicTable {
+        DynamicTable { entries: VecDeque::new(), size: 0, capacity }
+    }
+
+    /// The entry at 0-based position `i`, 0 the newest.
+    fn get(&self, i: usize) -> Option<&Entry> {
+        self.entries.get(i)
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.evict_to(capacity);
+    }
+
+    fn evict_to(&mut self, size: usize) {
+        while self.size > size {
+            match self.entries.pop_back() {
+                Some(e) => self.size -= e.size(),
+                None => break,
+            }
+        }
+    }
+
+    /// Adds an entry, evicting the oldest to make room (§4.4); an entry
+    /// larger than the table empties it and is not added. The caller has
+    /// copied name and value out of the table when they came from it.
+    fn insert(&mut self, name: &[u8], value: &[u8]) {
+        let size = name.len() + value.len() + ENTRY_OVERHEAD;
+        if size > self.capacity {
+            self.evict_to(0);
+            return;
+        }
+        self.evict_to(self.capacity - size);
+        self.entries.push_front(Entry::new(name, value));
+        self.size += size;
+    }
+}
+
+/// Reads an integer with an N-bit prefix (§5.1) at `*pos`; the bits of the
+/// first octet above the prefix are the caller's.
+fn read_integer(block: &[u8], pos: &mut usize, prefix_bits: u32) -> Result<usize, DecodeError> {
+    let max_prefix = (1u8 << prefix_bits) - 1;
+    let Some(&first) = block.get(*pos) else {
+        return Err(DecodeError::Invalid("truncated integer"));
+    };
+    *pos += 1;
+    let mut value = u64::from(first & max_prefix);
+    if value < u64::from(max_prefix) {
+        return Ok(value as usize);
+    }
+    for i in 0..MAX_INTEGER_CONTINUATIONS {
+        let Some(&octet) = block.get(*pos) else {
+            return Err(DecodeError::Invalid("truncated integer"));
+        };
+        *pos += 1;
+        value += u64::from(octet & 0x7f) << (7 * i);
+        if value > u64::from(u32::MAX) {
+            return Err(DecodeError::Invalid("integer overflow"));
+        }
+        if octet & 0x80 == 0 {
+            return Ok(value as usize);
+        }
+    }
+    Err(DecodeError::Invalid("integer too long"))
+}
+
+/// Appends `value` with an N-bit prefix, `flags` being the first octet's
+/// bits above the prefix.
+fn write_integer(value: usize, prefix_bits: u32, flags: u8, out: &mut Vec<u8>) {
+    let max_prefix = (1usize << prefix_bits) - 1;
+    if value < max_prefix {
+        out.push(flags | value as u8);
+        return;
+    }
+    out.push(flags | max_prefix as u8);
+    let mut rest = value - max_prefix;
+    while rest >= 0x80 {
+        out.push(0x80 | (rest & 0x7f) as u8);
+        rest >>= 7;
+    }
+    out.push(rest as u8);
+}
+
+/// Reads a string literal (§5.2) at `*pos`: a slice of the block, or for
+/// a Huffman-coded one its decoding in `scratch`.
+fn read_string<'a>(block: &'a [u8], pos: &mut usize, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], DecodeError> {
+    let huffman = block.get(*pos).is_some_and(|&b| b & 0x80 != 0);
+    let len = read_integer(block, pos, 7)?;
+    // Before anything is allocated: the length is bounded by the block.
+    if len > block.len() - *pos {
+        return Err(DecodeError::Invalid("truncated string"));
+    }
+    let raw = &block[*pos..*pos + len];
+    *pos += len;
+    if !huffman {
+        return Ok(raw);
+    }
+    scratch.clear();
+    huffman::decode(raw, scratch).map_err(|e| match e {
+        huffman::HuffmanError::Eos => DecodeError::Invalid("EOS in a Huffman string"),
+        huffman::HuffmanError::Padding => DecodeError::Invalid("bad Huffman padding"),
+    })?;
+    Ok(scratch)
+}
+
+/// Appends a string literal, Huffman-coded when that is shorter.
+fn write_string(data: &[u8], out: &mut Vec<u8>) {
+    let huffman_len = huffman::encoded_len(data);
+    if huffman_len < data.len() {
+        write_integer(huffman_len, 7, 0x80, out);
+        huffman::encode(data, out);
+    } else {
+        write_integer(data.len(), 7, 0, out);
+        out.extend_from_slice(data);
+    }
+}
+
+/// The field at a 1-based index of the static then dynamic table (§2.3.3).
+fn field_at(table: &DynamicTable, index: usize) -> Result<(&[u8], &[u8]), DecodeError> {
+    match index {
+        0 => Err(DecodeError::Invalid("index 0")),
+        1..=61 => Ok(STATIC_TABLE[index - 1]),
+        _ => match table.get(index - 62) {
+            Some(e) => Ok((e.name(), e.value())),
+            None => Err(DecodeError::Invalid("index out of range")),
+        },
+    }
+}
+
 /// The decoding side of a connection: its dynamic table.
-pub struct Decoder {}
+///
+/// The table starts at `max_table_size`, as the RFC's examples assume. A
+/// client may send header blocks before it has our SETTINGS, with the
+/// protocol's initial 4096: announcing more is harmless (our table keeps
+/// older entries the client no longer refers to), announcing less leaves
+/// a window where the client may refer to an entry we have evicted (a
+/// COMPRESSION_ERROR for a client that did nothing wrong).
+pub struct Decoder {
+    table: DynamicTable,
+    /// What we announced: no size update may go above it.
+    max_table_size: usize,
+    name_scratch: Vec<u8>,
+    value_scratch: Vec<u8>,
+}
+
+/// Size updates allowed at the start of a block: the smallest size since
+/// the last block and the final one (§4.2).
+const MAX_SIZE_UPDATES: usize = 2;
+
+/// What the scratch buffers may keep between blocks; a larger one (a
+/// client's long Huffman string) is given back.
+const SCRATCH_KEPT: usize = 16 * 1024;
 
 impl Decoder {
     /// `max_table_size`: SETTINGS_HEADER_TABLE_SIZE as we announced it.
     pub fn new(max_table_size: usize) -> Decoder {
-        let _ = max_table_size;
-        todo!()
+        Decoder {
+            table: DynamicTable::new(max_table_size),
+            max_table_size,
+            name_scratch: Vec::new(),
+            value_scratch: Vec::new(),
+        }
     }
 
     /// Decodes one whole header block (HEADERS and its CONTINUATIONs
     /// joined), giving each field to `field` in order. `max_list` bounds
     /// the decoded size (names + values + 32 per field).
+    ///
+    /// Fields are handed out as they are decoded: on an error, those
+    /// already given belong to a block that is refused.
     pub fn decode(&mut self, block: &[u8], max_list: usize, field: &mut dyn FnMut(&[u8], &[u8])) -> Result<(), DecodeError> {
-        let _ = (block, max_list, field);
-        todo!()
+        let result = self.decode_block(block, max_list, field);
+        if self.name_scratch.capacity() > SCRATCH_KEPT {
+            self.name_scratch = Vec::new();
+        }
+        if self.value_scratch.capacity() > SCRATCH_KEPT {
+            self.value_scratch = Vec::new();
+        }
+        result
+    }
+
+    fn decode_block(&mut self, block: &[u8], max_list: usize, field: &mut dyn FnMut(&[u8], &[u8])) -> Result<(), DecodeError> {
+        let Decoder { table, max_table_size, name_scratch, value_scratch } = self;
+        let mut list_size = 0usize;
+        // Counted as each field is produced; once over, fields are no
+        // longer handed out but the block is still read to its end.
+        let mut deliver = |name: &[u8], value: &[u8]| {
+            list_size = list_size.saturating_add(name.len() + value.len() + ENTRY_OVERHEAD);
+            if list_size <= max_list {
+                field(name, value);
+            }
+        };
+        let mut pos = 0;
+        let mut size_updates = 0;
+        let mut at_start = true;
+        while let Some(&first) = block.get(pos) {
+            if first & 0x80 != 0 {
+                // Indexed field (§6.1).
+                let index = read_integer(block, &mut pos, 7)?;
+                let (name, value) = field_at(table, index)?;
+                deliver(name, value);
+            } else if first & 0xe0 == 0x20 {
+                // Dynamic table size update (§6.3).
+                if !at_start {
+                    return Err(DecodeError::Invalid("table size update after a field"));
+                }
+                size_updates += 1;
+                if size_updates > MAX_SIZE_UPDATES {
+                    return Err(DecodeError::Invalid("more than two table size updates"));
+                }
+                let size = read_integer(block, &mut pos, 5)?;
+                if size > *max_table_size {
+                    return Err(DecodeError::Invalid("table size update above the limit"));
+                }
+                table.set_capacity(size);
+                continue;
+            } else {
+                // A literal (§6.2): with incremental indexing (01, 6-bit
+                // index), without indexing (0000) or never indexed (0001),
+                // the last two with a 4-bit index.
+                let indexing = first & 0xc0 == 0x40;
+                let index = read_integer(block, &mut pos, if indexing { 6 } else { 4 })?;
+                if index == 0 {
+                    let name = read_string(block, &mut pos, name_scratch)?;
+                    let value = read_string(block, &mut pos, value_scratch)?;
+                    deliver(name, value);
+                    if indexing {
+                        table.insert(name, value);
+                    }
+                } else if indexing {
+                    // The name is copied out of the table first: the
+                    // insertion may evict the entry it comes from.
+                    name_scratch.clear();
+                    name_scratch.extend_from_slice(field_at(table, index)?.0);
+                    let value = read_string(block, &mut pos, value_scratch)?;
+                    deliver(name_scratch, value);
+                    table.insert(name_scratch, value);
+                } else {
+                    let name = field_at(table, index)?.0;
+                    let value = read_string(block, &mut pos, value_scratch)?;
+                    deliver(name, value);
+                }
+            }
+            at_start = false;
+        }
+        if list_size > max_list {
+            return Err(DecodeError::ListTooLarge);
+        }
+        Ok(())
     }
 }
 
+/// How the encoder writes a field that the tables do not hold whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Indexing {
+    /// With incremental indexing: the field is likely to come again.
+    Index,
+    /// Without indexing: a value unique to this response, that would only
+    /// push the fields that repeat out of the table.
+    Skip,
+    /// Never indexed (§7.1.3): a secret, that an intermediary must not
+    /// index either.
+    Never,
+}
+
+fn indexing_for(name: &[u8]) -> Indexing {
+    match name {
+        b"set-cookie" | b"authorization" | b"proxy-authorization" | b"cookie" => Indexing::Never,
+        b"date" | b"content-length" | b"etag" | b"last-modified" | b"location" | b"content-range" | b"age"
+        | b"expires" => Indexing::Skip,
+        _ => Indexing::Index,
+    }
+}
+
+/// Where the tables hold a field: its whole index, or its name's.
+#[derive(Default)]
+struct Found {
+    whole: Option<usize>,
+    name: Option<usize>,
+}
+
 /// The encoding side of a connection.
-pub struct Encoder {}
+pub struct Encoder {
+    table: DynamicTable,
+    /// The capacity to signal at the start of the next block, and the
+    /// smallest since the last block (§4.2), when set_max_table_size was
+    /// called since.
+    pending_update: Option<PendingUpdate>,
+}
+
+#[derive(Clone, Copy)]
+struct PendingUpdate {
+    smallest: usize,
+    last: usize,
+}
 
 impl Encoder {
     pub fn new() -> Encoder {
-        todo!()
+        Encoder { table: DynamicTable::new(ENCODER_TABLE_SIZE), pending_update: None }
     }
 
     /// The client's SETTINGS_HEADER_TABLE_SIZE: the table shrinks to it,
     /// with a size update at the start of the next block.
     pub fn set_max_table_size(&mut self, size: usize) {
-        let _ = size;
-        todo!()
+        let capacity = size.min(ENCODER_TABLE_SIZE);
+        self.pending_update = Some(match self.pending_update {
+            Some(p) => PendingUpdate { smallest: p.smallest.min(capacity), last: capacity },
+            None => PendingUpdate { smallest: capacity, last: capacity },
+        });
     }
 
     /// Appends the block for `fields` (lower-case names, `:status` first)
     /// to `out`.
     pub fn encode<'a>(&mut self, fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>, out: &mut Vec<u8>) {
-        let _ = (fields, out);
-        todo!()
+        if let Some(update) = self.pending_update.take() {
+            // The decoder must see the smallest size (it may have evicted
+            // down to it), then the one we settle on.
+            if update.smallest < self.table.capacity && update.smallest < update.last {
+                write_integer(update.smallest, 5, 0x20, out);
+                self.table.set_capacity(update.smallest);
+            }
+            if update.last != self.table.capacity {
+                write_integer(update.last, 5, 0x20, out);
+                self.table.set_capacity(update.last);
+            }
+        }
+        for (name, value) in fields {
+            self.encode_field(name, value, out);
+        }
+    }
+
+    fn encode_field(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let indexing = indexing_for(name);
+        let found = self.find(name, value, indexing);
+        if let Some(index) = found.whole {
+            write_integer(index, 7, 0x80, out);
+            return;
+        }
+        let size = name.len() + value.len() + ENTRY_OVERHEAD;
+        // An entry over half the table would evict most of what repeats
+        // for the sake of one field.
+        let indexing = match indexing {
+            Indexing::Index if size > self.table.capacity / 2 => Indexing::Skip,
+            other => other,
+        };
+        let (prefix_bits, flags) = match indexing {
+            Indexing::Index => (6, 0x40),
+            Indexing::Skip => (4, 0x00),
+            Indexing::Never => (4, 0x10),
+        };
+        match found.name {
+            Some(index) => write_integer(index, prefix_bits, flags, out),
+            None => {
+                out.push(flags);
+                write_string(name, out);
+            }
+        }
+        write_string(value, out);
+        if indexing == Indexing::Index {
+            self.table.insert(name, value);
+        }
+    }
+
+    /// Looks `name: value` up in the static then the dynamic table. A
+    /// field never indexed is not looked for whole: it is never inserted,
+    /// and the static table holds none with a value.
+    fn find(&self, name: &[u8], value: &[u8], indexing: Indexing) -> Found {
+        let mut found = Found::default();
+        for (i, &(n, v)) in STATIC_TABLE.iter().enumerate() {
+            if n == name {
+                found.name.get_or_insert(i + 1);
+                if v == value {
+                    found.whole = Some(i + 1);
+                    return found;
+                }
+            }
+        }
+        let look_for_whole = indexing == Indexing::Index;
+        for i in 0..self.table.len() {
+            let Some(e) = self.table.get(i) else { break };
+            if e.name() == name {
+                if look_for_whole && e.value() == value {
+                    found.whole = Some(62 + i);
+                    return found;
+                }
+                found.name.get_or_insert(62 + i);
+            }
+        }
+        found
     }
 }
 
 impl Default for Encoder {
     fn default() -> Encoder {
         Encoder::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn hex(text: &str) -> Vec<u8> {
+        let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
+        digits.chunks(2).map(|d| u8::from_str_radix(std::str::from_utf8(d).unwrap(), 16).unwrap()).collect()
+    }
+
+    fn fields(list: &[(&str, &str)]) -> Fields {
+        list.iter().map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec())).collect()
+    }
+
+    fn decode(decoder: &mut Decoder, block: &[u8], max_list: usize) -> (Fields, Result<(), DecodeError>) {
+        let mut out = Vec::new();
+        let result = decoder.decode(block, max_list, &mut |n, v| out.push((n.to_vec(), v.to_vec())));
+        (out, result)
+    }
+
+    fn decode_ok(decoder: &mut Decoder, block: &[u8]) -> Fields {
+        let (out, result) = decode(decoder, block, usize::MAX);
+        assert_eq!(result, Ok(()));
+        out
+    }
+
+    fn table_of(table: &DynamicTable) -> Fields {
+        table.entries.iter().map(|e| (e.name().to_vec(), e.value().to_vec())).collect()
+    }
+
+    fn encode(encoder: &mut Encoder, list: &Fields) -> Vec<u8> {
+        let mut out = Vec::new();
+        encoder.encode(list.iter().map(|(n, v)| (n.as_slice(), v.as_slice())), &mut out);
+        out
+    }
+
+    /// One block of an Appendix C sequence: its hex dump, the fields it
+    /// decodes to, the dynamic table after it (newest first) and its size.
+    type Step<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [(&'a str, &'a str)], usize);
+
+    /// Decodes each block in turn, checking what it gives and leaves.
+    fn check_sequence(decoder: &mut Decoder, steps: &[Step]) {
+        for (i, &(block, expected, table, size)) in steps.iter().enumerate() {
+            assert_eq!(decode_ok(decoder, &hex(block)), fields(expected), "block {i}");
+            assert_eq!(table_of(&decoder.table), fields(table), "table after block {i}");
+            assert_eq!(decoder.table.size, size, "table size after block {i}");
+        }
+    }
+
+    #[test]
+    fn integers_as_in_c1() {
+        // C.1.1: 10 with a 5-bit prefix; C.1.2: 1337; C.1.3: 42 at an
+        // octet boundary.
+        for (value, prefix, bytes) in [(10, 5, vec![0x0a]), (1337, 5, vec![0x1f, 0x9a, 0x0a]), (42, 8, vec![0x2a])] {
+            let mut out = Vec::new();
+            write_integer(value, prefix, 0, &mut out);
+            assert_eq!(out, bytes);
+            if prefix < 8 {
+                let mut pos = 0;
+                assert_eq!(read_integer(&bytes, &mut pos, prefix), Ok(value));
+                assert_eq!(pos, bytes.len());
+            }
+        }
+        for value in [0, 1, 30, 31, 32, 127, 128, 255, 16_383, 16_384, 1 << 21, u32::MAX as usize] {
+            for prefix in 4..=7 {
+                let mut out = Vec::new();
+                write_integer(value, prefix, 0, &mut out);
+                let mut pos = 0;
+                assert_eq!(read_integer(&out, &mut pos, prefix), Ok(value), "{value} with {prefix} bits");
+                assert_eq!(pos, out.len());
+            }
+        }
+    }
+
+    #[test]
+    fn integers_bounded() {
+        let read = |bytes: &[u8]| read_integer(bytes, &mut 0, 5);
+        // u32::MAX fits; one more does not.
+        let mut max = Vec::new();
+        write_integer(u32::MAX as usize, 5, 0, &mut max);
+        assert_eq!(read(&max), Ok(u32::MAX as usize));
+        let mut over = Vec::new();
+        write_integer(u32::MAX as usize + 1, 5, 0, &mut over);
+        assert_eq!(read(&over), Err(DecodeError::Invalid("integer overflow")));
+        assert_eq!(read(&[0x1f, 0xff, 0xff, 0xff, 0xff, 0x7f]), Err(DecodeError::Invalid("integer overflow")));
+        // Overlong: zeros carried on past five continuation octets.
+        assert_eq!(read(&[0x1f, 0x80, 0x80, 0x80, 0x80, 0x00]), Ok(31));
+        assert_eq!(read(&[0x1f, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]), Err(DecodeError::Invalid("integer too long")));
+        let mut zeros = vec![0x1f];
+        zeros.extend([0x80; 40]);
+        assert_eq!(read(&zeros), Err(DecodeError::Invalid("integer too long")));
+        // Truncated.
+        assert_eq!(read(&[]), Err(DecodeError::Invalid("truncated integer")));
+        assert_eq!(read(&[0x1f]), Err(DecodeError::Invalid("truncated integer")));
+        assert_eq!(read(&[0x1f, 0x9a]), Err(DecodeError::Invalid("truncated integer")));
+    }
+
+    #[test]
+    fn c2_literal_fields() {
+        // C.2.1: with indexing.
+        let mut d = Decoder::new(4096);
+        check_sequence(
+            &mut d,
+            &[(
+                "400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572",
+                &[("custom-key", "custom-header")],
+                &[("custom-key", "custom-header")],
+                55,
+            )],
+        );
+        // C.2.2: without indexing.
+        let mut d = Decoder::new(4096);
+        check_sequence(&mut d, &[("040c 2f73 616d 706c 652f 7061 7468", &[(":path", "/sample/path")], &[], 0)]);
+        // C.2.3: never indexed.
+        let mut d = Decoder::new(4096);
+        check_sequence(&mut d, &[("1008 7061 7373 776f 7264 0673 6563 7265 74", &[("password", "secret")], &[], 0)]);
+        // C.2.4: indexed.
+        let mut d = Decoder::new(4096);
+        check_sequence(&mut d, &[("82", &[(":method", "GET")], &[], 0)]);
+    }
+
+    const REQUESTS: [&[(&str, &str)]; 3] = [
+        &[(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com")],
+        &[(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com"), ("cache-control", "no-cache")],
+        &[(":method", "GET"), (":scheme", "https"), (":path", "/index.html"), (":authority", "www.example.com"), ("custom-key", "custom-value")],
+    ];
+    const REQUEST_TABLES: [&[(&str, &str)]; 3] = [
+        &[(":authority", "www.example.com")],
+        &[("cache-control", "no-cache"), (":authority", "www.example.com")],
+        &[("custom-key", "custom-value"), ("cache-control", "no-cache"), (":authority", "www.example.com")],
+    ];
+
+    #[test]
+    fn c3_requests_without_huffman() {
+        let blocks = [
+            "8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d",
+            "8286 84be 5808 6e6f 2d63 6163 6865",
+            "8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65",
+        ];
+        let sizes = [57, 110, 164];
+        let steps: Vec<_> = (0..3).map(|i| (blocks[i], REQUESTS[i], REQUEST_TABLES[i], sizes[i])).collect();
+        check_sequence(&mut Decoder::new(4096), &steps);
+    }
+
+    #[test]
+    fn c4_requests_with_huffman() {
+        let blocks = [
+            "8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff",
+            "8286 84be 5886 a8eb 1064 9cbf",
+            "8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf",
+        ];
+        let sizes = [57, 110, 164];
+        let steps: Vec<_> = (0..3).map(|i| (blocks[i], REQUESTS[i], REQUEST_TABLES[i], sizes[i])).collect();
+        check_sequence(&mut Decoder::new(4096), &steps);
+    }
+
+    const COOKIE: &str = "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1";
+    const RESPONSES: [&[(&str, &str)]; 3] = [
+        &[
+            (":status", "302"),
+            ("cache-control", "private"),
+            ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
+            ("location", "https://www.example.com"),
+        ],
+        &[
+            (":status", "307"),
+            ("cache-control", "private"),
+            ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
+            ("location", "https://www.example.com"),
+        ],
+        &[
+            (":status", "200"),
+            ("cache-control", "private"),
+            ("date", "Mon, 21 Oct 2013 20:13:22 GMT"),
+            ("location", "https://www.example.com"),
+            ("content-encoding", "gzip"),
+            ("set-cookie", COOKIE),
+        ],
+    ];
+    // The third response evicts all but one entry (C.5.3, C.6.3).
+    const RESPONSE_TABLES: [&[(&str, &str)]; 3] = [
+        &[
+            ("location", "https://www.example.com"),
+            ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
+            ("cache-control", "private"),
+            (":status", "302"),
+        ],
+        &[
+            (":status", "307"),
+            ("location", "https://www.example.com"),
+            ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
+            ("cache-control", "private"),
+        ],
+        &[("set-cookie", COOKIE), ("content-encoding", "gzip"), ("date", "Mon, 21 Oct 2013 20:13:22 GMT")],
+    ];
+
+    #[test]
+    fn c5_responses_without_huffman() {
+        let blocks = [
+            "4803 3330 3258 0770 7269 7661 7465 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32 3120 474d
+             546e 1768 7474 7073 3a2f 2f77 7777 2e65 7861 6d70 6c65 2e63 6f6d",
+            "4803 3330 37c1 c0bf",
+            "88c1 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32 3220 474d 54c0 5a04 677a 6970 7738 666f
+             6f3d 4153 444a 4b48 514b 425a 584f 5157 454f 5049 5541 5851 5745 4f49 553b 206d 6178 2d61 6765 3d33 3630 303b
+             2076 6572 7369 6f6e 3d31",
+        ];
+        let sizes = [222, 222, 215];
+        let steps: Vec<_> = (0..3).map(|i| (blocks[i], RESPONSES[i], RESPONSE_TABLES[i], sizes[i])).collect();
+        check_sequence(&mut Decoder::new(256), &steps);
+    }
+
+    #[test]
+    fn c6_responses_with_huffman() {
+        let blocks = [
+            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6 2d1b ff6e 919d 29ad 1718 63c7
+             8f0b 97c8 e9ae 82ae 43d3",
+            "4883 640e ffc1 c0bf",
+            "88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab 77ad 94e7 821d d7f2 e6c7 b335
+             dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f 9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+        ];
+        let sizes = [222, 222, 215];
+        let steps: Vec<_> = (0..3).map(|i| (blocks[i], RESPONSES[i], RESPONSE_TABLES[i], sizes[i])).collect();
+        check_sequence(&mut Decoder::new(256), &steps);
+    }
+
+    fn invalid(block: &[u8], max_table_size: usize) -> &'static str {
+        match Decoder::new(max_table_size).decode(block, usize::MAX, &mut |_, _| {}) {
+            Err(DecodeError::Invalid(why)) => why,
+            other => panic!("{block:02x?} gave {other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_blocks_are_refused() {
+        // Indexes.
+        assert_eq!(invalid(&[0x80], 4096), "index 0");
+        assert_eq!(invalid(&[0xbe], 4096), "index out of range");
+        assert_eq!(invalid(&[0x7e, 0x00], 4096), "index out of range");
+        assert_eq!(invalid(&[0x0f, 0x30, 0x00], 4096), "index out of range");
+        assert_eq!(invalid(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x0f], 4096), "integer overflow");
+        // Truncated integers and strings.
+        assert_eq!(invalid(&[0xff], 4096), "truncated integer");
+        assert_eq!(invalid(&[0x40], 4096), "truncated integer");
+        assert_eq!(invalid(&[0x40, 0x05, b'a', b'b'], 4096), "truncated string");
+        assert_eq!(invalid(&[0x40, 0x01, b'a'], 4096), "truncated integer");
+        assert_eq!(invalid(&[0x40, 0x01, b'a', 0x03, b'x'], 4096), "truncated string");
+        assert_eq!(invalid(&[0x04, 0x7f, 0xff, 0xff, 0xff, 0x0f], 4096), "truncated string");
+        // A length near u32::MAX is refused before any allocation.
+        assert_eq!(invalid(&[0x00, 0x7f, 0x80, 0xff, 0xff, 0xff, 0x0f], 4096), "truncated string");
+        // Huffman: 'a' then bad padding, 8 bits of padding, EOS.
+        assert_eq!(invalid(&[0x00, 0x81, 0b0001_1011, 0x00], 4096), "bad Huffman padding");
+        assert_eq!(invalid(&[0x00, 0x82, 0b0001_1111, 0xff, 0x00], 4096), "bad Huffman padding");
+        assert_eq!(invalid(&[0x00, 0x84, 0xff, 0xff, 0xff, 0xff, 0x00], 4096), "EOS in a Huffman string");
+        assert_eq!(invalid(&[0x00, 0x01, b'a', 0x84, 0xff, 0xff, 0xff, 0xff], 4096), "EOS in a Huffman string");
+        // Size updates: above the limit, after a field, three of them.
+        assert_eq!(invalid(&[0x3f, 0xe2, 0x1f], 4096), "table size update above the limit");
+        assert_eq!(invalid(&[0x21], 0), "table size update above the limit");
+        assert_eq!(invalid(&[0x82, 0x20], 4096), "table size update after a field");
+        assert_eq!(invalid(&[0x20, 0x3f, 0xe1, 0x1f, 0x20], 4096), "more than two table size updates");
+        assert_eq!(invalid(&[0x3f], 4096), "truncated integer");
+    }
+
+    #[test]
+    fn size_updates_at_the_start() {
+        let mut d = Decoder::new(4096);
+        decode_ok(&mut d, &hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572"));
+        assert_eq!(d.table.len(), 1);
+        // Down to 0 (the table empties), back up to 4096, then a field.
+        assert_eq!(decode_ok(&mut d, &[0x20, 0x3f, 0xe1, 0x1f, 0x82]), fields(&[(":method", "GET")]));
+        assert_eq!((d.table.len(), d.table.capacity), (0, 4096));
+        // Up to the limit is fine, a block of updates alone too.
+        assert_eq!(decode_ok(&mut d, &[0x3f, 0xe1, 0x1f]), fields(&[]));
+        // Shrinking evicts the oldest.
+        decode_ok(&mut d, &hex("4001 6101 31 4001 6201 32"));
+        assert_eq!(d.table.size, 68);
+        decode_ok(&mut d, &[0x3f, 0x04]); // 35
+        assert_eq!(table_of(&d.table), fields(&[("b", "2")]));
+        decode_ok(&mut d, &[0x3f, 0x01]); // 32
+        assert_eq!(table_of(&d.table), fields(&[]));
+    }
+
+    #[test]
+    fn table_size_0() {
+        // A decoder that announced 0 keeps nothing, and so refers to nothing.
+        let mut d = Decoder::new(0);
+        assert_eq!(decode_ok(&mut d, &hex("4001 6101 31")), fields(&[("a", "1")]));
+        assert_eq!(d.table.len(), 0);
+        assert_eq!(invalid(&hex("4001 6101 31 be"), 0), "index out of range");
+        // An encoder told 0 says so first, then indexes nothing.
+        let mut e = Encoder::new();
+        e.set_max_table_size(0);
+        let list = fields(&[(":status", "302"), ("server", "warren"), ("content-type", "text/html")]);
+        for i in 0..3 {
+            let block = encode(&mut e, &list);
+            assert_eq!(block[0] == 0x20, i == 0, "{block:02x?}");
+            assert_eq!(decode_ok(&mut d, &block), list);
+            assert_eq!(e.table.len(), 0);
+        }
+        // Raised again: the next block says so, and indexing resumes.
+        e.set_max_table_size(4096);
+        let block = encode(&mut e, &list);
+        assert_eq!(block[..3], [0x3f, 0xe1, 0x1f]);
+        let mut d = Decoder::new(4096);
+        assert_eq!(decode_ok(&mut d, &block), list);
+        assert_eq!(e.table.len(), 3);
+        assert_eq!(table_of(&d.table), table_of(&e.table));
+    }
+
+    #[test]
+    fn a_too_large_entry_empties_the_table() {
+        let mut d = Decoder::new(100);
+        decode_ok(&mut d, &hex("4001 6101 31"));
+        let long = "x".repeat(80);
+        let mut block = vec![0x40, 0x01, b'b', 80];
+        block.extend_from_slice(long.as_bytes());
+        assert_eq!(decode_ok(&mut d, &block), vec![(b"b".to_vec(), long.into_bytes())]);
+        assert_eq!((d.table.len(), d.table.size), (0, 0));
+    }
+
+    #[test]
+    fn indexed_name_of_an_entry_the_insertion_evicts() {
+        // Table of 64: ("a", "1") is 34; a literal with indexing whose name
+        // is that entry's evicts it while being added.
+        let mut d = Decoder::new(64);
+        decode_ok(&mut d, &hex("4001 6101 31"));
+        assert_eq!(decode_ok(&mut d, &hex("7e 02 3232")), fields(&[("a", "22")]));
+        assert_eq!(table_of(&d.table), fields(&[("a", "22")]));
+    }
+
+    /// A block of a few kilobytes that would expand to hundreds of
+    /// megabytes: one large entry, then a reference to it per octet.
+    #[test]
+    fn hpack_bomb_is_cut_off() {
+        let mut block = vec![0x40, 0x01, b'x'];
+        write_integer(4000, 7, 0, &mut block);
+        block.extend(std::iter::repeat_n(b'v', 4000));
+        block.extend(std::iter::repeat_n(0xbe, 100_000));
+        let mut d = Decoder::new(4096);
+        let mut handed_out = 0usize;
+        let start = std::time::Instant::now();
+        let result = d.decode(&block, 16 * 1024, &mut |n, v| handed_out += n.len() + v.len() + 32);
+        assert_eq!(result, Err(DecodeError::ListTooLarge));
+        assert!(handed_out <= 16 * 1024, "{handed_out}");
+        assert_eq!(handed_out, 4 * 4033);
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        // Decoded to the end: the table is in step for the next block.
+        assert_eq!(d.table.len(), 1);
+        let (out, result) = decode(&mut d, &[0xbe, 0x82], usize::MAX);
+        assert_eq!(result, Ok(()));
+        assert_eq!(out.len(), 2);
+        // An error after the limit is still an error.
+        let mut bad = block.clone();
+        bad.push(0x80);
+        assert_eq!(Decoder::new(4096).decode(&bad, 16 * 1024, &mut |_, _| {}), Err(DecodeError::Invalid("index 0")));
+    }
+
+    #[test]
+    fn list_size_counts_name_value_and_32() {
+        let block = hex("8286 84"); // :method GET, :scheme http, :path /
+        let sizes = [7 + 3 + 32, 7 + 4 + 32, 5 + 1 + 32];
+        let total: usize = sizes.iter().sum();
+        let (out, result) = decode(&mut Decoder::new(4096), &block, total);
+        assert_eq!((out.len(), result), (3, Ok(())));
+        let (out, result) = decode(&mut Decoder::new(4096), &block, total - 1);
+        assert_eq!((out.len(), result), (2, Err(DecodeError::ListTooLarge)));
+        let (out, result) = decode(&mut Decoder::new(4096), &block, 0);
+        assert_eq!((out.len(), result), (0, Err(DecodeError::ListTooLarge)));
+    }
+
+    fn response(status: &str, extra: &[(&str, &str)]) -> Fields {
+        let mut list = fields(&[
+            (":status", status),
+            ("server", "warren/0.1"),
+            ("date", "Wed, 25 Nov 2026 05:00:00 GMT"),
+            ("content-type", "text/html; charset=utf-8"),
+            ("content-length", "1234"),
+            ("cache-control", "max-age=3600"),
+            ("vary", "accept-encoding"),
+        ]);
+        list.extend(fields(extra));
+        list
+    }
+
+    #[test]
+    fn encoder_indexes_what_repeats_and_not_what_is_unique() {
+        let mut e = Encoder::new();
+        let mut d = Decoder::new(4096);
+        let first = response("200", &[("etag", "\"abc\""), ("last-modified", "Tue, 24 Nov 2026 10:00:00 GMT")]);
+        let block1 = encode(&mut e, &first);
+        assert_eq!(decode_ok(&mut d, &block1), first);
+        let names: Vec<&[u8]> = e.table.entries.iter().map(Entry::name).collect();
+        assert_eq!(names, [&b"vary"[..], b"cache-control", b"content-type", b"server"]);
+        // :status 200 is the static table's.
+        assert_eq!(block1[0], 0x88);
+        let second = response("200", &[("etag", "\"def\""), ("set-cookie", "id=42")]);
+        let block2 = encode(&mut e, &second);
+        assert_eq!(decode_ok(&mut d, &block2), second);
+        assert_eq!(table_of(&d.table), table_of(&e.table));
+        // The repeated fields are one octet each; date and content-length
+        // a static name index and a Huffman value.
+        assert!(block2.len() < block1.len() / 2, "{} then {} octets: {block2:02x?}", block1.len(), block2.len());
+        // set-cookie never indexed, by its static name (55).
+        let cookie = block2.iter().position(|&b| b == 0x1f).expect("a never-indexed set-cookie");
+        assert_eq!(block2[cookie + 1], 55 - 15);
+        // A status outside the static table is indexed by name, then whole.
+        let third = response("302", &[("location", "/elsewhere")]);
+        let block3 = encode(&mut e, &third);
+        assert_eq!(block3[0], 0x48);
+        assert_eq!(decode_ok(&mut d, &block3), third);
+        let block4 = encode(&mut e, &third);
+        assert_eq!(block4[0], 0xbe);
+        assert_eq!(decode_ok(&mut d, &block4), third);
+        assert_eq!(table_of(&d.table), table_of(&e.table));
+        for unique in [&b"date"[..], b"content-length", b"etag", b"last-modified", b"location", b"set-cookie"] {
+            assert!(e.table.entries.iter().all(|x| x.name() != unique), "{}", String::from_utf8_lossy(unique));
+        }
+    }
+
+    #[test]
+    fn encoder_uses_huffman_when_shorter() {
+        let mut e = Encoder::new();
+        let mut out = Vec::new();
+        e.encode([(&b"x-plain"[..], &b"\x00\x01\xff"[..])], &mut out);
+        // Literal name: Huffman ("x-plain" codes shorter), value plain.
+        assert_eq!(out[0], 0x40);
+        assert_eq!(out[1] & 0x80, 0x80);
+        let value_at = 2 + (out[1] & 0x7f) as usize;
+        assert_eq!(out[value_at..], [0x03, 0x00, 0x01, 0xff]);
+        assert_eq!(decode_ok(&mut Decoder::new(4096), &out), vec![(b"x-plain".to_vec(), vec![0x00, 0x01, 0xff])]);
+    }
+
+    #[test]
+    fn encoder_signals_the_smallest_size_then_the_last() {
+        let mut e = Encoder::new();
+        let mut d = Decoder::new(4096);
+        let list = response("200", &[]);
+        decode_ok(&mut d, &encode(&mut e, &list));
+        e.set_max_table_size(100);
+        e.set_max_table_size(65536);
+        let block = encode(&mut e, &list);
+        // 100 (0x3f 0x45), then 4096: the most the encoder uses.
+        assert_eq!(block[..5], [0x3f, 0x45, 0x3f, 0xe1, 0x1f]);
+        assert_eq!(decode_ok(&mut d, &block), list);
+        assert_eq!(table_of(&d.table), table_of(&e.table));
+        // A size the table already has needs no update.
+        e.set_max_table_size(8192);
+        let block = encode(&mut e, &list);
+        assert_ne!(block[0] & 0xe0, 0x20);
+        assert_eq!(decode_ok(&mut d, &block), list);
+    }
+
+    /// A tiny xorshift: reproducible pseudo-random inputs without a crate.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn bytes(&mut self, max_len: usize) -> Vec<u8> {
+            let len = self.below(max_len + 1);
+            (0..len).map(|_| self.next() as u8).collect()
+        }
+    }
+
+    const NAMES: [&str; 14] = [
+        ":status", "server", "date", "content-type", "content-length", "cache-control", "vary", "etag", "set-cookie",
+        "location", "x-frame-options", "accept-ranges", "last-modified", "content-encoding",
+    ];
+    const VALUES: [&str; 10] = ["200", "404", "302", "warren", "text/html", "gzip", "bytes", "", "no-cache", "accept-encoding"];
+
+    fn random_fields(rng: &mut Rng) -> Fields {
+        let n = rng.below(12);
+        (0..n)
+            .map(|_| {
+                let name = match rng.below(4) {
+                    0 => rng.bytes(20),
+                    _ => NAMES[rng.below(NAMES.len())].as_bytes().to_vec(),
+                };
+                let value = match rng.below(4) {
+                    0 => rng.bytes(300),
+                    1 => (0..rng.below(40)).map(|_| b"abcdefghijklmnopqrstuvwxyz0123456789 -/;="[rng.below(41)]).collect(),
+                    _ => VALUES[rng.below(VALUES.len())].as_bytes().to_vec(),
+                };
+                (name, value)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_trips_over_random_field_lists() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..200 {
+            let mut e = Encoder::new();
+            let mut d = Decoder::new(4096);
+            for _ in 0..20 {
+                if rng.below(8) == 0 {
+                    let size = [0, 1, 64, 256, 4096, 100_000, rng.below(5000)][rng.below(7)];
+                    e.set_max_table_size(size);
+                }
+                let list = random_fields(&mut rng);
+                let block = encode(&mut e, &list);
+                assert_eq!(decode_ok(&mut d, &block), list);
+                assert_eq!(table_of(&d.table), table_of(&e.table));
+                assert_eq!(d.table.size, e.table.size);
+                assert!(e.table.size <= e.table.capacity);
+            }
+        }
+    }
+
+    #[test]
+    fn random_blocks_never_panic_and_stay_bounded() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut valid = Vec::new();
+        let mut e = Encoder::new();
+        for _ in 0..50 {
+            valid.push(encode(&mut e, &random_fields(&mut rng)));
+        }
+        for i in 0..5000 {
+            let block = match i % 3 {
+                0 => rng.bytes(200),
+                // A valid block with a few octets changed or cut.
+                _ => {
+                    let mut b = valid[rng.below(valid.len())].clone();
+                    for _ in 0..1 + rng.below(3) {
+                        if !b.is_empty() {
+                            let at = rng.below(b.len());
+                            b[at] = rng.next() as u8;
+                        }
+                    }
+                    b.truncate(rng.below(b.len() + 1));
+                    b
+                }
+            };
+            let max_list = [0, 100, 512, 4096][rng.below(4)];
+            let mut whole = Decoder::new(4096);
+            let mut limited = Decoder::new(4096);
+            let (all, whole_result) = decode(&mut whole, &block, usize::MAX);
+            let (some, limited_result) = decode(&mut limited, &block, max_list);
+            // The limit changes only which fields are handed out.
+            let handed: usize = some.iter().map(|(n, v)| n.len() + v.len() + 32).sum();
+            assert!(handed <= max_list);
+            assert_eq!(some[..], all[..some.len()]);
+            let total: usize = all.iter().map(|(n, v)| n.len() + v.len() + 32).sum();
+            match &whole_result {
+                Ok(()) if total > max_list => assert_eq!(limited_result, Err(DecodeError::ListTooLarge)),
+                other => assert_eq!(&limited_result, other),
+            }
+            assert_eq!(table_of(&whole.table), table_of(&limited.table));
+            assert!(whole.table.size <= whole.table.capacity && whole.table.capacity <= 4096);
+        }
     }
 }

@@ -227,7 +227,7 @@ impl EventLoop {
         if c.served > 0 {
             return Some(false);
         }
-        crate::h2::detect(&c.stream, &c.rbuf, crate::h2::cleartext_h2(&self.site, &c.stream))
+        crate::h2::detect(&c.stream, &c.rbuf)
     }
 
     fn read_more(&mut self, slot: usize) -> ReadResult {
@@ -271,7 +271,7 @@ impl EventLoop {
     /// child). Any other answer waits for the body to be read and dropped.
     fn start_request(&mut self, slot: usize, mut head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
-        if let Some(codec) = crate::h2::upgrade(&self.site, &self.rules, &c.stream, &head, &c.rbuf) {
+        if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, &c.rbuf) {
             // Nothing else is queued: the last response went out before this
             // request was read, so 101 goes whole or the client is gone.
             if !matches!(c.stream.send(crate::h2::SWITCHING, false), Ok(n) if n == crate::h2::SWITCHING.len()) {

@@ -31,7 +31,6 @@ impl EventLoop {
     /// `upgraded`: the codec and request of a connection upgraded from
     /// HTTP/1.1, whose 101 has been sent.
     pub(super) fn start_h2(&mut self, slot: usize, upgraded: Option<(Connection, RequestHead)>) {
-        let limits = crate::h2::limits(&self.site.settings, &self.rules);
         let sb = self.sb.clone();
         let c = self.conns[slot].as_mut().expect("conn");
         c.stream.note_tls(&self.site, &mut c.info);
@@ -43,7 +42,7 @@ impl EventLoop {
                 session.start_upgraded(&mut ctx, head, &mut tasks);
                 session
             }
-            None => Session::new(Connection::new(limits), c.info),
+            None => Session::new(crate::h2::connection(&c.stream, &self.rules), c.info),
         };
         for task in tasks {
             self.pool.submit(slot, c.generation, Job::H2(Box::new(task)));

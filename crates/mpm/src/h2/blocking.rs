@@ -40,7 +40,7 @@ impl Driver<'_> {
                 session.start_upgraded(&mut ctx, head, &mut tasks);
                 session
             }
-            None => Session::new(Connection::new(super::limits(&self.site.settings, &self.rules)), info),
+            None => Session::new(super::connection(stream, &self.rules), info),
         };
         let mut buf = vec![0u8; READ_CHUNK];
         let mut last_progress = Instant::now();

@@ -16,26 +16,38 @@ pub mod session;
 
 use std::io;
 
-use warren_config::Settings;
+use warren_config::h2::H2Settings;
 use warren_http::h2::{Connection, H2Limits};
 use warren_http::{ConnRules, RequestHead, Version};
 
 use crate::client_stream::ClientStream;
 
-/// The codec's limits from the configuration: mod_http2's directives, and
-/// the request limits every request has.
-pub fn limits(settings: &Settings, rules: &ConnRules) -> H2Limits {
-    let _ = settings;
-    let (max_session_streams, window_size) = (100u32, 65_535u32);
+/// The codec's limits from the configuration: mod_http2's directives (the
+/// listener's, its default host's), and the request limits every request
+/// has.
+pub fn limits(h2: &H2Settings, rules: &ConnRules) -> H2Limits {
     H2Limits {
-        max_concurrent_streams: max_session_streams,
-        initial_window: window_size,
+        max_concurrent_streams: h2.max_session_streams,
+        initial_window: h2.window_size,
         // Enough for a whole window of each of a few streams at once.
-        connection_window: window_size.saturating_mul(4).clamp(65_535, 1 << 24),
+        connection_window: h2.window_size.saturating_mul(4).clamp(65_535, 1 << 24),
         max_frame_size: 16_384,
         header_table_size: 4096,
         head: rules.limits,
     }
+}
+
+/// The codec for a connection that opened in HTTP/2.
+pub fn connection(stream: &ClientStream, rules: &ConnRules) -> Connection {
+    let defaults;
+    let settings = match stream.h2() {
+        Some(plan) => &plan.settings,
+        None => {
+            defaults = H2Settings::default();
+            &defaults
+        }
+    };
+    Connection::new(limits(settings, rules))
 }
 
 /// Writes what the codec has queued, as far as the socket takes it now.
@@ -58,7 +70,7 @@ pub fn write_output(stream: &ClientStream, codec: &mut Connection) -> io::Result
 /// Whether a new connection speaks HTTP/2 (Some(true)), HTTP/1.x
 /// (Some(false)), or cannot tell yet (None), from its ALPN over TLS (RFC
 /// 9113 §3.2: no prior knowledge there) or its first bytes in cleartext.
-pub fn detect(stream: &ClientStream, input: &[u8], cleartext_h2: bool) -> Option<bool> {
+pub fn detect(stream: &ClientStream, input: &[u8]) -> Option<bool> {
     if stream.is_tls() {
         if stream.alpn_h2() {
             return Some(true);
@@ -66,23 +78,10 @@ pub fn detect(stream: &ClientStream, input: &[u8], cleartext_h2: bool) -> Option
         // Plaintext has arrived, so the handshake is done, without h2.
         return if input.is_empty() { None } else { Some(false) };
     }
-    if !cleartext_h2 {
+    if !stream.h2().is_some_and(|p| p.h2c_direct) {
         return Some(false);
     }
     warren_http::h2::starts_with_preface(input)
-}
-
-/// Whether a cleartext connection may open with HTTP/2's preface (h2c
-/// with prior knowledge).
-pub fn cleartext_h2(site: &warren_handler::Site, stream: &ClientStream) -> bool {
-    let _ = (site, stream);
-    true
-}
-
-/// Whether h2c by Upgrade is on for a cleartext connection.
-pub fn cleartext_upgrade(site: &warren_handler::Site, stream: &ClientStream) -> bool {
-    let _ = (site, stream);
-    true
 }
 
 /// What a server that takes up `Upgrade: h2c` answers first.
@@ -93,8 +92,9 @@ pub const SWITCHING: &[u8] = b"HTTP/1.1 101 Switching Protocols\r\nConnection: U
 /// cleartext only, h2c on, and no body or pipelined request to carry over
 /// (mod_http2 also upgrades only requests without a body). The request is
 /// then stream 1.
-pub fn upgrade(site: &warren_handler::Site, rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pipelined: &[u8]) -> Option<Connection> {
-    if stream.is_tls() || head.version != Version::Http11 || head.has_body() || !pipelined.is_empty() || !cleartext_upgrade(site, stream) {
+pub fn upgrade(rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pipelined: &[u8]) -> Option<Connection> {
+    let plan = stream.h2().filter(|p| p.h2c_upgrade && !p.tls)?;
+    if stream.is_tls() || head.version != Version::Http11 || head.has_body() || !pipelined.is_empty() {
         return None;
     }
     let has_token = |field: &str, token: &str| head.header(field).is_some_and(|v| v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes())));
@@ -102,5 +102,5 @@ pub fn upgrade(site: &warren_handler::Site, rules: &ConnRules, stream: &ClientSt
         return None;
     }
     let settings = head.header("http2-settings")?;
-    Connection::upgraded(limits(&site.settings, rules), settings).ok()
+    Connection::upgraded(limits(&plan.settings, rules), settings).ok()
 }

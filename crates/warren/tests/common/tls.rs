@@ -137,6 +137,18 @@ pub fn subject_cn(out: &str) -> Option<String> {
     Some(cn.to_string())
 }
 
+/// A rustls client configuration trusting the test CA `ca` (only).
+pub fn client_config(ca: &Path) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(ca).unwrap();
+    for cert in rustls_pemfile_certs(&pem) {
+        roots.add(cert).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions().unwrap().with_root_certificates(roots).with_no_client_auth();
+    Arc::new(config)
+}
+
 /// A TLS-terminating relay: connections to `port` (plain, 127.0.0.1) are
 /// carried over TLS (no SNI, the test CA trusted) to warren's TLS port.
 /// Each client connection has its own connection to warren; a client's
@@ -149,18 +161,7 @@ pub struct Relay {
 
 impl Relay {
     pub fn start(target: u16, ca: &Path) -> Relay {
-        let mut roots = rustls::RootCertStore::empty();
-        let pem = std::fs::read(ca).unwrap();
-        for cert in rustls_pemfile_certs(&pem) {
-            roots.add(cert).unwrap();
-        }
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let config = Arc::new(config);
+        let config = client_config(ca);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
