@@ -140,7 +140,13 @@ H2S=https://127.0.0.1:$TLS_PORT
 up() {
     start_server "$1" "$H2C" --http2-prior-knowledge &&
         serves_whole "$1" 2 "$H2C" --http2-prior-knowledge &&
-        serves_whole "$1" 2 "$H2S" -k --http2
+        serves_whole "$1" 2 "$H2S" -k --http2 && return 0
+    # What the error log says: a panic and its message, else its last line.
+    local said
+    said=$(grep -m1 -A1 'panicked at' "$ERRLOG" 2>/dev/null | tr '\n' ' ' || true)
+    [ -n "$said" ] || said=$(grep -v '^\s*$' "$ERRLOG" 2>/dev/null | tail -1 || true)
+    [ -n "$said" ] && WHY[$1]="${WHY[$1]}; its error log: $said"
+    return 1
 }
 
 # h2rate URL H2LOAD_OPTIONS...: h2load's req/s for DURATION seconds, "fail"
@@ -215,10 +221,17 @@ attack() {
     return 0
 }
 
+keep_logs() { # into LOGS, if set
+    [ -n "$LOGS" ] || return 0
+    mkdir -p "$LOGS"
+    cp "$WORK"/*.log "$WORK"/*.out "$LOGS"/ 2>/dev/null || true
+}
+
 measure() { # name
     ERRLOG=$WORK/${1%-event}-error.log
     if ! up "$1"; then
         echo "$1: n/a: ${WHY[$1]}" >&2
+        keep_logs
         return
     fi
     h2rate "$H2C/index.html" $H2LOAD_STATIC >/dev/null   # warm-up
@@ -248,10 +261,7 @@ measure() { # name
     done
     echo "$1: done" >&2
     stop_server
-    if [ -n "$LOGS" ]; then
-        mkdir -p "$LOGS"
-        cp "$WORK"/*.log "$WORK"/*.out "$LOGS"/ 2>/dev/null || true
-    fi
+    keep_logs
 }
 
 rounds measure
