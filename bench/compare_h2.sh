@@ -135,17 +135,21 @@ nginx_conf 2 "127.0.0.1:$PORT http2" "127.0.0.1:$TLS_PORT ssl http2" -- \
 H2C=http://127.0.0.1:$PORT
 H2S=https://127.0.0.1:$TLS_PORT
 
+# said: what the server's error log says last: a panic and its message,
+# else its last line.
+said() {
+    local p
+    p=$(grep -A1 'panicked at' "$ERRLOG" 2>/dev/null | tail -2 | tr '\n' ' ' || true)
+    [ -n "$p" ] && echo "$p" || grep -v '^\s*$' "$ERRLOG" 2>/dev/null | tail -1 || true
+}
+
 # up NAME: the server started, answering in HTTP/2 with every file whole on
 # both ports; else 1 with the reason in WHY[NAME].
 up() {
     start_server "$1" "$H2C" --http2-prior-knowledge &&
         serves_whole "$1" 2 "$H2C" --http2-prior-knowledge &&
         serves_whole "$1" 2 "$H2S" -k --http2 && return 0
-    # What the error log says: a panic and its message, else its last line.
-    local said
-    said=$(grep -m1 -A1 'panicked at' "$ERRLOG" 2>/dev/null | tr '\n' ' ' || true)
-    [ -n "$said" ] || said=$(grep -v '^\s*$' "$ERRLOG" 2>/dev/null | tail -1 || true)
-    [ -n "$said" ] && WHY[$1]="${WHY[$1]}; its error log: $said"
+    WHY[$1]="${WHY[$1]}; its error log: $(said)"
     return 1
 }
 
@@ -160,7 +164,7 @@ h2rate() {
         awk -v what="h2load $* $url" '/^requests:/ && $10 > 0 { print what ": " $0 > "/dev/stderr" }' <<<"$out"
     else
         echo "h2load $* -D $DURATION $url: $(grep -m3 -iE 'error|fail|requests:' <<<"$out" | tr '\n' ' ')" >&2
-        echo "  its error log's last lines: $(tail -3 "$ERRLOG" 2>/dev/null | tr '\n' ' ')" >&2
+        echo "  its error log: $(said)" >&2
         echo fail
     fi
 }
@@ -211,7 +215,7 @@ attack() {
         put "$name,attack-$what-rps" fail
         put "$name,attack-$what-p99" fail
         echo "$name under $what: h2load: $(grep -m3 -iE 'error|fail|requests:' <<<"$out" | tr '\n' ' ')" >&2
-        echo "  its error log's last lines: $(tail -3 "$ERRLOG" 2>/dev/null | tr '\n' ' ')" >&2
+        echo "  its error log: $(said)" >&2
     fi
     [ "$what" != none ] && echo "$name: $(tail -1 "$WORK/attack.out")" >&2
     stop_server
