@@ -23,6 +23,10 @@ command -v php >/dev/null 2>&1 || missing+=(php-cli)
 command -v make-ssl-cert >/dev/null 2>&1 || missing+=(ssl-cert)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
+# The HTTP/2 conformance suite (crates/warren/tests/h2) is Python, in a
+# virtualenv of its own (python3 -m venv needs Debian's python3-venv).
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq
@@ -30,6 +34,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 [ -f /etc/ssl/certs/ssl-cert-snakeoil.pem ] || make-ssl-cert generate-default-snakeoil
+
+# h2_conformance.rs runs tests/h2/conformance.py with this Python: h2, hpack
+# and hyperframe from PyPI, installed once (pip needs the network then).
+venv="${WARREN_TEST_VENV:-/opt/warren-test-venv}"
+if ! "$venv/bin/python" -c 'import h2, hpack, hyperframe' >/dev/null 2>&1; then
+    echo "test.sh: making $venv (h2, hpack, hyperframe from PyPI)"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'h2>=4.1,<5' 'hpack>=4,<5' 'hyperframe>=6,<7'
+fi
+export WARREN_TEST_PYTHON="$venv/bin/python"
 
 # The idle-connection tests hold a thousand sockets open at once.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

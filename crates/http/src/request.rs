@@ -155,6 +155,71 @@ impl RequestHead {
     pub fn has_body(&self) -> bool {
         self.framing != BodyFraming::None
     }
+
+    /// The head of a request that came on an HTTP/2 stream, whose fields
+    /// [`crate::h2`] has already checked (RFC 9113 §8.2-8.3): the request
+    /// line reads `METHOD path HTTP/2.0` (what `%r` logs), `:authority`
+    /// becomes a `host` field (first, replacing any the client sent, as
+    /// mod_http2 does, so CGI's HTTP_HOST and `host()` see it) and the host.
+    /// `fields` are the regular fields, names in lower case, cookies
+    /// already joined; `wire_len` the size of the header block as received.
+    pub fn from_h2<'a>(
+        method: &[u8],
+        path: &[u8],
+        authority: Option<&[u8]>,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        framing: BodyFraming,
+        wire_len: usize,
+    ) -> RequestHead {
+        let version = Version::Http2;
+        let mut raw = Vec::with_capacity(64 + method.len() + path.len());
+        raw.extend_from_slice(method);
+        let method = 0..raw.len();
+        raw.push(b' ');
+        let start = raw.len();
+        raw.extend_from_slice(path);
+        let target = start..raw.len();
+        raw.push(b' ');
+        raw.extend_from_slice(version.as_str().as_bytes());
+        raw.extend_from_slice(b"\r\n");
+        let mut headers = Vec::new();
+        let mut push = |raw: &mut Vec<u8>, name: &[u8], value: &[u8]| {
+            let n = raw.len();
+            raw.extend_from_slice(name);
+            let n = n..raw.len();
+            raw.extend_from_slice(b": ");
+            let v = raw.len();
+            raw.extend_from_slice(value);
+            let v = v..raw.len();
+            raw.extend_from_slice(b"\r\n");
+            headers.push((n, v.clone()));
+            v
+        };
+        let mut host = authority.map(|a| push(&mut raw, b"host", a));
+        for (name, value) in fields {
+            let is_host = name.eq_ignore_ascii_case(b"host");
+            if is_host && authority.is_some() {
+                continue;
+            }
+            let v = push(&mut raw, name, value);
+            if is_host && host.is_none() {
+                host = Some(v);
+            }
+        }
+        RequestHead {
+            raw,
+            method,
+            target,
+            version,
+            headers,
+            framing,
+            keep_alive: true,
+            expect_continue: false,
+            host,
+            path_start: 0,
+            wire_len,
+        }
+    }
 }
 
 fn is_tchar(b: u8) -> bool {
@@ -482,6 +547,31 @@ mod tests {
         assert_eq!(h.framing, BodyFraming::Length(3));
         let (h, _) = parse_head(b"GET / HTTP/1.0\r\n\r\n", &LIMITS).unwrap().unwrap();
         assert!(!h.keep_alive);
+    }
+
+    #[test]
+    fn an_h2_head_reads_like_an_http1_one() {
+        let fields: [(&[u8], &[u8]); 3] = [(b"host", b"ignored"), (b"accept", b"*/*"), (b"cookie", b"a=1; b=2")];
+        let h = RequestHead::from_h2(b"GET", b"/p?q", Some(b"example.com:8443"), fields, BodyFraming::None, 42);
+        assert_eq!(h.request_line(), b"GET /p?q HTTP/2.0");
+        assert_eq!(h.method(), "GET");
+        assert_eq!(h.target(), b"/p?q");
+        assert_eq!(h.path_and_query(), b"/p?q");
+        assert_eq!(h.host(), Some(&b"example.com:8443"[..]));
+        assert_eq!(h.header("Host"), Some(&b"example.com:8443"[..]));
+        assert_eq!(h.headers().count(), 3);
+        assert_eq!(h.header("cookie"), Some(&b"a=1; b=2"[..]));
+        assert_eq!(h.version, Version::Http2);
+        assert!(h.keep_alive && !h.expect_continue);
+        assert_eq!(h.wire_len(), 42);
+
+        let fields: [(&[u8], &[u8]); 1] = [(b"host", b"h")];
+        let h = RequestHead::from_h2(b"POST", b"/", None, fields, BodyFraming::Length(3), 9);
+        assert_eq!(h.host(), Some(&b"h"[..]));
+        assert_eq!(h.framing, BodyFraming::Length(3));
+        let h = RequestHead::from_h2(b"OPTIONS", b"*", None, [], BodyFraming::Chunked, 9);
+        assert_eq!(h.host(), None);
+        assert_eq!(h.request_line(), b"OPTIONS * HTTP/2.0");
     }
 
     #[test]

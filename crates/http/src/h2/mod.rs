@@ -12,6 +12,9 @@
 //!   CONTINUATION flood, SETTINGS and PING floods). A request's header
 //!   block becomes the same [`crate::RequestHead`] an HTTP/1.1 request
 //!   gives, so the handlers answer both alike.
+//! - `head` (private): a decoded field list checked against RFC 9113
+//!   §8.2-8.3 and the head limits, and made a [`crate::RequestHead`].
+//! - `budget` (private): the leaky buckets [`conn`] meters floods with.
 //!
 //! The MPM feeds what it reads to [`Connection::feed`], acts on the
 //! events, answers with [`Connection::send_headers`] and
@@ -20,6 +23,8 @@
 
 pub mod conn;
 pub mod frame;
+mod budget;
+mod head;
 pub mod hpack;
 mod huffman;
 

@@ -5,7 +5,7 @@
 //! them. An idle HTTP/2 connection costs no thread, as an idle HTTP/1.1 one.
 
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use warren_config::LogLevel;
 use warren_http::h2::Connection;
@@ -23,6 +23,8 @@ pub(super) struct H2Conn {
     going_away: bool,
     /// The last time the client sent something or took something.
     last_progress: Instant,
+    /// H2StreamTimeout (else Timeout).
+    stream_timeout: Duration,
 }
 
 impl EventLoop {
@@ -35,19 +37,13 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         c.stream.note_tls(&self.site, &mut c.info);
         let mut tasks = Vec::new();
-        let session = match upgraded {
-            Some((codec, head)) => {
-                let mut session = Session::new(codec, c.info);
-                let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
-                session.start_upgraded(&mut ctx, head, &mut tasks);
-                session
-            }
-            None => Session::new(crate::h2::connection(&c.stream, &self.rules), c.info),
-        };
+        let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
+        let session = crate::h2::session(&c.stream, &self.rules, c.info, upgraded, &mut ctx, &mut tasks);
+        let stream_timeout = crate::h2::stream_timeout(&c.stream, &self.rules);
         for task in tasks {
             self.pool.submit(slot, c.generation, Job::H2(Box::new(task)));
         }
-        c.h2 = Some(Box::new(H2Conn { session, going_away: false, last_progress: Instant::now() }));
+        c.h2 = Some(Box::new(H2Conn { session, going_away: false, last_progress: Instant::now(), stream_timeout }));
         if self.stopping {
             self.h2_go_away(slot);
         }
@@ -141,9 +137,9 @@ impl EventLoop {
             self.rules.keep_alive.idle_deadline(h.last_progress, self.stopping)
         } else if h.session.has_work_out() {
             // The application's own time is ProxyTimeout's to limit.
-            h.last_progress + self.rules.timeout.max(std::time::Duration::from_secs(3600))
+            h.last_progress + self.rules.timeout.max(Duration::from_secs(3600))
         } else {
-            h.last_progress + self.rules.timeout
+            h.last_progress + h.stream_timeout.min(self.rules.timeout)
         };
     }
 
@@ -162,6 +158,13 @@ impl EventLoop {
         let h = c.h2.as_mut().expect("an HTTP/2 connection");
         if h.session.is_idle() && !h.going_away {
             self.h2_go_away(slot);
+            return;
+        }
+        let now = Instant::now();
+        let sb = self.sb.clone();
+        let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
+        if h.session.expire_streams(&mut ctx, now, h.stream_timeout) > 0 || now < h.last_progress + self.rules.timeout {
+            self.drive_h2(slot);
             return;
         }
         self.close(slot);

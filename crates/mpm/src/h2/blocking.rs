@@ -15,7 +15,7 @@ use warren_handler::ConnInfo;
 use warren_http::h2::Connection;
 use warren_http::RequestHead;
 
-use super::session::{Ctx, Session};
+use super::session::Ctx;
 use super::write_output;
 use crate::blocking::Driver;
 use crate::client_stream::ClientStream;
@@ -33,15 +33,9 @@ impl Driver<'_> {
     pub fn serve_h2(&mut self, stream: &ClientStream, info: ConnInfo, mut input: Vec<u8>, upgraded: Option<(Connection, RequestHead)>) {
         let _ = stream.set_nonblocking(true);
         let mut tasks = Vec::new();
-        let mut session = match upgraded {
-            Some((codec, head)) => {
-                let mut session = Session::new(codec, info);
-                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
-                session.start_upgraded(&mut ctx, head, &mut tasks);
-                session
-            }
-            None => Session::new(super::connection(stream, &self.rules), info),
-        };
+        let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+        let mut session = super::session(stream, &self.rules, info, upgraded, &mut ctx, &mut tasks);
+        let stream_timeout = super::stream_timeout(stream, &self.rules);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut last_progress = Instant::now();
         let mut going_away = false;
@@ -105,7 +99,7 @@ impl Driver<'_> {
             // Nothing to do until the client sends or the socket drains.
             let idle = session.is_idle() && flushed;
             let stopping = self.stop.load(Ordering::Relaxed);
-            let limit = if idle { self.rules.keep_alive.idle_deadline(last_progress, stopping) } else { last_progress + self.rules.timeout };
+            let limit = if idle { self.rules.keep_alive.idle_deadline(last_progress, stopping) } else { last_progress + stream_timeout.min(self.rules.timeout) };
             let now = Instant::now();
             if now >= limit {
                 if idle && !going_away {
@@ -115,7 +109,13 @@ impl Driver<'_> {
                     last_progress = now;
                     continue;
                 }
-                break;
+                let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                if !idle && session.expire_streams(&mut ctx, now, stream_timeout) > 0 {
+                    continue;
+                }
+                if now >= last_progress + self.rules.timeout {
+                    break;
+                }
             }
             self.slot.set(if idle { State::KeepAlive } else { State::Writing });
             self.before_wait();

@@ -37,17 +37,29 @@ pub fn limits(h2: &H2Settings, rules: &ConnRules) -> H2Limits {
     }
 }
 
-/// The codec for a connection that opened in HTTP/2.
-pub fn connection(stream: &ClientStream, rules: &ConnRules) -> Connection {
-    let defaults;
-    let settings = match stream.h2() {
-        Some(plan) => &plan.settings,
-        None => {
-            defaults = H2Settings::default();
-            &defaults
+/// The HTTP/2 settings of a connection's listener.
+pub fn settings(stream: &ClientStream) -> H2Settings {
+    stream.h2().map(|p| p.settings.clone()).unwrap_or_default()
+}
+
+/// The session of a connection that opens in HTTP/2 (`upgraded`: the
+/// codec and request of one upgraded from HTTP/1.1, whose 101 has been
+/// sent), with the work its first request needs.
+pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::ConnInfo, upgraded: Option<(Connection, RequestHead)>, ctx: &mut session::Ctx, tasks: &mut Vec<session::Task>) -> session::Session {
+    let h2 = settings(stream);
+    match upgraded {
+        Some((codec, head)) => {
+            let mut s = session::Session::new(codec, info, h2.max_data_frame_len);
+            s.start_upgraded(ctx, head, tasks);
+            s
         }
-    };
-    Connection::new(limits(settings, rules))
+        None => session::Session::new(Connection::new(limits(&h2, rules)), info, h2.max_data_frame_len),
+    }
+}
+
+/// How long a stream may wait on its client (H2StreamTimeout, else Timeout).
+pub fn stream_timeout(stream: &ClientStream, rules: &ConnRules) -> std::time::Duration {
+    stream.h2().and_then(|p| p.settings.stream_timeout).unwrap_or(rules.timeout)
 }
 
 /// Writes what the codec has queued, as far as the socket takes it now.

@@ -103,6 +103,20 @@ struct Stream {
     ex: Exchange,
     info: ConnInfo,
     state: State,
+    /// When its body last moved, either way (H2StreamTimeout).
+    moved: Instant,
+}
+
+impl Stream {
+    /// Whether what holds the stream up is the client: its body, or its
+    /// window (a body a worker thread produces may wait on the application).
+    fn waits_on_client(&self) -> bool {
+        match &self.state {
+            State::Receiving { .. } => true,
+            State::Sending(BodyPlan::Channel { .. }) | State::Working => false,
+            State::Sending(_) => true,
+        }
+    }
 }
 
 enum State {
@@ -127,11 +141,19 @@ pub struct Session {
     /// Where the next turn at sending starts, so every stream has its go.
     next_turn: usize,
     piece: Vec<u8>,
+    /// The most body bytes one stream sends in a turn (H2MaxDataFrameLen
+    /// bounds it; the codec splits at the client's frame size anyway).
+    turn: usize,
 }
 
 impl Session {
-    pub fn new(codec: Connection, info: ConnInfo) -> Session {
-        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new() }
+    /// `max_data_frame_len`: H2MaxDataFrameLen (0: no bound of ours).
+    pub fn new(codec: Connection, info: ConnInfo, max_data_frame_len: u32) -> Session {
+        let turn = match max_data_frame_len {
+            0 => TURN,
+            n => TURN.min(n as usize),
+        };
+        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn }
     }
 
     /// No stream is open on either side: the connection is idle.
@@ -173,10 +195,12 @@ impl Session {
         self.served += 1;
         let mut info = self.info;
         ctx.site.find_useragent(&mut head, &mut info);
-        let mut ex = Exchange::new(Some(head), true, 0);
+        // %I: the header block as it came, then the body.
+        let received = head.wire_len() as u64;
+        let mut ex = Exchange::new(Some(head), true, received);
         ex.note_start(ctx.slot, ctx.site, &info);
         let limit = ex.apply_body_limit(ctx.site, &info);
-        self.streams.push(Stream { id, ex, info, state: State::Working });
+        self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now() });
         if let Err(e) = limit {
             self.body_error(ctx, id, &e);
             return;
@@ -220,6 +244,7 @@ impl Session {
     fn body_data(&mut self, ctx: &mut Ctx, id: u32, data: &[u8], end: bool, tasks: &mut Vec<Task>) {
         let Some(s) = self.stream_mut(id) else { return };
         s.ex.bytes_received += data.len() as u64;
+        s.moved = Instant::now();
         let State::Receiving { spool, .. } = &mut s.state else { return };
         let pushed = spool.push(data).map_err(warren_handler::fastcgi::spool_error);
         let received = s.ex.bytes_received;
@@ -253,7 +278,7 @@ impl Session {
         let mut ex = Exchange::new(None, true, 0);
         ex.raw_line = b"(HTTP/2 request)".to_vec();
         let resp = ctx.site.protocol_error(e.status, &self.info, &e.reason);
-        self.streams.push(Stream { id, ex, info: self.info, state: State::Working });
+        self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now() });
         self.respond(ctx, id, resp, false, None);
     }
 
@@ -317,13 +342,14 @@ impl Session {
                 idle_turns += 1;
                 continue;
             }
-            match plan.take(window.min(TURN), &mut self.piece) {
+            match plan.take(window.min(self.turn), &mut self.piece) {
                 Taken::Data { last } => {
                     let sent = self.codec.send_data(id, &self.piece, last);
                     debug_assert_eq!(sent, self.piece.len(), "within the window");
                     let s = &mut self.streams[i];
                     s.ex.body_bytes += sent as u64;
                     s.ex.bytes_sent += sent as u64;
+                    s.moved = Instant::now();
                     progress = true;
                     idle_turns = 0;
                     if last {
@@ -361,6 +387,25 @@ impl Session {
         if self.streams.is_empty() {
             self.streams = Vec::new();
         }
+    }
+
+    /// Resets the streams whose body has not moved for `timeout`
+    /// (H2StreamTimeout): a request body that stopped coming, an answer
+    /// the client's window holds back. Streams waiting on an application
+    /// are ProxyTimeout's. Returns how many were reset.
+    pub fn expire_streams(&mut self, ctx: &mut Ctx, now: Instant, timeout: std::time::Duration) -> usize {
+        let stalled: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|s| s.waits_on_client() && now.saturating_duration_since(s.moved) >= timeout)
+            .map(|s| s.id)
+            .collect();
+        for &id in &stalled {
+            ctx.site.error_log.log(warren_config::LogLevel::Info, Some(self.info.useragent), &format!("HTTP/2: stream {id} made no progress for {} s (H2StreamTimeout); reset", timeout.as_secs()));
+            self.codec.reset(id, ErrorCode::Cancel);
+            self.finish_stream(ctx, id, true);
+        }
+        stalled.len()
     }
 
     /// The connection is going away (closed, timed out): every stream
