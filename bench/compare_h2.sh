@@ -239,11 +239,10 @@ measure() { # name
         return
     fi
     h2rate "$H2C/index.html" $H2LOAD_STATIC >/dev/null   # warm-up
-    # What h2load's TLS agreed (the header says the first server's).
+    # What h2load's TLS agreed with each (the header says it once a server).
     local tls
     tls=$(h2load -n1 -c1 "$H2S/index.html" 2>&1 | awk -F': ' '/^TLS Protocol:/ { p = $2 } /^Cipher:/ { print p " " $2; exit }')
-    echo "$1: h2load's TLS: $tls" >&2
-    TLS_SEEN=${TLS_SEEN:-$tls}
+    case ${TLS_SEEN:-} in *"$1 "*) ;; *) TLS_SEEN="${TLS_SEEN:+$TLS_SEEN, }$1 $tls" ;; esac
     put "$1,h2c-static" "$(h2rate "$H2C/index.html" $H2LOAD_STATIC)"
     put "$1,h2-static-tls" "$(h2rate "$H2S/index.html" $H2LOAD_STATIC)"
     put "$1,h2-100k-tls" "$(h2rate "$H2S/file100k.bin" $H2LOAD_BIG)"
