@@ -44,40 +44,14 @@ comparison_workdir warren-bench
 mkdir -p "$DOCROOT/pool"
 cp "$DOCROOT/hello.php" "$DOCROOT/pool/hello.php"
 
-# One php-fpm pool for every server: pm static, 4 children, as DESIGN.md's figures.
-FPM_SOCK=$WORK/php.sock
-cat > "$WORK/php-fpm.conf" <<CONF
-[global]
-error_log = $WORK/php-fpm.log
-daemonize = no
-[bench]
-listen = $FPM_SOCK
-listen.mode = 0666
-listen.backlog = 4096
-pm = static
-pm.max_children = 4
-CONF
-FPM_BIN=$(ls /usr/sbin/php-fpm* | sort | tail -1)
-"$FPM_BIN" -R -F -y "$WORK/php-fpm.conf" >/dev/null 2>&1 & FPM_PID=$!
-for _ in $(seq 1 100); do [ -S "$FPM_SOCK" ] && break; sleep 0.1; done
+start_php_fpm
 
 PORT=18080
 
 # The MPM blocks, as the seeds give them (Apache's and Debian's defaults).
 mpm_block() {
     case $1 in
-    event) cat <<B
-<IfModule mpm_event_module>
-    StartServers 2
-    MinSpareThreads 25
-    MaxSpareThreads 75
-    ThreadLimit 64
-    ThreadsPerChild 25
-    MaxRequestWorkers 150
-    MaxConnectionsPerChild 0
-</IfModule>
-B
-    ;;
+    event) echo "$EVENT_BLOCK" ;;
     worker) cat <<B
 <IfModule mpm_worker_module>
     StartServers 2
@@ -165,29 +139,7 @@ $(mpm_block "$1")
 CONF
 }
 
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes auto;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 4096; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    access_log off;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $DOCROOT;
-        index index.html;
-        location ~ \.php\$ {
-            include /etc/nginx/fastcgi_params;
-            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
-            fastcgi_pass unix:$FPM_SOCK;
-        }
-    }
-}
-CONF
+nginx_conf auto "127.0.0.1:$PORT"
 
 start_server() { # name
     case $1 in
@@ -210,18 +162,6 @@ start_server() { # name
             exit 1
         fi
     done
-}
-
-# PSS in kB of a process and all its descendants.
-pss() {
-    local total=0 p v
-    for p in $1 $(pgrep -P "$1" || true); do
-        # php-fpm's memory is not counted for anyone: nor is the pool's.
-        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = php-cgi ] && continue
-        v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
-        total=$((total + ${v:-0}))
-    done
-    echo "$total"
 }
 
 procs() { # the server's processes, as counted by pss

@@ -33,8 +33,6 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 PORT=${PORT:-18443}
-SERVERS=${SERVERS:-warren-event nginx apache-event}
-ROUNDS=${ROUNDS:-1}
 # Requests a keep-alive connection may carry: each server's default unless
 # set (Apache's and warren's MaxKeepAliveRequests 100, nginx's
 # keepalive_requests 1000). Over TLS it weighs: wrk's reconnection is a full
@@ -52,41 +50,9 @@ CERTS=$WORK/certs
 mkdir -p "$CERTS"
 tls_certs "$CERTS"
 
-FPM_SOCK=$WORK/php.sock
-cat > "$WORK/php-fpm.conf" <<CONF
-[global]
-error_log = $WORK/php-fpm.log
-daemonize = no
-[bench]
-listen = $FPM_SOCK
-listen.mode = 0666
-listen.backlog = 4096
-pm = static
-pm.max_children = 4
-CONF
-FPM_BIN=$(ls /usr/sbin/php-fpm* | sort | tail -1)
-"$FPM_BIN" -R -F -y "$WORK/php-fpm.conf" >/dev/null 2>&1 & FPM_PID=$!
-for _ in $(seq 1 100); do [ -S "$FPM_SOCK" ] && break; sleep 0.1; done
+start_php_fpm
 
-# The event MPM block as the seeds give it (Apache's and Debian's defaults).
-EVENT_BLOCK="<IfModule mpm_event_module>
-    StartServers 2
-    MinSpareThreads 25
-    MaxSpareThreads 75
-    ThreadLimit 64
-    ThreadsPerChild 25
-    MaxRequestWorkers 150
-    MaxConnectionsPerChild 0
-</IfModule>"
-
-# mod_ssl's directives, as warren and Apache read them (the vhost's part).
-SSL_VHOST="    SSLEngine on
-    SSLCertificateFile $CERTS/ecdsa.crt
-    SSLCertificateKeyFile $CERTS/ecdsa.key
-    SSLCertificateFile $CERTS/rsa.crt
-    SSLCertificateKeyFile $CERTS/rsa.key
-    SSLProtocol -all +TLSv1.2 +TLSv1.3
-    SSLSessionTickets on"
+SSL_VHOST=$(ssl_vhost "$CERTS")
 
 cat > "$WORK/warren-event.conf" <<CONF
 LoadModule mpm_event_module modules/mod_mpm_event.so
@@ -112,17 +78,9 @@ $SSL_VHOST
 $EVENT_BLOCK
 CONF
 
-AMOD=/usr/lib/apache2/modules
 cat > "$WORK/apache-event.conf" <<CONF
 ServerRoot /etc/apache2
-LoadModule mpm_event_module $AMOD/mod_mpm_event.so
-LoadModule authz_core_module $AMOD/mod_authz_core.so
-LoadModule mime_module $AMOD/mod_mime.so
-LoadModule dir_module $AMOD/mod_dir.so
-LoadModule proxy_module $AMOD/mod_proxy.so
-LoadModule proxy_fcgi_module $AMOD/mod_proxy_fcgi.so
-LoadModule socache_shmcb_module $AMOD/mod_socache_shmcb.so
-LoadModule ssl_module $AMOD/mod_ssl.so
+$(apache_modules socache_shmcb ssl)
 Listen 127.0.0.1:$PORT https
 ServerName localhost
 DocumentRoot $DOCROOT
@@ -149,91 +107,10 @@ $SSL_VHOST
 $EVENT_BLOCK
 CONF
 
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes auto;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 4096; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    access_log off;
-    keepalive_requests ${KEEPALIVE_REQUESTS:-1000};
-    ssl_session_cache shared:SSL:10m;
-    ssl_session_tickets on;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    server {
-        listen 127.0.0.1:$PORT ssl;
-        server_name localhost;
-        ssl_certificate $CERTS/ecdsa.crt;
-        ssl_certificate_key $CERTS/ecdsa.key;
-        ssl_certificate $CERTS/rsa.crt;
-        ssl_certificate_key $CERTS/rsa.key;
-        root $DOCROOT;
-        index index.html;
-        location ~ \.php\$ {
-            include /etc/nginx/fastcgi_params;
-            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
-            fastcgi_pass unix:$FPM_SOCK;
-        }
-    }
-}
-CONF
+nginx_conf auto "127.0.0.1:$PORT ssl" -- "keepalive_requests ${KEEPALIVE_REQUESTS:-1000};" \
+    "ssl_session_cache shared:SSL:10m;" "ssl_session_tickets on;" "ssl_protocols TLSv1.2 TLSv1.3;"
 
-declare -A R WHY
-# put NAME,KEY VALUE: one round's figure (ROUNDS > 1 keeps them all).
-put() { R[$1]="${R[$1]:+${R[$1]} }${2:--}"; }
 URL=https://127.0.0.1:$PORT
-
-# start_server NAME: 0 if it serves every file whole over TLS, else 1 with
-# the reason in WHY[NAME] (and the server stopped).
-start_server() {
-    case $1 in
-    warren-event) "$WARREN" -f "$WORK/warren-event.conf" >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
-    apache-event) setsid /usr/sbin/apache2 -f "$WORK/apache-event.conf" -DFOREGROUND >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
-    nginx) nginx -c "$WORK/nginx.conf" -g 'daemon off;' >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
-    esac
-    local up=
-    for _ in $(seq 1 100); do
-        if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
-        curl -sk -o /dev/null "$URL/index.html" && { up=1; break; }
-        sleep 0.1
-    done
-    if [ -z "$up" ]; then
-        if kill -0 "$SERVER_PID" 2>/dev/null; then
-            local err
-            err=$(curl -sSk -o /dev/null "$URL/index.html" 2>&1 | head -1)
-            case $err in *"wrong version number"*) err="$err (it answered in plain HTTP: its listener does not speak TLS)" ;; esac
-            WHY[$1]="no TLS answer: $err"
-        else
-            WHY[$1]="refused its configuration: $(grep -v '^\s*$' "$WORK/$1.out" | head -1)"
-        fi
-        stop_server
-        return 1
-    fi
-    local f got
-    for f in index.html:45 file100k.bin:102400 hello.php:11; do
-        got=$(curl -sk -o /dev/null -w '%{http_code}:%{size_download}' "$URL/${f%%:*}")
-        if [ "$got" != "200:${f##*:}" ]; then
-            WHY[$1]="answered $got for /${f%%:*} over TLS; expected 200:${f##*:}"
-            stop_server
-            return 1
-        fi
-    done
-}
-
-# PSS in kB of a process and all its descendants (PHP workers not counted).
-pss() {
-    local total=0 p v
-    for p in $1 $(pgrep -P "$1" || true); do
-        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = php-cgi ] && continue
-        v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
-        total=$((total + ${v:-0}))
-    done
-    echo "$total"
-}
 
 rps() { # path
     wrk -t1 -c"$CONNS" -d"${DURATION}s" "$URL$1" 2>/dev/null | awk '/Requests\/sec/ {printf "%d", $2}'
@@ -256,7 +133,7 @@ handshakes() {
 }
 
 measure() { # name
-    if ! start_server "$1"; then
+    if ! start_server "$1" "$URL" -k || ! serves_whole "$1" 1.1 "$URL" -k; then
         echo "$1: n/a: ${WHY[$1]}" >&2
         return
     fi
@@ -282,32 +159,9 @@ measure() { # name
     stop_server
 }
 
-# ROUNDS > 1: the servers in turn, ROUNDS times (warren, nginx, apache,
-# warren, ...), each cell the median of its rounds: on a shared machine a
-# burst of other work then spoils one round, not one server's figures.
-for round in $(seq 1 "$ROUNDS"); do
-    for s in $SERVERS; do
-        [ -n "${WHY[$s]:-}" ] && continue
-        [ "$ROUNDS" -gt 1 ] && echo "round $round: $s" >&2
-        measure "$s"
-    done
-done
+rounds measure
 
-cell() { # name key
-    if [ -n "${WHY[$1]:-}" ]; then echo n/a; return; fi
-    local v=${R[$1,$2]:--}
-    # The median of the rounds (for "resumed/handshakes", by resumed).
-    tr ' ' '\n' <<<"$v" | sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-" }'; }
-row() { printf "%-34s %10s %10s %10s %9s %9s\n" "$@"; }
-line() { # label key
-    local w n a
-    w=$(cell warren-event "$2"); n=$(cell nginx "$2"); a=$(cell apache-event "$2")
-    row "$1" "$w" "$n" "$a" "$(ratio "$w" "$n")" "$(ratio "$w" "$a")"
-}
-
-echo "warren $("$WARREN" --version | awk '{print $2}'), nginx $(nginx -v 2>&1 | sed 's|.*/||') ($(openssl version | awk '{print $1, $2}')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p') event + mod_ssl; ECDSA P-256 + RSA 2048; wrk -t1 -c$CONNS -d${DURATION}s; warren bench --threads 1 -c$CONNS -t$DURATION; $(nproc) cores; ROUNDS=$ROUNDS; keep-alive requests ${KEEPALIVE_REQUESTS:-"Apache's and warren's 100, nginx's 1000"}"
+echo "warren $("$WARREN" --version | awk '{print $2}'), $(versions) event + mod_ssl; ECDSA P-256 + RSA 2048; wrk -t1 -c$CONNS -d${DURATION}s; warren bench --threads 1 -c$CONNS -t$DURATION; $(nproc) cores; ROUNDS=$ROUNDS; keep-alive requests ${KEEPALIVE_REQUESTS:-"Apache's and warren's 100, nginx's 1000"}"
 echo
 echo "== HTTPS, event MPM vs nginx"
 row scenario warren nginx apache w/nginx w/apache
@@ -326,7 +180,4 @@ line "https-idle-1000 fresh (ms)" idle-ms
 line "https-idle-1000 PSS (MB)" idle-pss
 line "https-idle-1000 failed conns" idle-failed
 echo "(req/s, conn/s: higher is better; ms and MB: lower is better)"
-for s in $SERVERS; do
-    [ -n "${WHY[$s]:-}" ] && echo "$s: n/a: ${WHY[$s]}"
-done
-exit 0
+why_not

@@ -107,3 +107,215 @@ cleanup() {
     if [ -n "$FPM_PID" ]; then kill -TERM "$FPM_PID" 2>/dev/null || true; wait "$FPM_PID" 2>/dev/null || true; fi
     rm -rf "$WORK"
 }
+
+# start_php_fpm: one php-fpm pool every compared server shares (pm static,
+# 4 children, as DESIGN.md's figures), its socket FPM_SOCK in WORK, its
+# pid FPM_PID (stopped by cleanup).
+start_php_fpm() {
+    FPM_SOCK=$WORK/php.sock
+    cat > "$WORK/php-fpm.conf" <<CONF
+[global]
+error_log = $WORK/php-fpm.log
+daemonize = no
+[bench]
+listen = $FPM_SOCK
+listen.mode = 0666
+listen.backlog = 4096
+pm = static
+pm.max_children = 4
+CONF
+    local bin
+    bin=$(ls /usr/sbin/php-fpm* | sort | tail -1)
+    "$bin" -R -F -y "$WORK/php-fpm.conf" >/dev/null 2>&1 & FPM_PID=$!
+    for _ in $(seq 1 100); do [ -S "$FPM_SOCK" ] && break; sleep 0.1; done
+}
+
+# pss PID: PSS in kB of a process and all its descendants (php-cgi, the
+# pool's PHP workers, not counted for anyone).
+pss() {
+    local total=0 p v
+    for p in $1 $(pgrep -P "$1" || true); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = php-cgi ] && continue
+        v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
+        total=$((total + ${v:-0}))
+    done
+    echo "$total"
+}
+
+# The event MPM block as the seeds give it (Apache's and Debian's defaults).
+EVENT_BLOCK="<IfModule mpm_event_module>
+    StartServers 2
+    MinSpareThreads 25
+    MaxSpareThreads 75
+    ThreadLimit 64
+    ThreadsPerChild 25
+    MaxRequestWorkers 150
+    MaxConnectionsPerChild 0
+</IfModule>"
+
+# ssl_vhost CERTS: mod_ssl's directives of a TLS virtual host, as warren and
+# Apache read them, with tls_certs' two certificates in CERTS.
+ssl_vhost() {
+    cat <<SSL
+    SSLEngine on
+    SSLCertificateFile $1/ecdsa.crt
+    SSLCertificateKeyFile $1/ecdsa.key
+    SSLCertificateFile $1/rsa.crt
+    SSLCertificateKeyFile $1/rsa.key
+    SSLProtocol -all +TLSv1.2 +TLSv1.3
+    SSLSessionTickets on
+SSL
+}
+
+# apache_modules MODULE...: Apache's LoadModule lines for the event MPM and
+# what serves the compared files (mod_proxy_fcgi for PHP), then the ones named.
+apache_modules() {
+    local m
+    for m in mpm_event authz_core mime dir proxy proxy_fcgi "$@"; do
+        echo "LoadModule ${m}_module /usr/lib/apache2/modules/mod_$m.so"
+    done
+}
+
+# launch_server NAME: starts NAME (warren-event, apache-event or nginx) with
+# WORK/NAME.conf, in the foreground, its output in WORK/NAME.out, its pid
+# SERVER_PID.
+launch_server() {
+    case $1 in
+    warren-event) "$WARREN" -f "$WORK/$1.conf" >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
+    # Its own session: Apache answers TERM by signalling its whole process group.
+    apache-event) setsid /usr/sbin/apache2 -f "$WORK/$1.conf" -DFOREGROUND >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
+    nginx) nginx -c "$WORK/nginx.conf" -g 'daemon off;' >"$WORK/$1.out" 2>&1 & SERVER_PID=$! ;;
+    esac
+}
+
+# start_server NAME URL [CURL_OPTION...]: launches NAME and waits (10 s) for
+# an answer to URL/index.html; 0 if one came, else 1 with the reason in
+# WHY[NAME] (its refusal of the configuration, or curl's error) and the
+# server stopped.
+start_server() {
+    local name=$1 url=$2; shift 2
+    launch_server "$name"
+    for _ in $(seq 1 100); do
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        curl -s "$@" -o /dev/null "$url/index.html" && return 0
+        sleep 0.1
+    done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        local err
+        err=$(curl -sS "$@" -o /dev/null "$url/index.html" 2>&1 | head -1)
+        case $err in *"wrong version number"*) err="$err (it answered in plain HTTP: its listener does not speak TLS)" ;; esac
+        WHY[$name]="no answer: $err"
+    else
+        WHY[$name]="refused its configuration: $(grep -v '^\s*$' "$WORK/$name.out" | head -1)"
+    fi
+    stop_server
+    return 1
+}
+
+# serves_whole NAME VERSION URL [CURL_OPTION...]: 0 if the server answers
+# 200 with the whole of each compared file (comparison_workdir's) at URL in
+# HTTP version VERSION (curl's %{http_version}: 1.1, 2), else 1 with the
+# reason in WHY[NAME] and the server stopped.
+serves_whole() {
+    local name=$1 version=$2 url=$3 f got; shift 3
+    for f in index.html:45 file100k.bin:102400 hello.php:11; do
+        got=$(curl -s "$@" -o /dev/null -w '%{http_code}:%{size_download}:%{http_version}' "$url/${f%%:*}")
+        if [ "$got" != "200:${f##*:}:$version" ]; then
+            WHY[$name]="answered $got (status:bytes:HTTP version) for $url/${f%%:*}; expected 200:${f##*:}:$version"
+            stop_server
+            return 1
+        fi
+    done
+}
+
+# The results: R[NAME,KEY] holds each round's figure, WHY[NAME] the reason a
+# server was left out.
+declare -A R WHY
+# put NAME,KEY VALUE: one round's figure (ROUNDS > 1 keeps them all).
+put() { R[$1]="${R[$1]:+${R[$1]} }${2:--}"; }
+
+# The servers compared (compare_tls.sh, compare_h2.sh), and how many rounds.
+SERVERS=${SERVERS:-warren-event nginx apache-event}
+ROUNDS=${ROUNDS:-1}
+
+# rounds MEASURE: MEASURE NAME for each of SERVERS, ROUNDS times in turn
+# (warren, nginx, apache, warren, ...), so that on a shared machine a burst
+# of other work spoils one round, not one server's figures; a server left
+# out (WHY) is not tried again.
+rounds() {
+    local round s
+    for round in $(seq 1 "$ROUNDS"); do
+        for s in $SERVERS; do
+            [ -n "${WHY[$s]:-}" ] && continue
+            [ "$ROUNDS" -gt 1 ] && echo "round $round: $s" >&2
+            "$1" "$s"
+        done
+    done
+}
+
+cell() { # name key: the median of the rounds' figures (n/a for a server left out)
+    if [ -n "${WHY[$1]:-}" ]; then echo n/a; return; fi
+    local v=${R[$1,$2]:--}
+    # (For "a/b" figures, by a.)
+    tr ' ' '\n' <<<"$v" | sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-" }'; }
+row() { printf "%-34s %10s %10s %10s %9s %9s\n" "$@"; }
+line() { # label key: one row of the table, warren against nginx and Apache
+    local w n a
+    w=$(cell warren-event "$2"); n=$(cell nginx "$2"); a=$(cell apache-event "$2")
+    row "$1" "$w" "$n" "$a" "$(ratio "$w" "$n")" "$(ratio "$w" "$a")"
+}
+# why_not: the reason of each server left out.
+why_not() {
+    local s
+    for s in $SERVERS; do
+        [ -n "${WHY[$s]:-}" ] && echo "$s: n/a: ${WHY[$s]}"
+    done
+    return 0
+}
+
+# versions: nginx's, OpenSSL's and Apache's, for a table's header.
+versions() {
+    echo "nginx $(nginx -v 2>&1 | sed 's|.*/||') ($(openssl version | awk '{print $1, $2}')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p')"
+}
+
+# nginx_conf WORKERS LISTEN... [-- DIRECTIVE...]: WORK/nginx.conf, for
+# comparison_workdir's DOCROOT (index.html, its PHP through FPM_SOCK),
+# worker_processes WORKERS, a "listen LISTEN;" line for each LISTEN, each
+# DIRECTIVE one more line of the http block, the access log off; with CERTS
+# set, tls_certs' two certificates.
+nginx_conf() {
+    local workers=$1 listen="" more="" certs=""; shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do listen+="        listen $1;"$'\n'; shift; done
+    [ $# -gt 0 ] && shift
+    [ $# -gt 0 ] && more=$(printf '    %s\n' "$@")
+    local c
+    [ -n "${CERTS:-}" ] && for c in ecdsa rsa; do
+        certs+="        ssl_certificate $CERTS/$c.crt;"$'\n'"        ssl_certificate_key $CERTS/$c.key;"$'\n'
+    done
+    cat > "$WORK/nginx.conf" <<CONF
+worker_processes $workers;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 4096; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    access_log off;
+$more
+    server {
+$listen        server_name localhost;
+$certs        root $DOCROOT;
+        index index.html;
+        location ~ \.php\$ {
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_FILENAME \$document_root\$fastcgi_script_name;
+            fastcgi_pass unix:$FPM_SOCK;
+        }
+    }
+}
+CONF
+}
