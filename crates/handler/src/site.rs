@@ -109,6 +109,8 @@ pub struct Site {
     pub status: OnceLock<Arc<dyn StatusSource>>,
     /// Idle connections to FastCGI applications (`enablereuse=on`).
     pub backends: Arc<BackendPool>,
+    /// Which FastCGI applications have our side shut once a request is out.
+    pub half_close: crate::fastcgi::HalfClose,
     /// warren's own pools (`SetHandler pool:NAME`); set by the parent.
     pub pools: OnceLock<Arc<dyn PoolDispatch>>,
     /// The `.htaccess` files read so far.
@@ -198,6 +200,7 @@ impl Site {
             uses_remote_ip,
             uses_proxy_protocol,
             server_header: server_header(settings.server_tokens),
+            half_close: crate::fastcgi::HalfClose::new(&settings.pools),
             settings,
             hosts,
             mime,

@@ -3,7 +3,9 @@
 //! port): pages and a 1 MB file byte-exact (past the 65535-byte initial
 //! window), HEAD, ranges, conditional requests, error pages, redirects,
 //! PHP through php-fpm (a query, bodies sent as DATA frames with and
-//! without a length), mod_headers' fields lower-cased on the wire, gzip;
+//! without a length), the ways a FastCGI exchange ends other than with a
+//! whole answer (a local redirect, a pool's child killed mid-request,
+//! ProxyTimeout, the application gone), mod_headers' fields lower-cased on the wire, gzip;
 //! h2c by `Upgrade` (101, then HTTP/2 on the same connection), and what
 //! H2Direct / H2Upgrade Off turn off, and that without `Protocols` there
 //! is no HTTP/2 at all; the access log's `%H` and `%r`.
@@ -12,12 +14,14 @@
 mod common;
 use common::h2::*;
 use common::*;
+use std::time::{Duration, Instant};
 
 each_mpm!(
     pages_head_and_a_large_file,
     ranges_and_conditional_requests,
     error_pages_and_redirects,
     php_query_and_request_bodies,
+    php_redirects_lost_children_and_failures,
     header_fields_and_gzip,
     upgrade_from_http11,
     direct_and_upgrade_turned_off,
@@ -207,6 +211,65 @@ echo 'input_md5=', md5($in), "\n";
         assert_eq!((v["post"].as_str(), v["get"].as_str()), (r#"{"a":"1","b":"two"}"#, r#"{"q":"1"}"#), "{way:?}");
     }
     drop(fpm);
+}
+
+/// The ways a FastCGI exchange ends other than with a whole answer, over
+/// both ways in: a local `Location:` (served again for it), a pool's child
+/// killed while it runs a GET (sent once more, to its replacement),
+/// ProxyTimeout (504), the application gone (503).
+fn php_redirects_lost_children_and_failures(mpm: &str) {
+    let dir = TempDir::new(&format!("h2-php-ends-{mpm}"));
+    standard_site(&dir);
+    // Where php-cgi, running as nobody, may write.
+    let marker = std::env::temp_dir().join(format!("warren-h2-lost-{}-{mpm}", std::process::id()));
+    dir.write("htdocs/local.php", "<?php header('Location: /a.txt', true, 200);");
+    dir.write("htdocs/mark.php", format!("<?php if (!file_exists('{0}')) {{ touch('{0}'); sleep(30); }} echo 'second try';", marker.display()));
+    dir.write("htdocs/fpm/slow.php", "<?php sleep(5); echo 'late';");
+    dir.write("htdocs/fpm/hello.php", "<?php echo 'fpm';");
+    let fpm = Fpm::start(&dir, "");
+    let conf = format!(
+        "ProxyTimeout 2\n<Pool www>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n    pm static\n    pm.max_children 1\n</Pool>\n\
+         <FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n\
+         <Directory \"{}/htdocs/fpm\">\n    <FilesMatch \"\\.php$\">\n        SetHandler \"proxy:unix:{}|fcgi://localhost\"\n    </FilesMatch>\n</Directory>\n",
+        dir.0.display(),
+        fpm.socket.display()
+    );
+    let h = H2Server::start_in(dir, mpm, &conf);
+    for way in WAYS {
+        let g = h.curl(way, "/local.php", &[]);
+        assert_h2(&g, 200, &format!("{way:?} local Location"));
+        assert_eq!(g.body, b"0123456789abcdefghij", "{way:?}");
+        let g = h.curl(way, "/fpm/hello.php", &[]);
+        assert_h2(&g, 200, &format!("{way:?} php-fpm"));
+        assert_eq!(g.body, b"fpm");
+
+        let _ = std::fs::remove_file(&marker);
+        h.s.wait_php_children(1);
+        let g = std::thread::scope(|scope| {
+            let client = scope.spawn(|| h.curl(way, "/mark.php", &[]));
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !marker.exists() {
+                assert!(Instant::now() < deadline, "{way:?}: mark.php never started");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            for pid in h.s.php_cgi_children() {
+                unsafe_kill(pid, 9);
+            }
+            client.join().unwrap()
+        });
+        assert_h2(&g, 200, &format!("{way:?} GET whose child was killed"));
+        assert_eq!(g.body, b"second try", "{way:?}");
+
+        let g = h.curl(way, "/fpm/slow.php", &[]);
+        assert_h2(&g, 504, &format!("{way:?} past ProxyTimeout"));
+    }
+    assert!(h.s.wait_log("error.log", "sending the request to another child").contains("sending the request to another child"));
+    drop(fpm);
+    for way in WAYS {
+        let g = h.curl(way, "/fpm/hello.php", &[]);
+        assert_h2(&g, 503, &format!("{way:?} php-fpm gone"));
+    }
+    let _ = std::fs::remove_file(&marker);
 }
 
 fn md5_of(data: &[u8]) -> String {

@@ -10,26 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn php_cgi_children(s: &Server) -> Vec<u32> {
-    s.children()
-        .into_iter()
-        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "php-cgi"))
-        .collect()
-}
-
-/// Waits (up to 20 s; a loaded machine starts php-cgi slowly) until the
-/// server has `n` php-cgi children.
-fn wait_php_children(s: &Server, n: usize) -> Vec<u32> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let c = php_cgi_children(s);
-        if c.len() == n || Instant::now() > deadline {
-            return c;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn start(mpm: &str, pool: &str, extra: &str) -> Server {
     let dir = TempDir::new(&format!("pool-{mpm}"));
     standard_site(&dir);
@@ -44,20 +24,20 @@ fn start(mpm: &str, pool: &str, extra: &str) -> Server {
 
 fn static_pool_serves(mpm: &str) {
     let s = start(mpm, "    pm static\n    pm.max_children 3", "");
-    assert_eq!(wait_php_children(&s, 3).len(), 3, "pm static starts pm.max_children");
+    assert_eq!(s.wait_php_children(3).len(), 3, "pm static starts pm.max_children");
     let r = s.get("/vars.php/a/b?q=1");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.text(), "/vars.php /a/b 1 GET ");
     let req = "POST /vars.php HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
     assert_eq!(parse_response(&s.raw(req.as_bytes())).0.text(), "/vars.php - - POST hello");
     // A child that dies is replaced, and requests go on.
-    let victim = php_cgi_children(&s)[0];
+    let victim = s.php_cgi_children()[0];
     unsafe_kill(victim, 9);
     let deadline = Instant::now() + Duration::from_secs(20);
-    let mut after = php_cgi_children(&s);
+    let mut after = s.php_cgi_children();
     while (after.contains(&victim) || after.len() != 3) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
-        after = php_cgi_children(&s);
+        after = s.php_cgi_children();
     }
     assert!(!after.contains(&victim) && after.len() == 3, "{after:?}");
     for _ in 0..10 {
@@ -68,7 +48,7 @@ fn static_pool_serves(mpm: &str) {
 
 fn recycling_fails_nothing(mpm: &str) {
     let s = start(mpm, "    pm static\n    pm.max_children 2\n    pm.max_requests 10", "");
-    let first = wait_php_children(&s, 2);
+    let first = s.wait_php_children(2);
     let port = s.port;
     let threads: Vec<_> = (0..4)
         .map(|_| {
@@ -98,35 +78,35 @@ fn recycling_fails_nothing(mpm: &str) {
     }
     // 120 requests, 10 per child: at least 12 processes served them.
     assert!(pids.len() >= 12, "only {} processes served 120 requests with pm.max_requests 10", pids.len());
-    assert!(wait_php_children(&s, 2).iter().all(|p| !first.contains(p)));
+    assert!(s.wait_php_children(2).iter().all(|p| !first.contains(p)));
 }
 
 fn dynamic_and_ondemand(mpm: &str) {
     let s = start(mpm, "    pm dynamic\n    pm.max_children 4\n    pm.start_servers 2\n    pm.min_spare_servers 1\n    pm.max_spare_servers 2", "");
-    assert_eq!(wait_php_children(&s, 2).len(), 2, "pm.start_servers");
+    assert_eq!(s.wait_php_children(2).len(), 2, "pm.start_servers");
     drop(s);
     let s = start(mpm, "    pm ondemand\n    pm.max_children 2\n    pm.process_idle_timeout 1s", "");
     std::thread::sleep(Duration::from_millis(300));
-    assert!(php_cgi_children(&s).is_empty(), "ondemand starts no child before a request");
+    assert!(s.php_cgi_children().is_empty(), "ondemand starts no child before a request");
     // A child is started for the request (a request left waiting for one
     // would get no answer within the 10 s read timeout).
     let t = Instant::now();
     assert_eq!(s.get("/pid.php").status, 200);
     assert!(t.elapsed() < Duration::from_secs(8), "the first request waited {:?}", t.elapsed());
-    assert_eq!(php_cgi_children(&s).len(), 1);
+    assert_eq!(s.php_cgi_children().len(), 1);
     // Idle past pm.process_idle_timeout: stopped by the next passes.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !php_cgi_children(&s).is_empty() && Instant::now() < deadline {
+    while !s.php_cgi_children().is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(php_cgi_children(&s).is_empty(), "an idle ondemand child outlived pm.process_idle_timeout");
+    assert!(s.php_cgi_children().is_empty(), "an idle ondemand child outlived pm.process_idle_timeout");
 }
 
 fn queue_full_is_503_and_slow_is_504(mpm: &str) {
     // Prefork: enough children that every request reaches the pool at once.
     let extra = "Timeout 10\n<IfModule mpm_prefork_module>\n    StartServers 4\n    MinSpareServers 4\n</IfModule>\n";
     let s = start(mpm, "    pm static\n    pm.max_children 1\n    listen.backlog 1\n    request_terminate_timeout 6s", extra);
-    wait_php_children(&s, 1);
+    s.wait_php_children(1);
     let port = s.port;
     // Sends a request, waits until the server has read it (and so, a moment
     // later, has it at the pool), and reads the answer in a thread.
@@ -230,7 +210,7 @@ fn pools_per_site_with_their_users(mpm: &str) {
 
 fn status_page(mpm: &str) {
     let s = start(mpm, "    pm static\n    pm.max_children 2\n    pm.status_path /fpm-status", "");
-    wait_php_children(&s, 2);
+    s.wait_php_children(2);
     for _ in 0..3 {
         assert_eq!(s.get("/pid.php?x=1").status, 200);
     }
@@ -260,7 +240,7 @@ fn status_page(mpm: &str) {
 fn slow_requests_are_logged(mpm: &str) {
     let pool = "    pm static\n    pm.max_children 1\n    pm.status_path /fpm-status\n    request_slowlog_timeout = 1s\n    slowlog = slow.log";
     let s = start(mpm, pool, "");
-    wait_php_children(&s, 1);
+    s.wait_php_children(1);
     // Well past the limit: the once-a-second pass notes it even on a loaded machine.
     let r = s.get("/slow.php?s=5");
     assert_eq!(r.text(), "done");
@@ -296,7 +276,7 @@ fn php_load(port: u16, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> s
 
 fn graceful_restart_keeps_php_serving(mpm: &str) {
     let s = start(mpm, "    pm static\n    pm.max_children 2", "");
-    let before = wait_php_children(&s, 2);
+    let before = s.wait_php_children(2);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let load: Vec<_> = (0..3).map(|_| php_load(s.port, stop.clone())).collect();
     std::thread::sleep(Duration::from_millis(300));
@@ -305,7 +285,7 @@ fn graceful_restart_keeps_php_serving(mpm: &str) {
     unsafe_kill(s.pid(), 1);
     s.wait_log("error.log", "SIGHUP received: graceful restart");
     std::thread::sleep(Duration::from_millis(500));
-    let mut after = php_cgi_children(&s);
+    let mut after = s.php_cgi_children();
     after.sort();
     let mut expected = before.clone();
     expected.sort();
@@ -315,10 +295,10 @@ fn graceful_restart_keeps_php_serving(mpm: &str) {
     std::fs::write(&s.conf, conf).unwrap();
     unsafe_kill(s.pid(), 1);
     let deadline = Instant::now() + Duration::from_secs(30);
-    let mut now = php_cgi_children(&s);
+    let mut now = s.php_cgi_children();
     while (now.len() != 3 || now.iter().any(|p| before.contains(p))) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
-        now = php_cgi_children(&s);
+        now = s.php_cgi_children();
     }
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -338,7 +318,7 @@ fn dynamic_spares_and_environment(mpm: &str) {
     let extra = "<IfModule mpm_prefork_module>\n    StartServers 5\n    MinSpareServers 5\n</IfModule>\n";
     let s = start(mpm, pool, extra);
     s.dir.write("htdocs/env.php", "<?php var_export([getenv('APP_ENV'), getenv('HOME'), getenv('PHP_FCGI_MAX_REQUESTS')]);");
-    assert_eq!(wait_php_children(&s, 1).len(), 1);
+    assert_eq!(s.wait_php_children(1).len(), 1);
     // The environment is cleared but for env[...] (and what php-cgi needs).
     assert_eq!(s.get("/env.php").text(), "array (\n  0 => 'testing',\n  1 => false,\n  2 => '0',\n)");
     // php_value, php_flag and php_admin_value reach PHP.
@@ -351,7 +331,7 @@ fn dynamic_spares_and_environment(mpm: &str) {
     let mut peak = 0;
     let deadline = Instant::now() + Duration::from_secs(20);
     while peak < 3 && !slow.iter().all(|t| t.is_finished()) && Instant::now() < deadline {
-        peak = peak.max(php_cgi_children(&s).len());
+        peak = peak.max(s.php_cgi_children().len());
         std::thread::sleep(Duration::from_millis(50));
     }
     for t in slow {
@@ -360,16 +340,16 @@ fn dynamic_spares_and_environment(mpm: &str) {
     assert!(peak >= 3, "the pool grew to {peak} children for 3 concurrent requests");
     // Idle above pm.max_spare_servers: one child stopped per second, down to 2.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while php_cgi_children(&s).len() > 2 && Instant::now() < deadline {
+    while s.php_cgi_children().len() > 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(php_cgi_children(&s).len(), 2, "idle children above pm.max_spare_servers are stopped");
+    assert_eq!(s.php_cgi_children().len(), 2, "idle children above pm.max_spare_servers are stopped");
 }
 
 fn waiting_past_timeout_is_503(mpm: &str) {
     let extra = "Timeout 2\nProxyTimeout 30\n<IfModule mpm_prefork_module>\n    StartServers 4\n    MinSpareServers 4\n</IfModule>\n";
     let s = start(mpm, "    pm static\n    pm.max_children 1", extra);
-    wait_php_children(&s, 1);
+    s.wait_php_children(1);
     let mut holding = s.connect();
     holding.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     holding.write_all(b"GET /slow.php?s=8 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
@@ -391,7 +371,7 @@ fn waiting_past_timeout_is_503(mpm: &str) {
 
 fn children_end_with_a_killed_parent(mpm: &str) {
     let mut s = start(mpm, "    pm static\n    pm.max_children 2", "");
-    let children = wait_php_children(&s, 2);
+    let children = s.wait_php_children(2);
     assert_eq!(children.len(), 2);
     // Nobody is left to remove it: the test does.
     let sockets = socket_dir(s.pid());
@@ -424,7 +404,7 @@ fn lost_child_request_is_sent_again(mpm: &str) {
     s.dir.write("htdocs/mark.php", format!("<?php if (!file_exists('{0}')) {{ touch('{0}'); sleep(30); }} echo 'second try';", marker.display()));
     s.dir.write("htdocs/hold.php", format!("<?php touch('{0}.post'); sleep(30); echo 'never';", marker.display()));
     for (method, script, want) in [("GET", "mark.php", 200), ("POST", "hold.php", 502)] {
-        wait_php_children(&s, 1);
+        s.wait_php_children(1);
         let port = s.port;
         let req = format!("{method} /{script} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         let req = if method == "GET" { req.replace("Content-Length: 0\r\n", "") } else { req };
@@ -441,7 +421,7 @@ fn lost_child_request_is_sent_again(mpm: &str) {
             assert!(Instant::now() < deadline, "{script} never started");
             std::thread::sleep(Duration::from_millis(20));
         }
-        for pid in php_cgi_children(&s) {
+        for pid in s.php_cgi_children() {
             unsafe_kill(pid, 9);
         }
         let answer = client.join().unwrap();

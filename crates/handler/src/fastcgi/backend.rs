@@ -67,6 +67,15 @@ impl BackendStream {
         Ok(s)
     }
 
+    /// A connection made without blocking, to be read where blocking is fine.
+    pub(super) fn set_blocking(&self, timeout: Duration) -> io::Result<()> {
+        match self {
+            BackendStream::Unix(s) => s.set_nonblocking(false)?,
+            BackendStream::Tcp(s) => s.set_nonblocking(false)?,
+        }
+        self.set_timeouts(timeout)
+    }
+
     fn set_timeouts(&self, t: Duration) -> io::Result<()> {
         match self {
             BackendStream::Unix(s) => {
@@ -78,6 +87,14 @@ impl BackendStream {
                 s.set_write_timeout(Some(t))
             }
         }
+    }
+
+    /// Shuts our side: the request is whole (see [`super::HalfClose`]).
+    pub(super) fn end_request(&self) {
+        let _ = match self {
+            BackendStream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
+            BackendStream::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
+        };
     }
 
     /// An idle kept connection is usable if the application has neither

@@ -22,9 +22,12 @@
 //!   (its CGI header block, then its output), shared with the event loop.
 //! - `backend`: connections to applications, and the idle ones kept for
 //!   `enablereuse=on`.
+//! - `half_close`: which applications are told the request is whole by
+//!   the end of our side of the connection.
 
 mod backend;
 mod exchange;
+mod half_close;
 mod params;
 mod response;
 
@@ -39,7 +42,8 @@ use crate::{internal_redirect, path, HeaderName, Response};
 
 pub use backend::{one_request_per_connection, BackendPool, BackendStream};
 use backend::describe;
-pub use exchange::spool_error;
+pub use exchange::{answer_rest, spool_error};
+pub use half_close::HalfClose;
 pub use params::{split_path_info, ScriptTarget};
 pub use response::{CgiHead, Piece, ResponseReader, MAX_HEADER_BLOCK};
 pub use warren_pool_api::{PoolBusy, PoolDispatch, PoolLease};

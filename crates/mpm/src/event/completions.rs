@@ -27,7 +27,7 @@ impl EventLoop {
                     continue;
                 }
                 JobResult::H2Wake => {
-                    self.drive_h2(done.slot);
+                    self.h2_ready.push(done.slot);
                     continue;
                 }
                 _ => {}

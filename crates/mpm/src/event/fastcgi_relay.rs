@@ -37,7 +37,7 @@ impl EventLoop {
             return;
         }
         let reader = self.site.response_reader(&gw, &c.info);
-        match Upstream::start(gw, memory_body(&c.body), reader, self.site.pools.get(), &self.half_close) {
+        match Upstream::start(gw, memory_body(&c.body), reader, self.site.pools.get(), &self.site.half_close) {
             Ok(up) => {
                 c.body = None;
                 self.attach(slot, up);
@@ -338,7 +338,7 @@ impl EventLoop {
 
     /// A relayed exchange ended (and gave back its pool child, if it had
     /// one): a request parked on this loop may take the child at once.
-    fn child_given_back(&mut self) {
+    pub(super) fn child_given_back(&mut self) {
         if !self.pool_waits.parked.is_empty() {
             self.retry_parked(Instant::now());
         }
@@ -366,7 +366,7 @@ impl EventLoop {
             let gw = c.parked.take().expect("parked");
             let timed_out = p.deadline <= now;
             let reader = self.site.response_reader(&gw, &c.info);
-            let started = if timed_out { Err((gw, NotHere::UseThread)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.half_close) };
+            let started = if timed_out { Err((gw, NotHere::UseThread)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.site.half_close) };
             if let Err((gw, NotHere::UseThread)) = started {
                 if !timed_out {
                     // Still none free: the rest of this pool's queue waits too.

@@ -11,7 +11,6 @@ use warren_config::LogLevel;
 use warren_http::h2::Connection;
 use warren_http::RequestHead;
 
-use super::thread_pool::Job;
 use super::EventLoop;
 use crate::h2::session::{Ctx, Session, Task, OUTPUT_AHEAD};
 use crate::h2::write_output;
@@ -40,10 +39,9 @@ impl EventLoop {
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
         let session = crate::h2::session(&c.stream, &self.rules, c.info, upgraded, &mut ctx, &mut tasks);
         let stream_timeout = crate::h2::stream_timeout(&c.stream, &self.rules);
-        for task in tasks {
-            self.pool.submit(slot, c.generation, Job::H2(Box::new(task)));
-        }
         c.h2 = Some(Box::new(H2Conn { session, going_away: false, last_progress: Instant::now(), stream_timeout }));
+        let generation = c.generation;
+        self.h2_dispatch(slot, generation, &mut tasks);
         if self.stopping {
             self.h2_go_away(slot);
         }
@@ -72,9 +70,13 @@ impl EventLoop {
                     }
                 }
             }
-            for task in tasks.drain(..) {
-                self.pool.submit(slot, c.generation, Job::H2(Box::new(task)));
+            if !tasks.is_empty() {
+                let generation = c.generation;
+                self.h2_dispatch(slot, generation, &mut tasks);
             }
+            let Some(c) = self.conns[slot].as_mut() else { return };
+            let h = c.h2.as_mut().expect("an HTTP/2 connection");
+            let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: loop_slot };
             // Frames out as far as the socket takes them.
             let flushed = loop {
                 // A session whose output was already full produces nothing
@@ -186,14 +188,32 @@ impl EventLoop {
         self.drive_h2(slot);
     }
 
+    /// Drives the HTTP/2 connections that have something new to send.
+    pub(super) fn drive_h2_ready(&mut self) {
+        if self.h2_ready.is_empty() {
+            return;
+        }
+        let mut ready = std::mem::take(&mut self.h2_ready);
+        ready.sort_unstable();
+        ready.dedup();
+        for &slot in &ready {
+            if self.conns[slot].as_ref().is_some_and(|c| c.h2.is_some()) {
+                self.drive_h2(slot);
+            }
+        }
+        ready.clear();
+        self.h2_ready = ready;
+    }
+
     /// A worker thread's answer for a stream (and the pieces of its body,
-    /// if the thread goes on producing them).
+    /// if the thread goes on producing them); the connection is driven
+    /// with the others that have something to send.
     pub(super) fn h2_complete(&mut self, slot: usize, stream: u32, resp: warren_handler::Response, pieces: Option<std::sync::mpsc::Receiver<crate::h2::body_plan::Piece>>) {
         let sb = self.sb.clone();
         let Some(h) = self.conns[slot].as_mut().and_then(|c| c.h2.as_mut()) else { return };
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
         h.session.complete(&mut ctx, stream, resp, pieces);
-        self.drive_h2(slot);
+        self.h2_ready.push(slot);
     }
 
     /// Logs the streams of a connection about to close as cut short.

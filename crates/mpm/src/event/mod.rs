@@ -15,6 +15,7 @@
 //! - [`fastcgi_relay`]: FastCGI exchanges on the loop, parked requests,
 //!   and connections lent to a worker thread.
 //! - [`h2`]: HTTP/2 connections, their streams' work on the thread pool.
+//! - [`h2_relay`]: HTTP/2 streams' FastCGI exchanges on the loop.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
 
@@ -31,7 +32,6 @@ use warren_handler::Site;
 use warren_http::{ConnRules, DateCache, Phase};
 
 use crate::exchange::conn_rules;
-use crate::fastcgi::on_loop::HalfClose;
 use crate::fastcgi::pool_wait::PoolWaits;
 use crate::listen::Listener;
 use crate::scoreboard::{Scoreboard, State};
@@ -43,6 +43,7 @@ mod completions;
 mod connection;
 mod fastcgi_relay;
 mod h2;
+mod h2_relay;
 pub mod thread_pool;
 
 /// How much one read from a client asks for: the size of the loop's
@@ -57,6 +58,9 @@ const TOKEN_POOL_WAKE: u64 = u64::MAX - 2;
 const TOKEN_LISTENER: u64 = 1 << 62;
 /// Added to a connection's slot: the token of its FastCGI application socket.
 const TOKEN_UPSTREAM: u64 = 1 << 61;
+/// Added to an index in `h2_relays`: the token of an HTTP/2 stream's
+/// FastCGI application socket.
+const TOKEN_H2_UPSTREAM: u64 = 1 << 60;
 
 /// Set by the signal handler: stop gracefully.
 pub struct StopFlag(pub Arc<AtomicBool>);
@@ -94,8 +98,12 @@ pub struct EventLoop {
     listening: bool,
     /// ThreadsPerChild: the worker threads' scoreboard slots follow the loop's.
     threads: usize,
-    /// Which FastCGI applications have our side shut once a request is out.
-    half_close: HalfClose,
+    /// HTTP/2 streams' FastCGI exchanges on the loop.
+    h2_relays: Vec<Option<h2_relay::H2Relay>>,
+    /// HTTP/2 connections with something new to send: driven once the
+    /// batch of events is handled, so answers that came together go in one
+    /// write (and one TLS record) rather than one each.
+    h2_ready: Vec<usize>,
 }
 
 impl EventLoop {
@@ -146,7 +154,8 @@ impl EventLoop {
             slot,
             listening: false,
             threads: s.tuning.threads_per_child as usize,
-            half_close: HalfClose::new(&s.pools),
+            h2_relays: Vec::new(),
+            h2_ready: Vec::new(),
         };
         event_loop.update_listening();
         Ok(event_loop)
@@ -200,14 +209,18 @@ impl EventLoop {
                     }
                     t if t >= TOKEN_LISTENER => self.accept((t - TOKEN_LISTENER) as usize),
                     t if t >= TOKEN_UPSTREAM => self.upstream_ready((t - TOKEN_UPSTREAM) as usize, flags),
+                    t if t >= TOKEN_H2_UPSTREAM => self.h2_relay_ready((t - TOKEN_H2_UPSTREAM) as usize, flags),
                     t => self.ready(t as usize, flags),
                 }
             }
+            self.drive_h2_ready();
             loop_slot.set(State::Ready);
             let now = Instant::now();
             if now.duration_since(last_tick) >= TICK {
                 last_tick = now;
                 self.expire(now);
+                self.expire_h2_relays(now);
+                self.drive_h2_ready();
                 self.retry_parked(now);
                 self.logs.flush();
                 self.update_listening();

@@ -295,6 +295,15 @@ impl Session {
         self.respond(ctx, id, resp, false, None);
     }
 
+    /// What a stream's work that ran elsewhere than a [`Task`] came to (the
+    /// event loop's FastCGI relay): an answer, with its last filters still
+    /// to apply, or more work (an internal redirect, an ErrorDocument).
+    pub fn settle_work(&mut self, ctx: &mut Ctx, id: u32, outcome: Outcome, tasks: &mut Vec<Task>) {
+        if self.stream_mut(id).is_some_and(|s| matches!(s.state, State::Working)) {
+            self.settle(ctx, id, outcome, None, tasks);
+        }
+    }
+
     /// The answer a [`Task`] worked out (its last filters applied), and
     /// the pieces of its body if a worker thread goes on producing them.
     pub fn complete(&mut self, ctx: &mut Ctx, id: u32, resp: Response, pieces: Option<Receiver<Piece>>) {

@@ -281,6 +281,27 @@ impl Server {
         children_of(self.pid())
     }
 
+    /// The php-cgi children of warren's own pools.
+    pub fn php_cgi_children(&self) -> Vec<u32> {
+        self.children()
+            .into_iter()
+            .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "php-cgi"))
+            .collect()
+    }
+
+    /// Waits (up to 20 s; a loaded machine starts php-cgi slowly) until the
+    /// server has `n` php-cgi children.
+    pub fn wait_php_children(&self, n: usize) -> Vec<u32> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let c = self.php_cgi_children();
+            if c.len() == n || Instant::now() > deadline {
+                return c;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits (up to 20 s: a loaded machine forks slowly; an idle one
     /// returns at once) until the parent has `n` children, and returns them.
     pub fn wait_children(&self, n: usize) -> Vec<u32> {
