@@ -2,13 +2,14 @@
 //! site over h2c with prior knowledge (cleartext port) and h2 by ALPN (TLS
 //! port): pages and a 1 MB file byte-exact (past the 65535-byte initial
 //! window), HEAD, ranges, conditional requests, error pages, redirects,
-//! PHP through php-fpm (a query, bodies sent as DATA frames with and
-//! without a length), the ways a FastCGI exchange ends other than with a
-//! whole answer (a local redirect, a pool's child killed mid-request,
-//! ProxyTimeout, the application gone), mod_headers' fields lower-cased on the wire, gzip;
-//! h2c by `Upgrade` (101, then HTTP/2 on the same connection), and what
-//! H2Direct / H2Upgrade Off turn off, and that without `Protocols` there
-//! is no HTTP/2 at all; the access log's `%H` and `%r`.
+//! mod_rewrite and server-status; PHP through php-fpm (a query, bodies
+//! sent as DATA frames with and without a length) and the ways a FastCGI
+//! exchange ends other than with a whole answer (a local redirect, a
+//! pool's child killed mid-request, ProxyTimeout, the application gone);
+//! mod_headers' fields lower-cased on the wire, gzip; h2c by `Upgrade`
+//! (101, then HTTP/2 on the same connection), and what H2Direct /
+//! H2Upgrade Off turn off, and that without `Protocols` there is no
+//! HTTP/2 at all; the access log's `%H` and `%r`.
 //! h2_clients.rs has nghttp, h2load, a graceful restart and Chromium.
 
 mod common;
@@ -104,8 +105,22 @@ fn ranges_and_conditional_requests(mpm: &str) {
 
 fn error_pages_and_redirects(mpm: &str) {
     let files = [("htdocs/errors/404.html", b"<h1>not here</h1>\n".to_vec())];
-    let h = H2Server::start(mpm, "errors", &files, "ErrorDocument 404 /errors/404.html");
+    let conf = "ErrorDocument 404 /errors/404.html\nRewriteEngine On\nRewriteOptions InheritDown\nRewriteRule ^/old$ /a.txt [L]\nRewriteRule ^/away$ https://example.com/x [R=302,L]\n\
+                <Location \"/server-status\">\n    SetHandler server-status\n</Location>\n";
+    let h = H2Server::start(mpm, "errors", &files, conf);
     for way in WAYS {
+        // mod_rewrite: an internal rewrite and an external redirect.
+        let g = h.curl(way, "/old", &[]);
+        assert_h2(&g, 200, &format!("{way:?} rewritten"));
+        assert_eq!(g.body, b"0123456789abcdefghij", "{way:?}");
+        let g = h.curl(way, "/away", &[]);
+        assert_h2(&g, 302, &format!("{way:?} R=302"));
+        assert_eq!(g.field("location"), Some("https://example.com/x"), "{way:?}");
+        // server-status, itself asked over HTTP/2.
+        let g = h.curl(way, "/server-status?auto", &[]);
+        assert_h2(&g, 200, &format!("{way:?} server-status"));
+        assert!(String::from_utf8_lossy(&g.body).contains("Total Accesses:"), "{way:?}: {}", String::from_utf8_lossy(&g.body));
+
         let g = h.curl(way, "/no/such/page.html", &[]);
         assert_h2(&g, 404, &format!("{way:?} 404"));
         assert_eq!(g.body, b"<h1>not here</h1>\n", "{way:?}: the ErrorDocument");

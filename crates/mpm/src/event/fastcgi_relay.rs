@@ -14,7 +14,7 @@ use warren_handler::{Body, Outcome, Response};
 use warren_http::Phase;
 
 use crate::exchange::{Chunk, Exchange, Output};
-use crate::fastcgi::on_loop::{BodyFraming as RelayFraming, FedByLoop, NotHere, Upstream};
+use crate::fastcgi::on_loop::{AtHead, BodyFraming as RelayFraming, FedByLoop, NotHere, Upstream};
 use crate::fastcgi::pool_wait::Parked;
 use crate::fastcgi::spill::Spill;
 use super::thread_pool::{FastCgiJob, Job};
@@ -238,24 +238,11 @@ impl EventLoop {
                     if let Some(location) = h.redirect.take() {
                         return Relay::Redirect(location);
                     }
-                    let mut resp = up.gateway.response(&mut h);
-                    let mut body = std::mem::take(&mut h.first_body);
-                    // All of it may be here already: then it goes with a
-                    // Content-Length, in one write with the head.
-                    loop {
-                        match up.reader.next_piece() {
-                            Ok(Some(Piece::Data(d))) => body.extend_from_slice(&d),
-                            Ok(Some(Piece::End)) => {
-                                if let Some(n) = h.content_length {
-                                    body.truncate(n.min(body.len() as u64) as usize);
-                                }
-                                resp.body = Body::Bytes(body);
-                                return Relay::Whole(resp);
-                            }
-                            Ok(Some(Piece::Head(_))) | Ok(None) => break,
-                            Err(e) => return Relay::Failed(e),
-                        }
-                    }
+                    let (mut resp, body) = match up.answer_at_head(&mut h) {
+                        Ok(AtHead::Whole(resp)) => return Relay::Whole(resp),
+                        Ok(AtHead::Partial(resp, body)) => (resp, body),
+                        Err(e) => return Relay::Failed(e),
+                    };
                     resp.body = Body::Stream { source: Box::new(FedByLoop), len: h.content_length };
                     out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
                     let mut st = out.streaming.take().expect("a streamed body");

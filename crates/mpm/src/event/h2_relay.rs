@@ -25,7 +25,7 @@ use warren_http::RequestHead;
 
 use super::thread_pool::Job;
 use super::{EventLoop, TOKEN_H2_UPSTREAM};
-use crate::fastcgi::on_loop::Upstream;
+use crate::fastcgi::on_loop::{AtHead, Upstream};
 use crate::h2::session::{Ctx, Task, Work};
 
 /// A stream's FastCGI exchange the loop drives.
@@ -259,21 +259,9 @@ fn relay_step(r: &mut H2Relay, scratch: &mut [u8]) -> Step {
     if let Some(location) = h.redirect.take() {
         return Step::Redirect(location);
     }
-    let mut resp = up.gateway.response(&mut h);
-    let mut body = std::mem::take(&mut h.first_body);
-    loop {
-        match up.reader.next_piece() {
-            Ok(Some(Piece::Data(d))) => body.extend_from_slice(&d),
-            Ok(Some(Piece::End)) => {
-                if let Some(n) = h.content_length {
-                    body.truncate(n.min(body.len() as u64) as usize);
-                }
-                resp.body = Body::Bytes(body);
-                return Step::Whole(resp);
-            }
-            Ok(Some(Piece::Head(_))) => unreachable!("one head"),
-            Ok(None) => return Step::Streaming { resp, first: body, head: h },
-            Err(e) => return Step::Failed(e),
-        }
+    match up.answer_at_head(&mut h) {
+        Ok(AtHead::Whole(resp)) => Step::Whole(resp),
+        Ok(AtHead::Partial(resp, first)) => Step::Streaming { resp, first, head: h },
+        Err(e) => Step::Failed(e),
     }
 }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use socket2::{Domain, SockAddr, Socket, Type};
 use warren_config::FcgiAddr;
 
-use warren_handler::fastcgi::{Gateway, HalfClose, PoolDispatch, PoolLease, ResponseReader};
-use warren_handler::BodySource;
+use warren_handler::fastcgi::{CgiHead, Gateway, GatewayError, HalfClose, Piece, PoolDispatch, PoolLease, ResponseReader};
+use warren_handler::{Body, BodySource, Response};
 
 use crate::fastcgi::spill::Spill;
 
@@ -53,6 +53,14 @@ pub struct BodyFraming {
     pub spill: Option<Spill>,
     /// The encoder of a compressed answer (see `warren_handler::compress`).
     pub encoder: Option<warren_handler::compress::StreamEncoder>,
+}
+
+/// What had come of an answer once its head was read.
+pub enum AtHead {
+    /// All of it: the body is in the response.
+    Whole(Response),
+    /// The rest is still coming; the body so far.
+    Partial(Response, Vec<u8>),
 }
 
 /// Why the loop cannot start the exchange itself.
@@ -104,6 +112,27 @@ impl Upstream {
         // Nothing can be read before the request is sent: the first read
         // waits for the edge that says the answer has come.
         Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, lease, half_close })
+    }
+
+    /// The response to the head `h`, whole if all of the body has come
+    /// with it: then it goes with a Content-Length, in one write with the
+    /// head.
+    pub fn answer_at_head(&mut self, h: &mut CgiHead) -> Result<AtHead, GatewayError> {
+        let mut resp = self.gateway.response(h);
+        let mut body = std::mem::take(&mut h.first_body);
+        loop {
+            match self.reader.next_piece()? {
+                Some(Piece::Data(d)) => body.extend_from_slice(&d),
+                Some(Piece::End) => {
+                    if let Some(n) = h.content_length {
+                        body.truncate(n.min(body.len() as u64) as usize);
+                    }
+                    resp.body = Body::Bytes(body);
+                    return Ok(AtHead::Whole(resp));
+                }
+                Some(Piece::Head(_)) | None => return Ok(AtHead::Partial(resp, body)),
+            }
+        }
     }
 
     /// Whether a pool's child, not killed by its manager for taking too
