@@ -140,7 +140,8 @@ measure() { # name
     rps /index.html >/dev/null   # warm-up
     put "$1,https-static-ka" "$(rps /index.html)"
     put "$1,https-100k" "$(rps /file100k.bin)"
-    put "$1,https-php" "$(for _ in 1 2 3; do rps /hello.php; echo; done | sort -n | sed -n 2p)"
+    put "$1,https-php" "$(for _ in 1 2 3; do rps /hello.php; echo; done | tee -a "$WORK/php-runs" | sort -n | sed -n 2p)"
+    echo "$1 https-php runs: $(tail -3 "$WORK/php-runs" | tr "\n" " ")" >&2
     handshakes "$1" https-handshake-full --no-resume
     handshakes "$1" https-handshake-resumed
     handshakes "$1" https-handshake-rsa --no-resume --tls-auth rsa
