@@ -8,7 +8,12 @@
 #   https-static-ka        45-byte index.html, keep-alive, 50 connections (wrk -t1 -c50)
 #   https-100k             a 100 KB file, the same
 #   https-php              hello.php through one php-fpm pool every server shares
-#                          (pm static, 4 children), the same; median of 3 runs
+#                          (pm static, 4 children), the same; median of 3 runs;
+#                          and the server's own CPU time per request over the
+#                          3 runs (its processes' user and system time, php-fpm
+#                          and wrk not counted), since on 2 cores shared by
+#                          client, server and php-fpm the req/s ratio also
+#                          shows how the cores were shared
 #   https-handshake-full   a new connection per request, 50 at a time, full
 #                          handshakes (warren bench --no-resume): connections/s
 #                          and the handshake's p50 (ms, TCP established to done)
@@ -140,8 +145,13 @@ measure() { # name
     rps /index.html >/dev/null   # warm-up
     put "$1,https-static-ka" "$(rps /index.html)"
     put "$1,https-100k" "$(rps /file100k.bin)"
-    put "$1,https-php" "$(for _ in 1 2 3; do rps /hello.php; echo; done | tee -a "$WORK/php-runs" | sort -n | sed -n 2p)"
-    echo "$1 https-php runs: $(tail -3 "$WORK/php-runs" | tr "\n" " ")" >&2
+    local ticks runs
+    ticks=$(cpu_ticks "$SERVER_PID")
+    runs=$(for _ in 1 2 3; do rps /hello.php; echo; done)
+    ticks=$(($(cpu_ticks "$SERVER_PID") - ticks))
+    put "$1,https-php" "$(sort -n <<<"$runs" | sed -n 2p)"
+    put "$1,https-php-cpu" "$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v d="$DURATION" '{ n += $1 * d } END { if (n > 0) printf "%.1f", t * 1e6 / hz / n; else print "-" }' <<<"$runs")"
+    echo "$1 https-php runs: $(tr '\n' ' ' <<<"$runs")" >&2
     handshakes "$1" https-handshake-full --no-resume
     handshakes "$1" https-handshake-resumed
     handshakes "$1" https-handshake-rsa --no-resume --tls-auth rsa
@@ -169,6 +179,7 @@ row scenario warren nginx apache w/nginx w/apache
 line "https-static-ka (req/s)" https-static-ka
 line "https-100k (req/s)" https-100k
 line "https-php (req/s)" https-php
+line "  server CPU (us/request)" https-php-cpu
 line "https-handshake-full (conn/s)" https-handshake-full
 line "  handshake p50 (ms)" https-handshake-full-p50
 line "https-handshake-resumed (conn/s)" https-handshake-resumed
@@ -180,5 +191,5 @@ line "https fresh, none idle (ms)" idle0-ms
 line "https-idle-1000 fresh (ms)" idle-ms
 line "https-idle-1000 PSS (MB)" idle-pss
 line "https-idle-1000 failed conns" idle-failed
-echo "(req/s, conn/s: higher is better; ms and MB: lower is better)"
+echo "(req/s, conn/s: higher is better; ms, us and MB: lower is better)"
 why_not

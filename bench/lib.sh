@@ -130,6 +130,18 @@ CONF
     for _ in $(seq 1 100); do [ -S "$FPM_SOCK" ] && break; sleep 0.1; done
 }
 
+# cpu_ticks PID: the CPU time (user and system, in clock ticks) of a process
+# and its children, with that of the children they have waited for.
+cpu_ticks() {
+    local total=0 p v
+    for p in $1 $(pgrep -P "$1" || true); do
+        # The fields after the command name, which may hold spaces.
+        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13 + $14 + $15}')
+        total=$((total + ${v:-0}))
+    done
+    echo "$total"
+}
+
 # pss PID: PSS in kB of a process and all its descendants (php-cgi, the
 # pool's PHP workers, not counted for anyone).
 pss() {

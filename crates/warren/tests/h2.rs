@@ -196,9 +196,16 @@ echo 'input_md5=', md5($in), "\n";
         assert_eq!(v["CONTENT_LENGTH"], "204800", "{way:?}");
 
         // A 10 MB answer PHP writes as it goes (flushed in 64 KB pieces):
-        // under the event MPM its pieces come from a worker thread.
+        // under the event MPM the loop feeds it to the stream as it reads it.
         let g = h.curl(way, "/big.php", &[]);
         assert_h2(&g, 200, &format!("{way:?} big.php"));
+        assert_eq!(g.body.len(), 160 * 65536, "{way:?}");
+        assert!(g.body.chunks(65536).enumerate().all(|(i, c)| c.iter().all(|&b| b == b'A' + (i % 26) as u8)), "{way:?}: the pieces in order");
+        // The same read at 4 MB/s, slower than PHP writes it: the server
+        // reads no further ahead than the client takes (under the event MPM
+        // the loop stops reading the application), and nothing is lost.
+        let g = h.curl(way, "/big.php", &["--limit-rate", "4M"]);
+        assert_h2(&g, 200, &format!("{way:?} big.php read slowly"));
         assert_eq!(g.body.len(), 160 * 65536, "{way:?}");
         assert!(g.body.chunks(65536).enumerate().all(|(i, c)| c.iter().all(|&b| b == b'A' + (i % 26) as u8)), "{way:?}: the pieces in order");
 

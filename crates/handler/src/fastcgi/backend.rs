@@ -67,15 +67,6 @@ impl BackendStream {
         Ok(s)
     }
 
-    /// A connection made without blocking, to be read where blocking is fine.
-    pub(super) fn set_blocking(&self, timeout: Duration) -> io::Result<()> {
-        match self {
-            BackendStream::Unix(s) => s.set_nonblocking(false)?,
-            BackendStream::Tcp(s) => s.set_nonblocking(false)?,
-        }
-        self.set_timeouts(timeout)
-    }
-
     fn set_timeouts(&self, t: Duration) -> io::Result<()> {
         match self {
             BackendStream::Unix(s) => {

@@ -11,7 +11,7 @@ use warren_fcgi::Client;
 use warren_http::{HttpError, RequestHead};
 
 use super::backend::{describe, BackendPool, BackendStream};
-use super::{internal_redirect, CgiHead, Gateway, GatewayError, Piece, PoolBusy, PoolLease, ResponseReader};
+use super::{internal_redirect, Gateway, GatewayError, Piece, PoolBusy, PoolLease, ResponseReader};
 use crate::spool::{Spool, Spooled};
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 
@@ -267,16 +267,6 @@ impl Site {
     pub fn response_reader(&self, gw: &Gateway, conn: &ConnInfo) -> ResponseReader {
         ResponseReader::new(describe(&gw.backend.addr), self.hosts[gw.host].error_log.clone(), conn.useragent, gw.script.clone())
     }
-}
-
-/// The rest of an answer whose head was read without blocking (on the
-/// event loop), for a thread to read on: `stream`, the connection to the
-/// application, is made to block (for at most ProxyTimeout a read), and
-/// `first` is what came of the body with the head.
-pub fn answer_rest(gw: &Gateway, stream: BackendStream, reader: ResponseReader, first: Vec<u8>, head: &CgiHead, lease: Option<Box<dyn PoolLease>>) -> io::Result<Box<dyn BodySource>> {
-    stream.set_blocking(gw.timeout)?;
-    let addr = gw.backend.addr.clone();
-    Ok(Box::new(FcgiOutput { stream: Some(stream), reader, first: Some(first), addr, pool: None, lease, read_ahead: gw.buffers(head) }))
 }
 
 enum Answer {

@@ -42,7 +42,7 @@ use crate::{internal_redirect, path, HeaderName, Response};
 
 pub use backend::{one_request_per_connection, BackendPool, BackendStream};
 use backend::describe;
-pub use exchange::{answer_rest, spool_error};
+pub use exchange::spool_error;
 pub use half_close::HalfClose;
 pub use params::{split_path_info, ScriptTarget};
 pub use response::{CgiHead, Piece, ResponseReader, MAX_HEADER_BLOCK};

@@ -47,8 +47,14 @@ impl EventLoop {
         }
     }
 
-    /// Advances an HTTP/2 connection as far as it goes without blocking.
+    /// Advances an HTTP/2 connection as far as it goes without blocking;
+    /// then the relays that stopped reading for its client read on.
     pub(super) fn drive_h2(&mut self, slot: usize) {
+        self.drive_h2_session(slot);
+        self.h2_relays_resume(slot);
+    }
+
+    fn drive_h2_session(&mut self, slot: usize) {
         let sb = self.sb.clone();
         let loop_slot = sb.thread(self.slot, 0);
         let mut tasks: Vec<Task> = Vec::new();
@@ -201,7 +207,9 @@ impl EventLoop {
                 self.drive_h2(slot);
             }
         }
+        // Relays read on meanwhile: those connections go next time round.
         ready.clear();
+        ready.append(&mut self.h2_ready);
         self.h2_ready = ready;
     }
 

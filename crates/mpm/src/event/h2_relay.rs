@@ -1,23 +1,22 @@
 //! FastCGI for HTTP/2 streams on the loop. A stream's exchange with an
 //! application that can be reached without blocking (as an HTTP/1.1
-//! request's, see [`fastcgi_relay`](super::fastcgi_relay)) is relayed here
-//! until its answer's head: an answer that is whole by then (the usual
-//! PHP page) is sent from here, one that is still coming is handed with
-//! its connection to a worker thread, which reads the rest as it does for
-//! any other stream. Everything else (a pool with no idle child, a body in
-//! a file, `enablereuse`) goes to a worker thread from the start.
+//! request's, see [`fastcgi_relay`](super::fastcgi_relay)) is relayed here:
+//! an answer whole by its head (the usual PHP page) is given to the stream
+//! at once; one still coming is fed to the stream as it is read
+//! ([`Fed`](crate::h2::body_plan::Fed)), read no faster than the client
+//! takes it. Everything else (a pool with no idle child, a body in a file,
+//! `enablereuse`) goes to a worker thread from the start.
 //! Handing every exchange to a thread cost the loop a wake-up of a thread
 //! and one back per request, and their memory freed across threads: the
 //! loop was the bottleneck of PHP over h2 at 34k requests a second on 2
 //! cores.
 
 use std::io;
-use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
-use warren_config::{FcgiAddr, LogLevel};
-use warren_handler::fastcgi::{answer_rest, BackendStream, GatewayError, Piece};
+use warren_config::LogLevel;
+use warren_handler::fastcgi::{GatewayError, Piece};
 use warren_handler::filters::Timing;
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, ConnInfo, Outcome};
@@ -25,8 +24,12 @@ use warren_http::RequestHead;
 
 use super::thread_pool::Job;
 use super::{EventLoop, TOKEN_H2_UPSTREAM};
-use crate::fastcgi::on_loop::{AtHead, Upstream};
-use crate::h2::session::{Ctx, Task, Work};
+use crate::fastcgi::on_loop::{AtHead, FedByLoop, Upstream};
+use crate::h2::session::{Ctx, Session, Task, Work};
+
+/// A stream's answer waiting for the client past this is not read further
+/// from the application until the client has taken some.
+const FED_HIGH_WATER: usize = 256 * 1024;
 
 /// A stream's FastCGI exchange the loop drives.
 pub(super) struct H2Relay {
@@ -41,6 +44,8 @@ pub(super) struct H2Relay {
     body: Option<Spooled>,
     /// ProxyTimeout without a word from the application.
     deadline: Instant,
+    /// The head has gone to the stream; the body is fed to it as it comes.
+    feeding: bool,
 }
 
 /// What one pass of a relay came to.
@@ -56,7 +61,19 @@ enum Step {
     /// The pool's child went away before answering: another may take it.
     Lost(GatewayError),
     /// The head is here, the rest of the body is still coming.
-    Streaming { resp: warren_handler::Response, first: Vec<u8>, head: warren_handler::fastcgi::CgiHead },
+    Streaming { resp: warren_handler::Response, first: Vec<u8>, len: Option<u64> },
+}
+
+/// What one pass of feeding a stream came to.
+enum Feed {
+    Again,
+    Wait,
+    /// The answer ended whole.
+    Ended,
+    /// The application failed mid-answer: the stream is reset.
+    CutShort(GatewayError),
+    /// The stream takes no more (reset by the client, or a HEAD).
+    Unwanted,
 }
 
 impl EventLoop {
@@ -87,7 +104,7 @@ impl EventLoop {
                 }
             };
             let deadline = Instant::now() + up.gateway.timeout;
-            let relay = H2Relay { slot, generation, stream, up, head, info, timing, body, deadline };
+            let relay = H2Relay { slot, generation, stream, up, head, info, timing, body, deadline, feeding: false };
             let idx = self.h2_relays.iter().position(Option::is_none).unwrap_or_else(|| {
                 self.h2_relays.push(None);
                 self.h2_relays.len() - 1
@@ -119,19 +136,82 @@ impl EventLoop {
     fn h2_relay_drive(&mut self, idx: usize) {
         loop {
             let Some(r) = self.h2_relays[idx].as_mut() else { return };
-            let alive = matches!(self.conns.get(r.slot), Some(Some(c)) if c.generation == r.generation && c.h2.is_some());
-            if !alive {
-                self.h2_relays[idx] = None;
-                self.child_given_back();
+            let Some(h) = self.conns.get_mut(r.slot).and_then(Option::as_mut).filter(|c| c.generation == r.generation).and_then(|c| c.h2.as_mut()) else {
+                self.h2_relay_remove(idx);
                 return;
+            };
+            if r.feeding {
+                match feed_step(r, &mut h.session, &mut self.scratch_in) {
+                    Feed::Again => {
+                        self.h2_ready.push(r.slot);
+                    }
+                    Feed::Wait => return,
+                    Feed::Ended | Feed::Unwanted => {
+                        self.h2_ready.push(r.slot);
+                        self.h2_relay_remove(idx);
+                        return;
+                    }
+                    Feed::CutShort(e) => {
+                        r.up.reader.log_cut_short(&e);
+                        self.h2_ready.push(r.slot);
+                        self.h2_relay_remove(idx);
+                        return;
+                    }
+                }
+                continue;
             }
             match relay_step(r, &mut self.scratch_in) {
                 Step::Again => {}
                 Step::Wait => return,
+                Step::Streaming { mut resp, first, len } => {
+                    resp.body = Body::Stream { source: Box::new(FedByLoop), len };
+                    let sb = self.sb.clone();
+                    let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
+                    h.session.respond_fed(&mut ctx, r.stream, resp);
+                    if let Some(fed) = h.session.fed(r.stream) {
+                        fed.push(&first);
+                    }
+                    r.feeding = true;
+                    self.h2_feeding += 1;
+                    self.h2_ready.push(r.slot);
+                }
                 end => {
                     self.h2_relay_end(idx, end);
                     return;
                 }
+            }
+        }
+    }
+
+    /// Drops a relay (its pool child given back, its socket closed).
+    fn h2_relay_remove(&mut self, idx: usize) {
+        if let Some(r) = self.h2_relays[idx].take() {
+            if r.feeding {
+                self.h2_feeding -= 1;
+            }
+            drop(r);
+            self.child_given_back();
+        }
+    }
+
+    /// Relays feeding streams of this connection read on, if they had
+    /// stopped for the client (run after the connection has sent).
+    pub(super) fn h2_relays_resume(&mut self, slot: usize) {
+        if self.h2_feeding == 0 {
+            return;
+        }
+        for idx in 0..self.h2_relays.len() {
+            if self.h2_relays[idx].as_ref().is_some_and(|r| r.slot == slot && r.feeding && r.up.readable) {
+                self.h2_relay_drive(idx);
+            }
+        }
+    }
+
+    /// The relays of a connection that closes end with it.
+    pub(super) fn h2_relays_close(&mut self, slot: usize) {
+        for idx in 0..self.h2_relays.len() {
+            if self.h2_relays[idx].as_ref().is_some_and(|r| r.slot == slot) {
+                self.h2_relay_remove(idx);
             }
         }
     }
@@ -168,29 +248,7 @@ impl EventLoop {
                 drop(up);
                 self.site.follow_error_document(Outcome::Ready(page), &head, &info)
             }
-            Step::Streaming { mut resp, first, head: cgi_head } => {
-                let (socket, reader, gw, lease) = up.into_parts();
-                let fd = OwnedFd::from(socket);
-                let stream_to_app = match &gw.backend.addr {
-                    FcgiAddr::Tcp { .. } => BackendStream::Tcp(fd.into()),
-                    FcgiAddr::Unix(_) | FcgiAddr::Pool(_) => BackendStream::Unix(fd.into()),
-                };
-                let len = cgi_head.content_length;
-                match answer_rest(&gw, stream_to_app, reader, first, &cgi_head, lease) {
-                    Ok(source) => {
-                        resp.body = Body::Stream { source, len };
-                        // The thread reads the body on; the response is its work's result.
-                        let work = Work::Blocking(Box::new(move || resp));
-                        self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work, head, info, timing })));
-                        return;
-                    }
-                    Err(e) => {
-                        let e = GatewayError::io("reading the response from", &gw.backend.addr, &e);
-                        self.site.follow_error_document(Outcome::Ready(self.site.gateway_failed(&gw, &head, &info, &e)), &head, &info)
-                    }
-                }
-            }
-            Step::Again | Step::Wait => unreachable!("not an end"),
+            Step::Again | Step::Wait | Step::Streaming { .. } => unreachable!("not an end"),
         };
         drop(body);
         self.child_given_back();
@@ -203,17 +261,35 @@ impl EventLoop {
         self.h2_ready.push(slot);
     }
 
-    /// Relays past ProxyTimeout get 504; those of closed connections end.
+    /// Relays past ProxyTimeout get 504 (or, feeding a stream, reset it);
+    /// those of closed connections end.
     pub(super) fn expire_h2_relays(&mut self, now: Instant) {
         for idx in 0..self.h2_relays.len() {
-            let Some(r) = self.h2_relays[idx].as_ref() else { continue };
-            let alive = matches!(self.conns.get(r.slot), Some(Some(c)) if c.generation == r.generation);
-            if !alive {
-                self.h2_relays[idx] = None;
-                self.child_given_back();
-            } else if r.deadline <= now {
-                let why = format!("FastCGI: timeout waiting for {} (ProxyTimeout)", r.up.gateway.backend_name());
+            let Some(r) = self.h2_relays[idx].as_mut() else { continue };
+            let conn = self.conns.get_mut(r.slot).and_then(Option::as_mut).filter(|c| c.generation == r.generation).and_then(|c| c.h2.as_mut());
+            let Some(h) = conn else {
+                self.h2_relay_remove(idx);
+                continue;
+            };
+            if r.deadline > now {
+                continue;
+            }
+            let why = format!("FastCGI: timeout waiting for {} (ProxyTimeout)", r.up.gateway.backend_name());
+            if !r.feeding {
                 self.h2_relay_end(idx, Step::Failed(GatewayError { status: 504, why }));
+                continue;
+            }
+            match h.session.fed(r.stream) {
+                // Waiting for the client, not the application: H2StreamTimeout's.
+                Some(fed) if fed.queued() >= FED_HIGH_WATER => r.deadline = now + r.up.gateway.timeout,
+                fed => {
+                    if let Some(fed) = fed {
+                        fed.end(false);
+                    }
+                    r.up.reader.log_cut_short(&GatewayError { status: 504, why });
+                    self.h2_ready.push(r.slot);
+                    self.h2_relay_remove(idx);
+                }
             }
         }
     }
@@ -261,7 +337,45 @@ fn relay_step(r: &mut H2Relay, scratch: &mut [u8]) -> Step {
     }
     match up.answer_at_head(&mut h) {
         Ok(AtHead::Whole(resp)) => Step::Whole(resp),
-        Ok(AtHead::Partial(resp, first)) => Step::Streaming { resp, first, head: h },
+        Ok(AtHead::Partial(resp, first)) => Step::Streaming { resp, first, len: h.content_length },
         Err(e) => Step::Failed(e),
+    }
+}
+
+/// One pass of feeding a stream what the application sends.
+fn feed_step(r: &mut H2Relay, session: &mut Session, scratch: &mut [u8]) -> Feed {
+    let Some(fed) = session.fed(r.stream) else { return Feed::Unwanted };
+    if fed.queued() >= FED_HIGH_WATER || !r.up.readable {
+        return Feed::Wait;
+    }
+    let up = &mut r.up;
+    match up.receive(scratch) {
+        Ok(0) => {
+            let e = GatewayError { status: 502, why: format!("FastCGI: {} closed the connection before the end of its answer", up.gateway.backend_name()) };
+            fed.end(false);
+            return Feed::CutShort(e);
+        }
+        Ok(_) => r.deadline = Instant::now() + up.gateway.timeout,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Feed::Wait,
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => return Feed::Again,
+        Err(e) => {
+            fed.end(false);
+            return Feed::CutShort(GatewayError::io("reading the response from", &up.gateway.backend.addr, &e));
+        }
+    }
+    loop {
+        match up.reader.next_piece() {
+            Ok(Some(Piece::Data(d))) => fed.push(&d),
+            Ok(Some(Piece::End)) => {
+                fed.end(true);
+                return Feed::Ended;
+            }
+            Ok(Some(Piece::Head(_))) => unreachable!("one head"),
+            Ok(None) => return Feed::Again,
+            Err(e) => {
+                fed.end(false);
+                return Feed::CutShort(e);
+            }
+        }
     }
 }

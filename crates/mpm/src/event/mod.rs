@@ -100,6 +100,8 @@ pub struct EventLoop {
     threads: usize,
     /// HTTP/2 streams' FastCGI exchanges on the loop.
     h2_relays: Vec<Option<h2_relay::H2Relay>>,
+    /// How many of them feed a stream's body as it comes.
+    h2_feeding: usize,
     /// HTTP/2 connections with something new to send: driven once the
     /// batch of events is handled, so answers that came together go in one
     /// write (and one TLS record) rather than one each.
@@ -155,6 +157,7 @@ impl EventLoop {
             listening: false,
             threads: s.tuning.threads_per_child as usize,
             h2_relays: Vec::new(),
+            h2_feeding: 0,
             h2_ready: Vec::new(),
         };
         event_loop.update_listening();
@@ -177,7 +180,9 @@ impl EventLoop {
                     break;
                 }
             }
-            let n = match self.epoll.wait(&mut events, EpollTimeout::from(TICK.as_millis() as u16)) {
+            // Output still to drive does not wait for an event.
+            let wait = if self.h2_ready.is_empty() { TICK.as_millis() as u16 } else { 0 };
+            let n = match self.epoll.wait(&mut events, EpollTimeout::from(wait)) {
                 Ok(n) => n,
                 Err(nix::errno::Errno::EINTR) => 0,
                 Err(e) => {

@@ -10,11 +10,22 @@ use std::os::unix::fs::FileExt;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 
+use warren_handler::compress::StreamEncoder;
 use warren_handler::{Body, BodySource, Part};
 
 /// One piece of a body produced on a worker thread: bytes, the end (None),
 /// or the failure that leaves the body incomplete.
 pub type Piece = io::Result<Option<Vec<u8>>>;
+
+/// Where a streamed body's pieces come from.
+pub enum Producer {
+    /// Its source, read here: only where blocking is fine.
+    Here,
+    /// A worker thread that reads it and hands the pieces over.
+    Thread(Receiver<Piece>),
+    /// The event loop, as it reads them from the application ([`Fed`]).
+    Loop,
+}
 
 pub enum BodyPlan {
     Bytes { data: Vec<u8>, pos: usize },
@@ -27,6 +38,83 @@ pub enum BodyPlan {
     /// Produced on a worker thread that hands the pieces over (the event
     /// loop, which must not wait for an application).
     Channel { pieces: Receiver<Piece>, remaining: Option<u64>, held: Vec<u8>, pos: usize, ended: bool },
+    /// Fed by the event loop as the application's answer comes.
+    Fed(Fed),
+}
+
+/// A body the event loop reads from the application and pushes here as it
+/// comes; the loop stops reading while [`Fed::queued`] is high, so the
+/// client's pace holds the application back rather than our memory.
+pub struct Fed {
+    /// The compression of the answer, if its last filters chose one.
+    encoder: Option<StreamEncoder>,
+    queue: VecDeque<Vec<u8>>,
+    queued: usize,
+    remaining: Option<u64>,
+    held: Vec<u8>,
+    pos: usize,
+    ended: bool,
+    failed: bool,
+}
+
+impl Fed {
+    /// More of the answer.
+    pub fn push(&mut self, data: &[u8]) {
+        if self.failed || self.ended {
+            return;
+        }
+        let data = match self.encoder.as_mut() {
+            Some(encoder) => {
+                let mut encoded = Vec::with_capacity(data.len() / 2 + 64);
+                if encoder.piece(data, &mut encoded).is_err() {
+                    self.failed = true;
+                    return;
+                }
+                encoded
+            }
+            None => data.to_vec(),
+        };
+        if !data.is_empty() {
+            self.queued += data.len();
+            self.queue.push_back(data);
+        }
+    }
+
+    /// The answer has ended: whole (`ok`), or cut short.
+    pub fn end(&mut self, ok: bool) {
+        if !ok {
+            self.failed = true;
+            return;
+        }
+        if let Some(mut encoder) = self.encoder.take() {
+            let mut last = Vec::new();
+            if encoder.finish(&mut last).is_err() {
+                self.failed = true;
+                return;
+            }
+            self.push(&last);
+        }
+        self.ended = true;
+    }
+
+    /// Bytes waiting to be sent.
+    pub fn queued(&self) -> usize {
+        self.queued + self.held.len() - self.pos
+    }
+
+    fn take(&mut self, max: usize, out: &mut Vec<u8>) -> Taken {
+        while self.pos >= self.held.len() {
+            let Some(next) = self.queue.pop_front() else { break };
+            self.queued -= next.len();
+            self.held = next;
+            self.pos = 0;
+        }
+        if self.pos >= self.held.len() && !self.ended {
+            return if self.failed { Taken::Failed } else { Taken::Wait };
+        }
+        let ended = self.ended && self.queue.is_empty();
+        streamed_piece(&mut self.held, &mut self.pos, &mut self.remaining, ended, max, out)
+    }
 }
 
 /// What [`BodyPlan::take`] gave.
@@ -42,7 +130,7 @@ pub enum Taken {
 
 impl BodyPlan {
     /// The plan for a response body; None when there is nothing to send.
-    pub fn new(body: Body, pieces: Option<Receiver<Piece>>) -> Option<BodyPlan> {
+    pub fn new(body: Body, producer: Producer) -> Option<BodyPlan> {
         let plan = match body {
             Body::Empty => return None,
             Body::Bytes(data) if data.is_empty() => return None,
@@ -53,9 +141,19 @@ impl BodyPlan {
             Body::File { file, start, len } => BodyPlan::File { file, offset: start, len },
             Body::Parts { file, parts } => BodyPlan::Parts { file, parts: parts.into() },
             Body::Stream { len: Some(0), .. } => return None,
-            Body::Stream { source, len } => match pieces {
-                Some(pieces) => BodyPlan::Channel { pieces, remaining: len, held: Vec::new(), pos: 0, ended: false },
-                None => BodyPlan::Source { source, remaining: len, held: Vec::new(), pos: 0, ended: false },
+            Body::Stream { mut source, len } => match producer {
+                Producer::Thread(pieces) => BodyPlan::Channel { pieces, remaining: len, held: Vec::new(), pos: 0, ended: false },
+                Producer::Here => BodyPlan::Source { source, remaining: len, held: Vec::new(), pos: 0, ended: false },
+                Producer::Loop => BodyPlan::Fed(Fed {
+                    encoder: source.take_encoder(),
+                    queue: VecDeque::new(),
+                    queued: 0,
+                    remaining: len,
+                    held: Vec::new(),
+                    pos: 0,
+                    ended: false,
+                    failed: false,
+                }),
             },
         };
         Some(plan)
@@ -117,6 +215,7 @@ impl BodyPlan {
                 }
                 streamed_piece(held, pos, remaining, *ended, max, out)
             }
+            BodyPlan::Fed(fed) => fed.take(max, out),
         }
     }
 }
@@ -185,11 +284,11 @@ mod tests {
 
     #[test]
     fn bytes_go_in_pieces_no_larger_than_asked() {
-        let mut plan = BodyPlan::new(Body::Bytes((0..100u8).collect()), None).unwrap();
+        let mut plan = BodyPlan::new(Body::Bytes((0..100u8).collect()), Producer::Here).unwrap();
         let (all, end) = drain(&mut plan, 7);
         assert_eq!(all, (0..100u8).collect::<Vec<_>>());
         assert_eq!(end, Taken::Data { last: true });
-        assert!(BodyPlan::new(Body::Bytes(Vec::new()), None).is_none());
+        assert!(BodyPlan::new(Body::Bytes(Vec::new()), Producer::Here).is_none());
     }
 
     #[test]
@@ -198,13 +297,13 @@ mod tests {
         std::fs::File::create(&path).unwrap().write_all(b"0123456789").unwrap();
         let file = Arc::new(File::open(&path).unwrap());
         std::fs::remove_file(&path).unwrap();
-        let mut plan = BodyPlan::new(Body::File { file: file.clone(), start: 2, len: 5 }, None).unwrap();
+        let mut plan = BodyPlan::new(Body::File { file: file.clone(), start: 2, len: 5 }, Producer::Here).unwrap();
         assert_eq!(drain(&mut plan, 2).0, b"23456");
         let parts = vec![Part::Bytes(b"--a\r\n".to_vec()), Part::FileRange { start: 0, len: 3 }, Part::Bytes(b"\r\n--a--".to_vec())];
-        let mut plan = BodyPlan::new(Body::Parts { file: file.clone(), parts }, None).unwrap();
+        let mut plan = BodyPlan::new(Body::Parts { file: file.clone(), parts }, Producer::Here).unwrap();
         assert_eq!(drain(&mut plan, 4).0, b"--a\r\n012\r\n--a--");
         // A file shorter than the plan says fails rather than ends.
-        let mut plan = BodyPlan::new(Body::File { file, start: 8, len: 5 }, None).unwrap();
+        let mut plan = BodyPlan::new(Body::File { file, start: 8, len: 5 }, Producer::Here).unwrap();
         assert_eq!(drain(&mut plan, 16).1, Taken::Failed);
     }
 
@@ -212,7 +311,7 @@ mod tests {
     fn pieces_from_a_thread_wait_end_and_fail() {
         let (tx, rx) = sync_channel(4);
         let source: Box<dyn BodySource> = Box::new(Unread);
-        let mut plan = BodyPlan::new(Body::Stream { source, len: None }, Some(rx)).unwrap();
+        let mut plan = BodyPlan::new(Body::Stream { source, len: None }, Producer::Thread(rx)).unwrap();
         let mut piece = Vec::new();
         assert_eq!(plan.take(10, &mut piece), Taken::Wait);
         tx.send(Ok(Some(b"hello".to_vec()))).unwrap();
@@ -226,7 +325,7 @@ mod tests {
         assert!(piece.is_empty());
         // A thread that went away before the end leaves the body incomplete.
         let (tx, rx) = sync_channel::<Piece>(4);
-        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: None }, Some(rx)).unwrap();
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: None }, Producer::Thread(rx)).unwrap();
         drop(tx);
         assert_eq!(plan.take(3, &mut piece), Taken::Failed);
     }
@@ -234,13 +333,13 @@ mod tests {
     #[test]
     fn an_announced_length_bounds_the_body_and_must_be_reached() {
         let (tx, rx) = sync_channel(4);
-        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: Some(4) }, Some(rx)).unwrap();
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: Some(4) }, Producer::Thread(rx)).unwrap();
         tx.send(Ok(Some(b"abcdef".to_vec()))).unwrap();
         let mut piece = Vec::new();
         assert_eq!(plan.take(10, &mut piece), Taken::Data { last: true });
         assert_eq!(piece, b"abcd");
         let (tx, rx) = sync_channel(4);
-        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: Some(10) }, Some(rx)).unwrap();
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: Some(10) }, Producer::Thread(rx)).unwrap();
         tx.send(Ok(Some(b"abc".to_vec()))).unwrap();
         tx.send(Ok(None)).unwrap();
         assert_eq!(drain(&mut plan, 10).1, Taken::Failed);
@@ -248,8 +347,46 @@ mod tests {
 
     #[test]
     fn a_source_is_read_in_place() {
-        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Counting(3)), len: None }, None).unwrap();
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Counting(3)), len: None }, Producer::Here).unwrap();
         assert_eq!(drain(&mut plan, 2).0, b"xxxxxx");
+    }
+
+    fn fed(plan: &mut BodyPlan) -> &mut Fed {
+        match plan {
+            BodyPlan::Fed(f) => f,
+            _ => panic!("not fed"),
+        }
+    }
+
+    #[test]
+    fn a_body_fed_by_the_loop_waits_for_it_and_counts_what_is_queued() {
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: None }, Producer::Loop).unwrap();
+        let mut piece = Vec::new();
+        assert_eq!(plan.take(10, &mut piece), Taken::Wait);
+        fed(&mut plan).push(b"hello ");
+        fed(&mut plan).push(b"world");
+        assert_eq!(fed(&mut plan).queued(), 11);
+        assert_eq!(plan.take(4, &mut piece), Taken::Data { last: false });
+        assert_eq!((piece.as_slice(), fed(&mut plan).queued()), (&b"hell"[..], 7));
+        assert_eq!(drain(&mut plan, 4), (b"o world".to_vec(), Taken::Wait));
+        fed(&mut plan).end(true);
+        assert_eq!(plan.take(4, &mut piece), Taken::Data { last: true });
+        assert!(piece.is_empty());
+
+        // Cut short: what came goes, then the stream is reset.
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: None }, Producer::Loop).unwrap();
+        fed(&mut plan).push(b"abc");
+        fed(&mut plan).end(false);
+        assert_eq!(drain(&mut plan, 10), (b"abc".to_vec(), Taken::Failed));
+
+        // An announced length: never more, and an end short of it fails.
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: Some(4) }, Producer::Loop).unwrap();
+        fed(&mut plan).push(b"abcdef");
+        assert_eq!(drain(&mut plan, 10), (b"abcd".to_vec(), Taken::Data { last: true }));
+        let mut plan = BodyPlan::new(Body::Stream { source: Box::new(Unread), len: Some(10) }, Producer::Loop).unwrap();
+        fed(&mut plan).push(b"abc");
+        fed(&mut plan).end(true);
+        assert_eq!(drain(&mut plan, 10).1, Taken::Failed);
     }
 
     struct Unread;

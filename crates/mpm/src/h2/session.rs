@@ -18,7 +18,7 @@ use warren_http::h2::{ConnError, Connection, ErrorCode, Event};
 use warren_http::response::status_allows_body;
 use warren_http::{BodyFraming, DateCache, HttpError, RequestHead};
 
-use super::body_plan::{BodyPlan, Piece, Taken};
+use super::body_plan::{BodyPlan, Fed, Piece, Producer, Taken};
 use crate::exchange::{panic_response, Exchange};
 use crate::scoreboard::ThreadSlot;
 
@@ -114,6 +114,8 @@ impl Stream {
         match &self.state {
             State::Receiving { .. } => true,
             State::Sending(BodyPlan::Channel { .. }) | State::Working => false,
+            // Nothing queued: it waits on the application.
+            State::Sending(BodyPlan::Fed(f)) => f.queued() > 0,
             State::Sending(_) => true,
         }
     }
@@ -171,7 +173,7 @@ impl Session {
 
     /// Streams whose answer is out on a [`Task`] or a worker thread's pieces.
     pub fn has_work_out(&self) -> bool {
-        self.streams.iter().any(|s| matches!(s.state, State::Working | State::Sending(BodyPlan::Channel { .. })))
+        self.streams.iter().any(|s| matches!(s.state, State::Working | State::Sending(BodyPlan::Channel { .. } | BodyPlan::Fed(_))))
     }
 
     /// Takes what the client sent; returns how much was used. Work that
@@ -243,7 +245,7 @@ impl Session {
 
     fn settle(&mut self, ctx: &mut Ctx, id: u32, outcome: Outcome, body: Option<Spooled>, tasks: &mut Vec<Task>) {
         let work = match outcome {
-            Outcome::Ready(resp) => return self.respond(ctx, id, resp, false, None),
+            Outcome::Ready(resp) => return self.respond(ctx, id, resp, false, Producer::Here),
             Outcome::Blocking(w) => Work::Blocking(w),
             Outcome::Gateway(gw) => Work::Gateway(gw, body),
         };
@@ -280,7 +282,7 @@ impl Session {
     fn body_error(&mut self, ctx: &mut Ctx, id: u32, e: &HttpError) {
         let Some(s) = self.stream_mut(id) else { return };
         let resp = s.ex.body_error(e, ctx.site, &s.info);
-        self.respond(ctx, id, resp, false, None);
+        self.respond(ctx, id, resp, false, Producer::Here);
     }
 
     /// A request the codec refused (a header list over the limits, a
@@ -292,7 +294,7 @@ impl Session {
         ex.raw_line = b"(HTTP/2 request)".to_vec();
         let resp = ctx.site.protocol_error(e.status, &self.info, &e.reason);
         self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now() });
-        self.respond(ctx, id, resp, false, None);
+        self.respond(ctx, id, resp, false, Producer::Here);
     }
 
     /// What a stream's work that ran elsewhere than a [`Task`] came to (the
@@ -308,12 +310,29 @@ impl Session {
     /// the pieces of its body if a worker thread goes on producing them.
     pub fn complete(&mut self, ctx: &mut Ctx, id: u32, resp: Response, pieces: Option<Receiver<Piece>>) {
         if self.stream_mut(id).is_some_and(|s| matches!(s.state, State::Working)) {
-            self.respond(ctx, id, resp, true, pieces);
+            self.respond(ctx, id, resp, true, pieces.map_or(Producer::Here, Producer::Thread));
+        }
+    }
+
+    /// An answer whose body the event loop reads from the application and
+    /// hands over as it comes ([`Session::fed`]): its head goes now.
+    pub fn respond_fed(&mut self, ctx: &mut Ctx, id: u32, resp: Response) {
+        if self.stream_mut(id).is_some_and(|s| matches!(s.state, State::Working)) {
+            self.respond(ctx, id, resp, false, Producer::Loop);
+        }
+    }
+
+    /// Where the loop puts the body of a [`Session::respond_fed`] answer;
+    /// None once the stream takes no more of it (reset, or a HEAD).
+    pub fn fed(&mut self, id: u32) -> Option<&mut Fed> {
+        match &mut self.stream_mut(id)?.state {
+            State::Sending(BodyPlan::Fed(f)) => Some(f),
+            _ => None,
         }
     }
 
     /// Sends a response's head, and sets its body going.
-    fn respond(&mut self, ctx: &mut Ctx, id: u32, resp: Response, filtered: bool, pieces: Option<Receiver<Piece>>) {
+    fn respond(&mut self, ctx: &mut Ctx, id: u32, resp: Response, filtered: bool, producer: Producer) {
         let Some(s) = self.streams.iter_mut().find(|s| s.id == id) else { return };
         let resp = if filtered { resp } else { s.ex.last_filters(resp, ctx.site) };
         let is_head = s.ex.head.as_ref().is_some_and(|h| h.method() == "HEAD");
@@ -334,7 +353,7 @@ impl Session {
             fields.push(("content-length", n));
         }
         let head_size: u64 = fields.iter().map(|(n, v)| (n.len() + v.len() + 4) as u64).sum::<u64>() + 13;
-        let plan = if with_body && !is_head { BodyPlan::new(resp.body, pieces) } else { None };
+        let plan = if with_body && !is_head { BodyPlan::new(resp.body, producer) } else { None };
         self.codec.send_headers(id, resp.status, &fields, plan.is_none());
         drop(fields);
         s.ex.bytes_sent = head_size;
