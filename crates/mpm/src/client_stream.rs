@@ -348,6 +348,11 @@ fn read_user(s: &mut TlsState, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
                     s.plaintext_left = conn.process_new_packets().is_ok_and(|st| st.plaintext_bytes_to_read() > 0);
                     return Ok(got);
                 }
+                // Ask rustls again before the socket: it may hold the end
+                // (close_notify), and a socket already drained would only
+                // cost a system call to say it has nothing (one a request
+                // on a kept-alive connection).
+                continue;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 && drained => return Ok(got),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
