@@ -231,8 +231,7 @@ impl EventLoop {
                 outcome
             }
             Step::Lost(e) => {
-                let (_, _, mut gw, lease) = up.into_parts();
-                drop(lease);
+                let mut gw = up.into_gateway();
                 if gw.retry_lost_child(&head) {
                     self.site.error_log.log(LogLevel::Warn, Some(info.useragent), &format!("{}; sending the request to another child", e.why));
                     self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work: Work::Gateway(gw, body), head, info, timing })));

@@ -146,10 +146,10 @@ impl Upstream {
         self.lease.as_ref().is_some_and(|l| l.terminated())
     }
 
-    /// The connection, the answer read so far, the request, and the pool
-    /// child's lease: for a thread to carry on where the loop stops.
-    pub fn into_parts(self) -> (Socket, ResponseReader, Box<Gateway>, Option<Box<dyn PoolLease>>) {
-        (self.socket, self.reader, self.gateway, self.lease)
+    /// The request, to be sent again elsewhere; the connection is closed
+    /// and the pool child's lease given back.
+    pub fn into_gateway(self) -> Box<Gateway> {
+        self.gateway
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
