@@ -3,7 +3,6 @@
 //! a pool's child is free, or the connection lent to a worker thread when
 //! the loop cannot do it without blocking.
 
-use std::io;
 use std::time::{Duration, Instant};
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
@@ -14,7 +13,7 @@ use warren_handler::{Body, Outcome, Response};
 use warren_http::Phase;
 
 use crate::exchange::{Chunk, Exchange, Output};
-use crate::fastcgi::on_loop::{AtHead, BodyFraming as RelayFraming, FedByLoop, NotHere, Upstream};
+use crate::fastcgi::on_loop::{AtHead, BodyFraming as RelayFraming, FedByLoop, NotHere, ReadFailed, Upstream};
 use crate::fastcgi::pool_wait::Parked;
 use crate::fastcgi::spill::Spill;
 use super::thread_pool::{FastCgiJob, Job};
@@ -202,32 +201,20 @@ impl EventLoop {
         if !read_ahead && out.pending() > RELAY_HIGH_WATER {
             return Relay::Wait;
         }
-        match up.check_connected() {
+        match up.send() {
             Ok(true) => {}
             Ok(false) => return Relay::Wait,
-            Err(e) => return Relay::Failed(GatewayError::connect(&up.gateway.backend_name(), &e)),
-        }
-        match up.send_request() {
-            Ok(true) => {}
-            Ok(false) => return Relay::Wait,
-            Err(e) => return Relay::Failed(GatewayError::io("sending the request to", &up.gateway.backend.addr, &e)),
+            Err(e) => return Relay::Failed(e),
         }
         if !up.readable {
             return Relay::Wait;
         }
         let head_sent = up.body.is_some();
         match up.receive(&mut self.scratch_in) {
-            Ok(0) => {
-                let e = GatewayError { status: 502, why: format!("FastCGI: {} closed the connection before the end of its answer", up.gateway.backend_name()) };
-                return if head_sent { Relay::CutShort(e) } else if up.reader.nothing_yet() { Relay::Lost(e) } else { Relay::Failed(e) };
-            }
-            Ok(_) => *deadline = Instant::now() + up.gateway.timeout,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Relay::Again,
-            Err(e) => {
-                let reset = e.kind() == io::ErrorKind::ConnectionReset;
-                let e = GatewayError::io("reading the response from", &up.gateway.backend.addr, &e);
-                return if head_sent { Relay::CutShort(e) } else if reset && up.reader.nothing_yet() { Relay::Lost(e) } else { Relay::Failed(e) };
+            Ok(true) => *deadline = Instant::now() + up.gateway.timeout,
+            Ok(false) => {}
+            Err(ReadFailed { error, gone }) => {
+                return if head_sent { Relay::CutShort(error) } else if gone && up.reader.nothing_yet() { Relay::Lost(error) } else { Relay::Failed(error) };
             }
         }
         let ex = req.as_mut().expect("request in flight");

@@ -11,7 +11,6 @@
 //! loop was the bottleneck of PHP over h2 at 34k requests a second on 2
 //! cores.
 
-use std::io;
 use std::time::Instant;
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
@@ -24,7 +23,7 @@ use warren_http::RequestHead;
 
 use super::thread_pool::Job;
 use super::{EventLoop, TOKEN_H2_UPSTREAM};
-use crate::fastcgi::on_loop::{AtHead, FedByLoop, Upstream};
+use crate::fastcgi::on_loop::{AtHead, FedByLoop, ReadFailed, Upstream};
 use crate::h2::session::{Ctx, Session, Task, Work};
 
 /// A stream's answer waiting for the client past this is not read further
@@ -297,33 +296,19 @@ impl EventLoop {
 /// One pass: the request out, what the application has sent in.
 fn relay_step(r: &mut H2Relay, scratch: &mut [u8]) -> Step {
     let up = &mut r.up;
-    match up.check_connected() {
+    match up.send() {
         Ok(true) => {}
         Ok(false) => return Step::Wait,
-        Err(e) => return Step::Failed(GatewayError::connect(&up.gateway.backend_name(), &e)),
-    }
-    match up.send_request() {
-        Ok(true) => {}
-        Ok(false) => return Step::Wait,
-        Err(e) => return Step::Failed(GatewayError::io("sending the request to", &up.gateway.backend.addr, &e)),
+        Err(e) => return Step::Failed(e),
     }
     if !up.readable {
         return Step::Wait;
     }
-    let lost = |up: &Upstream, e: GatewayError| if up.reader.nothing_yet() && up.lost_child_may_be_replaced() { Step::Lost(e) } else { Step::Failed(e) };
     match up.receive(scratch) {
-        Ok(0) => {
-            let e = GatewayError { status: 502, why: format!("FastCGI: {} closed the connection before the end of its answer", up.gateway.backend_name()) };
-            return lost(up, e);
-        }
-        Ok(_) => r.deadline = Instant::now() + up.gateway.timeout,
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => return Step::Again,
-        Err(e) => {
-            let reset = e.kind() == io::ErrorKind::ConnectionReset;
-            let e = GatewayError::io("reading the response from", &up.gateway.backend.addr, &e);
-            return if reset { lost(up, e) } else { Step::Failed(e) };
-        }
+        Ok(true) => r.deadline = Instant::now() + up.gateway.timeout,
+        Ok(false) => {}
+        // A child that went away before answering may be replaced.
+        Err(ReadFailed { error, gone }) => return if gone && up.reader.nothing_yet() && up.lost_child_may_be_replaced() { Step::Lost(error) } else { Step::Failed(error) },
     }
     let mut h = match up.reader.next_piece() {
         Ok(None) => return if up.readable { Step::Again } else { Step::Wait },
@@ -349,17 +334,12 @@ fn feed_step(r: &mut H2Relay, session: &mut Session, scratch: &mut [u8]) -> Feed
     }
     let up = &mut r.up;
     match up.receive(scratch) {
-        Ok(0) => {
-            let e = GatewayError { status: 502, why: format!("FastCGI: {} closed the connection before the end of its answer", up.gateway.backend_name()) };
+        Ok(true) => r.deadline = Instant::now() + up.gateway.timeout,
+        Ok(false) if !up.readable => return Feed::Wait,
+        Ok(false) => return Feed::Again,
+        Err(ReadFailed { error, .. }) => {
             fed.end(false);
-            return Feed::CutShort(e);
-        }
-        Ok(_) => r.deadline = Instant::now() + up.gateway.timeout,
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Feed::Wait,
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => return Feed::Again,
-        Err(e) => {
-            fed.end(false);
-            return Feed::CutShort(GatewayError::io("reading the response from", &up.gateway.backend.addr, &e));
+            return Feed::CutShort(error);
         }
     }
     loop {

@@ -156,8 +156,19 @@ impl Upstream {
         self.socket.as_fd()
     }
 
+    /// Finishes the connect and sends what is left of the request:
+    /// Ok(true) once all of it is out, Ok(false) while the socket waits.
+    pub fn send(&mut self) -> Result<bool, GatewayError> {
+        match self.check_connected() {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => return Err(GatewayError::connect(&self.gateway.backend_name(), &e)),
+        }
+        self.send_request().map_err(|e| GatewayError::io("sending the request to", &self.gateway.backend.addr, &e))
+    }
+
     /// Finishes a TCP connect in progress: Ok(false) while it still is.
-    pub fn check_connected(&mut self) -> io::Result<bool> {
+    fn check_connected(&mut self) -> io::Result<bool> {
         if self.connected {
             return Ok(true);
         }
@@ -172,7 +183,7 @@ impl Upstream {
     }
 
     /// Sends what is left of the request. Ok(true) once all of it is out.
-    pub fn send_request(&mut self) -> io::Result<bool> {
+    fn send_request(&mut self) -> io::Result<bool> {
         while self.sent < self.request.len() {
             match (&self.socket).write(&self.request[self.sent..]) {
                 Ok(n) => self.sent += n,
@@ -197,26 +208,42 @@ impl Upstream {
         Ok(true)
     }
 
-    /// Reads what the application has sent into the reader. Ok(0): it
-    /// closed; WouldBlock: nothing more for now.
-    pub fn receive(&mut self, scratch: &mut [u8]) -> io::Result<usize> {
+    /// Reads what the application has sent into the reader. Ok(true):
+    /// something came; Ok(false): nothing now (the next edge says when),
+    /// or the read was interrupted.
+    pub fn receive(&mut self, scratch: &mut [u8]) -> Result<bool, ReadFailed> {
         match (&self.socket).read(scratch) {
+            Ok(0) => {
+                let why = format!("FastCGI: {} closed the connection before the end of its answer", self.gateway.backend_name());
+                Err(ReadFailed { error: GatewayError { status: 502, why }, gone: true })
+            }
             Ok(n) => {
                 self.reader.push(&scratch[..n]);
                 if n < scratch.len() {
                     // Drained: the next edge says when there is more.
                     self.readable = false;
                 }
-                Ok(n)
+                Ok(true)
             }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.readable = false;
+                Ok(false)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
             Err(e) => {
-                if e.kind() == io::ErrorKind::WouldBlock {
-                    self.readable = false;
-                }
-                Err(e)
+                let gone = e.kind() == io::ErrorKind::ConnectionReset;
+                Err(ReadFailed { error: GatewayError::io("reading the response from", &self.gateway.backend.addr, &e), gone })
             }
         }
     }
+}
+
+/// Why reading an application's answer failed.
+pub struct ReadFailed {
+    pub error: GatewayError,
+    /// The application closed or reset the connection (a child that went
+    /// away before answering may be replaced).
+    pub gone: bool,
 }
 
 fn connect(addr: &FcgiAddr) -> Result<(Socket, bool), NotHere> {
