@@ -292,27 +292,13 @@ impl Server {
     /// Waits (up to 20 s; a loaded machine starts php-cgi slowly) until the
     /// server has `n` php-cgi children.
     pub fn wait_php_children(&self, n: usize) -> Vec<u32> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let c = self.php_cgi_children();
-            if c.len() == n || Instant::now() > deadline {
-                return c;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_count(n, || self.php_cgi_children())
     }
 
     /// Waits (up to 20 s: a loaded machine forks slowly; an idle one
     /// returns at once) until the parent has `n` children, and returns them.
     pub fn wait_children(&self, n: usize) -> Vec<u32> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let c = self.children();
-            if c.len() == n || Instant::now() > deadline {
-                return c;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_count(n, || self.children())
     }
 
     pub fn read_log(&self, name: &str) -> String {
@@ -369,6 +355,18 @@ impl Drop for Server {
 
 pub fn unsafe_kill(pid: u32, sig: i32) {
     let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status();
+}
+
+/// Polls `list` (up to 20 s) until it has `n` entries; returns the last.
+fn wait_for_count(n: usize, list: impl Fn() -> Vec<u32>) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let c = list();
+        if c.len() == n || Instant::now() > deadline {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 pub fn children_of(parent: u32) -> Vec<u32> {
