@@ -20,6 +20,7 @@ each_mpm!(
     h2load_many_streams_on_one_connection,
     graceful_restart_during_downloads,
     resets_and_idle_connections,
+    requests_reset_at_once_run_no_script,
     chromium_loads_a_page_of_30_assets,
 );
 
@@ -297,6 +298,33 @@ fn read_stream(raw: &mut RawH2, id: u32) -> Vec<u8> {
         }
         assert!(f.kind != GOAWAY && !(f.kind == RST_STREAM && f.stream == id), "waiting for stream {id}: {f:?}");
     }
+}
+
+/// Rapid reset aimed at PHP: 40 GETs of a script, each reset in the same
+/// write as its HEADERS, cost the application nothing (the streams are
+/// gone before their work starts); the connection then gets its answer.
+fn requests_reset_at_once_run_no_script(mpm: &str) {
+    let dir = TempDir::new(&format!("h2-reset-php-{mpm}"));
+    standard_site(&dir);
+    let runs = dir.0.join("runs.txt");
+    dir.write("htdocs/count.php", format!("<?php file_put_contents('{}', 'x', FILE_APPEND); echo 'counted';", runs.display()));
+    let fpm = Fpm::start(&dir, "");
+    let handler = format!("<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n", fpm.socket.display());
+    let h = H2Server::start_in(dir, mpm, &handler);
+    let authority = format!("localhost:{}", h.s.port);
+    let mut raw = RawH2::connect(h.s.port);
+    let mut burst = Vec::new();
+    for i in 0..40u32 {
+        let id = 1 + 2 * i;
+        burst.extend_from_slice(&get_frame(id, &authority, "/count.php"));
+        burst.extend_from_slice(&frame(RST_STREAM, 0, id, &8u32.to_be_bytes()));
+    }
+    raw.send_raw(&burst);
+    raw.get(81, &authority, "/count.php");
+    assert_eq!(read_stream(&mut raw, 81), b"counted");
+    let ran = std::fs::read(&runs).map(|r| r.len()).unwrap_or(0);
+    assert_eq!(ran, 1, "the script ran {ran} times: the 40 reset requests were worked on");
+    drop(fpm);
 }
 
 /// A client that cancels a download half-way (RST_STREAM) keeps its

@@ -11,6 +11,8 @@
 //! loop was the bottleneck of PHP over h2 at 34k requests a second on 2
 //! cores.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
@@ -39,6 +41,7 @@ pub(super) struct H2Relay {
     head: RequestHead,
     info: ConnInfo,
     timing: Timing,
+    dropped: Arc<AtomicBool>,
     /// The request body, kept for another child if this one is lost.
     body: Option<Spooled>,
     /// ProxyTimeout without a word from the application.
@@ -80,11 +83,14 @@ impl EventLoop {
     /// on the thread pool.
     pub(super) fn h2_dispatch(&mut self, slot: usize, generation: u64, tasks: &mut Vec<Task>) {
         for task in tasks.drain(..) {
-            let Task { stream, work, head, info, timing } = task;
+            if task.is_dropped() {
+                continue;
+            }
+            let Task { stream, work, head, info, timing, dropped } = task;
             let (gw, body) = match work {
                 Work::Gateway(gw, body) if !matches!(body, Some(Spooled::File(..))) => (gw, body),
                 work => {
-                    self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work, head, info, timing })));
+                    self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work, head, info, timing, dropped })));
                     continue;
                 }
             };
@@ -98,12 +104,12 @@ impl EventLoop {
                 // Waiting for a pool's child, or failing to reach the
                 // application, is a thread's to do and answer.
                 Err((gw, _)) => {
-                    self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work: Work::Gateway(gw, body), head, info, timing })));
+                    self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work: Work::Gateway(gw, body), head, info, timing, dropped })));
                     continue;
                 }
             };
             let deadline = Instant::now() + up.gateway.timeout;
-            let relay = H2Relay { slot, generation, stream, up, head, info, timing, body, deadline, feeding: false };
+            let relay = H2Relay { slot, generation, stream, up, head, info, timing, dropped, body, deadline, feeding: false };
             let idx = self.h2_relays.iter().position(Option::is_none).unwrap_or_else(|| {
                 self.h2_relays.push(None);
                 self.h2_relays.len() - 1
@@ -218,7 +224,7 @@ impl EventLoop {
     /// A relay is over: its stream gets the answer (or the work that
     /// follows from it), and is sent once the loop's batch of events is.
     fn h2_relay_end(&mut self, idx: usize, end: Step) {
-        let H2Relay { slot, generation, stream, up, head, info, timing, body, .. } = self.h2_relays[idx].take().expect("relay");
+        let H2Relay { slot, generation, stream, up, head, info, timing, dropped, body, .. } = self.h2_relays[idx].take().expect("relay");
         let outcome = match end {
             Step::Whole(resp) => {
                 drop(up);
@@ -233,7 +239,7 @@ impl EventLoop {
                 let mut gw = up.into_gateway();
                 if gw.retry_lost_child(&head) {
                     self.site.error_log.log(LogLevel::Warn, Some(info.useragent), &format!("{}; sending the request to another child", e.why));
-                    self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work: Work::Gateway(gw, body), head, info, timing })));
+                    self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work: Work::Gateway(gw, body), head, info, timing, dropped })));
                     self.child_given_back();
                     return;
                 }

@@ -108,6 +108,8 @@ impl ThreadPool {
                         ws.set(State::Writing);
                         let mut streaming = None;
                         let outcome = match job {
+                            // Its stream is gone (reset while it waited): nothing to do.
+                            Job::H2(task) if task.is_dropped() => continue,
                             Job::H2(task) => {
                                 let stream = task.stream;
                                 let mut response = task.run(&site);

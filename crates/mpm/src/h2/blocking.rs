@@ -57,6 +57,9 @@ impl Driver<'_> {
                 }
             }
             for task in tasks.drain(..) {
+                if task.is_dropped() {
+                    continue;
+                }
                 self.before_wait();
                 self.slot.set(State::Writing);
                 let id = task.stream;

@@ -6,7 +6,9 @@
 //! blocking driver feed it what they read, run its [`Task`]s their own way
 //! and write [`Connection::output`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 use std::time::Instant;
 
 use warren_handler::fastcgi::Gateway;
@@ -48,6 +50,10 @@ pub struct Task {
     /// For the last filters, which run where the work ran (a streamed body
     /// is compressed as it is produced there).
     pub timing: warren_handler::filters::Timing,
+    /// Set when the stream has ended without waiting for this (the client
+    /// reset it, the connection went): work not yet begun is skipped, so
+    /// that requests reset at once cost no application time.
+    pub dropped: Arc<AtomicBool>,
 }
 
 pub enum Work {
@@ -56,6 +62,11 @@ pub enum Work {
 }
 
 impl Task {
+    /// Whether nobody waits for this work's answer any more.
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
     /// Runs the work and its last filters: the response to complete the
     /// stream with.
     pub fn run(self, site: &Site) -> Response {
@@ -105,6 +116,8 @@ struct Stream {
     state: State,
     /// When its body last moved, either way (H2StreamTimeout).
     moved: Instant,
+    /// Shared with the [`Task`] working out its answer, if one is.
+    dropped: Option<Arc<AtomicBool>>,
 }
 
 impl Stream {
@@ -215,7 +228,7 @@ impl Session {
         let mut ex = Exchange::new(Some(head), true, received);
         ex.note_start(ctx.slot, ctx.site, &info);
         let limit = ex.apply_body_limit(ctx.site, &info);
-        self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now() });
+        self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now(), dropped: None });
         if let Err(e) = limit {
             self.body_error(ctx, id, &e);
             return;
@@ -253,7 +266,9 @@ impl Session {
         s.state = State::Working;
         let head = s.ex.head.clone().expect("head");
         let timing = warren_handler::filters::Timing { received: s.ex.started, start: s.ex.start };
-        tasks.push(Task { stream: id, work, head, info: s.info, timing });
+        let dropped = Arc::new(AtomicBool::new(false));
+        s.dropped = Some(dropped.clone());
+        tasks.push(Task { stream: id, work, head, info: s.info, timing, dropped });
     }
 
     fn body_data(&mut self, ctx: &mut Ctx, id: u32, data: &[u8], end: bool, tasks: &mut Vec<Task>) {
@@ -293,7 +308,7 @@ impl Session {
         let mut ex = Exchange::new(None, true, 0);
         ex.raw_line = b"(HTTP/2 request)".to_vec();
         let resp = ctx.site.protocol_error(e.status, &self.info, &e.reason);
-        self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now() });
+        self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now(), dropped: None });
         self.respond(ctx, id, resp, false, Producer::Here);
     }
 
@@ -426,6 +441,9 @@ impl Session {
     fn finish_stream(&mut self, ctx: &mut Ctx, id: u32, aborted: bool) {
         let Some(i) = self.streams.iter().position(|s| s.id == id) else { return };
         let s = self.streams.swap_remove(i);
+        if let Some(dropped) = &s.dropped {
+            dropped.store(true, Ordering::Relaxed);
+        }
         s.ex.log(ctx.logs, ctx.site, &s.info, self.served, aborted);
         ctx.slot.end_request(s.ex.bytes_sent, s.ex.start.elapsed().as_micros() as u64);
         if self.streams.is_empty() {

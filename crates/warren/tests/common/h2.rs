@@ -268,6 +268,30 @@ pub const END_STREAM: u8 = 0x1;
 pub const END_HEADERS: u8 = 0x4;
 pub const ACK: u8 = 0x1;
 
+/// One frame, header and payload.
+pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// The HEADERS frame of a GET on `stream`, its fields as literals without
+/// indexing (HPACK's simplest form: no table, no Huffman).
+pub fn get_frame(stream: u32, authority: &str, path: &str) -> Vec<u8> {
+    let mut block = Vec::new();
+    for (name, value) in [(":method", "GET"), (":scheme", "http"), (":path", path), (":authority", authority)] {
+        assert!(name.len() < 127 && value.len() < 127);
+        block.push(0x00);
+        block.push(name.len() as u8);
+        block.extend_from_slice(name.as_bytes());
+        block.push(value.len() as u8);
+        block.extend_from_slice(value.as_bytes());
+    }
+    frame(HEADERS, END_STREAM | END_HEADERS, stream, &block)
+}
+
 /// A cleartext HTTP/2 client that does only what a test tells it: it
 /// never returns flow-control credit by itself, so a response can be held
 /// at its window for as long as the test needs.
@@ -289,26 +313,17 @@ impl RawH2 {
     }
 
     pub fn send(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-        let n = payload.len();
-        let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
-        f.extend_from_slice(&stream.to_be_bytes());
-        f.extend_from_slice(payload);
-        self.sock.write_all(&f).unwrap();
+        self.send_raw(&frame(kind, flags, stream, payload));
     }
 
-    /// A GET on `stream`, its fields as literals without indexing (HPACK's
-    /// simplest form: no table, no Huffman).
+    /// Bytes as they are, in one write (frames made with [`frame`]).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.sock.write_all(bytes).unwrap();
+    }
+
+    /// A GET on `stream` ([`get_frame`]).
     pub fn get(&mut self, stream: u32, authority: &str, path: &str) {
-        let mut block = Vec::new();
-        for (name, value) in [(":method", "GET"), (":scheme", "http"), (":path", path), (":authority", authority)] {
-            assert!(name.len() < 127 && value.len() < 127);
-            block.push(0x00);
-            block.push(name.len() as u8);
-            block.extend_from_slice(name.as_bytes());
-            block.push(value.len() as u8);
-            block.extend_from_slice(value.as_bytes());
-        }
-        self.send(HEADERS, END_STREAM | END_HEADERS, stream, &block);
+        self.send_raw(&get_frame(stream, authority, path));
     }
 
     pub fn window_update(&mut self, stream: u32, increment: u32) {
