@@ -8,21 +8,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use nix::dir::Dir;
-use nix::sys::stat::{fstatat, Mode, SFlag};
-use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{fstatat, SFlag};
+use nix::fcntl::AtFlags;
 
 use crate::path::{encode, html_escape};
-use crate::symlinks::{self, Access, LinkRule};
+use crate::symlinks::{self, LinkRule};
 use crate::{Body, Response};
 
-/// The directory to list.
-pub enum Source {
-    /// By its path (FollowSymLinks: nothing on the way is checked).
-    Path(PathBuf),
-    /// The descriptor its checked open gave, and the rule it was checked
-    /// under, which also decides which links among its entries are shown.
-    Checked(File, LinkRule),
-}
 
 /// IndexIgnore's patterns, for the directory listed.
 pub struct Ignore {
@@ -43,13 +35,10 @@ impl Ignore {
     }
 }
 
-pub fn listing(host: usize, dir: Source, url: &[u8], signature: Option<&str>, ignore: &Ignore) -> Response {
-    let names = match dir {
-        Source::Path(dir) => nix::fcntl::open(&dir, Access::Read.flags() | OFlag::O_DIRECTORY, Mode::empty())
-            .map_err(std::io::Error::from)
-            .and_then(|d| checked_entries(File::from(d), LinkRule::Follow)),
-        Source::Checked(dir, rule) => checked_entries(dir, rule),
-    };
+/// The listing of the directory `dir` (opened beneath its root by
+/// `symlinks::open_in_root`), its entries shown as `rule` lets links through.
+pub fn listing(host: usize, dir: File, rule: LinkRule, url: &[u8], signature: Option<&str>, ignore: &Ignore) -> Response {
+    let names = checked_entries(dir, rule);
     let mut names: Vec<(String, bool, u64)> = match names {
         Ok(n) => n,
         Err(_) => {

@@ -1,5 +1,11 @@
 //! URL paths -> safe, normalised paths: percent-decoding and dot-segment
-//! removal, with Apache's answers for what must not pass.
+//! removal, with Apache's answers for what must not pass; and
+//! [`beneath`], the one way a directive's or a rule's path is put under
+//! the root it was mapped under, never above it.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 /// Why a URL path was refused.
 #[derive(Debug, PartialEq, Eq)]
@@ -66,6 +72,79 @@ pub fn normalize(raw: &[u8]) -> Result<Vec<u8>, PathError> {
         out.push(b'/');
     }
     Ok(out)
+}
+
+/// A path that would leave the root it is mapped under.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Climbs {
+    /// The path as it was written (before its dot segments were removed).
+    pub written: String,
+}
+
+impl std::fmt::Display for Climbs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} goes above the directory it is mapped under", self.written)
+    }
+}
+
+/// `rel` under `root`, its dot segments removed as RFC 3986 5.2.4 removes
+/// them from a URL: a `..` takes back the segment before it and may never
+/// take back `root` itself. `rel` is a path as a directive, an alias target
+/// or a rewrite rule wrote it (already decoded; a leading `/` is relative to
+/// `root` too). A trailing slash is kept, as a URL's is.
+///
+/// Lexical removal is what makes the kernel's resolution safe here: with no
+/// `..` left, only a symbolic link can lead elsewhere, and links are what
+/// the Options (FollowSymLinks, SymLinksIfOwnerMatch) rule on.
+pub fn beneath(root: &Path, rel: &[u8]) -> Result<PathBuf, Climbs> {
+    let climbs = || Climbs { written: format!("{}/{}", root.display(), String::from_utf8_lossy(rel).trim_start_matches('/')) };
+    if rel.contains(&0) {
+        return Err(climbs());
+    }
+    let mut kept: Vec<&[u8]> = Vec::new();
+    let mut trailing = false;
+    for seg in rel.split(|&b| b == b'/') {
+        trailing = false;
+        match seg {
+            b"" | b"." => trailing = true,
+            b".." => {
+                kept.pop().ok_or_else(climbs)?;
+                trailing = true;
+            }
+            _ => kept.push(seg),
+        }
+    }
+    let mut out = root.as_os_str().as_bytes().to_vec();
+    for seg in &kept {
+        if out.last() != Some(&b'/') {
+            out.push(b'/');
+        }
+        out.extend_from_slice(seg);
+    }
+    if trailing && !kept.is_empty() {
+        out.push(b'/');
+    }
+    Ok(PathBuf::from(OsStr::from_bytes(&out)))
+}
+
+/// `candidate`, a URL relative to `base` (a URL path) or absolute (from
+/// `/`), resolved and normalised: what DirectoryIndex and FallbackResource
+/// values name, as Apache's subrequests read them. None when it climbs
+/// above `/` or does not normalise.
+pub fn resolve_reference(base: &[u8], candidate: &[u8]) -> Option<Vec<u8>> {
+    let mut joined = if candidate.starts_with(b"/") {
+        Vec::new()
+    } else {
+        let dir_end = base.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+        base[..dir_end].to_vec()
+    };
+    if joined.is_empty() && !candidate.starts_with(b"/") {
+        joined.push(b'/');
+    }
+    joined.extend_from_slice(candidate);
+    // Directive values are text, not URLs: a `%` in one is itself.
+    let escaped: Vec<u8> = joined.iter().flat_map(|&b| if b == b'%' { b"%25".to_vec() } else { vec![b] }).collect();
+    normalize(&escaped).ok()
 }
 
 /// Splits a request target into its path and its query (with the `?`, or empty).
@@ -148,6 +227,38 @@ mod tests {
         assert_eq!(split_query(b"/a"), (&b"/a"[..], &b""[..]));
         assert_eq!(lookup_url(b"/x/../y?q"), b"/y");
         assert_eq!(lookup_url(b"/../etc"), b"/");
+    }
+
+    #[test]
+    fn beneath_a_root() {
+        let b = |rel: &str| beneath(Path::new("/srv/a"), rel.as_bytes()).map(|p| p.to_string_lossy().into_owned());
+        assert_eq!(b("index.html").unwrap(), "/srv/a/index.html");
+        assert_eq!(b("/x/./y//z").unwrap(), "/srv/a/x/y/z");
+        assert_eq!(b("x/../y").unwrap(), "/srv/a/y");
+        assert_eq!(b("dir/").unwrap(), "/srv/a/dir/");
+        assert_eq!(b("").unwrap(), "/srv/a");
+        assert_eq!(b("x/..").unwrap(), "/srv/a");
+        assert!(b("..").is_err());
+        assert!(b("../../b/config.php").is_err());
+        assert!(b("/../b/secret.txt").is_err());
+        assert!(b("x/../../a2/f").is_err(), "a sibling whose name starts with the root's");
+        assert!(b("files/../../../../../etc/passwd").is_err());
+        assert_eq!(b("..\\..\\etc").unwrap(), "/srv/a/..\\..\\etc", "a backslash is a character of a name on Linux");
+        assert!(beneath(Path::new("/srv/a"), b"x\0y").is_err(), "NUL");
+        assert_eq!(beneath(Path::new("/"), b"etc/passwd").unwrap(), Path::new("/etc/passwd"));
+    }
+
+    #[test]
+    fn references_resolved() {
+        let r = |base: &str, c: &str| resolve_reference(base.as_bytes(), c.as_bytes()).map(|v| String::from_utf8(v).unwrap());
+        assert_eq!(r("/sub/", "index.php").unwrap(), "/sub/index.php");
+        assert_eq!(r("/sub/page", "index.php").unwrap(), "/sub/index.php");
+        assert_eq!(r("/sub/", "/index.php").unwrap(), "/index.php");
+        assert_eq!(r("/x/y/", "../../b/config.php").unwrap(), "/b/config.php");
+        assert_eq!(r("/sub/", "../../b/config.php"), None);
+        assert_eq!(r("/", "../../../../../etc/passwd"), None);
+        assert_eq!(r("/", "/../b/secret.txt"), None);
+        assert_eq!(r("/", "a%2fb").unwrap(), "/a%2fb", "a directive's % is a character, not an escape");
     }
 
     #[test]

@@ -106,8 +106,14 @@ impl Site {
             Applied::Unchanged => return UrlRewrite::Continue(unchanged(env, &state)),
             Applied::Status(s) => return UrlRewrite::Answer(self.rewrite_status(req, s, &uri)),
             Applied::Changed { passthrough: true, .. } => {
+                // `[PT]`: a URL again, read as the client's is (dot segments
+                // removed, never above `/`).
+                let Some(url) = path::resolve_reference(b"/", state.filename.as_bytes()) else {
+                    let climbs = path::Climbs { written: state.filename.clone() };
+                    return UrlRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs));
+                };
                 let q = with_mark(state.query.as_deref());
-                return UrlRewrite::Continue(Rewritten { url: Some(state.filename.into_bytes()), query: q, fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
+                return UrlRewrite::Continue(Rewritten { url: Some(url), query: q, fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
             }
             Applied::Changed { noescape, .. } => noescape,
         };
@@ -126,7 +132,22 @@ impl Site {
         // DocumentRoot.
         let first = state.filename[1..].split('/').next().unwrap_or("");
         let is_file = !reduced && !first.is_empty() && std::fs::symlink_metadata(format!("/{first}")).is_ok();
-        let fs = if is_file { PathBuf::from(&state.filename) } else { h.config.document_root.join(state.filename.trim_start_matches('/')) };
+        // A URL path stays beneath the DocumentRoot (Apache's AH00127); a
+        // file path the rule names may be anywhere the admin wrote, but a
+        // `..` in it can only have come from the request.
+        let mapped = if is_file {
+            if state.filename.split('/').any(|s| s == "..") {
+                Err(path::Climbs { written: state.filename.clone() })
+            } else {
+                path::beneath(Path::new("/"), state.filename.as_bytes())
+            }
+        } else {
+            path::beneath(&h.config.document_root, state.filename.as_bytes())
+        };
+        let fs = match mapped {
+            Ok(fs) => fs,
+            Err(climbs) => return UrlRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs)),
+        };
         let q = with_mark(state.query.as_deref());
         UrlRewrite::Continue(Rewritten { url: None, query: q, fs: Some(fs), env, ended: state.end, forced_type: state.mime_type, vary: state.vary })
     }
@@ -207,6 +228,11 @@ impl Site {
                 _ => state.filename.clone(),
             },
         };
+        // The new URL is mapped again from the DocumentRoot: it may not climb above it.
+        if path::resolve_reference(b"/", new_url.as_bytes()).is_none() {
+            let climbs = path::Climbs { written: state.filename.clone() };
+            return DirRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs));
+        }
         DirRewrite::Redirect { url: new_url.into_bytes(), query: with_mark(state.query.as_deref()), env, ended: state.end, vary: state.vary }
     }
 
@@ -310,6 +336,11 @@ impl Site {
         let status = state.status.filter(|s| (300..400).contains(s)).unwrap_or(302);
         self.redirect_to(req, status, location)
     }
+}
+
+/// The rule that made the filename, as a refusal names it.
+fn rule_named(state: &State) -> String {
+    format!("RewriteRule at {}", state.changed_by.as_deref().unwrap_or("?"))
 }
 
 /// The query as the engine holds it: without its `?`; none when absent.
@@ -475,7 +506,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
     /// file need not exist: no handler runs).
     fn url_lookup(&self, url: &str) -> bool {
         let Ok(url) = path::normalize(url.split('?').next().unwrap_or("").as_bytes()) else { return false };
-        let fs = self.site.fs_path(self.req.host, &url);
+        let Ok(fs) = self.site.fs_path(self.req.host, &url) else { return false };
         self.site.effective(self.req.host, Some(&fs), &url).allows(self.req.conn)
     }
 

@@ -184,7 +184,7 @@ impl Site {
     pub fn body_limit(&self, head: &RequestHead, conn: &ConnInfo) -> u64 {
         let host = self.request(head, conn).host;
         let url = path::lookup_url(head.path_and_query());
-        let fs = self.fs_path(host, &url);
+        let fs = self.lookup_fs_path(host, &url);
         let limit = self.effective(host, Some(&fs), &url).limit_request_body();
         if limit == 0 {
             u64::MAX

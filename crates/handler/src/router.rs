@@ -102,7 +102,10 @@ impl Site {
                 if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
                     return self.host_filtered(req, url, Outcome::Ready(r));
                 }
-                self.fs_path(host, url)
+                match self.fs_path(host, url) {
+                    Ok(fs) => fs,
+                    Err(climbs) => return self.host_filtered(req, url, Outcome::Ready(self.climbs(req, "AliasMatch", &climbs))),
+                }
             }
         };
         let dir = self.effective(host, Some(&fs), url);
@@ -214,7 +217,12 @@ impl Site {
         if may_fall_back {
             if let Some(fallback) = route.dir.fallback_resource() {
                 if std::fs::symlink_metadata(&route.fs).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
-                    return self.route_url(req, fallback.as_bytes(), query, None, false);
+                    // A URL, relative to the request's directory unless it starts with `/`.
+                    let Some(to) = path::resolve_reference(url, fallback.as_bytes()) else {
+                        let climbs = path::Climbs { written: fallback.to_string() };
+                        return Outcome::Ready(self.climbs(req, "FallbackResource", &climbs));
+                    };
+                    return self.route_url(req, &to, query, None, false);
                 }
             }
         }
@@ -338,6 +346,12 @@ impl Site {
         }
     }
 
+    /// The 403 for a path that a directive or rule (`by`) would take above
+    /// the directory it is mapped under, with Apache's AH00127 words.
+    pub(crate) fn climbs(&self, req: Request, by: &str, climbs: &path::Climbs) -> Response {
+        self.error(req, 403, &format!("Cannot map the request to a file: {climbs} ({by})"))
+    }
+
     fn denied(&self, req: Request, what: &[u8]) -> Response {
         self.error(req, 403, &format!("client denied by server configuration: {}", String::from_utf8_lossy(what)))
     }
@@ -386,7 +400,8 @@ impl Site {
                 continue;
             }
             let script_url = &url[..i];
-            let fs = self.fs_path(host, script_url);
+            // An alias that climbs is refused when the whole URL is mapped.
+            let Ok(fs) = self.fs_path(host, script_url) else { continue };
             // `<Location>` sections are matched against the whole URL, path
             // info included, as in Apache (`<Location /app.php/admin>`), and
             // against the script's URL too, so that neither a rule on the

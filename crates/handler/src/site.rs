@@ -3,11 +3,12 @@
 //! hooks the MPM sets), and the choice of a host for a request.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use warren_config::{DirConfig, FcgiBackend, Handler, HostConfig, LogItem, SectionMatch, ServerTokens, Settings, VhostAddr};
 
+use crate::path;
 use crate::fastcgi::{BackendPool, PoolDispatch};
 use crate::file_cache::FileCache;
 use crate::logs::{AccessLogFile, AccessLogWriter, ErrorLog, LogRecord};
@@ -265,15 +266,22 @@ impl Site {
         first.unwrap_or(0)
     }
 
-    /// Where a normalised URL path lies under the host's DocumentRoot.
-    pub fn fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
-        use std::os::unix::ffi::OsStrExt;
-        if let Some((p, _)) = self.aliased(host, url) {
-            return p;
+    /// Where a normalised URL path lies: under the target of the Alias
+    /// that matches it, else under the host's DocumentRoot. An error when an
+    /// AliasMatch target, filled from the URL, climbs above the directory it
+    /// names (its part before the first `$`).
+    pub fn fs_path(&self, host: usize, url: &[u8]) -> Result<PathBuf, path::Climbs> {
+        if let Some(mapped) = self.aliased(host, url) {
+            return mapped.map(|(p, _)| p);
         }
-        let root = &self.hosts[host].config.document_root;
-        let rel = std::ffi::OsStr::from_bytes(url.strip_prefix(b"/").unwrap_or(url));
-        root.join(rel)
+        path::beneath(&self.hosts[host].config.document_root, url)
+    }
+
+    /// [`Site::fs_path`] for a lookup that must give an answer (the sections
+    /// of a request that has none of its own): the DocumentRoot for a path
+    /// that climbs.
+    pub fn lookup_fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
+        self.fs_path(host, url).unwrap_or_else(|_| self.hosts[host].config.document_root.clone())
     }
 }
 
@@ -288,12 +296,13 @@ impl Host {
 impl Site {
     /// Whether `url` is under a ScriptAlias: its files are programs.
     pub fn script_aliased(&self, host: usize, url: &[u8]) -> bool {
-        self.hosts[host].has_script_alias && self.aliased(host, url).is_some_and(|(_, script)| script)
+        self.hosts[host].has_script_alias && self.aliased(host, url).is_some_and(|m| m.is_ok_and(|(_, script)| script))
     }
 
     /// Where Alias or AliasMatch (or their Script forms, saying so) puts
-    /// `url` (the first that matches).
-    fn aliased(&self, host: usize, url: &[u8]) -> Option<(PathBuf, bool)> {
+    /// `url` (the first that matches), beneath the directory the alias
+    /// names.
+    fn aliased(&self, host: usize, url: &[u8]) -> Option<Result<(PathBuf, bool), path::Climbs>> {
         use warren_config::alias::{AliasTarget, UrlMatch};
         let aliases = &self.hosts[host].config.url_aliases;
         if aliases.is_empty() {
@@ -302,20 +311,22 @@ impl Site {
         let text = String::from_utf8_lossy(url);
         aliases.iter().find_map(|a| {
             let AliasTarget::Path(target) = &a.target else { return None };
-            let path = match &a.url {
-                UrlMatch::Prefix(_) => {
-                    let rest = a.url.rest(&text)?;
-                    // `Alias /icons /usr/share/icons/`: one slash between them.
-                    let rest = if target.ends_with('/') { rest.trim_start_matches('/') } else { rest };
-                    format!("{target}{rest}")
-                }
+            let mapped = match &a.url {
+                // The rest of a normalised URL has no dot segment to climb with.
+                UrlMatch::Prefix(_) => path::beneath(Path::new(target), a.url.rest(&text)?.as_bytes()),
                 UrlMatch::Regex(re) => {
                     let mut out = String::new();
                     warren_regex::expand(target, &re.captures(&text)?, &mut out);
-                    out
+                    // The root is what the target names before the URL fills it in.
+                    let fixed = &target[..target.find('$').unwrap_or(target.len())];
+                    let root = &fixed[..fixed.rfind('/').map_or(0, |i| i + 1)];
+                    match out.strip_prefix(root) {
+                        Some(rest) if !root.is_empty() => path::beneath(Path::new(root), rest.as_bytes()),
+                        _ => Err(path::Climbs { written: out }),
+                    }
                 }
             };
-            Some((PathBuf::from(path), a.script))
+            Some(mapped.map(|p| (p, a.script)))
         })
     }
 }

@@ -23,9 +23,12 @@ use crate::site::Site;
 use crate::symlinks::{self, Access, LinkRule, Refused};
 use crate::{listing, path, Body, Outcome, Part, Response};
 
-/// Opens a path a request named, with the flags every such open takes.
-fn open(path: &Path) -> io::Result<File> {
-    Ok(File::from(nix::fcntl::open(path, Access::Read.flags(), nix::sys::stat::Mode::empty())?))
+/// Opens a file a request named, beneath the root it was mapped under.
+fn open(site: &Site, host: usize, path: &Path) -> io::Result<File> {
+    symlinks::open_in_root(site, host, path, LinkRule::Follow, Access::Read).map_err(|e| match e {
+        Refused::Io(e) => e,
+        Refused::Link(_) => io::Error::from_raw_os_error(libc::EACCES),
+    })
 }
 
 /// `.htaccess`, `.htpasswd` and the AccessFileName files are never sent:
@@ -82,13 +85,32 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
     // swapped between its check and theirs.
     let mut refused_link = false;
     for index in eff.directory_index() {
-        let candidate = fs.join(index);
+        // A name is looked up in the directory; anything else is a URL, as
+        // Apache's subrequest reads it (`/index.php`, `../front.php`), mapped
+        // like any request and never above the root.
+        let plain = !index.contains('/') && index != "." && index != "..";
+        let (candidate, index_url) = if plain {
+            let mut index_url = url.to_vec();
+            index_url.extend_from_slice(index.as_bytes());
+            (fs.join(index), index_url)
+        } else {
+            let mapped = path::resolve_reference(url, index.as_bytes())
+                .ok_or_else(|| path::Climbs { written: index.clone() })
+                .and_then(|u| Ok((site.fs_path(host, &u)?, u)));
+            match mapped {
+                Ok(m) => m,
+                Err(climbs) => {
+                    site.hosts[host].error_log.error(Some(conn.useragent), &format!("DirectoryIndex {index}: {climbs}; candidate skipped"));
+                    continue;
+                }
+            }
+        };
         let (meta, file) = match &opened {
             None => match std::fs::metadata(&candidate) {
                 Ok(m) => (m, None),
                 Err(_) => continue,
             },
-            Some(dir) => match symlinks::open_beneath(dir.as_fd(), &fs, Path::new(index), rule, Access::Read) {
+            Some(dir) => match if plain { symlinks::open_beneath(dir.as_fd(), &fs, Path::new(index), rule, Access::Read) } else { symlinks::open_in_root(site, host, &candidate, rule, Access::Read) } {
                 Ok(f) => match f.metadata() {
                     Ok(m) => (m, Some(f)),
                     Err(_) => continue,
@@ -109,8 +131,6 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         if !meta.is_file() {
             continue;
         }
-        let mut index_url = url.to_vec();
-        index_url.extend_from_slice(index.as_bytes());
         let eff = site.effective(host, Some(&candidate), &index_url);
         if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
             let backend = crate::router::backend_of(h);
@@ -138,11 +158,14 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
             format!("{} Server at {} Port {}", site.server_header, site.hosts[host].name, conn.local.port())
         });
         let ignore = listing::Ignore::new(eff.index_ignore(), fs.clone());
-        let source = match opened {
-            None => listing::Source::Path(fs),
-            Some(dir) => listing::Source::Checked(dir, rule),
+        let dir = match opened {
+            None => match open(site, host, &fs) {
+                Ok(dir) => dir,
+                Err(e) => return Outcome::Ready(site.open_error(req, &fs, &e)),
+            },
+            Some(dir) => dir,
         };
-        return Outcome::Blocking(Box::new(move || listing::listing(host, source, &url, signature.as_deref(), &ignore)));
+        return Outcome::Blocking(Box::new(move || listing::listing(host, dir, rule, &url, signature.as_deref(), &ignore)));
     }
     let why = format!(
         "Cannot serve directory {}: No matching DirectoryIndex ({}) found, and server-generated directory index forbidden by Options directive",
@@ -176,7 +199,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
                     return serve_file(site, req, eff, file, meta, fs);
                 }
             }
-            let file = match open(&fs) {
+            let file = match open(site, host, &fs) {
                 Ok(f) => f,
                 Err(e) => return site.open_error(req, &fs, &e),
             };

@@ -116,8 +116,23 @@ pub fn open_beneath(dir: BorrowedFd, dir_path: &Path, rel: &Path, rule: LinkRule
 }
 
 fn open_beneath_with(dir: BorrowedFd, dir_path: &Path, rel: &Path, rule: LinkRule, access: Access, try_openat2: bool) -> Result<File, Refused> {
+    if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+        // path::beneath never gives one: a caller that skipped it.
+        return Err(Refused::Io(io::Error::from_raw_os_error(libc::EACCES)));
+    }
     if rule == LinkRule::Follow {
         let path = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+        if try_openat2 {
+            let how = OpenHow::new().flags(access.flags()).resolve(ResolveFlag::RESOLVE_BENEATH);
+            match openat2(dir, path, how) {
+                Ok(fd) => return Ok(File::from(fd)),
+                // Out of the directory through a link, which FollowSymLinks
+                // lets through (`..` cannot be left in `rel`); or no openat2.
+                Err(Errno::EXDEV | Errno::EAGAIN | Errno::EPERM) => {}
+                Err(Errno::ENOSYS) => OPENAT2.store(false, Ordering::Relaxed),
+                Err(e) => return Err(e.into()),
+            }
+        }
         return Ok(File::from(openat(dir, path, access.flags(), Mode::empty())?));
     }
     if try_openat2 {
@@ -224,18 +239,27 @@ fn follow(at: BorrowedFd, name: &OsStr, link: &FileStat, rule: LinkRule, flags: 
     Ok(target)
 }
 
-/// Where `path` lies below the host's DocumentRoot: (base, relative part).
-/// A path elsewhere is checked from `/`.
+/// The root `path` was mapped under, and its part below: the host's
+/// DocumentRoot or the directory of an Alias, the deepest that holds it.
+/// A path elsewhere (AliasMatch's, a file a server rewrite rule named) is
+/// opened from `/`, with its dot segments already gone (path::beneath).
 fn split_root<'a>(site: &'a Site, host: usize, path: &'a Path) -> (&'a Path, &'a Path) {
-    let root = site.hosts[host].config.document_root.as_path();
-    match path.strip_prefix(root) {
-        Ok(rel) => (root, rel),
-        Err(_) => (Path::new("/"), path.strip_prefix("/").unwrap_or(path)),
-    }
+    use warren_config::alias::{AliasTarget, UrlMatch};
+    let config = &site.hosts[host].config;
+    let aliases = config.url_aliases.iter().filter_map(|a| match (&a.url, &a.target) {
+        (UrlMatch::Prefix(_), AliasTarget::Path(t)) => Some(Path::new(t.as_str())),
+        _ => None,
+    });
+    std::iter::once(config.document_root.as_path())
+        .chain(aliases)
+        .filter_map(|root| Some((root, path.strip_prefix(root).ok()?)))
+        .max_by_key(|(root, _)| root.as_os_str().len())
+        .unwrap_or((Path::new("/"), path.strip_prefix("/").unwrap_or(path)))
 }
 
-/// Opens `path` (below the host's DocumentRoot) under `rule` from a fresh
-/// descriptor of the root.
+/// Opens `path` (mapped by [`Site::fs_path`] or another user of
+/// `path::beneath`) under `rule` from a fresh descriptor of the root it was
+/// mapped under: the one place a request's file is opened.
 pub fn open_in_root(site: &Site, host: usize, path: &Path, rule: LinkRule, access: Access) -> Result<File, Refused> {
     let (base, rel) = split_root(site, host, path);
     let root = open_root(base).map_err(Refused::Io)?;

@@ -56,6 +56,9 @@ pub struct State {
     pub end: bool,
     /// `[DPI]` was hit in per-directory context.
     pub discard_path_info: bool,
+    /// The `file:line` of the last rule that changed the filename, for
+    /// the log line of a result that is refused.
+    pub changed_by: Option<String>,
 }
 
 /// What a pass over a rule list did.
@@ -109,6 +112,7 @@ pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: 
                     }
                     if result == RuleResult::Match {
                         changed = Applied::Changed { noescape: rule.flags.noescape, passthrough: false };
+                        state.changed_by = Some(rule.origin.clone());
                     }
                     if rule.flags.passthrough {
                         return Applied::Changed { noescape: rule.flags.noescape, passthrough: true };
