@@ -121,7 +121,9 @@ pub fn beneath(root: &Path, rel: &[u8]) -> Result<PathBuf, Climbs> {
         }
         out.extend_from_slice(seg);
     }
-    if trailing && !kept.is_empty() {
+    // `/` names the root as a directory; nothing at all names it as it is
+    // (an Alias of a single file).
+    if trailing && !rel.is_empty() && out.last() != Some(&b'/') {
         out.push(b'/');
     }
     Ok(PathBuf::from(OsStr::from_bytes(&out)))
@@ -237,7 +239,8 @@ mod tests {
         assert_eq!(b("x/../y").unwrap(), "/srv/a/y");
         assert_eq!(b("dir/").unwrap(), "/srv/a/dir/");
         assert_eq!(b("").unwrap(), "/srv/a");
-        assert_eq!(b("x/..").unwrap(), "/srv/a");
+        assert_eq!(b("/").unwrap(), "/srv/a/");
+        assert_eq!(b("x/..").unwrap(), "/srv/a/");
         assert!(b("..").is_err());
         assert!(b("../../b/config.php").is_err());
         assert!(b("/../b/secret.txt").is_err());
