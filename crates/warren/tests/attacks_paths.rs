@@ -23,6 +23,7 @@ each_mpm!(
     client_urls_cannot_climb,
     application_and_error_documents_cannot_climb,
     a_refusal_leaves_the_connection_answering,
+    links_planted_by_the_site_owner,
 );
 
 /// What must never be in an answer to a.test: b's script source, b's
@@ -265,4 +266,31 @@ fn a_refusal_leaves_the_connection_answering(mpm: &str) {
     for r in &answers {
         assert_nothing_leaked("pipelined", r);
     }
+}
+
+/// The site owner (here `nobody`) plants links to b's files in a's tree;
+/// the admin's SymLinksIfOwnerMatch (set for a's directory in an
+/// `.htaccess` here) refuses each, on every way to it.
+fn links_planted_by_the_site_owner(mpm: &str) {
+    use std::os::unix::fs::{lchown, symlink};
+    let s = start(
+        mpm,
+        "links",
+        &[(".htaccess", "Options -FollowSymLinks +SymLinksIfOwnerMatch\n"), ("idx/.htaccess", "DirectoryIndex steal.txt\n"), ("fb/.htaccess", "FallbackResource /steal.txt\n")],
+        "",
+    );
+    let d = &s.dir.0;
+    let nobody = std::process::Command::new("id").args(["-u", "nobody"]).output().expect("id");
+    let nobody: u32 = String::from_utf8_lossy(&nobody.stdout).trim().parse().expect("a nobody user");
+    for (target, at) in [("b/secret.txt", "a/steal.txt"), ("b", "a/bdir"), ("b/secret.txt", "a/idx/steal.txt"), ("outside.txt", "a/out.txt")] {
+        symlink(d.join(target), d.join(at)).unwrap();
+        lchown(d.join(at), Some(nobody), None).unwrap();
+    }
+    for u in ["/steal.txt", "/bdir/secret.txt", "/bdir/config.php", "/idx/", "/fb/missing", "/out.txt"] {
+        let r = s.get_from("a.test", u);
+        assert_nothing_leaked(u, &r);
+        assert_eq!(r.status, 403, "{u}: {}", r.text());
+    }
+    let log = s.wait_log("error.log", "Symbolic link not allowed");
+    assert!(log.contains(&format!("{}", d.join("a/steal.txt").display())), "{log}");
 }
