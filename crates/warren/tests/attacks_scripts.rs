@@ -226,6 +226,70 @@ fn htaccess_server_status(mpm: &str) {
     assert!(!String::from_utf8_lossy(&out).contains("Total Accesses"), "{}", String::from_utf8_lossy(&out));
 }
 
+/// A site with a pool of php-cgi as nobody, its `.php` files run there.
+fn pool_site(mpm: &str, pool: &str) -> Server {
+    site(mpm, &format!("<Pool www>\n  Command /usr/bin/php-cgi\n  User nobody\n  Group nogroup\n  pm static\n  pm.max_children 1\n{pool}\n</Pool>\n<FilesMatch \\.php$>\n  SetHandler pool:www\n</FilesMatch>\n"))
+}
+
+/// A site owner's PHP prints to stderr without pause: the shared error
+/// log gets the pool's burst, then a bounded rate and a count of the rest,
+/// not hundreds of megabytes.
+fn stderr_flood_is_bounded(mpm: &str) {
+    let s = pool_site(mpm, "");
+    s.dir.write("htdocs/spam.php", "<?php $e = fopen('php://stderr', 'w'); for ($i = 0; $i < 100000; $i++) { fwrite($e, \"spam line $i \" . str_repeat('x', 200) . \"\\n\"); } echo 'spammed';");
+    let started = std::time::Instant::now();
+    for _ in 0..3 {
+        let r = s.get("/spam.php");
+        assert_eq!((r.status, r.text()), (200, "spammed".to_string()), "{}", s.read_log("error.log"));
+    }
+    // Once the bucket lets a line through again, the count of the rest.
+    let log = s.wait_log("error.log", "of its children's output not logged");
+    let elapsed = started.elapsed().as_secs_f64() + 1.0;
+    let logged = log.lines().filter(|l| l.contains("child said into stderr: \"spam line")).count();
+    let dropped: u64 = log.lines().filter_map(|l| l.split("[pool www] ").nth(1)?.split(" lines of its children's output not logged").next()?.parse::<u64>().ok()).sum();
+    assert!(dropped > 0, "{log}");
+    // 200 at once, then 20 a second.
+    assert!(logged as f64 <= 200.0 + 20.0 * elapsed + 1.0, "{logged} lines in {elapsed} s");
+    assert!(log.len() < 1 << 20, "the error log grew to {} bytes", log.len());
+    // The pool still answers, and its next lines are logged again later.
+    assert_eq!(s.get("/x.php").text(), "ran x.php");
+}
+
+/// Every user sees every command line in `ps`: the pool's PHP settings
+/// are not on it, yet reach PHP; the file they are in is for root and the
+/// pool's group alone.
+fn php_settings_not_in_ps(mpm: &str) {
+    let s = pool_site(mpm, "  php_value[user_agent] = db-secret-host.internal\n  php_admin_value[open_basedir] = /srv/secret-basedir:/tmp\n  php_flag[display_errors] off");
+    s.dir.write("htdocs/ini.php", "<?php echo ini_get('user_agent'), ' ', ini_get('open_basedir'), ' ', var_export((bool) ini_get('display_errors'), true), ' ', extension_loaded('calendar') ? 'conf.d read' : 'conf.d missing';");
+    let children = s.wait_php_children(1);
+    let r = s.get("/ini.php");
+    assert_eq!(r.text(), "db-secret-host.internal /srv/secret-basedir:/tmp false conf.d read");
+    for pid in children {
+        let out = Command::new("ps").args(["-o", "args=", "-p", &pid.to_string()]).output().unwrap();
+        let args = String::from_utf8_lossy(&out.stdout);
+        assert!(!args.trim().is_empty(), "ps shows the child");
+        assert!(!args.contains("secret") && !args.contains("-d"), "ps shows: {args}");
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        let scan = environ.split(|&b| b == 0).find_map(|v| v.strip_prefix(b"PHP_INI_SCAN_DIR=")).map(|v| String::from_utf8_lossy(v).into_owned()).unwrap();
+        let (inherited, ours) = scan.rsplit_once(':').unwrap();
+        assert_eq!(inherited, "", "the compiled-in scan directory first (conf.d is read)");
+        use std::os::unix::fs::MetadataExt;
+        let file = std::path::Path::new(ours).join("warren.ini");
+        let meta = std::fs::metadata(&file).unwrap();
+        let dir = std::fs::metadata(ours).unwrap();
+        let nogroup = String::from_utf8(Command::new("id").args(["-g", "nobody"]).output().unwrap().stdout).unwrap();
+        if nix_root() {
+            assert_eq!((meta.mode() & 0o777, meta.uid(), meta.gid().to_string()), (0o440, 0, nogroup.trim().to_string()));
+            assert_eq!((dir.mode() & 0o777, dir.uid()), (0o750, 0));
+        }
+        assert!(std::fs::read_to_string(&file).unwrap().contains("open_basedir=\"/srv/secret-basedir:/tmp\""));
+    }
+}
+
+fn nix_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
 each_mpm!(
     fcgid_seed_in_ifmodule,
     fcgid_seed_without_ifmodule,
@@ -236,4 +300,6 @@ each_mpm!(
     fastcgi_handler_wins,
     htaccess_cannot_unmark,
     htaccess_server_status,
+    stderr_flood_is_bounded,
+    php_settings_not_in_ps,
 );
