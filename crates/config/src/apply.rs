@@ -368,9 +368,9 @@ pub(crate) fn use_canonical_name(b: &mut Builder, d: &Directive, _: &mut DirConf
 }
 
 /// `AddHandler`: warren maps no handler by extension. A FastCGI handler
-/// named here is an error pointing to SetHandler; any other handler is
-/// one warren lacks, so its files are scripts it cannot run (see
-/// [`crate::scripts`]).
+/// named here is an error pointing to SetHandler; a handler of data files
+/// (type maps) is said and not acted on; any other is one warren lacks, so
+/// its files are scripts it cannot run (see [`crate::scripts`]).
 pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     let [handler, extensions @ ..] = d.args.as_slice() else {
         return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
@@ -382,6 +382,10 @@ pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     if lower.starts_with("proxy:") || lower.starts_with("pool:") || lower == "server-status" {
         let pattern = extensions.iter().map(|e| e.trim_start_matches('.')).collect::<Vec<_>>().join("|");
         return b.error(&d.origin, format!("AddHandler {handler}: warren sets handlers with SetHandler only: write <FilesMatch \"\\.({pattern})$\"> SetHandler {handler} </FilesMatch>"));
+    }
+    if let Some(why) = crate::scripts::data_handler(handler) {
+        let list = extensions.iter().map(|e| format!(".{}", e.trim_start_matches('.'))).collect::<Vec<_>>().join(" ");
+        return b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {why}; files ending in {list} are served as they are"));
     }
     b.script_mark(d, dir);
 }
@@ -504,7 +508,10 @@ pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         },
         // A handler warren lacks (php-script, cgi-script...): the files
         // here are scripts; a FastCGI handler given them elsewhere stays.
-        [_] => b.script_mark(d, dir),
+        [h] => match crate::scripts::data_handler(h) {
+            Some(why) => b.warn(&d.origin, format!("SetHandler {h}: not acted on: {why}; the files here are served as they are")),
+            None => b.script_mark(d, dir),
+        },
         _ => b.error(&d.origin, "SetHandler takes one handler name"),
     }
 }

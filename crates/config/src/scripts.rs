@@ -63,6 +63,18 @@ pub fn is_script_type(mime_type: &str) -> bool {
     essence.len() > "application/x-httpd-".len() && essence[.."application/x-httpd-".len()].eq_ignore_ascii_case("application/x-httpd-")
 }
 
+/// Apache's handlers that read data files rather than run programs, and
+/// why warren has none: their files are served as they are (Debian's
+/// mime.conf has `AddHandler type-map var`), said as a warning.
+pub fn data_handler(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "type-map" => "warren does no content negotiation, so reads no type maps",
+        "send-as-is" => "warren sends no .asis files as responses",
+        "imap-file" => "warren has no server-side image maps",
+        _ => return None,
+    })
+}
+
 /// Whether `SetHandler name` leaves files to the static file handler.
 fn is_default(name: &str) -> bool {
     name.eq_ignore_ascii_case("none") || name.eq_ignore_ascii_case("default-handler")
@@ -84,6 +96,7 @@ pub fn mark_of(d: &Directive, skipped: bool) -> Option<ScriptMark> {
         (!exts.is_empty()).then_some(Some(exts))
     };
     let extensions = match (name.as_str(), d.args.as_slice()) {
+        ("addhandler" | "sethandler", [h, ..]) if data_handler(h).is_some() => return None,
         ("addhandler", [h, exts @ ..]) if !is_default(h) && (skipped || !warren_has(h)) => by_extensions(exts)?,
         ("addtype", [t, exts @ ..]) if is_script_type(t) => by_extensions(exts)?,
         ("sethandler", [h, ..]) if !is_default(h) && (skipped || !warren_has(h)) => None,
@@ -122,6 +135,9 @@ mod tests {
         assert!(m.notice().starts_with("AddHandler fcgid-script .php .phtml: files ending in .php .phtml are scripts"), "{}", m.notice());
         assert!(mark_of(&directive("AddHandler cgi-script cgi"), false).unwrap().covers("a.cgi"));
         assert!(mark_of(&directive("AddHandler default-handler .php"), false).is_none());
+        // Data files, not programs.
+        assert!(mark_of(&directive("AddHandler type-map var"), false).is_none());
+        assert!(mark_of(&directive("SetHandler send-as-is"), true).is_none());
         assert!(mark_of(&directive("AddHandler php-script"), false).is_none());
     }
 
