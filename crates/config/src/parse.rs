@@ -93,6 +93,17 @@ pub struct Reader {
     skipped_depth: usize,
 }
 
+/// An `<IfModule>` block being skipped because warren lacks its module.
+struct SkippedBlock {
+    /// Where it opened, and why it is skipped.
+    at: Origin,
+    why: String,
+    /// Its lines, sections' closing tags aside (for the note).
+    count: usize,
+    /// Its logical lines with their numbers, its sections' tags included.
+    lines: Vec<(usize, String)>,
+}
+
 const MAX_INCLUDE_DEPTH: usize = 32;
 /// Skipped `<IfModule>` blocks nested deeper than this are not read for
 /// script marks: each level is read again, and an `.htaccess` file could
@@ -179,9 +190,8 @@ impl Reader {
         let mut top: Vec<Node> = Vec::new();
         // While inside a false conditional, the nesting depth being skipped.
         let mut skip_depth = 0usize;
-        // The skipped `<IfModule>` block to report once it ends: where it
-        // opened, why, the lines it holds, and those lines (to keep).
-        let mut skipping: Option<(Origin, String, usize, Vec<(usize, String)>)> = None;
+        // The skipped `<IfModule>` block to report and keep once it ends.
+        let mut skipping: Option<SkippedBlock> = None;
         // Conditional sections that were true: their closing tags must match.
         let mut open_conditionals: Vec<(usize, String)> = Vec::new();
 
@@ -198,15 +208,15 @@ impl Reader {
                     skip_depth += 1;
                 }
                 if skip_depth == 0 {
-                    if let Some((at, why, lines, kept)) = skipping.take().filter(|s| s.2 > 0) {
-                        let plural = if lines == 1 { "" } else { "s" };
-                        let node = self.read_skipped(&at, &kept);
+                    if let Some(SkippedBlock { at, why, count, lines }) = skipping.take().filter(|s| s.count > 0) {
+                        let plural = if count == 1 { "" } else { "s" };
+                        let node = self.read_skipped(&at, &lines);
                         push_node(&mut stack, &mut top, node);
-                        self.skipped.push(ConfigError { origin: at, message: format!("skipped {lines} line{plural}: {why}") });
+                        self.skipped.push(ConfigError { origin: at, message: format!("skipped {count} line{plural}: {why}") });
                     }
                 } else if let Some(s) = &mut skipping {
-                    s.2 += usize::from(!trimmed.starts_with("</"));
-                    s.3.push((line_no, logical.clone()));
+                    s.count += usize::from(!trimmed.starts_with("</"));
+                    s.lines.push((line_no, logical.clone()));
                 }
                 continue;
             }
@@ -293,7 +303,7 @@ impl Reader {
                         // A module warren has but that is not loaded (ssl) too.
                         let other_mpm = modules::find(what).is_some_and(|m| m.support == Support::Mpm || m.loads());
                         if lname == "ifmodule" && !negate && !other_mpm {
-                            skipping = Some((origin.clone(), format!("<{name} {}>: {}", args[0], modules::why_not(what)), 0, Vec::new()));
+                            skipping = Some(SkippedBlock { at: origin.clone(), why: format!("<{name} {}>: {}", args[0], modules::why_not(what)), count: 0, lines: Vec::new() });
                         }
                     }
                     continue;
