@@ -368,31 +368,26 @@ pub(crate) fn use_canonical_name(b: &mut Builder, d: &Directive, _: &mut DirConf
 }
 
 /// `AddHandler`: warren maps no handler by extension. A FastCGI handler
-/// named here would leave the scripts to be sent as text, so that is an
-/// error pointing to SetHandler; any other is said and not acted on, as
-/// Apache serves files whose handler it lacks as they are.
-pub(crate) fn add_handler(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
+/// named here is an error pointing to SetHandler; a handler of data files
+/// (type maps) is said and not acted on; any other is one warren lacks, so
+/// its files are scripts it cannot run (see [`crate::scripts`]).
+pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     let [handler, extensions @ ..] = d.args.as_slice() else {
         return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
     };
     if extensions.is_empty() {
         return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
     }
-    let exts: Vec<&str> = extensions.iter().map(|e| e.trim_start_matches('.')).collect();
     let lower = handler.to_ascii_lowercase();
     if lower.starts_with("proxy:") || lower.starts_with("pool:") || lower == "server-status" {
-        let pattern = exts.join("|");
+        let pattern = extensions.iter().map(|e| e.trim_start_matches('.')).collect::<Vec<_>>().join("|");
         return b.error(&d.origin, format!("AddHandler {handler}: warren sets handlers with SetHandler only: write <FilesMatch \"\\.({pattern})$\"> SetHandler {handler} </FilesMatch>"));
     }
-    let what = match lower.as_str() {
-        "type-map" => "warren does no content negotiation, so reads no type maps",
-        "cgi-script" => "warren runs no CGI programs (run them under FastCGI)",
-        "send-as-is" => "warren sends no .asis files as responses",
-        "imap-file" => "warren has no server-side image maps",
-        _ => "warren has no such handler",
-    };
-    let list = exts.iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(" ");
-    b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {what}; files ending in {list} are served as they are unless a SetHandler takes them"));
+    if let Some(why) = crate::scripts::data_handler(handler) {
+        let list = extensions.iter().map(|e| format!(".{}", e.trim_start_matches('.'))).collect::<Vec<_>>().join(" ");
+        return b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {why}; files ending in {list} are served as they are"));
+    }
+    b.script_mark(d, dir);
 }
 
 pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
@@ -463,6 +458,7 @@ pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         for ext in &a[1..] {
             dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), a[0].clone()));
         }
+        b.script_mark(d, dir);
     }
 }
 
@@ -486,8 +482,14 @@ pub(crate) fn limit_request_body(b: &mut Builder, d: &Directive, dir: &mut DirCo
 }
 
 pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if b.in_htaccess {
+        if let Some(refused) = crate::scripts::refused_in_htaccess(d) {
+            dir.handler = Some(Some(refused));
+            return;
+        }
+    }
     match d.args.as_slice() {
-        [h] if h.eq_ignore_ascii_case("none") => dir.handler = Some(None),
+        [h] if h.eq_ignore_ascii_case("none") || h.eq_ignore_ascii_case("default-handler") => dir.handler = Some(None),
         [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some(Handler::ServerStatus)),
         [h, opts @ ..] if h.starts_with("pool:") && h.len() > 5 => match flush_packets_option(opts) {
             Ok(flush) => {
@@ -504,7 +506,12 @@ pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
             (Ok((addr, _)), Ok(flush_packets)) => dir.handler = Some(Some(Handler::FastCgi(FcgiBackend { addr, reuse: false, timeout: None, flush_packets }))),
             (Err(m), _) | (_, Err(m)) => b.error(&d.origin, format!("SetHandler {h}: {m}")),
         },
-        [h] => b.error(&d.origin, format!("SetHandler {h}: unknown handler (known: server-status, proxy:unix:/path|fcgi://localhost, proxy:fcgi://host:port, pool:NAME, None)")),
+        // A handler warren lacks (php-script, cgi-script...): the files
+        // here are scripts; a FastCGI handler given them elsewhere stays.
+        [h] => match crate::scripts::data_handler(h) {
+            Some(why) => b.warn(&d.origin, format!("SetHandler {h}: not acted on: {why}; the files here are served as they are")),
+            None => b.script_mark(d, dir),
+        },
         _ => b.error(&d.origin, "SetHandler takes one handler name"),
     }
 }

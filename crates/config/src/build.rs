@@ -35,6 +35,10 @@ pub struct Loaded {
     /// `<IfModule>` blocks skipped because warren lacks their module
     /// (`FILE:LINE: skipped N lines: ...`): said at `-t` and at start.
     pub skipped: Vec<ConfigError>,
+    /// The lines that make files scripts warren cannot run (see
+    /// [`crate::scripts`]): error-level notices at `-t` and at start, not
+    /// errors, as Apache loads such a configuration.
+    pub scripts: Vec<ConfigError>,
 }
 
 pub fn load_file(path: &Path, opts: &LoadOptions) -> Loaded {
@@ -96,6 +100,12 @@ pub struct Builder {
     /// A `LoadModule http2_module` was read (HTTP/2 offered without it is
     /// said: Apache would not offer it).
     http2_loaded: bool,
+    /// Reading an `.htaccess` file (server-wide handlers are refused there).
+    pub(crate) in_htaccess: bool,
+    /// Reading a skipped `<IfModule>` block: only script marks are taken.
+    marks_only: bool,
+    /// What each script mark says (see [`Loaded::scripts`]).
+    script_notices: Vec<ConfigError>,
 }
 
 /// What a directive sets, by the context it stands in.
@@ -131,6 +141,9 @@ impl Builder {
             inert: Vec::new(),
             https_listens: Vec::new(),
             http2_loaded: reader.loaded_modules.contains(&"http2"),
+            in_htaccess: false,
+            marks_only: false,
+            script_notices: Vec::new(),
         }
     }
 
@@ -139,7 +152,43 @@ impl Builder {
         let mut b = Builder::new(&Reader::new(env.server_root.clone()), env.mpm, path);
         // Its pools were checked with the server's configuration.
         b.pools = Vec::new();
+        b.in_htaccess = true;
         b
+    }
+
+    /// Records the script mark `d` makes, if it makes one, in `dir`.
+    pub(crate) fn script_mark(&mut self, d: &Directive, dir: &mut DirConfig) {
+        if let Some(mark) = crate::scripts::mark_of(d, self.marks_only) {
+            self.script_notices.push(ConfigError { origin: mark.origin.clone(), message: mark.notice() });
+            dir.scripts.push(mark);
+        }
+    }
+
+    /// The script notices so far, taken.
+    pub(crate) fn take_script_notices(&mut self) -> Vec<ConfigError> {
+        std::mem::take(&mut self.script_notices)
+    }
+
+    /// A skipped `<IfModule>` block standing in `ctx`: the script marks of
+    /// its lines go to `dir`, those of its sections into sections of their
+    /// own (returned, scoped by `within`). Nothing else in it is acted on,
+    /// and nothing in it is an error: Apache never reads it.
+    pub(crate) fn skipped_block(&mut self, sec: &Section, ctx: Context, dir: &mut DirConfig, within: Option<&SectionMatch>) -> Vec<DirSection> {
+        let (errors, warnings) = (self.errors.len(), self.warnings.len());
+        let was = std::mem::replace(&mut self.marks_only, true);
+        let mut sections = Vec::new();
+        for node in &sec.children {
+            match node {
+                Node::Directive(d) => self.script_mark(d, dir),
+                Node::Section(inner) if inner.name.eq_ignore_ascii_case("VirtualHost") || inner.name.eq_ignore_ascii_case("Pool") => {}
+                Node::Section(inner) => sections.extend(self.dir_section(inner, ctx, within)),
+                Node::Skipped(inner) => sections.extend(self.skipped_block(inner, ctx, dir, within)),
+            }
+        }
+        self.marks_only = was;
+        self.errors.truncate(errors);
+        self.warnings.truncate(warnings);
+        sections
     }
 
     /// Applies `d` to a per-directory config (an `.htaccess` file's).
@@ -211,6 +260,10 @@ impl Builder {
                     let sections = self.dir_section(sec, Context::Server, None);
                     s.main.sections.extend(sections);
                 }
+                Node::Skipped(sec) => {
+                    let sections = self.skipped_block(sec, Context::Server, &mut s.main.dir, None);
+                    s.main.sections.extend(sections);
+                }
                 Node::Directive(d) => self.directive(d, Context::Server, Target::Server(&mut s)),
             }
         }
@@ -278,6 +331,7 @@ impl Builder {
             warnings: self.warnings,
             errors: self.errors,
             skipped: Vec::new(),
+            scripts: self.script_notices,
         }
     }
 
@@ -336,6 +390,10 @@ impl Builder {
                     let sections = self.dir_section(inner, Context::VirtualHost, None);
                     host.sections.extend(sections);
                 }
+                Node::Skipped(inner) => {
+                    let sections = self.skipped_block(inner, Context::VirtualHost, &mut host.dir, None);
+                    host.sections.extend(sections);
+                }
             }
         }
         let docroot_origin = std::mem::replace(&mut self.document_root_origin, main_document_root_origin);
@@ -372,6 +430,12 @@ impl Builder {
     /// Hands `d` to its entry in the table if it exists for this MPM and may
     /// stand `here`, else says which of those it fails.
     fn directive(&mut self, d: &Directive, here: Context, target: Target) {
+        if self.marks_only {
+            if let Target::Dir(dir, _) = target {
+                self.script_mark(d, dir);
+            }
+            return;
+        }
         let Some(spec) = table::find(&d.name).filter(|spec| spec.mpms.contains(&self.mpm)) else {
             self.unknown(d);
             return;
@@ -529,6 +593,10 @@ impl Builder {
                 Node::Directive(d) => self.directive(d, inner_ctx, Target::Dir(&mut config, &sec.name)),
                 Node::Section(inner) => {
                     let sections = self.dir_section(inner, inner_ctx, Some(&matcher));
+                    nested.extend(sections);
+                }
+                Node::Skipped(inner) => {
+                    let sections = self.skipped_block(inner, inner_ctx, &mut config, Some(&matcher));
                     nested.extend(sections);
                 }
             }

@@ -98,6 +98,9 @@ pub struct DirConfig {
     pub limit_request_body: Option<u64>,
     /// `SetHandler name` (`None` resets to the default file handler).
     pub handler: Option<Option<Handler>>,
+    /// The lines here that make files scripts (see [`crate::scripts`]):
+    /// added to those above, never reset.
+    pub scripts: Vec<crate::scripts::ScriptMark>,
     /// `ProxyFCGIBackendType`.
     pub fcgi_backend_type: Option<FcgiBackendType>,
     /// `AcceptPathInfo`: None for Default (handlers decide).
@@ -159,6 +162,9 @@ pub enum Handler {
     FastCgi(FcgiBackend),
     /// `pool:NAME`: the script runs in one of warren's own pools.
     Pool(String),
+    /// A server-wide handler (`server-status`...) an `.htaccess` file set,
+    /// at its line: answered 500 (see [`crate::scripts::SERVER_WIDE`]).
+    Refused { name: String, origin: Origin },
 }
 
 impl DirConfig {
@@ -182,6 +188,7 @@ impl DirConfig {
         if over.handler.is_some() {
             self.handler.clone_from(&over.handler);
         }
+        self.scripts.extend(over.scripts.iter().cloned());
         if over.fcgi_backend_type.is_some() {
             self.fcgi_backend_type = over.fcgi_backend_type;
         }

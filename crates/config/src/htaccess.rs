@@ -310,10 +310,12 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
                         Node::Section(inner) => {
                             return Err(ConfigError { origin: inner.origin.clone(), message: format!("<{}> not allowed here", inner.name) })
                         }
+                        Node::Skipped(_) => {}
                     }
                 }
                 files.extend(builder.nested_section(sec, &matcher));
             }
+            Node::Skipped(sec) => files.extend(builder.skipped_block(sec, Context::Directory, &mut config, Some(&matcher))),
         }
         if let Some(e) = builder.first_error() {
             return Err(e);
@@ -335,6 +337,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
     }
     builder.say_inert();
     let mut notes = builder.take_warnings();
+    notes.extend(builder.take_script_notices());
     notes.extend(skipped);
     Ok(Htaccess { sections, notes })
 }
@@ -345,7 +348,7 @@ fn check_handler(h: &Handler, env: &Env, nodes: &[Node], dir: &Path) -> Result<(
     let addr = |h: &Handler| match h {
         Handler::FastCgi(b) => Some(b.addr.clone()),
         Handler::Pool(name) => Some(crate::backend::FcgiAddr::Pool(name.clone())),
-        Handler::ServerStatus => None,
+        Handler::ServerStatus | Handler::Refused { .. } => None,
     };
     let Some(wanted) = addr(h) else { return Ok(()) };
     if env.handlers.iter().any(|known| addr(known).as_ref() == Some(&wanted)) {
@@ -536,5 +539,16 @@ mod tests {
         assert!(e.message.contains("may only choose among those"), "{e}");
         let e = read_text("SetHandler proxy:unix:/run/php/other.sock|fcgi://localhost\n", &all).unwrap_err();
         assert!(e.message.contains("may only choose among those"), "{e}");
+    }
+
+    /// A server-wide handler is refused where it applies (not the whole
+    /// file); a handler warren lacks marks scripts and is said in the notes.
+    #[test]
+    fn server_wide_handlers_are_refused_and_scripts_marked() {
+        let h = read_text("AddHandler php-script .php\n<Files status>\nSetHandler server-status\n</Files>\n<IfModule mod_fcgid.c>\nAddHandler fcgid-script .inc\n</IfModule>\n", &overrides(&["FileInfo"])).unwrap();
+        let status = &h.sections[1].config.handler;
+        assert!(matches!(status, Some(Some(Handler::Refused { name, origin })) if name == "server-status" && origin.line == 3), "{status:?}");
+        assert!(h.sections[0].config.scripts.iter().any(|m| m.covers("a.php")) && h.sections[0].config.scripts.iter().any(|m| m.covers("a.inc")));
+        assert!(h.notes.iter().any(|n| n.to_string().starts_with("/srv/site/.htaccess:1: AddHandler php-script .php: files ending in .php are scripts")), "{:?}", h.notes);
     }
 }

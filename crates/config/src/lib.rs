@@ -41,6 +41,9 @@
 //! [`expires`] mod_expires' times and [`env_vars`] mod_env's and
 //! mod_setenvif's directives (the request environment).
 //!
+//! [`scripts`] says which files a configuration names as scripts (never
+//! to be sent as text) and which handlers `.htaccess` may not set.
+//!
 //! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
 //! it change; the handler finds and caches the files.
 //!
@@ -84,6 +87,7 @@ pub mod pool;
 pub mod pool_file;
 pub mod remote_ip;
 pub mod rewrite;
+pub mod scripts;
 pub mod settings;
 pub mod table;
 pub mod tls;

@@ -61,6 +61,10 @@ pub struct Section {
 pub enum Node {
     Directive(Directive),
     Section(Section),
+    /// An `<IfModule>` block of a module warren lacks: not acted on, but
+    /// kept for the lines in it that make files scripts (see
+    /// [`crate::scripts`]), as its module would have run them.
+    Skipped(Section),
 }
 
 /// State carried through one read of a configuration, including its includes.
@@ -85,9 +89,26 @@ pub struct Reader {
     /// Reading an `.htaccess` file: what acts while reading is refused.
     pub in_htaccess: bool,
     depth: usize,
+    /// How many skipped `<IfModule>` blocks this reading is inside.
+    skipped_depth: usize,
+}
+
+/// An `<IfModule>` block being skipped because warren lacks its module.
+struct SkippedBlock {
+    /// Where it opened, and why it is skipped.
+    at: Origin,
+    why: String,
+    /// Its lines, sections' closing tags aside (for the note).
+    count: usize,
+    /// Its logical lines with their numbers, its sections' tags included.
+    lines: Vec<(usize, String)>,
 }
 
 const MAX_INCLUDE_DEPTH: usize = 32;
+/// Skipped `<IfModule>` blocks nested deeper than this are not read for
+/// script marks: each level is read again, and an `.htaccess` file could
+/// nest thousands.
+const MAX_SKIPPED_DEPTH: usize = 4;
 /// The longest a line may become by `${VAR}` expansion: far beyond any real
 /// line, and a bound on what each line can cost.
 const MAX_EXPANDED_LINE: usize = 64 * 1024;
@@ -105,6 +126,7 @@ impl Reader {
             skipped: Vec::new(),
             in_htaccess: false,
             depth: 0,
+            skipped_depth: 0,
         }
     }
 
@@ -168,9 +190,8 @@ impl Reader {
         let mut top: Vec<Node> = Vec::new();
         // While inside a false conditional, the nesting depth being skipped.
         let mut skip_depth = 0usize;
-        // The skipped `<IfModule>` block to report once it ends: where it
-        // opened, why, and the lines it holds.
-        let mut skipping: Option<(Origin, String, usize)> = None;
+        // The skipped `<IfModule>` block to report and keep once it ends.
+        let mut skipping: Option<SkippedBlock> = None;
         // Conditional sections that were true: their closing tags must match.
         let mut open_conditionals: Vec<(usize, String)> = Vec::new();
 
@@ -187,14 +208,15 @@ impl Reader {
                     skip_depth += 1;
                 }
                 if skip_depth == 0 {
-                    if let Some((at, why, lines)) = skipping.take().filter(|s| s.2 > 0) {
-                        let plural = if lines == 1 { "" } else { "s" };
-                        self.skipped.push(ConfigError { origin: at, message: format!("skipped {lines} line{plural}: {why}") });
+                    if let Some(SkippedBlock { at, why, count, lines }) = skipping.take().filter(|s| s.count > 0) {
+                        let plural = if count == 1 { "" } else { "s" };
+                        let node = self.read_skipped(&at, &lines);
+                        push_node(&mut stack, &mut top, node);
+                        self.skipped.push(ConfigError { origin: at, message: format!("skipped {count} line{plural}: {why}") });
                     }
-                } else if !trimmed.starts_with("</") {
-                    if let Some(s) = &mut skipping {
-                        s.2 += 1;
-                    }
+                } else if let Some(s) = &mut skipping {
+                    s.count += usize::from(!trimmed.starts_with("</"));
+                    s.lines.push((line_no, logical.clone()));
                 }
                 continue;
             }
@@ -281,7 +303,7 @@ impl Reader {
                         // A module warren has but that is not loaded (ssl) too.
                         let other_mpm = modules::find(what).is_some_and(|m| m.support == Support::Mpm || m.loads());
                         if lname == "ifmodule" && !negate && !other_mpm {
-                            skipping = Some((origin.clone(), format!("<{name} {}>: {}", args[0], modules::why_not(what)), 0));
+                            skipping = Some(SkippedBlock { at: origin.clone(), why: format!("<{name} {}>: {}", args[0], modules::why_not(what)), count: 0, lines: Vec::new() });
                         }
                     }
                     continue;
@@ -354,6 +376,35 @@ impl Reader {
             self.error(&origin, format!("<{}> section is not closed before the end of the file", section.name));
         }
         top
+    }
+
+    /// The lines of a skipped `<IfModule>` block (opened at `at`), read as
+    /// nodes by a reader of their own, whose errors are not this reading's
+    /// (Apache never reads them).
+    fn read_skipped(&mut self, at: &Origin, lines: &[(usize, String)]) -> Node {
+        let mut children = Vec::new();
+        if self.skipped_depth < MAX_SKIPPED_DEPTH {
+            // Blank lines keep each line at its number.
+            let mut text = String::new();
+            let mut line = 1;
+            for (n, logical) in lines {
+                while line < *n {
+                    text.push('\n');
+                    line += 1;
+                }
+                text.push_str(logical);
+            }
+            let mut inner = Reader::new(self.server_root.clone());
+            inner.defines = self.defines.clone();
+            inner.mpm_override = self.mpm_override.clone();
+            inner.loaded_mpm = self.loaded_mpm.clone();
+            inner.loaded_modules = self.loaded_modules.clone();
+            inner.in_htaccess = self.in_htaccess;
+            inner.depth = self.depth;
+            inner.skipped_depth = self.skipped_depth + 1;
+            children = inner.read_text(&text, at.file.clone());
+        }
+        Node::Skipped(Section { name: "IfModule".into(), args: Vec::new(), origin: at.clone(), children })
     }
 
     fn load_module(&mut self, args: &[String], origin: &Origin) {
@@ -562,6 +613,7 @@ mod tests {
             .map(|n| match n {
                 Node::Directive(d) => format!("{} {}", d.name, d.args.join("|")),
                 Node::Section(s) => format!("<{} {}>[{}]", s.name, s.args.join("|"), names(&s.children).join(";")),
+                Node::Skipped(s) => format!("skipped:{}[{}]", s.origin.line, names(&s.children).join(";")),
             })
             .collect()
     }
@@ -642,6 +694,39 @@ mod tests {
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     }
 
+    /// A kept block's lines keep their numbers, nested blocks and sections
+    /// included; what would be an error in it is none (Apache never reads
+    /// it), and nothing in it acts while reading.
+    #[test]
+    fn skipped_blocks_are_kept_with_their_lines() {
+        let text = "Listen 80\n<IfModule mod_fcgid.c>\n  AddHandler fcgid-script .php\n  <FilesMatch \\.phtml$>\n    SetHandler fcgid-script\n  </FilesMatch>\n  <IfModule mod_x.c>\n    FcgidWrapper /usr/bin/php-cgi \\\n      .php\n  </IfModule>\n  Define INSIDE\n  \"unclosed\n</IfModule>\n";
+        let mut r = Reader::new(std::env::temp_dir());
+        let nodes = r.read_text(text, Arc::new(PathBuf::from("f.conf")));
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert!(!r.defines.contains_key("INSIDE"));
+        assert_eq!(names(&nodes), vec!["Listen 80", "skipped:2[AddHandler fcgid-script|.php;<FilesMatch \\.phtml$>[SetHandler fcgid-script];skipped:7[FcgidWrapper /usr/bin/php-cgi|.php]]"]);
+        let Node::Skipped(block) = &nodes[1] else { panic!() };
+        let lines: Vec<usize> = block.children.iter().map(|n| match n {
+            Node::Directive(d) => d.origin.line,
+            Node::Section(s) | Node::Skipped(s) => s.origin.line,
+        }).collect();
+        assert_eq!(lines, vec![3, 4, 7]);
+        let Node::Skipped(inner) = &block.children[2] else { panic!() };
+        let Node::Directive(wrapper) = &inner.children[0] else { panic!() };
+        assert_eq!(wrapper.origin.line, 8);
+    }
+
+    /// Nested deeper than [`MAX_SKIPPED_DEPTH`], blocks are not read again.
+    #[test]
+    fn deeply_nested_skipped_blocks_are_bounded() {
+        let depth = 5000;
+        let text = format!("{}AddHandler php-script .php\n{}", "<IfModule mod_x.c>\n".repeat(depth), "</IfModule>\n".repeat(depth));
+        let mut r = Reader::new(std::env::temp_dir());
+        let nodes = r.read_text(&text, Arc::new(PathBuf::from("deep.conf")));
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(nodes.len(), 1);
+    }
+
     /// `<IfModule>` blocks skipped because warren lacks the module are
     /// said, with their line count; those of another MPM, negated ones for
     /// a module warren has, empty ones and `<IfDefine>` are not.
@@ -651,7 +736,8 @@ mod tests {
         let mut r = Reader::new(std::env::temp_dir());
         let nodes = r.read_text(text, Arc::new(PathBuf::from("s.conf")));
         assert!(r.errors.is_empty(), "{:?}", r.errors);
-        assert_eq!(names(&nodes), vec!["Options -MultiViews"]);
+        // The block of a lacking module is kept, for its script marks.
+        assert_eq!(names(&nodes), vec!["skipped:22[php_value x|1]", "Options -MultiViews"]);
         let skipped: Vec<String> = r.skipped.iter().map(ToString::to_string).collect();
         assert_eq!(
             skipped,

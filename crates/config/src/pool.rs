@@ -228,6 +228,8 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
                 err(errors, &s.origin, format!("<{}> is not allowed in <Pool>", s.name));
                 continue;
             }
+            // An <IfModule> of a module warren lacks: nothing of a pool's.
+            Node::Skipped(_) => continue,
         };
         let (key, args) = fpm_form(&d.name, &d.args);
         if key.starts_with(';') {

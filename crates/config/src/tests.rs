@@ -162,15 +162,48 @@ fn add_handler_trace_enable_and_canonical_names() {
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddHandler type-map var\nAddHandler cgi-script .cgi .pl\nTraceEnable Off\nUseCanonicalName Off\nUseCanonicalName On\n");
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
-    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    // A type map is data, not a program: served as it is.
     assert!(warnings[0].contains(":3: AddHandler type-map: not acted on") && warnings[0].contains(".var are served as they are"), "{warnings:?}");
-    assert!(warnings[1].contains(":4: AddHandler cgi-script: not acted on: warren runs no CGI") && warnings[1].contains(".cgi .pl"), "{warnings:?}");
-    assert!(warnings[2].contains(":7: UseCanonicalName On"), "{warnings:?}");
-    assert!(!l.settings.unwrap().trace_enable);
+    assert!(warnings[1].contains(":7: UseCanonicalName On"), "{warnings:?}");
+    // A handler warren lacks makes its files scripts: said, not an error.
+    let scripts: Vec<String> = l.scripts.iter().map(|e| e.to_string()).collect();
+    assert_eq!(scripts.len(), 1, "{scripts:?}");
+    assert!(scripts[0].contains(":4: AddHandler cgi-script .cgi .pl: files ending in .cgi .pl are scripts") && scripts[0].contains("never sent as text"), "{scripts:?}");
+    let s = l.settings.unwrap();
+    assert!(!s.trace_enable);
+    assert_eq!(s.main.dir.scripts.len(), 1);
+    assert!(s.main.dir.scripts[0].covers("x.pl") && s.main.dir.scripts[0].origin.line == 4);
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddHandler \"proxy:unix:/run/php.sock|fcgi://localhost\" .php\nTraceEnable extended\n");
     assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
     assert!(l.errors[0].to_string().contains(":3: AddHandler proxy:unix:/run/php.sock|fcgi://localhost: warren sets handlers with SetHandler only"), "{:?}", l.errors);
     assert!(l.warnings.len() == 1 && l.warnings[0].to_string().contains(":4: TraceEnable extended: warren does not echo"), "{:?}", l.warnings);
+}
+
+/// The mod_fcgid configuration of the seeds: its <IfModule> is skipped,
+/// but what it names as scripts stays so, in the section it stands in; a
+/// SetHandler of a handler warren lacks leaves a FastCGI one in force.
+#[test]
+fn scripts_named_in_skipped_blocks_and_sections_are_marked() {
+    let d = Dir::new("fcgid");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Directory /srv/a>\n  Options +ExecCGI\n  <IfModule mod_fcgid.c>\n    AddHandler fcgid-script .php\n    FcgidWrapper /usr/bin/php-cgi .php\n    <Files *.phtml>\n      SetHandler None\n      SetHandler fcgid-script\n    </Files>\n    Frobnicate (\n  </IfModule>\n</Directory>\n<FilesMatch \\.php$>\n  SetHandler proxy:fcgi://127.0.0.1:9000\n  SetHandler application/x-httpd-php\n</FilesMatch>\nAddType application/x-httpd-php-source .phps\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let scripts: Vec<String> = l.scripts.iter().map(|e| e.to_string()).collect();
+    assert_eq!(scripts.len(), 5, "{scripts:?}");
+    for (i, line) in [6, 7, 10, 17, 19].into_iter().enumerate() {
+        assert!(scripts[i].contains(&format!(":{line}: ")), "{scripts:?}");
+    }
+    let s = l.settings.unwrap();
+    let sections = &s.main.sections;
+    let dir = sections.iter().find(|x| matches!(&x.matcher, SectionMatch::Directory(p) if p == "/srv/a")).unwrap();
+    assert_eq!(dir.config.scripts.len(), 2);
+    assert!(dir.config.scripts.iter().all(|m| m.covers("index.php")));
+    let files = sections.iter().find(|x| matches!(&x.matcher, SectionMatch::Files(p) if p == "*.phtml")).unwrap();
+    assert!(files.within.is_some() && files.config.handler.is_none(), "nothing but marks is taken from a skipped block");
+    assert_eq!(files.config.scripts[0].extensions, None);
+    let php = sections.iter().find(|x| matches!(&x.matcher, SectionMatch::FilesMatch(_))).unwrap();
+    assert!(matches!(php.config.handler, Some(Some(Handler::FastCgi(_)))));
+    assert!(s.main.dir.scripts[0].covers("x.phps"));
 }
 
 /// Modules warren accepts without doing what they do are said at their

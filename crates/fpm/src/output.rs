@@ -3,7 +3,9 @@
 //! log file (which the pool's user could truncate or write anything into);
 //! the parent drains the read end without blocking and logs it line by line,
 //! as php-fpm's catch_workers_output: `[pool www] child said into stderr:
-//! "..."`.
+//! "..."`. The log is shared by every pool: each pool's lines are metered
+//! by a bucket of its own ([`Bucket`]); what is over goes unlogged and is
+//! counted, and one line says how many once lines are let through again.
 
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
@@ -18,6 +20,62 @@ const OUTPUT_LINE_MAX: usize = 1024;
 /// pool printing without pause cannot hold up the parent's other work.
 const OUTPUT_READ_MAX: usize = 64 * 1024;
 
+/// How many lines of one pool's output are logged a second, once its
+/// burst is spent: a tenant printing without pause must not fill the disk
+/// that every site logs to, nor keep the parent formatting its lines.
+const OUTPUT_LINES_PER_SECOND: f64 = 20.0;
+/// How many lines may come at once (a stack trace, a child's last words).
+const OUTPUT_BURST: f64 = 200.0;
+
+/// A token bucket: a line is logged for a token; tokens come back at
+/// [`OUTPUT_LINES_PER_SECOND`] up to [`OUTPUT_BURST`].
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+    /// Lines not logged since the last that was.
+    dropped: u64,
+}
+
+impl Bucket {
+    fn new(now: Instant) -> Bucket {
+        Bucket { tokens: OUTPUT_BURST, at: now, dropped: 0 }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * OUTPUT_LINES_PER_SECOND).min(OUTPUT_BURST);
+        self.at = now;
+    }
+
+    /// Whether a line may be logged at `now`; counted as dropped if not.
+    fn take(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
+
+    /// The line saying how many were dropped, once a line may be logged
+    /// again (it takes the token of one).
+    fn dropped_line(&mut self, pool: &str, now: Instant) -> Option<String> {
+        if self.dropped == 0 {
+            return None;
+        }
+        self.refill(now);
+        if self.tokens < 1.0 {
+            return None;
+        }
+        self.tokens -= 1.0;
+        let n = std::mem::take(&mut self.dropped);
+        let plural = if n == 1 { "" } else { "s" };
+        Some(format!("[pool {pool}] {n} line{plural} of its children's output not logged: more than {OUTPUT_LINES_PER_SECOND} a second ({OUTPUT_BURST} at once)"))
+    }
+}
+
 /// A pool's output pipe, and the line it is in the middle of.
 pub(crate) struct Output {
     pub(crate) read: OwnedFd,
@@ -29,13 +87,15 @@ pub(crate) struct Output {
     /// The current line was longer than OUTPUT_LINE_MAX: its start is
     /// logged, the rest is dropped up to its end.
     cutting: bool,
+    /// What of it may be logged.
+    bucket: Bucket,
 }
 
 impl Output {
     pub(crate) fn new() -> std::io::Result<Output> {
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         nix::fcntl::fcntl(&read, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-        Ok(Output { read, write, partial: Vec::new(), partial_since: None, cutting: false })
+        Ok(Output { read, write, partial: Vec::new(), partial_since: None, cutting: false, bucket: Bucket::new(Instant::now()) })
     }
 
     /// Reads what is there (up to OUTPUT_READ_MAX) and returns the whole
@@ -86,18 +146,41 @@ impl Output {
         }
     }
 
-    /// Logs the whole lines that have come.
+    /// Logs the whole lines that have come, as the bucket lets through.
     pub(crate) fn log_lines(&mut self, pool: &str, log: &dyn ManagerLog) {
+        self.log_lines_at(pool, log, Instant::now());
+    }
+
+    fn log_lines_at(&mut self, pool: &str, log: &dyn ManagerLog, now: Instant) {
         for (line, cut) in self.drain() {
-            log.warn(&said(pool, &line, cut));
+            self.log_metered(pool, log, now, |pool| said(pool, &line, cut));
         }
     }
 
     /// Logs the start of a line that has waited `wait` for its end (or any,
-    /// when `wait` is zero) as it is.
+    /// when `wait` is zero) as it is, and how many lines were not logged
+    /// once one may be.
     pub(crate) fn log_stale(&mut self, pool: &str, log: &dyn ManagerLog, wait: Duration) {
+        self.log_stale_at(pool, log, wait, Instant::now());
+    }
+
+    fn log_stale_at(&mut self, pool: &str, log: &dyn ManagerLog, wait: Duration, now: Instant) {
         if let Some(line) = self.stale(wait) {
-            log.warn(&said(pool, &line, false));
+            self.log_metered(pool, log, now, |pool| said(pool, &line, false));
+        }
+        if let Some(summary) = self.bucket.dropped_line(pool, now) {
+            log.warn(&summary);
+        }
+    }
+
+    /// One line of output, made only if the bucket lets it through, after
+    /// the count of those that it did not.
+    fn log_metered(&mut self, pool: &str, log: &dyn ManagerLog, now: Instant, line: impl FnOnce(&str) -> String) {
+        if let Some(summary) = self.bucket.dropped_line(pool, now) {
+            log.warn(&summary);
+        }
+        if self.bucket.take(now) {
+            log.warn(&line(pool));
         }
     }
 
@@ -166,6 +249,59 @@ mod tests {
         assert!(o.stale(Duration::from_secs(60)).is_none(), "a fresh partial line waits for its end");
         assert_eq!(o.stale(Duration::ZERO), Some(b"b".to_vec()));
         assert!(o.stale(Duration::ZERO).is_none());
+    }
+
+    #[test]
+    fn the_bucket_lets_a_burst_then_a_rate_through_and_counts_the_rest() {
+        let t0 = Instant::now();
+        let mut b = Bucket::new(t0);
+        let burst = OUTPUT_BURST as usize;
+        assert_eq!((0..burst + 50).filter(|_| b.take(t0)).count(), burst);
+        assert_eq!(b.dropped, 50);
+        assert!(b.dropped_line("www", t0).is_none(), "no token: not said yet");
+        // A second later, the rate's worth: the count first, then lines.
+        let t1 = t0 + Duration::from_secs(1);
+        let summary = b.dropped_line("www", t1).unwrap();
+        assert_eq!(summary, "[pool www] 50 lines of its children's output not logged: more than 20 a second (200 at once)");
+        assert_eq!((0..100).filter(|_| b.take(t1)).count(), OUTPUT_LINES_PER_SECOND as usize - 1);
+        assert!(b.dropped_line("www", t1).is_none());
+        // Never more than the burst, however long the pause.
+        let later = t1 + Duration::from_secs(3600);
+        assert_eq!((0..burst * 2).filter(|_| b.take(later)).count(), burst);
+    }
+
+    /// Through the logging functions: a flood of lines leaves the log a
+    /// bounded number, and the count of the rest.
+    #[test]
+    fn a_flood_is_logged_bounded() {
+        struct Lines(std::sync::Mutex<Vec<String>>);
+        impl ManagerLog for Lines {
+            fn warn(&self, m: &str) {
+                self.0.lock().unwrap().push(m.to_string());
+            }
+            fn error(&self, m: &str) {
+                self.warn(m);
+            }
+            fn notice(&self, m: &str) {
+                self.warn(m);
+            }
+            fn slow_request(&self, _: &std::path::Path, _: &str) {}
+        }
+        let log = Lines(Default::default());
+        let mut o = Output::new().unwrap();
+        let t0 = Instant::now();
+        let flood = "spam\n".repeat(10_000);
+        for chunk in flood.as_bytes().chunks(4096) {
+            nix::unistd::write(&o.write, chunk).unwrap();
+            o.log_lines_at("www", &log, t0);
+        }
+        o.log_stale_at("www", &log, Duration::ZERO, t0 + Duration::from_secs(1));
+        let lines = log.0.into_inner().unwrap();
+        assert_eq!(lines.len(), OUTPUT_BURST as usize + 1);
+        let last = lines.last().unwrap();
+        assert!(last.starts_with("[pool www] ") && last.contains("lines of its children's output not logged"), "{last}");
+        let counted: usize = last["[pool www] ".len()..].split(' ').next().unwrap().parse().unwrap();
+        assert_eq!(counted + lines.len() - 1, 10_000, "every line is logged or counted");
     }
 
     #[test]

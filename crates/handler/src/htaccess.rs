@@ -104,7 +104,7 @@ fn handlers_for(host: &HostConfig, dir: &Path) -> Vec<Handler> {
         _ => true,
     };
     let configs = std::iter::once(&host.dir).chain(host.sections.iter().filter(|s| applies(&s.matcher) && s.within.as_deref().is_none_or(applies)).map(|s| &s.config));
-    configs.filter_map(|c: &DirConfig| c.handler.clone().flatten()).filter(|h| !matches!(h, Handler::ServerStatus)).collect()
+    configs.filter_map(|c: &DirConfig| c.handler.clone().flatten()).filter(|h| matches!(h, Handler::FastCgi(_) | Handler::Pool(_))).collect()
 }
 
 /// The AllowOverride in force for the directory `dir` (`<Directory>`

@@ -34,7 +34,8 @@
 //! `symlinks` (Options FollowSymLinks and SymLinksIfOwnerMatch: files,
 //! directory indexes and scripts opened with every link on the way
 //! checked), `static_files` (files, DirectoryIndex, trailing-slash
-//! redirects), `listing` (Options Indexes), `fastcgi/` (the proxy to
+//! redirects), `scripts` (no script sent as text: the check where a static
+//! file's response is made), `listing` (Options Indexes), `fastcgi/` (the proxy to
 //! FastCGI applications: `params`, `exchange`, `response`, `backend`),
 //! `pool_status` (the status page of warren's own pools), `remote_ip`
 //! (mod_remoteip: the client behind proxies, and who must send a PROXY
@@ -69,6 +70,7 @@ mod rewrite;
 pub mod route;
 pub mod router;
 mod sections;
+pub mod scripts;
 pub mod site;
 pub mod static_files;
 pub mod status;

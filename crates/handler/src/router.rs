@@ -184,6 +184,9 @@ impl Site {
             }
         }
         let route = Route { req, url, query, fs, dir };
+        if let Some(refused) = crate::scripts::refuse_handler(self, req, &route.dir) {
+            return Outcome::Ready(refused);
+        }
         match route.dir.handler() {
             Some(Some(Handler::ServerStatus)) => {
                 if !route.dir.allows(conn) {
@@ -479,7 +482,7 @@ pub fn backend_of(h: &Handler) -> FcgiBackend {
     match h {
         Handler::FastCgi(b) => b.clone(),
         Handler::Pool(name) => FcgiBackend { addr: warren_config::FcgiAddr::Pool(name.clone()), reuse: false, timeout: None, flush_packets: false },
-        Handler::ServerStatus => unreachable!("not a FastCGI handler"),
+        Handler::ServerStatus | Handler::Refused { .. } => unreachable!("not a FastCGI handler"),
     }
 }
 

@@ -182,6 +182,9 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
 /// read from it, or answered from the cache when the cached copy is of the
 /// very file it holds.
 fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs: PathBuf, opened: Option<File>) -> Response {
+    if let Some(refused) = crate::scripts::refuse_static(site, req, eff, &fs) {
+        return refused;
+    }
     let (host, head) = (req.host, req.head);
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {

@@ -158,6 +158,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut warnings = Vec::new();
     let mut skipped = Vec::new();
+    let mut scripts = Vec::new();
     if let Some(Command::Bench(args)) = &cli.command {
         return bench(args);
     }
@@ -208,6 +209,12 @@ fn main() -> ExitCode {
                 eprintln!("{s}");
                 skipped.push(s.to_string());
             }
+            // Files named as scripts that no handler of warren's runs:
+            // answered 500, so said as errors, though Apache loads them.
+            for e in &loaded.scripts {
+                eprintln!("{e} (error: answered 500)");
+                scripts.push(e.to_string());
+            }
             for e in &loaded.errors {
                 eprintln!("{e}");
             }
@@ -254,14 +261,14 @@ fn main() -> ExitCode {
             Some(Box::new(move || {
                 let loaded = load_checked(&file, &opts, allow_root);
                 match loaded.settings {
-                    Some(s) => Ok((s, loaded.warnings.iter().chain(&loaded.skipped).map(ToString::to_string).collect())),
+                    Some(s) => Ok((s, loaded.warnings.iter().chain(&loaded.skipped).chain(&loaded.scripts).map(ToString::to_string).collect())),
                     None => Err(loaded.errors.iter().map(ToString::to_string).collect()),
                 }
             }))
         }
         _ => None,
     };
-    run(settings, &warnings, &skipped, reload)
+    run(settings, &warnings, &skipped, &scripts, reload)
 }
 
 /// Loads a configuration file, and refuses server children or pools that
@@ -527,7 +534,7 @@ fn limit_malloc_arenas() {
     }
 }
 
-fn run(settings: Settings, warnings: &[String], skipped: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
+fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
     // Read as root, before any privilege is dropped: keys may be readable by root only.
     let tls = match warren_tls::ServerTls::new(&settings) {
         Ok(t) => t,
@@ -565,6 +572,9 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], reload: Opti
     }
     for s in skipped {
         site.error_log.notice(s);
+    }
+    for s in scripts {
+        site.error_log.log(warren_config::LogLevel::Error, None, s);
     }
     let parent = match warren_mpm::Parent::new(site, listeners, reload) {
         Ok(p) => p,

@@ -28,6 +28,7 @@ use warren_pool_api::{PoolDispatch, ManagerLog};
 
 use crate::output::Output;
 mod php_fpm;
+mod php_ini;
 mod sizing;
 
 use php_fpm::{end_session_of, MASTER_BACKOFF_MAX, MASTER_YOUTH};
@@ -69,6 +70,8 @@ struct PoolRun {
     auto: Option<AutoSize>,
     /// Replaced php-fpm masters not yet told to stop, and since when.
     quitting: Vec<(i32, std::time::Instant)>,
+    /// A php-cgi pool's PHP settings, in a file of its own.
+    ini: Option<php_ini::PoolIni>,
 }
 
 /// The server's `User` and `Group` as configured: a pool without `User`
@@ -102,6 +105,11 @@ pub struct Manager {
     log: Arc<dyn ManagerLog>,
     /// The memory budget, when a pool has pm.max_children auto.
     sizing: Option<Sizing>,
+    /// The directory of the php-cgi pools' ini directories (see
+    /// [`php_ini`]), made for the first pool with PHP settings.
+    ini_parent: Option<PathBuf>,
+    /// The number of the next pool's ini directory.
+    ini_serial: u32,
 }
 
 fn now_secs() -> u64 {
@@ -125,6 +133,17 @@ fn owner_of(server: &ServerUser) -> Result<Option<(Uid, Gid)>, String> {
 /// list, add, rename or remove entries: neither they nor a pool's user can
 /// put a symlink where root is about to bind or chown a socket.
 fn make_socket_dir(group: Option<Gid>) -> Result<(PathBuf, OwnedFd), String> {
+    let (dir, fd) = make_private_dir("warren-pools")?;
+    if let Some(g) = group {
+        nix::unistd::fchown(&fd, None, Some(g)).map_err(|e| format!("cannot give {} to group {g}: {e}", dir.display()))?;
+        nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(0o710)).map_err(|e| format!("cannot set the mode of {}: {e}", dir.display()))?;
+    }
+    Ok((dir, fd))
+}
+
+/// A new directory `PREFIX-PID-XXXXXXXX` of warren's user, mode 0700, under
+/// the temporary directory, and a descriptor of it.
+fn make_private_dir(prefix: &str) -> Result<(PathBuf, OwnedFd), String> {
     let base = std::env::temp_dir();
     let st = nix::sys::stat::stat(&base).map_err(|e| format!("{}: {e}", base.display()))?;
     // In a directory others may write to without the sticky bit, they could
@@ -135,7 +154,7 @@ fn make_socket_dir(group: Option<Gid>) -> Result<(PathBuf, OwnedFd), String> {
     let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     let mut dir = None;
     for attempt in 0..64u32 {
-        let candidate = base.join(format!("warren-pools-{}-{:08x}", std::process::id(), seed.wrapping_mul(2_654_435_761).wrapping_add(attempt)));
+        let candidate = base.join(format!("{prefix}-{}-{:08x}", std::process::id(), seed.wrapping_mul(2_654_435_761).wrapping_add(attempt)));
         // mkdir never follows a symlink nor reuses an existing entry: a
         // name someone else took is skipped, never cleared.
         match nix::unistd::mkdir(&candidate, Mode::from_bits_truncate(0o700)) {
@@ -147,13 +166,9 @@ fn make_socket_dir(group: Option<Gid>) -> Result<(PathBuf, OwnedFd), String> {
             Err(e) => return Err(format!("cannot create {}: {e}", candidate.display())),
         }
     }
-    let dir = dir.ok_or_else(|| format!("cannot create a directory for the pools' sockets in {}", base.display()))?;
+    let dir = dir.ok_or_else(|| format!("cannot create a directory {prefix}-* in {}", base.display()))?;
     let fd = nix::fcntl::open(&dir, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC, Mode::empty())
         .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
-    if let Some(g) = group {
-        nix::unistd::fchown(&fd, None, Some(g)).map_err(|e| format!("cannot give {} to group {g}: {e}", dir.display()))?;
-        nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(0o710)).map_err(|e| format!("cannot set the mode of {}: {e}", dir.display()))?;
-    }
     Ok((dir, fd))
 }
 
@@ -247,6 +262,8 @@ impl Manager {
             _wake_write: wake_write,
             log,
             sizing: None,
+            ini_parent: None,
+            ini_serial: 0,
         };
         let mut shapes = Vec::new();
         for p in pools {
@@ -287,6 +304,7 @@ impl Manager {
     fn create_pool(&mut self, p: &PoolConfig, creds: Option<Credentials>) -> Result<(PoolRun, PoolShape), String> {
         // A php-fpm pool has one socket, which its master's children share.
         let n = if p.runs_php_fpm() { 1 } else { p.max_children as usize };
+        let ini = self.pool_ini(p, creds.as_ref()).map_err(|e| format!("<Pool {}>: its PHP settings: {e}", p.name))?;
         let counters = self.counters_used.iter().position(|u| !u).ok_or_else(|| format!("<Pool {}>: more than {MAX_POOLS} pools", p.name))?;
         let first_slot = (0..=MAX_SLOTS.saturating_sub(n))
             .find(|&f| self.slot_used[f..f + n].iter().all(|u| !u))
@@ -311,8 +329,28 @@ impl Manager {
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
         let auto = p.max_children_auto.then(AutoSize::new);
         c.auto_children.store(0, Ordering::Relaxed);
-        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, quitting: Vec::new() };
+        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, quitting: Vec::new(), ini };
         Ok((run, shape))
+    }
+
+    /// The ini file of a php-cgi pool's PHP settings, if it has any (a
+    /// php-fpm pool has them in its configuration).
+    fn pool_ini(&mut self, p: &PoolConfig, creds: Option<&Credentials>) -> Result<Option<php_ini::PoolIni>, String> {
+        if p.runs_php_fpm() || (p.php_ini.is_empty() && p.php_admin_ini.is_empty()) {
+            return Ok(None);
+        }
+        let parent = match &self.ini_parent {
+            Some(d) => d.clone(),
+            None => {
+                let (dir, fd) = make_private_dir("warren-pool-ini")?;
+                php_ini::parent_mode(fd.as_fd()).map_err(|e| format!("cannot set the mode of {}: {e}", dir.display()))?;
+                self.ini_parent = Some(dir.clone());
+                dir
+            }
+        };
+        self.ini_serial += 1;
+        let dir = php_ini::pool_dir(&parent, self.ini_serial);
+        php_ini::PoolIni::write(dir, p.php_ini.iter().chain(&p.php_admin_ini), creds.map(|c| c.gid)).map(Some)
     }
 
     /// A graceful restart: pools whose settings did not change keep their
@@ -525,15 +563,18 @@ impl Manager {
             }
         };
         let mut cmd = Command::new(&c.command[0]);
-        // php_value and php_flag: before the command's own arguments, which
-        // may name a script.
-        cmd.args(c.php_ini.iter().chain(&c.php_admin_ini).flat_map(|(k, v)| ["-d".to_string(), format!("{k}={v}")]));
         cmd.args(&c.command[1..]).env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin");
         // The pool replaces children itself (pm.max_requests): php-cgi must not
         // exit on its own after its default 500, nor fork children of its own.
         cmd.env("PHP_FCGI_MAX_REQUESTS", "0").env("PHP_FCGI_CHILDREN", "0");
         for (k, v) in &c.env {
             cmd.env(k, v);
+        }
+        // php_value and php_flag: in the pool's ini file, never on the
+        // command line that `ps` shows everyone.
+        if let Some(ini) = &run.ini {
+            let inherited = c.env.iter().rev().find(|(k, _)| k == "PHP_INI_SCAN_DIR").map(|(_, v)| v.as_str());
+            cmd.env("PHP_INI_SCAN_DIR", ini.scan_dir(inherited));
         }
         // Standard input is the pool's socket (FastCGI's convention); what
         // the program prints goes into the pool's pipe, which the parent
@@ -834,5 +875,11 @@ impl Manager {
 impl Drop for Manager {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        // Each pool's directory in it goes with its pool.
+        self.pools.clear();
+        self.retired.clear();
+        if let Some(d) = &self.ini_parent {
+            let _ = std::fs::remove_dir(d);
+        }
     }
 }
