@@ -302,6 +302,9 @@ fn walk(path: &Path) -> Result<Found, RootFileError> {
     if !path.is_absolute() {
         return Err(RootFileError::Refused(format!("{} is not an absolute path", path.display())));
     }
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(RootFileError::Refused(format!("{} holds a NUL byte", path.display())));
+    }
     let mut stack = vec![Dir::open_root()?];
     let mut todo: VecDeque<OsString> = names(path).collect();
     let mut links = 0;
@@ -478,6 +481,8 @@ mod tests {
         assert!(check(&t.0.join("not-yet.log")).is_ok());
         assert!(!t.0.join("not-yet.log").exists(), "check creates nothing");
         assert!(matches!(open_append(Path::new("relative.log"), 0o644), Err(RootFileError::Refused(_))));
+        assert!(matches!(check(&t.0.join("a\0b.log")), Err(RootFileError::Refused(_))), "-t reports a NUL");
+        assert!(matches!(open_append(Path::new("/"), 0o644), Err(RootFileError::Refused(_))));
         assert!(matches!(open_append(&t.0.join("missing/x.log"), 0o644), Err(RootFileError::Io(_))));
         assert!(check(&t.0.join("missing/x.log")).is_ok(), "-t reports refusals, not missing directories");
     }

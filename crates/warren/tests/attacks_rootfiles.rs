@@ -124,6 +124,7 @@ fn attacks() -> Vec<Attack> {
             says: "symbolic link",
         },
         Attack { what: "climbing out with ..", directive: "ErrorLog", config: "ErrorLog {logs}/../../../victim.txt", path: "{logs}/../../../victim.txt", plant: |_, _| {}, says: "'..'" },
+        Attack { what: "a NUL in the path", directive: "ErrorLog", config: "ErrorLog {logs}/a\0b.log", path: "{logs}/a\0b.log", plant: |_, _| {}, says: "NUL" },
         Attack {
             what: "a file of the attacker's",
             directive: "CustomLog",
