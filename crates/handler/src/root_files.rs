@@ -234,7 +234,7 @@ impl Dir {
         if trusted_owner(self.owner) {
             format!("{}, a directory others can write to", self.path.display())
         } else {
-            format!("{}, a directory of {}'s", self.path.display(), user_name(self.owner))
+            format!("{}, a directory that belongs to {}", self.path.display(), user_name(self.owner))
         }
     }
 
