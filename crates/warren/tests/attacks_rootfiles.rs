@@ -314,3 +314,34 @@ fn restart_and_reopen_keep_the_log_they_had(mpm: &str) {
     }
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), VICTIM_TEXT);
 }
+
+/// A graceful restart that moves the PidFile where the site's owner has
+/// planted a link is refused (the PidFile stays, the victim is not
+/// emptied); once the link is gone, the restart writes the new PidFile
+/// and removes the old one.
+#[test]
+fn pid_file_moved_at_a_graceful_restart() {
+    let dir = TempDir::new("rootfiles-pid-restart");
+    standard_site(&dir);
+    let logs = site_logs(&dir, "a");
+    let victim = victim(&dir);
+    let s = Server::start_in(dir, "event", "");
+    let old = s.dir.0.join("warren.pid");
+    let new = logs.join("warren.pid");
+    plant_link(&victim, &new);
+    let conf = std::fs::read_to_string(&s.conf).unwrap();
+    std::fs::write(&s.conf, conf.replace("PidFile warren.pid", &format!("PidFile {}", new.display()))).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let log = s.wait_log("error.log", "still serving with the running configuration");
+    assert!(log.contains(&format!("PidFile {}: refused", new.display())), "{log}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), VICTIM_TEXT);
+    assert_eq!(std::fs::read_to_string(&old).unwrap().trim(), s.pid().to_string());
+    std::fs::remove_file(&new).unwrap();
+    unsafe_kill(s.pid(), 1);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while old.exists() || std::fs::read_to_string(&new).unwrap_or_default().trim() != s.pid().to_string() {
+        assert!(Instant::now() < deadline, "the PidFile did not move: {}", s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), VICTIM_TEXT);
+}
