@@ -48,6 +48,7 @@ pub(crate) fn listen(b: &mut Builder, d: &Directive, s: &mut Settings) {
 pub(crate) fn pid_file(b: &mut Builder, d: &Directive, s: &mut Settings) {
     if let Some(v) = b.one(d) {
         s.pid_file = Some(b.resolve(&v));
+        s.pid_file_origin = Some(d.origin.clone());
     }
 }
 
@@ -338,7 +339,8 @@ pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) 
             None => return b.error(&d.origin, format!("unknown log format nickname '{nick}' (define it with LogFormat \"...\" {nick})")),
         },
     };
-    host.custom_logs.push(CustomLog { path: b.resolve(path), format, env_condition });
+    let directive = if d.name.eq_ignore_ascii_case("transferlog") { "TransferLog" } else { "CustomLog" };
+    host.custom_logs.push(CustomLog { path: b.resolve(path), format, env_condition, directive, origin: Some(d.origin.clone()) });
 }
 
 /// Nothing here: LogFormat nicknames are global and may be used before
@@ -348,7 +350,10 @@ pub(crate) fn log_format(_: &mut Builder, _: &Directive, _: &mut HostConfig) {}
 pub(crate) fn error_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     match d.args.as_slice() {
         [p] if p.starts_with('|') || p.starts_with("syslog") => b.error(&d.origin, "ErrorLog to a pipe or syslog is not supported; log to a file"),
-        [p] => host.error_log = Some(b.resolve(p)),
+        [p] => {
+            host.error_log = Some(b.resolve(p));
+            host.error_log_origin = Some(d.origin.clone());
+        }
         _ => b.error(&d.origin, "ErrorLog takes one argument, a file"),
     }
 }

@@ -295,6 +295,7 @@ impl Builder {
             }
             if vh.host.error_log.is_none() {
                 vh.host.error_log = s.main.error_log.clone();
+                vh.host.error_log_origin = s.main.error_log_origin.clone();
             }
             if vh.host.server_admin.is_none() {
                 vh.host.server_admin = s.main.server_admin.clone();

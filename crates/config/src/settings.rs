@@ -107,6 +107,10 @@ pub struct CustomLog {
     /// `env=VAR` (`env=!VAR`): only requests whose environment has (has
     /// not) the variable are logged.
     pub env_condition: Option<(String, bool)>,
+    /// `CustomLog` or `TransferLog`, and where: for the messages that
+    /// refuse the file (see warren_handler::root_files).
+    pub directive: &'static str,
+    pub origin: Option<Origin>,
 }
 
 /// The main server or one virtual host.
@@ -120,6 +124,8 @@ pub struct HostConfig {
     pub document_root: PathBuf,
     pub custom_logs: Vec<CustomLog>,
     pub error_log: Option<PathBuf>,
+    /// Where ErrorLog was set, for the messages that refuse its file.
+    pub error_log_origin: Option<Origin>,
     pub server_admin: Option<String>,
     pub dir: DirConfig,
     pub sections: Vec<DirSection>,
@@ -177,6 +183,9 @@ pub struct Settings {
     /// mod_ssl's server-wide settings.
     pub tls: crate::tls::TlsGlobal,
     pub pid_file: Option<PathBuf>,
+    /// Where PidFile was set (None: the default), for the messages that
+    /// refuse its file.
+    pub pid_file_origin: Option<Origin>,
     pub user: Option<String>,
     pub group: Option<String>,
     /// Where `User` and `Group` were set, for errors about the accounts.
@@ -229,6 +238,7 @@ impl Settings {
             https_listen: Vec::new(),
             tls: crate::tls::TlsGlobal::default(),
             pid_file: Some(server_root.join("warren.pid")),
+            pid_file_origin: None,
             user: None,
             group: None,
             user_origin: None,

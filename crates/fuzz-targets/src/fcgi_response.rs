@@ -38,7 +38,7 @@ enum Seen {
 /// the level check).
 fn quiet_log() -> Arc<ErrorLog> {
     static LOG: OnceLock<Arc<ErrorLog>> = OnceLock::new();
-    LOG.get_or_init(|| Arc::new(ErrorLog::open(None, LogLevel::Emerg).expect("standard error"))).clone()
+    LOG.get_or_init(|| Arc::new(ErrorLog::open(None, None, LogLevel::Emerg).expect("standard error"))).clone()
 }
 
 fn answer(pieces: &[&[u8]]) -> Vec<Seen> {

@@ -68,6 +68,7 @@ pub mod pool_status;
 pub mod remote_ip;
 mod rewrite;
 pub mod route;
+pub mod root_files;
 pub mod router;
 mod sections;
 pub mod scripts;

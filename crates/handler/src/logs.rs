@@ -2,48 +2,27 @@
 //! thread, flushed as whole lines so that children sharing a file with
 //! O_APPEND never interleave within a line).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use warren_config::{DurationUnit, LogItem, LogLevel};
+use warren_config::{DurationUnit, LogItem, LogLevel, Origin};
 use warren_http::RequestHead;
 
-fn open_append(path: &Path) -> std::io::Result<File> {
-    // O_NOCTTY: a log that is a terminal (ErrorLog /dev/tty1) must not become
-    // the controlling terminal of the process that opens it.
-    OpenOptions::new().create(true).append(true).custom_flags(libc::O_NOCTTY).open(path)
-}
+/// Log files are opened by root, through [`crate::root_files`]; a new
+/// one is readable by all but the umask, as Apache makes them.
+const LOG_MODE: u32 = 0o666;
 
-/// A pool's slow log, opened by warren's parent (root) in a directory a
-/// pool's user may be able to write: no symlink anywhere in the path is
-/// followed (openat2 RESOLVE_NO_SYMLINKS), nothing blocks (a FIFO planted
-/// there would hang the parent), and only a regular file with one link is
-/// written (not a hard link to another file).
-fn open_slow_log(path: &Path) -> std::io::Result<File> {
-    use std::os::fd::FromRawFd;
-    use std::os::unix::fs::MetadataExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?;
-    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-    // SAFETY: all zero is a valid open_how (no flags, no mode, no resolve).
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    (how.flags, how.mode, how.resolve) = (flags as u64, 0o640, libc::RESOLVE_NO_SYMLINKS);
-    // SAFETY: openat2 with a NUL-terminated path and an open_how of the size given.
-    let fd = unsafe { libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, c_path.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: openat2 just returned this descriptor, owned by nothing else.
-    let file = unsafe { File::from_raw_fd(fd as libc::c_int) };
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() || meta.nlink() != 1 {
-        return Err(std::io::Error::other("not a regular file with a single link"));
-    }
-    Ok(file)
+/// A pool's slow log: the pool's user may be able to write its directory.
+const SLOW_LOG_MODE: u32 = 0o640;
+
+/// Opens a log file as root may: the error names the directive, its line
+/// and the path.
+fn open_log(directive: &str, origin: Option<&Origin>, path: &Path) -> Result<File, String> {
+    crate::root_files::open_append(path, LOG_MODE).map_err(|e| crate::root_files::describe(directive, origin, path, &e))
 }
 
 /// Where error lines go: a file, or standard error.
@@ -51,15 +30,19 @@ pub struct ErrorLog {
     level: LogLevel,
     target: Mutex<Option<File>>,
     path: Option<PathBuf>,
+    /// Where ErrorLog names the file, for the message that refuses it.
+    origin: Option<Origin>,
 }
 
 impl ErrorLog {
-    pub fn open(path: Option<&Path>, level: LogLevel) -> std::io::Result<ErrorLog> {
+    /// The log in the file at `path` (None: standard error), which the
+    /// ErrorLog at `origin` names.
+    pub fn open(path: Option<&Path>, origin: Option<&Origin>, level: LogLevel) -> Result<ErrorLog, String> {
         let file = match path {
-            Some(p) => Some(open_append(p).map_err(|e| std::io::Error::new(e.kind(), format!("cannot open error log {}: {e}", p.display())))?),
+            Some(p) => Some(open_log("ErrorLog", origin, p)?),
             None => None,
         };
-        Ok(ErrorLog { level, target: Mutex::new(file), path: path.map(Path::to_path_buf) })
+        Ok(ErrorLog { level, target: Mutex::new(file), path: path.map(Path::to_path_buf), origin: origin.cloned() })
     }
 
     pub fn enabled(&self, level: LogLevel) -> bool {
@@ -111,10 +94,11 @@ impl ErrorLog {
         self.target.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|f| f.try_clone().ok())
     }
 
-    /// Reopens the file (after log rotation).
-    pub fn reopen(&self) -> std::io::Result<()> {
+    /// Reopens the file (after log rotation). If it cannot be, the log
+    /// goes on into the file it had.
+    pub fn reopen(&self) -> Result<(), String> {
         if let Some(p) = &self.path {
-            let f = open_append(p)?;
+            let f = open_log("ErrorLog", self.origin.as_ref(), p)?;
             *self.target.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
         }
         Ok(())
@@ -135,7 +119,12 @@ impl warren_pool_api::ManagerLog for ErrorLog {
     }
 
     fn slow_request(&self, slowlog: &Path, entry: &str) {
-        let written = open_slow_log(slowlog).and_then(|mut f| f.write_all(format!("\n[{}] {entry}\n", clf_time(SystemTime::now())).as_bytes()));
+        // Opened for each entry, by root, in a directory the pool's user
+        // may be able to write.
+        let written = match crate::root_files::open_append(slowlog, SLOW_LOG_MODE) {
+            Ok(mut f) => f.write_all(format!("\n[{}] {entry}\n", clf_time(SystemTime::now())).as_bytes()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
         if let Err(e) = written {
             self.log(LogLevel::Error, None, &format!("cannot write the slow log {}: {e}", slowlog.display()));
         }
@@ -146,21 +135,25 @@ impl warren_pool_api::ManagerLog for ErrorLog {
 pub struct AccessLogFile {
     pub path: PathBuf,
     file: Mutex<File>,
+    /// `CustomLog` or `TransferLog`, and where, for the message that refuses it.
+    directive: &'static str,
+    origin: Option<Origin>,
 }
 
 impl AccessLogFile {
-    pub fn open(path: &Path) -> std::io::Result<Arc<AccessLogFile>> {
-        let file = open_append(path).map_err(|e| std::io::Error::new(e.kind(), format!("cannot open access log {}: {e}", path.display())))?;
-        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), file: Mutex::new(file) }))
+    pub fn open(path: &Path, directive: &'static str, origin: Option<&Origin>) -> Result<Arc<AccessLogFile>, String> {
+        let file = open_log(directive, origin, path)?;
+        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), file: Mutex::new(file), directive, origin: origin.cloned() }))
     }
 
     fn write_all(&self, bytes: &[u8]) {
         let _ = self.file.lock().unwrap_or_else(|p| p.into_inner()).write_all(bytes);
     }
 
-    /// Opens the file anew (after log rotation).
-    pub fn reopen(&self) -> std::io::Result<()> {
-        let f = open_append(&self.path)?;
+    /// Opens the file anew (after log rotation). If it cannot be, the log
+    /// goes on into the file it had.
+    pub fn reopen(&self) -> Result<(), String> {
+        let f = open_log(self.directive, self.origin.as_ref(), &self.path)?;
         *self.file.lock().unwrap_or_else(|p| p.into_inner()) = f;
         Ok(())
     }
@@ -442,26 +435,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slow_log_opens_only_a_plain_file_by_a_plain_path() {
-        let dir = std::env::temp_dir().join(format!("warren-slowlog-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("real")).unwrap();
-        assert!(open_slow_log(&dir.join("real/slow.log")).is_ok());
-        // A FIFO would block an open for writing: refused at once instead.
-        nix::unistd::mkfifo(&dir.join("real/fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        assert!(open_slow_log(&dir.join("real/fifo")).is_err());
-        // A symlink, as the file or as a directory on the way, is not followed.
-        std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
-        assert!(open_slow_log(&dir.join("link/slow.log")).is_err());
-        std::os::unix::fs::symlink(dir.join("real/slow.log"), dir.join("real/to-slow.log")).unwrap();
-        assert!(open_slow_log(&dir.join("real/to-slow.log")).is_err());
-        // Nor a second name of another file.
-        std::fs::hard_link(dir.join("real/slow.log"), dir.join("real/hard.log")).unwrap();
-        assert!(open_slow_log(&dir.join("real/hard.log")).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
     fn times() {
         let t = UNIX_EPOCH + Duration::from_secs(1_795_337_907) + Duration::from_micros(42);
         assert_eq!(clf_time(t), "22/Nov/2026:08:58:27 +0000");
@@ -525,7 +498,7 @@ mod tests {
         format_line(&mut out, &ssl, &LogRecord { tls: Some(tls), sni_name: Some("a.test"), ..r });
         assert_eq!(out, b"on TLSv1.3 TLS_AES_128_GCM_SHA256 Resumed a.test\n");
         let path = std::env::temp_dir().join(format!("warren-env-log-{}", std::process::id()));
-        let file = AccessLogFile::open(&path).unwrap();
+        let file = AccessLogFile::open(&path, "CustomLog", None).unwrap();
         let format = Arc::new(warren_config::log_format::compile("%m").unwrap());
         let mut only = AccessLogWriter::new(format.clone(), file.clone(), Some(("SITE".into(), false)));
         let mut unless = AccessLogWriter::new(format, file, Some(("SITE".into(), true)));

@@ -148,7 +148,12 @@ impl Site {
     /// Opens logs and reads the MIME table: everything that can fail is done
     /// here, before any child starts.
     pub fn new(settings: Settings) -> Result<Site, String> {
-        let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.log_level).map_err(|e| e.to_string())?);
+        // Every file root writes by a configured path, the pools' slow logs
+        // (opened at each entry) and the PidFile (by the MPM) too.
+        if let Some(refused) = crate::root_files::check_settings(&settings).into_iter().next() {
+            return Err(refused);
+        }
+        let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.main.error_log_origin.as_ref(), settings.log_level)?);
         let mime = MimeTypes::load(settings.types_config.as_deref()).map_err(|e| format!("cannot read TypesConfig: {e}"))?;
         let mut access_logs: Vec<AccessLog> = Vec::new();
         let mut error_logs: Vec<(PathBuf, Arc<ErrorLog>)> = Vec::new();
@@ -160,7 +165,7 @@ impl Site {
             for cl in &config.custom_logs {
                 let file = match access_logs.iter().find(|(_, f, _)| f.path == cl.path) {
                     Some((_, f, _)) => f.clone(),
-                    None => AccessLogFile::open(&cl.path).map_err(|e| e.to_string())?,
+                    None => AccessLogFile::open(&cl.path, cl.directive, cl.origin.as_ref())?,
                 };
                 let format = Arc::new(cl.format.clone());
                 let idx = match access_logs.iter().position(|(fm, f, c)| **fm == *format && Arc::ptr_eq(f, &file) && *c == cl.env_condition) {
@@ -176,7 +181,7 @@ impl Site {
                 Some(p) if Some(p) != settings.error_log.as_ref() => match error_logs.iter().find(|(q, _)| q == p) {
                     Some((_, l)) => l.clone(),
                     None => {
-                        let l = Arc::new(ErrorLog::open(Some(p), settings.log_level).map_err(|e| e.to_string())?);
+                        let l = Arc::new(ErrorLog::open(Some(p), config.error_log_origin.as_ref(), settings.log_level)?);
                         error_logs.push((p.clone(), l.clone()));
                         l
                     }
@@ -225,16 +230,17 @@ impl Site {
         }
     }
 
-    /// Reopens every log file (SIGUSR1).
+    /// Reopens every log file (SIGUSR1). One that cannot be reopened
+    /// (refused, see [`crate::root_files`]) keeps its file, and the error
+    /// log says why.
     pub fn reopen_logs(&self) {
-        let _ = self.error_log.reopen();
-        for h in &self.hosts {
-            let _ = h.error_log.reopen();
-        }
-        for (_, f, _) in &self.access_logs {
-            if let Err(e) = f.reopen() {
-                self.error_log.error(None, &format!("cannot reopen access log {}: {e}", f.path.display()));
-            }
+        // Hosts share a log they name alike: each file is reopened once.
+        let error_logs = distinct(std::iter::once(&self.error_log).chain(self.hosts.iter().map(|h| &h.error_log)));
+        let access_logs = distinct(self.access_logs.iter().map(|(_, f, _)| f));
+        let errors = error_logs.into_iter().filter_map(|l| l.reopen().err());
+        let failures: Vec<String> = errors.chain(access_logs.into_iter().filter_map(|f| f.reopen().err())).collect();
+        for e in failures {
+            self.error_log.error(None, &format!("reopening the logs: {e}; still writing to the file it had"));
         }
     }
 
@@ -329,6 +335,17 @@ impl Site {
             Some(mapped.map(|p| (p, a.script)))
         })
     }
+}
+
+/// Each of `items` once, the first of those that are the same.
+fn distinct<'a, T>(items: impl Iterator<Item = &'a Arc<T>>) -> Vec<&'a Arc<T>> {
+    let mut seen: Vec<&Arc<T>> = Vec::new();
+    for item in items {
+        if !seen.iter().any(|s| Arc::ptr_eq(s, item)) {
+            seen.push(item);
+        }
+    }
+    seen
 }
 
 /// Per-thread access log writers and which of them each host uses.

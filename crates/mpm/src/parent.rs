@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,8 +25,9 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGWINCH};
 use signal_hook::SigId;
-use warren_config::{LogLevel, Mpm, Settings};
+use warren_config::{LogLevel, Mpm, Origin, Settings};
 use crate::log_relay::Relay;
+use warren_handler::root_files;
 use warren_handler::status::{ChildStatus, StatusSnapshot, StatusSource, WorkerStatus};
 use warren_handler::Site;
 
@@ -159,7 +160,9 @@ pub struct Parent {
     listeners: Vec<Listener>,
     sb: Arc<Scoreboard>,
     reload: Option<Reload>,
-    pid_file: Option<PathBuf>,
+    /// The PidFile written, and its descriptor: at stop it is removed only
+    /// if it is still that file.
+    pid_file: Option<(PathBuf, std::fs::File)>,
     children: HashMap<Pid, Child>,
     generation: u32,
     spawn_rate: u32,
@@ -198,7 +201,6 @@ impl Parent {
             sb.set_accept_turns(cores as u32);
         }
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: sb.clone(), mpm: site.settings.mpm.name() }));
-        let pid_file = site.settings.pid_file.clone();
         let pools = if site.settings.pools.is_empty() {
             None
         } else {
@@ -212,7 +214,7 @@ impl Parent {
             listeners,
             sb,
             reload,
-            pid_file,
+            pid_file: None,
             children: HashMap::new(),
             generation: 0,
             spawn_rate: 1,
@@ -240,10 +242,13 @@ impl Parent {
     /// Runs until stopped; returns the process exit code.
     pub fn run(mut self) -> i32 {
         raise_open_files_limit();
-        if let Some(p) = &self.pid_file {
-            if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
-                self.log(LogLevel::Emerg, &format!("cannot write PidFile {}: {e}", p.display()));
-                return 1;
+        if let Some(p) = &self.site.settings.pid_file {
+            match write_pid_file(p, self.site.settings.pid_file_origin.as_ref()) {
+                Ok(f) => self.pid_file = Some((p.clone(), f)),
+                Err(e) => {
+                    self.log(LogLevel::Emerg, &e);
+                    return 1;
+                }
             }
         }
         let signals = match install_signals(&[SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1, SIGWINCH]) {
@@ -318,8 +323,8 @@ impl Parent {
         if let Some(r) = &self.relay {
             r.copy();
         }
-        if let Some(p) = &self.pid_file {
-            let _ = std::fs::remove_file(p);
+        if let Some((p, f)) = &self.pid_file {
+            root_files::remove_if_same(p, f);
         }
         0
     }
@@ -569,13 +574,23 @@ impl Parent {
                 }
             }
         }
+        // The new logs (a file refused keeps the running configuration, and
+        // with it the files it has open), before anything changes.
+        let site = match Site::new(settings) {
+            Ok(s) => s,
+            Err(e) => {
+                self.log(LogLevel::Error, &format!("graceful restart: {e}; still serving with the running configuration"));
+                return;
+            }
+        };
+        let settings = &site.settings;
         // Pools first: a changed pool's new children start before the new
         // server children can send them requests.
         let pools_result = match self.pools.as_mut() {
-            Some(m) => m.reload(&settings.pools, server_user(&settings), settings.memory_budget),
+            Some(m) => m.reload(&settings.pools, server_user(settings), settings.memory_budget),
             None if settings.pools.is_empty() => Ok(()),
             None => {
-                warren_fpm::Manager::new(&settings.pools, server_user(&settings), settings.memory_budget, self.site.error_log.clone()).map(|mut m| {
+                warren_fpm::Manager::new(&settings.pools, server_user(settings), settings.memory_budget, self.site.error_log.clone()).map(|mut m| {
                     m.start();
                     self.pools = Some(m);
                 })
@@ -585,13 +600,7 @@ impl Parent {
             self.log(LogLevel::Error, &format!("graceful restart: {e}; still serving with the running configuration"));
             return;
         }
-        let site = match Site::new(settings) {
-            Ok(s) => Arc::new(s),
-            Err(e) => {
-                self.log(LogLevel::Error, &format!("graceful restart: {e}; still serving with the running configuration"));
-                return;
-            }
-        };
+        let site = Arc::new(site);
         let _ = site.status.set(Arc::new(ScoreboardStatus { sb: self.sb.clone(), mpm: site.settings.mpm.name() }));
         if let Some(m) = self.pools.as_mut() {
             let _ = site.pools.set(m.dispatch());
@@ -607,9 +616,29 @@ impl Parent {
         }
         self.site = site;
         self.listeners = listeners;
-        self.pid_file = self.site.settings.pid_file.clone();
+        self.move_pid_file();
         self.log(LogLevel::Notice, "SIGHUP received: graceful restart, new children take new connections");
         self.new_generation(signals);
+    }
+
+    /// After a graceful restart that names another PidFile: the new one is
+    /// written, then the old one removed. One that cannot be written leaves
+    /// the old one in place.
+    fn move_pid_file(&mut self) {
+        let wanted = self.site.settings.pid_file.as_ref();
+        if wanted == self.pid_file.as_ref().map(|(p, _)| p) {
+            return;
+        }
+        let written = match wanted {
+            Some(p) => match write_pid_file(p, self.site.settings.pid_file_origin.as_ref()) {
+                Ok(f) => Some((p.clone(), f)),
+                Err(e) => return self.log(LogLevel::Error, &format!("graceful restart: {e}; the PidFile stays where it was")),
+            },
+            None => None,
+        };
+        if let Some((p, f)) = std::mem::replace(&mut self.pid_file, written) {
+            root_files::remove_if_same(&p, &f);
+        }
     }
 
     /// The running children are asked to finish what they are doing and
@@ -780,6 +809,15 @@ impl Parent {
 }
 
 /// The server's User and Group, which pools without their own run as.
+/// Writes this process's id to the PidFile, as root may (see
+/// [`root_files`]).
+fn write_pid_file(path: &Path, origin: Option<&Origin>) -> Result<std::fs::File, String> {
+    use std::io::Write;
+    let mut f = root_files::open_truncate(path, 0o644).map_err(|e| root_files::describe("PidFile", origin, path, &e))?;
+    f.write_all(format!("{}\n", std::process::id()).as_bytes()).map_err(|e| format!("PidFile {}: {e}", path.display()))?;
+    Ok(f)
+}
+
 fn server_user(settings: &Settings) -> warren_fpm::ServerUser {
     warren_fpm::ServerUser { user: settings.user.clone(), group: settings.group.clone() }
 }

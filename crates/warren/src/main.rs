@@ -239,6 +239,15 @@ fn main() -> ExitCode {
                         return ExitCode::FAILURE;
                     }
                 }
+                // The files root would write, checked as at start
+                // (without creating them).
+                let refused = warren_handler::root_files::check_settings(&settings);
+                for e in &refused {
+                    eprintln!("{e}");
+                }
+                if !refused.is_empty() {
+                    return ExitCode::FAILURE;
+                }
                 println!("Syntax OK");
                 return ExitCode::SUCCESS;
             }
@@ -592,7 +601,17 @@ fn signal_server(pid_file: Option<&Path>, action: Action) -> ExitCode {
         eprintln!("warren: no PidFile configured");
         return ExitCode::FAILURE;
     };
-    let pid = match std::fs::read_to_string(pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
+    // A PidFile another user could have written would have root signal
+    // the process of their choice: it is read as root writes it.
+    let text = match warren_handler::root_files::open_read(pid_file) {
+        Ok(f) => std::io::read_to_string(f).ok(),
+        Err(e @ warren_handler::root_files::RootFileError::Refused(_)) => {
+            eprintln!("warren: {}", warren_handler::root_files::describe("PidFile", None, pid_file, &e));
+            return ExitCode::FAILURE;
+        }
+        Err(_) => None,
+    };
+    let pid = match text.and_then(|s| s.trim().parse::<i32>().ok()) {
         Some(p) => nix::unistd::Pid::from_raw(p),
         None => {
             eprintln!("warren: cannot read a pid from {} (is warren running?)", pid_file.display());
