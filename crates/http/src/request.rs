@@ -161,8 +161,9 @@ impl RequestHead {
     /// The head of a request that came on an HTTP/2 stream, whose fields
     /// [`crate::h2`] has already checked (RFC 9113 §8.2-8.3): the request
     /// line reads `METHOD path HTTP/2.0` (what `%r` logs), `:authority`
-    /// becomes a `host` field (first, replacing any the client sent, as
-    /// mod_http2 does, so CGI's HTTP_HOST and `host()` see it) and the host.
+    /// becomes a `host` field (first, replacing one the client sent, which
+    /// [`crate::h2`] has checked names the same host, as mod_http2 does, so
+    /// CGI's HTTP_HOST and `host()` see it) and the host.
     /// `fields` are the regular fields, names in lower case, cookies
     /// already joined; `wire_len` the size of the header block as received.
     pub fn from_h2<'a>(
