@@ -3,7 +3,8 @@
 //! `SetEnvIfNoCase`, `BrowserMatch` and `BrowserMatchNoCase`
 //! ([`SetEnvIf`]): the attribute tested, the pattern, and the variables set
 //! or unset when it matches. The handler fills the request's environment
-//! from them.
+//! from them. None of them may set or unset a variable the server gives
+//! an application itself ([`is_server_variable`]).
 
 use warren_regex::Regex;
 
@@ -95,6 +96,41 @@ fn parse_attribute(a: &str) -> Result<Attribute, String> {
     })
 }
 
+/// Variables whose value the server gives an application from the
+/// request, the connection and the mapping: the CGI/1.1 set (RFC 3875
+/// §4.1) and what Apache adds to it. A request's environment (SetEnv,
+/// SetEnvIf, `[E=]`) never sets or replaces them: a tenant's `.htaccess`
+/// could otherwise make the pool run another script (SCRIPT_FILENAME), or
+/// lie to the application about the client (REMOTE_ADDR, HTTPS).
+/// REDIRECT_* are the server's after an internal redirect.
+pub fn is_server_variable(name: &str) -> bool {
+    const NAMES: [&str; 14] = [
+        "GATEWAY_INTERFACE",
+        "REQUEST_METHOD",
+        "REQUEST_URI",
+        "REQUEST_SCHEME",
+        "QUERY_STRING",
+        "AUTH_TYPE",
+        "CONTENT_TYPE",
+        "CONTENT_LENGTH",
+        "PATH_INFO",
+        "PATH_TRANSLATED",
+        "SCRIPT_NAME",
+        "SCRIPT_FILENAME",
+        "DOCUMENT_ROOT",
+        "HTTPS",
+    ];
+    const PREFIXES: [&str; 5] = ["SERVER_", "REMOTE_", "SSL_", "REDIRECT_", "CONTEXT_"];
+    NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+        || PREFIXES.iter().any(|p| name.get(..p.len()).is_some_and(|start| start.eq_ignore_ascii_case(p)))
+}
+
+/// What is said of a line that would set or unset `name`, one of the
+/// [server's variables](is_server_variable).
+pub fn refusal(directive: &str, name: &str) -> String {
+    format!("{directive}: {name} is a variable warren gives the application itself; a configuration cannot set, replace or unset it, so this has no effect")
+}
+
 /// `SetEnv VAR [value]`.
 pub fn parse_set_env(args: &[String]) -> Result<EnvAction, String> {
     match args {
@@ -124,6 +160,16 @@ mod tests {
         let s = SetEnvIf::parse(&args(&["MSIE", "nokeepalive"]), true, true).unwrap();
         assert!(matches!(s.attribute, Attribute::Header(ref h) if h == "User-Agent"));
         assert!(s.pattern.is_match("msie 6"));
+    }
+
+    #[test]
+    fn server_variables() {
+        for n in ["SCRIPT_FILENAME", "script_filename", "DOCUMENT_ROOT", "REMOTE_ADDR", "Remote_User", "SERVER_NAME", "SSL_CIPHER", "REDIRECT_STATUS", "HTTPS", "PATH_INFO", "CONTEXT_PREFIX", "CONTENT_TYPE"] {
+            assert!(is_server_variable(n), "{n}");
+        }
+        for n in ["HTTPSX", "HTTP_HOST", "HTTP_AUTHORIZATION", "SCRIPT_URL", "no-gzip", "nokeepalive", "REMOTE", "REDIRECT", "", "é"] {
+            assert!(!is_server_variable(n), "{n}");
+        }
     }
 
     #[test]

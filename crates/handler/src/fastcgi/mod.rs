@@ -211,7 +211,7 @@ impl Gateway {
             }
             self.params.extend(params::http_params(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()))));
         }
-        for (name, value) in f.env.iter() {
+        for (name, value) in f.env.iter().filter(|(n, _)| params::from_environment(n)) {
             if !self.params.iter().any(|(n, _)| n == name) {
                 self.params.push((HeaderName::Owned(name.to_string()), value.as_bytes().to_vec()));
             }
