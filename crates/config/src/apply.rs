@@ -607,7 +607,8 @@ pub(crate) fn request_header(b: &mut Builder, d: &Directive, dir: &mut DirConfig
         // (no HTTP_ before them): what the client sent, not the server's to change.
         Ok(r) if ["Content-Type", "Content-Length"].iter().any(|n| n.eq_ignore_ascii_case(&r.name)) => {
             let var = r.name.to_ascii_uppercase().replace('-', "_");
-            b.warn(&d.origin, crate::env_vars::refusal(&format!("RequestHeader {}", r.name), &var));
+            let why = crate::env_vars::refusal(&format!("RequestHeader {}", r.name), &var, b.in_htaccess());
+            b.warn(&d.origin, why.unwrap_or_default());
         }
         Ok(r) => dir.request_headers.push(std::sync::Arc::new(r)),
         Err(e) => b.error(&d.origin, e),
@@ -642,11 +643,13 @@ pub(crate) fn expires_default(b: &mut Builder, d: &Directive, dir: &mut DirConfi
 
 /// Whether `var` may be set or unset by the line `d`; said when not.
 fn may_set_variable(b: &mut Builder, d: &Directive, var: &str) -> bool {
-    let server_set = crate::env_vars::is_server_variable(var);
-    if server_set {
-        b.warn(&d.origin, crate::env_vars::refusal(&d.name, var));
+    match crate::env_vars::refusal(&d.name, var, b.in_htaccess()) {
+        Some(why) => {
+            b.warn(&d.origin, why);
+            false
+        }
+        None => true,
     }
-    !server_set
 }
 
 pub(crate) fn set_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {

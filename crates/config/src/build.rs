@@ -96,6 +96,8 @@ pub struct Builder {
     /// A `LoadModule http2_module` was read (HTTP/2 offered without it is
     /// said: Apache would not offer it).
     http2_loaded: bool,
+    /// This reads an `.htaccess` file: a tenant's lines, not the admin's.
+    htaccess: bool,
 }
 
 /// What a directive sets, by the context it stands in.
@@ -131,6 +133,7 @@ impl Builder {
             inert: Vec::new(),
             https_listens: Vec::new(),
             http2_loaded: reader.loaded_modules.contains(&"http2"),
+            htaccess: false,
         }
     }
 
@@ -139,7 +142,13 @@ impl Builder {
         let mut b = Builder::new(&Reader::new(env.server_root.clone()), env.mpm, path);
         // Its pools were checked with the server's configuration.
         b.pools = Vec::new();
+        b.htaccess = true;
         b
+    }
+
+    /// Whether this reads an `.htaccess` file.
+    pub(crate) fn in_htaccess(&self) -> bool {
+        self.htaccess
     }
 
     /// Applies `d` to a per-directory config (an `.htaccess` file's).

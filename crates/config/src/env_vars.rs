@@ -125,10 +125,25 @@ pub fn is_server_variable(name: &str) -> bool {
         || PREFIXES.iter().any(|p| name.get(..p.len()).is_some_and(|start| start.eq_ignore_ascii_case(p)))
 }
 
-/// What is said of a line that would set or unset `name`, one of the
-/// [server's variables](is_server_variable).
-pub fn refusal(directive: &str, name: &str) -> String {
-    format!("{directive}: {name} is a variable warren gives the application itself; a configuration cannot set, replace or unset it, so this has no effect")
+/// PHP_VALUE and PHP_ADMIN_VALUE: php-fpm takes each as php.ini lines
+/// for the script it runs, over its pool's own settings, php_admin_value
+/// (open_basedir...) included. The server's configuration may set them,
+/// as with Apache's mod_proxy_fcgi; a tenant may not (see [`refusal`]).
+pub fn is_php_setting(name: &str) -> bool {
+    ["PHP_VALUE", "PHP_ADMIN_VALUE"].iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
+/// Why `directive` may not set or unset `name` (None: it may).
+/// `from_tenant`: the line is in an `.htaccess` file, or the name was made
+/// from the request.
+pub fn refusal(directive: &str, name: &str, from_tenant: bool) -> Option<String> {
+    if is_server_variable(name) {
+        Some(format!("{directive}: {name} is a variable warren gives the application itself; a configuration cannot set, replace or unset it, so this has no effect"))
+    } else if from_tenant && is_php_setting(name) {
+        Some(format!("{directive}: {name} would change the PHP settings of the pool (php-fpm reads it as php.ini lines), which only the server's configuration may do; this has no effect"))
+    } else {
+        None
+    }
 }
 
 /// `SetEnv VAR [value]`.
@@ -167,9 +182,13 @@ mod tests {
         for n in ["SCRIPT_FILENAME", "script_filename", "DOCUMENT_ROOT", "REMOTE_ADDR", "Remote_User", "SERVER_NAME", "SSL_CIPHER", "REDIRECT_STATUS", "HTTPS", "PATH_INFO", "CONTEXT_PREFIX", "CONTENT_TYPE"] {
             assert!(is_server_variable(n), "{n}");
         }
-        for n in ["HTTPSX", "HTTP_HOST", "HTTP_AUTHORIZATION", "SCRIPT_URL", "no-gzip", "nokeepalive", "REMOTE", "REDIRECT", "", "é"] {
+        for n in ["HTTPSX", "HTTP_HOST", "HTTP_AUTHORIZATION", "SCRIPT_URL", "no-gzip", "nokeepalive", "REMOTE", "REDIRECT", "", "é", "PHP_VALUE"] {
             assert!(!is_server_variable(n), "{n}");
         }
+        assert!(refusal("SetEnv", "php_admin_value", true).is_some_and(|m| m.contains("PHP settings")));
+        assert_eq!(refusal("SetEnv", "PHP_ADMIN_VALUE", false), None);
+        assert_eq!(refusal("SetEnv", "APP", true), None);
+        assert!(refusal("SetEnv", "HTTPS", false).is_some());
     }
 
     #[test]

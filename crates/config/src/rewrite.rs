@@ -33,7 +33,7 @@ pub(crate) fn directive(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
 }
 
 /// `[E=VAR:...]` and `[E=!VAR]` of the rule just read that name a variable
-/// the server sets are said and dropped here; a name made from the request
+/// the server sets (or, in `.htaccess`, PHP_VALUE) are said and dropped here; a name made from the request
 /// (`[E=%1:...]`) is refused when it is set (see the handler's rewrite).
 fn refuse_server_variables(b: &mut Builder, d: &Directive, set: &mut RuleSet) {
     use warren_rewrite::template::Piece;
@@ -43,11 +43,13 @@ fn refuse_server_variables(b: &mut Builder, d: &Directive, set: &mut RuleSet) {
         let written = text.split(':').next().unwrap_or_default();
         let is_whole_name = text.contains(':') || spec.pieces.len() == 1;
         let var = written.strip_prefix('!').unwrap_or(written);
-        if is_whole_name && crate::env_vars::is_server_variable(var) {
-            b.warn(&d.origin, crate::env_vars::refusal(&format!("RewriteRule [E={written}]"), var));
-            return false;
+        match crate::env_vars::refusal(&format!("RewriteRule [E={written}]"), var, b.in_htaccess()) {
+            Some(why) if is_whole_name => {
+                b.warn(&d.origin, why);
+                false
+            }
+            _ => true,
         }
-        true
     });
 }
 

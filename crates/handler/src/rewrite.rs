@@ -453,11 +453,10 @@ impl warren_rewrite::Request for Vars<'_, '_> {
     fn set_env(&mut self, name: &str, value: Option<String>, by: &warren_rewrite::Rule) {
         // A name the configuration wrote is refused when it is read; this
         // is one made from the request (`[E=%1:...]`).
-        if warren_config::env_vars::is_server_variable(name) {
+        if let Some(why) = warren_config::env_vars::refusal(&format!("RewriteRule [E={name}]"), name, true) {
             if by.first_refusal() {
                 let log = &self.site.hosts[self.req.host].error_log;
-                let message = warren_config::env_vars::refusal(&format!("RewriteRule [E={name}]"), name);
-                log.log(LogLevel::Warn, Some(self.req.conn.useragent), &format!("{}: {message}", by.origin));
+                log.log(LogLevel::Warn, Some(self.req.conn.useragent), &format!("{}: {why}", by.origin));
             }
             return;
         }

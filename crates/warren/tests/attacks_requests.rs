@@ -14,7 +14,14 @@ use common::h2::*;
 use common::*;
 use std::time::{Duration, Instant};
 
-each_mpm!(absolute_form_target_is_the_host, bad_authorities_are_refused, htaccess_cannot_replace_server_variables, server_config_lines_are_said_and_dropped, h2_hosts_that_disagree_are_refused);
+each_mpm!(
+    absolute_form_target_is_the_host,
+    bad_authorities_are_refused,
+    htaccess_cannot_replace_server_variables,
+    server_config_lines_are_said_and_dropped,
+    htaccess_cannot_change_the_pools_php_settings,
+    h2_hosts_that_disagree_are_refused
+);
 
 /// What the application prints of its `$_SERVER`: `name=value` lines.
 const INFO: &str = "<?php foreach (['SITE', 'HTTP_HOST', 'SERVER_NAME', 'SCRIPT_FILENAME', 'SCRIPT_NAME', 'DOCUMENT_ROOT', 'REMOTE_ADDR', 'HTTPS', 'PATH_INFO', 'PATH_TRANSLATED', 'CONTENT_TYPE', 'REDIRECT_STATUS', 'REQUEST_URI', 'SERVER_PORT', 'tenant', 'proto'] as $k) echo $k, '=', $_SERVER[$k] ?? '', \"\\n\";";
@@ -23,6 +30,11 @@ const INFO: &str = "<?php foreach (['SITE', 'HTTP_HOST', 'SERVER_NAME', 'SCRIPT_
 /// own; a script outside both roots that a tenant would like run; `conf`
 /// after the hosts.
 fn two_sites(mpm: &str, tag: &str, conf: &str) -> (Server, Fpm) {
+    two_sites_with(mpm, tag, conf, |_| String::new())
+}
+
+/// [`two_sites`] with lines for php-fpm's pools (given the test's directory).
+fn two_sites_with(mpm: &str, tag: &str, conf: &str, pool_lines: impl Fn(&str) -> String) -> (Server, Fpm) {
     let dir = TempDir::new(&format!("attacks-requests-{tag}-{mpm}"));
     standard_site(&dir);
     for site in ["a", "b"] {
@@ -32,7 +44,7 @@ fn two_sites(mpm: &str, tag: &str, conf: &str) -> (Server, Fpm) {
         dir.write(&format!("{site}/dir/x.txt"), "x");
     }
     dir.write("other/script.php", "<?php echo 'OTHER SCRIPT RAN';");
-    let fpm = Fpm::start(&dir, "");
+    let fpm = Fpm::start(&dir, &pool_lines(&dir.0.display().to_string()));
     let root = dir.0.display();
     let hosts: String = ["a", "b"]
         .iter()
@@ -225,6 +237,31 @@ fn server_config_lines_are_said_and_dropped(mpm: &str) {
     assert_eq!(v["SCRIPT_FILENAME"], format!("{}/b/info.php", s.dir.0.display()), "{}", r.text());
     assert_eq!(v["DOCUMENT_ROOT"], format!("{}/b", s.dir.0.display()), "{}", r.text());
     assert_eq!(v["HTTPS"], "", "{}", r.text());
+}
+
+/// php-fpm reads PHP_VALUE and PHP_ADMIN_VALUE as php.ini lines over its
+/// pool's, php_admin_value included: a tenant's `.htaccess` setting them
+/// would lift the open_basedir the admin gave the pool. The server's
+/// configuration may still set them (as with Apache's mod_proxy_fcgi).
+fn htaccess_cannot_change_the_pools_php_settings(mpm: &str) {
+    let (s, _fpm) = two_sites_with(mpm, "phpvalue", "<Directory />\n    SetEnv PHP_VALUE memory_limit=77M\n</Directory>\n", |root| format!("php_admin_value[open_basedir] = {root}\n"));
+    let root = s.dir.0.display().to_string();
+    s.dir.write("b/ini.php", "<?php echo ini_get('open_basedir'), '|', ini_get('memory_limit'), '|', ini_get('auto_prepend_file');");
+    s.dir.write(
+        "b/.htaccess",
+        "SetEnv PHP_ADMIN_VALUE open_basedir=/\nSetEnvIf Request_URI . php_value=auto_prepend_file=/etc/passwd\nRewriteEngine On\nRewriteRule ^ - [E=PHP_ADMIN_VALUE:open_basedir=/]\nRewriteCond %{HTTP:X-Name} (.+)\nRewriteRule ^ - [E=%1:open_basedir=/]\n",
+    );
+    for name in ["PHP_ADMIN_VALUE", "php_admin_value", "PHP_VALUE"] {
+        let r = send(&s, &format!("GET /ini.php HTTP/1.1\r\nHost: b.test\r\nX-Name: {name}\r\nConnection: close\r\n\r\n"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.text(), format!("{root}|77M|"), "X-Name: {name}");
+    }
+    let file = format!("{root}/b/.htaccess");
+    let log = s.wait_log("error.log", &format!("{file}:6: RewriteRule [E="));
+    for (line, what) in [(1, "SetEnv: PHP_ADMIN_VALUE"), (2, "SetEnvIf: php_value"), (4, "RewriteRule [E=PHP_ADMIN_VALUE]: PHP_ADMIN_VALUE"), (6, "RewriteRule [E=")] {
+        let needle = format!("{file}:{line}: {what}");
+        assert!(log.lines().any(|l| l.contains(&needle) && l.contains("would change the PHP settings of the pool")), "{needle} in:\n{log}");
+    }
 }
 
 /// An HPACK literal without indexing, names and values under 127 bytes.
