@@ -201,7 +201,8 @@ impl Gateway {
     /// change the HTTP_* variables the application gets, and each
     /// environment variable is one more variable, unless it would replace
     /// one the server sets (as in Apache, where the CGI variables are set
-    /// over `subprocess_env`).
+    /// over `subprocess_env`) or is one of the server's names at all
+    /// ([`params::from_environment`]).
     pub fn set_filters(&mut self, f: Box<crate::filters::RequestFilters>, head: &RequestHead) {
         let now = crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() };
         if let Some(headers) = crate::filters::headers::request_headers(&f, head, now) {
