@@ -109,7 +109,6 @@ fn absolute_form_target_is_the_host(mpm: &str) {
     let log = s.wait_log("b-access.log", "/dir HTTP/1.1|301");
     assert!(log.contains("b.test|b.test|b.test|GET http://b.test/dir HTTP/1.1|301"), "{log}");
     assert!(log.lines().all(|l| l.split('|').nth(2) != Some("evil.example")), "Host logged as the client sent it: {log}");
-    assert!(!s.read_log("a-access.log").contains("/info.php"), "a.test logged b's requests: {}", s.read_log("a-access.log"));
 }
 
 fn bad_authorities_are_refused(mpm: &str) {
