@@ -615,6 +615,13 @@ pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
 
 pub(crate) fn request_header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     match crate::headers::parse_rule(&d.args, true, &d.origin) {
+        // The application is told these as CONTENT_TYPE and CONTENT_LENGTH
+        // (no HTTP_ before them): what the client sent, not the server's to change.
+        Ok(r) if ["Content-Type", "Content-Length"].iter().any(|n| n.eq_ignore_ascii_case(&r.name)) => {
+            let var = r.name.to_ascii_uppercase().replace('-', "_");
+            let why = crate::env_vars::refusal(&format!("RequestHeader {}", r.name), &var, b.in_htaccess());
+            b.warn(&d.origin, why.unwrap_or_default());
+        }
         Ok(r) => dir.request_headers.push(std::sync::Arc::new(r)),
         Err(e) => b.error(&d.origin, e),
     }
@@ -646,8 +653,20 @@ pub(crate) fn expires_default(b: &mut Builder, d: &Directive, dir: &mut DirConfi
     }
 }
 
+/// Whether `var` may be set or unset by the line `d`; said when not.
+fn may_set_variable(b: &mut Builder, d: &Directive, var: &str) -> bool {
+    match crate::env_vars::refusal(&d.name, var, b.in_htaccess()) {
+        Some(why) => {
+            b.warn(&d.origin, why);
+            false
+        }
+        None => true,
+    }
+}
+
 pub(crate) fn set_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     match crate::env_vars::parse_set_env(&d.args) {
+        Ok(crate::env_vars::EnvAction::Set(var, _)) if !may_set_variable(b, d, &var) => {}
         Ok(a) => dir.env.push(a),
         Err(e) => b.error(&d.origin, e),
     }
@@ -657,15 +676,27 @@ pub(crate) fn unset_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     if d.args.is_empty() {
         b.error(&d.origin, "UnsetEnv takes one or more variable names");
     }
-    dir.env.extend(d.args.iter().map(|n| crate::env_vars::EnvAction::Unset(n.clone())));
+    for var in &d.args {
+        if may_set_variable(b, d, var) {
+            dir.env.push(crate::env_vars::EnvAction::Unset(var.clone()));
+        }
+    }
 }
 
 pub(crate) fn set_env_if(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    use crate::env_vars::EnvSet;
     let name = d.name.to_ascii_lowercase();
     let nocase = name.ends_with("nocase");
     let browser = name.starts_with("browsermatch");
     match crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) {
-        Ok(s) => dir.set_env_if.push(std::sync::Arc::new(s)),
+        Ok(mut s) => {
+            s.sets.retain(|set| match set {
+                EnvSet::Set(var, _) | EnvSet::Unset(var) => may_set_variable(b, d, var),
+            });
+            if !s.sets.is_empty() {
+                dir.set_env_if.push(std::sync::Arc::new(s));
+            }
+        }
         Err(e) => b.error(&d.origin, format!("{}: {e}", d.name)),
     }
 }

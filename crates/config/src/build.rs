@@ -100,7 +100,8 @@ pub struct Builder {
     /// A `LoadModule http2_module` was read (HTTP/2 offered without it is
     /// said: Apache would not offer it).
     http2_loaded: bool,
-    /// Reading an `.htaccess` file (server-wide handlers are refused there).
+    /// Reading an `.htaccess` file: a tenant's lines, not the admin's
+    /// (server-wide handlers and variables warren sets are refused there).
     pub(crate) in_htaccess: bool,
     /// Reading a skipped `<IfModule>` block: only script marks are taken.
     marks_only: bool,
@@ -154,6 +155,11 @@ impl Builder {
         b.pools = Vec::new();
         b.in_htaccess = true;
         b
+    }
+
+    /// Whether this reads an `.htaccess` file.
+    pub(crate) fn in_htaccess(&self) -> bool {
+        self.in_htaccess
     }
 
     /// Records the script mark `d` makes, if it makes one, in `dir`.

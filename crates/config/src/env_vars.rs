@@ -3,7 +3,8 @@
 //! `SetEnvIfNoCase`, `BrowserMatch` and `BrowserMatchNoCase`
 //! ([`SetEnvIf`]): the attribute tested, the pattern, and the variables set
 //! or unset when it matches. The handler fills the request's environment
-//! from them.
+//! from them. None of them may set or unset a variable the server gives
+//! an application itself ([`is_server_variable`]).
 
 use warren_regex::Regex;
 
@@ -95,6 +96,56 @@ fn parse_attribute(a: &str) -> Result<Attribute, String> {
     })
 }
 
+/// Variables whose value the server gives an application from the
+/// request, the connection and the mapping: the CGI/1.1 set (RFC 3875
+/// §4.1) and what Apache adds to it. A request's environment (SetEnv,
+/// SetEnvIf, `[E=]`) never sets or replaces them: a tenant's `.htaccess`
+/// could otherwise make the pool run another script (SCRIPT_FILENAME), or
+/// lie to the application about the client (REMOTE_ADDR, HTTPS).
+/// REDIRECT_* are the server's after an internal redirect.
+pub fn is_server_variable(name: &str) -> bool {
+    const NAMES: [&str; 14] = [
+        "GATEWAY_INTERFACE",
+        "REQUEST_METHOD",
+        "REQUEST_URI",
+        "REQUEST_SCHEME",
+        "QUERY_STRING",
+        "AUTH_TYPE",
+        "CONTENT_TYPE",
+        "CONTENT_LENGTH",
+        "PATH_INFO",
+        "PATH_TRANSLATED",
+        "SCRIPT_NAME",
+        "SCRIPT_FILENAME",
+        "DOCUMENT_ROOT",
+        "HTTPS",
+    ];
+    const PREFIXES: [&str; 5] = ["SERVER_", "REMOTE_", "SSL_", "REDIRECT_", "CONTEXT_"];
+    NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+        || PREFIXES.iter().any(|p| name.get(..p.len()).is_some_and(|start| start.eq_ignore_ascii_case(p)))
+}
+
+/// PHP_VALUE and PHP_ADMIN_VALUE: php-fpm takes each as php.ini lines
+/// for the script it runs, over its pool's own settings, php_admin_value
+/// (open_basedir...) included. The server's configuration may set them,
+/// as with Apache's mod_proxy_fcgi; a tenant may not (see [`refusal`]).
+pub fn is_php_setting(name: &str) -> bool {
+    ["PHP_VALUE", "PHP_ADMIN_VALUE"].iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
+/// Why `directive` may not set or unset `name` (None: it may).
+/// `from_tenant`: the line is in an `.htaccess` file, or the name was made
+/// from the request.
+pub fn refusal(directive: &str, name: &str, from_tenant: bool) -> Option<String> {
+    if is_server_variable(name) {
+        Some(format!("{directive}: {name} is a variable warren gives the application itself; a configuration cannot set, replace or unset it, so this has no effect"))
+    } else if from_tenant && is_php_setting(name) {
+        Some(format!("{directive}: {name} would change the PHP settings of the pool (php-fpm reads it as php.ini lines), which only the server's configuration may do; this has no effect"))
+    } else {
+        None
+    }
+}
+
 /// `SetEnv VAR [value]`.
 pub fn parse_set_env(args: &[String]) -> Result<EnvAction, String> {
     match args {
@@ -124,6 +175,20 @@ mod tests {
         let s = SetEnvIf::parse(&args(&["MSIE", "nokeepalive"]), true, true).unwrap();
         assert!(matches!(s.attribute, Attribute::Header(ref h) if h == "User-Agent"));
         assert!(s.pattern.is_match("msie 6"));
+    }
+
+    #[test]
+    fn server_variables() {
+        for n in ["SCRIPT_FILENAME", "script_filename", "DOCUMENT_ROOT", "REMOTE_ADDR", "Remote_User", "SERVER_NAME", "SSL_CIPHER", "REDIRECT_STATUS", "HTTPS", "PATH_INFO", "CONTEXT_PREFIX", "CONTENT_TYPE"] {
+            assert!(is_server_variable(n), "{n}");
+        }
+        for n in ["HTTPSX", "HTTP_HOST", "HTTP_AUTHORIZATION", "SCRIPT_URL", "no-gzip", "nokeepalive", "REMOTE", "REDIRECT", "", "é", "PHP_VALUE"] {
+            assert!(!is_server_variable(n), "{n}");
+        }
+        assert!(refusal("SetEnv", "php_admin_value", true).is_some_and(|m| m.contains("PHP settings")));
+        assert_eq!(refusal("SetEnv", "PHP_ADMIN_VALUE", false), None);
+        assert_eq!(refusal("SetEnv", "APP", true), None);
+        assert!(refusal("SetEnv", "HTTPS", false).is_some());
     }
 
     #[test]

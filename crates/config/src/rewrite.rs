@@ -24,12 +24,33 @@ pub(crate) fn directive(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         "rewriteoptions" => set.set_options(&d.args),
         "rewritebase" => set.set_base(&d.args),
         "rewritecond" => set.add_cond(&d.args, &origin(d)),
-        "rewriterule" => set.add_rule(&d.args, &origin(d)),
+        "rewriterule" => set.add_rule(&d.args, &origin(d)).map(|()| refuse_server_variables(b, d, set)),
         other => unreachable!("{other} is not a per-directory rewrite directive"),
     };
     if let Err(m) = result {
         b.error(&d.origin, m);
     }
+}
+
+/// `[E=VAR:...]` and `[E=!VAR]` of the rule just read that name a variable
+/// the server sets (or, in `.htaccess`, PHP_VALUE) are said and dropped here; a name made from the request
+/// (`[E=%1:...]`) is refused when it is set (see the handler's rewrite).
+fn refuse_server_variables(b: &mut Builder, d: &Directive, set: &mut RuleSet) {
+    use warren_rewrite::template::Piece;
+    let Some(rule) = set.rules.last_mut().and_then(std::sync::Arc::get_mut) else { return };
+    rule.flags.env.retain(|spec| {
+        let Some(Piece::Literal(text)) = spec.pieces.first() else { return true };
+        let written = text.split(':').next().unwrap_or_default();
+        let is_whole_name = text.contains(':') || spec.pieces.len() == 1;
+        let var = written.strip_prefix('!').unwrap_or(written);
+        match crate::env_vars::refusal(&format!("RewriteRule [E={written}]"), var, b.in_htaccess()) {
+            Some(why) if is_whole_name => {
+                b.warn(&d.origin, why);
+                false
+            }
+            _ => true,
+        }
+    });
 }
 
 /// RewriteMap: server and virtual host only, as in Apache.

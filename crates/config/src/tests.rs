@@ -632,3 +632,46 @@ fn a_virtual_host_without_document_root_serves_the_main_servers() {
     assert_eq!(s.virtual_hosts[0].host.document_root, d.0.join("htdocs"));
     assert_eq!(s.virtual_hosts[1].host.document_root, d.0.join("other"));
 }
+
+/// A line that would set, replace or unset a variable the server gives the
+/// application itself is said with its line and has no effect; the rest
+/// of the line, and other variables, are kept.
+#[test]
+fn server_variables_are_not_the_configurations() {
+    use crate::env_vars::{EnvAction, EnvSet};
+    let d = Dir::new("servervars");
+    let text = "Listen 8080\nDocumentRoot htdocs\n\
+        SetEnv DOCUMENT_ROOT /elsewhere\n\
+        SetEnv APP_ENV prod\n\
+        UnsetEnv Remote_Addr kept\n\
+        SetEnvIf X-Forwarded-Proto https HTTPS=on proto=https\n\
+        BrowserMatch x SCRIPT_FILENAME=/x\n\
+        RequestHeader set Content-Type text/plain\n\
+        RequestHeader set X-A b\n\
+        RewriteRule ^ - [E=SCRIPT_FILENAME:/other.php,E=!REDIRECT_STATUS,E=ok:1,E=%{HTTP:X-Name}:v,E=SERVER_%1:v]\n";
+    let l = load(&d, text);
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
+    let expected = [
+        (":3:", "SetEnv: DOCUMENT_ROOT is a variable warren gives the application itself"),
+        (":5:", "UnsetEnv: Remote_Addr is"),
+        (":6:", "SetEnvIf: HTTPS is"),
+        (":7:", "BrowserMatch: SCRIPT_FILENAME is"),
+        (":8:", "RequestHeader Content-Type: CONTENT_TYPE is"),
+        (":10:", "RewriteRule [E=SCRIPT_FILENAME]: SCRIPT_FILENAME is"),
+        (":10:", "RewriteRule [E=!REDIRECT_STATUS]: REDIRECT_STATUS is"),
+    ];
+    assert_eq!(warnings.len(), expected.len(), "{warnings:?}");
+    for (w, (line, text)) in warnings.iter().zip(expected) {
+        assert!(w.contains(line) && w.contains(text) && w.contains("has no effect"), "{w} should say {line} {text}");
+    }
+    let s = l.settings.unwrap();
+    let dir = &s.main.dir;
+    assert_eq!(dir.env, vec![EnvAction::Set("APP_ENV".into(), "prod".into()), EnvAction::Unset("kept".into())]);
+    assert_eq!(dir.set_env_if.len(), 1, "the BrowserMatch line has nothing left to set");
+    assert_eq!(dir.set_env_if[0].sets, vec![EnvSet::Set("proto".into(), "https".into())]);
+    assert_eq!(dir.request_headers.len(), 1);
+    let rules = &dir.rewrite.as_ref().unwrap().rules;
+    // What the request names is refused when it is set, by the handler.
+    assert_eq!(rules[0].flags.env.len(), 3);
+}

@@ -167,16 +167,25 @@ fn check(h: &RequestHead, buf: &[u8], used: usize, limits: &HeadLimits) {
     let before_version = [method, b" ", target, b" "].concat();
     assert!(line.starts_with(&before_version) && line.len() == before_version.len() + 8, "request line {line:?}");
     assert!(line.ends_with(h.version.as_str().as_bytes()) || h.version == Version::Http11, "request line {line:?} for {:?}", h.version);
-    assert!(target.ends_with(h.path_and_query()));
+    // An absolute-form target's empty path reads as "/".
+    let path = h.path_and_query();
+    assert!(target.ends_with(path) || path.first() == Some(&b'/') && target.ends_with(&path[1..]), "path {path:?} of {target:?}");
 
+    // An absolute-form target's authority is the Host field (added to an
+    // HTTP/1.0 head without one), sized by the request line's limit.
+    let absolute = target[0] != b'/' && target != b"*";
     let mut count = 0;
     for (name, value) in h.headers() {
         count += 1;
         assert!(!name.is_empty() && name.iter().all(|&b| is_tchar(b)), "field name {name:?}");
         assert!(!value.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0)), "field value {value:?}");
-        assert!(name.len() + 1 + value.len() <= limits.field_size);
+        if absolute && name.eq_ignore_ascii_case(b"host") {
+            assert_eq!(Some(value), h.host(), "the Host field is the target's authority");
+        } else {
+            assert!(name.len() + 1 + value.len() <= limits.field_size);
+        }
     }
-    assert!(count <= limits.fields);
+    assert!(count <= limits.fields + usize::from(absolute));
 
     let te = h.header("transfer-encoding");
     let cl = h.header("content-length");

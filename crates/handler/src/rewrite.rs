@@ -481,7 +481,16 @@ impl warren_rewrite::Request for Vars<'_, '_> {
         self.env.get(name).map(str::to_string)
     }
 
-    fn set_env(&mut self, name: &str, value: Option<String>) {
+    fn set_env(&mut self, name: &str, value: Option<String>, by: &warren_rewrite::Rule) {
+        // A name the configuration wrote is refused when it is read; this
+        // is one made from the request (`[E=%1:...]`).
+        if let Some(why) = warren_config::env_vars::refusal(&format!("RewriteRule [E={name}]"), name, true) {
+            if by.first_refusal() {
+                let log = &self.site.hosts[self.req.host].error_log;
+                log.log(LogLevel::Warn, Some(self.req.conn.useragent), &format!("{}: {why}", by.origin));
+            }
+            return;
+        }
         match value {
             Some(v) => self.env.set(name, v),
             None => self.env.unset(name),

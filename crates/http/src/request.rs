@@ -79,8 +79,10 @@ pub struct RequestHead {
     pub expect_continue: bool,
     /// The Host header's value (or the authority of an absolute-form target).
     host: Option<Range<usize>>,
-    /// Where the origin-form part (`/path?query`) of the target starts.
-    path_start: usize,
+    /// The origin-form part (`/path?query`) of the target: the target
+    /// itself, or for an absolute-form one what follows its authority
+    /// (made to start with `/` when it did not).
+    path: Range<usize>,
     /// The head's length on the wire: `raw` grows past it when a field is
     /// rewritten (see [`RequestHead::set_header`]).
     wire_len: usize,
@@ -99,7 +101,7 @@ impl RequestHead {
 
     /// `/path?query` (for an absolute-form target, the part after the authority).
     pub fn path_and_query(&self) -> &[u8] {
-        &self.raw[self.target.start + self.path_start..self.target.end]
+        &self.raw[self.path.clone()]
     }
 
     /// The request line without its line ending, for `%r`.
@@ -159,8 +161,9 @@ impl RequestHead {
     /// The head of a request that came on an HTTP/2 stream, whose fields
     /// [`crate::h2`] has already checked (RFC 9113 §8.2-8.3): the request
     /// line reads `METHOD path HTTP/2.0` (what `%r` logs), `:authority`
-    /// becomes a `host` field (first, replacing any the client sent, as
-    /// mod_http2 does, so CGI's HTTP_HOST and `host()` see it) and the host.
+    /// becomes a `host` field (first, replacing one the client sent, which
+    /// [`crate::h2`] has checked names the same host, as mod_http2 does, so
+    /// CGI's HTTP_HOST and `host()` see it) and the host.
     /// `fields` are the regular fields, names in lower case, cookies
     /// already joined; `wire_len` the size of the header block as received.
     pub fn from_h2<'a>(
@@ -209,14 +212,14 @@ impl RequestHead {
         RequestHead {
             raw,
             method,
-            target,
+            target: target.clone(),
             version,
             headers,
             framing,
             keep_alive: true,
             expect_continue: false,
             host,
-            path_start: 0,
+            path: target,
             wire_len,
         }
     }
@@ -272,18 +275,19 @@ pub fn parse_head_from(scan: &mut HeadScan, buf: &[u8], limits: &HeadLimits) -> 
     let mut head = RequestHead {
         raw: Vec::new(),
         method,
-        target,
+        target: target.clone(),
         version,
         headers,
         framing: BodyFraming::None,
         keep_alive: version == Version::Http11,
         expect_continue: false,
         host: None,
-        path_start: 0,
+        path: target,
         wire_len: head_end,
     };
     analyse(&mut head, buf)?;
     head.raw = buf[..head_end].to_vec();
+    take_authority(&mut head)?;
     Ok(Some((head, head_end)))
 }
 
@@ -391,28 +395,65 @@ fn analyse(head: &mut RequestHead, buf: &[u8]) -> Result<(), HttpError> {
     if head.version == Version::Http11 && host_count == 0 {
         return Err(HttpError::new(400, "HTTP/1.1 request without a Host header field"));
     }
-    // Absolute-form: the authority in the target is the host (RFC 9112 3.2.2).
+    Ok(())
+}
+
+/// An absolute-form target's authority is the request's host (RFC 9112
+/// §3.2.2), for everything that reads one: the Host field is replaced by
+/// it (added if there was none, as Apache does), so that vhost choice,
+/// HTTP_HOST, `%{Host}i` and URLs built from the host all see the same
+/// name; the path is what follows the authority.
+fn take_authority(head: &mut RequestHead) -> Result<(), HttpError> {
     let t = head.target.clone();
-    let target = &buf[t.clone()];
+    let target = &head.raw[t.clone()];
     let scheme_len = if target.len() > 7 && target[..7].eq_ignore_ascii_case(b"http://") {
         7
     } else if target.len() > 8 && target[..8].eq_ignore_ascii_case(b"https://") {
         8
     } else {
-        0
+        return Ok(());
     };
-    if scheme_len > 0 {
-        let rest = &target[scheme_len..];
-        let auth_len = rest.iter().position(|&b| b == b'/' || b == b'?').unwrap_or(rest.len());
-        let authority = &rest[..auth_len];
-        if authority.is_empty() || !valid_host(authority) || authority.contains(&b'@') {
-            return Err(HttpError::new(400, "bad authority in absolute-form request-target"));
+    let rest = &target[scheme_len..];
+    let auth_len = rest.iter().position(|&b| b == b'/' || b == b'?' || b == b'#').unwrap_or(rest.len());
+    let authority = &rest[..auth_len];
+    // RFC 9110 §4.2.1: an http URI with an empty host is invalid; §4.2.4:
+    // userinfo in a received target is an error (valid_host admits no '@').
+    let host_name = strip_port(authority);
+    if host_name.is_empty() || !valid_host(authority) {
+        return Err(HttpError::new(400, format!("bad authority in absolute-form request-target: {}", String::from_utf8_lossy(authority))));
+    }
+    let a = t.start + scheme_len;
+    let authority = a..a + auth_len;
+    head.host = Some(authority.clone());
+    match head.headers.iter_mut().find(|(n, _)| head.raw[n.clone()].eq_ignore_ascii_case(b"host")) {
+        Some((_, v)) => *v = authority.clone(),
+        None => {
+            // Appended after the head, as set_header does.
+            let n = head.raw.len();
+            head.raw.extend_from_slice(b"Host");
+            head.headers.push((n..head.raw.len(), authority.clone()));
         }
-        let a = t.start + scheme_len;
-        head.host = Some(a..a + auth_len);
-        head.path_start = scheme_len + auth_len;
+    }
+    head.path = authority.end..t.end;
+    if head.raw.get(head.path.start) != Some(&b'/') {
+        // `http://h` or `http://h?q`: an empty path is `/` (RFC 9110 §4.2.3).
+        let p = head.raw.len();
+        head.raw.push(b'/');
+        head.raw.extend_from_within(head.path.clone());
+        head.path = p..head.raw.len();
     }
     Ok(())
+}
+
+/// `host` without its `:port`, if it has one.
+fn strip_port(host: &[u8]) -> &[u8] {
+    if host.first() == Some(&b'[') {
+        return host;
+    }
+    match host.iter().rposition(|&b| b == b':') {
+        Some(i) => &host[..i],
+        None => host,
+    }
 }
 
 /// `uri-host [ ":" port ]` (RFC 3986 3.2.2), or empty.
@@ -576,8 +617,33 @@ mod tests {
 
     #[test]
     fn absolute_form_sets_host_and_path() {
-        let (h, _) = parse_head(b"GET http://Example.com:81/p?q HTTP/1.1\r\nHost: other\r\n\r\n", &LIMITS).unwrap().unwrap();
+        let (h, n) = parse_head(b"GET http://Example.com:81/p?q HTTP/1.1\r\nHost: other\r\nAccept: x\r\n\r\n", &LIMITS).unwrap().unwrap();
         assert_eq!(h.host(), Some(&b"Example.com:81"[..]));
         assert_eq!(h.path_and_query(), b"/p?q");
+        // Everyone reading the Host field sees the target's authority.
+        assert_eq!(h.header("host"), Some(&b"Example.com:81"[..]));
+        assert_eq!(h.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"host")).count(), 1);
+        assert_eq!(h.request_line(), b"GET http://Example.com:81/p?q HTTP/1.1");
+        assert_eq!(h.wire_len(), n);
+
+        // An HTTP/1.0 request without Host gets one.
+        let (h, _) = parse_head(b"GET HTTPS://b.test/ HTTP/1.0\r\n\r\n", &LIMITS).unwrap().unwrap();
+        assert_eq!(h.header("Host"), Some(&b"b.test"[..]));
+        assert_eq!(h.path_and_query(), b"/");
+
+        // An empty path is "/".
+        let (h, _) = parse_head(b"GET http://b.test HTTP/1.1\r\nHost: a\r\n\r\n", &LIMITS).unwrap().unwrap();
+        assert_eq!((h.host(), h.path_and_query()), (Some(&b"b.test"[..]), &b"/"[..]));
+        let (h, _) = parse_head(b"GET http://b.test?x=1 HTTP/1.1\r\nHost: a\r\n\r\n", &LIMITS).unwrap().unwrap();
+        assert_eq!((h.host(), h.path_and_query()), (Some(&b"b.test"[..]), &b"/?x=1"[..]));
+    }
+
+    #[test]
+    fn absolute_form_bad_authorities() {
+        for target in ["http://a@b.test/", "http://@b.test/", "http:///x", "http://:80/x", "http://b.test:x/", "http://b test/", "https://a:b@b.test/"] {
+            let raw = format!("GET {target} HTTP/1.1\r\nHost: b.test\r\n\r\n");
+            assert_eq!(status(&raw), 400, "{target}");
+        }
+        assert_eq!(status("GET http://[::1]:8080/ HTTP/1.1\r\nHost: b\r\n\r\n"), 200);
     }
 }

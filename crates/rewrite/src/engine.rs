@@ -24,8 +24,8 @@ pub trait Request {
     fn header(&self, name: &str) -> Option<String>;
     /// An environment variable.
     fn env(&self, name: &str) -> Option<String>;
-    /// Sets (Some) or removes (None) an environment variable.
-    fn set_env(&mut self, name: &str, value: Option<String>);
+    /// Sets (Some) or removes (None) an environment variable, for `by`'s `[E=]`.
+    fn set_env(&mut self, name: &str, value: Option<String>, by: &Rule);
     fn map(&self, name: &str) -> Option<&RewriteMap>;
     /// `-F`: whether the server would serve this file.
     fn file_lookup(&self, path: &str) -> bool;
@@ -209,10 +209,10 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
     for e in &rule.flags.env {
         let spec = expand(e, state, ctx, None);
         match spec.strip_prefix('!') {
-            Some(name) => ctx.req.set_env(name, None),
+            Some(name) => ctx.req.set_env(name, None, rule),
             None => {
                 let (name, value) = spec.split_once(':').unwrap_or((&spec, ""));
-                ctx.req.set_env(name, Some(value.to_string()));
+                ctx.req.set_env(name, Some(value.to_string()), rule);
             }
         }
     }
@@ -470,7 +470,7 @@ mod tests {
         fn env(&self, name: &str) -> Option<String> {
             self.env.get(name).cloned()
         }
-        fn set_env(&mut self, name: &str, value: Option<String>) {
+        fn set_env(&mut self, name: &str, value: Option<String>, _: &Rule) {
             match value {
                 Some(v) => self.env.insert(name.to_string(), v),
                 None => self.env.remove(name),

@@ -4,6 +4,7 @@
 //! layer into the one that runs ([`PerDir`]), as Apache merges them.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use warren_regex::Regex;
@@ -84,7 +85,7 @@ pub struct Flags {
     pub unsafe_allow_3f: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Rule {
     pub pattern: Regex,
     pub negate: bool,
@@ -96,6 +97,16 @@ pub struct Rule {
     pub flags: Flags,
     /// `file:line`, for logs.
     pub origin: String,
+    /// Whether an `[E=]` of this rule has been refused (it named a variable
+    /// the server sets itself): said once, not at every request.
+    refusal_said: AtomicBool,
+}
+
+impl Rule {
+    /// True the first time it is asked: whether a refusal is still to be said.
+    pub fn first_refusal(&self) -> bool {
+        !self.refusal_said.swap(true, Ordering::Relaxed)
+    }
 }
 
 /// RewriteOptions.
@@ -321,7 +332,7 @@ impl RuleSet {
         let substitution = if subst == "-" { None } else { Some(Template::parse(subst)) };
         let conds = std::mem::take(&mut self.pending);
         self.pending_origin = None;
-        self.rules.push(Arc::new(Rule { pattern: re, negate, substitution, substitution_text: subst.to_string(), conds, flags, origin: origin.to_string() }));
+        self.rules.push(Arc::new(Rule { pattern: re, negate, substitution, substitution_text: subst.to_string(), conds, flags, origin: origin.to_string(), refusal_said: AtomicBool::new(false) }));
         Ok(())
     }
 }

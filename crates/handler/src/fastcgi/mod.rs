@@ -201,7 +201,8 @@ impl Gateway {
     /// change the HTTP_* variables the application gets, and each
     /// environment variable is one more variable, unless it would replace
     /// one the server sets (as in Apache, where the CGI variables are set
-    /// over `subprocess_env`).
+    /// over `subprocess_env`) or is one of the server's names at all
+    /// ([`params::from_environment`]).
     pub fn set_filters(&mut self, f: Box<crate::filters::RequestFilters>, head: &RequestHead) {
         let now = crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() };
         if let Some(headers) = crate::filters::headers::request_headers(&f, head, now) {
@@ -211,7 +212,7 @@ impl Gateway {
             }
             self.params.extend(params::http_params(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()))));
         }
-        for (name, value) in f.env.iter() {
+        for (name, value) in f.env.iter().filter(|(n, _)| params::from_environment(n)) {
             if !self.params.iter().any(|(n, _)| n == name) {
                 self.params.push((HeaderName::Owned(name.to_string()), value.as_bytes().to_vec()));
             }

@@ -111,8 +111,9 @@ impl Site {
         }
         p.extend(http_params(head.headers()));
         // The request's environment, as Apache passes subprocess_env: a
-        // variable set there wins over the CGI variable of the same name.
-        for (name, value) in env.iter() {
+        // variable set there wins over an HTTP_* one of the same name, but
+        // never replaces the server's own.
+        for (name, value) in env.iter().filter(|(n, _)| from_environment(n)) {
             match p.iter_mut().find(|(n, _)| n == name) {
                 Some((_, v)) => *v = value.as_bytes().to_vec(),
                 None => p.push((HeaderName::Owned(name.to_string()), value.as_bytes().to_vec())),
@@ -121,6 +122,14 @@ impl Site {
         p
     }
 
+}
+
+/// Whether the request's environment may give the application `name`:
+/// not one of the server's own variables, which the directives that set
+/// variables refuse, so the only ones here are the REDIRECT_* an internal
+/// redirect renamed (REDIRECT_STATUS the status of the request it left).
+pub(super) fn from_environment(name: &str) -> bool {
+    !warren_config::env_vars::is_server_variable(name) || name.starts_with("REDIRECT_")
 }
 
 /// Every request header but Content-Type and Content-Length as HTTP_*:

@@ -178,6 +178,7 @@ impl<'l> Fields<'l> {
         let mut content_length: Option<u64> = None;
         let mut cookie: Vec<u8> = Vec::new();
         let mut first_cookie = None;
+        let mut host_seen = false;
         for (i, (n, v)) in self.regular.iter().enumerate() {
             let (name, value) = (&self.bytes[n.clone()], &self.bytes[v.clone()]);
             match name {
@@ -191,8 +192,23 @@ impl<'l> Fields<'l> {
                         (len, _) => content_length = len,
                     }
                 }
-                b"host" if authority.is_none() && !valid_host(value) => {
-                    return Err(Problem::Refused(HttpError::new(400, format!("invalid Host header field: {}", String::from_utf8_lossy(value)))));
+                b"host" => {
+                    // §8.3.1 lets :authority win over host; a request where
+                    // they differ, or with two hosts (which HTTP/1.1 would
+                    // refuse, and which would reach CGI joined as one
+                    // "a, b"), names no one host: refused, as for HTTP/1.1.
+                    let refuse = |why: String| Err(Problem::Refused(HttpError::new(400, why)));
+                    if host_seen {
+                        return refuse("more than one host header field".into());
+                    }
+                    host_seen = true;
+                    match authority {
+                        Some(a) if !a.eq_ignore_ascii_case(value) => {
+                            return refuse(format!("host header field {} differs from :authority {}", String::from_utf8_lossy(value), String::from_utf8_lossy(a)));
+                        }
+                        None if !valid_host(value) => return refuse(format!("invalid Host header field: {}", String::from_utf8_lossy(value))),
+                        _ => {}
+                    }
                 }
                 b"cookie" => {
                     // §8.2.3: a client may split cookies into fields of
@@ -303,9 +319,25 @@ mod tests {
         assert_eq!(h.host(), Some(&b"h:8080"[..]));
         let list = [(":method", "GET"), (":scheme", "http"), (":path", "/"), ("host", "h/x")];
         assert_eq!(refused(&list, true), 400);
-        // Both: :authority wins.
-        let (h, _) = head(&with(&[("host", "other")]), true).unwrap();
+        // Both, the same name: one host.
+        let (h, _) = head(&with(&[("host", "A.example")]), true).unwrap();
         assert_eq!(h.host(), Some(&b"a.example"[..]));
+        assert_eq!(h.headers().filter(|(n, _)| *n == b"host").count(), 1);
+    }
+
+    #[test]
+    fn hosts_that_disagree() {
+        let two = [(":method", "GET"), (":scheme", "http"), (":path", "/"), ("host", "a.test"), ("host", "b.test")];
+        assert_eq!(refused(&two, true), 400);
+        let same_twice = [(":method", "GET"), (":scheme", "http"), (":path", "/"), ("host", "a.test"), ("host", "a.test")];
+        assert_eq!(refused(&same_twice, true), 400);
+        assert_eq!(refused(&with(&[("host", "other")]), true), 400);
+        assert_eq!(refused(&with(&[("host", "a.example:443")]), true), 400);
+        assert_eq!(refused(&with(&[("host", "a.example"), ("host", "a.example")]), true), 400);
+        match head(&with(&[("accept", "x"), ("host", "b.test")]), true) {
+            Err(Problem::Refused(e)) => assert!(e.reason.contains("b.test") && e.reason.contains("a.example"), "{}", e.reason),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
