@@ -2,19 +2,20 @@
 //!
 //! Small files are kept in memory: a hit costs one `stat` instead of open,
 //! fstat, read and close. Large files (sent with sendfile) are kept open: a
-//! hit costs one `stat` instead of open, fstat and close. Every hit is
-//! checked against the file's current identity at its path (device, inode,
-//! size, mtime and ctime to the nanosecond), so a changed or replaced file
-//! is never served stale. Both are bounded; when full they are emptied, and
-//! open files unused for [`OPEN_IDLE`] are closed at the next lookup, so
-//! that a deleted file's space is given back.
+//! hit costs one `stat` instead of open, fstat and close. Both are
+//! [`StatCache`]s: every hit is checked against the file's current
+//! [`FileVersion`] at its path, so a changed or replaced file is never
+//! served stale. Both are bounded; when full they are emptied, and open
+//! files unused for [`OPEN_IDLE`] are closed at the next lookup, so that a
+//! deleted file's space is given back.
 
-use std::collections::HashMap;
 use std::fs::{File, Metadata};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use warren_stat_cache::{FileVersion, StatCache};
 
 use crate::conditional::Validators;
 
@@ -27,69 +28,46 @@ pub const MAX_OPEN: usize = 64;
 /// An open large file not asked for in this long is closed.
 pub const OPEN_IDLE: Duration = Duration::from_secs(10);
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct FileIdentity {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl FileIdentity {
-    pub fn of(m: &Metadata) -> FileIdentity {
-        FileIdentity { dev: m.dev(), ino: m.ino(), size: m.len(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
-    }
-}
-
 pub struct CachedFile {
-    pub identity: FileIdentity,
     pub data: Arc<[u8]>,
     pub validators: Validators,
     pub content_type: Option<String>,
 }
 
 struct OpenFile {
-    identity: FileIdentity,
     file: Arc<File>,
     used: Instant,
 }
 
-#[derive(Default)]
 pub struct FileCache {
-    inner: Mutex<Inner>,
+    small: StatCache<Arc<CachedFile>>,
+    open: StatCache<OpenFile>,
+    /// When `open` was last swept of idle files, in nanoseconds after
+    /// `started` (0: never): read without a lock on every lookup.
+    swept: AtomicU64,
+    started: Instant,
 }
 
-#[derive(Default)]
-struct Inner {
-    map: HashMap<PathBuf, Arc<CachedFile>>,
-    bytes: usize,
-    open: HashMap<PathBuf, OpenFile>,
-    swept: Option<Instant>,
+impl Default for FileCache {
+    fn default() -> FileCache {
+        FileCache {
+            small: StatCache::new(MAX_TOTAL, |f: &Arc<CachedFile>| f.data.len()),
+            open: StatCache::of_entries(MAX_OPEN),
+            swept: AtomicU64::new(0),
+            started: Instant::now(),
+        }
+    }
 }
 
 impl FileCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The cached copy of `path`, if it is still the file `meta` describes.
     pub fn get(&self, path: &Path, meta: &Metadata) -> Option<Arc<CachedFile>> {
-        let inner = self.lock();
-        let entry = inner.map.get(path)?;
-        (entry.identity == FileIdentity::of(meta)).then(|| entry.clone())
+        self.small.get(path, &FileVersion::of(meta))
     }
 
-    pub fn insert(&self, path: PathBuf, entry: Arc<CachedFile>) {
-        let mut inner = self.lock();
-        if inner.bytes + entry.data.len() > MAX_TOTAL {
-            inner.map.clear();
-            inner.bytes = 0;
-        }
-        inner.bytes += entry.data.len();
-        if let Some(old) = inner.map.insert(path, entry) {
-            inner.bytes -= old.data.len();
-        }
+    /// Keeps the copy of `path` made from the file `meta` describes.
+    pub fn insert(&self, path: PathBuf, meta: &Metadata, entry: Arc<CachedFile>) {
+        self.small.insert(path, FileVersion::of(meta), entry);
     }
 
     /// The open descriptor of large file `path`, if it is still the file
@@ -99,28 +77,23 @@ impl FileCache {
     }
 
     fn get_open_at(&self, path: &Path, meta: &Metadata, now: Instant) -> Option<Arc<File>> {
-        let mut inner = self.lock();
-        if inner.swept.is_none_or(|t| now.duration_since(t) >= OPEN_IDLE) {
-            inner.open.retain(|_, f| now.duration_since(f.used) < OPEN_IDLE);
-            inner.swept = Some(now);
+        // Nanoseconds since `started`, plus one so that 0 stays "never".
+        let at = now.saturating_duration_since(self.started).as_nanos() as u64 + 1;
+        let swept = self.swept.load(Ordering::Relaxed);
+        if swept == 0 || at.saturating_sub(swept) >= OPEN_IDLE.as_nanos() as u64 {
+            self.swept.store(at, Ordering::Relaxed);
+            self.open.retain(|f| now.saturating_duration_since(f.used) < OPEN_IDLE);
         }
-        let entry = inner.open.get_mut(path)?;
-        if entry.identity != FileIdentity::of(meta) {
-            inner.open.remove(path);
-            return None;
-        }
-        entry.used = now;
-        Some(entry.file.clone())
+        self.open.get_with(path, &FileVersion::of(meta), |entry| {
+            entry.used = now;
+            entry.file.clone()
+        })
     }
 
     /// Keeps large file `file`, opened at `path` and described by `meta`
     /// (its fstat), open for the next requests.
     pub fn insert_open(&self, path: PathBuf, file: Arc<File>, meta: &Metadata) {
-        let mut inner = self.lock();
-        if inner.open.len() >= MAX_OPEN && !inner.open.contains_key(&path) {
-            inner.open.clear();
-        }
-        inner.open.insert(path, OpenFile { identity: FileIdentity::of(meta), file, used: Instant::now() });
+        self.open.insert(path, FileVersion::of(meta), OpenFile { file, used: Instant::now() });
     }
 }
 
@@ -134,10 +107,7 @@ mod tests {
         std::fs::write(&p, "one").unwrap();
         let meta = std::fs::metadata(&p).unwrap();
         let cache = FileCache::default();
-        cache.insert(
-            p.clone(),
-            Arc::new(CachedFile { identity: FileIdentity::of(&meta), data: Arc::from(&b"one"[..]), validators: Validators::of(&meta), content_type: None }),
-        );
+        cache.insert(p.clone(), &meta, Arc::new(CachedFile { data: Arc::from(&b"one"[..]), validators: Validators::of(&meta), content_type: None }));
         assert!(cache.get(&p, &meta).is_some());
         std::fs::write(&p, "two!").unwrap();
         let meta2 = std::fs::metadata(&p).unwrap();

@@ -5,38 +5,22 @@
 //! `warren_config::htaccess`). Only directories whose `AllowOverride` lets
 //! files in are looked at, as in Apache.
 
-use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use warren_config::htaccess::{self, Env, Htaccess, Overrides};
 use warren_config::{ConfigError, DirConfig, Handler, HostConfig, SectionMatch, Settings};
 
+use warren_stat_cache::{FileVersion, StatCache};
+
 use crate::sections::directories_overlap;
-
-/// A file's version as `stat` tells it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Version {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Version {
-    fn of(m: &std::fs::Metadata) -> Version {
-        Version { dev: m.dev(), ino: m.ino(), size: m.size(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
-    }
-}
 
 /// One file read: what it gave (its sections, or the error that makes
 /// every request below it a 500).
 pub type Read = Arc<Result<Htaccess, ConfigError>>;
 
+/// A file as read under the AllowOverride it was read with.
 struct Entry {
-    version: Version,
     overrides: Overrides,
     read: Read,
 }
@@ -47,9 +31,14 @@ const MAX_ENTRIES: usize = 4096;
 /// Larger files are refused (500) rather than read: no real one comes near.
 const MAX_FILE: u64 = 1 << 20;
 
-#[derive(Default)]
 pub struct HtaccessCache {
-    entries: Mutex<HashMap<PathBuf, Entry>>,
+    entries: StatCache<Entry>,
+}
+
+impl Default for HtaccessCache {
+    fn default() -> HtaccessCache {
+        HtaccessCache { entries: StatCache::of_entries(MAX_ENTRIES) }
+    }
 }
 
 impl HtaccessCache {
@@ -61,19 +50,14 @@ impl HtaccessCache {
         let path = Path::new(dir).join(name);
         // A missing file, or a path component that is not a directory.
         let meta = std::fs::metadata(&path).ok()?;
-        let version = Version::of(&meta);
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = entries.get(&path) {
-            if e.version == version && e.overrides == *overrides {
-                return Some(e.read.clone());
-            }
+        let version = FileVersion::of(&meta);
+        let same_overrides = |e: &mut Entry| (e.overrides == *overrides).then(|| e.read.clone());
+        if let Some(read) = self.entries.get_with(&path, &version, same_overrides).flatten() {
+            return Some(read);
         }
         let read = Arc::new(read_file(&path, &meta, Path::new(dir), overrides, host, settings));
         on_read(&read);
-        if entries.len() >= MAX_ENTRIES {
-            entries.clear();
-        }
-        entries.insert(path, Entry { version, overrides: overrides.clone(), read: read.clone() });
+        self.entries.insert(path, version, Entry { overrides: overrides.clone(), read: read.clone() });
         Some(read)
     }
 }

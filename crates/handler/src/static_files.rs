@@ -17,7 +17,7 @@ use warren_http::RequestHead;
 
 use crate::compress::{self, Offer};
 use crate::conditional::{evaluate_preconditions, if_range_allows, parse_ranges, Precondition, Ranges, Validators};
-use crate::file_cache::{CachedFile, FileIdentity, MAX_ENTRY};
+use crate::file_cache::{CachedFile, MAX_ENTRY};
 use crate::route::{Effective, Request, Route};
 use crate::site::Site;
 use crate::symlinks::{self, Access, LinkRule, Refused};
@@ -217,12 +217,11 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
         let mut data = Vec::with_capacity(meta.len() as usize);
         if (&file).take(MAX_ENTRY + 1).read_to_end(&mut data).is_ok() && data.len() as u64 == meta.len() {
             let entry = Arc::new(CachedFile {
-                identity: FileIdentity::of(&meta),
                 data: Arc::from(data),
                 validators: Validators::of(&meta),
                 content_type: content_type(site, eff, &fs),
             });
-            site.file_cache.insert(fs.clone(), entry.clone());
+            site.file_cache.insert(fs.clone(), &meta, entry.clone());
             let ctype = forced_type(req).or_else(|| entry.content_type.clone());
             let offer = compress::static_offer(eff, &fs, &meta, ctype.as_deref());
             return respond_whole(host, head, &entry.validators, ctype, Body::Shared(entry.data.clone()), fs, offer);

@@ -5,9 +5,9 @@
 //! `dbd:`) are refused when the configuration is read.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Mutex;
+
+use warren_stat_cache::{FileVersion, StatCache};
 
 use crate::escape;
 
@@ -26,14 +26,12 @@ pub enum Internal {
     Unescape,
 }
 
-/// A map file's version: its mtime (seconds, nanoseconds) and size.
-type Version = (i64, i64, u64);
-
 /// A map file, parsed once per version.
 #[derive(Debug)]
 pub struct FileMap {
     pub path: PathBuf,
-    cache: Mutex<Option<(Version, HashMap<String, String>)>>,
+    /// Its one entry: the file's pairs as last read.
+    parsed: StatCache<HashMap<String, String>>,
 }
 
 /// Larger map files are refused rather than read into memory.
@@ -48,7 +46,7 @@ impl RewriteMap {
             if !path.is_file() {
                 return Err(format!("RewriteMap: file for map not found: {}", path.display()));
             }
-            Ok(FileMap { path, cache: Mutex::new(None) })
+            Ok(FileMap { path, parsed: StatCache::of_entries(1) })
         };
         match kind.to_ascii_lowercase().as_str() {
             "txt" => Ok(RewriteMap::Txt(file(arg)?)),
@@ -89,16 +87,18 @@ impl RewriteMap {
 impl FileMap {
     fn get(&self, key: &str) -> Option<String> {
         let meta = std::fs::metadata(&self.path).ok()?;
-        let version = (meta.mtime(), meta.mtime_nsec(), meta.size());
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.as_ref().is_none_or(|(v, _)| *v != version) {
-            if meta.size() > MAX_MAP_FILE {
-                return None;
-            }
-            let text = std::fs::read(&self.path).ok()?;
-            *cache = Some((version, parse_map_text(&String::from_utf8_lossy(&text))));
+        let version = FileVersion::of(&meta);
+        if let Some(found) = self.parsed.get_with(&self.path, &version, |pairs| pairs.get(key).cloned()) {
+            return found;
         }
-        cache.as_ref().and_then(|(_, m)| m.get(key).cloned())
+        if meta.len() > MAX_MAP_FILE {
+            return None;
+        }
+        let text = std::fs::read(&self.path).ok()?;
+        let pairs = parse_map_text(&String::from_utf8_lossy(&text));
+        let found = pairs.get(key).cloned();
+        self.parsed.insert(self.path.clone(), version, pairs);
+        found
     }
 }
 

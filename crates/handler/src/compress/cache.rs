@@ -1,17 +1,17 @@
 //! Compressed copies of static files, per process, so that a file version
-//! is compressed once per coding and level, not once per request. Keyed by
-//! path and coding; an entry holds the [`FileIdentity`] (device, inode,
-//! size, mtime, ctime) and level it was made from, and a lookup with
-//! another is a miss. Bounded as the file cache is: when full it is
-//! emptied.
+//! is compressed once per coding and level, not once per request. A
+//! [`StatCache`] by path: an entry holds the copies made from one
+//! [`FileVersion`] of the file, one per coding with the level it was made
+//! at, and a lookup with another version or level is a miss. Bounded as the
+//! file cache is: when full it is emptied.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use warren_stat_cache::{FileVersion, StatCache};
 
 use super::negotiate::Coding;
 use super::Levels;
-use crate::file_cache::FileIdentity;
 
 /// Compressed bytes held per process.
 pub const MAX_TOTAL: usize = 4 * 1024 * 1024;
@@ -19,11 +19,8 @@ pub const MAX_TOTAL: usize = 4 * 1024 * 1024;
 /// copy can be kept: bigger ones go out as they are (or precompressed).
 pub const MAX_SOURCE: u64 = 1024 * 1024;
 
-struct Entry {
-    identity: FileIdentity,
-    levels: Levels,
-    data: Arc<[u8]>,
-}
+/// A file version's copies, by coding ([`slot`]), each with its levels.
+type Copies = [Option<(Levels, Arc<[u8]>)>; 2];
 
 fn slot(c: Coding) -> usize {
     match c {
@@ -32,51 +29,38 @@ fn slot(c: Coding) -> usize {
     }
 }
 
-#[derive(Default)]
 pub struct CompressedCache {
-    inner: Mutex<Inner>,
+    copies: StatCache<Copies>,
 }
 
-#[derive(Default)]
-struct Inner {
-    /// By path, then by coding ([`slot`]).
-    map: HashMap<PathBuf, [Option<Entry>; 2]>,
-    bytes: usize,
+impl Default for CompressedCache {
+    fn default() -> CompressedCache {
+        let bytes = |copies: &Copies| copies.iter().flatten().map(|(_, data)| data.len()).sum();
+        CompressedCache { copies: StatCache::new(MAX_TOTAL, bytes) }
+    }
 }
 
 impl CompressedCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The copy of `path` in `coding`, if it was made from the file
-    /// `identity` describes, at these levels.
-    pub fn get(&self, path: &Path, coding: Coding, identity: &FileIdentity, levels: Levels) -> Option<Arc<[u8]>> {
-        let inner = self.lock();
-        let e = inner.map.get(path)?[slot(coding)].as_ref()?;
-        (e.identity == *identity && e.levels.for_coding(coding) == levels.for_coding(coding)).then(|| e.data.clone())
+    /// at `version`, at these levels.
+    pub fn get(&self, path: &Path, coding: Coding, version: &FileVersion, levels: Levels) -> Option<Arc<[u8]>> {
+        let made = |copies: &mut Copies| match &copies[slot(coding)] {
+            Some((at, data)) if at.for_coding(coding) == levels.for_coding(coding) => Some(data.clone()),
+            _ => None,
+        };
+        self.copies.get_with(path, version, made).flatten()
     }
 
-    pub fn insert(&self, path: PathBuf, coding: Coding, identity: FileIdentity, levels: Levels, data: Arc<[u8]>) {
+    pub fn insert(&self, path: PathBuf, coding: Coding, version: FileVersion, levels: Levels, data: Arc<[u8]>) {
         if data.len() > MAX_TOTAL / 4 {
             return;
         }
-        let mut inner = self.lock();
-        if inner.bytes + data.len() > MAX_TOTAL {
-            inner.map.clear();
-            inner.bytes = 0;
-        }
-        inner.bytes += data.len();
-        let slots = inner.map.entry(path).or_default();
-        let old = slots[slot(coding)].replace(Entry { identity, levels, data });
-        if let Some(old) = old {
-            inner.bytes -= old.data.len();
-        }
+        self.copies.update(&path, version, |copies| copies[slot(coding)] = Some((levels, data)));
     }
 
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        self.lock().bytes
+        self.copies.weight()
     }
 }
 
@@ -93,7 +77,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("a.css");
         std::fs::write(&p, "one").unwrap();
-        let v1 = FileIdentity::of(&std::fs::metadata(&p).unwrap());
+        let v1 = FileVersion::of(&std::fs::metadata(&p).unwrap());
         let cache = CompressedCache::default();
         cache.insert(p.clone(), Coding::Gzip, v1, LEVELS, Arc::from(&b"gz1"[..]));
         assert_eq!(cache.get(&p, Coding::Gzip, &v1, LEVELS).as_deref(), Some(&b"gz1"[..]));
@@ -102,7 +86,7 @@ mod tests {
         // Another brotli quality does not matter to the gzip copy.
         assert!(cache.get(&p, Coding::Gzip, &v1, Levels { brotli_quality: 11, ..LEVELS }).is_some());
         std::fs::write(&p, "two!").unwrap();
-        let v2 = FileIdentity::of(&std::fs::metadata(&p).unwrap());
+        let v2 = FileVersion::of(&std::fs::metadata(&p).unwrap());
         assert!(cache.get(&p, Coding::Gzip, &v2, LEVELS).is_none(), "a changed file is a miss");
         cache.insert(p.clone(), Coding::Gzip, v2, LEVELS, Arc::from(&b"gz22"[..]));
         assert_eq!(cache.bytes(), 4, "the replaced copy is no longer counted");

@@ -37,7 +37,7 @@ use warren_http::RequestHead;
 pub use negotiate::{acceptable, Coding};
 pub use stream::StreamEncoder;
 
-use crate::file_cache::FileIdentity;
+use warren_stat_cache::FileVersion;
 use crate::route::Effective;
 use crate::{Body, Response, Site};
 
@@ -75,7 +75,7 @@ impl Levels {
 #[derive(Debug)]
 pub struct StaticFile {
     pub path: PathBuf,
-    pub identity: FileIdentity,
+    pub identity: FileVersion,
     pub mtime: (i64, i64),
     pub size: u64,
     /// PrecompressedFiles On.
@@ -171,7 +171,7 @@ pub fn static_offer(eff: &Effective, path: &Path, meta: &std::fs::Metadata, cont
     let options = eff.options();
     let file = StaticFile {
         path: path.to_path_buf(),
-        identity: FileIdentity::of(meta),
+        identity: FileVersion::of(meta),
         mtime: (meta.mtime(), meta.mtime_nsec()),
         size: meta.len(),
         precompressed,
