@@ -8,8 +8,9 @@ use warren_http::response::reason;
 use warren_http::RequestHead;
 
 use crate::path::{self, html_escape};
-use crate::route::Request;
-use crate::site::{ConnInfo, Site};
+use crate::conn::ConnInfo;
+use crate::request::Request;
+use crate::site::Site;
 use crate::{Body, Response};
 
 fn message(status: u16, method: &str) -> String {
@@ -101,6 +102,31 @@ impl Site {
             return self.error_page(req, 404);
         }
         self.error(req, status, &format!("cannot open {}: {e}", fs.display()))
+    }
+
+    /// The answer to a method that static resources do not take, if it is one.
+    pub fn static_method(&self, req: Request) -> Option<Response> {
+        let method = req.head.method();
+        match method {
+            "GET" | "HEAD" => None,
+            "OPTIONS" => Some(Response::new(200, req.host).header("Allow", "GET, HEAD, OPTIONS")),
+            "POST" | "PUT" | "DELETE" | "PATCH" | "TRACE" | "CONNECT" | "PROPFIND" | "PROPPATCH" | "MKCOL" | "COPY"
+            | "MOVE" | "LOCK" | "UNLOCK" => {
+                let r = self.error(req, 405, &format!("method {method} not allowed for this URL"));
+                Some(r.header("Allow", "GET, HEAD, OPTIONS"))
+            }
+            _ => Some(self.error(req, 501, &format!("method {method} not implemented"))),
+        }
+    }
+
+    /// The 403 for a path that a directive or rule (`by`) would take above
+    /// the directory it is mapped under, with Apache's AH00127 words.
+    pub(crate) fn climbs(&self, req: Request, by: &str, climbs: &path::Climbs) -> Response {
+        self.error(req, 403, &format!("Cannot map the request to a file: {climbs} ({by})"))
+    }
+
+    pub(crate) fn denied(&self, req: Request, what: &[u8]) -> Response {
+        self.error(req, 403, &format!("client denied by server configuration: {}", String::from_utf8_lossy(what)))
     }
 }
 

@@ -1,11 +1,19 @@
-//! Requests -> response plans. No sockets here.
+//! Requests -> response plans. The handler never touches a client's
+//! socket: the MPM reads requests and writes the plans; the handler's only
+//! sockets are those to FastCGI applications (fastcgi/).
 //!
-//! [`Site`] (site.rs) is built once from the settings: its hosts (the main
-//! server and the virtual hosts), MIME table, logs and Server header. Each
-//! request is routed once (route.rs): its host chosen ([`Request`]), its URL
-//! mapped to a file and the per-directory configuration merged
-//! ([`Route`], [`route::Effective`]); that one value goes to whatever
-//! answers (router.rs decides who), and the answer is an [`Outcome`]:
+//! [`Site`] (site.rs) is the configuration built once from the settings:
+//! its hosts (the main server and the virtual hosts), MIME table, logs and
+//! Server header; beside it, what each process learns while serving
+//! ([`caches::Caches`]: files, compressed copies, `.htaccess` files,
+//! connections to applications) and the hooks the MPM sets.
+//!
+//! Every request goes through one pipeline, in pipeline.rs: host ->
+//! rewrite -> map -> access -> handler. Its host chosen, it is a
+//! [`Request`]; its URL mapped to a file and the per-directory
+//! configuration merged, a [`Route`] (with its [`dir_config::Effective`]);
+//! that one value goes to whatever answers, and the answer is an
+//! [`Outcome`]:
 //! - [`Outcome::Ready`]: a [`Response`] computed at once, cheaply and without
 //!   blocking (static files, errors, redirects). The event MPM serves these
 //!   on its event loop.
@@ -25,37 +33,49 @@
 //! or ranges of an open file, so each MPM does the I/O its own way (blocking
 //! writes, or non-blocking writes and sendfile with write completion).
 //!
-//! Modules, each importing only those below it: `sections` (how sections
-//! match paths), `site`, `route`, `errors` (error pages, ErrorDocument and redirect pages),
-//! `compress` (gzip and brotli, as mod_deflate and mod_brotli: the
-//! [`compress::Offer`] a handler attaches to a response, and
-//! [`compress::finish`], called as the response leaves for the MPM),
-//! `conditional` (validators, conditional requests, ranges), `file_cache`,
-//! `symlinks` (Options FollowSymLinks and SymLinksIfOwnerMatch: files,
-//! directory indexes and scripts opened with every link on the way
-//! checked), `static_files` (files, DirectoryIndex, trailing-slash
-//! redirects), `scripts` (no script sent as text: the check where a static
-//! file's response is made), `listing` (Options Indexes), `fastcgi/` (the proxy to
-//! FastCGI applications: `params`, `exchange`, `response`, `backend`),
-//! `pool_status` (the status page of warren's own pools), `remote_ip`
-//! (mod_remoteip: the client behind proxies, and who must send a PROXY
-//! protocol header), `rewrite`
-//! (mod_rewrite's rules run for a request, in server and per-directory
-//! context, and its internal redirects), `status`
-//! (server-status), `router` (which of them answers), `internal_redirect`
-//! (a request served again for another URL: a local ErrorDocument, a
-//! FastCGI local `Location:`), `path` (decoding and normalising URL
-//! paths), `mime`, `logs` (error and access logs), `spool` (request bodies
-//! held whole before the application gets them), `env` (the request
-//! environment: SetEnv, SetEnvIf), `filters/` (the response filter stage
-//! every answer passes before the MPM writes it: mod_expires, mod_headers).
+//! Modules, each importing only those below it. An Apache module's request
+//! half has the name of its configuration half in `warren_config`:
+//! `alias` (mod_alias), `compress/` (mod_deflate, mod_brotli), `dir_config`
+//! (the merged per-directory configuration), `env_vars` (mod_env,
+//! mod_setenvif), `filters/expires` and `filters/headers` (mod_expires,
+//! mod_headers), `htaccess`, `remote_ip` (mod_remoteip), `rewrite`
+//! (mod_rewrite), `scripts` (no script sent as text).
+//! - the pipeline's stages: `pipeline` (the order), `dir_walk` (sections
+//!   and `.htaccess` files that apply), `gateways` (which FastCGI
+//!   application answers: handlers, PATH_INFO, ProxyPass), `static_files`
+//!   (files, DirectoryIndex, trailing-slash redirects), `listing` (Options
+//!   Indexes), `status` (server-status), `pool_status` (warren's own
+//!   pools' status pages), `errors` (error pages, ErrorDocument, redirect
+//!   pages), `internal_redirect` (the head of a request served again for a
+//!   local ErrorDocument or a FastCGI local `Location:`), `symlinks`
+//!   (FollowSymLinks and SymLinksIfOwnerMatch: every link on the way
+//!   checked), `fastcgi/` (the exchange with applications: `params`,
+//!   `exchange`, `response`, `backend`, `half_close`), `filters/` (the
+//!   response filter stage every answer passes before the MPM writes it),
+//!   `compress` ([`compress::finish`], called as the response leaves for
+//!   the MPM);
+//! - what they share: `site`, `caches`, `request` ([`Request`],
+//!   [`Route`]), `conn` ([`ConnInfo`]), `env` (the request's variables),
+//!   `sections` (how sections match paths), `path` (decoding and
+//!   normalising URL paths, and mapping them beneath a root),
+//!   `conditional` (validators, conditional requests, ranges),
+//!   `file_cache`, `mime`, `logs` (error and access logs), `root_files`
+//!   (files root opens by a configured path), `spool` (request bodies held
+//!   whole before the application gets them).
 
+pub mod alias;
+pub mod caches;
 pub mod compress;
 pub mod conditional;
+pub mod conn;
+pub mod dir_config;
+pub mod dir_walk;
 pub mod env;
+pub mod env_vars;
 pub mod errors;
 pub mod fastcgi;
 pub mod filters;
+pub mod gateways;
 pub mod file_cache;
 pub mod htaccess;
 pub mod internal_redirect;
@@ -63,13 +83,13 @@ pub mod listing;
 pub mod logs;
 pub mod mime;
 pub mod path;
+pub mod pipeline;
 pub mod spool;
 pub mod pool_status;
 pub mod remote_ip;
+pub mod request;
 mod rewrite;
-pub mod route;
 pub mod root_files;
-pub mod router;
 mod sections;
 pub mod scripts;
 pub mod site;
@@ -81,8 +101,9 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use route::{Request, Route};
-pub use site::{ConnInfo, Site, TlsInfo};
+pub use conn::{ConnInfo, TlsInfo};
+pub use request::{Request, Route};
+pub use site::Site;
 
 /// Part of a multipart/byteranges body.
 #[derive(Debug)]

@@ -2,7 +2,13 @@
 //! php-fpm's fields and formats: plain text, `?json`, and `?full` for a
 //! block per process.
 
-use crate::{Body, Response};
+use warren_config::{Handler, PoolConfig};
+
+use crate::dir_config::{backend_of, Effective};
+use crate::fastcgi::ScriptTarget;
+use crate::filters::{self, RequestFilters};
+use crate::request::Request;
+use crate::{Body, Outcome, Response, Site};
 pub use warren_pool_api::{PoolStatus, ProcessStatus};
 
 fn http_time(secs: u64) -> String {
@@ -110,6 +116,38 @@ pub fn respond(host: usize, st: &PoolStatus, query: &[u8], now: u64) -> Response
     r.add("Content-Type", if json { "application/json" } else { "text/plain" });
     r.add("Cache-Control", "no-cache, no-store, must-revalidate");
     r
+}
+
+impl Site {
+    /// A pool's `pm.status_path`, answered by warren from the pool's table
+    /// (or by a php-fpm pool itself) on the hosts that use the pool (as
+    /// php-fpm answers it only to the requests sent to it): its page lists
+    /// request URIs and query strings.
+    pub(crate) fn pool_status(&self, req: Request, url: &[u8], query: &[u8]) -> Option<Outcome> {
+        let host = req.host;
+        let used = &self.hosts[host].pools;
+        let pool = self.settings.pools.iter().find(|p| used.contains(&p.name) && p.status_path.as_deref().is_some_and(|s| s.as_bytes() == url))?;
+        let eff = self.effective(host, None, url);
+        let filters = RequestFilters::for_request(req, url, &eff);
+        Some(filters::attach(self.pool_status_page(req, pool, &eff, url, query), filters, req.head))
+    }
+
+    fn pool_status_page(&self, req: Request, pool: &PoolConfig, eff: &Effective, url: &[u8], query: &[u8]) -> Outcome {
+        let host = req.host;
+        if !eff.allows(req.conn) {
+            return Outcome::Ready(self.denied(req, url));
+        }
+        if pool.runs_php_fpm() {
+            // php-fpm answers it itself, its children and their requests included.
+            let target = ScriptTarget { filename: String::from_utf8_lossy(url).into_owned(), name: url, path_info: b"" };
+            return self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query, None);
+        }
+        let Some(st) = self.pools.get().and_then(|d| d.status(&pool.name)) else {
+            return Outcome::Ready(self.error(req, 503, &format!("pool {} is not running", pool.name)));
+        };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        Outcome::Ready(respond(host, &st, query, now))
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@ use warren_config::LogLevel;
 use warren_http::RequestHead;
 
 use crate::sections::ip_in;
-use crate::site::{ConnInfo, Site};
+use crate::conn::ConnInfo;
+use crate::site::Site;
 
 /// Where a walk of the header ended.
 #[derive(Debug, PartialEq, Eq)]

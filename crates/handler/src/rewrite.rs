@@ -20,7 +20,8 @@ use warren_config::LogLevel;
 use warren_rewrite::{absolute_uri, apply, Applied, PerDir, Rule, State};
 
 use crate::env::RequestEnv;
-use crate::route::{Effective, Request};
+use crate::dir_config::Effective;
+use crate::request::Request;
 use crate::{path, Response, Site};
 
 /// What the server-context rules made of a URL.

@@ -14,7 +14,8 @@ use std::path::Path;
 use warren_config::scripts::is_script_type;
 use warren_config::Handler;
 
-use crate::route::{Effective, Request};
+use crate::dir_config::Effective;
+use crate::request::Request;
 use crate::site::Site;
 use crate::Response;
 

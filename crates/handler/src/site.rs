@@ -1,76 +1,22 @@
 //! The site: what is built once from the settings (hosts, MIME table,
-//! logs, caches, the connections kept to FastCGI applications, and the
-//! hooks the MPM sets), and the choice of a host for a request.
+//! logs), beside the runtime caches (caches.rs) and the hooks the MPM
+//! sets; the access log writers of each thread; and the choice of a host
+//! for a request.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use warren_config::{DirConfig, FcgiBackend, Handler, HostConfig, LogItem, SectionMatch, ServerTokens, Settings, VhostAddr};
 
-use crate::path;
-use crate::fastcgi::{BackendPool, PoolDispatch};
-use crate::file_cache::FileCache;
+use warren_pool_api::PoolDispatch;
+
+use crate::caches::Caches;
+use crate::fastcgi::half_close::HalfClose;
 use crate::logs::{AccessLogFile, AccessLogWriter, ErrorLog, LogRecord};
 use crate::mime::MimeTypes;
 use crate::sections::{ancestors, directories_overlap, wildcard_match};
 use crate::status::StatusSource;
-
-/// The two ends of a connection, and the client of the request at hand.
-#[derive(Clone, Copy, Debug)]
-pub struct ConnInfo {
-    /// The connection's peer: the TCP peer, or the source a PROXY protocol
-    /// header gave (Apache's `c->client_addr`, `%{c}a`).
-    pub peer: SocketAddr,
-    pub local: SocketAddr,
-    /// The client of the request at hand (Apache's `r->useragent_addr`):
-    /// the peer, unless RemoteIPHeader named another behind it (see
-    /// [`Site::find_useragent`]). Everything about the client uses this:
-    /// `Require`, REMOTE_ADDR, `%a`, the error log, server-status.
-    pub useragent: SocketAddr,
-    /// What the TLS handshake settled (None: plain HTTP).
-    pub tls: Option<TlsInfo>,
-}
-
-/// mod_ssl's facts about a TLS connection, as FastCGI, logs and rewrite
-/// conditions see them.
-#[derive(Clone, Copy, Debug)]
-pub struct TlsInfo {
-    /// SSL_PROTOCOL: `TLSv1.2`, `TLSv1.3`.
-    pub protocol: &'static str,
-    /// SSL_CIPHER, in OpenSSL's names.
-    pub cipher: &'static str,
-    /// SSL_CIPHER_USEKEYSIZE.
-    pub cipher_bits: u16,
-    /// SSL_SESSION_RESUMED.
-    pub resumed: bool,
-    /// The host the client named by SNI (None: it named none).
-    pub sni_host: Option<usize>,
-}
-
-impl ConnInfo {
-    pub fn new(peer: SocketAddr, local: SocketAddr) -> ConnInfo {
-        ConnInfo { peer, local, useragent: peer, tls: None }
-    }
-
-    /// `https` over TLS, else `http`: what self-referential URLs start with.
-    pub fn scheme(&self) -> &'static str {
-        if self.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        }
-    }
-
-    /// The port a URL of this scheme leaves out.
-    pub fn default_port(&self) -> u16 {
-        if self.tls.is_some() {
-            443
-        } else {
-            80
-        }
-    }
-}
 
 pub struct Host {
     pub config: HostConfig,
@@ -97,6 +43,10 @@ pub struct Host {
 /// One access log: its format, its file, and CustomLog's `env=[!]VAR`.
 type AccessLog = (Arc<Vec<LogItem>>, Arc<AccessLogFile>, Option<(String, bool)>);
 
+/// The server as its configuration made it, with what it learns while it
+/// serves kept apart: everything but `caches` and the two hooks is built
+/// once by [`Site::new`] and never changes; requests go through it as
+/// pipeline.rs describes.
 pub struct Site {
     pub settings: Settings,
     /// `hosts[0]` is the main server; the virtual hosts follow in config order.
@@ -105,29 +55,26 @@ pub struct Site {
     pub server_header: String,
     pub error_log: Arc<ErrorLog>,
     access_logs: Vec<AccessLog>,
-    pub file_cache: FileCache,
-    /// Where server-status reads the scoreboard; set by the MPM.
-    pub status: OnceLock<Arc<dyn StatusSource>>,
-    /// Idle connections to FastCGI applications (`enablereuse=on`).
-    pub backends: Arc<BackendPool>,
-    /// Which FastCGI applications have our side shut once a request is out.
-    pub half_close: crate::fastcgi::HalfClose,
-    /// warren's own pools (`SetHandler pool:NAME`); set by the parent.
-    pub pools: OnceLock<Arc<dyn PoolDispatch>>,
-    /// The `.htaccess` files read so far.
-    pub htaccess: crate::htaccess::HtaccessCache,
     /// Whether any host has a RemoteIPHeader: without one, finding a
     /// request's client costs nothing.
     pub(crate) uses_remote_ip: bool,
     /// Whether any host has RemoteIPProxyProtocol On.
     pub(crate) uses_proxy_protocol: bool,
-    /// Compressed copies of static files.
-    pub compressed: crate::compress::cache::CompressedCache,
     /// Whether any compression directive may apply (in the configuration,
     /// or in `.htaccess` files it lets in): else a FastCGI request routed
     /// without its per-directory configuration (ProxyPass) does not look
     /// for them.
     pub(crate) compresses: bool,
+
+    /// What this process learns while serving (caches.rs).
+    pub caches: Caches,
+    /// Which FastCGI applications have our side shut once a request is out
+    /// (learnt by asking each, once per child).
+    pub half_close: HalfClose,
+    /// Where server-status reads the scoreboard; set by the MPM.
+    pub status: OnceLock<Arc<dyn StatusSource>>,
+    /// warren's own pools (`SetHandler pool:NAME`); set by the parent.
+    pub pools: OnceLock<Arc<dyn PoolDispatch>>,
 }
 
 pub fn server_header(tokens: ServerTokens) -> String {
@@ -206,18 +153,15 @@ impl Site {
             uses_remote_ip,
             uses_proxy_protocol,
             server_header: server_header(settings.server_tokens),
-            half_close: crate::fastcgi::HalfClose::new(&settings.pools),
+            half_close: HalfClose::new(&settings.pools),
             settings,
             hosts,
             mime,
             error_log,
             access_logs,
-            file_cache: FileCache::default(),
             status: OnceLock::new(),
-            backends: Arc::default(),
             pools: OnceLock::new(),
-            htaccess: Default::default(),
-            compressed: Default::default(),
+            caches: Caches::default(),
             compresses,
         })
     }
@@ -272,23 +216,7 @@ impl Site {
         first.unwrap_or(0)
     }
 
-    /// Where a normalised URL path lies: under the target of the Alias
-    /// that matches it, else under the host's DocumentRoot. An error when an
-    /// AliasMatch target, filled from the URL, climbs above the directory it
-    /// names (its part before the first `$`).
-    pub fn fs_path(&self, host: usize, url: &[u8]) -> Result<PathBuf, path::Climbs> {
-        if let Some(mapped) = self.aliased(host, url) {
-            return mapped.map(|(p, _)| p);
-        }
-        path::beneath(&self.hosts[host].config.document_root, url)
-    }
 
-    /// [`Site::fs_path`] for a lookup that must give an answer (the sections
-    /// of a request that has none of its own): the DocumentRoot for a path
-    /// that climbs.
-    pub fn lookup_fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
-        self.fs_path(host, url).unwrap_or_else(|_| self.hosts[host].config.document_root.clone())
-    }
 }
 
 impl Host {
@@ -296,44 +224,6 @@ impl Host {
     pub(crate) fn serves_address(&self, local: SocketAddr) -> bool {
         let addrs = self.addrs.as_deref().unwrap_or(&[]);
         addrs.iter().any(|a| a.ip.is_none_or(|ip| ip == local.ip() || ip.is_unspecified()) && a.port.is_none_or(|p| p == local.port()))
-    }
-}
-
-impl Site {
-    /// Whether `url` is under a ScriptAlias: its files are programs.
-    pub fn script_aliased(&self, host: usize, url: &[u8]) -> bool {
-        self.hosts[host].has_script_alias && self.aliased(host, url).is_some_and(|m| m.is_ok_and(|(_, script)| script))
-    }
-
-    /// Where Alias or AliasMatch (or their Script forms, saying so) puts
-    /// `url` (the first that matches), beneath the directory the alias
-    /// names.
-    fn aliased(&self, host: usize, url: &[u8]) -> Option<Result<(PathBuf, bool), path::Climbs>> {
-        use warren_config::alias::{AliasTarget, UrlMatch};
-        let aliases = &self.hosts[host].config.url_aliases;
-        if aliases.is_empty() {
-            return None;
-        }
-        let text = String::from_utf8_lossy(url);
-        aliases.iter().find_map(|a| {
-            let AliasTarget::Path(target) = &a.target else { return None };
-            let mapped = match &a.url {
-                // The rest of a normalised URL has no dot segment to climb with.
-                UrlMatch::Prefix(_) => path::beneath(Path::new(target), a.url.rest(&text)?.as_bytes()),
-                UrlMatch::Regex(re) => {
-                    let mut out = String::new();
-                    warren_regex::expand(target, &re.captures(&text)?, &mut out);
-                    // The root is what the target names before the URL fills it in.
-                    let fixed = &target[..target.find('$').unwrap_or(target.len())];
-                    let root = &fixed[..fixed.rfind('/').map_or(0, |i| i + 1)];
-                    match out.strip_prefix(root) {
-                        Some(rest) if !root.is_empty() => path::beneath(Path::new(root), rest.as_bytes()),
-                        _ => Err(path::Climbs { written: out }),
-                    }
-                }
-            };
-            Some(mapped.map(|p| (p, a.script)))
-        })
     }
 }
 

@@ -18,7 +18,8 @@ use warren_http::RequestHead;
 use crate::compress::{self, Offer};
 use crate::conditional::{evaluate_preconditions, if_range_allows, parse_ranges, Precondition, Ranges, Validators};
 use crate::file_cache::{CachedFile, MAX_ENTRY};
-use crate::route::{Effective, Request, Route};
+use crate::dir_config::Effective;
+use crate::request::{Request, Route};
 use crate::site::Site;
 use crate::symlinks::{self, Access, LinkRule, Refused};
 use crate::{listing, path, Body, Outcome, Part, Response};
@@ -133,7 +134,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         }
         let eff = site.effective(host, Some(&candidate), &index_url);
         if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
-            let backend = crate::router::backend_of(h);
+            let backend = crate::dir_config::backend_of(h);
             let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
             return site.script_gateway(&index, &backend, 0);
         }
@@ -188,7 +189,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
     let (host, head) = (req.host, req.head);
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {
-        if let Some(hit) = site.file_cache.get(&fs, meta) {
+        if let Some(hit) = site.caches.files.get(&fs, meta) {
             let ctype = forced_type(req).or_else(|| hit.content_type.clone());
             let offer = compress::static_offer(eff, &fs, meta, ctype.as_deref());
             return respond_whole(host, head, &hit.validators, ctype, Body::Shared(hit.data.clone()), fs, offer);
@@ -198,7 +199,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
         Some(file) => (file, meta.clone()),
         None => {
             if meta.len() > MAX_ENTRY {
-                if let Some(file) = site.file_cache.get_open(&fs, meta) {
+                if let Some(file) = site.caches.files.get_open(&fs, meta) {
                     return serve_file(site, req, eff, file, meta, fs);
                 }
             }
@@ -221,7 +222,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
                 validators: Validators::of(&meta),
                 content_type: content_type(site, eff, &fs),
             });
-            site.file_cache.insert(fs.clone(), &meta, entry.clone());
+            site.caches.files.insert(fs.clone(), &meta, entry.clone());
             let ctype = forced_type(req).or_else(|| entry.content_type.clone());
             let offer = compress::static_offer(eff, &fs, &meta, ctype.as_deref());
             return respond_whole(host, head, &entry.validators, ctype, Body::Shared(entry.data.clone()), fs, offer);
@@ -229,7 +230,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
     }
     let file = Arc::new(file);
     if meta.len() > MAX_ENTRY {
-        site.file_cache.insert_open(fs.clone(), file.clone(), &meta);
+        site.caches.files.insert_open(fs.clone(), file.clone(), &meta);
     }
     serve_file(site, req, eff, file, &meta, fs)
 }

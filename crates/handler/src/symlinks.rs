@@ -30,7 +30,8 @@ use nix::fcntl::{openat, openat2, OFlag, OpenHow, ResolveFlag};
 use nix::sys::stat::{fstat, FileStat, Mode, SFlag};
 use warren_config::OptionFlags;
 
-use crate::route::{Effective, Request};
+use crate::dir_config::Effective;
+use crate::request::Request;
 use crate::site::Site;
 use crate::Response;
 

@@ -8,16 +8,41 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use warren_config::compress::AlterETag;
 use warren_stat_cache::{FileVersion, StatCache};
 
 use super::negotiate::Coding;
-use super::Levels;
 
 /// Compressed bytes held per process.
 pub const MAX_TOTAL: usize = 4 * 1024 * 1024;
 /// Files larger than this are compressed whole on the fly only when their
 /// copy can be kept: bigger ones go out as they are (or precompressed).
 pub const MAX_SOURCE: u64 = 1024 * 1024;
+
+/// The encoders' settings in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Levels {
+    /// DeflateCompressionLevel.
+    pub gzip: u32,
+    /// BrotliCompressionQuality.
+    pub brotli_quality: u32,
+    /// BrotliWindowSize.
+    pub brotli_window: u32,
+    /// DeflateAlterETag.
+    pub gzip_etag: AlterETag,
+    /// BrotliAlterETag.
+    pub brotli_etag: AlterETag,
+}
+
+impl Levels {
+    /// What the copy in `coding` depends on.
+    pub fn for_coding(self, c: Coding) -> (u32, u32) {
+        match c {
+            Coding::Gzip => (self.gzip, 0),
+            Coding::Brotli => (self.brotli_quality, self.brotli_window),
+        }
+    }
+}
 
 /// A file version's copies, by coding ([`slot`]), each with its levels.
 type Copies = [Option<(Levels, Arc<[u8]>)>; 2];

@@ -34,41 +34,17 @@ use std::sync::Arc;
 use warren_config::compress::{AlterETag, Encoders, OutputFilters, DEFAULT_BROTLI_QUALITY, DEFAULT_BROTLI_WINDOW, DEFAULT_DEFLATE_LEVEL};
 use warren_http::RequestHead;
 
+pub use cache::Levels;
 pub use negotiate::{acceptable, Coding};
 pub use stream::StreamEncoder;
 
 use warren_stat_cache::FileVersion;
-use crate::route::Effective;
+use crate::dir_config::Effective;
 use crate::{Body, Response, Site};
 
 /// Bodies shorter than this are sent as they are: the encoded form would
 /// not be smaller (nginx's gzip_min_length default).
 pub const MIN_LENGTH: u64 = 20;
-
-/// The encoders' settings in force.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Levels {
-    /// DeflateCompressionLevel.
-    pub gzip: u32,
-    /// BrotliCompressionQuality.
-    pub brotli_quality: u32,
-    /// BrotliWindowSize.
-    pub brotli_window: u32,
-    /// DeflateAlterETag.
-    pub gzip_etag: AlterETag,
-    /// BrotliAlterETag.
-    pub brotli_etag: AlterETag,
-}
-
-impl Levels {
-    /// What the copy in `coding` depends on.
-    pub fn for_coding(self, c: Coding) -> (u32, u32) {
-        match c {
-            Coding::Gzip => (self.gzip, 0),
-            Coding::Brotli => (self.brotli_quality, self.brotli_window),
-        }
-    }
-}
 
 /// The static file a response is made of, for the compressed cache and
 /// the precompressed copies beside it.
@@ -290,7 +266,7 @@ fn encode_body(site: &Site, offer: &Offer, body: Body, coding: Coding) -> Result
         (Body::Bytes(b), None) => Ok(Body::Bytes(stream::compress_all(&b, coding, levels))),
         (Body::Stream { source, .. }, _) => Ok(Body::Stream { source: Box::new(stream::Encoded::new(source, StreamEncoder::new(coding, levels))), len: None }),
         (body @ (Body::Shared(_) | Body::File { .. } | Body::Bytes(_)), Some(f)) => {
-            if let Some(copy) = site.compressed.get(&f.path, coding, &f.identity, levels) {
+            if let Some(copy) = site.caches.compressed.get(&f.path, coding, &f.identity, levels) {
                 return Ok(Body::Shared(copy));
             }
             let source: std::borrow::Cow<[u8]> = match &body {
@@ -306,7 +282,7 @@ fn encode_body(site: &Site, offer: &Offer, body: Body, coding: Coding) -> Result
                 _ => return Err(body),
             };
             let copy: Arc<[u8]> = Arc::from(stream::compress_all(&source, coding, levels));
-            site.compressed.insert(f.path.clone(), coding, f.identity, levels, copy.clone());
+            site.caches.compressed.insert(f.path.clone(), coding, f.identity, levels, copy.clone());
             Ok(Body::Shared(copy))
         }
         (body, _) => Err(body),

@@ -91,7 +91,7 @@ impl Site {
         let begin = |c: &mut Client<BackendStream>| if no_body { c.begin_without_body(&params, reuse) } else { c.begin(&params, reuse) };
         let mut client = None;
         if reuse {
-            if let Some(s) = self.backends.take(addr) {
+            if let Some(s) = self.caches.backends.take(addr) {
                 let mut c = Client::new(s);
                 if begin(&mut c).is_ok() {
                     client = Some(c);
@@ -188,7 +188,7 @@ impl Site {
                 Piece::Head(_) => unreachable!("one head"),
             }
         }
-        let pool = (reuse && !send_failed).then(|| self.backends.clone());
+        let pool = (reuse && !send_failed).then(|| self.caches.backends.clone());
         if complete {
             if let Some(pool) = pool {
                 pool.put(addr, stream);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use warren_config::FcgiAddr;
 
-use super::one_request_per_connection;
+use super::backend::one_request_per_connection;
 
 /// Which applications get our side of the connection shut as soon as the
 /// request is sent. PHP (php-fpm, php-cgi) answers, shuts its side, and

@@ -25,9 +25,9 @@
 //! - `half_close`: which applications are told the request is whole by
 //!   the end of our side of the connection.
 
-mod backend;
+pub(crate) mod backend;
 mod exchange;
-mod half_close;
+pub(crate) mod half_close;
 mod params;
 mod response;
 

@@ -8,7 +8,7 @@ use warren_config::FcgiBackend;
 
 use super::Gateway;
 use crate::logs::strip_port;
-use crate::route::Effective;
+use crate::dir_config::Effective;
 use crate::{HeaderName, Outcome, Request, Site};
 
 /// Where a request maps: the script and the rest of the path after it.

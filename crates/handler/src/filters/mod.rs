@@ -9,7 +9,7 @@
 //!
 //! What a filter needs of the request travels on the response as one
 //! [`RequestFilters`], made when the request is routed from the merged
-//! per-directory layers (`route::Effective`) that applied: the merged rules,
+//! per-directory layers (`dir_config::Effective`) that applied: the merged rules,
 //! the request environment ([`RequestEnv`]), the client's address, and
 //! whether the answer came from an application. A request whose layers have
 //! no such directive gets none, and the stage costs one branch.
@@ -41,7 +41,8 @@ use warren_config::headers::HeaderRule;
 use warren_http::RequestHead;
 
 use crate::env::RequestEnv;
-use crate::route::{Effective, Request};
+use crate::dir_config::Effective;
+use crate::request::Request;
 use crate::{Outcome, Response};
 
 /// mod_expires' settings in force for a request.

@@ -1,0 +1,110 @@
+//! mod_alias, the request half (the directives are read in
+//! `warren_config::alias`): Alias, AliasMatch and their Script forms map a
+//! URL to a file beneath the directory they name; Redirect and
+//! RedirectMatch answer with a redirect.
+
+use std::path::{Path, PathBuf};
+
+use crate::path;
+use crate::request::Request;
+use crate::{Response, Site};
+
+impl Site {
+    /// Where a normalised URL path lies: under the target of the Alias
+    /// that matches it, else under the host's DocumentRoot. An error when an
+    /// AliasMatch target, filled from the URL, climbs above the directory it
+    /// names (its part before the first `$`).
+    pub fn fs_path(&self, host: usize, url: &[u8]) -> Result<PathBuf, path::Climbs> {
+        if let Some(mapped) = self.aliased(host, url) {
+            return mapped.map(|(p, _)| p);
+        }
+        path::beneath(&self.hosts[host].config.document_root, url)
+    }
+
+    /// [`Site::fs_path`] for a lookup that must give an answer (the sections
+    /// of a request that has none of its own): the DocumentRoot for a path
+    /// that climbs.
+    pub fn lookup_fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
+        self.fs_path(host, url).unwrap_or_else(|_| self.hosts[host].config.document_root.clone())
+    }
+
+    /// Whether `url` is under a ScriptAlias: its files are programs.
+    pub fn script_aliased(&self, host: usize, url: &[u8]) -> bool {
+        self.hosts[host].has_script_alias && self.aliased(host, url).is_some_and(|m| m.is_ok_and(|(_, script)| script))
+    }
+
+    /// Where Alias or AliasMatch (or their Script forms, saying so) puts
+    /// `url` (the first that matches), beneath the directory the alias
+    /// names.
+    fn aliased(&self, host: usize, url: &[u8]) -> Option<Result<(PathBuf, bool), path::Climbs>> {
+        use warren_config::alias::{AliasTarget, UrlMatch};
+        let aliases = &self.hosts[host].config.url_aliases;
+        if aliases.is_empty() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(url);
+        aliases.iter().find_map(|a| {
+            let AliasTarget::Path(target) = &a.target else { return None };
+            let mapped = match &a.url {
+                // The rest of a normalised URL has no dot segment to climb with.
+                UrlMatch::Prefix(_) => path::beneath(Path::new(target), a.url.rest(&text)?.as_bytes()),
+                UrlMatch::Regex(re) => {
+                    let mut out = String::new();
+                    warren_regex::expand(target, &re.captures(&text)?, &mut out);
+                    // The root is what the target names before the URL fills it in.
+                    let fixed = &target[..target.find('$').unwrap_or(target.len())];
+                    let root = &fixed[..fixed.rfind('/').map_or(0, |i| i + 1)];
+                    match out.strip_prefix(root) {
+                        Some(rest) if !root.is_empty() => path::beneath(Path::new(root), rest.as_bytes()),
+                        _ => Err(path::Climbs { written: out }),
+                    }
+                }
+            };
+            Some(mapped.map(|p| (p, a.script)))
+        })
+    }
+
+    /// Redirect and RedirectMatch: the first of `redirects` that matches
+    /// `url` answers. The server's and a virtual host's are tried as the URL
+    /// is translated, before any access rule; a section's or an
+    /// `.htaccess` file's once the request is mapped, as mod_alias does.
+    pub(crate) fn url_redirect(&self, req: Request, redirects: &[warren_config::alias::UrlAlias], url: &[u8], query: &[u8]) -> Option<Response> {
+        use warren_config::alias::{AliasTarget, UrlMatch};
+        if redirects.is_empty() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(url);
+        let (status, dest) = redirects.iter().find_map(|a| {
+            let AliasTarget::Redirect(status, to) = &a.target else { return None };
+            let dest = match &a.url {
+                // The rest of the path goes on the target, escaped again.
+                UrlMatch::Prefix(_) => {
+                    let rest = a.url.rest(&text)?;
+                    to.as_ref().map(|t| format!("{t}{}", path::encode(rest.as_bytes())))
+                }
+                UrlMatch::Regex(re) => {
+                    let caps = re.captures(&text)?;
+                    to.as_ref().map(|t| {
+                        let mut out = String::new();
+                        warren_regex::expand(t, &caps, &mut out);
+                        out
+                    })
+                }
+            };
+            Some((*status, dest))
+        })?;
+        let Some(mut location) = dest else {
+            // 410 Gone, or another status without a URL: configured, so not logged as an error.
+            return Some(self.error_page(req, status));
+        };
+        if location.starts_with('/') {
+            // A path on this server: made absolute with the name the client used.
+            location = format!("{}://{}{location}", req.conn.scheme(), self.client_authority(req));
+        }
+        // The request's query string goes along unless the target has one.
+        if !query.is_empty() && !location.contains('?') {
+            location.push_str(&String::from_utf8_lossy(query));
+        }
+        Some(self.redirect_to(req, status, location))
+    }
+}

@@ -1,0 +1,24 @@
+//! What a process learns while it serves, beside the configuration it was
+//! given ([`crate::Site`], built once and never changed): each child keeps
+//! its own, filled by requests and checked against the files at each use
+//! (see `warren_stat_cache`), so nothing here is shared between children
+//! nor outlives a restart.
+
+use std::sync::Arc;
+
+use crate::compress::cache::CompressedCache;
+use crate::fastcgi::backend::BackendPool;
+use crate::file_cache::FileCache;
+use crate::htaccess::HtaccessCache;
+
+#[derive(Default)]
+pub struct Caches {
+    /// Small static files' bytes and large ones' open descriptors.
+    pub files: FileCache,
+    /// Compressed copies of static files.
+    pub compressed: CompressedCache,
+    /// The `.htaccess` files read so far.
+    pub htaccess: HtaccessCache,
+    /// Idle connections to FastCGI applications (`enablereuse=on`).
+    pub backends: Arc<BackendPool>,
+}

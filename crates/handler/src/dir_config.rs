@@ -1,0 +1,148 @@
+//! The per-directory configuration in force for one request
+//! ([`Effective`]): the layers of `<Directory>`, `<Files>`, `<Location>`
+//! sections and `.htaccess` files that apply, least specific first, and
+//! what each directive's value is once they are merged. The request half of
+//! `warren_config::dir_config`; dir_walk.rs finds the layers.
+
+use warren_config::{ConfigError, DirConfig, ErrorDocument, FcgiBackend, FcgiBackendType, Handler, OptionFlags, Require};
+
+use crate::conn::ConnInfo;
+use crate::htaccess;
+use crate::sections::ip_in;
+
+/// Apache's default LimitRequestBody (1 GiB) since 2.4.53.
+pub const DEFAULT_LIMIT_REQUEST_BODY: u64 = 1 << 30;
+
+/// One layer of per-directory configuration: a section of the server's
+/// configuration, or one of an `.htaccess` file's (by index).
+pub enum Layer<'a> {
+    Site(&'a DirConfig),
+    File(htaccess::Read, usize),
+}
+
+impl std::ops::Deref for Layer<'_> {
+    type Target = DirConfig;
+    fn deref(&self) -> &DirConfig {
+        match self {
+            Layer::Site(c) => c,
+            Layer::File(read, i) => match &**read {
+                Ok(file) => &file.sections[*i].config,
+                Err(_) => unreachable!("only files read without error are layers"),
+            },
+        }
+    }
+}
+
+/// The DirConfig layers that apply to one request, least specific first.
+pub struct Effective<'a> {
+    pub layers: Vec<Layer<'a>>,
+    /// An `.htaccess` file on the way that has an error: the request is
+    /// answered 500, as in Apache.
+    pub htaccess_error: Option<htaccess::Read>,
+}
+
+impl Effective<'_> {
+    /// The error of the `.htaccess` file on the way that has one.
+    pub fn htaccess_error(&self) -> Option<&ConfigError> {
+        self.htaccess_error.as_deref().and_then(|r| r.as_ref().err())
+    }
+
+    /// Whether the `Require` rules in force let the client in, and
+    /// SSLRequireSSL, over TLS only.
+    pub fn allows(&self, conn: &ConnInfo) -> bool {
+        if conn.tls.is_none() && self.last(|l| l.ssl_require_ssl.as_ref()) == Some(&true) {
+            return false;
+        }
+        let (peer, local) = (conn.useragent.ip(), conn.local.ip());
+        let Some(rules) = self.require() else { return true };
+        rules.iter().any(|r| match r {
+            Require::All(g) => *g,
+            Require::Local => peer.is_loopback() || peer == local,
+            Require::Ip(nets) => nets.iter().any(|(net, len)| ip_in(peer, *net, *len)),
+        })
+    }
+
+    pub fn options(&self) -> OptionFlags {
+        let mut f = OptionFlags::DEFAULT;
+        for l in &self.layers {
+            for spec in &l.options {
+                f = spec.apply(f);
+            }
+        }
+        f
+    }
+
+    fn last<'s, T: ?Sized>(&'s self, get: impl Fn(&'s DirConfig) -> Option<&'s T>) -> Option<&'s T> {
+        self.layers.iter().rev().find_map(|l| get(l))
+    }
+
+    pub fn require(&self) -> Option<&[Require]> {
+        self.last(|l| l.require.as_deref())
+    }
+
+    /// IndexIgnore's patterns in force: each level's added to those above
+    /// it, unless IndexIgnoreReset On drops those.
+    pub fn index_ignore(&self) -> Vec<String> {
+        let mut patterns = Vec::new();
+        for l in &self.layers {
+            if l.index_ignore_reset == Some(true) {
+                patterns.clear();
+            }
+            patterns.extend(l.index_ignore.iter().cloned());
+        }
+        patterns
+    }
+
+    pub fn directory_index(&self) -> &[String] {
+        self.last(|l| l.directory_index.as_deref()).unwrap_or(&[])
+    }
+
+    pub fn error_document(&self, status: u16) -> Option<&ErrorDocument> {
+        self.layers.iter().rev().find_map(|l| l.error_documents.iter().rev().find(|(c, _)| *c == status).map(|(_, d)| d))
+    }
+
+    pub fn add_types(&self) -> impl Iterator<Item = &(String, String)> {
+        self.layers.iter().rev().flat_map(|l| l.add_types.iter().rev())
+    }
+
+    pub fn default_charset(&self) -> Option<&str> {
+        self.last(|l| l.add_default_charset.as_ref()).and_then(|c| c.as_deref())
+    }
+
+    /// SetHandler in force: None if never set, Some(None) if reset.
+    pub fn handler(&self) -> Option<Option<&Handler>> {
+        self.layers.iter().rev().find_map(|l| l.handler.as_ref()).map(|h| h.as_ref())
+    }
+
+    /// FallbackResource in force.
+    pub fn fallback_resource(&self) -> Option<&str> {
+        self.layers.iter().rev().find_map(|l| l.fallback_resource.as_ref()).and_then(|f| f.as_deref())
+    }
+
+    /// DirectorySlash (On unless set).
+    pub fn directory_slash(&self) -> bool {
+        self.layers.iter().rev().find_map(|l| l.directory_slash).unwrap_or(true)
+    }
+
+    /// AcceptPathInfo: None for Default.
+    pub fn accept_path_info(&self) -> Option<bool> {
+        self.layers.iter().rev().find_map(|l| l.accept_path_info).flatten()
+    }
+
+    pub fn fcgi_backend_type(&self) -> FcgiBackendType {
+        self.layers.iter().rev().find_map(|l| l.fcgi_backend_type).unwrap_or(FcgiBackendType::Fpm)
+    }
+
+    pub fn limit_request_body(&self) -> u64 {
+        self.layers.iter().rev().find_map(|l| l.limit_request_body).unwrap_or(DEFAULT_LIMIT_REQUEST_BODY)
+    }
+}
+
+/// The backend a FastCGI handler names.
+pub fn backend_of(h: &Handler) -> FcgiBackend {
+    match h {
+        Handler::FastCgi(b) => b.clone(),
+        Handler::Pool(name) => FcgiBackend { addr: warren_config::FcgiAddr::Pool(name.clone()), reuse: false, timeout: None, flush_packets: false },
+        Handler::ServerStatus | Handler::Refused { .. } => unreachable!("not a FastCGI handler"),
+    }
+}

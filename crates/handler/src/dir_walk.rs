@@ -1,0 +1,126 @@
+//! The directory walk: which sections and `.htaccess` files apply to a
+//! file and URL, in Apache's order (`ap_directory_walk`, then
+//! `ap_file_walk` and `ap_location_walk`), gathered into one
+//! [`Effective`].
+
+use std::path::Path;
+
+use warren_config::{DirConfig, DirSection, SectionMatch};
+
+use crate::dir_config::{Effective, Layer};
+use crate::htaccess;
+use crate::sections::{ancestors, dir_contains, location_matches, wildcard_match};
+use crate::site::Site;
+
+impl Site {
+    /// The configuration layers that apply to a file and URL, least specific
+    /// first: Apache's directory walk (each directory's `<Directory>`
+    /// sections, shortest path first, then its `.htaccess` file where
+    /// AllowOverride lets one in), then `<DirectoryMatch>`, `<Files>`
+    /// (the server's, then those of the `.htaccess` files) and `<Location>`.
+    pub fn effective<'a>(&'a self, host: usize, fs_path: Option<&Path>, url_path: &[u8]) -> Effective<'a> {
+        let h = &self.hosts[host];
+        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None };
+        if h.config.sections.is_empty() {
+            return eff;
+        }
+        let fs = fs_path.map(|p| p.to_string_lossy().into_owned());
+        let url = String::from_utf8_lossy(url_path);
+        let file_name = fs.as_deref().map(|p| p.rsplit('/').next().unwrap_or(""));
+        let dir_matches = |m: &SectionMatch| -> bool {
+            let Some(fs) = fs.as_deref() else { return false };
+            match m {
+                SectionMatch::Directory(d) => dir_contains(d, fs),
+                SectionMatch::DirectoryMatch(re) => ancestors(fs).any(|a| re.is_match(a)),
+                _ => false,
+            }
+        };
+        let mut dirs: Vec<(usize, &DirConfig)> = Vec::new();
+        for s in &h.config.sections {
+            if let SectionMatch::Directory(d) = &s.matcher {
+                if s.within.is_none() && dir_matches(&s.matcher) {
+                    dirs.push((d.matches('/').count(), &s.config));
+                }
+            }
+        }
+        dirs.sort_by_key(|(depth, _)| *depth);
+        let mut files_from_htaccess: Vec<htaccess::Read> = Vec::new();
+        match (fs.as_deref(), h.reads_htaccess) {
+            (Some(fs), true) => {
+                let names = &h.access_file_names;
+                let mut overrides = h.config.dir.allow_override.as_ref();
+                let mut pending = dirs.into_iter().peekable();
+                for dir in ancestors(fs) {
+                    let depth = if dir == "/" { 0 } else { dir.matches('/').count() };
+                    while let Some((_, c)) = pending.next_if(|(d, _)| *d <= depth) {
+                        overrides = c.allow_override.as_ref().or(overrides);
+                        eff.layers.push(Layer::Site(c));
+                    }
+                    let Some(o) = overrides.filter(|o| o.reads_files()) else { continue };
+                    for name in names {
+                        let say = |read: &crate::htaccess::Read| {
+                            for note in read.as_ref().as_ref().map_or(&[][..], |f| &f.notes[..]) {
+                                h.error_log.log(warren_config::LogLevel::Warn, None, &note.to_string());
+                            }
+                        };
+                        let Some(read) = self.caches.htaccess.get(dir, name, o, &h.config, &self.settings, say) else { continue };
+                        match &*read {
+                            Ok(file) => {
+                                eff.layers.push(Layer::File(read.clone(), 0));
+                                if file.sections.len() > 1 {
+                                    files_from_htaccess.push(read.clone());
+                                }
+                            }
+                            Err(_) => {
+                                eff.htaccess_error = Some(read.clone());
+                                break;
+                            }
+                        }
+                    }
+                    if eff.htaccess_error.is_some() {
+                        break;
+                    }
+                }
+                eff.layers.extend(pending.map(|(_, c)| Layer::Site(c)));
+            }
+            _ => eff.layers.extend(dirs.into_iter().map(|(_, c)| Layer::Site(c))),
+        }
+        for s in &h.config.sections {
+            if matches!(s.matcher, SectionMatch::DirectoryMatch(_)) && s.within.is_none() && dir_matches(&s.matcher) {
+                eff.layers.push(Layer::Site(&s.config));
+            }
+        }
+        let file_hit = |s: &DirSection| {
+            let hit = match (&s.matcher, file_name) {
+                (SectionMatch::Files(pat), Some(name)) => wildcard_match(pat, name),
+                (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
+                _ => false,
+            };
+            hit && s.within.as_deref().is_none_or(&dir_matches)
+        };
+        for s in &h.config.sections {
+            if file_hit(s) {
+                eff.layers.push(Layer::Site(&s.config));
+            }
+        }
+        for read in &files_from_htaccess {
+            let Ok(file) = &**read else { continue };
+            for (i, s) in file.sections.iter().enumerate().skip(1) {
+                if file_hit(s) {
+                    eff.layers.push(Layer::File(read.clone(), i));
+                }
+            }
+        }
+        for s in &h.config.sections {
+            let hit = match &s.matcher {
+                SectionMatch::Location(prefix) => location_matches(prefix, &url),
+                SectionMatch::LocationMatch(re) => re.is_match(&url),
+                _ => false,
+            };
+            if hit {
+                eff.layers.push(Layer::Site(&s.config));
+            }
+        }
+        eff
+    }
+}

@@ -1,0 +1,134 @@
+//! Which FastCGI application answers a request, and for which script: a
+//! section's handler (`SetHandler proxy:...` or `pool:NAME`) for the
+//! mapped file, the leading part of a URL that is a script with PATH_INFO
+//! after it, and ProxyPass routes (read in `warren_config::backend`). The
+//! request itself is then made in fastcgi/.
+
+use std::path::Path;
+
+use warren_config::{FcgiBackend, FcgiBackendType, Handler, LogLevel, ProxyPattern};
+
+use crate::dir_config::backend_of;
+use crate::fastcgi::{split_path_info, ScriptTarget};
+use crate::filters::{self, RequestFilters};
+use crate::request::{Request, Route};
+use crate::{Outcome, Site};
+
+impl Site {
+    /// A local script (`SetHandler proxy:...`) for the application: the
+    /// route's file, the last `path_info_len` bytes of its URL being its
+    /// PATH_INFO.
+    pub fn script_gateway(&self, route: &Route, backend: &FcgiBackend, path_info_len: usize) -> Outcome {
+        let Route { req, url, query, fs: script, dir } = route;
+        let (req, url, query) = (*req, *url, *query);
+        let log = &self.hosts[req.host].error_log;
+        if !dir.allows(req.conn) {
+            return Outcome::Ready(self.denied(req, &url[..url.len() - path_info_len]));
+        }
+        match std::fs::metadata(script) {
+            Ok(m) if m.is_file() => {}
+            _ => {
+                log.log(LogLevel::Info, Some(req.conn.useragent), &format!("File does not exist: {}", script.display()));
+                return Outcome::Ready(self.error_page(req, 404));
+            }
+        }
+        if let Some(refusal) = crate::symlinks::check_script(self, req, dir, script) {
+            return Outcome::Ready(refusal);
+        }
+        if path_info_len > 0 && dir.accept_path_info() == Some(false) {
+            log.log(LogLevel::Info, Some(req.conn.useragent), &format!("path info refused by AcceptPathInfo Off: {}", String::from_utf8_lossy(url)));
+            return Outcome::Ready(self.error_page(req, 404));
+        }
+        let (name, path_info) = url.split_at(url.len() - path_info_len);
+        let target = ScriptTarget { filename: script.to_string_lossy().into_owned(), name, path_info };
+        self.gateway(req, backend, target, query, Some(dir))
+    }
+
+    /// `/dir/script.php/more/path`: the first leading part whose section
+    /// hands it to an application and that is a file is the script.
+    pub(crate) fn path_info_gateway(&self, req: Request, url: &[u8], query: &[u8]) -> Option<Outcome> {
+        let host = req.host;
+        let mut seg_start = 0;
+        for (i, &b) in url.iter().enumerate().skip(1) {
+            if b != b'/' {
+                continue;
+            }
+            let segment = &url[seg_start..i];
+            seg_start = i;
+            if !segment.contains(&b'.') {
+                continue;
+            }
+            let script_url = &url[..i];
+            // An alias that climbs is refused when the whole URL is mapped.
+            let Ok(fs) = self.fs_path(host, script_url) else { continue };
+            // `<Location>` sections are matched against the whole URL, path
+            // info included, as in Apache (`<Location /app.php/admin>`), and
+            // against the script's URL too, so that neither a rule on the
+            // script (`<LocationMatch \.php$>`) nor one on the path below it
+            // is stepped around: both must grant.
+            let whole = self.effective(host, Some(&fs), url);
+            let script = self.effective(host, Some(&fs), script_url);
+            let handler = [whole.handler(), script.handler()].into_iter().find_map(|h| match h {
+                Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => Some(h),
+                _ => None,
+            });
+            let Some(h) = handler else { continue };
+            if !std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            if !script.allows(req.conn) {
+                return Some(Outcome::Ready(self.denied(req, url)));
+            }
+            let backend = backend_of(h);
+            let route = Route { req, url, query, fs, dir: whole };
+            return Some(self.script_gateway(&route, &backend, url.len() - i));
+        }
+        None
+    }
+
+    /// ProxyPass and ProxyPassMatch: the first route matching the URL path.
+    pub(crate) fn proxy_route(&self, req: Request, url: &[u8], query: &[u8]) -> Option<Outcome> {
+        let routes = &self.hosts[req.host].config.proxy_routes;
+        if routes.is_empty() {
+            return None;
+        }
+        let url_text = String::from_utf8_lossy(url);
+        for route in routes {
+            let script_path = match (&route.pattern, &route.target) {
+                (ProxyPattern::Prefix(p), target) => {
+                    if !(url_text.starts_with(p.as_str()) || url_text.as_ref() == p.trim_end_matches('/')) {
+                        continue;
+                    }
+                    let Some(t) = target else { return None };
+                    format!("{}{}", t.path, url_text.get(p.len()..).unwrap_or(""))
+                }
+                (ProxyPattern::Regex(re), target) => {
+                    let Some(caps) = re.captures(&url_text) else { continue };
+                    let Some(t) = target else { return None };
+                    let mut out = String::new();
+                    warren_regex::expand(&t.path, &caps, &mut out);
+                    out
+                }
+            };
+            let target = route.target.as_ref().expect("routes without a target returned above");
+            let eff = self.effective(req.host, None, url);
+            let filters = RequestFilters::for_request(req, url, &eff);
+            if !eff.allows(req.conn) {
+                return Some(filters::attach(Outcome::Ready(self.denied(req, url)), filters, req.head));
+            }
+            // When the script is on this machine, PATH_INFO is split off here;
+            // otherwise (FPM) php-fpm splits it from SCRIPT_FILENAME itself.
+            let script = Path::new(&script_path);
+            let generic = eff.fcgi_backend_type() == FcgiBackendType::Generic;
+            let split = if generic || std::fs::metadata(script).is_ok_and(|m| m.is_file()) { None } else { split_path_info(script) };
+            let (filename, path_info_len) = match split {
+                Some((file, rest)) if url.ends_with(&script_path.as_bytes()[script_path.len() - rest..]) => (file.to_string_lossy().into_owned(), rest),
+                _ => (script_path.clone(), 0),
+            };
+            let (name, path_info) = url.split_at(url.len() - path_info_len);
+            let st = ScriptTarget { filename, name, path_info };
+            return Some(filters::attach(self.gateway(req, &target.backend, st, query, None), filters, req.head));
+        }
+        None
+    }
+}
