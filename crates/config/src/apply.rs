@@ -6,12 +6,13 @@
 use std::time::Duration;
 
 use crate::backend::{FcgiAddr, FcgiBackend, FcgiBackendType};
-use crate::build::Builder;
+use crate::builder::Builder;
 use crate::dir_config::{DirConfig, ErrorDocument, Handler};
 use crate::log_format;
 use crate::parse::Directive;
 use crate::settings::{CustomLog, HostConfig, ServerTokens, Settings};
-use crate::values::{flush_packets_option, parse_duration, parse_fcgi_url, parse_listen, parse_log_level, parse_options, parse_proxy_route, parse_read_stage, parse_require, parse_size, SECONDS_OR_MILLIS};
+use crate::settings::{parse_log_level, parse_read_stage};
+use crate::values::{flush_packets_option, parse_duration, parse_fcgi_url, parse_listen, parse_options, parse_proxy_route, parse_require, parse_size, SECONDS_OR_MILLIS};
 
 // Server-wide.
 
@@ -392,7 +393,7 @@ pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         let list = extensions.iter().map(|e| format!(".{}", e.trim_start_matches('.'))).collect::<Vec<_>>().join(" ");
         return b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {why}; files ending in {list} are served as they are"));
     }
-    b.script_mark(d, dir);
+    crate::scripts::mark(b, d, &mut dir.scripts);
 }
 
 pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
@@ -463,7 +464,7 @@ pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         for ext in &a[1..] {
             dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), a[0].clone()));
         }
-        b.script_mark(d, dir);
+        crate::scripts::mark(b, d, &mut dir.scripts);
     }
 }
 
@@ -515,7 +516,7 @@ pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         // here are scripts; a FastCGI handler given them elsewhere stays.
         [h] => match crate::scripts::data_handler(h) {
             Some(why) => b.warn(&d.origin, format!("SetHandler {h}: not acted on: {why}; the files here are served as they are")),
-            None => b.script_mark(d, dir),
+            None => crate::scripts::mark(b, d, &mut dir.scripts),
         },
         _ => b.error(&d.origin, "SetHandler takes one handler name"),
     }
@@ -576,16 +577,17 @@ pub(crate) fn index_ignore_reset(b: &mut Builder, d: &Directive, dir: &mut DirCo
 /// `AllowOverride`: what `.htaccess` files in the directory may change.
 pub(crate) fn allow_override(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     let mut o = dir.allow_override.take().unwrap_or_default();
-    match crate::htaccess::parse_allow_override(&d.args, &mut o) {
+    match crate::overrides::parse_allow_override(&d.args, &mut o) {
         Ok(()) => dir.allow_override = Some(o),
         Err(m) => b.error(&d.origin, m),
     }
 }
 
-/// `AllowOverrideList`: directives `.htaccess` files may hold one by one.
-pub(crate) fn allow_override_list(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+/// `AllowOverrideList`: directives `.htaccess` files may hold one by one,
+/// each one that `known` (the table) has.
+pub(crate) fn allow_override_list(b: &mut Builder, d: &Directive, dir: &mut DirConfig, known: fn(&str) -> bool) {
     let mut o = dir.allow_override.take().unwrap_or_default();
-    match crate::htaccess::parse_allow_override_list(&d.args, &mut o) {
+    match crate::overrides::parse_allow_override_list(&d.args, &mut o, known) {
         Ok(()) => dir.allow_override = Some(o),
         Err(m) => b.error(&d.origin, m),
     }

@@ -5,18 +5,19 @@
 //! only once everything is read: MPM corrections, inheritance by virtual
 //! hosts, `SetHandler pool:` references.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use warren_regex::Regex;
 
 use crate::dir_config::{DirConfig, DirSection, SectionMatch};
-use crate::log_format::{self, LogItem};
+use crate::builder::Builder;
+use crate::log_format;
 use crate::mpm::Mpm;
 use crate::parse::{ConfigError, Directive, Node, Origin, Reader, Section};
+use crate::pool::PoolConfig;
 use crate::settings::{HostConfig, Settings, VirtualHost};
 use crate::table::{self, Apply, Context, Contexts};
-use crate::values::parse_vhost_addr;
+use crate::settings::parse_vhost_addr;
 
 /// Options for reading a config file, from the command line.
 #[derive(Clone, Debug, Default)]
@@ -73,42 +74,6 @@ fn load(path: &Path, opts: &LoadOptions, read: impl FnOnce(&mut Reader, &Path) -
     loaded
 }
 
-/// One reading of a configuration: what the directives' functions need
-/// besides the value they set, and every problem found.
-pub struct Builder {
-    server_root: PathBuf,
-    mpm: Mpm,
-    errors: Vec<ConfigError>,
-    pub(crate) warnings: Vec<ConfigError>,
-    pub(crate) log_formats: HashMap<String, Vec<LogItem>>,
-    pub(crate) default_format: Vec<LogItem>,
-    config_file: PathBuf,
-    pools: Vec<crate::pool::PoolConfig>,
-    /// `SetHandler pool:NAME` lines, checked once every pool is known.
-    pub(crate) pool_refs: Vec<(String, Origin)>,
-    /// The MPM counts set, by canonical name, for the corrections' warnings.
-    pub(crate) tuning_set: Vec<(&'static str, Origin)>,
-    /// The last DocumentRoot of the host being read: a host that sets one
-    /// must name an existing directory.
-    pub(crate) document_root_origin: Option<Origin>,
-    /// Directives accepted and not acted on, by name: the reason, the
-    /// first line and how many lines, said once each (Debian's mime.conf
-    /// alone has 81 AddLanguage lines).
-    inert: Vec<(&'static str, &'static str, Origin, usize)>,
-    /// `Listen ... https` lines: each needs a host with SSLEngine on.
-    pub(crate) https_listens: Vec<(std::net::SocketAddr, Origin)>,
-    /// A `LoadModule http2_module` was read (HTTP/2 offered without it is
-    /// said: Apache would not offer it).
-    http2_loaded: bool,
-    /// Reading an `.htaccess` file: a tenant's lines, not the admin's
-    /// (server-wide handlers and variables warren sets are refused there).
-    pub(crate) in_htaccess: bool,
-    /// Reading a skipped `<IfModule>` block: only script marks are taken.
-    marks_only: bool,
-    /// What each script mark says (see [`Loaded::scripts`]).
-    script_notices: Vec<ConfigError>,
-}
-
 /// What a directive sets, by the context it stands in.
 enum Target<'a> {
     Server(&'a mut Settings),
@@ -117,64 +82,7 @@ enum Target<'a> {
     Dir(&'a mut DirConfig, &'a str),
 }
 
-fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
-    errors.push(ConfigError { origin: origin.clone(), message: message.into() });
-}
-
 impl Builder {
-    fn new(reader: &Reader, mpm: Mpm, config_file: &Path) -> Builder {
-        let mut log_formats = HashMap::new();
-        for (name, fmt) in log_format::PREDEFINED {
-            log_formats.insert(name.to_string(), log_format::compile(fmt).expect("built-in log format"));
-        }
-        Builder {
-            server_root: reader.server_root.clone(),
-            mpm,
-            errors: Vec::new(),
-            warnings: Vec::new(),
-            log_formats,
-            default_format: log_format::compile(log_format::COMMON).expect("built-in log format"),
-            config_file: config_file.to_path_buf(),
-            pools: Vec::new(),
-            pool_refs: Vec::new(),
-            tuning_set: Vec::new(),
-            document_root_origin: None,
-            inert: Vec::new(),
-            https_listens: Vec::new(),
-            http2_loaded: reader.loaded_modules.contains(&"http2"),
-            in_htaccess: false,
-            marks_only: false,
-            script_notices: Vec::new(),
-        }
-    }
-
-    /// A builder for one `.htaccess` file (see [`crate::htaccess::read`]).
-    pub(crate) fn for_htaccess(env: &crate::htaccess::Env, path: &Path) -> Builder {
-        let mut b = Builder::new(&Reader::new(env.server_root.clone()), env.mpm, path);
-        // Its pools were checked with the server's configuration.
-        b.pools = Vec::new();
-        b.in_htaccess = true;
-        b
-    }
-
-    /// Whether this reads an `.htaccess` file.
-    pub(crate) fn in_htaccess(&self) -> bool {
-        self.in_htaccess
-    }
-
-    /// Records the script mark `d` makes, if it makes one, in `dir`.
-    pub(crate) fn script_mark(&mut self, d: &Directive, dir: &mut DirConfig) {
-        if let Some(mark) = crate::scripts::mark_of(d, self.marks_only) {
-            self.script_notices.push(ConfigError { origin: mark.origin.clone(), message: mark.notice() });
-            dir.scripts.push(mark);
-        }
-    }
-
-    /// The script notices so far, taken.
-    pub(crate) fn take_script_notices(&mut self) -> Vec<ConfigError> {
-        std::mem::take(&mut self.script_notices)
-    }
-
     /// A skipped `<IfModule>` block standing in `ctx`: the script marks of
     /// its lines go to `dir`, those of its sections into sections of their
     /// own (returned, scoped by `within`). Nothing else in it is acted on,
@@ -185,7 +93,7 @@ impl Builder {
         let mut sections = Vec::new();
         for node in &sec.children {
             match node {
-                Node::Directive(d) => self.script_mark(d, dir),
+                Node::Directive(d) => crate::scripts::mark(self, d, &mut dir.scripts),
                 Node::Section(inner) if inner.name.eq_ignore_ascii_case("VirtualHost") || inner.name.eq_ignore_ascii_case("Pool") => {}
                 Node::Section(inner) => sections.extend(self.dir_section(inner, ctx, within)),
                 Node::Skipped(inner) => sections.extend(self.skipped_block(inner, ctx, dir, within)),
@@ -207,61 +115,23 @@ impl Builder {
         self.dir_section(sec, Context::Directory, Some(within))
     }
 
-    /// The warnings so far, taken.
-    pub(crate) fn take_warnings(&mut self) -> Vec<ConfigError> {
-        std::mem::take(&mut self.warnings)
-    }
-
-    /// The first error reported so far, if any.
-    pub(crate) fn first_error(&self) -> Option<ConfigError> {
-        self.errors.first().cloned()
-    }
-
-    pub(crate) fn error(&mut self, origin: &Origin, message: impl Into<String>) {
-        err(&mut self.errors, origin, message);
-    }
-
-    pub(crate) fn warn(&mut self, origin: &Origin, message: impl Into<String>) {
-        err(&mut self.warnings, origin, message);
-    }
-
-    pub(crate) fn resolve(&self, p: &str) -> PathBuf {
-        let p = Path::new(p);
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.server_root.join(p)
-        }
-    }
-
-    /// The warnings for the directives accepted and not acted on so far,
-    /// one per directive, moved to `warnings`.
-    pub(crate) fn say_inert(&mut self) {
-        for (name, why, origin, count) in std::mem::take(&mut self.inert) {
-            let lines = match count {
-                1 => String::new(),
-                n => format!(" (here and on {} more line{})", n - 1, if n == 2 { "" } else { "s" }),
-            };
-            self.warn(&origin, format!("{name}{lines}: accepted, not acted on: {why}"));
-        }
-    }
-
     fn build(mut self, nodes: &[Node]) -> Loaded {
         // LogFormat nicknames are global and may be used before they appear.
         self.collect_log_formats(nodes);
 
         let mut s = Settings::apache_defaults(&self.server_root, self.mpm);
+        let mut pools = Vec::new();
         s.config_origin = Some(Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 });
 
         for node in nodes {
             match node {
                 Node::Section(sec) if sec.name.eq_ignore_ascii_case("VirtualHost") => {
-                    if let Some(vh) = self.virtual_host(sec) {
+                    if let Some(vh) = self.virtual_host(sec, &mut pools) {
                         s.virtual_hosts.push(vh);
                     }
                 }
-                Node::Section(sec) if sec.name.eq_ignore_ascii_case("Pool") => self.pool(sec),
-                Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d),
+                Node::Section(sec) if sec.name.eq_ignore_ascii_case("Pool") => self.pool(sec, &mut pools),
+                Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d, &mut pools),
                 Node::Section(sec) => {
                     let sections = self.dir_section(sec, Context::Server, None);
                     s.main.sections.extend(sections);
@@ -326,11 +196,11 @@ impl Builder {
         crate::h2::settle(&mut self, &mut s, http2_loaded);
         s.error_log = s.main.error_log.clone();
         for (name, origin) in std::mem::take(&mut self.pool_refs) {
-            if !self.pools.iter().any(|p| p.name == name) {
+            if !pools.iter().any(|p| p.name == name) {
                 self.error(&origin, format!("SetHandler pool:{name}: no <Pool {name}> is defined"));
             }
         }
-        s.pools = std::mem::take(&mut self.pools);
+        s.pools = pools;
         self.say_inert();
 
         Loaded {
@@ -371,7 +241,7 @@ impl Builder {
         }
     }
 
-    fn virtual_host(&mut self, sec: &Section) -> Option<VirtualHost> {
+    fn virtual_host(&mut self, sec: &Section, pools: &mut Vec<PoolConfig>) -> Option<VirtualHost> {
         if sec.args.is_empty() {
             self.error(&sec.origin, "<VirtualHost> needs at least one address, e.g. <VirtualHost *:80>");
             return None;
@@ -387,12 +257,12 @@ impl Builder {
         let main_document_root_origin = self.document_root_origin.take();
         for node in &sec.children {
             match node {
-                Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d),
+                Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d, pools),
                 Node::Directive(d) => self.directive(d, Context::VirtualHost, Target::Host(&mut host)),
                 Node::Section(inner) if inner.name.eq_ignore_ascii_case("VirtualHost") => {
                     self.error(&inner.origin, "<VirtualHost> cannot be nested");
                 }
-                Node::Section(inner) if inner.name.eq_ignore_ascii_case("Pool") => self.pool(inner),
+                Node::Section(inner) if inner.name.eq_ignore_ascii_case("Pool") => self.pool(inner, pools),
                 Node::Section(inner) => {
                     let sections = self.dir_section(inner, Context::VirtualHost, None);
                     host.sections.extend(sections);
@@ -410,36 +280,36 @@ impl Builder {
         Some(VirtualHost { addrs, host, origin: sec.origin.clone() })
     }
 
-    fn pool(&mut self, sec: &Section) {
+    fn pool(&mut self, sec: &Section, pools: &mut Vec<PoolConfig>) {
         if let Some(p) = crate::pool::parse_pool(sec, true, &mut self.errors, &mut self.warnings) {
-            self.add_pool(p);
+            self.add_pool(p, pools);
         }
     }
 
     /// `PoolFile PATH`: the pools of a php-fpm pool file.
-    fn pool_file(&mut self, d: &Directive) {
+    fn pool_file(&mut self, d: &Directive, pools: &mut Vec<PoolConfig>) {
         let Some(path) = self.one(d) else { return };
         let path = self.resolve(&path);
         for p in crate::pool_file::read_pool_file(&path, &d.origin, &mut self.errors, &mut self.warnings) {
-            self.add_pool(p);
+            self.add_pool(p, pools);
         }
     }
 
-    fn add_pool(&mut self, mut p: crate::pool::PoolConfig) {
+    fn add_pool(&mut self, mut p: PoolConfig, pools: &mut Vec<PoolConfig>) {
         p.slowlog = p.slowlog.map(|s| self.resolve(&s.to_string_lossy()));
-        if let Some(first) = self.pools.iter().find(|q| q.name == p.name) {
+        if let Some(first) = pools.iter().find(|q| q.name == p.name) {
             let at = format!("{}:{}", first.origin.file.display(), first.origin.line);
             self.error(&p.origin, format!("<Pool {}> is already defined at {at}", p.name));
             return;
         }
-        self.pools.push(p);
+        pools.push(p);
     }
     /// Hands `d` to its entry in the table if it exists for this MPM and may
     /// stand `here`, else says which of those it fails.
     fn directive(&mut self, d: &Directive, here: Context, target: Target) {
         if self.marks_only {
             if let Target::Dir(dir, _) = target {
-                self.script_mark(d, dir);
+                crate::scripts::mark(self, d, &mut dir.scripts);
             }
             return;
         }
@@ -514,40 +384,6 @@ impl Builder {
             _ => String::new(),
         };
         self.error(&d.origin, format!("unknown or unsupported directive '{}'{hint}", d.name));
-    }
-
-    /// The one argument of `d`, else an error.
-    pub(crate) fn one(&mut self, d: &Directive) -> Option<String> {
-        match d.args.as_slice() {
-            [v] => Some(v.clone()),
-            _ => {
-                self.error(&d.origin, format!("{} takes one argument", d.name));
-                None
-            }
-        }
-    }
-
-    pub(crate) fn whole_number(&mut self, d: &Directive) -> Option<u64> {
-        let v = self.one(d)?;
-        match v.parse::<u64>() {
-            Ok(n) => Some(n),
-            Err(_) => {
-                self.error(&d.origin, format!("{}: '{v}' is not a non-negative whole number", d.name));
-                None
-            }
-        }
-    }
-
-    pub(crate) fn on_off(&mut self, d: &Directive) -> Option<bool> {
-        let v = self.one(d)?;
-        match v.to_ascii_lowercase().as_str() {
-            "on" => Some(true),
-            "off" => Some(false),
-            _ => {
-                self.error(&d.origin, format!("{} must be On or Off", d.name));
-                None
-            }
-        }
     }
 
     /// A container section, followed by the `<Files>` sections nested in it

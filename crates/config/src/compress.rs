@@ -10,8 +10,7 @@
 //! (`INCLUDES`, `SUBSTITUTE`, ...) is an error rather than a filter
 //! silently not applied.
 
-use crate::build::Builder;
-use crate::dir_config::DirConfig;
+use crate::builder::Builder;
 use crate::parse::Directive;
 
 /// A set of encoders, as a filter chain names them (`DEFLATE;BROTLI_COMPRESS`).
@@ -111,11 +110,7 @@ fn encoders(chain: &str) -> Result<Encoders, String> {
     }
 }
 
-fn filters(dir: &mut DirConfig) -> &mut OutputFilters {
-    dir.output_filters.get_or_insert_with(Default::default)
-}
-
-pub(crate) fn add_output_filter_by_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn add_output_filter_by_type(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     let [chain, types @ ..] = d.args.as_slice() else {
         return b.error(&d.origin, "AddOutputFilterByType takes filter[;filter...] and one or more media types");
     };
@@ -129,23 +124,23 @@ pub(crate) fn add_output_filter_by_type(b: &mut Builder, d: &Directive, dir: &mu
                     return b.error(&d.origin, format!("AddOutputFilterByType: '{t}' is not a media type"));
                 }
             }
-            filters(dir).by_type.extend(types.iter().map(|t| (t.to_ascii_lowercase(), e)));
+            filters.by_type.extend(types.iter().map(|t| (t.to_ascii_lowercase(), e)));
         }
         Err(m) => b.error(&d.origin, format!("AddOutputFilterByType: {m}")),
     }
 }
 
-pub(crate) fn set_output_filter(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn set_output_filter(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     match d.args.as_slice() {
         [chain] => match encoders(chain) {
-            Ok(e) => filters(dir).set = Some(e),
+            Ok(e) => filters.set = Some(e),
             Err(m) => b.error(&d.origin, format!("SetOutputFilter: {m}")),
         },
         _ => b.error(&d.origin, "SetOutputFilter takes one argument, filter[;filter...]"),
     }
 }
 
-pub(crate) fn add_output_filter(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn add_output_filter(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     let [chain, exts @ ..] = d.args.as_slice() else {
         return b.error(&d.origin, "AddOutputFilter takes filter[;filter...] and one or more extensions");
     };
@@ -153,16 +148,16 @@ pub(crate) fn add_output_filter(b: &mut Builder, d: &Directive, dir: &mut DirCon
         return b.error(&d.origin, "AddOutputFilter takes filter[;filter...] and one or more extensions");
     }
     match encoders(chain) {
-        Ok(e) => filters(dir).by_extension.extend(exts.iter().map(|x| (extension(x), Some(e)))),
+        Ok(e) => filters.by_extension.extend(exts.iter().map(|x| (extension(x), Some(e)))),
         Err(m) => b.error(&d.origin, format!("AddOutputFilter: {m}")),
     }
 }
 
-pub(crate) fn remove_output_filter(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn remove_output_filter(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     if d.args.is_empty() {
         return b.error(&d.origin, "RemoveOutputFilter takes one or more extensions");
     }
-    filters(dir).by_extension.extend(d.args.iter().map(|x| (extension(x), None)));
+    filters.by_extension.extend(d.args.iter().map(|x| (extension(x), None)));
 }
 
 fn extension(x: &str) -> String {
@@ -180,21 +175,21 @@ fn bounded(b: &mut Builder, d: &Directive, low: u32, high: u32) -> Option<u32> {
     None
 }
 
-pub(crate) fn deflate_compression_level(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn deflate_compression_level(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     if let Some(n) = bounded(b, d, 1, 9) {
-        filters(dir).deflate_level = Some(n);
+        filters.deflate_level = Some(n);
     }
 }
 
-pub(crate) fn brotli_compression_quality(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn brotli_compression_quality(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     if let Some(n) = bounded(b, d, 0, 11) {
-        filters(dir).brotli_quality = Some(n);
+        filters.brotli_quality = Some(n);
     }
 }
 
-pub(crate) fn brotli_window_size(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn brotli_window_size(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     if let Some(n) = bounded(b, d, 10, 24) {
-        filters(dir).brotli_window = Some(n);
+        filters.brotli_window = Some(n);
     }
 }
 
@@ -210,22 +205,22 @@ fn alter_etag(b: &mut Builder, d: &Directive) -> Option<AlterETag> {
     }
 }
 
-pub(crate) fn deflate_alter_etag(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn deflate_alter_etag(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     if let Some(a) = alter_etag(b, d) {
-        filters(dir).deflate_alter_etag = Some(a);
+        filters.deflate_alter_etag = Some(a);
     }
 }
 
-pub(crate) fn brotli_alter_etag(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn brotli_alter_etag(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     if let Some(a) = alter_etag(b, d) {
-        filters(dir).brotli_alter_etag = Some(a);
+        filters.brotli_alter_etag = Some(a);
     }
 }
 
-pub(crate) fn precompressed_files(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+pub(crate) fn precompressed_files(b: &mut Builder, d: &Directive, filters: &mut OutputFilters) {
     match d.args.as_slice() {
-        [v] if v.eq_ignore_ascii_case("on") => filters(dir).precompressed = Some(true),
-        [v] if v.eq_ignore_ascii_case("off") => filters(dir).precompressed = Some(false),
+        [v] if v.eq_ignore_ascii_case("on") => filters.precompressed = Some(true),
+        [v] if v.eq_ignore_ascii_case("off") => filters.precompressed = Some(false),
         _ => b.error(&d.origin, "PrecompressedFiles takes On or Off"),
     }
 }

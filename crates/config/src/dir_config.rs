@@ -8,11 +8,12 @@ use warren_regex::Regex;
 
 use std::sync::Arc;
 
-use crate::backend::{FcgiBackend, FcgiBackendType};
+use crate::backend::FcgiBackendType;
 use crate::env_vars::{EnvAction, SetEnvIf};
 use crate::expires::ExpiresRule;
 use crate::headers::HeaderRule;
 use crate::parse::Origin;
+pub use crate::scripts::Handler;
 
 /// The `Options` flags warren implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,7 +119,7 @@ pub struct DirConfig {
     /// that does not exist (Some(None): `disabled`).
     pub fallback_resource: Option<Option<String>>,
     /// `AllowOverride` and `AllowOverrideList` (a plain `<Directory>` only).
-    pub allow_override: Option<crate::htaccess::Overrides>,
+    pub allow_override: Option<crate::overrides::Overrides>,
     /// Redirect and RedirectMatch, in config order.
     pub redirects: Vec<crate::alias::UrlAlias>,
     /// mod_rewrite's directives here. The host's own (`HostConfig::dir`)
@@ -151,20 +152,6 @@ pub struct DirConfig {
     pub h2_upgrade: Option<(bool, Origin)>,
     /// `H2StreamTimeout`, with its line, likewise.
     pub h2_stream_timeout: Option<(std::time::Duration, Origin)>,
-}
-
-/// What `SetHandler` can name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Handler {
-    ServerStatus,
-    /// `proxy:unix:/path|fcgi://localhost` or `proxy:fcgi://host:port`:
-    /// the file the request maps to is the script, run by this backend.
-    FastCgi(FcgiBackend),
-    /// `pool:NAME`: the script runs in one of warren's own pools.
-    Pool(String),
-    /// A server-wide handler (`server-status`...) an `.htaccess` file set,
-    /// at its line: answered 500 (see [`crate::scripts::SERVER_WIDE`]).
-    Refused { name: String, origin: Origin },
 }
 
 impl DirConfig {

@@ -20,7 +20,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::build::Builder;
+use crate::builder::Builder;
 use crate::dir_config::{DirConfig, DirSection};
 use crate::parse::{Directive, Origin};
 use crate::settings::{HostConfig, Settings, VirtualHost};

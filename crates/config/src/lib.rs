@@ -72,6 +72,7 @@ pub mod alias;
 mod apply;
 pub mod backend;
 mod build;
+mod builder;
 pub mod compress;
 pub mod dir_config;
 pub mod env_vars;
@@ -82,6 +83,7 @@ pub mod htaccess;
 pub mod log_format;
 pub mod modules;
 pub mod mpm;
+pub mod overrides;
 pub mod parse;
 pub mod pool;
 pub mod pool_file;
@@ -101,7 +103,8 @@ pub use mpm::{Mpm, MpmTuning};
 pub use parse::{ConfigError, Directive, Node, Origin, Section};
 pub use pool::{PmStyle, PoolConfig};
 pub use settings::{CustomLog, HostConfig, Limits, LogLevel, ReadStage, RequestReadTimeout, ServerTokens, Settings, VhostAddr, VirtualHost};
-pub use values::{parse_fcgi_url, parse_read_stage};
+pub use settings::parse_read_stage;
+pub use values::parse_fcgi_url;
 
 #[cfg(test)]
 mod tests;

@@ -7,9 +7,8 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use crate::build::Builder;
+use crate::builder::Builder;
 use crate::parse::Directive;
-use crate::settings::HostConfig;
 
 /// A network given to RemoteIPInternalProxy or RemoteIPTrustedProxy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,15 +106,15 @@ pub fn parse_net(s: &str) -> Result<(IpAddr, u8), String> {
     Ok((ip, len))
 }
 
-pub(crate) fn header(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+pub(crate) fn header(b: &mut Builder, d: &Directive, settings: &mut RemoteIp) {
     if let Some(name) = one_name(b, d) {
-        host.remote_ip.header = Some(name);
+        settings.header = Some(name);
     }
 }
 
-pub(crate) fn proxies_header(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+pub(crate) fn proxies_header(b: &mut Builder, d: &Directive, settings: &mut RemoteIp) {
     if let Some(name) = one_name(b, d) {
-        host.remote_ip.proxies_header = Some(name);
+        settings.proxies_header = Some(name);
     }
 }
 
@@ -147,23 +146,23 @@ fn from_args(d: &Directive) -> Vec<Entry> {
     d.args.iter().map(|a| Entry { text: a.clone(), at: None }).collect()
 }
 
-pub(crate) fn internal_proxy(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    add_proxies(b, d, host, true, from_args(d));
+pub(crate) fn internal_proxy(b: &mut Builder, d: &Directive, settings: &mut RemoteIp) {
+    add_proxies(b, d, settings, true, from_args(d));
 }
 
-pub(crate) fn trusted_proxy(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    add_proxies(b, d, host, false, from_args(d));
+pub(crate) fn trusted_proxy(b: &mut Builder, d: &Directive, settings: &mut RemoteIp) {
+    add_proxies(b, d, settings, false, from_args(d));
 }
 
-pub(crate) fn internal_proxy_list(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+pub(crate) fn internal_proxy_list(b: &mut Builder, d: &Directive, settings: &mut RemoteIp) {
     if let Some(entries) = read_list(b, d) {
-        add_proxies(b, d, host, true, entries);
+        add_proxies(b, d, settings, true, entries);
     }
 }
 
-pub(crate) fn trusted_proxy_list(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+pub(crate) fn trusted_proxy_list(b: &mut Builder, d: &Directive, settings: &mut RemoteIp) {
     if let Some(entries) = read_list(b, d) {
-        add_proxies(b, d, host, false, entries);
+        add_proxies(b, d, settings, false, entries);
     }
 }
 
@@ -189,13 +188,13 @@ fn read_list(b: &mut Builder, d: &Directive) -> Option<Vec<Entry>> {
     Some(entries)
 }
 
-fn add_proxies(b: &mut Builder, d: &Directive, host: &mut HostConfig, internal: bool, entries: Vec<Entry>) {
+fn add_proxies(b: &mut Builder, d: &Directive, settings: &mut RemoteIp, internal: bool, entries: Vec<Entry>) {
     // An empty list would leave no list at all, which trusts every peer.
     if entries.is_empty() {
         b.error(&d.origin, format!("{} names no address or network", d.name));
         return;
     }
-    let list = host.remote_ip.proxies.get_or_insert_with(Vec::new);
+    let list = settings.proxies.get_or_insert_with(Vec::new);
     for Entry { text, at } in entries {
         match parse_net(&text) {
             Ok((net, len)) => list.push(ProxyNet { net, len, internal }),
@@ -207,18 +206,18 @@ fn add_proxies(b: &mut Builder, d: &Directive, host: &mut HostConfig, internal: 
     }
 }
 
-pub(crate) fn proxy_protocol(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+pub(crate) fn proxy_protocol(b: &mut Builder, d: &Directive, settings: &mut RemoteIp) {
     if let Some(on) = b.on_off(d) {
-        host.remote_ip.proxy_protocol = Some(on);
+        settings.proxy_protocol = Some(on);
     }
 }
 
-pub(crate) fn proxy_protocol_exceptions(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+pub(crate) fn proxy_protocol_exceptions(b: &mut Builder, d: &Directive, settings: &mut RemoteIp) {
     if d.args.is_empty() {
         b.error(&d.origin, "RemoteIPProxyProtocolExceptions takes one or more addresses or networks");
         return;
     }
-    let list = host.remote_ip.proxy_protocol_exceptions.get_or_insert_with(Vec::new);
+    let list = settings.proxy_protocol_exceptions.get_or_insert_with(Vec::new);
     for a in &d.args {
         match parse_net(a) {
             Ok(net) => list.push(net),

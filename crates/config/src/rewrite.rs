@@ -7,7 +7,7 @@
 
 use warren_rewrite::RuleSet;
 
-use crate::build::Builder;
+use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::parse::Directive;
 use crate::settings::HostConfig;

@@ -18,8 +18,9 @@
 //! an `.htaccess` file naming one gets [`Handler::Refused`], a 500 where it
 //! applies (Apache would run them).
 
-use crate::dir_config::Handler;
-use crate::parse::{Directive, Origin};
+use crate::backend::FcgiBackend;
+use crate::builder::Builder;
+use crate::parse::{ConfigError, Directive, Origin};
 
 /// One line that makes files scripts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,6 +107,29 @@ pub fn mark_of(d: &Directive, skipped: bool) -> Option<ScriptMark> {
     };
     let directive = std::iter::once(d.name.as_str()).chain(d.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
     Some(ScriptMark { extensions, origin: d.origin.clone(), directive })
+}
+
+/// What `SetHandler` can name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Handler {
+    ServerStatus,
+    /// `proxy:unix:/path|fcgi://localhost` or `proxy:fcgi://host:port`:
+    /// the file the request maps to is the script, run by this backend.
+    FastCgi(FcgiBackend),
+    /// `pool:NAME`: the script runs in one of warren's own pools.
+    Pool(String),
+    /// A server-wide handler (`server-status`...) an `.htaccess` file set,
+    /// at its line: answered 500 (see [`SERVER_WIDE`]).
+    Refused { name: String, origin: Origin },
+}
+
+/// Records the script mark `d` makes, if it makes one, in `marks` (a
+/// directory's), and its notice for `-t` and the start.
+pub(crate) fn mark(b: &mut Builder, d: &Directive, marks: &mut Vec<ScriptMark>) {
+    if let Some(mark) = mark_of(d, b.marks_only) {
+        b.script_notices.push(ConfigError { origin: mark.origin.clone(), message: mark.notice() });
+        marks.push(mark);
+    }
 }
 
 /// `SetHandler name` in an `.htaccess` file: the handler it sets if it is a

@@ -3,7 +3,7 @@
 //! main server or one `<VirtualHost>`. What sections set is in
 //! [`dir_config`](crate::dir_config).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -311,3 +311,80 @@ impl Settings {
     }
 }
 
+/// One `stage=value` of RequestReadTimeout's value, as mod_reqtimeout reads
+/// it: `20`, `20,MinRate=500`, `20-40,MinRate=500` (a range needs MinRate).
+pub fn parse_read_stage(value: &str) -> Result<ReadStage, String> {
+    let int = |v: &str| -> Result<u32, String> {
+        if v.is_empty() {
+            return Err("a number is missing".into());
+        }
+        v.parse::<u32>().map_err(|_| format!("'{v}' is not a whole number"))
+    };
+    let lower = value.to_ascii_lowercase();
+    let mut stage = ReadStage { initial: 0, max: 0, min_rate: 0 };
+    match lower.find(",minrate=") {
+        Some(at) => {
+            stage.min_rate = int(&value[at + ",minrate=".len()..])?;
+            if stage.min_rate == 0 {
+                return Err("minimum data rate must be larger than 0".into());
+            }
+            let times = &value[..at];
+            match times.split_once('-') {
+                Some((initial, max)) => {
+                    stage.initial = int(initial)?;
+                    stage.max = int(max)?;
+                }
+                None => stage.initial = int(times)?,
+            }
+        }
+        None if value.contains('-') => return Err("MinRate must be set to use a timeout range".into()),
+        None => stage.initial = int(value)?,
+    }
+    if stage.max > 0 && stage.initial >= stage.max {
+        return Err("maximum timeout must be larger than initial timeout".into());
+    }
+    Ok(stage)
+}
+
+pub(crate) fn parse_vhost_addr(a: &str) -> Result<VhostAddr, String> {
+    let (host, port) = if let Some(rest) = a.strip_prefix('[') {
+        let (h, p) = rest.split_once(']').ok_or_else(|| format!("bad address {a}"))?;
+        (h, p.strip_prefix(':'))
+    } else {
+        match a.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (a, None),
+        }
+    };
+    let port = match port {
+        None | Some("*") => None,
+        Some(p) => Some(p.parse::<u16>().map_err(|_| format!("<VirtualHost {a}>: bad port '{p}'"))?),
+    };
+    let ip = match host {
+        "*" | "_default_" => None,
+        h => match h.parse::<IpAddr>() {
+            Ok(ip) => Some(ip),
+            Err(_) => match (h, 0).to_socket_addrs().ok().and_then(|mut i| i.next()) {
+                Some(sa) => Some(sa.ip()),
+                None => return Err(format!("<VirtualHost {a}>: cannot resolve '{h}'")),
+            },
+        },
+    };
+    Ok(VhostAddr { ip, port })
+}
+
+/// `LogLevel`'s value: a level name, `trace1` to `trace8` all meaning trace.
+pub(crate) fn parse_log_level(s: &str) -> Option<LogLevel> {
+    Some(match s.to_ascii_lowercase().as_str() {
+        "emerg" => LogLevel::Emerg,
+        "alert" => LogLevel::Alert,
+        "crit" => LogLevel::Crit,
+        "error" => LogLevel::Error,
+        "warn" => LogLevel::Warn,
+        "notice" => LogLevel::Notice,
+        "info" => LogLevel::Info,
+        "debug" => LogLevel::Debug,
+        t if t.starts_with("trace") && t[5..].parse::<u8>().is_ok_and(|n| (1..=8).contains(&n)) => LogLevel::Trace,
+        _ => return None,
+    })
+}

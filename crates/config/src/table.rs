@@ -11,7 +11,7 @@
 use crate::apply;
 use crate::compress;
 use crate::h2;
-use crate::build::Builder;
+use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
 use crate::parse::Directive;
@@ -168,6 +168,11 @@ const H2_MAX_SESSION_STREAMS: DirectiveSpec = host("H2MaxSessionStreams", "n", h
 const MAX_REQUEST_WORKERS: DirectiveSpec = count("MaxRequestWorkers", ALL, |t| &mut t.max_request_workers);
 const MAX_CONNECTIONS_PER_CHILD: DirectiveSpec = count("MaxConnectionsPerChild", ALL, |t| &mut t.max_connections_per_child);
 
+/// The compression settings of a directory, for compress.rs's directives.
+fn output_filters(dir: &mut DirConfig) -> &mut compress::OutputFilters {
+    dir.output_filters.get_or_insert_with(Default::default)
+}
+
 pub static DIRECTIVES: &[DirectiveSpec] = &[
     // Read as the file is read (parse.rs).
     reading("Include", "file|directory|wildcard"),
@@ -231,14 +236,14 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("AliasMatch", "regex file|directory", apply::url_alias),
     host("ScriptAlias", "/url-path file|directory", apply::url_alias),
     host("ScriptAliasMatch", "regex file|directory", apply::url_alias),
-    host("RemoteIPHeader", "header-field", remote_ip::header),
-    host("RemoteIPInternalProxy", "addr|net...", remote_ip::internal_proxy),
-    host("RemoteIPTrustedProxy", "addr|net...", remote_ip::trusted_proxy),
-    host("RemoteIPInternalProxyList", "file", remote_ip::internal_proxy_list),
-    host("RemoteIPTrustedProxyList", "file", remote_ip::trusted_proxy_list),
-    host("RemoteIPProxiesHeader", "header-field", remote_ip::proxies_header),
-    host("RemoteIPProxyProtocol", "On|Off", remote_ip::proxy_protocol),
-    host("RemoteIPProxyProtocolExceptions", "addr|net...", remote_ip::proxy_protocol_exceptions),
+    host("RemoteIPHeader", "header-field", |b, d, host| remote_ip::header(b, d, &mut host.remote_ip)),
+    host("RemoteIPInternalProxy", "addr|net...", |b, d, host| remote_ip::internal_proxy(b, d, &mut host.remote_ip)),
+    host("RemoteIPTrustedProxy", "addr|net...", |b, d, host| remote_ip::trusted_proxy(b, d, &mut host.remote_ip)),
+    host("RemoteIPInternalProxyList", "file", |b, d, host| remote_ip::internal_proxy_list(b, d, &mut host.remote_ip)),
+    host("RemoteIPTrustedProxyList", "file", |b, d, host| remote_ip::trusted_proxy_list(b, d, &mut host.remote_ip)),
+    host("RemoteIPProxiesHeader", "header-field", |b, d, host| remote_ip::proxies_header(b, d, &mut host.remote_ip)),
+    host("RemoteIPProxyProtocol", "On|Off", |b, d, host| remote_ip::proxy_protocol(b, d, &mut host.remote_ip)),
+    host("RemoteIPProxyProtocolExceptions", "addr|net...", |b, d, host| remote_ip::proxy_protocol_exceptions(b, d, &mut host.remote_ip)),
     // mod_ssl.
     server("SSLSessionCache", "none|nonenotnull|shmcb:path[(size)]|dbm:path", tls::session_cache),
     server("SSLSessionCacheTimeout", "seconds", tls::session_cache_timeout),
@@ -345,7 +350,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("AddDefaultCharset", "On|Off|charset", apply::add_default_charset),
     dir("LimitRequestBody", "bytes", apply::limit_request_body),
     dir("AllowOverride", "None|All|AuthConfig|FileInfo|Indexes|Limit|Options[=opt,...]...", apply::allow_override),
-    dir("AllowOverrideList", "None|directive...", apply::allow_override_list),
+    dir("AllowOverrideList", "None|directive...", |b, d, dir| apply::allow_override_list(b, d, dir, |n| find(n).is_some())),
     dir("SetHandler", "handler [flushpackets=on|off]", apply::set_handler),
     dir("ProxyFCGIBackendType", "FPM|GENERIC", apply::proxy_fcgi_backend_type),
     dir("AcceptPathInfo", "On|Off|Default", apply::accept_path_info),
@@ -376,16 +381,16 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("SetEnvIfNoCase", "attribute regex [!]VAR[=value]...", apply::set_env_if),
     dir("BrowserMatch", "regex [!]VAR[=value]...", apply::set_env_if),
     dir("BrowserMatchNoCase", "regex [!]VAR[=value]...", apply::set_env_if),
-    dir("AddOutputFilterByType", "DEFLATE|BROTLI_COMPRESS[;...] media-type...", compress::add_output_filter_by_type),
-    dir("SetOutputFilter", "DEFLATE|BROTLI_COMPRESS[;...]", compress::set_output_filter),
-    dir("AddOutputFilter", "DEFLATE|BROTLI_COMPRESS[;...] extension...", compress::add_output_filter),
-    dir("RemoveOutputFilter", "extension...", compress::remove_output_filter),
-    dir("PrecompressedFiles", "On|Off", compress::precompressed_files),
-    spec("DeflateCompressionLevel", Contexts::HOST, "1-9", Apply::Dir(compress::deflate_compression_level)),
-    spec("BrotliCompressionQuality", Contexts::HOST, "0-11", Apply::Dir(compress::brotli_compression_quality)),
-    spec("BrotliWindowSize", Contexts::HOST, "10-24", Apply::Dir(compress::brotli_window_size)),
-    spec("DeflateAlterETag", Contexts::HOST, "AddSuffix|NoChange|Remove", Apply::Dir(compress::deflate_alter_etag)),
-    spec("BrotliAlterETag", Contexts::HOST, "AddSuffix|NoChange|Remove", Apply::Dir(compress::brotli_alter_etag)),
+    dir("AddOutputFilterByType", "DEFLATE|BROTLI_COMPRESS[;...] media-type...", |b, d, dir| compress::add_output_filter_by_type(b, d, output_filters(dir))),
+    dir("SetOutputFilter", "DEFLATE|BROTLI_COMPRESS[;...]", |b, d, dir| compress::set_output_filter(b, d, output_filters(dir))),
+    dir("AddOutputFilter", "DEFLATE|BROTLI_COMPRESS[;...] extension...", |b, d, dir| compress::add_output_filter(b, d, output_filters(dir))),
+    dir("RemoveOutputFilter", "extension...", |b, d, dir| compress::remove_output_filter(b, d, output_filters(dir))),
+    dir("PrecompressedFiles", "On|Off", |b, d, dir| compress::precompressed_files(b, d, output_filters(dir))),
+    spec("DeflateCompressionLevel", Contexts::HOST, "1-9", Apply::Dir(|b, d, dir| compress::deflate_compression_level(b, d, output_filters(dir)))),
+    spec("BrotliCompressionQuality", Contexts::HOST, "0-11", Apply::Dir(|b, d, dir| compress::brotli_compression_quality(b, d, output_filters(dir)))),
+    spec("BrotliWindowSize", Contexts::HOST, "10-24", Apply::Dir(|b, d, dir| compress::brotli_window_size(b, d, output_filters(dir)))),
+    spec("DeflateAlterETag", Contexts::HOST, "AddSuffix|NoChange|Remove", Apply::Dir(|b, d, dir| compress::deflate_alter_etag(b, d, output_filters(dir)))),
+    spec("BrotliAlterETag", Contexts::HOST, "AddSuffix|NoChange|Remove", Apply::Dir(|b, d, dir| compress::brotli_alter_etag(b, d, output_filters(dir)))),
 ];
 
 /// The directive called `name` (case does not matter, as in Apache).

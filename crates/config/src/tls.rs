@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::build::Builder;
+use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::parse::{Directive, Origin};
 use crate::settings::{HostConfig, Settings, VirtualHost};
