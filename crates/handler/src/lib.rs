@@ -1,4 +1,6 @@
-//! Requests -> response plans. No sockets here.
+//! Requests -> response plans. The handler writes to no client socket: it
+//! returns a plan the MPM carries out. The only sockets it opens are those
+//! to FastCGI applications (`fastcgi::backend`), driven by the MPM's threads.
 //!
 //! [`Site`] (site.rs) is built once from the settings: its hosts (the main
 //! server and the virtual hosts), MIME table, logs and Server header. Each
@@ -30,7 +32,10 @@
 //! `compress` (gzip and brotli, as mod_deflate and mod_brotli: the
 //! [`compress::Offer`] a handler attaches to a response, and
 //! [`compress::finish`], called as the response leaves for the MPM),
-//! `conditional` (validators, conditional requests, ranges), `file_cache`,
+//! `conditional` (validators, conditional requests, ranges), `file_cache`
+//! (stat-validated caches of small files' bytes and large files'
+//! descriptors), `htaccess` (`.htaccess` files found and cached per
+//! version), `root_files` (the files root opens: logs, PidFile, slowlog),
 //! `symlinks` (Options FollowSymLinks and SymLinksIfOwnerMatch: files,
 //! directory indexes and scripts opened with every link on the way
 //! checked), `static_files` (files, DirectoryIndex, trailing-slash

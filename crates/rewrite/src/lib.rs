@@ -15,6 +15,10 @@
 //!   the answer is an [`Applied`].
 //! - [`escape`]: the escaping of back-references (`[B]`) and of redirect
 //!   URLs, and the unescaping of `int:unescape`.
+//!
+//! The handler's `rewrite.rs` runs it in Apache's two contexts (server and
+//! per-directory). `tests/apache/` holds the cases checked against Apache
+//! itself (`generate.sh` runs Debian's Apache on them).
 
 pub mod engine;
 pub mod escape;
