@@ -653,7 +653,7 @@ pub(crate) fn set_env_if(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     let nocase = name.ends_with("nocase");
     let browser = name.starts_with("browsermatch");
     match crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) {
-        Ok(s) => dir.set_env_if.push(std::sync::Arc::new(s)),
+        Ok(s) => dir.set_env_if.push(std::sync::Arc::new(crate::env_vars::SetEnvIf { pattern: s.pattern.at(&d.origin), ..s })),
         Err(e) => b.error(&d.origin, format!("{}: {e}", d.name)),
     }
 }

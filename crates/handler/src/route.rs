@@ -41,6 +41,9 @@ pub struct Pass<'a> {
     pub rewrite_ended: bool,
     /// `[T=type]`: the Content-Type of a file served.
     pub forced_type: Option<&'a str>,
+    /// When the request's rewrite rules, all passes together, must be done
+    /// (see [`crate::rewrite::RULES_TIME_BUDGET`]).
+    pub rules_deadline: Option<std::time::Instant>,
 }
 
 impl<'a> Request<'a> {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use warren_config::{DirConfig, FcgiBackend, Handler, HostConfig, LogItem, SectionMatch, ServerTokens, Settings, VhostAddr};
+use warren_config::{DirConfig, FcgiBackend, Handler, HostConfig, LogItem, LogLevel, SectionMatch, ServerTokens, Settings, VhostAddr};
 
 use crate::fastcgi::{BackendPool, PoolDispatch};
 use crate::file_cache::FileCache;
@@ -148,6 +148,10 @@ impl Site {
     /// here, before any child starts.
     pub fn new(settings: Settings) -> Result<Site, String> {
         let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.log_level).map_err(|e| e.to_string())?);
+        // A pattern that gives up on a match is the server's to hear of (its
+        // origin names the file and line), whichever request ran it.
+        let regex_log = error_log.clone();
+        warren_regex::set_reporter(move |message| regex_log.log(LogLevel::Error, None, message));
         let mime = MimeTypes::load(settings.types_config.as_deref()).map_err(|e| format!("cannot read TypesConfig: {e}"))?;
         let mut access_logs: Vec<AccessLog> = Vec::new();
         let mut error_logs: Vec<(PathBuf, Arc<ErrorLog>)> = Vec::new();
