@@ -80,6 +80,7 @@ pub(crate) fn with_vary(outcome: crate::Outcome, vary: &[String], req: Request) 
             gw.vary_on(vary, req.conn, req.head);
             Outcome::Gateway(gw)
         }
+        Outcome::OffLoop => Outcome::OffLoop,
     }
 }
 

@@ -21,9 +21,10 @@ use crate::{static_files, Outcome, Response, Site};
 impl Site {
     /// Where a request goes and what answers it; [`Site::handle`] adds
     /// the ErrorDocument of an error it ends in.
-    pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+    /// `on_loop`: see [`Site::handle_on_loop`].
+    pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
         let req = self.request(head, conn);
-        let req = Request { pass: Pass { rules_deadline: Some(Instant::now() + RULES_TIME_BUDGET), ..req.pass }, ..req };
+        let req = Request { pass: Pass { rules_deadline: Some(Instant::now() + RULES_TIME_BUDGET), on_loop, ..req.pass }, ..req };
         let host = req.host;
         let raw = head.path_and_query();
         // A TLS connection is for the host its SNI named (its certificate):
@@ -142,6 +143,9 @@ impl Site {
         if let Some(e) = dir.htaccess_error() {
             let r = self.error(req, 500, &e.to_string());
             return self.filtered(req, url, &dir, Outcome::Ready(r));
+        }
+        if req.pass.on_loop && dir.runs_htaccess_patterns() {
+            return Outcome::OffLoop;
         }
         // The rules of the directories on the way, once access is granted
         // (Apache's fixups come after the access checks). Vary goes on
