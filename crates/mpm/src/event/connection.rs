@@ -305,7 +305,7 @@ impl EventLoop {
             c.req = Some(req);
             c.on_hold = true;
             c.deadline = Instant::now() + Duration::from_secs(3600);
-            self.pool.submit(slot, c.generation, Job::Route { head, info });
+            self.pool.submit(slot, c.generation, Job::Route(Box::new((head, info))));
             return;
         }
         c.req = Some(req);

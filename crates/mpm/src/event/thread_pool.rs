@@ -31,7 +31,7 @@ pub enum Job {
     /// Route a request whose routing runs a site owner's patterns
     /// ([`warren_handler::Outcome::OffLoop`]); blocking work it leads to is
     /// done here too.
-    Route { head: warren_http::RequestHead, info: ConnInfo },
+    Route(Box<(warren_http::RequestHead, ConnInfo)>),
     /// Run a FastCGI exchange on the connection, writing the response.
     FastCgi(Box<FastCgiJob>),
     /// Work out an HTTP/2 stream's answer; a body produced as it is sent
@@ -131,7 +131,7 @@ impl ThreadPool {
                                 JobResult::H2 { stream, response, pieces }
                             }
                             Job::Respond(work) => JobResult::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
-                            Job::Route { head, info } => JobResult::Routed(catch_unwind(AssertUnwindSafe(|| match site.handle(&head, &info) {
+                            Job::Route(request) => JobResult::Routed(catch_unwind(AssertUnwindSafe(|| match site.handle(&request.0, &request.1) {
                                 Outcome::Blocking(work) => Outcome::Ready(work()),
                                 outcome => outcome,
                             })).ok()),
