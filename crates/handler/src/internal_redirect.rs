@@ -57,8 +57,17 @@ impl Site {
     /// Answers one request whose body (if any) has not been read yet: the
     /// route, then the local ErrorDocument of an error it ended in.
     pub fn handle(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
-        let outcome = self.route(head, conn);
-        self.follow_error_document(outcome, head, conn)
+        let outcome = self.route(head, conn, false);
+        self.follow_error_document_from(outcome, head, conn, false)
+    }
+
+    /// [`Site::handle`] for an event loop, which serves every connection
+    /// of its process: [`Outcome::OffLoop`] when the request (or its
+    /// ErrorDocument) would run an `.htaccess` file's regular expressions,
+    /// for the loop to call [`Site::handle`] on a thread instead.
+    pub fn handle_on_loop(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+        let outcome = self.route(head, conn, true);
+        self.follow_error_document_from(outcome, head, conn, true)
     }
 
     /// An error page whose status has a local ErrorDocument becomes an
@@ -69,6 +78,10 @@ impl Site {
     /// "Additionally, ... while trying to use an ErrorDocument". Anything
     /// else passes through.
     pub fn follow_error_document(&self, outcome: Outcome, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+        self.follow_error_document_from(outcome, head, conn, false)
+    }
+
+    fn follow_error_document_from(&self, outcome: Outcome, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
         let Outcome::Ready(mut page) = outcome else { return outcome };
         let Some(local) = page.error_document.take() else { return Outcome::Ready(page) };
         let status = page.status;
@@ -78,7 +91,7 @@ impl Site {
             self.document_failed(&page, conn, &local, "is not a valid URL");
             return Outcome::Ready(page);
         };
-        match self.route(&doc_head, conn) {
+        match self.route(&doc_head, conn, on_loop) {
             Outcome::Ready(r) if (200..300).contains(&r.status) => Outcome::Ready(as_error(r, status)),
             Outcome::Ready(r) => {
                 self.document_failed(&page, conn, &local, &format!("answered {}", r.status));
@@ -96,6 +109,8 @@ impl Site {
                 gw.answer_error(status, head);
                 Outcome::Gateway(gw)
             }
+            // The whole request goes off the loop, its first answer to be made again there.
+            Outcome::OffLoop => Outcome::OffLoop,
         }
     }
 

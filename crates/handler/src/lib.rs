@@ -13,6 +13,9 @@
 //!   on its event loop.
 //! - [`Outcome::Blocking`]: work that may block for long (directory listings
 //!   now), run on a worker thread.
+//! - [`Outcome::OffLoop`]: asked of a request routed on the event loop
+//!   ([`Site::handle_on_loop`]) when its routing would run an `.htaccess`
+//!   file's regular expressions: the MPM routes it again on a thread.
 //! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`), to php-fpm or the
 //!   like or to one of warren's own pools (through `warren-pool-api`'s
 //!   `PoolDispatch`, which the `fpm` crate implements): run on
@@ -240,4 +243,9 @@ pub enum Outcome {
     /// A FastCGI request: the MPM runs it on a thread that may block
     /// ([`Site::run_gateway`]), giving it the request body as it arrives.
     Gateway(Box<fastcgi::Gateway>),
+    /// Only from [`Site::handle_on_loop`]: the request runs rules a site
+    /// owner wrote (an `.htaccess` file's), which may be slow; route it
+    /// again with [`Site::handle`] on a thread of its own, where a slow
+    /// rule holds only this request.
+    OffLoop,
 }

@@ -41,6 +41,12 @@ pub struct Pass<'a> {
     pub rewrite_ended: bool,
     /// `[T=type]`: the Content-Type of a file served.
     pub forced_type: Option<&'a str>,
+    /// When the request's rewrite rules, all passes together, must be done
+    /// (see [`crate::rewrite::RULES_TIME_BUDGET`]).
+    pub rules_deadline: Option<std::time::Instant>,
+    /// Routed on the event loop: rules from `.htaccess` files are not run
+    /// here ([`crate::Outcome::OffLoop`]).
+    pub on_loop: bool,
 }
 
 impl<'a> Request<'a> {
@@ -251,6 +257,17 @@ impl Effective<'_> {
             }
         }
         f
+    }
+
+    /// Whether an `.htaccess` file on the way has regular expressions that
+    /// routing runs (rewrite rules, SetEnvIf, RedirectMatch): a site owner's
+    /// patterns, which may be slow to match.
+    pub fn runs_htaccess_patterns(&self) -> bool {
+        use warren_config::alias::UrlMatch;
+        self.layers.iter().any(|l| {
+            matches!(l, Layer::File(..))
+                && (l.rewrite.as_ref().is_some_and(|r| !r.rules.is_empty()) || !l.set_env_if.is_empty() || l.redirects.iter().any(|r| matches!(r.url, UrlMatch::Regex(_))))
+        })
     }
 
     fn last<'s, T: ?Sized>(&'s self, get: impl Fn(&'s DirConfig) -> Option<&'s T>) -> Option<&'s T> {

@@ -4,6 +4,7 @@
 //! FastCGI application), a script with PATH_INFO, and static files.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use warren_config::{FcgiBackend, FcgiBackendType, Handler, LogLevel, ProxyPattern};
 use warren_http::RequestHead;
@@ -12,7 +13,7 @@ use crate::fastcgi::{split_path_info, ScriptTarget};
 use crate::path::{self, PathError};
 use crate::env::RequestEnv;
 use crate::filters::{self, RequestFilters};
-use crate::rewrite::{with_vary, DirRewrite, UrlRewrite, MAX_INTERNAL_REDIRECTS};
+use crate::rewrite::{with_vary, DirRewrite, UrlRewrite, MAX_INTERNAL_REDIRECTS, RULES_TIME_BUDGET};
 use crate::route::{Effective, Layer, Pass, Request, Route};
 use crate::site::ConnInfo;
 use crate::{static_files, Outcome, Response, Site};
@@ -20,8 +21,10 @@ use crate::{static_files, Outcome, Response, Site};
 impl Site {
     /// Where a request goes and what answers it; [`Site::handle`] adds
     /// the ErrorDocument of an error it ends in.
-    pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+    /// `on_loop`: see [`Site::handle_on_loop`].
+    pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
         let req = self.request(head, conn);
+        let req = Request { pass: Pass { rules_deadline: Some(Instant::now() + RULES_TIME_BUDGET), on_loop, ..req.pass }, ..req };
         let host = req.host;
         let raw = head.path_and_query();
         // A TLS connection is for the host its SNI named (its certificate):
@@ -143,6 +146,9 @@ impl Site {
         if let Some(e) = dir.htaccess_error() {
             let r = self.error(req, 500, &e.to_string());
             return self.filtered(req, url, &dir, Outcome::Ready(r));
+        }
+        if req.pass.on_loop && dir.runs_htaccess_patterns() {
+            return Outcome::OffLoop;
         }
         // The rules of the directories on the way, once access is granted
         // (Apache's fixups come after the access checks). Vary goes on
@@ -300,7 +306,7 @@ impl Site {
             Err(PathError::BadRequest(why)) => return Outcome::Ready(self.error(req, 400, &format!("invalid URI after rewriting: {why}"))),
             Err(PathError::NotFound(why)) => return Outcome::Ready(self.error(req, 404, why)),
         };
-        let pass = Pass { redirects: req.pass.redirects + 1, rewrite_ended: ended, forced_type: None };
+        let pass = Pass { redirects: req.pass.redirects + 1, rewrite_ended: ended, forced_type: None, ..req.pass };
         self.route_pass(Request { env: &env, pass, ..req }, &to, to_query)
     }
 
