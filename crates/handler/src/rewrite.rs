@@ -87,7 +87,7 @@ pub(crate) fn with_vary(outcome: crate::Outcome, vary: &[String], req: Request) 
 /// Apache's LimitInternalRecursion default.
 pub(crate) const MAX_INTERNAL_REDIRECTS: u8 = 10;
 
-/// How long one request's rewrite rules may take, all passes together:
+/// How much CPU time one request's rewrite rules may take, all passes together:
 /// real rule sets take microseconds, and each pattern gives up after about
 /// a millisecond, so only a rule set written to be slow (a hundred
 /// catastrophic patterns in an `.htaccess`) runs out of it, and then holds
@@ -255,7 +255,7 @@ impl Site {
 
     /// The rules ran out of the request's time budget before `next`: 500.
     fn out_of_time(&self, req: Request, next: &Rule) -> Response {
-        let why = format!("RewriteRule: the rewrite rules took longer than the request's budget of {} ms; stopped before the rule at {}", RULES_TIME_BUDGET.as_millis(), next.origin);
+        let why = format!("RewriteRule: the rewrite rules took longer than the request's budget of {} ms of CPU time; stopped before the rule at {}", RULES_TIME_BUDGET.as_millis(), next.origin);
         self.error(req, 500, &why)
     }
 

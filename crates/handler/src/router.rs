@@ -4,7 +4,6 @@
 //! FastCGI application), a script with PATH_INFO, and static files.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use warren_config::{FcgiBackend, FcgiBackendType, Handler, LogLevel, ProxyPattern};
 use warren_http::RequestHead;
@@ -24,7 +23,7 @@ impl Site {
     /// `on_loop`: see [`Site::handle_on_loop`].
     pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
         let req = self.request(head, conn);
-        let req = Request { pass: Pass { rules_deadline: Some(Instant::now() + RULES_TIME_BUDGET), on_loop, ..req.pass }, ..req };
+        let req = Request { pass: Pass { rules_deadline: Some(warren_rewrite::CpuDeadline::after(RULES_TIME_BUDGET)), on_loop, ..req.pass }, ..req };
         let host = req.host;
         let raw = head.path_and_query();
         // A TLS connection is for the host its SNI named (its certificate):

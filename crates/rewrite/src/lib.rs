@@ -26,7 +26,7 @@ pub mod maps;
 pub mod rules;
 pub mod template;
 
-pub use engine::{apply, Applied, Bounds, Request, State};
+pub use engine::{apply, Applied, Bounds, CpuDeadline, Request, State};
 pub use maps::RewriteMap;
 pub use rules::{Cond, Flags, PerDir, Rule, RuleSet};
 
