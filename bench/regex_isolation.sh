@@ -18,6 +18,10 @@
 # missing), all serving the same tree and .htaccess.
 #
 # Target (issue 32): b's p99 under 20 ms under warren's event MPM.
+# CONTROL=1 runs each row a second time with a linear pattern in the same
+# rules (`^a+b$`, which matches the same header at once): what the same load
+# costs b when no pattern is slow, so that the share of b's time the regexes
+# take can be told from what 30 clients on this machine cost anyway.
 #
 # Loopback only; about 80 s (twice with BUSY=1, which runs the same rows again
 # with one busy loop per core pinned beside the servers). Cleans up its
@@ -25,8 +29,8 @@
 # Usage: bench/regex_isolation.sh [WARREN_BINARY]     (default: target/release/warren)
 #   SERVERS="warren-event warren-worker warren-prefork apache" chooses servers,
 #   SECS=10 the run, RATE=100 b's requests a second, ATTACKERS=30, RULES=100,
-#   BUSY=1 adds the loaded rows, LOGS=DIR keeps the servers' error logs and the
-#   clients' JSON.
+#   BUSY=1 adds the loaded rows, CONTROL=1 the linear-pattern rows, LOGS=DIR
+#   keeps the servers' error logs and the clients' JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -36,6 +40,7 @@ RATE=${RATE:-100}
 ATTACKERS=${ATTACKERS:-30}
 RULES=${RULES:-100}
 BUSY=${BUSY:-}
+CONTROL=${CONTROL:-}
 LOGS=${LOGS:-}
 
 need curl:curl python3:python3
@@ -73,13 +78,18 @@ mkdir -p "$WORK/a" "$WORK/b"
 printf "a's page\n" > "$WORK/a/page.txt"
 printf 'a pattern matched\n' > "$WORK/a/matched.txt"
 printf "b's static file\n" > "$WORK/b/static.txt"   # 16 bytes
-{
-    echo "RewriteEngine On"
-    for _ in $(seq "$RULES"); do
-        echo 'RewriteCond %{HTTP:X-A} ^(a|a?)+$'
-        echo 'RewriteRule ^ /matched.txt [L]'
-    done
-} > "$WORK/a/.htaccess"
+write_htaccess() { # pattern kind: catastrophic | linear
+    local re='^(a|a?)+$'
+    [ "$1" = linear ] && re='^a+b$'
+    {
+        echo "RewriteEngine On"
+        for _ in $(seq "$RULES"); do
+            echo "RewriteCond %{HTTP:X-A} $re"
+            echo 'RewriteRule ^ /matched.txt [L]'
+        done
+    } > "$WORK/a/.htaccess"
+}
+write_htaccess catastrophic
 chmod 755 "$WORK"; chmod -R a+rX "$WORK/a" "$WORK/b"
 EVIL="X-A: $(printf 'a%.0s' $(seq 40))b"
 
@@ -182,7 +192,7 @@ PY
 }
 
 declare -A R
-run() { # server load
+run() { # server load (idle or busy, either with -linear: see CONTROL)
     local p; p=$(port "$1")
     start_server "$1"
     "$WARREN" bench -c "$ATTACKERS" -t $((SECS + 4)) --timeout 30s --threads 1 --json -H "$EVIL" \
@@ -199,15 +209,17 @@ run() { # server load
     fi
     stop "$SERVER_PID"; SERVER_PID=
     rm -f "$WORK"/*error.log
-    printf '%-15s %-6s b: p99 %7s ms, worst %6s ms, %3s failed | a: %6s answers, %6s of them 500\n' \
+    printf '%-15s %-12s b: p99 %7s ms, worst %6s ms, %3s failed | a: %6s answers, %6s of them 500\n' \
         "$1" "$2" ${R[$1,$2,b]} ${R[$1,$2,a]} >&2
 }
 
 LOADS=idle
 [ -n "$BUSY" ] && LOADS="idle busy"
+[ -n "$CONTROL" ] && LOADS=$(for l in $LOADS; do printf '%s %s-linear ' "$l" "$l"; done)
 echo "warren $("$WARREN" --version | awk '{print $2}') ($(git rev-parse --short HEAD 2>/dev/null || echo '?')), Apache $(/usr/sbin/apache2 -v | sed -n 's|.*Apache/\([^ ]*\).*|\1|p'); $(nproc) cores; $ATTACKERS attackers, $RULES rules; b at $RATE req/s for ${SECS}s" >&2
 for load in $LOADS; do
-    if [ "$load" = busy ]; then
+    case $load in *-linear) write_htaccess linear ;; *) write_htaccess catastrophic ;; esac
+    if [ "${load%-linear}" = busy ]; then
         for _ in $(seq "$(nproc)"); do (while :; do :; done) & BUSY_PIDS+=($!); done
     fi
     for server in $SERVERS; do run "$server" "$load"; done
@@ -216,11 +228,11 @@ done
 
 echo
 echo "b: p99 and worst response time (ms) of the other host's static file, and its requests of $((RATE * SECS)) without a 2xx answer within 10 s; a: the attacker's requests answered meanwhile (500: out of warren's time budget for rules). Target: b's p99 < 20 ms under warren-event."
-printf '| %-14s | %-5s | %9s | %9s | %6s | %9s | %7s |\n' server load "b p99 ms" "b worst" "b fail" "a answers" "a 500s"
-printf '| %-14s | %-5s | %9s | %9s | %6s | %9s | %7s |\n' --- --- ---: ---: ---: ---: ---:
+printf '| %-14s | %-12s | %9s | %9s | %6s | %9s | %7s |\n' server load "b p99 ms" "b worst" "b fail" "a answers" "a 500s"
+printf '| %-14s | %-12s | %9s | %9s | %6s | %9s | %7s |\n' --- --- ---: ---: ---: ---: ---:
 for load in $LOADS; do
     for server in $SERVERS; do
         # shellcheck disable=SC2086
-        printf '| %-14s | %-5s | %9s | %9s | %6s | %9s | %7s |\n' "$server" "$load" ${R[$server,$load,b]} ${R[$server,$load,a]}
+        printf '| %-14s | %-12s | %9s | %9s | %6s | %9s | %7s |\n' "$server" "$load" ${R[$server,$load,b]} ${R[$server,$load,a]}
     done
 done
