@@ -102,6 +102,8 @@ pub struct Manager {
     log: Arc<dyn ManagerLog>,
     /// The memory budget, when a pool has pm.max_children auto.
     sizing: Option<Sizing>,
+    /// The pools' memory cgroups, made with the budget.
+    cgroups: Option<crate::cgroup::PoolCgroups>,
 }
 
 fn now_secs() -> u64 {
@@ -247,6 +249,7 @@ impl Manager {
             _wake_write: wake_write,
             log,
             sizing: None,
+            cgroups: None,
         };
         let mut shapes = Vec::new();
         for p in pools {
@@ -311,6 +314,8 @@ impl Manager {
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
         let auto = p.max_children_auto.then(AutoSize::new);
         c.auto_children.store(0, Ordering::Relaxed);
+        c.recycled.store(0, Ordering::Relaxed);
+        c.cgroup_limit.store(0, Ordering::Relaxed);
         let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, quitting: Vec::new() };
         Ok((run, shape))
     }
@@ -552,9 +557,13 @@ impl Manager {
         cmd.stdin(Stdio::from(stdin)).stdout(stdout).stderr(stderr);
         let creds = run.credentials.clone();
         let highest_fd = highest_open_fd();
-        // SAFETY: detach_child makes only async-signal-safe calls.
+        let cgroup = self.cgroup_procs(pool);
+        // SAFETY: join_in_child and detach_child make only async-signal-safe calls.
         unsafe {
-            cmd.pre_exec(move || detach_child(creds.as_ref(), highest_fd));
+            cmd.pre_exec(move || {
+                crate::cgroup::join_in_child(cgroup);
+                detach_child(creds.as_ref(), highest_fd)
+            });
         }
         match cmd.spawn() {
             Ok(child) => {
@@ -714,7 +723,9 @@ impl Manager {
             let max_children = self.limit(i) as usize;
             if running > max_children {
                 // The budget shrank: the surplus goes as it becomes idle.
-                self.stop_one_idle(i, Duration::ZERO);
+                for _ in max_children..running {
+                    self.stop_one_idle(i, Duration::ZERO);
+                }
                 continue;
             }
             if waiting == 0 && busy < running {
@@ -828,6 +839,8 @@ impl Manager {
             p.children.clear();
         }
         self.retired.clear();
+        // Their processes gone, the pools' cgroups can be removed.
+        self.cgroups = None;
     }
 }
 
