@@ -31,6 +31,10 @@ pub struct ChildSlot {
     pub last_duration_us: AtomicU64,
     /// Set when the parent killed the child for request_terminate_timeout.
     pub terminated: AtomicU32,
+    /// Set by the parent for a child to retire when its request is done
+    /// (the memory budget shrank, or the child ballooned), as if it had
+    /// served pm.max_requests.
+    pub retire: AtomicU32,
     /// The current or last request's URI (its first 128 bytes), for the status page.
     uri: [AtomicU64; 16],
     uri_len: AtomicU32,
@@ -288,7 +292,7 @@ impl Drop for Lease {
         let max = t.pools[self.pool].max_requests;
         // Only a busy child goes back to idle: the parent may have taken it
         // (request_terminate_timeout) meanwhile.
-        let next = if max > 0 && n >= max { RETIRING } else { IDLE };
+        let next = if max > 0 && n >= max || s.retire.load(Ordering::Acquire) != 0 { RETIRING } else { IDLE };
         if s.state.compare_exchange(BUSY, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             if next == RETIRING {
                 t.poke_parent();

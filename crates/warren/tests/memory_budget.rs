@@ -75,7 +75,7 @@ fn php_cgi_pool_is_sized_in_a_memory_cgroup(mpm: &str) {
         let children: Vec<u32> = s.children().into_iter().filter(|&p| is_php_cgi(p)).collect();
         let all = decisions(&s.read_log("error.log"));
         let decided = all.iter().map(|(n, _)| *n).max().unwrap();
-        measured = measured.or_else(|| all.iter().find(|(_, l)| l.contains("(measured)")).cloned());
+        measured = measured.or_else(|| all.iter().find(|(_, l)| l.contains("(measured:")).cloned());
         // Never more children than the budget allowed, and all of them
         // together within the budget.
         assert!(children.len() as u32 <= decided, "{} children, the most allowed {decided}", children.len());
@@ -120,9 +120,9 @@ fn php_fpm_pool_grows_by_a_new_master_under_load(mpm: &str) {
     let load = start_load_on(s.port, 3, "/hello.php", |b| b.ends_with(b"\r\n\r\nhello") || b.ends_with(b"hello"));
     // Warm (100 requests), the pool is measured and grows: a new master
     // with the new count, and the old one stops once its queue is served.
-    wait_for("a measured decision", Duration::from_secs(40), || s.read_log("error.log").contains("(measured)"));
+    wait_for("a measured decision", Duration::from_secs(40), || s.read_log("error.log").contains("(measured:"));
     let log = s.read_log("error.log");
-    let grown = decisions(&log).into_iter().find(|(_, l)| l.contains("(measured)")).unwrap();
+    let grown = decisions(&log).into_iter().find(|(_, l)| l.contains("(measured:")).unwrap();
     assert!(grown.1.contains("(was ") && grown.1.contains("(MemoryBudget)"), "{}", grown.1);
     // One reading of the processes: between two, the old master may go
     // before the new one is listed, and the second reading be empty.

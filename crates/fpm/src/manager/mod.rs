@@ -570,6 +570,7 @@ impl Manager {
                 let pid = child.id() as i32;
                 let s = self.table.slot(pool, slot);
                 s.requests.store(0, Ordering::Relaxed);
+                s.retire.store(0, Ordering::Relaxed);
                 s.started.store(now_secs(), Ordering::Relaxed);
                 s.since_ms.store(self.table.now_ms(), Ordering::Relaxed);
                 s.pid.store(pid, Ordering::Relaxed);
@@ -722,10 +723,7 @@ impl Manager {
             let waiting = self.table.counters(i).waiting.load(Ordering::Relaxed);
             let max_children = self.limit(i) as usize;
             if running > max_children {
-                // The budget shrank: the surplus goes as it becomes idle.
-                for _ in max_children..running {
-                    self.stop_one_idle(i, Duration::ZERO);
-                }
+                self.retire_surplus(i, running - max_children);
                 continue;
             }
             if waiting == 0 && busy < running {

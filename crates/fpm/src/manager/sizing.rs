@@ -278,6 +278,40 @@ impl Manager {
         }
     }
 
+    /// The budget shrank: `surplus` children of php-cgi pool `pool` go,
+    /// those idle longest now, the others when their request is done.
+    pub(super) fn retire_surplus(&mut self, pool: usize, surplus: usize) {
+        let now = self.table.now_ms();
+        let mut children: Vec<(u64, i32, usize)> = self.pools[pool]
+            .children
+            .iter()
+            .map(|(&pid, &slot)| (now.saturating_sub(self.table.slot(pool, slot).since_ms.load(std::sync::atomic::Ordering::Relaxed)), pid, slot))
+            .collect();
+        // Idle ones first, longest idle first; then those already going are counted.
+        let state = |slot: usize| self.table.slot(pool, slot).state.load(std::sync::atomic::Ordering::Acquire);
+        children.sort_by_key(|&(idle, _, slot)| (state(slot) != IDLE, std::cmp::Reverse(idle)));
+        let going = |slot: usize| state(slot) == RETIRING || self.table.slot(pool, slot).retire.load(std::sync::atomic::Ordering::Relaxed) != 0;
+        let gone = children.iter().filter(|&&(_, _, s)| going(s)).count();
+        for &(_, pid, slot) in children.iter().filter(|&&(_, _, s)| !going(s)).take(surplus.saturating_sub(gone)) {
+            self.retire_after_request(pool, slot, pid);
+        }
+    }
+
+    /// Child `pid` in `slot` of php-cgi pool `pool` is stopped now if idle,
+    /// else when its request is done; false if it was already going.
+    fn retire_after_request(&self, pool: usize, slot: usize, pid: i32) -> bool {
+        let s = self.table.slot(pool, slot);
+        if s.state.compare_exchange(IDLE, RETIRING, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed).is_ok() {
+            return kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok();
+        }
+        let first = s.retire.swap(1, std::sync::atomic::Ordering::AcqRel) == 0;
+        // Given back between the two: the lease saw no flag.
+        if s.state.compare_exchange(IDLE, RETIRING, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed).is_ok() {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        first
+    }
+
     /// Pool `pool` has served [`WARM_REQUESTS`] and run [`WARM_TIME`].
     fn is_warm(&self, pool: usize) -> bool {
         let c = self.table.counters(pool);
@@ -318,10 +352,7 @@ impl Manager {
         let name = self.pools[pool].config.name.clone();
         for &(pid, slot, size) in measured.peaks.iter().filter(|&&(_, _, p)| ballooned(p, usual)) {
             let stopped = match slot {
-                Some(slot) => {
-                    let state = &self.table.slot(pool, slot).state;
-                    state.compare_exchange(IDLE, RETIRING, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed).is_ok() && kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok()
-                }
+                Some(slot) => self.retire_after_request(pool, slot, pid),
                 None => {
                     let a = self.pools[pool].auto.as_mut().expect("an auto pool");
                     !a.recycled.contains(&pid) && kill(Pid::from_raw(pid), Signal::SIGQUIT).is_ok() && {
