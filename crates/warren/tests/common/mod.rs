@@ -820,10 +820,30 @@ impl MemoryCgroup {
 impl Drop for MemoryCgroup {
     fn drop(&mut self) {
         for _ in 0..100 {
+            // Cgroups warren made below it and left (it was killed), deepest first.
+            remove_cgroups_below(&self.dir);
             if std::fs::remove_dir(&self.dir).is_ok() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+fn remove_cgroups_below(dir: &Path) {
+    for sub in std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+        remove_cgroups_below(&sub.path());
+        let _ = std::fs::remove_dir(sub.path());
+    }
+}
+
+/// The `pm.max_children auto` decisions in an error log: (count, the line).
+pub fn auto_decisions(log: &str) -> Vec<(u32, String)> {
+    log.lines()
+        .filter_map(|l| {
+            let rest = l.split("pm.max_children auto: ").nth(1)?;
+            let n = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+            Some((n, l.to_string()))
+        })
+        .collect()
 }
