@@ -100,15 +100,13 @@ impl Budget {
         let (limit, charged, psi, oom_kills) = match &self.source {
             Source::Directive => return Reading { limit: self.directive.unwrap_or(0), charged: None, pressure: false, short: None },
             Source::CgroupV2(dir) => {
-                let stat = read(&dir.join("memory.stat"));
-                let charged = field(&stat, "anon") + field(&stat, "shmem") + field(&stat, "file_mapped").saturating_sub(field(&stat, "shmem"));
+                let charged = charged_in(dir, true);
                 let events = read(&dir.join("memory.events"));
                 (v2_limit(dir).unwrap_or(UNLIMITED), charged, read(&dir.join("memory.pressure")), field(&events, "oom_kill"))
             }
             Source::CgroupV1(dir) => {
                 let stat = read(&dir.join("memory.stat"));
-                // Mapped shared memory is in both: counted once.
-                let charged = field(&stat, "total_rss") + field(&stat, "total_shmem") + field(&stat, "total_mapped_file").saturating_sub(field(&stat, "total_shmem"));
+                let charged = charged_in(dir, false);
                 let limit = match field(&stat, "hierarchical_memory_limit") {
                     0 => read(&dir.join("memory.limit_in_bytes")).trim().parse().unwrap_or(UNLIMITED),
                     l => l,
@@ -144,6 +142,15 @@ impl Budget {
         self.last = now;
         Reading { limit, charged: Some(charged), pressure, short }
     }
+}
+
+/// What cgroup `dir` (and those below it) is charged and cannot drop:
+/// anonymous memory, shared memory, and mapped files (mapped shared
+/// memory is in both: counted once).
+pub fn charged_in(dir: &Path, v2: bool) -> u64 {
+    let stat = read(&dir.join("memory.stat"));
+    let (anon, shmem, mapped) = if v2 { ("anon", "shmem", "file_mapped") } else { ("total_rss", "total_shmem", "total_mapped_file") };
+    field(&stat, anon) + field(&stat, shmem) + field(&stat, mapped).saturating_sub(field(&stat, shmem))
 }
 
 /// Share of the time since the last reading, in percent, in which some

@@ -32,7 +32,7 @@ pub struct ChildSlot {
     /// Set when the parent killed the child for request_terminate_timeout.
     pub terminated: AtomicU32,
     /// Set by the parent for a child to retire when its request is done
-    /// (the memory budget shrank, or the child ballooned), as if it had
+    /// (the memory budget shrank, or the child outgrew what it was counted at), as if it had
     /// served pm.max_requests.
     pub retire: AtomicU32,
     /// The current or last request's URI (its first 128 bytes), for the status page.
@@ -86,7 +86,7 @@ pub struct PoolCounters {
     pub used: AtomicU64,
     /// The largest child peak of the sizing window (before the margin),
     /// the pool's cgroup limit (0: none), children replaced for having
-    /// ballooned.
+    /// outgrown what a child was counted at.
     pub peak_child: AtomicU64,
     pub cgroup_limit: AtomicU64,
     pub recycled: AtomicU32,

@@ -91,7 +91,7 @@ fn memory_lines(m: &MemoryBudget, auto: bool) -> String {
         let cgroup = if p.cgroup_limit > 0 { format!(", its cgroup limited to {}", mib(p.cgroup_limit)) } else { String::new() };
         let _ = writeln!(
             out,
-            "<dt>pool {}: pm.max_children auto = {}, children of {} (peak {}), {} for the pool whatever its size, {} in use{cgroup}, {} ballooned children replaced</dt>",
+            "<dt>pool {}: pm.max_children auto = {}, children of {} (peak {}), {} for the pool whatever its size, {} in use{cgroup}, {} children replaced for outgrowing it</dt>",
             html_escape(&p.pool),
             p.max_children,
             mib(p.per_child),

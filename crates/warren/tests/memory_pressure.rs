@@ -167,10 +167,15 @@ fn children_that_grow_make_the_pool_shrink(mpm: &str) {
     let first = first_count(&s);
     assert!(first >= 3, "256 MB hold 3 children of 32 MB: {first}\n{}", s.read_log("error.log"));
     // As many clients as children, so each child serves each size; sizes
-    // growing a step at a time, as a site's children do.
+    // growing a step at a time, as a site's children do, each step seen by
+    // warren (its peak on the status page) and obeyed before the next.
     let load = Growers::start(s.port, first as usize);
-    for mb in [0, 8, 16, 24, 32, 40] {
+    for mb in (0..=40).step_by(4) {
         load.grow_to(mb, 2 * u64::from(first));
+        wait_for(&format!("a peak of {mb} MB seen"), Duration::from_secs(20), || {
+            status_auto(&s).get("PoolMemoryPeakChild-www").and_then(|v| v.parse::<u64>().ok()).is_some_and(|p| p >= mb * MB)
+        });
+        pool_obeys_last_decision(&s);
     }
     wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
     let failures = load.finish();
@@ -224,9 +229,15 @@ fn under_forced_pressure_only_php_children_are_killed(mpm: &str) {
     let mut hog = Hog::start(&cgroup, 72);
     wait_for("the pool down to one child", Duration::from_secs(30), || auto_decisions(&s.read_log("error.log")).last().is_some_and(|d| d.0 == 1));
     load.finish();
+    // Each death is logged once warren has reaped it.
+    let php_killed = |log: &str| log.lines().filter(|l| l.contains("[pool www] child ") && l.contains("exited on signal SIGKILL")).count() as u64;
+    let every_kill_a_php_child = || php_killed(&s.read_log("error.log")) == cgroup.oom_kills();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !every_kill_a_php_child() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let log = s.read_log("error.log");
-    let php_killed = log.lines().filter(|l| l.contains("[pool www] child ") && l.contains("exited on signal SIGKILL")).count() as u64;
-    assert_eq!(cgroup.oom_kills(), php_killed, "every OOM kill a PHP child's\n{log}");
+    assert_eq!(cgroup.oom_kills(), php_killed(&log), "every OOM kill a PHP child's\n{log}");
     assert!(hog.alive(), "the neighbour was killed\n{log}");
     assert!(!log.contains("exit signal SIGKILL"), "a server child was killed\n{log}");
     assert_eq!(s.get("/a.txt").status, 200);

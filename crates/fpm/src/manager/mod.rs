@@ -624,7 +624,9 @@ impl Manager {
         let was = s.state.swap(EMPTY, Ordering::AcqRel);
         s.pid.store(0, Ordering::Relaxed);
         let c = &self.pools[pool].config;
-        if was != RETIRING {
+        // A retiring child was told to stop (SIGTERM); killed outright, the
+        // kernel's OOM killer, say, it is worth a line all the same.
+        if was != RETIRING || how.ends_with("SIGKILL") {
             self.log.warn(&format!("[pool {}] child {raw} exited on {how}", c.name));
         }
         // Replace what the pool needs at once; maintenance does the rest.

@@ -19,8 +19,8 @@
 //! second until it is not. Counts grow only with no pressure, not within
 //! [`GROW_HOLD`] of a shrink, and for php-fpm (a new master, whose opcache
 //! starts empty) at most every [`PHP_FPM_RESIZE_EVERY`] and once warm.
-//! A child that ballooned far past its siblings is replaced after its
-//! request, as pm.max_requests would, and logged.
+//! A child that grew past what a child was counted at is replaced after
+//! its request, as pm.max_requests would, and logged.
 //!
 //! What one more child costs: for php-cgi, all of a child's anonymous and
 //! shared memory (each child has its own opcache); for php-fpm, a child's
@@ -34,7 +34,7 @@ use nix::unistd::Pid;
 
 use super::Manager;
 use crate::cgroup::PoolCgroups;
-use crate::memory::peak::{ballooned, peak_of, typical, with_margin, Window, CHILD_MARGIN, REST_MARGIN, WINDOW};
+use crate::memory::peak::{peak_of, with_margin, Window, CHILD_MARGIN, REST_MARGIN, WINDOW};
 use crate::memory::{children_of, fit, mb, Budget, PoolNeeds, Reading, Source, Usage};
 use crate::table::{IDLE, RETIRING};
 
@@ -60,14 +60,14 @@ pub(super) const OLD_MASTER: usize = usize::MAX;
 /// An auto-sized pool's count and what it was made from.
 pub(super) struct AutoSize {
     pub(super) count: u32,
-    /// Each pass's largest child peak (ballooned children aside).
+    /// Each pass's largest child peak.
     peaks: Window,
     changed: Option<Instant>,
     shrunk: Option<Instant>,
     /// The count was made from measured sizes, not the prior.
     measured: bool,
     /// php-fpm children told to go after their request (SIGQUIT) for
-    /// having ballooned, not to tell them twice.
+    /// having outgrown their count, not to tell them twice.
     recycled: Vec<i32>,
 }
 
@@ -180,14 +180,11 @@ impl Manager {
         let mut needs = Vec::new();
         let mut child_peaks = Vec::new();
         for &i in &auto {
-            self.recycle_ballooned(i, &measured[i]);
+            self.recycle_outgrown(i, &measured[i]);
             let warm = self.is_warm(i);
             let a = self.pools[i].auto.as_mut().expect("an auto pool");
-            let sizes: Vec<u64> = measured[i].peaks.iter().map(|&(_, _, p)| p).collect();
-            if let Some(t) = typical(&sizes) {
-                if let Some(&largest) = sizes.iter().filter(|&&p| !ballooned(p, t)).max() {
-                    a.peaks.record(now, largest);
-                }
+            if let Some(largest) = measured[i].peaks.iter().map(|&(_, _, p)| p).max() {
+                a.peaks.record(now, largest);
             }
             let peak = a.peaks.largest(now).unwrap_or(0);
             let per_child = with_margin(peak, CHILD_MARGIN).max(1 << 20);
@@ -321,20 +318,22 @@ impl Manager {
     }
 
     /// The pool's cgroup limited to what its count was made from (its
-    /// fixed part and a child's peak per child), with the budget's slack
-    /// and half the headroom above it before the kernel kills in the pool;
-    /// never below what it uses now and a quarter of the headroom, which
-    /// would have the kernel kill a child that is serving a request
-    /// rather than the pool stop one that is idle.
+    /// fixed part and a child's peak per child, and what the cgroup holds
+    /// beside its processes' shares: the pages of php-cgi and its
+    /// libraries), with the budget's slack and half the headroom above it
+    /// before the kernel kills in the pool; never below what it is charged
+    /// now and a quarter of the headroom, which would have the kernel kill
+    /// a child serving a request rather than the pool stop an idle one.
     fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, used: u64) {
         let Some(cgroups) = self.cgroups.as_mut() else { return };
         let version = cgroups.version;
         let name = self.pools[pool].config.name.clone();
         let count = self.pools[pool].auto.as_ref().map_or(1, |a| a.count);
-        let allowance = need.fixed + need.per_child * u64::from(count);
-        let hard = (allowance + slack + headroom / 2).max(used + headroom / 4);
-        let soft = (allowance + need.per_child).min(hard);
         let Ok(cgroup) = cgroups.pool(&name) else { return };
+        let charged = cgroup.charged(version);
+        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(used);
+        let hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
+        let soft = (allowance + need.per_child).min(hard);
         if let Err(e) = cgroup.set_limits(version, soft, hard) {
             self.log.warn(&format!("[pool {name}] {e}"));
         }
@@ -342,15 +341,18 @@ impl Manager {
         self.table.counters(pool).cgroup_limit.store(limit, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Replaces pool `pool`'s children that ballooned past their siblings,
-    /// after their request: a php-cgi child idle now is stopped (the pass
-    /// starts another as needed), a php-fpm child is told to go when its
+    /// Replaces pool `pool`'s children that outgrew what a child was
+    /// counted at when its count was made, after their request (the
+    /// count made now counts them at their peak): a php-cgi child is
+    /// stopped as it becomes idle, a php-fpm child is told to go when its
     /// request is done (SIGQUIT, php-fpm's graceful stop for a child).
-    fn recycle_ballooned(&mut self, pool: usize, measured: &Measured) {
-        let sizes: Vec<u64> = measured.peaks.iter().map(|&(_, _, p)| p).collect();
-        let Some(usual) = typical(&sizes) else { return };
+    fn recycle_outgrown(&mut self, pool: usize, measured: &Measured) {
+        let counted = self.table.counters(pool).per_child.load(std::sync::atomic::Ordering::Relaxed);
+        if counted == 0 {
+            return;
+        }
         let name = self.pools[pool].config.name.clone();
-        for &(pid, slot, size) in measured.peaks.iter().filter(|&&(_, _, p)| ballooned(p, usual)) {
+        for &(pid, slot, size) in measured.peaks.iter().filter(|&&(_, _, p)| p > counted) {
             let stopped = match slot {
                 Some(slot) => self.retire_after_request(pool, slot, pid),
                 None => {
@@ -363,7 +365,7 @@ impl Manager {
             };
             if stopped {
                 self.table.counters(pool).recycled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                self.log.warn(&format!("[pool {name}] child {pid} grew to {} (its siblings about {}): replaced after its request", mb(size), mb(usual)));
+                self.log.warn(&format!("[pool {name}] child {pid} grew to {}, past the {} a child was counted at: replaced after its request", mb(size), mb(counted)));
             }
         }
         if let Some(a) = self.pools[pool].auto.as_mut() {

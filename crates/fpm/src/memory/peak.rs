@@ -2,9 +2,7 @@
 //! (what it holds now plus what it held at its highest and has since
 //! given back, from the kernel's high-water mark), the largest peaks kept
 //! over a window long enough to cover a traffic pattern, and a margin for
-//! growth on top. Also what counts as a child that ballooned: far larger
-//! than its siblings, it is replaced after its request rather than let
-//! the whole pool be sized to it.
+//! growth on top.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -66,20 +64,6 @@ impl Window {
     }
 }
 
-/// A child this much larger than its pool's typical child (the lower
-/// median of the children's peaks) has ballooned: twice as large and 16 MB
-/// more.
-pub fn ballooned(peak: u64, typical: u64) -> bool {
-    peak > typical.saturating_mul(2) && peak > typical + (16 << 20)
-}
-
-/// The lower median of `peaks`.
-pub fn typical(peaks: &[u64]) -> Option<u64> {
-    let mut sorted = peaks.to_vec();
-    sorted.sort_unstable();
-    sorted.get(sorted.len().checked_sub(1)? / 2).copied()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,15 +83,10 @@ mod tests {
     }
 
     #[test]
-    fn balloons_stand_out_from_their_siblings() {
+    fn margins() {
         let m = 1 << 20;
-        assert_eq!(typical(&[30 * m, 10 * m, 12 * m]), Some(12 * m));
-        assert_eq!(typical(&[10 * m, 90 * m]), Some(10 * m));
-        assert_eq!(typical(&[]), None);
-        assert!(ballooned(90 * m, 10 * m));
-        assert!(!ballooned(20 * m, 10 * m), "twice, but not 16 MB more");
-        assert!(!ballooned(40 * m, 30 * m));
         assert_eq!(with_margin(100 * m, CHILD_MARGIN), 125 * m);
+        assert_eq!(with_margin(100 * m, REST_MARGIN), 120 * m);
     }
 
     #[test]

@@ -809,11 +809,18 @@ impl MemoryCgroup {
         }
     }
 
-    /// Processes the kernel killed for the cgroup's limit.
+    /// Processes the kernel killed for the cgroup's limit or for the
+    /// limits of cgroups below it (v1 counts a kill in the cgroup whose
+    /// limit it was for only; v2 in its parents too).
     pub fn oom_kills(&self) -> u64 {
-        let file = if self.v2 { "memory.events" } else { "memory.oom_control" };
-        let text = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
-        text.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok()).unwrap_or(0)
+        fn kills(dir: &Path, v2: bool) -> u64 {
+            let file = if v2 { "memory.events" } else { "memory.oom_control" };
+            let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+            let own = text.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok()).unwrap_or(0);
+            let below = || std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| kills(&e.path(), v2)).sum::<u64>();
+            if v2 { own } else { own + below() }
+        }
+        kills(&self.dir, self.v2)
     }
 }
 
