@@ -180,9 +180,10 @@ fn children_that_grow_make_the_pool_shrink(mpm: &str) {
     wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
     let failures = load.finish();
     let (count, line) = shrunk_below(&s, first).unwrap();
-    // Sized from the peak the children reached (40 MB and PHP's own).
+    // Sized from a peak the children reached after the first decision:
+    // past the 32 MB taken before warm-up, less its margin.
     let peak = if line.contains("peak so far ") { mb_after(&line, "peak so far ") } else { mb_after(&line, "measured: peak ") };
-    assert!(peak >= 40.0 && count < first, "{line}");
+    assert!(peak >= 25.6 && count < first, "{line}");
     pool_obeys_last_decision(&s);
     assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
     assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
