@@ -113,7 +113,7 @@ impl Budget {
                 };
                 // v1 has no pressure file of its own: the unified
                 // hierarchy's for this process, else the machine's.
-                (limit, charged, unified_pressure(), field(&read(&dir.join("memory.oom_control")), "oom_kill"))
+                (limit, charged, unified_pressure(), v1_oom_kills(dir))
             }
             Source::Machine => {
                 let info = read(Path::new("/proc/meminfo"));
@@ -151,6 +151,14 @@ pub fn charged_in(dir: &Path, v2: bool) -> u64 {
     let stat = read(&dir.join("memory.stat"));
     let (anon, shmem, mapped) = if v2 { ("anon", "shmem", "file_mapped") } else { ("total_rss", "total_shmem", "total_mapped_file") };
     field(&stat, anon) + field(&stat, shmem) + field(&stat, mapped).saturating_sub(field(&stat, shmem))
+}
+
+/// OOM kills under v1 cgroup `dir`: its own and those below it (the
+/// pools' cgroups), where v1 counts a kill only in the cgroup whose limit
+/// it was for.
+fn v1_oom_kills(dir: &Path) -> u64 {
+    let below: u64 = std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| v1_oom_kills(&e.path())).sum();
+    field(&read(&dir.join("memory.oom_control")), "oom_kill") + below
 }
 
 /// Share of the time since the last reading, in percent, in which some
