@@ -26,11 +26,15 @@ const GROW_PHP: &str = "<?php $s = str_repeat('x', ((int)($_GET['mb'] ?? 0)) << 
 const POOL: &str = "<Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children auto\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Location /server-status>\n    SetHandler server-status\n</Location>\n";
 
 fn start(tag: &str, mpm: &str, limit: u64) -> (MemoryCgroup, Server) {
+    start_with(tag, mpm, limit, POOL)
+}
+
+fn start_with(tag: &str, mpm: &str, limit: u64, conf: &str) -> (MemoryCgroup, Server) {
     let cgroup = MemoryCgroup::new(&format!("{tag}-{mpm}"), limit);
     let dir = TempDir::new(&format!("{tag}-{mpm}"));
     standard_site(&dir);
     dir.write("htdocs/grow.php", GROW_PHP);
-    let s = Server::start_in_cgroup(dir, mpm, POOL, &cgroup);
+    let s = Server::start_in_cgroup(dir, mpm, conf, &cgroup);
     (cgroup, s)
 }
 
@@ -206,6 +210,31 @@ fn a_growing_neighbour_makes_the_pool_shrink(mpm: &str) {
     assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
 }
 
+/// The same with a php-fpm pool: a new master with the smaller count, at
+/// once (not after the 30 s between a php-fpm pool's new masters), while
+/// requests go on being served.
+fn a_growing_neighbour_shrinks_a_php_fpm_pool(mpm: &str) {
+    let conf = POOL.replace("Command php-cgi", &format!("Command {}", php_fpm_binary().display())).replace("pm static", "pm static\n    User nobody\n    Group nogroup");
+    let (cgroup, s) = start_with("rest-fpm", mpm, 256 * MB, &conf);
+    let first = first_count(&s);
+    assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
+    let masters = || s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with("php-fpm: master"))).collect::<Vec<_>>();
+    wait_for("a php-fpm master", Duration::from_secs(20), || masters().len() == 1);
+    let old = masters()[0];
+    let load = Growers::start(s.port, 2);
+    load.grow_to(1, 20);
+    let _hog = Hog::start(&cgroup, 100);
+    wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
+    let (count, _) = shrunk_below(&s, first).unwrap();
+    wait_for("the new master alone", Duration::from_secs(40), || matches!(masters()[..], [m] if m != old));
+    load.grow_to(1, 20);
+    let failures = load.finish();
+    assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
+    let children = children_of(masters()[0]).len() as u32;
+    assert!(children <= count, "{children} php-fpm children, the count {count}");
+    assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
+}
+
 fn under_forced_pressure_only_php_children_are_killed(mpm: &str) {
     let (cgroup, s) = start("oom", mpm, 128 * MB);
     first_count(&s);
@@ -245,4 +274,4 @@ fn under_forced_pressure_only_php_children_are_killed(mpm: &str) {
     assert_eq!(s.get("/grow.php?mb=1").text(), "held 1");
 }
 
-each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, under_forced_pressure_only_php_children_are_killed);
+each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_growing_neighbour_shrinks_a_php_fpm_pool, under_forced_pressure_only_php_children_are_killed);
