@@ -3,7 +3,8 @@
 //! without an OOM kill; a process beside warren that grows (a memory hog
 //! started after it) makes the pool shrink; and with the cgroup pushed
 //! past its limit, whatever the kernel kills is a PHP child, which warren
-//! replaces, never the hog beside it nor warren's own processes. The
+//! replaces, never the hog beside it nor warren's own processes; a limit
+//! lowered while warren runs is obeyed within seconds. The
 //! pools run in memory cgroups of their own below warren's, their
 //! children with a raised oom_score_adj.
 
@@ -210,6 +211,19 @@ fn a_growing_neighbour_makes_the_pool_shrink(mpm: &str) {
     assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
 }
 
+/// A limit lowered while warren runs (a host's controller) is read on the
+/// next pass: the pool is sized to it.
+fn a_lowered_limit_is_obeyed(mpm: &str) {
+    let (cgroup, s) = start("lowered", mpm, 256 * MB);
+    let first = first_count(&s);
+    assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
+    cgroup.set_limit(128 * MB);
+    wait_for("a decision for the new limit", Duration::from_secs(10), || shrunk_below(&s, first).is_some_and(|(_, l)| l.contains("fit in 128.0 MB")));
+    pool_obeys_last_decision(&s);
+    assert_eq!(status_auto(&s).get("MemoryBudget").map(String::as_str), Some("134217728"));
+    assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
+}
+
 /// The same with a php-fpm pool: a new master with the smaller count, at
 /// once (not after the 30 s between a php-fpm pool's new masters), while
 /// requests go on being served.
@@ -274,4 +288,4 @@ fn under_forced_pressure_only_php_children_are_killed(mpm: &str) {
     assert_eq!(s.get("/grow.php?mb=1").text(), "held 1");
 }
 
-each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_growing_neighbour_shrinks_a_php_fpm_pool, under_forced_pressure_only_php_children_are_killed);
+each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_lowered_limit_is_obeyed, a_growing_neighbour_shrinks_a_php_fpm_pool, under_forced_pressure_only_php_children_are_killed);

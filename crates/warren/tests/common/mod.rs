@@ -795,6 +795,11 @@ impl MemoryCgroup {
         MemoryCgroup { dir, v2 }
     }
 
+    /// Changes the limit, as a host's controller may while warren runs.
+    pub fn set_limit(&self, limit: u64) {
+        std::fs::write(self.dir.join(if self.v2 { "memory.max" } else { "memory.limit_in_bytes" }), limit.to_string()).unwrap();
+    }
+
     fn stat(&self, name: &str) -> u64 {
         let stat = std::fs::read_to_string(self.dir.join("memory.stat")).unwrap_or_default();
         stat.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0)
