@@ -253,7 +253,9 @@ impl Manager {
                     Some(why) if want < fits => format!("; memory short ({why}): a child fewer than the {running} running"),
                     _ => String::new(),
                 };
-                self.log.notice(&format!(
+                // A shrink is a warning: the pool serves fewer at once than it did.
+                let say = |line: &str| if want < have && !first { self.log.warn(line) } else { self.log.notice(line) };
+                say(&format!(
                     "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s, +{REST_MARGIN} %; {} now){short}",
                     if first { String::new() } else { format!(" (was {have})") },
                     mb(need.per_child),
