@@ -2,7 +2,8 @@
 # wordpress_memory.sh -- issue 33's scenario: the WordPress kit's whole stack (MariaDB, PHP, the
 # front end) in one small memory cgroup, siege -c C for T, N runs in a row of each front end, and
 # per run: OOM kills (and of which process, from the kernel's log), failed transactions, trans/s,
-# and the cgroup's sampled peaks (usage with page cache; rss+shmem, also as a share of the limit).
+# and the cgroup's sampled peaks (usage with page cache; rss+shmem, also as a share of the limit;
+# the most PHP processes at once, masters included).
 # warren-pool runs with pm.max_children auto (FPM_MAX_CHILDREN=auto); nginx's php-fpm keeps its 5.
 #
 #   bench/wordpress_memory.sh                     # N=3 runs of warren-pool and nginx, 128M, -c 50, 20 s
@@ -29,12 +30,20 @@ victims() { dmesg 2>/dev/null | tail -n +$(( $1 + 1 )) | grep -o 'Killed process
 mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
 limit_mib=$(numfmt --from=iec "$LIMIT" | awk '{printf "%.1f", $1/1048576}')
 
-printf '%-12s %3s %9s %7s %6s %-28s %10s %14s %6s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit"
+printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php"
 for run in $(seq 1 "$N"); do
   for front in "${fronts[@]}"; do
     dir=$out/run$run; mkdir -p "$dir"
     before=$(dmesg 2>/dev/null | wc -l)
+    # PHP processes in the cgroup and those below it (the pools' own), sampled while the run lasts.
+    ( most=0; while sleep 0.5; do
+        n=$(cat $(find "$cg" -name cgroup.procs 2>/dev/null) 2>/dev/null | while read -r p; do cat /proc/$p/comm 2>/dev/null; done | grep -c '^php')
+        [ "$n" -gt "$most" ] && most=$n && echo "$most" > "$dir/$front.php.txt"
+      done ) &
+    sampler=$!
     WP_MEM_LIMIT=$LIMIT FPM_MAX_CHILDREN=auto C=$C T=$T OUT=$dir "$kit/wp-bench.sh" "$front" > "$dir/$front.bench.txt" 2>&1
+    kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+    php=$(cat "$dir/$front.php.txt" 2>/dev/null || echo "?")
     # wp-bench.sh stops the stack: the counters are read from its outputs, the kills from the kernel.
     kills=$(awk '/oom_kill/ {for (i=1;i<=NF;i++) if ($i=="oom_kill") print $(i+1)}' "$dir/$front.mem.txt" 2>/dev/null | tail -1)
     who=$(victims "$before")
@@ -46,7 +55,7 @@ for run in $(seq 1 "$N"); do
     share=$(awk -v a="${anon:-0}" -v l="$limit_mib" 'BEGIN{printf "%.0f %%", 100*a/l}')
     # Kills in the pools' own cgroups (gone with warren) are in the kernel's count, not the report's.
     [ "${nkilled:-0}" -gt "${kills:-0}" ] && kills=$nkilled
-    printf '%-12s %3s %9s %7s %6s %-28s %10s %14s %6s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share"
+    printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php"
     if [ "$front" != nginx ] && [ -f /tmp/wp-warren/error.log ]; then
       grep -E 'pm.max_children auto|memory pressure|grew to|cgroups' /tmp/wp-warren/error.log > "$dir/$front.decisions.txt" 2>/dev/null
     fi
