@@ -262,9 +262,12 @@ fn under_forced_pressure_only_php_children_are_killed(mpm: &str) {
         assert!(memory.contains(&format!("/{warren_cgroup}/warren-pools")) && memory.ends_with("/www"), "php-cgi {pid} in {own}");
         assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap_or_default().trim(), "900");
     }
+    // The pool's limit is set once its processes are charged to its cgroup.
+    let limit = || status_auto(&s).get("PoolCgroupLimit-www").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    wait_for("the pool's cgroup limited", Duration::from_secs(10), || limit() > 0);
     let st = status_auto(&s);
     assert!(st.get("MemoryCgroups").is_some_and(|v| v.starts_with("v1") || v.starts_with("v2")), "{st:?}");
-    assert!(st.get("PoolCgroupLimit-www").and_then(|v| v.parse::<u64>().ok()).is_some_and(|l| l > 0 && l <= 128 * MB), "{st:?}");
+    assert!(limit() <= 128 * MB, "{st:?}");
     // Children holding 24 MB each, then a neighbour that leaves no room
     // for them: over the limit unless the pool shrinks, and, whatever is
     // killed on the way, it must be a PHP child.

@@ -333,6 +333,12 @@ impl Manager {
         let count = self.pools[pool].auto.as_ref().map_or(1, |a| a.count);
         let Ok(cgroup) = cgroups.pool(&name) else { return };
         let charged = cgroup.charged(version);
+        // Not before the pool's processes are there: what its binaries'
+        // pages cost is not known until then (a limit without it could
+        // have a php-fpm master killed as it starts).
+        if charged == 0 {
+            return;
+        }
         let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(used);
         let hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
         let soft = (allowance + need.per_child).min(hard);
