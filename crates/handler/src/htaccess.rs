@@ -47,6 +47,34 @@ const MAX_ENTRIES: usize = 4096;
 /// Larger files are refused (500) rather than read: no real one comes near.
 const MAX_FILE: u64 = 1 << 20;
 
+thread_local! {
+    /// Set on an event loop's thread: there a file that must be read anew
+    /// is not read (see [`HtaccessCache::get`]).
+    static ON_EVENT_LOOP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// A file was left unread on this thread since [`take_deferred`] was
+    /// last called.
+    static DEFERRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a file was left unread on this (event loop) thread since the
+/// last call: whatever was decided meanwhile lacked its lines.
+pub fn take_deferred() -> bool {
+    DEFERRED.with(|f| f.replace(false))
+}
+
+/// Says that this thread is an event loop's, which serves every connection
+/// of its process: an `.htaccess` file that must be read and parsed anew
+/// (a site owner may make it large, and change it before every request)
+/// is left to a worker thread.
+pub fn mark_event_loop_thread() {
+    ON_EVENT_LOOP.with(|f| f.set(true));
+}
+
+/// An `.htaccess` file that an event loop's thread would have had to read:
+/// the request is routed on a worker thread instead.
+#[derive(Debug)]
+pub struct Deferred;
+
 #[derive(Default)]
 pub struct HtaccessCache {
     entries: Mutex<HashMap<PathBuf, Entry>>,
@@ -54,22 +82,27 @@ pub struct HtaccessCache {
 
 impl HtaccessCache {
     /// The file `dir/name` as read with `overrides`, if it exists: from the
-    /// cache when unchanged since it was read.
+    /// cache when unchanged since it was read; [`Deferred`] on an event
+    /// loop's thread when it must be read anew.
     /// `on_read` sees a file each time it is read anew (not when it comes
     /// from the cache), to log what it holds that warren does not act on.
-    pub fn get(&self, dir: &str, name: &str, overrides: &Overrides, host: &HostConfig, settings: &Settings, on_read: impl FnOnce(&Read)) -> Option<Read> {
+    pub fn get(&self, dir: &str, name: &str, overrides: &Overrides, host: &HostConfig, settings: &Settings, on_read: impl FnOnce(&Read)) -> Result<Option<Read>, Deferred> {
         let path = Path::new(dir).join(name);
         // A missing file, or a path component that is not a directory. The
         // file itself is not followed if it is a link (see `read_file`).
-        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { return Ok(None) };
         let version = Version::of(&meta);
         {
             let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(e) = entries.get(&path) {
                 if e.version == version && e.overrides == *overrides {
-                    return Some(e.read.clone());
+                    return Ok(Some(e.read.clone()));
                 }
             }
+        }
+        if ON_EVENT_LOOP.with(|f| f.get()) {
+            DEFERRED.with(|f| f.set(true));
+            return Err(Deferred);
         }
         // Read and parsed without the lock: a large file changing all the
         // time must not hold up the requests of other sites, whose files
@@ -81,7 +114,7 @@ impl HtaccessCache {
             entries.clear();
         }
         entries.insert(path, Entry { version, overrides: overrides.clone(), read: read.clone() });
-        Some(read)
+        Ok(Some(read))
     }
 }
 

@@ -63,11 +63,19 @@ impl Site {
 
     /// [`Site::handle`] for an event loop, which serves every connection
     /// of its process: [`Outcome::OffLoop`] when the request (or its
-    /// ErrorDocument) would run an `.htaccess` file's regular expressions,
-    /// for the loop to call [`Site::handle`] on a thread instead.
+    /// ErrorDocument) would run an `.htaccess` file's regular expressions
+    /// or read one anew, for the loop to call [`Site::handle`] on a thread
+    /// instead.
     pub fn handle_on_loop(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+        crate::htaccess::take_deferred();
         let outcome = self.route(head, conn, true);
-        self.follow_error_document_from(outcome, head, conn, true)
+        let outcome = self.follow_error_document_from(outcome, head, conn, true);
+        // Some decision on the way was made without an `.htaccess` file the
+        // loop may not read: none of it stands.
+        if crate::htaccess::take_deferred() {
+            return Outcome::OffLoop;
+        }
+        outcome
     }
 
     /// An error page whose status has a local ErrorDocument becomes an

@@ -82,7 +82,7 @@ impl Site {
     /// (the server's, then those of the `.htaccess` files) and `<Location>`.
     pub fn effective<'a>(&'a self, host: usize, fs_path: Option<&Path>, url_path: &[u8]) -> Effective<'a> {
         let h = &self.hosts[host];
-        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None };
+        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None, htaccess_deferred: false };
         if h.config.sections.is_empty() {
             return eff;
         }
@@ -125,7 +125,14 @@ impl Site {
                                 h.error_log.log(warren_config::LogLevel::Warn, None, &note.to_string());
                             }
                         };
-                        let Some(read) = self.htaccess.get(dir, name, o, &h.config, &self.settings, say) else { continue };
+                        let read = match self.htaccess.get(dir, name, o, &h.config, &self.settings, say) {
+                            Ok(Some(read)) => read,
+                            Ok(None) => continue,
+                            Err(crate::htaccess::Deferred) => {
+                                eff.htaccess_deferred = true;
+                                break;
+                            }
+                        };
                         match &*read {
                             Ok(file) => {
                                 eff.layers.push(Layer::File(read.clone(), 0));
@@ -139,7 +146,7 @@ impl Site {
                             }
                         }
                     }
-                    if eff.htaccess_error.is_some() {
+                    if eff.htaccess_error.is_some() || eff.htaccess_deferred {
                         break;
                     }
                 }
@@ -226,6 +233,10 @@ pub struct Effective<'a> {
     /// An `.htaccess` file on the way that has an error: the request is
     /// answered 500, as in Apache.
     pub htaccess_error: Option<htaccess::Read>,
+    /// An `.htaccess` file on the way was not read, on an event loop's
+    /// thread: the layers stop short of it, and the request is routed on a
+    /// worker thread ([`crate::Outcome::OffLoop`]).
+    pub htaccess_deferred: bool,
 }
 
 impl Effective<'_> {

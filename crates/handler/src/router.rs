@@ -72,7 +72,7 @@ impl Site {
         let req = if own.set_env_if.is_empty() || own.rewrite.as_ref().is_none_or(|r| !r.enabled()) {
             req
         } else {
-            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None });
+            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false });
             Request { env: &early_env, ..req }
         };
         let r = match self.rewrite_url(req, url, query) {
@@ -134,7 +134,7 @@ impl Site {
         if !own.has_filters() {
             return None;
         }
-        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None })
+        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false })
     }
 
     /// The rest of [`Site::route_url`], once the URL is mapped to `fs` and
@@ -146,8 +146,17 @@ impl Site {
             let r = self.error(req, 500, &e.to_string());
             return self.filtered(req, url, &dir, Outcome::Ready(r));
         }
-        if req.pass.on_loop && dir.runs_htaccess_patterns() {
+        if req.pass.on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
             return Outcome::OffLoop;
+        }
+        // The MPM applied LimitRequestBody before routing; on an event loop
+        // an `.htaccess` file read anew was not in it (see `htaccess`).
+        if let warren_http::BodyFraming::Length(n) = req.head.framing {
+            let limit = dir.limit_request_body();
+            if limit != 0 && n > limit {
+                let why = format!("Requested content-length of {n} is larger than the configured limit of {limit}");
+                return self.filtered(req, url, &dir, Outcome::Ready(self.error(req, 413, &why)));
+            }
         }
         // The rules of the directories on the way, once access is granted
         // (Apache's fixups come after the access checks). Vary goes on

@@ -26,6 +26,7 @@ each_mpm!(
     links_planted_by_the_site_owner,
     htaccess_is_the_directory_owners_own,
     a_tenant_cannot_choose_another_sites_pool,
+    an_htaccess_changed_before_every_request_is_obeyed,
 );
 
 /// What must never be in an answer to a.test: b's script source, b's
@@ -332,4 +333,28 @@ fn a_tenant_cannot_choose_another_sites_pool(mpm: &str) {
     s.dir.write("b/own.php", "<?php echo 'b ran';");
     let r = s.get_from("b.test", "/own.php");
     assert_eq!((r.status, r.text().as_str()), (200, "b ran"));
+}
+
+/// A site owner rewrites an `.htaccess` before every request (under the
+/// event MPM, such a file is read on a worker thread, never on the loop):
+/// each request is answered by the file as it is then, its access rules
+/// and its LimitRequestBody included.
+fn an_htaccess_changed_before_every_request_is_obeyed(mpm: &str) {
+    let s = start(mpm, "htchange", &[("c/page.txt", "c's page"), ("c/post.php", "<?php echo 'posted ', strlen(file_get_contents('php://input'));")], "");
+    let ht = s.dir.0.join("a/c/.htaccess");
+    for round in 0..6 {
+        // A size of its own each time, so that no two versions look alike.
+        let pad = "#".repeat(round + 1);
+        let (text, want) = if round % 2 == 0 { (format!("Require all denied\n{pad}\n"), 403) } else { (format!("Require all granted\n{pad}\n"), 200) };
+        std::fs::write(&ht, text).unwrap();
+        let r = s.get_from("a.test", "/c/page.txt");
+        assert_eq!(r.status, want, "round {round}: {}", r.text());
+    }
+    std::fs::write(&ht, "LimitRequestBody 10\n").unwrap();
+    let post = "POST /c/post.php HTTP/1.1\r\nHost: a.test\r\nContent-Length: 100\r\nConnection: close\r\n\r\n".to_string() + &"x".repeat(100);
+    let (r, _) = parse_response(&s.raw(post.as_bytes()));
+    assert_eq!(r.status, 413, "{}", r.text());
+    std::fs::write(&ht, "LimitRequestBody 1000\n").unwrap();
+    let (r, _) = parse_response(&s.raw(post.as_bytes()));
+    assert_eq!((r.status, r.text().as_str()), (200, "posted 100"));
 }
