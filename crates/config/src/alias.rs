@@ -69,7 +69,7 @@ fn valid_redirect_url(u: &str) -> bool {
 /// (from ServerRoot).
 pub fn parse(d: &Directive, resolve: impl Fn(&str) -> PathBuf) -> Result<UrlAlias, String> {
     let name = d.name.to_ascii_lowercase();
-    let regex = |p: &str| Regex::new(p).map(UrlMatch::Regex).map_err(|e| format!("{}: bad regular expression {p}: {e}", d.name));
+    let regex = |p: &str| Regex::new(p).map(|r| UrlMatch::Regex(r.at(&d.origin))).map_err(|e| format!("{}: bad regular expression {p}: {e}", d.name));
     match name.as_str() {
         "alias" | "aliasmatch" | "scriptalias" | "scriptaliasmatch" => {
             let [url, path] = d.args.as_slice() else { return Err(format!("{} takes a URL path and a file or directory", d.name)) };

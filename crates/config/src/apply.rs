@@ -696,7 +696,7 @@ pub(crate) fn set_env_if(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
                 EnvSet::Set(var, _) | EnvSet::Unset(var) => may_set_variable(b, d, var),
             });
             if !s.sets.is_empty() {
-                dir.set_env_if.push(std::sync::Arc::new(s));
+                dir.set_env_if.push(std::sync::Arc::new(crate::env_vars::SetEnvIf { pattern: s.pattern.at(&d.origin), ..s }));
             }
         }
         Err(e) => b.error(&d.origin, format!("{}: {e}", d.name)),

@@ -399,7 +399,7 @@ impl Builder {
             }
         };
         let compile = |b: &mut Builder, re: &str| match Regex::new(re) {
-            Ok(r) => Some(r),
+            Ok(r) => Some(r.at(&sec.origin)),
             Err(e) => {
                 b.error(&sec.origin, format!("bad regular expression in <{}>: {e}", sec.name));
                 None

@@ -234,10 +234,10 @@ pub fn parse_rule(args: &[String], request: bool, origin: &Origin) -> Result<Hea
     let mut rule = HeaderRule { always, action, name: name.to_string(), value: ValueFormat::default(), pattern: None, replacement: String::new(), condition, origin: origin.clone() };
     match action {
         HeaderAction::Echo => {
-            rule.pattern = Some(Regex::caseless(name).map_err(|e| format!("Header echo: bad pattern '{name}': {e}"))?);
+            rule.pattern = Some(Regex::caseless(name).map_err(|e| format!("Header echo: bad pattern '{name}': {e}"))?.at(origin));
         }
         HeaderAction::Edit { .. } => {
-            rule.pattern = Some(Regex::new(&values[0]).map_err(|e| format!("{directive} {action_word}: bad pattern '{}': {e}", values[0]))?);
+            rule.pattern = Some(Regex::new(&values[0]).map_err(|e| format!("{directive} {action_word}: bad pattern '{}': {e}", values[0]))?.at(origin));
             rule.replacement = values[1].clone();
         }
         HeaderAction::Unset => {}

@@ -1,6 +1,6 @@
 //! Apache's modules, as warren stands to each: the one list that
-//! `LoadModule` and `<IfModule>` consult and that README's "Coming from
-//! Apache" documents (a test keeps the two alike).
+//! `LoadModule` and `<IfModule>` consult and that "Coming from Apache" in
+//! docs/configuration.md documents (a test keeps the two alike).
 //!
 //! warren has no loadable modules: everything it does is built in. A
 //! configuration brought from Apache still loads modules and tests for them,
@@ -30,7 +30,7 @@ pub const LOADED_ONLY: &[&str] = &["ssl", "http2"];
 /// How warren stands to one module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Support {
-    /// What of it warren has (for README).
+    /// What of it warren has (for docs/configuration.md).
     Provides(&'static str),
     Mpm,
     /// Why warren does nothing for it.
@@ -98,7 +98,7 @@ pub static MODULES: &[Module] = &[
     provides("so", "LoadModule, for the modules listed here"),
     provides("unixd", "User, Group"),
     provides("http", "HTTP/1.1"),
-    provides("mime", "TypesConfig, AddType (AddCharset, AddLanguage, AddEncoding, AddHandler, RemoveType, RemoveHandler accepted, not acted on)"),
+    provides("mime", "TypesConfig, AddType, AddHandler (a handler warren lacks marks its files as scripts, never sent as text); AddCharset, AddLanguage, AddEncoding, RemoveType, RemoveHandler accepted, not acted on"),
     provides("dir", "DirectoryIndex, DirectorySlash, FallbackResource"),
     provides("autoindex", "directory listings (Options Indexes), IndexIgnore, IndexIgnoreReset; its cosmetic directives accepted, not acted on"),
     provides("log_config", "LogFormat, CustomLog, TransferLog"),
@@ -204,13 +204,13 @@ mod tests {
         }
     }
 
-    /// README's "Coming from Apache" lists exactly these modules, each as
-    /// what it is here.
+    /// "Coming from Apache" in docs/configuration.md lists exactly these
+    /// modules, each as what it is here.
     #[test]
-    fn readme_lists_exactly_the_modules() {
-        let readme = include_str!("../../../README.md");
-        let start = readme.find("\n## Coming from Apache").expect("README has a Coming from Apache section");
-        let section = &readme[start + 1..];
+    fn the_docs_list_exactly_the_modules() {
+        let doc = include_str!("../../../docs/configuration.md");
+        let start = doc.find("\n## Coming from Apache").expect("docs/configuration.md has a Coming from Apache section");
+        let section = &doc[start + 1..];
         let section = &section[..section[1..].find("\n## ").map_or(section.len(), |end| end + 1)];
         let mut listed = Vec::new();
         for row in section.lines().filter_map(|l| l.strip_prefix("| `mod_")) {
@@ -219,10 +219,10 @@ mod tests {
         }
         for m in MODULES {
             let found: Vec<&String> = listed.iter().filter(|(name, _)| name == m.name).map(|(_, k)| k).collect();
-            assert_eq!(found, vec![kind(m.support)], "README's Coming from Apache lists mod_{} as {found:?}", m.name);
+            assert_eq!(found, vec![kind(m.support)], "docs/configuration.md's Coming from Apache lists mod_{} as {found:?}", m.name);
         }
         for (name, _) in &listed {
-            assert!(find(name).is_some(), "README lists mod_{name}, which modules.rs does not");
+            assert!(find(name).is_some(), "docs/configuration.md lists mod_{name}, which modules.rs does not");
         }
     }
 

@@ -2,8 +2,9 @@
 //! warren knows is declared here once, with the contexts it may stand in,
 //! the MPMs that have it, its arguments and the function that applies it.
 //! The builder's dispatch and its errors for a directive that is unknown, of
-//! another MPM or out of place, `warren -L`, and the README's configuration
-//! reference (checked against it by a test) all read this table.
+//! another MPM or out of place, `warren -L`, and the configuration
+//! reference in docs/configuration.md (checked against it by a test) all
+//! read this table.
 //!
 //! Which directives `.htaccess` files may hold, by override class, is in
 //! [`htaccess`](crate::htaccess).
@@ -412,24 +413,25 @@ mod tests {
         }
     }
 
-    /// Each directive of README's "Configuration reference", by the heading
-    /// of the table it is documented in, as the contexts that heading names.
+    /// Each directive of docs/configuration.md's "Configuration reference",
+    /// by the heading of the table it is documented in, as the contexts that
+    /// heading names.
     fn documented_directives() -> Vec<(String, Documented)> {
-        let readme = include_str!("../../../README.md");
-        let start = readme.find("\n## Configuration reference").expect("README has a configuration reference");
-        let section = &readme[start + 1..];
+        let doc = include_str!("../../../docs/configuration.md");
+        let start = doc.find("\n## Configuration reference").expect("docs/configuration.md has a configuration reference");
+        let section = &doc[start + 1..];
         let section = &section[..section[1..].find("\n## ").map_or(section.len(), |end| end + 1)];
         let mut contexts = None;
         let mut documented = Vec::new();
         for line in section.lines() {
-            if let Some(heading) = line.strip_prefix("**") {
-                contexts = Some(match heading.split("**").next() {
+            if let Some(heading) = line.strip_prefix("### ") {
+                contexts = Some(match heading.split(" (").next() {
                     Some("Structure") => Documented::In(Contexts::ANYWHERE),
                     Some("Server-wide") => Documented::In(Contexts::SERVER),
                     Some("Per host") => Documented::In(Contexts::HOST),
                     Some("Per directory") => Documented::In(Contexts::ANYWHERE),
                     Some("Accepted, not acted on") => Documented::Inert,
-                    other => panic!("README: a table under {other:?}, which names no contexts this test knows"),
+                    other => panic!("docs/configuration.md: a table under {other:?}, which names no contexts this test knows"),
                 });
             }
             let Some(first_cell) = line.strip_prefix("| ").and_then(|row| row.split(" | ").next()) else { continue };
@@ -438,14 +440,14 @@ mod tests {
             for code in first_cell.split('`').skip(1).step_by(2) {
                 let name = code.split_whitespace().next().unwrap_or_default();
                 if name.starts_with(|c: char| c.is_ascii_alphabetic()) {
-                    documented.push((name.to_string(), contexts.expect("README: a table before any heading")));
+                    documented.push((name.to_string(), contexts.expect("docs/configuration.md: a table before any heading")));
                 }
             }
         }
         documented
     }
 
-    /// Where README documents a directive: under a heading naming its
+    /// Where docs/configuration.md documents a directive: under a heading naming its
     /// contexts, or among those accepted and not acted on.
     #[derive(Clone, Copy, PartialEq, Debug)]
     enum Documented {
@@ -454,11 +456,11 @@ mod tests {
     }
 
     #[test]
-    fn readme_documents_exactly_the_table() {
+    fn the_configuration_reference_documents_exactly_the_table() {
         let documented = documented_directives();
         for spec in DIRECTIVES {
             let found: Vec<Documented> = documented.iter().filter(|(name, _)| name == spec.name).map(|(_, c)| *c).collect();
-            assert!(!found.is_empty(), "README's configuration reference does not document {}", spec.name);
+            assert!(!found.is_empty(), "docs/configuration.md's reference does not document {}", spec.name);
             let expected = match spec.apply {
                 Apply::Inert(_) => Documented::Inert,
                 _ => Documented::In(spec.contexts),
@@ -466,10 +468,10 @@ mod tests {
             // ServerAlias, only for virtual hosts, is documented beside
             // ServerName, its notes saying so.
             assert!(found.iter().all(|c| *c == expected || (spec.name == "ServerAlias" && *c == Documented::In(Contexts::HOST))),
-                "README documents {} under a heading for other contexts than the table's ({})", spec.name, spec.contexts.describe());
+                "docs/configuration.md documents {} under a heading for other contexts than the table's ({})", spec.name, spec.contexts.describe());
         }
         for (name, _) in &documented {
-            assert!(DIRECTIVES.iter().any(|spec| spec.name == name), "README documents {name}, which is not in the directive table (or not spelled as there)");
+            assert!(DIRECTIVES.iter().any(|spec| spec.name == name), "docs/configuration.md documents {name}, which is not in the directive table (or not spelled as there)");
         }
     }
 

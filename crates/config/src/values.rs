@@ -107,7 +107,7 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
         _ => return Err(format!("{} takes a {} and a backend URL (or !), then key=value options", d.name, if regex { "regular expression" } else { "URL path" })),
     };
     let pattern = if regex {
-        ProxyPattern::Regex(Regex::new(pattern).map_err(|e| format!("{}: bad regular expression: {e}", d.name))?)
+        ProxyPattern::Regex(Regex::new(pattern).map_err(|e| format!("{}: bad regular expression: {e}", d.name))?.at(&d.origin))
     } else {
         if !pattern.starts_with('/') {
             return Err(format!("ProxyPass: the path {pattern} must start with /"));

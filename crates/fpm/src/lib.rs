@@ -27,9 +27,12 @@
 //! - [`memory`]: the budget (MemoryBudget, the memory cgroup's limit, or
 //!   the machine's memory), what is charged against it, and what each
 //!   process uses of it.
+//! - [`cgroup`]: each pool in a memory cgroup of its own below warren's,
+//!   and its children first in line for the OOM killer.
 //! - `output`: what the pools' children print, through a pipe per pool,
 //!   logged line by line by the parent.
 
+pub mod cgroup;
 pub mod manager;
 pub mod memory;
 mod output;

@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod peak;
+
 /// Where the budget comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -47,19 +49,36 @@ impl Source {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reading {
     pub limit: u64,
-    /// rss + shmem charged against the limit by every process it covers;
-    /// None for MemoryBudget, which covers warren's processes only (they are
-    /// measured one by one).
+    /// What the limit charges and cannot drop by every process it covers:
+    /// anonymous memory, shared memory, and the file pages mapped into
+    /// processes (their programs and libraries, which the stack cannot run
+    /// without). None for MemoryBudget, which covers warren's processes
+    /// only (they are measured one by one).
     pub charged: Option<u64>,
-    /// The kernel reports memory pressure (PSI), or the charge is within
-    /// the last 5 % of the limit.
+    /// Pools stop growing: the kernel reports tasks waiting for memory
+    /// (PSI), or the charge is within the last 5 % of the limit.
     pub pressure: bool,
+    /// Pools shrink: the charge has eaten into the last 5 % of the limit,
+    /// a process was OOM-killed under it since the last reading, or every
+    /// task stalled on memory for a tenth of the time since then.
+    pub short: Option<&'static str>,
 }
 
 #[derive(Clone, Debug)]
 pub struct Budget {
     pub source: Source,
     directive: Option<u64>,
+    /// The kernel's counters at the last reading, to see what happened since.
+    last: Counters,
+}
+
+/// Cumulative counters: PSI stall times (microseconds) and OOM kills.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counters {
+    at: Option<std::time::Instant>,
+    some_us: u64,
+    full_us: u64,
+    oom_kills: u64,
 }
 
 /// A cgroup limit this high is none (v1 writes "no limit" as the largest
@@ -74,45 +93,81 @@ impl Budget {
             Some(_) => Source::Directive,
             None => cgroup_of_self().unwrap_or(Source::Machine),
         };
-        Budget { source, directive }
+        Budget { source, directive, last: Counters::default() }
     }
 
-    pub fn read(&self) -> Reading {
-        match &self.source {
-            Source::Directive => Reading { limit: self.directive.unwrap_or(0), charged: None, pressure: false },
+    pub fn read(&mut self) -> Reading {
+        let (limit, charged, psi, oom_kills) = match &self.source {
+            Source::Directive => return Reading { limit: self.directive.unwrap_or(0), charged: None, pressure: false, short: None },
             Source::CgroupV2(dir) => {
-                let stat = read(&dir.join("memory.stat"));
-                let charged = field(&stat, "anon") + field(&stat, "shmem");
-                let limit = v2_limit(dir).unwrap_or(UNLIMITED);
-                let psi = std::fs::read_to_string(dir.join("memory.pressure")).ok().and_then(|t| psi_some_avg10(&t));
-                Reading { limit, charged: Some(charged), pressure: near(charged, limit) || psi.is_some_and(|p| p >= PSI_PRESSURE) }
+                let charged = charged_in(dir, true);
+                let events = read(&dir.join("memory.events"));
+                (v2_limit(dir).unwrap_or(UNLIMITED), charged, read(&dir.join("memory.pressure")), field(&events, "oom_kill"))
             }
             Source::CgroupV1(dir) => {
                 let stat = read(&dir.join("memory.stat"));
-                let charged = field(&stat, "total_rss") + field(&stat, "total_shmem");
+                let charged = charged_in(dir, false);
                 let limit = match field(&stat, "hierarchical_memory_limit") {
                     0 => read(&dir.join("memory.limit_in_bytes")).trim().parse().unwrap_or(UNLIMITED),
                     l => l,
                 };
-                Reading { limit, charged: Some(charged), pressure: near(charged, limit) }
+                // v1 has no pressure file of its own: the unified
+                // hierarchy's for this process, else the machine's.
+                (limit, charged, unified_pressure(), v1_oom_kills(dir))
             }
             Source::Machine => {
                 let info = read(Path::new("/proc/meminfo"));
                 let (total, available) = (meminfo(&info, "MemTotal:"), meminfo(&info, "MemAvailable:"));
-                let charged = total.saturating_sub(available);
-                let psi = std::fs::read_to_string("/proc/pressure/memory").ok().and_then(|t| psi_some_avg10(&t));
-                Reading { limit: total, charged: Some(charged), pressure: near(charged, total) || psi.is_some_and(|p| p >= PSI_PRESSURE) }
+                (total, total.saturating_sub(available), read(Path::new("/proc/pressure/memory")), field(&read(Path::new("/proc/vmstat")), "oom_kill"))
             }
-        }
+        };
+        let now = Counters { at: Some(std::time::Instant::now()), some_us: psi_total(&psi, "some"), full_us: psi_total(&psi, "full"), oom_kills };
+        let stalled = |share: fn(&Counters) -> u64| match (self.last.at, now.at) {
+            (Some(a), Some(b)) => {
+                let elapsed = b.duration_since(a).as_micros() as u64;
+                elapsed > 0 && share(&now).saturating_sub(share(&self.last)) * 100 >= elapsed * PSI_PRESSURE
+            }
+            _ => false,
+        };
+        let short = if charged >= limit.saturating_sub(limit / 20) {
+            Some("the charge is within 5 % of the limit")
+        } else if self.last.at.is_some() && now.oom_kills > self.last.oom_kills {
+            Some("the kernel OOM-killed a process under the limit")
+        } else if stalled(|c| c.full_us) {
+            Some("all tasks stalled waiting for memory (PSI full)")
+        } else {
+            None
+        };
+        let pressure = short.is_some() || near(charged, limit) || stalled(|c| c.some_us);
+        self.last = now;
+        Reading { limit, charged: Some(charged), pressure, short }
     }
 }
 
-/// Share of the last 10 s in which some task waited for memory, in percent,
-/// from which warren stops growing its pools.
-const PSI_PRESSURE: f64 = 10.0;
+/// What cgroup `dir` (and those below it) is charged and cannot drop:
+/// anonymous memory, shared memory, and mapped files (mapped shared
+/// memory is in both: counted once).
+pub fn charged_in(dir: &Path, v2: bool) -> u64 {
+    let stat = read(&dir.join("memory.stat"));
+    let (anon, shmem, mapped) = if v2 { ("anon", "shmem", "file_mapped") } else { ("total_rss", "total_shmem", "total_mapped_file") };
+    field(&stat, anon) + field(&stat, shmem) + field(&stat, mapped).saturating_sub(field(&stat, shmem))
+}
+
+/// OOM kills under v1 cgroup `dir`: its own and those below it (the
+/// pools' cgroups), where v1 counts a kill only in the cgroup whose limit
+/// it was for.
+fn v1_oom_kills(dir: &Path) -> u64 {
+    let below: u64 = std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| v1_oom_kills(&e.path())).sum();
+    field(&read(&dir.join("memory.oom_control")), "oom_kill") + below
+}
+
+/// Share of the time since the last reading, in percent, in which some
+/// task waited for memory, from which warren stops growing its pools (and
+/// in which all did, from which it shrinks them).
+const PSI_PRESSURE: u64 = 10;
 
 fn near(charged: u64, limit: u64) -> bool {
-    charged >= limit / 20 * 19
+    charged >= limit / 10 * 9
 }
 
 fn read(path: &Path) -> String {
@@ -129,9 +184,25 @@ fn meminfo(info: &str, name: &str) -> u64 {
     info.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse::<u64>().ok())).map_or(0, |kb| kb * 1024)
 }
 
-fn psi_some_avg10(text: &str) -> Option<f64> {
-    let line = text.lines().find(|l| l.starts_with("some "))?;
-    line.split_whitespace().find_map(|f| f.strip_prefix("avg10=")).and_then(|v| v.parse().ok())
+/// `total=` of the `some` or `full` line of a PSI file, in microseconds.
+fn psi_total(text: &str, kind: &str) -> u64 {
+    let Some(line) = text.lines().find(|l| l.strip_prefix(kind).is_some_and(|r| r.starts_with(' '))) else { return 0 };
+    line.split_whitespace().find_map(|f| f.strip_prefix("total=")).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// The memory.pressure of this process's cgroup in the unified (v2)
+/// hierarchy, which accounts stalls even where the memory controller is
+/// v1's; else the machine's.
+fn unified_pressure() -> String {
+    let own = read(Path::new("/proc/self/cgroup"));
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("/").trim_start_matches('/').to_string();
+    for root in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+        let text = read(&Path::new(root).join(&rel).join("memory.pressure"));
+        if !text.is_empty() {
+            return text;
+        }
+    }
+    read(Path::new("/proc/pressure/memory"))
 }
 
 /// The memory cgroup this process is in, if it has a limit: cgroup v2's
@@ -273,16 +344,17 @@ mod tests {
         assert_eq!(field(stat, "rss"), 5);
         assert_eq!(field(stat, "hierarchical_memory_limit"), 128 << 20);
         assert_eq!(meminfo("MemTotal:       24000000 kB\nMemAvailable:   1000 kB\n", "MemAvailable:"), 1000 * 1024);
-        assert_eq!(psi_some_avg10("some avg10=12.50 avg60=1.00 avg300=0.00 total=5\nfull avg10=0.00"), Some(12.5));
-        assert!(near(96, 100) && !near(90, 100));
+        let psi = "some avg10=12.50 avg60=1.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=3\n";
+        assert_eq!((psi_total(psi, "some"), psi_total(psi, "full"), psi_total("", "some")), (5, 3, 0));
+        assert!(near(91, 100) && !near(89, 100));
     }
 
     #[test]
     fn this_process_has_a_budget_and_a_size() {
-        let b = Budget::find(None);
+        let mut b = Budget::find(None);
         let r = b.read();
         assert!(r.limit > 0 && r.charged.is_some(), "{:?}: {r:?}", b.source);
         assert!(Usage::of(std::process::id() as i32).is_some_and(|u| u.anon > 0));
-        assert_eq!(Budget::find(Some(64 << 20)).read(), Reading { limit: 64 << 20, charged: None, pressure: false });
+        assert_eq!(Budget::find(Some(64 << 20)).read(), Reading { limit: 64 << 20, charged: None, pressure: false, short: None });
     }
 }

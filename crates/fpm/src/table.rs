@@ -31,6 +31,10 @@ pub struct ChildSlot {
     pub last_duration_us: AtomicU64,
     /// Set when the parent killed the child for request_terminate_timeout.
     pub terminated: AtomicU32,
+    /// Set by the parent for a child to retire when its request is done
+    /// (the memory budget shrank, or the child outgrew what it was counted at), as if it had
+    /// served pm.max_requests.
+    pub retire: AtomicU32,
     /// The current or last request's URI (its first 128 bytes), for the status page.
     uri: [AtomicU64; 16],
     uri_len: AtomicU32,
@@ -80,6 +84,12 @@ pub struct PoolCounters {
     pub per_child: AtomicU64,
     pub fixed: AtomicU64,
     pub used: AtomicU64,
+    /// The largest child peak of the sizing window (before the margin),
+    /// the pool's cgroup limit (0: none), children replaced for having
+    /// outgrown what a child was counted at.
+    pub peak_child: AtomicU64,
+    pub cgroup_limit: AtomicU64,
+    pub recycled: AtomicU32,
 }
 
 /// The memory budget's figures, in bytes, as the last sizing pass saw them
@@ -89,11 +99,15 @@ pub struct PoolCounters {
 pub struct BudgetFigures {
     pub limit: AtomicU64,
     pub headroom: AtomicU64,
-    /// What the rest uses: other processes under the same limit, warren's own.
+    /// What the rest is given (its peak and a margin), and uses now:
+    /// other processes under the same limit, warren's own.
     pub others: AtomicU64,
+    pub others_now: AtomicU64,
     /// 1 MemoryBudget, 2 cgroup v2, 3 cgroup v1, 4 the machine.
     pub source: AtomicU32,
     pub pressure: AtomicU32,
+    /// The pools' cgroups: `cgroup::describe_code`.
+    pub cgroups: AtomicU32,
 }
 
 pub const SOURCE_NAMES: [&str; 5] = ["", "MemoryBudget", "cgroup v2", "cgroup v1", "machine"];
@@ -278,7 +292,7 @@ impl Drop for Lease {
         let max = t.pools[self.pool].max_requests;
         // Only a busy child goes back to idle: the parent may have taken it
         // (request_terminate_timeout) meanwhile.
-        let next = if max > 0 && n >= max { RETIRING } else { IDLE };
+        let next = if max > 0 && n >= max || s.retire.load(Ordering::Acquire) != 0 { RETIRING } else { IDLE };
         if s.state.compare_exchange(BUSY, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             if next == RETIRING {
                 t.poke_parent();
@@ -383,6 +397,9 @@ impl PoolDispatch for Dispatch {
                     per_child: c.per_child.load(Ordering::Relaxed),
                     fixed: c.fixed.load(Ordering::Relaxed),
                     used: c.used.load(Ordering::Relaxed),
+                    peak_child: c.peak_child.load(Ordering::Relaxed),
+                    cgroup_limit: c.cgroup_limit.load(Ordering::Relaxed),
+                    recycled: c.recycled.load(Ordering::Relaxed),
                 }
             })
             .collect();
@@ -391,6 +408,8 @@ impl PoolDispatch for Dispatch {
             limit: b.limit.load(Ordering::Relaxed),
             headroom: b.headroom.load(Ordering::Relaxed),
             others: b.others.load(Ordering::Relaxed),
+            others_now: b.others_now.load(Ordering::Relaxed),
+            cgroups: crate::cgroup::describe_code(b.cgroups.load(Ordering::Relaxed)),
             pressure: b.pressure.load(Ordering::Relaxed) != 0,
             pools,
         })

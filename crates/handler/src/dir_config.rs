@@ -39,6 +39,10 @@ pub struct Effective<'a> {
     /// An `.htaccess` file on the way that has an error: the request is
     /// answered 500, as in Apache.
     pub htaccess_error: Option<htaccess::Read>,
+    /// An `.htaccess` file on the way was not read, on an event loop's
+    /// thread: the layers stop short of it, and the request is routed on a
+    /// worker thread ([`crate::Outcome::OffLoop`]).
+    pub htaccess_deferred: bool,
 }
 
 impl Effective<'_> {
@@ -70,6 +74,17 @@ impl Effective<'_> {
             }
         }
         f
+    }
+
+    /// Whether an `.htaccess` file on the way has regular expressions that
+    /// routing runs (rewrite rules, SetEnvIf, RedirectMatch): a site owner's
+    /// patterns, which may be slow to match.
+    pub fn runs_htaccess_patterns(&self) -> bool {
+        use warren_config::alias::UrlMatch;
+        self.layers.iter().any(|l| {
+            matches!(l, Layer::File(..))
+                && (l.rewrite.as_ref().is_some_and(|r| !r.rules.is_empty()) || !l.set_env_if.is_empty() || l.redirects.iter().any(|r| matches!(r.url, UrlMatch::Regex(_))))
+        })
     }
 
     fn last<'s, T: ?Sized>(&'s self, get: impl Fn(&'s DirConfig) -> Option<&'s T>) -> Option<&'s T> {

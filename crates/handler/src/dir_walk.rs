@@ -20,7 +20,7 @@ impl Site {
     /// (the server's, then those of the `.htaccess` files) and `<Location>`.
     pub fn effective<'a>(&'a self, host: usize, fs_path: Option<&Path>, url_path: &[u8]) -> Effective<'a> {
         let h = &self.hosts[host];
-        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None };
+        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None, htaccess_deferred: false };
         if h.config.sections.is_empty() {
             return eff;
         }
@@ -63,7 +63,14 @@ impl Site {
                                 h.error_log.log(warren_config::LogLevel::Warn, None, &note.to_string());
                             }
                         };
-                        let Some(read) = self.caches.htaccess.get(dir, name, o, &h.config, &self.settings, say) else { continue };
+                        let read = match self.caches.htaccess.get(dir, name, o, &h.config, &self.settings, say) {
+                            Ok(Some(read)) => read,
+                            Ok(None) => continue,
+                            Err(htaccess::Deferred) => {
+                                eff.htaccess_deferred = true;
+                                break;
+                            }
+                        };
                         match &*read {
                             Ok(file) => {
                                 eff.layers.push(Layer::File(read.clone(), 0));
@@ -77,7 +84,7 @@ impl Site {
                             }
                         }
                     }
-                    if eff.htaccess_error.is_some() {
+                    if eff.htaccess_error.is_some() || eff.htaccess_deferred {
                         break;
                     }
                 }

@@ -1,6 +1,7 @@
 //! Requests -> response plans. The handler never touches a client's
 //! socket: the MPM reads requests and writes the plans; the handler's only
-//! sockets are those to FastCGI applications (fastcgi/).
+//! sockets are those to FastCGI applications (fastcgi/), driven by the
+//! MPM's threads.
 //!
 //! [`Site`] (site.rs) is the configuration built once from the settings:
 //! its hosts (the main server and the virtual hosts), MIME table, logs and
@@ -19,6 +20,9 @@
 //!   on its event loop.
 //! - [`Outcome::Blocking`]: work that may block for long (directory listings
 //!   now), run on a worker thread.
+//! - [`Outcome::OffLoop`]: asked of a request routed on the event loop
+//!   ([`Site::handle_on_loop`]) when its routing would run an `.htaccess`
+//!   file's regular expressions: the MPM routes it again on a thread.
 //! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`), to php-fpm or the
 //!   like or to one of warren's own pools (through `warren-pool-api`'s
 //!   `PoolDispatch`, which the `fpm` crate implements): run on
@@ -38,8 +42,10 @@
 //! `alias` (mod_alias), `compress/` (mod_deflate, mod_brotli), `dir_config`
 //! (the merged per-directory configuration), `env_vars` (mod_env,
 //! mod_setenvif), `filters/expires` and `filters/headers` (mod_expires,
-//! mod_headers), `htaccess`, `remote_ip` (mod_remoteip), `rewrite`
-//! (mod_rewrite), `scripts` (no script sent as text).
+//! mod_headers), `htaccess` (`.htaccess` files found and cached per
+//! version, never read anew on an event loop's thread), `remote_ip`
+//! (mod_remoteip), `rewrite` (mod_rewrite, with its rules' CPU-time
+//! budget), `scripts` (no script sent as text).
 //! - the pipeline's stages: `pipeline` (the order), `dir_walk` (sections
 //!   and `.htaccess` files that apply), `gateways` (which FastCGI
 //!   application answers: handlers, PATH_INFO, ProxyPass), `static_files`
@@ -59,7 +65,8 @@
 //!   `sections` (how sections match paths), `path` (decoding and
 //!   normalising URL paths, and mapping them beneath a root),
 //!   `conditional` (validators, conditional requests, ranges),
-//!   `file_cache`, `mime`, `logs` (error and access logs), `root_files`
+//!   `file_cache` (stat-validated caches of small files' bytes and large
+//!   files' descriptors), `mime`, `logs` (error and access logs), `root_files`
 //!   (files root opens by a configured path), `spool` (request bodies held
 //!   whole before the application gets them).
 
@@ -256,4 +263,9 @@ pub enum Outcome {
     /// A FastCGI request: the MPM runs it on a thread that may block
     /// ([`Site::run_gateway`]), giving it the request body as it arrives.
     Gateway(Box<fastcgi::Gateway>),
+    /// Only from [`Site::handle_on_loop`]: the request runs rules a site
+    /// owner wrote (an `.htaccess` file's), which may be slow; route it
+    /// again with [`Site::handle`] on a thread of its own, where a slow
+    /// rule holds only this request.
+    OffLoop,
 }

@@ -42,15 +42,32 @@ use crate::filters::{self, RequestFilters};
 use crate::internal_redirect::{as_error, request_head, BODY_HEADERS, CONDITION_HEADERS};
 use crate::path::{self, PathError};
 use crate::request::{Pass, Request, Route};
-use crate::rewrite::{with_vary, DirRewrite, UrlRewrite, MAX_INTERNAL_REDIRECTS};
+use crate::rewrite::{with_vary, DirRewrite, UrlRewrite, MAX_INTERNAL_REDIRECTS, RULES_TIME_BUDGET};
 use crate::{static_files, Outcome, Response, Site};
 
 impl Site {
     /// Answers one request whose body (if any) has not been read yet: the
     /// route, then the local ErrorDocument of an error it ended in.
     pub fn handle(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
-        let outcome = self.route(head, conn);
-        self.follow_error_document(outcome, head, conn)
+        let outcome = self.route(head, conn, false);
+        self.follow_error_document_from(outcome, head, conn, false)
+    }
+
+    /// [`Site::handle`] for an event loop, which serves every connection
+    /// of its process: [`Outcome::OffLoop`] when the request (or its
+    /// ErrorDocument) would run an `.htaccess` file's regular expressions
+    /// or read one anew, for the loop to call [`Site::handle`] on a thread
+    /// instead.
+    pub fn handle_on_loop(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+        crate::htaccess::take_deferred();
+        let outcome = self.route(head, conn, true);
+        let outcome = self.follow_error_document_from(outcome, head, conn, true);
+        // Some decision on the way was made without an `.htaccess` file the
+        // loop may not read: none of it stands.
+        if crate::htaccess::take_deferred() {
+            return Outcome::OffLoop;
+        }
+        outcome
     }
 
     /// The request, with its host chosen (see [`Site::select_host`]).
@@ -60,8 +77,10 @@ impl Site {
 
     /// Stage 1, host: where a request goes and what answers it;
     /// [`Site::handle`] adds the ErrorDocument of an error it ends in.
-    pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+    /// `on_loop`: see [`Site::handle_on_loop`].
+    pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
         let req = self.request(head, conn);
+        let req = Request { pass: Pass { rules_deadline: Some(warren_rewrite::CpuDeadline::after(RULES_TIME_BUDGET)), on_loop, ..req.pass }, ..req };
         let host = req.host;
         let raw = head.path_and_query();
         // A TLS connection is for the host its SNI named (its certificate):
@@ -110,7 +129,7 @@ impl Site {
         let req = if own.set_env_if.is_empty() || own.rewrite.as_ref().is_none_or(|r| !r.enabled()) {
             req
         } else {
-            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None });
+            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false });
             Request { env: &early_env, ..req }
         };
         let r = match self.rewrite_url(req, url, query) {
@@ -161,6 +180,18 @@ impl Site {
         if let Some(e) = dir.htaccess_error() {
             let r = self.error(req, 500, &e.to_string());
             return self.filtered(req, url, &dir, Outcome::Ready(r));
+        }
+        if req.pass.on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
+            return Outcome::OffLoop;
+        }
+        // The MPM applied LimitRequestBody before routing; on an event loop
+        // an `.htaccess` file read anew was not in it (see `htaccess`).
+        if let warren_http::BodyFraming::Length(n) = req.head.framing {
+            let limit = dir.limit_request_body();
+            if limit != 0 && n > limit {
+                let why = format!("Requested content-length of {n} is larger than the configured limit of {limit}");
+                return self.filtered(req, url, &dir, Outcome::Ready(self.error(req, 413, &why)));
+            }
         }
         // The rules of the directories on the way, once access is granted
         // (Apache's fixups come after the access checks). Vary goes on
@@ -274,7 +305,7 @@ impl Site {
             Err(PathError::BadRequest(why)) => return Outcome::Ready(self.error(req, 400, &format!("invalid URI after rewriting: {why}"))),
             Err(PathError::NotFound(why)) => return Outcome::Ready(self.error(req, 404, why)),
         };
-        let pass = Pass { redirects: req.pass.redirects + 1, rewrite_ended: ended, forced_type: None };
+        let pass = Pass { redirects: req.pass.redirects + 1, rewrite_ended: ended, forced_type: None, ..req.pass };
         self.rewrite_pass(Request { env: &env, pass, ..req }, &to, to_query)
     }
 
@@ -298,7 +329,7 @@ impl Site {
         if !own.has_filters() {
             return None;
         }
-        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None })
+        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false })
     }
 
     /// An error page whose status has a local ErrorDocument becomes an
@@ -309,6 +340,10 @@ impl Site {
     /// "Additionally, ... while trying to use an ErrorDocument". Anything
     /// else passes through.
     pub fn follow_error_document(&self, outcome: Outcome, head: &RequestHead, conn: &ConnInfo) -> Outcome {
+        self.follow_error_document_from(outcome, head, conn, false)
+    }
+
+    fn follow_error_document_from(&self, outcome: Outcome, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
         let Outcome::Ready(mut page) = outcome else { return outcome };
         let Some(local) = page.error_document.take() else { return Outcome::Ready(page) };
         let status = page.status;
@@ -318,7 +353,7 @@ impl Site {
             self.document_failed(&page, conn, &local, "is not a valid URL");
             return Outcome::Ready(page);
         };
-        match self.route(&doc_head, conn) {
+        match self.route(&doc_head, conn, on_loop) {
             Outcome::Ready(r) if (200..300).contains(&r.status) => Outcome::Ready(as_error(r, status)),
             Outcome::Ready(r) => {
                 self.document_failed(&page, conn, &local, &format!("answered {}", r.status));
@@ -336,6 +371,8 @@ impl Site {
                 gw.answer_error(status, head);
                 Outcome::Gateway(gw)
             }
+            // The whole request goes off the loop, its first answer to be made again there.
+            Outcome::OffLoop => Outcome::OffLoop,
         }
     }
 

@@ -60,6 +60,7 @@ pub fn respond(host: usize, st: &PoolStatus, query: &[u8], now: u64) -> Response
         fields.extend([
             ("max children auto", p.max_children.to_string(), false),
             ("memory per child", p.per_child.to_string(), false),
+            ("memory peak child", p.peak_child.to_string(), false),
             ("memory fixed", p.fixed.to_string(), false),
             ("memory used", p.used.to_string(), false),
             ("memory budget", m.limit.to_string(), false),
@@ -67,6 +68,9 @@ pub fn respond(host: usize, st: &PoolStatus, query: &[u8], now: u64) -> Response
             ("memory headroom", m.headroom.to_string(), false),
             ("memory of the rest", m.others.to_string(), false),
             ("memory pressure", u8::from(m.pressure).to_string(), false),
+            ("memory cgroups", m.cgroups.to_string(), true),
+            ("memory cgroup limit", p.cgroup_limit.to_string(), false),
+            ("large children replaced", p.recycled.to_string(), false),
         ]);
     }
     let procs: Vec<Vec<(&str, String, bool)>> = st

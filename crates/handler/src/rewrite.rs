@@ -15,9 +15,10 @@
 //! by Apache's names, headers, the environment, the host's maps.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use warren_config::LogLevel;
-use warren_rewrite::{absolute_uri, apply, Applied, PerDir, Rule, State};
+use warren_rewrite::{absolute_uri, apply, Applied, Bounds, PerDir, Rule, State};
 
 use crate::env::RequestEnv;
 use crate::dir_config::Effective;
@@ -80,11 +81,19 @@ pub(crate) fn with_vary(outcome: crate::Outcome, vary: &[String], req: Request) 
             gw.vary_on(vary, req.conn, req.head);
             Outcome::Gateway(gw)
         }
+        Outcome::OffLoop => Outcome::OffLoop,
     }
 }
 
 /// Apache's LimitInternalRecursion default.
 pub(crate) const MAX_INTERNAL_REDIRECTS: u8 = 10;
+
+/// How much CPU time one request's rewrite rules may take, all passes together:
+/// real rule sets take microseconds, and each pattern gives up after about
+/// a millisecond, so only a rule set written to be slow (a hundred
+/// catastrophic patterns in an `.htaccess`) runs out of it, and then holds
+/// its thread no longer than this. Apache has no such bound.
+pub(crate) const RULES_TIME_BUDGET: Duration = Duration::from_millis(100);
 
 impl Site {
     pub(crate) fn rewrite_url(&self, req: Request, url: &[u8], query: &[u8]) -> UrlRewrite {
@@ -100,12 +109,13 @@ impl Site {
         vars.env.set("SCRIPT_URL", script_url);
         let mut state = State { filename: uri.clone(), query: query_arg(query), ..State::default() };
         let rules: Vec<&Rule> = set.rules.iter().map(|r| &**r).collect();
-        let applied = apply(&rules, None, &mut state, &mut vars, self.max_rewritten_len());
+        let applied = apply(&rules, None, &mut state, &mut vars, self.rule_bounds(req));
         let env = vars.env;
         let unchanged = |env: RequestEnv, state: &State| Rewritten { url: None, query: query.to_vec(), fs: None, env, ended: state.end, forced_type: state.mime_type.clone(), vary: state.vary.clone() };
         let noescape = match applied {
             Applied::Unchanged => return UrlRewrite::Continue(unchanged(env, &state)),
             Applied::Status(s) => return UrlRewrite::Answer(self.rewrite_status(req, s, &uri)),
+            Applied::OutOfTime { rule } => return UrlRewrite::Answer(self.out_of_time(req, rules[rule])),
             Applied::Changed { passthrough: true, .. } => {
                 // `[PT]`: a URL again, read as the client's is (dot segments
                 // removed, never above `/`).
@@ -185,13 +195,14 @@ impl Site {
         let env = if dir.layers.iter().any(|l| !l.set_env_if.is_empty()) { RequestEnv::set_env_if(req, url, dir) } else { req.env.clone() };
         let mut vars = Vars { site: self, req, uri: &uri, env, fs: Some(fs) };
         let mut state = State { filename: fs_text.to_string(), query: query_arg(query), ..State::default() };
-        let applied = apply(&pd.rules, Some(&directory), &mut state, &mut vars, self.max_rewritten_len());
+        let applied = apply(&pd.rules, Some(&directory), &mut state, &mut vars, self.rule_bounds(req));
         let env = vars.env;
         let noescape = match applied {
             Applied::Unchanged => {
                 return DirRewrite::Continue(Rewritten { url: None, query: query.to_vec(), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
             }
             Applied::Status(s) => return DirRewrite::Answer(self.rewrite_status(req, s, &uri)),
+            Applied::OutOfTime { rule } => return DirRewrite::Answer(self.out_of_time(req, pd.rules[rule])),
             Applied::Changed { noescape, .. } => noescape,
         };
         if let Some(r) = self.bad_query(req, &state, query) {
@@ -237,9 +248,16 @@ impl Site {
         DirRewrite::Redirect { url: new_url.into_bytes(), query: with_mark(state.query.as_deref()), env, ended: state.end, vary: state.vary }
     }
 
-    /// Twice LimitRequestLine, as Apache bounds a rewritten filename.
-    fn max_rewritten_len(&self) -> usize {
-        2 * self.settings.limits.request_line.max(1)
+    /// A rewritten filename is bounded by twice LimitRequestLine, as in
+    /// Apache; the rules' time by the request's budget.
+    fn rule_bounds(&self, req: Request) -> Bounds {
+        Bounds { max_len: 2 * self.settings.limits.request_line.max(1), deadline: req.pass.rules_deadline }
+    }
+
+    /// The rules ran out of the request's time budget before `next`: 500.
+    fn out_of_time(&self, req: Request, next: &Rule) -> Response {
+        let why = format!("RewriteRule: the rewrite rules took longer than the request's budget of {} ms of CPU time; stopped before the rule at {}", RULES_TIME_BUDGET.as_millis(), next.origin);
+        self.error(req, 500, &why)
     }
 
     /// `[F]`, `[G]`, `[R=4xx]`, or a loop stopped (500).

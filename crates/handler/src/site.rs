@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use warren_config::{DirConfig, FcgiBackend, Handler, HostConfig, LogItem, SectionMatch, ServerTokens, Settings, VhostAddr};
+use warren_config::{DirConfig, FcgiBackend, Handler, HostConfig, LogItem, LogLevel, SectionMatch, ServerTokens, Settings, VhostAddr};
 
 use warren_pool_api::PoolDispatch;
 
@@ -101,6 +101,10 @@ impl Site {
             return Err(refused);
         }
         let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.main.error_log_origin.as_ref(), settings.log_level)?);
+        // A pattern that gives up on a match is the server's to hear of (its
+        // origin names the file and line), whichever request ran it.
+        let regex_log = error_log.clone();
+        warren_regex::set_reporter(move |message| regex_log.log(LogLevel::Error, None, message));
         let mime = MimeTypes::load(settings.types_config.as_deref()).map_err(|e| format!("cannot read TypesConfig: {e}"))?;
         let mut access_logs: Vec<AccessLog> = Vec::new();
         let mut error_logs: Vec<(PathBuf, Arc<ErrorLog>)> = Vec::new();

@@ -65,16 +65,41 @@ fn memory_lines(m: &MemoryBudget, auto: bool) -> String {
     let mut out = String::new();
     let pressure = if m.pressure { 1 } else { 0 };
     if auto {
-        let _ = writeln!(out, "MemoryBudget: {}\nMemoryBudgetSource: {}\nMemoryHeadroom: {}\nMemoryUsedByRest: {}\nMemoryPressure: {pressure}", m.limit, m.source, m.headroom, m.others);
+        let _ = writeln!(out, "MemoryBudget: {}\nMemoryBudgetSource: {}\nMemoryHeadroom: {}\nMemoryUsedByRest: {}\nMemoryRestNow: {}\nMemoryPressure: {pressure}\nMemoryCgroups: {}", m.limit, m.source, m.headroom, m.others, m.others_now, m.cgroups);
         for p in &m.pools {
-            let _ = writeln!(out, "PoolMaxChildren-{0}: {1}\nPoolMemoryPerChild-{0}: {2}\nPoolMemoryFixed-{0}: {3}\nPoolMemoryUsed-{0}: {4}", p.pool, p.max_children, p.per_child, p.fixed, p.used);
+            let _ = writeln!(
+                out,
+                "PoolMaxChildren-{0}: {1}\nPoolMemoryPerChild-{0}: {2}\nPoolMemoryPeakChild-{0}: {3}\nPoolMemoryFixed-{0}: {4}\nPoolMemoryUsed-{0}: {5}\nPoolCgroupLimit-{0}: {6}\nPoolLargeChildrenReplaced-{0}: {7}",
+                p.pool, p.max_children, p.per_child, p.peak_child, p.fixed, p.used, p.cgroup_limit, p.recycled
+            );
         }
         return out;
     }
     let mib = |b: u64| format!("{:.1} MB", b as f64 / 1048576.0);
-    let _ = write!(out, "<h2>Memory budget</h2>\n<dl><dt>{} ({}), {} of headroom, {} used by the rest{}</dt>\n", mib(m.limit), m.source, mib(m.headroom), mib(m.others), if m.pressure { "; under memory pressure: pools do not grow" } else { "" });
+    let _ = write!(
+        out,
+        "<h2>Memory budget</h2>\n<dl><dt>{} ({}), {} of headroom, {} for the rest ({} now){}</dt>\n<dt>pools' memory cgroups: {}</dt>\n",
+        mib(m.limit),
+        m.source,
+        mib(m.headroom),
+        mib(m.others),
+        mib(m.others_now),
+        if m.pressure { "; under memory pressure: pools do not grow" } else { "" },
+        html_escape(m.cgroups)
+    );
     for p in &m.pools {
-        let _ = writeln!(out, "<dt>pool {}: pm.max_children auto = {}, children of {}, {} for the pool whatever its size, {} in use</dt>", html_escape(&p.pool), p.max_children, mib(p.per_child), mib(p.fixed), mib(p.used));
+        let cgroup = if p.cgroup_limit > 0 { format!(", its cgroup limited to {}", mib(p.cgroup_limit)) } else { String::new() };
+        let _ = writeln!(
+            out,
+            "<dt>pool {}: pm.max_children auto = {}, children of {} (peak {}), {} for the pool whatever its size, {} in use{cgroup}, {} children replaced for outgrowing it</dt>",
+            html_escape(&p.pool),
+            p.max_children,
+            mib(p.per_child),
+            mib(p.peak_child),
+            mib(p.fixed),
+            mib(p.used),
+            p.recycled
+        );
     }
     out.push_str("</dl>\n");
     out

@@ -212,6 +212,8 @@ impl<'a> Driver<'a> {
                     let head = ex.head.as_ref().expect("head");
                     catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| panic_response(self.site, head, &info))
                 }
+                // This thread is the request's own: Site::handle routes everything.
+                Outcome::OffLoop => unreachable!("only Site::handle_on_loop asks for that"),
             };
             // Static answers do not read the body: it is discarded.
             if let Err(e) = self.discard_body(&stream, &mut rbuf, &mut ex) {

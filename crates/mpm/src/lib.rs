@@ -31,7 +31,10 @@
 //!   RemoteIPProxyProtocol On reads before HTTP, for both kinds of driver.
 //!
 //! The HTTP rules come from `warren-http`; what to answer comes from
-//! `warren-handler`. This crate only moves bytes and manages processes.
+//! `warren-handler`. Besides moving bytes and managing processes, this
+//! crate starts each request (`exchange`: keep-alive, the handler's call,
+//! the access log) and does the I/O of FastCGI exchanges for each driver
+//! and protocol (`fastcgi`, `event::fastcgi_relay`, `event::h2_relay`).
 
 pub mod blocking;
 pub mod client_stream;

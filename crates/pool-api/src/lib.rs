@@ -84,8 +84,12 @@ pub struct MemoryBudget {
     pub source: &'static str,
     pub limit: u64,
     pub headroom: u64,
-    /// What the rest uses: other processes under the same limit, warren's own.
+    /// What the rest is given (its peak and a margin for growth), and uses
+    /// now: other processes under the same limit, warren's own.
     pub others: u64,
+    pub others_now: u64,
+    /// The pools' memory cgroups: "v1 (a cgroup per pool)", or "none: " and why.
+    pub cgroups: &'static str,
     /// The pools stop growing (the kernel reports memory pressure, or the
     /// limit is near).
     pub pressure: bool,
@@ -102,6 +106,13 @@ pub struct PoolMemory {
     pub fixed: u64,
     /// What the pool uses now.
     pub used: u64,
+    /// The largest child's peak the count was made from, before the margin.
+    pub peak_child: u64,
+    /// The limit of the pool's memory cgroup (0: none).
+    pub cgroup_limit: u64,
+    /// Children replaced after their request for having outgrown what a
+    /// child was counted at.
+    pub recycled: u32,
 }
 
 #[derive(Debug, Default)]

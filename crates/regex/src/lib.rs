@@ -4,14 +4,29 @@
 //! use look-ahead such as `(?!well-known)`. So [`Regex`] wraps PCRE2 (JIT
 //! where the machine has it), [`Captures`] holds one match's groups, and
 //! [`expand`] fills a template's `$N` from them as mod_alias and mod_rewrite do.
+//!
+//! Every pattern is bounded ([`limits`]): a match that would backtrack for
+//! long gives up, counts as no match, and is reported once per pattern with
+//! the file and line that wrote it ([`Regex::at`]).
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub mod limits;
+
+pub use limits::set_reporter;
 
 /// A compiled pattern. Cloning recompiles (PCRE2 keeps per-thread match
 /// data), which only happens while a configuration is built.
 pub struct Regex {
     re: pcre2::bytes::Regex,
+    /// As written: without the limits put in front of it.
+    pattern: String,
     caseless: bool,
+    /// `file:line` of the directive that wrote it, for the log.
+    origin: Option<String>,
+    /// A match of it has hit a limit and that has been reported.
+    reported: AtomicBool,
 }
 
 /// Why a pattern does not compile, in PCRE2's words with its offset.
@@ -37,48 +52,91 @@ impl Regex {
         Self::build(pattern, true)
     }
 
+    /// The same pattern, known to come from `origin` (`file:line`): the
+    /// report of a match that hits a limit names it.
+    pub fn at(mut self, origin: impl fmt::Display) -> Regex {
+        self.origin = Some(origin.to_string());
+        self
+    }
+
     fn build(pattern: &str, caseless: bool) -> Result<Regex, Error> {
-        let re = pcre2::bytes::RegexBuilder::new()
-            .caseless(caseless)
-            .jit_if_available(true)
-            .build(pattern)
-            .map_err(|e| Error(e.to_string()))?;
-        Ok(Regex { re, caseless })
+        if let Some(setting) = limits::own_limit(pattern) {
+            return Err(Error(format!("(*{setting}) is not allowed: warren bounds every match itself")));
+        }
+        let compile = |jit: bool| {
+            let bounded = format!("{}{pattern}", limits::prefix(jit));
+            pcre2::bytes::RegexBuilder::new().caseless(caseless).jit(jit).build(&bounded).map_err(|e| (e, bounded.len() - pattern.len()))
+        };
+        // A pattern the JIT cannot take is interpreted, with the interpreter's limit.
+        let compiled = match compile(pcre2::is_jit_available()) {
+            Err((e, _)) if matches!(e.kind(), pcre2::ErrorKind::JIT) => compile(false),
+            other => other,
+        };
+        let re = compiled.map_err(|(e, added)| Error(unshifted(&e, added)))?;
+        Ok(Regex { re, pattern: pattern.to_string(), caseless, origin: None, reported: AtomicBool::new(false) })
     }
 
     pub fn as_str(&self) -> &str {
-        self.re.as_str()
+        &self.pattern
     }
 
     /// Whether the pattern matches somewhere in `text`. A match PCRE2 gives
-    /// up on (its backtracking limit) counts as no match, as in Apache.
+    /// up on (a limit) counts as no match, as in Apache.
     pub fn is_match(&self, text: &str) -> bool {
-        self.re.is_match(text.as_bytes()).unwrap_or(false)
+        self.re.is_match(text.as_bytes()).unwrap_or_else(|e| {
+            self.gave_up(&e);
+            false
+        })
     }
 
     /// The groups of the first match in `text`, if it matches.
     pub fn captures<'t>(&self, text: &'t str) -> Option<Captures<'t>> {
-        let caps = self.re.captures(text.as_bytes()).ok()??;
+        let caps = self.re.captures(text.as_bytes()).unwrap_or_else(|e| {
+            self.gave_up(&e);
+            None
+        })?;
         let spans = (0..caps.len()).map(|i| caps.get(i).map(|m| (m.start(), m.end()))).collect();
         Some(Captures { text, spans })
     }
-}
 
-impl Regex {
     /// The groups of the first match at or after byte `start` of `text`,
     /// `^` and look-behind still seeing what comes before `start` (to
     /// replace every match of a pattern in one text).
     pub fn captures_at<'t>(&self, text: &'t str, start: usize) -> Option<Captures<'t>> {
         let mut locs = self.re.capture_locations();
-        self.re.captures_read_at(&mut locs, text.as_bytes(), start).ok()??;
+        self.re.captures_read_at(&mut locs, text.as_bytes(), start).unwrap_or_else(|e| {
+            self.gave_up(&e);
+            None
+        })?;
         let spans = (0..locs.len()).map(|i| locs.get(i)).collect();
         Some(Captures { text, spans })
+    }
+
+    /// A match that PCRE2 gave up on (its match or depth limit, the JIT's
+    /// stack): no match, reported the first time.
+    fn gave_up(&self, e: &pcre2::Error) {
+        if !self.reported.swap(true, Ordering::Relaxed) {
+            let at = self.origin.as_deref().map(|o| format!(" ({o})")).unwrap_or_default();
+            limits::report(&format!("regular expression '{}'{at} gave up: {e}; it counts as not matching (reported once per pattern)", self.pattern));
+        }
+    }
+}
+
+/// PCRE2's message with the offset counted in the pattern as written.
+fn unshifted(e: &pcre2::Error, added: usize) -> String {
+    let text = e.to_string();
+    match e.offset() {
+        Some(at) => text.replacen(&format!("at offset {at}"), &format!("at offset {}", at.saturating_sub(added)), 1),
+        None => text,
     }
 }
 
 impl Clone for Regex {
     fn clone(&self) -> Regex {
-        Regex::build(self.as_str(), self.caseless).expect("a pattern that compiled once compiles again")
+        let mut re = Regex::build(self.as_str(), self.caseless).expect("a pattern that compiled once compiles again");
+        re.origin.clone_from(&self.origin);
+        re.reported = AtomicBool::new(self.reported.load(Ordering::Relaxed));
+        re
     }
 }
 
@@ -176,6 +234,77 @@ mod tests {
     fn a_bad_pattern_is_an_error_with_pcre_words() {
         let e = Regex::new("(unclosed").unwrap_err();
         assert!(e.to_string().contains("missing closing parenthesis"), "{e}");
+    }
+
+    /// What the reporter was told, for tests: installed once for the
+    /// whole test binary, each test looking for its own origin.
+    fn reports() -> &'static std::sync::Mutex<Vec<String>> {
+        static REPORTS: std::sync::OnceLock<&'static std::sync::Mutex<Vec<String>>> = std::sync::OnceLock::new();
+        REPORTS.get_or_init(|| {
+            let reports: &'static std::sync::Mutex<Vec<String>> = Box::leak(Box::default());
+            set_reporter(move |m| reports.lock().unwrap().push(m.to_string()));
+            reports
+        })
+    }
+
+    fn reported(origin: &str) -> Vec<String> {
+        reports().lock().unwrap().iter().filter(|m| m.contains(origin)).cloned().collect()
+    }
+
+    #[test]
+    fn a_catastrophic_match_gives_up_counts_as_no_match_and_is_reported_once() {
+        reports();
+        // The second branch would match anything: only giving up on the
+        // first one (exponential on a run of a's that ends in b) fails it.
+        let re = Regex::new(r"^(?:(a|a?)+$|.*)").unwrap().at("/srv/a/.htaccess:7");
+        let subject = format!("{}b", "a".repeat(40));
+        assert!(!re.is_match(&subject));
+        assert!(re.captures(&subject).is_none());
+        assert!(re.captures_at(&subject, 0).is_none());
+        assert!(re.is_match("b"), "a subject that needs no backtracking still matches");
+        let lines = reported("/srv/a/.htaccess:7");
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("(a|a?)+$") && lines[0].contains("limit"), "{}", lines[0]);
+    }
+
+    #[test]
+    fn deep_nesting_gives_up_too() {
+        reports();
+        // A frame per repetition: past the interpreter's depth limit, or the JIT's stack.
+        let re = Regex::new(r"^(x|/)*$").unwrap().at("deep.conf:1");
+        assert!(!re.is_match(&"x".repeat(200_000)));
+        assert_eq!(reported("deep.conf:1").len(), 1);
+    }
+
+    #[test]
+    fn rules_of_common_applications_stay_within_the_limits_on_long_urls() {
+        let url = format!("/{}", "segment/".repeat(500));
+        for (pattern, subject, matches) in [
+            (r"^index\.php$", "index.php", true),
+            (r"^(.*)$", url.as_str(), true),
+            (r"^(.+?)/?$", url.as_str(), true),
+            (r"\.(?:css|js|png|jpe?g|gif|svg|woff2?)$", url.as_str(), false),
+            (r"^/(?:build|tests|config|lib|3rdparty|templates)/.*", url.as_str(), false),
+            (r"(?:^|/)\.(?!well-known/)", url.as_str(), false),
+        ] {
+            let re = Regex::new(pattern).unwrap().at("common.conf:1");
+            assert_eq!(re.is_match(subject), matches, "{pattern}");
+        }
+        assert!(reported("common.conf:1").is_empty());
+    }
+
+    #[test]
+    fn a_pattern_may_not_raise_its_own_limits() {
+        let e = Regex::new("(*LIMIT_MATCH=4000000000)^(a|a?)+$").unwrap_err();
+        assert!(e.to_string().contains("LIMIT_MATCH"), "{e}");
+        assert!(Regex::new("(*UCP)(*LIMIT_DEPTH=99999999)x").is_err());
+    }
+
+    #[test]
+    fn compile_errors_count_offsets_in_the_pattern_as_written() {
+        let e = Regex::new("ab)").unwrap_err();
+        assert!(e.to_string().contains("at offset 2"), "{e}");
+        assert_eq!(Regex::new("^x$").unwrap().as_str(), "^x$");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! reads the rest of it.
 
 use std::cmp::Ordering;
+use std::time::Duration;
 
 use crate::escape;
 use crate::maps::RewriteMap;
@@ -69,6 +70,48 @@ pub enum Applied {
     Changed { noescape: bool, passthrough: bool },
     /// Answer with this status (`[F]`, `[G]`, `[R=4xx]`, or 500 for a loop).
     Status(u16),
+    /// The deadline passed before the rule at this index (of the list
+    /// given) or one of its conditions was tried: the request gets a 500.
+    OutOfTime { rule: usize },
+}
+
+/// What one run of a rule list may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// The longest filename (Apache: twice LimitRequestLine): past it a
+    /// loop of rules is stopped with a 500.
+    pub max_len: usize,
+    /// No rule nor condition is tried past it, so that slow patterns (each
+    /// bounded by its regex limits) cannot add up to seconds.
+    pub deadline: Option<CpuDeadline>,
+}
+
+/// A point in the calling thread's CPU time: what the rules themselves
+/// spend counts, not the time the thread waits for a CPU on a loaded
+/// machine (which would turn ordinary rules into 500s). A request's rules
+/// run on one thread from start to end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CpuDeadline(Duration);
+
+impl CpuDeadline {
+    /// `budget` of this thread's CPU time from now.
+    pub fn after(budget: Duration) -> CpuDeadline {
+        CpuDeadline(thread_cpu_time() + budget)
+    }
+
+    pub fn passed(self) -> bool {
+        thread_cpu_time() >= self.0
+    }
+}
+
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given, nothing else.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        // Cannot happen for this clock on Linux; never stop rules for it.
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Groups of the last match, owned: the text they came from changes.
@@ -76,23 +119,24 @@ type Groups = Vec<Option<String>>;
 
 struct Ctx<'r, R: Request + ?Sized> {
     req: &'r mut R,
+    deadline: Option<CpuDeadline>,
     rule_groups: Groups,
     cond_groups: Groups,
     vary_this: Vec<String>,
 }
 
-/// Runs `rules` over `state`. `perdir` is the directory (ending in `/`)
-/// in per-directory context. `max_len` bounds the filename (Apache: twice
-/// LimitRequestLine): past it a loop of rules is stopped with a 500.
-pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: &mut State, req: &mut R, max_len: usize) -> Applied {
+/// Runs `rules` over `state`, within `bounds`. `perdir` is the directory
+/// (ending in `/`) in per-directory context.
+pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: &mut State, req: &mut R, bounds: Bounds) -> Applied {
     let mut changed = Applied::Unchanged;
     let mut rounds = 1u32;
-    let mut ctx = Ctx { req, rule_groups: Vec::new(), cond_groups: Vec::new(), vary_this: Vec::new() };
+    let mut ctx = Ctx { req, deadline: bounds.deadline, rule_groups: Vec::new(), cond_groups: Vec::new(), vary_this: Vec::new() };
     'again: loop {
         let mut i = 0;
         while i < rules.len() {
             let rule = rules[i];
             match apply_rule(rule, perdir, state, &mut ctx) {
+                RuleResult::OutOfTime => return Applied::OutOfTime { rule: i },
                 RuleResult::NoMatch => {
                     // A chain breaks: the rules chained to this one are skipped.
                     let mut r = rule;
@@ -103,7 +147,7 @@ pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: 
                 }
                 RuleResult::Unsafe => return Applied::Status(403),
                 result => {
-                    if state.filename.len() > max_len {
+                    if state.filename.len() > bounds.max_len {
                         return Applied::Status(500);
                     }
                     if let Some(s) = rule.flags.status {
@@ -149,6 +193,14 @@ enum RuleResult {
     Match,
     /// Matched, with no substitution (`-`).
     NoSub,
+    /// The deadline passed before its pattern or a condition was tried.
+    OutOfTime,
+}
+
+impl<R: Request + ?Sized> Ctx<'_, R> {
+    fn out_of_time(&self) -> bool {
+        self.deadline.is_some_and(CpuDeadline::passed)
+    }
 }
 
 fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mut State, ctx: &mut Ctx<R>) -> RuleResult {
@@ -157,6 +209,9 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
         if let Some(rest) = uri.strip_prefix(dir) {
             uri = rest;
         }
+    }
+    if ctx.out_of_time() {
+        return RuleResult::OutOfTime;
     }
     let caps = rule.pattern.captures(uri);
     if caps.is_some() == rule.negate {
@@ -172,6 +227,9 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
     let mut i = 0;
     while i < rule.conds.len() {
         let c = &rule.conds[i];
+        if ctx.out_of_time() {
+            return RuleResult::OutOfTime;
+        }
         let ok = apply_cond(c, state, ctx);
         if c.no_vary {
             ctx.vary_this.clear();
@@ -512,7 +570,7 @@ mod tests {
     fn run(s: &RuleSet, perdir: Option<&str>, filename: &str, query: Option<&str>, req: &mut Fake) -> (Applied, State) {
         let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
         let mut st = State { filename: filename.into(), query: query.map(str::to_string), ..State::default() };
-        let a = apply(&rules, perdir, &mut st, req, 16384);
+        let a = apply(&rules, perdir, &mut st, req, Bounds { max_len: 16384, deadline: None });
         (a, st)
     }
 
@@ -566,7 +624,7 @@ mod tests {
         let s = set(&["RewriteRule ^/(.*)$ /x$1 [N]"]);
         assert_eq!(run(&s, None, "/a", None, &mut Fake::default()).0, Applied::Status(500));
         let s = set(&["RewriteRule ^/(a+)$ /$1a"]);
-        assert_eq!(apply(&[&s.rules[0]], None, &mut State { filename: "/a".into(), ..State::default() }, &mut Fake::default(), 2), Applied::Status(500));
+        assert_eq!(apply(&[&s.rules[0]], None, &mut State { filename: "/a".into(), ..State::default() }, &mut Fake::default(), Bounds { max_len: 2, deadline: None }), Applied::Status(500));
     }
 
     #[test]
@@ -575,4 +633,20 @@ mod tests {
         let (_, st) = run(&s, None, "/s/a b&c", None, &mut Fake::default());
         assert_eq!(st.query.as_deref(), Some("q=a+b%26c"));
     }
+
+    #[test]
+    fn no_rule_nor_condition_is_tried_past_the_deadline() {
+        let s = set(&["RewriteRule ^/a$ - [E=seen:1]", "RewriteCond %{HTTP:X-A} ^(a|a?)+$", "RewriteRule ^ /slow"]);
+        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
+        let mut req = Fake::default();
+        req.headers.insert("X-A".into(), "b".into());
+        let mut st = State { filename: "/a".into(), ..State::default() };
+        let passed = Bounds { max_len: 16384, deadline: Some(CpuDeadline::after(Duration::ZERO)) };
+        assert_eq!(apply(&rules, None, &mut st, &mut req, passed), Applied::OutOfTime { rule: 0 });
+        assert!(req.env.is_empty(), "the first rule did not run");
+        let ahead = Bounds { max_len: 16384, deadline: Some(CpuDeadline::after(Duration::from_secs(3600))) };
+        assert_eq!(apply(&rules, None, &mut st, &mut req, ahead), Applied::Unchanged);
+        assert_eq!(req.env.get("seen").map(String::as_str), Some("1"));
+    }
+
 }

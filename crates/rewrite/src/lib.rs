@@ -15,6 +15,10 @@
 //!   the answer is an [`Applied`].
 //! - [`escape`]: the escaping of back-references (`[B]`) and of redirect
 //!   URLs, and the unescaping of `int:unescape`.
+//!
+//! The handler's `rewrite.rs` runs it in Apache's two contexts (server and
+//! per-directory). `tests/apache/` holds the cases checked against Apache
+//! itself (`generate.sh` runs Debian's Apache on them).
 
 pub mod engine;
 pub mod escape;
@@ -22,7 +26,7 @@ pub mod maps;
 pub mod rules;
 pub mod template;
 
-pub use engine::{apply, Applied, Request, State};
+pub use engine::{apply, Applied, Bounds, CpuDeadline, Request, State};
 pub use maps::RewriteMap;
 pub use rules::{Cond, Flags, PerDir, Rule, RuleSet};
 

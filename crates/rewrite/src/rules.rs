@@ -282,7 +282,7 @@ impl RuleSet {
             }
             p => {
                 let re = if nocase { Regex::caseless(p) } else { Regex::new(p) };
-                CondTest::Regex(re.map_err(|e| format!("RewriteCond: cannot compile regular expression '{p}': {e}"))?)
+                CondTest::Regex(re.map_err(|e| format!("RewriteCond: cannot compile regular expression '{p}': {e}"))?.at(origin))
             }
         };
         // Apache ignores NC on file and integer tests (with a warning); it
@@ -316,7 +316,7 @@ impl RuleSet {
             None => (false, pattern.as_str()),
         };
         let re = if flags.nocase { Regex::caseless(pat) } else { Regex::new(pat) };
-        let re = re.map_err(|e| format!("RewriteRule: cannot compile regular expression '{pat}': {e}"))?;
+        let re = re.map_err(|e| format!("RewriteRule: cannot compile regular expression '{pat}': {e}"))?.at(origin);
         let mut subst = subst.as_str();
         if subst.ends_with('?') {
             if flags.qsappend {

@@ -4,7 +4,9 @@
 //! - [`SharedMemory`]: an anonymous shared mapping, zeroed, made by the
 //!   parent before it forks so that every child sees the same pages. Its
 //!   users lay out atomics in it: zeroed memory is a valid value for each.
-//! - [`futex`]: sleeping on a word of it until another process bumps it.
+//! - [`futex`]: sleeping on a word of it until another process bumps it
+//!   (requests waiting for a pool's child, prefork's turns at the
+//!   listeners).
 
 pub mod futex;
 

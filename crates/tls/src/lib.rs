@@ -2,6 +2,7 @@
 //! settings ([`warren_config::tls`]). No OpenSSL: rustls with its default
 //! aws-lc-rs provider.
 //!
+//! - [`certs`]: PEM certificates and keys, their expiry, OCSP files.
 //! - [`ServerTls`]: built once by the parent (as root, before privileges
 //!   drop and children fork) from the [`Settings`]; every certificate and
 //!   key read and checked there, each problem an error naming its

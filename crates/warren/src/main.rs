@@ -3,6 +3,10 @@
 //! It reads the configuration (`warren-config`), builds the site
 //! (`warren-handler`), binds the listeners and hands over to the MPM's
 //! parent process (`warren-mpm`).
+//!
+//! `tests/` holds the integration tests: they start this binary on
+//! 127.0.0.1 and talk to it with real clients, each under every MPM
+//! (`each_mpm!`, in the shared harness `tests/common/mod.rs`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -24,6 +24,9 @@ each_mpm!(
     application_and_error_documents_cannot_climb,
     a_refusal_leaves_the_connection_answering,
     links_planted_by_the_site_owner,
+    htaccess_is_the_directory_owners_own,
+    a_tenant_cannot_choose_another_sites_pool,
+    an_htaccess_changed_before_every_request_is_obeyed,
 );
 
 /// What must never be in an answer to a.test: b's script source, b's
@@ -61,6 +64,8 @@ fn start(mpm: &str, tag: &str, htaccess: &[(&str, &str)], a_vhost: &str) -> Serv
          <Directory {d}/b>\n    Require all granted\n    <Files config.php>\n        SetHandler None\n    </Files>\n</Directory>\n\
          <Directory {d}/shared>\n    Require all granted\n</Directory>\n\
          <Pool a>\n    Command php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n\
+         <Pool b>\n    Command php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n\
+         <DirectoryMatch \"^{d}/b\">\n    <FilesMatch \\.php$>\n        SetHandler pool:b\n    </FilesMatch>\n</DirectoryMatch>\n\
          <VirtualHost *>\n    ServerName a.test\n    DocumentRoot {d}/a\n    <FilesMatch \\.php$>\n        SetHandler pool:a\n    </FilesMatch>\n{}\n</VirtualHost>\n\
          <VirtualHost *>\n    ServerName b.test\n    DocumentRoot {d}/b\n</VirtualHost>\n",
         a_vhost.replace("{d}", &d.to_string())
@@ -293,4 +298,63 @@ fn links_planted_by_the_site_owner(mpm: &str) {
     }
     let log = s.wait_log("error.log", "Symbolic link not allowed");
     assert!(log.contains(&format!("{}", d.join("a/steal.txt").display())), "{log}");
+}
+
+/// An `.htaccess` is read as the server's user, who may read what its
+/// directory's owner cannot, and its errors are quoted into a log the owner
+/// reads: a link to another site's secret, or a hard link to it, is not read.
+fn htaccess_is_the_directory_owners_own(mpm: &str) {
+    use std::os::unix::fs::symlink;
+    let s = start(mpm, "htlink", &[("lk/x.txt", "x"), ("hl/x.txt", "x")], "");
+    let d = &s.dir.0;
+    symlink(d.join("b/secret.txt"), d.join("a/lk/.htaccess")).unwrap();
+    std::fs::hard_link(d.join("b/secret.txt"), d.join("a/hl/.htaccess")).unwrap();
+    let nobody = std::process::Command::new("id").args(["-u", "nobody"]).output().expect("id");
+    let nobody: u32 = String::from_utf8_lossy(&nobody.stdout).trim().parse().expect("a nobody user");
+    std::os::unix::fs::chown(d.join("b/secret.txt"), Some(nobody), None).unwrap();
+    for u in ["/lk/x.txt", "/hl/x.txt"] {
+        let r = s.get_from("a.test", u);
+        assert_nothing_leaked(u, &r);
+        assert_eq!(r.status, 500, "{u}");
+    }
+    let log = s.wait_log("error.log", "a hard link");
+    assert!(log.contains("a symbolic link, which warren does not follow"), "{log}");
+    assert!(!log.contains(B_SECRET), "the secret quoted into the log:\n{log}");
+}
+
+/// b's pool is given to b's tree by a `<DirectoryMatch>`: a's `.htaccess`
+/// may not hand a's script to it (it would run as b, with b's files).
+fn a_tenant_cannot_choose_another_sites_pool(mpm: &str) {
+    let s = start(mpm, "otherpool", &[("w/.htaccess", "<Files w.php>\nSetHandler pool:b\n</Files>\n"), ("w/w.php", "<?php echo 'RAN-IN-POOL-B';")], "");
+    let r = s.get_from("a.test", "/w/w.php");
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(!r.text().contains("RAN-IN-POOL-B"));
+    // b's own scripts still go to b's pool.
+    s.dir.write("b/own.php", "<?php echo 'b ran';");
+    let r = s.get_from("b.test", "/own.php");
+    assert_eq!((r.status, r.text().as_str()), (200, "b ran"));
+}
+
+/// A site owner rewrites an `.htaccess` before every request (under the
+/// event MPM, such a file is read on a worker thread, never on the loop):
+/// each request is answered by the file as it is then, its access rules
+/// and its LimitRequestBody included.
+fn an_htaccess_changed_before_every_request_is_obeyed(mpm: &str) {
+    let s = start(mpm, "htchange", &[("c/page.txt", "c's page"), ("c/post.php", "<?php echo 'posted ', strlen(file_get_contents('php://input'));")], "");
+    let ht = s.dir.0.join("a/c/.htaccess");
+    for round in 0..6 {
+        // A size of its own each time, so that no two versions look alike.
+        let pad = "#".repeat(round + 1);
+        let (text, want) = if round % 2 == 0 { (format!("Require all denied\n{pad}\n"), 403) } else { (format!("Require all granted\n{pad}\n"), 200) };
+        std::fs::write(&ht, text).unwrap();
+        let r = s.get_from("a.test", "/c/page.txt");
+        assert_eq!(r.status, want, "round {round}: {}", r.text());
+    }
+    std::fs::write(&ht, "LimitRequestBody 10\n").unwrap();
+    let post = "POST /c/post.php HTTP/1.1\r\nHost: a.test\r\nContent-Length: 100\r\nConnection: close\r\n\r\n".to_string() + &"x".repeat(100);
+    let (r, _) = parse_response(&s.raw(post.as_bytes()));
+    assert_eq!(r.status, 413, "{}", r.text());
+    std::fs::write(&ht, "LimitRequestBody 1000\n").unwrap();
+    let (r, _) = parse_response(&s.raw(post.as_bytes()));
+    assert_eq!((r.status, r.text().as_str()), (200, "posted 100"));
 }

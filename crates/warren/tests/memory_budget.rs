@@ -14,17 +14,6 @@ const MB: f64 = 1024.0 * 1024.0;
 /// A page that makes its child grow to a working size: a few MB of arrays.
 const FAT_PHP: &str = "<?php $a = []; for ($i = 0; $i < 100000; $i++) { $a[] = \"x$i\"; } echo count($a);";
 
-/// The sizing decisions in the error log: (count, the line).
-fn decisions(log: &str) -> Vec<(u32, String)> {
-    log.lines()
-        .filter_map(|l| {
-            let rest = l.split("pm.max_children auto: ").nth(1)?;
-            let n = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
-            Some((n, l.to_string()))
-        })
-        .collect()
-}
-
 /// The figure before `unit` after `after` in a decision line, in bytes.
 fn figure(line: &str, after: &str) -> f64 {
     let rest = &line[line.find(after).unwrap_or_else(|| panic!("no '{after}' in {line}")) + after.len()..];
@@ -60,7 +49,7 @@ fn php_cgi_pool_is_sized_in_a_memory_cgroup(mpm: &str) {
     let s = Server::start_in_cgroup(dir, mpm, conf, &cgroup);
     // Before any child ran, a guess: 32 MB a child, the cgroup's limit.
     let log = s.wait_log("error.log", "pm.max_children auto: ");
-    let (first, line) = decisions(&log).into_iter().next().unwrap_or_else(|| panic!("no sizing decision in\n{log}"));
+    let (first, line) = auto_decisions(&log).into_iter().next().unwrap_or_else(|| panic!("no sizing decision in\n{log}"));
     assert!(line.contains("taken as at least 32.0 MB") && line.contains("fit in 160.0 MB") && line.contains(&cgroup.dir.display().to_string()), "{line}");
     let load = start_load_on(s.port, 3, "/fat.php", |b| b.ends_with(b"100000"));
     let mut most = 0;
@@ -73,9 +62,9 @@ fn php_cgi_pool_is_sized_in_a_memory_cgroup(mpm: &str) {
         // Counted before the log is read: a decision is logged before the
         // children it allows are started.
         let children: Vec<u32> = s.children().into_iter().filter(|&p| is_php_cgi(p)).collect();
-        let all = decisions(&s.read_log("error.log"));
+        let all = auto_decisions(&s.read_log("error.log"));
         let decided = all.iter().map(|(n, _)| *n).max().unwrap();
-        measured = measured.or_else(|| all.iter().find(|(_, l)| l.contains("(measured)")).cloned());
+        measured = measured.or_else(|| all.iter().find(|(_, l)| l.contains("(measured:")).cloned());
         // Never more children than the budget allowed, and all of them
         // together within the budget.
         assert!(children.len() as u32 <= decided, "{} children, the most allowed {decided}", children.len());
@@ -120,9 +109,9 @@ fn php_fpm_pool_grows_by_a_new_master_under_load(mpm: &str) {
     let load = start_load_on(s.port, 3, "/hello.php", |b| b.ends_with(b"\r\n\r\nhello") || b.ends_with(b"hello"));
     // Warm (100 requests), the pool is measured and grows: a new master
     // with the new count, and the old one stops once its queue is served.
-    wait_for("a measured decision", Duration::from_secs(40), || s.read_log("error.log").contains("(measured)"));
+    wait_for("a measured decision", Duration::from_secs(40), || s.read_log("error.log").contains("(measured:"));
     let log = s.read_log("error.log");
-    let grown = decisions(&log).into_iter().find(|(_, l)| l.contains("(measured)")).unwrap();
+    let grown = auto_decisions(&log).into_iter().find(|(_, l)| l.contains("(measured:")).unwrap();
     assert!(grown.1.contains("(was ") && grown.1.contains("(MemoryBudget)"), "{}", grown.1);
     // One reading of the processes: between two, the old master may go
     // before the new one is listed, and the second reading be empty.
@@ -134,7 +123,7 @@ fn php_fpm_pool_grows_by_a_new_master_under_load(mpm: &str) {
     // before it is shown), and php-fpm has no more children than that.
     let fpm_children = children_of(masters()[0]).len() as u32;
     let st = status_auto(&s);
-    let counts: Vec<u32> = decisions(&s.read_log("error.log")).into_iter().map(|(n, _)| n).collect();
+    let counts: Vec<u32> = auto_decisions(&s.read_log("error.log")).into_iter().map(|(n, _)| n).collect();
     assert_eq!(st.get("MemoryBudget").map(String::as_str), Some("100663296"), "{st:?}");
     assert!(st.get("PoolMaxChildren-www").and_then(|v| v.parse().ok()).is_some_and(|n: u32| counts.contains(&n)), "{st:?}, decisions {counts:?}");
     assert!(fpm_children <= *counts.iter().max().unwrap(), "{fpm_children} children of a pool of at most {counts:?}");

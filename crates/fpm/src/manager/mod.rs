@@ -110,6 +110,8 @@ pub struct Manager {
     ini_parent: Option<PathBuf>,
     /// The number of the next pool's ini directory.
     ini_serial: u32,
+    /// The pools' memory cgroups, made with the budget.
+    cgroups: Option<crate::cgroup::PoolCgroups>,
 }
 
 fn now_secs() -> u64 {
@@ -264,6 +266,7 @@ impl Manager {
             sizing: None,
             ini_parent: None,
             ini_serial: 0,
+            cgroups: None,
         };
         let mut shapes = Vec::new();
         for p in pools {
@@ -329,6 +332,8 @@ impl Manager {
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
         let auto = p.max_children_auto.then(AutoSize::new);
         c.auto_children.store(0, Ordering::Relaxed);
+        c.recycled.store(0, Ordering::Relaxed);
+        c.cgroup_limit.store(0, Ordering::Relaxed);
         let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, quitting: Vec::new(), ini };
         Ok((run, shape))
     }
@@ -593,15 +598,20 @@ impl Manager {
         cmd.stdin(Stdio::from(stdin)).stdout(stdout).stderr(stderr);
         let creds = run.credentials.clone();
         let highest_fd = highest_open_fd();
-        // SAFETY: detach_child makes only async-signal-safe calls.
+        let cgroup = self.cgroup_procs(pool);
+        // SAFETY: join_in_child and detach_child make only async-signal-safe calls.
         unsafe {
-            cmd.pre_exec(move || detach_child(creds.as_ref(), highest_fd));
+            cmd.pre_exec(move || {
+                crate::cgroup::join_in_child(cgroup);
+                detach_child(creds.as_ref(), highest_fd)
+            });
         }
         match cmd.spawn() {
             Ok(child) => {
                 let pid = child.id() as i32;
                 let s = self.table.slot(pool, slot);
                 s.requests.store(0, Ordering::Relaxed);
+                s.retire.store(0, Ordering::Relaxed);
                 s.started.store(now_secs(), Ordering::Relaxed);
                 s.since_ms.store(self.table.now_ms(), Ordering::Relaxed);
                 s.pid.store(pid, Ordering::Relaxed);
@@ -655,7 +665,9 @@ impl Manager {
         let was = s.state.swap(EMPTY, Ordering::AcqRel);
         s.pid.store(0, Ordering::Relaxed);
         let c = &self.pools[pool].config;
-        if was != RETIRING {
+        // A retiring child was told to stop (SIGTERM); killed outright, the
+        // kernel's OOM killer, say, it is worth a line all the same.
+        if was != RETIRING || how.ends_with("SIGKILL") {
             self.log.warn(&format!("[pool {}] child {raw} exited on {how}", c.name));
         }
         // Replace what the pool needs at once; maintenance does the rest.
@@ -754,8 +766,7 @@ impl Manager {
             let waiting = self.table.counters(i).waiting.load(Ordering::Relaxed);
             let max_children = self.limit(i) as usize;
             if running > max_children {
-                // The budget shrank: the surplus goes as it becomes idle.
-                self.stop_one_idle(i, Duration::ZERO);
+                self.retire_surplus(i, running - max_children);
                 continue;
             }
             if waiting == 0 && busy < running {
@@ -869,6 +880,8 @@ impl Manager {
             p.children.clear();
         }
         self.retired.clear();
+        // Their processes gone, the pools' cgroups can be removed.
+        self.cgroups = None;
     }
 }
 

@@ -82,9 +82,12 @@ impl Manager {
         cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
         let creds = run.credentials.clone();
         let highest_fd = highest_open_fd();
-        // SAFETY: detach_child and fcntl are async-signal-safe.
+        let cgroup = self.cgroup_procs(pool);
+        // SAFETY: join_in_child, detach_child and fcntl are async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
+                // Its children inherit both the cgroup and the OOM score.
+                crate::cgroup::join_in_child(cgroup);
                 // php-fpm opens its error_log, /proc/self/fd/2, by path:
                 // as the pool's user, that needs the pool's pipe to be its.
                 if let Some(c) = creds.as_ref() {

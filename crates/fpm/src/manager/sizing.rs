@@ -2,13 +2,25 @@
 //! formula (children = memory left / size of a child) done by the server
 //! from measured sizes rather than guessed ones.
 //!
-//! Every few seconds the parent reads the budget and what is charged
-//! against it, measures each pool's processes (smaps_rollup), and gives the
-//! auto pools what fits after the rest and a tenth of headroom. A pool of
-//! php-cgi children is resized at once (warren starts its children); a
-//! php-fpm pool gets a new master with the new count on the same socket,
-//! and the old one finishes its requests and exits (SIGQUIT). Under memory
-//! pressure nothing grows: requests wait in the pool's queue instead.
+//! Every second the parent reads the budget and what is charged against
+//! it, measures each pool's processes, and gives the auto pools what fits
+//! after the rest and a tenth of headroom. A child counts at its peak (see
+//! `memory::peak`: what it becomes, not what it was), the largest over
+//! ten minutes plus a quarter for growth; the rest at its peak over the
+//! same window plus a fifth (a database grows its caches under load).
+//! Until a pool is warm (served [`WARM_REQUESTS`] and ran
+//! [`WARM_TIME`]), a child counts as at least [`PRIOR_PER_CHILD`].
+//!
+//! Counts shrink at once: a pool of php-cgi children stops its surplus
+//! idle children; a php-fpm pool gets a new master with the new count on
+//! the same socket, and the old one finishes its requests and exits
+//! (SIGQUIT). When memory is short (the charge within 5 % of the limit, an
+//! OOM kill, PSI's "full" stalls) a pool shrinks by a child more each
+//! second until it is not. Counts grow only with no pressure, not within
+//! [`GROW_HOLD`] of a shrink, and for php-fpm (a new master, whose opcache
+//! starts empty) at most every [`PHP_FPM_RESIZE_EVERY`] and once warm.
+//! A child that grew past what a child was counted at is replaced after
+//! its request, as pm.max_requests would, and logged.
 //!
 //! What one more child costs: for php-cgi, all of a child's anonymous and
 //! shared memory (each child has its own opcache); for php-fpm, a child's
@@ -21,19 +33,23 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use super::Manager;
+use crate::cgroup::PoolCgroups;
+use crate::memory::peak::{peak_of, with_margin, Window, CHILD_MARGIN, REST_MARGIN, WINDOW};
 use crate::memory::{children_of, fit, mb, Budget, PoolNeeds, Reading, Source, Usage};
+use crate::table::{IDLE, RETIRING};
 
-/// How often pools are measured and sized; every pass under pressure.
-const EVERY: Duration = Duration::from_secs(5);
-/// What a child is taken to cost until its pool has served
-/// [`WARM_REQUESTS`], before which children have not grown to their
-/// working size (a PHP child grows with the scripts it has run).
+/// How often pools are measured and sized.
+const EVERY: Duration = Duration::from_secs(1);
+/// What a child is taken to cost until its pool is warm, before which
+/// children have not grown to their working size (a PHP child grows with
+/// the scripts it has run).
 const PRIOR_PER_CHILD: u64 = 32 << 20;
 const WARM_REQUESTS: u64 = 100;
-/// The count follows the largest size measured in this long.
-const REMEMBER: Duration = Duration::from_secs(60);
-/// A php-fpm pool is resized (a new master, whose opcache starts empty) at
-/// most this often, but at once under memory pressure.
+const WARM_TIME: Duration = Duration::from_secs(20);
+/// No growth this soon after a shrink: what made the pool shrink may come back.
+const GROW_HOLD: Duration = Duration::from_secs(30);
+/// A php-fpm pool grows (a new master, whose opcache starts empty) at
+/// most this often.
 const PHP_FPM_RESIZE_EVERY: Duration = Duration::from_secs(30);
 /// How long a replaced php-fpm master's children may take to serve what
 /// was queued on its socket.
@@ -44,36 +60,50 @@ pub(super) const OLD_MASTER: usize = usize::MAX;
 /// An auto-sized pool's count and what it was made from.
 pub(super) struct AutoSize {
     pub(super) count: u32,
-    /// Each pass's largest child, for [`REMEMBER`].
-    sizes: Vec<(Instant, u64)>,
+    /// Each pass's largest child peak.
+    peaks: Window,
     changed: Option<Instant>,
+    shrunk: Option<Instant>,
     /// The count was made from measured sizes, not the prior.
     measured: bool,
+    /// php-fpm children told to go after their request (SIGQUIT) for
+    /// having outgrown their count, not to tell them twice.
+    recycled: Vec<i32>,
 }
 
 impl AutoSize {
     pub(super) fn new() -> AutoSize {
-        AutoSize { count: 1, sizes: Vec::new(), changed: None, measured: false }
+        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, measured: false, recycled: Vec::new() }
     }
 }
 
 pub(super) struct Sizing {
     budget: Budget,
+    directive: Option<u64>,
     next: Instant,
     pub(super) pressure: bool,
     pressure_said: bool,
+    /// What the rest (everything under the limit but the auto pools) used, each pass.
+    rest: Window,
 }
 
-/// A pool's processes measured: (fixed, largest child, all together).
+/// A pool's processes measured.
 struct Measured {
+    /// What the pool costs whatever its count (a php-fpm master and the
+    /// opcache its children share).
     fixed: u64,
-    largest_child: Option<u64>,
+    /// Each child's peak: (pid, its slot for php-cgi, bytes).
+    peaks: Vec<(i32, Option<usize>, u64)>,
+    /// All of its processes' shares now.
     used: u64,
+    /// Children running (a php-fpm master's, for a php-fpm pool).
+    running: u32,
 }
 
 impl Manager {
     /// Reads the budget (MemoryBudget `directive`, else the cgroup's or the
-    /// machine's) and sizes the auto pools once before their first children.
+    /// machine's), makes the pools' cgroups, and sizes the auto pools once
+    /// before their first children.
     pub fn set_memory_budget(&mut self, directive: Option<u64>) {
         if !self.pools.iter().any(|p| p.config.max_children_auto) {
             self.sizing = None;
@@ -81,9 +111,44 @@ impl Manager {
             self.table.budget().source.store(0, std::sync::atomic::Ordering::Relaxed);
             return;
         }
-        // Read again at each reload: MemoryBudget may have changed, or gone.
-        self.sizing = Some(Sizing { budget: Budget::find(directive), next: Instant::now(), pressure: false, pressure_said: false });
+        // Read again at each reload, MemoryBudget may have changed or gone;
+        // but a cgroup's is kept (a v2 warren now sits in a leaf of its own).
+        let kept = self.sizing.take().filter(|s| s.directive == directive && directive.is_none());
+        self.sizing = Some(match kept {
+            Some(s) => s,
+            None => Sizing { budget: Budget::find(directive), directive, next: Instant::now(), pressure: false, pressure_said: false, rest: Window::default() },
+        });
+        self.make_cgroups();
         self.size_pools(true);
+    }
+
+    /// The pools' cgroups, made once (said at start when they cannot be),
+    /// and one for each pool.
+    fn make_cgroups(&mut self) {
+        if self.cgroups.is_none() && self.table.budget().cgroups.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            match PoolCgroups::make() {
+                Ok(c) => {
+                    self.log.notice(&format!("pools run in memory cgroups of their own under {} (cgroup {:?}), their children with oom_score_adj {}", c.base().display(), c.version, crate::cgroup::OOM_SCORE_ADJ));
+                    self.table.budget().cgroups.store(c.code(), std::sync::atomic::Ordering::Relaxed);
+                    self.cgroups = Some(c);
+                }
+                Err(why) => {
+                    self.log.warn(&format!("pools run in warren's own memory cgroup, none of their own: {}; their children have oom_score_adj {}", why.describe(), crate::cgroup::OOM_SCORE_ADJ));
+                    self.table.budget().cgroups.store(why.code(), std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+        let Some(cgroups) = self.cgroups.as_mut() else { return };
+        for run in &self.pools {
+            if let Err(e) = cgroups.pool(&run.config.name) {
+                self.log.warn(&format!("[pool {}] runs in warren's cgroup: {e}", run.config.name));
+            }
+        }
+    }
+
+    /// The descriptor through which a new child of pool `pool` joins its cgroup.
+    pub(super) fn cgroup_procs(&self, pool: usize) -> Option<std::os::fd::RawFd> {
+        self.cgroups.as_ref()?.procs_fd(&self.pools[pool].config.name)
     }
 
     /// The once-a-second pass's share: measures and sizes when due.
@@ -92,32 +157,39 @@ impl Manager {
         if !now && Instant::now() < sizing.next {
             return;
         }
+        sizing.next = Instant::now() + EVERY;
         let reading = sizing.budget.read();
-        sizing.next = Instant::now() + if reading.pressure { Duration::from_secs(1) } else { EVERY };
         let source = sizing.budget.source.clone();
         self.note_pressure(&reading);
         let measured: Vec<Measured> = (0..self.pools.len()).map(|i| self.measure(i)).collect();
         let auto: Vec<usize> = (0..self.pools.len()).filter(|&i| self.pools[i].config.max_children_auto).collect();
         let auto_used: u64 = auto.iter().map(|&i| measured[i].used).sum();
-        let others = match reading.charged {
+        let rest_now = match reading.charged {
             Some(charged) => charged.saturating_sub(auto_used),
             // MemoryBudget covers warren's processes: the server's and the
             // pools of a fixed size.
             None => self.own_processes() + (0..self.pools.len()).filter(|i| !auto.contains(i)).map(|i| measured[i].used).sum::<u64>(),
         };
-        let headroom = reading.limit / 10;
-        let available = reading.limit.saturating_sub(headroom + others);
         let now = Instant::now();
+        let sizing = self.sizing.as_mut().expect("sizing");
+        sizing.rest.record(now, rest_now);
+        let rest_peak = sizing.rest.largest(now).unwrap_or(rest_now);
+        let rest = with_margin(rest_peak, REST_MARGIN);
+        let headroom = reading.limit / 10;
+        let available = reading.limit.saturating_sub(headroom + rest);
         let mut needs = Vec::new();
+        let mut child_peaks = Vec::new();
         for &i in &auto {
-            let warm = self.table.counters(i).accepted.load(std::sync::atomic::Ordering::Relaxed) >= WARM_REQUESTS;
+            self.recycle_outgrown(i, &measured[i]);
+            let warm = self.is_warm(i);
             let a = self.pools[i].auto.as_mut().expect("an auto pool");
-            if let Some(size) = measured[i].largest_child {
-                a.sizes.push((now, size));
+            if let Some(largest) = measured[i].peaks.iter().map(|&(_, _, p)| p).max() {
+                a.peaks.record(now, largest);
             }
-            a.sizes.retain(|(t, _)| now.duration_since(*t) <= REMEMBER);
-            let largest = a.sizes.iter().map(|&(_, s)| s).max().unwrap_or(0);
-            let per_child = if warm { largest.max(1 << 20) } else { largest.max(PRIOR_PER_CHILD) };
+            let peak = a.peaks.largest(now).unwrap_or(0);
+            let per_child = with_margin(peak, CHILD_MARGIN).max(1 << 20);
+            let per_child = if warm { per_child } else { per_child.max(PRIOR_PER_CHILD) };
+            child_peaks.push(peak);
             needs.push(PoolNeeds { fixed: measured[i].fixed, per_child, ceiling: self.pools[i].config.max_children });
         }
         let counts = fit(available, &needs);
@@ -125,7 +197,8 @@ impl Manager {
         let store = |field: &std::sync::atomic::AtomicU64, v: u64| field.store(v, std::sync::atomic::Ordering::Relaxed);
         store(&figures.limit, reading.limit);
         store(&figures.headroom, headroom);
-        store(&figures.others, others);
+        store(&figures.others, rest);
+        store(&figures.others_now, rest_now);
         let code = match source {
             Source::Directive => 1,
             Source::CgroupV2(_) => 2,
@@ -134,53 +207,177 @@ impl Manager {
         };
         figures.source.store(code, std::sync::atomic::Ordering::Relaxed);
         figures.pressure.store(u32::from(reading.pressure), std::sync::atomic::Ordering::Relaxed);
-        for ((&i, need), &want) in auto.iter().zip(&needs).zip(&counts) {
+        let allowances: u64 = needs.iter().zip(&counts).map(|(n, &c)| n.fixed + n.per_child * u64::from(c)).sum();
+        let slack = available.saturating_sub(allowances);
+        for (((&i, need), &fits), &peak) in auto.iter().zip(&needs).zip(&counts).zip(&child_peaks) {
             let c = self.table.counters(i);
             store(&c.per_child, need.per_child);
             store(&c.fixed, need.fixed);
             store(&c.used, measured[i].used);
+            store(&c.peak_child, peak);
             let php_fpm = self.pools[i].config.runs_php_fpm();
-            let warm = c.accepted.load(std::sync::atomic::Ordering::Relaxed) >= WARM_REQUESTS;
+            let warm = self.is_warm(i);
             let replacing = self.pools[i].children.values().any(|&s| s == OLD_MASTER);
+            let running = measured[i].running;
             let a = self.pools[i].auto.as_mut().expect("an auto pool");
             let have = a.count;
-            let first = a.changed.is_none();
-            let since = a.changed.map_or(Duration::MAX, |t| now.duration_since(t));
-            let settled = a.measured && since < PHP_FPM_RESIZE_EVERY;
-            let allowed = match (want > have, php_fpm) {
-                _ if first => true,
-                _ if want == have => false,
-                (true, _) if reading.pressure => false,
-                // A new master starts with an empty opcache: not for a
-                // guess, nor more than once every half minute once measured,
-                // nor while the last one is still finishing.
-                (true, true) => warm && !settled && !replacing,
-                (false, true) => (reading.pressure || !settled) && !replacing,
-                (_, false) => true,
+            // Short of memory: a child fewer than run now, each pass, until it is not.
+            let want = match reading.short {
+                Some(_) if running > 1 => fits.min(running - 1),
+                _ => fits,
             };
-            if !allowed {
-                continue;
+            let first = a.changed.is_none();
+            let since = |t: Option<Instant>| t.map_or(Duration::MAX, |t| now.duration_since(t));
+            let allowed = match want.cmp(&have) {
+                _ if first => true,
+                std::cmp::Ordering::Equal => false,
+                std::cmp::Ordering::Greater => !reading.pressure && since(a.shrunk) >= GROW_HOLD && (!php_fpm || warm && since(a.changed) >= PHP_FPM_RESIZE_EVERY && !replacing),
+                // A php-fpm master still finishing: its successor already has fewer.
+                std::cmp::Ordering::Less => !(php_fpm && replacing),
+            };
+            if allowed {
+                a.count = want;
+                a.changed = Some(now);
+                a.measured = warm;
+                if want < have {
+                    a.shrunk = Some(now);
+                }
+                let name = &self.pools[i].config.name;
+                let measured_how = if warm {
+                    format!("measured: peak {} over the last {} s, +{CHILD_MARGIN} %", mb(peak), WINDOW.as_secs())
+                } else {
+                    format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests for {} s; peak so far {}", mb(PRIOR_PER_CHILD), WARM_TIME.as_secs(), mb(peak))
+                };
+                let fixed = if need.fixed > 0 { format!(" and {} for the pool whatever its size (master, shared opcache)", mb(need.fixed)) } else { String::new() };
+                let short = match reading.short {
+                    Some(why) if want < fits => format!("; memory short ({why}): a child fewer than the {running} running"),
+                    _ => String::new(),
+                };
+                // A shrink is a warning: the pool serves fewer at once than it did.
+                let say = |line: &str| if want < have && !first { self.log.warn(line) } else { self.log.notice(line) };
+                say(&format!(
+                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s, +{REST_MARGIN} %; {} now){short}",
+                    if first { String::new() } else { format!(" (was {have})") },
+                    mb(need.per_child),
+                    mb(reading.limit),
+                    source.describe(),
+                    mb(headroom),
+                    mb(rest),
+                    mb(rest_peak),
+                    WINDOW.as_secs(),
+                    mb(rest_now),
+                ));
+                // Shown once logged, so that a status page never shows a count the log does not.
+                self.table.counters(i).auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
+                if php_fpm && !first {
+                    self.replace_php_fpm(i);
+                }
             }
-            a.count = want;
-            a.changed = Some(now);
-            a.measured = warm;
-            let name = &self.pools[i].config.name;
-            let measured_how = if warm { "measured".to_string() } else { format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests", mb(PRIOR_PER_CHILD)) };
-            let fixed = if need.fixed > 0 { format!(" and {} for the pool whatever its size (master, shared opcache)", mb(need.fixed)) } else { String::new() };
-            self.log.notice(&format!(
-                "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} used by the rest",
-                if first { String::new() } else { format!(" (was {have})") },
-                mb(need.per_child),
-                mb(reading.limit),
-                source.describe(),
-                mb(headroom),
-                mb(others)
-            ));
-            // Shown once logged, so that a status page never shows a count the log does not.
-            self.table.counters(i).auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
-            if php_fpm && !first {
-                self.replace_php_fpm(i);
+            self.limit_cgroup(i, need, slack, headroom, measured[i].used);
+        }
+    }
+
+    /// The budget shrank: `surplus` children of php-cgi pool `pool` go,
+    /// those idle longest now, the others when their request is done.
+    pub(super) fn retire_surplus(&mut self, pool: usize, surplus: usize) {
+        let now = self.table.now_ms();
+        let mut children: Vec<(u64, i32, usize)> = self.pools[pool]
+            .children
+            .iter()
+            .map(|(&pid, &slot)| (now.saturating_sub(self.table.slot(pool, slot).since_ms.load(std::sync::atomic::Ordering::Relaxed)), pid, slot))
+            .collect();
+        // Idle ones first, longest idle first; then those already going are counted.
+        let state = |slot: usize| self.table.slot(pool, slot).state.load(std::sync::atomic::Ordering::Acquire);
+        children.sort_by_key(|&(idle, _, slot)| (state(slot) != IDLE, std::cmp::Reverse(idle)));
+        let going = |slot: usize| state(slot) == RETIRING || self.table.slot(pool, slot).retire.load(std::sync::atomic::Ordering::Relaxed) != 0;
+        let gone = children.iter().filter(|&&(_, _, s)| going(s)).count();
+        for &(_, pid, slot) in children.iter().filter(|&&(_, _, s)| !going(s)).take(surplus.saturating_sub(gone)) {
+            self.retire_after_request(pool, slot, pid);
+        }
+    }
+
+    /// Child `pid` in `slot` of php-cgi pool `pool` is stopped now if idle,
+    /// else when its request is done; false if it was already going.
+    fn retire_after_request(&self, pool: usize, slot: usize, pid: i32) -> bool {
+        let s = self.table.slot(pool, slot);
+        if s.state.compare_exchange(IDLE, RETIRING, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed).is_ok() {
+            return kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok();
+        }
+        let first = s.retire.swap(1, std::sync::atomic::Ordering::AcqRel) == 0;
+        // Given back between the two: the lease saw no flag.
+        if s.state.compare_exchange(IDLE, RETIRING, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed).is_ok() {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        first
+    }
+
+    /// Pool `pool` has served [`WARM_REQUESTS`] and run [`WARM_TIME`].
+    fn is_warm(&self, pool: usize) -> bool {
+        let c = self.table.counters(pool);
+        let served = c.accepted.load(std::sync::atomic::Ordering::Relaxed) >= WARM_REQUESTS;
+        let started = c.started.load(std::sync::atomic::Ordering::Relaxed);
+        served && super::now_secs().saturating_sub(started) >= WARM_TIME.as_secs()
+    }
+
+    /// The pool's cgroup limited to what its count was made from (its
+    /// fixed part and a child's peak per child, and what the cgroup holds
+    /// beside its processes' shares: the pages of php-cgi and its
+    /// libraries), with the budget's slack and half the headroom above it
+    /// before the kernel kills in the pool; never below what it is charged
+    /// now and a quarter of the headroom, which would have the kernel kill
+    /// a child serving a request rather than the pool stop an idle one.
+    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, used: u64) {
+        let Some(cgroups) = self.cgroups.as_mut() else { return };
+        let version = cgroups.version;
+        let name = self.pools[pool].config.name.clone();
+        let count = self.pools[pool].auto.as_ref().map_or(1, |a| a.count);
+        let Ok(cgroup) = cgroups.pool(&name) else { return };
+        let charged = cgroup.charged(version);
+        // Not before the pool's processes are there: what its binaries'
+        // pages cost is not known until then (a limit without it could
+        // have a php-fpm master killed as it starts).
+        if charged == 0 {
+            return;
+        }
+        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(used);
+        let hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
+        let soft = (allowance + need.per_child).min(hard);
+        if let Err(e) = cgroup.set_limits(version, soft, hard) {
+            self.log.warn(&format!("[pool {name}] {e}"));
+        }
+        let limit = cgroup.limit().unwrap_or(0);
+        self.table.counters(pool).cgroup_limit.store(limit, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Replaces pool `pool`'s children that outgrew what a child was
+    /// counted at when its count was made, after their request (the
+    /// count made now counts them at their peak): a php-cgi child is
+    /// stopped as it becomes idle, a php-fpm child is told to go when its
+    /// request is done (SIGQUIT, php-fpm's graceful stop for a child).
+    fn recycle_outgrown(&mut self, pool: usize, measured: &Measured) {
+        let counted = self.table.counters(pool).per_child.load(std::sync::atomic::Ordering::Relaxed);
+        if counted == 0 {
+            return;
+        }
+        let name = self.pools[pool].config.name.clone();
+        for &(pid, slot, size) in measured.peaks.iter().filter(|&&(_, _, p)| p > counted) {
+            let stopped = match slot {
+                Some(slot) => self.retire_after_request(pool, slot, pid),
+                None => {
+                    let a = self.pools[pool].auto.as_mut().expect("an auto pool");
+                    !a.recycled.contains(&pid) && kill(Pid::from_raw(pid), Signal::SIGQUIT).is_ok() && {
+                        a.recycled.push(pid);
+                        true
+                    }
+                }
+            };
+            if stopped {
+                self.table.counters(pool).recycled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.log.warn(&format!("[pool {name}] child {pid} grew to {}, past the {} a child was counted at: replaced after its request", mb(size), mb(counted)));
             }
+        }
+        if let Some(a) = self.pools[pool].auto.as_mut() {
+            a.recycled.retain(|p| measured.peaks.iter().any(|&(q, _, _)| q == *p));
         }
     }
 
@@ -190,7 +387,8 @@ impl Manager {
         s.pressure = reading.pressure;
         if reading.pressure && !s.pressure_said {
             let charged = reading.charged.map_or(String::new(), |c| format!(" ({} of {} in use)", mb(c), mb(reading.limit)));
-            self.log.warn(&format!("memory pressure{charged}: pools with pm.max_children auto start no more children; requests wait for one"));
+            let shrink = reading.short.map_or(String::new(), |why| format!(", and shrink ({why})"));
+            self.log.warn(&format!("memory pressure{charged}: pools with pm.max_children auto start no more children{shrink}; requests wait for one"));
         }
         s.pressure_said = reading.pressure;
     }
@@ -214,26 +412,30 @@ impl Manager {
 
     fn measure(&self, pool: usize) -> Measured {
         let run = &self.pools[pool];
-        let mut m = Measured { fixed: 0, largest_child: None, used: 0 };
+        let mut m = Measured { fixed: 0, peaks: Vec::new(), used: 0, running: 0 };
         for (&pid, &slot) in &run.children {
-            let u = Usage::of(pid).unwrap_or_default();
-            m.used += u.total();
             if !run.config.runs_php_fpm() {
-                m.largest_child = m.largest_child.max(Some(u.total()));
+                if let Some((u, rise)) = peak_of(pid) {
+                    m.used += u.total();
+                    m.peaks.push((pid, Some(slot), u.total() + rise));
+                }
+                m.running += 1;
                 continue;
             }
+            m.used += Usage::of(pid).unwrap_or_default().total();
             // A replaced master's family is in use until it exits, but is
             // no part of what the pool needs.
             let current = slot == 0;
             if current {
-                m.fixed += u.total();
+                m.fixed += Usage::of(pid).unwrap_or_default().total();
             }
             for child in children_of(pid) {
-                let u = Usage::of(child).unwrap_or_default();
+                let Some((u, rise)) = peak_of(child) else { continue };
                 m.used += u.total();
                 if current {
                     m.fixed += u.shmem;
-                    m.largest_child = m.largest_child.max(Some(u.anon));
+                    m.peaks.push((child, None, u.anon + rise));
+                    m.running += 1;
                 }
             }
         }

@@ -61,6 +61,7 @@ impl Site {
             Outcome::Ready(r) => r,
             Outcome::Blocking(work) => work(),
             Outcome::Gateway(next) => self.run_gateway(next, head, conn, &mut NoBody),
+            Outcome::OffLoop => unreachable!("only Site::handle_on_loop asks for that"),
         }
     }
 

@@ -159,5 +159,6 @@ pub fn attach(outcome: Outcome, f: Option<Box<RequestFilters>>, head: &RequestHe
             }
             Outcome::Gateway(gw)
         }
+        Outcome::OffLoop => Outcome::OffLoop,
     }
 }

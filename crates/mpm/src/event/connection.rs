@@ -285,7 +285,6 @@ impl EventLoop {
         c.stream.note_tls(&self.site, &mut c.info);
         self.site.find_useragent(&mut head, &mut c.info);
         let keep_alive = self.rules.keep_alive.keep_alive(&head, c.served, self.stopping);
-        let framing = head.framing;
         let received = head.wire_len() as u64;
         let mut req = Exchange::new(Some(head), keep_alive, received);
         if let Err(e) = req.apply_body_limit(&self.site, &c.info) {
@@ -297,9 +296,26 @@ impl EventLoop {
         let site = &self.site;
         let info = c.info;
         let head_ref = req.head.as_ref().expect("head");
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head_ref, &info)))
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle_on_loop(head_ref, &info)))
             .unwrap_or_else(|_| Outcome::Ready(panic_response(site, head_ref, &info)));
+        if let Outcome::OffLoop = outcome {
+            // A site owner's patterns: routed on a thread, where a slow one
+            // holds this request only ([`super::completions`] goes on from `routed`).
+            let head = head_ref.clone();
+            c.req = Some(req);
+            c.on_hold = true;
+            c.deadline = Instant::now() + Duration::from_secs(3600);
+            self.pool.submit(slot, c.generation, Job::Route(Box::new((head, info))));
+            return;
+        }
         c.req = Some(req);
+        self.routed(slot, outcome);
+    }
+
+    /// The request's route is known: answer it now, or read its body first.
+    pub(super) fn routed(&mut self, slot: usize, outcome: Outcome) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let framing = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head").framing;
         if framing == BodyFraming::None {
             self.settle(slot, outcome);
             return;
@@ -347,6 +363,8 @@ impl EventLoop {
                 self.pool.submit(slot, c.generation, Job::Respond(work));
             }
             Outcome::Gateway(gw) => self.proxy(slot, gw),
+            // Threads route with Site::handle, which never asks for that.
+            Outcome::OffLoop => unreachable!("routed off the loop already"),
         }
     }
 

@@ -167,6 +167,7 @@ impl EventLoop {
     /// Runs until stopped (and its connections are finished) or retired by
     /// MaxConnectionsPerChild.
     pub fn run(&mut self) {
+        warren_handler::htaccess::mark_event_loop_thread();
         let mut events = vec![EpollEvent::empty(); 256];
         let mut last_tick = Instant::now();
         let mut stop_deadline: Option<Instant> = None;

@@ -14,7 +14,7 @@ use crate::client_stream::ClientStream;
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::Spooled;
-use warren_handler::{Body, BodySource, ConnInfo, Response, Site};
+use warren_handler::{Body, BodySource, ConnInfo, Outcome, Response, Site};
 
 use crate::h2::body_plan::Piece;
 use warren_http::DateCache;
@@ -28,6 +28,10 @@ pub type Work = Box<dyn FnOnce() -> Response + Send>;
 pub enum Job {
     /// Compute a response for the loop to write.
     Respond(Work),
+    /// Route a request whose routing runs a site owner's patterns
+    /// ([`warren_handler::Outcome::OffLoop`]); blocking work it leads to is
+    /// done here too.
+    Route(Box<(warren_http::RequestHead, ConnInfo)>),
     /// Run a FastCGI exchange on the connection, writing the response.
     FastCgi(Box<FastCgiJob>),
     /// Work out an HTTP/2 stream's answer; a body produced as it is sent
@@ -50,6 +54,9 @@ pub struct FastCgiJob {
 pub enum JobResult {
     /// None if the work panicked.
     Response(Option<Response>),
+    /// A request routed here, for the loop to go on with (never
+    /// `Outcome::Blocking`); None if routing panicked.
+    Routed(Option<Outcome>),
     /// The exchange is over: what is left of the input, the exchange to log,
     /// and whether its response went out whole.
     FastCgi { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
@@ -124,6 +131,10 @@ impl ThreadPool {
                                 JobResult::H2 { stream, response, pieces }
                             }
                             Job::Respond(work) => JobResult::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
+                            Job::Route(request) => JobResult::Routed(catch_unwind(AssertUnwindSafe(|| match site.handle(&request.0, &request.1) {
+                                Outcome::Blocking(work) => Outcome::Ready(work()),
+                                outcome => outcome,
+                            })).ok()),
                             Job::FastCgi(mut g) => {
                                 g.exchange.note_start(ws, &site, &g.info);
                                 let sent = on_thread::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), &rules, &mut date, &mut scratch);

@@ -59,6 +59,9 @@ pub struct Task {
 pub enum Work {
     Blocking(Box<dyn FnOnce() -> Response + Send>),
     Gateway(Box<Gateway>, Option<Spooled>),
+    /// Routing that runs a site owner's patterns ([`Outcome::OffLoop`]),
+    /// then whatever it leads to, with the body read whole if there is one.
+    Route(Option<Spooled>),
 }
 
 impl Task {
@@ -74,6 +77,12 @@ impl Task {
         let resp = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match work {
             Work::Blocking(w) => w(),
             Work::Gateway(gw, body) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head) }),
+            Work::Route(body) => match site.handle(&head, &info) {
+                Outcome::Ready(r) => r,
+                Outcome::Blocking(w) => w(),
+                Outcome::Gateway(gw) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head) }),
+                Outcome::OffLoop => unreachable!("only Site::handle_on_loop asks for that"),
+            },
         }))
         .unwrap_or_else(|_| panic_response(site, &head, &info));
         crate::exchange::last_filters(resp, Some(&head), timing, site)
@@ -135,8 +144,9 @@ impl Stream {
 }
 
 enum State {
-    /// The body is arriving; the gateway that takes it waits for all of it.
-    Receiving { gateway: Box<Gateway>, spool: Spool },
+    /// The body is arriving; the gateway that takes it (or the routing
+    /// off the loop that may lead to one) waits for all of it.
+    Receiving { then: Outcome, spool: Spool },
     /// Its answer is being worked out by a [`Task`].
     Working,
     /// Its response head is out; the body goes as the windows allow.
@@ -235,15 +245,19 @@ impl Session {
         }
         let site = ctx.site;
         let head = self.head(id);
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle(head, &info))).unwrap_or_else(|_| Outcome::Ready(panic_response(site, head, &info)));
-        let framing = head.framing;
-        match outcome {
-            // Only an application reads the body, and only once it is whole.
-            Outcome::Gateway(gw) if gw.takes_body() && framing != BodyFraming::None => {
-                self.stream_mut(id).expect("just added").state = State::Receiving { gateway: gw, spool: Spool::default() };
-            }
-            // Any other answer goes now; the body is dropped as it comes.
-            outcome => self.settle(ctx, id, outcome, None, tasks),
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle_on_loop(head, &info))).unwrap_or_else(|_| Outcome::Ready(panic_response(site, head, &info)));
+        // Only an application reads the body, and only once it is whole;
+        // routing off the loop may lead to one. Any other answer goes now,
+        // the body dropped as it comes.
+        let takes_body = match &outcome {
+            Outcome::Gateway(gw) => gw.takes_body(),
+            Outcome::OffLoop => true,
+            _ => false,
+        };
+        if takes_body && head.framing != BodyFraming::None {
+            self.stream_mut(id).expect("just added").state = State::Receiving { then: outcome, spool: Spool::default() };
+        } else {
+            self.settle(ctx, id, outcome, None, tasks);
         }
     }
 
@@ -261,6 +275,7 @@ impl Session {
             Outcome::Ready(resp) => return self.respond(ctx, id, resp, false, Producer::Here),
             Outcome::Blocking(w) => Work::Blocking(w),
             Outcome::Gateway(gw) => Work::Gateway(gw, body),
+            Outcome::OffLoop => Work::Route(body),
         };
         let Some(s) = self.stream_mut(id) else { return };
         s.state = State::Working;
@@ -285,9 +300,9 @@ impl Session {
         if !end {
             return;
         }
-        let State::Receiving { gateway, spool } = std::mem::replace(&mut s.state, State::Working) else { unreachable!("checked above") };
+        let State::Receiving { then, spool } = std::mem::replace(&mut s.state, State::Working) else { unreachable!("checked above") };
         match spool.finish() {
-            Ok(body) => self.settle(ctx, id, Outcome::Gateway(gateway), Some(body), tasks),
+            Ok(body) => self.settle(ctx, id, then, Some(body), tasks),
             Err(e) => self.body_error(ctx, id, &warren_handler::fastcgi::spool_error(e)),
         }
     }

@@ -795,6 +795,11 @@ impl MemoryCgroup {
         MemoryCgroup { dir, v2 }
     }
 
+    /// Changes the limit, as a host's controller may while warren runs.
+    pub fn set_limit(&self, limit: u64) {
+        std::fs::write(self.dir.join(if self.v2 { "memory.max" } else { "memory.limit_in_bytes" }), limit.to_string()).unwrap();
+    }
+
     fn stat(&self, name: &str) -> u64 {
         let stat = std::fs::read_to_string(self.dir.join("memory.stat")).unwrap_or_default();
         stat.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0)
@@ -809,21 +814,48 @@ impl MemoryCgroup {
         }
     }
 
-    /// Processes the kernel killed for the cgroup's limit.
+    /// Processes the kernel killed for the cgroup's limit or for the
+    /// limits of cgroups below it (v1 counts a kill in the cgroup whose
+    /// limit it was for only; v2 in its parents too).
     pub fn oom_kills(&self) -> u64 {
-        let file = if self.v2 { "memory.events" } else { "memory.oom_control" };
-        let text = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
-        text.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok()).unwrap_or(0)
+        fn kills(dir: &Path, v2: bool) -> u64 {
+            let file = if v2 { "memory.events" } else { "memory.oom_control" };
+            let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+            let own = text.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok()).unwrap_or(0);
+            let below = || std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| kills(&e.path(), v2)).sum::<u64>();
+            if v2 { own } else { own + below() }
+        }
+        kills(&self.dir, self.v2)
     }
 }
 
 impl Drop for MemoryCgroup {
     fn drop(&mut self) {
         for _ in 0..100 {
+            // Cgroups warren made below it and left (it was killed), deepest first.
+            remove_cgroups_below(&self.dir);
             if std::fs::remove_dir(&self.dir).is_ok() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+fn remove_cgroups_below(dir: &Path) {
+    for sub in std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+        remove_cgroups_below(&sub.path());
+        let _ = std::fs::remove_dir(sub.path());
+    }
+}
+
+/// The `pm.max_children auto` decisions in an error log: (count, the line).
+pub fn auto_decisions(log: &str) -> Vec<(u32, String)> {
+    log.lines()
+        .filter_map(|l| {
+            let rest = l.split("pm.max_children auto: ").nth(1)?;
+            let n = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+            Some((n, l.to_string()))
+        })
+        .collect()
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# wordpress_memory.sh -- issue 33's scenario: the WordPress kit's whole stack (MariaDB, PHP, the
+# front end) in one small memory cgroup, siege -c C for T, N runs in a row of each front end, and
+# per run: OOM kills (and of which process, from the kernel's log), failed transactions, trans/s,
+# and the cgroup's sampled peaks (usage with page cache; rss+shmem, also as a share of the limit;
+# the most PHP processes at once, masters included).
+# warren-pool runs with pm.max_children auto (FPM_MAX_CHILDREN=auto); nginx's php-fpm keeps its 5.
+#
+#   bench/wordpress_memory.sh                     # N=3 runs of warren-pool and nginx, 128M, -c 50, 20 s
+#   N=5 LIMIT=64M bench/wordpress_memory.sh warren-pool nginx
+#
+# Env: N (3), LIMIT (128M), C (50), T (20S), KIT (../shared/wordpress), OUT (/tmp/wp-memory),
+# WARREN (target/release/warren). Needs the kit's wp-setup.sh to have run once (siege, MariaDB, WP).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+kit=${KIT:-$root/../shared/wordpress}
+[ -x "$kit/wp-bench.sh" ] || kit=/work/shared/wordpress
+N=${N:-3}; LIMIT=${LIMIT:-128M}; C=${C:-50}; T=${T:-20S}; out=${OUT:-/tmp/wp-memory}
+fronts=("$@"); [ ${#fronts[@]} -gt 0 ] || fronts=(warren-pool nginx)
+export WARREN=${WARREN:-$root/target/release/warren}
+cg=${WP_CGROUP:-/sys/fs/cgroup/memory/vps256}
+command -v siege >/dev/null || { echo "siege is missing: run $kit/wp-setup.sh once" >&2; exit 2; }
+mkdir -p "$out"
+
+# OOM kills in the cgroup and in those below it (cgroup v1 counts a kill only in the cgroup whose
+# limit it was for: warren's pools have cgroups of their own).
+oom_kills() { find "$cg" -name memory.oom_control -exec awk '$1=="oom_kill"{s+=$2} END{print s+0}' {} + 2>/dev/null | awk '{s+=$1} END{print s+0}'; }
+# The kernel's "Killed process PID (name)" lines since line $1 of its log, as "name name ...".
+victims() { dmesg 2>/dev/null | tail -n +$(( $1 + 1 )) | grep -o 'Killed process [0-9]* ([^)]*)' | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
+mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
+limit_mib=$(numfmt --from=iec "$LIMIT" | awk '{printf "%.1f", $1/1048576}')
+
+printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php"
+for run in $(seq 1 "$N"); do
+  for front in "${fronts[@]}"; do
+    dir=$out/run$run; mkdir -p "$dir"
+    before=$(dmesg 2>/dev/null | wc -l)
+    # PHP processes in the cgroup and those below it (the pools' own), sampled while the run lasts.
+    ( most=0; while sleep 0.5; do
+        n=$(cat $(find "$cg" -name cgroup.procs 2>/dev/null) 2>/dev/null | while read -r p; do cat /proc/$p/comm 2>/dev/null; done | grep -c '^php')
+        [ "$n" -gt "$most" ] && most=$n && echo "$most" > "$dir/$front.php.txt"
+      done ) &
+    sampler=$!
+    WP_MEM_LIMIT=$LIMIT FPM_MAX_CHILDREN=auto C=$C T=$T OUT=$dir "$kit/wp-bench.sh" "$front" > "$dir/$front.bench.txt" 2>&1
+    kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+    php=$(cat "$dir/$front.php.txt" 2>/dev/null || echo "?")
+    # wp-bench.sh stops the stack: the counters are read from its outputs, the kills from the kernel.
+    kills=$(awk '/oom_kill/ {for (i=1;i<=NF;i++) if ($i=="oom_kill") print $(i+1)}' "$dir/$front.mem.txt" 2>/dev/null | tail -1)
+    who=$(victims "$before")
+    nkilled=$(dmesg 2>/dev/null | tail -n +$(( before + 1 )) | grep -c 'Killed process')
+    rate=$(awk -F: '/Transaction rate/ {gsub(/[^0-9.]/,"",$2); print $2}' "$dir/$front.siege.txt")
+    failed=$(awk -F: '/Failed transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt")
+    usage=$(grep -o 'usage [0-9.]* MiB' "$dir/$front.sample.txt" | awk '{print $2}')
+    anon=$(grep -o 'rss+shmem [0-9.]* MiB' "$dir/$front.sample.txt" | awk '{print $2}')
+    share=$(awk -v a="${anon:-0}" -v l="$limit_mib" 'BEGIN{printf "%.0f %%", 100*a/l}')
+    # Kills in the pools' own cgroups (gone with warren) are in the kernel's count, not the report's.
+    [ "${nkilled:-0}" -gt "${kills:-0}" ] && kills=$nkilled
+    printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php"
+    if [ "$front" != nginx ] && [ -f /tmp/wp-warren/error.log ]; then
+      grep -E 'pm.max_children auto|memory pressure|grew to|cgroups' /tmp/wp-warren/error.log > "$dir/$front.decisions.txt" 2>/dev/null
+    fi
+  done
+done
+echo "outputs (siege, samples, cgroup reports, warren's sizing decisions): $out/run*/"

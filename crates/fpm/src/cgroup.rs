@@ -1,0 +1,312 @@
+//! Each pool's processes in a memory cgroup of their own, a child of
+//! warren's, so that when memory runs short the kernel reclaims, throttles
+//! and, at worst, kills in the pool first: PHP children, which warren
+//! replaces, rather than the database or warren beside them.
+//!
+//! cgroup v2: `<warren's cgroup>/warren-pools/<pool>`, with memory.high
+//! (the kernel reclaims and throttles above it) and memory.max (above it,
+//! the OOM killer chooses inside the pool). v2 puts processes in leaves
+//! only: warren's cgroup must hold nothing but warren, which moves itself
+//! to `<warren's cgroup>/warren` to enable the memory controller below.
+//! cgroup v1: `<warren's memory cgroup>/warren-pools-<pid>/<pool>` with
+//! memory.limit_in_bytes, and memory.soft_limit_in_bytes where the
+//! kernel reclaims first when the machine is short.
+//!
+//! Every pool's child also raises its own oom_score_adj (to
+//! [`OOM_SCORE_ADJ`]) before it drops root and runs PHP: were the kernel
+//! to kill under warren's limit, it kills a PHP child.
+//!
+//! Where the cgroups cannot be made (no permission, no memory controller
+//! delegated, other processes in warren's v2 cgroup), the pools run in
+//! warren's cgroup, which [`Unavailable`] says at start and in
+//! server-status.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+
+/// What PHP children add to their OOM score (of -1000..1000): a PHP child
+/// is chosen before any process without it, whatever their sizes.
+pub const OOM_SCORE_ADJ: &str = "900";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    V1,
+    V2,
+}
+
+/// Why the pools share warren's cgroup; its code is stored in the shared
+/// table for the status pages ([`Unavailable::code`], [`describe_code`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// warren is in no memory cgroup it can see (no controller mounted).
+    NoController,
+    /// Making the directory was refused (not root, not delegated).
+    Refused(String),
+    /// v2: warren's cgroup has processes other than warren's.
+    NotALeafOfOurOwn(String),
+}
+
+impl Unavailable {
+    pub fn code(&self) -> u32 {
+        match self {
+            Unavailable::NoController => 3,
+            Unavailable::Refused(_) => 4,
+            Unavailable::NotALeafOfOurOwn(_) => 5,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Unavailable::NoController => "no memory cgroup controller is mounted".to_string(),
+            Unavailable::Refused(e) | Unavailable::NotALeafOfOurOwn(e) => e.clone(),
+        }
+    }
+}
+
+/// The status pages' words for a code kept in the shared table: 1 and 2
+/// the versions, 3.. an [`Unavailable`].
+pub fn describe_code(code: u32) -> &'static str {
+    match code {
+        1 => "v1 (a cgroup per pool)",
+        2 => "v2 (a cgroup per pool)",
+        3 => "none: no memory controller",
+        4 => "none: not allowed to create cgroups",
+        5 => "none: warren's v2 cgroup holds other processes",
+        _ => "",
+    }
+}
+
+/// The pools' cgroups, made under warren's own.
+pub struct PoolCgroups {
+    pub version: Version,
+    /// The directory holding the pools' cgroups (removed when dropped).
+    base: PathBuf,
+    pools: HashMap<String, PoolCgroup>,
+}
+
+/// One pool's cgroup.
+pub struct PoolCgroup {
+    pub dir: PathBuf,
+    /// Its cgroup.procs, open for writing: a child forked for the pool
+    /// writes "0" to it before it runs PHP, so that all it allocates is
+    /// charged to the pool.
+    procs: OwnedFd,
+    /// The limit last written (hard), to write only changes.
+    limit: Option<u64>,
+    /// Writing the limit failed; said once until it works again.
+    refused: bool,
+}
+
+impl PoolCgroups {
+    /// Makes the directory for the pools' cgroups under warren's memory cgroup.
+    pub fn make() -> Result<PoolCgroups, Unavailable> {
+        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|_| Unavailable::NoController)?;
+        let v2_root = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"].into_iter().map(Path::new).find(|r| controllers(r).iter().any(|c| c == "memory"));
+        let v2_path = own.lines().find_map(|l| l.strip_prefix("0::")).map(|p| p.trim_start_matches('/').to_string());
+        if let (Some(root), Some(rel)) = (v2_root, v2_path) {
+            return PoolCgroups::make_v2(&root.join(rel));
+        }
+        let v1_path = own.lines().find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            controllers.split(',').any(|c| c == "memory").then(|| path.trim_start_matches('/').to_string())
+        });
+        let root = Path::new("/sys/fs/cgroup/memory");
+        match v1_path {
+            Some(rel) if root.join("cgroup.procs").exists() => {
+                let base = root.join(rel).join(format!("warren-pools-{}", std::process::id()));
+                make_dir(&base).map_err(Unavailable::Refused)?;
+                Ok(PoolCgroups { version: Version::V1, base, pools: HashMap::new() })
+            }
+            _ => Err(Unavailable::NoController),
+        }
+    }
+
+    /// v2: warren's cgroup must be left with children only, warren in one
+    /// of them, before the memory controller can be enabled for them.
+    fn make_v2(own: &Path) -> Result<PoolCgroups, Unavailable> {
+        let me = std::process::id().to_string();
+        let members = std::fs::read_to_string(own.join("cgroup.procs")).unwrap_or_default();
+        if let Some(other) = members.lines().find(|p| *p != me) {
+            return Err(Unavailable::NotALeafOfOurOwn(format!("{} holds process {other} beside warren: cgroup v2 puts processes in leaves only, so pools cannot have cgroups below it", own.display())));
+        }
+        let server = own.join("warren");
+        make_dir(&server).map_err(Unavailable::Refused)?;
+        if let Err(e) = std::fs::write(server.join("cgroup.procs"), "0") {
+            let _ = std::fs::remove_dir(&server);
+            return Err(Unavailable::Refused(format!("cannot move warren to {}: {e}", server.display())));
+        }
+        let base = own.join("warren-pools");
+        let enabled = std::fs::write(own.join("cgroup.subtree_control"), "+memory")
+            .map_err(|e| format!("cannot enable the memory controller below {}: {e}", own.display()))
+            .and_then(|()| make_dir(&base))
+            .and_then(|()| std::fs::write(base.join("cgroup.subtree_control"), "+memory").map_err(|e| format!("cannot enable the memory controller below {}: {e}", base.display())));
+        if let Err(e) = enabled {
+            let _ = std::fs::write(own.join("cgroup.procs"), "0");
+            let _ = std::fs::remove_dir(&server);
+            let _ = std::fs::remove_dir(&base);
+            return Err(Unavailable::Refused(e));
+        }
+        Ok(PoolCgroups { version: Version::V2, base, pools: HashMap::new() })
+    }
+
+    pub fn code(&self) -> u32 {
+        match self.version {
+            Version::V1 => 1,
+            Version::V2 => 2,
+        }
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// Pool `name`'s cgroup, made when first asked for. The name is the
+    /// config's, a word ([A-Za-z0-9_.-]), so it is a directory's name.
+    pub fn pool(&mut self, name: &str) -> Result<&mut PoolCgroup, String> {
+        if !self.pools.contains_key(name) {
+            if name.is_empty() || name.starts_with('.') || name.contains('/') {
+                return Err(format!("no cgroup for a pool named {name:?}"));
+            }
+            let dir = self.base.join(name);
+            make_dir(&dir)?;
+            let procs = nix::fcntl::open(&dir.join("cgroup.procs"), OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))?;
+            self.pools.insert(name.to_string(), PoolCgroup { dir, procs, limit: None, refused: false });
+        }
+        Ok(self.pools.get_mut(name).expect("made above"))
+    }
+
+    /// The descriptor a new child of pool `name` joins its cgroup through.
+    pub fn procs_fd(&self, name: &str) -> Option<RawFd> {
+        self.pools.get(name).map(|p| p.procs.as_raw_fd())
+    }
+}
+
+impl PoolCgroup {
+    /// Limits the pool to `soft` (reclaimed and throttled above it) and
+    /// `hard` (the OOM killer chooses inside the pool above it). Written
+    /// only when the hard limit moved by a megabyte or more; an error
+    /// (the kernel could not reclaim down to a lower limit) is returned
+    /// once, until a write works again.
+    pub fn set_limits(&mut self, version: Version, soft: u64, hard: u64) -> Result<(), String> {
+        if self.limit.is_some_and(|l| l.abs_diff(hard) < (1 << 20)) {
+            return Ok(());
+        }
+        let files: [(&str, u64); 2] = match version {
+            // high first when lowering, so that max is never below it.
+            Version::V2 => [("memory.high", soft), ("memory.max", hard)],
+            Version::V1 => [("memory.soft_limit_in_bytes", soft), ("memory.limit_in_bytes", hard)],
+        };
+        let mut result = Ok(());
+        for (file, value) in files {
+            if let Err(e) = std::fs::write(self.dir.join(file), value.to_string()) {
+                result = Err(format!("cannot set {}/{file} to {value}: {e}", self.dir.display()));
+            }
+        }
+        match result {
+            Ok(()) => {
+                self.limit = Some(hard);
+                self.refused = false;
+                Ok(())
+            }
+            Err(e) if !self.refused => {
+                self.refused = true;
+                Err(e)
+            }
+            Err(_) => Ok(()),
+        }
+    }
+
+    pub fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// What the pool's processes are charged and cannot drop (`memory::charged_in`).
+    pub fn charged(&self, version: Version) -> u64 {
+        crate::memory::charged_in(&self.dir, version == Version::V2)
+    }
+
+    /// Processes the kernel killed for the pool's own limit.
+    pub fn oom_kills(&self, version: Version) -> u64 {
+        let file = match version {
+            Version::V2 => "memory.events",
+            Version::V1 => "memory.oom_control",
+        };
+        let text = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+        text.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok()).unwrap_or(0)
+    }
+}
+
+impl Drop for PoolCgroups {
+    /// Removes the pools' cgroups, their processes gone (the manager
+    /// stops them first): a few tries, for the kernel to finish with the
+    /// last ones.
+    fn drop(&mut self) {
+        let dirs: Vec<PathBuf> = self.pools.drain().map(|(_, p)| p.dir).chain([self.base.clone()]).collect();
+        for dir in dirs {
+            for _ in 0..50 {
+                match std::fs::remove_dir(&dir) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        }
+        if self.version == Version::V2 {
+            // warren back where it was; its leaf goes.
+            if let Some(own) = self.base.parent() {
+                let _ = std::fs::write(own.join("cgroup.procs"), "0");
+                let _ = std::fs::remove_dir(own.join("warren"));
+            }
+        }
+    }
+}
+
+fn controllers(root: &Path) -> Vec<String> {
+    std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default().split_whitespace().map(str::to_string).collect()
+}
+
+fn make_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!("cannot create the cgroup {}: {e}", dir.display())),
+    }
+}
+
+/// What a pool's child does between fork and exec, before it drops root:
+/// raises its OOM score and joins its pool's cgroup through `procs`.
+/// Async-signal-safe: open, write and close of what was prepared before
+/// the fork. Neither is a reason not to serve: a child that cannot join
+/// stays in warren's cgroup (the parent said at start why there are none).
+pub fn join_in_child(procs: Option<RawFd>) {
+    // SAFETY: plain system calls on a static path and on a descriptor the
+    // parent keeps open; nothing allocates.
+    unsafe {
+        let fd = libc::open(c"/proc/self/oom_score_adj".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, OOM_SCORE_ADJ.as_ptr().cast(), OOM_SCORE_ADJ.len());
+            libc::close(fd);
+        }
+        if let Some(fd) = procs {
+            libc::write(fd, b"0".as_ptr().cast(), 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_have_words() {
+        for u in [Unavailable::NoController, Unavailable::Refused("x".into()), Unavailable::NotALeafOfOurOwn("y".into())] {
+            assert!(describe_code(u.code()).starts_with("none: "), "{u:?}");
+        }
+        assert!(describe_code(1).starts_with("v1") && describe_code(2).starts_with("v2") && describe_code(0).is_empty());
+    }
+}

@@ -1,0 +1,81 @@
+//! Bounds on one match, so that a pattern a site owner wrote (in an
+//! `.htaccess`) cannot spend seconds of a thread on one request: PCRE2's
+//! match limit (backtracking steps: the JIT honours only this one) and
+//! depth limit (nested backtracking, for the interpreter), low enough that
+//! a catastrophic pattern (`^(a|a?)+$`) gives up in about a millisecond and
+//! high enough that the rules of WordPress, Drupal or Nextcloud never meet
+//! them on a URL-sized subject.
+//!
+//! The `pcre2` crate does not expose PCRE2's match context, so the limits
+//! go in front of the pattern as PCRE2's own start-of-pattern settings
+//! (`(*LIMIT_MATCH=n)`), which can only lower the library's defaults. A
+//! pattern that sets a limit itself would replace ours (the last setting
+//! wins), so one is refused.
+//!
+//! A match that hits a limit is no match (as in Apache), and is told once
+//! per pattern to the reporter the server installs ([`set_reporter`]).
+
+use std::sync::RwLock;
+
+/// Backtracking steps for a JIT-compiled pattern: about a millisecond.
+pub const JIT_MATCH_LIMIT: u32 = 1_000_000;
+/// The interpreter takes about ten times as long per step.
+pub const INTERPRETED_MATCH_LIMIT: u32 = 100_000;
+/// Nested backtracking frames for the interpreter (about 1.5 MB of heap):
+/// a repeated group over a few thousand characters. The JIT is bounded by
+/// its own stack (PCRE2's default 32 KB, about as deep) instead.
+pub const DEPTH_LIMIT: u32 = 10_000;
+
+/// The start-of-pattern settings that bound a pattern, for the JIT or the interpreter.
+pub(crate) fn prefix(jit: bool) -> String {
+    let matches = if jit { JIT_MATCH_LIMIT } else { INTERPRETED_MATCH_LIMIT };
+    format!("(*LIMIT_MATCH={matches})(*LIMIT_DEPTH={DEPTH_LIMIT})")
+}
+
+/// The limit `pattern` sets itself in its start-of-pattern items
+/// (`(*LIMIT_MATCH=...)`, `(*LIMIT_DEPTH=...)`, `(*LIMIT_RECURSION=...)`,
+/// `(*LIMIT_HEAP=...)`), if it sets one.
+pub(crate) fn own_limit(pattern: &str) -> Option<&str> {
+    let mut rest = pattern;
+    while let Some(item) = rest.strip_prefix("(*") {
+        let end = item.find(')')?;
+        let name = &item[..end];
+        if name.starts_with("LIMIT_") {
+            return Some(name);
+        }
+        rest = &item[end + 1..];
+    }
+    None
+}
+
+type Reporter = Box<dyn Fn(&str) + Send + Sync>;
+
+static REPORTER: RwLock<Option<Reporter>> = RwLock::new(None);
+
+/// Where a pattern that hits its limit is told (once per pattern): the
+/// server's error log. Replaces the one installed before (a new
+/// configuration's log at a graceful restart).
+pub fn set_reporter(report: impl Fn(&str) + Send + Sync + 'static) {
+    *REPORTER.write().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(report));
+}
+
+pub(crate) fn report(message: &str) {
+    if let Some(report) = &*REPORTER.read().unwrap_or_else(|p| p.into_inner()) {
+        report(message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_setting_its_own_limit_is_found_among_its_leading_items() {
+        assert_eq!(own_limit("(*LIMIT_MATCH=99999999)^(a|a?)+$"), Some("LIMIT_MATCH=99999999"));
+        assert_eq!(own_limit("(*UTF)(*LIMIT_DEPTH=9)x"), Some("LIMIT_DEPTH=9"));
+        assert_eq!(own_limit("(*CR)(*LIMIT_HEAP=1)"), Some("LIMIT_HEAP=1"));
+        assert_eq!(own_limit("^(a|a?)+$"), None);
+        // Not at the start: not a setting (PCRE2 refuses it as an unknown verb).
+        assert_eq!(own_limit("a(*LIMIT_MATCH=1)"), None);
+    }
+}

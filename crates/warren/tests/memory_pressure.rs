@@ -1,0 +1,294 @@
+//! The memory budget holds, under each MPM, in a memory cgroup each test
+//! makes: a pool whose children grow after its first decision shrinks
+//! without an OOM kill; a process beside warren that grows (a memory hog
+//! started after it) makes the pool shrink; and with the cgroup pushed
+//! past its limit, whatever the kernel kills is a PHP child, which warren
+//! replaces, never the hog beside it nor warren's own processes; a limit
+//! lowered while warren runs is obeyed within seconds. The
+//! pools run in memory cgroups of their own below warren's, their
+//! children with a raised oom_score_adj.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const MB: u64 = 1 << 20;
+
+/// A page that holds `mb` megabytes for the length of its request.
+const GROW_PHP: &str = "<?php $s = str_repeat('x', ((int)($_GET['mb'] ?? 0)) << 20); echo 'held ', strlen($s) >> 20;";
+
+const POOL: &str = "<Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children auto\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Location /server-status>\n    SetHandler server-status\n</Location>\n";
+
+fn start(tag: &str, mpm: &str, limit: u64) -> (MemoryCgroup, Server) {
+    start_with(tag, mpm, limit, POOL)
+}
+
+fn start_with(tag: &str, mpm: &str, limit: u64, conf: &str) -> (MemoryCgroup, Server) {
+    let cgroup = MemoryCgroup::new(&format!("{tag}-{mpm}"), limit);
+    let dir = TempDir::new(&format!("{tag}-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/grow.php", GROW_PHP);
+    let s = Server::start_in_cgroup(dir, mpm, conf, &cgroup);
+    (cgroup, s)
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The first decision's count, once logged.
+fn first_count(s: &Server) -> u32 {
+    let log = s.wait_log("error.log", "pm.max_children auto: ");
+    auto_decisions(&log).first().unwrap_or_else(|| panic!("no decision in\n{log}")).0
+}
+
+/// The figure (MB) right after `after` in `line`.
+fn mb_after(line: &str, after: &str) -> f64 {
+    let rest = &line[line.find(after).unwrap_or_else(|| panic!("no '{after}' in {line}")) + after.len()..];
+    rest.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no figure after '{after}' in {line}"))
+}
+
+/// Clients asking /grow.php for the size in `mb`, each in a loop.
+struct Growers {
+    mb: Arc<AtomicU64>,
+    ok: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<Vec<String>>>,
+}
+
+impl Growers {
+    fn start(port: u16, clients: usize) -> Growers {
+        let (mb, ok, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+        let threads = (0..clients)
+            .map(|_| {
+                let (mb, ok, stop) = (mb.clone(), ok.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut failures = Vec::new();
+                    // Bounded, should the test forget to stop it.
+                    let until = Instant::now() + Duration::from_secs(120);
+                    while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+                        let size = mb.load(Ordering::SeqCst);
+                        let answer = TcpStream::connect(("127.0.0.1", port)).and_then(|mut c| {
+                            c.set_read_timeout(Some(Duration::from_secs(20)))?;
+                            write!(c, "GET /grow.php?mb={size} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+                            let mut out = Vec::new();
+                            c.read_to_end(&mut out)?;
+                            Ok(out)
+                        });
+                        match answer {
+                            Ok(out) if out.starts_with(b"HTTP/1.1 200 ") && out.ends_with(format!("held {size}").as_bytes()) => {
+                                ok.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Ok(out) => failures.push(String::from_utf8_lossy(&out[..out.len().min(80)]).into_owned()),
+                            Err(e) => failures.push(e.to_string()),
+                        }
+                    }
+                    failures
+                })
+            })
+            .collect();
+        Growers { mb, ok, stop, threads }
+    }
+
+    /// Asks for `mb` from now on, and waits until `n` requests of it were served.
+    fn grow_to(&self, mb: u64, n: u64) {
+        self.mb.store(mb, Ordering::SeqCst);
+        // Requests already under way may be of the last size.
+        let target = self.ok.load(Ordering::SeqCst) + n + self.threads.len() as u64;
+        wait_for(&format!("{n} requests of {mb} MB"), Duration::from_secs(60), || self.ok.load(Ordering::SeqCst) >= target);
+    }
+
+    fn finish(self) -> Vec<String> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.threads.into_iter().flat_map(|t| t.join().unwrap()).collect()
+    }
+}
+
+/// A process beside warren in its cgroup holding `mb` megabytes until dropped.
+struct Hog(Child);
+
+impl Hog {
+    fn start(cgroup: &MemoryCgroup, mb: u64) -> Hog {
+        let procs = std::ffi::CString::new(cgroup.dir.join("cgroup.procs").into_os_string().into_encoded_bytes()).unwrap();
+        let mut cmd = Command::new("python3");
+        cmd.args(["-c", &format!("import sys\nheld = b'x' * ({mb} << 20)\nsys.stdout.write('held\\n'); sys.stdout.flush()\nsys.stdin.read()")]);
+        // SAFETY: open, write and close between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(fd);
+                Ok(())
+            });
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("python3");
+        let mut line = [0u8; 5];
+        // It says so once it holds all of it (or dies: then the read fails).
+        let held = child.stdout.as_mut().unwrap().read_exact(&mut line).is_ok() && &line == b"held\n";
+        assert!(held, "the hog could not take {mb} MB");
+        Hog(child)
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.0.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The count of the last decision, and that it was lower than `than`.
+fn shrunk_below(s: &Server, than: u32) -> Option<(u32, String)> {
+    auto_decisions(&s.read_log("error.log")).into_iter().rev().find(|(n, l)| *n < than && l.contains("(was "))
+}
+
+/// The pool ends at no more children than its last decision allows.
+fn pool_obeys_last_decision(s: &Server) {
+    wait_for("the pool down to its count", Duration::from_secs(20), || {
+        let count = auto_decisions(&s.read_log("error.log")).last().map_or(0, |d| d.0) as usize;
+        s.php_cgi_children().len() <= count
+    });
+}
+
+fn children_that_grow_make_the_pool_shrink(mpm: &str) {
+    let (cgroup, s) = start("grow", mpm, 256 * MB);
+    let first = first_count(&s);
+    assert!(first >= 3, "256 MB hold 3 children of 32 MB: {first}\n{}", s.read_log("error.log"));
+    // As many clients as children, so each child serves each size; sizes
+    // growing a step at a time, as a site's children do, each step seen by
+    // warren (its peak on the status page) and obeyed before the next.
+    let load = Growers::start(s.port, first as usize);
+    for mb in (0..=40).step_by(4) {
+        load.grow_to(mb, 2 * u64::from(first));
+        wait_for(&format!("a peak of {mb} MB seen"), Duration::from_secs(20), || {
+            status_auto(&s).get("PoolMemoryPeakChild-www").and_then(|v| v.parse::<u64>().ok()).is_some_and(|p| p >= mb * MB)
+        });
+        pool_obeys_last_decision(&s);
+    }
+    wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
+    let failures = load.finish();
+    let (count, line) = shrunk_below(&s, first).unwrap();
+    // Sized from a peak the children reached after the first decision:
+    // past the 32 MB taken before warm-up, less its margin.
+    let peak = if line.contains("peak so far ") { mb_after(&line, "peak so far ") } else { mb_after(&line, "measured: peak ") };
+    assert!(peak >= 25.6 && count < first, "{line}");
+    pool_obeys_last_decision(&s);
+    assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
+    assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
+    let st = status_auto(&s);
+    assert!(st.get("PoolMemoryPeakChild-www").and_then(|v| v.parse::<u64>().ok()).is_some_and(|p| p >= 40 * MB), "{st:?}");
+}
+
+fn a_growing_neighbour_makes_the_pool_shrink(mpm: &str) {
+    let (cgroup, s) = start("rest", mpm, 256 * MB);
+    let first = first_count(&s);
+    assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
+    // Started after warren, in its cgroup: a database growing its caches.
+    let mut hog = Hog::start(&cgroup, 100);
+    wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
+    let (_, line) = shrunk_below(&s, first).unwrap();
+    assert!(mb_after(&line, "for the rest (peak ") >= 100.0, "{line}");
+    pool_obeys_last_decision(&s);
+    assert_eq!(s.get("/grow.php?mb=1").text(), "held 1");
+    assert!(hog.alive());
+    assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
+}
+
+/// A limit lowered while warren runs (a host's controller) is read on the
+/// next pass: the pool is sized to it.
+fn a_lowered_limit_is_obeyed(mpm: &str) {
+    let (cgroup, s) = start("lowered", mpm, 256 * MB);
+    let first = first_count(&s);
+    assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
+    cgroup.set_limit(128 * MB);
+    wait_for("a decision for the new limit", Duration::from_secs(10), || shrunk_below(&s, first).is_some_and(|(_, l)| l.contains("fit in 128.0 MB")));
+    pool_obeys_last_decision(&s);
+    assert_eq!(status_auto(&s).get("MemoryBudget").map(String::as_str), Some("134217728"));
+    assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
+}
+
+/// The same with a php-fpm pool: a new master with the smaller count, at
+/// once (not after the 30 s between a php-fpm pool's new masters), while
+/// requests go on being served.
+fn a_growing_neighbour_shrinks_a_php_fpm_pool(mpm: &str) {
+    let conf = POOL.replace("Command php-cgi", &format!("Command {}", php_fpm_binary().display())).replace("pm static", "pm static\n    User nobody\n    Group nogroup");
+    let (cgroup, s) = start_with("rest-fpm", mpm, 256 * MB, &conf);
+    let first = first_count(&s);
+    assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
+    let masters = || s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with("php-fpm: master"))).collect::<Vec<_>>();
+    wait_for("a php-fpm master", Duration::from_secs(20), || masters().len() == 1);
+    let old = masters()[0];
+    let load = Growers::start(s.port, 2);
+    load.grow_to(1, 20);
+    let _hog = Hog::start(&cgroup, 100);
+    wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
+    let (count, _) = shrunk_below(&s, first).unwrap();
+    wait_for("the new master alone", Duration::from_secs(40), || matches!(masters()[..], [m] if m != old));
+    load.grow_to(1, 20);
+    let failures = load.finish();
+    assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
+    let children = children_of(masters()[0]).len() as u32;
+    assert!(children <= count, "{children} php-fpm children, the count {count}");
+    assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
+}
+
+fn under_forced_pressure_only_php_children_are_killed(mpm: &str) {
+    let (cgroup, s) = start("oom", mpm, 128 * MB);
+    first_count(&s);
+    // The pool's children are in a cgroup of their own below warren's,
+    // and first in line for the OOM killer.
+    let warren_cgroup = cgroup.dir.file_name().unwrap().to_string_lossy().into_owned();
+    wait_for("php-cgi children", Duration::from_secs(20), || !s.php_cgi_children().is_empty());
+    for pid in s.php_cgi_children() {
+        let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        let memory = own.lines().find(|l| l.split(':').nth(1).is_some_and(|c| c.split(',').any(|c| c == "memory")) || l.starts_with("0::")).unwrap_or("");
+        assert!(memory.contains(&format!("/{warren_cgroup}/warren-pools")) && memory.ends_with("/www"), "php-cgi {pid} in {own}");
+        assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap_or_default().trim(), "900");
+    }
+    // The pool's limit is set once its processes are charged to its cgroup.
+    let limit = || status_auto(&s).get("PoolCgroupLimit-www").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    wait_for("the pool's cgroup limited", Duration::from_secs(10), || limit() > 0);
+    let st = status_auto(&s);
+    assert!(st.get("MemoryCgroups").is_some_and(|v| v.starts_with("v1") || v.starts_with("v2")), "{st:?}");
+    assert!(limit() <= 128 * MB, "{st:?}");
+    // Children holding 24 MB each, then a neighbour that leaves no room
+    // for them: over the limit unless the pool shrinks, and, whatever is
+    // killed on the way, it must be a PHP child.
+    let load = Growers::start(s.port, 3);
+    load.grow_to(24, 6);
+    let mut hog = Hog::start(&cgroup, 72);
+    wait_for("the pool down to one child", Duration::from_secs(30), || auto_decisions(&s.read_log("error.log")).last().is_some_and(|d| d.0 == 1));
+    load.finish();
+    // Each death is logged once warren has reaped it.
+    let php_killed = |log: &str| log.lines().filter(|l| l.contains("[pool www] child ") && l.contains("exited on signal SIGKILL")).count() as u64;
+    let every_kill_a_php_child = || php_killed(&s.read_log("error.log")) == cgroup.oom_kills();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !every_kill_a_php_child() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = s.read_log("error.log");
+    assert_eq!(cgroup.oom_kills(), php_killed(&log), "every OOM kill a PHP child's\n{log}");
+    assert!(hog.alive(), "the neighbour was killed\n{log}");
+    assert!(!log.contains("exit signal SIGKILL"), "a server child was killed\n{log}");
+    assert_eq!(s.get("/a.txt").status, 200);
+    assert_eq!(s.get("/grow.php?mb=1").text(), "held 1");
+}
+
+each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_lowered_limit_is_obeyed, a_growing_neighbour_shrinks_a_php_fpm_pool, under_forced_pressure_only_php_children_are_killed);
