@@ -55,8 +55,8 @@ pub enum JobResult {
     /// None if the work panicked.
     Response(Option<Response>),
     /// A request routed here, for the loop to go on with (never
-    /// `Outcome::Blocking`); None if routing panicked.
-    Routed(Option<Outcome>),
+    /// `Outcome::Blocking`).
+    Routed(Outcome),
     /// The exchange is over: what is left of the input, the exchange to log,
     /// and whether its response went out whole.
     FastCgi { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
@@ -131,10 +131,7 @@ impl ThreadPool {
                                 JobResult::H2 { stream, response, pieces }
                             }
                             Job::Respond(work) => JobResult::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
-                            Job::Route(request) => JobResult::Routed(catch_unwind(AssertUnwindSafe(|| match site.handle(&request.0, &request.1) {
-                                Outcome::Blocking(work) => Outcome::Ready(work()),
-                                outcome => outcome,
-                            })).ok()),
+                            Job::Route(request) => JobResult::Routed(crate::serve::route_on_thread(&site, &request.0, &request.1)),
                             Job::FastCgi(mut g) => {
                                 g.exchange.note_start(ws, &site, &g.info);
                                 let sent = on_thread::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), &rules, &mut date, &mut scratch);
