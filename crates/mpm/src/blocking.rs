@@ -193,7 +193,6 @@ impl<'a> Driver<'a> {
                     return;
                 }
             };
-            self.slot.set(State::Writing);
             let resp = match outcome {
                 Outcome::Gateway(gw) => {
                     self.before_wait();

@@ -18,7 +18,7 @@ use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::{HttpError, KeepAlivePolicy, RequestHead};
 
 use crate::exchange::{panic_response, Exchange};
-use crate::scoreboard::ThreadSlot;
+use crate::scoreboard::{State, ThreadSlot};
 
 /// What carries the request, for the keep-alive decision.
 #[derive(Clone, Copy)]
@@ -61,6 +61,11 @@ pub fn start(site: &Site, slot: &ThreadSlot, mut head: RequestHead, info: &mut C
     exchange.note_start(slot, site, info);
     if let Err(e) = exchange.apply_body_limit(site, info) {
         return Started { exchange, outcome: Err(e) };
+    }
+    if router == Router::Thread {
+        // The thread is the request's until it is answered (Apache's W);
+        // the loop's slot is shared by all its connections and stays as is.
+        slot.set(State::Writing);
     }
     let head = exchange.head.as_ref().expect("a started exchange has its head");
     let info = &*info;
