@@ -106,3 +106,6 @@ pub fn end(records: &mut Records, exchange: &Exchange, info: &ConnInfo, served: 
     exchange.log(records.logs, records.site, info, served, aborted);
     records.slot.end_request(exchange.bytes_sent, exchange.start.elapsed().as_micros() as u64);
 }
+
+#[cfg(test)]
+mod tests;
