@@ -55,8 +55,8 @@ pub enum JobResult {
     /// None if the work panicked.
     Response(Option<Response>),
     /// A request routed here, for the loop to go on with (never
-    /// `Outcome::Blocking`); None if routing panicked.
-    Routed(Option<Outcome>),
+    /// `Outcome::Blocking`).
+    Routed(Outcome),
     /// The exchange is over: what is left of the input, the exchange to log,
     /// and whether its response went out whole.
     FastCgi { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
@@ -192,13 +192,7 @@ fn start_routers(threads: u32, site: &Arc<Site>, done_tx: &Sender<Done>, wake: &
             loop {
                 let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 let Ok((conn, generation, Job::Route(request))) = job else { return };
-                let outcome = JobResult::Routed(
-                    catch_unwind(AssertUnwindSafe(|| match site.handle(&request.0, &request.1) {
-                        Outcome::Blocking(work) => Outcome::Ready(work()),
-                        outcome => outcome,
-                    }))
-                    .ok(),
-                );
+                let outcome = JobResult::Routed(crate::serve::route_on_thread(&site, &request.0, &request.1));
                 if done_tx.send(Done { slot: conn, generation, outcome }).is_err() {
                     return;
                 }
