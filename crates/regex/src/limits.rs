@@ -63,10 +63,11 @@ pub fn set_reporter(report: impl Fn(&str) + Send + Sync + 'static) {
     *REPORTER.write().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(report));
 }
 
-/// Reports told at once before the meter holds them back.
-const REPORT_BURST: f64 = 20.0;
-/// Then this many a second (six a minute).
-const REPORTS_PER_SEC: f64 = 0.1;
+/// Reports told at once before the meter holds them back: a rule set
+/// written to be slow (a hundred conditions) is told whole.
+const REPORT_BURST: f64 = 200.0;
+/// Then this many a second (twelve a minute).
+const REPORTS_PER_SEC: f64 = 0.2;
 
 struct Meter {
     tokens: f64,
@@ -120,13 +121,13 @@ mod tests {
     fn reports_are_metered() {
         let mut m = Meter { tokens: REPORT_BURST, at: None, held_back: 0 };
         let t0 = Instant::now();
-        for _ in 0..20 {
+        for _ in 0..REPORT_BURST as usize {
             assert_eq!(m.take(t0), Some(0));
         }
         assert_eq!(m.take(t0), None);
         assert_eq!(m.take(t0), None);
-        // Ten seconds give one more, which says how many were held back.
-        assert_eq!(m.take(t0 + std::time::Duration::from_secs(10)), Some(2));
-        assert_eq!(m.take(t0 + std::time::Duration::from_secs(10)), None);
+        // Five seconds give one more, which says how many were held back.
+        assert_eq!(m.take(t0 + std::time::Duration::from_secs(5)), Some(2));
+        assert_eq!(m.take(t0 + std::time::Duration::from_secs(5)), None);
     }
 }
