@@ -33,7 +33,6 @@
 #   keeps the servers' error logs and the clients' JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/lib.sh
 SERVERS=${SERVERS:-warren-event warren-worker warren-prefork apache}
 SECS=${SECS:-10}
 RATE=${RATE:-100}
@@ -43,8 +42,14 @@ BUSY=${BUSY:-}
 CONTROL=${CONTROL:-}
 LOGS=${LOGS:-}
 
-need curl:curl python3:python3
-[ -x /usr/sbin/apache2 ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apache2 >/dev/null; }
+need=()
+[ -x /usr/sbin/apache2 ] || need+=(apache2)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
 # Debian starts the service it installs; it must not take our CPU.
 service apache2 stop >/dev/null 2>&1 || true
 
@@ -156,8 +161,8 @@ CONF
     for _ in $(seq 100); do curl -sf -m 2 -o /dev/null "http://127.0.0.2:$p/static.txt" && break; sleep 0.1; done
     # Both hosts must answer as set up, or the figures mean nothing.
     local b a
-    b=$(curl -s -m 5 "http://127.0.0.2:$p/static.txt")
-    a=$(curl -s -m 5 -H "X-A: b" "http://127.0.0.1:$p/page.txt")
+    b=$(curl -s -m 5 "http://127.0.0.2:$p/static.txt" || true)
+    a=$(curl -s -m 5 -H "X-A: b" "http://127.0.0.1:$p/page.txt" || true)
     if [ "$b" != "b's static file" ] || [ "$a" != "a's page" ]; then
         echo "$name: b answered '$b', a answered '$a'" >&2
         cat "$WORK"/*error.log >&2 || true
@@ -187,7 +192,7 @@ try:
     r = json.load(open(sys.argv[1]))
 except Exception:
     print("- -"); sys.exit()
-print(r["transactions"], r["failed_transactions"])
+print(r["transactions"], r["transactions"] - r["successful_transactions"])
 PY
 }
 

@@ -200,6 +200,11 @@ pub struct H2Listener {
     /// Cleartext: a request with `Upgrade: h2c` (and no body) is answered
     /// 101 and continued in HTTP/2 (`H2Upgrade`).
     pub h2c_upgrade: bool,
+    /// Cleartext, and every host's `Protocols` names h2c without
+    /// http/1.1: the listener speaks only HTTP/2 (prior knowledge), so a
+    /// connection that does not open with HTTP/2's preface is refused as
+    /// HTTP/2 refuses it (GOAWAY PROTOCOL_ERROR), not answered 400.
+    pub h2c_only: bool,
     /// The HTTP/2 settings of its connections: its default host's.
     pub settings: H2Settings,
 }
@@ -343,7 +348,8 @@ impl Settings {
             }
         }
         let default = hosts.first().map(|h| h.host).unwrap_or(&self.main);
-        let listener = H2Listener { tls, h2: on[0], h2_first: default.protocols.h2_first(), h2c_direct: on[1], h2c_upgrade: on[2], settings: default.h2.clone() };
+        let h2c_only = on[1] && hosts.iter().all(|h| !h.host.protocols.allows(Protocol::Http11));
+        let listener = H2Listener { tls, h2: on[0], h2_first: default.protocols.h2_first(), h2c_direct: on[1], h2c_upgrade: on[2], h2c_only, settings: default.h2.clone() };
         // The settings are the default host's: others that differ are said.
         if listener.any() {
             for h in hosts.iter().skip(1).filter(|h| h.host.h2.limits() != listener.settings.limits()) {
@@ -642,6 +648,19 @@ mod tests {
         );
         assert!(w.iter().any(|w| w.starts_with("20: h2c by prior knowledge (H2Direct) is off on listener 0.0.0.0:80: c allows it, d does not")), "{w:#?}");
         assert_eq!(w.len(), 2, "{w:#?}");
+    }
+
+    #[test]
+    fn a_cleartext_listener_whose_hosts_all_leave_out_http1_speaks_only_h2c() {
+        let text = format!(
+            "{LOADED}Listen 80\nListen 81\nListen 82\n<VirtualHost *:80>\nProtocols h2c\n</VirtualHost>\n<VirtualHost *:81>\nProtocols h2c\n</VirtualHost>\n<VirtualHost *:81>\nProtocols h2c http/1.1\n</VirtualHost>\n<VirtualHost *:82>\nProtocols h2c\nH2Direct off\n</VirtualHost>\n"
+        );
+        let (l, _d) = load("h2c-only", &text);
+        assert!(l.errors.is_empty(), "{:?}", lines(&l.errors));
+        let s = l.settings.unwrap();
+        assert!(s.h2_listener(addr("0.0.0.0:80")).h2c_only);
+        assert!(!s.h2_listener(addr("0.0.0.0:81")).h2c_only, "a host speaks http/1.1 there");
+        assert!(!s.h2_listener(addr("0.0.0.0:82")).h2c_only, "without prior knowledge no HTTP/2 could start");
     }
 
     #[test]

@@ -6,7 +6,6 @@
 
 use std::io;
 use crate::client_stream::{is_plain_http, ClientStream, PLAIN_HTTP_REASON};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -15,7 +14,8 @@ use warren_handler::site::LogWriters;
 use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
 use warren_http::{parse_head_from, BodyFraming, ConnRules, DateCache, HeadScan, HttpError, KeepAlivePolicy, Next, ReadClock, RequestHead, LINGER};
 
-use crate::exchange::{conn_rules, panic_response, read_onto, wait_for, Exchange, Output};
+use crate::exchange::{conn_rules, read_onto, wait_for, Exchange, Output};
+use crate::serve::{self, Carrier, Records, Router, Started};
 use crate::client_body::ClientBody;
 use crate::fastcgi::on_thread;
 use crate::proxy_header::{self, Got};
@@ -153,7 +153,7 @@ impl<'a> Driver<'a> {
             self.slot.set(if served == 0 { State::Reading } else { State::KeepAlive });
             // Until a request names its client, the peer is the client.
             info.useragent = info.peer;
-            let mut head = match self.read_head(&stream, &mut rbuf, served) {
+            let head = match self.read_head(&stream, &mut rbuf, served) {
                 Head::Request(h) => h,
                 Head::Done => return,
                 Head::Drained => {
@@ -183,20 +183,16 @@ impl<'a> Driver<'a> {
             }
             served += 1;
             stream.note_tls(self.site, &mut info);
-            self.site.find_useragent(&mut head, &mut info);
-            let keep_alive = self.rules.keep_alive.keep_alive(&head, served, self.stop.load(Ordering::Relaxed));
-            let received = head.wire_len() as u64;
-            let mut ex = Exchange::new(Some(head), keep_alive, received);
-            ex.note_start(self.slot, self.site, &info);
-            if let Err(e) = ex.apply_body_limit(self.site, &info) {
-                let resp = ex.body_error(&e, self.site, &info);
-                self.finish(&stream, &info, &mut ex, resp, served);
-                return;
-            }
-            self.slot.set(State::Writing);
-            let head = ex.head.as_ref().expect("head");
-            let outcome = catch_unwind(AssertUnwindSafe(|| self.site.handle(head, &info)))
-                .unwrap_or_else(|_| Outcome::Ready(panic_response(self.site, head, &info)));
+            let carrier = Carrier::Http1 { policy: &self.rules.keep_alive, served, stopping: self.stop.load(Ordering::Relaxed) };
+            let Started { exchange: mut ex, outcome } = serve::start(self.site, self.slot, head, &mut info, carrier, Router::Thread);
+            let outcome = match outcome {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    let resp = ex.body_error(&e, self.site, &info);
+                    self.finish(&stream, &info, &mut ex, resp, served);
+                    return;
+                }
+            };
             let resp = match outcome {
                 Outcome::Gateway(gw) => {
                     self.before_wait();
@@ -209,11 +205,10 @@ impl<'a> Driver<'a> {
                 Outcome::Ready(r) => r,
                 Outcome::Blocking(work) => {
                     self.before_wait();
-                    let head = ex.head.as_ref().expect("head");
-                    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| panic_response(self.site, head, &info))
+                    serve::run_work(work, self.site, ex.head.as_ref().expect("head"), &info)
                 }
-                // This thread is the request's own: Site::handle routes everything.
-                Outcome::OffLoop => unreachable!("only Site::handle_on_loop asks for that"),
+                // This thread is the request's own: it routes everything.
+                Outcome::OffLoop => unreachable!("only the loop's routing asks for that"),
             };
             // Static answers do not read the body: it is discarded.
             if let Err(e) = self.discard_body(&stream, &mut rbuf, &mut ex) {
@@ -247,8 +242,7 @@ impl<'a> Driver<'a> {
     /// closes it (lingering when unread input may remain).
     fn after_response(&mut self, stream: &ClientStream, info: &ConnInfo, ex: &mut Exchange, sent: bool, served: u32) -> bool {
         self.slot.set(State::Logging);
-        ex.log(&mut self.logs, self.site, info, served, !sent);
-        self.slot.end_request(ex.bytes_sent, ex.start.elapsed().as_micros() as u64);
+        serve::end(&mut Records { site: self.site, logs: &mut self.logs, slot: self.slot }, ex, info, served, !sent);
         self.flush_logs_if_due();
         // Over TLS the client's close_notify may come after the request:
         // closing with it unread would reset the connection and cut the

@@ -50,6 +50,7 @@ mod log_relay;
 pub mod parent;
 pub mod prefork;
 pub mod scoreboard;
+pub mod serve;
 pub mod spread;
 mod worker_budget;
 pub mod worker;

@@ -13,9 +13,13 @@
 //! wins), so one is refused.
 //!
 //! A match that hits a limit is no match (as in Apache), and is told once
-//! per pattern to the reporter the server installs ([`set_reporter`]).
+//! per pattern to the reporter the server installs ([`set_reporter`]); a
+//! site owner can make new patterns at will (an `.htaccess` rewritten before
+//! each request), so the reports are metered too: a burst, then a few a
+//! minute, and a line saying how many were left out.
 
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
+use std::time::Instant;
 
 /// Backtracking steps for a JIT-compiled pattern: about a millisecond.
 pub const JIT_MATCH_LIMIT: u32 = 1_000_000;
@@ -59,8 +63,42 @@ pub fn set_reporter(report: impl Fn(&str) + Send + Sync + 'static) {
     *REPORTER.write().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(report));
 }
 
+/// Reports told at once before the meter holds them back: a rule set
+/// written to be slow (a hundred conditions) is told whole.
+const REPORT_BURST: f64 = 200.0;
+/// Then this many a second (twelve a minute).
+const REPORTS_PER_SEC: f64 = 0.2;
+
+struct Meter {
+    tokens: f64,
+    at: Option<Instant>,
+    held_back: u64,
+}
+
+static METER: Mutex<Meter> = Mutex::new(Meter { tokens: REPORT_BURST, at: None, held_back: 0 });
+
+impl Meter {
+    /// Whether a report may go now, and how many were held back before it.
+    fn take(&mut self, now: Instant) -> Option<u64> {
+        if let Some(at) = self.at {
+            self.tokens = (self.tokens + now.duration_since(at).as_secs_f64() * REPORTS_PER_SEC).min(REPORT_BURST);
+        }
+        self.at = Some(now);
+        if self.tokens < 1.0 {
+            self.held_back += 1;
+            return None;
+        }
+        self.tokens -= 1.0;
+        Some(std::mem::take(&mut self.held_back))
+    }
+}
+
 pub(crate) fn report(message: &str) {
+    let Some(held_back) = METER.lock().unwrap_or_else(|p| p.into_inner()).take(Instant::now()) else { return };
     if let Some(report) = &*REPORTER.read().unwrap_or_else(|p| p.into_inner()) {
+        if held_back > 0 {
+            report(&format!("{held_back} more regular expressions gave up and were not reported (at most {REPORT_BURST} at once, then {} a minute)", REPORTS_PER_SEC * 60.0));
+        }
         report(message);
     }
 }
@@ -77,5 +115,19 @@ mod tests {
         assert_eq!(own_limit("^(a|a?)+$"), None);
         // Not at the start: not a setting (PCRE2 refuses it as an unknown verb).
         assert_eq!(own_limit("a(*LIMIT_MATCH=1)"), None);
+    }
+
+    #[test]
+    fn reports_are_metered() {
+        let mut m = Meter { tokens: REPORT_BURST, at: None, held_back: 0 };
+        let t0 = Instant::now();
+        for _ in 0..REPORT_BURST as usize {
+            assert_eq!(m.take(t0), Some(0));
+        }
+        assert_eq!(m.take(t0), None);
+        assert_eq!(m.take(t0), None);
+        // Five seconds give one more, which says how many were held back.
+        assert_eq!(m.take(t0 + std::time::Duration::from_secs(5)), Some(2));
+        assert_eq!(m.take(t0 + std::time::Duration::from_secs(5)), None);
     }
 }

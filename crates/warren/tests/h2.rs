@@ -9,7 +9,8 @@
 //! mod_headers' fields lower-cased on the wire, gzip; h2c by `Upgrade`
 //! (101, then HTTP/2 on the same connection), and what H2Direct /
 //! H2Upgrade Off turn off, and that without `Protocols` there is no
-//! HTTP/2 at all; the access log's `%H` and `%r`.
+//! HTTP/2 at all; the access log's `%H` and `%r`; a listener whose
+//! `Protocols` is h2c alone refuses HTTP/1.1 as HTTP/2 does (GOAWAY).
 //! h2_clients.rs has nghttp, h2load, a graceful restart and Chromium.
 
 mod common;
@@ -28,6 +29,7 @@ each_mpm!(
     direct_and_upgrade_turned_off,
     off_without_protocols,
     access_log_says_http2,
+    h2c_alone_speaks_only_http2,
 );
 
 const WAYS: [Way; 2] = [Way::PriorKnowledge, Way::Tls];
@@ -434,4 +436,29 @@ fn access_log_says_http2(mpm: &str) {
     // logged once, answered whole; its version is not asserted here.
     let upgraded: Vec<_> = lines.iter().filter(|l| l.contains("via=upgrade")).collect();
     assert!(upgraded.len() == 1 && upgraded[0].contains("|200|20|GET /a.txt?via=upgrade HTTP/"), "{log}");
+}
+
+/// `Protocols h2c` alone: the cleartext listener speaks only HTTP/2, so an
+/// HTTP/1.1 request is a wrong connection preface, refused with GOAWAY
+/// PROTOCOL_ERROR as nginx's h2c port does (h2spec http2/3.5/2), not
+/// answered 400; prior knowledge is served.
+fn h2c_alone_speaks_only_http2(mpm: &str) {
+    let s = Server::start(mpm, "Protocols h2c\n");
+    for attempt in [&b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n"[..], b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n", b"\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"] {
+        let got = s.raw(attempt);
+        assert!(!got.starts_with(b"HTTP/"), "{:?} was answered in HTTP/1.x: {:?}", String::from_utf8_lossy(attempt), String::from_utf8_lossy(&got));
+        let mut frames = &got[..];
+        let mut goaway = None;
+        while frames.len() >= 9 {
+            let len = (frames[0] as usize) << 16 | (frames[1] as usize) << 8 | frames[2] as usize;
+            let Some(payload) = frames.get(9..9 + len) else { break };
+            if frames[3] == GOAWAY && payload.len() >= 8 {
+                goaway = Some(u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]));
+            }
+            frames = &frames[9 + len..];
+        }
+        assert_eq!(goaway, Some(0x1), "{:?}: no GOAWAY PROTOCOL_ERROR in {got:?}", String::from_utf8_lossy(attempt));
+    }
+    let (code, body) = curl(&["-s", "--http2-prior-knowledge", &s.url("/a.txt")]);
+    assert_eq!((code, body.as_slice()), (0, &b"0123456789abcdefghij"[..]));
 }

@@ -5,7 +5,6 @@
 use std::time::Instant;
 
 use warren_handler::fastcgi::GatewayError;
-use warren_handler::Outcome;
 use warren_http::{HeadScan, KeepAlivePolicy, Next, Phase};
 
 use crate::exchange::panic_response;
@@ -47,10 +46,6 @@ impl EventLoop {
                     self.respond(done.slot, resp);
                 }
                 JobResult::Routed(outcome) => {
-                    let outcome = outcome.unwrap_or_else(|| {
-                        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                        Outcome::Ready(panic_response(&self.site, head, &c.info))
-                    });
                     self.routed(done.slot, outcome);
                 }
                 JobResult::FastCgi { rbuf, exchange, sent } => {

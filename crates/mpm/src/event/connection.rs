@@ -15,7 +15,8 @@ use warren_http::response::CONTINUE;
 use warren_http::{parse_head_from, BodyDecoder, BodyFraming, HeadScan, HttpError, Next, Phase, ReadClock, RequestHead, LINGER};
 
 use crate::client_stream::{is_plain_http, PLAIN_HTTP_REASON};
-use crate::exchange::{panic_response, Exchange, Output};
+use crate::exchange::{Exchange, Output};
+use crate::serve::{self, Carrier, Records, Router, Started};
 use crate::fastcgi::on_loop::Upstream;
 use crate::proxy_header::{self, Got};
 use super::thread_pool::Job;
@@ -269,7 +270,7 @@ impl EventLoop {
     /// without a body goes to its application now; with one, once the loop
     /// has read the body whole (a slow client holds no thread and no pool
     /// child). Any other answer waits for the body to be read and dropped.
-    fn start_request(&mut self, slot: usize, mut head: RequestHead) {
+    fn start_request(&mut self, slot: usize, head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
         if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, &c.rbuf) {
             // Nothing else is queued: the last response went out before this
@@ -283,32 +284,26 @@ impl EventLoop {
         }
         c.served += 1;
         c.stream.note_tls(&self.site, &mut c.info);
-        self.site.find_useragent(&mut head, &mut c.info);
-        let keep_alive = self.rules.keep_alive.keep_alive(&head, c.served, self.stopping);
-        let received = head.wire_len() as u64;
-        let mut req = Exchange::new(Some(head), keep_alive, received);
-        if let Err(e) = req.apply_body_limit(&self.site, &c.info) {
-            c.req = Some(req);
-            self.body_error(slot, e);
-            return;
-        }
-        req.note_start(self.sb.thread(self.slot, 0), &self.site, &c.info);
-        let site = &self.site;
-        let info = c.info;
-        let head_ref = req.head.as_ref().expect("head");
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle_on_loop(head_ref, &info)))
-            .unwrap_or_else(|_| Outcome::Ready(panic_response(site, head_ref, &info)));
+        let carrier = Carrier::Http1 { policy: &self.rules.keep_alive, served: c.served, stopping: self.stopping };
+        // The loop's requests are counted on the child's first worker slot.
+        let Started { exchange: req, outcome } = serve::start(&self.site, self.sb.thread(self.slot, 0), head, &mut c.info, carrier, Router::Loop);
+        c.req = Some(req);
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                self.body_error(slot, e);
+                return;
+            }
+        };
         if let Outcome::OffLoop = outcome {
             // A site owner's patterns: routed on a thread, where a slow one
             // holds this request only ([`super::completions`] goes on from `routed`).
-            let head = head_ref.clone();
-            c.req = Some(req);
+            let head = c.req.as_ref().and_then(|r| r.head.clone()).expect("head");
             c.on_hold = true;
             c.deadline = Instant::now() + Duration::from_secs(3600);
-            self.pool.submit(slot, c.generation, Job::Route(Box::new((head, info))));
+            self.pool.submit(slot, c.generation, Job::Route(Box::new((head, c.info))));
             return;
         }
-        c.req = Some(req);
         self.routed(slot, outcome);
     }
 
@@ -383,11 +378,9 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let Some(req) = c.req.take() else { return true };
         c.body = None;
-        req.log(&mut self.logs, &self.site, &c.info, c.served, false);
+        serve::end(&mut Records { site: &self.site, logs: &mut self.logs, slot: self.sb.thread(self.slot, 0) }, &req, &c.info, c.served, false);
         // Until the next request names its client, the peer is the client.
         c.info.useragent = c.info.peer;
-        // The loop's requests are counted on the child's first worker slot.
-        self.sb.thread(self.slot, 0).end_request(req.bytes_sent, req.start.elapsed().as_micros() as u64);
         // Over TLS the client's close_notify may come after the request:
         // closing with it unread would reset the connection and cut the
         // response short at the client, so a TLS connection always lingers.
@@ -444,7 +437,7 @@ impl EventLoop {
     pub(super) fn abort(&mut self, slot: usize) {
         if let Some(c) = self.conns[slot].as_mut() {
             if let Some(req) = c.req.take() {
-                req.log(&mut self.logs, &self.site, &c.info, c.served, true);
+                serve::end(&mut Records { site: &self.site, logs: &mut self.logs, slot: self.sb.thread(self.slot, 0) }, &req, &c.info, c.served, true);
             }
         }
         self.close(slot);

@@ -55,8 +55,8 @@ pub enum JobResult {
     /// None if the work panicked.
     Response(Option<Response>),
     /// A request routed here, for the loop to go on with (never
-    /// `Outcome::Blocking`); None if routing panicked.
-    Routed(Option<Outcome>),
+    /// `Outcome::Blocking`).
+    Routed(Outcome),
     /// The exchange is over: what is left of the input, the exchange to log,
     /// and whether its response went out whole.
     FastCgi { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
@@ -76,6 +76,8 @@ pub struct Done {
 
 pub struct ThreadPool {
     jobs: Option<Sender<(usize, u64, Job)>>,
+    /// [`Job::Route`]s go to threads of their own ([`start_routers`]).
+    routes: Option<Sender<(usize, u64, Job)>>,
     pub done: Receiver<Done>,
     /// Readable when `done` has something; the event loop polls it.
     pub wake: Arc<EventFd>,
@@ -131,10 +133,7 @@ impl ThreadPool {
                                 JobResult::H2 { stream, response, pieces }
                             }
                             Job::Respond(work) => JobResult::Response(catch_unwind(AssertUnwindSafe(work)).ok()),
-                            Job::Route(request) => JobResult::Routed(catch_unwind(AssertUnwindSafe(|| match site.handle(&request.0, &request.1) {
-                                Outcome::Blocking(work) => Outcome::Ready(work()),
-                                outcome => outcome,
-                            })).ok()),
+                            Job::Route(_) => unreachable!("routes go to the router threads"),
                             Job::FastCgi(mut g) => {
                                 g.exchange.note_start(ws, &site, &g.info);
                                 let sent = on_thread::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), &rules, &mut date, &mut scratch);
@@ -153,11 +152,13 @@ impl ThreadPool {
                 })?;
             handles.push(h);
         }
-        Ok(ThreadPool { jobs: Some(job_tx), done: done_rx, wake, threads: handles })
+        let routes = start_routers(threads.max(1), &site, &done_tx, &wake, &mut handles)?;
+        Ok(ThreadPool { jobs: Some(job_tx), routes: Some(routes), done: done_rx, wake, threads: handles })
     }
 
     pub fn submit(&self, slot: usize, generation: u64, job: Job) {
-        if let Some(tx) = &self.jobs {
+        let queue = if matches!(job, Job::Route(_)) { &self.routes } else { &self.jobs };
+        if let Some(tx) = queue {
             let _ = tx.send((slot, generation, job));
         }
     }
@@ -166,6 +167,41 @@ impl ThreadPool {
     pub fn reset_wake(&self) {
         let _ = nix::unistd::read(self.wake.as_fd(), &mut [0u8; 8]);
     }
+}
+
+/// How much less CPU a router thread gets than the loop when both want it
+/// (nice 10: about a tenth).
+const ROUTER_NICENESS: libc::c_int = 10;
+
+/// Threads that route requests whose routing runs a site owner's patterns
+/// ([`Job::Route`]), at a lower priority than the loop and the other
+/// threads: however many of them a tenant keeps busy, the loop, which
+/// serves everyone, still gets the CPU when it wakes. Blocking work a route
+/// leads to is done there too; FastCGI goes back to the loop.
+fn start_routers(threads: u32, site: &Arc<Site>, done_tx: &Sender<Done>, wake: &Arc<EventFd>, handles: &mut Vec<JoinHandle<()>>) -> std::io::Result<Sender<(usize, u64, Job)>> {
+    let (tx, rx) = channel::<(usize, u64, Job)>();
+    let rx = Arc::new(Mutex::new(rx));
+    for i in 0..threads {
+        let (rx, done_tx, wake, site) = (rx.clone(), done_tx.clone(), wake.clone(), site.clone());
+        let h = std::thread::Builder::new().name(format!("router-{i}")).stack_size(256 * 1024).spawn(move || {
+            // SAFETY: setpriority on this thread's own id; raising one's
+            // niceness needs no privilege. Failing leaves it as it was.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, ROUTER_NICENESS);
+            }
+            loop {
+                let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok((conn, generation, Job::Route(request))) = job else { return };
+                let outcome = JobResult::Routed(crate::serve::route_on_thread(&site, &request.0, &request.1));
+                if done_tx.send(Done { slot: conn, generation, outcome }).is_err() {
+                    return;
+                }
+                let _ = wake.write(1);
+            }
+        })?;
+        handles.push(h);
+    }
+    Ok(tx)
 }
 
 /// Pieces a thread reads ahead of the loop for an HTTP/2 stream: a few,
@@ -202,6 +238,7 @@ impl BodySource for Detached {
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         self.jobs.take();
+        self.routes.take();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

@@ -90,10 +90,13 @@ pub fn detect(stream: &ClientStream, input: &[u8]) -> Option<bool> {
         // Plaintext has arrived, so the handshake is done, without h2.
         return if input.is_empty() { None } else { Some(false) };
     }
-    if !stream.h2().is_some_and(|p| p.h2c_direct) {
-        return Some(false);
+    match stream.h2() {
+        // Whatever comes is HTTP/2's to judge: a wrong preface is its
+        // protocol error (GOAWAY), not a bad HTTP/1.1 request.
+        Some(p) if p.h2c_only => Some(true),
+        Some(p) if p.h2c_direct => warren_http::h2::starts_with_preface(input),
+        _ => Some(false),
     }
-    warren_http::h2::starts_with_preface(input)
 }
 
 /// What a server that takes up `Upgrade: h2c` answers first.

@@ -22,6 +22,7 @@ use warren_http::{BodyFraming, DateCache, HttpError, RequestHead};
 
 use super::body_plan::{BodyPlan, Fed, Piece, Producer, Taken};
 use crate::exchange::{panic_response, Exchange};
+use crate::serve::{self, Carrier, Records, Router, Started};
 use crate::scoreboard::ThreadSlot;
 
 /// How much DATA a stream sends before the next stream has its turn.
@@ -77,11 +78,10 @@ impl Task {
         let resp = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match work {
             Work::Blocking(w) => w(),
             Work::Gateway(gw, body) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head) }),
-            Work::Route(body) => match site.handle(&head, &info) {
+            Work::Route(body) => match crate::serve::route_on_thread(site, &head, &info) {
                 Outcome::Ready(r) => r,
-                Outcome::Blocking(w) => w(),
                 Outcome::Gateway(gw) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head) }),
-                Outcome::OffLoop => unreachable!("only Site::handle_on_loop asks for that"),
+                Outcome::Blocking(_) | Outcome::OffLoop => unreachable!("routing on a thread ends in an answer or a gateway"),
             },
         }))
         .unwrap_or_else(|_| panic_response(site, &head, &info));
@@ -229,23 +229,16 @@ impl Session {
         self.start(ctx, 1, head, tasks);
     }
 
-    fn start(&mut self, ctx: &mut Ctx, id: u32, mut head: RequestHead, tasks: &mut Vec<Task>) {
+    fn start(&mut self, ctx: &mut Ctx, id: u32, head: RequestHead, tasks: &mut Vec<Task>) {
         self.served += 1;
         let mut info = self.info;
-        ctx.site.find_useragent(&mut head, &mut info);
-        // %I: the header block as it came, then the body.
-        let received = head.wire_len() as u64;
-        let mut ex = Exchange::new(Some(head), true, received);
-        ex.note_start(ctx.slot, ctx.site, &info);
-        let limit = ex.apply_body_limit(ctx.site, &info);
+        let Started { exchange: ex, outcome } = serve::start(ctx.site, ctx.slot, head, &mut info, Carrier::Http2, Router::Loop);
         self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now(), dropped: None });
-        if let Err(e) = limit {
-            self.body_error(ctx, id, &e);
-            return;
-        }
-        let site = ctx.site;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => return self.body_error(ctx, id, &e),
+        };
         let head = self.head(id);
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| site.handle_on_loop(head, &info))).unwrap_or_else(|_| Outcome::Ready(panic_response(site, head, &info)));
         // Only an application reads the body, and only once it is whole;
         // routing off the loop may lead to one. Any other answer goes now,
         // the body dropped as it comes.
@@ -459,8 +452,7 @@ impl Session {
         if let Some(dropped) = &s.dropped {
             dropped.store(true, Ordering::Relaxed);
         }
-        s.ex.log(ctx.logs, ctx.site, &s.info, self.served, aborted);
-        ctx.slot.end_request(s.ex.bytes_sent, s.ex.start.elapsed().as_micros() as u64);
+        serve::end(&mut Records { site: ctx.site, logs: ctx.logs, slot: ctx.slot }, &s.ex, &s.info, self.served, aborted);
         if self.streams.is_empty() {
             self.streams = Vec::new();
         }

@@ -1,0 +1,149 @@
+//! A server child's start, forked from the [`Parent`]: it leaves warren's
+//! session and terminal, becomes `User`, dies with its parent, reserves
+//! descriptors for the threads to come, and runs its MPM's loop until
+//! told to stop.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use nix::unistd::Pid;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGWINCH};
+use warren_config::{LogLevel, Mpm};
+
+use super::Parent;
+use crate::event::EventLoop;
+use crate::listen::Listener;
+
+/// Descriptor slots a child's table has from the start: a thousand idle
+/// connections on one event loop fit.
+const DESCRIPTORS_RESERVED: i32 = 4096;
+
+/// Grows the process's descriptor table to `n` slots (at most the soft
+/// RLIMIT_NOFILE) while it has one thread. The kernel grows a table shared
+/// by threads only after an RCU grace period, milliseconds during which
+/// the accept that needed the room waits: the first connection past 1024
+/// took 5-15 ms where the others take 0.5.
+fn reserve_descriptors(n: i32) {
+    use nix::sys::resource::{getrlimit, Resource};
+    let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
+    let top = i32::try_from(soft).unwrap_or(i32::MAX).min(n) - 1;
+    if top <= 2 {
+        return;
+    }
+    if let Ok(fd) = nix::fcntl::fcntl(std::io::stderr(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(top)) {
+        // SAFETY: fcntl just made this descriptor, and nothing else has it.
+        drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+    }
+}
+
+impl Parent {
+    pub(super) fn child_main(&self, slot: usize, parent: Pid) -> i32 {
+        if let Err(e) = self.detach_child() {
+            self.log(LogLevel::Emerg, &format!("child cannot leave warren's session and terminal: {e}"));
+            return 1;
+        }
+        if let Err(e) = drop_privileges(self.site.settings.user.as_deref(), self.site.settings.group.as_deref()) {
+            self.log(LogLevel::Emerg, &e);
+            return 1;
+        }
+        // A parent killed outright takes its children with it (Apache's pipe
+        // of death), or they would go on holding the port. Set after the
+        // change of user, which clears it; a parent already gone is seen
+        // by the parent pid changing.
+        let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
+        if nix::unistd::getppid() != parent {
+            return 0;
+        }
+        // A prefork child never has a second thread: its table grows at no
+        // cost when it needs to, and 4096 slots would be 32 KB of kernel
+        // memory in each of perhaps hundreds of children.
+        if self.site.settings.mpm != Mpm::Prefork {
+            reserve_descriptors(DESCRIPTORS_RESERVED);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let reopen = Arc::new(AtomicBool::new(false));
+        let Ok((read, write)) = UnixStream::pair() else { return 1 };
+        let _ = read.set_nonblocking(true);
+        let _ = write.set_nonblocking(true);
+        for sig in [SIGTERM, SIGINT] {
+            if signal_hook::flag::register(sig, stop.clone()).is_err() {
+                return 1;
+            }
+        }
+        let _ = signal_hook::flag::register(SIGUSR1, reopen.clone());
+        for sig in [SIGTERM, SIGINT, SIGUSR1] {
+            let Ok(w) = write.try_clone() else { return 1 };
+            if signal_hook::low_level::pipe::register(sig, w).is_err() {
+                return 1;
+            }
+        }
+        // The parent handles these; a child must not die of them.
+        for sig in [SIGHUP, SIGWINCH] {
+            let _ = signal_hook::flag::register(sig, Arc::new(AtomicBool::new(false)));
+        }
+        let listeners: Vec<Listener> = self
+            .listeners
+            .iter()
+            .filter_map(|l| l.try_clone().ok())
+            .collect();
+        let result = match self.site.settings.mpm {
+            Mpm::Prefork => crate::prefork::run(&self.site, &listeners, &self.sb, slot, &stop, &reopen),
+            Mpm::Worker => crate::worker::run(&self.site, &listeners, &self.sb, slot, &stop, &reopen),
+            Mpm::Event => {
+                let signal_fd: OwnedFd = read.into();
+                EventLoop::new(self.site.clone(), listeners, self.sb.clone(), slot, stop, reopen, Some(signal_fd)).map(|mut l| l.run())
+            }
+        };
+        match result {
+            Ok(()) => 0,
+            Err(e) => {
+                self.log(LogLevel::Emerg, &format!("child cannot run: {e}"));
+                1
+            }
+        }
+    }
+
+    /// A server child leaves warren's session and standard streams: the
+    /// terminal warren may have been started from is the root shell's, and
+    /// a child (running as User) that held it could read from it or push
+    /// input into it (TIOCSTI). Standard input and output become /dev/null;
+    /// standard error the error log file, else the relay to warren's
+    /// terminal, else it stays (a pipe or file is no terminal, and test
+    /// harnesses and service managers read children's log lines there).
+    fn detach_child(&self) -> Result<(), String> {
+        nix::unistd::setsid().map_err(|e| format!("setsid: {e}"))?;
+        let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+        let stderr: Option<OwnedFd> = match self.site.error_log.file() {
+            Some(f) => Some(f.into()),
+            None => self.relay.as_ref().map(|r| r.write.try_clone()).transpose().map_err(|e| format!("the log relay: {e}"))?,
+        };
+        let onto = |from: &dyn AsFd, fd: i32| -> Result<(), String> {
+            // SAFETY: dup2 onto a standard stream, which this process owns.
+            if unsafe { libc::dup2(from.as_fd().as_raw_fd(), fd) } < 0 {
+                return Err(format!("dup2 onto {fd}: {}", std::io::Error::last_os_error()));
+            }
+            Ok(())
+        };
+        onto(&null, 0)?;
+        onto(&null, 1)?;
+        if let Some(e) = &stderr {
+            onto(e, 2)?;
+        }
+        Ok(())
+    }
+
+}
+
+/// Started as root with User set, children run as User and Group (else
+/// the user's group); otherwise nobody changes user.
+fn drop_privileges(user: Option<&str>, group: Option<&str>) -> Result<(), String> {
+    use nix::unistd::{initgroups, setgid, setuid};
+    let Some(a) = warren_config::accounts::server_account(user, group)? else { return Ok(()) };
+    setgid(a.gid).map_err(|e| format!("setgid({}) failed: {e}", a.gid))?;
+    let cname = std::ffi::CString::new(a.name.clone()).map_err(|_| "bad user name".to_string())?;
+    initgroups(&cname, a.gid).map_err(|e| format!("initgroups failed: {e}"))?;
+    setuid(a.uid).map_err(|e| format!("setuid({}) failed: {e}", a.uid))?;
+    Ok(())
+}

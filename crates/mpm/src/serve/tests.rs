@@ -1,0 +1,337 @@
+//! The serving layer through mock transports, without a server process:
+//! HTTP/2 sessions fed bytes in memory by a scripted client (HPACK and
+//! frames from `warren_http::h2`), and the blocking HTTP/1.1 driver on one
+//! end of a loopback connection whose other end the test writes whole
+//! (then half-closes) before serving, and reads after. A FastCGI
+//! application is played by a thread that writes its answer in pieces.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use warren_config::h2::H2Settings;
+use warren_handler::{ConnInfo, Site};
+use warren_http::h2::frame::{self, Header};
+use warren_http::h2::hpack::{Decoder, Encoder};
+use warren_http::h2::{Connection, PREFACE};
+use warren_http::DateCache;
+
+use crate::blocking::Driver;
+use crate::client_stream::ClientStream;
+use crate::exchange::conn_rules;
+use crate::h2::session::{Ctx, Session, Task};
+use crate::scoreboard::Scoreboard;
+
+const A_TXT: &str = "0123456789abcdefghij";
+
+/// A site in a scratch directory (removed when dropped), from `extra`
+/// configuration after a DocumentRoot with a.txt and x.php in it.
+struct Fixture {
+    dir: PathBuf,
+    site: Site,
+    sb: Scoreboard,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn fixture(name: &str, extra: &str) -> Fixture {
+    let dir = std::env::temp_dir().join(format!("warren-serve-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("htdocs")).unwrap();
+    std::fs::write(dir.join("htdocs/a.txt"), A_TXT).unwrap();
+    std::fs::write(dir.join("htdocs/x.php"), "<?php").unwrap();
+    let conf = dir.join("warren.conf");
+    std::fs::write(&conf, format!("Listen 127.0.0.1:80\nServerName localhost\nDocumentRoot htdocs\nErrorLog error.log\nLimitRequestLine 200\n{extra}")).unwrap();
+    let loaded = warren_config::load_file(&conf, &warren_config::LoadOptions::default());
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let site = Site::new(loaded.settings.unwrap()).unwrap();
+    Fixture { dir, site, sb: Scoreboard::new(1, 1).unwrap() }
+}
+
+fn info() -> ConnInfo {
+    ConnInfo::new("127.0.0.1:40000".parse().unwrap(), "127.0.0.1:80".parse().unwrap())
+}
+
+/// A FastCGI application on a loopback port that answers one request
+/// with `pieces` of stdout, each its own record and its own write.
+fn fastcgi_app(pieces: &'static [&'static str]) -> (u16, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut id;
+        // Records until the empty STDIN that ends the request.
+        loop {
+            let mut head = [0u8; 8];
+            conn.read_exact(&mut head).unwrap();
+            let len = u16::from_be_bytes([head[4], head[5]]) as usize + head[6] as usize;
+            let mut content = vec![0u8; len];
+            conn.read_exact(&mut content).unwrap();
+            id = u16::from_be_bytes([head[2], head[3]]);
+            if head[1] == 5 && head[4..6] == [0, 0] {
+                break;
+            }
+        }
+        let record = |kind: u8, content: &[u8]| {
+            let mut r = vec![1, kind, (id >> 8) as u8, id as u8, (content.len() >> 8) as u8, content.len() as u8, 0, 0];
+            r.extend_from_slice(content);
+            r
+        };
+        for piece in pieces {
+            conn.write_all(&record(6, piece.as_bytes())).unwrap();
+            conn.flush().unwrap();
+        }
+        conn.write_all(&record(6, b"")).unwrap();
+        conn.write_all(&record(3, &[0; 8])).unwrap();
+    });
+    (port, app)
+}
+
+/// An HTTP/2 client in memory: requests as frames, the server's frames
+/// back as responses.
+struct H2Client {
+    encoder: Encoder,
+    decoder: Decoder,
+    from_server: Vec<u8>,
+}
+
+/// What came back on one stream.
+#[derive(Debug, Default)]
+struct H2Response {
+    fields: Vec<(String, String)>,
+    body: Vec<u8>,
+    ended: bool,
+    reset: bool,
+}
+
+impl H2Response {
+    fn status(&self) -> &str {
+        self.fields.iter().find(|(n, _)| n == ":status").map_or("", |(_, v)| v.as_str())
+    }
+}
+
+impl H2Client {
+    fn new() -> H2Client {
+        H2Client { encoder: Encoder::new(), decoder: Decoder::new(4096), from_server: Vec::new() }
+    }
+
+    fn preface(&self) -> Vec<u8> {
+        let mut out = PREFACE.to_vec();
+        frame::write_settings(&mut out, &[]);
+        out
+    }
+
+    fn request(&mut self, stream: u32, method: &str, path: &str, fields: &[(&str, &str)], end_stream: bool) -> Vec<u8> {
+        let mut list: Vec<(&[u8], &[u8])> = vec![(b":method", method.as_bytes()), (b":scheme", b"http"), (b":path", path.as_bytes()), (b":authority", b"localhost")];
+        list.extend(fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+        let mut block = Vec::new();
+        self.encoder.encode(list, &mut block);
+        let mut out = Vec::new();
+        frame::write_headers(&mut out, stream, &block, end_stream, 16_384);
+        out
+    }
+
+    /// The responses of the streams the server's frames so far answer.
+    fn responses(&mut self, out: &[u8]) -> std::collections::BTreeMap<u32, H2Response> {
+        self.from_server.extend_from_slice(out);
+        let mut got: std::collections::BTreeMap<u32, H2Response> = Default::default();
+        let mut at = 0;
+        while let Some(h) = Header::parse(&self.from_server[at..]) {
+            let end = at + frame::HEADER_LEN + h.len as usize;
+            let Some(payload) = self.from_server.get(at + frame::HEADER_LEN..end) else { break };
+            let r = got.entry(h.stream).or_default();
+            match h.kind {
+                frame::HEADERS => {
+                    self.decoder.decode(payload, 1 << 16, &mut |n, v| r.fields.push((String::from_utf8_lossy(n).into(), String::from_utf8_lossy(v).into()))).unwrap();
+                    r.ended |= h.flags & frame::FLAG_END_STREAM != 0;
+                }
+                frame::DATA => {
+                    r.body.extend_from_slice(payload);
+                    r.ended |= h.flags & frame::FLAG_END_STREAM != 0;
+                }
+                frame::RST_STREAM => r.reset = true,
+                _ => {}
+            }
+            at = end;
+        }
+        got.remove(&0);
+        got
+    }
+}
+
+/// An HTTP/2 session of `f`'s site and what drives it, as a driver does
+/// but with the bytes in memory and tasks run on the test's thread.
+struct H2Run<'a> {
+    f: &'a Fixture,
+    session: Session,
+    logs: warren_handler::site::LogWriters,
+    date: DateCache,
+    tasks: Vec<Task>,
+}
+
+impl<'a> H2Run<'a> {
+    fn new(f: &'a Fixture) -> H2Run<'a> {
+        let rules = conn_rules(&f.site.settings);
+        let codec = Connection::new(crate::h2::limits(&H2Settings::default(), &rules));
+        H2Run { f, session: Session::new(codec, info(), 0), logs: f.site.log_writers(), date: DateCache::default(), tasks: Vec::new() }
+    }
+
+    /// Feeds `input` (in pieces of `piece` bytes, as reads may cut it),
+    /// runs the work it asks for, and takes the output.
+    fn exchange(&mut self, input: &[u8], piece: usize) -> Vec<u8> {
+        let slot = self.f.sb.thread(0, 0);
+        let mut pending = Vec::new();
+        for chunk in input.chunks(piece) {
+            pending.extend_from_slice(chunk);
+            let mut ctx = Ctx { site: &self.f.site, logs: &mut self.logs, date: &mut self.date, slot };
+            let used = self.session.feed(&mut ctx, &pending, Instant::now(), &mut self.tasks).unwrap();
+            pending.drain(..used);
+        }
+        for task in std::mem::take(&mut self.tasks) {
+            let id = task.stream;
+            let resp = task.run(&self.f.site);
+            let mut ctx = Ctx { site: &self.f.site, logs: &mut self.logs, date: &mut self.date, slot };
+            self.session.complete(&mut ctx, id, resp, None);
+        }
+        let mut ctx = Ctx { site: &self.f.site, logs: &mut self.logs, date: &mut self.date, slot };
+        while self.session.produce(&mut ctx) {}
+        let out = self.session.codec.output().to_vec();
+        self.session.codec.written(out.len());
+        out
+    }
+}
+
+#[test]
+fn h2_streams_of_one_connection_are_each_served_and_counted() {
+    let f = fixture("h2-streams", "");
+    let mut run = H2Run::new(&f);
+    let mut client = H2Client::new();
+    let mut input = client.preface();
+    input.extend(client.request(1, "GET", "/a.txt", &[], true));
+    input.extend(client.request(3, "HEAD", "/a.txt", &[], true));
+    input.extend(client.request(5, "GET", "/missing", &[], true));
+    // Cut into 7-byte reads: the codec takes frames whole across them.
+    let got = client.responses(&run.exchange(&input, 7));
+    assert_eq!((got[&1].status(), got[&1].body.as_slice(), got[&1].ended), ("200", A_TXT.as_bytes(), true), "{got:?}");
+    assert_eq!((got[&3].status(), got[&3].body.len(), got[&3].ended), ("200", 0, true), "HEAD: {got:?}");
+    assert_eq!((got[&5].status(), got[&5].ended), ("404", true), "{got:?}");
+    // A later stream on the same connection, as keep-alive's next request.
+    let more = client.request(7, "GET", "/a.txt?again", &[], true);
+    let got = client.responses(&run.exchange(&more, 1 << 16));
+    assert_eq!(got[&7].body, A_TXT.as_bytes());
+    assert!(run.session.is_idle());
+    assert_eq!(f.sb.thread(0, 0).accesses.load(std::sync::atomic::Ordering::Relaxed), 4, "each stream counted once");
+}
+
+#[test]
+fn h2_body_over_limit_is_refused_before_it_is_read() {
+    let f = fixture("h2-limit", "LimitRequestBody 10\n");
+    let mut run = H2Run::new(&f);
+    let mut client = H2Client::new();
+    let mut input = client.preface();
+    input.extend(client.request(1, "POST", "/a.txt", &[("content-length", "11")], false));
+    let got = client.responses(&run.exchange(&input, 1 << 16));
+    assert_eq!((got[&1].status(), got[&1].ended), ("413", true), "{got:?}");
+}
+
+#[test]
+fn h2_fastcgi_answer_arriving_in_pieces_is_whole_at_the_client() {
+    let (port, app) = fastcgi_app(&["Content-Type: text/plain\r\n", "X-Piece: 1\r\n\r\nhel", "lo, ", "world"]);
+    let f = fixture("h2-fcgi", &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n"));
+    let mut run = H2Run::new(&f);
+    let mut client = H2Client::new();
+    let mut input = client.preface();
+    input.extend(client.request(1, "GET", "/x.php", &[], true));
+    let got = client.responses(&run.exchange(&input, 1 << 16));
+    app.join().unwrap();
+    let r = &got[&1];
+    assert_eq!((r.status(), r.body.as_slice(), r.ended), ("200", &b"hello, world"[..], true), "{got:?}");
+    assert!(r.fields.iter().any(|(n, v)| n == "x-piece" && v == "1"), "{r:?}");
+}
+
+#[test]
+fn h2_routing_that_runs_htaccess_patterns_goes_to_a_task() {
+    let f = fixture("h2-offloop", "<Directory />\nAllowOverride All\n</Directory>\n");
+    std::fs::write(f.dir.join("htdocs/.htaccess"), "RewriteEngine On\nRewriteRule ^b\\.txt$ a.txt\n").unwrap();
+    let mut run = H2Run::new(&f);
+    let mut client = H2Client::new();
+    let mut input = client.preface();
+    input.extend(client.request(1, "GET", "/b.txt", &[], true));
+    let slot = f.sb.thread(0, 0);
+    let mut ctx = Ctx { site: &f.site, logs: &mut run.logs, date: &mut run.date, slot };
+    run.session.feed(&mut ctx, &input, Instant::now(), &mut run.tasks).unwrap();
+    assert_eq!(run.tasks.len(), 1, "the session does not run a site owner's patterns itself");
+    let got = client.responses(&run.exchange(&[], 1));
+    assert_eq!((got[&1].status(), got[&1].body.as_slice()), ("200", A_TXT.as_bytes()), "{got:?}");
+}
+
+/// Serves what `input` holds (the client's side then half-closed) on one
+/// connection with the blocking driver; what the client read back.
+fn serve_h1(f: &Fixture, input: &[u8]) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, peer) = listener.accept().unwrap();
+    client.write_all(input).unwrap();
+    client.shutdown(Shutdown::Write).unwrap();
+    server.set_nonblocking(true).unwrap();
+    let stop = AtomicBool::new(false);
+    let mut driver = Driver::new(&f.site, &stop, f.sb.thread(0, 0));
+    driver.serve(ClientStream::plain(server), ConnInfo::new(peer, listener.local_addr().unwrap()));
+    let mut out = Vec::new();
+    client.read_to_end(&mut out).unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn statuses(out: &str) -> Vec<&str> {
+    out.split("HTTP/1.1 ").skip(1).map(|r| &r[..3]).collect()
+}
+
+#[test]
+fn h1_pipelined_requests_are_answered_in_order_on_one_connection() {
+    let f = fixture("h1-pipeline", "");
+    let out = serve_h1(&f, b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\nGET /missing HTTP/1.1\r\nHost: localhost\r\n\r\nHEAD /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(statuses(&out), ["200", "404", "200"], "{out}");
+    assert_eq!(out.matches(A_TXT).count(), 1, "HEAD has no body: {out}");
+    assert!(!out.contains("Connection: close"), "kept alive: {out}");
+}
+
+#[test]
+fn h1_keep_alive_ends_where_the_client_or_the_limit_says() {
+    let f = fixture("h1-keepalive", "MaxKeepAliveRequests 2\n");
+    let get = "GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let out = serve_h1(&f, get.repeat(3).as_bytes());
+    assert_eq!(statuses(&out), ["200", "200"], "the third is not read: {out}");
+    assert!(out.ends_with(&format!("Connection: close\r\n\r\n{A_TXT}")), "{out}");
+    let out = serve_h1(&f, format!("GET /a.txt HTTP/1.0\r\n\r\n{get}").as_bytes());
+    assert_eq!(statuses(&out), ["200"], "HTTP/1.0 without keep-alive: one answer, then closed: {out}");
+}
+
+#[test]
+fn h1_limits_answer_and_close() {
+    let f = fixture("h1-limits", "LimitRequestBody 10\n");
+    let long = format!("GET /{} HTTP/1.1\r\nHost: localhost\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n", "a".repeat(300));
+    let out = serve_h1(&f, long.as_bytes());
+    assert_eq!(statuses(&out), ["414"], "LimitRequestLine, then closed: {out}");
+    let out = serve_h1(&f, b"POST /a.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\r\nhello world");
+    assert_eq!(statuses(&out), ["413"], "LimitRequestBody: {out}");
+    let out = serve_h1(&f, b"POST /a.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhelloGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(statuses(&out).len(), 2, "a body within the limit is read and dropped, the next request follows: {out}");
+}
+
+#[test]
+fn h1_fastcgi_answer_arriving_in_pieces_is_whole_at_the_client() {
+    let (port, app) = fastcgi_app(&["Content-Type: text/plain\r\n\r\nhel", "lo, ", "world"]);
+    let f = fixture("h1-fcgi", &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n"));
+    let out = serve_h1(&f, b"GET /x.php HTTP/1.1\r\nHost: localhost\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    app.join().unwrap();
+    assert_eq!(statuses(&out), ["200", "200"], "{out}");
+    let body = out.split("\r\n\r\n").nth(1).unwrap();
+    let unchunked: String = body.split("\r\n").skip(1).step_by(2).collect();
+    assert!(body.starts_with("hello, world") || unchunked.starts_with("hello, world"), "{out}");
+}
