@@ -147,6 +147,21 @@ pub fn named_files(settings: &Settings) -> Vec<(&'static str, Option<&Origin>, &
     files
 }
 
+/// The logs only virtual hosts write (not the main server's too): those a
+/// site's owner may have been given the directory of.
+pub fn virtual_host_logs(settings: &Settings) -> Vec<&Path> {
+    let main = &settings.main;
+    let main_paths: Vec<&Path> = main.error_log.iter().map(|p| p.as_path()).chain(main.custom_logs.iter().map(|l| l.path.as_path())).collect();
+    let mut paths: Vec<&Path> = Vec::new();
+    for v in &settings.virtual_hosts {
+        let host = &v.host;
+        paths.extend(host.error_log.iter().map(|p| p.as_path()).chain(host.custom_logs.iter().map(|l| l.path.as_path())).filter(|p| !main_paths.contains(p)));
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
 /// Every refusal among the files the configuration names, described: what
 /// `warren -t` and a graceful restart report.
 pub fn check_settings(settings: &Settings) -> Vec<String> {

@@ -93,12 +93,37 @@ pub fn server_header(tokens: ServerTokens) -> String {
 
 impl Site {
     /// Opens logs and reads the MIME table: everything that can fail is done
-    /// here, before any child starts.
+    /// here, before any child starts. Any file root may not open is an
+    /// error: at a graceful restart the running configuration, with the
+    /// files it has open, stays.
     pub fn new(settings: Settings) -> Result<Site, String> {
+        Site::build(settings, false).map(|(site, _)| site)
+    }
+
+    /// [`Site::new`] at a cold start, where no running configuration could
+    /// stay: a virtual host's log that root may not open (a link its site's
+    /// owner planted) does not keep every site down. That host's errors go
+    /// to the main error log and its access log is not written; the
+    /// refusals are returned, for the main error log.
+    pub fn new_at_start(settings: Settings) -> Result<(Site, Vec<String>), String> {
+        Site::build(settings, true)
+    }
+
+    fn build(settings: Settings, hosts_may_fall_back: bool) -> Result<(Site, Vec<String>), String> {
         // Every file root writes by a configured path, the pools' slow logs
         // (opened at each entry) and the PidFile (by the MPM) too.
-        if let Some(refused) = crate::root_files::check_settings(&settings).into_iter().next() {
-            return Err(refused);
+        let tenants = if hosts_may_fall_back { crate::root_files::virtual_host_logs(&settings) } else { Vec::new() };
+        let mut refused_logs: Vec<PathBuf> = Vec::new();
+        let mut fallbacks = Vec::new();
+        for (directive, origin, path) in crate::root_files::named_files(&settings) {
+            let Err(e) = crate::root_files::check(path) else { continue };
+            let refusal = crate::root_files::describe(directive, origin, path, &e);
+            if !tenants.contains(&path) {
+                return Err(refusal);
+            }
+            let instead = if directive == "ErrorLog" { "the virtual host's errors go to the main error log" } else { "this access log is not written" };
+            fallbacks.push(format!("{refusal}; {instead} until a restart finds the file in order"));
+            refused_logs.push(path.to_path_buf());
         }
         let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.main.error_log_origin.as_ref(), settings.log_level)?);
         // A pattern that gives up on a match is the server's to hear of (its
@@ -113,7 +138,7 @@ impl Site {
             .chain(settings.virtual_hosts.iter().map(|v| (v.host.clone(), Some(v.addrs.clone()))));
         for (config, addrs) in configs {
             let mut logs = Vec::new();
-            for cl in &config.custom_logs {
+            for cl in config.custom_logs.iter().filter(|cl| !refused_logs.contains(&cl.path)) {
                 let file = match access_logs.iter().find(|(_, f, _)| f.path == cl.path) {
                     Some((_, f, _)) => f.clone(),
                     None => AccessLogFile::open(&cl.path, cl.directive, cl.origin.as_ref())?,
@@ -129,7 +154,7 @@ impl Site {
                 logs.push(idx);
             }
             let host_error_log = match &config.error_log {
-                Some(p) if Some(p) != settings.error_log.as_ref() => match error_logs.iter().find(|(q, _)| q == p) {
+                Some(p) if Some(p) != settings.error_log.as_ref() && !refused_logs.contains(p) => match error_logs.iter().find(|(q, _)| q == p) {
                     Some((_, l)) => l.clone(),
                     None => {
                         let l = Arc::new(ErrorLog::open(Some(p), config.error_log_origin.as_ref(), settings.log_level)?);
@@ -153,7 +178,7 @@ impl Site {
         let compresses = hosts.iter().any(|h: &Host| {
             h.reads_htaccess || h.config.dir.output_filters.is_some() || h.config.sections.iter().any(|s| s.config.output_filters.is_some())
         });
-        Ok(Site {
+        let site = Site {
             uses_remote_ip,
             uses_proxy_protocol,
             server_header: server_header(settings.server_tokens),
@@ -167,7 +192,8 @@ impl Site {
             pools: OnceLock::new(),
             caches: Caches::default(),
             compresses,
-        })
+        };
+        Ok((site, fallbacks))
     }
 
     /// Fresh buffered writers for this thread's access logging.

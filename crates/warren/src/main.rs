@@ -572,13 +572,17 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
             }
         }
     }
-    let site = match Site::new(settings) {
-        Ok(s) => Arc::new(s),
+    let (site, refused_logs) = match Site::new_at_start(settings) {
+        Ok((s, refused)) => (Arc::new(s), refused),
         Err(e) => {
             eprintln!("warren: {e}");
             return ExitCode::FAILURE;
         }
     };
+    for r in &refused_logs {
+        eprintln!("warren: {r}");
+        site.error_log.log(warren_config::LogLevel::Error, None, r);
+    }
     // Apache logs its corrections of MPM values; so does warren.
     for w in warnings.iter().chain(tls.as_ref().map_or(&[][..], |t| t.warnings())) {
         site.error_log.log(warren_config::LogLevel::Warn, None, w);
