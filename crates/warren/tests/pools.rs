@@ -104,23 +104,31 @@ fn dynamic_and_ondemand(mpm: &str) {
 
 fn queue_full_is_503_and_slow_is_504(mpm: &str) {
     // Prefork: enough children that every request reaches the pool at once.
-    let extra = "Timeout 10\n<IfModule mpm_prefork_module>\n    StartServers 4\n    MinSpareServers 4\n</IfModule>\n";
-    let s = start(mpm, "    pm static\n    pm.max_children 1\n    listen.backlog 1\n    request_terminate_timeout 6s", extra);
+    let extra = "Timeout 20\n<IfModule mpm_prefork_module>\n    StartServers 4\n    MinSpareServers 4\n</IfModule>\n";
+    let s = start(mpm, "    pm static\n    pm.max_children 1\n    listen.backlog 1\n    request_terminate_timeout 12s\n    pm.status_path /fpm-status", extra);
     s.wait_php_children(1);
     let port = s.port;
-    // Sends a request, waits until the server has read it (and so, a moment
-    // later, has it at the pool), and reads the answer in a thread.
+    // The pool's own count of `field`, from its status page (which warren
+    // answers from the pool's table, not through the busy child).
+    let pool_says = |field: &str, n: u32| {
+        let line = format!("\n{field}:");
+        let count = || s.get("/fpm-status").text().split(&line).nth(1).and_then(|rest| rest.lines().next()).and_then(|v| v.trim().parse::<u32>().ok());
+        settle(|| count() == Some(n));
+        assert_eq!(count(), Some(n), "{field}");
+    };
+    // Sends a request and reads the answer in a thread.
     let get = move |path: &'static str| {
         let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         c.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
-        wait_server_read(&c);
-        std::thread::sleep(Duration::from_millis(200));
         std::thread::spawn(move || parse_response(&read_to_close(&mut c)).0)
     };
-    // The only child is busy for 4 s; one request may wait; the third is refused.
-    let a = get("/slow.php?s=4");
+    // The only child is busy for 8 s (a loaded machine has that long to see
+    // the next request queued); one request may wait; the third is refused.
+    let a = get("/slow.php?s=8");
+    pool_says("active processes", 1);
     let b = get("/pid.php");
+    pool_says("listen queue", 1);
     let c = s.get("/pid.php");
     assert_eq!(c.status, 503, "{}; error log:\n{}", c.text(), s.read_log("error.log"));
     assert!(c.header("retry-after").is_some());
@@ -128,14 +136,14 @@ fn queue_full_is_503_and_slow_is_504(mpm: &str) {
     assert_eq!(a.join().unwrap().text(), "done");
     assert_eq!(b.join().unwrap().status, 200, "the queued request gets the child when it is free");
     // A request past request_terminate_timeout: its child is killed, the
-    // answer is 504, not before the 6 s are out and long before the script's 60.
+    // answer is 504, not before the 12 s are out and long before the script's 60.
     let t = Instant::now();
     let mut c = s.connect();
     c.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
     c.write_all(b"GET /slow.php?s=60 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
     let r = parse_response(&read_to_close(&mut c)).0;
     assert_eq!(r.status, 504);
-    assert!(t.elapsed() >= Duration::from_millis(5500) && t.elapsed() < Duration::from_secs(25), "took {:?}", t.elapsed());
+    assert!(t.elapsed() >= Duration::from_millis(11500) && t.elapsed() < Duration::from_secs(35), "took {:?}", t.elapsed());
     assert!(s.wait_log("error.log", "request_terminate_timeout").contains("terminating"));
     assert_eq!(s.get("/pid.php").status, 200, "the killed child is replaced");
 }
