@@ -80,7 +80,9 @@ impl HtaccessCache {
         let path = Path::new(dir).join(name);
         // A missing file, or a path component that is not a directory. The
         // file itself is not followed if it is a link (see `read_file`).
-        let Ok(meta) = std::fs::symlink_metadata(&path) else { return Ok(None) };
+        // The version of what a link leads to (Debian's WordPress has its
+        // .htaccess a link to /etc/wordpress/htaccess): an edit there counts.
+        let Ok(meta) = std::fs::metadata(&path) else { return Ok(None) };
         let version = FileVersion::of(&meta);
         let same_overrides = |e: &mut Entry| (e.overrides == *overrides).then(|| e.read.clone());
         if let Some(read) = self.entries.get_with(&path, &version, same_overrides).flatten() {
@@ -102,22 +104,41 @@ impl HtaccessCache {
 
 /// Reads and parses one `.htaccess` file. It is opened as the server's
 /// user, who may read what the directory's owner cannot, and its errors
-/// quote its lines into a log the owner reads: so the file must be the
-/// directory owner's own. A link is not followed (the owner could point it
-/// at another site's `.env`), and a file with other names (a hard link)
-/// must belong to the directory's owner.
+/// quote its lines into a log the owner reads: so it must not be another
+/// user's file reached through the owner's link. A symbolic link is
+/// followed when root made it or to a file of the link's owner (the site's
+/// owner could point one at another site's `.env`), and a file with other
+/// names (a hard link) must belong to the directory's owner.
 fn read_file(path: &Path, dir: &Path, overrides: &Overrides, host: &HostConfig, settings: &Settings) -> Result<Htaccess, ConfigError> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt;
     let origin = warren_config::Origin { file: Arc::new(path.to_path_buf()), line: 0 };
     let fail = |message: String| ConfigError { origin: origin.clone(), message };
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => fail("a symbolic link, which warren does not follow for an .htaccess file".into()),
-        // Apache refuses an unreadable one too (403 there; 500 here, with
-        // the reason in the error log): a file it cannot read may deny access.
-        _ => fail(format!("cannot read: {e}")),
-    })?;
-    let meta = file.metadata().map_err(|e| fail(format!("cannot read: {e}")))?;
+    let open = |follow: bool| {
+        let flags = libc::O_NONBLOCK | libc::O_NOCTTY | if follow { 0 } else { libc::O_NOFOLLOW };
+        std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)
+    };
+    // Apache refuses an unreadable one too (403 there; 500 here, with the
+    // reason in the error log): a file it cannot read may deny access.
+    let cannot = |e: std::io::Error| fail(format!("cannot read: {e}"));
+    let (file, link_owner) = match open(false) {
+        Ok(f) => (f, None),
+        // A link: followed only to a file of the link's owner (as
+        // SymLinksIfOwnerMatch), judged by what the open gave. A link the
+        // owner swaps meanwhile is still theirs.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            let link = std::fs::symlink_metadata(path).map_err(cannot)?;
+            (open(true).map_err(cannot)?, Some(link.uid()))
+        }
+        Err(e) => return Err(cannot(e)),
+    };
+    let meta = file.metadata().map_err(cannot)?;
+    // Root's own links are root's choice (Debian's WordPress package links
+    // its .htaccess to /etc/wordpress/htaccess, which an admin may give
+    // the site's user so that WordPress can write its permalinks there).
+    if link_owner.is_some_and(|uid| uid != 0 && uid != meta.uid()) {
+        return Err(fail("a symbolic link to a file of another owner, which warren does not follow for an .htaccess file".into()));
+    }
     if !meta.is_file() {
         return Err(fail("not a regular file".into()));
     }

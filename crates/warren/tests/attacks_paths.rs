@@ -304,21 +304,29 @@ fn links_planted_by_the_site_owner(mpm: &str) {
 /// directory's owner cannot, and its errors are quoted into a log the owner
 /// reads: a link to another site's secret, or a hard link to it, is not read.
 fn htaccess_is_the_directory_owners_own(mpm: &str) {
-    use std::os::unix::fs::symlink;
-    let s = start(mpm, "htlink", &[("lk/x.txt", "x"), ("hl/x.txt", "x")], "");
+    use std::os::unix::fs::{lchown, symlink};
+    let s = start(mpm, "htlink", &[("lk/x.txt", "x"), ("hl/x.txt", "x"), ("own/x.txt", "x"), ("own/rules.txt", "Require all denied\n")], "");
     let d = &s.dir.0;
-    symlink(d.join("b/secret.txt"), d.join("a/lk/.htaccess")).unwrap();
-    std::fs::hard_link(d.join("b/secret.txt"), d.join("a/hl/.htaccess")).unwrap();
     let nobody = std::process::Command::new("id").args(["-u", "nobody"]).output().expect("id");
     let nobody: u32 = String::from_utf8_lossy(&nobody.stdout).trim().parse().expect("a nobody user");
-    std::os::unix::fs::chown(d.join("b/secret.txt"), Some(nobody), None).unwrap();
+    // The site's owner (nobody) links to b's secret (root's)...
+    symlink(d.join("b/secret.txt"), d.join("a/lk/.htaccess")).unwrap();
+    lchown(d.join("a/lk/.htaccess"), Some(nobody), None).unwrap();
+    // ...and hard-links a file of another user (here nobody's, in root's directory).
+    let theirs = s.dir.write("b/theirs.txt", B_SECRET);
+    std::os::unix::fs::chown(&theirs, Some(nobody), None).unwrap();
+    std::fs::hard_link(&theirs, d.join("a/hl/.htaccess")).unwrap();
+    // A link to a file of the link's own owner is followed, as Debian's
+    // WordPress links its .htaccess (root's) to /etc/wordpress/htaccess (root's).
+    symlink(d.join("a/own/rules.txt"), d.join("a/own/.htaccess")).unwrap();
     for u in ["/lk/x.txt", "/hl/x.txt"] {
         let r = s.get_from("a.test", u);
         assert_nothing_leaked(u, &r);
         assert_eq!(r.status, 500, "{u}");
     }
+    assert_eq!(s.get_from("a.test", "/own/x.txt").status, 403, "the linked file's Require applies");
     let log = s.wait_log("error.log", "a hard link");
-    assert!(log.contains("a symbolic link, which warren does not follow"), "{log}");
+    assert!(log.contains("a symbolic link to a file of another owner"), "{log}");
     assert!(!log.contains(B_SECRET), "the secret quoted into the log:\n{log}");
 }
 

@@ -184,7 +184,7 @@ fn wordpress_site(mpm: &str, db: &MariaDb, host: &str) {
     let _ = db;
     // Plain permalinks to start with, whatever an earlier MPM's run set.
     let front = b.get("/");
-    assert_eq!(front.status, 200, "{mpm}: front page: {}", front.body);
+    assert_eq!(front.status, 200, "{mpm}: front page: {}\nerror log:\n{}", front.body, s.read_log("error.log"));
     assert!(front.body.contains("Warren Test Blog"), "{mpm}");
 
     // wp-login, then wp-admin.
