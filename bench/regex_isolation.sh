@@ -3,7 +3,7 @@
 #
 # Two name-based virtual hosts on one port: 127.0.0.1 ("a", the attacker's:
 # AllowOverride All, an .htaccess of 100 rules, each `RewriteCond %{HTTP:X-A}
-# ^(a|a?)+$` then `RewriteRule ^ /matched.txt [L]`) and 127.0.0.2 ("b", a
+# ^(a|a?)+$` then `RewriteRule ^ /matched.txt [END]`) and 127.0.0.2 ("b", a
 # 16-byte static file). While 30 clients send a's page with `X-A: aaaa...ab`
 # (40 a's: every condition backtracks until PCRE gives up), closed loop,
 # fresh connections, b's file is fetched at RATE requests a second (open loop,
@@ -90,7 +90,7 @@ write_htaccess() { # pattern kind: catastrophic | linear
         echo "RewriteEngine On"
         for _ in $(seq "$RULES"); do
             echo "RewriteCond %{HTTP:X-A} $re"
-            echo 'RewriteRule ^ /matched.txt [L]'
+            echo 'RewriteRule ^ /matched.txt [END]'
         done
     } > "$WORK/a/.htaccess"
 }
