@@ -168,6 +168,9 @@ pub struct VirtualHost {
     pub addrs: Vec<VhostAddr>,
     pub host: HostConfig,
     pub origin: Origin,
+    /// Its own mpm-itk, suexec or mod_fcgid lines, until the build maps
+    /// them onto a pool (see [`crate::fcgid`]).
+    pub per_user: Option<crate::fcgid::PerUser>,
 }
 
 #[derive(Clone, Debug)]

@@ -180,13 +180,13 @@ fn add_handler_trace_enable_and_canonical_names() {
     assert!(l.warnings.len() == 1 && l.warnings[0].to_string().contains(":4: TraceEnable extended: warren does not echo"), "{:?}", l.warnings);
 }
 
-/// The mod_fcgid configuration of the seeds: its <IfModule> is skipped,
+/// A mod_fcgid configuration in the <IfModule> of a module warren lacks: skipped,
 /// but what it names as scripts stays so, in the section it stands in; a
 /// SetHandler of a handler warren lacks leaves a FastCGI one in force.
 #[test]
 fn scripts_named_in_skipped_blocks_and_sections_are_marked() {
     let d = Dir::new("fcgid");
-    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Directory /srv/a>\n  Options +ExecCGI\n  <IfModule mod_fcgid.c>\n    AddHandler fcgid-script .php\n    FcgidWrapper /usr/bin/php-cgi .php\n    <Files *.phtml>\n      SetHandler None\n      SetHandler fcgid-script\n    </Files>\n    Frobnicate (\n  </IfModule>\n</Directory>\n<FilesMatch \\.php$>\n  SetHandler proxy:fcgi://127.0.0.1:9000\n  SetHandler application/x-httpd-php\n</FilesMatch>\nAddType application/x-httpd-php-source .phps\n");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Directory /srv/a>\n  Options +ExecCGI\n  <IfModule mod_php7.c>\n    AddHandler fcgid-script .php\n    FcgidWrapper /usr/bin/php-cgi .php\n    <Files *.phtml>\n      SetHandler None\n      SetHandler fcgid-script\n    </Files>\n    Frobnicate (\n  </IfModule>\n</Directory>\n<FilesMatch \\.php$>\n  SetHandler proxy:fcgi://127.0.0.1:9000\n  SetHandler application/x-httpd-php\n</FilesMatch>\nAddType application/x-httpd-php-source .phps\n");
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let scripts: Vec<String> = l.scripts.iter().map(|e| e.to_string()).collect();
     assert_eq!(scripts.len(), 5, "{scripts:?}");

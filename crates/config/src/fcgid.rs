@@ -1,0 +1,214 @@
+//! The per-user set-ups of Apache's shared hosting, mapped onto warren's own
+//! pools: mpm-itk's `AssignUserID user group` (and `MaxClientsVHost`),
+//! suexec's `SuexecUserGroup user group`, and mod_fcgid's directives.
+//!
+//! mpm-itk forks a child per request to change user; mod_fcgid and suexec
+//! run the site's PHP (through `FcgidWrapper`, php-cgi) as the site's user.
+//! warren does neither: a host whose configuration says any of these gets
+//! one pool of php-cgi children, started as that user and kept, whose
+//! command is the wrapper and whose pm settings are mod_fcgid's limits; the
+//! files `AddHandler fcgid-script .ext` (or `FcgidWrapper CMD .ext`) names
+//! go to that pool, through a `<FilesMatch "\.(ext)$">` section of its own
+//! placed before the configuration's (so that its `SetHandler` lines win,
+//! as `SetHandler` beats `AddHandler` in Apache). Each mapping is said once
+//! at start, at notice level, with its figures.
+
+use std::time::Duration;
+
+use crate::builder::Builder;
+use crate::dir_config::{DirConfig, DirSection, SectionMatch};
+use crate::parse::{ConfigError, Directive, Origin};
+use crate::pool::{PmStyle, PoolConfig};
+use crate::scripts::{Handler, ScriptMark};
+use crate::settings::HostConfig;
+
+/// mod_fcgid's defaults, for what a configuration leaves out.
+const MAX_PROCESSES: u32 = 1000;
+const MAX_PROCESSES_PER_CLASS: u32 = 100;
+const MIN_PROCESSES_PER_CLASS: u32 = 3;
+const IDLE_TIMEOUT: u64 = 300;
+const BUSY_TIMEOUT: u64 = 300;
+pub const MAX_REQUEST_LEN: u64 = 131_072;
+
+/// What one host's lines of these modules say (a virtual host starts from
+/// the main server's).
+#[derive(Clone, Debug, Default)]
+pub struct PerUser {
+    /// `AssignUserID` or `SuexecUserGroup`: user, group, and the line.
+    pub account: Option<(String, String, Origin)>,
+    /// `FcgidWrapper`'s command, split into words.
+    pub wrapper: Option<Vec<String>>,
+    pub max_processes: Option<u32>,
+    pub max_per_class: Option<u32>,
+    pub min_per_class: Option<u32>,
+    pub max_clients_vhost: Option<u32>,
+    pub max_requests: Option<u32>,
+    pub idle_timeout: Option<u64>,
+    pub busy_timeout: Option<u64>,
+    pub max_request_len: Option<u64>,
+    pub env: Vec<(String, String)>,
+    /// Set by a line of the host's own (not only inherited).
+    pub own: bool,
+    /// The first line of these, where the pool is said to come from.
+    pub origin: Option<Origin>,
+}
+
+impl PerUser {
+    fn said(&mut self, d: &Directive) {
+        self.own = true;
+        self.origin.get_or_insert_with(|| d.origin.clone());
+    }
+}
+
+fn number(b: &mut Builder, d: &Directive) -> Option<u64> {
+    match d.args.as_slice() {
+        [n] => match n.parse::<u64>() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                b.error(&d.origin, format!("{} takes a whole number, not '{n}'", d.name));
+                None
+            }
+        },
+        _ => {
+            b.error(&d.origin, format!("{} takes one number", d.name));
+            None
+        }
+    }
+}
+
+/// `AssignUserID user group` and `SuexecUserGroup user group`.
+pub(crate) fn assign_user(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
+    let [user, group] = d.args.as_slice() else {
+        return b.error(&d.origin, format!("{} takes a user and a group", d.name));
+    };
+    b.per_user.said(d);
+    b.per_user.account = Some((user.clone(), group.clone(), d.origin.clone()));
+}
+
+/// mod_fcgid's and mpm-itk's limits, by directive.
+pub(crate) fn limit(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
+    let Some(n) = number(b, d) else { return };
+    let small = n.min(u32::MAX as u64) as u32;
+    let p = &mut b.per_user;
+    match d.name.to_ascii_lowercase().as_str() {
+        "fcgidmaxprocesses" => p.max_processes = Some(small),
+        "fcgidmaxprocessesperclass" => p.max_per_class = Some(small),
+        "fcgidminprocessesperclass" => p.min_per_class = Some(small),
+        "maxclientsvhost" => p.max_clients_vhost = Some(small),
+        "fcgidmaxrequestsperprocess" => p.max_requests = Some(small),
+        "fcgididletimeout" => p.idle_timeout = Some(n),
+        "fcgidbusytimeout" => p.busy_timeout = Some(n),
+        "fcgidmaxrequestlen" => p.max_request_len = Some(n),
+        _ => {}
+    }
+    p.said(d);
+}
+
+/// `FcgidWrapper CMD [.suffix] [virtual]`: the pool's command; a suffix
+/// marks those files as scripts, as `AddHandler fcgid-script` does.
+pub(crate) fn wrapper(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let Some(command) = d.args.first() else {
+        return b.error(&d.origin, "FcgidWrapper takes a command, and optionally a suffix and `virtual`");
+    };
+    let words: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+    if words.is_empty() {
+        return b.error(&d.origin, "FcgidWrapper: the command is empty");
+    }
+    b.per_user.said(d);
+    b.per_user.wrapper = Some(words);
+    crate::scripts::mark(b, d, &mut dir.scripts);
+}
+
+/// `FcgidInitialEnv NAME [VALUE]`: in the children's environment.
+pub(crate) fn initial_env(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
+    let (name, value) = match d.args.as_slice() {
+        [n] => (n.clone(), String::new()),
+        [n, v] => (n.clone(), v.clone()),
+        _ => return b.error(&d.origin, "FcgidInitialEnv takes a name and optionally a value"),
+    };
+    b.per_user.said(d);
+    b.per_user.env.push((name, value));
+}
+
+/// Whether `mark` is one mod_fcgid would run.
+fn runs_under_fcgid(mark: &ScriptMark) -> bool {
+    let line = mark.directive.to_ascii_lowercase();
+    mark.extensions.is_some() && (line.starts_with("addhandler fcgid-script ") || line.starts_with("fcgidwrapper "))
+}
+
+/// The pool for a host's lines, named `name`, and the notice saying how
+/// they were mapped.
+pub fn pool_of(per_user: &PerUser, name: &str, origin: Origin) -> (PoolConfig, String) {
+    let mut p = PoolConfig::new(name, per_user.wrapper.clone().unwrap_or_else(|| vec!["php-cgi".to_string()]), origin);
+    if let Some((user, group, _)) = &per_user.account {
+        p.user = Some(user.clone());
+        p.group = Some(group.clone());
+    }
+    let max = per_user.max_per_class.unwrap_or(MAX_PROCESSES_PER_CLASS).min(per_user.max_processes.unwrap_or(MAX_PROCESSES));
+    p.max_children = per_user.max_clients_vhost.map_or(max, |c| c.min(max)).max(1);
+    let min = per_user.min_per_class.unwrap_or(MIN_PROCESSES_PER_CLASS).min(p.max_children);
+    // mod_fcgid starts children as requests come and keeps `min` of them
+    // once started: php-fpm's ondemand, or dynamic keeping `min` spare.
+    if min == 0 {
+        p.pm = PmStyle::Ondemand;
+        p.start_servers = 0;
+    } else {
+        p.pm = PmStyle::Dynamic;
+        (p.start_servers, p.min_spare_servers, p.max_spare_servers) = (min, min, min);
+    }
+    p.process_idle_timeout = Duration::from_secs(per_user.idle_timeout.unwrap_or(IDLE_TIMEOUT));
+    p.max_requests = per_user.max_requests.unwrap_or(0);
+    p.request_terminate_timeout = Some(Duration::from_secs(per_user.busy_timeout.unwrap_or(BUSY_TIMEOUT)));
+    p.env.clone_from(&per_user.env);
+    let who = match &per_user.account {
+        Some((user, group, at)) => format!("as {user}:{group} ({at})"),
+        None => "as the pools' default user".to_string(),
+    };
+    let pm = match p.pm {
+        PmStyle::Ondemand => "ondemand".to_string(),
+        _ => format!("dynamic, {min} kept"),
+    };
+    let notice = format!(
+        "mpm-itk/suexec/mod_fcgid lines mapped to warren's pool {name}: `{}` {who}, pm {pm}, pm.max_children {}, pm.max_requests {}, idle timeout {}s, request_terminate_timeout {}s, request bodies up to {} bytes, {} environment variable(s); one pool of kept children, no fork per request",
+        p.command.join(" "),
+        p.max_children,
+        p.max_requests,
+        p.process_idle_timeout.as_secs(),
+        per_user.busy_timeout.unwrap_or(BUSY_TIMEOUT),
+        per_user.max_request_len.unwrap_or(MAX_REQUEST_LEN),
+        p.env.len(),
+    );
+    (p, notice)
+}
+
+/// The sections that send the files `host`'s fcgid marks name to `pool`,
+/// put before its own; the marks' lines are said as mapped, not as 500s.
+pub fn route_marks(host: &mut HostConfig, pool: &str, max_request_len: u64, notices: &mut Vec<ConfigError>, scripts: &mut Vec<ConfigError>) {
+    let section_for = |mark: &ScriptMark, within: Option<Box<SectionMatch>>| -> Option<DirSection> {
+        let exts = mark.extensions.as_ref()?;
+        let pattern = format!("(?i)\\.({})$", exts.iter().map(|e| regex_escape(e)).collect::<Vec<_>>().join("|"));
+        let re = warren_regex::Regex::new(&pattern).ok()?;
+        let config = DirConfig { handler: Some(Some(Handler::Pool(pool.to_string()))), limit_request_body: Some(max_request_len), ..DirConfig::default() };
+        Some(DirSection { matcher: SectionMatch::FilesMatch(re), within, config, origin: mark.origin.clone() })
+    };
+    let mut added = Vec::new();
+    for mark in host.dir.scripts.iter().filter(|m| runs_under_fcgid(m)) {
+        added.extend(section_for(mark, None));
+    }
+    for s in &host.sections {
+        if matches!(s.matcher, SectionMatch::Directory(_) | SectionMatch::DirectoryMatch(_)) && s.within.is_none() {
+            for mark in s.config.scripts.iter().filter(|m| runs_under_fcgid(m)) {
+                added.extend(section_for(mark, Some(Box::new(s.matcher.clone()))));
+            }
+        }
+    }
+    for a in &added {
+        scripts.retain(|e| e.origin != a.origin);
+        notices.push(ConfigError { origin: a.origin.clone(), message: format!("the files this line names run in warren's pool {pool}") });
+    }
+    host.sections.splice(0..0, added);
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars().flat_map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { vec![c] } else { vec!['\\', c] }).collect()
+}
