@@ -207,6 +207,7 @@ pub fn route_marks(host: &mut HostConfig, pool: &str, max_request_len: u64, noti
         notices.push(ConfigError { origin: a.origin.clone(), message: format!("the files this line names run in warren's pool {pool}") });
     }
     host.sections.splice(0..0, added);
+    host.fcgid_pool = Some(pool.to_string());
 }
 
 fn regex_escape(s: &str) -> String {

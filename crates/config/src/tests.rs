@@ -105,11 +105,11 @@ fn options_as_apache() {
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let s = l.settings.unwrap();
     let all = s.main.dir.options.iter().fold(OptionFlags::DEFAULT, |f, o| o.apply(f));
-    assert_eq!(all, OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false }, "All leaves out SymLinksIfOwnerMatch");
+    assert_eq!(all, OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: true }, "All leaves out SymLinksIfOwnerMatch");
     let under = |i: usize| s.main.sections[i].config.options.iter().fold(all, |f, o| o.apply(f));
-    assert_eq!(under(0), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true });
-    assert_eq!(under(1), OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false });
-    assert_eq!(under(2), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true });
+    assert_eq!(under(0), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true, exec_cgi: true });
+    assert_eq!(under(1), OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false, exec_cgi: false });
+    assert_eq!(under(2), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true, exec_cgi: false });
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nOptions +Indexes SymLinksIfOwnerMatch\nOptions MultiViews\n");
     let msgs: Vec<String> = l.errors.iter().map(|e| e.to_string()).collect();
     assert_eq!(msgs.len(), 1, "{msgs:?}");
@@ -127,10 +127,10 @@ fn options_warren_does_not_do() {
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nOptions -MultiViews -Indexes -ExecCGI\n<Directory /srv>\nOptions +ExecCGI +Includes\n</Directory>\n<Directory /x>\nOptions MultiViews\n</Directory>\n");
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
-    assert_eq!(warnings.len(), 3, "{warnings:?}");
-    assert!(warnings[0].contains(":5: Options +ExecCGI: not acted on: warren runs no CGI"), "{warnings:?}");
-    assert!(warnings[1].contains(":5: Options +Includes"), "{warnings:?}");
-    assert!(warnings[2].contains(":8: Options MultiViews"), "{warnings:?}");
+    // ExecCGI is acted on: mod_fcgid's scripts need it (see fcgid.rs).
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains(":5: Options +Includes"), "{warnings:?}");
+    assert!(warnings[1].contains(":8: Options MultiViews"), "{warnings:?}");
     let s = l.settings.unwrap();
     let main = s.main.dir.options.iter().fold(OptionFlags::DEFAULT, |f, o| o.apply(f));
     assert!(!main.indexes && main.follow_symlinks);

@@ -73,7 +73,7 @@ fn assign_user_id_runs_php_as_the_user(mpm: &str) {
     let dir = site(&format!("itk-{mpm}"));
     let root = docroot(&dir);
     let conf = format!(
-        "<VirtualHost 127.0.0.1>\n  ServerName itk.test\n  DocumentRoot {root}\n  <IfModule mpm_itk_module>\n    AssignUserID {USER} {USER}\n    MaxClientsVHost 4\n  </IfModule>\n  AddHandler fcgid-script .php\n  FcgidMinProcessesPerClass 2\n  FcgidMaxRequestsPerProcess 3\n  FcgidMaxRequestLen 100\n  FcgidInitialEnv SITE_NAME itk\n</VirtualHost>\n"
+        "<VirtualHost 127.0.0.1>\n  ServerName itk.test\n  DocumentRoot {root}\n  <IfModule mpm_itk_module>\n    AssignUserID {USER} {USER}\n    MaxClientsVHost 4\n  </IfModule>\n  Options +ExecCGI\n  AddHandler fcgid-script .php\n  FcgidMinProcessesPerClass 2\n  FcgidMaxRequestsPerProcess 3\n  FcgidMaxRequestLen 100\n  FcgidInitialEnv SITE_NAME itk\n</VirtualHost>\n"
     );
     let s = Server::start_in(dir, mpm, &conf);
     // pm dynamic keeping FcgidMinProcessesPerClass children.
@@ -109,7 +109,7 @@ fn assign_user_id_runs_php_as_the_user(mpm: &str) {
 fn suexec_user_group_runs_php_as_the_user(mpm: &str) {
     let uid = test_user();
     let dir = site(&format!("suexec-{mpm}"));
-    let conf = format!("<IfModule mod_suexec.c>\n  SuexecUserGroup {USER} {USER}\n</IfModule>\nAddHandler fcgid-script .php\nFcgidMinProcessesPerClass 0\n");
+    let conf = format!("<IfModule mod_suexec.c>\n  SuexecUserGroup {USER} {USER}\n</IfModule>\nOptions +ExecCGI\nAddHandler fcgid-script .php\nFcgidMinProcessesPerClass 0\n");
     let s = Server::start_in(dir, mpm, &conf);
     let r = s.get("/who.php");
     assert!(r.status == 200 && r.text().starts_with(&format!("uid={uid} ")), "{} {}", r.status, r.text());
