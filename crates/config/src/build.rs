@@ -305,12 +305,21 @@ impl Builder {
         for vh in &mut s.virtual_hosts {
             let (name, max_len) = match vh.per_user.take() {
                 Some(own) => {
-                    let name = format!("fcgid-{}", vh.host.server_name.clone().unwrap_or_else(|| format!("vhost-{}", vh.origin.line)));
+                    let named = crate::fcgid::pool_name(vh.host.server_name.as_deref(), vh.origin.line);
                     let origin = own.origin.clone().unwrap_or_else(|| vh.origin.clone());
-                    let (pool, notice) = crate::fcgid::pool_of(&own, &name, origin.clone());
-                    self.mapped.push(ConfigError { origin, message: notice });
-                    self.add_pool(pool, pools);
-                    (name, len(&own))
+                    let (mut pool, notice) = crate::fcgid::pool_of(&own, &named, origin.clone());
+                    // The :80 and :443 hosts of one site share its pool.
+                    match pools.iter().find(|p| p.name == named) {
+                        Some(same) if same.same_processes(&pool) => {}
+                        other => {
+                            if other.is_some() {
+                                pool.name = format!("{named}-{}", vh.origin.line);
+                            }
+                            self.mapped.push(ConfigError { origin, message: notice.replace(&named, &pool.name) });
+                            pools.push(pool.clone());
+                        }
+                    }
+                    (pool.name, len(&own))
                 }
                 None => match &main_pool {
                     Some(name) => (name.clone(), len(&main)),

@@ -136,6 +136,15 @@ fn runs_under_fcgid(mark: &ScriptMark) -> bool {
     mark.extensions.is_some() && (line.starts_with("addhandler fcgid-script ") || line.starts_with("fcgidwrapper "))
 }
 
+/// The name of a virtual host's pool: `fcgid-` and its ServerName (in
+/// the characters a pool's name may have), or its line.
+pub fn pool_name(server_name: Option<&str>, line: usize) -> String {
+    match server_name {
+        Some(n) => format!("fcgid-{}", n.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '_' }).collect::<String>()),
+        None => format!("fcgid-vhost-{line}"),
+    }
+}
+
 /// The pool for a host's lines, named `name`, and the notice saying how
 /// they were mapped.
 pub fn pool_of(per_user: &PerUser, name: &str, origin: Origin) -> (PoolConfig, String) {
@@ -212,4 +221,56 @@ pub fn route_marks(host: &mut HostConfig, pool: &str, max_request_len: u64, noti
 
 fn regex_escape(s: &str) -> String {
     s.chars().flat_map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { vec![c] } else { vec!['\\', c] }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dir_config::SectionMatch;
+    use crate::pool::PmStyle;
+    use crate::scripts::Handler;
+    use crate::test_support::load_text;
+
+    /// The :80 and :443 hosts of one site with its mpm-itk and mod_fcgid
+    /// lines: one pool as its user, with mod_fcgid's limits, said once; a
+    /// host without such lines has none.
+    #[test]
+    fn hosts_map_to_one_pool_with_the_limits() {
+        let host = "  ServerName Site.example\n  AssignUserID alice alice\n  MaxClientsVHost 7\n  Options +ExecCGI\n  AddHandler fcgid-script .php .phtml\n  FcgidWrapper \"/usr/bin/php-cgi -d x=1\"\n  FcgidMinProcessesPerClass 0\n  FcgidMaxRequestsPerProcess 500\n  FcgidIdleTimeout 60\n  FcgidBusyTimeout 90\n  FcgidInitialEnv PHPRC /etc/site\n";
+        let text = format!("Listen 8080\nListen 8443\n<VirtualHost *:8080>\n{host}</VirtualHost>\n<VirtualHost *:8443>\n{host}</VirtualHost>\n<VirtualHost *:8080>\n  ServerName other.example\n</VirtualHost>\n");
+        let (l, _d) = load_text("fcgid-map", &text, &[]);
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        let s = l.settings.unwrap();
+        assert_eq!(s.pools.len(), 1, "{:?}", s.pools);
+        let p = &s.pools[0];
+        assert_eq!((p.name.as_str(), p.user.as_deref(), p.group.as_deref()), ("fcgid-site.example", Some("alice"), Some("alice")));
+        assert_eq!(p.command, ["/usr/bin/php-cgi", "-d", "x=1"]);
+        assert_eq!((p.pm, p.max_children, p.max_requests, p.process_idle_timeout.as_secs()), (PmStyle::Ondemand, 7, 500, 60));
+        assert_eq!(p.request_terminate_timeout.map(|t| t.as_secs()), Some(90));
+        assert_eq!(p.env, [("PHPRC".to_string(), "/etc/site".to_string())]);
+        let said: Vec<String> = l.mapped.iter().map(ToString::to_string).collect();
+        assert_eq!(said.iter().filter(|m| m.contains("mapped to warren's pool")).count(), 1, "{said:?}");
+        for vh in &s.virtual_hosts[..2] {
+            assert_eq!(vh.host.fcgid_pool.as_deref(), Some("fcgid-site.example"));
+            let SectionMatch::FilesMatch(re) = &vh.host.sections[0].matcher else { panic!("{:?}", vh.host.sections[0].matcher) };
+            assert!(re.is_match("a.PHTML") && re.is_match("x.php") && !re.is_match("x.php.txt") && !re.is_match("xphp"));
+            assert!(matches!(&vh.host.sections[0].config.handler, Some(Some(Handler::Pool(n))) if n == "fcgid-site.example"));
+            assert_eq!(vh.host.sections[0].config.limit_request_body, Some(super::MAX_REQUEST_LEN));
+        }
+        assert_eq!(s.virtual_hosts[2].host.fcgid_pool, None);
+        assert!(l.scripts.is_empty(), "the mapped lines are not said as 500s: {:?}", l.scripts);
+    }
+
+    /// mod_fcgid's defaults where its lines say nothing, and bad numbers.
+    #[test]
+    fn defaults_and_bad_lines() {
+        let (l, _d) = load_text("fcgid-defaults", "Listen 8080\nSuexecUserGroup bob bob\n", &[]);
+        let p = &l.settings.unwrap().pools[0];
+        assert_eq!((p.pm, p.max_children, p.start_servers, p.min_spare_servers, p.max_spare_servers), (PmStyle::Dynamic, 100, 3, 3, 3));
+        let (l, _d) = load_text("fcgid-bad", "Listen 8080\nFcgidMaxProcesses many\nAssignUserID bob\nFcgidWrapper\n<Directory /x>\nAssignUserID a b\n</Directory>\n", &[]);
+        let errors: Vec<String> = l.errors.iter().map(ToString::to_string).collect();
+        assert!(errors[0].contains(":3: FcgidMaxProcesses takes a whole number, not 'many'"), "{errors:?}");
+        assert!(errors[1].contains(":4: AssignUserID takes a user and a group"), "{errors:?}");
+        assert!(errors[2].contains(":5: FcgidWrapper takes a command"), "{errors:?}");
+        assert!(errors[3].contains(":7: AssignUserID is not allowed in <Directory>"), "{errors:?}");
+    }
 }
