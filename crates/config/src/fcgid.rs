@@ -130,10 +130,21 @@ pub(crate) fn initial_env(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
     b.per_user.env.push((name, value));
 }
 
-/// Whether `mark` is one mod_fcgid would run.
-fn runs_under_fcgid(mark: &ScriptMark) -> bool {
+/// The extensions of `mark` that the host's pool runs: a wrapper's own
+/// suffix, and of `AddHandler fcgid-script`, PHP's alone. mod_fcgid runs
+/// other files (Debian's `.fcgi`) as programs of their own; php-cgi would
+/// print their text, so they stay scripts answered 500.
+fn pool_extensions(mark: &ScriptMark) -> Vec<String> {
     let line = mark.directive.to_ascii_lowercase();
-    mark.extensions.is_some() && (line.starts_with("addhandler fcgid-script ") || line.starts_with("fcgidwrapper "))
+    let exts = mark.extensions.clone().unwrap_or_default();
+    if line.starts_with("fcgidwrapper ") {
+        return exts;
+    }
+    if !line.starts_with("addhandler fcgid-script ") {
+        return Vec::new();
+    }
+    let is_php = |e: &str| e == "phtml" || e.strip_prefix("php").is_some_and(|v| v.chars().all(|c| c.is_ascii_digit()));
+    exts.into_iter().filter(|e| is_php(e)).collect()
 }
 
 /// The name of a virtual host's pool: `fcgid-` and its ServerName (in
@@ -193,27 +204,40 @@ pub fn pool_of(per_user: &PerUser, name: &str, origin: Origin) -> (PoolConfig, S
 /// The sections that send the files `host`'s fcgid marks name to `pool`,
 /// put before its own; the marks' lines are said as mapped, not as 500s.
 pub fn route_marks(host: &mut HostConfig, pool: &str, max_request_len: u64, notices: &mut Vec<ConfigError>, scripts: &mut Vec<ConfigError>) {
-    let section_for = |mark: &ScriptMark, within: Option<Box<SectionMatch>>| -> Option<DirSection> {
-        let exts = mark.extensions.as_ref()?;
+    let mut partly = Vec::new();
+    let mut section_for = |mark: &ScriptMark, within: Option<Box<SectionMatch>>| -> Option<DirSection> {
+        let exts = pool_extensions(mark);
+        if exts.is_empty() {
+            return None;
+        }
+        if mark.extensions.as_ref().is_some_and(|all| all.len() > exts.len()) {
+            partly.push(mark.origin.clone());
+        }
         let pattern = format!("(?i)\\.({})$", exts.iter().map(|e| regex_escape(e)).collect::<Vec<_>>().join("|"));
         let re = warren_regex::Regex::new(&pattern).ok()?;
         let config = DirConfig { handler: Some(Some(Handler::Pool(pool.to_string()))), limit_request_body: Some(max_request_len), ..DirConfig::default() };
         Some(DirSection { matcher: SectionMatch::FilesMatch(re), within, config, origin: mark.origin.clone() })
     };
     let mut added = Vec::new();
-    for mark in host.dir.scripts.iter().filter(|m| runs_under_fcgid(m)) {
+    for mark in &host.dir.scripts {
         added.extend(section_for(mark, None));
     }
     for s in &host.sections {
         if matches!(s.matcher, SectionMatch::Directory(_) | SectionMatch::DirectoryMatch(_)) && s.within.is_none() {
-            for mark in s.config.scripts.iter().filter(|m| runs_under_fcgid(m)) {
+            for mark in &s.config.scripts {
                 added.extend(section_for(mark, Some(Box::new(s.matcher.clone()))));
             }
         }
     }
     for a in &added {
-        scripts.retain(|e| e.origin != a.origin);
-        notices.push(ConfigError { origin: a.origin.clone(), message: format!("the files this line names run in warren's pool {pool}") });
+        let ends = match &a.matcher {
+            SectionMatch::FilesMatch(re) => re.as_str().to_string(),
+            _ => String::new(),
+        };
+        if !partly.contains(&a.origin) {
+            scripts.retain(|e| e.origin != a.origin);
+        }
+        notices.push(ConfigError { origin: a.origin.clone(), message: format!("the files matching {ends} run in warren's pool {pool}") });
     }
     host.sections.splice(0..0, added);
     host.fcgid_pool = Some(pool.to_string());
@@ -258,6 +282,11 @@ mod tests {
         }
         assert_eq!(s.virtual_hosts[2].host.fcgid_pool, None);
         assert!(l.scripts.is_empty(), "the mapped lines are not said as 500s: {:?}", l.scripts);
+        // Debian's fcgid.conf: .fcgi files stay scripts warren does not run.
+        let (l, _d) = load_text("fcgid-debian", "Listen 8080\nFcgidConnectTimeout 20\nAddHandler fcgid-script .fcgi .php\nFcgidIdleTimeout 10\n", &[]);
+        let said: Vec<String> = l.mapped.iter().chain(&l.scripts).map(ToString::to_string).collect();
+        assert!(said.iter().any(|m| m.contains(":4: the files matching (?i)\\.(php)$ run in warren's pool fcgid-main")), "{said:?}");
+        assert!(l.scripts.iter().any(|m| m.to_string().contains(":4: AddHandler fcgid-script .fcgi .php: files ending in .fcgi .php are scripts")), "{said:?}");
     }
 
     /// mod_fcgid's defaults where its lines say nothing, and bad numbers.

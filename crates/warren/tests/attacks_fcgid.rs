@@ -24,7 +24,7 @@ fn script(tag: &str) -> String {
 fn site(mpm: &str, htaccess: &str, uploads_htaccess: &str) -> Server {
     let dir = TempDir::new(&format!("attacks-fcgid-{mpm}"));
     standard_site(&dir);
-    for f in ["x.php", "X.PHP", "x.php.txt", "index.php", "uploads/evil.php", "uploads/index.php", "owner/y.php", "owner/page.txt"] {
+    for f in ["x.php", "X.PHP", "x.php.txt", "index.php", "uploads/evil.php", "uploads/index.php", "owner/y.php", "owner/page.txt", "app.fcgi"] {
         dir.write(&format!("htdocs/{f}"), script(f));
     }
     // Text an owner may upload: PHP in it, but no secret (it is served as it is).
@@ -37,7 +37,7 @@ fn site(mpm: &str, htaccess: &str, uploads_htaccess: &str) -> Server {
     }
     let root = dir.0.join("htdocs").display().to_string();
     let conf = format!(
-        "<Directory {root}>\n  Options +ExecCGI\n  AllowOverride All\n  DirectoryIndex index.php\n  <IfModule mod_fcgid.c>\n    AddHandler fcgid-script .php\n    FcgidWrapper /usr/bin/php-cgi .php\n  </IfModule>\n</Directory>\n<Directory {root}/uploads>\n  Options -ExecCGI\n  AllowOverride FileInfo\n</Directory>\nFcgidMaxRequestLen 100\nFcgidMinProcessesPerClass 0\n"
+        "<Directory {root}>\n  Options +ExecCGI\n  AllowOverride All\n  DirectoryIndex index.php\n  <IfModule mod_fcgid.c>\n    AddHandler fcgid-script .php\n    FcgidWrapper /usr/bin/php-cgi .php\n  </IfModule>\n</Directory>\n<Directory {root}/uploads>\n  Options -ExecCGI\n  AllowOverride FileInfo\n</Directory>\nFcgidMaxRequestLen 100\nFcgidMinProcessesPerClass 0\n<IfModule mod_fcgid.c>\n  FcgidConnectTimeout 20\n  AddHandler fcgid-script .fcgi\n</IfModule>\n"
     );
     Server::start_in(dir, mpm, &conf)
 }
@@ -71,6 +71,9 @@ fn anonymous_client(mpm: &str) {
     // Apache's mod_mime would run x.php.txt as PHP; warren neither runs
     // nor sends it.
     assert_eq!(ask(&s, "/x.php.txt").status, 500);
+    // Debian's fcgid.conf: `.fcgi` files are programs of their own, which
+    // php-cgi would print: scripts answered 500, not sent to the pool.
+    assert_eq!(ask(&s, "/app.fcgi").status, 500);
     for path in ["/x.php%00", "/x.php%2500", "/x.php%5c", "/x.ph%70%20", "/x.php::$DATA", "/x.php%2f"] {
         let r = ask(&s, path);
         assert!(r.status >= 400, "GET {path}: {} {}", r.status, r.text());

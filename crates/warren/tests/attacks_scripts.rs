@@ -142,7 +142,7 @@ fn fcgid_add_handler_alone(mpm: &str) {
     let conf = dir.write("bare.conf", "Listen 127.0.0.1:1\nDocumentRoot htdocs\nUser nobody\nGroup nogroup\nOptions +ExecCGI\nAddHandler fcgid-script .php\nFcgidWrapper /usr/bin/php-cgi .php\n");
     let out = Command::new(env!("CARGO_BIN_EXE_warren")).args(["-t", "-f"]).arg(&conf).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && err.contains("bare.conf:7: mpm-itk/suexec/mod_fcgid lines mapped to warren's pool fcgid-main") && err.contains("bare.conf:6: the files this line names run in warren's pool fcgid-main"), "{err}");
+    assert!(out.status.success() && err.contains("bare.conf:7: mpm-itk/suexec/mod_fcgid lines mapped to warren's pool fcgid-main") && err.contains("bare.conf:6: the files matching (?i)\\.(php)$ run in warren's pool fcgid-main"), "{err}");
     assert!(!err.contains("answered 500"), "{err}");
     let s = site(mpm, &ways("  Options +ExecCGI\n  AddHandler fcgid-script .php"));
     every_way_refused(&s);
