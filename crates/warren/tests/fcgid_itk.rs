@@ -115,4 +115,25 @@ fn suexec_user_group_runs_php_as_the_user(mpm: &str) {
     assert!(r.status == 200 && r.text().starts_with(&format!("uid={uid} ")), "{} {}", r.status, r.text());
 }
 
-each_mpm!(seed_fcgid_serves_php, assign_user_id_runs_php_as_the_user, suexec_user_group_runs_php_as_the_user);
+/// The hosting panels' set-up: a starter script per site (`exec`s php-cgi
+/// with the site's php.ini) as FcgidWrapper with a suffix, in the site's
+/// <Directory>, and SuexecUserGroup: the script is the pool's command.
+fn starter_script_wrapper(mpm: &str) {
+    let uid = test_user();
+    let dir = site(&format!("starter-{mpm}"));
+    let ini = dir.write("php.ini", "auto_prepend_file=\n").display().to_string();
+    let starter = dir.write("php-fcgi-starter", format!("#!/bin/sh\nPHPRC={}\nexport PHPRC\nexec /usr/bin/php-cgi \"$@\"\n", dir.0.display()));
+    std::fs::set_permissions(&starter, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let conf = format!(
+        "SuexecUserGroup {USER} {USER}\n<Directory {}>\n  Options +ExecCGI\n  FcgidWrapper {} .php\n</Directory>\nFcgidMinProcessesPerClass 0\n",
+        docroot(&dir),
+        starter.display()
+    );
+    dir.write("htdocs/ini.php", "<?php echo php_ini_loaded_file() ?: 'none';");
+    let s = Server::start_in(dir, mpm, &conf);
+    let r = s.get("/who.php");
+    assert!(r.status == 200 && r.text().starts_with(&format!("uid={uid} ")), "{} {}", r.status, r.text());
+    assert_eq!(s.get("/ini.php").text(), ini, "the starter's PHPRC");
+}
+
+each_mpm!(seed_fcgid_serves_php, assign_user_id_runs_php_as_the_user, suexec_user_group_runs_php_as_the_user, starter_script_wrapper);
