@@ -409,7 +409,6 @@ pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         let name = arg.trim_start_matches('+');
         let why = match name.to_ascii_lowercase().as_str() {
             "multiviews" => "warren does no content negotiation",
-            "execcgi" => "warren runs no CGI programs (FastCGI applications need no ExecCGI)",
             "includes" | "includesnoexec" => "warren has no server-side includes",
             _ => continue,
         };

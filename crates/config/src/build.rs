@@ -40,6 +40,9 @@ pub struct Loaded {
     /// [`crate::scripts`]): error-level notices at `-t` and at start, not
     /// errors, as Apache loads such a configuration.
     pub scripts: Vec<ConfigError>,
+    /// How mpm-itk's, suexec's and mod_fcgid's lines were mapped onto
+    /// pools (see [`crate::fcgid`]): notices at `-t` and at start.
+    pub mapped: Vec<ConfigError>,
 }
 
 pub fn load_file(path: &Path, opts: &LoadOptions) -> Loaded {
@@ -200,6 +203,7 @@ impl Builder {
                 self.error(&origin, format!("SetHandler pool:{name}: no <Pool {name}> is defined"));
             }
         }
+        self.map_per_user(&mut s, &mut pools);
         s.pools = pools;
         self.say_inert();
 
@@ -209,6 +213,7 @@ impl Builder {
             errors: self.errors,
             skipped: Vec::new(),
             scripts: self.script_notices,
+            mapped: self.mapped,
         }
     }
 
@@ -255,6 +260,9 @@ impl Builder {
         }
         let mut host = HostConfig::default();
         let main_document_root_origin = self.document_root_origin.take();
+        let mut per_user = self.per_user.clone();
+        per_user.own = false;
+        let main_per_user = std::mem::replace(&mut self.per_user, per_user);
         for node in &sec.children {
             match node {
                 Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d, pools),
@@ -277,7 +285,52 @@ impl Builder {
         if docroot_origin.is_some() {
             self.check_document_root(&host.document_root, docroot_origin.as_ref());
         }
-        Some(VirtualHost { addrs, host, origin: sec.origin.clone() })
+        let per_user = std::mem::replace(&mut self.per_user, main_per_user);
+        Some(VirtualHost { addrs, host, origin: sec.origin.clone(), per_user: per_user.own.then_some(per_user) })
+    }
+
+    /// Each host with mpm-itk's, suexec's or mod_fcgid's lines (its own,
+    /// or the main server's) gets its pool, and its fcgid scripts go there.
+    fn map_per_user(&mut self, s: &mut Settings, pools: &mut Vec<PoolConfig>) {
+        let main = std::mem::take(&mut self.per_user);
+        let mut main_pool: Option<String> = None;
+        if main.own {
+            let origin = main.origin.clone().unwrap_or_else(|| Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 });
+            let (pool, notice) = crate::fcgid::pool_of(&main, "fcgid-main", origin.clone());
+            self.mapped.push(ConfigError { origin, message: notice });
+            main_pool = Some(pool.name.clone());
+            self.add_pool(pool, pools);
+        }
+        let len = |p: &crate::fcgid::PerUser| p.max_request_len.unwrap_or(crate::fcgid::MAX_REQUEST_LEN);
+        for vh in &mut s.virtual_hosts {
+            let (name, max_len) = match vh.per_user.take() {
+                Some(own) => {
+                    let named = crate::fcgid::pool_name(vh.host.server_name.as_deref(), vh.origin.line);
+                    let origin = own.origin.clone().unwrap_or_else(|| vh.origin.clone());
+                    let (mut pool, notice) = crate::fcgid::pool_of(&own, &named, origin.clone());
+                    // The :80 and :443 hosts of one site share its pool.
+                    match pools.iter().find(|p| p.name == named) {
+                        Some(same) if same.same_processes(&pool) => {}
+                        other => {
+                            if other.is_some() {
+                                pool.name = format!("{named}-{}", vh.origin.line);
+                            }
+                            self.mapped.push(ConfigError { origin, message: notice.replace(&named, &pool.name) });
+                            pools.push(pool.clone());
+                        }
+                    }
+                    (pool.name, len(&own))
+                }
+                None => match &main_pool {
+                    Some(name) => (name.clone(), len(&main)),
+                    None => continue,
+                },
+            };
+            crate::fcgid::route_marks(&mut vh.host, &name, max_len, &mut self.mapped, &mut self.script_notices);
+        }
+        if let Some(name) = main_pool {
+            crate::fcgid::route_marks(&mut s.main, &name, len(&main), &mut self.mapped, &mut self.script_notices);
+        }
     }
 
     fn pool(&mut self, sec: &Section, pools: &mut Vec<PoolConfig>) {

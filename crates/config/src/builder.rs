@@ -44,6 +44,10 @@ pub struct Builder {
     pub(crate) marks_only: bool,
     /// What each script mark says (see [`Loaded::scripts`]).
     pub(crate) script_notices: Vec<ConfigError>,
+    /// The mpm-itk, suexec and mod_fcgid lines of the host being read.
+    pub(crate) per_user: crate::fcgid::PerUser,
+    /// How those lines were mapped (see [`Loaded::mapped`]).
+    pub(crate) mapped: Vec<ConfigError>,
 }
 
 fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
@@ -73,6 +77,8 @@ impl Builder {
             in_htaccess: false,
             marks_only: false,
             script_notices: Vec::new(),
+            per_user: crate::fcgid::PerUser::default(),
+            mapped: Vec::new(),
         }
     }
 

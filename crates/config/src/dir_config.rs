@@ -23,18 +23,21 @@ pub struct OptionFlags {
     /// Follow a link only when it and its target have the same owner. As in
     /// Apache it wins over `follow_symlinks` when both are on.
     pub symlinks_if_owner_match: bool,
+    /// `ExecCGI`: mod_fcgid's scripts (`AddHandler fcgid-script`) run here.
+    pub exec_cgi: bool,
 }
 
 impl OptionFlags {
     /// What applies where no `Options` says otherwise (Apache 2.4's default).
-    pub const DEFAULT: OptionFlags = OptionFlags { indexes: false, follow_symlinks: true, symlinks_if_owner_match: false };
-    pub(crate) const NONE: OptionFlags = OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false };
+    pub const DEFAULT: OptionFlags = OptionFlags { indexes: false, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: false };
+    pub(crate) const NONE: OptionFlags = OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false, exec_cgi: false };
 
     pub(crate) fn or(self, o: OptionFlags) -> OptionFlags {
         OptionFlags {
             indexes: self.indexes || o.indexes,
             follow_symlinks: self.follow_symlinks || o.follow_symlinks,
             symlinks_if_owner_match: self.symlinks_if_owner_match || o.symlinks_if_owner_match,
+            exec_cgi: self.exec_cgi || o.exec_cgi,
         }
     }
     fn minus(self, o: OptionFlags) -> OptionFlags {
@@ -42,6 +45,7 @@ impl OptionFlags {
             indexes: self.indexes && !o.indexes,
             follow_symlinks: self.follow_symlinks && !o.follow_symlinks,
             symlinks_if_owner_match: self.symlinks_if_owner_match && !o.symlinks_if_owner_match,
+            exec_cgi: self.exec_cgi && !o.exec_cgi,
         }
     }
 }

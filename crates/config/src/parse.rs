@@ -699,7 +699,7 @@ mod tests {
     /// it), and nothing in it acts while reading.
     #[test]
     fn skipped_blocks_are_kept_with_their_lines() {
-        let text = "Listen 80\n<IfModule mod_fcgid.c>\n  AddHandler fcgid-script .php\n  <FilesMatch \\.phtml$>\n    SetHandler fcgid-script\n  </FilesMatch>\n  <IfModule mod_x.c>\n    FcgidWrapper /usr/bin/php-cgi \\\n      .php\n  </IfModule>\n  Define INSIDE\n  \"unclosed\n</IfModule>\n";
+        let text = "Listen 80\n<IfModule mod_include.c>\n  AddHandler fcgid-script .php\n  <FilesMatch \\.phtml$>\n    SetHandler fcgid-script\n  </FilesMatch>\n  <IfModule mod_x.c>\n    FcgidWrapper /usr/bin/php-cgi \\\n      .php\n  </IfModule>\n  Define INSIDE\n  \"unclosed\n</IfModule>\n";
         let mut r = Reader::new(std::env::temp_dir());
         let nodes = r.read_text(text, Arc::new(PathBuf::from("f.conf")));
         assert!(r.errors.is_empty(), "{:?}", r.errors);

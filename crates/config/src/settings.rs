@@ -117,6 +117,9 @@ pub struct CustomLog {
 #[derive(Clone, Debug, Default)]
 pub struct HostConfig {
     pub server_name: Option<String>,
+    /// The pool the host's mpm-itk, suexec or mod_fcgid lines map to (see
+    /// [`crate::fcgid`]): it runs scripts only where `Options ExecCGI` is on.
+    pub fcgid_pool: Option<String>,
     /// The port ServerName gives, which self-referential URLs use when the
     /// client's Host names none (Apache's UseCanonicalName Off).
     pub server_port: Option<u16>,
@@ -168,6 +171,9 @@ pub struct VirtualHost {
     pub addrs: Vec<VhostAddr>,
     pub host: HostConfig,
     pub origin: Origin,
+    /// Its own mpm-itk, suexec or mod_fcgid lines, until the build maps
+    /// them onto a pool (see [`crate::fcgid`]).
+    pub per_user: Option<crate::fcgid::PerUser>,
 }
 
 #[derive(Clone, Debug)]

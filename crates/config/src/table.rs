@@ -11,6 +11,7 @@
 
 use crate::apply;
 use crate::compress;
+use crate::fcgid;
 use crate::h2;
 use crate::builder::Builder;
 use crate::dir_config::DirConfig;
@@ -358,6 +359,31 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("DirectorySlash", "On|Off|NotFound", apply::directory_slash),
     dir("FallbackResource", "/local-url|disabled", apply::fallback_resource),
     dir("AddHandler", "handler extension...", apply::add_handler),
+    // mpm-itk, suexec and mod_fcgid: mapped onto a pool per host (see fcgid.rs).
+    spec("AssignUserID", Contexts::HOST, "user group", Apply::Dir(fcgid::assign_user)),
+    spec("SuexecUserGroup", Contexts::HOST, "user group", Apply::Dir(fcgid::assign_user)),
+    spec("MaxClientsVHost", Contexts::HOST, "number", Apply::Dir(fcgid::limit)),
+    dir("FcgidWrapper", "command [.suffix] [virtual]", fcgid::wrapper),
+    spec("FcgidMaxProcesses", Contexts::HOST, "number", Apply::Dir(fcgid::limit)),
+    spec("FcgidMaxProcessesPerClass", Contexts::HOST, "number", Apply::Dir(fcgid::limit)),
+    spec("FcgidMinProcessesPerClass", Contexts::HOST, "number", Apply::Dir(fcgid::limit)),
+    spec("FcgidMaxRequestsPerProcess", Contexts::HOST, "number", Apply::Dir(fcgid::limit)),
+    spec("FcgidIdleTimeout", Contexts::HOST, "seconds", Apply::Dir(fcgid::limit)),
+    spec("FcgidBusyTimeout", Contexts::HOST, "seconds", Apply::Dir(fcgid::limit)),
+    spec("FcgidMaxRequestLen", Contexts::HOST, "bytes", Apply::Dir(fcgid::limit)),
+    spec("FcgidInitialEnv", Contexts::HOST, "name [value]", Apply::Dir(fcgid::initial_env)),
+    inert("FcgidProcessLifeTime", Contexts::HOST, "seconds", "a pool's children are replaced after pm.max_requests requests (FcgidMaxRequestsPerProcess), not after a time"),
+    inert("FcgidIOTimeout", Contexts::HOST, "seconds", "a request's time is bounded by FcgidBusyTimeout (the pool's request_terminate_timeout)"),
+    inert("FcgidIdleScanInterval", Contexts::HOST, "seconds", "the pool looks for idle children itself"),
+    inert("FcgidBusyScanInterval", Contexts::HOST, "seconds", "the pool looks for busy children itself"),
+    inert("FcgidErrorScanInterval", Contexts::HOST, "seconds", "the pool replaces children that fail itself"),
+    inert("FcgidZombieScanInterval", Contexts::HOST, "seconds", "the pool reaps its children itself"),
+    inert("FcgidSpawnScoreUpLimit", Contexts::HOST, "number", "the pool's own pm.max_spawn_rate paces its starts"),
+    inert("FcgidIPCDir", Contexts::HOST, "path", "warren makes each pool's socket itself"),
+    inert("FcgidProcessTableFile", Contexts::HOST, "path", "warren keeps its pools' table itself"),
+    inert("FcgidConnectTimeout", Contexts::HOST, "seconds", "warren's pools are on local sockets"),
+    inert("FcgidOutputBufferSize", Contexts::HOST, "bytes", "warren streams the pool's answer"),
+    inert("FcgidPassHeader", Contexts::ANYWHERE, "header", "warren passes every request header as HTTP_*"),
     dir("IndexIgnore", "wildcard...", apply::index_ignore),
     dir("IndexIgnoreReset", "On|Off", apply::index_ignore_reset),
     spec("UseCanonicalName", Contexts::ANYWHERE, "On|Off|DNS", Apply::Dir(apply::use_canonical_name)),

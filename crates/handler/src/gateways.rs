@@ -25,6 +25,13 @@ impl Site {
         if !dir.allows(req.conn) {
             return Outcome::Ready(self.denied(req, &url[..url.len() - path_info_len]));
         }
+        // mod_fcgid runs nothing where `Options ExecCGI` is off (an uploads
+        // directory's `Options -ExecCGI`), however the pool was named.
+        let fcgid = matches!(&backend.addr, warren_config::FcgiAddr::Pool(p) if self.hosts[req.host].config.fcgid_pool.as_deref() == Some(p.as_str()));
+        if fcgid && !dir.options().exec_cgi {
+            let why = format!("Options ExecCGI is off in this directory: {} (mod_fcgid's pool {})", script.display(), self.hosts[req.host].config.fcgid_pool.as_deref().unwrap_or(""));
+            return Outcome::Ready(self.error(req, 403, &why));
+        }
         match std::fs::metadata(script) {
             Ok(m) if m.is_file() => {}
             _ => {

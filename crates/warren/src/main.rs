@@ -209,7 +209,7 @@ fn main() -> ExitCode {
             }
             // `<IfModule>` blocks of modules warren lacks: not errors, but
             // lines warren does not act on, so said as well.
-            for s in &loaded.skipped {
+            for s in loaded.skipped.iter().chain(&loaded.mapped) {
                 eprintln!("{s}");
                 skipped.push(s.to_string());
             }
@@ -274,7 +274,7 @@ fn main() -> ExitCode {
             Some(Box::new(move || {
                 let loaded = load_checked(&file, &opts, allow_root);
                 match loaded.settings {
-                    Some(s) => Ok((s, loaded.warnings.iter().chain(&loaded.skipped).chain(&loaded.scripts).map(ToString::to_string).collect())),
+                    Some(s) => Ok((s, loaded.warnings.iter().chain(&loaded.skipped).chain(&loaded.mapped).chain(&loaded.scripts).map(ToString::to_string).collect())),
                     None => Err(loaded.errors.iter().map(ToString::to_string).collect()),
                 }
             }))

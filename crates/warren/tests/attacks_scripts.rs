@@ -1,8 +1,8 @@
 //! Attacks on "a script is never sent as text" and on the server-wide
 //! handlers, under each MPM. The attacker is an anonymous client who wants
 //! a script's source (its passwords) from a site whose configuration names
-//! its scripts in a way warren cannot run (the mod_fcgid configuration of
-//! the seeds, AddType application/x-httpd-php, cgi-script, handlers warren
+//! its scripts in a way warren cannot run (mod_fastcgi's configuration,
+//! mod_fcgid's AddHandler without a wrapper, AddType application/x-httpd-php, cgi-script, handlers warren
 //! lacks), trying every way to the file: its URL in many spellings,
 //! DirectoryIndex, FallbackResource, ErrorDocument, Alias, rewrite rules,
 //! PATH_INFO, ranges and validators, HTTP/2. Then a site owner with an
@@ -114,33 +114,36 @@ fn ways(lines: &str) -> String {
     format!("<Directory DOCROOT>\n{lines}\n  DirectoryIndex index.php\n  FallbackResource /front.php\n</Directory>\nAlias /al DOCROOT\nRewriteEngine On\nRewriteRule ^/rw$ /x.php\nErrorDocument 404 /err.php\n")
 }
 
-/// The seeds' mod_fcgid configuration: its <IfModule> is skipped, as
-/// warren lacks mod_fcgid, yet .php files stay scripts. `-t` says so as an
-/// error, naming the line, and still loads (as Apache does).
-fn fcgid_seed_in_ifmodule(mpm: &str) {
-    let seed = "  Options +ExecCGI\n  <IfModule mod_fcgid.c>\n    AddHandler fcgid-script .php\n    FcgidWrapper /usr/bin/php-cgi .php\n  </IfModule>";
+/// A FastCGI configuration in the <IfModule> of a module warren lacks
+/// (mod_fastcgi, mod_fcgid's predecessor): skipped, yet .php files stay
+/// scripts. `-t` says so as an error, naming the line, and still loads (as
+/// Apache does).
+fn fastcgi_seed_in_ifmodule(mpm: &str) {
+    let seed = "  Options +ExecCGI\n  <IfModule mod_fastcgi.c>\n    AddHandler fastcgi-script .php\n    FcgidWrapper /usr/bin/php-cgi .php\n  </IfModule>";
     let s = site(mpm, &ways(seed));
     every_way_refused(&s);
-    let add_handler = line_of(&s, "AddHandler fcgid-script");
+    let add_handler = line_of(&s, "AddHandler fastcgi-script");
     let log = s.wait_log("error.log", "makes");
-    assert!(log.contains(&format!("{add_handler}: AddHandler fcgid-script .php makes")) && log.contains("x.php a script, and no FastCGI handler runs it here"), "{log}");
+    assert!(log.contains(&format!("{add_handler}: AddHandler fastcgi-script .php makes")) && log.contains("x.php a script, and no FastCGI handler runs it here"), "{log}");
     assert!(log.contains("[client 127.0.0.1:"), "the refusal names the client:\n{log}");
     let out = Command::new(env!("CARGO_BIN_EXE_warren")).args(["-t", "-f"]).arg(&s.conf).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Syntax OK"), "{err}");
-    assert!(err.contains(&format!("{add_handler}: AddHandler fcgid-script .php: files ending in .php are scripts")) && err.contains("(error: answered 500)"), "{err}");
+    assert!(err.contains(&format!("{add_handler}: AddHandler fastcgi-script .php: files ending in .php are scripts")) && err.contains("(error: answered 500)"), "{err}");
     assert!(err.contains(&format!("{}: FcgidWrapper /usr/bin/php-cgi .php: files ending in .php are scripts", line_of(&s, "FcgidWrapper"))), "{err}");
 }
 
-/// Without the <IfModule>, FcgidWrapper is an unknown directive: the
-/// configuration does not load at all; AddHandler alone does, and marks.
-fn fcgid_seed_without_ifmodule(mpm: &str) {
+/// `AddHandler fcgid-script .php` alone (no wrapper, no user, no limit of
+/// mod_fcgid's: nothing says how to run them) marks: never sent as text.
+/// With a wrapper, `-t` says the pool it maps to (fcgid_itk.rs serves it).
+fn fcgid_add_handler_alone(mpm: &str) {
     let dir = TempDir::new(&format!("fcgid-bare-{mpm}"));
     dir.write("htdocs/x.php", script("x"));
-    let conf = dir.write("bare.conf", "Listen 127.0.0.1:1\nDocumentRoot htdocs\nOptions +ExecCGI\nAddHandler fcgid-script .php\nFcgidWrapper /usr/bin/php-cgi .php\n");
+    let conf = dir.write("bare.conf", "Listen 127.0.0.1:1\nDocumentRoot htdocs\nUser nobody\nGroup nogroup\nOptions +ExecCGI\nAddHandler fcgid-script .php\nFcgidWrapper /usr/bin/php-cgi .php\n");
     let out = Command::new(env!("CARGO_BIN_EXE_warren")).args(["-t", "-f"]).arg(&conf).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("bare.conf:5: unknown or unsupported directive 'FcgidWrapper'"), "{err}");
+    assert!(out.status.success() && err.contains("bare.conf:7: mpm-itk/suexec/mod_fcgid lines mapped to warren's pool fcgid-main") && err.contains("bare.conf:6: the files matching (?i)\\.(php)$ run in warren's pool fcgid-main"), "{err}");
+    assert!(!err.contains("answered 500"), "{err}");
     let s = site(mpm, &ways("  Options +ExecCGI\n  AddHandler fcgid-script .php"));
     every_way_refused(&s);
 }
@@ -291,8 +294,8 @@ fn nix_root() -> bool {
 }
 
 each_mpm!(
-    fcgid_seed_in_ifmodule,
-    fcgid_seed_without_ifmodule,
+    fastcgi_seed_in_ifmodule,
+    fcgid_add_handler_alone,
     add_type_php,
     set_handler_php_script,
     add_handler_cgi_script,
