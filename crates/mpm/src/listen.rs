@@ -118,3 +118,37 @@ fn sockaddr_to_std(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+
+    /// Waits (up to 10 s) until the listener's queue holds `n`.
+    fn settle_at(l: &Listener, n: usize) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while l.queued() != n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        l.queued()
+    }
+
+    #[test]
+    fn queued_counts_the_connections_no_one_has_accepted() {
+        let l = bind("127.0.0.1:0".parse().unwrap(), 16).unwrap();
+        assert_eq!(l.queued(), 0);
+        // TCP_DEFER_ACCEPT: a connection is queued once its first bytes arrive.
+        let clients: Vec<TcpStream> = (0..3)
+            .map(|_| {
+                let mut c = TcpStream::connect(l.addr).unwrap();
+                c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+                c
+            })
+            .collect();
+        assert_eq!(settle_at(&l, 3), 3);
+        let taken = l.accept().unwrap();
+        assert_eq!(l.queued(), 2);
+        drop((taken, clients));
+    }
+}
