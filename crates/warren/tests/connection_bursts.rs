@@ -54,7 +54,7 @@ fn a_burst_of_kept_alive_clients_is_answered(mpm: &str) {
     const CLIENTS: usize = 16;
     let s = Server::start(mpm, FEW_CHILDREN);
     let together = Arc::new(Barrier::new(CLIENTS));
-    let clients: Vec<std::thread::JoinHandle<(Result<u16, String>, Option<TcpStream>)>> = (0..CLIENTS)
+    let clients: Vec<_> = (0..CLIENTS)
         .map(|_| {
             let port = s.port;
             let together = together.clone();
