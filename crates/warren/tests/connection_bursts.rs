@@ -11,7 +11,7 @@ use common::*;
 use std::io::Write;
 use std::net::TcpStream;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const STATUS: &str = "<Location \"/server-status\">\nSetHandler server-status\n</Location>";
 
@@ -88,26 +88,15 @@ fn a_burst_of_kept_alive_clients_is_answered(mpm: &str) {
 fn prefork_restart_starts_as_many_children_as_were_running() {
     let s = Server::start("prefork", &format!("{FEW_CHILDREN}\n{STATUS}"));
     let num = |st: &std::collections::HashMap<String, String>, k: &str| st[k].parse::<usize>().unwrap();
-    let wait_for = |what: &str, f: &dyn Fn(&std::collections::HashMap<String, String>) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let st = status_auto(&s);
-            if f(&st) {
-                return st;
-            }
-            assert!(Instant::now() < deadline, "{what} never happened: {st:?}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
     let mut held: Vec<TcpStream> = (0..6).map(|_| s.connect()).collect();
     for c in &mut held {
         assert_eq!(request_kept_alive(c), Ok(200));
     }
     // The six held, the status request's own and a spare one.
-    let grown = wait_for("growth to eight children", &|st| num(st, "Processes") - num(st, "Stopping") >= 8);
+    let grown = wait_status(&s, "growth to eight children", &|st| num(st, "Processes") - num(st, "Stopping") >= 8);
     let before = num(&grown, "Processes") - num(&grown, "Stopping");
     drop(held);
     unsafe_kill(s.pid(), 1);
-    let after = wait_for("the restart, its old children gone", &|st| st["ParentServerConfigGeneration"] == "2" && num(st, "Stopping") == 0);
+    let after = wait_status(&s, "the restart, its old children gone", &|st| st["ParentServerConfigGeneration"] == "2" && num(st, "Stopping") == 0);
     assert!(num(&after, "Processes") >= before, "{before} children before the restart, {after:?} after");
 }
