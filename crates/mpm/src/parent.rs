@@ -547,7 +547,11 @@ impl Parent {
     /// idle or still starting; at most MAX_SPAWN_RATE a round, never past
     /// MaxRequestWorkers.
     fn spawn_for_demand(&mut self, signals: &Signals) {
-        let waiting: usize = self.listeners.iter().map(Listener::queued).sum();
+        // Connections wait for a child only while none is idle. With one
+        // idle they wait for the CPU (clients that each send one request,
+        // faster than the machine answers), which more children would not
+        // give them: counting those forked a child per client.
+        let waiting: usize = if self.sb.idle_workers() == 0 { self.listeners.iter().map(Listener::queued).sum() } else { 0 };
         let min_spare = self.site.settings.tuning.min_spare_servers as usize;
         let wanted = (min_spare + waiting).saturating_sub(self.sb.spare_workers());
         let active = self.active();
