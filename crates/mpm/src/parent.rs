@@ -3,8 +3,12 @@
 //! worker each; worker and event: ThreadsPerChild each), and once a second
 //! does Apache's idle-server maintenance: above the max spare it stops one
 //! child gracefully, below the min spare it starts children at a rate that
-//! doubles each second up to 32, never past MaxRequestWorkers. A child that
-//! dies without being asked to is replaced at once.
+//! doubles each second up to 32, never past MaxRequestWorkers. A prefork
+//! parent instead looks every 50 ms and forks at once what MinSpareServers
+//! and the connections waiting with no child idle call for, and starts a
+//! graceful restart's generation as large as the old one (see
+//! `spawn_for_demand`). A child that dies without being asked to is
+//! replaced at once.
 //!
 //! Signals, as apachectl: TERM/INT stop (in-flight requests finish, bounded),
 //! WINCH graceful stop (GracefulShutdownTimeout), HUP graceful restart
