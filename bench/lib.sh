@@ -331,3 +331,50 @@ $certs        root $DOCROOT;
 }
 CONF
 }
+
+# php_fpm_for_apache DIR NAME [SETTING...]: a php-fpm serving DIR/NAME.sock
+# (its log DIR/NAME.fpm.log, its pid FPM_PID), for Apache's PHP in the
+# scripts that set Apache prefork beside warren; each further argument is
+# one more line of its pool (pm settings: warren's <Pool> as the script has
+# it). Waits for the socket.
+php_fpm_for_apache() {
+    local dir=$1 name=$2 bin
+    { printf '%s\n' "[global]" "error_log = $dir/$name.fpm.log" "daemonize = no" "[www]" \
+        "listen = $dir/$name.sock" "listen.mode = 0666" "listen.backlog = 4096" "user = nobody" "group = nogroup"
+      printf '%s\n' "${@:3}"; } > "$dir/$name.fpm.conf"
+    bin=$(ls /usr/sbin/php-fpm* | sort | tail -1)
+    "$bin" -R -F -y "$dir/$name.fpm.conf" >/dev/null 2>&1 & FPM_PID=$!
+    for _ in $(seq 100); do [ -S "$dir/$name.sock" ] && return; sleep 0.1; done
+}
+
+# apache_php_conf MPM PORT DIR NAME [DIRECTIVE...]: an Apache httpd
+# (Debian's) config serving DIR/htdocs, its PHP through php_fpm_for_apache's
+# socket DIR/NAME.sock, its pid file DIR/NAME.pid and error log
+# DIR/NAME.error.log, as User nobody; each further argument is one more line.
+apache_php_conf() {
+    local AMOD=/usr/lib/apache2/modules
+    cat <<CONF
+ServerRoot /etc/apache2
+LoadModule mpm_$1_module $AMOD/mod_mpm_$1.so
+LoadModule authz_core_module $AMOD/mod_authz_core.so
+LoadModule mime_module $AMOD/mod_mime.so
+LoadModule proxy_module $AMOD/mod_proxy.so
+LoadModule proxy_fcgi_module $AMOD/mod_proxy_fcgi.so
+Listen 127.0.0.1:$2
+ServerName localhost
+DocumentRoot $3/htdocs
+PidFile $3/$4.pid
+ErrorLog $3/$4.error.log
+Mutex file:$3 default
+User nobody
+Group nogroup
+TypesConfig /etc/mime.types
+<Directory $3/htdocs>
+    Require all granted
+</Directory>
+<FilesMatch "\.php\$">
+    SetHandler "proxy:unix:$3/$4.sock|fcgi://localhost"
+</FilesMatch>
+CONF
+    printf '%s\n' "${@:5}"
+}

@@ -11,6 +11,10 @@
 #     (5), one pool child picked at random is SIGKILLed. The offset keeps kills
 #     at least 5 s from reloads, so a failure can be laid to one or the other by
 #     its time.
+# MPMS may also name apache-prefork (or apache-event, apache-worker): Debian's
+# Apache httpd with that MPM, its PHP through a php-fpm with the same pm
+# settings (the kills pick its children; the reloads are apache2 -k
+# graceful), for Apache's figures from the same run.
 # At the end it prints, for each MPM in MPMS (default: $MPM, else event):
 #   - requests, and failed requests (target 0): wrk's socket errors by kind and
 #     answers >= 400 by status. Answers >= 400 are timed (by wrk's Lua script)
@@ -43,6 +47,7 @@
 # WINDOW, PORT (18131), KEEP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BIN=$(realpath -m "${1:-target/release/warren}")
 [ -x "$BIN" ] || cargo build --release --locked
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
@@ -62,7 +67,7 @@ PORT=${PORT:-18131}
 KEEP=${KEEP:-0}
 [ "$DURATION" -ge $((WARMUP + 20)) ] || { echo "DURATION must be at least WARMUP + 20 s" >&2; exit 2; }
 
-D='' SRV='' WRK=''
+D='' SRV='' WRK='' FPM_PID='' APACHE=''
 stop_all() {
     if [ -n "$WRK" ]; then kill "$WRK" 2>/dev/null || true; wait "$WRK" 2>/dev/null || true; fi
     if [ -n "$SRV" ] && kill -0 "$SRV" 2>/dev/null; then
@@ -71,10 +76,11 @@ stop_all() {
         kill -9 "$SRV" 2>/dev/null || true   # its children follow (PR_SET_PDEATHSIG)
         wait "$SRV" 2>/dev/null || true
     fi
+    if [ -n "$FPM_PID" ]; then kill "$FPM_PID" 2>/dev/null || true; wait "$FPM_PID" 2>/dev/null || true; fi
     if [ -n "$D" ]; then
         if [ "$KEEP" = 1 ]; then echo "logs kept in $D"; else rm -rf "$D"; fi
     fi
-    D='' SRV='' WRK=''
+    D='' SRV='' WRK='' FPM_PID=''
 }
 trap stop_all EXIT
 trap 'exit 130' INT TERM
@@ -102,7 +108,16 @@ PHP
     chmod -R a+rX "$D"
 }
 
+# The pm settings of the pool, in php-fpm's words (write_conf has warren's).
+FPM_PM=("pm = dynamic" "pm.max_children = 4" "pm.start_servers = 2" "pm.min_spare_servers = 1"
+    "pm.max_spare_servers = 3" "pm.status_path = /fpm-status")
+
 write_conf() {
+    if [ -n "$APACHE" ]; then
+        apache_php_conf "$APACHE" "$PORT" "$D" w 'LogFormat "%t %>s %D %P %b %X %U" soak' "CustomLog $D/access.log soak" \
+            "<Location /fpm-status>" "    SetHandler \"proxy:unix:$D/w.sock|fcgi://localhost\"" "</Location>" > "$D/w.conf"
+        return
+    fi
     cat > "$D/w.conf" <<CONF
 LoadModule mpm_$1_module x
 Listen 127.0.0.1:$PORT
@@ -224,6 +239,10 @@ LUA
 children() {  # server|pool
     local exe c
     exe=$(readlink "/proc/$SRV/exe")
+    if [ -n "$APACHE" ]; then   # php-fpm's children are its master's
+        if [ "$1" = pool ]; then pgrep -P "$FPM_PID" || true; else pgrep -P "$SRV" || true; fi
+        return 0
+    fi
     for c in $(pgrep -P "$SRV" || true); do
         if [ "$(readlink "/proc/$c/exe" 2>/dev/null)" = "$exe" ]; then
             [ "$1" = server ] && echo "$c"
@@ -257,7 +276,11 @@ sample_mem() {  # label: start, end or the second
 
 reload() {
     local rc=0
-    "$BIN" -k graceful -f "$D/w.conf" >> "$D/ctl.out" 2>&1 || rc=$?
+    if [ -n "$APACHE" ]; then
+        /usr/sbin/apache2 -f "$D/w.conf" -k graceful >> "$D/ctl.out" 2>&1 || rc=$?
+    else
+        "$BIN" -k graceful -f "$D/w.conf" >> "$D/ctl.out" 2>&1 || rc=$?
+    fi
     echo "$(date +%s) reload rc=$rc" >> "$D/events"
 }
 
@@ -320,10 +343,11 @@ report() {
     local kills running
     kills=$(grep -c ' kill pid=' "$D/events" || true)
     running=$(grep -c 'state=Running' "$D/events" || true)
-    echo "kills: $kills ($running of them of a child the status page showed Running); error log 'exited on signal SIGKILL': $(grep -c 'exited on signal SIGKILL' "$D/error.log" || true)"
+    echo "kills: $kills ($running of them of a child the status page showed Running); error log 'exited on signal SIGKILL': $(cat "$D"/*.fpm.log "$D/error.log" 2>/dev/null | grep -c 'exited on signal \(SIGKILL\|9\)' || true)"
 
     local errs
-    errs=$(grep -E '^\[[^]]*\] \[(error|crit|alert|emerg)\]' "$D/error.log" || true)
+    # Apache's levels name their module: [proxy_fcgi:error].
+    errs=$(grep -E '^\[[^]]*\] \[([a-z_0-9]+:)?(error|crit|alert|emerg)\]' "$D/error.log" || true)
     if [ -z "$errs" ]; then
         echo "error log: 0 lines at error level or worse"
     else
@@ -362,17 +386,25 @@ report() {
 
 soak() {
     local mpm=$1 t0 now el next_reload next_kill next_sample=$WARMUP ended=''
+    APACHE=''; case $mpm in apache-*) APACHE=${mpm#apache-} ;; esac
     D=$(mktemp -d /tmp/warren-soak.XXXX); chmod 755 "$D"
     make_site; write_conf "$mpm"; write_lua; : > "$D/events"; : > "$D/mem"
     if curl -s --max-time 1 -o /dev/null "http://127.0.0.1:$PORT/"; then
         echo "port $PORT is in use (set PORT)" >&2; return 1
     fi
-    "$BIN" -f "$D/w.conf" 2> "$D/stderr" & SRV=$!
+    if [ -n "$APACHE" ]; then
+        php_fpm_for_apache "$D" w "${FPM_PM[@]}"
+        # Its own session: Apache prefork answers TERM by signalling its process group.
+        ln -s w.error.log "$D/error.log"
+        setsid /usr/sbin/apache2 -f "$D/w.conf" -DFOREGROUND 2> "$D/stderr" & SRV=$!
+    else
+        "$BIN" -f "$D/w.conf" 2> "$D/stderr" & SRV=$!
+    fi
     for _ in $(seq 100); do
         curl -sf "http://127.0.0.1:$PORT/hello.php" > /dev/null && curl -sf "http://127.0.0.1:$PORT/s/0.html" > /dev/null && break
         sleep 0.1
     done
-    curl -sf "http://127.0.0.1:$PORT/page.php" > /dev/null || { echo "warren did not answer; $D/stderr:" >&2; cat "$D/stderr" >&2; return 1; }
+    curl -sf "http://127.0.0.1:$PORT/page.php" > /dev/null || { echo "$mpm did not answer; $D/stderr:" >&2; cat "$D/stderr" >&2; return 1; }
 
     t0=$(date +%s)
     SOAK_OUT="$D/wrk.res" timeout $((DURATION + 30)) wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --timeout 10s \

@@ -32,6 +32,23 @@ impl Listener {
         let local = if self.addr.ip().is_unspecified() { stream.local_addr().unwrap_or(self.addr) } else { self.addr };
         Ok((ClientStream::accepted(stream, self.tls.as_ref())?.with_h2(self.h2.clone()), peer, local))
     }
+
+    /// Connections in the accept queue: established (with TCP_DEFER_ACCEPT,
+    /// their first bytes arrived) and taken by no process yet. They wait
+    /// for a child, which is what the prefork parent spawns for. For a
+    /// listening socket Linux reports the queue's length as TCP_INFO's
+    /// `tcpi_unacked` (what `ss -ltn` shows as Recv-Q).
+    pub fn queued(&self) -> usize {
+        // SAFETY: tcp_info is plain integers, for which zero is valid.
+        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        // SAFETY: a valid socket, and info and len describe a writable buffer.
+        let rc = unsafe { libc::getsockopt(self.socket.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len) };
+        if rc != 0 || (len as usize) < std::mem::offset_of!(libc::tcp_info, tcpi_unacked) + std::mem::size_of::<u32>() {
+            return 0;
+        }
+        info.tcpi_unacked as usize
+    }
 }
 
 pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<Listener> {
@@ -99,5 +116,39 @@ fn sockaddr_to_std(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
             Some(SocketAddr::from((a.sin6_addr.s6_addr, u16::from_be(a.sin6_port))))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+
+    /// Waits (up to 10 s) until the listener's queue holds `n`.
+    fn settle_at(l: &Listener, n: usize) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while l.queued() != n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        l.queued()
+    }
+
+    #[test]
+    fn queued_counts_the_connections_no_one_has_accepted() {
+        let l = bind("127.0.0.1:0".parse().unwrap(), 16).unwrap();
+        assert_eq!(l.queued(), 0);
+        // TCP_DEFER_ACCEPT: a connection is queued once its first bytes arrive.
+        let clients: Vec<TcpStream> = (0..3)
+            .map(|_| {
+                let mut c = TcpStream::connect(l.addr).unwrap();
+                c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+                c
+            })
+            .collect();
+        assert_eq!(settle_at(&l, 3), 3);
+        let taken = l.accept().unwrap();
+        assert_eq!(l.queued(), 2);
+        drop((taken, clients));
     }
 }

@@ -3,8 +3,12 @@
 //! worker each; worker and event: ThreadsPerChild each), and once a second
 //! does Apache's idle-server maintenance: above the max spare it stops one
 //! child gracefully, below the min spare it starts children at a rate that
-//! doubles each second up to 32, never past MaxRequestWorkers. A child that
-//! dies without being asked to is replaced at once.
+//! doubles each second up to 32, never past MaxRequestWorkers. A prefork
+//! parent instead looks every 50 ms and forks at once what MinSpareServers
+//! and the connections waiting with no child idle call for, and starts a
+//! graceful restart's generation as large as the old one (see
+//! `spawn_for_demand`). A child that dies without being asked to is
+//! replaced at once.
 //!
 //! Signals, as apachectl: TERM/INT stop (in-flight requests finish, bounded),
 //! WINCH graceful stop (GracefulShutdownTimeout), HUP graceful restart
@@ -46,6 +50,13 @@ const STOP_WAIT: Duration = Duration::from_secs(10);
 const QUICK_DEATH: Duration = Duration::from_secs(1);
 /// Apache's MAX_SPAWN_RATE.
 const MAX_SPAWN_RATE: u32 = 32;
+/// How often the prefork parent looks for connections waiting without an
+/// idle child to take them (see `spawn_for_demand`). Each prefork child
+/// holds one connection, kept-alive ones too, so clients that arrive
+/// together (a benchmark's, a load balancer's, the ones a graceful restart
+/// sends back) outnumber the spare children at once; Apache's ramp, a
+/// round a second that doubles, left them queued for seconds.
+const DEMAND_CHECK: Duration = Duration::from_millis(50);
 
 /// Re-reads the configuration for a graceful restart: the settings and the
 /// corrections made to them, or every error; each as `FILE:LINE: message`.
@@ -246,6 +257,9 @@ impl Parent {
             self.spawn(&signals);
         }
         let mut last_maintenance = Instant::now();
+        let mut last_demand_check = Instant::now();
+        let prefork = self.site.settings.mpm == Mpm::Prefork;
+        let tick = if prefork { DEMAND_CHECK } else { Duration::from_secs(1) };
         let graceful_stop = loop {
             let woken = {
                 let mut fds = vec![PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
@@ -258,7 +272,7 @@ impl Parent {
                     // What the pools' children print, through their pipes.
                     fds.extend(m.output_fds().into_iter().map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
                 }
-                let _ = poll(&mut fds, PollTimeout::from(1000u16));
+                let _ = poll(&mut fds, PollTimeout::try_from(tick).unwrap_or(PollTimeout::MAX));
                 fds.get(wake_at).and_then(|f| f.revents()).is_some_and(|r| r.contains(PollFlags::POLLIN))
             };
             if let Some(r) = &self.relay {
@@ -286,6 +300,12 @@ impl Parent {
                 break graceful;
             }
             self.reap(&signals);
+            if prefork && last_demand_check.elapsed() >= DEMAND_CHECK {
+                last_demand_check = Instant::now();
+                if !self.failing_to_start() {
+                    self.spawn_for_demand(&signals);
+                }
+            }
             if last_maintenance.elapsed() >= Duration::from_secs(1) {
                 last_maintenance = Instant::now();
                 self.maintain(&signals);
@@ -479,6 +499,9 @@ impl Parent {
                 self.ask_to_stop(pid);
             }
             self.spawn_rate = 1;
+        } else if self.site.settings.mpm == Mpm::Prefork {
+            // Children failing to start are tried again here, once a second.
+            self.spawn_for_demand(signals);
         } else if idle < min_spare || active < 1 {
             let cap = self.max_children();
             if active >= cap {
@@ -501,6 +524,43 @@ impl Parent {
         } else {
             self.spawn_rate = 1;
         }
+    }
+
+    /// prefork: forks at once the children that the connections waiting in
+    /// the listeners' queues and MinSpareServers call for, counting those
+    /// idle or still starting; at most MAX_SPAWN_RATE a round, never past
+    /// MaxRequestWorkers.
+    fn spawn_for_demand(&mut self, signals: &Signals) {
+        // Connections wait for a child only while none is idle. With one
+        // idle they wait for the CPU (clients that each send one request,
+        // faster than the machine answers), which more children would not
+        // give them: counting those forked a child per client.
+        let waiting: usize = if self.sb.idle_workers() == 0 { self.listeners.iter().map(Listener::queued).sum() } else { 0 };
+        let min_spare = self.site.settings.tuning.min_spare_servers as usize;
+        let wanted = (min_spare + waiting).saturating_sub(self.sb.spare_workers());
+        let active = self.active();
+        if wanted == 0 && active >= 1 {
+            return;
+        }
+        let cap = self.max_children();
+        if active >= cap {
+            if !self.cap_logged {
+                self.log(LogLevel::Error, "server reached MaxRequestWorkers setting, consider raising the MaxRequestWorkers setting");
+                self.cap_logged = true;
+            }
+            return;
+        }
+        for _ in 0..wanted.max(1).min(cap - active).min(MAX_SPAWN_RATE as usize) {
+            if !self.spawn(signals) {
+                break;
+            }
+        }
+    }
+
+    /// A child died within QUICK_DEATH of its start in the last second:
+    /// new ones would likely die too, so they are tried once a second.
+    fn failing_to_start(&self) -> bool {
+        self.quick_deaths.values().any(|t| t.elapsed() < QUICK_DEATH)
     }
 
     fn graceful_restart(&mut self, signals: &Signals) {
@@ -625,6 +685,13 @@ impl Parent {
     /// exit; a new generation, forked from the parent as it is now, takes
     /// new connections.
     fn new_generation(&mut self, signals: &Signals) {
+        // A prefork child's kept-alive client comes back on a new connection
+        // once its child has finished: the new generation starts as large as
+        // the old one was, rather than ramping up from StartServers.
+        let start = match self.site.settings.mpm {
+            Mpm::Prefork => (self.site.settings.tuning.start_servers as usize).max(self.active()).min(self.max_children()),
+            _ => self.site.settings.tuning.start_servers as usize,
+        };
         let old_children: Vec<Pid> = self.children.keys().copied().collect();
         for pid in old_children {
             self.ask_to_stop(pid);
@@ -632,7 +699,7 @@ impl Parent {
         self.generation += 1;
         self.sb.set_generation(self.generation);
         self.cap_logged = false;
-        for _ in 0..self.site.settings.tuning.start_servers {
+        for _ in 0..start {
             self.spawn(signals);
         }
     }

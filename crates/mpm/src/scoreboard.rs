@@ -304,13 +304,24 @@ impl Scoreboard {
 
     /// Idle workers (Ready) in live, non-quiescing children.
     pub fn idle_workers(&self) -> usize {
+        self.count_workers(|s| s == State::Ready)
+    }
+
+    /// Idle workers and those still starting: the spare ones there will be
+    /// once the children just forked reach the listeners.
+    pub fn spare_workers(&self) -> usize {
+        self.count_workers(|s| matches!(s, State::Ready | State::Starting))
+    }
+
+    /// Workers in live, non-quiescing children whose state passes `counted`.
+    fn count_workers(&self, counted: impl Fn(State) -> bool) -> usize {
         let mut n = 0;
         for p in 0..self.server_limit {
             let ps = self.process(p);
             if ps.pid.load(Ordering::Relaxed) == 0 || ps.quiescing.load(Ordering::Relaxed) != 0 {
                 continue;
             }
-            n += (0..self.thread_limit).filter(|&t| self.thread(p, t).state() == State::Ready).count();
+            n += (0..self.thread_limit).filter(|&t| counted(self.thread(p, t).state())).count();
         }
         n
     }

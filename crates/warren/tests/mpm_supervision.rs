@@ -120,18 +120,7 @@ fn spare_maintenance_grows_and_shrinks() {
         ("worker", "StartServers 1\nThreadsPerChild 2\nMinSpareThreads 2\nMaxSpareThreads 4\nMaxRequestWorkers 20\nKeepAliveTimeout 15"),
     ] {
         let s = Server::start(mpm, &format!("{extra}\n{STATUS}"));
-        let wait_for = |what: &str, f: &dyn Fn(&std::collections::HashMap<String, String>) -> bool| {
-            // Growth is a child or so a second; a loaded machine takes longer.
-            let deadline = Instant::now() + Duration::from_secs(30);
-            loop {
-                let st = status_auto(&s);
-                if f(&st) {
-                    return st;
-                }
-                assert!(Instant::now() < deadline, "{mpm}: {what} never happened: {st:?}");
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        };
+        let wait_for = |what: &str, f: &dyn Fn(&std::collections::HashMap<String, String>) -> bool| wait_status(&s, &format!("{mpm}: {what}"), f);
         let num = |st: &std::collections::HashMap<String, String>, k: &str| st[k].parse::<usize>().unwrap();
         // The status request itself keeps one worker busy while it looks.
         wait_for("growth to the min spare", &|st| num(st, "IdleWorkers") + num(st, "BusyWorkers") >= 2 && num(st, "IdleWorkers") >= 1);

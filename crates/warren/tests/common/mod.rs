@@ -673,6 +673,21 @@ pub fn status_auto(s: &Server) -> std::collections::HashMap<String, String> {
     r.text().lines().filter_map(|l| l.split_once(": ").map(|(k, v)| (k.to_string(), v.to_string()))).collect()
 }
 
+/// Polls `?auto` of server-status until `reached` holds (up to 30 s: the
+/// process counts change a child or so a second, slower on a loaded
+/// machine), and returns that page; fails naming `what` if it never does.
+pub fn wait_status(s: &Server, what: &str, reached: &dyn Fn(&std::collections::HashMap<String, String>) -> bool) -> std::collections::HashMap<String, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let st = status_auto(s);
+        if reached(&st) {
+            return st;
+        }
+        assert!(Instant::now() < deadline, "{what} never happened: {st:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A php-fpm of Debian's, started for one test in its directory: pool
 /// `unix` on a socket and pool `tcp` on a loopback port, two children each.
 pub struct Fpm {
