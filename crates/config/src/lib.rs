@@ -77,6 +77,7 @@ pub mod compress;
 pub mod dir_config;
 pub mod env_vars;
 pub mod expires;
+pub mod expr;
 pub mod h2;
 pub mod headers;
 pub mod htaccess;
