@@ -44,6 +44,9 @@ pub struct Builder {
     pub(crate) marks_only: bool,
     /// What each script mark says (see [`Loaded::scripts`]).
     pub(crate) script_notices: Vec<ConfigError>,
+    /// The conditions of the `<If>`/`<ElseIf>` sections just read in the
+    /// section being read: what an `<ElseIf>` or `<Else>` there follows.
+    pub(crate) if_chain: Option<Vec<crate::expr::Expr>>,
 }
 
 fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
@@ -71,6 +74,7 @@ impl Builder {
             https_listens: Vec::new(),
             http2_loaded: reader.loaded_modules.contains(&"http2"),
             in_htaccess: false,
+            if_chain: None,
             marks_only: false,
             script_notices: Vec::new(),
         }

@@ -260,6 +260,8 @@ pub enum SectionMatch {
     FilesMatch(Regex),
     Location(String),
     LocationMatch(Regex),
+    /// `<If>`, `<ElseIf>`, `<Else>`.
+    If(crate::if_sections::IfTest),
 }
 
 #[derive(Clone, Debug)]

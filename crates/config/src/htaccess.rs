@@ -66,7 +66,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
             }
             Node::Section(sec) => {
                 let lname = sec.name.to_ascii_lowercase();
-                if !matches!(lname.as_str(), "files" | "filesmatch") {
+                if !matches!(lname.as_str(), "files" | "filesmatch" | "if" | "elseif" | "else") {
                     return Err(ConfigError { origin: sec.origin.clone(), message: format!("<{}> not allowed here", sec.name) });
                 }
                 for child in &sec.children {

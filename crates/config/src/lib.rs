@@ -81,6 +81,7 @@ pub mod expr;
 pub mod h2;
 pub mod headers;
 pub mod htaccess;
+pub mod if_sections;
 pub mod log_format;
 pub mod modules;
 pub mod mpm;
