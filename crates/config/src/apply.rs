@@ -418,6 +418,15 @@ pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
 }
 
 pub(crate) fn require(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let [kind, words @ ..] = d.args.as_slice() {
+        if kind.eq_ignore_ascii_case("expr") {
+            match crate::expr::Expr::parse(&words.join(" "), b.in_htaccess) {
+                Ok(e) => dir.require.get_or_insert_with(Vec::new).push(crate::Require::Expr(e)),
+                Err(m) => b.error(&d.origin, format!("Require expr: {m}")),
+            }
+            return;
+        }
+    }
     match parse_require(&d.args) {
         Ok(r) => dir.require.get_or_insert_with(Vec::new).push(r),
         Err(m) => b.error(&d.origin, m),

@@ -439,6 +439,7 @@ impl Builder {
     pub(crate) fn section_body(&mut self, sec: &Section, matcher: SectionMatch, inner_ctx: Context, within: Option<&SectionMatch>) -> Vec<DirSection> {
         // An <If> chain does not reach into or out of a section.
         let outer_chain = self.if_chain.take();
+        let outer_around = std::mem::replace(&mut self.around, within.cloned());
         let mut config = DirConfig::default();
         let mut nested = Vec::new();
         for node in &sec.children {
@@ -464,6 +465,7 @@ impl Builder {
         let mut out = vec![section];
         out.append(&mut nested);
         self.if_chain = outer_chain;
+        self.around = outer_around;
         out
     }
 }

@@ -71,6 +71,8 @@ pub enum Require {
     Ip(Vec<(IpAddr, u8)>),
     /// `Require local`: loopback, or the client and server addresses are equal.
     Local,
+    /// `Require expr EXPRESSION`.
+    Expr(crate::expr::Expr),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -35,6 +35,15 @@ pub struct Expr {
     cond: Arc<Cond>,
 }
 
+/// Two expressions are the same when written the same.
+impl PartialEq for Expr {
+    fn eq(&self, other: &Expr) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Expr {}
+
 #[derive(Debug)]
 enum Cond {
     Const(bool),

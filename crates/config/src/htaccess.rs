@@ -69,15 +69,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
                 if !matches!(lname.as_str(), "files" | "filesmatch" | "if" | "elseif" | "else") {
                     return Err(ConfigError { origin: sec.origin.clone(), message: format!("<{}> not allowed here", sec.name) });
                 }
-                for child in &sec.children {
-                    match child {
-                        Node::Directive(d) => check(d, overrides)?,
-                        Node::Section(inner) => {
-                            return Err(ConfigError { origin: inner.origin.clone(), message: format!("<{}> not allowed here", inner.name) })
-                        }
-                        Node::Skipped(_) => {}
-                    }
-                }
+                check_section(sec, overrides)?;
                 files.extend(builder.nested_section(sec, &matcher));
             }
             Node::Skipped(sec) => files.extend(builder.skipped_block(sec, Context::Directory, &mut config, Some(&matcher))),
@@ -105,6 +97,21 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
     notes.extend(builder.take_script_notices());
     notes.extend(skipped);
     Ok(Htaccess { sections, notes })
+}
+
+/// The directives of a section of an `.htaccess` file, and of the `<If>`
+/// chains in its `<Files>`, each against what AllowOverride lets in.
+fn check_section(sec: &crate::parse::Section, overrides: &Overrides) -> Result<(), ConfigError> {
+    let is_if = |name: &str| ["if", "elseif", "else"].iter().any(|n| name.eq_ignore_ascii_case(n));
+    for child in &sec.children {
+        match child {
+            Node::Directive(d) => check(d, overrides)?,
+            Node::Section(inner) if is_if(&inner.name) && !is_if(&sec.name) => check_section(inner, overrides)?,
+            Node::Section(inner) => return Err(ConfigError { origin: inner.origin.clone(), message: format!("<{}> not allowed here", inner.name) }),
+            Node::Skipped(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// A builder for one `.htaccess` file: a tenant's lines, under the

@@ -16,6 +16,9 @@ use crate::table::Context;
 pub struct IfTest {
     pub expr: Option<Expr>,
     pub unless: Vec<Expr>,
+    /// The section around the one the `<If>` stands in (its `within`),
+    /// which must apply too: `<Directory>` around `<FilesMatch>`.
+    pub around: Option<Box<SectionMatch>>,
 }
 
 impl IfTest {
@@ -64,7 +67,7 @@ impl Builder {
             other => other,
         };
         let chain = (!is_else).then(|| unless.iter().cloned().chain(expr.clone()).collect());
-        let test = IfTest { expr, unless };
+        let test = IfTest { expr, unless, around: self.around.clone().map(Box::new) };
         let sections = self.section_body(sec, SectionMatch::If(test), inner_ctx, within);
         self.if_chain = chain;
         sections
