@@ -8,7 +8,8 @@
 //! turns out false: the sub-request tests (`-F`, `-U`, `-A`), `md5`, `sha1`,
 //! `note`, list functions other than `{...}`. File-reading functions and
 //! file tests are refused in `.htaccess` (Apache's "restricted"): a tenant
-//! could otherwise probe or read any file the server may read.
+//! could otherwise probe or read any file the server may read; `osenv` too,
+//! and there `env` reads the request's variables only.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -138,7 +139,12 @@ impl Func {
         if restricted && matches!(f, Func::File | Func::FileSize) {
             return Err(format!("function {name} reads files: not allowed in .htaccess"));
         }
-        Ok(f)
+        if restricted && matches!(f, Func::OsEnv) {
+            return Err(format!("function {name} reads the server's environment: not allowed in .htaccess"));
+        }
+        // A tenant's env() sees the request's variables only, not the
+        // server's environment (its secrets could be guessed bit by bit).
+        Ok(if restricted && matches!(f, Func::Env) { Func::ReqEnv } else { f })
     }
 }
 
@@ -729,10 +735,12 @@ mod tests {
         ] {
             assert!(Expr::parse(bad, false).is_err(), "{bad:?} parsed");
         }
-        for file_reading in ["-f '/etc/passwd'", "-d '/'", "file('/etc/passwd') == ''", "%{filesize:/etc/passwd} -gt 0", "-e %{REQUEST_FILENAME}"] {
+        for file_reading in ["-f '/etc/passwd'", "-d '/'", "file('/etc/passwd') == ''", "%{filesize:/etc/passwd} -gt 0", "-e %{REQUEST_FILENAME}", "osenv('HOME') == ''"] {
             assert!(Expr::parse(file_reading, false).is_ok(), "{file_reading}");
             assert!(Expr::parse(file_reading, true).unwrap_err().contains("not allowed in .htaccess"), "{file_reading}");
         }
         assert!(Expr::parse("-d '/' && -f '/proc/self/status' && !-e '/no/such'", false).unwrap().holds(&request()));
+        assert!(Expr::parse("env('PATH') != '' && %{env:STAGE} == 'test'", false).unwrap().holds(&request()));
+        assert!(Expr::parse("env('PATH') == '' && %{env:STAGE} == 'test'", true).unwrap().holds(&request()), "a tenant's env() is the request's only");
     }
 }
