@@ -614,7 +614,7 @@ pub(crate) fn access_file_name(b: &mut Builder, d: &Directive, host: &mut HostCo
 // mod_headers, mod_expires, mod_env, mod_setenvif.
 
 pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match crate::headers::parse_rule(&d.args, false, &d.origin) {
+    match crate::headers::parse_rule(&d.args, false, b.in_htaccess, &d.origin) {
         Ok(r) if crate::headers::names_server_written(&r) => {
             let hint = if r.name.eq_ignore_ascii_case("Server") { " (ServerTokens sets what it says)" } else { "" };
             b.warn(&d.origin, format!("Header {}: warren writes {} itself, after the filters; this line has no effect, as in Apache{hint}", r.name, r.name));
@@ -625,7 +625,7 @@ pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
 }
 
 pub(crate) fn request_header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match crate::headers::parse_rule(&d.args, true, &d.origin) {
+    match crate::headers::parse_rule(&d.args, true, b.in_htaccess, &d.origin) {
         // The application is told these as CONTENT_TYPE and CONTENT_LENGTH
         // (no HTTP_ before them): what the client sent, not the server's to change.
         Ok(r) if ["Content-Type", "Content-Length"].iter().any(|n| n.eq_ignore_ascii_case(&r.name)) => {

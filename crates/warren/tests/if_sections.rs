@@ -1,4 +1,4 @@
-//! `<If>`, `<ElseIf>`, `<Else>` and `Require expr` under each MPM: in an
+//! `<If>`, `<ElseIf>`, `<Else>`, `Require expr` and `Header ... expr=` under each MPM: in an
 //! `.htaccess` file as Nextcloud writes it (an `<If>` chain inside
 //! `<FilesMatch>`), in `<Directory>`, and a malformed or file-reading
 //! expression in an `.htaccess` file answered 500 with file and line logged.
@@ -25,7 +25,7 @@ fn start(mpm: &str) -> Server {
     let d = dir.0.display();
     let conf = format!(
         "<Directory {d}/htdocs>\n    AllowOverride All\n</Directory>\n\
-         <Directory {d}/htdocs/chain>\n  <If \"%{{QUERY_STRING}} == 'a'\">\n    Header set X-Branch if\n  </If>\n  <ElseIf \"tolower(%{{HTTP:X-Pick}}) in {{'b', 'c'}}\">\n    Header set X-Branch elseif-$1\n  </ElseIf>\n  <Else>\n    Header set X-Branch else\n  </Else>\n</Directory>\n\
+         <Directory {d}/htdocs/chain>\n  <If \"%{{QUERY_STRING}} == 'a'\">\n    Header set X-Branch if\n  </If>\n  <ElseIf \"tolower(%{{HTTP:X-Pick}}) in {{'b', 'c'}}\">\n    Header set X-Branch elseif-$1\n  </ElseIf>\n  <Else>\n    Header set X-Branch else\n  </Else>\n  Header always set X-Missing yes \"expr=%{{REQUEST_STATUS}} -ge 400 && %{{REQUEST_URI}} -strmatch '/chain/*' && resp('Content-Type') =~ m#^text/#\"\n</Directory>\n\
          <Directory {d}/htdocs/keyed>\n    Require expr \"%{{QUERY_STRING}} =~ /^key=open$/ && %{{REMOTE_ADDR}} -ipmatch '127.0.0.0/8'\"\n</Directory>\n\
          <If \"%{{REQUEST_URI}} -strmatch '/sub/*'\">\n    Header set X-Server-If yes\n</If>\n"
     );
@@ -55,6 +55,9 @@ fn directory_if_elseif_else_and_server_if(mpm: &str) {
     assert_eq!(s.get_with("/chain/x.txt", "X-Pick: d\r\n").header("X-Branch"), Some("else"));
     assert_eq!(s.get("/chain/x.txt?%61").header("X-Branch"), Some("else"), "the query is compared as sent");
     assert_eq!(s.get("/a.txt?a").header("X-Branch"), None);
+    // Header's expr= takes the whole language, the response's facts too.
+    assert_eq!(s.get("/chain/none").header("X-Missing"), Some("yes"));
+    assert_eq!(s.get("/chain/x.txt").header("X-Missing"), None);
     assert_eq!(s.get("/sub/page.html").header("X-Server-If"), Some("yes"));
     assert_eq!(s.get("/%73ub/page.html").header("X-Server-If"), Some("yes"), "REQUEST_URI is the decoded path");
     assert_eq!(s.get("/a.txt").header("X-Server-If"), None);
