@@ -699,7 +699,8 @@ pub(crate) fn set_env_if(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     let name = d.name.to_ascii_lowercase();
     let nocase = name.ends_with("nocase");
     let browser = name.starts_with("browsermatch");
-    match crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) {
+    let parsed = if name == "setenvifexpr" { crate::env_vars::SetEnvIf::parse_expr(&d.args, b.in_htaccess) } else { crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) };
+    match parsed {
         Ok(mut s) => {
             s.sets.retain(|set| match set {
                 EnvSet::Set(var, _) | EnvSet::Unset(var) => may_set_variable(b, d, var),

@@ -173,8 +173,30 @@ impl Expr {
 
     /// Whether it holds for the request `facts` describes.
     pub fn holds(&self, facts: &dyn Facts) -> bool {
+        self.captures(facts).is_some()
+    }
+
+    /// When it holds: the captures of the last regular expression it
+    /// matched (`$0`-`$9`, for SetEnvIfExpr's values).
+    pub fn captures(&self, facts: &dyn Facts) -> Option<Vec<String>> {
         let mut e = Eval { facts, captures: Vec::new() };
-        e.cond(&self.cond)
+        e.cond(&self.cond).then_some(e.captures)
+    }
+
+    /// `text` with `$0`-`$9` replaced by `captures` (empty where missing).
+    pub fn expand(text: &str, captures: &[String]) -> String {
+        let mut out = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, chars.peek().and_then(|d| d.to_digit(10))) {
+                ('$', Some(i)) => {
+                    chars.next();
+                    out.push_str(captures.get(i as usize).map_or("", String::as_str));
+                }
+                _ => out.push(c),
+            }
+        }
+        out
     }
 }
 
@@ -713,6 +735,9 @@ mod tests {
         assert!(holds("escape('/a b') == '/a%20b' && unescape('%41') == 'A'"));
         assert!(holds("'a' . %{REQUEST_METHOD} . 'b' == 'aPROPFINDb'"));
         assert!(holds("'it\\'s' == \"it's\""));
+        let e = Expr::parse("%{REQUEST_URI} =~ m#^/(\\w+)\\.php/(.*)#", false).unwrap();
+        let caps = e.captures(&request()).unwrap();
+        assert_eq!(Expr::expand("$1:$2:$3:$$x", &caps), "index:apps/files::$$x");
     }
 
     #[test]

@@ -17,7 +17,7 @@ impl Site {
     /// sections and `Require expr` rules settled.
     pub fn effective_for<'a>(&'a self, req: crate::request::Request<'a>, fs: &Path, url_path: &[u8]) -> Effective<'a> {
         let mut eff = self.effective(req.host, Some(fs), url_path);
-        eff.apply_ifs(&crate::expr_facts::RouteFacts { site: self, req, url: url_path, fs });
+        eff.apply_ifs(&crate::expr_facts::RouteFacts { site: Some(self), req, url: url_path, fs: Some(fs), env: req.env });
         eff
     }
 

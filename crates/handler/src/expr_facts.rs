@@ -7,15 +7,21 @@ use std::path::Path;
 
 use warren_config::expr::Facts;
 
+use crate::env::RequestEnv;
 use crate::request::Request;
 use crate::site::Site;
 
-/// A request mapped to `url` (decoded) and the file `fs`.
+/// A request whose URL path is `url` (decoded), mapped to the file `fs`
+/// once that is known.
 pub struct RouteFacts<'a> {
-    pub site: &'a Site,
+    /// For the host's name and DocumentRoot.
+    pub site: Option<&'a Site>,
     pub req: Request<'a>,
     pub url: &'a [u8],
-    pub fs: &'a Path,
+    pub fs: Option<&'a Path>,
+    /// The request's environment as it stands (SetEnvIfExpr sees what the
+    /// lines before it set).
+    pub env: &'a RequestEnv,
 }
 
 impl Facts for RouteFacts<'_> {
@@ -28,18 +34,18 @@ impl Facts for RouteFacts<'_> {
             "REQUEST_SCHEME" => conn.scheme().to_string(),
             "REQUEST_URI" | "DOCUMENT_URI" => text(self.url),
             "QUERY_STRING" => text(crate::path::split_query(head.path_and_query()).1.strip_prefix(b"?").unwrap_or_default()),
-            "REQUEST_FILENAME" | "SCRIPT_FILENAME" => self.fs.to_string_lossy().into_owned(),
+            "REQUEST_FILENAME" | "SCRIPT_FILENAME" => self.fs?.to_string_lossy().into_owned(),
             "THE_REQUEST" => text(head.request_line()),
             "REMOTE_ADDR" => conn.useragent.ip().to_string(),
             "CONN_REMOTE_ADDR" => conn.peer.ip().to_string(),
             "REMOTE_PORT" => conn.useragent.port().to_string(),
             "SERVER_NAME" => match head.host() {
                 Some(v) if !v.is_empty() => text(crate::logs::strip_port(v)),
-                _ => self.site.hosts[host].name.clone(),
+                _ => self.site?.hosts[host].name.clone(),
             },
             "SERVER_PORT" => conn.local.port().to_string(),
             "SERVER_PROTOCOL" => head.version.as_str().to_string(),
-            "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => self.site.hosts[host].config.document_root.to_string_lossy().into_owned(),
+            "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => self.site?.hosts[host].config.document_root.to_string_lossy().into_owned(),
             "HTTPS" => if https { "on" } else { "off" }.to_string(),
             "IPV6" => if conn.useragent.is_ipv6() { "on" } else { "off" }.to_string(),
             "IS_SUBREQ" => "false".to_string(),
@@ -61,7 +67,7 @@ impl Facts for RouteFacts<'_> {
     }
 
     fn env(&self, name: &str) -> Option<String> {
-        self.req.env.get(name).map(str::to_string)
+        self.env.get(name).map(str::to_string)
     }
 
     fn remote_ip(&self) -> IpAddr {

@@ -25,7 +25,7 @@ fn start(mpm: &str) -> Server {
     let d = dir.0.display();
     let conf = format!(
         "<Directory {d}/htdocs>\n    AllowOverride All\n</Directory>\n\
-         <Directory {d}/htdocs/chain>\n  <If \"%{{QUERY_STRING}} == 'a'\">\n    Header set X-Branch if\n  </If>\n  <ElseIf \"tolower(%{{HTTP:X-Pick}}) in {{'b', 'c'}}\">\n    Header set X-Branch elseif-$1\n  </ElseIf>\n  <Else>\n    Header set X-Branch else\n  </Else>\n  Header always set X-Missing yes \"expr=%{{REQUEST_STATUS}} -ge 400 && %{{REQUEST_URI}} -strmatch '/chain/*' && resp('Content-Type') =~ m#^text/#\"\n</Directory>\n\
+         <Directory {d}/htdocs/chain>\n  <If \"%{{QUERY_STRING}} == 'a'\">\n    Header set X-Branch if\n  </If>\n  <ElseIf \"tolower(%{{HTTP:X-Pick}}) in {{'b', 'c'}}\">\n    Header set X-Branch elseif-$1\n  </ElseIf>\n  <Else>\n    Header set X-Branch else\n  </Else>\n  SetEnvIfExpr \"%{{HTTP:X-Pick}} =~ /^(\\w)(\\w*)/ && -n $1\" PICKED=$1-$2 !NOPE\n  Header set X-Picked %{{PICKED}}e env=PICKED\n  Header always set X-Missing yes \"expr=%{{REQUEST_STATUS}} -ge 400 && %{{REQUEST_URI}} -strmatch '/chain/*' && resp('Content-Type') =~ m#^text/#\"\n</Directory>\n\
          <Directory {d}/htdocs/keyed>\n    Require expr \"%{{QUERY_STRING}} =~ /^key=open$/ && %{{REMOTE_ADDR}} -ipmatch '127.0.0.0/8'\"\n</Directory>\n\
          <If \"%{{REQUEST_URI}} -strmatch '/sub/*'\">\n    Header set X-Server-If yes\n</If>\n"
     );
@@ -53,6 +53,8 @@ fn directory_if_elseif_else_and_server_if(mpm: &str) {
     assert_eq!(s.get_with("/chain/x.txt?a", "X-Pick: B\r\n").header("X-Branch"), Some("if"), "the first that holds wins");
     assert_eq!(s.get_with("/chain/x.txt", "X-Pick: C\r\n").header("X-Branch"), Some("elseif-$1"));
     assert_eq!(s.get_with("/chain/x.txt", "X-Pick: d\r\n").header("X-Branch"), Some("else"));
+    assert_eq!(s.get_with("/chain/x.txt", "X-Pick: dog\r\n").header("X-Picked"), Some("d-og"), "SetEnvIfExpr with captures");
+    assert_eq!(s.get_with("/chain/x.txt", "X-Pick: -\r\n").header("X-Picked"), None);
     assert_eq!(s.get("/chain/x.txt?%61").header("X-Branch"), Some("else"), "the query is compared as sent");
     assert_eq!(s.get("/a.txt?a").header("X-Branch"), None);
     // Header's expr= takes the whole language, the response's facts too.
