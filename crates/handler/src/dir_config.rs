@@ -109,14 +109,17 @@ impl Effective<'_> {
     }
 
     /// Whether an `.htaccess` file on the way has regular expressions that
-    /// routing runs (rewrite rules, SetEnvIf, RedirectMatch): a site owner's
-    /// patterns, which may be slow to match.
+    /// routing runs (rewrite rules, SetEnvIf, RedirectMatch, `<If>`,
+    /// `Require expr`): a site owner's patterns, which may be slow to match.
     pub fn runs_htaccess_patterns(&self) -> bool {
         use warren_config::alias::UrlMatch;
         self.layers.iter().any(|l| {
             matches!(l, Layer::File(..))
-                && (l.rewrite.as_ref().is_some_and(|r| !r.rules.is_empty()) || !l.set_env_if.is_empty() || l.redirects.iter().any(|r| matches!(r.url, UrlMatch::Regex(_))))
-        })
+                && (l.rewrite.as_ref().is_some_and(|r| !r.rules.is_empty())
+                    || !l.set_env_if.is_empty()
+                    || l.redirects.iter().any(|r| matches!(r.url, UrlMatch::Regex(_)))
+                    || l.require.as_ref().is_some_and(|rules| rules.iter().any(|r| matches!(r, Require::Expr(_)))))
+        }) || self.conditional.iter().any(|c| matches!(c, Conditional::File(..)))
     }
 
     fn last<'s, T: ?Sized>(&'s self, get: impl Fn(&'s DirConfig) -> Option<&'s T>) -> Option<&'s T> {

@@ -17,6 +17,11 @@ impl Site {
     /// sections and `Require expr` rules settled.
     pub fn effective_for<'a>(&'a self, req: crate::request::Request<'a>, fs: &Path, url_path: &[u8]) -> Effective<'a> {
         let mut eff = self.effective(req.host, Some(fs), url_path);
+        // A tenant's expressions are not run on an event loop's thread:
+        // the request is routed again on a worker thread (see `access`).
+        if req.pass.on_loop && eff.runs_htaccess_patterns() {
+            return eff;
+        }
         eff.apply_ifs(&crate::expr_facts::RouteFacts { site: Some(self), req, url: url_path, fs: Some(fs), env: req.env });
         eff
     }
