@@ -100,13 +100,13 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
 }
 
 /// The directives of a section of an `.htaccess` file, and of the `<If>`
-/// chains in its `<Files>`, each against what AllowOverride lets in.
+/// chains in it, each against what AllowOverride lets in.
 fn check_section(sec: &crate::parse::Section, overrides: &Overrides) -> Result<(), ConfigError> {
     let is_if = |name: &str| ["if", "elseif", "else"].iter().any(|n| name.eq_ignore_ascii_case(n));
     for child in &sec.children {
         match child {
             Node::Directive(d) => check(d, overrides)?,
-            Node::Section(inner) if is_if(&inner.name) && !is_if(&sec.name) => check_section(inner, overrides)?,
+            Node::Section(inner) if is_if(&inner.name) => check_section(inner, overrides)?,
             Node::Section(inner) => return Err(ConfigError { origin: inner.origin.clone(), message: format!("<{}> not allowed here", inner.name) }),
             Node::Skipped(_) => {}
         }

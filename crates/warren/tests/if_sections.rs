@@ -14,7 +14,7 @@ fn start(mpm: &str) -> Server {
     dir.write("htdocs/nc/page.html", "page");
     dir.write(
         "htdocs/nc/.htaccess",
-        "<IfModule mod_env.c>\n  <FilesMatch \"\\.(css|js|svg)$\">\n    <If \"%{QUERY_STRING} =~ /(^|&)v=/\">\n      Header set Cache-Control \"max-age=15778463, immutable\"\n    </If>\n    <Else>\n      Header set Cache-Control \"max-age=15778463\"\n    </Else>\n  </FilesMatch>\n</IfModule>\n<If \"%{HTTP_USER_AGENT} =~ /badbot/i\">\n  Require all denied\n</If>\n",
+        "<IfModule mod_env.c>\n  <FilesMatch \"\\.(css|js|svg)$\">\n    <If \"%{QUERY_STRING} =~ /(^|&)v=/\">\n      Header set Cache-Control \"max-age=15778463, immutable\"\n    </If>\n    <Else>\n      Header set Cache-Control \"max-age=15778463\"\n    </Else>\n  </FilesMatch>\n</IfModule>\n<If \"%{HTTP_USER_AGENT} =~ /badbot/i\">\n  Require all denied\n</If>\n<If \"%{REQUEST_URI} =~ /\\.html$/\">\n  <If \"%{QUERY_STRING} == 'nested'\">\n    Header set X-Nested yes\n  </If>\n</If>\n",
     );
     dir.write("htdocs/chain/x.txt", "x");
     dir.write("htdocs/keyed/x.txt", "keyed");
@@ -43,6 +43,8 @@ fn nextcloud_htaccess_if_else(mpm: &str) {
     assert_eq!((r.status, r.header("Cache-Control")), (200, None));
     assert_eq!(s.get_with("/nc/page.html", "User-Agent: BadBot/1.0\r\n").status, 403);
     assert_eq!(s.get_with("/nc/page.html", "User-Agent: curl\r\n").status, 200);
+    assert_eq!(s.get("/nc/page.html?nested").header("X-Nested"), Some("yes"));
+    assert_eq!(s.get("/nc/app.js?nested").header("X-Nested"), None, "the outer <If> must hold too");
     // Nothing leaks outside the directory.
     assert_eq!(s.get_with("/a.txt", "User-Agent: BadBot\r\n").status, 200);
 }
