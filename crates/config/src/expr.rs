@@ -162,7 +162,7 @@ impl Expr {
     /// Parses `text`; `restricted` (an `.htaccess` file) refuses what reads
     /// files.
     pub fn parse(text: &str, restricted: bool) -> Result<Expr, String> {
-        let mut p = Parser { s: text.as_bytes(), at: 0, restricted };
+        let mut p = Parser { s: text.as_bytes(), at: 0, restricted, depth: 0, tests: 0 };
         let cond = p.or()?;
         p.skip_space();
         if p.at < p.s.len() {
@@ -204,7 +204,16 @@ struct Parser<'a> {
     s: &'a [u8],
     at: usize,
     restricted: bool,
+    /// Parentheses, `!` and function calls open: bounded, as parsing and
+    /// evaluating recurse (a tenant's `((((...` must not overflow a stack).
+    depth: usize,
+    /// Comparisons so far, bounded for the same reason (`a && b && ...`).
+    tests: usize,
 }
+
+/// Nesting and size bounds of one expression: far above what people write.
+const MAX_DEPTH: usize = 32;
+const MAX_TESTS: usize = 256;
 
 impl Parser<'_> {
     fn rest(&self) -> String {
@@ -259,6 +268,16 @@ impl Parser<'_> {
     }
 
     fn not(&mut self) -> Result<Cond, String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(format!("nested more than {MAX_DEPTH} deep"));
+        }
+        let cond = self.not_inner();
+        self.depth -= 1;
+        cond
+    }
+
+    fn not_inner(&mut self) -> Result<Cond, String> {
         self.skip_space();
         if self.s.get(self.at) == Some(&b'!') && self.s.get(self.at + 1) != Some(&b'=') && self.s.get(self.at + 1) != Some(&b'~') {
             self.at += 1;
@@ -281,6 +300,10 @@ impl Parser<'_> {
     }
 
     fn comparison(&mut self) -> Result<Cond, String> {
+        self.tests += 1;
+        if self.tests > MAX_TESTS {
+            return Err(format!("more than {MAX_TESTS} tests"));
+        }
         self.skip_space();
         if self.s.get(self.at) == Some(&b'-') && self.s.get(self.at + 2).is_none_or(|c| c.is_ascii_whitespace()) {
             let op = self.s.get(self.at + 1).copied().unwrap_or(b' ');
@@ -409,7 +432,13 @@ impl Parser<'_> {
                     return Err(format!("'{name}' is not a word: quote strings ('{name}')"));
                 }
                 let func = Func::named(&name, self.restricted)?;
-                let arg = self.word()?;
+                self.depth += 1;
+                if self.depth > MAX_DEPTH {
+                    return Err(format!("nested more than {MAX_DEPTH} deep"));
+                }
+                let arg = self.word();
+                self.depth -= 1;
+                let arg = arg?;
                 if !self.eat(")") {
                     return Err(format!("expected ')' after the argument of {name}, at '{}'", self.rest()));
                 }
@@ -760,6 +789,12 @@ mod tests {
         ] {
             assert!(Expr::parse(bad, false).is_err(), "{bad:?} parsed");
         }
+        let deep = format!("{}true{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(Expr::parse(&deep, false).unwrap_err().contains("nested more than"));
+        assert!(Expr::parse(&"!".repeat(100_000), false).unwrap_err().contains("nested more than"));
+        assert!(Expr::parse(&format!("{}'a'{}", "tolower(".repeat(100_000), ")".repeat(100_000)), false).is_err());
+        assert!(Expr::parse(&vec!["-n 'a'"; 10_000].join(" && "), false).unwrap_err().contains("more than 256 tests"));
+        assert!(Expr::parse(&vec!["-n 'a'"; 256].join(" || "), false).unwrap().holds(&request()));
         for file_reading in ["-f '/etc/passwd'", "-d '/'", "file('/etc/passwd') == ''", "%{filesize:/etc/passwd} -gt 0", "-e %{REQUEST_FILENAME}", "osenv('HOME') == ''"] {
             assert!(Expr::parse(file_reading, false).is_ok(), "{file_reading}");
             assert!(Expr::parse(file_reading, true).unwrap_err().contains("not allowed in .htaccess"), "{file_reading}");
