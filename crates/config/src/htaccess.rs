@@ -331,4 +331,23 @@ mod tests {
         assert!(h.sections[0].config.scripts.iter().any(|m| m.covers("a.php")) && h.sections[0].config.scripts.iter().any(|m| m.covers("a.inc")));
         assert!(h.notes.iter().any(|n| n.to_string().starts_with("/srv/site/.htaccess:1: AddHandler php-script .php: files ending in .php are scripts")), "{:?}", h.notes);
     }
+
+    /// A tenant's expressions may not test or read the server's files,
+    /// whichever directive holds them; the error names the line.
+    #[test]
+    fn expressions_that_read_files_are_refused() {
+        let all = overrides(&["All"]);
+        for (text, line) in [
+            ("<If \"-f '/etc/shadow'\">\nHeader set X y\n</If>\n", 1),
+            ("RewriteEngine On\nRewriteCond expr \"file('/etc/passwd') =~ /root/\"\nRewriteRule ^ - [F]\n", 2),
+            ("Require expr \"-d '/home/other'\"\n", 1),
+            ("SetEnvIfExpr \"%{filesize:/etc/passwd} -gt 0\" X\n", 1),
+            ("Header set X y \"expr=-e '/root'\"\n", 1),
+            ("<If true>\n<If \"osenv('HOME') == ''\">\n</If>\n</If>\n", 2),
+        ] {
+            let e = read_text(text, &all).unwrap_err();
+            assert!(e.origin.line == line && e.message.contains("not allowed in .htaccess"), "{text}: {e}");
+        }
+        assert!(read_text("RewriteEngine On\nRewriteCond expr \"%{HTTP_HOST} == 'a'\" [OR,NV]\nRewriteCond %{HTTPS} on\nRewriteRule ^ - [F]\n", &all).is_ok());
+    }
 }

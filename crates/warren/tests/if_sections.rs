@@ -1,4 +1,5 @@
-//! `<If>`, `<ElseIf>`, `<Else>`, `Require expr` and `Header ... expr=` under each MPM: in an
+//! `<If>`, `<ElseIf>`, `<Else>`, `Require expr`, `Header ... expr=`,
+//! `SetEnvIfExpr` and `RewriteCond expr` under each MPM: in an
 //! `.htaccess` file as Nextcloud writes it (an `<If>` chain inside
 //! `<FilesMatch>`), in `<Directory>`, and a malformed or file-reading
 //! expression in an `.htaccess` file answered 500 with file and line logged.
@@ -19,6 +20,8 @@ fn start(mpm: &str) -> Server {
     dir.write("htdocs/chain/x.txt", "x");
     dir.write("htdocs/keyed/x.txt", "keyed");
     dir.write("htdocs/bad/x.txt", "x");
+    dir.write("htdocs/rw/x.txt", "x");
+    dir.write("htdocs/rw/.htaccess", "RewriteEngine On\nRewriteCond expr \"%{HTTP_REFERER} -strmatch '*://evil.example/*' || %{QUERY_STRING} =~ /^block/\" [OR]\nRewriteCond %{HTTP:X-Block} =1\nRewriteRule \\.txt$ - [F]\n");
     dir.write("htdocs/bad/.htaccess", "# a typo\n<If \"%{HTTP_HOST} = = 'a'\">\nRequire all denied\n</If>\n");
     dir.write("htdocs/probe/x.txt", "x");
     dir.write("htdocs/probe/.htaccess", "<If \"-f '/etc/passwd'\">\nHeader set X-Probe yes\n</If>\n");
@@ -75,6 +78,15 @@ fn require_expr(mpm: &str) {
     }
 }
 
+fn rewrite_cond_expr(mpm: &str) {
+    let s = start(mpm);
+    assert_eq!(s.get("/rw/x.txt").status, 200);
+    assert_eq!(s.get_with("/rw/x.txt", "Referer: https://evil.example/page\r\n").status, 403);
+    assert_eq!(s.get_with("/rw/x.txt", "Referer: https://good.example/evil.example/\r\n").status, 200);
+    assert_eq!(s.get("/rw/x.txt?blocked").status, 403);
+    assert_eq!(s.get_with("/rw/x.txt", "X-Block: 1\r\n").status, 403, "[OR] with the next condition");
+}
+
 fn bad_expressions_in_htaccess_are_500_with_file_and_line(mpm: &str) {
     let s = start(mpm);
     assert_eq!(s.get("/bad/x.txt").status, 500);
@@ -86,4 +98,4 @@ fn bad_expressions_in_htaccess_are_500_with_file_and_line(mpm: &str) {
     assert_eq!(s.get("/a.txt").status, 200);
 }
 
-each_mpm!(nextcloud_htaccess_if_else, directory_if_elseif_else_and_server_if, require_expr, bad_expressions_in_htaccess_are_500_with_file_and_line);
+each_mpm!(nextcloud_htaccess_if_else, directory_if_elseif_else_and_server_if, require_expr, rewrite_cond_expr, bad_expressions_in_htaccess_are_500_with_file_and_line);
