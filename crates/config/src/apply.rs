@@ -417,6 +417,15 @@ pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
 }
 
 pub(crate) fn require(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let [kind, words @ ..] = d.args.as_slice() {
+        if kind.eq_ignore_ascii_case("expr") {
+            match crate::expr::Expr::parse(&words.join(" "), b.in_htaccess) {
+                Ok(e) => dir.require.get_or_insert_with(Vec::new).push(crate::Require::Expr(e)),
+                Err(m) => b.error(&d.origin, format!("Require expr: {m}")),
+            }
+            return;
+        }
+    }
     match parse_require(&d.args) {
         Ok(r) => dir.require.get_or_insert_with(Vec::new).push(r),
         Err(m) => b.error(&d.origin, m),
@@ -604,7 +613,7 @@ pub(crate) fn access_file_name(b: &mut Builder, d: &Directive, host: &mut HostCo
 // mod_headers, mod_expires, mod_env, mod_setenvif.
 
 pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match crate::headers::parse_rule(&d.args, false, &d.origin) {
+    match crate::headers::parse_rule(&d.args, false, b.in_htaccess, &d.origin) {
         Ok(r) if crate::headers::names_server_written(&r) => {
             let hint = if r.name.eq_ignore_ascii_case("Server") { " (ServerTokens sets what it says)" } else { "" };
             b.warn(&d.origin, format!("Header {}: warren writes {} itself, after the filters; this line has no effect, as in Apache{hint}", r.name, r.name));
@@ -615,7 +624,7 @@ pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
 }
 
 pub(crate) fn request_header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match crate::headers::parse_rule(&d.args, true, &d.origin) {
+    match crate::headers::parse_rule(&d.args, true, b.in_htaccess, &d.origin) {
         // The application is told these as CONTENT_TYPE and CONTENT_LENGTH
         // (no HTTP_ before them): what the client sent, not the server's to change.
         Ok(r) if ["Content-Type", "Content-Length"].iter().any(|n| n.eq_ignore_ascii_case(&r.name)) => {
@@ -689,7 +698,8 @@ pub(crate) fn set_env_if(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     let name = d.name.to_ascii_lowercase();
     let nocase = name.ends_with("nocase");
     let browser = name.starts_with("browsermatch");
-    match crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) {
+    let parsed = if name == "setenvifexpr" { crate::env_vars::SetEnvIf::parse_expr(&d.args, b.in_htaccess) } else { crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) };
+    match parsed {
         Ok(mut s) => {
             s.sets.retain(|set| match set {
                 EnvSet::Set(var, _) | EnvSet::Unset(var) => may_set_variable(b, d, var),

@@ -443,6 +443,9 @@ impl Builder {
     /// (scoped to it by `within`).
     fn dir_section(&mut self, sec: &Section, ctx: Context, within: Option<&SectionMatch>) -> Vec<DirSection> {
         let lname = sec.name.to_ascii_lowercase();
+        if matches!(lname.as_str(), "if" | "elseif" | "else") {
+            return self.if_section(sec, ctx, within);
+        }
         let (regex_form, arg) = match sec.args.as_slice() {
             [a] => (false, a.clone()),
             [t, a] if t == "~" => (true, a.clone()),
@@ -482,6 +485,14 @@ impl Builder {
             self.error(&sec.origin, format!("<{}> is not allowed in {}", sec.name, ctx.describe()));
             return Vec::new();
         }
+        self.section_body(sec, matcher, inner_ctx, within)
+    }
+
+    /// A section's directives, then the sections nested in it.
+    pub(crate) fn section_body(&mut self, sec: &Section, matcher: SectionMatch, inner_ctx: Context, within: Option<&SectionMatch>) -> Vec<DirSection> {
+        // An <If> chain does not reach into or out of a section.
+        let outer_chain = self.if_chain.take();
+        let outer_around = std::mem::replace(&mut self.around, within.cloned());
         let mut config = DirConfig::default();
         let mut nested = Vec::new();
         for node in &sec.children {
@@ -506,6 +517,8 @@ impl Builder {
         let section = DirSection { matcher, within: within.map(|w| Box::new(w.clone())), config, origin: sec.origin.clone() };
         let mut out = vec![section];
         out.append(&mut nested);
+        self.if_chain = outer_chain;
+        self.around = outer_around;
         out
     }
 }

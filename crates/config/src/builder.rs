@@ -48,6 +48,12 @@ pub struct Builder {
     pub(crate) per_user: crate::fcgid::PerUser,
     /// How those lines were mapped (see [`Loaded::mapped`]).
     pub(crate) mapped: Vec<ConfigError>,
+    /// The conditions of the `<If>`/`<ElseIf>` sections just read in the
+    /// section being read: what an `<ElseIf>` or `<Else>` there follows.
+    pub(crate) if_chain: Option<Vec<crate::expr::Expr>>,
+    /// The section around the one being read, for an `<If>` in the latter
+    /// (`<Directory>` around `<Files>` around `<If>`): it must apply too.
+    pub(crate) around: Option<crate::dir_config::SectionMatch>,
 }
 
 fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
@@ -75,6 +81,8 @@ impl Builder {
             https_listens: Vec::new(),
             http2_loaded: reader.loaded_modules.contains(&"http2"),
             in_htaccess: false,
+            if_chain: None,
+            around: None,
             marks_only: false,
             script_notices: Vec::new(),
             per_user: crate::fcgid::PerUser::default(),

@@ -75,6 +75,8 @@ pub enum Require {
     Ip(Vec<(IpAddr, u8)>),
     /// `Require local`: loopback, or the client and server addresses are equal.
     Local,
+    /// `Require expr EXPRESSION`.
+    Expr(crate::expr::Expr),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -264,6 +266,8 @@ pub enum SectionMatch {
     FilesMatch(Regex),
     Location(String),
     LocationMatch(Regex),
+    /// `<If>`, `<ElseIf>`, `<Else>`.
+    If(crate::if_sections::IfTest),
 }
 
 #[derive(Clone, Debug)]

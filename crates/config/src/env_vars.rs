@@ -29,6 +29,9 @@ pub enum Attribute {
     /// A request header by name; if the request has none, the environment
     /// variable of that name (one set by an earlier line), as in Apache.
     Header(String),
+    /// `SetEnvIfExpr`: the expression decides (the rule's pattern is
+    /// empty); `$0`-`$9` in values are its last match's captures.
+    Expr(crate::expr::Expr),
     /// A pattern of header names: the first header whose name matches.
     HeaderPattern(Regex),
 }
@@ -63,21 +66,35 @@ impl SetEnvIf {
             return Err(format!("no variable to set after the regex '{pattern}'"));
         }
         let pattern = if nocase { Regex::caseless(pattern) } else { Regex::new(pattern) }.map_err(|e| format!("bad regex '{pattern}': {e}"))?;
-        let sets = vars
-            .iter()
-            .map(|v| {
-                if let Some(name) = v.strip_prefix('!') {
-                    return if name.is_empty() { Err("'!' without a variable name".to_string()) } else { Ok(EnvSet::Unset(name.to_string())) };
-                }
-                match v.split_once('=') {
-                    Some(("", _)) => Err(format!("'{v}': no variable name")),
-                    Some((n, val)) => Ok(EnvSet::Set(n.to_string(), val.to_string())),
-                    None => Ok(EnvSet::Set(v.clone(), "1".to_string())),
-                }
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(SetEnvIf { attribute, pattern, sets })
+        Ok(SetEnvIf { attribute, pattern, sets: parse_sets(vars)? })
     }
+
+    /// `SetEnvIfExpr "expr" var...`; `restricted` in `.htaccess`.
+    pub fn parse_expr(args: &[String], restricted: bool) -> Result<SetEnvIf, String> {
+        let (text, vars) = args.split_first().ok_or("SetEnvIfExpr takes an expression and variables to set")?;
+        if vars.is_empty() {
+            return Err(format!("no variable to set after the expression '{text}'"));
+        }
+        let expr = crate::expr::Expr::parse(text, restricted)?;
+        let pattern = Regex::new("").map_err(|e| e.to_string())?;
+        Ok(SetEnvIf { attribute: Attribute::Expr(expr), pattern, sets: parse_sets(vars)? })
+    }
+}
+
+/// `[!]VAR[=value]...`
+fn parse_sets(vars: &[String]) -> Result<Vec<EnvSet>, String> {
+    vars.iter()
+        .map(|v| {
+            if let Some(name) = v.strip_prefix('!') {
+                return if name.is_empty() { Err("'!' without a variable name".to_string()) } else { Ok(EnvSet::Unset(name.to_string())) };
+            }
+            match v.split_once('=') {
+                Some(("", _)) => Err(format!("'{v}': no variable name")),
+                Some((n, val)) => Ok(EnvSet::Set(n.to_string(), val.to_string())),
+                None => Ok(EnvSet::Set(v.clone(), "1".to_string())),
+            }
+        })
+        .collect()
 }
 
 fn parse_attribute(a: &str) -> Result<Attribute, String> {

@@ -1,12 +1,9 @@
 //! mod_headers' `Header` and `RequestHeader` lines, read into
 //! [`HeaderRule`]s: the action, the header, its value (a [`ValueFormat`]
 //! with Apache's `%t`, `%D`, `%{VAR}e` specifiers), an `edit` pattern and
-//! replacement, and the [`Condition`] (`env=[!]VAR` or a small `expr=`) under
-//! which the rule acts. The handler applies the rules; see its `filters`.
-//!
-//! `expr=` takes the part of Apache's expression language that real
-//! configurations use on a header (one comparison, `-n`/`-z`, `!`): anything
-//! else is refused with the line, never read as something else.
+//! replacement, and the [`Condition`] (`env=[!]VAR` or `expr=`, Apache's
+//! expression language, see [`crate::expr`]) under which the rule acts. The
+//! handler applies the rules; see its `filters`.
 
 use warren_regex::Regex;
 
@@ -101,53 +98,11 @@ impl ValueFormat {
     }
 }
 
-/// What an expression compares.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ExprVar {
-    RequestUri,
-    RequestMethod,
-    QueryString,
-    RemoteAddr,
-    RequestScheme,
-    /// The response's Content-Type.
-    ContentType,
-    /// The response's status.
-    RequestStatus,
-    /// `%{HTTP_USER_AGENT}`, `%{req:Name}`, `%{http:Name}`.
-    RequestHeader(String),
-    /// `%{resp:Name}`.
-    ResponseHeader(String),
-    /// `%{env:NAME}`, `%{reqenv:NAME}`.
-    Env(String),
-}
-
-#[derive(Clone, Debug)]
-pub enum ExprWord {
-    Var(ExprVar),
-    Text(String),
-}
-
-#[derive(Clone, Debug)]
-pub enum ExprTest {
-    NonEmpty(ExprWord),
-    Empty(ExprWord),
-    Matches(ExprWord, Regex),
-    Equals(ExprWord, ExprWord),
-    Const(bool),
-}
-
-/// `expr=`: one test, possibly negated.
-#[derive(Clone, Debug)]
-pub struct Expr {
-    pub negate: bool,
-    pub test: ExprTest,
-}
-
 #[derive(Clone, Debug)]
 pub enum Condition {
     /// `env=VAR` (set) or `env=!VAR` (not set).
     Env { name: String, negate: bool },
-    Expr(Expr),
+    Expr(crate::expr::Expr),
 }
 
 #[derive(Clone, Debug)]
@@ -178,7 +133,7 @@ pub fn names_server_written(rule: &HeaderRule) -> bool {
 
 /// Reads the arguments of a `Header` (`request` false) or `RequestHeader`
 /// line.
-pub fn parse_rule(args: &[String], request: bool, origin: &Origin) -> Result<HeaderRule, String> {
+pub fn parse_rule(args: &[String], request: bool, restricted: bool, origin: &Origin) -> Result<HeaderRule, String> {
     let directive = if request { "RequestHeader" } else { "Header" };
     let mut args = args;
     let mut always = false;
@@ -221,7 +176,7 @@ pub fn parse_rule(args: &[String], request: bool, origin: &Origin) -> Result<Hea
     let (values, extra) = rest.split_at(takes);
     let condition = match extra {
         [] => None,
-        [c] => Some(parse_condition(c, directive)?),
+        [c] => Some(parse_condition(c, directive, restricted)?),
         _ => return Err(format!("{directive} {action_word} {name}: too many arguments ({})", usage())),
     };
     // `Header set X-Content-Type-Options: "nosniff"`, as Debian's
@@ -246,7 +201,7 @@ pub fn parse_rule(args: &[String], request: bool, origin: &Origin) -> Result<Hea
     Ok(rule)
 }
 
-fn parse_condition(c: &str, directive: &str) -> Result<Condition, String> {
+fn parse_condition(c: &str, directive: &str, restricted: bool) -> Result<Condition, String> {
     if let Some(var) = c.strip_prefix("env=") {
         let (negate, name) = match var.strip_prefix('!') {
             Some(n) => (true, n),
@@ -258,136 +213,12 @@ fn parse_condition(c: &str, directive: &str) -> Result<Condition, String> {
         return Ok(Condition::Env { name: name.to_string(), negate });
     }
     if let Some(text) = c.strip_prefix("expr=") {
-        return parse_expr(text).map(Condition::Expr).map_err(|e| format!("{directive}: expr={text}: {e}"));
+        return crate::expr::Expr::parse(text, restricted).map(Condition::Expr).map_err(|e| format!("{directive}: expr={text}: {e}"));
     }
     if c.eq_ignore_ascii_case("early") {
         return Err(format!("{directive} ... early is not supported: warren applies header rules once, before the handler (RequestHeader) or after it (Header)"));
     }
     Err(format!("{directive}: unexpected argument '{c}' (a condition is env=[!]VAR or expr=...)"))
-}
-
-/// The subset of `ap_expr`: `[!] -n|-z WORD`, `[!] WORD =~|!~ /re/[i]`,
-/// `[!] WORD ==|!= WORD`, `true`, `false`. A WORD is `%{VAR}` or a quoted
-/// string.
-pub fn parse_expr(text: &str) -> Result<Expr, String> {
-    let mut s = text.trim();
-    let mut negate = false;
-    if let Some(r) = s.strip_prefix('!') {
-        negate = true;
-        s = r.trim_start();
-        if let Some(inner) = s.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
-            s = inner.trim();
-        }
-    }
-    if ["&&", "||"].iter().any(|op| s.contains(op)) {
-        return Err("only one test is supported (no && or ||)".into());
-    }
-    let test = match s {
-        "true" => ExprTest::Const(true),
-        "false" => ExprTest::Const(false),
-        _ if s.starts_with("-n ") || s.starts_with("-z ") => {
-            let (word, rest) = parse_word(s[3..].trim_start())?;
-            if !rest.trim().is_empty() {
-                return Err(format!("unexpected '{}'", rest.trim()));
-            }
-            if s.starts_with("-n") {
-                ExprTest::NonEmpty(word)
-            } else {
-                ExprTest::Empty(word)
-            }
-        }
-        _ => {
-            let (left, rest) = parse_word(s)?;
-            let rest = rest.trim_start();
-            let (op, rest) = ["=~", "!~", "==", "!=", "="]
-                .iter()
-                .find_map(|op| rest.strip_prefix(op).map(|r| (*op, r.trim_start())))
-                .ok_or_else(|| format!("expected =~, !~, == or != after the first word, found '{rest}'"))?;
-            match op {
-                "=~" | "!~" => {
-                    let re = parse_regex(rest)?;
-                    if op == "!~" {
-                        negate = !negate;
-                    }
-                    ExprTest::Matches(left, re)
-                }
-                _ => {
-                    let (right, tail) = parse_word(rest)?;
-                    if !tail.trim().is_empty() {
-                        return Err(format!("unexpected '{}'", tail.trim()));
-                    }
-                    if op == "!=" {
-                        negate = !negate;
-                    }
-                    ExprTest::Equals(left, right)
-                }
-            }
-        }
-    };
-    Ok(Expr { negate, test })
-}
-
-fn parse_word(s: &str) -> Result<(ExprWord, &str), String> {
-    if let Some(r) = s.strip_prefix("%{") {
-        let close = r.find('}').ok_or("unclosed %{")?;
-        return Ok((ExprWord::Var(parse_var(&r[..close])?), &r[close + 1..]));
-    }
-    for q in ['\'', '"'] {
-        if let Some(r) = s.strip_prefix(q) {
-            let close = r.find(q).ok_or("unclosed string")?;
-            return Ok((ExprWord::Text(r[..close].to_string()), &r[close + 1..]));
-        }
-    }
-    Err(format!("expected %{{VAR}} or a quoted string at '{s}'"))
-}
-
-fn parse_var(name: &str) -> Result<ExprVar, String> {
-    if let Some((func, arg)) = name.split_once(':') {
-        return match func.to_ascii_lowercase().as_str() {
-            "req" | "http" => Ok(ExprVar::RequestHeader(arg.to_string())),
-            "resp" => Ok(ExprVar::ResponseHeader(arg.to_string())),
-            "env" | "reqenv" => Ok(ExprVar::Env(arg.to_string())),
-            _ => Err(format!("%{{{name}}}: unsupported function {func}: (req:, http:, resp:, env:)")),
-        };
-    }
-    let upper = name.to_ascii_uppercase();
-    Ok(match upper.as_str() {
-        "REQUEST_URI" => ExprVar::RequestUri,
-        "REQUEST_METHOD" => ExprVar::RequestMethod,
-        "QUERY_STRING" => ExprVar::QueryString,
-        "REMOTE_ADDR" => ExprVar::RemoteAddr,
-        "REQUEST_SCHEME" => ExprVar::RequestScheme,
-        "CONTENT_TYPE" => ExprVar::ContentType,
-        "REQUEST_STATUS" => ExprVar::RequestStatus,
-        _ => match upper.strip_prefix("HTTP_") {
-            Some(h) if !h.is_empty() => ExprVar::RequestHeader(h.replace('_', "-")),
-            _ => return Err(format!("%{{{name}}} is not a variable warren's expressions know")),
-        },
-    })
-}
-
-/// `/re/`, `/re/i`, `m#re#`, `m#re#i` (any delimiter after `m`).
-fn parse_regex(s: &str) -> Result<Regex, String> {
-    let (delim, body) = if let Some(r) = s.strip_prefix('/') {
-        ('/', r)
-    } else if let Some(r) = s.strip_prefix('m') {
-        let mut chars = r.chars();
-        let d = chars.next().ok_or("a regex is expected after m")?;
-        if d.is_alphanumeric() || d.is_whitespace() {
-            return Err(format!("bad regex delimiter '{d}'"));
-        }
-        (d, chars.as_str())
-    } else {
-        return Err(format!("expected a regex (/.../ or m#...#) at '{s}'"));
-    };
-    let close = body.rfind(delim).ok_or("unclosed regex")?;
-    let (pattern, flags) = (&body[..close], body[close + delim.len_utf8()..].trim());
-    let re = match flags {
-        "" => Regex::new(pattern),
-        "i" => Regex::caseless(pattern),
-        _ => return Err(format!("unsupported regex flags '{flags}' (only i)")),
-    };
-    re.map_err(|e| format!("bad regex '{pattern}': {e}"))
 }
 
 #[cfg(test)]
@@ -399,7 +230,7 @@ mod tests {
         Origin { file: Arc::new("t.conf".into()), line: 1 }
     }
     fn rule(args: &[&str]) -> Result<HeaderRule, String> {
-        parse_rule(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), false, &origin())
+        parse_rule(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), false, false, &origin())
     }
 
     #[test]
@@ -429,9 +260,10 @@ mod tests {
         assert!(rule(&["set", "X", "y", "early"]).unwrap_err().contains("early is not supported"));
         assert!(rule(&["set", "X", "%{SSL_PROTOCOL}s"]).unwrap_err().contains("not supported"));
         assert!(rule(&["edit", "X", "(", "y"]).unwrap_err().contains("bad pattern"));
-        assert!(rule(&["set", "X", "y", "expr=%{REQUEST_URI} =~ /a/ && true"]).unwrap_err().contains("no && or ||"));
+        assert!(rule(&["set", "X", "y", "expr=%{REQUEST_URI} =~ /a/ && md5('x') == ''"]).unwrap_err().contains("md5 is not supported"));
+        assert!(matches!(rule(&["set", "X", "y", "expr=%{REQUEST_URI} =~ /a/ && -n %{HTTP_HOST}"]).unwrap().condition, Some(Condition::Expr(_))));
         assert!(rule(&["set", "X", "y", "expr=%{NO_SUCH_VAR} == 'a'"]).unwrap_err().contains("NO_SUCH_VAR"));
-        let request = parse_rule(&["echo".into(), "X".into()], true, &origin());
+        let request = parse_rule(&["echo".into(), "X".into()], true, false, &origin());
         assert!(request.unwrap_err().contains("unknown action 'echo'"));
     }
 
@@ -451,19 +283,5 @@ mod tests {
             ]
         );
         assert!(ValueFormat::parse("50%").is_err());
-    }
-
-    #[test]
-    fn expressions() {
-        let e = parse_expr("%{REQUEST_URI} =~ m#^/x#").unwrap();
-        assert!(!e.negate && matches!(&e.test, ExprTest::Matches(ExprWord::Var(ExprVar::RequestUri), re) if re.is_match("/x/y")));
-        let e = parse_expr("%{CONTENT_TYPE} !~ /html/i").unwrap();
-        assert!(e.negate && matches!(&e.test, ExprTest::Matches(ExprWord::Var(ExprVar::ContentType), re) if re.is_match("TEXT/HTML")));
-        let e = parse_expr("-n %{env:FOO}").unwrap();
-        assert!(matches!(&e.test, ExprTest::NonEmpty(ExprWord::Var(ExprVar::Env(n))) if n == "FOO"));
-        let e = parse_expr("%{HTTP_USER_AGENT} != 'x'").unwrap();
-        assert!(e.negate && matches!(&e.test, ExprTest::Equals(ExprWord::Var(ExprVar::RequestHeader(h)), ExprWord::Text(t)) if h == "USER-AGENT" && t == "x"));
-        assert!(parse_expr("%{REQUEST_URI} -strmatch '*'").is_err());
-        assert!(parse_expr("%{REQUEST_URI} =~ /a/x").is_err());
     }
 }

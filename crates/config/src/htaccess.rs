@@ -66,18 +66,10 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
             }
             Node::Section(sec) => {
                 let lname = sec.name.to_ascii_lowercase();
-                if !matches!(lname.as_str(), "files" | "filesmatch") {
+                if !matches!(lname.as_str(), "files" | "filesmatch" | "if" | "elseif" | "else") {
                     return Err(ConfigError { origin: sec.origin.clone(), message: format!("<{}> not allowed here", sec.name) });
                 }
-                for child in &sec.children {
-                    match child {
-                        Node::Directive(d) => check(d, overrides)?,
-                        Node::Section(inner) => {
-                            return Err(ConfigError { origin: inner.origin.clone(), message: format!("<{}> not allowed here", inner.name) })
-                        }
-                        Node::Skipped(_) => {}
-                    }
-                }
+                check_section(sec, overrides)?;
                 files.extend(builder.nested_section(sec, &matcher));
             }
             Node::Skipped(sec) => files.extend(builder.skipped_block(sec, Context::Directory, &mut config, Some(&matcher))),
@@ -105,6 +97,21 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
     notes.extend(builder.take_script_notices());
     notes.extend(skipped);
     Ok(Htaccess { sections, notes })
+}
+
+/// The directives of a section of an `.htaccess` file, and of the `<If>`
+/// chains in it, each against what AllowOverride lets in.
+fn check_section(sec: &crate::parse::Section, overrides: &Overrides) -> Result<(), ConfigError> {
+    let is_if = |name: &str| ["if", "elseif", "else"].iter().any(|n| name.eq_ignore_ascii_case(n));
+    for child in &sec.children {
+        match child {
+            Node::Directive(d) => check(d, overrides)?,
+            Node::Section(inner) if is_if(&inner.name) => check_section(inner, overrides)?,
+            Node::Section(inner) => return Err(ConfigError { origin: inner.origin.clone(), message: format!("<{}> not allowed here", inner.name) }),
+            Node::Skipped(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// A builder for one `.htaccess` file: a tenant's lines, under the
@@ -323,5 +330,24 @@ mod tests {
         assert!(matches!(status, Some(Some(Handler::Refused { name, origin })) if name == "server-status" && origin.line == 3), "{status:?}");
         assert!(h.sections[0].config.scripts.iter().any(|m| m.covers("a.php")) && h.sections[0].config.scripts.iter().any(|m| m.covers("a.inc")));
         assert!(h.notes.iter().any(|n| n.to_string().starts_with("/srv/site/.htaccess:1: AddHandler php-script .php: files ending in .php are scripts")), "{:?}", h.notes);
+    }
+
+    /// A tenant's expressions may not test or read the server's files,
+    /// whichever directive holds them; the error names the line.
+    #[test]
+    fn expressions_that_read_files_are_refused() {
+        let all = overrides(&["All"]);
+        for (text, line) in [
+            ("<If \"-f '/etc/shadow'\">\nHeader set X y\n</If>\n", 1),
+            ("RewriteEngine On\nRewriteCond expr \"file('/etc/passwd') =~ /root/\"\nRewriteRule ^ - [F]\n", 2),
+            ("Require expr \"-d '/home/other'\"\n", 1),
+            ("SetEnvIfExpr \"%{filesize:/etc/passwd} -gt 0\" X\n", 1),
+            ("Header set X y \"expr=-e '/root'\"\n", 1),
+            ("<If true>\n<If \"osenv('HOME') == ''\">\n</If>\n</If>\n", 2),
+        ] {
+            let e = read_text(text, &all).unwrap_err();
+            assert!(e.origin.line == line && e.message.contains("not allowed in .htaccess"), "{text}: {e}");
+        }
+        assert!(read_text("RewriteEngine On\nRewriteCond expr \"%{HTTP_HOST} == 'a'\" [OR,NV]\nRewriteCond %{HTTPS} on\nRewriteRule ^ - [F]\n", &all).is_ok());
     }
 }

@@ -91,6 +91,7 @@ pub(crate) const CLASSES: &[(Class, &[&str])] = &[
             "UnsetEnv",
             "SetEnvIf",
             "SetEnvIfNoCase",
+            "SetEnvIfExpr",
             "BrowserMatch",
             "BrowserMatchNoCase",
             "AddOutputFilterByType",

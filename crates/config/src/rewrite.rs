@@ -23,12 +23,48 @@ pub(crate) fn directive(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         "rewriteengine" => set.set_engine(&d.args),
         "rewriteoptions" => set.set_options(&d.args),
         "rewritebase" => set.set_base(&d.args),
+        "rewritecond" if d.args.first().is_some_and(|a| a.eq_ignore_ascii_case("expr")) => match crate::expr::Expr::parse(d.args.get(1).map_or("", String::as_str), b.in_htaccess) {
+            Ok(e) => set.add_expr_cond(&d.args, &origin(d), std::sync::Arc::new(RewriteExpr(e))),
+            Err(m) => Err(format!("RewriteCond expr: {m}")),
+        },
         "rewritecond" => set.add_cond(&d.args, &origin(d)),
         "rewriterule" => set.add_rule(&d.args, &origin(d)).map(|()| refuse_server_variables(b, d, set)),
         other => unreachable!("{other} is not a per-directory rewrite directive"),
     };
     if let Err(m) = result {
         b.error(&d.origin, m);
+    }
+}
+
+/// `RewriteCond expr "..."`: an expression read by the rewrite engine.
+#[derive(Debug)]
+struct RewriteExpr(crate::expr::Expr);
+
+impl warren_rewrite::rules::CondExpr for RewriteExpr {
+    fn holds(&self, request: &dyn warren_rewrite::rules::ExprLookup) -> bool {
+        self.0.holds(&RewriteFacts(request))
+    }
+}
+
+/// The rewrite engine's view of a request as an expression's facts (no
+/// response yet).
+struct RewriteFacts<'a>(&'a dyn warren_rewrite::rules::ExprLookup);
+
+impl crate::expr::Facts for RewriteFacts<'_> {
+    fn variable(&self, name: &str) -> Option<String> {
+        self.0.variable(name).or_else(|| name.strip_prefix("HTTP_").and_then(|h| self.0.header(&h.replace('_', "-"))))
+    }
+    fn request_header(&self, name: &str) -> Option<String> {
+        self.0.header(name)
+    }
+    fn response_header(&self, _name: &str) -> Option<String> {
+        None
+    }
+    fn env(&self, name: &str) -> Option<String> {
+        self.0.env(name)
+    }
+    fn remote_ip(&self) -> std::net::IpAddr {
+        self.0.variable("REMOTE_ADDR").and_then(|a| a.parse().ok()).unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into())
     }
 }
 

@@ -406,6 +406,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("UnsetEnv", "VAR...", apply::unset_env),
     dir("SetEnvIf", "attribute regex [!]VAR[=value]...", apply::set_env_if),
     dir("SetEnvIfNoCase", "attribute regex [!]VAR[=value]...", apply::set_env_if),
+    dir("SetEnvIfExpr", "\"expr\" [!]VAR[=value]...", apply::set_env_if),
     dir("BrowserMatch", "regex [!]VAR[=value]...", apply::set_env_if),
     dir("BrowserMatchNoCase", "regex [!]VAR[=value]...", apply::set_env_if),
     dir("AddOutputFilterByType", "DEFLATE|BROTLI_COMPRESS[;...] media-type...", |b, d, dir| compress::add_output_filter_by_type(b, d, output_filters(dir))),

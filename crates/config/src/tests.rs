@@ -595,7 +595,7 @@ fn headers_expires_and_environment_are_read_in_if_module_and_mistakes_named_by_l
     assert!(l.warnings[0].message.contains("ServerTokens"), "{}", l.warnings[0]);
     assert_eq!(l.settings.unwrap().main.dir.headers.len(), 1, "only echo is kept");
 
-    let bad = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nHeader set X\nHeader set X y \"expr=%{REQUEST_URI} -strmatch '/a*'\"\n\
+    let bad = "Listen 127.0.0.1:8080\nDocumentRoot htdocs\nHeader set X\nHeader set X y \"expr=%{REQUEST_URI} -strmatch md5('/a*')\"\n\
         ExpiresByType text/css \"access plus 1 fortnight\"\nExpiresDefault\nSetEnvIf Request_URI (\nBrowserMatch MSIE\nRequestHeader echo X\n";
     let l = load(&d, bad);
     let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();

@@ -4,7 +4,8 @@
 //! what each directive's value is once they are merged. The request half of
 //! `warren_config::dir_config`; dir_walk.rs finds the layers.
 
-use warren_config::{ConfigError, DirConfig, ErrorDocument, FcgiBackend, FcgiBackendType, Handler, OptionFlags, Require};
+use warren_config::expr::Facts;
+use warren_config::{ConfigError, DirConfig, DirSection, SectionMatch, ErrorDocument, FcgiBackend, FcgiBackendType, Handler, OptionFlags, Require};
 
 use crate::conn::ConnInfo;
 use crate::htaccess;
@@ -43,6 +44,36 @@ pub struct Effective<'a> {
     /// thread: the layers stop short of it, and the request is routed on a
     /// worker thread ([`crate::Outcome::OffLoop`]).
     pub htaccess_deferred: bool,
+    /// The `<If>` sections that may apply, in Apache's order: merged last,
+    /// once what they test is known ([`Effective::apply_ifs`]).
+    pub conditional: Vec<Conditional<'a>>,
+    /// Whether a `Require expr` in force holds for the request (false until
+    /// [`Effective::apply_ifs`] is given the request's facts: denied).
+    pub expr_granted: bool,
+}
+
+/// An `<If>`, `<ElseIf>` or `<Else>` section of the server's configuration
+/// or of an `.htaccess` file (by index).
+pub enum Conditional<'a> {
+    Site(&'a DirSection),
+    File(htaccess::Read, usize),
+}
+
+impl<'a> Effective<'a> {
+    /// Merges the `<If>` sections whose conditions hold for the request
+    /// `facts` describes, after every other layer (Apache's `ap_if_walk`),
+    /// then settles the `Require expr` rules in force for it.
+    pub fn apply_ifs(&mut self, facts: &dyn Facts) {
+        let holds = |s: &DirSection| matches!(&s.matcher, SectionMatch::If(test) if test.holds(facts));
+        for c in std::mem::take(&mut self.conditional) {
+            match c {
+                Conditional::Site(s) if holds(s) => self.layers.push(Layer::Site(&s.config)),
+                Conditional::File(read, i) if read.as_ref().as_ref().is_ok_and(|f| holds(&f.sections[i])) => self.layers.push(Layer::File(read, i)),
+                _ => {}
+            }
+        }
+        self.expr_granted = self.require().is_some_and(|rules| rules.iter().any(|r| matches!(r, Require::Expr(e) if e.holds(facts))));
+    }
 }
 
 impl Effective<'_> {
@@ -63,6 +94,7 @@ impl Effective<'_> {
             Require::All(g) => *g,
             Require::Local => peer.is_loopback() || peer == local,
             Require::Ip(nets) => nets.iter().any(|(net, len)| ip_in(peer, *net, *len)),
+            Require::Expr(_) => self.expr_granted,
         })
     }
 
@@ -77,14 +109,17 @@ impl Effective<'_> {
     }
 
     /// Whether an `.htaccess` file on the way has regular expressions that
-    /// routing runs (rewrite rules, SetEnvIf, RedirectMatch): a site owner's
-    /// patterns, which may be slow to match.
+    /// routing runs (rewrite rules, SetEnvIf, RedirectMatch, `<If>`,
+    /// `Require expr`): a site owner's patterns, which may be slow to match.
     pub fn runs_htaccess_patterns(&self) -> bool {
         use warren_config::alias::UrlMatch;
         self.layers.iter().any(|l| {
             matches!(l, Layer::File(..))
-                && (l.rewrite.as_ref().is_some_and(|r| !r.rules.is_empty()) || !l.set_env_if.is_empty() || l.redirects.iter().any(|r| matches!(r.url, UrlMatch::Regex(_))))
-        })
+                && (l.rewrite.as_ref().is_some_and(|r| !r.rules.is_empty())
+                    || !l.set_env_if.is_empty()
+                    || l.redirects.iter().any(|r| matches!(r.url, UrlMatch::Regex(_)))
+                    || l.require.as_ref().is_some_and(|rules| rules.iter().any(|r| matches!(r, Require::Expr(_)))))
+        }) || self.conditional.iter().any(|c| matches!(c, Conditional::File(..)))
     }
 
     fn last<'s, T: ?Sized>(&'s self, get: impl Fn(&'s DirConfig) -> Option<&'s T>) -> Option<&'s T> {

@@ -7,12 +7,25 @@ use std::path::Path;
 
 use warren_config::{DirConfig, DirSection, SectionMatch};
 
-use crate::dir_config::{Effective, Layer};
+use crate::dir_config::{Conditional, Effective, Layer};
 use crate::htaccess;
 use crate::sections::{ancestors, dir_contains, location_matches, wildcard_match};
 use crate::site::Site;
 
 impl Site {
+    /// [`Site::effective`] for a request mapped to `fs`, with its `<If>`
+    /// sections and `Require expr` rules settled.
+    pub fn effective_for<'a>(&'a self, req: crate::request::Request<'a>, fs: &Path, url_path: &[u8]) -> Effective<'a> {
+        let mut eff = self.effective(req.host, Some(fs), url_path);
+        // A tenant's expressions are not run on an event loop's thread:
+        // the request is routed again on a worker thread (see `access`).
+        if req.pass.on_loop && eff.runs_htaccess_patterns() {
+            return eff;
+        }
+        eff.apply_ifs(&crate::expr_facts::RouteFacts { site: Some(self), req, url: url_path, fs: Some(fs), env: req.env });
+        eff
+    }
+
     /// The configuration layers that apply to a file and URL, least specific
     /// first: Apache's directory walk (each directory's `<Directory>`
     /// sections, shortest path first, then its `.htaccess` file where
@@ -20,7 +33,7 @@ impl Site {
     /// (the server's, then those of the `.htaccess` files) and `<Location>`.
     pub fn effective<'a>(&'a self, host: usize, fs_path: Option<&Path>, url_path: &[u8]) -> Effective<'a> {
         let h = &self.hosts[host];
-        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None, htaccess_deferred: false };
+        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: false };
         if h.config.sections.is_empty() {
             return eff;
         }
@@ -118,14 +131,37 @@ impl Site {
                 }
             }
         }
+        let location_hit = |m: &SectionMatch| match m {
+            SectionMatch::Location(prefix) => location_matches(prefix, &url),
+            SectionMatch::LocationMatch(re) => re.is_match(&url),
+            _ => false,
+        };
         for s in &h.config.sections {
-            let hit = match &s.matcher {
-                SectionMatch::Location(prefix) => location_matches(prefix, &url),
-                SectionMatch::LocationMatch(re) => re.is_match(&url),
-                _ => false,
-            };
-            if hit {
+            if location_hit(&s.matcher) {
                 eff.layers.push(Layer::Site(&s.config));
+            }
+        }
+        // An <If> stands where it was written: in the server or a host, or
+        // in a section that must apply too.
+        let around_hits = |m: &SectionMatch| match (m, file_name) {
+            (SectionMatch::Directory(_) | SectionMatch::DirectoryMatch(_), _) => dir_matches(m),
+            (SectionMatch::Files(pat), Some(name)) => wildcard_match(pat, name),
+            (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
+            _ => location_hit(m),
+        };
+        for s in &h.config.sections {
+            if matches!(&s.matcher, SectionMatch::If(t) if t.around.as_deref().is_none_or(around_hits)) && s.within.as_deref().is_none_or(around_hits) {
+                eff.conditional.push(Conditional::Site(s));
+            }
+        }
+        for read in &files_from_htaccess {
+            let Ok(file) = &**read else { continue };
+            for (i, s) in file.sections.iter().enumerate().skip(1) {
+                // Those of an .htaccess file are within its directory, on the way.
+                let on_the_way = |m: &SectionMatch| matches!(m, SectionMatch::Directory(_)) || around_hits(m);
+                if matches!(&s.matcher, SectionMatch::If(t) if t.around.as_deref().is_none_or(on_the_way)) && s.within.as_deref().is_none_or(on_the_way) {
+                    eff.conditional.push(Conditional::File(read.clone(), i));
+                }
             }
         }
         eff

@@ -32,6 +32,17 @@ impl RequestEnv {
         let mut env = req.env.clone();
         for layer in &dir.layers {
             for rule in &layer.set_env_if {
+                if let Attribute::Expr(e) = &rule.attribute {
+                    let facts = crate::expr_facts::RouteFacts { site: None, req, url, fs: None, env: &env };
+                    let Some(caps) = e.captures(&facts) else { continue };
+                    for set in &rule.sets {
+                        match set {
+                            EnvSet::Set(name, value) => env.set(name.clone(), warren_config::expr::Expr::expand(value, &caps)),
+                            EnvSet::Unset(name) => env.unset(name),
+                        }
+                    }
+                    continue;
+                }
                 let Some(subject) = attribute(req, url, &rule.attribute, &env) else { continue };
                 let Some(caps) = rule.pattern.captures(&subject) else { continue };
                 for set in &rule.sets {
@@ -63,6 +74,7 @@ fn attribute(req: Request, url: &[u8], a: &Attribute, env: &RequestEnv) -> Optio
             Some(v) => text(v),
             None => env.get(name)?.to_string(),
         },
+        Attribute::Expr(_) => return None,
         Attribute::HeaderPattern(re) => {
             let (_, v) = req.head.headers().find(|(n, _)| re.is_match(&String::from_utf8_lossy(n)))?;
             text(v)
@@ -100,7 +112,7 @@ mod tests {
         section.set_env_if.push(Arc::new(SetEnvIf::parse(&args(&["Remote_Addr", "^192\\.0\\.2\\.", "net=test"]), false, false).unwrap()));
         section.set_env_if.push(Arc::new(SetEnvIf::parse(&args(&["Request_Method", "GET", "never"]), false, false).unwrap()));
         section.env.push(warren_config::env_vars::EnvAction::Unset("remote".into()));
-        let eff = Effective { layers: vec![Layer::Site(&server), Layer::Site(&section)], htaccess_error: None, htaccess_deferred: false };
+        let eff = Effective { layers: vec![Layer::Site(&server), Layer::Site(&section)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: false };
         let env = RequestEnv::for_request(req, b"/img/x.png", &eff);
         assert_eq!(env.iter().collect::<Vec<_>>(), vec![("kind", "png"), ("static", "overridden"), ("net", "test")]);
     }

@@ -73,8 +73,8 @@ impl Site {
             // against the script's URL too, so that neither a rule on the
             // script (`<LocationMatch \.php$>`) nor one on the path below it
             // is stepped around: both must grant.
-            let whole = self.effective(host, Some(&fs), url);
-            let script = self.effective(host, Some(&fs), script_url);
+            let whole = self.effective_for(req, &fs, url);
+            let script = self.effective_for(req, &fs, script_url);
             let handler = [whole.handler(), script.handler()].into_iter().find_map(|h| match h {
                 Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => Some(h),
                 _ => None,

@@ -164,7 +164,7 @@ fn handlers_for(host: &HostConfig, dir: &Path) -> Vec<Handler> {
         // A pattern counts where it matches this directory or one above it
         // (what it may match below cannot be told).
         SectionMatch::DirectoryMatch(re) => ancestors(&dir).any(|a| re.is_match(a)),
-        SectionMatch::Files(_) | SectionMatch::FilesMatch(_) => true,
+        SectionMatch::Files(_) | SectionMatch::FilesMatch(_) | SectionMatch::If(_) => true,
         // URL space names no directory: a pool given by `<Location>` is
         // not one a file in this directory may choose.
         SectionMatch::Location(_) | SectionMatch::LocationMatch(_) => false,

@@ -80,6 +80,7 @@ pub mod dir_walk;
 pub mod env;
 pub mod env_vars;
 pub mod errors;
+pub mod expr_facts;
 pub mod fastcgi;
 pub mod filters;
 pub mod gateways;

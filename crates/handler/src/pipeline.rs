@@ -129,7 +129,7 @@ impl Site {
         let req = if own.set_env_if.is_empty() || own.rewrite.as_ref().is_none_or(|r| !r.enabled()) {
             req
         } else {
-            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false });
+            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: false });
             Request { env: &early_env, ..req }
         };
         let r = match self.rewrite_url(req, url, query) {
@@ -167,7 +167,7 @@ impl Site {
                 }
             }
         };
-        let dir = self.effective(host, Some(&fs), url);
+        let dir = self.effective_for(req, &fs, url);
         self.access(req, url, query, fs, dir, may_fall_back, rewritten_to_file)
     }
 
@@ -329,7 +329,7 @@ impl Site {
         if !own.has_filters() {
             return None;
         }
-        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false })
+        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: false })
     }
 
     /// An error page whose status has a local ErrorDocument becomes an

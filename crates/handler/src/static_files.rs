@@ -132,7 +132,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         if !meta.is_file() {
             continue;
         }
-        let eff = site.effective(host, Some(&candidate), &index_url);
+        let eff = site.effective_for(req, &candidate, &index_url);
         if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
             let backend = crate::dir_config::backend_of(h);
             let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };

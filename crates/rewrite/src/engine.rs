@@ -384,6 +384,7 @@ fn apply_cond<R: Request + ?Sized>(c: &Cond, state: &State, ctx: &mut Ctx<R>) ->
         }
         CondTest::FileLookup => !input.is_empty() && ctx.req.file_lookup(&input),
         CondTest::UrlLookup => !input.is_empty() && ctx.req.url_lookup(&input),
+        CondTest::Expr(e) => e.holds(&Lookup { req: &*ctx.req, state }),
         CondTest::Lexical(ord, or_equal, pat) => {
             let o = cmp(&input, pat);
             o == *ord || (*or_equal && o == Ordering::Equal)
@@ -403,6 +404,31 @@ fn apply_cond<R: Request + ?Sized>(c: &Cond, state: &State, ctx: &mut Ctx<R>) ->
         },
     };
     ok != c.negate
+}
+
+/// What a `RewriteCond expr` reads: the request, and the engine's state
+/// for the variables it answers itself.
+struct Lookup<'a, R: ?Sized> {
+    req: &'a R,
+    state: &'a State,
+}
+
+impl<R: Request + ?Sized> crate::rules::ExprLookup for Lookup<'_, R> {
+    fn variable(&self, name: &str) -> Option<String> {
+        match name {
+            "REQUEST_FILENAME" | "SCRIPT_FILENAME" => Some(self.state.filename.clone()),
+            "QUERY_STRING" => Some(self.state.query.clone().unwrap_or_default()),
+            _ => self.req.variable(name),
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        self.req.header(name)
+    }
+
+    fn env(&self, name: &str) -> Option<String> {
+        self.req.env(name)
+    }
 }
 
 /// A template expanded for the request; `rule` is given where `[B]`

@@ -12,6 +12,22 @@ use warren_regex::Regex;
 use crate::maps::RewriteMap;
 use crate::template::Template;
 
+/// A RewriteCond's `[NC,OR,NV]`.
+fn cond_flags(flags: Option<&String>) -> Result<(bool, bool, bool), String> {
+    let (mut nocase, mut or_next, mut no_vary) = (false, false, false);
+    if let Some(f) = flags {
+        for flag in flag_list(f)? {
+            match flag.0.to_ascii_lowercase().as_str() {
+                "nc" | "nocase" => nocase = true,
+                "or" | "ornext" => or_next = true,
+                "nv" | "novary" => no_vary = true,
+                _ => return Err(format!("RewriteCond: unknown flag '{}'", flag.0)),
+            }
+        }
+    }
+    Ok((nocase, or_next, no_vary))
+}
+
 /// How a condition's pattern tests its TestString.
 #[derive(Clone, Debug)]
 pub enum CondTest {
@@ -34,6 +50,22 @@ pub enum CondTest {
     FileLookup,
     /// `-U`: a URL the server would answer without an error.
     UrlLookup,
+    /// `RewriteCond expr "..."`: Apache's expression language, compiled by
+    /// the configuration (warren_config's `expr`), which depends on this crate.
+    Expr(Arc<dyn CondExpr>),
+}
+
+/// An expression a `RewriteCond expr` line holds, read by [`ExprLookup`].
+pub trait CondExpr: std::fmt::Debug + Send + Sync {
+    fn holds(&self, request: &dyn ExprLookup) -> bool;
+}
+
+/// What a `RewriteCond expr` sees of the request being rewritten.
+pub trait ExprLookup {
+    /// A server variable by Apache's name, as `%{NAME}` in a TestString.
+    fn variable(&self, name: &str) -> Option<String>;
+    fn header(&self, name: &str) -> Option<String>;
+    fn env(&self, name: &str) -> Option<String>;
 }
 
 #[derive(Clone, Debug)]
@@ -215,6 +247,23 @@ impl RuleSet {
         Ok(())
     }
 
+    /// `RewriteCond expr "expression" [flags]`, the expression compiled.
+    pub fn add_expr_cond(&mut self, args: &[String], origin: &str, expr: Arc<dyn CondExpr>) -> Result<(), String> {
+        let (_, or_next, no_vary) = cond_flags(args.get(2))?;
+        if args.len() > 3 {
+            return Err("RewriteCond expr takes an expression and optional [flags]".into());
+        }
+        self.push_cond(Cond { input: Template::parse(""), test: CondTest::Expr(expr), negate: false, nocase: false, or_next, no_vary, text: args.join(" ") }, origin);
+        Ok(())
+    }
+
+    fn push_cond(&mut self, cond: Cond, origin: &str) {
+        if self.pending.is_empty() {
+            self.pending_origin = Some(origin.to_string());
+        }
+        self.pending.push(cond);
+    }
+
     /// `RewriteCond TestString CondPattern [flags]`.
     pub fn add_cond(&mut self, args: &[String], origin: &str) -> Result<(), String> {
         let (input, pattern, flags) = match args {
@@ -222,17 +271,7 @@ impl RuleSet {
             [i, p, f] => (i, p, Some(f)),
             _ => return Err("RewriteCond takes a TestString, a CondPattern and optional [flags]".into()),
         };
-        let (mut nocase, mut or_next, mut no_vary) = (false, false, false);
-        if let Some(f) = flags {
-            for flag in flag_list(f)? {
-                match flag.0.to_ascii_lowercase().as_str() {
-                    "nc" | "nocase" => nocase = true,
-                    "or" | "ornext" => or_next = true,
-                    "nv" | "novary" => no_vary = true,
-                    _ => return Err(format!("RewriteCond: unknown flag '{}'", flag.0)),
-                }
-            }
-        }
+        let (mut nocase, or_next, no_vary) = cond_flags(flags)?;
         if input.eq_ignore_ascii_case("expr") {
             return Err("RewriteCond expr (ap_expr) is not supported by warren: use a TestString and CondPattern".into());
         }
@@ -290,10 +329,7 @@ impl RuleSet {
         if matches!(test, CondTest::Integer(..) | CondTest::File | CondTest::FileSize | CondTest::Directory | CondTest::Link | CondTest::Executable | CondTest::FileLookup | CondTest::UrlLookup) {
             nocase = false;
         }
-        if self.pending.is_empty() {
-            self.pending_origin = Some(origin.to_string());
-        }
-        self.pending.push(Cond { input: Template::parse(input), test, negate, nocase, or_next, no_vary, text: args.join(" ") });
+        self.push_cond(Cond { input: Template::parse(input), test, negate, nocase, or_next, no_vary, text: args.join(" ") }, origin);
         Ok(())
     }
 

@@ -1,10 +1,11 @@
-//! Evaluating the conditions of header rules (`env=[!]VAR`, `expr=`) and
+//! Evaluating the conditions of header rules (`env=[!]VAR`, `expr=`: the
+//! facts Apache's expressions see, [`warren_config::expr::Facts`]) and
 //! filling in their value formats (`%t`, `%D`, `%{VAR}e`), against what is
 //! known of the request and, for `Header`, of its response.
 
 use std::net::IpAddr;
 
-use warren_config::headers::{Condition, Expr, ExprTest, ExprVar, ExprWord, FormatPiece, ValueFormat};
+use warren_config::headers::{Condition, FormatPiece, ValueFormat};
 use warren_http::RequestHead;
 
 use super::Timing;
@@ -27,53 +28,7 @@ impl Facts<'_> {
         match c {
             None => true,
             Some(Condition::Env { name, negate }) => self.env.get(name).is_some() != *negate,
-            Some(Condition::Expr(e)) => self.eval(e),
-        }
-    }
-
-    fn eval(&self, e: &Expr) -> bool {
-        let result = match &e.test {
-            ExprTest::Const(b) => *b,
-            ExprTest::NonEmpty(w) => !self.word(w).is_empty(),
-            ExprTest::Empty(w) => self.word(w).is_empty(),
-            ExprTest::Matches(w, re) => re.is_match(&self.word(w)),
-            ExprTest::Equals(a, b) => self.word(a) == self.word(b),
-        };
-        result != e.negate
-    }
-
-    fn word(&self, w: &ExprWord) -> String {
-        match w {
-            ExprWord::Text(t) => t.clone(),
-            ExprWord::Var(v) => self.var(v),
-        }
-    }
-
-    fn var(&self, v: &ExprVar) -> String {
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let head = self.head;
-        let resp_header = |name: &str| {
-            self.response.and_then(|(_, h)| h.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())).unwrap_or_default()
-        };
-        match v {
-            // Apache's r->uri: the decoded path.
-            ExprVar::RequestUri => head
-                .map(|h| {
-                    let raw = crate::path::split_query(h.path_and_query()).0;
-                    text(&crate::path::normalize(raw).unwrap_or_else(|_| raw.to_vec()))
-                })
-                .unwrap_or_default(),
-            ExprVar::QueryString => {
-                head.map(|h| text(crate::path::split_query(h.path_and_query()).1.strip_prefix(b"?").unwrap_or_default())).unwrap_or_default()
-            }
-            ExprVar::RequestMethod => head.map(|h| h.method().to_string()).unwrap_or_default(),
-            ExprVar::RemoteAddr => self.remote.to_string(),
-            ExprVar::RequestScheme => if self.https { "https" } else { "http" }.to_string(),
-            ExprVar::ContentType => resp_header("Content-Type"),
-            ExprVar::RequestStatus => self.response.map(|(s, _)| s.to_string()).unwrap_or_default(),
-            ExprVar::RequestHeader(name) => head.and_then(|h| h.header(name)).map(text).unwrap_or_default(),
-            ExprVar::ResponseHeader(name) => resp_header(name),
-            ExprVar::Env(name) => self.env.get(name).unwrap_or_default().to_string(),
+            Some(Condition::Expr(e)) => e.holds(self),
         }
     }
 
@@ -101,11 +56,51 @@ impl Facts<'_> {
     }
 }
 
+impl warren_config::expr::Facts for Facts<'_> {
+    fn variable(&self, name: &str) -> Option<String> {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let head = self.head;
+        Some(match name {
+            // Apache's r->uri: the decoded path.
+            "REQUEST_URI" | "DOCUMENT_URI" => {
+                let raw = crate::path::split_query(head?.path_and_query()).0;
+                text(&crate::path::normalize(raw).unwrap_or_else(|_| raw.to_vec()))
+            }
+            "QUERY_STRING" => text(crate::path::split_query(head?.path_and_query()).1.strip_prefix(b"?").unwrap_or_default()),
+            "REQUEST_METHOD" => head?.method().to_string(),
+            "THE_REQUEST" => text(head?.request_line()),
+            "SERVER_PROTOCOL" => head?.version.as_str().to_string(),
+            "REMOTE_ADDR" => self.remote.to_string(),
+            "REQUEST_SCHEME" => if self.https { "https" } else { "http" }.to_string(),
+            "HTTPS" => if self.https { "on" } else { "off" }.to_string(),
+            "CONTENT_TYPE" => return self.response_header("Content-Type"),
+            "REQUEST_STATUS" => self.response?.0.to_string(),
+            _ => return name.strip_prefix("HTTP_").and_then(|h| self.request_header(&h.replace('_', "-"))),
+        })
+    }
+
+    fn request_header(&self, name: &str) -> Option<String> {
+        self.head?.header(name).map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    fn response_header(&self, name: &str) -> Option<String> {
+        self.response?.1.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())
+    }
+
+    fn env(&self, name: &str) -> Option<String> {
+        self.env.get(name).map(str::to_string)
+    }
+
+    fn remote_ip(&self) -> IpAddr {
+        self.remote
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::{Duration, Instant, SystemTime};
-    use warren_config::headers::parse_expr;
+    use warren_config::expr::Expr;
 
     #[test]
     fn tests_on_request_response_and_environment() {
@@ -121,7 +116,7 @@ mod tests {
         let headers = vec![(HeaderName::Borrowed("Content-Type"), "text/html; charset=utf-8".to_string())];
         let timing = Timing { received: SystemTime::UNIX_EPOCH + Duration::from_secs(2), start: Instant::now() };
         let facts = Facts { head: Some(&head), remote: "10.0.0.1".parse().unwrap(), https: false, env: &env, response: Some((404, &headers)), timing };
-        let holds = |text: &str| facts.eval(&parse_expr(text).unwrap());
+        let holds = |text: &str| Expr::parse(text, false).unwrap().holds(&facts);
         assert!(holds("%{REQUEST_URI} == '/a b/c'"));
         assert!(holds("%{QUERY_STRING} == 'x=1'"));
         assert!(holds("%{CONTENT_TYPE} =~ /html/"));

@@ -145,7 +145,7 @@ mod tests {
 
     fn rule(args: &[&str]) -> HeaderRule {
         let origin = Origin { file: Arc::new("t.conf".into()), line: 1 };
-        parse_rule(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), false, &origin).unwrap()
+        parse_rule(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), false, false, &origin).unwrap()
     }
     fn run(list: &mut Vec<(HeaderName, String)>, args: &[&str]) {
         let r = rule(args);
