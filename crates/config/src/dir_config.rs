@@ -71,6 +71,12 @@ pub enum Require {
     Ip(Vec<(IpAddr, u8)>),
     /// `Require local`: loopback, or the client and server addresses are equal.
     Local,
+    /// `Require valid-user`: anyone the AuthUserFile knows, with the right password.
+    ValidUser,
+    /// `Require user name...`.
+    User(Vec<String>),
+    /// `Require group name...` (groups from the AuthGroupFile).
+    Group(Vec<String>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,6 +158,8 @@ pub struct DirConfig {
     pub h2_upgrade: Option<(bool, Origin)>,
     /// `H2StreamTimeout`, with its line, likewise.
     pub h2_stream_timeout: Option<(std::time::Duration, Origin)>,
+    /// AuthType, AuthName, AuthUserFile, AuthGroupFile.
+    pub auth: crate::auth::AuthSettings,
 }
 
 impl DirConfig {
@@ -161,6 +169,7 @@ impl DirConfig {
         if over.require.is_some() {
             self.require.clone_from(&over.require);
         }
+        self.auth.merge(&over.auth);
         if over.directory_index.is_some() {
             self.directory_index.clone_from(&over.directory_index);
         }

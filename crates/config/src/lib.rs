@@ -70,6 +70,7 @@
 pub mod accounts;
 pub mod alias;
 mod apply;
+pub mod auth;
 pub mod backend;
 mod build;
 mod builder;

@@ -91,7 +91,7 @@ const fn lacks(name: &'static str, why: &'static str) -> Module {
     Module { name, support: Support::Lacks(why), refused: &[] }
 }
 
-const NO_AUTH: &str = "warren has no HTTP authentication yet: its directives are errors rather than ignored, which would leave open what they protect";
+const NO_AUTH: &str = "warren does AuthType Basic with AuthName and AuthUserFile (AuthBasicProvider file); this directive is an error rather than ignored, which would leave open what it protects";
 
 pub static MODULES: &[Module] = &[
     provides("core", "the core directives"),
@@ -126,10 +126,11 @@ pub static MODULES: &[Module] = &[
     provides("http2", "HTTP/2 configuration: Protocols h2 (ALPN over TLS) and h2c, H2Direct, H2Upgrade, H2MaxSessionStreams, H2WindowSize, H2MaxDataFrameLen, H2StreamTimeout; server push and its directives accepted, not acted on; `<IfModule http2_module>` is true once LoadModule loads it"),
     provides("socache_shmcb", "the shared session cache of SSLSessionCache shmcb:"),
     refuses("access_compat", "Order, Allow, Deny and Satisfy are errors: write Require (Require all granted, Require ip 10.0.0.0/8, Require local)", &["Order", "Allow", "Deny", "Satisfy"]),
-    refuses("auth_basic", NO_AUTH, &["AuthBasicProvider", "AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),
-    refuses("authn_core", NO_AUTH, &["AuthType", "AuthName", "AuthnProviderAlias"]),
-    refuses("authn_file", NO_AUTH, &["AuthUserFile"]),
-    refuses("authz_user", NO_AUTH, &[]),
+    refuses("auth_basic", NO_AUTH, &["AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),
+    refuses("authn_core", NO_AUTH, &["AuthnProviderAlias"]),
+    provides("authn_file", "AuthUserFile (htpasswd's bcrypt, apr1 MD5, {SHA} and crypt lines)"),
+    provides("authz_user", "Require valid-user, Require user"),
+    provides("authz_groupfile", "AuthGroupFile, Require group"),
     lacks("cgi", "warren runs no CGI programs: run them under FastCGI"),
     lacks("cgid", "warren runs no CGI programs: run them under FastCGI"),
     lacks("php", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),

@@ -344,7 +344,12 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("FileETag", Contexts::ANYWHERE, "INode|MTime|Size|All|None...", "warren's ETags are always made of the file's size and modification time (Apache's FileETag MTime Size)"),
     // Per directory.
     dir("Options", "[+|-]option...", apply::options),
-    dir("Require", "all granted|all denied|ip net...|local", apply::require),
+    dir("Require", "all granted|all denied|ip net...|local|valid-user|user name...|group name...", apply::require),
+    dir("AuthType", "Basic|None", crate::auth::auth_type),
+    dir("AuthName", "realm", crate::auth::auth_name),
+    dir("AuthUserFile", "file", crate::auth::auth_user_file),
+    dir("AuthGroupFile", "file", crate::auth::auth_group_file),
+    dir("AuthBasicProvider", "file", crate::auth::auth_basic_provider),
     dir("DirectoryIndex", "file...|disabled", apply::directory_index),
     dir("ErrorDocument", "code /local/url|URL|\"text\"|default", apply::error_document),
     dir("AddType", "type extension...", apply::add_type),

@@ -6,12 +6,29 @@
 
 use warren_config::{ConfigError, DirConfig, ErrorDocument, FcgiBackend, FcgiBackendType, Handler, OptionFlags, Require};
 
+use warren_http::RequestHead;
+
+use crate::auth;
 use crate::conn::ConnInfo;
 use crate::htaccess;
 use crate::sections::ip_in;
 
 /// Apache's default LimitRequestBody (1 GiB) since 2.4.53.
 pub const DEFAULT_LIMIT_REQUEST_BODY: u64 = 1 << 30;
+
+/// What the access rules make of a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Access {
+    Granted,
+    /// 403.
+    Denied,
+    /// 401, with the realm to name.
+    Unauthorized(String),
+    /// A password must be hashed: not on an event loop's thread.
+    MustHash,
+    /// The configuration or a password file is wrong: 500, and this to log.
+    Error(String),
+}
 
 /// One layer of per-directory configuration: a section of the server's
 /// configuration, or one of an `.htaccess` file's (by index).
@@ -53,17 +70,80 @@ impl Effective<'_> {
 
     /// Whether the `Require` rules in force let the client in, and
     /// SSLRequireSSL, over TLS only.
-    pub fn allows(&self, conn: &ConnInfo) -> bool {
+    pub fn allows(&self, head: &RequestHead, conn: &ConnInfo) -> bool {
+        matches!(self.access(head, conn, true), Access::Granted)
+    }
+
+    /// What the `Require` rules in force (several lines: any grants) make
+    /// of this request. A user's rule authenticates the request's Basic
+    /// credentials; `may_hash` false: a password not already known to
+    /// match is [`Access::MustHash`] rather than hashed here.
+    pub fn access(&self, head: &RequestHead, conn: &ConnInfo, may_hash: bool) -> Access {
         if conn.tls.is_none() && self.last(|l| l.ssl_require_ssl.as_ref()) == Some(&true) {
-            return false;
+            return Access::Denied;
         }
         let (peer, local) = (conn.useragent.ip(), conn.local.ip());
-        let Some(rules) = self.require() else { return true };
-        rules.iter().any(|r| match r {
-            Require::All(g) => *g,
-            Require::Local => peer.is_loopback() || peer == local,
-            Require::Ip(nets) => nets.iter().any(|(net, len)| ip_in(peer, *net, *len)),
-        })
+        let Some(rules) = self.require() else { return Access::Granted };
+        let mut wants_user = false;
+        for r in rules {
+            let granted = match r {
+                Require::All(g) => *g,
+                Require::Local => peer.is_loopback() || peer == local,
+                Require::Ip(nets) => nets.iter().any(|(net, len)| ip_in(peer, *net, *len)),
+                Require::ValidUser | Require::User(_) | Require::Group(_) => {
+                    wants_user = true;
+                    let user = match self.authenticated(head, may_hash) {
+                        Ok(Some(user)) => user,
+                        Ok(None) => continue,
+                        Err(a) => return a,
+                    };
+                    match r {
+                        Require::User(names) => names.iter().any(|n| *n == user),
+                        Require::Group(groups) => {
+                            let Some(file) = self.last(|l| l.auth.group_file.as_ref()) else {
+                                return Access::Error("Require group without an AuthGroupFile".into());
+                            };
+                            match auth::in_group(file, &user, groups) {
+                                Ok(member) => member,
+                                Err(e) => return Access::Error(e),
+                            }
+                        }
+                        _ => true,
+                    }
+                }
+            };
+            if granted {
+                return Access::Granted;
+            }
+        }
+        if wants_user {
+            Access::Unauthorized(self.last(|l| l.auth.name.as_deref()).unwrap_or("").to_owned())
+        } else {
+            Access::Denied
+        }
+    }
+
+    /// The user the request's credentials prove, under `AuthType Basic`:
+    /// Ok(None) for none or wrong ones.
+    fn authenticated(&self, head: &RequestHead, may_hash: bool) -> Result<Option<String>, Access> {
+        if self.last(|l| l.auth.basic.as_ref()) != Some(&true) {
+            return Err(Access::Error("a Require of users without AuthType Basic".into()));
+        }
+        let Some(file) = self.last(|l| l.auth.user_file.as_ref()) else {
+            return Err(Access::Error("AuthType Basic without an AuthUserFile".into()));
+        };
+        let Some(c) = auth::Credentials::of(head) else { return Ok(None) };
+        match auth::check(file, &c, may_hash) {
+            Ok(Some(true)) => Ok(Some(c.user)),
+            Ok(Some(false)) => Ok(None),
+            Ok(None) => Err(Access::MustHash),
+            Err(e) => Err(Access::Error(e)),
+        }
+    }
+
+    /// REMOTE_USER: the user whose password matched, under AuthType Basic.
+    pub fn remote_user(&self, head: &RequestHead) -> Option<String> {
+        self.authenticated(head, false).ok().flatten()
     }
 
     pub fn options(&self) -> OptionFlags {

@@ -71,6 +71,7 @@
 //!   whole before the application gets them).
 
 pub mod alias;
+pub mod auth;
 pub mod caches;
 pub mod compress;
 pub mod conditional;
