@@ -39,8 +39,10 @@ impl Credentials {
     }
 }
 
-/// A password or group file as read: name -> hash, or group -> members.
-type Table = Arc<Result<HashMap<String, Vec<String>>, String>>;
+/// A password or group file's lines: name -> hash, or group -> members.
+type Lines = HashMap<String, Vec<String>>;
+/// A password or group file as read, or why it could not be.
+type Table = Arc<Result<Lines, String>>;
 
 static USER_FILES: LazyLock<StatCache<Table>> = LazyLock::new(|| StatCache::of_entries(256));
 static GROUP_FILES: LazyLock<StatCache<Table>> = LazyLock::new(|| StatCache::of_entries(256));
@@ -48,7 +50,7 @@ static GROUP_FILES: LazyLock<StatCache<Table>> = LazyLock::new(|| StatCache::of_
 static MATCHED: LazyLock<Mutex<HashSet<[u8; 20]>>> = LazyLock::new(Default::default);
 const MATCHED_MAX: usize = 4096;
 
-fn read_table(cache: &StatCache<Table>, path: &Path, parse: fn(&str) -> Result<HashMap<String, Vec<String>>, String>) -> Table {
+fn read_table(cache: &StatCache<Table>, path: &Path, parse: fn(&str) -> Result<Lines, String>) -> Table {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) => return Arc::new(Err(format!("{}: {e}", path.display()))),
@@ -66,7 +68,7 @@ fn read_table(cache: &StatCache<Table>, path: &Path, parse: fn(&str) -> Result<H
 }
 
 /// htpasswd lines: `user:hash`; blank lines and `#` comments skipped.
-fn parse_users(text: &str) -> Result<HashMap<String, Vec<String>>, String> {
+fn parse_users(text: &str) -> Result<Lines, String> {
     let mut users = HashMap::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim_end_matches('\r');
@@ -84,8 +86,8 @@ fn parse_users(text: &str) -> Result<HashMap<String, Vec<String>>, String> {
 }
 
 /// Group file lines: `group: user user...`.
-fn parse_groups(text: &str) -> Result<HashMap<String, Vec<String>>, String> {
-    let mut groups: HashMap<String, Vec<String>> = HashMap::new();
+fn parse_groups(text: &str) -> Result<Lines, String> {
+    let mut groups = Lines::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() || line.starts_with('#') {
             continue;

@@ -98,7 +98,7 @@ impl Effective<'_> {
                         Err(a) => return a,
                     };
                     match r {
-                        Require::User(names) => names.iter().any(|n| *n == user),
+                        Require::User(names) => names.contains(&user),
                         Require::Group(groups) => {
                             let Some(file) = self.last(|l| l.auth.group_file.as_ref()) else {
                                 return Access::Error("Require group without an AuthGroupFile".into());
