@@ -79,6 +79,13 @@ pub enum Require {
     Group(Vec<String>),
 }
 
+impl Require {
+    /// Whether the rule is about who the client is (authentication).
+    pub fn wants_user(&self) -> bool {
+        matches!(self, Require::ValidUser | Require::User(_) | Require::Group(_))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorDocument {
     /// A local URL, served with the original status (an internal redirect).
@@ -160,6 +167,9 @@ pub struct DirConfig {
     pub h2_stream_timeout: Option<(std::time::Duration, Origin)>,
     /// AuthType, AuthName, AuthUserFile, AuthGroupFile.
     pub auth: crate::auth::AuthSettings,
+    /// Order, Allow, Deny, Satisfy: set as a whole by the most specific
+    /// section holding any of them.
+    pub access_compat: Option<crate::access_compat::AccessCompat>,
 }
 
 impl DirConfig {
@@ -170,6 +180,9 @@ impl DirConfig {
             self.require.clone_from(&over.require);
         }
         self.auth.merge(&over.auth);
+        if over.access_compat.is_some() {
+            self.access_compat.clone_from(&over.access_compat);
+        }
         if over.directory_index.is_some() {
             self.directory_index.clone_from(&over.directory_index);
         }

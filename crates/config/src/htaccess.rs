@@ -248,8 +248,12 @@ mod tests {
         // Their classes still apply, and refused directives say why.
         let e = read_text("IndexOptions FancyIndexing\n", &overrides(&["FileInfo"])).unwrap_err();
         assert!(e.message.contains("AllowOverride does not include Indexes"), "{e}");
-        let e = read_text("Order deny,allow\nDeny from all\n", &overrides(&["All"])).unwrap_err();
-        assert!(e.message.contains("Order (mod_access_compat) is not supported") && e.message.contains("write Require"), "{e}");
+        // mod_access_compat's lines are in Limit; host names are not looked up.
+        let e = read_text("Order deny,allow\nDeny from all\n", &overrides(&["AuthConfig"])).unwrap_err();
+        assert!(e.message.contains("AllowOverride does not include Limit"), "{e}");
+        assert!(read_text("Order deny,allow\nDeny from all\nAllow from 10.1\n", &overrides(&["Limit"])).is_ok());
+        let e = read_text("Deny from evil.example\n", &overrides(&["Limit"])).unwrap_err();
+        assert!(e.message.contains("host names are not looked up"), "{e}");
     }
 
     /// mod_http2's lines an `.htaccess` may hold, by their classes, each

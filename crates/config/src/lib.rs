@@ -67,6 +67,7 @@
 //! reported with file and line too. Every problem is a [`ConfigError`]; a
 //! config with any error yields no `Settings` at all.
 
+pub mod access_compat;
 pub mod accounts;
 pub mod alias;
 mod apply;

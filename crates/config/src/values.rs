@@ -218,6 +218,22 @@ pub(crate) fn parse_options(args: &[String]) -> Result<OptionsSpec, String> {
     Ok(if relative { OptionsSpec::Edit { add, remove } } else { OptionsSpec::Set(set) })
 }
 
+/// Whether `ip` is in the network `net`/`len` (an IPv4-mapped IPv6 address as its IPv4 one).
+pub fn ip_in(ip: IpAddr, net: IpAddr, len: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = if len == 0 { 0 } else { u128::MAX << (128 - len as u32) };
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V4(_)) => a.to_ipv4_mapped().is_some_and(|v4| ip_in(IpAddr::V4(v4), net, len)),
+        _ => false,
+    }
+}
+
 pub(crate) fn parse_require(args: &[String]) -> Result<Require, String> {
     match args.first().map(|s| s.to_ascii_lowercase()).as_deref() {
         Some("all") => match args.get(1).map(|s| s.to_ascii_lowercase()).as_deref() {

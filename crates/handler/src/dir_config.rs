@@ -82,6 +82,25 @@ impl Effective<'_> {
         if conn.tls.is_none() && self.last(|l| l.ssl_require_ssl.as_ref()) == Some(&true) {
             return Access::Denied;
         }
+        // mod_access_compat's lines with the Require rules: under Satisfy
+        // All (the default) both must let the client in, under Any either.
+        if let Some(compat) = self.last(|l| l.access_compat.as_ref()) {
+            let passes = compat.allows(conn.useragent.ip());
+            if passes && compat.satisfy_any {
+                return Access::Granted;
+            }
+            // Satisfy Any lets credentials stand in for the address only
+            // where the rules ask for a user (Apache: when the access check
+            // fails and no authentication is required, its failure stands).
+            let credentials_stand_in = compat.satisfy_any && self.require().is_some_and(|rules| rules.iter().any(Require::wants_user));
+            if !passes && !credentials_stand_in {
+                return Access::Denied;
+            }
+        }
+        self.access_by_require(head, conn, may_hash)
+    }
+
+    fn access_by_require(&self, head: &RequestHead, conn: &ConnInfo, may_hash: bool) -> Access {
         let (peer, local) = (conn.useragent.ip(), conn.local.ip());
         let Some(rules) = self.require() else { return Access::Granted };
         let mut wants_user = false;

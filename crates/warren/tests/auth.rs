@@ -3,7 +3,8 @@
 //! Require valid-user): right, wrong and missing credentials, each of
 //! htpasswd's hash formats, Require user and group, the password file
 //! changed while serving, REMOTE_USER and AUTH_TYPE reaching PHP, and
-//! `%u` in the access log.
+//! `%u` in the access log; mod_access_compat's Order, Allow, Deny and
+//! Satisfy, alone and with Require (the client is 127.0.0.1).
 
 mod common;
 
@@ -36,8 +37,25 @@ fn start(mpm: &str) -> Server {
     dir.write("htdocs/local-or-user/f.txt", "local");
     dir.write("htdocs/noauth/.htaccess", format!("AuthUserFile {d}/private/htpasswd\n"));
     dir.write("htdocs/noauth/f.txt", "no auth");
+    let auth = format!("AuthType Basic\nAuthName s\nAuthUserFile {d}/private/htpasswd\nRequire valid-user\n");
+    for (name, lines) in [
+        ("deny-all", "Order deny,allow\nDeny from all\n".to_string()),
+        ("deny-all-allow-me", "Order deny,allow\nDeny from all\nAllow from 10.0.0.0/8 127.0.0.1\n".to_string()),
+        ("allow-all-deny-me", "Order allow,deny\nAllow from all\nDeny from 127.0\n".to_string()),
+        ("allow-deny-nothing", "Order Allow,Deny\n".to_string()),
+        ("mutual", "Order mutual-failure\nAllow from 127.0.0.0/255.0.0.0\nDeny from 10.1\n".to_string()),
+        ("host-name", "Order deny,allow\nDeny from evil.example\n".to_string()),
+        ("any-not-me", format!("Order deny,allow\nDeny from all\nAllow from 10.0.0.0/8\n{auth}Satisfy Any\n")),
+        ("any-me", format!("Order deny,allow\nDeny from all\nAllow from 127.0.0.1\n{auth}Satisfy Any\n")),
+        ("all-not-me", format!("Order deny,allow\nDeny from all\nAllow from 10.0.0.0/8\n{auth}Satisfy All\n")),
+        ("all-me", format!("Order deny,allow\nDeny from all\nAllow from 127.0.0.1\n{auth}Satisfy All\n")),
+        ("any-without-user", "Order deny,allow\nDeny from all\nRequire all granted\nSatisfy Any\n".to_string()),
+    ] {
+        dir.write(&format!("htdocs/{name}/.htaccess"), lines);
+        dir.write(&format!("htdocs/{name}/f.txt"), name);
+    }
     let conf = format!(
-        "<Directory {d}/htdocs>\n    AllowOverride AuthConfig\n</Directory>\n\
+        "<Directory {d}/htdocs>\n    AllowOverride AuthConfig Limit\n</Directory>\n\
          <Directory {d}/htdocs/noauth>\n    AllowOverride None\n</Directory>\n\
          <Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n<FilesMatch \\.php$>\n    SetHandler pool:www\n</FilesMatch>\n"
     );
@@ -129,7 +147,31 @@ fn auth_directives_need_allow_override_auth_config(mpm: &str) {
     assert_eq!(s.get("/noauth/f.txt").text(), "no auth");
 }
 
+fn order_allow_deny_and_satisfy(mpm: &str) {
+    let s = start(mpm);
+    let status = |path: &str| s.get(path).status;
+    assert_eq!(status("/deny-all/f.txt"), 403);
+    assert_eq!(status("/deny-all-allow-me/f.txt"), 200);
+    assert_eq!(status("/allow-all-deny-me/f.txt"), 403);
+    assert_eq!(status("/allow-deny-nothing/f.txt"), 403);
+    assert_eq!(status("/mutual/f.txt"), 200);
+    // A host name would be looked up in DNS: the file is refused, not half read.
+    assert_eq!(status("/host-name/f.txt"), 500);
+    s.wait_log("error.log", "host names are not looked up");
+    // Satisfy Any: the address or the password.
+    assert_eq!(status("/any-not-me/f.txt"), 401);
+    assert_eq!(s.get_with("/any-not-me/f.txt", &basic("bob", "builder")).status, 200);
+    assert_eq!(status("/any-me/f.txt"), 200);
+    // Satisfy All: the address and the password.
+    assert_eq!(status("/all-me/f.txt"), 401);
+    assert_eq!(s.get_with("/all-me/f.txt", &basic("bob", "builder")).status, 200);
+    assert_eq!(s.get_with("/all-not-me/f.txt", &basic("bob", "builder")).status, 403);
+    // Satisfy Any without a user to ask for: the address check stands.
+    assert_eq!(status("/any-without-user/f.txt"), 403);
+}
+
 each_mpm!(
+    order_allow_deny_and_satisfy,
     wp_admin_asks_for_and_checks_credentials,
     each_htpasswd_format,
     require_user_and_group,
