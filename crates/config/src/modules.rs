@@ -10,8 +10,8 @@
 //! - [`Support::Inert`]: loading it is accepted, but warren does not do
 //!   what it does: its directives are accepted and do nothing, each said;
 //! - [`Support::Refuses`]: loading it is accepted, so that Debian's default
-//!   set of modules loads, but each of its directives is an error: ignoring
-//!   `Deny from all` or `AuthType Basic` would open what they close;
+//!   set of modules loads, but the directives it lists are errors: ignoring
+//!   `AuthBasicFake` or `<AuthnProviderAlias>` would open what they close;
 //! - [`Support::Lacks`], or not listed at all: `LoadModule` is an error and
 //!   `<IfModule>` is false.
 //!
@@ -69,7 +69,7 @@ impl Module {
     pub fn load_warning(&self) -> Option<String> {
         match self.support {
             Support::Inert(why) => Some(format!("LoadModule {}: accepted, but warren does not act on it: {why}", self.identifier())),
-            Support::Refuses(why) => Some(format!("LoadModule {}: accepted, but warren has none of it: {why}", self.identifier())),
+            Support::Refuses(why) => Some(format!("LoadModule {}: accepted, but warren refuses directives of it: {why}", self.identifier())),
             _ => None,
         }
     }
