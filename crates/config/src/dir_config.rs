@@ -77,12 +77,29 @@ pub enum Require {
     User(Vec<String>),
     /// `Require group name...` (groups from the AuthGroupFile).
     Group(Vec<String>),
+    /// `<RequireAll>`, `<RequireAny>` or `<RequireNone>` and its rules.
+    Block(Combine, Vec<Require>),
+}
+
+/// How the rules of a `<Require...>` block combine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    /// `<RequireAll>`: none may deny, one must grant.
+    All,
+    /// `<RequireAny>`: one must grant.
+    Any,
+    /// `<RequireNone>`: denies when one grants; never grants by itself.
+    None,
 }
 
 impl Require {
     /// Whether the rule is about who the client is (authentication).
     pub fn wants_user(&self) -> bool {
-        matches!(self, Require::ValidUser | Require::User(_) | Require::Group(_))
+        match self {
+            Require::ValidUser | Require::User(_) | Require::Group(_) => true,
+            Require::Block(_, rules) => rules.iter().any(Require::wants_user),
+            _ => false,
+        }
     }
 }
 

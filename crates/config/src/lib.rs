@@ -99,7 +99,7 @@ pub mod values;
 
 pub use backend::{FcgiAddr, FcgiBackend, FcgiBackendType, ProxyPattern, ProxyRoute, ProxyTarget};
 pub use build::{load_file, load_text, LoadOptions, Loaded};
-pub use dir_config::{DirConfig, DirSection, ErrorDocument, Handler, OptionFlags, OptionsSpec, Require, SectionMatch};
+pub use dir_config::{Combine, DirConfig, DirSection, ErrorDocument, Handler, OptionFlags, OptionsSpec, Require, SectionMatch};
 pub use log_format::{DurationUnit, LogItem};
 pub use mpm::{Mpm, MpmTuning};
 pub use parse::{ConfigError, Directive, Node, Origin, Section};

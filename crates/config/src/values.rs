@@ -9,7 +9,8 @@ use std::time::Duration;
 use warren_regex::Regex;
 
 use crate::backend::{FcgiAddr, FcgiBackend, ProxyPattern, ProxyRoute, ProxyTarget};
-use crate::dir_config::{OptionFlags, OptionsSpec, Require};
+use crate::dir_config::{Combine, OptionFlags, OptionsSpec, Require};
+use crate::parse::{Node, Origin, Section};
 use crate::parse::Directive;
 
 /// How a time value may be written: a whole number (or, with `fractions`,
@@ -264,6 +265,39 @@ pub(crate) fn parse_require(args: &[String]) -> Result<Require, String> {
         }
         _ => Err(format!("Require {}: supported forms are `all granted`, `all denied`, `ip ADDR[/LEN]...`, `local`, `valid-user`, `user NAME...` and `group NAME...`", args.join(" "))),
     }
+}
+
+/// Which `<Require...>` block a section's name is, if it is one.
+pub(crate) fn require_block_kind(name: &str) -> Option<Combine> {
+    match name.to_ascii_lowercase().as_str() {
+        "requireall" => Some(Combine::All),
+        "requireany" => Some(Combine::Any),
+        "requirenone" => Some(Combine::None),
+        _ => None,
+    }
+}
+
+/// A `<RequireAll>`, `<RequireAny>` or `<RequireNone>` section: only
+/// `Require` lines and such blocks may be in it.
+pub(crate) fn parse_require_block(sec: &Section) -> Result<Require, (Origin, String)> {
+    let Some(kind) = require_block_kind(&sec.name) else { return Err((sec.origin.clone(), format!("<{}> is not a Require block", sec.name))) };
+    if !sec.args.is_empty() {
+        return Err((sec.origin.clone(), format!("<{}> takes no argument", sec.name)));
+    }
+    let mut rules = Vec::new();
+    for node in &sec.children {
+        match node {
+            Node::Directive(d) if d.name.eq_ignore_ascii_case("Require") => rules.push(parse_require(&d.args).map_err(|m| (d.origin.clone(), m))?),
+            Node::Directive(d) => return Err((d.origin.clone(), format!("{} is not allowed in <{}>: only Require lines and Require blocks", d.name, sec.name))),
+            Node::Section(inner) => rules.push(parse_require_block(inner)?),
+            // An <IfModule> of a module warren lacks: not acted on, as elsewhere.
+            Node::Skipped(_) => {}
+        }
+    }
+    if rules.is_empty() {
+        return Err((sec.origin.clone(), format!("<{}> holds no Require line", sec.name)));
+    }
+    Ok(Require::Block(kind, rules))
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use warren_http::RequestHead;
 use crate::auth;
 use crate::conn::ConnInfo;
 use crate::htaccess;
-use crate::sections::ip_in;
 
 /// Apache's default LimitRequestBody (1 GiB) since 2.4.53.
 pub const DEFAULT_LIMIT_REQUEST_BODY: u64 = 1 << 30;
@@ -101,50 +100,24 @@ impl Effective<'_> {
     }
 
     fn access_by_require(&self, head: &RequestHead, conn: &ConnInfo, may_hash: bool) -> Access {
-        let (peer, local) = (conn.useragent.ip(), conn.local.ip());
         let Some(rules) = self.require() else { return Access::Granted };
-        let mut wants_user = false;
-        for r in rules {
-            let granted = match r {
-                Require::All(g) => *g,
-                Require::Local => peer.is_loopback() || peer == local,
-                Require::Ip(nets) => nets.iter().any(|(net, len)| ip_in(peer, *net, *len)),
-                Require::ValidUser | Require::User(_) | Require::Group(_) => {
-                    wants_user = true;
-                    let user = match self.authenticated(head, may_hash) {
-                        Ok(Some(user)) => user,
-                        Ok(None) => continue,
-                        Err(a) => return a,
-                    };
-                    match r {
-                        Require::User(names) => names.contains(&user),
-                        Require::Group(groups) => {
-                            let Some(file) = self.last(|l| l.auth.group_file.as_ref()) else {
-                                return Access::Error("Require group without an AuthGroupFile".into());
-                            };
-                            match auth::in_group(file, &user, groups) {
-                                Ok(member) => member,
-                                Err(e) => return Access::Error(e),
-                            }
-                        }
-                        _ => true,
-                    }
-                }
-            };
-            if granted {
-                return Access::Granted;
-            }
+        let mut authz = crate::authz::Authz { dir: self, head, conn, may_hash, user: None };
+        match authz.any(rules) {
+            Err(a) => a,
+            Ok(crate::authz::Verdict::Granted) => Access::Granted,
+            Ok(_) if rules.iter().any(Require::wants_user) => Access::Unauthorized(self.last(|l| l.auth.name.as_deref()).unwrap_or("").to_owned()),
+            Ok(_) => Access::Denied,
         }
-        if wants_user {
-            Access::Unauthorized(self.last(|l| l.auth.name.as_deref()).unwrap_or("").to_owned())
-        } else {
-            Access::Denied
-        }
+    }
+
+    /// The AuthGroupFile in force.
+    pub(crate) fn group_file(&self) -> Option<&std::path::Path> {
+        self.last(|l| l.auth.group_file.as_deref())
     }
 
     /// The user the request's credentials prove, under `AuthType Basic`:
     /// Ok(None) for none or wrong ones.
-    fn authenticated(&self, head: &RequestHead, may_hash: bool) -> Result<Option<String>, Access> {
+    pub(crate) fn authenticated(&self, head: &RequestHead, may_hash: bool) -> Result<Option<String>, Access> {
         if self.last(|l| l.auth.basic.as_ref()) != Some(&true) {
             return Err(Access::Error("a Require of users without AuthType Basic".into()));
         }

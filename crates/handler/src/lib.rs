@@ -72,6 +72,7 @@
 
 pub mod alias;
 pub mod auth;
+mod authz;
 pub mod caches;
 pub mod compress;
 pub mod conditional;

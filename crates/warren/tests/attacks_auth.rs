@@ -84,6 +84,7 @@ fn broken_credentials_are_401(mpm: &str) {
     let forged = "evil\" 200 1 \"-\"\n127.0.0.1 - root";
     assert_eq!(status_of_raw(&s, "/wp-admin/secret.txt", &format!("Authorization: Basic {}\r\n", b64(&format!("{forged}:x")))), 401);
     let log = s.wait_log("access.log", "evil\\\" 200");
+    assert!(log.contains("evil\\\" 200"), "{log}");
     assert!(!log.lines().any(|l| l.starts_with("127.0.0.1 - root")), "{log}");
 }
 
