@@ -10,7 +10,7 @@
 //! password) and the pipeline routes a request that must be hashed off the
 //! event loop.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -18,6 +18,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use subtle::ConstantTimeEq;
 use warren_http::RequestHead;
+use warren_config::auth::{parse_groups, parse_users, Lines};
 use warren_stat_cache::{FileVersion, StatCache};
 
 /// The user and password of a request's `Authorization: Basic` field.
@@ -39,8 +40,6 @@ impl Credentials {
     }
 }
 
-/// A password or group file's lines: name -> hash, or group -> members.
-type Lines = HashMap<String, Vec<String>>;
 /// A password or group file as read, or why it could not be.
 type Table = Arc<Result<Lines, String>>;
 
@@ -65,41 +64,6 @@ fn read_table(cache: &StatCache<Table>, path: &Path, parse: fn(&str) -> Result<L
     });
     cache.insert(path.to_path_buf(), version, table.clone());
     table
-}
-
-/// htpasswd lines: `user:hash`; blank lines and `#` comments skipped.
-fn parse_users(text: &str) -> Result<Lines, String> {
-    let mut users = HashMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        match line.split_once(':') {
-            Some((user, hash)) if !user.is_empty() && !hash.is_empty() => {
-                users.insert(user.to_owned(), vec![hash.to_owned()]);
-            }
-            _ => return Err(format!("{}: not a `user:hash` line", n + 1)),
-        }
-    }
-    Ok(users)
-}
-
-/// Group file lines: `group: user user...`.
-fn parse_groups(text: &str) -> Result<Lines, String> {
-    let mut groups = Lines::new();
-    for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        match line.split_once(':') {
-            Some((group, members)) if !group.trim().is_empty() => {
-                groups.entry(group.trim().to_owned()).or_default().extend(members.split_whitespace().map(str::to_owned))
-            }
-            _ => return Err(format!("{}: not a `group: user...` line", n + 1)),
-        }
-    }
-    Ok(groups)
 }
 
 fn matched_key(hash: &str, password: &str) -> [u8; 20] {
@@ -228,12 +192,5 @@ mod tests {
         assert!(verify("x", DUMMY_BCRYPT));
         assert!(!verify("password", "garbage"));
         assert!(!verify("password", "$apr1$nosep"));
-    }
-
-    #[test]
-    fn bad_lines_are_errors() {
-        assert!(parse_users("a:$apr1$x$y\n\n# c\nb:{SHA}z\n").is_ok());
-        assert_eq!(parse_users("a:x\nnocolon\n").unwrap_err(), "2: not a `user:hash` line");
-        assert_eq!(parse_groups("admins: a b\nstaff:c\n").unwrap()["admins"], ["a", "b"]);
     }
 }
