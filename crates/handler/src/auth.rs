@@ -82,9 +82,10 @@ pub fn check(user_file: &Path, c: &Credentials, may_hash: bool) -> Result<Option
     let table = read_table(&USER_FILES, user_file, parse_users);
     let users = table.as_ref().as_ref().map_err(Clone::clone)?;
     let Some(hash) = users.get(&c.user).and_then(|h| h.first()) else {
-        // An unknown user costs what a known one does: no telling who exists by the time taken.
+        // An unknown user costs what a known one does (a hash of the same
+        // file, so of its cost): no telling who exists by the time taken.
         if may_hash {
-            let _ = verify(&c.password, DUMMY_BCRYPT);
+            let _ = verify(&c.password, users.values().find_map(|h| h.first()).map_or(DUMMY_BCRYPT, String::as_str));
         }
         return Ok(if may_hash { Some(false) } else { None });
     };
