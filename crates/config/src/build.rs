@@ -114,6 +114,14 @@ impl Builder {
     }
 
     /// A `<Files>` section of an `.htaccess` file, scoped to its directory.
+    /// A `<RequireAll/Any/None>` block: one more rule of the section's.
+    pub(crate) fn require_block(&mut self, sec: &Section, config: &mut DirConfig) {
+        match crate::values::parse_require_block(sec) {
+            Ok(r) => config.require.get_or_insert_with(Vec::new).push(r),
+            Err((origin, m)) => self.error(&origin, m),
+        }
+    }
+
     pub(crate) fn nested_section(&mut self, sec: &Section, within: &SectionMatch) -> Vec<DirSection> {
         self.dir_section(sec, Context::Directory, Some(within))
     }
@@ -498,6 +506,7 @@ impl Builder {
         for node in &sec.children {
             match node {
                 Node::Directive(d) => self.directive(d, inner_ctx, Target::Dir(&mut config, &sec.name)),
+                Node::Section(inner) if crate::values::require_block_kind(&inner.name).is_some() => self.require_block(inner, &mut config),
                 Node::Section(inner) => {
                     let sections = self.dir_section(inner, inner_ctx, Some(&matcher));
                     nested.extend(sections);

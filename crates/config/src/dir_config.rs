@@ -77,6 +77,36 @@ pub enum Require {
     Local,
     /// `Require expr EXPRESSION`.
     Expr(crate::expr::Expr),
+    /// `Require valid-user`: anyone the AuthUserFile knows, with the right password.
+    ValidUser,
+    /// `Require user name...`.
+    User(Vec<String>),
+    /// `Require group name...` (groups from the AuthGroupFile).
+    Group(Vec<String>),
+    /// `<RequireAll>`, `<RequireAny>` or `<RequireNone>` and its rules.
+    Block(Combine, Vec<Require>),
+}
+
+/// How the rules of a `<Require...>` block combine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    /// `<RequireAll>`: none may deny, one must grant.
+    All,
+    /// `<RequireAny>`: one must grant.
+    Any,
+    /// `<RequireNone>`: denies when one grants; never grants by itself.
+    None,
+}
+
+impl Require {
+    /// Whether the rule is about who the client is (authentication).
+    pub fn wants_user(&self) -> bool {
+        match self {
+            Require::ValidUser | Require::User(_) | Require::Group(_) => true,
+            Require::Block(_, rules) => rules.iter().any(Require::wants_user),
+            _ => false,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,6 +188,11 @@ pub struct DirConfig {
     pub h2_upgrade: Option<(bool, Origin)>,
     /// `H2StreamTimeout`, with its line, likewise.
     pub h2_stream_timeout: Option<(std::time::Duration, Origin)>,
+    /// AuthType, AuthName, AuthUserFile, AuthGroupFile.
+    pub auth: crate::auth::AuthSettings,
+    /// Order, Allow, Deny, Satisfy: set as a whole by the most specific
+    /// section holding any of them.
+    pub access_compat: Option<crate::access_compat::AccessCompat>,
 }
 
 impl DirConfig {
@@ -166,6 +201,10 @@ impl DirConfig {
         self.options.extend(over.options.iter().copied());
         if over.require.is_some() {
             self.require.clone_from(&over.require);
+        }
+        self.auth.merge(&over.auth);
+        if over.access_compat.is_some() {
+            self.access_compat.clone_from(&over.access_compat);
         }
         if over.directory_index.is_some() {
             self.directory_index.clone_from(&over.directory_index);

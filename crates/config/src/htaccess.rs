@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::builder::Builder;
 use crate::dir_config::{DirConfig, DirSection, Handler, SectionMatch};
 use crate::mpm::Mpm;
-use crate::parse::{ConfigError, Directive, Node, Origin, Reader};
+use crate::parse::{ConfigError, Directive, Node, Origin, Reader, Section};
 use crate::table::{self, Apply, Context};
 
 pub use crate::overrides::{class_of, Class, Overrides};
@@ -63,6 +63,10 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
             Node::Directive(d) => {
                 check(d, overrides)?;
                 builder.dir_directive(d, Context::Directory, &mut config, ".htaccess");
+            }
+            Node::Section(sec) if crate::values::require_block_kind(&sec.name).is_some() => {
+                check_require_block(sec, overrides)?;
+                builder.require_block(sec, &mut config);
             }
             Node::Section(sec) => {
                 let lname = sec.name.to_ascii_lowercase();
@@ -157,6 +161,18 @@ fn find_set_handler(nodes: &[Node]) -> Option<Origin> {
 }
 
 /// Whether `.htaccess` may hold `d` where `overrides` are in force.
+/// A Require block's lines are AuthConfig's, as `Require` is.
+fn check_require_block(sec: &Section, overrides: &Overrides) -> Result<(), ConfigError> {
+    for node in &sec.children {
+        match node {
+            Node::Directive(d) => check(d, overrides)?,
+            Node::Section(inner) => check_require_block(inner, overrides)?,
+            Node::Skipped(_) => {}
+        }
+    }
+    Ok(())
+}
+
 fn check(d: &Directive, overrides: &Overrides) -> Result<(), ConfigError> {
     let fail = |message: String| ConfigError { origin: d.origin.clone(), message };
     let Some(spec) = table::find(&d.name) else {
@@ -255,8 +271,12 @@ mod tests {
         // Their classes still apply, and refused directives say why.
         let e = read_text("IndexOptions FancyIndexing\n", &overrides(&["FileInfo"])).unwrap_err();
         assert!(e.message.contains("AllowOverride does not include Indexes"), "{e}");
-        let e = read_text("Order deny,allow\nDeny from all\n", &overrides(&["All"])).unwrap_err();
-        assert!(e.message.contains("Order (mod_access_compat) is not supported") && e.message.contains("write Require"), "{e}");
+        // mod_access_compat's lines are in Limit; host names are not looked up.
+        let e = read_text("Order deny,allow\nDeny from all\n", &overrides(&["AuthConfig"])).unwrap_err();
+        assert!(e.message.contains("AllowOverride does not include Limit"), "{e}");
+        assert!(read_text("Order deny,allow\nDeny from all\nAllow from 10.1\n", &overrides(&["Limit"])).is_ok());
+        let e = read_text("Deny from evil.example\n", &overrides(&["Limit"])).unwrap_err();
+        assert!(e.message.contains("host names are not looked up"), "{e}");
     }
 
     /// mod_http2's lines an `.htaccess` may hold, by their classes, each

@@ -67,9 +67,11 @@
 //! reported with file and line too. Every problem is a [`ConfigError`]; a
 //! config with any error yields no `Settings` at all.
 
+pub mod access_compat;
 pub mod accounts;
 pub mod alias;
 mod apply;
+pub mod auth;
 pub mod backend;
 mod build;
 mod builder;
@@ -100,7 +102,7 @@ pub mod values;
 
 pub use backend::{FcgiAddr, FcgiBackend, FcgiBackendType, ProxyPattern, ProxyRoute, ProxyTarget};
 pub use build::{load_file, load_text, LoadOptions, Loaded};
-pub use dir_config::{DirConfig, DirSection, ErrorDocument, Handler, OptionFlags, OptionsSpec, Require, SectionMatch};
+pub use dir_config::{Combine, DirConfig, DirSection, ErrorDocument, Handler, OptionFlags, OptionsSpec, Require, SectionMatch};
 pub use log_format::{DurationUnit, LogItem};
 pub use mpm::{Mpm, MpmTuning};
 pub use parse::{ConfigError, Directive, Node, Origin, Section};

@@ -10,8 +10,8 @@
 //! - [`Support::Inert`]: loading it is accepted, but warren does not do
 //!   what it does: its directives are accepted and do nothing, each said;
 //! - [`Support::Refuses`]: loading it is accepted, so that Debian's default
-//!   set of modules loads, but each of its directives is an error: ignoring
-//!   `Deny from all` or `AuthType Basic` would open what they close;
+//!   set of modules loads, but the directives it lists are errors: ignoring
+//!   `AuthBasicFake` or `<AuthnProviderAlias>` would open what they close;
 //! - [`Support::Lacks`], or not listed at all: `LoadModule` is an error and
 //!   `<IfModule>` is false.
 //!
@@ -69,7 +69,7 @@ impl Module {
     pub fn load_warning(&self) -> Option<String> {
         match self.support {
             Support::Inert(why) => Some(format!("LoadModule {}: accepted, but warren does not act on it: {why}", self.identifier())),
-            Support::Refuses(why) => Some(format!("LoadModule {}: accepted, but warren has none of it: {why}", self.identifier())),
+            Support::Refuses(why) => Some(format!("LoadModule {}: accepted, but warren refuses directives of it: {why}", self.identifier())),
             _ => None,
         }
     }
@@ -91,7 +91,7 @@ const fn lacks(name: &'static str, why: &'static str) -> Module {
     Module { name, support: Support::Lacks(why), refused: &[] }
 }
 
-const NO_AUTH: &str = "warren has no HTTP authentication yet: its directives are errors rather than ignored, which would leave open what they protect";
+const NO_AUTH: &str = "warren does AuthType Basic with AuthName and AuthUserFile (AuthBasicProvider file), not this module's other directives: each is an error rather than ignored, which would leave open what it protects";
 
 pub static MODULES: &[Module] = &[
     provides("core", "the core directives"),
@@ -104,6 +104,7 @@ pub static MODULES: &[Module] = &[
     provides("log_config", "LogFormat, CustomLog, TransferLog"),
     provides("authz_core", "Require all, Require (several lines: any grants)"),
     provides("authz_host", "Require ip, Require local"),
+    provides("access_compat", "Order, Allow from, Deny from (addresses and networks; host names and env= are errors), Satisfy"),
     provides("status", "SetHandler server-status, ExtendedStatus"),
     provides("proxy", "ProxyPass, ProxyPassMatch, ProxyTimeout to FastCGI backends"),
     provides("proxy_fcgi", "fcgi:// and unix: backends, SetHandler proxy:..., ProxyFCGIBackendType"),
@@ -128,11 +129,11 @@ pub static MODULES: &[Module] = &[
     provides("ssl", "TLS (rustls): SSLEngine, SSLCertificateFile, SSLCertificateKeyFile, SSLCertificateChainFile, SSLProtocol, SSLCipherSuite, SSLHonorCipherOrder, SSLSessionCache, SSLSessionTickets, SSLUseStapling, SSLStrictSNIVHostCheck, SSLOptions, SSLRequireSSL; `<IfModule ssl_module>` is true once LoadModule loads it"),
     provides("http2", "HTTP/2 configuration: Protocols h2 (ALPN over TLS) and h2c, H2Direct, H2Upgrade, H2MaxSessionStreams, H2WindowSize, H2MaxDataFrameLen, H2StreamTimeout; server push and its directives accepted, not acted on; `<IfModule http2_module>` is true once LoadModule loads it"),
     provides("socache_shmcb", "the shared session cache of SSLSessionCache shmcb:"),
-    refuses("access_compat", "Order, Allow, Deny and Satisfy are errors: write Require (Require all granted, Require ip 10.0.0.0/8, Require local)", &["Order", "Allow", "Deny", "Satisfy"]),
-    refuses("auth_basic", NO_AUTH, &["AuthBasicProvider", "AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),
-    refuses("authn_core", NO_AUTH, &["AuthType", "AuthName", "AuthnProviderAlias"]),
-    refuses("authn_file", NO_AUTH, &["AuthUserFile"]),
-    refuses("authz_user", NO_AUTH, &[]),
+    refuses("auth_basic", NO_AUTH, &["AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),
+    refuses("authn_core", NO_AUTH, &["AuthnProviderAlias"]),
+    provides("authn_file", "AuthUserFile (htpasswd's bcrypt, apr1 MD5, {SHA} and crypt lines)"),
+    provides("authz_user", "Require valid-user, Require user"),
+    provides("authz_groupfile", "AuthGroupFile, Require group"),
     lacks("cgi", "warren runs no CGI programs: run them under FastCGI"),
     lacks("cgid", "warren runs no CGI programs: run them under FastCGI"),
     lacks("php", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
@@ -186,7 +187,7 @@ mod tests {
         assert!(find("mod_nonesuch.c").is_none());
         assert!(find("ssl_module").unwrap().loads());
         assert!(why_not("mod_gnutls.c").contains("not built into warren"), "{}", why_not("mod_gnutls.c"));
-        assert_eq!(refusing("order").map(|m| m.name), Some("access_compat"));
+        assert_eq!(refusing("authbasicfake").map(|m| m.name), Some("auth_basic"));
     }
 
     #[test]

@@ -212,13 +212,13 @@ fn scripts_named_in_skipped_blocks_and_sections_are_marked() {
 #[test]
 fn load_module_of_accepted_and_refused_modules() {
     let d = Dir::new("refused");
-    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nLoadModule access_compat_module m.so\nLoadModule negotiation_module n.so\nLoadModule rewrite_module r.so\n<Directory /srv>\nOrder allow,deny\n</Directory>\n");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nLoadModule auth_basic_module m.so\nLoadModule negotiation_module n.so\nLoadModule rewrite_module r.so\n<Directory /srv>\nAuthBasicFake admin\n</Directory>\n");
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert!(warnings[0].contains(":3: LoadModule access_compat_module: accepted, but warren has none of it"), "{warnings:?}");
+    assert!(warnings[0].contains(":3: LoadModule auth_basic_module: accepted, but warren refuses directives of it"), "{warnings:?}");
     assert!(warnings[1].contains(":4: LoadModule negotiation_module: accepted, but warren does not act on it"), "{warnings:?}");
     assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
-    assert!(l.errors[0].to_string().contains(":7: Order (mod_access_compat) is not supported: Order, Allow, Deny and Satisfy are errors: write Require"), "{:?}", l.errors);
+    assert!(l.errors[0].to_string().contains(":7: AuthBasicFake (mod_auth_basic) is not supported: warren does AuthType Basic"), "{:?}", l.errors);
 }
 
 #[test]

@@ -9,7 +9,8 @@ use std::time::Duration;
 use warren_regex::Regex;
 
 use crate::backend::{FcgiAddr, FcgiBackend, ProxyPattern, ProxyRoute, ProxyTarget};
-use crate::dir_config::{OptionFlags, OptionsSpec, Require};
+use crate::dir_config::{Combine, OptionFlags, OptionsSpec, Require};
+use crate::parse::{Node, Origin, Section};
 use crate::parse::Directive;
 
 /// How a time value may be written: a whole number (or, with `fractions`,
@@ -219,6 +220,22 @@ pub(crate) fn parse_options(args: &[String]) -> Result<OptionsSpec, String> {
     Ok(if relative { OptionsSpec::Edit { add, remove } } else { OptionsSpec::Set(set) })
 }
 
+/// Whether `ip` is in the network `net`/`len` (an IPv4-mapped IPv6 address as its IPv4 one).
+pub fn ip_in(ip: IpAddr, net: IpAddr, len: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = if len == 0 { 0 } else { u128::MAX << (128 - len as u32) };
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V4(_)) => a.to_ipv4_mapped().is_some_and(|v4| ip_in(IpAddr::V4(v4), net, len)),
+        _ => false,
+    }
+}
+
 pub(crate) fn parse_require(args: &[String]) -> Result<Require, String> {
     match args.first().map(|s| s.to_ascii_lowercase()).as_deref() {
         Some("all") => match args.get(1).map(|s| s.to_ascii_lowercase()).as_deref() {
@@ -227,6 +244,9 @@ pub(crate) fn parse_require(args: &[String]) -> Result<Require, String> {
             _ => Err("Require all takes `granted` or `denied`".into()),
         },
         Some("local") if args.len() == 1 => Ok(Require::Local),
+        Some("valid-user") if args.len() == 1 => Ok(Require::ValidUser),
+        Some("user") if args.len() > 1 => Ok(Require::User(args[1..].to_vec())),
+        Some("group") if args.len() > 1 => Ok(Require::Group(args[1..].to_vec())),
         Some("ip") if args.len() > 1 => {
             let mut nets = Vec::new();
             for a in &args[1..] {
@@ -244,8 +264,41 @@ pub(crate) fn parse_require(args: &[String]) -> Result<Require, String> {
             }
             Ok(Require::Ip(nets))
         }
-        _ => Err(format!("Require {}: supported forms are `all granted`, `all denied`, `ip ADDR[/LEN]...` and `local`", args.join(" "))),
+        _ => Err(format!("Require {}: supported forms are `all granted`, `all denied`, `ip ADDR[/LEN]...`, `local`, `valid-user`, `user NAME...` and `group NAME...`", args.join(" "))),
     }
+}
+
+/// Which `<Require...>` block a section's name is, if it is one.
+pub(crate) fn require_block_kind(name: &str) -> Option<Combine> {
+    match name.to_ascii_lowercase().as_str() {
+        "requireall" => Some(Combine::All),
+        "requireany" => Some(Combine::Any),
+        "requirenone" => Some(Combine::None),
+        _ => None,
+    }
+}
+
+/// A `<RequireAll>`, `<RequireAny>` or `<RequireNone>` section: only
+/// `Require` lines and such blocks may be in it.
+pub(crate) fn parse_require_block(sec: &Section) -> Result<Require, (Origin, String)> {
+    let Some(kind) = require_block_kind(&sec.name) else { return Err((sec.origin.clone(), format!("<{}> is not a Require block", sec.name))) };
+    if !sec.args.is_empty() {
+        return Err((sec.origin.clone(), format!("<{}> takes no argument", sec.name)));
+    }
+    let mut rules = Vec::new();
+    for node in &sec.children {
+        match node {
+            Node::Directive(d) if d.name.eq_ignore_ascii_case("Require") => rules.push(parse_require(&d.args).map_err(|m| (d.origin.clone(), m))?),
+            Node::Directive(d) => return Err((d.origin.clone(), format!("{} is not allowed in <{}>: only Require lines and Require blocks", d.name, sec.name))),
+            Node::Section(inner) => rules.push(parse_require_block(inner)?),
+            // An <IfModule> of a module warren lacks: not acted on, as elsewhere.
+            Node::Skipped(_) => {}
+        }
+    }
+    if rules.is_empty() {
+        return Err((sec.origin.clone(), format!("<{}> holds no Require line", sec.name)));
+    }
+    Ok(Require::Block(kind, rules))
 }
 
 #[cfg(test)]

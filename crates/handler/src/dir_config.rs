@@ -7,12 +7,28 @@
 use warren_config::expr::Facts;
 use warren_config::{ConfigError, DirConfig, DirSection, SectionMatch, ErrorDocument, FcgiBackend, FcgiBackendType, Handler, OptionFlags, Require};
 
+use warren_http::RequestHead;
+
+use crate::auth;
 use crate::conn::ConnInfo;
 use crate::htaccess;
-use crate::sections::ip_in;
 
 /// Apache's default LimitRequestBody (1 GiB) since 2.4.53.
 pub const DEFAULT_LIMIT_REQUEST_BODY: u64 = 1 << 30;
+
+/// What the access rules make of a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Access {
+    Granted,
+    /// 403.
+    Denied,
+    /// 401, with the realm to name.
+    Unauthorized(String),
+    /// A password must be hashed: not on an event loop's thread.
+    MustHash,
+    /// The configuration or a password file is wrong: 500, and this to log.
+    Error(String),
+}
 
 /// One layer of per-directory configuration: a section of the server's
 /// configuration, or one of an `.htaccess` file's (by index).
@@ -47,9 +63,10 @@ pub struct Effective<'a> {
     /// The `<If>` sections that may apply, in Apache's order: merged last,
     /// once what they test is known ([`Effective::apply_ifs`]).
     pub conditional: Vec<Conditional<'a>>,
-    /// Whether a `Require expr` in force holds for the request (false until
-    /// [`Effective::apply_ifs`] is given the request's facts: denied).
-    pub expr_granted: bool,
+    /// The `Require expr` rules in force (by address) that hold for the
+    /// request: none until [`Effective::apply_ifs`] is given the request's
+    /// facts (denied).
+    pub expr_granted: Vec<usize>,
 }
 
 /// An `<If>`, `<ElseIf>` or `<Else>` section of the server's configuration
@@ -72,7 +89,20 @@ impl<'a> Effective<'a> {
                 _ => {}
             }
         }
-        self.expr_granted = self.require().is_some_and(|rules| rules.iter().any(|r| matches!(r, Require::Expr(e) if e.holds(facts))));
+        fn holding(rules: &[Require], facts: &dyn Facts, out: &mut Vec<usize>) {
+            for r in rules {
+                match r {
+                    Require::Expr(e) if e.holds(facts) => out.push(e as *const _ as usize),
+                    Require::Block(_, inner) => holding(inner, facts, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut granted = Vec::new();
+        if let Some(rules) = self.require() {
+            holding(rules, facts, &mut granted);
+        }
+        self.expr_granted = granted;
     }
 }
 
@@ -84,18 +114,73 @@ impl Effective<'_> {
 
     /// Whether the `Require` rules in force let the client in, and
     /// SSLRequireSSL, over TLS only.
-    pub fn allows(&self, conn: &ConnInfo) -> bool {
+    pub fn allows(&self, head: &RequestHead, conn: &ConnInfo) -> bool {
+        matches!(self.access(head, conn, true), Access::Granted)
+    }
+
+    /// What the `Require` rules in force (several lines: any grants) make
+    /// of this request. A user's rule authenticates the request's Basic
+    /// credentials; `may_hash` false: a password not already known to
+    /// match is [`Access::MustHash`] rather than hashed here.
+    pub fn access(&self, head: &RequestHead, conn: &ConnInfo, may_hash: bool) -> Access {
         if conn.tls.is_none() && self.last(|l| l.ssl_require_ssl.as_ref()) == Some(&true) {
-            return false;
+            return Access::Denied;
         }
-        let (peer, local) = (conn.useragent.ip(), conn.local.ip());
-        let Some(rules) = self.require() else { return true };
-        rules.iter().any(|r| match r {
-            Require::All(g) => *g,
-            Require::Local => peer.is_loopback() || peer == local,
-            Require::Ip(nets) => nets.iter().any(|(net, len)| ip_in(peer, *net, *len)),
-            Require::Expr(_) => self.expr_granted,
-        })
+        // mod_access_compat's lines with the Require rules: under Satisfy
+        // All (the default) both must let the client in, under Any either.
+        if let Some(compat) = self.last(|l| l.access_compat.as_ref()) {
+            let passes = compat.allows(conn.useragent.ip());
+            if passes && compat.satisfy_any {
+                return Access::Granted;
+            }
+            // Satisfy Any lets credentials stand in for the address only
+            // where the rules ask for a user (Apache: when the access check
+            // fails and no authentication is required, its failure stands).
+            let credentials_stand_in = compat.satisfy_any && self.require().is_some_and(|rules| rules.iter().any(Require::wants_user));
+            if !passes && !credentials_stand_in {
+                return Access::Denied;
+            }
+        }
+        self.access_by_require(head, conn, may_hash)
+    }
+
+    fn access_by_require(&self, head: &RequestHead, conn: &ConnInfo, may_hash: bool) -> Access {
+        let Some(rules) = self.require() else { return Access::Granted };
+        let mut authz = crate::authz::Authz { dir: self, head, conn, may_hash, user: None };
+        match authz.any(rules) {
+            Err(a) => a,
+            Ok(crate::authz::Verdict::Granted) => Access::Granted,
+            Ok(_) if rules.iter().any(Require::wants_user) => Access::Unauthorized(self.last(|l| l.auth.name.as_deref()).unwrap_or("").to_owned()),
+            Ok(_) => Access::Denied,
+        }
+    }
+
+    /// The AuthGroupFile in force.
+    pub(crate) fn group_file(&self) -> Option<&std::path::Path> {
+        self.last(|l| l.auth.group_file.as_deref())
+    }
+
+    /// The user the request's credentials prove, under `AuthType Basic`:
+    /// Ok(None) for none or wrong ones.
+    pub(crate) fn authenticated(&self, head: &RequestHead, may_hash: bool) -> Result<Option<String>, Access> {
+        if self.last(|l| l.auth.basic.as_ref()) != Some(&true) {
+            return Err(Access::Error("a Require of users without AuthType Basic".into()));
+        }
+        let Some(file) = self.last(|l| l.auth.user_file.as_ref()) else {
+            return Err(Access::Error("AuthType Basic without an AuthUserFile".into()));
+        };
+        let Some(c) = auth::Credentials::of(head) else { return Ok(None) };
+        match auth::check(file, &c, may_hash) {
+            Ok(Some(true)) => Ok(Some(c.user)),
+            Ok(Some(false)) => Ok(None),
+            Ok(None) => Err(Access::MustHash),
+            Err(e) => Err(Access::Error(e)),
+        }
+    }
+
+    /// REMOTE_USER: the user whose password matched, under AuthType Basic.
+    pub fn remote_user(&self, head: &RequestHead) -> Option<String> {
+        self.authenticated(head, false).ok().flatten()
     }
 
     pub fn options(&self) -> OptionFlags {

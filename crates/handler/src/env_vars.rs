@@ -112,7 +112,7 @@ mod tests {
         section.set_env_if.push(Arc::new(SetEnvIf::parse(&args(&["Remote_Addr", "^192\\.0\\.2\\.", "net=test"]), false, false).unwrap()));
         section.set_env_if.push(Arc::new(SetEnvIf::parse(&args(&["Request_Method", "GET", "never"]), false, false).unwrap()));
         section.env.push(warren_config::env_vars::EnvAction::Unset("remote".into()));
-        let eff = Effective { layers: vec![Layer::Site(&server), Layer::Site(&section)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: false };
+        let eff = Effective { layers: vec![Layer::Site(&server), Layer::Site(&section)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() };
         let env = RequestEnv::for_request(req, b"/img/x.png", &eff);
         assert_eq!(env.iter().collect::<Vec<_>>(), vec![("kind", "png"), ("static", "overridden"), ("net", "test")]);
     }

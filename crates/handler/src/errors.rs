@@ -128,6 +128,18 @@ impl Site {
     pub(crate) fn denied(&self, req: Request, what: &[u8]) -> Response {
         self.error(req, 403, &format!("client denied by server configuration: {}", String::from_utf8_lossy(what)))
     }
+
+    /// 401 with the challenge for Basic credentials; the log line names
+    /// the user that failed, if any.
+    pub(crate) fn unauthorized(&self, req: Request, what: &[u8], realm: &str) -> Response {
+        let why = match crate::auth::Credentials::of(req.head) {
+            Some(c) => format!("user {:?}: authentication failure for \"{}\": Password Mismatch or not allowed", c.user, String::from_utf8_lossy(what)),
+            None => format!("no credentials for \"{}\"", String::from_utf8_lossy(what)),
+        };
+        let mut r = self.error(req, 401, &why);
+        r.headers.push(("WWW-Authenticate".into(), format!("Basic realm=\"{realm}\"")));
+        r
+    }
 }
 
 fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, conn: &ConnInfo) -> Response {

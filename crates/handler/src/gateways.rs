@@ -22,7 +22,7 @@ impl Site {
         let Route { req, url, query, fs: script, dir } = route;
         let (req, url, query) = (*req, *url, *query);
         let log = &self.hosts[req.host].error_log;
-        if !dir.allows(req.conn) {
+        if !dir.allows(req.head, req.conn) {
             return Outcome::Ready(self.denied(req, &url[..url.len() - path_info_len]));
         }
         // mod_fcgid runs nothing where `Options ExecCGI` is off (an uploads
@@ -83,7 +83,7 @@ impl Site {
             if !std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
                 continue;
             }
-            if !script.allows(req.conn) {
+            if !script.allows(req.head, req.conn) {
                 return Some(Outcome::Ready(self.denied(req, url)));
             }
             let backend = backend_of(h);
@@ -120,7 +120,7 @@ impl Site {
             let target = route.target.as_ref().expect("routes without a target returned above");
             let eff = self.effective(req.host, None, url);
             let filters = RequestFilters::for_request(req, url, &eff);
-            if !eff.allows(req.conn) {
+            if !eff.allows(req.head, req.conn) {
                 return Some(filters::attach(Outcome::Ready(self.denied(req, url)), filters, req.head));
             }
             // When the script is on this machine, PATH_INFO is split off here;

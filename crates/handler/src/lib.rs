@@ -71,6 +71,8 @@
 //!   whole before the application gets them).
 
 pub mod alias;
+pub mod auth;
+mod authz;
 pub mod caches;
 pub mod compress;
 pub mod conditional;

@@ -268,7 +268,12 @@ pub fn format_line(out: &mut Vec<u8>, items: &[LogItem], r: &LogRecord) {
             LogItem::RemotePort => {
                 let _ = write!(out, "{}", r.useragent.port());
             }
-            LogItem::RemoteLogname | LogItem::RemoteUser => out.push(b'-'),
+            LogItem::RemoteLogname => out.push(b'-'),
+            // The user of the request's Basic credentials, as Apache logs r->user (also on a 401).
+            LogItem::RemoteUser => match r.head.and_then(crate::auth::Credentials::of) {
+                Some(c) if !c.user.is_empty() => push_escaped(out, c.user.as_bytes()),
+                _ => out.push(b'-'),
+            },
             LogItem::Time => {
                 out.push(b'[');
                 out.extend_from_slice(clf_time(r.started).as_bytes());

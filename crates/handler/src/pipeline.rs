@@ -36,7 +36,7 @@ use warren_config::Handler;
 use warren_http::RequestHead;
 
 use crate::conn::ConnInfo;
-use crate::dir_config::{backend_of, Effective, Layer};
+use crate::dir_config::{backend_of, Access, Effective, Layer};
 use crate::env::RequestEnv;
 use crate::filters::{self, RequestFilters};
 use crate::internal_redirect::{as_error, request_head, BODY_HEADERS, CONDITION_HEADERS};
@@ -129,7 +129,7 @@ impl Site {
         let req = if own.set_env_if.is_empty() || own.rewrite.as_ref().is_none_or(|r| !r.enabled()) {
             req
         } else {
-            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: false });
+            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() });
             Request { env: &early_env, ..req }
         };
         let r = match self.rewrite_url(req, url, query) {
@@ -184,6 +184,14 @@ impl Site {
         if req.pass.on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
             return Outcome::OffLoop;
         }
+        // Authentication before the directories' rewrite rules (Apache's
+        // check_user_id and auth_checker hooks come before fixups).
+        match dir.access(req.head, conn, !req.pass.on_loop) {
+            Access::MustHash => return Outcome::OffLoop,
+            Access::Unauthorized(realm) => return self.filtered(req, url, &dir, Outcome::Ready(self.unauthorized(req, url, &realm))),
+            Access::Error(why) => return self.filtered(req, url, &dir, Outcome::Ready(self.error(req, 500, &why))),
+            Access::Granted | Access::Denied => {}
+        }
         // The MPM applied LimitRequestBody before routing; on an event loop
         // an `.htaccess` file read anew was not in it (see `htaccess`).
         if let warren_http::BodyFraming::Length(n) = req.head.framing {
@@ -199,10 +207,10 @@ impl Site {
         match self.rewrite_dir(req, url, query, &fs, &dir) {
             DirRewrite::Declined => {}
             DirRewrite::Answer(r) => {
-                let r = if dir.allows(conn) { r } else { self.denied(req, url) };
+                let r = if dir.allows(req.head, conn) { r } else { self.denied(req, url) };
                 return self.filtered(req, url, &dir, Outcome::Ready(r));
             }
-            _ if !dir.allows(conn) => return self.filtered(req, url, &dir, Outcome::Ready(self.denied(req, url))),
+            _ if !dir.allows(req.head, conn) => return self.filtered(req, url, &dir, Outcome::Ready(self.denied(req, url))),
             // A directory named without its slash is redirected to it first (mod_dir's fixup wins).
             DirRewrite::Redirect { .. } if !url.ends_with(b"/") && dir.directory_slash() && fs.is_dir() => {}
             // The new pass takes the filters of where it goes.
@@ -229,7 +237,7 @@ impl Site {
         if dir.layers.len() > 1 {
             if let Some(r) = dir.layers[1..].iter().rev().find_map(|l| self.url_redirect(req, &l.redirects, url, query)) {
                 // After the access rules, as Apache's fixups come after them.
-                return Outcome::Ready(if dir.allows(conn) { r } else { self.denied(req, url) });
+                return Outcome::Ready(if dir.allows(req.head, conn) { r } else { self.denied(req, url) });
             }
         }
         let route = Route { req, url, query, fs, dir };
@@ -238,7 +246,7 @@ impl Site {
         }
         match route.dir.handler() {
             Some(Some(Handler::ServerStatus)) => {
-                if !route.dir.allows(conn) {
+                if !route.dir.allows(req.head, conn) {
                     return Outcome::Ready(self.denied(req, url));
                 }
                 let Some(source) = self.status.get() else {
@@ -329,7 +337,7 @@ impl Site {
         if !own.has_filters() {
             return None;
         }
-        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: false })
+        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() })
     }
 
     /// An error page whose status has a local ErrorDocument becomes an

@@ -138,7 +138,7 @@ impl Site {
 
     fn pool_status_page(&self, req: Request, pool: &PoolConfig, eff: &Effective, url: &[u8], query: &[u8]) -> Outcome {
         let host = req.host;
-        if !eff.allows(req.conn) {
+        if !eff.allows(req.head, req.conn) {
             return Outcome::Ready(self.denied(req, url));
         }
         if pool.runs_php_fpm() {

@@ -527,7 +527,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
 
     fn file_lookup(&self, p: &str) -> bool {
         let fs = Path::new(p);
-        std::fs::metadata(fs).is_ok_and(|m| m.is_file()) && self.site.effective_for(self.req, fs, b"").allows(self.req.conn)
+        std::fs::metadata(fs).is_ok_and(|m| m.is_file()) && self.site.effective_for(self.req, fs, b"").allows(self.req.head, self.req.conn)
     }
 
     /// As Apache's sub-request: the URL maps and access is granted (the
@@ -535,7 +535,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
     fn url_lookup(&self, url: &str) -> bool {
         let Ok(url) = path::normalize(url.split('?').next().unwrap_or("").as_bytes()) else { return false };
         let Ok(fs) = self.site.fs_path(self.req.host, &url) else { return false };
-        self.site.effective_for(self.req, &fs, &url).allows(self.req.conn)
+        self.site.effective_for(self.req, &fs, &url).allows(self.req.head, self.req.conn)
     }
 
     fn qualify(&self, path: &str) -> String {

@@ -1,8 +1,6 @@
 //! How `<Directory>`, `<Files>` and `<Location>` sections, ServerAlias
 //! and `Require ip` match what a request names; no state.
 
-use std::net::IpAddr;
-
 /// Whether `<Directory dir>` can hold files under `root`: it contains the
 /// root, or lies below it.
 pub(crate) fn directories_overlap(dir: &str, root: &str) -> bool {
@@ -39,20 +37,7 @@ pub fn wildcard_match(pattern: &str, name: &str) -> bool {
     glob::Pattern::new(pattern).is_ok_and(|p| p.matches(name))
 }
 
-pub(crate) fn ip_in(ip: IpAddr, net: IpAddr, len: u8) -> bool {
-    match (ip, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) => {
-            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
-            u32::from(a) & mask == u32::from(n) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(n)) => {
-            let mask = if len == 0 { 0 } else { u128::MAX << (128 - len as u32) };
-            u128::from(a) & mask == u128::from(n) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V4(_)) => a.to_ipv4_mapped().is_some_and(|v4| ip_in(IpAddr::V4(v4), net, len)),
-        _ => false,
-    }
-}
+pub(crate) use warren_config::values::ip_in;
 
 #[cfg(test)]
 mod tests {
@@ -79,7 +64,7 @@ mod tests {
 
     #[test]
     fn ip_networks() {
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
         assert!(ip_in(ip("10.1.2.3"), ip("10.0.0.0"), 8));
         assert!(!ip_in(ip("11.1.2.3"), ip("10.0.0.0"), 8));
         assert!(ip_in(ip("::ffff:127.0.0.1"), ip("127.0.0.0"), 8));

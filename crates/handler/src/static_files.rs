@@ -43,7 +43,7 @@ fn is_access_file(site: &Site, host: usize, fs: &Path) -> bool {
 pub fn serve(site: &Site, route: Route) -> Outcome {
     let Route { req, url, query, fs, dir: eff } = route;
     let (host, conn) = (req.host, req.conn);
-    if !eff.allows(conn) || is_access_file(site, host, &fs) {
+    if !eff.allows(req.head, conn) || is_access_file(site, host, &fs) {
         return Outcome::Ready(site.error(req, 403, &format!("client denied by server configuration: {}", fs.display())));
     }
     let options = eff.options();
@@ -141,7 +141,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         if let Some(r) = site.static_method(req) {
             return Outcome::Ready(r);
         }
-        if !eff.allows(conn) {
+        if !eff.allows(req.head, conn) {
             return Outcome::Ready(site.error(req, 403, &format!("client denied by server configuration: {}", candidate.display())));
         }
         return Outcome::Ready(serve_regular(site, req, &eff, &meta, candidate, file));

@@ -134,7 +134,9 @@ fn debian_tree_loads_its_modules_and_says_what_warren_does_not_do() {
         assert!(lines.iter().any(|l| l.contains(&format!(": {directive}")) && l.contains("accepted, not acted on") && l.ends_with("(warning)")), "{directive} is not said:\n{all}");
     }
     assert!(lines.iter().any(|l| l.starts_with("mods-enabled/mime.conf:") && l.contains("AddHandler type-map: not acted on")), "{all}");
-    assert!(lines.iter().any(|l| l.starts_with("mods-enabled/access_compat.load:") && l.ends_with("(warning)")), "{all}");
+    assert!(lines.iter().any(|l| l.starts_with("mods-enabled/auth_basic.load:") && l.contains("refuses directives of it") && l.ends_with("(warning)")), "{all}");
+    // Provided: loaded without a word.
+    assert!(!lines.iter().any(|l| l.starts_with("mods-enabled/access_compat.load:") || l.starts_with("mods-enabled/authn_file.load:")), "{all}");
     // TraceEnable Off and the rest of security.conf, and IndexIgnore, are
     // taken as they are.
     assert!(!all.contains("IndexIgnore") && !all.contains("TraceEnable") && !all.contains("ServerTokens") && !all.contains("ServerSignature"), "{all}");

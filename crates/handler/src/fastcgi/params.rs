@@ -26,7 +26,18 @@ impl Site {
     pub fn gateway(&self, req: Request, backend: &FcgiBackend, target: ScriptTarget, query: &[u8], dir: Option<&Effective>) -> Outcome {
         let h = &self.hosts[req.host];
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
-        let params = self.cgi_params(req, &target, query);
+        let mut params = self.cgi_params(req, &target, query);
+        // The user whose password matched (routing checked it before).
+        if req.head.header("authorization").is_some() {
+            let user = match dir {
+                Some(eff) => eff.remote_user(req.head),
+                None => self.effective(req.host, Some(Path::new(&target.filename)), target.name).remote_user(req.head),
+            };
+            if let Some(user) = user {
+                params.push((HeaderName::Borrowed("REMOTE_USER"), user.into_bytes()));
+                params.push((HeaderName::Borrowed("AUTH_TYPE"), b"Basic".to_vec()));
+            }
+        }
         let uri = req.head.path_and_query().to_vec();
         let script = Path::new(&target.filename);
         let compress = match dir {
