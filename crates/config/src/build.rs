@@ -116,7 +116,7 @@ impl Builder {
     /// A `<Files>` section of an `.htaccess` file, scoped to its directory.
     /// A `<RequireAll/Any/None>` block: one more rule of the section's.
     pub(crate) fn require_block(&mut self, sec: &Section, config: &mut DirConfig) {
-        match crate::values::parse_require_block(sec) {
+        match crate::values::parse_require_block(sec, self.in_htaccess) {
             Ok(r) => config.require.get_or_insert_with(Vec::new).push(r),
             Err((origin, m)) => self.error(&origin, m),
         }

@@ -279,8 +279,9 @@ pub(crate) fn require_block_kind(name: &str) -> Option<Combine> {
 }
 
 /// A `<RequireAll>`, `<RequireAny>` or `<RequireNone>` section: only
-/// `Require` lines and such blocks may be in it.
-pub(crate) fn parse_require_block(sec: &Section) -> Result<Require, (Origin, String)> {
+/// `Require` lines and such blocks may be in it. `restricted`: read from an
+/// `.htaccess` file (an expression may not read files there).
+pub(crate) fn parse_require_block(sec: &Section, restricted: bool) -> Result<Require, (Origin, String)> {
     let Some(kind) = require_block_kind(&sec.name) else { return Err((sec.origin.clone(), format!("<{}> is not a Require block", sec.name))) };
     if !sec.args.is_empty() {
         return Err((sec.origin.clone(), format!("<{}> takes no argument", sec.name)));
@@ -288,9 +289,15 @@ pub(crate) fn parse_require_block(sec: &Section) -> Result<Require, (Origin, Str
     let mut rules = Vec::new();
     for node in &sec.children {
         match node {
-            Node::Directive(d) if d.name.eq_ignore_ascii_case("Require") => rules.push(parse_require(&d.args).map_err(|m| (d.origin.clone(), m))?),
+            Node::Directive(d) if d.name.eq_ignore_ascii_case("Require") => {
+                let rule = match d.args.as_slice() {
+                    [kind, words @ ..] if kind.eq_ignore_ascii_case("expr") => crate::expr::Expr::parse(&words.join(" "), restricted).map(Require::Expr).map_err(|m| format!("Require expr: {m}")),
+                    args => parse_require(args),
+                };
+                rules.push(rule.map_err(|m| (d.origin.clone(), m))?)
+            }
             Node::Directive(d) => return Err((d.origin.clone(), format!("{} is not allowed in <{}>: only Require lines and Require blocks", d.name, sec.name))),
-            Node::Section(inner) => rules.push(parse_require_block(inner)?),
+            Node::Section(inner) => rules.push(parse_require_block(inner, restricted)?),
             // An <IfModule> of a module warren lacks: not acted on, as elsewhere.
             Node::Skipped(_) => {}
         }

@@ -19,6 +19,8 @@ fn start(mpm: &str) -> Server {
     );
     dir.write("htdocs/chain/x.txt", "x");
     dir.write("htdocs/keyed/x.txt", "keyed");
+    dir.write("htdocs/both/x.txt", "both");
+    dir.write("htdocs/both/.htaccess", "<RequireAll>\nRequire expr \"%{QUERY_STRING} =~ /a=1/\"\nRequire expr \"%{QUERY_STRING} =~ /b=1/\"\n</RequireAll>\n");
     dir.write("htdocs/bad/x.txt", "x");
     dir.write("htdocs/rw/x.txt", "x");
     dir.write("htdocs/rw/.htaccess", "RewriteEngine On\nRewriteCond expr \"%{HTTP_REFERER} -strmatch '*://evil.example/*' || %{QUERY_STRING} =~ /^block/\" [OR]\nRewriteCond %{HTTP:X-Block} =1\nRewriteRule \\.txt$ - [F]\n");
@@ -72,6 +74,10 @@ fn directory_if_elseif_else_and_server_if(mpm: &str) {
 
 fn require_expr(mpm: &str) {
     let s = start(mpm);
+    // Each expression of a <RequireAll> is its own: one holding is not both.
+    assert_eq!(s.get("/both/x.txt?a=1").status, 403);
+    assert_eq!(s.get("/both/x.txt?b=1").status, 403);
+    assert_eq!(s.get("/both/x.txt?a=1&b=1").text(), "both");
     assert_eq!(s.get("/keyed/x.txt?key=open").text(), "keyed");
     for denied in ["/keyed/x.txt", "/keyed/x.txt?key=opened", "/keyed/x.txt?key=open%0a", "/keyed/x.txt?x&key=open"] {
         assert_eq!(s.get(denied).status, 403, "{denied}");
