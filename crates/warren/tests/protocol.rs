@@ -493,9 +493,10 @@ fn garbage_never_kills_a_child(mpm: &str) {
         }
     }
     assert_eq!(s.get("/a.txt").status, 200);
-    let mut after = s.children();
-    after.sort();
-    assert_eq!(before, after, "a child died");
+    // Every child is still there (prefork may have started more for the
+    // connections that waited meanwhile).
+    let after = s.children();
+    assert!(before.iter().all(|c| after.contains(c)), "a child died: {before:?} -> {after:?}");
     let log = s.read_log("error.log");
     assert!(!log.contains("replacing it"), "{log}");
 }
