@@ -268,8 +268,12 @@ impl Effective<'_> {
         self.layers.iter().rev().find_map(|l| l.fcgi_backend_type).unwrap_or(FcgiBackendType::Fpm)
     }
 
+    /// LimitRequestBody in force, as a bound (`0`, no limit, is `u64::MAX`).
     pub fn limit_request_body(&self) -> u64 {
-        self.layers.iter().rev().find_map(|l| l.limit_request_body).unwrap_or(DEFAULT_LIMIT_REQUEST_BODY)
+        match self.layers.iter().rev().find_map(|l| l.limit_request_body).unwrap_or(DEFAULT_LIMIT_REQUEST_BODY) {
+            0 => u64::MAX,
+            limit => limit,
+        }
     }
 }
 

@@ -194,12 +194,8 @@ impl Site {
         }
         // The MPM applied LimitRequestBody before routing; on an event loop
         // an `.htaccess` file read anew was not in it (see `htaccess`).
-        if let warren_http::BodyFraming::Length(n) = req.head.framing {
-            let limit = dir.limit_request_body();
-            if limit != 0 && n > limit {
-                let why = format!("Requested content-length of {n} is larger than the configured limit of {limit}");
-                return self.filtered(req, url, &dir, Outcome::Ready(self.error(req, 413, &why)));
-            }
+        if let Err(e) = warren_http::conn::declared_body_within(req.head.framing, dir.limit_request_body()) {
+            return self.filtered(req, url, &dir, Outcome::Ready(self.error(req, e.status, &e.reason)));
         }
         // The rules of the directories on the way, once access is granted
         // (Apache's fixups come after the access checks). Vary goes on
@@ -412,11 +408,6 @@ impl Site {
         let host = self.request(head, conn).host;
         let url = path::lookup_url(head.path_and_query());
         let fs = self.lookup_fs_path(host, &url);
-        let limit = self.effective(host, Some(&fs), &url).limit_request_body();
-        if limit == 0 {
-            u64::MAX
-        } else {
-            limit
-        }
+        self.effective(host, Some(&fs), &url).limit_request_body()
     }
 }
