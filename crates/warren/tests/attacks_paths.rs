@@ -285,8 +285,7 @@ fn links_planted_by_the_site_owner(mpm: &str) {
         "",
     );
     let d = &s.dir.0;
-    let nobody = std::process::Command::new("id").args(["-u", "nobody"]).output().expect("id");
-    let nobody: u32 = String::from_utf8_lossy(&nobody.stdout).trim().parse().expect("a nobody user");
+    let nobody = nobody();
     for (target, at) in [("b/secret.txt", "a/steal.txt"), ("b", "a/bdir"), ("b/secret.txt", "a/idx/steal.txt"), ("outside.txt", "a/out.txt")] {
         symlink(d.join(target), d.join(at)).unwrap();
         lchown(d.join(at), Some(nobody), None).unwrap();
@@ -307,8 +306,7 @@ fn htaccess_is_the_directory_owners_own(mpm: &str) {
     use std::os::unix::fs::{lchown, symlink};
     let s = start(mpm, "htlink", &[("lk/x.txt", "x"), ("hl/x.txt", "x"), ("own/x.txt", "x"), ("own/rules.txt", "Require all denied\n")], "");
     let d = &s.dir.0;
-    let nobody = std::process::Command::new("id").args(["-u", "nobody"]).output().expect("id");
-    let nobody: u32 = String::from_utf8_lossy(&nobody.stdout).trim().parse().expect("a nobody user");
+    let nobody = nobody();
     // The site's owner (nobody) links to b's secret (root's)...
     symlink(d.join("b/secret.txt"), d.join("a/lk/.htaccess")).unwrap();
     lchown(d.join("a/lk/.htaccess"), Some(nobody), None).unwrap();

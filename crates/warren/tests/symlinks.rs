@@ -32,12 +32,6 @@ fn link(target: &str, dir: &TempDir, at: &str) {
     symlink(target, dir.0.join(at)).unwrap();
 }
 
-/// The nobody user's id, for links owned by someone else than their target.
-fn nobody() -> u32 {
-    let out = std::process::Command::new("id").args(["-u", "nobody"]).output().expect("run id");
-    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a nobody user")
-}
-
 /// The error log names the refused link and the client, once for each of
 /// the `n` requests refused for it.
 fn assert_refusals_logged(s: &Server, link: &Path, n: usize) {

@@ -353,6 +353,13 @@ impl Drop for Server {
     }
 }
 
+/// The nobody user's id, for files and links of another owner than the
+/// tests' (which run as root).
+pub fn nobody() -> u32 {
+    let out = Command::new("id").args(["-u", "nobody"]).output().expect("run id");
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a nobody user")
+}
+
 pub fn unsafe_kill(pid: u32, sig: i32) {
     let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status();
 }
