@@ -272,6 +272,19 @@ def answer(data: bytes, req: S.Request, ports: tuple) -> dict:
     }
 
 
+def load_markup(path: Path) -> list:
+    """markup.txt: first lines that are only a server's page markup (error
+    pages, listings), one regex a line; '#' starts a comment."""
+    lines = [l.strip() for l in path.read_text().splitlines()]
+    return [re.compile(l) for l in lines if l and not l.startswith("#")]
+
+
+def normalized(got: dict, markup: list) -> dict:
+    if any(m.fullmatch(got["first-line"]) for m in markup):
+        return {**got, "first-line": "(server-made page markup)"}
+    return got
+
+
 def first_line_kind(line: str) -> str:
     if line.startswith("app="):
         return "PHP front controller"
@@ -285,8 +298,7 @@ def difference_class(field: str, a: str, w: str) -> str:
     the kind of first line (and which CGI variables differ) where not."""
     if field == "first-line":
         if a.startswith("app=") and w.startswith("app="):
-            va = dict(t.partition("=")[::2] for t in a.split(" "))
-            vw = dict(t.partition("=")[::2] for t in w.split(" "))
+            va, vw = php_vars(a), php_vars(w)
             return "first-line: PHP saw other " + ",".join(k for k in va if va.get(k) != vw.get(k))
         return f"first-line: apache {first_line_kind(a)!r} / warren {first_line_kind(w)!r}"
     if field == "location":
@@ -294,21 +306,39 @@ def difference_class(field: str, a: str, w: str) -> str:
     return f"{field}: apache {a or '(none)'!r} / warren {w or '(none)'!r}"
 
 
+def php_vars(line: str) -> dict:
+    return dict(t.partition("=")[::2] for t in line.split(" ")) if line.startswith("app=") else {}
+
+
 class Deliberate:
-    """known_differences.ini: each section one deliberate difference, with
-    the field (regex), and optionally the site, request, apache value and
-    warren value (regexes, searched) it applies to, and its reason."""
+    """known_differences.ini: each section one deliberate difference and its
+    `reason`. `fields` (regex) names the fields it covers; optional regexes,
+    searched: `site`, `request`, `apache.FIELD` and `warren.FIELD` (on the
+    two whole answers); `php_vars`: the front controller's variables that
+    may differ in the first line (comma-separated), no others."""
 
     def __init__(self, path: Path):
         ini = configparser.ConfigParser(interpolation=None)
         ini.read(path)
         self.rules = [(name, dict(ini[name])) for name in ini.sections()]
-
-    def match(self, site: str, key: str, field: str, a: str, w: str):
         for name, r in self.rules:
-            tests = [("field", field), ("site", site), ("request", key), ("apache", a), ("warren", w)]
-            if all(re.search(r[k], v) for k, v in tests if k in r):
-                return name
+            if "reason" not in r or "fields" not in r:
+                sys.exit(f"{path}: [{name}] needs fields and reason")
+
+    def match(self, site: str, key: str, field: str, a: dict, w: dict):
+        for name, r in self.rules:
+            if not re.fullmatch(r["fields"], field):
+                continue
+            tests = [("site", site), ("request", key)]
+            tests += [(f"apache.{f}", a[f]) for f in FIELDS] + [(f"warren.{f}", w[f]) for f in FIELDS]
+            if not all(re.search(r[k], v) for k, v in tests if k in r):
+                continue
+            if "php_vars" in r and field == "first-line":
+                va, vw = php_vars(a[field]), php_vars(w[field])
+                allowed = {v.strip() for v in r["php_vars"].split(",")}
+                if not va or not vw or any(va.get(k) != vw.get(k) for k in set(va) | set(vw) if k not in allowed):
+                    continue
+            return name
         return None
 
 
@@ -335,17 +365,20 @@ def main():
         servers = Servers(work, tree, args.warren)
         all_ports = servers.ports["apache"] + servers.ports["warren"]
         deliberate = Deliberate(HERE / "known_differences.ini")
+        markup = load_markup(HERE / "markup.txt")
         rows = []
         for site, host, req in plan:
-            got = {}
+            raw = {}
             for name, (port, tls_port) in servers.ports.items():
                 p = tls_port if req.tls else port
-                got[name] = answer(exchange(p, f"{host}:{p}", req), req, all_ports)
-            diffs = [f for f in FIELDS if got["apache"][f] != got["warren"][f]]
-            explained = {f: deliberate.match(site, req.key(), f, got["apache"][f], got["warren"][f]) for f in diffs}
+                raw[name] = answer(exchange(p, f"{host}:{p}", req), req, all_ports)
+            a, w = normalized(raw["apache"], markup), normalized(raw["warren"], markup)
+            diffs = [f for f in FIELDS if a[f] != w[f]]
+            explained = {f: deliberate.match(site, req.key(), f, a, w) for f in diffs}
             unexplained = [f for f in diffs if not explained[f]]
             verdict = "identical" if not diffs else "different" if unexplained else "deliberate"
-            rows.append({"site": site, "request": req.key(), "verdict": verdict, "apache": got["apache"], "warren": got["warren"],
+            rows.append({"site": site, "request": req.key(), "verdict": verdict, "apache": raw["apache"], "warren": raw["warren"],
+                         "strict_identical": raw["apache"] == raw["warren"],
                          "differences": unexplained, "deliberate": sorted({v for v in explained.values() if v})})
     finally:
         if servers:
@@ -383,7 +416,9 @@ def report(rows: list, args):
     summary += "\n".join(f"- {c} x {cls}" for cls, c in classes.most_common())
     summary += "\n\nDeliberate differences excluded (known_differences.ini), fields matched:\n\n"
     summary += "\n".join(f"- {c} x {name}" for name, c in deliberate.most_common())
-    summary += f"\n\nidentical {total['identical']} of {n}, deliberate {total['deliberate']}, different {total['different']}\n"
+    strict = sum(r["strict_identical"] for r in rows)
+    summary += f"\n\nidentical {total['identical']} of {n}, deliberate {total['deliberate']}, different {total['different']}"
+    summary += f"; identical before markup normalization (markup.txt): {strict}\n"
     print(summary)
     if args.out:
         out = Path(args.out)
