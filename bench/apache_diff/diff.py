@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -70,7 +71,7 @@ def enable(tree: Path, kind: str, names: list, exts: list):
             sys.exit(f"{kind}-available has no {name}")
 
 
-def build_tree(work: Path, all_sites: list) -> Path:
+def build_tree(work: Path, all_sites: list, mpm: str) -> Path:
     """A copy of /etc/apache2 with the modules, confs and sites enabled, and
     the docroots under work/www."""
     tree = work / "apache2"
@@ -119,7 +120,8 @@ def build_tree(work: Path, all_sites: list) -> Path:
     subprocess.run(["htpasswd", "-bm", str(users), "editor", "apr1-password"], check=True, capture_output=True)
     subprocess.run(["htpasswd", "-bs", str(users), "author", "sha1-password"], check=True, capture_output=True)
     subprocess.run(["chmod", "-R", "a+rX", str(work)], check=True)
-    enable(tree, "mods", DEBIAN_DEFAULT_MODS + SITE_MODS, ["load", "conf"])
+    mods = [m for m in DEBIAN_DEFAULT_MODS if not m.startswith("mpm_")] + [f"mpm_{mpm}"]
+    enable(tree, "mods", mods + SITE_MODS, ["load", "conf"])
     enable(tree, "conf", DEBIAN_DEFAULT_CONFS + ["diff-www", php_conf.stem], ["conf"])
     enable(tree, "sites", ["000-default", "default-ssl"] + [f"diff-{s.name}" for s in all_sites], ["conf"])
     return tree
@@ -156,7 +158,8 @@ class Servers:
 
     def spawn(self, name, argv, env):
         out = open(self.work / f"{name}.out", "wb")
-        self.procs.append((name, subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)))
+        self.procs.append((name, subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                     start_new_session=True)))
 
     def wait(self, ready, name):
         deadline = time.monotonic() + 30
@@ -348,7 +351,10 @@ def main():
     ap.add_argument("--out", default=None, help="directory for summary.md, differences.txt, results.json")
     ap.add_argument("--fast", action="store_true", help=f"{FAST_PER_SITE} requests of each of {FAST_SITES}")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--mpm", default="event", choices=["event", "worker", "prefork"], help="the MPM both servers run (Debian's is event)")
     args = ap.parse_args()
+    # Stopped from outside (a test's timeout), still stop the servers and remove the scratch directory.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     all_sites = [
         S.wordpress(Path("/etc/wordpress/htaccess").read_text()), S.laravel(), S.symfony(), S.drupal(), S.nextcloud(),
@@ -361,7 +367,7 @@ def main():
     os.chmod(work, 0o755)
     servers = None
     try:
-        tree = build_tree(work, all_sites)
+        tree = build_tree(work, all_sites, args.mpm)
         servers = Servers(work, tree, args.warren)
         all_ports = servers.ports["apache"] + servers.ports["warren"]
         deliberate = Deliberate(HERE / "known_differences.ini")
