@@ -409,13 +409,18 @@ def report(rows: list, args):
         base = t - c["deliberate"]
         lines.append(f"| {site} | {c['identical']} | {c['different']} | {c['deliberate']} | {t} | {100 * c['identical'] / base if base else 100:.1f} |")
     lines.append(f"| **all** | {total['identical']} | {total['different']} | {total['deliberate']} | {n} | {100 * total['identical'] / compared if compared else 100:.1f} |")
-    classes = Counter()
-    detail = []
+    by_class = defaultdict(list)
     for r in rows:
         for f in r["differences"]:
-            cls = difference_class(f, r["apache"][f], r["warren"][f])
-            classes[cls] += 1
-            detail.append(f"{r['site']}\t{r['request']}\t{cls}\n\tapache: {r['apache'][f]!r}\n\twarren: {r['warren'][f]!r}")
+            by_class[difference_class(f, r["apache"][f], r["warren"][f])].append(
+                f"{r['site']}\t{r['request']}\n\tapache: {r['apache'][f]!r}\n\twarren: {r['warren'][f]!r}")
+    classes = Counter({cls: len(v) for cls, v in by_class.items()})
+    detail = [f"## {cls} ({c})\n" + "\n".join(by_class[cls]) + "\n" for cls, c in classes.most_common()]
+    excluded = defaultdict(list)
+    for r in rows:
+        for name in r["deliberate"]:
+            excluded[name].append(f"{r['site']}\t{r['request']}")
+    detail += [f"## deliberate, excluded: {name} ({len(v)})\n" + "\n".join(v) + "\n" for name, v in excluded.items()]
     deliberate = Counter(d for r in rows for d in r["deliberate"])
     summary = "\n".join(lines)
     summary += "\n\nDifferences by class (one answer can differ in several fields):\n\n"

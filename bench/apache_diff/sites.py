@@ -131,9 +131,19 @@ def common_requests(static_tiny: str, static_large: str, directory: str, prefix:
 
 
 def wordpress(debian_htaccess: str) -> Site:
+    # Debian's /etc/wordpress/htaccess with its single-blog block (the
+    # permalink rules WordPress writes itself) switched on; the multi-site
+    # block after it stays commented out.
+    lines, single_blog = [], True
+    for line in debian_htaccess.splitlines():
+        if "multi-site" in line:
+            single_blog = False
+        if single_blog and re.match(r"#(<|/?IfModule|Rewrite)", line):
+            line = line[1:]
+        lines.append(line)
     files = {
-        ".htaccess": debian_htaccess
-        + "\n<Files wp-config.php>\n    Require all denied\n</Files>\n",
+        ".htaccess": "\n".join(lines)
+        + "\n\n<Files wp-config.php>\n    Require all denied\n</Files>\n",
         "index.php": front_controller("wordpress"),
         "wp-login.php": front_controller("wordpress"),
         "xmlrpc.php": front_controller("wordpress"),
