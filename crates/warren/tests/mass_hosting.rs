@@ -44,7 +44,7 @@ fn user_file(user: &str, path: &str, content: &str) {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
 }
 
-const PHP_POOL: &str = "<Pool www>\n  Command /usr/bin/php-cgi\n  User nobody\n  Group nogroup\n  pm ondemand\n  pm.max_children 2\n</Pool>\n<FilesMatch \"\\.php$\">\n  SetHandler pool:www\n</FilesMatch>\n";
+const PHP_POOL: &str = "<Pool www>\n  Command /usr/bin/php-cgi\n  User www-data\n  Group www-data\n  pm ondemand\n  pm.max_children 2\n</Pool>\n<FilesMatch \"\\.php$\">\n  SetHandler pool:www\n</FilesMatch>\n";
 
 fn get_as(s: &Server, host: &str, path: &str) -> (u16, String) {
     let port = s.port.to_string();
@@ -120,7 +120,8 @@ fn user_dirs_with_their_own_php(mpm: &str) {
     let r = s.get(&format!("/~warren-alice/who-{mpm}.php"));
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().starts_with(&format!("uid={alice} root=")), "{}", r.text());
-    assert_eq!(s.get("/who.php").text(), format!("uid={}", nobody()));
+    let www_data = nix::unistd::User::from_name("www-data").unwrap().unwrap().uid;
+    assert_eq!(s.get("/who.php").text(), format!("uid={www_data}"));
     // Disabled, root (always), and no such user: not users' directories.
     assert_eq!(s.get(&format!("/~warren-bob/hello-{mpm}.txt")).status, 404);
     assert_eq!(s.get("/~root/").status, 404);
