@@ -30,6 +30,12 @@ impl Site {
                 user_backend = crate::dir_config::backend_of(&warren_config::scripts::Handler::Pool(pool.to_string()));
                 &user_backend
             }
+            // A user's directory whose user has no pool (an account made
+            // after start) runs nothing, rather than as the server's user.
+            None if matches!(self.user_dir(req.host, url), Some(Ok(crate::mass::UserMapped::File(_)))) => {
+                let why = format!("UserDir: no pool runs as the user of {} (an account made after start gets one when warren is reloaded)", script.display());
+                return Outcome::Ready(self.error(req, 503, &why));
+            }
             None => backend,
         };
         if !dir.allows(req.head, req.conn) {

@@ -9,40 +9,7 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
-
 use common::*;
-
-/// Where the test users' homes are (each MPM's test writes its own files).
-const HOMES: &str = "/tmp/warren-mass-homes";
-
-/// A regular user (uid from 1000, as `useradd` gives without --system),
-/// made once if missing, with its home under [`HOMES`]; its uid.
-fn test_user(name: &str) -> u32 {
-    let find = || std::fs::read_to_string("/etc/passwd").unwrap().lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f[0] == name).then(|| f[2].parse::<u32>().unwrap())
-    });
-    if find().is_none() {
-        let home = format!("{HOMES}/{name}");
-        // Two tests may race to make it: the loser's useradd fails, the user is there.
-        let _ = Command::new("useradd").args(["--user-group", "--no-create-home", "--home-dir", &home, "--shell", "/usr/sbin/nologin", name]).status();
-    }
-    let uid = find().expect("useradd made the test user");
-    for dir in [HOMES.to_string(), format!("{HOMES}/{name}"), format!("{HOMES}/{name}/public_html")] {
-        let _ = std::fs::create_dir(&dir);
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    uid
-}
-
-/// `path` in `user`'s public_html, readable by all.
-fn user_file(user: &str, path: &str, content: &str) {
-    let file = format!("{HOMES}/{user}/public_html/{path}");
-    std::fs::write(&file, content).unwrap();
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-}
 
 const PHP_POOL: &str = "<Pool www>\n  Command /usr/bin/php-cgi\n  User www-data\n  Group www-data\n  pm ondemand\n  pm.max_children 2\n</Pool>\n<FilesMatch \"\\.php$\">\n  SetHandler pool:www\n</FilesMatch>\n";
 
@@ -101,8 +68,8 @@ fn virtual_document_root_parts_and_ip(mpm: &str) {
 /// server's own PHP stays nobody's), a disabled user and root 404, and a
 /// file added while running is served.
 fn user_dirs_with_their_own_php(mpm: &str) {
-    let alice = test_user("warren-alice");
-    test_user("warren-bob");
+    let alice = regular_user("warren-alice");
+    regular_user("warren-bob");
     user_file("warren-alice", &format!("hello-{mpm}.txt"), "alice's page");
     user_file("warren-alice", &format!("who-{mpm}.php"), "<?php echo 'uid=', posix_getuid(), ' root=', $_SERVER['DOCUMENT_ROOT'];");
     user_file("warren-bob", &format!("hello-{mpm}.txt"), "bob's page");
@@ -112,7 +79,7 @@ fn user_dirs_with_their_own_php(mpm: &str) {
     let debian = std::fs::read_to_string("/etc/apache2/mods-available/userdir.conf").unwrap_or_else(|_| {
         "UserDir public_html\nUserDir disabled root\n\n<Directory /home/*/public_html>\n\tAllowOverride FileInfo AuthConfig Limit Indexes\n\tOptions MultiViews Indexes SymLinksIfOwnerMatch IncludesNoExec\n\tRequire method GET POST OPTIONS\n</Directory>\n".to_string()
     });
-    dir.write("userdir.conf", debian.replace("/home/*", &format!("{HOMES}/*")));
+    dir.write("userdir.conf", debian.replace("/home/*", &format!("{USER_HOMES}/*")));
     let conf = format!("{PHP_POOL}LoadModule userdir_module modules/mod_userdir.so\n<IfModule mod_userdir.c>\n  Include userdir.conf\n  UserDir disabled warren-bob\n</IfModule>\n");
     let s = Server::start_in(dir, mpm, &conf);
     let page = s.get(&format!("/~warren-alice/hello-{mpm}.txt"));
