@@ -200,6 +200,13 @@ impl Builder {
                 vh.host.proxy_timeout = s.main.proxy_timeout;
             }
             vh.host.remote_ip.inherit(&s.main.remote_ip);
+            // mod_vhost_alias and mod_userdir merge a virtual host's lines over the main server's.
+            let (va, main_va) = (&mut vh.host.vhost_alias, &s.main.vhost_alias);
+            va.document_root = va.document_root.take().or_else(|| main_va.document_root.clone());
+            va.script_alias = va.script_alias.take().or_else(|| main_va.script_alias.clone());
+            if vh.host.user_dir.is_none() {
+                vh.host.user_dir.clone_from(&s.main.user_dir);
+            }
         }
         let https = std::mem::take(&mut self.https_listens);
         crate::tls::settle(&mut self, &mut s, &https);
@@ -212,6 +219,7 @@ impl Builder {
             }
         }
         self.map_per_user(&mut s, &mut pools);
+        self.map_user_dirs(&mut s, &mut pools);
         s.pools = pools;
         self.say_inert();
 
@@ -338,6 +346,22 @@ impl Builder {
         }
         if let Some(name) = main_pool {
             crate::fcgid::route_marks(&mut s.main, &name, len(&main), &mut self.mapped, &mut self.script_notices);
+        }
+    }
+
+    /// Each host with UserDir gets its users' pools (see [`crate::mass::pools_for`]).
+    fn map_user_dirs(&mut self, s: &mut Settings, pools: &mut Vec<PoolConfig>) {
+        let hosts = std::iter::once(&mut s.main).chain(s.virtual_hosts.iter_mut().map(|vh| &mut vh.host));
+        for host in hosts {
+            let Some(ud) = host.user_dir.as_mut() else { continue };
+            let Some(origin) = ud.origin.clone() else { continue };
+            let room = crate::mass::TABLE_POOLS.saturating_sub(pools.len());
+            let (made, said) = crate::mass::pools_for(ud, &origin, pools, room);
+            let first = pools.is_empty() || !made.is_empty();
+            pools.extend(made);
+            if first {
+                self.mapped.extend(said.into_iter().map(|message| ConfigError { origin: origin.clone(), message }));
+            }
         }
     }
 

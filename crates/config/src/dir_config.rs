@@ -75,6 +75,8 @@ pub enum Require {
     Ip(Vec<(IpAddr, u8)>),
     /// `Require local`: loopback, or the client and server addresses are equal.
     Local,
+    /// `Require method GET POST...` (mod_authz_core; GET grants HEAD too).
+    Method(Vec<String>),
     /// `Require expr EXPRESSION`.
     Expr(crate::expr::Expr),
     /// `Require valid-user`: anyone the AuthUserFile knows, with the right password.

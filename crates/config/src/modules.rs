@@ -120,6 +120,8 @@ pub static MODULES: &[Module] = &[
     provides("filter", "AddOutputFilterByType"),
     provides("remoteip", "RemoteIPHeader, RemoteIPTrustedProxy, RemoteIPInternalProxy"),
     provides("fcgid", "AddHandler fcgid-script, FcgidWrapper and mod_fcgid's limits, mapped onto a pool of warren's per host (see docs/pools.md)"),
+    provides("userdir", "UserDir: /~user/ from each user's directory, its PHP in a pool as that user (see docs/mass-hosting.md)"),
+    provides("vhost_alias", "VirtualDocumentRoot, VirtualScriptAlias and their IP forms (see docs/mass-hosting.md)"),
     provides("suexec", "SuexecUserGroup: the host's pool runs as that user"),
     provides("mpm_itk", "AssignUserID and MaxClientsVHost: the host's pool runs as that user (no fork per request); warren's own MPM serves"),
     mpm("mpm_event"),
@@ -140,7 +142,6 @@ pub static MODULES: &[Module] = &[
     lacks("php7", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
     lacks("php8", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
     lacks("include", "warren has no server-side includes"),
-    lacks("userdir", "warren does not serve ~user directories: give each its Alias"),
 ];
 
 /// `rewrite_module`, `mod_rewrite.c` and `rewrite` -> `rewrite`; the MPMs'

@@ -156,6 +156,10 @@ pub struct HostConfig {
     /// Its HTTP/2 settings, merged with the main server's. A listener's
     /// connections use its default host's: [`Settings::h2_listener`].
     pub h2: crate::h2::H2Settings,
+    /// mod_vhost_alias: roots interpolated from the request's host.
+    pub vhost_alias: crate::mass::VhostAlias,
+    /// mod_userdir: `/~user/` (None: no UserDir line).
+    pub user_dir: Option<crate::mass::UserDir>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,6 +12,7 @@
 use crate::apply;
 use crate::compress;
 use crate::fcgid;
+use crate::mass;
 use crate::h2;
 use crate::builder::Builder;
 use crate::dir_config::DirConfig;
@@ -238,6 +239,12 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("AliasMatch", "regex file|directory", apply::url_alias),
     host("ScriptAlias", "/url-path file|directory", apply::url_alias),
     host("ScriptAliasMatch", "regex file|directory", apply::url_alias),
+    // mod_vhost_alias and mod_userdir (mass.rs).
+    host("VirtualDocumentRoot", "pattern|none", mass::vhost_alias),
+    host("VirtualDocumentRootIP", "pattern|none", mass::vhost_alias),
+    host("VirtualScriptAlias", "pattern|none", mass::vhost_alias),
+    host("VirtualScriptAliasIP", "pattern|none", mass::vhost_alias),
+    host("UserDir", "directory-or-URL...|disabled [user...]|enabled user...", mass::user_dir),
     host("RemoteIPHeader", "header-field", |b, d, host| remote_ip::header(b, d, &mut host.remote_ip)),
     host("RemoteIPInternalProxy", "addr|net...", |b, d, host| remote_ip::internal_proxy(b, d, &mut host.remote_ip)),
     host("RemoteIPTrustedProxy", "addr|net...", |b, d, host| remote_ip::trusted_proxy(b, d, &mut host.remote_ip)),

@@ -244,6 +244,7 @@ pub(crate) fn parse_require(args: &[String]) -> Result<Require, String> {
             _ => Err("Require all takes `granted` or `denied`".into()),
         },
         Some("local") if args.len() == 1 => Ok(Require::Local),
+        Some("method") if args.len() > 1 => Ok(Require::Method(args[1..].to_vec())),
         Some("valid-user") if args.len() == 1 => Ok(Require::ValidUser),
         Some("user") if args.len() > 1 => Ok(Require::User(args[1..].to_vec())),
         Some("group") if args.len() > 1 => Ok(Require::Group(args[1..].to_vec())),
@@ -264,7 +265,7 @@ pub(crate) fn parse_require(args: &[String]) -> Result<Require, String> {
             }
             Ok(Require::Ip(nets))
         }
-        _ => Err(format!("Require {}: supported forms are `all granted`, `all denied`, `ip ADDR[/LEN]...`, `local`, `valid-user`, `user NAME...` and `group NAME...`", args.join(" "))),
+        _ => Err(format!("Require {}: supported forms are `all granted`, `all denied`, `ip ADDR[/LEN]...`, `local`, `method NAME...`, `valid-user`, `user NAME...` and `group NAME...`", args.join(" "))),
     }
 }
 

@@ -14,8 +14,20 @@ impl Site {
     /// that matches it, else under the host's DocumentRoot. An error when an
     /// AliasMatch target, filled from the URL, climbs above the directory it
     /// names (its part before the first `$`).
-    pub fn fs_path(&self, host: usize, url: &[u8]) -> Result<PathBuf, path::Climbs> {
+    pub fn fs_path(&self, req: Request, url: &[u8]) -> Result<PathBuf, path::Climbs> {
+        let host = req.host;
         if let Some(mapped) = self.aliased(host, url) {
+            return mapped.map(|(p, _)| p);
+        }
+        // Then mod_userdir, then mod_vhost_alias, as Apache orders their hooks.
+        match self.user_dir(host, url) {
+            Some(Ok(crate::mass::UserMapped::File(p))) => return Ok(p),
+            Some(Err(climbs)) => return Err(climbs),
+            // Answered before the URL is mapped (Site::map_url).
+            Some(Ok(crate::mass::UserMapped::Redirect(to))) => return Err(path::Climbs { written: to }),
+            None => {}
+        }
+        if let Some(mapped) = self.vhost_aliased(req, url) {
             return mapped.map(|(p, _)| p);
         }
         path::beneath(&self.hosts[host].config.document_root, url)
@@ -24,13 +36,20 @@ impl Site {
     /// [`Site::fs_path`] for a lookup that must give an answer (the sections
     /// of a request that has none of its own): the DocumentRoot for a path
     /// that climbs.
-    pub fn lookup_fs_path(&self, host: usize, url: &[u8]) -> PathBuf {
-        self.fs_path(host, url).unwrap_or_else(|_| self.hosts[host].config.document_root.clone())
+    pub fn lookup_fs_path(&self, req: Request, url: &[u8]) -> PathBuf {
+        self.fs_path(req, url).unwrap_or_else(|_| self.hosts[req.host].config.document_root.clone())
     }
 
-    /// Whether `url` is under a ScriptAlias: its files are programs.
-    pub fn script_aliased(&self, host: usize, url: &[u8]) -> bool {
-        self.hosts[host].has_script_alias && self.aliased(host, url).is_some_and(|m| m.is_ok_and(|(_, script)| script))
+    /// Whether `url` is under a ScriptAlias (or VirtualScriptAlias): its
+    /// files are programs.
+    pub fn script_aliased(&self, req: Request, url: &[u8]) -> bool {
+        let host = req.host;
+        if self.hosts[host].has_script_alias {
+            if let Some(m) = self.aliased(host, url) {
+                return m.is_ok_and(|(_, script)| script);
+            }
+        }
+        self.hosts[host].config.vhost_alias.script_alias.is_some() && self.user_dir(host, url).is_none() && self.vhost_aliased(req, url).is_some_and(|m| m.is_ok_and(|(_, script)| script))
     }
 
     /// Where Alias or AliasMatch (or their Script forms, saying so) puts

@@ -48,6 +48,11 @@ impl Authz<'_, '_> {
         let granted = match r {
             Require::All(g) => *g,
             Require::Local => peer.is_loopback() || peer == local,
+            // Apache counts HEAD as GET (M_GET).
+            Require::Method(names) => {
+                let m = self.head.method();
+                names.iter().any(|n| n == m || (n == "GET" && m == "HEAD"))
+            }
             Require::Ip(nets) => nets.iter().any(|(net, len)| ip_in(peer, *net, *len)),
             // Settled with the request's facts when the `<If>` sections were.
             Require::Expr(e) => self.dir.expr_granted.contains(&(e as *const _ as usize)),

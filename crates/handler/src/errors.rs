@@ -149,7 +149,7 @@ fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, co
     if let Some(head) = head {
         let url = path::lookup_url(head.path_and_query());
         // Sections and .htaccess files of the resource asked for count.
-        let fs = site.lookup_fs_path(host, &url);
+        let fs = site.lookup_fs_path(crate::request::Request::new(head, conn, host), &url);
         let eff = site.effective(host, Some(&fs), &url);
         match eff.error_document(status) {
             Some(ErrorDocument::Text(text)) => {

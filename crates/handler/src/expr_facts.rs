@@ -45,7 +45,7 @@ impl Facts for RouteFacts<'_> {
             },
             "SERVER_PORT" => conn.local.port().to_string(),
             "SERVER_PROTOCOL" => head.version.as_str().to_string(),
-            "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => self.site?.hosts[host].config.document_root.to_string_lossy().into_owned(),
+            "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => self.site?.document_root_text(self.req),
             "HTTPS" => if https { "on" } else { "off" }.to_string(),
             "IPV6" => if conn.useragent.is_ipv6() { "on" } else { "off" }.to_string(),
             "IS_SUBREQ" => "false".to_string(),

@@ -22,6 +22,22 @@ impl Site {
         let Route { req, url, query, fs: script, dir } = route;
         let (req, url, query) = (*req, *url, *query);
         let log = &self.hosts[req.host].error_log;
+        // A script in a user's directory runs as that user, whatever pool
+        // or FastCGI server the sections (or the user's .htaccess) name.
+        let user_backend;
+        let backend = match self.user_pool(req.host, script) {
+            Some(pool) => {
+                user_backend = crate::dir_config::backend_of(&warren_config::scripts::Handler::Pool(pool.to_string()));
+                &user_backend
+            }
+            // A user's directory whose user has no pool (an account made
+            // after start) runs nothing, rather than as the server's user.
+            None if matches!(self.user_dir(req.host, url), Some(Ok(crate::mass::UserMapped::File(_)))) => {
+                let why = format!("UserDir: no pool runs as the user of {} (an account made after start gets one when warren is reloaded)", script.display());
+                return Outcome::Ready(self.error(req, 503, &why));
+            }
+            None => backend,
+        };
         if !dir.allows(req.head, req.conn) {
             return Outcome::Ready(self.denied(req, &url[..url.len() - path_info_len]));
         }
@@ -54,7 +70,6 @@ impl Site {
     /// `/dir/script.php/more/path`: the first leading part whose section
     /// hands it to an application and that is a file is the script.
     pub(crate) fn path_info_gateway(&self, req: Request, url: &[u8], query: &[u8]) -> Option<Outcome> {
-        let host = req.host;
         let mut seg_start = 0;
         for (i, &b) in url.iter().enumerate().skip(1) {
             if b != b'/' {
@@ -67,7 +82,7 @@ impl Site {
             }
             let script_url = &url[..i];
             // An alias that climbs is refused when the whole URL is mapped.
-            let Ok(fs) = self.fs_path(host, script_url) else { continue };
+            let Ok(fs) = self.fs_path(req, script_url) else { continue };
             // `<Location>` sections are matched against the whole URL, path
             // info included, as in Apache (`<Location /app.php/admin>`), and
             // against the script's URL too, so that neither a rule on the

@@ -91,6 +91,7 @@ pub mod htaccess;
 pub mod internal_redirect;
 pub mod listing;
 pub mod logs;
+pub mod mass;
 pub mod mime;
 pub mod path;
 pub mod pipeline;

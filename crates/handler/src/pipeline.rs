@@ -161,7 +161,14 @@ impl Site {
                 if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
                     return self.host_filtered(req, url, Outcome::Ready(r));
                 }
-                match self.fs_path(host, url) {
+                if let Some(bad) = self.bad_mass_host(req) {
+                    return Outcome::Ready(self.error(req, 400, &bad.0));
+                }
+                if let Some(Ok(crate::mass::UserMapped::Redirect(to))) = self.user_dir(host, url) {
+                    let to = format!("{to}{}", String::from_utf8_lossy(query));
+                    return self.host_filtered(req, url, Outcome::Ready(Response::new(302, host).header("Location", to)));
+                }
+                match self.fs_path(req, url) {
                     Ok(fs) => fs,
                     Err(climbs) => return self.host_filtered(req, url, Outcome::Ready(self.climbs(req, "AliasMatch", &climbs))),
                 }
@@ -265,7 +272,7 @@ impl Site {
         }
         // warren runs no CGI: what is under a ScriptAlias and no FastCGI
         // handler took is refused, never sent as text nor listed.
-        if self.script_aliased(host, url) {
+        if self.script_aliased(req, url) {
             return Outcome::Ready(self.error(req, 403, &format!("ScriptAlias: no FastCGI handler (SetHandler) for {}; warren runs no CGI programs", route.fs.display())));
         }
         // FallbackResource: no such file (nor a script with PATH_INFO, found
@@ -405,9 +412,10 @@ impl Site {
 
     /// LimitRequestBody for a request, known before its body is read.
     pub fn body_limit(&self, head: &RequestHead, conn: &ConnInfo) -> u64 {
-        let host = self.request(head, conn).host;
+        let req = self.request(head, conn);
+        let host = req.host;
         let url = path::lookup_url(head.path_and_query());
-        let fs = self.lookup_fs_path(host, &url);
+        let fs = self.lookup_fs_path(req, &url);
         self.effective(host, Some(&fs), &url).limit_request_body()
     }
 }

@@ -153,7 +153,9 @@ impl Site {
                 path::beneath(Path::new("/"), state.filename.as_bytes())
             }
         } else {
-            path::beneath(&h.config.document_root, state.filename.as_bytes())
+            // With VirtualDocumentRoot, the root the request's Host names.
+            let root = self.document_root(req).map_err(|bad| path::Climbs { written: bad.0 });
+            root.and_then(|root| path::beneath(&root, state.filename.as_bytes()))
         };
         let fs = match mapped {
             Ok(fs) => fs,
@@ -231,7 +233,7 @@ impl Site {
         if state.filename == fs_text {
             return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref()), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
         }
-        let root = self.hosts[req.host].config.document_root.to_string_lossy();
+        let root = self.document_root_text(req);
         let root = root.trim_end_matches('/');
         let new_url = match pd.base {
             Some(base) => subst_prefix_path(&state.filename, &directory, base),
@@ -326,7 +328,7 @@ impl Site {
 
     /// Apache's ap_get_server_port with UseCanonicalName Off: the port the
     /// client named in Host, else ServerName's, else the connection's.
-    fn server_port(&self, req: Request) -> u16 {
+    pub(crate) fn server_port(&self, req: Request) -> u16 {
         let named = req.head.host().and_then(|h| {
             let h = String::from_utf8_lossy(h);
             let (_, port) = h.rsplit_once(':').filter(|(host, _)| !host.ends_with(']') || h.starts_with('['))?;
@@ -463,7 +465,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
             "REMOTE_ADDR" | "REMOTE_HOST" => conn.useragent.ip().to_string(),
             "CONN_REMOTE_ADDR" => conn.peer.ip().to_string(),
             "REMOTE_PORT" => conn.peer.port().to_string(),
-            "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => h.config.document_root.to_string_lossy().into_owned(),
+            "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => self.site.document_root_text(self.req),
             "PATH_INFO" => {
                 let (_, rest) = crate::fastcgi::split_path_info(self.fs?)?;
                 let fs = self.fs?.to_string_lossy();
@@ -534,7 +536,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
     /// file need not exist: no handler runs).
     fn url_lookup(&self, url: &str) -> bool {
         let Ok(url) = path::normalize(url.split('?').next().unwrap_or("").as_bytes()) else { return false };
-        let Ok(fs) = self.site.fs_path(self.req.host, &url) else { return false };
+        let Ok(fs) = self.site.fs_path(self.req, &url) else { return false };
         self.site.effective_for(self.req, &fs, &url).allows(self.req.head, self.req.conn)
     }
 

@@ -97,7 +97,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         } else {
             let mapped = path::resolve_reference(url, index.as_bytes())
                 .ok_or_else(|| path::Climbs { written: index.clone() })
-                .and_then(|u| Ok((site.fs_path(host, &u)?, u)));
+                .and_then(|u| Ok((site.fs_path(req, &u)?, u)));
             match mapped {
                 Ok(m) => m,
                 Err(climbs) => {

@@ -68,7 +68,7 @@ impl Site {
     fn cgi_params(&self, req: Request, target: &ScriptTarget, query: &[u8]) -> Vec<(HeaderName, Vec<u8>)> {
         let Request { head, conn, host, env, .. } = req;
         let h = &self.hosts[host];
-        let root = h.config.document_root.to_string_lossy().into_owned();
+        let root = self.document_root_text(req);
         let server_name = match head.host() {
             Some(v) if !v.is_empty() => strip_port(v).to_vec(),
             _ => h.name.clone().into_bytes(),

@@ -881,3 +881,40 @@ pub fn auto_decisions(log: &str) -> Vec<(u32, String)> {
         })
         .collect()
 }
+
+/// Where [`regular_user`]'s homes are.
+pub const USER_HOMES: &str = "/tmp/warren-mass-homes";
+
+/// A regular user (uid from 1000, as `useradd` gives without --system),
+/// made once if missing, its home and `public_html` under [`USER_HOMES`]
+/// (readable by all); its uid. For the UserDir tests.
+pub fn regular_user(name: &str) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    let find = || std::fs::read_to_string("/etc/passwd").unwrap().lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f[0] == name).then(|| f[2].parse::<u32>().unwrap())
+    });
+    if find().is_none() {
+        let home = format!("{USER_HOMES}/{name}");
+        // Two tests may race to make it: the loser's useradd fails, the user is there.
+        let _ = Command::new("useradd").args(["--user-group", "--no-create-home", "--home-dir", &home, "--shell", "/usr/sbin/nologin", name]).status();
+    }
+    let uid = find().expect("useradd made the test user");
+    for dir in [USER_HOMES.to_string(), format!("{USER_HOMES}/{name}"), format!("{USER_HOMES}/{name}/public_html")] {
+        let _ = std::fs::create_dir(&dir);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    uid
+}
+
+/// `path` in `user`'s public_html (see [`regular_user`]), readable by all.
+pub fn user_file(user: &str, path: &str, content: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let file = format!("{USER_HOMES}/{user}/public_html/{path}");
+    if let Some(parent) = Path::new(&file).parent() {
+        std::fs::create_dir_all(parent).unwrap();
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(&file, content).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+}
