@@ -36,10 +36,14 @@ fn start(mpm: &str) -> Server {
     program(&dir, "htdocs/run/hello.cgi", "#!/usr/bin/perl\nprint \"Content-Type: text/html\\n\\n<p>hello from perl</p>\";\n");
     program(&dir, "htdocs/norun/hello.cgi", "#!/bin/sh\necho secret source\n");
     let _ = std::os::unix::fs::chown(dir.0.join("cgi-bin/owned.cgi"), Some(OWNER), Some(OWNER));
+    // Written by the children's and the programs' users (ScriptLog, the hanging program's pid).
+    let shared = dir.0.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
     let d = dir.0.display();
     let conf = format!(
-        "Timeout 3\nScriptAlias /cgi-bin/ {d}/cgi-bin/\n<Directory {d}/cgi-bin>\n    Require all granted\n</Directory>\nScriptLog {d}/cgi.log\n\
-         SetEnv HANG_PID_FILE {d}/hang.pid\nSetEnv FROM_CONFIG configured\n\
+        "Timeout 3\nScriptAlias /cgi-bin/ {d}/cgi-bin/\n<Directory {d}/cgi-bin>\n    Require all granted\n</Directory>\nScriptLog {d}/shared/cgi.log\n\
+         SetEnv HANG_PID_FILE {d}/shared/hang.pid\nSetEnv FROM_CONFIG configured\n\
          <Directory {d}/htdocs/run>\n    Options +ExecCGI\n    AddHandler cgi-script .cgi .pl\n</Directory>\n<Directory {d}/htdocs/norun>\n    AddHandler cgi-script .cgi\n</Directory>\n"
     );
     Server::start_in(dir, mpm, &conf)
@@ -106,8 +110,8 @@ fn status_and_location(mpm: &str) {
     assert_eq!((r.status, r.header("Location")), (302, Some("http://example.com/x")));
     // A program whose output is no CGI answer: 500, and a ScriptLog record.
     assert_eq!(s.get("/cgi-bin/broken.cgi").status, 500);
-    let log = s.wait_log("cgi.log", "broken.cgi");
-    assert!(log.contains("%% 500 ") && log.contains("GET /cgi-bin/broken.cgi HTTP/1.1") && log.contains("malformed header"), "{log}");
+    let log = s.wait_log("shared/cgi.log", "broken.cgi");
+    assert!(log.contains("%% 500 ") && log.contains("GET /cgi-bin/broken.cgi HTTP/1.1") && log.contains("End of script output before headers"), "{log}");
     // An nph- program's status line is the answer's.
     let r = s.get("/cgi-bin/nph-raw.cgi");
     assert_eq!((r.status, r.text().as_str()), (203, "nph body"));
@@ -132,7 +136,7 @@ fn hanging_program_timed_out(mpm: &str) {
     assert_eq!(r.status, 504, "{}", r.text());
     assert!(began.elapsed() < std::time::Duration::from_secs(20));
     // The program and its sleep (its process group) are gone.
-    let pid: i32 = std::fs::read_to_string(s.dir.0.join("hang.pid")).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(s.dir.0.join("shared/hang.pid")).unwrap().trim().parse().unwrap();
     settle(|| std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| st.contains(") Z ")));
     let group_alive = std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok()).any(|st| {
         let after = st.rsplit_once(") ").map(|(_, a)| a.to_string()).unwrap_or_default();
