@@ -24,8 +24,9 @@
 /// `<IfModule ssl_module>`, which must not open a port until `a2enmod ssl`.
 /// Their directives are taken without it all the same. mod_http2 likewise:
 /// `<IfModule http2_module>` around `Protocols h2` must not turn HTTP/2 on
-/// where Apache, without the module, would not.
-pub const LOADED_ONLY: &[&str] = &["ssl", "http2"];
+/// where Apache, without the module, would not. mod_cgi and mod_cgid too:
+/// Debian's serve-cgi-bin.conf opens /cgi-bin/ only after `a2enmod cgid`.
+pub const LOADED_ONLY: &[&str] = &["ssl", "http2", "cgi", "cgid"];
 
 /// How warren stands to one module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
