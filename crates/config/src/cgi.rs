@@ -98,6 +98,6 @@ mod tests {
         }
         let (l, _d) = load_text("cgi-bad", "Listen 8080\nCGIVar PATH_INFO current-uri\nCGIPassAuth maybe\n", &[]);
         let errors: Vec<String> = l.errors.iter().map(ToString::to_string).collect();
-        assert!(errors.len() == 2 && errors[0].contains(":2: CGIVar takes") && errors[1].contains(":3: CGIPassAuth must be On or Off"), "{errors:?}");
+        assert!(errors.len() == 2 && errors[0].contains(":3: CGIVar takes") && errors[1].contains(":4: CGIPassAuth must be On or Off"), "{errors:?}");
     }
 }
