@@ -53,7 +53,7 @@ impl Site {
         let aliased = self.script_aliased(host, url);
         let is_cgi = |file: &Path| {
             let name = file.file_name().map(|n| String::from_utf8_lossy(n.as_bytes()).into_owned()).unwrap_or_default();
-            dir.layers.iter().flat_map(|l| l.scripts.iter()).filter(|m| m.covers(&name)).last().is_some_and(|m| m.cgi)
+            dir.layers.iter().flat_map(|l| l.scripts.iter()).rfind(|m| m.covers(&name)).is_some_and(|m| m.cgi)
         };
         let (script, path_info_len) = match std::fs::metadata(fs) {
             Ok(_) => (fs.clone(), 0),
@@ -139,7 +139,7 @@ impl Gateway {
         self.params.retain(|(n, v)| {
             let auth = n == "HTTP_AUTHORIZATION" || n == "HTTP_PROXY_AUTHORIZATION";
             // php-cgi's REDIRECT_STATUS=200 is not mod_cgi's.
-            !(auth && !pass_auth) && !(n == "REDIRECT_STATUS" && v == b"200")
+            (!auth || pass_auth) && !(n == "REDIRECT_STATUS" && v == b"200")
         });
         if !self.params.iter().any(|(n, _)| n == "PATH") {
             let path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());

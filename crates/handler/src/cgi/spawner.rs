@@ -207,12 +207,9 @@ fn serve(control: OwnedFd, fallback: Option<Identity>) {
             (is(&fds[0]), is(&fds[1]), fds[2..].iter().map(is).collect())
         };
         // The workers' sockets first: a pid is forgotten only once reaped.
-        let mut i = 0;
         let mut keep = Vec::with_capacity(children.len());
-        for mut c in children.drain(..) {
-            let r = ready.get(i).copied().unwrap_or(false);
-            i += 1;
-            if !r {
+        for (i, mut c) in children.drain(..).enumerate() {
+            if !ready.get(i).copied().unwrap_or(false) {
                 keep.push(c);
                 continue;
             }
@@ -320,10 +317,8 @@ fn launch(mut socket: UnixStream, fallback: Option<&Identity>, mask: &SigSet) ->
             }
             // Nothing of warren's stays open in the program.
             libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint);
-            if checked.switch {
-                if libc::setgroups(1, groups.as_ptr()) != 0 || libc::setgid(checked.identity.gid) != 0 || libc::setuid(checked.identity.uid) != 0 {
-                    fail(b"warren cgi: cannot switch to the program's user\n");
-                }
+            if checked.switch && (libc::setgroups(1, groups.as_ptr()) != 0 || libc::setgid(checked.identity.gid) != 0 || libc::setuid(checked.identity.uid) != 0) {
+                fail(b"warren cgi: cannot switch to the program's user\n");
             }
             if libc::chdir(dir.as_ptr()) != 0 {
                 fail(b"warren cgi: cannot enter the program's directory\n");

@@ -123,25 +123,27 @@ mod tests {
         let d = std::env::temp_dir().join(format!("warren-suexec-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("cgi")).unwrap();
-        std::fs::set_permissions(&d.join("cgi"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(d.join("cgi"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let prog = d.join("cgi/a.cgi");
         std::fs::write(&prog, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
         let b = |p: &Path| p.as_os_str().as_bytes().to_vec();
         let root = b(&d.join("cgi"));
-        assert!(check(&b(&prog), &root, None, None).is_ok());
+        // Root's files run as the server's User, when warren is root.
+        let user = Identity { uid: 65534, gid: 65534 };
+        assert!(check(&b(&prog), &root, None, Some(&user)).is_ok());
         std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o757)).unwrap();
-        assert!(check(&b(&prog), &root, None, None).unwrap_err().contains("writable by group or others"));
+        assert!(check(&b(&prog), &root, None, Some(&user)).unwrap_err().contains("writable by group or others"));
         std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::os::unix::fs::symlink("/bin/sh", d.join("cgi/sh.cgi")).unwrap();
-        assert!(check(&b(&d.join("cgi/sh.cgi")), &root, None, None).unwrap_err().contains("symbolic link"));
+        assert!(check(&b(&d.join("cgi/sh.cgi")), &root, None, Some(&user)).unwrap_err().contains("symbolic link"));
         std::fs::write(d.join("out.cgi"), "x").unwrap();
         std::fs::set_permissions(d.join("out.cgi"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert!(check(&b(&d.join("cgi/../out.cgi")), &root, None, None).unwrap_err().contains("outside"));
-        std::fs::set_permissions(&d.join("cgi"), std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(check(&b(&prog), &root, None, None).unwrap_err().contains("directory"));
+        assert!(check(&b(&d.join("cgi/../out.cgi")), &root, None, Some(&user)).unwrap_err().contains("outside"));
+        std::fs::set_permissions(d.join("cgi"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check(&b(&prog), &root, None, Some(&user)).unwrap_err().contains("directory"));
         // Root's own file, the server's user root: refused.
-        std::fs::set_permissions(&d.join("cgi"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(d.join("cgi"), std::fs::Permissions::from_mode(0o755)).unwrap();
         if nix::unistd::geteuid().is_root() {
             let as_root = Identity { uid: 0, gid: 0 };
             assert!(check(&b(&prog), &root, None, Some(&as_root)).unwrap_err().contains("root or a system account"));
