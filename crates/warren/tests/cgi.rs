@@ -154,6 +154,22 @@ fn stderr_to_the_error_log(mpm: &str) {
     assert!(log.lines().any(|l| l.contains("AH01215: something went sideways") && l.contains("stderr.cgi") && l.contains("127.0.0.1")), "{log}");
 }
 
+/// A graceful restart's new children reach the same spawner.
+fn programs_run_after_a_restart(mpm: &str) {
+    let s = start(mpm);
+    assert_eq!(s.get("/cgi-bin/status.cgi").status, 418);
+    let before = s.children();
+    unsafe_kill(s.pid(), 1);
+    s.wait_log("error.log", "SIGHUP received");
+    // The old children leave (the spawner, a child too, stays).
+    let old_left = || s.children().iter().filter(|c| before.contains(c)).count();
+    settle(|| old_left() == 1);
+    assert_eq!(old_left(), 1, "{before:?} {:?}", s.children());
+    for _ in 0..4 {
+        assert_eq!(s.get("/cgi-bin/status.cgi").status, 418);
+    }
+}
+
 fn no_inherited_descriptors(mpm: &str) {
     let s = start(mpm);
     let r = s.get("/cgi-bin/fds.cgi");
@@ -176,4 +192,4 @@ fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
-each_mpm!(the_rfc_3875_variables, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner);
+each_mpm!(the_rfc_3875_variables, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, programs_run_after_a_restart);

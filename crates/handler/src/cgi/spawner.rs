@@ -30,6 +30,11 @@ use super::suexec::{self, Identity};
 /// The control socket's end in warren's processes, once the spawner runs.
 static CONTROL: OnceLock<OwnedFd> = OnceLock::new();
 
+/// The signals that stop, restart or reload warren: the spawner ignores
+/// them (sent to the whole process group, they are its parent's to act
+/// on; it ends with the parent), and gives each program their defaults.
+const SERVER_SIGNALS: [libc::c_int; 6] = [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGUSR1, libc::SIGUSR2, libc::SIGWINCH];
+
 /// How long the spawner waits for a worker to write its launch request:
 /// it serves one at a time.
 const LAUNCH_READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,6 +93,10 @@ pub fn start(server_user: Option<&str>, server_group: Option<&str>) -> io::Resul
             drop(ours);
             // SAFETY: prctl with constant arguments.
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+            for sig in SERVER_SIGNALS {
+                // SAFETY: setting a disposition to SIG_IGN.
+                unsafe { libc::signal(sig, libc::SIG_IGN) };
+            }
             serve(theirs, fallback);
             // SAFETY: leaving the child without running the parent's exit handlers.
             unsafe { libc::_exit(0) }
@@ -324,7 +333,9 @@ fn launch(mut socket: UnixStream, fallback: Option<&Identity>, mask: &SigSet) ->
                 fail(b"warren cgi: cannot enter the program's directory\n");
             }
             // What warren ignores or blocks is the program's again.
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            for sig in SERVER_SIGNALS.into_iter().chain([libc::SIGPIPE]) {
+                libc::signal(sig, libc::SIG_DFL);
+            }
             let _ = mask.thread_unblock();
             libc::execve(path.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr());
             fail(b"warren cgi: cannot execute the program (is it executable, with a valid #! line?)\n")
