@@ -35,6 +35,7 @@ fn start(mpm: &str) -> Server {
     program(&dir, "cgi-bin/broken.cgi", "#!/bin/sh\necho 'this is no header'\n");
     program(&dir, "htdocs/run/hello.cgi", "#!/usr/bin/perl\nprint \"Content-Type: text/html\\n\\n<p>hello from perl</p>\";\n");
     program(&dir, "htdocs/norun/hello.cgi", "#!/bin/sh\necho secret source\n");
+    program(&dir, "htdocs/run/index.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nindex program'\n");
     let _ = std::os::unix::fs::chown(dir.0.join("cgi-bin/owned.cgi"), Some(OWNER), Some(OWNER));
     // Written by the children's and the programs' users (ScriptLog, the hanging program's pid).
     let shared = dir.0.join("shared");
@@ -43,8 +44,9 @@ fn start(mpm: &str) -> Server {
     let d = dir.0.display();
     let conf = format!(
         "Timeout 3\nScriptAlias /cgi-bin/ {d}/cgi-bin/\n<Directory {d}/cgi-bin>\n    Require all granted\n</Directory>\nScriptLog {d}/shared/cgi.log\n\
+         ScriptLogBuffer 4\nScriptAlias /auth-bin/ {d}/cgi-bin/\n<Location /auth-bin/>\n    CGIPassAuth On\n    CGIVar REQUEST_URI current-uri\n</Location>\nRewriteEngine On\nRewriteRule ^/pretty/(.*)$ /auth-bin/env.cgi/$1 [PT]\n\
          SetEnv HANG_PID_FILE {d}/shared/hang.pid\nSetEnv FROM_CONFIG configured\n\
-         <Directory {d}/htdocs/run>\n    Options +ExecCGI\n    AddHandler cgi-script .cgi .pl\n</Directory>\n<Directory {d}/htdocs/norun>\n    AddHandler cgi-script .cgi\n</Directory>\n"
+         <Directory {d}/htdocs/run>\n    Options +ExecCGI\n    AddHandler cgi-script .cgi .pl\n    DirectoryIndex index.cgi\n</Directory>\n<Directory {d}/htdocs/norun>\n    AddHandler cgi-script .cgi\n</Directory>\n"
     );
     Server::start_in(dir, mpm, &conf)
 }
@@ -83,6 +85,18 @@ fn the_rfc_3875_variables(mpm: &str) {
     }
 }
 
+/// CGIPassAuth and CGIVar, where a section sets them.
+fn pass_auth_and_current_uri(mpm: &str) {
+    let s = start(mpm);
+    let env = env_of(&s.get_with("/auth-bin/env.cgi", "Authorization: Basic dTpw\r\n").text());
+    assert_eq!(env.get("HTTP_AUTHORIZATION").map(String::as_str), Some("Basic dTpw"), "{env:?}");
+    let env = env_of(&s.get("/pretty/x?q=1").text());
+    assert_eq!((env.get("REQUEST_URI").map(String::as_str), env.get("PATH_INFO").map(String::as_str)), (Some("/auth-bin/env.cgi/x?q=1"), Some("/x")), "{env:?}");
+    // Elsewhere, the client's REQUEST_URI.
+    let env = env_of(&s.get("/cgi-bin/env.cgi/x?q=1").text());
+    assert_eq!(env.get("REQUEST_URI").map(String::as_str), Some("/cgi-bin/env.cgi/x?q=1"));
+}
+
 fn post_body_on_stdin(mpm: &str) {
     let s = start(mpm);
     let body = "name=warren&lang=rust";
@@ -97,6 +111,8 @@ fn post_body_on_stdin(mpm: &str) {
     assert!(r.text().starts_with("got 300000: xxx"), "{}", &r.text()[..40.min(r.text().len())]);
     // AddHandler cgi-script where ExecCGI is on: perl runs.
     assert_eq!(s.get("/run/hello.cgi").text(), "<p>hello from perl</p>");
+    // A DirectoryIndex program runs too.
+    assert_eq!(s.get("/run/").text(), "index program");
 }
 
 fn status_and_location(mpm: &str) {
@@ -109,9 +125,12 @@ fn status_and_location(mpm: &str) {
     let r = s.get("/cgi-bin/away.cgi");
     assert_eq!((r.status, r.header("Location")), (302, Some("http://example.com/x")));
     // A program whose output is no CGI answer: 500, and a ScriptLog record.
-    assert_eq!(s.get("/cgi-bin/broken.cgi").status, 500);
+    let req = "POST /cgi-bin/broken.cgi HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\nConnection: close\r\n\r\nabcdefghij";
+    assert_eq!(parse_response(&s.raw(req.as_bytes())).0.status, 500);
     let log = s.wait_log("shared/cgi.log", "broken.cgi");
-    assert!(log.contains("%% 500 ") && log.contains("GET /cgi-bin/broken.cgi HTTP/1.1") && log.contains("End of script output before headers"), "{log}");
+    assert!(log.contains("%% 500 ") && log.contains("POST /cgi-bin/broken.cgi HTTP/1.1") && log.contains("End of script output before headers"), "{log}");
+    // ScriptLogBuffer 4: the body's first 4 bytes.
+    assert!(log.contains("\nabcd\n") && !log.contains("abcde"), "{log}");
     // An nph- program's status line is the answer's.
     let r = s.get("/cgi-bin/nph-raw.cgi");
     assert_eq!((r.status, r.text().as_str()), (203, "nph body"));
@@ -192,4 +211,4 @@ fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
-each_mpm!(the_rfc_3875_variables, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, programs_run_after_a_restart);
+each_mpm!(the_rfc_3875_variables, pass_auth_and_current_uri, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, programs_run_after_a_restart);

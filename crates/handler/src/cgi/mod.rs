@@ -55,6 +55,10 @@ impl Site {
             let name = file.file_name().map(|n| String::from_utf8_lossy(n.as_bytes()).into_owned()).unwrap_or_default();
             dir.layers.iter().flat_map(|l| l.scripts.iter()).rfind(|m| m.covers(&name)).is_some_and(|m| m.cgi)
         };
+        // Nothing to look up where nothing is CGI: the common case costs no stat.
+        if !aliased && !dir.layers.iter().any(|l| l.scripts.iter().any(|m| m.cgi)) {
+            return None;
+        }
         let (script, path_info_len) = match std::fs::metadata(fs) {
             Ok(_) => (fs.clone(), 0),
             Err(_) => match split_path_info(fs) {
