@@ -207,8 +207,32 @@ fn runs_as_its_owner(mpm: &str) {
     assert_eq!(s.get("/cgi-bin/id.cgi").text().trim(), nobody().to_string());
 }
 
+/// SuexecUserGroup: every program of the host runs as that user, and
+/// only its files in its directories run.
+fn suexec_user_group(mpm: &str) {
+    if !nix_is_root() {
+        return;
+    }
+    let dir = TempDir::new(&format!("cgi-suexec-{mpm}"));
+    standard_site(&dir);
+    program(&dir, "sbin/mine.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n");
+    program(&dir, "sbin/theirs.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n");
+    let nobody = nobody();
+    for f in ["sbin", "sbin/mine.cgi"] {
+        std::os::unix::fs::chown(dir.0.join(f), Some(nobody), Some(nobody)).unwrap();
+    }
+    std::os::unix::fs::chown(dir.0.join("sbin/theirs.cgi"), Some(OWNER), Some(OWNER)).unwrap();
+    let d = dir.0.display();
+    let conf = format!("SuexecUserGroup nobody nogroup\nFcgidMinProcessesPerClass 0\nScriptAlias /cgi-bin/ {d}/sbin/\n<Directory {d}/sbin>\n    Require all granted\n</Directory>\n");
+    let s = Server::start_in(dir, mpm, &conf);
+    assert_eq!(s.get("/cgi-bin/mine.cgi").text().trim(), nobody.to_string());
+    let r = s.get("/cgi-bin/theirs.cgi");
+    assert_eq!(r.status, 500);
+    assert!(s.wait_log("error.log", "mismatch with directory").contains("theirs.cgi"));
+}
+
 fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
-each_mpm!(the_rfc_3875_variables, pass_auth_and_current_uri, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, programs_run_after_a_restart);
+each_mpm!(the_rfc_3875_variables, pass_auth_and_current_uri, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, suexec_user_group, programs_run_after_a_restart);
