@@ -19,6 +19,10 @@ fn program(dir: &TempDir, rel: &str, text: &str) {
 }
 
 fn start(mpm: &str) -> Server {
+    start_with(mpm, "")
+}
+
+fn start_with(mpm: &str, extra: &str) -> Server {
     let dir = TempDir::new(&format!("cgi-{mpm}"));
     standard_site(&dir);
     program(&dir, "cgi-bin/env.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nenv | sort\n");
@@ -46,7 +50,7 @@ fn start(mpm: &str) -> Server {
         "Timeout 3\nScriptAlias /cgi-bin/ {d}/cgi-bin/\n<Directory {d}/cgi-bin>\n    Require all granted\n</Directory>\nScriptLog {d}/shared/cgi.log\n\
          ScriptLogBuffer 4\nScriptAlias /auth-bin/ {d}/cgi-bin/\n<Location /auth-bin/>\n    CGIPassAuth On\n    CGIVar REQUEST_URI current-uri\n</Location>\nRewriteEngine On\nRewriteRule ^/pretty/(.*)$ /auth-bin/env.cgi/$1 [PT]\n\
          SetEnv HANG_PID_FILE {d}/shared/hang.pid\nSetEnv FROM_CONFIG configured\n\
-         <Directory {d}/htdocs/run>\n    Options +ExecCGI\n    AddHandler cgi-script .cgi .pl\n    DirectoryIndex index.cgi\n</Directory>\n<Directory {d}/htdocs/norun>\n    AddHandler cgi-script .cgi\n</Directory>\n"
+         <Directory {d}/htdocs/run>\n    Options +ExecCGI\n    AddHandler cgi-script .cgi .pl\n    DirectoryIndex index.cgi\n</Directory>\n<Directory {d}/htdocs/norun>\n    AddHandler cgi-script .cgi\n</Directory>\n{extra}"
     );
     Server::start_in(dir, mpm, &conf)
 }
@@ -83,6 +87,15 @@ fn the_rfc_3875_variables(mpm: &str) {
     for absent in ["HTTP_AUTHORIZATION", "HTTP_PROXY", "REDIRECT_STATUS", "CONTENT_LENGTH"] {
         assert!(!env.contains_key(absent), "{absent} in {env:?}");
     }
+}
+
+/// Over HTTP/2 (h2c) too, a body included.
+fn over_http2(mpm: &str) {
+    let s = start_with(mpm, "Protocols h2c http/1.1\n");
+    let (code, body) = curl(&["-s", "--http2-prior-knowledge", "--data-binary", "hello h2", &s.url("/cgi-bin/echo.pl")]);
+    assert_eq!((code, String::from_utf8_lossy(&body).as_ref()), (0, "got 8: hello h2"));
+    let (code, body) = curl(&["-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "--http2-prior-knowledge", &s.url("/cgi-bin/status.cgi")]);
+    assert_eq!((code, String::from_utf8_lossy(&body).as_ref()), (0, "418 2"));
 }
 
 /// CGIPassAuth and CGIVar, where a section sets them.
@@ -235,4 +248,4 @@ fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
-each_mpm!(the_rfc_3875_variables, pass_auth_and_current_uri, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, suexec_user_group, programs_run_after_a_restart);
+each_mpm!(over_http2, the_rfc_3875_variables, pass_auth_and_current_uri, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, suexec_user_group, programs_run_after_a_restart);
