@@ -144,6 +144,10 @@ pub struct DirConfig {
     pub fcgi_backend_type: Option<FcgiBackendType>,
     /// `AcceptPathInfo`: None for Default (handlers decide).
     pub accept_path_info: Option<Option<bool>>,
+    /// `CGIPassAuth`: CGI programs get the Authorization header.
+    pub cgi_pass_auth: Option<bool>,
+    /// `CGIVar REQUEST_URI current-uri` (true) or `original-uri`.
+    pub cgi_current_uri: Option<bool>,
     /// `DirectorySlash`: a directory named without its `/` is redirected
     /// to it (On, the default), or not found (Off, NotFound).
     pub directory_slash: Option<bool>,
@@ -261,6 +265,12 @@ impl DirConfig {
         }
         if over.accept_path_info.is_some() {
             self.accept_path_info = over.accept_path_info;
+        }
+        if over.cgi_pass_auth.is_some() {
+            self.cgi_pass_auth = over.cgi_pass_auth;
+        }
+        if over.cgi_current_uri.is_some() {
+            self.cgi_current_uri = over.cgi_current_uri;
         }
         // Only a virtual host's config is merged over the main server's
         // (sections stay layers): the server-context merge of mod_rewrite.

@@ -72,6 +72,7 @@ pub mod accounts;
 pub mod alias;
 mod apply;
 pub mod auth;
+pub mod cgi;
 pub mod backend;
 mod build;
 mod builder;

@@ -24,8 +24,9 @@
 /// `<IfModule ssl_module>`, which must not open a port until `a2enmod ssl`.
 /// Their directives are taken without it all the same. mod_http2 likewise:
 /// `<IfModule http2_module>` around `Protocols h2` must not turn HTTP/2 on
-/// where Apache, without the module, would not.
-pub const LOADED_ONLY: &[&str] = &["ssl", "http2"];
+/// where Apache, without the module, would not. mod_cgi and mod_cgid too:
+/// Debian's serve-cgi-bin.conf opens /cgi-bin/ only after `a2enmod cgid`.
+pub const LOADED_ONLY: &[&str] = &["ssl", "http2", "cgi", "cgid"];
 
 /// How warren stands to one module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,8 +137,8 @@ pub static MODULES: &[Module] = &[
     provides("authn_file", "AuthUserFile (htpasswd's bcrypt, apr1 MD5, {SHA} and crypt lines)"),
     provides("authz_user", "Require valid-user, Require user"),
     provides("authz_groupfile", "AuthGroupFile, Require group"),
-    lacks("cgi", "warren runs no CGI programs: run them under FastCGI"),
-    lacks("cgid", "warren runs no CGI programs: run them under FastCGI"),
+    provides("cgi", "ScriptAlias, AddHandler/SetHandler cgi-script, ScriptLog, CGIPassAuth, CGIVar: programs started by warren's spawner process, as mod_cgid does"),
+    provides("cgid", "ScriptAlias, AddHandler/SetHandler cgi-script, ScriptLog, CGIPassAuth, CGIVar: programs started by warren's spawner process"),
     lacks("php", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
     lacks("php7", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
     lacks("php8", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),

@@ -47,7 +47,7 @@ impl Class {
 pub(crate) const CLASSES: &[(Class, &[&str])] = &[
     // mod_http2's, as its command table has them (H2Upgrade and H2Push in
     // AuthConfig, oddly): each said as not acted on there.
-    (Class::AuthConfig, &["Require", "SSLRequireSSL", "H2Push", "H2Upgrade", "AuthType", "AuthName", "AuthUserFile", "AuthGroupFile", "AuthBasicProvider", "Satisfy"]),
+    (Class::AuthConfig, &["Require", "SSLRequireSSL", "H2Push", "H2Upgrade", "AuthType", "AuthName", "AuthUserFile", "AuthGroupFile", "AuthBasicProvider", "Satisfy", "CGIPassAuth"]),
     (Class::Limit, &["Order", "Allow", "Deny"]),
     (
         Class::FileInfo,
@@ -77,6 +77,7 @@ pub(crate) const CLASSES: &[(Class, &[&str])] = &[
             "AddDefaultCharset",
             "SetHandler",
             "AcceptPathInfo",
+            "CGIVar",
             "Redirect",
             "RedirectMatch",
             "RedirectPermanent",

@@ -31,6 +31,9 @@ pub struct ScriptMark {
     pub origin: Origin,
     /// The line as written (`AddHandler fcgid-script .php`), for the log.
     pub directive: String,
+    /// Its handler is mod_cgi's `cgi-script`, which warren runs (where
+    /// `Options ExecCGI` is on): the file is a CGI program, not refused.
+    pub cgi: bool,
 }
 
 impl ScriptMark {
@@ -76,6 +79,9 @@ pub fn data_handler(name: &str) -> Option<&'static str> {
     })
 }
 
+/// mod_cgi's handler, which warren has (see the handler's `cgi` module).
+pub const CGI_HANDLER: &str = "cgi-script";
+
 /// Whether `SetHandler name` leaves files to the static file handler.
 fn is_default(name: &str) -> bool {
     name.eq_ignore_ascii_case("none") || name.eq_ignore_ascii_case("default-handler")
@@ -106,7 +112,8 @@ pub fn mark_of(d: &Directive, skipped: bool) -> Option<ScriptMark> {
         _ => return None,
     };
     let directive = std::iter::once(d.name.as_str()).chain(d.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
-    Some(ScriptMark { extensions, origin: d.origin.clone(), directive })
+    let cgi = !skipped && matches!(name.as_str(), "addhandler" | "sethandler") && d.args.first().is_some_and(|h| h.eq_ignore_ascii_case(CGI_HANDLER));
+    Some(ScriptMark { extensions, origin: d.origin.clone(), directive, cgi })
 }
 
 /// What `SetHandler` can name.
@@ -127,6 +134,11 @@ pub enum Handler {
 /// directory's), and its notice for `-t` and the start.
 pub(crate) fn mark(b: &mut Builder, d: &Directive, marks: &mut Vec<ScriptMark>) {
     if let Some(mark) = mark_of(d, b.marks_only) {
+        // CGI programs run: nothing to warn of.
+        if mark.cgi {
+            marks.push(mark);
+            return;
+        }
         b.script_notices.push(ConfigError { origin: mark.origin.clone(), message: mark.notice() });
         marks.push(mark);
     }
@@ -158,6 +170,9 @@ mod tests {
         assert!(m.covers("x.php") && m.covers("X.PHP") && m.covers("x.php.jpg") && !m.covers("php") && !m.covers("x.phps"));
         assert!(m.notice().starts_with("AddHandler fcgid-script .php .phtml: files ending in .php .phtml are scripts"), "{}", m.notice());
         assert!(mark_of(&directive("AddHandler cgi-script cgi"), false).unwrap().covers("a.cgi"));
+        // mod_cgi's are run; in a skipped <IfModule> nothing is.
+        assert!(mark_of(&directive("AddHandler CGI-Script .cgi"), false).unwrap().cgi && mark_of(&directive("SetHandler cgi-script"), false).unwrap().cgi);
+        assert!(!mark_of(&directive("AddHandler cgi-script .cgi"), true).unwrap().cgi && !mark_of(&directive("AddHandler fcgid-script .cgi"), false).unwrap().cgi);
         assert!(mark_of(&directive("AddHandler default-handler .php"), false).is_none());
         // Data files, not programs.
         assert!(mark_of(&directive("AddHandler type-map var"), false).is_none());

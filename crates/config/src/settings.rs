@@ -231,6 +231,8 @@ pub struct Settings {
     /// which sizes pools with `pm.max_children auto` (None: the cgroup's
     /// limit, else the machine's memory).
     pub memory_budget: Option<u64>,
+    /// mod_cgi's server-wide settings (ScriptLog...).
+    pub cgi: crate::cgi::CgiSettings,
     /// Every `<Pool>`, of the main server and the virtual hosts (names are global).
     pub pools: Vec<crate::pool::PoolConfig>,
     pub main: HostConfig,
@@ -274,6 +276,7 @@ impl Settings {
             // holds a place too, and a burst of a thousand clients (ab -c
             // 1000) overflows 511 and costs the overflowed a retransmission.
             listen_backlog: 4096,
+            cgi: crate::cgi::CgiSettings::default(),
             pools: Vec::new(),
             main: HostConfig {
                 document_root: PathBuf::from("/var/www/html"),

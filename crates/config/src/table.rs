@@ -375,6 +375,13 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("DirectorySlash", "On|Off|NotFound", apply::directory_slash),
     dir("FallbackResource", "/local-url|disabled", apply::fallback_resource),
     dir("AddHandler", "handler extension...", apply::add_handler),
+    // mod_cgi and mod_cgid (see cgi.rs; the programs run in the handler's cgi module).
+    server("ScriptLog", "file-path", crate::cgi::script_log),
+    server("ScriptLogLength", "bytes", crate::cgi::script_log_length),
+    server("ScriptLogBuffer", "bytes", crate::cgi::script_log_buffer),
+    dir("CGIPassAuth", "On|Off", crate::cgi::cgi_pass_auth),
+    dir("CGIVar", "REQUEST_URI original-uri|current-uri", crate::cgi::cgi_var),
+    inert("ScriptSock", Contexts::SERVER, "file-path", "warren's CGI spawner is reached through a socket pair made at start, not a named socket"),
     // mpm-itk, suexec and mod_fcgid: mapped onto a pool per host (see fcgid.rs).
     spec("AssignUserID", Contexts::HOST, "user group", Apply::Dir(fcgid::assign_user)),
     spec("SuexecUserGroup", Contexts::HOST, "user group", Apply::Dir(fcgid::assign_user)),

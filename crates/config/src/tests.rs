@@ -159,7 +159,7 @@ fn inert_directives_are_said_once_each() {
 #[test]
 fn add_handler_trace_enable_and_canonical_names() {
     let d = Dir::new("handlers");
-    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddHandler type-map var\nAddHandler cgi-script .cgi .pl\nTraceEnable Off\nUseCanonicalName Off\nUseCanonicalName On\n");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddHandler type-map var\nAddHandler php-script .cgi .pl\nTraceEnable Off\nUseCanonicalName Off\nUseCanonicalName On\n");
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
@@ -169,7 +169,7 @@ fn add_handler_trace_enable_and_canonical_names() {
     // A handler warren lacks makes its files scripts: said, not an error.
     let scripts: Vec<String> = l.scripts.iter().map(|e| e.to_string()).collect();
     assert_eq!(scripts.len(), 1, "{scripts:?}");
-    assert!(scripts[0].contains(":4: AddHandler cgi-script .cgi .pl: files ending in .cgi .pl are scripts") && scripts[0].contains("never sent as text"), "{scripts:?}");
+    assert!(scripts[0].contains(":4: AddHandler php-script .cgi .pl: files ending in .cgi .pl are scripts") && scripts[0].contains("never sent as text"), "{scripts:?}");
     let s = l.settings.unwrap();
     assert!(!s.trace_enable);
     assert_eq!(s.main.dir.scripts.len(), 1);

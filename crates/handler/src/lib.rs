@@ -74,6 +74,7 @@ pub mod alias;
 pub mod auth;
 mod authz;
 pub mod caches;
+pub mod cgi;
 pub mod compress;
 pub mod conditional;
 pub mod conn;

@@ -265,15 +265,19 @@ impl Site {
             }
             _ => {}
         }
+        // A CGI program (ScriptAlias, or cgi-script where ExecCGI is on).
+        if let Some(o) = self.cgi_route(&route) {
+            return o;
+        }
         if self.hosts[host].has_fastcgi && !rewritten_to_file {
             if let Some(o) = self.path_info_gateway(req, url, query) {
                 return o;
             }
         }
-        // warren runs no CGI: what is under a ScriptAlias and no FastCGI
-        // handler took is refused, never sent as text nor listed.
+        // What is under a ScriptAlias and no handler took (neither a file
+        // nor a directory) is refused, never sent as text nor listed.
         if self.script_aliased(req, url) {
-            return Outcome::Ready(self.error(req, 403, &format!("ScriptAlias: no FastCGI handler (SetHandler) for {}; warren runs no CGI programs", route.fs.display())));
+            return Outcome::Ready(self.error(req, 403, &format!("ScriptAlias: {} is not a program", route.fs.display())));
         }
         // FallbackResource: no such file (nor a script with PATH_INFO, found
         // above) is answered by the fallback, once.

@@ -138,6 +138,12 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
             let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
             return site.script_gateway(&index, &backend, 0);
         }
+        // A CGI program as the index (`DirectoryIndex index.cgi`) runs.
+        let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
+        if let Some(o) = site.cgi_route(&index) {
+            return o;
+        }
+        let Route { fs: candidate, dir: eff, .. } = index;
         if let Some(r) = site.static_method(req) {
             return Outcome::Ready(r);
         }

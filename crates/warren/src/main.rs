@@ -548,6 +548,14 @@ fn limit_malloc_arenas() {
 }
 
 fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
+    // CGI programs are started by a process forked now, while warren has
+    // one thread (see warren_handler::cgi::spawner).
+    if warren_config::cgi::uses_cgi(&settings) {
+        if let Err(e) = warren_handler::cgi::spawner::start(settings.user.as_deref(), settings.group.as_deref()) {
+            eprintln!("warren: cannot start the CGI spawner: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     // Read as root, before any privilege is dropped: keys may be readable by root only.
     let tls = match warren_tls::ServerTls::new(&settings) {
         Ok(t) => t,

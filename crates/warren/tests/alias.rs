@@ -101,7 +101,7 @@ fn fallback_resource_reaches_the_front_controller(mpm: &str) {
 }
 
 /// ScriptAlias: its files are programs, run by the FastCGI handler in
-/// force; warren runs no CGI, so one no handler takes is refused (403),
+/// force, else as CGI programs (one that cannot be executed is a 500),
 /// never sent as text, and its directory is not listed.
 fn script_alias_runs_or_refuses(mpm: &str) {
     let dir = TempDir::new(&format!("scriptalias-{mpm}"));
@@ -128,11 +128,12 @@ fn script_alias_runs_or_refuses(mpm: &str) {
     let s = Server::start_in(dir, mpm, &conf);
     assert_eq!(s.get("/cgi-bin/hello.php").text(), "run: /cgi-bin/hello.php");
     let r = s.get("/cgi-bin/tool.pl");
-    assert_eq!(r.status, 403);
+    assert_eq!(r.status, 500);
     assert!(!r.text().contains("secret source"));
+    let log = s.wait_log("error.log", "cannot execute the program");
+    assert!(log.contains("End of script output before headers"), "{log}");
     assert_eq!(s.get("/cgi-bin/").status, 403);
-    let log = s.wait_log("error.log", "warren runs no CGI");
-    assert!(log.contains("ScriptAlias: no FastCGI handler (SetHandler) for"), "{log}");
+    assert!(s.wait_log("error.log", "attempt to invoke directory as script").contains("/bin"));
 }
 
 each_mpm!(aliases_serve_outside_the_document_root, redirects_answer_first, directory_slash_on_and_off, fallback_resource_reaches_the_front_controller, script_alias_runs_or_refuses);

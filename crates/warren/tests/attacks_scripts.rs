@@ -171,8 +171,10 @@ fn set_handler_php_script(mpm: &str) {
 
 fn add_handler_cgi_script(mpm: &str) {
     let s = site(mpm, "<Directory DOCROOT>\n  Options +ExecCGI\n  AddHandler cgi-script .cgi .pl\n</Directory>\n");
+    // A CGI program now (see cgi.rs): one that cannot be executed is a 500.
     assert_eq!(ask(&s, "/a.cgi").status, 500);
     assert_eq!(ask(&s, "/a.cgi?x").status, 500);
+    assert!(s.wait_log("error.log", "cannot execute the program").contains("a.cgi"));
     assert_eq!(s.get("/plain.txt").status, 200);
 }
 

@@ -24,6 +24,9 @@ const IO_BUF: usize = 16 * 1024;
 impl Site {
     /// Runs a FastCGI request: the body to the application, its answer back.
     pub fn run_gateway(&self, mut gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
+        if gw.is_cgi() {
+            return self.run_cgi(gw, head, conn, body);
+        }
         let body: &mut dyn RequestBody = if !gw.takes_body() {
             // An error document is a GET: the client's body is not its to
             // read. Read and dropped, as Apache does, so the connection can
@@ -56,7 +59,7 @@ impl Site {
     }
 
     /// Runs what an internal redirect led to, here where blocking is fine.
-    fn run_outcome(&self, outcome: Outcome, head: &RequestHead, conn: &ConnInfo) -> Response {
+    pub(crate) fn run_outcome(&self, outcome: Outcome, head: &RequestHead, conn: &ConnInfo) -> Response {
         match outcome {
             Outcome::Ready(r) => r,
             Outcome::Blocking(work) => work(),
@@ -208,7 +211,7 @@ impl Site {
 
     /// A local `Location:` with status 200: the request is served again as
     /// a GET of that URL, as CGI says.
-    fn internal_redirect(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> Response {
+    pub(crate) fn internal_redirect(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, location: &str) -> Response {
         match self.redirect_outcome(gw, head, conn, location) {
             (outcome, Some(new_head)) => self.run_outcome(outcome, &new_head, conn),
             (outcome, None) => self.run_outcome(outcome, head, conn),
@@ -270,7 +273,7 @@ impl Site {
     }
 }
 
-enum Answer {
+pub(crate) enum Answer {
     Response(Response),
     Redirect(String),
 }
@@ -287,10 +290,10 @@ enum Failed {
 }
 
 /// For an internal redirect: a GET has no body.
-struct NoBody;
+pub(crate) struct NoBody;
 
 /// Reads a request body to its end, keeping none of it.
-fn discard(body: &mut dyn RequestBody) {
+pub(crate) fn discard(body: &mut dyn RequestBody) {
     let mut buf = [0u8; 4096];
     while let Ok(n) = body.read(&mut buf) {
         if n == 0 {
@@ -313,7 +316,7 @@ impl RequestBody for NoBody {
 
 /// The whole body, read before the application is given the request (see
 /// `spool`), unless the MPM has read it already.
-fn spool(body: &mut dyn RequestBody) -> Result<Spooled, HttpError> {
+pub(crate) fn spool(body: &mut dyn RequestBody) -> Result<Spooled, HttpError> {
     if let Some(whole) = body.take_spooled() {
         return Ok(whole);
     }

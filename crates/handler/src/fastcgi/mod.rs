@@ -26,10 +26,10 @@
 //!   the end of our side of the connection.
 
 pub(crate) mod backend;
-mod exchange;
+pub(crate) mod exchange;
 pub(crate) mod half_close;
 mod params;
-mod response;
+pub(crate) mod response;
 
 use std::io;
 use std::path::PathBuf;
@@ -54,9 +54,9 @@ pub struct Gateway {
     pub backend: FcgiBackend,
     pub timeout: Duration,
     /// The CGI variables but CONTENT_LENGTH, known once the body is.
-    params: Vec<(HeaderName, Vec<u8>)>,
+    pub(crate) params: Vec<(HeaderName, Vec<u8>)>,
     /// The script, for log lines.
-    script: String,
+    pub(crate) script: String,
     /// Internal redirects already followed to get here.
     redirects: u8,
     /// REQUEST_URI, for a pool's status page.
@@ -70,6 +70,9 @@ pub struct Gateway {
     filters: Option<Box<crate::filters::RequestFilters>>,
     /// The compression directives for the script's answer.
     compress: Option<Box<crate::compress::Rules>>,
+    /// A CGI program to start rather than a FastCGI application to ask
+    /// (see [`crate::cgi`]).
+    pub(crate) program: Option<Box<crate::cgi::Program>>,
 }
 
 
@@ -156,7 +159,7 @@ impl Gateway {
         self.error_status = Some(status);
     }
 
-    fn set_param(&mut self, name: &'static str, value: Vec<u8>) {
+    pub(crate) fn set_param(&mut self, name: &'static str, value: Vec<u8>) {
         match self.params.iter_mut().find(|(n, _)| n == name) {
             Some((_, v)) => *v = value,
             None => self.params.push((HeaderName::Borrowed(name), value)),

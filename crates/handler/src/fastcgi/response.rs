@@ -26,7 +26,7 @@ fn log_stderr(log: &ErrorLog, peer: std::net::SocketAddr, script: &str, text: &[
 /// its end, so that each byte is looked at once: searched again from its
 /// start for every record, a 60 KB block sent a byte a record cost 0.7 s.
 #[derive(Default)]
-struct BlockScan {
+pub(crate) struct BlockScan {
     /// Where the first line not yet ended starts.
     line: usize,
     /// How much of that line has been searched for its end.
@@ -36,7 +36,7 @@ struct BlockScan {
 /// Where the header block ends: (its length without the blank line, where
 /// the body starts). Lines may end in CRLF or LF, as CGI allows. `scan`
 /// resumes the search on the same block grown at its end.
-fn header_end(b: &[u8], scan: &mut BlockScan) -> Option<(usize, usize)> {
+pub(crate) fn header_end(b: &[u8], scan: &mut BlockScan) -> Option<(usize, usize)> {
     loop {
         let from = scan.line + scan.searched;
         let Some(nl) = b[from..].iter().position(|&c| c == b'\n').map(|i| from + i) else {
@@ -123,6 +123,19 @@ fn trim(b: &[u8]) -> &[u8] {
     let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
     let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
     &b[start..end]
+}
+
+/// The head of a CGI program's answer, once `block` (its output so far)
+/// holds the whole header block: what follows it is the head's
+/// `first_body`. Ok(None) while more is needed.
+pub(crate) fn cgi_head(block: &mut Vec<u8>, scan: &mut BlockScan) -> Result<Option<CgiHead>, String> {
+    let Some((header_len, body_start)) = header_end(block, scan) else {
+        return if block.len() > MAX_HEADER_BLOCK { Err(format!("header block larger than {MAX_HEADER_BLOCK} bytes")) } else { Ok(None) };
+    };
+    let first_body = block.split_off(body_start);
+    let h = parse_cgi_headers(&block[..header_len])?;
+    let redirect = h.local_redirect();
+    Ok(Some(CgiHead { status: h.status, explicit_status: h.explicit_status, headers: h.headers, content_length: h.content_length, redirect, first_body, unbuffered: h.unbuffered }))
 }
 
 /// A piece of an application's answer.

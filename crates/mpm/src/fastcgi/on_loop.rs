@@ -84,7 +84,8 @@ impl Upstream {
         pools: Option<&Arc<dyn PoolDispatch>>,
         half_close: &HalfClose,
     ) -> Result<Upstream, (Box<Gateway>, NotHere)> {
-        if gateway.backend.reuse {
+        // A CGI program is started and read on a thread.
+        if gateway.backend.reuse || gateway.is_cgi() {
             return Err((gateway, NotHere::UseThread));
         }
         // A pool's child free now is leased here; waiting for one is a worker thread's job.

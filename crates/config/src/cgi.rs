@@ -1,0 +1,103 @@
+//! mod_cgi's and mod_cgid's own directives: `ScriptLog`, `ScriptLogLength`
+//! and `ScriptLogBuffer` (server-wide, [`CgiSettings`]), `CGIPassAuth` and
+//! `CGIVar` (per directory). Which files are CGI programs is said by
+//! `ScriptAlias` ([`crate::alias`]) and `AddHandler`/`SetHandler
+//! cgi-script` ([`crate::scripts`]); the handler's `cgi` module runs them.
+
+use std::path::PathBuf;
+
+use crate::builder::Builder;
+use crate::dir_config::DirConfig;
+use crate::parse::Directive;
+use crate::settings::Settings;
+
+/// The server's CGI settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgiSettings {
+    /// `ScriptLog`: where a program's failed runs are written down (its
+    /// request, output and standard error), for debugging.
+    pub script_log: Option<PathBuf>,
+    /// `ScriptLogLength`: the log grows no larger than this (bytes).
+    pub script_log_length: u64,
+    /// `ScriptLogBuffer`: at most this much of a request body is written
+    /// to the log.
+    pub script_log_buffer: usize,
+}
+
+impl Default for CgiSettings {
+    /// mod_cgi's defaults.
+    fn default() -> CgiSettings {
+        CgiSettings { script_log: None, script_log_length: 10_385_760, script_log_buffer: 1024 }
+    }
+}
+
+/// Whether the configuration names CGI programs (a ScriptAlias, or
+/// `cgi-script` on a line of it or of its sections): then warren starts
+/// its spawner at start. A `cgi-script` line in an `.htaccess` file alone
+/// does not (it is answered 503 until a restart with one).
+pub fn uses_cgi(s: &Settings) -> bool {
+    std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)).any(|h| {
+        h.url_aliases.iter().any(|a| a.script) || h.dir.scripts.iter().chain(h.sections.iter().flat_map(|s| s.config.scripts.iter())).any(|m| m.cgi)
+    })
+}
+
+pub(crate) fn script_log(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(p) = b.one(d) {
+        s.cgi.script_log = Some(b.resolve(&p));
+    }
+}
+
+pub(crate) fn script_log_length(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.cgi.script_log_length = n;
+    }
+}
+
+pub(crate) fn script_log_buffer(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(n) = b.whole_number(d) {
+        s.cgi.script_log_buffer = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+}
+
+/// `CGIPassAuth On`: the program gets the `Authorization` header as
+/// HTTP_AUTHORIZATION (left out by default, so that a password checked by
+/// the server is not shown to every script).
+pub(crate) fn cgi_pass_auth(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    if let Some(on) = b.on_off(d) {
+        dir.cgi_pass_auth = Some(on);
+    }
+}
+
+/// `CGIVar REQUEST_URI original-uri|current-uri`, the only variable
+/// Apache lets it set.
+pub(crate) fn cgi_var(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    match d.args.as_slice() {
+        [v, how] if v == "REQUEST_URI" && how.eq_ignore_ascii_case("original-uri") => dir.cgi_current_uri = Some(false),
+        [v, how] if v == "REQUEST_URI" && how.eq_ignore_ascii_case("current-uri") => dir.cgi_current_uri = Some(true),
+        _ => b.error(&d.origin, "CGIVar takes REQUEST_URI and original-uri or current-uri"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::load_text;
+
+    #[test]
+    fn directives_are_read() {
+        let (l, _d) = load_text("cgi-directives", "Listen 8080\nScriptLog logs/cgi.log\nScriptLogLength 4096\nScriptLogBuffer 10\n<Directory /srv>\nCGIPassAuth On\nCGIVar REQUEST_URI current-uri\n</Directory>\n", &[]);
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        let s = l.settings.unwrap();
+        assert!(s.cgi.script_log.as_ref().is_some_and(|p| p.ends_with("logs/cgi.log") && p.is_absolute()));
+        assert_eq!((s.cgi.script_log_length, s.cgi.script_log_buffer), (4096, 10));
+        assert!(!super::uses_cgi(&s));
+        let dir = &s.main.sections[0].config;
+        assert_eq!((dir.cgi_pass_auth, dir.cgi_current_uri), (Some(true), Some(true)));
+        for uses in ["ScriptAlias /cgi-bin/ /usr/lib/cgi-bin/\n", "<Directory /srv>\nAddHandler cgi-script .cgi\n</Directory>\n", "<VirtualHost *:8080>\nSetHandler cgi-script\n</VirtualHost>\n"] {
+            let (l, _d) = load_text("cgi-uses", &format!("Listen 8080\n{uses}"), &[]);
+            assert!(super::uses_cgi(&l.settings.unwrap()), "{uses}");
+        }
+        let (l, _d) = load_text("cgi-bad", "Listen 8080\nCGIVar PATH_INFO current-uri\nCGIPassAuth maybe\n", &[]);
+        let errors: Vec<String> = l.errors.iter().map(ToString::to_string).collect();
+        assert!(errors.len() == 2 && errors[0].contains(":3: CGIVar takes") && errors[1].contains(":4: CGIPassAuth must be On or Off"), "{errors:?}");
+    }
+}

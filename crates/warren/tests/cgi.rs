@@ -1,0 +1,251 @@
+//! CGI programs under each MPM, as mod_cgi/mod_cgid run them: ScriptAlias
+//! and `AddHandler cgi-script` with `Options ExecCGI`, the RFC 3875
+//! variables, the body on standard input, Status and Location, nph-
+//! programs, Timeout, standard error to the error log, no descriptor of
+//! warren's in the program, and the program's owner as its user.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::*;
+
+/// A uid and gid no account has, at or above suexec's minimum.
+const OWNER: u32 = 4242;
+
+fn program(dir: &TempDir, rel: &str, text: &str) {
+    let p = dir.write(rel, text);
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn start(mpm: &str) -> Server {
+    start_with(mpm, "")
+}
+
+fn start_with(mpm: &str, extra: &str) -> Server {
+    let dir = TempDir::new(&format!("cgi-{mpm}"));
+    standard_site(&dir);
+    program(&dir, "cgi-bin/env.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nenv | sort\n");
+    program(&dir, "cgi-bin/echo.pl", "#!/usr/bin/perl\nbinmode STDIN; my $n = $ENV{CONTENT_LENGTH} || 0; read(STDIN, my $b, $n);\nprint \"Content-Type: text/plain\\r\\n\\r\\n\", \"got \", length($b), \": \", $b;\n");
+    program(&dir, "cgi-bin/status.cgi", "#!/bin/sh\nprintf 'Status: 418 Teapot\\nX-Cgi: yes\\nContent-Type: text/plain\\n\\nshort and stout\\n'\n");
+    program(&dir, "cgi-bin/local.cgi", "#!/bin/sh\nprintf 'Location: /a.txt\\n\\n'\n");
+    program(&dir, "cgi-bin/away.cgi", "#!/bin/sh\nprintf 'Location: http://example.com/x\\n\\n'\n");
+    program(&dir, "cgi-bin/nph-raw.cgi", "#!/bin/sh\nprintf 'HTTP/1.1 203 Raw\\r\\nContent-Type: text/plain\\r\\n\\r\\nnph body'\n");
+    program(&dir, "cgi-bin/hang.cgi", "#!/bin/sh\necho $$ > \"$HANG_PID_FILE\"\nsleep 300 & wait\n");
+    program(&dir, "cgi-bin/stderr.cgi", "#!/bin/sh\necho 'something went sideways' >&2\nprintf 'Content-Type: text/plain\\n\\nok'\n");
+    program(&dir, "cgi-bin/fds.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nls /proc/self/fd\n");
+    program(&dir, "cgi-bin/id.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n");
+    program(&dir, "cgi-bin/owned.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n");
+    program(&dir, "cgi-bin/broken.cgi", "#!/bin/sh\necho 'this is no header'\n");
+    program(&dir, "htdocs/run/hello.cgi", "#!/usr/bin/perl\nprint \"Content-Type: text/html\\n\\n<p>hello from perl</p>\";\n");
+    program(&dir, "htdocs/norun/hello.cgi", "#!/bin/sh\necho secret source\n");
+    program(&dir, "htdocs/run/index.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nindex program'\n");
+    let _ = std::os::unix::fs::chown(dir.0.join("cgi-bin/owned.cgi"), Some(OWNER), Some(OWNER));
+    // Written by the children's and the programs' users (ScriptLog, the hanging program's pid).
+    let shared = dir.0.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let d = dir.0.display();
+    let conf = format!(
+        "Timeout 3\nScriptAlias /cgi-bin/ {d}/cgi-bin/\n<Directory {d}/cgi-bin>\n    Require all granted\n</Directory>\nScriptLog {d}/shared/cgi.log\n\
+         ScriptLogBuffer 4\nScriptAlias /auth-bin/ {d}/cgi-bin/\n<Location /auth-bin/>\n    CGIPassAuth On\n    CGIVar REQUEST_URI current-uri\n</Location>\nRewriteEngine On\nRewriteRule ^/pretty/(.*)$ /auth-bin/env.cgi/$1 [PT]\n\
+         SetEnv HANG_PID_FILE {d}/shared/hang.pid\nSetEnv FROM_CONFIG configured\n\
+         <Directory {d}/htdocs/run>\n    Options +ExecCGI\n    AddHandler cgi-script .cgi .pl\n    DirectoryIndex index.cgi\n</Directory>\n<Directory {d}/htdocs/norun>\n    AddHandler cgi-script .cgi\n</Directory>\n{extra}"
+    );
+    Server::start_in(dir, mpm, &conf)
+}
+
+fn env_of(text: &str) -> std::collections::HashMap<String, String> {
+    text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn the_rfc_3875_variables(mpm: &str) {
+    let s = start(mpm);
+    let r = s.get_with("/cgi-bin/env.cgi/extra/path?a=1&b=two", "Authorization: Basic dTpw\r\nX-Custom: yes\r\nProxy: http://evil/\r\n");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let env = env_of(&r.text());
+    let want = [
+        ("GATEWAY_INTERFACE", "CGI/1.1".to_string()),
+        ("REQUEST_METHOD", "GET".into()),
+        ("QUERY_STRING", "a=1&b=two".into()),
+        ("SCRIPT_NAME", "/cgi-bin/env.cgi".into()),
+        ("PATH_INFO", "/extra/path".into()),
+        ("SCRIPT_FILENAME", format!("{}/cgi-bin/env.cgi", s.dir.0.display())),
+        ("PATH_TRANSLATED", format!("{}/htdocs/extra/path", s.dir.0.display())),
+        ("REQUEST_URI", "/cgi-bin/env.cgi/extra/path?a=1&b=two".into()),
+        ("SERVER_PROTOCOL", "HTTP/1.1".into()),
+        ("SERVER_PORT", s.port.to_string()),
+        ("REMOTE_ADDR", "127.0.0.1".into()),
+        ("HTTP_X_CUSTOM", "yes".into()),
+        ("FROM_CONFIG", "configured".into()),
+    ];
+    for (k, v) in want {
+        assert_eq!(env.get(k), Some(&v), "{k} in {env:?}");
+    }
+    assert!(env.contains_key("PATH") && env.contains_key("SERVER_NAME") && env.contains_key("REMOTE_PORT") && env.contains_key("DOCUMENT_ROOT"), "{env:?}");
+    // Credentials and httpoxy are not the program's; nor php-cgi's REDIRECT_STATUS.
+    for absent in ["HTTP_AUTHORIZATION", "HTTP_PROXY", "REDIRECT_STATUS", "CONTENT_LENGTH"] {
+        assert!(!env.contains_key(absent), "{absent} in {env:?}");
+    }
+}
+
+/// Over HTTP/2 (h2c) too, a body included.
+fn over_http2(mpm: &str) {
+    let s = start_with(mpm, "Protocols h2c http/1.1\n");
+    let (code, body) = curl(&["-s", "--http2-prior-knowledge", "--data-binary", "hello h2", &s.url("/cgi-bin/echo.pl")]);
+    assert_eq!((code, String::from_utf8_lossy(&body).as_ref()), (0, "got 8: hello h2"));
+    let (code, body) = curl(&["-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "--http2-prior-knowledge", &s.url("/cgi-bin/status.cgi")]);
+    assert_eq!((code, String::from_utf8_lossy(&body).as_ref()), (0, "418 2"));
+}
+
+/// CGIPassAuth and CGIVar, where a section sets them.
+fn pass_auth_and_current_uri(mpm: &str) {
+    let s = start(mpm);
+    let env = env_of(&s.get_with("/auth-bin/env.cgi", "Authorization: Basic dTpw\r\n").text());
+    assert_eq!(env.get("HTTP_AUTHORIZATION").map(String::as_str), Some("Basic dTpw"), "{env:?}");
+    let env = env_of(&s.get("/pretty/x?q=1").text());
+    assert_eq!((env.get("REQUEST_URI").map(String::as_str), env.get("PATH_INFO").map(String::as_str)), (Some("/auth-bin/env.cgi/x?q=1"), Some("/x")), "{env:?}");
+    // Elsewhere, the client's REQUEST_URI.
+    let env = env_of(&s.get("/cgi-bin/env.cgi/x?q=1").text());
+    assert_eq!(env.get("REQUEST_URI").map(String::as_str), Some("/cgi-bin/env.cgi/x?q=1"));
+}
+
+fn post_body_on_stdin(mpm: &str) {
+    let s = start(mpm);
+    let body = "name=warren&lang=rust";
+    let req = format!("POST /cgi-bin/echo.pl HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    let (r, _) = parse_response(&s.raw(req.as_bytes()));
+    assert_eq!((r.status, r.text()), (200, format!("got {}: {body}", body.len())));
+    // A large body, chunked: spooled, then written while the program reads.
+    let big = "x".repeat(300_000);
+    let chunked = format!("POST /cgi-bin/echo.pl HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{big}\r\n0\r\n\r\n", big.len());
+    let (r, _) = parse_response(&s.raw(chunked.as_bytes()));
+    assert_eq!(r.status, 200);
+    assert!(r.text().starts_with("got 300000: xxx"), "{}", &r.text()[..40.min(r.text().len())]);
+    // AddHandler cgi-script where ExecCGI is on: perl runs.
+    assert_eq!(s.get("/run/hello.cgi").text(), "<p>hello from perl</p>");
+    // A DirectoryIndex program runs too.
+    assert_eq!(s.get("/run/").text(), "index program");
+}
+
+fn status_and_location(mpm: &str) {
+    let s = start(mpm);
+    let r = s.get("/cgi-bin/status.cgi");
+    assert_eq!((r.status, r.header("X-Cgi"), r.text().as_str()), (418, Some("yes"), "short and stout\n"));
+    // A local Location is served in its place; an absolute one is a 302.
+    let r = s.get("/cgi-bin/local.cgi");
+    assert_eq!((r.status, r.text().as_str()), (200, "0123456789abcdefghij"));
+    let r = s.get("/cgi-bin/away.cgi");
+    assert_eq!((r.status, r.header("Location")), (302, Some("http://example.com/x")));
+    // A program whose output is no CGI answer: 500, and a ScriptLog record.
+    let req = "POST /cgi-bin/broken.cgi HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\nConnection: close\r\n\r\nabcdefghij";
+    assert_eq!(parse_response(&s.raw(req.as_bytes())).0.status, 500);
+    let log = s.wait_log("shared/cgi.log", "broken.cgi");
+    assert!(log.contains("%% 500 ") && log.contains("POST /cgi-bin/broken.cgi HTTP/1.1") && log.contains("End of script output before headers"), "{log}");
+    // ScriptLogBuffer 4: the body's first 4 bytes.
+    assert!(log.contains("\nabcd\n") && !log.contains("abcde"), "{log}");
+    // An nph- program's status line is the answer's.
+    let r = s.get("/cgi-bin/nph-raw.cgi");
+    assert_eq!((r.status, r.text().as_str()), (203, "nph body"));
+}
+
+fn never_sent_as_text(mpm: &str) {
+    let s = start(mpm);
+    // ExecCGI off: refused, not served.
+    let r = s.get("/norun/hello.cgi");
+    assert_eq!(r.status, 403);
+    assert!(!r.text().contains("secret source"));
+    let log = s.wait_log("error.log", "Options ExecCGI is off");
+    assert!(log.contains("norun/hello.cgi"), "{log}");
+    // The ScriptAlias directory is not listed.
+    assert_eq!(s.get("/cgi-bin/").status, 403);
+}
+
+fn hanging_program_timed_out(mpm: &str) {
+    let s = start(mpm);
+    let began = std::time::Instant::now();
+    let r = s.get("/cgi-bin/hang.cgi");
+    assert_eq!(r.status, 504, "{}", r.text());
+    assert!(began.elapsed() < std::time::Duration::from_secs(20));
+    // The program and its sleep (its process group) are gone.
+    let pid: i32 = std::fs::read_to_string(s.dir.0.join("shared/hang.pid")).unwrap().trim().parse().unwrap();
+    settle(|| std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| st.contains(") Z ")));
+    let group_alive = std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok()).any(|st| {
+        let after = st.rsplit_once(") ").map(|(_, a)| a.to_string()).unwrap_or_default();
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        fields.len() > 3 && fields[2] == pid.to_string() && fields[0] != "Z"
+    });
+    assert!(!group_alive, "a process of group {pid} still runs");
+    assert!(s.wait_log("error.log", "Timeout waiting for output").contains("hang.cgi"));
+}
+
+fn stderr_to_the_error_log(mpm: &str) {
+    let s = start(mpm);
+    assert_eq!(s.get("/cgi-bin/stderr.cgi").text(), "ok");
+    let log = s.wait_log("error.log", "something went sideways");
+    assert!(log.lines().any(|l| l.contains("AH01215: something went sideways") && l.contains("stderr.cgi") && l.contains("127.0.0.1")), "{log}");
+}
+
+/// A graceful restart's new children reach the same spawner.
+fn programs_run_after_a_restart(mpm: &str) {
+    let s = start(mpm);
+    assert_eq!(s.get("/cgi-bin/status.cgi").status, 418);
+    let before = s.children();
+    unsafe_kill(s.pid(), 1);
+    s.wait_log("error.log", "SIGHUP received");
+    // The old children leave (the spawner, a child too, stays).
+    let old_left = || s.children().iter().filter(|c| before.contains(c)).count();
+    settle(|| old_left() == 1);
+    assert_eq!(old_left(), 1, "{before:?} {:?}", s.children());
+    for _ in 0..4 {
+        assert_eq!(s.get("/cgi-bin/status.cgi").status, 418);
+    }
+}
+
+fn no_inherited_descriptors(mpm: &str) {
+    let s = start(mpm);
+    let r = s.get("/cgi-bin/fds.cgi");
+    let fds: Vec<&str> = r.text().leak().lines().collect();
+    // 0, 1, 2 and the one ls opens to read the directory.
+    assert!(fds.len() <= 4 && fds[..3] == ["0", "1", "2"], "{fds:?}");
+}
+
+fn runs_as_its_owner(mpm: &str) {
+    let s = start(mpm);
+    if !nix_is_root() {
+        return;
+    }
+    // Its owner's file runs as its owner; root's as the server's User.
+    assert_eq!(s.get("/cgi-bin/owned.cgi").text().trim(), OWNER.to_string());
+    assert_eq!(s.get("/cgi-bin/id.cgi").text().trim(), nobody().to_string());
+}
+
+/// SuexecUserGroup: every program of the host runs as that user, and
+/// only its files in its directories run.
+fn suexec_user_group(mpm: &str) {
+    if !nix_is_root() {
+        return;
+    }
+    let dir = TempDir::new(&format!("cgi-suexec-{mpm}"));
+    standard_site(&dir);
+    program(&dir, "sbin/mine.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n");
+    program(&dir, "sbin/theirs.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n");
+    let nobody = nobody();
+    for f in ["sbin", "sbin/mine.cgi"] {
+        std::os::unix::fs::chown(dir.0.join(f), Some(nobody), Some(nobody)).unwrap();
+    }
+    std::os::unix::fs::chown(dir.0.join("sbin/theirs.cgi"), Some(OWNER), Some(OWNER)).unwrap();
+    let d = dir.0.display();
+    let conf = format!("SuexecUserGroup nobody nogroup\nFcgidMinProcessesPerClass 0\nScriptAlias /cgi-bin/ {d}/sbin/\n<Directory {d}/sbin>\n    Require all granted\n</Directory>\n");
+    let s = Server::start_in(dir, mpm, &conf);
+    assert_eq!(s.get("/cgi-bin/mine.cgi").text().trim(), nobody.to_string());
+    let r = s.get("/cgi-bin/theirs.cgi");
+    assert_eq!(r.status, 500);
+    assert!(s.wait_log("error.log", "mismatch with directory").contains("theirs.cgi"));
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
+each_mpm!(over_http2, the_rfc_3875_variables, pass_auth_and_current_uri, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, suexec_user_group, programs_run_after_a_restart);
