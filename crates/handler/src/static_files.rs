@@ -18,6 +18,7 @@ use warren_http::RequestHead;
 use crate::compress::{self, Offer};
 use crate::conditional::{evaluate_preconditions, if_range_allows, parse_ranges, Precondition, Ranges, Validators};
 use crate::file_cache::{CachedFile, MAX_ENTRY};
+use crate::mime::Fields;
 use crate::dir_config::Effective;
 use crate::request::{Request, Route};
 use crate::site::Site;
@@ -190,9 +191,9 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {
         if let Some(hit) = site.caches.files.get(&fs, meta) {
-            let ctype = forced_type(req).or_else(|| hit.content_type.clone());
-            let offer = compress::static_offer(eff, &fs, meta, ctype.as_deref());
-            return respond_whole(host, head, &hit.validators, ctype, Body::Shared(hit.data.clone()), fs, offer);
+            let ctype = forced_type(req).or_else(|| hit.fields.content_type.clone());
+            let offer = offer_for(eff, &fs, meta, &hit.fields, ctype.as_deref());
+            return respond_whole(host, head, &hit.validators, (&hit.fields, ctype), Body::Shared(hit.data.clone()), fs, offer);
         }
     }
     let (file, meta) = match opened {
@@ -220,12 +221,12 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
             let entry = Arc::new(CachedFile {
                 data: Arc::from(data),
                 validators: Validators::of(&meta),
-                content_type: content_type(site, eff, &fs),
+                fields: fields(site, eff, &fs),
             });
             site.caches.files.insert(fs.clone(), &meta, entry.clone());
-            let ctype = forced_type(req).or_else(|| entry.content_type.clone());
-            let offer = compress::static_offer(eff, &fs, &meta, ctype.as_deref());
-            return respond_whole(host, head, &entry.validators, ctype, Body::Shared(entry.data.clone()), fs, offer);
+            let ctype = forced_type(req).or_else(|| entry.fields.content_type.clone());
+            let offer = offer_for(eff, &fs, &meta, &entry.fields, ctype.as_deref());
+            return respond_whole(host, head, &entry.validators, (&entry.fields, ctype), Body::Shared(entry.data.clone()), fs, offer);
         }
     }
     let file = Arc::new(file);
@@ -236,7 +237,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
 }
 
 /// A 200 (or 304/412) for a whole representation with known validators.
-fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<String>, body: Body, fs: PathBuf, offer: Option<Box<Offer>>) -> Response {
+fn respond_whole(host: usize, head: &RequestHead, v: &Validators, (fields, ctype): (&Fields, Option<String>), body: Body, fs: PathBuf, offer: Option<Box<Offer>>) -> Response {
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
     if let Some(mut early) = precondition_response(&mut r, head, v) {
@@ -247,9 +248,7 @@ fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<
     r.add("Last-Modified", v.last_modified.clone());
     r.add("ETag", v.etag.clone());
     r.add("Accept-Ranges", "bytes");
-    if let Some(t) = ctype {
-        r.add("Content-Type", t);
-    }
+    fields.add_to(&mut r, ctype);
     r.body = body;
     r
 }
@@ -283,13 +282,19 @@ fn forced_type(req: Request) -> Option<String> {
     req.pass.forced_type.map(str::to_string)
 }
 
-fn content_type(site: &Site, eff: &Effective, fs: &Path) -> Option<String> {
+/// The fields every extension of the file's name gives (mod_mime).
+fn fields(site: &Site, eff: &Effective, fs: &Path) -> Fields {
     let name = fs.file_name().map_or(&b""[..], |n| n.as_bytes());
-    let t = site.mime.lookup(name, eff.add_types())?;
-    match eff.default_charset() {
-        Some(cs) if (t == "text/html" || t == "text/plain") => Some(format!("{t}; charset={cs}")),
-        _ => Some(t.to_string()),
+    site.mime.typing(name, eff).fields(eff.default_charset())
+}
+
+/// The compression offer for a file, none for one already encoded (a
+/// `.gz` with AddEncoding): mod_deflate does not encode it again.
+fn offer_for(eff: &Effective, fs: &Path, meta: &Metadata, fields: &Fields, ctype: Option<&str>) -> Option<Box<Offer>> {
+    if fields.content_encoding.is_some() {
+        return None;
     }
+    compress::static_offer(eff, fs, meta, ctype)
 }
 
 static BOUNDARY_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -304,8 +309,9 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
     let (host, head) = (req.host, req.head);
     let size = meta.len();
     let v = Validators::of(meta);
-    let ctype = forced_type(req).or_else(|| content_type(site, eff, &fs));
-    let offer = compress::static_offer(eff, &fs, meta, ctype.as_deref());
+    let fields = fields(site, eff, &fs);
+    let ctype = forced_type(req).or_else(|| fields.content_type.clone());
+    let offer = offer_for(eff, &fs, meta, &fields, ctype.as_deref());
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
     if let Some(mut early) = precondition_response(&mut r, head, &v) {
@@ -323,9 +329,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
     r.add("Accept-Ranges", "bytes");
     match ranges {
         Ranges::Whole => {
-            if let Some(t) = ctype {
-                r.add("Content-Type", t);
-            }
+            fields.add_to(&mut r, ctype);
             r.body = Body::File { file, start: 0, len: size };
             r.compress = offer;
         }
@@ -341,9 +345,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
             let (first, last) = list[0];
             r.status = 206;
             r.add("Content-Range", format!("bytes {first}-{last}/{size}"));
-            if let Some(t) = ctype {
-                r.add("Content-Type", t);
-            }
+            fields.add_to(&mut r, ctype);
             r.body = Body::File { file, start: first, len: last - first + 1 };
         }
         Ranges::Some(list) => {
