@@ -19,6 +19,7 @@ fn message(status: u16, method: &str) -> String {
         403 => "You don't have permission to access this resource.".into(),
         404 => "The requested URL was not found on this server.".into(),
         405 => format!("The requested method {} is not allowed for this URL.", html_escape(method)),
+        406 => "An appropriate representation of the requested resource could not be found on this server.".into(),
         408 => "Server timeout waiting for the HTTP request from the client.".into(),
         412 => "The precondition on the request for this URL evaluated to false.".into(),
         413 => "The amount of data provided in the request exceeds the capacity limit.".into(),

@@ -92,6 +92,7 @@ pub mod internal_redirect;
 pub mod listing;
 pub mod logs;
 pub mod mime;
+pub mod multiviews;
 pub mod negotiation;
 pub mod path;
 pub mod pipeline;
