@@ -474,8 +474,10 @@ pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     if a.len() < 2 || !a[0].contains('/') {
         b.error(&d.origin, "AddType takes a MIME type and one or more extensions");
     } else {
+        // Apache keeps the type in lower case, parameters and all.
+        let mime_type = a[0].to_ascii_lowercase();
         for ext in &a[1..] {
-            dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), a[0].clone()));
+            dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), mime_type.clone()));
         }
         crate::scripts::mark(b, d, &mut dir.scripts);
     }

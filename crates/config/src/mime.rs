@@ -85,6 +85,8 @@ pub(crate) fn add(b: &mut Builder, d: &Directive, dir: &mut DirConfig, attr: Ext
     if exts.is_empty() {
         return b.error(&d.origin, format!("{} takes a value and one or more extensions", d.name));
     }
+    // Apache keeps these values in lower case (`AddCharset UTF-8` sends utf-8).
+    let value = value.to_ascii_lowercase();
     for e in exts {
         dir.mime.by_ext.push((attr, extension(e), value.clone()));
     }
@@ -101,7 +103,8 @@ pub(crate) fn remove(b: &mut Builder, d: &Directive, dir: &mut DirConfig, attr: 
     }
 }
 
-/// `RemoveType`: the type AddType gave is forgotten (TypesConfig's stands).
+/// `RemoveType`: the extension gives no type here, neither AddType's nor
+/// TypesConfig's (Apache's empty type).
 pub(crate) fn remove_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     if d.args.is_empty() {
         return b.error(&d.origin, "RemoveType takes one or more extensions");

@@ -38,13 +38,13 @@ pub struct Fields {
 
 impl Fields {
     /// Adds them to `r`, with `content_type` in place of the name's type
-    /// (mod_rewrite's `[T=]`).
-    pub fn add_to(&self, r: &mut crate::Response, content_type: Option<String>) {
+    /// (mod_rewrite's `[T=]`), the encoding named as the client names it.
+    pub fn add_to(&self, r: &mut crate::Response, content_type: Option<String>, head: &warren_http::RequestHead) {
         if let Some(t) = content_type {
             r.add("Content-Type", t);
         }
         if let Some(e) = &self.content_encoding {
-            r.add("Content-Encoding", e.clone());
+            r.add("Content-Encoding", crate::negotiation::as_client_names(e, head));
         }
         if let Some(l) = &self.content_language {
             r.add("Content-Language", l.clone());
@@ -236,12 +236,13 @@ impl MimeTypes {
         t
     }
 
-    /// The type of one extension (lower case): AddType's, where the most
-    /// specific line for it is not a RemoveType (empty), else TypesConfig's.
+    /// The type of one extension (lower case): that of the most specific
+    /// AddType for it (none where that is a RemoveType, empty), else
+    /// TypesConfig's.
     fn lookup_ext<'a>(&'a self, ext: &str, mut overrides: impl Iterator<Item = &'a (String, String)>) -> Option<&'a str> {
         match overrides.find(|(e, _)| e == ext) {
-            Some((_, t)) if !t.is_empty() => Some(t),
-            _ => self.by_ext.get(ext).map(String::as_str),
+            Some((_, t)) => Some(t.as_str()).filter(|t| !t.is_empty()),
+            None => self.by_ext.get(ext).map(String::as_str),
         }
     }
 }
@@ -312,7 +313,7 @@ mod tests {
         child.mime.default_language = Some("de".into());
         let eff = Effective { layers: vec![crate::dir_config::Layer::Site(&parent), crate::dir_config::Layer::Site(&child)], ..effective(&parent) };
         let t = m.typing(b"a.gz.en.html", &eff);
-        assert_eq!((t.media_type.as_deref(), t.encoding.as_deref(), t.languages.as_slice()), (Some("text/html"), None, &["de".to_string()][..]));
+        assert_eq!((t.media_type.as_deref(), t.encoding.as_deref(), t.languages.as_slice()), (Some("application/gzip"), None, &["de".to_string()][..]), "RemoveType .html leaves it no type");
         child.mime.force_type = Some(Some("text/plain".into()));
         let eff = Effective { layers: vec![crate::dir_config::Layer::Site(&parent), crate::dir_config::Layer::Site(&child)], ..effective(&parent) };
         assert_eq!(m.typing(b"a.png", &eff).media_type.as_deref(), Some("text/plain"));

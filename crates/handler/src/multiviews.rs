@@ -86,7 +86,9 @@ impl Site {
             return None;
         }
         let (Some(name), Some(parent)) = (fs.file_name(), fs.parent()) else { return None };
-        if std::fs::symlink_metadata(fs).is_ok() {
+        // A name that is existing, or an access file's (denied as such,
+        // as Apache's `<Files ".ht*">` denies it before negotiating).
+        if std::fs::symlink_metadata(fs).is_ok() || self.is_access_file_name(req.host, name.as_bytes()) {
             return None;
         }
         if req.pass.on_loop {
@@ -148,7 +150,7 @@ impl Site {
     /// whose extensions each say something, and of a known type.
     fn multiviews_variant(&self, req: Request, name: &[u8], candidate: &[u8], fs: &Path, url_dir: &[u8]) -> Option<Variant> {
         let text = String::from_utf8(candidate.to_vec()).ok()?;
-        if text.starts_with(".ht") || self.hosts[req.host].access_file_names.iter().any(|a| *a == text) {
+        if self.is_access_file_name(req.host, candidate) {
             return None;
         }
         let meta = std::fs::metadata(fs).ok().filter(|m| m.is_file())?;
@@ -261,6 +263,7 @@ impl Site {
                 page.splice(at + 5..at + 5, list.into_bytes());
             }
         }
+        r.add("Alternates", negotiation::alternates(variants));
         for v in vary {
             r.vary_on(v);
         }

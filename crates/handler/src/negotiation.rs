@@ -417,6 +417,46 @@ pub fn vary(variants: &[Variant], transparent: bool) -> Vec<&'static str> {
     tokens
 }
 
+/// mod_negotiation's fix_encoding: `x-gzip` is sent as `gzip` to a client
+/// whose Accept-Encoding says `gzip` (and the other way round).
+pub fn as_client_names(encoding: &str, head: &RequestHead) -> String {
+    let bare = encoding.strip_prefix("x-").unwrap_or(encoding);
+    let Some(accepted) = head.header("accept-encoding").map(|v| String::from_utf8_lossy(v).into_owned()) else { return encoding.to_string() };
+    let accepted = items(Some(&accepted)).unwrap_or_default();
+    let found = accepted.iter().find(|a| a.name == bare).or_else(|| accepted.iter().find(|a| a.name.strip_prefix("x-") == Some(bare)));
+    found.map_or_else(|| encoding.to_string(), |a| a.name.clone())
+}
+
+/// The Alternates field of a list answer (RFC 2295), as Apache writes it.
+pub fn alternates(variants: &[Variant]) -> String {
+    let described: Vec<String> = variants
+        .iter()
+        .map(|v| {
+            let qs = format!("{:1.3}", v.source_quality);
+            let qs = qs.trim_end_matches('0').trim_end_matches('.');
+            let mut d = format!("{{\"{}\" {qs}", escape_path_segment(&v.name));
+            if !v.media_type.is_empty() {
+                d.push_str(&format!(" {{type {}}}", v.media_type));
+            }
+            if let Some(c) = v.charset.as_deref().filter(|c| !c.is_empty()) {
+                d.push_str(&format!(" {{charset {c}}}"));
+            }
+            if !v.languages.is_empty() {
+                d.push_str(&format!(" {{language {}}}", v.languages.join(",")));
+            }
+            if let Some(e) = &v.encoding {
+                d.push_str(&format!(" {{encoding {e}}}"));
+            }
+            if let Some(n) = v.length {
+                d.push_str(&format!(" {{length {n}}}"));
+            }
+            d.push('}');
+            d
+        })
+        .collect();
+    described.join(", ")
+}
+
 /// Apache's "Available variants" list, for the 406 page.
 pub fn variant_list(variants: &[Variant]) -> String {
     let mut out = String::from("Available variants:\n<ul>\n");

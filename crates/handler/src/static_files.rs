@@ -37,8 +37,14 @@ fn open(site: &Site, host: usize, path: &Path) -> io::Result<File> {
 /// every Apache configuration denies `^\.ht` (Debian's in apache2.conf),
 /// and users expect it of a server that reads them.
 fn is_access_file(site: &Site, host: usize, fs: &Path) -> bool {
-    let Some(name) = fs.file_name().map(|n| n.to_string_lossy()) else { return false };
-    name.starts_with(".ht") || site.hosts[host].access_file_names.iter().any(|a| *a == name)
+    fs.file_name().is_some_and(|n| site.is_access_file_name(host, n.as_bytes()))
+}
+
+impl Site {
+    /// Whether a file of this name is never sent (see `is_access_file`).
+    pub(crate) fn is_access_file_name(&self, host: usize, name: &[u8]) -> bool {
+        name.starts_with(b".ht") || self.hosts[host].access_file_names.iter().any(|a| a.as_bytes() == name)
+    }
 }
 
 pub fn serve(site: &Site, route: Route) -> Outcome {
@@ -248,7 +254,7 @@ fn respond_whole(host: usize, head: &RequestHead, v: &Validators, (fields, ctype
     r.add("Last-Modified", v.last_modified.clone());
     r.add("ETag", v.etag.clone());
     r.add("Accept-Ranges", "bytes");
-    fields.add_to(&mut r, ctype);
+    fields.add_to(&mut r, ctype, head);
     r.body = body;
     r
 }
@@ -329,7 +335,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
     r.add("Accept-Ranges", "bytes");
     match ranges {
         Ranges::Whole => {
-            fields.add_to(&mut r, ctype);
+            fields.add_to(&mut r, ctype, head);
             r.body = Body::File { file, start: 0, len: size };
             r.compress = offer;
         }
@@ -345,7 +351,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
             let (first, last) = list[0];
             r.status = 206;
             r.add("Content-Range", format!("bytes {first}-{last}/{size}"));
-            fields.add_to(&mut r, ctype);
+            fields.add_to(&mut r, ctype, head);
             r.body = Body::File { file, start: first, len: last - first + 1 };
         }
         Ranges::Some(list) => {

@@ -34,6 +34,7 @@ fn site(dir: &TempDir) {
     dir.write("htdocs/mv/secret.html.en", "SECRET english");
     dir.write("htdocs/mv/secret.html.fr", "public french");
     dir.write("htdocs/mv/odd.weird", "no type anywhere");
+    dir.write("htdocs/a.foo", "foo");
     dir.write("htdocs/mv/.htpasswd.txt", "SECRET hidden");
     dir.write("htdocs/fallback/doc.html.en", "fallback English\n");
     dir.write("htdocs/fallback/doc.html.de", "fallback Deutsch\n");
@@ -42,7 +43,7 @@ fn site(dir: &TempDir) {
 const CONF: &str = "TypesConfig mime.types\n\
 AddLanguage en .en\nAddLanguage fr .fr\nAddLanguage de .de\n\
 AddEncoding x-gzip .gz\nAddCharset UTF-8 .utf8\n\
-AddHandler type-map .var\n\
+AddHandler type-map .var\nAddType \"text/x-Foo; charset=UTF-8\" .foo\n\
 LanguagePriority en fr de\n\
 <Directory htdocs/plain>\n    RemoveLanguage .en\n    DefaultLanguage it\n</Directory>\n\
 <Directory htdocs/forced>\n    ForceType application/json\n</Directory>\n\
@@ -64,12 +65,17 @@ fn every_extension_types_a_file(mpm: &str) {
     let s = start(mpm, "");
     let r = s.get("/page.html.en");
     assert_eq!((r.status, r.header("content-type"), r.header("content-language")), (200, Some("text/html"), Some("en")), "{:?}", r.headers);
-    // The type of the last extension with one; the encoding of .gz (never compressed again).
-    let r = s.get_with("/file.tar.gz", "Accept-Encoding: gzip\r\n");
+    // The type of the last extension with one; the encoding of .gz (never
+    // compressed again), named as the client names it.
+    let r = s.get("/file.tar.gz");
     assert_eq!((r.header("content-type"), r.header("content-encoding")), (Some("application/x-tar"), Some("x-gzip")), "{:?}", r.headers);
+    let r = s.get_with("/file.tar.gz", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
     assert_eq!(r.body, b"not really gzip");
+    // Charsets (and AddType's types) in lower case, as Apache sends them.
     let r = s.get("/notes.txt.utf8");
-    assert_eq!(r.header("content-type"), Some("text/plain; charset=UTF-8"));
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert_eq!(s.get("/a.foo").header("content-type"), Some("text/x-foo; charset=utf-8"));
     // RemoveLanguage and DefaultLanguage below.
     let r = s.get("/plain/page.html.en");
     assert_eq!((r.header("content-type"), r.header("content-language")), (Some("text/html"), Some("it")), "{:?}", r.headers);
@@ -105,7 +111,7 @@ fn multiviews_chooses_by_type_and_encoding(mpm: &str) {
     let r = s.get_with("/mv/pic", "Accept: image/*\r\n");
     assert_eq!((r.header("content-type"), r.body.as_slice()), (Some("image/png"), &b"PNG"[..]));
     let r = s.get_with("/mv/data", "Accept-Encoding: gzip\r\n");
-    assert_eq!((r.header("content-encoding"), r.text().as_str()), (Some("x-gzip"), "gzipped data"), "{:?}", r.headers);
+    assert_eq!((r.header("content-encoding"), r.text().as_str()), (Some("gzip"), "gzipped data"), "{:?}", r.headers);
     assert_eq!(vary_tokens(&r), ["negotiate", "accept-encoding"]);
     let r = s.get("/mv/data");
     assert_eq!((r.header("content-encoding"), r.text().as_str()), (None, "plain data"));
@@ -118,6 +124,7 @@ fn nothing_acceptable_is_406_with_the_list(mpm: &str) {
     let text = r.text();
     assert!(text.contains("<p>An appropriate representation of the requested resource could not be found on this server.</p>\nAvailable variants:\n<ul>\n<li><a href=\"pic.html\">pic.html</a> , type text/html</li>\n<li><a href=\"pic.png\">pic.png</a> , type image/png</li>\n</ul>\n"), "{text}");
     assert_eq!(r.header("tcn"), Some("list"));
+    assert_eq!(r.header("alternates"), Some("{\"pic.html\" 1 {type text/html} {length 17}}, {\"pic.png\" 1 {type image/png} {length 3}}"));
     assert!(s.wait_log("error.log", "no acceptable variant").contains("mv/pic"));
     // ForceLanguagePriority Fallback: the first of LanguagePriority instead.
     let r = s.get_with("/fallback/doc", "Accept-Language: ja\r\n");
@@ -131,11 +138,12 @@ fn never_a_variant_the_client_could_not_fetch(mpm: &str) {
     let r = s.get_with("/mv/secret", "Accept-Language: en, fr;q=0.1\r\n");
     assert_eq!((r.status, r.text().as_str()), (200, "public french"));
     assert_eq!(s.get("/mv/secret.html.en").status, 403);
-    // `.ht*` files and names no extension types are never variants: a
-    // name only they match is 404, as Apache's denied subrequests make it.
+    assert_eq!(vary_tokens(&r), ["negotiate"], "one variant left: nothing varies");
+    // `.ht*` files are never variants, nor negotiated for; a name no
+    // extension types is not one either.
     let r = s.get("/mv/.htpasswd");
     assert!(!r.text().contains("SECRET"), "{}", r.text());
-    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.status, 403, "{}", r.text());
     let r = s.get("/mv/odd");
     assert_eq!(r.status, 404, "{}", r.text());
     assert!(s.wait_log("error.log", "None could be negotiated").contains("mv/odd"));
