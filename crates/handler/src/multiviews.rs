@@ -239,8 +239,9 @@ impl Site {
             r.body = Body::Bytes(body.clone());
             return Some(NegotiatedHeaders { vary, fields: Vec::new() }.apply(Outcome::Ready(r), req));
         }
-        let Some(to) = path::resolve_reference(url, chosen.name.as_bytes()) else {
-            return Some(Outcome::Ready(self.climbs(req, "type map URI", &path::Climbs { written: chosen.name.clone() })));
+        let Some(to) = variant_url(url, &chosen.name) else {
+            let why = format!("type map {}: URI {} is not a URL path of this host", fs.display(), chosen.name);
+            return Some(Outcome::Ready(self.error(req, 404, &why)));
         };
         let mut fields = Vec::new();
         if transparent {
@@ -274,6 +275,20 @@ impl Site {
     }
 }
 
+/// The URL path a type map's `URI:` names: a URL (percent-encoded, as
+/// Apache's internal redirect reads it) relative to the map's own; None
+/// where it climbs above `/` or does not decode to a path.
+fn variant_url(map_url: &[u8], uri: &str) -> Option<Vec<u8>> {
+    let mut target = if uri.starts_with('/') {
+        Vec::new()
+    } else {
+        let dir_end = map_url.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+        path::encode(&map_url[..dir_end]).into_bytes()
+    };
+    target.extend_from_slice(uri.as_bytes());
+    path::normalize(path::split_query(&target).0).ok()
+}
+
 /// Whether the parts of a variant's name no extension claims (the base
 /// first) are the requested name's parts, in order: `index.html.foo`
 /// answers `index.foo` or `index.html.foo`, never `index.foo.html`
@@ -291,7 +306,17 @@ fn claims_all(unclaimed: &[String], requested: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::claims_all;
+    use super::{claims_all, variant_url};
+
+    #[test]
+    fn type_map_uris_are_urls_beside_the_map() {
+        assert_eq!(variant_url(b"/error/x.var", "x.html.en").as_deref(), Some(&b"/error/x.html.en"[..]));
+        assert_eq!(variant_url(b"/my docs/x.var", "a%20b.html").as_deref(), Some(&b"/my docs/a b.html"[..]));
+        assert_eq!(variant_url(b"/a/x.var", "../b.html").as_deref(), Some(&b"/b.html"[..]));
+        assert_eq!(variant_url(b"/a/x.var", "/c/d.html").as_deref(), Some(&b"/c/d.html"[..]));
+        assert_eq!(variant_url(b"/a/x.var", "../../../etc/passwd"), None);
+        assert_eq!(variant_url(b"/a/x.var", "%2e%2e/%2e%2e/etc/passwd"), None);
+    }
 
     #[test]
     fn unclaimed_parts_follow_the_name_asked_for() {
