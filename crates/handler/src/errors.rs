@@ -30,6 +30,7 @@ fn message(status: u16, method: &str) -> String {
         431 => "The request's header fields are too large for this server.".into(),
         501 => format!("{} not supported for this URL.", html_escape(method)),
         503 => "The server is temporarily unable to service your request.".into(),
+        506 => "A variant for the requested resource\n<pre>\n\n</pre>\nis itself a negotiable resource. This indicates a configuration error.".into(),
         505 => "The server does not support the HTTP protocol version used in the request.".into(),
         _ => "The server encountered an internal error or misconfiguration and was unable to complete your request.".into(),
     }

@@ -185,8 +185,7 @@ impl Site {
         let Route { req, url, query, fs, dir } = route;
         let req = *req;
         let name = fs.file_name()?.as_bytes();
-        let by_handler = matches!(dir.handler(), Some(Some(Handler::TypeMap)));
-        if !by_handler && (dir.handler().is_some_and(|h| h.is_some()) || !self.mime.typing(name, dir).type_map) {
+        if !self.is_type_map(name, dir) {
             return None;
         }
         if !dir.allows(req.head, req.conn) {
@@ -243,6 +242,14 @@ impl Site {
             let why = format!("type map {}: URI {} is not a URL path of this host", fs.display(), chosen.name);
             return Some(Outcome::Ready(self.error(req, 404, &why)));
         };
+        // A map choosing a map: Apache's 506 (a configuration error), which
+        // also keeps maps from naming each other without end.
+        if let Ok(target) = self.fs_path(req.host, &to) {
+            if target.file_name().is_some_and(|n| self.is_type_map(n.as_bytes(), &self.effective_for(req, &target, &to))) {
+                let why = format!("type map {}: its variant {} is a type map itself", fs.display(), target.display());
+                return Some(Outcome::Ready(self.error(req, 506, &why)));
+            }
+        }
         let mut fields = Vec::new();
         if transparent {
             fields.push(("Content-Location", negotiation::escape_path_segment(&chosen.name)));
@@ -253,6 +260,17 @@ impl Site {
         };
         let outcome = self.map_url(variant_req, &to, query, None, false);
         Some(NegotiatedHeaders { vary, fields }.apply(outcome, req))
+    }
+
+    /// Whether the file `name`, under `dir`, is a type map: `SetHandler
+    /// type-map`, or an extension `AddHandler type-map` names where no
+    /// other handler is set.
+    fn is_type_map(&self, name: &[u8], dir: &Effective) -> bool {
+        match dir.handler() {
+            Some(Some(Handler::TypeMap)) => true,
+            Some(Some(_)) => false,
+            _ => self.mime.typing(name, dir).type_map,
+        }
     }
 
     /// 406 with Apache's list of the variants there are.

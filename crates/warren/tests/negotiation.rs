@@ -122,6 +122,7 @@ fn nothing_acceptable_is_406_with_the_list(mpm: &str) {
     let r = s.get_with("/mv/pic", "Accept: application/json\r\n");
     assert_eq!(r.status, 406, "{}", r.text());
     let text = r.text();
+    assert!(text.contains("<title>406 Not Acceptable</title>"), "{text}");
     assert!(text.contains("<p>An appropriate representation of the requested resource could not be found on this server.</p>\nAvailable variants:\n<ul>\n<li><a href=\"pic.html\">pic.html</a> , type text/html</li>\n<li><a href=\"pic.png\">pic.png</a> , type image/png</li>\n</ul>\n"), "{text}");
     assert_eq!(r.header("tcn"), Some("list"));
     assert_eq!(r.header("alternates"), Some("{\"pic.html\" 1 {type text/html} {length 17}}, {\"pic.png\" 1 {type image/png} {length 3}}"));
