@@ -312,7 +312,10 @@ fn level_cmp(a: &Variant, b: &Variant) -> i8 {
     if (a.is_pseudo_html() && !b.is_pseudo_html()) || (!a.is_pseudo_html() && a.media_type != b.media_type) {
         return 0;
     }
-    let order = a.rating.level_matched.partial_cmp(&b.rating.level_matched).and_then(|o| o.is_eq().then(|| b.level.partial_cmp(&a.level)).unwrap_or(Some(o)));
+    let order = match a.rating.level_matched.partial_cmp(&b.rating.level_matched) {
+        Some(std::cmp::Ordering::Equal) => b.level.partial_cmp(&a.level),
+        other => other,
+    };
     match order {
         Some(std::cmp::Ordering::Greater) => 1,
         Some(std::cmp::Ordering::Less) => -1,
