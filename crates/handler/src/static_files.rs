@@ -19,6 +19,7 @@ use crate::compress::{self, Offer};
 use crate::conditional::{evaluate_preconditions, if_range_allows, parse_ranges, Precondition, Ranges, Validators};
 use crate::file_cache::{CachedFile, MAX_ENTRY};
 use crate::mime::Fields;
+use crate::multiviews::Negotiated;
 use crate::dir_config::Effective;
 use crate::request::{Request, Route};
 use crate::site::Site;
@@ -113,6 +114,16 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
                 }
             }
         };
+        // With MultiViews a candidate no file has is negotiated
+        // (`DirectoryIndex index` finds index.html.en), as Apache's index
+        // subrequest is; one negotiation cannot answer gives way to the next.
+        if options.multiviews && std::fs::symlink_metadata(&candidate).is_err() {
+            let candidate_eff = site.effective_for(req, &candidate, &index_url);
+            if let Some(Negotiated::Chosen(o)) = site.multiviews(req, &index_url, query, &candidate, &candidate_eff) {
+                return o;
+            }
+            continue;
+        }
         let (meta, file) = match &opened {
             None => match std::fs::metadata(&candidate) {
                 Ok(m) => (m, None),

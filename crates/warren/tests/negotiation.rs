@@ -28,6 +28,8 @@ fn site(dir: &TempDir) {
     dir.write("htdocs/mv/doc.html.fr", "doc en français\n");
     dir.write("htdocs/mv/doc.html.de", "Dokument auf Deutsch\n");
     dir.write("htdocs/mv/pic.png", "PNG");
+    dir.write("htdocs/mv/idx/index.html.en", "index in English");
+    dir.write("htdocs/mv/idx/index.html.fr", "index en français");
     dir.write("htdocs/mv/pic.html", "<img src=pic.png>");
     dir.write("htdocs/mv/data.txt", "plain data");
     dir.write("htdocs/mv/data.txt.gz", "gzipped data");
@@ -47,7 +49,7 @@ AddHandler type-map .var\nAddType \"text/x-Foo; charset=UTF-8\" .foo\n\
 LanguagePriority en fr de\n\
 <Directory htdocs/plain>\n    RemoveLanguage .en\n    DefaultLanguage it\n</Directory>\n\
 <Directory htdocs/forced>\n    ForceType application/json\n</Directory>\n\
-<Directory htdocs/mv>\n    Options +MultiViews\n</Directory>\n\
+<Directory htdocs/mv>\n    Options +MultiViews\n    DirectoryIndex index.php index\n</Directory>\n\
 <Files \"secret.html.en\">\n    Require all denied\n</Files>\n\
 <Directory htdocs/fallback>\n    Options +MultiViews\n    LanguagePriority de en\n    ForceLanguagePriority Prefer Fallback\n</Directory>\n";
 
@@ -99,6 +101,9 @@ fn multiviews_chooses_by_language(mpm: &str) {
     assert_eq!(s.get("/mv/doc").text(), "doc in English\n");
     // Equal qualities: LanguagePriority's order.
     assert_eq!(s.get_with("/mv/doc", "Accept-Language: de, fr\r\n").text(), "doc en français\n");
+    // A DirectoryIndex candidate is negotiated too.
+    let r = s.get_with("/mv/idx/", "Accept-Language: fr\r\n");
+    assert_eq!((r.status, r.text().as_str(), r.header("content-location")), (200, "index en français", Some("index.html.fr")));
     // An extension asked for narrows the variants.
     assert_eq!(s.get_with("/mv/doc.html", "Accept-Language: de\r\n").text(), "Dokument auf Deutsch\n");
 }
