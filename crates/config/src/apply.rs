@@ -389,6 +389,12 @@ pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         let pattern = extensions.iter().map(|e| e.trim_start_matches('.')).collect::<Vec<_>>().join("|");
         return b.error(&d.origin, format!("AddHandler {handler}: warren sets handlers with SetHandler only: write <FilesMatch \"\\.({pattern})$\"> SetHandler {handler} </FilesMatch>"));
     }
+    if lower == "type-map" {
+        for e in extensions {
+            dir.mime.by_ext.push((crate::mime::ExtAttr::TypeMap, e.trim_start_matches('.').to_ascii_lowercase(), lower.clone()));
+        }
+        return;
+    }
     if let Some(why) = crate::scripts::data_handler(handler) {
         let list = extensions.iter().map(|e| format!(".{}", e.trim_start_matches('.'))).collect::<Vec<_>>().join(" ");
         return b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {why}; files ending in {list} are served as they are"));
@@ -408,7 +414,6 @@ pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         }
         let name = arg.trim_start_matches('+');
         let why = match name.to_ascii_lowercase().as_str() {
-            "multiviews" => "warren does no content negotiation",
             "includes" | "includesnoexec" => "warren has no server-side includes",
             _ => continue,
         };
@@ -469,8 +474,10 @@ pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     if a.len() < 2 || !a[0].contains('/') {
         b.error(&d.origin, "AddType takes a MIME type and one or more extensions");
     } else {
+        // Apache keeps the type in lower case, parameters and all.
+        let mime_type = a[0].to_ascii_lowercase();
         for ext in &a[1..] {
-            dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), a[0].clone()));
+            dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), mime_type.clone()));
         }
         crate::scripts::mark(b, d, &mut dir.scripts);
     }
@@ -505,6 +512,7 @@ pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     match d.args.as_slice() {
         [h] if h.eq_ignore_ascii_case("none") || h.eq_ignore_ascii_case("default-handler") => dir.handler = Some(None),
         [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some(Handler::ServerStatus)),
+        [h] if h.eq_ignore_ascii_case("type-map") => dir.handler = Some(Some(Handler::TypeMap)),
         [h, opts @ ..] if h.starts_with("pool:") && h.len() > 5 => match flush_packets_option(opts) {
             Ok(flush) => {
                 b.pool_refs.push((h[5..].to_string(), d.origin.clone()));

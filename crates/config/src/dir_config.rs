@@ -25,12 +25,15 @@ pub struct OptionFlags {
     pub symlinks_if_owner_match: bool,
     /// `ExecCGI`: mod_fcgid's scripts (`AddHandler fcgid-script`) run here.
     pub exec_cgi: bool,
+    /// `MultiViews`: a request for a name no file has is negotiated among
+    /// the files of that name with extensions (see warren_handler's negotiation.rs).
+    pub multiviews: bool,
 }
 
 impl OptionFlags {
     /// What applies where no `Options` says otherwise (Apache 2.4's default).
-    pub const DEFAULT: OptionFlags = OptionFlags { indexes: false, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: false };
-    pub(crate) const NONE: OptionFlags = OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false, exec_cgi: false };
+    pub const DEFAULT: OptionFlags = OptionFlags { indexes: false, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: false, multiviews: false };
+    pub(crate) const NONE: OptionFlags = OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false, exec_cgi: false, multiviews: false };
 
     pub(crate) fn or(self, o: OptionFlags) -> OptionFlags {
         OptionFlags {
@@ -38,6 +41,7 @@ impl OptionFlags {
             follow_symlinks: self.follow_symlinks || o.follow_symlinks,
             symlinks_if_owner_match: self.symlinks_if_owner_match || o.symlinks_if_owner_match,
             exec_cgi: self.exec_cgi || o.exec_cgi,
+            multiviews: self.multiviews || o.multiviews,
         }
     }
     fn minus(self, o: OptionFlags) -> OptionFlags {
@@ -46,6 +50,7 @@ impl OptionFlags {
             follow_symlinks: self.follow_symlinks && !o.follow_symlinks,
             symlinks_if_owner_match: self.symlinks_if_owner_match && !o.symlinks_if_owner_match,
             exec_cgi: self.exec_cgi && !o.exec_cgi,
+            multiviews: self.multiviews && !o.multiviews,
         }
     }
 }
@@ -134,6 +139,8 @@ pub struct DirConfig {
     /// (extension without dot, lower case; MIME type)
     pub add_types: Vec<(String, String)>,
     pub add_default_charset: Option<Option<String>>,
+    /// The rest of mod_mime's settings, and mod_negotiation's.
+    pub mime: crate::mime::MimeSettings,
     pub limit_request_body: Option<u64>,
     /// `SetHandler name` (`None` resets to the default file handler).
     pub handler: Option<Option<Handler>>,
@@ -217,6 +224,7 @@ impl DirConfig {
         }
         self.error_documents.extend(over.error_documents.iter().cloned());
         self.add_types.extend(over.add_types.iter().cloned());
+        self.mime.merge(&over.mime);
         if over.add_default_charset.is_some() {
             self.add_default_charset.clone_from(&over.add_default_charset);
         }

@@ -88,6 +88,7 @@ pub mod htaccess;
 pub mod if_sections;
 pub mod log_format;
 pub mod mass;
+pub mod mime;
 pub mod modules;
 pub mod mpm;
 pub mod overrides;

@@ -56,7 +56,8 @@ pub(crate) const CLASSES: &[(Class, &[&str])] = &[
             "H2CopyFiles",
             "H2PushResource",
             "H2EarlyHint",
-            // Accepted, not acted on.
+            "ForceType",
+            "MultiviewsMatch",
             "AddCharset",
             "RemoveCharset",
             "AddLanguage",

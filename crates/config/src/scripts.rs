@@ -69,10 +69,9 @@ pub fn is_script_type(mime_type: &str) -> bool {
 
 /// Apache's handlers that read data files rather than run programs, and
 /// why warren has none: their files are served as they are (Debian's
-/// mime.conf has `AddHandler type-map var`), said as a warning.
+/// mime.conf's `AddHandler type-map var` is acted on: see [`crate::mime`]), said as a warning.
 pub fn data_handler(name: &str) -> Option<&'static str> {
     Some(match name.to_ascii_lowercase().as_str() {
-        "type-map" => "warren does no content negotiation, so reads no type maps",
         "send-as-is" => "warren sends no .asis files as responses",
         "imap-file" => "warren has no server-side image maps",
         _ => return None,
@@ -90,7 +89,7 @@ fn is_default(name: &str) -> bool {
 /// Whether warren has the handler `name` (so that `SetHandler` of it does
 /// not mark).
 pub fn warren_has(name: &str) -> bool {
-    is_default(name) || name.eq_ignore_ascii_case("server-status") || name.starts_with("proxy:") || name.starts_with("pool:")
+    is_default(name) || name.eq_ignore_ascii_case("server-status") || name.eq_ignore_ascii_case("type-map") || name.starts_with("proxy:") || name.starts_with("pool:")
 }
 
 /// The mark `d` makes, if it names scripts. `skipped`: `d` stands in an
@@ -106,6 +105,7 @@ pub fn mark_of(d: &Directive, skipped: bool) -> Option<ScriptMark> {
         ("addhandler" | "sethandler", [h, ..]) if data_handler(h).is_some() => return None,
         ("addhandler", [h, exts @ ..]) if !is_default(h) && (skipped || !warren_has(h)) => by_extensions(exts)?,
         ("addtype", [t, exts @ ..]) if is_script_type(t) => by_extensions(exts)?,
+        ("forcetype", [t]) if is_script_type(t) => None,
         ("sethandler", [h, ..]) if !is_default(h) && (skipped || !warren_has(h)) => None,
         // mod_fcgid's wrapper for a suffix runs those files.
         ("fcgidwrapper", [_, suffix, ..]) if suffix.starts_with('.') => by_extensions(std::slice::from_ref(suffix))?,
@@ -125,6 +125,8 @@ pub enum Handler {
     FastCgi(FcgiBackend),
     /// `pool:NAME`: the script runs in one of warren's own pools.
     Pool(String),
+    /// `SetHandler type-map`: the files are type maps (mod_negotiation).
+    TypeMap,
     /// A server-wide handler (`server-status`...) an `.htaccess` file set,
     /// at its line: answered 500 (see [`SERVER_WIDE`]).
     Refused { name: String, origin: Origin },
@@ -176,6 +178,7 @@ mod tests {
         assert!(mark_of(&directive("AddHandler default-handler .php"), false).is_none());
         // Data files, not programs.
         assert!(mark_of(&directive("AddHandler type-map var"), false).is_none());
+        assert!(mark_of(&directive("ForceType application/x-httpd-php"), false).unwrap().covers("x.html"));
         assert!(mark_of(&directive("SetHandler send-as-is"), true).is_none());
         assert!(mark_of(&directive("AddHandler php-script"), false).is_none());
     }

@@ -14,6 +14,7 @@ use crate::compress;
 use crate::fcgid;
 use crate::mass;
 use crate::h2;
+use crate::mime::{self, ExtAttr};
 use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
@@ -151,11 +152,8 @@ const fn inert(name: &'static str, contexts: Contexts, syntax: &'static str, why
     spec(name, contexts, syntax, Apply::Inert(why))
 }
 
-const NEGOTIATION: &str = "warren does no content negotiation";
+const NEGOTIATION: &str = "warren makes no negotiated answer uncacheable for HTTP/1.0 clients: caches go by its Vary";
 const LISTING_LOOK: &str = "warren's directory listings have one plain look, without icons, descriptions, header or readme files";
-const NO_CHARSET_BY_EXTENSION: &str = "warren adds no charset by file extension (AddDefaultCharset, or AddType \"text/plain; charset=utf-8\" .ext, do)";
-const NO_LANGUAGE: &str = "warren sends no Content-Language and does no content negotiation";
-const NO_ENCODING: &str = "warren sends no Content-Encoding by file extension: such files go with their type alone";
 
 const OPENSSL_ONLY: &str = "warren's TLS is rustls, which draws its own randomness and has no OpenSSL to configure";
 const NO_PASSPHRASE: &str = "warren reads only unencrypted private keys (an encrypted one is an error at start): there is no pass phrase to ask for";
@@ -317,18 +315,20 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("H2SessionExtraFiles", Contexts::HOST, "n", "obsolete in mod_http2 too: warren keeps no extra files open per HTTP/2 connection"),
     inert("H2MaxHeaderBlockLen", Contexts::HOST, "n", "warren sets no separate limit on the size of its own response headers"),
     // Accepted, not acted on (see Apply::Inert).
-    inert("AddCharset", Contexts::ANYWHERE, "charset extension...", NO_CHARSET_BY_EXTENSION),
-    inert("RemoveCharset", Contexts::ANYWHERE, "extension...", NO_CHARSET_BY_EXTENSION),
-    inert("AddLanguage", Contexts::ANYWHERE, "language extension...", NO_LANGUAGE),
-    inert("RemoveLanguage", Contexts::ANYWHERE, "extension...", NO_LANGUAGE),
-    inert("DefaultLanguage", Contexts::ANYWHERE, "language", NO_LANGUAGE),
-    inert("AddEncoding", Contexts::ANYWHERE, "encoding extension...", NO_ENCODING),
-    inert("RemoveEncoding", Contexts::ANYWHERE, "extension...", NO_ENCODING),
-    inert("RemoveType", Contexts::ANYWHERE, "extension...", "the types of TypesConfig and AddType stay in force"),
-    inert("RemoveHandler", Contexts::ANYWHERE, "extension...", "warren maps no handlers by extension (AddHandler is not acted on either)"),
+    dir("AddCharset", "charset extension...", |b, d, dir| mime::add(b, d, dir, ExtAttr::Charset)),
+    dir("RemoveCharset", "extension...", |b, d, dir| mime::remove(b, d, dir, ExtAttr::Charset)),
+    dir("AddLanguage", "language extension...", |b, d, dir| mime::add(b, d, dir, ExtAttr::Language)),
+    dir("RemoveLanguage", "extension...", |b, d, dir| mime::remove(b, d, dir, ExtAttr::Language)),
+    dir("DefaultLanguage", "language", mime::default_language),
+    dir("AddEncoding", "encoding extension...", |b, d, dir| mime::add(b, d, dir, ExtAttr::Encoding)),
+    dir("RemoveEncoding", "extension...", |b, d, dir| mime::remove(b, d, dir, ExtAttr::Encoding)),
+    dir("RemoveType", "extension...", mime::remove_type),
+    dir("RemoveHandler", "extension...", |b, d, dir| mime::remove(b, d, dir, ExtAttr::TypeMap)),
+    dir("ForceType", "type|None", mime::force_type),
     inert("DefaultType", Contexts::ANYWHERE, "none|type", "Apache 2.4 does nothing with it either; a file of no known type goes without Content-Type"),
-    inert("LanguagePriority", Contexts::ANYWHERE, "language...", NEGOTIATION),
-    inert("ForceLanguagePriority", Contexts::ANYWHERE, "None|Prefer|Fallback...", NEGOTIATION),
+    dir("LanguagePriority", "language...", mime::language_priority),
+    dir("ForceLanguagePriority", "None|Prefer|Fallback...", mime::force_language_priority),
+    dir("MultiviewsMatch", "Any|NegotiatedOnly|Handlers|Filters...", mime::multiviews_match),
     inert("CacheNegotiatedDocs", Contexts::HOST, "On|Off", NEGOTIATION),
     inert("IndexOptions", Contexts::ANYWHERE, "[+|-]option...", LISTING_LOOK),
     inert("IndexOrderDefault", Contexts::ANYWHERE, "Ascending|Descending Name|Date|Size|Description", "warren's listings are sorted by name"),

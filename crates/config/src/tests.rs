@@ -105,22 +105,21 @@ fn options_as_apache() {
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let s = l.settings.unwrap();
     let all = s.main.dir.options.iter().fold(OptionFlags::DEFAULT, |f, o| o.apply(f));
-    assert_eq!(all, OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: true }, "All leaves out SymLinksIfOwnerMatch");
+    assert_eq!(all, OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: true, multiviews: false }, "All leaves out SymLinksIfOwnerMatch");
     let under = |i: usize| s.main.sections[i].config.options.iter().fold(all, |f, o| o.apply(f));
-    assert_eq!(under(0), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true, exec_cgi: true });
-    assert_eq!(under(1), OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false, exec_cgi: false });
-    assert_eq!(under(2), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true, exec_cgi: false });
+    assert_eq!(under(0), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true, exec_cgi: true, multiviews: false });
+    assert_eq!(under(1), OptionFlags { indexes: false, follow_symlinks: false, symlinks_if_owner_match: false, exec_cgi: false, multiviews: false });
+    assert_eq!(under(2), OptionFlags { indexes: true, follow_symlinks: false, symlinks_if_owner_match: true, exec_cgi: false, multiviews: false });
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nOptions +Indexes SymLinksIfOwnerMatch\nOptions MultiViews\n");
     let msgs: Vec<String> = l.errors.iter().map(|e| e.to_string()).collect();
     assert_eq!(msgs.len(), 1, "{msgs:?}");
     assert!(msgs[0].contains(":3: ") && msgs[0].contains("Either all Options must start with + or -"), "{msgs:?}");
-    let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
-    assert!(warnings.len() == 1 && warnings[0].contains(":4: Options MultiViews: not acted on"), "{warnings:?}");
+    assert!(l.warnings.is_empty(), "MultiViews is acted on: {:?}", l.warnings);
 }
 
 /// Options Apache has and warren does not do are accepted: turned off
 /// silently (warren never does them), turned on with a warning; a bare
-/// `Options MultiViews` still turns the others off, as in Apache.
+/// `Options MultiViews` turns the others off, as in Apache.
 #[test]
 fn options_warren_does_not_do() {
     let d = Dir::new("options-inert");
@@ -128,14 +127,13 @@ fn options_warren_does_not_do() {
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
     // ExecCGI is acted on: mod_fcgid's scripts need it (see fcgid.rs).
-    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains(":5: Options +Includes"), "{warnings:?}");
-    assert!(warnings[1].contains(":8: Options MultiViews"), "{warnings:?}");
     let s = l.settings.unwrap();
     let main = s.main.dir.options.iter().fold(OptionFlags::DEFAULT, |f, o| o.apply(f));
     assert!(!main.indexes && main.follow_symlinks);
     let bare = s.main.sections[1].config.options.iter().fold(main, |f, o| o.apply(f));
-    assert_eq!(bare, OptionFlags::NONE);
+    assert_eq!(bare, OptionFlags { multiviews: true, ..OptionFlags::NONE });
 }
 
 /// Lines warren accepts and does not act on are said once per directive,
@@ -143,14 +141,13 @@ fn options_warren_does_not_do() {
 #[test]
 fn inert_directives_are_said_once_each() {
     let d = Dir::new("inert");
-    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddLanguage ca .ca\nAddCharset UTF-8 .utf8\nAddLanguage cs .cz .cs\nAddLanguage da .dk\n<Directory /srv>\nIndexOptions FancyIndexing\n</Directory>\nMutex file:/run default\n");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nIndexOptions FancyIndexing\nAddLanguage ca .ca\nIndexOptions +Charset=UTF-8\nIndexOptions HTMLTable\n<Directory /srv>\nIndexOrderDefault Ascending Name\n</Directory>\nMutex file:/run default\n");
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
-    assert_eq!(warnings.len(), 4, "{warnings:?}");
-    assert!(warnings[0].contains(":3: AddLanguage (here and on 2 more lines): accepted, not acted on: warren sends no Content-Language"), "{warnings:?}");
-    assert!(warnings[1].contains(":4: AddCharset: accepted, not acted on"), "{warnings:?}");
-    assert!(warnings[2].contains(":8: IndexOptions: "), "{warnings:?}");
-    assert!(warnings[3].contains(":10: Mutex: "), "{warnings:?}");
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(warnings[0].contains(":3: IndexOptions (here and on 2 more lines): accepted, not acted on: warren's directory listings"), "{warnings:?}");
+    assert!(warnings[1].contains(":8: IndexOrderDefault: "), "{warnings:?}");
+    assert!(warnings[2].contains(":10: Mutex: "), "{warnings:?}");
     // Where they stand is checked as for any directive.
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Directory /srv>\nMutex default\n</Directory>\n");
     assert!(l.errors.len() == 1 && l.errors[0].to_string().contains("Mutex is not allowed in <Directory>"), "{:?}", l.errors);
@@ -162,10 +159,11 @@ fn add_handler_trace_enable_and_canonical_names() {
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nAddHandler type-map var\nAddHandler php-script .cgi .pl\nTraceEnable Off\nUseCanonicalName Off\nUseCanonicalName On\n");
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
-    assert_eq!(warnings.len(), 2, "{warnings:?}");
-    // A type map is data, not a program: served as it is.
-    assert!(warnings[0].contains(":3: AddHandler type-map: not acted on") && warnings[0].contains(".var are served as they are"), "{warnings:?}");
-    assert!(warnings[1].contains(":7: UseCanonicalName On"), "{warnings:?}");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    // A type map is data, not a program, which mod_negotiation reads.
+    assert!(warnings[0].contains(":7: UseCanonicalName On"), "{warnings:?}");
+    let typed = &l.settings.as_ref().unwrap().main.dir.mime.by_ext;
+    assert_eq!(typed, &[(crate::mime::ExtAttr::TypeMap, "var".to_string(), "type-map".to_string())]);
     // A handler warren lacks makes its files scripts: said, not an error.
     let scripts: Vec<String> = l.scripts.iter().map(|e| e.to_string()).collect();
     assert_eq!(scripts.len(), 1, "{scripts:?}");
@@ -214,9 +212,8 @@ fn load_module_of_accepted_and_refused_modules() {
     let d = Dir::new("refused");
     let l = load(&d, "Listen 8080\nDocumentRoot htdocs\nLoadModule auth_basic_module m.so\nLoadModule negotiation_module n.so\nLoadModule rewrite_module r.so\n<Directory /srv>\nAuthBasicFake admin\n</Directory>\n");
     let warnings: Vec<String> = l.warnings.iter().map(|e| e.to_string()).collect();
-    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(warnings.len(), 1, "mod_negotiation is provided: {warnings:?}");
     assert!(warnings[0].contains(":3: LoadModule auth_basic_module: accepted, but warren refuses directives of it"), "{warnings:?}");
-    assert!(warnings[1].contains(":4: LoadModule negotiation_module: accepted, but warren does not act on it"), "{warnings:?}");
     assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
     assert!(l.errors[0].to_string().contains(":7: AuthBasicFake (mod_auth_basic) is not supported: warren does AuthType Basic"), "{:?}", l.errors);
 }

@@ -192,11 +192,12 @@ pub(crate) fn parse_options(args: &[String]) -> Result<OptionsSpec, String> {
             "followsymlinks" => OptionFlags { follow_symlinks: true, ..OptionFlags::NONE },
             "symlinksifownermatch" => OptionFlags { symlinks_if_owner_match: true, ..OptionFlags::NONE },
             // Apache's All leaves out SymLinksIfOwnerMatch (and MultiViews).
-            "all" => OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: true },
+            "all" => OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: true, multiviews: false },
             "none" => OptionFlags::NONE,
             // Accepted, and said by `apply::options` when turned on.
             "execcgi" => OptionFlags { exec_cgi: true, ..OptionFlags::NONE },
-            "includes" | "includesnoexec" | "multiviews" => OptionFlags::NONE,
+            "multiviews" => OptionFlags { multiviews: true, ..OptionFlags::NONE },
+            "includes" | "includesnoexec" => OptionFlags::NONE,
             _ => return Err(format!("Illegal option {name}")),
         };
         match sign {

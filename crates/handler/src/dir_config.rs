@@ -5,6 +5,7 @@
 //! `warren_config::dir_config`; dir_walk.rs finds the layers.
 
 use warren_config::expr::Facts;
+use warren_config::mime::{ExtAttr, ForcePriority, MultiviewsMatch};
 use warren_config::{ConfigError, DirConfig, DirSection, SectionMatch, ErrorDocument, FcgiBackend, FcgiBackendType, Handler, OptionFlags, Require};
 
 use warren_http::RequestHead;
@@ -240,6 +241,41 @@ impl Effective<'_> {
         self.layers.iter().rev().flat_map(|l| l.add_types.iter().rev())
     }
 
+    /// What the most specific AddEncoding, AddCharset, AddLanguage or
+    /// `AddHandler type-map` says of `ext` (lower case): None where nothing
+    /// does, or a Remove* line has the last word.
+    pub fn ext_attr(&self, attr: ExtAttr, ext: &str) -> Option<&str> {
+        let found = self.layers.iter().rev().flat_map(|l| l.mime.by_ext.iter().rev()).find(|(a, e, _)| *a == attr && e == ext);
+        found.map(|(_, _, v)| v.as_str()).filter(|v| !v.is_empty())
+    }
+
+    /// Whether any layer types by extension beyond AddType (a site without
+    /// AddEncoding, AddLanguage... pays nothing more per file).
+    pub fn has_ext_attrs(&self) -> bool {
+        self.layers.iter().any(|l| !l.mime.by_ext.is_empty() || l.mime.default_language.is_some() || l.mime.force_type.is_some())
+    }
+
+    pub fn force_type(&self) -> Option<&str> {
+        self.last(|l| l.mime.force_type.as_ref()).and_then(|t| t.as_deref())
+    }
+
+    pub fn default_language(&self) -> Option<&str> {
+        self.last(|l| l.mime.default_language.as_deref())
+    }
+
+    pub fn language_priority(&self) -> &[String] {
+        self.last(|l| l.mime.language_priority.as_deref()).unwrap_or(&[])
+    }
+
+    /// ForceLanguagePriority (Prefer unless set, as in Apache).
+    pub fn force_language_priority(&self) -> ForcePriority {
+        self.layers.iter().rev().find_map(|l| l.mime.force_language_priority).unwrap_or(ForcePriority { prefer: true, fallback: false })
+    }
+
+    pub fn multiviews_match(&self) -> MultiviewsMatch {
+        self.layers.iter().rev().find_map(|l| l.mime.multiviews_match).unwrap_or_default()
+    }
+
     pub fn default_charset(&self) -> Option<&str> {
         self.last(|l| l.add_default_charset.as_ref()).and_then(|c| c.as_deref())
     }
@@ -282,6 +318,6 @@ pub fn backend_of(h: &Handler) -> FcgiBackend {
     match h {
         Handler::FastCgi(b) => b.clone(),
         Handler::Pool(name) => FcgiBackend { addr: warren_config::FcgiAddr::Pool(name.clone()), reuse: false, timeout: None, flush_packets: false },
-        Handler::ServerStatus | Handler::Refused { .. } => unreachable!("not a FastCGI handler"),
+        Handler::ServerStatus | Handler::TypeMap | Handler::Refused { .. } => unreachable!("not a FastCGI handler"),
     }
 }

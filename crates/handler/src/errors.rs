@@ -19,6 +19,7 @@ fn message(status: u16, method: &str) -> String {
         403 => "You don't have permission to access this resource.".into(),
         404 => "The requested URL was not found on this server.".into(),
         405 => format!("The requested method {} is not allowed for this URL.", html_escape(method)),
+        406 => "An appropriate representation of the requested resource could not be found on this server.".into(),
         408 => "Server timeout waiting for the HTTP request from the client.".into(),
         412 => "The precondition on the request for this URL evaluated to false.".into(),
         413 => "The amount of data provided in the request exceeds the capacity limit.".into(),
@@ -29,6 +30,7 @@ fn message(status: u16, method: &str) -> String {
         431 => "The request's header fields are too large for this server.".into(),
         501 => format!("{} not supported for this URL.", html_escape(method)),
         503 => "The server is temporarily unable to service your request.".into(),
+        506 => "A variant for the requested resource\n<pre>\n\n</pre>\nis itself a negotiable resource. This indicates a configuration error.".into(),
         505 => "The server does not support the HTTP protocol version used in the request.".into(),
         _ => "The server encountered an internal error or misconfiguration and was unable to complete your request.".into(),
     }

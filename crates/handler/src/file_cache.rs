@@ -31,7 +31,8 @@ pub const OPEN_IDLE: Duration = Duration::from_secs(10);
 pub struct CachedFile {
     pub data: Arc<[u8]>,
     pub validators: Validators,
-    pub content_type: Option<String>,
+    /// Content-Type, Content-Encoding, Content-Language by its name.
+    pub fields: crate::mime::Fields,
 }
 
 struct OpenFile {
@@ -107,7 +108,7 @@ mod tests {
         std::fs::write(&p, "one").unwrap();
         let meta = std::fs::metadata(&p).unwrap();
         let cache = FileCache::default();
-        cache.insert(p.clone(), &meta, Arc::new(CachedFile { data: Arc::from(&b"one"[..]), validators: Validators::of(&meta), content_type: None }));
+        cache.insert(p.clone(), &meta, Arc::new(CachedFile { data: Arc::from(&b"one"[..]), validators: Validators::of(&meta), fields: Default::default() }));
         assert!(cache.get(&p, &meta).is_some());
         std::fs::write(&p, "two!").unwrap();
         let meta2 = std::fs::metadata(&p).unwrap();

@@ -94,6 +94,8 @@ pub mod listing;
 pub mod logs;
 pub mod mass;
 pub mod mime;
+pub mod multiviews;
+pub mod negotiation;
 pub mod path;
 pub mod pipeline;
 pub mod spool;

@@ -1,8 +1,86 @@
 //! File extension -> MIME type, from TypesConfig (default /etc/mime.types)
-//! or, where there is none, a built-in table of the common types.
+//! or, where there is none, a built-in table of the common types; and
+//! what every extension of a file's name says of it, as mod_mime's
+//! find_ct reads a name ([`MimeTypes::typing`]).
 
 use std::collections::HashMap;
 use std::path::Path;
+
+use warren_config::mime::ExtAttr;
+
+use crate::dir_config::Effective;
+
+/// What a file's name (and ForceType, DefaultLanguage) says of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Typing {
+    /// The media type, without the charset AddCharset gives.
+    pub media_type: Option<String>,
+    pub charset: Option<String>,
+    /// Content-Encoding: several in the order of the name, joined by `, `.
+    pub encoding: Option<String>,
+    pub languages: Vec<String>,
+    /// An extension makes it a type map (`AddHandler type-map`).
+    pub type_map: bool,
+    /// The parts of the name no extension mapping claimed, the base name
+    /// first (mod_mime's exception list, which MultiViews matches).
+    pub unclaimed: Vec<String>,
+    /// Some extension said something (mod_mime's found_metadata).
+    pub found_metadata: bool,
+}
+
+/// The fields of a representation a file's name gives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fields {
+    pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
+    pub content_language: Option<String>,
+}
+
+impl Fields {
+    /// Adds them to `r`, with `content_type` in place of the name's type
+    /// (mod_rewrite's `[T=]`), the encoding named as the client names it.
+    pub fn add_to(&self, r: &mut crate::Response, content_type: Option<String>, head: &warren_http::RequestHead) {
+        if let Some(t) = content_type {
+            r.add("Content-Type", t);
+        }
+        if let Some(e) = &self.content_encoding {
+            r.add("Content-Encoding", crate::negotiation::as_client_names(e, head));
+        }
+        if let Some(l) = &self.content_language {
+            r.add("Content-Language", l.clone());
+        }
+    }
+}
+
+impl Typing {
+    /// The fields to send, with AddDefaultCharset's charset (`default_charset`)
+    /// on text/html and text/plain that have none, as Apache's core adds it.
+    pub fn fields(&self, default_charset: Option<&str>) -> Fields {
+        let content_type = self.content_type().map(|t| match default_charset {
+            Some(cs) if t == "text/html" || t == "text/plain" => format!("{t}; charset={cs}"),
+            _ => t,
+        });
+        Fields { content_type, content_encoding: self.encoding.clone(), content_language: self.content_language() }
+    }
+
+    /// The Content-Type field: the media type with AddCharset's charset.
+    pub fn content_type(&self) -> Option<String> {
+        let t = self.media_type.as_deref()?;
+        Some(match &self.charset {
+            Some(cs) => {
+                // A charset AddCharset gives replaces one the type had.
+                let essence = t.split(';').filter(|p| !p.trim().to_ascii_lowercase().starts_with("charset=")).collect::<Vec<_>>().join(";");
+                format!("{essence}; charset={cs}")
+            }
+            None => t.to_string(),
+        })
+    }
+
+    /// Content-Language, languages joined as Apache joins them.
+    pub fn content_language(&self) -> Option<String> {
+        (!self.languages.is_empty()).then(|| self.languages.join(", "))
+    }
+}
 
 const BUILTIN: &[(&str, &str)] = &[
     ("html", "text/html"),
@@ -86,12 +164,86 @@ impl MimeTypes {
         lower[..ext.len()].copy_from_slice(ext);
         lower[..ext.len()].make_ascii_lowercase();
         let ext = std::str::from_utf8(&lower[..ext.len()]).ok()?;
-        for (e, t) in overrides {
-            if e == ext {
-                return Some(t);
+        self.lookup_ext(ext, overrides)
+    }
+}
+
+impl MimeTypes {
+    /// mod_mime's reading of a name: each extension after the base name
+    /// (leading dots are part of it: `.png` is no PNG), in order, may give
+    /// the type (the last that has one wins; AddType's before TypesConfig's),
+    /// a charset (the last), a language (each adds), an encoding (each
+    /// adds, in order) or mark a type map; an extension saying nothing is
+    /// kept in `unclaimed` (MultiviewsMatch Any claims every one, Handlers
+    /// those a script line names).
+    pub fn typing(&self, file_name: &[u8], eff: &Effective) -> Typing {
+        let name = String::from_utf8_lossy(file_name);
+        let skip = name.len() - name.trim_start_matches('.').len();
+        let (base, rest) = match name[skip..].find('.') {
+            Some(i) => (&name[..skip + i], &name[skip + i + 1..]),
+            None => (&name[..], ""),
+        };
+        let mut t = Typing { unclaimed: vec![base.to_string()], ..Typing::default() };
+        let matching = eff.multiviews_match();
+        let typed_beyond = eff.has_ext_attrs();
+        for ext in rest.split('.').filter(|e| !e.is_empty()) {
+            let lower = ext.to_ascii_lowercase();
+            let mut found = false;
+            if let Some(ty) = self.lookup_ext(&lower, eff.add_types()) {
+                t.media_type = Some(ty.to_string());
+                found = true;
+            }
+            if typed_beyond {
+                if let Some(cs) = eff.ext_attr(ExtAttr::Charset, &lower) {
+                    t.charset = Some(cs.to_string());
+                    found = true;
+                }
+                if let Some(lang) = eff.ext_attr(ExtAttr::Language, &lower) {
+                    t.languages.push(lang.to_string());
+                    found = true;
+                }
+                if let Some(enc) = eff.ext_attr(ExtAttr::Encoding, &lower) {
+                    t.encoding = Some(match t.encoding.take() {
+                        Some(before) => format!("{before}, {enc}"),
+                        None => enc.to_string(),
+                    });
+                    found = true;
+                }
+                if eff.ext_attr(ExtAttr::TypeMap, &lower).is_some() {
+                    t.type_map = true;
+                    found = matching.handlers;
+                }
+            }
+            if matching.handlers && eff.layers.iter().flat_map(|l| l.scripts.iter()).any(|m| m.extensions.as_ref().is_some_and(|e| e.contains(&lower))) {
+                found = true;
+            }
+            if found || matching.any {
+                t.found_metadata = true;
+            } else {
+                t.unclaimed.push(ext.to_string());
             }
         }
-        self.by_ext.get(ext).map(String::as_str)
+        if typed_beyond {
+            if let Some(forced) = eff.force_type() {
+                t.media_type = Some(forced.to_string());
+            }
+            if t.languages.is_empty() {
+                if let Some(lang) = eff.default_language() {
+                    t.languages.push(lang.to_string());
+                }
+            }
+        }
+        t
+    }
+
+    /// The type of one extension (lower case): that of the most specific
+    /// AddType for it (none where that is a RemoveType, empty), else
+    /// TypesConfig's.
+    fn lookup_ext<'a>(&'a self, ext: &str, mut overrides: impl Iterator<Item = &'a (String, String)>) -> Option<&'a str> {
+        match overrides.find(|(e, _)| e == ext) {
+            Some((_, t)) => Some(t.as_str()).filter(|t| !t.is_empty()),
+            None => self.by_ext.get(ext).map(String::as_str),
+        }
     }
 }
 
@@ -117,5 +269,53 @@ mod tests {
         assert_eq!(m.lookup(b"x.bar", [].iter()), Some("text/x-foo"));
         assert_eq!(m.lookup(b"x.html", [].iter()), None);
         std::fs::remove_file(p).unwrap();
+    }
+
+    fn site_dir(lines: &[(ExtAttr, &str, &str)], types: &[(&str, &str)]) -> warren_config::DirConfig {
+        let mut dir = warren_config::DirConfig::default();
+        dir.mime.by_ext = lines.iter().map(|(a, e, v)| (*a, e.to_string(), v.to_string())).collect();
+        dir.add_types = types.iter().map(|(e, t)| (e.to_string(), t.to_string())).collect();
+        dir
+    }
+
+    fn effective(dir: &warren_config::DirConfig) -> Effective<'_> {
+        Effective { layers: vec![crate::dir_config::Layer::Site(dir)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() }
+    }
+
+    #[test]
+    fn every_extension_counts_as_in_mod_mime() {
+        let m = MimeTypes { by_ext: BUILTIN.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect() };
+        let dir = site_dir(&[(ExtAttr::Language, "en", "en"), (ExtAttr::Language, "fr", "fr"), (ExtAttr::Encoding, "gz", "x-gzip"), (ExtAttr::Charset, "utf8", "UTF-8"), (ExtAttr::TypeMap, "var", "type-map")], &[]);
+        let eff = effective(&dir);
+        let t = m.typing(b"page.html.en", &eff);
+        assert_eq!((t.media_type.as_deref(), t.languages.as_slice()), (Some("text/html"), &["en".to_string()][..]));
+        assert_eq!(t.unclaimed, ["page"]);
+        // Any order; the type of the last extension that has one.
+        let t = m.typing(b"page.fr.html", &eff);
+        assert_eq!((t.media_type.as_deref(), t.content_language().as_deref()), (Some("text/html"), Some("fr")));
+        let t = m.typing(b"file.tar.gz", &eff);
+        assert_eq!((t.media_type.as_deref(), t.encoding.as_deref()), (Some("application/gzip"), Some("x-gzip")));
+        let t = m.typing(b"notes.txt.utf8", &eff);
+        assert_eq!(t.fields(Some("iso-8859-1")).content_type.as_deref(), Some("text/plain; charset=UTF-8"));
+        // What no mapping claims is kept, in order; leading dots are the base's.
+        let t = m.typing(b"index.foo.html.bar", &eff);
+        assert_eq!(t.unclaimed, ["index", "foo", "bar"]);
+        assert_eq!(m.typing(b".png", &eff).media_type, None);
+        let t = m.typing(b"HTTP_NOT_FOUND.html.var", &eff);
+        assert!(t.type_map && t.unclaimed == ["HTTP_NOT_FOUND", "var"], "{t:?}");
+    }
+
+    #[test]
+    fn remove_lines_and_force_type() {
+        let m = MimeTypes { by_ext: BUILTIN.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect() };
+        let parent = site_dir(&[(ExtAttr::Language, "en", "en"), (ExtAttr::Encoding, "gz", "gzip")], &[("html", "text/x-custom")]);
+        let mut child = site_dir(&[(ExtAttr::Language, "en", ""), (ExtAttr::Encoding, "gz", "")], &[("html", "")]);
+        child.mime.default_language = Some("de".into());
+        let eff = Effective { layers: vec![crate::dir_config::Layer::Site(&parent), crate::dir_config::Layer::Site(&child)], ..effective(&parent) };
+        let t = m.typing(b"a.gz.en.html", &eff);
+        assert_eq!((t.media_type.as_deref(), t.encoding.as_deref(), t.languages.as_slice()), (Some("application/gzip"), None, &["de".to_string()][..]), "RemoveType .html leaves it no type");
+        child.mime.force_type = Some(Some("text/plain".into()));
+        let eff = Effective { layers: vec![crate::dir_config::Layer::Site(&parent), crate::dir_config::Layer::Site(&child)], ..effective(&parent) };
+        assert_eq!(m.typing(b"a.png", &eff).media_type.as_deref(), Some("text/plain"));
     }
 }

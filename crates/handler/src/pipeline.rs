@@ -39,6 +39,7 @@ use crate::conn::ConnInfo;
 use crate::dir_config::{backend_of, Access, Effective, Layer};
 use crate::env::RequestEnv;
 use crate::filters::{self, RequestFilters};
+use crate::multiviews::Negotiated;
 use crate::internal_redirect::{as_error, request_head, BODY_HEADERS, CONDITION_HEADERS};
 use crate::path::{self, PathError};
 use crate::request::{Pass, Request, Route};
@@ -147,7 +148,7 @@ impl Site {
     /// request's own head kept: REQUEST_URI stays what the client asked for,
     /// as with Apache's mod_dir).
     /// `fs` is the file a rewrite rule mapped the URL to, if one did.
-    fn map_url(&self, req: Request, url: &[u8], query: &[u8], fs: Option<PathBuf>, may_fall_back: bool) -> Outcome {
+    pub(crate) fn map_url(&self, req: Request, url: &[u8], query: &[u8], fs: Option<PathBuf>, may_fall_back: bool) -> Outcome {
         let host = req.host;
         let rewritten_to_file = fs.is_some();
         let fs = match fs {
@@ -203,6 +204,13 @@ impl Site {
         // an `.htaccess` file read anew was not in it (see `htaccess`).
         if let Err(e) = warren_http::conn::declared_body_within(req.head.framing, dir.limit_request_body()) {
             return self.filtered(req, url, &dir, Outcome::Ready(self.error(req, e.status, &e.reason)));
+        }
+        // MultiViews before the directories' rules, as Apache's type
+        // checker comes before its fixups (multiviews.rs).
+        match self.multiviews(req, url, query, &fs, &dir) {
+            Some(Negotiated::Chosen(o)) => return o,
+            Some(Negotiated::Answer(r)) => return self.filtered(req, url, &dir, Outcome::Ready(r)),
+            None => {}
         }
         // The rules of the directories on the way, once access is granted
         // (Apache's fixups come after the access checks). Vary goes on
@@ -264,6 +272,9 @@ impl Site {
                 return self.script_gateway(&route, &backend_of(h), 0)
             }
             _ => {}
+        }
+        if let Some(o) = self.type_map(&route) {
+            return o;
         }
         // A CGI program (ScriptAlias, or cgi-script where ExecCGI is on).
         if let Some(o) = self.cgi_route(&route) {

@@ -18,6 +18,8 @@ use warren_http::RequestHead;
 use crate::compress::{self, Offer};
 use crate::conditional::{evaluate_preconditions, if_range_allows, parse_ranges, Precondition, Ranges, Validators};
 use crate::file_cache::{CachedFile, MAX_ENTRY};
+use crate::mime::Fields;
+use crate::multiviews::Negotiated;
 use crate::dir_config::Effective;
 use crate::request::{Request, Route};
 use crate::site::Site;
@@ -36,8 +38,14 @@ fn open(site: &Site, host: usize, path: &Path) -> io::Result<File> {
 /// every Apache configuration denies `^\.ht` (Debian's in apache2.conf),
 /// and users expect it of a server that reads them.
 fn is_access_file(site: &Site, host: usize, fs: &Path) -> bool {
-    let Some(name) = fs.file_name().map(|n| n.to_string_lossy()) else { return false };
-    name.starts_with(".ht") || site.hosts[host].access_file_names.iter().any(|a| *a == name)
+    fs.file_name().is_some_and(|n| site.is_access_file_name(host, n.as_bytes()))
+}
+
+impl Site {
+    /// Whether a file of this name is never sent (see `is_access_file`).
+    pub(crate) fn is_access_file_name(&self, host: usize, name: &[u8]) -> bool {
+        name.starts_with(b".ht") || self.hosts[host].access_file_names.iter().any(|a| a.as_bytes() == name)
+    }
 }
 
 pub fn serve(site: &Site, route: Route) -> Outcome {
@@ -106,6 +114,16 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
                 }
             }
         };
+        // With MultiViews a candidate no file has is negotiated
+        // (`DirectoryIndex index` finds index.html.en), as Apache's index
+        // subrequest is; one negotiation cannot answer gives way to the next.
+        if options.multiviews && std::fs::symlink_metadata(&candidate).is_err() {
+            let candidate_eff = site.effective_for(req, &candidate, &index_url);
+            if let Some(Negotiated::Chosen(o)) = site.multiviews(req, &index_url, query, &candidate, &candidate_eff) {
+                return o;
+            }
+            continue;
+        }
         let (meta, file) = match &opened {
             None => match std::fs::metadata(&candidate) {
                 Ok(m) => (m, None),
@@ -196,9 +214,9 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
     let cacheable = meta.len() <= MAX_ENTRY && head.header("range").is_none();
     if cacheable {
         if let Some(hit) = site.caches.files.get(&fs, meta) {
-            let ctype = forced_type(req).or_else(|| hit.content_type.clone());
-            let offer = compress::static_offer(eff, &fs, meta, ctype.as_deref());
-            return respond_whole(host, head, &hit.validators, ctype, Body::Shared(hit.data.clone()), fs, offer);
+            let ctype = forced_type(req).or_else(|| hit.fields.content_type.clone());
+            let offer = offer_for(eff, &fs, meta, &hit.fields, ctype.as_deref());
+            return respond_whole(host, head, &hit.validators, (&hit.fields, ctype), Body::Shared(hit.data.clone()), fs, offer);
         }
     }
     let (file, meta) = match opened {
@@ -226,12 +244,12 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
             let entry = Arc::new(CachedFile {
                 data: Arc::from(data),
                 validators: Validators::of(&meta),
-                content_type: content_type(site, eff, &fs),
+                fields: fields(site, eff, &fs),
             });
             site.caches.files.insert(fs.clone(), &meta, entry.clone());
-            let ctype = forced_type(req).or_else(|| entry.content_type.clone());
-            let offer = compress::static_offer(eff, &fs, &meta, ctype.as_deref());
-            return respond_whole(host, head, &entry.validators, ctype, Body::Shared(entry.data.clone()), fs, offer);
+            let ctype = forced_type(req).or_else(|| entry.fields.content_type.clone());
+            let offer = offer_for(eff, &fs, &meta, &entry.fields, ctype.as_deref());
+            return respond_whole(host, head, &entry.validators, (&entry.fields, ctype), Body::Shared(entry.data.clone()), fs, offer);
         }
     }
     let file = Arc::new(file);
@@ -242,7 +260,7 @@ fn serve_regular(site: &Site, req: Request, eff: &Effective, meta: &Metadata, fs
 }
 
 /// A 200 (or 304/412) for a whole representation with known validators.
-fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<String>, body: Body, fs: PathBuf, offer: Option<Box<Offer>>) -> Response {
+fn respond_whole(host: usize, head: &RequestHead, v: &Validators, (fields, ctype): (&Fields, Option<String>), body: Body, fs: PathBuf, offer: Option<Box<Offer>>) -> Response {
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
     if let Some(mut early) = precondition_response(&mut r, head, v) {
@@ -253,9 +271,7 @@ fn respond_whole(host: usize, head: &RequestHead, v: &Validators, ctype: Option<
     r.add("Last-Modified", v.last_modified.clone());
     r.add("ETag", v.etag.clone());
     r.add("Accept-Ranges", "bytes");
-    if let Some(t) = ctype {
-        r.add("Content-Type", t);
-    }
+    fields.add_to(&mut r, ctype, head);
     r.body = body;
     r
 }
@@ -289,13 +305,19 @@ fn forced_type(req: Request) -> Option<String> {
     req.pass.forced_type.map(str::to_string)
 }
 
-fn content_type(site: &Site, eff: &Effective, fs: &Path) -> Option<String> {
+/// The fields every extension of the file's name gives (mod_mime).
+fn fields(site: &Site, eff: &Effective, fs: &Path) -> Fields {
     let name = fs.file_name().map_or(&b""[..], |n| n.as_bytes());
-    let t = site.mime.lookup(name, eff.add_types())?;
-    match eff.default_charset() {
-        Some(cs) if (t == "text/html" || t == "text/plain") => Some(format!("{t}; charset={cs}")),
-        _ => Some(t.to_string()),
+    site.mime.typing(name, eff).fields(eff.default_charset())
+}
+
+/// The compression offer for a file, none for one already encoded (a
+/// `.gz` with AddEncoding): mod_deflate does not encode it again.
+fn offer_for(eff: &Effective, fs: &Path, meta: &Metadata, fields: &Fields, ctype: Option<&str>) -> Option<Box<Offer>> {
+    if fields.content_encoding.is_some() {
+        return None;
     }
+    compress::static_offer(eff, fs, meta, ctype)
 }
 
 static BOUNDARY_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -310,8 +332,9 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
     let (host, head) = (req.host, req.head);
     let size = meta.len();
     let v = Validators::of(meta);
-    let ctype = forced_type(req).or_else(|| content_type(site, eff, &fs));
-    let offer = compress::static_offer(eff, &fs, meta, ctype.as_deref());
+    let fields = fields(site, eff, &fs);
+    let ctype = forced_type(req).or_else(|| fields.content_type.clone());
+    let offer = offer_for(eff, &fs, meta, &fields, ctype.as_deref());
     let mut r = Response::new(200, host);
     r.filename = Some(fs);
     if let Some(mut early) = precondition_response(&mut r, head, &v) {
@@ -329,9 +352,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
     r.add("Accept-Ranges", "bytes");
     match ranges {
         Ranges::Whole => {
-            if let Some(t) = ctype {
-                r.add("Content-Type", t);
-            }
+            fields.add_to(&mut r, ctype, head);
             r.body = Body::File { file, start: 0, len: size };
             r.compress = offer;
         }
@@ -347,9 +368,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
             let (first, last) = list[0];
             r.status = 206;
             r.add("Content-Range", format!("bytes {first}-{last}/{size}"));
-            if let Some(t) = ctype {
-                r.add("Content-Type", t);
-            }
+            fields.add_to(&mut r, ctype, head);
             r.body = Body::File { file, start: first, len: last - first + 1 };
         }
         Ranges::Some(list) => {

@@ -492,7 +492,7 @@ mod tests {
 
     #[test]
     fn rules_from_options() {
-        let o = |follow, owner| OptionFlags { indexes: false, follow_symlinks: follow, symlinks_if_owner_match: owner, exec_cgi: false };
+        let o = |follow, owner| OptionFlags { indexes: false, follow_symlinks: follow, symlinks_if_owner_match: owner, exec_cgi: false, multiviews: false };
         assert_eq!(LinkRule::of(o(true, false)), LinkRule::Follow);
         assert_eq!(LinkRule::of(o(false, false)), LinkRule::Refuse);
         assert_eq!(LinkRule::of(o(false, true)), LinkRule::IfOwnerMatch);

@@ -13,10 +13,10 @@ fn start(mpm: &str) -> Server {
     let dir = TempDir::new(&format!("from-apache-{mpm}"));
     standard_site(&dir);
     dir.write("htdocs/app/x.txt", "app file");
-    dir.write("htdocs/app/.htaccess", "AddEncoding gzip svgz\n<IfModule mod_php.c>\n  php_value memory_limit 256M\n</IfModule>\n");
+    dir.write("htdocs/app/.htaccess", "HeaderName HEADER.html\n<IfModule mod_php.c>\n  php_value memory_limit 256M\n</IfModule>\n");
     let d = dir.0.display();
     let conf = format!(
-        "TraceEnable Off\nAddLanguage ca .ca\nAddLanguage de .de\n<IfModule mod_gnutls.c>\n    Listen 127.0.0.1:1443\n</IfModule>\n\
+        "TraceEnable Off\nIndexOptions FancyIndexing\nIndexOptions +HTMLTable\n<IfModule mod_gnutls.c>\n    Listen 127.0.0.1:1443\n</IfModule>\n\
          <Directory {d}/htdocs/app>\n    AllowOverride All\n</Directory>\n\
          # Port 9 (discard) has no FastCGI application: a request that reaches it fails.\n\
          ProxyPass /backend/ fcgi://127.0.0.1:9/\n"
@@ -31,17 +31,17 @@ fn inert_lines_and_skipped_blocks_are_logged_at_start(mpm: &str) {
     let log = s.wait_log("error.log", "skipped 1 line: <IfModule mod_gnutls.c>");
     let skipped = format!("warren.conf:{}: skipped 1 line: <IfModule mod_gnutls.c>: gnutls_module is not built into warren", line_of("<IfModule mod_gnutls.c>"));
     assert!(log.contains(&skipped), "{skipped}\n{log}");
-    let inert = format!("warren.conf:{}: AddLanguage (here and on 1 more line): accepted, not acted on", line_of("AddLanguage ca"));
+    let inert = format!("warren.conf:{}: IndexOptions (here and on 1 more line): accepted, not acted on", line_of("IndexOptions Fancy"));
     assert!(log.contains(&inert), "{inert}\n{log}");
     // Said once, not by every child.
-    assert_eq!(log.matches("AddLanguage").count(), 1, "{log}");
+    assert_eq!(log.matches("IndexOptions").count(), 1, "{log}");
 }
 
 fn an_htaccess_files_inert_lines_are_logged_when_it_is_read(mpm: &str) {
     let s = start(mpm);
     assert_eq!(s.get("/app/x.txt").text(), "app file");
     let log = s.wait_log("error.log", "app/.htaccess:2: skipped");
-    assert!(log.contains("app/.htaccess:1: AddEncoding: accepted, not acted on"), "{log}");
+    assert!(log.contains("app/.htaccess:1: HeaderName: accepted, not acted on"), "{log}");
     assert!(log.contains("app/.htaccess:2: skipped 1 line: <IfModule mod_php.c>: php_module is not built into warren"), "{log}");
 }
 
