@@ -212,6 +212,7 @@ impl Builder {
             }
         }
         self.map_per_user(&mut s, &mut pools);
+        self.map_mod_php(&mut s, &mut pools);
         s.pools = pools;
         self.say_inert();
 
@@ -313,7 +314,7 @@ impl Builder {
         for vh in &mut s.virtual_hosts {
             let (name, max_len) = match vh.per_user.take() {
                 Some(own) => {
-                    let named = crate::fcgid::pool_name(vh.host.server_name.as_deref(), vh.origin.line);
+                    let named = crate::fcgid::pool_name("fcgid", vh.host.server_name.as_deref(), vh.origin.line);
                     let origin = own.origin.clone().unwrap_or_else(|| vh.origin.clone());
                     let (mut pool, notice) = crate::fcgid::pool_of(&own, &named, origin.clone());
                     // The :80 and :443 hosts of one site share its pool.
@@ -338,6 +339,24 @@ impl Builder {
         }
         if let Some(name) = main_pool {
             crate::fcgid::route_marks(&mut s.main, &name, len(&main), &mut self.mapped, &mut self.script_notices);
+        }
+    }
+
+    /// Each host whose mod_php lines name files to run gets its PHP pool
+    /// (after [`Self::map_per_user`], whose pool it takes when there is one).
+    fn map_mod_php(&mut self, s: &mut Settings, pools: &mut Vec<PoolConfig>) {
+        let main_origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
+        let hosts = std::iter::once((&mut s.main, "php-main".to_string(), main_origin)).chain(
+            s.virtual_hosts.iter_mut().map(|vh| {
+                let name = crate::fcgid::pool_name("php", vh.host.server_name.as_deref(), vh.origin.line);
+                (&mut vh.host, name, vh.origin.clone())
+            }),
+        );
+        for (host, name, origin) in hosts {
+            let own = host.fcgid_pool.clone();
+            let routed = crate::mod_php::route_host(host, own.as_deref(), &name, &origin, pools, &mut self.script_notices);
+            self.mapped.extend(routed.notices);
+            self.warnings.extend(routed.warnings);
         }
     }
 

@@ -147,12 +147,12 @@ fn pool_extensions(mark: &ScriptMark) -> Vec<String> {
     exts.into_iter().filter(|e| is_php(e)).collect()
 }
 
-/// The name of a virtual host's pool: `fcgid-` and its ServerName (in
-/// the characters a pool's name may have), or its line.
-pub fn pool_name(server_name: Option<&str>, line: usize) -> String {
+/// The name of a virtual host's pool: `prefix` (`fcgid`, `php`), `-` and
+/// its ServerName (in the characters a pool's name may have), or its line.
+pub fn pool_name(prefix: &str, server_name: Option<&str>, line: usize) -> String {
     match server_name {
-        Some(n) => format!("fcgid-{}", n.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '_' }).collect::<String>()),
-        None => format!("fcgid-vhost-{line}"),
+        Some(n) => format!("{prefix}-{}", n.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '_' }).collect::<String>()),
+        None => format!("{prefix}-vhost-{line}"),
     }
 }
 

@@ -27,6 +27,9 @@ pub struct Env {
     /// user who can write one could run their scripts in another user's
     /// pool, as that user.
     pub handlers: Vec<Handler>,
+    /// The host runs PHP in a pool of its own (see [`crate::mod_php`]):
+    /// `<IfModule mod_php.c>` is true here, so that its `php_value` lines apply.
+    pub php_pool: bool,
 }
 
 /// One `.htaccess` file read: the sections it adds for its directory
@@ -47,6 +50,9 @@ pub struct Htaccess {
 pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &Env) -> Result<Htaccess, ConfigError> {
     let mut reader = Reader::new(env.server_root.clone());
     reader.in_htaccess = true;
+    if env.php_pool {
+        reader.loaded_modules.extend(["php", "php7", "php5"]);
+    }
     let file = Arc::new(path.to_path_buf());
     let nodes = reader.read_text(text, file.clone());
     if let Some(e) = reader.errors.into_iter().next() {
@@ -198,7 +204,7 @@ mod tests {
     use super::*;
 
     fn env() -> Env {
-        Env { server_root: PathBuf::from("/"), mpm: Mpm::Event, handlers: vec![Handler::Pool("www".into())] }
+        Env { server_root: PathBuf::from("/"), mpm: Mpm::Event, handlers: vec![Handler::Pool("www".into())], php_pool: false }
     }
 
     fn overrides(args: &[&str]) -> Overrides {
@@ -209,6 +215,26 @@ mod tests {
 
     fn read_text(text: &str, o: &Overrides) -> Result<Htaccess, ConfigError> {
         read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), o, &env())
+    }
+
+    /// mod_php's lines where the host runs PHP in its own pool: its
+    /// `<IfModule>` is true, php_value and php_flag need Options, and
+    /// php_admin_* is refused, as Apache refuses it.
+    #[test]
+    fn mod_php_lines() {
+        let env = Env { php_pool: true, ..env() };
+        let text = "<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag display_errors Off\n</IfModule>\n";
+        let read = read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), &overrides(&["Options"]), &env).unwrap_or_else(|e| panic!("{e}"));
+        let php: Vec<(&str, &str, bool)> = read.sections[0].config.php.iter().map(|s| (s.name.as_str(), s.value.as_str(), s.admin)).collect();
+        assert_eq!(php, [("upload_max_filesize", "16M", false), ("display_errors", "0", false)]);
+        let e = read_text("php_value memory_limit 1G\n", &overrides(&["FileInfo"])).unwrap_err();
+        assert!(e.message.contains("php_value not allowed here (AllowOverride does not include Options)"), "{e}");
+        let e = read_text("php_admin_value open_basedir /\n", &overrides(&["All"])).unwrap_err();
+        assert_eq!((e.origin.line, e.message.as_str()), (1, "php_admin_value not allowed here"));
+        let e = read_text("php_value auto_prepend_file /x\"y\n", &overrides(&["All"])).unwrap_err();
+        assert!(e.message.contains("may not hold a double quote"), "{e}");
+        let e = read_text("php_flag display_errors maybe\n", &overrides(&["All"])).unwrap_err();
+        assert!(e.message.contains("'maybe' is not a boolean"), "{e}");
     }
 
     #[test]
@@ -264,10 +290,12 @@ mod tests {
         let text = "<IfModule mod_negotiation.c>\n    Options -MultiViews -Indexes\n</IfModule>\nAddType image/svg+xml svg svgz\nAddEncoding gzip svgz\nAddDefaultCharset utf-8\n<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag output_buffering off\n</IfModule>\nIndexOptions FancyIndexing\nDirectoryIndex index.php index.html\n<IfModule !mod_authz_core.c>\n  Order allow,deny\n</IfModule>\n";
         let read = read_text(text, &overrides(&["All"])).unwrap_or_else(|e| panic!("{e}"));
         let notes: Vec<String> = read.notes.iter().map(ToString::to_string).collect();
+        // mod_php's block is skipped where PHP runs in no pool of the host's.
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(notes[0].starts_with("/srv/site/.htaccess:5: AddEncoding: accepted, not acted on"), "{notes:?}");
         assert!(notes[1].starts_with("/srv/site/.htaccess:11: IndexOptions: accepted, not acted on"), "{notes:?}");
-        assert!(notes[2].starts_with("/srv/site/.htaccess:7: skipped 2 lines: <IfModule mod_php.c>: php_module is not built into warren"), "{notes:?}");
+        assert!(notes[2].starts_with("/srv/site/.htaccess:7: skipped 2 lines: <IfModule mod_php.c>: php_module is not loaded"), "{notes:?}");
+        assert!(read.sections[0].config.php.is_empty());
         // Their classes still apply, and refused directives say why.
         let e = read_text("IndexOptions FancyIndexing\n", &overrides(&["FileInfo"])).unwrap_err();
         assert!(e.message.contains("AllowOverride does not include Indexes"), "{e}");

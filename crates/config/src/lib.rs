@@ -86,6 +86,7 @@ pub mod headers;
 pub mod htaccess;
 pub mod if_sections;
 pub mod log_format;
+pub mod mod_php;
 pub mod modules;
 pub mod mpm;
 pub mod overrides;

@@ -25,7 +25,17 @@
 /// Their directives are taken without it all the same. mod_http2 likewise:
 /// `<IfModule http2_module>` around `Protocols h2` must not turn HTTP/2 on
 /// where Apache, without the module, would not.
-pub const LOADED_ONLY: &[&str] = &["ssl", "http2"];
+/// mod_php too: an `.htaccess` file's `<IfModule mod_php.c>` around
+/// `php_value` must not apply where PHP runs in a shared php-fpm.
+pub const LOADED_ONLY: &[&str] = &["ssl", "http2", "php", "php7", "php5"];
+
+/// mod_php's names. Its `<IfModule>` blocks, when it is not loaded, are
+/// kept as skipped ones: the handler lines in them still keep the files
+/// from being sent as text.
+pub const MOD_PHP: &[&str] = &["php", "php7", "php5"];
+
+/// What warren does for mod_php's lines (see mod_php.rs).
+const MOD_PHP_DOES: &str = "PHP runs in a pool of warren's per host, not inside the server: SetHandler, AddHandler and AddType application/x-httpd-php send the files there; php_value, php_flag, php_admin_value, php_admin_flag reach PHP per request where the pool runs php-fpm; `<IfModule mod_php.c>` is true once LoadModule loads it";
 
 /// How warren stands to one module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,9 +146,9 @@ pub static MODULES: &[Module] = &[
     provides("authz_groupfile", "AuthGroupFile, Require group"),
     lacks("cgi", "warren runs no CGI programs: run them under FastCGI"),
     lacks("cgid", "warren runs no CGI programs: run them under FastCGI"),
-    lacks("php", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
-    lacks("php7", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
-    lacks("php8", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
+    provides("php", MOD_PHP_DOES),
+    provides("php7", MOD_PHP_DOES),
+    provides("php5", MOD_PHP_DOES),
     lacks("include", "warren has no server-side includes"),
     lacks("userdir", "warren does not serve ~user directories: give each its Alias"),
 ];

@@ -29,6 +29,7 @@ pub(crate) mod backend;
 mod exchange;
 pub(crate) mod half_close;
 mod params;
+mod php_settings;
 mod response;
 
 use std::io;
