@@ -152,6 +152,11 @@ fn default_pool(name: &str, origin: Origin) -> PoolConfig {
         None => vec!["php-cgi".to_string()],
     };
     let mut p = PoolConfig::new(name, command, origin);
+    if p.runs_php_fpm() {
+        // Only the files mod_php's lines name reach the pool, whatever
+        // their extensions (.phtml, .php7...): php-fpm is not to refuse them.
+        p.php_fpm_settings.push(("security.limit_extensions".to_string(), String::new()));
+    }
     p.pm = PmStyle::Ondemand;
     p.start_servers = 0;
     p
@@ -176,13 +181,24 @@ pub fn route_host(host: &mut HostConfig, own: Option<&str>, name: &str, origin: 
     }
     // The host's own settings, which a php-cgi pool takes as `-d`.
     let (values, admin) = settled(host.dir.php.iter());
+    let as_arguments = |pool: &mut PoolConfig| {
+        if !pool.runs_php_fpm() && crate::pool::runs_php(&pool.command) {
+            let args: Vec<String> = values.iter().chain(&admin).flat_map(|(n, v)| ["-d".to_string(), format!("{n}={v}")]).collect();
+            if !pool.command.ends_with(&args) {
+                pool.command.extend(args);
+            }
+        }
+    };
     let pool_name = match own {
-        Some(pool) => pool.to_string(),
+        Some(own) => {
+            if let Some(pool) = pools.iter_mut().find(|p| p.name == own) {
+                as_arguments(pool);
+            }
+            own.to_string()
+        }
         None => {
             let mut pool = default_pool(name, origin.clone());
-            if !pool.runs_php_fpm() {
-                pool.command.extend(values.iter().chain(&admin).flat_map(|(n, v)| ["-d".to_string(), format!("{n}={v}")]));
-            }
+            as_arguments(&mut pool);
             // The :80 and :443 hosts of one site share its pool.
             match pools.iter().find(|p| p.name == pool.name) {
                 Some(same) if same.same_processes(&pool) => {}
