@@ -39,6 +39,28 @@ pub struct PhpSetting {
     pub origin: Origin,
 }
 
+/// The settings an `.htaccess` file's php_value may not change: PHP 8.2's
+/// PHP_INI_SYSTEM ones (`ini_get_all()`'s access 4, with Debian's bundled
+/// extensions), which mod_php refuses there and php-fpm's `PHP_VALUE`
+/// would set all the same; `extension` and `zend_extension`, which
+/// php-fpm loads from `PHP_VALUE`; and `open_basedir`, which mod_php lets
+/// `.htaccess` only narrow.
+const SYSTEM_ONLY: &[&str] = &[
+    "allow_url_fopen", "allow_url_include", "browscap", "curl.cainfo", "disable_classes", "disable_functions", "doc_root", "enable_dl", "expose_php",
+    "extension", "extension_dir", "ffi.enable", "ffi.preload", "file_uploads", "hard_timeout", "mysqli.allow_local_infile",
+    "mysqli.allow_persistent", "mysqli.local_infile_directory", "mysqli.max_links", "mysqli.max_persistent", "mysqli.rollback_on_cached_plink",
+    "mysqlnd.collect_memory_statistics", "mysqlnd.debug", "mysqlnd.trace_alloc", "opcache.blacklist_filename", "opcache.enable_cli",
+    "opcache.enable_file_override", "opcache.error_log", "opcache.file_cache", "opcache.file_cache_consistency_checks", "opcache.file_cache_only",
+    "opcache.force_restart_timeout", "opcache.huge_code_pages", "opcache.interned_strings_buffer", "opcache.jit_buffer_size", "opcache.jit_hot_func",
+    "opcache.jit_hot_loop", "opcache.jit_hot_return", "opcache.jit_max_exit_counters", "opcache.jit_max_root_traces", "opcache.jit_max_side_traces",
+    "opcache.lockfile_path", "opcache.log_verbosity_level", "opcache.max_accelerated_files", "opcache.max_file_size",
+    "opcache.max_wasted_percentage", "opcache.memory_consumption", "opcache.opt_debug_level", "opcache.optimization_level",
+    "opcache.preferred_memory_model", "opcache.preload", "opcache.preload_user", "opcache.protect_memory", "opcache.record_warnings",
+    "opcache.restrict_api", "opcache.save_comments", "opcache.use_cwd", "opcache.validate_permission", "opcache.validate_root", "open_basedir",
+    "pdo_mysql.default_socket", "phar.cache_list", "realpath_cache_size", "realpath_cache_ttl", "sendmail_path", "sys_temp_dir", "syslog.facility",
+    "syslog.ident", "upload_tmp_dir", "user_dir", "user_ini.cache_ttl", "user_ini.filename", "xmlrpc_errors", "zend.signal_check", "zend_extension",
+];
+
 /// mod_php's handler: the files it runs.
 const PHP_TYPE: &str = "application/x-httpd-php";
 
@@ -75,6 +97,9 @@ pub(crate) fn setting(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     } else {
         value.clone()
     };
+    if b.in_htaccess && SYSTEM_ONLY.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+        return b.warn(&d.origin, format!("{}: {name} is not applied: only the server's configuration may set it (php.ini or php_admin_value), as with mod_php", d.name));
+    }
     dir.php.push(PhpSetting { name: name.clone(), value, admin: kind.starts_with("php_admin_"), origin: d.origin.clone() });
 }
 
