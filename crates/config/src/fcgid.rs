@@ -213,8 +213,7 @@ pub fn route_marks(host: &mut HostConfig, pool: &str, max_request_len: u64, noti
         if mark.extensions.as_ref().is_some_and(|all| all.len() > exts.len()) {
             partly.push(mark.origin.clone());
         }
-        let pattern = format!("(?i)\\.({})$", exts.iter().map(|e| regex_escape(e)).collect::<Vec<_>>().join("|"));
-        let re = warren_regex::Regex::new(&pattern).ok()?;
+        let re = files_ending_in(&exts)?;
         let config = DirConfig { handler: Some(Some(Handler::Pool(pool.to_string()))), limit_request_body: Some(max_request_len), ..DirConfig::default() };
         Some(DirSection { matcher: SectionMatch::FilesMatch(re), within, config, origin: mark.origin.clone() })
     };
@@ -241,6 +240,13 @@ pub fn route_marks(host: &mut HostConfig, pool: &str, max_request_len: u64, noti
     }
     host.sections.splice(0..0, added);
     host.fcgid_pool = Some(pool.to_string());
+}
+
+/// `(?i)\.(php|phtml)$`: the files ending in one of `exts`, for a
+/// `<FilesMatch>` of a pool's.
+pub(crate) fn files_ending_in(exts: &[String]) -> Option<warren_regex::Regex> {
+    let pattern = format!("(?i)\\.({})$", exts.iter().map(|e| regex_escape(e)).collect::<Vec<_>>().join("|"));
+    warren_regex::Regex::new(&pattern).ok()
 }
 
 fn regex_escape(s: &str) -> String {

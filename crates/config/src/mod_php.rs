@@ -103,10 +103,13 @@ pub(crate) fn setting(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     dir.php.push(PhpSetting { name: name.clone(), value, admin: kind.starts_with("php_admin_"), origin: d.origin.clone() });
 }
 
+/// Settings by name: (name, value).
+pub type IniLines<'a> = Vec<(&'a str, &'a str)>;
+
 /// The settings in force where `layers` apply (least specific first):
 /// (php_value lines, php_admin lines), each name once, its last value.
 /// An admin value of a name wins over every php_value of it.
-pub fn settled<'a>(layers: impl Iterator<Item = &'a PhpSetting>) -> (Vec<(&'a str, &'a str)>, Vec<(&'a str, &'a str)>) {
+pub fn settled<'a>(layers: impl Iterator<Item = &'a PhpSetting>) -> (IniLines<'a>, IniLines<'a>) {
     let mut values: Vec<(&str, &str)> = Vec::new();
     let mut admin: Vec<(&str, &str)> = Vec::new();
     for s in layers {
@@ -141,9 +144,7 @@ pub fn runs_php(mark: &ScriptMark) -> bool {
 fn sections_for(host: &HostConfig, pool: &str) -> Vec<DirSection> {
     let handler = || DirConfig { handler: Some(Some(Handler::Pool(pool.to_string()))), ..DirConfig::default() };
     let by_extensions = |mark: &ScriptMark, within: Option<Box<SectionMatch>>| {
-        let exts = mark.extensions.as_ref()?;
-        let pattern = format!("(?i)\\.({})$", exts.iter().map(|e| regex_escape(e)).collect::<Vec<_>>().join("|"));
-        let re = warren_regex::Regex::new(&pattern).ok()?;
+        let re = crate::fcgid::files_ending_in(mark.extensions.as_ref()?)?;
         Some(DirSection { matcher: SectionMatch::FilesMatch(re), within, config: handler(), origin: mark.origin.clone() })
     };
     let mut added = Vec::new();
@@ -162,10 +163,6 @@ fn sections_for(host: &HostConfig, pool: &str) -> Vec<DirSection> {
         }
     }
     added
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars().flat_map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { vec![c] } else { vec!['\\', c] }).collect()
 }
 
 /// The pool a host without one of its own gets for its PHP: php-fpm when

@@ -34,7 +34,7 @@ impl Site {
         let (values, admin) = settled(lines());
         let engine_off = |list: &[(&str, &str)]| list.iter().any(|(n, v)| n.eq_ignore_ascii_case("engine") && *v == "0");
         if engine_off(&admin) || engine_off(&values) {
-            let at = lines().filter(|s: &&PhpSetting| s.name.eq_ignore_ascii_case("engine")).last().map(|s| s.origin.to_string()).unwrap_or_default();
+            let at = lines().rfind(|s: &&PhpSetting| s.name.eq_ignore_ascii_case("engine")).map(|s| s.origin.to_string()).unwrap_or_default();
             return PhpParams::EngineOff(format!("{at}: PHP's engine is off here: warren runs no PHP here and sends no PHP source"));
         }
         if !pool.per_request {
