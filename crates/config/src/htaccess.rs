@@ -27,9 +27,10 @@ pub struct Env {
     /// user who can write one could run their scripts in another user's
     /// pool, as that user.
     pub handlers: Vec<Handler>,
-    /// The host runs PHP in a pool of its own (see [`crate::mod_php`]):
-    /// `<IfModule mod_php.c>` is true here, so that its `php_value` lines apply.
-    pub php_pool: bool,
+    /// The host's own PHP pool, if it has one (see [`crate::mod_php`]):
+    /// `<IfModule mod_php.c>` is true here, so that its `php_value` lines
+    /// apply (where the pool reads them: php-fpm).
+    pub php_pool: Option<crate::mod_php::PhpPool>,
 }
 
 /// One `.htaccess` file read: the sections it adds for its directory
@@ -50,7 +51,7 @@ pub struct Htaccess {
 pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &Env) -> Result<Htaccess, ConfigError> {
     let mut reader = Reader::new(env.server_root.clone());
     reader.in_htaccess = true;
-    if env.php_pool {
+    if env.php_pool.is_some() {
         reader.loaded_modules.extend(["php", "php7", "php5"]);
     }
     let file = Arc::new(path.to_path_buf());
@@ -101,6 +102,13 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
     }
     for (origin, message) in crate::h2::in_sections(sections.iter()) {
         builder.warn(&origin, message);
+    }
+    if let Some(pool) = env.php_pool.as_ref().filter(|p| !p.per_request) {
+        for s in &mut sections {
+            for line in std::mem::take(&mut s.config.php) {
+                builder.warn(&line.origin, format!("{} is not applied: the pool {} runs php-cgi, which reads no settings per request (php-fpm does)", line.name, pool.name));
+            }
+        }
     }
     builder.say_inert();
     let mut notes = builder.take_warnings();
@@ -204,7 +212,7 @@ mod tests {
     use super::*;
 
     fn env() -> Env {
-        Env { server_root: PathBuf::from("/"), mpm: Mpm::Event, handlers: vec![Handler::Pool("www".into())], php_pool: false }
+        Env { server_root: PathBuf::from("/"), mpm: Mpm::Event, handlers: vec![Handler::Pool("www".into())], php_pool: None }
     }
 
     fn overrides(args: &[&str]) -> Overrides {
@@ -222,11 +230,17 @@ mod tests {
     /// php_admin_* is refused, as Apache refuses it.
     #[test]
     fn mod_php_lines() {
-        let env = Env { php_pool: true, ..env() };
+        let pool = |per_request| Some(crate::mod_php::PhpPool { name: "php-main".into(), per_request });
+        let fpm = Env { php_pool: pool(true), ..env() };
         let text = "<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag display_errors Off\n</IfModule>\n";
-        let read = read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), &overrides(&["Options"]), &env).unwrap_or_else(|e| panic!("{e}"));
+        let read = super::read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), &overrides(&["Options"]), &fpm).unwrap_or_else(|e| panic!("{e}"));
         let php: Vec<(&str, &str, bool)> = read.sections[0].config.php.iter().map(|s| (s.name.as_str(), s.value.as_str(), s.admin)).collect();
         assert_eq!(php, [("upload_max_filesize", "16M", false), ("display_errors", "0", false)]);
+        // A php-cgi pool reads none: said, not applied.
+        let cgi = Env { php_pool: pool(false), ..env() };
+        let read = super::read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), &overrides(&["Options"]), &cgi).unwrap_or_else(|e| panic!("{e}"));
+        assert!(read.sections[0].config.php.is_empty());
+        assert!(read.notes[0].to_string().starts_with("/srv/site/.htaccess:2: upload_max_filesize is not applied: the pool php-main runs php-cgi"), "{:?}", read.notes);
         let e = read_text("php_value memory_limit 1G\n", &overrides(&["FileInfo"])).unwrap_err();
         assert!(e.message.contains("php_value not allowed here (AllowOverride does not include Options)"), "{e}");
         let e = read_text("php_admin_value open_basedir /\n", &overrides(&["All"])).unwrap_err();

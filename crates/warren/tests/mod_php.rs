@@ -137,10 +137,14 @@ fn engine_off_is_403(mpm: &str) {
 
 /// With a php-cgi pool (mpm-itk's AssignUserID gives the host one), the
 /// host's own php_value is on the pool's command line; a section's is said
-/// at start not to be applied.
+/// at start not to be applied, an `.htaccess` file's when it is read.
 fn php_cgi_pool_takes_host_values(mpm: &str) {
-    let extra = "<VirtualHost *>\n  ServerName localhost\n  AssignUserID nobody nogroup\n  php_value memory_limit 66M\n  <Directory {root}/htdocs/sub>\n    php_value memory_limit 88M\n  </Directory>\n</VirtualHost>\n";
+    let extra = "<VirtualHost *>\n  ServerName localhost\n  AssignUserID nobody nogroup\n  php_value memory_limit 66M\n  <Directory {root}/htdocs/sub>\n    php_value memory_limit 88M\n  </Directory>\n  <Directory {root}/htdocs/other>\n    AllowOverride Options\n  </Directory>\n</VirtualHost>\n";
     let s = debian_site(mpm, "modphp-cgi", extra);
+    s.dir.write("htdocs/other/.htaccess", "php_value memory_limit 44M\n");
+    s.dir.write("htdocs/other/ini.php", INI_PHP);
+    assert_eq!(s.get("/other/ini.php?memory_limit").text(), "cgi-fcgi\nmemory_limit=66M\n");
+    s.wait_log("error.log", "other/.htaccess:1: memory_limit is not applied: the pool fcgid-localhost runs php-cgi");
     let r = s.get("/ini.php?memory_limit");
     assert_eq!(r.text(), "cgi-fcgi\nmemory_limit=66M\n", "{}", s.read_log("error.log"));
     assert_eq!(s.get("/sub/ini.php?memory_limit").text(), "cgi-fcgi\nmemory_limit=66M\n");
