@@ -99,6 +99,30 @@ fn other_host_never_sees_them(mpm: &str) {
     }
 }
 
+/// Sites sharing one php-fpm `<Pool>` (no mod_php lines): a tenant's
+/// `.htaccess` php_value is not sent there (it would stay in the shared
+/// worker for the other site's requests), and the error log says so.
+fn shared_pool_gets_no_values(mpm: &str) {
+    let dir = TempDir::new("attacks-modphp-shared");
+    standard_site(&dir);
+    let ini = &PROBE[..PROBE.find(" echo @").unwrap()];
+    dir.write("a/ini.php", ini);
+    dir.write("b/ini.php", ini);
+    dir.write("a/.htaccess", "php_value user_agent from-a\n");
+    let d = dir.0.display().to_string();
+    let conf = format!(
+        "<Pool shared>\n  Command php-fpm\n  pm static\n  pm.max_children 1\n</Pool>\n<FilesMatch \\.php$>\n  SetHandler pool:shared\n</FilesMatch>\n\
+         <VirtualHost *>\n  ServerName a.test\n  DocumentRoot {d}/a\n  <Directory {d}/a>\n    AllowOverride All\n  </Directory>\n</VirtualHost>\n\
+         <VirtualHost *>\n  ServerName b.test\n  DocumentRoot {d}/b\n</VirtualHost>\n"
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    for round in 0..10 {
+        assert_eq!(s.get_from("a.test", "/ini.php?user_agent").text(), "user_agent=\n", "round {round}");
+        assert_eq!(s.get_from("b.test", "/ini.php?user_agent").text(), "user_agent=\n", "round {round}");
+    }
+    s.wait_log("error.log", "a/.htaccess:1: user_agent is not applied: this request goes to a FastCGI application that is not the host's own PHP pool");
+}
+
 /// An anonymous client's `PHP_VALUE` header is HTTP_PHP_VALUE, nothing more.
 fn client_header_is_not_a_setting(mpm: &str) {
     let s = server(mpm);
@@ -108,4 +132,4 @@ fn client_header_is_not_a_setting(mpm: &str) {
     }
 }
 
-each_mpm!(htaccess_cannot_undo_locks, values_carry_one_setting, htaccess_admin_lines_are_500, other_host_never_sees_them, client_header_is_not_a_setting);
+each_mpm!(shared_pool_gets_no_values, htaccess_cannot_undo_locks, values_carry_one_setting, htaccess_admin_lines_are_500, other_host_never_sees_them, client_header_is_not_a_setting);

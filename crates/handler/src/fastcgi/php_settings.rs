@@ -7,7 +7,7 @@
 use warren_config::mod_php::{ini_lines, settled, PhpSetting};
 use warren_config::{FcgiAddr, FcgiBackend, LogLevel};
 
-use crate::dir_config::Effective;
+use crate::dir_config::{Effective, Layer};
 use crate::request::Request;
 use crate::{HeaderName, Site};
 
@@ -24,11 +24,18 @@ impl Site {
     pub(crate) fn php_params(&self, req: Request, backend: &FcgiBackend, eff: &Effective) -> PhpParams {
         let h = &self.hosts[req.host];
         let lines = || eff.layers.iter().flat_map(|l| l.php.iter());
-        let Some(first) = lines().next() else { return PhpParams::Send(Vec::new()) };
+        if lines().next().is_none() {
+            return PhpParams::Send(Vec::new());
+        }
         let own = h.config.php_pool.as_ref().filter(|p| matches!(&backend.addr, FcgiAddr::Pool(name) if *name == p.name));
         let Some(pool) = own else {
-            let why = format!("{}: {} is not applied: this request goes to a FastCGI application that is not the host's own PHP pool, where it would stay for other sites' requests", first.origin, first.name);
-            h.error_log.log(LogLevel::Warn, Some(req.conn.useragent), &why);
+            // The configuration's lines were said at start; an .htaccess
+            // file's are said here.
+            let from_file = eff.layers.iter().filter(|l| matches!(l, Layer::File(..))).find_map(|l| l.php.first());
+            if let Some(line) = from_file {
+                let why = format!("{}: {} is not applied: this request goes to a FastCGI application that is not the host's own PHP pool, where it would stay for other sites' requests", line.origin, line.name);
+                h.error_log.log(LogLevel::Warn, Some(req.conn.useragent), &why);
+            }
             return PhpParams::Send(Vec::new());
         };
         let (values, admin) = settled(lines());
