@@ -5,7 +5,8 @@
 //! site: they try to undo the locks (php_value of the locked name, of
 //! PHP_INI_SYSTEM settings, `extension`), to smuggle a second setting
 //! into a value (quotes, `;`), php_admin_* in `.htaccess` (plain, in
-//! `<Files>`, in `<IfModule>`), and to reach the other site's PHP. Then an
+//! `<Files>`, in `<IfModule>`), to reach the other site's PHP, and to have
+//! a php-fpm pool shared with another site carry their settings. Then an
 //! anonymous client sending `PHP_VALUE` as a header.
 
 mod common;
