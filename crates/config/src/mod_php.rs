@@ -195,12 +195,14 @@ pub struct Routed {
 /// `name`. Returns the lines said.
 pub fn route_host(host: &mut HostConfig, own: Option<&str>, name: &str, origin: &Origin, pools: &mut Vec<PoolConfig>, script_notices: &mut Vec<ConfigError>) -> Routed {
     let mut routed = Routed { notices: Vec::new(), warnings: Vec::new() };
-    if sections_for(host, "").is_empty() {
+    let Some(first) = sections_for(host, "").into_iter().next() else {
         for s in host.dir.php.iter().chain(host.sections.iter().flat_map(|s| &s.config.php)) {
             routed.warnings.push(ConfigError { origin: s.origin.clone(), message: format!("{} is not applied: this host runs PHP in no pool of its own (mod_php's SetHandler, AddHandler or AddType application/x-httpd-php gives it one); a shared pool would carry it into other sites' requests", s.name) });
         }
         return routed;
-    }
+    };
+    // The main server has no line of its own: its first mod_php line.
+    let origin = if origin.line == 0 { &first.origin } else { origin };
     // The host's own settings, which a php-cgi pool takes as `-d`.
     let (values, admin) = settled(host.dir.php.iter());
     let as_arguments = |pool: &mut PoolConfig| {
