@@ -50,7 +50,7 @@ fn debian_conf_serves_php(mpm: &str) {
         no_source(&r);
     }
     // The start said where the host's PHP goes.
-    s.wait_log("error.log", "php8.2.conf:4: mod_php lines mapped to warren's pool php-main: `/usr/sbin/php-fpm8.2`, php-fpm, settings per request");
+    s.wait_log("error.log", &format!("php8.2.conf:4: mod_php lines mapped to warren's pool php-main: `{}`, php-fpm, settings per request", php_fpm_binary().display()));
     // A .txt file is still a file.
     assert_eq!(s.get("/a.txt").text(), "0123456789abcdefghij");
 }
