@@ -346,7 +346,10 @@ impl Builder {
     /// (after [`Self::map_per_user`], whose pool it takes when there is one).
     fn map_mod_php(&mut self, s: &mut Settings, pools: &mut Vec<PoolConfig>) {
         let main_origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
-        let hosts = std::iter::once((&mut s.main, "php-main".to_string(), main_origin)).chain(
+        // The main server's PHP needs a pool only where it answers requests:
+        // a pool of the server's user beside the hosts' own would be refused.
+        let main_serves = crate::mod_php::main_serves(s);
+        let hosts = std::iter::once((&mut s.main, "php-main".to_string(), main_origin)).filter(|_| main_serves).chain(
             s.virtual_hosts.iter_mut().map(|vh| {
                 let name = crate::fcgid::pool_name("php", vh.host.server_name.as_deref(), vh.origin.line);
                 (&mut vh.host, name, vh.origin.clone())

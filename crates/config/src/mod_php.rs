@@ -184,6 +184,12 @@ fn default_pool(name: &str, origin: Origin) -> PoolConfig {
     p
 }
 
+/// Whether the main server answers any request: some `Listen` address no
+/// virtual host takes (the hosts' own rule, as the handler selects them).
+pub fn main_serves(s: &crate::settings::Settings) -> bool {
+    s.listen.iter().any(|l| !s.virtual_hosts.iter().any(|vh| vh.addrs.iter().any(|a| a.takes(*l))))
+}
+
 /// What routing one host's PHP said, for `-t` and the start.
 pub struct Routed {
     pub notices: Vec<ConfigError>,

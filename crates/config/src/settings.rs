@@ -168,6 +168,13 @@ pub struct VhostAddr {
     pub port: Option<u16>,
 }
 
+impl VhostAddr {
+    /// Whether a virtual host at this address takes connections to `local`.
+    pub fn takes(&self, local: std::net::SocketAddr) -> bool {
+        self.ip.is_none_or(|ip| ip == local.ip() || ip.is_unspecified()) && self.port.is_none_or(|p| p == local.port())
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct VirtualHost {
     pub addrs: Vec<VhostAddr>,

@@ -121,6 +121,10 @@ fn hosts_never_see_each_others_values(mpm: &str) {
     for pool in ["php-a.test", "php-b.test", "php-c.test"] {
         assert!(log.contains(&format!("pool {pool}:")), "{pool}: {log}");
     }
+    // The virtual hosts take every address: the main server, which answers
+    // nothing, gets no pool (as the server's user it would sit beside the
+    // hosts' own).
+    assert!(!log.contains("pool php-main"), "{log}");
 }
 
 /// `php_admin_flag engine Off` (Debian's for user directories): the files
