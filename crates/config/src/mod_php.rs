@@ -16,8 +16,8 @@
 //! sites would carry one site's settings into another's requests, so only
 //! the host's own pool is sent them. php-cgi reads neither: with a php-cgi
 //! pool the host's own settings are given to the pool's command as `-d`,
-//! and those of sections and `.htaccess` files are not applied (said at
-//! start). An admin setting wins over every `php_value` of the same name,
+//! and those of sections (said at start) and `.htaccess` files (said when
+//! the file is read) are not applied. An admin setting wins over every `php_value` of the same name,
 //! wherever it stands, as in mod_php; php-fpm then locks it against
 //! `ini_set`.
 
