@@ -39,6 +39,18 @@ fi
 
 [ -f /etc/ssl/certs/ssl-cert-snakeoil.pem ] || make-ssl-cert generate-default-snakeoil
 
+# mod_php.rs loads Debian's mods-available/php8.x.conf as it is. Where
+# libapache2-mod-php is not installed, its file is taken out of the package
+# (installing it would switch Debian's apache2 to prefork).
+if ! ls /etc/apache2/mods-available/php8*.conf >/dev/null 2>&1 && [ ! -f /var/cache/warren-test/mod_php/php.conf ]; then
+    php_version="$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')"
+    scratch="$(mktemp -d)"
+    (cd "$scratch" && apt-get download -qq "libapache2-mod-php$php_version" && dpkg-deb -x ./*.deb root)
+    mkdir -p /var/cache/warren-test/mod_php
+    cp "$scratch/root/etc/apache2/mods-available/php$php_version.conf" /var/cache/warren-test/mod_php/php.conf
+    rm -rf "$scratch"
+fi
+
 # h2_conformance.rs runs tests/h2/conformance.py with this Python: h2, hpack
 # and hyperframe from PyPI, installed once (pip needs the network then).
 venv="${WARREN_TEST_VENV:-/opt/warren-test-venv}"

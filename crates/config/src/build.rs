@@ -219,6 +219,7 @@ impl Builder {
             }
         }
         self.map_per_user(&mut s, &mut pools);
+        self.map_mod_php(&mut s, &mut pools);
         self.map_user_dirs(&mut s, &mut pools);
         s.pools = pools;
         self.say_inert();
@@ -321,7 +322,7 @@ impl Builder {
         for vh in &mut s.virtual_hosts {
             let (name, max_len) = match vh.per_user.take() {
                 Some(own) => {
-                    let named = crate::fcgid::pool_name(vh.host.server_name.as_deref(), vh.origin.line);
+                    let named = crate::fcgid::pool_name("fcgid", vh.host.server_name.as_deref(), vh.origin.line);
                     let origin = own.origin.clone().unwrap_or_else(|| vh.origin.clone());
                     let (mut pool, notice) = crate::fcgid::pool_of(&own, &named, origin.clone());
                     // The :80 and :443 hosts of one site share its pool.
@@ -350,11 +351,29 @@ impl Builder {
     }
 
     /// Each host with UserDir gets its users' pools (see [`crate::mass::pools_for`]).
+    /// Not beside a pool of the server's own user (mod_php's, as Debian's
+    /// php8.x.conf with userdir.conf makes one): that pool's code could use
+    /// the users' sockets (see [`crate::accounts::check_pools_apart`]), so
+    /// the users' scripts are refused instead, and the server still starts.
     fn map_user_dirs(&mut self, s: &mut Settings, pools: &mut Vec<PoolConfig>) {
+        let (user, group) = (s.user.clone(), s.group.clone());
+        let server_users_pool = crate::accounts::running_as_root()
+            .then(|| crate::accounts::server_account(user.as_deref(), group.as_deref()).ok().flatten())
+            .flatten()
+            .filter(|server| !server.uid.is_root())
+            .and_then(|server| {
+                pools.iter().find(|p| crate::accounts::pool_account(p, user.as_deref(), group.as_deref()).is_ok_and(|a| a.is_some_and(|a| a.uid == server.uid)))
+            })
+            .map(|p| p.name.clone());
         let hosts = std::iter::once(&mut s.main).chain(s.virtual_hosts.iter_mut().map(|vh| &mut vh.host));
         for host in hosts {
             let Some(ud) = host.user_dir.as_mut() else { continue };
             let Some(origin) = ud.origin.clone() else { continue };
+            if let Some(pool) = &server_users_pool {
+                let why = format!("UserDir: the users' scripts are refused (503): <Pool {pool}> runs as the server's user, and its code could use a pool of theirs; give it a User of its own to run each user's scripts as that user");
+                self.warnings.push(ConfigError { origin, message: why });
+                continue;
+            }
             let room = crate::mass::TABLE_POOLS.saturating_sub(pools.len());
             let (made, said) = crate::mass::pools_for(ud, &origin, pools, room);
             let first = pools.is_empty() || !made.is_empty();
@@ -362,6 +381,27 @@ impl Builder {
             if first {
                 self.mapped.extend(said.into_iter().map(|message| ConfigError { origin: origin.clone(), message }));
             }
+        }
+    }
+
+    /// Each host whose mod_php lines name files to run gets its PHP pool
+    /// (after [`Self::map_per_user`], whose pool it takes when there is one).
+    fn map_mod_php(&mut self, s: &mut Settings, pools: &mut Vec<PoolConfig>) {
+        let main_origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
+        // The main server's PHP needs a pool only where it answers requests:
+        // a pool of the server's user beside the hosts' own would be refused.
+        let main_serves = crate::mod_php::main_serves(s);
+        let hosts = std::iter::once((&mut s.main, "php-main".to_string(), main_origin)).filter(|_| main_serves).chain(
+            s.virtual_hosts.iter_mut().map(|vh| {
+                let name = crate::fcgid::pool_name("php", vh.host.server_name.as_deref(), vh.origin.line);
+                (&mut vh.host, name, vh.origin.clone())
+            }),
+        );
+        for (host, name, origin) in hosts {
+            let own = host.fcgid_pool.clone();
+            let routed = crate::mod_php::route_host(host, own.as_deref(), &name, &origin, pools, &mut self.script_notices);
+            self.mapped.extend(routed.notices);
+            self.warnings.extend(routed.warnings);
         }
     }
 

@@ -206,6 +206,8 @@ pub struct DirConfig {
     /// Order, Allow, Deny, Satisfy: set as a whole by the most specific
     /// section holding any of them.
     pub access_compat: Option<crate::access_compat::AccessCompat>,
+    /// `php_value` and its kin, in order (see [`crate::mod_php`]).
+    pub php: Vec<crate::mod_php::PhpSetting>,
 }
 
 impl DirConfig {
@@ -297,6 +299,7 @@ impl DirConfig {
         }
         self.env.extend(over.env.iter().cloned());
         self.set_env_if.extend(over.set_env_if.iter().cloned());
+        self.php.extend(over.php.iter().cloned());
         if let Some(over) = &over.output_filters {
             self.output_filters.get_or_insert_with(Default::default).merge(over);
         }

@@ -147,12 +147,12 @@ fn pool_extensions(mark: &ScriptMark) -> Vec<String> {
     exts.into_iter().filter(|e| is_php(e)).collect()
 }
 
-/// The name of a virtual host's pool: `fcgid-` and its ServerName (in
-/// the characters a pool's name may have), or its line.
-pub fn pool_name(server_name: Option<&str>, line: usize) -> String {
+/// The name of a virtual host's pool: `prefix` (`fcgid`, `php`), `-` and
+/// its ServerName (in the characters a pool's name may have), or its line.
+pub fn pool_name(prefix: &str, server_name: Option<&str>, line: usize) -> String {
     match server_name {
-        Some(n) => format!("fcgid-{}", n.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '_' }).collect::<String>()),
-        None => format!("fcgid-vhost-{line}"),
+        Some(n) => format!("{prefix}-{}", n.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '_' }).collect::<String>()),
+        None => format!("{prefix}-vhost-{line}"),
     }
 }
 
@@ -213,8 +213,7 @@ pub fn route_marks(host: &mut HostConfig, pool: &str, max_request_len: u64, noti
         if mark.extensions.as_ref().is_some_and(|all| all.len() > exts.len()) {
             partly.push(mark.origin.clone());
         }
-        let pattern = format!("(?i)\\.({})$", exts.iter().map(|e| regex_escape(e)).collect::<Vec<_>>().join("|"));
-        let re = warren_regex::Regex::new(&pattern).ok()?;
+        let re = files_ending_in(&exts)?;
         let config = DirConfig { handler: Some(Some(Handler::Pool(pool.to_string()))), limit_request_body: Some(max_request_len), ..DirConfig::default() };
         Some(DirSection { matcher: SectionMatch::FilesMatch(re), within, config, origin: mark.origin.clone() })
     };
@@ -241,6 +240,13 @@ pub fn route_marks(host: &mut HostConfig, pool: &str, max_request_len: u64, noti
     }
     host.sections.splice(0..0, added);
     host.fcgid_pool = Some(pool.to_string());
+}
+
+/// `(?i)\.(php|phtml)$`: the files ending in one of `exts`, for a
+/// `<FilesMatch>` of a pool's.
+pub(crate) fn files_ending_in(exts: &[String]) -> Option<warren_regex::Regex> {
+    let pattern = format!("(?i)\\.({})$", exts.iter().map(|e| regex_escape(e)).collect::<Vec<_>>().join("|"));
+    warren_regex::Regex::new(&pattern).ok()
 }
 
 fn regex_escape(s: &str) -> String {

@@ -27,6 +27,10 @@ pub struct Env {
     /// user who can write one could run their scripts in another user's
     /// pool, as that user.
     pub handlers: Vec<Handler>,
+    /// The host's own PHP pool, if it has one (see [`crate::mod_php`]):
+    /// `<IfModule mod_php.c>` is true here, so that its `php_value` lines
+    /// apply (where the pool reads them: php-fpm).
+    pub php_pool: Option<crate::mod_php::PhpPool>,
 }
 
 /// One `.htaccess` file read: the sections it adds for its directory
@@ -47,6 +51,9 @@ pub struct Htaccess {
 pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &Env) -> Result<Htaccess, ConfigError> {
     let mut reader = Reader::new(env.server_root.clone());
     reader.in_htaccess = true;
+    if env.php_pool.is_some() {
+        reader.loaded_modules.extend(["php", "php7", "php5"]);
+    }
     let file = Arc::new(path.to_path_buf());
     let nodes = reader.read_text(text, file.clone());
     if let Some(e) = reader.errors.into_iter().next() {
@@ -95,6 +102,13 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
     }
     for (origin, message) in crate::h2::in_sections(sections.iter()) {
         builder.warn(&origin, message);
+    }
+    if let Some(pool) = env.php_pool.as_ref().filter(|p| !p.per_request) {
+        for s in &mut sections {
+            for line in std::mem::take(&mut s.config.php) {
+                builder.warn(&line.origin, format!("{} is not applied: the pool {} runs php-cgi, which reads no settings per request (php-fpm does)", line.name, pool.name));
+            }
+        }
     }
     builder.say_inert();
     let mut notes = builder.take_warnings();
@@ -198,7 +212,7 @@ mod tests {
     use super::*;
 
     fn env() -> Env {
-        Env { server_root: PathBuf::from("/"), mpm: Mpm::Event, handlers: vec![Handler::Pool("www".into())] }
+        Env { server_root: PathBuf::from("/"), mpm: Mpm::Event, handlers: vec![Handler::Pool("www".into())], php_pool: None }
     }
 
     fn overrides(args: &[&str]) -> Overrides {
@@ -209,6 +223,32 @@ mod tests {
 
     fn read_text(text: &str, o: &Overrides) -> Result<Htaccess, ConfigError> {
         read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), o, &env())
+    }
+
+    /// mod_php's lines where the host runs PHP in its own pool: its
+    /// `<IfModule>` is true, php_value and php_flag need Options, and
+    /// php_admin_* is refused, as Apache refuses it.
+    #[test]
+    fn mod_php_lines() {
+        let pool = |per_request| Some(crate::mod_php::PhpPool { name: "php-main".into(), per_request });
+        let fpm = Env { php_pool: pool(true), ..env() };
+        let text = "<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag display_errors Off\n</IfModule>\n";
+        let read = super::read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), &overrides(&["Options"]), &fpm).unwrap_or_else(|e| panic!("{e}"));
+        let php: Vec<(&str, &str, bool)> = read.sections[0].config.php.iter().map(|s| (s.name.as_str(), s.value.as_str(), s.admin)).collect();
+        assert_eq!(php, [("upload_max_filesize", "16M", false), ("display_errors", "0", false)]);
+        // A php-cgi pool reads none: said, not applied.
+        let cgi = Env { php_pool: pool(false), ..env() };
+        let read = super::read(Path::new("/srv/site/.htaccess"), text, Path::new("/srv/site"), &overrides(&["Options"]), &cgi).unwrap_or_else(|e| panic!("{e}"));
+        assert!(read.sections[0].config.php.is_empty());
+        assert!(read.notes[0].to_string().starts_with("/srv/site/.htaccess:2: upload_max_filesize is not applied: the pool php-main runs php-cgi"), "{:?}", read.notes);
+        let e = read_text("php_value memory_limit 1G\n", &overrides(&["FileInfo"])).unwrap_err();
+        assert!(e.message.contains("php_value not allowed here (AllowOverride does not include Options)"), "{e}");
+        let e = read_text("php_admin_value open_basedir /\n", &overrides(&["All"])).unwrap_err();
+        assert_eq!((e.origin.line, e.message.as_str()), (1, "php_admin_value not allowed here"));
+        let e = read_text("php_value auto_prepend_file /x\"y\n", &overrides(&["All"])).unwrap_err();
+        assert!(e.message.contains("may not hold a double quote"), "{e}");
+        let e = read_text("php_flag display_errors maybe\n", &overrides(&["All"])).unwrap_err();
+        assert!(e.message.contains("'maybe' is not a boolean"), "{e}");
     }
 
     #[test]
@@ -264,9 +304,11 @@ mod tests {
         let text = "<IfModule mod_negotiation.c>\n    Options -MultiViews -Indexes\n</IfModule>\nAddType image/svg+xml svg svgz\nAddEncoding gzip svgz\nAddDefaultCharset utf-8\n<IfModule mod_php.c>\n  php_value upload_max_filesize 16M\n  php_flag output_buffering off\n</IfModule>\nIndexOptions FancyIndexing\nDirectoryIndex index.php index.html\n<IfModule !mod_authz_core.c>\n  Order allow,deny\n</IfModule>\n";
         let read = read_text(text, &overrides(&["All"])).unwrap_or_else(|e| panic!("{e}"));
         let notes: Vec<String> = read.notes.iter().map(ToString::to_string).collect();
+        // mod_php's block is skipped where PHP runs in no pool of the host's.
         assert_eq!(notes.len(), 2, "AddEncoding is acted on: {notes:?}");
         assert!(notes[0].starts_with("/srv/site/.htaccess:11: IndexOptions: accepted, not acted on"), "{notes:?}");
-        assert!(notes[1].starts_with("/srv/site/.htaccess:7: skipped 2 lines: <IfModule mod_php.c>: php_module is not built into warren"), "{notes:?}");
+        assert!(notes[1].starts_with("/srv/site/.htaccess:7: skipped 2 lines: <IfModule mod_php.c>: php_module is not loaded"), "{notes:?}");
+        assert!(read.sections[0].config.php.is_empty());
         // Their classes still apply, and refused directives say why.
         let e = read_text("IndexOptions FancyIndexing\n", &overrides(&["FileInfo"])).unwrap_err();
         assert!(e.message.contains("AllowOverride does not include Indexes"), "{e}");

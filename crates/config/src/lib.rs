@@ -89,6 +89,7 @@ pub mod if_sections;
 pub mod log_format;
 pub mod mass;
 pub mod mime;
+pub mod mod_php;
 pub mod modules;
 pub mod mpm;
 pub mod overrides;

@@ -26,7 +26,17 @@
 /// `<IfModule http2_module>` around `Protocols h2` must not turn HTTP/2 on
 /// where Apache, without the module, would not. mod_cgi and mod_cgid too:
 /// Debian's serve-cgi-bin.conf opens /cgi-bin/ only after `a2enmod cgid`.
-pub const LOADED_ONLY: &[&str] = &["ssl", "http2", "cgi", "cgid"];
+/// mod_php too: an `.htaccess` file's `<IfModule mod_php.c>` around
+/// `php_value` must not apply where PHP runs in a shared php-fpm.
+pub const LOADED_ONLY: &[&str] = &["ssl", "http2", "cgi", "cgid", "php", "php7", "php5"];
+
+/// mod_php's names. Its `<IfModule>` blocks, when it is not loaded, are
+/// kept as skipped ones: the handler lines in them still keep the files
+/// from being sent as text.
+pub const MOD_PHP: &[&str] = &["php", "php7", "php5"];
+
+/// What warren does for mod_php's lines (see mod_php.rs).
+const MOD_PHP_DOES: &str = "PHP runs in a pool of warren's per host, not inside the server: SetHandler, AddHandler and AddType application/x-httpd-php send the files there; php_value, php_flag, php_admin_value, php_admin_flag reach PHP per request where the pool runs php-fpm; `<IfModule mod_php.c>` is true once LoadModule loads it";
 
 /// How warren stands to one module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,9 +152,9 @@ pub static MODULES: &[Module] = &[
     provides("authz_groupfile", "AuthGroupFile, Require group"),
     provides("cgi", "ScriptAlias, AddHandler/SetHandler cgi-script, ScriptLog, CGIPassAuth, CGIVar: programs started by warren's spawner process, as mod_cgid does"),
     provides("cgid", "ScriptAlias, AddHandler/SetHandler cgi-script, ScriptLog, CGIPassAuth, CGIVar: programs started by warren's spawner process"),
-    lacks("php", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
-    lacks("php7", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
-    lacks("php8", "mod_php runs PHP inside the server: run it in php-fpm (SetHandler proxy:...) or a <Pool>"),
+    provides("php", MOD_PHP_DOES),
+    provides("php7", MOD_PHP_DOES),
+    provides("php5", MOD_PHP_DOES),
     lacks("include", "warren has no server-side includes"),
 ];
 

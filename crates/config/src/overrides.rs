@@ -132,7 +132,7 @@ pub(crate) const CLASSES: &[(Class, &[&str])] = &[
             "AddDescription",
         ],
     ),
-    (Class::Options, &["Options", "SSLOptions"]),
+    (Class::Options, &["Options", "SSLOptions", "php_value", "php_flag"]),
     (Class::All, &["LimitRequestBody"]),
 ];
 

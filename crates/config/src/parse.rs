@@ -301,9 +301,11 @@ impl Reader {
                         // is absent, and <IfDefine> are skipped as their
                         // authors meant them to be where warren runs.
                         // A module warren has but that is not loaded (ssl) too.
-                        let other_mpm = modules::find(what).is_some_and(|m| m.support == Support::Mpm || m.loads());
+                        let php = modules::find(what).is_some_and(|m| modules::MOD_PHP.contains(&m.name));
+                        let other_mpm = modules::find(what).is_some_and(|m| m.support == Support::Mpm || m.loads()) && !php;
                         if lname == "ifmodule" && !negate && !other_mpm {
-                            skipping = Some(SkippedBlock { at: origin.clone(), why: format!("<{name} {}>: {}", args[0], modules::why_not(what)), count: 0, lines: Vec::new() });
+                            let why = if php { format!("{}_module is not loaded", modules::short_name(what)) } else { modules::why_not(what) };
+                            skipping = Some(SkippedBlock { at: origin.clone(), why: format!("<{name} {}>: {why}", args[0]), count: 0, lines: Vec::new() });
                         }
                     }
                     continue;

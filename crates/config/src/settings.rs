@@ -120,6 +120,8 @@ pub struct HostConfig {
     /// The pool the host's mpm-itk, suexec or mod_fcgid lines map to (see
     /// [`crate::fcgid`]): it runs scripts only where `Options ExecCGI` is on.
     pub fcgid_pool: Option<String>,
+    /// The pool mod_php's lines send the host's PHP to (see [`crate::mod_php`]).
+    pub php_pool: Option<crate::mod_php::PhpPool>,
     /// The port ServerName gives, which self-referential URLs use when the
     /// client's Host names none (Apache's UseCanonicalName Off).
     pub server_port: Option<u16>,
@@ -168,6 +170,13 @@ pub struct VhostAddr {
     pub ip: Option<IpAddr>,
     /// None for `*` or no port.
     pub port: Option<u16>,
+}
+
+impl VhostAddr {
+    /// Whether a virtual host at this address takes connections to `local`.
+    pub fn takes(&self, local: std::net::SocketAddr) -> bool {
+        self.ip.is_none_or(|ip| ip == local.ip() || ip.is_unspecified()) && self.port.is_none_or(|p| p == local.port())
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -42,8 +42,11 @@ impl Site {
             return Outcome::Ready(self.denied(req, &url[..url.len() - path_info_len]));
         }
         // mod_fcgid runs nothing where `Options ExecCGI` is off (an uploads
-        // directory's `Options -ExecCGI`), however the pool was named.
-        let fcgid = matches!(&backend.addr, warren_config::FcgiAddr::Pool(p) if self.hosts[req.host].config.fcgid_pool.as_deref() == Some(p.as_str()));
+        // directory's `Options -ExecCGI`), however the pool was named;
+        // mod_php's files, run in the same pool, need no ExecCGI.
+        let file_name = script.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        let by_mod_php = || dir.layers.iter().flat_map(|l| l.scripts.iter()).any(|m| warren_config::mod_php::runs_php(m) && m.covers(&file_name));
+        let fcgid = matches!(&backend.addr, warren_config::FcgiAddr::Pool(p) if self.hosts[req.host].config.fcgid_pool.as_deref() == Some(p.as_str())) && !by_mod_php();
         if fcgid && !dir.options().exec_cgi {
             let why = format!("Options ExecCGI is off in this directory: {} (mod_fcgid's pool {})", script.display(), self.hosts[req.host].config.fcgid_pool.as_deref().unwrap_or(""));
             return Outcome::Ready(self.error(req, 403, &why));

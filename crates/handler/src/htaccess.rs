@@ -151,7 +151,7 @@ fn read_file(path: &Path, dir: &Path, overrides: &Overrides, host: &HostConfig, 
     let mut text = Vec::with_capacity(meta.len() as usize);
     (&file).take(MAX_FILE + 1).read_to_end(&mut text).map_err(|e| fail(format!("cannot read: {e}")))?;
     let text = String::from_utf8_lossy(&text);
-    let env = Env { server_root: settings.server_root.clone(), mpm: settings.mpm, handlers: handlers_for(host, dir) };
+    let env = Env { server_root: settings.server_root.clone(), mpm: settings.mpm, handlers: handlers_for(host, dir), php_pool: host.php_pool.clone() };
     htaccess::read(path, &text, dir, overrides, &env)
 }
 

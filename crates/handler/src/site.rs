@@ -253,7 +253,7 @@ impl Host {
     /// Whether a virtual host's addresses take connections to `local`.
     pub(crate) fn serves_address(&self, local: SocketAddr) -> bool {
         let addrs = self.addrs.as_deref().unwrap_or(&[]);
-        addrs.iter().any(|a| a.ip.is_none_or(|ip| ip == local.ip() || ip.is_unspecified()) && a.port.is_none_or(|p| p == local.port()))
+        addrs.iter().any(|a| a.takes(local))
     }
 }
 

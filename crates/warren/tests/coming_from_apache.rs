@@ -42,7 +42,7 @@ fn an_htaccess_files_inert_lines_are_logged_when_it_is_read(mpm: &str) {
     assert_eq!(s.get("/app/x.txt").text(), "app file");
     let log = s.wait_log("error.log", "app/.htaccess:2: skipped");
     assert!(log.contains("app/.htaccess:1: HeaderName: accepted, not acted on"), "{log}");
-    assert!(log.contains("app/.htaccess:2: skipped 1 line: <IfModule mod_php.c>: php_module is not built into warren"), "{log}");
+    assert!(log.contains("app/.htaccess:2: skipped 1 line: <IfModule mod_php.c>: php_module is not loaded"), "{log}");
 }
 
 fn trace_enable_off_answers_405_to_every_trace(mpm: &str) {

@@ -29,6 +29,7 @@ pub(crate) mod backend;
 pub(crate) mod exchange;
 pub(crate) mod half_close;
 mod params;
+mod php_settings;
 pub(crate) mod response;
 
 use std::io;

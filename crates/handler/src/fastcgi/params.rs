@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use warren_config::FcgiBackend;
 
+use super::php_settings::PhpParams;
 use super::Gateway;
 use crate::logs::strip_port;
 use crate::dir_config::Effective;
@@ -38,8 +39,17 @@ impl Site {
                 params.push((HeaderName::Borrowed("AUTH_TYPE"), b"Basic".to_vec()));
             }
         }
-        let uri = req.head.path_and_query().to_vec();
         let script = Path::new(&target.filename);
+        let php = match dir {
+            Some(eff) => self.php_params(req, backend, eff),
+            None if h.config.php_pool.is_some() => self.php_params(req, backend, &self.effective(req.host, Some(script), target.name)),
+            None => PhpParams::Send(Vec::new()),
+        };
+        match php {
+            PhpParams::Send(php) => params.extend(php),
+            PhpParams::EngineOff(why) => return Outcome::Ready(self.error(req, 403, &why)),
+        }
+        let uri = req.head.path_and_query().to_vec();
         let compress = match dir {
             Some(eff) => crate::compress::gateway_rules(eff, script),
             None if self.compresses => crate::compress::gateway_rules(&self.effective(req.host, Some(script), target.name), script),
