@@ -47,6 +47,12 @@
 //! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
 //! it change; the handler finds and caches the files.
 //!
+//! [`cgi`] reads mod_cgi's directives (ScriptLog, CGIPassAuth, CGIVar);
+//! [`mass`] mod_vhost_alias's and mod_userdir's (and makes the users'
+//! pools); [`mime`] mod_mime's and mod_negotiation's; [`mod_php`] maps
+//! mod_php's handler and `php_*` lines onto a pool of the host's;
+//! [`fcgid`] maps mpm-itk's, suexec's and mod_fcgid's lines onto pools.
+//!
 //! [`compress`] reads mod_deflate's, mod_brotli's and mod_filter's
 //! directives (which responses are compressed, and how).
 //!

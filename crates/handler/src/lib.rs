@@ -45,7 +45,13 @@
 //! mod_headers), `htaccess` (`.htaccess` files found and cached per
 //! version, never read anew on an event loop's thread), `remote_ip`
 //! (mod_remoteip), `rewrite` (mod_rewrite, with its rules' CPU-time
-//! budget), `scripts` (no script sent as text).
+//! budget), `scripts` (no script sent as text), `cgi/` (mod_cgi: the
+//! spawner process, suexec's checks, running a program), `mass`
+//! (mod_vhost_alias and mod_userdir), `mime` (a file's type, encoding,
+//! language and charset from every extension), `negotiation` and
+//! `multiviews` (mod_negotiation: choosing a variant, type maps and
+//! MultiViews), `fastcgi/php_settings` (mod_php's php_value lines as
+//! PHP_VALUE).
 //! - the pipeline's stages: `pipeline` (the order), `dir_walk` (sections
 //!   and `.htaccess` files that apply), `gateways` (which FastCGI
 //!   application answers: handlers, PATH_INFO, ProxyPass), `static_files`
@@ -66,7 +72,7 @@
 //!   normalising URL paths, and mapping them beneath a root),
 //!   `conditional` (validators, conditional requests, ranges),
 //!   `file_cache` (stat-validated caches of small files' bytes and large
-//!   files' descriptors), `mime`, `logs` (error and access logs), `root_files`
+//!   files' descriptors), `logs` (error and access logs), `root_files`
 //!   (files root opens by a configured path), `spool` (request bodies held
 //!   whole before the application gets them).
 
