@@ -93,7 +93,8 @@ impl Site {
         }
         if raw == b"*" {
             let r = match head.method() {
-                "OPTIONS" => Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS"),
+                // Apache answers `OPTIONS *` without an Allow field.
+                "OPTIONS" => Response::new(200, host),
                 _ => self.error(req, 400, "request-target * is only for OPTIONS"),
             };
             return self.host_filtered(req, b"*", Outcome::Ready(r));
@@ -102,6 +103,11 @@ impl Site {
         // ProxyPass backend gets a TRACE either, as in Apache.
         if !self.settings.trace_enable && head.method() == "TRACE" {
             return Outcome::Ready(self.error(req, 405, "TRACE denied by server configuration (TraceEnable Off)").header("Allow", "GET, HEAD, OPTIONS"));
+        }
+        // A fragment is the client's own: one sent in the target is a 400, as Apache's.
+        if raw.contains(&b'#') {
+            let r = self.error(req, 400, "invalid URI in request: a fragment (#) in the request target");
+            return self.host_filtered(req, raw, Outcome::Ready(r));
         }
         let (raw_path, query) = path::split_query(raw);
         let url = match path::normalize(raw_path) {
@@ -254,7 +260,15 @@ impl Site {
                 return Outcome::Ready(crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
             }
             Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => {
-                return self.script_gateway(&route, &backend_of(h), 0)
+                // `/index.php/blog/feed.php`: the handler was found for the
+                // whole path's name, but Apache's directory walk stops at
+                // the file, index.php, which runs with the rest as PATH_INFO.
+                if !rewritten_to_file && std::fs::metadata(&route.fs).is_err() {
+                    if let Some(o) = self.path_info_gateway(req, url, query) {
+                        return o;
+                    }
+                }
+                return self.script_gateway(&route, &backend_of(h), 0);
             }
             _ => {}
         }

@@ -155,9 +155,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
     }
     if options.indexes {
         let url = url.to_vec();
-        let signature = site.settings.server_signature.then(|| {
-            format!("{} Server at {} Port {}", site.server_header, site.hosts[host].name, conn.local.port())
-        });
+        let signature = crate::errors::signature_words(site, host, conn.local.port());
         let ignore = listing::Ignore::new(eff.index_ignore(), fs.clone());
         let dir = match opened {
             None => match open(site, host, &fs) {
@@ -266,7 +264,7 @@ fn precondition_response(r: &mut Response, head: &RequestHead, v: &Validators) -
         Precondition::Failed => {
             let mut f = Response::new(412, r.host);
             f.filename = r.filename.take();
-            f.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>412 Precondition Failed</title>\n</head><body>\n<h1>Precondition Failed</h1>\n<p>The precondition on the request for this URL evaluated to false.</p>\n</body></html>\n".to_vec());
+            f.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<title>412 Precondition Failed</title>\n</head><body>\n<h1>Precondition Failed</h1>\n<p>The precondition on the request for this URL evaluated to false.</p>\n</body></html>\n".to_vec());
             Some(f.header("Content-Type", "text/html; charset=iso-8859-1"))
         }
     }
@@ -334,7 +332,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
             r.add("Content-Range", format!("bytes */{size}"));
             r.add("Content-Type", "text/html; charset=iso-8859-1");
             r.body = Body::Bytes(format!(
-                "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>416 Range Not Satisfiable</title>\n</head><body>\n<h1>Range Not Satisfiable</h1>\n<p>None of the ranges overlap the {size} bytes of this resource.</p>\n</body></html>\n"
+                "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<title>416 Range Not Satisfiable</title>\n</head><body>\n<h1>Range Not Satisfiable</h1>\n<p>None of the ranges overlap the {size} bytes of this resource.</p>\n</body></html>\n"
             ).into_bytes());
         }
         Ranges::Some(list) if list.len() == 1 => {
