@@ -284,9 +284,19 @@ impl Site {
         }
         // FallbackResource: no such file (nor a script with PATH_INFO, found
         // above) is answered by the fallback, once.
+        // So is a directory without an index (mod_dir runs the front
+        // controller, not a listing), and only once the request passed
+        // the access checks (a `<FilesMatch>` deny of the missing name is 403).
         if may_fall_back {
             if let Some(fallback) = route.dir.fallback_resource() {
-                if std::fs::symlink_metadata(&route.fs).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+                let missing = match std::fs::symlink_metadata(&route.fs) {
+                    Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+                    Ok(m) => m.is_dir() && url.ends_with(b"/") && static_files::lacks_index(&route.dir, &route.fs),
+                };
+                if missing {
+                    if !route.dir.allows(req.head, conn) {
+                        return Outcome::Ready(self.denied(req, url));
+                    }
                     // A URL, relative to the request's directory unless it starts with `/`.
                     let Some(to) = path::resolve_reference(url, fallback.as_bytes()) else {
                         let climbs = path::Climbs { written: fallback.to_string() };

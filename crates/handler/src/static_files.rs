@@ -40,6 +40,13 @@ fn is_access_file(site: &Site, host: usize, fs: &Path) -> bool {
     name.starts_with(".ht") || site.hosts[host].access_file_names.iter().any(|a| *a == name)
 }
 
+/// Whether the directory `fs` has none of its DirectoryIndex files (for
+/// FallbackResource, which then answers in place of a listing). An index
+/// named by URL (`/index.php`) is taken as present: [`serve`] judges it.
+pub(crate) fn lacks_index(eff: &Effective, fs: &Path) -> bool {
+    eff.directory_index().iter().all(|index| !index.contains('/') && index != "." && index != ".." && !fs.join(index).is_file())
+}
+
 pub fn serve(site: &Site, route: Route) -> Outcome {
     let Route { req, url, query, fs, dir: eff } = route;
     let (host, conn) = (req.host, req.conn);
@@ -133,18 +140,23 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
             continue;
         }
         let eff = site.effective_for(req, &candidate, &index_url);
-        if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
+        // The index's own sections give the answer's headers and expiry
+        // (`<FilesMatch \.php$> ExpiresActive Off`), as mod_dir's internal
+        // redirect takes the index's configuration: they win over the
+        // directory's, which the pipeline attaches after.
+        let filters = crate::filters::RequestFilters::for_request(req, &index_url, &eff);
+        let outcome = if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
             let backend = crate::dir_config::backend_of(h);
             let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
-            return site.script_gateway(&index, &backend, 0);
-        }
-        if let Some(r) = site.static_method(req) {
+            site.script_gateway(&index, &backend, 0)
+        } else if let Some(r) = site.static_method(req) {
             return Outcome::Ready(r);
-        }
-        if !eff.allows(req.head, conn) {
-            return Outcome::Ready(site.error(req, 403, &format!("client denied by server configuration: {}", candidate.display())));
-        }
-        return Outcome::Ready(serve_regular(site, req, &eff, &meta, candidate, file));
+        } else if !eff.allows(req.head, conn) {
+            Outcome::Ready(site.error(req, 403, &format!("client denied by server configuration: {}", candidate.display())))
+        } else {
+            Outcome::Ready(serve_regular(site, req, &eff, &meta, candidate, file))
+        };
+        return crate::filters::attach(outcome, filters, req.head);
     }
     if refused_link {
         // Not a listing in place of an index that a link was refused for.

@@ -70,6 +70,8 @@ pub struct Gateway {
     filters: Option<Box<crate::filters::RequestFilters>>,
     /// The compression directives for the script's answer.
     compress: Option<Box<crate::compress::Rules>>,
+    /// PHP reads the variables (ProxyFCGIBackendType FPM, or a warren pool's php-cgi).
+    php: bool,
 }
 
 
@@ -147,6 +149,7 @@ impl Gateway {
         let query = query.strip_prefix(b"?").unwrap_or(query).to_vec();
         self.set_param("REDIRECT_STATUS", status.to_string().into_bytes());
         self.set_param("REDIRECT_URL", internal_redirect::redirect_url(original));
+        self.name_script_as_apache();
         if !query.is_empty() {
             self.set_param("REDIRECT_QUERY_STRING", query);
         }
@@ -154,6 +157,24 @@ impl Gateway {
         self.set_param("REQUEST_URI", uri.clone());
         self.uri = uri;
         self.error_status = Some(status);
+    }
+
+    /// After an internal redirect (REDIRECT_URL) to a script with PATH_INFO
+    /// (`ErrorDocument 404 /index.php/error/404`, a rule to
+    /// `index.php/$1`), SCRIPT_FILENAME as mod_proxy_fcgi names it,
+    /// `proxy:fcgi://localhost/...`: PHP strips the prefix, and without it
+    /// would take PATH_TRANSLATED for the script ("File not found.") or
+    /// drop PATH_INFO, its "pretty much apache specific" REDIRECT_URL rule.
+    fn name_script_as_apache(&mut self) {
+        let has = |p: &[(HeaderName, Vec<u8>)], name: &str| p.iter().any(|(n, v)| n == name && !v.is_empty());
+        if !self.php || !has(&self.params, "PATH_INFO") || !has(&self.params, "REDIRECT_URL") {
+            return;
+        }
+        if let Some((_, v)) = self.params.iter_mut().find(|(n, _)| n == "SCRIPT_FILENAME") {
+            if v.starts_with(b"/") {
+                v.splice(0..0, b"proxy:fcgi://localhost".iter().copied());
+            }
+        }
     }
 
     fn set_param(&mut self, name: &'static str, value: Vec<u8>) {

@@ -51,7 +51,10 @@ impl Site {
             None if self.compresses => crate::compress::gateway_rules(&self.effective(req.host, Some(script), target.name), script),
             None => None,
         };
-        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress }))
+        let php = matches!(backend.addr, warren_config::FcgiAddr::Pool(_)) || dir.is_none_or(|d| d.fcgi_backend_type() == warren_config::FcgiBackendType::Fpm);
+        let mut gw = Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress, php };
+        gw.name_script_as_apache();
+        Outcome::Gateway(Box::new(gw))
     }
 
     /// SERVER_SOFTWARE: the Server header, and "Apache/2.4-compatible"
