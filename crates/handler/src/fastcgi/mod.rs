@@ -171,7 +171,9 @@ impl Gateway {
             return;
         }
         if let Some((_, v)) = self.params.iter_mut().find(|(n, _)| n == "SCRIPT_FILENAME") {
-            if v.starts_with(b"/") {
+            // PHP cuts a prefixed name at its first `?` (Apache's query
+            // string): `shell?.php` would run `shell`. Such a name keeps no prefix.
+            if v.starts_with(b"/") && !v.contains(&b'?') {
                 v.splice(0..0, b"proxy:fcgi://localhost".iter().copied());
             }
         }
