@@ -53,6 +53,22 @@ impl Site {
     }
 }
 
+/// `page` (a built-in one) saying that its ErrorDocument failed too, in
+/// Apache's words, before the signature. Apache names the first error's
+/// status there, whatever the document's was (measured: a 404 whose
+/// document is denied says "Additionally, a 404 Not Found").
+pub(crate) fn with_recursive_error(mut page: Response) -> Response {
+    let status = page.status;
+    if let Body::Bytes(body) = &mut page.body {
+        let tail = [&b"<hr>\n<address>"[..], b"</body></html>\n"];
+        if let Some(at) = tail.iter().find_map(|t| body.windows(t.len()).rposition(|w| w == *t)) {
+            let said = format!("<p>Additionally, a {status} {}\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n", reason(status));
+            body.splice(at..at, said.into_bytes());
+        }
+    }
+    page
+}
+
 /// The built-in page for `status`.
 pub fn page(site: &Site, host: usize, status: u16, method: &str, conn: &ConnInfo) -> Vec<u8> {
     let title = format!("{status} {}", reason(status));

@@ -385,14 +385,14 @@ impl Site {
             Outcome::Ready(r) if (200..300).contains(&r.status) => Outcome::Ready(as_error(r, status)),
             Outcome::Ready(r) => {
                 self.document_failed(&page, conn, &local, &format!("answered {}", r.status));
-                Outcome::Ready(page)
+                Outcome::Ready(crate::errors::with_recursive_error(page))
             }
             Outcome::Blocking(work) => Outcome::Blocking(Box::new(move || {
                 let r = work();
                 if (200..300).contains(&r.status) {
                     as_error(r, status)
                 } else {
-                    page
+                    crate::errors::with_recursive_error(page)
                 }
             })),
             Outcome::Gateway(mut gw) => {

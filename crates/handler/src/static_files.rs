@@ -355,9 +355,12 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
                 r.add("Content-Type", t);
             }
             r.body = Body::File { file, start: first, len: last - first + 1 };
+            // For its Vary: a range is of the identity representation, never encoded.
+            r.compress = offer;
         }
         Ranges::Some(list) => {
             r.status = 206;
+            r.compress = offer;
             let b = boundary();
             let part_type = ctype.map(|t| format!("Content-Type: {t}\r\n")).unwrap_or_default();
             let mut parts = Vec::with_capacity(list.len() * 2 + 1);

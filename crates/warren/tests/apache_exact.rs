@@ -37,6 +37,7 @@ fn start(mpm: &str) -> (Fpm, Server) {
     // An ErrorDocument and a rule that go to a script with PATH_INFO.
     dir.write("htdocs/app/index.php", DUMP);
     dir.write("htdocs/app/.htaccess", "RewriteEngine On\nRewriteRule ^pi/(.*)$ index.php/$1 [L]\nErrorDocument 404 /app/index.php/error/404\n");
+    dir.write("htdocs/gone/.htaccess", "ErrorDocument 404 /gone/nothere.html\n");
     dir.write("htdocs/list/a.txt", "x");
     dir.write("htdocs/list/sub/b.txt", "x");
     let fpm = Fpm::start(&dir, "");
@@ -146,6 +147,9 @@ fn compression_thresholds(mpm: &str) {
         assert_eq!((r.header("Content-Encoding"), r.header("Vary")), (Some("gzip"), Some("Accept-Encoding")), "{path}");
     }
     assert_eq!(s.get("/m69.txt").header("Vary"), Some("Accept-Encoding"));
+    // A range is of the file as it is, and says it varies all the same.
+    let r = s.get_with("/m69.txt", "Range: bytes=0-9\r\nAccept-Encoding: gzip\r\n");
+    assert_eq!((r.status, r.header("Content-Encoding"), r.header("Vary")), (206, None, Some("Accept-Encoding")));
 }
 
 /// Error pages and listings in Apache 2.4.71's markup.
@@ -157,6 +161,10 @@ fn markup_as_apache(mpm: &str) {
         r.text(),
         "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<title>501 Not Implemented</title>\n</head><body>\n<h1>Not Implemented</h1>\n<p>FOO not supported for current URL.<br />\n</p>\n</body></html>\n"
     );
+    // An ErrorDocument that fails too is said on the first error's page.
+    let r = s.get("/gone/x");
+    assert_eq!(r.status, 404);
+    assert!(r.text().ends_with("<p>The requested URL was not found on this server.</p>\n<p>Additionally, a 404 Not Found\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n</body></html>\n"), "{}", r.text());
     let r = s.get("/list/");
     assert_eq!((r.status, r.header("Content-Type")), (200, Some("text/html;charset=ISO-8859-1")));
     assert_eq!(

@@ -191,7 +191,7 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
     // SetEnvIf's no-gzip (Debian's BrowserMatch lines for old browsers) and
     // mod_brotli's no-brotli: warren reads either as "no compression".
     let env_says_no = resp.filters.as_ref().is_some_and(|f| f.env.get("no-gzip").is_some() || f.env.get("no-brotli").is_some());
-    if !matches!(resp.status, 200 | 304) || env_says_no || header(&resp, "content-encoding").is_some() {
+    if !matches!(resp.status, 200 | 206 | 304) || env_says_no || header(&resp, "content-encoding").is_some() {
         return resp;
     }
     if header(&resp, "cache-control").is_some_and(|v| v.to_ascii_lowercase().contains("no-transform")) {
@@ -206,8 +206,12 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
         return resp;
     }
     let precompressed = offer.file.as_ref().filter(|f| f.precompressed);
-    // An answer that depends on Accept-Encoding says so, encoded or not.
+    // An answer that depends on Accept-Encoding says so, encoded or not
+    // (a range of the file too, as Apache's).
     resp.vary_on("Accept-Encoding");
+    if resp.status == 206 {
+        return resp;
+    }
     for coding in acceptable(head.header("accept-encoding")).iter() {
         if let Some(copy) = precompressed.and_then(|f| sibling(f, coding)) {
             if resp.status == 200 {
