@@ -199,7 +199,7 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
     }
     let empty = resp.status == 200 && match &resp.body {
         Body::Stream { len, .. } => *len == Some(0),
-        body => body.len() == 0,
+        body => body.is_empty(),
     };
     // An empty answer (a script's that printed nothing) is left alone too.
     if empty || offer.file.as_ref().is_some_and(|f| f.size < MIN_STATIC_LENGTH) {
