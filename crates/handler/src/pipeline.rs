@@ -307,10 +307,11 @@ impl Site {
             }
         }
         // A directory may hand its index to an application (any method):
-        // static_files decides after DirectoryIndex.
-        if !url.ends_with(b"/") {
+        // static_files decides after DirectoryIndex, and redirects a
+        // directory named without its slash first, whatever the method (mod_dir).
+        if !url.ends_with(b"/") && !matches!(req.head.method(), "GET" | "HEAD" | "POST") && !route.fs.is_dir() {
             if let Some(r) = self.static_method(req) {
-                return Outcome::Ready(r);
+                return Outcome::Ready(static_files::typed_options(self, r, &route.dir, &route.fs, false));
             }
         }
         static_files::serve(self, route)

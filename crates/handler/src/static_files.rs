@@ -150,7 +150,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
             let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
             site.script_gateway(&index, &backend, 0)
         } else if let Some(r) = site.static_method(req) {
-            return Outcome::Ready(r);
+            return Outcome::Ready(typed_options(site, r, &eff, &candidate, false));
         } else if !eff.allows(req.head, conn) {
             Outcome::Ready(site.error(req, 403, &format!("client denied by server configuration: {}", candidate.display())))
         } else {
@@ -163,7 +163,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         return Outcome::Ready(site.error_page(req, 403));
     }
     if let Some(r) = site.static_method(req) {
-        return Outcome::Ready(r);
+        return Outcome::Ready(typed_options(site, r, &eff, &fs, true));
     }
     if options.indexes {
         let url = url.to_vec();
@@ -291,6 +291,19 @@ fn redirect_to_slash(site: &Site, req: Request, query: &[u8]) -> Response {
 /// mod_rewrite's `[T=type]` for this request, which no cache keeps.
 fn forced_type(req: Request) -> Option<String> {
     req.pass.forced_type.map(str::to_string)
+}
+
+/// An OPTIONS answer (`r`) with the Content-Type Apache's mod_mime gives
+/// the resource, as Apache sends it: the file's by its name (a missing one
+/// too), `httpd/unix-directory` for a directory.
+pub(crate) fn typed_options(site: &Site, mut r: Response, eff: &Effective, fs: &Path, directory: bool) -> Response {
+    if r.status == 200 {
+        let t = if directory { Some("httpd/unix-directory".to_string()) } else { content_type(site, eff, fs) };
+        if let Some(t) = t {
+            r.add("Content-Type", t);
+        }
+    }
+    r
 }
 
 fn content_type(site: &Site, eff: &Effective, fs: &Path) -> Option<String> {

@@ -120,7 +120,12 @@ fn methods_and_targets(mpm: &str) {
     let all = parse_all(&out);
     assert_eq!(all.iter().map(|r| (r.status, r.text())).collect::<Vec<_>>(), vec![(200, "hi\n".to_string()), (200, "hi\n".to_string())]);
     let r = parse_response(&s.raw(b"OPTIONS /tiny.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")).0;
-    assert_eq!((r.status, r.header("Allow")), (200, Some("OPTIONS,HEAD,GET,POST,TRACE")));
+    assert_eq!((r.status, r.header("Allow"), r.header("Content-Type")), (200, Some("OPTIONS,HEAD,GET,POST,TRACE"), Some("text/plain")));
+    let r = parse_response(&s.raw(b"OPTIONS /list/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")).0;
+    assert_eq!((r.status, r.header("Content-Type")), (200, Some("httpd/unix-directory")));
+    // mod_dir's redirect to the slash comes first, whatever the method.
+    let r = parse_response(&s.raw(b"OPTIONS /list HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")).0;
+    assert_eq!(r.status, 301);
     let r = parse_response(&s.raw(b"PUT /tiny.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")).0;
     assert_eq!((r.status, r.header("Allow")), (405, Some("OPTIONS,HEAD,GET,POST,TRACE")));
     let r = parse_response(&s.raw(b"OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")).0;
