@@ -216,7 +216,7 @@ impl Site {
             // A directory named without its slash is redirected to it first (mod_dir's fixup wins).
             DirRewrite::Redirect { .. } if !url.ends_with(b"/") && dir.directory_slash() && fs.is_dir() => {}
             // The new pass takes the filters of where it goes.
-            DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, query, &to, &q, env, ended), &vary, req),
+            DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, &to, &q, env, ended), &vary, req),
             DirRewrite::Continue(r) => {
                 let forced_type = r.forced_type.as_deref().or(req.pass.forced_type);
                 let pass = Pass { rewrite_ended: r.ended, forced_type, ..req.pass };
@@ -320,14 +320,15 @@ impl Site {
     /// A per-directory rule's new URL, served as a new pass of the request
     /// (Apache's internal redirect): routed from the start, the environment
     /// renamed REDIRECT_*, REQUEST_URI still the client's.
-    #[allow(clippy::too_many_arguments)]
-    fn internal_rewrite(&self, req: Request, url: &[u8], query: &[u8], to: &[u8], to_query: &[u8], env: RequestEnv, ended: bool) -> Outcome {
+    fn internal_rewrite(&self, req: Request, url: &[u8], to: &[u8], to_query: &[u8], env: RequestEnv, ended: bool) -> Outcome {
         if req.pass.redirects >= MAX_INTERNAL_REDIRECTS {
             let why = format!("Request exceeded the limit of {MAX_INTERNAL_REDIRECTS} internal redirects due to probable configuration error (mod_rewrite: last URL {})", String::from_utf8_lossy(to));
             return Outcome::Ready(self.error(req, 500, &why));
         }
         let from = String::from_utf8_lossy(url);
-        let env = env.redirected(200, &from, query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q)).as_deref());
+        // REDIRECT_QUERY_STRING is the query the rules left (Apache's
+        // r->args once mod_rewrite set it), the client's when they set none.
+        let env = env.redirected(200, &from, to_query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q)).as_deref());
         // The new path is read as a URL again, as Apache's internal redirect parses it.
         let to = match path::normalize(to) {
             Ok(u) => u,

@@ -70,8 +70,10 @@ fn path_info_split_before_rewrite_conditions(mpm: &str) {
     assert!(v["SCRIPT_FILENAME"].ends_with("/htdocs/wp/index.php"), "{v:?}");
     assert_eq!((v["SCRIPT_NAME"].as_str(), v["PATH_INFO"].as_str()), ("/wp/index.php", "/blog/feed.php"));
     // What is no file at all still goes to the front controller.
-    let v = vars(&s.get("/wp/blog/2024/hello"));
+    let v = vars(&s.get("/wp/blog/2024/hello?c=3"));
     assert_eq!((v["SCRIPT_NAME"].as_str(), v["QUERY_STRING"].as_str()), ("/wp/index.php", "from-rule=1"));
+    // The query the rule left, as Apache's r->args at the redirect.
+    assert_eq!((v["REDIRECT_URL"].as_str(), v["REDIRECT_QUERY_STRING"].as_str()), ("/wp/blog/2024/hello", "from-rule=1"));
 }
 
 /// An ErrorDocument and a rewrite to a script with PATH_INFO run that
