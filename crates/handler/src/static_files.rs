@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use warren_config::Handler;
+use warren_config::{Handler, LogLevel};
 use warren_http::RequestHead;
 
 use crate::compress::{self, Offer};
@@ -164,6 +164,12 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
     }
     if let Some(r) = site.static_method(req) {
         return Outcome::Ready(typed_options(site, r, &eff, &fs, true));
+    }
+    // mod_autoindex lists (or refuses) for GET only; a POST falls to
+    // Apache's default handler, which serves no directory: 404.
+    if req.head.method() == "POST" {
+        site.hosts[host].error_log.log(LogLevel::Info, Some(conn.useragent), &format!("Attempt to serve directory: {}", fs.display()));
+        return Outcome::Ready(site.error_page(req, 404));
     }
     if options.indexes {
         let url = url.to_vec();

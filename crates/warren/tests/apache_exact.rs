@@ -125,6 +125,9 @@ fn methods_and_targets(mpm: &str) {
     assert_eq!((r.status, r.header("Allow"), r.header("Content-Type")), (200, Some("OPTIONS,HEAD,GET,POST,TRACE"), Some("text/plain")));
     let r = parse_response(&s.raw(b"OPTIONS /list/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")).0;
     assert_eq!((r.status, r.header("Content-Type")), (200, Some("httpd/unix-directory")));
+    // A listing is for GET: POST falls to the default handler, which serves no directory.
+    let r = parse_response(&s.raw(b"POST /list/ HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx")).0;
+    assert_eq!(r.status, 404);
     // mod_dir's redirect to the slash comes first, whatever the method.
     let r = parse_response(&s.raw(b"OPTIONS /list HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")).0;
     assert_eq!(r.status, 301);
