@@ -92,6 +92,28 @@ fn internal_redirects_to_path_info(mpm: &str) {
     assert_eq!((v["PATH_INFO"].as_str(), v["REDIRECT_URL"].as_str(), v["REDIRECT_STATUS"].as_str()), ("/abc", "/app/pi/abc", "200"));
 }
 
+/// The same with warren's own php-cgi pool, which knows no mod_proxy_fcgi
+/// prefix ("No input file specified." before).
+fn internal_redirects_to_path_info_in_a_pool(mpm: &str) {
+    let dir = TempDir::new(&format!("exact-pool-{mpm}"));
+    dir.write("htdocs/app/index.php", DUMP);
+    dir.write("htdocs/app/.htaccess", "RewriteEngine On\nRewriteRule ^pi/(.*)$ index.php/$1 [L]\nErrorDocument 404 /app/index.php/error/404\n");
+    let conf = format!(
+        "<Directory {}>\n    AllowOverride All\n    Require all granted\n</Directory>\n<Pool app>\n    Command php-cgi\n    pm static\n    pm.max_children 1\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:app\n</FilesMatch>\n",
+        dir.0.join("htdocs").display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let r = s.get("/app/missing");
+    assert_eq!(r.status, 404, "{}", r.text());
+    let v = vars(&r);
+    assert_eq!((v["SCRIPT_NAME"].as_str(), v["PATH_INFO"].as_str(), v["REDIRECT_STATUS"].as_str()), ("/app/index.php", "/error/404", "404"), "{}", r.text());
+    assert!(v["SCRIPT_FILENAME"].ends_with("/htdocs/app/index.php"), "{v:?}");
+    let v = vars(&s.get("/app/pi/abc"));
+    assert_eq!((v["PATH_INFO"].as_str(), v["REDIRECT_STATUS"].as_str()), ("/abc", "200"), "{v:?}");
+    // A direct request gets REDIRECT_STATUS all the same: php-cgi needs it.
+    assert_eq!(vars(&s.get("/app/index.php/x")).get("REDIRECT_STATUS").map(String::as_str), Some("200"));
+}
+
 /// FallbackResource: after the access checks, and for a directory without an index.
 fn fallback_resource_as_mod_dir(mpm: &str) {
     let (_fpm, s) = start(mpm);
@@ -198,6 +220,7 @@ fn cgi_variables_as_mod_proxy_fcgi(mpm: &str) {
 each_mpm!(
     path_info_split_before_rewrite_conditions,
     internal_redirects_to_path_info,
+    internal_redirects_to_path_info_in_a_pool,
     fallback_resource_as_mod_dir,
     directory_index_gets_its_own_sections,
     methods_and_targets,

@@ -83,7 +83,7 @@ fn question_mark_in_a_script_name(mpm: &str) {
     let (_fpm, s) = start(mpm);
     let r = s.get("/odd/missing");
     never_ran(&r, "ErrorDocument to shell?.php/err");
-    assert_eq!(r.status, 404);
+    assert_eq!((r.status, r.text().as_str()), (404, "odd /err"));
 }
 
 each_mpm!(image_with_php_path_info_never_runs, denied_script_with_path_info, fallback_does_not_step_around_a_deny, question_mark_in_a_script_name);

@@ -161,21 +161,28 @@ impl Gateway {
 
     /// After an internal redirect (REDIRECT_URL) to a script with PATH_INFO
     /// (`ErrorDocument 404 /index.php/error/404`, a rule to
-    /// `index.php/$1`), SCRIPT_FILENAME as mod_proxy_fcgi names it,
-    /// `proxy:fcgi://localhost/...`: PHP strips the prefix, and without it
-    /// would take PATH_TRANSLATED for the script ("File not found.") or
-    /// drop PATH_INFO, its "pretty much apache specific" REDIRECT_URL rule.
+    /// `index.php/$1`), PHP's "pretty much apache specific" REDIRECT_URL
+    /// rule would take PATH_TRANSLATED for the script ("File not found.",
+    /// "No input file specified.") or drop PATH_INFO. php-fpm is given
+    /// SCRIPT_FILENAME as mod_proxy_fcgi names it, `proxy:fcgi://localhost/...`,
+    /// which it strips; php-cgi (warren's pools), which knows no such
+    /// prefix, and a name holding `?` (PHP cuts a prefixed name there:
+    /// `shell?.php` would run `shell`) are given the path with its PATH_INFO,
+    /// which PHP splits at the script itself, and no PATH_TRANSLATED.
     fn name_script_as_apache(&mut self) {
         let has = |p: &[(HeaderName, Vec<u8>)], name: &str| p.iter().any(|(n, v)| n == name && !v.is_empty());
         if !self.php || !has(&self.params, "PATH_INFO") || !has(&self.params, "REDIRECT_URL") {
             return;
         }
-        if let Some((_, v)) = self.params.iter_mut().find(|(n, _)| n == "SCRIPT_FILENAME") {
-            // PHP cuts a prefixed name at its first `?` (Apache's query
-            // string): `shell?.php` would run `shell`. Such a name keeps no prefix.
-            if v.starts_with(b"/") && !v.contains(&b'?') {
-                v.splice(0..0, b"proxy:fcgi://localhost".iter().copied());
-            }
+        let pool = matches!(self.backend.addr, warren_config::FcgiAddr::Pool(_));
+        let path_info = self.params.iter().find(|(n, _)| n == "PATH_INFO").map(|(_, v)| v.clone()).unwrap_or_default();
+        let Some(at) = self.params.iter().position(|(n, v)| n == "SCRIPT_FILENAME" && v.starts_with(b"/")) else { return };
+        let name = &mut self.params[at].1;
+        if !pool && !name.contains(&b'?') {
+            name.splice(0..0, b"proxy:fcgi://localhost".iter().copied());
+        } else {
+            name.extend_from_slice(&path_info);
+            self.params.retain(|(n, _)| n != "PATH_TRANSLATED");
         }
     }
 
