@@ -13,9 +13,11 @@ use crate::request::Request;
 use crate::site::Site;
 use crate::{Body, Response};
 
-fn message(status: u16, method: &str) -> String {
+/// What the page says, as Apache's `get_canned_error_string` (its
+/// line breaks and `<br />` kept: clients and tests compare pages).
+fn message(status: u16, method: &str, admin: &str) -> String {
     match status {
-        400 => "Your browser sent a request that this server could not understand.".into(),
+        400 => "Your browser sent a request that this server could not understand.<br />\n".into(),
         403 => "You don't have permission to access this resource.".into(),
         404 => "The requested URL was not found on this server.".into(),
         405 => format!("The requested method {} is not allowed for this URL.", html_escape(method)),
@@ -28,29 +30,57 @@ fn message(status: u16, method: &str) -> String {
         417 => "The expectation given in the Expect request-header field could not be met by this server.".into(),
         421 => "The client needs a new connection for this request as the requested host name does not match the Server Name Indication (SNI) in use for this connection.".into(),
         431 => "The request's header fields are too large for this server.".into(),
-        501 => format!("{} not supported for this URL.", html_escape(method)),
+        501 => format!("{} not supported for current URL.<br />\n", html_escape(method)),
         503 => "The server is temporarily unable to service your request.".into(),
         506 => "A variant for the requested resource\n<pre>\n\n</pre>\nis itself a negotiable resource. This indicates a configuration error.".into(),
         505 => "The server does not support the HTTP protocol version used in the request.".into(),
-        _ => "The server encountered an internal error or misconfiguration and was unable to complete your request.".into(),
+        _ => format!(
+            "The server encountered an internal error or\nmisconfiguration and was unable to complete\nyour request.</p>\n<p>Please contact the server administrator at \n {} to inform them of the time this error occurred,\n and the actions you performed just before this error.</p>\n<p>More information about this error may be available\nin the server error log.",
+            html_escape(admin)
+        ),
     }
+}
+
+/// ServerSignature's words, HTML-escaped (`warren/0.1 Server at example.org
+/// Port 80`): None while it is Off.
+pub(crate) fn signature_words(site: &Site, host: usize, port: u16) -> Option<String> {
+    site.settings.server_signature.then(|| format!("{} Server at {} Port {port}", html_escape(&site.server_header), html_escape(&site.hosts[host].name)))
+}
+
+impl Site {
+    /// SERVER_SIGNATURE as Apache's `ap_psignature` gives it to scripts:
+    /// the `<address>` line, empty while ServerSignature is Off.
+    pub(crate) fn signature(&self, req: Request) -> String {
+        signature_words(self, req.host, req.conn.local.port()).map(|w| format!("<address>{w}</address>\n")).unwrap_or_default()
+    }
+}
+
+/// `page` (a built-in one) saying that its ErrorDocument failed too, in
+/// Apache's words, before the signature. Apache names the first error's
+/// status there, whatever the document's was (measured: a 404 whose
+/// document is denied says "Additionally, a 404 Not Found").
+pub(crate) fn with_recursive_error(mut page: Response) -> Response {
+    let status = page.status;
+    if let Body::Bytes(body) = &mut page.body {
+        let tail = [&b"<hr>\n<address>"[..], b"</body></html>\n"];
+        if let Some(at) = tail.iter().find_map(|t| body.windows(t.len()).rposition(|w| w == *t)) {
+            let said = format!("<p>Additionally, a {status} {}\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n", reason(status));
+            body.splice(at..at, said.into_bytes());
+        }
+    }
+    page
 }
 
 /// The built-in page for `status`.
 pub fn page(site: &Site, host: usize, status: u16, method: &str, conn: &ConnInfo) -> Vec<u8> {
     let title = format!("{status} {}", reason(status));
     let mut body = format!(
-        "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>{title}</title>\n</head><body>\n<h1>{}</h1>\n<p>{}</p>\n",
+        "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<title>{title}</title>\n</head><body>\n<h1>{}</h1>\n<p>{}</p>\n",
         reason(status),
-        message(status, method)
+        message(status, method, site.hosts[host].config.server_admin.as_deref().unwrap_or("[no address given]"))
     );
-    if site.settings.server_signature {
-        body.push_str(&format!(
-            "<hr>\n<address>{} Server at {} Port {}</address>\n",
-            site.server_header,
-            html_escape(&site.hosts[host].name),
-            conn.local.port()
-        ));
+    if let Some(words) = signature_words(site, host, conn.local.port()) {
+        body.push_str(&format!("<hr>\n<address>{words}</address>\n"));
     }
     body.push_str("</body></html>\n");
     body.into_bytes()
@@ -106,18 +136,21 @@ impl Site {
         self.error(req, status, &format!("cannot open {}: {e}", fs.display()))
     }
 
-    /// The answer to a method that static resources do not take, if it is one.
+    /// The answer to a method that static resources do not take, if it is
+    /// one. As Apache's default handler, POST is answered with the file
+    /// (its body read and dropped); OPTIONS and the 405 and 501 name what
+    /// core allows, TRACE while TraceEnable is on.
     pub fn static_method(&self, req: Request) -> Option<Response> {
         let method = req.head.method();
+        let allow = if self.settings.trace_enable { "OPTIONS,HEAD,GET,POST,TRACE" } else { "OPTIONS,HEAD,GET,POST" };
         match method {
-            "GET" | "HEAD" => None,
-            "OPTIONS" => Some(Response::new(200, req.host).header("Allow", "GET, HEAD, OPTIONS")),
-            "POST" | "PUT" | "DELETE" | "PATCH" | "TRACE" | "CONNECT" | "PROPFIND" | "PROPPATCH" | "MKCOL" | "COPY"
-            | "MOVE" | "LOCK" | "UNLOCK" => {
+            "GET" | "HEAD" | "POST" => None,
+            "OPTIONS" => Some(Response::new(200, req.host).header("Allow", allow)),
+            "PUT" | "DELETE" | "PATCH" | "TRACE" | "CONNECT" | "PROPFIND" | "PROPPATCH" | "MKCOL" | "COPY" | "MOVE" | "LOCK" | "UNLOCK" => {
                 let r = self.error(req, 405, &format!("method {method} not allowed for this URL"));
-                Some(r.header("Allow", "GET, HEAD, OPTIONS"))
+                Some(r.header("Allow", allow))
             }
-            _ => Some(self.error(req, 501, &format!("method {method} not implemented"))),
+            _ => Some(self.error(req, 501, &format!("method {method} not implemented")).header("Allow", allow)),
         }
     }
 
@@ -179,7 +212,7 @@ pub fn redirect_page(status: u16, location: &str) -> Vec<u8> {
     // Apache's words: 303 says where the answer is, the others that the document moved.
     let said = if status == 303 { "The answer to your request is located" } else { "The document has moved" };
     format!(
-        "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>{status} {0}</title>\n</head><body>\n<h1>{0}</h1>\n<p>{said} <a href=\"{1}\">here</a>.</p>\n</body></html>\n",
+        "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<title>{status} {0}</title>\n</head><body>\n<h1>{0}</h1>\n<p>{said} <a href=\"{1}\">here</a>.</p>\n</body></html>\n",
         reason(status),
         html_escape(location)
     )

@@ -39,47 +39,55 @@ impl Ignore {
 /// `symlinks::open_in_root`), its entries shown as `rule` lets links through.
 pub fn listing(host: usize, dir: File, rule: LinkRule, url: &[u8], signature: Option<&str>, ignore: &Ignore) -> Response {
     let names = checked_entries(dir, rule);
-    let mut names: Vec<(String, bool, u64)> = match names {
+    let mut names: Vec<(String, bool)> = match names {
         Ok(n) => n,
         Err(_) => {
             let mut r = Response::new(403, host);
-            r.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>403 Forbidden</title>\n</head><body>\n<h1>Forbidden</h1>\n<p>You don't have permission to access this resource.</p>\n</body></html>\n".to_vec());
+            r.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<title>403 Forbidden</title>\n</head><body>\n<h1>Forbidden</h1>\n<p>You don't have permission to access this resource.</p>\n</body></html>\n".to_vec());
             return r.header("Content-Type", "text/html; charset=iso-8859-1");
         }
     };
     names.retain(|(name, ..)| !ignore.hides(name));
     names.sort();
-    let title = html_escape(&String::from_utf8_lossy(url));
+    // mod_autoindex's plain list (no IndexOptions FancyIndexing): its
+    // title without the trailing slash, names without sizes.
+    let trimmed = match url.iter().rposition(|&b| b != b'/') {
+        Some(last) => &url[..=last],
+        None => b"/",
+    };
+    let title = html_escape(&String::from_utf8_lossy(trimmed));
     let mut html = format!(
-        "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 3.2 Final//EN\">\n<html>\n <head>\n  <title>Index of {title}</title>\n </head>\n <body>\n<h1>Index of {title}</h1>\n<ul>"
+        "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html>\n <head>\n  <title>Index of {title}</title>\n </head>\n <body>\n<h1>Index of {title}</h1>\n<ul>"
     );
     if url != b"/" {
         let parent = &url[..url[..url.len() - 1].iter().rposition(|&b| b == b'/').map_or(1, |i| i + 1)];
         html.push_str(&format!("<li><a href=\"{}\"> Parent Directory</a></li>\n", encode(parent)));
     }
-    for (name, is_dir, size) in names {
+    for (name, is_dir) in names {
         let slash = if is_dir { "/" } else { "" };
-        let size = if is_dir { String::new() } else { format!(" ({size} bytes)") };
+        // `./` only where the name would read as a URL scheme (`a:b`), as Apache's.
+        let dot = if name.contains(':') { "./" } else { "" };
         html.push_str(&format!(
-            "<li><a href=\"./{}{slash}\"> {}{slash}</a>{size}</li>\n",
+            "<li><a href=\"{dot}{}{slash}\"> {}{slash}</a></li>\n",
             html_escape(&encode(name.as_bytes())),
             html_escape(&name)
         ));
     }
     html.push_str("</ul>\n");
     if let Some(sig) = signature {
-        html.push_str(&format!("<address>{}</address>\n", html_escape(sig)));
+        html.push_str(&format!("<address>{}</address>\n", sig));
     }
     html.push_str("</body></html>\n");
     let mut r = Response::new(200, host);
     r.body = Body::Bytes(html.into_bytes());
-    r.header("Content-Type", "text/html;charset=UTF-8")
+    // Apache's charset without IndexOptions Charset=.
+    r.header("Content-Type", "text/html;charset=ISO-8859-1")
 }
 
 /// The entries of a directory read through its descriptor (so not a
 /// directory swapped in since its check), leaving out the links `rule` would
 /// not follow, as Apache's autoindex leaves out what it would refuse to serve.
-fn checked_entries(dir: File, rule: LinkRule) -> std::io::Result<Vec<(String, bool, u64)>> {
+fn checked_entries(dir: File, rule: LinkRule) -> std::io::Result<Vec<(String, bool)>> {
     let mut d = Dir::from_fd(OwnedFd::from(dir))?;
     let fd = d.as_fd().try_clone_to_owned()?;
     let mut out = Vec::new();
@@ -90,7 +98,7 @@ fn checked_entries(dir: File, rule: LinkRule) -> std::io::Result<Vec<(String, bo
         }
         let st = fstatat(fd.as_fd(), name, AtFlags::empty()).ok();
         let is_dir = st.is_some_and(|s| SFlag::from_bits_truncate(s.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR);
-        out.push((name.to_string_lossy().into_owned(), is_dir, st.map_or(0, |s| s.st_size.max(0) as u64)));
+        out.push((name.to_string_lossy().into_owned(), is_dir));
     }
     Ok(out)
 }

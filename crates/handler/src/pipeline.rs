@@ -94,7 +94,8 @@ impl Site {
         }
         if raw == b"*" {
             let r = match head.method() {
-                "OPTIONS" => Response::new(200, host).header("Allow", "GET, HEAD, OPTIONS"),
+                // Apache answers `OPTIONS *` without an Allow field.
+                "OPTIONS" => Response::new(200, host),
                 _ => self.error(req, 400, "request-target * is only for OPTIONS"),
             };
             return self.host_filtered(req, b"*", Outcome::Ready(r));
@@ -103,6 +104,11 @@ impl Site {
         // ProxyPass backend gets a TRACE either, as in Apache.
         if !self.settings.trace_enable && head.method() == "TRACE" {
             return Outcome::Ready(self.error(req, 405, "TRACE denied by server configuration (TraceEnable Off)").header("Allow", "GET, HEAD, OPTIONS"));
+        }
+        // A fragment is the client's own: one sent in the target is a 400, as Apache's.
+        if raw.contains(&b'#') {
+            let r = self.error(req, 400, "invalid URI in request: a fragment (#) in the request target");
+            return self.host_filtered(req, raw, Outcome::Ready(r));
         }
         let (raw_path, query) = path::split_query(raw);
         let url = match path::normalize(raw_path) {
@@ -225,7 +231,7 @@ impl Site {
             // A directory named without its slash is redirected to it first (mod_dir's fixup wins).
             DirRewrite::Redirect { .. } if !url.ends_with(b"/") && dir.directory_slash() && fs.is_dir() => {}
             // The new pass takes the filters of where it goes.
-            DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, query, &to, &q, env, ended), &vary, req),
+            DirRewrite::Redirect { url: to, query: q, env, ended, vary } => return with_vary(self.internal_rewrite(req, url, &to, &q, env, ended), &vary, req),
             DirRewrite::Continue(r) => {
                 let forced_type = r.forced_type.as_deref().or(req.pass.forced_type);
                 let pass = Pass { rewrite_ended: r.ended, forced_type, ..req.pass };
@@ -269,7 +275,15 @@ impl Site {
                 return Outcome::Ready(crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
             }
             Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => {
-                return self.script_gateway(&route, &backend_of(h), 0)
+                // `/index.php/blog/feed.php`: the handler was found for the
+                // whole path's name, but Apache's directory walk stops at
+                // the file, index.php, which runs with the rest as PATH_INFO.
+                if !rewritten_to_file && std::fs::metadata(&route.fs).is_err() {
+                    if let Some(o) = self.path_info_gateway(req, url, query) {
+                        return o;
+                    }
+                }
+                return self.script_gateway(&route, &backend_of(h), 0);
             }
             _ => {}
         }
@@ -292,9 +306,19 @@ impl Site {
         }
         // FallbackResource: no such file (nor a script with PATH_INFO, found
         // above) is answered by the fallback, once.
+        // So is a directory without an index (mod_dir runs the front
+        // controller, not a listing), and only once the request passed
+        // the access checks (a `<FilesMatch>` deny of the missing name is 403).
         if may_fall_back {
             if let Some(fallback) = route.dir.fallback_resource() {
-                if std::fs::symlink_metadata(&route.fs).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+                let missing = match std::fs::symlink_metadata(&route.fs) {
+                    Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+                    Ok(m) => m.is_dir() && url.ends_with(b"/") && static_files::lacks_index(&route.dir, &route.fs),
+                };
+                if missing {
+                    if !route.dir.allows(req.head, conn) {
+                        return Outcome::Ready(self.denied(req, url));
+                    }
                     // A URL, relative to the request's directory unless it starts with `/`.
                     let Some(to) = path::resolve_reference(url, fallback.as_bytes()) else {
                         let climbs = path::Climbs { written: fallback.to_string() };
@@ -305,10 +329,11 @@ impl Site {
             }
         }
         // A directory may hand its index to an application (any method):
-        // static_files decides after DirectoryIndex.
-        if !url.ends_with(b"/") {
+        // static_files decides after DirectoryIndex, and redirects a
+        // directory named without its slash first, whatever the method (mod_dir).
+        if !url.ends_with(b"/") && !matches!(req.head.method(), "GET" | "HEAD" | "POST") && !route.fs.is_dir() {
             if let Some(r) = self.static_method(req) {
-                return Outcome::Ready(r);
+                return Outcome::Ready(static_files::typed_options(self, r, &route.dir, &route.fs, false));
             }
         }
         static_files::serve(self, route)
@@ -317,14 +342,15 @@ impl Site {
     /// A per-directory rule's new URL, served as a new pass of the request
     /// (Apache's internal redirect): routed from the start, the environment
     /// renamed REDIRECT_*, REQUEST_URI still the client's.
-    #[allow(clippy::too_many_arguments)]
-    fn internal_rewrite(&self, req: Request, url: &[u8], query: &[u8], to: &[u8], to_query: &[u8], env: RequestEnv, ended: bool) -> Outcome {
+    fn internal_rewrite(&self, req: Request, url: &[u8], to: &[u8], to_query: &[u8], env: RequestEnv, ended: bool) -> Outcome {
         if req.pass.redirects >= MAX_INTERNAL_REDIRECTS {
             let why = format!("Request exceeded the limit of {MAX_INTERNAL_REDIRECTS} internal redirects due to probable configuration error (mod_rewrite: last URL {})", String::from_utf8_lossy(to));
             return Outcome::Ready(self.error(req, 500, &why));
         }
         let from = String::from_utf8_lossy(url);
-        let env = env.redirected(200, &from, query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q)).as_deref());
+        // REDIRECT_QUERY_STRING is the query the rules left (Apache's
+        // r->args once mod_rewrite set it), the client's when they set none.
+        let env = env.redirected(200, &from, to_query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q)).as_deref());
         // The new path is read as a URL again, as Apache's internal redirect parses it.
         let to = match path::normalize(to) {
             Ok(u) => u,
@@ -383,14 +409,14 @@ impl Site {
             Outcome::Ready(r) if (200..300).contains(&r.status) => Outcome::Ready(as_error(r, status)),
             Outcome::Ready(r) => {
                 self.document_failed(&page, conn, &local, &format!("answered {}", r.status));
-                Outcome::Ready(page)
+                Outcome::Ready(crate::errors::with_recursive_error(page))
             }
             Outcome::Blocking(work) => Outcome::Blocking(Box::new(move || {
                 let r = work();
                 if (200..300).contains(&r.status) {
                     as_error(r, status)
                 } else {
-                    page
+                    crate::errors::with_recursive_error(page)
                 }
             })),
             Outcome::Gateway(mut gw) => {

@@ -196,7 +196,14 @@ impl Site {
         // The directories' SetEnvIf lines have run by now (Apache's header_parser).
         let env = if dir.layers.iter().any(|l| !l.set_env_if.is_empty()) { RequestEnv::set_env_if(req, url, dir) } else { req.env.clone() };
         let mut vars = Vars { site: self, req, uri: &uri, env, fs: Some(fs) };
-        let mut state = State { filename: fs_text.to_string(), query: query_arg(query), ..State::default() };
+        // Apache's directory walk has split the path at a file before the
+        // rules run: REQUEST_FILENAME (and `-f`) is `/xmlrpc.php` of
+        // `/xmlrpc.php/extra/path`, the rest its PATH_INFO.
+        let (file, path_info) = match crate::fastcgi::split_path_info(fs) {
+            Some((_, rest)) => fs_text.split_at(fs_text.len() - rest),
+            _ => (fs_text.as_ref(), ""),
+        };
+        let mut state = State { filename: file.to_string(), path_info: path_info.to_string(), query: query_arg(query), ..State::default() };
         let applied = apply(&pd.rules, Some(&directory), &mut state, &mut vars, self.rule_bounds(req));
         let env = vars.env;
         let noescape = match applied {
@@ -230,7 +237,7 @@ impl Site {
         if !state.filename.starts_with('/') {
             return DirRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", state.filename)));
         }
-        if state.filename == fs_text {
+        if state.filename == file {
             return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref()), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
         }
         let root = self.document_root_text(req);

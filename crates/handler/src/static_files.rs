@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use warren_config::Handler;
+use warren_config::{Handler, LogLevel};
 use warren_http::RequestHead;
 
 use crate::compress::{self, Offer};
@@ -46,6 +46,13 @@ impl Site {
     pub(crate) fn is_access_file_name(&self, host: usize, name: &[u8]) -> bool {
         name.starts_with(b".ht") || self.hosts[host].access_file_names.iter().any(|a| a.as_bytes() == name)
     }
+}
+
+/// Whether the directory `fs` has none of its DirectoryIndex files (for
+/// FallbackResource, which then answers in place of a listing). An index
+/// named by URL (`/index.php`) is taken as present: [`serve`] judges it.
+pub(crate) fn lacks_index(eff: &Effective, fs: &Path) -> bool {
+    eff.directory_index().iter().all(|index| !index.contains('/') && index != "." && index != ".." && !fs.join(index).is_file())
 }
 
 pub fn serve(site: &Site, route: Route) -> Outcome {
@@ -151,37 +158,50 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
             continue;
         }
         let eff = site.effective_for(req, &candidate, &index_url);
-        if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
+        // The index's own sections give the answer's headers and expiry
+        // (`<FilesMatch \.php$> ExpiresActive Off`), as mod_dir's internal
+        // redirect takes the index's configuration: they win over the
+        // directory's, which the pipeline attaches after.
+        let filters = crate::filters::RequestFilters::for_request(req, &index_url, &eff);
+        let outcome = if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
             let backend = crate::dir_config::backend_of(h);
             let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
-            return site.script_gateway(&index, &backend, 0);
-        }
-        // A CGI program as the index (`DirectoryIndex index.cgi`) runs.
-        let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
-        if let Some(o) = site.cgi_route(&index) {
-            return o;
-        }
-        let Route { fs: candidate, dir: eff, .. } = index;
-        if let Some(r) = site.static_method(req) {
-            return Outcome::Ready(r);
-        }
-        if !eff.allows(req.head, conn) {
-            return Outcome::Ready(site.error(req, 403, &format!("client denied by server configuration: {}", candidate.display())));
-        }
-        return Outcome::Ready(serve_regular(site, req, &eff, &meta, candidate, file));
+            site.script_gateway(&index, &backend, 0)
+        } else {
+            // A CGI program as the index (`DirectoryIndex index.cgi`) runs.
+            let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
+            match site.cgi_route(&index) {
+                Some(o) => o,
+                None => {
+                    let Route { fs: candidate, dir: eff, .. } = index;
+                    if let Some(r) = site.static_method(req) {
+                        return Outcome::Ready(typed_options(site, r, &eff, &candidate, false));
+                    } else if !eff.allows(req.head, conn) {
+                        Outcome::Ready(site.error(req, 403, &format!("client denied by server configuration: {}", candidate.display())))
+                    } else {
+                        Outcome::Ready(serve_regular(site, req, &eff, &meta, candidate, file))
+                    }
+                }
+            }
+        };
+        return crate::filters::attach(outcome, filters, req.head);
     }
     if refused_link {
         // Not a listing in place of an index that a link was refused for.
         return Outcome::Ready(site.error_page(req, 403));
     }
     if let Some(r) = site.static_method(req) {
-        return Outcome::Ready(r);
+        return Outcome::Ready(typed_options(site, r, &eff, &fs, true));
+    }
+    // mod_autoindex lists (or refuses) for GET only; a POST falls to
+    // Apache's default handler, which serves no directory: 404.
+    if req.head.method() == "POST" {
+        site.hosts[host].error_log.log(LogLevel::Info, Some(conn.useragent), &format!("Attempt to serve directory: {}", fs.display()));
+        return Outcome::Ready(site.error_page(req, 404));
     }
     if options.indexes {
         let url = url.to_vec();
-        let signature = site.settings.server_signature.then(|| {
-            format!("{} Server at {} Port {}", site.server_header, site.hosts[host].name, conn.local.port())
-        });
+        let signature = crate::errors::signature_words(site, host, conn.local.port());
         let ignore = listing::Ignore::new(eff.index_ignore(), fs.clone());
         let dir = match opened {
             None => match open(site, host, &fs) {
@@ -288,7 +308,7 @@ fn precondition_response(r: &mut Response, head: &RequestHead, v: &Validators) -
         Precondition::Failed => {
             let mut f = Response::new(412, r.host);
             f.filename = r.filename.take();
-            f.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>412 Precondition Failed</title>\n</head><body>\n<h1>Precondition Failed</h1>\n<p>The precondition on the request for this URL evaluated to false.</p>\n</body></html>\n".to_vec());
+            f.body = Body::Bytes(b"<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<title>412 Precondition Failed</title>\n</head><body>\n<h1>Precondition Failed</h1>\n<p>The precondition on the request for this URL evaluated to false.</p>\n</body></html>\n".to_vec());
             Some(f.header("Content-Type", "text/html; charset=iso-8859-1"))
         }
     }
@@ -303,6 +323,19 @@ fn redirect_to_slash(site: &Site, req: Request, query: &[u8]) -> Response {
 /// mod_rewrite's `[T=type]` for this request, which no cache keeps.
 fn forced_type(req: Request) -> Option<String> {
     req.pass.forced_type.map(str::to_string)
+}
+
+/// An OPTIONS answer (`r`) with the Content-Type Apache's mod_mime gives
+/// the resource, as Apache sends it: the file's by its name (a missing one
+/// too), `httpd/unix-directory` for a directory.
+pub(crate) fn typed_options(site: &Site, mut r: Response, eff: &Effective, fs: &Path, directory: bool) -> Response {
+    if r.status == 200 {
+        let t = if directory { Some("httpd/unix-directory".to_string()) } else { fields(site, eff, fs).content_type };
+        if let Some(t) = t {
+            r.add("Content-Type", t);
+        }
+    }
+    r
 }
 
 /// The fields every extension of the file's name gives (mod_mime).
@@ -361,7 +394,7 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
             r.add("Content-Range", format!("bytes */{size}"));
             r.add("Content-Type", "text/html; charset=iso-8859-1");
             r.body = Body::Bytes(format!(
-                "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>416 Range Not Satisfiable</title>\n</head><body>\n<h1>Range Not Satisfiable</h1>\n<p>None of the ranges overlap the {size} bytes of this resource.</p>\n</body></html>\n"
+                "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html><head>\n<title>416 Range Not Satisfiable</title>\n</head><body>\n<h1>Range Not Satisfiable</h1>\n<p>None of the ranges overlap the {size} bytes of this resource.</p>\n</body></html>\n"
             ).into_bytes());
         }
         Ranges::Some(list) if list.len() == 1 => {
@@ -370,9 +403,12 @@ pub fn serve_file(site: &Site, req: Request, eff: &Effective, file: Arc<File>, m
             r.add("Content-Range", format!("bytes {first}-{last}/{size}"));
             fields.add_to(&mut r, ctype, head);
             r.body = Body::File { file, start: first, len: last - first + 1 };
+            // For its Vary: a range is of the identity representation, never encoded.
+            r.compress = offer;
         }
         Ranges::Some(list) => {
             r.status = 206;
+            r.compress = offer;
             let b = boundary();
             let part_type = ctype.map(|t| format!("Content-Type: {t}\r\n")).unwrap_or_default();
             let mut parts = Vec::with_capacity(list.len() * 2 + 1);

@@ -57,6 +57,11 @@ pub struct State {
     pub end: bool,
     /// `[DPI]` was hit in per-directory context.
     pub discard_path_info: bool,
+    /// Apache's `r->path_info` in per-directory context: what of the
+    /// mapped path goes on past a file (`/xmlrpc.php` + `/extra/path`).
+    /// `REQUEST_FILENAME` is the file alone; a rule's pattern sees the two
+    /// joined (mod_rewrite's "add path info postfix"), until `[DPI]`.
+    pub path_info: String,
     /// The `file:line` of the last rule that changed the filename, for
     /// the log line of a result that is refused.
     pub changed_by: Option<String>,
@@ -204,7 +209,13 @@ impl<R: Request + ?Sized> Ctx<'_, R> {
 }
 
 fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mut State, ctx: &mut Ctx<R>) -> RuleResult {
-    let mut uri: &str = &state.filename;
+    let with_path_info;
+    let mut uri: &str = if perdir.is_some() && !state.path_info.is_empty() {
+        with_path_info = format!("{}{}", state.filename, state.path_info);
+        &with_path_info
+    } else {
+        &state.filename
+    };
     if let Some(dir) = perdir {
         if let Some(rest) = uri.strip_prefix(dir) {
             uri = rest;
@@ -292,6 +303,7 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
     state.filename = new;
     if perdir.is_some() && rule.flags.discard_path_info {
         state.discard_path_info = true;
+        state.path_info.clear();
     }
     split_query(state, &rule.flags);
     if let Some(code) = rule.flags.redirect {
@@ -613,6 +625,26 @@ mod tests {
         let s = set(&["RewriteCond %{REQUEST_FILENAME} !-f", "RewriteRule ^(.*)$ index.php [L]"]);
         let (_, st) = run(&s, Some("/nonexistent-root/"), "/nonexistent-root/a/b", None, &mut Fake::default());
         assert_eq!(st.filename, "/nonexistent-root/index.php");
+    }
+
+    #[test]
+    fn per_directory_path_info_is_matched_but_not_the_filename() {
+        // REQUEST_FILENAME is the file (here one that exists), the pattern sees the path info too.
+        let dir = std::env::temp_dir().join(format!("rewrite-pi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("xmlrpc.php"), "x").unwrap();
+        let perdir = format!("{}/", dir.display());
+        let file = format!("{perdir}xmlrpc.php");
+        let s = set(&["RewriteCond %{REQUEST_FILENAME} !-f", "RewriteRule . index.php [L]"]);
+        let mut st = State { filename: file.clone(), path_info: "/extra/path".into(), ..State::default() };
+        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
+        assert_eq!(apply(&rules, Some(&perdir), &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None }), Applied::Unchanged);
+        let s = set(&["RewriteRule ^xmlrpc\\.php/extra/(.*)$ got-$1 [DPI]", "RewriteRule ^got-path$ done [L]"]);
+        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
+        let mut st = State { filename: file, path_info: "/extra/path".into(), ..State::default() };
+        apply(&rules, Some(&perdir), &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None });
+        assert_eq!((st.filename, st.path_info.as_str()), (format!("{perdir}done"), ""));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -577,7 +577,8 @@ fn graceful_stop_finishes_requests(mpm: &str) {
     }
     c.write_all(b"67890").unwrap();
     let answer = read_to_close(&mut c);
-    assert_eq!(status_of(&answer), 405);
+    // POST to a static file is answered with the file, as Apache's default handler does.
+    assert_eq!(status_of(&answer), 200);
     let mut child = s.child.take().unwrap();
     let deadline = Instant::now() + Duration::from_secs(8);
     loop {

@@ -35,7 +35,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("ht-next", "[N] in .htaccess: Apache appends PATH_INFO again on each round, so the rule loops into a 500; warren matches the path once"),
     ("srv-subrequest-rewritten", "DirectoryIndex: Apache runs the rewrite rules on the index sub-request; warren looks the index file up directly"),
     ("ht-index-subrequest", "DirectoryIndex sub-request, as above"),
-    ("wp-in-subdir-login", "POST to a file no handler takes: Apache's default handler sends the file, warren answers 405 (as nginx does)"),
 ];
 
 /// Where a case's rules stand.

@@ -11,10 +11,10 @@
 //! leaves the handler for the MPM, and decides with the request: nothing
 //! for a response without an offer, so a site without compression pays a
 //! branch. Apache's rules: only 200 answers are encoded (not 206 ranges,
-//! not 204 or errors), nor bodies under [`MIN_LENGTH`], nor one that
-//! already has a Content-Encoding or says `Cache-Control: no-transform`;
-//! `Vary: Accept-Encoding` goes on every answer an encoder was offered for,
-//! encoded or not; the ETag of an encoded answer gets `-gzip` or `-br`
+//! not 204 or errors), nor one that already has a Content-Encoding or says
+//! `Cache-Control: no-transform`; `Vary: Accept-Encoding` goes on every
+//! answer an encoder was offered for, encoded or not, but empty answers and
+//! static files under [`MIN_STATIC_LENGTH`] are left alone, Vary and all; the ETag of an encoded answer gets `-gzip` or `-br`
 //! (`DeflateAlterETag`, `BrotliAlterETag`: AddSuffix by default), and a 304 answers
 //! such a tag with the tag of the representation the client would get.
 //!
@@ -42,9 +42,11 @@ use warren_stat_cache::FileVersion;
 use crate::dir_config::Effective;
 use crate::{Body, Response, Site};
 
-/// Bodies shorter than this are sent as they are: the encoded form would
-/// not be smaller (nginx's gzip_min_length default).
-pub const MIN_LENGTH: u64 = 20;
+/// Static files shorter than this are sent as they are, without `Vary`,
+/// as Debian's Apache 2.4.71 sends them (measured: 68 bytes are sent
+/// as is, 69 gzip-encoded). A script's answer has no such bound there: a
+/// two-byte PHP answer is encoded too.
+pub const MIN_STATIC_LENGTH: u64 = 69;
 
 /// The static file a response is made of, for the compressed cache and
 /// the precompressed copies beside it.
@@ -189,22 +191,27 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
     // SetEnvIf's no-gzip (Debian's BrowserMatch lines for old browsers) and
     // mod_brotli's no-brotli: warren reads either as "no compression".
     let env_says_no = resp.filters.as_ref().is_some_and(|f| f.env.get("no-gzip").is_some() || f.env.get("no-brotli").is_some());
-    if !matches!(resp.status, 200 | 304) || env_says_no || header(&resp, "content-encoding").is_some() {
+    if !matches!(resp.status, 200 | 206 | 304) || env_says_no || header(&resp, "content-encoding").is_some() {
         return resp;
     }
     if header(&resp, "cache-control").is_some_and(|v| v.to_ascii_lowercase().contains("no-transform")) {
         return resp;
     }
-    let precompressed = offer.file.as_ref().filter(|f| f.precompressed);
-    // An answer that depends on Accept-Encoding says so, encoded or not.
-    resp.vary_on("Accept-Encoding");
-    let length = match (&resp.body, &offer.file) {
-        (_, Some(f)) if resp.status == 304 => Some(f.size),
-        (_, None) if resp.status == 304 => None,
-        (Body::Stream { len, .. }, _) => *len,
-        (body, _) => Some(body.len()),
+    let empty = resp.status == 200 && match &resp.body {
+        Body::Stream { len, .. } => *len == Some(0),
+        body => body.is_empty(),
     };
-    let small = length.is_some_and(|n| n < MIN_LENGTH);
+    // An empty answer (a script's that printed nothing) is left alone too.
+    if empty || offer.file.as_ref().is_some_and(|f| f.size < MIN_STATIC_LENGTH) {
+        return resp;
+    }
+    let precompressed = offer.file.as_ref().filter(|f| f.precompressed);
+    // An answer that depends on Accept-Encoding says so, encoded or not
+    // (a range of the file too, as Apache's).
+    resp.vary_on("Accept-Encoding");
+    if resp.status == 206 {
+        return resp;
+    }
     for coding in acceptable(head.header("accept-encoding")).iter() {
         if let Some(copy) = precompressed.and_then(|f| sibling(f, coding)) {
             if resp.status == 200 {
@@ -212,7 +219,7 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
             }
             return encoded(resp, coding, offer.levels);
         }
-        if small || !coding.offered_by(offer.encoders) {
+        if !coding.offered_by(offer.encoders) {
             continue;
         }
         if resp.status == 304 {

@@ -74,6 +74,8 @@ pub struct Gateway {
     /// A CGI program to start rather than a FastCGI application to ask
     /// (see [`crate::cgi`]).
     pub(crate) program: Option<Box<crate::cgi::Program>>,
+    /// PHP reads the variables (ProxyFCGIBackendType FPM, or a warren pool's php-cgi).
+    php: bool,
 }
 
 
@@ -151,6 +153,7 @@ impl Gateway {
         let query = query.strip_prefix(b"?").unwrap_or(query).to_vec();
         self.set_param("REDIRECT_STATUS", status.to_string().into_bytes());
         self.set_param("REDIRECT_URL", internal_redirect::redirect_url(original));
+        self.name_script_as_apache();
         if !query.is_empty() {
             self.set_param("REDIRECT_QUERY_STRING", query);
         }
@@ -158,6 +161,33 @@ impl Gateway {
         self.set_param("REQUEST_URI", uri.clone());
         self.uri = uri;
         self.error_status = Some(status);
+    }
+
+    /// After an internal redirect (REDIRECT_URL) to a script with PATH_INFO
+    /// (`ErrorDocument 404 /index.php/error/404`, a rule to
+    /// `index.php/$1`), PHP's "pretty much apache specific" REDIRECT_URL
+    /// rule would take PATH_TRANSLATED for the script ("File not found.",
+    /// "No input file specified.") or drop PATH_INFO. php-fpm is given
+    /// SCRIPT_FILENAME as mod_proxy_fcgi names it, `proxy:fcgi://localhost/...`,
+    /// which it strips; php-cgi (warren's pools), which knows no such
+    /// prefix, and a name holding `?` (PHP cuts a prefixed name there:
+    /// `shell?.php` would run `shell`) are given the path with its PATH_INFO,
+    /// which PHP splits at the script itself, and no PATH_TRANSLATED.
+    fn name_script_as_apache(&mut self) {
+        let has = |p: &[(HeaderName, Vec<u8>)], name: &str| p.iter().any(|(n, v)| n == name && !v.is_empty());
+        if !self.php || !has(&self.params, "PATH_INFO") || !has(&self.params, "REDIRECT_URL") {
+            return;
+        }
+        let pool = matches!(self.backend.addr, warren_config::FcgiAddr::Pool(_));
+        let path_info = self.params.iter().find(|(n, _)| n == "PATH_INFO").map(|(_, v)| v.clone()).unwrap_or_default();
+        let Some(at) = self.params.iter().position(|(n, v)| n == "SCRIPT_FILENAME" && v.starts_with(b"/")) else { return };
+        let name = &mut self.params[at].1;
+        if !pool && !name.contains(&b'?') {
+            name.splice(0..0, b"proxy:fcgi://localhost".iter().copied());
+        } else {
+            name.extend_from_slice(&path_info);
+            self.params.retain(|(n, _)| n != "PATH_TRANSLATED");
+        }
     }
 
     pub(crate) fn set_param(&mut self, name: &'static str, value: Vec<u8>) {

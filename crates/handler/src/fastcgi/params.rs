@@ -28,6 +28,12 @@ impl Site {
         let h = &self.hosts[req.host];
         let timeout = backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         let mut params = self.cgi_params(req, &target, query);
+        // php-cgi (warren's own pools) refuses to run without REDIRECT_STATUS
+        // (cgi.force_redirect); php-fpm does not need it, and mod_proxy_fcgi
+        // sends it only after an internal redirect, as the environment's.
+        if matches!(backend.addr, warren_config::FcgiAddr::Pool(_)) && !params.iter().any(|(n, _)| n == "REDIRECT_STATUS") {
+            params.push((HeaderName::Borrowed("REDIRECT_STATUS"), b"200".to_vec()));
+        }
         // The user whose password matched (routing checked it before).
         if req.head.header("authorization").is_some() {
             let user = match dir {
@@ -55,7 +61,10 @@ impl Site {
             None if self.compresses => crate::compress::gateway_rules(&self.effective(req.host, Some(script), target.name), script),
             None => None,
         };
-        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress, program: None }))
+        let php = matches!(backend.addr, warren_config::FcgiAddr::Pool(_)) || dir.is_none_or(|d| d.fcgi_backend_type() == warren_config::FcgiBackendType::Fpm);
+        let mut gw = Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress, program: None, php };
+        gw.name_script_as_apache();
+        Outcome::Gateway(Box::new(gw))
     }
 
     /// SERVER_SOFTWARE: the Server header, and "Apache/2.4-compatible"
@@ -122,11 +131,10 @@ impl Site {
         set(&mut p, "DOCUMENT_ROOT", root.clone().into_bytes());
         set(&mut p, "CONTEXT_DOCUMENT_ROOT", root.into_bytes());
         set(&mut p, "CONTEXT_PREFIX", Vec::new());
-        if let Some(admin) = &h.config.server_admin {
-            set(&mut p, "SERVER_ADMIN", admin.clone().into_bytes());
-        }
-        // php-cgi built with force-cgi-redirect refuses to run without it.
-        set(&mut p, "REDIRECT_STATUS", b"200".to_vec());
+        // As mod_proxy_fcgi passes them: Apache's placeholder for a host
+        // without ServerAdmin, and the signature (empty with ServerSignature Off).
+        set(&mut p, "SERVER_ADMIN", h.config.server_admin.as_deref().unwrap_or("[no address given]").as_bytes().to_vec());
+        set(&mut p, "SERVER_SIGNATURE", self.signature(req).into_bytes());
         if let Some(t) = head.header("content-type") {
             set(&mut p, "CONTENT_TYPE", t.to_vec());
         }
