@@ -26,9 +26,10 @@ pub use activation::Activated;
 /// What systemd set up for this process.
 #[derive(Default)]
 pub struct Systemd {
-    /// Where to send notifications, or why that cannot be done (a warning
-    /// for the error log; warren serves without notifying).
-    pub notify: Option<Result<Notifier, String>>,
+    /// NOTIFY_SOCKET: where to send notifications (the socket to send
+    /// them with is made later, see [`Notifier::new`]: warren closes the
+    /// descriptors it inherited after this is read).
+    pub notify: Option<OsString>,
     /// `WatchdogSec=`: systemd kills warren unless told WATCHDOG=1 this often.
     pub watchdog: Option<Duration>,
     /// Sockets passed by socket activation, from descriptor 3.
@@ -45,7 +46,7 @@ impl Systemd {
             std::env::remove_var(name);
             value
         };
-        let notify = take("NOTIFY_SOCKET").map(|v| Notifier::new(&v));
+        let notify = take("NOTIFY_SOCKET");
         let watchdog_usec = take("WATCHDOG_USEC");
         let watchdog_pid = take("WATCHDOG_PID");
         let listen_pid = take("LISTEN_PID");

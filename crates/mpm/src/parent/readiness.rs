@@ -42,7 +42,7 @@ impl Readiness {
     /// What systemd set up; a NOTIFY_SOCKET that cannot be used is logged
     /// (once) and notifications are off.
     pub(super) fn new(systemd: Systemd, log: &ErrorLog) -> Readiness {
-        let notifier = match systemd.notify {
+        let notifier = match systemd.notify.as_deref().map(Notifier::new) {
             Some(Ok(n)) => Some(n),
             Some(Err(e)) => {
                 log.log(LogLevel::Warn, None, &e);
@@ -69,7 +69,7 @@ impl Readiness {
             return round;
         }
         let round = if self.ready_due { round.min(Duration::from_millis(20)) } else { round };
-        self.watchdog_every.map_or(round, |w| round.min(w))
+        self.watchdog_every.map_or(round, |w| round.min(w.saturating_sub(self.last_watchdog.elapsed())))
     }
 
     fn send(&mut self, message: &str, log: &ErrorLog) {
