@@ -247,4 +247,72 @@ fn activation_mismatches_are_named(mpm: &str) {
     drop((passed, stray));
 }
 
-each_mpm!(notify_ready_reload_stop, watchdog_to_an_abstract_socket, notify_socket_gone, socket_activation, activation_mismatches_are_named);
+/// A transient service made by `systemd-run`, stopped and forgotten when dropped.
+struct TransientUnit(String);
+
+impl Drop for TransientUnit {
+    fn drop(&mut self) {
+        let _ = Command::new("systemctl").args(["stop", &self.0]).status();
+        let _ = Command::new("systemctl").args(["reset-failed", &self.0]).stderr(Stdio::null()).status();
+    }
+}
+
+fn systemctl(args: &[&str]) -> (bool, String) {
+    let out = Command::new("systemctl").args(args).output().expect("run systemctl");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// Where systemd runs the machine: warren as a real Type=notify service,
+/// started (systemd-run returns once READY=1 came), reloaded (systemctl
+/// waits for RELOADING=1 and READY=1) and stopped.
+fn under_systemd_run(mpm: &str) {
+    let state = Command::new("systemctl").arg("is-system-running").output().map_or_else(|e| format!("no systemctl: {e}"), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if !matches!(state.as_str(), "running" | "degraded") {
+        println!("skipped: systemd does not run this machine (systemctl is-system-running: {state})");
+        return;
+    }
+    let dir = TempDir::new(&format!("sd-run-{mpm}"));
+    standard_site(&dir);
+    let port = free_port();
+    let conf = dir.write("warren.conf", base_config(mpm, &format!("Listen 127.0.0.1:{port}"), ""));
+    let unit = TransientUnit(format!("warren-test-{}-{mpm}.service", std::process::id()));
+    let started = Command::new("systemd-run")
+        .arg(format!("--unit={}", unit.0))
+        .args(["--property=Type=notify", "--property=NotifyAccess=main", "--property=KillMode=mixed", "--property=TimeoutStartSec=30", "--property=ExecReload=/bin/kill -HUP $MAINPID"])
+        .arg(BIN)
+        .arg("-f")
+        .arg(&conf)
+        .status()
+        .expect("run systemd-run");
+    assert!(started.success(), "systemd-run: {started}; {}", systemctl(&["status", &unit.0]).1);
+    assert_eq!(get_in_thread(port, "/a.txt", Duration::from_secs(10)).join().unwrap().status, 200);
+    let (reloaded, out) = systemctl(&["reload", &unit.0]);
+    assert!(reloaded, "systemctl reload: {out}");
+    let log = || std::fs::read_to_string(dir.0.join("error.log")).unwrap_or_default();
+    // The error log is written out every quarter second or so.
+    settle(|| log().contains("graceful restart"));
+    assert!(log().contains("graceful restart"), "{}", log());
+    let (_, status) = systemctl(&["show", "--property=StatusText", &unit.0]);
+    assert!(status.contains("requests/s"), "{status}");
+    let (stopped, out) = systemctl(&["stop", &unit.0]);
+    assert!(stopped, "systemctl stop: {out}");
+}
+
+/// packaging/warren.service and warren.socket, as systemd reads them:
+/// `systemd-analyze verify` finds no unknown directive or bad value (run on
+/// copies whose ExecStart is this build's warren, which it checks exists;
+/// the man page is the package's, so not looked for).
+#[test]
+fn the_unit_files_verify() {
+    let dir = TempDir::new("sd-units");
+    let packaging = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging");
+    for name in ["warren.service", "warren.socket"] {
+        let text = std::fs::read_to_string(packaging.join(name)).unwrap();
+        dir.write(name, text.replace("/usr/sbin/warren", BIN));
+    }
+    let out = Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(dir.0.join("warren.service")).arg(dir.0.join("warren.socket")).output().expect("run systemd-analyze (Debian's systemd package)");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.trim().is_empty(), "systemd-analyze verify: {}\n{said}", out.status);
+}
+
+each_mpm!(notify_ready_reload_stop, watchdog_to_an_abstract_socket, notify_socket_gone, socket_activation, activation_mismatches_are_named, under_systemd_run);
