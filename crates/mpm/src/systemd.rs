@@ -3,9 +3,10 @@
 //! watchdog interval (`WATCHDOG_USEC`) and the sockets of socket
 //! activation (`LISTEN_PID`, `LISTEN_FDS`, `LISTEN_FDNAMES`; see
 //! [`activation`]). The variables are removed from the environment as
-//! they are read, so that no process warren starts (php-fpm, php-cgi, CGI
-//! programs) takes them as its own: php-fpm built with systemd support
-//! would otherwise send its own READY=1.
+//! they are read, as sd_listen_fds(3) and sd_notify(3) do when asked to:
+//! no program warren starts takes them as its own (pools and CGI programs
+//! get an environment of their own anyway; anything started with warren's,
+//! a piped log program say, does not see them).
 //!
 //! Notifications are datagrams of `KEY=value` lines on a unix socket (a
 //! path, or an abstract name written `@name`), sent with std's
