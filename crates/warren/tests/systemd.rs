@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixDatagram;
 use std::os::unix::process::CommandExt;
@@ -247,6 +248,40 @@ fn activation_mismatches_are_named(mpm: &str) {
     drop((passed, stray));
 }
 
+/// A graceful restart whose configuration drops the passed socket's
+/// Listen line, then one that names it again: the second takes the same
+/// socket (warren could not bind the port: the test holds it too), and a
+/// connection made while no Listen line named it waits in its queue.
+fn a_passed_socket_outlives_its_listen_line(mpm: &str) {
+    let dir = TempDir::new(&format!("sd-outlives-{mpm}"));
+    standard_site(&dir);
+    let passed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = passed.local_addr().unwrap().port();
+    let own_port = free_port();
+    let both = format!("Listen 127.0.0.1:{port}\nListen 127.0.0.1:{own_port}");
+    let s = start(dir, mpm, &both, port, &[("LISTEN_FDS", "1".into())], &[passed.as_raw_fd()]);
+    assert_eq!(s.get("/a.txt").status, 200);
+    let restarted = |n: usize| {
+        unsafe_kill(s.pid(), libc::SIGHUP);
+        settle(|| s.read_log("error.log").matches("graceful restart, new children").count() >= n);
+        let log = s.read_log("error.log");
+        assert_eq!(log.matches("graceful restart, new children").count(), n, "{log}");
+    };
+    std::fs::write(&s.conf, base_config(mpm, &format!("Listen 127.0.0.1:{own_port}"), "")).unwrap();
+    restarted(1);
+    // Nobody takes this one now; it waits in the passed socket's queue.
+    let mut waiting = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    waiting.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    waiting.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    std::fs::write(&s.conf, base_config(mpm, &both, "")).unwrap();
+    restarted(2);
+    assert_eq!(parse_response(&read_to_close(&mut waiting)).0.status, 200);
+    assert_eq!(s.get("/a.txt").status, 200);
+    let log = s.read_log("error.log");
+    assert!(!log.contains("could not bind"), "{log}");
+    drop(passed);
+}
+
 /// A transient service made by `systemd-run`, stopped and forgotten when dropped.
 struct TransientUnit(String);
 
@@ -315,4 +350,4 @@ fn the_unit_files_verify() {
     assert!(out.status.success() && said.trim().is_empty(), "systemd-analyze verify: {}\n{said}", out.status);
 }
 
-each_mpm!(notify_ready_reload_stop, watchdog_to_an_abstract_socket, notify_socket_gone, socket_activation, activation_mismatches_are_named, under_systemd_run);
+each_mpm!(notify_ready_reload_stop, watchdog_to_an_abstract_socket, notify_socket_gone, socket_activation, activation_mismatches_are_named, a_passed_socket_outlives_its_listen_line, under_systemd_run);
