@@ -31,6 +31,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # virtualenv of its own (python3 -m venv needs Debian's python3-venv).
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+# systemd.rs checks packaging/warren.service and warren.socket with systemd-analyze.
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq

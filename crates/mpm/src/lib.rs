@@ -27,6 +27,9 @@
 //!   or on the event loop without blocking, requests parked for a pool's
 //!   child, and the spill that holds what a slow client has not taken yet.
 //!
+//! - [`systemd`]: what systemd passes a service (the notification socket,
+//!   the watchdog, socket activation's listening sockets); the parent's
+//!   notifications are `parent::readiness`.
 //! - `proxy_header`: the PROXY protocol header a listener with
 //!   RemoteIPProxyProtocol On reads before HTTP, for both kinds of driver.
 //!
@@ -52,6 +55,7 @@ pub mod prefork;
 pub mod scoreboard;
 pub mod serve;
 pub mod spread;
+pub mod systemd;
 mod worker_budget;
 pub mod worker;
 

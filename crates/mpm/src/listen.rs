@@ -16,12 +16,14 @@ pub struct Listener {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// What HTTP/2 it offers (None: none), per `Settings::h2_listener`.
     pub h2: Option<Arc<warren_config::h2::H2Listener>>,
+    /// Passed by systemd (socket activation) rather than bound by warren.
+    pub activated: bool,
 }
 
 impl Listener {
     /// Another handle on the same socket, for a new generation of children.
     pub fn try_clone(&self) -> std::io::Result<Listener> {
-        Ok(Listener { socket: self.socket.try_clone()?, addr: self.addr, tls: self.tls.clone(), h2: self.h2.clone() })
+        Ok(Listener { socket: self.socket.try_clone()?, addr: self.addr, tls: self.tls.clone(), h2: self.h2.clone(), activated: self.activated })
     }
 
     /// Accepts a connection (see [`accept`]) as its client stream: TLS on
@@ -57,6 +59,29 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<Listener> {
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;
     }
+    tune(&socket)?;
+    socket.bind(&addr.into()).map_err(|e| std::io::Error::new(e.kind(), format!("could not bind to address {addr}: {e}")))?;
+    socket.listen(backlog.min(i32::MAX as u32) as i32)?;
+    socket.set_nonblocking(true)?;
+    let socket: TcpListener = socket.into();
+    let addr = socket.local_addr()?;
+    Ok(Listener { socket, addr, tls: None, h2: None, activated: false })
+}
+
+/// A listening socket warren did not bind (socket activation: systemd
+/// did), with the options [`bind`] gives its own. It must not go on into
+/// the programs warren starts, so it becomes close-on-exec.
+pub fn adopt(socket: Socket) -> std::io::Result<Listener> {
+    socket.set_cloexec(true)?;
+    tune(&socket)?;
+    socket.set_nonblocking(true)?;
+    let socket: TcpListener = socket.into();
+    let addr = socket.local_addr()?;
+    Ok(Listener { socket, addr, tls: None, h2: None, activated: true })
+}
+
+/// The options of every listening socket.
+fn tune(socket: &Socket) -> std::io::Result<()> {
     // Accepted sockets inherit TCP_NODELAY from the listener on Linux: small
     // responses go out without waiting for the peer's delayed ACK.
     socket.set_tcp_nodelay(true)?;
@@ -72,12 +97,7 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<Listener> {
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
     }
-    socket.bind(&addr.into()).map_err(|e| std::io::Error::new(e.kind(), format!("could not bind to address {addr}: {e}")))?;
-    socket.listen(backlog.min(i32::MAX as u32) as i32)?;
-    socket.set_nonblocking(true)?;
-    let socket: TcpListener = socket.into();
-    let addr = socket.local_addr()?;
-    Ok(Listener { socket, addr, tls: None, h2: None })
+    Ok(())
 }
 
 /// accept4 with the peer address, non-blocking and close-on-exec, in one

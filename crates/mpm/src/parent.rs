@@ -14,7 +14,8 @@
 //! WINCH graceful stop (GracefulShutdownTimeout), HUP graceful restart
 //! (re-read the config; keep the old one if it has errors), USR1 reopen logs
 //! (children that run as `User` are replaced by ones with the reopened files).
-//! What a child does once forked is in `child`.
+//! What a child does once forked is in `child`; what systemd is told
+//! (Type=notify) is in `readiness`.
 
 use std::collections::HashMap;
 use std::os::fd::AsFd;
@@ -39,9 +40,11 @@ use warren_handler::Site;
 use crate::listen::{self, Listener};
 use crate::scoreboard::{Scoreboard, State};
 use crate::spread::{self, LoadSampler};
+use crate::systemd::{activation, Systemd};
 use crate::worker_budget::WorkerBudget;
 
 mod child;
+mod readiness;
 
 /// How long TERM waits for children before killing them.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -169,6 +172,12 @@ pub struct Parent {
     /// write their error log lines to, which the parent copies to it, so
     /// that no child holds the terminal (see `detach_child`).
     relay: Option<Relay>,
+    /// What systemd is told, and when.
+    readiness: readiness::Readiness,
+    /// The sockets systemd passed (socket activation), kept for as long
+    /// as warren runs: a graceful restart whose Listen lines drop one and
+    /// a later one that names it again find it here.
+    activated: Vec<Listener>,
 }
 
 impl Parent {
@@ -200,6 +209,7 @@ impl Parent {
             Some(m)
         };
         let worker_budget = worker_budget(&site.settings);
+        let readiness = readiness::Readiness::new(Systemd::default(), &site.error_log);
         Ok(Parent {
             site,
             listeners,
@@ -215,7 +225,17 @@ impl Parent {
             worker_budget,
             load: LoadSampler::default(),
             relay: Relay::new(),
+            readiness,
+            activated: Vec::new(),
         })
+    }
+
+    /// What systemd set up: the notification socket and watchdog. (The
+    /// sockets it passed are among the listeners already.)
+    pub fn with_systemd(mut self, systemd: Systemd) -> Parent {
+        self.activated = self.listeners.iter().filter(|l| l.activated).filter_map(|l| l.try_clone().ok()).collect();
+        self.readiness = readiness::Readiness::new(systemd, &self.site.error_log);
+        self
     }
 
     fn log(&self, level: LogLevel, msg: &str) {
@@ -259,8 +279,9 @@ impl Parent {
         let mut last_maintenance = Instant::now();
         let mut last_demand_check = Instant::now();
         let prefork = self.site.settings.mpm == Mpm::Prefork;
-        let tick = if prefork { DEMAND_CHECK } else { Duration::from_secs(1) };
+        let round = if prefork { DEMAND_CHECK } else { Duration::from_secs(1) };
         let graceful_stop = loop {
+            let tick = self.readiness.wait_at_most(round);
             let woken = {
                 let mut fds = vec![PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
                 if let Some(r) = self.relay.as_ref().and_then(|r| r.read.as_ref()) {
@@ -291,7 +312,10 @@ impl Parent {
                 match sig {
                     SIGTERM | SIGINT => stop = Some(false),
                     SIGWINCH => stop = Some(true),
-                    SIGHUP => self.graceful_restart(&signals),
+                    SIGHUP => {
+                        self.readiness.reloading(&self.site.error_log);
+                        self.graceful_restart(&signals);
+                    }
                     SIGUSR1 => self.reopen_logs(&signals),
                     _ => {}
                 }
@@ -300,6 +324,7 @@ impl Parent {
                 break graceful;
             }
             self.reap(&signals);
+            self.readiness.tick(&self.sb, &self.site.error_log);
             if prefork && last_demand_check.elapsed() >= DEMAND_CHECK {
                 last_demand_check = Instant::now();
                 if !self.failing_to_start() {
@@ -314,6 +339,7 @@ impl Parent {
                 }
             }
         };
+        self.readiness.stopping(&self.site.error_log);
         let wait = if graceful_stop { self.site.settings.graceful_shutdown_timeout } else { Some(STOP_WAIT) };
         self.log(LogLevel::Notice, if graceful_stop { "caught SIGWINCH, shutting down gracefully" } else { "caught SIGTERM, shutting down" });
         self.stop_children(&signals, wait);
@@ -597,7 +623,11 @@ impl Parent {
         };
         let mut listeners = Vec::new();
         for addr in &settings.listen {
-            let existing = self.listeners.iter().find(|l| l.addr == *addr || (addr.port() == 0 && l.addr.ip() == addr.ip()));
+            let existing = self
+                .listeners
+                .iter()
+                .find(|l| l.addr == *addr || (addr.port() == 0 && l.addr.ip() == addr.ip()))
+                .or_else(|| self.activated.iter().find(|l| activation::serves(*addr, l.addr)));
             let l = match existing {
                 Some(l) => l.try_clone(),
                 None => listen::bind(*addr, settings.listen_backlog),

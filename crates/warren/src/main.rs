@@ -157,7 +157,10 @@ fn mpm_name() -> impl clap::builder::TypedValueParser<Value = Mpm> {
 }
 
 fn main() -> ExitCode {
-    close_inherited_descriptors();
+    // First, while warren has one thread and before it opens anything:
+    // the sockets systemd passed are descriptors 3 and on.
+    let systemd = warren_mpm::systemd::Systemd::take_from_env();
+    close_inherited_descriptors(3 + systemd.activated.len() as libc::c_uint);
     limit_malloc_arenas();
     let cli = Cli::parse();
     let mut warnings = Vec::new();
@@ -281,7 +284,7 @@ fn main() -> ExitCode {
         }
         _ => None,
     };
-    run(settings, &warnings, &skipped, &scripts, reload)
+    run(settings, &warnings, &skipped, &scripts, reload, systemd)
 }
 
 /// Loads a configuration file, and refuses server children or pools that
@@ -521,14 +524,15 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 /// Descriptors above standard error that whoever started warren left open
 /// (a shell's redirections, a leaky supervisor) would go on into every
 /// server child, which runs as `User` and holds no use for them: warren
-/// opens nothing it needs before this, and takes none by inheritance.
-fn close_inherited_descriptors() {
+/// opens nothing it needs before this, and takes none by inheritance but
+/// the sockets of socket activation, below `first`.
+fn close_inherited_descriptors(first: libc::c_uint) {
     // SAFETY: closes only descriptors nothing in this process refers to yet.
     unsafe {
-        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) != 0 {
+        if libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0 as libc::c_uint) != 0 {
             // Kernels before 5.11.
             let highest = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft.min(65536));
-            for fd in 3..highest as libc::c_int {
+            for fd in first as libc::c_int..highest as libc::c_int {
                 libc::close(fd);
             }
         }
@@ -547,7 +551,7 @@ fn limit_malloc_arenas() {
     }
 }
 
-fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>) -> ExitCode {
+fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>, mut systemd: warren_mpm::systemd::Systemd) -> ExitCode {
     // CGI programs are started by a process forked now, while warren has
     // one thread (see warren_handler::cgi::spawner).
     if warren_config::cgi::uses_cgi(&settings) {
@@ -566,9 +570,18 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
             return ExitCode::FAILURE;
         }
     };
+    use warren_mpm::systemd::activation;
     let mut listeners = Vec::new();
+    let mut activation_warnings = Vec::new();
+    let activated = !systemd.activated.is_empty();
     for addr in &settings.listen {
-        match warren_mpm::bind(*addr, settings.listen_backlog) {
+        let listener = activation::take(&mut systemd.activated, *addr).unwrap_or_else(|| {
+            if activated {
+                activation_warnings.push(activation::unmatched_listen(*addr));
+            }
+            warren_mpm::bind(*addr, settings.listen_backlog).map_err(|e| e.to_string())
+        });
+        match listener {
             Ok(mut l) => {
                 l.tls = tls.as_ref().and_then(|t| t.for_listener(*addr));
                 l.h2 = Some(settings.h2_listener(*addr)).filter(|h| h.any()).map(std::sync::Arc::new);
@@ -580,6 +593,7 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
             }
         }
     }
+    activation_warnings.extend(activation::leftovers(std::mem::take(&mut systemd.activated)));
     let (site, refused_logs) = match Site::new_at_start(settings) {
         Ok((s, refused)) => (Arc::new(s), refused),
         Err(e) => {
@@ -595,6 +609,10 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
     for w in warnings.iter().chain(tls.as_ref().map_or(&[][..], |t| t.warnings())) {
         site.error_log.log(warren_config::LogLevel::Warn, None, w);
     }
+    for w in &activation_warnings {
+        eprintln!("warren: {w}");
+        site.error_log.log(warren_config::LogLevel::Warn, None, w);
+    }
     for s in skipped {
         site.error_log.notice(s);
     }
@@ -602,7 +620,7 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
         site.error_log.log(warren_config::LogLevel::Error, None, s);
     }
     let parent = match warren_mpm::Parent::new(site, listeners, reload) {
-        Ok(p) => p,
+        Ok(p) => p.with_systemd(systemd),
         Err(e) => {
             eprintln!("warren: cannot create the scoreboard: {e}");
             return ExitCode::FAILURE;

@@ -119,6 +119,17 @@ pub fn standard_site(dir: &TempDir) {
     dir.write("htdocs/space name.txt", "spaced");
 }
 
+/// The configuration every test server starts from, with `listen` (its
+/// Listen lines) and `extra` appended.
+pub fn base_config(mpm: &str, listen: &str, extra: &str) -> String {
+    // Two children, and spare bounds that leave them be when idle.
+    let tuning = match mpm {
+        "prefork" => "StartServers 2\nMinSpareServers 1\nMaxSpareServers 8\nMaxRequestWorkers 32",
+        _ => "StartServers 2\nThreadsPerChild 4\nMinSpareThreads 1\nMaxSpareThreads 16\nMaxRequestWorkers 32",
+    };
+    format!("LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\n{listen}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nUser nobody\nGroup nogroup\n{tuning}\n{extra}\n")
+}
+
 impl Server {
     /// Starts warren with `extra` appended to a minimal config. In a
     /// binary that runs its suite over TLS ([`over_tls`]), the main server
@@ -155,18 +166,8 @@ impl Server {
         // warren cannot bind, and is started again on another port.
         for attempt in 1.. {
             let port = free_port();
-            // Two children, and spare bounds that leave them be when idle.
-            let tuning = match mpm {
-                "prefork" => "StartServers 2\nMinSpareServers 1\nMaxSpareServers 8\nMaxRequestWorkers 32",
-                _ => "StartServers 2\nThreadsPerChild 4\nMinSpareThreads 1\nMaxSpareThreads 16\nMaxRequestWorkers 32",
-            };
             let tls_lines = if over_tls() { tls::Certs::make(&dir.0).directives("localhost") } else { String::new() };
-            let conf = dir.write(
-                "warren.conf",
-                format!(
-                    "LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{port}\nServerName localhost\nDocumentRoot htdocs\nPidFile warren.pid\nErrorLog error.log\nLogLevel info\nCustomLog access.log combined\nUser nobody\nGroup nogroup\n{tuning}\n{tls_lines}{extra}\n"
-                ),
-            );
+            let conf = dir.write("warren.conf", base_config(mpm, &format!("Listen 127.0.0.1:{port}"), &format!("{tls_lines}{extra}")));
             let mut cmd = Command::new(BIN);
             if let Some(procs) = cgroup_procs {
                 let procs = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).unwrap();
