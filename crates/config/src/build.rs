@@ -192,6 +192,7 @@ impl Builder {
                 vh.host.document_root.clone_from(&s.main.document_root);
             }
             vh.host.proxy_routes.extend(s.main.proxy_routes.iter().cloned());
+            vh.host.proxy_http.inherit(&s.main.proxy_http);
             vh.host.url_aliases.extend(s.main.url_aliases.iter().cloned());
             if vh.host.access_file_names.is_none() {
                 vh.host.access_file_names.clone_from(&s.main.access_file_names);
