@@ -55,7 +55,7 @@ impl Site {
             None if self.compresses => crate::compress::gateway_rules(&self.effective(req.host, Some(script), target.name), script),
             None => None,
         };
-        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress, program: None }))
+        Outcome::Gateway(Box::new(Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress, program: None, http: None }))
     }
 
     /// SERVER_SOFTWARE: the Server header, and "Apache/2.4-compatible"
