@@ -7,6 +7,7 @@ counts them, so that tests can see warren reuse them. Paths:
 
   /echo...        the request as it came: request line, fields, body length and body
   /connections    how many connections were accepted so far
+  /seen           the request lines of every request so far, one a line
   /redirect       302 to this backend's own URL /landing
   /cookie         a Set-Cookie for the backend's domain and path
   /big?n=N        N bytes, chunked, written in 64 KB pieces
@@ -26,6 +27,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 connections = 0
+seen = []
 lock = threading.Lock()
 
 
@@ -67,6 +69,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def answer(self):
         path = self.path
+        with lock:
+            seen.append(self.requestline)
         if path.startswith("/early"):
             self.send(413, b"too big\n", extra=[("Connection", "close")])
             self.close_connection = True
@@ -77,6 +81,9 @@ class Handler(BaseHTTPRequestHandler):
             lines += [f"{k}: {v}" for k, v in self.headers.items()]
             lines += [f"body-framing: {framing}", f"body-length: {len(body)}", ""]
             self.send(200, "\n".join(lines).encode() + body, extra=[("X-Hop", "secret"), ("Connection", "X-Hop"), ("Keep-Alive", "timeout=5")])
+        elif path == "/seen":
+            with lock:
+                self.send(200, "".join(line + "\n" for line in seen).encode())
         elif path == "/connections":
             self.send(200, str(connections).encode())
         elif path == "/redirect":
