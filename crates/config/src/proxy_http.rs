@@ -140,6 +140,12 @@ impl HttpOrigin {
     }
 }
 
+/// A line of a `<Location>` that is the host's: `ProxyPass URL [keys]`
+/// and `ProxyPassReverse URL`, the section's path being theirs.
+pub(crate) fn in_location(d: &Directive) -> bool {
+    d.name.eq_ignore_ascii_case("ProxyPass") || d.name.eq_ignore_ascii_case("ProxyPassReverse")
+}
+
 fn on_off(key: &str, v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
         "on" => Ok(true),
@@ -270,26 +276,29 @@ mod tests {
 
     #[test]
     fn directives_and_errors() {
-        let text = "Listen 8080\nProxyPass /api/ http://127.0.0.1:3000/v1/ ttl=5 max=4 retry=0 connectiontimeout=2 timeout=9 keepalive=On\nProxyPass /sock/ unix:/run/app.sock|http://app/ disablereuse=On\nProxyPassReverse /api/ http://127.0.0.1:3000/v1/\nProxyPreserveHost On\nProxyAddHeaders Off\nProxyVia Full\nProxyErrorOverride On\nProxyRequests Off\n<VirtualHost *:8080>\n    ServerName v\n</VirtualHost>\n";
+        let text = "Listen 8080\n<Location /loc/>\n    ProxyPass http://127.0.0.1:5000/ retry=0\n    ProxyPassReverse http://127.0.0.1:5000/\n</Location>\nProxyPass /api/ http://127.0.0.1:3000/v1/ ttl=5 max=4 retry=0 connectiontimeout=2 timeout=9 keepalive=On\nProxyPass /sock/ unix:/run/app.sock|http://app/ disablereuse=On\nProxyPassReverse /api/ http://127.0.0.1:3000/v1/\nProxyPreserveHost On\nProxyAddHeaders Off\nProxyVia Full\nProxyErrorOverride On\nProxyRequests Off\n<VirtualHost *:8080>\n    ServerName v\n</VirtualHost>\n";
         let (l, _d) = crate::test_support::load_text("proxy-http", text, &[]);
         assert!(l.errors.is_empty(), "{:?}", l.errors);
         let s = l.settings.unwrap();
-        let t = s.main.proxy_routes[0].target.as_ref().unwrap();
+        let loc = &s.main.proxy_routes[0];
+        assert!(matches!(&loc.pattern, crate::backend::ProxyPattern::Prefix(p) if p == "/loc/"));
+        assert_eq!(loc.target.as_ref().unwrap().http.as_ref().unwrap().authority, "127.0.0.1:5000");
+        let t = s.main.proxy_routes[1].target.as_ref().unwrap();
         let o = t.http.as_ref().unwrap();
         assert_eq!((t.path.as_str(), o.authority.as_str(), o.max_idle, o.retry), ("/v1/", "127.0.0.1:3000", 4, Duration::ZERO));
         assert_eq!((o.ttl, o.connect_timeout, o.tcp_keepalive), (Some(Duration::from_secs(5)), Some(Duration::from_secs(2)), true));
         assert_eq!((t.backend.reuse, t.backend.timeout), (true, Some(Duration::from_secs(9))));
-        let sock = s.main.proxy_routes[1].target.as_ref().unwrap();
+        let sock = s.main.proxy_routes[2].target.as_ref().unwrap();
         assert_eq!((&sock.backend.addr, sock.backend.reuse), (&FcgiAddr::Unix("/run/app.sock".into()), false));
         // A virtual host takes the main server's settings.
         let v = &s.virtual_hosts[0].host.proxy_http;
         assert_eq!((v.preserve_host, v.add_headers, v.via, v.error_override), (Some(true), Some(false), Some(Via::Full), Some(true)));
-        assert_eq!(v.reverse, vec![("/api/".to_string(), "http://127.0.0.1:3000/v1/".to_string())]);
+        assert_eq!(v.reverse, vec![("/loc/".to_string(), "http://127.0.0.1:5000/".to_string()), ("/api/".to_string(), "http://127.0.0.1:3000/v1/".to_string())]);
 
-        let bad = "Listen 8080\nProxyRequests On\nProxyPass /a https://h/\nProxyPass /b http://h/ ttl=x\nProxyPass /c http://h/ frobnicate=1\nProxyVia sometimes\nProxyPassReverse nopath http://h/\nProxyPreserveHost maybe\n";
+        let bad = "Listen 8080\nProxyRequests On\nProxyPass /a https://h/\nProxyPass /b http://h/ ttl=x\nProxyPass /c http://h/ frobnicate=1\nProxyVia sometimes\nProxyPassReverse nopath http://h/\nProxyPreserveHost maybe\n<Directory />\n    ProxyPass http://h/\n</Directory>\n";
         let (l, _d) = crate::test_support::load_text("proxy-http-bad", bad, &[]);
         let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
-        assert_eq!(lines, vec![3, 4, 5, 6, 7, 8, 9], "{:?}", l.errors);
+        assert_eq!(lines, vec![3, 4, 5, 6, 7, 8, 9, 11], "{:?}", l.errors);
         assert!(l.errors[0].message.contains("no forward proxy"), "{:?}", l.errors[0]);
     }
 }

@@ -20,7 +20,8 @@ fn start(mpm: &str, backend: &Backend, extra: &str) -> Server {
     let b = backend.url();
     let conf = format!(
         "Protocols h2c http/1.1\nProxyPass /api/ {b}/\nProxyPassReverse /api/ {b}/\nProxyPassReverseCookieDomain backend.internal localhost\nProxyPassReverseCookiePath /app /api/app\n\
-         ProxyPass /slow/ {b}/ timeout=1\nProxyPass /dead/ http://127.0.0.1:{}/ retry=0\nProxyPassMatch ^/m/(.*)\\.txt$ {b}/echo/$1.text\n{extra}",
+         ProxyPass /slow/ {b}/ timeout=1\nProxyPass /dead/ http://127.0.0.1:{}/ retry=0\nProxyPassMatch ^/m/(.*)\\.txt$ {b}/echo/$1.text\n\
+         <Location /loc/>\n    ProxyPass {b}/\n    ProxyPassReverse {b}/\n</Location>\n{extra}",
         dead_port()
     );
     Server::start(mpm, &conf)
@@ -156,7 +157,10 @@ fn reverse_rewrites_redirects_and_cookies(mpm: &str) {
     let s = start(mpm, &backend, "");
     let r = s.get("/api/redirect");
     assert_eq!(r.status, 302);
-    assert_eq!(r.header("Location"), Some(format!("http://localhost/api/landing?x=1").as_str()));
+    assert_eq!(r.header("Location"), Some("http://localhost/api/landing?x=1"));
+    // The same from a `<Location>` section's ProxyPass and ProxyPassReverse.
+    let r = s.get("/loc/redirect");
+    assert_eq!(r.header("Location"), Some("http://localhost/loc/landing?x=1"));
     let r = s.get("/api/cookie");
     assert_eq!(r.header("Set-Cookie"), Some("sid=1; Domain=localhost; Path=/api/app"));
 }

@@ -144,7 +144,7 @@ impl Site {
         let public_base = format!("{}://{}", if conn.tls.is_some() { "https" } else { "http" }, self.client_authority(Request::new(head, conn, gw.host)));
         for (n, v) in answer.fields {
             let v = if n.eq_ignore_ascii_case("location") || n.eq_ignore_ascii_case("content-location") || n.eq_ignore_ascii_case("uri") {
-                response::reverse_url(&v, rules, &public_base).unwrap_or(v)
+                response::reverse_url(&v, rules, &public_base, head.path_and_query()).unwrap_or(v)
             } else if n.eq_ignore_ascii_case("set-cookie") && !(rules.cookie_domains.is_empty() && rules.cookie_paths.is_empty()) {
                 response::reverse_cookie(&v, rules)
             } else {

@@ -128,13 +128,17 @@ fn head_of(status: u16, version: u8, list: Vec<(String, String)>, head_request: 
 }
 
 /// ProxyPassReverse: a URL field naming the backend, rewritten to name
-/// this host (`public_base` is `scheme://host[:port]`).
-pub fn reverse_url(value: &str, rules: &ProxyHttp, public_base: &str) -> Option<String> {
-    rules.reverse.iter().find_map(|(path, backend)| {
+/// this host (`public_base` is `scheme://host[:port]`). Where several
+/// lines name the backend, the one for the path the request was under
+/// (`request_path`) is taken, as a `<Location>`'s line is in Apache.
+pub fn reverse_url(value: &str, rules: &ProxyHttp, public_base: &str, request_path: &[u8]) -> Option<String> {
+    let rewrite = |(path, backend): &(String, String)| {
         let rest = value.strip_prefix(backend.as_str())?;
         let path = if path.ends_with('/') && rest.starts_with('/') { path.trim_end_matches('/') } else { path.as_str() };
         Some(format!("{public_base}{path}{rest}"))
-    })
+    };
+    let here = rules.reverse.iter().filter(|(path, _)| request_path.starts_with(path.as_bytes()));
+    here.chain(rules.reverse.iter()).find_map(rewrite)
 }
 
 /// ProxyPassReverseCookieDomain and -Path on one Set-Cookie value.
@@ -288,8 +292,12 @@ mod tests {
             cookie_paths: vec![("/".into(), "/api/".into())],
             ..Default::default()
         };
-        assert_eq!(reverse_url("http://127.0.0.1:3000/login?x", &rules, "http://site.example").as_deref(), Some("http://site.example/api/login?x"));
-        assert_eq!(reverse_url("http://elsewhere/", &rules, "http://site.example"), None);
+        assert_eq!(reverse_url("http://127.0.0.1:3000/login?x", &rules, "http://site.example", b"/x").as_deref(), Some("http://site.example/api/login?x"));
+        assert_eq!(reverse_url("http://elsewhere/", &rules, "http://site.example", b"/x"), None);
+        let mut two = rules.clone();
+        two.reverse.push(("/loc/".into(), "http://127.0.0.1:3000/".into()));
+        assert_eq!(reverse_url("http://127.0.0.1:3000/a", &two, "http://h", b"/loc/x").as_deref(), Some("http://h/loc/a"));
+        assert_eq!(reverse_url("http://127.0.0.1:3000/a", &two, "http://h", b"/api/x").as_deref(), Some("http://h/api/a"));
         assert_eq!(reverse_cookie("a=1; Domain=backend.internal; Path=/app", &rules), "a=1; Domain=site.example; Path=/api/app");
     }
 }
