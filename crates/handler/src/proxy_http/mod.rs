@@ -193,7 +193,7 @@ impl Site {
                     _ => None,
                 };
                 let pool = keep.then(|| self.caches.http_backends.clone());
-                let source = HttpOutput { stream: Some(conn_to.stream), reader, buf, addr: addr.clone(), max_idle: plan.origin.max_idle, pool, name, log: host.error_log.clone(), client: conn.useragent };
+                let source = HttpOutput { stream: Some(conn_to.stream), reader, buf, addr: addr.clone(), max_idle: plan.origin.max_idle, pool, name, log: host.error_log.clone(), client: conn.useragent, read_ahead: !gw.backend.flush_packets };
                 r.body = Body::Stream { source: Box::new(source), len };
                 Ok(r)
             }
@@ -304,11 +304,14 @@ struct HttpOutput {
     name: String,
     log: std::sync::Arc<crate::logs::ErrorLog>,
     client: std::net::SocketAddr,
+    /// Read at the backend's pace, what the client has not taken held by
+    /// the MPM (the default), or at the client's (`flushpackets=on`).
+    read_ahead: bool,
 }
 
 impl BodySource for HttpOutput {
     fn read_ahead(&self) -> bool {
-        true
+        self.read_ahead
     }
 
     fn next_piece(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {

@@ -50,7 +50,7 @@ pub fn head(method: &str, fields: &[(HeaderName, String)], f: &Forwarding) -> Ve
         !hop_by_hop(n)
             && !named.contains(&lower)
             && !matches!(lower.as_str(), "host" | "content-length" | "expect")
-            && !(lower == "via" && f.via == Via::Block)
+            && (lower != "via" || f.via != Via::Block)
     };
     let mut out = Vec::with_capacity(1024);
     let _ = write!(out, "{method} {} HTTP/1.1\r\nHost: {}\r\n", f.target, f.host);
