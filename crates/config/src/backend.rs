@@ -64,6 +64,10 @@ pub enum ProxyPattern {
 pub struct ProxyTarget {
     pub backend: FcgiBackend,
     /// The path part of the `fcgi://` URL: the script's path on the backend,
-    /// with `$1`..`$9` for ProxyPassMatch's groups.
+    /// with `$1`..`$9` for ProxyPassMatch's groups. For an HTTP backend,
+    /// the URL path the request goes to.
     pub path: String,
+    /// Some for an `http://` backend (mod_proxy_http): `backend.addr` is
+    /// where it is reached, `backend.reuse` whether connections are kept.
+    pub http: Option<Box<crate::proxy_http::HttpOrigin>>,
 }

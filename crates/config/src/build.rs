@@ -146,6 +146,9 @@ impl Builder {
                 Node::Section(sec) => {
                     let sections = self.dir_section(sec, Context::Server, None);
                     s.main.sections.extend(sections);
+                    for d in std::mem::take(&mut self.location_proxy) {
+                        self.directive(&d, Context::Server, Target::Server(&mut s));
+                    }
                 }
                 Node::Skipped(sec) => {
                     let sections = self.skipped_block(sec, Context::Server, &mut s.main.dir, None);
@@ -192,6 +195,7 @@ impl Builder {
                 vh.host.document_root.clone_from(&s.main.document_root);
             }
             vh.host.proxy_routes.extend(s.main.proxy_routes.iter().cloned());
+            vh.host.proxy_http.inherit(&s.main.proxy_http);
             vh.host.url_aliases.extend(s.main.url_aliases.iter().cloned());
             if vh.host.access_file_names.is_none() {
                 vh.host.access_file_names.clone_from(&s.main.access_file_names);
@@ -291,6 +295,9 @@ impl Builder {
                 Node::Section(inner) => {
                     let sections = self.dir_section(inner, Context::VirtualHost, None);
                     host.sections.extend(sections);
+                    for d in std::mem::take(&mut self.location_proxy) {
+                        self.directive(&d, Context::VirtualHost, Target::Host(&mut host));
+                    }
                 }
                 Node::Skipped(inner) => {
                     let sections = self.skipped_block(inner, Context::VirtualHost, &mut host.dir, None);
@@ -569,6 +576,13 @@ impl Builder {
         let mut nested = Vec::new();
         for node in &sec.children {
             match node {
+                // `<Location /api/> ProxyPass http://b/`: the host's route for the section's path.
+                Node::Directive(d) if crate::proxy_http::in_location(d) => match &matcher {
+                    SectionMatch::Location(path) if within.is_none() => {
+                        self.location_proxy.push(crate::parse::Directive { name: d.name.clone(), args: std::iter::once(path.clone()).chain(d.args.iter().cloned()).collect(), origin: d.origin.clone() })
+                    }
+                    _ => self.error(&d.origin, format!("{} is not allowed in <{}> (only in <Location /path>, with the backend URL alone)", d.name, sec.name)),
+                },
                 Node::Directive(d) => self.directive(d, inner_ctx, Target::Dir(&mut config, &sec.name)),
                 Node::Section(inner) if crate::values::require_block_kind(&inner.name).is_some() => self.require_block(inner, &mut config),
                 Node::Section(inner) => {

@@ -54,6 +54,9 @@ pub struct Builder {
     /// The section around the one being read, for an `<If>` in the latter
     /// (`<Directory>` around `<Files>` around `<If>`): it must apply too.
     pub(crate) around: Option<crate::dir_config::SectionMatch>,
+    /// `ProxyPass` and `ProxyPassReverse` lines of a `<Location>` just
+    /// read, with the section's path put first: routes of the host around it.
+    pub(crate) location_proxy: Vec<crate::parse::Directive>,
 }
 
 fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
@@ -87,6 +90,7 @@ impl Builder {
             script_notices: Vec::new(),
             per_user: crate::fcgid::PerUser::default(),
             mapped: Vec::new(),
+            location_proxy: Vec::new(),
         }
     }
 

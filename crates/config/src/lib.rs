@@ -101,6 +101,7 @@ pub mod mpm;
 pub mod overrides;
 pub mod parse;
 pub mod pool;
+pub mod proxy_http;
 pub mod pool_file;
 pub mod remote_ip;
 pub mod rewrite;

@@ -138,6 +138,8 @@ pub struct HostConfig {
     pub proxy_routes: Vec<ProxyRoute>,
     /// ProxyTimeout (None: Timeout).
     pub proxy_timeout: Option<Duration>,
+    /// ProxyPassReverse, ProxyPreserveHost, ProxyVia... (mod_proxy_http).
+    pub proxy_http: crate::proxy_http::ProxyHttp,
     /// Alias, AliasMatch, Redirect and RedirectMatch, in config order (a
     /// virtual host's first, then the main server's).
     pub url_aliases: Vec<crate::alias::UrlAlias>,

@@ -19,6 +19,7 @@ use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
 use crate::parse::Directive;
+use crate::proxy_http;
 use crate::remote_ip;
 use crate::tls;
 use crate::settings::{HostConfig, Settings};
@@ -233,6 +234,14 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("ProxyPass", "/path backend-URL|! [key=value...]", apply::proxy_pass),
     host("ProxyPassMatch", "regex backend-URL|! [key=value...]", apply::proxy_pass),
     host("ProxyTimeout", "seconds", apply::proxy_timeout),
+    host("ProxyPassReverse", "/path backend-URL", proxy_http::reverse),
+    host("ProxyPassReverseCookieDomain", "backend-domain public-domain", proxy_http::reverse),
+    host("ProxyPassReverseCookiePath", "backend-path public-path", proxy_http::reverse),
+    host("ProxyPreserveHost", "On|Off", proxy_http::preserve_host),
+    host("ProxyAddHeaders", "On|Off", proxy_http::add_headers),
+    host("ProxyVia", "On|Off|Full|Block", proxy_http::via),
+    host("ProxyErrorOverride", "On|Off", proxy_http::error_override),
+    host("ProxyRequests", "Off", proxy_http::requests),
     host("Alias", "/url-path file|directory", apply::url_alias),
     host("AliasMatch", "regex file|directory", apply::url_alias),
     host("ScriptAlias", "/url-path file|directory", apply::url_alias),

@@ -118,9 +118,22 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
     if target == "!" {
         return Ok(ProxyRoute { pattern, target: None, origin: d.origin.clone() });
     }
-    let (addr, path) = parse_fcgi_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
-    let mut backend = FcgiBackend { addr, reuse: false, timeout: None, flush_packets: false };
+    let http = crate::proxy_http::parse_http_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
+    let (addr, path, mut http) = match http {
+        Some((addr, authority, path)) => (addr, path, Some(Box::new(crate::proxy_http::HttpOrigin::new(authority)))),
+        None => {
+            let (addr, path) = parse_fcgi_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
+            (addr, path, None)
+        }
+    };
+    // mod_proxy_http keeps backend connections by default; mod_proxy_fcgi does not.
+    let mut backend = FcgiBackend { addr, reuse: http.is_some(), timeout: None, flush_packets: false };
     for kv in keys {
+        if let (Some(origin), Some((k, v))) = (http.as_mut(), kv.split_once('=')) {
+            if origin.set_key(&k.to_ascii_lowercase(), v).map_err(|m| format!("{}: {m}", d.name))? {
+                continue;
+            }
+        }
         match kv.split_once('=').map(|(k, v)| (k.to_ascii_lowercase(), v)) {
             Some((k, v)) if k == "enablereuse" || k == "disablereuse" => {
                 let on = match v.to_ascii_lowercase().as_str() {
@@ -135,10 +148,11 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
                 _ => return Err(format!("{}: timeout={v} is not a positive number of seconds", d.name)),
             },
             Some((k, v)) if k == "flushpackets" => backend.flush_packets = flush_packets_value(v).map_err(|m| format!("{}: {m}", d.name))?,
+            _ if http.is_some() => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, connectiontimeout, keepalive, ttl, max, smax, min, retry, flushpackets)", d.name)),
             _ => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, flushpackets)", d.name)),
         }
     }
-    Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend, path }), origin: d.origin.clone() })
+    Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend, path, http }), origin: d.origin.clone() })
 }
 
 /// `flushpackets=on|auto|off`, as mod_proxy's key.

@@ -21,4 +21,6 @@ pub struct Caches {
     pub htaccess: HtaccessCache,
     /// Idle connections to FastCGI applications (`enablereuse=on`).
     pub backends: Arc<BackendPool>,
+    /// Idle connections to HTTP backends, and those in error (ProxyPass http://).
+    pub http_backends: Arc<crate::proxy_http::HttpBackends>,
 }

@@ -141,6 +141,10 @@ impl Site {
             if !eff.allows(req.head, req.conn) {
                 return Some(filters::attach(Outcome::Ready(self.denied(req, url)), filters, req.head));
             }
+            if let Some(origin) = &target.http {
+                // The URL path, decoded, is encoded again for the backend's request line.
+                return Some(filters::attach(self.http_gateway(req, target, origin, script_path.as_bytes(), query), filters, req.head));
+            }
             // When the script is on this machine, PATH_INFO is split off here;
             // otherwise (FPM) php-fpm splits it from SCRIPT_FILENAME itself.
             let script = Path::new(&script_path);

@@ -106,6 +106,7 @@ pub mod path;
 pub mod pipeline;
 pub mod spool;
 pub mod pool_status;
+pub mod proxy_http;
 pub mod remote_ip;
 pub mod request;
 mod rewrite;

@@ -28,7 +28,7 @@ pub enum BackendStream {
 }
 
 impl BackendStream {
-    pub(super) fn connect(addr: &FcgiAddr, timeout: Duration) -> io::Result<BackendStream> {
+    pub(crate) fn connect(addr: &FcgiAddr, timeout: Duration) -> io::Result<BackendStream> {
         let s = match addr {
             FcgiAddr::Unix(p) => BackendStream::Unix(UnixStream::connect(p)?),
             FcgiAddr::Pool(name) => return Err(io::Error::other(format!("pool {name} is reached through a lease"))),
@@ -67,7 +67,7 @@ impl BackendStream {
         Ok(s)
     }
 
-    fn set_timeouts(&self, t: Duration) -> io::Result<()> {
+    pub(crate) fn set_timeouts(&self, t: Duration) -> io::Result<()> {
         match self {
             BackendStream::Unix(s) => {
                 s.set_read_timeout(Some(t))?;
@@ -90,7 +90,7 @@ impl BackendStream {
 
     /// An idle kept connection is usable if the application has neither
     /// closed it nor sent anything on it.
-    fn idle_and_open(&self) -> bool {
+    pub(crate) fn idle_and_open(&self) -> bool {
         let fd = match self {
             BackendStream::Unix(s) => s.as_raw_fd(),
             BackendStream::Tcp(s) => s.as_raw_fd(),

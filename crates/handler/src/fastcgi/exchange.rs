@@ -27,6 +27,9 @@ impl Site {
         if gw.is_cgi() {
             return self.run_cgi(gw, head, conn, body);
         }
+        if gw.http.is_some() {
+            return self.run_http(gw, head, conn, body);
+        }
         let body: &mut dyn RequestBody = if !gw.takes_body() {
             // An error document is a GET: the client's body is not its to
             // read. Read and dropped, as Apache does, so the connection can

@@ -68,7 +68,7 @@ pub struct Gateway {
     /// Already sent again after a pool's child went away without answering.
     retried: bool,
     /// The request's filters and environment, for the answer.
-    filters: Option<Box<crate::filters::RequestFilters>>,
+    pub(crate) filters: Option<Box<crate::filters::RequestFilters>>,
     /// The compression directives for the script's answer.
     compress: Option<Box<crate::compress::Rules>>,
     /// A CGI program to start rather than a FastCGI application to ask
@@ -76,6 +76,9 @@ pub struct Gateway {
     pub(crate) program: Option<Box<crate::cgi::Program>>,
     /// PHP reads the variables (ProxyFCGIBackendType FPM, or a warren pool's php-cgi).
     php: bool,
+    /// An HTTP backend to ask rather than a FastCGI application (see
+    /// [`crate::proxy_http`]).
+    pub(crate) http: Option<Box<crate::proxy_http::HttpPlan>>,
 }
 
 
@@ -107,6 +110,29 @@ impl GatewayError {
 }
 
 impl Gateway {
+    /// A plan for an HTTP backend (mod_proxy_http): `backend.addr` is where
+    /// it is reached, `name` its URL for log lines.
+    pub(crate) fn for_http(host: usize, backend: FcgiBackend, timeout: Duration, name: String, uri: Vec<u8>, plan: crate::proxy_http::HttpPlan) -> Gateway {
+        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)) }
+    }
+
+    /// Whether this plan must run on a thread, never on the event loop: a
+    /// CGI program's and an HTTP backend's exchanges block.
+    pub fn needs_thread(&self) -> bool {
+        self.program.is_some() || self.http.is_some()
+    }
+
+    /// The response to an HTTP backend's answer of `status` (its fields and
+    /// body to be added), with the request's filters.
+    pub(crate) fn proxied_response(&self, status: u16) -> Response {
+        let mut r = Response::new(status, self.host);
+        r.filters = self.filters.clone().map(|mut f| {
+            f.from_application = true;
+            f
+        });
+        r
+    }
+
     /// Whether the request may be sent once more, to another of its pool's
     /// children, after the child it went to was lost before answering:
     /// once, and only a GET or HEAD without a body, which may be repeated

@@ -84,8 +84,8 @@ impl Upstream {
         pools: Option<&Arc<dyn PoolDispatch>>,
         half_close: &HalfClose,
     ) -> Result<Upstream, (Box<Gateway>, NotHere)> {
-        // A CGI program is started and read on a thread.
-        if gateway.backend.reuse || gateway.is_cgi() {
+        // A CGI program and an HTTP backend are served on a thread.
+        if gateway.backend.reuse || gateway.needs_thread() {
             return Err((gateway, NotHere::UseThread));
         }
         // A pool's child free now is leased here; waiting for one is a worker thread's job.

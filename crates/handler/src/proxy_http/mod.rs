@@ -1,0 +1,336 @@
+//! The HTTP reverse proxy, as Apache's mod_proxy_http: a request routed by
+//! `ProxyPass /path http://backend/...` becomes a [`Gateway`] plan carrying
+//! an [`HttpPlan`]; the MPMs run it where blocking is fine (a worker
+//! thread, also under the event MPM and for HTTP/2 streams), as they run
+//! CGI programs. The exchange: a kept connection to the backend or a new
+//! one ([`connections`]), the request head ([`request`]) and the client's
+//! body streamed as it comes (chunked when its length is not known), the
+//! answer's head read ([`response`]), its fields rewritten, and its body
+//! streamed back to the client as the backend sends it. A connection
+//! whose answer ended cleanly goes back to the idle ones.
+//!
+//! A kept connection the backend closed meanwhile fails at once: a request
+//! with no body and an idempotent method is then sent again on a new
+//! connection. Failures get Apache's answers, with one error-log line
+//! naming the backend: refused 503 (and the backend is not tried again for
+//! `retry=`), no answer within the timeout 504, a reset, a malformed head
+//! or a body cut short 502. A body cut short once the answer has begun
+//! makes the MPM close the client's connection.
+
+pub mod connections;
+pub mod request;
+pub mod response;
+
+use std::io::{self, Read, Write};
+use warren_config::proxy_http::HttpOrigin;
+use warren_config::{FcgiAddr, LogLevel, ProxyTarget};
+use warren_http::{BodyFraming, RequestHead};
+
+use crate::fastcgi::exchange::discard;
+use crate::fastcgi::{Gateway, GatewayError};
+use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
+
+pub use connections::HttpBackends;
+use request::{BodyWriter, Forwarding};
+use response::{BodyReader, Framing, Parsed};
+
+/// Bodies announced at most this long are read whole before the answer
+/// starts, so that one cut short still gets the client a 502.
+const READ_WHOLE: u64 = 64 * 1024;
+const IO_BUF: usize = 16 * 1024;
+
+/// What makes a gateway plan an HTTP backend's.
+pub struct HttpPlan {
+    pub origin: HttpOrigin,
+    /// The request line's target on the backend: path (encoded) and query.
+    pub target: String,
+}
+
+impl Site {
+    /// The plan for `route`'s HTTP backend, `path` being the backend's URL
+    /// path for this request (decoded; encoded here).
+    pub(crate) fn http_gateway(&self, req: Request, route: &ProxyTarget, origin: &HttpOrigin, path: &[u8], query: &[u8]) -> Outcome {
+        let h = &self.hosts[req.host];
+        let timeout = route.backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
+        let target = format!("{}{}", request::encode_path(path), String::from_utf8_lossy(query));
+        let name = format!("http://{}{}", origin.authority, target);
+        let plan = HttpPlan { origin: origin.clone(), target };
+        Outcome::Gateway(Box::new(Gateway::for_http(req.host, route.backend.clone(), timeout, name, req.head.path_and_query().to_vec(), plan)))
+    }
+
+    /// Runs a request on its HTTP backend.
+    pub(crate) fn run_http(&self, gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
+        let body: &mut dyn RequestBody = if gw.takes_body() {
+            body
+        } else {
+            discard(body);
+            &mut crate::fastcgi::exchange::NoBody
+        };
+        match self.http_exchange(&gw, head, conn, body) {
+            Ok(r) => r,
+            Err(e) => {
+                let mut failed = self.gateway_failed(&gw, head, conn, &e);
+                // The client's body may be left half read.
+                failed.close |= body.present();
+                self.run_outcome(self.follow_error_document(Outcome::Ready(failed), head, conn), head, conn)
+            }
+        }
+    }
+
+    fn http_exchange(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Result<Response, GatewayError> {
+        let plan = gw.http.as_ref().expect("an HTTP plan");
+        let addr = &gw.backend.addr;
+        let name = gw.backend_name();
+        let backends = &self.caches.http_backends;
+        if let Some(left) = backends.in_error(addr) {
+            return Err(GatewayError { status: 503, why: format!("proxy: HTTP: backend {name} is in error state for {} s more (retry=)", left.as_secs() + 1) });
+        }
+        let host = &self.hosts[gw.host];
+        let rules = &host.config.proxy_http;
+        let spooled = body.take_spooled();
+        let framing = match (&spooled, body.present(), body.length()) {
+            (Some(s), _, _) if !matches!(s, crate::spool::Spooled::None) => BodyFraming::Length(s.len()),
+            (Some(_), _, _) | (None, false, _) => BodyFraming::None,
+            (None, true, Some(n)) => BodyFraming::Length(n),
+            (None, true, None) => BodyFraming::Chunked,
+        };
+        let client_host = head.host().map(|h| String::from_utf8_lossy(h).into_owned()).unwrap_or_default();
+        let backend_host = if rules.preserve_host.unwrap_or(false) && !client_host.is_empty() { client_host.clone() } else { plan.origin.authority.clone() };
+        let forwarded = rules.add_headers.unwrap_or(true).then(|| (conn.useragent.ip().to_canonical().to_string(), client_host.clone(), host.name.as_str()));
+        let via = rules.via.unwrap_or_default();
+        let via_by = format!("{}:{}", host.name, conn.local.port());
+        let rewritten = gw.filters.as_ref().and_then(|f| crate::filters::headers::request_headers(f, head, crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() }));
+        let fields = request::client_fields(head, rewritten);
+        let forwarding = Forwarding { target: &plan.target, host: &backend_host, forwarded, via, via_by: via_by.clone(), framing, close: !gw.backend.reuse };
+        let request_head = request::head(head.method(), &fields, &forwarding);
+        let is_head = head.method() == "HEAD";
+
+        // A request that may be sent twice: nothing of it is lost if a kept
+        // connection turns out closed (RFC 9110 9.2.2).
+        let replayable = framing == BodyFraming::None && matches!(head.method(), "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
+        let connect_failed = |e: &io::Error| {
+            backends.mark_down(addr, plan.origin.retry);
+            GatewayError { status: 503, why: format!("proxy: HTTP: attempt to connect to {name} failed: {e}") }
+        };
+        let mut conn_to = backends.get(addr, &plan.origin, gw.timeout, gw.backend.reuse).map_err(|e| connect_failed(&e))?;
+        let mut buf = vec![0u8; IO_BUF];
+        let (answer, got) = loop {
+            let sent = self.send_request(&mut conn_to.stream, &request_head, framing, spooled.is_some(), body);
+            let sent = match (sent, spooled.as_ref()) {
+                (Ok(()), Some(s)) => send_spooled(&mut conn_to.stream, s).map_err(|_| Sending::Backend),
+                (other, _) => other,
+            };
+            if let Err(Sending::Client(e)) = sent {
+                return Err(GatewayError { status: e.status, why: format!("proxy: reading the request body for {name}: {}", e.reason) });
+            }
+            // An answer may have come even though the backend stopped reading the body.
+            match read_head(&mut conn_to.stream, &mut buf, is_head) {
+                Ok(x) => break x,
+                Err(HeadError::ClosedEarly(_)) if conn_to.reused && replayable => {
+                    self.hosts[gw.host].error_log.log(LogLevel::Debug, Some(conn.useragent), &format!("proxy: HTTP: kept connection to {name} was closed; sending the request on a new one"));
+                    conn_to = connections::Connection { stream: backends.connect(addr, &plan.origin, gw.timeout).map_err(|e| connect_failed(&e))?, reused: false };
+                }
+                Err(HeadError::Timeout) => return Err(GatewayError { status: 504, why: format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)") }),
+                Err(HeadError::ClosedEarly(why) | HeadError::Malformed(why)) => return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") }),
+            }
+        };
+        let (answer, used) = answer;
+        let mut reader = BodyReader::new(answer.framing, got[used..].to_vec());
+        if rules.error_override.unwrap_or(false) && answer.status >= 400 {
+            // The backend's page is replaced by this server's.
+            return Ok(self.error_page(Request::new(head, conn, gw.host), answer.status));
+        }
+        let mut r = gw.proxied_response(answer.status);
+        let public_base = format!("{}://{}", if conn.tls.is_some() { "https" } else { "http" }, self.client_authority(Request::new(head, conn, gw.host)));
+        for (n, v) in answer.fields {
+            let v = if n.eq_ignore_ascii_case("location") || n.eq_ignore_ascii_case("content-location") || n.eq_ignore_ascii_case("uri") {
+                response::reverse_url(&v, rules, &public_base, head.path_and_query()).unwrap_or(v)
+            } else if n.eq_ignore_ascii_case("set-cookie") && !(rules.cookie_domains.is_empty() && rules.cookie_paths.is_empty()) {
+                response::reverse_cookie(&v, rules)
+            } else {
+                v
+            };
+            r.headers.push((n, v));
+        }
+        if let Some(ours) = request::via_value(via, &via_by, "1.1") {
+            match r.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("via")) {
+                Some((_, v)) => *v = format!("{v}, {ours}"),
+                None => r.headers.push((crate::HeaderName::Owned("Via".into()), ours)),
+            }
+        }
+        let keep = answer.keep_alive && gw.backend.reuse;
+        let finish = |reader: &BodyReader, stream: BackendConn| {
+            if keep && reader.clean_end() {
+                backends.put(addr, plan.origin.max_idle, stream);
+            }
+        };
+        match answer.framing {
+            Framing::Empty => {
+                // A HEAD answer keeps the length the backend gave.
+                let len = r.headers.iter().position(|(n, _)| n.eq_ignore_ascii_case("content-length")).map(|i| r.headers.remove(i).1);
+                finish(&reader, conn_to.stream);
+                if let Some(n) = len.and_then(|l| l.parse::<u64>().ok()).filter(|&n| n > 0 && is_head) {
+                    r.body = Body::Stream { source: Box::new(NoMore), len: Some(n) };
+                }
+                Ok(r)
+            }
+            Framing::Length(n) if n <= READ_WHOLE => {
+                let mut whole = Vec::with_capacity(n as usize);
+                loop {
+                    match reader.next(&mut conn_to.stream, &mut whole, &mut buf) {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(why) => return Err(GatewayError { status: if why.contains("timed out") { 504 } else { 502 }, why: format!("proxy: HTTP: error reading the response body from {name}: {why}") }),
+                    }
+                }
+                finish(&reader, conn_to.stream);
+                r.body = Body::Bytes(whole);
+                Ok(r)
+            }
+            framing => {
+                let len = match framing {
+                    Framing::Length(n) => Some(n),
+                    _ => None,
+                };
+                let pool = keep.then(|| self.caches.http_backends.clone());
+                let source = HttpOutput { stream: Some(conn_to.stream), reader, buf, addr: addr.clone(), max_idle: plan.origin.max_idle, pool, name, log: host.error_log.clone(), client: conn.useragent, read_ahead: !gw.backend.flush_packets };
+                r.body = Body::Stream { source: Box::new(source), len };
+                Ok(r)
+            }
+        }
+    }
+
+    /// The head, then the client's body as it comes (when the MPM has not
+    /// spooled it).
+    fn send_request(&self, to: &mut BackendConn, head: &[u8], framing: BodyFraming, spooled: bool, body: &mut dyn RequestBody) -> Result<(), Sending> {
+        to.write_all(head).map_err(|_| Sending::Backend)?;
+        if spooled || framing == BodyFraming::None {
+            return Ok(());
+        }
+        let writer = BodyWriter { chunked: framing == BodyFraming::Chunked };
+        let mut chunk = vec![0u8; IO_BUF];
+        let mut backend_gone = None;
+        loop {
+            let n = body.read(&mut chunk).map_err(Sending::Client)?;
+            if n == 0 {
+                break;
+            }
+            // A backend that stopped reading (it answered early) gets no
+            // more; the client's body is still read to its end, so that the
+            // connection can go on.
+            if backend_gone.is_none() {
+                if let Err(e) = writer.write(to, &chunk[..n]) {
+                    backend_gone = Some(e);
+                }
+            }
+        }
+        match backend_gone {
+            Some(_) => Err(Sending::Backend),
+            None => writer.finish(to).map_err(|_| Sending::Backend),
+        }
+    }
+}
+
+type BackendConn = crate::fastcgi::BackendStream;
+
+/// Why sending the request stopped.
+enum Sending {
+    /// The backend stopped taking it (its answer is read all the same).
+    Backend,
+    Client(warren_http::HttpError),
+}
+
+fn send_spooled(to: &mut BackendConn, spooled: &crate::spool::Spooled) -> io::Result<()> {
+    match spooled {
+        crate::spool::Spooled::None => Ok(()),
+        crate::spool::Spooled::Memory(b) => to.write_all(b),
+        crate::spool::Spooled::File(f, _) => {
+            let mut f = f.try_clone()?;
+            io::copy(&mut f, to).map(|_| ())
+        }
+    }
+}
+
+enum HeadError {
+    /// Closed or reset before any of the answer came.
+    ClosedEarly(String),
+    Timeout,
+    Malformed(String),
+}
+
+/// Reads until the final head is whole: the head and where it ends in the
+/// bytes read.
+fn read_head(from: &mut BackendConn, buf: &mut [u8], is_head: bool) -> Result<((response::Head, usize), Vec<u8>), HeadError> {
+    let mut got = Vec::new();
+    loop {
+        let n = match from.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Err(HeadError::Timeout),
+            Err(e) if got.is_empty() => return Err(HeadError::ClosedEarly(e.to_string())),
+            Err(e) => return Err(HeadError::Malformed(e.to_string())),
+        };
+        if n == 0 {
+            let why = "connection closed before the response head".to_string();
+            return Err(if got.is_empty() { HeadError::ClosedEarly(why) } else { HeadError::Malformed(why) });
+        }
+        got.extend_from_slice(&buf[..n]);
+        match response::parse(&got, is_head) {
+            Ok(Parsed::Final(h, used)) => return Ok(((h, used), got)),
+            Ok(Parsed::Partial) => {}
+            Err(why) => return Err(HeadError::Malformed(why)),
+        }
+    }
+}
+
+/// A HEAD answer's body: none, whatever length it announces.
+struct NoMore;
+
+impl BodySource for NoMore {
+    fn next_piece(&mut self, _: &mut Vec<u8>) -> io::Result<bool> {
+        Ok(false)
+    }
+}
+
+/// The backend's body after the head, as it arrives.
+struct HttpOutput {
+    stream: Option<BackendConn>,
+    reader: BodyReader,
+    buf: Vec<u8>,
+    addr: FcgiAddr,
+    max_idle: usize,
+    /// Where the connection goes back when the body ends cleanly.
+    pool: Option<std::sync::Arc<HttpBackends>>,
+    name: String,
+    log: std::sync::Arc<crate::logs::ErrorLog>,
+    client: std::net::SocketAddr,
+    /// Read at the backend's pace, what the client has not taken held by
+    /// the MPM (the default), or at the client's (`flushpackets=on`).
+    read_ahead: bool,
+}
+
+impl BodySource for HttpOutput {
+    fn read_ahead(&self) -> bool {
+        self.read_ahead
+    }
+
+    fn next_piece(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        let Some(stream) = self.stream.as_mut() else { return Ok(false) };
+        match self.reader.next(stream, out, &mut self.buf) {
+            Ok(true) => Ok(true),
+            Ok(false) => {
+                let stream = self.stream.take().expect("stream");
+                if let (Some(pool), true) = (&self.pool, self.reader.clean_end()) {
+                    pool.put(&self.addr, self.max_idle, stream);
+                }
+                Ok(false)
+            }
+            Err(why) => {
+                self.stream = None;
+                let line = format!("proxy: HTTP: error reading the response body from {}: {why}", self.name);
+                self.log.error(Some(self.client), &line);
+                Err(io::Error::other(line))
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The request as a backend gets it: the client's header fields but the
+//! hop-by-hop ones (RFC 9110 7.6.1: Connection and the fields it names,
+//! Keep-Alive, TE, Transfer-Encoding, Upgrade, Trailer, Proxy-*), Host
+//! as ProxyPreserveHost says, X-Forwarded-For/-Host/-Server added
+//! (ProxyAddHeaders), Via (ProxyVia), and a framing of warren's own: the
+//! body's length when it is known, else chunked. Expect is answered by
+//! warren (the MPM sends 100 Continue as it starts reading the body), so it
+//! is not passed on.
+
+use std::io::{self, Write};
+
+use warren_config::proxy_http::Via;
+use warren_http::{BodyFraming, RequestHead};
+
+use crate::HeaderName;
+
+/// Whether a field is hop-by-hop whatever Connection says.
+pub fn hop_by_hop(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(n.as_str(), "connection" | "keep-alive" | "te" | "transfer-encoding" | "upgrade" | "trailer") || n.starts_with("proxy-")
+}
+
+/// The field names a message's Connection fields list.
+pub fn connection_options<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
+    values.flat_map(|v| v.split(',')).map(|t| t.trim().to_ascii_lowercase()).filter(|t| !t.is_empty()).collect()
+}
+
+/// What the request head needs besides the client's fields.
+pub struct Forwarding<'a> {
+    /// The URL path and query the backend is asked for (already encoded).
+    pub target: &'a str,
+    /// The Host field: the backend URL's authority or the client's.
+    pub host: &'a str,
+    /// X-Forwarded-*: the client's address, its Host, this server's name.
+    pub forwarded: Option<(String, String, &'a str)>,
+    pub via: Via,
+    /// Via's received-by: this server's name and port.
+    pub via_by: String,
+    /// Content-Length to send (None with a body: chunked).
+    pub framing: BodyFraming,
+    /// Ask the backend to close the connection after answering.
+    pub close: bool,
+}
+
+/// The backend request's head.
+pub fn head(method: &str, fields: &[(HeaderName, String)], f: &Forwarding) -> Vec<u8> {
+    let named = connection_options(fields.iter().filter(|(n, _)| n.eq_ignore_ascii_case("connection")).map(|(_, v)| v.as_str()));
+    let passed = |n: &str| {
+        let lower = n.to_ascii_lowercase();
+        !hop_by_hop(n)
+            && !named.contains(&lower)
+            && !matches!(lower.as_str(), "host" | "content-length" | "expect")
+            && (lower != "via" || f.via != Via::Block)
+    };
+    let mut out = Vec::with_capacity(1024);
+    let _ = write!(out, "{method} {} HTTP/1.1\r\nHost: {}\r\n", f.target, f.host);
+    let mut forwarded_for = None;
+    let mut via = None;
+    for (n, v) in fields.iter().filter(|(n, _)| passed(n)) {
+        // Joined with ours below, as one field.
+        if f.forwarded.is_some() && n.eq_ignore_ascii_case("x-forwarded-for") {
+            forwarded_for = Some(forwarded_for.map_or_else(|| v.clone(), |p: String| format!("{p}, {v}")));
+            continue;
+        }
+        if matches!(f.via, Via::On | Via::Full) && n.eq_ignore_ascii_case("via") {
+            via = Some(via.map_or_else(|| v.clone(), |p: String| format!("{p}, {v}")));
+            continue;
+        }
+        field(&mut out, n, v);
+    }
+    if let Some((client, client_host, server)) = &f.forwarded {
+        let xff = forwarded_for.map_or_else(|| client.clone(), |p| format!("{p}, {client}"));
+        field(&mut out, "X-Forwarded-For", &xff);
+        if !client_host.is_empty() {
+            field(&mut out, "X-Forwarded-Host", client_host);
+        }
+        field(&mut out, "X-Forwarded-Server", server);
+    }
+    if let Some(ours) = via_value(f.via, &f.via_by, "1.1") {
+        field(&mut out, "Via", &via.map_or_else(|| ours.clone(), |p| format!("{p}, {ours}")));
+    }
+    match f.framing {
+        BodyFraming::None => {}
+        BodyFraming::Length(n) => field(&mut out, "Content-Length", &n.to_string()),
+        BodyFraming::Chunked => field(&mut out, "Transfer-Encoding", "chunked"),
+    }
+    if f.close {
+        field(&mut out, "Connection", "close");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// This hop's Via entry, when ProxyVia adds one.
+pub fn via_value(via: Via, by: &str, version: &str) -> Option<String> {
+    match via {
+        Via::On => Some(format!("{version} {by}")),
+        Via::Full => Some(format!("{version} {by} (warren/{})", env!("CARGO_PKG_VERSION"))),
+        Via::Off | Via::Block => None,
+    }
+}
+
+fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    // A value is never allowed to end the line early (the client's were
+    // checked by the parser; rewritten ones are checked here).
+    out.extend(value.bytes().filter(|&b| b != b'\r' && b != b'\n' && b != 0));
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The client's fields (after RequestHeader rules, when there are any).
+pub fn client_fields(head: &RequestHead, rewritten: Option<Vec<(HeaderName, String)>>) -> Vec<(HeaderName, String)> {
+    rewritten.unwrap_or_else(|| head.headers().map(|(n, v)| (HeaderName::Owned(String::from_utf8_lossy(n).into_owned()), String::from_utf8_lossy(v).into_owned())).collect())
+}
+
+/// Writes body bytes framed as announced.
+pub struct BodyWriter {
+    pub chunked: bool,
+}
+
+impl BodyWriter {
+    pub fn write(&self, to: &mut impl Write, data: &[u8]) -> io::Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if self.chunked {
+            write!(to, "{:x}\r\n", data.len())?;
+            to.write_all(data)?;
+            to.write_all(b"\r\n")
+        } else {
+            to.write_all(data)
+        }
+    }
+
+    pub fn finish(&self, to: &mut impl Write) -> io::Result<()> {
+        if self.chunked {
+            to.write_all(b"0\r\n\r\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// A decoded URL path (or a part of one) as it goes in a request line:
+/// every byte but the unreserved ones, sub-delims, `:`, `@` and `/`
+/// percent-encoded, so that what the client encoded (a space, CR LF, `%`,
+/// `?`, `#`) stays data on the backend, as Apache's canonicalisation does.
+pub fn encode_path(decoded: &[u8]) -> String {
+    let mut out = String::with_capacity(decoded.len());
+    for &b in decoded {
+        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(list: &[(&str, &str)]) -> Vec<(HeaderName, String)> {
+        list.iter().map(|(n, v)| (HeaderName::Owned(n.to_string()), v.to_string())).collect()
+    }
+
+    fn forwarding(framing: BodyFraming) -> Forwarding<'static> {
+        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false }
+    }
+
+    #[test]
+    fn hop_by_hop_fields_go_and_ours_come() {
+        let f = fields(&[("Host", "site.example"), ("Connection", "keep-alive, X-Secret, x-forwarded-for"), ("X-Secret", "1"), ("Keep-Alive", "300"), ("TE", "trailers"), ("Transfer-Encoding", "chunked"), ("Upgrade", "h2c"), ("Proxy-Authorization", "x"), ("X-Forwarded-For", "10.0.0.1"), ("Accept", "*/*"), ("Expect", "100-continue"), ("Content-Length", "5")]);
+        let text = String::from_utf8(head("POST", &f, &forwarding(BodyFraming::Length(5)))).unwrap();
+        assert_eq!(text, "POST /app/x?y=1 HTTP/1.1\r\nHost: backend:3000\r\nAccept: */*\r\nX-Forwarded-For: 192.0.2.1\r\nX-Forwarded-Host: site.example\r\nX-Forwarded-Server: www\r\nContent-Length: 5\r\n\r\n");
+    }
+
+    #[test]
+    fn forwarded_for_is_appended_and_via_added() {
+        let f = fields(&[("X-Forwarded-For", "10.0.0.1"), ("Via", "1.0 fred")]);
+        let mut fw = forwarding(BodyFraming::Chunked);
+        fw.via = Via::On;
+        fw.close = true;
+        let text = String::from_utf8(head("GET", &f, &fw)).unwrap();
+        assert!(text.contains("X-Forwarded-For: 10.0.0.1, 192.0.2.1\r\n"), "{text}");
+        assert!(text.contains("Via: 1.0 fred, 1.1 www:80\r\n"), "{text}");
+        assert!(text.ends_with("Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"), "{text}");
+        fw.via = Via::Block;
+        assert!(!String::from_utf8(head("GET", &f, &fw)).unwrap().contains("Via"));
+    }
+
+    #[test]
+    fn paths_are_encoded() {
+        assert_eq!(encode_path(b"/a b/%2e\r\n?#"), "/a%20b/%252e%0D%0A%3F%23");
+        assert_eq!(encode_path(b"/caf\xc3\xa9/x.php"), "/caf%C3%A9/x.php");
+    }
+
+    #[test]
+    fn chunks() {
+        let mut out = Vec::new();
+        let w = BodyWriter { chunked: true };
+        w.write(&mut out, b"hello").unwrap();
+        w.write(&mut out, b"").unwrap();
+        w.finish(&mut out).unwrap();
+        assert_eq!(out, b"5\r\nhello\r\n0\r\n\r\n");
+    }
+}

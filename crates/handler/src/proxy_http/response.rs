@@ -1,0 +1,303 @@
+//! A backend's answer: its head parsed with httparse (interim 1xx answers
+//! skipped), its hop-by-hop fields dropped, ProxyPassReverse applied to
+//! Location, Content-Location and URI and its cookie forms to Set-Cookie,
+//! and its body framed as RFC 9112 6.3 says (no body for HEAD, 1xx, 204 and
+//! 304; chunked; Content-Length; else up to the end of the connection),
+//! decoded as it comes.
+
+use std::io::{self, Read};
+
+use warren_config::proxy_http::ProxyHttp;
+use warren_http::{BodyDecoder, BodyFraming};
+
+use super::request::{connection_options, hop_by_hop};
+use crate::HeaderName;
+
+/// A response head larger than this is refused with 502.
+pub const MAX_HEAD: usize = 64 * 1024;
+const MAX_FIELDS: usize = 200;
+
+/// How the body after the head is delimited.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Framing {
+    /// No body at all (HEAD, 204, 304).
+    Empty,
+    Length(u64),
+    Chunked,
+    /// Up to the end of the connection (which is then not kept).
+    UntilClose,
+}
+
+/// A final answer's head.
+#[derive(Debug)]
+pub struct Head {
+    pub status: u16,
+    pub fields: Vec<(HeaderName, String)>,
+    pub framing: Framing,
+    /// The backend may take another request on this connection.
+    pub keep_alive: bool,
+}
+
+/// What the bytes read so far hold.
+pub enum Parsed {
+    Partial,
+    /// The final head, and how many bytes it took (interim ones included).
+    Final(Head, usize),
+}
+
+/// Parses the answer's head from `buf`: interim 1xx heads before it are
+/// skipped (100 Continue is warren's to send to the client, and a 103's
+/// hints are not relayed).
+pub fn parse(buf: &[u8], head_request: bool) -> Result<Parsed, String> {
+    let mut at = 0;
+    loop {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut r = httparse::Response::new(&mut fields);
+        let n = match r.parse(&buf[at..]) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
+            Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
+            Err(e) => return Err(format!("malformed response head: {e}")),
+        };
+        let status = r.code.unwrap_or(0);
+        let version = r.version.unwrap_or(0);
+        if (100..200).contains(&status) {
+            if status == 101 {
+                return Err("101 Switching Protocols to a request that asked for no upgrade".into());
+            }
+            at += n;
+            continue;
+        }
+        if !(200..=599).contains(&status) {
+            return Err(format!("bad status {status}"));
+        }
+        let mut list = Vec::with_capacity(r.headers.len());
+        for h in r.headers.iter() {
+            let value = std::str::from_utf8(h.value).map_err(|_| format!("field {} is not text", h.name))?;
+            list.push((h.name.to_string(), value.trim().to_string()));
+        }
+        return head_of(status, version, list, head_request).map(|h| Parsed::Final(h, at + n));
+    }
+}
+
+fn head_of(status: u16, version: u8, list: Vec<(String, String)>, head_request: bool) -> Result<Head, String> {
+    fn all<'a>(list: &'a [(String, String)], name: &'static str) -> impl Iterator<Item = &'a str> {
+        list.iter().filter(move |(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    let options = connection_options(all(&list, "connection"));
+    let mut keep_alive = if version == 0 { options.iter().any(|o| o == "keep-alive") } else { !options.iter().any(|o| o == "close") };
+    let codings: Vec<String> = all(&list, "transfer-encoding").flat_map(|v| v.split(',')).map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty()).collect();
+    let lengths: Vec<&str> = all(&list, "content-length").flat_map(|v| v.split(',')).map(str::trim).collect();
+    let framing = if head_request || status == 204 || status == 304 {
+        Framing::Empty
+    } else if !codings.is_empty() {
+        // Both fields: Transfer-Encoding wins, and the connection is not
+        // trusted with another request (RFC 9112 6.3).
+        if !lengths.is_empty() {
+            keep_alive = false;
+        }
+        if codings.last().map(String::as_str) == Some("chunked") && version == 1 {
+            Framing::Chunked
+        } else {
+            keep_alive = false;
+            Framing::UntilClose
+        }
+    } else if let Some(first) = lengths.first() {
+        if lengths.iter().any(|l| l != first) {
+            return Err(format!("conflicting Content-Length values: {}", lengths.join(", ")));
+        }
+        if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) || first.len() > 19 {
+            return Err(format!("bad Content-Length: {first}"));
+        }
+        Framing::Length(first.parse().map_err(|_| format!("bad Content-Length: {first}"))?)
+    } else {
+        keep_alive = false;
+        Framing::UntilClose
+    };
+    // A HEAD answer's Content-Length tells the client what GET would get.
+    let keep_length = framing == Framing::Empty && status != 204;
+    let fields = list
+        .into_iter()
+        .filter(|(n, _)| {
+            let lower = n.to_ascii_lowercase();
+            !hop_by_hop(n) && !options.contains(&lower) && !matches!(lower.as_str(), "date" | "server") && (lower != "content-length" || keep_length)
+        })
+        .map(|(n, v)| (HeaderName::Owned(n), v))
+        .collect();
+    Ok(Head { status, fields, framing, keep_alive })
+}
+
+/// ProxyPassReverse: a URL field naming the backend, rewritten to name
+/// this host (`public_base` is `scheme://host[:port]`). Where several
+/// lines name the backend, the one for the path the request was under
+/// (`request_path`) is taken, as a `<Location>`'s line is in Apache.
+pub fn reverse_url(value: &str, rules: &ProxyHttp, public_base: &str, request_path: &[u8]) -> Option<String> {
+    let rewrite = |(path, backend): &(String, String)| {
+        let rest = value.strip_prefix(backend.as_str())?;
+        let path = if path.ends_with('/') && rest.starts_with('/') { path.trim_end_matches('/') } else { path.as_str() };
+        Some(format!("{public_base}{path}{rest}"))
+    };
+    let here = rules.reverse.iter().filter(|(path, _)| request_path.starts_with(path.as_bytes()));
+    here.chain(rules.reverse.iter()).find_map(rewrite)
+}
+
+/// ProxyPassReverseCookieDomain and -Path on one Set-Cookie value.
+pub fn reverse_cookie(value: &str, rules: &ProxyHttp) -> String {
+    let mut parts: Vec<String> = value.split(';').map(str::to_string).collect();
+    for part in parts.iter_mut().skip(1) {
+        let Some((k, v)) = part.split_once('=') else { continue };
+        let key = k.trim();
+        let v = v.trim();
+        if key.eq_ignore_ascii_case("domain") {
+            if let Some((_, public)) = rules.cookie_domains.iter().find(|(from, _)| from.trim_start_matches('.').eq_ignore_ascii_case(v.trim_start_matches('.'))) {
+                *part = format!(" {key}={public}");
+            }
+        } else if key.eq_ignore_ascii_case("path") {
+            if let Some((from, public)) = rules.cookie_paths.iter().find(|(from, _)| v.starts_with(from.as_str())) {
+                *part = format!(" {key}={public}{}", &v[from.len()..]);
+            }
+        }
+    }
+    parts.join(";")
+}
+
+/// Decodes the body after the head as it is read.
+pub struct BodyReader {
+    framing: Framing,
+    decoder: Option<BodyDecoder>,
+    /// Bytes read but not yet decoded.
+    pending: Vec<u8>,
+    done: bool,
+}
+
+impl BodyReader {
+    pub fn new(framing: Framing, already: Vec<u8>) -> BodyReader {
+        let decoder = match framing {
+            Framing::Length(n) => Some(BodyDecoder::new(BodyFraming::Length(n))),
+            Framing::Chunked => Some(BodyDecoder::new(BodyFraming::Chunked)),
+            Framing::Empty | Framing::UntilClose => None,
+        };
+        BodyReader { framing, decoder, pending: already, done: framing == Framing::Empty }
+    }
+
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// Whether the body ended where the framing says, leaving nothing
+    /// after it (then the connection can take another request).
+    pub fn clean_end(&self) -> bool {
+        self.done && self.pending.is_empty() && self.framing != Framing::UntilClose
+    }
+
+    /// Appends the next decoded bytes to `out` (reading from `from` when
+    /// nothing is pending): Ok(false) at the end of the body.
+    pub fn next(&mut self, from: &mut impl Read, out: &mut Vec<u8>, buf: &mut [u8]) -> Result<bool, String> {
+        loop {
+            if self.done {
+                return Ok(false);
+            }
+            let start = out.len();
+            if !self.pending.is_empty() || self.framing == Framing::UntilClose {
+                match &mut self.decoder {
+                    None => out.append(&mut self.pending),
+                    Some(d) => {
+                        let used = d.feed(&self.pending, &mut |bytes| out.extend_from_slice(bytes)).map_err(|e| format!("bad body framing: {}", e.reason))?;
+                        self.pending.drain(..used);
+                        if d.is_done() {
+                            self.done = true;
+                        }
+                    }
+                }
+            }
+            if self.done || out.len() > start {
+                return Ok(out.len() > start);
+            }
+            let n = match from.read(buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(read_error(&e)),
+            };
+            if n == 0 {
+                if self.framing == Framing::UntilClose {
+                    self.done = true;
+                    return Ok(false);
+                }
+                return Err("connection closed before the end of the body".into());
+            }
+            self.pending.extend_from_slice(&buf[..n]);
+        }
+    }
+}
+
+/// Words for a read that failed, naming a timeout as one.
+pub fn read_error(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => "timed out (ProxyTimeout)".into(),
+        _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn final_head(raw: &[u8], head_request: bool) -> Result<(Head, usize), String> {
+        match parse(raw, head_request)? {
+            Parsed::Final(h, n) => Ok((h, n)),
+            Parsed::Partial => Err("partial".into()),
+        }
+    }
+
+    #[test]
+    fn heads() {
+        let (h, n) = final_head(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: 5\r\nServer: x\r\nX-Kept: yes\r\n\r\nhello", false).unwrap();
+        assert_eq!(n, 25 + 106);
+        assert_eq!((h.status, h.framing, h.keep_alive), (200, Framing::Length(5), true));
+        assert_eq!(h.fields.len(), 1, "{:?}", h.fields);
+        let (h, _) = final_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", false).unwrap();
+        assert_eq!((h.framing, h.keep_alive), (Framing::Chunked, false));
+        let (h, _) = final_head(b"HTTP/1.0 200 OK\r\n\r\n", false).unwrap();
+        assert_eq!((h.framing, h.keep_alive), (Framing::UntilClose, false));
+        let (h, _) = final_head(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", true).unwrap();
+        assert_eq!(h.framing, Framing::Empty);
+        assert!(h.fields.iter().any(|(n, v)| n.eq_ignore_ascii_case("content-length") && v == "9"));
+        assert!(final_head(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", false).is_err());
+        assert!(final_head(b"HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n", false).is_err());
+        assert!(final_head(b"HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n", false).is_err());
+        assert!(final_head(b"HTTP/1.1 101 Switching\r\n\r\n", false).is_err());
+        assert!(final_head(b"garbage\r\n\r\n", false).is_err());
+        assert!(matches!(parse(b"HTTP/1.1 200 OK\r\n", false), Ok(Parsed::Partial)));
+    }
+
+    #[test]
+    fn chunked_bodies_decode() {
+        let mut r = BodyReader::new(Framing::Chunked, b"5\r\nhello\r\n0\r\n\r\n".to_vec());
+        let (mut out, mut buf) = (Vec::new(), [0u8; 16]);
+        let mut empty: &[u8] = b"";
+        while r.next(&mut empty, &mut out, &mut buf).unwrap() {}
+        assert_eq!(out, b"hello");
+        assert!(r.clean_end());
+        let mut short = BodyReader::new(Framing::Length(10), b"abc".to_vec());
+        let mut out = Vec::new();
+        assert!(short.next(&mut empty, &mut out, &mut buf).unwrap());
+        assert!(short.next(&mut empty, &mut out, &mut buf).is_err());
+    }
+
+    #[test]
+    fn reverse_rules() {
+        let rules = ProxyHttp {
+            reverse: vec![("/api/".into(), "http://127.0.0.1:3000/".into())],
+            cookie_domains: vec![("backend.internal".into(), "site.example".into())],
+            cookie_paths: vec![("/".into(), "/api/".into())],
+            ..Default::default()
+        };
+        assert_eq!(reverse_url("http://127.0.0.1:3000/login?x", &rules, "http://site.example", b"/x").as_deref(), Some("http://site.example/api/login?x"));
+        assert_eq!(reverse_url("http://elsewhere/", &rules, "http://site.example", b"/x"), None);
+        let mut two = rules.clone();
+        two.reverse.push(("/loc/".into(), "http://127.0.0.1:3000/".into()));
+        assert_eq!(reverse_url("http://127.0.0.1:3000/a", &two, "http://h", b"/loc/x").as_deref(), Some("http://h/loc/a"));
+        assert_eq!(reverse_url("http://127.0.0.1:3000/a", &two, "http://h", b"/api/x").as_deref(), Some("http://h/api/a"));
+        assert_eq!(reverse_cookie("a=1; Domain=backend.internal; Path=/app", &rules), "a=1; Domain=site.example; Path=/api/app");
+    }
+}
