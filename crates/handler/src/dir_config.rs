@@ -78,6 +78,11 @@ pub enum Conditional<'a> {
 }
 
 impl<'a> Effective<'a> {
+    /// The host's own settings alone, outside every section.
+    pub fn of_host(dir: &'a warren_config::DirConfig) -> Effective<'a> {
+        Effective { layers: vec![Layer::Site(dir)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() }
+    }
+
     /// Merges the `<If>` sections whose conditions hold for the request
     /// `facts` describes, after every other layer (Apache's `ap_if_walk`),
     /// then settles the `Require expr` rules in force for it.

@@ -33,7 +33,7 @@ impl Site {
     /// (the server's, then those of the `.htaccess` files) and `<Location>`.
     pub fn effective<'a>(&'a self, host: usize, fs_path: Option<&Path>, url_path: &[u8]) -> Effective<'a> {
         let h = &self.hosts[host];
-        let mut eff = Effective { layers: vec![Layer::Site(&h.config.dir)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() };
+        let mut eff = Effective::of_host(&h.config.dir);
         if h.config.sections.is_empty() {
             return eff;
         }

@@ -109,6 +109,15 @@ impl Site {
         self.error_page(req, status)
     }
 
+    /// An error found in the request's target before it was mapped (a `#`,
+    /// a bad `%`-escape, an encoded slash): as Apache, which answers these
+    /// before it walks any section, only the host's own ErrorDocument
+    /// applies, not one of a `<Directory>`, `<Location>` or `.htaccess`.
+    pub(crate) fn error_before_mapping(&self, req: Request, status: u16, why: &str) -> Response {
+        self.hosts[req.host].error_log.error(Some(req.conn.useragent), &format!("{why}: {}", String::from_utf8_lossy(req.head.request_line())));
+        respond_as(self, req.host, status, Some(req.head), req.conn, Sections::HostOnly)
+    }
+
     /// An error for a request that could not be parsed (no host known yet).
     pub fn protocol_error(&self, status: u16, conn: &ConnInfo, why: &str) -> Response {
         self.error_log.error(Some(conn.useragent), why);
@@ -177,15 +186,32 @@ impl Site {
     }
 }
 
+/// Which configuration an error page is looked up in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sections {
+    /// The sections and `.htaccess` files of the resource asked for.
+    OfResource,
+    /// The host's own, outside every section.
+    HostOnly,
+}
+
 fn respond(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, conn: &ConnInfo) -> Response {
+    respond_as(site, host, status, head, conn, Sections::OfResource)
+}
+
+fn respond_as(site: &Site, host: usize, status: u16, head: Option<&RequestHead>, conn: &ConnInfo, sections: Sections) -> Response {
     let method = head.map_or("GET", |h| h.method());
     let mut resp = Response::new(status, host);
     resp.close = head.is_none();
     if let Some(head) = head {
-        let url = path::lookup_url(head.path_and_query());
-        // Sections and .htaccess files of the resource asked for count.
-        let fs = site.lookup_fs_path(crate::request::Request::new(head, conn, host), &url);
-        let eff = site.effective(host, Some(&fs), &url);
+        let eff = match sections {
+            Sections::OfResource => {
+                let url = path::lookup_url(head.path_and_query());
+                let fs = site.lookup_fs_path(crate::request::Request::new(head, conn, host), &url);
+                site.effective(host, Some(&fs), &url)
+            }
+            Sections::HostOnly => crate::dir_config::Effective::of_host(&site.hosts[host].config.dir),
+        };
         match eff.error_document(status) {
             Some(ErrorDocument::Text(text)) => {
                 resp.body = Body::Bytes(text.clone().into_bytes());

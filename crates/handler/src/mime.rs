@@ -279,7 +279,7 @@ mod tests {
     }
 
     fn effective(dir: &warren_config::DirConfig) -> Effective<'_> {
-        Effective { layers: vec![crate::dir_config::Layer::Site(dir)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() }
+        Effective::of_host(dir)
     }
 
     #[test]

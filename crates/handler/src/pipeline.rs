@@ -36,7 +36,7 @@ use warren_config::Handler;
 use warren_http::RequestHead;
 
 use crate::conn::ConnInfo;
-use crate::dir_config::{backend_of, Access, Effective, Layer};
+use crate::dir_config::{backend_of, Access, Effective};
 use crate::env::RequestEnv;
 use crate::filters::{self, RequestFilters};
 use crate::multiviews::Negotiated;
@@ -107,17 +107,17 @@ impl Site {
         }
         // A fragment is the client's own: one sent in the target is a 400, as Apache's.
         if raw.contains(&b'#') {
-            let r = self.error(req, 400, "invalid URI in request: a fragment (#) in the request target");
+            let r = self.error_before_mapping(req, 400, "invalid URI in request: a fragment (#) in the request target");
             return self.host_filtered(req, raw, Outcome::Ready(r));
         }
         let (raw_path, query) = path::split_query(raw);
         let url = match path::normalize(raw_path) {
             Ok(u) => u,
             Err(PathError::BadRequest(why)) => {
-                let r = self.error(req, 400, &format!("invalid URI in request: {why}"));
+                let r = self.error_before_mapping(req, 400, &format!("invalid URI in request: {why}"));
                 return self.host_filtered(req, raw_path, Outcome::Ready(r));
             }
-            Err(PathError::NotFound(why)) => return self.host_filtered(req, raw_path, Outcome::Ready(self.error(req, 404, why))),
+            Err(PathError::NotFound(why)) => return self.host_filtered(req, raw_path, Outcome::Ready(self.error_before_mapping(req, 404, why))),
         };
         if let Some(o) = self.pool_status(req, &url, query) {
             return o;
@@ -136,7 +136,7 @@ impl Site {
         let req = if own.set_env_if.is_empty() || own.rewrite.as_ref().is_none_or(|r| !r.enabled()) {
             req
         } else {
-            early_env = RequestEnv::set_env_if(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() });
+            early_env = RequestEnv::set_env_if(req, url, &Effective::of_host(own));
             Request { env: &early_env, ..req }
         };
         let r = match self.rewrite_url(req, url, query) {
@@ -381,7 +381,7 @@ impl Site {
         if !own.has_filters() {
             return None;
         }
-        RequestFilters::for_request(req, url, &Effective { layers: vec![Layer::Site(own)], htaccess_error: None, htaccess_deferred: false, conditional: Vec::new(), expr_granted: Vec::new() })
+        RequestFilters::for_request(req, url, &Effective::of_host(own))
     }
 
     /// An error page whose status has a local ErrorDocument becomes an

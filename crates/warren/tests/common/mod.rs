@@ -217,8 +217,10 @@ impl Server {
     fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            // The port accepts once bound; the server is up once its PidFile is written.
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() && self.dir.0.join("warren.pid").exists() {
+            // The port accepts once bound; the server is up once its PidFile is
+            // written: whole, with its newline (it is created empty first).
+            let pid_written = std::fs::read_to_string(self.dir.0.join("warren.pid")).is_ok_and(|t| t.ends_with('\n'));
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() && pid_written {
                 return Ok(());
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
