@@ -21,7 +21,7 @@ pub enum Poll {
     /// A whole head, taken off the input; what follows it stays there.
     Head(RequestHead),
     /// The input is not a request (or too large a one): answer with this
-    /// status, then close.
+    /// status ([`Connection::refuse`]), then close.
     Error(HttpError),
     /// More input is needed.
     NeedMore,
@@ -164,10 +164,7 @@ impl Connection {
                 Poll::Head(head)
             }
             Ok(None) => Poll::NeedMore,
-            Err(e) => {
-                self.served += 1;
-                Poll::Error(e)
-            }
+            Err(e) => Poll::Error(e),
         }
     }
 
@@ -181,13 +178,10 @@ impl Connection {
     }
 
     /// What the connection comes to when [`Connection::deadline`] has
-    /// passed with no more input. A head that times out counts as a request.
-    pub fn timed_out(&mut self, stopping: bool) -> Expiry {
+    /// passed with no more input.
+    pub fn timed_out(&self, stopping: bool) -> Expiry {
         match (self.phase, &self.clock) {
-            (Phase::ReadingHead, Some(clock)) if !self.input.is_empty() => {
-                self.served += 1;
-                Expiry::Head(clock.timeout_error())
-            }
+            (Phase::ReadingHead, Some(clock)) if !self.input.is_empty() => Expiry::Head(clock.timeout_error()),
             (Phase::ReadingBody, Some(clock)) => Expiry::Body(clock.timeout_error()),
             (Phase::KeepAlive, _) if KeepAlivePolicy::idle_end(stopping) == Next::Linger => Expiry::Linger,
             _ => Expiry::Close,
@@ -200,12 +194,15 @@ impl Connection {
     }
 
     /// The request at hand has a body framed so, limited by
-    /// LimitRequestBody (`limit`); it is timed from `now`, counting what
-    /// came with the head.
-    pub fn start_body(&mut self, framing: BodyFraming, limit: u64, now: Instant) {
+    /// LimitRequestBody (`limit`). Its clock starts with [`Connection::time_body`].
+    pub fn start_body(&mut self, framing: BodyFraming, limit: u64) {
         self.body = Some(BodyDecoder::new(framing));
         self.body_limit = limit;
         self.phase = Phase::ReadingBody;
+    }
+
+    /// The body is timed from `now`, counting what came with the head.
+    pub fn time_body(&mut self, now: Instant) {
         self.clock = Some(self.rules.body_clock(now, self.input.len()));
     }
 
@@ -258,6 +255,13 @@ impl Connection {
     /// Half-closed: what still comes is drained, not parsed.
     pub fn linger(&mut self) {
         self.phase = Phase::Lingering;
+    }
+
+    /// The input did not make a request (bad, too large, too slow): it is
+    /// answered as one that failed, counted, and dropped.
+    pub fn refuse(&mut self) {
+        self.served += 1;
+        self.discard_input();
     }
 
     /// After an error answer, nothing left in the input can be trusted to

@@ -10,6 +10,7 @@ use warren_config::{FcgiAddr, LogLevel};
 use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, Outcome, Response};
+use warren_http::h1::Connection;
 use warren_http::Phase;
 
 use crate::exchange::{Chunk, Exchange, Output};
@@ -79,7 +80,7 @@ impl EventLoop {
             }
         };
         let exchange = c.req.take().expect("request in flight");
-        let job = FastCgiJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway, body: c.body.take() };
+        let job = FastCgiJob { stream, info: c.info, h1: Box::new(std::mem::replace(&mut c.h1, Connection::new(self.rules, Instant::now()))), exchange, gateway, body: c.body.take() };
         c.on_hold = true;
         c.deadline = Instant::now() + Duration::from_secs(3600);
         self.pool.submit(slot, c.generation, Job::FastCgi(Box::new(job)));
@@ -94,7 +95,7 @@ impl EventLoop {
         c.upstream = Some(Box::new(up));
         match added {
             Ok(()) => {
-                c.phase = Phase::Proxying;
+                c.h1.set_phase(Phase::Proxying);
                 c.deadline = Instant::now() + timeout;
             }
             Err(e) => {
@@ -113,7 +114,7 @@ impl EventLoop {
         if flags.intersects(EpollFlags::EPOLLOUT | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
             up.writable = true;
         }
-        if c.phase == Phase::Proxying {
+        if c.h1.phase() == Phase::Proxying {
             self.drive(slot);
         }
     }
@@ -176,7 +177,7 @@ impl EventLoop {
                     // rest at its own pace.
                     let c = self.conns[slot].as_mut().expect("conn");
                     c.upstream = None;
-                    c.phase = Phase::Writing;
+                    c.h1.set_phase(Phase::Writing);
                     c.deadline = Instant::now() + self.rules.timeout;
                     self.child_given_back();
                     return true;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, Site};
+use warren_http::h1::Connection;
 use warren_http::{ConnRules, DateCache};
 
 use crate::client_body::ClientBody;
@@ -25,7 +26,7 @@ pub fn serve(
     site: &Site,
     stream: &ClientStream,
     info: &ConnInfo,
-    rbuf: &mut Vec<u8>,
+    conn: &mut Connection,
     ex: &mut Exchange,
     (gw, spooled): (Box<Gateway>, Option<Spooled>),
     rules: &ConnRules,
@@ -35,8 +36,8 @@ pub fn serve(
     let (resp, wire_bytes, finished) = {
         let head = ex.head.as_ref().expect("a gateway request has a head");
         let mut body = match spooled {
-            Some(s) => ClientBody::already_read(stream, rbuf, s, rules),
-            None => ClientBody::new(stream, rbuf, head, ex.body_limit, rules),
+            Some(s) => ClientBody::already_read(stream, conn, s),
+            None => ClientBody::new(stream, conn, head, ex.body_limit),
         };
         let resp = catch_unwind(AssertUnwindSafe(|| site.run_gateway(gw, head, info, &mut body))).unwrap_or_else(|_| panic_response(site, head, info));
         (resp, body.wire_bytes, body.finished())
