@@ -29,11 +29,11 @@ pub struct ClientBody<'a> {
     /// (the start of the body, maybe a pipelined next request, which is
     /// left there), the body's framing, limit and clock.
     conn: &'a mut Connection,
-    /// The body's framing and LimitRequestBody, until its first read.
-    unread: Option<(BodyFraming, u64)>,
+    /// The body's framing, LimitRequestBody and whether the client waits
+    /// for 100 Continue, until its first read.
+    unread: Option<(BodyFraming, u64, bool)>,
     present: bool,
     length: Option<u64>,
-    expect_continue: bool,
     /// Bytes taken from the connection, framing included (for `%I`).
     pub wire_bytes: u64,
     /// The whole body, read already by the event loop.
@@ -47,19 +47,19 @@ impl<'a> ClientBody<'a> {
             BodyFraming::None | BodyFraming::Chunked => None,
         };
         let present = head.framing != BodyFraming::None;
-        let unread = present.then_some((head.framing, limit));
-        ClientBody { stream, conn, unread, present, length, expect_continue: head.expect_continue, wire_bytes: 0, spooled: None }
+        let unread = present.then_some((head.framing, limit, head.expect_continue));
+        ClientBody { stream, conn, unread, present, length, wire_bytes: 0, spooled: None }
     }
 
     /// A body the event loop has read whole: nothing is read from the connection.
     pub fn already_read(stream: &'a ClientStream, conn: &'a mut Connection, body: Spooled) -> ClientBody<'a> {
-        ClientBody { stream, conn, unread: None, present: false, length: Some(body.len()), expect_continue: false, wire_bytes: 0, spooled: Some(body) }
+        ClientBody { stream, conn, unread: None, present: false, length: Some(body.len()), wire_bytes: 0, spooled: Some(body) }
     }
 
     /// Whether all of the body has been taken off the connection.
     pub fn finished(&self) -> bool {
         match self.unread {
-            Some((framing, _)) => framing == BodyFraming::Length(0),
+            Some((framing, ..)) => framing == BodyFraming::Length(0),
             None => !self.present || self.conn.body_done(),
         }
     }
@@ -83,8 +83,8 @@ impl RequestBody for ClientBody<'_> {
             return Ok(0);
         }
         // The body's clock starts when it is first read, with what came with the head.
-        if let Some((framing, limit)) = self.unread.take() {
-            self.conn.start_body(framing, limit);
+        if let Some((framing, limit, expect_continue)) = self.unread.take() {
+            self.conn.start_body(framing, limit, expect_continue);
             self.conn.time_body(Instant::now());
         }
         loop {
@@ -107,8 +107,7 @@ impl RequestBody for ClientBody<'_> {
                     BodyState::More => {}
                 }
             }
-            if self.expect_continue {
-                self.expect_continue = false;
+            if self.conn.continue_due() {
                 let _ = (&*self.stream).write_all(CONTINUE);
             }
             let left = self.conn.deadline(false).saturating_duration_since(Instant::now());

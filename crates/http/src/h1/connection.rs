@@ -75,6 +75,8 @@ pub struct Connection {
     served: u32,
     body: Option<BodyDecoder>,
     body_limit: u64,
+    /// The client waits for `100 Continue` before it sends the body.
+    continue_due: bool,
 }
 
 impl Connection {
@@ -90,6 +92,7 @@ impl Connection {
             served: 0,
             body: None,
             body_limit: u64::MAX,
+            continue_due: false,
         }
     }
 
@@ -194,11 +197,22 @@ impl Connection {
     }
 
     /// The request at hand has a body framed so, limited by
-    /// LimitRequestBody (`limit`). Its clock starts with [`Connection::time_body`].
-    pub fn start_body(&mut self, framing: BodyFraming, limit: u64) {
+    /// LimitRequestBody (`limit`), whose client may wait for `100
+    /// Continue` (`expect_continue`). Its clock starts with
+    /// [`Connection::time_body`].
+    pub fn start_body(&mut self, framing: BodyFraming, limit: u64, expect_continue: bool) {
         self.body = Some(BodyDecoder::new(framing));
         self.body_limit = limit;
         self.phase = Phase::ReadingBody;
+        self.continue_due = expect_continue;
+    }
+
+    /// Whether to send [`crate::response::CONTINUE`] now, before waiting
+    /// for the body: once, and only if the client asked for it. The body
+    /// is read whatever the answer will be (it is discarded if unused), so
+    /// the client is told to go on rather than left waiting.
+    pub fn continue_due(&mut self) -> bool {
+        std::mem::take(&mut self.continue_due)
     }
 
     /// The body is timed from `now`, counting what came with the head.
@@ -235,6 +249,7 @@ impl Connection {
     /// from `now`, or times a pipelined one that has begun from now.
     pub fn after_response(&mut self, written: bool, keep_alive: bool, unread_input: bool, now: Instant) -> Next {
         self.body = None;
+        self.continue_due = false;
         let next = Next::after_response(written, keep_alive, unread_input);
         match next {
             Next::KeepAlive if self.input.is_empty() => {
@@ -270,6 +285,7 @@ impl Connection {
         self.input.clear();
         self.scan = HeadScan::default();
         self.body = None;
+        self.continue_due = false;
     }
 
     /// Frees the input buffer of an idle connection (idle connections hold none).

@@ -45,7 +45,7 @@ fn heads(conn: &mut Connection, input: &[u8], piece: usize, now: Instant) -> Vec
 fn body(framing: BodyFraming, limit: u64, input: &[u8], piece: usize) -> (Vec<u8>, Result<usize, u16>) {
     let now = Instant::now();
     let mut conn = Connection::new(rules(), now);
-    conn.start_body(framing, limit);
+    conn.start_body(framing, limit, false);
     conn.time_body(now);
     let mut payload = Vec::new();
     for part in input.chunks(piece) {
@@ -167,7 +167,9 @@ fn bodies_over_the_limit_or_badly_framed() {
 fn a_slow_body_times_out() {
     let now = Instant::now();
     let mut conn = Connection::new(rules(), now);
-    conn.start_body(BodyFraming::Length(10), 100);
+    conn.start_body(BodyFraming::Length(10), 100, true);
+    assert!(conn.continue_due(), "the client waits for 100 Continue");
+    assert!(!conn.continue_due(), "sent once");
     conn.time_body(now);
     assert_eq!(conn.deadline(false), now + Duration::from_secs(10));
     assert!(matches!(conn.timed_out(false), Expiry::Body(e) if e.status == 408));

@@ -294,12 +294,11 @@ impl EventLoop {
             c.spool = Some(Spool::default());
         }
         c.pending = Some(outcome);
-        let req = c.req.as_mut().expect("req");
-        if req.head.as_ref().expect("head").expect_continue {
-            // The body will be read and discarded; say so before the client sends it.
+        let req = c.req.as_ref().expect("req");
+        c.h1.start_body(framing, req.body_limit, req.head.as_ref().expect("head").expect_continue);
+        if c.h1.continue_due() {
             let _ = (&c.stream).write(CONTINUE);
         }
-        c.h1.start_body(framing, req.body_limit);
         c.h1.time_body(Instant::now());
         c.deadline = c.h1.deadline(self.stopping);
     }
