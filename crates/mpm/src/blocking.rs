@@ -1,8 +1,10 @@
 //! One connection served start to finish by one thread with blocking I/O:
-//! what a prefork child and a worker thread do. Same protocol core, handler
-//! and exchange code as the event loop; the difference is only that the
-//! thread waits in `read` (and so is tied up by an idle keep-alive client,
-//! as in Apache: that is what prefork and worker users compare).
+//! what a prefork child and a worker thread do. The HTTP/1.1 rules are the
+//! same [`warren_http::h1::Connection`] the event loop drives, and requests
+//! start and end in [`crate::serve`] for both; the difference is only that
+//! the thread waits in `read` until the connection's deadline (and so is
+//! tied up by an idle keep-alive client, as in Apache: that is what prefork
+//! and worker users compare).
 
 use std::io;
 use crate::client_stream::{is_plain_http, ClientStream, PLAIN_HTTP_REASON};
@@ -151,7 +153,7 @@ impl<'a> Driver<'a> {
         }
         // The first head is timed from here, with what came after a PROXY header.
         let now = Instant::now();
-        let mut conn = Connection::new(self.rules, now);
+        let mut conn = Connection::new(self.rules, now).over_tls(stream.is_tls());
         if !early.is_empty() {
             let n = early.len();
             *conn.input_mut() = early;
@@ -252,10 +254,7 @@ impl<'a> Driver<'a> {
         self.slot.set(State::Logging);
         serve::end(&mut Records { site: self.site, logs: &mut self.logs, slot: self.slot }, ex, info, conn.served(), !sent);
         self.flush_logs_if_due();
-        // Over TLS the client's close_notify may come after the request:
-        // closing with it unread would reset the connection and cut the
-        // response short at the client, so a TLS connection always lingers.
-        let next = conn.after_response(sent, ex.keep_alive, ex.linger || stream.is_tls(), Instant::now());
+        let next = conn.after_response(sent, ex.keep_alive, ex.linger, Instant::now());
         if next == Next::KeepAlive {
             return true;
         }

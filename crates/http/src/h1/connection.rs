@@ -77,6 +77,8 @@ pub struct Connection {
     body_limit: u64,
     /// The client waits for `100 Continue` before it sends the body.
     continue_due: bool,
+    /// The bytes travel in TLS records.
+    tls: bool,
 }
 
 impl Connection {
@@ -93,7 +95,14 @@ impl Connection {
             body: None,
             body_limit: u64::MAX,
             continue_due: false,
+            tls: false,
         }
+    }
+
+    /// The connection carries TLS: it never closes without lingering.
+    pub fn over_tls(mut self, tls: bool) -> Connection {
+        self.tls = tls;
+        self
     }
 
     pub fn rules(&self) -> &ConnRules {
@@ -250,7 +259,10 @@ impl Connection {
     pub fn after_response(&mut self, written: bool, keep_alive: bool, unread_input: bool, now: Instant) -> Next {
         self.body = None;
         self.continue_due = false;
-        let next = Next::after_response(written, keep_alive, unread_input);
+        // Over TLS the client's close_notify may come after the request:
+        // closing with it unread would reset the connection and cut the
+        // response short at the client, so a TLS connection always lingers.
+        let next = Next::after_response(written, keep_alive, unread_input || self.tls);
         match next {
             Next::KeepAlive if self.input.is_empty() => {
                 self.phase = Phase::KeepAlive;

@@ -124,6 +124,8 @@ fn keep_alive_or_close_after_a_response() {
     assert_eq!(conn.after_response(true, false, true, now), Next::Linger, "a body left unread is drained");
     assert_eq!(conn.phase(), Phase::Lingering);
     assert_eq!(conn.after_response(false, true, false, now), Next::Close, "a response not written whole");
+    let mut tls = Connection::new(rules(), now).over_tls(true);
+    assert_eq!(tls.after_response(true, false, false, now), Next::Linger, "TLS: the client's close_notify may be unread");
 }
 
 #[test]

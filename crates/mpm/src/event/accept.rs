@@ -79,7 +79,7 @@ impl EventLoop {
             });
             self.next_generation += 1;
             // A new connection's head is timed from now.
-            let h1 = Connection::new(self.rules, Instant::now());
+            let h1 = Connection::new(self.rules, Instant::now()).over_tls(stream.is_tls());
             let proxy_header = self.site.expects_proxy_header(local, peer);
             let conn = Conn {
                 stream,

@@ -352,10 +352,7 @@ impl EventLoop {
         serve::end(&mut Records { site: &self.site, logs: &mut self.logs, slot: self.sb.thread(self.slot, 0) }, &req, &c.info, c.h1.served(), false);
         // Until the next request names its client, the peer is the client.
         c.info.useragent = c.info.peer;
-        // Over TLS the client's close_notify may come after the request:
-        // closing with it unread would reset the connection and cut the
-        // response short at the client, so a TLS connection always lingers.
-        match c.h1.after_response(true, req.keep_alive, req.linger || c.stream.is_tls(), Instant::now()) {
+        match c.h1.after_response(true, req.keep_alive, req.linger, Instant::now()) {
             Next::KeepAlive => {
                 c.deadline = c.h1.deadline(self.stopping);
                 c.h1.release_input();
