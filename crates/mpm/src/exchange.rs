@@ -19,10 +19,9 @@ use warren_config::{ReadStage, Settings};
 use warren_handler::logs::LogRecord;
 use warren_handler::site::LogWriters;
 use warren_handler::{Body, BodySource, ConnInfo, Part, Request, Response, Site};
-use warren_http::h1::{frame_response, BodyLength};
-use warren_http::response::{write_header, write_status_line};
+use warren_http::h1::{write_response_head, BodyLength, ResponseHead};
 use warren_http::conn::declared_body_within;
-use warren_http::{BodyFraming, ConnRules, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadTimeout, RequestHead, Version};
+use warren_http::{BodyFraming, ConnRules, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadTimeout, RequestHead};
 
 use crate::scoreboard::ThreadSlot;
 
@@ -289,29 +288,19 @@ impl Output {
     /// Date, Server, Content-Length and Connection are written here.
     pub fn encode(&mut self, ex: &mut Exchange, resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
         let resp = ex.last_filters(resp, site);
-        let head = ex.head.as_ref();
-        let is_head = head.is_some_and(|h| h.method() == "HEAD");
-        let version = head.map_or(Version::Http11, |h| h.version);
         if resp.close {
             ex.keep_alive = false;
         }
         let out = scratch;
         out.clear();
-        write_status_line(out, resp.status);
-        out.extend_from_slice(b"Date: ");
-        out.extend_from_slice(date.now().as_bytes());
-        out.extend_from_slice(b"\r\nServer: ");
-        out.extend_from_slice(site.server_header.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        for (name, value) in &resp.headers {
-            write_header(out, name, value);
-        }
         let len = resp.body.len();
-        let length = match &resp.body {
+        let body = match &resp.body {
             Body::Stream { len: None, .. } => BodyLength::Unknown,
             _ => BodyLength::Known(len),
         };
-        let framing = frame_response(out, resp.status, version, is_head, length, ex.keep_alive);
+        let head = ResponseHead { status: resp.status, date: date.now(), server: &site.server_header, body };
+        let fields = resp.headers.iter().map(|(name, value)| (name.as_ref(), value.as_str()));
+        let framing = write_response_head(out, &head, fields, ex.head.as_ref(), ex.keep_alive);
         ex.keep_alive = framing.keep_alive;
         let head_len = out.len() as u64;
         let mut sent_body = 0;

@@ -192,3 +192,23 @@ fn response_framing() {
     assert_eq!(frame(304, Version::Http11, false, BodyLength::Known(5), true), ("\r\n".into(), false, true));
     assert_eq!(frame(200, Version::Http11, true, BodyLength::Unknown, true), ("\r\n".into(), false, true));
 }
+
+#[test]
+fn a_whole_response_head() {
+    let now = Instant::now();
+    let mut conn = Connection::new(rules(), now);
+    conn.feed(b"HEAD /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
+    let Poll::Head(req) = conn.poll_head() else { panic!("a head") };
+    let head = ResponseHead { status: 200, date: "Sun, 06 Nov 1994 08:49:37 GMT", server: "warren", body: BodyLength::Known(12) };
+    let mut out = Vec::new();
+    let f = write_response_head(&mut out, &head, [("Content-Type", "text/plain"), ("X-Split", "a\r\nb")], Some(&req), true);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: warren\r\nContent-Type: text/plain\r\nX-Split: a  b\r\nContent-Length: 12\r\nConnection: keep-alive\r\n\r\n"
+    );
+    assert_eq!(f, Framing { chunked: false, with_body: false, keep_alive: true }, "HEAD: the length, not the body");
+    let mut out = Vec::new();
+    let f = write_response_head(&mut out, &ResponseHead { status: 400, ..head }, [], None, false);
+    assert!(String::from_utf8(out).unwrap().ends_with("Content-Length: 12\r\nConnection: close\r\n\r\n"));
+    assert!(f.with_body, "input that did not parse is answered as HTTP/1.1 with a body");
+}
