@@ -19,7 +19,7 @@ use warren_config::{ReadStage, Settings};
 use warren_handler::logs::LogRecord;
 use warren_handler::site::LogWriters;
 use warren_handler::{Body, BodySource, ConnInfo, Part, Request, Response, Site};
-use warren_http::h1::{write_response_head, BodyLength, ResponseHead};
+use warren_http::h1::{write_response_head, BodyFramer, BodyLength, ResponseHead};
 use warren_http::conn::declared_body_within;
 use warren_http::{BodyFraming, ConnRules, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadTimeout, RequestHead};
 
@@ -83,12 +83,7 @@ pub fn read_onto(stream: &ClientStream, buf: &mut Vec<u8>, chunk: usize) -> io::
 /// A response body produced while it is sent, and how it is framed.
 pub struct Streaming {
     pub source: Box<dyn BodySource>,
-    /// Sent as chunks (HTTP/1.1 and no length from the application).
-    pub chunked: bool,
-    /// The length the application announced, counted down.
-    pub remaining: Option<u64>,
-    /// False for HEAD: the body is read from the application, not sent.
-    pub send: bool,
+    pub framer: BodyFramer,
 }
 
 /// What remains to be sent after the write buffer.
@@ -306,7 +301,7 @@ impl Output {
         let mut sent_body = 0;
         if let Body::Stream { source, len } = resp.body {
             // Counted in bytes_sent as it goes out.
-            self.streaming = Some(Streaming { source, chunked: framing.chunked, remaining: len, send: framing.with_body });
+            self.streaming = Some(Streaming { source, framer: BodyFramer::new(framing, len) });
         } else if framing.with_body {
             sent_body = len;
             match resp.body {

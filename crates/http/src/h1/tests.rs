@@ -212,3 +212,23 @@ fn a_whole_response_head() {
     assert!(String::from_utf8(out).unwrap().ends_with("Content-Length: 12\r\nConnection: close\r\n\r\n"));
     assert!(f.with_body, "input that did not parse is answered as HTTP/1.1 with a body");
 }
+
+#[test]
+fn a_streamed_body_is_framed_piece_by_piece() {
+    let chunked = Framing { chunked: true, with_body: true, keep_alive: true };
+    let mut f = BodyFramer::new(chunked, None);
+    assert_eq!(f.frame(b"hello".to_vec()), (5, b"5\r\nhello\r\n".to_vec()));
+    assert_eq!(f.frame(Vec::new()), (0, Vec::new()), "an empty piece is no chunk (it would end the body)");
+    assert_eq!(f.finish(), Ok(&b"0\r\n\r\n"[..]));
+    let length = Framing { chunked: false, with_body: true, keep_alive: true };
+    let mut f = BodyFramer::new(length, Some(8));
+    assert_eq!(f.frame(b"hello".to_vec()), (5, b"hello".to_vec()));
+    assert_eq!(f.finish(), Err(ShortBody), "3 bytes announced are missing");
+    assert_eq!(f.frame(b" world".to_vec()), (3, b" wo".to_vec()), "never past the announced length");
+    assert_eq!(f.finish(), Ok(&b""[..]));
+    let head = Framing { chunked: false, with_body: false, keep_alive: true };
+    let mut f = BodyFramer::new(head, Some(8));
+    assert_eq!(f.frame(b"hello".to_vec()), (0, Vec::new()), "HEAD: read, not sent");
+    assert!(!f.sends());
+    assert_eq!(f.finish(), Ok(&b""[..]));
+}
