@@ -12,8 +12,7 @@ use std::time::Instant;
 use nix::poll::PollFlags;
 use warren_handler::spool::Spooled;
 use warren_handler::RequestBody;
-use warren_http::h1::connection::BodyState;
-use warren_http::h1::{Connection, Expiry};
+use warren_http::h1::{BodyState, Connection, Expiry};
 use warren_http::response::CONTINUE;
 use warren_http::{BodyFraming, HttpError, RequestHead};
 

@@ -18,7 +18,7 @@
 pub mod connection;
 pub mod framing;
 
-pub use connection::{BodyStep, Connection, Expiry, Poll};
+pub use connection::{BodyState, BodyStep, Connection, Expiry, Poll};
 pub use framing::{frame_response, write_response_head, BodyFramer, BodyLength, Framing, ResponseHead, ShortBody};
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use super::connection::BodyState;
 use super::*;
 use crate::conn::{ConnRules, KeepAlivePolicy, Next, Phase};
 use crate::read_timeout::ReadTimeout;

@@ -11,8 +11,7 @@ use nix::sys::epoll::EpollFlags;
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::{Spool, Spooled};
 use warren_handler::{ConnInfo, Outcome, Response};
-use warren_http::h1::connection::BodyState;
-use warren_http::h1::{Connection, Poll};
+use warren_http::h1::{BodyState, Connection, Poll};
 use warren_http::response::CONTINUE;
 use warren_http::{BodyFraming, HttpError, Next, Phase, RequestHead, LINGER};
 
