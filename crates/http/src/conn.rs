@@ -2,8 +2,9 @@
 //! [`Phase`]s it goes through, what a head and a body may take (limits,
 //! [`ReadClock`]s), whether it stays open after a response
 //! ([`KeepAlivePolicy`], [`Next`]), and how long a closing one lingers.
-//! The blocking driver and the event loop apply these with their own I/O:
-//! a wait in `read` or poll, or a deadline on the loop.
+//! [`crate::h1::Connection`] applies them to a connection; the blocking
+//! driver and the event loop only wait as it says: in `read` or poll, or
+//! until a deadline on the loop.
 //!
 //! A head too large is refused (431) by [`crate::head_scan`] as it arrives;
 //! the rest is here: 413 for a body over LimitRequestBody, 408 when

@@ -19,6 +19,10 @@
 //!   initial timeout raised by MinRate, up to a maximum) and the
 //!   [`ReadClock`] that applies it, with Timeout, to a head or a body.
 //!
+//! - [`h1`]: HTTP/1.1 as one sans-IO [`h1::Connection`] built on the above:
+//!   input in, heads and body pieces out, response framing, deadlines and
+//!   what follows a response. Every MPM driver moves bytes through it.
+//!
 //! - [`h2`]: HTTP/2 (RFC 9113) and HPACK, a codec of its own beside
 //!   HTTP/1.1 whose requests are the same [`RequestHead`]s.
 //!
@@ -30,6 +34,7 @@
 
 pub mod body;
 pub mod conn;
+pub mod h1;
 pub mod h2;
 pub mod head_scan;
 pub mod proxy_protocol;

@@ -1,8 +1,10 @@
 //! One connection served start to finish by one thread with blocking I/O:
-//! what a prefork child and a worker thread do. Same protocol core, handler
-//! and exchange code as the event loop; the difference is only that the
-//! thread waits in `read` (and so is tied up by an idle keep-alive client,
-//! as in Apache: that is what prefork and worker users compare).
+//! what a prefork child and a worker thread do. The HTTP/1.1 rules are the
+//! same [`warren_http::h1::Connection`] the event loop drives, and requests
+//! start and end in [`crate::serve`] for both; the difference is only that
+//! the thread waits in `read` until the connection's deadline (and so is
+//! tied up by an idle keep-alive client, as in Apache: that is what prefork
+//! and worker users compare).
 
 use std::io;
 use crate::client_stream::{is_plain_http, ClientStream, PLAIN_HTTP_REASON};
@@ -12,7 +14,8 @@ use std::time::{Duration, Instant};
 use nix::poll::PollFlags;
 use warren_handler::site::LogWriters;
 use warren_handler::{ConnInfo, Outcome, RequestBody, Response, Site};
-use warren_http::{parse_head_from, BodyFraming, ConnRules, DateCache, HeadScan, HttpError, KeepAlivePolicy, Next, ReadClock, RequestHead, LINGER};
+use warren_http::h1::{Connection, Expiry, Poll};
+use warren_http::{BodyFraming, ConnRules, DateCache, HttpError, Next, RequestHead, LINGER};
 
 use crate::exchange::{conn_rules, read_onto, wait_for, Exchange, Output};
 use crate::serve::{self, Carrier, Records, Router, Started};
@@ -140,20 +143,27 @@ impl<'a> Driver<'a> {
     pub fn serve(&mut self, stream: ClientStream, mut info: ConnInfo) {
         self.read_timeout = None;
         self.nonblocking = true;
-        let mut rbuf: Vec<u8> = Vec::new();
-        let mut served = 0u32;
+        let mut early: Vec<u8> = Vec::new();
         if self.site.expects_proxy_header(info.local, info.peer) {
             self.slot.set(State::Reading);
-            if !self.read_proxy_header(&stream, &mut rbuf, &mut info) {
+            if !self.read_proxy_header(&stream, &mut early, &mut info) {
                 self.slot.set(State::Closing);
                 return;
             }
         }
+        // The first head is timed from here, with what came after a PROXY header.
+        let now = Instant::now();
+        let mut conn = Connection::new(self.rules, now).over_tls(stream.is_tls());
+        if !early.is_empty() {
+            let n = early.len();
+            *conn.input_mut() = early;
+            conn.received(n, now);
+        }
         loop {
-            self.slot.set(if served == 0 { State::Reading } else { State::KeepAlive });
+            self.slot.set(if conn.served() == 0 { State::Reading } else { State::KeepAlive });
             // Until a request names its client, the peer is the client.
             info.useragent = info.peer;
-            let head = match self.read_head(&stream, &mut rbuf, served) {
+            let head = match self.read_head(&stream, &mut conn) {
                 Head::Request(h) => h,
                 Head::Done => return,
                 Head::Drained => {
@@ -163,41 +173,41 @@ impl<'a> Driver<'a> {
                     return;
                 }
                 Head::Error(e) => {
-                    let (mut ex, resp) = Exchange::for_protocol_error(&rbuf, &e, self.site, &info);
-                    self.finish(&stream, &info, &mut ex, resp, served + 1);
+                    let (mut ex, resp) = Exchange::for_protocol_error(conn.input(), &e, self.site, &info);
+                    conn.refuse();
+                    self.finish(&stream, &info, &mut conn, &mut ex, resp);
                     return;
                 }
                 Head::H2 => {
                     stream.note_tls(self.site, &mut info);
-                    self.serve_h2(&stream, info, std::mem::take(&mut rbuf), None);
+                    self.serve_h2(&stream, info, std::mem::take(conn.input_mut()), None);
                     return;
                 }
             };
-            if let Some(codec) = crate::h2::upgrade(&self.rules, &stream, &head, &rbuf) {
+            if let Some(codec) = crate::h2::upgrade(&self.rules, &stream, &head, conn.input()) {
                 let mut out = Output::default();
                 out.wbuf.extend_from_slice(crate::h2::SWITCHING);
                 if out.write_all(&stream, self.rules.timeout) {
-                    self.serve_h2(&stream, info, std::mem::take(&mut rbuf), Some((codec, head)));
+                    self.serve_h2(&stream, info, std::mem::take(conn.input_mut()), Some((codec, head)));
                 }
                 return;
             }
-            served += 1;
             stream.note_tls(self.site, &mut info);
-            let carrier = Carrier::Http1 { policy: &self.rules.keep_alive, served, stopping: self.stop.load(Ordering::Relaxed) };
+            let carrier = Carrier::Http1 { policy: &self.rules.keep_alive, served: conn.served(), stopping: self.stop.load(Ordering::Relaxed) };
             let Started { exchange: mut ex, outcome } = serve::start(self.site, self.slot, head, &mut info, carrier, Router::Thread);
             let outcome = match outcome {
                 Ok(outcome) => outcome,
                 Err(e) => {
                     let resp = ex.body_error(&e, self.site, &info);
-                    self.finish(&stream, &info, &mut ex, resp, served);
+                    self.finish(&stream, &info, &mut conn, &mut ex, resp);
                     return;
                 }
             };
             let resp = match outcome {
                 Outcome::Gateway(gw) => {
                     self.before_wait();
-                    let sent = on_thread::serve(self.site, &stream, &info, &mut rbuf, &mut ex, (gw, None), &self.rules, &mut self.date, &mut self.scratch);
-                    if !self.after_response(&stream, &info, &mut ex, sent, served) {
+                    let sent = on_thread::serve(self.site, &stream, &info, &mut conn, &mut ex, (gw, None), &self.rules, &mut self.date, &mut self.scratch);
+                    if !self.after_response(&stream, &info, &mut conn, &mut ex, sent) {
                         return;
                     }
                     continue;
@@ -211,19 +221,19 @@ impl<'a> Driver<'a> {
                 Outcome::OffLoop => unreachable!("only the loop's routing asks for that"),
             };
             // Static answers do not read the body: it is discarded.
-            if let Err(e) = self.discard_body(&stream, &mut rbuf, &mut ex) {
+            if let Err(e) = self.discard_body(&stream, &mut conn, &mut ex) {
                 let resp = ex.body_error(&e, self.site, &info);
-                self.finish(&stream, &info, &mut ex, resp, served);
+                self.finish(&stream, &info, &mut conn, &mut ex, resp);
                 return;
             }
-            if !self.finish(&stream, &info, &mut ex, resp, served) {
+            if !self.finish(&stream, &info, &mut conn, &mut ex, resp) {
                 return;
             }
         }
     }
 
     /// Writes the response, logs it, and says whether the connection goes on.
-    fn finish(&mut self, stream: &ClientStream, info: &ConnInfo, ex: &mut Exchange, resp: Response, served: u32) -> bool {
+    fn finish(&mut self, stream: &ClientStream, info: &ConnInfo, conn: &mut Connection, ex: &mut Exchange, resp: Response) -> bool {
         self.slot.set(State::Writing);
         let mut out = Output::default();
         out.encode(ex, resp, self.site, &mut self.date, &mut self.scratch);
@@ -235,19 +245,16 @@ impl<'a> Driver<'a> {
             }
             Err(_) => false,
         };
-        self.after_response(stream, info, ex, sent, served)
+        self.after_response(stream, info, conn, ex, sent)
     }
 
     /// Logs the response and says whether the connection goes on; if not,
     /// closes it (lingering when unread input may remain).
-    fn after_response(&mut self, stream: &ClientStream, info: &ConnInfo, ex: &mut Exchange, sent: bool, served: u32) -> bool {
+    fn after_response(&mut self, stream: &ClientStream, info: &ConnInfo, conn: &mut Connection, ex: &mut Exchange, sent: bool) -> bool {
         self.slot.set(State::Logging);
-        serve::end(&mut Records { site: self.site, logs: &mut self.logs, slot: self.slot }, ex, info, served, !sent);
+        serve::end(&mut Records { site: self.site, logs: &mut self.logs, slot: self.slot }, ex, info, conn.served(), !sent);
         self.flush_logs_if_due();
-        // Over TLS the client's close_notify may come after the request:
-        // closing with it unread would reset the connection and cut the
-        // response short at the client, so a TLS connection always lingers.
-        let next = Next::after_response(sent, ex.keep_alive, ex.linger || stream.is_tls());
+        let next = conn.after_response(sent, ex.keep_alive, ex.linger, Instant::now());
         if next == Next::KeepAlive {
             return true;
         }
@@ -284,42 +291,30 @@ impl<'a> Driver<'a> {
         }
     }
 
-    fn read_head(&mut self, stream: &ClientStream, rbuf: &mut Vec<u8>, served: u32) -> Head {
-        let idle_since = Instant::now();
-        // A new connection's head is timed from the start (one that sends
-        // nothing is closed quietly when the clock runs out); a kept-alive
-        // connection waits KeepAliveTimeout for a first byte, and its head
-        // is timed from there (or from now, for a pipelined one).
-        let mut clock = (served == 0 || !rbuf.is_empty()).then(|| self.rules.head_clock(idle_since, rbuf.len()));
-        let mut scan = HeadScan::default();
+    /// Waits for the next request head, as far as the connection's rules allow.
+    fn read_head(&mut self, stream: &ClientStream, conn: &mut Connection) -> Head {
         loop {
-            let protocol = if served == 0 { crate::h2::detect(stream, rbuf) } else { Some(false) };
+            let protocol = if conn.served() == 0 { crate::h2::detect(stream, conn.input()) } else { Some(false) };
             if protocol == Some(true) {
                 return Head::H2;
             }
-            if !rbuf.is_empty() && protocol.is_some() {
-                match parse_head_from(&mut scan, rbuf, &self.rules.limits) {
-                    Ok(Some((h, used))) => {
-                        rbuf.drain(..used);
-                        return Head::Request(h);
-                    }
-                    Ok(None) => {}
-                    Err(e) => return Head::Error(e),
+            if protocol.is_some() {
+                match conn.poll_head() {
+                    Poll::Head(h) => return Head::Request(h),
+                    Poll::Error(e) => return Head::Error(e),
+                    Poll::NeedMore => {}
                 }
             }
             let now = Instant::now();
             // Waiting between requests (or for a new connection's first byte).
-            let waiting = rbuf.is_empty();
+            let waiting = conn.input().is_empty();
             let stopping = self.stop.load(Ordering::Relaxed);
-            let until = clock.as_ref().map_or_else(|| self.rules.keep_alive.idle_deadline(idle_since, stopping), ReadClock::deadline);
+            let until = conn.deadline(stopping);
             if now >= until {
-                return match &clock {
-                    Some(c) if !rbuf.is_empty() => Head::Error(c.timeout_error()),
-                    Some(_) => Head::Done,
-                    None => match KeepAlivePolicy::idle_end(stopping) {
-                        Next::Linger => Head::Drained,
-                        _ => Head::Done,
-                    },
+                return match conn.timed_out(stopping) {
+                    Expiry::Head(e) | Expiry::Body(e) => Head::Error(e),
+                    Expiry::Linger => Head::Drained,
+                    Expiry::Close => Head::Done,
                 };
             }
             let mut wait = until - now;
@@ -327,18 +322,15 @@ impl<'a> Driver<'a> {
                 // Look at the stop flag now and then.
                 wait = wait.min(STOP_CHECK);
             }
-            if served > 0 && rbuf.is_empty() {
+            if conn.served() > 0 && waiting {
                 self.make_blocking(stream);
             }
-            match self.read_within(stream, rbuf, wait) {
+            match self.read_within(stream, conn.input_mut(), wait) {
                 Ok(0) => return Head::Done,
                 Ok(n) => {
-                    let now = Instant::now();
-                    let clock = clock.get_or_insert_with(|| {
+                    if conn.received(n, Instant::now()) {
                         self.slot.set(State::Reading);
-                        self.rules.head_clock(now, 0)
-                    });
-                    clock.received(n as u64, now);
+                    }
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
                 Err(e) if is_plain_http(&e) => return Head::Error(HttpError::new(400, PLAIN_HTTP_REASON)),
@@ -348,13 +340,13 @@ impl<'a> Driver<'a> {
     }
 
     /// Reads and discards the request body, enforcing LimitRequestBody.
-    fn discard_body(&mut self, stream: &ClientStream, rbuf: &mut Vec<u8>, ex: &mut Exchange) -> Result<(), HttpError> {
+    fn discard_body(&mut self, stream: &ClientStream, conn: &mut Connection, ex: &mut Exchange) -> Result<(), HttpError> {
         let head = ex.head.as_ref().expect("head");
         if head.framing == BodyFraming::None {
             return Ok(());
         }
         self.before_wait();
-        let mut body = ClientBody::new(stream, rbuf, head, ex.body_limit, &self.rules);
+        let mut body = ClientBody::new(stream, conn, head, ex.body_limit);
         let mut sink = vec![0u8; 16 * 1024];
         let result = loop {
             match body.read(&mut sink) {

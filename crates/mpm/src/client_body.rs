@@ -12,9 +12,9 @@ use std::time::Instant;
 use nix::poll::PollFlags;
 use warren_handler::spool::Spooled;
 use warren_handler::RequestBody;
-use warren_http::conn::received_body_within;
+use warren_http::h1::{BodyState, Connection, Expiry};
 use warren_http::response::CONTINUE;
-use warren_http::{BodyDecoder, BodyFraming, ConnRules, HttpError, ReadClock, RequestHead};
+use warren_http::{BodyFraming, HttpError, RequestHead};
 
 use crate::exchange::{read_onto, wait_for};
 
@@ -24,17 +24,15 @@ const READ_CHUNK: usize = 16 * 1024;
 /// The request body, read from the connection on demand.
 pub struct ClientBody<'a> {
     stream: &'a ClientStream,
-    /// Bytes already received after the head (the start of the body, and
-    /// possibly a pipelined next request, which is left there).
-    rbuf: &'a mut Vec<u8>,
-    decoder: Option<BodyDecoder>,
+    /// The connection's HTTP/1.1 state: what was received after the head
+    /// (the start of the body, maybe a pipelined next request, which is
+    /// left there), the body's framing, limit and clock.
+    conn: &'a mut Connection,
+    /// The body's framing, LimitRequestBody and whether the client waits
+    /// for 100 Continue, until its first read.
+    unread: Option<(BodyFraming, u64, bool)>,
+    present: bool,
     length: Option<u64>,
-    limit: u64,
-    /// RequestReadTimeout body= and Timeout.
-    rules: &'a ConnRules,
-    /// Started at the first read.
-    clock: Option<ReadClock>,
-    expect_continue: bool,
     /// Bytes taken from the connection, framing included (for `%I`).
     pub wire_bytes: u64,
     /// The whole body, read already by the event loop.
@@ -42,23 +40,27 @@ pub struct ClientBody<'a> {
 }
 
 impl<'a> ClientBody<'a> {
-    pub fn new(stream: &'a ClientStream, rbuf: &'a mut Vec<u8>, head: &RequestHead, limit: u64, rules: &'a ConnRules) -> ClientBody<'a> {
-        let (decoder, length) = match head.framing {
-            BodyFraming::None => (None, None),
-            BodyFraming::Length(n) => (Some(BodyDecoder::new(head.framing)), Some(n)),
-            BodyFraming::Chunked => (Some(BodyDecoder::new(head.framing)), None),
+    pub fn new(stream: &'a ClientStream, conn: &'a mut Connection, head: &RequestHead, limit: u64) -> ClientBody<'a> {
+        let length = match head.framing {
+            BodyFraming::Length(n) => Some(n),
+            BodyFraming::None | BodyFraming::Chunked => None,
         };
-        ClientBody { stream, rbuf, decoder, length, limit, rules, clock: None, expect_continue: head.expect_continue, wire_bytes: 0, spooled: None }
+        let present = head.framing != BodyFraming::None;
+        let unread = present.then_some((head.framing, limit, head.expect_continue));
+        ClientBody { stream, conn, unread, present, length, wire_bytes: 0, spooled: None }
     }
 
     /// A body the event loop has read whole: nothing is read from the connection.
-    pub fn already_read(stream: &'a ClientStream, rbuf: &'a mut Vec<u8>, body: Spooled, rules: &'a ConnRules) -> ClientBody<'a> {
-        ClientBody { stream, rbuf, decoder: None, length: Some(body.len()), limit: u64::MAX, rules, clock: None, expect_continue: false, wire_bytes: 0, spooled: Some(body) }
+    pub fn already_read(stream: &'a ClientStream, conn: &'a mut Connection, body: Spooled) -> ClientBody<'a> {
+        ClientBody { stream, conn, unread: None, present: false, length: Some(body.len()), wire_bytes: 0, spooled: Some(body) }
     }
 
     /// Whether all of the body has been taken off the connection.
     pub fn finished(&self) -> bool {
-        self.decoder.as_ref().is_none_or(BodyDecoder::is_done)
+        match self.unread {
+            Some((framing, ..)) => framing == BodyFraming::Length(0),
+            None => !self.present || self.conn.body_done(),
+        }
     }
 }
 
@@ -68,7 +70,7 @@ impl RequestBody for ClientBody<'_> {
     }
 
     fn present(&self) -> bool {
-        self.decoder.is_some() || self.spooled.is_some()
+        self.present || self.spooled.is_some()
     }
 
     fn take_spooled(&mut self) -> Option<Spooled> {
@@ -76,45 +78,49 @@ impl RequestBody for ClientBody<'_> {
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
-        let Some(dec) = self.decoder.as_mut() else { return Ok(0) };
+        if !self.present {
+            return Ok(0);
+        }
         // The body's clock starts when it is first read, with what came with the head.
-        let clock = self.clock.get_or_insert_with(|| self.rules.body_clock(Instant::now(), self.rbuf.len()));
+        if let Some((framing, limit, expect_continue)) = self.unread.take() {
+            self.conn.start_body(framing, limit, expect_continue);
+            self.conn.time_body(Instant::now());
+        }
         loop {
-            if dec.is_done() {
+            if self.conn.body_done() {
                 return Ok(0);
             }
-            if !self.rbuf.is_empty() {
+            if !self.conn.input().is_empty() {
                 // Decoded bytes never outnumber the input they came from.
-                let take = self.rbuf.len().min(buf.len());
                 let mut n = 0;
-                let used = dec.feed(&self.rbuf[..take], &mut |d| {
+                let step = self.conn.poll_body(buf.len(), &mut |d| {
                     buf[n..n + d.len()].copy_from_slice(d);
                     n += d.len();
-                })?;
-                self.rbuf.drain(..used);
-                self.wire_bytes += used as u64;
-                received_body_within(dec.received, self.limit)?;
-                if n > 0 {
-                    return Ok(n);
-                }
-                if dec.is_done() {
-                    return Ok(0);
-                }
-                if used > 0 && !self.rbuf.is_empty() {
-                    continue;
+                });
+                self.wire_bytes += step.used as u64;
+                match step.state {
+                    BodyState::Error(e) => return Err(e),
+                    _ if n > 0 => return Ok(n),
+                    BodyState::Done => return Ok(0),
+                    BodyState::More if step.used > 0 && !self.conn.input().is_empty() => continue,
+                    BodyState::More => {}
                 }
             }
-            if self.expect_continue {
-                self.expect_continue = false;
+            if self.conn.continue_due() {
                 let _ = (&*self.stream).write_all(CONTINUE);
             }
-            let left = clock.deadline().saturating_duration_since(Instant::now());
+            let left = self.conn.deadline(false).saturating_duration_since(Instant::now());
             if left.is_zero() || !wait_for(self.stream, PollFlags::POLLIN, left) {
-                return Err(clock.timeout_error());
+                return Err(match self.conn.timed_out(false) {
+                    Expiry::Body(e) | Expiry::Head(e) => e,
+                    Expiry::Linger | Expiry::Close => HttpError::new(408, "request body read timeout"),
+                });
             }
-            match read_onto(self.stream, self.rbuf, READ_CHUNK) {
+            match read_onto(self.stream, self.conn.input_mut(), READ_CHUNK) {
                 Ok(0) => return Err(HttpError::new(400, "connection closed in the middle of the request body")),
-                Ok(n) => clock.received(n as u64, Instant::now()),
+                Ok(n) => {
+                    self.conn.received(n, Instant::now());
+                }
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
                 Err(e) => return Err(HttpError::new(400, format!("error reading the request body: {e}"))),
             }

@@ -19,9 +19,9 @@ use warren_config::{ReadStage, Settings};
 use warren_handler::logs::LogRecord;
 use warren_handler::site::LogWriters;
 use warren_handler::{Body, BodySource, ConnInfo, Part, Request, Response, Site};
-use warren_http::response::{status_allows_body, write_connection, write_content_length, write_header, write_status_line};
+use warren_http::h1::{write_response_head, BodyFramer, BodyLength, ResponseHead};
 use warren_http::conn::declared_body_within;
-use warren_http::{BodyDecoder, BodyFraming, ConnRules, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadTimeout, RequestHead, Version};
+use warren_http::{BodyFraming, ConnRules, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadTimeout, RequestHead};
 
 use crate::scoreboard::ThreadSlot;
 
@@ -83,12 +83,7 @@ pub fn read_onto(stream: &ClientStream, buf: &mut Vec<u8>, chunk: usize) -> io::
 /// A response body produced while it is sent, and how it is framed.
 pub struct Streaming {
     pub source: Box<dyn BodySource>,
-    /// Sent as chunks (HTTP/1.1 and no length from the application).
-    pub chunked: bool,
-    /// The length the application announced, counted down.
-    pub remaining: Option<u64>,
-    /// False for HEAD: the body is read from the application, not sent.
-    pub send: bool,
+    pub framer: BodyFramer,
 }
 
 /// What remains to be sent after the write buffer.
@@ -115,7 +110,6 @@ pub struct Exchange {
     pub headers: Vec<(warren_handler::HeaderName, String)>,
     /// The request environment, for `%{VAR}e` and `CustomLog ... env=`.
     pub env: Option<warren_handler::env::RequestEnv>,
-    pub decoder: Option<BodyDecoder>,
     /// LimitRequestBody for this request (u64::MAX: unlimited).
     pub body_limit: u64,
     /// Close after the response, draining input first (it may hold unread body).
@@ -139,7 +133,6 @@ impl Exchange {
             filename: None,
             headers: Vec::new(),
             env: None,
-            decoder: None,
             body_limit: u64::MAX,
             linger: false,
             raw_line: Vec::new(),
@@ -162,7 +155,6 @@ impl Exchange {
     /// framing, too large, too slow). What is left of the body cannot be told
     /// from a next request, so the connection closes after it, draining first.
     pub fn body_error(&mut self, e: &HttpError, site: &Site, info: &ConnInfo) -> Response {
-        self.decoder = None;
         self.keep_alive = false;
         self.linger = true;
         let head = self.head.as_ref().expect("a body belongs to a parsed request");
@@ -291,49 +283,26 @@ impl Output {
     /// Date, Server, Content-Length and Connection are written here.
     pub fn encode(&mut self, ex: &mut Exchange, resp: Response, site: &Site, date: &mut DateCache, scratch: &mut Vec<u8>) {
         let resp = ex.last_filters(resp, site);
-        let head = ex.head.as_ref();
-        let is_head = head.is_some_and(|h| h.method() == "HEAD");
-        let version = head.map_or(Version::Http11, |h| h.version);
         if resp.close {
             ex.keep_alive = false;
         }
         let out = scratch;
         out.clear();
-        write_status_line(out, resp.status);
-        out.extend_from_slice(b"Date: ");
-        out.extend_from_slice(date.now().as_bytes());
-        out.extend_from_slice(b"\r\nServer: ");
-        out.extend_from_slice(site.server_header.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        for (name, value) in &resp.headers {
-            write_header(out, name, value);
-        }
-        let with_body = status_allows_body(resp.status);
         let len = resp.body.len();
-        let mut chunked = false;
-        match &resp.body {
-            Body::Stream { len: None, .. } if with_body && !is_head => {
-                if version == Version::Http11 {
-                    chunked = true;
-                    write_header(out, "Transfer-Encoding", "chunked");
-                } else {
-                    // HTTP/1.0 learns where the body ends from the close.
-                    ex.keep_alive = false;
-                }
-            }
-            Body::Stream { len: None, .. } => {}
-            _ if with_body => write_content_length(out, len),
-            _ => {}
-        }
-        write_connection(out, version, ex.keep_alive);
-        out.extend_from_slice(b"\r\n");
+        let body = match &resp.body {
+            Body::Stream { len: None, .. } => BodyLength::Unknown,
+            _ => BodyLength::Known(len),
+        };
+        let head = ResponseHead { status: resp.status, date: date.now(), server: &site.server_header, body };
+        let fields = resp.headers.iter().map(|(name, value)| (name.as_ref(), value.as_str()));
+        let framing = write_response_head(out, &head, fields, ex.head.as_ref(), ex.keep_alive);
+        ex.keep_alive = framing.keep_alive;
         let head_len = out.len() as u64;
         let mut sent_body = 0;
         if let Body::Stream { source, len } = resp.body {
             // Counted in bytes_sent as it goes out.
-            let send = with_body && !is_head;
-            self.streaming = Some(Streaming { source, chunked, remaining: len, send });
-        } else if with_body && !is_head {
+            self.streaming = Some(Streaming { source, framer: BodyFramer::new(framing, len) });
+        } else if framing.with_body {
             sent_body = len;
             match resp.body {
                 Body::Empty => {}

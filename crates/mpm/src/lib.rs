@@ -33,7 +33,10 @@
 //! - `proxy_header`: the PROXY protocol header a listener with
 //!   RemoteIPProxyProtocol On reads before HTTP, for both kinds of driver.
 //!
-//! The HTTP rules come from `warren-http`; what to answer comes from
+//! The HTTP rules come from `warren-http`: both kinds of driver move an
+//! HTTP/1.1 connection's bytes through one `warren_http::h1::Connection`
+//! (heads, bodies, clocks, keep-alive, pipelining, lingering) and frame
+//! responses with `warren_http::h1::frame_response`; what to answer comes from
 //! `warren-handler`. Besides moving bytes and managing processes, this
 //! crate starts each request (`exchange`: keep-alive, the handler's call,
 //! the access log) and does the I/O of FastCGI exchanges for each driver

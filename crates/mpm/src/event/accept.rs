@@ -9,7 +9,7 @@ use std::time::Instant;
 use nix::sys::epoll::{EpollEvent, EpollFlags};
 use warren_config::LogLevel;
 use warren_handler::ConnInfo;
-use warren_http::{HeadScan, Phase};
+use warren_http::h1::Connection;
 
 use crate::exchange::Output;
 use crate::scoreboard::State;
@@ -79,22 +79,18 @@ impl EventLoop {
             });
             self.next_generation += 1;
             // A new connection's head is timed from now.
-            let clock = self.rules.head_clock(Instant::now(), 0);
+            let h1 = Connection::new(self.rules, Instant::now()).over_tls(stream.is_tls());
             let proxy_header = self.site.expects_proxy_header(local, peer);
             let conn = Conn {
                 stream,
                 info: ConnInfo::new(peer, local),
                 generation: self.next_generation,
-                phase: Phase::ReadingHead,
                 on_hold: false,
                 // With TCP_DEFER_ACCEPT the first bytes are usually there already.
                 readable: true,
-                rbuf: Vec::new(),
-                scan: HeadScan::default(),
                 out: Output::default(),
-                deadline: clock.deadline(),
-                clock,
-                served: 0,
+                deadline: h1.deadline(false),
+                h1,
                 req: None,
                 pending: None,
                 upstream: None,

@@ -5,7 +5,8 @@
 use std::time::Instant;
 
 use warren_handler::fastcgi::GatewayError;
-use warren_http::{HeadScan, KeepAlivePolicy, Next, Phase};
+use warren_http::h1::Expiry;
+use warren_http::Phase;
 
 use crate::exchange::panic_response;
 use super::thread_pool::JobResult;
@@ -48,9 +49,8 @@ impl EventLoop {
                 JobResult::Routed(outcome) => {
                     self.routed(done.slot, outcome);
                 }
-                JobResult::FastCgi { rbuf, exchange, sent } => {
-                    c.rbuf = rbuf;
-                    c.scan = HeadScan::default();
+                JobResult::FastCgi { h1, exchange, sent } => {
+                    c.h1 = *h1;
                     c.req = Some(*exchange);
                     // The worker may have taken the input that an edge announced.
                     c.readable = true;
@@ -79,25 +79,10 @@ impl EventLoop {
                 self.expire_h2(slot);
                 continue;
             }
-            match c.phase {
+            match c.h1.phase() {
                 Phase::ReadingHead if c.proxy_header => {
-                    crate::proxy_header::timed_out(&self.site, &c.rbuf, &c.info);
+                    crate::proxy_header::timed_out(&self.site, c.h1.input(), &c.info);
                     self.close(slot);
-                }
-                // Logged once, by the error answer, with the limit that ran out.
-                Phase::ReadingHead if !c.rbuf.is_empty() => {
-                    let e = c.clock.timeout_error();
-                    self.protocol_error(slot, e);
-                    self.drive(slot);
-                }
-                Phase::ReadingBody => {
-                    let e = c.clock.timeout_error();
-                    self.body_error(slot, e);
-                    self.drive(slot);
-                }
-                Phase::KeepAlive if KeepAlivePolicy::idle_end(self.stopping) == Next::Linger => {
-                    linger(c);
-                    self.drive(slot);
                 }
                 Phase::Writing => self.abort(slot),
                 Phase::Proxying => {
@@ -112,7 +97,23 @@ impl EventLoop {
                         self.drive(slot);
                     }
                 }
-                _ => self.close(slot),
+                // Reading or idle: HTTP/1.1's rules say what the wait comes to.
+                _ => match c.h1.timed_out(self.stopping) {
+                    // Logged once, by the error answer, with the limit that ran out.
+                    Expiry::Head(e) => {
+                        self.protocol_error(slot, e);
+                        self.drive(slot);
+                    }
+                    Expiry::Body(e) => {
+                        self.body_error(slot, e);
+                        self.drive(slot);
+                    }
+                    Expiry::Linger => {
+                        linger(c);
+                        self.drive(slot);
+                    }
+                    Expiry::Close => self.close(slot),
+                },
             }
         }
     }

@@ -1,6 +1,7 @@
 //! The HTTP connection on the loop: a [`Conn`] is driven through its
 //! [`Phase`]s (head, body, response, keep-alive, lingering close) as far as
-//! it can go without blocking, under the rules of `warren_http::conn`.
+//! it can go without blocking. The HTTP/1.1 rules are its
+//! [`warren_http::h1::Connection`]'s; this moves the bytes and the answers.
 
 use std::io::{self, Write};
 use crate::client_stream::ClientStream;
@@ -10,9 +11,9 @@ use nix::sys::epoll::EpollFlags;
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::{Spool, Spooled};
 use warren_handler::{ConnInfo, Outcome, Response};
-use warren_http::conn::received_body_within;
+use warren_http::h1::{BodyState, Connection, Poll};
 use warren_http::response::CONTINUE;
-use warren_http::{parse_head_from, BodyDecoder, BodyFraming, HeadScan, HttpError, Next, Phase, ReadClock, RequestHead, LINGER};
+use warren_http::{BodyFraming, HttpError, Next, Phase, RequestHead, LINGER};
 
 use crate::client_stream::{is_plain_http, PLAIN_HTTP_REASON};
 use crate::exchange::{Exchange, Output};
@@ -26,20 +27,16 @@ pub(super) struct Conn {
     pub(super) stream: ClientStream,
     pub(super) info: ConnInfo,
     pub(super) generation: u64,
-    pub(super) phase: Phase,
+    /// HTTP/1.1's state: input, head, body, clocks, the phase, what follows a response.
+    pub(super) h1: Connection,
     /// Not the loop's to drive for now: its work is on a worker thread, or
     /// it waits for a pool's child (events meanwhile are set aside).
     pub(super) on_hold: bool,
     pub(super) readable: bool,
-    /// Unparsed input (usually empty between requests: reads go to the loop's scratch).
-    pub(super) rbuf: Vec<u8>,
-    /// How far the head at the start of `rbuf` has been checked.
-    pub(super) scan: HeadScan,
     pub(super) out: Output,
+    /// When the loop next looks at the connection: the input's deadline
+    /// while reading, Timeout while writing, the backend's while proxying.
     pub(super) deadline: Instant,
-    /// RequestReadTimeout (and Timeout) of the head or body being read.
-    pub(super) clock: ReadClock,
-    pub(super) served: u32,
     pub(super) req: Option<Exchange>,
     /// The handler's answer, decided at the head, waiting for the body to
     /// be read (and discarded).
@@ -76,7 +73,7 @@ impl EventLoop {
             }
             return;
         }
-        if flags.contains(EpollFlags::EPOLLOUT) && c.stream.is_tls() && c.phase != Phase::Writing {
+        if flags.contains(EpollFlags::EPOLLOUT) && c.stream.is_tls() && c.h1.phase() != Phase::Writing {
             // Handshake records a full socket held back.
             if c.stream.flush_pending().is_err() {
                 self.close(slot);
@@ -97,7 +94,7 @@ impl EventLoop {
                 self.drive_h2(slot);
                 return;
             }
-            match c.phase {
+            match c.h1.phase() {
                 Phase::Writing => match c.out.flush(&c.stream) {
                     Ok(true) => {
                         if !self.finish_response(slot) {
@@ -124,7 +121,7 @@ impl EventLoop {
                 }
                 Phase::KeepAlive | Phase::ReadingHead => {
                     if c.proxy_header {
-                        match proxy_header::take(&self.site, &mut c.rbuf, &mut c.info) {
+                        match proxy_header::take(&self.site, c.h1.input_mut(), &mut c.info) {
                             Got::Done => {
                                 c.proxy_header = false;
                                 continue;
@@ -141,22 +138,16 @@ impl EventLoop {
                             continue;
                         }
                         let c = self.conns[slot].as_mut().expect("conn");
-                        if c.rbuf.is_empty() {
-                            // Nothing to parse: read below.
-                        } else {
-                        match parse_head_from(&mut c.scan, &c.rbuf, &self.rules.limits) {
-                            Ok(Some((head, used))) => {
-                                c.rbuf.drain(..used);
-                                c.scan = HeadScan::default();
+                        match c.h1.poll_head() {
+                            Poll::Head(head) => {
                                 self.start_request(slot, head);
                                 continue;
                             }
-                            Ok(None) => {}
-                            Err(e) => {
+                            Poll::Error(e) => {
                                 self.protocol_error(slot, e);
                                 continue;
                             }
-                        }
+                            Poll::NeedMore => {}
                         }
                     }
                     match self.read_more(slot) {
@@ -175,38 +166,28 @@ impl EventLoop {
                 Phase::ReadingBody => {
                     let c = self.conns[slot].as_mut().expect("conn");
                     let req = c.req.as_mut().expect("request in flight");
-                    let dec = req.decoder.as_mut().expect("decoder");
-                    let limit = req.body_limit;
                     // A FastCGI request's body is kept; any other is dropped.
                     let mut spool_failed = None;
-                    let fed = dec.feed(&c.rbuf, &mut |d| {
+                    let step = c.h1.poll_body(usize::MAX, &mut |d| {
                         if let Some(s) = c.spool.as_mut().filter(|_| spool_failed.is_none()) {
                             spool_failed = s.push(d).err();
                         }
                     });
-                    match fed {
-                        Ok(used) => {
-                            c.rbuf.drain(..used);
-                            req.bytes_received += used as u64;
-                        }
-                        Err(e) => {
-                            self.body_error(slot, e);
-                            continue;
-                        }
-                    }
+                    req.bytes_received += step.used as u64;
                     if let Some(e) = spool_failed {
                         self.body_error(slot, warren_handler::fastcgi::spool_error(e));
                         continue;
                     }
-                    let dec = req.decoder.as_ref().expect("decoder");
-                    if let Err(e) = received_body_within(dec.received, limit) {
-                        self.body_error(slot, e);
-                        continue;
-                    }
-                    if dec.is_done() {
-                        req.decoder = None;
-                        self.dispatch(slot);
-                        continue;
+                    match step.state {
+                        BodyState::Error(e) => {
+                            self.body_error(slot, e);
+                            continue;
+                        }
+                        BodyState::Done => {
+                            self.dispatch(slot);
+                            continue;
+                        }
+                        BodyState::More => {}
                     }
                     match self.read_more(slot) {
                         ReadResult::Data => continue,
@@ -225,10 +206,10 @@ impl EventLoop {
     /// parsed; None: not known until more is read.
     fn protocol(&self, slot: usize) -> Option<bool> {
         let c = self.conns[slot].as_ref().expect("conn");
-        if c.served > 0 {
+        if c.h1.served() > 0 {
             return Some(false);
         }
-        crate::h2::detect(&c.stream, &c.rbuf)
+        crate::h2::detect(&c.stream, c.h1.input())
     }
 
     fn read_more(&mut self, slot: usize) -> ReadResult {
@@ -243,17 +224,10 @@ impl EventLoop {
                 if n < self.scratch_in.len() && !c.stream.has_buffered_input() {
                     c.readable = false;
                 }
-                let now = Instant::now();
-                if c.rbuf.is_empty() && c.phase == Phase::KeepAlive {
-                    // A kept-alive connection's next head is timed from its first byte.
-                    c.phase = Phase::ReadingHead;
-                    c.clock = self.rules.head_clock(now, 0);
+                c.h1.feed(&self.scratch_in[..n], Instant::now());
+                if matches!(c.h1.phase(), Phase::ReadingHead | Phase::ReadingBody) {
+                    c.deadline = c.h1.deadline(self.stopping);
                 }
-                if matches!(c.phase, Phase::ReadingHead | Phase::ReadingBody) {
-                    c.clock.received(n as u64, now);
-                    c.deadline = c.clock.deadline();
-                }
-                c.rbuf.extend_from_slice(&self.scratch_in[..n]);
                 ReadResult::Data
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -272,7 +246,7 @@ impl EventLoop {
     /// child). Any other answer waits for the body to be read and dropped.
     fn start_request(&mut self, slot: usize, head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
-        if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, &c.rbuf) {
+        if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, c.h1.input()) {
             // Nothing else is queued: the last response went out before this
             // request was read, so 101 goes whole or the client is gone.
             if !matches!(c.stream.send(crate::h2::SWITCHING, false), Ok(n) if n == crate::h2::SWITCHING.len()) {
@@ -282,9 +256,8 @@ impl EventLoop {
             self.start_h2(slot, Some((codec, head)));
             return;
         }
-        c.served += 1;
         c.stream.note_tls(&self.site, &mut c.info);
-        let carrier = Carrier::Http1 { policy: &self.rules.keep_alive, served: c.served, stopping: self.stopping };
+        let carrier = Carrier::Http1 { policy: &self.rules.keep_alive, served: c.h1.served(), stopping: self.stopping };
         // The loop's requests are counted on the child's first worker slot.
         let Started { exchange: req, outcome } = serve::start(&self.site, self.sb.thread(self.slot, 0), head, &mut c.info, carrier, Router::Loop);
         c.req = Some(req);
@@ -320,16 +293,13 @@ impl EventLoop {
             c.spool = Some(Spool::default());
         }
         c.pending = Some(outcome);
-        let req = c.req.as_mut().expect("req");
-        if req.head.as_ref().expect("head").expect_continue {
-            // The body will be read and discarded; say so before the client sends it.
+        let req = c.req.as_ref().expect("req");
+        c.h1.start_body(framing, req.body_limit, req.head.as_ref().expect("head").expect_continue);
+        if c.h1.continue_due() {
             let _ = (&c.stream).write(CONTINUE);
         }
-        req.decoder = Some(BodyDecoder::new(framing));
-        c.phase = Phase::ReadingBody;
-        // The body is timed from now, with what came with the head.
-        c.clock = self.rules.body_clock(Instant::now(), c.rbuf.len());
-        c.deadline = c.clock.deadline();
+        c.h1.time_body(Instant::now());
+        c.deadline = c.h1.deadline(self.stopping);
     }
 
     /// The body is in (or there was none): answer as the handler decided.
@@ -368,7 +338,7 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let ex = c.req.as_mut().expect("request in flight");
         c.out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
-        c.phase = Phase::Writing;
+        c.h1.set_phase(Phase::Writing);
         c.deadline = Instant::now() + self.rules.timeout;
     }
 
@@ -378,24 +348,13 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let Some(req) = c.req.take() else { return true };
         c.body = None;
-        serve::end(&mut Records { site: &self.site, logs: &mut self.logs, slot: self.sb.thread(self.slot, 0) }, &req, &c.info, c.served, false);
+        serve::end(&mut Records { site: &self.site, logs: &mut self.logs, slot: self.sb.thread(self.slot, 0) }, &req, &c.info, c.h1.served(), false);
         // Until the next request names its client, the peer is the client.
         c.info.useragent = c.info.peer;
-        // Over TLS the client's close_notify may come after the request:
-        // closing with it unread would reset the connection and cut the
-        // response short at the client, so a TLS connection always lingers.
-        match Next::after_response(true, req.keep_alive, req.linger || c.stream.is_tls()) {
+        match c.h1.after_response(true, req.keep_alive, req.linger, Instant::now()) {
             Next::KeepAlive => {
-                c.phase = Phase::KeepAlive;
-                c.deadline = self.rules.keep_alive.idle_deadline(Instant::now(), self.stopping);
-                if c.rbuf.is_empty() {
-                    c.rbuf = Vec::new();
-                } else {
-                    // A pipelined next request has begun: its head is timed from now.
-                    c.phase = Phase::ReadingHead;
-                    c.clock = self.rules.head_clock(Instant::now(), c.rbuf.len());
-                    c.deadline = c.clock.deadline();
-                }
+                c.deadline = c.h1.deadline(self.stopping);
+                c.h1.release_input();
                 c.out.release();
                 true
             }
@@ -413,11 +372,9 @@ impl EventLoop {
     /// A request that could not be parsed: answer and close.
     pub(super) fn protocol_error(&mut self, slot: usize, e: HttpError) {
         let c = self.conns[slot].as_mut().expect("conn");
-        let (ex, resp) = Exchange::for_protocol_error(&c.rbuf, &e, &self.site, &c.info);
-        c.served += 1;
+        let (ex, resp) = Exchange::for_protocol_error(c.h1.input(), &e, &self.site, &c.info);
+        c.h1.refuse();
         c.req = Some(ex);
-        c.rbuf.clear();
-        c.scan = HeadScan::default();
         self.respond(slot, resp);
     }
 
@@ -426,8 +383,7 @@ impl EventLoop {
     pub(super) fn body_error(&mut self, slot: usize, e: HttpError) {
         let c = self.conns[slot].as_mut().expect("conn");
         let resp = c.req.as_mut().expect("req").body_error(&e, &self.site, &c.info);
-        c.rbuf.clear();
-        c.scan = HeadScan::default();
+        c.h1.discard_input();
         c.pending = None;
         c.spool = None;
         self.respond(slot, resp);
@@ -437,7 +393,7 @@ impl EventLoop {
     pub(super) fn abort(&mut self, slot: usize) {
         if let Some(c) = self.conns[slot].as_mut() {
             if let Some(req) = c.req.take() {
-                serve::end(&mut Records { site: &self.site, logs: &mut self.logs, slot: self.sb.thread(self.slot, 0) }, &req, &c.info, c.served, true);
+                serve::end(&mut Records { site: &self.site, logs: &mut self.logs, slot: self.sb.thread(self.slot, 0) }, &req, &c.info, c.h1.served(), true);
             }
         }
         self.close(slot);
@@ -468,7 +424,7 @@ enum ReadResult {
 /// (bounded by LINGER), so that it reads our last answer, not a reset.
 pub(super) fn linger(c: &mut Conn) {
     c.stream.shutdown_write();
-    c.phase = Phase::Lingering;
+    c.h1.linger();
     c.deadline = Instant::now() + LINGER;
     c.readable = true;
 }

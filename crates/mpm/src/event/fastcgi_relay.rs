@@ -10,6 +10,7 @@ use warren_config::{FcgiAddr, LogLevel};
 use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, Outcome, Response};
+use warren_http::h1::{Connection, ShortBody};
 use warren_http::Phase;
 
 use crate::exchange::{Chunk, Exchange, Output};
@@ -79,7 +80,7 @@ impl EventLoop {
             }
         };
         let exchange = c.req.take().expect("request in flight");
-        let job = FastCgiJob { stream, info: c.info, rbuf: std::mem::take(&mut c.rbuf), exchange, gateway, body: c.body.take() };
+        let job = FastCgiJob { stream, info: c.info, h1: Box::new(std::mem::replace(&mut c.h1, Connection::new(self.rules, Instant::now()))), exchange, gateway, body: c.body.take() };
         c.on_hold = true;
         c.deadline = Instant::now() + Duration::from_secs(3600);
         self.pool.submit(slot, c.generation, Job::FastCgi(Box::new(job)));
@@ -94,7 +95,7 @@ impl EventLoop {
         c.upstream = Some(Box::new(up));
         match added {
             Ok(()) => {
-                c.phase = Phase::Proxying;
+                c.h1.set_phase(Phase::Proxying);
                 c.deadline = Instant::now() + timeout;
             }
             Err(e) => {
@@ -113,7 +114,7 @@ impl EventLoop {
         if flags.intersects(EpollFlags::EPOLLOUT | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
             up.writable = true;
         }
-        if c.phase == Phase::Proxying {
+        if c.h1.phase() == Phase::Proxying {
             self.drive(slot);
         }
     }
@@ -176,7 +177,7 @@ impl EventLoop {
                     // rest at its own pace.
                     let c = self.conns[slot].as_mut().expect("conn");
                     c.upstream = None;
-                    c.phase = Phase::Writing;
+                    c.h1.set_phase(Phase::Writing);
                     c.deadline = Instant::now() + self.rules.timeout;
                     self.child_given_back();
                     return true;
@@ -235,7 +236,7 @@ impl EventLoop {
                     let mut st = out.streaming.take().expect("a streamed body");
                     let spill = up.gateway.buffers(&h).then(Spill::default);
                     let encoder = st.source.take_encoder();
-                    up.body = Some(RelayFraming { chunked: st.chunked, remaining: st.remaining, send: st.send, spill, encoder });
+                    up.body = Some(RelayFraming { framer: st.framer, spill, encoder });
                     queue_piece(out, up.body.as_mut().expect("framing"), ex, body);
                 }
                 Ok(Some(Piece::Data(d))) => match up.body.as_mut() {
@@ -251,13 +252,16 @@ impl EventLoop {
                         }
                         queue_piece(out, f, ex, last);
                     }
-                    if f.remaining.is_some_and(|left| left > 0) && f.send {
-                        let e = GatewayError { status: 502, why: format!("FastCGI: {} sent less than its Content-Length", up.gateway.backend_name()) };
-                        return Relay::CutShort(e);
-                    }
-                    if f.chunked && f.send {
-                        out.queue.push_back(Chunk::Bytes(b"0\r\n\r\n".to_vec()));
-                        ex.bytes_sent += 5;
+                    match f.framer.finish() {
+                        Err(ShortBody) => {
+                            let e = GatewayError { status: 502, why: format!("FastCGI: {} sent less than its Content-Length", up.gateway.backend_name()) };
+                            return Relay::CutShort(e);
+                        }
+                        Ok(b"") => {}
+                        Ok(last) => {
+                            out.queue.push_back(Chunk::Bytes(last.to_vec()));
+                            ex.bytes_sent += last.len() as u64;
+                        }
                     }
                     return Relay::Ended;
                 }
@@ -406,7 +410,7 @@ fn memory_body(body: &Option<Spooled>) -> Option<&[u8]> {
 
 /// Frames a piece of a relayed body and queues it for the client.
 fn queue_piece(out: &mut Output, f: &mut RelayFraming, ex: &mut Exchange, mut data: Vec<u8>) {
-    if !f.send || data.is_empty() {
+    if !f.framer.sends() || data.is_empty() {
         return;
     }
     if let Some(encoder) = f.encoder.as_mut() {
@@ -421,18 +425,8 @@ fn queue_piece(out: &mut Output, f: &mut RelayFraming, ex: &mut Exchange, mut da
             return;
         }
     }
-    if let Some(left) = f.remaining.as_mut() {
-        data.truncate((*left).min(data.len() as u64) as usize);
-        *left -= data.len() as u64;
-    }
-    ex.body_bytes += data.len() as u64;
-    let framed = if f.chunked {
-        let mut framed = Vec::with_capacity(data.len() + 16);
-        warren_http::response::write_chunk(&mut framed, &data);
-        framed
-    } else {
-        data
-    };
+    let (payload, framed) = f.framer.frame(data);
+    ex.body_bytes += payload;
     ex.bytes_sent += framed.len() as u64;
     match f.spill.as_mut() {
         Some(spill) => spill.queue(out, framed),

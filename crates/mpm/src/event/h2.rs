@@ -62,10 +62,10 @@ impl EventLoop {
             let Some(c) = self.conns[slot].as_mut() else { return };
             let h = c.h2.as_mut().expect("an HTTP/2 connection");
             let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: loop_slot };
-            if !c.rbuf.is_empty() {
-                match h.session.feed(&mut ctx, &c.rbuf, Instant::now(), &mut tasks) {
+            if !c.h1.input().is_empty() {
+                match h.session.feed(&mut ctx, c.h1.input(), Instant::now(), &mut tasks) {
                     Ok(used) => {
-                        c.rbuf.drain(..used);
+                        c.h1.input_mut().drain(..used);
                     }
                     Err(e) => {
                         self.site.error_log.log(LogLevel::Info, Some(c.info.useragent), &format!("HTTP/2: {} ({:?}); closing the connection", e.reason, e.code));
@@ -119,7 +119,7 @@ impl EventLoop {
                     if n < self.scratch_in.len() && !c.stream.has_buffered_input() {
                         c.readable = false;
                     }
-                    c.rbuf.extend_from_slice(&self.scratch_in[..n]);
+                    c.h1.input_mut().extend_from_slice(&self.scratch_in[..n]);
                     h.last_progress = Instant::now();
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -142,8 +142,8 @@ impl EventLoop {
     fn h2_deadline(&mut self, slot: usize) {
         let Some(c) = self.conns[slot].as_mut() else { return };
         let h = c.h2.as_mut().expect("an HTTP/2 connection");
-        if h.session.codec.output().is_empty() && c.rbuf.capacity() > 0 && c.rbuf.is_empty() {
-            c.rbuf = Vec::new();
+        if h.session.codec.output().is_empty() {
+            c.h1.release_input();
         }
         let idle = h.session.is_idle() && h.session.codec.output().is_empty();
         c.deadline = if idle {

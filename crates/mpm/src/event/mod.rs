@@ -29,7 +29,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use warren_config::LogLevel;
 use warren_handler::site::LogWriters;
 use warren_handler::Site;
-use warren_http::{ConnRules, DateCache, Phase};
+use warren_http::{ConnRules, DateCache};
 
 use crate::exchange::conn_rules;
 use crate::fastcgi::pool_wait::PoolWaits;
@@ -243,7 +243,6 @@ impl EventLoop {
         // A kept-alive connection may have a request on its way: each one
         // gets its next request answered (with Connection: close), and is
         // closed only once it has been idle for a while.
-        let keep_alive = self.rules.keep_alive;
         // An HTTP/2 connection is told with GOAWAY; its open streams finish.
         for slot in 0..self.conns.len() {
             if self.conns[slot].as_ref().is_some_and(|c| c.h2.is_some()) {
@@ -251,9 +250,8 @@ impl EventLoop {
             }
         }
         for c in self.conns.iter_mut().flatten() {
-            if c.phase == Phase::KeepAlive && c.h2.is_none() {
-                let idle_since = c.deadline.checked_sub(keep_alive.timeout).unwrap_or(c.deadline);
-                c.deadline = keep_alive.idle_deadline(idle_since, true);
+            if c.h1.is_idle() && c.h2.is_none() {
+                c.deadline = c.h1.deadline(true);
             }
         }
     }

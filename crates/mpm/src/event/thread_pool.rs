@@ -17,6 +17,7 @@ use warren_handler::spool::Spooled;
 use warren_handler::{Body, BodySource, ConnInfo, Outcome, Response, Site};
 
 use crate::h2::body_plan::Piece;
+use warren_http::h1::Connection;
 use warren_http::DateCache;
 
 use crate::exchange::{conn_rules, Exchange};
@@ -44,7 +45,8 @@ pub struct FastCgiJob {
     /// A duplicate of the loop's socket (the loop keeps it registered).
     pub stream: ClientStream,
     pub info: ConnInfo,
-    pub rbuf: Vec<u8>,
+    /// The connection's HTTP/1.1 state, input included: the body is read through it.
+    pub h1: Box<Connection>,
     pub exchange: Exchange,
     pub gateway: Box<Gateway>,
     /// The request body, when the loop has read it whole.
@@ -59,7 +61,7 @@ pub enum JobResult {
     Routed(Outcome),
     /// The exchange is over: what is left of the input, the exchange to log,
     /// and whether its response went out whole.
-    FastCgi { rbuf: Vec<u8>, exchange: Box<Exchange>, sent: bool },
+    FastCgi { h1: Box<Connection>, exchange: Box<Exchange>, sent: bool },
     /// An HTTP/2 stream's answer; `pieces` bring its body when this thread
     /// goes on producing it.
     H2 { stream: u32, response: Response, pieces: Option<Receiver<Piece>> },
@@ -136,8 +138,8 @@ impl ThreadPool {
                             Job::Route(_) => unreachable!("routes go to the router threads"),
                             Job::FastCgi(mut g) => {
                                 g.exchange.note_start(ws, &site, &g.info);
-                                let sent = on_thread::serve(&site, &g.stream, &g.info, &mut g.rbuf, &mut g.exchange, (g.gateway, g.body), &rules, &mut date, &mut scratch);
-                                JobResult::FastCgi { rbuf: g.rbuf, exchange: Box::new(g.exchange), sent }
+                                let sent = on_thread::serve(&site, &g.stream, &g.info, &mut g.h1, &mut g.exchange, (g.gateway, g.body), &rules, &mut date, &mut scratch);
+                                JobResult::FastCgi { h1: g.h1, exchange: Box::new(g.exchange), sent }
                             }
                         };
                         if done_tx.send(Done { slot: conn, generation, outcome }).is_err() {

@@ -43,11 +43,7 @@ pub struct Upstream {
 
 /// How the relayed body is framed.
 pub struct BodyFraming {
-    pub chunked: bool,
-    /// What is left of an announced Content-Length.
-    pub remaining: Option<u64>,
-    /// False for HEAD: read from the application, not sent.
-    pub send: bool,
+    pub framer: warren_http::h1::BodyFramer,
     /// Where what the client has not taken waits, when the answer is read
     /// at the application's pace; None: relayed at the client's pace.
     pub spill: Option<Spill>,

@@ -12,6 +12,8 @@ use std::time::Duration;
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, Site};
+use warren_http::h1::Connection;
+use warren_http::h1::ShortBody;
 use warren_http::{ConnRules, DateCache};
 
 use crate::client_body::ClientBody;
@@ -25,7 +27,7 @@ pub fn serve(
     site: &Site,
     stream: &ClientStream,
     info: &ConnInfo,
-    rbuf: &mut Vec<u8>,
+    conn: &mut Connection,
     ex: &mut Exchange,
     (gw, spooled): (Box<Gateway>, Option<Spooled>),
     rules: &ConnRules,
@@ -35,8 +37,8 @@ pub fn serve(
     let (resp, wire_bytes, finished) = {
         let head = ex.head.as_ref().expect("a gateway request has a head");
         let mut body = match spooled {
-            Some(s) => ClientBody::already_read(stream, rbuf, s, rules),
-            None => ClientBody::new(stream, rbuf, head, ex.body_limit, rules),
+            Some(s) => ClientBody::already_read(stream, conn, s),
+            None => ClientBody::new(stream, conn, head, ex.body_limit),
         };
         let resp = catch_unwind(AssertUnwindSafe(|| site.run_gateway(gw, head, info, &mut body))).unwrap_or_else(|_| panic_response(site, head, info));
         (resp, body.wire_bytes, body.finished())
@@ -57,7 +59,7 @@ pub fn serve(
     // Read ahead of the client: the socket is written only as far as it
     // takes at once, the rest held in the spill, so the application is
     // read at its own pace and free once it has answered.
-    let mut spill = (st.send && st.source.read_ahead()).then(Spill::default);
+    let mut spill = (st.framer.sends() && st.source.read_ahead()).then(Spill::default);
     let was_nonblocking = is_nonblocking(stream);
     if spill.is_some() && !was_nonblocking {
         let _ = stream.set_nonblocking(true);
@@ -69,18 +71,23 @@ pub fn serve(
     if !sent {
         return false;
     }
-    if !st.send {
+    if !st.framer.sends() {
         return true;
     }
-    if st.remaining.is_some_and(|left| left > 0) {
-        site.error_log.error(Some(info.useragent), "FastCGI: application sent less than its Content-Length; closing the connection");
-        return false;
+    match st.framer.finish() {
+        Err(ShortBody) => {
+            site.error_log.error(Some(info.useragent), "FastCGI: application sent less than its Content-Length; closing the connection");
+            false
+        }
+        Ok(last) => {
+            if !last.is_empty() {
+                out.queue.push_back(Chunk::Bytes(last.to_vec()));
+                ex.bytes_sent += last.len() as u64;
+            }
+            // What a spill still holds goes out too.
+            out.write_all(stream, timeout)
+        }
     }
-    if st.chunked {
-        out.queue.push_back(Chunk::Bytes(b"0\r\n\r\n".to_vec()));
-        ex.bytes_sent += 5;
-    }
-    out.write_all(stream, timeout)
 }
 
 /// Relays the application's answer after its head; false if the client or
@@ -91,22 +98,10 @@ fn relay_pieces(stream: &ClientStream, out: &mut Output, st: &mut Streaming, spi
         piece.clear();
         match st.source.next_piece(&mut piece) {
             Ok(true) => {
-                if !st.send || piece.is_empty() {
+                let (payload, framed) = st.framer.frame(std::mem::take(&mut piece));
+                if framed.is_empty() {
                     continue;
                 }
-                if let Some(left) = st.remaining.as_mut() {
-                    // Never more than the application announced.
-                    piece.truncate((*left).min(piece.len() as u64) as usize);
-                    *left -= piece.len() as u64;
-                }
-                let payload = piece.len() as u64;
-                let framed = if st.chunked {
-                    let mut f = Vec::with_capacity(piece.len() + 16);
-                    warren_http::response::write_chunk(&mut f, &piece);
-                    f
-                } else {
-                    std::mem::take(&mut piece)
-                };
                 ex.body_bytes += payload;
                 ex.bytes_sent += framed.len() as u64;
                 let written = match spill.as_mut().filter(|s| s.has_room()) {
