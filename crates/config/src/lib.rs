@@ -87,6 +87,7 @@ pub mod headers;
 pub mod htaccess;
 pub mod if_sections;
 pub mod log_format;
+pub mod log_target;
 pub mod mass;
 pub mod mime;
 pub mod mod_php;
