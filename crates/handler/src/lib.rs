@@ -97,6 +97,7 @@ pub mod mime;
 pub mod multiviews;
 pub mod negotiation;
 pub mod path;
+pub mod piped_log;
 pub mod pipeline;
 pub mod spool;
 pub mod pool_status;
@@ -110,6 +111,7 @@ pub mod site;
 pub mod static_files;
 pub mod status;
 pub mod symlinks;
+pub mod syslog;
 
 use std::fs::File;
 use std::path::PathBuf;

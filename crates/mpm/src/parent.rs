@@ -312,6 +312,7 @@ impl Parent {
                 if let Some(m) = self.pools.as_mut() {
                     m.maintain();
                 }
+                warren_handler::piped_log::restart_due(&self.site.error_log);
             }
         };
         let wait = if graceful_stop { self.site.settings.graceful_shutdown_timeout } else { Some(STOP_WAIT) };
@@ -416,6 +417,9 @@ impl Parent {
                 Ok(_) => continue,
             };
             if self.pools.as_mut().is_some_and(|m| m.reaped(pid, &how)) {
+                continue;
+            }
+            if warren_handler::piped_log::reaped(pid, &how, &self.site.error_log) {
                 continue;
             }
             let Some(child) = self.children.remove(&pid) else { continue };
