@@ -1,0 +1,159 @@
+//! Logs as Apache writes them beyond files: piped logs (a program the
+//! parent starts as User, restarted when it dies), `ErrorLog syslog` to a
+//! datagram socket the test binds, and BufferedLogs across a graceful
+//! restart and a stop. Each under every MPM.
+
+mod common;
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A script that records who runs it and appends its input to `out`/log.
+fn appending_program(dir: &TempDir) -> (PathBuf, PathBuf) {
+    let out = dir.0.join("piped");
+    std::fs::create_dir_all(&out).unwrap();
+    // The program runs as the server's User (nobody, when the tests run as root).
+    std::os::unix::fs::chown(&out, Some(nobody()), None).unwrap();
+    let script = dir.write(
+        "append.sh",
+        format!("#!/bin/sh\nid -u > {0}/uid\necho $$ >> {0}/pids\nexec cat >> {0}/log\n", out.display()),
+    );
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (script, out)
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+/// The logged paths in request order (each thread and child writes its
+/// own lines in batches, so the file holds them in another).
+fn in_request_order(mut paths: Vec<String>) -> Vec<String> {
+    paths.sort_by_key(|p| p[2..].parse::<u32>().unwrap_or(u32::MAX));
+    paths
+}
+
+/// Polls (up to 20 s) until `path` has `n` lines.
+fn wait_lines(path: &Path, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let l = lines(path);
+        if l.len() >= n || Instant::now() > deadline {
+            return l;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn get_all(s: &Server, range: std::ops::Range<usize>) {
+    for i in range {
+        assert_eq!(s.get(&format!("/n{i}")).status, 404);
+    }
+}
+
+fn expected(range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("/n{i}")).collect()
+}
+
+fn piped_access_log_gets_every_line_and_outlives_its_program(mpm: &str) {
+    let dir = TempDir::new(mpm);
+    standard_site(&dir);
+    let (script, out) = appending_program(&dir);
+    let s = Server::start_in(dir, mpm, &format!("CustomLog \"||{}\" \"%U\"", script.display()));
+    let pids = wait_lines(&out.join("pids"), 1);
+    let first: u32 = pids[0].parse().unwrap();
+    // Run as User, in a session of its own, holding nothing of warren's.
+    assert_eq!(std::fs::read_to_string(out.join("uid")).unwrap().trim(), nobody().to_string());
+    let stat = std::fs::read_to_string(format!("/proc/{first}/stat")).unwrap();
+    let session: u32 = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert_eq!(session, first, "the program leads its own session");
+    let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{first}/fd")).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    fds.sort();
+    assert_eq!(fds, ["0", "1", "2"], "only standard input, output and error");
+
+    get_all(&s, 0..100);
+    assert_eq!(in_request_order(wait_lines(&out.join("log"), 100)), expected(0..100));
+
+    // Killed, the program is started again; what is logged meanwhile waits in the pipe.
+    unsafe_kill(first, 9);
+    s.wait_log("error.log", "the piped-log program exited (signal SIGKILL); restarting it");
+    get_all(&s, 100..200);
+    let pids = wait_lines(&out.join("pids"), 2);
+    assert_eq!(pids.len(), 2, "restarted once");
+    assert_ne!(pids[1], pids[0]);
+    assert_eq!(in_request_order(wait_lines(&out.join("log"), 200)), expected(0..200));
+}
+
+fn buffered_logs_lose_nothing_across_graceful_and_stop(mpm: &str) {
+    let dir = TempDir::new(mpm);
+    standard_site(&dir);
+    let (script, out) = appending_program(&dir);
+    let mut s = Server::start_in(dir, mpm, &format!("BufferedLogs On\nLogFormat \"%U\" path\nCustomLog \"|{}\" path\nCustomLog paths.log path", script.display()));
+    let parent = s.pid();
+    get_all(&s, 0..150);
+    unsafe_kill(parent, 1);
+    s.wait_log("error.log", "graceful restart");
+    get_all(&s, 150..300);
+    assert_eq!(s.stop(), Some(0));
+    assert_eq!(in_request_order(lines(&s.dir.0.join("paths.log"))), expected(0..300), "every line in the file");
+    // The program reads what is left in the pipe once warren is gone.
+    assert_eq!(in_request_order(wait_lines(&out.join("log"), 300)), expected(0..300), "every line through the pipe");
+    // The graceful restart kept the program.
+    assert_eq!(lines(&out.join("pids")).len(), 1);
+}
+
+fn error_log_to_syslog(mpm: &str) {
+    let dir = TempDir::new(mpm);
+    standard_site(&dir);
+    let socket_path = dir.0.join("dev-log");
+    let daemon = UnixDatagram::bind(&socket_path).unwrap();
+    // As /dev/log: children running as User send too.
+    std::fs::set_permissions(&socket_path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    daemon.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let s = Server::start_in(dir, mpm, &format!("ErrorLog syslog:local3\nSyslogSocket {}", socket_path.display()));
+    // A request the children log an error for, naming the client.
+    let _ = s.raw(b"GET /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n");
+    let mut received = Vec::new();
+    let mut buf = [0u8; 4096];
+    let found = loop {
+        let n = daemon.recv(&mut buf).expect("a datagram within 20 s");
+        let d = String::from_utf8_lossy(&buf[..n]).into_owned();
+        received.push(d.clone());
+        if d.contains("[client 127.0.0.1:") {
+            break d;
+        }
+    };
+    // `<PRI>Mmm dd hh:mm:ss warren[pid]: ...`, PRI = facility (local3: 19) * 8 + severity.
+    let priority = |d: &str| -> u32 { d[1..d.find('>').unwrap()].parse().unwrap() };
+    assert!(received.iter().all(|d| d.starts_with('<') && priority(d) / 8 == 19 && d.contains(" warren[")), "{received:?}");
+    assert!(priority(&found) % 8 <= 6, "{found}");
+    // The parent's start notice (severity 5).
+    assert!(received.iter().any(|d| priority(d) % 8 == 5), "{received:?}");
+    assert!(s.read_log("error.log").is_empty(), "nothing in the file ErrorLog named before");
+}
+
+/// A piped-log program that exits at once stops the start, naming the
+/// directive and its line.
+fn a_program_that_exits_at_once_is_a_start_error(mpm: &str) {
+    let dir = TempDir::new(mpm);
+    standard_site(&dir);
+    let conf = dir.write(
+        "warren.conf",
+        format!("LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so\nListen 127.0.0.1:{}\nServerName localhost\nDocumentRoot htdocs\nUser nobody\nGroup nogroup\nCustomLog \"|exit 3\" common\n", free_port()),
+    );
+    let out = Command::new(BIN).arg("-f").arg(&conf).stdin(Stdio::null()).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:7: CustomLog |exit 3: the piped-log program exited at once (exit status 3)", conf.display())), "{err}");
+}
+
+each_mpm!(
+    piped_access_log_gets_every_line_and_outlives_its_program,
+    buffered_logs_lose_nothing_across_graceful_and_stop,
+    error_log_to_syslog,
+    a_program_that_exits_at_once_is_a_start_error,
+);
