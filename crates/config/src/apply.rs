@@ -235,6 +235,21 @@ pub(crate) fn buffered_logs(b: &mut Builder, d: &Directive, s: &mut Settings) {
     }
 }
 
+/// `ErrorLogFormat "format"` (the once-per-connection and once-per-request
+/// formats are refused).
+pub(crate) fn error_log_format(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    match d.args.as_slice() {
+        [f] => match crate::error_log_format::compile(f) {
+            Ok(items) => s.error_log_format = Some(items),
+            Err(m) => b.error(&d.origin, m),
+        },
+        [kind, _] if kind.eq_ignore_ascii_case("connection") || kind.eq_ignore_ascii_case("request") => {
+            b.error(&d.origin, format!("ErrorLogFormat {kind}: once-per-{kind} formats are not supported"))
+        }
+        _ => b.error(&d.origin, "ErrorLogFormat takes one format"),
+    }
+}
+
 /// `SyslogSocket path` (a warren extension): the socket `ErrorLog syslog` sends to.
 pub(crate) fn syslog_socket(b: &mut Builder, d: &Directive, s: &mut Settings) {
     if let Some(v) = b.one(d) {

@@ -79,6 +79,7 @@ mod builder;
 pub mod compress;
 pub mod dir_config;
 pub mod env_vars;
+pub mod error_log_format;
 pub mod expires;
 pub mod expr;
 pub mod fcgid;

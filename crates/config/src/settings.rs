@@ -236,6 +236,8 @@ pub struct Settings {
     pub error_log: Option<PathBuf>,
     /// The main server's ErrorLog when it is a program or syslog.
     pub error_log_sink: Option<crate::log_target::LogSink>,
+    /// ErrorLogFormat (None: warren's `[time] [level] [pid N] [client ip:port] message`).
+    pub error_log_format: Option<Vec<crate::error_log_format::ErrorLogItem>>,
     /// SyslogSocket: where `ErrorLog syslog` sends (/dev/log, which rsyslog
     /// and systemd-journald both read).
     pub syslog_socket: PathBuf,
@@ -291,6 +293,7 @@ impl Settings {
             log_level: LogLevel::Warn,
             error_log: None,
             error_log_sink: None,
+            error_log_format: None,
             syslog_socket: PathBuf::from("/dev/log"),
             buffered_logs: true,
             types_config: None,

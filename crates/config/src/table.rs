@@ -203,6 +203,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     server("LogLevel", "level", apply::log_level),
     server("BufferedLogs", "On|Off", apply::buffered_logs),
     server("SyslogSocket", "path", apply::syslog_socket),
+    server("ErrorLogFormat", "\"format\"", apply::error_log_format),
     server("TypesConfig", "file", apply::types_config),
     server("ExtendedStatus", "On|Off", apply::extended_status),
     server("GracefulShutdownTimeout", "seconds", apply::graceful_shutdown_timeout),

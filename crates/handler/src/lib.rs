@@ -82,6 +82,7 @@ pub mod dir_config;
 pub mod dir_walk;
 pub mod env;
 pub mod env_vars;
+mod error_line;
 pub mod errors;
 pub mod expr_facts;
 pub mod fastcgi;

@@ -11,10 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use warren_config::accounts::Account;
+use warren_config::error_log_format::ErrorLogItem;
 use warren_config::log_target::{LogSink, PipedProgram};
 use warren_config::{CustomLog, DurationUnit, LogItem, LogLevel, Origin};
 use warren_http::RequestHead;
 
+use crate::error_line::{default_error_line, formatted_error_line};
 use crate::piped_log::PipedLog;
 use crate::syslog::Syslog;
 
@@ -40,6 +42,8 @@ pub struct ErrorLog {
     origin: Option<Origin>,
     pipe: Option<Arc<PipedLog>>,
     syslog: Option<Syslog>,
+    /// ErrorLogFormat (None: warren's own line).
+    format: Option<Arc<Vec<ErrorLogItem>>>,
 }
 
 impl ErrorLog {
@@ -50,7 +54,7 @@ impl ErrorLog {
             Some(p) => Some(open_log("ErrorLog", origin, p)?),
             None => None,
         };
-        Ok(ErrorLog { level, target: Mutex::new(file), path: path.map(Path::to_path_buf), origin: origin.cloned(), pipe: None, syslog: None })
+        Ok(ErrorLog { level, target: Mutex::new(file), path: path.map(Path::to_path_buf), origin: origin.cloned(), pipe: None, syslog: None, format: None })
     }
 
     /// The log to a piped-log program or syslog, which the ErrorLog at
@@ -70,7 +74,12 @@ impl ErrorLog {
             }
         };
         let target = Mutex::new(pipe.as_ref().and_then(|p| p.writer()));
-        Ok(ErrorLog { level, target, path: None, origin: origin.cloned(), pipe, syslog })
+        Ok(ErrorLog { level, target, path: None, origin: origin.cloned(), pipe, syslog, format: None })
+    }
+
+    /// The log, writing its lines as ErrorLogFormat says.
+    pub fn with_format(self, format: Option<Arc<Vec<ErrorLogItem>>>) -> ErrorLog {
+        ErrorLog { format, ..self }
     }
 
     pub fn enabled(&self, level: LogLevel) -> bool {
@@ -98,17 +107,10 @@ impl ErrorLog {
                 None => syslog.send(level, message),
             };
         }
-        let mut line = String::with_capacity(96 + message.len());
-        line.push('[');
-        line.push_str(&error_log_time(SystemTime::now()));
-        line.push_str("] [");
-        line.push_str(level.name());
-        line.push_str(&format!("] [pid {}] ", std::process::id()));
-        if let Some(c) = client {
-            line.push_str(&format!("[client {c}] "));
-        }
-        line.push_str(message);
-        line.push('\n');
+        let line = match &self.format {
+            Some(items) => formatted_error_line(items, level, client, message),
+            None => default_error_line(level, client, message),
+        };
         if let Some(pipe) = &self.pipe {
             return pipe.write_lines(line.as_bytes());
         }
@@ -436,7 +438,7 @@ pub fn strip_port(host: &[u8]) -> &[u8] {
 }
 
 pub(crate) const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+pub(crate) const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
 
 /// (year, month 1-12, day 1-31) of a count of days since 1970-01-01
 /// (H. Hinnant's civil_from_days).
@@ -460,7 +462,7 @@ pub(crate) struct Civil {
     pub(crate) hour: u64,
     pub(crate) min: u64,
     pub(crate) sec: u64,
-    micros: u32,
+    pub(crate) micros: u32,
 }
 
 pub(crate) fn civil(t: SystemTime) -> Civil {

@@ -126,10 +126,11 @@ impl Site {
             fallbacks.push(format!("{refusal}; {instead} until a restart finds the file in order"));
             refused_logs.push(path.to_path_buf());
         }
+        let error_log_format = settings.error_log_format.clone().map(Arc::new);
         let error_log = Arc::new(match &settings.error_log_sink {
             Some(sink) => ErrorLog::open_sink(sink, settings.main.error_log_origin.as_ref(), settings.log_level, &settings)?,
             None => ErrorLog::open(settings.error_log.as_deref(), settings.main.error_log_origin.as_ref(), settings.log_level)?,
-        });
+        }.with_format(error_log_format.clone()));
         crate::piped_log::report_losses_to(&error_log);
         // Piped-log programs run as User, as Apache's.
         let log_account = if settings.virtual_hosts.iter().map(|v| &v.host).chain([&settings.main]).any(|h| h.custom_logs.iter().any(|l| l.pipe.is_some())) {
@@ -172,7 +173,7 @@ impl Site {
                 (Some(sink), _) if Some(sink) != settings.error_log_sink.as_ref() => match sink_logs.iter().find(|(s, _)| s == sink) {
                     Some((_, l)) => l.clone(),
                     None => {
-                        let l = Arc::new(ErrorLog::open_sink(sink, config.error_log_origin.as_ref(), settings.log_level, &settings)?);
+                        let l = Arc::new(ErrorLog::open_sink(sink, config.error_log_origin.as_ref(), settings.log_level, &settings)?.with_format(error_log_format.clone()));
                         sink_logs.push((sink.clone(), l.clone()));
                         l
                     }
@@ -182,7 +183,7 @@ impl Site {
                 Some(p) if Some(p) != settings.error_log.as_ref() && !refused_logs.contains(p) => match error_logs.iter().find(|(q, _)| q == p) {
                     Some((_, l)) => l.clone(),
                     None => {
-                        let l = Arc::new(ErrorLog::open(Some(p), config.error_log_origin.as_ref(), settings.log_level)?);
+                        let l = Arc::new(ErrorLog::open(Some(p), config.error_log_origin.as_ref(), settings.log_level)?.with_format(error_log_format.clone()));
                         error_logs.push((p.clone(), l.clone()));
                         l
                     }

@@ -151,7 +151,46 @@ fn a_program_that_exits_at_once_is_a_start_error(mpm: &str) {
     assert!(err.contains(&format!("{}:7: CustomLog |exit 3: the piped-log program exited at once (exit status 3)", conf.display())), "{err}");
 }
 
+/// logrotate's way: the file is renamed, `warren -k reopen-logs` (USR1)
+/// makes a new one; every line is in one of the two, none twice.
+fn reopening_after_rotation_loses_no_line(mpm: &str) {
+    let mut s = Server::start(mpm, "LogFormat \"%U\" path\nCustomLog paths.log path");
+    get_all(&s, 0..100);
+    let log = s.dir.0.join("paths.log");
+    let rotated = s.dir.0.join("paths.log.1");
+    std::fs::rename(&log, &rotated).unwrap();
+    let reopen = Command::new(BIN).args(["-k", "reopen-logs", "-f"]).arg(&s.conf).output().unwrap();
+    assert!(reopen.status.success(), "{}", String::from_utf8_lossy(&reopen.stderr));
+    s.wait_log("error.log", "SIGUSR1 received");
+    get_all(&s, 100..200);
+    assert_eq!(s.stop(), Some(0));
+    let new = lines(&log);
+    assert!(!new.is_empty(), "the new file is written");
+    let mut all = lines(&rotated);
+    all.extend(new);
+    assert_eq!(in_request_order(all), expected(0..200));
+}
+
+/// ErrorLogFormat: Apache's items, and a field without a value left out.
+fn error_log_format_shapes_each_line(mpm: &str) {
+    let s = Server::start(mpm, "ErrorLogFormat \"%{cu}t [%-m:%l] [pid %P] [client\\ %a] %M\"");
+    let _ = s.raw(b"GET /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n");
+    let log = s.wait_log("error.log", "[client 127.0.0.1:");
+    let with_client = log.lines().find(|l| l.contains("[client 127.0.0.1:")).unwrap();
+    let without = log.lines().find(|l| !l.contains("[client")).expect("a line of the parent's");
+    for line in [with_client, without] {
+        // `2026-11-27 17:50:25.123456 [core:notice] [pid 42] ...`
+        let (date, rest) = line.split_at(26);
+        assert!(date.as_bytes()[4] == b'-' && date.as_bytes()[10] == b' ' && date.as_bytes()[19] == b'.', "{line}");
+        assert!(rest.starts_with(" [core:"), "{line}");
+        assert!(rest.contains("] [pid "), "{line}");
+    }
+    assert!(!without.contains("[client"), "no empty client field: {without}");
+}
+
 each_mpm!(
+    reopening_after_rotation_loses_no_line,
+    error_log_format_shapes_each_line,
     piped_access_log_gets_every_line_and_outlives_its_program,
     buffered_logs_lose_nothing_across_graceful_and_stop,
     error_log_to_syslog,
