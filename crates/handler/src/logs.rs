@@ -73,8 +73,7 @@ impl ErrorLog {
                 (None, Some(syslog))
             }
         };
-        let target = Mutex::new(pipe.as_ref().and_then(|p| p.writer()));
-        Ok(ErrorLog { level, target, path: None, origin: origin.cloned(), pipe, syslog, format: None })
+        Ok(ErrorLog { level, target: Mutex::new(None), path: None, origin: origin.cloned(), pipe, syslog, format: None })
     }
 
     /// The log, writing its lines as ErrorLogFormat says.
@@ -131,6 +130,9 @@ impl ErrorLog {
     /// anyway). Never for a pool's children: they print into a pipe the
     /// parent copies to the log, as they must not be able to truncate it.
     pub fn file(&self) -> Option<File> {
+        if let Some(pipe) = &self.pipe {
+            return pipe.writer();
+        }
         self.target.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|f| f.try_clone().ok())
     }
 
@@ -176,43 +178,50 @@ impl warren_pool_api::ManagerLog for ErrorLog {
 pub struct AccessLogFile {
     /// The file; for a piped log, the `|program` as written.
     pub path: PathBuf,
-    file: Mutex<File>,
-    pipe: Option<Arc<PipedLog>>,
+    target: AccessTarget,
     /// `CustomLog` or `TransferLog`, and where, for the message that refuses it.
     directive: &'static str,
     origin: Option<Origin>,
 }
 
+enum AccessTarget {
+    File(Mutex<File>),
+    Pipe(Arc<PipedLog>),
+}
+
 impl AccessLogFile {
     pub fn open(path: &Path, directive: &'static str, origin: Option<&Origin>) -> Result<Arc<AccessLogFile>, String> {
         let file = open_log(directive, origin, path)?;
-        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), file: Mutex::new(file), pipe: None, directive, origin: origin.cloned() }))
+        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), target: AccessTarget::File(Mutex::new(file)), directive, origin: origin.cloned() }))
     }
 
     /// The pipe of the program `log` names (started, or kept from the
     /// running configuration), run as `account`; its standard error is `stderr`.
     pub fn piped(log: &CustomLog, program: &PipedProgram, account: Option<&Account>, stderr: Option<File>) -> Result<Arc<AccessLogFile>, String> {
         let pipe = PipedLog::open(program, log.directive, log.origin.as_ref(), account, stderr)?;
-        let file = pipe.writer().ok_or_else(|| format!("{} {}: cannot duplicate the pipe's descriptor", log.directive, program.spec))?;
-        Ok(Arc::new(AccessLogFile { path: log.path.clone(), file: Mutex::new(file), pipe: Some(pipe), directive: log.directive, origin: log.origin.clone() }))
+        Ok(Arc::new(AccessLogFile { path: log.path.clone(), target: AccessTarget::Pipe(pipe), directive: log.directive, origin: log.origin.clone() }))
     }
 
     fn write_all(&self, bytes: &[u8]) {
-        if let Some(pipe) = &self.pipe {
-            return pipe.write_lines(bytes);
+        match &self.target {
+            AccessTarget::File(file) => {
+                let _ = file.lock().unwrap_or_else(|p| p.into_inner()).write_all(bytes);
+            }
+            AccessTarget::Pipe(pipe) => pipe.write_lines(bytes),
         }
-        let _ = self.file.lock().unwrap_or_else(|p| p.into_inner()).write_all(bytes);
     }
 
     /// Opens the file anew (after log rotation). If it cannot be, the log
     /// goes on into the file it had.
     pub fn reopen(&self) -> Result<(), String> {
-        if self.pipe.is_some() {
+        match &self.target {
+            AccessTarget::File(file) => {
+                let f = open_log(self.directive, self.origin.as_ref(), &self.path)?;
+                *file.lock().unwrap_or_else(|p| p.into_inner()) = f;
+            }
             // The program rotates what it writes (rotatelogs); the pipe stays.
-            return Ok(());
+            AccessTarget::Pipe(_) => {}
         }
-        let f = open_log(self.directive, self.origin.as_ref(), &self.path)?;
-        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = f;
         Ok(())
     }
 }

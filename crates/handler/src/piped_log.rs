@@ -20,7 +20,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
@@ -66,7 +66,8 @@ pub struct PipedLog {
     stderr: Option<OwnedFd>,
     /// Each program's standard input; kept by the parent between programs.
     read: OwnedFd,
-    write: OwnedFd,
+    /// Taken (closed) by [`stop_all`], so that the program sees the end.
+    write: RwLock<Option<OwnedFd>>,
     running: Mutex<Running>,
 }
 
@@ -120,7 +121,7 @@ impl PipedLog {
             account: account.cloned(),
             stderr: stderr.map(OwnedFd::from),
             read,
-            write,
+            write: RwLock::new(Some(write)),
             running: Mutex::new(Running { pid: None, started: Instant::now(), quick_exits: 0, next_start: None }),
         });
         let pid = log.start().map_err(|e| describe(format!("cannot start the piped-log program: {e}")))?;
@@ -133,7 +134,8 @@ impl PipedLog {
 
     /// A new descriptor of the pipe's writing end.
     pub fn writer(&self) -> Option<File> {
-        self.write.try_clone().ok().map(File::from)
+        let write = self.write.read().unwrap_or_else(|p| p.into_inner());
+        write.as_ref()?.try_clone().ok().map(File::from)
     }
 
     /// Writes `bytes` (whole lines) into the pipe, at most PIPE_BUF bytes
@@ -141,16 +143,18 @@ impl PipedLog {
     /// others, as in Apache. Lines that find the pipe full for a second are
     /// lost, and said to be.
     pub fn write_lines(&self, bytes: &[u8]) {
+        let write = self.write.read().unwrap_or_else(|p| p.into_inner());
+        let Some(write) = write.as_ref() else { return };
         let mut rest = bytes;
         let deadline = Instant::now() + FULL_PIPE_WAIT;
         while !rest.is_empty() {
             let chunk = whole_lines_within(rest, PIPE_BUF);
-            match nix::unistd::write(&self.write, &rest[..chunk]) {
+            match nix::unistd::write(write, &rest[..chunk]) {
                 Ok(n) => rest = &rest[n..],
                 Err(nix::errno::Errno::EINTR) => {}
                 Err(nix::errno::Errno::EAGAIN) => {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    let mut fds = [PollFd::new(self.write.as_fd(), PollFlags::POLLOUT)];
+                    let mut fds = [PollFd::new(write.as_fd(), PollFlags::POLLOUT)];
                     let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::ZERO);
                     if left.is_zero() || matches!(poll(&mut fds, timeout), Ok(0)) {
                         return self.lost(rest);
@@ -335,6 +339,25 @@ pub fn restart_due(log: &ErrorLog) {
 /// Says lost lines in `log` (the latest configuration's main error log).
 pub fn report_losses_to(log: &Arc<ErrorLog>) {
     *LOSS_REPORTER.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(log));
+}
+
+/// At the server's stop, once its children are gone: closes the pipes, so
+/// that each program reads what is left, sees the end and exits; one still
+/// running after `wait` (it does not read its input) is sent SIGTERM, as
+/// Apache's are.
+pub fn stop_all(wait: Duration) {
+    let logs = live_logs();
+    for l in &logs {
+        l.write.write().unwrap_or_else(|p| p.into_inner()).take();
+    }
+    let deadline = Instant::now() + wait;
+    for l in &logs {
+        let Some(pid) = l.running.lock().unwrap_or_else(|p| p.into_inner()).pid.take() else { continue };
+        if exited_within(pid, deadline.saturating_duration_since(Instant::now())).is_none() {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            let _ = waitpid(pid, None);
+        }
+    }
 }
 
 fn live_logs() -> Vec<Arc<PipedLog>> {

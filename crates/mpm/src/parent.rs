@@ -45,6 +45,8 @@ mod child;
 
 /// How long TERM waits for children before killing them.
 const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How long piped-log programs are given to take the last lines, at stop.
+const PIPED_LOG_STOP_WAIT: Duration = Duration::from_secs(3);
 /// A child that dies sooner than this after its start counts as failing to
 /// start; such slots are restarted at most once a second.
 const QUICK_DEATH: Duration = Duration::from_secs(1);
@@ -321,6 +323,7 @@ impl Parent {
         if let Some(m) = self.pools.as_mut() {
             m.stop(Duration::from_secs(3));
         }
+        warren_handler::piped_log::stop_all(PIPED_LOG_STOP_WAIT);
         if let Some(r) = &self.relay {
             r.copy();
         }

@@ -188,7 +188,69 @@ fn error_log_format_shapes_each_line(mpm: &str) {
     assert!(!without.contains("[client"), "no empty client field: {without}");
 }
 
+/// `ErrorLog "||program"`: the parent's notices and the children's
+/// errors naming a client both reach the program.
+fn piped_error_log(mpm: &str) {
+    let dir = TempDir::new(mpm);
+    standard_site(&dir);
+    let (script, out) = appending_program(&dir);
+    let s = Server::start_in(dir, mpm, &format!("ErrorLog \"||{}\"", script.display()));
+    let _ = s.raw(b"GET /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let log = loop {
+        let log = std::fs::read_to_string(out.join("log")).unwrap_or_default();
+        if log.contains("[client 127.0.0.1:") || Instant::now() > deadline {
+            break log;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(log.contains("[client 127.0.0.1:"), "{log}");
+    assert!(log.lines().any(|l| l.contains("[notice]")), "{log}");
+    assert!(s.read_log("error.log").is_empty());
+}
+
+/// A program that dies after each line is restarted later each time, with
+/// a warning; serving goes on.
+fn a_program_that_keeps_dying_is_restarted_with_backoff(mpm: &str) {
+    let dir = TempDir::new(mpm);
+    standard_site(&dir);
+    let s = Server::start_in(dir, mpm, "CustomLog \"|read line\" common");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut i = 0;
+    while !s.read_log("error.log").contains("restarting it in 2 s") && Instant::now() < deadline {
+        assert_eq!(s.get(&format!("/n{i}")).status, 404);
+        i += 1;
+    }
+    let log = s.read_log("error.log");
+    assert!(log.contains("CustomLog |read line: the piped-log program exited (exit status 0); restarting it in 1 s"), "{log}");
+    assert!(log.contains("restarting it in 2 s"), "{log}");
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+/// A program that never reads: once its pipe is full, lines wait a second,
+/// then are dropped and counted in the error log; serving goes on, and
+/// the stop ends the program.
+fn lines_a_stuck_program_cannot_take_are_counted_as_lost(mpm: &str) {
+    let mut s = Server::start(mpm, "CustomLog \"||/bin/sleep 600\" \"%{X-Pad}i\"");
+    let sleeper = children_of(s.pid()).into_iter().find(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")).expect("the program, a child of the parent");
+    let pad = "p".repeat(4000);
+    let request = format!("GET /a.txt HTTP/1.1\r\nHost: localhost\r\nX-Pad: {pad}\r\nConnection: close\r\n\r\n");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !s.read_log("error.log").contains("log lines lost") && Instant::now() < deadline {
+        assert_eq!(status_of(&s.raw(request.as_bytes())), 200);
+    }
+    let log = s.read_log("error.log");
+    assert!(log.contains("CustomLog ||/bin/sleep 600: ") && log.contains("log lines lost: the piped-log program has not read its pipe for 1 s"), "{log}");
+    assert_eq!(s.get("/a.txt").status, 200);
+    // At stop, a program that does not read to the end is sent SIGTERM (and reaped).
+    assert_eq!(s.stop(), Some(0));
+    assert!(!Path::new(&format!("/proc/{sleeper}")).exists(), "the program outlived warren");
+}
+
 each_mpm!(
+    piped_error_log,
+    a_program_that_keeps_dying_is_restarted_with_backoff,
+    lines_a_stuck_program_cannot_take_are_counted_as_lost,
     reopening_after_rotation_loses_no_line,
     error_log_format_shapes_each_line,
     piped_access_log_gets_every_line_and_outlives_its_program,
