@@ -585,6 +585,18 @@ mod tests {
         only.flush();
         unless.flush();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n");
+
+        // BufferedLogs On keeps the line until a flush; Off writes it at once.
+        let file = AccessLogFile::open(&path, "CustomLog", None).unwrap();
+        let format = Arc::new(warren_config::log_format::compile("%U").unwrap());
+        let mut buffered = AccessLogWriter::new(format.clone(), file.clone(), None, true);
+        let mut at_once = AccessLogWriter::new(format, file, None, false);
+        buffered.write(&without);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n");
+        at_once.write(&without);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n/a%20b\n");
+        buffered.flush();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n/a%20b\n/a%20b\n");
         let _ = std::fs::remove_file(&path);
     }
 }
