@@ -247,7 +247,23 @@ fn lines_a_stuck_program_cannot_take_are_counted_as_lost(mpm: &str) {
     assert!(!Path::new(&format!("/proc/{sleeper}")).exists(), "the program outlived warren");
 }
 
+/// Apache's own rotatelogs, as Debian users write it: every line in the
+/// file it names by date.
+fn rotatelogs_takes_every_line(mpm: &str) {
+    let dir = TempDir::new(mpm);
+    standard_site(&dir);
+    let (_, out) = appending_program(&dir);
+    let mut s = Server::start_in(dir, mpm, &format!("CustomLog \"|/usr/bin/rotatelogs {}/access.%Y%m%d 86400\" \"%U\"", out.display()));
+    get_all(&s, 0..100);
+    assert_eq!(s.stop(), Some(0));
+    let rotated = || std::fs::read_dir(&out).unwrap().flatten().map(|e| e.path()).find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("access.")));
+    settle(|| rotated().is_some_and(|p| lines(&p).len() >= 100));
+    let file = rotated().expect("rotatelogs made its file");
+    assert_eq!(in_request_order(lines(&file)), expected(0..100));
+}
+
 each_mpm!(
+    rotatelogs_takes_every_line,
     piped_error_log,
     a_program_that_keeps_dying_is_restarted_with_backoff,
     lines_a_stuck_program_cannot_take_are_counted_as_lost,
