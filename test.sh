@@ -18,6 +18,8 @@ command -v md5sum >/dev/null 2>&1 || missing+=(coreutils)
 command -v php >/dev/null 2>&1 || missing+=(php-cli)
 # apache_tree.rs checks Debian's /etc/apache2, with php-fpm's conf in it.
 [ -f /etc/apache2/apache2.conf ] || missing+=(apache2)
+# piped_logs.rs runs Apache's rotatelogs as a piped-log program.
+[ -x /usr/bin/rotatelogs ] || missing+=(apache2-utils)
 # default-ssl's snakeoil certificate (ssl-cert's make-ssl-cert), and openssl
 # for warren-tls's tests.
 command -v make-ssl-cert >/dev/null 2>&1 || missing+=(ssl-cert)

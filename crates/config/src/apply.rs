@@ -9,6 +9,7 @@ use crate::backend::{FcgiAddr, FcgiBackend, FcgiBackendType};
 use crate::builder::Builder;
 use crate::dir_config::{DirConfig, ErrorDocument, Handler};
 use crate::log_format;
+use crate::log_target::LogSink;
 use crate::parse::Directive;
 use crate::settings::{CustomLog, HostConfig, ServerTokens, Settings};
 use crate::settings::{parse_log_level, parse_read_stage};
@@ -225,6 +226,37 @@ pub(crate) fn log_level(b: &mut Builder, d: &Directive, s: &mut Settings) {
     }
 }
 
+/// `BufferedLogs On|Off`.
+pub(crate) fn buffered_logs(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    match d.args.as_slice() {
+        [v] if v.eq_ignore_ascii_case("on") => s.buffered_logs = true,
+        [v] if v.eq_ignore_ascii_case("off") => s.buffered_logs = false,
+        _ => b.error(&d.origin, "BufferedLogs takes On or Off"),
+    }
+}
+
+/// `ErrorLogFormat "format"` (the once-per-connection and once-per-request
+/// formats are refused).
+pub(crate) fn error_log_format(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    match d.args.as_slice() {
+        [f] => match crate::error_log_format::compile(f) {
+            Ok(items) => s.error_log_format = Some(items),
+            Err(m) => b.error(&d.origin, m),
+        },
+        [kind, _] if kind.eq_ignore_ascii_case("connection") || kind.eq_ignore_ascii_case("request") => {
+            b.error(&d.origin, format!("ErrorLogFormat {kind}: once-per-{kind} formats are not supported"))
+        }
+        _ => b.error(&d.origin, "ErrorLogFormat takes one format"),
+    }
+}
+
+/// `SyslogSocket path` (a warren extension): the socket `ErrorLog syslog` sends to.
+pub(crate) fn syslog_socket(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(v) = b.one(d) {
+        s.syslog_socket = b.resolve(&v);
+    }
+}
+
 pub(crate) fn types_config(b: &mut Builder, d: &Directive, s: &mut Settings) {
     if let Some(v) = b.one(d) {
         let p = b.resolve(&v);
@@ -326,9 +358,11 @@ pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) 
         },
         Some(None) => return b.error(&d.origin, format!("CustomLog condition '{}' is not supported (only env=[!]VAR)", cond.unwrap_or(&String::new()))),
     };
-    if path.starts_with('|') {
-        return b.error(&d.origin, "piped logs are not supported; log to a file");
-    }
+    let pipe = match crate::log_target::piped_program(path) {
+        Some(Ok(p)) => Some(p),
+        Some(Err(m)) => return b.error(&d.origin, format!("{}: {m}", d.name)),
+        None => None,
+    };
     let format = match fmt {
         None => b.default_format.clone(),
         Some(f) if f.contains('%') => match log_format::compile(f) {
@@ -341,7 +375,8 @@ pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) 
         },
     };
     let directive = if d.name.eq_ignore_ascii_case("transferlog") { "TransferLog" } else { "CustomLog" };
-    host.custom_logs.push(CustomLog { path: b.resolve(path), format, env_condition, directive, origin: Some(d.origin.clone()) });
+    let path = if pipe.is_some() { std::path::PathBuf::from(path) } else { b.resolve(path) };
+    host.custom_logs.push(CustomLog { path, pipe, format, env_condition, directive, origin: Some(d.origin.clone()) });
 }
 
 /// Nothing here: LogFormat nicknames are global and may be used before
@@ -350,12 +385,17 @@ pub(crate) fn log_format(_: &mut Builder, _: &Directive, _: &mut HostConfig) {}
 
 pub(crate) fn error_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     match d.args.as_slice() {
-        [p] if p.starts_with('|') || p.starts_with("syslog") => b.error(&d.origin, "ErrorLog to a pipe or syslog is not supported; log to a file"),
         [p] => {
-            host.error_log = Some(b.resolve(p));
+            let sink = match crate::log_target::piped_program(p).map(|r| r.map(LogSink::Pipe)).or_else(|| crate::log_target::syslog_facility(p).map(|r| r.map(LogSink::Syslog))) {
+                Some(Ok(sink)) => Some(sink),
+                Some(Err(m)) => return b.error(&d.origin, m),
+                None => None,
+            };
+            host.error_log = if sink.is_some() { None } else { Some(b.resolve(p)) };
+            host.error_log_sink = sink;
             host.error_log_origin = Some(d.origin.clone());
         }
-        _ => b.error(&d.origin, "ErrorLog takes one argument, a file"),
+        _ => b.error(&d.origin, "ErrorLog takes one argument: a file, |program or syslog[:facility]"),
     }
 }
 

@@ -183,8 +183,9 @@ impl Builder {
             if vh.host.custom_logs.is_empty() {
                 vh.host.custom_logs = s.main.custom_logs.clone();
             }
-            if vh.host.error_log.is_none() {
+            if vh.host.error_log.is_none() && vh.host.error_log_sink.is_none() {
                 vh.host.error_log = s.main.error_log.clone();
+                vh.host.error_log_sink = s.main.error_log_sink.clone();
                 vh.host.error_log_origin = s.main.error_log_origin.clone();
             }
             if vh.host.server_admin.is_none() {
@@ -217,6 +218,7 @@ impl Builder {
         let http2_loaded = self.http2_loaded;
         crate::h2::settle(&mut self, &mut s, http2_loaded);
         s.error_log = s.main.error_log.clone();
+        s.error_log_sink = s.main.error_log_sink.clone();
         for (name, origin) in std::mem::take(&mut self.pool_refs) {
             if !pools.iter().any(|p| p.name == name) {
                 self.error(&origin, format!("SetHandler pool:{name}: no <Pool {name}> is defined"));

@@ -102,7 +102,10 @@ impl LogLevel {
 
 #[derive(Clone, Debug)]
 pub struct CustomLog {
+    /// The file; for a piped log, the argument as written (`|program`).
     pub path: PathBuf,
+    /// The program a piped log (`CustomLog "|program" ...`) writes to.
+    pub pipe: Option<crate::log_target::PipedProgram>,
     pub format: Vec<LogItem>,
     /// `env=VAR` (`env=!VAR`): only requests whose environment has (has
     /// not) the variable are logged.
@@ -129,6 +132,8 @@ pub struct HostConfig {
     pub document_root: PathBuf,
     pub custom_logs: Vec<CustomLog>,
     pub error_log: Option<PathBuf>,
+    /// `ErrorLog "|program"` or `ErrorLog syslog[:facility]` (error_log is then None).
+    pub error_log_sink: Option<crate::log_target::LogSink>,
     /// Where ErrorLog was set, for the messages that refuse its file.
     pub error_log_origin: Option<Origin>,
     pub server_admin: Option<String>,
@@ -229,8 +234,19 @@ pub struct Settings {
     /// for static resources, as warren never echoes a request.
     pub trace_enable: bool,
     pub log_level: LogLevel,
-    /// None: standard error.
+    /// None: standard error (or error_log_sink).
     pub error_log: Option<PathBuf>,
+    /// The main server's ErrorLog when it is a program or syslog.
+    pub error_log_sink: Option<crate::log_target::LogSink>,
+    /// ErrorLogFormat (None: warren's `[time] [level] [pid N] [client ip:port] message`).
+    pub error_log_format: Option<Vec<crate::error_log_format::ErrorLogItem>>,
+    /// SyslogSocket: where `ErrorLog syslog` sends (/dev/log, which rsyslog
+    /// and systemd-journald both read).
+    pub syslog_socket: PathBuf,
+    /// BufferedLogs: access lines are batched per thread and written at
+    /// least every 250 ms and at stop (On, warren's default), or each as its
+    /// request ends (Off).
+    pub buffered_logs: bool,
     pub types_config: Option<PathBuf>,
     /// ExtendedStatus: per-worker details on the server-status page.
     pub extended_status: bool,
@@ -278,6 +294,10 @@ impl Settings {
             trace_enable: true,
             log_level: LogLevel::Warn,
             error_log: None,
+            error_log_sink: None,
+            error_log_format: None,
+            syslog_socket: PathBuf::from("/dev/log"),
+            buffered_logs: true,
             types_config: None,
             extended_status: false,
             graceful_shutdown_timeout: None,

@@ -1,6 +1,7 @@
 //! The error log (shared, one line per write) and access logs (buffered per
 //! thread, flushed as whole lines so that children sharing a file with
-//! O_APPEND never interleave within a line).
+//! O_APPEND never interleave within a line). Either may be a piped log
+//! ([`crate::piped_log`]); the error log may be syslog ([`crate::syslog`]).
 
 use std::fs::File;
 use std::io::Write;
@@ -9,8 +10,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use warren_config::{DurationUnit, LogItem, LogLevel, Origin};
+use warren_config::accounts::Account;
+use warren_config::error_log_format::ErrorLogItem;
+use warren_config::log_target::{LogSink, PipedProgram};
+use warren_config::{CustomLog, DurationUnit, LogItem, LogLevel, Origin};
 use warren_http::RequestHead;
+
+use crate::error_line::{default_error_line, formatted_error_line};
+use crate::piped_log::PipedLog;
+use crate::syslog::Syslog;
 
 /// Log files are opened by root, through [`crate::root_files`]; a new
 /// one is readable by all but the umask, as Apache makes them.
@@ -25,13 +33,17 @@ fn open_log(directive: &str, origin: Option<&Origin>, path: &Path) -> Result<Fil
     crate::root_files::open_append(path, LOG_MODE).map_err(|e| crate::root_files::describe(directive, origin, path, &e))
 }
 
-/// Where error lines go: a file, or standard error.
+/// Where error lines go: a file, standard error, a piped-log program or syslog.
 pub struct ErrorLog {
     level: LogLevel,
     target: Mutex<Option<File>>,
     path: Option<PathBuf>,
     /// Where ErrorLog names the file, for the message that refuses it.
     origin: Option<Origin>,
+    pipe: Option<Arc<PipedLog>>,
+    syslog: Option<Syslog>,
+    /// ErrorLogFormat (None: warren's own line).
+    format: Option<Arc<Vec<ErrorLogItem>>>,
 }
 
 impl ErrorLog {
@@ -42,7 +54,31 @@ impl ErrorLog {
             Some(p) => Some(open_log("ErrorLog", origin, p)?),
             None => None,
         };
-        Ok(ErrorLog { level, target: Mutex::new(file), path: path.map(Path::to_path_buf), origin: origin.cloned() })
+        Ok(ErrorLog { level, target: Mutex::new(file), path: path.map(Path::to_path_buf), origin: origin.cloned(), pipe: None, syslog: None, format: None })
+    }
+
+    /// The log to a piped-log program or syslog, which the ErrorLog at
+    /// `origin` names: the error says why it cannot be.
+    pub fn open_sink(sink: &LogSink, origin: Option<&Origin>, level: LogLevel, settings: &warren_config::Settings) -> Result<ErrorLog, String> {
+        let (pipe, syslog) = match sink {
+            LogSink::Pipe(program) => {
+                let account = warren_config::accounts::server_account(settings.user.as_deref(), settings.group.as_deref())?;
+                (Some(PipedLog::open(program, "ErrorLog", origin, account.as_ref(), None)?), None)
+            }
+            LogSink::Syslog(facility) => {
+                let syslog = Syslog::connect(&settings.syslog_socket, *facility).map_err(|e| {
+                    let at = origin.map(|o| format!("{o}: ")).unwrap_or_default();
+                    format!("{at}ErrorLog syslog: cannot reach the syslog socket {}: {e} (is rsyslog or systemd-journald running? SyslogSocket names another)", settings.syslog_socket.display())
+                })?;
+                (None, Some(syslog))
+            }
+        };
+        Ok(ErrorLog { level, target: Mutex::new(None), path: None, origin: origin.cloned(), pipe, syslog, format: None })
+    }
+
+    /// The log, writing its lines as ErrorLogFormat says.
+    pub fn with_format(self, format: Option<Arc<Vec<ErrorLogItem>>>) -> ErrorLog {
+        ErrorLog { format, ..self }
     }
 
     pub fn enabled(&self, level: LogLevel) -> bool {
@@ -63,17 +99,20 @@ impl ErrorLog {
     }
 
     fn write(&self, level: LogLevel, client: Option<SocketAddr>, message: &str) {
-        let mut line = String::with_capacity(96 + message.len());
-        line.push('[');
-        line.push_str(&error_log_time(SystemTime::now()));
-        line.push_str("] [");
-        line.push_str(level.name());
-        line.push_str(&format!("] [pid {}] ", std::process::id()));
-        if let Some(c) = client {
-            line.push_str(&format!("[client {c}] "));
+        if let Some(syslog) = &self.syslog {
+            // syslog stamps the time, the pid and the level itself.
+            return match client {
+                Some(c) => syslog.send(level, &format!("[client {c}] {message}")),
+                None => syslog.send(level, message),
+            };
         }
-        line.push_str(message);
-        line.push('\n');
+        let line = match &self.format {
+            Some(items) => formatted_error_line(items, level, client, message),
+            None => default_error_line(level, client, message),
+        };
+        if let Some(pipe) = &self.pipe {
+            return pipe.write_lines(line.as_bytes());
+        }
         let mut target = self.target.lock().unwrap_or_else(|p| p.into_inner());
         let _ = match target.as_mut() {
             Some(f) => f.write_all(line.as_bytes()),
@@ -91,6 +130,9 @@ impl ErrorLog {
     /// anyway). Never for a pool's children: they print into a pipe the
     /// parent copies to the log, as they must not be able to truncate it.
     pub fn file(&self) -> Option<File> {
+        if let Some(pipe) = &self.pipe {
+            return pipe.writer();
+        }
         self.target.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|f| f.try_clone().ok())
     }
 
@@ -131,30 +173,55 @@ impl warren_pool_api::ManagerLog for ErrorLog {
     }
 }
 
-/// An access log file opened by the parent, shared by every writer.
+/// An access log file opened by the parent, shared by every writer; or a
+/// piped log's pipe.
 pub struct AccessLogFile {
+    /// The file; for a piped log, the `|program` as written.
     pub path: PathBuf,
-    file: Mutex<File>,
+    target: AccessTarget,
     /// `CustomLog` or `TransferLog`, and where, for the message that refuses it.
     directive: &'static str,
     origin: Option<Origin>,
 }
 
+enum AccessTarget {
+    File(Mutex<File>),
+    Pipe(Arc<PipedLog>),
+}
+
 impl AccessLogFile {
     pub fn open(path: &Path, directive: &'static str, origin: Option<&Origin>) -> Result<Arc<AccessLogFile>, String> {
         let file = open_log(directive, origin, path)?;
-        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), file: Mutex::new(file), directive, origin: origin.cloned() }))
+        Ok(Arc::new(AccessLogFile { path: path.to_path_buf(), target: AccessTarget::File(Mutex::new(file)), directive, origin: origin.cloned() }))
+    }
+
+    /// The pipe of the program `log` names (started, or kept from the
+    /// running configuration), run as `account`; its standard error is `stderr`.
+    pub fn piped(log: &CustomLog, program: &PipedProgram, account: Option<&Account>, stderr: Option<File>) -> Result<Arc<AccessLogFile>, String> {
+        let pipe = PipedLog::open(program, log.directive, log.origin.as_ref(), account, stderr)?;
+        Ok(Arc::new(AccessLogFile { path: log.path.clone(), target: AccessTarget::Pipe(pipe), directive: log.directive, origin: log.origin.clone() }))
     }
 
     fn write_all(&self, bytes: &[u8]) {
-        let _ = self.file.lock().unwrap_or_else(|p| p.into_inner()).write_all(bytes);
+        match &self.target {
+            AccessTarget::File(file) => {
+                let _ = file.lock().unwrap_or_else(|p| p.into_inner()).write_all(bytes);
+            }
+            AccessTarget::Pipe(pipe) => pipe.write_lines(bytes),
+        }
     }
 
     /// Opens the file anew (after log rotation). If it cannot be, the log
     /// goes on into the file it had.
     pub fn reopen(&self) -> Result<(), String> {
-        let f = open_log(self.directive, self.origin.as_ref(), &self.path)?;
-        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = f;
+        match &self.target {
+            AccessTarget::File(file) => {
+                let f = open_log(self.directive, self.origin.as_ref(), &self.path)?;
+                *file.lock().unwrap_or_else(|p| p.into_inner()) = f;
+            }
+            // The program rotates what it writes (rotatelogs); the pipe stays.
+            AccessTarget::Pipe(_) => {}
+        }
         Ok(())
     }
 }
@@ -196,14 +263,17 @@ pub struct AccessLogWriter {
     condition: Option<(String, bool)>,
     file: Arc<AccessLogFile>,
     buf: Vec<u8>,
+    /// BufferedLogs Off: each line is written as its request ends.
+    write_through: bool,
 }
 
 /// Flush once this much is buffered.
 const FLUSH_AT: usize = 16 * 1024;
 
 impl AccessLogWriter {
-    pub fn new(format: Arc<Vec<LogItem>>, file: Arc<AccessLogFile>, condition: Option<(String, bool)>) -> Self {
-        AccessLogWriter { format, condition, file, buf: Vec::with_capacity(FLUSH_AT * 2) }
+    /// `buffered`: BufferedLogs (else each line is written at once).
+    pub fn new(format: Arc<Vec<LogItem>>, file: Arc<AccessLogFile>, condition: Option<(String, bool)>, buffered: bool) -> Self {
+        AccessLogWriter { format, condition, file, buf: Vec::with_capacity(FLUSH_AT * 2), write_through: !buffered }
     }
 
     pub fn path(&self) -> &Path {
@@ -217,7 +287,7 @@ impl AccessLogWriter {
             }
         }
         format_line(&mut self.buf, &self.format, r);
-        if self.buf.len() >= FLUSH_AT {
+        if self.write_through || self.buf.len() >= FLUSH_AT {
             self.flush();
         }
     }
@@ -376,8 +446,8 @@ pub fn strip_port(host: &[u8]) -> &[u8] {
     }
 }
 
-const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+pub(crate) const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+pub(crate) const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
 
 /// (year, month 1-12, day 1-31) of a count of days since 1970-01-01
 /// (H. Hinnant's civil_from_days).
@@ -401,7 +471,7 @@ pub(crate) struct Civil {
     pub(crate) hour: u64,
     pub(crate) min: u64,
     pub(crate) sec: u64,
-    micros: u32,
+    pub(crate) micros: u32,
 }
 
 pub(crate) fn civil(t: SystemTime) -> Civil {
@@ -505,8 +575,8 @@ mod tests {
         let path = std::env::temp_dir().join(format!("warren-env-log-{}", std::process::id()));
         let file = AccessLogFile::open(&path, "CustomLog", None).unwrap();
         let format = Arc::new(warren_config::log_format::compile("%m").unwrap());
-        let mut only = AccessLogWriter::new(format.clone(), file.clone(), Some(("SITE".into(), false)));
-        let mut unless = AccessLogWriter::new(format, file, Some(("SITE".into(), true)));
+        let mut only = AccessLogWriter::new(format.clone(), file.clone(), Some(("SITE".into(), false)), true);
+        let mut unless = AccessLogWriter::new(format, file, Some(("SITE".into(), true)), true);
         only.write(&r);
         unless.write(&r);
         let without = LogRecord { env: None, ..r };
@@ -515,6 +585,18 @@ mod tests {
         only.flush();
         unless.flush();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n");
+
+        // BufferedLogs On keeps the line until a flush; Off writes it at once.
+        let file = AccessLogFile::open(&path, "CustomLog", None).unwrap();
+        let format = Arc::new(warren_config::log_format::compile("%U").unwrap());
+        let mut buffered = AccessLogWriter::new(format.clone(), file.clone(), None, true);
+        let mut at_once = AccessLogWriter::new(format, file, None, false);
+        buffered.write(&without);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n");
+        at_once.write(&without);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n/a%20b\n");
+        buffered.flush();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "GET\nGET\n/a%20b\n/a%20b\n");
         let _ = std::fs::remove_file(&path);
     }
 }

@@ -132,7 +132,7 @@ pub fn named_files(settings: &Settings) -> Vec<(&'static str, Option<&Origin>, &
         if let Some(p) = &host.error_log {
             files.push(("ErrorLog", host.error_log_origin.as_ref(), p.as_path()));
         }
-        for log in &host.custom_logs {
+        for log in host.custom_logs.iter().filter(|l| l.pipe.is_none()) {
             files.push((log.directive, log.origin.as_ref(), log.path.as_path()));
         }
     }
@@ -151,11 +151,11 @@ pub fn named_files(settings: &Settings) -> Vec<(&'static str, Option<&Origin>, &
 /// site's owner may have been given the directory of.
 pub fn virtual_host_logs(settings: &Settings) -> Vec<&Path> {
     let main = &settings.main;
-    let main_paths: Vec<&Path> = main.error_log.iter().map(|p| p.as_path()).chain(main.custom_logs.iter().map(|l| l.path.as_path())).collect();
+    let main_paths: Vec<&Path> = main.error_log.iter().map(|p| p.as_path()).chain(main.custom_logs.iter().filter(|l| l.pipe.is_none()).map(|l| l.path.as_path())).collect();
     let mut paths: Vec<&Path> = Vec::new();
     for v in &settings.virtual_hosts {
         let host = &v.host;
-        paths.extend(host.error_log.iter().map(|p| p.as_path()).chain(host.custom_logs.iter().map(|l| l.path.as_path())).filter(|p| !main_paths.contains(p)));
+        paths.extend(host.error_log.iter().map(|p| p.as_path()).chain(host.custom_logs.iter().filter(|l| l.pipe.is_none()).map(|l| l.path.as_path())).filter(|p| !main_paths.contains(p)));
     }
     paths.sort();
     paths.dedup();

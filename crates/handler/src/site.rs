@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use warren_config::{DirConfig, FcgiBackend, Handler, HostConfig, LogItem, LogLevel, SectionMatch, ServerTokens, Settings, VhostAddr};
+use warren_config::log_target::LogSink;
 
 use warren_pool_api::PoolDispatch;
 
@@ -125,7 +126,18 @@ impl Site {
             fallbacks.push(format!("{refusal}; {instead} until a restart finds the file in order"));
             refused_logs.push(path.to_path_buf());
         }
-        let error_log = Arc::new(ErrorLog::open(settings.error_log.as_deref(), settings.main.error_log_origin.as_ref(), settings.log_level)?);
+        let error_log_format = settings.error_log_format.clone().map(Arc::new);
+        let error_log = Arc::new(match &settings.error_log_sink {
+            Some(sink) => ErrorLog::open_sink(sink, settings.main.error_log_origin.as_ref(), settings.log_level, &settings)?,
+            None => ErrorLog::open(settings.error_log.as_deref(), settings.main.error_log_origin.as_ref(), settings.log_level)?,
+        }.with_format(error_log_format.clone()));
+        crate::piped_log::report_losses_to(&error_log);
+        // Piped-log programs run as User, as Apache's.
+        let log_account = if settings.virtual_hosts.iter().map(|v| &v.host).chain([&settings.main]).any(|h| h.custom_logs.iter().any(|l| l.pipe.is_some())) {
+            warren_config::accounts::server_account(settings.user.as_deref(), settings.group.as_deref())?
+        } else {
+            None
+        };
         // A pattern that gives up on a match is the server's to hear of (its
         // origin names the file and line), whichever request ran it.
         let regex_log = error_log.clone();
@@ -133,6 +145,7 @@ impl Site {
         let mime = MimeTypes::load(settings.types_config.as_deref()).map_err(|e| format!("cannot read TypesConfig: {e}"))?;
         let mut access_logs: Vec<AccessLog> = Vec::new();
         let mut error_logs: Vec<(PathBuf, Arc<ErrorLog>)> = Vec::new();
+        let mut sink_logs: Vec<(LogSink, Arc<ErrorLog>)> = Vec::new();
         let mut hosts = Vec::new();
         let configs = std::iter::once((settings.main.clone(), None))
             .chain(settings.virtual_hosts.iter().map(|v| (v.host.clone(), Some(v.addrs.clone()))));
@@ -141,7 +154,10 @@ impl Site {
             for cl in config.custom_logs.iter().filter(|cl| !refused_logs.contains(&cl.path)) {
                 let file = match access_logs.iter().find(|(_, f, _)| f.path == cl.path) {
                     Some((_, f, _)) => f.clone(),
-                    None => AccessLogFile::open(&cl.path, cl.directive, cl.origin.as_ref())?,
+                    None => match &cl.pipe {
+                        Some(program) => AccessLogFile::piped(cl, program, log_account.as_ref(), error_log.file())?,
+                        None => AccessLogFile::open(&cl.path, cl.directive, cl.origin.as_ref())?,
+                    },
                 };
                 let format = Arc::new(cl.format.clone());
                 let idx = match access_logs.iter().position(|(fm, f, c)| **fm == *format && Arc::ptr_eq(f, &file) && *c == cl.env_condition) {
@@ -153,16 +169,27 @@ impl Site {
                 };
                 logs.push(idx);
             }
-            let host_error_log = match &config.error_log {
+            let host_error_log = match (&config.error_log_sink, &config.error_log) {
+                (Some(sink), _) if Some(sink) != settings.error_log_sink.as_ref() => match sink_logs.iter().find(|(s, _)| s == sink) {
+                    Some((_, l)) => l.clone(),
+                    None => {
+                        let l = Arc::new(ErrorLog::open_sink(sink, config.error_log_origin.as_ref(), settings.log_level, &settings)?.with_format(error_log_format.clone()));
+                        sink_logs.push((sink.clone(), l.clone()));
+                        l
+                    }
+                },
+                (Some(_), _) => error_log.clone(),
+                (None, error_log_path) => match error_log_path {
                 Some(p) if Some(p) != settings.error_log.as_ref() && !refused_logs.contains(p) => match error_logs.iter().find(|(q, _)| q == p) {
                     Some((_, l)) => l.clone(),
                     None => {
-                        let l = Arc::new(ErrorLog::open(Some(p), config.error_log_origin.as_ref(), settings.log_level)?);
+                        let l = Arc::new(ErrorLog::open(Some(p), config.error_log_origin.as_ref(), settings.log_level)?.with_format(error_log_format.clone()));
                         error_logs.push((p.clone(), l.clone()));
                         l
                     }
                 },
                 _ => error_log.clone(),
+                },
             };
             let name = config.server_name.clone().unwrap_or_else(|| "localhost".to_string());
             let is_fcgi = |d: &DirConfig| matches!(d.handler, Some(Some(Handler::FastCgi(_) | Handler::Pool(_))));
@@ -199,7 +226,7 @@ impl Site {
     /// Fresh buffered writers for this thread's access logging.
     pub fn log_writers(&self) -> LogWriters {
         LogWriters {
-            writers: self.access_logs.iter().map(|(fmt, f, c)| AccessLogWriter::new(fmt.clone(), f.clone(), c.clone())).collect(),
+            writers: self.access_logs.iter().map(|(fmt, f, c)| AccessLogWriter::new(fmt.clone(), f.clone(), c.clone(), self.settings.buffered_logs)).collect(),
             host_logs: self.hosts.iter().map(|h| h.logs.clone()).collect(),
         }
     }

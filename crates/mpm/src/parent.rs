@@ -48,6 +48,8 @@ mod readiness;
 
 /// How long TERM waits for children before killing them.
 const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How long piped-log programs are given to take the last lines, at stop.
+const PIPED_LOG_STOP_WAIT: Duration = Duration::from_secs(3);
 /// A child that dies sooner than this after its start counts as failing to
 /// start; such slots are restarted at most once a second.
 const QUICK_DEATH: Duration = Duration::from_secs(1);
@@ -337,6 +339,7 @@ impl Parent {
                 if let Some(m) = self.pools.as_mut() {
                     m.maintain();
                 }
+                warren_handler::piped_log::restart_due(&self.site.error_log);
             }
         };
         self.readiness.stopping(&self.site.error_log);
@@ -346,6 +349,7 @@ impl Parent {
         if let Some(m) = self.pools.as_mut() {
             m.stop(Duration::from_secs(3));
         }
+        warren_handler::piped_log::stop_all(PIPED_LOG_STOP_WAIT);
         if let Some(r) = &self.relay {
             r.copy();
         }
@@ -442,6 +446,9 @@ impl Parent {
                 Ok(_) => continue,
             };
             if self.pools.as_mut().is_some_and(|m| m.reaped(pid, &how)) {
+                continue;
+            }
+            if warren_handler::piped_log::reaped(pid, &how, &self.site.error_log) {
                 continue;
             }
             let Some(child) = self.children.remove(&pid) else { continue };

@@ -29,6 +29,8 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
     let mut next = 0;
     while !stop.load(Ordering::Relaxed) {
         if reopen.swap(false, Ordering::Relaxed) {
+            // What was logged before the rotation goes in the file rotated.
+            driver.logs.flush();
             site.reopen_logs();
         }
         ws.set(State::Ready);

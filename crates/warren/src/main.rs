@@ -148,6 +148,8 @@ enum Action {
     Graceful,
     /// Stop accepting, let every connection finish, then exit (SIGWINCH).
     GracefulStop,
+    /// Reopen the log files after rotation, losing no line (SIGUSR1): what logrotate's postrotate calls.
+    ReopenLogs,
 }
 
 /// `--mpm`: one of the names config's `Mpm` knows, listed in `--help`.
@@ -657,6 +659,7 @@ fn signal_server(pid_file: Option<&Path>, action: Action) -> ExitCode {
         Action::Stop => (Signal::SIGTERM, Some(Duration::from_secs(15))),
         Action::Graceful => (Signal::SIGHUP, None),
         Action::GracefulStop => (Signal::SIGWINCH, None),
+        Action::ReopenLogs => (Signal::SIGUSR1, None),
     };
     if let Err(e) = nix::sys::signal::kill(pid, signal) {
         eprintln!("warren: cannot signal pid {pid}: {e} (stale PidFile {}?)", pid_file.display());
