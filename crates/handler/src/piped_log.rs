@@ -92,6 +92,25 @@ static LOSS_REPORTER: Mutex<Option<Weak<ErrorLog>>> = Mutex::new(None);
 static LOST_LINES: AtomicU64 = AtomicU64::new(0);
 static LAST_LOSS_REPORT: Mutex<Option<Instant>> = Mutex::new(None);
 
+/// In a server child, just forked: every pipe's reading end is made
+/// /dev/null, so that a child (whose code a tenant may run) cannot read
+/// other hosts' log lines, which only the parent and the program need.
+/// The descriptors stay valid (dup2 over them) for the `PipedLog`s the
+/// child still holds.
+pub fn blind_reading_ends_in_child() -> std::io::Result<()> {
+    let null = File::open("/dev/null")?;
+    let logs = PIPED_LOGS.lock().unwrap_or_else(|p| p.into_inner());
+    for log in logs.iter().filter_map(Weak::upgrade) {
+        // SAFETY: both descriptors are open and owned by live values; the
+        // second is replaced in place (nix's dup2 would need it mutably,
+        // and it is shared), and stays open until its OwnedFd drops.
+        if unsafe { libc::dup2(null.as_raw_fd(), log.read.as_raw_fd()) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 impl PipedLog {
     /// The piped log of `program`: the running one if this process has it
     /// (a graceful restart), else a new pipe and program. An error names

@@ -77,6 +77,18 @@ fn piped_access_log_gets_every_line_and_outlives_its_program(mpm: &str) {
 
     get_all(&s, 0..100);
     assert_eq!(in_request_order(wait_lines(&out.join("log"), 100)), expected(0..100));
+    // No server child, whose code a tenant may run, can read the pipe
+    // (others' log lines): the descriptors it holds on it only write.
+    let pipe = std::fs::read_link(format!("/proc/{first}/fd/0")).unwrap();
+    for child in s.children().into_iter().filter(|&c| c != first) {
+        for fd in std::fs::read_dir(format!("/proc/{child}/fd")).unwrap().flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| l == pipe) {
+                let info = std::fs::read_to_string(format!("/proc/{child}/fdinfo/{}", fd.file_name().to_string_lossy())).unwrap();
+                let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).map(|f| u32::from_str_radix(f.trim(), 8).unwrap()).unwrap();
+                assert_ne!(flags & libc::O_ACCMODE as u32, libc::O_RDONLY as u32, "child {child} holds the pipe's reading end as fd {:?}", fd.file_name());
+            }
+        }
+    }
 
     // Killed, the program is started again; what is logged meanwhile waits in the pipe.
     unsafe_kill(first, 9);

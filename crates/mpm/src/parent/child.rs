@@ -44,6 +44,10 @@ impl Parent {
             self.log(LogLevel::Emerg, &format!("child cannot leave warren's session and terminal: {e}"));
             return 1;
         }
+        if let Err(e) = warren_handler::piped_log::blind_reading_ends_in_child() {
+            self.log(LogLevel::Emerg, &format!("child cannot close the piped logs' reading ends: {e}"));
+            return 1;
+        }
         if let Err(e) = drop_privileges(self.site.settings.user.as_deref(), self.site.settings.group.as_deref()) {
             self.log(LogLevel::Emerg, &e);
             return 1;
