@@ -310,10 +310,11 @@ fn restart_and_reopen_keep_the_log_they_had(mpm: &str) {
     assert!(log.contains(&format!("graceful restart: {}", origin_of(&s.conf, "ErrorLog /"))) || log.contains(&format!("graceful restart: {}", origin_of(&s.conf, "CustomLog /"))), "{log}");
     assert!(log.contains(&format!("{}/", logs.display())) && log.contains(": refused: "), "{log}");
     unsafe_kill(s.pid(), 10);
-    let log = s.wait_log("error.log", "still writing to the file it had");
+    // Each log says so in turn: wait for each line, not for the first.
     for directive in ["ErrorLog", "CustomLog"] {
         let said = format!("reopening the logs: {}: {directive} ", origin_of(&s.conf, &format!("{directive} /")));
-        assert!(log.contains(&said), "{said:?} not in {log}");
+        let log = s.wait_log("error.log", &said);
+        assert!(log.contains(&said) && log.contains("still writing to the file it had"), "{said:?} not in {log}");
     }
     // Every child serves with the log it had (children replaced after USR1
     // get the parent's descriptors).
