@@ -49,7 +49,7 @@ fi
 if ! ls /etc/apache2/mods-available/php8*.conf >/dev/null 2>&1 && [ ! -f /var/cache/warren-test/mod_php/php.conf ]; then
     php_version="$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')"
     scratch="$(mktemp -d)"
-    (cd "$scratch" && apt-get download -qq "libapache2-mod-php$php_version" && dpkg-deb -x ./*.deb root)
+    (cd "$scratch" && { apt-get download -qq "libapache2-mod-php$php_version" || { apt-get update -qq && apt-get download -qq "libapache2-mod-php$php_version"; }; } && dpkg-deb -x ./*.deb root)
     mkdir -p /var/cache/warren-test/mod_php
     cp "$scratch/root/etc/apache2/mods-available/php$php_version.conf" /var/cache/warren-test/mod_php/php.conf
     rm -rf "$scratch"
