@@ -162,6 +162,15 @@ fn methods_and_targets(mpm: &str) {
     assert!(r.text().contains("could not understand.<br />\n</p>"), "{}", r.text());
     // An encoded one is a name like any other.
     assert_eq!(s.get("/tiny%23frag.txt").status, 404);
+    // Refused before any section is walked (an encoded slash, a fragment):
+    // the built-in page, not the ErrorDocument of app/.htaccess, which
+    // would run its script.
+    let r = s.get("/app/index.php%2fextra");
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("<h1>Not Found</h1>") && !r.text().contains("SCRIPT_NAME"), "{}", r.text());
+    let r = parse_response(&s.raw(b"GET /app/x#frag HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")).0;
+    assert_eq!(r.status, 400);
+    assert!(!r.text().contains("SCRIPT_NAME"), "{}", r.text());
 }
 
 /// mod_deflate: a static file of 68 bytes or less, and an empty answer,
