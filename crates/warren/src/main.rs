@@ -14,12 +14,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand, ValueEnum};
+mod apache_cli;
+mod envvars;
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use warren_config::{load_file, LoadOptions, Mpm, Settings};
 use warren_handler::Site;
 
 #[derive(Parser)]
-#[command(name = "warren", version, about = "A web server for PHP and FastCGI sites on small machines", args_conflicts_with_subcommands = true)]
+#[command(name = "warren", version, about = "A web server for PHP and FastCGI sites on small machines", args_conflicts_with_subcommands = true, disable_version_flag = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -43,6 +46,19 @@ struct Cli {
     /// root then keeps root instead of running as www-data or nobody.
     #[arg(short = 'R', long = "allow-to-run-as-root", global = true)]
     allow_root: bool,
+    /// Show the virtual hosts by address, with their DocumentRoots and pools,
+    /// the listeners and the run configuration, as `apache2ctl -S`.
+    #[arg(short = 'S', requires = "config")]
+    dump_vhosts: bool,
+    /// Show the modules the configuration has and what warren makes of each, as `apache2ctl -M`.
+    #[arg(short = 'M', requires = "config")]
+    dump_modules: bool,
+    /// Show the version, the build, the MPM and the paths, as `apache2 -V`.
+    #[arg(short = 'V')]
+    show_build: bool,
+    /// Show the version.
+    #[arg(short = 'v', long = "version")]
+    show_version: bool,
 }
 
 #[derive(Subcommand)]
@@ -60,6 +76,13 @@ enum Command {
     },
     /// Load-test HTTP servers, as ab and siege do: siege's report and ab's percentiles.
     Bench(Box<BenchArgs>),
+    /// Write warren's man page (warren.8) and shell completions (bash, zsh,
+    /// fish) into DIR, from this command line's own definition (the Debian
+    /// package is built with them).
+    #[command(hide = true)]
+    GenerateDocs {
+        dir: PathBuf,
+    },
 }
 
 /// `warren bench`'s options.
@@ -148,6 +171,8 @@ enum Action {
     Graceful,
     /// Stop accepting, let every connection finish, then exit (SIGWINCH).
     GracefulStop,
+    /// Reopen the log files, after logrotate moved them (SIGUSR1).
+    ReopenLogs,
 }
 
 /// `--mpm`: one of the names config's `Mpm` knows, listed in `--help`.
@@ -165,6 +190,20 @@ fn main() -> ExitCode {
     let mut scripts = Vec::new();
     if let Some(Command::Bench(args)) = &cli.command {
         return bench(args);
+    }
+    if let Some(Command::GenerateDocs { dir }) = &cli.command {
+        return generate_docs(dir);
+    }
+    if cli.show_version {
+        print!("{}", apache_cli::version_line());
+        return ExitCode::SUCCESS;
+    }
+    if let Some(file) = &cli.config {
+        if let Some(envvars) = envvars::file_for(file) {
+            if let Err(e) = envvars::import(&envvars, file) {
+                eprintln!("warren: {e} (warning)");
+            }
+        }
     }
     let settings = match (&cli.command, &cli.config) {
         (Some(Command::Serve { dir, listen, mpm }), _) => {
@@ -202,7 +241,9 @@ fn main() -> ExitCode {
             let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm };
             // -k only needs the PidFile: a server running with -R must be
             // stoppable without it.
-            let loaded = if cli.signal.is_some() { load_file(file, &opts) } else { load_checked(file, &opts, cli.allow_root) };
+            // -S, -M and -V report; they start nothing as anyone.
+            let reports = cli.dump_vhosts || cli.dump_modules || cli.show_build;
+            let loaded = if cli.signal.is_some() || reports { load_file(file, &opts) } else { load_checked(file, &opts, cli.allow_root) };
             for w in &loaded.warnings {
                 eprintln!("{w} (warning)");
                 warnings.push(w.to_string());
@@ -223,11 +264,23 @@ fn main() -> ExitCode {
                 eprintln!("{e}");
             }
             let Some(settings) = loaded.settings else {
-                if !cli.test {
+                if !(cli.test || reports) {
                     eprintln!("warren: configuration has errors; not starting");
                 }
                 return ExitCode::FAILURE;
             };
+            if reports {
+                if cli.dump_vhosts {
+                    print!("{}", apache_cli::dump_vhosts(&settings, &cli.defines));
+                }
+                if cli.dump_modules {
+                    print!("{}", apache_cli::dump_modules(settings.mpm, &loaded.loaded_modules));
+                }
+                if cli.show_build {
+                    print!("{}", apache_cli::version_report(Some(&settings), Some(file)));
+                }
+                return ExitCode::SUCCESS;
+            }
             if cli.test {
                 // Certificates and keys are read and checked as at start.
                 match warren_tls::ServerTls::new(&settings) {
@@ -260,7 +313,11 @@ fn main() -> ExitCode {
             }
             settings
         }
-        (Some(Command::Bench(_)), _) => unreachable!("handled above"),
+        (Some(Command::Bench(_) | Command::GenerateDocs { .. }), _) => unreachable!("handled above"),
+        (None, None) if cli.show_build => {
+            print!("{}", apache_cli::version_report(None, None));
+            return ExitCode::SUCCESS;
+        }
         (None, None) => {
             eprintln!("warren: give a configuration file (-f FILE) or use `warren serve DIR`; see --help");
             return ExitCode::from(2);
@@ -511,6 +568,29 @@ fn bench_suite(file: &Path, out: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `warren generate-docs DIR`: the man page and completions, generated from
+/// [`Cli`] so that they say what this binary takes.
+fn generate_docs(dir: &Path) -> ExitCode {
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir.join("completions"))?;
+        let cmd = Cli::command();
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd.clone()).section("8").render(&mut page)?;
+        std::fs::write(dir.join("warren.8"), page)?;
+        for shell in [clap_complete::Shell::Bash, clap_complete::Shell::Zsh, clap_complete::Shell::Fish] {
+            clap_complete::generate_to(shell, &mut cmd.clone(), "warren", dir.join("completions"))?;
+        }
+        Ok(())
+    };
+    match write() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("warren: {}: {e}", dir.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The first executable `name` in PATH.
 fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
@@ -639,6 +719,7 @@ fn signal_server(pid_file: Option<&Path>, action: Action) -> ExitCode {
         Action::Stop => (Signal::SIGTERM, Some(Duration::from_secs(15))),
         Action::Graceful => (Signal::SIGHUP, None),
         Action::GracefulStop => (Signal::SIGWINCH, None),
+        Action::ReopenLogs => (Signal::SIGUSR1, None),
     };
     if let Err(e) = nix::sys::signal::kill(pid, signal) {
         eprintln!("warren: cannot signal pid {pid}: {e} (stale PidFile {}?)", pid_file.display());
