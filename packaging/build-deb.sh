@@ -3,22 +3,34 @@
 # (written by the binary itself from its clap definition, so they cannot
 # differ from the options it takes), then `cargo deb` with the metadata in
 # crates/warren/Cargo.toml. Prints the .deb's path on standard output.
-#   packaging/build-deb.sh          the release build (what to ship)
-#   packaging/build-deb.sh --dev    the debug build (tests: no release build of minutes)
+#   packaging/build-deb.sh             the release build (what to ship)
+#   packaging/build-deb.sh --dev       the debug build (tests: no release build of minutes)
+#   ... --no-build                     package the binary already built (a test
+#                                      running under cargo, which holds the build lock)
+# WARREN_DEB_OUT: the directory to write the .deb into (default target/debian).
 set -eu
 cd "$(dirname "$0")/.."
 profile=release
 dir=release
-if [ "${1:-}" = --dev ]; then
-    profile=dev
-    dir=debug
-fi
+build=yes
+for arg in "$@"; do
+    case "$arg" in
+        --dev) profile=dev; dir=debug ;;
+        --no-build) build=no ;;
+        *) echo "usage: build-deb.sh [--dev] [--no-build]" >&2; exit 2 ;;
+    esac
+done
 command -v cargo-deb >/dev/null 2>&1 || cargo install cargo-deb --locked
-cargo build --locked --profile "$profile" -p warren >&2
 target="${CARGO_TARGET_DIR:-target}"
+if [ "$build" = yes ]; then
+    cargo build --locked --profile "$profile" -p warren >&2
+fi
 rm -rf "$target/$dir/warren-docs"
 "$target/$dir/warren" generate-docs "$target/$dir/warren-docs"
-mkdir -p "$target/debian"
+out="${WARREN_DEB_OUT:-$target/debian}"
+mkdir -p "$out"
 # cargo-deb reads the assets' target/release/ as the profile's own directory.
-cargo deb --no-build --locked -p warren --profile "$profile" --output "$target/debian/warren_${profile}.deb" >&2
-echo "$target/debian/warren_${profile}.deb"
+fast=""
+[ "$profile" = dev ] && fast=--fast
+cargo deb $fast --no-build --locked -p warren --profile "$profile" --output "$out/warren_${profile}.deb" >&2
+echo "$out/warren_${profile}.deb"

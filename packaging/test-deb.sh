@@ -43,6 +43,9 @@ else
     say "debootstrapped Debian $suite into $root (kept as $base)"
 fi
 
+# The chroot's / as a system's (mktemp made it 0700, and the tarball keeps
+# that): www-data, which the children and the pool run as, must pass it.
+chmod 755 "$root"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # Packages' services are not started in the chroot (php-fpm's own): only warren runs.
 printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
@@ -54,8 +57,10 @@ mount --bind /dev/pts "$root/dev/pts"
 cp "$deb" "$root/tmp/warren.deb"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C DEBIAN_FRONTEND=noninteractive "$@"; }
 in_root apt-get update -qq >&2
-# apt installs the local file with its Depends and Recommends (php-fpm, curl).
-in_root apt-get install -y -qq /tmp/warren.deb >&2
+# apt installs the local file with its Depends, and the Recommends the test
+# uses named (all Recommends would pull in cron and a mail server, whose
+# configuration fails in a chroot).
+in_root apt-get install -y -qq --no-install-recommends /tmp/warren.deb php-fpm curl logrotate >&2
 say "installed: $(in_root dpkg-query -W -f='${Package} ${Version} ${Status}' warren)"
 
 fail() { echo "test-deb.sh: FAILED: $*" >&2; exit 1; }
@@ -87,6 +92,16 @@ curl -fsS "$url/" | grep -q 'warren: it works' || fail "the default page is not 
 php="$(curl -fsS "$url/info.php")" || { cat "$root/var/log/warren/error.log" >&2; fail "info.php failed"; }
 [ "$php" = "php says 42 from fpm-fcgi" ] || fail "info.php answered: $php"
 say "PHP runs in the package's php-fpm pool: $php"
+# logrotate, forced, with the package's rules: the next request is logged
+# in a new access.log (the postrotate reopened the logs).
+in_root logrotate -f /etc/logrotate.d/warren >&2 || fail "logrotate"
+[ -f "$root/var/log/warren/access.log.1" ] || fail "logrotate did not rotate access.log"
+deadline=$((SECONDS + 20))
+until curl -fsS -o /dev/null "$url/?after-rotation" && grep -q 'after-rotation' "$root/var/log/warren/access.log" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || fail "no line in the new access.log after logrotate"
+    sleep 0.2
+done
+say "logrotate rotated the logs; warren writes to the new ones"
 WARREN_STATUSURL="$url/server-status" in_root /usr/sbin/warren-ctl status | grep -q '^BusyWorkers' || fail "warren-ctl status"
 in_root /usr/sbin/warren-ctl graceful >&2 || fail "warren-ctl graceful"
 curl -fsS -o /dev/null "$url/" || fail "no answer after a graceful restart"
