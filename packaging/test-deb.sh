@@ -102,7 +102,7 @@ until curl -fsS -o /dev/null "$url/?after-rotation" && grep -q 'after-rotation' 
     sleep 0.2
 done
 say "logrotate rotated the logs; warren writes to the new ones"
-WARREN_STATUSURL="$url/server-status" in_root /usr/sbin/warren-ctl status | grep -q '^BusyWorkers' || fail "warren-ctl status"
+in_root WARREN_STATUSURL="$url/server-status" /usr/sbin/warren-ctl status | grep -q '^BusyWorkers' || fail "warren-ctl status"
 in_root /usr/sbin/warren-ctl graceful >&2 || fail "warren-ctl graceful"
 curl -fsS -o /dev/null "$url/" || fail "no answer after a graceful restart"
 in_root /usr/sbin/warren-ctl stop || fail "warren-ctl stop"

@@ -56,9 +56,12 @@ struct Cli {
     /// Show the version, the build, the MPM and the paths, as `apache2 -V`.
     #[arg(short = 'V')]
     show_build: bool,
-    /// Show the version.
-    #[arg(short = 'v', long = "version")]
+    /// Show the version as `apache2 -v` does (`Server version: warren/...`).
+    #[arg(short = 'v')]
     show_version: bool,
+    /// Print the version (`warren 0.1.0`).
+    #[arg(long = "version")]
+    long_version: bool,
 }
 
 #[derive(Subcommand)]
@@ -193,6 +196,10 @@ fn main() -> ExitCode {
     }
     if let Some(Command::GenerateDocs { dir }) = &cli.command {
         return generate_docs(dir);
+    }
+    if cli.long_version {
+        print!("{}", Cli::command().render_version());
+        return ExitCode::SUCCESS;
     }
     if cli.show_version {
         print!("{}", apache_cli::version_line());
