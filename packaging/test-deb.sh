@@ -94,6 +94,13 @@ php="$(curl -fsS "$url/info.php")" || { cat "$root/var/log/warren/error.log" >&2
 say "PHP runs in the package's php-fpm pool: $php"
 # logrotate, forced, with the package's rules: the next request is logged
 # in a new access.log (the postrotate reopened the logs).
+# Access lines are buffered per thread and flushed shortly after: logrotate
+# leaves an empty log be (notifempty).
+deadline=$((SECONDS + 20))
+until [ -s "$root/var/log/warren/access.log" ]; do
+    [ $SECONDS -lt $deadline ] || fail "nothing logged in access.log within 20 s"
+    sleep 0.2
+done
 in_root logrotate -f /etc/logrotate.d/warren >&2 || fail "logrotate"
 [ -f "$root/var/log/warren/access.log.1" ] || fail "logrotate did not rotate access.log"
 deadline=$((SECONDS + 20))
