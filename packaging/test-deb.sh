@@ -64,6 +64,11 @@ in_root apt-get install -y -qq --no-install-recommends /tmp/warren.deb php-fpm c
 say "installed: $(in_root dpkg-query -W -f='${Package} ${Version} ${Status}' warren)"
 
 fail() { echo "test-deb.sh: FAILED: $*" >&2; exit 1; }
+# The unit as systemd reads it, in the root it is installed in.
+if command -v systemd-analyze >/dev/null 2>&1 && [ -d "$root/usr/lib/systemd/system" ]; then
+    systemd-analyze verify --man=no --root="$root" warren.service >&2 || fail "systemd-analyze verify warren.service"
+    say "systemd-analyze verify: warren.service is sound"
+fi
 conffiles="$(in_root dpkg-query -W -f='${Conffiles}' warren)"
 grep -q '/etc/warren/warren.conf' <<<"$conffiles" || fail "warren.conf is not a conffile: $conffiles"
 [ -f "$root/var/www/html/index.html" ] || fail "postinst did not install the default page"
@@ -77,6 +82,19 @@ grep -q "^Listen 127.0.0.1:$port$" "$root/etc/warren/warren.conf" || fail "could
 in_root dpkg -i --force-confdef --force-confold /tmp/warren.deb >&2
 grep -q "^Listen 127.0.0.1:$port$" "$root/etc/warren/warren.conf" || fail "reinstalling the package lost the user's edit of warren.conf"
 say "the edited warren.conf survived a reinstall"
+# An upgrade whose warren.conf changed too: dpkg keeps the user's file
+# (--force-confold answers its question as a user keeping theirs would) and
+# puts the package's beside it as warren.conf.dpkg-dist.
+next="$root/tmp/warren-next"
+dpkg-deb -R "$deb" "$next"
+sed -i 's/^Version: \(.*\)$/Version: \1+next/' "$next/DEBIAN/control"
+echo "# a line the next version adds" >> "$next/etc/warren/warren.conf"
+dpkg-deb -b "$next" "$root/tmp/warren-next.deb" >/dev/null
+rm -rf "$next"
+in_root dpkg -i --force-confold /tmp/warren-next.deb >&2
+grep -q "^Listen 127.0.0.1:$port$" "$root/etc/warren/warren.conf" || fail "an upgrade lost the user's edit of warren.conf"
+grep -q "a line the next version adds" "$root/etc/warren/warren.conf.dpkg-dist" || fail "no warren.conf.dpkg-dist beside the kept file"
+say "an upgrade with a changed warren.conf kept the user's (the package's is warren.conf.dpkg-dist)"
 
 printf '<?php echo "php says ", 6 * 7, " from ", PHP_SAPI, "\\n";\n' > "$root/var/www/html/info.php"
 in_root /usr/sbin/warren-ctl configtest >&2 || fail "warren-ctl configtest"
