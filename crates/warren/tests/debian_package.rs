@@ -7,8 +7,8 @@
 //! debootstrapped Debian root, maintainer scripts and warren-ctl included,
 //! is packaging/test-deb.sh (minutes; not run here).
 //!
-//! About 15 s on two cores (cargo-deb compresses the 20 MB debug binary),
-//! bounded at 120 s.
+//! About 7 s on two cores (5 of them cargo-deb packing the 20 MB debug
+//! binary, with --fast compression), bounded at 120 s.
 
 mod common;
 
@@ -109,7 +109,10 @@ fn the_package_holds_the_server_unit_config_docs_and_installs() {
     let report = ok(Command::new(&unpacked).arg("-f").arg(&conf).arg("-S"));
     assert!(report.contains("\nMain DocumentRoot: \"/var/www/html\"\n") && report.contains("\nPidFile: \"/run/warren/warren.pid\"\n"), "{report}");
     assert!(report.contains("\nListen:\n         0.0.0.0:80 (http)\n") && report.contains("\nMain pools: www\n"), "{report}");
-    serves_default_site_and_php(&dir, &root, &unpacked);
+    // The default configuration names no MPM (event); each serves it.
+    for mpm in ["event", "worker", "prefork"] {
+        serves_default_site_and_php(&dir, &root, &unpacked, mpm);
+    }
 
     let took = began.elapsed();
     eprintln!("package built in {built:?}, checked and served in {took:?} in all");
@@ -117,8 +120,9 @@ fn the_package_holds_the_server_unit_config_docs_and_installs() {
 }
 
 /// The default configuration as it is, with only the paths a test cannot
-/// use moved: port 80, /var/www/html, /var/log/warren and /run/warren.
-fn serves_default_site_and_php(dir: &TempDir, root: &Path, warren: &Path) {
+/// use moved: port 80, /var/www/html, /var/log/warren and /run/warren;
+/// under `mpm`.
+fn serves_default_site_and_php(dir: &TempDir, root: &Path, warren: &Path, mpm: &str) {
     let site = dir.0.join("html");
     std::fs::create_dir_all(&site).unwrap();
     std::fs::copy(root.join("usr/share/warren/default-site/index.html"), site.join("index.html")).unwrap();
@@ -135,7 +139,7 @@ fn serves_default_site_and_php(dir: &TempDir, root: &Path, warren: &Path) {
         .replace("/run/warren/", &format!("{}/", dir.0.display()));
     assert!(!conf.contains("/var/") && !conf.contains("Listen 80"), "{conf}");
     let conf_path = dir.write("warren.conf", conf);
-    let mut child = Command::new(warren).arg("-f").arg(&conf_path).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(warren).arg("-f").arg(&conf_path).args(["--mpm", mpm]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(15);
     let url = format!("http://127.0.0.1:{port}");
     let curl = |path: &str| Command::new("curl").args(["-sS", "-o", "-", "-w", "\n%{http_code}"]).arg(format!("{url}{path}")).output().unwrap();
@@ -143,17 +147,17 @@ fn serves_default_site_and_php(dir: &TempDir, root: &Path, warren: &Path) {
         if let Ok(Some(st)) = child.try_wait() {
             let mut err = String::new();
             std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-            panic!("warren with the default configuration exited with {st}: {err}");
+            panic!("warren ({mpm}) with the default configuration exited with {st}: {err}");
         }
-        assert!(Instant::now() < deadline, "the default configuration does not answer on {url}");
+        assert!(Instant::now() < deadline, "the default configuration ({mpm}) does not answer on {url}");
         std::thread::sleep(Duration::from_millis(50));
     }
     let body = |path: &str| String::from_utf8_lossy(&curl(path).stdout).into_owned();
     let index = body("/");
-    assert!(index.contains("warren: it works") && index.ends_with("\n200"), "{index}");
+    assert!(index.contains("warren: it works") && index.ends_with("\n200"), "{mpm}: {index}");
     let php = body("/info.php");
-    assert_eq!(php, "php says 42 from fpm-fcgi\n200", "PHP through the default php-fpm pool");
+    assert_eq!(php, "php says 42 from fpm-fcgi\n200", "{mpm}: PHP through the default php-fpm pool");
     let status = body("/server-status?auto");
-    assert!(status.contains("BusyWorkers: ") && status.ends_with("\n200"), "{status}");
+    assert!(status.contains("BusyWorkers: ") && status.ends_with("\n200"), "{mpm}: {status}");
     terminate(child, STOP_GRACE);
 }
