@@ -7,10 +7,14 @@
 //! environment does not already hold: what a unit file or the user set
 //! wins, as it does over apache2ctl's defaults.
 //!
-//! The script runs with warren's privileges (root, usually), so it is run
-//! only when it is owned by root or by warren's user and writable by no one
-//! else, as a root-owned /etc/apache2/envvars is.
+//! The script runs with warren's privileges (root, usually), so it is
+//! opened as root opens the files it writes ([`warren_handler::root_files`]:
+//! no link or directory another user could have put on the way, owned by
+//! root or warren's user), must be writable by no one else, and is read
+//! once: the shell evaluates the text that was checked, not whatever the
+//! path names a moment later.
 
+use std::io::Read as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,18 +33,22 @@ pub fn file_for(config: &Path) -> Option<PathBuf> {
 /// set yet. Returns the names set, or why the file was not read. Called
 /// while warren has one thread.
 pub fn import(envvars: &Path, config: &Path) -> Result<Vec<String>, String> {
-    let meta = std::fs::metadata(envvars).map_err(|e| format!("{}: {e}", envvars.display()))?;
-    let owner_ok = meta.uid() == 0 || meta.uid() == nix::unistd::geteuid().as_raw();
-    if !owner_ok || meta.mode() & 0o022 != 0 {
-        return Err(format!("{}: not read: it must be owned by root (or warren's user) and writable by no one else, as it runs as a shell script", envvars.display()));
+    let refused = |why: String| format!("{}: not read: {why}", envvars.display());
+    let mut file = warren_handler::root_files::open_read(envvars).map_err(|e| refused(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| refused(e.to_string()))?;
+    if meta.mode() & 0o022 != 0 {
+        return Err(refused("it must be writable by its owner alone, as it runs as a shell script".into()));
     }
+    let mut script = String::new();
+    file.read_to_string(&mut script).map_err(|e| refused(e.to_string()))?;
     let confdir = std::path::absolute(config).ok().and_then(|c| c.parent().map(Path::to_path_buf)).unwrap_or_default();
     // `env -0`: values may hold newlines.
     let out = Command::new("/bin/sh")
         .arg("-c")
-        .arg(". \"$1\" >/dev/null && exec env -0")
+        // As apache2ctl sources it: its exit status does not matter.
+        .arg("eval \"$1\" >/dev/null; exec env -0")
         .arg("sh")
-        .arg(envvars)
+        .arg(&script)
         .env("APACHE_CONFDIR", std::env::var_os("APACHE_CONFDIR").unwrap_or_else(|| confdir.into_os_string()))
         .stderr(std::process::Stdio::inherit())
         .output()

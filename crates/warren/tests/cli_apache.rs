@@ -176,20 +176,40 @@ fn envvars_beside_the_configuration_is_read_as_apache2ctl_reads_it() {
     assert!(out.contains("\nPidFile: \"/tmp/other.pid\"\n") && out.contains("\nUser: name=\"nobody\""), "{out}");
 }
 
-/// An envvars file others may write would run their commands as root: it is
-/// not read, with a warning naming it; the configuration then lacks the
-/// variables, an error naming the line.
+/// An envvars file others may write, or another user's, or a link another
+/// user put in the configuration's directory, would run their commands as
+/// root: it is not read, with a warning naming it; the configuration then
+/// lacks the variables, an error naming the line.
 #[test]
-fn an_envvars_file_others_can_write_is_not_run() {
+fn an_envvars_file_another_user_controls_is_not_run() {
     use std::os::unix::fs::PermissionsExt;
-    let (dir, conf) = envvars_tree("cli-envvars-bad");
+    let refused = |conf: &Path, envvars: &Path, why: &str| {
+        let out = without_apache_vars(conf).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains(&format!("{}: not read: {why}", envvars.display())), "{err}");
+        assert!(err.contains(&format!("{}:2: ", conf.display())) && err.contains("APACHE_PID_FILE"), "{err}");
+    };
+    let (dir, conf) = envvars_tree("cli-envvars-mode");
     let envvars = dir.0.join("envvars");
     std::fs::set_permissions(&envvars, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let out = without_apache_vars(&conf).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(err.contains(&format!("{}: not read: it must be owned by root", envvars.display())), "{err}");
-    assert!(err.contains(&format!("{}:2: ", conf.display())) && err.contains("APACHE_PID_FILE"), "{err}");
+    refused(&conf, &envvars, "it must be writable by its owner alone");
+    std::fs::set_permissions(&envvars, std::fs::Permissions::from_mode(0o620)).unwrap();
+    refused(&conf, &envvars, "it must be writable by its owner alone");
+    if nix::unistd::geteuid().is_root() {
+        // nobody's file, mode 0644: nobody could make it say anything.
+        let (dir, conf) = envvars_tree("cli-envvars-owner");
+        let envvars = dir.0.join("envvars");
+        std::os::unix::fs::chown(&envvars, Some(nobody()), None).unwrap();
+        refused(&conf, &envvars, "refused: ");
+        // A link in a directory nobody may write, to a file of root's.
+        let (dir, conf) = envvars_tree("cli-envvars-link");
+        let envvars = dir.0.join("envvars");
+        std::fs::remove_file(&envvars).unwrap();
+        std::os::unix::fs::symlink("/etc/apache2/envvars", &envvars).unwrap();
+        std::os::unix::fs::chown(&dir.0, Some(nobody()), None).unwrap();
+        refused(&conf, &envvars, "refused: ");
+    }
 }
 
 /// After logrotate moved the logs, `-k reopen-logs` (SIGUSR1) has warren
