@@ -26,7 +26,9 @@ pub fn file_for(config: &Path) -> Option<PathBuf> {
         return Some(PathBuf::from(named));
     }
     let dir = std::path::absolute(config).ok()?.parent()?.to_path_buf();
-    Some(dir.join("envvars")).filter(|f| f.is_file())
+    // Whatever is there (a FIFO, a dangling link) is looked at, and refused
+    // with a word, rather than passed over in silence.
+    Some(dir.join("envvars")).filter(|f| f.symlink_metadata().is_ok())
 }
 
 /// Sources `envvars` and sets, in this process, what it exports that is not

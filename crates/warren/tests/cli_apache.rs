@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::envvars::*;
 use common::*;
 
 fn run(args: &[&str]) -> Output {
@@ -131,31 +132,6 @@ fn dash_v_shows_the_build_the_mpm_and_the_paths() {
     assert_eq!(short, format!("Server version: warren/{} (linux)\n", env!("CARGO_PKG_VERSION")));
 }
 
-/// The lines of Debian's apache2.conf that name envvars' variables.
-const APACHE2_CONF_LINES: &str = "DefaultRuntimeDir ${APACHE_RUN_DIR}\nPidFile ${APACHE_PID_FILE}\nUser ${APACHE_RUN_USER}\nGroup ${APACHE_RUN_GROUP}\nErrorLog ${APACHE_LOG_DIR}/error.log\nListen 127.0.0.1:18085\nDocumentRoot www\n";
-
-/// A configuration directory holding Debian's own envvars file.
-fn envvars_tree(tag: &str) -> (TempDir, PathBuf) {
-    let debian = Path::new("/etc/apache2/envvars");
-    assert!(debian.is_file(), "/etc/apache2/envvars is missing: install the apache2 package (test.sh does)");
-    let dir = TempDir::new(tag);
-    std::fs::create_dir_all(dir.0.join("www")).unwrap();
-    std::fs::copy(debian, dir.0.join("envvars")).unwrap();
-    let conf = dir.write("apache2.conf", APACHE2_CONF_LINES);
-    (dir, conf)
-}
-
-fn without_apache_vars(conf: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("-f").arg(conf).arg("-S");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("APACHE_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd
-}
-
 /// With no APACHE_* variables set, `-f DIR/apache2.conf` sources
 /// DIR/envvars as apache2ctl does: Debian's values reach the
 /// configuration; one the environment sets wins over envvars'.
@@ -174,42 +150,6 @@ fn envvars_beside_the_configuration_is_read_as_apache2ctl_reads_it() {
     let other = dir.write("other-envvars", "export APACHE_RUN_USER=nobody APACHE_RUN_GROUP=nogroup APACHE_PID_FILE=/tmp/other.pid APACHE_RUN_DIR=/tmp APACHE_LOG_DIR=/tmp\n");
     let out = stdout(&without_apache_vars(&conf).env("APACHE_ENVVARS", &other).output().unwrap());
     assert!(out.contains("\nPidFile: \"/tmp/other.pid\"\n") && out.contains("\nUser: name=\"nobody\""), "{out}");
-}
-
-/// An envvars file others may write, or another user's, or a link another
-/// user put in the configuration's directory, would run their commands as
-/// root: it is not read, with a warning naming it; the configuration then
-/// lacks the variables, an error naming the line.
-#[test]
-fn an_envvars_file_another_user_controls_is_not_run() {
-    use std::os::unix::fs::PermissionsExt;
-    let refused = |conf: &Path, envvars: &Path, why: &str| {
-        let out = without_apache_vars(conf).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{err}");
-        assert!(err.contains(&format!("{}: not read: {why}", envvars.display())), "{err}");
-        assert!(err.contains(&format!("{}:2: ", conf.display())) && err.contains("APACHE_PID_FILE"), "{err}");
-    };
-    let (dir, conf) = envvars_tree("cli-envvars-mode");
-    let envvars = dir.0.join("envvars");
-    std::fs::set_permissions(&envvars, std::fs::Permissions::from_mode(0o666)).unwrap();
-    refused(&conf, &envvars, "it must be writable by its owner alone");
-    std::fs::set_permissions(&envvars, std::fs::Permissions::from_mode(0o620)).unwrap();
-    refused(&conf, &envvars, "it must be writable by its owner alone");
-    if nix::unistd::geteuid().is_root() {
-        // nobody's file, mode 0644: nobody could make it say anything.
-        let (dir, conf) = envvars_tree("cli-envvars-owner");
-        let envvars = dir.0.join("envvars");
-        std::os::unix::fs::chown(&envvars, Some(nobody()), None).unwrap();
-        refused(&conf, &envvars, "refused: ");
-        // A link in a directory nobody may write, to a file of root's.
-        let (dir, conf) = envvars_tree("cli-envvars-link");
-        let envvars = dir.0.join("envvars");
-        std::fs::remove_file(&envvars).unwrap();
-        std::os::unix::fs::symlink("/etc/apache2/envvars", &envvars).unwrap();
-        std::os::unix::fs::chown(&dir.0, Some(nobody()), None).unwrap();
-        refused(&conf, &envvars, "refused: ");
-    }
 }
 
 /// After logrotate moved the logs, `-k reopen-logs` (SIGUSR1) has warren
