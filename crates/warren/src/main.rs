@@ -575,6 +575,23 @@ fn bench_suite(file: &Path, out: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The man page's sections that clap has no word for: where the Debian
+/// package puts things, and where to read more.
+const MAN_FILES: &str = r".SH FILES
+.TP
+/etc/warren/warren.conf
+The configuration (Apache syntax); your sites go in /etc/warren/conf.d/*.conf.
+.TP
+/var/log/warren/
+access.log and error.log; /etc/logrotate.d/warren rotates them, then runs warren -k reopen-logs.
+.TP
+/run/warren/warren.pid
+The PidFile that -k signals.
+.SH SEE ALSO
+warren-ctl (apache2ctl's commands), systemctl(1) (start, stop, reload: a graceful restart),
+/usr/share/doc/warren/install.md, /usr/share/doc/warren/configuration.md.
+";
+
 /// `warren generate-docs DIR`: the man page and completions, generated from
 /// [`Cli`] so that they say what this binary takes.
 fn generate_docs(dir: &Path) -> ExitCode {
@@ -583,6 +600,7 @@ fn generate_docs(dir: &Path) -> ExitCode {
         let cmd = Cli::command();
         let mut page = Vec::new();
         clap_mangen::Man::new(cmd.clone()).section("8").render(&mut page)?;
+        page.extend_from_slice(MAN_FILES.as_bytes());
         std::fs::write(dir.join("warren.8"), page)?;
         for shell in [clap_complete::Shell::Bash, clap_complete::Shell::Zsh, clap_complete::Shell::Fish] {
             clap_complete::generate_to(shell, &mut cmd.clone(), "warren", dir.join("completions"))?;

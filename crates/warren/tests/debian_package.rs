@@ -99,7 +99,7 @@ fn the_package_holds_the_server_unit_config_docs_and_installs() {
     assert!(status.starts_with("install ok unpacked|") && status.contains("/etc/warren/warren.conf "), "{status}");
     let unpacked = root.join("usr/sbin/warren");
     let page = std::fs::read_to_string(root.join("usr/share/man/man8/warren.8")).unwrap();
-    assert!(page.contains(".TH warren 8") && page.contains("reopen\\-logs"), "{page}");
+    assert!(page.contains(".TH warren 8") && page.contains("reopen\\-logs") && page.contains(".SH FILES\n.TP\n/etc/warren/warren.conf"), "{page}");
     let bash = std::fs::read_to_string(root.join("usr/share/bash-completion/completions/warren")).unwrap();
     assert!(bash.contains("complete -F _warren") && bash.contains("graceful-stop"), "{bash}");
 
