@@ -30,7 +30,10 @@ rm -rf "$target/$dir/warren-docs"
 out="${WARREN_DEB_OUT:-$target/debian}"
 mkdir -p "$out"
 # cargo-deb reads the assets' target/release/ as the profile's own directory.
-fast=""
-[ "$profile" = dev ] && fast=--fast
-cargo deb $fast --no-build --locked -p warren --profile "$profile" --output "$out/warren_${profile}.deb" >&2
+# Release: the binary stripped, its debug symbols (profile.release has
+# debug = 1, for backtraces) in a warren-dbgsym .ddeb beside it, as Debian
+# ships them. Dev (tests): kept as built, with faster compression.
+flags="--dbgsym"
+[ "$profile" = dev ] && flags="--fast --no-dbgsym"
+cargo deb $flags --no-build --locked -p warren --profile "$profile" --output "$out/warren_${profile}.deb" >&2
 echo "$out/warren_${profile}.deb"
