@@ -249,7 +249,12 @@ fn main() -> ExitCode {
             // -k only needs the PidFile: a server running with -R must be
             // stoppable without it.
             // -S, -M and -V report; they start nothing as anyone.
-            let reports = cli.dump_vhosts || cli.dump_modules || cli.show_build;
+            // apache2ctl's -S and -M are `-t -D DUMP_VHOSTS -D DUMP_RUN_CFG`
+            // and `-t -D DUMP_MODULES`, which tools (certbot) call as such.
+            let dumps = |names: &[&str]| cli.test && cli.defines.iter().any(|d| names.contains(&d.as_str()));
+            let dump_vhosts = cli.dump_vhosts || dumps(&["DUMP_VHOSTS", "DUMP_RUN_CFG"]);
+            let dump_modules = cli.dump_modules || dumps(&["DUMP_MODULES"]);
+            let reports = dump_vhosts || dump_modules || cli.show_build;
             let loaded = if cli.signal.is_some() || reports { load_file(file, &opts) } else { load_checked(file, &opts, cli.allow_root) };
             for w in &loaded.warnings {
                 eprintln!("{w} (warning)");
@@ -277,10 +282,10 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             };
             if reports {
-                if cli.dump_vhosts {
+                if dump_vhosts {
                     print!("{}", apache_cli::dump_vhosts(&settings, &cli.defines));
                 }
-                if cli.dump_modules {
+                if dump_modules {
                     print!("{}", apache_cli::dump_modules(settings.mpm, &loaded.loaded_modules));
                 }
                 if cli.show_build {

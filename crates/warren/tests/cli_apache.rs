@@ -72,6 +72,9 @@ fn dash_s_shows_hosts_by_address_with_roots_pools_and_listeners() {
     assert!(out.contains(&format!("\nUser: name=\"www-data\" id={uid}\n")), "{out}");
     assert!(out.contains("\nListen:\n         127.0.0.1:18080 (http)\n         127.0.0.1:18081 (http)\n"), "{out}");
     assert!(out.contains(&format!("\nPools:\n         shop ({c}:9): /usr/bin/php-cgi as www-data, pm static, max_children 3\n")), "{out}");
+    // apache2ctl's own spelling of it, as certbot runs it.
+    let dumped = stdout(&run(&["-f", conf.to_str().unwrap(), "-t", "-D", "DUMP_VHOSTS", "-D", "DUMP_RUN_CFG"]));
+    assert!(dumped.starts_with(&expected_start) && dumped.contains("\nDefine: DUMP_VHOSTS\nDefine: DUMP_RUN_CFG\n"), "{dumped}");
 }
 
 /// -S on a configuration with an error prints the error, as FILE:LINE, and fails.
@@ -110,6 +113,8 @@ fn dash_m_lists_the_modules_and_what_warren_makes_of_them() {
     let out = stdout(&run(&["-f", with_ssl.to_str().unwrap(), "-M"]));
     assert!(out.lines().any(|l| l.starts_with(" ssl_module (shared) - built in: TLS")), "{out}");
     assert!(out.lines().any(|l| l == " mpm_event_module (static) - built in: the MPM in force"), "{out}");
+    let dumped = stdout(&run(&["-f", with_ssl.to_str().unwrap(), "-t", "-D", "DUMP_MODULES"]));
+    assert_eq!(dumped, out);
 }
 
 /// -V: version, build, the MPM the configuration chooses, and its paths.
