@@ -55,6 +55,12 @@ if ! ls /etc/apache2/mods-available/php8*.conf >/dev/null 2>&1 && [ ! -f /var/ca
     rm -rf "$scratch"
 fi
 
+# debian_package.rs builds the .deb with cargo-deb (packaging/build-deb.sh).
+if ! command -v cargo-deb >/dev/null 2>&1; then
+    echo "test.sh: installing cargo-deb"
+    cargo install cargo-deb --locked
+fi
+
 # h2_conformance.rs runs tests/h2/conformance.py with this Python: h2, hpack
 # and hyperframe from PyPI, installed once (pip needs the network then).
 venv="${WARREN_TEST_VENV:-/opt/warren-test-venv}"

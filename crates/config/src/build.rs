@@ -43,6 +43,8 @@ pub struct Loaded {
     /// How mpm-itk's, suexec's and mod_fcgid's lines were mapped onto
     /// pools (see [`crate::fcgid`]): notices at `-t` and at start.
     pub mapped: Vec<ConfigError>,
+    /// The modules `LoadModule` loaded (MPMs aside), for `warren -M`.
+    pub loaded_modules: Vec<&'static str>,
 }
 
 pub fn load_file(path: &Path, opts: &LoadOptions) -> Loaded {
@@ -74,6 +76,7 @@ fn load(path: &Path, opts: &LoadOptions, read: impl FnOnce(&mut Reader, &Path) -
     builder.warnings.append(&mut reader.warnings);
     let mut loaded = builder.build(&nodes);
     loaded.skipped = std::mem::take(&mut reader.skipped);
+    loaded.loaded_modules = std::mem::take(&mut reader.loaded_modules);
     loaded
 }
 
@@ -237,6 +240,7 @@ impl Builder {
             skipped: Vec::new(),
             scripts: self.script_notices,
             mapped: self.mapped,
+            loaded_modules: Vec::new(),
         }
     }
 

@@ -76,7 +76,7 @@ pub struct Reader {
     pub mpm_override: Option<String>,
     /// The MPM chosen by the first `LoadModule mpm_*_module`, if any.
     pub loaded_mpm: Option<(String, Origin)>,
-    /// The modules of [`modules::LOADED_ONLY`] a `LoadModule` has loaded.
+    /// The modules `LoadModule` has loaded (MPMs aside), in order.
     pub loaded_modules: Vec<&'static str>,
     pub errors: Vec<ConfigError>,
     /// Lines read but not acted on: `LoadModule` of a module warren accepts
@@ -428,7 +428,9 @@ impl Reader {
                 self.loaded_mpm = Some((module.to_string(), origin.clone()));
             }
             Some(m) if m.loads() => {
-                if modules::LOADED_ONLY.contains(&m.name) && !self.loaded_modules.contains(&m.name) {
+                // Every module is kept, for `warren -M`; only those of
+                // LOADED_ONLY change what <IfModule> says.
+                if !self.loaded_modules.contains(&m.name) {
                     self.loaded_modules.push(m.name);
                 }
                 if let Some(w) = m.load_warning() {

@@ -14,12 +14,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand, ValueEnum};
+mod apache_cli;
+mod envvars;
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use warren_config::{load_file, LoadOptions, Mpm, Settings};
 use warren_handler::Site;
 
 #[derive(Parser)]
-#[command(name = "warren", version, about = "A web server for PHP and FastCGI sites on small machines", args_conflicts_with_subcommands = true)]
+#[command(name = "warren", version, about = "A web server for PHP and FastCGI sites on small machines", args_conflicts_with_subcommands = true, disable_version_flag = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -43,6 +46,22 @@ struct Cli {
     /// root then keeps root instead of running as www-data or nobody.
     #[arg(short = 'R', long = "allow-to-run-as-root", global = true)]
     allow_root: bool,
+    /// Show the virtual hosts by address, with their DocumentRoots and pools,
+    /// the listeners and the run configuration, as `apache2ctl -S`.
+    #[arg(short = 'S', requires = "config")]
+    dump_vhosts: bool,
+    /// Show the modules the configuration has and what warren makes of each, as `apache2ctl -M`.
+    #[arg(short = 'M', requires = "config")]
+    dump_modules: bool,
+    /// Show the version, the build, the MPM and the paths, as `apache2 -V`.
+    #[arg(short = 'V')]
+    show_build: bool,
+    /// Show the version as `apache2 -v` does (`Server version: warren/...`).
+    #[arg(short = 'v')]
+    show_version: bool,
+    /// Print the version (`warren 0.1.0`).
+    #[arg(long = "version")]
+    long_version: bool,
 }
 
 #[derive(Subcommand)]
@@ -60,6 +79,13 @@ enum Command {
     },
     /// Load-test HTTP servers, as ab and siege do: siege's report and ab's percentiles.
     Bench(Box<BenchArgs>),
+    /// Write warren's man page (warren.8) and shell completions (bash, zsh,
+    /// fish) into DIR, from this command line's own definition (the Debian
+    /// package is built with them).
+    #[command(hide = true)]
+    GenerateDocs {
+        dir: PathBuf,
+    },
 }
 
 /// `warren bench`'s options.
@@ -171,6 +197,24 @@ fn main() -> ExitCode {
     if let Some(Command::Bench(args)) = &cli.command {
         return bench(args);
     }
+    if let Some(Command::GenerateDocs { dir }) = &cli.command {
+        return generate_docs(dir);
+    }
+    if cli.long_version {
+        print!("{}", Cli::command().render_version());
+        return ExitCode::SUCCESS;
+    }
+    if cli.show_version {
+        print!("{}", apache_cli::version_line());
+        return ExitCode::SUCCESS;
+    }
+    if let Some(file) = &cli.config {
+        if let Some(envvars) = envvars::file_for(file) {
+            if let Err(e) = envvars::import(&envvars, file) {
+                eprintln!("warren: {e} (warning)");
+            }
+        }
+    }
     let settings = match (&cli.command, &cli.config) {
         (Some(Command::Serve { dir, listen, mpm }), _) => {
             let dir = match dir.canonicalize() {
@@ -207,7 +251,14 @@ fn main() -> ExitCode {
             let opts = LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm };
             // -k only needs the PidFile: a server running with -R must be
             // stoppable without it.
-            let loaded = if cli.signal.is_some() { load_file(file, &opts) } else { load_checked(file, &opts, cli.allow_root) };
+            // -S, -M and -V report; they start nothing as anyone.
+            // apache2ctl's -S and -M are `-t -D DUMP_VHOSTS -D DUMP_RUN_CFG`
+            // and `-t -D DUMP_MODULES`, which tools (certbot) call as such.
+            let dumps = |names: &[&str]| cli.test && cli.defines.iter().any(|d| names.contains(&d.as_str()));
+            let dump_vhosts = cli.dump_vhosts || dumps(&["DUMP_VHOSTS", "DUMP_RUN_CFG"]);
+            let dump_modules = cli.dump_modules || dumps(&["DUMP_MODULES"]);
+            let reports = dump_vhosts || dump_modules || cli.show_build;
+            let loaded = if cli.signal.is_some() || reports { load_file(file, &opts) } else { load_checked(file, &opts, cli.allow_root) };
             for w in &loaded.warnings {
                 eprintln!("{w} (warning)");
                 warnings.push(w.to_string());
@@ -228,11 +279,23 @@ fn main() -> ExitCode {
                 eprintln!("{e}");
             }
             let Some(settings) = loaded.settings else {
-                if !cli.test {
+                if !(cli.test || reports) {
                     eprintln!("warren: configuration has errors; not starting");
                 }
                 return ExitCode::FAILURE;
             };
+            if reports {
+                if dump_vhosts {
+                    print!("{}", apache_cli::dump_vhosts(&settings, &cli.defines));
+                }
+                if dump_modules {
+                    print!("{}", apache_cli::dump_modules(settings.mpm, &loaded.loaded_modules));
+                }
+                if cli.show_build {
+                    print!("{}", apache_cli::version_report(Some(&settings), Some(file)));
+                }
+                return ExitCode::SUCCESS;
+            }
             if cli.test {
                 // Certificates and keys are read and checked as at start.
                 match warren_tls::ServerTls::new(&settings) {
@@ -265,7 +328,11 @@ fn main() -> ExitCode {
             }
             settings
         }
-        (Some(Command::Bench(_)), _) => unreachable!("handled above"),
+        (Some(Command::Bench(_) | Command::GenerateDocs { .. }), _) => unreachable!("handled above"),
+        (None, None) if cli.show_build => {
+            print!("{}", apache_cli::version_report(None, None));
+            return ExitCode::SUCCESS;
+        }
         (None, None) => {
             eprintln!("warren: give a configuration file (-f FILE) or use `warren serve DIR`; see --help");
             return ExitCode::from(2);
@@ -514,6 +581,47 @@ fn bench_suite(file: &Path, out: &Path) -> ExitCode {
     }
     eprintln!("report: {}", out.join("report.html").display());
     ExitCode::SUCCESS
+}
+
+/// The man page's sections that clap has no word for: where the Debian
+/// package puts things, and where to read more.
+const MAN_FILES: &str = r".SH FILES
+.TP
+/etc/warren/warren.conf
+The configuration (Apache syntax); your sites go in /etc/warren/conf.d/*.conf.
+.TP
+/var/log/warren/
+access.log and error.log; /etc/logrotate.d/warren rotates them, then runs warren -k reopen-logs.
+.TP
+/run/warren/warren.pid
+The PidFile that -k signals.
+.SH SEE ALSO
+warren-ctl (apache2ctl's commands), systemctl(1) (start, stop, reload: a graceful restart),
+/usr/share/doc/warren/install.md, /usr/share/doc/warren/configuration.md.
+";
+
+/// `warren generate-docs DIR`: the man page and completions, generated from
+/// [`Cli`] so that they say what this binary takes.
+fn generate_docs(dir: &Path) -> ExitCode {
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir.join("completions"))?;
+        let cmd = Cli::command();
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd.clone()).section("8").render(&mut page)?;
+        page.extend_from_slice(MAN_FILES.as_bytes());
+        std::fs::write(dir.join("warren.8"), page)?;
+        for shell in [clap_complete::Shell::Bash, clap_complete::Shell::Zsh, clap_complete::Shell::Fish] {
+            clap_complete::generate_to(shell, &mut cmd.clone(), "warren", dir.join("completions"))?;
+        }
+        Ok(())
+    };
+    match write() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("warren: {}: {e}", dir.display());
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// The first executable `name` in PATH.
