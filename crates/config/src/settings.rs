@@ -84,6 +84,12 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
+    /// Apache's numbering, syslog's severities up to debug (7): emerg 0,
+    /// alert 1 ... debug 7, trace 8; the order of the variants.
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             LogLevel::Emerg => "emerg",

@@ -23,21 +23,6 @@ pub(crate) fn default_error_line(level: LogLevel, client: Option<SocketAddr>, me
     line
 }
 
-/// Apache's numbering of levels, for `%7x`.
-fn level_number(level: LogLevel) -> u8 {
-    match level {
-        LogLevel::Emerg => 0,
-        LogLevel::Alert => 1,
-        LogLevel::Crit => 2,
-        LogLevel::Error => 3,
-        LogLevel::Warn => 4,
-        LogLevel::Notice => 5,
-        LogLevel::Info => 6,
-        LogLevel::Debug => 7,
-        LogLevel::Trace => 8,
-    }
-}
-
 pub(crate) fn formatted_error_line(items: &[ErrorLogItem], level: LogLevel, client: Option<SocketAddr>, message: &str) -> String {
     formatted_at(items, level, client, message, SystemTime::now())
 }
@@ -61,10 +46,10 @@ fn formatted_at(items: &[ErrorLogItem], level: LogLevel, client: Option<SocketAd
         if skipping {
             continue;
         }
-        let value = if item.min_level > level_number(level) { None } else { value(&item.part, level, client, now) };
+        let value = if item.min_level > level.number() { None } else { value(&item.part, level, client, now) };
         match value {
             Some(v) => line.push_str(&v),
-            None if item.hyphen && item.min_level <= level_number(level) => line.push('-'),
+            None if item.hyphen && item.min_level <= level.number() => line.push('-'),
             None => {
                 line.truncate(field_start);
                 skipping = true;

@@ -41,27 +41,13 @@ impl Syslog {
     }
 }
 
-/// RFC 5424's severities, from LogLevel (trace levels are debug).
-fn severity(level: LogLevel) -> u8 {
-    match level {
-        LogLevel::Emerg => 0,
-        LogLevel::Alert => 1,
-        LogLevel::Crit => 2,
-        LogLevel::Error => 3,
-        LogLevel::Warn => 4,
-        LogLevel::Notice => 5,
-        LogLevel::Info => 6,
-        LogLevel::Debug | LogLevel::Trace => 7,
-    }
-}
-
 fn datagram(facility: u8, level: LogLevel, at: SystemTime, pid: u32, message: &str) -> String {
     let c = crate::logs::civil(at);
     // A message cannot end one datagram and begin a forged next one.
     let message = message.replace(['\n', '\r'], " ");
     format!(
         "<{}>{} {:>2} {:02}:{:02}:{:02} warren[{pid}]: {message}",
-        u32::from(facility) * 8 + u32::from(severity(level)),
+        u32::from(facility) * 8 + u32::from(level.number().min(7)),
         crate::logs::MONTHS[c.month as usize - 1],
         c.day,
         c.hour,
