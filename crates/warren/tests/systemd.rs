@@ -35,18 +35,24 @@ impl Notifications {
     /// Waits (up to 20 s) for a notification with the line `line`;
     /// returns it. The ones before it are kept in `seen`.
     fn wait_for(&mut self, line: &str) -> String {
+        self.wait_until(line, |message| message.lines().any(|l| l == line).then(|| message.to_string()))
+    }
+
+    /// Waits (up to 20 s) for a notification `found` takes something from;
+    /// returns that. Every one received is kept in `seen`.
+    fn wait_until(&mut self, what: &str, found: impl Fn(&str) -> Option<String>) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut buf = [0u8; 4096];
         while Instant::now() < deadline {
             if let Ok(n) = self.socket.recv(&mut buf) {
                 let message = String::from_utf8_lossy(&buf[..n]).into_owned();
                 self.seen.push(message.clone());
-                if message.lines().any(|l| l == line) {
-                    return message;
+                if let Some(taken) = found(&message) {
+                    return taken;
                 }
             }
         }
-        panic!("no {line} from warren in 20 s; received {:?}", self.seen);
+        panic!("no {what} from warren in 20 s; received {:?}", self.seen);
     }
 }
 
@@ -130,19 +136,9 @@ fn notify_ready_reload_stop(mpm: &str) {
 impl Notifications {
     /// Waits for a STATUS= line that counts requests.
     fn wait_for_status_with_requests(&mut self) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut buf = [0u8; 4096];
-        while Instant::now() < deadline {
-            if let Ok(n) = self.socket.recv(&mut buf) {
-                let message = String::from_utf8_lossy(&buf[..n]).into_owned();
-                self.seen.push(message.clone());
-                let counted = message.lines().filter_map(|l| l.strip_prefix("STATUS=")).find(|st| st.split(' ').next().and_then(|r| r.parse::<f64>().ok()).is_some_and(|r| r > 0.0));
-                if let Some(st) = counted {
-                    return st.to_string();
-                }
-            }
-        }
-        panic!("no STATUS= counting requests in 20 s; received {:?}", self.seen);
+        self.wait_until("STATUS= counting requests", |message| {
+            message.lines().filter_map(|l| l.strip_prefix("STATUS=")).find(|st| st.split(' ').next().and_then(|r| r.parse::<f64>().ok()).is_some_and(|r| r > 0.0)).map(str::to_string)
+        })
     }
 }
 
