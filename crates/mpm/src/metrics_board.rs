@@ -45,10 +45,12 @@ impl SlotMetrics {
     /// A request is over.
     pub fn request(&self, bucket: usize, status: u16, bytes: u64, duration_us: u64) {
         let bucket = bucket.min(VHOST_BUCKETS - 1);
-        self.requests[bucket][status_class(status)].fetch_add(1, Ordering::Relaxed);
         self.bytes[bucket].fetch_add(bytes, Ordering::Relaxed);
         self.durations[duration_bucket(duration_us)].fetch_add(1, Ordering::Relaxed);
         self.duration_sum_us.fetch_add(duration_us, Ordering::Relaxed);
+        // Last, and released: a scrape that sees the request counted sees
+        // its bytes and duration too.
+        self.requests[bucket][status_class(status)].fetch_add(1, Ordering::Release);
     }
 
     pub fn tls_handshake(&self, resumed: bool) {
@@ -140,7 +142,7 @@ impl MetricsSource for ScoreboardMetrics {
                 let m = &slot.metrics;
                 for b in 0..VHOST_BUCKETS {
                     for (c, n) in m.requests[b].iter().enumerate() {
-                        requests[b][c] += n.load(Ordering::Relaxed);
+                        requests[b][c] += n.load(Ordering::Acquire);
                     }
                     bytes[b] += m.bytes[b].load(Ordering::Relaxed);
                 }

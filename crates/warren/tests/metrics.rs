@@ -1,0 +1,170 @@
+//! `SetHandler metrics`: after requests to two virtual hosts, the scrape
+//! counts each by host and status class, the duration histogram counts
+//! every request, `promtool check metrics` (Prometheus's own checker)
+//! accepts the text, OpenMetrics is answered when asked for, and Require
+//! keeps strangers out. Under every MPM: prefork's counts are those of
+//! many processes.
+
+mod common;
+use common::*;
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const VHOSTS: &str = "<VirtualHost *>\nServerName one.example\nDocumentRoot htdocs\n</VirtualHost>\n\
+<VirtualHost *>\nServerName two.example\nDocumentRoot htdocs\n</VirtualHost>\n\
+<VirtualHost *>\nServerName metrics.example\nDocumentRoot htdocs\n\
+<Location \"/metrics\">\nSetHandler metrics\nRequire ip 127.0.0.1\n</Location>\n\
+<Location \"/metrics-private\">\nSetHandler metrics\nRequire ip 192.0.2.1\n</Location>\n</VirtualHost>\n";
+
+each_mpm!(requests_are_counted_by_host_and_class, promtool_accepts_both_formats, strangers_are_refused);
+
+/// A keep-alive connection to the metrics host: each scrape is recorded
+/// before the next one is read, so a scrape sees every one before it.
+struct Scraper {
+    conn: TcpStream,
+}
+
+impl Scraper {
+    fn new(s: &Server) -> Scraper {
+        Scraper { conn: s.connect() }
+    }
+
+    fn get(&mut self, path: &str, headers: &str) -> Resp {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: metrics.example\r\n{headers}\r\n");
+        self.conn.write_all(req.as_bytes()).unwrap();
+        let mut data = Vec::new();
+        let mut buf = [0u8; 65536];
+        while !response_complete(&data) {
+            let n = self.conn.read(&mut buf).unwrap();
+            assert!(n > 0, "the server closed the scrape's connection: {:?}", String::from_utf8_lossy(&data));
+            data.extend_from_slice(&buf[..n]);
+        }
+        parse_response(&data).0
+    }
+
+    /// The samples of a text-format scrape: `name{labels}` -> value.
+    fn samples(&mut self) -> HashMap<String, f64> {
+        let r = self.get("/metrics", "");
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.text()
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| {
+                let (k, v) = l.rsplit_once(' ').unwrap_or_else(|| panic!("bad sample line {l:?}"));
+                (k.to_string(), v.parse().unwrap_or_else(|_| panic!("bad value in {l:?}")))
+            })
+            .collect()
+    }
+}
+
+fn requests(m: &HashMap<String, f64>, vhost: &str, class: &str) -> f64 {
+    m.get(&format!("warren_requests_total{{vhost=\"{vhost}\",class=\"{class}\"}}")).copied().unwrap_or(0.0)
+}
+
+fn requests_are_counted_by_host_and_class(mpm: &str) {
+    let s = Server::start(mpm, VHOSTS);
+    let mut scraper = Scraper::new(&s);
+    let before = scraper.samples();
+    assert_eq!(requests(&before, "one.example", "2xx"), 0.0, "{before:?}");
+    for _ in 0..7 {
+        assert_eq!(s.get_from("one.example", "/a.txt").status, 200);
+    }
+    for _ in 0..3 {
+        assert_eq!(s.get_from("two.example", "/missing").status, 404);
+    }
+    for _ in 0..2 {
+        assert_eq!(s.get_from("two.example", "/a.txt").status, 200);
+    }
+    // A request is counted just after its answer is sent: wait for the last.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let m = loop {
+        let m = scraper.samples();
+        if requests(&m, "one.example", "2xx") >= 7.0 && requests(&m, "two.example", "4xx") >= 3.0 && requests(&m, "two.example", "2xx") >= 2.0 {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "the counts never reached the requests made: {m:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(requests(&m, "one.example", "2xx"), 7.0);
+    assert_eq!(requests(&m, "two.example", "4xx"), 3.0);
+    assert_eq!(requests(&m, "two.example", "2xx"), 2.0);
+    for class in ["1xx", "3xx", "4xx", "5xx", "none"] {
+        assert_eq!(requests(&m, "one.example", class), 0.0, "{class}");
+    }
+    // Nine 20-byte bodies and their heads, at least.
+    let sent = m["warren_sent_bytes_total{vhost=\"one.example\"}"];
+    assert!(sent >= 7.0 * 20.0, "{sent}");
+    // Every request is in the histogram: those above, and the scrapes so far.
+    let counted: f64 = m.iter().filter(|(k, _)| k.starts_with("warren_requests_total{")).map(|(_, v)| v).sum();
+    assert_eq!(m["warren_request_duration_seconds_count"], counted, "{m:?}");
+    assert_eq!(m["warren_request_duration_seconds_bucket{le=\"+Inf\"}"], counted);
+    assert!(counted >= 13.0, "12 requests and a scrape at least: {counted}");
+    assert!(m["warren_children"] >= 1.0);
+    assert!(m.keys().any(|k| k.starts_with("warren_workers{state=")), "{m:?}");
+    assert_eq!(m[&format!("warren_info{{mpm=\"{mpm}\"}}")], 1.0);
+}
+
+/// Runs `promtool check metrics` on `text`; its complaints, if any.
+fn promtool(text: &[u8]) -> Result<(), String> {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus; test.sh installs it)");
+    child.stdin.take().unwrap().write_all(text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+fn promtool_accepts_both_formats(mpm: &str) {
+    let s = Server::start(mpm, VHOSTS);
+    for _ in 0..3 {
+        assert_eq!(s.get_from("one.example", "/a.txt").status, 200);
+    }
+    assert_eq!(s.get_from("two.example", "/missing").status, 404);
+    let mut scraper = Scraper::new(&s);
+    let text = scraper.get("/metrics", "");
+    assert_eq!(text.header("Content-Type"), Some("text/plain; version=0.0.4; charset=utf-8"));
+    promtool(&text.body).unwrap_or_else(|e| panic!("promtool refused the text format: {e}\n{}", text.text()));
+    let om = scraper.get("/metrics", "Accept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5\r\n");
+    assert_eq!(om.header("Content-Type"), Some("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    let body = om.text();
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    assert!(body.contains("# TYPE warren_requests counter\n") && body.contains("warren_requests_total{vhost=\"one.example\",class=\"2xx\"} 3\n"), "{body}");
+    // promtool reads only the text format; OpenMetrics's rules checked
+    // here: each sample after its family's TYPE, a counter's samples named
+    // with `_total` (the real Prometheus test parses it too).
+    let mut families: HashMap<String, String> = HashMap::new();
+    for line in body.lines().filter(|l| *l != "# EOF") {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (family, kind) = rest.split_once(' ').unwrap();
+            assert!(families.insert(family.to_string(), kind.to_string()).is_none(), "family {family} declared twice");
+        } else if !line.starts_with("# HELP ") {
+            let name = line.split(['{', ' ']).next().unwrap();
+            let family = ["_total", "_bucket", "_sum", "_count"].iter().find_map(|suffix| name.strip_suffix(suffix).filter(|f| families.contains_key(*f))).unwrap_or(name);
+            let kind = families.get(family).unwrap_or_else(|| panic!("{line:?} before its family's TYPE"));
+            assert_eq!(kind == "counter", name.ends_with("_total"), "{line:?} of a {kind}");
+        }
+    }
+}
+
+fn strangers_are_refused(mpm: &str) {
+    let s = Server::start(mpm, VHOSTS);
+    let mut scraper = Scraper::new(&s);
+    let r = scraper.get("/metrics-private", "");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(!r.text().contains("warren_requests_total"));
+    // The other hosts have no metrics handler.
+    let r = s.get_from("one.example", "/metrics");
+    assert_eq!(r.status, 404);
+}
