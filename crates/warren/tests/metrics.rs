@@ -2,7 +2,8 @@
 //! counts each by host and status class, the duration histogram counts
 //! every request, `promtool check metrics` (Prometheus's own checker)
 //! accepts the text, OpenMetrics is answered when asked for, and Require
-//! keeps strangers out. Under every MPM: prefork's counts are those of
+//! keeps strangers out; a real Prometheus (Debian's) scrapes it, in
+//! OpenMetrics as it asks. Under every MPM: prefork's counts are those of
 //! many processes.
 
 mod common;
@@ -20,7 +21,7 @@ const VHOSTS: &str = "<VirtualHost *>\nServerName one.example\nDocumentRoot htdo
 <Location \"/metrics\">\nSetHandler metrics\nRequire ip 127.0.0.1\n</Location>\n\
 <Location \"/metrics-private\">\nSetHandler metrics\nRequire ip 192.0.2.1\n</Location>\n</VirtualHost>\n";
 
-each_mpm!(requests_are_counted_by_host_and_class, promtool_accepts_both_formats, strangers_are_refused);
+each_mpm!(requests_are_counted_by_host_and_class, promtool_accepts_both_formats, strangers_are_refused, a_real_prometheus_scrapes_it);
 
 /// A keep-alive connection to the metrics host: each scrape is recorded
 /// before the next one is read, so a scrape sees every one before it.
@@ -167,4 +168,73 @@ fn strangers_are_refused(mpm: &str) {
     // The other hosts have no metrics handler.
     let r = s.get_from("one.example", "/metrics");
     assert_eq!(r.status, 404);
+}
+
+/// A Prometheus server of the test's own, killed when dropped.
+struct Prometheus {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Prometheus {
+    /// Scrapes `target` (host:port) at `/metrics` every second.
+    fn start(dir: &TempDir, target: &str) -> Prometheus {
+        let conf = dir.write(
+            "prometheus.yml",
+            format!("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: warren\n    metrics_path: /metrics\n    static_configs:\n      - targets: ['{target}']\n"),
+        );
+        let port = free_port();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", conf.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.0.join("tsdb").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.0.join("prometheus.log")).unwrap())
+            .spawn()
+            .expect("prometheus (Debian package prometheus; test.sh installs it)");
+        Prometheus { child, port }
+    }
+
+    /// The API's answer to `query`, as text.
+    fn query(&self, query: &str) -> String {
+        let url = format!("http://127.0.0.1:{}/api/v1/query", self.port);
+        let (_, out) = curl(&["-G", &url, "--data-urlencode", &format!("query={query}")]);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+fn a_real_prometheus_scrapes_it(mpm: &str) {
+    let s = Server::start(mpm, "<Location \"/metrics\">\nSetHandler metrics\nRequire ip 127.0.0.1\n</Location>\nCustomLog scrapes.log \"%U %>s %{Content-Type}o\"\n");
+    for _ in 0..5 {
+        assert_eq!(s.get("/a.txt").status, 200);
+    }
+    let prom = Prometheus::start(&s.dir, &format!("127.0.0.1:{}", s.port));
+    // Prometheus starts, then scrapes every second: wait for a scrape that
+    // holds the five requests (the scrapes add their own).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let query = "warren_requests_total{job=\"warren\",vhost=\"localhost\",class=\"2xx\"} >= 5";
+    loop {
+        let answer = prom.query(query);
+        if answer.contains("\"__name__\":\"warren_requests_total\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Prometheus never had the counts: {answer}\ntargets: {}\nlog: {}", prom.query("up"), s.dir.0.join("prometheus.log").display());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The scrape was healthy, in OpenMetrics (what Prometheus asks for first).
+    let up = prom.query("up{job=\"warren\"}");
+    assert!(up.contains("\"1\"]"), "{up}");
+    // (A scrape's log line is written once its answer is sent: waited for.)
+    let om = "/metrics 200 application/openmetrics-text; version=1.0.0";
+    let log = s.wait_log("scrapes.log", om);
+    assert!(log.contains(om), "{log}");
+    let histogram = prom.query("warren_request_duration_seconds_count{job=\"warren\"} >= 5");
+    assert!(histogram.contains("warren_request_duration_seconds_count"), "{histogram}");
 }
