@@ -120,10 +120,13 @@ impl MetricsSource for ScoreboardMetrics {
     fn snapshot(&self) -> MetricsSnapshot {
         let sb = &self.sb;
         let mut snap = MetricsSnapshot { mpm: self.mpm, start_time_ms: sb.restart_time_ms(), generation: sb.generation(), ..Default::default() };
-        let mut requests = [[0u64; STATUS_CLASSES.len()]; VHOST_BUCKETS];
-        let mut bytes = [0u64; VHOST_BUCKETS];
+        // Only the buckets given a name and the slots ever claimed have
+        // counted anything: the rest is not read.
+        let names = sb.vhost_names();
+        let named: Vec<(usize, String)> = (0..VHOST_BUCKETS).map(|b| (b, names.name(b))).filter(|(_, n)| !n.is_empty()).collect();
+        let mut vhosts: Vec<VhostFigures> = named.iter().map(|(_, name)| VhostFigures { name: name.clone(), ..Default::default() }).collect();
         let mut states: Vec<(&'static str, u64)> = Vec::new();
-        for p in 0..sb.server_limit {
+        for p in 0..sb.slots_used() {
             let ps = sb.process(p);
             let live = ps.pid.load(Ordering::Relaxed) != 0;
             if live {
@@ -140,11 +143,11 @@ impl MetricsSource for ScoreboardMetrics {
                     }
                 }
                 let m = &slot.metrics;
-                for b in 0..VHOST_BUCKETS {
-                    for (c, n) in m.requests[b].iter().enumerate() {
-                        requests[b][c] += n.load(Ordering::Acquire);
+                for ((b, _), v) in named.iter().zip(vhosts.iter_mut()) {
+                    for (sum, n) in v.requests.iter_mut().zip(&m.requests[*b]) {
+                        *sum += n.load(Ordering::Acquire);
                     }
-                    bytes[b] += m.bytes[b].load(Ordering::Relaxed);
+                    v.bytes_sent += m.bytes[*b].load(Ordering::Relaxed);
                 }
                 for (i, n) in m.durations.iter().enumerate() {
                     snap.duration_buckets[i] += n.load(Ordering::Relaxed);
@@ -155,13 +158,7 @@ impl MetricsSource for ScoreboardMetrics {
                 snap.h2_streams += m.h2_streams.load(Ordering::Relaxed);
             }
         }
-        let names = sb.vhost_names();
-        for b in 0..VHOST_BUCKETS {
-            let name = names.name(b);
-            if !name.is_empty() {
-                snap.vhosts.push(VhostFigures { name, requests: requests[b], bytes_sent: bytes[b] });
-            }
-        }
+        snap.vhosts = vhosts;
         states.sort();
         snap.workers = states;
         snap

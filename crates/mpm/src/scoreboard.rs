@@ -113,6 +113,9 @@ struct Header {
     accept_turns: AtomicU32,
     /// Bumped when a turn is given back: children waiting for one sleep on it.
     turn_given: AtomicU32,
+    /// One past the highest process slot ever claimed: slots past it have
+    /// never counted anything, and a metrics scrape skips them.
+    slots_used: AtomicU32,
     /// The names of the metrics' virtual host buckets.
     vhost_names: VhostNames,
 }
@@ -227,6 +230,11 @@ impl Scoreboard {
         }
     }
 
+    /// One past the highest process slot ever claimed.
+    pub fn slots_used(&self) -> usize {
+        (self.header().slots_used.load(Ordering::Relaxed) as usize).min(self.server_limit)
+    }
+
     pub fn vhost_names(&self) -> &VhostNames {
         &self.header().vhost_names
     }
@@ -253,6 +261,7 @@ impl Scoreboard {
 
     /// Marks a process slot taken by `pid`, its workers starting.
     pub fn claim(&self, p: usize, pid: i32, threads: usize) {
+        self.header().slots_used.fetch_max(p as u32 + 1, Ordering::Relaxed);
         let ps = self.process(p);
         ps.pid.store(pid, Ordering::Relaxed);
         ps.generation.store(self.generation(), Ordering::Relaxed);
