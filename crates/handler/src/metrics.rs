@@ -126,51 +126,55 @@ pub struct PoolFigures<'a> {
     pub max_children_auto: bool,
 }
 
+/// A figure of each item of a list: its name (a counter's ends in
+/// `_total`), its help, and how it is read from an item.
+type Figure<T> = (&'static str, &'static str, fn(&T) -> u64);
+
+/// One family per figure, a sample per item labelled `pool`.
+fn write_per_pool<T>(w: &mut Writer, items: &[T], pool: fn(&T) -> &str, figures: &[Figure<T>]) {
+    for (name, help, get) in figures {
+        w.family(name, if name.ends_with("_total") { "counter" } else { "gauge" }, help);
+        for item in items {
+            w.sample(name, &[("pool", pool(item))], get(item));
+        }
+    }
+}
+
 fn write_pools(w: &mut Writer, pools: &[PoolFigures], memory: Option<&MemoryBudget>) {
     if !pools.is_empty() {
-        let gauges: [(&str, &str, fn(&PoolFigures) -> u64); 6] = [
-            ("warren_pool_children_idle", "Idle children of the pool.", |p| p.status.idle_processes.into()),
-            ("warren_pool_children_active", "Children of the pool serving a request.", |p| p.status.active_processes.into()),
-            ("warren_pool_queue", "Requests waiting for a child of the pool.", |p| p.status.listen_queue.into()),
-            ("warren_pool_queue_max", "The most requests that have waited for a child at once.", |p| p.status.max_listen_queue.into()),
-            ("warren_pool_max_children", "pm.max_children now (with pm.max_children auto, the memory budget's decision).", |p| p.max_children.into()),
-            ("warren_pool_max_children_auto", "1 where pm.max_children is auto (sized by the memory budget).", |p| p.max_children_auto.into()),
-        ];
-        for (name, help, get) in gauges {
-            w.family(name, "gauge", help);
-            for p in pools {
-                w.sample(name, &[("pool", &p.status.pool)], get(p));
-            }
-        }
-        let counters: [(&str, &str, fn(&PoolFigures) -> u64); 3] = [
-            ("warren_pool_accepted_total", "Requests the pool has taken.", |p| p.status.accepted_conn),
-            ("warren_pool_max_children_reached_total", "Times the pool had every child busy and could start no more.", |p| p.status.max_children_reached.into()),
-            ("warren_pool_slow_requests_total", "Requests slower than request_slowlog_timeout.", |p| p.status.slow_requests.into()),
-        ];
-        for (name, help, get) in counters {
-            w.family(name, "counter", help);
-            for p in pools {
-                w.sample(name, &[("pool", &p.status.pool)], get(p));
-            }
-        }
+        write_per_pool(
+            w,
+            pools,
+            |p| &p.status.pool,
+            &[
+                ("warren_pool_children_idle", "Idle children of the pool.", |p| p.status.idle_processes.into()),
+                ("warren_pool_children_active", "Children of the pool serving a request.", |p| p.status.active_processes.into()),
+                ("warren_pool_queue", "Requests waiting for a child of the pool.", |p| p.status.listen_queue.into()),
+                ("warren_pool_queue_max", "The most requests that have waited for a child at once.", |p| p.status.max_listen_queue.into()),
+                ("warren_pool_max_children", "pm.max_children now (with pm.max_children auto, the memory budget's decision).", |p| p.max_children.into()),
+                ("warren_pool_max_children_auto", "1 where pm.max_children is auto (sized by the memory budget).", |p| p.max_children_auto.into()),
+                ("warren_pool_accepted_total", "Requests the pool has taken.", |p| p.status.accepted_conn),
+                ("warren_pool_max_children_reached_total", "Times the pool had every child busy and could start no more.", |p| p.status.max_children_reached.into()),
+                ("warren_pool_slow_requests_total", "Requests slower than request_slowlog_timeout.", |p| p.status.slow_requests.into()),
+            ],
+        );
     }
     let Some(m) = memory else { return };
     w.single("warren_memory_budget_bytes", "gauge", "The memory the pools are sized to fit in.", m.limit);
     w.single("warren_memory_headroom_bytes", "gauge", "Memory of the budget kept free.", m.headroom);
     w.single("warren_memory_others_bytes", "gauge", "Memory counted for the rest of the machine.", m.others);
     w.single("warren_memory_pressure", "gauge", "1 while under memory pressure: pools do not grow.", u8::from(m.pressure));
-    let per_pool: [(&str, &str, fn(&warren_pool_api::PoolMemory) -> u64); 4] = [
-        ("warren_pool_memory_per_child_bytes", "Memory a child of the pool is counted at.", |p| p.per_child),
-        ("warren_pool_memory_used_bytes", "Memory the pool's children use now.", |p| p.used),
-        ("warren_pool_max_children_budget", "The children the memory budget gives the pool.", |p| p.max_children.into()),
-        ("warren_pool_large_children_replaced_total", "Children replaced for outgrowing their share.", |p| p.recycled.into()),
-    ];
-    for (name, help, get) in per_pool {
-        w.family(name, if name.ends_with("_total") { "counter" } else { "gauge" }, help);
-        for p in &m.pools {
-            w.sample(name, &[("pool", &p.pool)], get(p));
-        }
-    }
+    write_per_pool(
+        w,
+        &m.pools,
+        |p| &p.pool,
+        &[
+            ("warren_pool_memory_per_child_bytes", "Memory a child of the pool is counted at.", |p| p.per_child),
+            ("warren_pool_memory_used_bytes", "Memory the pool's children use now.", |p| p.used),
+            ("warren_pool_max_children_budget", "The children the memory budget gives the pool.", |p| p.max_children.into()),
+            ("warren_pool_large_children_replaced_total", "Children replaced for outgrowing their share.", |p| p.recycled.into()),
+        ],
+    );
 }
 
 /// The scrape's body and its content type.

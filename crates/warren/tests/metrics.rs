@@ -21,7 +21,7 @@ const VHOSTS: &str = "<VirtualHost *>\nServerName one.example\nDocumentRoot htdo
 <Location \"/metrics\">\nSetHandler metrics\nRequire ip 127.0.0.1\n</Location>\n\
 <Location \"/metrics-private\">\nSetHandler metrics\nRequire ip 192.0.2.1\n</Location>\n</VirtualHost>\n";
 
-each_mpm!(requests_are_counted_by_host_and_class, promtool_accepts_both_formats, strangers_are_refused, a_real_prometheus_scrapes_it);
+each_mpm!(requests_are_counted_by_host_and_class, promtool_accepts_both_formats, strangers_are_refused, a_real_prometheus_scrapes_it, pools_have_their_figures);
 
 /// A keep-alive connection to the metrics host: each scrape is recorded
 /// before the next one is read, so a scrape sees every one before it.
@@ -237,4 +237,28 @@ fn a_real_prometheus_scrapes_it(mpm: &str) {
     assert!(log.contains(om), "{log}");
     let histogram = prom.query("warren_request_duration_seconds_count{job=\"warren\"} >= 5");
     assert!(histogram.contains("warren_request_duration_seconds_count"), "{histogram}");
+}
+
+fn pools_have_their_figures(mpm: &str) {
+    let conf = "<Pool www>\n  Command /usr/bin/php-cgi\n  User nobody\n  Group nogroup\n  pm static\n  pm.max_children 2\n</Pool>\n\
+<FilesMatch \\.php$>\n  SetHandler pool:www\n</FilesMatch>\n\
+<Location \"/metrics\">\n  SetHandler metrics\n  Require ip 127.0.0.1\n</Location>\n";
+    let dir = TempDir::new(&format!("metrics-pool-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/hi.php", "<?php echo 'hi';");
+    let s = Server::start_in(dir, mpm, conf);
+    for _ in 0..3 {
+        let r = s.get("/hi.php");
+        assert_eq!((r.status, r.text().as_str()), (200, "hi"));
+    }
+    let text = s.get("/metrics").text();
+    let sample = |name: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(&format!("{name}{{pool=\"www\"}} "))).unwrap_or_else(|| panic!("no {name}: {text}"));
+        line.rsplit_once(' ').unwrap().1.parse().unwrap()
+    };
+    assert_eq!(sample("warren_pool_max_children"), 2.0);
+    assert_eq!(sample("warren_pool_max_children_auto"), 0.0);
+    assert_eq!(sample("warren_pool_accepted_total"), 3.0, "{text}");
+    assert_eq!(sample("warren_pool_children_idle") + sample("warren_pool_children_active"), 2.0, "pm static 2: {text}");
+    promtool(text.as_bytes()).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
 }
