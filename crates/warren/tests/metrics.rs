@@ -21,7 +21,7 @@ const VHOSTS: &str = "<VirtualHost *>\nServerName one.example\nDocumentRoot htdo
 <Location \"/metrics\">\nSetHandler metrics\nRequire ip 127.0.0.1\n</Location>\n\
 <Location \"/metrics-private\">\nSetHandler metrics\nRequire ip 192.0.2.1\n</Location>\n</VirtualHost>\n";
 
-each_mpm!(requests_are_counted_by_host_and_class, promtool_accepts_both_formats, strangers_are_refused, a_real_prometheus_scrapes_it, pools_have_their_figures);
+each_mpm!(requests_are_counted_by_host_and_class, promtool_accepts_both_formats, strangers_are_refused, a_real_prometheus_scrapes_it, pools_have_their_figures, tls_handshakes_and_h2_streams);
 
 /// A keep-alive connection to the metrics host: each scrape is recorded
 /// before the next one is read, so a scrape sees every one before it.
@@ -261,4 +261,58 @@ fn pools_have_their_figures(mpm: &str) {
     assert_eq!(sample("warren_pool_accepted_total"), 3.0, "{text}");
     assert_eq!(sample("warren_pool_children_idle") + sample("warren_pool_children_active"), 2.0, "pm static 2: {text}");
     promtool(text.as_bytes()).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
+}
+
+/// The main server speaks TLS (and h2 over it); the metrics are scraped
+/// on a plain listener.
+fn tls_handshakes_and_h2_streams(mpm: &str) {
+    let dir = TempDir::new(&format!("metrics-tls-{mpm}"));
+    standard_site(&dir);
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "30", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost", "-keyout"])
+        .arg(dir.0.join("key.pem"))
+        .arg("-out")
+        .arg(dir.0.join("cert.pem"))
+        .output()
+        .expect("run openssl");
+    assert!(made.status.success(), "openssl made the certificate");
+    let plain = free_port();
+    let conf = format!(
+        "LoadModule http2_module modules/mod_http2.so\nProtocols h2 http/1.1\nListen 127.0.0.1:{plain} http\nSSLEngine on\nSSLCertificateFile cert.pem\nSSLCertificateKeyFile key.pem\n\
+<VirtualHost *:{plain}>\nSSLEngine off\nDocumentRoot htdocs\n<Location \"/metrics\">\nSetHandler metrics\nRequire ip 127.0.0.1\n</Location>\n</VirtualHost>\n"
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let cacert = s.dir.0.join("cert.pem");
+    let resolve = format!("localhost:{}:127.0.0.1", s.port);
+    let url = format!("https://localhost:{}/a.txt", s.port);
+    let https = |more: &[&str]| {
+        let mut args = vec!["--cacert", cacert.to_str().unwrap(), "--resolve", &resolve];
+        args.extend_from_slice(more);
+        let (code, _) = curl(&args);
+        assert_eq!(code, 0, "curl {more:?}");
+    };
+    for _ in 0..3 {
+        https(&["--http1.1", "-o", "/dev/null", &url]);
+    }
+    // One connection, two streams.
+    https(&["--http2", "-o", "/dev/null", &url, "-o", "/dev/null", &url]);
+    let scrape = || {
+        let (code, out) = curl(&[&format!("http://127.0.0.1:{plain}/metrics")]);
+        assert_eq!(code, 0);
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let value = |text: &str, sample: &str| -> f64 { text.lines().find_map(|l| l.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok()).unwrap_or_else(|| panic!("no {sample}: {text}")) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = scrape();
+        let handshakes = value(&text, "warren_tls_handshakes_total{resumed=\"false\"}") + value(&text, "warren_tls_handshakes_total{resumed=\"true\"}");
+        let streams = value(&text, "warren_http2_streams_total");
+        if handshakes >= 4.0 && streams >= 2.0 {
+            assert_eq!((handshakes, streams), (4.0, 2.0), "{text}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never counted: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
