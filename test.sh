@@ -33,6 +33,9 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # virtualenv of its own (python3 -m venv needs Debian's python3-venv).
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+# metrics.rs checks the scrape with promtool and has a real Prometheus
+# scrape warren (Debian's prometheus has both; no smaller package has promtool).
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 # systemd.rs checks packaging/warren.service and warren.socket with systemd-analyze.
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -56,7 +56,7 @@
 //!   and `.htaccess` files that apply), `gateways` (which FastCGI
 //!   application answers: handlers, PATH_INFO, ProxyPass), `static_files`
 //!   (files, DirectoryIndex, trailing-slash redirects), `listing` (Options
-//!   Indexes), `status` (server-status), `pool_status` (warren's own
+//!   Indexes), `status` (server-status), `metrics` (SetHandler metrics), `pool_status` (warren's own
 //!   pools' status pages), `errors` (error pages, ErrorDocument, redirect
 //!   pages), `internal_redirect` (the head of a request served again for a
 //!   local ErrorDocument or a FastCGI local `Location:`), `symlinks`
@@ -118,6 +118,7 @@ pub mod scripts;
 pub mod site;
 pub mod static_files;
 pub mod status;
+pub mod metrics;
 pub mod symlinks;
 pub mod syslog;
 

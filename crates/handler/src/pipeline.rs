@@ -19,7 +19,7 @@
 //!    (Apache's fixups), whose internal redirect is a new pass from 2; the
 //!    response filters of the request (filters/) are taken here.
 //! 5. **handler** (`run_handler`): a section's Redirect; a handler refused
-//!    where it was set (scripts.rs); server-status (status.rs); a FastCGI
+//!    where it was set (scripts.rs); server-status (status.rs); metrics (metrics.rs); a FastCGI
 //!    handler or a script with PATH_INFO (gateways.rs, then fastcgi/); a
 //!    ScriptAlias with no handler (403); FallbackResource (a new map, 3);
 //!    methods static resources do not take (errors.rs); static files,
@@ -273,6 +273,12 @@ impl Site {
                 let snap = source.snapshot();
                 let memory = self.pools.get().and_then(|d| d.memory());
                 return Outcome::Ready(crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
+            }
+            Some(Some(Handler::Metrics)) => {
+                if !route.dir.allows(req.head, conn) {
+                    return Outcome::Ready(self.denied(req, url));
+                }
+                return Outcome::Ready(self.metrics_page(req));
             }
             Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => {
                 // `/index.php/blog/feed.php`: the handler was found for the

@@ -74,6 +74,8 @@ pub struct Site {
     pub half_close: HalfClose,
     /// Where server-status reads the scoreboard; set by the MPM.
     pub status: OnceLock<Arc<dyn StatusSource>>,
+    /// Where `SetHandler metrics` reads its figures; set by the MPM.
+    pub metrics: OnceLock<Arc<dyn crate::metrics::MetricsSource>>,
     /// warren's own pools (`SetHandler pool:NAME`); set by the parent.
     pub pools: OnceLock<Arc<dyn PoolDispatch>>,
 }
@@ -216,6 +218,7 @@ impl Site {
             error_log,
             access_logs,
             status: OnceLock::new(),
+            metrics: OnceLock::new(),
             pools: OnceLock::new(),
             caches: Caches::default(),
             compresses,

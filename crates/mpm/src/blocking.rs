@@ -179,7 +179,7 @@ impl<'a> Driver<'a> {
                     return;
                 }
                 Head::H2 => {
-                    stream.note_tls(self.site, &mut info);
+                    stream.note_tls(self.site, &mut info, self.slot);
                     self.serve_h2(&stream, info, std::mem::take(conn.input_mut()), None);
                     return;
                 }
@@ -192,7 +192,7 @@ impl<'a> Driver<'a> {
                 }
                 return;
             }
-            stream.note_tls(self.site, &mut info);
+            stream.note_tls(self.site, &mut info, self.slot);
             let carrier = Carrier::Http1 { policy: &self.rules.keep_alive, served: conn.served(), stopping: self.stop.load(Ordering::Relaxed) };
             let Started { exchange: mut ex, outcome } = serve::start(self.site, self.slot, head, &mut info, carrier, Router::Thread);
             let outcome = match outcome {

@@ -24,6 +24,7 @@ use rustls::{HandshakeKind, ServerConfig, ServerConnection};
 use warren_handler::{ConnInfo, Site, TlsInfo};
 
 use crate::ktls;
+use crate::scoreboard::ThreadSlot;
 
 /// The first byte of a TLS handshake record. A connection to a TLS port
 /// that opens with a letter is speaking HTTP.
@@ -133,8 +134,9 @@ impl ClientStream {
     }
 
     /// Fills in the connection's TLS facts once its handshake is done
-    /// (before its first request is handled).
-    pub fn note_tls(&self, site: &Site, info: &mut ConnInfo) {
+    /// (before its first request is handled), and counts the handshake on
+    /// `slot`'s metrics.
+    pub fn note_tls(&self, site: &Site, info: &mut ConnInfo, slot: &ThreadSlot) {
         if info.tls.is_some() || self.tls.is_none() {
             return;
         }
@@ -142,6 +144,7 @@ impl ClientStream {
         let Some(d) = &s.details else { return };
         let sni_host = d.server_name.as_deref().map(|name| site.select_host(Some(name.as_bytes()), info.local));
         info.tls = Some(TlsInfo { protocol: d.protocol, cipher: d.cipher, cipher_bits: d.cipher_bits, resumed: d.resumed, sni_host });
+        slot.metrics.tls_handshake(d.resumed);
     }
 
     /// Whether the TLS handshake agreed HTTP/2 by ALPN (`h2`, offered only

@@ -8,7 +8,8 @@
 //!   `worker_budget` sizes the children to the memory budget
 //!   (`MaxRequestWorkers auto`).
 //! - [`scoreboard`]: shared memory with one slot per serving thread, written by the
-//!   children, read by the parent's maintenance and by server-status.
+//!   children, read by the parent's maintenance and by server-status;
+//!   [`metrics_board`]: its counters for `SetHandler metrics`.
 //! - [`exchange`]: one request/response on a connection: encoding a
 //!   response plan, writing it, the access log line. Shared by all MPMs.
 //! - [`event`]: the event MPM's child: an [`EventLoop`] owning every
@@ -52,6 +53,7 @@ pub mod exchange;
 pub mod fastcgi;
 pub mod h2;
 pub mod listen;
+pub mod metrics_board;
 mod log_relay;
 pub mod parent;
 pub mod prefork;

@@ -34,6 +34,7 @@ use signal_hook::SigId;
 use warren_config::{LogLevel, Mpm, Origin, Settings};
 use crate::log_relay::Relay;
 use warren_handler::root_files;
+use crate::metrics_board::ScoreboardMetrics;
 use warren_handler::status::{ChildStatus, StatusSnapshot, StatusSource, WorkerStatus};
 use warren_handler::Site;
 
@@ -143,6 +144,17 @@ impl StatusSource for ScoreboardStatus {
     }
 }
 
+/// Gives a configuration's site the scoreboard, for server-status and
+/// `SetHandler metrics`; its hosts get their metrics buckets (in the
+/// parent, before the children of this configuration fork).
+fn attach_scoreboard(site: &Site, sb: &Arc<Scoreboard>) {
+    let mpm = site.settings.mpm.name();
+    let _ = site.status.set(Arc::new(ScoreboardStatus { sb: sb.clone(), mpm }));
+    let names: Vec<&str> = site.hosts.iter().map(|h| h.name.as_str()).collect();
+    let buckets = sb.vhost_names().assign(&names);
+    let _ = site.metrics.set(Arc::new(ScoreboardMetrics { sb: sb.clone(), mpm, buckets }));
+}
+
 struct Child {
     slot: usize,
     started: Instant,
@@ -202,7 +214,7 @@ impl Parent {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             sb.set_accept_turns(cores as u32);
         }
-        let _ = site.status.set(Arc::new(ScoreboardStatus { sb: sb.clone(), mpm: site.settings.mpm.name() }));
+        attach_scoreboard(&site, &sb);
         let pools = if site.settings.pools.is_empty() {
             None
         } else {
@@ -678,7 +690,7 @@ impl Parent {
             return;
         }
         let site = Arc::new(site);
-        let _ = site.status.set(Arc::new(ScoreboardStatus { sb: self.sb.clone(), mpm: site.settings.mpm.name() }));
+        attach_scoreboard(&site, &self.sb);
         if let Some(m) = self.pools.as_mut() {
             let _ = site.pools.set(m.dispatch());
             // The pools log where the new configuration says, and into the

@@ -3,7 +3,7 @@
 //! one [`ThreadSlot`] per possible serving thread (ServerLimit x
 //! ThreadLimit; a prefork child is one thread, an event child's loop is its
 //! thread 0). The children write their threads' states and counters; the parent's
-//! maintenance and the server-status page read them. Everything in it is an
+//! maintenance, the server-status page and `SetHandler metrics` read them. Everything in it is an
 //! atomic, so processes read and write it without locks.
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -11,6 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use warren_shm::futex::{futex_wait, futex_wake};
 use warren_shm::SharedMemory;
+
+use crate::metrics_board::{SlotMetrics, VhostNames};
 
 /// The states of a [`ThreadSlot`], with the letters Apache's mod_status shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +82,8 @@ pub struct ThreadSlot {
     client: [AtomicU64; TEXT_WORDS],
     request: [AtomicU64; TEXT_WORDS * 4],
     vhost: [AtomicU64; TEXT_WORDS],
+    /// The counters `SetHandler metrics` sums (metrics_board.rs).
+    pub metrics: SlotMetrics,
 }
 
 /// Aligned as the thread slots after it, whatever its fields add up to.
@@ -109,6 +113,11 @@ struct Header {
     accept_turns: AtomicU32,
     /// Bumped when a turn is given back: children waiting for one sleep on it.
     turn_given: AtomicU32,
+    /// One past the highest process slot ever claimed: slots past it have
+    /// never counted anything, and a metrics scrape skips them.
+    slots_used: AtomicU32,
+    /// The names of the metrics' virtual host buckets.
+    vhost_names: VhostNames,
 }
 
 pub struct Scoreboard {
@@ -121,7 +130,7 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-fn store_text(dst: &[AtomicU64], text: &[u8]) {
+pub(crate) fn store_text(dst: &[AtomicU64], text: &[u8]) {
     let mut bytes = [0u8; 8];
     for (i, word) in dst.iter().enumerate() {
         bytes.fill(0);
@@ -132,7 +141,7 @@ fn store_text(dst: &[AtomicU64], text: &[u8]) {
     }
 }
 
-fn load_text(src: &[AtomicU64]) -> String {
+pub(crate) fn load_text(src: &[AtomicU64]) -> String {
     let mut out = Vec::with_capacity(src.len() * 8);
     for w in src {
         out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
@@ -221,6 +230,15 @@ impl Scoreboard {
         }
     }
 
+    /// One past the highest process slot ever claimed.
+    pub fn slots_used(&self) -> usize {
+        (self.header().slots_used.load(Ordering::Relaxed) as usize).min(self.server_limit)
+    }
+
+    pub fn vhost_names(&self) -> &VhostNames {
+        &self.header().vhost_names
+    }
+
     pub fn restart_time_ms(&self) -> u64 {
         self.header().restart_time_ms.load(Ordering::Relaxed)
     }
@@ -243,6 +261,7 @@ impl Scoreboard {
 
     /// Marks a process slot taken by `pid`, its workers starting.
     pub fn claim(&self, p: usize, pid: i32, threads: usize) {
+        self.header().slots_used.fetch_max(p as u32 + 1, Ordering::Relaxed);
         let ps = self.process(p);
         ps.pid.store(pid, Ordering::Relaxed);
         ps.generation.store(self.generation(), Ordering::Relaxed);

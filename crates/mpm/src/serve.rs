@@ -9,7 +9,8 @@
 //!   handler's [`Outcome`] (a panicking handler answers 500).
 //! - [`route_on_thread`] and [`run_work`]: what a thread that may block
 //!   does with routing the loop handed over, or with blocking work.
-//! - [`end`]: the access log line and the scoreboard's count.
+//! - [`end`]: the access log line and the scoreboard's counts (server-status's
+//!   and the metrics').
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -104,7 +105,10 @@ pub struct Records<'a> {
 /// its count and duration on the scoreboard.
 pub fn end(records: &mut Records, exchange: &Exchange, info: &ConnInfo, served: u32, aborted: bool) {
     exchange.log(records.logs, records.site, info, served, aborted);
-    records.slot.end_request(exchange.bytes_sent, exchange.start.elapsed().as_micros() as u64);
+    let duration_us = exchange.start.elapsed().as_micros() as u64;
+    records.slot.end_request(exchange.bytes_sent, duration_us);
+    let bucket = records.site.metrics.get().map_or(usize::MAX, |m| m.host_bucket(exchange.host));
+    records.slot.metrics.request(bucket, exchange.status, exchange.bytes_sent, duration_us);
 }
 
 #[cfg(test)]

@@ -256,7 +256,7 @@ impl EventLoop {
             self.start_h2(slot, Some((codec, head)));
             return;
         }
-        c.stream.note_tls(&self.site, &mut c.info);
+        c.stream.note_tls(&self.site, &mut c.info, self.sb.thread(self.slot, 0));
         let carrier = Carrier::Http1 { policy: &self.rules.keep_alive, served: c.h1.served(), stopping: self.stopping };
         // The loop's requests are counted on the child's first worker slot.
         let Started { exchange: req, outcome } = serve::start(&self.site, self.sb.thread(self.slot, 0), head, &mut c.info, carrier, Router::Loop);

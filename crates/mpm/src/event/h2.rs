@@ -34,7 +34,7 @@ impl EventLoop {
     pub(super) fn start_h2(&mut self, slot: usize, upgraded: Option<(Connection, RequestHead)>) {
         let sb = self.sb.clone();
         let c = self.conns[slot].as_mut().expect("conn");
-        c.stream.note_tls(&self.site, &mut c.info);
+        c.stream.note_tls(&self.site, &mut c.info, sb.thread(self.slot, 0));
         let mut tasks = Vec::new();
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
         let session = crate::h2::session(&c.stream, &self.rules, c.info, upgraded, &mut ctx, &mut tasks);

@@ -452,6 +452,7 @@ impl Session {
         if let Some(dropped) = &s.dropped {
             dropped.store(true, Ordering::Relaxed);
         }
+        ctx.slot.metrics.h2_stream();
         serve::end(&mut Records { site: ctx.site, logs: ctx.logs, slot: ctx.slot }, &s.ex, &s.info, self.served, aborted);
         if self.streams.is_empty() {
             self.streams = Vec::new();
