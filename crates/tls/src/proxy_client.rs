@@ -1,0 +1,144 @@
+//! TLS to backends (mod_proxy_http's `https://`): a rustls client
+//! configuration from a host's SSLProxy* settings ([`ProxyTls`]).
+//!
+//! Trusted roots: SSLProxyCACertificateFile, else the system's store
+//! (rustls-native-certs: on Debian /etc/ssl/certs, which the administrator
+//! keeps with ca-certificates and `update-ca-certificates`, local CAs
+//! included, as OpenSSL's default paths give Apache; a compiled-in list
+//! such as webpki-roots would age with the binary and miss local CAs).
+//!
+//! Checks, as mod_ssl makes them: SSLProxyVerify require checks the chain;
+//! SSLProxyCheckPeerName and SSLProxyCheckPeerExpire (both On by default)
+//! check the backend's own certificate whatever SSLProxyVerify says, so a
+//! `none` still refuses a certificate for another name or out of its
+//! dates unless those are turned Off too. The handshake's signatures are
+//! always checked: `none` never lets a peer without the certificate's key
+//! through.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+use warren_config::proxy_http::ProxyTls;
+
+/// The client configuration for a host's `https://` backends, offering
+/// ALPN http/1.1 (the proxy speaks HTTP/1.1 to backends). Err: why it
+/// cannot be made (a CA file unreadable or holding no certificate, no
+/// system roots).
+pub fn client_config(tls: &ProxyTls) -> Result<Arc<ClientConfig>, String> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let chain = if tls.verifies() {
+        let roots = Arc::new(roots(tls)?);
+        let v = WebPkiServerVerifier::builder_with_provider(roots, provider.clone()).build().map_err(|e| format!("cannot verify backends: {e}"))?;
+        Some(v)
+    } else {
+        None
+    };
+    let verifier = ProxyVerifier { chain, check_name: tls.check_peer_name.unwrap_or(true), check_expire: tls.check_peer_expire.unwrap_or(true), provider: provider.clone() };
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+fn roots(tls: &ProxyTls) -> Result<RootCertStore, String> {
+    let mut store = RootCertStore::empty();
+    match &tls.ca_file {
+        Some(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("SSLProxyCACertificateFile {}: {e}", path.display()))?;
+            let (added, _) = store.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(format!("SSLProxyCACertificateFile {}: no certificate in it", path.display()));
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            let (added, _) = store.add_parsable_certificates(found.certs);
+            if added == 0 {
+                let why = found.errors.first().map_or_else(|| "none found".to_string(), |e| e.to_string());
+                return Err(format!("no system CA certificates ({why}): set SSLProxyCACertificateFile"));
+            }
+        }
+    }
+    Ok(store)
+}
+
+#[derive(Debug)]
+struct ProxyVerifier {
+    /// SSLProxyVerify require: the chain to the trusted roots.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    check_name: bool,
+    check_expire: bool,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ProxyVerifier {
+    fn verify_chain(&self, chain: &WebPkiServerVerifier, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>], name: &ServerName<'_>, ocsp: &[u8], now: UnixTime) -> Result<(), Error> {
+        let mut at = now;
+        // With SSLProxyCheckPeerExpire Off, a date error is passed by
+        // checking again at a time the certificate is valid; each
+        // certificate of the chain can move it once.
+        for _ in 0..=intermediates.len() + 1 {
+            match chain.verify_server_cert(end_entity, intermediates, name, ocsp, at) {
+                Ok(_) => return Ok(()),
+                Err(Error::InvalidCertificate(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. })) if !self.check_name => return Ok(()),
+                Err(Error::InvalidCertificate(CertificateError::ExpiredContext { not_after, .. })) if !self.check_expire => at = not_after,
+                Err(Error::InvalidCertificate(CertificateError::NotValidYetContext { not_before, .. })) if !self.check_expire => at = not_before,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::InvalidCertificate(CertificateError::Expired))
+    }
+
+    /// SSLProxyVerify none: only the certificate's name and dates.
+    fn verify_alone(&self, end_entity: &CertificateDer<'_>, name: &ServerName<'_>, now: UnixTime) -> Result<(), Error> {
+        if self.check_name {
+            let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_name(&parsed, name)?;
+        }
+        if self.check_expire {
+            let (_, cert) = x509_parser::parse_x509_certificate(end_entity).map_err(|_| Error::InvalidCertificate(CertificateError::BadEncoding))?;
+            let now_secs = now.as_secs() as i64;
+            let validity = cert.validity();
+            if now_secs < validity.not_before.timestamp() {
+                return Err(Error::InvalidCertificate(CertificateError::NotValidYet));
+            }
+            if now_secs > validity.not_after.timestamp() {
+                return Err(Error::InvalidCertificate(CertificateError::Expired));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ServerCertVerifier for ProxyVerifier {
+    fn verify_server_cert(&self, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>], name: &ServerName<'_>, ocsp: &[u8], now: UnixTime) -> Result<ServerCertVerified, Error> {
+        match &self.chain {
+            Some(chain) => self.verify_chain(chain, end_entity, intermediates, name, ocsp, now)?,
+            None => self.verify_alone(end_entity, name, now)?,
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, Error> {
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, Error> {
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
