@@ -85,7 +85,10 @@ impl Site {
     fn http_exchange(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Result<Response, GatewayError> {
         let plan = gw.http.as_ref().expect("an HTTP plan");
         let addr = &gw.backend.addr;
-        let name = gw.backend_name();
+        let name = match plan.origin.tls_name {
+            Some(_) => format!("https://{}", gw.backend_name()),
+            None => gw.backend_name(),
+        };
         let backends = &self.caches.http_backends;
         if let Some(left) = backends.in_error(addr) {
             return Err(GatewayError { status: 503, why: format!("proxy: HTTP: backend {name} is in error state for {} s more (retry=)", left.as_secs() + 1) });
