@@ -11,6 +11,7 @@
 
 mod common;
 #[path = "proxy_http/backend.rs"]
+#[allow(dead_code)]
 mod backend;
 
 use backend::{ask, Backend};
