@@ -30,16 +30,8 @@ use warren_config::proxy_http::ProxyTls;
 /// cannot be made (a CA file unreadable or holding no certificate, no
 /// system roots).
 pub fn client_config(tls: &ProxyTls) -> Result<Arc<ClientConfig>, String> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let chain = if tls.verifies() {
-        let roots = Arc::new(roots(tls)?);
-        let v = WebPkiServerVerifier::builder_with_provider(roots, provider.clone()).build().map_err(|e| format!("cannot verify backends: {e}"))?;
-        Some(v)
-    } else {
-        None
-    };
-    let verifier = ProxyVerifier { chain, check_name: tls.check_peer_name.unwrap_or(true), check_expire: tls.check_peer_expire.unwrap_or(true), provider: provider.clone() };
-    let mut config = ClientConfig::builder_with_provider(provider)
+    let verifier = ProxyVerifier::new(tls)?;
+    let mut config = ClientConfig::builder_with_provider(verifier.provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .dangerous()
@@ -83,6 +75,17 @@ struct ProxyVerifier {
 }
 
 impl ProxyVerifier {
+    fn new(tls: &ProxyTls) -> Result<ProxyVerifier, String> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let chain = if tls.verifies() {
+            let roots = Arc::new(roots(tls)?);
+            Some(WebPkiServerVerifier::builder_with_provider(roots, provider.clone()).build().map_err(|e| format!("cannot verify backends: {e}"))?)
+        } else {
+            None
+        };
+        Ok(ProxyVerifier { chain, check_name: tls.check_peer_name.unwrap_or(true), check_expire: tls.check_peer_expire.unwrap_or(true), provider })
+    }
+
     fn verify_chain(&self, chain: &WebPkiServerVerifier, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>], name: &ServerName<'_>, ocsp: &[u8], now: UnixTime) -> Result<(), Error> {
         let mut at = now;
         // With SSLProxyCheckPeerExpire Off, a date error is passed by
@@ -107,13 +110,12 @@ impl ProxyVerifier {
             rustls::client::verify_server_name(&parsed, name)?;
         }
         if self.check_expire {
-            let (_, cert) = x509_parser::parse_x509_certificate(end_entity).map_err(|_| Error::InvalidCertificate(CertificateError::BadEncoding))?;
-            let now_secs = now.as_secs() as i64;
-            let validity = cert.validity();
-            if now_secs < validity.not_before.timestamp() {
+            let (not_before, not_after) = crate::certs::validity(end_entity).ok_or(Error::InvalidCertificate(CertificateError::BadEncoding))?;
+            let now = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+            if now < not_before {
                 return Err(Error::InvalidCertificate(CertificateError::NotValidYet));
             }
-            if now_secs > validity.not_after.timestamp() {
+            if now > not_after {
                 return Err(Error::InvalidCertificate(CertificateError::Expired));
             }
         }
@@ -140,5 +142,89 @@ impl ServerCertVerifier for ProxyVerifier {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    use time::{Duration, OffsetDateTime};
+
+    struct Ca {
+        cert: rcgen::Certificate,
+        key: KeyPair,
+        file: std::path::PathBuf,
+    }
+
+    fn ca(tag: &str) -> Ca {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).unwrap();
+        let file = std::env::temp_dir().join(format!("warren-proxy-ca-{tag}-{}.pem", std::process::id()));
+        std::fs::write(&file, cert.pem()).unwrap();
+        Ca { cert, key, file }
+    }
+
+    /// A certificate of `ca` for `name`, valid from `from` to `to` days from now.
+    fn leaf(ca: &Ca, name: &str, from: i64, to: i64) -> CertificateDer<'static> {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+        params.not_before = OffsetDateTime::now_utc() + Duration::days(from);
+        params.not_after = OffsetDateTime::now_utc() + Duration::days(to);
+        params.signed_by(&key, &ca.cert, &ca.key).unwrap().der().clone()
+    }
+
+    fn check(tls: &ProxyTls, cert: &CertificateDer<'_>, name: &str) -> Result<(), String> {
+        let v = ProxyVerifier::new(tls).unwrap();
+        let name = ServerName::try_from(name.to_string()).unwrap();
+        v.verify_server_cert(cert, &[], &name, &[], UnixTime::now()).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn chain_name_and_dates_as_mod_ssl() {
+        let (ours, theirs) = (ca("ours"), ca("theirs"));
+        let require = ProxyTls { verify: Some(true), ca_file: Some(ours.file.clone()), ..ProxyTls::default() };
+        let good = leaf(&ours, "api.test", -1, 30);
+        let expired = leaf(&ours, "api.test", -30, -1);
+        let future = leaf(&ours, "api.test", 2, 30);
+        let foreign = leaf(&theirs, "api.test", -1, 30);
+
+        assert_eq!(check(&require, &good, "api.test"), Ok(()));
+        assert!(check(&require, &good, "other.test").unwrap_err().contains("not valid for name"));
+        assert!(check(&require, &expired, "api.test").unwrap_err().contains("expired"));
+        assert!(check(&require, &future, "api.test").unwrap_err().contains("not valid yet"));
+        assert!(check(&require, &foreign, "api.test").is_err());
+        // The checks turned off pass what they cover, and only that.
+        let lax_dates = ProxyTls { check_peer_expire: Some(false), ..require.clone() };
+        assert_eq!(check(&lax_dates, &expired, "api.test"), Ok(()));
+        assert_eq!(check(&lax_dates, &future, "api.test"), Ok(()));
+        assert!(check(&lax_dates, &expired, "other.test").is_err());
+        assert!(check(&lax_dates, &foreign, "api.test").is_err());
+        let lax_name = ProxyTls { check_peer_name: Some(false), ..require.clone() };
+        assert_eq!(check(&lax_name, &good, "other.test"), Ok(()));
+        assert!(check(&lax_name, &expired, "other.test").is_err());
+
+        // SSLProxyVerify none: any CA, but the name and the dates still count.
+        let none = ProxyTls::default();
+        assert_eq!(check(&none, &foreign, "api.test"), Ok(()));
+        assert!(check(&none, &foreign, "other.test").is_err());
+        assert!(check(&none, &expired, "api.test").is_err());
+        let nothing = ProxyTls { check_peer_name: Some(false), check_peer_expire: Some(false), ..none };
+        assert_eq!(check(&nothing, &expired, "other.test"), Ok(()));
+        for f in [ours.file, theirs.file] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+
+    #[test]
+    fn a_ca_file_without_certificates_is_refused() {
+        let file = std::env::temp_dir().join(format!("warren-proxy-empty-ca-{}.pem", std::process::id()));
+        std::fs::write(&file, "not a certificate\n").unwrap();
+        let tls = ProxyTls { verify: Some(true), ca_file: Some(file.clone()), ..ProxyTls::default() };
+        let e = client_config(&tls).err().unwrap();
+        assert!(e.contains("no certificate in it"), "{e}");
+        let _ = std::fs::remove_file(file);
     }
 }
