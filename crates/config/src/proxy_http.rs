@@ -55,7 +55,12 @@ pub struct ProxyTls {
     /// SSLProxyCACertificateFile; else the system's trusted roots.
     pub ca_file: Option<PathBuf>,
     pub check_peer_name: Option<bool>,
+    /// SSLProxyCheckPeerCN: Apache's older name for the name check, which
+    /// SSLProxyCheckPeerName overrides when both are said.
+    pub check_peer_cn: Option<bool>,
     pub check_peer_expire: Option<bool>,
+    /// SSLProxyProtocol; else TLS 1.2 and 1.3.
+    pub protocols: Option<crate::tls::TlsProtocols>,
 }
 
 impl ProxyTls {
@@ -64,12 +69,19 @@ impl ProxyTls {
         self.verify.unwrap_or(false)
     }
 
+    /// Whether the certificate must name the backend's host.
+    pub fn checks_name(&self) -> bool {
+        self.check_peer_name.or(self.check_peer_cn).unwrap_or(true)
+    }
+
     fn inherit(&mut self, main: &ProxyTls) {
         self.engine = self.engine.or(main.engine);
         self.verify = self.verify.or(main.verify);
         self.ca_file = self.ca_file.take().or_else(|| main.ca_file.clone());
         self.check_peer_name = self.check_peer_name.or(main.check_peer_name);
         self.check_peer_expire = self.check_peer_expire.or(main.check_peer_expire);
+        self.check_peer_cn = self.check_peer_cn.or(main.check_peer_cn);
+        self.protocols = self.protocols.or(main.protocols);
     }
 }
 
@@ -277,6 +289,28 @@ pub(crate) fn ssl_proxy_check_peer_name(b: &mut Builder, d: &Directive, host: &m
     }
 }
 
+pub(crate) fn ssl_proxy_check_peer_cn(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if let Some(on) = flag(b, d) {
+        host.proxy_http.tls.check_peer_cn = Some(on);
+    }
+}
+
+/// SSLProxyProtocol, read as SSLProtocol is.
+pub(crate) fn ssl_proxy_protocol(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if d.args.is_empty() {
+        return b.error(&d.origin, "SSLProxyProtocol takes one or more protocols");
+    }
+    match crate::tls::parse_protocols(&d.args) {
+        Ok((p, notes)) => {
+            for n in notes {
+                b.warn(&d.origin, format!("SSLProxyProtocol: {n}"));
+            }
+            host.proxy_http.tls.protocols = Some(p);
+        }
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
 pub(crate) fn ssl_proxy_check_peer_expire(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     if let Some(on) = flag(b, d) {
         host.proxy_http.tls.check_peer_expire = Some(on);
@@ -429,6 +463,15 @@ mod tests {
         assert_eq!(s.main.proxy_routes[0].target.as_ref().unwrap().http.as_ref().unwrap().tls_name.as_deref(), Some("api.example"));
         let v = &s.virtual_hosts[0].host.proxy_http.tls;
         assert_eq!((v.engine, v.verify, v.check_peer_name, v.check_peer_expire), (Some(true), Some(true), Some(false), Some(false)));
+
+        let cn = "Listen 8080\nSSLProxyCheckPeerCN Off\nSSLProxyProtocol -all +TLSv1.3\n<VirtualHost *:8080>\n    ServerName v\n    SSLProxyCheckPeerName On\n</VirtualHost>\n";
+        let (l, _d) = crate::test_support::load_text("ssl-proxy-cn", cn, &[]);
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        let s = l.settings.unwrap();
+        // CheckPeerCN Off turns the name check off, unless CheckPeerName says otherwise.
+        assert!(!s.main.proxy_http.tls.checks_name());
+        assert!(s.virtual_hosts[0].host.proxy_http.tls.checks_name());
+        assert_eq!(s.virtual_hosts[0].host.proxy_http.tls.protocols, Some(crate::tls::TlsProtocols { tls12: false, tls13: true }));
 
         let bad = "Listen 8080\nSSLProxyVerify sometimes\nSSLProxyCACertificateFile /nonexistent/ca.pem\nSSLProxyEngine maybe\n";
         let (l, _d) = crate::test_support::load_text("ssl-proxy-bad", bad, &[]);

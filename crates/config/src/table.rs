@@ -250,6 +250,8 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("SSLProxyCACertificateFile", "file", proxy_http::ssl_proxy_ca_file),
     host("SSLProxyCheckPeerName", "On|Off", proxy_http::ssl_proxy_check_peer_name),
     host("SSLProxyCheckPeerExpire", "On|Off", proxy_http::ssl_proxy_check_peer_expire),
+    host("SSLProxyCheckPeerCN", "On|Off", proxy_http::ssl_proxy_check_peer_cn),
+    host("SSLProxyProtocol", "[+|-]protocol...", proxy_http::ssl_proxy_protocol),
     host("Alias", "/url-path file|directory", apply::url_alias),
     host("AliasMatch", "regex file|directory", apply::url_alias),
     host("ScriptAlias", "/url-path file|directory", apply::url_alias),

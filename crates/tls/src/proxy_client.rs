@@ -25,15 +25,18 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error, RootC
 use rustls_pki_types::pem::PemObject;
 use warren_config::proxy_http::ProxyTls;
 
-/// The client configuration for a host's `https://` backends, offering
-/// ALPN http/1.1 (the proxy speaks HTTP/1.1 to backends). Err: why it
+/// The client configuration for a host's `https://` backends, with the
+/// versions SSLProxyProtocol leaves, offering ALPN http/1.1 (the proxy speaks HTTP/1.1 to backends). Err: why it
 /// cannot be made (a CA file unreadable or holding no certificate, no
 /// system roots).
 pub fn client_config(tls: &ProxyTls) -> Result<Arc<ClientConfig>, String> {
     let verifier = ProxyVerifier::new(tls)?;
+    let protocols = tls.protocols.unwrap_or_default();
+    let versions: Vec<&'static rustls::SupportedProtocolVersion> =
+        [(protocols.tls13, &rustls::version::TLS13), (protocols.tls12, &rustls::version::TLS12)].into_iter().filter_map(|(on, v)| on.then_some(v)).collect();
     let mut config = ClientConfig::builder_with_provider(verifier.provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .with_protocol_versions(&versions)
+        .map_err(|e| format!("SSLProxyProtocol: {e}"))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
@@ -83,7 +86,7 @@ impl ProxyVerifier {
         } else {
             None
         };
-        Ok(ProxyVerifier { chain, check_name: tls.check_peer_name.unwrap_or(true), check_expire: tls.check_peer_expire.unwrap_or(true), provider })
+        Ok(ProxyVerifier { chain, check_name: tls.checks_name(), check_expire: tls.check_peer_expire.unwrap_or(true), provider })
     }
 
     fn verify_chain(&self, chain: &WebPkiServerVerifier, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>], name: &ServerName<'_>, ocsp: &[u8], now: UnixTime) -> Result<(), Error> {
