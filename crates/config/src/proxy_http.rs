@@ -54,6 +54,9 @@ pub struct ProxyTls {
     pub verify: Option<bool>,
     /// SSLProxyCACertificateFile; else the system's trusted roots.
     pub ca_file: Option<PathBuf>,
+    /// SSLProxyCACertificatePath: every certificate of the directory's
+    /// files, with SSLProxyCACertificateFile's.
+    pub ca_path: Option<PathBuf>,
     pub check_peer_name: Option<bool>,
     /// SSLProxyCheckPeerCN: Apache's older name for the name check, which
     /// SSLProxyCheckPeerName overrides when both are said.
@@ -78,6 +81,7 @@ impl ProxyTls {
         self.engine = self.engine.or(main.engine);
         self.verify = self.verify.or(main.verify);
         self.ca_file = self.ca_file.take().or_else(|| main.ca_file.clone());
+        self.ca_path = self.ca_path.take().or_else(|| main.ca_path.clone());
         self.check_peer_name = self.check_peer_name.or(main.check_peer_name);
         self.check_peer_expire = self.check_peer_expire.or(main.check_peer_expire);
         self.check_peer_cn = self.check_peer_cn.or(main.check_peer_cn);
@@ -341,6 +345,17 @@ pub(crate) fn ssl_proxy_ca_file(b: &mut Builder, d: &Directive, host: &mut HostC
         return b.error(&d.origin, format!("SSLProxyCACertificateFile: file '{}' does not exist or is empty", path.display()));
     }
     host.proxy_http.tls.ca_file = Some(path);
+}
+
+pub(crate) fn ssl_proxy_ca_path(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    let [dir] = d.args.as_slice() else {
+        return b.error(&d.origin, "SSLProxyCACertificatePath takes one directory");
+    };
+    let path = b.resolve(dir);
+    if !path.is_dir() {
+        return b.error(&d.origin, format!("SSLProxyCACertificatePath: '{}' is not a directory", path.display()));
+    }
+    host.proxy_http.tls.ca_path = Some(path);
 }
 
 /// The checks that need a host's whole configuration: an `https://`

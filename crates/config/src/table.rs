@@ -248,6 +248,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("SSLProxyEngine", "On|Off", proxy_http::ssl_proxy_engine),
     host("SSLProxyVerify", "none|optional|require", proxy_http::ssl_proxy_verify),
     host("SSLProxyCACertificateFile", "file", proxy_http::ssl_proxy_ca_file),
+    host("SSLProxyCACertificatePath", "directory", proxy_http::ssl_proxy_ca_path),
     host("SSLProxyCheckPeerName", "On|Off", proxy_http::ssl_proxy_check_peer_name),
     host("SSLProxyCheckPeerExpire", "On|Off", proxy_http::ssl_proxy_check_peer_expire),
     host("SSLProxyCheckPeerCN", "On|Off", proxy_http::ssl_proxy_check_peer_cn),

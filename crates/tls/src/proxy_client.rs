@@ -1,7 +1,8 @@
 //! TLS to backends (mod_proxy_http's `https://`): a rustls client
 //! configuration from a host's SSLProxy* settings ([`ProxyTls`]).
 //!
-//! Trusted roots: SSLProxyCACertificateFile, else the system's store
+//! Trusted roots: SSLProxyCACertificateFile and SSLProxyCACertificatePath,
+//! else the system's store
 //! (rustls-native-certs: on Debian /etc/ssl/certs, which the administrator
 //! keeps with ca-certificates and `update-ca-certificates`, local CAs
 //! included, as OpenSSL's default paths give Apache; a compiled-in list
@@ -46,23 +47,28 @@ pub fn client_config(tls: &ProxyTls) -> Result<Arc<ClientConfig>, String> {
 
 fn roots(tls: &ProxyTls) -> Result<RootCertStore, String> {
     let mut store = RootCertStore::empty();
-    match &tls.ca_file {
-        Some(path) => {
-            let certs = CertificateDer::pem_file_iter(path)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("SSLProxyCACertificateFile {}: {e}", path.display()))?;
-            let (added, _) = store.add_parsable_certificates(certs);
-            if added == 0 {
-                return Err(format!("SSLProxyCACertificateFile {}: no certificate in it", path.display()));
-            }
+    if let Some(path) = &tls.ca_file {
+        let certs = CertificateDer::pem_file_iter(path)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("SSLProxyCACertificateFile {}: {e}", path.display()))?;
+        if store.add_parsable_certificates(certs).0 == 0 {
+            return Err(format!("SSLProxyCACertificateFile {}: no certificate in it", path.display()));
         }
-        None => {
-            let found = rustls_native_certs::load_native_certs();
-            let (added, _) = store.add_parsable_certificates(found.certs);
-            if added == 0 {
-                let why = found.errors.first().map_or_else(|| "none found".to_string(), |e| e.to_string());
-                return Err(format!("no system CA certificates ({why}): set SSLProxyCACertificateFile"));
-            }
+    }
+    if let Some(dir) = &tls.ca_path {
+        let files = std::fs::read_dir(dir).map_err(|e| format!("SSLProxyCACertificatePath {}: {e}", dir.display()))?;
+        // OpenSSL's hashed names are not needed: every file is read, and
+        // one holding no certificate (a README, a CRL) is skipped.
+        let certs = files.flatten().filter_map(|f| CertificateDer::pem_file_iter(f.path()).ok()).flat_map(|it| it.flatten());
+        if store.add_parsable_certificates(certs.collect::<Vec<_>>()).0 == 0 {
+            return Err(format!("SSLProxyCACertificatePath {}: no certificate in its files", dir.display()));
+        }
+    }
+    if tls.ca_file.is_none() && tls.ca_path.is_none() {
+        let found = rustls_native_certs::load_native_certs();
+        if store.add_parsable_certificates(found.certs).0 == 0 {
+            let why = found.errors.first().map_or_else(|| "none found".to_string(), |e| e.to_string());
+            return Err(format!("no system CA certificates ({why}): set SSLProxyCACertificateFile"));
         }
     }
     Ok(store)
@@ -219,6 +225,25 @@ mod tests {
         for f in [ours.file, theirs.file] {
             let _ = std::fs::remove_file(f);
         }
+    }
+
+    #[test]
+    fn a_ca_directory_and_the_system_roots() {
+        let ours = ca("dir");
+        let dir = std::env::temp_dir().join(format!("warren-proxy-ca-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("README"), "not a certificate\n").unwrap();
+        std::fs::copy(&ours.file, dir.join("ours.crt")).unwrap();
+        let by_dir = ProxyTls { verify: Some(true), ca_path: Some(dir.clone()), ..ProxyTls::default() };
+        assert_eq!(check(&by_dir, &leaf(&ours, "api.test", -1, 30), "api.test"), Ok(()));
+        // The system's roots do not know the test CA.
+        let system = ProxyTls { verify: Some(true), ..ProxyTls::default() };
+        let v = ProxyVerifier::new(&system).expect("the system's CA store (Debian's ca-certificates)");
+        let name = ServerName::try_from("api.test").unwrap();
+        let e = v.verify_server_cert(&leaf(&ours, "api.test", -1, 30), &[], &name, &[], UnixTime::now()).err().unwrap();
+        assert!(matches!(e, Error::InvalidCertificate(CertificateError::UnknownIssuer)), "{e}");
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_file(ours.file);
     }
 
     #[test]
