@@ -24,6 +24,8 @@ command -v php >/dev/null 2>&1 || missing+=(php-cli)
 # for warren-tls's tests.
 command -v make-ssl-cert >/dev/null 2>&1 || missing+=(ssl-cert)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# warren-tls's proxy_client tests read the system's CA store.
+[ -f /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)
 # The HTTP/2 tests (h2_clients.rs) run nghttp and h2load, and load a page
 # in Debian's Chromium, headless.

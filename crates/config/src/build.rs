@@ -218,6 +218,10 @@ impl Builder {
         }
         let https = std::mem::take(&mut self.https_listens);
         crate::tls::settle(&mut self, &mut s, &https);
+        let mut reported = Vec::new();
+        for host in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)) {
+            crate::proxy_http::settle(&mut self, host, &mut reported);
+        }
         let http2_loaded = self.http2_loaded;
         crate::h2::settle(&mut self, &mut s, http2_loaded);
         s.error_log = s.main.error_log.clone();

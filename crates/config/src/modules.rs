@@ -143,7 +143,7 @@ pub static MODULES: &[Module] = &[
     mpm("mpm_worker"),
     mpm("mpm_prefork"),
     provides("negotiation", "Options MultiViews, type maps (AddHandler type-map), LanguagePriority, ForceLanguagePriority; CacheNegotiatedDocs accepted, not acted on"),
-    provides("ssl", "TLS (rustls): SSLEngine, SSLCertificateFile, SSLCertificateKeyFile, SSLCertificateChainFile, SSLProtocol, SSLCipherSuite, SSLHonorCipherOrder, SSLSessionCache, SSLSessionTickets, SSLUseStapling, SSLStrictSNIVHostCheck, SSLOptions, SSLRequireSSL; `<IfModule ssl_module>` is true once LoadModule loads it"),
+    provides("ssl", "TLS (rustls): SSLEngine, SSLProxyEngine and SSLProxy* for https:// backends, SSLCertificateFile, SSLCertificateKeyFile, SSLCertificateChainFile, SSLProtocol, SSLCipherSuite, SSLHonorCipherOrder, SSLSessionCache, SSLSessionTickets, SSLUseStapling, SSLStrictSNIVHostCheck, SSLOptions, SSLRequireSSL; `<IfModule ssl_module>` is true once LoadModule loads it"),
     provides("http2", "HTTP/2 configuration: Protocols h2 (ALPN over TLS) and h2c, H2Direct, H2Upgrade, H2MaxSessionStreams, H2WindowSize, H2MaxDataFrameLen, H2StreamTimeout; server push and its directives accepted, not acted on; `<IfModule http2_module>` is true once LoadModule loads it"),
     provides("socache_shmcb", "the shared session cache of SSLSessionCache shmcb:"),
     refuses("auth_basic", NO_AUTH, &["AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),

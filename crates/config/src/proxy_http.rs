@@ -4,8 +4,12 @@
 //! directives that shape the exchange ([`ProxyHttp`]): ProxyPassReverse and
 //! its cookie forms, ProxyPreserveHost, ProxyAddHeaders, ProxyVia,
 //! ProxyErrorOverride and ProxyRequests (Off only: warren is no forward
-//! proxy).
+//! proxy); and mod_ssl's client side for `https://` backends
+//! ([`ProxyTls`]: SSLProxyEngine, SSLProxyVerify,
+//! SSLProxyCACertificateFile, SSLProxyCheckPeerName,
+//! SSLProxyCheckPeerExpire).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::backend::FcgiAddr;
@@ -34,6 +38,55 @@ pub struct HttpOrigin {
     /// `retry=N`: how long a backend that could not be reached is answered
     /// 503 without being tried (Apache's default 60 s; 0: always tried).
     pub retry: Duration,
+    /// `https://`: the backend's host name, sent as SNI and checked
+    /// against its certificate (the URL's, whatever ProxyPreserveHost
+    /// says, as in Apache 2.4).
+    pub tls_name: Option<String>,
+}
+
+/// A host's SSLProxy* directives; None: not said here (a virtual host
+/// takes the main server's, then Apache's default).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ProxyTls {
+    /// SSLProxyEngine: required for `https://` backends.
+    pub engine: Option<bool>,
+    /// SSLProxyVerify: true for `require` (and `optional`), false for `none`.
+    pub verify: Option<bool>,
+    /// SSLProxyCACertificateFile; else the system's trusted roots.
+    pub ca_file: Option<PathBuf>,
+    /// SSLProxyCACertificatePath: every certificate of the directory's
+    /// files, with SSLProxyCACertificateFile's.
+    pub ca_path: Option<PathBuf>,
+    pub check_peer_name: Option<bool>,
+    /// SSLProxyCheckPeerCN: Apache's older name for the name check, which
+    /// SSLProxyCheckPeerName overrides when both are said.
+    pub check_peer_cn: Option<bool>,
+    pub check_peer_expire: Option<bool>,
+    /// SSLProxyProtocol; else TLS 1.2 and 1.3.
+    pub protocols: Option<crate::tls::TlsProtocols>,
+}
+
+impl ProxyTls {
+    /// SSLProxyVerify with Apache's default, `none`.
+    pub fn verifies(&self) -> bool {
+        self.verify.unwrap_or(false)
+    }
+
+    /// Whether the certificate must name the backend's host.
+    pub fn checks_name(&self) -> bool {
+        self.check_peer_name.or(self.check_peer_cn).unwrap_or(true)
+    }
+
+    fn inherit(&mut self, main: &ProxyTls) {
+        self.engine = self.engine.or(main.engine);
+        self.verify = self.verify.or(main.verify);
+        self.ca_file = self.ca_file.take().or_else(|| main.ca_file.clone());
+        self.ca_path = self.ca_path.take().or_else(|| main.ca_path.clone());
+        self.check_peer_name = self.check_peer_name.or(main.check_peer_name);
+        self.check_peer_expire = self.check_peer_expire.or(main.check_peer_expire);
+        self.check_peer_cn = self.check_peer_cn.or(main.check_peer_cn);
+        self.protocols = self.protocols.or(main.protocols);
+    }
 }
 
 /// `ProxyVia`.
@@ -61,6 +114,7 @@ pub struct ProxyHttp {
     pub add_headers: Option<bool>,
     pub via: Option<Via>,
     pub error_override: Option<bool>,
+    pub tls: ProxyTls,
 }
 
 impl ProxyHttp {
@@ -73,22 +127,33 @@ impl ProxyHttp {
         self.add_headers = self.add_headers.or(main.add_headers);
         self.via = self.via.or(main.via);
         self.error_override = self.error_override.or(main.error_override);
+        self.tls.inherit(&main.tls);
     }
 }
 
-/// `http://host[:port]/path` or `unix:/sock|http://name/path`: where to
-/// connect, the URL's authority and its path. `https://` is refused (no TLS
-/// to backends yet).
-pub fn parse_http_url(url: &str) -> Result<Option<(FcgiAddr, String, String)>, String> {
-    let lower = url.to_ascii_lowercase();
-    if lower.starts_with("https://") || lower.contains("|https://") {
-        return Err("https:// backends are not supported yet (warren has no TLS to backends): use http://".into());
-    }
+/// An HTTP backend's URL taken apart: where to connect, the URL's
+/// authority, its path, and for `https://` the host name TLS checks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct HttpUrl {
+    pub addr: FcgiAddr,
+    pub authority: String,
+    pub path: String,
+    pub tls_name: Option<String>,
+}
+
+/// `http[s]://host[:port]/path` or `unix:/sock|http[s]://name/path`; None
+/// for another scheme.
+pub fn parse_http_url(url: &str) -> Result<Option<HttpUrl>, String> {
     let (sock, rest) = match url.strip_prefix("unix:").and_then(|r| r.split_once('|')) {
         Some((sock, rest)) => (Some(sock), rest),
         None => (None, url),
     };
-    let Some(after) = rest.strip_prefix("http://").or_else(|| (rest.len() > 7 && rest[..7].eq_ignore_ascii_case("http://")).then(|| &rest[7..])) else {
+    let scheme = |s: &str| rest.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s));
+    let (after, tls, default_port) = if scheme("http://") {
+        (&rest[7..], false, 80)
+    } else if scheme("https://") {
+        (&rest[8..], true, 443)
+    } else {
         return Ok(None);
     };
     let (authority, path) = match after.find('/') {
@@ -98,25 +163,27 @@ pub fn parse_http_url(url: &str) -> Result<Option<(FcgiAddr, String, String)>, S
     if authority.is_empty() || authority.contains('@') || authority.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
         return Err(format!("bad host in {url}"));
     }
-    if let Some(sock) = sock {
-        if !sock.starts_with('/') {
-            return Err(format!("unix socket path {sock} must be absolute"));
-        }
-        return Ok(Some((FcgiAddr::Unix(sock.into()), authority.to_string(), path.to_string())));
+    if let Some(sock) = sock.filter(|s| !s.starts_with('/')) {
+        return Err(format!("unix socket path {sock} must be absolute"));
     }
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h.trim_start_matches('[').trim_end_matches(']'), p.parse::<u16>().map_err(|_| format!("bad port in {authority}"))?),
-        _ => (authority.trim_start_matches('[').trim_end_matches(']'), 80),
+        _ => (authority.trim_start_matches('[').trim_end_matches(']'), default_port),
     };
     if host.is_empty() {
         return Err(format!("no host in {url}"));
     }
-    Ok(Some((FcgiAddr::Tcp { host: host.to_string(), port }, authority.to_string(), path.to_string())))
+    let tls_name = tls.then(|| host.to_string());
+    let addr = match sock {
+        Some(sock) => FcgiAddr::Unix(sock.into()),
+        None => FcgiAddr::Tcp { host: host.to_string(), port },
+    };
+    Ok(Some(HttpUrl { addr, authority: authority.to_string(), path: path.to_string(), tls_name }))
 }
 
 impl HttpOrigin {
     pub fn new(authority: String) -> HttpOrigin {
-        HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: DEFAULT_MAX_IDLE, retry: Duration::from_secs(60) }
+        HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: DEFAULT_MAX_IDLE, retry: Duration::from_secs(60), tls_name: None }
     }
 
     /// A worker key of an HTTP ProxyPass line this struct holds; false if
@@ -214,6 +281,105 @@ pub(crate) fn via(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     host.proxy_http.via = Some(v);
 }
 
+pub(crate) fn ssl_proxy_engine(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if let Some(on) = flag(b, d) {
+        host.proxy_http.tls.engine = Some(on);
+    }
+}
+
+pub(crate) fn ssl_proxy_check_peer_name(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if let Some(on) = flag(b, d) {
+        host.proxy_http.tls.check_peer_name = Some(on);
+    }
+}
+
+pub(crate) fn ssl_proxy_check_peer_cn(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if let Some(on) = flag(b, d) {
+        host.proxy_http.tls.check_peer_cn = Some(on);
+    }
+}
+
+/// SSLProxyProtocol, read as SSLProtocol is.
+pub(crate) fn ssl_proxy_protocol(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if d.args.is_empty() {
+        return b.error(&d.origin, "SSLProxyProtocol takes one or more protocols");
+    }
+    match crate::tls::parse_protocols(&d.args) {
+        Ok((p, notes)) => {
+            for n in notes {
+                b.warn(&d.origin, format!("SSLProxyProtocol: {n}"));
+            }
+            host.proxy_http.tls.protocols = Some(p);
+        }
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
+pub(crate) fn ssl_proxy_check_peer_expire(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    if let Some(on) = flag(b, d) {
+        host.proxy_http.tls.check_peer_expire = Some(on);
+    }
+}
+
+/// SSLProxyVerify: `optional` is taken as `require` (a backend always
+/// presents a certificate); `optional_no_ca` is refused, as it would
+/// pass a certificate no one vouches for while seeming to check it.
+pub(crate) fn ssl_proxy_verify(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    let verify = match d.args.as_slice() {
+        [v] => match v.to_ascii_lowercase().as_str() {
+            "none" => false,
+            "require" | "optional" => true,
+            _ => return b.error(&d.origin, format!("SSLProxyVerify: {v} is none of none, optional, require")),
+        },
+        _ => return b.error(&d.origin, "SSLProxyVerify takes none, optional or require"),
+    };
+    host.proxy_http.tls.verify = Some(verify);
+}
+
+pub(crate) fn ssl_proxy_ca_file(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    let [file] = d.args.as_slice() else {
+        return b.error(&d.origin, "SSLProxyCACertificateFile takes one file");
+    };
+    let path = b.resolve(file);
+    if !std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return b.error(&d.origin, format!("SSLProxyCACertificateFile: file '{}' does not exist or is empty", path.display()));
+    }
+    host.proxy_http.tls.ca_file = Some(path);
+}
+
+pub(crate) fn ssl_proxy_ca_path(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    let [dir] = d.args.as_slice() else {
+        return b.error(&d.origin, "SSLProxyCACertificatePath takes one directory");
+    };
+    let path = b.resolve(dir);
+    if !path.is_dir() {
+        return b.error(&d.origin, format!("SSLProxyCACertificatePath: '{}' is not a directory", path.display()));
+    }
+    host.proxy_http.tls.ca_path = Some(path);
+}
+
+/// The checks that need a host's whole configuration: an `https://`
+/// backend needs SSLProxyEngine On there (Apache refuses it at the first
+/// request; warren at start, naming the ProxyPass line), and SSLProxyVerify
+/// none is warned about once per host.
+pub(crate) fn settle(b: &mut Builder, host: &HostConfig, reported: &mut Vec<crate::parse::Origin>) {
+    let mut tls_routes = host.proxy_routes.iter().filter_map(|r| Some((r, r.target.as_ref()?.http.as_ref().filter(|o| o.tls_name.is_some())?)));
+    let Some(first) = tls_routes.next() else { return };
+    if host.proxy_http.tls.engine != Some(true) {
+        for (r, o) in std::iter::once(first).chain(tls_routes) {
+            // A virtual host inherits the main server's lines: each is named once.
+            if reported.contains(&r.origin) {
+                continue;
+            }
+            reported.push(r.origin.clone());
+            b.error(&r.origin, format!("ProxyPass https://{}: an https:// backend needs SSLProxyEngine On in this host", o.authority));
+        }
+    } else if !host.proxy_http.tls.verifies() && !reported.contains(&first.0.origin) {
+        reported.push(first.0.origin.clone());
+        b.warn(&first.0.origin, "https:// backend with SSLProxyVerify none (Apache's default): the backend's certificate is not verified (SSLProxyCheckPeerName and SSLProxyCheckPeerExpire still apply); set SSLProxyVerify require");
+    }
+}
+
 /// ProxyPassReverse, ProxyPassReverseCookieDomain, ProxyPassReverseCookiePath.
 pub(crate) fn reverse(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     let [from, to, rest @ ..] = d.args.as_slice() else {
@@ -241,22 +407,20 @@ mod tests {
 
     #[test]
     fn http_urls() {
-        let (addr, auth, path) = parse_http_url("http://127.0.0.1:3000/app/").unwrap().unwrap();
-        assert_eq!(addr, FcgiAddr::Tcp { host: "127.0.0.1".into(), port: 3000 });
-        assert_eq!((auth.as_str(), path.as_str()), ("127.0.0.1:3000", "/app/"));
-        let (addr, auth, path) = parse_http_url("http://backend").unwrap().unwrap();
-        assert_eq!(addr, FcgiAddr::Tcp { host: "backend".into(), port: 80 });
-        assert_eq!((auth.as_str(), path.as_str()), ("backend", "/"));
-        let (addr, _, _) = parse_http_url("http://[::1]:81/").unwrap().unwrap();
-        assert_eq!(addr, FcgiAddr::Tcp { host: "::1".into(), port: 81 });
-        let (addr, auth, path) = parse_http_url("unix:/run/app.sock|http://app/x").unwrap().unwrap();
-        assert_eq!(addr, FcgiAddr::Unix("/run/app.sock".into()));
-        assert_eq!((auth.as_str(), path.as_str()), ("app", "/x"));
+        let parts = |url: &str| parse_http_url(url).unwrap().map(|u| (u.addr, u.authority, u.path, u.tls_name)).unwrap();
+        let tcp = |host: &str, port| FcgiAddr::Tcp { host: host.into(), port };
+        assert_eq!(parts("http://127.0.0.1:3000/app/"), (tcp("127.0.0.1", 3000), "127.0.0.1:3000".into(), "/app/".into(), None));
+        assert_eq!(parts("http://backend"), (tcp("backend", 80), "backend".into(), "/".into(), None));
+        assert_eq!(parts("http://[::1]:81/").0, tcp("::1", 81));
+        assert_eq!(parts("unix:/run/app.sock|http://app/x"), (FcgiAddr::Unix("/run/app.sock".into()), "app".into(), "/x".into(), None));
+        assert_eq!(parts("HTTPS://api.example:8443/v1"), (tcp("api.example", 8443), "api.example:8443".into(), "/v1".into(), Some("api.example".into())));
+        assert_eq!(parts("https://api.example"), (tcp("api.example", 443), "api.example".into(), "/".into(), Some("api.example".into())));
+        assert_eq!(parts("unix:/run/s.sock|https://app/").3, Some("app".into()));
         assert_eq!(parse_http_url("fcgi://h:1/").unwrap(), None);
         assert!(parse_http_url("http://h:port/").is_err());
         assert!(parse_http_url("http://user@h/").is_err());
         assert!(parse_http_url("unix:rel.sock|http://h/").is_err());
-        assert!(parse_http_url("https://h/").is_err());
+        assert!(parse_http_url("https://h:x/").is_err());
     }
 
     #[test]
@@ -298,7 +462,34 @@ mod tests {
         let bad = "Listen 8080\nProxyRequests On\nProxyPass /a https://h/\nProxyPass /b http://h/ ttl=x\nProxyPass /c http://h/ frobnicate=1\nProxyVia sometimes\nProxyPassReverse nopath http://h/\nProxyPreserveHost maybe\n<Directory />\n    ProxyPass http://h/\n</Directory>\n";
         let (l, _d) = crate::test_support::load_text("proxy-http-bad", bad, &[]);
         let lines: Vec<usize> = l.errors.iter().map(|e| e.origin.line).collect();
-        assert_eq!(lines, vec![3, 4, 5, 6, 7, 8, 9, 11], "{:?}", l.errors);
+        assert_eq!(lines, vec![3, 5, 6, 7, 8, 9, 11, 4], "{:?}", l.errors);
+        assert!(l.errors[7].message.contains("needs SSLProxyEngine On"), "{:?}", l.errors[7]);
         assert!(l.errors[0].message.contains("no forward proxy"), "{:?}", l.errors[0]);
+    }
+
+    #[test]
+    fn ssl_proxy_directives() {
+        let text = "Listen 8080\nSSLProxyEngine On\nSSLProxyCheckPeerName Off\nProxyPass /a https://api.example:8443/\n<VirtualHost *:8080>\n    ServerName v\n    SSLProxyVerify require\n    SSLProxyCheckPeerExpire Off\n</VirtualHost>\n";
+        let (l, _d) = crate::test_support::load_text("ssl-proxy", text, &[]);
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        // The main server verifies nothing (Apache's default): said once, at the ProxyPass line.
+        assert_eq!(l.warnings.iter().filter(|w| w.message.contains("SSLProxyVerify none")).map(|w| w.origin.line).collect::<Vec<_>>(), vec![5], "{:?}", l.warnings);
+        let s = l.settings.unwrap();
+        assert_eq!(s.main.proxy_routes[0].target.as_ref().unwrap().http.as_ref().unwrap().tls_name.as_deref(), Some("api.example"));
+        let v = &s.virtual_hosts[0].host.proxy_http.tls;
+        assert_eq!((v.engine, v.verify, v.check_peer_name, v.check_peer_expire), (Some(true), Some(true), Some(false), Some(false)));
+
+        let cn = "Listen 8080\nSSLProxyCheckPeerCN Off\nSSLProxyProtocol -all +TLSv1.3\n<VirtualHost *:8080>\n    ServerName v\n    SSLProxyCheckPeerName On\n</VirtualHost>\n";
+        let (l, _d) = crate::test_support::load_text("ssl-proxy-cn", cn, &[]);
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        let s = l.settings.unwrap();
+        // CheckPeerCN Off turns the name check off, unless CheckPeerName says otherwise.
+        assert!(!s.main.proxy_http.tls.checks_name());
+        assert!(s.virtual_hosts[0].host.proxy_http.tls.checks_name());
+        assert_eq!(s.virtual_hosts[0].host.proxy_http.tls.protocols, Some(crate::tls::TlsProtocols { tls12: false, tls13: true }));
+
+        let bad = "Listen 8080\nSSLProxyVerify sometimes\nSSLProxyCACertificateFile /nonexistent/ca.pem\nSSLProxyEngine maybe\n";
+        let (l, _d) = crate::test_support::load_text("ssl-proxy-bad", bad, &[]);
+        assert_eq!(l.errors.iter().map(|e| e.origin.line).collect::<Vec<_>>(), vec![3, 4, 5], "{:?}", l.errors);
     }
 }

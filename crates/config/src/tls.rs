@@ -23,7 +23,7 @@ use crate::parse::{Directive, Origin};
 use crate::settings::{HostConfig, Settings, VirtualHost};
 
 /// The protocol versions `SSLProtocol` leaves, of those rustls has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TlsProtocols {
     pub tls12: bool,
     pub tls13: bool,

@@ -120,7 +120,7 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
     }
     let http = crate::proxy_http::parse_http_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
     let (addr, path, mut http) = match http {
-        Some((addr, authority, path)) => (addr, path, Some(Box::new(crate::proxy_http::HttpOrigin::new(authority)))),
+        Some(url) => (url.addr, url.path, Some(Box::new(crate::proxy_http::HttpOrigin { tls_name: url.tls_name, ..crate::proxy_http::HttpOrigin::new(url.authority) }))),
         None => {
             let (addr, path) = parse_fcgi_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
             (addr, path, None)

@@ -17,11 +17,14 @@
 //! - Session resumption across children: [`session_cache`] keeps sessions
 //!   in memory shared by fork (SSLSessionCache shmcb:); [`tickets`] seals
 //!   tickets under keys every child derives alike (SSLSessionTickets).
+//! - [`proxy_client`]: the client side, for mod_proxy_http's `https://`
+//!   backends (SSLProxy*).
 //! - [`protocol_name`], [`cipher_name`], [`cipher_bits`]: mod_ssl's names,
 //!   for `SSL_PROTOCOL`, `SSL_CIPHER` and logs.
 
 pub mod certs;
 pub mod ciphers;
+pub mod proxy_client;
 pub mod session_cache;
 pub mod sni;
 pub mod tickets;

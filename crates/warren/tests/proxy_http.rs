@@ -9,6 +9,7 @@
 
 mod common;
 #[path = "proxy_http/backend.rs"]
+#[allow(dead_code)]
 mod backend;
 
 use std::io::{Read, Write};

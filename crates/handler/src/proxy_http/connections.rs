@@ -1,14 +1,17 @@
 //! A child's connections to HTTP backends: the idle ones kept for reuse
 //! (at most `max=` per backend, none older than `ttl=`), new ones opened
-//! within `connectiontimeout=`, and the backends that refused a connection
+//! within `connectiontimeout=` (with the TLS handshake for an `https://`
+//! backend, [`HttpStream`]), and the backends that refused a connection
 //! lately, answered 503 without being tried until their `retry=` time has
 //! passed (Apache's worker "in error state").
 
-use std::io;
-use std::sync::Mutex;
+use std::io::{self, Read, Write};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use warren_config::proxy_http::HttpOrigin;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use warren_config::proxy_http::{HttpOrigin, ProxyTls};
 use warren_config::FcgiAddr;
 
 use crate::fastcgi::BackendStream;
@@ -18,51 +21,152 @@ pub struct HttpBackends {
     idle: Mutex<Vec<Idle>>,
     /// Backends that could not be reached, and until when they are not tried.
     down: Mutex<Vec<(FcgiAddr, Instant)>>,
+    /// The TLS client configurations made so far, one for each host's
+    /// SSLProxy* settings: made once per child, and sharing rustls'
+    /// session cache, so that new connections resume sessions.
+    tls_configs: Mutex<Vec<(ProxyTls, Arc<ClientConfig>)>>,
+}
+
+/// What a kept connection may serve: the same address, and for TLS the
+/// same name checked under the same settings.
+#[derive(Clone, PartialEq, Eq)]
+struct Key {
+    addr: FcgiAddr,
+    tls: Option<(String, ProxyTls)>,
 }
 
 struct Idle {
-    addr: FcgiAddr,
+    key: Key,
     since: Instant,
-    stream: BackendStream,
+    stream: HttpStream,
 }
 
 /// A connection to a backend, and whether it was kept from an earlier
 /// request (then the backend may have closed it meanwhile).
 pub struct Connection {
-    pub stream: BackendStream,
+    pub stream: HttpStream,
     pub reused: bool,
+}
+
+/// Why no connection could be had.
+pub enum ConnectError {
+    /// The backend could not be reached (it is then marked down).
+    Connect(io::Error),
+    /// It was reached, but TLS failed: the certificate refused, the
+    /// handshake broken, or the client configuration unmakeable.
+    Tls(String),
+}
+
+/// A backend connection: plain, or TLS over it.
+pub enum HttpStream {
+    Plain(BackendStream),
+    Tls(Box<StreamOwned<ClientConnection, BackendStream>>),
+}
+
+impl HttpStream {
+    fn socket(&self) -> &BackendStream {
+        match self {
+            HttpStream::Plain(s) => s,
+            HttpStream::Tls(t) => &t.sock,
+        }
+    }
+
+    pub fn set_timeouts(&self, t: Duration) -> io::Result<()> {
+        self.socket().set_timeouts(t)
+    }
+
+    /// Neither closed nor sent on: for TLS, a close_notify or anything
+    /// else arriving on an idle connection also makes it unusable.
+    fn idle_and_open(&self) -> bool {
+        self.socket().idle_and_open()
+    }
+}
+
+impl Read for HttpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            HttpStream::Plain(s) => s.read(buf),
+            // Many backends close without a close_notify; the answer's own
+            // framing (Content-Length, chunked) still tells a cut-short
+            // body, so a bare close ends the stream as on plain TCP.
+            HttpStream::Tls(t) => match t.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+                other => other,
+            },
+        }
+    }
+}
+
+impl Write for HttpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            HttpStream::Plain(s) => s.write(buf),
+            HttpStream::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            HttpStream::Plain(s) => s.flush(),
+            HttpStream::Tls(t) => t.flush(),
+        }
+    }
+}
+
+fn key(addr: &FcgiAddr, origin: &HttpOrigin, tls: &ProxyTls) -> Key {
+    Key { addr: addr.clone(), tls: origin.tls_name.clone().map(|n| (n, tls.clone())) }
 }
 
 impl HttpBackends {
     /// A kept connection to `addr` that is still open and younger than
     /// the ttl, else a new one.
-    pub fn get(&self, addr: &FcgiAddr, origin: &HttpOrigin, timeout: Duration, reuse: bool) -> io::Result<Connection> {
+    pub fn get(&self, addr: &FcgiAddr, origin: &HttpOrigin, tls: &ProxyTls, timeout: Duration, reuse: bool) -> Result<Connection, ConnectError> {
         if reuse {
-            if let Some(stream) = self.take_idle(addr, origin.ttl) {
-                stream.set_timeouts(timeout)?;
+            if let Some(stream) = self.take_idle(&key(addr, origin, tls), origin.ttl) {
+                stream.set_timeouts(timeout).map_err(ConnectError::Connect)?;
                 return Ok(Connection { stream, reused: true });
             }
         }
-        self.connect(addr, origin, timeout).map(|stream| Connection { stream, reused: false })
+        self.connect(addr, origin, tls, timeout).map(|stream| Connection { stream, reused: false })
     }
 
-    /// A new connection, bypassing the idle ones.
-    pub fn connect(&self, addr: &FcgiAddr, origin: &HttpOrigin, timeout: Duration) -> io::Result<BackendStream> {
-        let stream = BackendStream::connect(addr, origin.connect_timeout.unwrap_or(timeout))?;
-        stream.set_timeouts(timeout)?;
+    /// A new connection, bypassing the idle ones; for an `https://`
+    /// backend, with its handshake done (so that a refused certificate is
+    /// known here).
+    pub fn connect(&self, addr: &FcgiAddr, origin: &HttpOrigin, tls: &ProxyTls, timeout: Duration) -> Result<HttpStream, ConnectError> {
+        let stream = BackendStream::connect(addr, origin.connect_timeout.unwrap_or(timeout)).map_err(ConnectError::Connect)?;
+        stream.set_timeouts(timeout).map_err(ConnectError::Connect)?;
         if origin.tcp_keepalive {
             if let BackendStream::Tcp(s) = &stream {
-                nix::sys::socket::setsockopt(s, nix::sys::socket::sockopt::KeepAlive, &true)?;
+                nix::sys::socket::setsockopt(s, nix::sys::socket::sockopt::KeepAlive, &true).map_err(|e| ConnectError::Connect(e.into()))?;
             }
         }
-        Ok(stream)
+        let Some(name) = &origin.tls_name else { return Ok(HttpStream::Plain(stream)) };
+        let config = self.tls_config(tls).map_err(ConnectError::Tls)?;
+        let server_name = ServerName::try_from(name.clone()).map_err(|e| ConnectError::Tls(format!("{name} is no TLS server name: {e}")))?;
+        let conn = ClientConnection::new(config, server_name).map_err(|e| ConnectError::Tls(e.to_string()))?;
+        let mut tls_stream = StreamOwned::new(conn, stream);
+        while tls_stream.conn.is_handshaking() {
+            tls_stream.conn.complete_io(&mut tls_stream.sock).map_err(|e| ConnectError::Tls(format!("TLS handshake with {name}: {e}")))?;
+        }
+        Ok(HttpStream::Tls(Box::new(tls_stream)))
     }
 
-    fn take_idle(&self, addr: &FcgiAddr, ttl: Option<Duration>) -> Option<BackendStream> {
+    fn tls_config(&self, tls: &ProxyTls) -> Result<Arc<ClientConfig>, String> {
+        let mut configs = self.tls_configs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = configs.iter().find(|(t, _)| t == tls) {
+            return Ok(c.clone());
+        }
+        let c = warren_tls::proxy_client::client_config(tls)?;
+        configs.push((tls.clone(), c.clone()));
+        Ok(c)
+    }
+
+    fn take_idle(&self, key: &Key, ttl: Option<Duration>) -> Option<HttpStream> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         // Expired ones go whatever backend they are to.
-        idle.retain(|c| ttl.is_none_or(|t| c.addr != *addr || c.since.elapsed() < t));
-        while let Some(i) = idle.iter().rposition(|c| c.addr == *addr) {
+        idle.retain(|c| ttl.is_none_or(|t| c.key.addr != key.addr || c.since.elapsed() < t));
+        while let Some(i) = idle.iter().rposition(|c| c.key == *key) {
             let c = idle.swap_remove(i);
             if c.stream.idle_and_open() {
                 return Some(c.stream);
@@ -72,10 +176,11 @@ impl HttpBackends {
     }
 
     /// Keeps a connection whose exchange ended cleanly, if there is room.
-    pub fn put(&self, addr: &FcgiAddr, max: usize, stream: BackendStream) {
+    pub fn put(&self, addr: &FcgiAddr, origin: &HttpOrigin, tls: &ProxyTls, stream: HttpStream) {
+        let key = key(addr, origin, tls);
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.iter().filter(|c| c.addr == *addr).count() < max {
-            idle.push(Idle { addr: addr.clone(), since: Instant::now(), stream });
+        if idle.iter().filter(|c| c.key == key).count() < origin.max_idle {
+            idle.push(Idle { key, since: Instant::now(), stream });
         }
     }
 

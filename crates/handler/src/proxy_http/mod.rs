@@ -3,7 +3,9 @@
 //! an [`HttpPlan`]; the MPMs run it where blocking is fine (a worker
 //! thread, also under the event MPM and for HTTP/2 streams), as they run
 //! CGI programs. The exchange: a kept connection to the backend or a new
-//! one ([`connections`]), the request head ([`request`]) and the client's
+//! one ([`connections`]; TLS for an `https://` backend, the client
+//! configuration made by `warren_tls::proxy_client` from the host's
+//! SSLProxy* lines), the request head ([`request`]) and the client's
 //! body streamed as it comes (chunked when its length is not known), the
 //! answer's head read ([`response`]), its fields rewritten, and its body
 //! streamed back to the client as the backend sends it. A connection
@@ -13,7 +15,8 @@
 //! with no body and an idempotent method is then sent again on a new
 //! connection. Failures get Apache's answers, with one error-log line
 //! naming the backend: refused 503 (and the backend is not tried again for
-//! `retry=`), no answer within the timeout 504, a reset, a malformed head
+//! `retry=`), its TLS refused (certificate, name, dates, handshake) 502
+//! (not marked down: it is up), no answer within the timeout 504, a reset, a malformed head
 //! or a body cut short 502. A body cut short once the answer has begun
 //! makes the MPM close the client's connection.
 
@@ -22,7 +25,7 @@ pub mod request;
 pub mod response;
 
 use std::io::{self, Read, Write};
-use warren_config::proxy_http::HttpOrigin;
+use warren_config::proxy_http::{HttpOrigin, ProxyTls};
 use warren_config::{FcgiAddr, LogLevel, ProxyTarget};
 use warren_http::{BodyFraming, RequestHead};
 
@@ -30,6 +33,7 @@ use crate::fastcgi::exchange::discard;
 use crate::fastcgi::{Gateway, GatewayError};
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 
+use connections::ConnectError;
 pub use connections::HttpBackends;
 use request::{BodyWriter, Forwarding};
 use response::{BodyReader, Framing, Parsed};
@@ -53,7 +57,8 @@ impl Site {
         let h = &self.hosts[req.host];
         let timeout = route.backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         let target = format!("{}{}", request::encode_path(path), String::from_utf8_lossy(query));
-        let name = format!("http://{}{}", origin.authority, target);
+        let scheme = if origin.tls_name.is_some() { "https" } else { "http" };
+        let name = format!("{scheme}://{}{}", origin.authority, target);
         let plan = HttpPlan { origin: origin.clone(), target };
         Outcome::Gateway(Box::new(Gateway::for_http(req.host, route.backend.clone(), timeout, name, req.head.path_and_query().to_vec(), plan)))
     }
@@ -80,7 +85,10 @@ impl Site {
     fn http_exchange(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Result<Response, GatewayError> {
         let plan = gw.http.as_ref().expect("an HTTP plan");
         let addr = &gw.backend.addr;
-        let name = gw.backend_name();
+        let name = match plan.origin.tls_name {
+            Some(_) => format!("https://{}", gw.backend_name()),
+            None => gw.backend_name(),
+        };
         let backends = &self.caches.http_backends;
         if let Some(left) = backends.in_error(addr) {
             return Err(GatewayError { status: 503, why: format!("proxy: HTTP: backend {name} is in error state for {} s more (retry=)", left.as_secs() + 1) });
@@ -108,11 +116,15 @@ impl Site {
         // A request that may be sent twice: nothing of it is lost if a kept
         // connection turns out closed (RFC 9110 9.2.2).
         let replayable = framing == BodyFraming::None && matches!(head.method(), "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
-        let connect_failed = |e: &io::Error| {
-            backends.mark_down(addr, plan.origin.retry);
-            GatewayError { status: 503, why: format!("proxy: HTTP: attempt to connect to {name} failed: {e}") }
+        let connect_failed = |e: ConnectError| match e {
+            ConnectError::Connect(e) => {
+                backends.mark_down(addr, plan.origin.retry);
+                GatewayError { status: 503, why: format!("proxy: HTTP: attempt to connect to {name} failed: {e}") }
+            }
+            // The backend is up: it is not marked down, and the next request tries again.
+            ConnectError::Tls(why) => GatewayError { status: 502, why: format!("proxy: HTTPS: TLS to {name} failed: {why}") },
         };
-        let mut conn_to = backends.get(addr, &plan.origin, gw.timeout, gw.backend.reuse).map_err(|e| connect_failed(&e))?;
+        let mut conn_to = backends.get(addr, &plan.origin, &rules.tls, gw.timeout, gw.backend.reuse).map_err(connect_failed)?;
         let mut buf = vec![0u8; IO_BUF];
         let (answer, got) = loop {
             let sent = self.send_request(&mut conn_to.stream, &request_head, framing, spooled.is_some(), body);
@@ -128,7 +140,7 @@ impl Site {
                 Ok(x) => break x,
                 Err(HeadError::ClosedEarly(_)) if conn_to.reused && replayable => {
                     self.hosts[gw.host].error_log.log(LogLevel::Debug, Some(conn.useragent), &format!("proxy: HTTP: kept connection to {name} was closed; sending the request on a new one"));
-                    conn_to = connections::Connection { stream: backends.connect(addr, &plan.origin, gw.timeout).map_err(|e| connect_failed(&e))?, reused: false };
+                    conn_to = connections::Connection { stream: backends.connect(addr, &plan.origin, &rules.tls, gw.timeout).map_err(connect_failed)?, reused: false };
                 }
                 Err(HeadError::Timeout) => return Err(GatewayError { status: 504, why: format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)") }),
                 Err(HeadError::ClosedEarly(why) | HeadError::Malformed(why)) => return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") }),
@@ -161,7 +173,7 @@ impl Site {
         let keep = answer.keep_alive && gw.backend.reuse;
         let finish = |reader: &BodyReader, stream: BackendConn| {
             if keep && reader.clean_end() {
-                backends.put(addr, plan.origin.max_idle, stream);
+                backends.put(addr, &plan.origin, &rules.tls, stream);
             }
         };
         match answer.framing {
@@ -193,7 +205,7 @@ impl Site {
                     _ => None,
                 };
                 let pool = keep.then(|| self.caches.http_backends.clone());
-                let source = HttpOutput { stream: Some(conn_to.stream), reader, buf, addr: addr.clone(), max_idle: plan.origin.max_idle, pool, name, log: host.error_log.clone(), client: conn.useragent, read_ahead: !gw.backend.flush_packets };
+                let source = HttpOutput { stream: Some(conn_to.stream), reader, buf, addr: addr.clone(), origin: plan.origin.clone(), tls: rules.tls.clone(), pool, name, log: host.error_log.clone(), client: conn.useragent, read_ahead: !gw.backend.flush_packets };
                 r.body = Body::Stream { source: Box::new(source), len };
                 Ok(r)
             }
@@ -231,7 +243,7 @@ impl Site {
     }
 }
 
-type BackendConn = crate::fastcgi::BackendStream;
+type BackendConn = connections::HttpStream;
 
 /// Why sending the request stopped.
 enum Sending {
@@ -298,7 +310,8 @@ struct HttpOutput {
     reader: BodyReader,
     buf: Vec<u8>,
     addr: FcgiAddr,
-    max_idle: usize,
+    origin: HttpOrigin,
+    tls: ProxyTls,
     /// Where the connection goes back when the body ends cleanly.
     pool: Option<std::sync::Arc<HttpBackends>>,
     name: String,
@@ -321,7 +334,7 @@ impl BodySource for HttpOutput {
             Ok(false) => {
                 let stream = self.stream.take().expect("stream");
                 if let (Some(pool), true) = (&self.pool, self.reader.clean_end()) {
-                    pool.put(&self.addr, self.max_idle, stream);
+                    pool.put(&self.addr, &self.origin, &self.tls, stream);
                 }
                 Ok(false)
             }

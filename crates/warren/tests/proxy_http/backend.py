@@ -17,9 +17,13 @@ counts them, so that tests can see warren reuse them. Paths:
   /reset          closes the connection at once, with a reset
   /error          500 with a page of its own
   /early          answers 413 at once without reading the request body
+  /tls            over TLS: the SNI name the client sent and the ALPN protocol chosen
+
+With `--tls CERT KEY` it speaks HTTPS (TLS 1.2 and 1.3, ALPN http/1.1).
 """
 
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -118,6 +122,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif path == "/error":
             self.send(500, b"the backend's own error page\n")
+        elif path == "/tls":
+            conn = self.connection
+            alpn = conn.selected_alpn_protocol() if isinstance(conn, ssl.SSLSocket) else None
+            self.send(200, f"sni={getattr(conn, 'sni', None)} alpn={alpn}".encode())
         else:
             self.send(200, f"backend saw {self.command} {self.path}\n".encode())
 
@@ -127,6 +135,16 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    if len(sys.argv) == 4 and sys.argv[1] == "--tls":
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        context.set_alpn_protocols(["http/1.1"])
+
+        def remember_sni(sock, name, _context):
+            sock.sni = name or ""
+
+        context.sni_callback = remember_sni
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print(server.server_address[1], flush=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     sys.stdin.read()

@@ -16,8 +16,17 @@ pub struct Backend {
 
 impl Backend {
     pub fn start() -> Backend {
+        Backend::spawn(&[])
+    }
+
+    /// Over TLS, with this certificate and key (its URL is then `https://`).
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Backend {
+        Backend::spawn(&["--tls".as_ref(), cert.as_os_str(), key.as_os_str()])
+    }
+
+    fn spawn(args: &[&std::ffi::OsStr]) -> Backend {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy_http/backend.py");
-        let mut child = Command::new("python3").arg(script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start python3 backend.py");
+        let mut child = Command::new("python3").arg(script).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start python3 backend.py");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let port = line.trim().parse().unwrap_or_else(|_| panic!("backend.py printed {line:?}, not its port"));
