@@ -393,6 +393,10 @@ impl Dispatch {
 }
 
 impl PoolDispatch for Dispatch {
+    fn knows(&self, pool: &str) -> bool {
+        self.find(pool).is_some() || asked::pending(&self.table(), pool).is_some()
+    }
+
     fn ask_user_pool(&self, user: &str) -> Option<String> {
         let pool = warren_config::mass::user_pool_name(user);
         if self.table().pool_index(&pool).is_some() || asked::ask(&self.table(), user) {

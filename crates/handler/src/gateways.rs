@@ -40,7 +40,7 @@ impl Site {
                 }
                 None => {
                     let why = format!("UserDir: no pool runs as the user of {} (the account cannot have one, or warren's table of pools is full)", script.display());
-                    return Outcome::Ready(self.error(req, 503, &why));
+                    return Outcome::Ready(self.error(req, 503, &why).header("Retry-After", "10"));
                 }
             },
             None => backend,
