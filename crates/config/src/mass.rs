@@ -293,9 +293,9 @@ fn accounts() -> Vec<(String, u32, u32, String)> {
 /// A pool per user `ud` serves (never root): php-cgi as the user and
 /// their group, ondemand, so that it costs nothing until the user's first
 /// script and its children stop when idle. The accounts are those of
-/// start: an account made later serves its files at once, and its scripts
-/// once the server is reloaded (they are refused meanwhile, never run as
-/// another user). Returns the pools to add and notices.
+/// start: an account made later serves its files at once, and gets its
+/// pool when its first script asks (see [`RuntimeUsers`]), never running as
+/// another user. Returns the pools to add and notices.
 pub fn pools_for(ud: &mut UserDir, origin: &Origin, existing: &[crate::pool::PoolConfig], room: usize) -> (Vec<crate::pool::PoolConfig>, Vec<String>) {
     let mut made = Vec::new();
     let mut said = Vec::new();

@@ -38,6 +38,11 @@ impl Site {
                     user_backend = crate::dir_config::backend_of(&warren_config::scripts::Handler::Pool(pool));
                     &user_backend
                 }
+                // No script there: nothing was asked, nothing runs.
+                None if !std::fs::metadata(script).is_ok_and(|m| m.is_file()) => {
+                    log.log(LogLevel::Info, Some(req.conn.useragent), &format!("File does not exist: {}", script.display()));
+                    return Outcome::Ready(self.error_page(req, 404));
+                }
                 None => {
                     let why = format!("UserDir: no pool runs as the user of {} (the account cannot have one, or warren's table of pools is full)", script.display());
                     return Outcome::Ready(self.error(req, 503, &why).header("Retry-After", "10"));

@@ -108,30 +108,6 @@ fn user_dirs_with_their_own_php(mpm: &str) {
     assert_eq!(alice_children(), 0, "alice's pool is stopped when idle");
 }
 
-/// Debian's userdir.conf with this test's homes, and the server's PHP pool.
-fn user_dir_site(name: &str) -> TempDir {
-    let dir = TempDir::new(name);
-    standard_site(&dir);
-    dir.write("userdir.conf", format!("UserDir public_html\nUserDir disabled root\n<Directory {USER_HOMES}/*/public_html>\n  Require method GET POST OPTIONS\n</Directory>\n"));
-    dir
-}
-
-/// An account made now (after the server started): `useradd` as
-/// [`regular_user`] does, the account removed first if a previous run left it.
-fn late_user(name: &str) -> u32 {
-    let _ = std::process::Command::new("userdel").arg(name).status();
-    let _ = std::process::Command::new("groupdel").arg(name).status();
-    let _ = std::fs::remove_dir_all(format!("{USER_HOMES}/{name}"));
-    regular_user(name)
-}
-
-/// Gives `user` their home and public_html, as useradd's -m would.
-fn own_home(user: &str, uid: u32) {
-    for d in [format!("{USER_HOMES}/{user}"), format!("{USER_HOMES}/{user}/public_html")] {
-        std::os::unix::fs::chown(&d, Some(uid), None).unwrap();
-    }
-}
-
 /// An account made with useradd after start gets a pool of its own at
 /// its first script, which runs as the user (no reload); an account made
 /// after start whose directory is not its own is refused (503 with
@@ -139,8 +115,8 @@ fn own_home(user: &str, uid: u32) {
 /// makes no pool and asks for none.
 fn user_made_after_start_gets_its_pool(mpm: &str) {
     let (late, stranger) = (format!("warren-late-{mpm}"), format!("warren-notown-{mpm}"));
-    let _ = std::process::Command::new("userdel").arg(&late).status();
-    let _ = std::process::Command::new("userdel").arg(&stranger).status();
+    remove_user(&late);
+    remove_user(&stranger);
     regular_user("warren-alice");
     let dir = user_dir_site(&format!("mass-late-{mpm}"));
     let s = Server::start_in(dir, mpm, &format!("{PHP_POOL}Include userdir.conf\n"));

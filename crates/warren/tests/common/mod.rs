@@ -910,6 +910,36 @@ pub fn regular_user(name: &str) -> u32 {
     uid
 }
 
+/// A site with Debian's userdir.conf (as `userdir.conf`, to include) for
+/// this test's homes.
+pub fn user_dir_site(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    standard_site(&dir);
+    dir.write("userdir.conf", format!("UserDir public_html\nUserDir disabled root\n<Directory {USER_HOMES}/*/public_html>\n  Require method GET POST OPTIONS\n</Directory>\n"));
+    dir
+}
+
+/// An account made now (after the server started): `useradd` as
+/// [`regular_user`] does, the account removed first if a previous run left it.
+pub fn late_user(name: &str) -> u32 {
+    remove_user(name);
+    regular_user(name)
+}
+
+/// Removes an account, its group and its home under [`USER_HOMES`], if there.
+pub fn remove_user(name: &str) {
+    let _ = Command::new("userdel").arg(name).stderr(std::process::Stdio::null()).status();
+    let _ = Command::new("groupdel").arg(name).stderr(std::process::Stdio::null()).status();
+    let _ = std::fs::remove_dir_all(format!("{USER_HOMES}/{name}"));
+}
+
+/// Gives `user` their home and public_html, as useradd's -m would.
+pub fn own_home(user: &str, uid: u32) {
+    for d in [format!("{USER_HOMES}/{user}"), format!("{USER_HOMES}/{user}/public_html")] {
+        std::os::unix::fs::chown(&d, Some(uid), None).unwrap();
+    }
+}
+
 /// `path` in `user`'s public_html (see [`regular_user`]), readable by all.
 pub fn user_file(user: &str, path: &str, content: &str) {
     use std::os::unix::fs::PermissionsExt;
