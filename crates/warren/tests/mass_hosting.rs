@@ -109,7 +109,8 @@ fn user_dirs_with_their_own_php(mpm: &str) {
 }
 
 /// An account made with useradd after start gets a pool of its own at
-/// its first script, which runs as the user (no reload); an account made
+/// its first script, which runs as the user (no reload), and keeps it
+/// through a graceful restart; an account made
 /// after start whose directory is not its own is refused (503 with
 /// Retry-After) once for a flood of requests; a flood of `/~made-up-N/`
 /// makes no pool and asks for none.
@@ -126,6 +127,10 @@ fn user_made_after_start_gets_its_pool(mpm: &str) {
     let r = s.get(&format!("/~{late}/who.php"));
     assert_eq!((r.status, r.text()), (200, format!("uid={uid}")));
     // Its pool is made once: the next request uses it.
+    assert_eq!(s.get(&format!("/~{late}/who.php")).text(), format!("uid={uid}"));
+    // A graceful restart makes it the configuration's pool, not another one.
+    unsafe_kill(s.pid(), 1);
+    s.wait_log("error.log", "SIGHUP received: graceful restart");
     assert_eq!(s.get(&format!("/~{late}/who.php")).text(), format!("uid={uid}"));
     let stranger_uid = late_user(&stranger);
     user_file(&stranger, "who.php", "<?php echo 'uid=', posix_getuid();");
