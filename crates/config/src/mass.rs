@@ -353,6 +353,10 @@ fn user_pool_config(user: &str, gid: u32, origin: &Origin) -> crate::pool::PoolC
 #[derive(Clone, Debug, Default)]
 pub struct RuntimeUsers {
     hosts: Vec<(UserDir, Origin)>,
+    /// The server children's uid: no user's pool may run as it (its
+    /// code could then use every pool's socket, see
+    /// [`crate::accounts::check_pools_apart`]).
+    server_uid: Option<u32>,
 }
 
 impl RuntimeUsers {
@@ -364,7 +368,8 @@ impl RuntimeUsers {
             .filter(|ud| ud.runtime_pools)
             .filter_map(|ud| Some((ud.clone(), ud.origin.clone()?)))
             .collect();
-        (!hosts.is_empty()).then_some(RuntimeUsers { hosts })
+        let server_uid = crate::accounts::server_account(settings.user.as_deref(), settings.group.as_deref()).ok().flatten().map(|a| a.uid.as_raw());
+        (!hosts.is_empty()).then_some(RuntimeUsers { hosts, server_uid })
     }
 
     /// The pool for `user`'s scripts, if the account may have one: a name
@@ -382,6 +387,10 @@ impl RuntimeUsers {
         for (ud, origin) in &self.hosts {
             let named = ud.enabled.iter().any(|u| u == user);
             if !ud.serves(user) {
+                continue;
+            }
+            if self.server_uid == Some(uid) {
+                why = "the server's own user";
                 continue;
             }
             if uid == 0 || (uid < UID_MIN || uid == 65534) && !named {
@@ -425,6 +434,25 @@ pub(crate) fn user_dir(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pools at run time are refused to made-up and malformed names, root,
+    /// system accounts, the server's own user, and users without a
+    /// directory of their own.
+    #[test]
+    fn runtime_pools_only_for_users_with_their_own_directory() {
+        let origin = Origin { file: std::sync::Arc::new("test.conf".into()), line: 1 };
+        let ud = UserDir { places: vec![UserPlace::of("/tmp")], runtime_pools: true, ..UserDir::default() };
+        let users = RuntimeUsers { hosts: vec![(ud, origin)], server_uid: None };
+        for bad in ["", "../etc", "a/b", ".hidden", "a\0b", "warren-no-such-account-xyz", &"a".repeat(33)] {
+            assert!(users.pool_for(bad).is_err(), "{bad:?}");
+        }
+        assert!(users.pool_for("root").is_err());
+        // daemon's /tmp/daemon is not there, nor is daemon a user's account.
+        assert_eq!(users.pool_for("daemon").err().as_deref(), Some("a system account (below uid 1000, and not named by UserDir enabled)"));
+        let nobody = nix::unistd::User::from_name("nobody").unwrap().expect("the nobody account");
+        let serving_nobody = RuntimeUsers { server_uid: Some(nobody.uid.as_raw()), ..users.clone() };
+        assert_eq!(serving_nobody.pool_for("nobody").err().as_deref(), Some("the server's own user"));
+    }
 
     /// The examples of Apache's mod_vhost_alias documentation.
     #[test]
