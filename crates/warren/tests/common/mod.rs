@@ -165,6 +165,8 @@ impl Server {
         // test's client may take it as its own end of a connection: then
         // warren cannot bind, and is started again on another port.
         for attempt in 1.. {
+            // No test removes an account while warren reads them at start.
+            let _accounts = ACCOUNTS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             let port = free_port();
             let tls_lines = if over_tls() { tls::Certs::make(&dir.0).directives("localhost") } else { String::new() };
             let conf = dir.write("warren.conf", base_config(mpm, &format!("Listen 127.0.0.1:{port}"), &format!("{tls_lines}{extra}")));
@@ -926,8 +928,13 @@ pub fn late_user(name: &str) -> u32 {
     regular_user(name)
 }
 
+/// Held to read by a server starting (which makes pools for the accounts
+/// it lists), to write by a test removing an account.
+pub static ACCOUNTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// Removes an account, its group and its home under [`USER_HOMES`], if there.
 pub fn remove_user(name: &str) {
+    let _removing = ACCOUNTS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     let _ = Command::new("userdel").arg(name).stderr(std::process::Stdio::null()).status();
     let _ = Command::new("groupdel").arg(name).stderr(std::process::Stdio::null()).status();
     let _ = std::fs::remove_dir_all(format!("{USER_HOMES}/{name}"));
