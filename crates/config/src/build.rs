@@ -391,7 +391,9 @@ impl Builder {
                 self.warnings.push(ConfigError { origin, message: why });
                 continue;
             }
-            let room = crate::mass::TABLE_POOLS.saturating_sub(pools.len());
+            ud.runtime_pools = true;
+            // Room is kept for accounts made after start.
+            let room = (crate::mass::TABLE_POOLS - crate::mass::RUNTIME_POOLS).saturating_sub(pools.len());
             let (made, said) = crate::mass::pools_for(ud, &origin, pools, room);
             let first = pools.is_empty() || !made.is_empty();
             pools.extend(made);

@@ -225,6 +225,10 @@ pub struct UserDir {
     pub origin: Option<Origin>,
     /// The pools its users' scripts run in, made at start (see [`pools_for`]).
     pub pools: Vec<UserPool>,
+    /// Users without a pool of start get one when their first script is
+    /// asked for (see [`RuntimeUsers`]); false where the users' scripts are
+    /// refused (a pool runs as the server's user).
+    pub runtime_pools: bool,
 }
 
 /// One user's pool, and the directories whose scripts go to it.
@@ -268,6 +272,11 @@ const UID_MIN: u32 = 1000;
 const USER_CHILDREN: u32 = 4;
 /// The pools warren's shared table has room for (warren_fpm's MAX_POOLS).
 pub const TABLE_POOLS: usize = 256;
+/// Of those, the room kept for users' pools made while warren runs
+/// (warren_fpm's RUNTIME_POOLS): accounts made after start.
+pub const RUNTIME_POOLS: usize = 32;
+/// The longest user name a pool can be asked for (Linux's useradd allows 32).
+pub const USER_NAME_MAX: usize = 32;
 const USER_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The accounts of /etc/passwd: name, uid, gid, home.
@@ -284,9 +293,9 @@ fn accounts() -> Vec<(String, u32, u32, String)> {
 /// A pool per user `ud` serves (never root): php-cgi as the user and
 /// their group, ondemand, so that it costs nothing until the user's first
 /// script and its children stop when idle. The accounts are those of
-/// start: an account made later serves its files at once, and its scripts
-/// once the server is reloaded (they are refused meanwhile, never run as
-/// another user). Returns the pools to add and notices.
+/// start: an account made later serves its files at once, and gets its
+/// pool when its first script asks (see [`RuntimeUsers`]), never running as
+/// another user. Returns the pools to add and notices.
 pub fn pools_for(ud: &mut UserDir, origin: &Origin, existing: &[crate::pool::PoolConfig], room: usize) -> (Vec<crate::pool::PoolConfig>, Vec<String>) {
     let mut made = Vec::new();
     let mut said = Vec::new();
@@ -302,20 +311,13 @@ pub fn pools_for(ud: &mut UserDir, origin: &Origin, existing: &[crate::pool::Poo
         if dirs.is_empty() {
             continue;
         }
-        let pool = format!("userdir-{}", user.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect::<String>());
+        let pool = user_pool_name(&user);
         if !existing.iter().chain(&made).any(|p: &crate::pool::PoolConfig| p.name == pool) {
             if made.len() >= room {
                 said.push(format!("UserDir: no room for more pools (warren's table holds {}): {user}'s scripts are refused", TABLE_POOLS));
                 continue;
             }
-            let mut p = crate::pool::PoolConfig::new(&pool, vec!["php-cgi".to_string()], origin.clone());
-            p.user = Some(user.clone());
-            p.group = Some(nix::unistd::Group::from_gid(gid.into()).ok().flatten().map_or_else(|| gid.to_string(), |g| g.name));
-            p.pm = crate::pool::PmStyle::Ondemand;
-            p.start_servers = 0;
-            p.max_children = USER_CHILDREN;
-            p.process_idle_timeout = USER_IDLE;
-            made.push(p);
+            made.push(user_pool_config(&user, gid, origin));
         }
         ud.pools.push(UserPool { user, pool, dirs });
     }
@@ -324,6 +326,89 @@ pub fn pools_for(ud: &mut UserDir, origin: &Origin, existing: &[crate::pool::Poo
         said.push(format!("UserDir: the scripts in the directories of {} user(s) ({}) run in a pool as each user (userdir-USER: php-cgi, pm ondemand, pm.max_children {USER_CHILDREN}, stopped after {}s idle)", users.len(), users.join(", "), USER_IDLE.as_secs()));
     }
     (made, said)
+}
+
+/// The pool of a user's scripts: `userdir-USER`, with what is not a
+/// letter, digit, `.` or `-` of the name as `_`.
+pub fn user_pool_name(user: &str) -> String {
+    format!("userdir-{}", user.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect::<String>())
+}
+
+/// A user's pool: php-cgi as the user and their primary group, ondemand.
+fn user_pool_config(user: &str, gid: u32, origin: &Origin) -> crate::pool::PoolConfig {
+    let mut p = crate::pool::PoolConfig::new(&user_pool_name(user), vec!["php-cgi".to_string()], origin.clone());
+    p.user = Some(user.to_string());
+    p.group = Some(nix::unistd::Group::from_gid(gid.into()).ok().flatten().map_or_else(|| gid.to_string(), |g| g.name));
+    p.pm = crate::pool::PmStyle::Ondemand;
+    p.start_servers = 0;
+    p.max_children = USER_CHILDREN;
+    p.process_idle_timeout = USER_IDLE;
+    p
+}
+
+/// What the parent needs to make a user's pool while it runs, for an
+/// account made after start: the hosts' `UserDir` lines whose users' scripts
+/// run as them. A request can only ask; the checks are made here again,
+/// in the parent, as at start.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeUsers {
+    hosts: Vec<(UserDir, Origin)>,
+    /// The server children's uid: no user's pool may run as it (its
+    /// code could then use every pool's socket, see
+    /// [`crate::accounts::check_pools_apart`]).
+    server_uid: Option<u32>,
+}
+
+impl RuntimeUsers {
+    /// None when no host's users get pools.
+    pub fn of(settings: &crate::Settings) -> Option<RuntimeUsers> {
+        let hosts: Vec<(UserDir, Origin)> = std::iter::once(&settings.main)
+            .chain(settings.virtual_hosts.iter().map(|vh| &vh.host))
+            .filter_map(|h| h.user_dir.as_ref())
+            .filter(|ud| ud.runtime_pools)
+            .filter_map(|ud| Some((ud.clone(), ud.origin.clone()?)))
+            .collect();
+        let server_uid = crate::accounts::server_account(settings.user.as_deref(), settings.group.as_deref()).ok().flatten().map(|a| a.uid.as_raw());
+        (!hosts.is_empty()).then_some(RuntimeUsers { hosts, server_uid })
+    }
+
+    /// The pool for `user`'s scripts, if the account may have one: a name
+    /// a host's UserDir serves, an account of the system (never root;
+    /// from uid 1000, or named by `UserDir enabled`), and a directory of
+    /// the user's that exists and is theirs. Else why not.
+    pub fn pool_for(&self, user: &str) -> Result<crate::pool::PoolConfig, String> {
+        if user.is_empty() || user.len() > USER_NAME_MAX || user.starts_with('.') || user.contains(['/', '\\', '\0', ':']) {
+            return Err("not a user name".into());
+        }
+        let account = nix::unistd::User::from_name(user).ok().flatten().ok_or("no such account")?;
+        let (uid, gid) = (account.uid.as_raw(), account.gid.as_raw());
+        let home = account.dir.to_string_lossy().into_owned();
+        let mut why = "no UserDir serves it";
+        for (ud, origin) in &self.hosts {
+            let named = ud.enabled.iter().any(|u| u == user);
+            if !ud.serves(user) {
+                continue;
+            }
+            if self.server_uid == Some(uid) {
+                why = "the server's own user";
+                continue;
+            }
+            if uid == 0 || (uid < UID_MIN || uid == 65534) && !named {
+                why = "a system account (below uid 1000, and not named by UserDir enabled)";
+                continue;
+            }
+            let owned = ud.maps(user, &home).into_iter().any(|p| match p {
+                UserPlace::Path(d) => std::fs::metadata(&d).is_ok_and(|m| m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == uid),
+                _ => false,
+            });
+            if !owned {
+                why = "no directory of the user's (one that exists and is theirs)";
+                continue;
+            }
+            return Ok(user_pool_config(user, gid, origin));
+        }
+        Err(why.into())
+    }
 }
 
 /// `UserDir dir...`, `UserDir disabled [user...]`, `UserDir enabled user...`.
@@ -349,6 +434,25 @@ pub(crate) fn user_dir(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pools at run time are refused to made-up and malformed names, root,
+    /// system accounts, the server's own user, and users without a
+    /// directory of their own.
+    #[test]
+    fn runtime_pools_only_for_users_with_their_own_directory() {
+        let origin = Origin { file: std::sync::Arc::new("test.conf".into()), line: 1 };
+        let ud = UserDir { places: vec![UserPlace::of("/tmp")], runtime_pools: true, ..UserDir::default() };
+        let users = RuntimeUsers { hosts: vec![(ud, origin)], server_uid: None };
+        for bad in ["", "../etc", "a/b", ".hidden", "a\0b", "warren-no-such-account-xyz", &"a".repeat(33)] {
+            assert!(users.pool_for(bad).is_err(), "{bad:?}");
+        }
+        assert!(users.pool_for("root").is_err());
+        // daemon's /tmp/daemon is not there, nor is daemon a user's account.
+        assert_eq!(users.pool_for("daemon").err().as_deref(), Some("a system account (below uid 1000, and not named by UserDir enabled)"));
+        let nobody = nix::unistd::User::from_name("nobody").unwrap().expect("the nobody account");
+        let serving_nobody = RuntimeUsers { server_uid: Some(nobody.uid.as_raw()), ..users.clone() };
+        assert_eq!(serving_nobody.pool_for("nobody").err().as_deref(), Some("the server's own user"));
+    }
 
     /// The examples of Apache's mod_vhost_alias documentation.
     #[test]

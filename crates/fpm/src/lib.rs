@@ -29,9 +29,12 @@
 //!   process uses of it.
 //! - [`cgroup`]: each pool in a memory cgroup of its own below warren's,
 //!   and its children first in line for the OOM killer.
+//! - [`asked`]: users' pools asked for by requests while warren runs (an
+//!   account made after start), and made by the parent.
 //! - `output`: what the pools' children print, through a pipe per pool,
 //!   logged line by line by the parent.
 
+pub mod asked;
 pub mod cgroup;
 pub mod manager;
 pub mod memory;

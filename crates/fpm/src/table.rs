@@ -1,12 +1,15 @@
 //! The pools' shared-memory table, and leases on their children.
 
 use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use warren_pool_api::{MemoryBudget, PoolBusy, PoolDispatch, PoolLease, PoolMemory, PoolStatus, ProcessStatus};
 use warren_shm::futex::{futex_wait, futex_wake};
 use warren_shm::SharedMemory;
+
+use crate::asked::{self, AskedPool, RUNTIME_POOLS};
 
 /// A child slot's state.
 pub const EMPTY: u32 = 0;
@@ -121,6 +124,11 @@ pub const MAX_SLOTS: usize = 4096;
 // The budget's figures follow the slots: they must start 8-byte aligned.
 const _: () = assert!((MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>()).is_multiple_of(8));
 
+/// Where the records of users' pools asked for at run time begin: after
+/// the budget's figures, which keep them 8-byte aligned.
+const ASKED_OFFSET: usize = MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>() + std::mem::size_of::<BudgetFigures>();
+const _: () = assert!(ASKED_OFFSET.is_multiple_of(8));
+
 /// What a warren process knows of one pool: its place in the table.
 #[derive(Clone, Debug)]
 pub struct PoolShape {
@@ -164,7 +172,7 @@ pub struct Table {
 
 impl Table {
     pub fn new(wake: Option<std::os::fd::RawFd>) -> std::io::Result<Table> {
-        let len = MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>() + std::mem::size_of::<BudgetFigures>();
+        let len = ASKED_OFFSET + RUNTIME_POOLS * std::mem::size_of::<AskedPool>();
         let map = Mapping { memory: SharedMemory::zeroed(len)?, epoch: Instant::now() };
         Ok(Table { map: std::sync::Arc::new(map), pools: Vec::new(), wake })
     }
@@ -197,6 +205,13 @@ impl Table {
         // SAFETY: the last part of the mapping, by the layout in `new`;
         // ChildSlot's size keeps it 8-byte aligned.
         unsafe { &*(self.map.memory.base().add(MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>()) as *const BudgetFigures) }
+    }
+
+    /// The record of a user's pool asked for at run time (see [`crate::asked`]).
+    pub fn asked_at(&self, index: usize) -> &AskedPool {
+        assert!(index < RUNTIME_POOLS);
+        // SAFETY: in bounds by the assert and the layout in `new`.
+        unsafe { &*(self.map.memory.base().add(ASKED_OFFSET) as *const AskedPool).add(index) }
     }
 
     pub fn counters(&self, pool: usize) -> &PoolCounters {
@@ -255,7 +270,7 @@ impl Table {
         }
     }
 
-    fn poke_parent(&self) {
+    pub(crate) fn poke_parent(&self) {
         if let Some(fd) = self.wake {
             // SAFETY: writing one byte from a valid buffer; a full pipe just drops it.
             unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
@@ -324,12 +339,74 @@ impl PoolLease for QueuedLease {
 }
 
 /// Leases for the handler: `pool:NAME` requests get their child here.
-pub struct Dispatch(pub std::sync::Arc<Table>);
+pub struct Dispatch {
+    /// The pools as this process knows them: its configuration's, and
+    /// users' pools made since (see [`crate::asked`]), added when first used.
+    known: RwLock<Arc<Table>>,
+    /// The pools' sockets' directory, where a pool made since has its own.
+    socket_dir: PathBuf,
+}
+
+impl Dispatch {
+    pub fn new(table: Arc<Table>, socket_dir: PathBuf) -> Dispatch {
+        Dispatch { known: RwLock::new(table), socket_dir }
+    }
+
+    fn table(&self) -> Arc<Table> {
+        self.known.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The table as this process knows it, and the pool's place in it.
+    fn find(&self, pool: &str) -> Option<(Arc<Table>, usize)> {
+        let t = self.table();
+        if let Some(p) = t.pool_index(pool) {
+            return Some((t, p));
+        }
+        let shape = asked::ready_shape(&t, pool, &self.socket_dir)?;
+        let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
+        if known.pool_index(pool).is_none() {
+            let mut pools = known.pools.clone();
+            pools.push(shape);
+            *known = Arc::new(known.view(pools));
+        }
+        let p = known.pool_index(pool)?;
+        Some((known.clone(), p))
+    }
+
+    /// The pool, once the parent made it if it was asked for (waiting at
+    /// most until `deadline`); None if it is unknown, refused or still
+    /// being made at the deadline.
+    fn find_or_wait(&self, pool: &str, deadline: Instant) -> Option<(Arc<Table>, usize)> {
+        loop {
+            if let Some(found) = self.find(pool) {
+                return Some(found);
+            }
+            let t = self.table();
+            let a = asked::pending(&t, pool)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            futex_wait(&a.state, asked::ASKED, left.min(Duration::from_millis(50)));
+        }
+    }
+}
 
 impl PoolDispatch for Dispatch {
+    fn knows(&self, pool: &str) -> bool {
+        self.find(pool).is_some() || asked::pending(&self.table(), pool).is_some()
+    }
+
+    fn ask_user_pool(&self, user: &str) -> Option<String> {
+        let pool = warren_config::mass::user_pool_name(user);
+        if self.table().pool_index(&pool).is_some() || asked::ask(&self.table(), user) {
+            return Some(pool);
+        }
+        None
+    }
+
     fn status(&self, pool: &str) -> Option<PoolStatus> {
-        let t = &self.0;
-        let p = t.pool_index(pool)?;
+        let (t, p) = self.find(pool)?;
         let c = t.counters(p);
         let (idle, busy, _) = t.census(p);
         let now = t.now_ms();
@@ -381,7 +458,7 @@ impl PoolDispatch for Dispatch {
     }
 
     fn memory(&self) -> Option<MemoryBudget> {
-        let t = &self.0;
+        let t = &self.table();
         let b = t.budget();
         let source = *SOURCE_NAMES.get(b.source.load(Ordering::Relaxed) as usize)?;
         if source.is_empty() {
@@ -416,8 +493,11 @@ impl PoolDispatch for Dispatch {
     }
 
     fn join_queue(&self, pool: &str) -> Result<(), PoolBusy> {
-        let t = &self.0;
-        let p = t.pool_index(pool).ok_or(PoolBusy::Unknown)?;
+        let Some((t, p)) = self.find(pool) else {
+            // A user's pool being made: the request waits for it (and its
+            // first child, which the parent starts with it).
+            return if asked::pending(&self.table(), pool).is_some() { Ok(()) } else { Err(PoolBusy::Unknown) };
+        };
         if t.php_fpm_down(p) {
             return Err(PoolBusy::Unknown);
         }
@@ -435,36 +515,50 @@ impl PoolDispatch for Dispatch {
     }
 
     fn leave_queue(&self, pool: &str) {
-        if let Some(p) = self.0.pool_index(pool) {
-            self.0.counters(p).waiting.fetch_sub(1, Ordering::AcqRel);
+        if let Some((t, p)) = self.find(pool) {
+            // Never below zero: a request that joined while its user's pool
+            // was being made was counted nowhere.
+            let _ = t.counters(p).waiting.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         }
     }
 
     fn wait_for_child(&self, pool: &str, timeout: Duration) {
-        let Some(p) = self.0.pool_index(pool) else { return std::thread::sleep(timeout) };
-        let c = self.0.counters(p);
-        futex_wait(&c.freed, c.freed.load(Ordering::Acquire), timeout);
+        match self.find(pool) {
+            Some((t, p)) => {
+                let c = t.counters(p);
+                futex_wait(&c.freed, c.freed.load(Ordering::Acquire), timeout);
+            }
+            None => {
+                let t = self.table();
+                match asked::pending(&t, pool) {
+                    Some(a) => futex_wait(&a.state, asked::ASKED, timeout),
+                    None => std::thread::sleep(timeout),
+                }
+            }
+        }
     }
 
     fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>> {
-        let t = &self.0;
-        let p = t.pool_index(pool)?;
-        if let Some(l) = self.queued(p) {
+        let (t, p) = self.find(pool)?;
+        if let Some(l) = self.queued(&t, p) {
             // No master: join_queue says so.
             return l.ok();
         }
         let s = t.try_take(p, uri)?;
-        Some(self.leased(p, s))
+        Some(self.leased(&t, p, s))
     }
 
     fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy> {
-        let t = &self.0;
-        let Some(p) = t.pool_index(pool) else { return Err(PoolBusy::Unknown) };
-        if let Some(l) = self.queued(p) {
+        let deadline = Instant::now() + wait;
+        let Some((t, p)) = self.find_or_wait(pool, deadline) else {
+            return Err(if asked::pending(&self.table(), pool).is_some() { PoolBusy::Timeout } else { PoolBusy::Unknown });
+        };
+        let t = &t;
+        if let Some(l) = self.queued(t, p) {
             return l;
         }
         if let Some(s) = t.try_take(p, uri) {
-            return Ok(self.leased(p, s));
+            return Ok(self.leased(t, p, s));
         }
         // None idle: wait in the pool's queue, bounded by listen.backlog.
         let c = t.counters(p);
@@ -477,11 +571,10 @@ impl PoolDispatch for Dispatch {
         c.max_waiting.fetch_max(queued, Ordering::Relaxed);
         c.wanted.store(1, Ordering::Release);
         t.poke_parent();
-        let deadline = Instant::now() + wait;
         let mut seen = c.freed.load(Ordering::Acquire);
         loop {
             if let Some(s) = t.try_take(p, uri) {
-                return Ok(self.leased(p, s));
+                return Ok(self.leased(t, p, s));
             }
             if Instant::now() >= deadline {
                 c.accepted.fetch_add(1, Ordering::Relaxed);
@@ -500,8 +593,7 @@ impl Dispatch {
     /// The lease of a request for a php-fpm pool, None for another pool;
     /// an error while the pool has no master (one that will not start waits
     /// between attempts): a 503 at once rather than a wait for a timeout.
-    fn queued(&self, p: usize) -> Option<Result<Box<dyn PoolLease>, PoolBusy>> {
-        let t = &self.0;
+    fn queued(&self, t: &Arc<Table>, p: usize) -> Option<Result<Box<dyn PoolLease>, PoolBusy>> {
         let fpm = t.pools[p].php_fpm.as_ref()?;
         if t.php_fpm_down(p) {
             return Some(Err(PoolBusy::Unknown));
@@ -511,8 +603,7 @@ impl Dispatch {
     }
 
     /// Counts a request that got child `s` of pool `p`.
-    fn leased(&self, p: usize, s: usize) -> Box<dyn PoolLease> {
-        let t = &self.0;
+    fn leased(&self, t: &Arc<Table>, p: usize, s: usize) -> Box<dyn PoolLease> {
         let c = t.counters(p);
         c.accepted.fetch_add(1, Ordering::Relaxed);
         let (_, busy, _) = t.census(p);
@@ -533,7 +624,6 @@ impl Drop for Leave<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn table(children: usize, max_requests: u32, backlog: u32) -> Arc<Table> {
         let t = Table::new(None).unwrap();
@@ -559,7 +649,7 @@ mod tests {
     #[test]
     fn leases_take_idle_children_and_give_them_back() {
         let t = table(2, 0, 1);
-        let d = Dispatch(t.clone());
+        let d = Dispatch::new(t.clone(), PathBuf::new());
         let a = d.lease("www", b"/a.php", Duration::ZERO).unwrap();
         let b = d.try_lease("www", b"/b.php").unwrap();
         assert_ne!(a.socket(), b.socket());
@@ -577,7 +667,7 @@ mod tests {
     #[test]
     fn a_waiting_request_gets_the_child_given_back() {
         let t = table(1, 0, 4);
-        let d = Arc::new(Dispatch(t.clone()));
+        let d = Arc::new(Dispatch::new(t.clone(), PathBuf::new()));
         let held = d.lease("www", b"/slow", Duration::ZERO).unwrap();
         let d2 = d.clone();
         let waiter = std::thread::spawn(move || d2.lease("www", b"/next", Duration::from_secs(5)).map(|l| l.socket().to_path_buf()));
@@ -593,7 +683,7 @@ mod tests {
     #[test]
     fn the_queue_is_bounded_and_max_requests_retires() {
         let t = table(1, 2, 0);
-        let d = Dispatch(t.clone());
+        let d = Dispatch::new(t.clone(), PathBuf::new());
         let l = d.lease("www", b"/", Duration::ZERO).unwrap();
         assert_eq!(d.lease("www", b"/", Duration::from_secs(1)).err(), Some(PoolBusy::QueueFull));
         drop(l);

@@ -30,12 +30,24 @@ impl Site {
                 user_backend = crate::dir_config::backend_of(&warren_config::scripts::Handler::Pool(pool.to_string()));
                 &user_backend
             }
-            // A user's directory whose user has no pool (an account made
-            // after start) runs nothing, rather than as the server's user.
-            None if matches!(self.user_dir(req.host, url), Some(Ok(crate::mass::UserMapped::File(_)))) => {
-                let why = format!("UserDir: no pool runs as the user of {} (an account made after start gets one when warren is reloaded)", script.display());
-                return Outcome::Ready(self.error(req, 503, &why));
-            }
+            // A user's directory whose user has no pool yet (an account
+            // made after start) gets one made, or runs nothing, rather than
+            // run as the server's user.
+            None if matches!(self.user_dir(req.host, url), Some(Ok(crate::mass::UserMapped::File(_)))) => match self.ask_user_pool(req.host, url, script) {
+                Some(pool) => {
+                    user_backend = crate::dir_config::backend_of(&warren_config::scripts::Handler::Pool(pool));
+                    &user_backend
+                }
+                // No script there: nothing was asked, nothing runs.
+                None if !std::fs::metadata(script).is_ok_and(|m| m.is_file()) => {
+                    log.log(LogLevel::Info, Some(req.conn.useragent), &format!("File does not exist: {}", script.display()));
+                    return Outcome::Ready(self.error_page(req, 404));
+                }
+                None => {
+                    let why = format!("UserDir: no pool runs as the user of {} (the account cannot have one, or warren's table of pools is full)", script.display());
+                    return Outcome::Ready(self.error(req, 503, &why).header("Retry-After", "10"));
+                }
+            },
             None => backend,
         };
         if !dir.allows(req.head, req.conn) {

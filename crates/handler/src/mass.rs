@@ -137,6 +137,29 @@ impl Site {
         let ud = self.hosts[host].config.user_dir.as_ref()?;
         ud.pools.iter().find(|p| p.dirs.iter().any(|d| script.starts_with(d))).map(|p| p.pool.as_str())
     }
+
+    /// The pool of the user `/~user/` names, for an account newer than the
+    /// pools: asked of the process manager, which checks the account as at
+    /// start and makes it. Asked only for an account the system knows and
+    /// a script that exists in that user's directory, so that a client's
+    /// made-up names cost nothing.
+    pub(crate) fn ask_user_pool(&self, host: usize, url: &[u8], script: &Path) -> Option<String> {
+        let ud = self.hosts[host].config.user_dir.as_ref().filter(|ud| ud.runtime_pools)?;
+        let after = url.strip_prefix(b"/~")?;
+        let user = std::str::from_utf8(&after[..after.iter().position(|&b| b == b'/').unwrap_or(after.len())]).ok()?;
+        if !ud.serves(user) || user.len() > warren_config::mass::USER_NAME_MAX || !std::fs::metadata(script).is_ok_and(|m| m.is_file()) {
+            return None;
+        }
+        let account = nix::unistd::User::from_name(user).ok()??;
+        // The script must be the user's, whatever mapped the URL to it
+        // (an Alias or a rewrite could name another user's file).
+        let home = account.dir.to_string_lossy();
+        let theirs = ud.maps(user, &home).into_iter().any(|p| matches!(p, UserPlace::Path(d) if script.starts_with(&d)));
+        if !theirs {
+            return None;
+        }
+        self.pools.get()?.ask_user_pool(user)
+    }
 }
 
 #[cfg(test)]

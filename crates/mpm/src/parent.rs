@@ -218,7 +218,8 @@ impl Parent {
         let pools = if site.settings.pools.is_empty() {
             None
         } else {
-            let m = warren_fpm::Manager::new(&site.settings.pools, server_user(&site.settings), site.settings.memory_budget, site.error_log.clone()).map_err(std::io::Error::other)?;
+            let mut m = warren_fpm::Manager::new(&site.settings.pools, server_user(&site.settings), site.settings.memory_budget, site.error_log.clone()).map_err(std::io::Error::other)?;
+            m.set_user_pools(warren_config::mass::RuntimeUsers::of(&site.settings));
             let _ = site.pools.set(m.dispatch());
             Some(m)
         };
@@ -692,6 +693,7 @@ impl Parent {
         let site = Arc::new(site);
         attach_scoreboard(&site, &self.sb);
         if let Some(m) = self.pools.as_mut() {
+            m.set_user_pools(warren_config::mass::RuntimeUsers::of(&site.settings));
             let _ = site.pools.set(m.dispatch());
             // The pools log where the new configuration says, and into the
             // files the next USR1 reopens.

@@ -31,6 +31,14 @@ pub trait PoolDispatch: Send + Sync {
     fn wait_for_child(&self, pool: &str, timeout: Duration);
     /// The pool's figures for its status page.
     fn status(&self, pool: &str) -> Option<PoolStatus>;
+    /// The pool of `user`'s scripts, asking the manager to make it if the
+    /// account is newer than the pools (it then checks the account as at
+    /// start, and a request for the pool waits until it is made); None if
+    /// it was refused or there is no room.
+    fn ask_user_pool(&self, user: &str) -> Option<String>;
+    /// Whether the pool runs, or is being made (a user's pool asked for):
+    /// false once the manager refused to make it.
+    fn knows(&self, pool: &str) -> bool;
     /// The memory budget and the pools sized by it (`pm.max_children
     /// auto`); None while no pool has been sized.
     fn memory(&self) -> Option<MemoryBudget>;

@@ -108,6 +108,48 @@ fn user_dirs_with_their_own_php(mpm: &str) {
     assert_eq!(alice_children(), 0, "alice's pool is stopped when idle");
 }
 
+/// An account made with useradd after start gets a pool of its own at
+/// its first script, which runs as the user (no reload), and keeps it
+/// through a graceful restart; an account made
+/// after start whose directory is not its own is refused (503 with
+/// Retry-After) once for a flood of requests; a flood of `/~made-up-N/`
+/// makes no pool and asks for none.
+fn user_made_after_start_gets_its_pool(mpm: &str) {
+    let (late, stranger) = (format!("warren-late-{mpm}"), format!("warren-notown-{mpm}"));
+    remove_user(&late);
+    remove_user(&stranger);
+    regular_user("warren-alice");
+    let dir = user_dir_site(&format!("mass-late-{mpm}"));
+    let s = Server::start_in(dir, mpm, &format!("{PHP_POOL}Include userdir.conf\n"));
+    let uid = late_user(&late);
+    own_home(&late, uid);
+    user_file(&late, "who.php", "<?php echo 'uid=', posix_getuid();");
+    let r = s.get(&format!("/~{late}/who.php"));
+    assert_eq!((r.status, r.text()), (200, format!("uid={uid}")));
+    // Its pool is made once: the next request uses it.
+    assert_eq!(s.get(&format!("/~{late}/who.php")).text(), format!("uid={uid}"));
+    // A graceful restart makes it the configuration's pool, not another one.
+    unsafe_kill(s.pid(), 1);
+    s.wait_log("error.log", "SIGHUP received: graceful restart");
+    assert_eq!(s.get(&format!("/~{late}/who.php")).text(), format!("uid={uid}"));
+    let stranger_uid = late_user(&stranger);
+    user_file(&stranger, "who.php", "<?php echo 'uid=', posix_getuid();");
+    for _ in 0..20 {
+        let r = s.get(&format!("/~{stranger}/who.php"));
+        assert_eq!(r.status, 503, "{}", r.text());
+        assert!(r.header("retry-after").is_some(), "{:?}", r.header("retry-after"));
+    }
+    for n in 0..100 {
+        assert_eq!(s.get(&format!("/~warren-madeup-{n}/x.php")).status, 404);
+    }
+    let log = s.read_log("error.log");
+    assert_eq!(log.matches(&format!("pool userdir-{late} made for the scripts of ~{late}")).count(), 1, "{log}");
+    assert_eq!(log.matches(&format!("no pool for the scripts of ~{stranger}: no directory of the user's")).count(), 1, "{log}");
+    assert!(!log.lines().any(|l| l.contains("warren-madeup") && l.contains("pool")), "{log}");
+    assert_eq!(log.matches("made for the scripts of").count(), 1, "{log}");
+    assert!(!s.php_cgi_children().into_iter().any(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some(&stranger_uid.to_string()))));
+}
+
 /// `UserDir http://example.org/users/`: a 302 there, with the rest and the query.
 fn user_dir_redirect(mpm: &str) {
     let s = Server::start(mpm, "UserDir http://example.org/users/\n");
@@ -116,4 +158,4 @@ fn user_dir_redirect(mpm: &str) {
     assert_eq!(r.header("location"), Some("http://example.org/users/someone/a/b.html?x=1"));
 }
 
-each_mpm!(virtual_document_root_by_host, virtual_document_root_parts_and_ip, user_dirs_with_their_own_php, user_dir_redirect);
+each_mpm!(virtual_document_root_by_host, virtual_document_root_parts_and_ip, user_dirs_with_their_own_php, user_dir_redirect, user_made_after_start_gets_its_pool);

@@ -30,6 +30,7 @@ use crate::output::Output;
 mod php_fpm;
 mod php_ini;
 mod sizing;
+mod user_pools;
 
 use php_fpm::{end_session_of, MASTER_BACKOFF_MAX, MASTER_YOUTH};
 use sizing::{AutoSize, Sizing, OLD_MASTER};
@@ -112,6 +113,10 @@ pub struct Manager {
     ini_serial: u32,
     /// The pools' memory cgroups, made with the budget.
     cgroups: Option<crate::cgroup::PoolCgroups>,
+    /// The server's User and Group, whom pools without a User run as.
+    server: ServerUser,
+    /// Users' pools made as requests ask (UserDir), if any host makes them.
+    user_pools: Option<user_pools::UserPools>,
 }
 
 fn now_secs() -> u64 {
@@ -267,6 +272,8 @@ impl Manager {
             ini_parent: None,
             ini_serial: 0,
             cgroups: None,
+            server: server.clone(),
+            user_pools: None,
         };
         let mut shapes = Vec::new();
         for p in pools {
@@ -406,6 +413,8 @@ impl Manager {
         self.retired.extend(old.into_iter().flatten());
         self.pools = runs;
         self.table = Arc::new(self.table.view(shapes));
+        self.server = server;
+        self.forget_answered_asks();
         self.set_memory_budget(memory_budget);
         for i in fresh {
             self.start_pool(i);
@@ -455,7 +464,7 @@ impl Manager {
 
     /// Leases for the server's children.
     pub fn dispatch(&self) -> Arc<dyn PoolDispatch> {
-        Arc::new(Dispatch(self.table.clone()))
+        Arc::new(Dispatch::new(self.table.clone(), self.dir.clone()))
     }
 
     /// Readable when a request wants the manager's attention.
@@ -688,6 +697,7 @@ impl Manager {
     pub fn wake(&mut self) {
         let mut buf = [0u8; 256];
         while nix::unistd::read(&self.wake_read, &mut buf).is_ok_and(|n| n > 0) {}
+        self.answer_asked_pools();
         self.retire_due();
         for i in 0..self.pools.len() {
             if self.table.counters(i).wanted.swap(0, Ordering::AcqRel) == 0 {
@@ -730,6 +740,7 @@ impl Manager {
 
     /// The once-a-second pass.
     pub fn maintain(&mut self) {
+        self.answer_asked_pools();
         self.retire_due();
         self.size_pools(false);
         self.quit_replaced_masters();

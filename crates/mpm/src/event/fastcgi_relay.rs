@@ -343,10 +343,12 @@ impl EventLoop {
             let c = self.conns[slot].as_mut().expect("conn");
             let gw = c.parked.take().expect("parked");
             let timed_out = p.deadline <= now;
+            // A user's pool the manager refused to make: no child will come.
+            let gone = !d.knows(&pool);
             let reader = self.site.response_reader(&gw, &c.info);
-            let started = if timed_out { Err((gw, NotHere::UseThread)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.site.half_close) };
+            let started = if timed_out || gone { Err((gw, NotHere::UseThread)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.site.half_close) };
             if let Err((gw, NotHere::UseThread)) = started {
-                if !timed_out {
+                if !timed_out && !gone {
                     // Still none free: the rest of this pool's queue waits too.
                     c.parked = Some(gw);
                     busy_pools.push(pool);
@@ -355,7 +357,7 @@ impl EventLoop {
                 }
                 self.pool_waits.unpark(i, &d);
                 self.conns[slot].as_mut().expect("conn").on_hold = false;
-                self.pool_unavailable(slot, &gw, &pool, PoolBusy::Timeout);
+                self.pool_unavailable(slot, &gw, &pool, if gone { PoolBusy::Unknown } else { PoolBusy::Timeout });
                 self.drive(slot);
                 continue;
             }

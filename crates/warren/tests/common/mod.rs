@@ -166,6 +166,8 @@ impl Server {
         // test's client may take it as its own end of a connection: then
         // warren cannot bind, and is started again on another port.
         for attempt in 1.. {
+            // No test removes an account while warren reads them at start.
+            let _accounts = ACCOUNTS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             let port = free_port();
             let tls_lines = if over_tls() { tls::Certs::make(&dir.0).directives("localhost") } else { String::new() };
             let conf = dir.write("warren.conf", base_config(mpm, &format!("Listen 127.0.0.1:{port}"), &format!("{tls_lines}{extra}")));
@@ -909,6 +911,41 @@ pub fn regular_user(name: &str) -> u32 {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     uid
+}
+
+/// A site with Debian's userdir.conf (as `userdir.conf`, to include) for
+/// this test's homes.
+pub fn user_dir_site(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    standard_site(&dir);
+    dir.write("userdir.conf", format!("UserDir public_html\nUserDir disabled root\n<Directory {USER_HOMES}/*/public_html>\n  Require method GET POST OPTIONS\n</Directory>\n"));
+    dir
+}
+
+/// An account made now (after the server started): `useradd` as
+/// [`regular_user`] does, the account removed first if a previous run left it.
+pub fn late_user(name: &str) -> u32 {
+    remove_user(name);
+    regular_user(name)
+}
+
+/// Held to read by a server starting (which makes pools for the accounts
+/// it lists), to write by a test removing an account.
+pub static ACCOUNTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Removes an account, its group and its home under [`USER_HOMES`], if there.
+pub fn remove_user(name: &str) {
+    let _removing = ACCOUNTS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _ = Command::new("userdel").arg(name).stderr(std::process::Stdio::null()).status();
+    let _ = Command::new("groupdel").arg(name).stderr(std::process::Stdio::null()).status();
+    let _ = std::fs::remove_dir_all(format!("{USER_HOMES}/{name}"));
+}
+
+/// Gives `user` their home and public_html, as useradd's -m would.
+pub fn own_home(user: &str, uid: u32) {
+    for d in [format!("{USER_HOMES}/{user}"), format!("{USER_HOMES}/{user}/public_html")] {
+        std::os::unix::fs::chown(&d, Some(uid), None).unwrap();
+    }
 }
 
 /// `path` in `user`'s public_html (see [`regular_user`]), readable by all.
