@@ -24,6 +24,9 @@
 //!   written from the `<Pool>` into a sealed memfd.
 //!   `manager::sizing`: `pm.max_children auto`, the pools sized to the
 //!   memory budget from their children's measured sizes.
+//!   `manager::setup`: how a pool's processes are set apart (credentials,
+//!   the private socket directory, what a child does before exec).
+//!   `manager::user_pools`: users' pools made while warren runs.
 //! - [`memory`]: the budget (MemoryBudget, the memory cgroup's limit, or
 //!   the machine's memory), what is charged against it, and what each
 //!   process uses of it.
