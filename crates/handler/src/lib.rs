@@ -1,7 +1,8 @@
 //! Requests -> response plans. The handler never touches a client's
-//! socket: the MPM reads requests and writes the plans; the handler's only
-//! sockets are those to FastCGI applications (fastcgi/), driven by the
-//! MPM's threads.
+//! socket: the MPM reads requests and writes the plans; the handler's own
+//! sockets are those to FastCGI applications (fastcgi/), to HTTP backends
+//! (proxy_http/) and to the CGI spawner (cgi/), driven by the MPM's
+//! threads.
 //!
 //! [`Site`] (site.rs) is the configuration built once from the settings:
 //! its hosts (the main server and the virtual hosts), MIME table, logs and
