@@ -328,10 +328,20 @@ pub fn pools_for(ud: &mut UserDir, origin: &Origin, existing: &[crate::pool::Poo
     (made, said)
 }
 
-/// The pool of a user's scripts: `userdir-USER`, with what is not a
-/// letter, digit, `.` or `-` of the name as `_`.
+/// The pool of a user's scripts: `userdir-USER`, each byte of the name
+/// that is not a letter, digit, `.` or `-` written `_XX` (hex), `_`
+/// included: one name per account, so that `carol_` and `carol$` never
+/// share a pool.
 pub fn user_pool_name(user: &str) -> String {
-    format!("userdir-{}", user.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect::<String>())
+    let mut name = String::from("userdir-");
+    for b in user.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'.' || b == b'-' {
+            name.push(char::from(b));
+        } else {
+            name.push_str(&format!("_{b:02x}"));
+        }
+    }
+    name
 }
 
 /// A user's pool: php-cgi as the user and their primary group, ondemand.
@@ -452,6 +462,14 @@ mod tests {
         let nobody = nix::unistd::User::from_name("nobody").unwrap().expect("the nobody account");
         let serving_nobody = RuntimeUsers { server_uid: Some(nobody.uid.as_raw()), ..users.clone() };
         assert_eq!(serving_nobody.pool_for("nobody").err().as_deref(), Some("the server's own user"));
+    }
+
+    #[test]
+    fn user_pool_names_are_one_per_account() {
+        assert_eq!(user_pool_name("alice"), "userdir-alice");
+        assert_eq!(user_pool_name("carol_"), "userdir-carol_5f");
+        assert_eq!(user_pool_name("carol$"), "userdir-carol_24");
+        assert_ne!(user_pool_name("a_5f"), user_pool_name("a__5f"));
     }
 
     /// The examples of Apache's mod_vhost_alias documentation.

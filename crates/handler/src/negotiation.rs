@@ -193,7 +193,9 @@ fn set_accept_quality(accepts: &[AcceptItem], accept_q: bool, v: &mut Variant) {
 }
 
 fn lang_index(list: &[String], lang: &str) -> Option<usize> {
-    list.iter().position(|l| lang.len() >= l.len() && lang[..l.len()].eq_ignore_ascii_case(l))
+    // Bytes, not str slices: a tag is any text a type map or .htaccess
+    // gives, and a cut inside a character would panic.
+    list.iter().position(|l| lang.as_bytes().get(..l.len()).is_some_and(|p| p.eq_ignore_ascii_case(l.as_bytes())))
 }
 
 fn set_language_quality(accepts: &Accepts, prefs: &Preferences, default_q: f32, v: &mut Variant) {
@@ -216,7 +218,7 @@ fn set_language_quality(accepts: &Accepts, prefs: &Preferences, default_q: f32, 
                     continue;
                 }
                 let n = a.name.len();
-                if lang.len() >= n && lang[..n] == a.name && (lang.len() == n || lang.as_bytes()[n] == b'-') && n > longest {
+                if lang.as_bytes().get(..n) == Some(a.name.as_bytes()) && (lang.len() == n || lang.as_bytes()[n] == b'-') && n > longest {
                     longest = n;
                     this = Some(a);
                 }
@@ -657,6 +659,17 @@ mod tests {
         let a = accepts(None, None, None, None);
         assert_eq!(best(&a, &mut v, &Preferences { force: ForcePriority { prefer: true, fallback: false }, ..fallback }), Some(2));
         assert_eq!(vary(&v, true), ["negotiate", "accept-language"]);
+    }
+
+    #[test]
+    fn tags_that_are_not_ascii_do_not_panic() {
+        let mut v = vec![variant("a.html.x", "text/html", &["é"], None), variant("a.html.en", "text/html", &["en"], None)];
+        let priority = ["éé".to_string(), "e".to_string()];
+        let prefs = Preferences { language_priority: &priority, ..PREFER };
+        let a = accepts(None, Some("a, e;q=0.5"), None, None);
+        assert_eq!(best(&a, &mut v, &prefs).map(|i| v[i].name.as_str()), None, "neither is acceptable");
+        let a = accepts(None, Some("en"), None, None);
+        assert_eq!(best(&a, &mut v, &prefs).map(|i| v[i].name.as_str()), Some("a.html.en"));
     }
 
     #[test]
