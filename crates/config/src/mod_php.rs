@@ -46,6 +46,9 @@ pub struct PhpSetting {
 /// php-fpm loads from `PHP_VALUE`; and `open_basedir`, which mod_php lets
 /// `.htaccess` only narrow.
 const SYSTEM_ONLY: &[&str] = &[
+    // The CGI and FPM SAPIs' own, which the CLI does not list.
+    "cgi.check_shebang_line", "cgi.discard_path", "cgi.fix_pathinfo", "cgi.force_redirect", "cgi.nph", "cgi.redirect_status_env", "cgi.rfc2616_headers",
+    "fastcgi.error_header", "fastcgi.impersonate", "fastcgi.logging", "fpm.config",
     "allow_url_fopen", "allow_url_include", "browscap", "curl.cainfo", "disable_classes", "disable_functions", "doc_root", "enable_dl", "expose_php",
     "extension", "extension_dir", "ffi.enable", "ffi.preload", "file_uploads", "hard_timeout", "mysqli.allow_local_infile",
     "mysqli.allow_persistent", "mysqli.local_infile_directory", "mysqli.max_links", "mysqli.max_persistent", "mysqli.rollback_on_cached_plink",
