@@ -8,7 +8,8 @@
 //! and the connections waiting with no child idle call for, and starts a
 //! graceful restart's generation as large as the old one (see
 //! `spawn_for_demand`). A child that dies without being asked to is
-//! replaced at once.
+//! replaced at once. warren's own pools run beside the children, through
+//! the `pool-api` [`ProcessManager`] made by the [`MakeManager`] it is given.
 //!
 //! Signals, as apachectl: TERM/INT stop (in-flight requests finish, bounded),
 //! WINCH graceful stop (GracefulShutdownTimeout), HUP graceful restart
