@@ -225,9 +225,9 @@ impl PoolCgroup {
         self.limit
     }
 
-    /// What the pool's processes are charged and cannot drop (`memory::charged_in`).
+    /// What the pool's processes are charged and cannot drop (`warren_memory::charged_in`).
     pub fn charged(&self, version: Version) -> u64 {
-        crate::memory::charged_in(&self.dir, version == Version::V2)
+        warren_memory::charged_in(&self.dir, version == Version::V2)
     }
 
     /// Processes the kernel killed for the pool's own limit.

@@ -23,13 +23,11 @@
 //!   `manager::php_fpm`: a php-fpm pool's master, its configuration
 //!   written from the `<Pool>` into a sealed memfd.
 //!   `manager::sizing`: `pm.max_children auto`, the pools sized to the
-//!   memory budget from their children's measured sizes.
+//!   memory budget (read by the `warren-memory` crate) from their
+//!   children's measured sizes.
 //!   `manager::setup`: how a pool's processes are set apart (credentials,
 //!   the private socket directory, what a child does before exec).
 //!   `manager::user_pools`: users' pools made while warren runs.
-//! - [`memory`]: the budget (MemoryBudget, the memory cgroup's limit, or
-//!   the machine's memory), what is charged against it, and what each
-//!   process uses of it.
 //! - [`cgroup`]: each pool in a memory cgroup of its own below warren's,
 //!   and its children first in line for the OOM killer.
 //! - [`asked`]: users' pools asked for by requests while warren runs (an
@@ -40,7 +38,6 @@
 pub mod asked;
 pub mod cgroup;
 pub mod manager;
-pub mod memory;
 mod output;
 pub mod table;
 

@@ -6,7 +6,9 @@
 //!   forking children, Apache's spare maintenance, signals, graceful restart;
 //!   `log_relay` carries the children's log lines to its terminal;
 //!   `worker_budget` sizes the children to the memory budget
-//!   (`MaxRequestWorkers auto`).
+//!   (`MaxRequestWorkers auto`, read by `warren-memory`). The pools' process
+//!   manager is a `pool-api` `ProcessManager` the binary hands it (fpm's):
+//!   this crate does not depend on `fpm`.
 //! - [`scoreboard`]: shared memory with one slot per serving thread, written by the
 //!   children, read by the parent's maintenance and by server-status;
 //!   [`metrics_board`]: its counters for `SetHandler metrics`.

@@ -8,7 +8,8 @@
 //! and the connections waiting with no child idle call for, and starts a
 //! graceful restart's generation as large as the old one (see
 //! `spawn_for_demand`). A child that dies without being asked to is
-//! replaced at once.
+//! replaced at once. warren's own pools run beside the children, through
+//! the `pool-api` [`ProcessManager`] made by the [`MakeManager`] it is given.
 //!
 //! Signals, as apachectl: TERM/INT stop (in-flight requests finish, bounded),
 //! WINCH graceful stop (GracefulShutdownTimeout), HUP graceful restart
@@ -37,6 +38,7 @@ use warren_handler::root_files;
 use crate::metrics_board::ScoreboardMetrics;
 use warren_handler::status::{ChildStatus, StatusSnapshot, StatusSource, WorkerStatus};
 use warren_handler::Site;
+use warren_pool_api::{MakeManager, ProcessManager, ServerUser};
 
 use crate::listen::{self, Listener};
 use crate::scoreboard::{Scoreboard, State};
@@ -178,7 +180,10 @@ pub struct Parent {
     cap_logged: bool,
     quick_deaths: HashMap<usize, Instant>,
     /// warren's own FastCGI pools (`<Pool>`), if any.
-    pools: Option<warren_fpm::Manager>,
+    pools: Option<Box<dyn ProcessManager>>,
+    /// Makes the process manager, at start or when a graceful restart
+    /// brings the first `<Pool>`: given by the binary (`fpm`'s).
+    make_manager: MakeManager,
     /// `MaxRequestWorkers auto`: the children the memory budget holds.
     worker_budget: Option<WorkerBudget>,
     /// The event loops' load, for how many of them accept.
@@ -196,7 +201,9 @@ pub struct Parent {
 }
 
 impl Parent {
-    pub fn new(site: Arc<Site>, listeners: Vec<Listener>, reload: Option<Reload>) -> std::io::Result<Parent> {
+    /// `make_manager` makes the process manager of the `<Pool>` sections
+    /// (now, if there are any, or at the graceful restart that adds one).
+    pub fn new(site: Arc<Site>, listeners: Vec<Listener>, reload: Option<Reload>, make_manager: MakeManager) -> std::io::Result<Parent> {
         let t = &site.settings.tuning;
         // Event children also give their event loop a slot (slot 0).
         let thread_limit = match site.settings.mpm {
@@ -219,7 +226,7 @@ impl Parent {
         let pools = if site.settings.pools.is_empty() {
             None
         } else {
-            let mut m = warren_fpm::Manager::new(&site.settings.pools, server_user(&site.settings), site.settings.memory_budget, site.error_log.clone()).map_err(std::io::Error::other)?;
+            let mut m = make_manager(&site.settings.pools, server_user(&site.settings), site.settings.memory_budget, site.error_log.clone()).map_err(std::io::Error::other)?;
             m.set_user_pools(warren_config::mass::RuntimeUsers::of(&site.settings));
             let _ = site.pools.set(m.dispatch());
             Some(m)
@@ -238,6 +245,7 @@ impl Parent {
             cap_logged: false,
             quick_deaths: HashMap::new(),
             pools,
+            make_manager,
             worker_budget,
             load: LoadSampler::default(),
             relay: Relay::new(),
@@ -459,7 +467,7 @@ impl Parent {
                 Ok(WaitStatus::StillAlive) | Err(_) => return,
                 Ok(_) => continue,
             };
-            if self.pools.as_mut().is_some_and(|m| m.reaped(pid, &how)) {
+            if self.pools.as_mut().is_some_and(|m| m.reaped(pid.as_raw(), &how)) {
                 continue;
             }
             if warren_handler::piped_log::reaped(pid, &how, &self.site.error_log) {
@@ -655,8 +663,8 @@ fn write_pid_file(path: &Path, origin: Option<&Origin>) -> Result<std::fs::File,
 }
 
 /// The server's User and Group, which pools without their own run as.
-fn server_user(settings: &Settings) -> warren_fpm::ServerUser {
-    warren_fpm::ServerUser { user: settings.user.clone(), group: settings.group.clone() }
+fn server_user(settings: &Settings) -> ServerUser {
+    ServerUser { user: settings.user.clone(), group: settings.group.clone() }
 }
 
 /// Thousands of idle keep-alive connections need as many descriptors.

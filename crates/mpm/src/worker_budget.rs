@@ -1,11 +1,11 @@
 //! `MaxRequestWorkers auto`: as many server children as the memory budget
 //! holds, from their measured sizes, as the pools' `pm.max_children auto`
-//! does for PHP (the same budget, read the same way: `warren_fpm::memory`).
+//! does for PHP (the same budget, read the same way: `warren_memory`).
 //! A threaded child counts with its ThreadsPerChild workers.
 
 use std::time::{Duration, Instant};
 
-use warren_fpm::memory::{children_of, fit, mb, Budget, PoolNeeds, Usage};
+use warren_memory::{children_of, fit, mb, Budget, PoolNeeds, Usage};
 
 /// How often the children are measured.
 const EVERY: Duration = Duration::from_secs(5);

@@ -1,7 +1,8 @@
 //! The interface between warren's server and a process manager for
 //! FastCGI pools (`SetHandler pool:NAME`), so that neither knows the
-//! other's crate: the handler and the MPMs use it, `fpm` implements it.
-//! No dependencies.
+//! other's crate: the handler and the MPMs use it, `fpm` implements it,
+//! and the binary connects the two. Its only dependency is `config` (the
+//! `<Pool>` sections a manager is made from).
 //!
 //! - [`PoolDispatch`]: how a request gets one of a pool's children (a
 //!   [`PoolLease`], given back when dropped), or why it could not
@@ -10,6 +11,13 @@
 //!   terms.
 //! - [`ManagerLog`]: where the manager writes what it has to say (the
 //!   server's error log).
+//! - [`manager`]: the parent's side, [`ProcessManager`] (start, reload,
+//!   maintain, reap, stop), made by a [`MakeManager`] that the binary
+//!   hands to the parent; and [`ServerUser`], whom pools run as by default.
+
+pub mod manager;
+
+pub use manager::{MakeManager, ProcessManager, ServerUser};
 
 use std::path::Path;
 use std::time::Duration;

@@ -729,7 +729,8 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
     for s in scripts {
         site.error_log.log(warren_config::LogLevel::Error, None, s);
     }
-    let parent = match warren_mpm::Parent::new(site, listeners, reload) {
+    // The parent runs warren's own pools through `pool-api`; fpm's manager is the one.
+    let parent = match warren_mpm::Parent::new(site, listeners, reload, warren_fpm::Manager::make) {
         Ok(p) => p.with_systemd(systemd),
         Err(e) => {
             eprintln!("warren: cannot create the scoreboard: {e}");

@@ -22,9 +22,11 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::{Gid, Pid, Uid, UnlinkatFlags};
 use warren_config::{PmStyle, PoolConfig};
 use warren_pool_api::{PoolDispatch, ManagerLog};
+pub use warren_pool_api::ServerUser;
 
 use crate::output::Output;
 mod php_fpm;
+mod process_manager;
 mod php_ini;
 mod sizing;
 mod setup;
@@ -63,13 +65,6 @@ struct PoolRun {
     ini: Option<php_ini::PoolIni>,
 }
 
-/// The server's `User` and `Group` as configured: a pool without `User`
-/// runs as them.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct ServerUser {
-    pub user: Option<String>,
-    pub group: Option<String>,
-}
 
 pub struct Manager {
     /// The current generation's view of the shared table.

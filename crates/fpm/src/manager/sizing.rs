@@ -5,7 +5,7 @@
 //! Every second the parent reads the budget and what is charged against
 //! it, measures each pool's processes, and gives the auto pools what fits
 //! after the rest and a tenth of headroom. A child counts at its peak (see
-//! `memory::peak`: what it becomes, not what it was), the largest over
+//! `warren_memory::peak`: what it becomes, not what it was), the largest over
 //! ten minutes plus a quarter for growth; the rest at its peak over the
 //! same window plus a fifth (a database grows its caches under load).
 //! Until a pool is warm (served [`WARM_REQUESTS`] and ran
@@ -34,8 +34,8 @@ use nix::unistd::Pid;
 
 use super::Manager;
 use crate::cgroup::PoolCgroups;
-use crate::memory::peak::{peak_of, with_margin, Window, CHILD_MARGIN, REST_MARGIN, WINDOW};
-use crate::memory::{children_of, fit, mb, Budget, PoolNeeds, Reading, Source, Usage};
+use warren_memory::peak::{peak_of, with_margin, Window, CHILD_MARGIN, REST_MARGIN, WINDOW};
+use warren_memory::{children_of, fit, mb, Budget, PoolNeeds, Reading, Source, Usage};
 use crate::table::{IDLE, RETIRING};
 
 /// How often pools are measured and sized.

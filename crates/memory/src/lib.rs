@@ -1,4 +1,5 @@
-//! The memory that sizes pools with `pm.max_children auto`: the budget
+//! The memory that sizes pools with `pm.max_children auto` (in `fpm`) and
+//! the server's children with `MaxRequestWorkers auto` (in `mpm`): the budget
 //! ([`Budget`]: MemoryBudget, else the limit of warren's memory cgroup, v2
 //! or v1, else the machine's memory), what is charged against it now
 //! ([`Reading`]), and each process's share of it ([`Usage`], from
@@ -7,6 +8,10 @@
 //! Everything is counted as a cgroup counts what it cannot reclaim:
 //! anonymous memory and shared memory (rss + shmem), not the page cache,
 //! which the kernel drops before it kills anyone.
+//!
+//! A crate of its own so that `mpm` reads the same figures as the pools
+//! without depending on `fpm`. [`peak`]: what a process becomes, not what
+//! it was (its peak and a window over the largest). No dependencies.
 
 use std::path::{Path, PathBuf};
 
