@@ -87,20 +87,4 @@ fn users_htaccess_cannot_borrow_a_pool(mpm: &str) {
     }
 }
 
-/// An account made after start: its files serve at once, its scripts are
-/// refused (503, logged) until a reload, never run as the server's PHP user.
-fn a_new_users_scripts_wait_for_their_pool(mpm: &str) {
-    let user = format!("warren-late-{mpm}");
-    let _ = std::process::Command::new("userdel").arg(&user).status();
-    let (s, _) = attack_server(mpm);
-    regular_user(&user);
-    user_file(&user, "page.txt", "late page");
-    user_file(&user, "who.php", "<?php echo 'uid=', posix_getuid();");
-    assert_eq!(s.get(&format!("/~{user}/page.txt")).text(), "late page");
-    let r = s.get(&format!("/~{user}/who.php"));
-    let _ = std::process::Command::new("userdel").arg(&user).status();
-    assert_eq!(r.status, 503, "{}", r.text());
-    assert!(s.read_log("error.log").contains("UserDir: no pool runs as the user of"));
-}
-
-each_mpm!(hosts_cannot_climb, user_urls_cannot_climb, users_htaccess_cannot_borrow_a_pool, a_new_users_scripts_wait_for_their_pool);
+each_mpm!(hosts_cannot_climb, user_urls_cannot_climb, users_htaccess_cannot_borrow_a_pool);
