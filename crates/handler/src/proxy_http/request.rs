@@ -40,6 +40,9 @@ pub struct Forwarding<'a> {
     pub framing: BodyFraming,
     /// Ask the backend to close the connection after answering.
     pub close: bool,
+    /// A WebSocket upgrade passed on: `Connection: Upgrade` and
+    /// `Upgrade: websocket`, the hop-by-hop fields the handshake needs.
+    pub websocket: bool,
 }
 
 /// The backend request's head.
@@ -84,7 +87,10 @@ pub fn head(method: &str, fields: &[(HeaderName, String)], f: &Forwarding) -> Ve
         BodyFraming::Length(n) => field(&mut out, "Content-Length", &n.to_string()),
         BodyFraming::Chunked => field(&mut out, "Transfer-Encoding", "chunked"),
     }
-    if f.close {
+    if f.websocket {
+        field(&mut out, "Connection", "Upgrade");
+        field(&mut out, "Upgrade", "websocket");
+    } else if f.close {
         field(&mut out, "Connection", "close");
     }
     out.extend_from_slice(b"\r\n");
@@ -157,6 +163,14 @@ pub fn encode_path(decoded: &[u8]) -> String {
     out
 }
 
+/// Whether the client asks to switch to WebSocket (RFC 6455 4.1): a GET
+/// with `Upgrade: websocket` that its Connection field names.
+pub fn asks_websocket(head: &RequestHead) -> bool {
+    let connection = connection_options(head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"connection")).filter_map(|(_, v)| std::str::from_utf8(v).ok()));
+    let upgrade = head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"upgrade")).filter_map(|(_, v)| std::str::from_utf8(v).ok()).flat_map(|v| v.split(',')).any(|p| p.trim().eq_ignore_ascii_case("websocket"));
+    head.method() == "GET" && upgrade && connection.iter().any(|o| o == "upgrade")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,7 +180,7 @@ mod tests {
     }
 
     fn forwarding(framing: BodyFraming) -> Forwarding<'static> {
-        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false }
+        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, websocket: false }
     }
 
     #[test]
