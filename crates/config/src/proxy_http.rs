@@ -453,6 +453,30 @@ mod tests {
     }
 
     #[test]
+    fn websocket_routes() {
+        let url = |u: &str| parse_http_url(u).unwrap().unwrap();
+        let ws = url("ws://127.0.0.1:9000/chat");
+        assert_eq!((ws.addr, ws.path.as_str(), ws.tls_name, ws.websocket), (FcgiAddr::Tcp { host: "127.0.0.1".into(), port: 9000 }, "/chat", None, true));
+        let wss = url("WSS://chat.example/");
+        assert_eq!((wss.addr, wss.tls_name.as_deref(), wss.websocket), (FcgiAddr::Tcp { host: "chat.example".into(), port: 443 }, Some("chat.example"), true));
+        assert!(!url("http://h/").websocket);
+        let mut o = HttpOrigin::new("h".into());
+        assert_eq!(o.set_key("upgrade", "WebSocket"), Ok(true));
+        assert!(o.websocket);
+        assert!(o.set_key("upgrade", "h2c").unwrap_err().contains("only upgrade=websocket"));
+
+        let text = "Listen 8080\nProxyPass /ws/ ws://127.0.0.1:9000/\nProxyPass /app/ http://127.0.0.1:9001/ upgrade=websocket\nProxyWebsocketIdleTimeout 30\n<VirtualHost *:8080>\n    ServerName v\n</VirtualHost>\n";
+        let (l, _d) = crate::test_support::load_text("proxy-ws", text, &[]);
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        let s = l.settings.unwrap();
+        assert!(s.main.proxy_routes.iter().all(|r| r.target.as_ref().unwrap().http.as_ref().unwrap().websocket));
+        assert_eq!(s.virtual_hosts[0].host.proxy_http.websocket_idle, Some(Duration::from_secs(30)));
+        let bad = "Listen 8080\nProxyWebsocketIdleTimeout soon\nProxyPass /a http://h/ upgrade=h2c\n";
+        let (l, _d) = crate::test_support::load_text("proxy-ws-bad", bad, &[]);
+        assert_eq!(l.errors.iter().map(|e| e.origin.line).collect::<Vec<_>>(), vec![3, 4], "{:?}", l.errors);
+    }
+
+    #[test]
     fn worker_keys() {
         let mut o = HttpOrigin::new("h".into());
         assert_eq!(o.set_key("ttl", "5"), Ok(true));

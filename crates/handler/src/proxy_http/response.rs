@@ -264,6 +264,17 @@ mod tests {
     }
 
     #[test]
+    fn switching_protocols_only_when_asked() {
+        let raw = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n\x81\x02hi";
+        let Ok(Parsed::Final(h, used)) = parse(raw, false, true) else { panic!("101 to an upgrade is final") };
+        assert_eq!((h.status, h.framing, h.keep_alive, &raw[used..]), (101, Framing::Empty, false, &b"\x81\x02hi"[..]));
+        assert!(h.fields.iter().any(|(n, v)| n.eq_ignore_ascii_case("sec-websocket-accept") && v == "x"));
+        assert!(!h.fields.iter().any(|(n, _)| n.eq_ignore_ascii_case("connection")));
+        assert!(parse(raw, false, false).is_err());
+        assert!(parse(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", false, true).is_err());
+    }
+
+    #[test]
     fn heads() {
         let (h, n) = final_head(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: 5\r\nServer: x\r\nX-Kept: yes\r\n\r\nhello", false).unwrap();
         assert_eq!(n, 25 + 106);

@@ -243,3 +243,20 @@ fn nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_bounded_and_given_back() {
+        let slots = Arc::new(TunnelSlots::default());
+        let a = slots.take(2).unwrap();
+        let b = slots.take(2).unwrap();
+        assert!(slots.take(2).is_none());
+        drop(a);
+        assert!(slots.take(2).is_some());
+        drop(b);
+        assert_eq!(slots.open.load(Ordering::Acquire), 0);
+    }
+}
