@@ -15,8 +15,9 @@ fn tunnels_cannot_take_every_thread(mpm: &str) {
     let b = Backends::start();
     let s = Server::start(mpm, &format!("ProxyPass /ws/ ws://127.0.0.1:{}/\n", b.echo));
     // Worker and event: at most 8 children (MaxRequestWorkers 32 of 4
-    // threads), each letting tunnels hold 3 threads: 24 tunnels at most.
-    // Prefork: a child is a tunnel; 20 stay under MaxRequestWorkers.
+    // threads), each letting tunnels hold 3 threads: 24 tunnels at most (an
+    // event child may take every connection: then 3). Prefork: a child is a
+    // tunnel; 20 stay under MaxRequestWorkers.
     let attempts = if mpm == "prefork" { 20 } else { 30 };
     let mut open = Vec::new();
     let (mut upgraded, mut refused) = (0, 0);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::common::Server;
+use super::common::Server;
 
 /// The fixture's two backends, stopped when dropped.
 pub struct Backends {
