@@ -43,7 +43,19 @@ fn tunnels_cannot_take_every_thread(mpm: &str) {
     for _ in 0..5 {
         assert_eq!(s.get("/").status, 200);
     }
+    // Clients that go give their threads back: as many tunnels open again.
     drop(open);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut again = Vec::new();
+    while again.len() < upgraded.min(3) {
+        let (c, head) = handshake(&s, "/ws/echo");
+        if head.starts_with("HTTP/1.1 101 ") {
+            again.push(c);
+        } else {
+            assert!(std::time::Instant::now() < deadline, "tunnels whose clients went still hold their threads: {head}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
 }
 
 each_mpm!(tunnels_cannot_take_every_thread);

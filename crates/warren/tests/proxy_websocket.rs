@@ -5,7 +5,8 @@
 //! backend's 101 reaches the client, and frames go both ways until a side
 //! closes; ProxyWebsocketIdleTimeout closes an idle tunnel; a route without
 //! the upgrade forwards the request without Upgrade; a non-101 answer to
-//! an upgrade is an ordinary answer; a 101 nobody asked for is a 502.
+//! an upgrade is an ordinary answer; a 101 nobody asked for is a 502;
+//! `wss://` to a TLS backend verified with SSLProxyCACertificateFile.
 //!
 //! The client is a raw socket doing RFC 6455's handshake and masked frames.
 //! The Python comes from WARREN_TEST_PYTHON, else /opt/warren-test-venv
@@ -119,6 +120,8 @@ fn echo_through_the_tunnel(mpm: &str) {
         send_frame(&mut c, 1, b"close");
         let (op, _) = read_frame(&mut c);
         assert_eq!(op, 8, "{path}: expected the backend's close frame");
+        // The closing handshake's answer: the backend then closes at once.
+        send_frame(&mut c, 8, &1000u16.to_be_bytes());
         assert!(closes_within(&mut c, Duration::from_secs(20)), "{path}: the tunnel stayed open after the backend closed");
     }
     // The client closes: the server goes on serving others.
@@ -128,6 +131,31 @@ fn echo_through_the_tunnel(mpm: &str) {
     let (mut c, _) = handshake(&s, "/app/echo");
     send_frame(&mut c, 1, b"again");
     assert_eq!(read_frame(&mut c), (1, b"again".to_vec()));
+}
+
+fn wss_backend(mpm: &str) {
+    let dir = TempDir::new("proxy-wss-ca");
+    let certs = tls::Certs::make(&dir.0);
+    let b = Backends::start_tls(&certs.cert("localhost"), &certs.key("localhost"));
+    let conf = format!("SSLProxyEngine On\nSSLProxyVerify require\nSSLProxyCACertificateFile {}\nProxyPass /wss/ wss://localhost:{}/\n", certs.ca().display(), b.echo);
+    let s = Server::start(mpm, &conf);
+    let (mut c, head) = handshake(&s, "/wss/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert!(head.contains(&format!("Sec-WebSocket-Accept: {ACCEPT}\r\n")), "{head}");
+    // Many frames in a row: TLS records read ahead are not left waiting.
+    for i in 0..50 {
+        send_frame(&mut c, 1, format!("message {i}").as_bytes());
+    }
+    for i in 0..50 {
+        assert_eq!(read_frame(&mut c), (1, format!("message {i}").into_bytes()));
+    }
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    send_frame(&mut c, 2, &big);
+    assert!(read_frame(&mut c) == (2, big), "the 200000-byte message came back changed");
+    send_frame(&mut c, 1, b"close");
+    assert_eq!(read_frame(&mut c).0, 8);
+    send_frame(&mut c, 8, &1000u16.to_be_bytes());
+    assert!(closes_within(&mut c, Duration::from_secs(20)), "the tunnel stayed open after the backend closed");
 }
 
 fn idle_tunnel_is_closed(mpm: &str) {
@@ -168,4 +196,4 @@ fn upgrade_only_where_the_route_allows(mpm: &str) {
     assert_eq!(r.status, 502);
 }
 
-each_mpm!(echo_through_the_tunnel, idle_tunnel_is_closed, upgrade_only_where_the_route_allows);
+each_mpm!(echo_through_the_tunnel, wss_backend, idle_tunnel_is_closed, upgrade_only_where_the_route_allows);

@@ -9,10 +9,13 @@ Prints two ports on its first line and serves until its standard input closes:
           connection (code 1000). /forbidden is answered 403 "not here".
   second  a broken backend that answers every request 101 Switching
           Protocols, whether it asked for an upgrade or not.
+
+With `--tls CERT KEY` the echo server speaks TLS (wss://).
 """
 
 import asyncio
 import socket
+import ssl
 import sys
 import threading
 from http import HTTPStatus
@@ -66,7 +69,11 @@ async def main():
     stray.bind(("127.0.0.1", 0))
     stray.listen(16)
     threading.Thread(target=always_101, args=(stray,), daemon=True).start()
-    async with serve(echo, "127.0.0.1", 0, process_request=refuse, ping_interval=None, max_size=None) as server:
+    tls = None
+    if sys.argv[1:2] == ["--tls"]:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[2], sys.argv[3])
+    async with serve(echo, "127.0.0.1", 0, process_request=refuse, ping_interval=None, max_size=None, ssl=tls) as server:
         port = server.sockets[0].getsockname()[1]
         print(port, stray.getsockname()[1], flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)

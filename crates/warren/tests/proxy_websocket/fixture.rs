@@ -20,9 +20,18 @@ pub struct Backends {
 
 impl Backends {
     pub fn start() -> Backends {
+        Backends::spawn(&[])
+    }
+
+    /// The echo server over TLS, with this certificate and key (wss://).
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Backends {
+        Backends::spawn(&["--tls".as_ref(), cert.as_os_str(), key.as_os_str()])
+    }
+
+    fn spawn(args: &[&std::ffi::OsStr]) -> Backends {
         let python = std::env::var_os("WARREN_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/warren-test-venv/bin/python"));
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy_websocket/backend.py");
-        let mut child = Command::new(&python).arg(script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap_or_else(|e| panic!("{}: {e} (run ./test.sh, which installs websockets)", python.display()));
+        let mut child = Command::new(&python).arg(script).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap_or_else(|e| panic!("{}: {e} (run ./test.sh, which installs websockets)", python.display()));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let ports: Vec<u16> = line.split_whitespace().filter_map(|p| p.parse().ok()).collect();
