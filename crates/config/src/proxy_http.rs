@@ -465,7 +465,7 @@ mod tests {
         assert!(o.websocket);
         assert!(o.set_key("upgrade", "h2c").unwrap_err().contains("only upgrade=websocket"));
 
-        let text = "Listen 8080\nProxyPass /ws/ ws://127.0.0.1:9000/\nProxyPass /app/ http://127.0.0.1:9001/ upgrade=websocket\nProxyWebsocketIdleTimeout 30\n<VirtualHost *:8080>\n    ServerName v\n</VirtualHost>\n";
+        let text = "Listen 8080\nProxyPass /ws/ ws://127.0.0.1:9000/\nProxyPass /app/ http://127.0.0.1:9001/ upgrade=websocket\nLoadModule proxy_wstunnel_module modules/mod_proxy_wstunnel.so\n<IfModule proxy_wstunnel_module>\n    ProxyWebsocketIdleTimeout 30\n</IfModule>\n<VirtualHost *:8080>\n    ServerName v\n</VirtualHost>\n";
         let (l, _d) = crate::test_support::load_text("proxy-ws", text, &[]);
         assert!(l.errors.is_empty(), "{:?}", l.errors);
         let s = l.settings.unwrap();
