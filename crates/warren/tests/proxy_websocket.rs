@@ -170,6 +170,15 @@ fn idle_tunnel_is_closed(mpm: &str) {
     assert!(quiet_since.elapsed() >= Duration::from_millis(900), "closed after {:?}, before its idle timeout", quiet_since.elapsed());
     let log = s.wait_log("error.log", "idle for 1 s");
     assert!(log.contains(&format!("WebSocket tunnel to 127.0.0.1:{} idle for 1 s", b.echo)), "{log}");
+    // Without ProxyWebsocketIdleTimeout, the route's timeout= is the idle limit.
+    let s = start(mpm, &b, &format!("ProxyPass /short/ ws://127.0.0.1:{}/ timeout=1\n", b.echo));
+    let (mut c, head) = handshake(&s, "/short/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    send_frame(&mut c, 1, b"ping");
+    assert_eq!(read_frame(&mut c), (1, b"ping".to_vec()));
+    let quiet_since = Instant::now();
+    assert!(closes_within(&mut c, Duration::from_secs(20)), "an idle tunnel stayed open past its route's timeout=");
+    assert!(quiet_since.elapsed() >= Duration::from_millis(900), "closed after {:?}, before its idle timeout", quiet_since.elapsed());
 }
 
 fn upgrade_only_where_the_route_allows(mpm: &str) {
