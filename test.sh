@@ -67,12 +67,13 @@ if ! command -v cargo-deb >/dev/null 2>&1; then
 fi
 
 # h2_conformance.rs runs tests/h2/conformance.py with this Python: h2, hpack
-# and hyperframe from PyPI, installed once (pip needs the network then).
+# and hyperframe from PyPI; proxy_websocket.rs's backend is `websockets`'
+# server. Installed once (pip needs the network then).
 venv="${WARREN_TEST_VENV:-/opt/warren-test-venv}"
-if ! "$venv/bin/python" -c 'import h2, hpack, hyperframe' >/dev/null 2>&1; then
-    echo "test.sh: making $venv (h2, hpack, hyperframe from PyPI)"
+if ! "$venv/bin/python" -c 'import h2, hpack, hyperframe, websockets.asyncio.server' >/dev/null 2>&1; then
+    echo "test.sh: making $venv (h2, hpack, hyperframe, websockets from PyPI)"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q 'h2>=4.1,<5' 'hpack>=4,<5' 'hyperframe>=6,<7'
+    "$venv/bin/pip" install -q 'h2>=4.1,<5' 'hpack>=4,<5' 'hyperframe>=6,<7' 'websockets>=13,<18'
 fi
 export WARREN_TEST_PYTHON="$venv/bin/python"
 

@@ -123,6 +123,7 @@ pub static MODULES: &[Module] = &[
     provides("proxy", "ProxyPass, ProxyPassMatch, ProxyTimeout to FastCGI and HTTP backends"),
     provides("proxy_fcgi", "fcgi:// and unix: backends, SetHandler proxy:..., ProxyFCGIBackendType"),
     provides("proxy_http", "http:// and unix:|http:// backends, ProxyPassReverse and its cookie forms, ProxyPreserveHost, ProxyAddHeaders, ProxyVia, ProxyErrorOverride (see docs/proxy.md)"),
+    provides("proxy_wstunnel", "ws:// and wss:// backends and upgrade=websocket: WebSocket tunnels, ProxyWebsocketIdleTimeout (see docs/proxy.md)"),
     provides("reqtimeout", "RequestReadTimeout"),
     provides("alias", "Alias, AliasMatch, ScriptAlias, ScriptAliasMatch, Redirect, RedirectMatch"),
     provides("rewrite", "RewriteEngine, RewriteCond, RewriteRule, RewriteBase, RewriteOptions, RewriteMap (txt, rnd, int)"),

@@ -42,6 +42,10 @@ pub struct HttpOrigin {
     /// against its certificate (the URL's, whatever ProxyPreserveHost
     /// says, as in Apache 2.4).
     pub tls_name: Option<String>,
+    /// `upgrade=websocket`, or a `ws://`/`wss://` URL (mod_proxy_wstunnel):
+    /// a WebSocket upgrade request is passed on and, once the backend
+    /// answers 101, tunnelled.
+    pub websocket: bool,
 }
 
 /// A host's SSLProxy* directives; None: not said here (a virtual host
@@ -114,6 +118,9 @@ pub struct ProxyHttp {
     pub add_headers: Option<bool>,
     pub via: Option<Via>,
     pub error_override: Option<bool>,
+    /// ProxyWebsocketIdleTimeout: a tunnel with no byte either way for this
+    /// long is closed (None or zero: the exchange's timeout, ProxyTimeout).
+    pub websocket_idle: Option<Duration>,
     pub tls: ProxyTls,
 }
 
@@ -127,6 +134,7 @@ impl ProxyHttp {
         self.add_headers = self.add_headers.or(main.add_headers);
         self.via = self.via.or(main.via);
         self.error_override = self.error_override.or(main.error_override);
+        self.websocket_idle = self.websocket_idle.or(main.websocket_idle);
         self.tls.inherit(&main.tls);
     }
 }
@@ -139,20 +147,27 @@ pub struct HttpUrl {
     pub authority: String,
     pub path: String,
     pub tls_name: Option<String>,
+    /// `ws://` or `wss://` (mod_proxy_wstunnel's schemes).
+    pub websocket: bool,
 }
 
-/// `http[s]://host[:port]/path` or `unix:/sock|http[s]://name/path`; None
-/// for another scheme.
+/// `http[s]://host[:port]/path`, `ws[s]://...` or `unix:/sock|http[s]://name/path`;
+/// None for another scheme.
 pub fn parse_http_url(url: &str) -> Result<Option<HttpUrl>, String> {
     let (sock, rest) = match url.strip_prefix("unix:").and_then(|r| r.split_once('|')) {
         Some((sock, rest)) => (Some(sock), rest),
         None => (None, url),
     };
     let scheme = |s: &str| rest.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s));
+    let websocket = scheme("ws://") || scheme("wss://");
     let (after, tls, default_port) = if scheme("http://") {
         (&rest[7..], false, 80)
     } else if scheme("https://") {
         (&rest[8..], true, 443)
+    } else if scheme("ws://") {
+        (&rest[5..], false, 80)
+    } else if scheme("wss://") {
+        (&rest[6..], true, 443)
     } else {
         return Ok(None);
     };
@@ -178,12 +193,12 @@ pub fn parse_http_url(url: &str) -> Result<Option<HttpUrl>, String> {
         Some(sock) => FcgiAddr::Unix(sock.into()),
         None => FcgiAddr::Tcp { host: host.to_string(), port },
     };
-    Ok(Some(HttpUrl { addr, authority: authority.to_string(), path: path.to_string(), tls_name }))
+    Ok(Some(HttpUrl { addr, authority: authority.to_string(), path: path.to_string(), tls_name, websocket }))
 }
 
 impl HttpOrigin {
     pub fn new(authority: String) -> HttpOrigin {
-        HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: DEFAULT_MAX_IDLE, retry: Duration::from_secs(60), tls_name: None }
+        HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: DEFAULT_MAX_IDLE, retry: Duration::from_secs(60), tls_name: None, websocket: false }
     }
 
     /// A worker key of an HTTP ProxyPass line this struct holds; false if
@@ -195,6 +210,9 @@ impl HttpOrigin {
             "ttl" => self.ttl = Some(seconds(value)?).filter(|d| !d.is_zero()),
             "retry" => self.retry = seconds(value)?,
             "keepalive" => self.tcp_keepalive = on_off(key, value)?,
+            // Apache takes any protocol name here; warren tunnels WebSocket only.
+            "upgrade" if value.eq_ignore_ascii_case("websocket") => self.websocket = true,
+            "upgrade" => return Err(format!("upgrade={value}: warren tunnels only upgrade=websocket")),
             "max" => self.max_idle = value.parse().map_err(|_| format!("max={value} is not a number of connections"))?,
             // Accepted as Apache has them: warren keeps no spare connections
             // open, and its idle ones are bounded by max.
@@ -279,6 +297,17 @@ pub(crate) fn via(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
         _ => return b.error(&d.origin, "ProxyVia takes one of On, Off, Full, Block"),
     };
     host.proxy_http.via = Some(v);
+}
+
+/// ProxyWebsocketIdleTimeout seconds (mod_proxy_wstunnel).
+pub(crate) fn websocket_idle_timeout(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    match d.args.as_slice() {
+        [v] => match v.parse::<u64>() {
+            Ok(n) => host.proxy_http.websocket_idle = Some(Duration::from_secs(n)),
+            Err(_) => b.error(&d.origin, format!("ProxyWebsocketIdleTimeout: {v} is not a number of seconds")),
+        },
+        _ => b.error(&d.origin, "ProxyWebsocketIdleTimeout takes one number of seconds"),
+    }
 }
 
 pub(crate) fn ssl_proxy_engine(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
@@ -421,6 +450,30 @@ mod tests {
         assert!(parse_http_url("http://user@h/").is_err());
         assert!(parse_http_url("unix:rel.sock|http://h/").is_err());
         assert!(parse_http_url("https://h:x/").is_err());
+    }
+
+    #[test]
+    fn websocket_routes() {
+        let url = |u: &str| parse_http_url(u).unwrap().unwrap();
+        let ws = url("ws://127.0.0.1:9000/chat");
+        assert_eq!((ws.addr, ws.path.as_str(), ws.tls_name, ws.websocket), (FcgiAddr::Tcp { host: "127.0.0.1".into(), port: 9000 }, "/chat", None, true));
+        let wss = url("WSS://chat.example/");
+        assert_eq!((wss.addr, wss.tls_name.as_deref(), wss.websocket), (FcgiAddr::Tcp { host: "chat.example".into(), port: 443 }, Some("chat.example"), true));
+        assert!(!url("http://h/").websocket);
+        let mut o = HttpOrigin::new("h".into());
+        assert_eq!(o.set_key("upgrade", "WebSocket"), Ok(true));
+        assert!(o.websocket);
+        assert!(o.set_key("upgrade", "h2c").unwrap_err().contains("only upgrade=websocket"));
+
+        let text = "Listen 8080\nProxyPass /ws/ ws://127.0.0.1:9000/\nProxyPass /app/ http://127.0.0.1:9001/ upgrade=websocket\nLoadModule proxy_wstunnel_module modules/mod_proxy_wstunnel.so\n<IfModule proxy_wstunnel_module>\n    ProxyWebsocketIdleTimeout 30\n</IfModule>\n<VirtualHost *:8080>\n    ServerName v\n</VirtualHost>\n";
+        let (l, _d) = crate::test_support::load_text("proxy-ws", text, &[]);
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        let s = l.settings.unwrap();
+        assert!(s.main.proxy_routes.iter().all(|r| r.target.as_ref().unwrap().http.as_ref().unwrap().websocket));
+        assert_eq!(s.virtual_hosts[0].host.proxy_http.websocket_idle, Some(Duration::from_secs(30)));
+        let bad = "Listen 8080\nProxyWebsocketIdleTimeout soon\nProxyPass /a http://h/ upgrade=h2c\n";
+        let (l, _d) = crate::test_support::load_text("proxy-ws-bad", bad, &[]);
+        assert_eq!(l.errors.iter().map(|e| e.origin.line).collect::<Vec<_>>(), vec![3, 4], "{:?}", l.errors);
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
     }
     let http = crate::proxy_http::parse_http_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
     let (addr, path, mut http) = match http {
-        Some(url) => (url.addr, url.path, Some(Box::new(crate::proxy_http::HttpOrigin { tls_name: url.tls_name, ..crate::proxy_http::HttpOrigin::new(url.authority) }))),
+        Some(url) => (url.addr, url.path, Some(Box::new(crate::proxy_http::HttpOrigin { tls_name: url.tls_name, websocket: url.websocket, ..crate::proxy_http::HttpOrigin::new(url.authority) }))),
         None => {
             let (addr, path) = parse_fcgi_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
             (addr, path, None)
@@ -148,7 +148,7 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
                 _ => return Err(format!("{}: timeout={v} is not a positive number of seconds", d.name)),
             },
             Some((k, v)) if k == "flushpackets" => backend.flush_packets = flush_packets_value(v).map_err(|m| format!("{}: {m}", d.name))?,
-            _ if http.is_some() => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, connectiontimeout, keepalive, ttl, max, smax, min, retry, flushpackets)", d.name)),
+            _ if http.is_some() => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, connectiontimeout, keepalive, ttl, max, smax, min, retry, flushpackets, upgrade)", d.name)),
             _ => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, flushpackets)", d.name)),
         }
     }

@@ -245,11 +245,14 @@ pub struct Response {
     pub filters: Option<Box<filters::RequestFilters>>,
     /// What compression may do to it ([`compress::finish`]).
     pub compress: Option<Box<compress::Offer>>,
+    /// A 101 to a WebSocket upgrade: the backend to tunnel the connection
+    /// to once this head is sent ([`proxy_http::tunnel`]).
+    pub tunnel: Option<Box<proxy_http::tunnel::Tunnel>>,
 }
 
 impl Response {
     pub fn new(status: u16, host: usize) -> Response {
-        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, filters: None, compress: None }
+        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, filters: None, compress: None, tunnel: None }
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {

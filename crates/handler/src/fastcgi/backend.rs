@@ -80,6 +80,21 @@ impl BackendStream {
         }
     }
 
+    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            BackendStream::Unix(s) => s.set_nonblocking(on),
+            BackendStream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        match self {
+            BackendStream::Unix(s) => s.as_fd(),
+            BackendStream::Tcp(s) => s.as_fd(),
+        }
+    }
+
     /// Shuts our side: the request is whole (see [`super::HalfClose`]).
     pub(super) fn end_request(&self) {
         let _ = match self {

@@ -25,6 +25,8 @@ pub struct HttpBackends {
     /// SSLProxy* settings: made once per child, and sharing rustls'
     /// session cache, so that new connections resume sessions.
     tls_configs: Mutex<Vec<(ProxyTls, Arc<ClientConfig>)>>,
+    /// The WebSocket tunnels this child's threads hold.
+    pub tunnels: Arc<super::tunnel::TunnelSlots>,
 }
 
 /// What a kept connection may serve: the same address, and for TLS the
@@ -75,10 +77,20 @@ impl HttpStream {
         self.socket().set_timeouts(t)
     }
 
+    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        self.socket().set_nonblocking(on)
+    }
+
     /// Neither closed nor sent on: for TLS, a close_notify or anything
     /// else arriving on an idle connection also makes it unusable.
     fn idle_and_open(&self) -> bool {
         self.socket().idle_and_open()
+    }
+}
+
+impl std::os::fd::AsFd for HttpStream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.socket().fd()
     }
 }
 

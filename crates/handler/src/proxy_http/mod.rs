@@ -23,6 +23,7 @@
 pub mod connections;
 pub mod request;
 pub mod response;
+pub mod tunnel;
 
 use std::io::{self, Read, Write};
 use warren_config::proxy_http::{HttpOrigin, ProxyTls};
@@ -109,7 +110,13 @@ impl Site {
         let via_by = format!("{}:{}", host.name, conn.local.port());
         let rewritten = gw.filters.as_ref().and_then(|f| crate::filters::headers::request_headers(f, head, crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() }));
         let fields = request::client_fields(head, rewritten);
-        let forwarding = Forwarding { target: &plan.target, host: &backend_host, forwarded, via, via_by: via_by.clone(), framing, close: !gw.backend.reuse };
+        // Upgrade is hop-by-hop: it goes on only where the route allows it.
+        let websocket = plan.origin.websocket && request::asks_websocket(head);
+        let slot = match websocket {
+            true => Some(backends.tunnels.take(self.tunnel_bound()).ok_or_else(|| GatewayError { status: 503, why: format!("proxy: WebSocket: every thread this child may give to tunnels holds one; upgrade to {name} refused") })?),
+            false => None,
+        };
+        let forwarding = Forwarding { target: &plan.target, host: &backend_host, forwarded, via, via_by: via_by.clone(), framing, close: !gw.backend.reuse, websocket };
         let request_head = request::head(head.method(), &fields, &forwarding);
         let is_head = head.method() == "HEAD";
 
@@ -124,7 +131,8 @@ impl Site {
             // The backend is up: it is not marked down, and the next request tries again.
             ConnectError::Tls(why) => GatewayError { status: 502, why: format!("proxy: HTTPS: TLS to {name} failed: {why}") },
         };
-        let mut conn_to = backends.get(addr, &plan.origin, &rules.tls, gw.timeout, gw.backend.reuse).map_err(connect_failed)?;
+        // A tunnel's connection is its own from the start: never a kept one.
+        let mut conn_to = backends.get(addr, &plan.origin, &rules.tls, gw.timeout, gw.backend.reuse && !websocket).map_err(connect_failed)?;
         let mut buf = vec![0u8; IO_BUF];
         let (answer, got) = loop {
             let sent = self.send_request(&mut conn_to.stream, &request_head, framing, spooled.is_some(), body);
@@ -136,7 +144,7 @@ impl Site {
                 return Err(GatewayError { status: e.status, why: format!("proxy: reading the request body for {name}: {}", e.reason) });
             }
             // An answer may have come even though the backend stopped reading the body.
-            match read_head(&mut conn_to.stream, &mut buf, is_head) {
+            match read_head(&mut conn_to.stream, &mut buf, is_head, websocket) {
                 Ok(x) => break x,
                 Err(HeadError::ClosedEarly(_)) if conn_to.reused && replayable => {
                     self.hosts[gw.host].error_log.log(LogLevel::Debug, Some(conn.useragent), &format!("proxy: HTTP: kept connection to {name} was closed; sending the request on a new one"));
@@ -147,6 +155,15 @@ impl Site {
             }
         };
         let (answer, used) = answer;
+        if let (101, Some(slot)) = (answer.status, slot) {
+            let mut r = gw.proxied_response(101);
+            r.headers = answer.fields;
+            r.headers.push((crate::HeaderName::Owned("Upgrade".into()), "websocket".into()));
+            r.close = true;
+            let idle = rules.websocket_idle.filter(|d| !d.is_zero()).unwrap_or(gw.timeout);
+            r.tunnel = Some(Box::new(tunnel::Tunnel { backend: conn_to.stream, early: got[used..].to_vec(), idle, name, log: host.error_log.clone(), client_addr: conn.useragent, _slot: slot }));
+            return Ok(r);
+        }
         let mut reader = BodyReader::new(answer.framing, got[used..].to_vec());
         if rules.error_override.unwrap_or(false) && answer.status >= 400 {
             // The backend's page is replaced by this server's.
@@ -170,7 +187,7 @@ impl Site {
                 None => r.headers.push((crate::HeaderName::Owned("Via".into()), ours)),
             }
         }
-        let keep = answer.keep_alive && gw.backend.reuse;
+        let keep = answer.keep_alive && gw.backend.reuse && !websocket;
         let finish = |reader: &BodyReader, stream: BackendConn| {
             if keep && reader.clean_end() {
                 backends.put(addr, &plan.origin, &rules.tls, stream);
@@ -209,6 +226,17 @@ impl Site {
                 r.body = Body::Stream { source: Box::new(source), len };
                 Ok(r)
             }
+        }
+    }
+
+    /// How many WebSocket tunnels a child's threads may hold: all but one
+    /// of a worker or event child's (one is left for other requests); a
+    /// prefork child is its one tunnel, the parent starting others up to
+    /// MaxRequestWorkers.
+    fn tunnel_bound(&self) -> usize {
+        match self.settings.mpm {
+            warren_config::Mpm::Prefork => 1,
+            _ => (self.settings.tuning.threads_per_child as usize).saturating_sub(1).max(1),
         }
     }
 
@@ -272,7 +300,7 @@ enum HeadError {
 
 /// Reads until the final head is whole: the head and where it ends in the
 /// bytes read.
-fn read_head(from: &mut BackendConn, buf: &mut [u8], is_head: bool) -> Result<((response::Head, usize), Vec<u8>), HeadError> {
+fn read_head(from: &mut BackendConn, buf: &mut [u8], is_head: bool, upgrade: bool) -> Result<((response::Head, usize), Vec<u8>), HeadError> {
     let mut got = Vec::new();
     loop {
         let n = match from.read(buf) {
@@ -287,7 +315,7 @@ fn read_head(from: &mut BackendConn, buf: &mut [u8], is_head: bool) -> Result<((
             return Err(if got.is_empty() { HeadError::ClosedEarly(why) } else { HeadError::Malformed(why) });
         }
         got.extend_from_slice(&buf[..n]);
-        match response::parse(&got, is_head) {
+        match response::parse(&got, is_head, upgrade) {
             Ok(Parsed::Final(h, used)) => return Ok(((h, used), got)),
             Ok(Parsed::Partial) => {}
             Err(why) => return Err(HeadError::Malformed(why)),

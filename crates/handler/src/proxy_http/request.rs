@@ -40,6 +40,9 @@ pub struct Forwarding<'a> {
     pub framing: BodyFraming,
     /// Ask the backend to close the connection after answering.
     pub close: bool,
+    /// A WebSocket upgrade passed on: `Connection: Upgrade` and
+    /// `Upgrade: websocket`, the hop-by-hop fields the handshake needs.
+    pub websocket: bool,
 }
 
 /// The backend request's head.
@@ -84,7 +87,10 @@ pub fn head(method: &str, fields: &[(HeaderName, String)], f: &Forwarding) -> Ve
         BodyFraming::Length(n) => field(&mut out, "Content-Length", &n.to_string()),
         BodyFraming::Chunked => field(&mut out, "Transfer-Encoding", "chunked"),
     }
-    if f.close {
+    if f.websocket {
+        field(&mut out, "Connection", "Upgrade");
+        field(&mut out, "Upgrade", "websocket");
+    } else if f.close {
         field(&mut out, "Connection", "close");
     }
     out.extend_from_slice(b"\r\n");
@@ -157,6 +163,15 @@ pub fn encode_path(decoded: &[u8]) -> String {
     out
 }
 
+/// Whether the client asks to switch to WebSocket (RFC 6455 4.1): a GET
+/// with `Upgrade: websocket` that its Connection field names.
+pub fn asks_websocket(head: &RequestHead) -> bool {
+    let connection = connection_options(head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"connection")).filter_map(|(_, v)| std::str::from_utf8(v).ok()));
+    let upgrade = head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"upgrade")).filter_map(|(_, v)| std::str::from_utf8(v).ok()).flat_map(|v| v.split(',')).any(|p| p.trim().eq_ignore_ascii_case("websocket"));
+    // HTTP/2 has no Upgrade (RFC 8441's extended CONNECT is not done yet).
+    head.version == warren_http::Version::Http11 && head.method() == "GET" && upgrade && connection.iter().any(|o| o == "upgrade")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,7 +181,21 @@ mod tests {
     }
 
     fn forwarding(framing: BodyFraming) -> Forwarding<'static> {
-        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false }
+        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, websocket: false }
+    }
+
+    #[test]
+    fn websocket_upgrade_requests() {
+        let limits = warren_http::HeadLimits { request_line: 1000, field_size: 1000, fields: 20, head: 8000 };
+        let asks = |raw: &str| asks_websocket(&warren_http::parse_head(raw.as_bytes(), &limits).unwrap().unwrap().0);
+        assert!(asks("GET /c HTTP/1.1\r\nHost: h\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n\r\n"));
+        assert!(!asks("GET /c HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n"));
+        assert!(!asks("GET /c HTTP/1.1\r\nHost: h\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n"));
+        assert!(!asks("POST /c HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"));
+        assert!(!asks("GET /c HTTP/1.0\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"));
+        let f = fields(&[("Host", "h"), ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", "k")]);
+        let text = String::from_utf8(head("GET", &f, &Forwarding { websocket: true, forwarded: None, ..forwarding(BodyFraming::None) })).unwrap();
+        assert_eq!(text, "GET /app/x?y=1 HTTP/1.1\r\nHost: backend:3000\r\nSec-WebSocket-Key: k\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
     }
 
     #[test]

@@ -47,8 +47,9 @@ pub enum Parsed {
 
 /// Parses the answer's head from `buf`: interim 1xx heads before it are
 /// skipped (100 Continue is warren's to send to the client, and a 103's
-/// hints are not relayed).
-pub fn parse(buf: &[u8], head_request: bool) -> Result<Parsed, String> {
+/// hints are not relayed). A 101 is final when the request asked to
+/// `upgrade`, a broken answer otherwise.
+pub fn parse(buf: &[u8], head_request: bool, upgrade: bool) -> Result<Parsed, String> {
     let mut at = 0;
     loop {
         let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
@@ -61,6 +62,19 @@ pub fn parse(buf: &[u8], head_request: bool) -> Result<Parsed, String> {
         };
         let status = r.code.unwrap_or(0);
         let version = r.version.unwrap_or(0);
+        if status == 101 && upgrade {
+            let mut list = Vec::with_capacity(r.headers.len());
+            for h in r.headers.iter() {
+                list.push((h.name.to_string(), String::from_utf8_lossy(h.value).trim().to_string()));
+            }
+            let upgraded = list.iter().filter(|(n, _)| n.eq_ignore_ascii_case("upgrade")).flat_map(|(_, v)| v.split(',')).any(|p| p.trim().eq_ignore_ascii_case("websocket"));
+            if !upgraded {
+                return Err("101 Switching Protocols without Upgrade: websocket".into());
+            }
+            let mut h = head_of(status, version, list, true)?;
+            h.keep_alive = false;
+            return Ok(Parsed::Final(h, at + n));
+        }
         if (100..200).contains(&status) {
             if status == 101 {
                 return Err("101 Switching Protocols to a request that asked for no upgrade".into());
@@ -243,10 +257,21 @@ mod tests {
     use super::*;
 
     fn final_head(raw: &[u8], head_request: bool) -> Result<(Head, usize), String> {
-        match parse(raw, head_request)? {
+        match parse(raw, head_request, false)? {
             Parsed::Final(h, n) => Ok((h, n)),
             Parsed::Partial => Err("partial".into()),
         }
+    }
+
+    #[test]
+    fn switching_protocols_only_when_asked() {
+        let raw = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n\x81\x02hi";
+        let Ok(Parsed::Final(h, used)) = parse(raw, false, true) else { panic!("101 to an upgrade is final") };
+        assert_eq!((h.status, h.framing, h.keep_alive, &raw[used..]), (101, Framing::Empty, false, &b"\x81\x02hi"[..]));
+        assert!(h.fields.iter().any(|(n, v)| n.eq_ignore_ascii_case("sec-websocket-accept") && v == "x"));
+        assert!(!h.fields.iter().any(|(n, _)| n.eq_ignore_ascii_case("connection")));
+        assert!(parse(raw, false, false).is_err());
+        assert!(parse(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", false, true).is_err());
     }
 
     #[test]
@@ -267,7 +292,7 @@ mod tests {
         assert!(final_head(b"HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n", false).is_err());
         assert!(final_head(b"HTTP/1.1 101 Switching\r\n\r\n", false).is_err());
         assert!(final_head(b"garbage\r\n\r\n", false).is_err());
-        assert!(matches!(parse(b"HTTP/1.1 200 OK\r\n", false), Ok(Parsed::Partial)));
+        assert!(matches!(parse(b"HTTP/1.1 200 OK\r\n", false, false), Ok(Parsed::Partial)));
     }
 
     #[test]

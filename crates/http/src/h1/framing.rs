@@ -63,6 +63,13 @@ pub struct Framing {
 pub fn frame_response(out: &mut Vec<u8>, status: u16, version: Version, is_head: bool, body: BodyLength, keep_alive: bool) -> Framing {
     let allowed = status_allows_body(status);
     let mut framing = Framing { chunked: false, with_body: allowed && !is_head, keep_alive };
+    if status == 101 {
+        // Switching protocols (a proxied WebSocket): no more HTTP on this
+        // connection, and Connection names the upgrade, not a close.
+        framing.keep_alive = false;
+        out.extend_from_slice(b"Connection: Upgrade\r\n\r\n");
+        return framing;
+    }
     match body {
         BodyLength::Unknown if framing.with_body => {
             if version == Version::Http11 {

@@ -231,3 +231,11 @@ fn a_streamed_body_is_framed_piece_by_piece() {
     assert!(!f.sends());
     assert_eq!(f.finish(), Ok(&b""[..]));
 }
+
+#[test]
+fn switching_protocols_names_the_upgrade() {
+    let mut out = Vec::new();
+    let f = frame_response(&mut out, 101, Version::Http11, false, BodyLength::Known(0), true);
+    assert_eq!(out, b"Connection: Upgrade\r\n\r\n");
+    assert!(!f.keep_alive && !f.with_body);
+}

@@ -10,6 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use warren_handler::fastcgi::Gateway;
+use warren_handler::proxy_http::tunnel::TunnelPeer;
 use warren_handler::spool::Spooled;
 use warren_handler::{ConnInfo, Site};
 use warren_http::h1::Connection;
@@ -49,11 +50,18 @@ pub fn serve(
         ex.keep_alive = false;
         ex.linger = true;
     }
+    let mut resp = resp;
+    let tunnel = resp.tunnel.take();
     let mut out = Output::default();
     out.encode(ex, resp, site, date, scratch);
     let timeout = rules.timeout;
     if !out.write_all(stream, timeout) {
         return false;
+    }
+    if let Some(tunnel) = tunnel {
+        // The 101 is out: the connection is the WebSocket's until it ends.
+        tunnel.run(&mut TunnelClient(stream), std::mem::take(conn.input_mut()));
+        return true;
     }
     let Some(mut st) = out.streaming.take() else { return true };
     // Read ahead of the client: the socket is written only as far as it
@@ -87,6 +95,29 @@ pub fn serve(
             // What a spill still holds goes out too.
             out.write_all(stream, timeout)
         }
+    }
+}
+
+/// The client's end of a WebSocket tunnel.
+struct TunnelClient<'a>(&'a ClientStream);
+
+impl std::os::fd::AsFd for TunnelClient<'_> {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+impl TunnelPeer for TunnelClient<'_> {
+    fn read_some(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+
+    fn send_some(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.send(buf, false)
+    }
+
+    fn push(&mut self) -> std::io::Result<bool> {
+        self.0.flush_pending()
     }
 }
 

@@ -1,0 +1,208 @@
+//! WebSockets through the reverse proxy under each MPM, against a real
+//! WebSocket server (the Python `websockets` package, fixture
+//! proxy_websocket/backend.py): `ProxyPass ws://` (mod_proxy_wstunnel) and
+//! `ProxyPass http:// upgrade=websocket` pass the handshake on, the
+//! backend's 101 reaches the client, and frames go both ways until a side
+//! closes; ProxyWebsocketIdleTimeout closes an idle tunnel; a route without
+//! the upgrade forwards the request without Upgrade; a non-101 answer to
+//! an upgrade is an ordinary answer; a 101 nobody asked for is a 502;
+//! `wss://` to a TLS backend verified with SSLProxyCACertificateFile.
+//!
+//! The client is a raw socket doing RFC 6455's handshake and masked frames.
+//! The Python comes from WARREN_TEST_PYTHON, else /opt/warren-test-venv
+//! (test.sh installs `websockets` there).
+
+mod common;
+#[path = "proxy_websocket/fixture.rs"]
+mod fixture;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+use fixture::{handshake, Backends, ACCEPT, KEY};
+
+fn start(mpm: &str, b: &Backends, extra: &str) -> Server {
+    let conf = format!(
+        "ProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /app/ http://127.0.0.1:{e}/ upgrade=websocket\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /stray/ http://127.0.0.1:{s}/\nProxyPass /stray-ws/ ws://127.0.0.1:{s}/\n{extra}",
+        e = b.echo,
+        s = b.stray
+    );
+    Server::start(mpm, &conf)
+}
+
+/// A client frame: FIN, `opcode`, masked as RFC 6455 5.3 requires.
+fn send_frame(c: &mut TcpStream, opcode: u8, payload: &[u8]) {
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    let mut f = vec![0x80 | opcode];
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n if n <= 0xffff => {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    f.extend_from_slice(&mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    c.write_all(&f).unwrap();
+}
+
+/// A server frame (never masked): its opcode and payload.
+fn read_frame(c: &mut TcpStream) -> (u8, Vec<u8>) {
+    let mut h = [0u8; 2];
+    c.read_exact(&mut h).unwrap();
+    let len = match h[1] & 0x7f {
+        126 => {
+            let mut l = [0u8; 2];
+            c.read_exact(&mut l).unwrap();
+            u16::from_be_bytes(l) as usize
+        }
+        127 => {
+            let mut l = [0u8; 8];
+            c.read_exact(&mut l).unwrap();
+            u64::from_be_bytes(l) as usize
+        }
+        n => n as usize,
+    };
+    assert_eq!(h[1] & 0x80, 0, "a server frame came masked");
+    let mut payload = vec![0u8; len];
+    c.read_exact(&mut payload).unwrap();
+    (h[0] & 0x0f, payload)
+}
+
+/// Reads until the connection ends; false if it is still open at the deadline.
+fn closes_within(c: &mut TcpStream, limit: Duration) -> bool {
+    c.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+fn echo_through_the_tunnel(mpm: &str) {
+    let b = Backends::start();
+    let s = start(mpm, &b, "");
+    for path in ["/ws/echo", "/app/echo"] {
+        let (mut c, head) = handshake(&s, path);
+        assert!(head.starts_with("HTTP/1.1 101 "), "{path}: {head}");
+        let lower = head.to_ascii_lowercase();
+        assert!(lower.contains("\r\nupgrade: websocket\r\n"), "{path}: {head}");
+        assert!(lower.contains("\r\nconnection: upgrade\r\n"), "{path}: {head}");
+        assert!(head.contains(&format!("Sec-WebSocket-Accept: {ACCEPT}\r\n")), "{path}: {head}");
+        assert!(!lower.contains("content-length") && !lower.contains("transfer-encoding"), "{path}: {head}");
+        send_frame(&mut c, 1, b"hello");
+        assert_eq!(read_frame(&mut c), (1, b"hello".to_vec()));
+        // Larger than the tunnel's read chunks, both ways.
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        send_frame(&mut c, 2, &big);
+        let (op, back) = read_frame(&mut c);
+        assert_eq!(op, 2);
+        assert!(back == big, "{path}: the 300000-byte message came back as {} bytes, changed", back.len());
+        // The handshake as the backend got it.
+        send_frame(&mut c, 1, b"headers");
+        let (_, seen) = read_frame(&mut c);
+        let seen = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+        assert!(seen.contains("upgrade: websocket") && seen.contains("connection: upgrade"), "{seen}");
+        assert!(seen.contains(&format!("sec-websocket-key: {}", KEY.to_ascii_lowercase())), "{seen}");
+        assert!(seen.contains("x-forwarded-for: 127.0.0.1"), "{seen}");
+        assert!(!seen.contains("keep-alive"), "{seen}");
+        // The backend closes: its close frame comes, then the end.
+        send_frame(&mut c, 1, b"close");
+        let (op, _) = read_frame(&mut c);
+        assert_eq!(op, 8, "{path}: expected the backend's close frame");
+        // The closing handshake's answer: the backend then closes at once.
+        send_frame(&mut c, 8, &1000u16.to_be_bytes());
+        assert!(closes_within(&mut c, Duration::from_secs(20)), "{path}: the tunnel stayed open after the backend closed");
+    }
+    // The client closes: the server goes on serving others.
+    let (c, head) = handshake(&s, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    drop(c.shutdown(std::net::Shutdown::Both));
+    let (mut c, _) = handshake(&s, "/app/echo");
+    send_frame(&mut c, 1, b"again");
+    assert_eq!(read_frame(&mut c), (1, b"again".to_vec()));
+}
+
+fn wss_backend(mpm: &str) {
+    let dir = TempDir::new("proxy-wss-ca");
+    let certs = tls::Certs::make(&dir.0);
+    let b = Backends::start_tls(&certs.cert("localhost"), &certs.key("localhost"));
+    let conf = format!("SSLProxyEngine On\nSSLProxyVerify require\nSSLProxyCACertificateFile {}\nProxyPass /wss/ wss://localhost:{}/\n", certs.ca().display(), b.echo);
+    let s = Server::start(mpm, &conf);
+    let (mut c, head) = handshake(&s, "/wss/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert!(head.contains(&format!("Sec-WebSocket-Accept: {ACCEPT}\r\n")), "{head}");
+    // Many frames in a row: TLS records read ahead are not left waiting.
+    for i in 0..50 {
+        send_frame(&mut c, 1, format!("message {i}").as_bytes());
+    }
+    for i in 0..50 {
+        assert_eq!(read_frame(&mut c), (1, format!("message {i}").into_bytes()));
+    }
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    send_frame(&mut c, 2, &big);
+    assert!(read_frame(&mut c) == (2, big), "the 200000-byte message came back changed");
+    send_frame(&mut c, 1, b"close");
+    assert_eq!(read_frame(&mut c).0, 8);
+    send_frame(&mut c, 8, &1000u16.to_be_bytes());
+    assert!(closes_within(&mut c, Duration::from_secs(20)), "the tunnel stayed open after the backend closed");
+}
+
+fn idle_tunnel_is_closed(mpm: &str) {
+    let b = Backends::start();
+    let s = start(mpm, &b, "ProxyWebsocketIdleTimeout 1\nLogLevel debug\n");
+    let (mut c, head) = handshake(&s, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    send_frame(&mut c, 1, b"ping");
+    assert_eq!(read_frame(&mut c), (1, b"ping".to_vec()));
+    let quiet_since = Instant::now();
+    assert!(closes_within(&mut c, Duration::from_secs(20)), "an idle tunnel stayed open past ProxyWebsocketIdleTimeout");
+    assert!(quiet_since.elapsed() >= Duration::from_millis(900), "closed after {:?}, before its idle timeout", quiet_since.elapsed());
+    let log = s.wait_log("error.log", "idle for 1 s");
+    assert!(log.contains(&format!("WebSocket tunnel to 127.0.0.1:{} idle for 1 s", b.echo)), "{log}");
+    // Without ProxyWebsocketIdleTimeout, the route's timeout= is the idle limit.
+    let s = start(mpm, &b, &format!("ProxyPass /short/ ws://127.0.0.1:{}/ timeout=1\n", b.echo));
+    let (mut c, head) = handshake(&s, "/short/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    send_frame(&mut c, 1, b"ping");
+    assert_eq!(read_frame(&mut c), (1, b"ping".to_vec()));
+    let quiet_since = Instant::now();
+    assert!(closes_within(&mut c, Duration::from_secs(20)), "an idle tunnel stayed open past its route's timeout=");
+    assert!(quiet_since.elapsed() >= Duration::from_millis(900), "closed after {:?}, before its idle timeout", quiet_since.elapsed());
+}
+
+fn upgrade_only_where_the_route_allows(mpm: &str) {
+    let b = Backends::start();
+    let s = start(mpm, &b, "");
+    // No upgrade=websocket: the request goes on without Upgrade, and the
+    // WebSocket server refuses a plain GET with 426.
+    let (_, head) = handshake(&s, "/plain/echo");
+    assert!(head.starts_with("HTTP/1.1 426 "), "{head}");
+    // A refusal of the upgrade is an ordinary answer, on a connection that goes on.
+    let (mut c, head) = handshake(&s, "/app/forbidden");
+    assert!(head.starts_with("HTTP/1.1 403 "), "{head}");
+    let len: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).and_then(|l| l.trim().parse().ok()).expect("Content-Length");
+    let mut body = vec![0u8; len];
+    c.read_exact(&mut body).unwrap();
+    assert_eq!(body, b"not here\n");
+    // A 101 the request did not ask for (its Upgrade was not passed on) is a 502.
+    let (_, head) = handshake(&s, "/stray/x");
+    assert!(head.starts_with("HTTP/1.1 502 "), "{head}");
+    let log = s.wait_log("error.log", "101 Switching Protocols to a request that asked for no upgrade");
+    assert!(log.contains(&format!("127.0.0.1:{}", b.stray)), "{log}");
+    // A plain request to a ws:// route is an ordinary request: the 101 is a 502.
+    let r = s.get("/stray-ws/x");
+    assert_eq!(r.status, 502);
+}
+
+each_mpm!(echo_through_the_tunnel, wss_backend, idle_tunnel_is_closed, upgrade_only_where_the_route_allows);
