@@ -4,7 +4,8 @@
 //! started for each request, by warren's [`spawner`] process, as the user
 //! [`suexec`] decides. It gets the CGI variables FastCGI applications get
 //! (built once, in `fastcgi::params`) but `Authorization` (unless
-//! `CGIPassAuth On`), the request body on its standard input, and its
+//! `CGIPassAuth On`), only those suexec lets through and its PATH (the
+//! spawner filters them: [`suexec::safe_env`]), the request body on its standard input, and its
 //! answer is read as CGI: `Status:`, a local `Location:` served as an
 //! internal redirect, a `nph-` program's own status line. Its standard
 //! error goes to the error log line by line. A program that does not
