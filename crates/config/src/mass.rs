@@ -267,7 +267,7 @@ impl UserDir {
 
 /// The first uid of users' accounts (login.defs' UID_MIN): below it are
 /// the system's, which get no pool unless `UserDir enabled` names them.
-const UID_MIN: u32 = 1000;
+pub const UID_MIN: u32 = 1000;
 /// Each user's pool: started by its first request, stopped when idle.
 const USER_CHILDREN: u32 = 4;
 /// The pools warren's shared table has room for (warren_fpm's MAX_POOLS).

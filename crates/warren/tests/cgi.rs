@@ -11,7 +11,17 @@ use std::os::unix::fs::PermissionsExt;
 use common::*;
 
 /// A uid and gid no account has, at or above suexec's minimum.
-const OWNER: u32 = 4242;
+/// A regular account (uid from 1000) and its primary group, made when
+/// missing, which owns the site's programs: a program of root or a system
+/// account runs only under a ScriptAlias. None when the tests are not root.
+fn owner() -> Option<(u32, u32)> {
+    if !nix_is_root() {
+        return None;
+    }
+    let uid = regular_user("warren-cgi");
+    let user = nix::unistd::User::from_uid(uid.into()).unwrap().unwrap();
+    Some((uid, user.gid.as_raw()))
+}
 
 fn program(dir: &TempDir, rel: &str, text: &str) {
     let p = dir.write(rel, text);
@@ -31,16 +41,20 @@ fn start_with(mpm: &str, extra: &str) -> Server {
     program(&dir, "cgi-bin/local.cgi", "#!/bin/sh\nprintf 'Location: /a.txt\\n\\n'\n");
     program(&dir, "cgi-bin/away.cgi", "#!/bin/sh\nprintf 'Location: http://example.com/x\\n\\n'\n");
     program(&dir, "cgi-bin/nph-raw.cgi", "#!/bin/sh\nprintf 'HTTP/1.1 203 Raw\\r\\nContent-Type: text/plain\\r\\n\\r\\nnph body'\n");
-    program(&dir, "cgi-bin/hang.cgi", "#!/bin/sh\necho $$ > \"$HANG_PID_FILE\"\nsleep 300 & wait\n");
+    program(&dir, "cgi-bin/hang.cgi", &format!("#!/bin/sh\necho $$ > {}/shared/hang.pid\nsleep 300 & wait\n", dir.0.display()));
     program(&dir, "cgi-bin/stderr.cgi", "#!/bin/sh\necho 'something went sideways' >&2\nprintf 'Content-Type: text/plain\\n\\nok'\n");
-    program(&dir, "cgi-bin/fds.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nls /proc/self/fd\n");
+    program(&dir, "cgi-bin/fds.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nfind /proc/$$/fd -mindepth 1 -printf '%f %l\\n' | sort -n\n");
     program(&dir, "cgi-bin/id.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n");
-    program(&dir, "cgi-bin/owned.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n");
+    program(&dir, "cgi-bin/owned.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\necho $(id -u) $(id -g) $(id -G)\n");
     program(&dir, "cgi-bin/broken.cgi", "#!/bin/sh\necho 'this is no header'\n");
     program(&dir, "htdocs/run/hello.cgi", "#!/usr/bin/perl\nprint \"Content-Type: text/html\\n\\n<p>hello from perl</p>\";\n");
     program(&dir, "htdocs/norun/hello.cgi", "#!/bin/sh\necho secret source\n");
     program(&dir, "htdocs/run/index.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nindex program'\n");
-    let _ = std::os::unix::fs::chown(dir.0.join("cgi-bin/owned.cgi"), Some(OWNER), Some(OWNER));
+    if let Some((uid, gid)) = owner() {
+        for f in ["cgi-bin/owned.cgi", "htdocs/run", "htdocs/run/hello.cgi", "htdocs/run/index.cgi", "htdocs/norun/hello.cgi"] {
+            std::os::unix::fs::chown(dir.0.join(f), Some(uid), Some(gid)).unwrap();
+        }
+    }
     // Written by the children's and the programs' users (ScriptLog, the hanging program's pid).
     let shared = dir.0.join("shared");
     std::fs::create_dir_all(&shared).unwrap();
@@ -49,7 +63,7 @@ fn start_with(mpm: &str, extra: &str) -> Server {
     let conf = format!(
         "Timeout 3\nScriptAlias /cgi-bin/ {d}/cgi-bin/\n<Directory {d}/cgi-bin>\n    Require all granted\n</Directory>\nScriptLog {d}/shared/cgi.log\n\
          ScriptLogBuffer 4\nScriptAlias /auth-bin/ {d}/cgi-bin/\n<Location /auth-bin/>\n    CGIPassAuth On\n    CGIVar REQUEST_URI current-uri\n</Location>\nRewriteEngine On\nRewriteRule ^/pretty/(.*)$ /auth-bin/env.cgi/$1 [PT]\n\
-         SetEnv HANG_PID_FILE {d}/shared/hang.pid\nSetEnv FROM_CONFIG configured\n\
+         SetEnv TZ Europe/Paris\nSetEnv FROM_CONFIG configured\nSetEnv LD_PRELOAD /nonexistent.so\n\
          <Directory {d}/htdocs/run>\n    Options +ExecCGI\n    AddHandler cgi-script .cgi .pl\n    DirectoryIndex index.cgi\n</Directory>\n<Directory {d}/htdocs/norun>\n    AddHandler cgi-script .cgi\n</Directory>\n{extra}"
     );
     Server::start_in(dir, mpm, &conf)
@@ -77,14 +91,16 @@ fn the_rfc_3875_variables(mpm: &str) {
         ("SERVER_PORT", s.port.to_string()),
         ("REMOTE_ADDR", "127.0.0.1".into()),
         ("HTTP_X_CUSTOM", "yes".into()),
-        ("FROM_CONFIG", "configured".into()),
+        // SetEnv reaches a program within suexec's safe variables only.
+        ("TZ", "Europe/Paris".into()),
+        ("PATH", "/usr/local/bin:/usr/bin:/bin".into()),
     ];
     for (k, v) in want {
         assert_eq!(env.get(k), Some(&v), "{k} in {env:?}");
     }
     assert!(env.contains_key("PATH") && env.contains_key("SERVER_NAME") && env.contains_key("REMOTE_PORT") && env.contains_key("DOCUMENT_ROOT"), "{env:?}");
     // Credentials and httpoxy are not the program's; nor php-cgi's REDIRECT_STATUS.
-    for absent in ["HTTP_AUTHORIZATION", "HTTP_PROXY", "REDIRECT_STATUS", "CONTENT_LENGTH"] {
+    for absent in ["HTTP_AUTHORIZATION", "HTTP_PROXY", "REDIRECT_STATUS", "CONTENT_LENGTH", "FROM_CONFIG", "LD_PRELOAD"] {
         assert!(!env.contains_key(absent), "{absent} in {env:?}");
     }
 }
@@ -205,9 +221,14 @@ fn programs_run_after_a_restart(mpm: &str) {
 fn no_inherited_descriptors(mpm: &str) {
     let s = start(mpm);
     let r = s.get("/cgi-bin/fds.cgi");
-    let fds: Vec<&str> = r.text().leak().lines().collect();
-    // 0, 1, 2 and the one ls opens to read the directory.
-    assert!(fds.len() <= 4 && fds[..3] == ["0", "1", "2"], "{fds:?}");
+    let text = r.text();
+    let fds: Vec<(&str, &str)> = text.lines().filter_map(|l| l.split_once(' ')).collect();
+    assert_eq!(fds.iter().take(3).map(|f| f.0).collect::<Vec<_>>(), ["0", "1", "2"], "{text}");
+    // Beyond them only the program itself: the descriptor it was run from
+    // (its interpreter reads it as /dev/fd/3) and the shell's own.
+    let program = format!("{}/cgi-bin/fds.cgi", s.dir.0.display());
+    assert!(fds[3..].iter().all(|f| f.1 == program), "{text}");
+    assert!(fds.iter().any(|f| f.0 == "3"), "{text}");
 }
 
 fn runs_as_its_owner(mpm: &str) {
@@ -216,7 +237,8 @@ fn runs_as_its_owner(mpm: &str) {
         return;
     }
     // Its owner's file runs as its owner; root's as the server's User.
-    assert_eq!(s.get("/cgi-bin/owned.cgi").text().trim(), OWNER.to_string());
+    let (uid, gid) = owner().unwrap();
+    assert_eq!(s.get("/cgi-bin/owned.cgi").text().trim(), format!("{uid} {gid} {gid}"));
     assert_eq!(s.get("/cgi-bin/id.cgi").text().trim(), nobody().to_string());
 }
 
@@ -234,7 +256,8 @@ fn suexec_user_group(mpm: &str) {
     for f in ["sbin", "sbin/mine.cgi"] {
         std::os::unix::fs::chown(dir.0.join(f), Some(nobody), Some(nobody)).unwrap();
     }
-    std::os::unix::fs::chown(dir.0.join("sbin/theirs.cgi"), Some(OWNER), Some(OWNER)).unwrap();
+    let (uid, gid) = owner().unwrap();
+    std::os::unix::fs::chown(dir.0.join("sbin/theirs.cgi"), Some(uid), Some(gid)).unwrap();
     let d = dir.0.display();
     let conf = format!("SuexecUserGroup nobody nogroup\nFcgidMinProcessesPerClass 0\nScriptAlias /cgi-bin/ {d}/sbin/\n<Directory {d}/sbin>\n    Require all granted\n</Directory>\n");
     let s = Server::start_in(dir, mpm, &conf);

@@ -4,7 +4,8 @@
 //! started for each request, by warren's [`spawner`] process, as the user
 //! [`suexec`] decides. It gets the CGI variables FastCGI applications get
 //! (built once, in `fastcgi::params`) but `Authorization` (unless
-//! `CGIPassAuth On`), the request body on its standard input, and its
+//! `CGIPassAuth On`), only those suexec lets through and its PATH (the
+//! spawner filters them: [`suexec::safe_env`]), the request body on its standard input, and its
 //! answer is read as CGI: `Status:`, a local `Location:` served as an
 //! internal redirect, a `nph-` program's own status line. Its standard
 //! error goes to the error log line by line. A program that does not
@@ -29,20 +30,19 @@ use warren_config::{FcgiAddr, FcgiBackend, LogLevel};
 
 use crate::fastcgi::{split_path_info, Gateway, ScriptTarget};
 use crate::request::Route;
-use crate::{HeaderName, Outcome, Site};
+use crate::{Outcome, Site};
 
 /// What makes a gateway plan a CGI program's.
 pub struct Program {
     /// The tree the program must be in (suexec's check).
     root: PathBuf,
+    /// Whether that tree is a ScriptAlias's (the administrator's).
+    tree: suexec::Tree,
     /// `nph-`: its output is the whole HTTP answer, status line first.
     nph: bool,
     /// `SuexecUserGroup` of the host.
     user_group: Option<(String, String)>,
 }
-
-/// Apache's PATH for programs when the server's environment has none.
-const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 impl Site {
     /// The CGI program `route` names, if it names one: the file, or the
@@ -94,6 +94,7 @@ impl Site {
             log.log(LogLevel::Info, Some(req.conn.useragent), &format!("path info refused by AcceptPathInfo Off: {}", String::from_utf8_lossy(url)));
             return Some(Outcome::Ready(self.error_page(*req, 404)));
         }
+        let tree = if aliased { suexec::Tree::ScriptAlias } else { suexec::Tree::Site };
         let root = match aliased {
             true => self.script_alias_root(host, url).unwrap_or_else(|| script.parent().map(Path::to_path_buf).unwrap_or_default()),
             false => self.hosts[host].config.document_root.clone(),
@@ -107,7 +108,7 @@ impl Site {
         let Outcome::Gateway(mut gw) = outcome else { return Some(outcome) };
         let current_uri = dir.layers.iter().rev().find_map(|l| l.cgi_current_uri).unwrap_or(false);
         let pass_auth = dir.layers.iter().rev().find_map(|l| l.cgi_pass_auth).unwrap_or(false);
-        gw.become_cgi(Program { root, nph, user_group: self.suexec_user(host) }, pass_auth, current_uri.then(|| [url, *query].concat()));
+        gw.become_cgi(Program { root, tree, nph, user_group: self.suexec_user(host) }, pass_auth, current_uri.then(|| [url, *query].concat()));
         Some(Outcome::Gateway(gw))
     }
 
@@ -145,10 +146,6 @@ impl Gateway {
             // php-cgi's REDIRECT_STATUS=200 is not mod_cgi's.
             (!auth || pass_auth) && !(n == "REDIRECT_STATUS" && v == b"200")
         });
-        if !self.params.iter().any(|(n, _)| n == "PATH") {
-            let path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());
-            self.params.push((HeaderName::Borrowed("PATH"), path.into_bytes()));
-        }
         if let Some(uri) = current_uri {
             self.set_param("REQUEST_URI", uri);
         }

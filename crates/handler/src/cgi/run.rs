@@ -6,11 +6,12 @@
 //! streamed. A failure is written to the ScriptLog when there is one.
 
 use std::fs::File;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
+use nix::poll::PollFlags;
 use warren_config::LogLevel;
 use warren_http::RequestHead;
 
@@ -63,7 +64,7 @@ impl Site {
             env.push(format!("CONTENT_LENGTH={}", spooled.len()).into_bytes());
         }
         let argv0 = std::path::Path::new(&script).file_name().map_or_else(|| script.as_bytes().to_vec(), |n| n.as_bytes().to_vec());
-        let launch = Launch { program: script.clone().into_bytes(), root: program.root.as_os_str().as_bytes().to_vec(), user_group: program.user_group.clone(), argv: vec![argv0], env };
+        let launch = Launch { program: script.clone().into_bytes(), root: program.root.as_os_str().as_bytes().to_vec(), tree: program.tree, user_group: program.user_group.clone(), argv: vec![argv0], env };
         let mut running = spawner::spawn(&launch).map_err(|n| GatewayError { status: n.status, why: format!("CGI: {}", n.why) })?;
         log_stderr(&mut running, self.hosts[gw.host].error_log.clone(), conn.useragent, script.clone());
         feed_stdin(&mut running, spooled);
@@ -158,17 +159,78 @@ fn read_within(mut f: &File, buf: &mut [u8], timeout: Duration) -> io::Result<us
 }
 
 /// The program's standard error, to the error log as Apache logs it
-/// (AH01215), on a thread that ends with the program's output.
+/// (AH01215), on a thread that ends when the program's side closes or,
+/// at the latest, with the request (what is already written then is
+/// logged): a descendant that keeps the pipe open holds no thread.
 fn log_stderr(running: &mut Running, log: std::sync::Arc<crate::logs::ErrorLog>, peer: std::net::SocketAddr, script: String) {
     let Ok(stderr) = running.stderr.try_clone() else { return };
+    let over = running.over.clone();
     let _ = std::thread::Builder::new().name("cgi-stderr".into()).spawn(move || {
-        for line in io::BufReader::new(stderr).split(b'\n').map_while(Result::ok) {
-            let line = String::from_utf8_lossy(&line);
+        let _ = set_nonblocking(&stderr);
+        let log_line = |line: &[u8]| {
+            let line = String::from_utf8_lossy(line);
             if !line.trim().is_empty() {
                 log.log(LogLevel::Error, Some(peer), &format!("AH01215: {}: {script}", line.trim_end()));
             }
+        };
+        let mut pending = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut ended = false;
+        loop {
+            match (&stderr).read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+                        log_line(&pending[..nl]);
+                        pending.drain(..=nl);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && !ended => ended = wait_or_over(&stderr, PollFlags::POLLIN, &over),
+                Err(_) => break,
+            }
         }
+        log_line(&pending);
     });
+}
+
+/// Waits until `f` is ready for `what` or the request is over (`over`
+/// readable or hung up); whether it is over.
+fn wait_or_over(f: &File, what: PollFlags, over: &std::os::fd::OwnedFd) -> bool {
+    use nix::poll::{poll, PollFd, PollTimeout};
+    loop {
+        let mut fds = [PollFd::new(f.as_fd(), what), PollFd::new(over.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => return fds[1].revents().is_some_and(|r| !r.is_empty()),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return true,
+        }
+    }
+}
+
+fn set_nonblocking(f: &File) -> nix::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let flags = OFlag::from_bits_truncate(fcntl(f, FcntlArg::F_GETFL)?);
+    fcntl(f, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).map(|_| ())
+}
+
+/// Writes `data` to the program's standard input until done, the program's
+/// side closes, or the request is over.
+fn write_until_over(stdin: &File, mut data: &[u8], over: &std::os::fd::OwnedFd) -> bool {
+    while !data.is_empty() {
+        match (&*stdin).write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if wait_or_over(stdin, PollFlags::POLLOUT, over) {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 /// The request body to the program's standard input, on a thread: the
@@ -182,12 +244,23 @@ fn feed_stdin(running: &mut Running, spooled: Spooled) {
             let _ = stdin.write_all(&b);
         }
         spooled => {
+            // Non-blocking, so that the thread ends with the request even
+            // when something that never reads holds the pipe open.
+            if set_nonblocking(&stdin).is_err() {
+                return;
+            }
+            let over = running.over.clone();
             let _ = std::thread::Builder::new().name("cgi-stdin".into()).spawn(move || match spooled {
                 Spooled::Memory(b) => {
-                    let _ = stdin.write_all(&b);
+                    write_until_over(&stdin, &b, &over);
                 }
                 Spooled::File(mut f, _) => {
-                    let _ = io::copy(&mut f, &mut stdin);
+                    let mut buf = vec![0u8; READ_SIZE];
+                    while let Ok(n @ 1..) = f.read(&mut buf) {
+                        if !write_until_over(&stdin, &buf[..n], &over) {
+                            break;
+                        }
+                    }
                 }
                 Spooled::None => {}
             });

@@ -9,9 +9,12 @@
 //! over the control socket, and on it the worker writes the [`Launch`] and
 //! gets back the program's pid and its stdin, stdout and stderr pipes; it
 //! then keeps that socket open while the program runs. A `k` written on it
-//! kills the program's process group (Timeout); its closing, while the
-//! program still runs, terminates it. The spawner exits once every holder
-//! of the control socket (the parent and its children) is gone.
+//! kills the program's process group (Timeout); its closing (the request
+//! is over) kills the group too, whatever of it still runs. The program is
+//! reaped only then: until its socket closes its pid stays a zombie's, so
+//! that a signal to its group never reaches another process that got the
+//! pid. The spawner exits once every holder of the control socket (the
+//! parent and its children) is gone.
 
 use std::ffi::CString;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
@@ -35,6 +38,11 @@ static CONTROL: OnceLock<OwnedFd> = OnceLock::new();
 /// on; it ends with the parent), and gives each program their defaults.
 const SERVER_SIGNALS: [libc::c_int; 6] = [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGUSR1, libc::SIGUSR2, libc::SIGWINCH];
 
+/// Where the program's checked descriptor, and its directory's until the
+/// switch of user, sit in the program.
+const PROGRAM_FD: libc::c_int = 3;
+const DIR_FD: libc::c_int = 4;
+
 /// How long the spawner waits for a worker to write its launch request:
 /// it serves one at a time.
 const LAUNCH_READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -45,6 +53,8 @@ pub struct Launch {
     /// The tree the program must lie in: the DocumentRoot, or the
     /// ScriptAlias's directory.
     pub root: Vec<u8>,
+    /// Whether `root` is a ScriptAlias's or a site's tree.
+    pub tree: suexec::Tree,
     /// `SuexecUserGroup` of the host, if it has one.
     pub user_group: Option<(String, String)>,
     pub argv: Vec<Vec<u8>>,
@@ -60,6 +70,11 @@ pub struct Running {
     pub stderr: std::fs::File,
     /// Open while the program is ours; see the module's overview.
     control: UnixStream,
+    /// Never written: closed (dropped) when the request is over, which
+    /// ends the threads that pump the program's standard input and error.
+    _done: OwnedFd,
+    /// Its other end, which the pumps watch.
+    pub(crate) over: std::sync::Arc<OwnedFd>,
 }
 
 impl Running {
@@ -138,7 +153,8 @@ pub fn spawn(launch: &Launch) -> Result<Running, NotStarted> {
             let mut fds = received.into_iter().map(std::fs::File::from);
             let (stdin, stdout, stderr) = (fds.next(), fds.next().expect("3"), fds.next().expect("3"));
             let _ = mine.set_read_timeout(None);
-            Ok(Running { pid: i32::from_le_bytes(pid.try_into().expect("4 bytes")), stdin, stdout, stderr, control: mine })
+            let (over, done) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| gone(&e))?;
+            Ok(Running { pid: i32::from_le_bytes(pid.try_into().expect("4 bytes")), stdin, stdout, stderr, control: mine, _done: done, over: std::sync::Arc::new(over) })
         }
         ([1, why @ ..], _) => Err(NotStarted { status: 500, why: String::from_utf8_lossy(why).into_owned() }),
         _ => Err(gone(&"a broken answer (did it die?)")),
@@ -147,7 +163,11 @@ pub fn spawn(launch: &Launch) -> Result<Running, NotStarted> {
 
 fn encode(l: &Launch) -> Vec<u8> {
     let (user, group) = l.user_group.clone().unwrap_or_default();
-    let mut fields: Vec<&[u8]> = vec![&l.program, &l.root, user.as_bytes(), group.as_bytes()];
+    let tree: &[u8] = match l.tree {
+        suexec::Tree::ScriptAlias => b"a",
+        suexec::Tree::Site => b"s",
+    };
+    let mut fields: Vec<&[u8]> = vec![&l.program, &l.root, tree, user.as_bytes(), group.as_bytes()];
     let argc = l.argv.len().to_string();
     fields.push(argc.as_bytes());
     fields.extend(l.argv.iter().map(Vec::as_slice));
@@ -190,9 +210,25 @@ fn decode(r: &mut impl Read) -> io::Result<Vec<Vec<u8>>> {
 
 /// A program the spawner started.
 struct Child {
-    socket: UnixStream,
+    /// The worker's socket; None once closed, the group killed, waiting
+    /// to reap the program.
+    socket: Option<UnixStream>,
     pid: Pid,
-    exited: bool,
+}
+
+impl Child {
+    /// The request is over: its group is killed (nothing of it outlives
+    /// the request to hold its pipes), and the program reaped if it is gone.
+    /// Whether it was.
+    fn end(&mut self) -> bool {
+        self.socket = None;
+        let _ = kill(Pid::from_raw(-self.pid.as_raw()), Signal::SIGKILL);
+        self.reaped()
+    }
+
+    fn reaped(&self) -> bool {
+        !matches!(waitpid(self.pid, Some(WaitPidFlag::WNOHANG)), Ok(WaitStatus::StillAlive))
+    }
 }
 
 /// The spawner's loop.
@@ -206,7 +242,7 @@ fn serve(control: OwnedFd, fallback: Option<Identity>) {
     loop {
         let (control_ready, chld_ready, ready): (bool, bool, Vec<bool>) = {
             let mut fds = vec![PollFd::new(control.as_fd(), PollFlags::POLLIN), PollFd::new(sigchld.as_fd(), PollFlags::POLLIN)];
-            fds.extend(children.iter().map(|c| PollFd::new(c.socket.as_fd(), PollFlags::POLLIN)));
+            fds.extend(children.iter().filter_map(|c| c.socket.as_ref()).map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN)));
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) => {}
                 Err(nix::errno::Errno::EINTR) => continue,
@@ -215,25 +251,32 @@ fn serve(control: OwnedFd, fallback: Option<Identity>) {
             let is = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
             (is(&fds[0]), is(&fds[1]), fds[2..].iter().map(is).collect())
         };
-        // The workers' sockets first: a pid is forgotten only once reaped.
+        // The workers' sockets first. A program is reaped only once its
+        // socket closed, so its pid, and its group's, are never another's
+        // when signalled.
         let mut keep = Vec::with_capacity(children.len());
-        for (i, mut c) in children.drain(..).enumerate() {
-            if !ready.get(i).copied().unwrap_or(false) {
+        let mut ready = ready.into_iter();
+        for mut c in children.drain(..) {
+            let Some(socket) = c.socket.as_mut() else {
+                keep.push(c);
+                continue;
+            };
+            if !ready.next().unwrap_or(false) {
                 keep.push(c);
                 continue;
             }
             let mut b = [0u8; 1];
-            match c.socket.read(&mut b) {
+            match socket.read(&mut b) {
                 Ok(1) if b[0] == b'k' => {
                     let _ = kill(Pid::from_raw(-c.pid.as_raw()), Signal::SIGKILL);
                     keep.push(c);
                 }
                 Ok(1) => keep.push(c),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => keep.push(c),
-                // The worker is done with it: a program still running is ended.
+                // The worker is done with it.
                 _ => {
-                    if !c.exited {
-                        let _ = kill(Pid::from_raw(-c.pid.as_raw()), Signal::SIGTERM);
+                    if !c.end() {
+                        keep.push(c);
                     }
                 }
             }
@@ -241,16 +284,7 @@ fn serve(control: OwnedFd, fallback: Option<Identity>) {
         children = keep;
         if chld_ready {
             while let Ok(Some(_)) = sigchld.read_signal() {}
-            loop {
-                match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::StillAlive) | Err(_) => break,
-                    Ok(s) => {
-                        if let Some(pid) = s.pid() {
-                            children.iter_mut().filter(|c| c.pid == pid).for_each(|c| c.exited = true);
-                        }
-                    }
-                }
-            }
+            children.retain(|c| c.socket.is_some() || !c.reaped());
         }
         if control_ready {
             let mut buf = [0u8; 8];
@@ -286,13 +320,14 @@ fn launch(mut socket: UnixStream, fallback: Option<&Identity>, mask: &SigSet) ->
         m.extend_from_slice(why.as_bytes());
         let _ = socket.write_all(&m);
     };
-    let [program, root, user, group, argc, rest @ ..] = fields.as_slice() else {
+    let [program, root, tree, user, group, argc, rest @ ..] = fields.as_slice() else {
         refuse(&mut socket, "a malformed launch request".into());
         return None;
     };
     let argc: usize = std::str::from_utf8(argc).ok().and_then(|a| a.parse().ok()).filter(|&a| a <= rest.len() && a > 0)?;
     let user_group = (!user.is_empty()).then(|| (String::from_utf8_lossy(user).into_owned(), String::from_utf8_lossy(group).into_owned()));
-    let checked = match suexec::check(program, root, user_group.as_ref(), fallback) {
+    let tree = if tree == b"a" { suexec::Tree::ScriptAlias } else { suexec::Tree::Site };
+    let checked = match suexec::check(program, root, tree, user_group.as_ref(), fallback) {
         Ok(c) => c,
         Err(why) => {
             refuse(&mut socket, why);
@@ -300,7 +335,7 @@ fn launch(mut socket: UnixStream, fallback: Option<&Identity>, mask: &SigSet) ->
         }
     };
     let cstrings = |v: &[Vec<u8>]| v.iter().map(|a| CString::new(a.clone())).collect::<Result<Vec<_>, _>>();
-    let (Ok(argv), Ok(env), Ok(path), Ok(dir)) = (cstrings(&rest[..argc]), cstrings(&rest[argc..]), CString::new(program.clone()), CString::new(checked.dir.clone())) else {
+    let (Ok(argv), Ok(env)) = (cstrings(&rest[..argc]), cstrings(&suexec::safe_env(rest[argc..].to_vec()))) else {
         refuse(&mut socket, "a NUL byte in the program's arguments or environment".into());
         return None;
     };
@@ -324,20 +359,34 @@ fn launch(mut socket: UnixStream, fallback: Option<&Identity>, mask: &SigSet) ->
             if libc::dup2(stdin.0.as_raw_fd(), 0) < 0 || libc::dup2(stdout.1.as_raw_fd(), 1) < 0 || libc::dup2(stderr.1.as_raw_fd(), 2) < 0 {
                 fail(b"warren cgi: cannot set up standard input and output\n");
             }
-            // Nothing of warren's stays open in the program.
-            libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint);
+            // The checked program as fd 3 and its directory as 4 (above 10
+            // first, so that neither lands on the other), then nothing else
+            // of warren's stays open in the program.
+            let (program_fd, dir_fd) = (libc::fcntl(checked.program.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10), libc::fcntl(checked.dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10));
+            if program_fd < 0 || dir_fd < 0 || libc::dup3(program_fd, PROGRAM_FD, libc::O_CLOEXEC) < 0 || libc::dup3(dir_fd, DIR_FD, libc::O_CLOEXEC) < 0 {
+                fail(b"warren cgi: cannot hold the program's descriptors\n");
+            }
+            libc::syscall(libc::SYS_close_range, (DIR_FD + 1) as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint);
             if checked.switch && (libc::setgroups(1, groups.as_ptr()) != 0 || libc::setgid(checked.identity.gid) != 0 || libc::setuid(checked.identity.uid) != 0) {
                 fail(b"warren cgi: cannot switch to the program's user\n");
             }
-            if libc::chdir(dir.as_ptr()) != 0 {
+            if libc::fchdir(DIR_FD) != 0 {
                 fail(b"warren cgi: cannot enter the program's directory\n");
             }
+            libc::close(DIR_FD);
             // What warren ignores or blocks is the program's again.
             for sig in SERVER_SIGNALS.into_iter().chain([libc::SIGPIPE]) {
                 libc::signal(sig, libc::SIG_DFL);
             }
             let _ = mask.thread_unblock();
-            libc::execve(path.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr());
+            // The descriptor checked is what runs. A `#!` script's
+            // interpreter opens it again as /dev/fd/3, which the kernel
+            // refuses (ENOENT) while it is close-on-exec: then it is kept open.
+            let empty = c"";
+            libc::syscall(libc::SYS_execveat, PROGRAM_FD, empty.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr(), libc::AT_EMPTY_PATH);
+            if *libc::__errno_location() == libc::ENOENT && libc::fcntl(PROGRAM_FD, libc::F_SETFD, 0) == 0 {
+                libc::syscall(libc::SYS_execveat, PROGRAM_FD, empty.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr(), libc::AT_EMPTY_PATH);
+            }
             fail(b"warren cgi: cannot execute the program (is it executable, with a valid #! line?)\n")
         },
         Ok(nix::unistd::ForkResult::Parent { child }) => {
@@ -349,7 +398,7 @@ fn launch(mut socket: UnixStream, fallback: Option<&Identity>, mask: &SigSet) ->
                 let _ = kill(Pid::from_raw(-child.as_raw()), Signal::SIGKILL);
             }
             let _ = socket.set_read_timeout(None);
-            Some(Child { socket, pid: child, exited: false })
+            Some(Child { socket: Some(socket), pid: child })
         }
         Err(e) => {
             refuse(&mut socket, format!("cannot fork: {e}"));
@@ -364,9 +413,9 @@ mod tests {
 
     #[test]
     fn launch_requests_round_trip_and_are_bounded() {
-        let l = Launch { program: b"/srv/cgi/a.cgi".to_vec(), root: b"/srv/cgi".to_vec(), user_group: Some(("u".into(), "g".into())), argv: vec![b"a.cgi".to_vec()], env: vec![b"A=1".to_vec(), b"B=".to_vec()] };
+        let l = Launch { program: b"/srv/cgi/a.cgi".to_vec(), root: b"/srv/cgi".to_vec(), tree: suexec::Tree::ScriptAlias, user_group: Some(("u".into(), "g".into())), argv: vec![b"a.cgi".to_vec()], env: vec![b"A=1".to_vec(), b"B=".to_vec()] };
         let fields = decode(&mut &encode(&l)[..]).unwrap();
-        assert_eq!(fields, vec![b"/srv/cgi/a.cgi".to_vec(), b"/srv/cgi".to_vec(), b"u".to_vec(), b"g".to_vec(), b"1".to_vec(), b"a.cgi".to_vec(), b"A=1".to_vec(), b"B=".to_vec()]);
+        assert_eq!(fields, vec![b"/srv/cgi/a.cgi".to_vec(), b"/srv/cgi".to_vec(), b"a".to_vec(), b"u".to_vec(), b"g".to_vec(), b"1".to_vec(), b"a.cgi".to_vec(), b"A=1".to_vec(), b"B=".to_vec()]);
         let mut huge = 5u32.to_le_bytes().to_vec();
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode(&mut &huge[..]).is_err());
