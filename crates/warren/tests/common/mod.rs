@@ -900,9 +900,12 @@ pub fn regular_user(name: &str) -> u32 {
         let f: Vec<&str> = l.split(':').collect();
         (f[0] == name).then(|| f[2].parse::<u32>().unwrap())
     });
+    // One useradd at a time in this process: a second one while the first
+    // holds /etc/passwd's lock fails before the account exists.
+    static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _making = MAKING.lock().unwrap_or_else(|p| p.into_inner());
     if find().is_none() {
         let home = format!("{USER_HOMES}/{name}");
-        // Two tests may race to make it: the loser's useradd fails, the user is there.
         let _ = Command::new("useradd").args(["--user-group", "--no-create-home", "--home-dir", &home, "--shell", "/usr/sbin/nologin", name]).status();
     }
     let uid = find().expect("useradd made the test user");
