@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
 use common::*;
@@ -41,10 +40,7 @@ fn log_directives_in_htaccess_run_nothing(mpm: &str) {
 fn a_client_cannot_forge_lines(mpm: &str) {
     let dir = TempDir::new(mpm);
     standard_site(&dir);
-    let socket_path = dir.0.join("dev-log");
-    let daemon = UnixDatagram::bind(&socket_path).unwrap();
-    std::fs::set_permissions(&socket_path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
-    daemon.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let (socket_path, daemon) = syslog_daemon(&dir);
     let s = Server::start_in(dir, mpm, &format!("ErrorLog syslog:local3\nSyslogSocket {}\nLogFormat \"%r|%{{User-Agent}}i\" req\nCustomLog req.log req", socket_path.display()));
     // A header value, an encoded newline in the target and a bare CR: each
     // could end a line early if written as received.

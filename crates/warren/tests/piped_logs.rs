@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -121,11 +120,7 @@ fn buffered_logs_lose_nothing_across_graceful_and_stop(mpm: &str) {
 fn error_log_to_syslog(mpm: &str) {
     let dir = TempDir::new(mpm);
     standard_site(&dir);
-    let socket_path = dir.0.join("dev-log");
-    let daemon = UnixDatagram::bind(&socket_path).unwrap();
-    // As /dev/log: children running as User send too.
-    std::fs::set_permissions(&socket_path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
-    daemon.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let (socket_path, daemon) = syslog_daemon(&dir);
     let s = Server::start_in(dir, mpm, &format!("ErrorLog syslog:local3\nSyslogSocket {}", socket_path.display()));
     // A request the children log an error for, naming the client.
     let _ = s.raw(b"GET /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n");

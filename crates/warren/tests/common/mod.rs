@@ -962,3 +962,15 @@ pub fn user_file(user: &str, path: &str, content: &str) {
     std::fs::write(&file, content).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
 }
+
+/// A socket in `dir` standing for /dev/log (warren's `SyslogSocket`): its
+/// path, and the socket to read the datagrams from, each within 20 s.
+/// Anyone may send to it, as to /dev/log: children running as User send too.
+pub fn syslog_daemon(dir: &TempDir) -> (PathBuf, std::os::unix::net::UnixDatagram) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.0.join("dev-log");
+    let daemon = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    daemon.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    (path, daemon)
+}
