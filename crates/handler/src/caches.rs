@@ -23,4 +23,6 @@ pub struct Caches {
     pub backends: Arc<BackendPool>,
     /// Idle connections to HTTP backends, and those in error (ProxyPass http://).
     pub http_backends: Arc<crate::proxy_http::HttpBackends>,
+    /// The home directories of accounts `/~user/` named.
+    pub homes: crate::accounts::Homes,
 }

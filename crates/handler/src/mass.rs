@@ -112,7 +112,7 @@ impl Site {
         // The home is looked up only for a place below it; a path or URL
         // place serves a name the system may not know, as Apache's does.
         let home = match ud.places.iter().any(|p| matches!(p, UserPlace::InHome(_))) {
-            true => nix::unistd::User::from_name(user).ok()??.dir.to_string_lossy().into_owned(),
+            true => self.caches.homes.home(user)?,
             false => String::new(),
         };
         let places = ud.maps(user, &home);
@@ -150,10 +150,9 @@ impl Site {
         if !ud.serves(user) || user.len() > warren_config::mass::USER_NAME_MAX || !std::fs::metadata(script).is_ok_and(|m| m.is_file()) {
             return None;
         }
-        let account = nix::unistd::User::from_name(user).ok()??;
+        let home = self.caches.homes.home(user)?;
         // The script must be the user's, whatever mapped the URL to it
         // (an Alias or a rewrite could name another user's file).
-        let home = account.dir.to_string_lossy();
         let theirs = ud.maps(user, &home).into_iter().any(|p| matches!(p, UserPlace::Path(d) if script.starts_with(&d)));
         if !theirs {
             return None;
