@@ -37,7 +37,7 @@ fn fpm_location_holds_with_path_info(mpm: &str) {
     let dir = TempDir::new(&format!("loc-fpm-{mpm}"));
     app_site(&dir);
     let fpm = Fpm::start(&dir, "");
-    let conf = format!("<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n{RULES}", fpm.socket.display());
+    let conf = format!("{}{RULES}", fpm.php_files());
     let s = Server::start_in(dir, mpm, &conf);
     path_info_is_under_location(&s);
 }
@@ -123,7 +123,7 @@ fn interim_status_is_a_bad_gateway(mpm: &str) {
     dir.write("htdocs/switch.php", "<?php header('Status: 101 Switching Protocols'); header('Upgrade: websocket'); echo 'after the switch';");
     dir.write("htdocs/continue.php", "<?php header('Status: 100 Continue'); echo 'more';");
     let fpm = Fpm::start(&dir, "");
-    let conf = format!("<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n", fpm.socket.display());
+    let conf = fpm.php_files();
     let s = Server::start_in(dir, mpm, &conf);
     for script in ["switch.php", "continue.php"] {
         let req = format!("GET /{script} HTTP/1.1\r\nHost: localhost\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");

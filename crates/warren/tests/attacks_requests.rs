@@ -51,8 +51,8 @@ fn two_sites_with(mpm: &str, tag: &str, conf: &str, pool_lines: impl Fn(&str) ->
         .map(|site| format!("<VirtualHost *>\n    ServerName {site}.test\n    DocumentRoot {root}/{site}\n    CustomLog {site}-access.log \"%v|%V|%{{Host}}i|%r|%>s\"\n</VirtualHost>\n"))
         .collect();
     let conf = format!(
-        "DirectoryIndex index.php\n<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n<Directory {root}>\n    AllowOverride All\n    Options FollowSymLinks\n</Directory>\n{hosts}{conf}",
-        fpm.socket.display()
+        "DirectoryIndex index.php\n{}<Directory {root}>\n    AllowOverride All\n    Options FollowSymLinks\n</Directory>\n{hosts}{conf}",
+        fpm.php_files()
     );
     (Server::start_in(dir, mpm, &conf), fpm)
 }

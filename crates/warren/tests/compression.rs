@@ -244,10 +244,7 @@ fn php_answers_are_encoded(mpm: &str) {
     dir.write("htdocs/json.php", "<?php header('Content-Type: application/json'); echo json_encode(array_fill(0, 200, 'value'));");
     dir.write("htdocs/self.php", "<?php header('Content-Encoding: gzip'); echo gzencode(str_repeat('already ', 100));");
     let fpm = Fpm::start(&dir, "");
-    let conf = format!(
-        "<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n{FILTERS}",
-        fpm.socket.display()
-    );
+    let conf = format!("{}{FILTERS}", fpm.php_files());
     let s = Server::start_in(dir, mpm, &conf);
     let expected = format!("<p>post: lorem ipsum dolor sit amet</p>{page}");
     for (accept, decode) in [("gzip", gunzip as fn(&[u8]) -> Vec<u8>), ("br", unbrotli)] {
@@ -279,7 +276,7 @@ fn php_flushes_reach_the_client_encoded(mpm: &str) {
     standard_site(&dir);
     dir.write("htdocs/flush.php", "<?php echo str_repeat('first ', 10); flush(); for ($i = 0; $i < 400 && !file_exists(__DIR__ . '/go'); $i++) { usleep(50000); clearstatcache(); } echo 'second';");
     let fpm = Fpm::start(&dir, "");
-    let conf = format!("<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n{FILTERS}", fpm.socket.display());
+    let conf = format!("{}{FILTERS}", fpm.php_files());
     let s = Server::start_in(dir, mpm, &conf);
     let mut c = s.connect();
     c.write_all(b"GET /flush.php HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n").unwrap();

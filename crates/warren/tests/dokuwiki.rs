@@ -48,10 +48,7 @@ fn dokuwiki(mpm: &str) {
     dir.write("conf/acl.auth.php", "# <?php exit()?>\n*               @ALL          8\n");
     dir.write("conf/users.auth.php", "# <?php exit()?>\n");
     let fpm = Fpm::start(&dir, "");
-    let conf = format!(
-        "DocumentRoot wiki\nDirectoryIndex doku.php\n<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n",
-        fpm.socket.display()
-    );
+    let conf = format!("DocumentRoot wiki\nDirectoryIndex doku.php\n{}", fpm.php_files());
     let s = Server::start_in(dir, mpm, &conf);
     let jar = s.dir.0.join("cookies.txt");
     let jar = jar.to_str().unwrap();

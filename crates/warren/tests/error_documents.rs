@@ -39,7 +39,7 @@ fn start(mpm: &str, php: &str, extra: &str) -> (Option<Fpm>, Server) {
     let (php, handler) = match php {
         "fpm" => {
             let fpm = Fpm::start(&dir, "");
-            let h = format!("proxy:unix:{}|fcgi://localhost", fpm.socket.display());
+            let h = fpm.handler();
             (Php::Fpm(fpm), h)
         }
         _ => (Php::Pool, "pool:www".to_string()),

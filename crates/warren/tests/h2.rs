@@ -162,7 +162,7 @@ echo 'input_md5=', md5($in), "\n";
     );
     dir.write("htdocs/big.php", "<?php for ($i = 0; $i < 160; $i++) { echo str_repeat(chr(65 + $i % 26), 65536); flush(); }");
     let fpm = Fpm::start(&dir, "");
-    let handler = format!("<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n", fpm.socket.display());
+    let handler = fpm.php_files();
     let h = H2Server::start_in(dir, mpm, &handler);
     let body = pattern(200 * 1024, 7);
     let body_md5 = md5_of(&body);

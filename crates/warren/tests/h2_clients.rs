@@ -309,7 +309,7 @@ fn requests_reset_at_once_run_no_script(mpm: &str) {
     let runs = dir.0.join("runs.txt");
     dir.write("htdocs/count.php", format!("<?php file_put_contents('{}', 'x', FILE_APPEND); echo 'counted';", runs.display()));
     let fpm = Fpm::start(&dir, "");
-    let handler = format!("<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\n", fpm.socket.display());
+    let handler = fpm.php_files();
     let h = H2Server::start_in(dir, mpm, &handler);
     let authority = format!("localhost:{}", h.s.port);
     let mut raw = RawH2::connect(h.s.port);

@@ -143,7 +143,7 @@ fn script_links(mpm: &str, dir: TempDir, handler: &str) {
 fn script_links_through_php_fpm(mpm: &str) {
     let dir = script_site("links-fpm");
     let fpm = Fpm::start(&dir, "");
-    let handler = format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>", fpm.socket.display());
+    let handler = fpm.php_files();
     script_links(mpm, dir, &handler);
 }
 

@@ -764,6 +764,16 @@ impl Fpm {
         panic!("php-fpm did not start: {}", std::fs::read_to_string(self.conf.with_file_name("php-fpm.log")).unwrap_or_default());
     }
 
+    /// The `SetHandler` argument that sends a script to the `unix` pool.
+    pub fn handler(&self) -> String {
+        format!("proxy:unix:{}|fcgi://localhost", self.socket.display())
+    }
+
+    /// A `<FilesMatch>` block sending every `.php` file to the `unix` pool.
+    pub fn php_files(&self) -> String {
+        format!("<FilesMatch \"\\.php$\">\n    SetHandler \"{}\"\n</FilesMatch>\n", self.handler())
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
