@@ -55,7 +55,7 @@ impl Site {
     /// Where Alias or AliasMatch (or their Script forms, saying so) puts
     /// `url` (the first that matches), beneath the directory the alias
     /// names.
-    fn aliased(&self, host: usize, url: &[u8]) -> Option<Result<(PathBuf, bool), path::Climbs>> {
+    pub(crate) fn aliased(&self, host: usize, url: &[u8]) -> Option<Result<(PathBuf, bool), path::Climbs>> {
         use warren_config::alias::{AliasTarget, UrlMatch};
         let aliases = &self.hosts[host].config.url_aliases;
         if aliases.is_empty() {

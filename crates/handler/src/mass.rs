@@ -102,6 +102,16 @@ impl Site {
     /// redirect. None when the URL names no user served here: it is then
     /// mapped as any other URL (a disabled user's `/~bob/` is a 404).
     pub(crate) fn user_dir(&self, host: usize, url: &[u8]) -> Option<Result<UserMapped, path::Climbs>> {
+        let (place, rest) = self.user_place(host, url)?;
+        Some(match place {
+            UserPlace::Redirect(to) => Ok(UserMapped::Redirect(format!("{to}{}", String::from_utf8_lossy(rest)))),
+            UserPlace::Path(dir) | UserPlace::InHome(dir) => path::beneath(Path::new(&dir), rest).map(UserMapped::File),
+        })
+    }
+
+    /// The user's directory `/~user/rest` is served from (a path, or the
+    /// redirect), with `rest`; see [`Site::user_dir`].
+    fn user_place<'u>(&self, host: usize, url: &'u [u8]) -> Option<(UserPlace, &'u [u8])> {
         let ud = self.hosts[host].config.user_dir.as_ref()?;
         let after = url.strip_prefix(b"/~")?;
         let end = after.iter().position(|&b| b == b'/').unwrap_or(after.len());
@@ -117,17 +127,33 @@ impl Site {
         };
         let places = ud.maps(user, &home);
         let last = places.len().checked_sub(1)?;
-        for (i, place) in places.into_iter().enumerate() {
-            match place {
-                UserPlace::Redirect(to) => return Some(Ok(UserMapped::Redirect(format!("{to}{}", String::from_utf8_lossy(rest))))),
-                UserPlace::Path(dir) | UserPlace::InHome(dir) => {
-                    if i == last || Path::new(&dir).exists() {
-                        return Some(path::beneath(Path::new(&dir), rest).map(UserMapped::File));
-                    }
-                }
-            }
+        places.into_iter().enumerate().find_map(|(i, place)| match &place {
+            UserPlace::Redirect(_) => Some((place, rest)),
+            UserPlace::Path(dir) | UserPlace::InHome(dir) => (i == last || Path::new(dir).exists()).then_some((place, rest)),
+        })
+    }
+
+    /// The tree a file `url` maps to lies in, as suexec judges a CGI
+    /// program's place: the user's directory for `/~user/`, the Host's
+    /// directory under VirtualDocumentRoot, else the DocumentRoot (an
+    /// Alias outside it is refused there, as suexec refuses programs
+    /// outside its document root).
+    pub(crate) fn site_tree(&self, req: Request, url: &[u8]) -> PathBuf {
+        // An Alias comes before mod_userdir, as in Site::fs_path.
+        let user_place = self.aliased(req.host, url).is_none().then(|| self.user_place(req.host, url)).flatten();
+        if let Some((UserPlace::Path(dir) | UserPlace::InHome(dir), _)) = user_place {
+            return PathBuf::from(dir);
         }
-        None
+        match self.document_root(req) {
+            Ok(root) => root.into_owned(),
+            Err(_) => self.hosts[req.host].config.document_root.clone(),
+        }
+    }
+
+    /// The directory VirtualScriptAlias names for `req`'s Host.
+    pub(crate) fn virtual_script_root(&self, req: Request) -> Option<PathBuf> {
+        let pattern = self.hosts[req.host].config.vhost_alias.script_alias.as_ref()?;
+        self.interpolated(req, pattern).ok()
     }
 
     /// The pool a script runs in when it lies in a user's directory (see

@@ -158,4 +158,35 @@ fn user_dir_redirect(mpm: &str) {
     assert_eq!(r.header("location"), Some("http://example.org/users/someone/a/b.html?x=1"));
 }
 
-each_mpm!(virtual_document_root_by_host, virtual_document_root_parts_and_ip, user_dirs_with_their_own_php, user_dir_redirect, user_made_after_start_gets_its_pool);
+/// CGI programs in a user's directory and in a Host's directory run, as
+/// their owner, from the tree they were found in (suexec's document root
+/// is then that directory, not the server's DocumentRoot).
+fn programs_in_user_and_host_directories(mpm: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let alice = regular_user("warren-alice");
+    let gid = nix::unistd::User::from_uid(alice.into()).unwrap().unwrap().gid.as_raw();
+    let id_program = "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\n";
+    let owned_program = |file: &std::path::Path| {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for p in [file, file.parent().unwrap()] {
+            std::os::unix::fs::chown(p, Some(alice), Some(gid)).unwrap();
+        }
+    };
+    user_file("warren-alice", &format!("cgi-{mpm}/id.cgi"), id_program);
+    owned_program(std::path::Path::new(&format!("{USER_HOMES}/warren-alice/public_html/cgi-{mpm}/id.cgi")));
+    let dir = user_dir_site(&format!("mass-cgi-{mpm}"));
+    let program = dir.write("mass/a.test/run/id.cgi", id_program);
+    owned_program(&program);
+    let mass = dir.0.join("mass");
+    let conf = format!(
+        "Include userdir.conf\nVirtualDocumentRoot {m}/%0\n<Directory {m}>\n  Require all granted\n</Directory>\n\
+         <Directory ~ \"(/public_html/cgi-|/run)\">\n  Options +ExecCGI\n  AddHandler cgi-script .cgi\n</Directory>\n",
+        m = mass.display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let r = s.get(&format!("/~warren-alice/cgi-{mpm}/id.cgi"));
+    assert_eq!((r.status, r.text().trim()), (200, alice.to_string().as_str()), "{}", s.read_log("error.log"));
+    assert_eq!(get_as(&s, "a.test", "/run/id.cgi"), (200, format!("{alice}\n")), "{}", s.read_log("error.log"));
+}
+
+each_mpm!(programs_in_user_and_host_directories, virtual_document_root_by_host, virtual_document_root_parts_and_ip, user_dirs_with_their_own_php, user_dir_redirect, user_made_after_start_gets_its_pool);

@@ -96,8 +96,8 @@ impl Site {
         }
         let tree = if aliased { suexec::Tree::ScriptAlias } else { suexec::Tree::Site };
         let root = match aliased {
-            true => self.script_alias_root(host, url).unwrap_or_else(|| script.parent().map(Path::to_path_buf).unwrap_or_default()),
-            false => self.hosts[host].config.document_root.clone(),
+            true => self.script_alias_root(host, url).or_else(|| self.virtual_script_root(*req)).unwrap_or_else(|| script.parent().map(Path::to_path_buf).unwrap_or_default()),
+            false => self.site_tree(*req, url),
         };
         let nph = script.file_name().is_some_and(|n| n.as_bytes().starts_with(b"nph-"));
         let filename = script.to_string_lossy().into_owned();

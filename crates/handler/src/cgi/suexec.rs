@@ -2,7 +2,8 @@
 //! the spawner (which has the privileges to switch user):
 //!
 //! - the program is opened once, from a descriptor of the tree it was found
-//!   in (DocumentRoot or the ScriptAlias's directory), with no symbolic link
+//!   in (the ScriptAlias's directory, else the DocumentRoot, the Host's
+//!   VirtualDocumentRoot directory or the user's UserDir), with no symbolic link
 //!   followed on the way ([`crate::symlinks::open_beneath`]); what is
 //!   checked is that descriptor and its directory's, and what runs is that
 //!   descriptor (`execveat`), so that nothing swapped in the tree between
