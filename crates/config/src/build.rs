@@ -77,6 +77,9 @@ fn load(path: &Path, opts: &LoadOptions, read: impl FnOnce(&mut Reader, &Path) -
     let mut loaded = builder.build(&nodes);
     loaded.skipped = std::mem::take(&mut reader.skipped);
     loaded.loaded_modules = std::mem::take(&mut reader.loaded_modules);
+    if let Some(s) = loaded.settings.as_mut() {
+        s.cgi.module_loaded = loaded.loaded_modules.iter().any(|m| matches!(*m, "cgi" | "cgid"));
+    }
     loaded
 }
 

@@ -22,12 +22,16 @@ pub struct CgiSettings {
     /// `ScriptLogBuffer`: at most this much of a request body is written
     /// to the log.
     pub script_log_buffer: usize,
+    /// `LoadModule cgi_module` or `cgid_module` was read: programs may be
+    /// named later (by `.htaccess`, or a graceful restart), so the spawner
+    /// is started even when the configuration names none yet.
+    pub module_loaded: bool,
 }
 
 impl Default for CgiSettings {
     /// mod_cgi's defaults.
     fn default() -> CgiSettings {
-        CgiSettings { script_log: None, script_log_length: 10_385_760, script_log_buffer: 1024 }
+        CgiSettings { script_log: None, script_log_length: 10_385_760, script_log_buffer: 1024, module_loaded: false }
     }
 }
 
@@ -36,9 +40,8 @@ impl Default for CgiSettings {
 /// its spawner at start. A `cgi-script` line in an `.htaccess` file alone
 /// does not (it is answered 503 until a restart with one).
 pub fn uses_cgi(s: &Settings) -> bool {
-    std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)).any(|h| {
-        h.url_aliases.iter().any(|a| a.script) || h.dir.scripts.iter().chain(h.sections.iter().flat_map(|s| s.config.scripts.iter())).any(|m| m.cgi)
-    })
+    let names_programs = |h: &crate::HostConfig| h.url_aliases.iter().any(|a| a.script) || h.dir.scripts.iter().chain(h.sections.iter().flat_map(|s| s.config.scripts.iter())).any(|m| m.cgi);
+    s.cgi.module_loaded || std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)).any(names_programs)
 }
 
 pub(crate) fn script_log(b: &mut Builder, d: &Directive, s: &mut Settings) {

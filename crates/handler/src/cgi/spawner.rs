@@ -127,7 +127,7 @@ pub fn start(server_user: Option<&str>, server_group: Option<&str>) -> io::Resul
 /// Starts `launch` through the spawner.
 pub fn spawn(launch: &Launch) -> Result<Running, NotStarted> {
     let gone = |e: &dyn std::fmt::Display| NotStarted { status: 503, why: format!("the CGI spawner cannot be reached: {e}") };
-    let control = CONTROL.get().ok_or_else(|| NotStarted { status: 503, why: "the CGI spawner is not running (the configuration had no CGI at start: restart warren)".into() })?;
+    let control = CONTROL.get().ok_or_else(|| NotStarted { status: 503, why: "the CGI spawner is not running (the configuration had no CGI and no LoadModule cgid_module at start: restart warren)".into() })?;
     let (mut mine, theirs) = UnixStream::pair().map_err(|e| gone(&e))?;
     let fds = [theirs.as_raw_fd()];
     sendmsg::<()>(control.as_raw_fd(), &[IoSlice::new(b"r")], &[ControlMessage::ScmRights(&fds)], MsgFlags::MSG_NOSIGNAL, None).map_err(|e| gone(&e))?;
