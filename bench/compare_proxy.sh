@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Reverse proxy to a kept-alive HTTP backend: warren event (ProxyPass
+# http://) vs nginx (proxy_pass to an `upstream { keepalive 32; }`) vs
+# Apache event (mod_proxy_http), in one run, on loopback, one front server at
+# a time, all proxying to the same backend: an nginx (one worker, access log
+# off) serving comparison_workdir's files. Scenarios, each wrk -t1 -c50
+# keep-alive through the front server:
+#   proxy-45     the 45-byte index.html: req/s and p99 (ms)
+#   proxy-100k   the 100 KB file: req/s and p99 (ms)
+# The client, the front server and the backend share the machine's cores, so
+# the req/s ratio also shows how much CPU each front server leaves the others;
+# ROUNDS=3 runs the servers in turn, each figure the median.
+# Usage: bench/compare_proxy.sh   (DURATION=5, CONNS=50, PORT=18480,
+#        BACKEND_PORT=18481; SERVERS="warren-event nginx apache-event"; ROUNDS=1;
+#        WARREN=binary measures that build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+DURATION=${DURATION:-5}
+CONNS=${CONNS:-50}
+PORT=${PORT:-18480}
+BACKEND_PORT=${BACKEND_PORT:-18481}
+
+need nginx:nginx apache2:apache2 wrk:wrk curl:curl
+quiet_debian_services
+build_warren
+comparison_workdir warren-proxy-bench
+FPM_SOCK=$WORK/unused.sock
+
+# The backend: nginx, one worker, the files only.
+cat > "$WORK/backend.conf" <<CONF
+worker_processes 1;
+pid $WORK/backend.pid;
+error_log $WORK/backend-error.log;
+events { worker_connections 4096; }
+http {
+    include /etc/nginx/mime.types;
+    sendfile on;
+    access_log off;
+    keepalive_requests 100000;
+    server {
+        listen 127.0.0.1:$BACKEND_PORT;
+        root $DOCROOT;
+    }
+}
+CONF
+nginx -c "$WORK/backend.conf" -g 'daemon off;' & BACKEND_PID=$!
+trap 'kill "$BACKEND_PID" 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$BACKEND_PORT/index.html" && break; sleep 0.1; done
+
+BACKEND=http://127.0.0.1:$BACKEND_PORT
+cat > "$WORK/warren-event.conf" <<CONF
+LoadModule mpm_event_module modules/mod_mpm_event.so
+Listen 127.0.0.1:$PORT
+ServerName localhost
+DocumentRoot $DOCROOT
+PidFile $WORK/warren.pid
+User www-data
+Group www-data
+ErrorLog $WORK/warren-error.log
+ProxyPass / $BACKEND/ keepalive=On
+$EVENT_BLOCK
+CONF
+AMOD=/usr/lib/apache2/modules
+cat > "$WORK/apache-event.conf" <<CONF
+ServerRoot /etc/apache2
+LoadModule mpm_event_module $AMOD/mod_mpm_event.so
+LoadModule authz_core_module $AMOD/mod_authz_core.so
+LoadModule proxy_module $AMOD/mod_proxy.so
+LoadModule proxy_http_module $AMOD/mod_proxy_http.so
+Listen 127.0.0.1:$PORT
+ServerName localhost
+DocumentRoot $DOCROOT
+PidFile $WORK/apache.pid
+ErrorLog $WORK/apache-error.log
+Mutex file:$WORK default
+ProxyPass / $BACKEND/ keepalive=On
+$EVENT_BLOCK
+CONF
+cat > "$WORK/nginx.conf" <<CONF
+worker_processes auto;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    upstream backend {
+        server 127.0.0.1:$BACKEND_PORT;
+        keepalive 32;
+    }
+    server {
+        listen 127.0.0.1:$PORT;
+        server_name localhost;
+        location / {
+            proxy_pass http://backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+CONF
+
+# wrk_run PATH: "req/s p99ms" of one wrk run through the front server.
+wrk_run() {
+    wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT$1" 2>/dev/null | awk '
+        /Requests\/sec/ { rps = int($2) }
+        $1 == "99%" { v = $2; if (v ~ /us$/) ms = v / 1000; else if (v ~ /ms$/) ms = v + 0; else if (v ~ /s$/) ms = v * 1000; }
+        END { printf "%d %.2f", rps, ms }'
+}
+
+measure() { # name
+    local name=$1 out
+    start_server "$name" "http://127.0.0.1:$PORT" || return 0
+    for f in index.html:45 file100k.bin:102400; do
+        got=$(curl -s -o /dev/null -w '%{http_code}:%{size_download}' "http://127.0.0.1:$PORT/${f%%:*}")
+        [ "$got" = "200:${f##*:}" ] || { WHY[$name]="answered $got for /${f%%:*} through the proxy"; stop_server; return 0; }
+    done
+    wrk_run /index.html >/dev/null   # warm-up: backend connections opened, children grown
+    out=$(wrk_run /index.html); put "$name,proxy-45" "${out% *}"; put "$name,proxy-45-p99" "${out#* }"
+    out=$(wrk_run /file100k.bin); put "$name,proxy-100k" "${out% *}"; put "$name,proxy-100k-p99" "${out#* }"
+    stop_server
+}
+
+rounds measure
+echo "warren $("$WARREN" --version | awk '{print $2}'), $(versions); wrk -t1 -c$CONNS -d${DURATION}s, $ROUNDS round(s); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+row scenario warren nginx apache w/nginx w/apache
+line "proxy-45 (req/s)" proxy-45
+line "proxy-45 p99 (ms)" proxy-45-p99
+line "proxy-100k (req/s)" proxy-100k
+line "proxy-100k p99 (ms)" proxy-100k-p99
+why_not
+echo "(req/s: higher is better; ms: lower is better)"
