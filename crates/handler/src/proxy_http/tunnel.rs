@@ -207,15 +207,11 @@ pub struct Open {
 }
 
 impl Tunnel {
-    /// Starts the tunnel: both sockets non-blocking from now on;
-    /// `from_client` is what the client sent after its request head.
-    pub fn open(mut self, client: BorrowedFd<'_>, from_client: Vec<u8>) -> Result<Open, (Open, io::Error)> {
+    /// The tunnel with its first bytes each way: `from_client` is what the
+    /// client sent after its request head. [`Open::start`] comes next.
+    pub fn open(mut self, from_client: Vec<u8>) -> Open {
         let down = Pipe { pending: std::mem::take(&mut self.early), ..Pipe::default() };
-        let open = Open { tunnel: self, up: Pipe { pending: from_client, ..Pipe::default() }, down, first_closed: None };
-        match nonblocking(client).and_then(|_| open.tunnel.backend.set_nonblocking(true)) {
-            Ok(()) => Ok(open),
-            Err(e) => Err((open, e)),
-        }
+        Open { tunnel: self, up: Pipe { pending: from_client, ..Pipe::default() }, down, first_closed: None }
     }
 
     /// Copies bytes both ways between the client and the backend on this
@@ -223,18 +219,22 @@ impl Tunnel {
     /// timeout. The client's socket is left non-blocking: the connection
     /// is to be closed afterwards.
     pub fn run(self, client: &mut dyn TunnelPeer, from_client: Vec<u8>) {
-        let (open, end) = match self.open(client.as_fd(), from_client) {
-            Ok(mut open) => {
-                let end = open.relay_here(client);
-                (open, end)
-            }
-            Err((open, e)) => (open, End::Failed("setting up", e)),
+        let mut open = self.open(from_client);
+        let end = match open.start(client.as_fd()) {
+            Ok(()) => open.relay_here(client),
+            Err(e) => End::Failed("setting up", e),
         };
         open.finish(end);
     }
 }
 
 impl Open {
+    /// Makes both sockets non-blocking, as [`Open::pump`] needs them.
+    pub fn start(&self, client: BorrowedFd<'_>) -> io::Result<()> {
+        nonblocking(client)?;
+        self.tunnel.backend.set_nonblocking(true)
+    }
+
     /// The backend's socket, for the caller to wait on.
     pub fn backend_fd(&self) -> BorrowedFd<'_> {
         self.tunnel.backend.as_fd()

@@ -185,7 +185,8 @@ impl EventLoop {
             }
             if self.stopping {
                 let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + self.rules.timeout.min(Duration::from_secs(10)));
-                // Tunnels outlast the deadline: each ends by itself.
+                self.end_tunnels_if_stopped_now();
+                // Tunnels outlast the deadline of a graceful stop: each ends by itself.
                 if self.open == 0 || (Instant::now() >= deadline && self.stop_all_but_tunnels()) {
                     break;
                 }
@@ -248,7 +249,7 @@ impl EventLoop {
     pub(super) fn begin_stop(&mut self) {
         self.stopping = true;
         // The next child in line takes over at its next tick.
-        self.sb.process(self.slot).quiescing.store(1, Ordering::Relaxed);
+        self.sb.process(self.slot).quiescing.fetch_max(1, Ordering::Relaxed);
         self.update_listening();
         // A kept-alive connection may have a request on its way: each one
         // gets its next request answered (with Connection: close), and is

@@ -13,7 +13,8 @@
 //! end by itself (both sides closing, or its idle limit), as an Apache
 //! child keeps serving its tunnels after a graceful restart; the child
 //! exits once its last tunnel has ended, and GracefulShutdownTimeout, when
-//! set, bounds the wait as the parent enforces it for any child.
+//! set, bounds the wait as the parent enforces it for any child. A stop
+//! that is not graceful (SIGTERM) closes the tunnels at once.
 
 use std::os::fd::AsFd;
 use std::time::Instant;
@@ -33,22 +34,17 @@ impl EventLoop {
         let Some(tunnel) = c.req.as_mut().and_then(|r| r.tunnel.take()) else { return false };
         // Frames the client sent right behind its request head.
         let from_client = std::mem::take(c.h1.input_mut());
-        let open = tunnel.open(c.stream.as_fd(), from_client).and_then(|open| {
-            let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
-            match self.epoll.add(open.backend_fd(), EpollEvent::new(flags, TOKEN_TUNNEL + slot as u64)) {
-                Ok(()) => Ok(open),
-                Err(e) => Err((open, e.into())),
-            }
-        });
-        let c = self.conns[slot].as_mut().expect("conn");
-        match open {
-            Ok(open) => {
+        let open = tunnel.open(from_client);
+        let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
+        let started = open.start(c.stream.as_fd()).and_then(|_| Ok(self.epoll.add(open.backend_fd(), EpollEvent::new(flags, TOKEN_TUNNEL + slot as u64))?));
+        match started {
+            Ok(()) => {
                 c.deadline = Instant::now() + open.idle();
                 c.tunnel = Some(Box::new(open));
                 self.tunnels += 1;
                 self.pump_tunnel(slot, false, false);
             }
-            Err((open, e)) => {
+            Err(e) => {
                 open.finish(End::Failed("setting up", e));
                 self.close_tunnel_conn(slot);
             }
@@ -58,7 +54,7 @@ impl EventLoop {
 
     /// An event on either socket of the tunnel in `slot`.
     pub(super) fn tunnel_ready(&mut self, slot: usize, flags: EpollFlags, backend: bool) {
-        if !self.conns.get(slot).and_then(Option::as_ref).is_some_and(|c| c.tunnel.is_some()) {
+        if self.conns.get(slot).and_then(Option::as_ref).is_none_or(|c| c.tunnel.is_none()) {
             return;
         }
         let gone = flags.intersects(EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR);
@@ -111,5 +107,20 @@ impl EventLoop {
             }
         }
         self.tunnels == 0
+    }
+
+    /// The server stops at once (SIGTERM to the parent), not gracefully:
+    /// the tunnels, which would outlast any deadline, are closed now; other
+    /// requests still get the stop's deadline to finish.
+    pub(super) fn end_tunnels_if_stopped_now(&mut self) {
+        let now = self.sb.process(self.slot).quiescing.load(std::sync::atomic::Ordering::Relaxed) == crate::scoreboard::STOP_NOW;
+        if self.tunnels == 0 || !now {
+            return;
+        }
+        for slot in 0..self.conns.len() {
+            if self.conns[slot].as_ref().is_some_and(|c| c.tunnel.is_some()) {
+                self.end_tunnel(slot, End::Stopped);
+            }
+        }
     }
 }
