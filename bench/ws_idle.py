@@ -8,8 +8,8 @@
   ws_idle.py client PORT PATH N SAMPLES PSS_CMD
       Opens N WebSocket tunnels to 127.0.0.1:PORT PATH (RFC 6455 handshake
       on a raw socket, one after another, at most 120 s in all), checks one
-      echo on each, then with all of them open and idle runs PSS_CMD (sh -c,
-      its first word: the server's memory in kB), then times SAMPLES round
+      echo on each, then with all of them open and idle runs PSS_CMD
+      (bash -c; its first word: the server's memory in kB), then times SAMPLES round
       trips of a 32-byte message, each on a tunnel picked at random.
       Prints: OPENED PSS_KB RTT_MEDIAN_US RTT_P99_US
 """
@@ -87,7 +87,7 @@ def client(port, path, n, samples, pss_cmd):
             s.close()
             break
         tunnels.append(s)
-    pss = subprocess.run(["sh", "-c", pss_cmd], capture_output=True, text=True).stdout.split()[0]
+    pss = subprocess.run(["bash", "-c", pss_cmd], capture_output=True, text=True).stdout.split()[0]
     times = []
     payload = b"x" * 32
     for _ in range(samples):

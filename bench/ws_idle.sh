@@ -51,9 +51,14 @@ StartServers 2
 ServerLimit 2
 ThreadsPerChild 25
 MaxRequestWorkers 50
+# A tunnel is one of these (its backend socket is not counted): room for
+# all of them in either child, as nginx's worker_connections below.
+MaxChildConnections $((N + 100))
 ProxyPass /ws/ ws://127.0.0.1:$BACKEND/
 ProxyWebsocketIdleTimeout 600
 CONF
+# No PHP here: nginx_conf names a php-fpm socket nobody serves.
+FPM_SOCK=$WORK/none.sock
 nginx_conf 2 "127.0.0.1:$PORT" -- \
     "map \$http_upgrade \$connection_upgrade { default upgrade; '' close; }" \
     "server { listen 127.0.0.1:$((PORT + 1)); location /ws/ { proxy_pass http://127.0.0.1:$BACKEND/; proxy_http_version 1.1; proxy_set_header Upgrade \$http_upgrade; proxy_set_header Connection \$connection_upgrade; proxy_read_timeout 600s; } }"

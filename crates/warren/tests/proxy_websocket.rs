@@ -218,7 +218,7 @@ fn idle_tunnels_and_threads(mpm: &str) {
 
 /// A client's half-close reaches the backend, and what the backend sends
 /// after it still reaches the client: the echo server answers the close
-/// frame and closes, which ends the tunnel.
+/// frame and closes, which ends the tunnel; then its request is logged.
 fn half_close_is_passed_on(mpm: &str) {
     let b = Backends::start();
     let s = start(mpm, &b, "");
@@ -228,6 +228,9 @@ fn half_close_is_passed_on(mpm: &str) {
     c.shutdown(std::net::Shutdown::Write).unwrap();
     assert_eq!(read_frame(&mut c).0, 8, "the backend's close frame did not come after the client's half-close");
     assert!(closes_within(&mut c, Duration::from_secs(20)), "the tunnel stayed open after both sides closed");
+    // The request is logged once its tunnel has ended.
+    let log = s.wait_log("access.log", "\"GET /ws/echo HTTP/1.1\" 101 ");
+    assert_eq!(log.matches("\"GET /ws/echo HTTP/1.1\" 101 ").count(), 1, "{log}");
 }
 
 /// A graceful restart (HUP) leaves the tunnels of the old generation open
