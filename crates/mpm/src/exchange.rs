@@ -116,6 +116,9 @@ pub struct Exchange {
     pub linger: bool,
     /// For requests that never parsed: the start of what was received.
     pub raw_line: Vec<u8>,
+    /// A WebSocket tunnel whose 101 went out, for the event loop to carry
+    /// (a worker thread hands it back rather than holding it).
+    pub tunnel: Option<Box<warren_handler::proxy_http::tunnel::Tunnel>>,
 }
 
 impl Exchange {
@@ -136,6 +139,7 @@ impl Exchange {
             body_limit: u64::MAX,
             linger: false,
             raw_line: Vec::new(),
+            tunnel: None,
         }
     }
 

@@ -623,6 +623,11 @@ impl Parent {
         for pid in pids {
             self.ask_to_stop(pid);
         }
+        if wait == Some(STOP_WAIT) {
+            for c in self.children.values() {
+                self.sb.process(c.slot).quiescing.store(crate::scoreboard::STOP_NOW, Ordering::Relaxed);
+            }
+        }
         // Stop listening at once, for every process sharing the sockets: a
         // new client (or a load balancer's health check) is refused and goes
         // elsewhere, rather than waiting in a queue that no child takes from

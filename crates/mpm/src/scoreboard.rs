@@ -87,12 +87,17 @@ pub struct ThreadSlot {
 }
 
 /// Aligned as the thread slots after it, whatever its fields add up to.
+/// `quiescing` of a child the parent stops at once: what would outlast a
+/// graceful stop (WebSocket tunnels) is closed now.
+pub const STOP_NOW: u8 = 2;
+
 #[repr(C, align(8))]
 pub struct ProcessSlot {
     pub pid: AtomicI32,
     /// Restart generation the child belongs to.
     pub generation: AtomicU32,
-    /// Set when the child is finishing: told to by the parent, or retiring.
+    /// Set when the child is finishing: told to by the parent, or retiring;
+    /// [`STOP_NOW`] when the server stops (SIGTERM), not gracefully.
     pub quiescing: AtomicU8,
     /// Set by an event child with no idle worker thread.
     pub full: AtomicU8,

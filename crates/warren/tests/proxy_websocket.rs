@@ -16,12 +16,12 @@ mod common;
 #[path = "proxy_websocket/fixture.rs"]
 mod fixture;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::*;
-use fixture::{handshake, Backends, ACCEPT, KEY};
+use fixture::{handshake, read_frame, send_frame, Backends, ACCEPT, KEY};
 
 fn start(mpm: &str, b: &Backends, extra: &str) -> Server {
     let conf = format!(
@@ -30,49 +30,6 @@ fn start(mpm: &str, b: &Backends, extra: &str) -> Server {
         s = b.stray
     );
     Server::start(mpm, &conf)
-}
-
-/// A client frame: FIN, `opcode`, masked as RFC 6455 5.3 requires.
-fn send_frame(c: &mut TcpStream, opcode: u8, payload: &[u8]) {
-    let mask = [0x37, 0xfa, 0x21, 0x3d];
-    let mut f = vec![0x80 | opcode];
-    match payload.len() {
-        n if n < 126 => f.push(0x80 | n as u8),
-        n if n <= 0xffff => {
-            f.push(0x80 | 126);
-            f.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            f.push(0x80 | 127);
-            f.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    f.extend_from_slice(&mask);
-    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    c.write_all(&f).unwrap();
-}
-
-/// A server frame (never masked): its opcode and payload.
-fn read_frame(c: &mut TcpStream) -> (u8, Vec<u8>) {
-    let mut h = [0u8; 2];
-    c.read_exact(&mut h).unwrap();
-    let len = match h[1] & 0x7f {
-        126 => {
-            let mut l = [0u8; 2];
-            c.read_exact(&mut l).unwrap();
-            u16::from_be_bytes(l) as usize
-        }
-        127 => {
-            let mut l = [0u8; 8];
-            c.read_exact(&mut l).unwrap();
-            u64::from_be_bytes(l) as usize
-        }
-        n => n as usize,
-    };
-    assert_eq!(h[1] & 0x80, 0, "a server frame came masked");
-    let mut payload = vec![0u8; len];
-    c.read_exact(&mut payload).unwrap();
-    (h[0] & 0x0f, payload)
 }
 
 /// Reads until the connection ends; false if it is still open at the deadline.
@@ -205,4 +162,137 @@ fn upgrade_only_where_the_route_allows(mpm: &str) {
     assert_eq!(r.status, 502);
 }
 
-each_mpm!(echo_through_the_tunnel, wss_backend, idle_tunnel_is_closed, upgrade_only_where_the_route_allows);
+/// The threads of the server's children, from /proc.
+fn child_threads(s: &Server) -> usize {
+    s.children().iter().map(|pid| std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0)).sum()
+}
+
+/// The children's thread count once it has stayed the same for half a
+/// second (threads start as a child starts; bounded by a deadline).
+fn steady_threads(s: &Server) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut last, mut same) = (child_threads(s), 0);
+    while same < 10 {
+        assert!(Instant::now() < deadline, "the children's threads never settled");
+        std::thread::sleep(Duration::from_millis(50));
+        let now = child_threads(s);
+        same = if now == last { same + 1 } else { 0 };
+        last = now;
+    }
+    last
+}
+
+/// Under event, the loop carries the tunnels: twelve idle tunnels (more
+/// than the two children's eight threads) add no thread and keep none
+/// busy. Under prefork and worker a tunnel holds its thread (a process
+/// under prefork), as Apache's do: server-status shows them busy.
+fn idle_tunnels_and_threads(mpm: &str) {
+    let b = Backends::start();
+    let s = start(mpm, &b, "<Location /server-status>\nSetHandler server-status\n</Location>\nExtendedStatus On\n");
+    let tunnels = if mpm == "event" { 12 } else { 3 };
+    // Both children up, with every thread they start with.
+    s.wait_children(2);
+    let threads_before = steady_threads(&s);
+    let mut open = Vec::new();
+    for i in 0..tunnels {
+        let (mut c, head) = handshake(&s, "/ws/echo");
+        assert!(head.starts_with("HTTP/1.1 101 "), "tunnel {i}: {head}");
+        send_frame(&mut c, 1, format!("tunnel {i}").as_bytes());
+        assert_eq!(read_frame(&mut c), (1, format!("tunnel {i}").into_bytes()));
+        open.push(c);
+    }
+    if mpm == "event" {
+        assert_eq!(child_threads(&s), threads_before, "idle tunnels took threads");
+        let busy: usize = status_auto(&s)["BusyWorkers"].parse().unwrap();
+        assert!(busy < tunnels, "{busy} busy workers with {tunnels} idle tunnels");
+    } else {
+        wait_status(&s, "every tunnel holding a worker", &|st| st["BusyWorkers"].parse::<usize>().unwrap() >= tunnels);
+    }
+    // Every tunnel still carries frames, and other requests are served.
+    assert_eq!(s.get("/").status, 200);
+    for (i, c) in open.iter_mut().enumerate() {
+        send_frame(c, 1, format!("again {i}").as_bytes());
+        assert_eq!(read_frame(c), (1, format!("again {i}").into_bytes()));
+    }
+}
+
+/// A client's half-close reaches the backend, and what the backend sends
+/// after it still reaches the client: the echo server answers the close
+/// frame and closes, which ends the tunnel; then its request is logged.
+fn half_close_is_passed_on(mpm: &str) {
+    let b = Backends::start();
+    let s = start(mpm, &b, "");
+    let (mut c, head) = handshake(&s, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    send_frame(&mut c, 8, &1000u16.to_be_bytes());
+    c.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(read_frame(&mut c).0, 8, "the backend's close frame did not come after the client's half-close");
+    assert!(closes_within(&mut c, Duration::from_secs(20)), "the tunnel stayed open after both sides closed");
+    // The request is logged once its tunnel has ended.
+    let log = s.wait_log("access.log", "\"GET /ws/echo HTTP/1.1\" 101 ");
+    assert_eq!(log.matches("\"GET /ws/echo HTTP/1.1\" 101 ").count(), 1, "{log}");
+}
+
+/// A graceful restart (HUP) leaves the tunnels of the old generation open
+/// until they end, as Apache's children finish what they serve: frames
+/// still go both ways through the old child, for longer than the 2 s
+/// (Timeout) its other requests would get to finish; once its tunnel
+/// closes, the old generation exits, and the new one takes tunnels.
+fn tunnel_outlives_a_graceful_restart(mpm: &str) {
+    let b = Backends::start();
+    let s = start(mpm, &b, "Timeout 2\nProxyWebsocketIdleTimeout 30\nLogLevel debug\n");
+    let (mut old, head) = handshake(&s, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    let before = s.children();
+    unsafe_kill(s.pid(), libc::SIGHUP);
+    s.wait_log("error.log", "SIGHUP received");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.children().iter().any(|p| !before.contains(p)) {
+        assert!(Instant::now() < deadline, "no new child after the graceful restart: {:?}", s.children());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let restarted = Instant::now();
+    let mut i = 0;
+    while restarted.elapsed() < Duration::from_secs(3) {
+        send_frame(&mut old, 1, format!("after the restart {i}").as_bytes());
+        assert_eq!(read_frame(&mut old), (1, format!("after the restart {i}").into_bytes()));
+        i += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The old generation goes once its tunnel has.
+    drop(old);
+    while before.iter().any(|p| children_of(s.pid()).contains(p)) {
+        assert!(Instant::now() < deadline + Duration::from_secs(30), "old children {before:?} still there after their tunnel closed; {:?} {}", before.iter().map(|p| std::fs::read_to_string(format!("/proc/{p}/wchan")).unwrap_or_default()).collect::<Vec<_>>(), s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (mut new, head) = handshake(&s, "/app/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    send_frame(&mut new, 1, b"new");
+    assert_eq!(read_frame(&mut new), (1, b"new".to_vec()));
+}
+
+/// A stop that is not graceful (SIGTERM) closes the tunnels: under event
+/// the loop ends them at once (logged), where a graceful stop would wait
+/// for them; under prefork and worker the thread holding one is ended with
+/// its child by the parent, after the 10 s it gives a stopping child.
+fn stop_closes_tunnels(mpm: &str) {
+    let b = Backends::start();
+    let mut s = start(mpm, &b, "LogLevel debug\n");
+    let (mut c, head) = handshake(&s, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    send_frame(&mut c, 1, b"before");
+    assert_eq!(read_frame(&mut c), (1, b"before".to_vec()));
+    let stopper = std::thread::spawn(move || {
+        s.stop();
+        s
+    });
+    assert!(closes_within(&mut c, STOP_GRACE), "the tunnel stayed open through a stop");
+    let s = stopper.join().unwrap();
+    let log = s.read_log("error.log");
+    if mpm == "event" {
+        assert!(log.contains(&format!("WebSocket tunnel to 127.0.0.1:{} closed: the server is stopping", b.echo)), "{log}");
+        assert!(!log.contains("still running, killing it"), "{log}");
+    }
+}
+
+each_mpm!(echo_through_the_tunnel, wss_backend, idle_tunnel_is_closed, upgrade_only_where_the_route_allows, idle_tunnels_and_threads, half_close_is_passed_on, tunnel_outlives_a_graceful_restart, stop_closes_tunnels);

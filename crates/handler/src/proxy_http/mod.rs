@@ -230,12 +230,14 @@ impl Site {
     }
 
     /// How many WebSocket tunnels a child's threads may hold: all but one
-    /// of a worker or event child's (one is left for other requests); a
-    /// prefork child is its one tunnel, the parent starting others up to
-    /// MaxRequestWorkers.
+    /// of a worker child's (one is left for other requests); a prefork
+    /// child is its one tunnel, the parent starting others up to
+    /// MaxRequestWorkers. An event child's loop carries its tunnels, which
+    /// hold no thread: only MaxChildConnections bounds them.
     fn tunnel_bound(&self) -> usize {
         match self.settings.mpm {
             warren_config::Mpm::Prefork => 1,
+            warren_config::Mpm::Event => usize::MAX,
             _ => (self.settings.tuning.threads_per_child as usize).saturating_sub(1).max(1),
         }
     }

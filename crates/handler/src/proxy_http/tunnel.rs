@@ -4,16 +4,19 @@
 //! nothing has moved either way for the idle timeout
 //! (ProxyWebsocketIdleTimeout, else the exchange's ProxyTimeout).
 //!
-//! This first version holds the thread that ran the request for as long as
-//! the tunnel lasts, on every MPM; [`TunnelSlots`] bounds how many of a
-//! child's threads tunnels may hold, so that other requests still find one.
-//! Both sockets are made non-blocking and waited on together with poll(2):
-//! each side's bytes are read while the other has taken what came before
-//! (at most [`HIGH_WATER`] wait), so a slow reader slows its writer.
+//! Under prefork and worker, the thread that ran the request holds the
+//! tunnel for as long as it lasts ([`Tunnel::run`], as Apache's do);
+//! [`TunnelSlots`] bounds how many of a child's threads tunnels may hold,
+//! so that other requests still find one. Under event, the loop carries
+//! the tunnel ([`Open::pump`] on each readiness), holding no thread.
+//! Both sockets are non-blocking: each side's bytes are read while the
+//! other has taken what came before (at most [`HIGH_WATER`] wait), so a
+//! slow reader slows its writer. A side's end (FIN, close_notify) is passed
+//! on as a half-close; the tunnel is over once both ends have passed.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +40,8 @@ pub trait TunnelPeer: AsFd {
     fn send_some(&mut self, buf: &[u8]) -> io::Result<usize>;
     /// Pushes out what it holds of bytes taken; true when nothing is left.
     fn push(&mut self) -> io::Result<bool>;
+    /// Ends the sending side (TLS: close_notify first); reads go on.
+    fn close_write(&mut self);
 }
 
 impl TunnelPeer for HttpStream {
@@ -54,6 +59,14 @@ impl TunnelPeer for HttpStream {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    fn close_write(&mut self) {
+        if let HttpStream::Tls(t) = self {
+            t.conn.send_close_notify();
+            let _ = t.flush();
+        }
+        let _ = nix::sys::socket::shutdown(self.as_fd().as_raw_fd(), nix::sys::socket::Shutdown::Write);
     }
 }
 
@@ -101,12 +114,15 @@ impl std::fmt::Debug for Tunnel {
 /// Bytes on their way from one side to the other.
 #[derive(Default)]
 struct Pipe {
+    /// Empty with no capacity when nothing waits: an idle tunnel holds no buffer.
     pending: Vec<u8>,
     at: usize,
     /// The writer's side holds bytes it could not push out yet.
     held: bool,
     /// The reader's side has closed.
     ended: bool,
+    /// The end was passed on: the writer's side was shut for writing.
+    shut: bool,
 }
 
 impl Pipe {
@@ -118,22 +134,31 @@ impl Pipe {
         !self.ended && self.pending.len() - self.at < HIGH_WATER
     }
 
-    /// Reads from `from` until it has nothing more now, or the pipe is full.
-    fn fill(&mut self, from: &mut dyn TunnelPeer, chunk: &mut [u8]) -> io::Result<()> {
+    /// Reads from `from` until it has nothing more now, or the pipe is
+    /// full; true if anything came (or the end).
+    fn fill(&mut self, from: &mut dyn TunnelPeer, chunk: &mut [u8]) -> io::Result<bool> {
+        let mut moved = false;
         while self.has_room() {
             match from.read_some(chunk) {
-                Ok(0) => self.ended = true,
-                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Ok(0) => {
+                    self.ended = true;
+                    moved = true;
+                }
+                Ok(n) => {
+                    self.pending.extend_from_slice(&chunk[..n]);
+                    moved = true;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(moved)
     }
 
-    /// Writes to `to` what it takes now.
-    fn drain(&mut self, to: &mut dyn TunnelPeer) -> io::Result<()> {
+    /// Writes to `to` what it takes now; true if it took anything.
+    fn drain(&mut self, to: &mut dyn TunnelPeer) -> io::Result<bool> {
+        let before = self.at;
         while self.at < self.pending.len() {
             match to.send_some(&self.pending[self.at..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -143,81 +168,148 @@ impl Pipe {
                 Err(e) => return Err(e),
             }
         }
+        let moved = self.at > before;
         if self.at == self.pending.len() {
-            self.pending.clear();
+            self.pending = Vec::new();
             self.at = 0;
         }
         self.held = !to.push()?;
-        Ok(())
+        // Half-close: the reader's end goes on once its last bytes are out,
+        // and the other way stays open until its side ends too.
+        if self.ended && !self.waiting() && !self.shut {
+            self.shut = true;
+            to.close_write();
+        }
+        Ok(moved)
     }
 }
 
 /// Why a tunnel ended.
-enum End {
+pub enum End {
+    /// Both sides closed; the one that closed first.
     Closed(&'static str),
     Idle,
     Failed(&'static str, io::Error),
+    /// The server stopped before the tunnel ended.
+    Stopped,
+}
+
+/// A tunnel under way: the backend, and the bytes between it and the
+/// client. Driven by [`Open::pump`] whenever either socket may have moved:
+/// by a thread waiting on both with poll(2) ([`Tunnel::run`]), or by the
+/// event MPM's loop, where an idle tunnel costs no thread.
+pub struct Open {
+    tunnel: Tunnel,
+    up: Pipe,
+    down: Pipe,
+    /// The side that closed first.
+    first_closed: Option<&'static str>,
 }
 
 impl Tunnel {
-    /// Copies bytes both ways between the client and the backend until one
-    /// closes, one fails, or the tunnel is idle for its timeout; `from_client`
-    /// is what the client sent after its request head. The client's socket
-    /// is left non-blocking: the connection is to be closed afterwards.
-    pub fn run(mut self, client: &mut dyn TunnelPeer, from_client: Vec<u8>) {
-        let mut up = Pipe { pending: from_client, ..Pipe::default() };
-        let mut down = Pipe { pending: std::mem::take(&mut self.early), ..Pipe::default() };
-        let end = match nonblocking(client.as_fd()).and_then(|_| self.backend.set_nonblocking(true)) {
-            Ok(()) => self.relay(client, &mut up, &mut down),
-            Err(e) => End::Failed("setting up", e),
-        };
-        let message = match end {
-            End::Closed(who) => format!("proxy: WebSocket tunnel to {} closed by the {who}", self.name),
-            End::Idle => format!("proxy: WebSocket tunnel to {} idle for {} s: closed (ProxyWebsocketIdleTimeout)", self.name, self.idle.as_secs()),
-            End::Failed(what, e) => format!("proxy: WebSocket tunnel to {}: {what}: {e}", self.name),
-        };
-        self.log.log(LogLevel::Debug, Some(self.client_addr), &message);
+    /// The tunnel with its first bytes each way: `from_client` is what the
+    /// client sent after its request head. [`Open::start`] comes next.
+    pub fn open(mut self, from_client: Vec<u8>) -> Open {
+        let down = Pipe { pending: std::mem::take(&mut self.early), ..Pipe::default() };
+        Open { tunnel: self, up: Pipe { pending: from_client, ..Pipe::default() }, down, first_closed: None }
     }
 
-    fn relay(&mut self, client: &mut dyn TunnelPeer, up: &mut Pipe, down: &mut Pipe) -> End {
-        let mut chunk = vec![0u8; READ_CHUNK];
-        let timeout = PollTimeout::try_from(self.idle.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX);
-        let backend = &mut self.backend;
+    /// Copies bytes both ways between the client and the backend on this
+    /// thread until both close, one fails, or the tunnel is idle for its
+    /// timeout. The client's socket is left non-blocking: the connection
+    /// is to be closed afterwards.
+    pub fn run(self, client: &mut dyn TunnelPeer, from_client: Vec<u8>) {
+        let mut open = self.open(from_client);
+        let end = match open.start(client.as_fd()) {
+            Ok(()) => open.relay_here(client),
+            Err(e) => End::Failed("setting up", e),
+        };
+        open.finish(end);
+    }
+}
+
+impl Open {
+    /// Makes both sockets non-blocking, as [`Open::pump`] needs them.
+    pub fn start(&self, client: BorrowedFd<'_>) -> io::Result<()> {
+        nonblocking(client)?;
+        self.tunnel.backend.set_nonblocking(true)
+    }
+
+    /// The backend's socket, for the caller to wait on.
+    pub fn backend_fd(&self) -> BorrowedFd<'_> {
+        self.tunnel.backend.as_fd()
+    }
+
+    /// How long the tunnel may stay with no byte moving either way.
+    pub fn idle(&self) -> Duration {
+        self.tunnel.idle
+    }
+
+    /// Moves what can move now, both ways, with `chunk` as the read buffer.
+    /// Ok(true) if any byte moved; Err when the tunnel is over.
+    pub fn pump(&mut self, client: &mut dyn TunnelPeer, chunk: &mut [u8]) -> Result<bool, End> {
+        let backend = &mut self.tunnel.backend;
+        let mut moved = false;
         loop {
             // Reads are tried before waiting: rustls may hold bytes that
-            // poll cannot see.
-            if let Err(e) = up.fill(client, &mut chunk) {
-                return End::Failed("reading from the client", e);
+            // poll cannot see; and a full pipe that drained has room again.
+            let mut now = self.up.fill(client, chunk).map_err(|e| End::Failed("reading from the client", e))?;
+            now |= self.down.fill(backend, chunk).map_err(|e| End::Failed("reading from the backend", e))?;
+            now |= self.up.drain(backend).map_err(|e| End::Failed("writing to the backend", e))?;
+            now |= self.down.drain(client).map_err(|e| End::Failed("writing to the client", e))?;
+            if self.up.shut && self.first_closed.is_none() {
+                self.first_closed = Some("client");
             }
-            if let Err(e) = down.fill(backend, &mut chunk) {
-                return End::Failed("reading from the backend", e);
+            if self.down.shut && self.first_closed.is_none() {
+                self.first_closed = Some("backend");
             }
-            if let Err(e) = up.drain(backend) {
-                return End::Failed("writing to the backend", e);
+            if self.up.shut && self.down.shut {
+                return Err(End::Closed(self.first_closed.unwrap_or("client")));
             }
-            if let Err(e) = down.drain(client) {
-                return End::Failed("writing to the client", e);
+            if !now {
+                return Ok(moved);
             }
-            // A side that closed ends the tunnel once its last bytes are out.
-            if up.ended && !up.waiting() {
-                return End::Closed("client");
+            moved = true;
+        }
+    }
+
+    /// What the client's socket is to be waited for, and the backend's.
+    fn wants(&self) -> (PollFlags, PollFlags) {
+        let wants = |reads: &Pipe, writes: &Pipe| {
+            let mut f = PollFlags::empty();
+            if reads.has_room() {
+                f |= PollFlags::POLLIN;
             }
-            if down.ended && !down.waiting() {
-                return End::Closed("backend");
+            if writes.waiting() {
+                f |= PollFlags::POLLOUT;
             }
-            let wants = |reads: &Pipe, writes: &Pipe| {
-                let mut f = PollFlags::empty();
-                if reads.has_room() {
-                    f |= PollFlags::POLLIN;
-                }
-                if writes.waiting() {
-                    f |= PollFlags::POLLOUT;
-                }
-                f
-            };
-            let client_wants = wants(up, down);
-            let backend_wants = wants(down, up);
-            let mut fds = [PollFd::new(client.as_fd(), client_wants), PollFd::new(backend.as_fd(), backend_wants)];
+            f
+        };
+        (wants(&self.up, &self.down), wants(&self.down, &self.up))
+    }
+
+    /// One side gone (hung up or failed) while it is not read from: it
+    /// could not tell its end by a read, so the tunnel is over.
+    pub fn gone(&self, client_gone: bool, backend_gone: bool) -> Option<End> {
+        let (client_wants, backend_wants) = self.wants();
+        if client_gone && !client_wants.contains(PollFlags::POLLIN) {
+            return Some(End::Closed("client"));
+        }
+        if backend_gone && !backend_wants.contains(PollFlags::POLLIN) {
+            return Some(End::Closed("backend"));
+        }
+        None
+    }
+
+    fn relay_here(&mut self, client: &mut dyn TunnelPeer) -> End {
+        let mut chunk = vec![0u8; READ_CHUNK];
+        let timeout = PollTimeout::try_from(self.tunnel.idle.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX);
+        loop {
+            if let Err(end) = self.pump(client, &mut chunk) {
+                return end;
+            }
+            let (client_wants, backend_wants) = self.wants();
+            let mut fds = [PollFd::new(client.as_fd(), client_wants), PollFd::new(self.tunnel.backend.as_fd(), backend_wants)];
             match poll(&mut fds, timeout) {
                 Ok(0) => return End::Idle,
                 Ok(_) => {}
@@ -227,13 +319,23 @@ impl Tunnel {
             // A side gone while its bytes wait for the other could not be
             // read from: poll would report it again at once, for ever.
             let gone = |fd: &PollFd| fd.revents().is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL));
-            if gone(&fds[0]) && !client_wants.contains(PollFlags::POLLIN) {
-                return End::Closed("client");
-            }
-            if gone(&fds[1]) && !backend_wants.contains(PollFlags::POLLIN) {
-                return End::Closed("backend");
+            let (client_gone, backend_gone) = (gone(&fds[0]), gone(&fds[1]));
+            if let Some(end) = self.gone(client_gone, backend_gone) {
+                return end;
             }
         }
+    }
+
+    /// Logs how the tunnel ended; the backend's connection closes here.
+    pub fn finish(self, end: End) {
+        let t = &self.tunnel;
+        let message = match end {
+            End::Closed(who) => format!("proxy: WebSocket tunnel to {} closed by the {who}", t.name),
+            End::Idle => format!("proxy: WebSocket tunnel to {} idle for {} s: closed (ProxyWebsocketIdleTimeout)", t.name, t.idle.as_secs()),
+            End::Failed(what, e) => format!("proxy: WebSocket tunnel to {}: {what}: {e}", t.name),
+            End::Stopped => format!("proxy: WebSocket tunnel to {} closed: the server is stopping", t.name),
+        };
+        t.log.log(LogLevel::Debug, Some(t.client_addr), &message);
     }
 }
 

@@ -99,6 +99,7 @@ impl EventLoop {
                 body: None,
                 proxy_header,
                 h2: None,
+                tunnel: None,
             };
             let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
             if self.epoll.add(&conn.stream, EpollEvent::new(flags, slot as u64)).is_err() {

@@ -58,6 +58,9 @@ impl EventLoop {
                         self.abort(done.slot);
                         continue;
                     }
+                    if self.start_tunnel(done.slot) {
+                        continue;
+                    }
                     if !self.finish_response(done.slot) {
                         continue;
                     }
@@ -77,6 +80,10 @@ impl EventLoop {
             }
             if c.h2.is_some() {
                 self.expire_h2(slot);
+                continue;
+            }
+            if c.tunnel.is_some() {
+                self.end_tunnel(slot, warren_handler::proxy_http::tunnel::End::Idle);
                 continue;
             }
             match c.h1.phase() {

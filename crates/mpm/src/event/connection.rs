@@ -54,11 +54,17 @@ pub(super) struct Conn {
     pub(super) proxy_header: bool,
     /// The connection speaks HTTP/2: its streams, driven by `super::h2`.
     pub(super) h2: Option<Box<super::h2::H2Conn>>,
+    /// The connection is a WebSocket tunnel carried by the loop.
+    pub(super) tunnel: Option<Box<warren_handler::proxy_http::tunnel::Open>>,
 }
 
 impl EventLoop {
     pub(super) fn ready(&mut self, slot: usize, flags: EpollFlags) {
         let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
+        if c.tunnel.is_some() {
+            self.tunnel_ready(slot, flags, false);
+            return;
+        }
         if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
             c.readable = true;
         }

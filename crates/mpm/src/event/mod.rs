@@ -16,6 +16,8 @@
 //!   and connections lent to a worker thread.
 //! - [`h2`]: HTTP/2 connections, their streams' work on the thread pool.
 //! - [`h2_relay`]: HTTP/2 streams' FastCGI exchanges on the loop.
+//! - [`ws_tunnel`]: WebSocket tunnels, carried by the loop once their 101
+//!   is out.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
 
@@ -45,6 +47,7 @@ mod fastcgi_relay;
 mod h2;
 mod h2_relay;
 pub mod thread_pool;
+mod ws_tunnel;
 
 /// How much one read from a client asks for: the size of the loop's
 /// shared read buffer.
@@ -61,6 +64,8 @@ const TOKEN_UPSTREAM: u64 = 1 << 61;
 /// Added to an index in `h2_relays`: the token of an HTTP/2 stream's
 /// FastCGI application socket.
 const TOKEN_H2_UPSTREAM: u64 = 1 << 60;
+/// Added to a connection's slot: the token of its WebSocket tunnel's backend.
+const TOKEN_TUNNEL: u64 = 1 << 59;
 
 /// Set by the signal handler: stop gracefully.
 pub struct StopFlag(pub Arc<AtomicBool>);
@@ -106,6 +111,8 @@ pub struct EventLoop {
     /// batch of events is handled, so answers that came together go in one
     /// write (and one TLS record) rather than one each.
     h2_ready: Vec<usize>,
+    /// How many connections are WebSocket tunnels ([`ws_tunnel`]).
+    tunnels: usize,
 }
 
 impl EventLoop {
@@ -159,6 +166,7 @@ impl EventLoop {
             h2_relays: Vec::new(),
             h2_feeding: 0,
             h2_ready: Vec::new(),
+            tunnels: 0,
         };
         event_loop.update_listening();
         Ok(event_loop)
@@ -177,7 +185,9 @@ impl EventLoop {
             }
             if self.stopping {
                 let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + self.rules.timeout.min(Duration::from_secs(10)));
-                if self.open == 0 || Instant::now() >= deadline {
+                self.end_tunnels_if_stopped_now();
+                // Tunnels outlast the deadline of a graceful stop: each ends by itself.
+                if self.open == 0 || (Instant::now() >= deadline && self.stop_all_but_tunnels()) {
                     break;
                 }
             }
@@ -216,6 +226,7 @@ impl EventLoop {
                     t if t >= TOKEN_LISTENER => self.accept((t - TOKEN_LISTENER) as usize),
                     t if t >= TOKEN_UPSTREAM => self.upstream_ready((t - TOKEN_UPSTREAM) as usize, flags),
                     t if t >= TOKEN_H2_UPSTREAM => self.h2_relay_ready((t - TOKEN_H2_UPSTREAM) as usize, flags),
+                    t if t >= TOKEN_TUNNEL => self.tunnel_ready((t - TOKEN_TUNNEL) as usize, flags, true),
                     t => self.ready(t as usize, flags),
                 }
             }
@@ -238,7 +249,7 @@ impl EventLoop {
     pub(super) fn begin_stop(&mut self) {
         self.stopping = true;
         // The next child in line takes over at its next tick.
-        self.sb.process(self.slot).quiescing.store(1, Ordering::Relaxed);
+        self.sb.process(self.slot).quiescing.fetch_max(1, Ordering::Relaxed);
         self.update_listening();
         // A kept-alive connection may have a request on its way: each one
         // gets its next request answered (with Connection: close), and is
@@ -250,7 +261,7 @@ impl EventLoop {
             }
         }
         for c in self.conns.iter_mut().flatten() {
-            if c.h1.is_idle() && c.h2.is_none() {
+            if c.h1.is_idle() && c.h2.is_none() && c.tunnel.is_none() {
                 c.deadline = c.h1.deadline(true);
             }
         }

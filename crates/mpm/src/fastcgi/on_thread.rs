@@ -59,8 +59,13 @@ pub fn serve(
         return false;
     }
     if let Some(tunnel) = tunnel {
-        // The 101 is out: the connection is the WebSocket's until it ends.
-        tunnel.run(&mut TunnelClient(stream), std::mem::take(conn.input_mut()));
+        // The 101 is out: the connection is the WebSocket's until it ends,
+        // carried by the event loop where there is one.
+        if site.settings.mpm == warren_config::Mpm::Event {
+            ex.tunnel = Some(tunnel);
+        } else {
+            tunnel.run(&mut TunnelClient(stream), std::mem::take(conn.input_mut()));
+        }
         return true;
     }
     let Some(mut st) = out.streaming.take() else { return true };
@@ -99,7 +104,7 @@ pub fn serve(
 }
 
 /// The client's end of a WebSocket tunnel.
-struct TunnelClient<'a>(&'a ClientStream);
+pub(crate) struct TunnelClient<'a>(pub(crate) &'a ClientStream);
 
 impl std::os::fd::AsFd for TunnelClient<'_> {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
@@ -118,6 +123,10 @@ impl TunnelPeer for TunnelClient<'_> {
 
     fn push(&mut self) -> std::io::Result<bool> {
         self.0.flush_pending()
+    }
+
+    fn close_write(&mut self) {
+        self.0.shutdown_write();
     }
 }
 

@@ -1,5 +1,5 @@
 //! The WebSocket tests' fixture (backend.py beside this file) as a process
-//! of the test's, and the client's opening handshake.
+//! of the test's, and the client's side: the opening handshake and frames.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -69,3 +69,46 @@ pub fn handshake(s: &Server, path: &str) -> (TcpStream, String) {
     (c, String::from_utf8_lossy(&head).into_owned())
 }
 
+
+/// A client frame: FIN, `opcode`, masked as RFC 6455 5.3 requires.
+pub fn send_frame(c: &mut TcpStream, opcode: u8, payload: &[u8]) {
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    let mut f = vec![0x80 | opcode];
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n if n <= 0xffff => {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    f.extend_from_slice(&mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    c.write_all(&f).unwrap();
+}
+
+/// A server frame (never masked): its opcode and payload.
+pub fn read_frame(c: &mut TcpStream) -> (u8, Vec<u8>) {
+    let mut h = [0u8; 2];
+    c.read_exact(&mut h).unwrap();
+    let len = match h[1] & 0x7f {
+        126 => {
+            let mut l = [0u8; 2];
+            c.read_exact(&mut l).unwrap();
+            u16::from_be_bytes(l) as usize
+        }
+        127 => {
+            let mut l = [0u8; 8];
+            c.read_exact(&mut l).unwrap();
+            u64::from_be_bytes(l) as usize
+        }
+        n => n as usize,
+    };
+    assert_eq!(h[1] & 0x80, 0, "a server frame came masked");
+    let mut payload = vec![0u8; len];
+    c.read_exact(&mut payload).unwrap();
+    (h[0] & 0x0f, payload)
+}
