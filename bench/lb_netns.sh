@@ -49,26 +49,8 @@ netns() {
 }
 netns "warren-lb-a-$$" 1
 netns "warren-lb-b-$$" 2
-cat > "$D/haproxy.cfg" <<CONF
-global
-    maxconn 1000
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 30s
-    timeout server 30s
-    option redispatch
-    retries 3
-    retry-on conn-failure empty-response response-timeout
-frontend web
-    bind 127.0.0.1:$PORT
-    default_backend warren
-backend warren
-    balance roundrobin
-    option httpchk GET /check.txt
-    server a 10.238.1.2:8080 send-proxy-v2 check check-send-proxy inter 200ms fall 2 rise 2
-    server b 10.238.2.2:8080 send-proxy-v2 check check-send-proxy inter 200ms fall 2 rise 2
-CONF
+checks="send-proxy-v2 check check-send-proxy inter 200ms fall 2 rise 2"
+haproxy_drain_conf "$PORT" /check.txt "server a 10.238.1.2:8080 $checks" "server b 10.238.2.2:8080 $checks" > "$D/haproxy.cfg"
 start_host() { # MPM NAME N
     php_pool_conf "$1" 8080 "$2" "GracefulShutdownTimeout 10" "RemoteIPProxyProtocol On" \
         | sed "s/^Listen .*/Listen 10.238.$3.2:8080/" > "$D/$2.conf"
