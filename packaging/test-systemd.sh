@@ -7,7 +7,9 @@
 #   - `systemctl reload warren` (twice) under `wrk -c50`: 0 failed requests,
 #     each reload a graceful restart (the same main PID, a new generation);
 #   - `systemctl stop warren`: inactive, nothing answers on port 80;
-# under each MPM in turn (MPMS, default "event worker prefork"), in one boot.
+# under each MPM in turn (MPMS, default "event worker prefork"), in one boot;
+# then with the package's warren.socket (socket activation): a
+# `systemctl restart warren` under wrk refuses no connection.
 # The container has a network of its own (--private-network: only its
 # loopback), so its port 80 is not the host's; curl and wrk are the host's,
 # run in the container's network namespace (nsenter -n).
@@ -194,4 +196,38 @@ under_mpm() {
     [ -z "$(in_ct pgrep -x 'php-fpm8.[0-9]' || true)" ] || fail "$mpm: php-fpm left running after systemctl stop"
 }
 for mpm in ${MPMS:-event worker prefork}; do under_mpm "$mpm"; done
-say "PASS: under systemd, warren served within 2 s of start, reloaded twice under wrk with no failed request, and stopped (${MPMS:-event worker prefork})"
+
+# Socket activation: the package's warren.socket has systemd hold port 80
+# (and 443, which the default configuration has no Listen line for: warren
+# closes it with a warning). A `systemctl restart warren` (a stop and a
+# start, not a graceful restart) under wrk then refuses no connection: they
+# wait in the socket's queue while no warren runs.
+printf 'LoadModule mpm_event_module modules/mod_mpm_event.so\nLogLevel notice\n' > "$root/etc/warren/conf.d/mpm.conf"
+in_ct systemctl start warren.socket || fail "systemctl start warren.socket"
+in_ct systemctl start warren || { in_ct journalctl -u warren --no-pager >&2; fail "socket activation: systemctl start warren"; }
+deadline=$((SECONDS + 20))
+until answers; do
+    [ $SECONDS -lt $deadline ] || fail "socket activation: nothing answers on port 80"
+    sleep 0.05
+done
+grep -q 'passed by systemd as descriptor .*no Listen directive names its address' "$errors_log" ||
+    fail "socket activation: no warning for the passed 443 socket no Listen line takes"
+! grep -q 'systemd passed no socket for this address' "$errors_log" || fail "socket activation: warren bound a Listen address itself: $(grep 'systemd passed no socket' "$errors_log")"
+main_pid="$(in_ct systemctl show -p MainPID --value warren)"
+in_net wrk -t2 -c50 -d6s "$url/" > "$root/root/wrk.out" 2>&1 &
+WRK=$!
+sleep 1.5
+r0=$(date +%s%N)
+in_ct systemctl restart warren || { in_ct journalctl -u warren --no-pager >&2; fail "socket activation: systemctl restart warren"; }
+say "socket activation: systemctl restart returned after $(( ($(date +%s%N) - r0) / 1000000 )) ms"
+wait $WRK || fail "wrk: $(cat "$root/root/wrk.out")"
+[ "$(in_ct systemctl show -p MainPID --value warren)" != "$main_pid" ] || fail "socket activation: the main PID did not change over systemctl restart"
+result="$(wrk_failures "$root/root/wrk.out")"
+say "socket activation: wrk -t2 -c50 -d6s through systemctl restart: $result"
+echo "socket-restart-under-wrk $result"
+# wrk counts a refused connection as a write (or read) error, not a connect
+# one (its connect is non-blocking): every error counts.
+grep -q 'Socket errors' "$root/root/wrk.out" && fail "socket activation: wrk saw socket errors over systemctl restart: $(grep 'Socket errors' "$root/root/wrk.out")"
+grep -q 'Non-2xx' "$root/root/wrk.out" && fail "socket activation: wrk saw non-2xx answers over systemctl restart"
+in_ct systemctl stop warren warren.socket
+say "PASS: under systemd, warren served within 2 s of start, reloaded twice under wrk with no failed request, and stopped (${MPMS:-event worker prefork}); with warren.socket, a restart under wrk refused no connection"
