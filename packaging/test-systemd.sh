@@ -5,7 +5,8 @@
 #   - `systemctl start warren` until the default page and a PHP page (the
 #     package's php-fpm pool) both answer on port 80: within 2 s;
 #   - `systemctl reload warren` (twice) under `wrk -c50`: 0 failed requests,
-#     each reload a graceful restart (the same main PID, a new generation);
+#     each reload a graceful restart (the same main PID, a SIGHUP line in
+#     the error log);
 #   - `systemctl stop warren`: inactive, nothing answers on port 80;
 # under each MPM in turn (MPMS, default "event worker prefork"), in one boot;
 # then with the package's warren.socket (socket activation): a
@@ -73,7 +74,7 @@ else
     printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
     chmod 755 "$root/usr/sbin/policy-rc.d"
     mount -t proc proc "$root/proc"
-    in_chroot apt-get update -qq >&2
+    in_chroot apt-get update -qq >&2 || { umount "$root/proc"; echo "test-systemd.sh: apt-get update in the root failed (no network?)" >&2; exit 2; }
     in_chroot apt-get install -y -qq --no-install-recommends systemd systemd-sysv dbus php-fpm curl logrotate >&2
     umount "$root/proc"
     rm "$root/usr/sbin/policy-rc.d"
