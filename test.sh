@@ -40,6 +40,14 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 # systemd.rs checks packaging/warren.service and warren.socket with systemd-analyze.
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+# haproxy_netns.rs: two warren hosts in network namespaces behind Debian's HAProxy.
+command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+# systemd_container.rs (packaging/test-systemd.sh) boots systemd in a
+# debootstrapped root with systemd-nspawn and loads it with wrk.
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v systemd-nspawn >/dev/null 2>&1 || missing+=(systemd-container)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq

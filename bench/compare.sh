@@ -13,6 +13,9 @@
 #                 and the median p99 (ms)
 #   php-pool      warren only: the script in warren's own pool (pm static, 4 php-cgi
 #                 children) instead of php-fpm; median of 3 runs
+#   metrics       warren event only: static-ka without and with a Prometheus scrape
+#                 of /metrics (SetHandler metrics) each second, in 3 interleaved
+#                 pairs; the medians of each arm and their ratio (target: >= 0.99)
 #   memory        PSS of each server's processes, summed, after the runs (MB),
 #                 and how many processes there were then (MPMs grow under
 #                 php-1000 and shrink a child a second afterwards)
@@ -104,6 +107,11 @@ KeepAliveTimeout 5
         SetHandler pool:bench
     </FilesMatch>
 </Directory>
+# The metrics row: scraped by a curl loop while wrk runs.
+<Location /metrics>
+    SetHandler metrics
+    Require local
+</Location>
 $(mpm_block "$1")
 CONF
 }
@@ -194,6 +202,32 @@ php_1000() { # name
     R[$1,php-1000-p99]=$(printf '%s\n' "${p99s[@]}" | sort -n | sed -n 2p)
 }
 
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# metrics_cost NAME: static-ka without and with a scrape of /metrics each
+# second (as Prometheus at scrape_interval 1s), in interleaved pairs: one
+# pair's figures differ by more than the 1 % looked for when wrk and the
+# server share two cores, so the median of each arm is compared.
+metrics_cost() {
+    local plain=() scraped=() scrapes=() scraper n scrape
+    # Read whole first: grep -q stopping early would fail the pipe (pipefail).
+    scrape=$(curl -s "http://127.0.0.1:$PORT/metrics")
+    grep -q '^warren_requests_total' <<<"$scrape" || { echo "$1: /metrics is not a scrape: ${scrape:0:200}" >&2; exit 1; }
+    for _ in 1 2 3; do
+        plain+=("$(rps /index.html)")
+        : > "$WORK/scrapes"
+        ( while :; do curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$PORT/metrics" >> "$WORK/scrapes"; sleep 1; done ) & scraper=$!
+        scraped+=("$(rps /index.html)")
+        kill "$scraper"; wait "$scraper" 2>/dev/null || true
+        n=$(grep -c '^200$' "$WORK/scrapes" || true)
+        # About one a second (a slow scrape on a loaded machine may drop one).
+        [ "$n" -ge $(( (DURATION + 1) / 2 )) ] || { echo "$1: $n scrapes answered 200 in a ${DURATION}s run" >&2; exit 1; }
+        scrapes+=("$n")
+    done
+    R[$1,static-ka-plain]=$(printf '%s\n' "${plain[@]}" | median)
+    R[$1,static-ka-scraped]=$(printf '%s\n' "${scraped[@]}" | median)
+    R[$1,metrics-pairs]="${plain[*]} / ${scraped[*]}, scrapes answered 200: ${scrapes[*]}"
+}
+
 measure() { # name
     start_server "$1"
     rps /index.html >/dev/null   # warm-up: lets the MPMs grow their children
@@ -204,6 +238,7 @@ measure() { # name
     # the cores): the median of three.
     R[$1,php]=$(for _ in 1 2 3; do rps /hello.php; echo; done | sort -n | sed -n 2p)
     case $1 in warren-*) R[$1,php-pool]=$(for _ in 1 2 3; do rps /pool/hello.php; echo; done | sort -n | sed -n 2p) ;; esac
+    [ "$1" = warren-event ] && metrics_cost "$1"
     php_1000 "$1"
     R[$1,memory]=$(pss "$SERVER_PID")
     R[$1,procs]=$(procs "$SERVER_PID")
@@ -237,6 +272,9 @@ for mpm in $MPMS; do
         row "memory PSS (MB)" "$(mb "${R[warren-event,memory]}")" "$(mb "${R[nginx,memory]}")" "$(mb "${R[apache-event,memory]}")" \
             "$(ratio "${R[warren-event,memory]}" "${R[nginx,memory]}")" "$(ratio "${R[warren-event,memory]}" "${R[apache-event,memory]}")"
         row "processes then" "${R[warren-event,procs]}" "${R[nginx,procs]}" "${R[apache-event,procs]}" - -
+        row "static-ka, no scrape" "${R[warren-event,static-ka-plain]}" - - - -
+        row "static-ka, scrape 1/s" "${R[warren-event,static-ka-scraped]}" - - - -
+        echo "metrics cost: scraped / not scraped = $(ratio "${R[warren-event,static-ka-scraped]}" "${R[warren-event,static-ka-plain]}") (target >= 0.99; pairs: ${R[warren-event,metrics-pairs]})"
     else
         measure "warren-$mpm"; measure "apache-$mpm"
         echo

@@ -21,26 +21,7 @@ A=$((PORT + 1)); B=$((PORT + 2))
 D=$(mktemp -d /tmp/warren-lb.XXXX)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
 php_site "$D"
-cat > "$D/haproxy.cfg" <<CONF
-global
-    maxconn 1000
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 30s
-    timeout server 30s
-    option redispatch
-    retries 3
-    retry-on conn-failure empty-response response-timeout
-frontend web
-    bind 127.0.0.1:$PORT
-    default_backend warren
-backend warren
-    balance roundrobin
-    option httpchk GET /a.txt
-    server a 127.0.0.1:$A check inter 500ms
-    server b 127.0.0.1:$B check inter 500ms
-CONF
+haproxy_drain_conf "$PORT" /a.txt "server a 127.0.0.1:$A check inter 500ms" "server b 127.0.0.1:$B check inter 500ms" > "$D/haproxy.cfg"
 # The server's control command: warren's, or Apache's for apache-*.
 ctl() { # NAME -k ACTION
     case $MPM in

@@ -378,3 +378,29 @@ TypesConfig /etc/mime.types
 CONF
     printf '%s\n' "${@:5}"
 }
+
+# haproxy_drain_conf PORT CHECK_PATH SERVER_LINE...: HAProxy on
+# 127.0.0.1:PORT balancing round robin over the servers (each argument one
+# `server` line), health-checked with GET CHECK_PATH, and set to retry on
+# the other server a request that finds its server gone (a drain's needs).
+haproxy_drain_conf() {
+    cat <<CONF
+global
+    maxconn 1000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    option redispatch
+    retries 3
+    retry-on conn-failure empty-response response-timeout
+frontend web
+    bind 127.0.0.1:$1
+    default_backend warren
+backend warren
+    balance roundrobin
+    option httpchk GET $2
+CONF
+    printf '    %s\n' "${@:3}"
+}

@@ -633,7 +633,10 @@ impl Parent {
         // elsewhere, rather than waiting in a queue that no child takes from
         // until the children have finished. Stopping children no longer
         // accept (an accept on a socket shut down fails, and they give up).
-        for l in &self.listeners {
+        // Not a socket systemd passed: systemd holds it across the stop, and
+        // its clients are to wait in its queue for the next warren
+        // (`systemctl restart`, an upgrade), not be refused.
+        for l in self.listeners.iter().filter(|l| !l.activated) {
             let _ = socket2::SockRef::from(&l.socket).shutdown(std::net::Shutdown::Read);
         }
         // Every child was asked to stop, so reaping replaces none of them.

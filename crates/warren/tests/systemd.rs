@@ -222,6 +222,34 @@ fn socket_activation(mpm: &str) {
     drop(listener);
 }
 
+/// `systemctl restart` with socket activation: warren stops, systemd keeps
+/// the socket, a client connecting meanwhile waits in its queue and is
+/// served by the next warren. (warren shuts the sockets it bound itself
+/// down at a stop, so that clients are refused and go elsewhere; a passed
+/// one it must leave listening.)
+fn a_stop_leaves_the_passed_socket_listening(mpm: &str) {
+    let dir = TempDir::new(&format!("sd-stop-{mpm}"));
+    standard_site(&dir);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let listen = format!("Listen 127.0.0.1:{port}");
+    let env = [("LISTEN_FDS", "1".to_string())];
+    let mut first = start(dir, mpm, &listen, port, &env, &[listener.as_raw_fd()]);
+    assert_eq!(first.get("/a.txt").status, 200);
+    assert!(first.stop().is_some(), "warren did not stop");
+
+    // Nothing serves now: the connection must be queued, not refused.
+    let mut waiting = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("{mpm}: a connection while warren is stopped: {e} (the passed socket no longer listens)"));
+    waiting.write_all(b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let next_dir = TempDir::new(&format!("sd-stop2-{mpm}"));
+    standard_site(&next_dir);
+    let _next = start(next_dir, mpm, &listen, port, &env, &[listener.as_raw_fd()]);
+    waiting.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let answer = read_to_close(&mut waiting);
+    assert!(answer.starts_with(b"HTTP/1.1 200 ") && answer.ends_with(b"0123456789abcdefghij"), "{mpm}: the queued connection got {:?}", String::from_utf8_lossy(&answer));
+    drop(listener);
+}
+
 /// A passed socket no Listen line takes, and a Listen line no passed
 /// socket matches: each is a warning naming the directive; warren serves
 /// on both Listen lines.
@@ -346,4 +374,4 @@ fn the_unit_files_verify() {
     assert!(out.status.success() && said.trim().is_empty(), "systemd-analyze verify: {}\n{said}", out.status);
 }
 
-each_mpm!(notify_ready_reload_stop, watchdog_to_an_abstract_socket, notify_socket_gone, socket_activation, activation_mismatches_are_named, a_passed_socket_outlives_its_listen_line, under_systemd_run);
+each_mpm!(notify_ready_reload_stop, watchdog_to_an_abstract_socket, notify_socket_gone, socket_activation, a_stop_leaves_the_passed_socket_listening, activation_mismatches_are_named, a_passed_socket_outlives_its_listen_line, under_systemd_run);
