@@ -237,6 +237,8 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("ProxyPass", "/path backend-URL|! [key=value...]", apply::proxy_pass),
     host("ProxyPassMatch", "regex backend-URL|! [key=value...]", apply::proxy_pass),
     host("ProxyTimeout", "seconds", apply::proxy_timeout),
+    host("BalancerMember", "[balancer://name] member-URL [key=value...]", crate::balancer::directive),
+    host("ProxySet", "balancer://name key=value...", crate::balancer::directive),
     host("ProxyPassReverse", "/path backend-URL", proxy_http::reverse),
     host("ProxyPassReverseCookieDomain", "backend-domain public-domain", proxy_http::reverse),
     host("ProxyPassReverseCookiePath", "backend-path public-path", proxy_http::reverse),
