@@ -14,6 +14,10 @@ use crate::builder::Builder;
 use crate::parse::{Directive, Node, Origin, Section};
 use crate::settings::HostConfig;
 
+/// The most members a balancer may have (a request's tried members are a
+/// 128-bit set).
+pub const MAX_MEMBERS: usize = 128;
+
 /// The scheme a balancer's name is written with.
 pub const SCHEME: &str = "balancer://";
 
@@ -79,6 +83,9 @@ pub struct Member {
     pub route: Option<String>,
     pub status: MemberStatus,
     pub health_check: Option<HealthCheck>,
+    /// `retry=`: how long a member that refused a connection stays out of
+    /// the elections (Apache's default 60 s; a passing health check ends it).
+    pub retry: Duration,
     pub origin: Origin,
 }
 
@@ -196,7 +203,7 @@ fn member(d: &Directive, args: &[String]) -> Result<Member, String> {
     if split_url(url).is_some() {
         return Err(format!("{url}: a balancer cannot be a member"));
     }
-    let mut m = Member { url: url.clone(), target: placeholder_target(), load_factor: 1, route: None, status: MemberStatus::default(), health_check: None, origin: d.origin.clone() };
+    let mut m = Member { url: url.clone(), target: placeholder_target(), load_factor: 1, route: None, status: MemberStatus::default(), health_check: None, retry: Duration::from_secs(60), origin: d.origin.clone() };
     let mut hc = HealthCheck { method: HcMethod::Tcp, uri: String::new(), interval: Duration::from_secs(30), passes: 1, fails: 1 };
     let mut checked = false;
     let mut worker_keys = Vec::new();
@@ -217,6 +224,8 @@ fn member(d: &Directive, args: &[String]) -> Result<Member, String> {
                 }
             }
             "hcuri" => hc.uri = v.to_string(),
+
+            "retry" => m.retry = v.parse::<u64>().map(Duration::from_secs).map_err(|_| format!("retry={v}: takes a number of seconds"))?,
             "hcinterval" => hc.interval = v.parse::<u64>().ok().filter(|&n| n > 0).map(Duration::from_secs).ok_or_else(|| format!("hcinterval={v}: takes a positive number of seconds"))?,
             "hcpasses" => hc.passes = v.parse().ok().filter(|&n| n > 0).ok_or_else(|| format!("hcpasses={v}: takes a positive number"))?,
             "hcfails" => hc.fails = v.parse().ok().filter(|&n| n > 0).ok_or_else(|| format!("hcfails={v}: takes a positive number"))?,
@@ -227,14 +236,19 @@ fn member(d: &Directive, args: &[String]) -> Result<Member, String> {
         return Err("route= takes a non-empty token (no spaces, ';' or ',')".to_string());
     }
     if checked {
-        if matches!(hc.method, HcMethod::Options | HcMethod::Head | HcMethod::Get) && !url.to_ascii_lowercase().contains("http://") && !url.to_ascii_lowercase().contains("https://") {
-            return Err(format!("hcmethod on {url}: OPTIONS, HEAD and GET check http:// members only (TCP checks any)"));
+        if matches!(hc.method, HcMethod::Options | HcMethod::Head | HcMethod::Get) && !url.to_ascii_lowercase().contains("http://") {
+            return Err(format!("hcmethod on {url}: OPTIONS, HEAD and GET check plain http:// members only (TCP checks any)"));
         }
         m.health_check = Some(hc);
     }
     // The worker keys and URL are a ProxyPass line's.
     let as_route = Directive { name: d.name.clone(), args: ["/".to_string(), url.clone()].into_iter().chain(worker_keys).collect(), origin: d.origin.clone() };
     m.target = crate::values::parse_proxy_route(&as_route)?.target.ok_or("a member cannot be !")?;
+    // The member's error state is the balancer's, shared by every child: a
+    // child's own (mod_proxy_http's retry=) would outlast a passing check.
+    if let Some(origin) = m.target.http.as_mut() {
+        origin.retry = Duration::ZERO;
+    }
     if matches!(m.target.backend.addr, crate::FcgiAddr::Pool(_)) {
         return Err("a pool cannot be a member".to_string());
     }
@@ -280,6 +294,9 @@ pub(crate) fn settle(b: &mut Builder, hosts: &[&HostConfig]) {
     for bal in &balancers {
         if bal.members.is_empty() {
             b.error(&bal.origin, format!("balancer://{} has no BalancerMember", bal.name));
+        }
+        if bal.members.len() > MAX_MEMBERS {
+            b.error(&bal.origin, format!("balancer://{} has {} members; warren takes at most {MAX_MEMBERS}", bal.name, bal.members.len()));
         }
         let fcgi_paths: Vec<&str> = bal.members.iter().filter(|m| m.target.http.is_none()).map(|m| m.target.path.as_str()).collect();
         if fcgi_paths.windows(2).any(|w| w[0] != w[1]) {

@@ -79,6 +79,7 @@
 
 pub mod alias;
 pub mod auth;
+pub mod balancer;
 mod authz;
 pub mod caches;
 pub mod cgi;
