@@ -10,6 +10,8 @@ mod common;
 #[path = "proxy_http/backend.rs"]
 #[allow(dead_code)]
 mod backend;
+#[path = "balancer/peers.rs"]
+mod peers;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -18,23 +20,7 @@ use std::time::{Duration, Instant};
 
 use backend::{dead_port, Backend};
 use common::*;
-
-/// Which backend answered an `/echo` request: its port, from the Host it got.
-fn port_of(r: &Resp) -> u16 {
-    let text = r.text();
-    let host = text.lines().find_map(|l| l.strip_prefix("Host: 127.0.0.1:")).unwrap_or_else(|| panic!("no backend Host in {text}"));
-    host.trim().parse().unwrap()
-}
-
-fn counts(s: &Server, n: usize, path: &str, headers: &str) -> HashMap<u16, usize> {
-    let mut seen = HashMap::new();
-    for _ in 0..n {
-        let r = s.get_with(path, headers);
-        assert_eq!(r.status, 200, "{}", r.text());
-        *seen.entry(port_of(&r)).or_insert(0) += 1;
-    }
-    seen
-}
+use peers::{counts, encoded, manager_nonce, port_of, post};
 
 fn byrequests_follows_loadfactors(mpm: &str) {
     let (a, b) = (Backend::start(), Backend::start());
@@ -196,7 +182,46 @@ fn health_check_takes_a_member_out_and_back(mpm: &str) {
     assert_eq!(log.matches(&needle).count(), 1, "{log}");
 }
 
-each_mpm!(byrequests_follows_loadfactors, bybusyness_avoids_the_busy_member, bytraffic_follows_bytes, sticky_sessions_follow_routes, failover_on_a_refused_connection, no_usable_member_is_503, hot_standby_only_when_the_rest_are_out, health_check_takes_a_member_out_and_back, php_fpm_members_one_killed_under_load);
+/// The members' lines of the manager's page, by URL.
+fn manager_rows(s: &Server) -> HashMap<String, String> {
+    let page = s.get("/bm").text();
+    page.lines().filter(|l| l.starts_with("<tr class=\"member\">")).map(|l| (l[l.find("<td>").unwrap() + 4..l.find("</td>").unwrap()].to_string(), l.to_string())).collect()
+}
+
+fn balancer_manager_switches_members(mpm: &str) {
+    let (a, b) = (Backend::start(), Backend::start());
+    let conf = format!(
+        "<Proxy balancer://app>\n  BalancerMember {} route=one\n  BalancerMember {} route=two\n  ProxySet stickysession=ROUTEID\n</Proxy>\nProxyPass /app/ balancer://app/\n<Location /bm>\n  SetHandler balancer-manager\n  Require ip 127.0.0.1\n</Location>\n",
+        a.url(),
+        b.url()
+    );
+    let s = Server::start(mpm, &conf);
+    let rows = manager_rows(&s);
+    assert!(rows[&a.url()].contains("<td>one</td><td>1</td><td>Init Ok</td>"), "{rows:?}");
+    let nonce = manager_nonce(&s, "/bm");
+    let switch = |member: &str, flag: &str, on: u8| {
+        let r = post(&s, &format!("/bm?b=app&w={}&nonce={nonce}&w_status_{flag}={on}", encoded(member)));
+        assert_eq!(r.status, 200, "{}", r.text());
+    };
+    // Disabled: every child stops sending it anything, sessions included.
+    switch(&a.url(), "D", 1);
+    assert!(manager_rows(&s)[&a.url()].contains("Init Dis"));
+    assert_eq!(counts(&s, 6, "/app/echo", "Connection: close\r\n").get(&b.port), Some(&6));
+    assert_eq!(counts(&s, 3, "/app/echo", "Cookie: ROUTEID=.one\r\nConnection: close\r\n").get(&b.port), Some(&3));
+    // Draining: its sessions stay, new ones go elsewhere.
+    switch(&a.url(), "D", 0);
+    switch(&a.url(), "N", 1);
+    assert!(manager_rows(&s)[&a.url()].contains("Init Drn"));
+    assert_eq!(counts(&s, 6, "/app/echo", "Connection: close\r\n").get(&b.port), Some(&6));
+    assert_eq!(counts(&s, 3, "/app/echo", "Cookie: ROUTEID=.one\r\nConnection: close\r\n").get(&a.port), Some(&3));
+    // Back in the rotation.
+    switch(&a.url(), "N", 0);
+    assert!(counts(&s, 6, "/app/echo", "Connection: close\r\n").contains_key(&a.port));
+    let log = s.wait_log("error.log", "balancer-manager: b=app");
+    assert!(log.contains(&format!("balancer-manager: b=app w={} w_status_D=1", a.url())), "{log}");
+}
+
+each_mpm!(balancer_manager_switches_members, byrequests_follows_loadfactors, bybusyness_avoids_the_busy_member, bytraffic_follows_bytes, sticky_sessions_follow_routes, failover_on_a_refused_connection, no_usable_member_is_503, hot_standby_only_when_the_rest_are_out, health_check_takes_a_member_out_and_back, php_fpm_members_one_killed_under_load);
 
 /// A network namespace joined to this one by a veth pair, removed (with
 /// its end of the pair) when dropped; `inside` is its address.

@@ -19,6 +19,7 @@
 //! then (Apache keeps them only with BalancerPersist).
 
 mod hcheck;
+mod manager;
 mod run;
 mod shared;
 
