@@ -165,7 +165,7 @@ impl Site {
                         script_path.clone_from(&member_target.path);
                         &member_target
                     }
-                    Err(refused) => return Some(filters::attach(Outcome::Ready(refused), filters, req.head)),
+                    Err(refused) => return Some(filters::attach(Outcome::Ready(*refused), filters, req.head)),
                 },
             };
             if let Some(origin) = &target.http {

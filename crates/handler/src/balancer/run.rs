@@ -53,9 +53,9 @@ impl Site {
     /// The elected member's target for a request routed to `balancer://name`
     /// with `path` below it, the BALANCER_* variables in `filters`; or the
     /// 503 when no member is usable.
-    pub(crate) fn elect_member(&self, req: Request, name: &str, path: &str, query: &[u8], filters: &mut Option<Box<RequestFilters>>) -> Result<(ProxyTarget, Elected), Response> {
+    pub(crate) fn elect_member(&self, req: Request, name: &str, path: &str, query: &[u8], filters: &mut Option<Box<RequestFilters>>) -> Result<(ProxyTarget, Elected), Box<Response>> {
         let bals = &self.balancers;
-        let Some(b) = bals.find(name) else { return Err(self.error(req, 500, &format!("proxy: balancer://{name} is not defined"))) };
+        let Some(b) = bals.find(name) else { return Err(Box::new(self.error(req, 500, &format!("proxy: balancer://{name} is not defined")))) };
         bals.start_checks(&self.error_log);
         let session = bals.session(b, req.head.header("cookie"), req.head.path_and_query());
         let m = match bals.elect(b, session.as_ref(), 0) {
@@ -65,7 +65,7 @@ impl Site {
                     NoMember::NoneUsable => format!("proxy: balancer://{name}: all workers are in error state"),
                     NoMember::SessionLost => format!("proxy: balancer://{name}: the session's worker (route {}) is unusable and nofailover is On", session.as_ref().map_or("", |s| s.route)),
                 };
-                return Err(self.error(req, 503, &why));
+                return Err(Box::new(self.error(req, 503, &why)));
             }
         };
         let f = filters.get_or_insert_with(|| Box::new(RequestFilters::new(req.conn.useragent.ip(), req.conn.tls.is_some())));
