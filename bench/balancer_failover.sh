@@ -48,7 +48,7 @@ start_fpm() { # MEMBER
 for MPM in ${MPMS:-event worker prefork}; do
     for i in 1 2 3; do start_fpm "$i"; done
     printf '%s\n' "LoadModule mpm_${MPM}_module x" "Listen 127.0.0.1:$PORT" "DocumentRoot htdocs" "PidFile warren.pid" \
-        "ErrorLog error.log" "LogLevel info" "User nobody" "Group nogroup" "MaxRequestWorkers 64" \
+        "ErrorLog error.log" "LogLevel info" "User nobody" "Group nogroup" "MaxRequestWorkers 50" \
         "LogFormat \"%{BALANCER_WORKER_NAME}e %>s\" member" "CustomLog access.log member" "<Proxy balancer://php>" \
         "    BalancerMember fcgi://10.231.1.2:9000 hcmethod=TCP hcinterval=1" \
         "    BalancerMember fcgi://10.231.2.2:9000 hcmethod=TCP hcinterval=1" \
@@ -68,11 +68,10 @@ for MPM in ${MPMS:-event worker prefork}; do
     back_ms=$(( ($(date +%s%N) - restarted) / 1000000 ))
     wait $W
     echo "$MPM: $(wrk_failures "$D/wrk.out")"
-    echo "  member 2 out ${out_ms} ms after the kill, back ${back_ms} ms after its restart (hcinterval 1 s); $(grep -c 'went away before answering\|refused the connection' "$D/error.log" || true) requests sent on to another member"
+    echo "  member 2 out ${out_ms} ms after the kill, back ${back_ms} ms after its port opened again (hcinterval 1 s); $(grep -c 'went away before answering\|refused the connection' "$D/error.log" || true) requests sent on to another member"
     echo "  answered by member: $(awk '{ n[$1]++ } END { for (m in n) printf "%s %d  ", m, n[m] }' "$D/access.log")"
     "$BIN" -f "$D/warren.conf" -k stop || true
-    wait 2>/dev/null || true
     for i in 1 2 3; do kill -9 -- "-${FPM[$i]}" 2>/dev/null || true; done
+    wait 2>/dev/null || true
     FPM_PIDS=()
-    sleep 0.5
 done
