@@ -68,6 +68,10 @@ pub struct HealthCheck {
     pub passes: u32,
     /// `hcfails`: successive failures that take a member out.
     pub fails: u32,
+    /// `hcexpr=NAME`: the ProxyHCExpr the answer must satisfy (else a
+    /// 2xx or 3xx passes).
+    pub expr_name: Option<String>,
+    pub expr: Option<crate::expr::Expr>,
 }
 
 #[derive(Clone, Debug)]
@@ -204,7 +208,7 @@ fn member(d: &Directive, args: &[String]) -> Result<Member, String> {
         return Err(format!("{url}: a balancer cannot be a member"));
     }
     let mut m = Member { url: url.clone(), target: placeholder_target(), load_factor: 1, route: None, status: MemberStatus::default(), health_check: None, retry: Duration::from_secs(60), origin: d.origin.clone() };
-    let mut hc = HealthCheck { method: HcMethod::Tcp, uri: String::new(), interval: Duration::from_secs(30), passes: 1, fails: 1 };
+    let mut hc = HealthCheck { method: HcMethod::Tcp, uri: String::new(), interval: Duration::from_secs(30), passes: 1, fails: 1, expr_name: None, expr: None };
     let mut checked = false;
     let mut worker_keys = Vec::new();
     for kv in keys {
@@ -224,6 +228,7 @@ fn member(d: &Directive, args: &[String]) -> Result<Member, String> {
                 }
             }
             "hcuri" => hc.uri = v.to_string(),
+            "hcexpr" => hc.expr_name = Some(v.to_string()),
 
             "retry" => m.retry = v.parse::<u64>().map(Duration::from_secs).map_err(|_| format!("retry={v}: takes a number of seconds"))?,
             "hcinterval" => hc.interval = v.parse::<u64>().ok().filter(|&n| n > 0).map(Duration::from_secs).ok_or_else(|| format!("hcinterval={v}: takes a positive number of seconds"))?,
@@ -234,6 +239,9 @@ fn member(d: &Directive, args: &[String]) -> Result<Member, String> {
     }
     if keys.iter().any(|kv| kv.to_ascii_lowercase().starts_with("route=")) && m.route.is_none() {
         return Err("route= takes a non-empty token (no spaces, ';' or ',')".to_string());
+    }
+    if hc.expr_name.is_some() && hc.method == HcMethod::Tcp {
+        return Err("hcexpr needs hcmethod OPTIONS, HEAD or GET (a TCP check has no answer to test)".to_string());
     }
     if checked {
         if matches!(hc.method, HcMethod::Options | HcMethod::Head | HcMethod::Get) && !url.to_ascii_lowercase().contains("http://") {
@@ -286,11 +294,42 @@ fn placeholder_target() -> ProxyTarget {
     ProxyTarget { backend: crate::FcgiBackend { addr: crate::FcgiAddr::Tcp { host: String::new(), port: 0 }, reuse: false, timeout: None, flush_packets: false }, path: String::new(), http: None, balancer: None }
 }
 
+/// `ProxyHCExpr name {expression}`: an ap_expr a health check's answer
+/// must satisfy, named by members' `hcexpr=` (`%{REQUEST_STATUS}`,
+/// `resp('Field')`).
+pub(crate) fn hc_expr(b: &mut Builder, d: &Directive, _host: &mut HostConfig) {
+    let parsed = match d.args.split_first() {
+        Some((name, rest)) if !rest.is_empty() => {
+            let text = rest.join(" ");
+            let inner = text.trim().strip_prefix('{').and_then(|t| t.strip_suffix('}')).ok_or_else(|| format!("ProxyHCExpr {name}: the expression goes in braces: {{%{{REQUEST_STATUS}} =~ /^[23]/}}"));
+            inner.and_then(|t| crate::expr::Expr::parse(t.trim(), false).map_err(|e| format!("ProxyHCExpr {name}: {e}"))).map(|e| (name.clone(), e))
+        }
+        _ => Err("ProxyHCExpr takes a name and an {expression}".to_string()),
+    };
+    match parsed {
+        Ok((name, expr)) => {
+            b.hc_exprs.retain(|(n, _)| *n != name);
+            b.hc_exprs.push((name, expr));
+        }
+        Err(m) => b.error(&d.origin, m),
+    }
+}
+
 /// At the end of reading: every balancer has a member, every ProxyPass to
 /// a balancer names one defined, and the members of a balancer give one
 /// path for FastCGI (a request failed over keeps its SCRIPT_FILENAME).
 pub(crate) fn settle(b: &mut Builder, hosts: &[&HostConfig]) {
-    let balancers = std::mem::take(&mut b.balancers);
+    let mut balancers = std::mem::take(&mut b.balancers);
+    for bal in &mut balancers {
+        for m in &mut bal.members {
+            let Some(hc) = m.health_check.as_mut() else { continue };
+            let Some(name) = &hc.expr_name else { continue };
+            match b.hc_exprs.iter().find(|(n, _)| n == name) {
+                Some((_, e)) => hc.expr = Some(e.clone()),
+                None => b.error(&m.origin, format!("BalancerMember {}: hcexpr={name}: no ProxyHCExpr {name}", m.url)),
+            }
+        }
+    }
     for bal in &balancers {
         if bal.members.is_empty() {
             b.error(&bal.origin, format!("balancer://{} has no BalancerMember", bal.name));
@@ -336,7 +375,20 @@ mod tests {
         let hc = bal.members[2].health_check.as_ref().expect("checked");
         assert_eq!((hc.method, hc.interval, hc.fails, hc.passes), (HcMethod::Tcp, Duration::from_secs(2), 2, 1));
         let t = s.main.proxy_routes[0].target.as_ref().unwrap();
+        assert!(bal.members[0].health_check.is_none());
         assert_eq!((t.balancer.as_deref(), t.path.as_str()), (Some("php"), "/srv/www/$1"));
+    }
+
+    #[test]
+    fn health_check_expressions_are_named_anywhere() {
+        let (loaded, _dir) = load_text(
+            "balancer-hcexpr",
+            "Listen 80\n<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 hcmethod=GET hcexpr=ok hcuri=/health\n</Proxy>\nProxyHCExpr ok {%{REQUEST_STATUS} =~ /^[23]/ && resp('X-Ready') =~ /^yes$/}\n",
+            &[],
+        );
+        let s = loaded.settings.unwrap_or_else(|| panic!("{:?}", loaded.errors));
+        let hc = s.balancers[0].members[0].health_check.as_ref().unwrap();
+        assert_eq!(hc.expr.as_ref().map(|e| e.text.as_str()), Some("%{REQUEST_STATUS} =~ /^[23]/ && resp('X-Ready') =~ /^yes$/"));
     }
 
     #[test]
@@ -352,6 +404,10 @@ mod tests {
             ("<Proxy balancer://empty>\n</Proxy>", "has no BalancerMember", 2),
             ("ProxySet http://127.0.0.1:1 timeout=3", "balancer://name first", 2),
             ("<Proxy balancer://b>\nBalancerMember fcgi://127.0.0.1:1/a\nBalancerMember fcgi://127.0.0.1:2/b\n</Proxy>", "different paths", 2),
+            ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 hcmethod=GET hcexpr=nope\n</Proxy>", "no ProxyHCExpr nope", 3),
+            ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 hcexpr=ok\n</Proxy>", "hcexpr needs hcmethod", 3),
+            ("ProxyHCExpr ok %{REQUEST_STATUS} == 200", "goes in braces", 2),
+            ("ProxyHCExpr ok {%{REQUEST_STATUS} =~}", "ProxyHCExpr ok:", 2),
         ] {
             let (loaded, _dir) = load_text("balancer-errors", &format!("{line}\nListen 80\n"), &[]);
             let errors: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();

@@ -59,6 +59,8 @@ pub struct Builder {
     pub(crate) location_proxy: Vec<crate::parse::Directive>,
     /// `<Proxy balancer://...>` sections and BalancerMember lines so far.
     pub(crate) balancers: Vec<crate::balancer::Balancer>,
+    /// ProxyHCExpr lines, by name.
+    pub(crate) hc_exprs: Vec<(String, crate::expr::Expr)>,
 }
 
 fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
@@ -94,6 +96,7 @@ impl Builder {
             mapped: Vec::new(),
             location_proxy: Vec::new(),
             balancers: Vec::new(),
+            hc_exprs: Vec::new(),
         }
     }
 

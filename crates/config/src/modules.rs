@@ -128,7 +128,7 @@ pub static MODULES: &[Module] = &[
     provides("lbmethod_byrequests", "lbmethod=byrequests"),
     provides("lbmethod_bytraffic", "lbmethod=bytraffic"),
     provides("lbmethod_bybusyness", "lbmethod=bybusyness"),
-    provides("proxy_hcheck", "hcmethod TCP, OPTIONS, HEAD and GET, hcuri, hcinterval, hcpasses, hcfails on BalancerMember (see docs/proxy.md)"),
+    provides("proxy_hcheck", "hcmethod TCP, OPTIONS, HEAD and GET, hcuri, hcinterval, hcpasses, hcfails, hcexpr and ProxyHCExpr on BalancerMember (see docs/proxy.md)"),
     provides("reqtimeout", "RequestReadTimeout"),
     provides("alias", "Alias, AliasMatch, ScriptAlias, ScriptAliasMatch, Redirect, RedirectMatch"),
     provides("rewrite", "RewriteEngine, RewriteCond, RewriteRule, RewriteBase, RewriteOptions, RewriteMap (txt, rnd, int)"),

@@ -239,6 +239,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("ProxyTimeout", "seconds", apply::proxy_timeout),
     host("BalancerMember", "[balancer://name] member-URL [key=value...]", crate::balancer::directive),
     host("ProxySet", "balancer://name key=value...", crate::balancer::directive),
+    host("ProxyHCExpr", "name {expression}", crate::balancer::hc_expr),
     host("ProxyPassReverse", "/path backend-URL", proxy_http::reverse),
     host("ProxyPassReverseCookieDomain", "backend-domain public-domain", proxy_http::reverse),
     host("ProxyPassReverseCookiePath", "backend-path public-path", proxy_http::reverse),

@@ -182,6 +182,27 @@ fn health_check_takes_a_member_out_and_back(mpm: &str) {
     assert_eq!(log.matches(&needle).count(), 1, "{log}");
 }
 
+fn health_check_expressions_decide(mpm: &str) {
+    let dir = TempDir::new(&format!("bal-hcexpr-{mpm}"));
+    standard_site(&dir);
+    let (a_dir, b_dir) = (dir.write("a/who", "a").parent().unwrap().to_path_buf(), dir.write("b/who", "b").parent().unwrap().to_path_buf());
+    let (a_port, b_port) = (free_port(), free_port());
+    let (_a, _b) = (FileServer::start(&a_dir, a_port), FileServer::start(&b_dir, b_port));
+    // a's check asks for a missing file: its 404 passes the expression, as a
+    // 200 would fail it (b's); without hcexpr it would be the other way.
+    let conf = format!(
+        "ProxyHCExpr missing {{%{{REQUEST_STATUS}} -eq 404}}\n<Proxy balancer://app>\n  BalancerMember http://127.0.0.1:{a_port} hcmethod=GET hcuri=/nothing hcexpr=missing hcinterval=1\n  BalancerMember http://127.0.0.1:{b_port} hcmethod=GET hcuri=/who hcexpr=missing hcinterval=1\n</Proxy>\nProxyPass /app/ balancer://app/\n"
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    assert_eq!(s.get("/app/who").status, 200);
+    let needle = format!("worker http://127.0.0.1:{b_port} failed its health check (answered 200, and hcexpr %{{REQUEST_STATUS}} -eq 404 does not hold)");
+    let log = s.wait_log("error.log", &needle);
+    assert!(log.contains(&needle), "{log}");
+    let answers: Vec<String> = (0..6).map(|_| s.get_with("/app/who", "Connection: close\r\n").text()).collect();
+    assert_eq!(answers, vec!["a"; 6]);
+    assert!(!log.contains(&format!("worker http://127.0.0.1:{a_port} failed")), "{log}");
+}
+
 /// The members' lines of the manager's page, by URL.
 fn manager_rows(s: &Server) -> HashMap<String, String> {
     let page = s.get("/bm").text();
@@ -221,7 +242,7 @@ fn balancer_manager_switches_members(mpm: &str) {
     assert!(log.contains(&format!("balancer-manager: b=app w={} w_status_D=1", a.url())), "{log}");
 }
 
-each_mpm!(balancer_manager_switches_members, byrequests_follows_loadfactors, bybusyness_avoids_the_busy_member, bytraffic_follows_bytes, sticky_sessions_follow_routes, failover_on_a_refused_connection, no_usable_member_is_503, hot_standby_only_when_the_rest_are_out, health_check_takes_a_member_out_and_back, php_fpm_members_one_killed_under_load);
+each_mpm!(health_check_expressions_decide, balancer_manager_switches_members, byrequests_follows_loadfactors, bybusyness_avoids_the_busy_member, bytraffic_follows_bytes, sticky_sessions_follow_routes, failover_on_a_refused_connection, no_usable_member_is_503, hot_standby_only_when_the_rest_are_out, health_check_takes_a_member_out_and_back, php_fpm_members_one_killed_under_load);
 
 /// A network namespace joined to this one by a veth pair, removed (with
 /// its end of the pair) when dropped; `inside` is its address.

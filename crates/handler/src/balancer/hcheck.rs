@@ -6,7 +6,8 @@
 //! to the shared state, so every child skips a failed member within
 //! hcinterval. A check is a connect (TCP), or a request (`OPTIONS`,
 //! `HEAD`, `GET` of the member's URL with hcuri) whose answer must be 2xx
-//! or 3xx; `hcfails` failures in a row take a member out, `hcpasses`
+//! or 3xx, or satisfy its `hcexpr` (a ProxyHCExpr over
+//! `%{REQUEST_STATUS}` and `resp('Field')`); `hcfails` failures in a row take a member out, `hcpasses`
 //! passes bring it back (and end a connect error's retry wait).
 
 use std::io::{Read, Write};
@@ -85,19 +86,57 @@ fn check(member: &Member, hc: &HealthCheck) -> Result<(), String> {
     let request = format!("{method} {} HTTP/1.0\r\nHost: {}\r\nUser-Agent: warren-hcheck\r\n\r\n", crate::proxy_http::request::encode_path(path.as_bytes()), origin.authority);
     stream.write_all(request.as_bytes()).map_err(|e| format!("sending: {e}"))?;
     let mut head = Vec::new();
-    let mut buf = [0u8; 512];
-    while !head.windows(2).any(|w| w == b"\r\n") && head.len() < 4096 {
+    let mut buf = [0u8; 2048];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => head.extend_from_slice(&buf[..n]),
             Err(e) => return Err(format!("reading: {e}")),
         }
     }
-    let line = String::from_utf8_lossy(&head);
-    let status = line.split_whitespace().nth(1).and_then(|s| s.parse::<u16>().ok()).ok_or_else(|| "no status line".to_string())?;
-    if (200..400).contains(&status) {
-        Ok(())
-    } else {
-        Err(format!("answered {status}"))
+    let text = String::from_utf8_lossy(&head);
+    let mut lines = text.split("\r\n");
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse::<u16>().ok()).ok_or_else(|| "no status line".to_string())?;
+    let answer = Answer { status, fields: lines.take_while(|l| !l.is_empty()).filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_string(), v.trim().to_string())).collect() };
+    let passed = match &hc.expr {
+        Some(e) => e.holds(&answer),
+        None => (200..400).contains(&status),
+    };
+    match (passed, &hc.expr) {
+        (true, _) => Ok(()),
+        (false, Some(e)) => Err(format!("answered {status}, and hcexpr {} does not hold", e.text)),
+        (false, None) => Err(format!("answered {status}")),
+    }
+}
+
+/// The most of a check's answer read for its head.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// A check's answer, as a ProxyHCExpr sees it: `%{REQUEST_STATUS}` and
+/// `resp('Field')`.
+struct Answer {
+    status: u16,
+    fields: Vec<(String, String)>,
+}
+
+impl warren_config::expr::Facts for Answer {
+    fn variable(&self, name: &str) -> Option<String> {
+        (name == "REQUEST_STATUS").then(|| self.status.to_string())
+    }
+
+    fn request_header(&self, _: &str) -> Option<String> {
+        None
+    }
+
+    fn response_header(&self, name: &str) -> Option<String> {
+        self.fields.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())
+    }
+
+    fn env(&self, _: &str) -> Option<String> {
+        None
+    }
+
+    fn remote_ip(&self) -> std::net::IpAddr {
+        std::net::IpAddr::from([0, 0, 0, 0])
     }
 }
