@@ -342,10 +342,25 @@ pub(crate) fn settle(b: &mut Builder, hosts: &[&HostConfig]) {
             b.error(&bal.origin, format!("balancer://{}: its fcgi:// members give different paths (warren sends one SCRIPT_FILENAME to whichever member answers)", bal.name));
         }
     }
-    for route in hosts.iter().flat_map(|h| &h.proxy_routes) {
-        let Some(name) = route.target.as_ref().and_then(|t| t.balancer.as_deref()) else { continue };
-        if !balancers.iter().any(|x| x.name.eq_ignore_ascii_case(name)) {
-            b.error(&route.origin, format!("ProxyPass to balancer://{name}: no such balancer (define it with <Proxy balancer://{name}> and BalancerMember)"));
+    // A virtual host inherits the main server's routes: each is said once.
+    let mut reported = Vec::new();
+    for host in hosts {
+        for route in &host.proxy_routes {
+            let Some(name) = route.target.as_ref().and_then(|t| t.balancer.as_deref()) else { continue };
+            if reported.contains(&route.origin) {
+                continue;
+            }
+            let Some(bal) = balancers.iter().find(|x| x.name.eq_ignore_ascii_case(name)) else {
+                reported.push(route.origin.clone());
+                b.error(&route.origin, format!("ProxyPass to balancer://{name}: no such balancer (define it with <Proxy balancer://{name}> and BalancerMember)"));
+                continue;
+            };
+            // As for a ProxyPass to an https:// backend, in the host that routes to it.
+            let tls = bal.members.iter().find(|m| m.target.http.as_ref().is_some_and(|o| o.tls_name.is_some()));
+            if let (Some(m), false) = (tls, host.proxy_http.tls.engine == Some(true)) {
+                reported.push(route.origin.clone());
+                b.error(&route.origin, format!("ProxyPass to balancer://{name}: its member {} needs SSLProxyEngine On in this host", m.url));
+            }
         }
     }
     b.balancers = balancers;
@@ -407,6 +422,7 @@ mod tests {
             ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 hcmethod=GET hcexpr=nope\n</Proxy>", "no ProxyHCExpr nope", 3),
             ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 hcexpr=ok\n</Proxy>", "hcexpr needs hcmethod", 3),
             ("ProxyHCExpr ok %{REQUEST_STATUS} == 200", "goes in braces", 2),
+            ("<Proxy balancer://b>\nBalancerMember https://127.0.0.1:1\n</Proxy>\nProxyPass /x balancer://b/", "needs SSLProxyEngine On", 5),
             ("ProxyHCExpr ok {%{REQUEST_STATUS} =~}", "ProxyHCExpr ok:", 2),
         ] {
             let (loaded, _dir) = load_text("balancer-errors", &format!("{line}\nListen 80\n"), &[]);
