@@ -105,12 +105,15 @@ pub struct Balancer {
     /// `nofailover=On`: a session whose member is unusable gets 503 rather
     /// than another member.
     pub no_failover: bool,
+    /// `maxattempts=N`: failovers a request may make (else one to each
+    /// other member).
+    pub max_attempts: Option<u32>,
     pub origin: Origin,
 }
 
 impl Balancer {
     fn new(name: &str, origin: &Origin) -> Balancer {
-        Balancer { name: name.to_string(), members: Vec::new(), lb_method: LbMethod::default(), sticky: Vec::new(), no_failover: false, origin: origin.clone() }
+        Balancer { name: name.to_string(), members: Vec::new(), lb_method: LbMethod::default(), sticky: Vec::new(), no_failover: false, max_attempts: None, origin: origin.clone() }
     }
 }
 
@@ -196,8 +199,9 @@ fn set(bal: &mut Balancer, kv: &str) -> Result<(), String> {
             }
             bal.sticky = names;
         }
+        "maxattempts" => bal.max_attempts = Some(v.parse().map_err(|_| format!("maxattempts={v}: takes a number"))?),
         "nofailover" => bal.no_failover = crate::values::on_off_value(v).ok_or_else(|| format!("nofailover={v}: takes On or Off"))?,
-        _ => return Err(format!("unsupported balancer key {kv} (supported: lbmethod, stickysession, nofailover)")),
+        _ => return Err(format!("unsupported balancer key {kv} (supported: lbmethod, stickysession, nofailover, maxattempts)")),
     }
     Ok(())
 }
@@ -376,14 +380,14 @@ mod tests {
     fn a_section_and_lines_outside_it_make_one_balancer() {
         let (loaded, _dir) = load_text(
             "balancer",
-            "Listen 80\n<Proxy balancer://php>\n  BalancerMember fcgi://127.0.0.1:9001 route=a loadfactor=3\n  BalancerMember fcgi://127.0.0.1:9002 route=b status=+H\n  ProxySet lbmethod=bybusyness stickysession=SID|sid\n</Proxy>\nBalancerMember balancer://php fcgi://127.0.0.1:9003 hcmethod=TCP hcinterval=2 hcfails=2\nProxyPassMatch ^/(.*\\.php)$ balancer://php/srv/www/$1\n",
+            "Listen 80\n<Proxy balancer://php>\n  BalancerMember fcgi://127.0.0.1:9001 route=a loadfactor=3\n  BalancerMember fcgi://127.0.0.1:9002 route=b status=+H\n  ProxySet lbmethod=bybusyness stickysession=SID|sid maxattempts=1\n</Proxy>\nBalancerMember balancer://php fcgi://127.0.0.1:9003 hcmethod=TCP hcinterval=2 hcfails=2\nProxyPassMatch ^/(.*\\.php)$ balancer://php/srv/www/$1\n",
             &[],
         );
         let s = loaded.settings.expect("loads");
         let bal = &s.balancers[0];
         assert_eq!(bal.name, "php");
         assert_eq!(bal.lb_method, LbMethod::ByBusyness);
-        assert_eq!(bal.sticky, ["SID", "sid"]);
+        assert_eq!((bal.sticky.as_slice(), bal.max_attempts), (["SID".to_string(), "sid".to_string()].as_slice(), Some(1)));
         assert_eq!(bal.members.len(), 3);
         assert_eq!((bal.members[0].load_factor, bal.members[0].route.as_deref()), (3, Some("a")));
         assert!(bal.members[1].status.hot_standby && !bal.members[1].status.disabled);

@@ -80,6 +80,12 @@ fn manager_changes_need_the_nonce_and_a_post(mpm: &str) {
     assert_eq!(post(&s, &format!("/bm?b=app&w={}&nonce={nonce}&w_status_X=1", encoded(&a.url()))).status, 400);
     assert_eq!(post(&s, &format!("/bm?b=app&w=http%3A%2F%2Fevil&nonce={nonce}&w_status_D=0")).status, 400);
     assert_eq!(post(&s, &format!("/bm?b=nope&w={}&nonce={nonce}&w_status_D=0", encoded(&a.url()))).status, 400);
+    // Parameters in a body (Apache's own form, `curl -d`) are not read: said, not ignored.
+    let mut c = s.connect();
+    let form = format!("b=app&w={}&nonce={nonce}&w_status_D=0", encoded(&a.url()));
+    std::io::Write::write_all(&mut c, format!("POST /bm HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}", form.len()).as_bytes()).unwrap();
+    assert_eq!(parse_response(&read_to_close(&mut c)).0.status, 400);
+    assert!(s.get("/bm").text().contains("Init Dis"));
     assert_eq!(post(&s, &enable(&percent)).status, 200);
     assert!(counts(&s, 6, "/app/echo", "Connection: close\r\n").contains_key(&a.port));
     let log = s.wait_log("error.log", "change refused: no nonce");

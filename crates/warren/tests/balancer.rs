@@ -118,6 +118,16 @@ fn no_usable_member_is_503(mpm: &str) {
     assert!(log.contains("balancer://app: all workers are in error state"), "{log}");
 }
 
+fn maxattempts_bounds_failover(mpm: &str) {
+    let live = Backend::start();
+    let s = Server::start(mpm, &format!("<Proxy balancer://app>\n  BalancerMember http://127.0.0.1:{}\n  BalancerMember {}\n  ProxySet maxattempts=0\n</Proxy>\nProxyPass /app/ balancer://app/\n", dead_port(), live.url()));
+    // The first request is elected the dead member and may not fail over;
+    // the member is then in error state and the next goes to the live one.
+    assert_eq!(s.get_with("/app/echo", "Connection: close\r\n").status, 503);
+    let r = s.get_with("/app/echo", "Connection: close\r\n");
+    assert_eq!((r.status, port_of(&r)), (200, live.port));
+}
+
 fn hot_standby_only_when_the_rest_are_out(mpm: &str) {
     let (a, standby) = (Backend::start(), Backend::start());
     let s = Server::start(mpm, &format!("<Proxy balancer://app>\n  BalancerMember {}\n  BalancerMember {} status=+H\n</Proxy>\nProxyPass /app/ balancer://app/\n", a.url(), standby.url()));
@@ -242,7 +252,7 @@ fn balancer_manager_switches_members(mpm: &str) {
     assert!(log.contains(&format!("balancer-manager: b=app w={} w_status_D=1", a.url())), "{log}");
 }
 
-each_mpm!(health_check_expressions_decide, balancer_manager_switches_members, byrequests_follows_loadfactors, bybusyness_avoids_the_busy_member, bytraffic_follows_bytes, sticky_sessions_follow_routes, failover_on_a_refused_connection, no_usable_member_is_503, hot_standby_only_when_the_rest_are_out, health_check_takes_a_member_out_and_back, php_fpm_members_one_killed_under_load);
+each_mpm!(maxattempts_bounds_failover, health_check_expressions_decide, balancer_manager_switches_members, byrequests_follows_loadfactors, bybusyness_avoids_the_busy_member, bytraffic_follows_bytes, sticky_sessions_follow_routes, failover_on_a_refused_connection, no_usable_member_is_503, hot_standby_only_when_the_rest_are_out, health_check_takes_a_member_out_and_back, php_fpm_members_one_killed_under_load);
 
 /// A network namespace joined to this one by a veth pair, removed (with
 /// its end of the pair) when dropped; `inside` is its address.

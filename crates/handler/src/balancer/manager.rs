@@ -5,7 +5,9 @@
 //! member's URL), `nonce` and `w_status_D`, `w_status_N` or `w_status_H`
 //! (1 or 0), the parameters of Apache's page. A change without the
 //! server's nonce is refused (400), as a cross-site request forged from
-//! another page cannot know it; a GET never changes anything. The
+//! another page cannot know it; a GET never changes anything. A POST
+//! with a body and no change in its query is refused (400): its body's
+//! parameters (`curl -d`, Apache's own form) are not read. The
 //! section's `Require` lines decide who may see the page at all.
 
 use super::{Balancers, MemberState};
@@ -19,6 +21,11 @@ impl Site {
     pub(crate) fn balancer_manager(&self, req: Request, url: &[u8], query: &[u8]) -> Response {
         let params = form(query);
         let asks_change = params.iter().any(|(k, _)| k.starts_with("w_status_"));
+        // A form body is never read here: said, rather than answered with
+        // the page as if the change had been made.
+        if req.head.method() == "POST" && !asks_change && req.head.has_body() {
+            return self.error(req, 400, "balancer-manager: parameters in a POST body are not read; put them in the query string");
+        }
         if asks_change {
             if req.head.method() != "POST" {
                 return self.error(req, 405, "balancer-manager: a change must be a POST").header("Allow", "GET, HEAD, POST");

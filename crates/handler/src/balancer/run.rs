@@ -129,7 +129,8 @@ impl Site {
             if failure == Some(Failure::Connect) && cell.failed(retry) {
                 log.error(Some(conn.useragent), &format!("proxy: balancer://{}: worker {} in error state for {} s (retry=)", bal.name, member.url, retry / 1000));
             }
-            if elected.sticky && bal.no_failover {
+            let failovers = elected.tried.count_ones() - 1;
+            if (elected.sticky && bal.no_failover) || bal.max_attempts.is_some_and(|n| failovers >= n) {
                 return r;
             }
             let Ok(next) = self.balancers.elect(b, None, elected.tried) else { return r };
