@@ -118,6 +118,21 @@ fn no_usable_member_is_503(mpm: &str) {
     assert!(log.contains("balancer://app: all workers are in error state"), "{log}");
 }
 
+fn unix_and_tcp_fcgi_members(mpm: &str) {
+    let dir = TempDir::new(&format!("bal-fcgi-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/w.php", "<?php echo $_SERVER['BALANCER_NAME'], ' ', $_SERVER['BALANCER_WORKER_NAME'], ' ', $_SERVER['SCRIPT_FILENAME'];");
+    let fpm = Fpm::start(&dir, "");
+    let root = dir.0.join("htdocs");
+    let (unix, tcp) = (format!("unix:{}|fcgi://localhost", fpm.socket.display()), format!("fcgi://127.0.0.1:{}", fpm.port));
+    let s = Server::start_in(dir, mpm, &format!("<Proxy balancer://php>\n  BalancerMember {unix}\n  BalancerMember {tcp}\n</Proxy>\nProxyPassMatch ^/(.*\\.php)$ balancer://php{}/$1\n", root.display()));
+    let mut seen: Vec<String> = (0..4).map(|_| s.get_with("/w.php", "Connection: close\r\n").text()).collect();
+    seen.sort();
+    let script = root.join("w.php");
+    let expect = |m: &str| format!("balancer://php {m} {}", script.display());
+    assert_eq!(seen, [expect(&tcp), expect(&tcp), expect(&unix), expect(&unix)], "{seen:?}");
+}
+
 fn maxattempts_bounds_failover(mpm: &str) {
     let live = Backend::start();
     let s = Server::start(mpm, &format!("<Proxy balancer://app>\n  BalancerMember http://127.0.0.1:{}\n  BalancerMember {}\n  ProxySet maxattempts=0\n</Proxy>\nProxyPass /app/ balancer://app/\n", dead_port(), live.url()));
@@ -252,7 +267,7 @@ fn balancer_manager_switches_members(mpm: &str) {
     assert!(log.contains(&format!("balancer-manager: b=app w={} w_status_D=1", a.url())), "{log}");
 }
 
-each_mpm!(maxattempts_bounds_failover, health_check_expressions_decide, balancer_manager_switches_members, byrequests_follows_loadfactors, bybusyness_avoids_the_busy_member, bytraffic_follows_bytes, sticky_sessions_follow_routes, failover_on_a_refused_connection, no_usable_member_is_503, hot_standby_only_when_the_rest_are_out, health_check_takes_a_member_out_and_back, php_fpm_members_one_killed_under_load);
+each_mpm!(unix_and_tcp_fcgi_members, maxattempts_bounds_failover, health_check_expressions_decide, balancer_manager_switches_members, byrequests_follows_loadfactors, bybusyness_avoids_the_busy_member, bytraffic_follows_bytes, sticky_sessions_follow_routes, failover_on_a_refused_connection, no_usable_member_is_503, hot_standby_only_when_the_rest_are_out, health_check_takes_a_member_out_and_back, php_fpm_members_one_killed_under_load);
 
 /// A network namespace joined to this one by a veth pair, removed (with
 /// its end of the pair) when dropped; `inside` is its address.

@@ -121,7 +121,10 @@ impl Site {
             match failure {
                 Some(Failure::Connect) => {}
                 Some(Failure::LostBeforeAnswer) if idempotent => {}
-                _ => return counted(r, state, b, m),
+                _ => {
+                    cell.moved(spooled.len());
+                    return counted(r, state, b, m);
+                }
             }
             cell.ended();
             let member = &bal.members[m];
