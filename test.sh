@@ -38,6 +38,8 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 # metrics.rs checks the scrape with promtool and has a real Prometheus
 # scrape warren (Debian's prometheus has both; no smaller package has promtool).
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+# balancer.rs puts php-fpm backends in network namespaces (ip netns, veth).
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # systemd.rs checks packaging/warren.service and warren.socket with systemd-analyze.
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 # haproxy_netns.rs: two warren hosts in network namespaces behind Debian's HAProxy.

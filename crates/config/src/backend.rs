@@ -70,4 +70,8 @@ pub struct ProxyTarget {
     /// Some for an `http://` backend (mod_proxy_http): `backend.addr` is
     /// where it is reached, `backend.reuse` whether connections are kept.
     pub http: Option<Box<crate::proxy_http::HttpOrigin>>,
+    /// `balancer://name/path`: the balancer whose member answers (see
+    /// [`crate::balancer`]); then `backend` is unused and `path` is joined
+    /// to the chosen member's.
+    pub balancer: Option<String>,
 }

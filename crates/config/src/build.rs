@@ -234,6 +234,9 @@ impl Builder {
                 self.error(&origin, format!("SetHandler pool:{name}: no <Pool {name}> is defined"));
             }
         }
+        let hosts: Vec<&crate::settings::HostConfig> = std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)).collect();
+        crate::balancer::settle(&mut self, &hosts);
+        s.balancers = std::mem::take(&mut self.balancers);
         self.map_per_user(&mut s, &mut pools);
         self.map_mod_php(&mut s, &mut pools);
         self.map_user_dirs(&mut s, &mut pools);
@@ -539,6 +542,10 @@ impl Builder {
         let lname = sec.name.to_ascii_lowercase();
         if matches!(lname.as_str(), "if" | "elseif" | "else") {
             return self.if_section(sec, ctx, within);
+        }
+        if lname == "proxy" && matches!(ctx, Context::Server | Context::VirtualHost) && within.is_none() {
+            crate::balancer::section(self, sec);
+            return Vec::new();
         }
         let (regex_form, arg) = match sec.args.as_slice() {
             [a] => (false, a.clone()),

@@ -57,6 +57,10 @@ pub struct Builder {
     /// `ProxyPass` and `ProxyPassReverse` lines of a `<Location>` just
     /// read, with the section's path put first: routes of the host around it.
     pub(crate) location_proxy: Vec<crate::parse::Directive>,
+    /// `<Proxy balancer://...>` sections and BalancerMember lines so far.
+    pub(crate) balancers: Vec<crate::balancer::Balancer>,
+    /// ProxyHCExpr lines, by name.
+    pub(crate) hc_exprs: Vec<(String, crate::expr::Expr)>,
 }
 
 fn err(errors: &mut Vec<ConfigError>, origin: &Origin, message: impl Into<String>) {
@@ -91,6 +95,8 @@ impl Builder {
             per_user: crate::fcgid::PerUser::default(),
             mapped: Vec::new(),
             location_proxy: Vec::new(),
+            balancers: Vec::new(),
+            hc_exprs: Vec::new(),
         }
     }
 

@@ -80,6 +80,7 @@ mod apply;
 pub mod auth;
 pub mod cgi;
 pub mod backend;
+pub mod balancer;
 mod build;
 mod builder;
 pub mod compress;

@@ -89,7 +89,7 @@ fn is_default(name: &str) -> bool {
 /// Whether warren has the handler `name` (so that `SetHandler` of it does
 /// not mark).
 pub fn warren_has(name: &str) -> bool {
-    is_default(name) || name.eq_ignore_ascii_case("server-status") || name.eq_ignore_ascii_case("metrics") || name.eq_ignore_ascii_case("type-map") || name.starts_with("proxy:") || name.starts_with("pool:")
+    is_default(name) || name.eq_ignore_ascii_case("server-status") || name.eq_ignore_ascii_case("metrics") || name.eq_ignore_ascii_case("balancer-manager") || name.eq_ignore_ascii_case("type-map") || name.starts_with("proxy:") || name.starts_with("pool:")
 }
 
 /// The mark `d` makes, if it names scripts. `skipped`: `d` stands in an
@@ -122,6 +122,8 @@ pub enum Handler {
     ServerStatus,
     /// `SetHandler metrics`: the server's figures for Prometheus.
     Metrics,
+    /// `SetHandler balancer-manager`: the balancers' members, switched at run time.
+    BalancerManager,
     /// `proxy:unix:/path|fcgi://localhost` or `proxy:fcgi://host:port`:
     /// the file the request maps to is the script, run by this backend.
     FastCgi(FcgiBackend),

@@ -268,6 +268,8 @@ pub struct Settings {
     pub cgi: crate::cgi::CgiSettings,
     /// Every `<Pool>`, of the main server and the virtual hosts (names are global).
     pub pools: Vec<crate::pool::PoolConfig>,
+    /// `<Proxy balancer://...>`: server-wide, named by any host's ProxyPass.
+    pub balancers: Vec<crate::balancer::Balancer>,
     pub main: HostConfig,
     pub virtual_hosts: Vec<VirtualHost>,
 }
@@ -315,6 +317,7 @@ impl Settings {
             listen_backlog: 4096,
             cgi: crate::cgi::CgiSettings::default(),
             pools: Vec::new(),
+            balancers: Vec::new(),
             main: HostConfig {
                 document_root: PathBuf::from("/var/www/html"),
                 dir: DirConfig {

@@ -118,6 +118,13 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
     if target == "!" {
         return Ok(ProxyRoute { pattern, target: None, origin: d.origin.clone() });
     }
+    if let Some((name, path)) = crate::balancer::split_url(target) {
+        if let Some(kv) = keys.first() {
+            return Err(format!("{} {target}: {kv}: a balancer's keys go on ProxySet or its members' lines", d.name));
+        }
+        let unused = FcgiBackend { addr: FcgiAddr::Tcp { host: String::new(), port: 0 }, reuse: false, timeout: None, flush_packets: false };
+        return Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend: unused, path: path.to_string(), http: None, balancer: Some(name.to_string()) }), origin: d.origin.clone() });
+    }
     let http = crate::proxy_http::parse_http_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
     let (addr, path, mut http) = match http {
         Some(url) => (url.addr, url.path, Some(Box::new(crate::proxy_http::HttpOrigin { tls_name: url.tls_name, websocket: url.websocket, ..crate::proxy_http::HttpOrigin::new(url.authority) }))),
@@ -152,7 +159,16 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
             _ => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, flushpackets)", d.name)),
         }
     }
-    Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend, path, http }), origin: d.origin.clone() })
+    Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend, path, http, balancer: None }), origin: d.origin.clone() })
+}
+
+/// `On` or `Off`, either case.
+pub(crate) fn on_off_value(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    }
 }
 
 /// `flushpackets=on|auto|off`, as mod_proxy's key.

@@ -131,7 +131,7 @@ impl Site {
         }
         let url_text = String::from_utf8_lossy(url);
         for route in routes {
-            let script_path = match (&route.pattern, &route.target) {
+            let mut script_path = match (&route.pattern, &route.target) {
                 (ProxyPattern::Prefix(p), target) => {
                     if !(url_text.starts_with(p.as_str()) || url_text.as_ref() == p.trim_end_matches('/')) {
                         continue;
@@ -149,13 +149,28 @@ impl Site {
             };
             let target = route.target.as_ref().expect("routes without a target returned above");
             let eff = self.effective(req.host, None, url);
-            let filters = RequestFilters::for_request(req, url, &eff);
+            let mut filters = RequestFilters::for_request(req, url, &eff);
             if !eff.allows(req.head, req.conn) {
                 return Some(filters::attach(Outcome::Ready(self.denied(req, url)), filters, req.head));
             }
+            // `balancer://`: a member is elected, its URL joined to the path.
+            let mut elected = None;
+            let member_target;
+            let target = match target.balancer.as_deref() {
+                None => target,
+                Some(name) => match self.elect_member(req, name, &script_path, query, &mut filters) {
+                    Ok((t, e)) => {
+                        member_target = t;
+                        elected = Some(e);
+                        script_path.clone_from(&member_target.path);
+                        &member_target
+                    }
+                    Err(refused) => return Some(filters::attach(Outcome::Ready(*refused), filters, req.head)),
+                },
+            };
             if let Some(origin) = &target.http {
                 // The URL path, decoded, is encoded again for the backend's request line.
-                return Some(filters::attach(self.http_gateway(req, target, origin, script_path.as_bytes(), query), filters, req.head));
+                return Some(filters::attach(crate::balancer::carry(self.http_gateway(req, target, origin, script_path.as_bytes(), query), elected), filters, req.head));
             }
             // When the script is on this machine, PATH_INFO is split off here;
             // otherwise (FPM) php-fpm splits it from SCRIPT_FILENAME itself.
@@ -168,7 +183,7 @@ impl Site {
             };
             let (name, path_info) = url.split_at(url.len() - path_info_len);
             let st = ScriptTarget { filename, name, path_info };
-            return Some(filters::attach(self.gateway(req, &target.backend, st, query, None), filters, req.head));
+            return Some(filters::attach(crate::balancer::carry(self.gateway(req, &target.backend, st, query, None), elected), filters, req.head));
         }
         None
     }

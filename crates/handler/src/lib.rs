@@ -80,6 +80,7 @@
 mod accounts;
 pub mod alias;
 pub mod auth;
+pub mod balancer;
 mod authz;
 pub mod caches;
 pub mod cgi;

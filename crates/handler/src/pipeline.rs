@@ -274,6 +274,12 @@ impl Site {
                 let memory = self.pools.get().and_then(|d| d.memory());
                 return Outcome::Ready(crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
             }
+            Some(Some(Handler::BalancerManager)) => {
+                if !route.dir.allows(req.head, conn) {
+                    return Outcome::Ready(self.denied(req, url));
+                }
+                return Outcome::Ready(self.balancer_manager(req, url, query));
+            }
             Some(Some(Handler::Metrics)) => {
                 if !route.dir.allows(req.head, conn) {
                     return Outcome::Ready(self.denied(req, url));

@@ -69,6 +69,8 @@ pub struct Site {
 
     /// What this process learns while serving (caches.rs).
     pub caches: Caches,
+    /// `balancer://` and its members' state, shared by every child.
+    pub balancers: crate::balancer::Balancers,
     /// Which FastCGI applications have our side shut once a request is out
     /// (learnt by asking each, once per child).
     pub half_close: HalfClose,
@@ -207,7 +209,9 @@ impl Site {
         let compresses = hosts.iter().any(|h: &Host| {
             h.reads_htaccess || h.config.dir.output_filters.is_some() || h.config.sections.iter().any(|s| s.config.output_filters.is_some())
         });
+        let balancers = crate::balancer::Balancers::new(settings.balancers.clone()).map_err(|e| format!("cannot map the balancers' shared memory: {e}"))?;
         let site = Site {
+            balancers,
             uses_remote_ip,
             uses_proxy_protocol,
             server_header: server_header(settings.server_tokens),

@@ -75,7 +75,7 @@ pub struct Offer {
 /// The compression directives of a request's layers, merged, for a
 /// response whose type is not known yet (a FastCGI application's): see
 /// [`Rules::offer`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Rules {
     filters: OutputFilters,
     /// What the script's extension adds (AddOutputFilter).

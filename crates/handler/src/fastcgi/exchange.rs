@@ -27,6 +27,9 @@ impl Site {
         if gw.is_cgi() {
             return self.run_cgi(gw, head, conn, body);
         }
+        if gw.balanced.is_some() {
+            return self.run_balanced(gw, head, conn, body);
+        }
         if gw.http.is_some() {
             return self.run_http(gw, head, conn, body);
         }
@@ -113,7 +116,10 @@ impl Site {
                         io::ErrorKind::WouldBlock => Failed::Pool(name.clone(), PoolBusy::QueueFull),
                         _ => Failed::Backend(GatewayError::connect(&describe(addr), &e)),
                     }),
-                    _ => BackendStream::connect(addr, gw.timeout).map_err(|e| Failed::Backend(GatewayError::connect(&describe(addr), &e))),
+                    _ => BackendStream::connect(addr, gw.timeout).map_err(|e| {
+                        crate::balancer::note_connect_failure();
+                        Failed::Backend(GatewayError::connect(&describe(addr), &e))
+                    }),
                 }?;
                 let mut c = Client::new(s);
                 begin(&mut c).map_err(|e| Failed::Backend(GatewayError::io("sending the request to", addr, &e)))?;
@@ -155,9 +161,12 @@ impl Site {
             _ => Failed::Backend(e),
         };
         // One that went away before answering may be tried again.
-        let lost = |e: GatewayError| match &lease {
-            Some(l) if !l.terminated() => Failed::LostChild(e),
-            _ => fail(e),
+        let lost = |e: GatewayError| {
+            crate::balancer::note_lost_before_answer();
+            match &lease {
+                Some(l) if !l.terminated() => Failed::LostChild(e),
+                _ => fail(e),
+            }
         };
         let head = loop {
             match reader.next_piece().map_err(fail)? {

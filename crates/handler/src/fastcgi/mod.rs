@@ -79,6 +79,8 @@ pub struct Gateway {
     /// An HTTP backend to ask rather than a FastCGI application (see
     /// [`crate::proxy_http`]).
     pub(crate) http: Option<Box<crate::proxy_http::HttpPlan>>,
+    /// The member of a `balancer://` chosen for it (see [`crate::balancer`]).
+    pub(crate) balanced: Option<Box<crate::balancer::Elected>>,
 }
 
 
@@ -113,14 +115,37 @@ impl Gateway {
     /// A plan for an HTTP backend (mod_proxy_http): `backend.addr` is where
     /// it is reached, `name` its URL for log lines.
     pub(crate) fn for_http(host: usize, backend: FcgiBackend, timeout: Duration, name: String, uri: Vec<u8>, plan: crate::proxy_http::HttpPlan) -> Gateway {
-        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)) }
+        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)), balanced: None }
     }
 
     /// Whether this plan must run on a thread, never on the event loop: a
     /// CGI program's and an HTTP backend's exchanges block.
     pub fn needs_thread(&self) -> bool {
-        self.program.is_some() || self.http.is_some()
+        self.program.is_some() || self.http.is_some() || self.balanced.is_some()
     }
+
+    /// A copy to send to a balancer's member: each attempt of a balanced
+    /// request runs one (never a CGI program's plan).
+    pub(crate) fn again(&self) -> Gateway {
+        Gateway {
+            host: self.host,
+            backend: self.backend.clone(),
+            timeout: self.timeout,
+            params: self.params.clone(),
+            script: self.script.clone(),
+            redirects: self.redirects,
+            uri: self.uri.clone(),
+            error_status: self.error_status,
+            retried: self.retried,
+            filters: self.filters.clone(),
+            compress: self.compress.clone(),
+            program: None,
+            php: self.php,
+            http: self.http.clone(),
+            balanced: None,
+        }
+    }
+
 
     /// The response to an HTTP backend's answer of `status` (its fields and
     /// body to be added), with the request's filters.

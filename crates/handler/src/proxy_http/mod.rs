@@ -45,6 +45,7 @@ const READ_WHOLE: u64 = 64 * 1024;
 const IO_BUF: usize = 16 * 1024;
 
 /// What makes a gateway plan an HTTP backend's.
+#[derive(Clone)]
 pub struct HttpPlan {
     pub origin: HttpOrigin,
     /// The request line's target on the backend: path (encoded) and query.
@@ -92,6 +93,7 @@ impl Site {
         };
         let backends = &self.caches.http_backends;
         if let Some(left) = backends.in_error(addr) {
+            crate::balancer::note_connect_failure();
             return Err(GatewayError { status: 503, why: format!("proxy: HTTP: backend {name} is in error state for {} s more (retry=)", left.as_secs() + 1) });
         }
         let host = &self.hosts[gw.host];
@@ -125,6 +127,7 @@ impl Site {
         let replayable = framing == BodyFraming::None && matches!(head.method(), "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
         let connect_failed = |e: ConnectError| match e {
             ConnectError::Connect(e) => {
+                crate::balancer::note_connect_failure();
                 backends.mark_down(addr, plan.origin.retry);
                 GatewayError { status: 503, why: format!("proxy: HTTP: attempt to connect to {name} failed: {e}") }
             }
@@ -151,7 +154,11 @@ impl Site {
                     conn_to = connections::Connection { stream: backends.connect(addr, &plan.origin, &rules.tls, gw.timeout).map_err(connect_failed)?, reused: false };
                 }
                 Err(HeadError::Timeout) => return Err(GatewayError { status: 504, why: format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)") }),
-                Err(HeadError::ClosedEarly(why) | HeadError::Malformed(why)) => return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") }),
+                Err(HeadError::ClosedEarly(why)) => {
+                    crate::balancer::note_lost_before_answer();
+                    return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") });
+                }
+                Err(HeadError::Malformed(why)) => return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") }),
             }
         };
         let (answer, used) = answer;
