@@ -40,10 +40,7 @@ impl Site {
             body
         };
         let answer = spool(body).map_err(Failed::Client).and_then(|spooled| match self.exchange(&gw, conn, spooled) {
-            Err(Failed::LostChild(e)) if gw.retry_lost_child(head) => {
-                self.hosts[gw.host].error_log.log(LogLevel::Warn, Some(conn.useragent), &format!("{}; sending the request to another child", e.why));
-                self.exchange(&gw, conn, Spooled::None)
-            }
+            Err(Failed::LostChild(e)) if self.retry_lost_child(&mut gw, head, conn, &e) => self.exchange(&gw, conn, Spooled::None),
             other => other,
         });
         let failed = match answer {
@@ -231,6 +228,17 @@ impl Site {
         };
         r.filters = gw.filters.clone();
         r
+    }
+
+    /// Whether a request whose pool child went away before answering (`e`)
+    /// is sent once more (see [`Gateway::retry_lost_child`]); the error log
+    /// says so.
+    pub fn retry_lost_child(&self, gw: &mut Gateway, head: &RequestHead, conn: &ConnInfo, e: &GatewayError) -> bool {
+        let again = gw.retry_lost_child(head);
+        if again {
+            self.hosts[gw.host].error_log.log(LogLevel::Warn, Some(conn.useragent), &format!("{}; sending the request to another child", e.why));
+        }
+        again
     }
 
     /// The 503 (with Retry-After) for a request that got no child of `pool`.

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
-use warren_config::{FcgiAddr, LogLevel};
+use warren_config::FcgiAddr;
 use warren_handler::fastcgi::{AtHead, Failure, Gateway, GatewayError, PoolBusy, Pumped, ResponseSink};
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, Outcome, Response};
@@ -129,8 +129,7 @@ impl EventLoop {
                     let c = self.conns[slot].as_mut().expect("conn");
                     let up = c.upstream.as_mut().expect("upstream");
                     let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                    if up.gateway.retry_lost_child(head) {
-                        self.site.error_log.log(LogLevel::Warn, Some(c.info.useragent), &format!("{}; sending the request to another child", e.why));
+                    if self.site.retry_lost_child(&mut up.gateway, head, &c.info, &e) {
                         // Dropping the exchange gives the lost child's place back.
                         let gw = c.upstream.take().expect("upstream").gateway;
                         self.child_given_back();

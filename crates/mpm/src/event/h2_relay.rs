@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
-use warren_config::LogLevel;
 use warren_handler::fastcgi::{AtHead, Failure, GatewayError, Pumped, ResponseSink};
 use warren_handler::filters::Timing;
 use warren_handler::spool::Spooled;
@@ -233,8 +232,7 @@ impl EventLoop {
             }
             Step::Lost(e) => {
                 let mut gw = up.into_gateway();
-                if gw.retry_lost_child(&head) {
-                    self.site.error_log.log(LogLevel::Warn, Some(info.useragent), &format!("{}; sending the request to another child", e.why));
+                if self.site.retry_lost_child(&mut gw, &head, &info, &e) {
                     self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work: Work::Gateway(gw, body), head, info, timing, dropped })));
                     self.child_given_back();
                     return;
