@@ -1,8 +1,8 @@
 //! The HTTP/1.1 writer as a [`ResponseSink`] of an application's answer
-//! relayed by the event loop ([`H1Sink`]): each piece compressed if the
-//! answer is, framed (chunked or counted against its Content-Length) and
-//! queued for the client, in memory or in a [`Spill`]; the end writes the
-//! last chunk. The HTTP/2 stream's sink is the stream's
+//! ([`H1Sink`]), on the event loop and on threads alike: each piece
+//! compressed if the answer is, framed (chunked or counted against its
+//! Content-Length) and queued for the client, in memory or in a [`Spill`];
+//! the end writes the last chunk. The HTTP/2 stream's sink is the stream's
 //! [`Fed`](crate::h2::body_plan::Fed) body; the exchange that feeds
 //! both is `warren_handler::fastcgi::Answer`.
 
