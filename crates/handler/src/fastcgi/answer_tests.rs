@@ -12,14 +12,23 @@ use warren_fcgi::record::{self, ProtocolStatus, RecordType};
 use super::*;
 use crate::logs::ErrorLog;
 
-/// A log file of its own for each test, to read its stderr lines back.
-fn log_file(name: &str) -> (Arc<ErrorLog>, PathBuf) {
-    let path = std::env::temp_dir().join(format!("warren-answer-{}-{name}.log", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    (Arc::new(ErrorLog::open(Some(&path), None, LogLevel::Warn).expect("log")), path)
+/// A test's own error log file, to read its stderr lines back; removed
+/// with the test.
+struct LogFile(PathBuf);
+
+impl Drop for LogFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
-fn answer(name: &str) -> (Answer, Gateway, PathBuf) {
+fn log_file(name: &str) -> (Arc<ErrorLog>, LogFile) {
+    let path = std::env::temp_dir().join(format!("warren-answer-{}-{name}.log", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    (Arc::new(ErrorLog::open(Some(&path), None, LogLevel::Warn).expect("log")), LogFile(path))
+}
+
+fn answer(name: &str) -> (Answer, Gateway, LogFile) {
     let (log, path) = log_file(name);
     let backend = FcgiBackend { addr: FcgiAddr::Unix("/run/app.sock".into()), reuse: false, timeout: None, flush_packets: false };
     let gw = Gateway::to_backend(0, backend, Duration::from_secs(5), "/srv/app.php".into());
@@ -124,12 +133,11 @@ fn records_split_across_reads_and_stderr_between_them() {
     let Some(AtHead::Partial { first, .. }) = head else { panic!("partial") };
     assert_eq!(text(&[first, body].concat()), "<p></p>");
     assert!(matches!(last, Some(Pumped::Ended)));
-    let logged = std::fs::read_to_string(&log).unwrap();
+    let logged = std::fs::read_to_string(&log.0).unwrap();
     for line in ["before the head", "inside the head", "in the body"] {
         assert!(logged.contains(&format!("FastCGI: stderr from /srv/app.php: {line}")), "{logged}");
     }
     assert!(logged.contains("192.0.2.7"), "the client is named: {logged}");
-    let _ = std::fs::remove_file(log);
 }
 
 #[test]
