@@ -31,8 +31,11 @@
 //!   body through [`RequestBody`] (whole, into a [`spool::Spool`], before the
 //!   application is given the request) and answering with a [`Body::Stream`]
 //!   that the MPM sends as the application writes it; or, without a body or
-//!   with one the event loop has read whole, relayed by the event loop with
-//!   the sans-IO [`fastcgi::ResponseReader`].
+//!   with one the event loop has read whole, relayed by the event loop.
+//!   Every driver and protocol reads the answer through one sans-IO
+//!   exchange, [`fastcgi::Answer`]: fed the application's bytes, it gives the
+//!   head, then moves the body into a [`fastcgi::ResponseSink`] (the MPM's
+//!   HTTP/1.1 writer, an HTTP/2 stream, or the body a thread pulls).
 //!
 //! A [`Response`] is a plan: status, headers and a [`Body`] that may be bytes
 //! or ranges of an open file, so each MPM does the I/O its own way (blocking

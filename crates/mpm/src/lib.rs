@@ -28,7 +28,8 @@
 //!   (`h2::blocking`) or by the event loop (`event::h2`).
 //! - [`fastcgi`]: FastCGI exchanges, on a thread that owns the connection
 //!   or on the event loop without blocking, requests parked for a pool's
-//!   child, and the spill that holds what a slow client has not taken yet.
+//!   child, the HTTP/1.1 writer as the sink of an answer's body, and the
+//!   spill that holds what a slow client has not taken yet.
 //!
 //! - [`systemd`]: what systemd passes a service (the notification socket,
 //!   the watchdog, socket activation's listening sockets); the parent's
@@ -43,7 +44,10 @@
 //! `warren-handler`. Besides moving bytes and managing processes, this
 //! crate starts each request (`exchange`: keep-alive, the handler's call,
 //! the access log) and does the I/O of FastCGI exchanges for each driver
-//! and protocol (`fastcgi`, `event::fastcgi_relay`, `event::h2_relay`).
+//! and protocol (`fastcgi`, `event::fastcgi_relay`, `event::h2_relay`):
+//! it moves the application's bytes into `warren_handler::fastcgi::Answer`
+//! and gives it a sink (`fastcgi::sink::H1Sink`, an HTTP/2 stream's
+//! `h2::body_plan::Fed`); what the answer means is decided there.
 
 pub mod blocking;
 pub mod client_stream;

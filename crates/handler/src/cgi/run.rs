@@ -16,7 +16,7 @@ use warren_config::LogLevel;
 use warren_http::RequestHead;
 
 use super::spawner::{self, Launch, Running};
-use crate::fastcgi::exchange::{discard, spool, Answer, NoBody};
+use crate::fastcgi::exchange::{discard, spool, NoBody, Reply};
 use crate::fastcgi::response::{cgi_head, BlockScan};
 use crate::fastcgi::{CgiHead, Gateway, GatewayError};
 use crate::spool::Spooled;
@@ -46,8 +46,8 @@ impl Site {
             _ => Vec::new(),
         };
         match self.cgi_exchange(&gw, conn, spooled) {
-            Ok(Answer::Response(r)) => r,
-            Ok(Answer::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
+            Ok(Reply::Response(r)) => r,
+            Ok(Reply::Redirect(location)) => self.internal_redirect(&gw, head, conn, &location),
             Err(e) => {
                 self.script_log(&gw, head, &e, &logged_body);
                 let failed = self.gateway_failed(&gw, head, conn, &e);
@@ -56,7 +56,7 @@ impl Site {
         }
     }
 
-    fn cgi_exchange(&self, gw: &Gateway, conn: &ConnInfo, spooled: Spooled) -> Result<Answer, GatewayError> {
+    fn cgi_exchange(&self, gw: &Gateway, conn: &ConnInfo, spooled: Spooled) -> Result<Reply, GatewayError> {
         let program = gw.program.as_ref().expect("a CGI plan");
         let script = gw.script.clone();
         let mut env: Vec<Vec<u8>> = gw.params.iter().map(|(n, v)| [n.as_bytes(), b"=", v].concat()).collect();
@@ -102,12 +102,12 @@ impl Site {
             // sent as written.
             (head.status, head.explicit_status, head.redirect, head.unbuffered) = (status, true, None, true);
         } else if let Some(location) = head.redirect.take() {
-            return Ok(Answer::Redirect(location));
+            return Ok(Reply::Redirect(location));
         }
         let mut r = gw.response(&mut head);
         let source = CgiOutput { running, timeout, first: Some(std::mem::take(&mut head.first_body)), read_ahead: !head.unbuffered, buf, script };
         r.body = Body::Stream { source: Box::new(source), len: head.content_length };
-        Ok(Answer::Response(r))
+        Ok(Reply::Response(r))
     }
 
     /// Writes a failed run to the ScriptLog, as mod_cgi's log_script does,

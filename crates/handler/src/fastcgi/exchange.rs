@@ -11,7 +11,7 @@ use warren_fcgi::Client;
 use warren_http::{HttpError, RequestHead};
 
 use super::backend::{describe, BackendPool, BackendStream};
-use super::{internal_redirect, Gateway, GatewayError, Piece, PoolBusy, PoolLease, ResponseReader};
+use super::{internal_redirect, Answer, AtHead, Failure, Gateway, GatewayError, PoolBusy, PoolLease, Pulled, Pumped, ResponseReader};
 use crate::spool::{Spool, Spooled};
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 
@@ -43,15 +43,12 @@ impl Site {
             body
         };
         let answer = spool(body).map_err(Failed::Client).and_then(|spooled| match self.exchange(&gw, conn, spooled) {
-            Err(Failed::LostChild(e)) if gw.retry_lost_child(head) => {
-                self.hosts[gw.host].error_log.log(LogLevel::Warn, Some(conn.useragent), &format!("{}; sending the request to another child", e.why));
-                self.exchange(&gw, conn, Spooled::None)
-            }
+            Err(Failed::LostChild(e)) if self.retry_lost_child(&mut gw, head, conn, &e) => self.exchange(&gw, conn, Spooled::None),
             other => other,
         });
         let failed = match answer {
-            Ok(Answer::Response(r)) => return r,
-            Ok(Answer::Redirect(location)) => return self.internal_redirect(&gw, head, conn, &location),
+            Ok(Reply::Response(r)) => return r,
+            Ok(Reply::Redirect(location)) => return self.internal_redirect(&gw, head, conn, &location),
             // The MPM closes the connection if the client's body was left half read.
             Err(Failed::Backend(f) | Failed::LostChild(f)) => self.gateway_failed(&gw, head, conn, &f),
             Err(Failed::Pool(name, why)) => self.pool_unavailable(&gw, head, conn, &name, why),
@@ -74,7 +71,7 @@ impl Site {
         }
     }
 
-    fn exchange(&self, gw: &Gateway, conn: &ConnInfo, mut spooled: Spooled) -> Result<Answer, Failed> {
+    fn exchange(&self, gw: &Gateway, conn: &ConnInfo, mut spooled: Spooled) -> Result<Reply, Failed> {
         // A pool's child is leased for the whole exchange, answer included.
         let mut lease = None;
         let leased_addr;
@@ -150,75 +147,50 @@ impl Site {
             let _ = client.end_stdin();
         }
 
-        let mut reader = self.response_reader(gw, conn);
+        let mut answer = self.answer(gw, conn);
         let mut stream = client.into_stream();
         if !reuse && !send_failed && self.half_close.allowed(&gw.backend.addr) {
             stream.end_request();
         }
-        // A pool child killed for request_terminate_timeout: 504, as php-fpm.
-        let fail = |e: GatewayError| match &lease {
-            Some(l) if l.terminated() => Failed::Backend(GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) }),
-            _ => Failed::Backend(e),
-        };
-        // One that went away before answering may be tried again.
-        let lost = |e: GatewayError| {
-            crate::balancer::note_lost_before_answer();
-            match &lease {
-                Some(l) if !l.terminated() => Failed::LostChild(e),
-                _ => fail(e),
+        let lease_ref = lease.as_deref();
+        let at_head = loop {
+            match answer.head(gw) {
+                Ok(Some(h)) => break h,
+                Ok(None) => {}
+                Err(e) => return Err(Failed::Backend(e.or_killed(lease_ref))),
             }
-        };
-        let head = loop {
-            match reader.next_piece().map_err(fail)? {
-                Some(Piece::Head(h)) => break h,
-                Some(_) => unreachable!("the head comes first"),
-                None => match reader.fill_from(&mut stream) {
-                    Ok(0) => {
-                        let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the response headers");
-                        return Err(lost(GatewayError::io("reading the response headers from", addr, &e)));
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Err(lost(GatewayError::io("reading the response headers from", addr, &e))),
-                    Err(e) => return Err(fail(GatewayError::io("reading the response headers from", addr, &e))),
-                },
+            let (error, gone) = match answer.fill_from(&mut stream) {
+                Ok(0) => (answer.closed(), true),
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => (GatewayError::io("reading the response headers from", addr, &e), e.kind() == io::ErrorKind::ConnectionReset),
+            };
+            if gone {
+                // Gone before answering: a balancer may try the next member.
+                crate::balancer::note_lost_before_answer();
             }
+            return Err(match answer.failure(error, gone, lease_ref) {
+                Failure::Lost(e) => Failed::LostChild(e),
+                Failure::Failed(e) | Failure::CutShort(e) => Failed::Backend(e.or_killed(lease_ref)),
+            });
         };
-        let mut head = head;
-        if let Some(location) = head.redirect.take() {
-            return Ok(Answer::Redirect(location));
-        }
-        let mut r = gw.response(&mut head);
-        // What has already arrived may be the whole answer: then it goes
-        // with a Content-Length, in one write with the head.
-        let read_ahead = gw.buffers(&head);
-        let mut body = head.first_body;
-        let mut complete = false;
-        while let Some(piece) = reader.next_piece().map_err(Failed::Backend)? {
-            match piece {
-                Piece::Data(d) => body.extend_from_slice(&d),
-                Piece::End => {
-                    complete = true;
-                    break;
-                }
-                Piece::Head(_) => unreachable!("one head"),
-            }
-        }
         let pool = (reuse && !send_failed).then(|| self.caches.backends.clone());
-        if complete {
-            if let Some(pool) = pool {
-                pool.put(addr, stream);
+        let r = match at_head {
+            AtHead::Redirect(location) => return Ok(Reply::Redirect(location)),
+            AtHead::Whole(r) => {
+                if let Some(pool) = pool {
+                    pool.put(addr, stream);
+                }
+                drop(lease);
+                r
             }
-            drop(lease);
-            if let Some(n) = head.content_length {
-                body.truncate(n.min(body.len() as u64) as usize);
+            AtHead::Partial { mut response, first, len, buffers } => {
+                let source = FcgiOutput { stream: Some(stream), answer, first: Some(first), addr: addr.clone(), pool, lease, read_ahead: buffers };
+                response.body = Body::Stream { source: Box::new(source), len };
+                response
             }
-            r.body = Body::Bytes(body);
-        } else {
-            let source = FcgiOutput { stream: Some(stream), reader, first: Some(body), addr: addr.clone(), pool, lease, read_ahead };
-            r.body = Body::Stream { source: Box::new(source), len: head.content_length };
-        }
-        Ok(Answer::Response(r))
+        };
+        Ok(Reply::Response(r))
     }
 
     /// A local `Location:` with status 200: the request is served again as
@@ -268,6 +240,17 @@ impl Site {
         r
     }
 
+    /// Whether a request whose pool child went away before answering (`e`)
+    /// is sent once more (see [`Gateway::retry_lost_child`]); the error log
+    /// says so.
+    pub fn retry_lost_child(&self, gw: &mut Gateway, head: &RequestHead, conn: &ConnInfo, e: &GatewayError) -> bool {
+        let again = gw.retry_lost_child(head);
+        if again {
+            self.hosts[gw.host].error_log.log(LogLevel::Warn, Some(conn.useragent), &format!("{}; sending the request to another child", e.why));
+        }
+        again
+    }
+
     /// The 503 (with Retry-After) for a request that got no child of `pool`.
     pub fn pool_unavailable(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, pool: &str, why: PoolBusy) -> Response {
         let why = match why {
@@ -279,13 +262,14 @@ impl Site {
         self.gateway_failed(gw, head, conn, &e).header("Retry-After", "5")
     }
 
-    /// A reader for the answer to `gw`.
-    pub fn response_reader(&self, gw: &Gateway, conn: &ConnInfo) -> ResponseReader {
-        ResponseReader::new(describe(&gw.backend.addr), self.hosts[gw.host].error_log.clone(), conn.useragent, gw.script.clone())
+    /// The exchange that reads the answer to `gw`.
+    pub fn answer(&self, gw: &Gateway, conn: &ConnInfo) -> Answer {
+        Answer::new(ResponseReader::new(describe(&gw.backend.addr), self.hosts[gw.host].error_log.clone(), conn.useragent, gw.script.clone()))
     }
 }
 
-pub(crate) enum Answer {
+/// What an exchange came to.
+pub(crate) enum Reply {
     Response(Response),
     Redirect(String),
 }
@@ -351,10 +335,10 @@ pub fn spool_error(e: io::Error) -> HttpError {
     HttpError::new(500, format!("cannot spool the request body to a temporary file: {e}"))
 }
 
-/// The application's output after the headers, as it arrives.
+/// The application's output after the headers, as a thread pulls it.
 struct FcgiOutput {
     stream: Option<BackendStream>,
-    reader: ResponseReader,
+    answer: Answer,
     first: Option<Vec<u8>>,
     addr: FcgiAddr,
     /// Where the connection goes back when the request ends cleanly.
@@ -378,30 +362,26 @@ impl BodySource for FcgiOutput {
         }
         loop {
             let Some(stream) = self.stream.as_mut() else { return Ok(false) };
-            let failure = match self.reader.next_piece() {
-                Ok(Some(Piece::Data(d))) => {
-                    out.extend_from_slice(&d);
-                    return Ok(true);
-                }
-                Ok(Some(Piece::End)) => {
+            let failure = match self.answer.pump(&mut Pulled { out }) {
+                Pumped::Ended => {
                     let stream = self.stream.take().expect("stream");
                     if let Some(pool) = &self.pool {
                         pool.put(&self.addr, stream);
                     }
                     self.lease = None;
-                    return Ok(false);
+                    return Ok(!out.is_empty());
                 }
-                Ok(Some(Piece::Head(_))) => unreachable!("one head"),
-                Err(e) => e,
-                Ok(None) => match self.reader.fill_from(stream) {
-                    Ok(0) => GatewayError { status: 502, why: format!("FastCGI: {} closed the connection mid-response", describe(&self.addr)) },
+                Pumped::More if !out.is_empty() => return Ok(true),
+                Pumped::CutShort(e) => e,
+                Pumped::More => match self.answer.fill_from(stream) {
+                    Ok(0) => self.answer.closed(),
                     Ok(_) => continue,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => GatewayError::io("reading the response from", &self.addr, &e),
                 },
             };
             self.stream = None;
-            self.reader.log_cut_short(&failure);
+            self.answer.log_cut_short(&failure);
             return Err(io::Error::other(failure.why));
         }
     }

@@ -18,13 +18,18 @@
 //! - `exchange`: running the plan on a thread that may block: leasing a
 //!   pool's child, sending the request, reading the answer, following a
 //!   local `Location:` and answering failures.
-//! - `response`: the sans-IO [`ResponseReader`] of an application's answer
-//!   (its CGI header block, then its output), shared with the event loop.
+//! - `answer`: the one exchange every driver and protocol uses, sans-IO:
+//!   an [`Answer`] is fed the application's bytes and gives the head, then
+//!   moves the body into a [`ResponseSink`] (the HTTP/1.1 writer, an
+//!   HTTP/2 stream, the body a thread pulls).
+//! - `response`: the [`ResponseReader`] under it: the records, the CGI
+//!   header block, stderr to the error log.
 //! - `backend`: connections to applications, and the idle ones kept for
 //!   `enablereuse=on`.
 //! - `half_close`: which applications are told the request is whole by
 //!   the end of our side of the connection.
 
+pub(crate) mod answer;
 pub(crate) mod backend;
 pub(crate) mod exchange;
 pub(crate) mod half_close;
@@ -41,6 +46,7 @@ use warren_http::RequestHead;
 
 use crate::{internal_redirect, path, HeaderName, Response};
 
+pub use answer::{Answer, AtHead, Failure, Pulled, Pumped, ResponseSink};
 pub use backend::{one_request_per_connection, BackendPool, BackendStream};
 use backend::describe;
 pub use exchange::spool_error;
@@ -85,7 +91,7 @@ pub struct Gateway {
 
 
 /// Why a backend exchange failed, and the status it earns.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct GatewayError {
     pub status: u16,
     pub why: String,
@@ -116,6 +122,13 @@ impl Gateway {
     /// it is reached, `name` its URL for log lines.
     pub(crate) fn for_http(host: usize, backend: FcgiBackend, timeout: Duration, name: String, uri: Vec<u8>, plan: crate::proxy_http::HttpPlan) -> Gateway {
         Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)), balanced: None }
+    }
+
+    /// A plan that asks `backend` for `script` with no CGI variables but
+    /// those the caller sets (an application that needs none; tests of
+    /// what drives an exchange).
+    pub fn to_backend(host: usize, backend: FcgiBackend, timeout: Duration, script: String) -> Gateway {
+        Gateway { host, backend, timeout, params: Vec::new(), script, redirects: 0, uri: Vec::new(), error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: None, balanced: None }
     }
 
     /// Whether this plan must run on a thread, never on the event loop: a

@@ -190,6 +190,11 @@ impl ResponseReader {
         self.records.fill_from(stream)
     }
 
+    /// The application, as log lines name it.
+    pub fn backend(&self) -> &str {
+        &self.backend
+    }
+
     /// Whether the head has been read.
     pub fn head_done(&self) -> bool {
         self.block.is_none()

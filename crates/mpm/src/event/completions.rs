@@ -96,7 +96,7 @@ impl EventLoop {
                     let up = c.upstream.as_ref().expect("proxying");
                     let e = GatewayError { status: 504, why: format!("FastCGI: timeout waiting for {} (ProxyTimeout)", up.gateway.backend_name()) };
                     if up.body.is_some() {
-                        up.reader.log_cut_short(&e);
+                        up.answer.log_cut_short(&e);
                         c.upstream = None;
                         self.abort(slot);
                     } else {

@@ -6,25 +6,20 @@
 use std::time::{Duration, Instant};
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
-use warren_config::{FcgiAddr, LogLevel};
-use warren_handler::fastcgi::{Gateway, GatewayError, Piece, PoolBusy};
+use warren_config::FcgiAddr;
+use warren_handler::fastcgi::{AtHead, Failure, Gateway, GatewayError, PoolBusy, Pumped, ResponseSink};
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, Outcome, Response};
-use warren_http::h1::{Connection, ShortBody};
+use warren_http::h1::Connection;
 use warren_http::Phase;
 
-use crate::exchange::{Chunk, Exchange, Output};
-use crate::fastcgi::on_loop::{AtHead, BodyFraming as RelayFraming, FedByLoop, NotHere, ReadFailed, Upstream};
+use crate::fastcgi::on_loop::{FedByLoop, NotHere, ReadFailed, Upstream};
 use crate::fastcgi::pool_wait::Parked;
+use crate::fastcgi::sink::{BodyFraming, H1Sink};
 use crate::fastcgi::spill::Spill;
 use super::thread_pool::{FastCgiJob, Job};
 use super::connection::Conn;
 use super::{EventLoop, TOKEN_UPSTREAM};
-
-/// A relayed answer sent at the client's pace (`flushpackets=on`, or a
-/// spill file that is full) stops being read from the application while
-/// this much waits for the client.
-const RELAY_HIGH_WATER: u64 = 256 * 1024;
 
 impl EventLoop {
     /// Starts relaying a FastCGI exchange on the loop, or hands it to a
@@ -36,8 +31,8 @@ impl EventLoop {
             self.lend(slot, gw);
             return;
         }
-        let reader = self.site.response_reader(&gw, &c.info);
-        match Upstream::start(gw, memory_body(&c.body), reader, self.site.pools.get(), &self.site.half_close) {
+        let answer = self.site.answer(&gw, &c.info);
+        match Upstream::start(gw, memory_body(&c.body), answer, self.site.pools.get(), &self.site.half_close) {
             Ok(up) => {
                 c.body = None;
                 self.attach(slot, up);
@@ -134,8 +129,7 @@ impl EventLoop {
                     let c = self.conns[slot].as_mut().expect("conn");
                     let up = c.upstream.as_mut().expect("upstream");
                     let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-                    if up.lost_child_may_be_replaced() && up.gateway.retry_lost_child(head) {
-                        self.site.error_log.log(LogLevel::Warn, Some(c.info.useragent), &format!("{}; sending the request to another child", e.why));
+                    if self.site.retry_lost_child(&mut up.gateway, head, &c.info, &e) {
                         // Dropping the exchange gives the lost child's place back.
                         let gw = c.upstream.take().expect("upstream").gateway;
                         self.child_given_back();
@@ -148,7 +142,7 @@ impl EventLoop {
                 Relay::CutShort(e) => {
                     let c = self.conns[slot].as_mut().expect("conn");
                     if let Some(up) = c.upstream.take() {
-                        up.reader.log_cut_short(&e);
+                        up.answer.log_cut_short(&e);
                     }
                     self.abort(slot);
                     return false;
@@ -198,8 +192,7 @@ impl EventLoop {
                 Err(_) => return Relay::ClientGone,
             }
         }
-        let read_ahead = up.body.as_ref().and_then(|f| f.spill.as_ref()).is_some_and(Spill::has_room);
-        if !read_ahead && out.pending() > RELAY_HIGH_WATER {
+        if up.body.as_ref().is_some_and(|f| f.full(out)) {
             return Relay::Wait;
         }
         match up.send() {
@@ -210,65 +203,41 @@ impl EventLoop {
         if !up.readable {
             return Relay::Wait;
         }
-        let head_sent = up.body.is_some();
         match up.receive(&mut self.scratch_in) {
             Ok(true) => *deadline = Instant::now() + up.gateway.timeout,
             Ok(false) => {}
             Err(ReadFailed { error, gone }) => {
-                return if head_sent { Relay::CutShort(error) } else if gone && up.reader.nothing_yet() { Relay::Lost(error) } else { Relay::Failed(error) };
+                return match up.failure(error, gone) {
+                    Failure::Failed(e) => Relay::Failed(e),
+                    Failure::Lost(e) => Relay::Lost(e),
+                    Failure::CutShort(e) => Relay::CutShort(e),
+                };
             }
         }
         let ex = req.as_mut().expect("request in flight");
-        loop {
-            match up.reader.next_piece() {
-                Ok(None) => break,
-                Ok(Some(Piece::Head(mut h))) => {
-                    if let Some(location) = h.redirect.take() {
-                        return Relay::Redirect(location);
-                    }
-                    let (mut resp, body) = match up.answer_at_head(&mut h) {
-                        Ok(AtHead::Whole(resp)) => return Relay::Whole(resp),
-                        Ok(AtHead::Partial(resp, body)) => (resp, body),
-                        Err(e) => return Relay::Failed(e),
-                    };
-                    resp.body = Body::Stream { source: Box::new(FedByLoop), len: h.content_length };
-                    out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
+        if up.body.is_none() {
+            match up.answer.head(&up.gateway) {
+                Ok(None) => return Relay::Again,
+                Ok(Some(AtHead::Redirect(location))) => return Relay::Redirect(location),
+                Ok(Some(AtHead::Whole(resp))) => return Relay::Whole(resp),
+                Ok(Some(AtHead::Partial { mut response, first, len, buffers })) => {
+                    response.body = Body::Stream { source: Box::new(FedByLoop), len };
+                    out.encode(ex, response, &self.site, &mut self.date, &mut self.scratch_out);
                     let mut st = out.streaming.take().expect("a streamed body");
-                    let spill = up.gateway.buffers(&h).then(Spill::default);
+                    let spill = buffers.then(Spill::default);
                     let encoder = st.source.take_encoder();
-                    up.body = Some(RelayFraming { framer: st.framer, spill, encoder });
-                    queue_piece(out, up.body.as_mut().expect("framing"), ex, body);
+                    let framing = up.body.insert(BodyFraming { framer: st.framer, spill, encoder });
+                    H1Sink { out, framing, ex }.data(first);
                 }
-                Ok(Some(Piece::Data(d))) => match up.body.as_mut() {
-                    Some(f) => queue_piece(out, f, ex, d),
-                    None => unreachable!("data comes after the head"),
-                },
-                Ok(Some(Piece::End)) => {
-                    let f = up.body.as_mut().expect("the end comes after the head");
-                    if let Some(mut encoder) = f.encoder.take() {
-                        let mut last = Vec::new();
-                        if let Err(e) = encoder.finish(&mut last) {
-                            return Relay::CutShort(GatewayError { status: 500, why: format!("compressing the answer: {e}") });
-                        }
-                        queue_piece(out, f, ex, last);
-                    }
-                    match f.framer.finish() {
-                        Err(ShortBody) => {
-                            let e = GatewayError { status: 502, why: format!("FastCGI: {} sent less than its Content-Length", up.gateway.backend_name()) };
-                            return Relay::CutShort(e);
-                        }
-                        Ok(b"") => {}
-                        Ok(last) => {
-                            out.queue.push_back(Chunk::Bytes(last.to_vec()));
-                            ex.bytes_sent += last.len() as u64;
-                        }
-                    }
-                    return Relay::Ended;
-                }
-                Err(e) => return if up.body.is_some() { Relay::CutShort(e) } else { Relay::Failed(e) },
+                Err(e) => return Relay::Failed(e),
             }
         }
-        Relay::Again
+        let framing = up.body.as_mut().expect("the head is out");
+        match up.answer.pump(&mut H1Sink { out, framing, ex }) {
+            Pumped::More => Relay::Again,
+            Pumped::Ended => Relay::Ended,
+            Pumped::CutShort(e) => Relay::CutShort(e),
+        }
     }
 
     /// An exchange that failed before its head was sent: the error answer.
@@ -276,15 +245,8 @@ impl EventLoop {
         let c = self.conns[slot].as_mut().expect("conn");
         let up = c.upstream.take().expect("upstream");
         let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-        // A pool child killed for request_terminate_timeout: 504, as php-fpm.
-        let killed;
-        let e = if up.terminated() {
-            killed = GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) };
-            &killed
-        } else {
-            e
-        };
-        let resp = self.site.gateway_failed(&up.gateway, head, &c.info, e);
+        let e = e.clone().or_killed(up.lease());
+        let resp = self.site.gateway_failed(&up.gateway, head, &c.info, &e);
         self.answer_error(slot, resp);
     }
 
@@ -345,8 +307,8 @@ impl EventLoop {
             let timed_out = p.deadline <= now;
             // A user's pool the manager refused to make: no child will come.
             let gone = !d.knows(&pool);
-            let reader = self.site.response_reader(&gw, &c.info);
-            let started = if timed_out || gone { Err((gw, NotHere::UseThread)) } else { Upstream::start(gw, memory_body(&c.body), reader, Some(&d), &self.site.half_close) };
+            let answer = self.site.answer(&gw, &c.info);
+            let started = if timed_out || gone { Err((gw, NotHere::UseThread)) } else { Upstream::start(gw, memory_body(&c.body), answer, Some(&d), &self.site.half_close) };
             if let Err((gw, NotHere::UseThread)) = started {
                 if !timed_out && !gone {
                     // Still none free: the rest of this pool's queue waits too.
@@ -407,31 +369,5 @@ fn memory_body(body: &Option<Spooled>) -> Option<&[u8]> {
     match body {
         Some(Spooled::Memory(b)) => Some(b),
         Some(Spooled::None | Spooled::File(..)) | None => None,
-    }
-}
-
-/// Frames a piece of a relayed body and queues it for the client.
-fn queue_piece(out: &mut Output, f: &mut RelayFraming, ex: &mut Exchange, mut data: Vec<u8>) {
-    if !f.framer.sends() || data.is_empty() {
-        return;
-    }
-    if let Some(encoder) = f.encoder.as_mut() {
-        let mut encoded = Vec::with_capacity(data.len() / 2 + 64);
-        // Encoding into memory fails only on a broken encoder state; the
-        // client then gets what was encoded so far and a cut body.
-        if encoder.piece(&data, &mut encoded).is_err() {
-            f.encoder = None;
-        }
-        data = encoded;
-        if data.is_empty() {
-            return;
-        }
-    }
-    let (payload, framed) = f.framer.frame(data);
-    ex.body_bytes += payload;
-    ex.bytes_sent += framed.len() as u64;
-    match f.spill.as_mut() {
-        Some(spill) => spill.queue(out, framed),
-        None => out.queue.push_back(Chunk::Bytes(framed)),
     }
 }

@@ -16,8 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
-use warren_config::LogLevel;
-use warren_handler::fastcgi::{GatewayError, Piece};
+use warren_handler::fastcgi::{AtHead, Failure, GatewayError, Pumped, ResponseSink};
 use warren_handler::filters::Timing;
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, ConnInfo, Outcome};
@@ -25,12 +24,8 @@ use warren_http::RequestHead;
 
 use super::thread_pool::Job;
 use super::{EventLoop, TOKEN_H2_UPSTREAM};
-use crate::fastcgi::on_loop::{AtHead, FedByLoop, ReadFailed, Upstream};
+use crate::fastcgi::on_loop::{FedByLoop, ReadFailed, Upstream};
 use crate::h2::session::{Ctx, Session, Task, Work};
-
-/// A stream's answer waiting for the client past this is not read further
-/// from the application until the client has taken some.
-const FED_HIGH_WATER: usize = 256 * 1024;
 
 /// A stream's FastCGI exchange the loop drives.
 pub(super) struct H2Relay {
@@ -94,12 +89,12 @@ impl EventLoop {
                     continue;
                 }
             };
-            let reader = self.site.response_reader(&gw, &info);
+            let answer = self.site.answer(&gw, &info);
             let memory = match &body {
                 Some(Spooled::Memory(b)) => Some(&b[..]),
                 _ => None,
             };
-            let up = match Upstream::start(gw, memory, reader, self.site.pools.get(), &self.site.half_close) {
+            let up = match Upstream::start(gw, memory, answer, self.site.pools.get(), &self.site.half_close) {
                 Ok(up) => up,
                 // Waiting for a pool's child, or failing to reach the
                 // application, is a thread's to do and answer.
@@ -157,7 +152,7 @@ impl EventLoop {
                         return;
                     }
                     Feed::CutShort(e) => {
-                        r.up.reader.log_cut_short(&e);
+                        r.up.answer.log_cut_short(&e);
                         self.h2_ready.push(r.slot);
                         self.h2_relay_remove(idx);
                         return;
@@ -174,7 +169,7 @@ impl EventLoop {
                     let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
                     h.session.respond_fed(&mut ctx, r.stream, resp);
                     if let Some(fed) = h.session.fed(r.stream) {
-                        fed.push(&first);
+                        fed.data(first);
                     }
                     r.feeding = true;
                     self.h2_feeding += 1;
@@ -237,8 +232,7 @@ impl EventLoop {
             }
             Step::Lost(e) => {
                 let mut gw = up.into_gateway();
-                if gw.retry_lost_child(&head) {
-                    self.site.error_log.log(LogLevel::Warn, Some(info.useragent), &format!("{}; sending the request to another child", e.why));
+                if self.site.retry_lost_child(&mut gw, &head, &info, &e) {
                     self.pool.submit(slot, generation, Job::H2(Box::new(Task { stream, work: Work::Gateway(gw, body), head, info, timing, dropped })));
                     self.child_given_back();
                     return;
@@ -246,8 +240,7 @@ impl EventLoop {
                 self.site.follow_error_document(Outcome::Ready(self.site.gateway_failed(&gw, &head, &info, &e)), &head, &info)
             }
             Step::Failed(e) => {
-                // A pool child killed for request_terminate_timeout: 504, as php-fpm.
-                let e = if up.terminated() { GatewayError { status: 504, why: format!("{} (killed by request_terminate_timeout)", e.why) } } else { e };
+                let e = e.or_killed(up.lease());
                 let page = self.site.gateway_failed(&up.gateway, &head, &info, &e);
                 drop(up);
                 self.site.follow_error_document(Outcome::Ready(page), &head, &info)
@@ -285,12 +278,12 @@ impl EventLoop {
             }
             match h.session.fed(r.stream) {
                 // Waiting for the client, not the application: H2StreamTimeout's.
-                Some(fed) if fed.queued() >= FED_HIGH_WATER => r.deadline = now + r.up.gateway.timeout,
+                Some(fed) if fed.full() => r.deadline = now + r.up.gateway.timeout,
                 fed => {
                     if let Some(fed) = fed {
-                        fed.end(false);
+                        fed.cut_short();
                     }
-                    r.up.reader.log_cut_short(&GatewayError { status: 504, why });
+                    r.up.answer.log_cut_short(&GatewayError { status: 504, why });
                     self.h2_ready.push(r.slot);
                     self.h2_relay_remove(idx);
                 }
@@ -313,21 +306,19 @@ fn relay_step(r: &mut H2Relay, scratch: &mut [u8]) -> Step {
     match up.receive(scratch) {
         Ok(true) => r.deadline = Instant::now() + up.gateway.timeout,
         Ok(false) => {}
-        // A child that went away before answering may be replaced.
-        Err(ReadFailed { error, gone }) => return if gone && up.reader.nothing_yet() && up.lost_child_may_be_replaced() { Step::Lost(error) } else { Step::Failed(error) },
+        Err(ReadFailed { error, gone }) => {
+            return match up.failure(error, gone) {
+                Failure::Lost(e) => Step::Lost(e),
+                Failure::Failed(e) | Failure::CutShort(e) => Step::Failed(e),
+            };
+        }
     }
-    let mut h = match up.reader.next_piece() {
-        Ok(None) => return if up.readable { Step::Again } else { Step::Wait },
-        Ok(Some(Piece::Head(h))) => h,
-        Ok(Some(_)) => unreachable!("the head comes first"),
-        Err(e) => return Step::Failed(e),
-    };
-    if let Some(location) = h.redirect.take() {
-        return Step::Redirect(location);
-    }
-    match up.answer_at_head(&mut h) {
-        Ok(AtHead::Whole(resp)) => Step::Whole(resp),
-        Ok(AtHead::Partial(resp, first)) => Step::Streaming { resp, first, len: h.content_length },
+    match up.answer.head(&up.gateway) {
+        Ok(None) if up.readable => Step::Again,
+        Ok(None) => Step::Wait,
+        Ok(Some(AtHead::Redirect(location))) => Step::Redirect(location),
+        Ok(Some(AtHead::Whole(resp))) => Step::Whole(resp),
+        Ok(Some(AtHead::Partial { response, first, len, .. })) => Step::Streaming { resp: response, first, len },
         Err(e) => Step::Failed(e),
     }
 }
@@ -335,7 +326,7 @@ fn relay_step(r: &mut H2Relay, scratch: &mut [u8]) -> Step {
 /// One pass of feeding a stream what the application sends.
 fn feed_step(r: &mut H2Relay, session: &mut Session, scratch: &mut [u8]) -> Feed {
     let Some(fed) = session.fed(r.stream) else { return Feed::Unwanted };
-    if fed.queued() >= FED_HIGH_WATER || !r.up.readable {
+    if fed.full() || !r.up.readable {
         return Feed::Wait;
     }
     let up = &mut r.up;
@@ -344,23 +335,13 @@ fn feed_step(r: &mut H2Relay, session: &mut Session, scratch: &mut [u8]) -> Feed
         Ok(false) if !up.readable => return Feed::Wait,
         Ok(false) => return Feed::Again,
         Err(ReadFailed { error, .. }) => {
-            fed.end(false);
+            fed.cut_short();
             return Feed::CutShort(error);
         }
     }
-    loop {
-        match up.reader.next_piece() {
-            Ok(Some(Piece::Data(d))) => fed.push(&d),
-            Ok(Some(Piece::End)) => {
-                fed.end(true);
-                return Feed::Ended;
-            }
-            Ok(Some(Piece::Head(_))) => unreachable!("one head"),
-            Ok(None) => return Feed::Again,
-            Err(e) => {
-                fed.end(false);
-                return Feed::CutShort(e);
-            }
-        }
+    match up.answer.pump(fed) {
+        Pumped::More => Feed::Again,
+        Pumped::Ended => Feed::Ended,
+        Pumped::CutShort(e) => Feed::CutShort(e),
     }
 }

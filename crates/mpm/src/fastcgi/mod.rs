@@ -8,10 +8,12 @@
 //!   the loop has read whole.
 //! - [`pool_wait`]: event-loop requests parked until a child of one of
 //!   warren's own pools is free.
+//! - [`sink`]: the HTTP/1.1 writer as the sink of an answer's body.
 //! - [`spill`]: what a slow client has not taken yet of an answer read at
 //!   the application's pace.
 
 pub mod on_loop;
 pub mod on_thread;
 pub mod pool_wait;
+pub mod sink;
 pub mod spill;

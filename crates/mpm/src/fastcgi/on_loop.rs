@@ -16,10 +16,10 @@ use std::sync::Arc;
 use socket2::{Domain, SockAddr, Socket, Type};
 use warren_config::FcgiAddr;
 
-use warren_handler::fastcgi::{CgiHead, Gateway, GatewayError, HalfClose, Piece, PoolDispatch, PoolLease, ResponseReader};
-use warren_handler::{Body, BodySource, Response};
+use warren_handler::fastcgi::{Answer, Failure, Gateway, GatewayError, HalfClose, PoolDispatch, PoolLease};
+use warren_handler::BodySource;
 
-use crate::fastcgi::spill::Spill;
+use crate::fastcgi::sink::BodyFraming;
 
 /// A FastCGI exchange the event loop drives.
 pub struct Upstream {
@@ -28,7 +28,7 @@ pub struct Upstream {
     pub connected: bool,
     pub request: Vec<u8>,
     pub sent: usize,
-    pub reader: ResponseReader,
+    pub answer: Answer,
     pub gateway: Box<Gateway>,
     /// Edge-triggered readiness, as last reported and not yet used up.
     pub readable: bool,
@@ -39,24 +39,6 @@ pub struct Upstream {
     lease: Option<Box<dyn PoolLease>>,
     /// Shut our side once the request is out (see [`HalfClose`]).
     half_close: bool,
-}
-
-/// How the relayed body is framed.
-pub struct BodyFraming {
-    pub framer: warren_http::h1::BodyFramer,
-    /// Where what the client has not taken waits, when the answer is read
-    /// at the application's pace; None: relayed at the client's pace.
-    pub spill: Option<Spill>,
-    /// The encoder of a compressed answer (see `warren_handler::compress`).
-    pub encoder: Option<warren_handler::compress::StreamEncoder>,
-}
-
-/// What had come of an answer once its head was read.
-pub enum AtHead {
-    /// All of it: the body is in the response.
-    Whole(Response),
-    /// The rest is still coming; the body so far.
-    Partial(Response, Vec<u8>),
 }
 
 /// Why the loop cannot start the exchange itself.
@@ -76,7 +58,7 @@ impl Upstream {
     pub fn start(
         gateway: Box<Gateway>,
         body: Option<&[u8]>,
-        reader: ResponseReader,
+        answer: Answer,
         pools: Option<&Arc<dyn PoolDispatch>>,
         half_close: &HalfClose,
     ) -> Result<Upstream, (Box<Gateway>, NotHere)> {
@@ -108,39 +90,17 @@ impl Upstream {
         let half_close = half_close.allowed(&gateway.backend.addr);
         // Nothing can be read before the request is sent: the first read
         // waits for the edge that says the answer has come.
-        Ok(Upstream { socket, connected, request, sent: 0, reader, gateway, readable: false, writable: true, body: None, lease, half_close })
+        Ok(Upstream { socket, connected, request, sent: 0, answer, gateway, readable: false, writable: true, body: None, lease, half_close })
     }
 
-    /// The response to the head `h`, whole if all of the body has come
-    /// with it: then it goes with a Content-Length, in one write with the
-    /// head.
-    pub fn answer_at_head(&mut self, h: &mut CgiHead) -> Result<AtHead, GatewayError> {
-        let mut resp = self.gateway.response(h);
-        let mut body = std::mem::take(&mut h.first_body);
-        loop {
-            match self.reader.next_piece()? {
-                Some(Piece::Data(d)) => body.extend_from_slice(&d),
-                Some(Piece::End) => {
-                    if let Some(n) = h.content_length {
-                        body.truncate(n.min(body.len() as u64) as usize);
-                    }
-                    resp.body = Body::Bytes(body);
-                    return Ok(AtHead::Whole(resp));
-                }
-                Some(Piece::Head(_)) | None => return Ok(AtHead::Partial(resp, body)),
-            }
-        }
+    /// What a failure to read the application means (see [`Answer::failure`]).
+    pub fn failure(&mut self, error: GatewayError, gone: bool) -> Failure {
+        self.answer.failure(error, gone, self.lease.as_deref())
     }
 
-    /// Whether a pool's child, not killed by its manager for taking too
-    /// long, is serving it: one lost before answering may be replaced.
-    pub fn lost_child_may_be_replaced(&self) -> bool {
-        self.lease.as_ref().is_some_and(|l| !l.terminated())
-    }
-
-    /// Whether the pool's manager killed the child for request_terminate_timeout.
-    pub fn terminated(&self) -> bool {
-        self.lease.as_ref().is_some_and(|l| l.terminated())
+    /// The pool's child serving it, if it is one.
+    pub fn lease(&self) -> Option<&dyn PoolLease> {
+        self.lease.as_deref()
     }
 
     /// The request, to be sent again elsewhere; the connection is closed
@@ -205,17 +165,14 @@ impl Upstream {
         Ok(true)
     }
 
-    /// Reads what the application has sent into the reader. Ok(true):
+    /// Reads what the application has sent into its answer. Ok(true):
     /// something came; Ok(false): nothing now (the next edge says when),
     /// or the read was interrupted.
     pub fn receive(&mut self, scratch: &mut [u8]) -> Result<bool, ReadFailed> {
         match (&self.socket).read(scratch) {
-            Ok(0) => {
-                let why = format!("FastCGI: {} closed the connection before the end of its answer", self.gateway.backend_name());
-                Err(ReadFailed { error: GatewayError { status: 502, why }, gone: true })
-            }
+            Ok(0) => Err(ReadFailed { error: self.answer.closed(), gone: true }),
             Ok(n) => {
-                self.reader.push(&scratch[..n]);
+                self.answer.feed(&scratch[..n]);
                 if n < scratch.len() {
                     // Drained: the next edge says when there is more.
                     self.readable = false;

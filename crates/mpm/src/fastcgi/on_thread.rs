@@ -9,16 +9,16 @@ use crate::client_stream::ClientStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use warren_handler::fastcgi::Gateway;
+use warren_handler::fastcgi::{Gateway, ResponseSink};
 use warren_handler::proxy_http::tunnel::TunnelPeer;
 use warren_handler::spool::Spooled;
-use warren_handler::{ConnInfo, Site};
+use warren_handler::{BodySource, ConnInfo, Site};
 use warren_http::h1::Connection;
-use warren_http::h1::ShortBody;
 use warren_http::{ConnRules, DateCache};
 
 use crate::client_body::ClientBody;
-use crate::exchange::{panic_response, Chunk, Exchange, Output, Streaming};
+use crate::exchange::{panic_response, Exchange, Output, Streaming};
+use crate::fastcgi::sink::{BodyFraming, H1Sink};
 use crate::fastcgi::spill::Spill;
 
 /// Runs the exchange and writes its response. Returns whether the response
@@ -68,38 +68,35 @@ pub fn serve(
         }
         return true;
     }
-    let Some(mut st) = out.streaming.take() else { return true };
+    let Some(Streaming { mut source, framer }) = out.streaming.take() else { return true };
     // Read ahead of the client: the socket is written only as far as it
     // takes at once, the rest held in the spill, so the application is
-    // read at its own pace and free once it has answered.
-    let mut spill = (st.framer.sends() && st.source.read_ahead()).then(Spill::default);
+    // read at its own pace and free once it has answered. The source
+    // compresses, if the answer is compressed.
+    let spill = (framer.sends() && source.read_ahead()).then(Spill::default);
+    let mut framing = BodyFraming { framer, spill, encoder: None };
     let was_nonblocking = is_nonblocking(stream);
-    if spill.is_some() && !was_nonblocking {
+    let read_ahead = framing.spill.is_some();
+    if read_ahead && !was_nonblocking {
         let _ = stream.set_nonblocking(true);
     }
-    let sent = relay_pieces(stream, &mut out, &mut st, &mut spill, ex, timeout);
-    if spill.is_some() && !was_nonblocking {
+    let sent = relay_pieces(stream, &mut out, source.as_mut(), &mut framing, ex, timeout);
+    if read_ahead && !was_nonblocking {
         let _ = stream.set_nonblocking(false);
     }
     if !sent {
         return false;
     }
-    if !st.framer.sends() {
+    if !framing.framer.sends() {
         return true;
     }
-    match st.framer.finish() {
-        Err(ShortBody) => {
-            site.error_log.error(Some(info.useragent), "FastCGI: application sent less than its Content-Length; closing the connection");
+    match (H1Sink { out: &mut out, framing: &mut framing, ex }).end() {
+        Err(why) => {
+            site.error_log.error(Some(info.useragent), &format!("FastCGI: {why}; closing the connection"));
             false
         }
-        Ok(last) => {
-            if !last.is_empty() {
-                out.queue.push_back(Chunk::Bytes(last.to_vec()));
-                ex.bytes_sent += last.len() as u64;
-            }
-            // What a spill still holds goes out too.
-            out.write_all(stream, timeout)
-        }
+        // What a spill still holds goes out too.
+        Ok(()) => out.write_all(stream, timeout),
     }
 }
 
@@ -130,30 +127,20 @@ impl TunnelPeer for TunnelClient<'_> {
     }
 }
 
-/// Relays the application's answer after its head; false if the client or
-/// the application failed.
-fn relay_pieces(stream: &ClientStream, out: &mut Output, st: &mut Streaming, spill: &mut Option<Spill>, ex: &mut Exchange, timeout: Duration) -> bool {
+/// Relays the application's answer after its head through the HTTP/1.1
+/// writer; false if the client or the application failed.
+fn relay_pieces(stream: &ClientStream, out: &mut Output, source: &mut dyn BodySource, framing: &mut BodyFraming, ex: &mut Exchange, timeout: Duration) -> bool {
     let mut piece = Vec::new();
     loop {
         piece.clear();
-        match st.source.next_piece(&mut piece) {
+        match source.next_piece(&mut piece) {
             Ok(true) => {
-                let (payload, framed) = st.framer.frame(std::mem::take(&mut piece));
-                if framed.is_empty() {
+                if !framing.framer.sends() || piece.is_empty() {
                     continue;
                 }
-                ex.body_bytes += payload;
-                ex.bytes_sent += framed.len() as u64;
-                let written = match spill.as_mut().filter(|s| s.has_room()) {
-                    Some(s) => {
-                        s.queue(out, framed);
-                        out.flush(stream).is_ok()
-                    }
-                    None => {
-                        out.queue.push_back(Chunk::Bytes(framed));
-                        out.write_all(stream, timeout)
-                    }
-                };
+                let read_ahead = framing.spill.as_ref().is_some_and(Spill::has_room);
+                H1Sink { out, framing, ex }.data(std::mem::take(&mut piece));
+                let written = if read_ahead { out.flush(stream).is_ok() } else { out.write_all(stream, timeout) };
                 if !written {
                     return false;
                 }

@@ -11,6 +11,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 
 use warren_handler::compress::StreamEncoder;
+use warren_handler::fastcgi::ResponseSink;
 use warren_handler::{Body, BodySource, Part};
 
 /// One piece of a body produced on a worker thread: bytes, the end (None),
@@ -114,6 +115,38 @@ impl Fed {
         }
         let ended = self.ended && self.queue.is_empty();
         streamed_piece(&mut self.held, &mut self.pos, &mut self.remaining, ended, max, out)
+    }
+}
+
+/// A stream's answer waiting for the client past this is not read further
+/// from the application until the client has taken some.
+pub const FED_HIGH_WATER: usize = 256 * 1024;
+
+/// The HTTP/2 stream as the sink of an application's answer.
+impl ResponseSink for Fed {
+    fn data(&mut self, bytes: Vec<u8>) {
+        if self.encoder.is_some() || self.failed || self.ended || bytes.is_empty() {
+            return self.push(&bytes);
+        }
+        // Taken as it is: no copy.
+        self.queued += bytes.len();
+        self.queue.push_back(bytes);
+    }
+
+    fn end(&mut self) -> Result<(), String> {
+        Fed::end(self, true);
+        if self.failed {
+            return Err("compressing the answer failed".into());
+        }
+        Ok(())
+    }
+
+    fn cut_short(&mut self) {
+        Fed::end(self, false);
+    }
+
+    fn full(&self) -> bool {
+        self.queued() >= FED_HIGH_WATER
     }
 }
 
