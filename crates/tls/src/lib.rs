@@ -23,6 +23,7 @@
 //!   for `SSL_PROTOCOL`, `SSL_CIPHER` and logs.
 
 pub mod certs;
+mod managed;
 pub mod ciphers;
 pub mod proxy_client;
 pub mod session_cache;
