@@ -389,7 +389,7 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
             ca_certificate_file: o.ca_certificate_file.clone().or(global.ca_certificate_file.clone()),
             contact: o.contact.clone().or(global.contact.clone()),
             agreement: pick(|o| o.agreement).unwrap_or(false),
-            private_keys: o.private_keys.clone().or(global.private_keys.clone()).unwrap_or(vec![KeySpec::Rsa(2048)]),
+            private_keys: o.private_keys.clone().or(global.private_keys.clone()).unwrap_or(vec![KeySpec::P256]),
             renew_window: o.renew_window.or(global.renew_window).unwrap_or(RenewWindow::Percent(33)),
             retry_delay: o.retry_delay.or(global.retry_delay).unwrap_or(Duration::from_secs(5)),
             challenge_dns01: o.challenge_dns01.clone().or(global.challenge_dns01.clone()),
@@ -420,7 +420,7 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
             (d.stapling, "MDStapling"),
             (d.must_staple, "MDMustStaple"),
             (d.ca_challenges.iter().any(|c| c != "http-01"), "MDCAChallenges other than http-01"),
-            (d.private_keys.iter().any(|k| matches!(k, KeySpec::Rsa(_))) || d.private_keys.len() > 1, "MDPrivateKeys other than one secp256r1/secp384r1 key (a secp256r1 key is made)"),
+            (d.private_keys != [KeySpec::P256], "MDPrivateKeys other than secp256r1 (a secp256r1 key is made)"),
         ]
         .into_iter()
         .filter_map(|(set, name)| set.then_some(name))

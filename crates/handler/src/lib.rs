@@ -77,6 +77,7 @@
 //!   (files root opens by a configured path), `spool` (request bodies held
 //!   whole before the application gets them).
 
+mod acme_challenge;
 pub mod alias;
 pub mod auth;
 mod authz;

@@ -122,6 +122,10 @@ impl Site {
         if let Some(o) = self.pool_status(req, &url, query) {
             return o;
         }
+        // mod_md's http-01 answers come before any rule of the host's.
+        if let Some(o) = self.acme_challenge(req, &url) {
+            return self.host_filtered(req, &url, o);
+        }
         self.rewrite_pass(req, &url, query)
     }
 

@@ -670,6 +670,18 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
             return ExitCode::FAILURE;
         }
     }
+    // mod_md's ACME client: a process of its own, forked now too.
+    let md_log = (settings.error_log.clone().filter(|_| settings.error_log_sink.is_none()), settings.main.error_log_origin.clone(), settings.log_level);
+    let open_md_log = move || -> warren_acme::helper::Log {
+        let log = warren_handler::logs::ErrorLog::open(md_log.0.as_deref(), md_log.1.as_ref(), md_log.2)
+            .or_else(|_| warren_handler::logs::ErrorLog::open(None, None, md_log.2))
+            .expect("standard error as a log cannot fail to open");
+        Box::new(move |level, message| log.log(level, None, message))
+    };
+    if let Err(e) = warren_acme::helper::start(&settings, open_md_log) {
+        eprintln!("warren: {e}");
+        return ExitCode::FAILURE;
+    }
     // Read as root, before any privilege is dropped: keys may be readable by root only.
     let tls = match warren_tls::ServerTls::new(&settings) {
         Ok(t) => t,

@@ -1,0 +1,115 @@
+//! The helper process: forked by the parent at start (while warren has
+//! one thread), it runs the ACME client for every `auto` MDomain and
+//! never serves a client. It dies with the parent (PR_SET_PDEATHSIG).
+//!
+//! Its loop: each domain whose certificate is missing or in its renewal
+//! window is ordered; a new certificate is installed in the store and the
+//! parent gets SIGHUP (a graceful restart: new children take the new
+//! certificate, old ones finish their requests). A failure is logged with
+//! its reason and retried after MDRetryDelay, doubled on each failure up
+//! to a day; the certificate in use stays in use meanwhile.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::{fork, getppid, ForkResult, Pid};
+use warren_config::md::ManagedDomain;
+use warren_config::{LogLevel, Settings};
+
+use crate::{order, schedule, store};
+
+/// How the helper writes to the server's error log.
+pub type Log = Box<dyn Fn(LogLevel, &str)>;
+
+/// The longest the helper sleeps between looks at its domains.
+const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+struct Domain {
+    config: ManagedDomain,
+    due: i64,
+    failures: u32,
+}
+
+/// Forks the helper if the configuration manages any domain automatically;
+/// in the child, `open_log` makes its log and the loop never returns.
+pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log) -> Result<Option<Pid>, String> {
+    let domains: Vec<ManagedDomain> = settings.md.domains.iter().filter(|d| d.auto).cloned().collect();
+    if domains.is_empty() {
+        return Ok(None);
+    }
+    let store_dir = settings.md.store_dir.clone();
+    store::prepare(&store_dir).map_err(|e| format!("MDStoreDir {}: {e}", store_dir.display()))?;
+    let parent = nix::unistd::getpid();
+    // SAFETY: called while the process has one thread; the child only
+    // allocates and makes its own runtime.
+    match unsafe { fork() }.map_err(|e| format!("cannot fork the ACME helper: {e}"))? {
+        ForkResult::Parent { child } => Ok(Some(child)),
+        ForkResult::Child => {
+            // SAFETY: prctl with constant arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+            if getppid() != parent {
+                std::process::exit(0);
+            }
+            let log = open_log();
+            run(domains, store_dir, parent, &log);
+        }
+    }
+}
+
+fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, parent: Pid, log: &Log) -> ! {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            log(LogLevel::Error, &format!("ACME helper: cannot make its runtime: {e}; no certificate will be obtained"));
+            std::process::exit(1);
+        }
+    };
+    let mut domains: Vec<Domain> = domains
+        .into_iter()
+        .map(|config| {
+            let due = schedule::renewal_due(&store::store_files(&store_dir, &config.names[0]).0, config.renew_window);
+            Domain { config, due, failures: 0 }
+        })
+        .collect();
+    log(LogLevel::Notice, &format!("ACME helper (pid {}) managing {}", std::process::id(), domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
+    loop {
+        let mut renewed = Vec::new();
+        for d in domains.iter_mut().filter(|d| d.due <= schedule::now()) {
+            let name = d.config.names[0].clone();
+            let step = |m: &str| log(LogLevel::Info, &format!("MDomain {name}: {m}"));
+            let result = runtime.block_on(order::obtain(&d.config, &store_dir, &step)).and_then(|issued| {
+                store::install_certificate(&store_dir, &name, &issued.chain_pem, &issued.key_pem).map_err(|e| format!("storing the certificate in {}: {e}", store_dir.display()))
+            });
+            let cert = store::store_files(&store_dir, &name).0;
+            match result {
+                Ok(()) => {
+                    d.failures = 0;
+                    d.due = schedule::renewal_due(&cert, d.config.renew_window).max(schedule::now() + 1);
+                    let until = schedule::validity(&cert).map_or(0, |(_, until)| until);
+                    log(LogLevel::Notice, &format!("MDomain {name}: certificate obtained from {}, valid until {until} (Unix time); renewal due at {}", d.config.ca_url, d.due));
+                    renewed.push(name);
+                }
+                Err(why) => {
+                    d.failures += 1;
+                    let wait = schedule::backoff(d.config.retry_delay, d.failures);
+                    d.due = schedule::now() + wait.as_secs().max(1) as i64;
+                    let kept = if cert.exists() { "the certificate in use is kept" } else { "a temporary self-signed certificate is served meanwhile" };
+                    log(LogLevel::Error, &format!("MDomain {name}: renewal failed ({} in a row): {why}; {kept}; next try in {} s", d.failures, wait.as_secs().max(1)));
+                }
+            }
+        }
+        if !renewed.is_empty() {
+            log(LogLevel::Notice, &format!("MDomain {}: new certificate in the store: graceful restart", renewed.join(", ")));
+            if kill(parent, Signal::SIGHUP).is_err() {
+                std::process::exit(0);
+            }
+        }
+        if getppid() != parent {
+            std::process::exit(0);
+        }
+        let next = domains.iter().map(|d| d.due).min().unwrap_or(i64::MAX);
+        let sleep = Duration::from_secs((next - schedule::now()).clamp(1, MAX_SLEEP.as_secs() as i64) as u64);
+        std::thread::sleep(sleep);
+    }
+}

@@ -1,0 +1,24 @@
+//! mod_md for warren: the certificates of `MDomain`s obtained and renewed
+//! from an ACME (RFC 8555) CA by warren itself.
+//!
+//! - [`helper`]: the process that does it, forked by the parent at start
+//!   while warren has one thread; it never serves a client. It sleeps
+//!   until a domain is due ([`schedule`]), orders its certificate
+//!   ([`order`], through instant-acme on a current-thread tokio runtime),
+//!   writes it to the store and asks the parent for a graceful restart
+//!   (SIGHUP), which takes the new certificate into use.
+//! - [`store`]: MDStoreDir as mod_md lays it out: `accounts/` and
+//!   `domains/NAME/{pubcert,privkey}.pem` 0600 under 0700 directories,
+//!   every file written to a temporary name, synced and renamed, and a
+//!   domain's pair swapped in as one directory, so a crash or a full disk
+//!   never leaves a half-written file or a key beside another's
+//!   certificate; `challenges/` holds http-01 key authorizations, the one
+//!   part server children read (warren-handler's `acme_challenge`).
+//!
+//! Until a domain has its certificate, warren-tls serves a temporary
+//! self-signed one for its names.
+
+pub mod helper;
+pub mod order;
+pub mod schedule;
+pub mod store;
