@@ -40,7 +40,7 @@ async fn account(d: &ManagedDomain, store_dir: &Path) -> Result<Account, String>
     let file = store::account_file(store_dir, &d.ca_url);
     if let Ok(text) = std::fs::read(&file) {
         match serde_json::from_slice::<AccountCredentials>(&text) {
-            Ok(credentials) => return builder()?.from_credentials(credentials).await.map_err(|e| format!("account {}: {e}", file.display())),
+            Ok(credentials) => return builder()?.from_credentials(credentials).await.map_err(|e| format!("reaching the CA at {} (account {}): {e}", d.ca_url, file.display())),
             Err(e) => return Err(format!("account {} is not readable ({e}); move it away to register a new account", file.display())),
         }
     }

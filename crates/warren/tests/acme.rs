@@ -1,0 +1,273 @@
+//! mod_md against a real ACME CA: Debian's pebble, with
+//! pebble-challtestsrv as its DNS (every name is 127.0.0.1), on loopback
+//! ports of the test's own. Pebble validates http-01 on warren's plain
+//! port; warren trusts pebble's listener through MDCACertificateFile.
+//! Under each MPM: the first certificate served within 10 s of start and
+//! verified by curl up to pebble's root; renewals (MDRenewWindow 100%:
+//! every certificate is due as soon as it is issued) under HTTPS load
+//! with no failed request; a CA that goes down (the certificate in use is
+//! kept, the retries are logged with their reason and backoff).
+
+mod common;
+
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::tls::{s_client, Certs};
+use common::{free_port, terminate, Server, TempDir};
+
+/// pebble and its DNS, stopped when dropped.
+struct Pebble {
+    dns: Option<Child>,
+    ca: Option<Child>,
+    port: u16,
+    management: u16,
+    /// The test CA that signed pebble's own listener certificate.
+    listener_ca: PathBuf,
+}
+
+impl Pebble {
+    /// Starts pebble validating http-01 on `http_port`, and waits until
+    /// its directory answers.
+    fn start(dir: &Path, http_port: u16) -> Pebble {
+        let certs = Certs::make(dir);
+        let (port, management, dns_port) = (free_port(), free_port(), free_port());
+        let dns = Command::new("pebble-challtestsrv")
+            .args(["-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-http01", "", "-https01", "", "-tlsalpn01", "", "-dns01"])
+            .arg(format!("127.0.0.1:{dns_port}"))
+            .arg("-management")
+            .arg(format!("127.0.0.1:{}", free_port()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run pebble-challtestsrv (Debian's pebble package)");
+        let config = dir.join("pebble.json");
+        std::fs::write(
+            &config,
+            format!(
+                r#"{{"pebble": {{"listenAddress": "127.0.0.1:{port}", "managementListenAddress": "127.0.0.1:{management}", "certificate": "{}", "privateKey": "{}", "httpPort": {http_port}, "tlsPort": {}, "ocspResponderURL": "", "externalAccountBindingRequired": false}}}}"#,
+                certs.cert("localhost").display(),
+                certs.key("localhost").display(),
+                free_port()
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(dir.join("pebble.log")).unwrap();
+        let ca = Command::new("pebble")
+            .arg("-config")
+            .arg(&config)
+            .arg("-dnsserver")
+            .arg(format!("127.0.0.1:{dns_port}"))
+            .env("PEBBLE_VA_NOSLEEP", "1")
+            .env("PEBBLE_VA_ALWAYS_VALID", "0")
+            .env("PEBBLE_WFE_NONCEREJECT", "0")
+            .env("PEBBLE_AUTHZREUSE", "0")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("run pebble");
+        let pebble = Pebble { dns: Some(dns), ca: Some(ca), port, management, listener_ca: certs.ca() };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() || TcpStream::connect(("127.0.0.1", management)).is_err() {
+            assert!(Instant::now() < deadline, "pebble did not listen within 20 s: {}", std::fs::read_to_string(dir.join("pebble.log")).unwrap_or_default());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        pebble
+    }
+
+    fn directory(&self) -> String {
+        format!("https://127.0.0.1:{}/dir", self.port)
+    }
+
+    /// Pebble's issuing root (made anew at each start), written to `to`.
+    fn root(&self, to: &Path) {
+        let out = Command::new("curl").args(["-sf", "--cacert"]).arg(&self.listener_ca).arg(format!("https://127.0.0.1:{}/roots/0", self.management)).output().unwrap();
+        assert!(out.status.success() && out.stdout.starts_with(b"-----BEGIN CERTIFICATE"), "pebble's root: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::write(to, out.stdout).unwrap();
+    }
+
+    fn stop(&mut self) {
+        for c in [self.ca.take(), self.dns.take()].into_iter().flatten() {
+            terminate(c, Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for Pebble {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The configuration for a.test and www.a.test managed by MD with
+/// `pebble`, on `http` (for http-01) and `https`.
+fn md_config(pebble: &Pebble, http: u16, https: u16, extra: &str) -> String {
+    format!(
+        "Listen 127.0.0.1:{http}\nListen 127.0.0.1:{https}\nMDomain a.test www.a.test\nMDCertificateAuthority {}\nMDCACertificateFile {}\nMDContactEmail admin@a.test\nMDCertificateAgreement accepted\nMDStoreDir md\nMDRetryDelay 1s\n{extra}\n<VirtualHost *:{http}>\nServerName a.test\nServerAlias www.a.test\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName a.test\nServerAlias www.a.test\nSSLEngine on\n</VirtualHost>\n",
+        pebble.directory(),
+        pebble.listener_ca.display()
+    )
+}
+
+/// The issuer and serial of the certificate served for a.test.
+fn served(https: u16) -> String {
+    let out = s_client(https, &["-servername", "a.test", "-showcerts"], "");
+    let pem_start = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
+    let mut x509 = Command::new("openssl").args(["x509", "-noout", "-issuer", "-serial"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    use std::io::Write;
+    let _ = x509.stdin.take().unwrap().write_all(pem_start.as_bytes());
+    String::from_utf8_lossy(&x509.wait_with_output().unwrap().stdout).into_owned()
+}
+
+/// Waits (up to `within`) for a Pebble-issued certificate on `https`.
+fn wait_pebble_certificate(https: u16, within: Duration) -> Option<String> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        let s = served(https);
+        if s.contains("Pebble") {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+fn curl_verified(root: &Path, https: u16, path: &str) -> Result<String, String> {
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "10", "--cacert"])
+        .arg(root)
+        .args(["--resolve", &format!("a.test:{https}:127.0.0.1"), "-w", "\n%{http_code}"])
+        .arg(format!("https://a.test:{https}{path}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() && text.ends_with("\n200") {
+        Ok(text)
+    } else {
+        Err(format!("curl exit {:?}: {} {}", out.status.code(), text, String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777).unwrap_or(0)
+}
+
+fn first_issuance(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-first-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https) = (free_port(), free_port());
+    let pebble = Pebble::start(&dir.0, http);
+    let conf = md_config(&pebble, http, https, "");
+    let started = Instant::now();
+    let s = Server::start_in(dir, mpm, &conf);
+    let issued = wait_pebble_certificate(https, Duration::from_secs(10));
+    let log = s.read_log("error.log");
+    let issued = issued.unwrap_or_else(|| panic!("no Pebble certificate on HTTPS within 10 s of start ({:?}); error.log:\n{log}", started.elapsed()));
+    eprintln!("{mpm}: pebble certificate served {:?} after start: {issued}", started.elapsed());
+    assert!(log.contains("serving a temporary self-signed one"), "{log}");
+    let root = s.dir.0.join("pebble-root.pem");
+    pebble.root(&root);
+    let page = curl_verified(&root, https, "/index.html").unwrap();
+    assert!(page.starts_with("<html>hello</html>"), "{page}");
+    let log = s.wait_log("error.log", "graceful restart");
+    assert!(log.contains("MDomain a.test: order https://127.0.0.1:") && log.contains("http-01 challenge for a.test ready") && log.contains("http-01 challenge for www.a.test ready"), "{log}");
+    // The store: keys, account and certificate the parent's only.
+    let md = s.dir.0.join("md");
+    for f in ["domains/a.test/privkey.pem", "domains/a.test/pubcert.pem"] {
+        assert_eq!(mode(&md.join(f)), 0o600, "{f}");
+    }
+    assert_eq!(mode(&md.join("domains")), 0o700);
+    let accounts: Vec<_> = std::fs::read_dir(md.join("accounts")).unwrap().flatten().collect();
+    assert_eq!(accounts.len(), 1);
+    assert_eq!(mode(&accounts[0].path()), 0o600);
+    // The challenge files are gone once the order is done.
+    assert_eq!(std::fs::read_dir(md.join("challenges")).unwrap().count(), 0);
+}
+
+/// Every certificate due as soon as issued: the helper renews again and
+/// again, each time a graceful restart, while clients fetch over HTTPS
+/// verifying the chain; none may fail.
+fn renewal_under_load(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-renew-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https) = (free_port(), free_port());
+    let pebble = Pebble::start(&dir.0, http);
+    let conf = md_config(&pebble, http, https, "MDRenewWindow 100%");
+    let s = Server::start_in(dir, mpm, &conf);
+    let first = wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no first certificate: {}", s.read_log("error.log")));
+    let root = Arc::new(s.dir.0.join("pebble-root.pem"));
+    pebble.root(&root);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, root) = (stop.clone(), root.clone());
+            std::thread::spawn(move || {
+                let (mut ok, mut failed) = (0u32, Vec::new());
+                let until = Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+                    match curl_verified(&root, https, "/a.txt") {
+                        Ok(_) => ok += 1,
+                        Err(e) => failed.push(e),
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    // Three more certificates, each taken in by a graceful restart.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let issued = || s.read_log("error.log").matches("certificate obtained from").count();
+    while issued() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let last = served(https);
+    stop.store(true, Ordering::SeqCst);
+    let (mut ok, mut failed) = (0, Vec::new());
+    for c in clients {
+        let (o, f) = c.join().unwrap();
+        ok += o;
+        failed.extend(f);
+    }
+    let log = s.read_log("error.log");
+    assert!(issued() >= 4, "fewer than 4 certificates in 40 s:\n{log}");
+    assert!(log.matches("SIGHUP received: graceful restart").count() >= 3, "{log}");
+    assert_ne!(first, last, "the certificate served did not change");
+    assert!(last.contains("Pebble"), "{last}");
+    eprintln!("{mpm}: {} certificates, {ok} HTTPS requests verified, {} failed", issued(), failed.len());
+    assert!(ok > 0 && failed.is_empty(), "{} of {} requests failed: {:?}", failed.len(), ok as usize + failed.len(), &failed[..failed.len().min(5)]);
+}
+
+/// The CA goes away after the first certificate: renewals fail, are
+/// logged with their reason and retried with a growing delay, and the
+/// certificate in use stays served.
+fn ca_down_keeps_the_certificate(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-down-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https) = (free_port(), free_port());
+    let mut pebble = Pebble::start(&dir.0, http);
+    // Due again at once, but only after the CA has gone.
+    let conf = md_config(&pebble, http, https, "MDRenewWindow 100%");
+    let s = Server::start_in(dir, mpm, &conf);
+    let first = wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no first certificate: {}", s.read_log("error.log")));
+    let root = s.dir.0.join("pebble-root.pem");
+    pebble.root(&root);
+    pebble.stop();
+    let log = s.wait_log("error.log", "renewal failed (3 in a row)");
+    assert!(log.contains("renewal failed (1 in a row)") && log.contains("the certificate in use is kept; next try in 1 s"), "{log}");
+    assert!(log.contains("(2 in a row)") && log.contains("next try in 2 s") && log.contains("next try in 4 s"), "backoff: {log}");
+    // What failed is said (a refused connection to the directory).
+    let line = log.lines().find(|l| l.contains("renewal failed (3 in a row)")).unwrap();
+    assert!(line.contains("127.0.0.1:") || line.contains("connect"), "{line}");
+    let still = served(https);
+    // Between the first certificate and the CA's going, a renewal may
+    // have succeeded: the certificate served is still pebble's either way.
+    assert!(still.contains("Pebble"), "not pebble's any more: {still} (first: {first})");
+    curl_verified(&root, https, "/a.txt").unwrap();
+}
+
+each_mpm!(first_issuance, renewal_under_load, ca_down_keeps_the_certificate);
