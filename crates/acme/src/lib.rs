@@ -18,6 +18,7 @@
 //! Until a domain has its certificate, warren-tls serves a temporary
 //! self-signed one for its names.
 
+pub mod challenges;
 pub mod helper;
 pub mod order;
 pub mod schedule;

@@ -4,12 +4,13 @@
 //! key and CSR made, the chain fetched. Every failure comes back as a
 //! sentence saying at which step and why, for the error log.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use instant_acme::{Account, AccountCredentials, AuthorizationStatus, ChallengeType, Identifier, NewAccount, NewOrder, OrderStatus, RetryPolicy};
 use warren_config::md::ManagedDomain;
 
+use crate::challenges::{self, Answers};
 use crate::store;
 
 /// How long the CA may take to validate and to issue.
@@ -19,17 +20,6 @@ const ORDER_TIMEOUT: Duration = Duration::from_secs(90);
 pub struct Issued {
     pub chain_pem: String,
     pub key_pem: String,
-}
-
-/// Removes the http-01 files an order wrote, however it ends.
-struct TokenFiles(Vec<PathBuf>);
-
-impl Drop for TokenFiles {
-    fn drop(&mut self) {
-        for f in &self.0 {
-            let _ = std::fs::remove_file(f);
-        }
-    }
 }
 
 async fn account(d: &ManagedDomain, store_dir: &Path) -> Result<Account, String> {
@@ -53,6 +43,15 @@ async fn account(d: &ManagedDomain, store_dir: &Path) -> Result<Account, String>
     Ok(account)
 }
 
+fn kind_name(kind: &ChallengeType) -> &'static str {
+    match kind {
+        ChallengeType::Http01 => "http-01",
+        ChallengeType::Dns01 => "dns-01",
+        ChallengeType::TlsAlpn01 => "tls-alpn-01",
+        _ => "other",
+    }
+}
+
 /// Orders a certificate for `d`'s names; `log` hears each step.
 pub async fn obtain(d: &ManagedDomain, store_dir: &Path, log: &dyn Fn(&str)) -> Result<Issued, String> {
     let account = account(d, store_dir).await?;
@@ -60,7 +59,7 @@ pub async fn obtain(d: &ManagedDomain, store_dir: &Path, log: &dyn Fn(&str)) -> 
     let mut order = account.new_order(&NewOrder::new(&identifiers)).await.map_err(|e| format!("new order at {}: {e}", d.ca_url))?;
     log(&format!("order {} for {}", order.url(), d.names.join(", ")));
     let challenges = store::challenges_dir(store_dir);
-    let mut tokens = TokenFiles(Vec::new());
+    let mut answers = Answers::default();
     let mut authorizations = order.authorizations();
     while let Some(authz) = authorizations.next().await {
         let mut authz = authz.map_err(|e| format!("reading an authorization: {e}"))?;
@@ -70,15 +69,31 @@ pub async fn obtain(d: &ManagedDomain, store_dir: &Path, log: &dyn Fn(&str)) -> 
             other => return Err(format!("authorization for {} is {other:?}", authz.identifier())),
         }
         let name = authz.identifier().to_string();
-        let mut challenge = authz.challenge(ChallengeType::Http01).ok_or_else(|| format!("the CA offers no http-01 challenge for {name} (the only type warren answers yet)"))?;
-        if !challenge.token.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') || challenge.token.is_empty() {
-            return Err(format!("the CA sent a malformed http-01 token for {name}"));
+        let wildcard = authz.identifier().wildcard;
+        let offered: Vec<ChallengeType> = authz.challenges.iter().map(|c| c.r#type.clone()).collect();
+        let Some(kind) = challenges::preferred(d, wildcard).into_iter().find(|k| offered.contains(k)) else {
+            let need = if wildcard { " (a wildcard needs dns-01: set MDChallengeDns01)" } else { "" };
+            return Err(format!("no challenge for {name} that warren can answer: the CA offers {offered:?}, MDCAChallenges allows {:?}{need}", d.ca_challenges));
+        };
+        let mut challenge = authz.challenge(kind.clone()).ok_or_else(|| format!("the CA's {kind:?} challenge for {name} went away"))?;
+        match kind {
+            ChallengeType::Dns01 => {
+                let hook = d.challenge_dns01.clone().ok_or("dns-01 without MDChallengeDns01")?;
+                let domain = name.trim_start_matches("*.").to_string();
+                challenges::run_hook(&hook, &["setup", &domain, &challenge.key_authorization().dns_value()])?;
+                answers.dns.push((hook, domain));
+            }
+            _ => {
+                if challenge.token.is_empty() || !challenge.token.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') {
+                    return Err(format!("the CA sent a malformed http-01 token for {name}"));
+                }
+                let file = challenges.join(&challenge.token);
+                store::write_atomic(&file, challenge.key_authorization().as_str().as_bytes(), 0o644).map_err(|e| format!("writing the http-01 answer {}: {e}", file.display()))?;
+                answers.files.push(file);
+            }
         }
-        let file = challenges.join(&challenge.token);
-        store::write_atomic(&file, challenge.key_authorization().as_str().as_bytes(), 0o644).map_err(|e| format!("writing the http-01 answer {}: {e}", file.display()))?;
-        tokens.0.push(file);
-        log(&format!("http-01 challenge for {name} ready (token {})", challenge.token));
-        challenge.set_ready().await.map_err(|e| format!("http-01 challenge for {name}: {e}"))?;
+        log(&format!("{} challenge for {name} ready", kind_name(&kind)));
+        challenge.set_ready().await.map_err(|e| format!("{} challenge for {name}: {e}", kind_name(&kind)))?;
     }
     let retries = RetryPolicy::new().initial_delay(Duration::from_millis(200)).backoff(1.5).timeout(ORDER_TIMEOUT);
     let status = order.poll_ready(&retries).await.map_err(|e| format!("waiting for validation: {e}"))?;

@@ -414,12 +414,16 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
                 b.error(&d.origin, format!("MDomain {}: no virtual host serves {n} (as ServerName or ServerAlias)", d.names[0]));
             }
         }
+        if d.challenge_dns01.is_none() {
+            if let Some(w) = d.names.iter().find(|n| n.starts_with("*.")) {
+                b.error(&d.origin, format!("MDomain {}: {w} can only be validated by dns-01: set MDChallengeDns01", d.names[0]));
+            }
+        }
         let unacted: Vec<&str> = [
-            (d.challenge_dns01.is_some(), "MDChallengeDns01"),
             (d.require_https != RequireHttps::Off, "MDRequireHttps"),
             (d.stapling, "MDStapling"),
             (d.must_staple, "MDMustStaple"),
-            (d.ca_challenges.iter().any(|c| c != "http-01"), "MDCAChallenges other than http-01"),
+            (d.ca_challenges.iter().any(|c| c == "tls-alpn-01"), "tls-alpn-01 in MDCAChallenges"),
             (d.private_keys != [KeySpec::P256], "MDPrivateKeys other than secp256r1 (a secp256r1 key is made)"),
         ]
         .into_iter()
@@ -496,7 +500,7 @@ mod tests {
     fn checks_as_warren_t_makes_them() {
         let l = load(
             "checks",
-            "Listen 443\nMDomain c.test nowhere.test\nMDomain bad_name!\nMDRenewWindow 120%\nMDRetryDelay soon\nMDPrivateKeys RSA 1024\nMDCAChallenges smtp-01\n<VirtualHost *:443>\nServerName c.test\nSSLEngine on\n</VirtualHost>\n",
+            "Listen 443\nMDomain c.test nowhere.test *.c.test\nMDomain bad_name!\nMDRenewWindow 120%\nMDRetryDelay soon\nMDPrivateKeys RSA 1024\nMDCAChallenges smtp-01\n<VirtualHost *:443>\nServerName c.test\nSSLEngine on\n</VirtualHost>\n",
         );
         let e = errors(&l);
         let expect = [
@@ -507,6 +511,7 @@ mod tests {
             "8: MDCAChallenges: unknown challenge type 'smtp-01'",
             "3: MDomain c.test: no contact for the CA",
             "3: MDomain c.test: no virtual host serves nowhere.test",
+            "3: MDomain c.test: *.c.test can only be validated by dns-01",
         ];
         for x in expect {
             assert!(e.iter().any(|e| e.starts_with(x)), "no error {x:?} in {e:#?}");
@@ -522,7 +527,7 @@ mod tests {
         );
         assert!(l.errors.is_empty(), "{:?}", errors(&l));
         let w: Vec<String> = l.warnings.iter().map(ToString::to_string).collect();
-        assert!(w.iter().any(|w| w.contains("not acted on yet: MDChallengeDns01, MDStapling")), "{w:?}");
+        assert!(w.iter().any(|w| w.contains("not acted on yet: MDStapling")), "{w:?}");
     }
 
     #[test]

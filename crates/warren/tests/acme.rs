@@ -27,6 +27,8 @@ struct Pebble {
     ca: Option<Child>,
     port: u16,
     management: u16,
+    /// pebble-challtestsrv's management API (TXT records for dns-01).
+    dns_management: u16,
     /// The test CA that signed pebble's own listener certificate.
     listener_ca: PathBuf,
 }
@@ -36,12 +38,12 @@ impl Pebble {
     /// its directory answers.
     fn start(dir: &Path, http_port: u16) -> Pebble {
         let certs = Certs::make(dir);
-        let (port, management, dns_port) = (free_port(), free_port(), free_port());
+        let (port, management, dns_port, dns_management) = (free_port(), free_port(), free_port(), free_port());
         let dns = Command::new("pebble-challtestsrv")
             .args(["-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-http01", "", "-https01", "", "-tlsalpn01", "", "-dns01"])
             .arg(format!("127.0.0.1:{dns_port}"))
             .arg("-management")
-            .arg(format!("127.0.0.1:{}", free_port()))
+            .arg(format!("127.0.0.1:{dns_management}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -71,9 +73,9 @@ impl Pebble {
             .stderr(log)
             .spawn()
             .expect("run pebble");
-        let pebble = Pebble { dns: Some(dns), ca: Some(ca), port, management, listener_ca: certs.ca() };
+        let pebble = Pebble { dns: Some(dns), ca: Some(ca), port, management, dns_management, listener_ca: certs.ca() };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() || TcpStream::connect(("127.0.0.1", management)).is_err() {
+        while [port, management, dns_management].iter().any(|p| TcpStream::connect(("127.0.0.1", *p)).is_err()) {
             assert!(Instant::now() < deadline, "pebble did not listen within 20 s: {}", std::fs::read_to_string(dir.join("pebble.log")).unwrap_or_default());
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -270,4 +272,42 @@ fn ca_down_keeps_the_certificate(mpm: &str) {
     curl_verified(&root, https, "/a.txt").unwrap();
 }
 
-each_mpm!(first_issuance, renewal_under_load, ca_down_keeps_the_certificate);
+/// A wildcard, which only dns-01 can validate: the MDChallengeDns01
+/// hook (a shell script) sets and clears the TXT record in
+/// pebble-challtestsrv, the DNS pebble asks; a.test itself by http-01.
+fn wildcard_by_dns01_hook(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-wild-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https) = (free_port(), free_port());
+    let pebble = Pebble::start(&dir.0, http);
+    let calls = dir.0.join("hook-calls");
+    let hook = dir.write(
+        "dns-hook.sh",
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {calls}\ncase $1 in\nsetup) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\",\\\"value\\\":\\\"$3\\\"}}\" http://127.0.0.1:{port}/set-txt ;;\nteardown) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\"}}\" http://127.0.0.1:{port}/clear-txt ;;\n*) exit 2 ;;\nesac\n",
+            calls = calls.display(),
+            port = pebble.dns_management
+        ),
+    );
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let conf = md_config(&pebble, http, https, &format!("MDChallengeDns01 {}", hook.display())).replace("MDomain a.test www.a.test", "MDomain a.test *.a.test").replace("ServerAlias www.a.test", "ServerAlias *.a.test");
+    let s = Server::start_in(dir, mpm, &conf);
+    wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no certificate: {}", s.read_log("error.log")));
+    let out = s_client(https, &["-servername", "shop.a.test"], "");
+    let pem = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
+    let mut x509 = Command::new("openssl").args(["x509", "-noout", "-ext", "subjectAltName"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    x509.stdin.take().unwrap().write_all(pem.as_bytes()).unwrap();
+    let san = String::from_utf8_lossy(&x509.wait_with_output().unwrap().stdout).into_owned();
+    assert!(san.contains("DNS:*.a.test") && san.contains("DNS:a.test"), "{san}");
+    let log = s.wait_log("error.log", "graceful restart");
+    assert!(log.contains("dns-01 challenge for *.a.test ready") && log.contains("http-01 challenge for a.test ready"), "{log}");
+    // Set up, then torn down once the order was done.
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 2, "{calls}");
+    assert!(lines[0].starts_with("setup a.test ") && lines[0].len() > "setup a.test ".len() + 40, "{calls}");
+    assert_eq!(lines[1], "teardown a.test");
+}
+
+each_mpm!(first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook);
