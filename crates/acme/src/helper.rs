@@ -17,7 +17,7 @@ use nix::unistd::{fork, getppid, ForkResult, Pid};
 use warren_config::md::ManagedDomain;
 use warren_config::{LogLevel, Settings};
 
-use crate::{order, schedule, store};
+use crate::{order, schedule, status, store};
 
 /// How the helper writes to the server's error log.
 pub type Log = Box<dyn Fn(LogLevel, &str)>;
@@ -29,6 +29,7 @@ struct Domain {
     config: ManagedDomain,
     due: i64,
     failures: u32,
+    last_error: Option<String>,
 }
 
 /// Forks the helper if the configuration manages any domain automatically;
@@ -39,6 +40,8 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log) -> Result<Opti
         return Ok(None);
     }
     let store_dir = settings.md.store_dir.clone();
+    // The children's group may read the status files (not the keys).
+    let group = settings.group.as_deref().and_then(|g| nix::unistd::Group::from_name(g).ok().flatten()).map(|g| g.gid);
     store::prepare(&store_dir).map_err(|e| format!("MDStoreDir {}: {e}", store_dir.display()))?;
     let parent = nix::unistd::getpid();
     // SAFETY: called while the process has one thread; the child only
@@ -52,12 +55,12 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log) -> Result<Opti
                 std::process::exit(0);
             }
             let log = open_log();
-            run(domains, store_dir, parent, &log);
+            run(domains, store_dir, group, parent, &log);
         }
     }
 }
 
-fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, parent: Pid, log: &Log) -> ! {
+fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, group: Option<nix::unistd::Gid>, parent: Pid, log: &Log) -> ! {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -69,10 +72,11 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, parent: Pid, log: &Log) 
         .into_iter()
         .map(|config| {
             let due = schedule::renewal_due(&store::store_files(&store_dir, &config.names[0]).0, config.renew_window);
-            Domain { config, due, failures: 0 }
+            Domain { config, due, failures: 0, last_error: None }
         })
         .collect();
     log(LogLevel::Notice, &format!("ACME helper (pid {}) managing {}", std::process::id(), domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
+    publish(&domains, &store_dir, group, log);
     loop {
         let mut renewed = Vec::new();
         for d in domains.iter_mut().filter(|d| d.due <= schedule::now()) {
@@ -85,6 +89,7 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, parent: Pid, log: &Log) 
             match result {
                 Ok(()) => {
                     d.failures = 0;
+                    d.last_error = None;
                     d.due = schedule::renewal_due(&cert, d.config.renew_window).max(schedule::now() + 1);
                     let until = schedule::validity(&cert).map_or(0, |(_, until)| until);
                     log(LogLevel::Notice, &format!("MDomain {name}: certificate obtained from {}, valid until {until} (Unix time); renewal due at {}", d.config.ca_url, d.due));
@@ -96,9 +101,11 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, parent: Pid, log: &Log) 
                     d.due = schedule::now() + wait.as_secs().max(1) as i64;
                     let kept = if cert.exists() { "the certificate in use is kept" } else { "a temporary self-signed certificate is served meanwhile" };
                     log(LogLevel::Error, &format!("MDomain {name}: renewal failed ({} in a row): {why}; {kept}; next try in {} s", d.failures, wait.as_secs().max(1)));
+                    d.last_error = Some(why);
                 }
             }
         }
+        publish(&domains, &store_dir, group, log);
         if !renewed.is_empty() {
             log(LogLevel::Notice, &format!("MDomain {}: new certificate in the store: graceful restart", renewed.join(", ")));
             if kill(parent, Signal::SIGHUP).is_err() {
@@ -111,5 +118,21 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, parent: Pid, log: &Log) 
         let next = domains.iter().map(|d| d.due).min().unwrap_or(i64::MAX);
         let sleep = Duration::from_secs((next - schedule::now()).clamp(1, MAX_SLEEP.as_secs() as i64) as u64);
         std::thread::sleep(sleep);
+    }
+}
+
+fn publish(domains: &[Domain], store_dir: &std::path::Path, group: Option<nix::unistd::Gid>, log: &Log) {
+    let states: Vec<status::DomainState> = domains
+        .iter()
+        .map(|d| status::DomainState {
+            config: &d.config,
+            validity: schedule::validity(&store::store_files(store_dir, &d.config.names[0]).0),
+            due: d.due,
+            failures: d.failures,
+            last_error: d.last_error.as_deref(),
+        })
+        .collect();
+    if let Err(e) = status::publish(store_dir, &states, group) {
+        log(LogLevel::Warn, &format!("ACME helper: cannot write md-status in {}: {e}", store_dir.display()));
     }
 }

@@ -15,6 +15,9 @@
 //!   certificate; `challenges/` holds http-01 key authorizations, the one
 //!   part server children read (warren-handler's `acme_challenge`).
 //!
+//! - [`status`]: what the helper knows, published for md-status and
+//!   server-status.
+//!
 //! Until a domain has its certificate, warren-tls serves a temporary
 //! self-signed one for its names.
 
@@ -22,4 +25,5 @@ pub mod challenges;
 pub mod helper;
 pub mod order;
 pub mod schedule;
+pub mod status;
 pub mod store;

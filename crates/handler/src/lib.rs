@@ -78,6 +78,7 @@
 //!   whole before the application gets them).
 
 mod acme_challenge;
+mod md_status;
 pub mod alias;
 pub mod auth;
 mod authz;

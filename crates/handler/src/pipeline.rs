@@ -276,7 +276,15 @@ impl Site {
                 let auto = query.split(|&b| b == b'?' || b == b'&').any(|p| p == b"auto");
                 let snap = source.snapshot();
                 let memory = self.pools.get().and_then(|d| d.memory());
-                return Outcome::Ready(crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
+                let mut page = crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header);
+                self.add_md_lines(&mut page, auto);
+                return Outcome::Ready(page);
+            }
+            Some(Some(Handler::MdStatus)) => {
+                if !route.dir.allows(req.head, conn) {
+                    return Outcome::Ready(self.denied(req, url));
+                }
+                return Outcome::Ready(self.md_status(req));
             }
             Some(Some(Handler::Metrics)) => {
                 if !route.dir.allows(req.head, conn) {

@@ -164,7 +164,7 @@ fn first_issuance(mpm: &str) {
     common::standard_site(&dir);
     let (http, https) = (free_port(), free_port());
     let pebble = Pebble::start(&dir.0, http);
-    let conf = md_config(&pebble, http, https, "");
+    let conf = md_config(&pebble, http, https, "<Location /md-status>\nSetHandler md-status\n</Location>\n<Location /server-status>\nSetHandler server-status\n</Location>");
     let started = Instant::now();
     let s = Server::start_in(dir, mpm, &conf);
     let issued = wait_pebble_certificate(https, Duration::from_secs(10));
@@ -189,6 +189,30 @@ fn first_issuance(mpm: &str) {
     assert_eq!(mode(&accounts[0].path()), 0o600);
     // The challenge files are gone once the order is done.
     assert_eq!(std::fs::read_dir(md.join("challenges")).unwrap().count(), 0);
+    // md-status (JSON, as mod_md's) and server-status say so, once the
+    // helper has published the new state.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let r = s.get("/md-status");
+        let complete = r.status == 200 && r.text().contains("\"complete\"");
+        if complete || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.status, 200, "{}", status.text());
+    assert_eq!(status.header("content-type"), Some("application/json"));
+    let doc: serde_json::Value = serde_json::from_str(&status.text()).unwrap();
+    let d = &doc["managed-domains"][0];
+    assert_eq!(d["name"], "a.test");
+    assert_eq!(d["domains"], serde_json::json!(["a.test", "www.a.test"]));
+    assert_eq!(d["state-descr"], "complete");
+    assert_eq!(d["renewal"]["errors"], 0);
+    assert!(d["cert"]["valid"]["until"].as_str().is_some_and(|u| u.ends_with("GMT")), "{d}");
+    let auto = s.get("/server-status?auto").text();
+    assert!(auto.contains("MDomain a.test (complete): a.test www.a.test; valid until "), "{auto}");
+    let html = s.get("/server-status").text();
+    assert!(html.contains("<h2>Managed domains (MD)</h2>") && html.trim_end().ends_with("</html>"), "{html}");
 }
 
 /// Every certificate due as soon as issued: the helper renews again and
