@@ -27,10 +27,23 @@ pub fn preferred(d: &ManagedDomain, wildcard: bool) -> Vec<ChallengeType> {
         .into_iter()
         .filter_map(|k| match k {
             "http-01" if !wildcard => Some(ChallengeType::Http01),
+            "tls-alpn-01" if !wildcard => Some(ChallengeType::TlsAlpn01),
             "dns-01" if d.challenge_dns01.is_some() => Some(ChallengeType::Dns01),
             _ => None,
         })
         .collect()
+}
+
+/// RFC 8737's validation certificate for `name`: self-signed, the name
+/// as its only subjectAltName, the key authorization's SHA-256 `digest`
+/// in a critical acmeIdentifier extension. Key and certificate, PEM.
+pub fn tls_alpn_certificate(name: &str, digest: &[u8]) -> Result<String, String> {
+    let fail = |e: rcgen::Error| format!("making the tls-alpn-01 certificate for {name}: {e}");
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(fail)?;
+    let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).map_err(fail)?;
+    params.custom_extensions = vec![rcgen::CustomExtension::new_acme_identifier(digest)];
+    let cert = params.self_signed(&key).map_err(fail)?;
+    Ok(format!("{}{}", key.serialize_pem(), cert.pem()))
 }
 
 /// Runs the dns-01 hook with `args`; its failure (exit status, or no end
@@ -108,6 +121,8 @@ mod tests {
         assert!(preferred(&domain(&["http-01"], None), true).is_empty());
         assert_eq!(preferred(&domain(&["http-01"], Some("/bin/true")), true), [ChallengeType::Dns01]);
         assert_eq!(preferred(&domain(&["dns-01", "http-01"], Some("/bin/true")), false), [ChallengeType::Dns01, ChallengeType::Http01]);
+        assert_eq!(preferred(&domain(&["tls-alpn-01", "http-01"], None), false), [ChallengeType::TlsAlpn01, ChallengeType::Http01]);
+        assert_eq!(preferred(&domain(&["tls-alpn-01", "http-01"], None), true), []);
     }
 
     #[test]

@@ -83,6 +83,14 @@ pub async fn obtain(d: &ManagedDomain, store_dir: &Path, log: &dyn Fn(&str)) -> 
                 challenges::run_hook(&hook, &["setup", &domain, &challenge.key_authorization().dns_value()])?;
                 answers.dns.push((hook, domain));
             }
+            ChallengeType::TlsAlpn01 => {
+                let Some(file) = warren_config::md::tls_alpn_challenge_file(store_dir, &name) else {
+                    return Err(format!("the CA asks tls-alpn-01 for {name}, which is not a DNS name warren serves"));
+                };
+                let pem = challenges::tls_alpn_certificate(&name, challenge.key_authorization().digest().as_ref())?;
+                store::write_atomic(&file, pem.as_bytes(), 0o644).map_err(|e| format!("writing the tls-alpn-01 certificate {}: {e}", file.display()))?;
+                answers.files.push(file);
+            }
             _ => {
                 if challenge.token.is_empty() || !challenge.token.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') {
                     return Err(format!("the CA sent a malformed http-01 token for {name}"));

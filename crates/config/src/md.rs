@@ -130,6 +130,15 @@ pub fn challenges_dir(store: &std::path::Path) -> PathBuf {
     store.join("challenges")
 }
 
+/// Where the tls-alpn-01 certificate (key and certificate, PEM) of
+/// `name` is put while an order runs; None unless `name` is a DNS name
+/// (the TLS listener looks it up by the client's SNI).
+pub fn tls_alpn_challenge_file(store: &std::path::Path, name: &str) -> Option<PathBuf> {
+    let name = name.to_ascii_lowercase();
+    let valid = name.len() <= 253 && !name.is_empty() && name.split('.').all(|l| !l.is_empty() && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-'));
+    valid.then(|| challenges_dir(store).join("tls-alpn-01").join(format!("{name}.pem")))
+}
+
 fn valid_name(name: &str) -> bool {
     let bare = name.strip_prefix("*.").unwrap_or(name);
     !bare.is_empty()
@@ -423,7 +432,6 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
             (d.require_https != RequireHttps::Off, "MDRequireHttps"),
             (d.stapling, "MDStapling"),
             (d.must_staple, "MDMustStaple"),
-            (d.ca_challenges.iter().any(|c| c == "tls-alpn-01"), "tls-alpn-01 in MDCAChallenges"),
             (d.private_keys != [KeySpec::P256], "MDPrivateKeys other than secp256r1 (a secp256r1 key is made)"),
         ]
         .into_iter()

@@ -34,9 +34,9 @@ struct Pebble {
 }
 
 impl Pebble {
-    /// Starts pebble validating http-01 on `http_port`, and waits until
-    /// its directory answers.
-    fn start(dir: &Path, http_port: u16) -> Pebble {
+    /// Starts pebble validating http-01 on `http_port` and tls-alpn-01 on
+    /// `tls_port`, and waits until its directory answers.
+    fn start(dir: &Path, http_port: u16, tls_port: u16) -> Pebble {
         let certs = Certs::make(dir);
         let (port, management, dns_port, dns_management) = (free_port(), free_port(), free_port(), free_port());
         let dns = Command::new("pebble-challtestsrv")
@@ -52,10 +52,9 @@ impl Pebble {
         std::fs::write(
             &config,
             format!(
-                r#"{{"pebble": {{"listenAddress": "127.0.0.1:{port}", "managementListenAddress": "127.0.0.1:{management}", "certificate": "{}", "privateKey": "{}", "httpPort": {http_port}, "tlsPort": {}, "ocspResponderURL": "", "externalAccountBindingRequired": false}}}}"#,
+                r#"{{"pebble": {{"listenAddress": "127.0.0.1:{port}", "managementListenAddress": "127.0.0.1:{management}", "certificate": "{}", "privateKey": "{}", "httpPort": {http_port}, "tlsPort": {tls_port}, "ocspResponderURL": "", "externalAccountBindingRequired": false}}}}"#,
                 certs.cert("localhost").display(),
                 certs.key("localhost").display(),
-                free_port()
             ),
         )
         .unwrap();
@@ -163,7 +162,7 @@ fn first_issuance(mpm: &str) {
     let dir = TempDir::new(&format!("acme-first-{mpm}"));
     common::standard_site(&dir);
     let (http, https) = (free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, http);
+    let pebble = Pebble::start(&dir.0, http, https);
     let conf = md_config(&pebble, http, https, "<Location /md-status>\nSetHandler md-status\n</Location>\n<Location /server-status>\nSetHandler server-status\n</Location>");
     let started = Instant::now();
     let s = Server::start_in(dir, mpm, &conf);
@@ -222,7 +221,7 @@ fn renewal_under_load(mpm: &str) {
     let dir = TempDir::new(&format!("acme-renew-{mpm}"));
     common::standard_site(&dir);
     let (http, https) = (free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, http);
+    let pebble = Pebble::start(&dir.0, http, https);
     let conf = md_config(&pebble, http, https, "MDRenewWindow 100%");
     let s = Server::start_in(dir, mpm, &conf);
     let first = wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no first certificate: {}", s.read_log("error.log")));
@@ -275,7 +274,7 @@ fn ca_down_keeps_the_certificate(mpm: &str) {
     let dir = TempDir::new(&format!("acme-down-{mpm}"));
     common::standard_site(&dir);
     let (http, https) = (free_port(), free_port());
-    let mut pebble = Pebble::start(&dir.0, http);
+    let mut pebble = Pebble::start(&dir.0, http, https);
     // Due again at once, but only after the CA has gone.
     let conf = md_config(&pebble, http, https, "MDRenewWindow 100%");
     let s = Server::start_in(dir, mpm, &conf);
@@ -303,7 +302,7 @@ fn wildcard_by_dns01_hook(mpm: &str) {
     let dir = TempDir::new(&format!("acme-wild-{mpm}"));
     common::standard_site(&dir);
     let (http, https) = (free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, http);
+    let pebble = Pebble::start(&dir.0, http, https);
     let calls = dir.0.join("hook-calls");
     let hook = dir.write(
         "dns-hook.sh",
@@ -334,4 +333,28 @@ fn wildcard_by_dns01_hook(mpm: &str) {
     assert_eq!(lines[1], "teardown a.test");
 }
 
-each_mpm!(first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook);
+/// tls-alpn-01 only: pebble's http-01 port has nothing listening, so the
+/// certificate can only come from the validation on warren's TLS port
+/// (acme-tls/1); ordinary clients on that port are not disturbed.
+fn tls_alpn01(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-alpn-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https, nothing) = (free_port(), free_port(), free_port());
+    let pebble = Pebble::start(&dir.0, nothing, https);
+    let conf = md_config(&pebble, http, https, "MDCAChallenges tls-alpn-01");
+    let s = Server::start_in(dir, mpm, &conf);
+    wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no certificate: {}", s.read_log("error.log")));
+    let log = s.wait_log("error.log", "graceful restart");
+    assert!(log.contains("tls-alpn-01 challenge for a.test ready") && log.contains("tls-alpn-01 challenge for www.a.test ready"), "{log}");
+    assert!(!log.contains("http-01 challenge"), "{log}");
+    let root = s.dir.0.join("pebble-root.pem");
+    pebble.root(&root);
+    curl_verified(&root, https, "/a.txt").unwrap();
+    // The challenge certificates are gone; a client asking acme-tls/1 now
+    // gets no certificate at all.
+    assert_eq!(std::fs::read_dir(s.dir.0.join("md/challenges/tls-alpn-01")).unwrap().count(), 0);
+    let out = s_client(https, &["-servername", "a.test", "-alpn", "acme-tls/1"], "");
+    assert!(!out.contains("BEGIN CERTIFICATE"), "{out}");
+}
+
+each_mpm!(first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
