@@ -357,4 +357,23 @@ fn tls_alpn01(mpm: &str) {
     assert!(!out.contains("BEGIN CERTIFICATE"), "{out}");
 }
 
-each_mpm!(first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+/// An order the CA refuses (its http-01 validation finds nothing where
+/// it looks): the reason pebble gave is logged, the order retried with
+/// backoff, and the temporary self-signed certificate served meanwhile.
+fn refused_order(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-refused-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https, nothing) = (free_port(), free_port(), free_port());
+    let pebble = Pebble::start(&dir.0, nothing, nothing);
+    let conf = md_config(&pebble, http, https, "");
+    let s = Server::start_in(dir, mpm, &conf);
+    let log = s.wait_log("error.log", "renewal failed (2 in a row)");
+    let line = log.lines().find(|l| l.contains("renewal failed (1 in a row)")).unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("waiting for validation") && line.contains("urn:ietf:params:acme:error:connection") && line.contains("a temporary self-signed certificate is served meanwhile; next try in 1 s"), "{line}");
+    assert!(log.contains("next try in 2 s"), "{log}");
+    assert!(served(https).contains("issuer=CN = temporary certificate for a.test"), "{}", served(https));
+    // md-status would say "error": the store has no certificate.
+    assert!(!s.dir.0.join("md/domains/a.test/pubcert.pem").exists());
+}
+
+each_mpm!(refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
