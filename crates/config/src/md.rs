@@ -94,6 +94,21 @@ pub struct ManagedDomain {
     pub stapling: bool,
     pub must_staple: bool,
     pub ca_challenges: Vec<String>,
+    /// Whether the store had the domain's certificate when the
+    /// configuration was read (by the parent, at start or a graceful
+    /// restart): MDRequireHttps redirects only then, as mod_md.
+    pub has_certificate: bool,
+    /// The port of a TLS virtual host serving the domain, for
+    /// MDRequireHttps' redirects.
+    pub https_port: Option<u16>,
+}
+
+impl ManagedDomain {
+    /// Whether `name` (a host's name, or a request's Host without its
+    /// port) is one of the domain's names, wildcards matching one label.
+    pub fn covers(&self, name: &str) -> bool {
+        covers(self, name)
+    }
 }
 
 /// A managed domain as written, before [`settle`] merges its options.
@@ -406,6 +421,8 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
             stapling: pick(|o| o.stapling).unwrap_or(false),
             must_staple: pick(|o| o.must_staple).unwrap_or(false),
             ca_challenges: o.ca_challenges.clone().or(global.ca_challenges.clone()).unwrap_or_else(|| vec!["http-01".into()]),
+            has_certificate: false,
+            https_port: None,
         });
     }
     for d in &mut domains {
@@ -428,10 +445,13 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
                 b.error(&d.origin, format!("MDomain {}: {w} can only be validated by dns-01: set MDChallengeDns01", d.names[0]));
             }
         }
+        d.has_certificate = store_files(&s.md.store_dir_line.clone().unwrap_or_else(|| s.server_root.join("md")), &d.names[0]).0.exists();
+        let tls_host = |vh: &&crate::settings::VirtualHost| vh.host.ssl.engine.as_ref().or(s.main.ssl.engine.as_ref()).is_some_and(|(on, _)| *on) && host_names(&vh.host).any(|n| covers(d, n));
+        d.https_port = s.virtual_hosts.iter().find(tls_host).and_then(|vh| vh.addrs.iter().find_map(|a| a.port));
         let unacted: Vec<&str> = [
-            (d.require_https != RequireHttps::Off, "MDRequireHttps"),
             (d.stapling, "MDStapling"),
             (d.must_staple, "MDMustStaple"),
+            (d.require_https == RequireHttps::Permanent, "MDRequireHttps permanent's HSTS header (it redirects as temporary does, with 301)"),
             (d.private_keys != [KeySpec::P256], "MDPrivateKeys other than secp256r1 (a secp256r1 key is made)"),
         ]
         .into_iter()

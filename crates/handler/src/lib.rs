@@ -79,6 +79,7 @@
 
 mod acme_challenge;
 mod md_status;
+mod require_https;
 pub mod alias;
 pub mod auth;
 mod authz;

@@ -126,6 +126,9 @@ impl Site {
         if let Some(o) = self.acme_challenge(req, &url) {
             return self.host_filtered(req, &url, o);
         }
+        if let Some(o) = self.require_https(req, conn, raw) {
+            return self.host_filtered(req, &url, o);
+        }
         self.rewrite_pass(req, &url, query)
     }
 
