@@ -15,6 +15,7 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 
+use common::tls::s_client;
 use common::{free_port, Server, TempDir};
 
 const TOKEN: &str = "LoqXcYV8q5ONbJQxbmR7SCTNo3tiAXDfowyjxAjEuX0";
@@ -114,6 +115,37 @@ fn the_store_is_0600_and_never_served(mpm: &str) {
     assert!(leftovers().is_empty(), "{:?}", leftovers());
 }
 
+/// tls-alpn-01 on the TLS listener: a client offering only acme-tls/1
+/// with a SNI that is a path gets no certificate (the name never reaches
+/// the disk), and one naming a domain with no order running gets none
+/// either; a browser offering acme-tls/1 among others gets the host's
+/// own certificate, never a challenge one.
+fn acme_tls_alpn_cannot_read_the_store(mpm: &str) {
+    let dir = TempDir::new(&format!("attacks-acme-alpn-{mpm}"));
+    common::standard_site(&dir);
+    let (https, closed) = (free_port(), free_port());
+    let conf = format!(
+        "Listen 127.0.0.1:{https}\nMDomain a.test\nMDCertificateAuthority https://127.0.0.1:{closed}/dir\nMDContactEmail admin@a.test\nMDStoreDir md\nMDRetryDelay 1h\nMDCAChallenges tls-alpn-01\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n"
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let md = s.dir.0.join("md");
+    common::settle(|| md.join("challenges/tls-alpn-01").is_dir());
+    // A key and certificate that a path-like SNI would reach if it were
+    // joined as it is (`challenges/tls-alpn-01/../../secret.pem`).
+    let certs = common::tls::Certs::make(&s.dir.0);
+    let secret = format!("{}{}", std::fs::read_to_string(certs.key("localhost")).unwrap(), std::fs::read_to_string(certs.cert("localhost")).unwrap());
+    std::fs::write(md.join("secret.pem"), secret).unwrap();
+    for sni in ["../../secret", "..%2f..%2fsecret", "a.test/../../secret", "a.test\\..\\..\\secret"] {
+        let out = s_client(https, &["-servername", sni, "-alpn", "acme-tls/1"], "");
+        assert!(!out.contains("BEGIN CERTIFICATE") && !out.contains("CN = localhost"), "{sni}: {out}");
+    }
+    let out = s_client(https, &["-servername", "a.test", "-alpn", "acme-tls/1"], "");
+    assert!(!out.contains("BEGIN CERTIFICATE"), "no order running: {out}");
+    // Among other protocols: the host's own (temporary) certificate, over http/1.1.
+    let out = s_client(https, &["-servername", "a.test", "-alpn", "h2,http/1.1,acme-tls/1"], "");
+    assert!(out.contains("temporary certificate for a.test") && out.contains("ALPN protocol: http/1.1"), "{out}");
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -126,4 +158,4 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-each_mpm!(challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);
+each_mpm!(acme_tls_alpn_cannot_read_the_store, challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);
