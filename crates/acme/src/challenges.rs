@@ -94,26 +94,7 @@ impl Drop for Answers {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn domain(challenges: &[&str], hook: Option<&str>) -> ManagedDomain {
-        ManagedDomain {
-            names: vec!["a.test".into()],
-            origin: warren_config::Origin { file: std::sync::Arc::new("t.conf".into()), line: 1 },
-            auto: true,
-            ca_url: String::new(),
-            ca_certificate_file: None,
-            contact: None,
-            agreement: true,
-            private_keys: vec![],
-            renew_window: warren_config::md::RenewWindow::Percent(33),
-            retry_delay: Duration::from_secs(5),
-            challenge_dns01: hook.map(PathBuf::from),
-            require_https: warren_config::md::RequireHttps::Off,
-            stapling: false,
-            must_staple: false,
-            ca_challenges: challenges.iter().map(|c| c.to_string()).collect(),
-        }
-    }
+    use crate::test_support::domain;
 
     #[test]
     fn wildcards_only_by_dns_and_only_with_a_hook() {

@@ -22,8 +22,40 @@
 //! self-signed one for its names.
 
 pub mod challenges;
+pub mod csr;
 pub mod helper;
 pub mod order;
 pub mod schedule;
 pub mod status;
 pub mod store;
+
+#[cfg(test)]
+/// A managed domain for the unit tests.
+mod test_support {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use warren_config::md::ManagedDomain;
+
+    pub fn domain(challenges: &[&str], hook: Option<&str>) -> ManagedDomain {
+        ManagedDomain {
+            names: vec!["a.test".into()],
+            origin: warren_config::Origin { file: std::sync::Arc::new("t.conf".into()), line: 1 },
+            auto: true,
+            ca_url: String::new(),
+            ca_certificate_file: None,
+            contact: None,
+            agreement: true,
+            private_keys: vec![],
+            renew_window: warren_config::md::RenewWindow::Percent(33),
+            retry_delay: Duration::from_secs(5),
+            challenge_dns01: hook.map(PathBuf::from),
+            require_https: warren_config::md::RequireHttps::Off,
+            stapling: false,
+            must_staple: false,
+            ca_challenges: challenges.iter().map(|c| c.to_string()).collect(),
+            has_certificate: false,
+            https_port: None,
+        }
+    }
+}

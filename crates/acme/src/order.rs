@@ -11,6 +11,7 @@ use instant_acme::{Account, AccountCredentials, AuthorizationStatus, ChallengeTy
 use warren_config::md::ManagedDomain;
 
 use crate::challenges::{self, Answers};
+use crate::csr;
 use crate::store;
 
 /// How long the CA may take to validate and to issue.
@@ -109,7 +110,8 @@ pub async fn obtain(d: &ManagedDomain, store_dir: &Path, log: &dyn Fn(&str)) -> 
         let why = order.state().error.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "no reason given".into());
         return Err(format!("order is {status:?} after the challenges: {why}"));
     }
-    let key_pem = order.finalize().await.map_err(|e| format!("finalizing the order: {e}"))?;
+    let (csr, key_pem) = csr::make(d)?;
+    order.finalize_csr(&csr).await.map_err(|e| format!("finalizing the order: {e}"))?;
     let chain_pem = order.poll_certificate(&retries).await.map_err(|e| format!("fetching the certificate: {e}"))?;
     if !chain_pem.contains("-----BEGIN CERTIFICATE-----") {
         return Err("the CA's certificate is not PEM".into());

@@ -284,8 +284,8 @@ pub(crate) fn private_keys(b: &mut Builder, d: &Directive, o: &mut MdOptions) {
                     }
                     None => 2048,
                 };
-                if !(2048..=8192).contains(&bits) {
-                    return b.error(&d.origin, format!("MDPrivateKeys: RSA {bits}: bits must be from 2048 to 8192"));
+                if ![2048, 3072, 4096].contains(&bits) {
+                    return b.error(&d.origin, format!("MDPrivateKeys: RSA {bits}: warren makes RSA keys of 2048, 3072 or 4096 bits"));
                 }
                 keys.push(KeySpec::Rsa(bits));
             }
@@ -450,9 +450,8 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
         d.https_port = s.virtual_hosts.iter().find(tls_host).and_then(|vh| vh.addrs.iter().find_map(|a| a.port));
         let unacted: Vec<&str> = [
             (d.stapling, "MDStapling"),
-            (d.must_staple, "MDMustStaple"),
             (d.require_https == RequireHttps::Permanent, "MDRequireHttps permanent's HSTS header (it redirects as temporary does, with 301)"),
-            (d.private_keys != [KeySpec::P256], "MDPrivateKeys other than secp256r1 (a secp256r1 key is made)"),
+            (d.private_keys.len() > 1, "MDPrivateKeys' second and later types (one certificate is ordered, with a key of the first type)"),
         ]
         .into_iter()
         .filter_map(|(set, name)| set.then_some(name))
@@ -535,7 +534,7 @@ mod tests {
             "4: MDomain: 'bad_name!' is not a domain name",
             "5: MDRenewWindow: '120%' is not a percentage",
             "6: MDRetryDelay: 'soon' is not a duration",
-            "7: MDPrivateKeys: RSA 1024: bits must be from 2048",
+            "7: MDPrivateKeys: RSA 1024: warren makes RSA keys of 2048, 3072 or 4096 bits",
             "8: MDCAChallenges: unknown challenge type 'smtp-01'",
             "3: MDomain c.test: no contact for the CA",
             "3: MDomain c.test: no virtual host serves nowhere.test",

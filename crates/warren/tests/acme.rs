@@ -386,4 +386,25 @@ fn refused_order(mpm: &str) {
     assert!(!s.dir.0.join("md/domains/a.test/pubcert.pem").exists());
 }
 
-each_mpm!(refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+/// MDPrivateKeys secp384r1 (with MDMustStaple on): the certificate
+/// pebble issues, and warren serves, has a P-384 key. (Debian's pebble
+/// 2.4 does not copy the request's TLS Feature extension into the
+/// certificate; warren's request is checked by warren-acme's csr tests.)
+fn key_type_and_must_staple(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-keys-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https) = (free_port(), free_port());
+    let pebble = Pebble::start(&dir.0, http, https);
+    let conf = md_config(&pebble, http, https, "MDPrivateKeys secp384r1\nMDMustStaple on");
+    let s = Server::start_in(dir, mpm, &conf);
+    wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no certificate: {}", s.read_log("error.log")));
+    let out = s_client(https, &["-servername", "a.test"], "");
+    let pem = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
+    let mut x509 = Command::new("openssl").args(["x509", "-noout", "-text"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    x509.stdin.take().unwrap().write_all(pem.as_bytes()).unwrap();
+    let text = String::from_utf8_lossy(&x509.wait_with_output().unwrap().stdout).into_owned();
+    assert!(text.contains("Public-Key: (384 bit)") && text.contains("NIST CURVE: P-384"), "{text}");
+}
+
+each_mpm!(key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
