@@ -105,24 +105,60 @@ impl Drop for Pebble {
     }
 }
 
-/// The configuration for a.test and www.a.test managed by MD with
+/// The configuration for a.test and `alias` managed by MD with
 /// `pebble`, on `http` (for http-01) and `https`.
-fn md_config(pebble: &Pebble, http: u16, https: u16, extra: &str) -> String {
+fn md_config(pebble: &Pebble, http: u16, https: u16, alias: &str, extra: &str) -> String {
     format!(
-        "Listen 127.0.0.1:{http}\nListen 127.0.0.1:{https}\nMDomain a.test www.a.test\nMDCertificateAuthority {}\nMDCACertificateFile {}\nMDContactEmail admin@a.test\nMDCertificateAgreement accepted\nMDStoreDir md\nMDRetryDelay 1s\n{extra}\n<VirtualHost *:{http}>\nServerName a.test\nServerAlias www.a.test\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName a.test\nServerAlias www.a.test\nSSLEngine on\n</VirtualHost>\n",
+        "Listen 127.0.0.1:{http}\nListen 127.0.0.1:{https}\nMDomain a.test {alias}\nMDCertificateAuthority {}\nMDCACertificateFile {}\nMDContactEmail admin@a.test\nMDCertificateAgreement accepted\nMDStoreDir md\nMDRetryDelay 1s\n{extra}\n<VirtualHost *:{http}>\nServerName a.test\nServerAlias {alias}\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName a.test\nServerAlias {alias}\nSSLEngine on\n</VirtualHost>\n",
         pebble.directory(),
         pebble.listener_ca.display()
     )
 }
 
-/// The issuer and serial of the certificate served for a.test.
-fn served(https: u16) -> String {
-    let out = s_client(https, &["-servername", "a.test", "-showcerts"], "");
-    let pem_start = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
-    let mut x509 = Command::new("openssl").args(["x509", "-noout", "-issuer", "-serial"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+/// Where pebble validates: warren's ports, only its TLS port, or nowhere.
+#[derive(Clone, Copy, PartialEq)]
+enum Validation {
+    Warren,
+    TlsOnly,
+    Nowhere,
+}
+
+/// A test's pebble and warren managing a.test and `alias` (`extra` gets
+/// the test's directory, for files it writes, and pebble): (pebble,
+/// warren, http port, https port).
+fn start_managed(mpm: &str, tag: &str, validation: Validation, alias: &str, extra: impl FnOnce(&TempDir, &Pebble) -> String) -> (Pebble, Server, u16, u16) {
+    let dir = TempDir::new(&format!("acme-{tag}-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https, nothing) = (free_port(), free_port(), free_port());
+    let (pebble_http, pebble_tls) = match validation {
+        Validation::Warren => (http, https),
+        Validation::TlsOnly => (nothing, https),
+        Validation::Nowhere => (nothing, nothing),
+    };
+    let pebble = Pebble::start(&dir.0, pebble_http, pebble_tls);
+    let conf = md_config(&pebble, http, https, alias, &extra(&dir, &pebble));
+    let s = Server::start_in(dir, mpm, &conf);
+    (pebble, s, http, https)
+}
+
+/// The first Pebble certificate, which must come within 10 s.
+fn first_certificate(s: &Server, https: u16) -> String {
+    wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no Pebble certificate within 10 s: {}", s.read_log("error.log")))
+}
+
+/// `openssl x509 -noout ARGS` of the certificate served for `sni`.
+fn served_x509(https: u16, sni: &str, args: &[&str]) -> String {
     use std::io::Write;
+    let out = s_client(https, &["-servername", sni], "");
+    let pem_start = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
+    let mut x509 = Command::new("openssl").args(["x509", "-noout"]).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let _ = x509.stdin.take().unwrap().write_all(pem_start.as_bytes());
     String::from_utf8_lossy(&x509.wait_with_output().unwrap().stdout).into_owned()
+}
+
+/// The issuer and serial of the certificate served for a.test.
+fn served(https: u16) -> String {
+    served_x509(https, "a.test", &["-issuer", "-serial"])
 }
 
 /// Waits (up to `within`) for a Pebble-issued certificate on `https`.
@@ -159,13 +195,9 @@ fn mode(p: &Path) -> u32 {
 }
 
 fn first_issuance(mpm: &str) {
-    let dir = TempDir::new(&format!("acme-first-{mpm}"));
-    common::standard_site(&dir);
-    let (http, https) = (free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, http, https);
-    let conf = md_config(&pebble, http, https, "MDRequireHttps temporary\n<Location /md-status>\nSetHandler md-status\n</Location>\n<Location /server-status>\nSetHandler server-status\n</Location>");
     let started = Instant::now();
-    let s = Server::start_in(dir, mpm, &conf);
+    let extra = |_: &TempDir, _: &Pebble| "MDRequireHttps temporary\n<Location /md-status>\nSetHandler md-status\n</Location>\n<Location /server-status>\nSetHandler server-status\n</Location>".to_string();
+    let (pebble, s, http, https) = start_managed(mpm, "first", Validation::Warren, "www.a.test", extra);
     let issued = wait_pebble_certificate(https, Duration::from_secs(10));
     let log = s.read_log("error.log");
     let issued = issued.unwrap_or_else(|| panic!("no Pebble certificate on HTTPS within 10 s of start ({:?}); error.log:\n{log}", started.elapsed()));
@@ -228,13 +260,8 @@ fn first_issuance(mpm: &str) {
 /// again, each time a graceful restart, while clients fetch over HTTPS
 /// verifying the chain; none may fail.
 fn renewal_under_load(mpm: &str) {
-    let dir = TempDir::new(&format!("acme-renew-{mpm}"));
-    common::standard_site(&dir);
-    let (http, https) = (free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, http, https);
-    let conf = md_config(&pebble, http, https, "MDRenewWindow 100%");
-    let s = Server::start_in(dir, mpm, &conf);
-    let first = wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no first certificate: {}", s.read_log("error.log")));
+    let (pebble, s, _, https) = start_managed(mpm, "renew", Validation::Warren, "www.a.test", |_, _| "MDRenewWindow 100%".into());
+    let first = first_certificate(&s, https);
     let root = Arc::new(s.dir.0.join("pebble-root.pem"));
     pebble.root(&root);
     let stop = Arc::new(AtomicBool::new(false));
@@ -281,14 +308,9 @@ fn renewal_under_load(mpm: &str) {
 /// logged with their reason and retried with a growing delay, and the
 /// certificate in use stays served.
 fn ca_down_keeps_the_certificate(mpm: &str) {
-    let dir = TempDir::new(&format!("acme-down-{mpm}"));
-    common::standard_site(&dir);
-    let (http, https) = (free_port(), free_port());
-    let mut pebble = Pebble::start(&dir.0, http, https);
-    // Due again at once, but only after the CA has gone.
-    let conf = md_config(&pebble, http, https, "MDRenewWindow 100%");
-    let s = Server::start_in(dir, mpm, &conf);
-    let first = wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no first certificate: {}", s.read_log("error.log")));
+    // Due again at once: renewals go on until the CA has gone.
+    let (mut pebble, s, _, https) = start_managed(mpm, "down", Validation::Warren, "www.a.test", |_, _| "MDRenewWindow 100%".into());
+    let first = first_certificate(&s, https);
     let root = s.dir.0.join("pebble-root.pem");
     pebble.root(&root);
     pebble.stop();
@@ -309,34 +331,29 @@ fn ca_down_keeps_the_certificate(mpm: &str) {
 /// hook (a shell script) sets and clears the TXT record in
 /// pebble-challtestsrv, the DNS pebble asks; a.test itself by http-01.
 fn wildcard_by_dns01_hook(mpm: &str) {
-    let dir = TempDir::new(&format!("acme-wild-{mpm}"));
-    common::standard_site(&dir);
-    let (http, https) = (free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, http, https);
-    let calls = dir.0.join("hook-calls");
-    let hook = dir.write(
-        "dns-hook.sh",
-        format!(
-            "#!/bin/sh\necho \"$@\" >> {calls}\ncase $1 in\nsetup) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\",\\\"value\\\":\\\"$3\\\"}}\" http://127.0.0.1:{port}/set-txt ;;\nteardown) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\"}}\" http://127.0.0.1:{port}/clear-txt ;;\n*) exit 2 ;;\nesac\n",
-            calls = calls.display(),
-            port = pebble.dns_management
-        ),
-    );
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let conf = md_config(&pebble, http, https, &format!("MDChallengeDns01 {}", hook.display())).replace("MDomain a.test www.a.test", "MDomain a.test *.a.test").replace("ServerAlias www.a.test", "ServerAlias *.a.test");
-    let s = Server::start_in(dir, mpm, &conf);
-    wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no certificate: {}", s.read_log("error.log")));
-    let out = s_client(https, &["-servername", "shop.a.test"], "");
-    let pem = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
-    let mut x509 = Command::new("openssl").args(["x509", "-noout", "-ext", "subjectAltName"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    use std::io::Write;
-    x509.stdin.take().unwrap().write_all(pem.as_bytes()).unwrap();
-    let san = String::from_utf8_lossy(&x509.wait_with_output().unwrap().stdout).into_owned();
+    let calls = std::cell::OnceCell::new();
+    let hook = |dir: &TempDir, pebble: &Pebble| {
+        let log = dir.0.join("hook-calls");
+        let hook = dir.write(
+            "dns-hook.sh",
+            format!(
+                "#!/bin/sh\necho \"$@\" >> {calls}\ncase $1 in\nsetup) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\",\\\"value\\\":\\\"$3\\\"}}\" http://127.0.0.1:{port}/set-txt ;;\nteardown) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\"}}\" http://127.0.0.1:{port}/clear-txt ;;\n*) exit 2 ;;\nesac\n",
+                calls = log.display(),
+                port = pebble.dns_management
+            ),
+        );
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let _ = calls.set(log);
+        format!("MDChallengeDns01 {}", hook.display())
+    };
+    let (_pebble, s, _, https) = start_managed(mpm, "wild", Validation::Warren, "*.a.test", hook);
+    first_certificate(&s, https);
+    let san = served_x509(https, "shop.a.test", &["-ext", "subjectAltName"]);
     assert!(san.contains("DNS:*.a.test") && san.contains("DNS:a.test"), "{san}");
     let log = s.wait_log("error.log", "graceful restart");
     assert!(log.contains("dns-01 challenge for *.a.test ready") && log.contains("http-01 challenge for a.test ready"), "{log}");
     // Set up, then torn down once the order was done.
-    let calls = std::fs::read_to_string(&calls).unwrap();
+    let calls = std::fs::read_to_string(calls.get().unwrap()).unwrap();
     let lines: Vec<&str> = calls.lines().collect();
     assert_eq!(lines.len(), 2, "{calls}");
     assert!(lines[0].starts_with("setup a.test ") && lines[0].len() > "setup a.test ".len() + 40, "{calls}");
@@ -347,13 +364,8 @@ fn wildcard_by_dns01_hook(mpm: &str) {
 /// certificate can only come from the validation on warren's TLS port
 /// (acme-tls/1); ordinary clients on that port are not disturbed.
 fn tls_alpn01(mpm: &str) {
-    let dir = TempDir::new(&format!("acme-alpn-{mpm}"));
-    common::standard_site(&dir);
-    let (http, https, nothing) = (free_port(), free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, nothing, https);
-    let conf = md_config(&pebble, http, https, "MDCAChallenges tls-alpn-01");
-    let s = Server::start_in(dir, mpm, &conf);
-    wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no certificate: {}", s.read_log("error.log")));
+    let (pebble, s, _, https) = start_managed(mpm, "alpn", Validation::TlsOnly, "www.a.test", |_, _| "MDCAChallenges tls-alpn-01".into());
+    first_certificate(&s, https);
     let log = s.wait_log("error.log", "graceful restart");
     assert!(log.contains("tls-alpn-01 challenge for a.test ready") && log.contains("tls-alpn-01 challenge for www.a.test ready"), "{log}");
     assert!(!log.contains("http-01 challenge"), "{log}");
@@ -371,12 +383,7 @@ fn tls_alpn01(mpm: &str) {
 /// it looks): the reason pebble gave is logged, the order retried with
 /// backoff, and the temporary self-signed certificate served meanwhile.
 fn refused_order(mpm: &str) {
-    let dir = TempDir::new(&format!("acme-refused-{mpm}"));
-    common::standard_site(&dir);
-    let (http, https, nothing) = (free_port(), free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, nothing, nothing);
-    let conf = md_config(&pebble, http, https, "");
-    let s = Server::start_in(dir, mpm, &conf);
+    let (_pebble, s, _, https) = start_managed(mpm, "refused", Validation::Nowhere, "www.a.test", |_, _| String::new());
     let log = s.wait_log("error.log", "renewal failed (2 in a row)");
     let line = log.lines().find(|l| l.contains("renewal failed (1 in a row)")).unwrap_or_else(|| panic!("{log}"));
     assert!(line.contains("waiting for validation") && line.contains("urn:ietf:params:acme:error:connection") && line.contains("a temporary self-signed certificate is served meanwhile; next try in 1 s"), "{line}");
@@ -391,19 +398,9 @@ fn refused_order(mpm: &str) {
 /// 2.4 does not copy the request's TLS Feature extension into the
 /// certificate; warren's request is checked by warren-acme's csr tests.)
 fn key_type_and_must_staple(mpm: &str) {
-    let dir = TempDir::new(&format!("acme-keys-{mpm}"));
-    common::standard_site(&dir);
-    let (http, https) = (free_port(), free_port());
-    let pebble = Pebble::start(&dir.0, http, https);
-    let conf = md_config(&pebble, http, https, "MDPrivateKeys secp384r1\nMDMustStaple on");
-    let s = Server::start_in(dir, mpm, &conf);
-    wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no certificate: {}", s.read_log("error.log")));
-    let out = s_client(https, &["-servername", "a.test"], "");
-    let pem = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
-    let mut x509 = Command::new("openssl").args(["x509", "-noout", "-text"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    use std::io::Write;
-    x509.stdin.take().unwrap().write_all(pem.as_bytes()).unwrap();
-    let text = String::from_utf8_lossy(&x509.wait_with_output().unwrap().stdout).into_owned();
+    let (_pebble, s, _, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1\nMDMustStaple on".into());
+    first_certificate(&s, https);
+    let text = served_x509(https, "a.test", &["-text"]);
     assert!(text.contains("Public-Key: (384 bit)") && text.contains("NIST CURVE: P-384"), "{text}");
 }
 
