@@ -557,6 +557,17 @@ mod tests {
         assert!(w.iter().any(|w| w.contains("not acted on yet: MDStapling")), "{w:?}");
     }
 
+    /// Debian's `a2enmod md`: `<IfModule md_module>` holds only once loaded.
+    #[test]
+    fn ifmodule_md_module_needs_its_loadmodule() {
+        let site = "<IfModule md_module>\nMDomain e.test\nMDContactEmail a@e.test\n</IfModule>\n<VirtualHost *:443>\nServerName e.test\nSSLEngine on\n</VirtualHost>\n";
+        let l = load("ifmodule-off", &format!("Listen 443\nSSLCertificateFile ca.pem\n{site}"));
+        assert!(l.settings.unwrap().md.domains.is_empty());
+        let l = load("ifmodule-on", &format!("Listen 443\nLoadModule md_module /usr/lib/apache2/modules/mod_md.so\n{site}"));
+        assert!(l.errors.is_empty(), "{:?}", errors(&l));
+        assert_eq!(l.settings.unwrap().md.domains[0].names, ["e.test"]);
+    }
+
     #[test]
     fn durations_and_windows() {
         assert_eq!(parse_duration("30d"), Some(Duration::from_secs(30 * 86_400)));
