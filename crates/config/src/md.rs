@@ -450,7 +450,6 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
         d.https_port = s.virtual_hosts.iter().find(tls_host).and_then(|vh| vh.addrs.iter().find_map(|a| a.port));
         let unacted: Vec<&str> = [
             (d.stapling, "MDStapling"),
-            (d.require_https == RequireHttps::Permanent, "MDRequireHttps permanent's HSTS header (it redirects as temporary does, with 301)"),
             (d.private_keys.len() > 1, "MDPrivateKeys' second and later types (one certificate is ordered, with a key of the first type)"),
         ]
         .into_iter()
@@ -473,6 +472,15 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
         h.ssl.cert_files.push((cert, domain.origin.clone()));
         h.ssl.key_files.push((key, domain.origin.clone()));
         h.ssl.managed = Some(domain.names.clone());
+        // mod_md's MDRequireHttps permanent: HSTS on the HTTPS answers,
+        // once a real certificate is served (never on the temporary one).
+        if domain.require_https == RequireHttps::Permanent && domain.has_certificate {
+            let args = ["always", "set", "Strict-Transport-Security", "max-age=15768000"].map(String::from);
+            match crate::headers::parse_rule(&args, false, false, &domain.origin) {
+                Ok(rule) => h.dir.headers.push(std::sync::Arc::new(rule)),
+                Err(e) => b.error(&domain.origin, e),
+            }
+        }
     }
     s.md.domains = domains;
 }
@@ -566,6 +574,25 @@ mod tests {
         let l = load("ifmodule-on", &format!("Listen 443\nLoadModule md_module /usr/lib/apache2/modules/mod_md.so\n{site}"));
         assert!(l.errors.is_empty(), "{:?}", errors(&l));
         assert_eq!(l.settings.unwrap().md.domains[0].names, ["e.test"]);
+    }
+
+    /// MDRequireHttps permanent: HSTS on the TLS host once the store has
+    /// the certificate, not before.
+    #[test]
+    fn permanent_adds_hsts_once_certified() {
+        let text = |store: &str| format!("Listen 443\nMDomain f.test\nMDContactEmail a@f.test\nMDRequireHttps permanent\nMDStoreDir {store}\n<VirtualHost *:443>\nServerName f.test\nSSLEngine on\n</VirtualHost>\n");
+        let store = std::env::temp_dir().join(format!("warren-md-hsts-{}", std::process::id()));
+        let l = load("hsts-none", &text(&store.display().to_string()));
+        let s = l.settings.unwrap();
+        assert!(!s.md.domains[0].has_certificate && s.virtual_hosts[0].host.dir.headers.is_empty());
+        let (cert, _) = store_files(&store, "f.test");
+        std::fs::create_dir_all(cert.parent().unwrap()).unwrap();
+        std::fs::write(&cert, "x").unwrap();
+        let l = load("hsts-cert", &text(&store.display().to_string()));
+        let s = l.settings.unwrap();
+        assert!(s.md.domains[0].has_certificate && s.md.domains[0].https_port == Some(443));
+        assert_eq!(s.virtual_hosts[0].host.dir.headers[0].name, "Strict-Transport-Security");
+        std::fs::remove_dir_all(&store).unwrap();
     }
 
     #[test]

@@ -393,14 +393,27 @@ fn refused_order(mpm: &str) {
     assert!(!s.dir.0.join("md/domains/a.test/pubcert.pem").exists());
 }
 
-/// MDPrivateKeys secp384r1 (with MDMustStaple on): the certificate
+/// MDPrivateKeys secp384r1 (with MDMustStaple on, and MDRequireHttps
+/// permanent: 301 and HSTS once certified): the certificate
 /// pebble issues, and warren serves, has a P-384 key. (Debian's pebble
 /// 2.4 does not copy the request's TLS Feature extension into the
 /// certificate; warren's request is checked by warren-acme's csr tests.)
 fn key_type_and_must_staple(mpm: &str) {
-    let (_pebble, s, _, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1\nMDMustStaple on".into());
+    let (pebble, s, http, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1\nMDMustStaple on\nMDRequireHttps permanent".into());
     first_certificate(&s, https);
     let text = served_x509(https, "a.test", &["-text"]);
+    // MDRequireHttps permanent: 301 to HTTPS, and HSTS there, once the
+    // certificate is in use.
+    let root = s.dir.0.join("pebble-root.pem");
+    pebble.root(&root);
+    let head = |url: String| {
+        let out = Command::new("curl").args(["-sI", "--max-time", "10", "--cacert"]).arg(&root).args(["--resolve", &format!("a.test:{https}:127.0.0.1"), "--resolve", &format!("a.test:{http}:127.0.0.1")]).arg(url).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_ascii_lowercase()
+    };
+    common::settle(|| head(format!("https://a.test:{https}/a.txt")).contains("strict-transport-security"));
+    assert!(head(format!("https://a.test:{https}/a.txt")).contains("strict-transport-security: max-age=15768000"));
+    let redirect = head(format!("http://a.test:{http}/a.txt"));
+    assert!(redirect.starts_with("http/1.1 301") && redirect.contains(&format!("location: https://a.test:{https}/a.txt")), "{redirect}");
     assert!(text.contains("Public-Key: (384 bit)") && text.contains("NIST CURVE: P-384"), "{text}");
 }
 
