@@ -417,4 +417,69 @@ fn key_type_and_must_staple(mpm: &str) {
     assert!(text.contains("Public-Key: (384 bit)") && text.contains("NIST CURVE: P-384"), "{text}");
 }
 
-each_mpm!(key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+/// A small tmpfs mounted on a directory for a test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let st = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(at).status().unwrap();
+        assert!(st.success(), "mount tmpfs on {} (the tests run as root)", at.display());
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// MDStoreDir on a full file system: the order fails at the first file
+/// it writes, said with the reason, retried; nothing half-written stays;
+/// once there is room, the next try gets the certificate.
+fn full_disk_is_retried(mpm: &str) {
+    let mount = std::cell::OnceCell::new();
+    let fill = |dir: &TempDir, _: &Pebble| {
+        let md = dir.0.join("md");
+        let _ = mount.set(Tmpfs::mount(&md, "256k"));
+        // Every block taken (the store's directories take none on tmpfs).
+        use std::io::Write;
+        let mut filler = std::fs::File::create(md.join("filler")).unwrap();
+        while filler.write_all(&[0; 4096]).is_ok() {}
+        drop(filler);
+        String::new()
+    };
+    let (_pebble, s, _, https) = start_managed(mpm, "full", Validation::Warren, "www.a.test", fill);
+    let md = s.dir.0.join("md");
+    let log = s.wait_log("error.log", "renewal failed (1 in a row)");
+    let line = log.lines().find(|l| l.contains("renewal failed (1 in a row)")).unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("No space left on device") && line.contains("next try in 1 s"), "{line}");
+    let partial = || {
+        let mut found = Vec::new();
+        let mut dirs = vec![md.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
+                if p.is_dir() {
+                    dirs.push(p.clone());
+                }
+                if name.contains(".tmp") || name.contains(".new") || (p.is_file() && name != "filler" && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0)) {
+                    found.push(p);
+                }
+            }
+        }
+        found
+    };
+    common::settle(|| partial().is_empty());
+    assert!(partial().is_empty(), "{:?}", partial());
+    assert!(served(https).contains("temporary certificate for a.test"));
+    std::fs::remove_file(md.join("filler")).unwrap();
+    first_certificate(&s, https);
+    // Unmounted before the test directory is removed (with the server).
+    let mut s = s;
+    s.stop();
+    drop(mount);
+}
+
+each_mpm!(full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
