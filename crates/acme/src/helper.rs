@@ -92,7 +92,7 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, group: Option<nix::unist
                     d.last_error = None;
                     d.due = schedule::renewal_due(&cert, d.config.renew_window).max(schedule::now() + 1);
                     let until = schedule::validity(&cert).map_or(0, |(_, until)| until);
-                    log(LogLevel::Notice, &format!("MDomain {name}: certificate obtained from {}, valid until {until} (Unix time); renewal due at {}", d.config.ca_url, d.due));
+                    log(LogLevel::Notice, &format!("MDomain {name}: certificate obtained from {}, valid until {}; renewal due {}", d.config.ca_url, status::http_date(until), status::http_date(d.due)));
                     renewed.push(name);
                 }
                 Err(why) => {

@@ -4,7 +4,9 @@
 //! - [`helper`]: the process that does it, forked by the parent at start
 //!   while warren has one thread; it never serves a client. It sleeps
 //!   until a domain is due ([`schedule`]), orders its certificate
-//!   ([`order`], through instant-acme on a current-thread tokio runtime),
+//!   ([`order`], through instant-acme on a current-thread tokio runtime;
+//!   its challenges answered by [`challenges`], its key and request made
+//!   by [`csr`]),
 //!   writes it to the store and asks the parent for a graceful restart
 //!   (SIGHUP), which takes the new certificate into use.
 //! - [`store`]: MDStoreDir as mod_md lays it out: `accounts/` and
@@ -12,9 +14,9 @@
 //!   every file written to a temporary name, synced and renamed, and a
 //!   domain's pair swapped in as one directory, so a crash or a full disk
 //!   never leaves a half-written file or a key beside another's
-//!   certificate; `challenges/` holds http-01 key authorizations, the one
-//!   part server children read (warren-handler's `acme_challenge`).
-//!
+//!   certificate; `challenges/` holds http-01 key authorizations and
+//!   tls-alpn-01 certificates, the part server children read
+//!   (warren-handler's `acme_challenge`, warren-tls's `acme_alpn`).
 //! - [`status`]: what the helper knows, published for md-status and
 //!   server-status.
 //!

@@ -23,7 +23,8 @@ pub struct DomainState<'a> {
     pub last_error: Option<&'a str>,
 }
 
-fn http_date(secs: i64) -> String {
+/// Unix seconds as an HTTP date, as mod_md's status and log lines write them.
+pub fn http_date(secs: i64) -> String {
     httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs.max(0) as u64))
 }
 
