@@ -1,6 +1,6 @@
-//! The certificate's key and signing request: the key type MDPrivateKeys
-//! names first (mod_md orders one certificate per type; warren one, of
-//! the first type), the domain's names, and with MDMustStaple the TLS
+//! A certificate's key and signing request: a key of one MDPrivateKeys
+//! type (one certificate is ordered per type, as mod_md), the domain's
+//! names, and with MDMustStaple the TLS
 //! Feature extension asking clients to require a stapled OCSP response
 //! (RFC 7633).
 
@@ -27,10 +27,10 @@ fn key_for(spec: KeySpec) -> Result<KeyPair, rcgen::Error> {
     }
 }
 
-/// (CSR in DER, private key in PEM) for `d`.
-pub fn make(d: &ManagedDomain) -> Result<(Vec<u8>, String), String> {
-    let fail = |e: rcgen::Error| format!("making the key and CSR for {}: {e}", d.names[0]);
-    let key = key_for(d.private_keys.first().copied().unwrap_or(KeySpec::P256)).map_err(fail)?;
+/// (CSR in DER, private key in PEM) for `d`, with a key of type `spec`.
+pub fn make(d: &ManagedDomain, spec: KeySpec) -> Result<(Vec<u8>, String), String> {
+    let fail = |e: rcgen::Error| format!("making the {spec:?} key and CSR for {}: {e}", d.names[0]);
+    let key = key_for(spec).map_err(fail)?;
     let mut params = CertificateParams::new(d.names.clone()).map_err(fail)?;
     params.distinguished_name = DistinguishedName::new();
     if d.must_staple {
@@ -55,7 +55,7 @@ mod tests {
 
     #[test]
     fn must_staple_is_in_the_request() {
-        let csr_der = |must: bool| make(&ManagedDomain { must_staple: must, ..crate::test_support::domain(&["http-01"], None) }).unwrap().0;
+        let csr_der = |must: bool| make(&ManagedDomain { must_staple: must, ..crate::test_support::domain(&["http-01"], None) }, KeySpec::P256).unwrap().0;
         let with = csr_der(true);
         let without = csr_der(false);
         let oid = [0x06, 0x08, 0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x01, 0x18];

@@ -71,7 +71,7 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, group: Option<nix::unist
     let mut domains: Vec<Domain> = domains
         .into_iter()
         .map(|config| {
-            let due = schedule::renewal_due(&store::store_files(&store_dir, &config.names[0]).0, config.renew_window);
+            let due = due_of(&config, &store_dir);
             Domain { config, due, failures: 0, last_error: None }
         })
         .collect();
@@ -82,15 +82,25 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, group: Option<nix::unist
         for d in domains.iter_mut().filter(|d| d.due <= schedule::now()) {
             let name = d.config.names[0].clone();
             let step = |m: &str| log(LogLevel::Info, &format!("MDomain {name}: {m}"));
-            let result = runtime.block_on(order::obtain(&d.config, &store_dir, &step)).and_then(|issued| {
-                store::install_certificate(&store_dir, &name, &issued.chain_pem, &issued.key_pem).map_err(|e| format!("storing the certificate in {}: {e}", store_dir.display()))
-            });
+            // One order per key type, installed together.
+            let result = d
+                .config
+                .private_keys
+                .iter()
+                .enumerate()
+                .map(|(i, spec)| {
+                    let issued = runtime.block_on(order::obtain(&d.config, *spec, &store_dir, &step))?;
+                    let (cert_name, key_name) = warren_config::md::pair_names(i, *spec);
+                    Ok(store::Pair { cert_name, key_name, chain_pem: issued.chain_pem, key_pem: issued.key_pem })
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .and_then(|pairs| store::install_certificates(&store_dir, &name, &pairs).map_err(|e| format!("storing the certificate in {}: {e}", store_dir.display())));
             let cert = store::store_files(&store_dir, &name).0;
             match result {
                 Ok(()) => {
                     d.failures = 0;
                     d.last_error = None;
-                    d.due = schedule::renewal_due(&cert, d.config.renew_window).max(schedule::now() + 1);
+                    d.due = due_of(&d.config, &store_dir).max(schedule::now() + 1);
                     let until = schedule::validity(&cert).map_or(0, |(_, until)| until);
                     log(LogLevel::Notice, &format!("MDomain {name}: certificate obtained from {}, valid until {}; renewal due {}", d.config.ca_url, status::http_date(until), status::http_date(d.due)));
                     renewed.push(name);
@@ -119,6 +129,13 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, group: Option<nix::unist
         let sleep = Duration::from_secs((next - schedule::now()).clamp(1, MAX_SLEEP.as_secs() as i64) as u64);
         std::thread::sleep(sleep);
     }
+}
+
+/// When a domain is next due: the soonest of its certificates (one per
+/// MDPrivateKeys type; a missing one is due now).
+fn due_of(config: &ManagedDomain, store_dir: &std::path::Path) -> i64 {
+    let dir = store_dir.join("domains").join(&config.names[0]);
+    config.private_keys.iter().enumerate().map(|(i, spec)| schedule::renewal_due(&dir.join(warren_config::md::pair_names(i, *spec).0), config.renew_window)).min().unwrap_or(0)
 }
 
 fn publish(domains: &[Domain], store_dir: &std::path::Path, group: Option<nix::unistd::Gid>, log: &Log) {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use instant_acme::{Account, AccountCredentials, AuthorizationStatus, ChallengeType, Identifier, NewAccount, NewOrder, OrderStatus, RetryPolicy};
-use warren_config::md::ManagedDomain;
+use warren_config::md::{KeySpec, ManagedDomain};
 
 use crate::challenges::{self, Answers};
 use crate::csr;
@@ -53,8 +53,9 @@ fn kind_name(kind: &ChallengeType) -> &'static str {
     }
 }
 
-/// Orders a certificate for `d`'s names; `log` hears each step.
-pub async fn obtain(d: &ManagedDomain, store_dir: &Path, log: &dyn Fn(&str)) -> Result<Issued, String> {
+/// Orders a certificate for `d`'s names with a key of type `spec`; `log`
+/// hears each step.
+pub async fn obtain(d: &ManagedDomain, spec: KeySpec, store_dir: &Path, log: &dyn Fn(&str)) -> Result<Issued, String> {
     let account = account(d, store_dir).await?;
     let identifiers: Vec<Identifier> = d.names.iter().map(|n| Identifier::Dns(n.clone())).collect();
     let mut order = account.new_order(&NewOrder::new(&identifiers)).await.map_err(|e| format!("new order at {}: {e}", d.ca_url))?;
@@ -110,7 +111,7 @@ pub async fn obtain(d: &ManagedDomain, store_dir: &Path, log: &dyn Fn(&str)) -> 
         let why = order.state().error.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "no reason given".into());
         return Err(format!("order is {status:?} after the challenges: {why}"));
     }
-    let (csr, key_pem) = csr::make(d)?;
+    let (csr, key_pem) = csr::make(d, spec)?;
     order.finalize_csr(&csr).await.map_err(|e| format!("finalizing the order: {e}"))?;
     let chain_pem = order.poll_certificate(&retries).await.map_err(|e| format!("fetching the certificate: {e}"))?;
     if !chain_pem.contains("-----BEGIN CERTIFICATE-----") {

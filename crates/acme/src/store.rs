@@ -48,19 +48,30 @@ fn temporary_name(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Puts a new certificate chain and its key in the store as one step:
-/// both written into a fresh directory, synced, then exchanged with the
-/// domain's directory (renameat2 RENAME_EXCHANGE), so a reader sees the
-/// old pair or the new one, never one of each.
-pub fn install_certificate(store: &Path, domain: &str, chain_pem: &str, key_pem: &str) -> io::Result<()> {
+/// One certificate chain and its key, with their file names in the
+/// domain's directory (see `warren_config::md::pair_names`).
+pub struct Pair {
+    pub cert_name: String,
+    pub key_name: String,
+    pub chain_pem: String,
+    pub key_pem: String,
+}
+
+/// Puts a domain's new certificate chains and keys in the store as one
+/// step: all written into a fresh directory, synced, then exchanged with
+/// the domain's directory (renameat2 RENAME_EXCHANGE), so a reader sees
+/// the old set or the new one, never a mix.
+pub fn install_certificates(store: &Path, domain: &str, pairs: &[Pair]) -> io::Result<()> {
     let (cert, _) = store_files(store, domain);
     let current = cert.parent().expect("store_files names a file in a directory").to_path_buf();
     let fresh = store.join("domains").join(format!(".{domain}.new"));
     let _ = fs::remove_dir_all(&fresh);
     let staged = (|| {
         DirBuilder::new().mode(0o700).create(&fresh)?;
-        write_atomic(&fresh.join("privkey.pem"), key_pem.as_bytes(), 0o600)?;
-        write_atomic(&fresh.join("pubcert.pem"), chain_pem.as_bytes(), 0o600)?;
+        for p in pairs {
+            write_atomic(&fresh.join(&p.key_name), p.key_pem.as_bytes(), 0o600)?;
+            write_atomic(&fresh.join(&p.cert_name), p.chain_pem.as_bytes(), 0o600)?;
+        }
         if current.exists() {
             renameat2(AT_FDCWD, &fresh, AT_FDCWD, &current, RenameFlags::RENAME_EXCHANGE).map_err(io::Error::from)?;
         } else {
@@ -98,11 +109,12 @@ mod tests {
         prepare(&store).unwrap();
         assert_eq!(mode(&store.join("domains")), 0o700);
         assert_eq!(mode(&challenges_dir(&store)), 0o755);
-        install_certificate(&store, "a.test", "CERT1", "KEY1").unwrap();
+        let pair = |chain: &str, key: &str| [Pair { cert_name: "pubcert.pem".into(), key_name: "privkey.pem".into(), chain_pem: chain.into(), key_pem: key.into() }];
+        install_certificates(&store, "a.test", &pair("CERT1", "KEY1")).unwrap();
         let (cert, key) = store_files(&store, "a.test");
         assert_eq!((fs::read_to_string(&cert).unwrap(), fs::read_to_string(&key).unwrap()), ("CERT1".into(), "KEY1".into()));
         assert_eq!((mode(&cert), mode(&key)), (0o600, 0o600));
-        install_certificate(&store, "a.test", "CERT2", "KEY2").unwrap();
+        install_certificates(&store, "a.test", &pair("CERT2", "KEY2")).unwrap();
         assert_eq!((fs::read_to_string(&cert).unwrap(), fs::read_to_string(&key).unwrap()), ("CERT2".into(), "KEY2".into()));
         // Nothing left beside them.
         let names: Vec<_> = fs::read_dir(store.join("domains")).unwrap().map(|e| e.unwrap().file_name()).collect();

@@ -139,6 +139,22 @@ pub fn store_files(store: &std::path::Path, domain: &str) -> (PathBuf, PathBuf) 
     (dir.join("pubcert.pem"), dir.join("privkey.pem"))
 }
 
+/// The file names of the pair of the `index`th MDPrivateKeys type, in a
+/// domain's directory: the first type's are `pubcert.pem` and
+/// `privkey.pem` ([`store_files`]), the others' carry the type, as
+/// mod_md's (`pubcert.secp384r1.pem`, `privkey.secp384r1.pem`).
+pub fn pair_names(index: usize, spec: KeySpec) -> (String, String) {
+    if index == 0 {
+        return ("pubcert.pem".into(), "privkey.pem".into());
+    }
+    let tag = match spec {
+        KeySpec::Rsa(bits) => format!("rsa{bits}"),
+        KeySpec::P256 => "secp256r1".into(),
+        KeySpec::P384 => "secp384r1".into(),
+    };
+    (format!("pubcert.{tag}.pem"), format!("privkey.{tag}.pem"))
+}
+
 /// Where http-01 key authorizations are written, one file per token:
 /// the only part of the store server children read.
 pub fn challenges_dir(store: &std::path::Path) -> PathBuf {
@@ -450,7 +466,6 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
         d.https_port = s.virtual_hosts.iter().find(tls_host).and_then(|vh| vh.addrs.iter().find_map(|a| a.port));
         let unacted: Vec<&str> = [
             (d.stapling, "MDStapling"),
-            (d.private_keys.len() > 1, "MDPrivateKeys' second and later types (one certificate is ordered, with a key of the first type)"),
         ]
         .into_iter()
         .filter_map(|(set, name)| set.then_some(name))
@@ -468,9 +483,12 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
             continue;
         }
         let Some(domain) = domains.iter().find(|d| host_names(h).any(|n| covers(d, n))) else { continue };
-        let (cert, key) = store_files(&store, &domain.names[0]);
-        h.ssl.cert_files.push((cert, domain.origin.clone()));
-        h.ssl.key_files.push((key, domain.origin.clone()));
+        let dir = store.join("domains").join(&domain.names[0]);
+        for (i, spec) in domain.private_keys.iter().enumerate() {
+            let (cert, key) = pair_names(i, *spec);
+            h.ssl.cert_files.push((dir.join(cert), domain.origin.clone()));
+            h.ssl.key_files.push((dir.join(key), domain.origin.clone()));
+        }
         h.ssl.managed = Some(domain.names.clone());
         // mod_md's MDRequireHttps permanent: HSTS on the HTTPS answers,
         // once a real certificate is served (never on the temporary one).
@@ -515,6 +533,7 @@ mod tests {
         let t = s.virtual_hosts[0].host.tls.as_ref().unwrap();
         assert_eq!(t.certificates[0].cert.0, PathBuf::from("/var/lib/warren/md/domains/a.test/pubcert.pem"));
         assert_eq!(t.managed.as_deref(), Some(&["a.test".to_string(), "www.a.test".to_string()][..]));
+        assert_eq!(t.certificates.len(), 1);
     }
 
     #[test]
@@ -563,6 +582,18 @@ mod tests {
         assert!(l.errors.is_empty(), "{:?}", errors(&l));
         let w: Vec<String> = l.warnings.iter().map(ToString::to_string).collect();
         assert!(w.iter().any(|w| w.contains("not acted on yet: MDStapling")), "{w:?}");
+    }
+
+    /// Several MDPrivateKeys types: a certificate and key of each, the
+    /// first as pubcert.pem/privkey.pem.
+    #[test]
+    fn a_pair_per_key_type() {
+        let l = load("keys", "Listen 443\nMDomain g.test\nMDContactEmail a@g.test\nMDPrivateKeys secp384r1 RSA 3072\nMDStoreDir /md\n<VirtualHost *:443>\nServerName g.test\nSSLEngine on\n</VirtualHost>\n");
+        assert!(l.errors.is_empty() && l.warnings.is_empty(), "{:?} {:?}", errors(&l), l.warnings);
+        let s = l.settings.unwrap();
+        let t = s.virtual_hosts[0].host.tls.as_ref().unwrap();
+        let files: Vec<_> = t.certificates.iter().map(|c| (c.cert.0.display().to_string(), c.key.as_ref().unwrap().0.display().to_string())).collect();
+        assert_eq!(files, [("/md/domains/g.test/pubcert.pem".into(), "/md/domains/g.test/privkey.pem".into()), ("/md/domains/g.test/pubcert.rsa3072.pem".into(), "/md/domains/g.test/privkey.rsa3072.pem".into())]);
     }
 
     /// Debian's `a2enmod md`: `<IfModule md_module>` holds only once loaded.

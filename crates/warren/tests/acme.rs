@@ -146,10 +146,11 @@ fn first_certificate(s: &Server, https: u16) -> String {
     wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no Pebble certificate within 10 s: {}", s.read_log("error.log")))
 }
 
-/// `openssl x509 -noout ARGS` of the certificate served for `sni`.
-fn served_x509(https: u16, sni: &str, args: &[&str]) -> String {
+/// `openssl x509 -noout ARGS` of the certificate served to `s_client
+/// CLIENT_ARGS`.
+fn served_x509(https: u16, client_args: &[&str], args: &[&str]) -> String {
     use std::io::Write;
-    let out = s_client(https, &["-servername", sni], "");
+    let out = s_client(https, client_args, "");
     let pem_start = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
     let mut x509 = Command::new("openssl").args(["x509", "-noout"]).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let _ = x509.stdin.take().unwrap().write_all(pem_start.as_bytes());
@@ -158,7 +159,7 @@ fn served_x509(https: u16, sni: &str, args: &[&str]) -> String {
 
 /// The issuer and serial of the certificate served for a.test.
 fn served(https: u16) -> String {
-    served_x509(https, "a.test", &["-issuer", "-serial"])
+    served_x509(https, &["-servername", "a.test"], &["-issuer", "-serial"])
 }
 
 /// Waits (up to `within`) for a Pebble-issued certificate on `https`.
@@ -348,7 +349,7 @@ fn wildcard_by_dns01_hook(mpm: &str) {
     };
     let (_pebble, s, _, https) = start_managed(mpm, "wild", Validation::Warren, "*.a.test", hook);
     first_certificate(&s, https);
-    let san = served_x509(https, "shop.a.test", &["-ext", "subjectAltName"]);
+    let san = served_x509(https, &["-servername", "shop.a.test"], &["-ext", "subjectAltName"]);
     assert!(san.contains("DNS:*.a.test") && san.contains("DNS:a.test"), "{san}");
     let log = s.wait_log("error.log", "graceful restart");
     assert!(log.contains("dns-01 challenge for *.a.test ready") && log.contains("http-01 challenge for a.test ready"), "{log}");
@@ -393,15 +394,16 @@ fn refused_order(mpm: &str) {
     assert!(!s.dir.0.join("md/domains/a.test/pubcert.pem").exists());
 }
 
-/// MDPrivateKeys secp384r1 (with MDMustStaple on, and MDRequireHttps
-/// permanent: 301 and HSTS once certified): the certificate
-/// pebble issues, and warren serves, has a P-384 key. (Debian's pebble
+/// MDPrivateKeys secp384r1 RSA 2048 (with MDMustStaple on, and
+/// MDRequireHttps permanent: 301 and HSTS once certified): pebble issues
+/// a certificate of each, and warren serves the P-384 one, or the RSA one
+/// to a client that takes only RSA signatures. (Debian's pebble
 /// 2.4 does not copy the request's TLS Feature extension into the
 /// certificate; warren's request is checked by warren-acme's csr tests.)
 fn key_type_and_must_staple(mpm: &str) {
-    let (pebble, s, http, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1\nMDMustStaple on\nMDRequireHttps permanent".into());
+    let (pebble, s, http, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1 RSA 2048\nMDMustStaple on\nMDRequireHttps permanent".into());
     first_certificate(&s, https);
-    let text = served_x509(https, "a.test", &["-text"]);
+    let text = served_x509(https, &["-servername", "a.test"], &["-text"]);
     // MDRequireHttps permanent: 301 to HTTPS, and HSTS there, once the
     // certificate is in use.
     let root = s.dir.0.join("pebble-root.pem");
@@ -415,6 +417,9 @@ fn key_type_and_must_staple(mpm: &str) {
     let redirect = head(format!("http://a.test:{http}/a.txt"));
     assert!(redirect.starts_with("http/1.1 301") && redirect.contains(&format!("location: https://a.test:{https}/a.txt")), "{redirect}");
     assert!(text.contains("Public-Key: (384 bit)") && text.contains("NIST CURVE: P-384"), "{text}");
+    // The second type's certificate, for a client that takes only RSA.
+    let rsa = served_x509(https, &["-servername", "a.test", "-sigalgs", "rsa_pss_rsae_sha256:RSA+SHA256"], &["-text"]);
+    assert!(rsa.contains("Public-Key: (2048 bit)") && rsa.contains("Issuer: CN = Pebble"), "{rsa}");
 }
 
 /// A small tmpfs mounted on a directory for a test, unmounted when dropped.
