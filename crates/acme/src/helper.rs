@@ -10,6 +10,8 @@
 //! to a day; the certificate in use stays in use meanwhile.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
@@ -32,9 +34,14 @@ struct Domain {
     last_error: Option<String>,
 }
 
+/// Reads the configuration again (the parent's own reader): what the
+/// helper does on SIGHUP, which the parent sends it at each graceful
+/// restart, so that domains added or changed are managed without a stop.
+pub type Reload = Box<dyn Fn() -> Option<Settings>>;
+
 /// Forks the helper if the configuration manages any domain automatically;
 /// in the child, `open_log` makes its log and the loop never returns.
-pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log) -> Result<Option<Pid>, String> {
+pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option<Reload>) -> Result<Option<Pid>, String> {
     let domains: Vec<ManagedDomain> = settings.md.domains.iter().filter(|d| d.auto).cloned().collect();
     if domains.is_empty() {
         return Ok(None);
@@ -55,12 +62,27 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log) -> Result<Opti
                 std::process::exit(0);
             }
             let log = open_log();
-            run(domains, store_dir, group, parent, &log);
+            let hup = Arc::new(AtomicBool::new(false));
+            if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone()) {
+                log(LogLevel::Warn, &format!("ACME helper: no SIGHUP handler ({e}): configuration changes need a restart"));
+            }
+            run(domains, Helper { store_dir, group, parent, reload, hup }, &log);
         }
     }
 }
 
-fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, group: Option<nix::unistd::Gid>, parent: Pid, log: &Log) -> ! {
+/// What the helper's loop keeps besides its domains.
+struct Helper {
+    store_dir: PathBuf,
+    group: Option<nix::unistd::Gid>,
+    parent: Pid,
+    reload: Option<Reload>,
+    hup: Arc<AtomicBool>,
+}
+
+fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
+    let Helper { store_dir, group, parent, .. } = &helper;
+    let (store_dir, group, parent) = (store_dir.clone(), *group, *parent);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -126,9 +148,41 @@ fn run(domains: Vec<ManagedDomain>, store_dir: PathBuf, group: Option<nix::unist
             std::process::exit(0);
         }
         let next = domains.iter().map(|d| d.due).min().unwrap_or(i64::MAX);
-        let sleep = Duration::from_secs((next - schedule::now()).clamp(1, MAX_SLEEP.as_secs() as i64) as u64);
-        std::thread::sleep(sleep);
+        let wake = std::time::Instant::now() + Duration::from_secs((next - schedule::now()).clamp(1, MAX_SLEEP.as_secs() as i64) as u64);
+        while std::time::Instant::now() < wake && !helper.hup.load(Ordering::SeqCst) {
+            std::thread::sleep(HUP_POLL);
+        }
+        if helper.hup.swap(false, Ordering::SeqCst) {
+            if let Some(settings) = helper.reload.as_ref().and_then(|r| r()) {
+                domains = reconfigured(domains, &settings, &store_dir);
+                log(LogLevel::Notice, &format!("ACME helper: configuration read again, managing {}", domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
+                publish(&domains, &store_dir, group, log);
+            }
+        }
     }
+}
+
+/// How often the sleeping helper looks for a SIGHUP.
+const HUP_POLL: Duration = Duration::from_millis(100);
+
+/// The domains of a configuration read again: a domain kept (same first
+/// name) keeps its failures and, while failing, its next try; a new or
+/// changed one is due as its certificates say.
+fn reconfigured(old: Vec<Domain>, settings: &Settings, store_dir: &std::path::Path) -> Vec<Domain> {
+    settings
+        .md
+        .domains
+        .iter()
+        .filter(|d| d.auto)
+        .map(|config| {
+            let before = old.iter().find(|o| o.config.names[0] == config.names[0] && o.failures > 0);
+            let due = due_of(config, store_dir);
+            match before {
+                Some(o) if o.config.names == config.names => Domain { config: config.clone(), due: o.due, failures: o.failures, last_error: o.last_error.clone() },
+                _ => Domain { config: config.clone(), due, failures: 0, last_error: None },
+            }
+        })
+        .collect()
 }
 
 /// When a domain is next due: the soonest of its certificates (one per

@@ -487,4 +487,25 @@ fn full_disk_is_retried(mpm: &str) {
     drop(mount);
 }
 
-each_mpm!(full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+/// A domain added by a graceful restart (HUP) is managed without a stop:
+/// the parent tells the helper, which reads the configuration again.
+fn graceful_restart_adds_a_domain(mpm: &str) {
+    let (_pebble, s, http, https) = start_managed(mpm, "added", Validation::Warren, "www.a.test", |_, _| String::new());
+    first_certificate(&s, https);
+    let conf = std::fs::read_to_string(&s.conf).unwrap();
+    std::fs::write(&s.conf, format!("{conf}MDomain b.test\n<VirtualHost *:{http}>\nServerName b.test\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName b.test\nSSLEngine on\n</VirtualHost>\n")).unwrap();
+    common::unsafe_kill(s.pid(), 1);
+    let log = s.wait_log("error.log", "MDomain b.test: certificate obtained");
+    assert!(log.contains("ACME helper: configuration read again, managing a.test, b.test"), "{log}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let san = loop {
+        let san = served_x509(https, &["-servername", "b.test"], &["-issuer", "-ext", "subjectAltName"]);
+        if san.contains("DNS:b.test") && san.contains("Pebble") || Instant::now() > deadline {
+            break san;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(san.contains("DNS:b.test") && san.contains("Pebble"), "{san}\n{log}");
+}
+
+each_mpm!(graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
