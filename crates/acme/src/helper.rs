@@ -61,6 +61,10 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option
             if getppid() != parent {
                 std::process::exit(0);
             }
+            // Nothing of the parent's (sockets systemd passed, the CGI
+            // spawner's end) stays open here; its log is opened anew.
+            // SAFETY: close_range with constant arguments.
+            unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) };
             let log = open_log();
             let hup = Arc::new(AtomicBool::new(false));
             if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone()) {
