@@ -24,6 +24,8 @@ command -v php >/dev/null 2>&1 || missing+=(php-cli)
 # for warren-tls's tests.
 command -v make-ssl-cert >/dev/null 2>&1 || missing+=(ssl-cert)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# acme.rs runs Debian's pebble (an ACME test CA) and pebble-challtestsrv as its DNS.
+command -v pebble >/dev/null 2>&1 || missing+=(pebble)
 # warren-tls's proxy_client tests read the system's CA store.
 [ -f /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 php -m 2>/dev/null | grep -qx mysqli || missing+=(php-mysql)

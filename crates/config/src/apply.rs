@@ -425,7 +425,7 @@ pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
     }
     let lower = handler.to_ascii_lowercase();
-    if lower.starts_with("proxy:") || lower.starts_with("pool:") || lower == "server-status" || lower == "metrics" || lower == "balancer-manager" {
+    if lower.starts_with("proxy:") || lower.starts_with("pool:") || lower == "server-status" || lower == "metrics" || lower == "balancer-manager" || lower == "md-status" {
         let pattern = extensions.iter().map(|e| e.trim_start_matches('.')).collect::<Vec<_>>().join("|");
         return b.error(&d.origin, format!("AddHandler {handler}: warren sets handlers with SetHandler only: write <FilesMatch \"\\.({pattern})$\"> SetHandler {handler} </FilesMatch>"));
     }
@@ -554,6 +554,7 @@ pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         [h] if h.eq_ignore_ascii_case("server-status") => dir.handler = Some(Some(Handler::ServerStatus)),
         [h] if h.eq_ignore_ascii_case("metrics") => dir.handler = Some(Some(Handler::Metrics)),
         [h] if h.eq_ignore_ascii_case("balancer-manager") => dir.handler = Some(Some(Handler::BalancerManager)),
+        [h] if h.eq_ignore_ascii_case("md-status") => dir.handler = Some(Some(Handler::MdStatus)),
         [h] if h.eq_ignore_ascii_case("type-map") => dir.handler = Some(Some(Handler::TypeMap)),
         [h, opts @ ..] if h.starts_with("pool:") && h.len() > 5 => match flush_packets_option(opts) {
             Ok(flush) => {

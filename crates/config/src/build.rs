@@ -148,6 +148,7 @@ impl Builder {
                     }
                 }
                 Node::Section(sec) if sec.name.eq_ignore_ascii_case("Pool") => self.pool(sec, &mut pools),
+                Node::Section(sec) if sec.name.eq_ignore_ascii_case("MDomainSet") => crate::md::domain_set(&mut self, sec, &mut s),
                 Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d, &mut pools),
                 Node::Section(sec) => {
                     let sections = self.dir_section(sec, Context::Server, None);
@@ -220,6 +221,7 @@ impl Builder {
             }
         }
         let https = std::mem::take(&mut self.https_listens);
+        crate::md::settle(&mut self, &mut s);
         crate::tls::settle(&mut self, &mut s, &https);
         let mut reported = Vec::new();
         for host in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)) {

@@ -146,7 +146,7 @@ fn check_handler(h: &Handler, env: &Env, nodes: &[Node], dir: &Path) -> Result<(
     let addr = |h: &Handler| match h {
         Handler::FastCgi(b) => Some(b.addr.clone()),
         Handler::Pool(name) => Some(crate::backend::FcgiAddr::Pool(name.clone())),
-        Handler::ServerStatus | Handler::Metrics | Handler::BalancerManager | Handler::TypeMap | Handler::Refused { .. } => None,
+        Handler::ServerStatus | Handler::Metrics | Handler::BalancerManager | Handler::MdStatus | Handler::TypeMap | Handler::Refused { .. } => None,
     };
     let Some(wanted) = addr(h) else { return Ok(()) };
     if env.handlers.iter().any(|known| addr(known).as_ref() == Some(&wanted)) {

@@ -97,6 +97,7 @@ pub mod if_sections;
 pub mod log_format;
 pub mod log_target;
 pub mod mass;
+pub mod md;
 pub mod mime;
 pub mod mod_php;
 pub mod modules;

@@ -28,7 +28,9 @@
 /// Debian's serve-cgi-bin.conf opens /cgi-bin/ only after `a2enmod cgid`.
 /// mod_php too: an `.htaccess` file's `<IfModule mod_php.c>` around
 /// `php_value` must not apply where PHP runs in a shared php-fpm.
-pub const LOADED_ONLY: &[&str] = &["ssl", "http2", "cgi", "cgid", "php", "php7", "php5"];
+/// mod_md too: `<IfModule md_module>` around MDomain must not order
+/// certificates before `a2enmod md`.
+pub const LOADED_ONLY: &[&str] = &["ssl", "http2", "cgi", "cgid", "php", "php7", "php5", "md"];
 
 /// mod_php's names. Its `<IfModule>` blocks, when it is not loaded, are
 /// kept as skipped ones: the handler lines in them still keep the files
@@ -150,6 +152,7 @@ pub static MODULES: &[Module] = &[
     mpm("mpm_prefork"),
     provides("negotiation", "Options MultiViews, type maps (AddHandler type-map), LanguagePriority, ForceLanguagePriority; CacheNegotiatedDocs accepted, not acted on"),
     provides("ssl", "TLS (rustls): SSLEngine, SSLProxyEngine and SSLProxy* for https:// backends, SSLCertificateFile, SSLCertificateKeyFile, SSLCertificateChainFile, SSLProtocol, SSLCipherSuite, SSLHonorCipherOrder, SSLSessionCache, SSLSessionTickets, SSLUseStapling, SSLStrictSNIVHostCheck, SSLOptions, SSLRequireSSL; `<IfModule ssl_module>` is true once LoadModule loads it"),
+    provides("md", "ACME certificates: MDomain, <MDomainSet>, MDCertificateAuthority, MDCACertificateFile, MDContactEmail, MDCertificateAgreement, MDPrivateKeys, MDRenewWindow, MDRetryDelay, MDStoreDir, MDChallengeDns01, MDCAChallenges (http-01, tls-alpn-01, dns-01), MDRequireHttps, MDMustStaple, SetHandler md-status (see docs/acme.md); `<IfModule md_module>` is true once LoadModule loads it"),
     provides("http2", "HTTP/2 configuration: Protocols h2 (ALPN over TLS) and h2c, H2Direct, H2Upgrade, H2MaxSessionStreams, H2WindowSize, H2MaxDataFrameLen, H2StreamTimeout; server push and its directives accepted, not acted on; `<IfModule http2_module>` is true once LoadModule loads it"),
     provides("socache_shmcb", "the shared session cache of SSLSessionCache shmcb:"),
     refuses("auth_basic", NO_AUTH, &["AuthBasicAuthoritative", "AuthBasicFake", "AuthBasicUseDigestAlgorithm"]),

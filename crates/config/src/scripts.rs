@@ -57,7 +57,7 @@ impl ScriptMark {
 
 /// The handlers that report on the whole server (every host's clients and
 /// requests): not for an `.htaccess` file to set.
-pub const SERVER_WIDE: &[&str] = &["server-status", "metrics", "server-info", "balancer-manager", "ldap-status"];
+pub const SERVER_WIDE: &[&str] = &["server-status", "metrics", "md-status", "server-info", "balancer-manager", "ldap-status"];
 
 /// Whether `mime_type` (parameters allowed) is one that a module runs the
 /// file of, as mod_php runs `application/x-httpd-php` and mod_cgi
@@ -89,7 +89,7 @@ fn is_default(name: &str) -> bool {
 /// Whether warren has the handler `name` (so that `SetHandler` of it does
 /// not mark).
 pub fn warren_has(name: &str) -> bool {
-    is_default(name) || name.eq_ignore_ascii_case("server-status") || name.eq_ignore_ascii_case("metrics") || name.eq_ignore_ascii_case("balancer-manager") || name.eq_ignore_ascii_case("type-map") || name.starts_with("proxy:") || name.starts_with("pool:")
+    is_default(name) || name.eq_ignore_ascii_case("server-status") || name.eq_ignore_ascii_case("metrics") || name.eq_ignore_ascii_case("balancer-manager") || name.eq_ignore_ascii_case("md-status") || name.eq_ignore_ascii_case("type-map") || name.starts_with("proxy:") || name.starts_with("pool:")
 }
 
 /// The mark `d` makes, if it names scripts. `skipped`: `d` stands in an
@@ -124,6 +124,8 @@ pub enum Handler {
     Metrics,
     /// `SetHandler balancer-manager`: the balancers' members, switched at run time.
     BalancerManager,
+    /// `SetHandler md-status`: mod_md's JSON of the managed domains.
+    MdStatus,
     /// `proxy:unix:/path|fcgi://localhost` or `proxy:fcgi://host:port`:
     /// the file the request maps to is the script, run by this backend.
     FastCgi(FcgiBackend),

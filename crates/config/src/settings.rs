@@ -214,6 +214,8 @@ pub struct Settings {
     pub https_listen: Vec<SocketAddr>,
     /// mod_ssl's server-wide settings.
     pub tls: crate::tls::TlsGlobal,
+    /// mod_md: the managed domains and their settings.
+    pub md: crate::md::MdGlobal,
     pub pid_file: Option<PathBuf>,
     /// Where PidFile was set (None: the default), for the messages that
     /// refuse its file.
@@ -284,6 +286,7 @@ impl Settings {
             listen: Vec::new(),
             https_listen: Vec::new(),
             tls: crate::tls::TlsGlobal::default(),
+            md: crate::md::MdGlobal::default(),
             pid_file: Some(server_root.join("warren.pid")),
             pid_file_origin: None,
             user: None,

@@ -13,6 +13,7 @@ use crate::apply;
 use crate::compress;
 use crate::fcgid;
 use crate::mass;
+use crate::md;
 use crate::h2;
 use crate::mime::{self, ExtAttr};
 use crate::builder::Builder;
@@ -291,6 +292,22 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("SSLSessionTickets", "On|Off", tls::session_tickets),
     host("SSLCompression", "Off", tls::compression),
     dir("SSLOptions", "[+|-]option...", tls::options),
+    // mod_md (also inside <MDomainSet>, see md.rs).
+    server("MDomain", "name... [auto|manual]", md::domain),
+    server("MDMember", "name...", |b, d, _| b.error(&d.origin, "MDMember stands only inside <MDomainSet>")),
+    server("MDStoreDir", "directory", md::store_dir),
+    server("MDCertificateAuthority", "URL|letsencrypt|letsencrypt-test", |b, d, s| md::ca(b, d, &mut s.md.options)),
+    server("MDCACertificateFile", "file", |b, d, s| md::ca_certificate_file(b, d, &mut s.md.options)),
+    server("MDContactEmail", "address", |b, d, s| md::contact(b, d, &mut s.md.options)),
+    server("MDCertificateAgreement", "accepted", |b, d, s| md::agreement(b, d, &mut s.md.options)),
+    server("MDPrivateKeys", "type [bits]...", |b, d, s| md::private_keys(b, d, &mut s.md.options)),
+    server("MDRenewWindow", "n%|duration", |b, d, s| md::renew_window(b, d, &mut s.md.options)),
+    server("MDRetryDelay", "duration", |b, d, s| md::retry_delay(b, d, &mut s.md.options)),
+    server("MDChallengeDns01", "command", |b, d, s| md::challenge_dns01(b, d, &mut s.md.options)),
+    server("MDRequireHttps", "off|temporary|permanent", |b, d, s| md::require_https(b, d, &mut s.md.options)),
+    server("MDStapling", "on|off", |b, d, s| md::stapling(b, d, &mut s.md.options)),
+    server("MDMustStaple", "on|off", |b, d, s| md::must_staple(b, d, &mut s.md.options)),
+    server("MDCAChallenges", "type...", |b, d, s| md::ca_challenges(b, d, &mut s.md.options)),
     dir("SSLRequireSSL", "", tls::require_ssl),
     // Accepted, not acted on (see Apply::Inert).
     inert("SSLRandomSeed", Contexts::SERVER, "startup|connect builtin|file:path|exec:path [bytes]", OPENSSL_ONLY),

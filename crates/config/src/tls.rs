@@ -115,6 +115,9 @@ pub struct TlsHost {
     /// `SSLOptions +StdEnvVars` at the host's level; sections may set it
     /// too ([`DirConfig::ssl_std_env_vars`]).
     pub std_env_vars: bool,
+    /// The managed domain's names when its certificate is mod_md's (a
+    /// self-signed one is served until the store has it).
+    pub managed: Option<Vec<String>>,
 }
 
 /// The `SSL*` lines one host wrote, before merging with the main server's.
@@ -131,6 +134,9 @@ pub struct TlsDirectives {
     pub use_stapling: Option<bool>,
     pub strict_sni: Option<bool>,
     pub session_tickets: Option<bool>,
+    /// The names of the managed domain (mod_md) whose store files
+    /// [`crate::md`] gave this host.
+    pub managed: Option<Vec<String>>,
 }
 
 impl TlsDirectives {
@@ -152,6 +158,7 @@ impl TlsDirectives {
             use_stapling: self.use_stapling.or(base.use_stapling),
             strict_sni: self.strict_sni.or(base.strict_sni),
             session_tickets: self.session_tickets.or(base.session_tickets),
+            managed: self.managed.clone(),
         }
     }
 
@@ -185,6 +192,7 @@ impl TlsDirectives {
             strict_sni: self.strict_sni.unwrap_or(false),
             session_tickets: self.session_tickets.unwrap_or(true),
             std_env_vars,
+            managed: self.managed.clone(),
         })
     }
 }

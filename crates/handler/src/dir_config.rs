@@ -323,6 +323,6 @@ pub fn backend_of(h: &Handler) -> FcgiBackend {
     match h {
         Handler::FastCgi(b) => b.clone(),
         Handler::Pool(name) => FcgiBackend { addr: warren_config::FcgiAddr::Pool(name.clone()), reuse: false, timeout: None, flush_packets: false },
-        Handler::ServerStatus | Handler::Metrics | Handler::BalancerManager | Handler::TypeMap | Handler::Refused { .. } => unreachable!("not a FastCGI handler"),
+        Handler::ServerStatus | Handler::Metrics | Handler::BalancerManager | Handler::MdStatus | Handler::TypeMap | Handler::Refused { .. } => unreachable!("not a FastCGI handler"),
     }
 }

@@ -81,6 +81,9 @@
 //!   whole before the application gets them).
 
 mod accounts;
+mod acme_challenge;
+mod md_status;
+mod require_https;
 pub mod alias;
 pub mod auth;
 pub mod balancer;

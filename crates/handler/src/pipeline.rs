@@ -122,6 +122,13 @@ impl Site {
         if let Some(o) = self.pool_status(req, &url, query) {
             return o;
         }
+        // mod_md's http-01 answers come before any rule of the host's.
+        if let Some(o) = self.acme_challenge(req, &url) {
+            return self.host_filtered(req, &url, o);
+        }
+        if let Some(o) = self.require_https(req, conn, raw) {
+            return self.host_filtered(req, &url, o);
+        }
         self.rewrite_pass(req, &url, query)
     }
 
@@ -272,7 +279,15 @@ impl Site {
                 let auto = query.split(|&b| b == b'?' || b == b'&').any(|p| p == b"auto");
                 let snap = source.snapshot();
                 let memory = self.pools.get().and_then(|d| d.memory());
-                return Outcome::Ready(crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
+                let mut page = crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header);
+                self.add_md_lines(&mut page, auto);
+                return Outcome::Ready(page);
+            }
+            Some(Some(Handler::MdStatus)) => {
+                if !route.dir.allows(req.head, conn) {
+                    return Outcome::Ready(self.denied(req, url));
+                }
+                return Outcome::Ready(self.md_status(req));
             }
             Some(Some(Handler::BalancerManager)) => {
                 if !route.dir.allows(req.head, conn) {

@@ -69,6 +69,9 @@ pub(crate) fn validity(der: &[u8]) -> Option<(i64, i64)> {
 /// them, and staples the OCSP response beside the certificate when asked.
 pub(crate) fn load(pair: &CertPair, host: &TlsHost, provider: &CryptoProvider, warnings: &mut Vec<String>) -> Result<Loaded, Vec<String>> {
     let (cert_path, cert_origin) = &pair.cert;
+    if let Some(names) = host.managed.as_ref().filter(|_| !cert_path.exists()) {
+        return crate::managed::temporary(names, host, provider, warnings);
+    }
     let mut errors = Vec::new();
     let certs = read_certs(cert_path, cert_origin, "SSLCertificateFile");
     let key = match &pair.key {

@@ -23,6 +23,8 @@
 //!   for `SSL_PROTOCOL`, `SSL_CIPHER` and logs.
 
 pub mod certs;
+mod managed;
+pub mod acme_alpn;
 pub mod ciphers;
 pub mod proxy_client;
 pub mod session_cache;
@@ -170,8 +172,13 @@ impl ServerTls {
                     continue;
                 }
             };
-            let resolver = sni::Resolver::new(sni_hosts, &provider.cipher_suites);
-            let builder = match ServerConfig::builder_with_provider(Arc::new(provider)).with_protocol_versions(&versions) {
+            let provider = Arc::new(provider);
+            let mut resolver = sni::Resolver::new(sni_hosts, &provider.cipher_suites);
+            let manages_domains = !settings.md.domains.is_empty();
+            if manages_domains {
+                resolver = resolver.with_acme_challenges(settings.md.store_dir.clone(), provider.clone());
+            }
+            let builder = match ServerConfig::builder_with_provider(provider).with_protocol_versions(&versions) {
                 Ok(b) => b,
                 Err(e) => {
                     push_new(&mut errors, format!("{}: TLS configuration for {addr}: {e}", default.origin));
@@ -180,6 +187,10 @@ impl ServerTls {
             };
             let mut config = builder.with_no_client_auth().with_cert_resolver(Arc::new(resolver));
             config.alpn_protocols = alpn_protocols(&settings.h2_listener(addr));
+            if manages_domains {
+                // Last: only a client offering nothing else gets it.
+                config.alpn_protocols.push(acme_alpn::ALPN_ACME_TLS.to_vec());
+            }
             config.enable_secret_extraction = true;
             // rustls then takes the first of the provider's suites (in
             // SSLCipherSuite's order, see provider_for) that the client

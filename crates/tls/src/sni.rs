@@ -66,12 +66,20 @@ pub struct Resolver {
     hosts: Vec<SniHost>,
     /// The listener's TLS 1.2 suites (none if it offers only TLS 1.3).
     tls12: Vec<SupportedCipherSuite>,
+    /// MDStoreDir, with the provider to load its
+    /// tls-alpn-01 keys, when the server manages domains (mod_md).
+    acme: Option<(std::path::PathBuf, Arc<rustls::crypto::CryptoProvider>)>,
 }
 
 impl Resolver {
     /// `suites`: the listener's cipher suites (its provider's).
     pub fn new(hosts: Vec<SniHost>, suites: &[SupportedCipherSuite]) -> Resolver {
-        Resolver { hosts, tls12: suites.iter().copied().filter(|s| s.tls13().is_none()).collect() }
+        Resolver { hosts, tls12: suites.iter().copied().filter(|s| s.tls13().is_none()).collect(), acme: None }
+    }
+
+    /// Answers tls-alpn-01 validations from the store at `store` (see [`crate::acme_alpn`]).
+    pub fn with_acme_challenges(self, store: std::path::PathBuf, provider: Arc<rustls::crypto::CryptoProvider>) -> Resolver {
+        Resolver { acme: Some((store, provider)), ..self }
     }
 
     /// The host whose certificate a client naming `sni` gets (None: no
@@ -101,6 +109,11 @@ impl ResolvesServerCert for Resolver {
     /// passed over: if the handshake turns out to be TLS 1.3, the key
     /// taken instead (RSA) serves just as well.
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        if let Some((store, provider)) = &self.acme {
+            if crate::acme_alpn::is_validation(&hello) {
+                return crate::acme_alpn::challenge_key(store, provider, &hello);
+            }
+        }
         let host = &self.hosts[self.host_for(hello.server_name())?];
         let schemes = hello.signature_schemes();
         let offered = hello.cipher_suites();

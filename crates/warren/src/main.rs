@@ -346,15 +346,32 @@ fn main() -> ExitCode {
             Some(Box::new(move || {
                 let loaded = load_checked(&file, &opts, allow_root);
                 match loaded.settings {
-                    Some(s) => Ok((s, loaded.warnings.iter().chain(&loaded.skipped).chain(&loaded.mapped).chain(&loaded.scripts).map(ToString::to_string).collect())),
+                    Some(s) => {
+                        // mod_md's helper reads the new configuration too.
+                        let helper = MD_HELPER.load(std::sync::atomic::Ordering::SeqCst);
+                        if helper > 0 {
+                            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(helper), nix::sys::signal::Signal::SIGHUP);
+                        }
+                        Ok((s, loaded.warnings.iter().chain(&loaded.skipped).chain(&loaded.mapped).chain(&loaded.scripts).map(ToString::to_string).collect()))
+                    }
                     None => Err(loaded.errors.iter().map(ToString::to_string).collect()),
                 }
             }))
         }
         _ => None,
     };
-    run(settings, &warnings, &skipped, &scripts, reload, systemd)
+    let md_reload: Option<warren_acme::helper::Reload> = match (&cli.command, &cli.config) {
+        (None, Some(file)) => {
+            let (file, opts, allow_root) = (file.clone(), LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm }, cli.allow_root);
+            Some(Box::new(move || load_checked(&file, &opts, allow_root).settings))
+        }
+        _ => None,
+    };
+    run(settings, &warnings, &skipped, &scripts, reload, md_reload, systemd)
 }
+
+/// The ACME helper's pid (0: none), for the graceful restart to tell it.
+static MD_HELPER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 /// Loads a configuration file, and refuses server children or pools that
 /// would run as root without -R, and a pool sharing the server's user with
@@ -661,12 +678,29 @@ fn limit_malloc_arenas() {
     }
 }
 
-fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>, mut systemd: warren_mpm::systemd::Systemd) -> ExitCode {
+fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>, md_reload: Option<warren_acme::helper::Reload>, mut systemd: warren_mpm::systemd::Systemd) -> ExitCode {
     // CGI programs are started by a process forked now, while warren has
     // one thread (see warren_handler::cgi::spawner).
     if warren_config::cgi::uses_cgi(&settings) {
         if let Err(e) = warren_handler::cgi::spawner::start(settings.user.as_deref(), settings.group.as_deref()) {
             eprintln!("warren: cannot start the CGI spawner: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    // mod_md's ACME client: a process of its own, forked now too.
+    let md_log = (settings.error_log.clone().filter(|_| settings.error_log_sink.is_none()), settings.main.error_log_origin.clone(), settings.log_level);
+    let open_md_log = move || -> warren_acme::helper::Log {
+        let log = warren_handler::logs::ErrorLog::open(md_log.0.as_deref(), md_log.1.as_ref(), md_log.2)
+            .or_else(|_| warren_handler::logs::ErrorLog::open(None, None, md_log.2))
+            .expect("standard error as a log cannot fail to open");
+        Box::new(move |level, message| log.log(level, None, message))
+    };
+    // It reads the configuration again when the parent's graceful restart
+    // has (see the reload below), with the same reader.
+    match warren_acme::helper::start(&settings, open_md_log, md_reload) {
+        Ok(pid) => MD_HELPER.store(pid.map_or(0, |p| p.as_raw()), std::sync::atomic::Ordering::SeqCst),
+        Err(e) => {
+            eprintln!("warren: {e}");
             return ExitCode::FAILURE;
         }
     }

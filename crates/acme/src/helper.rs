@@ -1,0 +1,213 @@
+//! The helper process: forked by the parent at start (while warren has
+//! one thread), it runs the ACME client for every `auto` MDomain and
+//! never serves a client. It dies with the parent (PR_SET_PDEATHSIG).
+//!
+//! Its loop: each domain whose certificate is missing or in its renewal
+//! window is ordered; a new certificate is installed in the store and the
+//! parent gets SIGHUP (a graceful restart: new children take the new
+//! certificate, old ones finish their requests). A failure is logged with
+//! its reason and retried after MDRetryDelay, doubled on each failure up
+//! to a day; the certificate in use stays in use meanwhile.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::{fork, getppid, ForkResult, Pid};
+use warren_config::md::ManagedDomain;
+use warren_config::{LogLevel, Settings};
+
+use crate::{order, schedule, status, store};
+
+/// How the helper writes to the server's error log.
+pub type Log = Box<dyn Fn(LogLevel, &str)>;
+
+/// The longest the helper sleeps between looks at its domains.
+const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+struct Domain {
+    config: ManagedDomain,
+    due: i64,
+    failures: u32,
+    last_error: Option<String>,
+}
+
+/// Reads the configuration again (the parent's own reader): what the
+/// helper does on SIGHUP, which the parent sends it at each graceful
+/// restart, so that domains added or changed are managed without a stop.
+pub type Reload = Box<dyn Fn() -> Option<Settings>>;
+
+/// Forks the helper if the configuration manages any domain automatically;
+/// in the child, `open_log` makes its log and the loop never returns.
+pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option<Reload>) -> Result<Option<Pid>, String> {
+    let domains: Vec<ManagedDomain> = settings.md.domains.iter().filter(|d| d.auto).cloned().collect();
+    if domains.is_empty() {
+        return Ok(None);
+    }
+    let store_dir = settings.md.store_dir.clone();
+    // The children's group may read the status files (not the keys).
+    let group = settings.group.as_deref().and_then(|g| nix::unistd::Group::from_name(g).ok().flatten()).map(|g| g.gid);
+    store::prepare(&store_dir).map_err(|e| format!("MDStoreDir {}: {e}", store_dir.display()))?;
+    let parent = nix::unistd::getpid();
+    // SAFETY: called while the process has one thread; the child only
+    // allocates and makes its own runtime.
+    match unsafe { fork() }.map_err(|e| format!("cannot fork the ACME helper: {e}"))? {
+        ForkResult::Parent { child } => Ok(Some(child)),
+        ForkResult::Child => {
+            // SAFETY: prctl with constant arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+            if getppid() != parent {
+                std::process::exit(0);
+            }
+            // Nothing of the parent's (sockets systemd passed, the CGI
+            // spawner's end) stays open here; its log is opened anew.
+            // SAFETY: close_range with constant arguments.
+            unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) };
+            let log = open_log();
+            let hup = Arc::new(AtomicBool::new(false));
+            if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone()) {
+                log(LogLevel::Warn, &format!("ACME helper: no SIGHUP handler ({e}): configuration changes need a restart"));
+            }
+            run(domains, Helper { store_dir, group, parent, reload, hup }, &log);
+        }
+    }
+}
+
+/// What the helper's loop keeps besides its domains.
+struct Helper {
+    store_dir: PathBuf,
+    group: Option<nix::unistd::Gid>,
+    parent: Pid,
+    reload: Option<Reload>,
+    hup: Arc<AtomicBool>,
+}
+
+fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
+    let Helper { store_dir, group, parent, .. } = &helper;
+    let (store_dir, group, parent) = (store_dir.clone(), *group, *parent);
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            log(LogLevel::Error, &format!("ACME helper: cannot make its runtime: {e}; no certificate will be obtained"));
+            std::process::exit(1);
+        }
+    };
+    let mut domains: Vec<Domain> = domains
+        .into_iter()
+        .map(|config| {
+            let due = due_of(&config, &store_dir);
+            Domain { config, due, failures: 0, last_error: None }
+        })
+        .collect();
+    log(LogLevel::Notice, &format!("ACME helper (pid {}) managing {}", std::process::id(), domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
+    publish(&domains, &store_dir, group, log);
+    loop {
+        let mut renewed = Vec::new();
+        for d in domains.iter_mut().filter(|d| d.due <= schedule::now()) {
+            let name = d.config.names[0].clone();
+            let step = |m: &str| log(LogLevel::Info, &format!("MDomain {name}: {m}"));
+            // One order per key type, installed together.
+            let result = d
+                .config
+                .private_keys
+                .iter()
+                .enumerate()
+                .map(|(i, spec)| {
+                    let issued = runtime.block_on(order::obtain(&d.config, *spec, &store_dir, &step))?;
+                    let (cert_name, key_name) = warren_config::md::pair_names(i, *spec);
+                    Ok(store::Pair { cert_name, key_name, chain_pem: issued.chain_pem, key_pem: issued.key_pem })
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .and_then(|pairs| store::install_certificates(&store_dir, &name, &pairs).map_err(|e| format!("storing the certificate in {}: {e}", store_dir.display())));
+            let cert = store::store_files(&store_dir, &name).0;
+            match result {
+                Ok(()) => {
+                    d.failures = 0;
+                    d.last_error = None;
+                    d.due = due_of(&d.config, &store_dir).max(schedule::now() + 1);
+                    let until = schedule::validity(&cert).map_or(0, |(_, until)| until);
+                    log(LogLevel::Notice, &format!("MDomain {name}: certificate obtained from {}, valid until {}; renewal due {}", d.config.ca_url, status::http_date(until), status::http_date(d.due)));
+                    renewed.push(name);
+                }
+                Err(why) => {
+                    d.failures += 1;
+                    let wait = schedule::backoff(d.config.retry_delay, d.failures);
+                    d.due = schedule::now() + wait.as_secs().max(1) as i64;
+                    let kept = if cert.exists() { "the certificate in use is kept" } else { "a temporary self-signed certificate is served meanwhile" };
+                    log(LogLevel::Error, &format!("MDomain {name}: renewal failed ({} in a row): {why}; {kept}; next try in {} s", d.failures, wait.as_secs().max(1)));
+                    d.last_error = Some(why);
+                }
+            }
+        }
+        publish(&domains, &store_dir, group, log);
+        if !renewed.is_empty() {
+            log(LogLevel::Notice, &format!("MDomain {}: new certificate in the store: graceful restart", renewed.join(", ")));
+            if kill(parent, Signal::SIGHUP).is_err() {
+                std::process::exit(0);
+            }
+        }
+        if getppid() != parent {
+            std::process::exit(0);
+        }
+        let next = domains.iter().map(|d| d.due).min().unwrap_or(i64::MAX);
+        let wake = std::time::Instant::now() + Duration::from_secs((next - schedule::now()).clamp(1, MAX_SLEEP.as_secs() as i64) as u64);
+        while std::time::Instant::now() < wake && !helper.hup.load(Ordering::SeqCst) {
+            std::thread::sleep(HUP_POLL);
+        }
+        if helper.hup.swap(false, Ordering::SeqCst) {
+            if let Some(settings) = helper.reload.as_ref().and_then(|r| r()) {
+                domains = reconfigured(domains, &settings, &store_dir);
+                log(LogLevel::Notice, &format!("ACME helper: configuration read again, managing {}", domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
+                publish(&domains, &store_dir, group, log);
+            }
+        }
+    }
+}
+
+/// How often the sleeping helper looks for a SIGHUP.
+const HUP_POLL: Duration = Duration::from_millis(100);
+
+/// The domains of a configuration read again: a domain kept (same first
+/// name) keeps its failures and, while failing, its next try; a new or
+/// changed one is due as its certificates say.
+fn reconfigured(old: Vec<Domain>, settings: &Settings, store_dir: &std::path::Path) -> Vec<Domain> {
+    settings
+        .md
+        .domains
+        .iter()
+        .filter(|d| d.auto)
+        .map(|config| {
+            let before = old.iter().find(|o| o.config.names[0] == config.names[0] && o.failures > 0);
+            let due = due_of(config, store_dir);
+            match before {
+                Some(o) if o.config.names == config.names => Domain { config: config.clone(), due: o.due, failures: o.failures, last_error: o.last_error.clone() },
+                _ => Domain { config: config.clone(), due, failures: 0, last_error: None },
+            }
+        })
+        .collect()
+}
+
+/// When a domain is next due: the soonest of its certificates (one per
+/// MDPrivateKeys type; a missing one is due now).
+fn due_of(config: &ManagedDomain, store_dir: &std::path::Path) -> i64 {
+    let dir = store_dir.join("domains").join(&config.names[0]);
+    config.private_keys.iter().enumerate().map(|(i, spec)| schedule::renewal_due(&dir.join(warren_config::md::pair_names(i, *spec).0), config.renew_window)).min().unwrap_or(0)
+}
+
+fn publish(domains: &[Domain], store_dir: &std::path::Path, group: Option<nix::unistd::Gid>, log: &Log) {
+    let states: Vec<status::DomainState> = domains
+        .iter()
+        .map(|d| status::DomainState {
+            config: &d.config,
+            validity: schedule::validity(&store::store_files(store_dir, &d.config.names[0]).0),
+            due: d.due,
+            failures: d.failures,
+            last_error: d.last_error.as_deref(),
+        })
+        .collect();
+    if let Err(e) = status::publish(store_dir, &states, group) {
+        log(LogLevel::Warn, &format!("ACME helper: cannot write md-status in {}: {e}", store_dir.display()));
+    }
+}

@@ -1,0 +1,511 @@
+//! mod_md against a real ACME CA: Debian's pebble, with
+//! pebble-challtestsrv as its DNS (every name is 127.0.0.1), on loopback
+//! ports of the test's own. Pebble validates http-01 on warren's plain
+//! port; warren trusts pebble's listener through MDCACertificateFile.
+//! Under each MPM: the first certificate served within 10 s of start and
+//! verified by curl up to pebble's root; renewals (MDRenewWindow 100%:
+//! every certificate is due as soon as it is issued) under HTTPS load
+//! with no failed request; a CA that goes down (the certificate in use is
+//! kept, the retries are logged with their reason and backoff).
+
+mod common;
+
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::tls::{s_client, Certs};
+use common::{free_port, terminate, Server, TempDir};
+
+/// pebble and its DNS, stopped when dropped.
+struct Pebble {
+    dns: Option<Child>,
+    ca: Option<Child>,
+    port: u16,
+    management: u16,
+    /// pebble-challtestsrv's management API (TXT records for dns-01).
+    dns_management: u16,
+    /// The test CA that signed pebble's own listener certificate.
+    listener_ca: PathBuf,
+}
+
+impl Pebble {
+    /// Starts pebble validating http-01 on `http_port` and tls-alpn-01 on
+    /// `tls_port`, and waits until its directory answers.
+    fn start(dir: &Path, http_port: u16, tls_port: u16) -> Pebble {
+        let certs = Certs::make(dir);
+        let (port, management, dns_port, dns_management) = (free_port(), free_port(), free_port(), free_port());
+        let dns = Command::new("pebble-challtestsrv")
+            .args(["-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-http01", "", "-https01", "", "-tlsalpn01", "", "-dns01"])
+            .arg(format!("127.0.0.1:{dns_port}"))
+            .arg("-management")
+            .arg(format!("127.0.0.1:{dns_management}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run pebble-challtestsrv (Debian's pebble package)");
+        let config = dir.join("pebble.json");
+        std::fs::write(
+            &config,
+            format!(
+                r#"{{"pebble": {{"listenAddress": "127.0.0.1:{port}", "managementListenAddress": "127.0.0.1:{management}", "certificate": "{}", "privateKey": "{}", "httpPort": {http_port}, "tlsPort": {tls_port}, "ocspResponderURL": "", "externalAccountBindingRequired": false}}}}"#,
+                certs.cert("localhost").display(),
+                certs.key("localhost").display(),
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(dir.join("pebble.log")).unwrap();
+        let ca = Command::new("pebble")
+            .arg("-config")
+            .arg(&config)
+            .arg("-dnsserver")
+            .arg(format!("127.0.0.1:{dns_port}"))
+            .env("PEBBLE_VA_NOSLEEP", "1")
+            .env("PEBBLE_VA_ALWAYS_VALID", "0")
+            .env("PEBBLE_WFE_NONCEREJECT", "0")
+            .env("PEBBLE_AUTHZREUSE", "0")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("run pebble");
+        let pebble = Pebble { dns: Some(dns), ca: Some(ca), port, management, dns_management, listener_ca: certs.ca() };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while [port, management, dns_management].iter().any(|p| TcpStream::connect(("127.0.0.1", *p)).is_err()) {
+            assert!(Instant::now() < deadline, "pebble did not listen within 20 s: {}", std::fs::read_to_string(dir.join("pebble.log")).unwrap_or_default());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        pebble
+    }
+
+    fn directory(&self) -> String {
+        format!("https://127.0.0.1:{}/dir", self.port)
+    }
+
+    /// Pebble's issuing root (made anew at each start), written to `to`.
+    fn root(&self, to: &Path) {
+        let out = Command::new("curl").args(["-sf", "--cacert"]).arg(&self.listener_ca).arg(format!("https://127.0.0.1:{}/roots/0", self.management)).output().unwrap();
+        assert!(out.status.success() && out.stdout.starts_with(b"-----BEGIN CERTIFICATE"), "pebble's root: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::write(to, out.stdout).unwrap();
+    }
+
+    fn stop(&mut self) {
+        for c in [self.ca.take(), self.dns.take()].into_iter().flatten() {
+            terminate(c, Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for Pebble {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The configuration for a.test and `alias` managed by MD with
+/// `pebble`, on `http` (for http-01) and `https`.
+fn md_config(pebble: &Pebble, http: u16, https: u16, alias: &str, extra: &str) -> String {
+    format!(
+        "Listen 127.0.0.1:{http}\nListen 127.0.0.1:{https}\nMDomain a.test {alias}\nMDCertificateAuthority {}\nMDCACertificateFile {}\nMDContactEmail admin@a.test\nMDCertificateAgreement accepted\nMDStoreDir md\nMDRetryDelay 1s\n{extra}\n<VirtualHost *:{http}>\nServerName a.test\nServerAlias {alias}\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName a.test\nServerAlias {alias}\nSSLEngine on\n</VirtualHost>\n",
+        pebble.directory(),
+        pebble.listener_ca.display()
+    )
+}
+
+/// Where pebble validates: warren's ports, only its TLS port, or nowhere.
+#[derive(Clone, Copy, PartialEq)]
+enum Validation {
+    Warren,
+    TlsOnly,
+    Nowhere,
+}
+
+/// A test's pebble and warren managing a.test and `alias` (`extra` gets
+/// the test's directory, for files it writes, and pebble): (pebble,
+/// warren, http port, https port).
+fn start_managed(mpm: &str, tag: &str, validation: Validation, alias: &str, extra: impl FnOnce(&TempDir, &Pebble) -> String) -> (Pebble, Server, u16, u16) {
+    let dir = TempDir::new(&format!("acme-{tag}-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https, nothing) = (free_port(), free_port(), free_port());
+    let (pebble_http, pebble_tls) = match validation {
+        Validation::Warren => (http, https),
+        Validation::TlsOnly => (nothing, https),
+        Validation::Nowhere => (nothing, nothing),
+    };
+    let pebble = Pebble::start(&dir.0, pebble_http, pebble_tls);
+    let conf = md_config(&pebble, http, https, alias, &extra(&dir, &pebble));
+    let s = Server::start_in(dir, mpm, &conf);
+    (pebble, s, http, https)
+}
+
+/// The first Pebble certificate, which must come within 10 s.
+fn first_certificate(s: &Server, https: u16) -> String {
+    wait_pebble_certificate(https, Duration::from_secs(10)).unwrap_or_else(|| panic!("no Pebble certificate within 10 s: {}", s.read_log("error.log")))
+}
+
+/// `openssl x509 -noout ARGS` of the certificate served to `s_client
+/// CLIENT_ARGS`.
+fn served_x509(https: u16, client_args: &[&str], args: &[&str]) -> String {
+    use std::io::Write;
+    let out = s_client(https, client_args, "");
+    let pem_start = out.find("-----BEGIN CERTIFICATE-----").map(|i| &out[i..]).unwrap_or("");
+    let mut x509 = Command::new("openssl").args(["x509", "-noout"]).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let _ = x509.stdin.take().unwrap().write_all(pem_start.as_bytes());
+    String::from_utf8_lossy(&x509.wait_with_output().unwrap().stdout).into_owned()
+}
+
+/// The issuer and serial of the certificate served for a.test.
+fn served(https: u16) -> String {
+    served_x509(https, &["-servername", "a.test"], &["-issuer", "-serial"])
+}
+
+/// Waits (up to `within`) for a Pebble-issued certificate on `https`.
+fn wait_pebble_certificate(https: u16, within: Duration) -> Option<String> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        let s = served(https);
+        if s.contains("Pebble") {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+fn curl_verified(root: &Path, https: u16, path: &str) -> Result<String, String> {
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "10", "--cacert"])
+        .arg(root)
+        .args(["--resolve", &format!("a.test:{https}:127.0.0.1"), "-w", "\n%{http_code}"])
+        .arg(format!("https://a.test:{https}{path}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() && text.ends_with("\n200") {
+        Ok(text)
+    } else {
+        Err(format!("curl exit {:?}: {} {}", out.status.code(), text, String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777).unwrap_or(0)
+}
+
+fn first_issuance(mpm: &str) {
+    let started = Instant::now();
+    let extra = |_: &TempDir, _: &Pebble| "MDRequireHttps temporary\n<Location /md-status>\nSetHandler md-status\n</Location>\n<Location /server-status>\nSetHandler server-status\n</Location>".to_string();
+    let (pebble, s, http, https) = start_managed(mpm, "first", Validation::Warren, "www.a.test", extra);
+    let issued = wait_pebble_certificate(https, Duration::from_secs(10));
+    let log = s.read_log("error.log");
+    let issued = issued.unwrap_or_else(|| panic!("no Pebble certificate on HTTPS within 10 s of start ({:?}); error.log:\n{log}", started.elapsed()));
+    eprintln!("{mpm}: pebble certificate served {:?} after start: {issued}", started.elapsed());
+    assert!(log.contains("serving a temporary self-signed one"), "{log}");
+    let root = s.dir.0.join("pebble-root.pem");
+    pebble.root(&root);
+    let page = curl_verified(&root, https, "/index.html").unwrap();
+    assert!(page.starts_with("<html>hello</html>"), "{page}");
+    let log = s.wait_log("error.log", "graceful restart");
+    assert!(log.contains("MDomain a.test: order https://127.0.0.1:") && log.contains("http-01 challenge for a.test ready") && log.contains("http-01 challenge for www.a.test ready"), "{log}");
+    // The store: keys, account and certificate the parent's only.
+    let md = s.dir.0.join("md");
+    for f in ["domains/a.test/privkey.pem", "domains/a.test/pubcert.pem"] {
+        assert_eq!(mode(&md.join(f)), 0o600, "{f}");
+    }
+    assert_eq!(mode(&md.join("domains")), 0o700);
+    let accounts: Vec<_> = std::fs::read_dir(md.join("accounts")).unwrap().flatten().collect();
+    assert_eq!(accounts.len(), 1);
+    assert_eq!(mode(&accounts[0].path()), 0o600);
+    // The challenge files are gone once the order is done.
+    assert_eq!(std::fs::read_dir(md.join("challenges")).unwrap().flatten().filter(|e| e.path().is_file()).count(), 0);
+    // md-status (JSON, as mod_md's) and server-status say so, once the
+    // helper has published the new state.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let r = s.get("/md-status");
+        let complete = r.status == 200 && r.text().contains("\"complete\"");
+        if complete || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.status, 200, "{}", status.text());
+    assert_eq!(status.header("content-type"), Some("application/json"));
+    let doc: serde_json::Value = serde_json::from_str(&status.text()).unwrap();
+    let d = &doc["managed-domains"][0];
+    assert_eq!(d["name"], "a.test");
+    assert_eq!(d["domains"], serde_json::json!(["a.test", "www.a.test"]));
+    assert_eq!(d["state-descr"], "complete");
+    assert_eq!(d["renewal"]["errors"], 0);
+    assert!(d["cert"]["valid"]["until"].as_str().is_some_and(|u| u.ends_with("GMT")), "{d}");
+    let auto = s.get("/server-status?auto").text();
+    assert!(auto.contains("MDomain a.test (complete): a.test www.a.test; valid until "), "{auto}");
+    let html = s.get("/server-status").text();
+    assert!(html.contains("<h2>Managed domains (MD)</h2>") && html.trim_end().ends_with("</html>"), "{html}");
+    // MDRequireHttps temporary: plain HTTP for the domain goes to HTTPS
+    // once it has its certificate (the graceful restart that took the
+    // certificate in re-read the store), except the CA's http-01 path.
+    let plain = |path: &str| {
+        let out = Command::new("curl").args(["-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", "-H", "Host: www.a.test"]).arg(format!("http://127.0.0.1:{http}{path}")).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    common::settle(|| plain("/a.txt?x=1").starts_with("302 "));
+    assert_eq!(plain("/a.txt?x=1"), format!("302 https://www.a.test:{https}/a.txt?x=1"));
+    assert_eq!(plain("/.well-known/acme-challenge/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), "404 ");
+}
+
+/// Every certificate due as soon as issued: the helper renews again and
+/// again, each time a graceful restart, while clients fetch over HTTPS
+/// verifying the chain; none may fail.
+fn renewal_under_load(mpm: &str) {
+    let (pebble, s, _, https) = start_managed(mpm, "renew", Validation::Warren, "www.a.test", |_, _| "MDRenewWindow 100%".into());
+    let first = first_certificate(&s, https);
+    let root = Arc::new(s.dir.0.join("pebble-root.pem"));
+    pebble.root(&root);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, root) = (stop.clone(), root.clone());
+            std::thread::spawn(move || {
+                let (mut ok, mut failed) = (0u32, Vec::new());
+                let until = Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+                    match curl_verified(&root, https, "/a.txt") {
+                        Ok(_) => ok += 1,
+                        Err(e) => failed.push(e),
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    // Three more certificates, each taken in by a graceful restart.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let issued = || s.read_log("error.log").matches("certificate obtained from").count();
+    while issued() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let last = served(https);
+    stop.store(true, Ordering::SeqCst);
+    let (mut ok, mut failed) = (0, Vec::new());
+    for c in clients {
+        let (o, f) = c.join().unwrap();
+        ok += o;
+        failed.extend(f);
+    }
+    let log = s.read_log("error.log");
+    assert!(issued() >= 4, "fewer than 4 certificates in 40 s:\n{log}");
+    assert!(log.matches("SIGHUP received: graceful restart").count() >= 3, "{log}");
+    assert_ne!(first, last, "the certificate served did not change");
+    assert!(last.contains("Pebble"), "{last}");
+    eprintln!("{mpm}: {} certificates, {ok} HTTPS requests verified, {} failed", issued(), failed.len());
+    assert!(ok > 0 && failed.is_empty(), "{} of {} requests failed: {:?}", failed.len(), ok as usize + failed.len(), &failed[..failed.len().min(5)]);
+}
+
+/// The CA goes away after the first certificate: renewals fail, are
+/// logged with their reason and retried with a growing delay, and the
+/// certificate in use stays served.
+fn ca_down_keeps_the_certificate(mpm: &str) {
+    // Due again at once: renewals go on until the CA has gone.
+    let (mut pebble, s, _, https) = start_managed(mpm, "down", Validation::Warren, "www.a.test", |_, _| "MDRenewWindow 100%".into());
+    let first = first_certificate(&s, https);
+    let root = s.dir.0.join("pebble-root.pem");
+    pebble.root(&root);
+    pebble.stop();
+    let log = s.wait_log("error.log", "renewal failed (3 in a row)");
+    assert!(log.contains("renewal failed (1 in a row)") && log.contains("the certificate in use is kept; next try in 1 s"), "{log}");
+    assert!(log.contains("(2 in a row)") && log.contains("next try in 2 s") && log.contains("next try in 4 s"), "backoff: {log}");
+    // What failed is said (a refused connection to the directory).
+    let line = log.lines().find(|l| l.contains("renewal failed (3 in a row)")).unwrap();
+    assert!(line.contains("127.0.0.1:") || line.contains("connect"), "{line}");
+    let still = served(https);
+    // Between the first certificate and the CA's going, a renewal may
+    // have succeeded: the certificate served is still pebble's either way.
+    assert!(still.contains("Pebble"), "not pebble's any more: {still} (first: {first})");
+    curl_verified(&root, https, "/a.txt").unwrap();
+}
+
+/// A wildcard, which only dns-01 can validate: the MDChallengeDns01
+/// hook (a shell script) sets and clears the TXT record in
+/// pebble-challtestsrv, the DNS pebble asks; a.test itself by http-01.
+fn wildcard_by_dns01_hook(mpm: &str) {
+    let calls = std::cell::OnceCell::new();
+    let hook = |dir: &TempDir, pebble: &Pebble| {
+        let log = dir.0.join("hook-calls");
+        let hook = dir.write(
+            "dns-hook.sh",
+            format!(
+                "#!/bin/sh\necho \"$@\" >> {calls}\ncase $1 in\nsetup) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\",\\\"value\\\":\\\"$3\\\"}}\" http://127.0.0.1:{port}/set-txt ;;\nteardown) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\"}}\" http://127.0.0.1:{port}/clear-txt ;;\n*) exit 2 ;;\nesac\n",
+                calls = log.display(),
+                port = pebble.dns_management
+            ),
+        );
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let _ = calls.set(log);
+        format!("MDChallengeDns01 {}", hook.display())
+    };
+    let (_pebble, s, _, https) = start_managed(mpm, "wild", Validation::Warren, "*.a.test", hook);
+    first_certificate(&s, https);
+    let san = served_x509(https, &["-servername", "shop.a.test"], &["-ext", "subjectAltName"]);
+    assert!(san.contains("DNS:*.a.test") && san.contains("DNS:a.test"), "{san}");
+    let log = s.wait_log("error.log", "graceful restart");
+    assert!(log.contains("dns-01 challenge for *.a.test ready") && log.contains("http-01 challenge for a.test ready"), "{log}");
+    // Set up, then torn down once the order was done.
+    let calls = std::fs::read_to_string(calls.get().unwrap()).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 2, "{calls}");
+    assert!(lines[0].starts_with("setup a.test ") && lines[0].len() > "setup a.test ".len() + 40, "{calls}");
+    assert_eq!(lines[1], "teardown a.test");
+}
+
+/// tls-alpn-01 only: pebble's http-01 port has nothing listening, so the
+/// certificate can only come from the validation on warren's TLS port
+/// (acme-tls/1); ordinary clients on that port are not disturbed.
+fn tls_alpn01(mpm: &str) {
+    let (pebble, s, _, https) = start_managed(mpm, "alpn", Validation::TlsOnly, "www.a.test", |_, _| "MDCAChallenges tls-alpn-01".into());
+    first_certificate(&s, https);
+    let log = s.wait_log("error.log", "graceful restart");
+    assert!(log.contains("tls-alpn-01 challenge for a.test ready") && log.contains("tls-alpn-01 challenge for www.a.test ready"), "{log}");
+    assert!(!log.contains("http-01 challenge"), "{log}");
+    let root = s.dir.0.join("pebble-root.pem");
+    pebble.root(&root);
+    curl_verified(&root, https, "/a.txt").unwrap();
+    // The challenge certificates are gone; a client asking acme-tls/1 now
+    // gets no certificate at all.
+    assert_eq!(std::fs::read_dir(s.dir.0.join("md/challenges/tls-alpn-01")).unwrap().count(), 0);
+    let out = s_client(https, &["-servername", "a.test", "-alpn", "acme-tls/1"], "");
+    assert!(!out.contains("BEGIN CERTIFICATE"), "{out}");
+}
+
+/// An order the CA refuses (its http-01 validation finds nothing where
+/// it looks): the reason pebble gave is logged, the order retried with
+/// backoff, and the temporary self-signed certificate served meanwhile.
+fn refused_order(mpm: &str) {
+    let (_pebble, s, _, https) = start_managed(mpm, "refused", Validation::Nowhere, "www.a.test", |_, _| String::new());
+    let log = s.wait_log("error.log", "renewal failed (2 in a row)");
+    let line = log.lines().find(|l| l.contains("renewal failed (1 in a row)")).unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("waiting for validation") && line.contains("urn:ietf:params:acme:error:connection") && line.contains("a temporary self-signed certificate is served meanwhile; next try in 1 s"), "{line}");
+    assert!(log.contains("next try in 2 s"), "{log}");
+    assert!(served(https).contains("issuer=CN = temporary certificate for a.test"), "{}", served(https));
+    // md-status would say "error": the store has no certificate.
+    assert!(!s.dir.0.join("md/domains/a.test/pubcert.pem").exists());
+}
+
+/// MDPrivateKeys secp384r1 RSA 2048 (with MDMustStaple on, and
+/// MDRequireHttps permanent: 301 and HSTS once certified): pebble issues
+/// a certificate of each, and warren serves the P-384 one, or the RSA one
+/// to a client that takes only RSA signatures. (Debian's pebble
+/// 2.4 does not copy the request's TLS Feature extension into the
+/// certificate; warren's request is checked by warren-acme's csr tests.)
+fn key_type_and_must_staple(mpm: &str) {
+    let (pebble, s, http, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1 RSA 2048\nMDMustStaple on\nMDRequireHttps permanent".into());
+    first_certificate(&s, https);
+    let text = served_x509(https, &["-servername", "a.test"], &["-text"]);
+    // MDRequireHttps permanent: 301 to HTTPS, and HSTS there, once the
+    // certificate is in use.
+    let root = s.dir.0.join("pebble-root.pem");
+    pebble.root(&root);
+    let head = |url: String| {
+        let out = Command::new("curl").args(["-sI", "--max-time", "10", "--cacert"]).arg(&root).args(["--resolve", &format!("a.test:{https}:127.0.0.1"), "--resolve", &format!("a.test:{http}:127.0.0.1")]).arg(url).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_ascii_lowercase()
+    };
+    common::settle(|| head(format!("https://a.test:{https}/a.txt")).contains("strict-transport-security"));
+    assert!(head(format!("https://a.test:{https}/a.txt")).contains("strict-transport-security: max-age=15768000"));
+    let redirect = head(format!("http://a.test:{http}/a.txt"));
+    assert!(redirect.starts_with("http/1.1 301") && redirect.contains(&format!("location: https://a.test:{https}/a.txt")), "{redirect}");
+    assert!(text.contains("Public-Key: (384 bit)") && text.contains("NIST CURVE: P-384"), "{text}");
+    // The second type's certificate, for a client that takes only RSA.
+    let rsa = served_x509(https, &["-servername", "a.test", "-sigalgs", "rsa_pss_rsae_sha256:RSA+SHA256"], &["-text"]);
+    assert!(rsa.contains("Public-Key: (2048 bit)") && rsa.contains("Issuer: CN = Pebble"), "{rsa}");
+}
+
+/// A small tmpfs mounted on a directory for a test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let st = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(at).status().unwrap();
+        assert!(st.success(), "mount tmpfs on {} (the tests run as root)", at.display());
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// MDStoreDir on a full file system: the order fails at the first file
+/// it writes, said with the reason, retried; nothing half-written stays;
+/// once there is room, the next try gets the certificate.
+fn full_disk_is_retried(mpm: &str) {
+    let mount = std::cell::OnceCell::new();
+    let fill = |dir: &TempDir, _: &Pebble| {
+        let md = dir.0.join("md");
+        let _ = mount.set(Tmpfs::mount(&md, "256k"));
+        // Every block taken (the store's directories take none on tmpfs).
+        use std::io::Write;
+        let mut filler = std::fs::File::create(md.join("filler")).unwrap();
+        while filler.write_all(&[0; 4096]).is_ok() {}
+        drop(filler);
+        String::new()
+    };
+    let (_pebble, s, _, https) = start_managed(mpm, "full", Validation::Warren, "www.a.test", fill);
+    let md = s.dir.0.join("md");
+    let log = s.wait_log("error.log", "renewal failed (1 in a row)");
+    let line = log.lines().find(|l| l.contains("renewal failed (1 in a row)")).unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("No space left on device") && line.contains("next try in 1 s"), "{line}");
+    let partial = || {
+        let mut found = Vec::new();
+        let mut dirs = vec![md.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
+                if p.is_dir() {
+                    dirs.push(p.clone());
+                }
+                if name.contains(".tmp") || name.contains(".new") || (p.is_file() && name != "filler" && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0)) {
+                    found.push(p);
+                }
+            }
+        }
+        found
+    };
+    common::settle(|| partial().is_empty());
+    assert!(partial().is_empty(), "{:?}", partial());
+    assert!(served(https).contains("temporary certificate for a.test"));
+    std::fs::remove_file(md.join("filler")).unwrap();
+    first_certificate(&s, https);
+    // Unmounted before the test directory is removed (with the server).
+    let mut s = s;
+    s.stop();
+    drop(mount);
+}
+
+/// A domain added by a graceful restart (HUP) is managed without a stop:
+/// the parent tells the helper, which reads the configuration again.
+fn graceful_restart_adds_a_domain(mpm: &str) {
+    let (_pebble, s, http, https) = start_managed(mpm, "added", Validation::Warren, "www.a.test", |_, _| String::new());
+    first_certificate(&s, https);
+    let conf = std::fs::read_to_string(&s.conf).unwrap();
+    std::fs::write(&s.conf, format!("{conf}MDomain b.test\n<VirtualHost *:{http}>\nServerName b.test\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName b.test\nSSLEngine on\n</VirtualHost>\n")).unwrap();
+    common::unsafe_kill(s.pid(), 1);
+    let log = s.wait_log("error.log", "MDomain b.test: certificate obtained");
+    assert!(log.contains("ACME helper: configuration read again, managing a.test, b.test"), "{log}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let san = loop {
+        let san = served_x509(https, &["-servername", "b.test"], &["-issuer", "-ext", "subjectAltName"]);
+        if san.contains("DNS:b.test") && san.contains("Pebble") || Instant::now() > deadline {
+            break san;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(san.contains("DNS:b.test") && san.contains("Pebble"), "{san}\n{log}");
+}
+
+each_mpm!(graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);

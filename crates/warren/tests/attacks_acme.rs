@@ -1,0 +1,161 @@
+//! mod_md's surface, attacked by an anonymous client and by a tenant
+//! with a site's `.htaccess`: the http-01 path must give a key
+//! authorization only for a token the ACME helper wrote, nothing of
+//! MDStoreDir through `..`, encodings, backslashes or NUL; a tenant's
+//! rewrite rules and redirects must not shadow the CA's request; the
+//! store's files (accounts, keys) are 0600 and never served, even with
+//! MDStoreDir placed under the DocumentRoot.
+//!
+//! The CA named here does not answer (a closed port): the helper's
+//! orders fail and are retried, which is the state every server is in
+//! before its first certificate; the token file is put where the helper
+//! writes them.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::tls::s_client;
+use common::{free_port, Server, TempDir};
+
+const TOKEN: &str = "LoqXcYV8q5ONbJQxbmR7SCTNo3tiAXDfowyjxAjEuX0";
+const KEY_AUTHORIZATION: &str = "LoqXcYV8q5ONbJQxbmR7SCTNo3tiAXDfowyjxAjEuX0.9jg46WB3rR_AHD-EBXdN7cBkH1WOu0tA3M9fm21mqTI";
+
+/// A server managing a.test, its store under the DocumentRoot (as a
+/// careless admin would put it), a tenant's `.htaccess` that rewrites and
+/// redirects everything, and one token file as the helper writes it.
+fn start(mpm: &str) -> Server {
+    let dir = TempDir::new(&format!("attacks-acme-{mpm}"));
+    common::standard_site(&dir);
+    dir.write("htdocs/.htaccess", "RewriteEngine On\nRewriteRule ^\\.well-known/ /index.html [L]\nRewriteRule ^(.*)$ https://evil.test/$1 [R=302,L]\n");
+    let closed = free_port();
+    let conf = format!(
+        "MDomain a.test\nMDCertificateAuthority https://127.0.0.1:{closed}/dir\nMDContactEmail admin@a.test\nMDStoreDir htdocs/md\nMDRetryDelay 1h\nRedirectMatch 301 ^/\\.well-known/(.*)$ https://elsewhere.test/$1\n<Directory {}/htdocs>\nAllowOverride All\n</Directory>\n<VirtualHost *>\nServerName a.test\n</VirtualHost>\n",
+        dir.0.display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    // The helper makes the store at start; the token file as it writes one.
+    let md = s.dir.0.join("htdocs/md");
+    common::settle(|| md.join("challenges").is_dir() && md.join("accounts").is_dir());
+    std::fs::write(md.join("challenges").join(TOKEN), KEY_AUTHORIZATION).unwrap();
+    std::fs::set_permissions(md.join("challenges").join(TOKEN), std::fs::Permissions::from_mode(0o644)).unwrap();
+    // An account file as the helper keeps it.
+    std::fs::write(md.join("accounts/ca.json"), "{\"secret\": \"account key\"}").unwrap();
+    std::fs::set_permissions(md.join("accounts/ca.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    s
+}
+
+fn challenge_is_answered_before_any_rule(mpm: &str) {
+    let s = start(mpm);
+    let r = s.get_from("a.test", &format!("/.well-known/acme-challenge/{TOKEN}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), KEY_AUTHORIZATION);
+    // For any Host: the CA asks with the domain's name, a client with any.
+    let r = s.get(&format!("/.well-known/acme-challenge/{TOKEN}"));
+    assert_eq!((r.status, r.text()), (200, KEY_AUTHORIZATION.to_string()));
+    // A tenant cannot make md-status its own (a server-wide handler).
+    s.dir.write("htdocs/t/.htaccess", "RewriteEngine Off\nSetHandler md-status\n");
+    let r = s.get_from("a.test", "/t/x");
+    assert_eq!(r.status, 500, "{}", r.text());
+    // Other paths still go through the tenant's rules.
+    let r = s.get_from("a.test", "/a.txt");
+    assert_eq!(r.status, 302, "{}", r.text());
+}
+
+fn unknown_tokens_and_traversals_are_404(mpm: &str) {
+    let s = start(mpm);
+    let p = "/.well-known/acme-challenge/";
+    let attempts = [
+        format!("{p}AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+        format!("{p}short"),
+        format!("{p}{TOKEN}/"),
+        format!("{p}{TOKEN}.json"),
+        format!("{p}..%2f..%2faccounts%2fca.json"),
+        format!("{p}%252e%252e%252faccounts%252fca.json"),
+        format!("{p}..\\..\\accounts\\ca.json"),
+        format!("{p}{TOKEN}%00"),
+        format!("{p}%2E%2E%2Fchallenges%2F{TOKEN}"),
+    ];
+    for a in &attempts {
+        let r = s.get_from("a.test", a);
+        assert!(r.status == 404 || r.status == 400, "{a}: {} {}", r.status, r.text());
+        assert!(!r.text().contains("account key"), "{a}");
+    }
+    // `..` that leaves the prefix is resolved first: the path is another
+    // one, under the tenant's rules (a redirect), never the store.
+    for a in [format!("{p}../../md/accounts/ca.json"), format!("{p}%2e%2e/%2e%2e/md/accounts/ca.json"), format!("{p}%2e%2e/%2e%2e/accounts/ca.json")] {
+        let r = s.get_from("a.test", &a);
+        assert!(!r.text().contains("account key"), "{a}: {}", r.text());
+    }
+    let log = s.wait_log("error.log", "ACME challenge: no key authorization");
+    assert!(log.contains("ACME challenge: no key authorization for /.well-known/acme-challenge/AAAA"), "{log}");
+}
+
+fn the_store_is_0600_and_never_served(mpm: &str) {
+    let s = start(mpm);
+    let md = s.dir.0.join("htdocs/md");
+    // The helper's account key and certificates are the parent's only.
+    assert_eq!(std::fs::metadata(md.join("accounts")).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(md.join("domains")).unwrap().permissions().mode() & 0o777, 0o700);
+    for path in ["/md/accounts/ca.json", "/md/accounts/", "/md/domains/", "/md/", "/md/challenges/"] {
+        let r = s.get(path);
+        assert!(!r.text().contains("account key"), "{path}: {}", r.text());
+        if path.starts_with("/md/accounts") || path.starts_with("/md/domains") {
+            assert!(r.status == 403 || r.status == 404 || r.status == 302, "{path}: {}", r.status);
+        }
+    }
+    // The failed orders (no CA there) are said, with their reason, and
+    // the store holds no half-written file.
+    let log = s.wait_log("error.log", "renewal failed (1 in a row)");
+    assert!(log.contains("MDomain a.test: renewal failed (1 in a row)") && log.contains("next try in 3600 s"), "{log}");
+    // (The helper may be writing its status this instant: a temporary
+    // that stays is the fault.)
+    let leftovers = || walk(&md).into_iter().filter(|p| p.to_string_lossy().contains(".tmp") || p.to_string_lossy().contains(".new")).collect::<Vec<_>>();
+    common::settle(|| leftovers().is_empty());
+    assert!(leftovers().is_empty(), "{:?}", leftovers());
+}
+
+/// tls-alpn-01 on the TLS listener: a client offering only acme-tls/1
+/// with a SNI that is a path gets no certificate (the name never reaches
+/// the disk), and one naming a domain with no order running gets none
+/// either; a browser offering acme-tls/1 among others gets the host's
+/// own certificate, never a challenge one.
+fn acme_tls_alpn_cannot_read_the_store(mpm: &str) {
+    let dir = TempDir::new(&format!("attacks-acme-alpn-{mpm}"));
+    common::standard_site(&dir);
+    let (https, closed) = (free_port(), free_port());
+    let conf = format!(
+        "Listen 127.0.0.1:{https}\nMDomain a.test\nMDCertificateAuthority https://127.0.0.1:{closed}/dir\nMDContactEmail admin@a.test\nMDStoreDir md\nMDRetryDelay 1h\nMDCAChallenges tls-alpn-01\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n"
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let md = s.dir.0.join("md");
+    common::settle(|| md.join("challenges/tls-alpn-01").is_dir());
+    // A key and certificate that a path-like SNI would reach if it were
+    // joined as it is (`challenges/tls-alpn-01/../../secret.pem`).
+    let certs = common::tls::Certs::make(&s.dir.0);
+    let secret = format!("{}{}", std::fs::read_to_string(certs.key("localhost")).unwrap(), std::fs::read_to_string(certs.cert("localhost")).unwrap());
+    std::fs::write(md.join("secret.pem"), secret).unwrap();
+    for sni in ["../../secret", "..%2f..%2fsecret", "a.test/../../secret", "a.test\\..\\..\\secret"] {
+        let out = s_client(https, &["-servername", sni, "-alpn", "acme-tls/1"], "");
+        assert!(!out.contains("BEGIN CERTIFICATE") && !out.contains("CN = localhost"), "{sni}: {out}");
+    }
+    let out = s_client(https, &["-servername", "a.test", "-alpn", "acme-tls/1"], "");
+    assert!(!out.contains("BEGIN CERTIFICATE"), "no order running: {out}");
+    // Among other protocols: the host's own (temporary) certificate, over http/1.1.
+    let out = s_client(https, &["-servername", "a.test", "-alpn", "h2,http/1.1,acme-tls/1"], "");
+    assert!(out.contains("temporary certificate for a.test") && out.contains("ALPN protocol: http/1.1"), "{out}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+each_mpm!(acme_tls_alpn_cannot_read_the_store, challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);
