@@ -40,7 +40,6 @@ pub struct CacheEnable {
 pub struct CacheDirectives {
     pub enable: Vec<CacheEnable>,
     pub disable: Vec<String>,
-    pub quick_handler: Option<bool>,
     pub default_expire: Option<Duration>,
     pub max_expire: Option<Duration>,
     pub min_expire: Option<Duration>,
@@ -79,7 +78,7 @@ impl CacheDirectives {
     pub fn inherit(&mut self, main: &CacheDirectives) {
         self.enable.extend(main.enable.iter().cloned());
         self.disable.extend(main.disable.iter().cloned());
-        inherit!(self, main, quick_handler, default_expire, max_expire, min_expire, last_modified_factor, ignore_no_last_mod, ignore_cache_control, ignore_headers, ignore_query_string, ignore_url_session_identifiers, store_no_store, store_private, lock, lock_max_age, stale_on_error, header, detail_header, key_base_url, socache_max_size, max_file_size, root, enable_origin);
+        inherit!(self, main, default_expire, max_expire, min_expire, last_modified_factor, ignore_no_last_mod, ignore_cache_control, ignore_headers, ignore_query_string, ignore_url_session_identifiers, store_no_store, store_private, lock, lock_max_age, stale_on_error, header, detail_header, key_base_url, socache_max_size, max_file_size, root, enable_origin);
     }
 
     /// The kind of store caching `url`: the longest CacheEnable prefix
@@ -91,9 +90,6 @@ impl CacheDirectives {
         self.enable.iter().filter(|e| prefix_matches(&e.prefix, url)).max_by_key(|e| e.prefix.len()).map(|e| e.kind)
     }
 
-    pub fn quick_handler(&self) -> bool {
-        self.quick_handler.unwrap_or(true)
-    }
     pub fn default_expire(&self) -> Duration {
         self.default_expire.unwrap_or(Duration::from_secs(3600))
     }
@@ -173,7 +169,9 @@ fn bytes(b: &mut Builder, d: &Directive) -> Option<u64> {
 }
 
 pub fn quick_handler(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    h.cache.quick_handler = b.on_off(d).or(h.cache.quick_handler);
+    if b.on_off(d) == Some(false) {
+        b.warn(&d.origin, "CacheQuickHandler Off: not acted on: warren looks stored answers up before mapping the URL (On); keep URLs that need Require or rewrite rules out with CacheDisable");
+    }
 }
 pub fn default_expire(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
     h.cache.default_expire = seconds(b, d).or(h.cache.default_expire);

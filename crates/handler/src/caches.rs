@@ -23,4 +23,7 @@ pub struct Caches {
     pub backends: Arc<BackendPool>,
     /// Idle connections to HTTP backends, and those in error (ProxyPass http://).
     pub http_backends: Arc<crate::proxy_http::HttpBackends>,
+    /// The response cache's stores this process opened (their entries are
+    /// files every process shares: response_cache.rs).
+    pub responses: crate::response_cache::Stores,
 }

@@ -50,7 +50,7 @@ impl Site {
     /// Answers one request whose body (if any) has not been read yet: the
     /// route, then the local ErrorDocument of an error it ended in.
     pub fn handle(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
-        let outcome = self.route(head, conn, false);
+        let outcome = self.through_cache(head, conn, false);
         self.follow_error_document_from(outcome, head, conn, false)
     }
 
@@ -61,7 +61,7 @@ impl Site {
     /// instead.
     pub fn handle_on_loop(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
         crate::htaccess::take_deferred();
-        let outcome = self.route(head, conn, true);
+        let outcome = self.through_cache(head, conn, true);
         let outcome = self.follow_error_document_from(outcome, head, conn, true);
         // Some decision on the way was made without an `.htaccess` file the
         // loop may not read: none of it stands.

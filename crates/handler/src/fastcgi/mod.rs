@@ -79,6 +79,8 @@ pub struct Gateway {
     /// An HTTP backend to ask rather than a FastCGI application (see
     /// [`crate::proxy_http`]).
     pub(crate) http: Option<Box<crate::proxy_http::HttpPlan>>,
+    /// The response cache's part in the answer (response_cache.rs).
+    pub(crate) capture: Option<Box<crate::response_cache::Capture>>,
 }
 
 
@@ -113,13 +115,14 @@ impl Gateway {
     /// A plan for an HTTP backend (mod_proxy_http): `backend.addr` is where
     /// it is reached, `name` its URL for log lines.
     pub(crate) fn for_http(host: usize, backend: FcgiBackend, timeout: Duration, name: String, uri: Vec<u8>, plan: crate::proxy_http::HttpPlan) -> Gateway {
-        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)) }
+        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)), capture: None }
     }
 
     /// Whether this plan must run on a thread, never on the event loop: a
     /// CGI program's and an HTTP backend's exchanges block.
+    /// An answer the cache takes a copy of is read there too.
     pub fn needs_thread(&self) -> bool {
-        self.program.is_some() || self.http.is_some()
+        self.program.is_some() || self.http.is_some() || self.capture.is_some()
     }
 
     /// The response to an HTTP backend's answer of `status` (its fields and

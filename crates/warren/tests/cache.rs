@@ -1,0 +1,231 @@
+//! The response cache (mod_cache) in front of Debian's php-fpm, under each
+//! MPM: what is and is not stored for each combination of caching headers,
+//! HEAD from a stored GET, Vary, revalidation with the application (304),
+//! CacheLock (many concurrent misses, one request to php-fpm),
+//! CacheStaleOnError with php-fpm stopped, PURGE behind Require, the
+//! `no-cache` variable of a logged-in cookie, no answer across virtual
+//! hosts. Each script counts the requests php-fpm ran in a file of its own.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// `/c.php/CASE` answers with the caching headers of CASE, and appends a
+/// byte to `count-CASE` beside htdocs for each run.
+const CASES_PHP: &str = r#"<?php
+$case = trim($_SERVER['PATH_INFO'] ?? '/none', '/');
+file_put_contents(__DIR__ . "/../count-$case", 'x', FILE_APPEND | LOCK_EX);
+$etag = '"v1"';
+switch ($case) {
+case 'maxage': header('Cache-Control: max-age=60'); break;
+case 'smaxage': header('Cache-Control: max-age=0, s-maxage=60'); break;
+case 'expires': header('Expires: ' . gmdate('D, d M Y H:i:s', time() + 60) . ' GMT'); break;
+case 'lastmod': header('Last-Modified: ' . gmdate('D, d M Y H:i:s', time() - 36000) . ' GMT'); break;
+case 'nostore': header('Cache-Control: no-store, max-age=60'); break;
+case 'private': header('Cache-Control: private, max-age=60'); break;
+case 'cookie': header('Cache-Control: max-age=60'); setcookie('session', 'abc'); break;
+case 'malformed': header('Cache-Control: max-age=ten'); break;
+case 'error': header('Cache-Control: max-age=60'); http_response_code(500); break;
+case 'vary': header('Cache-Control: max-age=60'); header('Vary: Accept-Language'); break;
+case 'short':
+    header('Cache-Control: max-age=1');
+    header("ETag: $etag");
+    file_put_contents(__DIR__ . "/../inm-$case", ($_SERVER['HTTP_IF_NONE_MATCH'] ?? '-') . "\n", FILE_APPEND | LOCK_EX);
+    if (($_SERVER['HTTP_IF_NONE_MATCH'] ?? '') === $etag) { http_response_code(304); exit; }
+    break;
+case 'slow': header('Cache-Control: max-age=60'); usleep(700000); break;
+case 'echo': header('Cache-Control: max-age=60'); echo 'xfh=', $_SERVER['HTTP_X_FORWARDED_HOST'] ?? '-', ' '; break;
+}
+echo "case=$case lang=", $_SERVER['HTTP_ACCEPT_LANGUAGE'] ?? '-', " host=", $_SERVER['SERVER_NAME'], " uri=", $_SERVER['REQUEST_URI'], " t=", hrtime(true);
+"#;
+
+/// php-fpm, warren handing `*.php` to it, the whole host cached on disk.
+fn start(mpm: &str, extra: &str) -> (Fpm, Server) {
+    let dir = TempDir::new(&format!("cache-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/c.php", CASES_PHP);
+    let fpm = Fpm::start(&dir, "");
+    // CacheRoot is the server user's to write, as Debian's package makes
+    // /var/cache/apache2/mod_cache_disk www-data's.
+    let root = dir.0.join("cache");
+    std::fs::create_dir(&root).unwrap();
+    let _ = std::os::unix::fs::chown(&root, Some(nobody()), None);
+    let conf = format!(
+        "<FilesMatch \"\\.php$\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</FilesMatch>\nCacheRoot {}\nCacheEnable disk /\nCacheHeader On\nExpiresActive On\nExpiresByType text/plain \"access plus 1 hour\"\n{extra}",
+        fpm.socket.display(),
+        root.display()
+    );
+    let server = Server::start_in(dir, mpm, &conf);
+    (fpm, server)
+}
+
+/// How many times php-fpm ran `case`.
+fn runs(s: &Server, case: &str) -> usize {
+    std::fs::read(s.dir.0.join(format!("count-{case}"))).map_or(0, |b| b.len())
+}
+
+fn cache_status(r: &Resp) -> String {
+    r.header("cache-status").unwrap_or("(none)").to_string()
+}
+
+fn stored_or_not_by_header_combination(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    for (case, stored) in [("maxage", true), ("smaxage", true), ("expires", true), ("lastmod", true), ("nostore", false), ("private", false), ("cookie", false), ("malformed", false), ("error", false), ("none", false)] {
+        let first = s.get(&format!("/c.php/{case}"));
+        let second = s.get(&format!("/c.php/{case}"));
+        assert_eq!(runs(&s, case), if stored { 1 } else { 2 }, "{case}: first {:?}, second {:?}", cache_status(&first), cache_status(&second));
+        if stored {
+            assert_eq!(first.body, second.body, "{case}");
+            assert!(cache_status(&first).contains("stored"), "{case}: {}", cache_status(&first));
+            assert!(cache_status(&second).starts_with("warren; hit"), "{case}: {}", cache_status(&second));
+            assert!(second.header("x-cache").is_some_and(|v| v.starts_with("HIT")), "{case}");
+            assert!(second.header("age").is_some(), "{case}");
+        } else {
+            assert_ne!(first.body, second.body, "{case}");
+        }
+    }
+    // A request with credentials is neither answered from nor stored in the cache.
+    let with_auth = s.get_with("/c.php/maxage", "Authorization: Basic dTpw\r\n");
+    assert_eq!(runs(&s, "maxage"), 2, "{}", cache_status(&with_auth));
+    // HEAD from the stored GET: the same length, no body, no run.
+    let head = parse_response_for(&s.raw(b"HEAD /c.php/maxage HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"), true).0;
+    let get = s.get("/c.php/maxage");
+    assert_eq!(runs(&s, "maxage"), 2);
+    assert_eq!(head.header("content-length"), Some(get.body.len().to_string().as_str()));
+    assert!(cache_status(&head).starts_with("warren; hit"));
+    // One range of the stored answer.
+    let range = s.get_with("/c.php/maxage", "Range: bytes=0-9\r\n");
+    assert_eq!(range.status, 206);
+    assert_eq!(range.body, get.body[..10]);
+    // A static file is cached too.
+    let a = s.get("/a.txt");
+    let b = s.get("/a.txt");
+    assert_eq!(a.body, b"0123456789abcdefghij");
+    assert!(cache_status(&b).starts_with("warren; hit"), "{}", cache_status(&b));
+    // POST invalidates the URL (RFC 9111 4.4).
+    let _ = s.raw(b"POST /c.php/maxage HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let after = s.get("/c.php/maxage");
+    assert!(!cache_status(&after).starts_with("warren; hit"), "{}", cache_status(&after));
+}
+
+fn vary_keeps_a_variant_per_selecting_header(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let fr = s.get_with("/c.php/vary", "Accept-Language: fr\r\n");
+    let de = s.get_with("/c.php/vary", "Accept-Language: de\r\n");
+    let fr_again = s.get_with("/c.php/vary", "Accept-Language: fr\r\n");
+    assert_eq!(runs(&s, "vary"), 2);
+    assert!(fr.text().contains("lang=fr") && de.text().contains("lang=de"));
+    assert_eq!(fr_again.body, fr.body);
+    let none = s.get("/c.php/vary");
+    assert!(none.text().contains("lang=-"), "{}", none.text());
+    assert_eq!(runs(&s, "vary"), 3);
+}
+
+/// Requests `path` until `done` holds of the answer, for up to 10 s.
+fn poll(s: &Server, path: &str, done: impl Fn(&Resp) -> bool) -> Resp {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = s.get(path);
+        if done(&r) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "{path}: still {:?}", cache_status(&r));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn stale_entries_are_revalidated_with_the_application(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let first = s.get("/c.php/short");
+    assert!(cache_status(&first).contains("stored"));
+    // Once stale, the application is asked with If-None-Match and its 304 refreshes the entry.
+    let revalidated = poll(&s, "/c.php/short", |r| cache_status(r).contains("fwd=stale"));
+    assert_eq!(revalidated.status, 200);
+    assert_eq!(revalidated.body, first.body);
+    assert!(cache_status(&revalidated).contains("fwd-status=304"), "{}", cache_status(&revalidated));
+    assert_eq!(revalidated.header("x-cache").map(|v| v.starts_with("REVALIDATE")), Some(true));
+    let asked = std::fs::read_to_string(s.dir.0.join("inm-short")).unwrap();
+    assert!(asked.lines().any(|l| l == "\"v1\""), "{asked}");
+    // The client's own conditional request gets a 304 from the cache.
+    let s304 = s.get_with("/c.php/short", "If-None-Match: \"v1\"\r\n");
+    assert_eq!(s304.status, 304, "{}", cache_status(&s304));
+}
+
+fn cache_lock_sends_one_request_for_many_misses(mpm: &str) {
+    let (_fpm, s) = start(mpm, "CacheLock On\nCacheLockMaxAge 10\n");
+    let port = s.port;
+    let clients: Vec<_> = (0..100).map(|_| std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        std::io::Write::write_all(&mut c, b"GET /c.php/slow HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        parse_response(&read_to_close(&mut c)).0
+    })).collect();
+    let answers: Vec<Resp> = clients.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(answers.iter().all(|r| r.status == 200 && r.body == answers[0].body), "{:?}", answers.iter().map(|r| r.status).collect::<Vec<_>>());
+    assert_eq!(runs(&s, "slow"), 1);
+}
+
+fn stale_copy_answers_when_php_fpm_is_stopped(mpm: &str) {
+    let (fpm, s) = start(mpm, "CacheStaleOnError On\n");
+    let first = s.get("/c.php/short");
+    assert!(cache_status(&first).contains("stored"));
+    drop(fpm);
+    let stale = poll(&s, "/c.php/short", |r| cache_status(r).contains("stale-on-error"));
+    assert_eq!(stale.status, 200);
+    assert_eq!(stale.body, first.body);
+    // Without a stored copy, the failure is the client's answer.
+    assert_eq!(s.get("/c.php/maxage").status, 503);
+}
+
+fn purge_behind_require(mpm: &str) {
+    let guarded = "<VirtualHost *>\nServerName guarded\n<If \"%{REQUEST_METHOD} == 'PURGE'\">\nRequire ip 127.0.0.1\n</If>\n</VirtualHost>\n<VirtualHost *>\nServerName open\n</VirtualHost>\n";
+    let (_fpm, s) = start(mpm, guarded);
+    let purge = |host: &str, path: &str| parse_response(&s.raw(format!("PURGE {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())).0;
+    s.get_from("guarded", "/c.php/maxage");
+    assert!(cache_status(&s.get_from("guarded", "/c.php/maxage")).starts_with("warren; hit"));
+    let r = purge("guarded", "/c.php/maxage");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(!cache_status(&s.get_from("guarded", "/c.php/maxage")).starts_with("warren; hit"));
+    // A prefix.
+    s.get_from("guarded", "/c.php/expires");
+    assert_eq!(purge("guarded", "/c.php/*").status, 200);
+    assert!(!cache_status(&s.get_from("guarded", "/c.php/expires")).starts_with("warren; hit"));
+    // Where anyone passes the Require rules, nobody purges.
+    s.get_from("open", "/c.php/smaxage");
+    assert_eq!(purge("open", "/c.php/smaxage").status, 405);
+    assert!(cache_status(&s.get_from("open", "/c.php/smaxage")).starts_with("warren; hit"));
+}
+
+fn logged_in_cookie_bypasses_the_cache(mpm: &str) {
+    let (_fpm, s) = start(mpm, "SetEnvIf Cookie \"wordpress_logged_in\" no-cache\n");
+    s.get("/c.php/maxage");
+    let logged_in = s.get_with("/c.php/maxage", "Cookie: wordpress_logged_in_abc=admin\r\n");
+    assert_eq!(runs(&s, "maxage"), 2, "{}", cache_status(&logged_in));
+    // Its answer was not stored either: an anonymous visitor gets the first.
+    let anon = s.get("/c.php/maxage");
+    assert!(cache_status(&anon).starts_with("warren; hit"));
+    assert_eq!(runs(&s, "maxage"), 2);
+}
+
+fn no_answer_crosses_virtual_hosts(mpm: &str) {
+    let vhosts = "<VirtualHost *>\nServerName one\n</VirtualHost>\n<VirtualHost *>\nServerName two\n</VirtualHost>\n";
+    let (_fpm, s) = start(mpm, vhosts);
+    let one = s.get_from("one", "/c.php/maxage");
+    let two = s.get_from("two", "/c.php/maxage");
+    assert!(one.text().contains("host=one") && two.text().contains("host=two"), "{} / {}", one.text(), two.text());
+    assert!(cache_status(&s.get_from("two", "/c.php/maxage")).starts_with("warren; hit"));
+    assert_eq!(runs(&s, "maxage"), 2);
+}
+
+each_mpm!(
+    stored_or_not_by_header_combination,
+    vary_keeps_a_variant_per_selecting_header,
+    stale_entries_are_revalidated_with_the_application,
+    cache_lock_sends_one_request_for_many_misses,
+    stale_copy_answers_when_php_fpm_is_stopped,
+    purge_behind_require,
+    logged_in_cookie_bypasses_the_cache,
+    no_answer_crosses_virtual_hosts,
+);
