@@ -168,7 +168,7 @@ fn bytes(b: &mut Builder, d: &Directive) -> Option<u64> {
     b.whole_number(d)
 }
 
-pub fn quick_handler(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+pub fn quick_handler(b: &mut Builder, d: &Directive, _: &mut HostConfig) {
     if b.on_off(d) == Some(false) {
         b.warn(&d.origin, "CacheQuickHandler Off: not acted on: warren looks stored answers up before mapping the URL (On); keep URLs that need Require or rewrite rules out with CacheDisable");
     }

@@ -30,7 +30,8 @@
 //! request target as the client sent it (so `/a%2f` and `/a/` are
 //! different entries), then the host's index and the client's Host value:
 //! nothing stored for one virtual host answers another's request.
-//! Requests carrying fields that proxies use to rewrite URLs
+//! Only an answer the URL's Require rules give anyone is stored (a hit is
+//! served before they are checked). Requests carrying fields that proxies use to rewrite URLs
 //! (X-Forwarded-Host, X-Original-URL...) are never stored: an application
 //! may build its links from them, and they are not in the key.
 
@@ -236,7 +237,7 @@ impl Site {
                 }
             }
         }
-        let storable_request = head.method() == "GET" && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some());
+        let storable_request = head.method() == "GET" && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some()) && self.open_to_anyone(head, conn, host);
         match self.route(head, conn, on_loop) {
             Outcome::Ready(r) => Outcome::Ready(self.store_ready(head, conn, r, &plan, stale, storable_request)),
             Outcome::Gateway(mut gw) if storable_request => {
@@ -274,6 +275,17 @@ impl Site {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Whether the URL's Require rules let an anonymous client from
+    /// anywhere in: a hit is served before they are checked (the quick
+    /// handler), so only such an answer is stored.
+    fn open_to_anyone(&self, head: &RequestHead, conn: &ConnInfo, host: usize) -> bool {
+        let req = Request::new(head, conn, host);
+        let url = path::lookup_url(head.path_and_query());
+        let fs = self.lookup_fs_path(req, &url);
+        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
+        self.effective_for(req, &fs, &url).allows(head, &ConnInfo { peer: nobody, useragent: nobody, ..*conn })
     }
 
     /// Whether the host's own SetEnvIf lines set `no-cache` for this request.
