@@ -17,7 +17,9 @@
 //!   reader sees a whole entry or none; Vary makes the key's file a list
 //!   of selecting fields pointing to one file per variant; the total size
 //!   is bounded by evicting the least recently stored; lock files make one
-//!   request per key go to the backend (CacheLock).
+//!   request per key go to the backend (CacheLock); the counts of hits,
+//!   misses, stores, evictions and bytes are words of a file every process
+//!   maps shared.
 //!
 //! The handler (handler/src/response_cache.rs) decides where in the
 //! pipeline a lookup and a store happen, and makes the answers.
@@ -28,4 +30,4 @@ pub mod store;
 
 pub use entry::Entry;
 pub use policy::{Freshness, Rules};
-pub use store::{Counters, LockState, Store};
+pub use store::{Counters, LockState, Store, COUNTER_NAMES};

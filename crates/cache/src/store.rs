@@ -21,15 +21,65 @@ use crate::entry::{fnv1a, Entry};
 
 const VARY_MAGIC: &[u8] = b"WARRENVARY1\n";
 
-/// What one process counted (server-status and the metrics add every
-/// process's up through the scoreboard's owner).
-#[derive(Default, Debug)]
+/// The store's counts, as server-status and the metrics show them.
+pub const COUNTER_NAMES: [&str; 5] = ["hits", "misses", "stores", "evictions", "bytes_stored"];
+
+/// The counts of every process using a store: five words in the file
+/// `.counters` of its directory, mapped shared by each process, so that
+/// all add to the same words and the counts outlive restarts. Where the
+/// file cannot be mapped, the counts are this process's own.
+#[derive(Debug)]
 pub struct Counters {
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
-    pub stores: AtomicU64,
-    pub evictions: AtomicU64,
-    pub bytes_stored: AtomicU64,
+    words: *const AtomicU64,
+    /// Stands in for the file when it cannot be mapped.
+    _own: Box<[AtomicU64; 5]>,
+}
+
+// The mapping is never unmapped (the store lives as long as the process)
+// and is only used through atomics.
+unsafe impl Send for Counters {}
+unsafe impl Sync for Counters {}
+
+impl Counters {
+    fn open(path: &Path) -> Counters {
+        let own = Box::new([const { AtomicU64::new(0) }; 5]);
+        let mapped = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).and_then(|f| {
+            f.set_len(4096)?;
+            // SAFETY: a shared mapping of a 4096-byte file; the file may
+            // be closed once mapped, and the mapping is kept to the end.
+            let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, std::os::fd::AsRawFd::as_raw_fd(&f), 0) };
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(p as *const AtomicU64)
+        });
+        let words = mapped.unwrap_or(own.as_ptr());
+        Counters { words, _own: own }
+    }
+
+    fn word(&self, i: usize) -> &AtomicU64 {
+        // SAFETY: `words` points to at least five aligned words (a page, or `own`).
+        unsafe { &*self.words.add(i) }
+    }
+
+    pub fn hit(&self) {
+        self.word(0).fetch_add(1, Relaxed);
+    }
+    pub fn miss(&self) {
+        self.word(1).fetch_add(1, Relaxed);
+    }
+    fn stored(&self, bytes: u64) {
+        self.word(2).fetch_add(1, Relaxed);
+        self.word(4).fetch_add(bytes, Relaxed);
+    }
+    fn evicted(&self) {
+        self.word(3).fetch_add(1, Relaxed);
+    }
+
+    /// Hits, misses, stores, evictions and bytes stored, by [`COUNTER_NAMES`].
+    pub fn read(&self) -> [u64; 5] {
+        std::array::from_fn(|i| self.word(i).load(Relaxed))
+    }
 }
 
 /// A directory of entries.
@@ -80,7 +130,7 @@ impl Store {
         let probe = root.join(format!(".probe.{}", std::process::id()));
         fs::write(&probe, b"")?;
         let _ = fs::remove_file(&probe);
-        Ok(Store { root: root.to_path_buf(), max_entry, max_total, written: AtomicU64::new(0), counters: Counters::default() })
+        Ok(Store { root: root.to_path_buf(), max_entry, max_total, written: AtomicU64::new(0), counters: Counters::open(&root.join(".counters")) })
     }
 
     pub fn root(&self) -> &Path {
@@ -149,7 +199,6 @@ impl Store {
             entry.key = variant_key(key, &generation, vary, field);
             self.write(&self.path_of(&entry.key), &entry.encode())?;
         }
-        self.counters.stores.fetch_add(1, Relaxed);
         Ok(())
     }
 
@@ -163,7 +212,7 @@ impl Store {
             let _ = fs::remove_file(&tmp);
         }
         written?;
-        self.counters.bytes_stored.fetch_add(bytes.len() as u64, Relaxed);
+        self.counters.stored(bytes.len() as u64);
         if self.written.fetch_add(bytes.len() as u64, Relaxed) + bytes.len() as u64 > self.max_total / 16 {
             self.written.store(0, Relaxed);
             self.sweep();
@@ -227,7 +276,7 @@ impl Store {
             }
             if fs::remove_file(&path).is_ok() {
                 total -= len;
-                self.counters.evictions.fetch_add(1, Relaxed);
+                self.counters.evicted();
             }
         }
     }
@@ -354,7 +403,9 @@ mod tests {
         s.sweep();
         let total: u64 = s.files().iter().map(|f| f.1).sum();
         assert!(total <= 40_000, "{total}");
-        assert!(s.counters.evictions.load(Relaxed) > 0);
+        assert!(s.counters.read()[3] > 0);
+        // Another opening of the directory (another process) sees the same counts.
+        assert_eq!(Store::open(&dir, 1, 1).unwrap().counters.read(), s.counters.read());
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -272,13 +272,15 @@ impl Site {
                 let auto = query.split(|&b| b == b'?' || b == b'&').any(|p| p == b"auto");
                 let snap = source.snapshot();
                 let memory = self.pools.get().and_then(|d| d.memory());
-                return Outcome::Ready(crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header));
+                let page = crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header);
+                let counts = if auto { crate::response_cache::CountsPage::StatusAuto } else { crate::response_cache::CountsPage::StatusHtml };
+                return Outcome::Ready(self.with_cache_counts(page, counts));
             }
             Some(Some(Handler::Metrics)) => {
                 if !route.dir.allows(req.head, conn) {
                     return Outcome::Ready(self.denied(req, url));
                 }
-                return Outcome::Ready(self.metrics_page(req));
+                return Outcome::Ready(self.with_cache_counts(self.metrics_page(req), crate::response_cache::CountsPage::Metrics));
             }
             Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => {
                 // `/index.php/blog/feed.php`: the handler was found for the

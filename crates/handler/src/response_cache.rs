@@ -37,7 +37,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -64,13 +63,6 @@ const UNKEYED_URL_FIELDS: &[&str] = &["x-forwarded-host", "x-forwarded-server", 
 /// opened, said once in the error log).
 #[derive(Default)]
 pub struct Stores(Mutex<HashMap<PathBuf, Option<Arc<Store>>>>);
-
-impl Stores {
-    /// Every store opened, for the counters.
-    pub fn all(&self) -> Vec<Arc<Store>> {
-        self.0.lock().map(|m| m.values().flatten().cloned().collect()).unwrap_or_default()
-    }
-}
 
 /// What the cache does for one request it may answer or store.
 struct Plan {
@@ -212,13 +204,13 @@ impl Site {
         if !refuses {
             if let Some(e) = plan.store.lookup(&plan.key, &field) {
                 if e.is_fresh(now) {
-                    plan.store.counters.hits.fetch_add(1, Relaxed);
+                    plan.store.counters.hit();
                     return Outcome::Ready(self.from_entry(head, conn, host, &e, "hit"));
                 }
                 stale = Some(e);
             }
         }
-        plan.store.counters.misses.fetch_add(1, Relaxed);
+        plan.store.counters.miss();
         let mut lock = None;
         if c.lock() && head.method() == "GET" {
             match plan.store.lock(&plan.key, c.lock_max_age()) {
@@ -231,7 +223,7 @@ impl Site {
                         return Outcome::OffLoop;
                     }
                     if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
-                        plan.store.counters.hits.fetch_add(1, Relaxed);
+                        plan.store.counters.hit();
                         return Outcome::Ready(self.from_entry(head, conn, host, &e, "hit; detail=waited"));
                     }
                 }
@@ -542,16 +534,68 @@ fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// Adds up every open store's counters (this process's).
-pub fn counters(site: &Site) -> [u64; 5] {
-    let mut sum = [0; 5];
-    for s in site.caches.responses.all() {
-        let c = &s.counters;
-        for (i, v) in [&c.hits, &c.misses, &c.stores, &c.evictions, &c.bytes_stored].into_iter().enumerate() {
-            sum[i] += v.load(Relaxed);
+impl Site {
+    /// Every store's counts added up (hits, misses, stores, evictions,
+    /// bytes stored: [`warren_cache::COUNTER_NAMES`]), None when no host caches.
+    pub fn cache_counts(&self) -> Option<[u64; 5]> {
+        let mut roots = Vec::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            for e in &h.config.cache.enable {
+                if let Some(s) = self.store_for(i, e.kind) {
+                    if !roots.iter().any(|r: &Arc<Store>| r.root() == s.root()) {
+                        roots.push(s);
+                    }
+                }
+            }
         }
+        if roots.is_empty() {
+            return None;
+        }
+        Some(roots.iter().map(|s| s.counters.read()).fold([0; 5], |a, c| std::array::from_fn(|i| a[i] + c[i])))
     }
-    sum
+
+    /// server-status (`auto`: its machine-readable form) or the metrics
+    /// page `r` with the cache's counts, when a host caches.
+    pub(crate) fn with_cache_counts(&self, mut r: Response, page: CountsPage) -> Response {
+        let (Some(counts), Body::Bytes(body)) = (self.cache_counts(), &mut r.body) else { return r };
+        let text = String::from_utf8_lossy(body).into_owned();
+        let named = warren_cache::COUNTER_NAMES.iter().zip(counts);
+        let text = match page {
+            CountsPage::StatusAuto => text + &named.map(|(n, v)| format!("Cache{}: {v}\n", camel(n))).collect::<String>(),
+            CountsPage::StatusHtml => {
+                let dl: String = named.map(|(n, v)| format!("<dt>Cache {}: {v}</dt>\n", n.replace('_', " "))).collect();
+                text.replacen("</body>", &format!("<h2>Response cache</h2>\n<dl>{dl}</dl>\n</body>"), 1)
+            }
+            CountsPage::Metrics => {
+                // OpenMetrics names a counter's family without `_total` (as metrics.rs writes them).
+                let openmetrics = text.contains("# EOF");
+                let lines: String = named
+                    .map(|(n, v)| {
+                        let family = if openmetrics { format!("warren_cache_{n}") } else { format!("warren_cache_{n}_total") };
+                        format!("# HELP {family} The response cache's {}, every process's.\n# TYPE {family} counter\nwarren_cache_{n}_total {v}\n", n.replace('_', " "))
+                    })
+                    .collect();
+                match text.rfind("# EOF") {
+                    Some(at) => format!("{}{lines}{}", &text[..at], &text[at..]),
+                    None => text + &lines,
+                }
+            }
+        };
+        r.body = Body::Bytes(text.into_bytes());
+        r
+    }
+}
+
+/// Which page [`Site::with_cache_counts`] adds to.
+pub(crate) enum CountsPage {
+    StatusAuto,
+    StatusHtml,
+    Metrics,
+}
+
+/// `bytes_stored` -> `BytesStored`.
+fn camel(name: &str) -> String {
+    name.split('_').map(|w| w[..1].to_ascii_uppercase() + &w[1..]).collect()
 }
 
 /// The store a `warren cache purge` command works on: the directory of

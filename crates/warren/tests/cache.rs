@@ -163,6 +163,21 @@ fn no_answer_crosses_virtual_hosts(mpm: &str) {
     assert_eq!(runs(&s, "maxage"), 2);
 }
 
+
+fn counts_in_server_status_and_metrics(mpm: &str) {
+    let (_fpm, s) = start(mpm, "<Location /server-status>\nSetHandler server-status\n</Location>\n<Location /metrics>\nSetHandler metrics\n</Location>\nCacheDisable /server-status\nCacheDisable /metrics\n");
+    s.get("/c.php/maxage");
+    s.get("/c.php/maxage");
+    s.get("/c.php/maxage");
+    let status = key_values(&s.get("/server-status?auto").text().replace(": ", "="));
+    assert_eq!(status.get("CacheHits").map(String::as_str), Some("2"), "{status:?}");
+    assert_eq!(status.get("CacheMisses").map(String::as_str), Some("1"));
+    assert_eq!(status.get("CacheStores").map(String::as_str), Some("1"));
+    assert!(status.get("CacheBytesStored").is_some_and(|b| b.parse::<u64>().unwrap() > 0));
+    let metrics = s.get("/metrics").text();
+    assert!(metrics.contains("warren_cache_hits_total 2"), "{metrics}");
+}
+
 each_mpm!(
     stored_or_not_by_header_combination,
     vary_keeps_a_variant_per_selecting_header,
@@ -172,4 +187,5 @@ each_mpm!(
     purge_behind_require,
     logged_in_cookie_bypasses_the_cache,
     no_answer_crosses_virtual_hosts,
+    counts_in_server_status_and_metrics,
 );
