@@ -398,10 +398,7 @@ impl Site {
             return Outcome::Ready(r);
         }
         let target = keyed_target(&self.hosts[host].config.cache, head.path_and_query());
-        let removed = match target.strip_suffix('*') {
-            Some(prefix) => plan.store.purge_prefix(&format!("{}{prefix}", plan.base)),
-            None => usize::from(plan.store.invalidate(&plan.key)),
-        };
+        let removed = purge_target(&plan.store, &plan.base, &target);
         let why = format!("PURGE {target}: {removed} entr{} removed", if removed == 1 { "y" } else { "ies" });
         self.hosts[host].error_log.log(LogLevel::Info, Some(conn.useragent), &why);
         let mut r = Response::new(200, host);
@@ -598,11 +595,42 @@ fn camel(name: &str) -> String {
     name.split('_').map(|w| w[..1].to_ascii_uppercase() + &w[1..]).collect()
 }
 
-/// The store a `warren cache purge` command works on: the directory of
-/// the host's cache for `url`.
-pub fn open_for_purge(c: &CacheDirectives) -> Option<Store> {
-    let root = c.root.clone()?;
-    Store::open(&root, c.max_file_size(), DISK_TOTAL).ok()
+/// Removes the entries of `target` (whatever Host value and variant they
+/// were stored for), or of every URL under it when it ends in `*`.
+fn purge_target(store: &Store, base: &str, target: &str) -> usize {
+    match target.strip_suffix('*') {
+        Some(prefix) => store.purge_prefix(&format!("{base}{prefix}")),
+        None => store.purge_prefix(&format!("{base}{target}\u{0}")),
+    }
+}
+
+impl Site {
+    /// `warren cache purge URL`: the entries of an absolute URL
+    /// (`http://name[:port]/path`, or `.../prefix*`), in the stores of the
+    /// host its name and port choose. Ok: how many were removed.
+    pub fn purge_url(&self, url: &str) -> Result<usize, String> {
+        let (scheme, rest) = url.split_once("://").filter(|(s, _)| matches!(*s, "http" | "https")).ok_or_else(|| format!("{url}: an absolute http:// or https:// URL is expected"))?;
+        let (authority, target) = rest.find('/').map_or((rest, "/"), |at| rest.split_at(at));
+        let (name, port) = match authority.rsplit_once(':') {
+            Some((n, p)) => (n, p.parse::<u16>().map_err(|_| format!("{url}: a bad port"))?),
+            None => (authority, if scheme == "https" { 443 } else { 80 }),
+        };
+        let host = self.select_host(Some(name.as_bytes()), ([127, 0, 0, 1], port).into());
+        let c = &self.hosts[host].config.cache;
+        if c.enable.is_empty() {
+            return Err(format!("{url}: the host {} has no CacheEnable", self.hosts[host].name));
+        }
+        let base = c.key_base_url.clone().unwrap_or_else(|| format!("{scheme}://{}:{port}", self.hosts[host].name));
+        let target = keyed_target(c, target.as_bytes());
+        let mut removed = 0;
+        for kind in [CacheKind::Disk, CacheKind::Socache] {
+            if c.enable.iter().any(|e| e.kind == kind) {
+                let store = self.store_for(host, kind).ok_or_else(|| format!("{url}: the cache directory cannot be opened (see the error log)"))?;
+                removed += purge_target(&store, &base, &target);
+            }
+        }
+        Ok(removed)
+    }
 }
 
 #[cfg(test)]

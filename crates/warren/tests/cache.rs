@@ -136,6 +136,13 @@ fn purge_behind_require(mpm: &str) {
     s.get_from("guarded", "/c.php/expires");
     assert_eq!(purge("guarded", "/c.php/*").status, 200);
     assert!(!cache_status(&s.get_from("guarded", "/c.php/expires")).starts_with("warren; hit"));
+    // `warren cache purge URL`, from the command line.
+    s.get_from("guarded", "/c.php/lastmod");
+    assert!(cache_status(&s.get_from("guarded", "/c.php/lastmod")).starts_with("warren; hit"));
+    let out = std::process::Command::new(BIN).args(["cache", "purge", "-f"]).arg(&s.conf).arg(format!("http://guarded:{}/c.php/lastmod", s.port)).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 entry removed"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(!cache_status(&s.get_from("guarded", "/c.php/lastmod")).starts_with("warren; hit"));
     // Where anyone passes the Require rules, nobody purges.
     s.get_from("open", "/c.php/smaxage");
     assert_eq!(purge("open", "/c.php/smaxage").status, 405);
