@@ -180,6 +180,9 @@ impl Site {
 
     /// [`Site::route`] through the response cache.
     pub(crate) fn through_cache(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
+        if !self.caches_responses {
+            return self.route(head, conn, on_loop);
+        }
         let host = self.select_host(head.host(), conn.local);
         let Some(plan) = self.cache_plan(head, conn, host) else { return self.route(head, conn, on_loop) };
         let c = &self.hosts[host].config.cache;
@@ -205,7 +208,7 @@ impl Site {
             if let Some(e) = plan.store.lookup(&plan.key, &field) {
                 if e.is_fresh(now) {
                     plan.store.counters.hit();
-                    return Outcome::Ready(self.from_entry(head, conn, host, &e, "hit"));
+                    return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit"));
                 }
                 stale = Some(e);
             }
@@ -217,14 +220,14 @@ impl Site {
                 LockState::Acquired(g) => lock = Some(g),
                 LockState::Held => {
                     if let Some(e) = &stale {
-                        return Outcome::Ready(self.from_entry(head, conn, host, e, "stale; detail=locked"));
+                        return Outcome::Ready(self.answer_of_entry(head, conn, host, e, "stale; detail=locked"));
                     }
                     if on_loop {
                         return Outcome::OffLoop;
                     }
                     if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
                         plan.store.counters.hit();
-                        return Outcome::Ready(self.from_entry(head, conn, host, &e, "hit; detail=waited"));
+                        return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit; detail=waited"));
                     }
                 }
             }
@@ -298,7 +301,7 @@ impl Site {
         crate::filters::apply_now(&mut r, head);
         if r.status >= 500 && c.stale_on_error() {
             if let Some(e) = stale {
-                return self.from_entry(head, conn, r.host, &e, "stale; detail=stale-on-error");
+                return self.answer_of_entry(head, conn, r.host, &e, "stale; detail=stale-on-error");
             }
         }
         let body: Option<Arc<[u8]>> = match &r.body {
@@ -332,7 +335,7 @@ impl Site {
     /// The answer made of a stored entry: its status and fields with Age
     /// and Cache-Status, 304 to a matching conditional request, 206 to one
     /// range of it.
-    fn from_entry(&self, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str) -> Response {
+    fn answer_of_entry(&self, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str) -> Response {
         let now = Store::now();
         let ttl = e.fresh_until as i64 - now as i64;
         let mut r = Response::new(e.status, host);
@@ -432,7 +435,7 @@ impl Capture {
                 let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), head);
                 let e = self.store.lookup(&self.key, &field_of(head)).unwrap_or_else(|| e.clone());
                 let how = if refreshed.is_ok() { "fwd=stale; fwd-status=304; stored" } else { "fwd=stale; fwd-status=304" };
-                let mut answer = site.from_entry(head, conn, self.host, &e, how);
+                let mut answer = site.answer_of_entry(head, conn, self.host, &e, how);
                 if self.header {
                     answer.headers.retain(|(n, _)| n != "X-Cache");
                     answer.add("X-Cache", format!("REVALIDATE from {}", site.hosts[self.host].name));
@@ -440,7 +443,7 @@ impl Capture {
                 return answer;
             }
             if r.status >= 500 && self.stale_on_error {
-                return site.from_entry(head, conn, self.host, e, "stale; detail=stale-on-error");
+                return site.answer_of_entry(head, conn, self.host, e, "stale; detail=stale-on-error");
             }
         }
         crate::filters::apply_now(&mut r, head);

@@ -66,6 +66,9 @@ pub struct Site {
     /// without its per-directory configuration (ProxyPass) does not look
     /// for them.
     pub(crate) compresses: bool,
+    /// Whether any host has a CacheEnable line: else no request looks at
+    /// the response cache (response_cache.rs).
+    pub(crate) caches_responses: bool,
 
     /// What this process learns while serving (caches.rs).
     pub caches: Caches,
@@ -207,7 +210,9 @@ impl Site {
         let compresses = hosts.iter().any(|h: &Host| {
             h.reads_htaccess || h.config.dir.output_filters.is_some() || h.config.sections.iter().any(|s| s.config.output_filters.is_some())
         });
+        let caches_responses = hosts.iter().any(|h| !h.config.cache.enable.is_empty());
         let site = Site {
+            caches_responses,
             uses_remote_ip,
             uses_proxy_protocol,
             server_header: server_header(settings.server_tokens),
