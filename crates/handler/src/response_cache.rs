@@ -321,7 +321,10 @@ impl Site {
                 let headers = as_pairs(&r.headers);
                 match store_answer(&plan.store, &plan.key, &rules(c), r.status, &headers, body, head) {
                     Ok(()) => "fwd=uri-miss; stored".to_string(),
-                    Err(why) => format!("fwd=uri-miss; detail=\"{why}\""),
+                    Err(why) => {
+                        warn_malformed(&self.hosts[r.host].error_log, &why, head);
+                        format!("fwd=uri-miss; detail=\"{why}\"")
+                    }
                 }
             }
         };
@@ -411,13 +414,33 @@ impl Site {
     }
 }
 
+/// Says once per process, in `log`, that a cache could not store an answer
+/// (its directory full or unwritable): the server goes on serving uncached.
+fn warn_unstored(log: &crate::logs::ErrorLog, e: &std::io::Error) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if e.kind() != std::io::ErrorKind::Other && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        log.log(LogLevel::Warn, None, &format!("response cache: an answer could not be stored ({e}): answers are served uncached until there is room (said once)"));
+    }
+}
+
+/// Says once per process that an answer's caching headers were malformed
+/// or contradictory: it was served and not stored.
+fn warn_malformed(log: &crate::logs::ErrorLog, why: &str, head: &RequestHead) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if why.contains("malformed") || why.contains("two different") {
+        if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            log.log(LogLevel::Warn, None, &format!("response cache: {why} in the answer to {}: served, not stored (said once)", String::from_utf8_lossy(head.path_and_query())));
+        }
+    }
+}
+
 /// Stores an answer if RFC 9111 and the admin's rules let it.
 fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, head: &RequestHead) -> Result<(), String> {
     let has_query = head.path_and_query().contains(&b'?');
     let fresh = rules.storable(status, headers, has_query, head.header("authorization").is_some(), SystemTime::now()).map_err(str::to_string)?;
     let now = Store::now();
     let entry = Entry { key: String::new(), status, headers: rules.kept_headers(headers), body, stored_at: now, fresh_until: now + fresh.lifetime.as_secs() };
-    store.store(key, &policy::vary_names(headers), &field_of(head), entry).map_err(|e| e.to_string())
+    store.store(key, &policy::vary_names(headers), &field_of(head), entry).map_err(|e| format!("not stored: {e}"))
 }
 
 impl Capture {
@@ -452,7 +475,10 @@ impl Capture {
         let verdict = self.rules.storable(r.status, &headers, has_query, false, SystemTime::now());
         let detail = match &verdict {
             Ok(_) => "fwd=uri-miss; stored".to_string(),
-            Err(why) => format!("fwd=uri-miss; detail=\"{why}\""),
+            Err(why) => {
+                warn_malformed(&site.hosts[self.host].error_log, why, head);
+                format!("fwd=uri-miss; detail=\"{why}\"")
+            }
         };
         r.add("Cache-Status", format!("warren; {detail}"));
         if self.header {
@@ -469,7 +495,8 @@ impl Capture {
         r.body = match body {
             Body::Stream { source, len } if len.is_none_or(|l| l <= self.store.max_entry) => {
                 let max = self.store.max_entry;
-                let tee = Tee { inner: source, held: Vec::new(), max, status: r.status, headers, vary_values, lifetime, capture: Some(self) };
+                let log = site.hosts[self.host].error_log.clone();
+                let tee = Tee { inner: source, held: Vec::new(), max, status: r.status, headers, vary_values, lifetime, log, capture: Some(self) };
                 Body::Stream { source: Box::new(tee), len }
             }
             Body::Bytes(b) => {
@@ -494,6 +521,7 @@ struct Tee {
     vary_values: Vec<(String, Option<String>)>,
     /// Seconds it stays fresh, as decided from its head.
     lifetime: u64,
+    log: Arc<crate::logs::ErrorLog>,
     capture: Option<Box<Capture>>,
 }
 
@@ -515,7 +543,9 @@ impl BodySource for Tee {
                 let now = Store::now();
                 let entry = Entry { key: String::new(), status: self.status, headers: c.rules.kept_headers(&self.headers), body: Arc::from(std::mem::take(&mut self.held)), stored_at: now, fresh_until: now + self.lifetime };
                 let names: Vec<String> = self.vary_values.iter().map(|(n, _)| n.clone()).collect();
-                let _ = c.store.store(&c.key, &names, &field, entry);
+                if let Err(e) = c.store.store(&c.key, &names, &field, entry) {
+                    warn_unstored(&self.log, &e);
+                }
             }
         }
         Ok(more)

@@ -185,6 +185,26 @@ fn counts_in_server_status_and_metrics(mpm: &str) {
     assert!(metrics.contains("warren_cache_hits_total 2"), "{metrics}");
 }
 
+fn an_unwritable_cache_root_is_a_warning_and_answers_go_uncached(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let root = s.dir.0.join("cache");
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    let _ = std::os::unix::fs::chown(&root, Some(0), None);
+    let first = s.get("/c.php/maxage");
+    assert_eq!(first.status, 200);
+    let log = s.wait_log("error.log", "cannot be written");
+    assert!(log.contains("answers are served uncached"), "{log}");
+    assert!(!cache_status(&s.get("/c.php/maxage")).starts_with("warren; hit"));
+}
+
+fn malformed_caching_headers_are_served_not_stored_and_logged(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let r = s.get("/c.php/malformed");
+    assert_eq!(r.status, 200);
+    assert!(cache_status(&r).contains("malformed"), "{}", cache_status(&r));
+    s.wait_log("error.log", "malformed Cache-Control");
+}
+
 each_mpm!(
     stored_or_not_by_header_combination,
     vary_keeps_a_variant_per_selecting_header,
@@ -195,4 +215,6 @@ each_mpm!(
     logged_in_cookie_bypasses_the_cache,
     no_answer_crosses_virtual_hosts,
     counts_in_server_status_and_metrics,
+    an_unwritable_cache_root_is_a_warning_and_answers_go_uncached,
+    malformed_caching_headers_are_served_not_stored_and_logged,
 );
