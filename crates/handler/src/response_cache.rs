@@ -232,7 +232,12 @@ impl Site {
                 }
             }
         }
-        let storable_request = head.method() == "GET" && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some()) && self.open_to_anyone(head, conn, host);
+        let storable_request = head.method() == "GET"
+            && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some())
+            && match self.open_to_anyone(head, conn, host, on_loop) {
+                Some(open) => open,
+                None => return Outcome::OffLoop,
+            };
         match self.route(head, conn, on_loop) {
             Outcome::Ready(r) => Outcome::Ready(self.store_ready(head, conn, r, &plan, stale, storable_request)),
             Outcome::Gateway(mut gw) if storable_request => {
@@ -275,12 +280,19 @@ impl Site {
     /// Whether the URL's Require rules let an anonymous client from
     /// anywhere in: a hit is served before they are checked (the quick
     /// handler), so only such an answer is stored.
-    fn open_to_anyone(&self, head: &RequestHead, conn: &ConnInfo, host: usize) -> bool {
+    /// None on an event loop where that needs a tenant's `.htaccess` file
+    /// read or its expressions run: the request goes to a thread.
+    fn open_to_anyone(&self, head: &RequestHead, conn: &ConnInfo, host: usize, on_loop: bool) -> Option<bool> {
         let req = Request::new(head, conn, host);
+        let req = Request { pass: crate::request::Pass { on_loop, ..req.pass }, ..req };
         let url = path::lookup_url(head.path_and_query());
         let fs = self.lookup_fs_path(req, &url);
+        let dir = self.effective_for(req, &fs, &url);
+        if on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
+            return None;
+        }
         let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
-        self.effective_for(req, &fs, &url).allows(head, &ConnInfo { peer: nobody, useragent: nobody, ..*conn })
+        Some(dir.allows(head, &ConnInfo { peer: nobody, useragent: nobody, ..*conn }))
     }
 
     /// Whether the host's own SetEnvIf lines set `no-cache` for this request.
