@@ -13,9 +13,10 @@
 //!   count), before compression: a hit is sent uncompressed.
 //! - Storing: a static answer (bytes or a whole small file) is stored as
 //!   the pipeline returns it; an application's answer (FastCGI, warren's
-//!   pools, CGI, HTTP backends) is teed as the MPM reads it ([`Capture`],
-//!   installed on the [`Gateway`](crate::fastcgi::Gateway) and run by `Site::run_gateway`), and
-//!   stored once whole. A stale entry with a validator is revalidated:
+//!   pools, CGI, HTTP backends) is read ahead on the gateway's thread up to
+//!   the largest entry ([`Capture`], installed on the
+//!   [`Gateway`](crate::fastcgi::Gateway) and run by `Site::run_gateway`)
+//!   and stored when whole; a larger one goes out as it comes. A stale entry with a validator is revalidated:
 //!   the application gets If-None-Match / If-Modified-Since, and its 304
 //!   refreshes the entry. A stale entry answers a 5xx (CacheStaleOnError).
 //! - CacheLock: one request per key goes to the application; the others
@@ -331,7 +332,7 @@ impl Site {
             None => "fwd=uri-miss; detail=body not storable".to_string(),
             Some(body) => {
                 let headers = as_pairs(&r.headers);
-                match store_answer(&plan.store, &plan.key, &rules(c), r.status, &headers, body, head) {
+                match store_answer(&plan.store, &plan.key, &rules(c), r.status, &headers, body, head, &self.hosts[r.host].error_log) {
                     Ok(()) => "fwd=uri-miss; stored".to_string(),
                     Err(why) => {
                         warn_malformed(&self.hosts[r.host].error_log, &why, head);
@@ -447,16 +448,20 @@ fn warn_malformed(log: &crate::logs::ErrorLog, why: &str, head: &RequestHead) {
 }
 
 /// Stores an answer if RFC 9111 and the admin's rules let it.
-fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, head: &RequestHead) -> Result<(), String> {
+#[allow(clippy::too_many_arguments)]
+fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, head: &RequestHead, log: &crate::logs::ErrorLog) -> Result<(), String> {
     let has_query = head.path_and_query().contains(&b'?');
     let fresh = rules.storable(status, headers, has_query, head.header("authorization").is_some(), SystemTime::now()).map_err(str::to_string)?;
     let now = Store::now();
     let entry = Entry { key: String::new(), status, headers: rules.kept_headers(headers), body, stored_at: now, fresh_until: now + fresh.lifetime.as_secs() };
-    store.store(key, &policy::vary_names(headers), &field_of(head), entry).map_err(|e| format!("not stored: {e}"))
+    store.store(key, &policy::vary_names(headers), &field_of(head), entry).map_err(|e| {
+        warn_unstored(log, &e);
+        format!("not stored: {e}")
+    })
 }
 
 impl Capture {
-    /// The application's answer `r`, its body teed into the cache (or,
+    /// The application's answer `r`, its body stored in the cache when whole (or,
     /// for a 304 to our revalidation, the refreshed entry; for a 5xx, the
     /// stale one).
     pub fn answer(self: Box<Self>, site: &Site, head: &RequestHead, conn: &ConnInfo, mut r: Response) -> Response {
@@ -467,7 +472,7 @@ impl Capture {
                     merged.retain(|(m, _)| !m.eq_ignore_ascii_case(&n));
                     merged.push((n, v));
                 }
-                let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), head);
+                let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), head, &site.hosts[self.host].error_log);
                 let e = self.store.lookup(&self.key, &field_of(head)).unwrap_or_else(|| e.clone());
                 let how = if refreshed.is_ok() { "fwd=stale; fwd-status=304; stored" } else { "fwd=stale; fwd-status=304" };
                 let mut answer = site.answer_of_entry(head, conn, self.host, &e, how);
@@ -485,82 +490,81 @@ impl Capture {
         let headers = as_pairs(&r.headers);
         let has_query = head.path_and_query().contains(&b'?');
         let verdict = self.rules.storable(r.status, &headers, has_query, false, SystemTime::now());
-        let detail = match &verdict {
-            Ok(_) => "fwd=uri-miss; stored".to_string(),
+        let log = &site.hosts[self.host].error_log;
+        let detail = match verdict {
             Err(why) => {
-                warn_malformed(&site.hosts[self.host].error_log, why, head);
+                warn_malformed(log, why, head);
                 format!("fwd=uri-miss; detail=\"{why}\"")
+            }
+            Ok(_) if r.error_document.is_some() => "fwd=uri-miss".to_string(),
+            Ok(_) => {
+                // Read whole (on this thread, up to the largest entry) so
+                // that what Cache-Status says is what was done.
+                let (body, whole) = hold(std::mem::replace(&mut r.body, Body::Empty), self.store.max_entry);
+                r.body = body;
+                match whole {
+                    Some(bytes) => match store_answer(&self.store, &self.key, &self.rules, r.status, &headers, bytes, head, log) {
+                        Ok(()) => "fwd=uri-miss; stored".to_string(),
+                        Err(why) => format!("fwd=uri-miss; detail=\"{why}\""),
+                    },
+                    None => "fwd=uri-miss; detail=\"not stored: larger than the cache's largest entry\"".to_string(),
+                }
             }
         };
         r.add("Cache-Status", format!("warren; {detail}"));
         if self.header {
             r.add("X-Cache", format!("MISS from {}", site.hosts[self.host].name));
         }
-        let lifetime = match verdict {
-            Ok(fresh) if r.error_document.is_none() => fresh.lifetime.as_secs(),
-            _ => return r,
-        };
-        let field = field_of(head);
-        let vary = policy::vary_names(&headers);
-        let vary_values: Vec<(String, Option<String>)> = vary.iter().map(|n| (n.clone(), field(n))).collect();
-        let body = std::mem::replace(&mut r.body, Body::Empty);
-        r.body = match body {
-            Body::Stream { source, len } if len.is_none_or(|l| l <= self.store.max_entry) => {
-                let max = self.store.max_entry;
-                let log = site.hosts[self.host].error_log.clone();
-                let tee = Tee { inner: source, held: Vec::new(), max, status: r.status, headers, vary_values, lifetime, log, capture: Some(self) };
-                Body::Stream { source: Box::new(tee), len }
-            }
-            Body::Bytes(b) => {
-                let _ = store_answer(&self.store, &self.key, &self.rules, r.status, &headers, Arc::from(b.as_slice()), head);
-                Body::Bytes(b)
-            }
-            other => other,
-        };
         r
     }
 }
 
-/// An application's body passed on to the MPM piece by piece, kept until
-/// its end and then stored (given up past the store's largest entry, or
-/// when the application fails mid-body).
-struct Tee {
-    inner: Box<dyn BodySource>,
-    held: Vec<u8>,
-    max: u64,
-    status: u16,
-    headers: Vec<(String, String)>,
-    vary_values: Vec<(String, Option<String>)>,
-    /// Seconds it stays fresh, as decided from its head.
-    lifetime: u64,
-    log: Arc<crate::logs::ErrorLog>,
-    capture: Option<Box<Capture>>,
-}
-
-impl BodySource for Tee {
-    fn next_piece(&mut self, out: &mut Vec<u8>) -> std::io::Result<bool> {
-        let before = out.len();
-        let more = self.inner.next_piece(out).inspect_err(|_| self.capture = None)?;
-        if self.capture.is_some() {
-            self.held.extend_from_slice(&out[before..]);
-            if self.held.len() as u64 > self.max {
-                self.capture = None;
-                self.held = Vec::new();
-            }
+/// `body` with its bytes, when it is whole and no larger than `max`: a
+/// stream is read ahead up to `max` bytes, and what was read goes out
+/// first if it is larger (or failed before its end).
+fn hold(body: Body, max: u64) -> (Body, Option<Arc<[u8]>>) {
+    match body {
+        Body::Empty => (Body::Empty, Some(Arc::from(&[][..]))),
+        Body::Bytes(b) if b.len() as u64 <= max => {
+            let bytes: Arc<[u8]> = Arc::from(b.as_slice());
+            (Body::Shared(bytes.clone()), Some(bytes))
         }
-        if !more {
-            if let Some(c) = self.capture.take() {
-                let values = &self.vary_values;
-                let field = |n: &str| values.iter().find(|(m, _)| m == n).and_then(|(_, v)| v.clone());
-                let now = Store::now();
-                let entry = Entry { key: String::new(), status: self.status, headers: c.rules.kept_headers(&self.headers), body: Arc::from(std::mem::take(&mut self.held)), stored_at: now, fresh_until: now + self.lifetime };
-                let names: Vec<String> = self.vary_values.iter().map(|(n, _)| n.clone()).collect();
-                if let Err(e) = c.store.store(&c.key, &names, &field, entry) {
-                    warn_unstored(&self.log, &e);
+        Body::Stream { mut source, len } if len.is_none_or(|l| l <= max) => {
+            let mut held = Vec::new();
+            loop {
+                match source.next_piece(&mut held) {
+                    Ok(true) if held.len() as u64 <= max => {}
+                    Ok(true) => return (Body::Stream { source: Box::new(Prefixed { held: Some(held), inner: source, failed: None }), len }, None),
+                    Ok(false) => {
+                        let bytes: Arc<[u8]> = Arc::from(held);
+                        return (Body::Shared(bytes.clone()), Some(bytes));
+                    }
+                    Err(e) => return (Body::Stream { source: Box::new(Prefixed { held: Some(held), inner: source, failed: Some(e) }), len }, None),
                 }
             }
         }
-        Ok(more)
+        other => (other, None),
+    }
+}
+
+/// A body whose first bytes were read ahead: those, then the rest (or the
+/// failure that ended the reading).
+struct Prefixed {
+    held: Option<Vec<u8>>,
+    inner: Box<dyn BodySource>,
+    failed: Option<std::io::Error>,
+}
+
+impl BodySource for Prefixed {
+    fn next_piece(&mut self, out: &mut Vec<u8>) -> std::io::Result<bool> {
+        if let Some(held) = self.held.take() {
+            out.extend_from_slice(&held);
+            return Ok(true);
+        }
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.inner.next_piece(out),
+        }
     }
 
     fn read_ahead(&self) -> bool {

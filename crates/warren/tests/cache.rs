@@ -205,6 +205,25 @@ fn malformed_caching_headers_are_served_not_stored_and_logged(mpm: &str) {
     s.wait_log("error.log", "malformed Cache-Control");
 }
 
+fn socache_keeps_entries_in_shared_memory(mpm: &str) {
+    let (_fpm, s) = start(mpm, "CacheEnable socache /c.php\nCacheSocacheMaxSize 4000\n");
+    // One directory per server on /dev/shm, named by its PidFile.
+    let pid_file = s.dir.0.join("warren.pid");
+    let id = pid_file.as_os_str().as_encoded_bytes().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let shm = std::path::PathBuf::from(format!("/dev/shm/warren-socache-{id:x}"));
+    s.get("/c.php/maxage");
+    let hit = s.get("/c.php/maxage");
+    let exists = shm.join(".counters").exists();
+    let _ = std::fs::remove_dir_all(&shm);
+    assert!(cache_status(&hit).starts_with("warren; hit"), "{}", cache_status(&hit));
+    assert!(exists, "{} holds no cache", shm.display());
+    assert_eq!(runs(&s, "maxage"), 1);
+    // Larger than CacheSocacheMaxSize: served, not stored.
+    let big = s.get("/c.php/big");
+    assert!(cache_status(&big).contains("not stored") || !cache_status(&big).contains("stored"), "{}", cache_status(&big));
+    let _ = std::fs::remove_dir_all(&shm);
+}
+
 each_mpm!(
     stored_or_not_by_header_combination,
     vary_keeps_a_variant_per_selecting_header,
@@ -217,4 +236,5 @@ each_mpm!(
     counts_in_server_status_and_metrics,
     an_unwritable_cache_root_is_a_warning_and_answers_go_uncached,
     malformed_caching_headers_are_served_not_stored_and_logged,
+    socache_keeps_entries_in_shared_memory,
 );

@@ -30,6 +30,7 @@ case 'short':
     if (($_SERVER['HTTP_IF_NONE_MATCH'] ?? '') === $etag) { http_response_code(304); exit; }
     break;
 case 'slow': header('Cache-Control: max-age=60'); usleep(700000); break;
+case 'big': header('Cache-Control: max-age=60'); echo str_repeat('b', 5000); break;
 case 'echo': header('Cache-Control: max-age=60'); echo 'xfh=', $_SERVER['HTTP_X_FORWARDED_HOST'] ?? '-', ' '; break;
 }
 echo "case=$case lang=", $_SERVER['HTTP_ACCEPT_LANGUAGE'] ?? '-', " host=", $_SERVER['SERVER_NAME'], " uri=", $_SERVER['REQUEST_URI'], " t=", hrtime(true);
