@@ -329,6 +329,7 @@ impl Site {
         };
         let detail = match body {
             _ if !storable_request || r.error_document.is_some() || r.tunnel.is_some() => "fwd=uri-miss".to_string(),
+            _ if no_cache_set(&r) => "fwd=uri-miss; detail=\"the no-cache variable\"".to_string(),
             None => "fwd=uri-miss; detail=body not storable".to_string(),
             Some(body) => {
                 let headers = as_pairs(&r.headers);
@@ -427,6 +428,13 @@ impl Site {
     }
 }
 
+/// Whether the request's environment, as the pipeline left it (a
+/// directory's SetEnvIf, a rewrite rule's `[E=no-cache]`), keeps its
+/// answer out of the cache.
+fn no_cache_set(r: &Response) -> bool {
+    r.filters.as_ref().is_some_and(|f| f.env.get("no-cache").is_some())
+}
+
 /// Says once per process, in `log`, that a cache could not store an answer
 /// (its directory full or unwritable): the server goes on serving uncached.
 fn warn_unstored(log: &crate::logs::ErrorLog, e: &std::io::Error) {
@@ -497,6 +505,7 @@ impl Capture {
                 format!("fwd=uri-miss; detail=\"{why}\"")
             }
             Ok(_) if r.error_document.is_some() => "fwd=uri-miss".to_string(),
+            Ok(_) if no_cache_set(&r) => "fwd=uri-miss; detail=\"the no-cache variable\"".to_string(),
             Ok(_) => {
                 // Read whole (on this thread, up to the largest entry) so
                 // that what Cache-Status says is what was done.

@@ -150,7 +150,7 @@ fn purge_behind_require(mpm: &str) {
 }
 
 fn logged_in_cookie_bypasses_the_cache(mpm: &str) {
-    let (_fpm, s) = start(mpm, "SetEnvIf Cookie \"wordpress_logged_in\" no-cache\n");
+    let (_fpm, s) = start(mpm, "SetEnvIf Cookie \"wordpress_logged_in\" no-cache\n<Location /c.php>\nSetEnvIf X-Preview 1 no-cache\n</Location>\n");
     s.get("/c.php/maxage");
     let logged_in = s.get_with("/c.php/maxage", "Cookie: wordpress_logged_in_abc=admin\r\n");
     assert_eq!(runs(&s, "maxage"), 2, "{}", cache_status(&logged_in));
@@ -158,6 +158,11 @@ fn logged_in_cookie_bypasses_the_cache(mpm: &str) {
     let anon = s.get("/c.php/maxage");
     assert!(cache_status(&anon).starts_with("warren; hit"));
     assert_eq!(runs(&s, "maxage"), 2);
+    // A directory's SetEnvIf, which runs after the lookup, keeps the answer out too.
+    let first = s.get_with("/c.php/expires", "X-Preview: 1\r\n");
+    assert!(cache_status(&first).contains("no-cache variable"), "{}", cache_status(&first));
+    s.get_with("/c.php/expires", "X-Preview: 1\r\n");
+    assert_eq!(runs(&s, "expires"), 2);
 }
 
 fn no_answer_crosses_virtual_hosts(mpm: &str) {
