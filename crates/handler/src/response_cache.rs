@@ -79,8 +79,10 @@ pub struct Capture {
     key: String,
     rules: Rules,
     host: usize,
-    /// The entry being revalidated (its validators went to the application).
+    /// The stale entry: for CacheStaleOnError, and being revalidated when
+    /// `revalidating` (its validators went to the application).
     stale: Option<Entry>,
+    revalidating: bool,
     stale_on_error: bool,
     header: bool,
     /// Held until the answer is stored or given up.
@@ -254,7 +256,7 @@ impl Site {
                     }
                 }
                 let revalidate = revalidating.is_some();
-                gw.capture = Some(Box::new(Capture { store: plan.store, key: plan.key, rules: rules(c), host, stale: stale.filter(|_| revalidate || c.stale_on_error()), stale_on_error: c.stale_on_error(), header: c.header.unwrap_or(false), _lock: lock }));
+                gw.capture = Some(Box::new(Capture { store: plan.store, key: plan.key, rules: rules(c), host, stale: stale.filter(|_| revalidate || c.stale_on_error()), revalidating: revalidate, stale_on_error: c.stale_on_error(), header: c.header.unwrap_or(false), _lock: lock }));
                 Outcome::Gateway(gw)
             }
             other => other,
@@ -474,7 +476,8 @@ impl Capture {
     /// stale one).
     pub fn answer(self: Box<Self>, site: &Site, head: &RequestHead, conn: &ConnInfo, mut r: Response) -> Response {
         if let Some(e) = &self.stale {
-            if r.status == 304 {
+            // A 304 to the client's own validators is the client's answer.
+            if r.status == 304 && self.revalidating {
                 let mut merged = e.headers.clone();
                 for (n, v) in as_pairs(&r.headers) {
                     merged.retain(|(m, _)| !m.eq_ignore_ascii_case(&n));
