@@ -13,13 +13,19 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use sha1::{Digest, Sha1};
+use warren_stat_cache::{FileVersion, StatCache};
 
 use crate::entry::{fnv1a, Entry};
 
 const VARY_MAGIC: &[u8] = b"WARRENVARY1\n";
+
+/// The bytes of decoded entries each process keeps (a hit's body is then
+/// shared, not read and copied).
+const DECODED_BYTES: usize = 4 << 20;
 
 /// The store's counts, as server-status and the metrics show them.
 pub const COUNTER_NAMES: [&str; 5] = ["hits", "misses", "stores", "evictions", "bytes_stored"];
@@ -92,6 +98,9 @@ pub struct Store {
     max_total: u64,
     /// Bytes written since the directory was last swept.
     written: AtomicU64,
+    /// Entries this process read, kept decoded while their file is
+    /// unchanged: a hit costs a stat rather than a read and a check.
+    decoded: StatCache<Arc<Entry>>,
     pub counters: Counters,
 }
 
@@ -130,7 +139,7 @@ impl Store {
         let probe = root.join(format!(".probe.{}", std::process::id()));
         fs::write(&probe, b"")?;
         let _ = fs::remove_file(&probe);
-        Ok(Store { root: root.to_path_buf(), max_entry, max_total, written: AtomicU64::new(0), counters: Counters::open(&root.join(".counters")) })
+        Ok(Store { root: root.to_path_buf(), max_entry, max_total, written: AtomicU64::new(0), decoded: StatCache::new(DECODED_BYTES, |e| e.body.len() + 512), counters: Counters::open(&root.join(".counters")) })
     }
 
     pub fn root(&self) -> &Path {
@@ -160,6 +169,24 @@ impl Store {
         let path = self.path_of(key);
         let bytes = fs::read(&path).ok()?;
         self.checked(&path, key, &bytes)
+    }
+
+    /// [`Store::lookup`] through this process's decoded entries.
+    pub fn lookup_shared(&self, key: &str, field: &dyn Fn(&str) -> Option<String>) -> Option<Arc<Entry>> {
+        let path = self.path_of(key);
+        let meta = fs::metadata(&path).ok()?;
+        let version = FileVersion::of(&meta);
+        if let Some(e) = self.decoded.get(&path, &version) {
+            if e.key == key {
+                return Some(e);
+            }
+        }
+        // A vary record, or an entry not decoded yet.
+        let e = Arc::new(self.lookup(key, field)?);
+        if e.key == key {
+            self.decoded.insert(path, version, e.clone());
+        }
+        Some(e)
     }
 
     fn checked(&self, path: &Path, key: &str, bytes: &[u8]) -> Option<Entry> {
@@ -339,7 +366,6 @@ fn variant_key(key: &str, generation: &str, names: &[String], field: &dyn Fn(&st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn entry(body: &str) -> Entry {
         Entry { key: String::new(), status: 200, headers: vec![], body: Arc::from(body.as_bytes()), stored_at: 1, fresh_until: 2 }

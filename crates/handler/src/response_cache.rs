@@ -208,12 +208,12 @@ impl Site {
         let now = Store::now();
         let mut stale = None;
         if !refuses {
-            if let Some(e) = plan.store.lookup(&plan.key, &field) {
+            if let Some(e) = plan.store.lookup_shared(&plan.key, &field) {
                 if e.is_fresh(now) {
                     plan.store.counters.hit();
                     return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit"));
                 }
-                stale = Some(e);
+                stale = Some(Entry::clone(&e));
             }
         }
         plan.store.counters.miss();
