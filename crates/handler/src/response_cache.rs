@@ -450,10 +450,8 @@ fn warn_unstored(log: &crate::logs::ErrorLog, e: &std::io::Error) {
 /// or contradictory: it was served and not stored.
 fn warn_malformed(log: &crate::logs::ErrorLog, why: &str, head: &RequestHead) {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if why.contains("malformed") || why.contains("two different") {
-        if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            log.log(LogLevel::Warn, None, &format!("response cache: {why} in the answer to {}: served, not stored (said once)", String::from_utf8_lossy(head.path_and_query())));
-        }
+    if (why.contains("malformed") || why.contains("two different")) && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        log.log(LogLevel::Warn, None, &format!("response cache: {why} in the answer to {}: served, not stored (said once)", String::from_utf8_lossy(head.path_and_query())));
     }
 }
 
