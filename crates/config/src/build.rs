@@ -219,6 +219,7 @@ impl Builder {
             if vh.host.user_dir.is_none() {
                 vh.host.user_dir.clone_from(&s.main.user_dir);
             }
+            vh.host.cache.inherit(&s.main.cache);
         }
         let https = std::mem::take(&mut self.https_listens);
         crate::md::settle(&mut self, &mut s);
@@ -226,6 +227,7 @@ impl Builder {
         let mut reported = Vec::new();
         for host in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)) {
             crate::proxy_http::settle(&mut self, host, &mut reported);
+            crate::cache::settle(&mut self, host);
         }
         let http2_loaded = self.http2_loaded;
         crate::h2::settle(&mut self, &mut s, http2_loaded);

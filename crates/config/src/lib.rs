@@ -78,6 +78,7 @@ pub mod accounts;
 pub mod alias;
 mod apply;
 pub mod auth;
+pub mod cache;
 pub mod cgi;
 pub mod backend;
 pub mod balancer;

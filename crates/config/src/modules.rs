@@ -165,6 +165,9 @@ pub static MODULES: &[Module] = &[
     provides("php", MOD_PHP_DOES),
     provides("php7", MOD_PHP_DOES),
     provides("php5", MOD_PHP_DOES),
+    provides("cache", "CacheEnable, CacheDisable and mod_cache's directives: a response cache shared by every child (see docs/cache.md)"),
+    provides("cache_disk", "CacheEnable disk, CacheRoot, CacheMaxFileSize"),
+    provides("cache_socache", "CacheEnable socache (entries on the shared-memory tmpfs /dev/shm), CacheSocacheMaxSize"),
     lacks("include", "warren has no server-side includes"),
 ];
 

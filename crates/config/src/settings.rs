@@ -175,6 +175,8 @@ pub struct HostConfig {
     pub vhost_alias: crate::mass::VhostAlias,
     /// mod_userdir: `/~user/` (None: no UserDir line).
     pub user_dir: Option<crate::mass::UserDir>,
+    /// mod_cache's lines, the main server's merged in (crate::cache).
+    pub cache: crate::cache::CacheDirectives,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,6 +10,7 @@
 //! [`htaccess`](crate::htaccess).
 
 use crate::apply;
+use crate::cache;
 use crate::compress;
 use crate::fcgid;
 use crate::mass;
@@ -321,6 +322,30 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("SSLStaplingResponseTimeSkew", Contexts::HOST, "seconds", STAPLING_TUNING),
     inert("SSLInsecureRenegotiation", Contexts::HOST, "On|Off", "rustls never renegotiates"),
     inert("SSLOpenSSLConfCmd", Contexts::HOST, "command value", OPENSSL_ONLY),
+    // mod_cache, mod_cache_disk, mod_cache_socache (cache.rs).
+    host("CacheEnable", "disk|socache [/url-path]", cache::enable),
+    host("CacheDisable", "/url-path", cache::disable),
+    host("CacheQuickHandler", "On|Off", cache::quick_handler),
+    host("CacheDefaultExpire", "seconds", cache::default_expire),
+    host("CacheMaxExpire", "seconds", cache::max_expire),
+    host("CacheMinExpire", "seconds", cache::min_expire),
+    host("CacheLastModifiedFactor", "float", cache::last_modified_factor),
+    host("CacheIgnoreNoLastMod", "On|Off", cache::ignore_no_last_mod),
+    host("CacheIgnoreCacheControl", "On|Off", cache::ignore_cache_control),
+    host("CacheIgnoreHeaders", "None|header...", cache::ignore_headers),
+    host("CacheIgnoreQueryString", "On|Off", cache::ignore_query_string),
+    host("CacheIgnoreURLSessionIdentifiers", "None|identifier...", cache::ignore_url_session_identifiers),
+    host("CacheStoreNoStore", "On|Off", cache::store_no_store),
+    host("CacheStorePrivate", "On|Off", cache::store_private),
+    host("CacheLock", "On|Off", cache::lock),
+    host("CacheLockMaxAge", "seconds", cache::lock_max_age),
+    host("CacheStaleOnError", "On|Off", cache::stale_on_error),
+    host("CacheHeader", "On|Off", cache::header),
+    host("CacheDetailHeader", "On|Off", cache::detail_header),
+    host("CacheKeyBaseURL", "URL", cache::key_base_url),
+    host("CacheSocacheMaxSize", "bytes", cache::socache_max_size),
+    host("CacheMaxFileSize", "bytes", cache::max_file_size),
+    host("CacheRoot", "directory", cache::root),
     // HTTP/2: core's Protocols, and mod_http2.
     host("Protocols", "protocol...", h2::protocols),
     host("ProtocolsHonorOrder", "On|Off", h2::protocols_honor_order),

@@ -25,4 +25,7 @@ pub struct Caches {
     pub http_backends: Arc<crate::proxy_http::HttpBackends>,
     /// The home directories of accounts `/~user/` named.
     pub homes: crate::accounts::Homes,
+    /// The response cache's stores this process opened (their entries are
+    /// files every process shares: response_cache.rs).
+    pub responses: crate::response_cache::Stores,
 }

@@ -120,6 +120,7 @@ pub mod pool_status;
 pub mod proxy_http;
 pub mod remote_ip;
 pub mod request;
+pub mod response_cache;
 mod rewrite;
 pub mod root_files;
 mod sections;

@@ -50,7 +50,7 @@ impl Site {
     /// Answers one request whose body (if any) has not been read yet: the
     /// route, then the local ErrorDocument of an error it ended in.
     pub fn handle(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
-        let outcome = self.route(head, conn, false);
+        let outcome = self.through_cache(head, conn, false);
         self.follow_error_document_from(outcome, head, conn, false)
     }
 
@@ -61,7 +61,7 @@ impl Site {
     /// instead.
     pub fn handle_on_loop(&self, head: &RequestHead, conn: &ConnInfo) -> Outcome {
         crate::htaccess::take_deferred();
-        let outcome = self.route(head, conn, true);
+        let outcome = self.through_cache(head, conn, true);
         let outcome = self.follow_error_document_from(outcome, head, conn, true);
         // Some decision on the way was made without an `.htaccess` file the
         // loop may not read: none of it stands.
@@ -281,7 +281,8 @@ impl Site {
                 let memory = self.pools.get().and_then(|d| d.memory());
                 let mut page = crate::status::respond(host, &snap, memory.as_ref(), auto, self.settings.extended_status, &self.hosts[host].name, &self.server_header);
                 self.add_md_lines(&mut page, auto);
-                return Outcome::Ready(page);
+                let counts = if auto { crate::response_cache::CountsPage::StatusAuto } else { crate::response_cache::CountsPage::StatusHtml };
+                return Outcome::Ready(self.with_cache_counts(page, counts));
             }
             Some(Some(Handler::MdStatus)) => {
                 if !route.dir.allows(req.head, conn) {
@@ -299,7 +300,7 @@ impl Site {
                 if !route.dir.allows(req.head, conn) {
                     return Outcome::Ready(self.denied(req, url));
                 }
-                return Outcome::Ready(self.metrics_page(req));
+                return Outcome::Ready(self.with_cache_counts(self.metrics_page(req), crate::response_cache::CountsPage::Metrics));
             }
             Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) => {
                 // `/index.php/blog/feed.php`: the handler was found for the

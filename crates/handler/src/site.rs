@@ -66,6 +66,9 @@ pub struct Site {
     /// without its per-directory configuration (ProxyPass) does not look
     /// for them.
     pub(crate) compresses: bool,
+    /// Whether any host has a CacheEnable line: else no request looks at
+    /// the response cache (response_cache.rs).
+    pub(crate) caches_responses: bool,
 
     /// What this process learns while serving (caches.rs).
     pub caches: Caches,
@@ -210,8 +213,10 @@ impl Site {
             h.reads_htaccess || h.config.dir.output_filters.is_some() || h.config.sections.iter().any(|s| s.config.output_filters.is_some())
         });
         let balancers = crate::balancer::Balancers::new(settings.balancers.clone()).map_err(|e| format!("cannot map the balancers' shared memory: {e}"))?;
+        let caches_responses = hosts.iter().any(|h| !h.config.cache.enable.is_empty());
         let site = Site {
             balancers,
+            caches_responses,
             uses_remote_ip,
             uses_proxy_protocol,
             server_header: server_header(settings.server_tokens),

@@ -79,6 +79,11 @@ enum Command {
     },
     /// Load-test HTTP servers, as ab and siege do: siege's report and ab's percentiles.
     Bench(Box<BenchArgs>),
+    /// The response cache (CacheEnable): `warren cache purge URL`.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
     /// Write warren's man page (warren.8) and shell completions (bash, zsh,
     /// fish) into DIR, from this command line's own definition (the Debian
     /// package is built with them).
@@ -86,6 +91,44 @@ enum Command {
     GenerateDocs {
         dir: PathBuf,
     },
+}
+
+/// `warren cache`'s actions.
+#[derive(Subcommand)]
+enum CacheAction {
+    /// Remove the stored answers of a URL (every Host value and variant),
+    /// or of every URL under a prefix written with a final `*`:
+    /// `warren cache purge http://example.org/blog/*`.
+    Purge {
+        /// The configuration whose caches to purge.
+        #[arg(short = 'f', value_name = "FILE", default_value = "/etc/warren/warren.conf")]
+        config: PathBuf,
+        /// An absolute URL: its name and port choose the virtual host.
+        url: String,
+    },
+}
+
+/// `warren cache purge`: the configuration loaded, the URL's entries removed.
+fn cache_command(action: &CacheAction, defines: &[String]) -> ExitCode {
+    let CacheAction::Purge { config, url } = action;
+    let loaded = load_file(config, &LoadOptions { defines: defines.to_vec(), mpm_override: None });
+    let Some(settings) = loaded.settings else {
+        for e in &loaded.errors {
+            eprintln!("{e}");
+        }
+        return ExitCode::FAILURE;
+    };
+    let purged = Site::new(settings).and_then(|site| site.purge_url(url));
+    match purged {
+        Ok(n) => {
+            println!("{url}: {n} entr{} removed", if n == 1 { "y" } else { "ies" });
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("warren: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `warren bench`'s options.
@@ -199,6 +242,9 @@ fn main() -> ExitCode {
     }
     if let Some(Command::GenerateDocs { dir }) = &cli.command {
         return generate_docs(dir);
+    }
+    if let Some(Command::Cache { action }) = &cli.command {
+        return cache_command(action, &cli.defines);
     }
     if cli.long_version {
         print!("{}", Cli::command().render_version());
@@ -328,7 +374,7 @@ fn main() -> ExitCode {
             }
             settings
         }
-        (Some(Command::Bench(_) | Command::GenerateDocs { .. }), _) => unreachable!("handled above"),
+        (Some(Command::Bench(_) | Command::GenerateDocs { .. } | Command::Cache { .. }), _) => unreachable!("handled above"),
         (None, None) if cli.show_build => {
             print!("{}", apache_cli::version_report(None, None));
             return ExitCode::SUCCESS;

@@ -24,6 +24,13 @@ const IO_BUF: usize = 16 * 1024;
 impl Site {
     /// Runs a FastCGI request: the body to the application, its answer back.
     pub fn run_gateway(&self, mut gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
+        match gw.capture.take() {
+            Some(capture) => capture.answer(self, head, conn, self.run_gateway_uncached(gw, head, conn, body)),
+            None => self.run_gateway_uncached(gw, head, conn, body),
+        }
+    }
+
+    fn run_gateway_uncached(&self, mut gw: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: &mut dyn RequestBody) -> Response {
         if gw.is_cgi() {
             return self.run_cgi(gw, head, conn, body);
         }

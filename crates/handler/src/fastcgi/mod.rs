@@ -87,6 +87,8 @@ pub struct Gateway {
     pub(crate) http: Option<Box<crate::proxy_http::HttpPlan>>,
     /// The member of a `balancer://` chosen for it (see [`crate::balancer`]).
     pub(crate) balanced: Option<Box<crate::balancer::Elected>>,
+    /// The response cache's part in the answer (response_cache.rs).
+    pub(crate) capture: Option<Box<crate::response_cache::Capture>>,
 }
 
 
@@ -121,20 +123,21 @@ impl Gateway {
     /// A plan for an HTTP backend (mod_proxy_http): `backend.addr` is where
     /// it is reached, `name` its URL for log lines.
     pub(crate) fn for_http(host: usize, backend: FcgiBackend, timeout: Duration, name: String, uri: Vec<u8>, plan: crate::proxy_http::HttpPlan) -> Gateway {
-        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)), balanced: None }
+        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)), balanced: None, capture: None }
     }
 
     /// A plan that asks `backend` for `script` with no CGI variables but
     /// those the caller sets (an application that needs none; tests of
     /// what drives an exchange).
     pub fn to_backend(host: usize, backend: FcgiBackend, timeout: Duration, script: String) -> Gateway {
-        Gateway { host, backend, timeout, params: Vec::new(), script, redirects: 0, uri: Vec::new(), error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: None, balanced: None }
+        Gateway { host, backend, timeout, params: Vec::new(), script, redirects: 0, uri: Vec::new(), error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: None, balanced: None, capture: None }
     }
 
     /// Whether this plan must run on a thread, never on the event loop: a
     /// CGI program's and an HTTP backend's exchanges block.
+    /// An answer the cache takes a copy of is read there too.
     pub fn needs_thread(&self) -> bool {
-        self.program.is_some() || self.http.is_some() || self.balanced.is_some()
+        self.program.is_some() || self.http.is_some() || self.balanced.is_some() || self.capture.is_some()
     }
 
     /// A copy to send to a balancer's member: each attempt of a balanced
@@ -156,6 +159,7 @@ impl Gateway {
             php: self.php,
             http: self.http.clone(),
             balanced: None,
+            capture: None,
         }
     }
 

@@ -138,6 +138,18 @@ pub fn apply(resp: &mut Response, head: Option<&RequestHead>, timing: Timing) {
     resp.filters = Some(f);
 }
 
+/// [`apply`] now rather than as the answer leaves, for the response
+/// cache, which keeps the answer as it is sent (mod_expires' lifetimes
+/// decide what it stores): only what the access log reads is left.
+pub fn apply_now(resp: &mut Response, head: &RequestHead) {
+    apply(resp, Some(head), Timing { received: SystemTime::now(), start: Instant::now() });
+    if let Some(f) = resp.filters.as_mut() {
+        f.vary.clear();
+        f.expires = None;
+        f.headers.clear();
+    }
+}
+
 /// Gives an answer the filters of the request it answers, unless a
 /// narrower routing (a FallbackResource, an internal redirect) already gave
 /// it its own.

@@ -1,0 +1,309 @@
+//! mod_cache's configuration (with mod_cache_disk's and mod_cache_socache's
+//! lines): [`CacheDirectives`] is what one host (main server or
+//! `<VirtualHost>`) wrote, each unset value taken from the main server's
+//! ([`CacheDirectives::inherit`]); the defaults are Apache's, given by the
+//! accessors. The cache itself is the `warren-cache` crate; the handler
+//! looks answers up and stores them (handler/src/response_cache.rs).
+//!
+//! `CacheEnable` stands in the server config and `<VirtualHost>` with a URL
+//! prefix, as Apache's `CacheEnable disk /path`; inside `<Location>` it is
+//! refused (the table's contexts) so that no prefix is silently widened.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::builder::Builder;
+use crate::parse::{Directive, Origin};
+use crate::settings::HostConfig;
+
+/// Where a `CacheEnable` line keeps its answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheKind {
+    /// mod_cache_disk: files under CacheRoot.
+    Disk,
+    /// mod_cache_socache: shared memory (files on the tmpfs /dev/shm),
+    /// entries no larger than CacheSocacheMaxSize.
+    Socache,
+}
+
+/// One `CacheEnable` line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CacheEnable {
+    pub kind: CacheKind,
+    /// The URL-path prefix (`/` for the whole host).
+    pub prefix: String,
+}
+
+/// A host's mod_cache lines, unset values None (see the accessors for
+/// Apache's defaults).
+#[derive(Clone, Debug, Default)]
+pub struct CacheDirectives {
+    pub enable: Vec<CacheEnable>,
+    pub disable: Vec<String>,
+    pub default_expire: Option<Duration>,
+    pub max_expire: Option<Duration>,
+    pub min_expire: Option<Duration>,
+    pub last_modified_factor: Option<f64>,
+    pub ignore_no_last_mod: Option<bool>,
+    pub ignore_cache_control: Option<bool>,
+    /// CacheIgnoreHeaders: names (lower case) never stored; `None` clears.
+    pub ignore_headers: Option<Vec<String>>,
+    pub ignore_query_string: Option<bool>,
+    pub ignore_url_session_identifiers: Option<Vec<String>>,
+    pub store_no_store: Option<bool>,
+    pub store_private: Option<bool>,
+    pub lock: Option<bool>,
+    pub lock_max_age: Option<Duration>,
+    pub stale_on_error: Option<bool>,
+    pub header: Option<bool>,
+    pub detail_header: Option<bool>,
+    pub key_base_url: Option<String>,
+    pub socache_max_size: Option<u64>,
+    pub max_file_size: Option<u64>,
+    pub root: Option<PathBuf>,
+    /// Where the host's first `CacheEnable disk` was written, for the
+    /// error when CacheRoot is missing.
+    pub enable_origin: Option<Origin>,
+}
+
+macro_rules! inherit {
+    ($own:expr, $main:expr, $($field:ident),*) => {
+        $( if $own.$field.is_none() { $own.$field.clone_from(&$main.$field); } )*
+    };
+}
+
+impl CacheDirectives {
+    /// A virtual host takes the main server's lines it did not write; its
+    /// own CacheEnable and CacheDisable prefixes come first.
+    pub fn inherit(&mut self, main: &CacheDirectives) {
+        self.enable.extend(main.enable.iter().cloned());
+        self.disable.extend(main.disable.iter().cloned());
+        inherit!(self, main, default_expire, max_expire, min_expire, last_modified_factor, ignore_no_last_mod, ignore_cache_control, ignore_headers, ignore_query_string, ignore_url_session_identifiers, store_no_store, store_private, lock, lock_max_age, stale_on_error, header, detail_header, key_base_url, socache_max_size, max_file_size, root, enable_origin);
+    }
+
+    /// The kind of store caching `url`: the longest CacheEnable prefix
+    /// matching it, unless a CacheDisable prefix matches.
+    pub fn enabled_for(&self, url: &[u8]) -> Option<CacheKind> {
+        if self.disable.iter().any(|p| prefix_matches(p, url)) {
+            return None;
+        }
+        self.enable.iter().filter(|e| prefix_matches(&e.prefix, url)).max_by_key(|e| e.prefix.len()).map(|e| e.kind)
+    }
+
+    pub fn default_expire(&self) -> Duration {
+        self.default_expire.unwrap_or(Duration::from_secs(3600))
+    }
+    pub fn max_expire(&self) -> Duration {
+        self.max_expire.unwrap_or(Duration::from_secs(86400))
+    }
+    pub fn min_expire(&self) -> Duration {
+        self.min_expire.unwrap_or(Duration::ZERO)
+    }
+    pub fn last_modified_factor(&self) -> f64 {
+        self.last_modified_factor.unwrap_or(0.1)
+    }
+    /// Apache's default CacheIgnoreHeaders is None; warren never stores
+    /// hop-by-hop fields nor Set-Cookie's value on its own (see the cache crate).
+    pub fn ignore_headers(&self) -> &[String] {
+        self.ignore_headers.as_deref().unwrap_or(&[])
+    }
+    pub fn lock(&self) -> bool {
+        self.lock.unwrap_or(false)
+    }
+    pub fn lock_max_age(&self) -> Duration {
+        self.lock_max_age.unwrap_or(Duration::from_secs(5))
+    }
+    pub fn stale_on_error(&self) -> bool {
+        self.stale_on_error.unwrap_or(true)
+    }
+    pub fn socache_max_size(&self) -> u64 {
+        self.socache_max_size.unwrap_or(102_400)
+    }
+    pub fn max_file_size(&self) -> u64 {
+        self.max_file_size.unwrap_or(1_000_000)
+    }
+}
+
+/// Whether the URL-path prefix `prefix` covers `url`: whole segments only,
+/// so `/a` covers `/a` and `/a/b` but not `/ab`.
+fn prefix_matches(prefix: &str, url: &[u8]) -> bool {
+    let p = prefix.trim_end_matches('/').as_bytes();
+    url.starts_with(p) && (url.len() == p.len() || url[p.len()] == b'/' || p.is_empty())
+}
+
+/// `CacheEnable disk|socache [/url-path]`.
+pub fn enable(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    let (kind, prefix) = match d.args.as_slice() {
+        [k] => (k.as_str(), "/"),
+        [k, p] => (k.as_str(), p.as_str()),
+        _ => return b.error(&d.origin, "CacheEnable takes a cache type and a URL path: CacheEnable disk /"),
+    };
+    let kind = match kind.to_ascii_lowercase().as_str() {
+        "disk" => CacheKind::Disk,
+        "socache" => CacheKind::Socache,
+        "mem" | "fd" => return b.error(&d.origin, format!("CacheEnable {kind}: Apache 2.2's cache types are gone; use disk or socache")),
+        _ => return b.error(&d.origin, format!("CacheEnable {kind}: unknown cache type (disk or socache)")),
+    };
+    if !prefix.starts_with('/') {
+        return b.error(&d.origin, format!("CacheEnable {prefix}: warren caches only its own URLs, named by a path starting with / (no forward proxying)"));
+    }
+    h.cache.enable_origin.get_or_insert_with(|| d.origin.clone());
+    h.cache.enable.push(CacheEnable { kind, prefix: prefix.to_string() });
+}
+
+/// `CacheDisable /url-path`.
+pub fn disable(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    match b.one(d) {
+        Some(p) if p.starts_with('/') => h.cache.disable.push(p),
+        Some(p) => b.error(&d.origin, format!("CacheDisable {p}: a URL path starting with / is expected")),
+        None => {}
+    }
+}
+
+fn seconds(b: &mut Builder, d: &Directive) -> Option<Duration> {
+    b.whole_number(d).map(Duration::from_secs)
+}
+
+fn bytes(b: &mut Builder, d: &Directive) -> Option<u64> {
+    b.whole_number(d)
+}
+
+pub fn quick_handler(b: &mut Builder, d: &Directive, _: &mut HostConfig) {
+    if b.on_off(d) == Some(false) {
+        b.warn(&d.origin, "CacheQuickHandler Off: not acted on: warren looks stored answers up before mapping the URL (On); keep URLs that need Require or rewrite rules out with CacheDisable");
+    }
+}
+pub fn default_expire(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.default_expire = seconds(b, d).or(h.cache.default_expire);
+}
+pub fn max_expire(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.max_expire = seconds(b, d).or(h.cache.max_expire);
+}
+pub fn min_expire(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.min_expire = seconds(b, d).or(h.cache.min_expire);
+}
+pub fn last_modified_factor(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    let Some(v) = b.one(d) else { return };
+    match v.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 => h.cache.last_modified_factor = Some(f),
+        _ => b.error(&d.origin, format!("CacheLastModifiedFactor: '{v}' is not a non-negative number")),
+    }
+}
+pub fn ignore_no_last_mod(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.ignore_no_last_mod = b.on_off(d).or(h.cache.ignore_no_last_mod);
+}
+pub fn ignore_cache_control(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.ignore_cache_control = b.on_off(d).or(h.cache.ignore_cache_control);
+}
+pub fn ignore_query_string(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.ignore_query_string = b.on_off(d).or(h.cache.ignore_query_string);
+}
+pub fn store_no_store(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.store_no_store = b.on_off(d).or(h.cache.store_no_store);
+}
+pub fn store_private(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.store_private = b.on_off(d).or(h.cache.store_private);
+}
+pub fn lock(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.lock = b.on_off(d).or(h.cache.lock);
+}
+pub fn lock_max_age(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.lock_max_age = seconds(b, d).or(h.cache.lock_max_age);
+}
+pub fn stale_on_error(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.stale_on_error = b.on_off(d).or(h.cache.stale_on_error);
+}
+pub fn header(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.header = b.on_off(d).or(h.cache.header);
+}
+pub fn detail_header(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.detail_header = b.on_off(d).or(h.cache.detail_header);
+}
+pub fn socache_max_size(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.socache_max_size = bytes(b, d).or(h.cache.socache_max_size);
+}
+pub fn max_file_size(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.max_file_size = bytes(b, d).or(h.cache.max_file_size);
+}
+
+/// `CacheIgnoreHeaders None|header...`.
+pub fn ignore_headers(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    if d.args.is_empty() {
+        return b.error(&d.origin, "CacheIgnoreHeaders takes None or header names");
+    }
+    let list = h.cache.ignore_headers.get_or_insert_with(Vec::new);
+    for a in &d.args {
+        if a.eq_ignore_ascii_case("none") {
+            list.clear();
+        } else {
+            list.push(a.to_ascii_lowercase());
+        }
+    }
+}
+
+/// `CacheIgnoreURLSessionIdentifiers None|identifier...`.
+pub fn ignore_url_session_identifiers(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    if d.args.is_empty() {
+        return b.error(&d.origin, "CacheIgnoreURLSessionIdentifiers takes None or identifiers");
+    }
+    let list = h.cache.ignore_url_session_identifiers.get_or_insert_with(Vec::new);
+    for a in &d.args {
+        if a.eq_ignore_ascii_case("none") {
+            list.clear();
+        } else {
+            list.push(a.clone());
+        }
+    }
+}
+
+/// `CacheKeyBaseURL http://host[:port]`: the scheme and authority put
+/// before every key in place of the request's own host.
+pub fn key_base_url(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    let Some(v) = b.one(d) else { return };
+    if !(v.starts_with("http://") || v.starts_with("https://")) {
+        return b.error(&d.origin, format!("CacheKeyBaseURL {v}: an absolute http:// or https:// URL is expected"));
+    }
+    h.cache.key_base_url = Some(v.trim_end_matches('/').to_string());
+}
+
+/// `CacheRoot directory` (mod_cache_disk).
+pub fn root(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    if let Some(v) = b.one(d) {
+        h.cache.root = Some(b.resolve(&v));
+    }
+}
+
+/// Once every host's lines are merged: a host caching on disk needs a
+/// CacheRoot, as Apache's mod_cache_disk refuses to start without one.
+pub fn settle(b: &mut Builder, h: &HostConfig) {
+    let c = &h.cache;
+    if c.enable.iter().any(|e| e.kind == CacheKind::Disk) && c.root.is_none() {
+        let origin = c.enable_origin.clone().unwrap_or_else(|| Origin { file: std::sync::Arc::new(PathBuf::new()), line: 0 });
+        b.error(&origin, "CacheEnable disk: no CacheRoot is set (CacheRoot /var/cache/apache2/mod_cache_disk)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_cover_whole_segments() {
+        assert!(prefix_matches("/", b"/x"));
+        assert!(prefix_matches("/a", b"/a"));
+        assert!(prefix_matches("/a/", b"/a/b"));
+        assert!(!prefix_matches("/a", b"/ab"));
+    }
+
+    #[test]
+    fn disable_wins_and_the_longest_enable_chooses_the_kind() {
+        let c = CacheDirectives {
+            enable: vec![CacheEnable { kind: CacheKind::Disk, prefix: "/".into() }, CacheEnable { kind: CacheKind::Socache, prefix: "/small".into() }],
+            disable: vec!["/admin".into()],
+            ..Default::default()
+        };
+        assert_eq!(c.enabled_for(b"/x"), Some(CacheKind::Disk));
+        assert_eq!(c.enabled_for(b"/small/y"), Some(CacheKind::Socache));
+        assert_eq!(c.enabled_for(b"/admin/z"), None);
+    }
+}

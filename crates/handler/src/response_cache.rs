@@ -1,0 +1,707 @@
+//! mod_cache's request half: where the pipeline looks a request up in the
+//! response cache (`warren-cache`) and where it stores an answer.
+//!
+//! - Lookup ([`Site::through_cache`]), before the pipeline routes the
+//!   request (Apache's quick handler): a GET or HEAD under a CacheEnable
+//!   prefix of its host, with no Authorization, not refused by the
+//!   client's `Cache-Control: no-cache` (unless CacheIgnoreCacheControl)
+//!   and without the `no-cache` variable the host's SetEnvIf lines may set
+//!   (`SetEnvIf Cookie wordpress_logged_in no-cache`), is answered from a
+//!   fresh entry: its conditional requests (304) and one range (206) from
+//!   the stored whole answer, HEAD from a stored GET. An answer is stored
+//!   as sent, its Header and Expires lines applied (mod_expires' lifetimes
+//!   count), before compression: a hit is sent uncompressed.
+//! - Storing: a static answer (bytes or a whole small file) is stored as
+//!   the pipeline returns it; an application's answer (FastCGI, warren's
+//!   pools, CGI, HTTP backends) is read ahead on the gateway's thread up to
+//!   the largest entry ([`Capture`], installed on the
+//!   [`Gateway`](crate::fastcgi::Gateway) and run by `Site::run_gateway`)
+//!   and stored when whole; a larger one goes out as it comes. A stale entry with a validator is revalidated:
+//!   the application gets If-None-Match / If-Modified-Since, and its 304
+//!   refreshes the entry. A stale entry answers a 5xx (CacheStaleOnError).
+//! - CacheLock: one request per key goes to the application; the others
+//!   get the stale entry, or wait (on a thread, never the event loop) for
+//!   the entry, at most CacheLockMaxAge.
+//! - An unsafe method (POST, PUT, DELETE, PATCH) invalidates its URL
+//!   (RFC 9111 4.4); PURGE removes a URL (or, ending in `*`, a prefix) for a
+//!   client that `<Limit PURGE>`'s Require lets in ([`Site::purge`]).
+//!
+//! The key is the host's scheme, ServerName (the virtual host chosen, never
+//! the client's Host field alone) and port, or CacheKeyBaseURL, then the
+//! request target as the client sent it (so `/a%2f` and `/a/` are
+//! different entries), then the host's index and the client's Host value:
+//! nothing stored for one virtual host answers another's request.
+//! Only an answer the URL's Require rules give anyone is stored (a hit is
+//! served before they are checked). Requests carrying fields that proxies use to rewrite URLs
+//! (X-Forwarded-Host, X-Original-URL...) are never stored: an application
+//! may build its links from them, and they are not in the key.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use warren_cache::{policy, Entry, LockState, Rules, Store};
+use warren_config::cache::{CacheDirectives, CacheKind};
+use warren_config::LogLevel;
+use warren_http::RequestHead;
+
+use crate::conditional::{self, Precondition, Ranges, Validators};
+use crate::dir_config::Effective;
+use crate::env::RequestEnv;
+use crate::{path, Body, BodySource, ConnInfo, HeaderName, Outcome, Request, Response, Site};
+
+/// The total size a `disk` cache keeps its CacheRoot within.
+const DISK_TOTAL: u64 = 64 << 20;
+/// How many of CacheSocacheMaxSize's entries a `socache` cache holds at most.
+const SOCACHE_ENTRIES: u64 = 64;
+
+/// Request fields that name another host, scheme or URL to applications
+/// behind proxies: a request carrying one is never stored.
+const UNKEYED_URL_FIELDS: &[&str] = &["x-forwarded-host", "x-forwarded-server", "x-forwarded-proto", "x-forwarded-scheme", "x-forwarded-prefix", "x-forwarded-port", "x-original-url", "x-rewrite-url", "x-host", "forwarded"];
+
+/// The stores this process has opened, by directory (None: it could not be
+/// opened, said once in the error log).
+#[derive(Default)]
+pub struct Stores(Mutex<HashMap<PathBuf, Option<Arc<Store>>>>);
+
+/// What the cache does for one request it may answer or store.
+struct Plan {
+    store: Arc<Store>,
+    key: String,
+    /// The key's prefix before the request target: purges are made of it.
+    base: String,
+}
+
+/// The parts of an answer being stored as the application sends it.
+pub struct Capture {
+    store: Arc<Store>,
+    key: String,
+    rules: Rules,
+    host: usize,
+    /// The stale entry: for CacheStaleOnError, and being revalidated when
+    /// `revalidating` (its validators went to the application).
+    stale: Option<Entry>,
+    revalidating: bool,
+    stale_on_error: bool,
+    header: bool,
+    /// Held until the answer is stored or given up.
+    _lock: Option<warren_cache::store::LockGuard>,
+}
+
+fn rules(c: &CacheDirectives) -> Rules {
+    Rules {
+        default_expire: c.default_expire(),
+        max_expire: c.max_expire(),
+        min_expire: c.min_expire(),
+        last_modified_factor: c.last_modified_factor(),
+        ignore_no_last_mod: c.ignore_no_last_mod.unwrap_or(false),
+        store_no_store: c.store_no_store.unwrap_or(false),
+        store_private: c.store_private.unwrap_or(false),
+        ignore_headers: c.ignore_headers().to_vec(),
+    }
+}
+
+fn field_of<'a>(head: &'a RequestHead) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name| head.header(name).map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+fn as_pairs(headers: &[(HeaderName, String)]) -> Vec<(String, String)> {
+    headers.iter().map(|(n, v)| (n.to_string(), v.clone())).collect()
+}
+
+/// The target as it goes in the key: the query left out
+/// (CacheIgnoreQueryString) or rid of session identifiers.
+fn keyed_target(c: &CacheDirectives, raw: &[u8]) -> String {
+    let raw = String::from_utf8_lossy(raw);
+    let (path, query) = match raw.split_once('?') {
+        Some((p, q)) => (p.to_string(), Some(q.to_string())),
+        None => (raw.to_string(), None),
+    };
+    let ids = c.ignore_url_session_identifiers.as_deref().unwrap_or(&[]);
+    let path = match path.split_once(';') {
+        Some((p, params)) if !ids.is_empty() => {
+            let kept: Vec<&str> = params.split(';').filter(|kv| !ids.iter().any(|id| kv.split('=').next() == Some(id.as_str()))).collect();
+            if kept.is_empty() { p.to_string() } else { format!("{p};{}", kept.join(";")) }
+        }
+        _ => path,
+    };
+    match query {
+        Some(_) if c.ignore_query_string.unwrap_or(false) => path,
+        Some(q) => {
+            let kept: Vec<&str> = q.split('&').filter(|kv| !ids.iter().any(|id| kv.split('=').next() == Some(id.as_str()))).collect();
+            if kept.is_empty() { path } else { format!("{path}?{}", kept.join("&")) }
+        }
+        None => path,
+    }
+}
+
+impl Site {
+    /// The store for `kind` of `host`, opened on first use in this process
+    /// (as the server's user, who must be able to write it).
+    fn store_for(&self, host: usize, kind: CacheKind) -> Option<Arc<Store>> {
+        let c = &self.hosts[host].config.cache;
+        let (root, max_entry, total) = match kind {
+            CacheKind::Disk => (c.root.clone()?, c.max_file_size(), DISK_TOTAL),
+            CacheKind::Socache => {
+                // One directory per server (its PidFile), on the shared-memory tmpfs.
+                let id = self.settings.pid_file.as_ref().map_or(0, |p| fnv(p.as_os_str().as_encoded_bytes()));
+                (PathBuf::from(format!("/dev/shm/warren-socache-{id:x}")), c.socache_max_size(), c.socache_max_size() * SOCACHE_ENTRIES)
+            }
+        };
+        let mut map = self.caches.responses.0.lock().ok()?;
+        map.entry(root.clone())
+            .or_insert_with(|| match Store::open(&root, max_entry, total) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(e) => {
+                    let why = format!("CacheRoot {}: cannot be written ({e}): answers are served uncached", root.display());
+                    self.hosts[host].error_log.log(LogLevel::Warn, None, &why);
+                    None
+                }
+            })
+            .clone()
+    }
+
+    /// The cache's plan for a request to `host`, if its URL is cached.
+    fn cache_plan(&self, head: &RequestHead, conn: &ConnInfo, host: usize) -> Option<Plan> {
+        let c = &self.hosts[host].config.cache;
+        if c.enable.is_empty() {
+            return None;
+        }
+        let raw = head.path_and_query();
+        let (raw_path, _) = path::split_query(raw);
+        let url = path::normalize(raw_path).ok()?;
+        let store = self.store_for(host, c.enabled_for(&url)?)?;
+        let base = match &c.key_base_url {
+            Some(b) => b.clone(),
+            None => format!("{}://{}:{}", if conn.tls.is_some() { "https" } else { "http" }, self.hosts[host].name, conn.local.port()),
+        };
+        let client_host = head.host().map(|h| String::from_utf8_lossy(h).to_ascii_lowercase()).unwrap_or_default();
+        let key = format!("{base}{}\u{0}{host}\u{0}{client_host}", keyed_target(c, raw));
+        Some(Plan { store, key, base })
+    }
+
+    /// [`Site::route`] through the response cache.
+    pub(crate) fn through_cache(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
+        if !self.caches_responses {
+            return self.route(head, conn, on_loop);
+        }
+        let host = self.select_host(head.host(), conn.local);
+        let Some(plan) = self.cache_plan(head, conn, host) else { return self.route(head, conn, on_loop) };
+        let c = &self.hosts[host].config.cache;
+        match head.method() {
+            "GET" | "HEAD" => {}
+            "PURGE" => return self.purge(head, conn, host, &plan, on_loop),
+            "POST" | "PUT" | "DELETE" | "PATCH" => {
+                // RFC 9111 4.4: the URL's stored answers are no longer to be trusted.
+                plan.store.invalidate(&plan.key);
+                return self.route(head, conn, on_loop);
+            }
+            _ => return self.route(head, conn, on_loop),
+        }
+        if head.header("authorization").is_some() || self.no_cache_env(head, conn, host) {
+            return self.route(head, conn, on_loop);
+        }
+        let field = field_of(head);
+        let refuses = !c.ignore_cache_control.unwrap_or(false)
+            && policy::request_refuses_stored(head.header("cache-control").map(|v| String::from_utf8_lossy(v)).as_deref(), head.header("pragma").map(|v| String::from_utf8_lossy(v)).as_deref());
+        let now = Store::now();
+        let mut stale = None;
+        if !refuses {
+            if let Some(e) = plan.store.lookup_shared(&plan.key, &field) {
+                if e.is_fresh(now) {
+                    plan.store.counters.hit();
+                    return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit"));
+                }
+                stale = Some(Entry::clone(&e));
+            }
+        }
+        plan.store.counters.miss();
+        let mut lock = None;
+        if c.lock() && head.method() == "GET" {
+            match plan.store.lock(&plan.key, c.lock_max_age()) {
+                LockState::Acquired(g) => lock = Some(g),
+                LockState::Held => {
+                    if let Some(e) = &stale {
+                        return Outcome::Ready(self.answer_of_entry(head, conn, host, e, "stale; detail=locked"));
+                    }
+                    if on_loop {
+                        return Outcome::OffLoop;
+                    }
+                    if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
+                        plan.store.counters.hit();
+                        return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit; detail=waited"));
+                    }
+                }
+            }
+        }
+        let storable_request = head.method() == "GET"
+            && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some())
+            && match self.open_to_anyone(head, conn, host, on_loop) {
+                Some(open) => open,
+                None => return Outcome::OffLoop,
+            };
+        match self.route(head, conn, on_loop) {
+            Outcome::Ready(r) => Outcome::Ready(self.store_ready(head, conn, r, &plan, stale, storable_request)),
+            Outcome::Gateway(mut gw) if storable_request => {
+                // The application is asked whether the stale copy is current,
+                // unless the client asks its own question.
+                let revalidating = stale.as_ref().filter(|_| head.header("if-none-match").is_none() && head.header("if-modified-since").is_none());
+                if let Some(e) = revalidating {
+                    if let Some(tag) = e.header("etag") {
+                        gw.set_param("HTTP_IF_NONE_MATCH", tag.as_bytes().to_vec());
+                    }
+                    if let Some(lm) = e.header("last-modified") {
+                        gw.set_param("HTTP_IF_MODIFIED_SINCE", lm.as_bytes().to_vec());
+                    }
+                }
+                let revalidate = revalidating.is_some();
+                gw.capture = Some(Box::new(Capture { store: plan.store, key: plan.key, rules: rules(c), host, stale: stale.filter(|_| revalidate || c.stale_on_error()), revalidating: revalidate, stale_on_error: c.stale_on_error(), header: c.header.unwrap_or(false), _lock: lock }));
+                Outcome::Gateway(gw)
+            }
+            other => other,
+        }
+    }
+
+    /// Waits, on a thread that may block, for the request holding `plan`'s
+    /// lock to store its answer: the entry, or None once the lock is gone
+    /// or `max_age` has passed (the request then goes to the application).
+    fn wait_for_entry(&self, plan: &Plan, head: &RequestHead, max_age: Duration) -> Option<Entry> {
+        let deadline = Instant::now() + max_age;
+        let field = field_of(head);
+        loop {
+            if let Some(e) = plan.store.lookup(&plan.key, &field).filter(|e| e.is_fresh(Store::now())) {
+                return Some(e);
+            }
+            if !plan.store.locked(&plan.key, max_age) || Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Whether the URL's Require rules let an anonymous client from
+    /// anywhere in: a hit is served before they are checked (the quick
+    /// handler), so only such an answer is stored.
+    /// None on an event loop where that needs a tenant's `.htaccess` file
+    /// read or its expressions run: the request goes to a thread.
+    fn open_to_anyone(&self, head: &RequestHead, conn: &ConnInfo, host: usize, on_loop: bool) -> Option<bool> {
+        let req = Request::new(head, conn, host);
+        let req = Request { pass: crate::request::Pass { on_loop, ..req.pass }, ..req };
+        let url = path::lookup_url(head.path_and_query());
+        let fs = self.lookup_fs_path(req, &url);
+        let dir = self.effective_for(req, &fs, &url);
+        if on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
+            return None;
+        }
+        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
+        Some(dir.allows(head, &ConnInfo { peer: nobody, useragent: nobody, ..*conn }))
+    }
+
+    /// Whether the host's own SetEnvIf lines set `no-cache` for this request.
+    fn no_cache_env(&self, head: &RequestHead, conn: &ConnInfo, host: usize) -> bool {
+        let own = &self.hosts[host].config.dir;
+        if own.set_env_if.is_empty() {
+            return false;
+        }
+        let url = path::lookup_url(head.path_and_query());
+        let env = RequestEnv::set_env_if(Request::new(head, conn, host), &url, &Effective::of_host(own));
+        env.get("no-cache").is_some()
+    }
+
+    /// A static or built-in answer: stored when it may be; a 5xx replaced
+    /// by the stale entry (CacheStaleOnError).
+    fn store_ready(&self, head: &RequestHead, conn: &ConnInfo, mut r: Response, plan: &Plan, stale: Option<Entry>, storable_request: bool) -> Response {
+        let c = &self.hosts[r.host].config.cache;
+        crate::filters::apply_now(&mut r, head);
+        if r.status >= 500 && c.stale_on_error() {
+            if let Some(e) = stale {
+                return self.answer_of_entry(head, conn, r.host, &e, "stale; detail=stale-on-error");
+            }
+        }
+        let body: Option<Arc<[u8]>> = match &r.body {
+            Body::Empty => Some(Arc::from(&[][..])),
+            Body::Bytes(b) => Some(Arc::from(b.as_slice())),
+            Body::Shared(b) => Some(b.clone()),
+            Body::File { file, start: 0, len } if *len <= plan.store.max_entry => {
+                let mut buf = vec![0; *len as usize];
+                std::os::unix::fs::FileExt::read_exact_at(&**file, &mut buf, 0).ok().map(|()| Arc::from(buf))
+            }
+            _ => None,
+        };
+        let detail = match body {
+            _ if !storable_request || r.error_document.is_some() || r.tunnel.is_some() => "fwd=uri-miss".to_string(),
+            _ if no_cache_set(&r) => "fwd=uri-miss; detail=\"the no-cache variable\"".to_string(),
+            None => "fwd=uri-miss; detail=body not storable".to_string(),
+            Some(body) => {
+                let headers = as_pairs(&r.headers);
+                match store_answer(&plan.store, &plan.key, &rules(c), r.status, &headers, body, head, &self.hosts[r.host].error_log) {
+                    Ok(()) => "fwd=uri-miss; stored".to_string(),
+                    Err(why) => {
+                        warn_malformed(&self.hosts[r.host].error_log, &why, head);
+                        format!("fwd=uri-miss; detail=\"{why}\"")
+                    }
+                }
+            }
+        };
+        r.add("Cache-Status", format!("warren; {detail}"));
+        if c.header.unwrap_or(false) {
+            r.add("X-Cache", format!("MISS from {}", self.hosts[r.host].name));
+        }
+        r
+    }
+
+    /// The answer made of a stored entry: its status and fields with Age
+    /// and Cache-Status, 304 to a matching conditional request, 206 to one
+    /// range of it.
+    fn answer_of_entry(&self, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str) -> Response {
+        let now = Store::now();
+        let ttl = e.fresh_until as i64 - now as i64;
+        let mut r = Response::new(e.status, host);
+        r.headers = e.headers.iter().map(|(n, v)| (HeaderName::Owned(n.clone()), v.clone())).collect();
+        r.add("Age", e.age(now).to_string());
+        r.add("Cache-Status", format!("warren; {how}; ttl={ttl}"));
+        let c = &self.hosts[host].config.cache;
+        if c.header.unwrap_or(false) {
+            let word = if how.starts_with("hit") { "HIT" } else { "STALE" };
+            r.add("X-Cache", format!("{word} from {}", self.hosts[host].name));
+        }
+        if c.detail_header.unwrap_or(false) {
+            r.add("X-Cache-Detail", format!("\"cache hit\" from {}", self.hosts[host].name));
+        }
+        let modified = e.header("last-modified").and_then(|v| httpdate::parse_http_date(v).ok());
+        let v = Validators { etag: e.header("etag").unwrap_or("\"\u{0}\"").to_string(), modified: modified.unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(e.stored_at)), last_modified: String::new() };
+        if e.status == 200 && (e.header("etag").is_some() || modified.is_some()) && conditional::evaluate_preconditions(head, &v) == Precondition::NotModified {
+            r.status = 304;
+            r.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type") && !n.eq_ignore_ascii_case("content-encoding"));
+        } else if let (200, Some(range), None) = (e.status, head.header("range"), head.header("if-range")) {
+            match conditional::parse_ranges(range, e.body.len() as u64) {
+                Ranges::Some(ranges) if ranges.len() == 1 => {
+                    let (first, last) = ranges[0];
+                    r.status = 206;
+                    r.add("Content-Range", format!("bytes {first}-{last}/{}", e.body.len()));
+                    r.body = Body::Bytes(e.body[first as usize..=last as usize].to_vec());
+                }
+                Ranges::Unsatisfiable => {
+                    let mut u = self.error(Request::new(head, conn, host), 416, "range not satisfiable from the cached answer");
+                    u.add("Content-Range", format!("bytes */{}", e.body.len()));
+                    return u;
+                }
+                _ => r.body = Body::Shared(e.body.clone()),
+            }
+        } else {
+            r.body = Body::Shared(e.body.clone());
+        }
+        // Stored as sent: its Header and Expires lines were applied before it was stored.
+        r
+    }
+
+    /// `PURGE /url` (or `/prefix*`): the stored answers removed, for a
+    /// client the host's Require lines for PURGE let in (an `<Limit PURGE>`
+    /// or `<Location>` around the cached URLs); a 405 elsewhere.
+    fn purge(&self, head: &RequestHead, conn: &ConnInfo, host: usize, plan: &Plan, on_loop: bool) -> Outcome {
+        if on_loop {
+            // The Require rules may be a tenant's `.htaccess` file's.
+            return Outcome::OffLoop;
+        }
+        let req = Request::new(head, conn, host);
+        let url = path::lookup_url(head.path_and_query());
+        let fs = self.lookup_fs_path(req, &url);
+        let dir = self.effective_for(req, &fs, &url);
+        // Rules that an anonymous client from anywhere passes (the default
+        // `Require all granted`) do not let anyone purge.
+        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
+        let anyone = ConnInfo { peer: nobody, useragent: nobody, ..*conn };
+        if !dir.allows(head, conn) || dir.allows(head, &anyone) {
+            let why = "PURGE: refused: the Require rules for PURGE here do not let this client in, or let anyone in (write e.g. <If \"%{REQUEST_METHOD} == 'PURGE'\"> Require ip 127.0.0.1 </If>)";
+            self.hosts[host].error_log.error(Some(conn.useragent), why);
+            let mut r = self.error(req, 405, why);
+            r.add("Allow", "GET, HEAD, POST");
+            return Outcome::Ready(r);
+        }
+        let target = keyed_target(&self.hosts[host].config.cache, head.path_and_query());
+        let removed = purge_target(&plan.store, &plan.base, &target);
+        let why = format!("PURGE {target}: {removed} entr{} removed", if removed == 1 { "y" } else { "ies" });
+        self.hosts[host].error_log.log(LogLevel::Info, Some(conn.useragent), &why);
+        let mut r = Response::new(200, host);
+        r.add("Content-Type", "text/plain");
+        r.body = Body::Bytes(format!("{why}\n").into_bytes());
+        Outcome::Ready(r)
+    }
+}
+
+/// Whether the request's environment, as the pipeline left it (a
+/// directory's SetEnvIf, a rewrite rule's `[E=no-cache]`), keeps its
+/// answer out of the cache.
+fn no_cache_set(r: &Response) -> bool {
+    r.filters.as_ref().is_some_and(|f| f.env.get("no-cache").is_some())
+}
+
+/// Says once per process, in `log`, that a cache could not store an answer
+/// (its directory full or unwritable): the server goes on serving uncached.
+fn warn_unstored(log: &crate::logs::ErrorLog, e: &std::io::Error) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if e.kind() != std::io::ErrorKind::Other && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        log.log(LogLevel::Warn, None, &format!("response cache: an answer could not be stored ({e}): answers are served uncached until there is room (said once)"));
+    }
+}
+
+/// Says once per process that an answer's caching headers were malformed
+/// or contradictory: it was served and not stored.
+fn warn_malformed(log: &crate::logs::ErrorLog, why: &str, head: &RequestHead) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if (why.contains("malformed") || why.contains("two different")) && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        log.log(LogLevel::Warn, None, &format!("response cache: {why} in the answer to {}: served, not stored (said once)", String::from_utf8_lossy(head.path_and_query())));
+    }
+}
+
+/// Stores an answer if RFC 9111 and the admin's rules let it.
+#[allow(clippy::too_many_arguments)]
+fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, head: &RequestHead, log: &crate::logs::ErrorLog) -> Result<(), String> {
+    let has_query = head.path_and_query().contains(&b'?');
+    let fresh = rules.storable(status, headers, has_query, head.header("authorization").is_some(), SystemTime::now()).map_err(str::to_string)?;
+    let now = Store::now();
+    let entry = Entry { key: String::new(), status, headers: rules.kept_headers(headers), body, stored_at: now, fresh_until: now + fresh.lifetime.as_secs() };
+    store.store(key, &policy::vary_names(headers), &field_of(head), entry).map_err(|e| {
+        warn_unstored(log, &e);
+        format!("not stored: {e}")
+    })
+}
+
+impl Capture {
+    /// The application's answer `r`, its body stored in the cache when whole (or,
+    /// for a 304 to our revalidation, the refreshed entry; for a 5xx, the
+    /// stale one).
+    pub fn answer(self: Box<Self>, site: &Site, head: &RequestHead, conn: &ConnInfo, mut r: Response) -> Response {
+        if let Some(e) = &self.stale {
+            // A 304 to the client's own validators is the client's answer.
+            if r.status == 304 && self.revalidating {
+                let mut merged = e.headers.clone();
+                for (n, v) in as_pairs(&r.headers) {
+                    merged.retain(|(m, _)| !m.eq_ignore_ascii_case(&n));
+                    merged.push((n, v));
+                }
+                let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), head, &site.hosts[self.host].error_log);
+                let e = self.store.lookup(&self.key, &field_of(head)).unwrap_or_else(|| e.clone());
+                let how = if refreshed.is_ok() { "fwd=stale; fwd-status=304; stored" } else { "fwd=stale; fwd-status=304" };
+                let mut answer = site.answer_of_entry(head, conn, self.host, &e, how);
+                if self.header {
+                    answer.headers.retain(|(n, _)| n != "X-Cache");
+                    answer.add("X-Cache", format!("REVALIDATE from {}", site.hosts[self.host].name));
+                }
+                return answer;
+            }
+            if r.status >= 500 && self.stale_on_error {
+                return site.answer_of_entry(head, conn, self.host, e, "stale; detail=stale-on-error");
+            }
+        }
+        crate::filters::apply_now(&mut r, head);
+        let headers = as_pairs(&r.headers);
+        let has_query = head.path_and_query().contains(&b'?');
+        let verdict = self.rules.storable(r.status, &headers, has_query, false, SystemTime::now());
+        let log = &site.hosts[self.host].error_log;
+        let detail = match verdict {
+            Err(why) => {
+                warn_malformed(log, why, head);
+                format!("fwd=uri-miss; detail=\"{why}\"")
+            }
+            Ok(_) if r.error_document.is_some() => "fwd=uri-miss".to_string(),
+            Ok(_) if no_cache_set(&r) => "fwd=uri-miss; detail=\"the no-cache variable\"".to_string(),
+            Ok(_) => {
+                // Read whole (on this thread, up to the largest entry) so
+                // that what Cache-Status says is what was done.
+                let (body, whole) = hold(std::mem::replace(&mut r.body, Body::Empty), self.store.max_entry);
+                r.body = body;
+                match whole {
+                    Some(bytes) => match store_answer(&self.store, &self.key, &self.rules, r.status, &headers, bytes, head, log) {
+                        Ok(()) => "fwd=uri-miss; stored".to_string(),
+                        Err(why) => format!("fwd=uri-miss; detail=\"{why}\""),
+                    },
+                    None => "fwd=uri-miss; detail=\"not stored: larger than the cache's largest entry\"".to_string(),
+                }
+            }
+        };
+        r.add("Cache-Status", format!("warren; {detail}"));
+        if self.header {
+            r.add("X-Cache", format!("MISS from {}", site.hosts[self.host].name));
+        }
+        r
+    }
+}
+
+/// `body` with its bytes, when it is whole and no larger than `max`: a
+/// stream is read ahead up to `max` bytes, and what was read goes out
+/// first if it is larger (or failed before its end).
+fn hold(body: Body, max: u64) -> (Body, Option<Arc<[u8]>>) {
+    match body {
+        Body::Empty => (Body::Empty, Some(Arc::from(&[][..]))),
+        Body::Bytes(b) if b.len() as u64 <= max => {
+            let bytes: Arc<[u8]> = Arc::from(b.as_slice());
+            (Body::Shared(bytes.clone()), Some(bytes))
+        }
+        Body::Stream { mut source, len } if len.is_none_or(|l| l <= max) => {
+            let mut held = Vec::new();
+            loop {
+                match source.next_piece(&mut held) {
+                    Ok(true) if held.len() as u64 <= max => {}
+                    Ok(true) => return (Body::Stream { source: Box::new(Prefixed { held: Some(held), inner: source, failed: None }), len }, None),
+                    Ok(false) => {
+                        let bytes: Arc<[u8]> = Arc::from(held);
+                        return (Body::Shared(bytes.clone()), Some(bytes));
+                    }
+                    Err(e) => return (Body::Stream { source: Box::new(Prefixed { held: Some(held), inner: source, failed: Some(e) }), len }, None),
+                }
+            }
+        }
+        other => (other, None),
+    }
+}
+
+/// A body whose first bytes were read ahead: those, then the rest (or the
+/// failure that ended the reading).
+struct Prefixed {
+    held: Option<Vec<u8>>,
+    inner: Box<dyn BodySource>,
+    failed: Option<std::io::Error>,
+}
+
+impl BodySource for Prefixed {
+    fn next_piece(&mut self, out: &mut Vec<u8>) -> std::io::Result<bool> {
+        if let Some(held) = self.held.take() {
+            out.extend_from_slice(&held);
+            return Ok(true);
+        }
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.inner.next_piece(out),
+        }
+    }
+
+    fn read_ahead(&self) -> bool {
+        self.inner.read_ahead()
+    }
+
+    fn take_encoder(&mut self) -> Option<crate::compress::StreamEncoder> {
+        self.inner.take_encoder()
+    }
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+impl Site {
+    /// Every store's counts added up (hits, misses, stores, evictions,
+    /// bytes stored: [`warren_cache::COUNTER_NAMES`]), None when no host caches.
+    pub fn cache_counts(&self) -> Option<[u64; 5]> {
+        let mut roots = Vec::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            for e in &h.config.cache.enable {
+                if let Some(s) = self.store_for(i, e.kind) {
+                    if !roots.iter().any(|r: &Arc<Store>| r.root() == s.root()) {
+                        roots.push(s);
+                    }
+                }
+            }
+        }
+        if roots.is_empty() {
+            return None;
+        }
+        Some(roots.iter().map(|s| s.counters.read()).fold([0; 5], |a, c| std::array::from_fn(|i| a[i] + c[i])))
+    }
+
+    /// server-status (`auto`: its machine-readable form) or the metrics
+    /// page `r` with the cache's counts, when a host caches.
+    pub(crate) fn with_cache_counts(&self, mut r: Response, page: CountsPage) -> Response {
+        let (Some(counts), Body::Bytes(body)) = (self.cache_counts(), &mut r.body) else { return r };
+        let text = String::from_utf8_lossy(body).into_owned();
+        let named = warren_cache::COUNTER_NAMES.iter().zip(counts);
+        let text = match page {
+            CountsPage::StatusAuto => text + &named.map(|(n, v)| format!("Cache{}: {v}\n", camel(n))).collect::<String>(),
+            CountsPage::StatusHtml => {
+                let dl: String = named.map(|(n, v)| format!("<dt>Cache {}: {v}</dt>\n", n.replace('_', " "))).collect();
+                text.replacen("</body>", &format!("<h2>Response cache</h2>\n<dl>{dl}</dl>\n</body>"), 1)
+            }
+            CountsPage::Metrics => {
+                // OpenMetrics names a counter's family without `_total` (as metrics.rs writes them).
+                let openmetrics = text.contains("# EOF");
+                let lines: String = named
+                    .map(|(n, v)| {
+                        let family = if openmetrics { format!("warren_cache_{n}") } else { format!("warren_cache_{n}_total") };
+                        format!("# HELP {family} The response cache's {}, every process's.\n# TYPE {family} counter\nwarren_cache_{n}_total {v}\n", n.replace('_', " "))
+                    })
+                    .collect();
+                match text.rfind("# EOF") {
+                    Some(at) => format!("{}{lines}{}", &text[..at], &text[at..]),
+                    None => text + &lines,
+                }
+            }
+        };
+        r.body = Body::Bytes(text.into_bytes());
+        r
+    }
+}
+
+/// Which page [`Site::with_cache_counts`] adds to.
+pub(crate) enum CountsPage {
+    StatusAuto,
+    StatusHtml,
+    Metrics,
+}
+
+/// `bytes_stored` -> `BytesStored`.
+fn camel(name: &str) -> String {
+    name.split('_').map(|w| w[..1].to_ascii_uppercase() + &w[1..]).collect()
+}
+
+/// Removes the entries of `target` (whatever Host value and variant they
+/// were stored for), or of every URL under it when it ends in `*`.
+fn purge_target(store: &Store, base: &str, target: &str) -> usize {
+    match target.strip_suffix('*') {
+        Some(prefix) => store.purge_prefix(&format!("{base}{prefix}")),
+        None => store.purge_prefix(&format!("{base}{target}\u{0}")),
+    }
+}
+
+impl Site {
+    /// `warren cache purge URL`: the entries of an absolute URL
+    /// (`http://name[:port]/path`, or `.../prefix*`), in the stores of the
+    /// host its name and port choose. Ok: how many were removed.
+    pub fn purge_url(&self, url: &str) -> Result<usize, String> {
+        let (scheme, rest) = url.split_once("://").filter(|(s, _)| matches!(*s, "http" | "https")).ok_or_else(|| format!("{url}: an absolute http:// or https:// URL is expected"))?;
+        let (authority, target) = rest.find('/').map_or((rest, "/"), |at| rest.split_at(at));
+        let (name, port) = match authority.rsplit_once(':') {
+            Some((n, p)) => (n, p.parse::<u16>().map_err(|_| format!("{url}: a bad port"))?),
+            None => (authority, if scheme == "https" { 443 } else { 80 }),
+        };
+        let host = self.select_host(Some(name.as_bytes()), ([127, 0, 0, 1], port).into());
+        let c = &self.hosts[host].config.cache;
+        if c.enable.is_empty() {
+            return Err(format!("{url}: the host {} has no CacheEnable", self.hosts[host].name));
+        }
+        let base = c.key_base_url.clone().unwrap_or_else(|| format!("{scheme}://{}:{port}", self.hosts[host].name));
+        let target = keyed_target(c, target.as_bytes());
+        let mut removed = 0;
+        for kind in [CacheKind::Disk, CacheKind::Socache] {
+            if c.enable.iter().any(|e| e.kind == kind) {
+                let store = self.store_for(host, kind).ok_or_else(|| format!("{url}: the cache directory cannot be opened (see the error log)"))?;
+                removed += purge_target(&store, &base, &target);
+            }
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_identifiers_and_queries_leave_the_key_as_asked() {
+        let c = CacheDirectives { ignore_url_session_identifiers: Some(vec!["jsessionid".into(), "sid".into()]), ..Default::default() };
+        assert_eq!(keyed_target(&c, b"/a;jsessionid=1?sid=2&x=3"), "/a?x=3");
+        assert_eq!(keyed_target(&c, b"/a%2f?x"), "/a%2f?x");
+        let c = CacheDirectives { ignore_query_string: Some(true), ..Default::default() };
+        assert_eq!(keyed_target(&c, b"/a?x=1"), "/a");
+    }
+}

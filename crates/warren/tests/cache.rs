@@ -1,0 +1,245 @@
+//! The response cache (mod_cache) in front of Debian's php-fpm, under each
+//! MPM: what is and is not stored for each combination of caching headers,
+//! HEAD from a stored GET, Vary, revalidation with the application (304),
+//! CacheLock (many concurrent misses, one request to php-fpm),
+//! CacheStaleOnError with php-fpm stopped, PURGE behind Require, the
+//! `no-cache` variable of a logged-in cookie, no answer across virtual
+//! hosts. Each script counts the requests php-fpm ran in a file of its own.
+
+mod cache_site;
+mod common;
+
+use std::time::{Duration, Instant};
+
+use cache_site::*;
+use common::*;
+
+fn stored_or_not_by_header_combination(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    for (case, stored) in [("maxage", true), ("smaxage", true), ("expires", true), ("lastmod", true), ("nostore", false), ("private", false), ("cookie", false), ("malformed", false), ("error", false), ("none", false)] {
+        let first = s.get(&format!("/c.php/{case}"));
+        let second = s.get(&format!("/c.php/{case}"));
+        assert_eq!(runs(&s, case), if stored { 1 } else { 2 }, "{case}: first {:?}, second {:?}", cache_status(&first), cache_status(&second));
+        if stored {
+            assert_eq!(first.body, second.body, "{case}");
+            assert!(cache_status(&first).contains("stored"), "{case}: {}", cache_status(&first));
+            assert!(cache_status(&second).starts_with("warren; hit"), "{case}: {}", cache_status(&second));
+            assert!(second.header("x-cache").is_some_and(|v| v.starts_with("HIT")), "{case}");
+            assert!(second.header("age").is_some(), "{case}");
+        } else {
+            assert_ne!(first.body, second.body, "{case}");
+        }
+    }
+    // A request with credentials is neither answered from nor stored in the cache.
+    let with_auth = s.get_with("/c.php/maxage", "Authorization: Basic dTpw\r\n");
+    assert_eq!(runs(&s, "maxage"), 2, "{}", cache_status(&with_auth));
+    // HEAD from the stored GET: the same length, no body, no run.
+    let head = parse_response_for(&s.raw(b"HEAD /c.php/maxage HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"), true).0;
+    let get = s.get("/c.php/maxage");
+    assert_eq!(runs(&s, "maxage"), 2);
+    assert_eq!(head.header("content-length"), Some(get.body.len().to_string().as_str()));
+    assert!(cache_status(&head).starts_with("warren; hit"));
+    // One range of the stored answer.
+    let range = s.get_with("/c.php/maxage", "Range: bytes=0-9\r\n");
+    assert_eq!(range.status, 206);
+    assert_eq!(range.body, get.body[..10]);
+    // A static file is cached too.
+    let a = s.get("/a.txt");
+    let b = s.get("/a.txt");
+    assert_eq!(a.body, b"0123456789abcdefghij");
+    assert!(cache_status(&b).starts_with("warren; hit"), "{}", cache_status(&b));
+    // POST invalidates the URL (RFC 9111 4.4).
+    let _ = s.raw(b"POST /c.php/maxage HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let after = s.get("/c.php/maxage");
+    assert!(!cache_status(&after).starts_with("warren; hit"), "{}", cache_status(&after));
+}
+
+fn vary_keeps_a_variant_per_selecting_header(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let fr = s.get_with("/c.php/vary", "Accept-Language: fr\r\n");
+    let de = s.get_with("/c.php/vary", "Accept-Language: de\r\n");
+    let fr_again = s.get_with("/c.php/vary", "Accept-Language: fr\r\n");
+    assert_eq!(runs(&s, "vary"), 2);
+    assert!(fr.text().contains("lang=fr") && de.text().contains("lang=de"));
+    assert_eq!(fr_again.body, fr.body);
+    let none = s.get("/c.php/vary");
+    assert!(none.text().contains("lang=-"), "{}", none.text());
+    assert_eq!(runs(&s, "vary"), 3);
+}
+
+/// Requests `path` until `done` holds of the answer, for up to 10 s.
+fn poll(s: &Server, path: &str, done: impl Fn(&Resp) -> bool) -> Resp {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = s.get(path);
+        if done(&r) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "{path}: still {:?}", cache_status(&r));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn stale_entries_are_revalidated_with_the_application(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let first = s.get("/c.php/short");
+    assert!(cache_status(&first).contains("stored"));
+    // Once stale, the application is asked with If-None-Match and its 304 refreshes the entry.
+    let revalidated = poll(&s, "/c.php/short", |r| cache_status(r).contains("fwd=stale"));
+    assert_eq!(revalidated.status, 200);
+    assert_eq!(revalidated.body, first.body);
+    assert!(cache_status(&revalidated).contains("fwd-status=304"), "{}", cache_status(&revalidated));
+    assert_eq!(revalidated.header("x-cache").map(|v| v.starts_with("REVALIDATE")), Some(true));
+    let asked = std::fs::read_to_string(s.dir.0.join("inm-short")).unwrap();
+    assert!(asked.lines().any(|l| l == "\"v1\""), "{asked}");
+    // The client's own conditional request gets a 304 from the cache.
+    let s304 = s.get_with("/c.php/short", "If-None-Match: \"v1\"\r\n");
+    assert_eq!(s304.status, 304, "{}", cache_status(&s304));
+}
+
+fn cache_lock_sends_one_request_for_many_misses(mpm: &str) {
+    let (_fpm, s) = start(mpm, "CacheLock On\nCacheLockMaxAge 10\n");
+    let port = s.port;
+    let clients: Vec<_> = (0..100).map(|_| std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        std::io::Write::write_all(&mut c, b"GET /c.php/slow HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        parse_response(&read_to_close(&mut c)).0
+    })).collect();
+    let answers: Vec<Resp> = clients.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(answers.iter().all(|r| r.status == 200 && r.body == answers[0].body), "{:?}", answers.iter().map(|r| r.status).collect::<Vec<_>>());
+    assert_eq!(runs(&s, "slow"), 1);
+}
+
+fn stale_copy_answers_when_php_fpm_is_stopped(mpm: &str) {
+    let (fpm, s) = start(mpm, "CacheStaleOnError On\n");
+    let first = s.get("/c.php/short");
+    assert!(cache_status(&first).contains("stored"));
+    drop(fpm);
+    let stale = poll(&s, "/c.php/short", |r| cache_status(r).contains("stale-on-error"));
+    assert_eq!(stale.status, 200);
+    assert_eq!(stale.body, first.body);
+    // Without a stored copy, the failure is the client's answer.
+    assert_eq!(s.get("/c.php/maxage").status, 503);
+}
+
+fn purge_behind_require(mpm: &str) {
+    let guarded = "<VirtualHost *>\nServerName guarded\n<If \"%{REQUEST_METHOD} == 'PURGE'\">\nRequire ip 127.0.0.1\n</If>\n</VirtualHost>\n<VirtualHost *>\nServerName open\n</VirtualHost>\n";
+    let (_fpm, s) = start(mpm, guarded);
+    let purge = |host: &str, path: &str| parse_response(&s.raw(format!("PURGE {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())).0;
+    s.get_from("guarded", "/c.php/maxage");
+    assert!(cache_status(&s.get_from("guarded", "/c.php/maxage")).starts_with("warren; hit"));
+    let r = purge("guarded", "/c.php/maxage");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(!cache_status(&s.get_from("guarded", "/c.php/maxage")).starts_with("warren; hit"));
+    // A prefix.
+    s.get_from("guarded", "/c.php/expires");
+    assert_eq!(purge("guarded", "/c.php/*").status, 200);
+    assert!(!cache_status(&s.get_from("guarded", "/c.php/expires")).starts_with("warren; hit"));
+    // `warren cache purge URL`, from the command line.
+    s.get_from("guarded", "/c.php/lastmod");
+    assert!(cache_status(&s.get_from("guarded", "/c.php/lastmod")).starts_with("warren; hit"));
+    let out = std::process::Command::new(BIN).args(["cache", "purge", "-f"]).arg(&s.conf).arg(format!("http://guarded:{}/c.php/lastmod", s.port)).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 entry removed"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(!cache_status(&s.get_from("guarded", "/c.php/lastmod")).starts_with("warren; hit"));
+    // Where anyone passes the Require rules, nobody purges.
+    s.get_from("open", "/c.php/smaxage");
+    assert_eq!(purge("open", "/c.php/smaxage").status, 405);
+    assert!(cache_status(&s.get_from("open", "/c.php/smaxage")).starts_with("warren; hit"));
+}
+
+fn logged_in_cookie_bypasses_the_cache(mpm: &str) {
+    let (_fpm, s) = start(mpm, "SetEnvIf Cookie \"wordpress_logged_in\" no-cache\n<Location /c.php>\nSetEnvIf X-Preview 1 no-cache\n</Location>\n");
+    s.get("/c.php/maxage");
+    let logged_in = s.get_with("/c.php/maxage", "Cookie: wordpress_logged_in_abc=admin\r\n");
+    assert_eq!(runs(&s, "maxage"), 2, "{}", cache_status(&logged_in));
+    // Its answer was not stored either: an anonymous visitor gets the first.
+    let anon = s.get("/c.php/maxage");
+    assert!(cache_status(&anon).starts_with("warren; hit"));
+    assert_eq!(runs(&s, "maxage"), 2);
+    // A directory's SetEnvIf, which runs after the lookup, keeps the answer out too.
+    let first = s.get_with("/c.php/expires", "X-Preview: 1\r\n");
+    assert!(cache_status(&first).contains("no-cache variable"), "{}", cache_status(&first));
+    s.get_with("/c.php/expires", "X-Preview: 1\r\n");
+    assert_eq!(runs(&s, "expires"), 2);
+}
+
+fn no_answer_crosses_virtual_hosts(mpm: &str) {
+    let vhosts = "<VirtualHost *>\nServerName one\n</VirtualHost>\n<VirtualHost *>\nServerName two\n</VirtualHost>\n";
+    let (_fpm, s) = start(mpm, vhosts);
+    let one = s.get_from("one", "/c.php/maxage");
+    let two = s.get_from("two", "/c.php/maxage");
+    assert!(one.text().contains("host=one") && two.text().contains("host=two"), "{} / {}", one.text(), two.text());
+    assert!(cache_status(&s.get_from("two", "/c.php/maxage")).starts_with("warren; hit"));
+    assert_eq!(runs(&s, "maxage"), 2);
+}
+
+
+fn counts_in_server_status_and_metrics(mpm: &str) {
+    let (_fpm, s) = start(mpm, "<Location /server-status>\nSetHandler server-status\n</Location>\n<Location /metrics>\nSetHandler metrics\n</Location>\nCacheDisable /server-status\nCacheDisable /metrics\n");
+    s.get("/c.php/maxage");
+    s.get("/c.php/maxage");
+    s.get("/c.php/maxage");
+    let status = key_values(&s.get("/server-status?auto").text().replace(": ", "="));
+    assert_eq!(status.get("CacheHits").map(String::as_str), Some("2"), "{status:?}");
+    assert_eq!(status.get("CacheMisses").map(String::as_str), Some("1"));
+    assert_eq!(status.get("CacheStores").map(String::as_str), Some("1"));
+    assert!(status.get("CacheBytesStored").is_some_and(|b| b.parse::<u64>().unwrap() > 0));
+    let metrics = s.get("/metrics").text();
+    assert!(metrics.contains("warren_cache_hits_total 2"), "{metrics}");
+}
+
+fn an_unwritable_cache_root_is_a_warning_and_answers_go_uncached(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let root = s.dir.0.join("cache");
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    let _ = std::os::unix::fs::chown(&root, Some(0), None);
+    let first = s.get("/c.php/maxage");
+    assert_eq!(first.status, 200);
+    let log = s.wait_log("error.log", "cannot be written");
+    assert!(log.contains("answers are served uncached"), "{log}");
+    assert!(!cache_status(&s.get("/c.php/maxage")).starts_with("warren; hit"));
+}
+
+fn malformed_caching_headers_are_served_not_stored_and_logged(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let r = s.get("/c.php/malformed");
+    assert_eq!(r.status, 200);
+    assert!(cache_status(&r).contains("malformed"), "{}", cache_status(&r));
+    s.wait_log("error.log", "malformed Cache-Control");
+}
+
+fn socache_keeps_entries_in_shared_memory(mpm: &str) {
+    let (_fpm, s) = start(mpm, "CacheEnable socache /c.php\nCacheSocacheMaxSize 4000\n");
+    // One directory per server on /dev/shm, named by its PidFile.
+    let pid_file = s.dir.0.join("warren.pid");
+    let id = pid_file.as_os_str().as_encoded_bytes().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let shm = std::path::PathBuf::from(format!("/dev/shm/warren-socache-{id:x}"));
+    s.get("/c.php/maxage");
+    let hit = s.get("/c.php/maxage");
+    let exists = shm.join(".counters").exists();
+    let _ = std::fs::remove_dir_all(&shm);
+    assert!(cache_status(&hit).starts_with("warren; hit"), "{}", cache_status(&hit));
+    assert!(exists, "{} holds no cache", shm.display());
+    assert_eq!(runs(&s, "maxage"), 1);
+    // Larger than CacheSocacheMaxSize: served, not stored.
+    let big = s.get("/c.php/big");
+    assert!(cache_status(&big).contains("not stored") || !cache_status(&big).contains("stored"), "{}", cache_status(&big));
+    let _ = std::fs::remove_dir_all(&shm);
+}
+
+each_mpm!(
+    stored_or_not_by_header_combination,
+    vary_keeps_a_variant_per_selecting_header,
+    stale_entries_are_revalidated_with_the_application,
+    cache_lock_sends_one_request_for_many_misses,
+    stale_copy_answers_when_php_fpm_is_stopped,
+    purge_behind_require,
+    logged_in_cookie_bypasses_the_cache,
+    no_answer_crosses_virtual_hosts,
+    counts_in_server_status_and_metrics,
+    an_unwritable_cache_root_is_a_warning_and_answers_go_uncached,
+    malformed_caching_headers_are_served_not_stored_and_logged,
+    socache_keeps_entries_in_shared_memory,
+);
