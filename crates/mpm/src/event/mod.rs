@@ -16,6 +16,7 @@
 //!   and connections lent to a worker thread.
 //! - [`h2`]: HTTP/2 connections, their streams' work on the thread pool.
 //! - [`h2_relay`]: HTTP/2 streams' FastCGI exchanges on the loop.
+//! - [`proxy_relay`]: HTTP backend exchanges (mod_proxy_http) on the loop.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
 
@@ -44,6 +45,7 @@ mod connection;
 mod fastcgi_relay;
 mod h2;
 mod h2_relay;
+mod proxy_relay;
 pub mod thread_pool;
 
 /// How much one read from a client asks for: the size of the loop's
@@ -61,6 +63,8 @@ const TOKEN_UPSTREAM: u64 = 1 << 61;
 /// Added to an index in `h2_relays`: the token of an HTTP/2 stream's
 /// FastCGI application socket.
 const TOKEN_H2_UPSTREAM: u64 = 1 << 60;
+/// Added to a connection's slot: the token of its HTTP backend's socket.
+const TOKEN_HTTP_UPSTREAM: u64 = 1 << 59;
 
 /// Set by the signal handler: stop gracefully.
 pub struct StopFlag(pub Arc<AtomicBool>);
@@ -106,6 +110,8 @@ pub struct EventLoop {
     /// batch of events is handled, so answers that came together go in one
     /// write (and one TLS record) rather than one each.
     h2_ready: Vec<usize>,
+    /// Kept connections to HTTP backends.
+    proxy_idle: proxy_relay::IdleBackends,
 }
 
 impl EventLoop {
@@ -159,6 +165,7 @@ impl EventLoop {
             h2_relays: Vec::new(),
             h2_feeding: 0,
             h2_ready: Vec::new(),
+            proxy_idle: Default::default(),
         };
         event_loop.update_listening();
         Ok(event_loop)
@@ -216,6 +223,7 @@ impl EventLoop {
                     t if t >= TOKEN_LISTENER => self.accept((t - TOKEN_LISTENER) as usize),
                     t if t >= TOKEN_UPSTREAM => self.upstream_ready((t - TOKEN_UPSTREAM) as usize, flags),
                     t if t >= TOKEN_H2_UPSTREAM => self.h2_relay_ready((t - TOKEN_H2_UPSTREAM) as usize, flags),
+                    t if t >= TOKEN_HTTP_UPSTREAM => self.http_upstream_ready((t - TOKEN_HTTP_UPSTREAM) as usize, flags),
                     t => self.ready(t as usize, flags),
                 }
             }
