@@ -55,6 +55,8 @@ pub fn parse(buf: &[u8], head_request: bool, upgrade: bool) -> Result<Parsed, St
         let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
         let mut r = httparse::Response::new(&mut fields);
         let n = match r.parse(&buf[at..]) {
+            // A head that came whole in one read is bounded all the same.
+            Ok(httparse::Status::Complete(n)) if at + n > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
             Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
