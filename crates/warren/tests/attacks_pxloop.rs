@@ -43,7 +43,7 @@ fn hostile(mut s: TcpStream, count: Arc<AtomicUsize>) {
         let plain = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{own}", own.len());
         let reply = match path.as_str() {
             // The surplus looks like an answer of its own.
-            "/longer" => format!("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstolen"),
+            "/longer" => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstolen".to_string(),
             "/second" => format!("{plain}HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstolen"),
             "/huge" => format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 2\r\n\r\nok", "a".repeat(70 * 1024)),
             "/split" => "HTTP/1.1 200 OK\r\nX-A: 1\rSet-Cookie: evil=1\r\nContent-Length: 2\r\n\r\nok".to_string(),
