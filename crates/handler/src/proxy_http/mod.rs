@@ -21,6 +21,7 @@
 //! makes the MPM close the client's connection.
 
 pub mod connections;
+pub mod relay;
 pub mod request;
 pub mod response;
 pub mod tunnel;
@@ -105,26 +106,16 @@ impl Site {
             (None, true, Some(n)) => BodyFraming::Length(n),
             (None, true, None) => BodyFraming::Chunked,
         };
-        let client_host = head.host().map(|h| String::from_utf8_lossy(h).into_owned()).unwrap_or_default();
-        let backend_host = if rules.preserve_host.unwrap_or(false) && !client_host.is_empty() { client_host.clone() } else { plan.origin.authority.clone() };
-        let forwarded = rules.add_headers.unwrap_or(true).then(|| (conn.useragent.ip().to_canonical().to_string(), client_host.clone(), host.name.as_str()));
-        let via = rules.via.unwrap_or_default();
-        let via_by = format!("{}:{}", host.name, conn.local.port());
-        let rewritten = gw.filters.as_ref().and_then(|f| crate::filters::headers::request_headers(f, head, crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() }));
-        let fields = request::client_fields(head, rewritten);
         // Upgrade is hop-by-hop: it goes on only where the route allows it.
         let websocket = plan.origin.websocket && request::asks_websocket(head);
         let slot = match websocket {
             true => Some(backends.tunnels.take(self.tunnel_bound()).ok_or_else(|| GatewayError { status: 503, why: format!("proxy: WebSocket: every thread this child may give to tunnels holds one; upgrade to {name} refused") })?),
             false => None,
         };
-        let forwarding = Forwarding { target: &plan.target, host: &backend_host, forwarded, via, via_by: via_by.clone(), framing, close: !gw.backend.reuse, websocket };
-        let request_head = request::head(head.method(), &fields, &forwarding);
+        let request_head = self.backend_head(gw, head, conn, framing, websocket);
         let is_head = head.method() == "HEAD";
 
-        // A request that may be sent twice: nothing of it is lost if a kept
-        // connection turns out closed (RFC 9110 9.2.2).
-        let replayable = framing == BodyFraming::None && matches!(head.method(), "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
+        let replayable = replayable(head.method(), framing);
         let connect_failed = |e: ConnectError| match e {
             ConnectError::Connect(e) => {
                 crate::balancer::note_connect_failure();
@@ -172,29 +163,11 @@ impl Site {
             return Ok(r);
         }
         let mut reader = BodyReader::new(answer.framing, got[used..].to_vec());
-        if rules.error_override.unwrap_or(false) && answer.status >= 400 {
-            // The backend's page is replaced by this server's.
-            return Ok(self.error_page(Request::new(head, conn, gw.host), answer.status));
-        }
-        let mut r = gw.proxied_response(answer.status);
-        let public_base = format!("{}://{}", if conn.tls.is_some() { "https" } else { "http" }, self.client_authority(Request::new(head, conn, gw.host)));
-        for (n, v) in answer.fields {
-            let v = if n.eq_ignore_ascii_case("location") || n.eq_ignore_ascii_case("content-location") || n.eq_ignore_ascii_case("uri") {
-                response::reverse_url(&v, rules, &public_base, head.path_and_query()).unwrap_or(v)
-            } else if n.eq_ignore_ascii_case("set-cookie") && !(rules.cookie_domains.is_empty() && rules.cookie_paths.is_empty()) {
-                response::reverse_cookie(&v, rules)
-            } else {
-                v
-            };
-            r.headers.push((n, v));
-        }
-        if let Some(ours) = request::via_value(via, &via_by, "1.1") {
-            match r.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("via")) {
-                Some((_, v)) => *v = format!("{v}, {ours}"),
-                None => r.headers.push((crate::HeaderName::Owned("Via".into()), ours)),
-            }
-        }
         let keep = answer.keep_alive && gw.backend.reuse && !websocket;
+        let mut r = match self.answer_head(gw, head, conn, answer.status, answer.fields) {
+            Answered::Proxied(r) => r,
+            Answered::Overridden(page) => return Ok(page),
+        };
         let finish = |reader: &BodyReader, stream: BackendConn| {
             if keep && reader.clean_end() {
                 backends.put(addr, &plan.origin, &rules.tls, stream);
@@ -202,12 +175,8 @@ impl Site {
         };
         match answer.framing {
             Framing::Empty => {
-                // A HEAD answer keeps the length the backend gave.
-                let len = r.headers.iter().position(|(n, _)| n.eq_ignore_ascii_case("content-length")).map(|i| r.headers.remove(i).1);
+                keep_head_length(&mut r, is_head);
                 finish(&reader, conn_to.stream);
-                if let Some(n) = len.and_then(|l| l.parse::<u64>().ok()).filter(|&n| n > 0 && is_head) {
-                    r.body = Body::Stream { source: Box::new(NoMore), len: Some(n) };
-                }
                 Ok(r)
             }
             Framing::Length(n) if n <= READ_WHOLE => {
@@ -234,6 +203,55 @@ impl Site {
                 Ok(r)
             }
         }
+    }
+
+    /// The request head the backend gets for `head` (its body framed as
+    /// `framing`), on a thread or on the event loop.
+    pub(crate) fn backend_head(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, framing: BodyFraming, websocket: bool) -> Vec<u8> {
+        let plan = gw.http.as_ref().expect("an HTTP plan");
+        let host = &self.hosts[gw.host];
+        let rules = &host.config.proxy_http;
+        let client_host = head.host().map(|h| String::from_utf8_lossy(h).into_owned()).unwrap_or_default();
+        let backend_host = if rules.preserve_host.unwrap_or(false) && !client_host.is_empty() { client_host.clone() } else { plan.origin.authority.clone() };
+        let forwarded = rules.add_headers.unwrap_or(true).then(|| (conn.useragent.ip().to_canonical().to_string(), client_host.clone(), host.name.as_str()));
+        let via = rules.via.unwrap_or_default();
+        let via_by = format!("{}:{}", host.name, conn.local.port());
+        let rewritten = gw.filters.as_ref().and_then(|f| crate::filters::headers::request_headers(f, head, crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() }));
+        let fields = request::client_fields(head, rewritten);
+        let forwarding = Forwarding { target: &plan.target, host: &backend_host, forwarded, via, via_by, framing, close: !gw.backend.reuse, websocket };
+        request::head(head.method(), &fields, &forwarding)
+    }
+
+    /// The client's response to a backend's final head (its body to be
+    /// added): ProxyPassReverse and its cookie forms applied, Via added; or
+    /// this server's error page when ProxyErrorOverride replaces the
+    /// backend's.
+    pub(crate) fn answer_head(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, status: u16, fields: Vec<(crate::HeaderName, String)>) -> Answered {
+        let host = &self.hosts[gw.host];
+        let rules = &host.config.proxy_http;
+        if rules.error_override.unwrap_or(false) && status >= 400 {
+            return Answered::Overridden(self.error_page(Request::new(head, conn, gw.host), status));
+        }
+        let mut r = gw.proxied_response(status);
+        let public_base = format!("{}://{}", if conn.tls.is_some() { "https" } else { "http" }, self.client_authority(Request::new(head, conn, gw.host)));
+        for (n, v) in fields {
+            let v = if n.eq_ignore_ascii_case("location") || n.eq_ignore_ascii_case("content-location") || n.eq_ignore_ascii_case("uri") {
+                response::reverse_url(&v, rules, &public_base, head.path_and_query()).unwrap_or(v)
+            } else if n.eq_ignore_ascii_case("set-cookie") && !(rules.cookie_domains.is_empty() && rules.cookie_paths.is_empty()) {
+                response::reverse_cookie(&v, rules)
+            } else {
+                v
+            };
+            r.headers.push((n, v));
+        }
+        let via_by = format!("{}:{}", host.name, conn.local.port());
+        if let Some(ours) = request::via_value(rules.via.unwrap_or_default(), &via_by, "1.1") {
+            match r.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("via")) {
+                Some((_, v)) => *v = format!("{v}, {ours}"),
+                None => r.headers.push((crate::HeaderName::Owned("Via".into()), ours)),
+            }
+        }
+        Answered::Proxied(r)
     }
 
     /// How many WebSocket tunnels a child's threads may hold: all but one
@@ -282,6 +300,21 @@ impl Site {
 
 type BackendConn = connections::HttpStream;
 
+/// Whether a request may be sent twice: nothing of it is lost if a kept
+/// connection turns out closed (RFC 9110 9.2.2).
+pub(crate) fn replayable(method: &str, framing: BodyFraming) -> bool {
+    framing == BodyFraming::None && matches!(method, "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE")
+}
+
+/// What a backend's final head comes to for the client.
+pub enum Answered {
+    /// The backend's answer, its body to follow.
+    Proxied(Response),
+    /// ProxyErrorOverride: this server's page instead (the backend's body
+    /// is not wanted).
+    Overridden(Response),
+}
+
 /// Why sending the request stopped.
 enum Sending {
     /// The backend stopped taking it (its answer is read all the same).
@@ -329,6 +362,14 @@ fn read_head(from: &mut BackendConn, buf: &mut [u8], is_head: bool, upgrade: boo
             Ok(Parsed::Partial) => {}
             Err(why) => return Err(HeadError::Malformed(why)),
         }
+    }
+}
+
+/// A bodiless answer: to HEAD, it keeps the length the backend gave.
+pub(crate) fn keep_head_length(r: &mut Response, is_head: bool) {
+    let len = r.headers.iter().position(|(n, _)| n.eq_ignore_ascii_case("content-length")).map(|i| r.headers.remove(i).1);
+    if let Some(n) = len.and_then(|l| l.parse::<u64>().ok()).filter(|&n| n > 0 && is_head) {
+        r.body = Body::Stream { source: Box::new(NoMore), len: Some(n) };
     }
 }
 

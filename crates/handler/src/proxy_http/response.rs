@@ -55,6 +55,8 @@ pub fn parse(buf: &[u8], head_request: bool, upgrade: bool) -> Result<Parsed, St
         let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
         let mut r = httparse::Response::new(&mut fields);
         let n = match r.parse(&buf[at..]) {
+            // A head that came whole in one read is bounded all the same.
+            Ok(httparse::Status::Complete(n)) if at + n > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
             Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
@@ -212,18 +214,7 @@ impl BodyReader {
                 return Ok(false);
             }
             let start = out.len();
-            if !self.pending.is_empty() || self.framing == Framing::UntilClose {
-                match &mut self.decoder {
-                    None => out.append(&mut self.pending),
-                    Some(d) => {
-                        let used = d.feed(&self.pending, &mut |bytes| out.extend_from_slice(bytes)).map_err(|e| format!("bad body framing: {}", e.reason))?;
-                        self.pending.drain(..used);
-                        if d.is_done() {
-                            self.done = true;
-                        }
-                    }
-                }
-            }
+            self.decode(out)?;
             if self.done || out.len() > start {
                 return Ok(out.len() > start);
             }
@@ -233,14 +224,44 @@ impl BodyReader {
                 Err(e) => return Err(read_error(&e)),
             };
             if n == 0 {
-                if self.framing == Framing::UntilClose {
-                    self.done = true;
-                    return Ok(false);
-                }
-                return Err("connection closed before the end of the body".into());
+                self.input_closed()?;
+                return Ok(false);
             }
-            self.pending.extend_from_slice(&buf[..n]);
+            self.feed(&buf[..n]);
         }
+    }
+
+    /// Takes bytes read from the backend, to be decoded by [`Self::decode`].
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+    }
+
+    /// Appends what the bytes fed so far decode to onto `out`.
+    pub fn decode(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        if self.done || self.pending.is_empty() {
+            return Ok(());
+        }
+        match &mut self.decoder {
+            None => out.append(&mut self.pending),
+            Some(d) => {
+                let used = d.feed(&self.pending, &mut |bytes| out.extend_from_slice(bytes)).map_err(|e| format!("bad body framing: {}", e.reason))?;
+                self.pending.drain(..used);
+                if d.is_done() {
+                    self.done = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The backend closed the connection: the end of a body that runs
+    /// until then, a body cut short otherwise.
+    pub fn input_closed(&mut self) -> Result<(), String> {
+        if self.framing == Framing::UntilClose || self.done {
+            self.done = true;
+            return Ok(());
+        }
+        Err("connection closed before the end of the body".into())
     }
 }
 

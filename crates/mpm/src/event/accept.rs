@@ -95,6 +95,7 @@ impl EventLoop {
                 pending: None,
                 upstream: None,
                 parked: None,
+                proxy_relay: None,
                 spool: None,
                 body: None,
                 proxy_header,

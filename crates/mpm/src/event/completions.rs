@@ -92,6 +92,7 @@ impl EventLoop {
                     self.close(slot);
                 }
                 Phase::Writing => self.abort(slot),
+                Phase::Proxying if c.proxy_relay.is_some() => self.http_relay_expired(slot),
                 Phase::Proxying => {
                     let up = c.upstream.as_ref().expect("proxying");
                     let e = GatewayError { status: 504, why: format!("FastCGI: timeout waiting for {} (ProxyTimeout)", up.gateway.backend_name()) };

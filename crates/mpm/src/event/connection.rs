@@ -43,6 +43,8 @@ pub(super) struct Conn {
     pub(super) pending: Option<Outcome>,
     /// A FastCGI exchange relayed on the loop (`Phase::Proxying`).
     pub(super) upstream: Option<Box<Upstream>>,
+    /// An HTTP backend exchange relayed on the loop (`Phase::Proxying`).
+    pub(super) proxy_relay: Option<Box<super::proxy_relay::ProxyRelay>>,
     /// A pool request parked until one of the pool's children is free.
     pub(super) parked: Option<Box<Gateway>>,
     /// A FastCGI request's body as it arrives, and once it is whole: the
@@ -114,7 +116,8 @@ impl EventLoop {
                     }
                 },
                 Phase::Proxying => {
-                    if !self.relay(slot) {
+                    let relayed = if c.proxy_relay.is_some() { self.relay_http(slot) } else { self.relay(slot) };
+                    if !relayed {
                         return;
                     }
                 }
@@ -333,7 +336,7 @@ impl EventLoop {
                 c.deadline = Instant::now() + Duration::from_secs(3600);
                 self.pool.submit(slot, c.generation, Job::Respond(work));
             }
-            Outcome::Gateway(gw) => self.proxy(slot, gw),
+            Outcome::Gateway(gw) => self.proxy_http(slot, gw),
             // Threads route with Site::handle, which never asks for that.
             Outcome::OffLoop => unreachable!("routed off the loop already"),
         }

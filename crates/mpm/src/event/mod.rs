@@ -18,6 +18,7 @@
 //! - [`h2_relay`]: HTTP/2 streams' FastCGI exchanges on the loop.
 //! - [`ws_tunnel`]: WebSocket tunnels, carried by the loop once their 101
 //!   is out.
+//! - [`proxy_relay`]: HTTP backend exchanges (mod_proxy_http) on the loop.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
 
@@ -46,6 +47,7 @@ mod connection;
 mod fastcgi_relay;
 mod h2;
 mod h2_relay;
+mod proxy_relay;
 pub mod thread_pool;
 mod ws_tunnel;
 
@@ -66,6 +68,8 @@ const TOKEN_UPSTREAM: u64 = 1 << 61;
 const TOKEN_H2_UPSTREAM: u64 = 1 << 60;
 /// Added to a connection's slot: the token of its WebSocket tunnel's backend.
 const TOKEN_TUNNEL: u64 = 1 << 59;
+/// Added to a connection's slot: the token of its HTTP backend's socket.
+const TOKEN_HTTP_UPSTREAM: u64 = 1 << 58;
 
 /// Set by the signal handler: stop gracefully.
 pub struct StopFlag(pub Arc<AtomicBool>);
@@ -113,6 +117,8 @@ pub struct EventLoop {
     h2_ready: Vec<usize>,
     /// How many connections are WebSocket tunnels ([`ws_tunnel`]).
     tunnels: usize,
+    /// Kept connections to HTTP backends.
+    proxy_idle: proxy_relay::IdleBackends,
 }
 
 impl EventLoop {
@@ -167,6 +173,7 @@ impl EventLoop {
             h2_feeding: 0,
             h2_ready: Vec::new(),
             tunnels: 0,
+            proxy_idle: Default::default(),
         };
         event_loop.update_listening();
         Ok(event_loop)
@@ -227,6 +234,7 @@ impl EventLoop {
                     t if t >= TOKEN_UPSTREAM => self.upstream_ready((t - TOKEN_UPSTREAM) as usize, flags),
                     t if t >= TOKEN_H2_UPSTREAM => self.h2_relay_ready((t - TOKEN_H2_UPSTREAM) as usize, flags),
                     t if t >= TOKEN_TUNNEL => self.tunnel_ready((t - TOKEN_TUNNEL) as usize, flags, true),
+                    t if t >= TOKEN_HTTP_UPSTREAM => self.http_upstream_ready((t - TOKEN_HTTP_UPSTREAM) as usize, flags),
                     t => self.ready(t as usize, flags),
                 }
             }

@@ -1,0 +1,274 @@
+//! An HTTP backend exchange without I/O, for the event loop: the bytes to
+//! send the backend (the head of [`Site::backend_head`] and a body the loop
+//! has read whole), then the backend's bytes fed in as they come and taken
+//! out as [`Event`]s: the client's response (whole when it is small, else
+//! its head and then the pieces of its decoded body), the end, and whether
+//! the connection may serve another request. The loop owns the sockets,
+//! the timers and the client's side; the thread path ([`super`]) shares
+//! the head building and the answer's rewriting.
+
+use std::time::Duration;
+
+use warren_config::proxy_http::HttpOrigin;
+use warren_config::FcgiAddr;
+use warren_http::{BodyFraming, RequestHead};
+
+use super::response::{self, BodyReader, Framing, Parsed};
+use super::{Answered, READ_WHOLE};
+use crate::fastcgi::{Gateway, GatewayError};
+use crate::{Body, ConnInfo, Response, Site};
+
+/// One exchange with an HTTP backend, driven by the loop.
+pub struct HttpRelay {
+    pub gateway: Box<Gateway>,
+    /// The request, head and body, as one write.
+    pub request: Vec<u8>,
+    /// It may be sent again on a new connection when a kept one turns out
+    /// closed before any of the answer came.
+    pub replayable: bool,
+    is_head: bool,
+    /// The answer's bytes until its head is whole.
+    got: Vec<u8>,
+    state: State,
+}
+
+enum State {
+    Head,
+    /// A small body read whole before the response starts (so that one
+    /// cut short still gets the client a 502).
+    Whole { response: Response, body: Vec<u8>, reader: BodyReader, keep: bool },
+    Streaming { reader: BodyReader, keep: bool },
+    Done { reusable: bool },
+}
+
+/// What the backend's bytes came to.
+pub enum Event {
+    /// The whole response: send it; the exchange is over.
+    Whole(Response),
+    /// The response's head (its body to be relayed as [`Event::Data`]
+    /// comes), and the body's length when known.
+    Head(Response, Option<u64>),
+    Data(Vec<u8>),
+    /// The body is complete.
+    End,
+}
+
+/// How the exchange failed.
+pub struct Failed {
+    pub error: GatewayError,
+    /// Nothing of the answer had come (a kept connection the backend
+    /// closed meanwhile: a replayable request may be sent again).
+    pub nothing_yet: bool,
+}
+
+impl Site {
+    /// Whether the event loop can run this HTTP backend exchange itself: a
+    /// plain `http://` or unix backend named by address (no resolver), and
+    /// no WebSocket upgrade. Others (TLS, tunnels) run on a worker thread.
+    pub fn http_on_loop(gw: &Gateway, head: &RequestHead) -> bool {
+        let Some(plan) = gw.http.as_ref() else { return false };
+        let by_address = match &gw.backend.addr {
+            FcgiAddr::Unix(_) => true,
+            FcgiAddr::Tcp { host, .. } => host.parse::<std::net::IpAddr>().is_ok(),
+            FcgiAddr::Pool(_) => false,
+        };
+        by_address && plan.origin.tls_name.is_none() && !(plan.origin.websocket && super::request::asks_websocket(head))
+    }
+
+    /// Starts an exchange for the loop, its body (if any) read whole.
+    pub fn http_relay(&self, gateway: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: Option<&[u8]>) -> Result<HttpRelay, (Box<Gateway>, GatewayError)> {
+        if let Some(left) = self.caches.http_backends.in_error(&gateway.backend.addr) {
+            let why = format!("proxy: HTTP: backend {} is in error state for {} s more (retry=)", gateway.backend_name(), left.as_secs() + 1);
+            return Err((gateway, GatewayError { status: 503, why }));
+        }
+        let body = body.filter(|b| gateway.takes_body() && !b.is_empty());
+        let framing = body.map_or(BodyFraming::None, |b| BodyFraming::Length(b.len() as u64));
+        let mut request = self.backend_head(&gateway, head, conn, framing, false);
+        request.extend_from_slice(body.unwrap_or_default());
+        let replayable = super::replayable(head.method(), framing);
+        Ok(HttpRelay { gateway, request, replayable, is_head: head.method() == "HEAD", got: Vec::new(), state: State::Head })
+    }
+}
+
+impl HttpRelay {
+    pub fn origin(&self) -> &HttpOrigin {
+        &self.gateway.http.as_ref().expect("an HTTP plan").origin
+    }
+
+    /// The exchange is over and its connection may take another request.
+    pub fn reusable(&self) -> bool {
+        matches!(self.state, State::Done { reusable: true })
+    }
+
+    /// Whether the client's response has begun (then a failure can only
+    /// cut it short).
+    pub fn streaming(&self) -> bool {
+        matches!(self.state, State::Streaming { .. } | State::Done { .. })
+    }
+
+    /// Takes bytes read from the backend.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        match &mut self.state {
+            State::Head => self.got.extend_from_slice(bytes),
+            State::Whole { reader, .. } | State::Streaming { reader, .. } => reader.feed(bytes),
+            // Bytes after a complete answer: the connection is not kept.
+            State::Done { reusable } => *reusable = false,
+        }
+    }
+
+    /// The next event the bytes fed so far make, None until more come.
+    pub fn next_event(&mut self, site: &Site, head: &RequestHead, conn: &ConnInfo) -> Result<Option<Event>, Failed> {
+        match &mut self.state {
+            State::Head => self.parse_head(site, head, conn),
+            State::Whole { body, reader, .. } => {
+                reader.decode(body).map_err(|why| body_failed(&self.gateway, &why))?;
+                if !reader.done() {
+                    return Ok(None);
+                }
+                let State::Whole { mut response, body, reader, keep } = std::mem::replace(&mut self.state, State::Head) else { unreachable!() };
+                self.state = State::Done { reusable: keep && reader.clean_end() };
+                response.body = Body::Bytes(body);
+                Ok(Some(Event::Whole(response)))
+            }
+            State::Streaming { reader, keep } => {
+                let mut out = Vec::new();
+                reader.decode(&mut out).map_err(|why| body_failed(&self.gateway, &why))?;
+                if !out.is_empty() {
+                    return Ok(Some(Event::Data(out)));
+                }
+                if !reader.done() {
+                    return Ok(None);
+                }
+                self.state = State::Done { reusable: *keep && reader.clean_end() };
+                Ok(Some(Event::End))
+            }
+            State::Done { .. } => Ok(None),
+        }
+    }
+
+    /// The backend closed the connection (or reset it): the end of a body
+    /// that runs until then, a failure otherwise.
+    pub fn closed(&mut self, why: Option<&std::io::Error>) -> Result<(), Failed> {
+        let name = self.gateway.backend_name();
+        match &mut self.state {
+            State::Head => {
+                let nothing_yet = self.got.is_empty();
+                let what = why.map_or_else(|| "connection closed before the response head".to_string(), ToString::to_string);
+                Err(Failed { error: GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {what}") }, nothing_yet })
+            }
+            State::Whole { reader, .. } | State::Streaming { reader, .. } => match (why, reader.input_closed()) {
+                (None, Ok(())) => Ok(()),
+                (Some(e), _) => Err(body_failed(&self.gateway, &e.to_string())),
+                (None, Err(what)) => Err(body_failed(&self.gateway, &what)),
+            },
+            State::Done { reusable } => {
+                *reusable = false;
+                Ok(())
+            }
+        }
+    }
+
+    /// ProxyTimeout ran out waiting for the backend.
+    pub fn timed_out(&self) -> GatewayError {
+        let name = self.gateway.backend_name();
+        let why = match self.state {
+            State::Head => format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)"),
+            _ => format!("proxy: HTTP: error reading the response body from {name}: timed out (ProxyTimeout)"),
+        };
+        GatewayError { status: 504, why }
+    }
+
+    /// The backend could not be reached: it is not tried again for its
+    /// `retry=` time.
+    pub fn connect_failed(&self, site: &Site, e: &std::io::Error) -> GatewayError {
+        site.caches.http_backends.mark_down(&self.gateway.backend.addr, self.origin().retry);
+        GatewayError { status: 503, why: format!("proxy: HTTP: attempt to connect to {} failed: {e}", self.gateway.backend_name()) }
+    }
+
+    /// Sending the request failed: for the caller to retry or answer.
+    pub fn send_failed(&self, e: &std::io::Error) -> Failed {
+        let why = format!("proxy: HTTP: error sending the request to {}: {e}", self.gateway.backend_name());
+        Failed { error: GatewayError { status: 502, why }, nothing_yet: self.got.is_empty() && matches!(self.state, State::Head) }
+    }
+
+    /// Ready to send the request again on a new connection.
+    pub fn restart(&mut self) {
+        self.got.clear();
+        self.state = State::Head;
+    }
+
+    fn parse_head(&mut self, site: &Site, head: &RequestHead, conn: &ConnInfo) -> Result<Option<Event>, Failed> {
+        let (answer, used) = match response::parse(&self.got, self.is_head, false) {
+            Ok(Parsed::Partial) => return Ok(None),
+            Ok(Parsed::Final(h, used)) => (h, used),
+            Err(why) => {
+                let why = format!("proxy: HTTP: error reading the status line from {}: {why}", self.gateway.backend_name());
+                return Err(Failed { error: GatewayError { status: 502, why }, nothing_yet: false });
+            }
+        };
+        let mut reader = BodyReader::new(answer.framing, self.got.split_off(used));
+        self.got.clear();
+        let keep = answer.keep_alive && self.gateway.backend.reuse;
+        let mut response = match site.answer_head(&self.gateway, head, conn, answer.status, answer.fields) {
+            Answered::Proxied(r) => r,
+            Answered::Overridden(page) => {
+                // The backend's body is not read: its connection is not kept.
+                self.state = State::Done { reusable: false };
+                return Ok(Some(Event::Whole(page)));
+            }
+        };
+        match answer.framing {
+            Framing::Empty => {
+                super::keep_head_length(&mut response, self.is_head);
+                self.state = State::Done { reusable: keep && reader.clean_end() };
+                Ok(Some(Event::Whole(response)))
+            }
+            Framing::Length(n) if n <= READ_WHOLE => {
+                let mut body = Vec::with_capacity(n as usize);
+                reader.decode(&mut body).map_err(|why| body_failed(&self.gateway, &why))?;
+                self.state = State::Whole { response, body, reader, keep };
+                self.next_event(site, head, conn)
+            }
+            framing => {
+                self.state = State::Streaming { reader, keep };
+                Ok(Some(Event::Head(response, if let Framing::Length(n) = framing { Some(n) } else { None })))
+            }
+        }
+    }
+}
+
+fn body_failed(gw: &Gateway, why: &str) -> Failed {
+    let status = if why.contains("timed out") { 504 } else { 502 };
+    Failed { error: GatewayError { status, why: format!("proxy: HTTP: error reading the response body from {}: {why}", gw.backend_name()) }, nothing_yet: false }
+}
+
+/// The timeout for a new connection: `connectiontimeout=`, else the exchange's.
+pub fn connect_timeout(relay: &HttpRelay) -> Duration {
+    relay.origin().connect_timeout.unwrap_or(relay.gateway.timeout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_decode_fed_in_pieces() {
+        let mut r = BodyReader::new(Framing::Chunked, Vec::new());
+        let mut out = Vec::new();
+        for piece in [&b"5\r\nhel"[..], b"lo\r\n", b"0\r", b"\n\r\n"] {
+            r.feed(piece);
+            r.decode(&mut out).unwrap();
+        }
+        assert_eq!(out, b"hello");
+        assert!(r.clean_end());
+        let mut until_close = BodyReader::new(Framing::UntilClose, b"ab".to_vec());
+        let mut out = Vec::new();
+        until_close.decode(&mut out).unwrap();
+        assert!(!until_close.done());
+        until_close.input_closed().unwrap();
+        assert!(until_close.done() && !until_close.clean_end());
+        let mut short = BodyReader::new(Framing::Length(4), b"ab".to_vec());
+        short.decode(&mut Vec::new()).unwrap();
+        assert!(short.input_closed().is_err());
+    }
+}

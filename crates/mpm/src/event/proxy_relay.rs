@@ -1,0 +1,436 @@
+//! HTTP proxying (mod_proxy_http) on the event loop, for HTTP/1.1 clients:
+//! a non-blocking connection to the backend joins the epoll set, the
+//! request (head and a body the loop has read whole) goes out as one
+//! write, and the answer is fed to the handler's sans-IO
+//! [`HttpRelay`] as it comes: a small answer is sent whole, a larger one
+//! relayed to the client as it arrives, read from the backend only while
+//! the client keeps up. Connections whose answer ended cleanly are kept in
+//! the loop's own idle set ([`IdleBackends`]) for the next request; one the
+//! backend closed meanwhile gets a replayable request sent again on a new
+//! connection. ProxyTimeout is the connection's deadline on the loop's
+//! timers. What the loop cannot do without blocking (TLS to the backend,
+//! WebSocket upgrades, a body spooled to a file, a backend named by host
+//! name) goes to a worker thread as before.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::time::Instant;
+
+use nix::sys::epoll::{EpollEvent, EpollFlags};
+use socket2::{Domain, SockAddr, Socket, Type};
+use warren_config::{FcgiAddr, LogLevel};
+use warren_handler::compress::StreamEncoder;
+use warren_handler::fastcgi::{Gateway, GatewayError};
+use warren_handler::proxy_http::relay::{connect_timeout, Event, Failed, HttpRelay};
+use warren_handler::spool::Spooled;
+use warren_handler::{Body, Outcome, Site};
+use warren_http::h1::{BodyFramer, ShortBody};
+use warren_http::Phase;
+
+use crate::exchange::{Chunk, Exchange, Output};
+use crate::fastcgi::on_loop::FedByLoop;
+use super::{EventLoop, TOKEN_HTTP_UPSTREAM};
+
+/// A relayed answer stops being read from the backend while this much
+/// waits for the client.
+const HIGH_WATER: u64 = 256 * 1024;
+
+/// An exchange with an HTTP backend that the loop drives.
+pub(super) struct ProxyRelay {
+    socket: Socket,
+    /// False until a TCP connect in progress completes.
+    connected: bool,
+    /// Kept from an earlier exchange: the backend may have closed it.
+    reused: bool,
+    sent: usize,
+    exchange: HttpRelay,
+    /// Edge-triggered readiness, as last reported and not yet used up.
+    readable: bool,
+    writable: bool,
+    /// The backend closed its side.
+    eof: bool,
+    /// The epoll said the backend hung up: after a short read, the end may
+    /// still wait to be read, and no new edge will say so.
+    hung_up: bool,
+    /// Once the client's head is out: how the body is framed (and
+    /// compressed) for it.
+    framing: Option<(BodyFramer, Option<StreamEncoder>)>,
+}
+
+/// The loop's kept connections to HTTP backends.
+#[derive(Default)]
+pub(super) struct IdleBackends {
+    list: Vec<IdleBackend>,
+}
+
+struct IdleBackend {
+    addr: FcgiAddr,
+    since: Instant,
+    socket: Socket,
+}
+
+impl IdleBackends {
+    /// A kept connection to `addr` younger than `ttl` and still open.
+    fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>) -> Option<Socket> {
+        self.list.retain(|c| ttl.is_none_or(|t| c.addr != *addr || c.since.elapsed() < t));
+        while let Some(i) = self.list.iter().rposition(|c| c.addr == *addr) {
+            let c = self.list.swap_remove(i);
+            if idle_and_open(&c.socket) {
+                return Some(c.socket);
+            }
+        }
+        None
+    }
+
+    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket) {
+        if self.list.iter().filter(|c| c.addr == *addr).count() < max {
+            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket });
+        }
+    }
+}
+
+/// Neither closed by the backend nor sent on since its last answer.
+fn idle_and_open(s: &Socket) -> bool {
+    let mut b = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    matches!(s.peek(&mut b), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+}
+
+/// A non-blocking connection to `addr`: Ok((socket, connected)).
+fn connect(addr: &FcgiAddr) -> io::Result<(Socket, bool)> {
+    let (domain, target) = match addr {
+        FcgiAddr::Unix(path) => (Domain::UNIX, SockAddr::unix(path)?),
+        FcgiAddr::Tcp { host, port } => {
+            let ip: std::net::IpAddr = host.parse().map_err(|_| io::Error::other(format!("{host} is no address")))?;
+            let sa = SocketAddr::new(ip, *port);
+            (Domain::for_address(sa), SockAddr::from(sa))
+        }
+        FcgiAddr::Pool(name) => return Err(io::Error::other(format!("pool {name} is no HTTP backend"))),
+    };
+    let socket = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), None)?;
+    if domain != Domain::UNIX {
+        let _ = socket.set_tcp_nodelay(true);
+    }
+    match socket.connect(&target) {
+        Ok(()) => Ok((socket, true)),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok((socket, false)),
+        // A unix socket with a full backlog: not worth waiting for on the loop.
+        Err(e) => Err(e),
+    }
+}
+
+/// What one pass of relaying came to.
+enum Step {
+    Again,
+    Wait,
+    /// Failed; the client's head may have gone already.
+    Failed(Failed),
+    ClientGone,
+    /// The whole response, to send now.
+    Whole(warren_handler::Response),
+    /// The body is all relayed; the client may not have all of it yet.
+    Ended,
+}
+
+impl EventLoop {
+    /// Runs an HTTP backend exchange on the loop when it can; any other
+    /// gateway plan (FastCGI, CGI, an HTTP exchange the loop cannot do
+    /// without blocking) goes on as before.
+    pub(super) fn proxy_http(&mut self, slot: usize, gw: Box<Gateway>) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let body = match &c.body {
+            Some(Spooled::File(..)) => None,
+            Some(Spooled::Memory(b)) => Some(Some(b.as_slice())),
+            Some(Spooled::None) | None => Some(None),
+        };
+        let Some(body) = body.filter(|_| Site::http_on_loop(&gw, head)) else {
+            self.proxy(slot, gw);
+            return;
+        };
+        let exchange = match self.site.http_relay(gw, head, &c.info, body) {
+            Ok(x) => x,
+            Err((gw, e)) => return self.http_failed_early(slot, &gw, &e),
+        };
+        c.body = None;
+        let reuse = exchange.gateway.backend.reuse;
+        let kept = if reuse { self.proxy_idle.take(&exchange.gateway.backend.addr, exchange.origin().ttl) } else { None };
+        self.backend_connect(slot, exchange, kept);
+    }
+
+    /// Starts the exchange on `kept`, or on a new connection.
+    fn backend_connect(&mut self, slot: usize, exchange: HttpRelay, kept: Option<Socket>) {
+        let reused = kept.is_some();
+        let (socket, connected) = match kept {
+            Some(s) => (s, true),
+            None => match connect(&exchange.gateway.backend.addr) {
+                Ok(x) => x,
+                Err(e) => {
+                    let err = exchange.connect_failed(&self.site, &e);
+                    return self.http_failed_early(slot, &exchange.gateway, &err);
+                }
+            },
+        };
+        let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
+        if let Err(e) = self.epoll.add(socket.as_fd(), EpollEvent::new(flags, TOKEN_HTTP_UPSTREAM + slot as u64)) {
+            let err = GatewayError { status: 503, why: format!("proxy: HTTP: cannot watch the connection to {}: {e}", exchange.gateway.backend_name()) };
+            return self.http_failed_early(slot, &exchange.gateway, &err);
+        }
+        let wait = if connected { exchange.gateway.timeout } else { connect_timeout(&exchange) };
+        let c = self.conns[slot].as_mut().expect("conn");
+        c.proxy_relay = Some(Box::new(ProxyRelay { socket, connected, reused, sent: 0, exchange, readable: false, writable: true, eof: false, hung_up: false, framing: None }));
+        c.h1.set_phase(Phase::Proxying);
+        c.deadline = Instant::now() + wait;
+    }
+
+    pub(super) fn http_upstream_ready(&mut self, slot: usize, flags: EpollFlags) {
+        let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
+        let Some(r) = c.proxy_relay.as_mut() else { return };
+        if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            r.readable = true;
+        }
+        if flags.intersects(EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            r.hung_up = true;
+        }
+        if flags.intersects(EpollFlags::EPOLLOUT | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+            r.writable = true;
+        }
+        if c.h1.phase() == Phase::Proxying {
+            self.drive(slot);
+        }
+    }
+
+    /// Relays as far as it can go without blocking. True when the
+    /// connection has moved on to another phase and should be driven on.
+    pub(super) fn relay_http(&mut self, slot: usize) -> bool {
+        loop {
+            match self.http_step(slot) {
+                Step::Again => {}
+                Step::Wait => return false,
+                Step::ClientGone => {
+                    self.conns[slot].as_mut().expect("conn").proxy_relay = None;
+                    self.abort(slot);
+                    return false;
+                }
+                Step::Whole(resp) => {
+                    self.backend_done(slot);
+                    self.respond(slot, resp);
+                    return true;
+                }
+                Step::Ended => {
+                    self.backend_done(slot);
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    c.h1.set_phase(Phase::Writing);
+                    c.deadline = Instant::now() + self.rules.timeout;
+                    return true;
+                }
+                Step::Failed(f) => {
+                    let c = self.conns[slot].as_mut().expect("conn");
+                    let r = c.proxy_relay.as_mut().expect("relay");
+                    if f.nothing_yet && r.reused && r.exchange.replayable {
+                        self.site.hosts[r.exchange.gateway.host].error_log.log(LogLevel::Debug, Some(c.info.useragent), &format!("proxy: HTTP: kept connection to {} was closed; sending the request on a new one", r.exchange.gateway.backend_name()));
+                        let mut r = c.proxy_relay.take().expect("relay");
+                        r.exchange.restart();
+                        self.backend_connect(slot, r.exchange, None);
+                        return true;
+                    }
+                    return self.http_failed(slot, &f.error);
+                }
+            }
+        }
+    }
+
+    /// One pass: the client's output, the request to the backend, and what
+    /// the backend has sent.
+    fn http_step(&mut self, slot: usize) -> Step {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let r = c.proxy_relay.as_mut().expect("relaying");
+        if !c.out.is_empty() {
+            match c.out.flush(&c.stream) {
+                Ok(_) => c.deadline = Instant::now() + r.exchange.gateway.timeout,
+                Err(_) => return Step::ClientGone,
+            }
+            if c.out.pending() > HIGH_WATER {
+                return Step::Wait;
+            }
+        }
+        if !r.connected {
+            if !r.writable {
+                return Step::Wait;
+            }
+            match r.socket.take_error() {
+                Ok(None) => r.connected = true,
+                Ok(Some(e)) | Err(e) => {
+                    let error = r.exchange.connect_failed(&self.site, &e);
+                    return Step::Failed(Failed { error, nothing_yet: false });
+                }
+            }
+            c.deadline = Instant::now() + r.exchange.gateway.timeout;
+        }
+        while r.sent < r.exchange.request.len() {
+            match (&r.socket).write(&r.exchange.request[r.sent..]) {
+                Ok(n) => r.sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    r.writable = false;
+                    return Step::Wait;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Step::Failed(r.exchange.send_failed(&e)),
+            }
+        }
+        if r.readable && !r.eof {
+            match (&r.socket).read(&mut self.scratch_in) {
+                Ok(0) => {
+                    r.eof = true;
+                    if let Err(f) = r.exchange.closed(None) {
+                        return Step::Failed(f);
+                    }
+                }
+                Ok(n) => {
+                    r.exchange.feed(&self.scratch_in[..n]);
+                    if n < self.scratch_in.len() && !r.hung_up {
+                        r.readable = false;
+                    }
+                    c.deadline = Instant::now() + r.exchange.gateway.timeout;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => r.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    r.eof = true;
+                    if let Err(f) = r.exchange.closed(Some(&e)) {
+                        return Step::Failed(f);
+                    }
+                }
+            }
+        }
+        let head = c.req.as_ref().and_then(|x| x.head.as_ref()).expect("head");
+        let mut events = Vec::new();
+        let failure = loop {
+            match r.exchange.next_event(&self.site, head, &c.info) {
+                Ok(None) => break None,
+                Ok(Some(e)) => {
+                    let last = matches!(e, Event::Whole(_) | Event::End);
+                    events.push(e);
+                    if last {
+                        break None;
+                    }
+                }
+                Err(f) => break Some(f),
+            }
+        };
+        let progress = !events.is_empty();
+        let ex = c.req.as_mut().expect("request in flight");
+        for event in events {
+            match event {
+                Event::Whole(resp) => return Step::Whole(resp),
+                Event::Head(mut resp, len) => {
+                    resp.body = Body::Stream { source: Box::new(FedByLoop), len };
+                    c.out.encode(ex, resp, &self.site, &mut self.date, &mut self.scratch_out);
+                    let mut st = c.out.streaming.take().expect("a streamed body");
+                    r.framing = Some((st.framer, st.source.take_encoder()));
+                }
+                Event::Data(d) => {
+                    let (framer, encoder) = r.framing.as_mut().expect("data comes after the head");
+                    queue_piece(&mut c.out, framer, encoder, ex, d);
+                }
+                Event::End => {
+                    let (framer, encoder) = r.framing.as_mut().expect("the end comes after the head");
+                    if let Some(mut encoder) = encoder.take() {
+                        let mut last = Vec::new();
+                        let _ = encoder.finish(&mut last);
+                        queue_piece(&mut c.out, framer, &mut None, ex, last);
+                    }
+                    match framer.finish() {
+                        Err(ShortBody) => {
+                            let why = format!("proxy: HTTP: {} sent less than its Content-Length", r.exchange.gateway.backend_name());
+                            return Step::Failed(Failed { error: GatewayError { status: 502, why }, nothing_yet: false });
+                        }
+                        Ok(last) if !last.is_empty() => {
+                            c.out.queue.push_back(Chunk::Bytes(last.to_vec()));
+                            ex.bytes_sent += last.len() as u64;
+                        }
+                        Ok(_) => {}
+                    }
+                    return Step::Ended;
+                }
+            }
+        }
+        if let Some(f) = failure {
+            return Step::Failed(f);
+        }
+        if progress || (r.readable && !r.eof) {
+            Step::Again
+        } else {
+            Step::Wait
+        }
+    }
+
+    /// The exchange is over: its connection goes back to the idle set if
+    /// it may serve another request, else it is closed.
+    fn backend_done(&mut self, slot: usize) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let Some(r) = c.proxy_relay.take() else { return };
+        let _ = self.epoll.delete(r.socket.as_fd());
+        if r.exchange.reusable() && !r.eof {
+            self.proxy_idle.put(&r.exchange.gateway.backend.addr, r.exchange.origin().max_idle, r.socket);
+        }
+    }
+
+    /// The exchange failed: an error answer if the client's head has not
+    /// gone yet, else the client's connection is closed (its body cut
+    /// short). True when the connection should be driven on.
+    fn http_failed(&mut self, slot: usize, e: &GatewayError) -> bool {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let r = c.proxy_relay.take().expect("relay");
+        if r.exchange.streaming() {
+            self.site.hosts[r.exchange.gateway.host].error_log.error(Some(c.info.useragent), &e.why);
+            self.abort(slot);
+            return false;
+        }
+        self.http_failed_early(slot, &r.exchange.gateway, e);
+        true
+    }
+
+    /// The error answer of an exchange whose answer has not begun.
+    fn http_failed_early(&mut self, slot: usize, gw: &Gateway, e: &GatewayError) {
+        let c = self.conns[slot].as_mut().expect("conn");
+        c.proxy_relay = None;
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let page = self.site.gateway_failed(gw, head, &c.info, e);
+        let outcome = self.site.follow_error_document(Outcome::Ready(page), head, &c.info);
+        self.settle(slot, outcome);
+    }
+
+    /// ProxyTimeout ran out: 504, or the connection closed if the answer
+    /// had begun.
+    pub(super) fn http_relay_expired(&mut self, slot: usize) {
+        let c = self.conns[slot].as_ref().expect("conn");
+        let e = c.proxy_relay.as_ref().expect("relay").exchange.timed_out();
+        if self.http_failed(slot, &e) {
+            self.drive(slot);
+        }
+    }
+}
+
+/// Frames (and compresses) a piece of the relayed body and queues it for the client.
+fn queue_piece(out: &mut Output, framer: &mut BodyFramer, encoder: &mut Option<StreamEncoder>, ex: &mut Exchange, mut data: Vec<u8>) {
+    if !framer.sends() || data.is_empty() {
+        return;
+    }
+    if let Some(e) = encoder.as_mut() {
+        let mut encoded = Vec::with_capacity(data.len() / 2 + 64);
+        // Encoding into memory fails only on a broken encoder state; the
+        // client then gets what was encoded so far and a cut body.
+        if e.piece(&data, &mut encoded).is_err() {
+            *encoder = None;
+        }
+        data = encoded;
+        if data.is_empty() {
+            return;
+        }
+    }
+    let (payload, framed) = framer.frame(data);
+    ex.body_bytes += payload;
+    ex.bytes_sent += framed.len() as u64;
+    out.queue.push_back(Chunk::Bytes(framed));
+}

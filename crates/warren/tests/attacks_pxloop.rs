@@ -1,0 +1,110 @@
+//! Attacks on proxying as the event loop does it (and, the same rules, on
+//! the other MPMs' threads), played by a hostile or broken HTTP backend
+//! that tries to get its bytes to a client they are not for: a body longer
+//! than its Content-Length (the surplus must never become the next
+//! request's answer), an unasked second answer sent after the first, a
+//! head larger than warren takes, a head that smuggles a line break or
+//! announces two lengths. Each gets a 502 or its own client's answer only,
+//! and the clients' connections go on.
+
+mod common;
+#[path = "proxy_http/backend.rs"]
+#[allow(dead_code)]
+mod backend;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use backend::ask;
+use common::*;
+
+/// Reads one request head.
+fn read_head(s: &mut TcpStream) -> Option<String> {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => got.push(byte[0]),
+            _ => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&got).into_owned())
+}
+
+/// The hostile backend: what it answers to each path; `/n` tells which
+/// request number of all it is, so that a misdelivered answer shows.
+fn hostile(mut s: TcpStream, count: Arc<AtomicUsize>) {
+    while let Some(head) = read_head(&mut s) {
+        let n = count.fetch_add(1, Ordering::SeqCst);
+        let path = head.split(' ').nth(1).unwrap_or("").to_string();
+        let own = format!("answer {n}");
+        let plain = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{own}", own.len());
+        let reply = match path.as_str() {
+            // The surplus looks like an answer of its own.
+            "/longer" => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstolen".to_string(),
+            "/second" => format!("{plain}HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nstolen"),
+            "/huge" => format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 2\r\n\r\nok", "a".repeat(70 * 1024)),
+            "/split" => "HTTP/1.1 200 OK\r\nX-A: 1\rSet-Cookie: evil=1\r\nContent-Length: 2\r\n\r\nok".to_string(),
+            "/twolengths" => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 6\r\n\r\nokokok".to_string(),
+            _ => plain,
+        };
+        if s.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn start_hostile() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            let count = count.clone();
+            std::thread::spawn(move || hostile(s, count));
+        }
+    });
+    port
+}
+
+fn get(path: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n")
+}
+
+fn surplus_never_reaches_another_request(mpm: &str) {
+    let port = start_hostile();
+    let s = Server::start(mpm, &format!("ProxyPass /h/ http://127.0.0.1:{port}/\n"));
+    for path in ["/h/longer", "/h/second"] {
+        let mut c = s.connect();
+        let r = ask(&mut c, &get(path), false);
+        assert_eq!(r.status, 200, "{path}");
+        assert_ne!(r.text(), "stolen");
+        // Every later request, on this client connection and on others,
+        // gets the answer the backend gave it.
+        for _ in 0..3 {
+            let r = ask(&mut c, &get("/h/plain"), false);
+            assert!(r.text().starts_with("answer "), "{path}: {}", r.text());
+            let mut other = s.connect();
+            let r = ask(&mut other, &get("/h/plain"), false);
+            assert!(r.text().starts_with("answer "), "{path}: {}", r.text());
+        }
+    }
+}
+
+fn broken_heads_get_502(mpm: &str) {
+    let port = start_hostile();
+    let s = Server::start(mpm, &format!("ProxyPass /h/ http://127.0.0.1:{port}/\n"));
+    let mut c = s.connect();
+    for path in ["/h/huge", "/h/split", "/h/twolengths"] {
+        let r = ask(&mut c, &get(path), false);
+        assert_eq!(r.status, 502, "{path}: {:?}", r.headers);
+        assert!(r.header("Set-Cookie").is_none());
+        assert!(ask(&mut c, &get("/h/plain"), false).text().starts_with("answer "), "after {path}");
+    }
+    let log = s.wait_log("error.log", "conflicting Content-Length");
+    assert!(log.contains(&format!("error reading the status line from 127.0.0.1:{port}")), "{log}");
+}
+
+each_mpm!(surplus_never_reaches_another_request, broken_heads_get_502);
