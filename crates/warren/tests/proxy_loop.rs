@@ -218,4 +218,40 @@ fn slow_client_and_others_served(mpm: &str) {
     assert_eq!(dechunk(&rest).unwrap().0.len(), n);
 }
 
-each_mpm!(answers_in_pieces, kept_connection_closed_between_requests, stall_past_proxy_timeout, slow_client_and_others_served);
+/// Each request answered with its number on the connection, cacheable.
+fn numbered_cacheable(n: usize, mut s: TcpStream) {
+    let mut served = 0;
+    while read_head(&mut s).is_some() {
+        served += 1;
+        let text = format!("answer {n}.{served}");
+        let _ = write!(s, "HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nContent-Length: {}\r\n\r\n{text}", text.len());
+    }
+}
+
+/// A proxied answer under CacheEnable is stored and served from the cache
+/// (the loop leaves such a request to the thread path, where the cache
+/// captures answers): the backend is asked once for two requests.
+fn cached_answers_are_not_taken_by_the_loop(mpm: &str) {
+    let b = Scripted::start(numbered_cacheable);
+    let dir = TempDir::new(&format!("proxy-loop-cache-{mpm}"));
+    standard_site(&dir);
+    let root = dir.0.join("cache");
+    std::fs::create_dir(&root).unwrap();
+    let _ = std::os::unix::fs::chown(&root, Some(nobody()), None);
+    let conf = format!("ProxyPass /c/ http://127.0.0.1:{}/\nCacheRoot {}\nCacheEnable disk /c/\n", b.port, root.display());
+    let s = Server::start_in(dir, mpm, &conf);
+    let first = s.get("/c/page");
+    assert_eq!((first.status, first.text()), (200, "answer 0.1".to_string()));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let again = s.get("/c/page");
+        if again.header("Cache-Status").is_some_and(|v| v.contains("hit")) {
+            assert_eq!(again.text(), "answer 0.1");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never a hit: {:?} {}", again.header("Cache-Status"), s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+each_mpm!(cached_answers_are_not_taken_by_the_loop, answers_in_pieces, kept_connection_closed_between_requests, stall_past_proxy_timeout, slow_client_and_others_served);

@@ -67,6 +67,11 @@ impl Site {
     /// no WebSocket upgrade. Others (TLS, tunnels) run on a worker thread.
     pub fn http_on_loop(gw: &Gateway, head: &RequestHead) -> bool {
         let Some(plan) = gw.http.as_ref() else { return false };
+        // A balancer's choice and the response cache's capture are made on
+        // a thread (see Gateway::needs_thread).
+        if gw.balanced.is_some() || gw.capture.is_some() {
+            return false;
+        }
         let by_address = match &gw.backend.addr {
             FcgiAddr::Unix(_) => true,
             FcgiAddr::Tcp { host, .. } => host.parse::<std::net::IpAddr>().is_ok(),
