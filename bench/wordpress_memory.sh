@@ -3,7 +3,8 @@
 # front end) in one small memory cgroup, siege -c C for T, N runs in a row of each front end, and
 # per run: OOM kills (and of which process, from the kernel's log), failed transactions, trans/s,
 # and the cgroup's sampled peaks (usage with page cache; rss+shmem, also as a share of the limit;
-# the most PHP processes at once, masters included).
+# the most PHP processes at once, masters included); at the end a Markdown table of every run
+# and a summary per front end, to paste.
 # warren-pool runs with pm.max_children auto (FPM_MAX_CHILDREN=auto); nginx's php-fpm keeps its 5.
 #
 #   bench/wordpress_memory.sh                     # N=3 runs of warren-pool and nginx, 128M, -c 50, 20 s
@@ -28,6 +29,7 @@ oom_kills() { find "$cg" -name memory.oom_control -exec awk '$1=="oom_kill"{s+=$
 # The kernel's "Killed process PID (name)" lines since line $1 of its log, as "name name ...".
 victims() { dmesg 2>/dev/null | tail -n +$(( $1 + 1 )) | grep -o 'Killed process [0-9]* ([^)]*)' | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
 mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
+rows=$out/runs.tsv; : > "$rows"
 limit_mib=$(numfmt --from=iec "$LIMIT" | awk '{printf "%.1f", $1/1048576}')
 
 printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php"
@@ -35,9 +37,11 @@ for run in $(seq 1 "$N"); do
   for front in "${fronts[@]}"; do
     dir=$out/run$run; mkdir -p "$dir"
     before=$(dmesg 2>/dev/null | wc -l)
-    # PHP processes in the cgroup and those below it (the pools' own), sampled while the run lasts.
-    ( most=0; while sleep 0.5; do
+    # PHP processes in the cgroup and those below it (the pools' own), sampled while the run lasts:
+    # the most at once, and how many when (seconds since the front end was started).
+    ( most=0; t0=$(date +%s.%N); : > "$dir/$front.php-timeline.txt"; while sleep 0.5; do
         n=$(cat $(find "$cg" -name cgroup.procs 2>/dev/null) 2>/dev/null | while read -r p; do cat /proc/$p/comm 2>/dev/null; done | grep -c '^php')
+        echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') $n" >> "$dir/$front.php-timeline.txt"
         [ "$n" -gt "$most" ] && most=$n && echo "$most" > "$dir/$front.php.txt"
       done ) &
     sampler=$!
@@ -56,9 +60,28 @@ for run in $(seq 1 "$N"); do
     # Kills in the pools' own cgroups (gone with warren) are in the kernel's count, not the report's.
     [ "${nkilled:-0}" -gt "${kills:-0}" ] && kills=$nkilled
     printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" >> "$rows"
     if [ "$front" != nginx ] && [ -f /tmp/wp-warren/error.log ]; then
       grep -E 'pm.max_children auto|memory pressure|grew to|cgroups' /tmp/wp-warren/error.log > "$dir/$front.decisions.txt" 2>/dev/null
     fi
   done
 done
-echo "outputs (siege, samples, cgroup reports, warren's sizing decisions): $out/run*/"
+# To paste: every run, then per front end the totals and the spread.
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+echo
+echo "LIMIT=$LIMIT C=$C T=$T N=$N, $(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $load"
+echo
+echo "| front | run | trans/s | failed | OOM kills | killed | peak usage MiB | peak rss+shmem MiB | of limit | PHP processes |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10}' "$rows"
+echo
+echo "| front | runs | trans/s min / median / max | failed (sum) | OOM kills (sum) | peak rss+shmem max MiB |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for front in "${fronts[@]}"; do
+  awk -F'\t' -v f="$front" '$1==f {n++; r[n]=$3+0; failed+=$4; kills+=$5; if ($8+0>peak) peak=$8+0}
+    END {if (!n) exit; for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (r[j]<r[i]) {t=r[i]; r[i]=r[j]; r[j]=t}
+         med = n%2 ? r[(n+1)/2] : (r[n/2]+r[n/2+1])/2
+         printf "| %s | %d | %.1f / %.1f / %.1f | %d | %d | %.1f |\n", f, n, r[1], med, r[n], failed, kills, peak}' "$rows"
+done
+echo
+echo "outputs (siege, samples, cgroup reports, warren's sizing decisions, PHP processes over time): $out/run*/"
