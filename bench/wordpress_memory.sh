@@ -11,7 +11,9 @@
 #   N=5 LIMIT=64M bench/wordpress_memory.sh warren-pool nginx
 #
 # Env: N (3), LIMIT (128M), C (50), T (20S), KIT (../shared/wordpress), OUT (/tmp/wp-memory),
-# WARREN (target/release/warren). Needs the kit's wp-setup.sh to have run once (siege, MariaDB, WP).
+# WARREN (target/release/warren), DB_CNF (a MariaDB config to run instead of the kit's my.cnf, e.g.
+# bench/wordpress_mariadb_64m.cnf for 64M: the kit is copied under $OUT with it).
+# Needs the kit's wp-setup.sh to have run once (siege, MariaDB, WP).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit=${KIT:-$root/../shared/wordpress}
@@ -22,6 +24,10 @@ export WARREN=${WARREN:-$root/target/release/warren}
 cg=${WP_CGROUP:-/sys/fs/cgroup/memory/vps256}
 command -v siege >/dev/null || { echo "siege is missing: run $kit/wp-setup.sh once" >&2; exit 2; }
 mkdir -p "$out"
+if [ -n "${DB_CNF:-}" ]; then
+  # The kit's scripts find my.cnf beside them: a copy with ours.
+  rm -rf "$out/kit"; cp -r "$kit" "$out/kit"; cp "$DB_CNF" "$out/kit/my.cnf"; kit=$out/kit
+fi
 
 # OOM kills in the cgroup and in those below it (cgroup v1 counts a kill only in the cgroup whose
 # limit it was for: warren's pools have cgroups of their own).
@@ -49,14 +55,16 @@ for run in $(seq 1 "$N"); do
     kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
     php=$(cat "$dir/$front.php.txt" 2>/dev/null || echo "?")
     # wp-bench.sh stops the stack: the counters are read from its outputs, the kills from the kernel.
-    kills=$(awk '/oom_kill/ {for (i=1;i<=NF;i++) if ($i=="oom_kill") print $(i+1)}' "$dir/$front.mem.txt" 2>/dev/null | tail -1)
     who=$(victims "$before")
     nkilled=$(dmesg 2>/dev/null | tail -n +$(( before + 1 )) | grep -c 'Killed process')
-    rate=$(awk -F: '/Transaction rate/ {gsub(/[^0-9.]/,"",$2); print $2}' "$dir/$front.siege.txt")
-    failed=$(awk -F: '/Failed transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt")
-    usage=$(grep -o 'usage [0-9.]* MiB' "$dir/$front.sample.txt" | awk '{print $2}')
-    anon=$(grep -o 'rss+shmem [0-9.]* MiB' "$dir/$front.sample.txt" | awk '{print $2}')
-    share=$(awk -v a="${anon:-0}" -v l="$limit_mib" 'BEGIN{printf "%.0f %%", 100*a/l}')
+    # No siege output: the stack did not serve (wp-bench.sh says why in $front.bench.txt).
+    rate=$(awk -F: '/Transaction rate/ {gsub(/[^0-9.]/,"",$2); print $2}' "$dir/$front.siege.txt" 2>/dev/null)
+    failed=$(awk -F: '/Failed transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt" 2>/dev/null)
+    usage=$(grep -o 'usage [0-9.]* MiB' "$dir/$front.sample.txt" 2>/dev/null | awk '{print $2}')
+    anon=$(grep -o 'rss+shmem [0-9.]* MiB' "$dir/$front.sample.txt" 2>/dev/null | awk '{print $2}')
+    [ -n "$rate" ] || rate="did not serve"
+    kills=$(awk '/oom_kill/ {for (i=1;i<=NF;i++) if ($i=="oom_kill") print $(i+1)}' "$dir/$front.mem.txt" "$dir/$front.start.txt" 2>/dev/null | sort -n | tail -1)
+    share=$([ -n "$anon" ] && awk -v a="$anon" -v l="$limit_mib" 'BEGIN{printf "%.0f %%", 100*a/l}' || echo "?")
     # Kills in the pools' own cgroups (gone with warren) are in the kernel's count, not the report's.
     [ "${nkilled:-0}" -gt "${kills:-0}" ] && kills=$nkilled
     printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php"
@@ -75,13 +83,14 @@ echo "| front | run | trans/s | failed | OOM kills | killed | peak usage MiB | p
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10}' "$rows"
 echo
-echo "| front | runs | trans/s min / median / max | failed (sum) | OOM kills (sum) | peak rss+shmem max MiB |"
-echo "| --- | --- | --- | --- | --- | --- |"
+echo "| front | runs | served | trans/s min / median / max | failed (sum) | OOM kills (sum) | peak rss+shmem max MiB |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 for front in "${fronts[@]}"; do
-  awk -F'\t' -v f="$front" '$1==f {n++; r[n]=$3+0; failed+=$4; kills+=$5; if ($8+0>peak) peak=$8+0}
-    END {if (!n) exit; for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (r[j]<r[i]) {t=r[i]; r[i]=r[j]; r[j]=t}
+  awk -F'\t' -v f="$front" '$1==f {runs++; kills+=$5} $1==f && $3 ~ /^[0-9.]+$/ {n++; r[n]=$3+0; failed+=$4; if ($8+0>peak) peak=$8+0}
+    END {if (!runs) exit; if (!n) {printf "| %s | %d | 0 | - | - | %d | - |\n", f, runs, kills; exit}
+         for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (r[j]<r[i]) {t=r[i]; r[i]=r[j]; r[j]=t}
          med = n%2 ? r[(n+1)/2] : (r[n/2]+r[n/2+1])/2
-         printf "| %s | %d | %.1f / %.1f / %.1f | %d | %d | %.1f |\n", f, n, r[1], med, r[n], failed, kills, peak}' "$rows"
+         printf "| %s | %d | %d | %.1f / %.1f / %.1f | %d | %d | %.1f |\n", f, runs, n, r[1], med, r[n], failed, kills, peak}' "$rows"
 done
 echo
 echo "outputs (siege, samples, cgroup reports, warren's sizing decisions, PHP processes over time): $out/run*/"
