@@ -301,7 +301,7 @@ impl Manager {
                     finishing += measured[i].used - measured[i].replaced;
                 }
             }
-            self.limit_cgroup(i, need, slack, headroom, measured[i].used, finishing);
+            self.limit_cgroup(i, need, slack, headroom, &measured[i], finishing);
         }
     }
 
@@ -350,8 +350,10 @@ impl Manager {
     /// While a php-fpm pool changes masters, what the replaced families
     /// hold (`finishing`) is allowed on top: the new master fills its own
     /// opcache and starts its children while the old ones serve what was
-    /// queued.
-    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, used: u64, finishing: u64) {
+    /// queued. Nor is the limit lowered while more children run than the
+    /// count: those going finish their requests first, and a request under
+    /// way may still take what a child took at its peak.
+    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, measured: &Measured, finishing: u64) {
         let Some(cgroups) = self.cgroups.as_mut() else { return };
         let version = cgroups.version;
         let name = self.pools[pool].config.name.clone();
@@ -364,8 +366,11 @@ impl Manager {
         if charged == 0 {
             return;
         }
-        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(used) + finishing;
-        let hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
+        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(measured.used) + finishing;
+        let mut hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
+        if measured.running > count {
+            hard = hard.max(cgroup.limit().unwrap_or(0));
+        }
         let soft = (allowance + need.per_child).min(hard);
         if let Err(e) = cgroup.set_limits(version, soft, hard) {
             self.log.warn(&format!("[pool {name}] {e}"));
