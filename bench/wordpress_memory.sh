@@ -33,7 +33,11 @@ fi
 # limit it was for: warren's pools have cgroups of their own).
 oom_kills() { find "$cg" -name memory.oom_control -exec awk '$1=="oom_kill"{s+=$2} END{print s+0}' {} + 2>/dev/null | awk '{s+=$1} END{print s+0}'; }
 # The kernel's "Killed process PID (name)" lines since line $1 of its log, as "name name ...".
-victims() { dmesg 2>/dev/null | tail -n +$(( $1 + 1 )) | grep -o 'Killed process [0-9]* ([^)]*)' | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
+# By the kernel's own time stamps (seconds since boot), not by line: the log is a ring that, once
+# full, keeps its number of lines while new ones push old ones out.
+since_boot() { awk '{print $1}' /proc/uptime; }
+kills_since() { dmesg 2>/dev/null | awk -v t="$1" '{s=$0; sub(/^\[ */,"",s); sub(/\].*/,"",s)} s+0 > t+0' | grep -o 'Killed process [0-9]* ([^)]*)'; }
+victims() { kills_since "$1" | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
 mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
 rows=$out/runs.tsv; : > "$rows"
 limit_mib=$(numfmt --from=iec "$LIMIT" | awk '{printf "%.1f", $1/1048576}')
@@ -42,7 +46,7 @@ printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' front run "trans/s" fai
 for run in $(seq 1 "$N"); do
   for front in "${fronts[@]}"; do
     dir=$out/run$run; mkdir -p "$dir"
-    before=$(dmesg 2>/dev/null | wc -l)
+    before=$(since_boot)
     # PHP processes in the cgroup and those below it (the pools' own), sampled while the run lasts:
     # the most at once, and how many when (seconds since the front end was started).
     ( most=0; t0=$(date +%s.%N); : > "$dir/$front.php-timeline.txt"; while sleep 0.5; do
@@ -56,7 +60,7 @@ for run in $(seq 1 "$N"); do
     php=$(cat "$dir/$front.php.txt" 2>/dev/null || echo "?")
     # wp-bench.sh stops the stack: the counters are read from its outputs, the kills from the kernel.
     who=$(victims "$before")
-    nkilled=$(dmesg 2>/dev/null | tail -n +$(( before + 1 )) | grep -c 'Killed process')
+    nkilled=$(kills_since "$before" | grep -c .)
     # No siege output: the stack did not serve (wp-bench.sh says why in $front.bench.txt).
     rate=$(awk -F: '/Transaction rate/ {gsub(/[^0-9.]/,"",$2); print $2}' "$dir/$front.siege.txt" 2>/dev/null)
     failed=$(awk -F: '/Failed transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt" 2>/dev/null)
