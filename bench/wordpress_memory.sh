@@ -3,14 +3,17 @@
 # front end) in one small memory cgroup, siege -c C for T, N runs in a row of each front end, and
 # per run: OOM kills (and of which process, from the kernel's log), failed transactions, trans/s,
 # and the cgroup's sampled peaks (usage with page cache; rss+shmem, also as a share of the limit;
-# the most PHP processes at once, masters included).
+# the most PHP processes at once, masters included); at the end a Markdown table of every run
+# and a summary per front end, to paste.
 # warren-pool runs with pm.max_children auto (FPM_MAX_CHILDREN=auto); nginx's php-fpm keeps its 5.
 #
 #   bench/wordpress_memory.sh                     # N=3 runs of warren-pool and nginx, 128M, -c 50, 20 s
 #   N=5 LIMIT=64M bench/wordpress_memory.sh warren-pool nginx
 #
 # Env: N (3), LIMIT (128M), C (50), T (20S), KIT (../shared/wordpress), OUT (/tmp/wp-memory),
-# WARREN (target/release/warren). Needs the kit's wp-setup.sh to have run once (siege, MariaDB, WP).
+# WARREN (target/release/warren), DB_CNF (a MariaDB config to run instead of the kit's my.cnf, e.g.
+# bench/wordpress_mariadb_64m.cnf for 64M: the kit is copied under $OUT with it).
+# Needs the kit's wp-setup.sh to have run once (siege, MariaDB, WP).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit=${KIT:-$root/../shared/wordpress}
@@ -21,23 +24,34 @@ export WARREN=${WARREN:-$root/target/release/warren}
 cg=${WP_CGROUP:-/sys/fs/cgroup/memory/vps256}
 command -v siege >/dev/null || { echo "siege is missing: run $kit/wp-setup.sh once" >&2; exit 2; }
 mkdir -p "$out"
+if [ -n "${DB_CNF:-}" ]; then
+  # The kit's scripts find my.cnf beside them: a copy with ours.
+  rm -rf "$out/kit"; cp -r "$kit" "$out/kit"; cp "$DB_CNF" "$out/kit/my.cnf"; kit=$out/kit
+fi
 
 # OOM kills in the cgroup and in those below it (cgroup v1 counts a kill only in the cgroup whose
 # limit it was for: warren's pools have cgroups of their own).
 oom_kills() { find "$cg" -name memory.oom_control -exec awk '$1=="oom_kill"{s+=$2} END{print s+0}' {} + 2>/dev/null | awk '{s+=$1} END{print s+0}'; }
 # The kernel's "Killed process PID (name)" lines since line $1 of its log, as "name name ...".
-victims() { dmesg 2>/dev/null | tail -n +$(( $1 + 1 )) | grep -o 'Killed process [0-9]* ([^)]*)' | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
+# By the kernel's own time stamps (seconds since boot), not by line: the log is a ring that, once
+# full, keeps its number of lines while new ones push old ones out.
+since_boot() { awk '{print $1}' /proc/uptime; }
+kills_since() { dmesg 2>/dev/null | awk -v t="$1" '{s=$0; sub(/^\[ */,"",s); sub(/\].*/,"",s)} s+0 > t+0' | grep -o 'Killed process [0-9]* ([^)]*)'; }
+victims() { kills_since "$1" | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
 mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
+rows=$out/runs.tsv; : > "$rows"
 limit_mib=$(numfmt --from=iec "$LIMIT" | awk '{printf "%.1f", $1/1048576}')
 
 printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php"
 for run in $(seq 1 "$N"); do
   for front in "${fronts[@]}"; do
     dir=$out/run$run; mkdir -p "$dir"
-    before=$(dmesg 2>/dev/null | wc -l)
-    # PHP processes in the cgroup and those below it (the pools' own), sampled while the run lasts.
-    ( most=0; while sleep 0.5; do
+    before=$(since_boot)
+    # PHP processes in the cgroup and those below it (the pools' own), sampled while the run lasts:
+    # the most at once, and how many when (seconds since the front end was started).
+    ( most=0; t0=$(date +%s.%N); : > "$dir/$front.php-timeline.txt"; while sleep 0.5; do
         n=$(cat $(find "$cg" -name cgroup.procs 2>/dev/null) 2>/dev/null | while read -r p; do cat /proc/$p/comm 2>/dev/null; done | grep -c '^php')
+        echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') $n" >> "$dir/$front.php-timeline.txt"
         [ "$n" -gt "$most" ] && most=$n && echo "$most" > "$dir/$front.php.txt"
       done ) &
     sampler=$!
@@ -45,20 +59,42 @@ for run in $(seq 1 "$N"); do
     kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
     php=$(cat "$dir/$front.php.txt" 2>/dev/null || echo "?")
     # wp-bench.sh stops the stack: the counters are read from its outputs, the kills from the kernel.
-    kills=$(awk '/oom_kill/ {for (i=1;i<=NF;i++) if ($i=="oom_kill") print $(i+1)}' "$dir/$front.mem.txt" 2>/dev/null | tail -1)
     who=$(victims "$before")
-    nkilled=$(dmesg 2>/dev/null | tail -n +$(( before + 1 )) | grep -c 'Killed process')
-    rate=$(awk -F: '/Transaction rate/ {gsub(/[^0-9.]/,"",$2); print $2}' "$dir/$front.siege.txt")
-    failed=$(awk -F: '/Failed transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt")
-    usage=$(grep -o 'usage [0-9.]* MiB' "$dir/$front.sample.txt" | awk '{print $2}')
-    anon=$(grep -o 'rss+shmem [0-9.]* MiB' "$dir/$front.sample.txt" | awk '{print $2}')
-    share=$(awk -v a="${anon:-0}" -v l="$limit_mib" 'BEGIN{printf "%.0f %%", 100*a/l}')
+    nkilled=$(kills_since "$before" | grep -c .)
+    # No siege output: the stack did not serve (wp-bench.sh says why in $front.bench.txt).
+    rate=$(awk -F: '/Transaction rate/ {gsub(/[^0-9.]/,"",$2); print $2}' "$dir/$front.siege.txt" 2>/dev/null)
+    failed=$(awk -F: '/Failed transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt" 2>/dev/null)
+    usage=$(grep -o 'usage [0-9.]* MiB' "$dir/$front.sample.txt" 2>/dev/null | awk '{print $2}')
+    anon=$(grep -o 'rss+shmem [0-9.]* MiB' "$dir/$front.sample.txt" 2>/dev/null | awk '{print $2}')
+    [ -n "$rate" ] || rate="did not serve"
+    kills=$(awk '/oom_kill/ {for (i=1;i<=NF;i++) if ($i=="oom_kill") print $(i+1)}' "$dir/$front.mem.txt" "$dir/$front.start.txt" 2>/dev/null | sort -n | tail -1)
+    share=$([ -n "$anon" ] && awk -v a="$anon" -v l="$limit_mib" 'BEGIN{printf "%.0f %%", 100*a/l}' || echo "?")
     # Kills in the pools' own cgroups (gone with warren) are in the kernel's count, not the report's.
     [ "${nkilled:-0}" -gt "${kills:-0}" ] && kills=$nkilled
     printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" >> "$rows"
     if [ "$front" != nginx ] && [ -f /tmp/wp-warren/error.log ]; then
       grep -E 'pm.max_children auto|memory pressure|grew to|cgroups' /tmp/wp-warren/error.log > "$dir/$front.decisions.txt" 2>/dev/null
     fi
   done
 done
-echo "outputs (siege, samples, cgroup reports, warren's sizing decisions): $out/run*/"
+# To paste: every run, then per front end the totals and the spread.
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+echo
+echo "LIMIT=$LIMIT C=$C T=$T N=$N, $(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $load"
+echo
+echo "| front | run | trans/s | failed | OOM kills | killed | peak usage MiB | peak rss+shmem MiB | of limit | PHP processes |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10}' "$rows"
+echo
+echo "| front | runs | served | trans/s min / median / max | failed (sum) | OOM kills (sum) | peak rss+shmem max MiB |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+for front in "${fronts[@]}"; do
+  awk -F'\t' -v f="$front" '$1==f {runs++; kills+=$5} $1==f && $3 ~ /^[0-9.]+$/ {n++; r[n]=$3+0; failed+=$4; if ($8+0>peak) peak=$8+0}
+    END {if (!runs) exit; if (!n) {printf "| %s | %d | 0 | - | - | %d | - |\n", f, runs, kills; exit}
+         for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (r[j]<r[i]) {t=r[i]; r[i]=r[j]; r[j]=t}
+         med = n%2 ? r[(n+1)/2] : (r[n/2]+r[n/2+1])/2
+         printf "| %s | %d | %d | %.1f / %.1f / %.1f | %d | %d | %.1f |\n", f, runs, n, r[1], med, r[n], failed, kills, peak}' "$rows"
+done
+echo
+echo "outputs (siege, samples, cgroup reports, warren's sizing decisions, PHP processes over time): $out/run*/"

@@ -31,6 +31,11 @@ use nix::sys::stat::Mode;
 /// What PHP children add to their OOM score (of -1000..1000): a PHP child
 /// is chosen before any process without it, whatever their sizes.
 pub const OOM_SCORE_ADJ: &str = "900";
+/// A php-fpm master's: still before anything but PHP, after its children
+/// (killing the master stops the whole pool until it is started again;
+/// killing a child costs a request, and the master replaces it). Its
+/// children inherit it at fork; warren raises each to [`OOM_SCORE_ADJ`].
+pub const MASTER_OOM_SCORE_ADJ: &str = "800";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
@@ -283,18 +288,28 @@ fn make_dir(dir: &Path) -> Result<(), String> {
 /// Async-signal-safe: open, write and close of what was prepared before
 /// the fork. Neither is a reason not to serve: a child that cannot join
 /// stays in warren's cgroup (the parent said at start why there are none).
-pub fn join_in_child(procs: Option<RawFd>) {
+pub fn join_in_child(procs: Option<RawFd>, oom_score_adj: &'static str) {
     // SAFETY: plain system calls on a static path and on a descriptor the
     // parent keeps open; nothing allocates.
     unsafe {
         let fd = libc::open(c"/proc/self/oom_score_adj".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         if fd >= 0 {
-            libc::write(fd, OOM_SCORE_ADJ.as_ptr().cast(), OOM_SCORE_ADJ.len());
+            libc::write(fd, oom_score_adj.as_ptr().cast(), oom_score_adj.len());
             libc::close(fd);
         }
         if let Some(fd) = procs {
             libc::write(fd, b"0".as_ptr().cast(), 1);
         }
+    }
+}
+
+/// Raises process `pid` (a php-fpm master's child, forked with its
+/// master's score) to [`OOM_SCORE_ADJ`], if it is not there yet.
+pub fn raise_oom_score(pid: i32) {
+    let path = format!("/proc/{pid}/oom_score_adj");
+    if std::fs::read_to_string(&path).is_ok_and(|v| v.trim() != OOM_SCORE_ADJ) {
+        // A child that has just exited: nothing to raise.
+        let _ = std::fs::write(&path, OOM_SCORE_ADJ);
     }
 }
 

@@ -4,7 +4,9 @@
 //! started after it) makes the pool shrink; and with the cgroup pushed
 //! past its limit, whatever the kernel kills is a PHP child, which warren
 //! replaces, never the hog beside it nor warren's own processes; a limit
-//! lowered while warren runs is obeyed within seconds. The
+//! lowered while warren runs is obeyed within seconds; once a pool's
+//! peaks are known it grows at once to the count the budget allows (not
+//! 20 or 30 s later). The
 //! pools run in memory cgroups of their own below warren's, their
 //! children with a raised oom_score_adj.
 
@@ -235,7 +237,7 @@ fn a_growing_neighbour_shrinks_a_php_fpm_pool(mpm: &str) {
     let (cgroup, s) = start_with("rest-fpm", mpm, 256 * MB, &conf);
     let first = first_count(&s);
     assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
-    let masters = || s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with("php-fpm: master"))).collect::<Vec<_>>();
+    let masters = || php_fpm_masters(&s);
     wait_for("a php-fpm master", Duration::from_secs(20), || masters().len() == 1);
     let old = masters()[0];
     let load = Growers::start(s.port, 2);
@@ -294,4 +296,73 @@ fn under_forced_pressure_only_php_children_are_killed(mpm: &str) {
     assert_eq!(s.get("/grow.php?mb=1").text(), "held 1");
 }
 
-each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_lowered_limit_is_obeyed, a_growing_neighbour_shrinks_a_php_fpm_pool, under_forced_pressure_only_php_children_are_killed);
+/// The figure (MB) right before `before` in `line`, 0 if it is not there.
+fn mb_before(line: &str, before: &str) -> f64 {
+    line.find(before).and_then(|end| line[..end].trim_end().trim_end_matches("MB").split_whitespace().last()?.parse().ok()).unwrap_or(0.0)
+}
+
+/// A decision's count is the most children its own figures fit: the
+/// limit less headroom and the rest, then the pool's fixed part and a
+/// child's size for each child (figures logged to 0.1 MB: each may be off
+/// by 0.05 MB, a child's as many times as there are children).
+fn count_fits_its_figures(count: u32, line: &str) {
+    let room = mb_after(line, "fit in ") - mb_before(line, "of headroom") - mb_before(line, "for the rest (peak");
+    let (child, fixed) = (mb_after(line, "children of "), mb_before(line, "for the pool whatever its size"));
+    let used = |n: u32| fixed + f64::from(n) * child;
+    let rounding = 0.05 * f64::from(count + 5);
+    assert!(used(count) <= room + rounding && used(count + 1) > room - rounding, "{count} children do not fill {room:.1} MB: {line}");
+}
+
+/// A pool's first count, made before its children have run (a child
+/// taken as 32 MB), grows as soon as their peaks are known and hold: to
+/// what the budget fits, without waiting for the old 20 s warm-up or the
+/// 30 s between a php-fpm pool's masters; its children then run, and
+/// nothing is killed.
+fn known_peaks_grow_the_pool_at_once(mpm: &str, conf: &str, tag: &str, running: &dyn Fn(&Server) -> usize) -> (MemoryCgroup, Server) {
+    let (cgroup, s) = start_with(tag, mpm, 128 * MB, conf);
+    let first = first_count(&s);
+    let load = Growers::start(s.port, 3);
+    let started = Instant::now();
+    let grown = || auto_decisions(&s.read_log("error.log")).into_iter().find(|(n, l)| *n > first && l.contains("(was ") && l.contains("measured: peak "));
+    wait_for("a larger count from measured peaks", Duration::from_secs(15), || grown().is_some());
+    let (count, line) = grown().unwrap();
+    eprintln!("{mpm}: {first} -> {count} children {:.1} s after the load began", started.elapsed().as_secs_f64());
+    count_fits_its_figures(count, &line);
+    wait_for(&format!("{count} children running"), Duration::from_secs(20), || running(&s) == count as usize);
+    load.grow_to(1, 20);
+    // Held under the same load: no shrink back, no second thoughts.
+    assert_eq!(auto_decisions(&s.read_log("error.log")).last().map(|d| d.0), Some(count), "{}", s.read_log("error.log"));
+    let failures = load.finish();
+    assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
+    assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
+    (cgroup, s)
+}
+
+fn known_peaks_grow_a_php_cgi_pool_at_once(mpm: &str) {
+    known_peaks_grow_the_pool_at_once(mpm, POOL, "ramp", &|s| s.php_cgi_children().len());
+}
+
+fn oom_score_adj(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap_or_default().trim().to_string()
+}
+
+fn php_fpm_masters(s: &Server) -> Vec<u32> {
+    s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with("php-fpm: master"))).collect()
+}
+
+fn known_peaks_grow_a_php_fpm_pool_at_once(mpm: &str) {
+    let conf = POOL.replace("Command php-cgi", &format!("Command {}", php_fpm_binary().display())).replace("pm static", "pm static\n    User nobody\n    Group nogroup");
+    // The children of the one master left (a replaced one finishes and exits).
+    let running = |s: &Server| match php_fpm_masters(s)[..] {
+        [master] => children_of(master).len(),
+        _ => 0,
+    };
+    let (_cgroup, s) = known_peaks_grow_the_pool_at_once(mpm, &conf, "ramp-fpm", &running);
+    // Should the kernel have to kill in the pool, a child goes before its
+    // master (which would take the whole pool down until started again).
+    let master = php_fpm_masters(&s)[0];
+    assert_eq!(oom_score_adj(master), "800");
+    wait_for("the children's OOM score raised past the master's", Duration::from_secs(10), || children_of(master).iter().all(|&c| oom_score_adj(c) == "900"));
+}
+
+each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_lowered_limit_is_obeyed, a_growing_neighbour_shrinks_a_php_fpm_pool, under_forced_pressure_only_php_children_are_killed, known_peaks_grow_a_php_cgi_pool_at_once, known_peaks_grow_a_php_fpm_pool_at_once);

@@ -480,7 +480,7 @@ impl Manager {
         // SAFETY: join_in_child and detach_child make only async-signal-safe calls.
         unsafe {
             cmd.pre_exec(move || {
-                crate::cgroup::join_in_child(cgroup);
+                crate::cgroup::join_in_child(cgroup, crate::cgroup::OOM_SCORE_ADJ);
                 detach_child(creds.as_ref(), highest_fd)
             });
         }

@@ -86,8 +86,9 @@ impl Manager {
         // SAFETY: join_in_child, detach_child and fcntl are async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
-                // Its children inherit both the cgroup and the OOM score.
-                crate::cgroup::join_in_child(cgroup);
+                // Its children inherit both the cgroup and the OOM score
+                // (raised past their master's when they are measured).
+                crate::cgroup::join_in_child(cgroup, crate::cgroup::MASTER_OOM_SCORE_ADJ);
                 // php-fpm opens its error_log, /proc/self/fd/2, by path:
                 // as the pool's user, that needs the pool's pipe to be its.
                 if let Some(c) = creds.as_ref() {

@@ -8,17 +8,21 @@
 //! `warren_memory::peak`: what it becomes, not what it was), the largest over
 //! ten minutes plus a quarter for growth; the rest at its peak over the
 //! same window plus a fifth (a database grows its caches under load).
-//! Until a pool is warm (served [`WARM_REQUESTS`] and ran
-//! [`WARM_TIME`]), a child counts as at least [`PRIOR_PER_CHILD`].
+//! Until a pool's peaks are known (it served [`WARM_REQUESTS`], and its
+//! largest child peak has not risen by more than [`STEADY_RISE`] % for
+//! [`STEADY_TIME`] and [`STEADY_REQUESTS`] requests), a child counts as at
+//! least [`PRIOR_PER_CHILD`].
 //!
 //! Counts shrink at once: a pool of php-cgi children stops its surplus
 //! idle children; a php-fpm pool gets a new master with the new count on
 //! the same socket, and the old one finishes its requests and exits
 //! (SIGQUIT). When memory is short (the charge within 5 % of the limit, an
 //! OOM kill, PSI's "full" stalls) a pool shrinks by a child more each
-//! second until it is not. Counts grow only with no pressure, not within
-//! [`GROW_HOLD`] of a shrink, and for php-fpm (a new master, whose opcache
-//! starts empty) at most every [`PHP_FPM_RESIZE_EVERY`] and once warm.
+//! second until it is not. Counts grow only with no pressure and not
+//! within [`GROW_HOLD`] of a shrink made for it; otherwise as soon as the
+//! peaks are known and the budget allows (the count made from them
+//! replaces the guess at once), then for php-fpm (a new master, whose
+//! opcache starts empty) at most every [`PHP_FPM_RESIZE_EVERY`].
 //! A child that grew past what a child was counted at is replaced after
 //! its request, as pm.max_requests would, and logged.
 //!
@@ -45,8 +49,15 @@ const EVERY: Duration = Duration::from_secs(1);
 /// the scripts it has run).
 const PRIOR_PER_CHILD: u64 = 32 << 20;
 const WARM_REQUESTS: u64 = 100;
-const WARM_TIME: Duration = Duration::from_secs(20);
-/// No growth this soon after a shrink: what made the pool shrink may come back.
+/// A pool's peaks are known once its largest child peak has not risen by
+/// more than this (percent) for [`STEADY_TIME`] and [`STEADY_REQUESTS`]
+/// requests: a PHP child grows over its first requests, then levels off.
+const STEADY_RISE: u64 = 5;
+const STEADY_TIME: Duration = Duration::from_secs(5);
+const STEADY_REQUESTS: u64 = 50;
+/// No growth this soon after a shrink made for memory pressure: the
+/// pressure may come back (a shrink for larger measured sizes needs no
+/// hold: the sizes are kept for [`WINDOW`]).
 const GROW_HOLD: Duration = Duration::from_secs(30);
 /// A php-fpm pool grows (a new master, whose opcache starts empty) at
 /// most this often.
@@ -66,6 +77,12 @@ pub(super) struct AutoSize {
     shrunk: Option<Instant>,
     /// The count was made from measured sizes, not the prior.
     measured: bool,
+    /// When the largest child peak last rose past [`STEADY_RISE`] %: the
+    /// time, the pool's requests then, and that peak.
+    rose: Option<(Instant, u64, u64)>,
+    /// The peaks are known (once, for good: a later rise is a larger
+    /// measured size, not a reason to go back to the prior).
+    warm: bool,
     /// php-fpm children told to go after their request (SIGQUIT) for
     /// having outgrown their count, not to tell them twice.
     recycled: Vec<i32>,
@@ -73,7 +90,7 @@ pub(super) struct AutoSize {
 
 impl AutoSize {
     pub(super) fn new() -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, measured: false, recycled: Vec::new() }
+        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, measured: false, rose: None, warm: false, recycled: Vec::new() }
     }
 }
 
@@ -96,6 +113,9 @@ struct Measured {
     peaks: Vec<(i32, Option<usize>, u64)>,
     /// All of its processes' shares now.
     used: u64,
+    /// The part of `used` that replaced php-fpm masters and their children
+    /// hold until they exit.
+    replaced: u64,
     /// Children running (a php-fpm master's, for a php-fpm pool).
     running: u32,
 }
@@ -181,12 +201,17 @@ impl Manager {
         let mut child_peaks = Vec::new();
         for &i in &auto {
             self.recycle_outgrown(i, &measured[i]);
-            let warm = self.is_warm(i);
+            let accepted = self.table.counters(i).accepted.load(std::sync::atomic::Ordering::Relaxed);
             let a = self.pools[i].auto.as_mut().expect("an auto pool");
             if let Some(largest) = measured[i].peaks.iter().map(|&(_, _, p)| p).max() {
                 a.peaks.record(now, largest);
             }
             let peak = a.peaks.largest(now).unwrap_or(0);
+            if a.rose.is_none_or(|(_, _, was)| peak > with_margin(was, STEADY_RISE)) {
+                a.rose = Some((now, accepted, peak));
+            }
+            a.warm = a.warm || peaks_known(a.rose, accepted, now);
+            let warm = a.warm;
             let per_child = with_margin(peak, CHILD_MARGIN).max(1 << 20);
             let per_child = if warm { per_child } else { per_child.max(PRIOR_PER_CHILD) };
             child_peaks.push(peak);
@@ -216,10 +241,11 @@ impl Manager {
             store(&c.used, measured[i].used);
             store(&c.peak_child, peak);
             let php_fpm = self.pools[i].config.runs_php_fpm();
-            let warm = self.is_warm(i);
             let replacing = self.pools[i].children.values().any(|&s| s == OLD_MASTER);
             let running = measured[i].running;
+            let mut finishing = measured[i].replaced;
             let a = self.pools[i].auto.as_mut().expect("an auto pool");
+            let warm = a.warm;
             let have = a.count;
             // Short of memory: a child fewer than run now, each pass, until it is not.
             let want = match reading.short {
@@ -231,7 +257,8 @@ impl Manager {
             let allowed = match want.cmp(&have) {
                 _ if first => true,
                 std::cmp::Ordering::Equal => false,
-                std::cmp::Ordering::Greater => !reading.pressure && since(a.shrunk) >= GROW_HOLD && (!php_fpm || warm && since(a.changed) >= PHP_FPM_RESIZE_EVERY && !replacing),
+                // The first count made from known peaks replaces the guess at once.
+                std::cmp::Ordering::Greater => !reading.pressure && since(a.shrunk) >= GROW_HOLD && (!php_fpm || warm && (!a.measured || since(a.changed) >= PHP_FPM_RESIZE_EVERY) && !replacing),
                 // A php-fpm master still finishing: its successor already has fewer.
                 std::cmp::Ordering::Less => !(php_fpm && replacing),
             };
@@ -239,14 +266,14 @@ impl Manager {
                 a.count = want;
                 a.changed = Some(now);
                 a.measured = warm;
-                if want < have {
+                if want < have && reading.short.is_some() {
                     a.shrunk = Some(now);
                 }
                 let name = &self.pools[i].config.name;
                 let measured_how = if warm {
                     format!("measured: peak {} over the last {} s, +{CHILD_MARGIN} %", mb(peak), WINDOW.as_secs())
                 } else {
-                    format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests for {} s; peak so far {}", mb(PRIOR_PER_CHILD), WARM_TIME.as_secs(), mb(peak))
+                    format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests and its peak held within {STEADY_RISE} % for {} s; peak so far {}", mb(PRIOR_PER_CHILD), STEADY_TIME.as_secs(), mb(peak))
                 };
                 let fixed = if need.fixed > 0 { format!(" and {} for the pool whatever its size (master, shared opcache)", mb(need.fixed)) } else { String::new() };
                 let short = match reading.short {
@@ -269,11 +296,12 @@ impl Manager {
                 ));
                 // Shown once logged, so that a status page never shows a count the log does not.
                 self.table.counters(i).auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
-                if php_fpm && !first {
-                    self.replace_php_fpm(i);
+                // The family replaced now is charged to the pool until it exits.
+                if php_fpm && !first && self.replace_php_fpm(i) {
+                    finishing += measured[i].used - measured[i].replaced;
                 }
             }
-            self.limit_cgroup(i, need, slack, headroom, measured[i].used);
+            self.limit_cgroup(i, need, slack, headroom, &measured[i], finishing);
         }
     }
 
@@ -311,13 +339,6 @@ impl Manager {
         first
     }
 
-    /// Pool `pool` has served [`WARM_REQUESTS`] and run [`WARM_TIME`].
-    fn is_warm(&self, pool: usize) -> bool {
-        let c = self.table.counters(pool);
-        let served = c.accepted.load(std::sync::atomic::Ordering::Relaxed) >= WARM_REQUESTS;
-        let started = c.started.load(std::sync::atomic::Ordering::Relaxed);
-        served && super::now_secs().saturating_sub(started) >= WARM_TIME.as_secs()
-    }
 
     /// The pool's cgroup limited to what its count was made from (its
     /// fixed part and a child's peak per child, and what the cgroup holds
@@ -326,7 +347,13 @@ impl Manager {
     /// before the kernel kills in the pool; never below what it is charged
     /// now and a quarter of the headroom, which would have the kernel kill
     /// a child serving a request rather than the pool stop an idle one.
-    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, used: u64) {
+    /// While a php-fpm pool changes masters, what the replaced families
+    /// hold (`finishing`) is allowed on top: the new master fills its own
+    /// opcache and starts its children while the old ones serve what was
+    /// queued. Nor is the limit lowered while more children run than the
+    /// count: those going finish their requests first, and a request under
+    /// way may still take what a child took at its peak.
+    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, measured: &Measured, finishing: u64) {
         let Some(cgroups) = self.cgroups.as_mut() else { return };
         let version = cgroups.version;
         let name = self.pools[pool].config.name.clone();
@@ -339,8 +366,11 @@ impl Manager {
         if charged == 0 {
             return;
         }
-        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(used);
-        let hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
+        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(measured.used) + finishing;
+        let mut hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
+        if measured.running > count {
+            hard = hard.max(cgroup.limit().unwrap_or(0));
+        }
         let soft = (allowance + need.per_child).min(hard);
         if let Err(e) = cgroup.set_limits(version, soft, hard) {
             self.log.warn(&format!("[pool {name}] {e}"));
@@ -412,7 +442,7 @@ impl Manager {
 
     fn measure(&self, pool: usize) -> Measured {
         let run = &self.pools[pool];
-        let mut m = Measured { fixed: 0, peaks: Vec::new(), used: 0, running: 0 };
+        let mut m = Measured { fixed: 0, peaks: Vec::new(), used: 0, replaced: 0, running: 0 };
         for (&pid, &slot) in &run.children {
             if !run.config.runs_php_fpm() {
                 if let Some((u, rise)) = peak_of(pid) {
@@ -422,6 +452,7 @@ impl Manager {
                 m.running += 1;
                 continue;
             }
+            let family_before = m.used;
             m.used += Usage::of(pid).unwrap_or_default().total();
             // A replaced master's family is in use until it exits, but is
             // no part of what the pool needs.
@@ -430,6 +461,7 @@ impl Manager {
                 m.fixed += Usage::of(pid).unwrap_or_default().total();
             }
             for child in children_of(pid) {
+                crate::cgroup::raise_oom_score(child);
                 let Some((u, rise)) = peak_of(child) else { continue };
                 m.used += u.total();
                 if current {
@@ -437,6 +469,9 @@ impl Manager {
                     m.peaks.push((child, None, u.anon + rise));
                     m.running += 1;
                 }
+            }
+            if !current {
+                m.replaced += m.used - family_before;
             }
         }
         m
@@ -458,9 +493,10 @@ impl Manager {
     /// accept() (the queue is empty: [`Manager::quit_replaced_masters`]),
     /// their master is told to stop (SIGQUIT, php-fpm's graceful stop: a
     /// child told it while serving a request may drop the request).
-    fn replace_php_fpm(&mut self, pool: usize) {
+    /// True if the old master was replaced (and finishes).
+    fn replace_php_fpm(&mut self, pool: usize) -> bool {
         let old = self.pools[pool].children.iter().find(|(_, &s)| s == 0).map(|(&p, _)| p);
-        let Some(old) = old else { return };
+        let Some(old) = old else { return false };
         let path = self.table.pools[pool].sockets[0].clone();
         let mut next = path.as_os_str().to_owned();
         next.push(".next");
@@ -474,17 +510,18 @@ impl Manager {
             Ok(l) => self.pools[pool].listeners[0] = l,
             Err(e) => {
                 self.log.error(&format!("[pool {}] keeps {} children: {e}", self.pools[pool].config.name, self.pools[pool].auto.as_ref().map_or(0, |a| a.count)));
-                return;
+                return false;
             }
         }
         if !self.spawn_php_fpm(pool, false) {
             // The old master's children no longer get connections: it is
             // stopped, and started again as when a master dies.
             let _ = kill(Pid::from_raw(old), Signal::SIGQUIT);
-            return;
+            return false;
         }
         self.pools[pool].children.insert(old, OLD_MASTER);
         self.pools[pool].quitting.push((old, Instant::now()));
+        true
     }
 
     /// Tells replaced php-fpm masters to stop once their children have
@@ -504,9 +541,33 @@ impl Manager {
     }
 }
 
+/// A pool's peaks are known: it has served [`WARM_REQUESTS`] (`accepted`),
+/// and its largest child peak has held since it last `rose` for
+/// [`STEADY_TIME`] and [`STEADY_REQUESTS`] requests.
+fn peaks_known(rose: Option<(Instant, u64, u64)>, accepted: u64, now: Instant) -> bool {
+    rose.is_some_and(|(at, then, _)| accepted >= WARM_REQUESTS && now.duration_since(at) >= STEADY_TIME && accepted.saturating_sub(then) >= STEADY_REQUESTS)
+}
+
 /// Whether process `pid` is blocked in accept() (the system call it is in,
 /// from /proc/PID/syscall; false if that cannot be read).
 fn in_accept(pid: i32) -> bool {
     let text = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
     text.split_whitespace().next().and_then(|n| n.parse::<i64>().ok()).is_some_and(|n| n == libc::SYS_accept || n == libc::SYS_accept4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peaks_are_known_once_they_hold_under_load() {
+        let t0 = Instant::now();
+        let rose = Some((t0, 100, 8 << 20));
+        assert!(!peaks_known(None, 1000, t0 + STEADY_TIME), "nothing measured yet");
+        assert!(!peaks_known(rose, 1000, t0 + STEADY_TIME / 2), "not held long enough");
+        assert!(!peaks_known(rose, 100 + STEADY_REQUESTS - 1, t0 + STEADY_TIME), "held while idle is not known");
+        assert!(peaks_known(rose, 100 + STEADY_REQUESTS, t0 + STEADY_TIME));
+        let early = Some((t0, 0, 8 << 20));
+        assert!(!peaks_known(early, WARM_REQUESTS - 1, t0 + STEADY_TIME), "fewer than {WARM_REQUESTS} requests");
+    }
 }
