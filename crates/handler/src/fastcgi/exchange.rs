@@ -296,6 +296,21 @@ enum Failed {
 pub(crate) struct NoBody;
 
 /// Reads a request body to its end, keeping none of it.
+/// Reads what is left of the client's body, at most `limit` bytes: true
+/// if it ended there (the connection may then serve the next request).
+pub(crate) fn drained_within(body: &mut dyn RequestBody, limit: u64) -> bool {
+    let mut buf = [0u8; 4096];
+    let mut read = 0u64;
+    while read <= limit {
+        match body.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(n) => read += n as u64,
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
 pub(crate) fn discard(body: &mut dyn RequestBody) {
     let mut buf = [0u8; 4096];
     while let Ok(n) = body.read(&mut buf) {

@@ -44,6 +44,9 @@ use response::{BodyReader, Framing, Parsed};
 /// starts, so that one cut short still gets the client a 502.
 const READ_WHOLE: u64 = 64 * 1024;
 const IO_BUF: usize = 16 * 1024;
+/// After a failed exchange, at most this much of the client's body is read
+/// to keep its connection; a longer one closes it.
+const LEFT_TO_DRAIN: u64 = 64 * 1024;
 
 /// What makes a gateway plan an HTTP backend's.
 #[derive(Clone)]
@@ -78,8 +81,9 @@ impl Site {
             Ok(r) => r,
             Err(e) => {
                 let mut failed = self.gateway_failed(&gw, head, conn, &e);
-                // The client's body may be left half read.
-                failed.close |= body.present();
+                // The client's body may be left half read: what is left of
+                // a small one is read, so that the connection goes on.
+                failed.close |= body.present() && !crate::fastcgi::exchange::drained_within(body, LEFT_TO_DRAIN);
                 self.run_outcome(self.follow_error_document(Outcome::Ready(failed), head, conn), head, conn)
             }
         }
