@@ -285,17 +285,22 @@ impl Site {
     /// handler), so only such an answer is stored.
     /// None on an event loop where that needs a tenant's `.htaccess` file
     /// read or its expressions run: the request goes to a thread.
+    /// The rules are asked about a client that sends nothing but the
+    /// request line and Host: one let in by a field it sent (`Require
+    /// expr` on a header, an `<If>` on a cookie) is not anyone.
     fn open_to_anyone(&self, head: &RequestHead, conn: &ConnInfo, host: usize, on_loop: bool) -> Option<bool> {
-        let req = Request::new(head, conn, host);
+        let Some(bare) = bare_request(head) else { return Some(false) };
+        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
+        let anyone = ConnInfo { peer: nobody, useragent: nobody, ..*conn };
+        let req = Request::new(&bare, &anyone, host);
         let req = Request { pass: crate::request::Pass { on_loop, ..req.pass }, ..req };
-        let url = path::lookup_url(head.path_and_query());
+        let url = path::lookup_url(bare.path_and_query());
         let fs = self.lookup_fs_path(req, &url);
         let dir = self.effective_for(req, &fs, &url);
         if on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
             return None;
         }
-        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
-        Some(dir.allows(head, &ConnInfo { peer: nobody, useragent: nobody, ..*conn }))
+        Some(dir.allows(&bare, &anyone))
     }
 
     /// Whether the host's own SetEnvIf lines set `no-cache` for this request.
@@ -428,6 +433,19 @@ impl Site {
         r.body = Body::Bytes(format!("{why}\n").into_bytes());
         Outcome::Ready(r)
     }
+}
+
+/// `head` without its fields but Host: the request of a client that
+/// sends nothing of its own (None if it cannot be made, and then nothing
+/// is stored).
+fn bare_request(head: &RequestHead) -> Option<RequestHead> {
+    let mut wire = format!("{} ", head.method()).into_bytes();
+    wire.extend_from_slice(head.path_and_query());
+    wire.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    wire.extend_from_slice(head.host().unwrap_or_default());
+    wire.extend_from_slice(b"\r\n\r\n");
+    let limits = warren_http::HeadLimits { request_line: wire.len(), field_size: wire.len(), fields: 1, head: wire.len() };
+    warren_http::parse_head(&wire, &limits).ok().flatten().map(|(h, _)| h)
 }
 
 /// Whether the request's environment, as the pipeline left it (a

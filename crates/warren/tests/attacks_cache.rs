@@ -77,6 +77,20 @@ fn a_tenant_cannot_store_for_another_virtual_host(mpm: &str) {
     assert!(victim.text().contains("case=maxage") && victim.text().contains("host=victim"), "{}", victim.text());
 }
 
+/// Rules that let in a client by what it sends (a key in a field, a
+/// cookie): the answer it was let in for must not be stored, or the next
+/// anonymous client gets it from the cache, before any rule is checked.
+fn an_answer_let_in_by_a_request_field_is_not_stored(mpm: &str) {
+    let (_fpm, s) = start(mpm, "<Location /c.php/maxage>\nRequire expr \"%{HTTP:X-Key} == 'sesame'\"\n</Location>\n<Location /c.php/expires>\n<If \"%{HTTP_COOKIE} =~ /staff=1/\">\nRequire all granted\n</If>\n<Else>\nRequire all denied\n</Else>\n</Location>\n");
+    for (path, field) in [("/c.php/maxage", "X-Key: sesame\r\n"), ("/c.php/expires", "Cookie: staff=1\r\n")] {
+        let insider = s.get_with(path, field);
+        assert_eq!(insider.status, 200, "{path}: {}", insider.text());
+        let anonymous = s.get(path);
+        assert_eq!(anonymous.status, 403, "{path}: {} {}", cache_status(&anonymous), anonymous.text());
+        assert!(!anonymous.text().contains("case="), "{path}: {}", anonymous.text());
+    }
+}
+
 /// The server's children are nobody: the test runs as root (test.sh) or
 /// as the server's user, and either way the files below are not theirs to
 /// be harmed through.
@@ -120,6 +134,7 @@ fn stored_answers_are_not_readable_by_other_users(mpm: &str) {
 }
 
 each_mpm!(
+    an_answer_let_in_by_a_request_field_is_not_stored,
     a_cache_directory_others_may_write_is_not_used,
     stored_answers_are_not_readable_by_other_users,
     a_foreign_host_field_is_its_own_entry,
