@@ -102,8 +102,14 @@ fn rules(c: &CacheDirectives) -> Rules {
     }
 }
 
+/// A request field's value as the application sees it: every line of a
+/// repeated field joined (as the FastCGI parameters join them), so that a
+/// variant is chosen by all of it, not by its first line.
 fn field_of<'a>(head: &'a RequestHead) -> impl Fn(&str) -> Option<String> + 'a {
-    move |name| head.header(name).map(|v| String::from_utf8_lossy(v).into_owned())
+    move |name| {
+        let lines: Vec<_> = head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| String::from_utf8_lossy(v)).collect();
+        (!lines.is_empty()).then(|| lines.join(if name.eq_ignore_ascii_case("cookie") { "; " } else { ", " }))
+    }
 }
 
 fn as_pairs(headers: &[(HeaderName, String)]) -> Vec<(String, String)> {

@@ -77,6 +77,18 @@ fn a_tenant_cannot_store_for_another_virtual_host(mpm: &str) {
     assert!(victim.text().contains("case=maxage") && victim.text().contains("host=victim"), "{}", victim.text());
 }
 
+/// The application sees a repeated field joined (`fr, PAYLOAD`); a
+/// variant chosen by its first line only would be the plain `fr` one,
+/// served to every French reader.
+fn a_repeated_selecting_field_does_not_poison_a_variant(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let evil = s.get_with("/c.php/vary", "Accept-Language: fr\r\nAccept-Language: <script>evil()</script>\r\n");
+    assert!(evil.text().contains("<script>"), "{}", evil.text());
+    let victim = s.get_with("/c.php/vary", "Accept-Language: fr\r\n");
+    assert!(!victim.text().contains("<script>"), "{} {}", cache_status(&victim), victim.text());
+    assert!(victim.text().contains("lang=fr "), "{}", victim.text());
+}
+
 /// Rules that let in a client by what it sends (a key in a field, a
 /// cookie): the answer it was let in for must not be stored, or the next
 /// anonymous client gets it from the cache, before any rule is checked.
@@ -134,6 +146,7 @@ fn stored_answers_are_not_readable_by_other_users(mpm: &str) {
 }
 
 each_mpm!(
+    a_repeated_selecting_field_does_not_poison_a_variant,
     an_answer_let_in_by_a_request_field_is_not_stored,
     a_cache_directory_others_may_write_is_not_used,
     stored_answers_are_not_readable_by_other_users,
