@@ -77,6 +77,16 @@ fn a_tenant_cannot_store_for_another_virtual_host(mpm: &str) {
     assert!(victim.text().contains("case=maxage") && victim.text().contains("host=victim"), "{}", victim.text());
 }
 
+/// `Vary: *` (RFC 9110 12.5.5: no request matches) in a second Vary
+/// field counts as in the first.
+fn vary_star_in_any_vary_field_is_never_served(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let first = s.get("/c.php/varystar");
+    let second = s.get("/c.php/varystar");
+    assert!(!cache_status(&second).starts_with("warren; hit"), "{} / {}", cache_status(&first), cache_status(&second));
+    assert_eq!(runs(&s, "varystar"), 2);
+}
+
 /// The application sees a repeated field joined (`fr, PAYLOAD`); a
 /// variant chosen by its first line only would be the plain `fr` one,
 /// served to every French reader.
@@ -146,6 +156,7 @@ fn stored_answers_are_not_readable_by_other_users(mpm: &str) {
 }
 
 each_mpm!(
+    vary_star_in_any_vary_field_is_never_served,
     a_repeated_selecting_field_does_not_poison_a_variant,
     an_answer_let_in_by_a_request_field_is_not_stored,
     a_cache_directory_others_may_write_is_not_used,
