@@ -57,8 +57,12 @@ const DISK_TOTAL: u64 = 64 << 20;
 const SOCACHE_ENTRIES: u64 = 64;
 
 /// Request fields that name another host, scheme or URL to applications
-/// behind proxies: a request carrying one is never stored.
-const UNKEYED_URL_FIELDS: &[&str] = &["x-forwarded-host", "x-forwarded-server", "x-forwarded-proto", "x-forwarded-scheme", "x-forwarded-prefix", "x-forwarded-port", "x-original-url", "x-rewrite-url", "x-host", "forwarded"];
+/// behind proxies (or another method: frameworks' overrides): a request
+/// carrying one is never stored.
+const UNKEYED_URL_FIELDS: &[&str] = &[
+    "x-forwarded-host", "x-forwarded-server", "x-forwarded-proto", "x-forwarded-scheme", "x-forwarded-prefix", "x-forwarded-port", "x-forwarded-ssl", "x-forwarded-uri", "x-forwarded-path", "front-end-https", "x-url-scheme", "x-original-url", "x-original-host", "x-rewrite-url", "x-host", "forwarded",
+    "x-http-method-override", "x-http-method", "x-method-override",
+];
 
 /// The stores this process has opened, by directory (None: it could not be
 /// opened, said once in the error log).
