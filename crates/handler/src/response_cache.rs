@@ -423,11 +423,10 @@ impl Site {
         let url = path::lookup_url(head.path_and_query());
         let fs = self.lookup_fs_path(req, &url);
         let dir = self.effective_for(req, &fs, &url);
-        // Rules that an anonymous client from anywhere passes (the default
-        // `Require all granted`) do not let anyone purge.
-        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
-        let anyone = ConnInfo { peer: nobody, useragent: nobody, ..*conn };
-        if !dir.allows(head, conn) || dir.allows(head, &anyone) {
+        // Rules that an anonymous client from anywhere, sending no field of
+        // its own, passes (the default `Require all granted`) do not let
+        // anyone purge; a key in a field the client sends does.
+        if !dir.allows(head, conn) || self.open_to_anyone(head, conn, host, false) != Some(false) {
             let why = "PURGE: refused: the Require rules for PURGE here do not let this client in, or let anyone in (write e.g. <If \"%{REQUEST_METHOD} == 'PURGE'\"> Require ip 127.0.0.1 </If>)";
             self.hosts[host].error_log.error(Some(conn.useragent), why);
             let mut r = self.error(req, 405, why);
