@@ -53,6 +53,15 @@ fn kind_name(kind: &ChallengeType) -> &'static str {
     }
 }
 
+/// The name of `d` an authorization is for, as the configuration spells
+/// it: what reaches the dns-01 hook (run as root), the challenge files
+/// and the log is the admin's name, never what a hostile or broken CA
+/// wrote (`$(reboot)`, a newline), and an authorization for a name not
+/// ordered fails the order.
+fn ordered(d: &ManagedDomain, identifier: &str) -> Result<String, String> {
+    d.names.iter().find(|n| n.eq_ignore_ascii_case(identifier)).cloned().ok_or_else(|| format!("the CA asks to validate {identifier:?}, a name not in the order ({})", d.names.join(", ")))
+}
+
 /// Orders a certificate for `d`'s names with a key of type `spec`; `log`
 /// hears each step.
 pub async fn obtain(d: &ManagedDomain, spec: KeySpec, store_dir: &Path, log: &dyn Fn(&str)) -> Result<Issued, String> {
@@ -70,7 +79,7 @@ pub async fn obtain(d: &ManagedDomain, spec: KeySpec, store_dir: &Path, log: &dy
             AuthorizationStatus::Valid => continue,
             other => return Err(format!("authorization for {} is {other:?}", authz.identifier())),
         }
-        let name = authz.identifier().to_string();
+        let name = ordered(d, &authz.identifier().to_string())?;
         let wildcard = authz.identifier().wildcard;
         let offered: Vec<ChallengeType> = authz.challenges.iter().map(|c| c.r#type.clone()).collect();
         let Some(kind) = challenges::preferred(d, wildcard).into_iter().find(|k| offered.contains(k)) else {
@@ -118,4 +127,22 @@ pub async fn obtain(d: &ManagedDomain, spec: KeySpec, store_dir: &Path, log: &dy
         return Err("the CA's certificate is not PEM".into());
     }
     Ok(Issued { chain_pem, key_pem })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ordered;
+    use crate::test_support::domain;
+
+    #[test]
+    fn only_the_names_ordered_are_validated() {
+        let mut d = domain(&["http-01"], None);
+        d.names.push("*.a.test".into());
+        assert_eq!(ordered(&d, "A.Test").unwrap(), "a.test");
+        assert_eq!(ordered(&d, "*.a.test").unwrap(), "*.a.test");
+        for hostile in ["$(reboot)", "a.test\nMDomain evil", "b.test", "a.test.", ""] {
+            let e = ordered(&d, hostile).unwrap_err();
+            assert!(e.contains("not in the order") && !e.contains('\n'), "{e}");
+        }
+    }
 }

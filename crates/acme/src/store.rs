@@ -3,7 +3,7 @@
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
@@ -14,10 +14,49 @@ pub use warren_config::md::{challenges_dir, store_files};
 /// `challenges/` traversable and readable by the server's children (a
 /// key authorization is public: the CA fetches it over plain HTTP), the
 /// rest the parent's only.
+/// A store that another user could change is refused, before anything is
+/// made or chmodded in it (see [`only_root_changes`]).
 pub fn prepare(store: &Path) -> io::Result<()> {
+    only_root_changes(store)?;
     for (dir, mode) in [(store.to_path_buf(), 0o755), (challenges_dir(store), 0o755), (challenges_dir(store).join("tls-alpn-01"), 0o755), (store.join("accounts"), 0o700), (store.join("domains"), 0o700)] {
         DirBuilder::new().recursive(true).mode(mode).create(&dir)?;
         fs::set_permissions(&dir, fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
+/// Err unless only root (or this process's user) can change what `store`
+/// leads to: the helper, as root, writes keys there and chmods and chowns
+/// by path, so a directory on the way that a tenant owns or may write (an
+/// MDStoreDir under a DocumentRoot) would let the tenant put a link there
+/// at any time and have root write or chmod where it leads. Every
+/// directory on the way (links resolved) is root's or ours, and written by
+/// no one else, but for a sticky one such as /tmp on the way to it (there
+/// no one may rename what is root's); a link on the way is root's or ours.
+/// A part of the path that does not exist yet is made by the helper.
+fn only_root_changes(store: &Path) -> io::Result<()> {
+    let euid = nix::unistd::geteuid().as_raw();
+    let ours = |uid: u32| uid == 0 || uid == euid;
+    let refuse = |what: String| Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("{what}: root writes keys and certificates under it; put MDStoreDir where only root writes (by default ServerRoot/md)")));
+    let mut prefix = PathBuf::new();
+    for part in store.components() {
+        prefix.push(part);
+        let Ok(link) = fs::symlink_metadata(&prefix) else { break };
+        if link.file_type().is_symlink() && !ours(link.uid()) {
+            return refuse(format!("{} is a link of uid {}'s", prefix.display(), link.uid()));
+        }
+        let real = fs::canonicalize(&prefix)?;
+        for dir in real.ancestors() {
+            let meta = fs::metadata(dir)?;
+            let written_by_others = meta.mode() & 0o022 != 0;
+            let sticky_on_the_way = meta.mode() & 0o1000 != 0 && !(dir == real && prefix == store);
+            if !ours(meta.uid()) {
+                return refuse(format!("{} belongs to uid {}", dir.display(), meta.uid()));
+            }
+            if written_by_others && !sticky_on_the_way {
+                return refuse(format!("{} may be written by others (mode {:o})", dir.display(), meta.mode() & 0o7777));
+            }
+        }
     }
     Ok(())
 }

@@ -115,7 +115,8 @@ impl Rules {
         if header(headers, "set-cookie").is_some() && !self.ignore_headers.iter().any(|h| h == "set-cookie") {
             return Err("Set-Cookie (CacheIgnoreHeaders Set-Cookie would store the answer without it)");
         }
-        if header(headers, "vary").is_some_and(|v| v.split(',').any(|f| f.trim() == "*")) {
+        // In any of the Vary fields: a second one counts as much as the first.
+        if vary_names(headers).iter().any(|f| f == "*") {
             return Err("Vary: *");
         }
         let explicit = if cc.no_cache {

@@ -11,6 +11,7 @@
 
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -49,7 +50,8 @@ unsafe impl Sync for Counters {}
 impl Counters {
     fn open(path: &Path) -> Counters {
         let own = Box::new([const { AtomicU64::new(0) }; 5]);
-        let mapped = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).and_then(|f| {
+        // Never through a link: the process may be root (`warren cache purge`).
+        let mapped = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path).and_then(|f| {
             f.set_len(4096)?;
             // SAFETY: a shared mapping of a 4096-byte file; the file may
             // be closed once mapped, and the mapping is kept to the end.
@@ -133,11 +135,17 @@ fn now_secs() -> u64 {
 impl Store {
     /// The store under `root`, made if missing. An error (unwritable,
     /// not a directory) is for the caller to warn about and serve uncached.
+    /// A directory another user may write (a tenant's, made in /dev/shm
+    /// before the server started, or left world-writable) is refused:
+    /// entries planted there would be served to every host's clients.
     pub fn open(root: &Path, max_entry: u64, max_total: u64) -> io::Result<Store> {
-        fs::create_dir_all(root.join("locks"))?;
+        private_dirs(&root.join("locks"))?;
+        only_ours(root)?;
         // Writable? Checked once here rather than failing at every store.
         let probe = root.join(format!(".probe.{}", std::process::id()));
-        fs::write(&probe, b"")?;
+        // One a dead process of the same pid left (or a link) goes first.
+        let _ = fs::remove_file(&probe);
+        fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&probe)?;
         let _ = fs::remove_file(&probe);
         Ok(Store { root: root.to_path_buf(), max_entry, max_total, written: AtomicU64::new(0), decoded: StatCache::new(DECODED_BYTES, |e| e.body.len() + 512), counters: Counters::open(&root.join(".counters")) })
     }
@@ -231,10 +239,12 @@ impl Store {
 
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let dir = path.parent().unwrap_or(&self.root);
-        fs::create_dir_all(dir)?;
+        private_dirs(dir)?;
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let tmp = self.root.join(format!(".tmp.{}.{}", std::process::id(), SEQ.fetch_add(1, Relaxed)));
-        let written = fs::File::create(&tmp).and_then(|mut f| f.write_all(bytes)).and_then(|()| fs::rename(&tmp, path));
+        // The server's user's only: an entry may be a variant chosen by a
+        // Cookie, which other local users (tenants' PHP) must not read.
+        let written = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).and_then(|mut f| f.write_all(bytes)).and_then(|()| fs::rename(&tmp, path));
         if written.is_err() {
             let _ = fs::remove_file(&tmp);
         }
@@ -341,6 +351,27 @@ impl Store {
     }
 }
 
+/// `dir` and its missing parents made, the server's user's only.
+fn private_dirs(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Err when another user than this process's may write in `root`: it is
+/// someone else's, or anyone's. Root may use the server user's directory
+/// (`warren cache purge` run by the admin).
+fn only_ours(root: &Path) -> io::Result<()> {
+    let meta = fs::metadata(root)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if meta.mode() & 0o002 != 0 {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "any user may write in it (mode o+w), and so plant answers"));
+    }
+    if meta.uid() != euid && euid != 0 {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("it belongs to uid {}, not to this server's user (uid {euid}), who alone may write answers there", meta.uid())));
+    }
+    Ok(())
+}
+
 fn parse_vary(bytes: &[u8]) -> Option<(String, String, Vec<String>)> {
     let rest = std::str::from_utf8(bytes.strip_prefix(VARY_MAGIC)?).ok()?;
     let mut lines = rest.splitn(3, '\n');
@@ -433,6 +464,33 @@ mod tests {
         // Another opening of the directory (another process) sees the same counts.
         assert_eq!(Store::open(&dir, 1, 1).unwrap().counters.read(), s.counters.read());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn planted_links_are_not_followed_and_entries_are_the_servers_only() {
+        use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+        let dir = scratch("planted");
+        fs::create_dir(&dir).unwrap();
+        // A file the server's user may write (another site's), which a
+        // tenant's links in the cache directory point at.
+        let victim = std::env::temp_dir().join(format!("warren-cache-test-victim-{}", std::process::id()));
+        fs::write(&victim, b"precious").unwrap();
+        fs::set_permissions(&victim, fs::Permissions::from_mode(0o666)).unwrap();
+        symlink(&victim, dir.join(".counters")).unwrap();
+        symlink(&victim, dir.join(format!(".probe.{}", std::process::id()))).unwrap();
+        let s = Store::open(&dir, 1000, 1 << 20).unwrap();
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        let none = |_: &str| None;
+        s.store("k", &[], &none, entry("secret")).unwrap();
+        let file = fs::metadata(s.path_of("k")).unwrap();
+        let shard = fs::metadata(s.path_of("k").parent().unwrap()).unwrap();
+        assert_eq!(file.mode() & 0o077, 0, "{:o}", file.mode());
+        assert_eq!(shard.mode() & 0o077, 0, "{:o}", shard.mode());
+        // A directory anyone may write is anyone's to plant entries in.
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(Store::open(&dir, 1000, 1 << 20).is_err());
+        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_file(&victim).unwrap();
     }
 
     #[test]

@@ -57,8 +57,12 @@ const DISK_TOTAL: u64 = 64 << 20;
 const SOCACHE_ENTRIES: u64 = 64;
 
 /// Request fields that name another host, scheme or URL to applications
-/// behind proxies: a request carrying one is never stored.
-const UNKEYED_URL_FIELDS: &[&str] = &["x-forwarded-host", "x-forwarded-server", "x-forwarded-proto", "x-forwarded-scheme", "x-forwarded-prefix", "x-forwarded-port", "x-original-url", "x-rewrite-url", "x-host", "forwarded"];
+/// behind proxies (or another method: frameworks' overrides): a request
+/// carrying one is never stored.
+const UNKEYED_URL_FIELDS: &[&str] = &[
+    "x-forwarded-host", "x-forwarded-server", "x-forwarded-proto", "x-forwarded-scheme", "x-forwarded-prefix", "x-forwarded-port", "x-forwarded-ssl", "x-forwarded-uri", "x-forwarded-path", "front-end-https", "x-url-scheme", "x-original-url", "x-original-host", "x-rewrite-url", "x-host", "forwarded",
+    "x-http-method-override", "x-http-method", "x-method-override",
+];
 
 /// The stores this process has opened, by directory (None: it could not be
 /// opened, said once in the error log).
@@ -102,8 +106,14 @@ fn rules(c: &CacheDirectives) -> Rules {
     }
 }
 
+/// A request field's value as the application sees it: every line of a
+/// repeated field joined (as the FastCGI parameters join them), so that a
+/// variant is chosen by all of it, not by its first line.
 fn field_of<'a>(head: &'a RequestHead) -> impl Fn(&str) -> Option<String> + 'a {
-    move |name| head.header(name).map(|v| String::from_utf8_lossy(v).into_owned())
+    move |name| {
+        let lines: Vec<_> = head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| String::from_utf8_lossy(v)).collect();
+        (!lines.is_empty()).then(|| lines.join(if name.eq_ignore_ascii_case("cookie") { "; " } else { ", " }))
+    }
 }
 
 fn as_pairs(headers: &[(HeaderName, String)]) -> Vec<(String, String)> {
@@ -285,17 +295,22 @@ impl Site {
     /// handler), so only such an answer is stored.
     /// None on an event loop where that needs a tenant's `.htaccess` file
     /// read or its expressions run: the request goes to a thread.
+    /// The rules are asked about a client that sends nothing but the
+    /// request line and Host: one let in by a field it sent (`Require
+    /// expr` on a header, an `<If>` on a cookie) is not anyone.
     fn open_to_anyone(&self, head: &RequestHead, conn: &ConnInfo, host: usize, on_loop: bool) -> Option<bool> {
-        let req = Request::new(head, conn, host);
+        let Some(bare) = bare_request(head) else { return Some(false) };
+        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
+        let anyone = ConnInfo { peer: nobody, useragent: nobody, ..*conn };
+        let req = Request::new(&bare, &anyone, host);
         let req = Request { pass: crate::request::Pass { on_loop, ..req.pass }, ..req };
-        let url = path::lookup_url(head.path_and_query());
+        let url = path::lookup_url(bare.path_and_query());
         let fs = self.lookup_fs_path(req, &url);
         let dir = self.effective_for(req, &fs, &url);
         if on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
             return None;
         }
-        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
-        Some(dir.allows(head, &ConnInfo { peer: nobody, useragent: nobody, ..*conn }))
+        Some(dir.allows(&bare, &anyone))
     }
 
     /// Whether the host's own SetEnvIf lines set `no-cache` for this request.
@@ -408,11 +423,10 @@ impl Site {
         let url = path::lookup_url(head.path_and_query());
         let fs = self.lookup_fs_path(req, &url);
         let dir = self.effective_for(req, &fs, &url);
-        // Rules that an anonymous client from anywhere passes (the default
-        // `Require all granted`) do not let anyone purge.
-        let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
-        let anyone = ConnInfo { peer: nobody, useragent: nobody, ..*conn };
-        if !dir.allows(head, conn) || dir.allows(head, &anyone) {
+        // Rules that an anonymous client from anywhere, sending no field of
+        // its own, passes (the default `Require all granted`) do not let
+        // anyone purge; a key in a field the client sends does.
+        if !dir.allows(head, conn) || self.open_to_anyone(head, conn, host, false) != Some(false) {
             let why = "PURGE: refused: the Require rules for PURGE here do not let this client in, or let anyone in (write e.g. <If \"%{REQUEST_METHOD} == 'PURGE'\"> Require ip 127.0.0.1 </If>)";
             self.hosts[host].error_log.error(Some(conn.useragent), why);
             let mut r = self.error(req, 405, why);
@@ -428,6 +442,19 @@ impl Site {
         r.body = Body::Bytes(format!("{why}\n").into_bytes());
         Outcome::Ready(r)
     }
+}
+
+/// `head` without its fields but Host: the request of a client that
+/// sends nothing of its own (None if it cannot be made, and then nothing
+/// is stored).
+fn bare_request(head: &RequestHead) -> Option<RequestHead> {
+    let mut wire = format!("{} ", head.method()).into_bytes();
+    wire.extend_from_slice(head.path_and_query());
+    wire.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    wire.extend_from_slice(head.host().unwrap_or_default());
+    wire.extend_from_slice(b"\r\n\r\n");
+    let limits = warren_http::HeadLimits { request_line: wire.len(), field_size: wire.len(), fields: 1, head: wire.len() };
+    warren_http::parse_head(&wire, &limits).ok().flatten().map(|(h, _)| h)
 }
 
 /// Whether the request's environment, as the pipeline left it (a

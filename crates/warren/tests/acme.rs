@@ -448,6 +448,9 @@ fn full_disk_is_retried(mpm: &str) {
     let fill = |dir: &TempDir, _: &Pebble| {
         let md = dir.0.join("md");
         let _ = mount.set(Tmpfs::mount(&md, "256k"));
+        // A tmpfs is made 1777: the admin makes it root's alone, as warren
+        // refuses a store others may write in.
+        std::fs::set_permissions(&md, std::fs::Permissions::from_mode(0o755)).unwrap();
         // Every block taken (the store's directories take none on tmpfs).
         use std::io::Write;
         let mut filler = std::fs::File::create(md.join("filler")).unwrap();

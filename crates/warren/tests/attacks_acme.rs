@@ -121,6 +121,47 @@ fn the_store_is_0600_and_never_served(mpm: &str) {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A tenant who owns the DocumentRoot an MDStoreDir sits in can put any
+/// link in it, at any time, where the root helper writes and chmods
+/// (`challenges/` here, made a link to a directory of root's): warren
+/// refuses to start, naming MDStoreDir, and root's directory is untouched.
+fn a_store_a_tenant_can_change_is_refused(mpm: &str) {
+    let dir = TempDir::new(&format!("attacks-acme-tenant-{mpm}"));
+    common::standard_site(&dir);
+    let victim = dir.0.join("roots-own");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let htdocs = dir.0.join("htdocs");
+    let md = htdocs.join("md");
+    std::fs::create_dir(&md).unwrap();
+    std::os::unix::fs::symlink(&victim, md.join("challenges")).unwrap();
+    for tenants in [&htdocs, &md] {
+        std::os::unix::fs::chown(tenants, Some(common::nobody()), None).unwrap();
+    }
+    let closed = free_port();
+    let conf = dir.write(
+        "warren.conf",
+        common::base_config(mpm, &format!("Listen 127.0.0.1:{}", free_port()), &format!("MDomain a.test\nMDCertificateAuthority https://127.0.0.1:{closed}/dir\nMDStoreDir htdocs/md\nMDRetryDelay 1h\n<VirtualHost *>\nServerName a.test\n</VirtualHost>\n")),
+    );
+    let mut child = std::process::Command::new(common::BIN).arg("-f").arg(&conf).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = common::terminate(child, common::STOP_GRACE);
+            panic!("warren started with a store its tenant can change");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success() && err.contains("MDStoreDir") && err.contains(&md.display().to_string()), "{status}: {err}");
+    assert_eq!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o7777, 0o700);
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+}
+
 /// tls-alpn-01 on the TLS listener: a client offering only acme-tls/1
 /// with a SNI that is a path gets no certificate (the name never reaches
 /// the disk), and one naming a domain with no order running gets none
@@ -164,4 +205,4 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-each_mpm!(acme_tls_alpn_cannot_read_the_store, challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);
+each_mpm!(a_store_a_tenant_can_change_is_refused, acme_tls_alpn_cannot_read_the_store, challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);

@@ -149,6 +149,20 @@ fn purge_behind_require(mpm: &str) {
     assert!(cache_status(&s.get_from("open", "/c.php/smaxage")).starts_with("warren; hit"));
 }
 
+/// A purge key in a request field: the client that sends it purges, one
+/// that does not is refused (anyone's rules are asked without the field).
+fn purge_by_a_key_in_a_field(mpm: &str) {
+    let (_fpm, s) = start(mpm, "<If \"%{REQUEST_METHOD} == 'PURGE'\">\nRequire expr \"%{HTTP:X-Purge-Key} == 'sesame'\"\n</If>\n");
+    let purge = |extra: &str| parse_response(&s.raw(format!("PURGE /c.php/maxage HTTP/1.1\r\nHost: localhost\r\n{extra}Connection: close\r\n\r\n").as_bytes())).0;
+    s.get("/c.php/maxage");
+    assert!(cache_status(&s.get("/c.php/maxage")).starts_with("warren; hit"));
+    assert_eq!(purge("").status, 405);
+    assert!(cache_status(&s.get("/c.php/maxage")).starts_with("warren; hit"));
+    let r = purge("X-Purge-Key: sesame\r\n");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(!cache_status(&s.get("/c.php/maxage")).starts_with("warren; hit"));
+}
+
 fn logged_in_cookie_bypasses_the_cache(mpm: &str) {
     let (_fpm, s) = start(mpm, "SetEnvIf Cookie \"wordpress_logged_in\" no-cache\n<Location /c.php>\nSetEnvIf X-Preview 1 no-cache\n</Location>\n");
     s.get("/c.php/maxage");
@@ -230,6 +244,7 @@ fn socache_keeps_entries_in_shared_memory(mpm: &str) {
 }
 
 each_mpm!(
+    purge_by_a_key_in_a_field,
     stored_or_not_by_header_combination,
     vary_keeps_a_variant_per_selecting_header,
     stale_entries_are_revalidated_with_the_application,

@@ -23,6 +23,7 @@ case 'cookie': header('Cache-Control: max-age=60'); setcookie('session', 'abc');
 case 'malformed': header('Cache-Control: max-age=ten'); break;
 case 'error': header('Cache-Control: max-age=60'); http_response_code(500); break;
 case 'vary': header('Cache-Control: max-age=60'); header('Vary: Accept-Language'); break;
+case 'varystar': header('Cache-Control: max-age=60'); header('Vary: Accept-Language'); header('Vary: *', false); break;
 case 'short':
     header('Cache-Control: max-age=1');
     header("ETag: $etag");
