@@ -5,7 +5,9 @@
 //! cookies); it asks the balancer-manager for a change without the nonce,
 //! with a wrong one, by GET (a link planted on another site), with the
 //! nonce percent-encoded or cut short, and from an address its `Require`
-//! denies. Every member answers through the real Python backend.
+//! denies; it POSTs to a member that goes away before answering while the
+//! error's own ErrorDocument cannot reach its backend. Every member
+//! answers through the real Python backend.
 
 mod common;
 #[path = "proxy_http/backend.rs"]
@@ -14,7 +16,7 @@ mod backend;
 #[path = "balancer/peers.rs"]
 mod peers;
 
-use backend::Backend;
+use backend::{ask, dead_port, Backend};
 use common::*;
 use peers::{counts, encoded, manager_nonce, post};
 
@@ -108,4 +110,40 @@ fn manager_from_a_denied_address(mpm: &str) {
     assert_eq!(counts(&s, 4, "/app/echo", "Connection: close\r\n").get(&b.port), Some(&4));
 }
 
-each_mpm!(forged_sessions_never_reach_a_disabled_member, manager_changes_need_the_nonce_and_a_post, manager_from_a_denied_address);
+/// How many requests with this request line a backend has seen.
+fn seen_count(b: &Backend, line: &str) -> usize {
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
+    ask(&mut c, "GET /seen HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", false).text().lines().filter(|l| l.starts_with(line)).count()
+}
+
+/// A POST whose member went away before answering is not sent to another
+/// member (it may have been acted on), even when the error's own
+/// ErrorDocument then fails to reach its backend: that failure is not the
+/// member's, which must neither be marked in error nor have its POST
+/// replayed.
+fn a_failure_after_the_member_is_not_the_members(mpm: &str) {
+    let (a, b) = (Backend::start(), Backend::start());
+    let conf = format!(
+        "<Proxy balancer://app>\n  BalancerMember {}\n  BalancerMember {}\n</Proxy>\nProxyPass /app/ balancer://app/\nProxyPass /err/ http://127.0.0.1:{}/\nErrorDocument 502 /err/\n<Location /bm>\n  SetHandler balancer-manager\n  Require ip 127.0.0.1\n</Location>\n",
+        a.url(),
+        b.url(),
+        dead_port()
+    );
+    let s = Server::start(mpm, &conf);
+    for (method, replays) in [("POST", 1), ("GET", 2)] {
+        let r = parse_response(&s.raw(format!("{method} /app/reset HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes())).0;
+        assert_ne!(r.status, 200, "{}", r.text());
+        let line = format!("{method} /reset");
+        // A GET is idempotent: it is sent on to the other member, as designed.
+        assert_eq!(seen_count(&a, &line) + seen_count(&b, &line), replays, "{method} sent to the wrong number of members");
+        let page = s.get("/bm").text();
+        assert!(!page.contains("Err"), "{method}: a member that took the connection is marked in error: {page}");
+    }
+}
+
+each_mpm!(
+    forged_sessions_never_reach_a_disabled_member,
+    manager_changes_need_the_nonce_and_a_post,
+    manager_from_a_denied_address,
+    a_failure_after_the_member_is_not_the_members
+);
