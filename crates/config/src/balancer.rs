@@ -234,8 +234,8 @@ fn member(d: &Directive, args: &[String]) -> Result<Member, String> {
             "hcuri" => hc.uri = v.to_string(),
             "hcexpr" => hc.expr_name = Some(v.to_string()),
 
-            "retry" => m.retry = v.parse::<u64>().map(Duration::from_secs).map_err(|_| format!("retry={v}: takes a number of seconds"))?,
-            "hcinterval" => hc.interval = v.parse::<u64>().ok().filter(|&n| n > 0).map(Duration::from_secs).ok_or_else(|| format!("hcinterval={v}: takes a positive number of seconds"))?,
+            "retry" => m.retry = crate::proxy_http::worker_seconds(v).ok_or_else(|| format!("retry={v}: takes a number of seconds up to {}", crate::proxy_http::MAX_WORKER_SECONDS))?,
+            "hcinterval" => hc.interval = crate::proxy_http::worker_seconds(v).filter(|t| !t.is_zero()).ok_or_else(|| format!("hcinterval={v}: takes a positive number of seconds up to {}", crate::proxy_http::MAX_WORKER_SECONDS))?,
             "hcpasses" => hc.passes = v.parse().ok().filter(|&n| n > 0).ok_or_else(|| format!("hcpasses={v}: takes a positive number"))?,
             "hcfails" => hc.fails = v.parse().ok().filter(|&n| n > 0).ok_or_else(|| format!("hcfails={v}: takes a positive number"))?,
             _ => worker_keys.push(kv.clone()),
@@ -415,6 +415,10 @@ mod tests {
         for (line, says, at) in [
             ("ProxyPass /x balancer://none/", "no such balancer", 2),
             ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 loadfactor=0\n</Proxy>", "loadfactor=0", 3),
+            ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 retry=18446744073709551\n</Proxy>", "retry=18446744073709551: takes a number of seconds up to", 3),
+            ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 hcmethod=TCP hcinterval=18446744073709551615\n</Proxy>", "hcinterval=18446744073709551615: takes a positive", 3),
+            ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 connectiontimeout=18446744073709551615\n</Proxy>", "connectiontimeout=18446744073709551615", 3),
+            ("ProxyPass /t http://127.0.0.1:1/ timeout=18446744073709551615", "timeout=18446744073709551615", 2),
             ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1 status=+X\n</Proxy>", "flag X", 3),
             ("<Proxy balancer://b>\nBalancerMember http://127.0.0.1:1\nProxySet lbmethod=heartbeat\n</Proxy>", "lbmethod=heartbeat", 4),
             ("<Proxy balancer://b>\nBalancerMember fcgi://127.0.0.1:1 hcmethod=GET\n</Proxy>", "http:// members only", 3),

@@ -204,7 +204,7 @@ impl HttpOrigin {
     /// A worker key of an HTTP ProxyPass line this struct holds; false if
     /// `key` is none of them.
     pub fn set_key(&mut self, key: &str, value: &str) -> Result<bool, String> {
-        let seconds = |v: &str| v.parse::<u64>().map(Duration::from_secs).map_err(|_| format!("{key}={v} is not a number of seconds"));
+        let seconds = |v: &str| worker_seconds(v).ok_or_else(|| format!("{key}={v} is not a number of seconds up to {MAX_WORKER_SECONDS}"));
         match key {
             "connectiontimeout" => self.connect_timeout = Some(seconds(value)?).filter(|d| !d.is_zero()),
             "ttl" => self.ttl = Some(seconds(value)?).filter(|d| !d.is_zero()),
@@ -223,6 +223,16 @@ impl HttpOrigin {
         }
         Ok(true)
     }
+}
+
+/// The most a worker's time (timeout=, connectiontimeout=, ttl=, retry=,
+/// hcinterval=) may be: a year. More would overflow the clock's arithmetic
+/// when added to now, which would panic the thread (the event loop's too).
+pub const MAX_WORKER_SECONDS: u64 = 365 * 24 * 3600;
+
+/// A worker's time in seconds, if it is a number no larger than [`MAX_WORKER_SECONDS`].
+pub fn worker_seconds(v: &str) -> Option<Duration> {
+    v.parse::<u64>().ok().filter(|&n| n <= MAX_WORKER_SECONDS).map(Duration::from_secs)
 }
 
 /// A line of a `<Location>` that is the host's: `ProxyPass URL [keys]`
@@ -488,6 +498,12 @@ mod tests {
         assert_eq!(o.set_key("keepalive", "On"), Ok(true));
         assert!(o.tcp_keepalive);
         assert!(o.set_key("max", "x").is_err());
+        // Added to now on the event loop: a time that overflows it is refused.
+        for key in ["retry", "connectiontimeout", "ttl"] {
+            assert!(o.set_key(key, &u64::MAX.to_string()).is_err(), "{key}");
+            assert!(o.set_key(key, &(MAX_WORKER_SECONDS + 1).to_string()).is_err(), "{key}");
+            assert_eq!(o.set_key(key, &MAX_WORKER_SECONDS.to_string()), Ok(true), "{key}");
+        }
         assert_eq!(o.set_key("frobnicate", "1"), Ok(false));
     }
 

@@ -150,9 +150,9 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
                 };
                 backend.reuse = if k == "enablereuse" { on } else { !on };
             }
-            Some((k, v)) if k == "timeout" => match v.parse::<u64>() {
-                Ok(n) if n > 0 => backend.timeout = Some(Duration::from_secs(n)),
-                _ => return Err(format!("{}: timeout={v} is not a positive number of seconds", d.name)),
+            Some((k, v)) if k == "timeout" => match crate::proxy_http::worker_seconds(v) {
+                Some(t) if !t.is_zero() => backend.timeout = Some(t),
+                _ => return Err(format!("{}: timeout={v} is not a positive number of seconds up to {}", d.name, crate::proxy_http::MAX_WORKER_SECONDS)),
             },
             Some((k, v)) if k == "flushpackets" => backend.flush_packets = flush_packets_value(v).map_err(|m| format!("{}: {m}", d.name))?,
             _ if http.is_some() => return Err(format!("{}: unsupported option {kv} (supported: enablereuse, disablereuse, timeout, connectiontimeout, keepalive, ttl, max, smax, min, retry, flushpackets, upgrade)", d.name)),

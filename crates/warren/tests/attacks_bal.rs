@@ -5,7 +5,10 @@
 //! cookies); it asks the balancer-manager for a change without the nonce,
 //! with a wrong one, by GET (a link planted on another site), with the
 //! nonce percent-encoded or cut short, and from an address its `Require`
-//! denies. Every member answers through the real Python backend.
+//! denies; it POSTs to a member that goes away before answering while the
+//! error's own ErrorDocument cannot reach its backend. The members are the
+//! real Python backend, but for a hostile one (a thread of the test's)
+//! that trickles its health check's answer forever.
 
 mod common;
 #[path = "proxy_http/backend.rs"]
@@ -14,7 +17,7 @@ mod backend;
 #[path = "balancer/peers.rs"]
 mod peers;
 
-use backend::Backend;
+use backend::{ask, dead_port, Backend};
 use common::*;
 use peers::{counts, encoded, manager_nonce, post};
 
@@ -108,4 +111,114 @@ fn manager_from_a_denied_address(mpm: &str) {
     assert_eq!(counts(&s, 4, "/app/echo", "Connection: close\r\n").get(&b.port), Some(&4));
 }
 
-each_mpm!(forged_sessions_never_reach_a_disabled_member, manager_changes_need_the_nonce_and_a_post, manager_from_a_denied_address);
+/// How many requests with this request line a backend has seen.
+fn seen_count(b: &Backend, line: &str) -> usize {
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
+    ask(&mut c, "GET /seen HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", false).text().lines().filter(|l| l.starts_with(line)).count()
+}
+
+/// A POST whose member went away before answering is not sent to another
+/// member (it may have been acted on), even when the error's own
+/// ErrorDocument then fails to reach its backend: that failure is not the
+/// member's, which must neither be marked in error nor have its POST
+/// replayed.
+fn a_failure_after_the_member_is_not_the_members(mpm: &str) {
+    let (a, b) = (Backend::start(), Backend::start());
+    let conf = format!(
+        "<Proxy balancer://app>\n  BalancerMember {}\n  BalancerMember {}\n</Proxy>\nProxyPass /app/ balancer://app/\nProxyPass /err/ http://127.0.0.1:{}/\nErrorDocument 502 /err/\n<Location /bm>\n  SetHandler balancer-manager\n  Require ip 127.0.0.1\n</Location>\n",
+        a.url(),
+        b.url(),
+        dead_port()
+    );
+    let s = Server::start(mpm, &conf);
+    for (method, replays) in [("POST", 1), ("GET", 2)] {
+        let r = parse_response(&s.raw(format!("{method} /app/reset HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes())).0;
+        assert_ne!(r.status, 200, "{}", r.text());
+        let line = format!("{method} /reset");
+        // A GET is idempotent: it is sent on to the other member, as designed.
+        assert_eq!(seen_count(&a, &line) + seen_count(&b, &line), replays, "{method} sent to the wrong number of members");
+        let page = s.get("/bm").text();
+        assert!(!page.contains("Err"), "{method}: a member that took the connection is marked in error: {page}");
+    }
+}
+
+/// A hostile member: it answers a health check's request with a head
+/// that never ends, a byte at a time, each in time for the read's
+/// timeout; other requests get a short answer. Stopped when dropped.
+struct Trickler {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Trickler {
+    fn start() -> Trickler {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stopped.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(mut conn) = conn else { continue };
+                let stopped = stopped.clone();
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match conn.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    if !String::from_utf8_lossy(&got).contains("warren-hcheck") {
+                        let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+                        return;
+                    }
+                    let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nX-Slow: ");
+                    while !stopped.load(Ordering::Relaxed) && conn.write_all(b"x").is_ok() {
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                    }
+                });
+            }
+        });
+        Trickler { port, stop }
+    }
+}
+
+impl Drop for Trickler {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// A member that never finishes answering its health check holds the
+/// checks of every other member no longer than a check's time limit: the
+/// member after it, which is down, is still found out.
+fn a_member_trickling_its_check_holds_no_other(mpm: &str) {
+    let slow = Trickler::start();
+    let down = dead_port();
+    let conf = format!(
+        "<Proxy balancer://app>\n  BalancerMember http://127.0.0.1:{} hcmethod=GET hcinterval=1\n  BalancerMember http://127.0.0.1:{down} hcmethod=TCP hcinterval=1 hcfails=1\n</Proxy>\nProxyPass /app/ balancer://app/\n",
+        slow.port
+    );
+    let s = Server::start(mpm, &conf);
+    // The first balanced request starts the checks.
+    let r = s.get_with("/app/x", "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let needle = format!("worker http://127.0.0.1:{down} failed its health check");
+    let log = s.wait_log("error.log", &needle);
+    assert!(log.contains(&needle), "the down member's check never ran: {log}");
+}
+
+each_mpm!(
+    forged_sessions_never_reach_a_disabled_member,
+    manager_changes_need_the_nonce_and_a_post,
+    manager_from_a_denied_address,
+    a_failure_after_the_member_is_not_the_members,
+    a_member_trickling_its_check_holds_no_other
+);

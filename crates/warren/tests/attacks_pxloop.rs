@@ -5,7 +5,8 @@
 //! request's answer), an unasked second answer sent after the first, a
 //! head larger than warren takes, a head that smuggles a line break or
 //! announces two lengths. Each gets a 502 or its own client's answer only,
-//! and the clients' connections go on.
+//! and the clients' connections go on. And by a client filling a busy
+//! unix-socket backend's listen queue for a moment: no outage follows.
 
 mod common;
 #[path = "proxy_http/backend.rs"]
@@ -107,4 +108,66 @@ fn broken_heads_get_502(mpm: &str) {
     assert!(log.contains(&format!("error reading the status line from 127.0.0.1:{port}")), "{log}");
 }
 
-each_mpm!(surplus_never_reaches_another_request, broken_heads_get_502);
+/// A unix-socket backend that accepts nothing until told (a line on its
+/// standard input), its backlog 0; then it answers each request `ok`.
+const SLOW_ACCEPTER: &str = r#"
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o666)
+s.listen(0)
+print("ready", flush=True)
+sys.stdin.readline()
+while True:
+    c, _ = s.accept()
+    c.settimeout(5)
+    try:
+        got = b""
+        while b"\r\n\r\n" not in got:
+            more = c.recv(4096)
+            if not more:
+                break
+            got += more
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    except OSError:
+        pass
+    c.close()
+"#;
+
+/// Any client can fill a busy unix-socket backend's backlog for a moment:
+/// a connect refused for that (EAGAIN) is this request's 503 at most,
+/// never the backend marked down for `retry=` (which made every request
+/// of the next 60 s a 503 once the backend had caught up).
+fn a_full_backlog_is_no_outage(mpm: &str) {
+    use std::io::BufRead;
+    let sock = std::env::temp_dir().join(format!("warren-pxloop-{}-{mpm}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&sock);
+    let mut backend = std::process::Command::new("python3").arg("-c").arg(SLOW_ACCEPTER).arg(&sock).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(backend.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    // The one connection a backlog of 0 holds, with its request.
+    let mut filler = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    filler.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let s = Server::start(mpm, &format!("ProxyPass /u/ unix:{}|http://localhost/\n", sock.display()));
+    let first = std::thread::scope(|scope| {
+        let asking = scope.spawn(|| s.get("/u/x"));
+        // The event loop answers at once; a thread waits in connect() for the backlog.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !asking.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        backend.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        backend.stdin.as_mut().unwrap().flush().unwrap();
+        asking.join().unwrap()
+    });
+    assert!(matches!(first.status, 200 | 503), "{}", first.status);
+    let next = s.get("/u/x");
+    let _ = backend.kill();
+    let _ = backend.wait();
+    let _ = std::fs::remove_file(&sock);
+    assert_eq!((next.status, next.text()), (200, "ok".to_string()), "the backend was marked down for a full backlog; error log:\n{}", s.read_log("error.log"));
+    drop(filler);
+}
+
+each_mpm!(surplus_never_reaches_another_request, broken_heads_get_502, a_full_backlog_is_no_outage);

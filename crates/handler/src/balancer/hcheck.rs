@@ -25,7 +25,7 @@ use crate::logs::ErrorLog;
 const TICK: Duration = Duration::from_millis(200);
 /// A lease holder silent this long has gone.
 const STALE_MS: u64 = 3_000;
-/// The longest a check waits for a connect or an answer.
+/// The longest a check waits for a connect, and then for the answer's head.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Balancers {
@@ -87,7 +87,16 @@ fn check(member: &Member, hc: &HealthCheck) -> Result<(), String> {
     stream.write_all(request.as_bytes()).map_err(|e| format!("sending: {e}"))?;
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
+    // The time limit is for the whole answer, not each read: a member
+    // sending its head a byte at a time would otherwise hold this thread,
+    // and so every other member's checks, for as long as it likes.
+    let deadline = Instant::now() + timeout;
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("no whole answer head within {} ms", timeout.as_millis()));
+        }
+        stream.set_timeouts(left).map_err(|e| format!("reading: {e}"))?;
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => head.extend_from_slice(&buf[..n]),

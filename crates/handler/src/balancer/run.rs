@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::io::{Seek, SeekFrom};
 use std::sync::Arc;
 
-use warren_config::{LogLevel, ProxyTarget};
+use warren_config::{FcgiAddr, LogLevel, ProxyTarget};
 use warren_http::RequestHead;
 
 use super::{Elected, NoMember, SharedState};
@@ -33,19 +33,39 @@ enum Failure {
 }
 
 thread_local! {
-    /// Said by the exchanges, which run on this thread; read after each attempt.
-    static FAILED: Cell<Option<Failure>> = const { Cell::new(None) };
+    /// Said by the exchanges, which run on this thread, with the backend
+    /// they failed to reach; read after each attempt. Only the first is
+    /// kept, and only one naming the member counts: an attempt may run
+    /// other exchanges after the member's (an ErrorDocument or an internal
+    /// redirect to another backend), whose failures are not the member's.
+    static FAILED: Cell<Option<(Failure, FcgiAddr)>> = const { Cell::new(None) };
+}
+
+fn note(failure: Failure, backend: &FcgiAddr) {
+    FAILED.with(|f| {
+        let first = f.take();
+        f.set(first.or_else(|| Some((failure, backend.clone()))));
+    });
 }
 
 /// Said by an exchange that could not connect to its backend.
-pub(crate) fn note_connect_failure() {
-    FAILED.set(Some(Failure::Connect));
+pub(crate) fn note_connect_failure(backend: &FcgiAddr) {
+    note(Failure::Connect, backend);
 }
 
 /// Said by an exchange whose backend went away before answering.
-pub(crate) fn note_lost_before_answer() {
-    if FAILED.get().is_none() {
-        FAILED.set(Some(Failure::LostBeforeAnswer));
+pub(crate) fn note_lost_before_answer(backend: &FcgiAddr) {
+    note(Failure::LostBeforeAnswer, backend);
+}
+
+/// What this thread's exchanges had said before a balanced request began
+/// (it may run inside another's attempt, as its ErrorDocument): put back
+/// when it ends.
+struct OuterFailure(Option<(Failure, FcgiAddr)>);
+
+impl Drop for OuterFailure {
+    fn drop(&mut self) {
+        FAILED.set(self.0.take());
     }
 }
 
@@ -102,6 +122,7 @@ impl Site {
         let b = elected.balancer;
         let bal = &self.balancers.list[b];
         let log = &self.hosts[gw.host].error_log;
+        let _outer = OuterFailure(FAILED.take());
         loop {
             let m = elected.member;
             elected.tried |= 1 << m;
@@ -117,7 +138,7 @@ impl Site {
             FAILED.set(None);
             let r = self.run_gateway(Box::new(gw.again()), head, conn, &mut replay);
             let idempotent = matches!(head.method(), "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
-            let failure = FAILED.take();
+            let failure = FAILED.take().filter(|(_, backend)| *backend == gw.backend.addr).map(|(f, _)| f);
             match failure {
                 Some(Failure::Connect) => {}
                 Some(Failure::LostBeforeAnswer) if idempotent => {}

@@ -43,6 +43,10 @@ struct Lease {
     beat: AtomicU64,
 }
 
+/// Tries after which byrequests' lock is taken to be held by a child that
+/// died (a live holder keeps it for a few additions).
+const STALE_LOCK_SPINS: u32 = 100_000;
+
 pub struct SharedState {
     memory: SharedMemory,
     /// Index of each balancer's first member.
@@ -97,7 +101,17 @@ impl SharedState {
     /// balancer's lock, held for these few additions.
     pub fn by_requests(&self, b: usize, candidates: &[usize], factor: impl Fn(usize) -> i64) -> usize {
         let lock = self.lock_word(b);
+        let mut spins = 0;
         while lock.compare_exchange_weak(0, 1, Acquire, Relaxed).is_err() {
+            // A holder killed inside these few additions (SIGKILL, the OOM
+            // killer) never lets go: without a bound every balanced request
+            // of every child would spin here for good. Going on without
+            // the lock costs only byrequests' fairness (the credits are
+            // atomics), and the store below frees the word for the others.
+            spins += 1;
+            if spins == STALE_LOCK_SPINS {
+                break;
+            }
             std::thread::yield_now();
         }
         let mut total = 0;
@@ -241,5 +255,23 @@ impl MemberState {
 
     pub(super) fn moved(&self, bytes: u64) {
         self.traffic.fetch_add(bytes, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_left_by_a_dead_child_is_not_waited_on_for_good() {
+        let state = std::sync::Arc::new(SharedState::new(&[2]).unwrap());
+        // As a child killed between taking the lock and freeing it leaves it.
+        state.lock_word(0).store(1, Relaxed);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let electing = state.clone();
+        std::thread::spawn(move || tx.send(electing.by_requests(0, &[0, 1], |_| 1)).unwrap());
+        let chosen = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("byrequests waited for good on a dead holder's lock");
+        assert!(chosen < 2);
+        assert_eq!(state.lock_word(0).load(Relaxed), 0, "the word is freed for the others");
     }
 }

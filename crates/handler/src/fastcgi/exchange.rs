@@ -121,7 +121,7 @@ impl Site {
                         _ => Failed::Backend(GatewayError::connect(&describe(addr), &e)),
                     }),
                     _ => BackendStream::connect(addr, gw.timeout).map_err(|e| {
-                        crate::balancer::note_connect_failure();
+                        crate::balancer::note_connect_failure(addr);
                         Failed::Backend(GatewayError::connect(&describe(addr), &e))
                     }),
                 }?;
@@ -174,7 +174,7 @@ impl Site {
             };
             if gone {
                 // Gone before answering: a balancer may try the next member.
-                crate::balancer::note_lost_before_answer();
+                crate::balancer::note_lost_before_answer(addr);
             }
             return Err(match answer.failure(error, gone, lease_ref) {
                 Failure::Lost(e) => Failed::LostChild(e),

@@ -98,7 +98,7 @@ impl Site {
         };
         let backends = &self.caches.http_backends;
         if let Some(left) = backends.in_error(addr) {
-            crate::balancer::note_connect_failure();
+            crate::balancer::note_connect_failure(addr);
             return Err(GatewayError { status: 503, why: format!("proxy: HTTP: backend {name} is in error state for {} s more (retry=)", left.as_secs() + 1) });
         }
         let host = &self.hosts[gw.host];
@@ -122,7 +122,7 @@ impl Site {
         let replayable = replayable(head.method(), framing);
         let connect_failed = |e: ConnectError| match e {
             ConnectError::Connect(e) => {
-                crate::balancer::note_connect_failure();
+                crate::balancer::note_connect_failure(addr);
                 backends.mark_down(addr, plan.origin.retry);
                 GatewayError { status: 503, why: format!("proxy: HTTP: attempt to connect to {name} failed: {e}") }
             }
@@ -150,7 +150,7 @@ impl Site {
                 }
                 Err(HeadError::Timeout) => return Err(GatewayError { status: 504, why: format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)") }),
                 Err(HeadError::ClosedEarly(why)) => {
-                    crate::balancer::note_lost_before_answer();
+                    crate::balancer::note_lost_before_answer(addr);
                     return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") });
                 }
                 Err(HeadError::Malformed(why)) => return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") }),

@@ -184,8 +184,14 @@ impl HttpRelay {
     }
 
     /// The backend could not be reached: it is not tried again for its
-    /// `retry=` time.
+    /// `retry=` time. A unix socket whose listen queue is full (EAGAIN:
+    /// the loop does not wait in connect as a thread does) is busy, not
+    /// down: this request's 503 only, or any client filling the queue for
+    /// a moment would make the backend unused for `retry=`.
     pub fn connect_failed(&self, site: &Site, e: &std::io::Error) -> GatewayError {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            return GatewayError { status: 503, why: format!("proxy: HTTP: {} is busy: its listen queue is full ({e})", self.gateway.backend_name()) };
+        }
         site.caches.http_backends.mark_down(&self.gateway.backend.addr, self.origin().retry);
         GatewayError { status: 503, why: format!("proxy: HTTP: attempt to connect to {} failed: {e}", self.gateway.backend_name()) }
     }
