@@ -170,4 +170,25 @@ fn a_full_backlog_is_no_outage(mpm: &str) {
     drop(filler);
 }
 
-each_mpm!(surplus_never_reaches_another_request, broken_heads_get_502, a_full_backlog_is_no_outage);
+/// A unix-socket backend whose listen queue stays full holds no thread past
+/// the route's timeout: the request gets its answer (a thread's connect is
+/// bounded by the socket's send timeout; it used to wait for good).
+fn a_backlog_that_stays_full_holds_no_thread(mpm: &str) {
+    use std::io::BufRead;
+    let sock = std::env::temp_dir().join(format!("warren-pxloop-full-{}-{mpm}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&sock);
+    let mut backend = std::process::Command::new("python3").arg("-c").arg(SLOW_ACCEPTER).arg(&sock).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(backend.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let filler = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    let s = Server::start(mpm, &format!("ProxyPass /u/ unix:{}|http://localhost/ timeout=1\n", sock.display()));
+    let r = s.get("/u/x");
+    let _ = backend.kill();
+    let _ = backend.wait();
+    let _ = std::fs::remove_file(&sock);
+    drop(filler);
+    assert_eq!(r.status, 503, "{}", s.read_log("error.log"));
+}
+
+each_mpm!(surplus_never_reaches_another_request, broken_heads_get_502, a_full_backlog_is_no_outage, a_backlog_that_stays_full_holds_no_thread);

@@ -30,7 +30,7 @@ pub enum BackendStream {
 impl BackendStream {
     pub(crate) fn connect(addr: &FcgiAddr, timeout: Duration) -> io::Result<BackendStream> {
         let s = match addr {
-            FcgiAddr::Unix(p) => BackendStream::Unix(UnixStream::connect(p)?),
+            FcgiAddr::Unix(p) => BackendStream::Unix(connect_unix(p, timeout)?),
             FcgiAddr::Pool(name) => return Err(io::Error::other(format!("pool {name} is reached through a lease"))),
             FcgiAddr::Tcp { host, port } => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host} resolves to no address"));
@@ -169,5 +169,22 @@ pub(super) fn describe(addr: &FcgiAddr) -> String {
         FcgiAddr::Unix(p) => format!("unix:{}", p.display()),
         FcgiAddr::Tcp { host, port } => format!("{host}:{port}"),
         FcgiAddr::Pool(name) => format!("pool {name}"),
+    }
+}
+
+/// A connection to a unix socket, waiting at most `timeout` for room in
+/// its listen queue: the kernel bounds a unix connect by the socket's send
+/// timeout, which std's `UnixStream::connect` cannot set first (a backend
+/// whose queue stays full would hold the thread for good).
+fn connect_unix(path: &std::path::Path, timeout: Duration) -> io::Result<UnixStream> {
+    use nix::sys::socket::{connect, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, UnixAddr};
+    use nix::sys::time::{TimeVal, TimeValLike};
+    let fd = socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    let micros = i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX).max(1);
+    setsockopt(&fd, sockopt::SendTimeout, &TimeVal::microseconds(micros))?;
+    match connect(fd.as_raw_fd(), &UnixAddr::new(path)?) {
+        Ok(()) => Ok(UnixStream::from(fd)),
+        Err(nix::errno::Errno::EAGAIN) => Err(io::Error::new(io::ErrorKind::TimedOut, format!("its listen queue stayed full for {} s", timeout.as_secs()))),
+        Err(e) => Err(e.into()),
     }
 }
