@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use backend::{ask, Backend};
+use backend::{ask, read_head, Backend};
 use common::*;
 
 /// A backend on a thread of the test's: each connection it accepts is
@@ -43,19 +43,6 @@ impl Scripted {
         });
         Scripted { port, accepted }
     }
-}
-
-/// Reads one request head (these tests send no bodies but where they say).
-fn read_head(s: &mut TcpStream) -> Option<String> {
-    let mut got = Vec::new();
-    let mut byte = [0u8; 1];
-    while !got.ends_with(b"\r\n\r\n") {
-        match s.read(&mut byte) {
-            Ok(1) => got.push(byte[0]),
-            _ => return None,
-        }
-    }
-    Some(String::from_utf8_lossy(&got).into_owned())
 }
 
 /// Writes `pieces` one at a time, each its own segment: the pause only

@@ -67,3 +67,16 @@ pub fn ask(s: &mut TcpStream, req: &str, head_request: bool) -> Resp {
     }
 }
 
+/// Reads one request head, byte by byte (a backend of a test's that must
+/// not read past it); None once the connection ends.
+pub fn read_head(s: &mut TcpStream) -> Option<String> {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => got.push(byte[0]),
+            _ => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&got).into_owned())
+}
