@@ -168,11 +168,14 @@ impl Haproxy {
         let servers: String = hosts.iter().map(|(name, addr)| format!("    server {name} {addr}:{HOST_PORT} send-proxy-v2 check check-send-proxy inter 200ms fall 2 rise 2\n")).collect();
         // Its usual settings for a drain: a request that finds a server
         // gone (refused, or a kept-alive connection closed under it) is
-        // retried on the other.
+        // retried on the other. A check waits up to 5 s for its answer
+        // (by default it waits `inter`, 200 ms: on a loaded machine both
+        // hosts were then marked DOWN and HAProxy answered 503 itself); a
+        // stopped host refuses at once, so it is still found out in 400 ms.
         let cfg = dir.write(
             "haproxy.cfg",
             format!(
-                "global\n    maxconn 1000\n    stats socket {} mode 600 level admin\ndefaults\n    mode http\n    timeout connect 2s\n    timeout client 30s\n    timeout server 30s\n    option redispatch\n    retries 3\n    retry-on conn-failure empty-response response-timeout\nfrontend web\n    bind 127.0.0.1:{port}\n    default_backend warren\nbackend warren\n    balance roundrobin\n    option httpchk GET /check.txt\n{servers}",
+                "global\n    maxconn 1000\n    stats socket {} mode 600 level admin\ndefaults\n    mode http\n    timeout connect 2s\n    timeout client 30s\n    timeout server 30s\n    timeout check 5s\n    option redispatch\n    retries 3\n    retry-on conn-failure empty-response response-timeout\nfrontend web\n    bind 127.0.0.1:{port}\n    default_backend warren\nbackend warren\n    balance roundrobin\n    option httpchk GET /check.txt\n{servers}",
                 stats.display()
             ),
         );
