@@ -44,9 +44,8 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # systemd.rs checks packaging/warren.service and warren.socket with systemd-analyze.
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
-# haproxy_netns.rs: two warren hosts in network namespaces behind Debian's HAProxy.
+# haproxy_netns.rs: two warren hosts in network namespaces (iproute2, above) behind Debian's HAProxy.
 command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
-command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # systemd_container.rs (packaging/test-systemd.sh) boots systemd in a
 # debootstrapped root with systemd-nspawn and loads it with wrk.
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
