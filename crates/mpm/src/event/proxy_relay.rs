@@ -13,12 +13,11 @@
 //! name) goes to a worker thread as before.
 
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::time::Instant;
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
-use socket2::{Domain, SockAddr, Socket, Type};
+use socket2::Socket;
 use warren_config::{FcgiAddr, LogLevel};
 use warren_handler::compress::StreamEncoder;
 use warren_handler::fastcgi::{Gateway, GatewayError};
@@ -96,29 +95,6 @@ fn idle_and_open(s: &Socket) -> bool {
     matches!(s.peek(&mut b), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
 }
 
-/// A non-blocking connection to `addr`: Ok((socket, connected)).
-fn connect(addr: &FcgiAddr) -> io::Result<(Socket, bool)> {
-    let (domain, target) = match addr {
-        FcgiAddr::Unix(path) => (Domain::UNIX, SockAddr::unix(path)?),
-        FcgiAddr::Tcp { host, port } => {
-            let ip: std::net::IpAddr = host.parse().map_err(|_| io::Error::other(format!("{host} is no address")))?;
-            let sa = SocketAddr::new(ip, *port);
-            (Domain::for_address(sa), SockAddr::from(sa))
-        }
-        FcgiAddr::Pool(name) => return Err(io::Error::other(format!("pool {name} is no HTTP backend"))),
-    };
-    let socket = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), None)?;
-    if domain != Domain::UNIX {
-        let _ = socket.set_tcp_nodelay(true);
-    }
-    match socket.connect(&target) {
-        Ok(()) => Ok((socket, true)),
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok((socket, false)),
-        // A unix socket with a full backlog: not worth waiting for on the loop.
-        Err(e) => Err(e),
-    }
-}
-
 /// What one pass of relaying came to.
 enum Step {
     Again,
@@ -163,7 +139,7 @@ impl EventLoop {
         let reused = kept.is_some();
         let (socket, connected) = match kept {
             Some(s) => (s, true),
-            None => match connect(&exchange.gateway.backend.addr) {
+            None => match crate::fastcgi::on_loop::connect_by_address(&exchange.gateway.backend.addr) {
                 Ok(x) => x,
                 Err(e) => {
                     let err = exchange.connect_failed(&self.site, &e);

@@ -201,28 +201,39 @@ pub struct ReadFailed {
 }
 
 fn connect(addr: &FcgiAddr) -> Result<(Socket, bool), NotHere> {
+    // A name may need a resolver, which may block.
+    if matches!(addr, FcgiAddr::Tcp { host, .. } if host.parse::<std::net::IpAddr>().is_err()) {
+        return Err(NotHere::UseThread);
+    }
+    connect_by_address(addr).map_err(|e| match e.kind() {
+        // A unix socket's backlog is full: a worker thread waits in connect.
+        io::ErrorKind::WouldBlock => NotHere::UseThread,
+        _ => NotHere::Failed(e),
+    })
+}
+
+/// A non-blocking connection to a backend named by address (a unix path
+/// or an IP address, never a name): Ok((socket, connected)); WouldBlock
+/// when a unix socket's listen queue is full. The FastCGI and HTTP relays
+/// of the loop share it.
+pub(crate) fn connect_by_address(addr: &FcgiAddr) -> io::Result<(Socket, bool)> {
     let (domain, target) = match addr {
-        FcgiAddr::Unix(path) => (Domain::UNIX, SockAddr::unix(path).map_err(NotHere::Failed)?),
-        FcgiAddr::Pool(_) => unreachable!("a pool's child is leased first"),
-        FcgiAddr::Tcp { host, port } => match host.parse::<std::net::IpAddr>() {
-            Ok(ip) => {
-                let sa = SocketAddr::new(ip, *port);
-                (Domain::for_address(sa), SockAddr::from(sa))
-            }
-            // A name may need a resolver, which may block.
-            Err(_) => return Err(NotHere::UseThread),
-        },
+        FcgiAddr::Unix(path) => (Domain::UNIX, SockAddr::unix(path)?),
+        FcgiAddr::Tcp { host, port } => {
+            let ip: std::net::IpAddr = host.parse().map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{host} is no address")))?;
+            let sa = SocketAddr::new(ip, *port);
+            (Domain::for_address(sa), SockAddr::from(sa))
+        }
+        FcgiAddr::Pool(name) => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("pool {name} is reached through a lease"))),
     };
-    let socket = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), None).map_err(NotHere::Failed)?;
+    let socket = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), None)?;
     if domain != Domain::UNIX {
         let _ = socket.set_tcp_nodelay(true);
     }
     match socket.connect(&target) {
         Ok(()) => Ok((socket, true)),
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok((socket, false)),
-        // A unix socket's backlog is full: a worker thread waits in connect.
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(NotHere::UseThread),
-        Err(e) => Err(NotHere::Failed(e)),
+        Err(e) => Err(e),
     }
 }
 
