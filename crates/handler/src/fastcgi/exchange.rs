@@ -311,13 +311,9 @@ pub(crate) fn drained_within(body: &mut dyn RequestBody, limit: u64) -> bool {
     false
 }
 
+/// Reads and drops what is left of the client's body, however long.
 pub(crate) fn discard(body: &mut dyn RequestBody) {
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = body.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-    }
+    drained_within(body, u64::MAX);
 }
 
 impl RequestBody for NoBody {
