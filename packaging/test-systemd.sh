@@ -127,8 +127,11 @@ say "booted systemd $(in_ct systemctl --version | awk 'NR==1 {print $2}') as PID
 in_ct apt-get install -y -qq --no-install-recommends /root/warren.deb >&2 || fail "apt-get install ./warren.deb"
 say "installed: $(in_ct dpkg-query -W -f='${Package} ${Version} ${Status}' warren)"
 in_ct systemctl is-enabled warren >/dev/null || fail "the package did not enable warren.service"
-# The postinst started it; the target is timed from a start of our own.
-in_ct systemctl stop warren
+# The postinst started it, and its warren.socket (which holds port 80 and
+# would start warren again at the first connection); the target is timed
+# from a start of our own, without the socket until its own part below.
+in_ct systemctl stop warren.socket warren
+in_ct systemctl is-active warren.socket >/dev/null && fail "warren.socket still active after systemctl stop"
 cp "$root/root/info.php" "$root/var/www/html/info.php"
 
 url="http://127.0.0.1"
