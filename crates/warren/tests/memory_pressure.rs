@@ -209,7 +209,11 @@ fn a_growing_neighbour_makes_the_pool_shrink(mpm: &str) {
     let for_the_rest = || {
         auto_decisions(&s.read_log("error.log")).into_iter().rev().find(|(n, l)| *n < first && l.contains("(was ") && l.contains("for the rest (peak ") && mb_after(l, "for the rest (peak ") >= 100.0)
     };
-    wait_for("a smaller count for the rest's 100 MB", Duration::from_secs(40), || for_the_rest().is_some());
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while for_the_rest().is_none() {
+        assert!(Instant::now() < deadline, "a smaller count for the rest's 100 MB: not within 40 s\n{}", s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
     pool_obeys_last_decision(&s);
     assert_eq!(s.get("/grow.php?mb=1").text(), "held 1");
     assert!(hog.alive());
