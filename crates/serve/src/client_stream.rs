@@ -24,7 +24,8 @@ use rustls::{HandshakeKind, ServerConfig, ServerConnection};
 use warren_handler::{ConnInfo, Site, TlsInfo};
 
 use crate::ktls;
-use crate::scoreboard::ThreadSlot;
+use warren_mpm::listen::Listener;
+use warren_mpm::scoreboard::ThreadSlot;
 
 /// The first byte of a TLS handshake record. A connection to a TLS port
 /// that opens with a letter is speaking HTTP.
@@ -276,6 +277,22 @@ impl ClientStream {
             }
         }
         let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}
+
+/// A listening socket's connections as client streams. The socket is the
+/// process model's (`warren-mpm`, bound before the fork); what its
+/// connections carry is known here.
+pub trait AcceptClient {
+    /// Accepts a connection as its client stream (TLS on a TLS listener,
+    /// with the HTTP/2 the listener offers), with its peer and local address.
+    fn accept(&self) -> io::Result<(ClientStream, SocketAddr, SocketAddr)>;
+}
+
+impl AcceptClient for Listener {
+    fn accept(&self) -> io::Result<(ClientStream, SocketAddr, SocketAddr)> {
+        let (stream, peer, local) = self.accept_tcp()?;
+        Ok((ClientStream::accepted(stream, self.tls.as_ref())?.with_h2(self.h2.clone()), peer, local))
     }
 }
 
