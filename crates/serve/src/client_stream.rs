@@ -624,4 +624,24 @@ mod tests {
         assert!(!ClientStream::plain(TcpStream::connect(TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).unwrap()).alpn_h2());
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    #[test]
+    fn a_listener_gives_tls_streams_only_where_it_has_a_configuration() {
+        let dir = std::env::temp_dir().join(format!("warren-client-stream-accept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut listener = warren_mpm::bind("127.0.0.1:0".parse().unwrap(), 16).unwrap();
+        // The listener defers accept until a connection's first bytes arrive.
+        let mut plain = TcpStream::connect(listener.addr).unwrap();
+        plain.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        let (stream, peer, local) = listener.accept().unwrap();
+        assert!(!stream.is_tls());
+        assert_eq!((peer, local), (plain.local_addr().unwrap(), listener.addr));
+        listener.tls = Some(server_config(&dir, ""));
+        let mut tls = TcpStream::connect(listener.addr).unwrap();
+        tls.write_all(b"\x16\x03\x01").unwrap();
+        let (stream, peer, _) = listener.accept().unwrap();
+        assert!(stream.is_tls());
+        assert_eq!(peer, tls.local_addr().unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
