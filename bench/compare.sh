@@ -117,21 +117,8 @@ CONF
 }
 
 write_apache_conf() { # mpm
-    local AMOD=/usr/lib/apache2/modules
     cat > "$WORK/apache-$1.conf" <<CONF
-ServerRoot /etc/apache2
-LoadModule mpm_$1_module $AMOD/mod_mpm_$1.so
-LoadModule authz_core_module $AMOD/mod_authz_core.so
-LoadModule mime_module $AMOD/mod_mime.so
-LoadModule dir_module $AMOD/mod_dir.so
-LoadModule proxy_module $AMOD/mod_proxy.so
-LoadModule proxy_fcgi_module $AMOD/mod_proxy_fcgi.so
-Listen 127.0.0.1:$PORT
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/apache.pid
-ErrorLog $WORK/apache-error.log
-Mutex file:$WORK default
+$(apache_base_conf "$1" mime dir proxy proxy_fcgi)
 TypesConfig /etc/mime.types
 DirectoryIndex index.html
 KeepAlive On

@@ -61,19 +61,8 @@ ErrorLog $WORK/warren-error.log
 ProxyPass / $BACKEND/ keepalive=On
 $EVENT_BLOCK
 CONF
-AMOD=/usr/lib/apache2/modules
 cat > "$WORK/apache-event.conf" <<CONF
-ServerRoot /etc/apache2
-LoadModule mpm_event_module $AMOD/mod_mpm_event.so
-LoadModule authz_core_module $AMOD/mod_authz_core.so
-LoadModule proxy_module $AMOD/mod_proxy.so
-LoadModule proxy_http_module $AMOD/mod_proxy_http.so
-Listen 127.0.0.1:$PORT
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/apache.pid
-ErrorLog $WORK/apache-error.log
-Mutex file:$WORK default
+$(apache_base_conf event proxy proxy_http)
 ProxyPass / $BACKEND/ keepalive=On
 $EVENT_BLOCK
 CONF

@@ -188,6 +188,20 @@ apache_modules() {
     done
 }
 
+# apache_base_conf MPM [MODULE...]: the lines an Apache httpd (Debian's)
+# comparison config opens with: MPM's module, authz_core and each MODULE
+# loaded, listening on 127.0.0.1:PORT, serving DOCROOT, its pid file, error
+# log and mutexes under WORK.
+apache_base_conf() {
+    local m
+    echo "ServerRoot /etc/apache2"
+    for m in "mpm_$1" authz_core "${@:2}"; do
+        echo "LoadModule ${m}_module /usr/lib/apache2/modules/mod_$m.so"
+    done
+    printf '%s\n' "Listen 127.0.0.1:$PORT" "ServerName localhost" "DocumentRoot $DOCROOT" \
+        "PidFile $WORK/apache.pid" "ErrorLog $WORK/apache-error.log" "Mutex file:$WORK default"
+}
+
 # launch_server NAME: starts NAME (warren-event, apache-event or nginx) with
 # WORK/NAME.conf, in the foreground, its output in WORK/NAME.out, its pid
 # SERVER_PID.

@@ -16,7 +16,7 @@ use warren_fcgi::record::{self, ProtocolStatus, RecordType, Role};
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut literals = Vec::new();
-    for dir in ["crates/http/src", "crates/fcgi/src", "crates/handler/src", "crates/config/src", "crates/mpm/src", "crates/warren/tests", "crates/warren/tests/common"] {
+    for dir in ["crates/http/src", "crates/fcgi/src", "crates/handler/src", "crates/config/src", "crates/mpm/src", "crates/serve/src", "crates/warren/tests", "crates/warren/tests/common"] {
         for file in rust_files(&root.join(dir)) {
             let src = std::fs::read_to_string(&file).expect("a source file");
             let in_config = file.starts_with(root.join("crates/config")) || file.starts_with(root.join("crates/warren/tests"));

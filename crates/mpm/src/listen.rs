@@ -4,8 +4,6 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::Arc;
 
-use crate::client_stream::ClientStream;
-
 use socket2::{Domain, Protocol, Socket, Type};
 
 
@@ -26,13 +24,13 @@ impl Listener {
         Ok(Listener { socket: self.socket.try_clone()?, addr: self.addr, tls: self.tls.clone(), h2: self.h2.clone(), activated: self.activated })
     }
 
-    /// Accepts a connection (see [`accept`]) as its client stream: TLS on
-    /// a TLS listener. Also gives the local address, the listener's unless it
-    /// is bound to a wildcard.
-    pub fn accept(&self) -> std::io::Result<(ClientStream, SocketAddr, SocketAddr)> {
+    /// Accepts a connection (see [`accept`]) and gives the local address,
+    /// the listener's unless it is bound to a wildcard. What it carries
+    /// (TLS, HTTP/2) is warren-serve's business: its client stream wraps it.
+    pub fn accept_tcp(&self) -> std::io::Result<(TcpStream, SocketAddr, SocketAddr)> {
         let (stream, peer) = accept(&self.socket)?;
         let local = if self.addr.ip().is_unspecified() { stream.local_addr().unwrap_or(self.addr) } else { self.addr };
-        Ok((ClientStream::accepted(stream, self.tls.as_ref())?.with_h2(self.h2.clone()), peer, local))
+        Ok((stream, peer, local))
     }
 
     /// Connections in the accept queue: established (with TCP_DEFER_ACCEPT,
@@ -167,7 +165,7 @@ mod tests {
             })
             .collect();
         assert_eq!(settle_at(&l, 3), 3);
-        let taken = l.accept().unwrap();
+        let taken = l.accept_tcp().unwrap();
         assert_eq!(l.queued(), 2);
         drop((taken, clients));
     }

@@ -47,6 +47,7 @@ use crate::systemd::{activation, Systemd};
 use crate::worker_budget::WorkerBudget;
 
 mod child;
+pub use child::{ChildStart, ServeChild};
 mod readiness;
 mod restart;
 
@@ -184,6 +185,8 @@ pub struct Parent {
     /// Makes the process manager, at start or when a graceful restart
     /// brings the first `<Pool>`: given by the binary (`fpm`'s).
     make_manager: MakeManager,
+    /// Runs each server child's MPM: given by the binary (warren-serve's).
+    serve_child: ServeChild,
     /// `MaxRequestWorkers auto`: the children the memory budget holds.
     worker_budget: Option<WorkerBudget>,
     /// The event loops' load, for how many of them accept.
@@ -202,8 +205,9 @@ pub struct Parent {
 
 impl Parent {
     /// `make_manager` makes the process manager of the `<Pool>` sections
-    /// (now, if there are any, or at the graceful restart that adds one).
-    pub fn new(site: Arc<Site>, listeners: Vec<Listener>, reload: Option<Reload>, make_manager: MakeManager) -> std::io::Result<Parent> {
+    /// (now, if there are any, or at the graceful restart that adds one);
+    /// `serve_child` is what each forked child runs.
+    pub fn new(site: Arc<Site>, listeners: Vec<Listener>, reload: Option<Reload>, make_manager: MakeManager, serve_child: ServeChild) -> std::io::Result<Parent> {
         let t = &site.settings.tuning;
         // Event children also give their event loop a slot (slot 0).
         let thread_limit = match site.settings.mpm {
@@ -246,6 +250,7 @@ impl Parent {
             quick_deaths: HashMap::new(),
             pools,
             make_manager,
+            serve_child,
             worker_budget,
             load: LoadSampler::default(),
             relay: Relay::new(),

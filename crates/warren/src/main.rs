@@ -2,7 +2,8 @@
 //! check (`-t`) or signal (`-k`) a server configured by an Apache-style file.
 //! It reads the configuration (`warren-config`), builds the site
 //! (`warren-handler`), binds the listeners and hands over to the MPM's
-//! parent process (`warren-mpm`).
+//! parent process (`warren-mpm`), giving it the children's serving
+//! (`warren-serve`).
 //!
 //! `tests/` holds the integration tests: they start this binary on
 //! 127.0.0.1 and talk to it with real clients, each under every MPM
@@ -647,7 +648,7 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
         site.error_log.log(warren_config::LogLevel::Error, None, s);
     }
     // The parent runs warren's own pools through `pool-api`; fpm's manager is the one.
-    let parent = match warren_mpm::Parent::new(site, listeners, reload, warren_fpm::Manager::make) {
+    let parent = match warren_mpm::Parent::new(site, listeners, reload, warren_fpm::Manager::make, warren_serve::child::run) {
         Ok(p) => p.with_systemd(systemd),
         Err(e) => {
             eprintln!("warren: cannot create the scoreboard: {e}");

@@ -30,7 +30,7 @@ pub enum BackendStream {
 impl BackendStream {
     pub(crate) fn connect(addr: &FcgiAddr, timeout: Duration) -> io::Result<BackendStream> {
         let s = match addr {
-            FcgiAddr::Unix(p) => BackendStream::Unix(connect_unix(p, timeout)?),
+            FcgiAddr::Unix(p) => BackendStream::Unix(connect_unix(p, Some(timeout))?),
             FcgiAddr::Pool(name) => return Err(io::Error::other(format!("pool {name} is reached through a lease"))),
             FcgiAddr::Tcp { host, port } => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host} resolves to no address"));
@@ -56,13 +56,7 @@ impl BackendStream {
     /// listen queue is full (the pool's queue, for php-fpm: the request
     /// gets 503), where a plain connect would wait for room.
     pub(super) fn connect_pool(path: &std::path::Path, timeout: Duration) -> io::Result<BackendStream> {
-        use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
-        let fd = socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None)?;
-        // A unix socket connects at once or not at all (EAGAIN): never EINPROGRESS.
-        connect(fd.as_raw_fd(), &UnixAddr::new(path)?)?;
-        let s = UnixStream::from(fd);
-        s.set_nonblocking(false)?;
-        let s = BackendStream::Unix(s);
+        let s = BackendStream::Unix(connect_unix(path, None)?);
         s.set_timeouts(timeout)?;
         Ok(s)
     }
@@ -172,19 +166,67 @@ pub(super) fn describe(addr: &FcgiAddr) -> String {
     }
 }
 
-/// A connection to a unix socket, waiting at most `timeout` for room in
-/// its listen queue: the kernel bounds a unix connect by the socket's send
-/// timeout, which std's `UnixStream::connect` cannot set first (a backend
-/// whose queue stays full would hold the thread for good).
-fn connect_unix(path: &std::path::Path, timeout: Duration) -> io::Result<UnixStream> {
+/// A connection to a unix socket (blocking). A unix connect succeeds at
+/// once or finds the listen queue full, never EINPROGRESS; then it waits at
+/// most `wait_for_room` (TimedOut after), or with None fails at once with
+/// WouldBlock. The kernel bounds that wait by the socket's send timeout,
+/// which std's `UnixStream::connect` cannot set first (a backend whose
+/// queue stays full would hold the thread for good).
+fn connect_unix(path: &std::path::Path, wait_for_room: Option<Duration>) -> io::Result<UnixStream> {
     use nix::sys::socket::{connect, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, UnixAddr};
     use nix::sys::time::{TimeVal, TimeValLike};
-    let fd = socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
-    let micros = i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX).max(1);
-    setsockopt(&fd, sockopt::SendTimeout, &TimeVal::microseconds(micros))?;
-    match connect(fd.as_raw_fd(), &UnixAddr::new(path)?) {
-        Ok(()) => Ok(UnixStream::from(fd)),
-        Err(nix::errno::Errno::EAGAIN) => Err(io::Error::new(io::ErrorKind::TimedOut, format!("its listen queue stayed full for {} s", timeout.as_secs()))),
-        Err(e) => Err(e.into()),
+    let flags = match wait_for_room {
+        Some(_) => SockFlag::SOCK_CLOEXEC,
+        None => SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+    };
+    let fd = socket(AddressFamily::Unix, SockType::Stream, flags, None)?;
+    if let Some(timeout) = wait_for_room {
+        let micros = i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX).max(1);
+        setsockopt(&fd, sockopt::SendTimeout, &TimeVal::microseconds(micros))?;
+    }
+    match (connect(fd.as_raw_fd(), &UnixAddr::new(path)?), wait_for_room) {
+        (Ok(()), _) => {
+            let s = UnixStream::from(fd);
+            s.set_nonblocking(false)?;
+            Ok(s)
+        }
+        (Err(nix::errno::Errno::EAGAIN), Some(timeout)) => Err(io::Error::new(io::ErrorKind::TimedOut, format!("its listen queue stayed full for {} s", timeout.as_secs()))),
+        (Err(e), _) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::socket::{bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType, UnixAddr};
+
+    /// A unix listener with a queue of one that nobody accepts from.
+    fn full_listener(dir: &std::path::Path) -> (std::os::fd::OwnedFd, std::path::PathBuf, UnixStream) {
+        let path = dir.join("full.sock");
+        let fd = socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).unwrap();
+        bind(fd.as_raw_fd(), &UnixAddr::new(&path).unwrap()).unwrap();
+        listen(&fd, Backlog::new(0).unwrap()).unwrap();
+        // Linux counts a queue as full past its backlog: 0 admits one.
+        let first = connect_unix(&path, None).unwrap();
+        (fd, path, first)
+    }
+
+    #[test]
+    fn a_full_queue_fails_at_once_or_after_the_wait() {
+        let dir = std::env::temp_dir().join(format!("warren-backend-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (_listener, path, _first) = full_listener(&dir);
+        assert_eq!(connect_unix(&path, None).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        assert_eq!(connect_unix(&path, Some(Duration::from_millis(20))).unwrap_err().kind(), io::ErrorKind::TimedOut);
+        // A connection made is blocking, whichever way it waited.
+        let other = dir.join("open.sock");
+        let open = std::os::unix::net::UnixListener::bind(&other).unwrap();
+        for wait in [None, Some(Duration::from_secs(5))] {
+            let s = connect_unix(&other, wait).unwrap();
+            let (_peer, _) = open.accept().unwrap();
+            let flags = nix::fcntl::fcntl(&s, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+            assert_eq!(flags & libc::O_NONBLOCK, 0);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -25,7 +25,7 @@
 //! range, or a stream, which it may wrap), the request head
 //! (Accept-Encoding) and the environment (`no-gzip`). A FastCGI answer the
 //! event loop relays is encoded with a `Body::Stream` whose pieces the loop
-//! queues itself (`mpm/src/event/fastcgi_relay.rs`): a filter that changes
+//! queues itself (`serve/src/event/fastcgi_relay.rs`): a filter that changes
 //! a streamed body must be applied there too.
 
 pub mod expires;

@@ -1,7 +1,8 @@
 //! A server child's start, forked from the [`Parent`]: it leaves warren's
 //! session and terminal, becomes `User`, dies with its parent, reserves
 //! descriptors for the threads to come, and runs its MPM's loop until
-//! told to stop.
+//! told to stop. The loop is not this crate's: the binary gives the parent
+//! a [`ServeChild`] (warren-serve's drivers), handed a [`ChildStart`].
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -11,10 +12,32 @@ use std::sync::Arc;
 use nix::unistd::Pid;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGWINCH};
 use warren_config::{LogLevel, Mpm};
+use warren_handler::Site;
 
 use super::Parent;
-use crate::event::EventLoop;
 use crate::listen::Listener;
+use crate::scoreboard::Scoreboard;
+
+/// What a server child serves with, once it runs as `User`.
+pub struct ChildStart {
+    pub site: Arc<Site>,
+    /// The child's own handles on the listening sockets.
+    pub listeners: Vec<Listener>,
+    pub scoreboard: Arc<Scoreboard>,
+    /// The child's slot in the scoreboard.
+    pub slot: usize,
+    /// Set by TERM or INT: finish what is being served and return.
+    pub stop: Arc<AtomicBool>,
+    /// Set by USR1: reopen the logs.
+    pub reopen: Arc<AtomicBool>,
+    /// Readable (non-blocking) when TERM, INT or USR1 arrives, for a
+    /// child that sleeps in a poll rather than in a timed wait.
+    pub signals: OwnedFd,
+}
+
+/// Runs a server child's MPM until it is told to stop (or has served its
+/// MaxConnectionsPerChild): given to [`Parent::new`] by the binary.
+pub type ServeChild = fn(ChildStart) -> std::io::Result<()>;
 
 /// Descriptor slots a child's table has from the start: a thousand idle
 /// connections on one event loop fit.
@@ -92,15 +115,8 @@ impl Parent {
             .iter()
             .filter_map(|l| l.try_clone().ok())
             .collect();
-        let result = match self.site.settings.mpm {
-            Mpm::Prefork => crate::prefork::run(&self.site, &listeners, &self.sb, slot, &stop, &reopen),
-            Mpm::Worker => crate::worker::run(&self.site, &listeners, &self.sb, slot, &stop, &reopen),
-            Mpm::Event => {
-                let signal_fd: OwnedFd = read.into();
-                EventLoop::new(self.site.clone(), listeners, self.sb.clone(), slot, stop, reopen, Some(signal_fd)).map(|mut l| l.run())
-            }
-        };
-        match result {
+        let start = ChildStart { site: self.site.clone(), listeners, scoreboard: self.sb.clone(), slot, stop, reopen, signals: read.into() };
+        match (self.serve_child)(start) {
             Ok(()) => 0,
             Err(e) => {
                 self.log(LogLevel::Emerg, &format!("child cannot run: {e}"));

@@ -19,7 +19,7 @@ use super::session::{Ctx, OUTPUT_AHEAD};
 use super::write_output;
 use crate::blocking::Driver;
 use crate::client_stream::ClientStream;
-use crate::scoreboard::State;
+use warren_mpm::scoreboard::State;
 
 /// How long one wait lasts at most, so a stop is seen soon.
 const STOP_CHECK: Duration = Duration::from_millis(250);

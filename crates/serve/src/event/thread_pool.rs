@@ -22,7 +22,7 @@ use warren_http::DateCache;
 
 use crate::exchange::{conn_rules, Exchange};
 use crate::fastcgi::on_thread;
-use crate::scoreboard::{Scoreboard, State};
+use warren_mpm::scoreboard::{Scoreboard, State};
 
 pub type Work = Box<dyn FnOnce() -> Response + Send>;
 

@@ -36,8 +36,8 @@ use warren_http::{ConnRules, DateCache};
 
 use crate::exchange::conn_rules;
 use crate::fastcgi::pool_wait::PoolWaits;
-use crate::listen::Listener;
-use crate::scoreboard::{Scoreboard, State};
+use warren_mpm::listen::Listener;
+use warren_mpm::scoreboard::{Scoreboard, State};
 use connection::Conn;
 use thread_pool::ThreadPool;
 

@@ -23,7 +23,7 @@ use warren_http::{BodyFraming, DateCache, HttpError, RequestHead};
 use super::body_plan::{BodyPlan, Fed, Piece, Producer, Taken};
 use crate::exchange::{panic_response, Exchange};
 use crate::serve::{self, Carrier, Records, Router, Started};
-use crate::scoreboard::ThreadSlot;
+use warren_mpm::scoreboard::ThreadSlot;
 
 /// How much DATA a stream sends before the next stream has its turn.
 const TURN: usize = 16 * 1024;

@@ -12,8 +12,9 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use warren_handler::{ConnInfo, Site};
 
 use crate::blocking::Driver;
-use crate::listen::Listener;
-use crate::scoreboard::{AcceptTurn, Scoreboard, State};
+use crate::client_stream::AcceptClient;
+use warren_mpm::listen::Listener;
+use warren_mpm::scoreboard::{AcceptTurn, Scoreboard, State};
 
 pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, stop: &AtomicBool, reopen: &AtomicBool) -> std::io::Result<()> {
     let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;

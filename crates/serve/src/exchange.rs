@@ -23,7 +23,7 @@ use warren_http::h1::{write_response_head, BodyFramer, BodyLength, ResponseHead}
 use warren_http::conn::declared_body_within;
 use warren_http::{BodyFraming, ConnRules, DateCache, HeadLimits, HttpError, KeepAlivePolicy, ReadTimeout, RequestHead};
 
-use crate::scoreboard::ThreadSlot;
+use warren_mpm::scoreboard::ThreadSlot;
 
 /// Bodies up to this size are copied after the head, so that head and body
 /// leave in one write; larger ones go by sendfile.

@@ -19,7 +19,7 @@ use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::{HttpError, KeepAlivePolicy, RequestHead};
 
 use crate::exchange::{panic_response, Exchange};
-use crate::scoreboard::{State, ThreadSlot};
+use warren_mpm::scoreboard::{State, ThreadSlot};
 
 /// What carries the request, for the keep-alive decision.
 #[derive(Clone, Copy)]

@@ -113,7 +113,7 @@ impl EventLoop {
     /// the tunnels, which would outlast any deadline, are closed now; other
     /// requests still get the stop's deadline to finish.
     pub(super) fn end_tunnels_if_stopped_now(&mut self) {
-        let now = self.sb.process(self.slot).quiescing.load(std::sync::atomic::Ordering::Relaxed) == crate::scoreboard::STOP_NOW;
+        let now = self.sb.process(self.slot).quiescing.load(std::sync::atomic::Ordering::Relaxed) == warren_mpm::scoreboard::STOP_NOW;
         if self.tunnels == 0 || !now {
             return;
         }

@@ -22,7 +22,7 @@ use crate::serve::{self, Carrier, Records, Router, Started};
 use crate::client_body::ClientBody;
 use crate::fastcgi::on_thread;
 use crate::proxy_header::{self, Got};
-use crate::scoreboard::{AcceptTurn, State, ThreadSlot};
+use warren_mpm::scoreboard::{AcceptTurn, State, ThreadSlot};
 
 /// How much one read of a request head asks for: most heads fit.
 const HEAD_CHUNK: usize = 4096;

@@ -24,7 +24,8 @@ use rustls::{HandshakeKind, ServerConfig, ServerConnection};
 use warren_handler::{ConnInfo, Site, TlsInfo};
 
 use crate::ktls;
-use crate::scoreboard::ThreadSlot;
+use warren_mpm::listen::Listener;
+use warren_mpm::scoreboard::ThreadSlot;
 
 /// The first byte of a TLS handshake record. A connection to a TLS port
 /// that opens with a letter is speaking HTTP.
@@ -276,6 +277,22 @@ impl ClientStream {
             }
         }
         let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}
+
+/// A listening socket's connections as client streams. The socket is the
+/// process model's (`warren-mpm`, bound before the fork); what its
+/// connections carry is known here.
+pub trait AcceptClient {
+    /// Accepts a connection as its client stream (TLS on a TLS listener,
+    /// with the HTTP/2 the listener offers), with its peer and local address.
+    fn accept(&self) -> io::Result<(ClientStream, SocketAddr, SocketAddr)>;
+}
+
+impl AcceptClient for Listener {
+    fn accept(&self) -> io::Result<(ClientStream, SocketAddr, SocketAddr)> {
+        let (stream, peer, local) = self.accept_tcp()?;
+        Ok((ClientStream::accepted(stream, self.tls.as_ref())?.with_h2(self.h2.clone()), peer, local))
     }
 }
 
@@ -605,6 +622,26 @@ mod tests {
         assert!(alpn_h2_with(on.clone(), "h2,http/1.1"));
         assert!(!alpn_h2_with(on, "http/1.1"));
         assert!(!ClientStream::plain(TcpStream::connect(TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).unwrap()).alpn_h2());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_listener_gives_tls_streams_only_where_it_has_a_configuration() {
+        let dir = std::env::temp_dir().join(format!("warren-client-stream-accept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut listener = warren_mpm::bind("127.0.0.1:0".parse().unwrap(), 16).unwrap();
+        // The listener defers accept until a connection's first bytes arrive.
+        let mut plain = TcpStream::connect(listener.addr).unwrap();
+        plain.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        let (stream, peer, local) = listener.accept().unwrap();
+        assert!(!stream.is_tls());
+        assert_eq!((peer, local), (plain.local_addr().unwrap(), listener.addr));
+        listener.tls = Some(server_config(&dir, ""));
+        let mut tls = TcpStream::connect(listener.addr).unwrap();
+        tls.write_all(b"\x16\x03\x01").unwrap();
+        let (stream, peer, _) = listener.accept().unwrap();
+        assert!(stream.is_tls());
+        assert_eq!(peer, tls.local_addr().unwrap());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -22,7 +22,7 @@ use crate::blocking::Driver;
 use crate::client_stream::ClientStream;
 use crate::exchange::conn_rules;
 use crate::h2::session::{Ctx, Session, Task};
-use crate::scoreboard::Scoreboard;
+use warren_mpm::scoreboard::Scoreboard;
 
 const A_TXT: &str = "0123456789abcdefghij";
 

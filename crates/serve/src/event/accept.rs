@@ -12,8 +12,9 @@ use warren_handler::ConnInfo;
 use warren_http::h1::Connection;
 
 use crate::exchange::Output;
-use crate::scoreboard::State;
-use crate::spread;
+use crate::client_stream::AcceptClient;
+use warren_mpm::scoreboard::State;
+use warren_mpm::spread;
 use super::connection::Conn;
 use super::{EventLoop, TOKEN_LISTENER};
 

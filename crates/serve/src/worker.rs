@@ -13,8 +13,9 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use warren_handler::{ConnInfo, Site};
 
 use crate::blocking::Driver;
-use crate::listen::Listener;
-use crate::scoreboard::{Scoreboard, State};
+use crate::client_stream::AcceptClient;
+use warren_mpm::listen::Listener;
+use warren_mpm::scoreboard::{Scoreboard, State};
 
 struct Handoff {
     queue: Mutex<VecDeque<(ClientStream, ConnInfo)>>,
