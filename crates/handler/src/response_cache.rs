@@ -11,6 +11,8 @@
 //!   the stored whole answer, HEAD from a stored GET. An answer is stored
 //!   as sent, its Header and Expires lines applied (mod_expires' lifetimes
 //!   count), before compression: a hit is sent uncompressed.
+//!   Under CacheQuickHandler Off the lookup waits until the pipeline's
+//!   access checks let the client in ([`Site::hit_after_access`]).
 //! - Storing: a static answer (bytes or a whole small file) is stored as
 //!   the pipeline returns it; an application's answer (FastCGI, warren's
 //!   pools, CGI, HTTP backends) is read ahead on the gateway's thread up to
@@ -32,10 +34,11 @@
 //! different entries), then the host's index and the client's Host value:
 //! nothing stored for one virtual host answers another's request.
 //! Only an answer the URL's Require rules give anyone is stored (a hit is
-//! served before they are checked). Requests carrying fields that proxies use to rewrite URLs
+//! served before they are checked), unless CacheQuickHandler is Off. Requests carrying fields that proxies use to rewrite URLs
 //! (X-Forwarded-Host, X-Original-URL...) are never stored: an application
 //! may build its links from them, and they are not in the key.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -75,6 +78,31 @@ struct Plan {
     key: String,
     /// The key's prefix before the request target: purges are made of it.
     base: String,
+}
+
+/// CacheQuickHandler Off: the entry the pipeline's handler stage looks
+/// up, and what it found there.
+pub struct AfterAccess {
+    store: Arc<Store>,
+    key: String,
+    /// The client's Cache-Control refuses a stored answer.
+    refuses: bool,
+    /// The access checks let the client in: the cache has its say.
+    passed: Cell<bool>,
+    hit: Cell<bool>,
+    stale: RefCell<Option<Entry>>,
+}
+
+impl std::fmt::Debug for AfterAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AfterAccess").field("key", &self.key).finish_non_exhaustive()
+    }
+}
+
+/// Whether an answer to this request may be stored at all: a GET without
+/// the fields that name another URL.
+fn storable_request(head: &RequestHead) -> bool {
+    head.method() == "GET" && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some())
 }
 
 /// The parts of an answer being stored as the application sends it.
@@ -209,12 +237,18 @@ impl Site {
             }
             _ => return self.route(head, conn, on_loop),
         }
-        if head.header("authorization").is_some() || self.no_cache_env(head, conn, host) {
+        // Under CacheQuickHandler Off the credentials are checked before a
+        // hit, and an answer to them is stored only as RFC 9111 3.5 allows.
+        let quick = c.quick_handler();
+        if (quick && head.header("authorization").is_some()) || self.no_cache_env(head, conn, host) {
             return self.route(head, conn, on_loop);
         }
         let field = field_of(head);
         let refuses = !c.ignore_cache_control.unwrap_or(false)
             && policy::request_refuses_stored(head.header("cache-control").map(|v| String::from_utf8_lossy(v)).as_deref(), head.header("pragma").map(|v| String::from_utf8_lossy(v)).as_deref());
+        if !quick {
+            return self.through_cache_after_access(head, conn, host, plan, refuses, on_loop);
+        }
         let now = Store::now();
         let mut stale = None;
         if !refuses {
@@ -245,13 +279,83 @@ impl Site {
                 }
             }
         }
-        let storable_request = head.method() == "GET"
-            && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some())
+        let storable_request = storable_request(head)
             && match self.open_to_anyone(head, conn, host, on_loop) {
                 Some(open) => open,
                 None => return Outcome::OffLoop,
             };
-        match self.route(head, conn, on_loop) {
+        let outcome = self.route(head, conn, on_loop);
+        self.store_outcome(head, conn, host, plan, outcome, stale, lock, storable_request)
+    }
+
+    /// CacheQuickHandler Off (Apache's cache_handler, a normal handler):
+    /// the request goes through the pipeline, and once its access checks
+    /// (Require, Basic credentials, Order/Deny, `.htaccess` files, after the
+    /// rewrite rules) let the client in, a fresh stored answer is served
+    /// ([`Site::hit_after_access`]); otherwise what the handler answers is
+    /// stored as under On, whoever may read it (a hit is checked first).
+    fn through_cache_after_access(&self, head: &RequestHead, conn: &ConnInfo, host: usize, plan: Plan, refuses: bool, on_loop: bool) -> Outcome {
+        let c = &self.hosts[host].config.cache;
+        let lookup = AfterAccess { store: plan.store.clone(), key: plan.key.clone(), refuses, passed: Cell::new(false), hit: Cell::new(false), stale: RefCell::new(None) };
+        let outcome = self.route_with(head, conn, on_loop, Some(&lookup));
+        // A client the checks turned away never reaches the cache.
+        if lookup.hit.get() || !lookup.passed.get() || matches!(outcome, Outcome::OffLoop) {
+            return outcome;
+        }
+        plan.store.counters.miss();
+        let stale = lookup.stale.into_inner();
+        let mut lock = None;
+        if c.lock() && head.method() == "GET" && matches!(outcome, Outcome::Gateway(_)) {
+            match plan.store.lock(&plan.key, c.lock_max_age()) {
+                LockState::Acquired(g) => lock = Some(g),
+                LockState::Held => {
+                    if let Some(e) = &stale {
+                        return Outcome::Ready(self.answer_of_entry(head, conn, host, e, "stale; detail=locked"));
+                    }
+                    if on_loop {
+                        return Outcome::OffLoop;
+                    }
+                    if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
+                        plan.store.counters.hit();
+                        return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit; detail=waited"));
+                    }
+                }
+            }
+        }
+        let storable = storable_request(head);
+        self.store_outcome(head, conn, host, plan, outcome, stale, lock, storable)
+    }
+
+    /// Under CacheQuickHandler Off, at the pipeline's handler stage: the
+    /// fresh stored answer for a client the access rules in force (`dir`)
+    /// let in. None: the handler answers (and a stale entry is kept for
+    /// revalidation).
+    pub(crate) fn hit_after_access(&self, req: Request, dir: &Effective) -> Option<Outcome> {
+        let lookup = req.pass.cache_after_access?;
+        // The handler turns the client away (403) on its own.
+        if !dir.allows(req.head, req.conn) {
+            return None;
+        }
+        lookup.passed.set(true);
+        if lookup.refuses {
+            return None;
+        }
+        let e = lookup.store.lookup_shared(&lookup.key, &field_of(req.head))?;
+        if !e.is_fresh(Store::now()) {
+            *lookup.stale.borrow_mut() = Some(Entry::clone(&e));
+            return None;
+        }
+        lookup.store.counters.hit();
+        lookup.hit.set(true);
+        Some(Outcome::Ready(self.answer_of_entry(req.head, req.conn, req.host, &e, "hit")))
+    }
+
+    /// The pipeline's `outcome` for a miss: a ready answer stored, or the
+    /// application's answer captured as it comes (revalidating `stale`).
+    #[allow(clippy::too_many_arguments)]
+    fn store_outcome(&self, head: &RequestHead, conn: &ConnInfo, host: usize, plan: Plan, outcome: Outcome, stale: Option<Entry>, lock: Option<warren_cache::store::LockGuard>, storable_request: bool) -> Outcome {
+        let c = &self.hosts[host].config.cache;
+        match outcome {
             Outcome::Ready(r) => Outcome::Ready(self.store_ready(head, conn, r, &plan, stale, storable_request)),
             Outcome::Gateway(mut gw) if storable_request => {
                 // The application is asked whether the stale copy is current,

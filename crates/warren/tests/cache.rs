@@ -243,7 +243,70 @@ fn socache_keeps_entries_in_shared_memory(mpm: &str) {
     let _ = std::fs::remove_dir_all(&shm);
 }
 
+/// `carol:singer` (a `{SHA}` line of htpasswd's) for the members' area.
+const MEMBERS_PASSWD: &str = "carol:{SHA}X9zPCbMFzMPlYX7+7QubnxKI7iM=\n";
+const CAROL: &str = "Authorization: Basic Y2Fyb2w6c2luZ2Vy\r\n";
+const CAROL_WRONG: &str = "Authorization: Basic Y2Fyb2w6d3Jvbmc=\r\n";
+
+/// The cases' script in `members/` (Basic credentials, from an `.htaccess`
+/// file) and in `local/` (`Require ip 127.0.0.1` in a `<Location>`),
+/// counting its runs in the same files as `/c.php`.
+fn start_protected(mpm: &str, extra: &str) -> (Fpm, Server) {
+    let nested = CASES_PHP.replace("/../count-", "/../../count-");
+    let files = [("htdocs/members/c.php", nested.as_str()), ("htdocs/local/c.php", nested.as_str()), ("private/htpasswd", MEMBERS_PASSWD)];
+    let (fpm, s) = start_with(mpm, &format!("{extra}<Directory />\n    AllowOverride AuthConfig\n</Directory>\n<Location /local/>\n    Require ip 127.0.0.1\n</Location>\n"), &files);
+    s.dir.write("htdocs/members/.htaccess", format!("AuthType Basic\nAuthName members\nAuthUserFile {}/private/htpasswd\nRequire valid-user\n", s.dir.0.display()));
+    (fpm, s)
+}
+
+/// CacheQuickHandler Off: the cache answers after the access checks, so a
+/// protected URL's answer is stored and served only to clients let in.
+fn quick_handler_off_serves_protected_answers_only_to_those_let_in(mpm: &str) {
+    let (_fpm, s) = start_protected(mpm, "CacheQuickHandler Off\n");
+    assert_eq!(s.get("/members/c.php/smaxage").status, 401);
+    assert_eq!(runs(&s, "smaxage"), 0);
+    // s-maxage lets a shared cache store an answer to credentials (RFC 9111 3.5).
+    let first = s.get_with("/members/c.php/smaxage", CAROL);
+    assert_eq!(first.status, 200);
+    assert!(cache_status(&first).contains("stored"), "{}", cache_status(&first));
+    let hit = s.get_with("/members/c.php/smaxage", CAROL);
+    assert!(cache_status(&hit).starts_with("warren; hit"), "{}", cache_status(&hit));
+    assert_eq!(hit.body, first.body);
+    assert_eq!(runs(&s, "smaxage"), 1);
+    // Those the checks turn away get their 401, not the stored answer.
+    for creds in ["", CAROL_WRONG] {
+        let refused = s.get_with("/members/c.php/smaxage", creds);
+        assert_eq!(refused.status, 401, "{creds:?}");
+        assert_ne!(refused.body, first.body);
+        assert!(refused.header("cache-status").is_none(), "{creds:?}: {}", cache_status(&refused));
+    }
+    // Without s-maxage, public or must-revalidate, an answer to credentials is not stored.
+    s.get_with("/members/c.php/maxage", CAROL);
+    let again = s.get_with("/members/c.php/maxage", CAROL);
+    assert_eq!(runs(&s, "maxage"), 2, "{}", cache_status(&again));
+    // A URL behind `Require ip`: stored, and a hit for the address let in.
+    s.get("/local/c.php/expires");
+    let local = s.get("/local/c.php/expires");
+    assert!(cache_status(&local).starts_with("warren; hit"), "{}", cache_status(&local));
+    assert_eq!(runs(&s, "expires"), 1);
+}
+
+/// CacheQuickHandler On (the default): hits come before the access checks,
+/// so nothing behind them is stored.
+fn quick_handler_on_stores_nothing_behind_access_checks(mpm: &str) {
+    let (_fpm, s) = start_protected(mpm, "");
+    for _ in 0..2 {
+        assert_eq!(s.get_with("/members/c.php/smaxage", CAROL).status, 200);
+        s.get("/local/c.php/expires");
+    }
+    assert_eq!(runs(&s, "smaxage"), 2);
+    assert_eq!(runs(&s, "expires"), 2);
+    assert_eq!(s.get("/members/c.php/smaxage").status, 401);
+}
+
 each_mpm!(
+    quick_handler_off_serves_protected_answers_only_to_those_let_in,
+    quick_handler_on_stores_nothing_behind_access_checks,
     purge_by_a_key_in_a_field,
     stored_or_not_by_header_combination,
     vary_keeps_a_variant_per_selecting_header,
