@@ -181,11 +181,7 @@ impl Site {
         let c = &self.hosts[host].config.cache;
         let (root, max_entry, total) = match kind {
             CacheKind::Disk => (c.root.clone()?, c.max_file_size(), DISK_TOTAL),
-            CacheKind::Socache => {
-                // One directory per server (its PidFile), on the shared-memory tmpfs.
-                let id = self.settings.pid_file.as_ref().map_or(0, |p| fnv(p.as_os_str().as_encoded_bytes()));
-                (PathBuf::from(format!("/dev/shm/warren-socache-{id:x}")), c.socache_max_size(), c.socache_max_size() * SOCACHE_ENTRIES)
-            }
+            CacheKind::Socache => (self.socache_dir(), c.socache_max_size(), self.socache_bound()),
         };
         let mut map = self.caches.responses.0.lock().ok()?;
         map.entry(root.clone())
@@ -198,6 +194,29 @@ impl Site {
                 }
             })
             .clone()
+    }
+
+    /// The `socache` directory: one per server (its PidFile), on the
+    /// shared-memory tmpfs, for every host.
+    fn socache_dir(&self) -> PathBuf {
+        let id = self.settings.pid_file.as_ref().map_or(0, |p| fnv(p.as_os_str().as_encoded_bytes()));
+        PathBuf::from(format!("/dev/shm/warren-socache-{id:x}"))
+    }
+
+    /// What the `socache` directory is kept within: room for
+    /// [`SOCACHE_ENTRIES`] of the largest CacheSocacheMaxSize of the hosts
+    /// using it (0: none does).
+    fn socache_bound(&self) -> u64 {
+        let caching = self.hosts.iter().map(|h| &h.config.cache).filter(|c| c.enable.iter().any(|e| e.kind == CacheKind::Socache));
+        caching.map(|c| c.socache_max_size() * SOCACHE_ENTRIES).max().unwrap_or(0)
+    }
+
+    /// Has the memory budget (pools' `pm.max_children auto`, `MaxRequestWorkers
+    /// auto`) set the `socache` directory's bound aside: its entries are
+    /// tmpfs pages charged to the memory cgroup, which no process's size shows.
+    pub(crate) fn reserve_cache_memory(&self) {
+        let bound = self.socache_bound();
+        warren_memory::reserved::reserve((bound > 0).then(|| warren_memory::reserved::Reservation { dir: self.socache_dir(), bound }));
     }
 
     /// The cache's plan for a request to `host`, if its URL is cached.

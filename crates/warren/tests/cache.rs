@@ -228,7 +228,7 @@ fn socache_keeps_entries_in_shared_memory(mpm: &str) {
     let (_fpm, s) = start(mpm, "CacheEnable socache /c.php\nCacheSocacheMaxSize 4000\n");
     // One directory per server on /dev/shm, named by its PidFile.
     let pid_file = s.dir.0.join("warren.pid");
-    let id = pid_file.as_os_str().as_encoded_bytes().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let id = fnv(pid_file.as_os_str().as_encoded_bytes());
     let shm = std::path::PathBuf::from(format!("/dev/shm/warren-socache-{id:x}"));
     s.get("/c.php/maxage");
     let hit = s.get("/c.php/maxage");
@@ -304,7 +304,50 @@ fn quick_handler_on_stores_nothing_behind_access_checks(mpm: &str) {
     assert_eq!(s.get("/members/c.php/smaxage").status, 401);
 }
 
+/// The bytes the files under `dir` and its directories take.
+fn held_in(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let files = std::fs::read_dir(dir).into_iter().flatten().flatten().flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten());
+    files.filter_map(|f| f.metadata().ok()).map(|m| m.blocks() * 512).sum()
+}
+
+/// The socache's bound (64 of CacheSocacheMaxSize) is set aside from the
+/// memory budget before the server's children are sized, and its
+/// entries, filled past the bound, stay within it.
+fn socache_memory_is_set_aside_and_bounded(mpm: &str) {
+    let body = "x".repeat(60_000);
+    let (_fpm, s) = start_with(mpm, "MemoryBudget 40M\nServerLimit 64\nMaxRequestWorkers auto\nCacheEnable socache /big/\nCacheSocacheMaxSize 65536\nExpiresDefault \"access plus 1 hour\"\n", &[("htdocs/big/f.bin", &body)]);
+    let shm = std::path::PathBuf::from(format!("/dev/shm/warren-socache-{:x}", fnv(s.dir.0.join("warren.pid").as_os_str().as_encoded_bytes())));
+    let log = s.wait_log("error.log", "MaxRequestWorkers auto: ");
+    let line = log.lines().find(|l| l.contains("MaxRequestWorkers auto: ")).unwrap().to_string();
+    let bound = 65_536 * 64;
+    let mut over = None;
+    for i in 0..150 {
+        let r = s.get(&format!("/big/f.bin?{i}"));
+        assert_eq!(r.body.len(), body.len());
+        let held = held_in(&shm);
+        if held > bound {
+            over = Some((i, held));
+            break;
+        }
+        if i == 0 {
+            assert!(cache_status(&r).contains("stored"), "{}", cache_status(&r));
+        }
+    }
+    let stored = held_in(&shm);
+    let _ = std::fs::remove_dir_all(&shm);
+    // 40 MB less the 4 MB bound.
+    assert!(line.contains("fit in 36.0 MB (MemoryBudget)"), "{line}");
+    assert_eq!(over, None, "held past the bound of {bound}");
+    assert!(stored > bound / 2, "the entries hold {stored}: the cache was not filled");
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 each_mpm!(
+    socache_memory_is_set_aside_and_bounded,
     quick_handler_off_serves_protected_answers_only_to_those_let_in,
     quick_handler_on_stores_nothing_behind_access_checks,
     purge_by_a_key_in_a_field,
