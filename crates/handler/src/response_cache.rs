@@ -10,7 +10,8 @@
 //!   fresh entry: its conditional requests (304) and one range (206) from
 //!   the stored whole answer, HEAD from a stored GET. An answer is stored
 //!   as sent, its Header and Expires lines applied (mod_expires' lifetimes
-//!   count), before compression: a hit is sent uncompressed.
+//!   count), before compression: a hit is compressed as the site offers,
+//!   each coding once (response_cache_coding.rs).
 //!   Under CacheQuickHandler Off the lookup waits until the pipeline's
 //!   access checks let the client in ([`Site::hit_after_access`]).
 //! - Storing: a static answer (bytes or a whole small file) is stored as
@@ -51,6 +52,7 @@ use warren_http::RequestHead;
 
 use crate::conditional::{self, Precondition, Ranges, Validators};
 use crate::dir_config::Effective;
+use crate::response_cache_coding::{self as coding, Chosen};
 use crate::env::RequestEnv;
 use crate::{path, Body, BodySource, ConnInfo, HeaderName, Outcome, Request, Response, Site};
 
@@ -274,7 +276,7 @@ impl Site {
             if let Some(e) = plan.store.lookup_shared(&plan.key, &field) {
                 if e.is_fresh(now) {
                     plan.store.counters.hit();
-                    return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit"));
+                    return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit"));
                 }
                 stale = Some(Entry::clone(&e));
             }
@@ -286,14 +288,14 @@ impl Site {
                 LockState::Acquired(g) => lock = Some(g),
                 LockState::Held => {
                     if let Some(e) = &stale {
-                        return Outcome::Ready(self.answer_of_entry(head, conn, host, e, "stale; detail=locked"));
+                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked"));
                     }
                     if on_loop {
                         return Outcome::OffLoop;
                     }
                     if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
                         plan.store.counters.hit();
-                        return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit; detail=waited"));
+                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited"));
                     }
                 }
             }
@@ -329,14 +331,14 @@ impl Site {
                 LockState::Acquired(g) => lock = Some(g),
                 LockState::Held => {
                     if let Some(e) = &stale {
-                        return Outcome::Ready(self.answer_of_entry(head, conn, host, e, "stale; detail=locked"));
+                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked"));
                     }
                     if on_loop {
                         return Outcome::OffLoop;
                     }
                     if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
                         plan.store.counters.hit();
-                        return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit; detail=waited"));
+                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited"));
                     }
                 }
             }
@@ -366,7 +368,7 @@ impl Site {
         }
         lookup.store.counters.hit();
         lookup.hit.set(true);
-        Some(Outcome::Ready(self.answer_of_entry(req.head, req.conn, req.host, &e, "hit")))
+        Some(Outcome::Ready(self.answer_of_entry(&lookup.store, req.head, req.conn, req.host, &e, "hit")))
     }
 
     /// The pipeline's `outcome` for a miss: a ready answer stored, or the
@@ -454,7 +456,7 @@ impl Site {
         crate::filters::apply_now(&mut r, head);
         if r.status >= 500 && c.stale_on_error() {
             if let Some(e) = stale {
-                return self.answer_of_entry(head, conn, r.host, &e, "stale; detail=stale-on-error");
+                return self.answer_of_entry(&plan.store, head, conn, r.host, &e, "stale; detail=stale-on-error");
             }
         }
         let body: Option<Arc<[u8]>> = match &r.body {
@@ -473,7 +475,7 @@ impl Site {
             None => "fwd=uri-miss; detail=body not storable".to_string(),
             Some(body) => {
                 let headers = as_pairs(&r.headers);
-                match store_answer(&plan.store, &plan.key, &rules(c), r.status, &headers, body, head, &self.hosts[r.host].error_log) {
+                match store_answer(&plan.store, &plan.key, &rules(c), r.status, &headers, body, r.compress.as_deref(), head, &self.hosts[r.host].error_log) {
                     Ok(()) => "fwd=uri-miss; stored".to_string(),
                     Err(why) => {
                         warn_malformed(&self.hosts[r.host].error_log, &why, head);
@@ -492,11 +494,19 @@ impl Site {
     /// The answer made of a stored entry: its status and fields with Age
     /// and Cache-Status, 304 to a matching conditional request, 206 to one
     /// range of it.
-    fn answer_of_entry(&self, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str) -> Response {
+    fn answer_of_entry(&self, store: &Store, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str) -> Response {
         let now = Store::now();
         let ttl = e.fresh_until as i64 - now as i64;
+        let chosen = coding::choose(store, head, e);
+        let e = match &chosen {
+            Chosen::Coded(variant) => variant,
+            Chosen::Identity { .. } => e,
+        };
         let mut r = Response::new(e.status, host);
-        r.headers = e.headers.iter().map(|(n, v)| (HeaderName::Owned(n.clone()), v.clone())).collect();
+        r.headers = e.headers.iter().filter(|(n, _)| n != coding::OFFER_FIELD).map(|(n, v)| (HeaderName::Owned(n.clone()), v.clone())).collect();
+        if let Chosen::Identity { varies: true } = chosen {
+            r.vary_on("Accept-Encoding");
+        }
         r.add("Age", e.age(now).to_string());
         r.add("Cache-Status", format!("warren; {how}; ttl={ttl}"));
         let c = &self.hosts[host].config.cache;
@@ -607,11 +617,14 @@ fn warn_malformed(log: &crate::logs::ErrorLog, why: &str, head: &RequestHead) {
 
 /// Stores an answer if RFC 9111 and the admin's rules let it.
 #[allow(clippy::too_many_arguments)]
-fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, head: &RequestHead, log: &crate::logs::ErrorLog) -> Result<(), String> {
+fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, offer: Option<&crate::compress::Offer>, head: &RequestHead, log: &crate::logs::ErrorLog) -> Result<(), String> {
     let has_query = head.path_and_query().contains(&b'?');
     let fresh = rules.storable(status, headers, has_query, head.header("authorization").is_some(), SystemTime::now()).map_err(str::to_string)?;
     let now = Store::now();
-    let entry = Entry { key: String::new(), status, headers: rules.kept_headers(headers), body, stored_at: now, fresh_until: now + fresh.lifetime.as_secs() };
+    let mut kept = rules.kept_headers(headers);
+    // The site's compression offer, for compressed hits (response_cache_coding.rs).
+    kept.extend(offer.map(coding::offer_field));
+    let entry = Entry { key: String::new(), status, headers: kept, body, stored_at: now, fresh_until: now + fresh.lifetime.as_secs() };
     store.store(key, &policy::vary_names(headers), &field_of(head), entry).map_err(|e| {
         warn_unstored(log, &e);
         format!("not stored: {e}")
@@ -631,10 +644,10 @@ impl Capture {
                     merged.retain(|(m, _)| !m.eq_ignore_ascii_case(&n));
                     merged.push((n, v));
                 }
-                let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), head, &site.hosts[self.host].error_log);
+                let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), None, head, &site.hosts[self.host].error_log);
                 let e = self.store.lookup(&self.key, &field_of(head)).unwrap_or_else(|| e.clone());
                 let how = if refreshed.is_ok() { "fwd=stale; fwd-status=304; stored" } else { "fwd=stale; fwd-status=304" };
-                let mut answer = site.answer_of_entry(head, conn, self.host, &e, how);
+                let mut answer = site.answer_of_entry(&self.store, head, conn, self.host, &e, how);
                 if self.header {
                     answer.headers.retain(|(n, _)| n != "X-Cache");
                     answer.add("X-Cache", format!("REVALIDATE from {}", site.hosts[self.host].name));
@@ -642,7 +655,7 @@ impl Capture {
                 return answer;
             }
             if r.status >= 500 && self.stale_on_error {
-                return site.answer_of_entry(head, conn, self.host, e, "stale; detail=stale-on-error");
+                return site.answer_of_entry(&self.store, head, conn, self.host, e, "stale; detail=stale-on-error");
             }
         }
         crate::filters::apply_now(&mut r, head);
@@ -663,7 +676,7 @@ impl Capture {
                 let (body, whole) = hold(std::mem::replace(&mut r.body, Body::Empty), self.store.max_entry);
                 r.body = body;
                 match whole {
-                    Some(bytes) => match store_answer(&self.store, &self.key, &self.rules, r.status, &headers, bytes, head, log) {
+                    Some(bytes) => match store_answer(&self.store, &self.key, &self.rules, r.status, &headers, bytes, r.compress.as_deref(), head, log) {
                         Ok(()) => "fwd=uri-miss; stored".to_string(),
                         Err(why) => format!("fwd=uri-miss; detail=\"{why}\""),
                     },

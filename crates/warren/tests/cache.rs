@@ -346,7 +346,68 @@ fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+fn gunzip(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(b), &mut out).expect("a gzip body");
+    out
+}
+
+fn unbrotli(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut brotli::Decompressor::new(b, 4096), &mut out).expect("a brotli body");
+    out
+}
+
+/// The entry files under the disk cache's root.
+fn entry_files(s: &Server) -> usize {
+    let root = s.dir.0.join("cache");
+    std::fs::read_dir(root).into_iter().flatten().flatten().filter(|d| d.path().is_dir()).map(|d| std::fs::read_dir(d.path()).map_or(0, |f| f.count())).sum()
+}
+
+/// A stored answer the site compresses is sent compressed to clients that
+/// accept it: each coding made once and kept beside the entry, with
+/// Content-Encoding, Vary and an ETag of its own; identity to the others.
+fn hits_are_compressed_once_per_coding(mpm: &str) {
+    let (_fpm, s) = start(mpm, "AddOutputFilterByType DEFLATE;BROTLI_COMPRESS text/html\n");
+    let gzip = "Accept-Encoding: gzip\r\n";
+    let miss = s.get_with("/c.php/etag", gzip);
+    assert!(cache_status(&miss).contains("stored"), "{}", cache_status(&miss));
+    assert_eq!(miss.header("content-encoding"), Some("gzip"));
+    let identity = s.get("/c.php/etag");
+    assert!(cache_status(&identity).starts_with("warren; hit"), "{}", cache_status(&identity));
+    assert_eq!(identity.header("content-encoding"), None);
+    assert!(identity.header("vary").is_some_and(|v| v.contains("Accept-Encoding")), "{:?}", identity.header("vary"));
+    assert_eq!(identity.header("etag"), Some("\"v1\""));
+    assert!(identity.text().contains("compressible compressible"));
+    let first = s.get_with("/c.php/etag", gzip);
+    let files = entry_files(&s);
+    let second = s.get_with("/c.php/etag", gzip);
+    for hit in [&first, &second] {
+        assert!(cache_status(hit).starts_with("warren; hit"), "{}", cache_status(hit));
+        assert_eq!(hit.header("content-encoding"), Some("gzip"));
+        assert!(hit.header("vary").is_some_and(|v| v.contains("Accept-Encoding")));
+        assert_eq!(hit.header("etag"), Some("\"v1-gzip\""));
+        assert_eq!(gunzip(&hit.body), identity.body);
+    }
+    // The gzip variant was kept by the first hit: the second made nothing.
+    assert_eq!(entry_files(&s), files);
+    assert_eq!(second.body, first.body);
+    let br = s.get_with("/c.php/etag", "Accept-Encoding: br\r\n");
+    assert_eq!(br.header("content-encoding"), Some("br"));
+    assert_eq!(br.header("etag"), Some("\"v1-br\""));
+    assert_eq!(unbrotli(&br.body), identity.body);
+    // The coded tag revalidates the coded variant.
+    let not_modified = s.get_with("/c.php/etag", "Accept-Encoding: gzip\r\nIf-None-Match: \"v1-gzip\"\r\n");
+    assert_eq!(not_modified.status, 304);
+    // A range is of the identity.
+    let range = s.get_with("/c.php/etag", "Accept-Encoding: gzip\r\nRange: bytes=0-9\r\n");
+    assert_eq!((range.status, range.header("content-encoding")), (206, None));
+    assert_eq!(range.body, identity.body[..10]);
+    assert_eq!(runs(&s, "etag"), 1);
+}
+
 each_mpm!(
+    hits_are_compressed_once_per_coding,
     socache_memory_is_set_aside_and_bounded,
     quick_handler_off_serves_protected_answers_only_to_those_let_in,
     quick_handler_on_stores_nothing_behind_access_checks,

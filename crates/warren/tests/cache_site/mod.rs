@@ -14,6 +14,7 @@ file_put_contents(__DIR__ . "/../count-$case", 'x', FILE_APPEND | LOCK_EX);
 $etag = '"v1"';
 switch ($case) {
 case 'maxage': case 'private-place': header('Cache-Control: max-age=60'); break;
+case 'etag': header('Cache-Control: max-age=60'); header("ETag: $etag"); echo str_repeat('compressible ', 100); break;
 case 'smaxage': header('Cache-Control: max-age=0, s-maxage=60'); break;
 case 'expires': header('Expires: ' . gmdate('D, d M Y H:i:s', time() + 60) . ' GMT'); break;
 case 'lastmod': header('Last-Modified: ' . gmdate('D, d M Y H:i:s', time() - 36000) . ' GMT'); break;
