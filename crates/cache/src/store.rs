@@ -53,7 +53,14 @@ impl Counters {
         let own = Box::new([const { AtomicU64::new(0) }; 6]);
         // Never through a link: the process may be root (`warren cache purge`).
         let mapped = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path).and_then(|f| {
-            f.set_len(4096)?;
+            // Its page allocated now: a page of a sparse file on a full
+            // tmpfs would fail at the first write through the mapping, as a
+            // SIGBUS that kills the process.
+            // SAFETY: fallocate on a descriptor this function owns.
+            let err = unsafe { libc::posix_fallocate(std::os::fd::AsRawFd::as_raw_fd(&f), 0, 4096) };
+            if err != 0 {
+                return Err(io::Error::from_raw_os_error(err));
+            }
             // SAFETY: a shared mapping of a 4096-byte file; the file may
             // be closed once mapped, and the mapping is kept to the end.
             let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, std::os::fd::AsRawFd::as_raw_fd(&f), 0) };

@@ -406,7 +406,74 @@ fn hits_are_compressed_once_per_coding(mpm: &str) {
     assert_eq!(runs(&s, "etag"), 1);
 }
 
+/// A tmpfs mounted for a test, unmounted when dropped.
+struct SmallTmpfs(std::path::PathBuf);
+
+impl SmallTmpfs {
+    fn mount(at: &std::path::Path, size: &str) -> SmallTmpfs {
+        let status = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"]).arg(at).status().expect("mount");
+        assert!(status.success(), "mount a tmpfs at {} (the tests run as root)", at.display());
+        SmallTmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A cache directory with no room left: a warning, and answers are served
+/// uncached (the server's children keep serving).
+fn a_full_cache_directory_is_a_warning_and_answers_go_uncached(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let root = s.dir.0.join("cache");
+    let _tmpfs = SmallTmpfs::mount(&root, "64k");
+    let _ = std::os::unix::fs::chown(&root, Some(nobody()), None);
+    // Filled to the last byte.
+    let mut hog = std::fs::File::create(root.join("hog")).unwrap();
+    while std::io::Write::write_all(&mut hog, &[0u8; 1024]).is_ok() {}
+    drop(hog);
+    for _ in 0..3 {
+        let r = s.get("/c.php/maxage");
+        assert_eq!(r.status, 200);
+        assert!(r.text().contains("case=maxage"), "{}", r.text());
+        assert!(!cache_status(&r).contains("stored") || cache_status(&r).contains("not stored"), "{}", cache_status(&r));
+    }
+    assert_eq!(runs(&s, "maxage"), 3);
+    let log = s.wait_log("error.log", "could not be stored");
+    assert!(log.contains("served uncached"), "{log}");
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+/// An entry altered on disk is discarded, never served.
+fn a_corrupt_entry_is_discarded_never_served(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let first = s.get("/c.php/maxage");
+    assert!(cache_status(&s.get("/c.php/maxage")).starts_with("warren; hit"));
+    let root = s.dir.0.join("cache");
+    let mut altered = 0;
+    for d in std::fs::read_dir(&root).unwrap().flatten().filter(|d| d.path().is_dir()) {
+        for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+            let mut bytes = std::fs::read(f.path()).unwrap();
+            // A byte of the body (the checksum's eight come last).
+            let at = bytes.len() - 20;
+            bytes[at] ^= 0x55;
+            std::fs::write(f.path(), bytes).unwrap();
+            altered += 1;
+        }
+    }
+    assert!(altered > 0);
+    let after = s.get("/c.php/maxage");
+    assert!(!cache_status(&after).starts_with("warren; hit"), "{}", cache_status(&after));
+    assert_ne!(after.body, first.body);
+    assert!(after.text().starts_with("case=maxage"), "{}", after.text());
+    assert_eq!(runs(&s, "maxage"), 2);
+}
+
 each_mpm!(
+    a_full_cache_directory_is_a_warning_and_answers_go_uncached,
+    a_corrupt_entry_is_discarded_never_served,
     hits_are_compressed_once_per_coding,
     socache_memory_is_set_aside_and_bounded,
     quick_handler_off_serves_protected_answers_only_to_those_let_in,
