@@ -139,7 +139,14 @@ impl Drop for LockGuard {
 }
 
 fn hex_name(key: &str) -> String {
-    Sha1::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    // Once per lookup (every hit): one string, not one per byte.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut name = String::with_capacity(40);
+    for b in Sha1::digest(key.as_bytes()) {
+        name.push(char::from(HEX[usize::from(b >> 4)]));
+        name.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    name
 }
 
 /// `len` bytes in the 4 KiB pages a file of them takes.
@@ -522,6 +529,11 @@ mod tests {
         assert!(Store::open(&dir, 1000, 1 << 20).is_err());
         fs::remove_dir_all(&dir).unwrap();
         fs::remove_file(&victim).unwrap();
+    }
+
+    #[test]
+    fn names_are_the_keys_sha1_in_hex() {
+        assert_eq!(hex_name("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
     }
 
     #[test]

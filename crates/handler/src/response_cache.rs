@@ -517,9 +517,12 @@ impl Site {
         if c.detail_header.unwrap_or(false) {
             r.add("X-Cache-Detail", format!("\"cache hit\" from {}", self.hosts[host].name));
         }
-        let modified = e.header("last-modified").and_then(|v| httpdate::parse_http_date(v).ok());
+        // Only a request with a validator of its own can be answered 304
+        // (the stored date is not parsed for every hit).
+        let asks = head.header("if-none-match").is_some() || head.header("if-modified-since").is_some();
+        let modified = e.header("last-modified").filter(|_| asks).and_then(|v| httpdate::parse_http_date(v).ok());
         let v = Validators { etag: e.header("etag").unwrap_or("\"\u{0}\"").to_string(), modified: modified.unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(e.stored_at)), last_modified: String::new() };
-        if e.status == 200 && (e.header("etag").is_some() || modified.is_some()) && conditional::evaluate_preconditions(head, &v) == Precondition::NotModified {
+        if asks && e.status == 200 && (e.header("etag").is_some() || modified.is_some()) && conditional::evaluate_preconditions(head, &v) == Precondition::NotModified {
             r.status = 304;
             r.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type") && !n.eq_ignore_ascii_case("content-encoding"));
         } else if let (200, Some(range), None) = (e.status, head.header("range"), head.header("if-range")) {
