@@ -455,7 +455,32 @@ fn a_corrupt_entry_is_discarded_never_served(mpm: &str) {
     assert_eq!(runs(&s, "maxage"), 2);
 }
 
+/// CacheQuickHandler Off keeps the rest of the cache: a stale entry of a
+/// URL behind `Require ip` is revalidated with the application, and
+/// CacheLock sends one of many concurrent misses to it.
+fn quick_handler_off_revalidates_and_locks(mpm: &str) {
+    let (_fpm, s) = start_protected(mpm, "CacheQuickHandler Off\nCacheLock On\nCacheLockMaxAge 10\n");
+    let first = s.get("/local/c.php/short");
+    assert!(cache_status(&first).contains("stored"), "{}", cache_status(&first));
+    let revalidated = poll(&s, "/local/c.php/short", |r| cache_status(r).contains("fwd=stale"));
+    assert_eq!(revalidated.body, first.body);
+    assert!(cache_status(&revalidated).contains("fwd-status=304"), "{}", cache_status(&revalidated));
+    let asked = std::fs::read_to_string(s.dir.0.join("inm-short")).unwrap();
+    assert!(asked.lines().any(|l| l == "\"v1\""), "{asked}");
+    let port = s.port;
+    let clients: Vec<_> = (0..20).map(|_| std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        std::io::Write::write_all(&mut c, b"GET /local/c.php/slow HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        parse_response(&read_to_close(&mut c)).0
+    })).collect();
+    let answers: Vec<Resp> = clients.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(answers.iter().all(|r| r.status == 200 && r.body == answers[0].body), "{:?}", answers.iter().map(|r| r.status).collect::<Vec<_>>());
+    assert_eq!(runs(&s, "slow"), 1);
+}
+
 each_mpm!(
+    quick_handler_off_revalidates_and_locks,
     a_full_cache_directory_is_a_warning_and_answers_go_uncached,
     a_corrupt_entry_is_discarded_never_served,
     hits_are_compressed_once_per_coding,

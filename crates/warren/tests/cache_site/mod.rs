@@ -82,9 +82,10 @@ pub const CAROL_WRONG: &str = "Authorization: Basic Y2Fyb2w6d3Jvbmc=\r\n";
 
 /// The cases' script in `members/` (Basic credentials, from an `.htaccess`
 /// file) and in `local/` (`Require ip 127.0.0.1` in a `<Location>`),
-/// counting its runs in the same files as `/c.php`.
+/// counting its runs (and the validators it was asked with) in the same
+/// files as `/c.php`.
 pub fn start_protected(mpm: &str, extra: &str) -> (Fpm, Server) {
-    let nested = CASES_PHP.replace("/../count-", "/../../count-");
+    let nested = CASES_PHP.replace("__DIR__ . \"/../", "__DIR__ . \"/../../");
     let files = [("htdocs/members/c.php", nested.as_str()), ("htdocs/local/c.php", nested.as_str()), ("private/htpasswd", MEMBERS_PASSWD)];
     let (fpm, s) = start_with(mpm, &format!("{extra}<Directory />\n    AllowOverride AuthConfig\n</Directory>\n<Location /local/>\n    Require ip 127.0.0.1\n</Location>\n"), &files);
     s.dir.write("htdocs/members/.htaccess", format!("AuthType Basic\nAuthName members\nAuthUserFile {}/private/htpasswd\nRequire valid-user\n", s.dir.0.display()));
