@@ -296,14 +296,17 @@ fn held_in(dir: &std::path::Path) -> u64 {
 }
 
 /// The socache's bound (64 of CacheSocacheMaxSize) is set aside from the
-/// memory budget before the server's children are sized, and its
+/// memory budget before the server's children and the pools are sized, and its
 /// entries, filled past the bound, stay within it.
 fn socache_memory_is_set_aside_and_bounded(mpm: &str) {
     let body = "x".repeat(60_000);
-    let (_fpm, s) = start_with(mpm, "MemoryBudget 40M\nServerLimit 64\nMaxRequestWorkers auto\nCacheEnable socache /big/\nCacheSocacheMaxSize 65536\nExpiresDefault \"access plus 1 hour\"\n", &[("htdocs/big/f.bin", &body)]);
+    let pool = "<Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children auto\n</Pool>\n";
+    let (_fpm, s) = start_with(mpm, &format!("MemoryBudget 40M\nServerLimit 64\nMaxRequestWorkers auto\n{pool}CacheEnable socache /big/\nCacheSocacheMaxSize 65536\nExpiresDefault \"access plus 1 hour\"\n"), &[("htdocs/big/f.bin", &body)]);
     let shm = std::path::PathBuf::from(format!("/dev/shm/warren-socache-{:x}", fnv(s.dir.0.join("warren.pid").as_os_str().as_encoded_bytes())));
     let log = s.wait_log("error.log", "MaxRequestWorkers auto: ");
     let line = log.lines().find(|l| l.contains("MaxRequestWorkers auto: ")).unwrap().to_string();
+    let log = s.wait_log("error.log", "pm.max_children auto: ");
+    let pool_line = log.lines().find(|l| l.contains("pm.max_children auto: ")).unwrap().to_string();
     let bound = 65_536 * 64;
     let mut over = None;
     for i in 0..150 {
@@ -322,6 +325,7 @@ fn socache_memory_is_set_aside_and_bounded(mpm: &str) {
     let _ = std::fs::remove_dir_all(&shm);
     // 40 MB less the 4 MB bound.
     assert!(line.contains("fit in 36.0 MB (MemoryBudget)"), "{line}");
+    assert!(pool_line.contains("fit in 36.0 MB (MemoryBudget)"), "{pool_line}");
     assert_eq!(over, None, "held past the bound of {bound}");
     assert!(stored > bound / 2, "the entries hold {stored}: the cache was not filled");
 }
