@@ -249,7 +249,7 @@ impl Site {
                 let forced_type = r.forced_type.as_deref().or(req.pass.forced_type);
                 let pass = Pass { rewrite_ended: r.ended, forced_type, ..req.pass };
                 let req = Request { env: &r.env, pass, ..req };
-                if let Some(hit) = self.hit_after_access(req, &dir) {
+                if let Some(hit) = self.hit_after_access(req, url, &fs, &dir) {
                     return hit;
                 }
                 let filters = RequestFilters::for_request(req, url, &dir);
@@ -257,7 +257,7 @@ impl Site {
                 return with_vary(outcome, &r.vary, req);
             }
         }
-        if let Some(hit) = self.hit_after_access(req, &dir) {
+        if let Some(hit) = self.hit_after_access(req, url, &fs, &dir) {
             return hit;
         }
         let filters = RequestFilters::for_request(req, url, &dir);

@@ -348,13 +348,14 @@ impl Site {
     }
 
     /// Under CacheQuickHandler Off, at the pipeline's handler stage: the
-    /// fresh stored answer for a client the access rules in force (`dir`)
-    /// let in. None: the handler answers (and a stale entry is kept for
+    /// fresh stored answer for a client the access rules in force (`dir`,
+    /// and those of the index of a directory `fs`) let in. None: the handler answers (and a stale entry is kept for
     /// revalidation).
-    pub(crate) fn hit_after_access(&self, req: Request, dir: &Effective) -> Option<Outcome> {
+    pub(crate) fn hit_after_access(&self, req: Request, url: &[u8], fs: &std::path::Path, dir: &Effective) -> Option<Outcome> {
         let lookup = req.pass.cache_after_access?;
-        // The handler turns the client away (403) on its own.
-        if !dir.allows(req.head, req.conn) {
+        // The handler turns the client away (403) on its own, also for a
+        // directory's index with rules of its own.
+        if !dir.allows(req.head, req.conn) || !self.index_allows(req, url, fs, dir, |index| index.allows(req.head, req.conn)) {
             return None;
         }
         lookup.passed.set(true);
@@ -435,7 +436,35 @@ impl Site {
         if on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
             return None;
         }
-        Some(dir.allows(&bare, &anyone))
+        Some(dir.allows(&bare, &anyone) && self.index_allows(req, &url, &fs, &dir, |index| index.allows(&bare, &anyone)))
+    }
+
+    /// Whether `allows` says yes of the rules of the file DirectoryIndex
+    /// serves for `url` when it names a directory (`fs`): the index is
+    /// judged by its own sections (`<Files index.php>`) as well as the
+    /// directory's, after the pipeline's access stage, and the cache must
+    /// not answer for it on the directory's word. An index given as a URL
+    /// (`/index.php`) or negotiated (MultiViews) is not judged here: no.
+    fn index_allows(&self, req: Request, url: &[u8], fs: &std::path::Path, dir: &Effective, allows: impl Fn(&Effective) -> bool) -> bool {
+        if !url.ends_with(b"/") || !fs.is_dir() {
+            return true;
+        }
+        for index in dir.directory_index() {
+            if index.contains('/') || index == "." || index == ".." {
+                return false;
+            }
+            let candidate = fs.join(index);
+            if std::fs::symlink_metadata(&candidate).is_err() {
+                if dir.options().multiviews {
+                    return false;
+                }
+                continue;
+            }
+            let mut index_url = url.to_vec();
+            index_url.extend_from_slice(index.as_bytes());
+            return allows(&self.effective_for(req, &candidate, &index_url));
+        }
+        true
     }
 
     /// Whether the host's own SetEnvIf lines set `no-cache` for this request.

@@ -483,7 +483,35 @@ fn quick_handler_off_revalidates_and_locks(mpm: &str) {
     assert_eq!(runs(&s, "slow"), 1);
 }
 
+/// A directory's index, public for a minute, counting its runs in
+/// `count-DIRNAME`.
+const INDEX_PHP: &str = "<?php header('Cache-Control: public, max-age=60'); file_put_contents(__DIR__ . '/../../count-' . basename(__DIR__), 'x', FILE_APPEND | LOCK_EX); echo basename(__DIR__), ' index ', hrtime(true);";
+
+/// A directory whose index has rules of its own (`<Files index.php>`):
+/// under Off no hit is served on the directory's word, under On nothing
+/// is stored that only some clients may read.
+fn an_index_with_rules_of_its_own_is_judged_before_the_cache(mpm: &str) {
+    let (_fpm, off) = start_protected(mpm, "CacheQuickHandler Off\nDirectoryIndex index.php index.html\n");
+    off.dir.write("htdocs/team/index.php", INDEX_PHP);
+    off.dir.write("htdocs/team/.htaccess", format!("<Files index.php>\n    AuthType Basic\n    AuthName team\n    AuthUserFile {}/private/htpasswd\n    Require valid-user\n</Files>\n", off.dir.0.display()));
+    let member = off.get_with("/team/", CAROL);
+    assert!(member.text().starts_with("team index"), "{}", member.text());
+    assert!(cache_status(&off.get_with("/team/", CAROL)).starts_with("warren; hit"));
+    let anonymous = off.get("/team/");
+    // The index's refusal (warren's answer for an index is a 403).
+    assert!(matches!(anonymous.status, 401 | 403) && !anonymous.text().contains("team index"), "{} {}", anonymous.status, anonymous.text());
+    assert_eq!(runs(&off, "team"), 1);
+    let (_fpm, on) = start_protected(mpm, "DirectoryIndex index.php index.html\n");
+    on.dir.write("htdocs/near/index.php", INDEX_PHP);
+    on.dir.write("htdocs/near/.htaccess", "<Files index.php>\n    Require ip 127.0.0.1\n</Files>\n");
+    for _ in 0..2 {
+        assert!(on.get("/near/").text().starts_with("near index"));
+    }
+    assert_eq!(runs(&on, "near"), 2);
+}
+
 each_mpm!(
+    an_index_with_rules_of_its_own_is_judged_before_the_cache,
     quick_handler_off_revalidates_and_locks,
     a_full_cache_directory_is_a_warning_and_answers_go_uncached,
     a_corrupt_entry_is_discarded_never_served,
