@@ -31,7 +31,8 @@ const DECODED_BYTES: usize = 4 << 20;
 /// The store's counts, as server-status and the metrics show them.
 pub const COUNTER_NAMES: [&str; 5] = ["hits", "misses", "stores", "evictions", "bytes_stored"];
 
-/// The counts of every process using a store: five words in the file
+/// The counts of every process using a store: five words (and the bytes
+/// held, a sixth) in the file
 /// `.counters` of its directory, mapped shared by each process, so that
 /// all add to the same words and the counts outlive restarts. Where the
 /// file cannot be mapped, the counts are this process's own.
@@ -39,7 +40,7 @@ pub const COUNTER_NAMES: [&str; 5] = ["hits", "misses", "stores", "evictions", "
 pub struct Counters {
     words: *const AtomicU64,
     /// Stands in for the file when it cannot be mapped.
-    _own: Box<[AtomicU64; 5]>,
+    _own: Box<[AtomicU64; 6]>,
 }
 
 // The mapping is never unmapped (the store lives as long as the process)
@@ -49,10 +50,17 @@ unsafe impl Sync for Counters {}
 
 impl Counters {
     fn open(path: &Path) -> Counters {
-        let own = Box::new([const { AtomicU64::new(0) }; 5]);
+        let own = Box::new([const { AtomicU64::new(0) }; 6]);
         // Never through a link: the process may be root (`warren cache purge`).
         let mapped = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path).and_then(|f| {
-            f.set_len(4096)?;
+            // Its page allocated now: a page of a sparse file on a full
+            // tmpfs would fail at the first write through the mapping, as a
+            // SIGBUS that kills the process.
+            // SAFETY: fallocate on a descriptor this function owns.
+            let err = unsafe { libc::posix_fallocate(std::os::fd::AsRawFd::as_raw_fd(&f), 0, 4096) };
+            if err != 0 {
+                return Err(io::Error::from_raw_os_error(err));
+            }
             // SAFETY: a shared mapping of a 4096-byte file; the file may
             // be closed once mapped, and the mapping is kept to the end.
             let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, std::os::fd::AsRawFd::as_raw_fd(&f), 0) };
@@ -66,7 +74,7 @@ impl Counters {
     }
 
     fn word(&self, i: usize) -> &AtomicU64 {
-        // SAFETY: `words` points to at least five aligned words (a page, or `own`).
+        // SAFETY: `words` points to at least six aligned words (a page, or `own`).
         unsafe { &*self.words.add(i) }
     }
 
@@ -84,6 +92,13 @@ impl Counters {
         self.word(3).fetch_add(1, Relaxed);
     }
 
+    /// What the directory holds, as every process's writes added to it
+    /// since the last sweep measured it (removals are not taken off: it
+    /// errs high, which only sweeps sooner).
+    fn held(&self) -> &AtomicU64 {
+        self.word(5)
+    }
+
     /// Hits, misses, stores, evictions and bytes stored, by [`COUNTER_NAMES`].
     pub fn read(&self) -> [u64; 5] {
         std::array::from_fn(|i| self.word(i).load(Relaxed))
@@ -96,10 +111,9 @@ pub struct Store {
     root: PathBuf,
     /// The largest body stored (CacheMaxFileSize, CacheSocacheMaxSize).
     pub max_entry: u64,
-    /// The bound on all the files' sizes together.
+    /// The bound on all the files together, in the pages they take (what
+    /// a tmpfs charges to the memory cgroup).
     max_total: u64,
-    /// Bytes written since the directory was last swept.
-    written: AtomicU64,
     /// Entries this process read, kept decoded while their file is
     /// unchanged: a hit costs a stat rather than a read and a check.
     decoded: StatCache<Arc<Entry>>,
@@ -125,7 +139,19 @@ impl Drop for LockGuard {
 }
 
 fn hex_name(key: &str) -> String {
-    Sha1::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    // Once per lookup (every hit): one string, not one per byte.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut name = String::with_capacity(40);
+    for b in Sha1::digest(key.as_bytes()) {
+        name.push(char::from(HEX[usize::from(b >> 4)]));
+        name.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    name
+}
+
+/// `len` bytes in the 4 KiB pages a file of them takes.
+fn in_pages(len: u64) -> u64 {
+    len.div_ceil(4096) * 4096
 }
 
 fn now_secs() -> u64 {
@@ -147,7 +173,7 @@ impl Store {
         let _ = fs::remove_file(&probe);
         fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&probe)?;
         let _ = fs::remove_file(&probe);
-        Ok(Store { root: root.to_path_buf(), max_entry, max_total, written: AtomicU64::new(0), decoded: StatCache::new(DECODED_BYTES, |e| e.body.len() + 512), counters: Counters::open(&root.join(".counters")) })
+        Ok(Store { root: root.to_path_buf(), max_entry, max_total, decoded: StatCache::new(DECODED_BYTES, |e| e.body.len() + 512), counters: Counters::open(&root.join(".counters")) })
     }
 
     pub fn root(&self) -> &Path {
@@ -240,6 +266,13 @@ impl Store {
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let dir = path.parent().unwrap_or(&self.root);
         private_dirs(dir)?;
+        // Room is made before the write, from the figure every process
+        // adds to, so that the directory stays within its bound however
+        // many processes write (short of an eighth of it written at once).
+        let charge = in_pages(bytes.len() as u64);
+        if self.counters.held().fetch_add(charge, Relaxed) + charge > self.max_total / 8 * 7 {
+            self.make_room(charge);
+        }
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let tmp = self.root.join(format!(".tmp.{}.{}", std::process::id(), SEQ.fetch_add(1, Relaxed)));
         // The server's user's only: an entry may be a variant chosen by a
@@ -250,10 +283,6 @@ impl Store {
         }
         written?;
         self.counters.stored(bytes.len() as u64);
-        if self.written.fetch_add(bytes.len() as u64, Relaxed) + bytes.len() as u64 > self.max_total / 16 {
-            self.written.store(0, Relaxed);
-            self.sweep();
-        }
         Ok(())
     }
 
@@ -279,7 +308,7 @@ impl Store {
         removed
     }
 
-    /// Every entry file: its path, size and time of writing.
+    /// Every entry file: its path, the bytes it takes and its time of writing.
     fn files(&self) -> Vec<(PathBuf, u64, SystemTime)> {
         let mut out = Vec::new();
         let Ok(dirs) = fs::read_dir(&self.root) else { return out };
@@ -291,31 +320,37 @@ impl Store {
             let Ok(files) = fs::read_dir(d.path()) else { continue };
             for f in files.flatten() {
                 if let Ok(m) = f.metadata() {
-                    out.push((f.path(), m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
+                    out.push((f.path(), m.blocks() * 512, m.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
                 }
             }
         }
         out
     }
 
-    /// Keeps the directory within its bound: the least recently written
-    /// files go first, down to seven eighths of it.
+    /// Keeps the directory within its bound: past seven eighths of it,
+    /// the least recently written files go first, down to three quarters.
     pub fn sweep(&self) {
+        self.make_room(0);
+    }
+
+    /// [`Store::sweep`] with `incoming` bytes about to be written; what
+    /// the directory holds is then measured anew for every process.
+    fn make_room(&self, incoming: u64) {
         let mut files = self.files();
-        let mut total: u64 = files.iter().map(|f| f.1).sum();
-        if total <= self.max_total {
-            return;
-        }
-        files.sort_by_key(|f| f.2);
-        for (path, len, _) in files {
-            if total <= self.max_total / 8 * 7 {
-                break;
+        let mut total: u64 = files.iter().map(|f| f.1).sum::<u64>() + incoming;
+        if total > self.max_total / 8 * 7 {
+            files.sort_by_key(|f| f.2);
+            for (path, len, _) in files {
+                if total <= self.max_total / 4 * 3 {
+                    break;
+                }
+                if fs::remove_file(&path).is_ok() {
+                    total -= len;
+                    self.counters.evicted();
+                }
             }
-            if fs::remove_file(&path).is_ok() {
-                total -= len;
-                self.counters.evicted();
-            }
         }
+        self.counters.held().store(total, Relaxed);
     }
 
     /// Asks for `key`'s lock: a lock file made exclusively, taken over
@@ -452,14 +487,17 @@ mod tests {
     #[test]
     fn the_directory_stays_within_its_bound() {
         let dir = scratch("bound");
-        let s = Store::open(&dir, 10_000, 40_000).unwrap();
+        let s = Store::open(&dir, 10_000, 200_000).unwrap();
         let none = |_: &str| None;
-        for i in 0..40 {
-            s.store(&format!("k{i}"), &[], &none, entry(&"x".repeat(5000))).unwrap();
+        // Six openings (six processes) writing in turn: the bound holds
+        // after every write, not only after a sweep.
+        let others: Vec<Store> = (0..5).map(|_| Store::open(&dir, 10_000, 200_000).unwrap()).collect();
+        for i in 0..120 {
+            let writer = if i % 6 == 0 { &s } else { &others[i % 6 - 1] };
+            writer.store(&format!("k{i}"), &[], &none, entry(&"x".repeat(5000))).unwrap();
+            let total: u64 = s.files().iter().map(|f| f.1).sum();
+            assert!(total <= 200_000, "after {i}: {total}");
         }
-        s.sweep();
-        let total: u64 = s.files().iter().map(|f| f.1).sum();
-        assert!(total <= 40_000, "{total}");
         assert!(s.counters.read()[3] > 0);
         // Another opening of the directory (another process) sees the same counts.
         assert_eq!(Store::open(&dir, 1, 1).unwrap().counters.read(), s.counters.read());
@@ -491,6 +529,11 @@ mod tests {
         assert!(Store::open(&dir, 1000, 1 << 20).is_err());
         fs::remove_dir_all(&dir).unwrap();
         fs::remove_file(&victim).unwrap();
+    }
+
+    #[test]
+    fn names_are_the_keys_sha1_in_hex() {
+        assert_eq!(hex_name("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
     }
 
     #[test]

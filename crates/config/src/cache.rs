@@ -61,6 +61,9 @@ pub struct CacheDirectives {
     pub socache_max_size: Option<u64>,
     pub max_file_size: Option<u64>,
     pub root: Option<PathBuf>,
+    /// CacheQuickHandler: On (None, the default) looks stored answers up
+    /// before the URL is mapped; Off after its access checks.
+    pub quick_handler: Option<bool>,
     /// Where the host's first `CacheEnable disk` was written, for the
     /// error when CacheRoot is missing.
     pub enable_origin: Option<Origin>,
@@ -78,7 +81,7 @@ impl CacheDirectives {
     pub fn inherit(&mut self, main: &CacheDirectives) {
         self.enable.extend(main.enable.iter().cloned());
         self.disable.extend(main.disable.iter().cloned());
-        inherit!(self, main, default_expire, max_expire, min_expire, last_modified_factor, ignore_no_last_mod, ignore_cache_control, ignore_headers, ignore_query_string, ignore_url_session_identifiers, store_no_store, store_private, lock, lock_max_age, stale_on_error, header, detail_header, key_base_url, socache_max_size, max_file_size, root, enable_origin);
+        inherit!(self, main, default_expire, max_expire, min_expire, last_modified_factor, ignore_no_last_mod, ignore_cache_control, ignore_headers, ignore_query_string, ignore_url_session_identifiers, store_no_store, store_private, lock, lock_max_age, stale_on_error, header, detail_header, key_base_url, socache_max_size, max_file_size, root, quick_handler, enable_origin);
     }
 
     /// The kind of store caching `url`: the longest CacheEnable prefix
@@ -106,6 +109,10 @@ impl CacheDirectives {
     /// hop-by-hop fields nor Set-Cookie's value on its own (see the cache crate).
     pub fn ignore_headers(&self) -> &[String] {
         self.ignore_headers.as_deref().unwrap_or(&[])
+    }
+    /// CacheQuickHandler (Apache's default: On).
+    pub fn quick_handler(&self) -> bool {
+        self.quick_handler.unwrap_or(true)
     }
     pub fn lock(&self) -> bool {
         self.lock.unwrap_or(false)
@@ -168,10 +175,8 @@ fn bytes(b: &mut Builder, d: &Directive) -> Option<u64> {
     b.whole_number(d)
 }
 
-pub fn quick_handler(b: &mut Builder, d: &Directive, _: &mut HostConfig) {
-    if b.on_off(d) == Some(false) {
-        b.warn(&d.origin, "CacheQuickHandler Off: not acted on: warren looks stored answers up before mapping the URL (On); keep URLs that need Require or rewrite rules out with CacheDisable");
-    }
+pub fn quick_handler(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    h.cache.quick_handler = b.on_off(d).or(h.cache.quick_handler);
 }
 pub fn default_expire(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
     h.cache.default_expire = seconds(b, d).or(h.cache.default_expire);

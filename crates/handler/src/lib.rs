@@ -121,6 +121,7 @@ pub mod proxy_http;
 pub mod remote_ip;
 pub mod request;
 pub mod response_cache;
+mod response_cache_coding;
 mod rewrite;
 pub mod root_files;
 mod sections;

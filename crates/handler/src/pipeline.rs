@@ -80,8 +80,14 @@ impl Site {
     /// [`Site::handle`] adds the ErrorDocument of an error it ends in.
     /// `on_loop`: see [`Site::handle_on_loop`].
     pub(crate) fn route(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool) -> Outcome {
+        self.route_with(head, conn, on_loop, None)
+    }
+
+    /// [`Site::route`], a stored answer looked up after the access checks
+    /// when `cache_after_access` (CacheQuickHandler Off).
+    pub(crate) fn route_with(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool, cache_after_access: Option<&crate::response_cache::AfterAccess>) -> Outcome {
         let req = self.request(head, conn);
-        let req = Request { pass: Pass { rules_deadline: Some(warren_rewrite::CpuDeadline::after(RULES_TIME_BUDGET)), on_loop, ..req.pass }, ..req };
+        let req = Request { pass: Pass { rules_deadline: Some(warren_rewrite::CpuDeadline::after(RULES_TIME_BUDGET)), on_loop, cache_after_access, ..req.pass }, ..req };
         let host = req.host;
         let raw = head.path_and_query();
         // A TLS connection is for the host its SNI named (its certificate):
@@ -243,10 +249,16 @@ impl Site {
                 let forced_type = r.forced_type.as_deref().or(req.pass.forced_type);
                 let pass = Pass { rewrite_ended: r.ended, forced_type, ..req.pass };
                 let req = Request { env: &r.env, pass, ..req };
+                if let Some(hit) = self.hit_after_access(req, url, &fs, &dir) {
+                    return hit;
+                }
                 let filters = RequestFilters::for_request(req, url, &dir);
                 let outcome = filters::attach(self.run_handler(req, url, &r.query, fs, dir, may_fall_back, rewritten_to_file), filters, req.head);
                 return with_vary(outcome, &r.vary, req);
             }
+        }
+        if let Some(hit) = self.hit_after_access(req, url, &fs, &dir) {
+            return hit;
         }
         let filters = RequestFilters::for_request(req, url, &dir);
         filters::attach(self.run_handler(req, url, query, fs, dir, may_fall_back, rewritten_to_file), filters, req.head)

@@ -40,6 +40,9 @@ pub struct Pass<'a> {
     /// Routed on the event loop: rules from `.htaccess` files are not run
     /// here ([`crate::Outcome::OffLoop`]).
     pub on_loop: bool,
+    /// CacheQuickHandler Off: the stored answer looked up once the access
+    /// checks let the client in (response_cache.rs).
+    pub cache_after_access: Option<&'a crate::response_cache::AfterAccess>,
 }
 
 impl<'a> Request<'a> {

@@ -10,7 +10,10 @@
 //!   fresh entry: its conditional requests (304) and one range (206) from
 //!   the stored whole answer, HEAD from a stored GET. An answer is stored
 //!   as sent, its Header and Expires lines applied (mod_expires' lifetimes
-//!   count), before compression: a hit is sent uncompressed.
+//!   count), before compression: a hit is compressed as the site offers,
+//!   each coding once (response_cache_coding.rs).
+//!   Under CacheQuickHandler Off the lookup waits until the pipeline's
+//!   access checks let the client in ([`Site::hit_after_access`]).
 //! - Storing: a static answer (bytes or a whole small file) is stored as
 //!   the pipeline returns it; an application's answer (FastCGI, warren's
 //!   pools, CGI, HTTP backends) is read ahead on the gateway's thread up to
@@ -32,10 +35,11 @@
 //! different entries), then the host's index and the client's Host value:
 //! nothing stored for one virtual host answers another's request.
 //! Only an answer the URL's Require rules give anyone is stored (a hit is
-//! served before they are checked). Requests carrying fields that proxies use to rewrite URLs
+//! served before they are checked), unless CacheQuickHandler is Off. Requests carrying fields that proxies use to rewrite URLs
 //! (X-Forwarded-Host, X-Original-URL...) are never stored: an application
 //! may build its links from them, and they are not in the key.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -48,6 +52,7 @@ use warren_http::RequestHead;
 
 use crate::conditional::{self, Precondition, Ranges, Validators};
 use crate::dir_config::Effective;
+use crate::response_cache_coding::{self as coding, Chosen};
 use crate::env::RequestEnv;
 use crate::{path, Body, BodySource, ConnInfo, HeaderName, Outcome, Request, Response, Site};
 
@@ -75,6 +80,31 @@ struct Plan {
     key: String,
     /// The key's prefix before the request target: purges are made of it.
     base: String,
+}
+
+/// CacheQuickHandler Off: the entry the pipeline's handler stage looks
+/// up, and what it found there.
+pub struct AfterAccess {
+    store: Arc<Store>,
+    key: String,
+    /// The client's Cache-Control refuses a stored answer.
+    refuses: bool,
+    /// The access checks let the client in: the cache has its say.
+    passed: Cell<bool>,
+    hit: Cell<bool>,
+    stale: RefCell<Option<Entry>>,
+}
+
+impl std::fmt::Debug for AfterAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AfterAccess").field("key", &self.key).finish_non_exhaustive()
+    }
+}
+
+/// Whether an answer to this request may be stored at all: a GET without
+/// the fields that name another URL.
+fn storable_request(head: &RequestHead) -> bool {
+    head.method() == "GET" && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some())
 }
 
 /// The parts of an answer being stored as the application sends it.
@@ -153,11 +183,7 @@ impl Site {
         let c = &self.hosts[host].config.cache;
         let (root, max_entry, total) = match kind {
             CacheKind::Disk => (c.root.clone()?, c.max_file_size(), DISK_TOTAL),
-            CacheKind::Socache => {
-                // One directory per server (its PidFile), on the shared-memory tmpfs.
-                let id = self.settings.pid_file.as_ref().map_or(0, |p| fnv(p.as_os_str().as_encoded_bytes()));
-                (PathBuf::from(format!("/dev/shm/warren-socache-{id:x}")), c.socache_max_size(), c.socache_max_size() * SOCACHE_ENTRIES)
-            }
+            CacheKind::Socache => (self.socache_dir(), c.socache_max_size(), self.socache_bound()),
         };
         let mut map = self.caches.responses.0.lock().ok()?;
         map.entry(root.clone())
@@ -170,6 +196,29 @@ impl Site {
                 }
             })
             .clone()
+    }
+
+    /// The `socache` directory: one per server (its PidFile), on the
+    /// shared-memory tmpfs, for every host.
+    fn socache_dir(&self) -> PathBuf {
+        let id = self.settings.pid_file.as_ref().map_or(0, |p| fnv(p.as_os_str().as_encoded_bytes()));
+        PathBuf::from(format!("/dev/shm/warren-socache-{id:x}"))
+    }
+
+    /// What the `socache` directory is kept within: room for
+    /// [`SOCACHE_ENTRIES`] of the largest CacheSocacheMaxSize of the hosts
+    /// using it (0: none does).
+    fn socache_bound(&self) -> u64 {
+        let caching = self.hosts.iter().map(|h| &h.config.cache).filter(|c| c.enable.iter().any(|e| e.kind == CacheKind::Socache));
+        caching.map(|c| c.socache_max_size() * SOCACHE_ENTRIES).max().unwrap_or(0)
+    }
+
+    /// Has the memory budget (pools' `pm.max_children auto`, `MaxRequestWorkers
+    /// auto`) set the `socache` directory's bound aside: its entries are
+    /// tmpfs pages charged to the memory cgroup, which no process's size shows.
+    pub(crate) fn reserve_cache_memory(&self) {
+        let bound = self.socache_bound();
+        warren_memory::reserved::reserve((bound > 0).then(|| warren_memory::reserved::Reservation { dir: self.socache_dir(), bound }));
     }
 
     /// The cache's plan for a request to `host`, if its URL is cached.
@@ -209,19 +258,25 @@ impl Site {
             }
             _ => return self.route(head, conn, on_loop),
         }
-        if head.header("authorization").is_some() || self.no_cache_env(head, conn, host) {
+        // Under CacheQuickHandler Off the credentials are checked before a
+        // hit, and an answer to them is stored only as RFC 9111 3.5 allows.
+        let quick = c.quick_handler();
+        if (quick && head.header("authorization").is_some()) || self.no_cache_env(head, conn, host) {
             return self.route(head, conn, on_loop);
         }
         let field = field_of(head);
         let refuses = !c.ignore_cache_control.unwrap_or(false)
             && policy::request_refuses_stored(head.header("cache-control").map(|v| String::from_utf8_lossy(v)).as_deref(), head.header("pragma").map(|v| String::from_utf8_lossy(v)).as_deref());
+        if !quick {
+            return self.through_cache_after_access(head, conn, host, plan, refuses, on_loop);
+        }
         let now = Store::now();
         let mut stale = None;
         if !refuses {
             if let Some(e) = plan.store.lookup_shared(&plan.key, &field) {
                 if e.is_fresh(now) {
                     plan.store.counters.hit();
-                    return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit"));
+                    return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit"));
                 }
                 stale = Some(Entry::clone(&e));
             }
@@ -233,25 +288,96 @@ impl Site {
                 LockState::Acquired(g) => lock = Some(g),
                 LockState::Held => {
                     if let Some(e) = &stale {
-                        return Outcome::Ready(self.answer_of_entry(head, conn, host, e, "stale; detail=locked"));
+                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked"));
                     }
                     if on_loop {
                         return Outcome::OffLoop;
                     }
                     if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
                         plan.store.counters.hit();
-                        return Outcome::Ready(self.answer_of_entry(head, conn, host, &e, "hit; detail=waited"));
+                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited"));
                     }
                 }
             }
         }
-        let storable_request = head.method() == "GET"
-            && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some())
+        let storable_request = storable_request(head)
             && match self.open_to_anyone(head, conn, host, on_loop) {
                 Some(open) => open,
                 None => return Outcome::OffLoop,
             };
-        match self.route(head, conn, on_loop) {
+        let outcome = self.route(head, conn, on_loop);
+        self.store_outcome(head, conn, host, plan, outcome, stale, lock, storable_request)
+    }
+
+    /// CacheQuickHandler Off (Apache's cache_handler, a normal handler):
+    /// the request goes through the pipeline, and once its access checks
+    /// (Require, Basic credentials, Order/Deny, `.htaccess` files, after the
+    /// rewrite rules) let the client in, a fresh stored answer is served
+    /// ([`Site::hit_after_access`]); otherwise what the handler answers is
+    /// stored as under On, whoever may read it (a hit is checked first).
+    fn through_cache_after_access(&self, head: &RequestHead, conn: &ConnInfo, host: usize, plan: Plan, refuses: bool, on_loop: bool) -> Outcome {
+        let c = &self.hosts[host].config.cache;
+        let lookup = AfterAccess { store: plan.store.clone(), key: plan.key.clone(), refuses, passed: Cell::new(false), hit: Cell::new(false), stale: RefCell::new(None) };
+        let outcome = self.route_with(head, conn, on_loop, Some(&lookup));
+        // A client the checks turned away never reaches the cache.
+        if lookup.hit.get() || !lookup.passed.get() || matches!(outcome, Outcome::OffLoop) {
+            return outcome;
+        }
+        plan.store.counters.miss();
+        let stale = lookup.stale.into_inner();
+        let mut lock = None;
+        if c.lock() && head.method() == "GET" && matches!(outcome, Outcome::Gateway(_)) {
+            match plan.store.lock(&plan.key, c.lock_max_age()) {
+                LockState::Acquired(g) => lock = Some(g),
+                LockState::Held => {
+                    if let Some(e) = &stale {
+                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked"));
+                    }
+                    if on_loop {
+                        return Outcome::OffLoop;
+                    }
+                    if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
+                        plan.store.counters.hit();
+                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited"));
+                    }
+                }
+            }
+        }
+        let storable = storable_request(head);
+        self.store_outcome(head, conn, host, plan, outcome, stale, lock, storable)
+    }
+
+    /// Under CacheQuickHandler Off, at the pipeline's handler stage: the
+    /// fresh stored answer for a client the access rules in force (`dir`,
+    /// and those of the index of a directory `fs`) let in. None: the handler answers (and a stale entry is kept for
+    /// revalidation).
+    pub(crate) fn hit_after_access(&self, req: Request, url: &[u8], fs: &std::path::Path, dir: &Effective) -> Option<Outcome> {
+        let lookup = req.pass.cache_after_access?;
+        // The handler turns the client away (403) on its own, also for a
+        // directory's index with rules of its own.
+        if !dir.allows(req.head, req.conn) || !self.index_allows(req, url, fs, dir, |index| index.allows(req.head, req.conn)) {
+            return None;
+        }
+        lookup.passed.set(true);
+        if lookup.refuses {
+            return None;
+        }
+        let e = lookup.store.lookup_shared(&lookup.key, &field_of(req.head))?;
+        if !e.is_fresh(Store::now()) {
+            *lookup.stale.borrow_mut() = Some(Entry::clone(&e));
+            return None;
+        }
+        lookup.store.counters.hit();
+        lookup.hit.set(true);
+        Some(Outcome::Ready(self.answer_of_entry(&lookup.store, req.head, req.conn, req.host, &e, "hit")))
+    }
+
+    /// The pipeline's `outcome` for a miss: a ready answer stored, or the
+    /// application's answer captured as it comes (revalidating `stale`).
+    #[allow(clippy::too_many_arguments)]
+    fn store_outcome(&self, head: &RequestHead, conn: &ConnInfo, host: usize, plan: Plan, outcome: Outcome, stale: Option<Entry>, lock: Option<warren_cache::store::LockGuard>, storable_request: bool) -> Outcome {
+        let c = &self.hosts[host].config.cache;
+        match outcome {
             Outcome::Ready(r) => Outcome::Ready(self.store_ready(head, conn, r, &plan, stale, storable_request)),
             Outcome::Gateway(mut gw) if storable_request => {
                 // The application is asked whether the stale copy is current,
@@ -310,7 +436,35 @@ impl Site {
         if on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
             return None;
         }
-        Some(dir.allows(&bare, &anyone))
+        Some(dir.allows(&bare, &anyone) && self.index_allows(req, &url, &fs, &dir, |index| index.allows(&bare, &anyone)))
+    }
+
+    /// Whether `allows` says yes of the rules of the file DirectoryIndex
+    /// serves for `url` when it names a directory (`fs`): the index is
+    /// judged by its own sections (`<Files index.php>`) as well as the
+    /// directory's, after the pipeline's access stage, and the cache must
+    /// not answer for it on the directory's word. An index given as a URL
+    /// (`/index.php`) or negotiated (MultiViews) is not judged here: no.
+    fn index_allows(&self, req: Request, url: &[u8], fs: &std::path::Path, dir: &Effective, allows: impl Fn(&Effective) -> bool) -> bool {
+        if !url.ends_with(b"/") || !fs.is_dir() {
+            return true;
+        }
+        for index in dir.directory_index() {
+            if index.contains('/') || index == "." || index == ".." {
+                return false;
+            }
+            let candidate = fs.join(index);
+            if std::fs::symlink_metadata(&candidate).is_err() {
+                if dir.options().multiviews {
+                    return false;
+                }
+                continue;
+            }
+            let mut index_url = url.to_vec();
+            index_url.extend_from_slice(index.as_bytes());
+            return allows(&self.effective_for(req, &candidate, &index_url));
+        }
+        true
     }
 
     /// Whether the host's own SetEnvIf lines set `no-cache` for this request.
@@ -331,7 +485,7 @@ impl Site {
         crate::filters::apply_now(&mut r, head);
         if r.status >= 500 && c.stale_on_error() {
             if let Some(e) = stale {
-                return self.answer_of_entry(head, conn, r.host, &e, "stale; detail=stale-on-error");
+                return self.answer_of_entry(&plan.store, head, conn, r.host, &e, "stale; detail=stale-on-error");
             }
         }
         let body: Option<Arc<[u8]>> = match &r.body {
@@ -350,7 +504,7 @@ impl Site {
             None => "fwd=uri-miss; detail=body not storable".to_string(),
             Some(body) => {
                 let headers = as_pairs(&r.headers);
-                match store_answer(&plan.store, &plan.key, &rules(c), r.status, &headers, body, head, &self.hosts[r.host].error_log) {
+                match store_answer(&plan.store, &plan.key, &rules(c), r.status, &headers, body, r.compress.as_deref(), head, &self.hosts[r.host].error_log) {
                     Ok(()) => "fwd=uri-miss; stored".to_string(),
                     Err(why) => {
                         warn_malformed(&self.hosts[r.host].error_log, &why, head);
@@ -369,11 +523,19 @@ impl Site {
     /// The answer made of a stored entry: its status and fields with Age
     /// and Cache-Status, 304 to a matching conditional request, 206 to one
     /// range of it.
-    fn answer_of_entry(&self, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str) -> Response {
+    fn answer_of_entry(&self, store: &Store, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str) -> Response {
         let now = Store::now();
         let ttl = e.fresh_until as i64 - now as i64;
+        let chosen = coding::choose(store, head, e);
+        let e = match &chosen {
+            Chosen::Coded(variant) => variant,
+            Chosen::Identity { .. } => e,
+        };
         let mut r = Response::new(e.status, host);
-        r.headers = e.headers.iter().map(|(n, v)| (HeaderName::Owned(n.clone()), v.clone())).collect();
+        r.headers = e.headers.iter().filter(|(n, _)| n != coding::OFFER_FIELD).map(|(n, v)| (HeaderName::Owned(n.clone()), v.clone())).collect();
+        if let Chosen::Identity { varies: true } = chosen {
+            r.vary_on("Accept-Encoding");
+        }
         r.add("Age", e.age(now).to_string());
         r.add("Cache-Status", format!("warren; {how}; ttl={ttl}"));
         let c = &self.hosts[host].config.cache;
@@ -384,9 +546,12 @@ impl Site {
         if c.detail_header.unwrap_or(false) {
             r.add("X-Cache-Detail", format!("\"cache hit\" from {}", self.hosts[host].name));
         }
-        let modified = e.header("last-modified").and_then(|v| httpdate::parse_http_date(v).ok());
+        // Only a request with a validator of its own can be answered 304
+        // (the stored date is not parsed for every hit).
+        let asks = head.header("if-none-match").is_some() || head.header("if-modified-since").is_some();
+        let modified = e.header("last-modified").filter(|_| asks).and_then(|v| httpdate::parse_http_date(v).ok());
         let v = Validators { etag: e.header("etag").unwrap_or("\"\u{0}\"").to_string(), modified: modified.unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(e.stored_at)), last_modified: String::new() };
-        if e.status == 200 && (e.header("etag").is_some() || modified.is_some()) && conditional::evaluate_preconditions(head, &v) == Precondition::NotModified {
+        if asks && e.status == 200 && (e.header("etag").is_some() || modified.is_some()) && conditional::evaluate_preconditions(head, &v) == Precondition::NotModified {
             r.status = 304;
             r.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("content-type") && !n.eq_ignore_ascii_case("content-encoding"));
         } else if let (200, Some(range), None) = (e.status, head.header("range"), head.header("if-range")) {
@@ -484,11 +649,14 @@ fn warn_malformed(log: &crate::logs::ErrorLog, why: &str, head: &RequestHead) {
 
 /// Stores an answer if RFC 9111 and the admin's rules let it.
 #[allow(clippy::too_many_arguments)]
-fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, head: &RequestHead, log: &crate::logs::ErrorLog) -> Result<(), String> {
+fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, offer: Option<&crate::compress::Offer>, head: &RequestHead, log: &crate::logs::ErrorLog) -> Result<(), String> {
     let has_query = head.path_and_query().contains(&b'?');
     let fresh = rules.storable(status, headers, has_query, head.header("authorization").is_some(), SystemTime::now()).map_err(str::to_string)?;
     let now = Store::now();
-    let entry = Entry { key: String::new(), status, headers: rules.kept_headers(headers), body, stored_at: now, fresh_until: now + fresh.lifetime.as_secs() };
+    let mut kept = rules.kept_headers(headers);
+    // The site's compression offer, for compressed hits (response_cache_coding.rs).
+    kept.extend(offer.map(coding::offer_field));
+    let entry = Entry { key: String::new(), status, headers: kept, body, stored_at: now, fresh_until: now + fresh.lifetime.as_secs() };
     store.store(key, &policy::vary_names(headers), &field_of(head), entry).map_err(|e| {
         warn_unstored(log, &e);
         format!("not stored: {e}")
@@ -508,10 +676,10 @@ impl Capture {
                     merged.retain(|(m, _)| !m.eq_ignore_ascii_case(&n));
                     merged.push((n, v));
                 }
-                let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), head, &site.hosts[self.host].error_log);
+                let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), None, head, &site.hosts[self.host].error_log);
                 let e = self.store.lookup(&self.key, &field_of(head)).unwrap_or_else(|| e.clone());
                 let how = if refreshed.is_ok() { "fwd=stale; fwd-status=304; stored" } else { "fwd=stale; fwd-status=304" };
-                let mut answer = site.answer_of_entry(head, conn, self.host, &e, how);
+                let mut answer = site.answer_of_entry(&self.store, head, conn, self.host, &e, how);
                 if self.header {
                     answer.headers.retain(|(n, _)| n != "X-Cache");
                     answer.add("X-Cache", format!("REVALIDATE from {}", site.hosts[self.host].name));
@@ -519,7 +687,7 @@ impl Capture {
                 return answer;
             }
             if r.status >= 500 && self.stale_on_error {
-                return site.answer_of_entry(head, conn, self.host, e, "stale; detail=stale-on-error");
+                return site.answer_of_entry(&self.store, head, conn, self.host, e, "stale; detail=stale-on-error");
             }
         }
         crate::filters::apply_now(&mut r, head);
@@ -540,7 +708,7 @@ impl Capture {
                 let (body, whole) = hold(std::mem::replace(&mut r.body, Body::Empty), self.store.max_entry);
                 r.body = body;
                 match whole {
-                    Some(bytes) => match store_answer(&self.store, &self.key, &self.rules, r.status, &headers, bytes, head, log) {
+                    Some(bytes) => match store_answer(&self.store, &self.key, &self.rules, r.status, &headers, bytes, r.compress.as_deref(), head, log) {
                         Ok(()) => "fwd=uri-miss; stored".to_string(),
                         Err(why) => format!("fwd=uri-miss; detail=\"{why}\""),
                     },

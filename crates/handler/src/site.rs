@@ -232,6 +232,7 @@ impl Site {
             caches: Caches::default(),
             compresses,
         };
+        site.reserve_cache_memory();
         Ok((site, fallbacks))
     }
 

@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod peak;
+pub mod reserved;
 
 /// Where the budget comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,7 +102,12 @@ impl Budget {
         Budget { source, directive, last: Counters::default() }
     }
 
+    /// What is known now, less what is reserved ([`reserved`]).
     pub fn read(&mut self) -> Reading {
+        reserved::apply(self.read_whole())
+    }
+
+    fn read_whole(&mut self) -> Reading {
         let (limit, charged, psi, oom_kills) = match &self.source {
             Source::Directive => return Reading { limit: self.directive.unwrap_or(0), charged: None, pressure: false, short: None },
             Source::CgroupV2(dir) => {

@@ -5,7 +5,9 @@
 //! answer: one behind `Require`, or a virtual host's answer served for
 //! another (a tenant's PHP or `.htaccess` making its answers long-lived).
 //! Also a local user (a tenant's PHP) with the cache directory: planting
-//! entries or links in it, reading what it stores.
+//! entries or links in it, reading what it stores. Under CacheQuickHandler
+//! Off, a client without the credentials that wants the answer a member's
+//! request stored, by other spellings of its URL.
 
 mod cache_site;
 mod common;
@@ -155,7 +157,28 @@ fn stored_answers_are_not_readable_by_other_users(mpm: &str) {
     assert!(seen >= 2, "{seen}");
 }
 
+/// CacheQuickHandler Off: once a member's request stored the answer of a
+/// URL behind Basic credentials, no spelling of that URL gets it to a
+/// client without them (they are checked before any hit).
+fn other_spellings_do_not_get_a_protected_stored_answer(mpm: &str) {
+    let (_fpm, s) = start_protected(mpm, "CacheQuickHandler Off\n");
+    assert!(s.get_with("/members/c.php/smaxage", CAROL).text().contains("case=smaxage"));
+    assert!(cache_status(&s.get_with("/members/c.php/smaxage", CAROL)).starts_with("warren; hit"));
+    let spellings = ["/members/c.php/smaxage", "/members//c.php/smaxage", "/%6dembers/c.php/smaxage", "/members/./c.php/smaxage", "/x/../members/c.php/smaxage", "/members%2fc.php/smaxage", "/members/c.php/smaxage?", "/members/c%2ephp/smaxage", "//members/c.php/smaxage"];
+    for target in spellings {
+        for extra in ["", CAROL_WRONG, "Authorization: Basic Y2Fyb2w6\r\n", "Range: bytes=0-5\r\n", "Cache-Control: only-if-cached\r\n"] {
+            let r = raw_get(&s, target, "localhost", extra);
+            assert_ne!(r.status / 100, 2, "{target} {extra:?}: {} {}", r.status, r.text());
+            assert!(!r.text().contains("case=smaxage"), "{target} {extra:?}: the member's answer");
+        }
+    }
+    let head = parse_response_for(&s.raw(b"HEAD /members/c.php/smaxage HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"), true).0;
+    assert_eq!(head.status, 401);
+    assert_eq!(runs(&s, "smaxage"), 1);
+}
+
 each_mpm!(
+    other_spellings_do_not_get_a_protected_stored_answer,
     vary_star_in_any_vary_field_is_never_served,
     a_repeated_selecting_field_does_not_poison_a_variant,
     an_answer_let_in_by_a_request_field_is_not_stored,

@@ -242,7 +242,7 @@ pub fn finish(site: &Site, head: Option<&RequestHead>, mut resp: Response) -> Re
 
 
 /// The response's headers for its encoded representation.
-fn encoded(mut resp: Response, coding: Coding, levels: Levels) -> Response {
+pub(crate) fn encoded(mut resp: Response, coding: Coding, levels: Levels) -> Response {
     resp.add("Content-Encoding", coding.token());
     // Ranges are of the identity representation (a Range request is
     // answered with it), so the encoded one does not offer them.
@@ -271,6 +271,8 @@ fn encode_body(site: &Site, offer: &Offer, body: Body, coding: Coding) -> Result
     let levels = offer.levels;
     match (body, &offer.file) {
         (Body::Bytes(b), None) => Ok(Body::Bytes(stream::compress_all(&b, coding, levels))),
+        // An application's answer the response cache read whole and kept.
+        (Body::Shared(b), None) => Ok(Body::Bytes(stream::compress_all(&b, coding, levels))),
         (Body::Stream { source, .. }, _) => Ok(Body::Stream { source: Box::new(stream::Encoded::new(source, StreamEncoder::new(coding, levels))), len: None }),
         (body @ (Body::Shared(_) | Body::File { .. } | Body::Bytes(_)), Some(f)) => {
             if let Some(copy) = site.caches.compressed.get(&f.path, coding, &f.identity, levels) {

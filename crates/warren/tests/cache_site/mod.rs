@@ -14,6 +14,7 @@ file_put_contents(__DIR__ . "/../count-$case", 'x', FILE_APPEND | LOCK_EX);
 $etag = '"v1"';
 switch ($case) {
 case 'maxage': case 'private-place': header('Cache-Control: max-age=60'); break;
+case 'etag': header('Cache-Control: max-age=60'); header("ETag: $etag"); echo str_repeat('compressible ', 100); break;
 case 'smaxage': header('Cache-Control: max-age=0, s-maxage=60'); break;
 case 'expires': header('Expires: ' . gmdate('D, d M Y H:i:s', time() + 60) . ' GMT'); break;
 case 'lastmod': header('Last-Modified: ' . gmdate('D, d M Y H:i:s', time() - 36000) . ' GMT'); break;
@@ -72,4 +73,21 @@ pub fn runs(s: &Server, case: &str) -> usize {
 
 pub fn cache_status(r: &Resp) -> String {
     r.header("cache-status").unwrap_or("(none)").to_string()
+}
+
+/// `carol:singer` (a `{SHA}` line of htpasswd's) for the members' area.
+pub const MEMBERS_PASSWD: &str = "carol:{SHA}X9zPCbMFzMPlYX7+7QubnxKI7iM=\n";
+pub const CAROL: &str = "Authorization: Basic Y2Fyb2w6c2luZ2Vy\r\n";
+pub const CAROL_WRONG: &str = "Authorization: Basic Y2Fyb2w6d3Jvbmc=\r\n";
+
+/// The cases' script in `members/` (Basic credentials, from an `.htaccess`
+/// file) and in `local/` (`Require ip 127.0.0.1` in a `<Location>`),
+/// counting its runs (and the validators it was asked with) in the same
+/// files as `/c.php`.
+pub fn start_protected(mpm: &str, extra: &str) -> (Fpm, Server) {
+    let nested = CASES_PHP.replace("__DIR__ . \"/../", "__DIR__ . \"/../../");
+    let files = [("htdocs/members/c.php", nested.as_str()), ("htdocs/local/c.php", nested.as_str()), ("private/htpasswd", MEMBERS_PASSWD)];
+    let (fpm, s) = start_with(mpm, &format!("{extra}<Directory />\n    AllowOverride AuthConfig\n</Directory>\n<Location /local/>\n    Require ip 127.0.0.1\n</Location>\n"), &files);
+    s.dir.write("htdocs/members/.htaccess", format!("AuthType Basic\nAuthName members\nAuthUserFile {}/private/htpasswd\nRequire valid-user\n", s.dir.0.display()));
+    (fpm, s)
 }
