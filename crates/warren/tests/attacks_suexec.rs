@@ -71,10 +71,8 @@ fn foreign_open_and_setuid_programs_do_not_run(mpm: &str) {
     let site = dir.0.join("htdocs/alice");
     owned_program(&site.join("mine.cgi"), alice, 0o755);
     link_fresh(&theirs.join("bob.cgi"), &site.join("stolen.cgi"));
-    let conf = format!(
-        "Include userdir.conf\n<Directory ~ \"(/public_html/cgi-|/htdocs/alice)\">\n  Options +ExecCGI\n  AddHandler cgi-script .cgi\n</Directory>\n"
-    );
-    let s = Server::start_in(dir, mpm, &conf);
+    let conf = "Include userdir.conf\n<Directory ~ \"(/public_html/cgi-|/htdocs/alice)\">\n  Options +ExecCGI\n  AddHandler cgi-script .cgi\n</Directory>\n";
+    let s = Server::start_in(dir, mpm, conf);
     let base = format!("/~warren-sec-alice/cgi-{mpm}");
     let r = s.get(&format!("{base}/mine.cgi"));
     assert_eq!((r.status, r.text().trim().to_string()), (200, format!("RAN as {}", alice.0)), "{}", s.read_log("error.log"));
