@@ -169,7 +169,7 @@ impl Site {
             None => {
                 // ProxyPass and ProxyPassMatch take any method to the application.
                 if let Some(o) = self.proxy_route(req, url, query) {
-                    return if self.kept_from_cache(req, url, None) { restricted(o) } else { o };
+                    return if self.kept_from_cache(req, url, None, false) { restricted(o) } else { o };
                 }
                 // mod_alias: redirects before the aliases (fs_path), whatever their order.
                 if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
@@ -189,7 +189,7 @@ impl Site {
             }
         };
         let dir = self.effective_for(req, &fs, url);
-        let kept_from_cache = self.kept_from_cache(req, url, Some(&fs));
+        let kept_from_cache = self.kept_from_cache(req, url, Some(&fs), rewritten_to_file);
         let outcome = self.access(req, url, query, fs, dir, may_fall_back, rewritten_to_file);
         if kept_from_cache {
             return restricted(outcome);

@@ -323,14 +323,19 @@ impl Site {
     }
 
     /// Whether an answer routed through `url`, mapped to `fs` (None: a
-    /// proxied URL, mapped here only to find its sections), is to be
+    /// proxied URL, mapped here only to find its sections; `rewritten`: by
+    /// a rule, so that the request's own URL names another place), is to be
     /// kept out of the cache: the host caches GETs, and the rules there do
     /// not let just anyone in. Asked at each place a request is routed
     /// to: a rewrite or an internal redirect (an `.htaccess` file's
     /// `RewriteRule ^x$ /private/page [PT]`) takes it where the rules of
     /// the URL asked for (which [`Site::open_to_anyone`] judged) do not reach.
-    pub(crate) fn kept_from_cache(&self, req: Request, url: &[u8], fs: Option<&std::path::Path>) -> bool {
+    pub(crate) fn kept_from_cache(&self, req: Request, url: &[u8], fs: Option<&std::path::Path>, rewritten: bool) -> bool {
         if self.hosts[req.host].config.cache.enable.is_empty() || req.head.method() != "GET" {
+            return false;
+        }
+        // The request's own URL and place: judged already (open_to_anyone).
+        if !rewritten && url == path::lookup_url(req.head.path_and_query()) {
             return false;
         }
         // On an event loop, where the rules cannot be run, the request goes
