@@ -119,8 +119,8 @@ fn one_address_cannot_take_every_tunnel(mpm: &str) {
         .collect();
     let (_, head) = handshake(&s, "/ws/one-too-many");
     assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
-    let log = s.wait_log("error.log", "(ProxyWebsocketMaxPerClient); upgrade to");
-    assert!(log.lines().any(|l| l.contains("this client holds 3 tunnels in this child (ProxyWebsocketMaxPerClient)") && l.contains("127.0.0.1")), "{log}");
+    let log = s.wait_log("error.log", "tunnels in this child (ProxyWebsocketMaxPerClient");
+    assert!(log.lines().any(|l| l.contains("this client holds 3 tunnels in this child (ProxyWebsocketMaxPerClient") && l.contains("[client 127.0.0.1")), "{log}");
     assert_eq!(s.get("/").status, 200);
     // One closes: once the child has seen it go, a new one opens.
     drop(open.pop());

@@ -268,7 +268,7 @@ impl Site {
         let per_client = rules.websockets_per_client.unwrap_or(warren_config::proxy_http::WEBSOCKETS_PER_CLIENT);
         backends.tunnels.take(self.tunnel_bound(), conn.useragent.ip(), per_client).map_err(|why| match why {
             tunnel::NoSlot::Child => GatewayError { status: 503, why: format!("proxy: WebSocket: every thread this child may give to tunnels holds one; upgrade to {name} refused") },
-            tunnel::NoSlot::Client => GatewayError { status: 503, why: format!("proxy: WebSocket: this client holds {per_client} tunnels in this child (ProxyWebsocketMaxPerClient); upgrade to {name} refused") },
+            tunnel::NoSlot::Client => GatewayError { status: 503, why: format!("proxy: WebSocket: this client holds {per_client} tunnels in this child (ProxyWebsocketMaxPerClient; an IPv6 client counts as its /64); upgrade to {name} refused") },
         })
     }
 

@@ -97,6 +97,19 @@ impl Drop for TunnelSlot {
     }
 }
 
+/// The address a client's tunnels are counted under: an IPv6 client
+/// holds a whole /64 (SLAAC, privacy addresses), so its /64; an IPv4
+/// address written as IPv6 (`::ffff:a.b.c.d`, a dual-stack socket) as IPv4.
+fn counted_as(client: IpAddr) -> IpAddr {
+    match client {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+        v4 => v4,
+    }
+}
+
 /// Why no tunnel may open.
 #[derive(Debug, PartialEq, Eq)]
 pub enum NoSlot {
@@ -110,6 +123,7 @@ impl TunnelSlots {
     /// A place for one more tunnel from `client`: refused when `bound` are
     /// open in the child, or `per_client` from that address (0: no bound).
     pub fn take(self: &Arc<Self>, bound: usize, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
+        let client = counted_as(client);
         let mut by_client = self.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let theirs = by_client.entry(client).or_insert(0);
         if per_client != 0 && *theirs >= per_client {
@@ -490,5 +504,19 @@ mod tests {
         drop(theirs);
         assert!(slots.by_client.lock().unwrap().is_empty());
         assert_eq!(slots.open.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64() {
+        let slots = Arc::new(TunnelSlots::default());
+        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff:1:2:3".parse().unwrap();
+        let elsewhere: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        let _held = slots.take(usize::MAX, a, 1).unwrap();
+        assert_eq!(slots.take(usize::MAX, b, 1).err(), Some(NoSlot::Client));
+        assert!(slots.take(usize::MAX, elsewhere, 1).is_ok());
+        // A mapped IPv4 address is that IPv4 client.
+        let _v4 = slots.take(usize::MAX, "192.0.2.7".parse().unwrap(), 1).unwrap();
+        assert_eq!(slots.take(usize::MAX, "::ffff:192.0.2.7".parse().unwrap(), 1).err(), Some(NoSlot::Client));
     }
 }
