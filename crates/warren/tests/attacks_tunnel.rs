@@ -97,11 +97,13 @@ fn a_flooding_tunnel_does_not_starve_other_clients(mpm: &str) {
     let before = taken.load(Ordering::Relaxed);
     assert!(before > 8 << 20, "the flood did not get going: {before} bytes");
     let answered = answered_within_deadline(&s);
+    // And the tunnel still moves (the loop came back to it).
+    settle(|| taken.load(Ordering::Relaxed) > before);
     let after = taken.load(Ordering::Relaxed);
     stop.store(true, Ordering::Relaxed);
     flood.join().unwrap();
-    assert!(answered, "a GET was not answered while a tunnel flooded ({} MB moved meanwhile)", (after - before) >> 20);
-    assert!(after > before, "the tunnel stopped moving while the GET was answered");
+    assert!(answered, "a GET was not answered while a tunnel flooded");
+    assert!(after > before, "the tunnel stopped moving once the GET was answered");
 }
 
 /// One address gets ProxyWebsocketMaxPerClient tunnels in a child; the
