@@ -121,6 +121,9 @@ pub struct ProxyHttp {
     /// ProxyWebsocketIdleTimeout: a tunnel with no byte either way for this
     /// long is closed (None or zero: the exchange's timeout, ProxyTimeout).
     pub websocket_idle: Option<Duration>,
+    /// ProxyWebsocketMaxPerClient: how many WebSocket tunnels one client
+    /// address may hold in a child (None: [`WEBSOCKETS_PER_CLIENT`]; 0: no bound).
+    pub websockets_per_client: Option<usize>,
     pub tls: ProxyTls,
 }
 
@@ -135,6 +138,7 @@ impl ProxyHttp {
         self.via = self.via.or(main.via);
         self.error_override = self.error_override.or(main.error_override);
         self.websocket_idle = self.websocket_idle.or(main.websocket_idle);
+        self.websockets_per_client = self.websockets_per_client.or(main.websockets_per_client);
         self.tls.inherit(&main.tls);
     }
 }
@@ -309,6 +313,22 @@ pub(crate) fn via(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     host.proxy_http.via = Some(v);
 }
 
+/// The tunnels one client address may hold in a child when
+/// ProxyWebsocketMaxPerClient is not said: more than a browser's tabs
+/// open, far fewer than a child's connections (MaxChildConnections).
+pub const WEBSOCKETS_PER_CLIENT: usize = 64;
+
+/// ProxyWebsocketMaxPerClient n (warren's own; nginx's limit_conn).
+pub(crate) fn websocket_max_per_client(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
+    match d.args.as_slice() {
+        [v] => match v.parse::<usize>() {
+            Ok(n) => host.proxy_http.websockets_per_client = Some(n),
+            Err(_) => b.error(&d.origin, format!("ProxyWebsocketMaxPerClient: {v} is not a number of tunnels")),
+        },
+        _ => b.error(&d.origin, "ProxyWebsocketMaxPerClient takes one number of tunnels (0: no bound)"),
+    }
+}
+
 /// ProxyWebsocketIdleTimeout seconds (mod_proxy_wstunnel).
 pub(crate) fn websocket_idle_timeout(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     match d.args.as_slice() {
@@ -481,6 +501,7 @@ mod tests {
         let s = l.settings.unwrap();
         assert!(s.main.proxy_routes.iter().all(|r| r.target.as_ref().unwrap().http.as_ref().unwrap().websocket));
         assert_eq!(s.virtual_hosts[0].host.proxy_http.websocket_idle, Some(Duration::from_secs(30)));
+        assert_eq!(s.virtual_hosts[0].host.proxy_http.websockets_per_client, None);
         let bad = "Listen 8080\nProxyWebsocketIdleTimeout soon\nProxyPass /a http://h/ upgrade=h2c\n";
         let (l, _d) = crate::test_support::load_text("proxy-ws-bad", bad, &[]);
         assert_eq!(l.errors.iter().map(|e| e.origin.line).collect::<Vec<_>>(), vec![3, 4], "{:?}", l.errors);

@@ -251,6 +251,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("ProxyErrorOverride", "On|Off", proxy_http::error_override),
     host("ProxyRequests", "Off", proxy_http::requests),
     host("ProxyWebsocketIdleTimeout", "seconds", proxy_http::websocket_idle_timeout),
+    host("ProxyWebsocketMaxPerClient", "n", proxy_http::websocket_max_per_client),
     host("SSLProxyEngine", "On|Off", proxy_http::ssl_proxy_engine),
     host("SSLProxyVerify", "none|optional|require", proxy_http::ssl_proxy_verify),
     host("SSLProxyCACertificateFile", "file", proxy_http::ssl_proxy_ca_file),

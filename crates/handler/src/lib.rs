@@ -258,11 +258,15 @@ pub struct Response {
     /// A 101 to a WebSocket upgrade: the backend to tunnel the connection
     /// to once this head is sent ([`proxy_http::tunnel`]).
     pub tunnel: Option<Box<proxy_http::tunnel::Tunnel>>,
+    /// The rules of a place the request was routed through (a rewrite's,
+    /// an internal redirect's target) do not let just anyone have it: the
+    /// response cache, whose hits skip those rules, does not store it.
+    pub restricted: bool,
 }
 
 impl Response {
     pub fn new(status: u16, host: usize) -> Response {
-        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, filters: None, compress: None, tunnel: None }
+        Response { status, headers: Vec::new(), body: Body::Empty, close: false, host, filename: None, error_document: None, filters: None, compress: None, tunnel: None, restricted: false }
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {

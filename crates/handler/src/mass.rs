@@ -137,17 +137,21 @@ impl Site {
     /// program's place: the user's directory for `/~user/`, the Host's
     /// directory under VirtualDocumentRoot, else the DocumentRoot (an
     /// Alias outside it is refused there, as suexec refuses programs
-    /// outside its document root).
-    pub(crate) fn site_tree(&self, req: Request, url: &[u8]) -> PathBuf {
+    /// outside its document root); for `/~user/`, the user it must belong to.
+    pub(crate) fn site_tree(&self, req: Request, url: &[u8]) -> (PathBuf, crate::cgi::suexec::Tree) {
+        use crate::cgi::suexec::Tree;
         // An Alias comes before mod_userdir, as in Site::fs_path.
         let user_place = self.aliased(req.host, url).is_none().then(|| self.user_place(req.host, url)).flatten();
-        if let Some((UserPlace::Path(dir) | UserPlace::InHome(dir), _)) = user_place {
-            return PathBuf::from(dir);
+        if let Some((UserPlace::Path(dir) | UserPlace::InHome(dir), rest)) = user_place {
+            // user_place found the user between "/~" and `rest`.
+            let user = String::from_utf8_lossy(&url[2..url.len() - rest.len()]).into_owned();
+            return (PathBuf::from(dir), Tree::UserDir(user));
         }
-        match self.document_root(req) {
+        let root = match self.document_root(req) {
             Ok(root) => root.into_owned(),
             Err(_) => self.hosts[req.host].config.document_root.clone(),
-        }
+        };
+        (root, Tree::Site)
     }
 
     /// The directory VirtualScriptAlias names for `req`'s Host.

@@ -378,8 +378,11 @@ impl Site {
     fn store_outcome(&self, head: &RequestHead, conn: &ConnInfo, host: usize, plan: Plan, outcome: Outcome, stale: Option<Entry>, lock: Option<warren_cache::store::LockGuard>, storable_request: bool) -> Outcome {
         let c = &self.hosts[host].config.cache;
         match outcome {
-            Outcome::Ready(r) => Outcome::Ready(self.store_ready(head, conn, r, &plan, stale, storable_request)),
-            Outcome::Gateway(mut gw) if storable_request => {
+            Outcome::Ready(r) => {
+                let storable = storable_request && !r.restricted;
+                Outcome::Ready(self.store_ready(head, conn, r, &plan, stale, storable))
+            }
+            Outcome::Gateway(mut gw) if storable_request && !gw.restricted => {
                 // The application is asked whether the stale copy is current,
                 // unless the client asks its own question.
                 let revalidating = stale.as_ref().filter(|_| head.header("if-none-match").is_none() && head.header("if-modified-since").is_none());
@@ -425,14 +428,20 @@ impl Site {
     /// request line and Host: one let in by a field it sent (`Require
     /// expr` on a header, an `<If>` on a cookie) is not anyone.
     fn open_to_anyone(&self, head: &RequestHead, conn: &ConnInfo, host: usize, on_loop: bool) -> Option<bool> {
+        let url = path::lookup_url(head.path_and_query());
+        self.open_to_anyone_at(head, conn, host, &url, None, on_loop)
+    }
+
+    /// [`Site::open_to_anyone`] for the place `url` (mapped to `fs`, else
+    /// mapped here) that a request was routed to.
+    fn open_to_anyone_at(&self, head: &RequestHead, conn: &ConnInfo, host: usize, url: &[u8], fs: Option<&std::path::Path>, on_loop: bool) -> Option<bool> {
         let Some(bare) = bare_request(head) else { return Some(false) };
         let nobody: std::net::SocketAddr = ([192, 0, 2, 1], 1).into();
         let anyone = ConnInfo { peer: nobody, useragent: nobody, ..*conn };
         let req = Request::new(&bare, &anyone, host);
         let req = Request { pass: crate::request::Pass { on_loop, ..req.pass }, ..req };
-        let url = path::lookup_url(bare.path_and_query());
-        let fs = self.lookup_fs_path(req, &url);
-        let dir = self.effective_for(req, &fs, &url);
+        let fs = fs.map_or_else(|| self.lookup_fs_path(req, url), std::path::Path::to_path_buf);
+        let dir = self.effective_for(req, &fs, url);
         if on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
             return None;
         }
@@ -465,6 +474,30 @@ impl Site {
             return allows(&self.effective_for(req, &candidate, &index_url));
         }
         true
+    }
+
+    /// Whether an answer routed through `url`, mapped to `fs` (None: a
+    /// proxied URL, mapped here only to find its sections; `rewritten`: by
+    /// a rule, so that the request's own URL names another place), is to be
+    /// kept out of the cache: the host caches GETs, and the rules there do
+    /// not let just anyone in. Asked at each place a request is routed
+    /// to: a rewrite or an internal redirect (an `.htaccess` file's
+    /// `RewriteRule ^x$ /private/page [PT]`) takes it where the rules of
+    /// the URL asked for (which [`Site::open_to_anyone`] judged) do not reach.
+    pub(crate) fn kept_from_cache(&self, req: Request, url: &[u8], fs: Option<&std::path::Path>, rewritten: bool) -> bool {
+        let c = &self.hosts[req.host].config.cache;
+        // Under CacheQuickHandler Off a hit is served only at the place the
+        // request is routed to, after that place's checks: nothing to keep out.
+        if c.enable.is_empty() || !c.quick_handler() || req.head.method() != "GET" {
+            return false;
+        }
+        // The request's own URL and place: judged already (open_to_anyone).
+        if !rewritten && url == path::lookup_url(req.head.path_and_query()) {
+            return false;
+        }
+        // On an event loop, where the rules cannot be run, the request goes
+        // to a thread anyway (the access stage sends it): keep it out.
+        self.open_to_anyone_at(req.head, req.conn, req.host, url, fs, req.pass.on_loop) != Some(true)
     }
 
     /// Whether the host's own SetEnvIf lines set `no-cache` for this request.

@@ -158,6 +158,9 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
             continue;
         }
         let eff = site.effective_for(req, &candidate, &index_url);
+        // An index elsewhere (`DirectoryIndex /private/page.html`) is
+        // stored only if its own rules let anyone have it.
+        let kept_from_cache = site.kept_from_cache(req, &index_url, Some(&candidate), true);
         // The index's own sections give the answer's headers and expiry
         // (`<FilesMatch \.php$> ExpiresActive Off`), as mod_dir's internal
         // redirect takes the index's configuration: they win over the
@@ -184,6 +187,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
                 }
             }
         };
+        let outcome = if kept_from_cache { crate::pipeline::restricted(outcome) } else { outcome };
         return crate::filters::attach(outcome, filters, req.head);
     }
     if refused_link {

@@ -8,9 +8,7 @@
 mod common;
 
 use std::io::Write;
-use std::net::{Ipv4Addr, TcpStream};
-use std::os::fd::FromRawFd;
-use std::time::Duration;
+use std::net::Ipv4Addr;
 
 use common::*;
 
@@ -25,31 +23,6 @@ fn site(mpm: &str, tag: &str) -> TempDir {
     dir.write("htdocs/private/x.txt", "secret");
     dir.write("htdocs/env.php", ENV_PHP);
     dir
-}
-
-/// A connection to the server's port on 127.0.0.1 from `src` (any
-/// loopback address).
-fn connect_from(src: Ipv4Addr, port: u16) -> TcpStream {
-    let sockaddr = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
-        sin_zero: [0; 8],
-    };
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: a fresh socket, bound and connected with valid addresses,
-    // then owned by the TcpStream.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let from = sockaddr(src, 0);
-        assert_eq!(libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len), 0, "bind {src}: {}", std::io::Error::last_os_error());
-        let to = sockaddr(Ipv4Addr::LOCALHOST, port);
-        assert_eq!(libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len), 0, "connect: {}", std::io::Error::last_os_error());
-        let s = TcpStream::from_raw_fd(fd);
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s
-    }
 }
 
 const PROXY_IP: Ipv4Addr = Ipv4Addr::LOCALHOST;

@@ -94,9 +94,8 @@ impl Site {
             log.log(LogLevel::Info, Some(req.conn.useragent), &format!("path info refused by AcceptPathInfo Off: {}", String::from_utf8_lossy(url)));
             return Some(Outcome::Ready(self.error_page(*req, 404)));
         }
-        let tree = if aliased { suexec::Tree::ScriptAlias } else { suexec::Tree::Site };
-        let root = match aliased {
-            true => self.script_alias_root(host, url).or_else(|| self.virtual_script_root(*req)).unwrap_or_else(|| script.parent().map(Path::to_path_buf).unwrap_or_default()),
+        let (root, tree) = match aliased {
+            true => (self.script_alias_root(host, url).or_else(|| self.virtual_script_root(*req)).unwrap_or_else(|| script.parent().map(Path::to_path_buf).unwrap_or_default()), suexec::Tree::ScriptAlias),
             false => self.site_tree(*req, url),
         };
         let nph = script.file_name().is_some_and(|n| n.as_bytes().starts_with(b"nph-"));

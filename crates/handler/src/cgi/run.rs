@@ -64,7 +64,7 @@ impl Site {
             env.push(format!("CONTENT_LENGTH={}", spooled.len()).into_bytes());
         }
         let argv0 = std::path::Path::new(&script).file_name().map_or_else(|| script.as_bytes().to_vec(), |n| n.as_bytes().to_vec());
-        let launch = Launch { program: script.clone().into_bytes(), root: program.root.as_os_str().as_bytes().to_vec(), tree: program.tree, user_group: program.user_group.clone(), argv: vec![argv0], env };
+        let launch = Launch { program: script.clone().into_bytes(), root: program.root.as_os_str().as_bytes().to_vec(), tree: program.tree.clone(), user_group: program.user_group.clone(), argv: vec![argv0], env };
         let mut running = spawner::spawn(&launch).map_err(|n| GatewayError { status: n.status, why: format!("CGI: {}", n.why) })?;
         log_stderr(&mut running, self.hosts[gw.host].error_log.clone(), conn.useragent, script.clone());
         feed_stdin(&mut running, spooled);

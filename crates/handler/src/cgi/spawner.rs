@@ -53,7 +53,7 @@ pub struct Launch {
     /// The tree the program must lie in: the DocumentRoot, or the
     /// ScriptAlias's directory.
     pub root: Vec<u8>,
-    /// Whether `root` is a ScriptAlias's or a site's tree.
+    /// Whether `root` is a ScriptAlias's, a site's or a user's tree.
     pub tree: suexec::Tree,
     /// `SuexecUserGroup` of the host, if it has one.
     pub user_group: Option<(String, String)>,
@@ -163,11 +163,13 @@ pub fn spawn(launch: &Launch) -> Result<Running, NotStarted> {
 
 fn encode(l: &Launch) -> Vec<u8> {
     let (user, group) = l.user_group.clone().unwrap_or_default();
-    let tree: &[u8] = match l.tree {
-        suexec::Tree::ScriptAlias => b"a",
-        suexec::Tree::Site => b"s",
+    // suexec's own spelling of a user's directory: `~user`.
+    let tree = match &l.tree {
+        suexec::Tree::ScriptAlias => b"a".to_vec(),
+        suexec::Tree::Site => b"s".to_vec(),
+        suexec::Tree::UserDir(user) => [b"~", user.as_bytes()].concat(),
     };
-    let mut fields: Vec<&[u8]> = vec![&l.program, &l.root, tree, user.as_bytes(), group.as_bytes()];
+    let mut fields: Vec<&[u8]> = vec![&l.program, &l.root, &tree, user.as_bytes(), group.as_bytes()];
     let argc = l.argv.len().to_string();
     fields.push(argc.as_bytes());
     fields.extend(l.argv.iter().map(Vec::as_slice));
@@ -326,8 +328,12 @@ fn launch(mut socket: UnixStream, fallback: Option<&Identity>, mask: &SigSet) ->
     };
     let argc: usize = std::str::from_utf8(argc).ok().and_then(|a| a.parse().ok()).filter(|&a| a <= rest.len() && a > 0)?;
     let user_group = (!user.is_empty()).then(|| (String::from_utf8_lossy(user).into_owned(), String::from_utf8_lossy(group).into_owned()));
-    let tree = if tree == b"a" { suexec::Tree::ScriptAlias } else { suexec::Tree::Site };
-    let checked = match suexec::check(program, root, tree, user_group.as_ref(), fallback) {
+    let tree = match tree.as_slice() {
+        b"a" => suexec::Tree::ScriptAlias,
+        [b'~', user @ ..] => suexec::Tree::UserDir(String::from_utf8_lossy(user).into_owned()),
+        _ => suexec::Tree::Site,
+    };
+    let checked = match suexec::check(program, root, &tree, user_group.as_ref(), fallback) {
         Ok(c) => c,
         Err(why) => {
             refuse(&mut socket, why);

@@ -10,10 +10,15 @@
 //!   the check and the exec is run;
 //! - it is a regular file; neither it nor its directory is writable by
 //!   group or others, and it is not setuid or setgid;
-//! - it runs as the host's `SuexecUserGroup` (the program and its directory
-//!   must then belong to that user, as suexec asks), else as its file's
-//!   owner with the owner's primary group (the file's group must be that
-//!   one or a system group); a file of root or a system account (uid below
+//! - under `/~user/` it runs as that user with their primary group, and
+//!   the program and its directory must belong to both (suexec's userdir
+//!   mode): a program of bob's hardlinked into alice's tree (possible where
+//!   fs.protected_hardlinks is off) is refused, not run as bob;
+//! - elsewhere it runs as the host's `SuexecUserGroup` (the program and its
+//!   directory must then belong to that user, as suexec asks), else as its
+//!   file's owner with the owner's primary group (the file's group must be
+//!   that one or a system group; in a site's tree its directory must be
+//!   the owner's too, for the same hardlink); a file of root or a system account (uid below
 //!   [`UID_MIN`], or nobody) runs as the server's `User` only under an
 //!   administrator's ScriptAlias, and is refused in a DocumentRoot or
 //!   UserDir tree; never as root;
@@ -76,12 +81,14 @@ pub fn server_identity(user: Option<&str>, group: Option<&str>) -> Option<Identi
 }
 
 /// Where the program was found: what a file of a system account may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tree {
     /// A ScriptAlias directory, which only the administrator names.
     ScriptAlias,
-    /// A DocumentRoot or UserDir tree, which its site's owner writes.
+    /// A DocumentRoot or VirtualDocumentRoot tree, which its site's owner writes.
     Site,
+    /// The UserDir directory of the user named (`/~user/`).
+    UserDir(String),
 }
 
 fn is_system_account(uid: u32) -> bool {
@@ -89,7 +96,7 @@ fn is_system_account(uid: u32) -> bool {
 }
 
 /// Opens and checks `program` before it runs; Err with the reason it may not.
-pub fn check(program: &[u8], root: &[u8], tree: Tree, user_group: Option<&(String, String)>, server: Option<&Identity>) -> Result<Checked, String> {
+pub fn check(program: &[u8], root: &[u8], tree: &Tree, user_group: Option<&(String, String)>, server: Option<&Identity>) -> Result<Checked, String> {
     let program = Path::new(OsStr::from_bytes(program));
     let root = Path::new(OsStr::from_bytes(root));
     let shown = program.display();
@@ -138,21 +145,35 @@ pub fn check(program: &[u8], root: &[u8], tree: Tree, user_group: Option<&(Strin
         return Ok(Checked { identity: me, switch: false, program: file, dir });
     }
     let (owner, group) = (meta.st_uid, meta.st_gid);
-    let identity = match user_group {
-        Some((user, group)) => {
+    // suexec's "target uid/gid mismatch": both the program and its
+    // directory must be the account's, so that no one may put another
+    // account's program in their tree (a hardlink) and run it as that account.
+    let owned_by = |wanted: Identity| {
+        let owners = [(owner, group), (dir_meta.st_uid, dir_meta.st_gid)];
+        match owners.iter().any(|&(uid, gid)| uid != wanted.uid || gid != wanted.gid) {
+            true => Err(format!("target uid/gid ({}/{}) mismatch with directory ({}/{}) or program ({}/{}) {shown}", wanted.uid, wanted.gid, dir_meta.st_uid, dir_meta.st_gid, owner, group)),
+            false => Ok(wanted),
+        }
+    };
+    let identity = match (tree, user_group) {
+        (Tree::UserDir(user), _) => {
+            let u = nix::unistd::User::from_name(user).ok().flatten().ok_or_else(|| format!("~{user}: no such account to run {shown} as"))?;
+            let wanted = Identity { uid: u.uid.as_raw(), gid: u.gid.as_raw() };
+            if is_system_account(wanted.uid) || wanted.gid < GID_MIN {
+                return Err(format!("~{user}: cannot run {shown} as a system account or group ({}/{})", wanted.uid, wanted.gid));
+            }
+            owned_by(wanted)?
+        }
+        (_, Some((user, group))) => {
             let u = nix::unistd::User::from_name(user).ok().flatten().ok_or_else(|| format!("SuexecUserGroup: no user {user}"))?;
             let g = nix::unistd::Group::from_name(group).ok().flatten().ok_or_else(|| format!("SuexecUserGroup: no group {group}"))?;
-            let wanted = Identity { uid: u.uid.as_raw(), gid: g.gid.as_raw() };
-            let owners = [(owner, meta.st_gid), (dir_meta.st_uid, dir_meta.st_gid)];
-            if owners.iter().any(|&(uid, gid)| uid != wanted.uid || gid != wanted.gid) {
-                return Err(format!("target uid/gid ({}/{}) mismatch with directory ({}/{}) or program ({}/{}) {shown}", wanted.uid, wanted.gid, dir_meta.st_uid, dir_meta.st_gid, owner, group));
-            }
+            let wanted = owned_by(Identity { uid: u.uid.as_raw(), gid: g.gid.as_raw() })?;
             if wanted.uid < UID_MIN || wanted.gid < GID_MIN {
                 return Err(format!("SuexecUserGroup {user} {group}: cannot run {shown} as a system account or group"));
             }
             wanted
         }
-        None if !is_system_account(owner) => {
+        (_, None) if !is_system_account(owner) => {
             let u = nix::unistd::User::from_uid(owner.into()).ok().flatten().ok_or_else(|| format!("program {shown}: its owner {owner} has no account"))?;
             let gid = u.gid.as_raw();
             if group != gid && group >= GID_MIN {
@@ -161,12 +182,15 @@ pub fn check(program: &[u8], root: &[u8], tree: Tree, user_group: Option<&(Strin
             if gid < GID_MIN {
                 return Err(format!("cannot run {shown} as gid {gid} (root or a system group)"));
             }
+            if *tree == Tree::Site && dir_meta.st_uid != owner {
+                return Err(format!("program {shown} (uid {owner}) is not in a directory of its owner's ({dir_shown}: uid {}): not run as {owner}", dir_meta.st_uid));
+            }
             Identity { uid: owner, gid }
         }
         // Apache without suexec runs every program as its User: here only
         // what the administrator put under a ScriptAlias.
-        None if tree == Tree::ScriptAlias => server.copied().ok_or_else(|| format!("{shown} belongs to a system account and the server has no User to run it as"))?,
-        None => return Err(format!("program {shown} belongs to root or a system account (uid {owner}) and is not under a ScriptAlias: not run")),
+        (Tree::ScriptAlias, None) => server.copied().ok_or_else(|| format!("{shown} belongs to a system account and the server has no User to run it as"))?,
+        (_, None) => return Err(format!("program {shown} belongs to root or a system account (uid {owner}) and is not under a ScriptAlias: not run")),
     };
     if identity.uid == 0 {
         return Err(format!("cannot run {shown} as root"));
@@ -219,32 +243,32 @@ mod tests {
         let root = b(&d.join("cgi"));
         // Root's files run as the server's User under a ScriptAlias, when warren is root.
         let user = Identity { uid: 65534, gid: 65534 };
-        let ok = check(&b(&prog), &root, Tree::ScriptAlias, None, Some(&user)).unwrap();
+        let ok = check(&b(&prog), &root, &Tree::ScriptAlias, None, Some(&user)).unwrap();
         assert!(SFlag::from_bits_truncate(fstat(&ok.program).unwrap().st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFREG);
         std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o757)).unwrap();
-        assert!(check(&b(&prog), &root, Tree::ScriptAlias, None, Some(&user)).unwrap_err().contains("writable by group or others"));
+        assert!(check(&b(&prog), &root, &Tree::ScriptAlias, None, Some(&user)).unwrap_err().contains("writable by group or others"));
         std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::os::unix::fs::symlink("/bin/sh", d.join("cgi/sh.cgi")).unwrap();
-        assert!(check(&b(&d.join("cgi/sh.cgi")), &root, Tree::ScriptAlias, None, Some(&user)).unwrap_err().contains("symbolic link"));
+        assert!(check(&b(&d.join("cgi/sh.cgi")), &root, &Tree::ScriptAlias, None, Some(&user)).unwrap_err().contains("symbolic link"));
         // A directory on the way that is a link, even one that stays in the tree.
         std::os::unix::fs::symlink(d.join("cgi"), d.join("cgi/sub/back")).unwrap();
-        let err = check(&b(&d.join("cgi/sub/back/a.cgi")), &root, Tree::ScriptAlias, None, Some(&user)).unwrap_err();
+        let err = check(&b(&d.join("cgi/sub/back/a.cgi")), &root, &Tree::ScriptAlias, None, Some(&user)).unwrap_err();
         assert!(err.contains("sub/back is a symbolic link on the way"), "{err}");
         std::fs::write(d.join("out.cgi"), "x").unwrap();
         std::fs::set_permissions(d.join("out.cgi"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert!(check(&b(&d.join("cgi/../out.cgi")), &root, Tree::ScriptAlias, None, Some(&user)).is_err());
-        assert!(check(&b(&d.join("out.cgi")), &root, Tree::ScriptAlias, None, Some(&user)).unwrap_err().contains("outside"));
+        assert!(check(&b(&d.join("cgi/../out.cgi")), &root, &Tree::ScriptAlias, None, Some(&user)).is_err());
+        assert!(check(&b(&d.join("out.cgi")), &root, &Tree::ScriptAlias, None, Some(&user)).unwrap_err().contains("outside"));
         std::fs::set_permissions(d.join("cgi"), std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(check(&b(&prog), &root, Tree::ScriptAlias, None, Some(&user)).unwrap_err().contains("directory"));
+        assert!(check(&b(&prog), &root, &Tree::ScriptAlias, None, Some(&user)).unwrap_err().contains("directory"));
         std::fs::set_permissions(d.join("cgi"), std::fs::Permissions::from_mode(0o755)).unwrap();
         if nix::unistd::geteuid().is_root() {
             // Root's own file in a site's tree: refused; the server's user root: refused.
-            assert!(check(&b(&prog), &root, Tree::Site, None, Some(&user)).unwrap_err().contains("not under a ScriptAlias"));
+            assert!(check(&b(&prog), &root, &Tree::Site, None, Some(&user)).unwrap_err().contains("not under a ScriptAlias"));
             let as_root = Identity { uid: 0, gid: 0 };
-            assert!(check(&b(&prog), &root, Tree::ScriptAlias, None, Some(&as_root)).unwrap_err().contains("as root"));
+            assert!(check(&b(&prog), &root, &Tree::ScriptAlias, None, Some(&as_root)).unwrap_err().contains("as root"));
             // An owner with no account; a file of another user's group.
             std::os::unix::fs::chown(&prog, Some(4242), Some(4242)).unwrap();
-            assert!(check(&b(&prog), &root, Tree::Site, None, Some(&user)).unwrap_err().contains("has no account"));
+            assert!(check(&b(&prog), &root, &Tree::Site, None, Some(&user)).unwrap_err().contains("has no account"));
         }
         std::fs::remove_dir_all(&d).unwrap();
     }

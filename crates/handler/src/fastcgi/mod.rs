@@ -89,6 +89,8 @@ pub struct Gateway {
     pub(crate) balanced: Option<Box<crate::balancer::Elected>>,
     /// The response cache's part in the answer (response_cache.rs).
     pub(crate) capture: Option<Box<crate::response_cache::Capture>>,
+    /// As [`Response::restricted`]: not for the response cache.
+    pub(crate) restricted: bool,
 }
 
 
@@ -123,14 +125,14 @@ impl Gateway {
     /// A plan for an HTTP backend (mod_proxy_http): `backend.addr` is where
     /// it is reached, `name` its URL for log lines.
     pub(crate) fn for_http(host: usize, backend: FcgiBackend, timeout: Duration, name: String, uri: Vec<u8>, plan: crate::proxy_http::HttpPlan) -> Gateway {
-        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)), balanced: None, capture: None }
+        Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)), balanced: None, capture: None, restricted: false }
     }
 
     /// A plan that asks `backend` for `script` with no CGI variables but
     /// those the caller sets (an application that needs none; tests of
     /// what drives an exchange).
     pub fn to_backend(host: usize, backend: FcgiBackend, timeout: Duration, script: String) -> Gateway {
-        Gateway { host, backend, timeout, params: Vec::new(), script, redirects: 0, uri: Vec::new(), error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: None, balanced: None, capture: None }
+        Gateway { host, backend, timeout, params: Vec::new(), script, redirects: 0, uri: Vec::new(), error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: None, balanced: None, capture: None, restricted: false }
     }
 
     /// Whether this plan must run on a thread, never on the event loop: a
@@ -160,6 +162,7 @@ impl Gateway {
             http: self.http.clone(),
             balanced: None,
             capture: None,
+            restricted: self.restricted,
         }
     }
 

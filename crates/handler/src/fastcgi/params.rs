@@ -62,7 +62,7 @@ impl Site {
             None => None,
         };
         let php = matches!(backend.addr, warren_config::FcgiAddr::Pool(_)) || dir.is_none_or(|d| d.fcgi_backend_type() == warren_config::FcgiBackendType::Fpm);
-        let mut gw = Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress, program: None, php, http: None, balanced: None, capture: None };
+        let mut gw = Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress, program: None, php, http: None, balanced: None, capture: None, restricted: false };
         gw.name_script_as_apache();
         Outcome::Gateway(Box::new(gw))
     }

@@ -113,7 +113,7 @@ impl Site {
         // Upgrade is hop-by-hop: it goes on only where the route allows it.
         let websocket = plan.origin.websocket && request::asks_websocket(head);
         let slot = match websocket {
-            true => Some(backends.tunnels.take(self.tunnel_bound()).ok_or_else(|| GatewayError { status: 503, why: format!("proxy: WebSocket: every thread this child may give to tunnels holds one; upgrade to {name} refused") })?),
+            true => Some(self.tunnel_slot(backends, rules, conn, &name)?),
             false => None,
         };
         let request_head = self.backend_head(gw, head, conn, framing, websocket);
@@ -263,6 +263,15 @@ impl Site {
     /// child is its one tunnel, the parent starting others up to
     /// MaxRequestWorkers. An event child's loop carries its tunnels, which
     /// hold no thread: only MaxChildConnections bounds them.
+    /// A place for one more tunnel from the client of `conn`, or why not.
+    fn tunnel_slot(&self, backends: &connections::HttpBackends, rules: &warren_config::proxy_http::ProxyHttp, conn: &ConnInfo, name: &str) -> Result<tunnel::TunnelSlot, GatewayError> {
+        let per_client = rules.websockets_per_client.unwrap_or(warren_config::proxy_http::WEBSOCKETS_PER_CLIENT);
+        backends.tunnels.take(self.tunnel_bound(), conn.useragent.ip(), per_client).map_err(|why| match why {
+            tunnel::NoSlot::Child => GatewayError { status: 503, why: format!("proxy: WebSocket: every thread this child may give to tunnels holds one; upgrade to {name} refused") },
+            tunnel::NoSlot::Client => GatewayError { status: 503, why: format!("proxy: WebSocket: this client holds {per_client} tunnels in this child (ProxyWebsocketMaxPerClient; an IPv6 client counts as its /64); upgrade to {name} refused") },
+        })
+    }
+
     fn tunnel_bound(&self) -> usize {
         match self.settings.mpm {
             warren_config::Mpm::Prefork => 1,

@@ -15,10 +15,11 @@
 //! on as a half-close; the tunnel is over once both ends have passed.
 
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -70,25 +71,75 @@ impl TunnelPeer for HttpStream {
     }
 }
 
-/// How many tunnels a child's threads hold, and how many they may.
+/// How many tunnels a child holds, in all and from each client address,
+/// and how many they may.
 #[derive(Default)]
 pub struct TunnelSlots {
     open: AtomicUsize,
+    /// Tunnels open by client address (ProxyWebsocketMaxPerClient): under
+    /// event one client could otherwise hold all of a child's connections.
+    by_client: Mutex<HashMap<IpAddr, usize>>,
 }
 
 /// A tunnel's place among its child's; given back when dropped.
-pub struct TunnelSlot(Arc<TunnelSlots>);
+pub struct TunnelSlot(Arc<TunnelSlots>, IpAddr);
 
 impl Drop for TunnelSlot {
     fn drop(&mut self) {
         self.0.open.fetch_sub(1, Ordering::AcqRel);
+        let mut by_client = self.0.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = by_client.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                by_client.remove(&self.1);
+            }
+        }
     }
 }
 
+/// The address a client's tunnels are counted under: an IPv6 client
+/// holds a whole /64 (SLAAC, privacy addresses), so its /64; an IPv4
+/// address written as IPv6 (`::ffff:a.b.c.d`, a dual-stack socket) as IPv4.
+fn counted_as(client: IpAddr) -> IpAddr {
+    match client {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+        v4 => v4,
+    }
+}
+
+/// Why no tunnel may open.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NoSlot {
+    /// The child's bound (its threads, under prefork and worker).
+    Child,
+    /// This client address holds its bound already.
+    Client,
+}
+
 impl TunnelSlots {
-    /// A place for one more tunnel, None when `bound` are open.
-    pub fn take(self: &Arc<Self>, bound: usize) -> Option<TunnelSlot> {
-        self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < bound).then_some(n + 1)).ok().map(|_| TunnelSlot(self.clone()))
+    /// A place for one more tunnel from `client`: refused when `bound` are
+    /// open in the child, or `per_client` from that address (0: no bound).
+    pub fn take(self: &Arc<Self>, bound: usize, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
+        let client = counted_as(client);
+        let mut by_client = self.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let theirs = by_client.entry(client).or_insert(0);
+        if per_client != 0 && *theirs >= per_client {
+            if *theirs == 0 {
+                by_client.remove(&client);
+            }
+            return Err(NoSlot::Client);
+        }
+        if self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < bound).then_some(n + 1)).is_err() {
+            if *theirs == 0 {
+                by_client.remove(&client);
+            }
+            return Err(NoSlot::Child);
+        }
+        *theirs += 1;
+        Ok(TunnelSlot(self.clone(), client))
     }
 }
 
@@ -134,11 +185,12 @@ impl Pipe {
         !self.ended && self.pending.len() - self.at < HIGH_WATER
     }
 
-    /// Reads from `from` until it has nothing more now, or the pipe is
-    /// full; true if anything came (or the end).
-    fn fill(&mut self, from: &mut dyn TunnelPeer, chunk: &mut [u8]) -> io::Result<bool> {
+    /// Reads from `from` until it has nothing more now, the pipe is full,
+    /// or `budget` bytes were read (taken off it); true if anything came
+    /// (or the end).
+    fn fill(&mut self, from: &mut dyn TunnelPeer, chunk: &mut [u8], budget: &mut usize) -> io::Result<bool> {
         let mut moved = false;
-        while self.has_room() {
+        while self.has_room() && *budget > 0 {
             match from.read_some(chunk) {
                 Ok(0) => {
                     self.ended = true;
@@ -146,6 +198,7 @@ impl Pipe {
                 }
                 Ok(n) => {
                     self.pending.extend_from_slice(&chunk[..n]);
+                    *budget = budget.saturating_sub(n);
                     moved = true;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -182,6 +235,14 @@ impl Pipe {
         }
         Ok(moved)
     }
+}
+
+/// What one bounded pump came to.
+pub struct Pass {
+    /// Some byte moved either way.
+    pub moved: bool,
+    /// The budget ran out with more perhaps waiting: pump again later.
+    pub cut: bool,
 }
 
 /// Why a tunnel ended.
@@ -248,13 +309,23 @@ impl Open {
     /// Moves what can move now, both ways, with `chunk` as the read buffer.
     /// Ok(true) if any byte moved; Err when the tunnel is over.
     pub fn pump(&mut self, client: &mut dyn TunnelPeer, chunk: &mut [u8]) -> Result<bool, End> {
+        self.pump_within(client, chunk, usize::MAX).map(|pass| pass.moved)
+    }
+
+    /// [`Open::pump`], reading at most about `budget` bytes (a chunk more
+    /// at most): an event loop's pass, after which the loop serves its
+    /// other connections before it comes back ([`Pass::cut`]).
+    pub fn pump_within(&mut self, client: &mut dyn TunnelPeer, chunk: &mut [u8], mut budget: usize) -> Result<Pass, End> {
         let backend = &mut self.tunnel.backend;
         let mut moved = false;
         loop {
+            if budget == 0 {
+                return Ok(Pass { moved, cut: true });
+            }
             // Reads are tried before waiting: rustls may hold bytes that
             // poll cannot see; and a full pipe that drained has room again.
-            let mut now = self.up.fill(client, chunk).map_err(|e| End::Failed("reading from the client", e))?;
-            now |= self.down.fill(backend, chunk).map_err(|e| End::Failed("reading from the backend", e))?;
+            let mut now = self.up.fill(client, chunk, &mut budget).map_err(|e| End::Failed("reading from the client", e))?;
+            now |= self.down.fill(backend, chunk, &mut budget).map_err(|e| End::Failed("reading from the backend", e))?;
             now |= self.up.drain(backend).map_err(|e| End::Failed("writing to the backend", e))?;
             now |= self.down.drain(client).map_err(|e| End::Failed("writing to the client", e))?;
             if self.up.shut && self.first_closed.is_none() {
@@ -267,7 +338,7 @@ impl Open {
                 return Err(End::Closed(self.first_closed.unwrap_or("client")));
             }
             if !now {
-                return Ok(moved);
+                return Ok(Pass { moved, cut: false });
             }
             moved = true;
         }
@@ -353,12 +424,99 @@ mod tests {
     #[test]
     fn slots_are_bounded_and_given_back() {
         let slots = Arc::new(TunnelSlots::default());
-        let a = slots.take(2).unwrap();
-        let b = slots.take(2).unwrap();
-        assert!(slots.take(2).is_none());
+        let ip = IpAddr::from([127, 0, 0, 1]);
+        let a = slots.take(2, ip, 0).unwrap();
+        let b = slots.take(2, ip, 0).unwrap();
+        assert_eq!(slots.take(2, ip, 0).err(), Some(NoSlot::Child));
         drop(a);
-        assert!(slots.take(2).is_some());
+        assert!(slots.take(2, ip, 0).is_ok());
         drop(b);
         assert_eq!(slots.open.load(Ordering::Acquire), 0);
+    }
+
+    /// A client that always has more to send (/dev/zero) and takes all
+    /// that comes (/dev/null): a flood no read ever ends with WouldBlock.
+    struct Endless(std::fs::File, std::fs::File, usize);
+
+    impl AsFd for Endless {
+        fn as_fd(&self) -> BorrowedFd<'_> {
+            self.0.as_fd()
+        }
+    }
+
+    impl TunnelPeer for Endless {
+        fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.read(buf)?;
+            self.2 += n;
+            Ok(n)
+        }
+        fn send_some(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.1.write(buf)
+        }
+        fn push(&mut self) -> io::Result<bool> {
+            Ok(true)
+        }
+        fn close_write(&mut self) {}
+    }
+
+    #[test]
+    fn a_pass_ends_when_its_budget_is_spent() {
+        let (backend, far_end) = std::os::unix::net::UnixStream::pair().unwrap();
+        // The backend takes all that comes, as fast as it comes.
+        let drained = std::thread::spawn(move || io::copy(&mut &far_end, &mut io::sink()));
+        let slots = Arc::new(TunnelSlots::default());
+        let log = Arc::new(ErrorLog::open(None, None, LogLevel::Warn).unwrap());
+        let tunnel = Tunnel {
+            backend: HttpStream::Plain(crate::fastcgi::BackendStream::Unix(backend)),
+            early: Vec::new(),
+            idle: Duration::from_secs(60),
+            name: "test".into(),
+            log,
+            client_addr: "127.0.0.1:1".parse().unwrap(),
+            _slot: slots.take(1, IpAddr::from([127, 0, 0, 1]), 0).unwrap(),
+        };
+        let mut client = Endless(std::fs::File::open("/dev/zero").unwrap(), std::fs::OpenOptions::new().write(true).open("/dev/null").unwrap(), 0);
+        let mut open = tunnel.open(Vec::new());
+        open.start(client.as_fd()).unwrap();
+        let mut chunk = vec![0u8; READ_CHUNK];
+        for _ in 0..4 {
+            let before = client.2;
+            let pass = open.pump_within(&mut client, &mut chunk, 4 * READ_CHUNK).unwrap_or_else(|_| panic!("the tunnel ended"));
+            // Back to the caller, with no more read from the endless side
+            // than the budget (unless the pipe was full first).
+            assert!(pass.moved && pass.cut);
+            assert!(client.2 - before <= 4 * READ_CHUNK, "{} bytes read in a pass", client.2 - before);
+        }
+        open.finish(End::Stopped);
+        drained.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn one_client_holds_at_most_its_bound() {
+        let slots = Arc::new(TunnelSlots::default());
+        let (one, other) = (IpAddr::from([192, 0, 2, 1]), IpAddr::from([192, 0, 2, 2]));
+        let held: Vec<TunnelSlot> = (0..3).map(|_| slots.take(usize::MAX, one, 3).unwrap()).collect();
+        assert_eq!(slots.take(usize::MAX, one, 3).err(), Some(NoSlot::Client));
+        // Another address is not counted against it; a refused one leaves no entry.
+        let theirs = slots.take(usize::MAX, other, 3).unwrap();
+        drop(held);
+        assert!(slots.take(usize::MAX, one, 3).is_ok());
+        drop(theirs);
+        assert!(slots.by_client.lock().unwrap().is_empty());
+        assert_eq!(slots.open.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64() {
+        let slots = Arc::new(TunnelSlots::default());
+        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff:1:2:3".parse().unwrap();
+        let elsewhere: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        let _held = slots.take(usize::MAX, a, 1).unwrap();
+        assert_eq!(slots.take(usize::MAX, b, 1).err(), Some(NoSlot::Client));
+        assert!(slots.take(usize::MAX, elsewhere, 1).is_ok());
+        // A mapped IPv4 address is that IPv4 client.
+        let _v4 = slots.take(usize::MAX, "192.0.2.7".parse().unwrap(), 1).unwrap();
+        assert_eq!(slots.take(usize::MAX, "::ffff:192.0.2.7".parse().unwrap(), 1).err(), Some(NoSlot::Client));
     }
 }

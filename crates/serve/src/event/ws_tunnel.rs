@@ -23,6 +23,12 @@ use nix::sys::epoll::{EpollEvent, EpollFlags};
 use warren_handler::proxy_http::tunnel::End;
 
 use super::{EventLoop, TOKEN_TUNNEL};
+
+/// Bytes a tunnel may read (both ways together) in one pass of the loop:
+/// a flooding tunnel then waits its turn behind the other connections'
+/// events, as a relay's pass ends when the client's buffer is full. 256 KB
+/// is one pipe's high water: a pass still fills a waiting pipe at once.
+const PASS_BUDGET: usize = 256 * 1024;
 use crate::fastcgi::on_thread::TunnelClient;
 use crate::serve::{self, Records};
 
@@ -64,12 +70,21 @@ impl EventLoop {
     fn pump_tunnel(&mut self, slot: usize, client_gone: bool, backend_gone: bool) {
         let c = self.conns[slot].as_mut().expect("conn");
         let open = c.tunnel.as_mut().expect("tunnel");
-        let end = match open.pump(&mut TunnelClient(&c.stream), &mut self.scratch_in) {
-            Ok(moved) => {
-                if moved {
+        let end = match open.pump_within(&mut TunnelClient(&c.stream), &mut self.scratch_in, PASS_BUDGET) {
+            Ok(pass) => {
+                if pass.moved {
                     c.deadline = Instant::now() + open.idle();
                 }
-                open.gone(client_gone, backend_gone)
+                if pass.cut {
+                    // Edge-triggered: what is left would raise no new event.
+                    // Re-arming both sockets queues one behind the events
+                    // already waiting, so the loop serves those first.
+                    let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
+                    let rearmed = self.epoll.modify(open.backend_fd(), &mut EpollEvent::new(flags, TOKEN_TUNNEL + slot as u64)).and_then(|_| self.epoll.modify(c.stream.as_fd(), &mut EpollEvent::new(flags, slot as u64)));
+                    rearmed.err().map(|e| End::Failed("re-arming", e.into()))
+                } else {
+                    open.gone(client_gone, backend_gone)
+                }
             }
             Err(end) => Some(end),
         };

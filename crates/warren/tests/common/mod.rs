@@ -984,3 +984,28 @@ pub fn syslog_daemon(dir: &TempDir) -> (PathBuf, std::os::unix::net::UnixDatagra
     daemon.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     (path, daemon)
 }
+
+/// A connection to the server's port on 127.0.0.1 from `src` (any
+/// loopback address).
+pub fn connect_from(src: std::net::Ipv4Addr, port: u16) -> TcpStream {
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a fresh socket, bound and connected with valid addresses,
+    // then owned by the TcpStream.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let from = sockaddr(src, 0);
+        assert_eq!(libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len), 0, "bind {src}: {}", std::io::Error::last_os_error());
+        let to = sockaddr(std::net::Ipv4Addr::LOCALHOST, port);
+        assert_eq!(libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len), 0, "connect: {}", std::io::Error::last_os_error());
+        let s = <TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd);
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+}
