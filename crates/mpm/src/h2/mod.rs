@@ -34,6 +34,9 @@ pub fn limits(h2: &H2Settings, rules: &ConnRules) -> H2Limits {
         max_frame_size: 16_384,
         header_table_size: 4096,
         head: rules.limits,
+        // RFC 8441 tunnels are carried by the event loop only: a thread
+        // driver does not announce them (see docs/proxy.md).
+        extended_connect: false,
     }
 }
 
