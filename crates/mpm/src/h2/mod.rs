@@ -34,8 +34,7 @@ pub fn limits(h2: &H2Settings, rules: &ConnRules) -> H2Limits {
         max_frame_size: 16_384,
         header_table_size: 4096,
         head: rules.limits,
-        // RFC 8441 tunnels are carried by the event loop only: a thread
-        // driver does not announce them (see docs/proxy.md).
+        // Set by `session` for a driver that carries RFC 8441 tunnels.
         extended_connect: false,
     }
 }
@@ -47,8 +46,10 @@ pub fn settings(stream: &ClientStream) -> H2Settings {
 
 /// The session of a connection that opens in HTTP/2 (`upgraded`: the
 /// codec and request of one upgraded from HTTP/1.1, whose 101 has been
-/// sent), with the work its first request needs.
-pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::ConnInfo, upgraded: Option<(Connection, RequestHead)>, ctx: &mut session::Ctx, tasks: &mut Vec<session::Task>) -> session::Session {
+/// sent), with the work its first request needs. `carries_tunnels`: the
+/// driver carries RFC 8441 WebSocket tunnels (the event loop), so the
+/// codec announces and takes extended CONNECT.
+pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::ConnInfo, upgraded: Option<(Connection, RequestHead)>, carries_tunnels: bool, ctx: &mut session::Ctx, tasks: &mut Vec<session::Task>) -> session::Session {
     let h2 = settings(stream);
     match upgraded {
         Some((codec, head)) => {
@@ -56,7 +57,10 @@ pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::C
             s.start_upgraded(ctx, head, tasks);
             s
         }
-        None => session::Session::new(Connection::new(limits(&h2, rules)), info, h2.max_data_frame_len),
+        None => {
+            let limits = H2Limits { extended_connect: carries_tunnels, ..limits(&h2, rules) };
+            session::Session::new(Connection::new(limits), info, h2.max_data_frame_len)
+        }
     }
 }
 

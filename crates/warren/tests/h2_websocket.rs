@@ -1,0 +1,137 @@
+//! WebSockets over HTTP/2 (RFC 8441) under each MPM, with a real HTTP/2
+//! client (the `h2` package from PyPI, h2_websocket/client.py) and the real
+//! WebSocket echo backend of proxy_websocket.rs (Python `websockets`).
+//!
+//! Under event, the loop carries the tunnels: SETTINGS_ENABLE_CONNECT_PROTOCOL
+//! is announced; an extended CONNECT to a `ws://` or `upgrade=websocket`
+//! route gets 200 and echoes both ways (a message larger than every
+//! window), over h2c with prior knowledge and over TLS with ALPN h2; two
+//! tunnels and a GET share a connection; a client's RST_STREAM, the
+//! backend's close and ProxyWebsocketIdleTimeout each end one tunnel and
+//! leave the connection; CONNECTs RFC 8441/9113 refuse are refused, and one
+//! to a URL with no WebSocket backend gets that URL's error or mod_http2's
+//! 502. Under prefork and worker, whose threads carry no HTTP/2 tunnel,
+//! nothing is announced and an extended CONNECT is a malformed request.
+//!
+//! The Python comes from WARREN_TEST_PYTHON, else /opt/warren-test-venv
+//! (test.sh installs h2 and websockets there).
+
+mod common;
+#[path = "proxy_websocket/fixture.rs"]
+#[allow(dead_code)]
+mod fixture;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+use fixture::Backends;
+
+each_mpm!(echo_over_h2c, echo_over_tls, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
+
+fn conf(b: &Backends, extra: &str) -> String {
+    format!(
+        "Protocols h2 h2c http/1.1\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /app/ http://127.0.0.1:{e}/ upgrade=websocket\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\n{extra}",
+        e = b.echo
+    )
+}
+
+/// Runs one case of client.py; fails with its output and the error log.
+pub fn run_case(s: &Server, tls: bool, case: &str, path: &str) -> String {
+    let python = std::env::var_os("WARREN_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/warren-test-venv/bin/python"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h2_websocket/client.py");
+    let mut cmd = Command::new(&python);
+    cmd.arg(script).args(["--port", &s.port.to_string(), "--path", path]);
+    if tls {
+        cmd.arg("--tls");
+    }
+    // Every wait of the client's is bounded (--timeout): it returns.
+    let out = cmd.arg(case).output().unwrap_or_else(|e| panic!("{}: {e} (run ./test.sh, which installs h2)", python.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "client.py {case} {path}: exit {:?}\n{stdout}\n{}\nerror log:\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
+    stdout
+}
+
+fn logged(s: &Server, needle: &str) {
+    let log = s.wait_log("error.log", needle);
+    assert!(log.contains(needle), "no {needle:?} in the error log:\n{log}");
+}
+
+/// The event loop carries HTTP/2 tunnels; the thread MPMs do not.
+fn carries(mpm: &str) -> bool {
+    mpm == "event"
+}
+
+fn echo_over_h2c(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, ""));
+    if !carries(mpm) {
+        run_case(&s, false, "refused", "/ws/echo");
+        return;
+    }
+    for path in ["/ws/echo", "/app/echo"] {
+        assert!(run_case(&s, false, "echo", path).starts_with("OK echo"));
+    }
+    // Logged as the request it stands for, with the stream's status.
+    let access = s.read_log("access.log");
+    assert!(access.lines().any(|l| l.contains("\"GET /ws/echo HTTP/2.0\" 200")), "{access}");
+}
+
+fn echo_over_tls(mpm: &str) {
+    let b = Backends::start();
+    let dir = TempDir::new(&format!("h2ws-tls-{mpm}"));
+    standard_site(&dir);
+    let tls = common::tls::Certs::make(&dir.0).directives("localhost");
+    let s = Server::start_in(dir, mpm, &format!("{tls}{}", conf(&b, "")));
+    run_case(&s, true, if carries(mpm) { "echo" } else { "refused" }, "/ws/echo");
+}
+
+fn tunnels_and_a_get_share_a_connection(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, ""));
+    run_case(&s, false, if carries(mpm) { "multi" } else { "refused" }, "/ws/echo");
+}
+
+fn client_reset_ends_one_tunnel(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, "LogLevel debug\n"));
+    if !carries(mpm) {
+        run_case(&s, false, "refused", "/app/echo");
+        return;
+    }
+    run_case(&s, false, "reset", "/app/echo");
+    logged(&s, "closed by the client (RST_STREAM)");
+}
+
+fn backend_close_ends_the_stream(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, "LogLevel debug\n"));
+    if !carries(mpm) {
+        run_case(&s, false, "refused", "/ws/echo");
+        return;
+    }
+    run_case(&s, false, "backend_close", "/ws/echo");
+    logged(&s, "closed by the backend");
+}
+
+fn idle_tunnel_is_reset(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, "ProxyWebsocketIdleTimeout 1\nLogLevel debug\n"));
+    if !carries(mpm) {
+        run_case(&s, false, "refused", "/ws/echo");
+        return;
+    }
+    run_case(&s, false, "idle", "/ws/echo");
+    logged(&s, "(ProxyWebsocketIdleTimeout)");
+}
+
+fn refused_as_the_rfcs_say(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, ""));
+    if !carries(mpm) {
+        run_case(&s, false, "refused", "/ws/echo");
+        return;
+    }
+    run_case(&s, false, "rejections", "/ws/echo");
+    logged(&s, "/index.html answered 200 without a WebSocket tunnel");
+}
