@@ -21,11 +21,12 @@ mod common;
 #[allow(dead_code)]
 mod fixture;
 
-use std::path::PathBuf;
-use std::process::Command;
+#[path = "h2_websocket/run.rs"]
+mod run;
 
 use common::*;
 use fixture::Backends;
+use run::run_case;
 
 each_mpm!(echo_over_h2c, echo_over_tls, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
 
@@ -34,22 +35,6 @@ fn conf(b: &Backends, extra: &str) -> String {
         "Protocols h2 h2c http/1.1\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /app/ http://127.0.0.1:{e}/ upgrade=websocket\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\n{extra}",
         e = b.echo
     )
-}
-
-/// Runs one case of client.py; fails with its output and the error log.
-pub fn run_case(s: &Server, tls: bool, case: &str, path: &str) -> String {
-    let python = std::env::var_os("WARREN_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/warren-test-venv/bin/python"));
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h2_websocket/client.py");
-    let mut cmd = Command::new(&python);
-    cmd.arg(script).args(["--port", &s.port.to_string(), "--path", path]);
-    if tls {
-        cmd.arg("--tls");
-    }
-    // Every wait of the client's is bounded (--timeout): it returns.
-    let out = cmd.arg(case).output().unwrap_or_else(|e| panic!("{}: {e} (run ./test.sh, which installs h2)", python.display()));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "client.py {case} {path}: exit {:?}\n{stdout}\n{}\nerror log:\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
-    stdout
 }
 
 fn logged(s: &Server, needle: &str) {

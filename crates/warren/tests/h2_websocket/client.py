@@ -319,6 +319,7 @@ def case_many(c, args):
     assert limit is not None and limit < 50, c.settings
     # h2 keeps to the server's limit itself: it is told otherwise.
     c.conn.remote_settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = 1000
+    c.conn.remote_settings.acknowledge()
     sids = [c.connect_ws(args.path) for _ in range(limit + 4)]
     answers = [c.answer(s) for s in sids]
     opened = [s for s, a in zip(sids, answers) if a == 200]
@@ -327,6 +328,62 @@ def case_many(c, args):
     for s in opened:
         echo(c, s, 1, b"one of many")
     print(f"OK many: {len(opened)} open, {len(refused)} refused")
+
+
+def case_smuggle(c, args):
+    """Fields an attacker puts in an extended CONNECT to reach past it:
+    each is refused as malformed (RST_STREAM PROTOCOL_ERROR) or with a
+    400, never opened, and the connection goes on."""
+    base = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":path", args.path), (":authority", "localhost")]
+    malformed = {
+        "CR LF in :protocol": [(":protocol", "websocket\r\nx-injected: 1")],
+        "NUL in :protocol": [(":protocol", "websocket\x00")],
+        "a list in :protocol": [(":protocol", "websocket, h2c")],
+        "upgrade field": [("upgrade", "h2c")],
+        "connection field": [("connection", "upgrade")],
+        "CR LF in a key": [("sec-websocket-key", "x\r\nx-injected: 1")],
+        "absolute :path": [(":path", "http://127.0.0.1/ws/echo")],
+        "upper-case name": [("Sec-WebSocket-Key", "eA==")],
+        "transfer-encoding": [("transfer-encoding", "chunked")],
+    }
+    expect = {}
+    for what, change in malformed.items():
+        names = {n for n, _ in change if n.startswith(":")}
+        headers = [(n, v) for n, v in base if n not in names]
+        pseudo = [(n, v) for n, v in change if n.startswith(":")]
+        regular = [(n, v) for n, v in change if not n.startswith(":")]
+        # Pseudo-header fields first, as RFC 9113 wants: the field itself is what is wrong.
+        expect[c.request(pseudo + headers + regular)] = (what, ("reset", int(h2.errors.ErrorCodes.PROTOCOL_ERROR)))
+    expect[c.request(base + [("host", "elsewhere.example")])] = ("host and :authority differ", 400)
+    for sid, (what, want) in expect.items():
+        got = c.answer(sid)
+        assert got == want, f"{what}: {got}, expected {want}"
+    assert c.answer(c.get("/index.html")) == 200
+    print("OK smuggle")
+
+
+def case_reset_flood(c, args):
+    """Tunnels opened and reset at once, over and over (rapid reset): each
+    costs the server a backend handshake; the connection is told to calm
+    down (GOAWAY ENHANCE_YOUR_CALM) long before a thousand."""
+    sent = 0
+    while sent < 1000 and c.goaway is None and not c.closed:
+        # A hundred at a time, as fast as an attacker writes them.
+        for _ in range(100):
+            sid = c.conn.get_next_available_stream_id()
+            c.conn.send_headers(sid, [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":path", args.path), (":authority", "localhost")])
+            c.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+        sent += 100
+        try:
+            c.flush()
+            c.pump(time.monotonic() + 0.01)
+        except (BrokenPipeError, ConnectionResetError):
+            # Closed under our writes: the GOAWAY may be lost with it.
+            c.closed = True
+    if not c.closed:
+        c.wait(lambda: c.goaway is not None or c.closed, "the server's GOAWAY")
+    assert c.closed or c.goaway == int(h2.errors.ErrorCodes.ENHANCE_YOUR_CALM), f"GOAWAY {c.goaway} after {sent} tunnels"
+    print(f"OK reset_flood: stopped after {sent} tunnels (GOAWAY {c.goaway})")
 
 
 def main():
