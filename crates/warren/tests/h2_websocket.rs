@@ -2,8 +2,8 @@
 //! client (the `h2` package from PyPI, h2_websocket/client.py) and the real
 //! WebSocket echo backend of proxy_websocket.rs (Python `websockets`).
 //!
-//! Under event, the loop carries the tunnels: SETTINGS_ENABLE_CONNECT_PROTOCOL
-//! is announced; an extended CONNECT to a `ws://` or `upgrade=websocket`
+//! With `H2WebSockets on` (off by default, as in Apache), under event, the
+//! loop carries the tunnels: SETTINGS_ENABLE_CONNECT_PROTOCOL is announced; an extended CONNECT to a `ws://` or `upgrade=websocket`
 //! route gets 200 and echoes both ways (a message larger than every
 //! window), over h2c with prior knowledge and over TLS with ALPN h2; two
 //! tunnels and a GET share a connection; a client's RST_STREAM, the
@@ -28,11 +28,11 @@ use common::*;
 use fixture::Backends;
 use run::run_case;
 
-each_mpm!(echo_over_h2c, echo_over_tls, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
+each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
 
 fn conf(b: &Backends, extra: &str) -> String {
     format!(
-        "Protocols h2 h2c http/1.1\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /app/ http://127.0.0.1:{e}/ upgrade=websocket\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\n{extra}",
+        "Protocols h2 h2c http/1.1\nH2WebSockets on\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /app/ http://127.0.0.1:{e}/ upgrade=websocket\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\n{extra}",
         e = b.echo
     )
 }
@@ -45,6 +45,14 @@ fn logged(s: &Server, needle: &str) {
 /// The event loop carries HTTP/2 tunnels; the thread MPMs do not.
 fn carries(mpm: &str) -> bool {
     mpm == "event"
+}
+
+/// H2WebSockets is off by default, as in Apache: nothing announced, an
+/// extended CONNECT malformed, under every MPM.
+fn off_unless_configured(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, "").replace("H2WebSockets on\n", ""));
+    run_case(&s, false, "refused", "/ws/echo");
 }
 
 fn echo_over_h2c(mpm: &str) {

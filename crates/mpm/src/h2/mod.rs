@@ -48,7 +48,7 @@ pub fn settings(stream: &ClientStream) -> H2Settings {
 /// codec and request of one upgraded from HTTP/1.1, whose 101 has been
 /// sent), with the work its first request needs. `carries_tunnels`: the
 /// driver carries RFC 8441 WebSocket tunnels (the event loop), so the
-/// codec announces and takes extended CONNECT.
+/// codec announces and takes extended CONNECT where H2WebSockets is on.
 pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::ConnInfo, upgraded: Option<(Connection, RequestHead)>, carries_tunnels: bool, ctx: &mut session::Ctx, tasks: &mut Vec<session::Task>) -> session::Session {
     let h2 = settings(stream);
     match upgraded {
@@ -58,7 +58,7 @@ pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::C
             s
         }
         None => {
-            let limits = H2Limits { extended_connect: carries_tunnels, ..limits(&h2, rules) };
+            let limits = H2Limits { extended_connect: carries_tunnels && h2.websockets, ..limits(&h2, rules) };
             session::Session::new(Connection::new(limits), info, h2.max_data_frame_len)
         }
     }
