@@ -23,7 +23,7 @@ use fixture::Backends;
 use run::run_case;
 
 fn start(b: &Backends, extra: &str) -> Server {
-    let conf = format!("Protocols h2 h2c http/1.1\nH2WebSockets on\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\n{extra}", e = b.echo);
+    let conf = format!("Protocols h2 h2c http/1.1\nH2WebSockets on\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\nProxyPass /stray-ws/ ws://127.0.0.1:{s}/\n{extra}", e = b.echo, s = b.stray);
     Server::start("event", &conf)
 }
 

@@ -28,12 +28,13 @@ use common::*;
 use fixture::Backends;
 use run::run_case;
 
-each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
+each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
 
 fn conf(b: &Backends, extra: &str) -> String {
     format!(
-        "Protocols h2 h2c http/1.1\nH2WebSockets on\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /app/ http://127.0.0.1:{e}/ upgrade=websocket\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\n{extra}",
-        e = b.echo
+        "Protocols h2 h2c http/1.1\nH2WebSockets on\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /app/ http://127.0.0.1:{e}/ upgrade=websocket\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\nProxyPass /stray-ws/ ws://127.0.0.1:{s}/\n{extra}",
+        e = b.echo,
+        s = b.stray
     )
 }
 
@@ -77,6 +78,18 @@ fn echo_over_tls(mpm: &str) {
     let tls = common::tls::Certs::make(&dir.0).directives("localhost");
     let s = Server::start_in(dir, mpm, &format!("{tls}{}", conf(&b, "")));
     run_case(&s, true, if carries(mpm) { "echo" } else { "refused" }, "/ws/echo");
+}
+
+/// A `wss://` backend (TLS, verified with SSLProxyCACertificateFile): its
+/// socket's TLS records are pushed out as the stream's DATA comes.
+fn wss_backend(mpm: &str) {
+    let dir = TempDir::new(&format!("h2ws-wss-{mpm}"));
+    standard_site(&dir);
+    let certs = common::tls::Certs::make(&dir.0);
+    let b = Backends::start_tls(&certs.cert("localhost"), &certs.key("localhost"));
+    let conf = format!("Protocols h2 h2c http/1.1\nH2WebSockets on\nSSLProxyEngine On\nSSLProxyVerify require\nSSLProxyCACertificateFile {}\nProxyPass /wss/ wss://localhost:{}/\n", certs.ca().display(), b.echo);
+    let s = Server::start_in(dir, mpm, &conf);
+    run_case(&s, false, if carries(mpm) { "echo" } else { "refused" }, "/wss/echo");
 }
 
 fn tunnels_and_a_get_share_a_connection(mpm: &str) {
@@ -127,4 +140,6 @@ fn refused_as_the_rfcs_say(mpm: &str) {
     }
     run_case(&s, false, "rejections", "/ws/echo");
     logged(&s, "/index.html answered 200 without a WebSocket tunnel");
+    // The stray backend's 101 carries no Sec-WebSocket-Accept.
+    logged(&s, "answered 101 without the Sec-WebSocket-Accept of our key (none)");
 }

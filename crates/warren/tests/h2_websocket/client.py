@@ -292,6 +292,8 @@ def case_rejections(c, args):
     expect[c.connect_ws("/no/such/file")] = 404
     expect[c.connect_ws("/forbidden-ws/forbidden")] = 403
     expect[c.connect_ws(args.path, protocol="connect-udp")] = 501
+    # A 101 that does not answer the proxy's key (RFC 6455's Accept).
+    expect[c.connect_ws("/stray-ws/x")] = 502
     malformed = [
         [(":method", "GET"), (":protocol", "websocket"), (":scheme", "https"), (":path", args.path), (":authority", "localhost")],
         [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":authority", "localhost")],
