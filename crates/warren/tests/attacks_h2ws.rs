@@ -44,7 +44,7 @@ fn a_flood_of_tunnels_reset_at_once_is_stopped() {
     let log = s.wait_log("error.log", needle);
     assert!(log.contains(needle), "{log}");
     // The server still serves a new connection's tunnel.
-    run_case(&s, false, "reset", "/ws/echo");
+    run_case(&s, false, "multi", "/ws/echo");
 }
 
 #[test]

@@ -28,7 +28,7 @@ use common::*;
 use fixture::Backends;
 use run::run_case;
 
-each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
+each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
 
 fn conf(b: &Backends, extra: &str) -> String {
     format!(
@@ -78,6 +78,14 @@ fn echo_over_tls(mpm: &str) {
     let tls = common::tls::Certs::make(&dir.0).directives("localhost");
     let s = Server::start_in(dir, mpm, &format!("{tls}{}", conf(&b, "")));
     run_case(&s, true, if carries(mpm) { "echo" } else { "refused" }, "/ws/echo");
+}
+
+/// Flow control as backpressure: a client that does not credit what it
+/// gets holds the tunnel at one window, then gets the rest.
+fn a_client_that_stops_reading(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, ""));
+    run_case(&s, false, if carries(mpm) { "backpressure" } else { "refused" }, "/ws/echo");
 }
 
 /// A `wss://` backend (TLS, verified with SSLProxyCACertificateFile): its

@@ -46,7 +46,7 @@ impl EventLoop {
         let early = match tunnel.for_stream() {
             Ok((_, early)) => early,
             Err(e) => {
-                h.session.end_tunnel(&mut ctx, stream, &End::Failed("setting up", e));
+                h.session.end_tunnel(&mut ctx, stream, &End::Failed("setting up", e), false);
                 self.h2_ready.push(slot);
                 return;
             }
@@ -65,7 +65,7 @@ impl EventLoop {
             let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
             let end = End::Failed("setting up", e.into());
             if let Some(h) = self.conns[slot].as_mut().and_then(|c| c.h2.as_mut()) {
-                h.session.end_tunnel(&mut ctx, stream, &end);
+                h.session.end_tunnel(&mut ctx, stream, &end, true);
             }
             tunnel.finish(end);
             self.h2_ready.push(slot);
@@ -101,6 +101,10 @@ impl EventLoop {
     /// The tunnels of a connection move on after it has (its client sent
     /// DATA or credit, or reset a stream).
     pub(super) fn h2_tunnels_resume(&mut self, slot: usize) {
+        // A connection's own streams tell, before the loop's list is walked.
+        if !self.conns.get(slot).and_then(Option::as_ref).and_then(|c| c.h2.as_ref()).is_some_and(|h| h.session.has_tunnels()) {
+            return;
+        }
         for idx in 0..self.h2_tunnels.len() {
             if self.h2_tunnels[idx].as_ref().is_some_and(|t| t.slot == slot) {
                 self.h2_tunnel_drive(idx);
@@ -137,7 +141,7 @@ impl EventLoop {
         let sb = self.sb.clone();
         if let Some(h) = self.conns.get_mut(t.slot).and_then(Option::as_mut).filter(|c| c.generation == t.generation).and_then(|c| c.h2.as_mut()) {
             let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
-            h.session.end_tunnel(&mut ctx, t.stream, &end);
+            h.session.end_tunnel(&mut ctx, t.stream, &end, true);
             self.h2_ready.push(t.slot);
         }
         t.tunnel.finish(end);

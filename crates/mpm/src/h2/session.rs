@@ -187,6 +187,9 @@ pub struct Session {
     /// window's worth of DATA lands behind the 101); the preface tells it
     /// has switched. Costs an upgraded stream one round trip.
     awaiting_preface: bool,
+    /// RFC 8441 tunnels opened and not yet ended by the driver
+    /// ([`Session::end_tunnel`]); a reset stream's stays counted until then.
+    tunnels: usize,
 }
 
 impl Session {
@@ -196,7 +199,7 @@ impl Session {
             0 => TURN,
             n => TURN.min(n as usize),
         };
-        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn, awaiting_preface: false }
+        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn, awaiting_preface: false, tunnels: 0 }
     }
 
     /// No stream is open on either side: the connection is idle.

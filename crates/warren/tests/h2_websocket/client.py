@@ -48,6 +48,8 @@ class Client:
         self.streams = {}
         self.closed = False
         self.goaway = None
+        # Streams whose DATA is not credited back (a client that stops reading).
+        self.hold = {}
         self.wait(lambda: self.settings is not None, "the server's SETTINGS")
 
     def flush(self):
@@ -77,7 +79,10 @@ class Client:
                 self.stream(ev.stream_id)["headers"] = dict((k.decode() if isinstance(k, bytes) else k, v.decode() if isinstance(v, bytes) else v) for k, v in ev.headers)
             elif isinstance(ev, h2.events.DataReceived):
                 self.stream(ev.stream_id)["data"] += ev.data
-                self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                if ev.stream_id in self.hold:
+                    self.hold[ev.stream_id] += ev.flow_controlled_length
+                else:
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
             elif isinstance(ev, h2.events.StreamEnded):
                 self.stream(ev.stream_id)["ended"] = True
             elif isinstance(ev, h2.events.StreamReset):
@@ -246,6 +251,13 @@ def case_reset(c, args):
     echo(c, sid, 1, b"before")
     c.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
     c.flush()
+    assert c.answer(c.get("/index.html")) == 200
+    if args.log:
+        # The backend's connection is closed at once, not at its idle limit.
+        deadline = time.monotonic() + args.timeout
+        while "closed by the client (RST_STREAM)" not in open(args.log, errors="replace").read():
+            assert time.monotonic() < deadline, "the reset tunnel's backend was not closed"
+            c.pump(time.monotonic() + 0.05)
     other = open_tunnel(c, args.path)
     echo(c, other, 1, b"after")
     print("OK reset")
@@ -332,6 +344,28 @@ def case_many(c, args):
     print(f"OK many: {len(opened)} open, {len(refused)} refused")
 
 
+def case_backpressure(c, args):
+    """A client that stops reading: the server sends no more than the
+    stream's window (h2 raises on a frame beyond it), and goes on once
+    credit comes."""
+    c.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1000})
+    c.flush()
+    sid = open_tunnel(c, args.path)
+    c.hold[sid] = 0
+    payload = bytes(i % 251 for i in range(100_000))
+    c.send(sid, frame(2, payload))
+    s = c.stream(sid)
+    c.wait(lambda: len(s["data"]) >= 1000, "the first window's worth of the echo")
+    assert len(s["data"]) == 1000, len(s["data"])
+    # Other streams are not held up by it.
+    assert c.answer(c.get("/index.html")) == 200
+    c.conn.acknowledge_received_data(c.hold.pop(sid), sid)
+    c.flush()
+    got = c.message(sid)
+    assert got == (2, payload), f"{got[0]}/{len(got[1])} bytes"
+    print("OK backpressure")
+
+
 def case_smuggle(c, args):
     """Fields an attacker puts in an extended CONNECT to reach past it:
     each is refused as malformed (RST_STREAM PROTOCOL_ERROR) or with a
@@ -394,6 +428,7 @@ def main():
     p.add_argument("--tls", action="store_true")
     p.add_argument("--timeout", type=float, default=20)
     p.add_argument("--path", default="/ws/echo")
+    p.add_argument("--log", help="warren's error log (LogLevel debug), for cases that watch it")
     p.add_argument("case")
     args = p.parse_args()
     c = Client(args.port, args.tls, args.timeout)

@@ -12,6 +12,7 @@ pub fn run_case(s: &Server, tls: bool, case: &str, path: &str) -> String {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h2_websocket/client.py");
     let mut cmd = Command::new(&python);
     cmd.arg(script).args(["--port", &s.port.to_string(), "--path", path]);
+    cmd.arg("--log").arg(s.dir.0.join("error.log"));
     if tls {
         cmd.arg("--tls");
     }

@@ -61,6 +61,12 @@ impl Session {
         true
     }
 
+    /// Whether the driver carries a tunnel for this connection (its
+    /// stream may be gone already: a client's RST_STREAM).
+    pub fn has_tunnels(&self) -> bool {
+        self.tunnels > 0
+    }
+
     /// The backend switched protocols for stream `id`: its 200 goes (the
     /// fields of the 101 that only HTTP/1.1 has left out), and the stream
     /// becomes a tunnel. False if the stream is gone or is no WebSocket
@@ -80,6 +86,7 @@ impl Session {
         s.ex.bytes_sent = head_size;
         s.ex.record(200, resp.host, resp.filename, resp.headers, resp.filters);
         s.state = State::Tunnel;
+        self.tunnels += 1;
         true
     }
 
@@ -161,7 +168,11 @@ impl Session {
     /// The tunnel of stream `id` is over: the stream is reset unless it
     /// ended cleanly (CONNECT_ERROR for a backend that failed, CANCEL when
     /// idle or stopping), and logged.
-    pub fn end_tunnel(&mut self, ctx: &mut Ctx, id: u32, end: &End) {
+    /// `opened`: the tunnel had been opened ([`Session::open_tunnel`]).
+    pub fn end_tunnel(&mut self, ctx: &mut Ctx, id: u32, end: &End, opened: bool) {
+        if opened {
+            self.tunnels = self.tunnels.saturating_sub(1);
+        }
         let code = match end {
             End::Closed(_) => None,
             End::Failed(..) => Some(ErrorCode::Connect),
