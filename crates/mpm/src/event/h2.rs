@@ -20,8 +20,9 @@ pub(super) struct H2Conn {
     pub(super) session: Session,
     /// GOAWAY has been queued: stopping, or idle past KeepAliveTimeout.
     going_away: bool,
-    /// The last time the client sent something or took something.
-    last_progress: Instant,
+    /// The last time the client sent something or took something (or a
+    /// tunnel on it moved a byte).
+    pub(super) last_progress: Instant,
     /// H2StreamTimeout (else Timeout).
     stream_timeout: Duration,
 }

@@ -91,7 +91,11 @@ impl EventLoop {
         match h.session.pump_tunnel(t.stream, t.tunnel.backend(), &mut t.early, &mut self.scratch_in) {
             Ok(false) => {}
             Ok(true) => {
-                t.deadline = Instant::now() + t.tunnel.idle();
+                let now = Instant::now();
+                t.deadline = now + t.tunnel.idle();
+                // The connection's own limit must not cut a tunnel that moves
+                // only one way (a backend pushing to a client that sends nothing).
+                h.last_progress = now;
                 self.h2_ready.push(t.slot);
             }
             Err(end) => self.h2_tunnel_end(idx, end),
