@@ -28,7 +28,7 @@ use common::*;
 use fixture::Backends;
 use run::run_case;
 
-each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
+each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, stop_resets_tunnels, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
 
 fn conf(b: &Backends, extra: &str) -> String {
     format!(
@@ -86,6 +86,30 @@ fn a_client_that_stops_reading(mpm: &str) {
     let b = Backends::start();
     let s = Server::start(mpm, &conf(&b, ""));
     run_case(&s, false, if carries(mpm) { "backpressure" } else { "refused" }, "/ws/echo");
+}
+
+/// A stop that is not graceful (SIGTERM) resets the tunnels at once, as it
+/// closes HTTP/1.1 ones.
+fn stop_resets_tunnels(mpm: &str) {
+    let b = Backends::start();
+    let mut s = Server::start(mpm, &conf(&b, "LogLevel debug\n"));
+    if !carries(mpm) {
+        run_case(&s, false, "refused", "/ws/echo");
+        return;
+    }
+    let mut client = run::command(&s, false, "stopped", "/ws/echo").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("start client.py");
+    let mut said = std::io::BufReader::new(client.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut said, &mut line).unwrap();
+    assert_eq!(line.trim(), "OPEN", "client.py: {line}");
+    s.stop();
+    // The client's waits are bounded: it exits.
+    let out = client.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut said, &mut rest).unwrap();
+    assert!(out.status.success() && rest.contains("OK stopped"), "client.py: {rest}\n{}\nerror log:\n{}", String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
+    let log = s.read_log("error.log");
+    assert!(log.contains(&format!("WebSocket tunnel to 127.0.0.1:{} closed: the server is stopping", b.echo)), "{log}");
 }
 
 /// A `wss://` backend (TLS, verified with SSLProxyCACertificateFile): its

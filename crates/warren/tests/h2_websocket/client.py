@@ -22,6 +22,7 @@ import h2.config
 import h2.connection
 import h2.errors
 import h2.events
+import h2.exceptions
 import h2.settings
 
 ENABLE_CONNECT_PROTOCOL = 0x8
@@ -364,6 +365,25 @@ def case_backpressure(c, args):
     got = c.message(sid)
     assert got == (2, payload), f"{got[0]}/{len(got[1])} bytes"
     print("OK backpressure")
+
+
+def case_stopped(c, args):
+    """Prints OPEN once a tunnel echoes, then waits for the server to be
+    stopped (by the test) and the tunnel to end. (h2 takes no frame after
+    a GOAWAY, the server's RST_STREAM included: the test reads warren's
+    log for how the tunnel ended.)"""
+    sid = open_tunnel(c, args.path)
+    echo(c, sid, 1, b"before the stop")
+    print("OPEN", flush=True)
+    s = c.stream(sid)
+    try:
+        c.wait(lambda: s["reset"] is not None or s["ended"] or c.goaway is not None, "the tunnel's end at the stop")
+        c.wait(lambda: s["reset"] is not None or s["ended"], "the tunnel's end after the GOAWAY")
+    except h2.exceptions.ProtocolError:
+        pass
+    except AssertionError:
+        assert c.closed, "the connection stayed open"
+    print("OK stopped")
 
 
 def case_smuggle(c, args):
