@@ -593,7 +593,7 @@ mod tests {
         let (l, _d) = load(
             "values",
             &format!(
-                "{LOADED}Protocols http/1.1 h2c\nProtocolsHonorOrder off\nH2MaxSessionStreams 50\nH2WindowSize 1048576\nH2Direct off\nH2StreamTimeout 30\nListen 80\nListen 8080\n<VirtualHost *:80>\nServerName a\nH2MaxConcurrentStreams 200\nH2Upgrade off\nH2MaxDataFrameLen 8192\n</VirtualHost>\n<VirtualHost *:8080>\nServerName b\nProtocols H2C HTTP/1.1\nProtocolsHonorOrder on\nH2StreamTimeout 1500ms\n</VirtualHost>\n"
+                "{LOADED}Protocols http/1.1 h2c\nProtocolsHonorOrder off\nH2MaxSessionStreams 50\nH2WindowSize 1048576\nH2Direct off\nH2StreamTimeout 30\nH2WebSockets on\nListen 80\nListen 8080\n<VirtualHost *:80>\nServerName a\nH2MaxConcurrentStreams 200\nH2Upgrade off\nH2MaxDataFrameLen 8192\n</VirtualHost>\n<VirtualHost *:8080>\nServerName b\nProtocols H2C HTTP/1.1\nProtocolsHonorOrder on\nH2WebSockets off\nH2StreamTimeout 1500ms\n</VirtualHost>\n"
             ),
         );
         assert!(l.errors.is_empty(), "{:?}", lines(&l.errors));
@@ -602,12 +602,14 @@ mod tests {
         let a = &s.virtual_hosts[0].host;
         assert_eq!(a.protocols.list, vec![Protocol::Http11, Protocol::H2c]);
         assert!(!a.protocols.honor_order);
-        assert_eq!(a.h2, H2Settings { max_session_streams: 200, window_size: 1 << 20, max_data_frame_len: 8192, direct: Some(false), upgrade: Some(false), stream_timeout: Some(Duration::from_secs(30)), websockets: false });
+        assert_eq!(a.h2, H2Settings { max_session_streams: 200, window_size: 1 << 20, max_data_frame_len: 8192, direct: Some(false), upgrade: Some(false), stream_timeout: Some(Duration::from_secs(30)), websockets: true });
         let b = &s.virtual_hosts[1].host;
         assert_eq!(b.protocols.list, vec![Protocol::H2c, Protocol::Http11]);
         assert!(b.protocols.honor_order);
         assert_eq!(b.h2.max_session_streams, 50);
         assert_eq!(b.h2.stream_timeout, Some(Duration::from_millis(1500)));
+        assert!(!b.h2.websockets, "its own H2WebSockets off");
+        assert!(!H2Settings::default().websockets, "off unless configured, as in Apache");
         // a: neither form of h2c (H2Direct off from the main server, its own H2Upgrade off).
         assert!(!s.h2_listener(addr("0.0.0.0:80")).any());
         let l8080 = s.h2_listener(addr("0.0.0.0:8080"));
