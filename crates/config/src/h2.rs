@@ -492,6 +492,10 @@ pub(crate) fn max_data_frame_len(b: &mut Builder, d: &Directive, h: &mut HostCon
 
 pub(crate) fn websockets(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
     if let Some(on) = b.on_off(d) {
+        if on && b.mpm != crate::mpm::Mpm::Event {
+            // A tunnel would hold the thread that serves the whole connection.
+            b.warn(&d.origin, format!("H2WebSockets On is not acted on with the {} MPM: only the event MPM carries WebSockets over HTTP/2 (clients use HTTP/1.1 for them here)", b.mpm.name()));
+        }
         h.http2.websockets = Some(on);
     }
 }
@@ -610,6 +614,9 @@ mod tests {
         assert_eq!(b.h2.stream_timeout, Some(Duration::from_millis(1500)));
         assert!(!b.h2.websockets, "its own H2WebSockets off");
         assert!(!H2Settings::default().websockets, "off unless configured, as in Apache");
+        // Said where it is not acted on.
+        let (l, _d) = load("ws-prefork", "LoadModule mpm_prefork_module modules/mod_mpm_prefork.so\nProtocols h2c http/1.1\nH2WebSockets on\n");
+        assert!(lines(&l.warnings).iter().any(|w| w.contains("H2WebSockets On is not acted on with the prefork MPM")), "{:?}", lines(&l.warnings));
         // a: neither form of h2c (H2Direct off from the main server, its own H2Upgrade off).
         assert!(!s.h2_listener(addr("0.0.0.0:80")).any());
         let l8080 = s.h2_listener(addr("0.0.0.0:8080"));
