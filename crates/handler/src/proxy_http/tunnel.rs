@@ -334,11 +334,11 @@ impl Open {
 
 impl Tunnel {
     /// For a tunnel an HTTP/2 stream carries (RFC 8441), whose client side
-    /// is the stream's DATA rather than a socket: the backend, made
-    /// non-blocking, and what it sent after its 101, for the client.
-    pub fn for_stream(&mut self) -> io::Result<(&mut dyn TunnelPeer, Vec<u8>)> {
+    /// is the stream's DATA rather than a socket: makes the backend
+    /// non-blocking, and gives what it sent after its 101, for the client.
+    pub fn for_stream(&mut self) -> io::Result<Vec<u8>> {
         self.backend.set_nonblocking(true)?;
-        Ok((&mut self.backend, std::mem::take(&mut self.early)))
+        Ok(std::mem::take(&mut self.early))
     }
 
     /// The backend, to read from and write to (after [`Tunnel::for_stream`]).

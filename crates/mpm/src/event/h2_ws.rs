@@ -29,7 +29,7 @@ pub(super) struct H2Tunnel {
     tunnel: Tunnel,
     /// What the backend sent with its 101, not yet on the stream.
     early: Vec<u8>,
-    /// No byte has moved either way since this long ago.
+    /// When it is idle past its limit, unless a byte moves before.
     deadline: Instant,
 }
 
@@ -44,7 +44,7 @@ impl EventLoop {
         let Some(h) = c.h2.as_mut() else { return };
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
         let early = match tunnel.for_stream() {
-            Ok((_, early)) => early,
+            Ok(early) => early,
             Err(e) => {
                 h.session.end_tunnel(&mut ctx, stream, &End::Failed("setting up", e), false);
                 self.h2_ready.push(slot);
