@@ -28,7 +28,7 @@ use common::*;
 use fixture::Backends;
 use run::run_case;
 
-each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, stop_resets_tunnels, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
+each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, stop_resets_tunnels, over_an_upgraded_h2c_connection, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
 
 fn conf(b: &Backends, extra: &str) -> String {
     format!(
@@ -110,6 +110,14 @@ fn stop_resets_tunnels(mpm: &str) {
     assert!(out.status.success() && rest.contains("OK stopped"), "client.py: {rest}\n{}\nerror log:\n{}", String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
     let log = s.read_log("error.log");
     assert!(log.contains(&format!("WebSocket tunnel to 127.0.0.1:{} closed: the server is stopping", b.echo)), "{log}");
+}
+
+/// A connection that began in HTTP/1.1 and upgraded (`Upgrade: h2c`)
+/// announces and carries tunnels as one that opened in HTTP/2.
+fn over_an_upgraded_h2c_connection(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, ""));
+    run_case(&s, false, if carries(mpm) { "upgraded" } else { "refused" }, "/ws/echo");
 }
 
 /// A `wss://` backend (TLS, verified with SSLProxyCACertificateFile): its

@@ -113,8 +113,8 @@ pub const SWITCHING: &[u8] = b"HTTP/1.1 101 Switching Protocols\r\nConnection: U
 /// with its HTTP2-Settings, RFC 7540 §3.2), when the server takes it up:
 /// cleartext only, h2c on, and no body or pipelined request to carry over
 /// (mod_http2 also upgrades only requests without a body). The request is
-/// then stream 1.
-pub fn upgrade(rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pipelined: &[u8]) -> Option<Connection> {
+/// then stream 1. `carries_tunnels` as for [`session`].
+pub fn upgrade(rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pipelined: &[u8], carries_tunnels: bool) -> Option<Connection> {
     let plan = stream.h2().filter(|p| p.h2c_upgrade && !p.tls)?;
     if stream.is_tls() || head.version != Version::Http11 || head.has_body() || !pipelined.is_empty() {
         return None;
@@ -124,5 +124,6 @@ pub fn upgrade(rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pip
         return None;
     }
     let settings = head.header("http2-settings")?;
-    Connection::upgraded(limits(&plan.settings, rules), settings).ok()
+    let limits = H2Limits { extended_connect: carries_tunnels && plan.settings.websockets, ..limits(&plan.settings, rules) };
+    Connection::upgraded(limits, settings).ok()
 }

@@ -29,7 +29,7 @@ ENABLE_CONNECT_PROTOCOL = 0x8
 
 
 class Client:
-    def __init__(self, port, tls, timeout):
+    def __init__(self, port, tls, timeout, upgrade=False):
         self.timeout = timeout
         raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         if tls:
@@ -43,7 +43,19 @@ class Client:
         # Our requests are sent as written: some are meant to be wrong.
         cfg = h2.config.H2Configuration(client_side=True, validate_outbound_headers=False, normalize_outbound_headers=False, validate_inbound_headers=False)
         self.conn = h2.connection.H2Connection(config=cfg)
-        self.conn.initiate_connection()
+        early = b""
+        if upgrade:
+            # HTTP/1.1 first, upgraded with `Upgrade: h2c` (RFC 7540 §3.2).
+            settings = self.conn.initiate_upgrade_connection()
+            self.sock.sendall(b"GET /index.html HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: " + settings + b"\r\n\r\n")
+            while b"\r\n\r\n" not in early:
+                chunk = self.sock.recv(65536)
+                assert chunk, "closed before the 101"
+                early += chunk
+            head, early = early.split(b"\r\n\r\n", 1)
+            assert head.startswith(b"HTTP/1.1 101 "), head
+        else:
+            self.conn.initiate_connection()
         self.flush()
         self.settings = None
         self.streams = {}
@@ -51,6 +63,8 @@ class Client:
         self.goaway = None
         # Streams whose DATA is not credited back (a client that stops reading).
         self.hold = {}
+        if early:
+            self.feed(early)
         self.wait(lambda: self.settings is not None, "the server's SETTINGS")
 
     def flush(self):
@@ -73,6 +87,9 @@ class Client:
         if not data:
             self.closed = True
             return
+        self.feed(data)
+
+    def feed(self, data):
         for ev in self.conn.receive_data(data):
             if isinstance(ev, h2.events.RemoteSettingsChanged):
                 self.settings = {int(k): v.new_value for k, v in ev.changed_settings.items()}
@@ -386,6 +403,12 @@ def case_stopped(c, args):
     print("OK stopped")
 
 
+def case_upgraded(c, args):
+    """A connection upgraded from HTTP/1.1 (h2c) carries tunnels too."""
+    assert c.answer(1) == 200, "the upgraded request's answer"
+    case_echo(c, args)
+
+
 def case_smuggle(c, args):
     """Fields an attacker puts in an extended CONNECT to reach past it:
     each is refused as malformed (RST_STREAM PROTOCOL_ERROR) or with a
@@ -451,7 +474,7 @@ def main():
     p.add_argument("--log", help="warren's error log (LogLevel debug), for cases that watch it")
     p.add_argument("case")
     args = p.parse_args()
-    c = Client(args.port, args.tls, args.timeout)
+    c = Client(args.port, args.tls, args.timeout, upgrade=args.case == "upgraded")
     globals()["case_" + args.case](c, args)
 
 
