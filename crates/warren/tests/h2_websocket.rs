@@ -157,6 +157,7 @@ fn backend_close_ends_the_stream(mpm: &str) {
         return;
     }
     run_case(&s, false, "backend_close", "/ws/echo");
+    run_case(&s, false, "client_ended_at_once", "/ws/echo");
     logged(&s, "closed by the backend");
 }
 

@@ -281,6 +281,18 @@ def case_reset(c, args):
     print("OK reset")
 
 
+def case_client_ended_at_once(c, args):
+    """A CONNECT whose HEADERS end the stream: the backend is told (a
+    half-close) at once, closes, and the stream ends."""
+    headers = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":path", args.path), (":authority", "localhost"), ("sec-websocket-version", "13")]
+    sid = c.request(headers, end_stream=True)
+    assert c.answer(sid) == 200
+    s = c.stream(sid)
+    c.wait(lambda: s["ended"] or s["reset"] is not None, "the end the backend's close makes")
+    assert s["ended"], s
+    print("OK client_ended_at_once")
+
+
 def case_backend_close(c, args):
     sid = open_tunnel(c, args.path)
     c.send(sid, frame(1, b"close"))

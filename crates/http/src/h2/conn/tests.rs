@@ -688,7 +688,10 @@ fn extended_connect_announced_and_its_data_not_a_body() {
     let mut c = Client::new(H2Limits { extended_connect: true, ..limits() });
     c.headers(1, &ws, false).unwrap();
     c.data(1, b"frame bytes", false).unwrap();
+    assert!(c.conn.receiving(1));
     c.data(1, b"", true).unwrap();
+    assert!(!c.conn.receiving(1), "the client ended its side");
+    assert!(!c.conn.receiving(3), "no such stream");
     let events = c.events();
     assert!(
         matches!(&events[..], [Event::Request { stream: 1, head }, Event::Data { data, end_stream: false, .. }, Event::Data { end_stream: true, .. }] if head.is_h2_websocket() && data == b"frame bytes"),

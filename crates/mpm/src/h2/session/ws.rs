@@ -101,6 +101,8 @@ impl Session {
         let mut moved = false;
         let s = &mut self.streams[i];
         let ws = s.ws.as_mut().expect("a tunnel stream is a WebSocket stream");
+        // A CONNECT whose HEADERS ended the stream brings no DATA to say so.
+        ws.client_ended |= !self.codec.receiving(id);
         let mut written = 0;
         while written < ws.to_backend.len() {
             match backend.send_some(&ws.to_backend[written..]) {
