@@ -119,19 +119,24 @@ pub struct H2Settings {
     /// `H2StreamTimeout`: how long a stream may wait to send or receive
     /// (None: the server's Timeout).
     pub stream_timeout: Option<Duration>,
+    /// `H2WebSockets`: RFC 8441's extended CONNECT is announced
+    /// (SETTINGS_ENABLE_CONNECT_PROTOCOL) and taken, by a driver that
+    /// carries such tunnels (the event MPM's loop). Off by default, as in
+    /// Apache.
+    pub websockets: bool,
 }
 
 impl H2Settings {
     /// What a connection's streams are held to (the values a listener's
     /// hosts should agree on).
-    fn limits(&self) -> (u32, u32, u32, Option<Duration>) {
-        (self.max_session_streams, self.window_size, self.max_data_frame_len, self.stream_timeout)
+    fn limits(&self) -> (u32, u32, u32, Option<Duration>, bool) {
+        (self.max_session_streams, self.window_size, self.max_data_frame_len, self.stream_timeout, self.websockets)
     }
 }
 
 impl Default for H2Settings {
     fn default() -> Self {
-        H2Settings { max_session_streams: DEFAULT_MAX_SESSION_STREAMS, window_size: DEFAULT_WINDOW_SIZE, max_data_frame_len: 0, direct: None, upgrade: None, stream_timeout: None }
+        H2Settings { max_session_streams: DEFAULT_MAX_SESSION_STREAMS, window_size: DEFAULT_WINDOW_SIZE, max_data_frame_len: 0, direct: None, upgrade: None, stream_timeout: None, websockets: false }
     }
 }
 
@@ -146,6 +151,7 @@ pub struct H2Directives {
     pub window_size: Option<u32>,
     pub max_data_frame_len: Option<u32>,
     pub direct: Option<(bool, Origin)>,
+    pub websockets: Option<bool>,
 }
 
 impl H2Directives {
@@ -159,6 +165,7 @@ impl H2Directives {
             window_size: self.window_size.or(base.window_size),
             max_data_frame_len: self.max_data_frame_len.or(base.max_data_frame_len),
             direct: self.direct.clone().or_else(|| base.direct.clone()),
+            websockets: self.websockets.or(base.websockets),
         }
     }
 
@@ -178,6 +185,7 @@ impl H2Directives {
             direct: self.direct.as_ref().map(|(on, _)| *on),
             upgrade: dir.h2_upgrade.as_ref().map(|(on, _)| *on),
             stream_timeout: dir.h2_stream_timeout.as_ref().map(|(t, _)| *t),
+            websockets: self.websockets.unwrap_or(defaults.websockets),
         };
         (protocols, h2)
     }
@@ -358,7 +366,7 @@ impl Settings {
                     notes.push((
                         origin,
                         format!(
-                            "the HTTP/2 settings of {} (H2MaxSessionStreams, H2WindowSize, H2MaxDataFrameLen, H2StreamTimeout) differ from those of {}, the default host of listener {addr}: its connections have the default host's",
+                            "the HTTP/2 settings of {} (H2MaxSessionStreams, H2WindowSize, H2MaxDataFrameLen, H2StreamTimeout, H2WebSockets) differ from those of {}, the default host of listener {addr}: its connections have the default host's",
                             h.name, hosts[0].name
                         ),
                     ));
@@ -482,6 +490,16 @@ pub(crate) fn max_data_frame_len(b: &mut Builder, d: &Directive, h: &mut HostCon
     }
 }
 
+pub(crate) fn websockets(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    if let Some(on) = b.on_off(d) {
+        if on && b.mpm != crate::mpm::Mpm::Event {
+            // A tunnel would hold the thread that serves the whole connection.
+            b.warn(&d.origin, format!("H2WebSockets On is not acted on with the {} MPM: only the event MPM carries WebSockets over HTTP/2 (clients use HTTP/1.1 for them here)", b.mpm.name()));
+        }
+        h.http2.websockets = Some(on);
+    }
+}
+
 pub(crate) fn direct(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
     if let Some(on) = b.on_off(d) {
         h.http2.direct = Some((on, d.origin.clone()));
@@ -579,7 +597,7 @@ mod tests {
         let (l, _d) = load(
             "values",
             &format!(
-                "{LOADED}Protocols http/1.1 h2c\nProtocolsHonorOrder off\nH2MaxSessionStreams 50\nH2WindowSize 1048576\nH2Direct off\nH2StreamTimeout 30\nListen 80\nListen 8080\n<VirtualHost *:80>\nServerName a\nH2MaxConcurrentStreams 200\nH2Upgrade off\nH2MaxDataFrameLen 8192\n</VirtualHost>\n<VirtualHost *:8080>\nServerName b\nProtocols H2C HTTP/1.1\nProtocolsHonorOrder on\nH2StreamTimeout 1500ms\n</VirtualHost>\n"
+                "{LOADED}Protocols http/1.1 h2c\nProtocolsHonorOrder off\nH2MaxSessionStreams 50\nH2WindowSize 1048576\nH2Direct off\nH2StreamTimeout 30\nH2WebSockets on\nListen 80\nListen 8080\n<VirtualHost *:80>\nServerName a\nH2MaxConcurrentStreams 200\nH2Upgrade off\nH2MaxDataFrameLen 8192\n</VirtualHost>\n<VirtualHost *:8080>\nServerName b\nProtocols H2C HTTP/1.1\nProtocolsHonorOrder on\nH2WebSockets off\nH2StreamTimeout 1500ms\n</VirtualHost>\n"
             ),
         );
         assert!(l.errors.is_empty(), "{:?}", lines(&l.errors));
@@ -588,12 +606,17 @@ mod tests {
         let a = &s.virtual_hosts[0].host;
         assert_eq!(a.protocols.list, vec![Protocol::Http11, Protocol::H2c]);
         assert!(!a.protocols.honor_order);
-        assert_eq!(a.h2, H2Settings { max_session_streams: 200, window_size: 1 << 20, max_data_frame_len: 8192, direct: Some(false), upgrade: Some(false), stream_timeout: Some(Duration::from_secs(30)) });
+        assert_eq!(a.h2, H2Settings { max_session_streams: 200, window_size: 1 << 20, max_data_frame_len: 8192, direct: Some(false), upgrade: Some(false), stream_timeout: Some(Duration::from_secs(30)), websockets: true });
         let b = &s.virtual_hosts[1].host;
         assert_eq!(b.protocols.list, vec![Protocol::H2c, Protocol::Http11]);
         assert!(b.protocols.honor_order);
         assert_eq!(b.h2.max_session_streams, 50);
         assert_eq!(b.h2.stream_timeout, Some(Duration::from_millis(1500)));
+        assert!(!b.h2.websockets, "its own H2WebSockets off");
+        assert!(!H2Settings::default().websockets, "off unless configured, as in Apache");
+        // Said where it is not acted on.
+        let (l, _d) = load("ws-prefork", "LoadModule mpm_prefork_module modules/mod_mpm_prefork.so\nProtocols h2c http/1.1\nH2WebSockets on\n");
+        assert!(lines(&l.warnings).iter().any(|w| w.contains("H2WebSockets On is not acted on with the prefork MPM")), "{:?}", lines(&l.warnings));
         // a: neither form of h2c (H2Direct off from the main server, its own H2Upgrade off).
         assert!(!s.h2_listener(addr("0.0.0.0:80")).any());
         let l8080 = s.h2_listener(addr("0.0.0.0:8080"));

@@ -119,6 +119,14 @@ impl RequestHead {
     }
 
     /// The first value of a header, by case-insensitive name.
+    /// An RFC 8441 extended CONNECT for `websocket`, which the HTTP/2 codec
+    /// gives as a GET with `upgrade: websocket`: no HTTP/2 client can send
+    /// an upgrade field itself (it is connection-specific, RFC 9113
+    /// §8.2.2), so the field tells the one from any other request.
+    pub fn is_h2_websocket(&self) -> bool {
+        self.version == Version::Http2 && self.header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case(b"websocket"))
+    }
+
     pub fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers
             .iter()

@@ -16,9 +16,10 @@ use std::process::Command;
 
 each_mpm!(h2c_prior_knowledge, h2_over_tls);
 
-/// HTTP/2 on, and a php-cgi pool for the suite's POST and cookie paths
+/// HTTP/2 on (with RFC 8441's extended CONNECT announced, where the MPM
+/// carries it), and a php-cgi pool for the suite's POST and cookie paths
 /// (run as nobody: warren refuses a pool that would run as root).
-const CONF: &str = "Protocols h2 h2c http/1.1\n<Pool www>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n    pm static\n    pm.max_children 2\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
+const CONF: &str = "Protocols h2 h2c http/1.1\nH2WebSockets on\n<Pool www>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n    pm static\n    pm.max_children 2\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
 
 fn python() -> PathBuf {
     let p = std::env::var_os("WARREN_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/warren-test-venv/bin/python"));

@@ -192,14 +192,7 @@ fn pairs(text: &[u8], cookie: bool) -> impl Iterator<Item = (&[u8], &[u8])> {
 
 /// 16 random bytes, as hex.
 fn nonce() -> String {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_err() {
-        // No /dev/urandom: the time and pid, which a remote client cannot see.
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        bytes = (t ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::proxy_http::request::unpredictable_16().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -116,7 +116,8 @@ impl Site {
             true => Some(self.tunnel_slot(backends, rules, conn, &name)?),
             false => None,
         };
-        let request_head = self.backend_head(gw, head, conn, framing, websocket);
+        let mut request_head = self.backend_head(gw, head, conn, framing, websocket);
+        let h2_accept = (websocket && head.is_h2_websocket()).then(|| request::add_websocket_key(&mut request_head));
         let is_head = head.method() == "HEAD";
 
         let replayable = replayable(head.method(), framing);
@@ -158,6 +159,15 @@ impl Site {
         };
         let (answer, used) = answer;
         if let (101, Some(slot)) = (answer.status, slot) {
+            // The HTTP/2 client cannot check the handshake (RFC 8441): we
+            // do, as mod_http2 does (502 for a 101 that is not an answer
+            // to our key).
+            if let Some(accept) = h2_accept {
+                let got = answer.fields.iter().find(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-accept")).map(|(_, v)| v.trim());
+                if got != Some(accept.as_str()) {
+                    return Err(GatewayError { status: 502, why: format!("proxy: WebSocket: {name} answered 101 without the Sec-WebSocket-Accept of our key ({})", got.unwrap_or("none")) });
+                }
+            }
             let mut r = gw.proxied_response(101);
             r.headers = answer.fields;
             r.headers.push((crate::HeaderName::Owned("Upgrade".into()), "websocket".into()));

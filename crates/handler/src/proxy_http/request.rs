@@ -97,6 +97,35 @@ pub fn head(method: &str, fields: &[(HeaderName, String)], f: &Forwarding) -> Ve
     out
 }
 
+/// RFC 8441: the client of an HTTP/2 tunnel sends no Sec-WebSocket-Key;
+/// the backend's handshake gets a fresh one, added to `head` (a request
+/// head ending in its blank line). Returns the Sec-WebSocket-Accept the
+/// backend's 101 must carry (RFC 6455 4.2.2).
+pub fn add_websocket_key(head: &mut Vec<u8>) -> String {
+    use base64::Engine;
+    use sha1::Digest;
+    let key = base64::engine::general_purpose::STANDARD.encode(unpredictable_16());
+    head.truncate(head.len().saturating_sub(2));
+    field(head, "Sec-WebSocket-Key", &key);
+    head.extend_from_slice(b"\r\n");
+    let mut sha = sha1::Sha1::new();
+    sha.update(key.as_bytes());
+    sha.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    base64::engine::general_purpose::STANDARD.encode(sha.finalize())
+}
+
+/// 16 bytes no remote party can guess (a nonce, a handshake key).
+pub(crate) fn unpredictable_16() -> [u8; 16] {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_err() {
+        // No /dev/urandom: the time and pid, which a remote client cannot see.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        bytes = (t ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+    }
+    bytes
+}
+
 /// This hop's Via entry, when ProxyVia adds one.
 pub fn via_value(via: Via, by: &str, version: &str) -> Option<String> {
     match via {
@@ -168,8 +197,9 @@ pub fn encode_path(decoded: &[u8]) -> String {
 pub fn asks_websocket(head: &RequestHead) -> bool {
     let connection = connection_options(head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"connection")).filter_map(|(_, v)| std::str::from_utf8(v).ok()));
     let upgrade = head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"upgrade")).filter_map(|(_, v)| std::str::from_utf8(v).ok()).flat_map(|v| v.split(',')).any(|p| p.trim().eq_ignore_ascii_case("websocket"));
-    // HTTP/2 has no Upgrade (RFC 8441's extended CONNECT is not done yet).
-    head.version == warren_http::Version::Http11 && head.method() == "GET" && upgrade && connection.iter().any(|o| o == "upgrade")
+    // HTTP/2 has no Upgrade: its codec makes an RFC 8441 extended CONNECT
+    // this GET (see RequestHead::is_h2_websocket).
+    (head.version == warren_http::Version::Http11 || head.is_h2_websocket()) && head.method() == "GET" && upgrade && connection.iter().any(|o| o == "upgrade")
 }
 
 #[cfg(test)]
@@ -182,6 +212,23 @@ mod tests {
 
     fn forwarding(framing: BodyFraming) -> Forwarding<'static> {
         Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, websocket: false }
+    }
+
+    #[test]
+    fn a_fresh_websocket_key_and_its_accept() {
+        let mut head = b"GET / HTTP/1.1\r\nHost: b\r\nUpgrade: websocket\r\n\r\n".to_vec();
+        let accept = add_websocket_key(&mut head);
+        let text = String::from_utf8(head).unwrap();
+        let key = text.split("Sec-WebSocket-Key: ").nth(1).unwrap().split("\r\n").next().unwrap().to_string();
+        assert!(text.ends_with(&format!("Upgrade: websocket\r\nSec-WebSocket-Key: {key}\r\n\r\n")), "{text}");
+        assert_eq!(key.len(), 24, "16 bytes in base64: {key}");
+        assert_eq!(accept.len(), 28);
+        // RFC 6455 1.3's example, through the same computation.
+        let mut sha = <sha1::Sha1 as sha1::Digest>::new();
+        sha1::Digest::update(&mut sha, b"dGhlIHNhbXBsZSBub25jZQ==258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+        assert_eq!(base64::Engine::encode(&base64::engine::general_purpose::STANDARD, sha1::Digest::finalize(sha)), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+        let mut again = b"GET / HTTP/1.1\r\n\r\n".to_vec();
+        assert_ne!(add_websocket_key(&mut again), accept, "a fresh key each time");
     }
 
     #[test]

@@ -399,7 +399,32 @@ impl Open {
 
     /// Logs how the tunnel ended; the backend's connection closes here.
     pub fn finish(self, end: End) {
-        let t = &self.tunnel;
+        self.tunnel.finish(end);
+    }
+}
+
+impl Tunnel {
+    /// For a tunnel an HTTP/2 stream carries (RFC 8441), whose client side
+    /// is the stream's DATA rather than a socket: makes the backend
+    /// non-blocking, and gives what it sent after its 101, for the client.
+    pub fn for_stream(&mut self) -> io::Result<Vec<u8>> {
+        self.backend.set_nonblocking(true)?;
+        Ok(std::mem::take(&mut self.early))
+    }
+
+    /// The backend, to read from and write to (after [`Tunnel::for_stream`]).
+    pub fn backend(&mut self) -> &mut dyn TunnelPeer {
+        &mut self.backend
+    }
+
+    /// How long the tunnel may stay with no byte moving either way.
+    pub fn idle(&self) -> Duration {
+        self.idle
+    }
+
+    /// Logs how the tunnel ended; the backend's connection closes here.
+    pub fn finish(self, end: End) {
+        let t = &self;
         let message = match end {
             End::Closed(who) => format!("proxy: WebSocket tunnel to {} closed by the {who}", t.name),
             End::Idle => format!("proxy: WebSocket tunnel to {} idle for {} s: closed (ProxyWebsocketIdleTimeout)", t.name, t.idle.as_secs()),

@@ -51,6 +51,11 @@ pub struct H2Limits {
     /// HTTP/1.1 head (431 / 414 answers); `head` is also announced as
     /// SETTINGS_MAX_HEADER_LIST_SIZE.
     pub head: HeadLimits,
+    /// RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL is announced and an
+    /// extended CONNECT for `websocket` becomes a WebSocket upgrade
+    /// request (see [`crate::RequestHead::is_h2_websocket`]); without it a
+    /// `:protocol` field is malformed (§3).
+    pub extended_connect: bool,
 }
 
 /// A connection error (RFC 9113 §5.4.1): GOAWAY with `code` has been
@@ -288,7 +293,7 @@ impl Connection {
             empty_frames: Leaky::default(),
         };
         // ENABLE_PUSH is the client's to announce, not a server's.
-        let mut settings = Vec::with_capacity(6);
+        let mut settings = Vec::with_capacity(7);
         settings.push((frame::SETTINGS_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams));
         settings.push((frame::SETTINGS_INITIAL_WINDOW_SIZE, limits.initial_window));
         if limits.max_frame_size != frame::DEFAULT_MAX_FRAME_SIZE {
@@ -299,6 +304,9 @@ impl Connection {
             settings.push((frame::SETTINGS_HEADER_TABLE_SIZE, limits.header_table_size));
         }
         settings.push((frame::SETTINGS_NO_RFC7540_PRIORITIES, 1));
+        if limits.extended_connect {
+            settings.push((frame::SETTINGS_ENABLE_CONNECT_PROTOCOL, 1));
+        }
         frame::write_settings(&mut c.out, &settings);
         let raise = limits.connection_window - frame::DEFAULT_WINDOW;
         if raise > 0 {

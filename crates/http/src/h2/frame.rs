@@ -49,6 +49,8 @@ pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
 pub const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
 pub const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
+/// RFC 8441 §3: the server takes extended CONNECT (`:protocol`).
+pub const SETTINGS_ENABLE_CONNECT_PROTOCOL: u16 = 0x8;
 pub const SETTINGS_NO_RFC7540_PRIORITIES: u16 = 0x9;
 
 /// A frame header (§4.1). The reserved bit of the stream id is ignored,

@@ -42,13 +42,22 @@ pub struct Fields<'l> {
     scheme: Option<Range<usize>>,
     authority: Option<Range<usize>>,
     path: Option<Range<usize>>,
+    /// RFC 8441's `:protocol`, taken only where [`Fields::allow_protocol`] said.
+    protocol: Option<Range<usize>>,
+    allow_protocol: bool,
     count: usize,
     problem: Option<Problem>,
 }
 
 impl<'l> Fields<'l> {
     pub fn new(limits: &'l HeadLimits, trailers: bool) -> Fields<'l> {
-        Fields { limits, trailers, bytes: Vec::new(), regular: Vec::new(), method: None, scheme: None, authority: None, path: None, count: 0, problem: None }
+        Fields { limits, trailers, bytes: Vec::new(), regular: Vec::new(), method: None, scheme: None, authority: None, path: None, protocol: None, allow_protocol: false, count: 0, problem: None }
+    }
+
+    /// Whether `:protocol` is a field (SETTINGS_ENABLE_CONNECT_PROTOCOL
+    /// announced) or, as without the setting, a malformed request.
+    pub fn allow_protocol(&mut self, allow: bool) {
+        self.allow_protocol = allow;
     }
 
     /// The first problem met, if any.
@@ -90,6 +99,7 @@ impl<'l> Fields<'l> {
                 b"scheme" => &mut self.scheme,
                 b"authority" => &mut self.authority,
                 b"path" => &mut self.path,
+                b"protocol" if self.allow_protocol => &mut self.protocol,
                 _ => return malformed("unknown or response pseudo-header field"),
             };
             if slot.is_some() {
@@ -146,9 +156,14 @@ impl<'l> Fields<'l> {
         if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
             return malformed(":method not a token");
         }
-        if method == b"CONNECT" {
+        let protocol = self.get(&self.protocol);
+        match protocol {
             // §8.5: a proxy's business; we are an origin server.
-            return Err(Problem::Refused(HttpError::new(405, "CONNECT on an origin server")));
+            None if method == b"CONNECT" => return Err(Problem::Refused(HttpError::new(405, "CONNECT on an origin server"))),
+            // RFC 8441 §4.
+            Some(_) if method != b"CONNECT" => return malformed(":protocol on a request other than CONNECT"),
+            Some(p) if p.is_empty() || !p.iter().all(|&b| is_tchar(b)) => return malformed(":protocol not a token"),
+            _ => {}
         }
         let Some(scheme) = self.get(&self.scheme) else { return malformed("no :scheme") };
         if scheme.is_empty() || !scheme.iter().all(|&b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) {
@@ -240,9 +255,34 @@ impl<'l> Fields<'l> {
                 None
             }
         });
+        if let Some(protocol) = protocol {
+            return websocket_head(protocol, path, authority, content_length, fields, wire_len);
+        }
         let head = RequestHead::from_h2(method, path, authority, fields, framing, wire_len);
         Ok((head, if end_stream { Some(0) } else { content_length }))
     }
+}
+
+/// An extended CONNECT (RFC 8441), its pseudo-header fields checked:
+/// for `websocket`, the HTTP/1.1 upgrade request it stands for, as
+/// Apache's mod_http2 makes it (h2_ws.c): GET with `upgrade: websocket`
+/// and `connection: upgrade`, which no HTTP/2 client can send itself
+/// (they are connection-specific fields, refused above), so that routing
+/// and the proxy see a WebSocket request and nothing else is taken for
+/// one. The client's `sec-websocket-key` (RFC 8441 has none) is dropped:
+/// the proxy makes a fresh one for the backend. The stream's DATA is the
+/// tunnel's, not a body: no framing, no length to match.
+fn websocket_head<'a>(protocol: &[u8], path: &[u8], authority: Option<&[u8]>, content_length: Option<u64>, fields: impl Iterator<Item = (&'a [u8], &'a [u8])>, wire_len: usize) -> Result<(RequestHead, Option<u64>), Problem> {
+    if !protocol.eq_ignore_ascii_case(b"websocket") {
+        return Err(Problem::Refused(HttpError::new(501, format!("extended CONNECT for protocol {} (only websocket is carried)", String::from_utf8_lossy(protocol)))));
+    }
+    if content_length.is_some() {
+        return Err(Problem::Malformed("content-length on an extended CONNECT"));
+    }
+    let kept = fields.filter(|(n, _)| *n != b"sec-websocket-key");
+    let upgrade: [(&[u8], &[u8]); 2] = [(b"upgrade", b"websocket"), (b"connection", b"upgrade")];
+    let head = RequestHead::from_h2(b"GET", path, authority, kept.chain(upgrade), BodyFraming::None, wire_len);
+    Ok((head, None))
 }
 
 #[cfg(test)]
@@ -279,6 +319,68 @@ mod tests {
             Err(Problem::Refused(e)) => e.status,
             other => panic!("{list:?} gave {other:?}"),
         }
+    }
+
+    fn extended(list: &[(&str, &str)], allow: bool) -> Result<(RequestHead, Option<u64>), Problem> {
+        let mut f = Fields::new(&LIMITS, false);
+        f.allow_protocol(allow);
+        for (n, v) in list {
+            f.add(n.as_bytes(), v.as_bytes());
+        }
+        f.head(false, 10)
+    }
+
+    const WS: [(&str, &str); 5] = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":authority", "a.example"), (":path", "/chat?x=1")];
+
+    #[test]
+    fn an_extended_connect_is_a_websocket_upgrade() {
+        let mut list = WS.to_vec();
+        list.extend([("sec-websocket-version", "13"), ("sec-websocket-key", "client's"), ("sec-websocket-protocol", "chat"), ("cookie", "a=1"), ("cookie", "b=2")]);
+        let (h, expected) = extended(&list, true).unwrap();
+        assert_eq!(h.request_line(), b"GET /chat?x=1 HTTP/2.0");
+        assert!(h.is_h2_websocket());
+        assert_eq!(h.header("connection"), Some(&b"upgrade"[..]));
+        assert_eq!(h.header("sec-websocket-protocol"), Some(&b"chat"[..]));
+        assert_eq!(h.header("sec-websocket-key"), None, "the proxy makes its own");
+        assert_eq!(h.header("cookie"), Some(&b"a=1; b=2"[..]));
+        assert_eq!((h.framing, expected), (BodyFraming::None, None), "the DATA is the tunnel's, not a body");
+        // An ordinary request is never taken for one.
+        assert!(!head(&GET, true).unwrap().0.is_h2_websocket());
+    }
+
+    #[test]
+    fn extended_connects_refused() {
+        let why = |list: &[(&str, &str)], allow| match extended(list, allow) {
+            Err(Problem::Malformed(why)) => why.to_string(),
+            Err(Problem::Refused(e)) => e.status.to_string(),
+            Ok(_) => "served".into(),
+        };
+        // Without SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 §3).
+        assert_eq!(why(&WS, false), "unknown or response pseudo-header field");
+        let mut get = WS.to_vec();
+        get[0].1 = "GET";
+        assert_eq!(why(&get, true), ":protocol on a request other than CONNECT");
+        for missing in [":scheme", ":path"] {
+            let list: Vec<_> = WS.iter().copied().filter(|(n, _)| *n != missing).collect();
+            assert!(why(&list, true).starts_with("no :"), "{missing}: {}", why(&list, true));
+        }
+        let mut other = WS.to_vec();
+        other[1].1 = "connect-udp";
+        assert_eq!(why(&other, true), "501");
+        let mut smuggled = WS.to_vec();
+        smuggled[1].1 = "websocket\r\nx: y";
+        assert_eq!(why(&smuggled, true), "NUL, CR or LF in a field value");
+        smuggled[1].1 = "websocket x";
+        assert_eq!(why(&smuggled, true), ":protocol not a token");
+        let mut twice = WS.to_vec();
+        twice.insert(2, (":protocol", "websocket"));
+        assert_eq!(why(&twice, true), "duplicate pseudo-header field");
+        let mut sized = WS.to_vec();
+        sized.push(("content-length", "3"));
+        assert_eq!(why(&sized, true), "content-length on an extended CONNECT");
+        // A plain CONNECT stays an origin server's 405.
+        let plain: Vec<_> = WS.iter().copied().filter(|(n, _)| *n != ":protocol").collect();
+        assert_eq!(why(&plain, true), "405");
     }
 
     #[test]

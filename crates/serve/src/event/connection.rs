@@ -255,7 +255,7 @@ impl EventLoop {
     /// child). Any other answer waits for the body to be read and dropped.
     fn start_request(&mut self, slot: usize, head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
-        if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, c.h1.input()) {
+        if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, c.h1.input(), true) {
             // Nothing else is queued: the last response went out before this
             // request was read, so 101 goes whole or the client is gone.
             if !matches!(c.stream.send(crate::h2::SWITCHING, false), Ok(n) if n == crate::h2::SWITCHING.len()) {
@@ -412,6 +412,7 @@ impl EventLoop {
         if self.conns[slot].as_ref().is_some_and(|c| c.h2.is_some()) {
             self.h2_abort(slot);
             self.h2_relays_close(slot);
+            self.h2_tunnels_close(slot);
         }
         // Closing the socket (dropping the stream) also removes it from epoll.
         if self.conns[slot].take().is_some() {

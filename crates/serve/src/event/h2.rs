@@ -20,8 +20,9 @@ pub(super) struct H2Conn {
     pub(super) session: Session,
     /// GOAWAY has been queued: stopping, or idle past KeepAliveTimeout.
     going_away: bool,
-    /// The last time the client sent something or took something.
-    last_progress: Instant,
+    /// The last time the client sent something or took something (or a
+    /// tunnel on it moved a byte).
+    pub(super) last_progress: Instant,
     /// H2StreamTimeout (else Timeout).
     stream_timeout: Duration,
 }
@@ -37,7 +38,7 @@ impl EventLoop {
         c.stream.note_tls(&self.site, &mut c.info, sb.thread(self.slot, 0));
         let mut tasks = Vec::new();
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
-        let session = crate::h2::session(&c.stream, &self.rules, c.info, upgraded, &mut ctx, &mut tasks);
+        let session = crate::h2::session(&c.stream, &self.rules, c.info, upgraded, true, &mut ctx, &mut tasks);
         let stream_timeout = crate::h2::stream_timeout(&c.stream, &self.rules);
         c.h2 = Some(Box::new(H2Conn { session, going_away: false, last_progress: Instant::now(), stream_timeout }));
         let generation = c.generation;
@@ -52,6 +53,7 @@ impl EventLoop {
     pub(super) fn drive_h2(&mut self, slot: usize) {
         self.drive_h2_session(slot);
         self.h2_relays_resume(slot);
+        self.h2_tunnels_resume(slot);
     }
 
     fn drive_h2_session(&mut self, slot: usize) {
@@ -217,6 +219,9 @@ impl EventLoop {
     /// if the thread goes on producing them); the connection is driven
     /// with the others that have something to send.
     pub(super) fn h2_complete(&mut self, slot: usize, stream: u32, resp: warren_handler::Response, pieces: Option<std::sync::mpsc::Receiver<crate::h2::body_plan::Piece>>) {
+        if resp.tunnel.is_some() {
+            return self.h2_open_tunnel(slot, stream, resp);
+        }
         let sb = self.sb.clone();
         let Some(h) = self.conns[slot].as_mut().and_then(|c| c.h2.as_mut()) else { return };
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };

@@ -18,6 +18,7 @@
 //! - [`h2_relay`]: HTTP/2 streams' FastCGI exchanges on the loop.
 //! - [`ws_tunnel`]: WebSocket tunnels, carried by the loop once their 101
 //!   is out.
+//! - [`h2_ws`]: WebSocket tunnels over HTTP/2 streams (RFC 8441).
 //! - [`proxy_relay`]: HTTP backend exchanges (mod_proxy_http) on the loop.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
@@ -47,6 +48,7 @@ mod connection;
 mod fastcgi_relay;
 mod h2;
 mod h2_relay;
+mod h2_ws;
 mod proxy_relay;
 pub mod thread_pool;
 mod ws_tunnel;
@@ -70,6 +72,9 @@ const TOKEN_H2_UPSTREAM: u64 = 1 << 60;
 const TOKEN_TUNNEL: u64 = 1 << 59;
 /// Added to a connection's slot: the token of its HTTP backend's socket.
 const TOKEN_HTTP_UPSTREAM: u64 = 1 << 58;
+/// Added to an index in `h2_tunnels`: the token of an HTTP/2 stream's
+/// WebSocket backend.
+const TOKEN_H2_TUNNEL: u64 = 1 << 57;
 
 /// Set by the signal handler: stop gracefully.
 pub struct StopFlag(pub Arc<AtomicBool>);
@@ -117,6 +122,8 @@ pub struct EventLoop {
     h2_ready: Vec<usize>,
     /// How many connections are WebSocket tunnels ([`ws_tunnel`]).
     tunnels: usize,
+    /// HTTP/2 streams' WebSocket tunnels ([`h2_ws`]).
+    h2_tunnels: Vec<Option<h2_ws::H2Tunnel>>,
     /// Kept connections to HTTP backends.
     proxy_idle: proxy_relay::IdleBackends,
 }
@@ -173,6 +180,7 @@ impl EventLoop {
             h2_feeding: 0,
             h2_ready: Vec::new(),
             tunnels: 0,
+            h2_tunnels: Vec::new(),
             proxy_idle: Default::default(),
         };
         event_loop.update_listening();
@@ -235,6 +243,7 @@ impl EventLoop {
                     t if t >= TOKEN_H2_UPSTREAM => self.h2_relay_ready((t - TOKEN_H2_UPSTREAM) as usize, flags),
                     t if t >= TOKEN_TUNNEL => self.tunnel_ready((t - TOKEN_TUNNEL) as usize, flags, true),
                     t if t >= TOKEN_HTTP_UPSTREAM => self.http_upstream_ready((t - TOKEN_HTTP_UPSTREAM) as usize, flags),
+                    t if t >= TOKEN_H2_TUNNEL => self.h2_tunnel_ready((t - TOKEN_H2_TUNNEL) as usize, flags),
                     t => self.ready(t as usize, flags),
                 }
             }
@@ -245,6 +254,7 @@ impl EventLoop {
                 last_tick = now;
                 self.expire(now);
                 self.expire_h2_relays(now);
+                self.expire_h2_tunnels(now);
                 self.drive_h2_ready();
                 self.retry_parked(now);
                 self.logs.flush();

@@ -25,6 +25,9 @@ use crate::exchange::{panic_response, Exchange};
 use crate::serve::{self, Carrier, Records, Router, Started};
 use warren_mpm::scoreboard::ThreadSlot;
 
+mod ws;
+pub use ws::WsStream;
+
 /// How much DATA a stream sends before the next stream has its turn.
 const TURN: usize = 16 * 1024;
 /// Output the session builds ahead of the socket: enough to fill a send
@@ -127,6 +130,8 @@ struct Stream {
     moved: Instant,
     /// Shared with the [`Task`] working out its answer, if one is.
     dropped: Option<Arc<AtomicBool>>,
+    /// An RFC 8441 WebSocket stream: its DATA is the tunnel's.
+    ws: Option<Box<WsStream>>,
 }
 
 impl Stream {
@@ -139,6 +144,8 @@ impl Stream {
             // Nothing queued: it waits on the application.
             State::Sending(BodyPlan::Fed(f)) => f.queued() > 0,
             State::Sending(_) => true,
+            // Its idle limit is the tunnel's (ProxyWebsocketIdleTimeout).
+            State::Tunnel => false,
         }
     }
 }
@@ -151,6 +158,9 @@ enum State {
     Working,
     /// Its response head is out; the body goes as the windows allow.
     Sending(BodyPlan),
+    /// An RFC 8441 tunnel under way: the driver moves its bytes
+    /// ([`Session::pump_tunnel`]).
+    Tunnel,
 }
 
 /// The streams of one HTTP/2 connection and the codec under them.
@@ -177,6 +187,9 @@ pub struct Session {
     /// window's worth of DATA lands behind the 101); the preface tells it
     /// has switched. Costs an upgraded stream one round trip.
     awaiting_preface: bool,
+    /// RFC 8441 tunnels opened and not yet ended by the driver
+    /// ([`Session::end_tunnel`]); a reset stream's stays counted until then.
+    tunnels: usize,
 }
 
 impl Session {
@@ -186,7 +199,7 @@ impl Session {
             0 => TURN,
             n => TURN.min(n as usize),
         };
-        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn, awaiting_preface: false }
+        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn, awaiting_preface: false, tunnels: 0 }
     }
 
     /// No stream is open on either side: the connection is idle.
@@ -196,7 +209,7 @@ impl Session {
 
     /// Streams whose answer is out on a [`Task`] or a worker thread's pieces.
     pub fn has_work_out(&self) -> bool {
-        self.streams.iter().any(|s| matches!(s.state, State::Working | State::Sending(BodyPlan::Channel { .. } | BodyPlan::Fed(_))))
+        self.streams.iter().any(|s| matches!(s.state, State::Working | State::Tunnel | State::Sending(BodyPlan::Channel { .. } | BodyPlan::Fed(_))))
     }
 
     /// Takes what the client sent; returns how much was used. Work that
@@ -213,6 +226,9 @@ impl Session {
                 Event::Request { stream, head } => self.start(ctx, stream, head, tasks),
                 Event::Refused { stream, error } => self.refuse(ctx, stream, &error),
                 Event::Data { stream, data, end_stream } => {
+                    if self.tunnel_data(stream, &data, end_stream) {
+                        continue;
+                    }
                     self.codec.consumed(stream, data.len());
                     self.body_data(ctx, stream, &data, end_stream, tasks);
                 }
@@ -233,7 +249,8 @@ impl Session {
         self.served += 1;
         let mut info = self.info;
         let Started { exchange: ex, outcome } = serve::start(ctx.site, ctx.slot, head, &mut info, Carrier::Http2, Router::Loop);
-        self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now(), dropped: None });
+        let ws = ex.head.as_ref().is_some_and(RequestHead::is_h2_websocket).then(Box::default);
+        self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now(), dropped: None, ws });
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(e) => return self.body_error(ctx, id, &e),
@@ -316,7 +333,7 @@ impl Session {
         let mut ex = Exchange::new(None, true, 0);
         ex.raw_line = b"(HTTP/2 request)".to_vec();
         let resp = ctx.site.protocol_error(e.status, &self.info, &e.reason);
-        self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now(), dropped: None });
+        self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now(), dropped: None, ws: None });
         self.respond(ctx, id, resp, false, Producer::Here);
     }
 
@@ -358,6 +375,7 @@ impl Session {
     fn respond(&mut self, ctx: &mut Ctx, id: u32, resp: Response, filtered: bool, producer: Producer) {
         let Some(s) = self.streams.iter_mut().find(|s| s.id == id) else { return };
         let resp = if filtered { resp } else { s.ex.last_filters(resp, ctx.site) };
+        let resp = ws::not_a_tunnel(ctx, s, resp);
         let is_head = s.ex.head.as_ref().is_some_and(|h| h.method() == "HEAD");
         let with_body = status_allows_body(resp.status);
         let mut fields: Vec<(&str, &str)> = Vec::with_capacity(resp.headers.len() + 3);

@@ -195,6 +195,12 @@ impl Connection {
         }
     }
 
+    /// Whether the client may still send on `stream` (it has not ended its
+    /// side, and the stream is neither closed nor reset).
+    pub fn receiving(&self, stream: u32) -> bool {
+        self.find(stream).is_some_and(|i| self.streams[i].recv_open)
+    }
+
     /// Streams open (not closed in both directions, not reset).
     pub fn open_streams(&self) -> usize {
         self.streams.len()

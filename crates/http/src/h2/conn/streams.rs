@@ -87,6 +87,7 @@ impl Connection {
         // Decoded whatever becomes of the stream: the dynamic table must
         // stay in step with the client's.
         let mut fields = Fields::new(&limits, !is_new);
+        fields.allow_protocol(self.limits.extended_connect);
         let too_large = match self.decoder.decode(block, limits.head, &mut |n, v| fields.add(n, v)) {
             Ok(()) => false,
             Err(DecodeError::ListTooLarge) => true,

@@ -13,7 +13,7 @@ mod limits;
 const HEAD: HeadLimits = HeadLimits { request_line: 200, field_size: 200, fields: 20, head: 2000 };
 
 fn limits() -> H2Limits {
-    H2Limits { max_concurrent_streams: 4, initial_window: 65_535, connection_window: 1 << 20, max_frame_size: 16_384, header_table_size: 4096, head: HEAD }
+    H2Limits { max_concurrent_streams: 4, initial_window: 65_535, connection_window: 1 << 20, max_frame_size: 16_384, header_table_size: 4096, head: HEAD, extended_connect: false }
 }
 
 /// A frame of our output.
@@ -668,4 +668,33 @@ fn output_written_in_pieces() {
     assert_eq!(got, all);
     c.conn.written(10); // more than there is: harmless
     assert!(c.conn.output().is_empty());
+}
+
+#[test]
+fn extended_connect_announced_and_its_data_not_a_body() {
+    // Not announced, and a :protocol is a malformed request (RFC 8441 §3).
+    let mut c = Client::bare(limits());
+    let out = c.take();
+    assert!(!settings(&out[0].payload).any(|(id, _)| id == SETTINGS_ENABLE_CONNECT_PROTOCOL));
+    let ws = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":authority", "a.example"), (":path", "/chat"), ("sec-websocket-version", "13")];
+    let mut c = Client::new(limits());
+    c.headers(1, &ws, false).unwrap();
+    assert!(c.events().is_empty());
+    assert_eq!(c.take().iter().find_map(Out::rst), Some((1, ErrorCode::Protocol as u32)));
+
+    let mut c = Client::bare(H2Limits { extended_connect: true, ..limits() });
+    let out = c.take();
+    assert!(settings(&out[0].payload).any(|s| s == (SETTINGS_ENABLE_CONNECT_PROTOCOL, 1)));
+    let mut c = Client::new(H2Limits { extended_connect: true, ..limits() });
+    c.headers(1, &ws, false).unwrap();
+    c.data(1, b"frame bytes", false).unwrap();
+    assert!(c.conn.receiving(1));
+    c.data(1, b"", true).unwrap();
+    assert!(!c.conn.receiving(1), "the client ended its side");
+    assert!(!c.conn.receiving(3), "no such stream");
+    let events = c.events();
+    assert!(
+        matches!(&events[..], [Event::Request { stream: 1, head }, Event::Data { data, end_stream: false, .. }, Event::Data { end_stream: true, .. }] if head.is_h2_websocket() && data == b"frame bytes"),
+        "{events:?}"
+    );
 }

@@ -1,0 +1,190 @@
+//! WebSockets over HTTP/2 (RFC 8441), a stream's side. The codec gives an
+//! extended CONNECT for `websocket` as the HTTP/1.1 upgrade request it
+//! stands for; it is routed and proxied like one, and the backend's 101
+//! (its Sec-WebSocket-Accept checked by the proxy) becomes the stream's
+//! 200. From then on the stream's DATA is the tunnel's, both ways:
+//! - client to backend: DATA waits in [`WsStream`] until the backend has
+//!   taken it, and only then is credited back to the client, so a backend
+//!   that reads slowly closes the client's window;
+//! - backend to client: read only as far as the stream's send window (and
+//!   the connection's output) has room, so a client that reads slowly
+//!   leaves the backend's bytes in its socket;
+//! - the client's END_STREAM is the backend's half-close (shutdown for
+//!   writing), the backend's end is END_STREAM; a failure either side is
+//!   RST_STREAM (CONNECT_ERROR toward the client, RFC 9113 §8.5), and a
+//!   client's RST_STREAM closes the backend.
+//!
+//! What the socket side needs (registering the backend, its idle limit) is
+//! the driver's: the event loop's `h2_ws`.
+
+use std::io;
+
+use warren_handler::proxy_http::tunnel::{End, TunnelPeer};
+use warren_handler::Response;
+use warren_http::h2::ErrorCode;
+
+use super::{Ctx, Session, State, Stream, OUTPUT_AHEAD, TURN};
+
+/// The client's side of an RFC 8441 stream.
+#[derive(Default)]
+pub struct WsStream {
+    /// DATA the backend has not taken yet (at most the stream's window).
+    to_backend: Vec<u8>,
+    /// The client sent END_STREAM.
+    client_ended: bool,
+    /// That end was passed on to the backend.
+    backend_shut: bool,
+}
+
+/// A stream's response when it is not the tunnel's: a backend (or any
+/// other handler) that answered the WebSocket request with a success but
+/// did not switch protocols is no WebSocket endpoint, and the client must
+/// not take its answer for an open tunnel: 502, as mod_http2 answers
+/// (h2_ws.c); errors and redirects go as they are.
+pub(super) fn not_a_tunnel(ctx: &mut Ctx, s: &Stream, resp: Response) -> Response {
+    if s.ws.is_none() || !(resp.status == 101 || (200..300).contains(&resp.status)) {
+        return resp;
+    }
+    let path = s.ex.head.as_ref().map(|h| String::from_utf8_lossy(h.path_and_query()).into_owned()).unwrap_or_default();
+    ctx.site.protocol_error(502, &s.info, &format!("HTTP/2 WebSocket: {path} answered {} without a WebSocket tunnel (no WebSocket backend there)", resp.status))
+}
+
+impl Session {
+    /// DATA for an RFC 8441 stream: kept for the backend, not credited
+    /// back yet. False if `id` is not such a stream.
+    pub(super) fn tunnel_data(&mut self, id: u32, data: &[u8], end: bool) -> bool {
+        let Some(s) = self.stream_mut(id) else { return false };
+        let Some(ws) = s.ws.as_mut() else { return false };
+        ws.to_backend.extend_from_slice(data);
+        ws.client_ended |= end;
+        s.moved = std::time::Instant::now();
+        true
+    }
+
+    /// Whether the driver carries a tunnel for this connection (its
+    /// stream may be gone already: a client's RST_STREAM).
+    pub fn has_tunnels(&self) -> bool {
+        self.tunnels > 0
+    }
+
+    /// The backend switched protocols for stream `id`: its 200 goes (the
+    /// fields of the 101 that only HTTP/1.1 has left out), and the stream
+    /// becomes a tunnel. False if the stream is gone or is no WebSocket
+    /// stream: the caller drops the backend.
+    pub fn open_tunnel(&mut self, ctx: &mut Ctx, id: u32, resp: Response) -> bool {
+        let Some(s) = self.streams.iter_mut().find(|s| s.id == id) else { return false };
+        if s.ws.is_none() || !matches!(s.state, State::Working) {
+            return false;
+        }
+        let date = ctx.date.now().to_owned();
+        let mut fields: Vec<(&str, &str)> = vec![("date", &date), ("server", &ctx.site.server_header)];
+        // Connection and Upgrade are dropped by the codec (hop-by-hop).
+        fields.extend(resp.headers.iter().filter(|(n, _)| !n.eq_ignore_ascii_case("sec-websocket-accept")).map(|(n, v)| (&**n, v.as_str())));
+        self.codec.send_headers(id, 200, &fields, false);
+        let head_size: u64 = fields.iter().map(|(n, v)| (n.len() + v.len() + 4) as u64).sum::<u64>() + 13;
+        drop(fields);
+        s.ex.bytes_sent = head_size;
+        s.ex.record(200, resp.host, resp.filename, resp.headers, resp.filters);
+        s.state = State::Tunnel;
+        self.tunnels += 1;
+        true
+    }
+
+    /// Moves what can move now between stream `id` and its backend, with
+    /// `early` (what the backend sent with its 101) going first and
+    /// `chunk` as the read buffer. Ok(true) if a byte moved; Err when the
+    /// tunnel is over (the caller then calls [`Session::end_tunnel`]).
+    pub fn pump_tunnel(&mut self, id: u32, backend: &mut dyn TunnelPeer, early: &mut Vec<u8>, chunk: &mut [u8]) -> Result<bool, End> {
+        let Some(i) = self.streams.iter().position(|s| s.id == id && matches!(s.state, State::Tunnel)) else {
+            return Err(End::Closed("client (RST_STREAM)"));
+        };
+        let mut moved = false;
+        let s = &mut self.streams[i];
+        let ws = s.ws.as_mut().expect("a tunnel stream is a WebSocket stream");
+        // A CONNECT whose HEADERS ended the stream brings no DATA to say so.
+        ws.client_ended |= !self.codec.receiving(id);
+        let mut written = 0;
+        while written < ws.to_backend.len() {
+            match backend.send_some(&ws.to_backend[written..]) {
+                Ok(0) => return Err(End::Failed("writing to the backend", io::ErrorKind::WriteZero.into())),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(End::Failed("writing to the backend", e)),
+            }
+        }
+        let held = !backend.push().map_err(|e| End::Failed("writing to the backend", e))?;
+        if written > 0 {
+            ws.to_backend.drain(..written);
+            if ws.to_backend.is_empty() {
+                ws.to_backend = Vec::new();
+            }
+            s.ex.bytes_received += written as u64;
+            moved = true;
+        }
+        if ws.to_backend.is_empty() && !held && ws.client_ended && !ws.backend_shut {
+            ws.backend_shut = true;
+            backend.close_write();
+            moved = true;
+        }
+        let client_ended = ws.backend_shut;
+        if written > 0 {
+            // Credit only for what the backend took: its pace is the client's.
+            self.codec.consumed(id, written);
+        }
+        let mut sent = 0u64;
+        let result = loop {
+            let room = self.codec.send_window(id).min(TURN).min(chunk.len());
+            if room == 0 || self.codec.output().len() >= OUTPUT_AHEAD {
+                break Ok(());
+            }
+            if !early.is_empty() {
+                let n = self.codec.send_data(id, &early[..room.min(early.len())], false);
+                early.drain(..n);
+                sent += n as u64;
+                continue;
+            }
+            match backend.read_some(&mut chunk[..room]) {
+                Ok(0) => {
+                    self.codec.send_data(id, &[], true);
+                    break Err(End::Closed(if client_ended { "client" } else { "backend" }));
+                }
+                Ok(n) => sent += self.codec.send_data(id, &chunk[..n], false) as u64,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
+                Err(e) => break Err(End::Failed("reading from the backend", e)),
+            }
+        };
+        let s = &mut self.streams[i];
+        if sent > 0 {
+            s.ex.body_bytes += sent;
+            s.ex.bytes_sent += sent;
+            moved = true;
+        }
+        if moved {
+            s.moved = std::time::Instant::now();
+        }
+        result.map(|_| moved)
+    }
+
+    /// The tunnel of stream `id` is over: the stream is reset unless it
+    /// ended cleanly (CONNECT_ERROR for a backend that failed, CANCEL when
+    /// idle or stopping), and logged.
+    /// `opened`: the tunnel had been opened ([`Session::open_tunnel`]).
+    pub fn end_tunnel(&mut self, ctx: &mut Ctx, id: u32, end: &End, opened: bool) {
+        if opened {
+            self.tunnels = self.tunnels.saturating_sub(1);
+        }
+        let code = match end {
+            End::Closed(_) => None,
+            End::Failed(..) => Some(ErrorCode::Connect),
+            End::Idle | End::Stopped => Some(ErrorCode::Cancel),
+        };
+        if let Some(code) = code {
+            self.codec.reset(id, code);
+        }
+        if self.stream_mut(id).is_some() {
+            self.finish_stream(ctx, id, code.is_some());
+        }
+    }
+}
