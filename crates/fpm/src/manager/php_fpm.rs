@@ -5,7 +5,9 @@
 //! php-fpm forks its children after PHP's start-up, so they share one
 //! opcache (the compiled scripts), where php-cgi children started one by
 //! one each compile and keep their own; and they accept on one socket, so a
-//! request waits for a child in the kernel's listen queue, not in warren.
+//! request waits for a child in the kernel's listen queue, not in warren
+//! (but for `pm.max_children auto`, where warren holds requests to the
+//! count: see `table::PhpFpmShape::capped`).
 //! Each pool has a master of its own, running as the pool's user: pools of
 //! different users never share an opcache. The master is warren's child,
 //! in a session of its own, and gets the pool's socket from warren
@@ -129,7 +131,7 @@ impl Manager {
 /// The name php-fpm is told its socket has, `listen` and the key in
 /// `FPM_SOCKETS`: never created. php-fpm unlinks its listen path as it
 /// exits, which, were it the pool's, would remove the socket a master that
-/// replaced it (a new count) is taking requests on.
+/// replaced it (after it died) is taking requests on.
 fn listen_key(socket: &Path) -> std::path::PathBuf {
     let mut key = socket.as_os_str().to_owned();
     key.push(".fpm");
