@@ -66,8 +66,6 @@ pub(super) struct AutoSize {
     peaks: Window,
     changed: Option<Instant>,
     shrunk: Option<Instant>,
-    /// The count was made from measured sizes, not the prior.
-    measured: bool,
     /// When the largest child peak last rose past [`STEADY_RISE`] %: the
     /// time, the pool's requests then, and that peak.
     rose: Option<(Instant, u64, u64)>,
@@ -81,7 +79,7 @@ pub(super) struct AutoSize {
 
 impl AutoSize {
     pub(super) fn new() -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, measured: false, rose: None, warm: false, recycled: Vec::new() }
+        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new() }
     }
 }
 
@@ -249,7 +247,6 @@ impl Manager {
             if allowed {
                 a.count = want;
                 a.changed = Some(now);
-                a.measured = warm;
                 if want < have && reading.short.is_some() {
                     a.shrunk = Some(now);
                 }
