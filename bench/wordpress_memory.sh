@@ -4,7 +4,7 @@
 # per run: OOM kills (and of which process, from the kernel's log), failed transactions, trans/s,
 # and the cgroup's sampled peaks (usage with page cache; rss+shmem, also as a share of the limit;
 # the most PHP processes at once, masters included); at the end a Markdown table of every run
-# and a summary per front end, to paste.
+# and a summary per front end, to paste; per run, where the memory went at the peak.
 # warren-pool runs with pm.max_children auto (FPM_MAX_CHILDREN=auto); nginx's php-fpm keeps its 5.
 #
 #   bench/wordpress_memory.sh                     # N=3 runs of warren-pool and nginx, 128M, -c 50, 20 s
@@ -49,10 +49,23 @@ for run in $(seq 1 "$N"); do
     before=$(since_boot)
     # PHP processes in the cgroup and those below it (the pools' own), sampled while the run lasts:
     # the most at once, and how many when (seconds since the front end was started).
-    ( most=0; t0=$(date +%s.%N); : > "$dir/$front.php-timeline.txt"; while sleep 0.5; do
-        n=$(cat $(find "$cg" -name cgroup.procs 2>/dev/null) 2>/dev/null | while read -r p; do cat /proc/$p/comm 2>/dev/null; done | grep -c '^php')
+    # At the highest rss+shmem seen, where it went ($front.peak.txt): the cgroup's memory.stat
+    # totals and each kind of process's share (Pss_Anon + Pss_Shmem, by command name).
+    ( most=0; top=0; t0=$(date +%s.%N); : > "$dir/$front.php-timeline.txt"; while sleep 0.5; do
+        procs=$(cat $(find "$cg" -name cgroup.procs 2>/dev/null) 2>/dev/null)
+        n=$(for p in $procs; do cat /proc/$p/comm 2>/dev/null; done | grep -c '^php')
         echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') $n" >> "$dir/$front.php-timeline.txt"
         [ "$n" -gt "$most" ] && most=$n && echo "$most" > "$dir/$front.php.txt"
+        a=$(awk '$1=="total_rss"||$1=="total_shmem" {s+=$2} END{print s+0}' "$cg/memory.stat" 2>/dev/null)
+        if [ "${a:-0}" -gt "$top" ]; then
+          top=$a
+          { awk '$1 ~ /^total_(rss|shmem|mapped_file|cache)$/ {printf "%s %.1f MiB\n", $1, $2/1048576}' "$cg/memory.stat"
+            for p in $procs; do
+              c=$(cat /proc/$p/comm 2>/dev/null) || continue
+              awk -v c="$c" '$1=="Pss_Anon:"||$1=="Pss_Shmem:" {s+=$2} END{print c, s+0}' /proc/$p/smaps_rollup 2>/dev/null
+            done | awk '$1 !~ /^total_/ {n[$1]++; k[$1]+=$2} END{for (c in k) printf "%s x%d %.1f MiB\n", c, n[c], k[c]/1024}' | sort -k3 -nr
+          } > "$dir/$front.peak.txt.new" && mv "$dir/$front.peak.txt.new" "$dir/$front.peak.txt"
+        fi
       done ) &
     sampler=$!
     WP_MEM_LIMIT=$LIMIT FPM_MAX_CHILDREN=auto C=$C T=$T OUT=$dir "$kit/wp-bench.sh" "$front" > "$dir/$front.bench.txt" 2>&1

@@ -214,6 +214,7 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
     };
     let mut p = PoolConfig::defaults(&name, sec.origin.clone());
     let mut start_set = false;
+    let mut catch_set = false;
     let before = errors.len();
     let warned_before = warnings.len();
     // Said once the program is known: php-fpm does lock them.
@@ -353,7 +354,7 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
                 Some(v) => err(errors, &d.origin, format!("pm.status_path {v} must start with /")),
                 None => {}
             },
-            "catch_workers_output" => match one(errors).map(|v| v.to_ascii_lowercase()) {
+            "catch_workers_output" => match one(errors).map(|v| v.to_ascii_lowercase()).inspect(|_| catch_set = true) {
                 Some(v) if ["yes", "on", "true", "1"].contains(&v.as_str()) => p.catch_output = true,
                 Some(v) if ["no", "off", "false", "0", ""].contains(&v.as_str()) => p.catch_output = false,
                 Some(v) => err(errors, &d.origin, format!("catch_workers_output: '{v}' is not yes or no")),
@@ -372,6 +373,13 @@ pub fn parse_pool(sec: &Section, strict: bool, errors: &mut Vec<ConfigError>, wa
             NotApplied::ToPhpCgi(_) if p.runs_php_fpm() => p.php_fpm_settings.push((key, value)),
             NotApplied::ToPhpCgi(why) | NotApplied::Ever(why) => warnings.push(ConfigError { origin, message: format!("{key} is not applied: {why}") }),
         }
+    }
+    // php-fpm's own default for its masters: with catch_workers_output
+    // each child writes to its master's pipe at the end of every request
+    // (fpm_stdio_flush_child), a wake-up of the master per request that
+    // cost a hello.php a third more CPU.
+    if p.runs_php_fpm() && !catch_set {
+        p.catch_output = false;
     }
     if !p.runs_php_fpm() {
         warnings.extend(admin_warnings);

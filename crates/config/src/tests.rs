@@ -303,6 +303,16 @@ ProxyPass "/app/" "unix:/run/app.sock|fcgi://localhost/srv/app/"
 }
 
 #[test]
+fn php_fpm_pools_catch_no_output_unless_asked() {
+    let d = Dir::new("pools-catch");
+    let l = load(&d, "Listen 8080\nDocumentRoot htdocs\n<Pool cgi>\n    Command /usr/bin/php-cgi\n</Pool>\n<Pool fpm>\n    Command /usr/sbin/php-fpm8.2\n</Pool>\n<Pool asked>\n    Command /usr/sbin/php-fpm8.2\n    catch_workers_output yes\n</Pool>\n");
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    let s = l.settings.unwrap();
+    let caught: Vec<(&str, bool)> = s.pools.iter().map(|p| (p.name.as_str(), p.catch_output)).collect();
+    assert_eq!(caught, vec![("cgi", true), ("fpm", false), ("asked", true)]);
+}
+
+#[test]
 fn pools_with_php_fpm_names_and_defaults() {
     let d = Dir::new("pools");
     let text = r#"Listen 8080

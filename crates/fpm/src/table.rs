@@ -93,6 +93,9 @@ pub struct PoolCounters {
     pub peak_child: AtomicU64,
     pub cgroup_limit: AtomicU64,
     pub recycled: AtomicU32,
+    /// Requests a php-fpm pool with `pm.max_children auto` is serving now:
+    /// warren sends it no more than its count allows (see [`PhpFpmShape::capped`]).
+    pub in_flight: AtomicU32,
 }
 
 /// The memory budget's figures, in bytes, as the last sizing pass saw them
@@ -152,6 +155,12 @@ pub struct PoolShape {
 #[derive(Clone, Debug)]
 pub struct PhpFpmShape {
     pub terminate_after: Option<Duration>,
+    /// `pm.max_children auto`: the master runs at the ceiling, and warren,
+    /// the pool's only client, sends it at most `auto_children - 1`
+    /// requests at once (php-fpm keeps one idle child beside those busy),
+    /// so the count changes without a new master (whose opcache would
+    /// start empty, beside the old family until it exits).
+    pub capped: bool,
 }
 
 /// The shared memory itself, and the instant its clock counts from.
@@ -261,6 +270,14 @@ impl Table {
         None
     }
 
+    /// A place among the requests capped php-fpm pool `pool` serves at
+    /// once, if one is free: its count less the idle child php-fpm keeps.
+    fn take_place(&self, pool: usize) -> bool {
+        let c = self.counters(pool);
+        let places = c.auto_children.load(Ordering::Acquire).saturating_sub(1).max(1);
+        c.in_flight.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < places).then_some(n + 1)).is_ok()
+    }
+
     /// A child of the pool became idle: wakes up to `n` waiting requests.
     pub fn child_freed(&self, pool: usize, n: i32) {
         let c = self.counters(pool);
@@ -325,6 +342,8 @@ struct QueuedLease {
     pool: usize,
     started: Instant,
     terminate_after: Option<Duration>,
+    /// It holds a place of a capped pool (given back when dropped).
+    capped: bool,
 }
 
 impl PoolLease for QueuedLease {
@@ -335,6 +354,15 @@ impl PoolLease for QueuedLease {
     /// A child lost after request_terminate_timeout is one php-fpm killed.
     fn terminated(&self) -> bool {
         self.terminate_after.is_some_and(|t| self.started.elapsed() >= t)
+    }
+}
+
+impl Drop for QueuedLease {
+    fn drop(&mut self) {
+        if self.capped {
+            self.table.counters(self.pool).in_flight.fetch_sub(1, Ordering::AcqRel);
+            self.table.child_freed(self.pool, 1);
+        }
     }
 }
 
@@ -540,12 +568,11 @@ impl PoolDispatch for Dispatch {
 
     fn try_lease(&self, pool: &str, uri: &[u8]) -> Option<Box<dyn PoolLease>> {
         let (t, p) = self.find(pool)?;
-        if let Some(l) = self.queued(&t, p) {
-            // No master: join_queue says so.
-            return l.ok();
+        // No php-fpm master: join_queue says so.
+        if t.php_fpm_down(p) {
+            return None;
         }
-        let s = t.try_take(p, uri)?;
-        Some(self.leased(&t, p, s))
+        self.take(&t, p, uri)
     }
 
     fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy> {
@@ -554,11 +581,13 @@ impl PoolDispatch for Dispatch {
             return Err(if asked::pending(&self.table(), pool).is_some() { PoolBusy::Timeout } else { PoolBusy::Unknown });
         };
         let t = &t;
-        if let Some(l) = self.queued(t, p) {
-            return l;
+        // A php-fpm pool without a master (one that will not start waits
+        // between attempts): a 503 at once rather than a wait for a timeout.
+        if t.php_fpm_down(p) {
+            return Err(PoolBusy::Unknown);
         }
-        if let Some(s) = t.try_take(p, uri) {
-            return Ok(self.leased(t, p, s));
+        if let Some(l) = self.take(t, p, uri) {
+            return Ok(l);
         }
         // None idle: wait in the pool's queue, bounded by listen.backlog.
         let c = t.counters(p);
@@ -573,8 +602,8 @@ impl PoolDispatch for Dispatch {
         t.poke_parent();
         let mut seen = c.freed.load(Ordering::Acquire);
         loop {
-            if let Some(s) = t.try_take(p, uri) {
-                return Ok(self.leased(t, p, s));
+            if let Some(l) = self.take(t, p, uri) {
+                return Ok(l);
             }
             if Instant::now() >= deadline {
                 c.accepted.fetch_add(1, Ordering::Relaxed);
@@ -590,16 +619,20 @@ impl PoolDispatch for Dispatch {
 }
 
 impl Dispatch {
-    /// The lease of a request for a php-fpm pool, None for another pool;
-    /// an error while the pool has no master (one that will not start waits
-    /// between attempts): a 503 at once rather than a wait for a timeout.
-    fn queued(&self, t: &Arc<Table>, p: usize) -> Option<Result<Box<dyn PoolLease>, PoolBusy>> {
-        let fpm = t.pools[p].php_fpm.as_ref()?;
-        if t.php_fpm_down(p) {
-            return Some(Err(PoolBusy::Unknown));
+    /// A lease for a request now, if there is one: an idle child of a
+    /// php-cgi pool; for a php-fpm pool, whose children accept from its
+    /// socket themselves, the request's turn (always, unless the pool is
+    /// capped and as many requests as its count allows are under way).
+    fn take(&self, t: &Arc<Table>, p: usize, uri: &[u8]) -> Option<Box<dyn PoolLease>> {
+        let Some(fpm) = &t.pools[p].php_fpm else {
+            let s = t.try_take(p, uri)?;
+            return Some(self.leased(t, p, s));
+        };
+        if fpm.capped && !t.take_place(p) {
+            return None;
         }
         t.counters(p).accepted.fetch_add(1, Ordering::Relaxed);
-        Some(Ok(Box::new(QueuedLease { table: t.clone(), pool: p, started: Instant::now(), terminate_after: fpm.terminate_after })))
+        Some(Box::new(QueuedLease { table: t.clone(), pool: p, started: Instant::now(), terminate_after: fpm.terminate_after, capped: fpm.capped }))
     }
 
     /// Counts a request that got child `s` of pool `p`.
@@ -678,6 +711,33 @@ mod tests {
         assert!(waiter.join().unwrap().is_ok());
         assert!(started.elapsed() < Duration::from_millis(40), "the futex woke the waiter");
         assert_eq!(t.counters(0).waiting.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_capped_php_fpm_pool_gets_its_count_less_one_at_once() {
+        let t = Table::new(None).unwrap();
+        let shape = PoolShape { name: "wp".into(), pm: "dynamic", max_children: 1, max_requests: 0, backlog: 8, sockets: vec![PathBuf::from("/tmp/wp.0.sock")], counters: 0, first_slot: 0, php_fpm: Some(PhpFpmShape { terminate_after: None, capped: true }) };
+        let t = Arc::new(t.view(vec![shape]));
+        t.slot(0, 0).pid.store(100, Ordering::Relaxed);
+        t.counters(0).auto_children.store(3, Ordering::Relaxed);
+        let d = Arc::new(Dispatch::new(t.clone(), PathBuf::new()));
+        let a = d.try_lease("wp", b"/a").unwrap();
+        let b = d.lease("wp", b"/b", Duration::ZERO).unwrap();
+        assert!(d.try_lease("wp", b"/c").is_none(), "3 children: 2 busy and the idle one php-fpm keeps");
+        assert_eq!(d.lease("wp", b"/c", Duration::from_millis(20)).err(), Some(PoolBusy::Timeout));
+        let d2 = d.clone();
+        let waiter = std::thread::spawn(move || d2.lease("wp", b"/next", Duration::from_secs(30)).is_ok());
+        drop(a);
+        assert!(waiter.join().unwrap(), "a place given back goes to the waiting request");
+        assert_eq!(t.counters(0).in_flight.load(Ordering::Relaxed), 1, "the waiter's lease was dropped with its thread");
+        // A count lowered while requests run: none more until they are done.
+        t.counters(0).auto_children.store(1, Ordering::Relaxed);
+        assert!(d.try_lease("wp", b"/d").is_none());
+        drop(b);
+        let c = d.try_lease("wp", b"/d").expect("a count of 1 still lets one request in");
+        assert!(d.try_lease("wp", b"/e").is_none());
+        drop(c);
+        assert_eq!(t.counters(0).in_flight.load(Ordering::Relaxed), 0);
     }
 
     #[test]

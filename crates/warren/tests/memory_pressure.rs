@@ -4,7 +4,8 @@
 //! started after it) makes the pool shrink; and with the cgroup pushed
 //! past its limit, whatever the kernel kills is a PHP child, which warren
 //! replaces, never the hog beside it nor warren's own processes; a limit
-//! lowered while warren runs is obeyed within seconds; once a pool's
+//! lowered while warren runs is obeyed within seconds; a child that
+//! balloons is replaced after its request, and logged; once a pool's
 //! peaks are known it grows at once to the count the budget allows (not
 //! 20 or 30 s later). The
 //! pools run in memory cgroups of their own below warren's, their
@@ -37,6 +38,7 @@ fn start_with(tag: &str, mpm: &str, limit: u64, conf: &str) -> (MemoryCgroup, Se
     let dir = TempDir::new(&format!("{tag}-{mpm}"));
     standard_site(&dir);
     dir.write("htdocs/grow.php", GROW_PHP);
+    dir.write("htdocs/slow.php", SLOW_PHP);
     let s = Server::start_in_cgroup(dir, mpm, conf, &cgroup);
     (cgroup, s)
 }
@@ -233,28 +235,27 @@ fn a_lowered_limit_is_obeyed(mpm: &str) {
     assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
 }
 
-/// The same with a php-fpm pool: a new master with the smaller count, at
-/// once (not after the 30 s between a php-fpm pool's new masters), while
-/// requests go on being served.
+/// The same with a php-fpm pool, whose one master keeps running: warren
+/// lets fewer requests in at once, and php-fpm stops the children left
+/// idle, while requests go on being served.
 fn a_growing_neighbour_shrinks_a_php_fpm_pool(mpm: &str) {
-    let conf = POOL.replace("Command php-cgi", &format!("Command {}", php_fpm_binary().display())).replace("pm static", "pm static\n    User nobody\n    Group nogroup");
+    let conf = php_fpm_pool();
     let (cgroup, s) = start_with("rest-fpm", mpm, 256 * MB, &conf);
     let first = first_count(&s);
     assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
-    let masters = || php_fpm_masters(&s);
-    wait_for("a php-fpm master", Duration::from_secs(20), || masters().len() == 1);
-    let old = masters()[0];
-    let load = Growers::start(s.port, 2);
-    load.grow_to(1, 20);
+    wait_for("a php-fpm master", Duration::from_secs(20), || php_fpm_masters(&s).len() == 1);
+    let master = php_fpm_masters(&s)[0];
+    let (load, _) = php_fpm_fills_its_count(&s);
     let _hog = Hog::start(&cgroup, 100);
     wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
-    let (count, _) = shrunk_below(&s, first).unwrap();
-    wait_for("the new master alone", Duration::from_secs(40), || matches!(masters()[..], [m] if m != old));
-    load.grow_to(1, 20);
-    let failures = load.finish();
+    wait_for("php-fpm's children down to the count", Duration::from_secs(30), || {
+        let count = auto_decisions(&s.read_log("error.log")).last().map_or(0, |d| d.0) as usize;
+        children_of(master).len() <= count.max(2)
+    });
+    load.wait_more(5);
+    let (_, failures) = load.finish();
     assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
-    let children = children_of(masters()[0]).len() as u32;
-    assert!(children <= count, "{children} php-fpm children, the count {count}");
+    assert_eq!(php_fpm_masters(&s), vec![master], "the same master throughout");
     assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
 }
 
@@ -322,7 +323,7 @@ fn count_fits_its_figures(count: u32, line: &str) {
 /// what the budget fits, without waiting for the old 20 s warm-up or the
 /// 30 s between a php-fpm pool's masters; its children then run, and
 /// nothing is killed.
-fn known_peaks_grow_the_pool_at_once(mpm: &str, conf: &str, tag: &str, running: &dyn Fn(&Server) -> usize) -> (MemoryCgroup, Server) {
+fn known_peaks_grow_the_pool_at_once(mpm: &str, conf: &str, tag: &str, fills: &dyn Fn(&Server, u32)) -> (MemoryCgroup, Server) {
     let (cgroup, s) = start_with(tag, mpm, 128 * MB, conf);
     let first = first_count(&s);
     let load = Growers::start(s.port, 3);
@@ -332,7 +333,7 @@ fn known_peaks_grow_the_pool_at_once(mpm: &str, conf: &str, tag: &str, running: 
     let (count, line) = grown().unwrap();
     eprintln!("{mpm}: {first} -> {count} children {:.1} s after the load began", started.elapsed().as_secs_f64());
     count_fits_its_figures(count, &line);
-    wait_for(&format!("{count} children running"), Duration::from_secs(20), || running(&s) == count as usize);
+    fills(&s, count);
     load.grow_to(1, 20);
     // Held under the same load: no shrink back, no second thoughts.
     assert_eq!(auto_decisions(&s.read_log("error.log")).last().map(|d| d.0), Some(count), "{}", s.read_log("error.log"));
@@ -343,30 +344,64 @@ fn known_peaks_grow_the_pool_at_once(mpm: &str, conf: &str, tag: &str, running: 
 }
 
 fn known_peaks_grow_a_php_cgi_pool_at_once(mpm: &str) {
-    known_peaks_grow_the_pool_at_once(mpm, POOL, "ramp", &|s| s.php_cgi_children().len());
+    known_peaks_grow_the_pool_at_once(mpm, POOL, "ramp", &|s, count| wait_for(&format!("{count} children running"), Duration::from_secs(20), || s.php_cgi_children().len() == count as usize));
+}
+
+/// A child that balloons (a script taking 80 MB, past the 32 MB a child
+/// is counted at before the pool is warm and within PHP's memory_limit)
+/// serves its request, then is replaced, and the pool says which child and
+/// how large it grew.
+fn a_ballooning_child_is_replaced_after_its_request(mpm: &str, conf: &str, tag: &str) {
+    let (cgroup, s) = start_with(tag, mpm, 256 * MB, conf);
+    first_count(&s);
+    assert_eq!(s.get("/grow.php?mb=80").text(), "held 80");
+    let log = s.wait_log("error.log", " past the ");
+    let line = log.lines().find(|l| l.contains("[pool www] child ") && l.contains(" past the ")).unwrap_or_else(|| panic!("no replaced child in\n{log}"));
+    let pid: u32 = line.split("[pool www] child ").nth(1).and_then(|r| r.split_whitespace().next()?.parse().ok()).unwrap_or_else(|| panic!("no pid in {line}"));
+    assert!(mb_after(line, "grew to ") >= 80.0 && line.ends_with("replaced after its request"), "{line}");
+    wait_for(&format!("child {pid} gone"), Duration::from_secs(20), || !std::path::Path::new(&format!("/proc/{pid}")).exists());
+    let st = status_auto(&s);
+    assert!(st.get("PoolLargeChildrenReplaced-www").and_then(|v| v.parse::<u32>().ok()).is_some_and(|n| n >= 1), "{st:?}");
+    assert_eq!(s.get("/grow.php?mb=1").text(), "held 1");
+    assert_eq!(cgroup.oom_kills(), 0, "{}", s.read_log("error.log"));
+}
+
+fn a_ballooning_php_cgi_child_is_replaced(mpm: &str) {
+    a_ballooning_child_is_replaced_after_its_request(mpm, POOL, "balloon");
+}
+
+fn a_ballooning_php_fpm_child_is_replaced(mpm: &str) {
+    a_ballooning_child_is_replaced_after_its_request(mpm, &php_fpm_pool(), "balloon-fpm");
+}
+
+/// [`POOL`] run by a php-fpm master.
+fn php_fpm_pool() -> String {
+    POOL.replace("Command php-cgi", &format!("Command {}", php_fpm_binary().display())).replace("pm static", "pm static\n    User nobody\n    Group nogroup")
 }
 
 fn oom_score_adj(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap_or_default().trim().to_string()
 }
 
-fn php_fpm_masters(s: &Server) -> Vec<u32> {
-    s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with("php-fpm: master"))).collect()
-}
-
 fn known_peaks_grow_a_php_fpm_pool_at_once(mpm: &str) {
-    let conf = POOL.replace("Command php-cgi", &format!("Command {}", php_fpm_binary().display())).replace("pm static", "pm static\n    User nobody\n    Group nogroup");
-    // The children of the one master left (a replaced one finishes and exits).
-    let running = |s: &Server| match php_fpm_masters(s)[..] {
-        [master] => children_of(master).len(),
-        _ => 0,
+    let conf = php_fpm_pool();
+    let master = std::cell::Cell::new(0);
+    // The count is some 20 children of hello-sized PHP here: filling it
+    // (a child a second) is php_fpm_fills_its_count's test, under a budget
+    // that makes a few.
+    let fills = |s: &Server, count: u32| {
+        master.set(php_fpm_masters(s)[0]);
+        let running = children_of(master.get()).len() as u32;
+        assert!(running <= count, "{running} php-fpm children, the count {count}");
     };
-    let (_cgroup, s) = known_peaks_grow_the_pool_at_once(mpm, &conf, "ramp-fpm", &running);
+    let (_cgroup, s) = known_peaks_grow_the_pool_at_once(mpm, &conf, "ramp-fpm", &fills);
+    // The count grew without a new master (whose opcache would start empty).
+    let master = master.get();
+    assert_eq!(php_fpm_masters(&s), vec![master], "one master throughout");
     // Should the kernel have to kill in the pool, a child goes before its
     // master (which would take the whole pool down until started again).
-    let master = php_fpm_masters(&s)[0];
     assert_eq!(oom_score_adj(master), "800");
     wait_for("the children's OOM score raised past the master's", Duration::from_secs(10), || children_of(master).iter().all(|&c| oom_score_adj(c) == "900"));
 }
 
-each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_lowered_limit_is_obeyed, a_growing_neighbour_shrinks_a_php_fpm_pool, under_forced_pressure_only_php_children_are_killed, known_peaks_grow_a_php_cgi_pool_at_once, known_peaks_grow_a_php_fpm_pool_at_once);
+each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_lowered_limit_is_obeyed, a_growing_neighbour_shrinks_a_php_fpm_pool, under_forced_pressure_only_php_children_are_killed, known_peaks_grow_a_php_cgi_pool_at_once, known_peaks_grow_a_php_fpm_pool_at_once, a_ballooning_php_cgi_child_is_replaced, a_ballooning_php_fpm_child_is_replaced);

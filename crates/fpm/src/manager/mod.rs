@@ -34,7 +34,7 @@ mod user_pools;
 
 use setup::{bind_private, credentials, detach_child, highest_open_fd, make_private_dir, make_socket_dir, owner_of, Credentials};
 use php_fpm::{end_session_of, MASTER_BACKOFF_MAX, MASTER_YOUTH};
-use sizing::{AutoSize, Sizing, OLD_MASTER};
+use sizing::{AutoSize, Sizing};
 use crate::table::{Dispatch, PhpFpmShape, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
 
 struct PoolRun {
@@ -59,8 +59,6 @@ struct PoolRun {
     master_next: Option<std::time::Instant>,
     /// pm.max_children auto: the count the memory budget allows.
     auto: Option<AutoSize>,
-    /// Replaced php-fpm masters not yet told to stop, and since when.
-    quitting: Vec<(i32, std::time::Instant)>,
     /// A php-cgi pool's PHP settings, in a file of its own.
     ini: Option<php_ini::PoolIni>,
 }
@@ -203,14 +201,15 @@ impl Manager {
         }
         c.accepted.store(0, Ordering::Relaxed);
         c.started.store(now_secs(), Ordering::Relaxed);
-        let php_fpm = p.runs_php_fpm().then_some(PhpFpmShape { terminate_after: p.request_terminate_timeout });
+        let php_fpm = p.runs_php_fpm().then_some(PhpFpmShape { terminate_after: p.request_terminate_timeout, capped: p.max_children_auto });
         let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot, php_fpm };
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
         let auto = p.max_children_auto.then(AutoSize::new);
         c.auto_children.store(0, Ordering::Relaxed);
         c.recycled.store(0, Ordering::Relaxed);
         c.cgroup_limit.store(0, Ordering::Relaxed);
-        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, quitting: Vec::new(), ini };
+        c.in_flight.store(0, Ordering::Relaxed);
+        let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, ini };
         Ok((run, shape))
     }
 
@@ -513,7 +512,7 @@ impl Manager {
         }
         if let Some(r) = self.retired.iter().position(|(p, _)| p.children.contains_key(&raw)) {
             let (run, shape) = &mut self.retired[r];
-            if let Some(slot) = run.children.remove(&raw).filter(|&s| s != OLD_MASTER) {
+            if let Some(slot) = run.children.remove(&raw) {
                 let s = self.table.slot_at(shape.first_slot + slot);
                 s.state.store(EMPTY, Ordering::Release);
                 s.pid.store(0, Ordering::Relaxed);
@@ -523,11 +522,6 @@ impl Manager {
         }
         let Some(pool) = self.pools.iter().position(|p| p.children.contains_key(&raw)) else { return false };
         let slot = self.pools[pool].children.remove(&raw).expect("child");
-        if slot == OLD_MASTER {
-            // Replaced by a master with a new count: its children are done.
-            self.pools[pool].quitting.retain(|&(p, _)| p != raw);
-            return true;
-        }
         if self.pools[pool].config.runs_php_fpm() {
             // Started again by the once-a-second pass; one that dies young
             // (a configuration php-fpm refuses) waits longer each time.
@@ -569,7 +563,8 @@ impl Manager {
         self.answer_asked_pools();
         self.retire_due();
         for i in 0..self.pools.len() {
-            if self.table.counters(i).wanted.swap(0, Ordering::AcqRel) == 0 {
+            // php-fpm starts its own children.
+            if self.table.counters(i).wanted.swap(0, Ordering::AcqRel) == 0 || self.pools[i].config.runs_php_fpm() {
                 continue;
             }
             let (idle, _, running) = self.table.census(i);
@@ -612,7 +607,6 @@ impl Manager {
         self.answer_asked_pools();
         self.retire_due();
         self.size_pools(false);
-        self.quit_replaced_masters();
         // A line without its end for a second is logged as it is.
         self.flush_output(Duration::from_secs(1));
         let now = self.table.now_ms();

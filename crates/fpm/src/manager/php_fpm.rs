@@ -5,7 +5,9 @@
 //! php-fpm forks its children after PHP's start-up, so they share one
 //! opcache (the compiled scripts), where php-cgi children started one by
 //! one each compile and keep their own; and they accept on one socket, so a
-//! request waits for a child in the kernel's listen queue, not in warren.
+//! request waits for a child in the kernel's listen queue, not in warren
+//! (but for `pm.max_children auto`, where warren holds requests to the
+//! count: see `table::PhpFpmShape::capped`).
 //! Each pool has a master of its own, running as the pool's user: pools of
 //! different users never share an opcache. The master is warren's child,
 //! in a session of its own, and gets the pool's socket from warren
@@ -129,7 +131,7 @@ impl Manager {
 /// The name php-fpm is told its socket has, `listen` and the key in
 /// `FPM_SOCKETS`: never created. php-fpm unlinks its listen path as it
 /// exits, which, were it the pool's, would remove the socket a master that
-/// replaced it (a new count) is taking requests on.
+/// replaced it (after it died) is taking requests on.
 fn listen_key(socket: &Path) -> std::path::PathBuf {
     let mut key = socket.as_os_str().to_owned();
     key.push(".fpm");
@@ -147,8 +149,9 @@ pub(super) fn end_session_of(master: i32) {
 
 
 
-/// php-fpm's configuration for one pool of `max_children` (the pool's, or
-/// what its memory budget allows) listening on `socket`. `as_root`: the
+/// php-fpm's configuration for one pool of `max_children` listening on
+/// `socket`; a pool with `pm.max_children auto` runs at its ceiling
+/// whatever `max_children` (warren holds it to its count). `as_root`: the
 /// master runs as root (warren -R with no User), which php-fpm then wants
 /// said in the pool.
 pub fn config_text(p: &PoolConfig, max_children: u32, socket: &Path, as_root: bool) -> String {
@@ -166,8 +169,16 @@ pub fn config_text(p: &PoolConfig, max_children: u32, socket: &Path, as_root: bo
         PmStyle::Dynamic => "dynamic",
         PmStyle::Ondemand => "ondemand",
     };
-    let _ = writeln!(c, "pm = {pm}\npm.max_children = {max_children}");
-    if p.pm == PmStyle::Dynamic {
+    if p.max_children_auto {
+        // Up to the ceiling, one idle child beside those busy (php-fpm
+        // keeps at least one), one more a second, and one idle child fewer
+        // a second: warren lets `count - 1` requests in at once, so that
+        // the count moves with the budget without a new master.
+        let _ = writeln!(c, "pm = dynamic\npm.max_children = {}\npm.start_servers = 1\npm.min_spare_servers = 1\npm.max_spare_servers = 1", p.max_children);
+    } else {
+        let _ = writeln!(c, "pm = {pm}\npm.max_children = {max_children}");
+    }
+    if p.pm == PmStyle::Dynamic && !p.max_children_auto {
         // Within a count smaller than the pool's own, as php-fpm requires.
         let max_spare = p.max_spare_servers.min(max_children);
         let min_spare = p.min_spare_servers.min(max_spare);
@@ -257,6 +268,14 @@ mod tests {
         for line in ["pm.max_children = 1", "pm.start_servers = 1", "pm.min_spare_servers = 1", "pm.max_spare_servers = 1"] {
             assert!(small.lines().any(|l| l == line), "{line} missing in\n{small}");
         }
+        // pm.max_children auto: the master at the ceiling, one idle child kept.
+        p.max_children_auto = true;
+        p.max_children = 64;
+        let auto = config_text(&p, 3, Path::new("/s"), false);
+        for line in ["pm = dynamic", "pm.max_children = 64", "pm.start_servers = 1", "pm.min_spare_servers = 1", "pm.max_spare_servers = 1"] {
+            assert!(auto.lines().any(|l| l == line), "{line} missing in\n{auto}");
+        }
+        assert_eq!(auto.matches("pm.start_servers").count(), 1, "{auto}");
         assert_eq!(ini_value("E_ALL & ~E_DEPRECATED"), "E_ALL & ~E_DEPRECATED");
         assert_eq!(ini_value("/var/log/a; b"), "\"/var/log/a; b\"");
         assert_eq!(ini_value("a=b"), "\"a=b\"");

@@ -14,15 +14,14 @@
 //! least [`PRIOR_PER_CHILD`].
 //!
 //! Counts shrink at once: a pool of php-cgi children stops its surplus
-//! idle children; a php-fpm pool gets a new master with the new count on
-//! the same socket, and the old one finishes its requests and exits
-//! (SIGQUIT). When memory is short (the charge within 5 % of the limit, an
+//! idle children; a php-fpm pool (its master runs at the ceiling, see
+//! `table::PhpFpmShape::capped`) is sent fewer requests at once, and its
+//! master stops the children left idle, one a second. When memory is short (the charge within 5 % of the limit, an
 //! OOM kill, PSI's "full" stalls) a pool shrinks by a child more each
 //! second until it is not. Counts grow only with no pressure and not
 //! within [`GROW_HOLD`] of a shrink made for it; otherwise as soon as the
 //! peaks are known and the budget allows (the count made from them
-//! replaces the guess at once), then for php-fpm (a new master, whose
-//! opcache starts empty) at most every [`PHP_FPM_RESIZE_EVERY`].
+//! replaces the guess at once).
 //! A child that grew past what a child was counted at is replaced after
 //! its request, as pm.max_requests would, and logged.
 //!
@@ -59,14 +58,6 @@ const STEADY_REQUESTS: u64 = 50;
 /// pressure may come back (a shrink for larger measured sizes needs no
 /// hold: the sizes are kept for [`WINDOW`]).
 const GROW_HOLD: Duration = Duration::from_secs(30);
-/// A php-fpm pool grows (a new master, whose opcache starts empty) at
-/// most this often.
-const PHP_FPM_RESIZE_EVERY: Duration = Duration::from_secs(30);
-/// How long a replaced php-fpm master's children may take to serve what
-/// was queued on its socket.
-const QUIT_WAIT_MAX: Duration = Duration::from_secs(30);
-/// The slot a replaced php-fpm master is kept under until it exits.
-pub(super) const OLD_MASTER: usize = usize::MAX;
 
 /// An auto-sized pool's count and what it was made from.
 pub(super) struct AutoSize {
@@ -75,8 +66,6 @@ pub(super) struct AutoSize {
     peaks: Window,
     changed: Option<Instant>,
     shrunk: Option<Instant>,
-    /// The count was made from measured sizes, not the prior.
-    measured: bool,
     /// When the largest child peak last rose past [`STEADY_RISE`] %: the
     /// time, the pool's requests then, and that peak.
     rose: Option<(Instant, u64, u64)>,
@@ -90,7 +79,7 @@ pub(super) struct AutoSize {
 
 impl AutoSize {
     pub(super) fn new() -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, measured: false, rose: None, warm: false, recycled: Vec::new() }
+        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new() }
     }
 }
 
@@ -113,9 +102,6 @@ struct Measured {
     peaks: Vec<(i32, Option<usize>, u64)>,
     /// All of its processes' shares now.
     used: u64,
-    /// The part of `used` that replaced php-fpm masters and their children
-    /// hold until they exit.
-    replaced: u64,
     /// Children running (a php-fpm master's, for a php-fpm pool).
     running: u32,
 }
@@ -240,10 +226,7 @@ impl Manager {
             store(&c.fixed, need.fixed);
             store(&c.used, measured[i].used);
             store(&c.peak_child, peak);
-            let php_fpm = self.pools[i].config.runs_php_fpm();
-            let replacing = self.pools[i].children.values().any(|&s| s == OLD_MASTER);
             let running = measured[i].running;
-            let mut finishing = measured[i].replaced;
             let a = self.pools[i].auto.as_mut().expect("an auto pool");
             let warm = a.warm;
             let have = a.count;
@@ -258,14 +241,12 @@ impl Manager {
                 _ if first => true,
                 std::cmp::Ordering::Equal => false,
                 // The first count made from known peaks replaces the guess at once.
-                std::cmp::Ordering::Greater => !reading.pressure && since(a.shrunk) >= GROW_HOLD && (!php_fpm || warm && (!a.measured || since(a.changed) >= PHP_FPM_RESIZE_EVERY) && !replacing),
-                // A php-fpm master still finishing: its successor already has fewer.
-                std::cmp::Ordering::Less => !(php_fpm && replacing),
+                std::cmp::Ordering::Greater => !reading.pressure && since(a.shrunk) >= GROW_HOLD,
+                std::cmp::Ordering::Less => true,
             };
             if allowed {
                 a.count = want;
                 a.changed = Some(now);
-                a.measured = warm;
                 if want < have && reading.short.is_some() {
                     a.shrunk = Some(now);
                 }
@@ -295,13 +276,11 @@ impl Manager {
                     mb(rest_now),
                 ));
                 // Shown once logged, so that a status page never shows a count the log does not.
+                // A php-fpm pool is sent as many requests at once as this allows from now on.
                 self.table.counters(i).auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
-                // The family replaced now is charged to the pool until it exits.
-                if php_fpm && !first && self.replace_php_fpm(i) {
-                    finishing += measured[i].used - measured[i].replaced;
-                }
+                self.table.child_freed(i, i32::MAX);
             }
-            self.limit_cgroup(i, need, slack, headroom, &measured[i], finishing);
+            self.limit_cgroup(i, need, slack, headroom, &measured[i]);
         }
     }
 
@@ -347,13 +326,10 @@ impl Manager {
     /// before the kernel kills in the pool; never below what it is charged
     /// now and a quarter of the headroom, which would have the kernel kill
     /// a child serving a request rather than the pool stop an idle one.
-    /// While a php-fpm pool changes masters, what the replaced families
-    /// hold (`finishing`) is allowed on top: the new master fills its own
-    /// opcache and starts its children while the old ones serve what was
-    /// queued. Nor is the limit lowered while more children run than the
+    /// Nor is the limit lowered while more children run than the
     /// count: those going finish their requests first, and a request under
     /// way may still take what a child took at its peak.
-    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, measured: &Measured, finishing: u64) {
+    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, measured: &Measured) {
         let Some(cgroups) = self.cgroups.as_mut() else { return };
         let version = cgroups.version;
         let name = self.pools[pool].config.name.clone();
@@ -366,7 +342,7 @@ impl Manager {
         if charged == 0 {
             return;
         }
-        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(measured.used) + finishing;
+        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(measured.used);
         let mut hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
         if measured.running > count {
             hard = hard.max(cgroup.limit().unwrap_or(0));
@@ -442,7 +418,7 @@ impl Manager {
 
     fn measure(&self, pool: usize) -> Measured {
         let run = &self.pools[pool];
-        let mut m = Measured { fixed: 0, peaks: Vec::new(), used: 0, replaced: 0, running: 0 };
+        let mut m = Measured { fixed: 0, peaks: Vec::new(), used: 0, running: 0 };
         for (&pid, &slot) in &run.children {
             if !run.config.runs_php_fpm() {
                 if let Some((u, rise)) = peak_of(pid) {
@@ -452,26 +428,17 @@ impl Manager {
                 m.running += 1;
                 continue;
             }
-            let family_before = m.used;
-            m.used += Usage::of(pid).unwrap_or_default().total();
-            // A replaced master's family is in use until it exits, but is
-            // no part of what the pool needs.
-            let current = slot == 0;
-            if current {
-                m.fixed += Usage::of(pid).unwrap_or_default().total();
-            }
+            // The master is part of what the pool costs whatever its count.
+            let master = Usage::of(pid).unwrap_or_default().total();
+            m.used += master;
+            m.fixed += master;
             for child in children_of(pid) {
                 crate::cgroup::raise_oom_score(child);
                 let Some((u, rise)) = peak_of(child) else { continue };
                 m.used += u.total();
-                if current {
-                    m.fixed += u.shmem;
-                    m.peaks.push((child, None, u.anon + rise));
-                    m.running += 1;
-                }
-            }
-            if !current {
-                m.replaced += m.used - family_before;
+                m.fixed += u.shmem;
+                m.peaks.push((child, None, u.anon + rise));
+                m.running += 1;
             }
         }
         m
@@ -485,60 +452,6 @@ impl Manager {
         let others = children_of(me).into_iter().filter(|p| !pools.contains(p));
         [me].into_iter().chain(others).filter_map(Usage::of).map(|u| u.total()).sum()
     }
-
-    /// A php-fpm pool's new count: a new master on a new socket, which is
-    /// renamed over the pool's, so that connections made from then on
-    /// reach the new master's children. The old children serve what is
-    /// already queued on the old socket; once each of them waits in
-    /// accept() (the queue is empty: [`Manager::quit_replaced_masters`]),
-    /// their master is told to stop (SIGQUIT, php-fpm's graceful stop: a
-    /// child told it while serving a request may drop the request).
-    /// True if the old master was replaced (and finishes).
-    fn replace_php_fpm(&mut self, pool: usize) -> bool {
-        let old = self.pools[pool].children.iter().find(|(_, &s)| s == 0).map(|(&p, _)| p);
-        let Some(old) = old else { return false };
-        let path = self.table.pools[pool].sockets[0].clone();
-        let mut next = path.as_os_str().to_owned();
-        next.push(".next");
-        let next = std::path::PathBuf::from(next);
-        let name = |p: &std::path::Path| p.file_name().map(|n| n.to_owned()).unwrap_or_default();
-        let made = self.make_socket(&self.pools[pool].config, &next).and_then(|l| {
-            nix::fcntl::renameat(&self.dir_fd, name(&next).as_os_str(), &self.dir_fd, name(&path).as_os_str()).map_err(|e| format!("cannot rename {} to {}: {e}", next.display(), path.display()))?;
-            Ok(l)
-        });
-        match made {
-            Ok(l) => self.pools[pool].listeners[0] = l,
-            Err(e) => {
-                self.log.error(&format!("[pool {}] keeps {} children: {e}", self.pools[pool].config.name, self.pools[pool].auto.as_ref().map_or(0, |a| a.count)));
-                return false;
-            }
-        }
-        if !self.spawn_php_fpm(pool, false) {
-            // The old master's children no longer get connections: it is
-            // stopped, and started again as when a master dies.
-            let _ = kill(Pid::from_raw(old), Signal::SIGQUIT);
-            return false;
-        }
-        self.pools[pool].children.insert(old, OLD_MASTER);
-        self.pools[pool].quitting.push((old, Instant::now()));
-        true
-    }
-
-    /// Tells replaced php-fpm masters to stop once their children have
-    /// served what was queued on their socket (each is blocked in accept),
-    /// or after [`QUIT_WAIT_MAX`].
-    pub(super) fn quit_replaced_masters(&mut self) {
-        for run in &mut self.pools {
-            run.quitting.retain(|&(pid, since)| {
-                let idle = children_of(pid).iter().all(|&c| in_accept(c));
-                if !idle && since.elapsed() < QUIT_WAIT_MAX {
-                    return true;
-                }
-                let _ = kill(Pid::from_raw(pid), Signal::SIGQUIT);
-                false
-            });
-        }
-    }
 }
 
 /// A pool's peaks are known: it has served [`WARM_REQUESTS`] (`accepted`),
@@ -546,13 +459,6 @@ impl Manager {
 /// [`STEADY_TIME`] and [`STEADY_REQUESTS`] requests.
 fn peaks_known(rose: Option<(Instant, u64, u64)>, accepted: u64, now: Instant) -> bool {
     rose.is_some_and(|(at, then, _)| accepted >= WARM_REQUESTS && now.duration_since(at) >= STEADY_TIME && accepted.saturating_sub(then) >= STEADY_REQUESTS)
-}
-
-/// Whether process `pid` is blocked in accept() (the system call it is in,
-/// from /proc/PID/syscall; false if that cannot be read).
-fn in_accept(pid: i32) -> bool {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
-    text.split_whitespace().next().and_then(|n| n.parse::<i64>().ok()).is_some_and(|n| n == libc::SYS_accept || n == libc::SYS_accept4)
 }
 
 #[cfg(test)]

@@ -1009,3 +1009,42 @@ pub fn connect_from(src: std::net::Ipv4Addr, port: u16) -> TcpStream {
         s
     }
 }
+
+/// The php-fpm masters among the server's children (warren's `<Pool>`s run by php-fpm).
+pub fn php_fpm_masters(s: &Server) -> Vec<u32> {
+    s.children().into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with("php-fpm: master"))).collect()
+}
+
+/// A page that keeps its php-fpm child busy for 200 ms, for
+/// [`php_fpm_fills_its_count`] (write it as htdocs/slow.php).
+pub const SLOW_PHP: &str = "<?php usleep(200000); echo 'slow';";
+
+/// A php-fpm pool with `pm.max_children auto` under more slow clients than
+/// its count: warren lets `count - 1` requests in at once and php-fpm keeps
+/// an idle child beside them, so its children reach the count of the last
+/// decision and never pass it (the count of the decision in force, or of
+/// the one before it just after a change: polled while the load runs);
+/// every request is served. Returns the load, still running, and the count.
+pub fn php_fpm_fills_its_count(s: &Server) -> (Load, u32) {
+    let master = php_fpm_masters(s)[0];
+    let counts = || auto_decisions(&s.read_log("error.log")).iter().rev().take(2).map(|d| d.0).collect::<Vec<u32>>();
+    let load = start_load_on(s.port, counts()[0] as usize + 2, "/slow.php", |b| b.ends_with(b"slow"));
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut held = None;
+    loop {
+        let (running, counts) = (children_of(master).len() as u32, counts());
+        let allowed = counts.iter().max().copied().unwrap_or(0).max(2);
+        assert!(running <= allowed, "{running} php-fpm children, the count {counts:?}\n{}", s.read_log("error.log"));
+        if held.is_none() && running == counts[0] {
+            // Held while as many requests again are served.
+            held = Some((counts[0], load.ok_so_far() + 2 * u64::from(counts[0])));
+        }
+        if let Some((count, served)) = held {
+            if load.ok_so_far() >= served {
+                return (load, count);
+            }
+        }
+        assert!(Instant::now() < deadline, "php-fpm's children did not reach the count {counts:?} in 40 s: {running}\n{}", s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
