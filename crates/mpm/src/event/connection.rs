@@ -298,6 +298,18 @@ impl EventLoop {
             return;
         }
         let c = self.conns[slot].as_mut().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        match outcome {
+            // The backend's 100 Continue is what lets the client send: a
+            // thread sends the head and reads the body after it.
+            Outcome::Gateway(gw) if warren_handler::Site::forwards_continue(&gw, head) => self.proxy(slot, gw),
+            outcome => self.routed_body(slot, outcome, framing),
+        }
+    }
+
+    /// The body is read on the loop before the request is answered.
+    fn routed_body(&mut self, slot: usize, outcome: Outcome, framing: BodyFraming) {
+        let c = self.conns[slot].as_mut().expect("conn");
         if matches!(&outcome, Outcome::Gateway(gw) if gw.takes_body()) {
             c.spool = Some(Spool::default());
         }

@@ -298,6 +298,7 @@ impl EventLoop {
         let ex = c.req.as_mut().expect("request in flight");
         for event in events {
             match event {
+                Event::Interim(bytes) => c.out.interim(&bytes),
                 Event::Whole(resp) => return Step::Whole(resp),
                 Event::Head(mut resp, len) => {
                     resp.body = Body::Stream { source: Box::new(FedByLoop), len };
