@@ -54,6 +54,9 @@ pub struct HttpPlan {
     pub origin: HttpOrigin,
     /// The request line's target on the backend: path (encoded) and query.
     pub target: String,
+    /// Under the event MPM, the place of an upload whose client waits for
+    /// the backend's 100 Continue among those a child's threads may hold.
+    continue_slot: Option<std::sync::Arc<tunnel::TunnelSlot>>,
 }
 
 impl Site {
@@ -65,7 +68,7 @@ impl Site {
         let target = format!("{}{}", request::encode_path(path), String::from_utf8_lossy(query));
         let scheme = if origin.tls_name.is_some() { "https" } else { "http" };
         let name = format!("{scheme}://{}{}", origin.authority, target);
-        let plan = HttpPlan { origin: origin.clone(), target };
+        let plan = HttpPlan { origin: origin.clone(), target, continue_slot: None };
         Outcome::Gateway(Box::new(Gateway::for_http(req.host, route.backend.clone(), timeout, name, req.head.path_and_query().to_vec(), plan)))
     }
 

@@ -86,12 +86,26 @@ impl Site {
         by_address && plan.origin.tls_name.is_none() && !(plan.origin.websocket && super::request::asks_websocket(head))
     }
 
-    /// Whether the client waits for 100 Continue before sending a body
-    /// this HTTP backend takes: the exchange then runs on a thread, which
-    /// sends the backend `Expect: 100-continue` with the head and reads the
-    /// client's body only once the backend's 100 came (or its silence).
-    pub fn forwards_continue(gw: &Gateway, head: &RequestHead) -> bool {
-        gw.http.is_some() && gw.takes_body() && head.expect_continue && head.framing != BodyFraming::None && !(gw.http.as_ref().is_some_and(|p| p.origin.websocket) && super::request::asks_websocket(head))
+    /// Whether the event loop hands an upload to a thread with its body
+    /// unread: the client waits for 100 Continue before sending a body
+    /// this HTTP backend takes, and the thread sends the backend `Expect:
+    /// 100-continue` with the head and reads the client's body only once
+    /// the backend's 100 came (or its silence). A client that then sends
+    /// slowly holds that thread, so at most half a child's threads wait so
+    /// (a slot taken here, given back with the plan); beyond, the loop
+    /// reads the body and answers Expect itself, as before.
+    pub fn forwards_continue(&self, gw: &mut Gateway, head: &RequestHead) -> bool {
+        // A balancer's member is chosen on a thread that reads the body whole first.
+        let wanted = gw.takes_body() && gw.balanced.is_none() && head.expect_continue && head.framing != BodyFraming::None;
+        let Some(plan) = gw.http.as_mut().filter(|p| wanted && !(p.origin.websocket && super::request::asks_websocket(head))) else { return false };
+        let bound = (self.settings.tuning.threads_per_child as usize / 2).max(1);
+        match self.caches.http_backends.continue_waits.take(bound) {
+            Some(slot) => {
+                plan.continue_slot = Some(std::sync::Arc::new(slot));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Starts an exchange for the loop, its body (if any) read whole.

@@ -299,12 +299,18 @@ impl EventLoop {
         }
         let c = self.conns[slot].as_mut().expect("conn");
         let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
-        match outcome {
-            // The backend's 100 Continue is what lets the client send: a
-            // thread sends the head and reads the body after it.
-            Outcome::Gateway(gw) if warren_handler::Site::forwards_continue(&gw, head) => self.proxy(slot, gw),
-            outcome => self.routed_body(slot, outcome, framing),
-        }
+        let outcome = match outcome {
+            Outcome::Gateway(mut gw) => {
+                // The backend's 100 Continue is what lets the client send:
+                // a thread sends the head and reads the body after it.
+                if self.site.forwards_continue(&mut gw, head) {
+                    return self.proxy(slot, gw);
+                }
+                Outcome::Gateway(gw)
+            }
+            outcome => outcome,
+        };
+        self.routed_body(slot, outcome, framing)
     }
 
     /// The body is read on the loop before the request is answered.

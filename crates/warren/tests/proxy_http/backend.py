@@ -22,6 +22,8 @@ counts them, so that tests can see warren reuse them. Paths:
                   to Expect: 100-continue, 103 (Link: </style.css>) then 100
   /many-hints     eleven 103s, then 200
   /no-continue    ignores Expect: 100-continue; reads the body, says its length
+  /unasked-100    100 Continue to a request that did not ask, then 200
+  /huge-hint      a 103 whose head is larger than 64 KB, then 200
   /tls            over TLS: the SNI name the client sent and the ALPN protocol chosen
 
 With `--tls CERT KEY` it speaks HTTPS (TLS 1.2 and 1.3, ALPN http/1.1).
@@ -103,6 +105,12 @@ class Handler(BaseHTTPRequestHandler):
             for _ in range(11):
                 self.hint("</x.css>")
             self.send(200, b"too many hints\n")
+        elif path == "/unasked-100":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.send(200, b"after an unasked 100\n")
+        elif path == "/huge-hint":
+            self.hint("<" + "a" * 70000 + ">")
+            self.send(200, b"after a huge hint\n")
         elif path == "/no-continue":
             self.send(200, f"got {len(body)} bytes\n".encode())
         elif path.startswith("/echo"):
