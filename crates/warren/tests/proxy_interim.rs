@@ -111,6 +111,14 @@ fn a_final_answer_first_spares_the_upload(mpm: &str) {
         }
     }
     assert_eq!(rest, b"too big\n");
+    // The same from a backend that keeps its connection and would read the
+    // body after its answer: that connection is not given another request.
+    let mut c = connect(&s);
+    c.write_all(b"POST /api/refuse HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n").unwrap();
+    let head = next_head(&mut c);
+    assert!(head.starts_with("HTTP/1.1 401 ") && head.to_ascii_lowercase().contains("connection: close\r\n"), "{head}");
+    let mut c = connect(&s);
+    assert_eq!(ask(&mut c, "GET /api/next HTTP/1.1\r\nHost: localhost\r\n\r\n", false).text(), "backend saw GET /next\n");
     // A backend that ignores Expect gets the body all the same (after a
     // wait that warren bounds, with warren's own 100 Continue).
     let mut c = connect(&s);

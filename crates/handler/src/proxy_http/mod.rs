@@ -142,6 +142,9 @@ impl Site {
         let mut buf = vec![0u8; IO_BUF];
         let mut got = Vec::new();
         let mut interims = Interims { count: 0, h1_client };
+        // The body was not sent: the backend may still wait for it, so its
+        // connection serves no other request.
+        let mut withheld = false;
         let (answer, got) = loop {
             let sent = if expect_continue {
                 match conn_to.stream.write_all(&request_head) {
@@ -150,7 +153,10 @@ impl Site {
                         // Its body goes; the MPM's 100 Continue as it is read passes the backend's on.
                         Ok(true) => self.send_request(&mut conn_to.stream, &[], framing, false, body),
                         // A final answer came first: the body is not sent.
-                        Ok(false) => Ok(()),
+                        Ok(false) => {
+                            withheld = true;
+                            Ok(())
+                        }
                         Err(e) => return Err(head_failed(e, &name)),
                     },
                 }
@@ -190,7 +196,7 @@ impl Site {
             return Ok(r);
         }
         let mut reader = BodyReader::new(answer.framing, got[used..].to_vec());
-        let keep = answer.keep_alive && gw.backend.reuse && !websocket;
+        let keep = answer.keep_alive && gw.backend.reuse && !websocket && !withheld;
         let mut r = match self.answer_head(gw, head, conn, answer.status, answer.fields) {
             Answered::Proxied(r) => r,
             Answered::Overridden(page) => return Ok(page),

@@ -22,6 +22,8 @@ counts them, so that tests can see warren reuse them. Paths:
                   to Expect: 100-continue, 103 (Link: </style.css>) then 100
   /many-hints     eleven 103s, then 200
   /no-continue    ignores Expect: 100-continue; reads the body, says its length
+  /refuse         401 at once (no 100 Continue), the connection kept, then
+                  reads the body all the same (RFC 9110 10.1.1 lets it)
   /unasked-100    100 Continue to a request that did not ask, then 200
   /huge-hint      a 103 whose head is larger than 64 KB, then 200
   /tls            over TLS: the SNI name the client sent and the ALPN protocol chosen
@@ -55,7 +57,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def handle_expect_100(self):
-        if self.path.startswith(("/early", "/no-continue")):
+        if self.path.startswith(("/early", "/no-continue", "/refuse")):
             return True
         if self.path.startswith("/hints"):
             self.hint("</style.css>")
@@ -96,6 +98,10 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/early"):
             self.send(413, b"too big\n", extra=[("Connection", "close")])
             self.close_connection = True
+            return
+        if path.startswith("/refuse"):
+            self.send(401, b"who are you\n")
+            self.read_body()
             return
         body, framing = self.read_body()
         if path.startswith("/hints"):
