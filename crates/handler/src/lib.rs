@@ -205,6 +205,10 @@ pub trait RequestBody {
     fn take_spooled(&mut self) -> Option<spool::Spooled> {
         None
     }
+    /// Sends a backend's interim answer (103 Early Hints ...) to the
+    /// client before the final one, where the MPM can (an HTTP/1.1
+    /// connection a thread owns); elsewhere it is dropped.
+    fn interim(&mut self, _answer: &proxy_http::response::Interim) {}
 }
 
 impl Body {

@@ -77,6 +77,12 @@ impl RequestBody for ClientBody<'_> {
         self.spooled.take()
     }
 
+    fn interim(&mut self, answer: &warren_handler::proxy_http::response::Interim) {
+        // Nothing of the response has gone yet: it goes straight out. A
+        // client gone meanwhile is found when the final answer is sent.
+        let _ = (&*self.stream).write_all(&answer.to_h1());
+    }
+
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
         if !self.present {
             return Ok(0);

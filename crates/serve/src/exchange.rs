@@ -335,9 +335,17 @@ impl Output {
         ex.body_bytes = sent_body;
         ex.bytes_sent = head_len + sent_body;
         ex.record(resp.status, resp.host, resp.filename, resp.headers, resp.filters);
-        self.wbuf.clear();
+        // What has not gone yet (an interim answer) stays ahead of the head.
+        self.wbuf.drain(..self.wpos.min(self.wbuf.len()));
         self.wbuf.extend_from_slice(out);
         self.wpos = 0;
+    }
+
+    /// An interim (1xx) answer, to go out ahead of the response's head.
+    pub fn interim(&mut self, bytes: &[u8]) {
+        self.wbuf.drain(..self.wpos.min(self.wbuf.len()));
+        self.wpos = 0;
+        self.wbuf.extend_from_slice(bytes);
     }
 
     /// Writes what is pending. Ok(true): all sent; Ok(false): the socket is

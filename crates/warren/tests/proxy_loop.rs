@@ -5,8 +5,10 @@
 //! backend closes just as the next request arrives (a GET is sent again
 //! on a new connection, a POST is not), a backend that stalls before its
 //! head (504) or in the middle of its body past ProxyTimeout (the client's
-//! connection is closed, its body cut), and a client that does not read a
-//! large answer while other requests are served.
+//! connection is closed, its body cut), a client that does not read a
+//! large answer while other requests are served, and a kept connection
+//! closed by its backend while idle (still in the loop's epoll set) during
+//! another backend's exchange for the same client connection.
 
 mod common;
 #[path = "proxy_http/backend.rs"]
@@ -236,4 +238,52 @@ fn cached_answers_are_not_taken_by_the_loop(mpm: &str) {
     }
 }
 
-each_mpm!(cached_answers_are_not_taken_by_the_loop, answers_in_pieces, kept_connection_closed_between_requests, stall_past_proxy_timeout, slow_client_and_others_served);
+/// A kept connection stays in the loop's epoll set while idle, under the
+/// token of the client connection that used it: backend A closes it while
+/// that client connection's next request is being answered by backend B.
+/// B's answer reaches the client whole, and A is asked again on a new
+/// connection.
+fn idle_connection_closed_during_another_exchange(mpm: &str) {
+    let (close_a, closing) = std::sync::mpsc::channel::<()>();
+    let (a_closed, wait_a) = std::sync::mpsc::channel::<()>();
+    let a = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a_port = a.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for (n, mut s) in a.incoming().flatten().enumerate() {
+            read_head(&mut s);
+            let text = format!("a {n}");
+            let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{text}", text.len());
+            if n == 0 {
+                let _ = closing.recv();
+                drop(s);
+                let _ = a_closed.send(());
+            } else {
+                // Held open until the test ends.
+                std::mem::forget(s);
+            }
+        }
+    });
+    let b = TcpListener::bind("127.0.0.1:0").unwrap();
+    let b_port = b.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in b.incoming().flatten() {
+            let mut first = true;
+            while read_head(&mut s).is_some() {
+                // A's idle connection is closed while the first exchange runs.
+                if std::mem::take(&mut first) {
+                    let _ = close_a.send(());
+                    let _ = wait_a.recv_timeout(Duration::from_secs(10));
+                }
+                let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nb 0");
+            }
+        }
+    });
+    let s = Server::start(mpm, &format!("ProxyPass /a/ http://127.0.0.1:{a_port}/\nProxyPass /b/ http://127.0.0.1:{b_port}/\n"));
+    let mut c = s.connect();
+    assert_eq!(ask(&mut c, "GET /a/x HTTP/1.1\r\nHost: localhost\r\n\r\n", false).text(), "a 0");
+    assert_eq!(ask(&mut c, "GET /b/x HTTP/1.1\r\nHost: localhost\r\n\r\n", false).text(), "b 0");
+    assert_eq!(ask(&mut c, "GET /a/x HTTP/1.1\r\nHost: localhost\r\n\r\n", false).text(), "a 1");
+    assert_eq!(ask(&mut c, "GET /b/x HTTP/1.1\r\nHost: localhost\r\n\r\n", false).text(), "b 0");
+}
+
+each_mpm!(cached_answers_are_not_taken_by_the_loop, answers_in_pieces, kept_connection_closed_between_requests, stall_past_proxy_timeout, slow_client_and_others_served, idle_connection_closed_during_another_exchange);

@@ -27,6 +27,9 @@ pub struct HttpBackends {
     tls_configs: Mutex<Vec<(ProxyTls, Arc<ClientConfig>)>>,
     /// The WebSocket tunnels this child's threads hold.
     pub tunnels: Arc<super::tunnel::TunnelSlots>,
+    /// The uploads waiting for a backend's 100 Continue that an event
+    /// child's threads hold ([`crate::Site::forwards_continue`]).
+    pub continue_waits: Arc<super::tunnel::TunnelSlots>,
 }
 
 /// What a kept connection may serve: the same address, and for TLS the

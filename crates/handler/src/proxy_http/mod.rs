@@ -54,6 +54,9 @@ pub struct HttpPlan {
     pub origin: HttpOrigin,
     /// The request line's target on the backend: path (encoded) and query.
     pub target: String,
+    /// Under the event MPM, the place of an upload whose client waits for
+    /// the backend's 100 Continue among those a child's threads may hold.
+    continue_slot: Option<std::sync::Arc<tunnel::TunnelSlot>>,
 }
 
 impl Site {
@@ -65,7 +68,7 @@ impl Site {
         let target = format!("{}{}", request::encode_path(path), String::from_utf8_lossy(query));
         let scheme = if origin.tls_name.is_some() { "https" } else { "http" };
         let name = format!("{scheme}://{}{}", origin.authority, target);
-        let plan = HttpPlan { origin: origin.clone(), target };
+        let plan = HttpPlan { origin: origin.clone(), target, continue_slot: None };
         Outcome::Gateway(Box::new(Gateway::for_http(req.host, route.backend.clone(), timeout, name, req.head.path_and_query().to_vec(), plan)))
     }
 
@@ -116,9 +119,14 @@ impl Site {
             true => Some(self.tunnel_slot(backends, rules, conn, &name)?),
             false => None,
         };
-        let mut request_head = self.backend_head(gw, head, conn, framing, websocket);
+        // The client waits for 100 Continue and has sent nothing of its
+        // body: the backend's 100 (or its silence) lets it send, and a
+        // final answer first spares it the upload (RFC 9110 10.1.1).
+        let expect_continue = head.expect_continue && spooled.is_none() && framing != BodyFraming::None && !websocket;
+        let mut request_head = self.backend_head(gw, head, conn, framing, websocket, expect_continue);
         let h2_accept = (websocket && head.is_h2_websocket()).then(|| request::add_websocket_key(&mut request_head));
         let is_head = head.method() == "HEAD";
+        let h1_client = head.version == warren_http::Version::Http11;
 
         let replayable = replayable(head.method(), framing);
         let connect_failed = |e: ConnectError| match e {
@@ -133,8 +141,29 @@ impl Site {
         // A tunnel's connection is its own from the start: never a kept one.
         let mut conn_to = backends.get(addr, &plan.origin, &rules.tls, gw.timeout, gw.backend.reuse && !websocket).map_err(connect_failed)?;
         let mut buf = vec![0u8; IO_BUF];
+        let mut got = Vec::new();
+        let mut interims = Interims { count: 0, h1_client };
+        // The body was not sent: the backend may still wait for it, so its
+        // connection serves no other request.
+        let mut withheld = false;
         let (answer, got) = loop {
-            let sent = self.send_request(&mut conn_to.stream, &request_head, framing, spooled.is_some(), body);
+            let sent = if expect_continue {
+                match conn_to.stream.write_all(&request_head) {
+                    Err(_) => Err(Sending::Backend),
+                    Ok(()) => match await_continue(&mut conn_to.stream, &mut buf, &mut got, gw.timeout, &mut interims, body) {
+                        // Its body goes; the MPM's 100 Continue as it is read passes the backend's on.
+                        Ok(true) => self.send_request(&mut conn_to.stream, &[], framing, false, body),
+                        // A final answer came first: the body is not sent.
+                        Ok(false) => {
+                            withheld = true;
+                            Ok(())
+                        }
+                        Err(e) => return Err(head_failed(e, &name)),
+                    },
+                }
+            } else {
+                self.send_request(&mut conn_to.stream, &request_head, framing, spooled.is_some(), body)
+            };
             let sent = match (sent, spooled.as_ref()) {
                 (Ok(()), Some(s)) => send_spooled(&mut conn_to.stream, s).map_err(|_| Sending::Backend),
                 (other, _) => other,
@@ -143,18 +172,18 @@ impl Site {
                 return Err(GatewayError { status: e.status, why: format!("proxy: reading the request body for {name}: {}", e.reason) });
             }
             // An answer may have come even though the backend stopped reading the body.
-            match read_head(&mut conn_to.stream, &mut buf, is_head, websocket) {
+            match read_head(&mut conn_to.stream, &mut buf, std::mem::take(&mut got), is_head, websocket, &mut interims, body) {
                 Ok(x) => break x,
                 Err(HeadError::ClosedEarly(_)) if conn_to.reused && replayable => {
                     self.hosts[gw.host].error_log.log(LogLevel::Debug, Some(conn.useragent), &format!("proxy: HTTP: kept connection to {name} was closed; sending the request on a new one"));
                     conn_to = connections::Connection { stream: backends.connect(addr, &plan.origin, &rules.tls, gw.timeout).map_err(connect_failed)?, reused: false };
                 }
-                Err(HeadError::Timeout) => return Err(GatewayError { status: 504, why: format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)") }),
-                Err(HeadError::ClosedEarly(why)) => {
-                    crate::balancer::note_lost_before_answer(addr);
-                    return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") });
+                Err(e) => {
+                    if matches!(e, HeadError::ClosedEarly(_)) {
+                        crate::balancer::note_lost_before_answer(addr);
+                    }
+                    return Err(head_failed(e, &name));
                 }
-                Err(HeadError::Malformed(why)) => return Err(GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") }),
             }
         };
         let (answer, used) = answer;
@@ -177,7 +206,7 @@ impl Site {
             return Ok(r);
         }
         let mut reader = BodyReader::new(answer.framing, got[used..].to_vec());
-        let keep = answer.keep_alive && gw.backend.reuse && !websocket;
+        let keep = answer.keep_alive && gw.backend.reuse && !websocket && !withheld;
         let mut r = match self.answer_head(gw, head, conn, answer.status, answer.fields) {
             Answered::Proxied(r) => r,
             Answered::Overridden(page) => return Ok(page),
@@ -221,7 +250,7 @@ impl Site {
 
     /// The request head the backend gets for `head` (its body framed as
     /// `framing`), on a thread or on the event loop.
-    pub(crate) fn backend_head(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, framing: BodyFraming, websocket: bool) -> Vec<u8> {
+    pub(crate) fn backend_head(&self, gw: &Gateway, head: &RequestHead, conn: &ConnInfo, framing: BodyFraming, websocket: bool, expect_continue: bool) -> Vec<u8> {
         let plan = gw.http.as_ref().expect("an HTTP plan");
         let host = &self.hosts[gw.host];
         let rules = &host.config.proxy_http;
@@ -232,7 +261,7 @@ impl Site {
         let via_by = format!("{}:{}", host.name, conn.local.port());
         let rewritten = gw.filters.as_ref().and_then(|f| crate::filters::headers::request_headers(f, head, crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() }));
         let fields = request::client_fields(head, rewritten);
-        let forwarding = Forwarding { target: &plan.target, host: &backend_host, forwarded, via, via_by, framing, close: !gw.backend.reuse, websocket };
+        let forwarding = Forwarding { target: &plan.target, host: &backend_host, forwarded, via, via_by, framing, close: !gw.backend.reuse, expect_continue, websocket };
         request::head(head.method(), &fields, &forwarding)
     }
 
@@ -293,7 +322,9 @@ impl Site {
     /// The head, then the client's body as it comes (when the MPM has not
     /// spooled it).
     fn send_request(&self, to: &mut BackendConn, head: &[u8], framing: BodyFraming, spooled: bool, body: &mut dyn RequestBody) -> Result<(), Sending> {
-        to.write_all(head).map_err(|_| Sending::Backend)?;
+        if !head.is_empty() {
+            to.write_all(head).map_err(|_| Sending::Backend)?;
+        }
         if spooled || framing == BodyFraming::None {
             return Ok(());
         }
@@ -363,28 +394,103 @@ enum HeadError {
     Malformed(String),
 }
 
-/// Reads until the final head is whole: the head and where it ends in the
+/// The interim answers of one exchange.
+struct Interims {
+    count: usize,
+    h1_client: bool,
+}
+
+impl Interims {
+    /// Passes one on to the client: not 100 Continue, which the MPM sends
+    /// as it reads the body, and nothing to an HTTP/1.0 client (RFC 9110
+    /// 15.2). Too many make the answer a broken one.
+    fn pass_on(&mut self, i: response::Interim, body: &mut dyn RequestBody) -> Result<(), HeadError> {
+        self.count += 1;
+        if self.count > response::MAX_INTERIM {
+            return Err(HeadError::Malformed(format!("more than {} interim (1xx) answers", response::MAX_INTERIM)));
+        }
+        if i.status != 100 && self.h1_client {
+            body.interim(&i);
+        }
+        Ok(())
+    }
+}
+
+/// Reads until the final head is whole (`got`: what was read already),
+/// interim answers passed on: the head and where it ends in the
 /// bytes read.
-fn read_head(from: &mut BackendConn, buf: &mut [u8], is_head: bool, upgrade: bool) -> Result<((response::Head, usize), Vec<u8>), HeadError> {
-    let mut got = Vec::new();
+fn read_head(from: &mut BackendConn, buf: &mut [u8], mut got: Vec<u8>, is_head: bool, upgrade: bool, interims: &mut Interims, body: &mut dyn RequestBody) -> Result<((response::Head, usize), Vec<u8>), HeadError> {
+    let mut read_any = !got.is_empty();
     loop {
+        match response::parse(&got, is_head, upgrade) {
+            Ok(Parsed::Final(h, used)) => return Ok(((h, used), got)),
+            Ok(Parsed::Interim(i, used)) => {
+                got.drain(..used);
+                interims.pass_on(i, body)?;
+                continue;
+            }
+            Ok(Parsed::Partial) => {}
+            Err(why) => return Err(HeadError::Malformed(why)),
+        }
         let n = match from.read(buf) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Err(HeadError::Timeout),
-            Err(e) if got.is_empty() => return Err(HeadError::ClosedEarly(e.to_string())),
+            Err(e) if !read_any => return Err(HeadError::ClosedEarly(e.to_string())),
             Err(e) => return Err(HeadError::Malformed(e.to_string())),
         };
         if n == 0 {
             let why = "connection closed before the response head".to_string();
-            return Err(if got.is_empty() { HeadError::ClosedEarly(why) } else { HeadError::Malformed(why) });
+            return Err(if read_any { HeadError::Malformed(why) } else { HeadError::ClosedEarly(why) });
         }
+        read_any = true;
         got.extend_from_slice(&buf[..n]);
-        match response::parse(&got, is_head, upgrade) {
-            Ok(Parsed::Final(h, used)) => return Ok(((h, used), got)),
+    }
+}
+
+/// How long a backend asked `Expect: 100-continue` has to answer before
+/// the body is sent all the same (RFC 9110 10.1.1 lets a client stop
+/// waiting; curl waits as long): a backend that ignores Expect then gets
+/// its body a second late, not never.
+const CONTINUE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// After a head sent with `Expect: 100-continue`: whether to send the
+/// body (the backend's 100 came, or nothing within [`CONTINUE_WAIT`]), or
+/// not (its final answer came first; its bytes are left in `got`). Other
+/// interim answers are passed on meanwhile.
+fn await_continue(from: &mut BackendConn, buf: &mut [u8], got: &mut Vec<u8>, timeout: std::time::Duration, interims: &mut Interims, body: &mut dyn RequestBody) -> Result<bool, HeadError> {
+    let waited = from.set_timeouts(CONTINUE_WAIT.min(timeout)).map_err(|e| HeadError::ClosedEarly(e.to_string()));
+    let send_body = waited.and_then(|()| loop {
+        match response::parse(got, false, false) {
+            Ok(Parsed::Interim(i, used)) => {
+                got.drain(..used);
+                if i.status == 100 {
+                    break Ok(true);
+                }
+                interims.pass_on(i, body)?;
+                continue;
+            }
+            Ok(Parsed::Final(..)) => break Ok(false),
             Ok(Parsed::Partial) => {}
-            Err(why) => return Err(HeadError::Malformed(why)),
+            Err(why) => break Err(HeadError::Malformed(why)),
         }
+        match from.read(buf) {
+            Ok(0) => break Err(HeadError::ClosedEarly("connection closed before the response head".into())),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => break Ok(true),
+            Err(e) => break Err(HeadError::ClosedEarly(e.to_string())),
+        }
+    })?;
+    from.set_timeouts(timeout).map_err(|e| HeadError::ClosedEarly(e.to_string()))?;
+    Ok(send_body)
+}
+
+/// The client's answer when the backend's head did not come whole.
+fn head_failed(e: HeadError, name: &str) -> GatewayError {
+    match e {
+        HeadError::Timeout => GatewayError { status: 504, why: format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)") },
+        HeadError::ClosedEarly(why) | HeadError::Malformed(why) => GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {why}") },
     }
 }
 

@@ -1,7 +1,8 @@
 //! An HTTP backend exchange without I/O, for the event loop: the bytes to
 //! send the backend (the head of [`Site::backend_head`] and a body the loop
 //! has read whole), then the backend's bytes fed in as they come and taken
-//! out as [`Event`]s: the client's response (whole when it is small, else
+//! out as [`Event`]s: interim answers to pass on (103 Early Hints ...),
+//! the client's response (whole when it is small, else
 //! its head and then the pieces of its decoded body), the end, and whether
 //! the connection may serve another request. The loop owns the sockets,
 //! the timers and the client's side; the thread path ([`super`]) shares
@@ -29,6 +30,8 @@ pub struct HttpRelay {
     is_head: bool,
     /// The answer's bytes until its head is whole.
     got: Vec<u8>,
+    /// Interim answers so far.
+    interims: usize,
     state: State,
 }
 
@@ -43,6 +46,9 @@ enum State {
 
 /// What the backend's bytes came to.
 pub enum Event {
+    /// An interim answer for an HTTP/1.1 client, as its bytes: sent ahead
+    /// of the final one.
+    Interim(Vec<u8>),
     /// The whole response: send it; the exchange is over.
     Whole(Response),
     /// The response's head (its body to be relayed as [`Event::Data`]
@@ -80,6 +86,29 @@ impl Site {
         by_address && plan.origin.tls_name.is_none() && !(plan.origin.websocket && super::request::asks_websocket(head))
     }
 
+    /// Whether the event loop hands an upload to a thread with its body
+    /// unread: the client waits for 100 Continue before sending a body
+    /// this HTTP backend takes, and the thread sends the backend `Expect:
+    /// 100-continue` with the head and reads the client's body only once
+    /// the backend's 100 came (or its silence). A client that then sends
+    /// slowly holds that thread, so at most half a child's threads wait so
+    /// (a slot taken here, given back with the plan); beyond, the loop
+    /// reads the body and answers Expect itself, as before.
+    pub fn forwards_continue(&self, gw: &mut Gateway, head: &RequestHead) -> bool {
+        // A balancer's member is chosen on a thread that reads the body whole first.
+        let wanted = gw.takes_body() && gw.balanced.is_none() && head.expect_continue && head.framing != BodyFraming::None;
+        let Some(plan) = gw.http.as_mut().filter(|p| wanted && !(p.origin.websocket && super::request::asks_websocket(head))) else { return false };
+        let bound = (self.settings.tuning.threads_per_child as usize / 2).max(1);
+        // Counted for the child only: no bound per client address here.
+        match self.caches.http_backends.continue_waits.take(bound, std::net::Ipv4Addr::UNSPECIFIED.into(), 0) {
+            Ok(slot) => {
+                plan.continue_slot = Some(std::sync::Arc::new(slot));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Starts an exchange for the loop, its body (if any) read whole.
     pub fn http_relay(&self, gateway: Box<Gateway>, head: &RequestHead, conn: &ConnInfo, body: Option<&[u8]>) -> Result<HttpRelay, (Box<Gateway>, GatewayError)> {
         if let Some(left) = self.caches.http_backends.in_error(&gateway.backend.addr) {
@@ -88,10 +117,10 @@ impl Site {
         }
         let body = body.filter(|b| gateway.takes_body() && !b.is_empty());
         let framing = body.map_or(BodyFraming::None, |b| BodyFraming::Length(b.len() as u64));
-        let mut request = self.backend_head(&gateway, head, conn, framing, false);
+        let mut request = self.backend_head(&gateway, head, conn, framing, false, false);
         request.extend_from_slice(body.unwrap_or_default());
         let replayable = super::replayable(head.method(), framing);
-        Ok(HttpRelay { gateway, request, replayable, is_head: head.method() == "HEAD", got: Vec::new(), state: State::Head })
+        Ok(HttpRelay { gateway, request, replayable, is_head: head.method() == "HEAD", got: Vec::new(), interims: 0, state: State::Head })
     }
 }
 
@@ -157,7 +186,7 @@ impl HttpRelay {
         let name = self.gateway.backend_name();
         match &mut self.state {
             State::Head => {
-                let nothing_yet = self.got.is_empty();
+                let nothing_yet = self.got.is_empty() && self.interims == 0;
                 let what = why.map_or_else(|| "connection closed before the response head".to_string(), ToString::to_string);
                 Err(Failed { error: GatewayError { status: 502, why: format!("proxy: HTTP: error reading the status line from {name}: {what}") }, nothing_yet })
             }
@@ -199,19 +228,35 @@ impl HttpRelay {
     /// Sending the request failed: for the caller to retry or answer.
     pub fn send_failed(&self, e: &std::io::Error) -> Failed {
         let why = format!("proxy: HTTP: error sending the request to {}: {e}", self.gateway.backend_name());
-        Failed { error: GatewayError { status: 502, why }, nothing_yet: self.got.is_empty() && matches!(self.state, State::Head) }
+        Failed { error: GatewayError { status: 502, why }, nothing_yet: self.got.is_empty() && self.interims == 0 && matches!(self.state, State::Head) }
     }
 
     /// Ready to send the request again on a new connection.
     pub fn restart(&mut self) {
         self.got.clear();
+        self.interims = 0;
         self.state = State::Head;
     }
 
     fn parse_head(&mut self, site: &Site, head: &RequestHead, conn: &ConnInfo) -> Result<Option<Event>, Failed> {
-        let (answer, used) = match response::parse(&self.got, self.is_head, false) {
+        let parsed = response::parse(&self.got, self.is_head, false).and_then(|p| match p {
+            Parsed::Interim(..) if self.interims >= response::MAX_INTERIM => Err(format!("more than {} interim (1xx) answers", response::MAX_INTERIM)),
+            p => Ok(p),
+        });
+        let (answer, used) = match parsed {
             Ok(Parsed::Partial) => return Ok(None),
             Ok(Parsed::Final(h, used)) => (h, used),
+            Ok(Parsed::Interim(interim, used)) => {
+                self.got.drain(..used);
+                self.interims += 1;
+                // The loop answered Expect itself (the body was read
+                // first): a 100 is not passed on; nor any 1xx to an
+                // HTTP/1.0 client (RFC 9110 15.2).
+                if interim.status == 100 || head.version != warren_http::Version::Http11 {
+                    return self.parse_head(site, head, conn);
+                }
+                return Ok(Some(Event::Interim(interim.to_h1())));
+            }
             Err(why) => {
                 let why = format!("proxy: HTTP: error reading the status line from {}: {why}", self.gateway.backend_name());
                 return Err(Failed { error: GatewayError { status: 502, why }, nothing_yet: false });

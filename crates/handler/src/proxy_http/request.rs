@@ -3,9 +3,10 @@
 //! Keep-Alive, TE, Transfer-Encoding, Upgrade, Trailer, Proxy-*), Host
 //! as ProxyPreserveHost says, X-Forwarded-For/-Host/-Server added
 //! (ProxyAddHeaders), Via (ProxyVia), and a framing of warren's own: the
-//! body's length when it is known, else chunked. Expect is answered by
-//! warren (the MPM sends 100 Continue as it starts reading the body), so it
-//! is not passed on.
+//! body's length when it is known, else chunked. The client's Expect is
+//! not copied: `Expect: 100-continue` is sent when the client waits for
+//! 100 Continue and its body is still unread (end to end, as Apache's
+//! Proxy100Continue On: the backend's 100 is what lets the client send).
 
 use std::io::{self, Write};
 
@@ -40,6 +41,8 @@ pub struct Forwarding<'a> {
     pub framing: BodyFraming,
     /// Ask the backend to close the connection after answering.
     pub close: bool,
+    /// `Expect: 100-continue`: the body follows the backend's 100.
+    pub expect_continue: bool,
     /// A WebSocket upgrade passed on: `Connection: Upgrade` and
     /// `Upgrade: websocket`, the hop-by-hop fields the handshake needs.
     pub websocket: bool,
@@ -86,6 +89,9 @@ pub fn head(method: &str, fields: &[(HeaderName, String)], f: &Forwarding) -> Ve
         BodyFraming::None => {}
         BodyFraming::Length(n) => field(&mut out, "Content-Length", &n.to_string()),
         BodyFraming::Chunked => field(&mut out, "Transfer-Encoding", "chunked"),
+    }
+    if f.expect_continue && f.framing != BodyFraming::None {
+        field(&mut out, "Expect", "100-continue");
     }
     if f.websocket {
         field(&mut out, "Connection", "Upgrade");
@@ -211,7 +217,7 @@ mod tests {
     }
 
     fn forwarding(framing: BodyFraming) -> Forwarding<'static> {
-        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, websocket: false }
+        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, expect_continue: false, websocket: false }
     }
 
     #[test]
@@ -250,6 +256,9 @@ mod tests {
         let f = fields(&[("Host", "site.example"), ("Connection", "keep-alive, X-Secret, x-forwarded-for"), ("X-Secret", "1"), ("Keep-Alive", "300"), ("TE", "trailers"), ("Transfer-Encoding", "chunked"), ("Upgrade", "h2c"), ("Proxy-Authorization", "x"), ("X-Forwarded-For", "10.0.0.1"), ("Accept", "*/*"), ("Expect", "100-continue"), ("Content-Length", "5")]);
         let text = String::from_utf8(head("POST", &f, &forwarding(BodyFraming::Length(5)))).unwrap();
         assert_eq!(text, "POST /app/x?y=1 HTTP/1.1\r\nHost: backend:3000\r\nAccept: */*\r\nX-Forwarded-For: 192.0.2.1\r\nX-Forwarded-Host: site.example\r\nX-Forwarded-Server: www\r\nContent-Length: 5\r\n\r\n");
+        // Ours, when the body waits for the backend's 100 Continue.
+        let text = String::from_utf8(head("POST", &f, &Forwarding { expect_continue: true, ..forwarding(BodyFraming::Length(5)) })).unwrap();
+        assert!(text.ends_with("Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"), "{text}");
     }
 
     #[test]

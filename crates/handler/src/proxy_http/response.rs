@@ -1,5 +1,6 @@
 //! A backend's answer: its head parsed with httparse (interim 1xx answers
-//! skipped), its hop-by-hop fields dropped, ProxyPassReverse applied to
+//! returned one at a time, for the caller to pass on or drop as RFC 9110
+//! 15.2 says), its hop-by-hop fields dropped, ProxyPassReverse applied to
 //! Location, Content-Location and URI and its cookie forms to Set-Cookie,
 //! and its body framed as RFC 9112 6.3 says (no body for HEAD, 1xx, 204 and
 //! 304; chunked; Content-Length; else up to the end of the connection),
@@ -38,62 +39,96 @@ pub struct Head {
     pub keep_alive: bool,
 }
 
+/// An interim (1xx) answer but 101: 100 Continue, 102 Processing, 103
+/// Early Hints or one not yet named.
+#[derive(Debug)]
+pub struct Interim {
+    pub status: u16,
+    /// Its fields, the hop-by-hop ones dropped.
+    pub fields: Vec<(HeaderName, String)>,
+}
+
+/// More interim answers than this before the final one make a 502, as in
+/// Apache (AP_MAX_INTERIM_RESPONSES): a backend cannot keep the exchange
+/// going with them forever.
+pub const MAX_INTERIM: usize = 10;
+
+impl Interim {
+    /// As an HTTP/1.1 client gets it.
+    pub fn to_h1(&self) -> Vec<u8> {
+        let reason = match self.status {
+            100 => "Continue",
+            102 => "Processing",
+            103 => "Early Hints",
+            _ => "Informational",
+        };
+        let mut out = format!("HTTP/1.1 {} {reason}\r\n", self.status).into_bytes();
+        for (n, v) in &self.fields {
+            out.extend_from_slice(n.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(v.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+}
+
 /// What the bytes read so far hold.
 pub enum Parsed {
     Partial,
-    /// The final head, and how many bytes it took (interim ones included).
+    /// An interim answer, and how many bytes it took: the final head comes
+    /// after it.
+    Interim(Interim, usize),
+    /// The final head, and how many bytes it took.
     Final(Head, usize),
 }
 
-/// Parses the answer's head from `buf`: interim 1xx heads before it are
-/// skipped (100 Continue is warren's to send to the client, and a 103's
-/// hints are not relayed). A 101 is final when the request asked to
-/// `upgrade`, a broken answer otherwise.
+/// Parses the answer's next head from `buf`. A 101 is final when the
+/// request asked to `upgrade`, a broken answer otherwise.
 pub fn parse(buf: &[u8], head_request: bool, upgrade: bool) -> Result<Parsed, String> {
-    let mut at = 0;
-    loop {
-        let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
-        let mut r = httparse::Response::new(&mut fields);
-        let n = match r.parse(&buf[at..]) {
-            // A head that came whole in one read is bounded all the same.
-            Ok(httparse::Status::Complete(n)) if at + n > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
-            Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
-            Err(e) => return Err(format!("malformed response head: {e}")),
-        };
-        let status = r.code.unwrap_or(0);
-        let version = r.version.unwrap_or(0);
-        if status == 101 && upgrade {
-            let mut list = Vec::with_capacity(r.headers.len());
-            for h in r.headers.iter() {
-                list.push((h.name.to_string(), String::from_utf8_lossy(h.value).trim().to_string()));
-            }
-            let upgraded = list.iter().filter(|(n, _)| n.eq_ignore_ascii_case("upgrade")).flat_map(|(_, v)| v.split(',')).any(|p| p.trim().eq_ignore_ascii_case("websocket"));
-            if !upgraded {
-                return Err("101 Switching Protocols without Upgrade: websocket".into());
-            }
-            let mut h = head_of(status, version, list, true)?;
-            h.keep_alive = false;
-            return Ok(Parsed::Final(h, at + n));
-        }
-        if (100..200).contains(&status) {
-            if status == 101 {
-                return Err("101 Switching Protocols to a request that asked for no upgrade".into());
-            }
-            at += n;
-            continue;
-        }
-        if !(200..=599).contains(&status) {
-            return Err(format!("bad status {status}"));
-        }
+    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
+    let mut r = httparse::Response::new(&mut fields);
+    let n = match r.parse(buf) {
+        // A head that came whole in one read is bounded all the same.
+        Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
+        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
+        Err(e) => return Err(format!("malformed response head: {e}")),
+    };
+    let status = r.code.unwrap_or(0);
+    let version = r.version.unwrap_or(0);
+    if status == 101 && upgrade {
         let mut list = Vec::with_capacity(r.headers.len());
         for h in r.headers.iter() {
-            let value = std::str::from_utf8(h.value).map_err(|_| format!("field {} is not text", h.name))?;
-            list.push((h.name.to_string(), value.trim().to_string()));
+            list.push((h.name.to_string(), String::from_utf8_lossy(h.value).trim().to_string()));
         }
-        return head_of(status, version, list, head_request).map(|h| Parsed::Final(h, at + n));
+        let upgraded = list.iter().filter(|(n, _)| n.eq_ignore_ascii_case("upgrade")).flat_map(|(_, v)| v.split(',')).any(|p| p.trim().eq_ignore_ascii_case("websocket"));
+        if !upgraded {
+            return Err("101 Switching Protocols without Upgrade: websocket".into());
+        }
+        let mut h = head_of(status, version, list, true)?;
+        h.keep_alive = false;
+        return Ok(Parsed::Final(h, n));
     }
+    if status == 101 {
+        return Err("101 Switching Protocols to a request that asked for no upgrade".into());
+    }
+    if !(100..=599).contains(&status) {
+        return Err(format!("bad status {status}"));
+    }
+    let mut list = Vec::with_capacity(r.headers.len());
+    for h in r.headers.iter() {
+        let value = std::str::from_utf8(h.value).map_err(|_| format!("field {} is not text", h.name))?;
+        list.push((h.name.to_string(), value.trim().to_string()));
+    }
+    if status < 200 {
+        let options = connection_options(list.iter().filter(|(n, _)| n.eq_ignore_ascii_case("connection")).map(|(_, v)| v.as_str()));
+        let fields = list.into_iter().filter(|(n, _)| !hop_by_hop(n) && !options.contains(&n.to_ascii_lowercase())).map(|(n, v)| (HeaderName::Owned(n), v)).collect();
+        return Ok(Parsed::Interim(Interim { status, fields }, n));
+    }
+    head_of(status, version, list, head_request).map(|h| Parsed::Final(h, n))
 }
 
 fn head_of(status: u16, version: u8, list: Vec<(String, String)>, head_request: bool) -> Result<Head, String> {
@@ -277,11 +312,28 @@ pub fn read_error(e: &io::Error) -> String {
 mod tests {
     use super::*;
 
+    /// The final head after any interim ones, and where it ends.
     fn final_head(raw: &[u8], head_request: bool) -> Result<(Head, usize), String> {
-        match parse(raw, head_request, false)? {
-            Parsed::Final(h, n) => Ok((h, n)),
-            Parsed::Partial => Err("partial".into()),
+        let mut at = 0;
+        loop {
+            match parse(&raw[at..], head_request, false)? {
+                Parsed::Final(h, n) => return Ok((h, at + n)),
+                Parsed::Interim(_, n) => at += n,
+                Parsed::Partial => return Err("partial".into()),
+            }
         }
+    }
+
+    #[test]
+    fn interim_answers_come_one_at_a_time() {
+        let raw = b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: 5\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        let Ok(Parsed::Interim(i, n)) = parse(raw, false, false) else { panic!("a 103 first") };
+        assert_eq!(i.status, 103);
+        assert_eq!(i.to_h1(), b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
+        assert!(matches!(parse(&raw[n..], false, false), Ok(Parsed::Final(h, _)) if h.status == 200));
+        assert!(matches!(parse(b"HTTP/1.1 100 Continue\r\n\r\n", false, true), Ok(Parsed::Interim(Interim { status: 100, .. }, 25))));
+        assert!(parse(b"HTTP/1.1 099 Odd\r\n\r\n", false, false).is_err());
+        assert!(matches!(parse(b"HTTP/1.1 103 Early Hints\r\n", false, false), Ok(Parsed::Partial)));
     }
 
     #[test]

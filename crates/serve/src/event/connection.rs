@@ -298,6 +298,24 @@ impl EventLoop {
             return;
         }
         let c = self.conns[slot].as_mut().expect("conn");
+        let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
+        let outcome = match outcome {
+            Outcome::Gateway(mut gw) => {
+                // The backend's 100 Continue is what lets the client send:
+                // a thread sends the head and reads the body after it.
+                if self.site.forwards_continue(&mut gw, head) {
+                    return self.proxy(slot, gw);
+                }
+                Outcome::Gateway(gw)
+            }
+            outcome => outcome,
+        };
+        self.routed_body(slot, outcome, framing)
+    }
+
+    /// The body is read on the loop before the request is answered.
+    fn routed_body(&mut self, slot: usize, outcome: Outcome, framing: BodyFraming) {
+        let c = self.conns[slot].as_mut().expect("conn");
         if matches!(&outcome, Outcome::Gateway(gw) if gw.takes_body()) {
             c.spool = Some(Spool::default());
         }

@@ -5,7 +5,9 @@
 //! [`HttpRelay`] as it comes: a small answer is sent whole, a larger one
 //! relayed to the client as it arrives, read from the backend only while
 //! the client keeps up. Connections whose answer ended cleanly are kept in
-//! the loop's own idle set ([`IdleBackends`]) for the next request; one the
+//! the loop's own idle set ([`IdleBackends`]) for the next request, still
+//! in the epoll set (taken again by the same client connection, the usual
+//! case under keep-alive, one costs no epoll call at all); one the
 //! backend closed meanwhile gets a replayable request sent again on a new
 //! connection. ProxyTimeout is the connection's deadline on the loop's
 //! timers. What the loop cannot do without blocking (TLS to the backend,
@@ -67,24 +69,28 @@ struct IdleBackend {
     addr: FcgiAddr,
     since: Instant,
     socket: Socket,
+    /// The connection slot whose token the epoll reports it under: it
+    /// stays registered while idle (closing it removes it).
+    slot: usize,
 }
 
 impl IdleBackends {
-    /// A kept connection to `addr` younger than `ttl` and still open.
-    fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>) -> Option<Socket> {
+    /// A kept connection to `addr` younger than `ttl` and still open, and
+    /// the slot it is registered under: `slot`'s own if it has one.
+    fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>, slot: usize) -> Option<(Socket, usize)> {
         self.list.retain(|c| ttl.is_none_or(|t| c.addr != *addr || c.since.elapsed() < t));
-        while let Some(i) = self.list.iter().rposition(|c| c.addr == *addr) {
-            let c = self.list.swap_remove(i);
+        loop {
+            let own = self.list.iter().rposition(|c| c.addr == *addr && c.slot == slot);
+            let c = self.list.swap_remove(own.or_else(|| self.list.iter().rposition(|c| c.addr == *addr))?);
             if idle_and_open(&c.socket) {
-                return Some(c.socket);
+                return Some((c.socket, c.slot));
             }
         }
-        None
     }
 
-    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket) {
+    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, slot: usize) {
         if self.list.iter().filter(|c| c.addr == *addr).count() < max {
-            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket });
+            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, slot });
         }
     }
 }
@@ -130,17 +136,18 @@ impl EventLoop {
         };
         c.body = None;
         let reuse = exchange.gateway.backend.reuse;
-        let kept = if reuse { self.proxy_idle.take(&exchange.gateway.backend.addr, exchange.origin().ttl) } else { None };
+        let kept = if reuse { self.proxy_idle.take(&exchange.gateway.backend.addr, exchange.origin().ttl, slot) } else { None };
         self.backend_connect(slot, exchange, kept);
     }
 
-    /// Starts the exchange on `kept`, or on a new connection.
-    fn backend_connect(&mut self, slot: usize, exchange: HttpRelay, kept: Option<Socket>) {
+    /// Starts the exchange on `kept` (and the slot it is registered
+    /// under), or on a new connection.
+    fn backend_connect(&mut self, slot: usize, exchange: HttpRelay, kept: Option<(Socket, usize)>) {
         let reused = kept.is_some();
-        let (socket, connected) = match kept {
-            Some(s) => (s, true),
+        let (socket, connected, registered) = match kept {
+            Some((s, at)) => (s, true, Some(at)),
             None => match crate::fastcgi::on_loop::connect_by_address(&exchange.gateway.backend.addr) {
-                Ok(x) => x,
+                Ok((s, connected)) => (s, connected, None),
                 Err(e) => {
                     let err = exchange.connect_failed(&self.site, &e);
                     return self.http_failed_early(slot, &exchange.gateway, &err);
@@ -148,7 +155,13 @@ impl EventLoop {
             },
         };
         let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
-        if let Err(e) = self.epoll.add(socket.as_fd(), EpollEvent::new(flags, TOKEN_HTTP_UPSTREAM + slot as u64)) {
+        let mut event = EpollEvent::new(flags, TOKEN_HTTP_UPSTREAM + slot as u64);
+        let watched = match registered {
+            Some(at) if at == slot => Ok(()),
+            Some(_) => self.epoll.modify(socket.as_fd(), &mut event),
+            None => self.epoll.add(socket.as_fd(), event),
+        };
+        if let Err(e) = watched {
             let err = GatewayError { status: 503, why: format!("proxy: HTTP: cannot watch the connection to {}: {e}", exchange.gateway.backend_name()) };
             return self.http_failed_early(slot, &exchange.gateway, &err);
         }
@@ -235,6 +248,12 @@ impl EventLoop {
                 return Step::Wait;
             }
             match r.socket.take_error() {
+                // An idle connection's event under this slot's token may
+                // have said "writable": only a peer proves the connect done.
+                Ok(None) if r.socket.peer_addr().is_err() => {
+                    r.writable = false;
+                    return Step::Wait;
+                }
                 Ok(None) => r.connected = true,
                 Ok(Some(e)) | Err(e) => {
                     let error = r.exchange.connect_failed(&self.site, &e);
@@ -298,6 +317,7 @@ impl EventLoop {
         let ex = c.req.as_mut().expect("request in flight");
         for event in events {
             match event {
+                Event::Interim(bytes) => c.out.interim(&bytes),
                 Event::Whole(resp) => return Step::Whole(resp),
                 Event::Head(mut resp, len) => {
                     resp.body = Body::Stream { source: Box::new(FedByLoop), len };
@@ -346,9 +366,13 @@ impl EventLoop {
     fn backend_done(&mut self, slot: usize) {
         let c = self.conns[slot].as_mut().expect("conn");
         let Some(r) = c.proxy_relay.take() else { return };
-        let _ = self.epoll.delete(r.socket.as_fd());
         if r.exchange.reusable() && !r.eof {
-            self.proxy_idle.put(&r.exchange.gateway.backend.addr, r.exchange.origin().max_idle, r.socket);
+            // It stays in the epoll under this slot's token. Should the
+            // backend close it while idle, the event finds this slot's
+            // relay of the moment, if any, which reads once and finds nothing.
+            self.proxy_idle.put(&r.exchange.gateway.backend.addr, r.exchange.origin().max_idle, r.socket, slot);
+        } else {
+            let _ = self.epoll.delete(r.socket.as_fd());
         }
     }
 

@@ -16,7 +16,16 @@ counts them, so that tests can see warren reuse them. Paths:
   /malformed      a head that is not HTTP
   /reset          closes the connection at once, with a reset
   /error          500 with a page of its own
-  /early          answers 413 at once without reading the request body
+  /early          answers 413 at once without reading the request body (and
+                  without 100 Continue to Expect: 100-continue)
+  /hints          103 Early Hints (Link: </late.js>) then 200 with what it saw;
+                  to Expect: 100-continue, 103 (Link: </style.css>) then 100
+  /many-hints     eleven 103s, then 200
+  /no-continue    ignores Expect: 100-continue; reads the body, says its length
+  /refuse         401 at once (no 100 Continue), the connection kept, then
+                  reads the body all the same (RFC 9110 10.1.1 lets it)
+  /unasked-100    100 Continue to a request that did not ask, then 200
+  /huge-hint      a 103 whose head is larger than 64 KB, then 200
   /tls            over TLS: the SNI name the client sent and the ALPN protocol chosen
 
 With `--tls CERT KEY` it speaks HTTPS (TLS 1.2 and 1.3, ALPN http/1.1).
@@ -46,6 +55,17 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def handle_expect_100(self):
+        if self.path.startswith(("/early", "/no-continue", "/refuse")):
+            return True
+        if self.path.startswith("/hints"):
+            self.hint("</style.css>")
+        return super().handle_expect_100()
+
+    def hint(self, link):
+        self.wfile.write(f"HTTP/1.1 103 Early Hints\r\nLink: {link}; rel=preload\r\n\r\n".encode())
+        self.wfile.flush()
 
     def read_body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -79,8 +99,27 @@ class Handler(BaseHTTPRequestHandler):
             self.send(413, b"too big\n", extra=[("Connection", "close")])
             self.close_connection = True
             return
+        if path.startswith("/refuse"):
+            self.send(401, b"who are you\n")
+            self.read_body()
+            return
         body, framing = self.read_body()
-        if path.startswith("/echo"):
+        if path.startswith("/hints"):
+            self.hint("</late.js>")
+            self.send(200, f"hinted: body-length {len(body)}, expect {self.headers.get('Expect')}\n".encode())
+        elif path == "/many-hints":
+            for _ in range(11):
+                self.hint("</x.css>")
+            self.send(200, b"too many hints\n")
+        elif path == "/unasked-100":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.send(200, b"after an unasked 100\n")
+        elif path == "/huge-hint":
+            self.hint("<" + "a" * 70000 + ">")
+            self.send(200, b"after a huge hint\n")
+        elif path == "/no-continue":
+            self.send(200, f"got {len(body)} bytes\n".encode())
+        elif path.startswith("/echo"):
             lines = [f"{self.command} {self.path} {self.request_version}"]
             lines += [f"{k}: {v}" for k, v in self.headers.items()]
             lines += [f"body-framing: {framing}", f"body-length: {len(body)}", ""]
