@@ -26,6 +26,7 @@
 pub mod challenges;
 pub mod csr;
 pub mod helper;
+pub mod ocsp;
 pub mod order;
 pub mod schedule;
 pub mod status;
