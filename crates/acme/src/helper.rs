@@ -107,7 +107,7 @@ fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCerti
         })
         .collect();
     let mut staples: Vec<stapling::Staple> = staples.into_iter().map(stapling::Staple::new).collect();
-    log(LogLevel::Notice, &format!("ACME helper (pid {}) managing {}", std::process::id(), domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
+    log(LogLevel::Notice, &format!("ACME helper (pid {}) managing {}; OCSP stapling for {} certificate(s)", std::process::id(), domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", "), staples.len()));
     publish(&domains, &store_dir, group, log);
     loop {
         let mut renewed = Vec::new();

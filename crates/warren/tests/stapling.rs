@@ -1,0 +1,158 @@
+//! MDStapling against a real OCSP responder: a CA of the test's own made
+//! with `openssl`, whose certificate names `openssl ocsp` (run by the test
+//! on a loopback port, answering from an index file) in its Authority
+//! Information Access. warren's ACME helper fetches and stores the
+//! response; the staple is checked with `openssl s_client -status`.
+//! Under each MPM: a responder down at start never stops serving (nothing
+//! stapled, the failure logged and retried), the response stapled once it
+//! answers and kept through a graceful restart while the responder is
+//! down again; a revoked certificate is logged and its status stapled.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::tls::{openssl, s_client};
+use common::{free_port, terminate, Server, TempDir};
+
+/// The test's CA, a certificate for a.test naming the responder on
+/// `port`, and the responder's index file.
+struct OcspCa {
+    dir: PathBuf,
+    port: u16,
+}
+
+impl OcspCa {
+    fn make(test_dir: &Path, port: u16) -> OcspCa {
+        let dir = test_dir.join("ocspca");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ca.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n").unwrap();
+        openssl(&dir, &["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "30", "-subj", "/CN=warren OCSP test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]);
+        std::fs::write(dir.join("leaf.ext"), format!("subjectAltName=DNS:a.test\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\nauthorityInfoAccess=OCSP;URI:http://127.0.0.1:{port}/\n")).unwrap();
+        openssl(&dir, &["req", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", "a.key", "-out", "a.csr", "-subj", "/CN=a.test"]);
+        openssl(&dir, &["x509", "-req", "-in", "a.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "0x5eed", "-days", "30", "-extfile", "leaf.ext", "-out", "leaf.pem"]);
+        // The served file: the certificate, then its issuer (the chain).
+        let chain = std::fs::read_to_string(dir.join("leaf.pem")).unwrap() + &std::fs::read_to_string(dir.join("ca.pem")).unwrap();
+        std::fs::write(dir.join("a.pem"), chain).unwrap();
+        let ca = OcspCa { dir, port };
+        ca.set_status(false);
+        ca
+    }
+
+    /// The index `openssl ocsp` answers from: the certificate valid or revoked.
+    fn set_status(&self, revoked: bool) {
+        let line = if revoked { "R\t361231000000Z\t261101000000Z,keyCompromise\t5EED\tunknown\t/CN=a.test\n" } else { "V\t361231000000Z\t\t5EED\tunknown\t/CN=a.test\n" };
+        std::fs::write(self.dir.join("index.txt"), line).unwrap();
+    }
+
+    /// Starts the responder (answers valid 10 minutes) and waits until it listens.
+    fn responder(&self) -> Child {
+        let log = std::fs::File::create(self.dir.join("responder.log")).unwrap();
+        let child = Command::new("openssl")
+            // (It binds the port on every address: -port takes no host.)
+            .args(["ocsp", "-index", "index.txt", "-port"])
+            .arg(self.port.to_string())
+            .args(["-rsigner", "ca.pem", "-rkey", "ca.key", "-CA", "ca.pem", "-nmin", "10", "-ignore_err"])
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("run openssl ocsp");
+        // Its log says when it listens: a probe connection closed unused
+        // would hang OpenSSL 3.0's one-at-a-time responder for good.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(self.dir.join("responder.log")).unwrap_or_default().contains("waiting for OCSP client connections") {
+            assert!(Instant::now() < deadline, "openssl ocsp did not listen within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child
+    }
+
+    fn directives(&self) -> String {
+        format!("SSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n", self.dir.join("a.pem").display(), self.dir.join("a.key").display())
+    }
+}
+
+/// A server with MDStapling on (no managed domain: the certificate is
+/// one of "the others", as mod_md's MDStapleOthers) for a.test.
+fn start(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
+    let dir = TempDir::new(&format!("stapling-{tag}-{mpm}"));
+    common::standard_site(&dir);
+    let ca = OcspCa::make(&dir.0, free_port());
+    let https = free_port();
+    let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
+    (Server::start_in(dir, mpm, &conf), ca, https)
+}
+
+/// What `s_client -status` says of the staple (the OCSP part of its output).
+fn staple(https: u16) -> String {
+    s_client(https, &["-servername", "a.test", "-status"], "")
+}
+
+/// Polls until the staple's output contains `needle` (at most `within`).
+fn wait_staple(s: &Server, https: u16, needle: &str, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let out = staple(https);
+        if out.contains(needle) {
+            return out;
+        }
+        assert!(Instant::now() < deadline, "no {needle:?} in s_client -status within {within:?}:\n{out}\nerror.log:\n{}", s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777).unwrap_or(0)
+}
+
+fn responder_down_then_up_then_down(mpm: &str) {
+    let (s, ca, https) = start(mpm, "updown");
+    // Down at start: served, nothing stapled, said and retried.
+    let out = staple(https);
+    assert!(out.contains("OCSP response: no response sent") && out.contains("CN = a.test"), "{out}");
+    let log = s.wait_log("error.log", "OCSP failed (1 in a row)");
+    let line = log.lines().find(|l| l.contains("OCSP failed (1 in a row)")).unwrap();
+    assert!(line.contains(&format!("http://127.0.0.1:{}/", ca.port)) && line.contains("nothing stapled meanwhile; next try in 5 s"), "{line}");
+    // Up: the next try stores the response and a graceful restart staples it.
+    let responder = ca.responder();
+    let out = wait_staple(&s, https, "Cert Status: good", Duration::from_secs(30));
+    assert!(out.contains("OCSP Response Status: successful") && out.contains("Next Update:"), "{out}");
+    let log = s.wait_log("error.log", "OCSP responses changed in the store: graceful restart");
+    assert!(log.contains("OCSP response from http://127.0.0.1:"), "{log}");
+    let md = s.dir.0.join("md/ocsp");
+    let stored: Vec<PathBuf> = std::fs::read_dir(&md).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!((mode(&md), mode(&stored[0])), (0o700, 0o600));
+    // Down again, and a graceful restart: the response kept is stapled
+    // still (it is good for 10 minutes), by the new children.
+    terminate(responder, Duration::from_secs(5));
+    // The serving children (the ACME helper, a child too, stays).
+    let helper: u32 = log.split("ACME helper (pid ").nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse().ok()).unwrap();
+    let serving = || s.children().into_iter().filter(|c| *c != helper).collect::<Vec<_>>();
+    let before = serving();
+    common::unsafe_kill(s.pid(), 1);
+    common::settle(|| serving().iter().all(|c| !before.contains(c)) && !serving().is_empty());
+    assert!(serving().iter().all(|c| !before.contains(c)), "old children {before:?} still there: {:?}", serving());
+    let out = staple(https);
+    assert!(out.contains("Cert Status: good"), "{out}");
+}
+
+fn a_revoked_certificate_is_said(mpm: &str) {
+    let (s, ca, https) = start(mpm, "revoked");
+    ca.set_status(true);
+    let responder = ca.responder();
+    let out = wait_staple(&s, https, "Cert Status: revoked", Duration::from_secs(30));
+    assert!(out.contains("Revocation Reason: keyCompromise"), "{out}");
+    let log = s.wait_log("error.log", "is REVOKED according to");
+    let line = log.lines().find(|l| l.contains("is REVOKED")).unwrap();
+    assert!(line.contains("[error]") || line.contains(":error]"), "{line}");
+    assert!(line.contains("a.pem") && line.contains("KeyCompromise"), "{line}");
+    terminate(responder, Duration::from_secs(5));
+}
+
+each_mpm!(responder_down_then_up_then_down, a_revoked_certificate_is_said);
