@@ -299,6 +299,11 @@ fn renewal_under_load(mpm: &str) {
     let log = s.read_log("error.log");
     assert!(issued() >= 4, "fewer than 4 certificates in 40 s:\n{log}");
     assert!(log.matches("SIGHUP received: graceful restart").count() >= 3, "{log}");
+    // Each certificate is issued inside its window: renewal backs off
+    // (MDRetryDelay 1s, doubled) rather than ordering again at once.
+    for (n, wait) in [(1, 1), (2, 2), (3, 4)] {
+        assert!(log.contains(&format!("issued already inside its renewal window (MDRenewWindow asks more than the CA's lifetime leaves; {n} in a row): next renewal in {wait} s")), "{n}: {log}");
+    }
     assert_ne!(first, last, "the certificate served did not change");
     assert!(last.contains("Pebble"), "{last}");
     eprintln!("{mpm}: {} certificates, {ok} HTTPS requests verified, {} failed", issued(), failed.len());
@@ -511,4 +516,28 @@ fn graceful_restart_adds_a_domain(mpm: &str) {
     assert!(san.contains("DNS:b.test") && san.contains("Pebble"), "{san}\n{log}");
 }
 
-each_mpm!(graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+/// The first MDomain of a server that had none (so no ACME helper) comes
+/// with a graceful restart: the parent forks the helper then.
+fn graceful_restart_adds_the_first_domain(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-firstmd-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https) = (free_port(), free_port());
+    let pebble = Pebble::start(&dir.0, http, https);
+    let localhost = Certs::make(&dir.0).directives("localhost");
+    let conf = format!(
+        "Listen 127.0.0.1:{http}\nListen 127.0.0.1:{https}\nMDCertificateAuthority {}\nMDCACertificateFile {}\nMDContactEmail admin@a.test\nMDCertificateAgreement accepted\nMDStoreDir md\nMDRetryDelay 1s\n<VirtualHost *:{http}>\nServerName a.test\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName localhost\n{localhost}</VirtualHost>\n",
+        pebble.directory(),
+        pebble.listener_ca.display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    assert!(s.get("/a.txt").status == 200);
+    assert!(!s.read_log("error.log").contains("ACME helper"), "{}", s.read_log("error.log"));
+    let conf = std::fs::read_to_string(&s.conf).unwrap();
+    std::fs::write(&s.conf, format!("{conf}MDomain a.test\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n")).unwrap();
+    common::unsafe_kill(s.pid(), 1);
+    let log = s.wait_log("error.log", "MDomain a.test: certificate obtained");
+    assert!(log.contains("ACME helper (pid ") && log.contains("managing a.test"), "{log}");
+    assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
+}
+
+each_mpm!(graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
