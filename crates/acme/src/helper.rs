@@ -190,8 +190,8 @@ fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCerti
 /// How often the sleeping helper looks for a SIGHUP.
 const HUP_POLL: Duration = Duration::from_millis(100);
 
-/// The domains of a configuration read again: a domain kept (same first
-/// name) keeps its failures and, while failing, its next try; a new or
+/// The domains of a configuration read again: a domain kept (same names)
+/// keeps, while failing or backing off, its state and next try; a new or
 /// changed one is due as its certificates say.
 fn reconfigured(old: Vec<Domain>, settings: &Settings, store_dir: &std::path::Path) -> Vec<Domain> {
     settings
@@ -200,11 +200,14 @@ fn reconfigured(old: Vec<Domain>, settings: &Settings, store_dir: &std::path::Pa
         .iter()
         .filter(|d| d.auto)
         .map(|config| {
-            let before = old.iter().find(|o| o.config.names[0] == config.names[0] && o.failures > 0);
+            // Kept while failing or backing off a certificate born due
+            // (the graceful restart that took it in re-reads the
+            // configuration: it must not make the domain due at once).
+            let before = old.iter().find(|o| o.config.names == config.names && (o.failures > 0 || o.born_due > 0));
             let due = due_of(config, store_dir);
             match before {
-                Some(o) if o.config.names == config.names => Domain { config: config.clone(), due: o.due, failures: o.failures, last_error: o.last_error.clone(), born_due: o.born_due },
-                _ => Domain { config: config.clone(), due, failures: 0, last_error: None, born_due: 0 },
+                Some(o) => Domain { config: config.clone(), due: o.due, failures: o.failures, last_error: o.last_error.clone(), born_due: o.born_due },
+                None => Domain { config: config.clone(), due, failures: 0, last_error: None, born_due: 0 },
             }
         })
         .collect()
