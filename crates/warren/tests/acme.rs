@@ -540,4 +540,32 @@ fn graceful_restart_adds_the_first_domain(mpm: &str) {
     assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
 }
 
-each_mpm!(graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+/// MDStapling on a managed domain whose certificate in the store (made
+/// by a CA of the test's own, naming its OCSP responder) is revoked: the
+/// helper logs it and renews at once from pebble, though the certificate
+/// is far from its renewal window.
+fn revoked_certificate_is_renewed(mpm: &str) {
+    let responder = std::cell::OnceCell::new();
+    let seed = |dir: &TempDir, _: &Pebble| {
+        let ca = common::ocsp::OcspCa::make(&dir.0, free_port(), "DNS:a.test,DNS:www.a.test");
+        ca.set_status(true);
+        let _ = responder.set(ca.responder());
+        let domain = dir.0.join("md/domains/a.test");
+        std::fs::create_dir_all(&domain).unwrap();
+        std::fs::copy(ca.dir.join("a.pem"), domain.join("pubcert.pem")).unwrap();
+        std::fs::copy(ca.dir.join("a.key"), domain.join("privkey.pem")).unwrap();
+        "MDStapling on".to_string()
+    };
+    let (_pebble, s, _, https) = start_managed(mpm, "revoked", Validation::Warren, "www.a.test", seed);
+    let log = s.wait_log("error.log", "MDomain a.test: certificate obtained");
+    // The seeded certificate was served meanwhile (no temporary one).
+    assert!(!log.contains("serving a temporary self-signed one"), "{log}");
+    let revoked = log.lines().find(|l| l.contains("is REVOKED according to")).unwrap_or_else(|| panic!("{log}"));
+    assert!(revoked.contains("pubcert.pem") && revoked.contains("the managed domain's certificate is renewed now"), "{revoked}");
+    assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
+    if let Some(r) = responder.into_inner() {
+        terminate(r, Duration::from_secs(5));
+    }
+}
+
+each_mpm!(revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);

@@ -11,77 +11,18 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::tls::{openssl, s_client};
+use common::ocsp::OcspCa;
+use common::tls::s_client;
 use common::{free_port, terminate, Server, TempDir};
-
-/// The test's CA, a certificate for a.test naming the responder on
-/// `port`, and the responder's index file.
-struct OcspCa {
-    dir: PathBuf,
-    port: u16,
-}
-
-impl OcspCa {
-    fn make(test_dir: &Path, port: u16) -> OcspCa {
-        let dir = test_dir.join("ocspca");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("ca.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n").unwrap();
-        openssl(&dir, &["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "30", "-subj", "/CN=warren OCSP test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]);
-        std::fs::write(dir.join("leaf.ext"), format!("subjectAltName=DNS:a.test\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\nauthorityInfoAccess=OCSP;URI:http://127.0.0.1:{port}/\n")).unwrap();
-        openssl(&dir, &["req", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", "a.key", "-out", "a.csr", "-subj", "/CN=a.test"]);
-        openssl(&dir, &["x509", "-req", "-in", "a.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "0x5eed", "-days", "30", "-extfile", "leaf.ext", "-out", "leaf.pem"]);
-        // The served file: the certificate, then its issuer (the chain).
-        let chain = std::fs::read_to_string(dir.join("leaf.pem")).unwrap() + &std::fs::read_to_string(dir.join("ca.pem")).unwrap();
-        std::fs::write(dir.join("a.pem"), chain).unwrap();
-        let ca = OcspCa { dir, port };
-        ca.set_status(false);
-        ca
-    }
-
-    /// The index `openssl ocsp` answers from: the certificate valid or revoked.
-    fn set_status(&self, revoked: bool) {
-        let line = if revoked { "R\t361231000000Z\t261101000000Z,keyCompromise\t5EED\tunknown\t/CN=a.test\n" } else { "V\t361231000000Z\t\t5EED\tunknown\t/CN=a.test\n" };
-        std::fs::write(self.dir.join("index.txt"), line).unwrap();
-    }
-
-    /// Starts the responder (answers valid 10 minutes) and waits until it listens.
-    fn responder(&self) -> Child {
-        let log = std::fs::File::create(self.dir.join("responder.log")).unwrap();
-        let child = Command::new("openssl")
-            // (It binds the port on every address: -port takes no host.)
-            .args(["ocsp", "-index", "index.txt", "-port"])
-            .arg(self.port.to_string())
-            .args(["-rsigner", "ca.pem", "-rkey", "ca.key", "-CA", "ca.pem", "-nmin", "10", "-ignore_err"])
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("run openssl ocsp");
-        // Its log says when it listens: a probe connection closed unused
-        // would hang OpenSSL 3.0's one-at-a-time responder for good.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !std::fs::read_to_string(self.dir.join("responder.log")).unwrap_or_default().contains("waiting for OCSP client connections") {
-            assert!(Instant::now() < deadline, "openssl ocsp did not listen within 10 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child
-    }
-
-    fn directives(&self) -> String {
-        format!("SSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n", self.dir.join("a.pem").display(), self.dir.join("a.key").display())
-    }
-}
 
 /// A server with MDStapling on (no managed domain: the certificate is
 /// one of "the others", as mod_md's MDStapleOthers) for a.test.
 fn start(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
     let dir = TempDir::new(&format!("stapling-{tag}-{mpm}"));
     common::standard_site(&dir);
-    let ca = OcspCa::make(&dir.0, free_port());
+    let ca = OcspCa::make(&dir.0, free_port(), "DNS:a.test");
     let https = free_port();
     let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
     (Server::start_in(dir, mpm, &conf), ca, https)
