@@ -41,12 +41,18 @@ impl OcspCa {
 
     /// Starts the responder (answers valid 10 minutes) and waits until it listens.
     pub fn responder(&self) -> Child {
+        self.responder_signing_with("ca.pem", "ca.key")
+    }
+
+    /// The responder signing its answers with `cert` and `key` (files in
+    /// the CA's directory): a forger's, for the attack tests.
+    pub fn responder_signing_with(&self, cert: &str, key: &str) -> Child {
         let log = std::fs::File::create(self.dir.join("responder.log")).unwrap();
         let child = Command::new("openssl")
             // (It binds the port on every address: -port takes no host.)
             .args(["ocsp", "-index", "index.txt", "-port"])
             .arg(self.port.to_string())
-            .args(["-rsigner", "ca.pem", "-rkey", "ca.key", "-CA", "ca.pem", "-nmin", "10", "-ignore_err"])
+            .args(["-rsigner", cert, "-rkey", key, "-CA", "ca.pem", "-nmin", "10", "-ignore_err"])
             .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
