@@ -11,18 +11,8 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::ocsp::OcspCa;
 use common::tls::{openssl, s_client};
-use common::{free_port, terminate, Server, TempDir};
-
-fn start(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
-    let dir = TempDir::new(&format!("attacks-stapling-{tag}-{mpm}"));
-    common::standard_site(&dir);
-    let ca = OcspCa::make(&dir.0, free_port(), "DNS:a.test");
-    let https = free_port();
-    let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
-    (Server::start_in(dir, mpm, &conf), ca, https)
-}
+use common::{terminate, Server};
 
 /// Nothing kept in the store, nothing stapled, no revocation believed.
 fn nothing_believed(s: &Server, https: u16) {
@@ -35,7 +25,7 @@ fn nothing_believed(s: &Server, https: u16) {
 }
 
 fn a_forged_revocation_is_refused(mpm: &str) {
-    let (s, ca, https) = start(mpm, "forged");
+    let (s, ca, https) = common::ocsp::stapling_server(mpm, "attacks-stapling-forged");
     // The forger's certificate bears the CA's name, with a key of its own.
     openssl(&ca.dir, &["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "forger.key", "-out", "forger.pem", "-days", "30", "-subj", "/CN=warren OCSP test CA"]);
     ca.set_status(true);
@@ -49,7 +39,7 @@ fn a_forged_revocation_is_refused(mpm: &str) {
 
 /// A responder that answers 200 with an endless body, then one with garbage.
 fn garbage_and_endless_answers_are_refused(mpm: &str) {
-    let (s, ca, https) = start(mpm, "garbage");
+    let (s, ca, https) = common::ocsp::stapling_server(mpm, "attacks-stapling-garbage");
     let server = "import http.server, sys\nclass H(http.server.BaseHTTPRequestHandler):\n    n = 0\n    def do_POST(self):\n        H.n += 1\n        self.send_response(200)\n        self.end_headers()\n        try:\n            if H.n == 1:\n                while True: self.wfile.write(b'A' * 65536)\n            self.wfile.write(b'\\x30\\x82\\xff\\xff garbage')\n        except OSError: pass\n    def log_message(self, *a): pass\nhttp.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n";
     let responder = Command::new("python3").arg("-c").arg(server).arg(ca.port.to_string()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("python3");
     let log = s.wait_log("error.log", "not an OCSP response");

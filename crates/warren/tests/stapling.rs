@@ -13,20 +13,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::ocsp::OcspCa;
 use common::tls::s_client;
-use common::{free_port, terminate, Server, TempDir};
-
-/// A server with MDStapling on (no managed domain: the certificate is
-/// one of "the others", as mod_md's MDStapleOthers) for a.test.
-fn start(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
-    let dir = TempDir::new(&format!("stapling-{tag}-{mpm}"));
-    common::standard_site(&dir);
-    let ca = OcspCa::make(&dir.0, free_port(), "DNS:a.test");
-    let https = free_port();
-    let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
-    (Server::start_in(dir, mpm, &conf), ca, https)
-}
+use common::{terminate, Server};
 
 /// What `s_client -status` says of the staple (the OCSP part of its output).
 fn staple(https: u16) -> String {
@@ -52,7 +40,7 @@ fn mode(p: &Path) -> u32 {
 }
 
 fn responder_down_then_up_then_down(mpm: &str) {
-    let (s, ca, https) = start(mpm, "updown");
+    let (s, ca, https) = common::ocsp::stapling_server(mpm, "stapling-updown");
     // Down at start: served, nothing stapled, said and retried.
     let out = staple(https);
     assert!(out.contains("OCSP response: no response sent") && out.contains("CN = a.test"), "{out}");
@@ -84,7 +72,7 @@ fn responder_down_then_up_then_down(mpm: &str) {
 }
 
 fn a_revoked_certificate_is_said(mpm: &str) {
-    let (s, ca, https) = start(mpm, "revoked");
+    let (s, ca, https) = common::ocsp::stapling_server(mpm, "stapling-revoked");
     ca.set_status(true);
     let responder = ca.responder();
     let out = wait_staple(&s, https, "Cert Status: revoked", Duration::from_secs(30));

@@ -8,6 +8,20 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::tls::openssl;
+use super::{free_port, Server, TempDir};
+
+/// A server (test directory `TAG-MPM`) with MDStapling on and no managed
+/// domain (the certificate is one of "the others", as mod_md's
+/// MDStapleOthers) serving a.test with a certificate of a new OcspCa:
+/// (server, CA, HTTPS port).
+pub fn stapling_server(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
+    let dir = TempDir::new(&format!("{tag}-{mpm}"));
+    super::standard_site(&dir);
+    let ca = OcspCa::make(&dir.0, free_port(), "DNS:a.test");
+    let https = free_port();
+    let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
+    (Server::start_in(dir, mpm, &conf), ca, https)
+}
 
 /// The test's CA, a certificate for a.test naming the responder on
 /// `port`, and the responder's index file.
