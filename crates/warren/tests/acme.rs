@@ -310,6 +310,31 @@ fn renewal_under_load(mpm: &str) {
     assert!(ok > 0 && failed.is_empty(), "{} of {} requests failed: {:?}", failed.len(), ok as usize + failed.len(), &failed[..failed.len().min(5)]);
 }
 
+/// Renewals, each taken in by a graceful restart, while wrk keeps 20
+/// keep-alive HTTPS connections busy: wrk's own counts must show no
+/// socket error and no failed answer.
+fn renewal_under_wrk(mpm: &str) {
+    let (_pebble, s, _, https) = start_managed(mpm, "wrk", Validation::Warren, "www.a.test", |_, _| "MDRenewWindow 100%".into());
+    first_certificate(&s, https);
+    let issued = || s.read_log("error.log").matches("certificate obtained from").count();
+    let before = issued();
+    let wrk = Command::new("wrk").args(["-t2", "-c20", "-d60s", "-H", "Host: a.test"]).arg(format!("https://127.0.0.1:{https}/a.txt")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run wrk (Debian's wrk)");
+    // Two more certificates under load, then wrk is stopped (SIGINT: it reports).
+    let deadline = Instant::now() + Duration::from_secs(50);
+    while issued() < before + 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    common::unsafe_kill(wrk.id(), 2);
+    let out = wrk.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let renewed = issued() - before;
+    assert!(renewed >= 2, "{renewed} renewals under load:\n{}", s.read_log("error.log"));
+    let requests: u64 = report.lines().find(|l| l.contains(" requests in ")).and_then(|l| l.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    eprintln!("{mpm}: {renewed} renewals under wrk -c20: {requests} requests\n{report}");
+    assert!(requests > 0, "{report}");
+    assert!(!report.contains("Socket errors") && !report.contains("Non-2xx"), "failures under renewal:\n{report}");
+}
+
 /// The CA goes away after the first certificate: renewals fail, are
 /// logged with their reason and retried with a growing delay, and the
 /// certificate in use stays served.
@@ -568,4 +593,4 @@ fn revoked_certificate_is_renewed(mpm: &str) {
     }
 }
 
-each_mpm!(revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+each_mpm!(renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
