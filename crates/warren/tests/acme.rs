@@ -335,6 +335,37 @@ fn renewal_under_wrk(mpm: &str) {
     assert!(!report.contains("Socket errors") && !report.contains("Non-2xx"), "failures under renewal:\n{report}");
 }
 
+/// A "CA" whose directory is garbage (a small python HTTPS server): the
+/// order fails with the reason, is retried with backoff, and the
+/// temporary certificate is served meanwhile.
+fn a_malformed_ca_answer_is_retried(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-garbage-{mpm}"));
+    common::standard_site(&dir);
+    let certs = Certs::make(&dir.0);
+    let (http, https, ca_port) = (free_port(), free_port(), free_port());
+    let server = "import http.server, ssl, sys\nclass H(http.server.BaseHTTPRequestHandler):\n    def answer(self):\n        body = b'{\"newNonce\": [1, 2' + b'\\x00\\xff garbage'\n        self.send_response(200)\n        self.send_header('Content-Type', 'application/json')\n        self.send_header('Content-Length', str(len(body)))\n        self.end_headers()\n        self.wfile.write(body)\n    do_GET = do_POST = do_HEAD = answer\n    def log_message(self, *a): pass\nsrv = http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H)\nctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\nctx.load_cert_chain(sys.argv[2], sys.argv[3])\nsrv.socket = ctx.wrap_socket(srv.socket, server_side=True)\nsrv.serve_forever()\n";
+    let ca = Command::new("python3").arg("-c").arg(server).arg(ca_port.to_string()).arg(certs.cert("localhost")).arg(certs.key("localhost")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("python3");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", ca_port)).is_err() {
+        assert!(Instant::now() < deadline, "the python CA did not listen within 10 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let conf = format!(
+        "Listen 127.0.0.1:{http}\nListen 127.0.0.1:{https}\nMDomain a.test\nMDCertificateAuthority https://127.0.0.1:{ca_port}/dir\nMDCACertificateFile {}\nMDContactEmail admin@a.test\nMDCertificateAgreement accepted\nMDStoreDir md\nMDRetryDelay 1s\n<VirtualHost *:{http}>\nServerName a.test\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n",
+        certs.ca().display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let log = s.wait_log("error.log", "renewal failed (2 in a row)");
+    let line = log.lines().find(|l| l.contains("renewal failed (1 in a row)")).unwrap_or_else(|| panic!("{log}"));
+    // The reason: the directory is no JSON the client can read.
+    assert!(line.contains(&format!("https://127.0.0.1:{ca_port}/dir: failed to (de)serialize JSON")) && line.contains("a temporary self-signed certificate is served meanwhile; next try in 1 s"), "{line}");
+    assert!(log.contains("next try in 2 s"), "{log}");
+    assert!(served(https).contains("temporary certificate for a.test"), "{}", served(https));
+    assert!(!s.dir.0.join("md/domains/a.test/pubcert.pem").exists());
+    eprintln!("{mpm}: {line}");
+    terminate(ca, Duration::from_secs(5));
+}
+
 /// The CA goes away after the first certificate: renewals fail, are
 /// logged with their reason and retried with a growing delay, and the
 /// certificate in use stays served.
@@ -593,4 +624,4 @@ fn revoked_certificate_is_renewed(mpm: &str) {
     }
 }
 
-each_mpm!(renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+each_mpm!(a_malformed_ca_answer_is_retried, renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
