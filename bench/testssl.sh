@@ -35,10 +35,13 @@ PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.
 MPM=${MPM:-event}
 EXCLUDED='cert_chain_of_trust cert_trust cert_caIssuers cert_revocation cert_crlDistributionPoints cert_ocspURL OCSP_stapling cert_mustStapleExtension cert_certificateTransparency DNS_CAArecord'
 
+# TARGET=host:port tests a warren already running there (bench/testssl_acme.sh
+# runs one with a Pebble-issued certificate) and skips the RSA-only checks.
 D=$(mktemp -d /tmp/warren-testssl.XXXX)
 P=
 cleanup() { [ -n "$P" ] && kill "$P" 2>/dev/null && wait "$P" 2>/dev/null; rm -rf "$D"; }
 trap cleanup EXIT
+if [ -z "${TARGET:-}" ]; then
 mkdir -p "$D/htdocs"
 echo hello > "$D/htdocs/index.html"
 chmod -R a+rX "$D"
@@ -60,11 +63,12 @@ printf '%s\n' "LoadModule mpm_${MPM}_module x" "Listen 127.0.0.1:$PORT https" "S
 for _ in $(seq 100); do curl -sfk --max-time 2 "https://127.0.0.1:$PORT/" >/dev/null && break; sleep 0.1; done
 curl -sfk --max-time 5 "https://127.0.0.1:$PORT/" >/dev/null || { echo "warren did not start:"; cat "$D/error.log"; exit 2; }
 
+fi
 # timeout(1) bounds the whole run: TERM to testssl's process group after
 # 15 minutes, KILL 30 s later should it not end on TERM.
 rc=0
 timeout -k 30 900 testssl --quiet --color 0 --warnings batch --ip 127.0.0.1 --nodns none \
-    --jsonfile "$D/testssl.json" "localhost:$PORT" > "$D/testssl.txt" 2>&1 || rc=$?
+    --jsonfile "$D/testssl.json" "${TARGET:-localhost:$PORT}" > "$D/testssl.txt" 2>&1 || rc=$?
 cat "$D/testssl.txt"
 jq -e 'any(.[]; .id == "TLS1_2")' "$D/testssl.json" >/dev/null 2>&1 || { echo "testssl did not run its checks (exit $rc)"; exit 2; }
 
@@ -78,7 +82,7 @@ jq -r '.[] | select(.severity == "MEDIUM" or .severity == "LOW") | "  \(.severit
 echo "excluded (self-signed test certificate): $EXCLUDED"
 # Both certificates are served: an RSA-only client gets the RSA one, be it
 # RSA-only by its TLS 1.2 suites or by its signature schemes (TLS 1.2, 1.3).
-for rsa_only in "-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256" \
+[ -n "${TARGET:-}" ] || for rsa_only in "-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256" \
     "-tls1_2 -sigalgs RSA+SHA256:RSA+SHA384:rsa_pss_rsae_sha256" "-tls1_3 -sigalgs rsa_pss_rsae_sha256:rsa_pss_rsae_sha384"; do
     # shellcheck disable=SC2086 # the options are words
     rsa=$(timeout 20 openssl s_client -connect "127.0.0.1:$PORT" -servername localhost $rsa_only \

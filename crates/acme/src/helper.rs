@@ -19,7 +19,7 @@ use nix::unistd::{fork, getppid, ForkResult, Pid};
 use warren_config::md::ManagedDomain;
 use warren_config::{LogLevel, Settings};
 
-use crate::{order, schedule, status, store};
+use crate::{order, schedule, stapling, status, store};
 
 /// How the helper writes to the server's error log.
 pub type Log = Box<dyn Fn(LogLevel, &str)>;
@@ -32,6 +32,10 @@ struct Domain {
     due: i64,
     failures: u32,
     last_error: Option<String>,
+    /// Certificates issued in a row already inside their renewal window
+    /// (a CA's lifetime shorter than MDRenewWindow asks): each makes the
+    /// next renewal wait longer, as failures do, instead of a loop.
+    born_due: u32,
 }
 
 /// Reads the configuration again (the parent's own reader): what the
@@ -43,7 +47,8 @@ pub type Reload = Box<dyn Fn() -> Option<Settings>>;
 /// in the child, `open_log` makes its log and the loop never returns.
 pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option<Reload>) -> Result<Option<Pid>, String> {
     let domains: Vec<ManagedDomain> = settings.md.domains.iter().filter(|d| d.auto).cloned().collect();
-    if domains.is_empty() {
+    let staples = warren_config::md::stapled_certificates(settings);
+    if domains.is_empty() && staples.is_empty() {
         return Ok(None);
     }
     let store_dir = settings.md.store_dir.clone();
@@ -70,7 +75,7 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option
             if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone()) {
                 log(LogLevel::Warn, &format!("ACME helper: no SIGHUP handler ({e}): configuration changes need a restart"));
             }
-            run(domains, Helper { store_dir, group, parent, reload, hup }, &log);
+            run(domains, staples, Helper { store_dir, group, parent, reload, hup }, &log);
         }
     }
 }
@@ -84,7 +89,7 @@ struct Helper {
     hup: Arc<AtomicBool>,
 }
 
-fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
+fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCertificate>, helper: Helper, log: &Log) -> ! {
     let Helper { store_dir, group, parent, .. } = &helper;
     let (store_dir, group, parent) = (store_dir.clone(), *group, *parent);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -98,13 +103,19 @@ fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
         .into_iter()
         .map(|config| {
             let due = due_of(&config, &store_dir);
-            Domain { config, due, failures: 0, last_error: None }
+            Domain { config, due, failures: 0, last_error: None, born_due: 0 }
         })
         .collect();
-    log(LogLevel::Notice, &format!("ACME helper (pid {}) managing {}", std::process::id(), domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
+    let mut staples: Vec<stapling::Staple> = staples.into_iter().map(stapling::Staple::new).collect();
+    log(LogLevel::Notice, &format!("ACME helper (pid {}) managing {}; OCSP stapling for {} certificate(s)", std::process::id(), domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", "), staples.len()));
     publish(&domains, &store_dir, group, log);
     loop {
         let mut renewed = Vec::new();
+        // OCSP first: a certificate found revoked is renewed in this pass.
+        let stapled = stapling::run_due(&mut staples, &store_dir, &runtime, log);
+        for d in domains.iter_mut().filter(|d| stapled.revoked.contains(&d.config.names[0])) {
+            d.due = schedule::now();
+        }
         for d in domains.iter_mut().filter(|d| d.due <= schedule::now()) {
             let name = d.config.names[0].clone();
             let step = |m: &str| log(LogLevel::Info, &format!("MDomain {name}: {m}"));
@@ -126,9 +137,17 @@ fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
                 Ok(()) => {
                     d.failures = 0;
                     d.last_error = None;
-                    d.due = due_of(&d.config, &store_dir).max(schedule::now() + 1);
+                    d.due = due_of(&d.config, &store_dir);
                     let until = schedule::validity(&cert).map_or(0, |(_, until)| until);
                     log(LogLevel::Notice, &format!("MDomain {name}: certificate obtained from {}, valid until {}; renewal due {}", d.config.ca_url, status::http_date(until), status::http_date(d.due)));
+                    if d.due <= schedule::now() {
+                        d.born_due += 1;
+                        let wait = schedule::backoff(d.config.retry_delay, d.born_due).as_secs().max(1);
+                        d.due = schedule::now() + wait as i64;
+                        log(LogLevel::Warn, &format!("MDomain {name}: the certificate was issued already inside its renewal window (MDRenewWindow asks more than the CA's lifetime leaves; {} in a row): next renewal in {wait} s, not at once", d.born_due));
+                    } else {
+                        d.born_due = 0;
+                    }
                     renewed.push(name);
                 }
                 Err(why) => {
@@ -142,8 +161,9 @@ fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
             }
         }
         publish(&domains, &store_dir, group, log);
-        if !renewed.is_empty() {
-            log(LogLevel::Notice, &format!("MDomain {}: new certificate in the store: graceful restart", renewed.join(", ")));
+        if !renewed.is_empty() || stapled.changed {
+            let what = if renewed.is_empty() { "MDStapling: OCSP responses changed in the store".to_string() } else { format!("MDomain {}: new certificate in the store", renewed.join(", ")) };
+            log(LogLevel::Notice, &format!("{what}: graceful restart"));
             if kill(parent, Signal::SIGHUP).is_err() {
                 std::process::exit(0);
             }
@@ -151,7 +171,7 @@ fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
         if getppid() != parent {
             std::process::exit(0);
         }
-        let next = domains.iter().map(|d| d.due).min().unwrap_or(i64::MAX);
+        let next = domains.iter().map(|d| d.due).min().unwrap_or(i64::MAX).min(stapling::next_due(&staples));
         let wake = std::time::Instant::now() + Duration::from_secs((next - schedule::now()).clamp(1, MAX_SLEEP.as_secs() as i64) as u64);
         while std::time::Instant::now() < wake && !helper.hup.load(Ordering::SeqCst) {
             std::thread::sleep(HUP_POLL);
@@ -159,6 +179,7 @@ fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
         if helper.hup.swap(false, Ordering::SeqCst) {
             if let Some(settings) = helper.reload.as_ref().and_then(|r| r()) {
                 domains = reconfigured(domains, &settings, &store_dir);
+                staples = stapling::reconfigured(staples, warren_config::md::stapled_certificates(&settings));
                 log(LogLevel::Notice, &format!("ACME helper: configuration read again, managing {}", domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
                 publish(&domains, &store_dir, group, log);
             }
@@ -169,8 +190,8 @@ fn run(domains: Vec<ManagedDomain>, helper: Helper, log: &Log) -> ! {
 /// How often the sleeping helper looks for a SIGHUP.
 const HUP_POLL: Duration = Duration::from_millis(100);
 
-/// The domains of a configuration read again: a domain kept (same first
-/// name) keeps its failures and, while failing, its next try; a new or
+/// The domains of a configuration read again: a domain kept (same names)
+/// keeps, while failing or backing off, its state and next try; a new or
 /// changed one is due as its certificates say.
 fn reconfigured(old: Vec<Domain>, settings: &Settings, store_dir: &std::path::Path) -> Vec<Domain> {
     settings
@@ -179,11 +200,14 @@ fn reconfigured(old: Vec<Domain>, settings: &Settings, store_dir: &std::path::Pa
         .iter()
         .filter(|d| d.auto)
         .map(|config| {
-            let before = old.iter().find(|o| o.config.names[0] == config.names[0] && o.failures > 0);
+            // Kept while failing or backing off a certificate born due
+            // (the graceful restart that took it in re-reads the
+            // configuration: it must not make the domain due at once).
+            let before = old.iter().find(|o| o.config.names == config.names && (o.failures > 0 || o.born_due > 0));
             let due = due_of(config, store_dir);
             match before {
-                Some(o) if o.config.names == config.names => Domain { config: config.clone(), due: o.due, failures: o.failures, last_error: o.last_error.clone() },
-                _ => Domain { config: config.clone(), due, failures: 0, last_error: None },
+                Some(o) => Domain { config: config.clone(), due: o.due, failures: o.failures, last_error: o.last_error.clone(), born_due: o.born_due },
+                None => Domain { config: config.clone(), due, failures: 0, last_error: None, born_due: 0 },
             }
         })
         .collect()

@@ -17,6 +17,8 @@
 //!   certificate; `challenges/` holds http-01 key authorizations and
 //!   tls-alpn-01 certificates, the part server children read
 //!   (warren-handler's `acme_challenge`, warren-tls's `acme_alpn`).
+//! - [`stapling`]: MDStapling, OCSP responses ([`ocsp`]) fetched for the
+//!   certificates to staple and kept in the store's `ocsp/`.
 //! - [`status`]: what the helper knows, published for md-status and
 //!   server-status.
 //!
@@ -26,8 +28,10 @@
 pub mod challenges;
 pub mod csr;
 pub mod helper;
+pub mod ocsp;
 pub mod order;
 pub mod schedule;
+pub mod stapling;
 pub mod status;
 pub mod store;
 

@@ -18,7 +18,7 @@ pub use warren_config::md::{challenges_dir, store_files};
 /// made or chmodded in it (see [`only_root_changes`]).
 pub fn prepare(store: &Path) -> io::Result<()> {
     only_root_changes(store)?;
-    for (dir, mode) in [(store.to_path_buf(), 0o755), (challenges_dir(store), 0o755), (challenges_dir(store).join("tls-alpn-01"), 0o755), (store.join("accounts"), 0o700), (store.join("domains"), 0o700)] {
+    for (dir, mode) in [(store.to_path_buf(), 0o755), (challenges_dir(store), 0o755), (challenges_dir(store).join("tls-alpn-01"), 0o755), (store.join("accounts"), 0o700), (store.join("domains"), 0o700), (store.join("ocsp"), 0o700)] {
         DirBuilder::new().recursive(true).mode(mode).create(&dir)?;
         fs::set_permissions(&dir, fs::Permissions::from_mode(mode))?;
     }

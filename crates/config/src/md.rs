@@ -132,6 +132,50 @@ pub struct MdGlobal {
     pub domains: Vec<ManagedDomain>,
 }
 
+/// A certificate whose OCSP response the ACME helper fetches and warren
+/// staples (see [`stapled_certificates`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StapledCertificate {
+    /// The PEM file: the certificate first, then its chain.
+    pub cert: PathBuf,
+    /// SSLCertificateChainFile, where the issuer may be instead.
+    pub chain: Option<PathBuf>,
+    /// The managed domain it is the certificate of (a revoked one is renewed).
+    pub domain: Option<String>,
+}
+
+/// The certificates to staple: a managed domain's with MDStapling on (its
+/// own or the server's), and, as mod_md's MDStapleOthers, every other
+/// certificate of the server when MDStapling is on server-wide; a host's
+/// with `SSLUseStapling on` too (mod_ssl's stapling, served the same way).
+pub fn stapled_certificates(s: &Settings) -> Vec<StapledCertificate> {
+    let others = s.md.options.stapling == Some(true);
+    let mut list: Vec<StapledCertificate> = Vec::new();
+    for tls in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|vh| &vh.host)).filter_map(|h| h.tls.as_ref()) {
+        let domain = tls.managed.as_ref().and_then(|names| s.md.domains.iter().find(|d| d.names[0] == names[0]));
+        let wanted = match domain {
+            Some(d) => d.stapling || tls.use_stapling,
+            None => others || tls.use_stapling,
+        };
+        if !wanted {
+            continue;
+        }
+        for pair in &tls.certificates {
+            let c = StapledCertificate { cert: pair.cert.0.clone(), chain: tls.chain_file.as_ref().map(|(p, _)| p.clone()), domain: domain.map(|d| d.names[0].clone()) };
+            if !list.iter().any(|l| l.cert == c.cert) {
+                list.push(c);
+            }
+        }
+    }
+    list
+}
+
+/// Where the helper keeps OCSP responses: `ocsp/ID.der`, ID naming the
+/// certificate (see warren-acme's stapling).
+pub fn ocsp_file(store: &std::path::Path, id: &str) -> PathBuf {
+    store.join("ocsp").join(format!("{id}.der"))
+}
+
 /// The certificate and key of a managed domain in the store, as mod_md
 /// lays them out: `domains/NAME/pubcert.pem` and `privkey.pem`.
 pub fn store_files(store: &std::path::Path, domain: &str) -> (PathBuf, PathBuf) {
@@ -464,15 +508,6 @@ pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
         d.has_certificate = store_files(&s.md.store_dir_line.clone().unwrap_or_else(|| s.server_root.join("md")), &d.names[0]).0.exists();
         let tls_host = |vh: &&crate::settings::VirtualHost| vh.host.ssl.engine.as_ref().or(s.main.ssl.engine.as_ref()).is_some_and(|(on, _)| *on) && host_names(&vh.host).any(|n| covers(d, n));
         d.https_port = s.virtual_hosts.iter().find(tls_host).and_then(|vh| vh.addrs.iter().find_map(|a| a.port));
-        let unacted: Vec<&str> = [
-            (d.stapling, "MDStapling"),
-        ]
-        .into_iter()
-        .filter_map(|(set, name)| set.then_some(name))
-        .collect();
-        if !unacted.is_empty() {
-            b.warn(&d.origin, format!("MDomain {}: not acted on yet: {}", d.names[0], unacted.join(", ")));
-        }
     }
     let store = s.md.store_dir.clone();
     let mut hosts: Vec<&mut HostConfig> = s.virtual_hosts.iter_mut().map(|vh| &mut vh.host).collect();
@@ -573,15 +608,23 @@ mod tests {
         assert_eq!(e.len(), expect.len(), "{e:#?}");
     }
 
+    /// MDStapling: the managed domain's certificate, and (server-wide, as
+    /// mod_md's MDStapleOthers) the other hosts' too; SSLUseStapling asks
+    /// for its host's alone.
     #[test]
-    fn parsed_but_not_acted_on_is_said() {
-        let l = load(
-            "unacted",
-            "Listen 443\nMDomain d.test\nMDContactEmail a@d.test\nMDChallengeDns01 /bin/true\nMDStapling on\n<VirtualHost *:443>\nServerName d.test\nSSLEngine on\n</VirtualHost>\n",
-        );
-        assert!(l.errors.is_empty(), "{:?}", errors(&l));
-        let w: Vec<String> = l.warnings.iter().map(ToString::to_string).collect();
-        assert!(w.iter().any(|w| w.contains("not acted on yet: MDStapling")), "{w:?}");
+    fn stapled_certificates_are_listed() {
+        let conf = |global: &str| {
+            format!("Listen 443\nMDomain d.test\nMDContactEmail a@d.test\nMDChallengeDns01 /bin/true\n{global}\n<VirtualHost *:443>\nServerName d.test\nSSLEngine on\n</VirtualHost>\n<VirtualHost *:443>\nServerName o.test\nSSLEngine on\nSSLCertificateFile o.pem\nSSLCertificateKeyFile o.key\n</VirtualHost>\n<VirtualHost *:443>\nServerName u.test\nSSLEngine on\nSSLCertificateFile u.pem\nSSLCertificateKeyFile u.key\nSSLUseStapling on\n</VirtualHost>\n")
+        };
+        let listed = |global: &str| {
+            let l = load_text("mdcfg-stapled", &conf(global), &["o.pem", "o.key", "u.pem", "u.key"]).0;
+            assert!(l.errors.is_empty(), "{:?}", errors(&l));
+            let s = l.settings.unwrap();
+            stapled_certificates(&s).into_iter().map(|c| (c.cert.file_name().unwrap().to_string_lossy().into_owned(), c.domain)).collect::<Vec<_>>()
+        };
+        assert_eq!(listed(""), [("u.pem".to_string(), None)]);
+        assert_eq!(listed("MDStapling on"), [("pubcert.pem".to_string(), Some("d.test".to_string())), ("o.pem".into(), None), ("u.pem".into(), None)]);
+        assert_eq!(listed("MDStapling off"), listed(""));
     }
 
     /// Several MDPrivateKeys types: a certificate and key of each, the

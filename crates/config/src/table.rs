@@ -160,7 +160,7 @@ const LISTING_LOOK: &str = "warren's directory listings have one plain look, wit
 
 const OPENSSL_ONLY: &str = "warren's TLS is rustls, which draws its own randomness and has no OpenSSL to configure";
 const NO_PASSPHRASE: &str = "warren reads only unencrypted private keys (an encrypted one is an error at start): there is no pass phrase to ask for";
-const STAPLING_TUNING: &str = "warren staples the OCSP response it has at start (a CERT.ocsp file beside the certificate) and queries no responder while running";
+const STAPLING_TUNING: &str = "accepted, not acted on: the ACME helper fetches responses (10 s timeout, refreshed halfway to nextUpdate, retried with backoff) and only a current, checked response is stapled (docs/acme.md)";
 
 const NO_PUSH: &str = "warren does no HTTP/2 server push (browsers have dropped it)";
 const NO_H2_WORKERS: &str = "warren answers HTTP/2 streams on the MPM's own threads: there is no separate pool of HTTP/2 workers to size";

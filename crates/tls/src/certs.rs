@@ -66,8 +66,9 @@ pub(crate) fn validity(der: &[u8]) -> Option<(i64, i64)> {
 }
 
 /// Reads one certificate and its key (and the host's chain file), checks
-/// them, and staples the OCSP response beside the certificate when asked.
-pub(crate) fn load(pair: &CertPair, host: &TlsHost, provider: &CryptoProvider, warnings: &mut Vec<String>) -> Result<Loaded, Vec<String>> {
+/// them, and staples the OCSP response the ACME helper keeps for it in
+/// the store `staple_from` (MDStoreDir) when it is to be stapled.
+pub(crate) fn load(pair: &CertPair, host: &TlsHost, staple_from: Option<&Path>, provider: &CryptoProvider, warnings: &mut Vec<String>) -> Result<Loaded, Vec<String>> {
     let (cert_path, cert_origin) = &pair.cert;
     if let Some(names) = host.managed.as_ref().filter(|_| !cert_path.exists()) {
         return crate::managed::temporary(names, host, provider, warnings);
@@ -122,11 +123,11 @@ pub(crate) fn load(pair: &CertPair, host: &TlsHost, provider: &CryptoProvider, w
         }
         Err(e) => errors.push(at(cert_origin, format!("SSLCertificateFile: {}: {e}", cert_path.display()))),
     }
-    if host.use_stapling {
-        let ocsp = ocsp_path(cert_path);
-        match std::fs::read(&ocsp) {
-            Ok(der) if !der.is_empty() => certified.ocsp = Some(der),
-            _ => warnings.push(at(&host.origin, format!("SSLUseStapling on: no OCSP response to staple for {} (put the DER response in {})", cert_path.display(), ocsp.display()))),
+    if let Some(store) = staple_from {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        match crate::stapling::response_for(store, &certified.cert[0], now) {
+            Some(der) => certified.ocsp = Some(der),
+            None => warnings.push(at(&host.origin, format!("OCSP stapling: no current response for {} yet: the ACME helper fetches it into {}/ocsp and a graceful restart staples it", cert_path.display(), store.display()))),
         }
     }
     if errors.is_empty() {
@@ -134,13 +135,6 @@ pub(crate) fn load(pair: &CertPair, host: &TlsHost, provider: &CryptoProvider, w
     } else {
         Err(errors)
     }
-}
-
-/// Where the OCSP response of a certificate is looked for: `CERTFILE.ocsp`.
-pub fn ocsp_path(cert: &Path) -> std::path::PathBuf {
-    let mut p = cert.as_os_str().to_owned();
-    p.push(".ocsp");
-    p.into()
 }
 
 /// `2026-11-25` for Unix seconds.

@@ -2,7 +2,8 @@
 //! settings ([`warren_config::tls`]). No OpenSSL: rustls with its default
 //! aws-lc-rs provider.
 //!
-//! - [`certs`]: PEM certificates and keys, their expiry, OCSP files.
+//! - [`certs`]: PEM certificates and keys, their expiry; [`stapling`]: the
+//!   OCSP responses the ACME helper fetched, stapled.
 //! - [`ServerTls`]: built once by the parent (as root, before privileges
 //!   drop and children fork) from the [`Settings`]; every certificate and
 //!   key read and checked there, each problem an error naming its
@@ -29,6 +30,7 @@ pub mod ciphers;
 pub mod proxy_client;
 pub mod session_cache;
 pub mod sni;
+mod stapling;
 pub mod tickets;
 
 use std::net::SocketAddr;
@@ -126,6 +128,7 @@ impl ServerTls {
         let _ = tickets::master();
         // Certificates read once each (hosts and listeners share them).
         let mut loaded: CertCache = Vec::new();
+        let stapled: Vec<std::path::PathBuf> = warren_config::md::stapled_certificates(settings).into_iter().map(|c| c.cert).collect();
         let mut listeners = Vec::new();
         for addr in tls_listeners {
             let hosts: Vec<&HostConfig> = settings.hosts_for_listener(addr).into_iter().filter(|h| h.tls.is_some()).collect();
@@ -139,11 +142,12 @@ impl ServerTls {
                 let tls = h.tls.as_ref().expect("filtered");
                 let mut keys = Vec::new();
                 for pair in &tls.certificates {
-                    let id = (pair.clone(), tls.chain_file.as_ref().map(|(p, _)| p.clone()), tls.use_stapling);
+                    let staple = stapled.contains(&pair.cert.0).then_some(settings.md.store_dir.as_path());
+                    let id = (pair.clone(), tls.chain_file.as_ref().map(|(p, _)| p.clone()), staple.is_some());
                     let found = match loaded.iter().find(|(l, _)| *l == id) {
                         Some((_, k)) => k.clone(),
                         None => {
-                            let k = match certs::load(pair, tls, &base, &mut warnings) {
+                            let k = match certs::load(pair, tls, staple, &base, &mut warnings) {
                                 Ok(l) => Some((l.key, l.ecdsa)),
                                 Err(es) => {
                                     for e in es {

@@ -235,7 +235,7 @@ fn errors_name_their_lines() {
     let w = tls.warnings().join("\n");
     assert!(w.contains(":6: SSLCertificateFile: the certificate in") && (w.contains("expires in 9 days") || w.contains("expires in 10 days")), "{w}");
     assert!(w.contains(":8: SSLCipherSuite: unknown ciphers FROB"), "{w}");
-    assert!(w.contains(":5: SSLUseStapling on: no OCSP response to staple"), "{w}");
+    assert!(w.contains(":5: OCSP stapling: no current response for"), "{w}");
     assert!(tls.for_listener("0.0.0.0:8445".parse().unwrap()).is_some());
     assert!(tls.for_listener("0.0.0.0:80".parse().unwrap()).is_none());
 }
@@ -420,8 +420,26 @@ fn tls12_hello_listing_tls13_suites_gets_rsa() {
     assert_eq!(handshake(server, client, "c.test"), Some(first_cert(&rsa)));
 }
 
+/// An OCSP response (unsigned: the parent staples what the ACME helper
+/// checked) saying "good" until `next_update`, DER.
+fn ocsp_response(now: u64, next_update: u64) -> Vec<u8> {
+    use der::asn1::{BitString, GeneralizedTime, Null, OctetString};
+    use der::Encode;
+    use x509_ocsp::*;
+    let time = |t: u64| OcspGeneralizedTime(GeneralizedTime::from_unix_duration(std::time::Duration::from_secs(t)).unwrap());
+    let sha1 = x509_cert::spki::AlgorithmIdentifierOwned { oid: der::oid::ObjectIdentifier::new_unwrap("1.3.14.3.2.26"), parameters: None };
+    let id = CertId { hash_algorithm: sha1.clone(), issuer_name_hash: OctetString::new([1u8; 20]).unwrap(), issuer_key_hash: OctetString::new([2u8; 20]).unwrap(), serial_number: x509_cert::serial_number::SerialNumber::new(&[7]).unwrap() };
+    let single = SingleResponse { cert_id: id, cert_status: CertStatus::Good(Null), this_update: time(now - 60), next_update: Some(time(next_update)), single_extensions: None };
+    let data = ResponseData { version: Version::V1, responder_id: ResponderId::ByKey(OctetString::new([3u8; 20]).unwrap()), produced_at: time(now - 60), responses: vec![single], response_extensions: None };
+    let basic = BasicOcspResponse { tbs_response_data: data, signature_algorithm: sha1, signature: BitString::from_bytes(&[0; 8]).unwrap(), certs: None };
+    let bytes = ResponseBytes { response_type: der::oid::ObjectIdentifier::new_unwrap("1.3.6.1.5.5.7.48.1.1"), response: OctetString::new(basic.to_der().unwrap()).unwrap() };
+    OcspResponse { response_status: OcspResponseStatus::Successful, response_bytes: Some(bytes) }.to_der().unwrap()
+}
+
 /// The chain: certificates after the leaf in SSLCertificateFile, then
-/// SSLCertificateChainFile's; the OCSP response in CERTFILE.ocsp stapled.
+/// SSLCertificateChainFile's; the OCSP response the ACME helper keeps for
+/// the certificate in MDStoreDir/ocsp stapled while current, never once
+/// its nextUpdate has passed.
 #[test]
 fn chain_and_stapling() {
     let d = Dir::new("chain");
@@ -431,16 +449,25 @@ fn chain_and_stapling() {
     let mid2 = make_cert(&d, "mid2.pem", &key, false, &["mid2"], -1, 365);
     let full = d.path("full.pem");
     std::fs::write(&full, std::fs::read_to_string(&leaf).unwrap() + &std::fs::read_to_string(&mid1).unwrap()).unwrap();
-    std::fs::write(warren_tls::certs::ocsp_path(&full), b"\x30\x03\x0a\x01\x00").unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let id: String = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, first_cert(&full).as_ref()).as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let stored = d.path("md/ocsp").join(format!("{id}.der"));
+    std::fs::create_dir_all(stored.parent().unwrap()).unwrap();
     let s = settings(
         &d,
         &format!(
-            "Listen 443\n<VirtualHost *:443>\nSSLEngine on\nSSLUseStapling on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\nSSLCertificateChainFile {}\n</VirtualHost>\n",
+            "Listen 443\nMDStoreDir md\n<VirtualHost *:443>\nSSLEngine on\nSSLUseStapling on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\nSSLCertificateChainFile {}\n</VirtualHost>\n",
             full.display(),
             key.display(),
             mid2.display()
         ),
     );
+    // Expired: not stapled, and said.
+    std::fs::write(&stored, ocsp_response(now, now - 1)).unwrap();
+    let tls = ServerTls::new(&s).unwrap().unwrap();
+    assert!(tls.warnings().iter().any(|w| w.contains("no current response")), "{:?}", tls.warnings());
+    let response = ocsp_response(now, now + 3600);
+    std::fs::write(&stored, &response).unwrap();
     let tls = ServerTls::new(&s).unwrap().unwrap();
     assert!(tls.warnings().is_empty(), "{:?}", tls.warnings());
     let server = tls.for_listener("0.0.0.0:443".parse().unwrap()).unwrap();
@@ -460,7 +487,7 @@ fn chain_and_stapling() {
         }
         let chain = c.peer_certificates().unwrap();
         assert_eq!(chain.to_vec(), vec![first_cert(&leaf), first_cert(&mid1), first_cert(&mid2)]);
-        assert_eq!(*verifier.1.lock().unwrap(), b"\x30\x03\x0a\x01\x00");
+        assert_eq!(*verifier.1.lock().unwrap(), response);
     }
 }
 

@@ -395,12 +395,17 @@ fn main() -> ExitCode {
                 let loaded = load_checked(&file, &opts, allow_root);
                 match loaded.settings {
                     Some(s) => {
-                        // mod_md's helper reads the new configuration too.
+                        // mod_md's helper reads the new configuration too;
+                        // none runs (the first MDomain, or it died): forked now.
                         let helper = MD_HELPER.load(std::sync::atomic::Ordering::SeqCst);
-                        if helper > 0 {
-                            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(helper), nix::sys::signal::Signal::SIGHUP);
+                        if helper <= 0 || nix::sys::signal::kill(nix::unistd::Pid::from_raw(helper), nix::sys::signal::Signal::SIGHUP).is_err() {
+                            MD_HELPER.store(0, std::sync::atomic::Ordering::SeqCst);
                         }
-                        Ok((s, loaded.warnings.iter().chain(&loaded.skipped).chain(&loaded.mapped).chain(&loaded.scripts).map(ToString::to_string).collect()))
+                        let mut said: Vec<String> = loaded.warnings.iter().chain(&loaded.skipped).chain(&loaded.mapped).chain(&loaded.scripts).map(ToString::to_string).collect();
+                        if let Err(e) = start_md_helper(&s, Some((file.clone(), opts.clone(), allow_root))) {
+                            said.push(e);
+                        }
+                        Ok((s, said))
                     }
                     None => Err(loaded.errors.iter().map(ToString::to_string).collect()),
                 }
@@ -408,14 +413,35 @@ fn main() -> ExitCode {
         }
         _ => None,
     };
-    let md_reload: Option<warren_acme::helper::Reload> = match (&cli.command, &cli.config) {
-        (None, Some(file)) => {
-            let (file, opts, allow_root) = (file.clone(), LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm }, cli.allow_root);
-            Some(Box::new(move || load_checked(&file, &opts, allow_root).settings))
-        }
+    let md_reread = match (&cli.command, &cli.config) {
+        (None, Some(file)) => Some((file.clone(), LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm }, cli.allow_root)),
         _ => None,
     };
-    run(settings, &warnings, &skipped, &scripts, reload, md_reload, systemd)
+    run(settings, &warnings, &skipped, &scripts, reload, md_reread, systemd)
+}
+
+/// How the ACME helper reads the configuration again: file, options, -R.
+type MdReread = (PathBuf, LoadOptions, bool);
+
+/// Forks mod_md's ACME helper when `settings` need one (managed domains,
+/// OCSP stapling) and none runs: at start, and at the graceful restart
+/// that adds the first MDomain. It reads the configuration again with
+/// `reread` when the parent's graceful restart has.
+fn start_md_helper(settings: &Settings, reread: Option<MdReread>) -> Result<(), String> {
+    if MD_HELPER.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        return Ok(());
+    }
+    let md_log = (settings.error_log.clone().filter(|_| settings.error_log_sink.is_none()), settings.main.error_log_origin.clone(), settings.log_level);
+    let open_md_log = move || -> warren_acme::helper::Log {
+        let log = warren_handler::logs::ErrorLog::open(md_log.0.as_deref(), md_log.1.as_ref(), md_log.2)
+            .or_else(|_| warren_handler::logs::ErrorLog::open(None, None, md_log.2))
+            .expect("standard error as a log cannot fail to open");
+        Box::new(move |level, message| log.log(level, None, message))
+    };
+    let md_reload = reread.map(|(file, opts, allow_root)| -> warren_acme::helper::Reload { Box::new(move || load_checked(&file, &opts, allow_root).settings) });
+    let pid = warren_acme::helper::start(settings, open_md_log, md_reload)?;
+    MD_HELPER.store(pid.map_or(0, |p| p.as_raw()), std::sync::atomic::Ordering::SeqCst);
+    Ok(())
 }
 
 /// The ACME helper's pid (0: none), for the graceful restart to tell it.
@@ -562,7 +588,7 @@ fn limit_malloc_arenas() {
     }
 }
 
-fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>, md_reload: Option<warren_acme::helper::Reload>, mut systemd: warren_mpm::systemd::Systemd) -> ExitCode {
+fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>, md_reread: Option<MdReread>, mut systemd: warren_mpm::systemd::Systemd) -> ExitCode {
     // CGI programs are started by a process forked now, while warren has
     // one thread (see warren_handler::cgi::spawner).
     if warren_config::cgi::uses_cgi(&settings) {
@@ -572,21 +598,9 @@ fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[S
         }
     }
     // mod_md's ACME client: a process of its own, forked now too.
-    let md_log = (settings.error_log.clone().filter(|_| settings.error_log_sink.is_none()), settings.main.error_log_origin.clone(), settings.log_level);
-    let open_md_log = move || -> warren_acme::helper::Log {
-        let log = warren_handler::logs::ErrorLog::open(md_log.0.as_deref(), md_log.1.as_ref(), md_log.2)
-            .or_else(|_| warren_handler::logs::ErrorLog::open(None, None, md_log.2))
-            .expect("standard error as a log cannot fail to open");
-        Box::new(move |level, message| log.log(level, None, message))
-    };
-    // It reads the configuration again when the parent's graceful restart
-    // has (see the reload below), with the same reader.
-    match warren_acme::helper::start(&settings, open_md_log, md_reload) {
-        Ok(pid) => MD_HELPER.store(pid.map_or(0, |p| p.as_raw()), std::sync::atomic::Ordering::SeqCst),
-        Err(e) => {
-            eprintln!("warren: {e}");
-            return ExitCode::FAILURE;
-        }
+    if let Err(e) = start_md_helper(&settings, md_reread) {
+        eprintln!("warren: {e}");
+        return ExitCode::FAILURE;
     }
     // Read as root, before any privilege is dropped: keys may be readable by root only.
     let tls = match warren_tls::ServerTls::new(&settings) {

@@ -299,10 +299,71 @@ fn renewal_under_load(mpm: &str) {
     let log = s.read_log("error.log");
     assert!(issued() >= 4, "fewer than 4 certificates in 40 s:\n{log}");
     assert!(log.matches("SIGHUP received: graceful restart").count() >= 3, "{log}");
+    // Each certificate is issued inside its window: renewal backs off
+    // (MDRetryDelay 1s, doubled) rather than ordering again at once.
+    for (n, wait) in [(1, 1), (2, 2), (3, 4)] {
+        assert!(log.contains(&format!("issued already inside its renewal window (MDRenewWindow asks more than the CA's lifetime leaves; {n} in a row): next renewal in {wait} s")), "{n}: {log}");
+    }
     assert_ne!(first, last, "the certificate served did not change");
     assert!(last.contains("Pebble"), "{last}");
     eprintln!("{mpm}: {} certificates, {ok} HTTPS requests verified, {} failed", issued(), failed.len());
     assert!(ok > 0 && failed.is_empty(), "{} of {} requests failed: {:?}", failed.len(), ok as usize + failed.len(), &failed[..failed.len().min(5)]);
+}
+
+/// Renewals, each taken in by a graceful restart, while wrk keeps 20
+/// keep-alive HTTPS connections busy: wrk's own counts must show no
+/// socket error and no failed answer.
+fn renewal_under_wrk(mpm: &str) {
+    let (_pebble, s, _, https) = start_managed(mpm, "wrk", Validation::Warren, "www.a.test", |_, _| "MDRenewWindow 100%".into());
+    first_certificate(&s, https);
+    let issued = || s.read_log("error.log").matches("certificate obtained from").count();
+    let before = issued();
+    let wrk = Command::new("wrk").args(["-t2", "-c20", "-d60s", "-H", "Host: a.test"]).arg(format!("https://127.0.0.1:{https}/a.txt")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run wrk (Debian's wrk)");
+    // Two more certificates under load, then wrk is stopped (SIGINT: it reports).
+    let deadline = Instant::now() + Duration::from_secs(50);
+    while issued() < before + 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    common::unsafe_kill(wrk.id(), 2);
+    let out = wrk.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let renewed = issued() - before;
+    assert!(renewed >= 2, "{renewed} renewals under load:\n{}", s.read_log("error.log"));
+    let requests: u64 = report.lines().find(|l| l.contains(" requests in ")).and_then(|l| l.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    eprintln!("{mpm}: {renewed} renewals under wrk -c20: {requests} requests\n{report}");
+    assert!(requests > 0, "{report}");
+    assert!(!report.contains("Socket errors") && !report.contains("Non-2xx"), "failures under renewal:\n{report}");
+}
+
+/// A "CA" whose directory is garbage (a small python HTTPS server): the
+/// order fails with the reason, is retried with backoff, and the
+/// temporary certificate is served meanwhile.
+fn a_malformed_ca_answer_is_retried(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-garbage-{mpm}"));
+    common::standard_site(&dir);
+    let certs = Certs::make(&dir.0);
+    let (http, https, ca_port) = (free_port(), free_port(), free_port());
+    let server = "import http.server, ssl, sys\nclass H(http.server.BaseHTTPRequestHandler):\n    def answer(self):\n        body = b'{\"newNonce\": [1, 2' + b'\\x00\\xff garbage'\n        self.send_response(200)\n        self.send_header('Content-Type', 'application/json')\n        self.send_header('Content-Length', str(len(body)))\n        self.end_headers()\n        self.wfile.write(body)\n    do_GET = do_POST = do_HEAD = answer\n    def log_message(self, *a): pass\nsrv = http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H)\nctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\nctx.load_cert_chain(sys.argv[2], sys.argv[3])\nsrv.socket = ctx.wrap_socket(srv.socket, server_side=True)\nsrv.serve_forever()\n";
+    let ca = Command::new("python3").arg("-c").arg(server).arg(ca_port.to_string()).arg(certs.cert("localhost")).arg(certs.key("localhost")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("python3");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", ca_port)).is_err() {
+        assert!(Instant::now() < deadline, "the python CA did not listen within 10 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let conf = format!(
+        "Listen 127.0.0.1:{http}\nListen 127.0.0.1:{https}\nMDomain a.test\nMDCertificateAuthority https://127.0.0.1:{ca_port}/dir\nMDCACertificateFile {}\nMDContactEmail admin@a.test\nMDCertificateAgreement accepted\nMDStoreDir md\nMDRetryDelay 1s\n<VirtualHost *:{http}>\nServerName a.test\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n",
+        certs.ca().display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let log = s.wait_log("error.log", "renewal failed (2 in a row)");
+    let line = log.lines().find(|l| l.contains("renewal failed (1 in a row)")).unwrap_or_else(|| panic!("{log}"));
+    // The reason: the directory is no JSON the client can read.
+    assert!(line.contains(&format!("https://127.0.0.1:{ca_port}/dir: failed to (de)serialize JSON")) && line.contains("a temporary self-signed certificate is served meanwhile; next try in 1 s"), "{line}");
+    assert!(log.contains("next try in 2 s"), "{log}");
+    assert!(served(https).contains("temporary certificate for a.test"), "{}", served(https));
+    assert!(!s.dir.0.join("md/domains/a.test/pubcert.pem").exists());
+    eprintln!("{mpm}: {line}");
+    terminate(ca, Duration::from_secs(5));
 }
 
 /// The CA goes away after the first certificate: renewals fail, are
@@ -511,4 +572,56 @@ fn graceful_restart_adds_a_domain(mpm: &str) {
     assert!(san.contains("DNS:b.test") && san.contains("Pebble"), "{san}\n{log}");
 }
 
-each_mpm!(graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+/// The first MDomain of a server that had none (so no ACME helper) comes
+/// with a graceful restart: the parent forks the helper then.
+fn graceful_restart_adds_the_first_domain(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-firstmd-{mpm}"));
+    common::standard_site(&dir);
+    let (http, https) = (free_port(), free_port());
+    let pebble = Pebble::start(&dir.0, http, https);
+    let localhost = Certs::make(&dir.0).directives("localhost");
+    let conf = format!(
+        "Listen 127.0.0.1:{http}\nListen 127.0.0.1:{https}\nMDCertificateAuthority {}\nMDCACertificateFile {}\nMDContactEmail admin@a.test\nMDCertificateAgreement accepted\nMDStoreDir md\nMDRetryDelay 1s\n<VirtualHost *:{http}>\nServerName a.test\n</VirtualHost>\n<VirtualHost *:{https}>\nServerName localhost\n{localhost}</VirtualHost>\n",
+        pebble.directory(),
+        pebble.listener_ca.display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    assert!(s.get("/a.txt").status == 200);
+    assert!(!s.read_log("error.log").contains("ACME helper"), "{}", s.read_log("error.log"));
+    let conf = std::fs::read_to_string(&s.conf).unwrap();
+    std::fs::write(&s.conf, format!("{conf}MDomain a.test\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n")).unwrap();
+    common::unsafe_kill(s.pid(), 1);
+    let log = s.wait_log("error.log", "MDomain a.test: certificate obtained");
+    assert!(log.contains("ACME helper (pid ") && log.contains("managing a.test"), "{log}");
+    assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
+}
+
+/// MDStapling on a managed domain whose certificate in the store (made
+/// by a CA of the test's own, naming its OCSP responder) is revoked: the
+/// helper logs it and renews at once from pebble, though the certificate
+/// is far from its renewal window.
+fn revoked_certificate_is_renewed(mpm: &str) {
+    let responder = std::cell::OnceCell::new();
+    let seed = |dir: &TempDir, _: &Pebble| {
+        let ca = common::ocsp::OcspCa::make(&dir.0, free_port(), "DNS:a.test,DNS:www.a.test");
+        ca.set_status(true);
+        let _ = responder.set(ca.responder());
+        let domain = dir.0.join("md/domains/a.test");
+        std::fs::create_dir_all(&domain).unwrap();
+        std::fs::copy(ca.dir.join("a.pem"), domain.join("pubcert.pem")).unwrap();
+        std::fs::copy(ca.dir.join("a.key"), domain.join("privkey.pem")).unwrap();
+        "MDStapling on".to_string()
+    };
+    let (_pebble, s, _, https) = start_managed(mpm, "revoked", Validation::Warren, "www.a.test", seed);
+    let log = s.wait_log("error.log", "MDomain a.test: certificate obtained");
+    // The seeded certificate was served meanwhile (no temporary one).
+    assert!(!log.contains("serving a temporary self-signed one"), "{log}");
+    let revoked = log.lines().find(|l| l.contains("is REVOKED according to")).unwrap_or_else(|| panic!("{log}"));
+    assert!(revoked.contains("pubcert.pem") && revoked.contains("the managed domain's certificate is renewed now"), "{revoked}");
+    assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
+    if let Some(r) = responder.into_inner() {
+        terminate(r, Duration::from_secs(5));
+    }
+}
+
+each_mpm!(a_malformed_ca_answer_is_retried, renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 pub mod envvars;
 pub mod h2;
+pub mod ocsp;
 pub mod tls;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_warren");
