@@ -282,24 +282,13 @@ impl Site {
             }
         }
         plan.store.counters.miss();
-        let mut lock = None;
-        if c.lock() && head.method() == "GET" {
-            match plan.store.lock(&plan.key, c.lock_max_age()) {
-                LockState::Acquired(g) => lock = Some(g),
-                LockState::Held => {
-                    if let Some(e) = &stale {
-                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked"));
-                    }
-                    if on_loop {
-                        return Outcome::OffLoop;
-                    }
-                    if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
-                        plan.store.counters.hit();
-                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited"));
-                    }
-                }
-            }
-        }
+        let lock = match c.lock() && head.method() == "GET" {
+            true => match self.cache_lock(&plan, head, conn, host, stale.as_ref(), on_loop) {
+                Ok(lock) => lock,
+                Err(outcome) => return outcome,
+            },
+            false => None,
+        };
         let storable_request = storable_request(head)
             && match self.open_to_anyone(head, conn, host, on_loop) {
                 Some(open) => open,
@@ -307,6 +296,34 @@ impl Site {
             };
         let outcome = self.route(head, conn, on_loop);
         self.store_outcome(head, conn, host, plan, outcome, stale, lock, storable_request)
+    }
+
+    /// CacheLock for a miss: the lock (None: another request holds it and
+    /// its answer came while this one waited, or nothing to wait for), or
+    /// the answer to give instead (the stale copy, the stored answer the
+    /// holder made, or OffLoop: waiting is for a thread).
+    // The answer instead is the request's outcome, returned at once: no copying to spare.
+    #[allow(clippy::result_large_err)]
+    fn cache_lock(&self, plan: &Plan, head: &RequestHead, conn: &ConnInfo, host: usize, stale: Option<&Entry>, on_loop: bool) -> Result<Option<warren_cache::store::LockGuard>, Outcome> {
+        let c = &self.hosts[host].config.cache;
+        match plan.store.lock(&plan.key, c.lock_max_age()) {
+            LockState::Acquired(g) => Ok(Some(g)),
+            LockState::Held => {
+                if let Some(e) = stale {
+                    return Err(Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked")));
+                }
+                if on_loop {
+                    return Err(Outcome::OffLoop);
+                }
+                match self.wait_for_entry(plan, head, c.lock_max_age()) {
+                    Some(e) => {
+                        plan.store.counters.hit();
+                        Err(Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited")))
+                    }
+                    None => Ok(None),
+                }
+            }
+        }
     }
 
     /// CacheQuickHandler Off (Apache's cache_handler, a normal handler):
@@ -325,24 +342,13 @@ impl Site {
         }
         plan.store.counters.miss();
         let stale = lookup.stale.into_inner();
-        let mut lock = None;
-        if c.lock() && head.method() == "GET" && matches!(outcome, Outcome::Gateway(_)) {
-            match plan.store.lock(&plan.key, c.lock_max_age()) {
-                LockState::Acquired(g) => lock = Some(g),
-                LockState::Held => {
-                    if let Some(e) = &stale {
-                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked"));
-                    }
-                    if on_loop {
-                        return Outcome::OffLoop;
-                    }
-                    if let Some(e) = self.wait_for_entry(&plan, head, c.lock_max_age()) {
-                        plan.store.counters.hit();
-                        return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited"));
-                    }
-                }
-            }
-        }
+        let lock = match c.lock() && head.method() == "GET" && matches!(outcome, Outcome::Gateway(_)) {
+            true => match self.cache_lock(&plan, head, conn, host, stale.as_ref(), on_loop) {
+                Ok(lock) => lock,
+                Err(outcome) => return outcome,
+            },
+            false => None,
+        };
         let storable = storable_request(head);
         self.store_outcome(head, conn, host, plan, outcome, stale, lock, storable)
     }
