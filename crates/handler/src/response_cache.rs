@@ -445,7 +445,7 @@ impl Site {
         if on_loop && (dir.htaccess_deferred || dir.runs_htaccess_patterns()) {
             return None;
         }
-        Some(dir.allows(&bare, &anyone) && self.index_allows(req, &url, &fs, &dir, |index| index.allows(&bare, &anyone)))
+        Some(dir.allows(&bare, &anyone) && self.index_allows(req, url, &fs, &dir, |index| index.allows(&bare, &anyone)))
     }
 
     /// Whether `allows` says yes of the rules of the file DirectoryIndex
