@@ -130,7 +130,10 @@ pub fn run_due(staples: &mut [Staple], store_dir: &Path, runtime: &tokio::runtim
                 continue;
             }
         };
-        let answer = ocsp::request(&leaf, &issuer).and_then(|req| runtime.block_on(ocsp::fetch(&url, req))).and_then(|der| ocsp::check(&der, &leaf, &issuer, now).map(|c| (der, c)));
+        let answer = ocsp::request(&leaf, &issuer)
+            .and_then(|req| runtime.block_on(ocsp::fetch(&url, req)))
+            .and_then(|der| ocsp::check(&der, &leaf, &issuer, now).map(|c| (der, c)))
+            .and_then(|(der, c)| long_enough(&c, now).map(|()| (der, c)));
         match answer {
             Ok((der, checked)) => {
                 if let Err(e) = store::write_atomic(&ocsp_file(store_dir, &id), &der, 0o600) {
@@ -182,6 +185,22 @@ pub fn run_due(staples: &mut [Staple], store_dir: &Path, runtime: &tokio::runtim
     outcome
 }
 
+/// A response is kept only if it stays good for [`MIN_LIFETIME`]: each
+/// one stored (and each that expires) costs the server a graceful
+/// restart, so a responder whose answers expire within seconds (hostile,
+/// or on the path: OCSP goes over plain HTTP) would otherwise restart it
+/// every few seconds.
+fn long_enough(c: &ocsp::Checked, now: i64) -> Result<(), String> {
+    match c.next_update {
+        Some(next) if next < now + MIN_LIFETIME => Err(format!("the response is good for {} s only (nextUpdate), less than the {MIN_LIFETIME} s a stapled one must be (each costs a graceful restart)", next - now)),
+        _ => Ok(()),
+    }
+}
+
+/// The least time a response must stay good to be kept: it is fetched
+/// again halfway, so no sooner than [`MIN_REFRESH`].
+const MIN_LIFETIME: i64 = 2 * MIN_REFRESH;
+
 /// Halfway between the response's thisUpdate and nextUpdate.
 fn refresh_at(c: &ocsp::Checked, now: i64) -> i64 {
     let next = c.next_update.unwrap_or(c.this_update + NO_NEXT_UPDATE);
@@ -208,5 +227,15 @@ mod tests {
         assert_eq!(refresh_at(&c(1000, Some(1010)), 1000), 1010);
         assert_eq!(refresh_at(&c(1000, Some(1200)), 1000), 1100);
         assert_eq!(refresh_at(&c(1000, None), 1000), 1000 + NO_NEXT_UPDATE / 2);
+    }
+
+    #[test]
+    fn a_response_that_expires_within_two_minutes_is_not_kept() {
+        let c = |next| ocsp::Checked { status: ocsp::Status::Good, this_update: 1000, next_update: next };
+        for next in [1001, 1060, 1119] {
+            assert!(long_enough(&c(Some(next)), 1000).unwrap_err().contains("good for"), "{next}");
+        }
+        assert!(long_enough(&c(Some(1120)), 1000).is_ok());
+        assert!(long_enough(&c(None), 1000).is_ok());
     }
 }

@@ -65,7 +65,6 @@ impl ChildSlot {
 
 /// A pool's counters, as php-fpm's status page shows them.
 #[repr(C)]
-#[derive(Default)]
 pub struct PoolCounters {
     pub accepted: AtomicU64,
     /// Requests waiting for a child now, and the most ever.
@@ -96,7 +95,17 @@ pub struct PoolCounters {
     /// Requests a php-fpm pool with `pm.max_children auto` is serving now:
     /// warren sends it no more than its count allows (see [`PhpFpmShape::capped`]).
     pub in_flight: AtomicU32,
+    /// The server processes holding those places, one pid an entry (0:
+    /// free): a process killed with a request under way (OOM killer,
+    /// SIGKILL) never gives its place back, and would otherwise shrink
+    /// the pool for good; the parent's once-a-second pass gives back the
+    /// places of processes gone ([`Table::reclaim_places`]).
+    holders: [AtomicI32; PLACE_HOLDERS],
 }
+
+/// Places of a capped pool whose holder is recorded (more at once, were
+/// a count ever that high, are not recovered from a killed holder).
+const PLACE_HOLDERS: usize = 256;
 
 /// The memory budget's figures, in bytes, as the last sizing pass saw them
 /// (for the status pages; all zero until a pool is sized).
@@ -272,10 +281,48 @@ impl Table {
 
     /// A place among the requests capped php-fpm pool `pool` serves at
     /// once, if one is free: its count less the idle child php-fpm keeps.
-    fn take_place(&self, pool: usize) -> bool {
+    /// Some(the holder entry taken, if one was free) when a place is.
+    fn take_place(&self, pool: usize) -> Option<Option<usize>> {
         let c = self.counters(pool);
         let places = c.auto_children.load(Ordering::Acquire).saturating_sub(1).max(1);
-        c.in_flight.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < places).then_some(n + 1)).is_ok()
+        c.in_flight.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < places).then_some(n + 1)).ok()?;
+        let me = std::process::id() as i32;
+        Some(c.holders.iter().position(|h| h.compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed).is_ok()))
+    }
+
+    /// Gives back a place of capped pool `pool` (and its holder entry).
+    fn give_back_place(&self, pool: usize, holder: Option<usize>) {
+        let c = self.counters(pool);
+        if let Some(h) = holder {
+            c.holders[h].store(0, Ordering::Release);
+        }
+        c.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.child_freed(pool, 1);
+    }
+
+    /// The places of capped pools held by processes that are gone (killed
+    /// with a request under way, so that their leases were never dropped)
+    /// are given back. Run by the parent once a second.
+    pub fn reclaim_places(&self) {
+        for pool in 0..self.pools.len() {
+            if !self.pools[pool].php_fpm.as_ref().is_some_and(|f| f.capped) {
+                continue;
+            }
+            let c = self.counters(pool);
+            for h in &c.holders {
+                let pid = h.load(Ordering::Acquire);
+                if pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH) && h.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                    self.give_back_place(pool, None);
+                }
+            }
+        }
+    }
+
+    /// A pool's counters made new, for a pool laid out in their place.
+    pub(crate) fn clear_places(&self, counters: usize) {
+        let c = self.counters_at(counters);
+        c.in_flight.store(0, Ordering::Relaxed);
+        c.holders.iter().for_each(|h| h.store(0, Ordering::Relaxed));
     }
 
     /// A child of the pool became idle: wakes up to `n` waiting requests.
@@ -342,8 +389,9 @@ struct QueuedLease {
     pool: usize,
     started: Instant,
     terminate_after: Option<Duration>,
-    /// It holds a place of a capped pool (given back when dropped).
-    capped: bool,
+    /// It holds a place of a capped pool (given back when dropped), and
+    /// the entry naming this process as its holder, if one was free.
+    capped: Option<Option<usize>>,
 }
 
 impl PoolLease for QueuedLease {
@@ -359,9 +407,8 @@ impl PoolLease for QueuedLease {
 
 impl Drop for QueuedLease {
     fn drop(&mut self) {
-        if self.capped {
-            self.table.counters(self.pool).in_flight.fetch_sub(1, Ordering::AcqRel);
-            self.table.child_freed(self.pool, 1);
+        if let Some(holder) = self.capped {
+            self.table.give_back_place(self.pool, holder);
         }
     }
 }
@@ -628,11 +675,12 @@ impl Dispatch {
             let s = t.try_take(p, uri)?;
             return Some(self.leased(t, p, s));
         };
-        if fpm.capped && !t.take_place(p) {
-            return None;
-        }
+        let capped = match fpm.capped {
+            true => Some(t.take_place(p)?),
+            false => None,
+        };
         t.counters(p).accepted.fetch_add(1, Ordering::Relaxed);
-        Some(Box::new(QueuedLease { table: t.clone(), pool: p, started: Instant::now(), terminate_after: fpm.terminate_after, capped: fpm.capped }))
+        Some(Box::new(QueuedLease { table: t.clone(), pool: p, started: Instant::now(), terminate_after: fpm.terminate_after, capped }))
     }
 
     /// Counts a request that got child `s` of pool `p`.
@@ -738,6 +786,42 @@ mod tests {
         assert!(d.try_lease("wp", b"/e").is_none());
         drop(c);
         assert_eq!(t.counters(0).in_flight.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_place_held_by_a_killed_process_is_given_back() {
+        let t = Table::new(None).unwrap();
+        let shape = PoolShape { name: "wp".into(), pm: "dynamic", max_children: 1, max_requests: 0, backlog: 8, sockets: vec![PathBuf::from("/tmp/wp.0.sock")], counters: 0, first_slot: 0, php_fpm: Some(PhpFpmShape { terminate_after: None, capped: true }) };
+        let t = Arc::new(t.view(vec![shape]));
+        t.slot(0, 0).pid.store(100, Ordering::Relaxed);
+        // A count of 2: one request at once.
+        t.counters(0).auto_children.store(2, Ordering::Relaxed);
+        let d = Dispatch::new(t.clone(), PathBuf::new());
+        // A server process takes the place and is killed with its request
+        // under way: its lease is never dropped.
+        // SAFETY: the child only takes a lease in the shared table and exits.
+        match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                let held = d.try_lease("wp", b"/slow.php");
+                std::mem::forget(held);
+                // SAFETY: _exit, as a killed process: nothing runs.
+                unsafe { libc::_exit(0) };
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                nix::sys::wait::waitpid(child, None).unwrap();
+            }
+        }
+        assert_eq!(t.counters(0).in_flight.load(Ordering::Relaxed), 1, "the killed process took the place");
+        assert!(d.try_lease("wp", b"/a").is_none());
+        // The parent's once-a-second pass gives it back; a live holder's stays.
+        let mine = d.try_lease("wp", b"/a");
+        t.reclaim_places();
+        let a = d.try_lease("wp", b"/a").expect("the place of a process gone is given back");
+        t.reclaim_places();
+        assert!(d.try_lease("wp", b"/b").is_none(), "a live process keeps its place");
+        drop((a, mine));
+        assert_eq!(t.counters(0).in_flight.load(Ordering::Relaxed), 0);
+        assert!(t.counters(0).holders.iter().all(|h| h.load(Ordering::Relaxed) == 0));
     }
 
     #[test]

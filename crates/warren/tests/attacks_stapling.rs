@@ -48,4 +48,19 @@ fn garbage_and_endless_answers_are_refused(mpm: &str) {
     terminate(responder, Duration::from_secs(5));
 }
 
-each_mpm!(a_forged_revocation_is_refused, garbage_and_endless_answers_are_refused);
+/// A responder whose answers expire within a minute: stored, each would
+/// cost a graceful restart, and one due again within the minute another.
+/// Refused with the reason, with backoff: nothing kept, no restart.
+fn short_lived_answers_are_not_kept(mpm: &str) {
+    let (s, ca, https) = common::ocsp::stapling_server(mpm, "attacks-stapling-short");
+    ca.set_status(false);
+    let responder = ca.responder_with("ca.pem", "ca.key", 1);
+    let log = s.wait_log("error.log", "OCSP failed (2 in a row)");
+    let line = log.lines().find(|l| l.contains("OCSP failed (2 in a row)")).unwrap();
+    assert!(line.contains("less than the 120 s a stapled one must be"), "{line}");
+    assert!(!log.contains("SIGHUP received"), "{log}");
+    nothing_believed(&s, https);
+    terminate(responder, Duration::from_secs(5));
+}
+
+each_mpm!(a_forged_revocation_is_refused, garbage_and_endless_answers_are_refused, short_lived_answers_are_not_kept);

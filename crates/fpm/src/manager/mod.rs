@@ -208,7 +208,7 @@ impl Manager {
         c.auto_children.store(0, Ordering::Relaxed);
         c.recycled.store(0, Ordering::Relaxed);
         c.cgroup_limit.store(0, Ordering::Relaxed);
-        c.in_flight.store(0, Ordering::Relaxed);
+        self.table.clear_places(counters);
         let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, ini };
         Ok((run, shape))
     }
@@ -606,6 +606,7 @@ impl Manager {
     pub fn maintain(&mut self) {
         self.answer_asked_pools();
         self.retire_due();
+        self.table.reclaim_places();
         self.size_pools(false);
         // A line without its end for a second is logged as it is.
         self.flush_output(Duration::from_secs(1));

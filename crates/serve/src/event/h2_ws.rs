@@ -52,8 +52,14 @@ impl EventLoop {
             }
         };
         if !h.session.open_tunnel(&mut ctx, stream, resp) {
-            // The client reset the stream meanwhile.
-            tunnel.finish(End::Closed("client (RST_STREAM)"));
+            // The client reset the stream meanwhile, or it is no RFC 8441
+            // stream: an HTTP/1.1 WebSocket handshake brought up by
+            // `Upgrade: h2c, websocket` as stream 1, which HTTP/2 cannot
+            // answer with a 101. Reset, not left waiting with its connection.
+            let end = End::Failed("opening", std::io::Error::other("the stream is not an RFC 8441 extended CONNECT"));
+            h.session.end_tunnel(&mut ctx, stream, &end, false);
+            tunnel.finish(end);
+            self.h2_ready.push(slot);
             return;
         }
         let idx = self.h2_tunnels.iter().position(Option::is_none).unwrap_or_else(|| {

@@ -312,6 +312,17 @@ impl RawH2 {
         c
     }
 
+    /// Goes on on a connection the server upgraded from HTTP/1.1 (its
+    /// 101 read; `rest`: what came after it): the preface and an empty
+    /// SETTINGS.
+    pub fn upgraded(mut sock: TcpStream, rest: Vec<u8>) -> RawH2 {
+        sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        sock.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+        let mut c = RawH2 { sock, buf: rest };
+        c.send(SETTINGS, 0, 0, &[]);
+        c
+    }
+
     pub fn send(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
         self.send_raw(&frame(kind, flags, stream, payload));
     }

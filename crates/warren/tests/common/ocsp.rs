@@ -61,12 +61,17 @@ impl OcspCa {
     /// The responder signing its answers with `cert` and `key` (files in
     /// the CA's directory): a forger's, for the attack tests.
     pub fn responder_signing_with(&self, cert: &str, key: &str) -> Child {
+        self.responder_with(cert, key, 10)
+    }
+
+    /// The responder signing with `cert` and `key`, its answers good for `minutes`.
+    pub fn responder_with(&self, cert: &str, key: &str, minutes: u32) -> Child {
         let log = std::fs::File::create(self.dir.join("responder.log")).unwrap();
         let child = Command::new("openssl")
             // (It binds the port on every address: -port takes no host.)
             .args(["ocsp", "-index", "index.txt", "-port"])
             .arg(self.port.to_string())
-            .args(["-rsigner", cert, "-rkey", key, "-CA", "ca.pem", "-nmin", "10", "-ignore_err"])
+            .args(["-rsigner", cert, "-rkey", key, "-CA", "ca.pem", "-nmin", &minutes.to_string(), "-ignore_err"])
             .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
