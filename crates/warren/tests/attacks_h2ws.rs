@@ -1,64 +1,62 @@
-//! An anonymous client against this session's HTTP/2 WebSocket code
-//! (RFC 8441 on the event loop): it asks for an `Upgrade: h2c` whose
-//! request is also a WebSocket handshake (`Upgrade: h2c, websocket`), so
-//! that stream 1 of the upgraded connection carries an HTTP/1.1 WebSocket
-//! request that the proxy takes up with a real WebSocket backend. Such a
-//! stream must still get an answer, under each MPM, rather than be left
-//! waiting with its connection held.
+//! Attacks on WebSockets over HTTP/2 (RFC 8441), played by an anonymous
+//! HTTP/2 client (the `h2` package, h2_websocket/client.py) against the
+//! event MPM, whose loop carries the tunnels (the thread MPMs refuse every
+//! extended CONNECT; h2_websocket.rs checks that under each MPM): many
+//! tunnels on one connection (bounded by H2MaxSessionStreams, the rest
+//! REFUSED_STREAM, the ones taken working), tunnels opened and reset in a
+//! flood (rapid reset: GOAWAY ENHANCE_YOUR_CALM), an extended CONNECT to
+//! paths with no WebSocket backend (a static file, a missing one, a route
+//! without upgrade=websocket: never a 200), and fields smuggled into the
+//! CONNECT (CR LF or NUL in :protocol or a field, a list for :protocol,
+//! the Upgrade/Connection fields HTTP/2 forbids, an absolute :path, a Host
+//! other than :authority).
 
 mod common;
 #[path = "proxy_websocket/fixture.rs"]
 #[allow(dead_code)]
 mod fixture;
+#[path = "h2_websocket/run.rs"]
+mod run;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
-
-use common::h2::{RawH2, HEADERS, RST_STREAM};
 use common::*;
-use fixture::{Backends, KEY};
+use fixture::Backends;
+use run::run_case;
 
-each_mpm!(an_upgraded_websocket_request_is_answered);
-
-/// The HTTP/1.1 request up to its 101 (h2c): the socket and what followed.
-fn upgrade(port: u16, request: &str) -> (TcpStream, Vec<u8>) {
-    let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-    sock.write_all(request.as_bytes()).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut got = Vec::new();
-    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-        assert!(Instant::now() < deadline, "no answer to the upgrade: {}", String::from_utf8_lossy(&got));
-        let mut chunk = [0u8; 4096];
-        match sock.read(&mut chunk) {
-            Ok(0) => panic!("closed before answering the upgrade: {}", String::from_utf8_lossy(&got)),
-            Ok(n) => got.extend_from_slice(&chunk[..n]),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
-            Err(e) => panic!("{e}"),
-        }
-    }
-    let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    let head = String::from_utf8_lossy(&got[..end]).into_owned();
-    assert!(head.starts_with("HTTP/1.1 101") && head.to_ascii_lowercase().contains("upgrade: h2c"), "not upgraded to h2c: {head}");
-    (sock, got[end..].to_vec())
+fn start(b: &Backends, extra: &str) -> Server {
+    let conf = format!("Protocols h2 h2c http/1.1\nH2WebSockets on\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\nProxyPass /stray-ws/ ws://127.0.0.1:{s}/\n{extra}", e = b.echo, s = b.stray);
+    Server::start("event", &conf)
 }
 
-fn an_upgraded_websocket_request_is_answered(mpm: &str) {
+#[test]
+fn many_tunnels_on_one_connection_are_bounded() {
     let b = Backends::start();
-    let s = Server::start(mpm, &format!("Protocols h2 h2c http/1.1\nH2WebSockets on\nProxyPass /ws/ ws://127.0.0.1:{}/\n", b.echo));
-    let request = format!("GET /ws/echo HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c, websocket\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nSec-WebSocket-Key: {KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n");
-    let (sock, rest) = upgrade(s.port, &request);
-    let mut c = RawH2::upgraded(sock, rest);
-    // Stream 1 is the upgraded request: it gets a response or a reset.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "stream 1 got no answer within 20 s\n{}", s.read_log("error.log"));
-        match c.next_frame(left) {
-            Some(f) if f.stream == 1 && (f.kind == HEADERS || f.kind == RST_STREAM) => break,
-            Some(_) => {}
-            None => assert!(!c.closed(Duration::ZERO), "the connection closed without answering stream 1\n{}", s.read_log("error.log")),
-        }
-    }
+    let s = start(&b, "H2MaxSessionStreams 8\n");
+    let out = run_case(&s, false, "many", "/ws/echo");
+    assert!(out.contains("8 open, 4 refused"), "{out}");
+}
+
+#[test]
+fn a_flood_of_tunnels_reset_at_once_is_stopped() {
+    let b = Backends::start();
+    let s = start(&b, "");
+    run_case(&s, false, "reset_flood", "/ws/echo");
+    let needle = "streams reset or refused too fast (rapid reset)";
+    let log = s.wait_log("error.log", needle);
+    assert!(log.contains(needle), "{log}");
+    // The server still serves a new connection's tunnel.
+    run_case(&s, false, "multi", "/ws/echo");
+}
+
+#[test]
+fn connect_to_paths_without_a_websocket_backend() {
+    let b = Backends::start();
+    let s = start(&b, "");
+    run_case(&s, false, "rejections", "/ws/echo");
+}
+
+#[test]
+fn fields_smuggled_into_the_connect() {
+    let b = Backends::start();
+    let s = start(&b, "");
+    run_case(&s, false, "smuggle", "/ws/echo");
 }
