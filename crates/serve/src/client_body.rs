@@ -21,6 +21,27 @@ use crate::exchange::{read_onto, wait_for};
 /// How much one read from the client asks for.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Writes an interim answer whole, on a socket that may be non-blocking
+/// (an event child's thread): a full send buffer is waited for until
+/// `deadline`, not left with half a head written.
+fn send_all(stream: &ClientStream, mut bytes: &[u8], deadline: Instant) -> bool {
+    while !bytes.is_empty() {
+        match (&*stream).write(bytes) {
+            Ok(0) => return false,
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() || !wait_for(stream, PollFlags::POLLOUT, left) {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
 /// The request body, read from the connection on demand.
 pub struct ClientBody<'a> {
     stream: &'a ClientStream,
@@ -80,7 +101,7 @@ impl RequestBody for ClientBody<'_> {
     fn interim(&mut self, answer: &warren_handler::proxy_http::response::Interim) {
         // Nothing of the response has gone yet: it goes straight out. A
         // client gone meanwhile is found when the final answer is sent.
-        let _ = (&*self.stream).write_all(&answer.to_h1());
+        let _ = send_all(self.stream, &answer.to_h1(), self.conn.deadline(false));
     }
 
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
@@ -113,7 +134,7 @@ impl RequestBody for ClientBody<'_> {
                 }
             }
             if self.conn.continue_due() {
-                let _ = (&*self.stream).write_all(CONTINUE);
+                let _ = send_all(self.stream, CONTINUE, self.conn.deadline(false));
             }
             let left = self.conn.deadline(false).saturating_duration_since(Instant::now());
             if left.is_zero() || !wait_for(self.stream, PollFlags::POLLIN, left) {
