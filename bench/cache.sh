@@ -50,6 +50,8 @@ events { worker_connections 4096; }
 http {
     access_log off;
     include /etc/nginx/mime.types;
+    # WordPress names the cookie wordpress_logged_in_<hash>: \$cookie_wordpress_logged_in never matches it.
+    map \$http_cookie \$wp_logged_in { default ""; ~wordpress_logged_in 1; }
     fastcgi_cache_path $WORK/nginx-cache levels=1:2 keys_zone=pages:10m max_size=64m inactive=60s;
     server {
         listen 127.0.0.1:$PORT;
@@ -62,8 +64,8 @@ http {
             fastcgi_cache_key \$scheme\$host\$request_uri;
             fastcgi_cache_valid 200 60s;
             fastcgi_cache_lock on;
-            fastcgi_cache_bypass \$cookie_wordpress_logged_in;
-            fastcgi_no_cache \$cookie_wordpress_logged_in;
+            fastcgi_cache_bypass \$wp_logged_in;
+            fastcgi_no_cache \$wp_logged_in;
         }
     }
 }

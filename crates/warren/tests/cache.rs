@@ -54,6 +54,21 @@ fn stored_or_not_by_header_combination(mpm: &str) {
     assert!(!cache_status(&after).starts_with("warren; hit"), "{}", cache_status(&after));
 }
 
+/// WordPress flushes its output: php-fpm sends the answer in several
+/// records, read whole into one buffer to be stored (it once waited
+/// forever for a piece it already had).
+fn an_answer_flushed_in_pieces_is_stored_whole(mpm: &str) {
+    let (_fpm, s) = start(mpm, "");
+    let first = s.get("/c.php/flushed");
+    let second = s.get("/c.php/flushed");
+    assert_eq!(first.status, 200);
+    assert!(first.body.starts_with(&[b'f'; 45_000]), "{} bytes", first.body.len());
+    assert!(cache_status(&first).contains("stored"), "{}", cache_status(&first));
+    assert!(cache_status(&second).starts_with("warren; hit"), "{}", cache_status(&second));
+    assert_eq!(first.body, second.body);
+    assert_eq!(runs(&s, "flushed"), 1);
+}
+
 fn vary_keeps_a_variant_per_selecting_header(mpm: &str) {
     let (_fpm, s) = start(mpm, "");
     let fr = s.get_with("/c.php/vary", "Accept-Language: fr\r\n");
@@ -511,6 +526,7 @@ fn an_index_with_rules_of_its_own_is_judged_before_the_cache(mpm: &str) {
 }
 
 each_mpm!(
+    an_answer_flushed_in_pieces_is_stored_whole,
     an_index_with_rules_of_its_own_is_judged_before_the_cache,
     quick_handler_off_revalidates_and_locks,
     a_full_cache_directory_is_a_warning_and_answers_go_uncached,

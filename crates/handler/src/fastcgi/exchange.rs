@@ -378,6 +378,9 @@ impl BodySource for FcgiOutput {
                 return Ok(true);
             }
         }
+        // `out` may hold earlier pieces (the response cache reads a whole
+        // answer into one buffer): only what this call adds is progress.
+        let start = out.len();
         loop {
             let Some(stream) = self.stream.as_mut() else { return Ok(false) };
             let failure = match self.answer.pump(&mut Pulled { out }) {
@@ -387,9 +390,9 @@ impl BodySource for FcgiOutput {
                         pool.put(&self.addr, stream);
                     }
                     self.lease = None;
-                    return Ok(!out.is_empty());
+                    return Ok(out.len() > start);
                 }
-                Pumped::More if !out.is_empty() => return Ok(true),
+                Pumped::More if out.len() > start => return Ok(true),
                 Pumped::CutShort(e) => e,
                 Pumped::More => match self.answer.fill_from(stream) {
                     Ok(0) => self.answer.closed(),

@@ -33,6 +33,7 @@ case 'short':
     break;
 case 'slow': header('Cache-Control: max-age=60'); usleep(700000); break;
 case 'big': header('Cache-Control: max-age=60'); echo str_repeat('b', 5000); break;
+case 'flushed': header('Cache-Control: max-age=60'); for ($i = 0; $i < 45; $i++) { echo str_repeat('f', 1000); if ($i % 10 == 0) flush(); } break;
 case 'echo': header('Cache-Control: max-age=60'); echo 'xfh=', $_SERVER['HTTP_X_FORWARDED_HOST'] ?? '-', ' '; break;
 }
 echo "case=$case lang=", $_SERVER['HTTP_ACCEPT_LANGUAGE'] ?? '-', " host=", $_SERVER['SERVER_NAME'], " uri=", $_SERVER['REQUEST_URI'], " t=", hrtime(true);
