@@ -120,9 +120,9 @@ pub struct H2Settings {
     /// (None: the server's Timeout).
     pub stream_timeout: Option<Duration>,
     /// `H2WebSockets`: RFC 8441's extended CONNECT is announced
-    /// (SETTINGS_ENABLE_CONNECT_PROTOCOL) and taken, by a driver that
-    /// carries such tunnels (the event MPM's loop). Off by default, as in
-    /// Apache.
+    /// (SETTINGS_ENABLE_CONNECT_PROTOCOL) and taken, under every MPM (the
+    /// event loop and the threads of prefork and worker carry such
+    /// tunnels). Off by default, as in Apache.
     pub websockets: bool,
 }
 
@@ -492,10 +492,6 @@ pub(crate) fn max_data_frame_len(b: &mut Builder, d: &Directive, h: &mut HostCon
 
 pub(crate) fn websockets(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
     if let Some(on) = b.on_off(d) {
-        if on && b.mpm != crate::mpm::Mpm::Event {
-            // A tunnel would hold the thread that serves the whole connection.
-            b.warn(&d.origin, format!("H2WebSockets On is not acted on with the {} MPM: only the event MPM carries WebSockets over HTTP/2 (clients use HTTP/1.1 for them here)", b.mpm.name()));
-        }
         h.http2.websockets = Some(on);
     }
 }
@@ -614,9 +610,11 @@ mod tests {
         assert_eq!(b.h2.stream_timeout, Some(Duration::from_millis(1500)));
         assert!(!b.h2.websockets, "its own H2WebSockets off");
         assert!(!H2Settings::default().websockets, "off unless configured, as in Apache");
-        // Said where it is not acted on.
-        let (l, _d) = load("ws-prefork", "LoadModule mpm_prefork_module modules/mod_mpm_prefork.so\nProtocols h2c http/1.1\nH2WebSockets on\n");
-        assert!(lines(&l.warnings).iter().any(|w| w.contains("H2WebSockets On is not acted on with the prefork MPM")), "{:?}", lines(&l.warnings));
+        // Acted on under every MPM: nothing to warn of.
+        let (l, _d) = load("ws-prefork", "LoadModule mpm_prefork_module modules/mod_mpm_prefork.so\nListen 80\nProtocols h2c http/1.1\nH2WebSockets on\n");
+        assert!(!lines(&l.warnings).iter().any(|w| w.contains("H2WebSockets")), "{:?}", lines(&l.warnings));
+        assert!(l.errors.is_empty(), "{:?}", lines(&l.errors));
+        assert!(l.settings.unwrap().main.h2.websockets);
         // a: neither form of h2c (H2Direct off from the main server, its own H2Upgrade off).
         assert!(!s.h2_listener(addr("0.0.0.0:80")).any());
         let l8080 = s.h2_listener(addr("0.0.0.0:8080"));

@@ -35,6 +35,12 @@ pub struct Driver<'a> {
     pub rules: ConnRules,
     /// Set on graceful stop: finish the request at hand, keep nothing alive.
     pub stop: &'a AtomicBool,
+    /// The child's `quiescing` on the scoreboard: [`STOP_NOW`] when the
+    /// server stops at once, and what would outlast a graceful stop (the
+    /// WebSocket tunnels of an HTTP/2 connection) is closed now.
+    ///
+    /// [`STOP_NOW`]: warren_mpm::scoreboard::STOP_NOW
+    pub quiescing: Option<&'a std::sync::atomic::AtomicU8>,
     pub slot: &'a ThreadSlot,
     pub logs: LogWriters,
     pub(crate) date: DateCache,
@@ -71,6 +77,7 @@ impl<'a> Driver<'a> {
             site,
             rules: conn_rules(&site.settings),
             stop,
+            quiescing: None,
             slot,
             logs: site.log_writers(),
             date: DateCache::default(),
@@ -184,7 +191,7 @@ impl<'a> Driver<'a> {
                     return;
                 }
             };
-            if let Some(codec) = crate::h2::upgrade(&self.rules, &stream, &head, conn.input(), false) {
+            if let Some(codec) = crate::h2::upgrade(&self.rules, &stream, &head, conn.input(), true) {
                 let mut out = Output::default();
                 out.wbuf.extend_from_slice(crate::h2::SWITCHING);
                 if out.write_all(&stream, self.rules.timeout) {

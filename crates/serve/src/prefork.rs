@@ -24,6 +24,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
     let ws = sb.thread(slot, 0);
     let mut driver = Driver::new(site, stop, ws);
     driver.turn = Some(AcceptTurn::new(sb, slot));
+    driver.quiescing = Some(&sb.process(slot).quiescing);
     let max = u64::from(site.settings.tuning.max_connections_per_child);
     let mut served = 0u64;
     let mut events = [EpollEvent::empty(); 4];

@@ -53,6 +53,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
                 .stack_size(256 * 1024)
                 .spawn_scoped(scope, move || {
                     let mut driver = Driver::new(site, stop, ws);
+                    driver.quiescing = Some(&sb.process(slot).quiescing);
                     loop {
                         ws.set(State::Ready);
                         handoff.idle.fetch_add(1, Ordering::SeqCst);

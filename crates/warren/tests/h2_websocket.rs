@@ -43,9 +43,10 @@ fn logged(s: &Server, needle: &str) {
     assert!(log.contains(needle), "no {needle:?} in the error log:\n{log}");
 }
 
-/// The event loop carries HTTP/2 tunnels; the thread MPMs do not.
-fn carries(mpm: &str) -> bool {
-    mpm == "event"
+/// Every MPM carries HTTP/2 tunnels: the event loop, and under prefork
+/// and worker the thread that serves the connection.
+fn carries(_mpm: &str) -> bool {
+    true
 }
 
 /// H2WebSockets is off by default, as in Apache: nothing announced, an

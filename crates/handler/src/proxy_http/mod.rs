@@ -116,7 +116,7 @@ impl Site {
         // Upgrade is hop-by-hop: it goes on only where the route allows it.
         let websocket = plan.origin.websocket && request::asks_websocket(head);
         let slot = match websocket {
-            true => Some(self.tunnel_slot(backends, rules, conn, &name)?),
+            true => Some(self.tunnel_slot(backends, rules, conn, &name, head.is_h2_websocket())?),
             false => None,
         };
         // The client waits for 100 Continue and has sent nothing of its
@@ -302,10 +302,16 @@ impl Site {
     /// child is its one tunnel, the parent starting others up to
     /// MaxRequestWorkers. An event child's loop carries its tunnels, which
     /// hold no thread: only MaxChildConnections bounds them.
+    /// An HTTP/2 stream's tunnel (`on_stream`) holds no thread: the one
+    /// serving its connection carries it.
     /// A place for one more tunnel from the client of `conn`, or why not.
-    fn tunnel_slot(&self, backends: &connections::HttpBackends, rules: &warren_config::proxy_http::ProxyHttp, conn: &ConnInfo, name: &str) -> Result<tunnel::TunnelSlot, GatewayError> {
+    fn tunnel_slot(&self, backends: &connections::HttpBackends, rules: &warren_config::proxy_http::ProxyHttp, conn: &ConnInfo, name: &str, on_stream: bool) -> Result<tunnel::TunnelSlot, GatewayError> {
         let per_client = rules.websockets_per_client.unwrap_or(warren_config::proxy_http::WEBSOCKETS_PER_CLIENT);
-        backends.tunnels.take(self.tunnel_bound(), conn.useragent.ip(), per_client).map_err(|why| match why {
+        let slot = match on_stream {
+            true => backends.tunnels.take_on_stream(conn.useragent.ip(), per_client),
+            false => backends.tunnels.take(self.tunnel_bound(), conn.useragent.ip(), per_client),
+        };
+        slot.map_err(|why| match why {
             tunnel::NoSlot::Child => GatewayError { status: 503, why: format!("proxy: WebSocket: every thread this child may give to tunnels holds one; upgrade to {name} refused") },
             tunnel::NoSlot::Client => GatewayError { status: 503, why: format!("proxy: WebSocket: this client holds {per_client} tunnels in this child (ProxyWebsocketMaxPerClient; an IPv6 client counts as its /64); upgrade to {name} refused") },
         })

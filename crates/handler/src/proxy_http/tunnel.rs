@@ -81,12 +81,15 @@ pub struct TunnelSlots {
     by_client: Mutex<HashMap<IpAddr, usize>>,
 }
 
-/// A tunnel's place among its child's; given back when dropped.
-pub struct TunnelSlot(Arc<TunnelSlots>, IpAddr);
+/// A tunnel's place among its child's; given back when dropped. The flag:
+/// it is counted in `open` (it holds a thread of its own).
+pub struct TunnelSlot(Arc<TunnelSlots>, IpAddr, bool);
 
 impl Drop for TunnelSlot {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        if self.2 {
+            self.0.open.fetch_sub(1, Ordering::AcqRel);
+        }
         let mut by_client = self.0.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(n) = by_client.get_mut(&self.1) {
             *n -= 1;
@@ -123,6 +126,18 @@ impl TunnelSlots {
     /// A place for one more tunnel from `client`: refused when `bound` are
     /// open in the child, or `per_client` from that address (0: no bound).
     pub fn take(self: &Arc<Self>, bound: usize, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
+        self.take_within(Some(bound), client, per_client)
+    }
+
+    /// A place for a tunnel that holds no thread of its own: an HTTP/2
+    /// stream's (RFC 8441), carried by the thread or loop that serves its
+    /// connection, whose streams H2MaxSessionStreams bounds. Counted
+    /// against `per_client` only.
+    pub fn take_on_stream(self: &Arc<Self>, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
+        self.take_within(None, client, per_client)
+    }
+
+    fn take_within(self: &Arc<Self>, bound: Option<usize>, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
         let client = counted_as(client);
         let mut by_client = self.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let theirs = by_client.entry(client).or_insert(0);
@@ -132,14 +147,15 @@ impl TunnelSlots {
             }
             return Err(NoSlot::Client);
         }
-        if self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < bound).then_some(n + 1)).is_err() {
+        let full = bound.is_some_and(|bound| self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < bound).then_some(n + 1)).is_err());
+        if full {
             if *theirs == 0 {
                 by_client.remove(&client);
             }
             return Err(NoSlot::Child);
         }
         *theirs += 1;
-        Ok(TunnelSlot(self.clone(), client))
+        Ok(TunnelSlot(self.clone(), client, bound.is_some()))
     }
 }
 
@@ -417,6 +433,11 @@ impl Tunnel {
         &mut self.backend
     }
 
+    /// The backend's socket, for the caller to wait on.
+    pub fn backend_fd(&self) -> BorrowedFd<'_> {
+        self.backend.as_fd()
+    }
+
     /// How long the tunnel may stay with no byte moving either way.
     pub fn idle(&self) -> Duration {
         self.idle
@@ -514,6 +535,20 @@ mod tests {
         }
         open.finish(End::Stopped);
         drained.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn a_stream_tunnel_holds_no_thread_place() {
+        let slots = Arc::new(TunnelSlots::default());
+        let ip = IpAddr::from([127, 0, 0, 1]);
+        let streams: Vec<TunnelSlot> = (0..3).map(|_| slots.take_on_stream(ip, 4).unwrap()).collect();
+        // The child's one thread place is still free, and the client's bound counts them all.
+        let thread = slots.take(1, ip, 4).unwrap();
+        assert_eq!(slots.take_on_stream(ip, 4).err(), Some(NoSlot::Client));
+        drop(streams);
+        drop(thread);
+        assert_eq!(slots.open.load(Ordering::Acquire), 0);
+        assert!(slots.by_client.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -36,32 +36,16 @@ pub(super) struct H2Tunnel {
 impl EventLoop {
     /// A stream's worker came back with the backend's 101: the stream gets
     /// its 200 and the loop carries the tunnel.
-    pub(super) fn h2_open_tunnel(&mut self, slot: usize, stream: u32, mut resp: Response) {
-        let mut tunnel = *resp.tunnel.take().expect("a tunnel");
+    pub(super) fn h2_open_tunnel(&mut self, slot: usize, stream: u32, resp: Response) {
         let sb = self.sb.clone();
         let Some(c) = self.conns[slot].as_mut() else { return };
         let generation = c.generation;
         let Some(h) = c.h2.as_mut() else { return };
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
-        let early = match tunnel.for_stream() {
-            Ok(early) => early,
-            Err(e) => {
-                h.session.end_tunnel(&mut ctx, stream, &End::Failed("setting up", e), false);
-                self.h2_ready.push(slot);
-                return;
-            }
-        };
-        if !h.session.open_tunnel(&mut ctx, stream, resp) {
-            // The client reset the stream meanwhile, or it is no RFC 8441
-            // stream: an HTTP/1.1 WebSocket handshake brought up by
-            // `Upgrade: h2c, websocket` as stream 1, which HTTP/2 cannot
-            // answer with a 101. Reset, not left waiting with its connection.
-            let end = End::Failed("opening", std::io::Error::other("the stream is not an RFC 8441 extended CONNECT"));
-            h.session.end_tunnel(&mut ctx, stream, &end, false);
-            tunnel.finish(end);
+        let Some((mut tunnel, early)) = h.session.accept_tunnel(&mut ctx, stream, resp) else {
             self.h2_ready.push(slot);
             return;
-        }
+        };
         let idx = self.h2_tunnels.iter().position(Option::is_none).unwrap_or_else(|| {
             self.h2_tunnels.push(None);
             self.h2_tunnels.len() - 1

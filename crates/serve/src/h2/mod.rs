@@ -4,13 +4,15 @@
 //!   answers back as frames within the flow-control windows, the access log.
 //! - [`body_plan`]: a response body given out a piece at a time.
 //! - [`blocking`]: a connection served by one thread (prefork, worker),
-//!   its streams one after another, as Apache's mod_http2 does there.
+//!   its streams one after another, as Apache's mod_http2 does there;
+//!   [`blocking_ws`]: its RFC 8441 tunnels, polled beside its socket.
 //!
 //! The event loop's driver is `crate::event::h2`: an idle HTTP/2
 //! connection costs no thread, and blocking work (FastCGI, listings) runs
 //! on the loop's worker threads.
 
 pub mod blocking;
+pub mod blocking_ws;
 pub mod body_plan;
 pub mod session;
 
@@ -47,8 +49,9 @@ pub fn settings(stream: &ClientStream) -> H2Settings {
 /// The session of a connection that opens in HTTP/2 (`upgraded`: the
 /// codec and request of one upgraded from HTTP/1.1, whose 101 has been
 /// sent), with the work its first request needs. `carries_tunnels`: the
-/// driver carries RFC 8441 WebSocket tunnels (the event loop), so the
-/// codec announces and takes extended CONNECT where H2WebSockets is on.
+/// driver carries RFC 8441 WebSocket tunnels (every driver does: the event
+/// loop, and a thread with [`blocking_ws`]), so the codec announces and
+/// takes extended CONNECT where H2WebSockets is on.
 pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::ConnInfo, upgraded: Option<(Connection, RequestHead)>, carries_tunnels: bool, ctx: &mut session::Ctx, tasks: &mut Vec<session::Task>) -> session::Session {
     let h2 = settings(stream);
     match upgraded {

@@ -14,12 +14,13 @@
 //!   RST_STREAM (CONNECT_ERROR toward the client, RFC 9113 §8.5), and a
 //!   client's RST_STREAM closes the backend.
 //!
-//! What the socket side needs (registering the backend, its idle limit) is
-//! the driver's: the event loop's `h2_ws`.
+//! What the socket side needs (waiting on the backend, its idle limit) is
+//! the driver's: the event loop's `h2_ws`, or the thread's
+//! `h2::blocking_ws` under prefork and worker; the protocol is here alone.
 
 use std::io;
 
-use warren_handler::proxy_http::tunnel::{End, TunnelPeer};
+use warren_handler::proxy_http::tunnel::{End, Tunnel, TunnelPeer};
 use warren_handler::Response;
 use warren_http::h2::ErrorCode;
 
@@ -34,6 +35,9 @@ pub struct WsStream {
     client_ended: bool,
     /// That end was passed on to the backend.
     backend_shut: bool,
+    /// The backend's side holds bytes taken that it could not push out
+    /// yet (its TLS records): it is to be waited on for writing.
+    backend_held: bool,
 }
 
 /// A stream's response when it is not the tunnel's: a backend (or any
@@ -65,6 +69,48 @@ impl Session {
     /// stream may be gone already: a client's RST_STREAM).
     pub fn has_tunnels(&self) -> bool {
         self.tunnels > 0
+    }
+
+    /// A stream's work came back with the backend's 101 (`resp.tunnel`):
+    /// the stream gets its 200, and the driver carries the tunnel, with
+    /// what the backend sent after its 101 (for the client). None when it
+    /// cannot open (the stream was reset meanwhile, it is no RFC 8441
+    /// stream, the backend's socket failed): the stream is reset and
+    /// logged, the tunnel's end logged.
+    pub fn accept_tunnel(&mut self, ctx: &mut Ctx, id: u32, mut resp: Response) -> Option<(Tunnel, Vec<u8>)> {
+        let mut tunnel = *resp.tunnel.take()?;
+        let early = match tunnel.for_stream() {
+            Ok(early) => early,
+            Err(e) => {
+                let end = End::Failed("setting up", e);
+                self.end_tunnel(ctx, id, &end, false);
+                tunnel.finish(end);
+                return None;
+            }
+        };
+        if !self.open_tunnel(ctx, id, resp) {
+            // The client reset the stream meanwhile, or it is no RFC 8441
+            // stream: an HTTP/1.1 WebSocket handshake brought up by
+            // `Upgrade: h2c, websocket` as stream 1, which HTTP/2 cannot
+            // answer with a 101. Reset, not left waiting with its connection.
+            let end = End::Failed("opening", io::Error::other("the stream is not an RFC 8441 extended CONNECT"));
+            self.end_tunnel(ctx, id, &end, false);
+            tunnel.finish(end);
+            return None;
+        }
+        Some((tunnel, early))
+    }
+
+    /// What the tunnel of stream `id` waits for on its backend's socket:
+    /// (readable, writable). Readable only while its bytes could go on to
+    /// the client (the stream's window and the connection's output have
+    /// room), so that a thread polling it does not wake for bytes it must
+    /// leave there.
+    pub fn tunnel_wants(&self, id: u32) -> (bool, bool) {
+        let Some(s) = self.streams.iter().find(|s| s.id == id && matches!(s.state, State::Tunnel)) else { return (false, false) };
+        let ws = s.ws.as_ref().expect("a tunnel stream is a WebSocket stream");
+        let read = self.codec.send_window(id) > 0 && self.codec.output().len() < OUTPUT_AHEAD;
+        (read, !ws.to_backend.is_empty() || ws.backend_held)
     }
 
     /// The backend switched protocols for stream `id`: its 200 goes (the
@@ -114,6 +160,7 @@ impl Session {
             }
         }
         let held = !backend.push().map_err(|e| End::Failed("writing to the backend", e))?;
+        ws.backend_held = held;
         if written > 0 {
             ws.to_backend.drain(..written);
             if ws.to_backend.is_empty() {
