@@ -29,9 +29,14 @@ ENABLE_CONNECT_PROTOCOL = 0x8
 
 
 class Client:
-    def __init__(self, port, tls, timeout, upgrade=False):
+    def __init__(self, port, tls, timeout, upgrade=False, rcvbuf=None):
         self.timeout = timeout
-        raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            # Before connecting, so that the window it announces stays small.
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        raw.settimeout(timeout)
+        raw.connect(("127.0.0.1", port))
         if tls:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             ctx.check_hostname = False
@@ -396,6 +401,29 @@ def case_backpressure(c, args):
     print("OK backpressure")
 
 
+def case_never_reading(c, args):
+    """An attacker that opens tunnels, makes their backends answer, and
+    never reads again (a small receive buffer: the server's writes stall
+    at once). Prints SENT, waits for the test to close its stdin, then
+    reads what the server left until the connection closes."""
+    sids = [open_tunnel(c, args.path) for _ in range(6)]
+    for sid in sids:
+        # Within the stream's window: sent without waiting for credit.
+        c.send(sid, frame(2, bytes(60_000)))
+    print(f"SENT {len(sids)}", flush=True)
+    sys.stdin.read()
+    deadline = time.monotonic() + c.timeout
+    c.sock.settimeout(c.timeout)
+    while True:
+        assert time.monotonic() < deadline, "the server kept the connection of a client that never reads"
+        try:
+            if not c.sock.recv(1 << 20):
+                break
+        except (ConnectionResetError, ssl.SSLError):
+            break
+    print("OK never_reading: closed")
+
+
 def case_stopped(c, args):
     """Prints OPEN once a tunnel echoes, then waits for the server to be
     stopped (by the test) and the tunnel to end. (h2 takes no frame after
@@ -486,7 +514,7 @@ def main():
     p.add_argument("--log", help="warren's error log (LogLevel debug), for cases that watch it")
     p.add_argument("case")
     args = p.parse_args()
-    c = Client(args.port, args.tls, args.timeout, upgrade=args.case == "upgraded")
+    c = Client(args.port, args.tls, args.timeout, upgrade=args.case == "upgraded", rcvbuf=4096 if args.case == "never_reading" else None)
     globals()["case_" + args.case](c, args)
 
 
