@@ -2,16 +2,19 @@
 //! client (the `h2` package from PyPI, h2_websocket/client.py) and the real
 //! WebSocket echo backend of proxy_websocket.rs (Python `websockets`).
 //!
-//! With `H2WebSockets on` (off by default, as in Apache), under event, the
-//! loop carries the tunnels: SETTINGS_ENABLE_CONNECT_PROTOCOL is announced; an extended CONNECT to a `ws://` or `upgrade=websocket`
+//! With `H2WebSockets on` (off by default, as in Apache), under every MPM
+//! (the event loop carries the tunnels; under prefork and worker the thread
+//! serving the connection polls them beside its socket):
+//! SETTINGS_ENABLE_CONNECT_PROTOCOL is announced; an extended CONNECT to a `ws://` or `upgrade=websocket`
 //! route gets 200 and echoes both ways (a message larger than every
 //! window), over h2c with prior knowledge and over TLS with ALPN h2; two
 //! tunnels and a GET share a connection; a client's RST_STREAM, the
 //! backend's close and ProxyWebsocketIdleTimeout each end one tunnel and
-//! leave the connection; CONNECTs RFC 8441/9113 refuse are refused, and one
-//! to a URL with no WebSocket backend gets that URL's error or mod_http2's
-//! 502. Under prefork and worker, whose threads carry no HTTP/2 tunnel,
-//! nothing is announced and an extended CONNECT is a malformed request.
+//! leave the connection; a SIGTERM resets tunnels at once, a graceful
+//! restart at its deadline; CONNECTs RFC 8441/9113 refuse are refused, and
+//! one to a URL with no WebSocket backend gets that URL's error or
+//! mod_http2's 502. With it off, nothing is announced and an extended
+//! CONNECT is a malformed request.
 //!
 //! The Python comes from WARREN_TEST_PYTHON, else /opt/warren-test-venv
 //! (test.sh installs h2 and websockets there).
@@ -28,7 +31,7 @@ use common::*;
 use fixture::Backends;
 use run::run_case;
 
-each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, stop_resets_tunnels, over_an_upgraded_h2c_connection, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
+each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, stop_resets_tunnels, graceful_restart_ends_tunnels_at_the_deadline, over_an_upgraded_h2c_connection, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
 
 fn conf(b: &Backends, extra: &str) -> String {
     format!(
@@ -111,6 +114,29 @@ fn stop_resets_tunnels(mpm: &str) {
     assert!(out.status.success() && rest.contains("OK stopped"), "client.py: {rest}\n{}\nerror log:\n{}", String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
     let log = s.read_log("error.log");
     assert!(log.contains(&format!("WebSocket tunnel to 127.0.0.1:{} closed: the server is stopping", b.echo)), "{log}");
+}
+
+/// A graceful restart (SIGHUP): the old generation's HTTP/2 connection is
+/// told to go (GOAWAY) and its tunnel ends at the stop's deadline (Timeout,
+/// here 2 s), rather than holding the old child as long as it lasts; the
+/// new generation carries tunnels.
+fn graceful_restart_ends_tunnels_at_the_deadline(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, "Timeout 2\nProxyWebsocketIdleTimeout 60\nLogLevel debug\n"));
+    let mut client = run::command(&s, false, "stopped", "/ws/echo").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("start client.py");
+    let mut said = std::io::BufReader::new(client.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut said, &mut line).unwrap();
+    assert_eq!(line.trim(), "OPEN", "client.py: {line}");
+    unsafe_kill(s.pid(), libc::SIGHUP);
+    // The client's waits are bounded (20 s, the idle limit 60 s): it ends
+    // only if the server ends the tunnel.
+    let out = client.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut said, &mut rest).unwrap();
+    assert!(out.status.success() && rest.contains("OK stopped"), "client.py: {rest}\n{}\nerror log:\n{}", String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
+    logged(&s, &format!("WebSocket tunnel to 127.0.0.1:{} closed", b.echo));
+    run_case(&s, false, "echo", "/ws/echo");
 }
 
 /// A connection that began in HTTP/1.1 and upgraded (`Upgrade: h2c`)
