@@ -302,9 +302,10 @@ impl Site {
     /// child is its one tunnel, the parent starting others up to
     /// MaxRequestWorkers. An event child's loop carries its tunnels, which
     /// hold no thread: only MaxChildConnections bounds them.
-    /// An HTTP/2 stream's tunnel (`on_stream`) holds no thread: the one
-    /// serving its connection carries it.
     /// A place for one more tunnel from the client of `conn`, or why not.
+    /// An HTTP/2 stream's tunnel (`on_stream`, RFC 8441) holds no thread
+    /// of its own (the thread or loop serving its connection carries it):
+    /// only the per-client bound applies to it.
     fn tunnel_slot(&self, backends: &connections::HttpBackends, rules: &warren_config::proxy_http::ProxyHttp, conn: &ConnInfo, name: &str, on_stream: bool) -> Result<tunnel::TunnelSlot, GatewayError> {
         let per_client = rules.websockets_per_client.unwrap_or(warren_config::proxy_http::WEBSOCKETS_PER_CLIENT);
         let slot = match on_stream {
