@@ -31,7 +31,7 @@ use common::*;
 use fixture::Backends;
 use run::run_case;
 
-each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, stop_resets_tunnels, graceful_restart_ends_tunnels_at_the_deadline, over_an_upgraded_h2c_connection, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
+each_mpm!(off_unless_configured, echo_over_h2c, echo_over_tls, wss_backend, a_client_that_stops_reading, stop_resets_tunnels, graceful_restart_ends_tunnels_at_the_deadline, a_tunnel_keeps_its_thread_busy, over_an_upgraded_h2c_connection, tunnels_and_a_get_share_a_connection, client_reset_ends_one_tunnel, backend_close_ends_the_stream, idle_tunnel_is_reset, refused_as_the_rfcs_say);
 
 fn conf(b: &Backends, extra: &str) -> String {
     format!(
@@ -137,6 +137,30 @@ fn graceful_restart_ends_tunnels_at_the_deadline(mpm: &str) {
     assert!(out.status.success() && rest.contains("OK stopped"), "client.py: {rest}\n{}\nerror log:\n{}", String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
     logged(&s, &format!("WebSocket tunnel to 127.0.0.1:{} closed", b.echo));
     run_case(&s, false, "echo", "/ws/echo");
+}
+
+/// The scoreboard while a tunnel is open and idle: under prefork and
+/// worker the thread carrying it is busy (W), not waiting on a kept-alive
+/// connection (K), so the parent keeps spares for new clients; under event
+/// the loop carries it and no thread is held.
+fn a_tunnel_keeps_its_thread_busy(mpm: &str) {
+    let b = Backends::start();
+    let s = Server::start(mpm, &conf(&b, "ExtendedStatus On\n<Location \"/server-status\">\nSetHandler server-status\n</Location>\n"));
+    let scoreboard = || s.get("/server-status?auto").text().lines().find_map(|l| l.strip_prefix("Scoreboard: ").map(str::to_owned)).expect("a Scoreboard line");
+    let before = scoreboard();
+    let mut client = run::command(&s, false, "stopped", "/ws/echo").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("start client.py");
+    let mut said = std::io::BufReader::new(client.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut said, &mut line).unwrap();
+    assert_eq!(line.trim(), "OPEN", "client.py: {line}");
+    let during = scoreboard();
+    let _ = client.kill();
+    let _ = client.wait();
+    let writing = |board: &str| board.matches('W').count();
+    match mpm {
+        "event" => assert_eq!(writing(&during), writing(&before), "before {before}, with a tunnel {during}"),
+        _ => assert_eq!(writing(&during), writing(&before) + 1, "before {before}, with a tunnel {during}"),
+    }
 }
 
 /// A connection that began in HTTP/1.1 and upgraded (`Upgrade: h2c`)
