@@ -67,10 +67,12 @@ impl Driver<'_> {
                     }
                 }
             }
+            let mut worked = false;
             for task in tasks.drain(..) {
                 if task.is_dropped() {
                     continue;
                 }
+                worked = true;
                 self.before_wait();
                 self.slot.set(State::Writing);
                 let id = task.stream;
@@ -91,7 +93,16 @@ impl Driver<'_> {
                 if self.quiescing.is_some_and(|q| q.load(Ordering::Relaxed) == STOP_NOW) {
                     tunnels.end_all(&mut session, &mut ctx, || End::Stopped);
                 }
-                tunnels.expire(&mut session, &mut ctx, now);
+                if worked {
+                    // The tunnels waited while this thread worked out an
+                    // answer: what came meanwhile moves before any of them
+                    // is judged idle.
+                    tunnels.wake_all();
+                    if tunnels.pump(&mut session, &mut ctx) {
+                        last_progress = Instant::now();
+                    }
+                }
+                tunnels.expire(&mut session, &mut ctx, Instant::now());
             }
             // Frames out as far as the socket takes them.
             let flushed = loop {
