@@ -191,7 +191,7 @@ impl<'a> Driver<'a> {
                     return;
                 }
             };
-            if let Some(codec) = crate::h2::upgrade(&self.rules, &stream, &head, conn.input(), true) {
+            if let Some(codec) = crate::h2::upgrade(&self.rules, &stream, &head, conn.input()) {
                 let mut out = Output::default();
                 out.wbuf.extend_from_slice(crate::h2::SWITCHING);
                 if out.write_all(&stream, self.rules.timeout) {

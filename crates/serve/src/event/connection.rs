@@ -255,7 +255,7 @@ impl EventLoop {
     /// child). Any other answer waits for the body to be read and dropped.
     fn start_request(&mut self, slot: usize, head: RequestHead) {
         let c = self.conns[slot].as_mut().expect("conn");
-        if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, c.h1.input(), true) {
+        if let Some(codec) = crate::h2::upgrade(&self.rules, &c.stream, &head, c.h1.input()) {
             // Nothing else is queued: the last response went out before this
             // request was read, so 101 goes whole or the client is gone.
             if !matches!(c.stream.send(crate::h2::SWITCHING, false), Ok(n) if n == crate::h2::SWITCHING.len()) {

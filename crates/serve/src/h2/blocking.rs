@@ -41,7 +41,7 @@ impl Driver<'_> {
         let _ = stream.set_nonblocking(true);
         let mut tasks = Vec::new();
         let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
-        let mut session = super::session(stream, &self.rules, info, upgraded, true, &mut ctx, &mut tasks);
+        let mut session = super::session(stream, &self.rules, info, upgraded, &mut ctx, &mut tasks);
         let stream_timeout = super::stream_timeout(stream, &self.rules);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut last_progress = Instant::now();

@@ -36,8 +36,9 @@ pub fn limits(h2: &H2Settings, rules: &ConnRules) -> H2Limits {
         max_frame_size: 16_384,
         header_table_size: 4096,
         head: rules.limits,
-        // Set by `session` for a driver that carries RFC 8441 tunnels.
-        extended_connect: false,
+        // RFC 8441: every driver carries the tunnels (the event loop, a
+        // thread with `blocking_ws`).
+        extended_connect: h2.websockets,
     }
 }
 
@@ -48,11 +49,8 @@ pub fn settings(stream: &ClientStream) -> H2Settings {
 
 /// The session of a connection that opens in HTTP/2 (`upgraded`: the
 /// codec and request of one upgraded from HTTP/1.1, whose 101 has been
-/// sent), with the work its first request needs. `carries_tunnels`: the
-/// driver carries RFC 8441 WebSocket tunnels (every driver does: the event
-/// loop, and a thread with [`blocking_ws`]), so the codec announces and
-/// takes extended CONNECT where H2WebSockets is on.
-pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::ConnInfo, upgraded: Option<(Connection, RequestHead)>, carries_tunnels: bool, ctx: &mut session::Ctx, tasks: &mut Vec<session::Task>) -> session::Session {
+/// sent), with the work its first request needs.
+pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::ConnInfo, upgraded: Option<(Connection, RequestHead)>, ctx: &mut session::Ctx, tasks: &mut Vec<session::Task>) -> session::Session {
     let h2 = settings(stream);
     match upgraded {
         Some((codec, head)) => {
@@ -60,10 +58,7 @@ pub fn session(stream: &ClientStream, rules: &ConnRules, info: warren_handler::C
             s.start_upgraded(ctx, head, tasks);
             s
         }
-        None => {
-            let limits = H2Limits { extended_connect: carries_tunnels && h2.websockets, ..limits(&h2, rules) };
-            session::Session::new(Connection::new(limits), info, h2.max_data_frame_len)
-        }
+        None => session::Session::new(Connection::new(limits(&h2, rules)), info, h2.max_data_frame_len),
     }
 }
 
@@ -116,8 +111,8 @@ pub const SWITCHING: &[u8] = b"HTTP/1.1 101 Switching Protocols\r\nConnection: U
 /// with its HTTP2-Settings, RFC 7540 §3.2), when the server takes it up:
 /// cleartext only, h2c on, and no body or pipelined request to carry over
 /// (mod_http2 also upgrades only requests without a body). The request is
-/// then stream 1. `carries_tunnels` as for [`session`].
-pub fn upgrade(rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pipelined: &[u8], carries_tunnels: bool) -> Option<Connection> {
+/// then stream 1.
+pub fn upgrade(rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pipelined: &[u8]) -> Option<Connection> {
     let plan = stream.h2().filter(|p| p.h2c_upgrade && !p.tls)?;
     if stream.is_tls() || head.version != Version::Http11 || head.has_body() || !pipelined.is_empty() {
         return None;
@@ -127,6 +122,5 @@ pub fn upgrade(rules: &ConnRules, stream: &ClientStream, head: &RequestHead, pip
         return None;
     }
     let settings = head.header("http2-settings")?;
-    let limits = H2Limits { extended_connect: carries_tunnels && plan.settings.websockets, ..limits(&plan.settings, rules) };
-    Connection::upgraded(limits, settings).ok()
+    Connection::upgraded(limits(&plan.settings, rules), settings).ok()
 }
