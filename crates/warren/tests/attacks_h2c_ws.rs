@@ -1,5 +1,5 @@
 //! An anonymous client against this session's HTTP/2 WebSocket code
-//! (RFC 8441 on the event loop): it asks for an `Upgrade: h2c` whose
+//! (RFC 8441, on the event loop and on the threads of prefork and worker): it asks for an `Upgrade: h2c` whose
 //! request is also a WebSocket handshake (`Upgrade: h2c, websocket`), so
 //! that stream 1 of the upgraded connection carries an HTTP/1.1 WebSocket
 //! request that the proxy takes up with a real WebSocket backend. Such a
