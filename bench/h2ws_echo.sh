@@ -21,15 +21,7 @@ PY=${WARREN_TEST_PYTHON:-/opt/warren-test-venv/bin/python}
 need curl:curl
 build_warren
 comparison_workdir h2ws-echo
-BACKEND_PID=
-trap 'exec 3>&- 2>/dev/null || true; [ -n "$BACKEND_PID" ] && kill "$BACKEND_PID" 2>/dev/null; cleanup' EXIT
-
-# The backend serves until its standard input (fd 3 here) closes.
-mkfifo "$WORK/backend.in"
-"$PY" bench/ws_idle.py backend < "$WORK/backend.in" > "$WORK/backend.port" & BACKEND_PID=$!
-exec 3> "$WORK/backend.in"
-for _ in $(seq 1 100); do [ -s "$WORK/backend.port" ] && break; sleep 0.1; done
-BACKEND=$(cat "$WORK/backend.port")
+start_ws_echo_backend
 
 for mpm in $MPMS; do
     cat > "$WORK/warren-$mpm.conf" <<CONF

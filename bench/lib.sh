@@ -418,3 +418,17 @@ backend warren
 CONF
     printf '    %s\n' "${@:3}"
 }
+
+# start_ws_echo_backend: a WebSocket echo server (bench/ws_idle.py backend,
+# Python `websockets` from PY) in BACKEND_PID, its port in BACKEND; it
+# serves until its standard input (fd 3 here) closes, which the EXIT trap
+# set here does, before cleanup. After comparison_workdir.
+start_ws_echo_backend() {
+    BACKEND_PID=
+    trap 'exec 3>&- 2>/dev/null || true; [ -n "$BACKEND_PID" ] && kill "$BACKEND_PID" 2>/dev/null; cleanup' EXIT
+    mkfifo "$WORK/backend.in"
+    "$PY" bench/ws_idle.py backend < "$WORK/backend.in" > "$WORK/backend.port" & BACKEND_PID=$!
+    exec 3> "$WORK/backend.in"
+    for _ in $(seq 1 100); do [ -s "$WORK/backend.port" ] && break; sleep 0.1; done
+    BACKEND=$(cat "$WORK/backend.port")
+}

@@ -26,15 +26,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 [ "$(ulimit -n)" -ge $((2 * N + 100)) ] || { echo "ws_idle: ulimit -n is $(ulimit -n), $((2 * N + 100)) needed for N=$N" >&2; exit 1; }
 build_warren
 comparison_workdir ws-idle
-BACKEND_PID=
-trap 'exec 3>&- 2>/dev/null || true; [ -n "$BACKEND_PID" ] && kill "$BACKEND_PID" 2>/dev/null; cleanup' EXIT
-
-# The backend serves until its standard input (fd 3 here) closes.
-mkfifo "$WORK/backend.in"
-"$PY" bench/ws_idle.py backend < "$WORK/backend.in" > "$WORK/backend.port" & BACKEND_PID=$!
-exec 3> "$WORK/backend.in"
-for _ in $(seq 1 100); do [ -s "$WORK/backend.port" ] && break; sleep 0.1; done
-BACKEND=$(cat "$WORK/backend.port")
+start_ws_echo_backend
 
 cat > "$WORK/warren-event.conf" <<CONF
 LoadModule mpm_event_module modules/mod_mpm_event.so
