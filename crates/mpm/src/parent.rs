@@ -51,8 +51,10 @@ pub use child::{ChildStart, ServeChild};
 mod readiness;
 mod restart;
 
-/// How long TERM waits for children before killing them.
-const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How long TERM waits for children before killing them: a child's own
+/// deadline and then some, for a child that began its stop late (a loaded
+/// machine may run it seconds after the signal) and for its exit itself.
+const STOP_WAIT: Duration = crate::CHILD_STOP_DEADLINE.saturating_add(Duration::from_secs(5));
 /// How long piped-log programs are given to take the last lines, at stop.
 const PIPED_LOG_STOP_WAIT: Duration = Duration::from_secs(3);
 /// A child that dies sooner than this after its start counts as failing to
