@@ -118,7 +118,7 @@ impl TunnelSlots {
     /// bound), when that many of the client's are open in the server.
     pub fn take(self: &Arc<Self>, bound: usize, per_client: Option<(&Arc<ClientTunnels>, IpAddr, usize)>) -> Result<TunnelSlot, NoSlot> {
         let client = match per_client {
-            Some((table, client, limit)) if limit != 0 => table.take(counted_as(client), limit).map_err(|()| NoSlot::Client)?,
+            Some((table, client, limit)) if limit != 0 => table.take(counted_as(client), limit).map_err(|_| NoSlot::Client)?,
             _ => None,
         };
         self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < bound).then_some(n + 1)).map_err(|_| NoSlot::Child)?;

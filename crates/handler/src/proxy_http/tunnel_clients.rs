@@ -39,6 +39,10 @@ pub struct ClientTunnels {
     memory: SharedMemory,
 }
 
+/// The client holds as many tunnels as it may.
+#[derive(Debug)]
+pub struct AtBound;
+
 /// A tunnel's entry in the table; freed when dropped.
 pub struct ClientPlace {
     table: Arc<ClientTunnels>,
@@ -74,10 +78,10 @@ impl ClientTunnels {
         unsafe { std::slice::from_raw_parts(self.memory.base() as *const Entry, ENTRIES) }
     }
 
-    /// Records one more tunnel of `client`: Err(()) when `limit` of its
+    /// Records one more tunnel of `client`: Err when `limit` of its
     /// tunnels are open already; Ok(None) when the table is full (the
     /// tunnel goes uncounted).
-    pub fn take(self: &Arc<Self>, client: IpAddr, limit: usize) -> Result<Option<ClientPlace>, ()> {
+    pub fn take(self: &Arc<Self>, client: IpAddr, limit: usize) -> Result<Option<ClientPlace>, AtBound> {
         let key = key_of(client);
         let Some(at) = self.claim().or_else(|| {
             self.free_dead(|_| true);
@@ -90,7 +94,7 @@ impl ClientTunnels {
         if self.count(key) > limit {
             self.free_dead(|e| e.key.load(SeqCst) == key);
             if self.count(key) > limit {
-                return Err(());
+                return Err(AtBound);
             }
         }
         Ok(Some(place))
