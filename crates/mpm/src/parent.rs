@@ -458,7 +458,8 @@ impl Parent {
     fn ask_to_stop(&mut self, pid: Pid) {
         if let Some(c) = self.children.get_mut(&pid) {
             c.asked_to_stop = true;
-            self.sb.process(c.slot).quiescing.store(1, Ordering::Relaxed);
+            // Before the signal: a child still starting looks here (child.rs).
+            self.sb.process(c.slot).quiescing.store(1, Ordering::Release);
             let _ = kill(pid, Signal::SIGTERM);
             if self.sb.accept_turns() > 0 {
                 self.sb.wake_turn_waiters();
