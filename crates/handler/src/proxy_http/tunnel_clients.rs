@@ -16,13 +16,20 @@
 
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use warren_shm::SharedMemory;
 
 /// Entries in the table: tunnels counted at once, server-wide.
 const ENTRIES: usize = 8192;
+
+/// Before the entries: how far into them any was ever claimed (claims take
+/// the first free one), so that a count reads the entries in use, not all.
+#[repr(C, align(16))]
+struct Header {
+    used: AtomicUsize,
+}
 
 /// One open tunnel. All zero is a free entry.
 #[repr(C)]
@@ -69,13 +76,25 @@ fn process_gone(pid: i32) -> bool {
 
 impl ClientTunnels {
     pub fn new() -> std::io::Result<ClientTunnels> {
-        Ok(ClientTunnels { memory: SharedMemory::zeroed(ENTRIES * std::mem::size_of::<Entry>())? })
+        Ok(ClientTunnels { memory: SharedMemory::zeroed(std::mem::size_of::<Header>() + ENTRIES * std::mem::size_of::<Entry>())? })
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping starts with the header (page-aligned), zeroed at first.
+        unsafe { &*(self.memory.base() as *const Header) }
     }
 
     fn entries(&self) -> &[Entry] {
-        // SAFETY: the mapping holds ENTRIES entries, zeroed (free) at first;
-        // every field is an atomic, shared by the processes forked after.
-        unsafe { std::slice::from_raw_parts(self.memory.base() as *const Entry, ENTRIES) }
+        // SAFETY: ENTRIES entries follow the header (whose size keeps them
+        // aligned), zeroed (free) at first; every field is an atomic,
+        // shared by the processes forked after.
+        unsafe { std::slice::from_raw_parts(self.memory.base().add(std::mem::size_of::<Header>()) as *const Entry, ENTRIES) }
+    }
+
+    /// The entries ever claimed: a claim is counted here before its key
+    /// is written, so a count that could see the key reads its entry.
+    fn in_use(&self) -> &[Entry] {
+        &self.entries()[..self.header().used.load(SeqCst).min(ENTRIES)]
     }
 
     /// Records one more tunnel of `client`: Err when `limit` of its
@@ -103,11 +122,13 @@ impl ClientTunnels {
     /// A free entry, now this process's.
     fn claim(&self) -> Option<usize> {
         let me = std::process::id() as i32;
-        self.entries().iter().position(|e| e.pid.load(SeqCst) == 0 && e.pid.compare_exchange(0, me, SeqCst, SeqCst).is_ok())
+        let at = self.entries().iter().position(|e| e.pid.load(SeqCst) == 0 && e.pid.compare_exchange(0, me, SeqCst, SeqCst).is_ok())?;
+        self.header().used.fetch_max(at + 1, SeqCst);
+        Some(at)
     }
 
     fn count(&self, key: u64) -> usize {
-        self.entries().iter().filter(|e| e.key.load(SeqCst) == key).count()
+        self.in_use().iter().filter(|e| e.key.load(SeqCst) == key).count()
     }
 
     /// The key first: an entry is free for a claim only once its key no
@@ -121,7 +142,7 @@ impl ClientTunnels {
     /// Frees the entries `chosen` picks whose process is gone.
     fn free_dead(&self, chosen: impl Fn(&Entry) -> bool) {
         let mut alive: Vec<i32> = Vec::new();
-        for e in self.entries() {
+        for e in self.in_use() {
             let pid = e.pid.load(SeqCst);
             if pid == 0 || alive.contains(&pid) || !chosen(e) {
                 continue;
