@@ -122,7 +122,7 @@ pub struct ProxyHttp {
     /// long is closed (None or zero: the exchange's timeout, ProxyTimeout).
     pub websocket_idle: Option<Duration>,
     /// ProxyWebsocketMaxPerClient: how many WebSocket tunnels one client
-    /// address may hold in a child (None: [`WEBSOCKETS_PER_CLIENT`]; 0: no bound).
+    /// address may hold in the server (None: [`WEBSOCKETS_PER_CLIENT`]; 0: no bound).
     pub websockets_per_client: Option<usize>,
     pub tls: ProxyTls,
 }

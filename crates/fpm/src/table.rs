@@ -26,6 +26,10 @@ pub struct ChildSlot {
     pub pid: AtomicI32,
     /// Requests served by the current process.
     pub requests: AtomicU32,
+    /// The server process whose request the child is busy with (0: none):
+    /// one killed mid-request never drops its lease, and its child would
+    /// stay busy for good ([`Table::orphaned`]).
+    holder: AtomicI32,
     /// When the current request began, or the child became idle (ms since the table's start).
     pub since_ms: AtomicU64,
     /// Seconds since the epoch when the current process started.
@@ -270,6 +274,7 @@ impl Table {
         for s in 0..self.pools[pool].max_children {
             let slot = self.slot(pool, s);
             if slot.state.compare_exchange(IDLE, BUSY, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                slot.holder.store(std::process::id() as i32, Ordering::Release);
                 slot.since_ms.store(self.now_ms(), Ordering::Relaxed);
                 slot.terminated.store(0, Ordering::Relaxed);
                 slot.set_uri(uri);
@@ -311,11 +316,36 @@ impl Table {
             let c = self.counters(pool);
             for h in &c.holders {
                 let pid = h.load(Ordering::Acquire);
-                if pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH) && h.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                if process_gone(pid) && h.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
                     self.give_back_place(pool, None);
                 }
             }
         }
+    }
+
+    /// The child in `slot` of warren's own pool `pool` is busy with the
+    /// request of a server process that is gone (killed with the request
+    /// under way, so that its lease was never dropped): it is marked
+    /// retiring, never handed out again, and the holder's pid returned for
+    /// the parent to stop the child (nobody reads its answer). A holder is
+    /// recorded only while its lease lasts, so a pid seen here is the one
+    /// the busy state belongs to.
+    pub fn orphaned(&self, pool: usize, slot: usize) -> Option<i32> {
+        let s = self.slot(pool, slot);
+        let holder = s.holder.load(Ordering::Acquire);
+        (process_gone(holder) && s.state.compare_exchange(BUSY, RETIRING, Ordering::AcqRel, Ordering::Relaxed).is_ok()).then(|| {
+            s.holder.store(0, Ordering::Release);
+            holder
+        })
+    }
+
+    /// A child's slot emptied (its process ended, or its pool went): the
+    /// state it was in.
+    pub(crate) fn empty_slot(slot: &ChildSlot) -> u32 {
+        let was = slot.state.swap(EMPTY, Ordering::AcqRel);
+        slot.holder.store(0, Ordering::Release);
+        slot.pid.store(0, Ordering::Relaxed);
+        was
     }
 
     /// A pool's counters made new, for a pool laid out in their place.
@@ -340,6 +370,11 @@ impl Table {
             unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
         }
     }
+}
+
+/// A holder's pid names a process no longer there.
+fn process_gone(pid: i32) -> bool {
+    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH)
 }
 
 /// A child of a pool, taken for one request.
@@ -369,6 +404,8 @@ impl Drop for Lease {
         s.last_duration_us.store(now.saturating_sub(began) * 1000, Ordering::Relaxed);
         s.since_ms.store(now, Ordering::Relaxed);
         let max = t.pools[self.pool].max_requests;
+        // Before the state: a holder recorded belongs to a busy state.
+        let _ = s.holder.compare_exchange(std::process::id() as i32, 0, Ordering::AcqRel, Ordering::Relaxed);
         // Only a busy child goes back to idle: the parent may have taken it
         // (request_terminate_timeout) meanwhile.
         let next = if max > 0 && n >= max || s.retire.load(Ordering::Acquire) != 0 { RETIRING } else { IDLE };
@@ -822,6 +859,37 @@ mod tests {
         drop((a, mine));
         assert_eq!(t.counters(0).in_flight.load(Ordering::Relaxed), 0);
         assert!(t.counters(0).holders.iter().all(|h| h.load(Ordering::Relaxed) == 0));
+    }
+
+    #[test]
+    fn a_child_busy_for_a_killed_process_is_retired() {
+        let t = table(2, 0, 4);
+        let d = Dispatch::new(t.clone(), PathBuf::new());
+        // A server process takes a child and is killed with its request
+        // under way: its lease is never dropped.
+        // SAFETY: the child only takes a lease in the shared table and exits.
+        let killed = match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                std::mem::forget(d.try_lease("www", b"/slow.php"));
+                // SAFETY: _exit, as a killed process: nothing runs.
+                unsafe { libc::_exit(0) };
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                nix::sys::wait::waitpid(child, None).unwrap();
+                child.as_raw()
+            }
+        };
+        // Leases take the first idle child: the killed process had the first.
+        let mine = d.try_lease("www", b"/a").expect("the other child");
+        let (theirs, live) = (0, 1);
+        assert_eq!(t.slot(0, theirs).holder.load(Ordering::Relaxed), killed);
+        assert_eq!(t.orphaned(0, live), None, "a live holder keeps its child");
+        assert_eq!(t.orphaned(0, theirs), Some(killed));
+        assert_eq!(t.slot(0, theirs).state.load(Ordering::Relaxed), RETIRING, "never handed out again");
+        assert_eq!(t.orphaned(0, theirs), None, "once");
+        drop(mine);
+        assert_eq!(t.slot(0, live).state.load(Ordering::Relaxed), IDLE);
+        assert!((0..2).all(|s| t.slot(0, s).holder.load(Ordering::Relaxed) == 0), "no holder left recorded");
     }
 
     #[test]

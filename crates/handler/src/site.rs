@@ -74,6 +74,9 @@ pub struct Site {
     pub caches: Caches,
     /// `balancer://` and its members' state, shared by every child.
     pub balancers: crate::balancer::Balancers,
+    /// The WebSocket tunnels open by client, shared by every child
+    /// (ProxyWebsocketMaxPerClient).
+    pub tunnel_clients: Arc<crate::proxy_http::tunnel_clients::ClientTunnels>,
     /// Which FastCGI applications have our side shut once a request is out
     /// (learnt by asking each, once per child).
     pub half_close: HalfClose,
@@ -214,8 +217,10 @@ impl Site {
         });
         let balancers = crate::balancer::Balancers::new(settings.balancers.clone()).map_err(|e| format!("cannot map the balancers' shared memory: {e}"))?;
         let caches_responses = hosts.iter().any(|h| !h.config.cache.enable.is_empty());
+        let tunnel_clients = Arc::new(crate::proxy_http::tunnel_clients::ClientTunnels::new().map_err(|e| format!("cannot map the WebSocket tunnels' shared memory: {e}"))?);
         let site = Site {
             balancers,
+            tunnel_clients,
             caches_responses,
             uses_remote_ip,
             uses_proxy_protocol,

@@ -37,3 +37,10 @@ mod worker_budget;
 
 pub use listen::{bind, Listener};
 pub use parent::Parent;
+
+/// How long a server child told to stop (SIGTERM, not gracefully) lets
+/// what it serves go on before it closes the rest and exits (at most: the
+/// request Timeout when shorter). The parent waits longer than this before
+/// it kills a child ([`parent`]'s stop wait is derived from it), so that a
+/// child that keeps to its deadline is never killed for being a little late.
+pub const CHILD_STOP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);

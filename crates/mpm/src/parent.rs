@@ -51,8 +51,10 @@ pub use child::{ChildStart, ServeChild};
 mod readiness;
 mod restart;
 
-/// How long TERM waits for children before killing them.
-const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How long TERM waits for children before killing them: a child's own
+/// deadline and then some, for a child that began its stop late (a loaded
+/// machine may run it seconds after the signal) and for its exit itself.
+const STOP_WAIT: Duration = crate::CHILD_STOP_DEADLINE.saturating_add(Duration::from_secs(5));
 /// How long piped-log programs are given to take the last lines, at stop.
 const PIPED_LOG_STOP_WAIT: Duration = Duration::from_secs(3);
 /// A child that dies sooner than this after its start counts as failing to
@@ -456,7 +458,8 @@ impl Parent {
     fn ask_to_stop(&mut self, pid: Pid) {
         if let Some(c) = self.children.get_mut(&pid) {
             c.asked_to_stop = true;
-            self.sb.process(c.slot).quiescing.store(1, Ordering::Relaxed);
+            // Before the signal: a child still starting looks here (child.rs).
+            self.sb.process(c.slot).quiescing.store(1, Ordering::Release);
             let _ = kill(pid, Signal::SIGTERM);
             if self.sb.accept_turns() > 0 {
                 self.sb.wake_turn_waiters();

@@ -5,7 +5,7 @@
 //! discards it through this; a FastCGI exchange on a thread streams it to
 //! the application.
 
-use std::io::{self, Write};
+use std::io;
 use crate::client_stream::ClientStream;
 use std::time::Instant;
 
@@ -16,7 +16,7 @@ use warren_http::h1::{BodyState, Connection, Expiry};
 use warren_http::response::CONTINUE;
 use warren_http::{BodyFraming, HttpError, RequestHead};
 
-use crate::exchange::{read_onto, wait_for};
+use crate::exchange::{read_onto, wait_for, Output};
 
 /// How much one read from the client asks for.
 const READ_CHUNK: usize = 16 * 1024;
@@ -24,22 +24,10 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Writes an interim answer whole, on a socket that may be non-blocking
 /// (an event child's thread): a full send buffer is waited for until
 /// `deadline`, not left with half a head written.
-fn send_all(stream: &ClientStream, mut bytes: &[u8], deadline: Instant) -> bool {
-    while !bytes.is_empty() {
-        match (&*stream).write(bytes) {
-            Ok(0) => return false,
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() || !wait_for(stream, PollFlags::POLLOUT, left) {
-                    return false;
-                }
-            }
-            Err(_) => return false,
-        }
-    }
-    true
+fn send_all(stream: &ClientStream, bytes: &[u8], deadline: Instant) -> bool {
+    let mut out = Output::default();
+    out.wbuf = bytes.to_vec();
+    out.write_all_within(stream, || deadline.saturating_duration_since(Instant::now()))
 }
 
 /// The request body, read from the connection on demand.

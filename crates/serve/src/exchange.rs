@@ -407,11 +407,23 @@ impl Output {
     /// time; false if the client stalled or went away. For a thread that
     /// may block; the socket may be blocking or not.
     pub fn write_all(&mut self, stream: &ClientStream, timeout: Duration) -> bool {
+        self.write_all_within(stream, || timeout)
+    }
+
+    /// Writes all that is pending, waiting for room each time as long as
+    /// `room_within` says (zero: no more); false if the client stalled or
+    /// went away.
+    pub fn write_all_within(&mut self, stream: &ClientStream, room_within: impl Fn() -> Duration) -> bool {
         loop {
             match self.flush(stream) {
                 Ok(true) => return true,
-                Ok(false) if wait_for(stream, PollFlags::POLLOUT, timeout) => {}
-                Ok(false) | Err(_) => return false,
+                Ok(false) => {
+                    let wait = room_within();
+                    if wait.is_zero() || !wait_for(stream, PollFlags::POLLOUT, wait) {
+                        return false;
+                    }
+                }
+                Err(_) => return false,
             }
         }
     }

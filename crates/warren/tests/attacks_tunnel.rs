@@ -106,51 +106,72 @@ fn a_flooding_tunnel_does_not_starve_other_clients(mpm: &str) {
     assert!(after > before, "the tunnel stopped moving once the GET was answered");
 }
 
-/// One address gets ProxyWebsocketMaxPerClient tunnels in a child; the
-/// next upgrade is refused (503, a log line naming the client), ordinary
-/// requests from it still served, and a tunnel that ends gives its place back.
-fn one_address_cannot_take_every_tunnel(mpm: &str) {
-    let (port, _) = sink_backend();
-    let s = Server::start(mpm, &format!("{}ProxyWebsocketMaxPerClient 3\nProxyPass /ws/ ws://127.0.0.1:{port}/\n", one_child(mpm)));
-    let mut open: Vec<TcpStream> = (0..3)
+/// Several children, among which one client's tunnels spread: a prefork
+/// child holds one tunnel, so the client's three are in three children.
+/// (Worker and event children take connections as the kernel wakes them,
+/// event filling one loop first: their tunnels spread as it happens.)
+fn several_children(mpm: &str) -> &'static str {
+    match mpm {
+        "prefork" => "StartServers 5\nMinSpareServers 5\nMaxSpareServers 10\n",
+        _ => "StartServers 3\nServerLimit 3\nMinSpareThreads 1\nMaxSpareThreads 24\nThreadsPerChild 8\nMaxRequestWorkers 24\n",
+    }
+}
+
+/// Opens the client's three tunnels; the next upgrade is refused (503, a
+/// log line naming the client).
+fn take_three(s: &Server) -> Vec<TcpStream> {
+    let open: Vec<TcpStream> = (0..3)
         .map(|i| {
-            let (c, head) = handshake(&s, &format!("/ws/{i}"));
+            let (c, head) = handshake(s, &format!("/ws/{i}"));
             assert!(head.starts_with("HTTP/1.1 101 "), "tunnel {i}: {head}");
             c
         })
         .collect();
-    let (_, head) = handshake(&s, "/ws/one-too-many");
+    let (_, head) = handshake(s, "/ws/one-too-many");
     assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
-    let log = s.wait_log("error.log", "tunnels in this child (ProxyWebsocketMaxPerClient");
-    assert!(log.lines().any(|l| l.contains("this client holds 3 tunnels in this child (ProxyWebsocketMaxPerClient") && l.contains("[client 127.0.0.1")), "{log}");
-    assert_eq!(s.get("/").status, 200);
-    // One closes: once the child has seen it go, a new one opens.
-    drop(open.pop());
+    open
+}
+
+/// Upgrades until one is let through (within a deadline).
+fn opens_again(s: &Server) -> TcpStream {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let (c, head) = handshake(&s, "/ws/again");
+        let (c, head) = handshake(s, "/ws/again");
         if head.starts_with("HTTP/1.1 101 ") {
-            open.push(c);
-            break;
+            return c;
         }
         assert!(head.starts_with("HTTP/1.1 503 ") && Instant::now() < deadline, "{head}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-each_mpm!(a_flooding_tunnel_does_not_starve_other_clients);
+/// One address gets ProxyWebsocketMaxPerClient tunnels in the whole
+/// server, however many children hold them; the next upgrade is refused,
+/// ordinary requests from it still served, and a tunnel that ends gives
+/// its place back.
+fn one_address_cannot_take_every_tunnel(mpm: &str) {
+    let (port, _) = sink_backend();
+    let s = Server::start(mpm, &format!("{}ProxyWebsocketMaxPerClient 3\nProxyPass /ws/ ws://127.0.0.1:{port}/\n", several_children(mpm)));
+    let mut open = take_three(&s);
+    let log = s.wait_log("error.log", "tunnels (ProxyWebsocketMaxPerClient");
+    assert!(log.lines().any(|l| l.contains("this client holds 3 tunnels (ProxyWebsocketMaxPerClient") && l.contains("[client 127.0.0.1")), "{log}");
+    assert_eq!(s.get("/").status, 200);
+    // One closes: once its child has seen it go, a new one opens.
+    drop(open.pop());
+    open.push(opens_again(&s));
+}
 
-// The bound is counted in each child: a prefork child is one tunnel (its
-// one thread), so it never applies there; MaxRequestWorkers bounds them.
-mod event_per_client {
-    #[test]
-    fn one_address_cannot_take_every_tunnel() {
-        super::one_address_cannot_take_every_tunnel("event")
+/// A child killed (SIGKILL) with the client's tunnels open gives their
+/// places back: the client is not refused for tunnels nobody holds.
+fn tunnels_of_a_killed_child_are_given_back(mpm: &str) {
+    let (port, _) = sink_backend();
+    let s = Server::start(mpm, &format!("{}ProxyWebsocketMaxPerClient 3\nProxyPass /ws/ ws://127.0.0.1:{port}/\n", several_children(mpm)));
+    let open = take_three(&s);
+    for pid in s.children() {
+        unsafe_kill(pid, 9);
     }
+    drop(open);
+    let _again = opens_again(&s);
 }
-mod worker_per_client {
-    #[test]
-    fn one_address_cannot_take_every_tunnel() {
-        super::one_address_cannot_take_every_tunnel("worker")
-    }
-}
+
+each_mpm!(a_flooding_tunnel_does_not_starve_other_clients, one_address_cannot_take_every_tunnel, tunnels_of_a_killed_child_are_given_back);

@@ -24,6 +24,7 @@ each_mpm!(
     graceful_stop_finishes_requests,
     children_end_with_a_killed_parent,
     children_start_with_room_for_descriptors,
+    a_child_told_to_stop_while_starting_stops,
 );
 
 /// An event child holds at most MaxChildConnections connections: past it
@@ -637,3 +638,29 @@ fn children_start_with_room_for_descriptors(mpm: &str) {
         }
     }
 }
+
+/// A child told to stop while it starts (before it has its own signal
+/// handlers, the parent's, inherited, would take the SIGTERM for the
+/// parent) still stops by itself: the parent marks it stopping in the
+/// scoreboard before it signals it, and a starting child looks there once
+/// its handlers are in place. Stopped as soon as the first child appears,
+/// ten times: the parent never has to kill a child.
+fn a_child_told_to_stop_while_starting_stops(mpm: &str) {
+    let mut s = Server::start(mpm, "StartServers 3\n");
+    s.stop();
+    let log_path = s.dir.0.join("error.log");
+    for round in 0..10 {
+        let _ = std::fs::remove_file(&log_path);
+        let mut warren = std::process::Command::new(BIN).arg("-f").arg(&s.conf).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // No sleep: the window is the child's first milliseconds.
+        while children_of(warren.id()).is_empty() {
+            assert!(Instant::now() < deadline, "no child started");
+        }
+        unsafe_kill(warren.id(), 15);
+        let _ = warren.wait();
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        assert!(!log.contains("still running, killing it"), "round {round}: {log}");
+    }
+}
+

@@ -444,4 +444,54 @@ fn lost_child_request_is_sent_again(mpm: &str) {
     let _ = std::fs::remove_file(marker.with_extension("post"));
 }
 
-each_mpm!(slow_requests_are_logged, lost_child_request_is_sent_again, children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);
+/// A server process killed (SIGKILL) while a pool child runs its request
+/// never gives that child back itself: the parent's pass kills the child
+/// (nobody reads its answer), its replacement is idle, and the pool serves
+/// as many requests at once as before, with no request_terminate_timeout
+/// to end the orphan.
+fn killed_server_process_gives_its_child_back(mpm: &str) {
+    let s = start(mpm, "    pm static\n    pm.max_children 2\n    pm.status_path /fpm-status", "");
+    s.wait_php_children(2);
+    let count = |field: &str| {
+        let line = format!("\n{field}:");
+        s.get("/fpm-status").text().split(&line).nth(1).and_then(|rest| rest.lines().next()).and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    let until = |what: &str, ready: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready() {
+            assert!(Instant::now() < deadline, "{what}: never so; fpm-status:\n{}\nerror.log:\n{}", s.get("/fpm-status?full").text(), s.read_log("error.log"));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let mut holding = s.connect();
+    holding.write_all(b"GET /slow.php?s=60 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    until("one child busy", &|| count("active processes") == Some(1));
+    // Every server process, the one holding the lease among them.
+    let php = s.php_cgi_children();
+    let servers: Vec<u32> = s.children().into_iter().filter(|p| !php.contains(p)).collect();
+    assert!(!servers.is_empty());
+    for pid in &servers {
+        unsafe_kill(*pid, 9);
+    }
+    drop(holding);
+    assert!(s.wait_log("error.log", "that sent its request is gone").contains("that sent its request is gone, killing the child"), "{}", s.read_log("error.log"));
+    until("both children idle", &|| count("idle processes") == Some(2) && count("active processes") == Some(0));
+    // Two requests at once each get a child.
+    let port = s.port;
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                c.write_all(b"GET /slow.php?s=8 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+                parse_response(&read_to_close(&mut c)).0
+            })
+        })
+        .collect();
+    until("both children busy at once", &|| count("active processes") == Some(2));
+    for c in clients {
+        assert_eq!(c.join().unwrap().text(), "done");
+    }
+}
+
+each_mpm!(killed_server_process_gives_its_child_back, slow_requests_are_logged, lost_child_request_is_sent_again, children_end_with_a_killed_parent, waiting_past_timeout_is_503, dynamic_spares_and_environment, graceful_restart_keeps_php_serving, status_page, static_pool_serves, recycling_fails_nothing, dynamic_and_ondemand, queue_full_is_503_and_slow_is_504, pools_per_site_with_their_users);

@@ -274,7 +274,9 @@ fn tunnel_outlives_a_graceful_restart(mpm: &str) {
 /// A stop that is not graceful (SIGTERM) closes the tunnels: under event
 /// the loop ends them at once (logged), where a graceful stop would wait
 /// for them; under prefork and worker the thread holding one is ended with
-/// its child by the parent, after the 10 s it gives a stopping child.
+/// its child by the parent, after the wait it gives a stopping child. The
+/// event child ends its tunnels itself and exits by its own stop deadline,
+/// which the parent's wait outlasts: it is never killed.
 fn stop_closes_tunnels(mpm: &str) {
     let b = Backends::start();
     let mut s = start(mpm, &b, "LogLevel debug\n");

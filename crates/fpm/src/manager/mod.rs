@@ -35,7 +35,7 @@ mod user_pools;
 use setup::{bind_private, credentials, detach_child, highest_open_fd, make_private_dir, make_socket_dir, owner_of, Credentials};
 use php_fpm::{end_session_of, MASTER_BACKOFF_MAX, MASTER_YOUTH};
 use sizing::{AutoSize, Sizing};
-use crate::table::{Dispatch, PhpFpmShape, PoolShape, Table, BUSY, EMPTY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
+use crate::table::{Dispatch, PhpFpmShape, PoolShape, Table, BUSY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
 
 struct PoolRun {
     config: PoolConfig,
@@ -318,9 +318,7 @@ impl Manager {
     fn free(&mut self, shape: &PoolShape) {
         for (k, path) in shape.sockets.iter().enumerate() {
             let _ = std::fs::remove_file(path);
-            let s = self.table.slot_at(shape.first_slot + k);
-            s.state.store(EMPTY, Ordering::Relaxed);
-            s.pid.store(0, Ordering::Relaxed);
+            Table::empty_slot(self.table.slot_at(shape.first_slot + k));
             self.slot_used[shape.first_slot + k] = false;
         }
         self.counters_used[shape.counters] = false;
@@ -513,9 +511,7 @@ impl Manager {
         if let Some(r) = self.retired.iter().position(|(p, _)| p.children.contains_key(&raw)) {
             let (run, shape) = &mut self.retired[r];
             if let Some(slot) = run.children.remove(&raw) {
-                let s = self.table.slot_at(shape.first_slot + slot);
-                s.state.store(EMPTY, Ordering::Release);
-                s.pid.store(0, Ordering::Relaxed);
+                Table::empty_slot(self.table.slot_at(shape.first_slot + slot));
             }
             self.collect_retired();
             return true;
@@ -533,9 +529,7 @@ impl Manager {
             self.log.warn(&format!("[pool {}] php-fpm master {raw} exited on {how}; starting it again in {} s", run.config.name, run.master_backoff.as_secs()));
             return true;
         }
-        let s = self.table.slot(pool, slot);
-        let was = s.state.swap(EMPTY, Ordering::AcqRel);
-        s.pid.store(0, Ordering::Relaxed);
+        let was = Table::empty_slot(self.table.slot(pool, slot));
         let c = &self.pools[pool].config;
         // A retiring child was told to stop (SIGTERM); killed outright, the
         // kernel's OOM killer, say, it is worth a line all the same.
@@ -623,6 +617,7 @@ impl Manager {
                 }
                 continue;
             }
+            self.stop_orphaned(i);
             // request_terminate_timeout: the child is killed; its request gets 504.
             if let Some(limit) = c.request_terminate_timeout {
                 for (&pid, &slot) in &self.pools[i].children {
@@ -684,6 +679,19 @@ impl Manager {
                         self.note_max_children(i);
                     }
                 }
+            }
+        }
+    }
+
+    /// Children busy for a server process that is gone (killed mid-request)
+    /// are killed in turn: nobody reads their answer, and left busy they
+    /// would shrink the pool until request_terminate_timeout, or for good
+    /// without one. Their replacement is the pool's usual one.
+    fn stop_orphaned(&self, pool: usize) {
+        for (&pid, &slot) in &self.pools[pool].children {
+            if let Some(holder) = self.table.orphaned(pool, slot) {
+                self.log.warn(&format!("[pool {}] child {pid}: server process {holder} that sent its request is gone, killing the child", self.pools[pool].config.name));
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
         }
     }

@@ -25,6 +25,7 @@ pub mod relay;
 pub mod request;
 pub mod response;
 pub mod tunnel;
+pub mod tunnel_clients;
 
 use std::io::{self, Read, Write};
 use warren_config::proxy_http::{HttpOrigin, ProxyTls};
@@ -308,13 +309,14 @@ impl Site {
     /// only the per-client bound applies to it.
     fn tunnel_slot(&self, backends: &connections::HttpBackends, rules: &warren_config::proxy_http::ProxyHttp, conn: &ConnInfo, name: &str, on_stream: bool) -> Result<tunnel::TunnelSlot, GatewayError> {
         let per_client = rules.websockets_per_client.unwrap_or(warren_config::proxy_http::WEBSOCKETS_PER_CLIENT);
+        let client = Some((&self.tunnel_clients, conn.useragent.ip(), per_client));
         let slot = match on_stream {
-            true => backends.tunnels.take_on_stream(conn.useragent.ip(), per_client),
-            false => backends.tunnels.take(self.tunnel_bound(), conn.useragent.ip(), per_client),
+            true => backends.tunnels.take_on_stream(client),
+            false => backends.tunnels.take(self.tunnel_bound(), client),
         };
         slot.map_err(|why| match why {
             tunnel::NoSlot::Child => GatewayError { status: 503, why: format!("proxy: WebSocket: every thread this child may give to tunnels holds one; upgrade to {name} refused") },
-            tunnel::NoSlot::Client => GatewayError { status: 503, why: format!("proxy: WebSocket: this client holds {per_client} tunnels in this child (ProxyWebsocketMaxPerClient; an IPv6 client counts as its /64); upgrade to {name} refused") },
+            tunnel::NoSlot::Client => GatewayError { status: 503, why: format!("proxy: WebSocket: this client holds {per_client} tunnels (ProxyWebsocketMaxPerClient; an IPv6 client counts as its /64); upgrade to {name} refused") },
         })
     }
 

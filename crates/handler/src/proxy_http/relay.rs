@@ -100,7 +100,7 @@ impl Site {
         let Some(plan) = gw.http.as_mut().filter(|p| wanted && !(p.origin.websocket && super::request::asks_websocket(head))) else { return false };
         let bound = (self.settings.tuning.threads_per_child as usize / 2).max(1);
         // Counted for the child only: no bound per client address here.
-        match self.caches.http_backends.continue_waits.take(bound, std::net::Ipv4Addr::UNSPECIFIED.into(), 0) {
+        match self.caches.http_backends.continue_waits.take(bound, None) {
             Ok(slot) => {
                 plan.continue_slot = Some(std::sync::Arc::new(slot));
                 true

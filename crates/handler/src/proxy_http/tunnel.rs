@@ -18,16 +18,16 @@
 //! on as a half-close; the tunnel is over once both ends have passed.
 
 use std::io::{self, Read, Write};
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::connections::HttpStream;
+use super::tunnel_clients::{ClientPlace, ClientTunnels};
 use crate::logs::ErrorLog;
 use warren_config::LogLevel;
 
@@ -74,31 +74,26 @@ impl TunnelPeer for HttpStream {
     }
 }
 
-/// How many tunnels a child holds, in all and from each client address,
-/// and how many they may.
+/// How many tunnels a child holds, and how many it may.
 #[derive(Default)]
 pub struct TunnelSlots {
     open: AtomicUsize,
-    /// Tunnels open by client address (ProxyWebsocketMaxPerClient): under
-    /// event one client could otherwise hold all of a child's connections.
-    by_client: Mutex<HashMap<IpAddr, usize>>,
 }
 
-/// A tunnel's place among its child's; given back when dropped. The flag:
-/// it is counted in `open` (it holds a thread of its own).
-pub struct TunnelSlot(Arc<TunnelSlots>, IpAddr, bool);
+/// A tunnel's place among its child's, and among its client's over the
+/// server (when counted); given back when dropped.
+pub struct TunnelSlot {
+    child: Arc<TunnelSlots>,
+    /// It is counted in `open`: it holds a thread of its own (an HTTP/2
+    /// stream's tunnel does not).
+    holds_thread: bool,
+    _client: Option<ClientPlace>,
+}
 
 impl Drop for TunnelSlot {
     fn drop(&mut self) {
-        if self.2 {
-            self.0.open.fetch_sub(1, Ordering::AcqRel);
-        }
-        let mut by_client = self.0.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(n) = by_client.get_mut(&self.1) {
-            *n -= 1;
-            if *n == 0 {
-                by_client.remove(&self.1);
-            }
+        if self.holds_thread {
+            self.child.open.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
@@ -126,39 +121,30 @@ pub enum NoSlot {
 }
 
 impl TunnelSlots {
-    /// A place for one more tunnel from `client`: refused when `bound` are
-    /// open in the child, or `per_client` from that address (0: no bound).
-    pub fn take(self: &Arc<Self>, bound: usize, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
-        self.take_within(Some(bound), client, per_client)
+    /// A place for one more tunnel: refused when `bound` are open in the
+    /// child, or, given the server's table, a client and its bound (0: no
+    /// bound), when that many of the client's are open in the server.
+    pub fn take(self: &Arc<Self>, bound: usize, per_client: Option<(&Arc<ClientTunnels>, IpAddr, usize)>) -> Result<TunnelSlot, NoSlot> {
+        self.take_within(Some(bound), per_client)
     }
 
     /// A place for a tunnel that holds no thread of its own: an HTTP/2
     /// stream's (RFC 8441), carried by the thread or loop that serves its
     /// connection, whose streams H2MaxSessionStreams bounds. Counted
-    /// against `per_client` only.
-    pub fn take_on_stream(self: &Arc<Self>, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
-        self.take_within(None, client, per_client)
+    /// against the client's bound only.
+    pub fn take_on_stream(self: &Arc<Self>, per_client: Option<(&Arc<ClientTunnels>, IpAddr, usize)>) -> Result<TunnelSlot, NoSlot> {
+        self.take_within(None, per_client)
     }
 
-    fn take_within(self: &Arc<Self>, bound: Option<usize>, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
-        let client = counted_as(client);
-        let mut by_client = self.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let theirs = by_client.entry(client).or_insert(0);
-        if per_client != 0 && *theirs >= per_client {
-            if *theirs == 0 {
-                by_client.remove(&client);
-            }
-            return Err(NoSlot::Client);
+    fn take_within(self: &Arc<Self>, bound: Option<usize>, per_client: Option<(&Arc<ClientTunnels>, IpAddr, usize)>) -> Result<TunnelSlot, NoSlot> {
+        let client = match per_client {
+            Some((table, client, limit)) if limit != 0 => table.take(counted_as(client), limit).map_err(|_| NoSlot::Client)?,
+            _ => None,
+        };
+        if let Some(bound) = bound {
+            self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < bound).then_some(n + 1)).map_err(|_| NoSlot::Child)?;
         }
-        let full = bound.is_some_and(|bound| self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < bound).then_some(n + 1)).is_err());
-        if full {
-            if *theirs == 0 {
-                by_client.remove(&client);
-            }
-            return Err(NoSlot::Child);
-        }
-        *theirs += 1;
-        Ok(TunnelSlot(self.clone(), client, bound.is_some()))
+        Ok(TunnelSlot { child: self.clone(), holds_thread: bound.is_some(), _client: client })
     }
 }
 
@@ -473,12 +459,11 @@ mod tests {
     #[test]
     fn slots_are_bounded_and_given_back() {
         let slots = Arc::new(TunnelSlots::default());
-        let ip = IpAddr::from([127, 0, 0, 1]);
-        let a = slots.take(2, ip, 0).unwrap();
-        let b = slots.take(2, ip, 0).unwrap();
-        assert_eq!(slots.take(2, ip, 0).err(), Some(NoSlot::Child));
+        let a = slots.take(2, None).unwrap();
+        let b = slots.take(2, None).unwrap();
+        assert_eq!(slots.take(2, None).err(), Some(NoSlot::Child));
         drop(a);
-        assert!(slots.take(2, ip, 0).is_ok());
+        assert!(slots.take(2, None).is_ok());
         drop(b);
         assert_eq!(slots.open.load(Ordering::Acquire), 0);
     }
@@ -522,7 +507,7 @@ mod tests {
             name: "test".into(),
             log,
             client_addr: "127.0.0.1:1".parse().unwrap(),
-            _slot: slots.take(1, IpAddr::from([127, 0, 0, 1]), 0).unwrap(),
+            _slot: slots.take(1, None).unwrap(),
         };
         let mut client = Endless(std::fs::File::open("/dev/zero").unwrap(), std::fs::OpenOptions::new().write(true).open("/dev/null").unwrap(), 0);
         let mut open = tunnel.open(Vec::new());
@@ -543,43 +528,47 @@ mod tests {
     #[test]
     fn a_stream_tunnel_holds_no_thread_place() {
         let slots = Arc::new(TunnelSlots::default());
+        let table = Arc::new(ClientTunnels::new().unwrap());
         let ip = IpAddr::from([127, 0, 0, 1]);
-        let streams: Vec<TunnelSlot> = (0..3).map(|_| slots.take_on_stream(ip, 4).unwrap()).collect();
+        let streams: Vec<TunnelSlot> = (0..3).map(|_| slots.take_on_stream(Some((&table, ip, 4))).unwrap()).collect();
         // The child's one thread place is still free, and the client's bound counts them all.
-        let thread = slots.take(1, ip, 4).unwrap();
-        assert_eq!(slots.take_on_stream(ip, 4).err(), Some(NoSlot::Client));
+        let thread = slots.take(1, Some((&table, ip, 4))).unwrap();
+        assert_eq!(slots.take_on_stream(Some((&table, ip, 4))).err(), Some(NoSlot::Client));
         drop(streams);
         drop(thread);
         assert_eq!(slots.open.load(Ordering::Acquire), 0);
-        assert!(slots.by_client.lock().unwrap().is_empty());
+        assert!(slots.take_on_stream(Some((&table, ip, 4))).is_ok());
     }
 
     #[test]
     fn one_client_holds_at_most_its_bound() {
         let slots = Arc::new(TunnelSlots::default());
+        let table = Arc::new(ClientTunnels::new().unwrap());
         let (one, other) = (IpAddr::from([192, 0, 2, 1]), IpAddr::from([192, 0, 2, 2]));
-        let held: Vec<TunnelSlot> = (0..3).map(|_| slots.take(usize::MAX, one, 3).unwrap()).collect();
-        assert_eq!(slots.take(usize::MAX, one, 3).err(), Some(NoSlot::Client));
-        // Another address is not counted against it; a refused one leaves no entry.
-        let theirs = slots.take(usize::MAX, other, 3).unwrap();
+        let held: Vec<TunnelSlot> = (0..3).map(|_| slots.take(usize::MAX, Some((&table, one, 3))).unwrap()).collect();
+        assert_eq!(slots.take(usize::MAX, Some((&table, one, 3))).err(), Some(NoSlot::Client));
+        // Another address is not counted against it.
+        let theirs = slots.take(usize::MAX, Some((&table, other, 3))).unwrap();
         drop(held);
-        assert!(slots.take(usize::MAX, one, 3).is_ok());
+        assert!(slots.take(usize::MAX, Some((&table, one, 3))).is_ok());
         drop(theirs);
-        assert!(slots.by_client.lock().unwrap().is_empty());
         assert_eq!(slots.open.load(Ordering::Acquire), 0);
+        // A client refused for the child's bound keeps no place of its own.
+        let _only = slots.take(1, Some((&table, one, 1))).unwrap();
+        assert_eq!(slots.take(1, Some((&table, other, 1))).err(), Some(NoSlot::Child));
+        assert!(slots.take(usize::MAX, Some((&table, other, 1))).is_ok());
     }
 
     #[test]
     fn an_ipv6_client_is_its_64() {
         let slots = Arc::new(TunnelSlots::default());
-        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap();
-        let b: IpAddr = "2001:db8:1:2:ffff:1:2:3".parse().unwrap();
-        let elsewhere: IpAddr = "2001:db8:1:3::1".parse().unwrap();
-        let _held = slots.take(usize::MAX, a, 1).unwrap();
-        assert_eq!(slots.take(usize::MAX, b, 1).err(), Some(NoSlot::Client));
-        assert!(slots.take(usize::MAX, elsewhere, 1).is_ok());
+        let table = Arc::new(ClientTunnels::new().unwrap());
+        let take = |client: &str| slots.take(usize::MAX, Some((&table, client.parse().unwrap(), 1)));
+        let _held = take("2001:db8:1:2::1").unwrap();
+        assert_eq!(take("2001:db8:1:2:ffff:1:2:3").err(), Some(NoSlot::Client));
+        assert!(take("2001:db8:1:3::1").is_ok());
         // A mapped IPv4 address is that IPv4 client.
-        let _v4 = slots.take(usize::MAX, "192.0.2.7".parse().unwrap(), 1).unwrap();
-        assert_eq!(slots.take(usize::MAX, "::ffff:192.0.2.7".parse().unwrap(), 1).err(), Some(NoSlot::Client));
+        let _v4 = take("192.0.2.7").unwrap();
+        assert_eq!(take("::ffff:192.0.2.7").err(), Some(NoSlot::Client));
     }
 }

@@ -6,7 +6,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use nix::unistd::Pid;
@@ -109,6 +109,12 @@ impl Parent {
         // The parent handles these; a child must not die of them.
         for sig in [SIGHUP, SIGWINCH] {
             let _ = signal_hook::flag::register(sig, Arc::new(AtomicBool::new(false)));
+        }
+        // A TERM that came before the handlers above went to the parent's,
+        // inherited with the fork, and was lost: the parent marks a child
+        // stopping before it signals it, so the mark is looked at now.
+        if self.sb.process(slot).quiescing.load(Ordering::Acquire) != 0 {
+            stop.store(true, Ordering::Relaxed);
         }
         let listeners: Vec<Listener> = self
             .listeners

@@ -21,6 +21,26 @@ use super::thread_pool::{FastCgiJob, Job};
 use super::connection::Conn;
 use super::{EventLoop, TOKEN_UPSTREAM};
 
+/// What epoll said of a backend's socket. A hang-up or an error is
+/// readable and writable too: the next read or write finds out which.
+pub(super) struct Readiness {
+    pub readable: bool,
+    pub writable: bool,
+    /// The backend closed its side (or the socket failed).
+    pub hung_up: bool,
+}
+
+impl Readiness {
+    fn of(flags: EpollFlags) -> Readiness {
+        let gone = flags.intersects(EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR);
+        Readiness {
+            readable: gone || flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP),
+            writable: gone || flags.contains(EpollFlags::EPOLLOUT),
+            hung_up: gone || flags.contains(EpollFlags::EPOLLRDHUP),
+        }
+    }
+}
+
 impl EventLoop {
     /// Starts relaying a FastCGI exchange on the loop, or hands it to a
     /// worker thread when the loop cannot do it without blocking.
@@ -101,15 +121,20 @@ impl EventLoop {
     }
 
     pub(super) fn upstream_ready(&mut self, slot: usize, flags: EpollFlags) {
+        self.on_upstream_event(slot, flags, |c, ready| {
+            let Some(up) = c.upstream.as_mut() else { return false };
+            up.readable |= ready.readable;
+            up.writable |= ready.writable;
+            true
+        });
+    }
+
+    /// A backend's socket (FastCGI or HTTP) had an event: `note` marks it
+    /// on the connection's relay (false: the connection has none now), and
+    /// a relay under way is driven on.
+    pub(super) fn on_upstream_event(&mut self, slot: usize, flags: EpollFlags, note: impl FnOnce(&mut Conn, Readiness) -> bool) {
         let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
-        let Some(up) = c.upstream.as_mut() else { return };
-        if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
-            up.readable = true;
-        }
-        if flags.intersects(EpollFlags::EPOLLOUT | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
-            up.writable = true;
-        }
-        if c.h1.phase() == Phase::Proxying {
+        if note(c, Readiness::of(flags)) && c.h1.phase() == Phase::Proxying {
             self.drive(slot);
         }
     }

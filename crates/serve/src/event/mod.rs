@@ -199,7 +199,7 @@ impl EventLoop {
                 self.begin_stop();
             }
             if self.stopping {
-                let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + self.rules.timeout.min(Duration::from_secs(10)));
+                let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + self.rules.timeout.min(warren_mpm::CHILD_STOP_DEADLINE));
                 self.end_tunnels_if_stopped_now();
                 // Tunnels outlast the deadline of a graceful stop: each ends by itself.
                 if self.open == 0 || (Instant::now() >= deadline && self.stop_all_but_tunnels()) {

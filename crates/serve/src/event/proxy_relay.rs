@@ -173,20 +173,13 @@ impl EventLoop {
     }
 
     pub(super) fn http_upstream_ready(&mut self, slot: usize, flags: EpollFlags) {
-        let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
-        let Some(r) = c.proxy_relay.as_mut() else { return };
-        if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
-            r.readable = true;
-        }
-        if flags.intersects(EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
-            r.hung_up = true;
-        }
-        if flags.intersects(EpollFlags::EPOLLOUT | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
-            r.writable = true;
-        }
-        if c.h1.phase() == Phase::Proxying {
-            self.drive(slot);
-        }
+        self.on_upstream_event(slot, flags, |c, ready| {
+            let Some(r) = c.proxy_relay.as_mut() else { return false };
+            r.readable |= ready.readable;
+            r.hung_up |= ready.hung_up;
+            r.writable |= ready.writable;
+            true
+        });
     }
 
     /// Relays as far as it can go without blocking. True when the

@@ -332,9 +332,9 @@ impl Server {
 }
 
 /// How long a stopped warren is given before it is killed: more than it
-/// takes at worst (10 s for its children, 3 s for its pools), so that it
-/// still removes what it made (its pools' socket directory).
-pub const STOP_GRACE: Duration = Duration::from_secs(15);
+/// takes at worst (15 s for its children, 3 s for its pools, 3 s for piped
+/// logs), so that it still removes what it made (its pools' socket directory).
+pub const STOP_GRACE: Duration = Duration::from_secs(25);
 
 /// SIGTERM, then SIGKILL if `child` has not exited within `wait`; its exit
 /// code if it exited by itself.

@@ -1,0 +1,211 @@
+//! ProxyWebsocketMaxPerClient over the whole server: one table in memory
+//! shared by every child (mapped by the parent before it forks), an entry
+//! per open tunnel naming its client and the process holding it. Counted
+//! per child, a client got the bound once per child (a prefork child holds
+//! one tunnel, so the bound did nothing there).
+//!
+//! No lock: a process claims a free entry, writes its client's key, and
+//! only then counts the entries with that key (all sequentially
+//! consistent), so of two opening at once at least one sees the other and
+//! the bound is never passed. An entry is freed when its tunnel ends, and
+//! an entry whose process is gone (a child killed with tunnels open) is
+//! freed by the next process that finds it in its way: when its client is
+//! at the bound, or when no entry is free. A full table admits tunnels
+//! uncounted (the child's own bound still holds), so that clients filling
+//! it cannot keep others' tunnels out.
+
+use std::hash::{Hash, Hasher};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+use warren_shm::SharedMemory;
+
+/// Entries in the table: tunnels counted at once, server-wide.
+const ENTRIES: usize = 8192;
+
+/// Before the entries: how far into them any was ever claimed (claims take
+/// the first free one), so that a count reads the entries in use, not all.
+#[repr(C, align(16))]
+struct Header {
+    used: AtomicUsize,
+}
+
+/// One open tunnel. All zero is a free entry.
+#[repr(C)]
+struct Entry {
+    /// The client's key ([`key_of`]); 0 while being claimed or freed.
+    key: AtomicU64,
+    /// The process holding the tunnel; 0: free.
+    pid: AtomicI32,
+    _pad: u32,
+}
+
+/// The server's open tunnels by client.
+pub struct ClientTunnels {
+    memory: SharedMemory,
+}
+
+/// The client holds as many tunnels as it may.
+#[derive(Debug)]
+pub struct AtBound;
+
+/// A tunnel's entry in the table; freed when dropped.
+pub struct ClientPlace {
+    table: Arc<ClientTunnels>,
+    at: usize,
+}
+
+impl Drop for ClientPlace {
+    fn drop(&mut self) {
+        self.table.free(self.at);
+    }
+}
+
+/// A client address (already as counted: IPv6 by /64) as a nonzero key:
+/// `DefaultHasher::new` is the same in every process of one binary.
+fn key_of(client: IpAddr) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    client.hash(&mut h);
+    h.finish() | 1
+}
+
+fn process_gone(pid: i32) -> bool {
+    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH)
+}
+
+impl ClientTunnels {
+    pub fn new() -> std::io::Result<ClientTunnels> {
+        Ok(ClientTunnels { memory: SharedMemory::zeroed(std::mem::size_of::<Header>() + ENTRIES * std::mem::size_of::<Entry>())? })
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping starts with the header (page-aligned), zeroed at first.
+        unsafe { &*(self.memory.base() as *const Header) }
+    }
+
+    fn entries(&self) -> &[Entry] {
+        // SAFETY: ENTRIES entries follow the header (whose size keeps them
+        // aligned), zeroed (free) at first; every field is an atomic,
+        // shared by the processes forked after.
+        unsafe { std::slice::from_raw_parts(self.memory.base().add(std::mem::size_of::<Header>()) as *const Entry, ENTRIES) }
+    }
+
+    /// The entries ever claimed: a claim is counted here before its key
+    /// is written, so a count that could see the key reads its entry.
+    fn in_use(&self) -> &[Entry] {
+        &self.entries()[..self.header().used.load(SeqCst).min(ENTRIES)]
+    }
+
+    /// Records one more tunnel of `client`: Err when `limit` of its
+    /// tunnels are open already; Ok(None) when the table is full (the
+    /// tunnel goes uncounted).
+    pub fn take(self: &Arc<Self>, client: IpAddr, limit: usize) -> Result<Option<ClientPlace>, AtBound> {
+        let key = key_of(client);
+        let Some(at) = self.claim().or_else(|| {
+            self.free_dead(|_| true);
+            self.claim()
+        }) else {
+            return Ok(None);
+        };
+        self.entries()[at].key.store(key, SeqCst);
+        let place = ClientPlace { table: self.clone(), at };
+        if self.count(key) > limit {
+            self.free_dead(|e| e.key.load(SeqCst) == key);
+            if self.count(key) > limit {
+                return Err(AtBound);
+            }
+        }
+        Ok(Some(place))
+    }
+
+    /// A free entry, now this process's.
+    fn claim(&self) -> Option<usize> {
+        let me = std::process::id() as i32;
+        let at = self.entries().iter().position(|e| e.pid.load(SeqCst) == 0 && e.pid.compare_exchange(0, me, SeqCst, SeqCst).is_ok())?;
+        self.header().used.fetch_max(at + 1, SeqCst);
+        Some(at)
+    }
+
+    fn count(&self, key: u64) -> usize {
+        self.in_use().iter().filter(|e| e.key.load(SeqCst) == key).count()
+    }
+
+    /// The key first: an entry is free for a claim only once its key no
+    /// longer counts.
+    fn free(&self, at: usize) {
+        let e = &self.entries()[at];
+        e.key.store(0, SeqCst);
+        e.pid.store(0, SeqCst);
+    }
+
+    /// Frees the entries `chosen` picks whose process is gone.
+    fn free_dead(&self, chosen: impl Fn(&Entry) -> bool) {
+        let mut alive: Vec<i32> = Vec::new();
+        for e in self.in_use() {
+            let pid = e.pid.load(SeqCst);
+            if pid == 0 || alive.contains(&pid) || !chosen(e) {
+                continue;
+            }
+            if !process_gone(pid) {
+                alive.push(pid);
+                continue;
+            }
+            let key = e.key.load(SeqCst);
+            if key != 0 && e.key.compare_exchange(key, 0, SeqCst, SeqCst).is_ok() {
+                let _ = e.pid.compare_exchange(pid, 0, SeqCst, SeqCst);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_gets_its_limit_over_every_process() {
+        let t = Arc::new(ClientTunnels::new().unwrap());
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        // Taken in another process (a child), which goes on living.
+        let (to_parent, from_child) = std::os::unix::net::UnixStream::pair().unwrap();
+        // SAFETY: the child takes a place in the shared table, says so and waits.
+        let child = match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                let held = t.take(a, 2);
+                let ok = matches!(held, Ok(Some(_)));
+                let _ = std::io::Write::write_all(&mut &to_parent, &[u8::from(ok)]);
+                let _ = std::io::Read::read(&mut &to_parent, &mut [0u8; 1]);
+                std::mem::forget(held);
+                // SAFETY: _exit, as a killed process: nothing runs.
+                unsafe { libc::_exit(0) };
+            }
+            nix::unistd::ForkResult::Parent { child } => child,
+        };
+        let mut said = [0u8; 1];
+        std::io::Read::read_exact(&mut &from_child, &mut said).unwrap();
+        assert_eq!(said, [1]);
+        let mine = t.take(a, 2).expect("the second of two").expect("counted");
+        assert!(t.take(a, 2).is_err(), "a third, the first held by another process");
+        let other = t.take(b, 2).expect("another client is counted apart");
+        drop(mine);
+        let again = t.take(a, 2).expect("a place given back when its tunnel ends");
+        assert!(t.take(a, 2).is_err());
+        // The other process dies with its tunnel open: its entry is freed.
+        std::io::Write::write_all(&mut &from_child, &[0]).unwrap();
+        nix::sys::wait::waitpid(child, None).unwrap();
+        let after = t.take(a, 2).expect("the place of a process gone is given back");
+        drop((again, after, other));
+        assert!(t.entries().iter().all(|e| e.pid.load(SeqCst) == 0 && e.key.load(SeqCst) == 0));
+    }
+
+    #[test]
+    fn a_full_table_counts_no_more() {
+        let t = Arc::new(ClientTunnels::new().unwrap());
+        let held: Vec<_> = (0..ENTRIES as u32).map(|i| t.take(IpAddr::from(i.to_be_bytes()), 1).unwrap().unwrap()).collect();
+        assert!(matches!(t.take("192.0.2.9".parse().unwrap(), 1), Ok(None)), "admitted, uncounted");
+        drop(held);
+        assert!(matches!(t.take("192.0.2.9".parse().unwrap(), 1), Ok(Some(_))));
+    }
+}
