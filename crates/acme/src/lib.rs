@@ -9,6 +9,8 @@
 //!   by [`csr`]),
 //!   writes it to the store and asks the parent for a graceful restart
 //!   (SIGHUP), which takes the new certificate into use.
+//! - [`privilege`]: who the helper runs as: an account of its own
+//!   (MDHelperUser), with a small root relay between it and the parent.
 //! - [`store`]: MDStoreDir as mod_md lays it out: `accounts/` and
 //!   `domains/NAME/{pubcert,privkey}.pem` 0600 under 0700 directories,
 //!   every file written to a temporary name, synced and renamed, and a
@@ -30,6 +32,7 @@ pub mod csr;
 pub mod helper;
 pub mod ocsp;
 pub mod order;
+pub mod privilege;
 pub mod schedule;
 pub mod stapling;
 pub mod status;
