@@ -71,6 +71,13 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option
             // spawner's end) stays open here; its log is opened anew.
             // SAFETY: close_range with constant arguments.
             unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) };
+            // Forked at a graceful restart, it has the parent's handlers:
+            // SIGTERM (its parent-death signal) must end it, not set a
+            // flag of the parent's that nothing here reads.
+            for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2, Signal::SIGCHLD, Signal::SIGWINCH] {
+                // SAFETY: the default disposition, in a one-thread process.
+                let _ = unsafe { nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl) };
+            }
             // Registered before the driver is forked, which inherits it.
             let hup = Arc::new(AtomicBool::new(false));
             let log = open_log();
@@ -117,6 +124,13 @@ fn relay_and_drive(account: privilege::HelperAccount, helper: Helper, domains: V
             if let Err(e) = privilege::drop_to(&account) {
                 log(LogLevel::Error, &format!("ACME helper: cannot drop to uid {} ({e}); no certificate will be obtained", account.uid));
                 std::process::exit(1);
+            }
+            // The kernel clears the parent-death signal when the ids
+            // change: set again, or the client outlives a stopped server.
+            // SAFETY: prctl with constant arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+            if getppid() != relay_pid {
+                std::process::exit(0);
             }
             run(domains, staples, Helper { parent: relay_pid, notify: Notify::Pipe(write_end), ..helper }, log)
         }
@@ -217,7 +231,7 @@ fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCerti
         }
         for d in domains.iter_mut().filter(|d| d.due <= schedule::now()) {
             let name = d.config.names[0].clone();
-            let step = |m: &str| log(LogLevel::Info, &format!("MDomain {name}: {m}"));
+            let step = |level: LogLevel, m: &str| log(level, &format!("MDomain {name}: {m}"));
             // One order per key type, installed together.
             let result = d
                 .config

@@ -450,6 +450,25 @@ fn helper_drops_root(mpm: &str) {
     let by_nobody = read_as("nobody");
     assert!(!by_nobody.status.success() && String::from_utf8_lossy(&by_nobody.stderr).contains("Permission denied"), "{by_nobody:?}");
     assert!(read_as("warren-acme").stdout.starts_with(b"-----BEGIN"));
+    // It dies with the server (the kernel forgets the parent-death
+    // signal at the drop: it must have been set again).
+    helpers_die_with(s, &log);
+}
+
+/// Stops `s` and waits (up to 20 s) until every helper process its log
+/// names ("ACME helper (pid N)", "the ACME client (pid N)") is gone.
+fn helpers_die_with(mut s: Server, log: &str) {
+    let mut pids: Vec<u32> = log.split("(pid ").skip(1).filter_map(|r| r.split(')').next()?.parse().ok()).filter(|p| log.contains(&format!("ACME helper (pid {p})")) || log.contains(&format!("the ACME client (pid {p})"))).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert!(!pids.is_empty(), "{log}");
+    s.stop();
+    let alive = |pid: &u32| proc_status(*pid, "State").split_whitespace().next().is_some_and(|state| state != "Z" && state != "X");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pids.iter().any(alive) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!pids.iter().any(alive), "helper processes {:?} outlived the server", pids.iter().filter(|p| alive(p)).collect::<Vec<_>>());
 }
 
 fn wildcard_by_dns01_hook(mpm: &str) {
@@ -658,6 +677,10 @@ fn graceful_restart_adds_the_first_domain(mpm: &str) {
     let log = s.wait_log("error.log", "MDomain a.test: certificate obtained");
     assert!(log.contains("ACME helper (pid ") && log.contains("managing a.test"), "{log}");
     assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
+    // Forked by a parent that had its signal handlers, it still dies
+    // with it.
+    let log = s.read_log("error.log");
+    helpers_die_with(s, &log);
 }
 
 /// MDStapling on a managed domain whose certificate in the store (made
