@@ -545,9 +545,25 @@ fn refused_order(mpm: &str) {
 /// 2.4 does not copy the request's TLS Feature extension into the
 /// certificate; warren's request is checked by warren-acme's csr tests.)
 fn key_type_and_must_staple(mpm: &str) {
-    let (pebble, s, http, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1 RSA 2048\nMDMustStaple on\nMDRequireHttps permanent".into());
+    let (pebble, s, http, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1 RSA 2048\nMDMustStaple on\nMDRequireHttps permanent\nLogLevel debug".into());
     first_certificate(&s, https);
     let text = served_x509(https, &["-servername", "a.test"], &["-text"]);
+    // MDMustStaple: the request sent to the CA carries RFC 7633's TLS
+    // Feature (status_request), read back by openssl from the debug log;
+    // whether the certificate does is the CA's choice (Debian's pebble
+    // 2.4 drops it, 2.5 and later copy it; Let's Encrypt refuses such
+    // requests since May 2025).
+    for key in ["P384", "Rsa(2048)"] {
+        let log = s.wait_log("error.log", &format!("certificate request for the {key} key"));
+        let b64 = log.split(&format!("certificate request for the {key} key (DER, base64): ")).nth(1).and_then(|r| r.split_whitespace().next()).unwrap();
+        let pem = format!("-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n", b64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\n"));
+        let file = s.dir.0.join("request.pem");
+        std::fs::write(&file, pem).unwrap();
+        let req = Command::new("openssl").args(["req", "-noout", "-text", "-verify", "-in"]).arg(&file).output().unwrap();
+        let req_text = String::from_utf8_lossy(&req.stdout);
+        assert!(req.status.success() && req_text.contains("TLS Feature:") && req_text.contains("status_request") && req_text.contains("DNS:a.test, DNS:www.a.test"), "{req_text} {}", String::from_utf8_lossy(&req.stderr));
+    }
+    eprintln!("{mpm}: the CA's certificate {} the TLS Feature", if text.contains("TLS Feature") { "carries" } else { "lacks" });
     // MDRequireHttps permanent: 301 to HTTPS, and HSTS there, once the
     // certificate is in use.
     let root = s.dir.0.join("pebble-root.pem");
