@@ -87,8 +87,8 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option
             let helper = Helper { store_dir, group, parent: server, notify: Notify::Signal(server), reload, hup };
             match account {
                 Ok(account) => relay_and_drive(account, helper, domains, staples, &log),
-                Err(why) => {
-                    log(LogLevel::Warn, &format!("ACME helper: {why}"));
+                Err(kept) => {
+                    log(kept.level, &format!("ACME helper: {}", kept.why));
                     run(domains, staples, helper, &log)
                 }
             }

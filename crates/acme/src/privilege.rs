@@ -13,7 +13,7 @@
 use nix::sys::stat::{umask, Mode};
 use nix::unistd::{setgroups, setresgid, setresuid, setsid, Gid, Uid};
 use warren_config::md::DEFAULT_HELPER_USER;
-use warren_config::Settings;
+use warren_config::{LogLevel, Settings};
 
 /// The account the helper drops to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,26 +25,34 @@ pub struct HelperAccount {
     pub status_group: Option<Gid>,
 }
 
-/// The helper's account for `settings`, or None (it keeps the parent's
-/// identity) with the reason, for the log: warren not started as root,
-/// `MDHelperUser root`, or no such account when MDHelperUser is unset.
-pub fn helper_account(settings: &Settings) -> Result<HelperAccount, String> {
+/// Why the helper keeps the parent's identity, for the log.
+pub struct KeptIdentity {
+    /// Notice when nothing is wrong (warren is not root), else Warn.
+    pub level: LogLevel,
+    pub why: String,
+}
+
+/// The helper's account for `settings`, or why it keeps the parent's
+/// identity: warren not started as root, `MDHelperUser root`, or no
+/// such account when MDHelperUser is unset.
+pub fn helper_account(settings: &Settings) -> Result<HelperAccount, KeptIdentity> {
+    let warn = |why: String| KeptIdentity { level: LogLevel::Warn, why };
     if !nix::unistd::geteuid().is_root() {
-        return Err("warren does not run as root: the ACME helper runs as warren's user".into());
+        return Err(KeptIdentity { level: LogLevel::Notice, why: "warren does not run as root: the ACME helper runs as warren's user".into() });
     }
     let (name, explicit) = match &settings.md.helper_user {
-        Some((name, _)) if name == "root" => return Err("MDHelperUser root: the ACME helper keeps root".into()),
+        Some((name, _)) if name == "root" => return Err(KeptIdentity { level: LogLevel::Notice, why: "MDHelperUser root: the ACME helper keeps root".into() }),
         Some((name, _)) => (name.as_str(), true),
         None => (DEFAULT_HELPER_USER, false),
     };
     let account = match warren_config::accounts::lookup_user(name) {
         Ok(a) => a,
-        Err(_) if !explicit => return Err(format!("no account {DEFAULT_HELPER_USER} (make it with `adduser --system --group {DEFAULT_HELPER_USER}`, or set MDHelperUser): the ACME helper keeps root")),
-        Err(e) => return Err(format!("MDHelperUser: {e}: the ACME helper keeps root")),
+        Err(_) if !explicit => return Err(warn(format!("no account {DEFAULT_HELPER_USER} (make it with `adduser --system --group {DEFAULT_HELPER_USER}`, or set MDHelperUser): the ACME helper keeps root"))),
+        Err(e) => return Err(warn(format!("MDHelperUser: {e}: the ACME helper keeps root"))),
     };
     let server = settings.user.as_deref().and_then(|u| warren_config::accounts::lookup_user(u).ok());
     if account.uid.is_root() || server.is_some_and(|s| s.uid == account.uid) {
-        return Err(format!("{name} is root or the server's User: the ACME helper keeps root"));
+        return Err(warn(format!("{name} is root or the server's User: the ACME helper keeps root")));
     }
     let status_group = settings.group.as_deref().and_then(|g| warren_config::accounts::lookup_group(g).ok());
     Ok(HelperAccount { uid: account.uid, gid: account.gid, status_group })

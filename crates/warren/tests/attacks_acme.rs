@@ -220,8 +220,9 @@ fn a_helper_taken_over_cannot_make_root_read_elsewhere(mpm: &str) {
         std::os::unix::fs::symlink(target, domain.join(name)).unwrap();
     }
     common::unsafe_kill(s.pid(), 1);
-    let log = s.wait_log("error.log", "md/domains/a.test/pubcert.pem");
-    assert!(log.contains("Too many levels of symbolic links") || log.contains("ELOOP"), "{log}");
+    let log = s.wait_log("error.log", "Too many levels of symbolic links");
+    let refused = log.lines().find(|l| l.contains("Too many levels of symbolic links")).unwrap();
+    assert!(refused.contains("md/domains/a.test/pubcert.pem") || refused.contains("md/domains/a.test/privkey.pem"), "{log}");
     assert_eq!(served(), "a.test");
     // A FIFO in place of the key: refused at once, not waited on.
     std::fs::remove_file(domain.join("privkey.pem")).unwrap();
@@ -232,13 +233,14 @@ fn a_helper_taken_over_cannot_make_root_read_elsewhere(mpm: &str) {
     let log = s.wait_log("error.log", "not a regular file");
     assert!(log.contains("md/domains/a.test/privkey.pem"), "{log}");
     assert_eq!(served(), "a.test");
-    // Another graceful restart is still heard (the first did not hang).
+    // Neither was taken in; with the files put right, the next graceful
+    // restart is (the parent did not hang on the FIFO).
+    const RESTARTED: &str = "SIGHUP received: graceful restart";
+    assert!(!s.read_log("error.log").contains(RESTARTED), "{}", s.read_log("error.log"));
     std::fs::remove_file(domain.join("privkey.pem")).unwrap();
     std::fs::copy(certs.key("a"), domain.join("privkey.pem")).unwrap();
-    let before = s.read_log("error.log").matches("not a regular file").count();
     common::unsafe_kill(s.pid(), 1);
-    let restarted = s.wait_log("error.log", "graceful");
-    assert_eq!(restarted.matches("not a regular file").count(), before);
+    s.wait_log("error.log", RESTARTED);
     assert_eq!(served(), "a.test");
 }
 
