@@ -455,6 +455,21 @@ fn helper_drops_root(mpm: &str) {
     helpers_die_with(s, &log);
 }
 
+/// `MDHelperUser root` keeps the old way (a dns-01 hook that needs root):
+/// one helper process, root, and said so. No CA is needed to see it (the
+/// one named does not answer: the orders fail and are retried).
+fn helper_user_root_keeps_root(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-root-{mpm}"));
+    common::standard_site(&dir);
+    let (https, closed) = (free_port(), free_port());
+    let s = Server::start_in(dir, mpm, &format!("Listen 127.0.0.1:{https}\nMDomain a.test\nMDCertificateAuthority https://127.0.0.1:{closed}/dir\nMDContactEmail admin@a.test\nMDStoreDir md\nMDHelperUser root\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n"));
+    let log = s.wait_log("error.log", "managing a.test");
+    assert!(log.contains("ACME helper: MDHelperUser root: the ACME helper keeps root") && !log.contains("the ACME client (pid"), "{log}");
+    let pid: u32 = log.split("ACME helper (pid ").nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse().ok()).unwrap();
+    assert_eq!(proc_status(pid, "Uid"), "0 0 0 0");
+    helpers_die_with(s, &log);
+}
+
 /// Stops `s` and waits (up to 20 s) until every helper process its log
 /// names ("ACME helper (pid N)", "the ACME client (pid N)") is gone.
 fn helpers_die_with(mut s: Server, log: &str) {
@@ -727,4 +742,4 @@ fn revoked_certificate_is_renewed(mpm: &str) {
     }
 }
 
-each_mpm!(helper_drops_root, a_malformed_ca_answer_is_retried, renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+each_mpm!(helper_drops_root, helper_user_root_keeps_root, a_malformed_ca_answer_is_retried, renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
