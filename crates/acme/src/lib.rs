@@ -20,7 +20,8 @@
 //!   tls-alpn-01 certificates, the part server children read
 //!   (warren-handler's `acme_challenge`, warren-tls's `acme_alpn`).
 //! - [`stapling`]: MDStapling, OCSP responses ([`ocsp`]) fetched for the
-//!   certificates to staple and kept in the store's `ocsp/`.
+//!   certificates to staple and kept in the store's `ocsp/`; [`crl`]: a
+//!   certificate without a responder checked against its CRL instead.
 //! - [`status`]: what the helper knows, published for md-status and
 //!   server-status.
 //!
@@ -28,6 +29,7 @@
 //! self-signed one for its names.
 
 pub mod challenges;
+pub mod crl;
 pub mod csr;
 pub mod helper;
 pub mod ocsp;

@@ -96,14 +96,21 @@ pub fn request(leaf: &[u8], issuer: &[u8]) -> Result<Vec<u8>, String> {
 /// POSTs `request` to the responder at `url` (http:// only) and returns
 /// its answer's body, at most [`MAX_ANSWER`] bytes, within [`TIMEOUT`].
 pub async fn fetch(url: &str, request: Vec<u8>) -> Result<Vec<u8>, String> {
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http::<Full<Bytes>>();
     let req = hyper::Request::post(url).header("content-type", "application/ocsp-request").body(Full::new(Bytes::from(request))).map_err(|e| format!("{url}: {e}"))?;
+    exchange(url, req, MAX_ANSWER).await
+}
+
+/// Sends `req` to `url` (http:// only) and returns the body of a 2xx
+/// answer, at most `max` bytes, within [`TIMEOUT`] (OCSP here, CRLs in
+/// [`crate::crl`]).
+pub(crate) async fn exchange(url: &str, req: hyper::Request<Full<Bytes>>, max: usize) -> Result<Vec<u8>, String> {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http::<Full<Bytes>>();
     let exchange = async {
         let answer = client.request(req).await.map_err(|e| format!("{url}: {e}{}", std::error::Error::source(&e).map(|s| format!(" ({s})")).unwrap_or_default()))?;
         if !answer.status().is_success() {
             return Err(format!("{url} answered {}", answer.status()));
         }
-        let body = Limited::new(answer.into_body(), MAX_ANSWER).collect().await.map_err(|e| format!("{url}: reading the answer: {e}"))?;
+        let body = Limited::new(answer.into_body(), max).collect().await.map_err(|e| format!("{url}: reading the answer: {e}"))?;
         Ok(body.to_bytes().to_vec())
     };
     tokio::time::timeout(TIMEOUT, exchange).await.map_err(|_| format!("{url} did not answer within {} s", TIMEOUT.as_secs()))?
@@ -158,11 +165,7 @@ fn verify_signature(basic: &BasicOcspResponse, issuer: &[u8], now: i64) -> Resul
     let signed = basic.tbs_response_data.to_der().map_err(|e| e.to_string())?;
     let signature = basic.signature.as_bytes().ok_or("the signature is not whole bytes")?;
     let algorithm = basic.signature_algorithm.to_der().map_err(|e| e.to_string())?;
-    let algorithm = der_contents(&algorithm);
-    let signed_by = |cert: &CertificateDer<'_>| -> bool {
-        let Ok(signer) = webpki::EndEntityCert::try_from(cert) else { return false };
-        webpki::ALL_VERIFICATION_ALGS.iter().filter(|a| a.signature_alg_id().as_ref() == algorithm).any(|a| signer.verify_signature(*a, &signed, signature).is_ok())
-    };
+    let signed_by = |cert: &CertificateDer<'_>| signed_by(cert, &algorithm, &signed, signature);
     let issuer = CertificateDer::from(issuer);
     if signed_by(&issuer) {
         return Ok(());
@@ -179,6 +182,15 @@ fn verify_signature(basic: &BasicOcspResponse, issuer: &[u8], now: i64) -> Resul
         }
     }
     Err("the response's signature is neither the issuer's nor that of a responder the issuer certified".into())
+}
+
+/// Whether `signature` over `signed` (with the DER AlgorithmIdentifier
+/// `algorithm`) is `cert`'s key's (OCSP responses here, CRLs in
+/// [`crate::crl`]).
+pub(crate) fn signed_by(cert: &CertificateDer<'_>, algorithm: &[u8], signed: &[u8], signature: &[u8]) -> bool {
+    let algorithm = der_contents(algorithm);
+    let Ok(signer) = webpki::EndEntityCert::try_from(cert) else { return false };
+    webpki::ALL_VERIFICATION_ALGS.iter().filter(|a| a.signature_alg_id().as_ref() == algorithm).any(|a| signer.verify_signature(*a, signed, signature).is_ok())
 }
 
 /// The contents of a DER TLV (what webpki's algorithm identifiers hold).

@@ -718,6 +718,33 @@ fn graceful_restart_adds_the_first_domain(mpm: &str) {
 /// by a CA of the test's own, naming its OCSP responder) is revoked: the
 /// helper logs it and renews at once from pebble, though the certificate
 /// is far from its renewal window.
+/// As [`revoked_certificate_is_renewed`], the seeded certificate naming
+/// no OCSP responder but a CRL (Let's Encrypt's way since 2025) that
+/// lists it: renewed at once.
+fn revoked_by_crl_is_renewed(mpm: &str) {
+    let crl_server = std::cell::OnceCell::new();
+    let seed = |dir: &TempDir, _: &Pebble| {
+        let ca = common::ocsp::OcspCa::make_with_crl(&dir.0, free_port(), "DNS:a.test,DNS:www.a.test");
+        ca.set_status(true);
+        ca.publish_crl("ca.pem", "ca.key");
+        let _ = crl_server.set(ca.crl_server());
+        let domain = dir.0.join("md/domains/a.test");
+        std::fs::create_dir_all(&domain).unwrap();
+        std::fs::copy(ca.dir.join("a.pem"), domain.join("pubcert.pem")).unwrap();
+        std::fs::copy(ca.dir.join("a.key"), domain.join("privkey.pem")).unwrap();
+        "MDStapling on".to_string()
+    };
+    let (_pebble, s, _, https) = start_managed(mpm, "crlrevoked", Validation::Warren, "www.a.test", seed);
+    let log = s.wait_log("error.log", "MDomain a.test: certificate obtained");
+    assert!(!log.contains("serving a temporary self-signed one"), "{log}");
+    let revoked = log.lines().find(|l| l.contains("is REVOKED according to the CRL at")).unwrap_or_else(|| panic!("{log}"));
+    assert!(revoked.contains("pubcert.pem") && revoked.contains("the managed domain's certificate is renewed now"), "{revoked}");
+    assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
+    if let Some(c) = crl_server.into_inner() {
+        terminate(c, Duration::from_secs(5));
+    }
+}
+
 fn revoked_certificate_is_renewed(mpm: &str) {
     let responder = std::cell::OnceCell::new();
     let seed = |dir: &TempDir, _: &Pebble| {
@@ -742,4 +769,4 @@ fn revoked_certificate_is_renewed(mpm: &str) {
     }
 }
 
-each_mpm!(helper_drops_root, helper_user_root_keeps_root, a_malformed_ca_answer_is_retried, renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+each_mpm!(revoked_by_crl_is_renewed, helper_drops_root, helper_user_root_keeps_root, a_malformed_ca_answer_is_retried, renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
