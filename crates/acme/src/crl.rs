@@ -1,11 +1,14 @@
 //! Revocation through CRLs (RFC 5280), for a certificate that names no
 //! OCSP responder but a CRL Distribution Point (Let's Encrypt's since May
-//! 2025, when it ended OCSP): the list fetched over http://, at most
+//! 2025, when it ended OCSP): the list fetched over http:// (or https://),
+//! at most
 //! [`MAX_CRL`] bytes within the OCSP timeout, and checked before it is
 //! believed: issued by the certificate's issuer (name) and signed by its
 //! key, thisUpdate not ahead of the clock, nextUpdate not past. Then the
 //! certificate's serial is looked up in it. Only the helper runs this;
 //! nothing is stapled from a CRL.
+
+use std::path::Path;
 
 use bytes::Bytes;
 use der::oid::ObjectIdentifier;
@@ -13,7 +16,7 @@ use der::{Decode, Encode};
 use http_body_util::Full;
 use rustls_pki_types::CertificateDer;
 use x509_cert::crl::CertificateList;
-use x509_cert::ext::pkix::name::{DistributionPointName, GeneralName};
+use x509_cert::ext::pkix::name::DistributionPointName;
 use x509_cert::ext::pkix::CrlDistributionPoints;
 use x509_cert::time::Time;
 use x509_cert::Certificate;
@@ -33,24 +36,23 @@ pub struct Checked {
     pub next_update: Option<i64>,
 }
 
-/// The first http:// CRL Distribution Point of a certificate.
+/// The first http:// CRL Distribution Point of a certificate (else the
+/// first https:// one).
 pub fn distribution_point(leaf: &[u8]) -> Result<Option<String>, String> {
     let cert = Certificate::from_der(leaf).map_err(|e| format!("the certificate cannot be read: {e}"))?;
     let Some(ext) = cert.tbs_certificate.extensions.iter().flatten().find(|e| e.extn_id == CRL_DISTRIBUTION_POINTS) else { return Ok(None) };
     let points = CrlDistributionPoints::from_der(ext.extn_value.as_bytes()).map_err(|e| format!("its CRL Distribution Points cannot be read: {e}"))?;
-    Ok(points.0.iter().filter_map(|p| match &p.distribution_point {
+    let names = points.0.iter().filter_map(|p| match &p.distribution_point {
         Some(DistributionPointName::FullName(names)) => Some(names),
         _ => None,
-    }).flatten().find_map(|n| match n {
-        GeneralName::UniformResourceIdentifier(uri) if uri.as_str().starts_with("http://") => Some(uri.as_str().to_string()),
-        _ => None,
-    }))
+    });
+    Ok(crate::ocsp::first_web_url(names.flatten()))
 }
 
-/// GETs the CRL at `url` (http:// only).
-pub async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+/// GETs the CRL at `url` (https:// trusting `roots`, as OCSP's).
+pub async fn fetch(url: &str, roots: Option<&Path>) -> Result<Vec<u8>, String> {
     let req = hyper::Request::get(url).body(Full::new(Bytes::new())).map_err(|e| format!("{url}: {e}"))?;
-    crate::ocsp::exchange(url, req, MAX_CRL).await
+    crate::ocsp::exchange(url, req, MAX_CRL, roots).await
 }
 
 fn unix(t: &Time) -> i64 {

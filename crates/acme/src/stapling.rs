@@ -129,7 +129,7 @@ pub fn run_due(staples: &mut [Staple], store_dir: &Path, runtime: &tokio::runtim
                     continue;
                 }
                 if s.unstapleable.is_none() {
-                    log(LogLevel::Warn, &format!("MDStapling: {name} names no http:// OCSP responder nor CRL: not stapled, revocation not checked"));
+                    log(LogLevel::Warn, &format!("MDStapling: {name} names no OCSP responder nor CRL: not stapled, revocation not checked"));
                     s.unstapleable = Some("no responder".into());
                 }
                 s.due = i64::MAX;
@@ -137,7 +137,7 @@ pub fn run_due(staples: &mut [Staple], store_dir: &Path, runtime: &tokio::runtim
             }
         };
         let answer = ocsp::request(&leaf, &issuer)
-            .and_then(|req| runtime.block_on(ocsp::fetch(&url, req)))
+            .and_then(|req| runtime.block_on(ocsp::fetch(&url, req, s.config.roots.as_deref())))
             .and_then(|der| ocsp::check(&der, &leaf, &issuer, now).map(|c| (der, c)))
             .and_then(|(der, c)| long_enough(&c, now).map(|()| (der, c)));
         match answer {
@@ -200,7 +200,7 @@ fn check_crl(s: &mut Staple, leaf: &[u8], issuer: &[u8], url: &str, runtime: &to
     use warren_config::LogLevel;
     let now = schedule::now();
     let name = s.config.cert.display().to_string();
-    match runtime.block_on(crl::fetch(url)).and_then(|der| crl::check(&der, leaf, issuer, now)) {
+    match runtime.block_on(crl::fetch(url, s.config.roots.as_deref())).and_then(|der| crl::check(&der, leaf, issuer, now)) {
         Ok(checked) => {
             s.failures = 0;
             let next = checked.next_update.unwrap_or(checked.this_update + NO_NEXT_UPDATE);

@@ -145,6 +145,10 @@ pub struct StapledCertificate {
     pub chain: Option<PathBuf>,
     /// The managed domain it is the certificate of (a revoked one is renewed).
     pub domain: Option<String>,
+    /// MDCACertificateFile (the domain's, else the server's): whom an
+    /// https:// responder or CRL server is trusted through, as mod_md's
+    /// connections; None: the system's roots.
+    pub roots: Option<PathBuf>,
 }
 
 /// The certificates to staple: a managed domain's with MDStapling on (its
@@ -164,7 +168,8 @@ pub fn stapled_certificates(s: &Settings) -> Vec<StapledCertificate> {
             continue;
         }
         for pair in &tls.certificates {
-            let c = StapledCertificate { cert: pair.cert.0.clone(), chain: tls.chain_file.as_ref().map(|(p, _)| p.clone()), domain: domain.map(|d| d.names[0].clone()) };
+            let roots = domain.map_or(s.md.options.ca_certificate_file.clone(), |d| d.ca_certificate_file.clone());
+            let c = StapledCertificate { cert: pair.cert.0.clone(), chain: tls.chain_file.as_ref().map(|(p, _)| p.clone()), domain: domain.map(|d| d.names[0].clone()), roots };
             if !list.iter().any(|l| l.cert == c.cert) {
                 list.push(c);
             }

@@ -43,10 +43,11 @@ fn a_forged_revocation_is_refused(mpm: &str) {
 /// name; then garbage; then a list larger than the helper reads (4 MB).
 /// Each refused with its reason, the certificate never taken for revoked.
 fn a_forged_garbage_or_huge_crl_is_refused(mpm: &str) {
-    let (s, ca, https, server) = common::ocsp::crl_stapling_server(mpm, "attacks-stapling-crl", |ca| {
+    let (s, ca, https, server) = common::ocsp::crl_stapling_server(mpm, "attacks-stapling-crl", "http", |ca, _| {
         openssl(&ca.dir, &["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "forger.key", "-out", "forger.pem", "-days", "30", "-subj", "/CN=warren OCSP test CA"]);
         ca.set_status(true);
         ca.publish_crl("forger.pem", "forger.key");
+        String::new()
     });
     let failed = |n: u32| {
         let log = s.wait_log("error.log", &format!("CRL check failed ({n} in a row)"));

@@ -17,7 +17,7 @@ use common::terminate;
 /// No list at first (the server answers 404): said, retried after 5 s;
 /// then a list without the certificate: not revoked, nothing stapled.
 fn a_missing_then_published_crl(mpm: &str) {
-    let (s, ca, https, server) = common::ocsp::crl_stapling_server(mpm, "crl-later", |_| {});
+    let (s, ca, https, server) = common::ocsp::crl_stapling_server(mpm, "crl-later", "http", |_, _| String::new());
     let url = format!("http://127.0.0.1:{}/ca.crl", ca.port);
     let log = s.wait_log("error.log", "CRL check failed (1 in a row)");
     let line = log.lines().find(|l| l.contains("CRL check failed (1 in a row)")).unwrap();
@@ -35,9 +35,10 @@ fn a_missing_then_published_crl(mpm: &str) {
 /// date; the certificate is served still (it is not managed: warren
 /// cannot replace it).
 fn a_listed_certificate_is_said(mpm: &str) {
-    let (s, _, https, server) = common::ocsp::crl_stapling_server(mpm, "crl-revoked", |ca| {
+    let (s, _, https, server) = common::ocsp::crl_stapling_server(mpm, "crl-revoked", "http", |ca, _| {
         ca.set_status(true);
         ca.publish_crl("ca.pem", "ca.key");
+        String::new()
     });
     let log = s.wait_log("error.log", "is REVOKED according to the CRL at");
     let line = log.lines().find(|l| l.contains("is REVOKED according to the CRL at")).unwrap();
@@ -46,4 +47,31 @@ fn a_listed_certificate_is_said(mpm: &str) {
     terminate(server, Duration::from_secs(5));
 }
 
-each_mpm!(a_missing_then_published_crl, a_listed_certificate_is_said);
+/// A CRL only at an https:// address: fetched trusting
+/// MDCACertificateFile only (as mod_md's connections): a server whose
+/// certificate that file does not vouch for is refused; one it does is
+/// believed.
+fn a_crl_over_https(mpm: &str) {
+    let (s, _, _, server) = common::ocsp::crl_stapling_server(mpm, "crl-https-untrusted", "https", |ca, _| {
+        ca.set_status(true);
+        ca.publish_crl("ca.pem", "ca.key");
+        // The OCSP CA's own certificate: not who signed the CRL server's.
+        format!("MDCACertificateFile {}", ca.dir.join("ca.pem").display())
+    });
+    let log = s.wait_log("error.log", "CRL check failed (1 in a row)");
+    let line = log.lines().find(|l| l.contains("CRL check failed (1 in a row)")).unwrap();
+    assert!(line.contains("https://127.0.0.1:") && line.contains("UnknownIssuer"), "{line}");
+    assert!(!log.contains("REVOKED"), "{log}");
+    drop(s);
+    terminate(server, Duration::from_secs(5));
+    let (s, _, _, server) = common::ocsp::crl_stapling_server(mpm, "crl-https", "https", |ca, dir| {
+        ca.set_status(true);
+        ca.publish_crl("ca.pem", "ca.key");
+        format!("MDCACertificateFile {}", common::tls::Certs::make(&dir.0).ca().display())
+    });
+    let log = s.wait_log("error.log", "is REVOKED according to the CRL at https://127.0.0.1:");
+    assert!(!log.contains("CRL check failed"), "{log}");
+    terminate(server, Duration::from_secs(5));
+}
+
+each_mpm!(a_missing_then_published_crl, a_listed_certificate_is_said, a_crl_over_https);

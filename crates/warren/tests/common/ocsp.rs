@@ -24,17 +24,23 @@ pub fn stapling_server(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
 }
 
 /// As [`stapling_server`], the certificate naming no OCSP responder but
-/// a CRL, whose server (`python3 -m http.server`) is started before
-/// warren (after `before_start` got the CA): (server, CA, HTTPS port,
-/// CRL server).
-pub fn crl_stapling_server(mpm: &str, tag: &str, before_start: impl FnOnce(&OcspCa)) -> (Server, OcspCa, u16, Child) {
+/// a CRL (`scheme`: http, or https with the test's localhost certificate
+/// of [`super::tls::Certs`]), whose server is started before warren
+/// (after `before_start` got the CA and gave configuration lines):
+/// (server, CA, HTTPS port, CRL server).
+pub fn crl_stapling_server(mpm: &str, tag: &str, scheme: &str, before_start: impl FnOnce(&OcspCa, &TempDir) -> String) -> (Server, OcspCa, u16, Child) {
     let dir = TempDir::new(&format!("{tag}-{mpm}"));
     super::standard_site(&dir);
-    let ca = OcspCa::make_with_crl(&dir.0, free_port(), "DNS:a.test");
-    before_start(&ca);
-    let server = ca.crl_server();
+    let ca = OcspCa::make_naming(&dir.0, free_port(), "DNS:a.test", &format!("crlDistributionPoints=URI:{scheme}://127.0.0.1:{{port}}/ca.crl"));
+    let extra = before_start(&ca, &dir);
+    let server = if scheme == "https" {
+        let certs = super::tls::Certs::make(&dir.0);
+        ca.crl_server_over(Some((&certs.cert("localhost"), &certs.key("localhost"))))
+    } else {
+        ca.crl_server()
+    };
     let https = free_port();
-    let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
+    let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n{extra}\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
     (Server::start_in(dir, mpm, &conf), ca, https, server)
 }
 
@@ -48,17 +54,20 @@ pub struct OcspCa {
 impl OcspCa {
     /// `san`: the certificate's subjectAltName (openssl's syntax).
     pub fn make(test_dir: &Path, port: u16, san: &str) -> OcspCa {
-        Self::make_naming(test_dir, port, san, &format!("authorityInfoAccess=OCSP;URI:http://127.0.0.1:{port}/"))
+        Self::make_naming(test_dir, port, san, "authorityInfoAccess=OCSP;URI:http://127.0.0.1:{port}/")
     }
 
     /// A CA whose certificate names no OCSP responder but a CRL at
     /// `http://127.0.0.1:PORT/ca.crl` (as Let's Encrypt's since 2025),
     /// served by [`OcspCa::crl_server`] once [`OcspCa::publish_crl`] made it.
     pub fn make_with_crl(test_dir: &Path, port: u16, san: &str) -> OcspCa {
-        Self::make_naming(test_dir, port, san, &format!("crlDistributionPoints=URI:http://127.0.0.1:{port}/ca.crl"))
+        Self::make_naming(test_dir, port, san, "crlDistributionPoints=URI:http://127.0.0.1:{port}/ca.crl")
     }
 
+    /// `revocation`: the leaf's extension line naming where its status is
+    /// ("{port}" stands for `port`).
     fn make_naming(test_dir: &Path, port: u16, san: &str, revocation: &str) -> OcspCa {
+        let revocation = revocation.replace("{port}", &port.to_string());
         let dir = test_dir.join("ocspca");
         std::fs::create_dir_all(&dir).unwrap();
         openssl(&dir, &["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "30", "-subj", "/CN=warren OCSP test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]);
@@ -130,11 +139,23 @@ impl OcspCa {
     /// A tiny HTTP server (Python's) serving `www/` on the CA's port,
     /// once it answers.
     pub fn crl_server(&self) -> Child {
+        self.crl_server_over(None)
+    }
+
+    /// [`OcspCa::crl_server`], over TLS with `tls` (certificate, key) if given.
+    pub fn crl_server_over(&self, tls: Option<(&Path, &Path)>) -> Child {
+        const SERVE: &str = "import functools, http.server, ssl, sys\n\
+            d, port = sys.argv[1], int(sys.argv[2])\n\
+            s = http.server.ThreadingHTTPServer(('127.0.0.1', port), functools.partial(http.server.SimpleHTTPRequestHandler, directory=d))\n\
+            if len(sys.argv) > 3:\n    c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n    c.load_cert_chain(sys.argv[3], sys.argv[4])\n    s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+            s.serve_forever()\n";
         std::fs::create_dir_all(self.dir.join("www")).unwrap();
-        let child = Command::new("python3")
-            .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
-            .arg(self.dir.join("www"))
-            .arg(self.port.to_string())
+        let mut cmd = Command::new("python3");
+        cmd.args(["-c", SERVE]).arg(self.dir.join("www")).arg(self.port.to_string());
+        if let Some((cert, key)) = tls {
+            cmd.arg(cert).arg(key);
+        }
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
