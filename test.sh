@@ -59,6 +59,9 @@ fi
 
 [ -f /etc/ssl/certs/ssl-cert-snakeoil.pem ] || make-ssl-cert generate-default-snakeoil
 
+# acme.rs checks that the ACME helper drops to its own account (MDHelperUser's default).
+getent passwd warren-acme >/dev/null || useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin warren-acme
+
 # mod_php.rs loads Debian's mods-available/php8.x.conf as it is. Where
 # libapache2-mod-php is not installed, its file is taken out of the package
 # (installing it would switch Debian's apache2 to prefork).

@@ -19,7 +19,7 @@ use nix::unistd::{fork, getppid, ForkResult, Pid};
 use warren_config::md::ManagedDomain;
 use warren_config::{LogLevel, Settings};
 
-use crate::{order, schedule, stapling, status, store};
+use crate::{order, privilege, schedule, stapling, status, store};
 
 /// How the helper writes to the server's error log.
 pub type Log = Box<dyn Fn(LogLevel, &str)>;
@@ -54,8 +54,9 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option
     let store_dir = settings.md.store_dir.clone();
     // The children's group may read the status files (not the keys).
     let group = settings.group.as_deref().and_then(|g| nix::unistd::Group::from_name(g).ok().flatten()).map(|g| g.gid);
-    store::prepare(&store_dir).map_err(|e| format!("MDStoreDir {}: {e}", store_dir.display()))?;
-    let parent = nix::unistd::getpid();
+    let account = privilege::helper_account(settings);
+    store::prepare(&store_dir, account.as_ref().ok().map(|a| (a.uid, a.gid))).map_err(|e| format!("MDStoreDir {}: {e}", store_dir.display()))?;
+    let server = nix::unistd::getpid();
     // SAFETY: called while the process has one thread; the child only
     // allocates and makes its own runtime.
     match unsafe { fork() }.map_err(|e| format!("cannot fork the ACME helper: {e}"))? {
@@ -63,19 +64,129 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option
         ForkResult::Child => {
             // SAFETY: prctl with constant arguments.
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
-            if getppid() != parent {
+            if getppid() != server {
                 std::process::exit(0);
             }
             // Nothing of the parent's (sockets systemd passed, the CGI
             // spawner's end) stays open here; its log is opened anew.
             // SAFETY: close_range with constant arguments.
             unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) };
-            let log = open_log();
+            // Forked at a graceful restart, it has the parent's handlers:
+            // SIGTERM (its parent-death signal) must end it, not set a
+            // flag of the parent's that nothing here reads.
+            for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2, Signal::SIGCHLD, Signal::SIGWINCH] {
+                // SAFETY: the default disposition, in a one-thread process.
+                let _ = unsafe { nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl) };
+            }
+            // Registered before the driver is forked, which inherits it.
             let hup = Arc::new(AtomicBool::new(false));
+            let log = open_log();
             if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone()) {
                 log(LogLevel::Warn, &format!("ACME helper: no SIGHUP handler ({e}): configuration changes need a restart"));
             }
-            run(domains, staples, Helper { store_dir, group, parent, reload, hup }, &log);
+            let helper = Helper { store_dir, group, parent: server, notify: Notify::Signal(server), reload, hup };
+            match account {
+                Ok(account) => relay_and_drive(account, helper, domains, staples, &log),
+                Err(kept) => {
+                    log(kept.level, &format!("ACME helper: {}", kept.why));
+                    run(domains, staples, helper, &log)
+                }
+            }
+        }
+    }
+}
+
+/// The forked helper's two halves: this process stays root and relays
+/// (see [`relay`]); its child drops to `account` and runs the ACME client,
+/// telling the relay of a changed store by a byte on a pipe.
+fn relay_and_drive(account: privilege::HelperAccount, helper: Helper, domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCertificate>, log: &Log) -> ! {
+    let (read_end, write_end) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+        Ok(p) => p,
+        Err(e) => {
+            log(LogLevel::Error, &format!("ACME helper: no pipe to its driver ({e}); no certificate will be obtained"));
+            std::process::exit(1);
+        }
+    };
+    let relay_pid = nix::unistd::getpid();
+    // SAFETY: the relay has one thread (it made no runtime).
+    match unsafe { fork() } {
+        Err(e) => {
+            log(LogLevel::Error, &format!("ACME helper: cannot fork its driver ({e}); no certificate will be obtained"));
+            std::process::exit(1);
+        }
+        Ok(ForkResult::Child) => {
+            // SAFETY: prctl with constant arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+            drop(read_end);
+            if getppid() != relay_pid {
+                std::process::exit(0);
+            }
+            if let Err(e) = privilege::drop_to(&account) {
+                log(LogLevel::Error, &format!("ACME helper: cannot drop to uid {} ({e}); no certificate will be obtained", account.uid));
+                std::process::exit(1);
+            }
+            // The kernel clears the parent-death signal when the ids
+            // change: set again, or the client outlives a stopped server.
+            // SAFETY: prctl with constant arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+            if getppid() != relay_pid {
+                std::process::exit(0);
+            }
+            run(domains, staples, Helper { parent: relay_pid, notify: Notify::Pipe(write_end), ..helper }, log)
+        }
+        Ok(ForkResult::Parent { child }) => {
+            drop(write_end);
+            log(LogLevel::Notice, &format!("ACME helper (pid {relay_pid}), root, relays for the ACME client (pid {child}), which runs as uid {}, gid {}", account.uid, account.gid));
+            relay(helper.parent, child, read_end, &helper.hup)
+        }
+    }
+}
+
+/// The root half: the server's SIGHUP (a graceful restart: read the
+/// configuration again) passed to the driver, and each byte the driver
+/// writes (a changed store) passed to the server as SIGHUP. It reads
+/// nothing else and exits when either side is gone.
+fn relay(server: Pid, driver: Pid, changes: std::os::fd::OwnedFd, hup: &AtomicBool) -> ! {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    loop {
+        let mut fds = [PollFd::new(std::os::fd::AsFd::as_fd(&changes), PollFlags::POLLIN)];
+        let ready = poll(&mut fds, PollTimeout::from(HUP_POLL.as_millis() as u16)).unwrap_or(0);
+        if hup.swap(false, Ordering::SeqCst) {
+            let _ = kill(driver, Signal::SIGHUP);
+        }
+        if ready > 0 {
+            let mut buf = [0u8; 64];
+            match nix::unistd::read(&changes, &mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = nix::sys::wait::waitpid(driver, None);
+                    std::process::exit(0);
+                }
+                Ok(_) => {
+                    let _ = kill(server, Signal::SIGHUP);
+                }
+            }
+        }
+        if getppid() != server {
+            let _ = kill(driver, Signal::SIGTERM);
+            std::process::exit(0);
+        }
+    }
+}
+
+/// How the ACME client asks the server for a graceful restart.
+enum Notify {
+    /// Same user as the server: a signal.
+    Signal(Pid),
+    /// Unprivileged: a byte to the root relay.
+    Pipe(std::os::fd::OwnedFd),
+}
+
+impl Notify {
+    /// False when no one hears it any more (the server is gone).
+    fn graceful(&self) -> bool {
+        match self {
+            Notify::Signal(server) => kill(*server, Signal::SIGHUP).is_ok(),
+            Notify::Pipe(fd) => nix::unistd::write(fd, b"!").is_ok(),
         }
     }
 }
@@ -84,7 +195,9 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option
 struct Helper {
     store_dir: PathBuf,
     group: Option<nix::unistd::Gid>,
+    /// The process whose death ends the helper (the server, or the relay).
     parent: Pid,
+    notify: Notify,
     reload: Option<Reload>,
     hup: Arc<AtomicBool>,
 }
@@ -118,7 +231,7 @@ fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCerti
         }
         for d in domains.iter_mut().filter(|d| d.due <= schedule::now()) {
             let name = d.config.names[0].clone();
-            let step = |m: &str| log(LogLevel::Info, &format!("MDomain {name}: {m}"));
+            let step = |level: LogLevel, m: &str| log(level, &format!("MDomain {name}: {m}"));
             // One order per key type, installed together.
             let result = d
                 .config
@@ -164,7 +277,7 @@ fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCerti
         if !renewed.is_empty() || stapled.changed {
             let what = if renewed.is_empty() { "MDStapling: OCSP responses changed in the store".to_string() } else { format!("MDomain {}: new certificate in the store", renewed.join(", ")) };
             log(LogLevel::Notice, &format!("{what}: graceful restart"));
-            if kill(parent, Signal::SIGHUP).is_err() {
+            if !helper.notify.graceful() {
                 std::process::exit(0);
             }
         }

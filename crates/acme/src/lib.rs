@@ -9,6 +9,8 @@
 //!   by [`csr`]),
 //!   writes it to the store and asks the parent for a graceful restart
 //!   (SIGHUP), which takes the new certificate into use.
+//! - [`privilege`]: who the helper runs as: an account of its own
+//!   (MDHelperUser), with a small root relay between it and the parent.
 //! - [`store`]: MDStoreDir as mod_md lays it out: `accounts/` and
 //!   `domains/NAME/{pubcert,privkey}.pem` 0600 under 0700 directories,
 //!   every file written to a temporary name, synced and renamed, and a
@@ -18,7 +20,8 @@
 //!   tls-alpn-01 certificates, the part server children read
 //!   (warren-handler's `acme_challenge`, warren-tls's `acme_alpn`).
 //! - [`stapling`]: MDStapling, OCSP responses ([`ocsp`]) fetched for the
-//!   certificates to staple and kept in the store's `ocsp/`.
+//!   certificates to staple and kept in the store's `ocsp/`; [`crl`]: a
+//!   certificate without a responder checked against its CRL instead.
 //! - [`status`]: what the helper knows, published for md-status and
 //!   server-status.
 //!
@@ -26,10 +29,12 @@
 //! self-signed one for its names.
 
 pub mod challenges;
+pub mod crl;
 pub mod csr;
 pub mod helper;
 pub mod ocsp;
 pub mod order;
+pub mod privilege;
 pub mod schedule;
 pub mod stapling;
 pub mod status;

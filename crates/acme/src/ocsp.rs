@@ -6,6 +6,7 @@
 //! nextUpdate not past). Only the helper process runs this; a serving
 //! child only reads the response the helper stored (warren-tls).
 
+use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +14,7 @@ use der::asn1::{Null, OctetString};
 use der::oid::ObjectIdentifier;
 use der::{Decode, Encode};
 use http_body_util::{BodyExt, Full, Limited};
+use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use x509_cert::ext::pkix::name::GeneralName;
 use x509_cert::ext::pkix::AuthorityInfoAccessSyntax;
@@ -56,15 +58,23 @@ fn parse(der: &[u8], what: &str) -> Result<Certificate, String> {
 }
 
 /// The OCSP responder URL of a certificate (its Authority Information
-/// Access), if it names one with http://.
+/// Access), if it names one with http:// (else https://).
 pub fn responder_url(leaf: &[u8]) -> Result<Option<String>, String> {
     let cert = parse(leaf, "the certificate")?;
     let Some(ext) = cert.tbs_certificate.extensions.iter().flatten().find(|e| e.extn_id == AUTHORITY_INFO_ACCESS) else { return Ok(None) };
     let aia = AuthorityInfoAccessSyntax::from_der(ext.extn_value.as_bytes()).map_err(|e| format!("its Authority Information Access cannot be read: {e}"))?;
-    Ok(aia.0.iter().filter(|a| a.access_method == ACCESS_OCSP).find_map(|a| match &a.access_location {
-        GeneralName::UniformResourceIdentifier(uri) if uri.as_str().starts_with("http://") => Some(uri.as_str().to_string()),
-        _ => None,
-    }))
+    Ok(first_web_url(aia.0.iter().filter(|a| a.access_method == ACCESS_OCSP).map(|a| &a.access_location)))
+}
+
+/// The first http:// URI among `names`, else the first https:// one.
+pub(crate) fn first_web_url<'a>(names: impl Iterator<Item = &'a GeneralName> + Clone) -> Option<String> {
+    let with = |scheme: &str| {
+        names.clone().find_map(|n| match n {
+            GeneralName::UniformResourceIdentifier(uri) if uri.as_str().starts_with(scheme) => Some(uri.as_str().to_string()),
+            _ => None,
+        })
+    };
+    with("http://").or_else(|| with("https://"))
 }
 
 fn sha1(bytes: &[u8]) -> Result<OctetString, String> {
@@ -95,15 +105,41 @@ pub fn request(leaf: &[u8], issuer: &[u8]) -> Result<Vec<u8>, String> {
 
 /// POSTs `request` to the responder at `url` (http:// only) and returns
 /// its answer's body, at most [`MAX_ANSWER`] bytes, within [`TIMEOUT`].
-pub async fn fetch(url: &str, request: Vec<u8>) -> Result<Vec<u8>, String> {
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http::<Full<Bytes>>();
+pub async fn fetch(url: &str, request: Vec<u8>, roots: Option<&Path>) -> Result<Vec<u8>, String> {
     let req = hyper::Request::post(url).header("content-type", "application/ocsp-request").body(Full::new(Bytes::from(request))).map_err(|e| format!("{url}: {e}"))?;
+    exchange(url, req, MAX_ANSWER, roots).await
+}
+
+/// The roots an https:// responder or CRL server is checked against:
+/// `file`'s certificates (MDCACertificateFile) only, else the system's.
+fn tls_config(file: Option<&Path>) -> Result<rustls::ClientConfig, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    match file {
+        Some(f) => {
+            for c in CertificateDer::pem_file_iter(f).map_err(|e| format!("MDCACertificateFile {}: {e:?}", f.display()))? {
+                roots.add(c.map_err(|e| format!("MDCACertificateFile {}: {e:?}", f.display()))?).map_err(|e| format!("MDCACertificateFile {}: {e}", f.display()))?;
+            }
+        }
+        None => {
+            roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        }
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| e.to_string())?.with_root_certificates(roots).with_no_client_auth())
+}
+
+/// Sends `req` to `url` (http://, or https:// checked against `roots`,
+/// see [`tls_config`]) and returns the body of a 2xx answer, at most
+/// `max` bytes, within [`TIMEOUT`] (OCSP here, CRLs in [`crate::crl`]).
+pub(crate) async fn exchange(url: &str, req: hyper::Request<Full<Bytes>>, max: usize, roots: Option<&Path>) -> Result<Vec<u8>, String> {
+    let connector = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls_config(roots)?).https_or_http().enable_http1().build();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build::<_, Full<Bytes>>(connector);
     let exchange = async {
         let answer = client.request(req).await.map_err(|e| format!("{url}: {e}{}", std::error::Error::source(&e).map(|s| format!(" ({s})")).unwrap_or_default()))?;
         if !answer.status().is_success() {
             return Err(format!("{url} answered {}", answer.status()));
         }
-        let body = Limited::new(answer.into_body(), MAX_ANSWER).collect().await.map_err(|e| format!("{url}: reading the answer: {e}"))?;
+        let body = Limited::new(answer.into_body(), max).collect().await.map_err(|e| format!("{url}: reading the answer: {e}"))?;
         Ok(body.to_bytes().to_vec())
     };
     tokio::time::timeout(TIMEOUT, exchange).await.map_err(|_| format!("{url} did not answer within {} s", TIMEOUT.as_secs()))?
@@ -158,11 +194,7 @@ fn verify_signature(basic: &BasicOcspResponse, issuer: &[u8], now: i64) -> Resul
     let signed = basic.tbs_response_data.to_der().map_err(|e| e.to_string())?;
     let signature = basic.signature.as_bytes().ok_or("the signature is not whole bytes")?;
     let algorithm = basic.signature_algorithm.to_der().map_err(|e| e.to_string())?;
-    let algorithm = der_contents(&algorithm);
-    let signed_by = |cert: &CertificateDer<'_>| -> bool {
-        let Ok(signer) = webpki::EndEntityCert::try_from(cert) else { return false };
-        webpki::ALL_VERIFICATION_ALGS.iter().filter(|a| a.signature_alg_id().as_ref() == algorithm).any(|a| signer.verify_signature(*a, &signed, signature).is_ok())
-    };
+    let signed_by = |cert: &CertificateDer<'_>| signed_by(cert, &algorithm, &signed, signature);
     let issuer = CertificateDer::from(issuer);
     if signed_by(&issuer) {
         return Ok(());
@@ -179,6 +211,15 @@ fn verify_signature(basic: &BasicOcspResponse, issuer: &[u8], now: i64) -> Resul
         }
     }
     Err("the response's signature is neither the issuer's nor that of a responder the issuer certified".into())
+}
+
+/// Whether `signature` over `signed` (with the DER AlgorithmIdentifier
+/// `algorithm`) is `cert`'s key's (OCSP responses here, CRLs in
+/// [`crate::crl`]).
+pub(crate) fn signed_by(cert: &CertificateDer<'_>, algorithm: &[u8], signed: &[u8], signature: &[u8]) -> bool {
+    let algorithm = der_contents(algorithm);
+    let Ok(signer) = webpki::EndEntityCert::try_from(cert) else { return false };
+    webpki::ALL_VERIFICATION_ALGS.iter().filter(|a| a.signature_alg_id().as_ref() == algorithm).any(|a| signer.verify_signature(*a, signed, signature).is_ok())
 }
 
 /// The contents of a DER TLV (what webpki's algorithm identifiers hold).

@@ -8,7 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use instant_acme::{Account, AccountCredentials, AuthorizationStatus, ChallengeType, Identifier, NewAccount, NewOrder, OrderStatus, RetryPolicy};
+use base64::Engine as _;
 use warren_config::md::{KeySpec, ManagedDomain};
+use warren_config::LogLevel;
 
 use crate::challenges::{self, Answers};
 use crate::csr;
@@ -64,11 +66,11 @@ fn ordered(d: &ManagedDomain, identifier: &str) -> Result<String, String> {
 
 /// Orders a certificate for `d`'s names with a key of type `spec`; `log`
 /// hears each step.
-pub async fn obtain(d: &ManagedDomain, spec: KeySpec, store_dir: &Path, log: &dyn Fn(&str)) -> Result<Issued, String> {
+pub async fn obtain(d: &ManagedDomain, spec: KeySpec, store_dir: &Path, log: &dyn Fn(LogLevel, &str)) -> Result<Issued, String> {
     let account = account(d, store_dir).await?;
     let identifiers: Vec<Identifier> = d.names.iter().map(|n| Identifier::Dns(n.clone())).collect();
     let mut order = account.new_order(&NewOrder::new(&identifiers)).await.map_err(|e| format!("new order at {}: {e}", d.ca_url))?;
-    log(&format!("order {} for {}", order.url(), d.names.join(", ")));
+    log(LogLevel::Info, &format!("order {} for {}", order.url(), d.names.join(", ")));
     let challenges = store::challenges_dir(store_dir);
     let mut answers = Answers::default();
     let mut authorizations = order.authorizations();
@@ -111,7 +113,7 @@ pub async fn obtain(d: &ManagedDomain, spec: KeySpec, store_dir: &Path, log: &dy
                 answers.files.push(file);
             }
         }
-        log(&format!("{} challenge for {name} ready", kind_name(&kind)));
+        log(LogLevel::Info, &format!("{} challenge for {name} ready", kind_name(&kind)));
         challenge.set_ready().await.map_err(|e| format!("{} challenge for {name}: {e}", kind_name(&kind)))?;
     }
     let retries = RetryPolicy::new().initial_delay(Duration::from_millis(200)).backoff(1.5).timeout(ORDER_TIMEOUT);
@@ -121,6 +123,9 @@ pub async fn obtain(d: &ManagedDomain, spec: KeySpec, store_dir: &Path, log: &dy
         return Err(format!("order is {status:?} after the challenges: {why}"));
     }
     let (csr, key_pem) = csr::make(d, spec)?;
+    // What the CA is asked for, as sent (`openssl req -text` reads it back):
+    // the one way to see that a CA dropped an extension (MDMustStaple).
+    log(LogLevel::Debug, &format!("certificate request for the {spec:?} key (DER, base64): {}", base64::engine::general_purpose::STANDARD.encode(&csr)));
     order.finalize_csr(&csr).await.map_err(|e| format!("finalizing the order: {e}"))?;
     let chain_pem = order.poll_certificate(&retries).await.map_err(|e| format!("fetching the certificate: {e}"))?;
     if !chain_pem.contains("-----BEGIN CERTIFICATE-----") {

@@ -6,7 +6,9 @@
 //! fetched again halfway to its nextUpdate; a responder that fails is
 //! asked again with backoff, and the response kept meanwhile is served
 //! until its nextUpdate, then removed. A revoked certificate is logged
-//! and, for a managed domain, renewed at once.
+//! and, for a managed domain, renewed at once. A certificate naming no
+//! responder but a CRL Distribution Point is checked against its CRL
+//! instead ([`check_crl`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -15,7 +17,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 use warren_config::md::{ocsp_file, StapledCertificate};
 
-use crate::{ocsp, schedule, store};
+use crate::{crl, ocsp, schedule, store};
 
 /// A response without nextUpdate is fetched again after this long.
 const NO_NEXT_UPDATE: i64 = 3600;
@@ -122,8 +124,12 @@ pub fn run_due(staples: &mut [Staple], store_dir: &Path, runtime: &tokio::runtim
         let url = match ocsp::responder_url(&leaf) {
             Ok(Some(url)) => url,
             Ok(None) | Err(_) => {
+                if let Ok(Some(crl_url)) = crl::distribution_point(&leaf) {
+                    check_crl(s, &leaf, &issuer, &crl_url, runtime, log, &mut outcome);
+                    continue;
+                }
                 if s.unstapleable.is_none() {
-                    log(LogLevel::Warn, &format!("MDStapling: {name} names no http:// OCSP responder: not stapled"));
+                    log(LogLevel::Warn, &format!("MDStapling: {name} names no OCSP responder nor CRL: not stapled, revocation not checked"));
                     s.unstapleable = Some("no responder".into());
                 }
                 s.due = i64::MAX;
@@ -131,7 +137,7 @@ pub fn run_due(staples: &mut [Staple], store_dir: &Path, runtime: &tokio::runtim
             }
         };
         let answer = ocsp::request(&leaf, &issuer)
-            .and_then(|req| runtime.block_on(ocsp::fetch(&url, req)))
+            .and_then(|req| runtime.block_on(ocsp::fetch(&url, req, s.config.roots.as_deref())))
             .and_then(|der| ocsp::check(&der, &leaf, &issuer, now).map(|c| (der, c)))
             .and_then(|(der, c)| long_enough(&c, now).map(|()| (der, c)));
         match answer {
@@ -183,6 +189,38 @@ pub fn run_due(staples: &mut [Staple], store_dir: &Path, runtime: &tokio::runtim
         }
     }
     outcome
+}
+
+/// A certificate with no OCSP responder but a CRL: the list fetched and
+/// checked ([`crl`]), the certificate looked up; revoked, it is logged
+/// and a managed domain renewed at once, as by OCSP. Nothing is stapled.
+/// Checked again halfway to the list's nextUpdate (an hour without one,
+/// never sooner than a minute), a failure with the OCSP backoff.
+fn check_crl(s: &mut Staple, leaf: &[u8], issuer: &[u8], url: &str, runtime: &tokio::runtime::Runtime, log: &dyn Fn(warren_config::LogLevel, &str), outcome: &mut Outcome) {
+    use warren_config::LogLevel;
+    let now = schedule::now();
+    let name = s.config.cert.display().to_string();
+    match runtime.block_on(crl::fetch(url, s.config.roots.as_deref())).and_then(|der| crl::check(&der, leaf, issuer, now)) {
+        Ok(checked) => {
+            s.failures = 0;
+            let next = checked.next_update.unwrap_or(checked.this_update + NO_NEXT_UPDATE);
+            s.due = (checked.this_update + (next - checked.this_update) / 2).max(now + MIN_REFRESH);
+            match checked.revoked_at {
+                Some(at) => {
+                    let renewal = if s.config.domain.is_some() { "; the managed domain's certificate is renewed now" } else { "" };
+                    log(LogLevel::Error, &format!("MDStapling: {name} is REVOKED according to the CRL at {url} (since {}){renewal}", status_date(at)));
+                    outcome.revoked.extend(s.config.domain.clone());
+                }
+                None => log(LogLevel::Info, &format!("MDStapling: {name}: not revoked according to the CRL at {url}, checked again {}", status_date(s.due))),
+            }
+        }
+        Err(why) => {
+            s.failures += 1;
+            let wait = schedule::backoff(RETRY, s.failures).as_secs() as i64;
+            s.due = now + wait;
+            log(LogLevel::Warn, &format!("MDStapling: {name}: CRL check failed ({} in a row): {why}; next try in {wait} s", s.failures));
+        }
+    }
 }
 
 /// A response is kept only if it stays good for [`MIN_LIFETIME`]: each

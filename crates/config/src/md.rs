@@ -128,6 +128,9 @@ pub struct MdGlobal {
     /// `MDStoreDir` (mod_md: `ServerRoot/md`); set by [`settle`].
     pub store_dir: PathBuf,
     pub store_dir_line: Option<PathBuf>,
+    /// `MDHelperUser` (warren's own): the account the ACME helper drops
+    /// to, and where it was set; unset, `warren-acme` if it exists.
+    pub helper_user: Option<(String, Origin)>,
     /// The settled domains.
     pub domains: Vec<ManagedDomain>,
 }
@@ -142,6 +145,10 @@ pub struct StapledCertificate {
     pub chain: Option<PathBuf>,
     /// The managed domain it is the certificate of (a revoked one is renewed).
     pub domain: Option<String>,
+    /// MDCACertificateFile (the domain's, else the server's): whom an
+    /// https:// responder or CRL server is trusted through, as mod_md's
+    /// connections; None: the system's roots.
+    pub roots: Option<PathBuf>,
 }
 
 /// The certificates to staple: a managed domain's with MDStapling on (its
@@ -161,7 +168,8 @@ pub fn stapled_certificates(s: &Settings) -> Vec<StapledCertificate> {
             continue;
         }
         for pair in &tls.certificates {
-            let c = StapledCertificate { cert: pair.cert.0.clone(), chain: tls.chain_file.as_ref().map(|(p, _)| p.clone()), domain: domain.map(|d| d.names[0].clone()) };
+            let roots = domain.map_or(s.md.options.ca_certificate_file.clone(), |d| d.ca_certificate_file.clone());
+            let c = StapledCertificate { cert: pair.cert.0.clone(), chain: tls.chain_file.as_ref().map(|(p, _)| p.clone()), domain: domain.map(|d| d.names[0].clone()), roots };
             if !list.iter().any(|l| l.cert == c.cert) {
                 list.push(c);
             }
@@ -431,6 +439,37 @@ pub(crate) fn ca_challenges(b: &mut Builder, d: &Directive, o: &mut MdOptions) {
     o.ca_challenges = Some(kinds);
 }
 
+pub(crate) fn helper_user(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(v) = b.one(d) {
+        s.md.helper_user = Some((v, d.origin.clone()));
+    }
+}
+
+/// The account the ACME helper runs as when MDHelperUser is not set, if
+/// the system has it (a package makes it with `adduser --system`).
+pub const DEFAULT_HELPER_USER: &str = "warren-acme";
+
+/// MDHelperUser checked: an account of its own, not root's by accident
+/// and never the serving children's (whose code, a site's PHP, could then
+/// read the keys and answer any domain's challenges).
+fn check_helper_user(b: &mut Builder, s: &Settings) {
+    let Some((name, origin)) = &s.md.helper_user else { return };
+    if name == "root" {
+        return;
+    }
+    match crate::accounts::lookup_user(name) {
+        Err(e) => b.error(origin, format!("MDHelperUser {name}: {}", e.trim_start_matches(&format!("User {name}: ")))),
+        Ok(helper) => {
+            let server = s.user.as_deref().and_then(|u| crate::accounts::lookup_user(u).ok());
+            if helper.uid.is_root() {
+                b.error(origin, format!("MDHelperUser {name}: uid 0; say MDHelperUser root to keep root"));
+            } else if server.is_some_and(|u| u.uid == helper.uid) {
+                b.error(origin, format!("MDHelperUser {name}: the serving children's User: their code (a site's PHP) could read the private keys and answer challenges for every domain; make an account of its own (adduser --system {DEFAULT_HELPER_USER})"));
+            }
+        }
+    }
+}
+
 pub(crate) fn store_dir(b: &mut Builder, d: &Directive, s: &mut Settings) {
     if let Some(v) = b.one(d) {
         s.md.store_dir_line = Some(b.resolve(&v));
@@ -455,6 +494,7 @@ fn host_names(h: &HostConfig) -> impl Iterator<Item = &str> {
 /// store's files of the domain they serve. Called before mod_ssl's settle.
 pub(crate) fn settle(b: &mut Builder, s: &mut Settings) {
     s.md.store_dir = s.md.store_dir_line.clone().unwrap_or_else(|| s.server_root.join("md"));
+    check_helper_user(b, s);
     let global = s.md.options.clone();
     let mut domains: Vec<ManagedDomain> = Vec::new();
     for l in &s.md.lines {
@@ -583,6 +623,20 @@ mod tests {
         assert_eq!(d.ca_url, LETS_ENCRYPT);
         assert_eq!(d.renew_window, RenewWindow::Before(Duration::from_secs(10 * 86_400)));
         assert_eq!(d.contact.as_deref(), Some("root@b.test"));
+    }
+
+    #[test]
+    fn helper_user_is_an_account_of_its_own() {
+        let conf = |helper: &str| format!("Listen 443\nUser nobody\nMDomain h.test\nMDContactEmail a@h.test\nMDHelperUser {helper}\n<VirtualHost *:443>\nServerName h.test\nSSLEngine on\n</VirtualHost>\n");
+        let e = errors(&load("helper-server", &conf("nobody")));
+        assert!(e.iter().any(|e| e.contains("6: MDHelperUser nobody: the serving children's User")), "{e:?}");
+        let e = errors(&load("helper-none", &conf("no-such-user-here")));
+        assert!(e.iter().any(|e| e.contains("6: MDHelperUser no-such-user-here: no such user")), "{e:?}");
+        let l = load("helper-root", &conf("root"));
+        assert!(l.errors.is_empty(), "{:?}", errors(&l));
+        assert_eq!(l.settings.unwrap().md.helper_user.map(|(n, _)| n).as_deref(), Some("root"));
+        let l = load("helper-daemon", &conf("daemon"));
+        assert!(l.errors.is_empty(), "{:?}", errors(&l));
     }
 
     #[test]

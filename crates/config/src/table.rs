@@ -298,6 +298,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     server("MDomain", "name... [auto|manual]", md::domain),
     server("MDMember", "name...", |b, d, _| b.error(&d.origin, "MDMember stands only inside <MDomainSet>")),
     server("MDStoreDir", "directory", md::store_dir),
+    server("MDHelperUser", "user|root", md::helper_user),
     server("MDCertificateAuthority", "URL|letsencrypt|letsencrypt-test", |b, d, s| md::ca(b, d, &mut s.md.options)),
     server("MDCACertificateFile", "file", |b, d, s| md::ca_certificate_file(b, d, &mut s.md.options)),
     server("MDContactEmail", "address", |b, d, s| md::contact(b, d, &mut s.md.options)),

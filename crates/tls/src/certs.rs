@@ -28,9 +28,10 @@ fn at(origin: &Origin, message: impl std::fmt::Display) -> String {
 }
 
 /// The certificates in a PEM file, in order.
-fn read_certs(path: &Path, origin: &Origin, directive: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let iter = CertificateDer::pem_file_iter(path).map_err(|e| at(origin, format!("{directive}: cannot read {}: {}", path.display(), pem_error(e))))?;
-    let certs: Result<Vec<_>, _> = iter.collect();
+/// A file under `store` (MDStoreDir) is read as [`crate::store_file`] says.
+fn read_certs(path: &Path, store: Option<&Path>, origin: &Origin, directive: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let text = crate::store_file::read(path, store).map_err(|e| at(origin, format!("{directive}: cannot read {}: {e}", path.display())))?;
+    let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&text).collect();
     let certs = certs.map_err(|e| at(origin, format!("{directive}: {} is not valid PEM: {}", path.display(), pem_error(e))))?;
     if certs.is_empty() {
         return Err(at(origin, format!("{directive}: no certificate in {} (a PEM file with a CERTIFICATE block is expected)", path.display())));
@@ -45,8 +46,8 @@ fn pem_error(e: rustls_pki_types::pem::Error) -> String {
     }
 }
 
-fn read_key(path: &Path, origin: &Origin, directive: &str) -> Result<PrivateKeyDer<'static>, String> {
-    let text = std::fs::read(path).map_err(|e| at(origin, format!("{directive}: cannot read {}: {e}", path.display())))?;
+fn read_key(path: &Path, store: Option<&Path>, origin: &Origin, directive: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let text = crate::store_file::read(path, store).map_err(|e| at(origin, format!("{directive}: cannot read {}: {e}", path.display())))?;
     if text.windows(9).any(|w| w == b"ENCRYPTED") || text.windows(15).any(|w| w == b"Proc-Type: 4,EN") {
         return Err(at(origin, format!("{directive}: the private key in {} is encrypted: warren reads only unencrypted keys (openssl pkey -in KEY -out PLAIN)", path.display())));
     }
@@ -67,17 +68,19 @@ pub(crate) fn validity(der: &[u8]) -> Option<(i64, i64)> {
 
 /// Reads one certificate and its key (and the host's chain file), checks
 /// them, and staples the OCSP response the ACME helper keeps for it in
-/// the store `staple_from` (MDStoreDir) when it is to be stapled.
-pub(crate) fn load(pair: &CertPair, host: &TlsHost, staple_from: Option<&Path>, provider: &CryptoProvider, warnings: &mut Vec<String>) -> Result<Loaded, Vec<String>> {
+/// the store `staple_from` (MDStoreDir) when it is to be stapled. Files
+/// in `md_store` (the helper's) are read as [`crate::store_file`] says.
+pub(crate) fn load(pair: &CertPair, host: &TlsHost, md_store: &Path, staple_from: Option<&Path>, provider: &CryptoProvider, warnings: &mut Vec<String>) -> Result<Loaded, Vec<String>> {
+    let store = Some(md_store);
     let (cert_path, cert_origin) = &pair.cert;
     if let Some(names) = host.managed.as_ref().filter(|_| !cert_path.exists()) {
         return crate::managed::temporary(names, host, provider, warnings);
     }
     let mut errors = Vec::new();
-    let certs = read_certs(cert_path, cert_origin, "SSLCertificateFile");
+    let certs = read_certs(cert_path, store, cert_origin, "SSLCertificateFile");
     let key = match &pair.key {
-        Some((path, origin)) => read_key(path, origin, "SSLCertificateKeyFile"),
-        None => read_key(cert_path, cert_origin, "SSLCertificateFile (no SSLCertificateKeyFile: the key is looked for in the certificate's file)"),
+        Some((path, origin)) => read_key(path, store, origin, "SSLCertificateKeyFile"),
+        None => read_key(cert_path, store, cert_origin, "SSLCertificateFile (no SSLCertificateKeyFile: the key is looked for in the certificate's file)"),
     };
     let key_origin = pair.key.as_ref().map_or(cert_origin, |(_, o)| o);
     let (mut certs, key) = match (certs, key) {
@@ -89,7 +92,7 @@ pub(crate) fn load(pair: &CertPair, host: &TlsHost, staple_from: Option<&Path>, 
         }
     };
     if let Some((chain_path, chain_origin)) = &host.chain_file {
-        match read_certs(chain_path, chain_origin, "SSLCertificateChainFile") {
+        match read_certs(chain_path, store, chain_origin, "SSLCertificateChainFile") {
             Ok(chain) => certs.extend(chain),
             Err(e) => errors.push(e),
         }

@@ -3,7 +3,8 @@
 //! aws-lc-rs provider.
 //!
 //! - [`certs`]: PEM certificates and keys, their expiry; [`stapling`]: the
-//!   OCSP responses the ACME helper fetched, stapled.
+//!   OCSP responses the ACME helper fetched, stapled; [`store_file`]: how
+//!   root reads them from the helper's MDStoreDir.
 //! - [`ServerTls`]: built once by the parent (as root, before privileges
 //!   drop and children fork) from the [`Settings`]; every certificate and
 //!   key read and checked there, each problem an error naming its
@@ -25,6 +26,7 @@
 
 pub mod certs;
 mod managed;
+mod store_file;
 pub mod acme_alpn;
 pub mod ciphers;
 pub mod proxy_client;
@@ -147,7 +149,7 @@ impl ServerTls {
                     let found = match loaded.iter().find(|(l, _)| *l == id) {
                         Some((_, k)) => k.clone(),
                         None => {
-                            let k = match certs::load(pair, tls, staple, &base, &mut warnings) {
+                            let k = match certs::load(pair, tls, &settings.md.store_dir, staple, &base, &mut warnings) {
                                 Ok(l) => Some((l.key, l.ecdsa)),
                                 Err(es) => {
                                     for e in es {

@@ -18,7 +18,7 @@ fn certificate_id(leaf: &[u8]) -> String {
 
 /// The stored response for `leaf`, if there is one still current at `now`.
 pub(crate) fn response_for(store: &Path, leaf: &[u8], now: i64) -> Option<Vec<u8>> {
-    let der = std::fs::read(warren_config::md::ocsp_file(store, &certificate_id(leaf))).ok()?;
+    let der = crate::store_file::read(&warren_config::md::ocsp_file(store, &certificate_id(leaf)), Some(store)).ok()?;
     current(&der, now).then_some(der)
 }
 

@@ -210,7 +210,7 @@ fn first_issuance(mpm: &str) {
     assert!(page.starts_with("<html>hello</html>"), "{page}");
     let log = s.wait_log("error.log", "graceful restart");
     assert!(log.contains("MDomain a.test: order https://127.0.0.1:") && log.contains("http-01 challenge for a.test ready") && log.contains("http-01 challenge for www.a.test ready"), "{log}");
-    // The store: keys, account and certificate the parent's only.
+    // The store: keys, account and certificate the helper's only.
     let md = s.dir.0.join("md");
     for f in ["domains/a.test/privkey.pem", "domains/a.test/pubcert.pem"] {
         assert_eq!(mode(&md.join(f)), 0o600, "{f}");
@@ -392,6 +392,100 @@ fn ca_down_keeps_the_certificate(mpm: &str) {
 /// A wildcard, which only dns-01 can validate: the MDChallengeDns01
 /// hook (a shell script) sets and clears the TXT record in
 /// pebble-challtestsrv, the DNS pebble asks; a.test itself by http-01.
+/// A line of /proc/PID/status, e.g. "Uid".
+fn proc_status(pid: u32, field: &str) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix(&format!("{field}:"))).map(|v| v.split_whitespace().collect::<Vec<_>>().join(" ")).unwrap_or_default()
+}
+
+/// The inodes of the sockets listening on this machine (TCP, v4 and v6).
+fn listening_socket_inodes() -> Vec<String> {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().flat_map(|f| std::fs::read_to_string(f).unwrap_or_default().lines().skip(1).filter_map(|l| {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        (cols.get(3) == Some(&"0A")).then(|| cols[9].to_string())
+    }).collect::<Vec<_>>()).collect()
+}
+
+fn id_of(flag: &str, name: &str) -> String {
+    let out = Command::new("id").args([flag, name]).output().unwrap();
+    assert!(out.status.success(), "id {flag} {name}: is the {name} account there? (test.sh makes it)");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The ACME client does not keep root: it runs as the warren-acme
+/// account (its real, effective and saved ids), in a session of its own,
+/// with no_new_privs, umask 077, none of the server's listening sockets,
+/// and root cannot come back; the keys it writes are its own (0600 in
+/// 0700 directories), which the children's User (nobody here) cannot read.
+fn helper_drops_root(mpm: &str) {
+    let (_pebble, s, _, https) = start_managed(mpm, "unpriv", Validation::Warren, "www.a.test", |_, _| String::new());
+    first_certificate(&s, https);
+    let log = s.wait_log("error.log", "graceful restart");
+    let pid: u32 = log.split("the ACME client (pid ").nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no driver pid in the log: {log}"));
+    let (uid, gid, nogroup) = (id_of("-u", "warren-acme"), id_of("-g", "warren-acme"), id_of("-g", "nobody"));
+    assert_eq!(proc_status(pid, "Uid"), format!("{uid} {uid} {uid} {uid}"), "{log}");
+    assert_eq!(proc_status(pid, "Gid"), format!("{gid} {gid} {gid} {gid}"));
+    // The server's Group (nogroup) only, to hand it the md-status files.
+    assert_eq!(proc_status(pid, "Groups"), nogroup);
+    assert_eq!(proc_status(pid, "NoNewPrivs"), "1");
+    assert_eq!(proc_status(pid, "Umask"), "0077");
+    assert_eq!(proc_status(pid, "CapEff"), "0000000000000000");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split_whitespace().collect();
+    assert_eq!(after_name[3], pid.to_string(), "its own session: {stat}");
+    let listening = listening_socket_inodes();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten() {
+        let target = std::fs::read_link(fd.path()).map(|t| t.display().to_string()).unwrap_or_default();
+        let inode = target.strip_prefix("socket:[").and_then(|t| t.strip_suffix(']')).unwrap_or("");
+        assert!(inode.is_empty() || !listening.contains(&inode.to_string()), "fd {:?} is a listening socket ({target})", fd.file_name());
+    }
+    let md = s.dir.0.join("md");
+    use std::os::unix::fs::MetadataExt;
+    for (f, m) in [("domains/a.test/privkey.pem", 0o600), ("domains/a.test", 0o700), ("domains", 0o700), ("accounts", 0o700)] {
+        let meta = std::fs::metadata(md.join(f)).unwrap();
+        assert_eq!((meta.uid().to_string(), meta.mode() & 0o777), (uid.clone(), m), "{f}");
+    }
+    // The children's User cannot read the key; the helper's account can.
+    let read_as = |user: &str| Command::new("setpriv").args([&format!("--reuid={user}"), "--regid=nogroup", "--clear-groups", "cat"]).arg(md.join("domains/a.test/privkey.pem")).output().unwrap();
+    let by_nobody = read_as("nobody");
+    assert!(!by_nobody.status.success() && String::from_utf8_lossy(&by_nobody.stderr).contains("Permission denied"), "{by_nobody:?}");
+    assert!(read_as("warren-acme").stdout.starts_with(b"-----BEGIN"));
+    // It dies with the server (the kernel forgets the parent-death
+    // signal at the drop: it must have been set again).
+    helpers_die_with(s, &log);
+}
+
+/// `MDHelperUser root` keeps the old way (a dns-01 hook that needs root):
+/// one helper process, root, and said so. No CA is needed to see it (the
+/// one named does not answer: the orders fail and are retried).
+fn helper_user_root_keeps_root(mpm: &str) {
+    let dir = TempDir::new(&format!("acme-root-{mpm}"));
+    common::standard_site(&dir);
+    let (https, closed) = (free_port(), free_port());
+    let s = Server::start_in(dir, mpm, &format!("Listen 127.0.0.1:{https}\nMDomain a.test\nMDCertificateAuthority https://127.0.0.1:{closed}/dir\nMDContactEmail admin@a.test\nMDStoreDir md\nMDHelperUser root\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n"));
+    let log = s.wait_log("error.log", "managing a.test");
+    assert!(log.contains("ACME helper: MDHelperUser root: the ACME helper keeps root") && !log.contains("the ACME client (pid"), "{log}");
+    let pid: u32 = log.split("ACME helper (pid ").nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse().ok()).unwrap();
+    assert_eq!(proc_status(pid, "Uid"), "0 0 0 0");
+    helpers_die_with(s, &log);
+}
+
+/// Stops `s` and waits (up to 20 s) until every helper process its log
+/// names ("ACME helper (pid N)", "the ACME client (pid N)") is gone.
+fn helpers_die_with(mut s: Server, log: &str) {
+    let mut pids: Vec<u32> = log.split("(pid ").skip(1).filter_map(|r| r.split(')').next()?.parse().ok()).filter(|p| log.contains(&format!("ACME helper (pid {p})")) || log.contains(&format!("the ACME client (pid {p})"))).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert!(!pids.is_empty(), "{log}");
+    s.stop();
+    let alive = |pid: &u32| proc_status(*pid, "State").split_whitespace().next().is_some_and(|state| state != "Z" && state != "X");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pids.iter().any(alive) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!pids.iter().any(alive), "helper processes {:?} outlived the server", pids.iter().filter(|p| alive(p)).collect::<Vec<_>>());
+}
+
 fn wildcard_by_dns01_hook(mpm: &str) {
     let calls = std::cell::OnceCell::new();
     let hook = |dir: &TempDir, pebble: &Pebble| {
@@ -399,12 +493,15 @@ fn wildcard_by_dns01_hook(mpm: &str) {
         let hook = dir.write(
             "dns-hook.sh",
             format!(
-                "#!/bin/sh\necho \"$@\" >> {calls}\ncase $1 in\nsetup) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\",\\\"value\\\":\\\"$3\\\"}}\" http://127.0.0.1:{port}/set-txt ;;\nteardown) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\"}}\" http://127.0.0.1:{port}/clear-txt ;;\n*) exit 2 ;;\nesac\n",
+                "#!/bin/sh\necho \"$(id -un) $@\" >> {calls}\ncase $1 in\nsetup) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\",\\\"value\\\":\\\"$3\\\"}}\" http://127.0.0.1:{port}/set-txt ;;\nteardown) curl -sf -d \"{{\\\"host\\\":\\\"_acme-challenge.$2.\\\"}}\" http://127.0.0.1:{port}/clear-txt ;;\n*) exit 2 ;;\nesac\n",
                 calls = log.display(),
                 port = pebble.dns_management
             ),
         );
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // The hook runs as the helper's account: it may append here.
+        std::fs::write(&log, "").unwrap();
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).unwrap();
         let _ = calls.set(log);
         format!("MDChallengeDns01 {}", hook.display())
     };
@@ -418,8 +515,9 @@ fn wildcard_by_dns01_hook(mpm: &str) {
     let calls = std::fs::read_to_string(calls.get().unwrap()).unwrap();
     let lines: Vec<&str> = calls.lines().collect();
     assert_eq!(lines.len(), 2, "{calls}");
-    assert!(lines[0].starts_with("setup a.test ") && lines[0].len() > "setup a.test ".len() + 40, "{calls}");
-    assert_eq!(lines[1], "teardown a.test");
+    // Run as the helper's own account (MDHelperUser's default), not root.
+    assert!(lines[0].starts_with("warren-acme setup a.test ") && lines[0].len() > "warren-acme setup a.test ".len() + 40, "{calls}");
+    assert_eq!(lines[1], "warren-acme teardown a.test");
 }
 
 /// tls-alpn-01 only: pebble's http-01 port has nothing listening, so the
@@ -462,9 +560,25 @@ fn refused_order(mpm: &str) {
 /// 2.4 does not copy the request's TLS Feature extension into the
 /// certificate; warren's request is checked by warren-acme's csr tests.)
 fn key_type_and_must_staple(mpm: &str) {
-    let (pebble, s, http, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1 RSA 2048\nMDMustStaple on\nMDRequireHttps permanent".into());
+    let (pebble, s, http, https) = start_managed(mpm, "keys", Validation::Warren, "www.a.test", |_, _| "MDPrivateKeys secp384r1 RSA 2048\nMDMustStaple on\nMDRequireHttps permanent\nLogLevel debug".into());
     first_certificate(&s, https);
     let text = served_x509(https, &["-servername", "a.test"], &["-text"]);
+    // MDMustStaple: the request sent to the CA carries RFC 7633's TLS
+    // Feature (status_request), read back by openssl from the debug log;
+    // whether the certificate does is the CA's choice (Debian's pebble
+    // 2.4 drops it, 2.5 and later copy it; Let's Encrypt refuses such
+    // requests since May 2025).
+    for key in ["P384", "Rsa(2048)"] {
+        let log = s.wait_log("error.log", &format!("certificate request for the {key} key"));
+        let b64 = log.split(&format!("certificate request for the {key} key (DER, base64): ")).nth(1).and_then(|r| r.split_whitespace().next()).unwrap();
+        let pem = format!("-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n", b64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\n"));
+        let file = s.dir.0.join("request.pem");
+        std::fs::write(&file, pem).unwrap();
+        let req = Command::new("openssl").args(["req", "-noout", "-text", "-verify", "-in"]).arg(&file).output().unwrap();
+        let req_text = String::from_utf8_lossy(&req.stdout);
+        assert!(req.status.success() && req_text.contains("TLS Feature:") && req_text.contains("status_request") && req_text.contains("DNS:a.test, DNS:www.a.test"), "{req_text} {}", String::from_utf8_lossy(&req.stderr));
+    }
+    eprintln!("{mpm}: the CA's certificate {} the TLS Feature", if text.contains("TLS Feature") { "carries" } else { "lacks" });
     // MDRequireHttps permanent: 301 to HTTPS, and HSTS there, once the
     // certificate is in use.
     let root = s.dir.0.join("pebble-root.pem");
@@ -594,12 +708,43 @@ fn graceful_restart_adds_the_first_domain(mpm: &str) {
     let log = s.wait_log("error.log", "MDomain a.test: certificate obtained");
     assert!(log.contains("ACME helper (pid ") && log.contains("managing a.test"), "{log}");
     assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
+    // Forked by a parent that had its signal handlers, it still dies
+    // with it.
+    let log = s.read_log("error.log");
+    helpers_die_with(s, &log);
 }
 
 /// MDStapling on a managed domain whose certificate in the store (made
 /// by a CA of the test's own, naming its OCSP responder) is revoked: the
 /// helper logs it and renews at once from pebble, though the certificate
 /// is far from its renewal window.
+/// As [`revoked_certificate_is_renewed`], the seeded certificate naming
+/// no OCSP responder but a CRL (Let's Encrypt's way since 2025) that
+/// lists it: renewed at once.
+fn revoked_by_crl_is_renewed(mpm: &str) {
+    let crl_server = std::cell::OnceCell::new();
+    let seed = |dir: &TempDir, _: &Pebble| {
+        let ca = common::ocsp::OcspCa::make_with_crl(&dir.0, free_port(), "DNS:a.test,DNS:www.a.test");
+        ca.set_status(true);
+        ca.publish_crl("ca.pem", "ca.key");
+        let _ = crl_server.set(ca.crl_server());
+        let domain = dir.0.join("md/domains/a.test");
+        std::fs::create_dir_all(&domain).unwrap();
+        std::fs::copy(ca.dir.join("a.pem"), domain.join("pubcert.pem")).unwrap();
+        std::fs::copy(ca.dir.join("a.key"), domain.join("privkey.pem")).unwrap();
+        "MDStapling on".to_string()
+    };
+    let (_pebble, s, _, https) = start_managed(mpm, "crlrevoked", Validation::Warren, "www.a.test", seed);
+    let log = s.wait_log("error.log", "MDomain a.test: certificate obtained");
+    assert!(!log.contains("serving a temporary self-signed one"), "{log}");
+    let revoked = log.lines().find(|l| l.contains("is REVOKED according to the CRL at")).unwrap_or_else(|| panic!("{log}"));
+    assert!(revoked.contains("pubcert.pem") && revoked.contains("the managed domain's certificate is renewed now"), "{revoked}");
+    assert!(wait_pebble_certificate(https, Duration::from_secs(10)).is_some(), "{}", s.read_log("error.log"));
+    if let Some(c) = crl_server.into_inner() {
+        terminate(c, Duration::from_secs(5));
+    }
+}
+
 fn revoked_certificate_is_renewed(mpm: &str) {
     let responder = std::cell::OnceCell::new();
     let seed = |dir: &TempDir, _: &Pebble| {
@@ -624,4 +769,4 @@ fn revoked_certificate_is_renewed(mpm: &str) {
     }
 }
 
-each_mpm!(a_malformed_ca_answer_is_retried, renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);
+each_mpm!(revoked_by_crl_is_renewed, helper_drops_root, helper_user_root_keeps_root, a_malformed_ca_answer_is_retried, renewal_under_wrk, revoked_certificate_is_renewed, graceful_restart_adds_the_first_domain, graceful_restart_adds_a_domain, full_disk_is_retried, key_type_and_must_staple, refused_order, first_issuance, renewal_under_load, ca_down_keeps_the_certificate, wildcard_by_dns01_hook, tls_alpn01);

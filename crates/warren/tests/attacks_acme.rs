@@ -4,7 +4,9 @@
 //! MDStoreDir through `..`, encodings, backslashes or NUL; a tenant's
 //! rewrite rules and redirects must not shadow the CA's request; the
 //! store's files (accounts, keys) are 0600 and never served, even with
-//! MDStoreDir placed under the DocumentRoot.
+//! MDStoreDir placed under the DocumentRoot. It also plays whoever took
+//! over the ACME client (whose account owns the store): the root parent
+//! must read nothing else through it.
 //!
 //! The CA named here does not answer (a closed port): the helper's
 //! orders fail and are retried, which is the state every server is in
@@ -193,6 +195,55 @@ fn acme_tls_alpn_cannot_read_the_store(mpm: &str) {
     assert!(out.contains("temporary certificate for a.test") && out.contains("ALPN protocol: http/1.1"), "{out}");
 }
 
+/// Whoever took over the ACME client owns MDStoreDir (its account's):
+/// where the root parent reads a domain's certificate and key at a
+/// graceful restart, it puts a link to a root-only certificate of another
+/// site, and a FIFO (open would block root for good). The parent reads
+/// neither: the graceful restart is refused with the reason, never hangs,
+/// and the certificate in use is served on.
+fn a_helper_taken_over_cannot_make_root_read_elsewhere(mpm: &str) {
+    let dir = TempDir::new(&format!("attacks-acme-taken-{mpm}"));
+    common::standard_site(&dir);
+    let certs = common::tls::Certs::make(&dir.0);
+    let domain = dir.0.join("md/domains/a.test");
+    std::fs::create_dir_all(&domain).unwrap();
+    std::fs::copy(certs.cert("a"), domain.join("pubcert.pem")).unwrap();
+    std::fs::copy(certs.key("a"), domain.join("privkey.pem")).unwrap();
+    let https = free_port();
+    let s = Server::start_in(dir, mpm, &format!("Listen 127.0.0.1:{https}\nMDomain a.test manual\nMDContactEmail admin@a.test\nMDStoreDir md\n<VirtualHost *:{https}>\nServerName a.test\nSSLEngine on\n</VirtualHost>\n"));
+    let served = || common::tls::served_cn(https, Some("a.test"));
+    assert_eq!(served(), "a.test");
+    // b.test's certificate and key: root's, 0600, outside the store.
+    std::fs::set_permissions(certs.key("b"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    for (name, target) in [("pubcert.pem", certs.cert("b")), ("privkey.pem", certs.key("b"))] {
+        std::fs::remove_file(domain.join(name)).unwrap();
+        std::os::unix::fs::symlink(target, domain.join(name)).unwrap();
+    }
+    common::unsafe_kill(s.pid(), 1);
+    let log = s.wait_log("error.log", "Too many levels of symbolic links");
+    let refused = log.lines().find(|l| l.contains("Too many levels of symbolic links")).unwrap();
+    assert!(refused.contains("md/domains/a.test/pubcert.pem") || refused.contains("md/domains/a.test/privkey.pem"), "{log}");
+    assert_eq!(served(), "a.test");
+    // A FIFO in place of the key: refused at once, not waited on.
+    std::fs::remove_file(domain.join("privkey.pem")).unwrap();
+    std::fs::copy(certs.cert("a"), domain.join("pubcert.pem.new")).unwrap();
+    std::fs::rename(domain.join("pubcert.pem.new"), domain.join("pubcert.pem")).unwrap();
+    nix::unistd::mkfifo(&domain.join("privkey.pem"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    common::unsafe_kill(s.pid(), 1);
+    let log = s.wait_log("error.log", "not a regular file");
+    assert!(log.contains("md/domains/a.test/privkey.pem"), "{log}");
+    assert_eq!(served(), "a.test");
+    // Neither was taken in; with the files put right, the next graceful
+    // restart is (the parent did not hang on the FIFO).
+    const RESTARTED: &str = "SIGHUP received: graceful restart";
+    assert!(!s.read_log("error.log").contains(RESTARTED), "{}", s.read_log("error.log"));
+    std::fs::remove_file(domain.join("privkey.pem")).unwrap();
+    std::fs::copy(certs.key("a"), domain.join("privkey.pem")).unwrap();
+    common::unsafe_kill(s.pid(), 1);
+    s.wait_log("error.log", RESTARTED);
+    assert_eq!(served(), "a.test");
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -205,4 +256,4 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-each_mpm!(a_store_a_tenant_can_change_is_refused, acme_tls_alpn_cannot_read_the_store, challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);
+each_mpm!(a_helper_taken_over_cannot_make_root_read_elsewhere, a_store_a_tenant_can_change_is_refused, acme_tls_alpn_cannot_read_the_store, challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);

@@ -4,7 +4,8 @@
 //! (under the CA's very name) must not be kept, stapled or acted on; an
 //! answer that is garbage, or endless, is refused with its reason and
 //! never blocks serving. The certificate is of a CA of the test's own,
-//! naming the attacker's responder in its Authority Information Access.
+//! naming the attacker's responder in its Authority Information Access
+//! (or, for CRLs, the attacker's list in its CRL Distribution Point).
 
 mod common;
 
@@ -37,6 +38,30 @@ fn a_forged_revocation_is_refused(mpm: &str) {
     terminate(responder, Duration::from_secs(5));
 }
 
+/// Whoever answers on the CRL's plain-HTTP path: a list naming the
+/// certificate, signed by a key of the attacker's own under the CA's
+/// name; then garbage; then a list larger than the helper reads (4 MB).
+/// Each refused with its reason, the certificate never taken for revoked.
+fn a_forged_garbage_or_huge_crl_is_refused(mpm: &str) {
+    let (s, ca, https, server) = common::ocsp::crl_stapling_server(mpm, "attacks-stapling-crl", "http", |ca, _| {
+        openssl(&ca.dir, &["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "forger.key", "-out", "forger.pem", "-days", "30", "-subj", "/CN=warren OCSP test CA"]);
+        ca.set_status(true);
+        ca.publish_crl("forger.pem", "forger.key");
+        String::new()
+    });
+    let failed = |n: u32| {
+        let log = s.wait_log("error.log", &format!("CRL check failed ({n} in a row)"));
+        log.lines().find(|l| l.contains(&format!("CRL check failed ({n} in a row)"))).unwrap().to_string()
+    };
+    assert!(failed(1).contains("the CRL's signature is not the issuer's"), "{}", s.read_log("error.log"));
+    std::fs::write(ca.dir.join("www/ca.crl"), b"<html>not a list</html>").unwrap();
+    assert!(failed(2).contains("not a CRL"), "{}", s.read_log("error.log"));
+    std::fs::write(ca.dir.join("www/ca.crl"), vec![0x30u8; 5 * 1024 * 1024]).unwrap();
+    assert!(failed(3).contains("reading the answer"), "{}", s.read_log("error.log"));
+    nothing_believed(&s, https);
+    terminate(server, Duration::from_secs(5));
+}
+
 /// A responder that answers 200 with an endless body, then one with garbage.
 fn garbage_and_endless_answers_are_refused(mpm: &str) {
     let (s, ca, https) = common::ocsp::stapling_server(mpm, "attacks-stapling-garbage");
@@ -63,4 +88,4 @@ fn short_lived_answers_are_not_kept(mpm: &str) {
     terminate(responder, Duration::from_secs(5));
 }
 
-each_mpm!(a_forged_revocation_is_refused, garbage_and_endless_answers_are_refused, short_lived_answers_are_not_kept);
+each_mpm!(a_forged_garbage_or_huge_crl_is_refused, a_forged_revocation_is_refused, garbage_and_endless_answers_are_refused, short_lived_answers_are_not_kept);

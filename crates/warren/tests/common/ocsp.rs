@@ -23,6 +23,27 @@ pub fn stapling_server(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
     (Server::start_in(dir, mpm, &conf), ca, https)
 }
 
+/// As [`stapling_server`], the certificate naming no OCSP responder but
+/// a CRL (`scheme`: http, or https with the test's localhost certificate
+/// of [`super::tls::Certs`]), whose server is started before warren
+/// (after `before_start` got the CA and gave configuration lines):
+/// (server, CA, HTTPS port, CRL server).
+pub fn crl_stapling_server(mpm: &str, tag: &str, scheme: &str, before_start: impl FnOnce(&OcspCa, &TempDir) -> String) -> (Server, OcspCa, u16, Child) {
+    let dir = TempDir::new(&format!("{tag}-{mpm}"));
+    super::standard_site(&dir);
+    let ca = OcspCa::make_naming(&dir.0, free_port(), "DNS:a.test", &format!("crlDistributionPoints=URI:{scheme}://127.0.0.1:{{port}}/ca.crl"));
+    let extra = before_start(&ca, &dir);
+    let server = if scheme == "https" {
+        let certs = super::tls::Certs::make(&dir.0);
+        ca.crl_server_over(Some((&certs.cert("localhost"), &certs.key("localhost"))))
+    } else {
+        ca.crl_server()
+    };
+    let https = free_port();
+    let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n{extra}\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
+    (Server::start_in(dir, mpm, &conf), ca, https, server)
+}
+
 /// The test's CA, a certificate for a.test naming the responder on
 /// `port`, and the responder's index file.
 pub struct OcspCa {
@@ -33,10 +54,24 @@ pub struct OcspCa {
 impl OcspCa {
     /// `san`: the certificate's subjectAltName (openssl's syntax).
     pub fn make(test_dir: &Path, port: u16, san: &str) -> OcspCa {
+        Self::make_naming(test_dir, port, san, "authorityInfoAccess=OCSP;URI:http://127.0.0.1:{port}/")
+    }
+
+    /// A CA whose certificate names no OCSP responder but a CRL at
+    /// `http://127.0.0.1:PORT/ca.crl` (as Let's Encrypt's since 2025),
+    /// served by [`OcspCa::crl_server`] once [`OcspCa::publish_crl`] made it.
+    pub fn make_with_crl(test_dir: &Path, port: u16, san: &str) -> OcspCa {
+        Self::make_naming(test_dir, port, san, "crlDistributionPoints=URI:http://127.0.0.1:{port}/ca.crl")
+    }
+
+    /// `revocation`: the leaf's extension line naming where its status is
+    /// ("{port}" stands for `port`).
+    fn make_naming(test_dir: &Path, port: u16, san: &str, revocation: &str) -> OcspCa {
+        let revocation = revocation.replace("{port}", &port.to_string());
         let dir = test_dir.join("ocspca");
         std::fs::create_dir_all(&dir).unwrap();
         openssl(&dir, &["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "30", "-subj", "/CN=warren OCSP test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]);
-        std::fs::write(dir.join("leaf.ext"), format!("subjectAltName={san}\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\nauthorityInfoAccess=OCSP;URI:http://127.0.0.1:{port}/\n")).unwrap();
+        std::fs::write(dir.join("leaf.ext"), format!("subjectAltName={san}\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n{revocation}\n")).unwrap();
         openssl(&dir, &["req", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", "a.key", "-out", "a.csr", "-subj", "/CN=a.test"]);
         openssl(&dir, &["x509", "-req", "-in", "a.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "0x5eed", "-days", "30", "-extfile", "leaf.ext", "-out", "leaf.pem"]);
         // The served file: the certificate, then its issuer (the chain).
@@ -83,6 +118,52 @@ impl OcspCa {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !std::fs::read_to_string(self.dir.join("responder.log")).unwrap_or_default().contains("waiting for OCSP client connections") {
             assert!(Instant::now() < deadline, "openssl ocsp did not listen within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child
+    }
+
+    /// `openssl ca -gencrl` from the index ([`OcspCa::set_status`]),
+    /// signed with `cert` and `key` (the CA's, or a forger's certificate
+    /// with the CA's name), good for a day, written (DER) where
+    /// [`OcspCa::crl_server`] serves it.
+    pub fn publish_crl(&self, cert: &str, key: &str) {
+        std::fs::write(self.dir.join("ca.cnf"), "[ca]\ndefault_ca = test\n[test]\ndatabase = index.txt\ncrlnumber = crlnumber\ndefault_md = sha256\ndefault_crl_days = 1\n").unwrap();
+        std::fs::write(self.dir.join("crlnumber"), "01\n").unwrap();
+        openssl(&self.dir, &["ca", "-config", "ca.cnf", "-cert", cert, "-keyfile", key, "-gencrl", "-out", "ca.crl.pem"]);
+        std::fs::create_dir_all(self.dir.join("www")).unwrap();
+        openssl(&self.dir, &["crl", "-in", "ca.crl.pem", "-outform", "DER", "-out", "www/ca.crl.new"]);
+        std::fs::rename(self.dir.join("www/ca.crl.new"), self.dir.join("www/ca.crl")).unwrap();
+    }
+
+    /// A tiny HTTP server (Python's) serving `www/` on the CA's port,
+    /// once it answers.
+    pub fn crl_server(&self) -> Child {
+        self.crl_server_over(None)
+    }
+
+    /// [`OcspCa::crl_server`], over TLS with `tls` (certificate, key) if given.
+    pub fn crl_server_over(&self, tls: Option<(&Path, &Path)>) -> Child {
+        const SERVE: &str = "import functools, http.server, ssl, sys\n\
+            d, port = sys.argv[1], int(sys.argv[2])\n\
+            s = http.server.ThreadingHTTPServer(('127.0.0.1', port), functools.partial(http.server.SimpleHTTPRequestHandler, directory=d))\n\
+            if len(sys.argv) > 3:\n    c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n    c.load_cert_chain(sys.argv[3], sys.argv[4])\n    s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+            s.serve_forever()\n";
+        std::fs::create_dir_all(self.dir.join("www")).unwrap();
+        let mut cmd = Command::new("python3");
+        cmd.args(["-c", SERVE]).arg(self.dir.join("www")).arg(self.port.to_string());
+        if let Some((cert, key)) = tls {
+            cmd.arg(cert).arg(key);
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run python3 -m http.server");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "the CRL server did not listen within 10 s");
             std::thread::sleep(Duration::from_millis(20));
         }
         child
