@@ -255,7 +255,7 @@ impl Site {
             let outcome = self.route(head, conn, on_loop);
             // RFC 9211: an answer the cache was configured not to handle says so.
             return match disabled_here(&self.hosts[host].config.cache, head) {
-                true => bypassed(outcome, conn, "CacheDisable"),
+                true => bypassed(outcome, conn, "CacheDisable", Vec::new()),
                 false => outcome,
             };
         };
@@ -275,10 +275,19 @@ impl Site {
         let quick = c.quick_handler();
         let env = self.host_env(head, conn, host);
         if quick && head.header("authorization").is_some() {
-            return bypassed(self.route(head, conn, on_loop), conn, "Authorization");
+            return bypassed(self.route(head, conn, on_loop), conn, "Authorization", Vec::new());
         }
         if env.as_ref().is_some_and(|e| e.get("no-cache").is_some()) {
-            return bypassed(self.route(head, conn, on_loop), conn, "the no-cache variable");
+            // As Apache's, X-Cache and X-Cache-Detail say so too.
+            let name = &self.hosts[host].name;
+            let mut said = Vec::new();
+            if c.header.unwrap_or(false) {
+                said.push(("X-Cache", format!("MISS from {name}")));
+            }
+            if c.detail_header.unwrap_or(false) {
+                said.push(("X-Cache-Detail", format!("\"environment variable 'no-cache' is set\" from {name}")));
+            }
+            return bypassed(self.route(head, conn, on_loop), conn, "the no-cache variable", said);
         }
         plan.no_coding = env.as_ref().is_some_and(refuses_coding);
         let field = field_of(head);
@@ -750,23 +759,27 @@ fn refuses_coding(env: &RequestEnv) -> bool {
 }
 
 /// `outcome` of a request that passed the cache without its having a
-/// say (RFC 9211: `fwd=bypass`): Cache-Status on the ready answer, or on
-/// the application's answer through the request's Header rules (which
-/// every driver applies to it last).
-fn bypassed(outcome: Outcome, conn: &ConnInfo, why: &str) -> Outcome {
-    let value = format!("warren; fwd=bypass; detail=\"{why}\"");
+/// say (RFC 9211: `fwd=bypass`): Cache-Status and the `more` fields on
+/// the ready answer, or on the application's answer through the
+/// request's Header rules (which every driver applies to it last).
+fn bypassed(outcome: Outcome, conn: &ConnInfo, why: &str, mut more: Vec<(&'static str, String)>) -> Outcome {
+    more.insert(0, ("Cache-Status", format!("warren; fwd=bypass; detail=\"{why}\"")));
     match outcome {
         Outcome::Ready(mut r) => {
-            r.add("Cache-Status", value);
+            for (name, value) in more {
+                r.add(name, value);
+            }
             Outcome::Ready(r)
         }
         Outcome::Gateway(mut gw) => {
-            // `%%`: the value is a format, and `why` is the cache's own words.
-            let args = ["always".to_string(), "add".to_string(), "Cache-Status".to_string(), value.replace('%', "%%")];
             let origin = warren_config::parse::Origin { file: Arc::new(PathBuf::from("(the response cache)")), line: 0 };
-            if let Ok(rule) = warren_config::headers::parse_rule(&args, false, false, &origin) {
-                let filters = gw.filters.get_or_insert_with(|| Box::new(crate::filters::RequestFilters::new(conn.useragent.ip(), conn.tls.is_some())));
-                filters.headers.push(Arc::new(rule));
+            let filters = gw.filters.get_or_insert_with(|| Box::new(crate::filters::RequestFilters::new(conn.useragent.ip(), conn.tls.is_some())));
+            for (name, value) in more {
+                // `%%`: a Header value is a format, and these are the cache's own words.
+                let args = ["always".to_string(), "add".to_string(), name.to_string(), value.replace('%', "%%")];
+                if let Ok(rule) = warren_config::headers::parse_rule(&args, false, false, &origin) {
+                    filters.headers.push(Arc::new(rule));
+                }
             }
             Outcome::Gateway(gw)
         }

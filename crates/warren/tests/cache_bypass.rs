@@ -17,7 +17,7 @@ fn bypass(r: &Resp) -> bool {
 }
 
 fn bypassed_requests_say_so(mpm: &str) {
-    let (_fpm, s) = start(mpm, "SetEnvIf Cookie \"wordpress_logged_in\" no-cache\nCacheDisable /c.php/expires\n");
+    let (_fpm, s) = start(mpm, "SetEnvIf Cookie \"wordpress_logged_in\" no-cache\nCacheDisable /c.php/expires\nCacheDetailHeader On\n");
     let logged_in = "Cookie: wordpress_logged_in_abc=admin\r\n";
     // PHP's answer (relayed from php-fpm) and a static file's.
     for path in ["/c.php/maxage", "/a.txt"] {
@@ -26,9 +26,13 @@ fn bypassed_requests_say_so(mpm: &str) {
         assert!(bypass(&r), "{path}: {}", cache_status(&r));
         assert!(cache_status(&r).contains("no-cache variable"), "{path}: {}", cache_status(&r));
         assert_eq!(r.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("cache-status")).count(), 1, "{path}");
+        // As Apache's mod_cache says it (CacheHeader and CacheDetailHeader On).
+        assert_eq!(r.header("x-cache"), Some("MISS from localhost"), "{path}");
+        assert_eq!(r.header("x-cache-detail"), Some("\"environment variable 'no-cache' is set\" from localhost"), "{path}");
     }
     let with_auth = s.get_with("/c.php/maxage", "Authorization: Basic dTpw\r\n");
     assert!(bypass(&with_auth) && cache_status(&with_auth).contains("Authorization"), "{}", cache_status(&with_auth));
+    assert_eq!(with_auth.header("x-cache"), None);
     // CacheDisable: not stored, and said.
     for _ in 0..2 {
         let r = s.get("/c.php/expires");
