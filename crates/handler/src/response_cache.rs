@@ -21,7 +21,12 @@
 //!   [`Gateway`](crate::fastcgi::Gateway) and run by `Site::run_gateway`)
 //!   and stored when whole; a larger one goes out as it comes. A stale entry with a validator is revalidated:
 //!   the application gets If-None-Match / If-Modified-Since, and its 304
-//!   refreshes the entry. A stale entry answers a 5xx (CacheStaleOnError).
+//!   refreshes the entry; a static file whose validators are still the
+//!   entry's refreshes it the same way. A stale entry answers a 5xx (CacheStaleOnError).
+//! - A request the cache is told to leave alone (the `no-cache`
+//!   variable, Authorization, CacheDisable) says `Cache-Status: ...;
+//!   fwd=bypass` (RFC 9211); a hit for a client whose environment says
+//!   `no-gzip` is sent uncompressed.
 //! - CacheLock: one request per key goes to the application; the others
 //!   get the stale entry, or wait (on a thread, never the event loop) for
 //!   the entry, at most CacheLockMaxAge.
