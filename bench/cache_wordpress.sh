@@ -21,7 +21,12 @@
 #   N=1 T=10S bench/cache_wordpress.sh warren-cache nginx-cache
 # Env: N (2), LIMIT (128M), C (50), T (20S), PORT (8080), KIT (../shared/wordpress), OUT
 # (/tmp/wp-cache), WARREN (target/release/warren), PERMALINKS (/%postname%/), RAMP (e.g. 1-300:20:
-# also `warren bench --ramp` on the same URLs after siege, per run).
+# also `warren bench --ramp` on the same URLs after siege, per run), STATIC (1: also siege, in the
+# same run, a static file holding the front page's bytes, /wp-content/bench-static.html, which
+# warren-cache serves with CacheDisable: what the client and the server reach on a plain file of
+# that size), WBENCH (1: also `warren bench -c C -t T`, a client of several threads, on the URLs).
+# Per client run: the front end's CPU per transaction (utime+stime ticks of its processes in the
+# cgroup, from /proc/PID/stat, before and after) and the client's own (bash's `time`).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit=${KIT:-$root/../shared/wordpress}
@@ -36,6 +41,27 @@ case " ${fronts[*]} ${RAMP:+ramp}" in *warren*|*ramp*) [ -x "$real_warren" ] || 
 case $T in *S|*s) secs=${T%?};; *M|*m) secs=$(( ${T%?} * 60 ));; *) secs=$T;; esac
 mkdir -p "$out/bin"
 sql() { mariadb --socket=/run/mysqld/mysqld.sock -N wordpress -e "$1"; }
+STATIC=${STATIC:-1}; WBENCH=${WBENCH:-0}
+static_file=/var/lib/wordpress/wp-content/bench-static.html
+# front_ticks NAME: utime+stime ticks of the cgroup's processes called NAME (the front end).
+front_ticks() {
+  local t=0 pid; for pid in $(cat "$cg/cgroup.procs"); do
+    [ "$(cat /proc/$pid/comm 2>/dev/null)" = "$1" ] || continue
+    t=$(( t + $(awk '{print $14 + $15}' /proc/$pid/stat 2>/dev/null || echo 0) ))
+  done; echo $t
+}
+# measured NAME OUTFILE COMMAND...: runs a client (its report in OUTFILE), then prints trans/s,
+# the front end's and the client's CPU per transaction in microseconds.
+measured() {
+  local name=$1 file=$2; shift 2
+  local before after tk=$(getconf CLK_TCK)
+  before=$(front_ticks "$name")
+  { TIMEFORMAT='%U %S'; time "$@" > "$file" 2>&1; } 2> "$file.time"
+  after=$(front_ticks "$name")
+  awk -v ft=$((after - before)) -v tk="$tk" -v ct="$(tail -1 "$file.time")" -F: '
+    /Transactions:/ {gsub(/[^0-9]/,"",$2); n=$2} /Transaction rate/ {gsub(/[^0-9.]/,"",$2); r=$2}
+    END {split(ct, c, " "); if (n > 0) printf "%s %.1f %.1f\n", r, ft * 1e6 / tk / n, (c[1] + c[2]) * 1e6 / n; else print "? ? ?"}' "$file"
+}
 
 # warren: the kit's config plus the lines for this front end (WARREN_EXTRA), then warren itself.
 cat > "$out/bin/warren" <<SH
@@ -57,7 +83,7 @@ chmod +x "$out/bin/warren" "$out/bin/nginx"
 
 fallback=""
 old_links=""
-restore() { [ -n "$PERMALINKS" ] && [ -n "$old_links" ] && { "$kit/wp-db.sh" start >/dev/null; sql "update wp_options set option_value='${old_links#-}' where option_name='permalink_structure'; update wp_options set option_value='' where option_name='rewrite_rules'"; }; "$kit/wp-stop.sh" all >/dev/null; }
+restore() { rm -f "$static_file"; [ -n "$PERMALINKS" ] && [ -n "$old_links" ] && { "$kit/wp-db.sh" start >/dev/null; sql "update wp_options set option_value='${old_links#-}' where option_name='permalink_structure'; update wp_options set option_value='' where option_name='rewrite_rules'"; }; "$kit/wp-stop.sh" all >/dev/null; }
 trap restore EXIT
 if [ -n "$PERMALINKS" ]; then
   "$kit/wp-db.sh" start >/dev/null
@@ -72,10 +98,11 @@ CacheMaxExpire 60
 CacheIgnoreNoLastMod On
 CacheLock On
 CacheHeader On
-SetEnvIf Cookie \"wordpress_logged_in\" no-cache"
+SetEnvIf Cookie \"wordpress_logged_in\" no-cache
+CacheDisable /wp-content/bench-static.html"
 
 rows=$out/runs.tsv; : > "$rows"
-printf '%-15s %3s %9s %7s %4s %14s  %s\n' front run "trans/s" failed oom "peak rss+shmem" "Cache-Status (front page | post)"
+printf '%-15s %3s %9s %7s %4s %14s  %s\n' front run "trans/s" failed oom "peak rss+shmem" "Cache-Status (front page | post); CPU us/trans front end, siege; static file trans/s, CPU us/trans"
 for run in $(seq 1 "$N"); do
   for front in "${fronts[@]}"; do
     dir=$out/run$run; mkdir -p "$dir"
@@ -104,27 +131,45 @@ $cache_lines" ;;
     "$kit/wp-cgroup.sh" --sample $((secs + 2)) > "$dir/$front.sample.txt" &
     sampler=$!
     # A bound: siege has been seen to hang at "Lifting the server siege" on this loaded machine.
-    timeout -s KILL $((secs + 60)) siege -R "$kit/siegerc" -b -c "$C" -t "$T" -f "$dir/urls.txt" > "$dir/$front.siege.txt" 2>&1
+    proc=warren; [ "$kitname" = nginx ] && proc=nginx
+    read -r _ cpu_front cpu_siege < <(measured $proc "$dir/$front.siege.txt" timeout -s KILL $((secs + 60)) siege -R "$kit/siegerc" -b -c "$C" -t "$T" -f "$dir/urls.txt")
     wait $sampler
+    static=""
+    if [ "$STATIC" = 1 ]; then
+      # The same bytes as the front page, as a plain file both front ends serve from wp-content.
+      curl -s "$base" > "$static_file"; chmod 644 "$static_file"
+      read -r srate sfront ssiege < <(measured $proc "$dir/$front.static.txt" timeout -s KILL $((secs + 60)) siege -R "$kit/siegerc" -b -c "$C" -t "$T" "${base}wp-content/bench-static.html")
+      static="static $(stat -c %s "$static_file") B: $srate trans/s, CPU us/trans $sfront, siege $ssiege"
+    fi
+    wbench=""
+    if [ "$WBENCH" = 1 ]; then
+      read -r wrate wfront wclient < <(measured $proc "$dir/$front.wbench.txt" "$real_warren" bench -c "$C" -t "$secs" -f "$dir/urls.txt")
+      wbench="warren bench: $wrate trans/s, CPU us/trans $wfront, client $wclient"
+    fi
     if [ -n "${RAMP:-}" ]; then
       "$real_warren" bench --ramp "$RAMP" -f "$dir/urls.txt" > "$dir/$front.ramp.txt" 2>&1
     fi
     statuses=$(for u in $base $post; do curl -s -o /dev/null -D- "$u" | tr -d '\r' | awk -F': ' 'tolower($1)=="cache-status" || tolower($1)=="x-cache" {printf "%s; ", $2}'; echo -n "| "; done)
     "$kit/wp-cgroup.sh" --report > "$dir/$front.mem.txt"
+    # Where the front end's share of rss+shmem is: each of its processes' anonymous and shared pages.
+    for pid in $(cat "$cg/cgroup.procs"); do
+      [ "$(cat /proc/$pid/comm 2>/dev/null)" = "$proc" ] && awk -v p=$pid '/^(RssAnon|RssShmem|Threads)/ {printf "%s %s %s  ", p, $1, $2} END {print ""}' /proc/$pid/status
+    done >> "$dir/$front.mem.txt"
     oom=$(( $(awk '$1=="oom_kill"{print $2}' "$cg/memory.oom_control") - before_oom ))
     rate=$(awk -F: '/Transaction rate/ {gsub(/[^0-9.]/,"",$2); print $2}' "$dir/$front.siege.txt")
     failed=$(awk -F: '/Failed transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt")
     anon=$(grep -o 'rss+shmem [0-9.]* MiB' "$dir/$front.sample.txt" | awk '{print $2}')
-    ramp=$(awk '/[Rr]equests\/s|req\/s/ {print; exit}' "$dir/$front.ramp.txt" 2>/dev/null)
-    printf '%-15s %3s %9s %7s %4s %10s MiB  %s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "$oom" "${anon:-?}" "${statuses% | }"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "$oom" "${anon:-?}" "${statuses% | }" "$ramp" >> "$rows"
+    ramp=$(awk -F: '/Transaction rate/ {gsub(/^ +/,"",$2); print "ramp " $2; exit}' "$dir/$front.ramp.txt" 2>/dev/null)
+    cpu="CPU us/trans $cpu_front, siege $cpu_siege"
+    printf '%-15s %3s %9s %7s %4s %10s MiB  %s; %s; %s %s %s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "$oom" "${anon:-?}" "${statuses% | }" "$cpu" "$static" "$wbench" "$ramp"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "$oom" "${anon:-?}" "${statuses% | }" "$ramp" "$cpu" "$static" "$wbench" >> "$rows"
   done
 done
 echo
 echo "LIMIT=$LIMIT C=$C T=$T N=$N PERMALINKS=$PERMALINKS, $(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| front | run | trans/s | failed | OOM kills | peak rss+shmem MiB | Cache-Status after (front page, post) |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
-awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7}' "$rows"
+echo "| front | run | trans/s | failed | OOM kills | peak rss+shmem MiB | Cache-Status after (front page, post) | CPU | static file | warren bench | ramp |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$9,$10,$11,$8}' "$rows"
 echo
 echo "outputs (siege, samples, cgroup reports$( [ -n "${RAMP:-}" ] && echo ", warren bench --ramp")): $out/run*/"

@@ -93,6 +93,12 @@ impl CacheDirectives {
         self.enable.iter().filter(|e| prefix_matches(&e.prefix, url)).max_by_key(|e| e.prefix.len()).map(|e| e.kind)
     }
 
+    /// Whether `url` is under a CacheEnable prefix and a CacheDisable one:
+    /// the cache was told to leave it alone (RFC 9211's `fwd=bypass`).
+    pub fn disabled_for(&self, url: &[u8]) -> bool {
+        self.disable.iter().any(|p| prefix_matches(p, url)) && self.enable.iter().any(|e| prefix_matches(&e.prefix, url))
+    }
+
     pub fn default_expire(&self) -> Duration {
         self.default_expire.unwrap_or(Duration::from_secs(3600))
     }

@@ -21,7 +21,12 @@
 //!   [`Gateway`](crate::fastcgi::Gateway) and run by `Site::run_gateway`)
 //!   and stored when whole; a larger one goes out as it comes. A stale entry with a validator is revalidated:
 //!   the application gets If-None-Match / If-Modified-Since, and its 304
-//!   refreshes the entry. A stale entry answers a 5xx (CacheStaleOnError).
+//!   refreshes the entry; a static file whose validators are still the
+//!   entry's refreshes it the same way. A stale entry answers a 5xx (CacheStaleOnError).
+//! - A request the cache is told to leave alone (the `no-cache`
+//!   variable, Authorization, CacheDisable) says `Cache-Status: ...;
+//!   fwd=bypass` (RFC 9211); a hit for a client whose environment says
+//!   `no-gzip` is sent uncompressed.
 //! - CacheLock: one request per key goes to the application; the others
 //!   get the stale entry, or wait (on a thread, never the event loop) for
 //!   the entry, at most CacheLockMaxAge.
@@ -80,6 +85,9 @@ struct Plan {
     key: String,
     /// The key's prefix before the request target: purges are made of it.
     base: String,
+    /// The request's environment says `no-gzip` (or `no-brotli`): a hit
+    /// goes out as stored, never compressed.
+    no_coding: bool,
 }
 
 /// CacheQuickHandler Off: the entry the pipeline's handler stage looks
@@ -119,6 +127,8 @@ pub struct Capture {
     revalidating: bool,
     stale_on_error: bool,
     header: bool,
+    /// As [`Plan::no_coding`], for the stale entry's answer.
+    no_coding: bool,
     /// Held until the answer is stored or given up.
     _lock: Option<warren_cache::store::LockGuard>,
 }
@@ -237,7 +247,7 @@ impl Site {
         };
         let client_host = head.host().map(|h| String::from_utf8_lossy(h).to_ascii_lowercase()).unwrap_or_default();
         let key = format!("{base}{}\u{0}{host}\u{0}{client_host}", keyed_target(c, raw));
-        Some(Plan { store, key, base })
+        Some(Plan { store, key, base, no_coding: false })
     }
 
     /// [`Site::route`] through the response cache.
@@ -246,7 +256,14 @@ impl Site {
             return self.route(head, conn, on_loop);
         }
         let host = self.select_host(head.host(), conn.local);
-        let Some(plan) = self.cache_plan(head, conn, host) else { return self.route(head, conn, on_loop) };
+        let Some(mut plan) = self.cache_plan(head, conn, host) else {
+            let outcome = self.route(head, conn, on_loop);
+            // RFC 9211: an answer the cache was configured not to handle says so.
+            return match disabled_here(&self.hosts[host].config.cache, head) {
+                true => bypassed(outcome, conn, "CacheDisable", Vec::new()),
+                false => outcome,
+            };
+        };
         let c = &self.hosts[host].config.cache;
         match head.method() {
             "GET" | "HEAD" => {}
@@ -261,9 +278,23 @@ impl Site {
         // Under CacheQuickHandler Off the credentials are checked before a
         // hit, and an answer to them is stored only as RFC 9111 3.5 allows.
         let quick = c.quick_handler();
-        if (quick && head.header("authorization").is_some()) || self.no_cache_env(head, conn, host) {
-            return self.route(head, conn, on_loop);
+        let env = self.host_env(head, conn, host);
+        if quick && head.header("authorization").is_some() {
+            return bypassed(self.route(head, conn, on_loop), conn, "Authorization", Vec::new());
         }
+        if env.as_ref().is_some_and(|e| e.get("no-cache").is_some()) {
+            // As Apache's, X-Cache and X-Cache-Detail say so too.
+            let name = &self.hosts[host].name;
+            let mut said = Vec::new();
+            if c.header.unwrap_or(false) {
+                said.push(("X-Cache", format!("MISS from {name}")));
+            }
+            if c.detail_header.unwrap_or(false) {
+                said.push(("X-Cache-Detail", format!("\"environment variable 'no-cache' is set\" from {name}")));
+            }
+            return bypassed(self.route(head, conn, on_loop), conn, "the no-cache variable", said);
+        }
+        plan.no_coding = env.as_ref().is_some_and(refuses_coding);
         let field = field_of(head);
         let refuses = !c.ignore_cache_control.unwrap_or(false)
             && policy::request_refuses_stored(head.header("cache-control").map(|v| String::from_utf8_lossy(v)).as_deref(), head.header("pragma").map(|v| String::from_utf8_lossy(v)).as_deref());
@@ -276,7 +307,7 @@ impl Site {
             if let Some(e) = plan.store.lookup_shared(&plan.key, &field) {
                 if e.is_fresh(now) {
                     plan.store.counters.hit();
-                    return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit"));
+                    return Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit", plan.no_coding));
                 }
                 stale = Some(Entry::clone(&e));
             }
@@ -310,7 +341,7 @@ impl Site {
             LockState::Acquired(g) => Ok(Some(g)),
             LockState::Held => {
                 if let Some(e) = stale {
-                    return Err(Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked")));
+                    return Err(Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, e, "stale; detail=locked", plan.no_coding)));
                 }
                 if on_loop {
                     return Err(Outcome::OffLoop);
@@ -318,7 +349,7 @@ impl Site {
                 match self.wait_for_entry(plan, head, c.lock_max_age()) {
                     Some(e) => {
                         plan.store.counters.hit();
-                        Err(Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited")))
+                        Err(Outcome::Ready(self.answer_of_entry(&plan.store, head, conn, host, &e, "hit; detail=waited", plan.no_coding)))
                     }
                     None => Ok(None),
                 }
@@ -375,7 +406,9 @@ impl Site {
         }
         lookup.store.counters.hit();
         lookup.hit.set(true);
-        Some(Outcome::Ready(self.answer_of_entry(&lookup.store, req.head, req.conn, req.host, &e, "hit")))
+        // The place's own SetEnvIf, SetEnv and rewrite `[E=]` lines have run here.
+        let no_coding = refuses_coding(&RequestEnv::for_request(req, url, dir));
+        Some(Outcome::Ready(self.answer_of_entry(&lookup.store, req.head, req.conn, req.host, &e, "hit", no_coding)))
     }
 
     /// The pipeline's `outcome` for a miss: a ready answer stored, or the
@@ -401,7 +434,7 @@ impl Site {
                     }
                 }
                 let revalidate = revalidating.is_some();
-                gw.capture = Some(Box::new(Capture { store: plan.store, key: plan.key, rules: rules(c), host, stale: stale.filter(|_| revalidate || c.stale_on_error()), revalidating: revalidate, stale_on_error: c.stale_on_error(), header: c.header.unwrap_or(false), _lock: lock }));
+                gw.capture = Some(Box::new(Capture { store: plan.store, key: plan.key, rules: rules(c), host, stale: stale.filter(|_| revalidate || c.stale_on_error()), revalidating: revalidate, stale_on_error: c.stale_on_error(), header: c.header.unwrap_or(false), no_coding: plan.no_coding, _lock: lock }));
                 Outcome::Gateway(gw)
             }
             other => other,
@@ -506,15 +539,17 @@ impl Site {
         self.open_to_anyone_at(req.head, req.conn, req.host, url, fs, req.pass.on_loop) != Some(true)
     }
 
-    /// Whether the host's own SetEnvIf lines set `no-cache` for this request.
-    fn no_cache_env(&self, head: &RequestHead, conn: &ConnInfo, host: usize) -> bool {
+    /// The request's environment as the host's own SetEnvIf, BrowserMatch
+    /// and SetEnv lines make it, before the URL is mapped (None: the host
+    /// has none): `no-cache` keeps the request out of the cache, `no-gzip`
+    /// a hit from being compressed.
+    fn host_env(&self, head: &RequestHead, conn: &ConnInfo, host: usize) -> Option<RequestEnv> {
         let own = &self.hosts[host].config.dir;
-        if own.set_env_if.is_empty() {
-            return false;
+        if own.set_env_if.is_empty() && own.env.is_empty() {
+            return None;
         }
         let url = path::lookup_url(head.path_and_query());
-        let env = RequestEnv::set_env_if(Request::new(head, conn, host), &url, &Effective::of_host(own));
-        env.get("no-cache").is_some()
+        Some(RequestEnv::for_request(Request::new(head, conn, host), &url, &Effective::of_host(own)))
     }
 
     /// A static or built-in answer: stored when it may be; a 5xx replaced
@@ -523,9 +558,15 @@ impl Site {
         let c = &self.hosts[r.host].config.cache;
         crate::filters::apply_now(&mut r, head);
         if r.status >= 500 && c.stale_on_error() {
-            if let Some(e) = stale {
-                return self.answer_of_entry(&plan.store, head, conn, r.host, &e, "stale; detail=stale-on-error");
+            if let Some(e) = &stale {
+                return self.answer_of_entry(&plan.store, head, conn, r.host, e, "stale; detail=stale-on-error", plan.no_coding);
             }
+        }
+        // A static file still the stored one: revalidated by its own
+        // validators (Apache's default handler answers mod_cache's
+        // conditional request with 304), not read and stored again.
+        if let Some(e) = stale.as_ref().filter(|e| storable_request && unchanged_file(e, &r)) {
+            return self.revalidated(plan, head, conn, r.host, e, &as_pairs(&r.headers));
         }
         let body: Option<Arc<[u8]>> = match &r.body {
             Body::Empty => Some(Arc::from(&[][..])),
@@ -559,13 +600,36 @@ impl Site {
         r
     }
 
+    /// The answer of stale entry `e` that the origin confirmed current (a
+    /// 304, or a static file whose validators are the entry's): the entry
+    /// stored again with the origin's `fresh` fields over its own, and
+    /// served from the store (X-Cache: REVALIDATE, as Apache's).
+    fn revalidated(&self, plan: &Plan, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, fresh: &[(String, String)]) -> Response {
+        let c = &self.hosts[host].config.cache;
+        let mut merged = e.headers.clone();
+        for (n, v) in fresh {
+            merged.retain(|(m, _)| !m.eq_ignore_ascii_case(n));
+            merged.push((n.clone(), v.clone()));
+        }
+        let refreshed = store_answer(&plan.store, &plan.key, &rules(c), e.status, &merged, e.body.clone(), None, head, &self.hosts[host].error_log);
+        let e = plan.store.lookup(&plan.key, &field_of(head)).unwrap_or_else(|| e.clone());
+        let how = if refreshed.is_ok() { "fwd=stale; fwd-status=304; stored" } else { "fwd=stale; fwd-status=304" };
+        let mut answer = self.answer_of_entry(&plan.store, head, conn, host, &e, how, plan.no_coding);
+        if c.header.unwrap_or(false) {
+            answer.headers.retain(|(n, _)| n != "X-Cache");
+            answer.add("X-Cache", format!("REVALIDATE from {}", self.hosts[host].name));
+        }
+        answer
+    }
+
     /// The answer made of a stored entry: its status and fields with Age
     /// and Cache-Status, 304 to a matching conditional request, 206 to one
     /// range of it.
-    fn answer_of_entry(&self, store: &Store, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str) -> Response {
+    #[allow(clippy::too_many_arguments)]
+    fn answer_of_entry(&self, store: &Store, head: &RequestHead, conn: &ConnInfo, host: usize, e: &Entry, how: &str, no_coding: bool) -> Response {
         let now = Store::now();
         let ttl = e.fresh_until as i64 - now as i64;
-        let chosen = coding::choose(store, head, e);
+        let chosen = if no_coding { Chosen::Identity { varies: false } } else { coding::choose(store, head, e) };
         let e = match &chosen {
             Chosen::Coded(variant) => variant,
             Chosen::Identity { .. } => e,
@@ -661,6 +725,73 @@ fn bare_request(head: &RequestHead) -> Option<RequestHead> {
     warren_http::parse_head(&wire, &limits).ok().flatten().map(|(h, _)| h)
 }
 
+/// Whether static answer `r` is the representation entry `e` holds: a
+/// whole file (opened, or read by the small-file cache) whose strong ETag
+/// is the entry's, or, without ETags, whose Last-Modified and length are.
+fn unchanged_file(e: &Entry, r: &Response) -> bool {
+    let len = match &r.body {
+        Body::File { start: 0, len, .. } => *len,
+        Body::Shared(b) => b.len() as u64,
+        Body::Bytes(b) => b.len() as u64,
+        _ => return false,
+    };
+    let field = |name: &str| r.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+    if e.status != 200 || r.status != 200 || r.filename.is_none() {
+        return false;
+    }
+    match (e.header("etag"), field("etag")) {
+        (Some(stored), Some(now)) => stored == now && !now.starts_with("W/"),
+        (None, None) => e.header("last-modified").is_some_and(|lm| field("last-modified") == Some(lm)) && e.body.len() as u64 == len,
+        _ => false,
+    }
+}
+
+/// Whether the request's URL is one CacheDisable takes out of a
+/// CacheEnable prefix.
+fn disabled_here(c: &CacheDirectives, head: &RequestHead) -> bool {
+    if c.disable.is_empty() {
+        return false;
+    }
+    let (raw_path, _) = path::split_query(head.path_and_query());
+    path::normalize(raw_path).is_ok_and(|url| c.disabled_for(&url))
+}
+
+/// Whether `env` says no compression: mod_deflate's `no-gzip` (Debian's
+/// BrowserMatch lines for old browsers) or mod_brotli's `no-brotli`, as
+/// `compress::finish` reads them.
+fn refuses_coding(env: &RequestEnv) -> bool {
+    env.get("no-gzip").is_some() || env.get("no-brotli").is_some()
+}
+
+/// `outcome` of a request that passed the cache without its having a
+/// say (RFC 9211: `fwd=bypass`): Cache-Status and the `more` fields on
+/// the ready answer, or on the application's answer through the
+/// request's Header rules (which every driver applies to it last).
+fn bypassed(outcome: Outcome, conn: &ConnInfo, why: &str, mut more: Vec<(&'static str, String)>) -> Outcome {
+    more.insert(0, ("Cache-Status", format!("warren; fwd=bypass; detail=\"{why}\"")));
+    match outcome {
+        Outcome::Ready(mut r) => {
+            for (name, value) in more {
+                r.add(name, value);
+            }
+            Outcome::Ready(r)
+        }
+        Outcome::Gateway(mut gw) => {
+            let origin = warren_config::parse::Origin { file: Arc::new(PathBuf::from("(the response cache)")), line: 0 };
+            let filters = gw.filters.get_or_insert_with(|| Box::new(crate::filters::RequestFilters::new(conn.useragent.ip(), conn.tls.is_some())));
+            for (name, value) in more {
+                // `%%`: a Header value is a format, and these are the cache's own words.
+                let args = ["always".to_string(), "add".to_string(), name.to_string(), value.replace('%', "%%")];
+                if let Ok(rule) = warren_config::headers::parse_rule(&args, false, false, &origin) {
+                    filters.headers.push(Arc::new(rule));
+                }
+            }
+            Outcome::Gateway(gw)
+        }
+        other => other,
+    }
+}
+
 /// Whether the request's environment, as the pipeline left it (a
 /// directory's SetEnvIf, a rewrite rule's `[E=no-cache]`), keeps its
 /// answer out of the cache.
@@ -710,23 +841,11 @@ impl Capture {
         if let Some(e) = &self.stale {
             // A 304 to the client's own validators is the client's answer.
             if r.status == 304 && self.revalidating {
-                let mut merged = e.headers.clone();
-                for (n, v) in as_pairs(&r.headers) {
-                    merged.retain(|(m, _)| !m.eq_ignore_ascii_case(&n));
-                    merged.push((n, v));
-                }
-                let refreshed = store_answer(&self.store, &self.key, &self.rules, e.status, &merged, e.body.clone(), None, head, &site.hosts[self.host].error_log);
-                let e = self.store.lookup(&self.key, &field_of(head)).unwrap_or_else(|| e.clone());
-                let how = if refreshed.is_ok() { "fwd=stale; fwd-status=304; stored" } else { "fwd=stale; fwd-status=304" };
-                let mut answer = site.answer_of_entry(&self.store, head, conn, self.host, &e, how);
-                if self.header {
-                    answer.headers.retain(|(n, _)| n != "X-Cache");
-                    answer.add("X-Cache", format!("REVALIDATE from {}", site.hosts[self.host].name));
-                }
-                return answer;
+                let plan = Plan { store: self.store.clone(), key: self.key.clone(), base: String::new(), no_coding: self.no_coding };
+                return site.revalidated(&plan, head, conn, self.host, e, &as_pairs(&r.headers));
             }
             if r.status >= 500 && self.stale_on_error {
-                return site.answer_of_entry(&self.store, head, conn, self.host, e, "stale; detail=stale-on-error");
+                return site.answer_of_entry(&self.store, head, conn, self.host, e, "stale; detail=stale-on-error", self.no_coding);
             }
         }
         crate::filters::apply_now(&mut r, head);

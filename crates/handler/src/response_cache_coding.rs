@@ -11,7 +11,8 @@
 //! the ETag's `-gzip` or `-br`, no Content-Length or Accept-Ranges), and
 //! every answer made of such an entry, encoded or not, has `Vary:
 //! Accept-Encoding`, as Apache's. A range is of the identity.
-//! What is not done for hits: the request's `no-gzip` variable.
+//! A client whose environment says `no-gzip` or `no-brotli` gets the
+//! identity, without Vary (response_cache.rs decides, `refuses_coding`).
 
 use std::sync::Arc;
 

@@ -105,6 +105,12 @@ pub struct ProcessSlot {
     pub capped: AtomicU8,
     /// Set while the child takes new connections.
     pub accepting: AtomicU8,
+    /// How many of its thread slots the child uses. A thread slot is about
+    /// a page of shared memory, which the first read or write of it makes
+    /// resident (charged to the memory cgroup): the slots past this count
+    /// are left untouched (ThreadLimit 64 against ThreadsPerChild 25 made
+    /// the parent hold 0.5 MiB it never needed).
+    threads: AtomicU32,
 }
 
 #[repr(C)]
@@ -274,16 +280,25 @@ impl Scoreboard {
         ps.full.store(0, Ordering::Relaxed);
         // Worker children always accept; event and prefork ones say so themselves.
         ps.accepting.store(u8::from(self.listeners_wanted() == 0 && self.accept_turns() == 0), Ordering::Relaxed);
-        for t in 0..self.thread_limit {
-            self.thread(p, t).set(if t < threads { State::Starting } else { State::Dead });
+        // The slots past `threads` are Dead already: never used, or reset
+        // by `release` when the child that used them exited.
+        let threads = threads.min(self.thread_limit);
+        ps.threads.store(threads as u32, Ordering::Relaxed);
+        for t in 0..threads {
+            self.thread(p, t).set(State::Starting);
         }
+    }
+
+    /// The thread slots process slot `p`'s child uses.
+    fn threads_of(&self, p: usize) -> usize {
+        (self.process(p).threads.load(Ordering::Relaxed) as usize).min(self.thread_limit)
     }
 
     /// Frees a process slot whose child has exited; a turn it held at the
     /// listeners goes to a waiting child.
     pub fn release(&self, p: usize) {
         self.process(p).pid.store(0, Ordering::Relaxed);
-        for t in 0..self.thread_limit {
+        for t in 0..self.threads_of(p) {
             self.thread(p, t).reset();
         }
         if self.process(p).accepting.swap(0, Ordering::SeqCst) != 0 && self.accept_turns() > 0 {
@@ -345,7 +360,7 @@ impl Scoreboard {
             if ps.pid.load(Ordering::Relaxed) == 0 || ps.quiescing.load(Ordering::Relaxed) != 0 {
                 continue;
             }
-            n += (0..self.thread_limit).filter(|&t| counted(self.thread(p, t).state())).count();
+            n += (0..self.threads_of(p)).filter(|&t| counted(self.thread(p, t).state())).count();
         }
         n
     }
@@ -439,6 +454,34 @@ mod tests {
         assert_eq!(sb.idle_workers(), 1);
         sb.release(1);
         assert_eq!(sb.thread(1, 0).state(), State::Dead);
+    }
+
+    /// Whether the page holding `at` is resident (mincore).
+    fn resident(at: *const u8) -> bool {
+        let page = at as usize & !4095;
+        let mut v = 0u8;
+        // SAFETY: a page of a live mapping, one byte of answer.
+        assert_eq!(unsafe { libc::mincore(page as *mut libc::c_void, 4096, &mut v) }, 0);
+        v & 1 == 1
+    }
+
+    #[test]
+    fn thread_slots_past_a_childs_threads_are_never_touched() {
+        // Each slot a page or more: one slot's state never shares a page with another's.
+        assert!(std::mem::size_of::<ThreadSlot>() >= 4096, "{}", std::mem::size_of::<ThreadSlot>());
+        let sb = Scoreboard::new(2, 65).unwrap();
+        sb.claim(0, 10, 26);
+        sb.thread(0, 3).set(State::Ready);
+        assert_eq!(sb.idle_workers(), 1);
+        assert_eq!(sb.spare_workers(), 26);
+        sb.release(0);
+        sb.claim(0, 11, 2);
+        assert_eq!(sb.thread(0, 3).state(), State::Dead, "reset by release");
+        let state_of = |t: usize| &sb.thread(0, t).state as *const AtomicU8 as *const u8;
+        assert!(resident(state_of(25)));
+        for t in 27..65 {
+            assert!(!resident(state_of(t)), "thread slot {t} of 26 used was made resident");
+        }
     }
 
     #[test]

@@ -112,6 +112,29 @@ fn stale_entries_are_revalidated_with_the_application(mpm: &str) {
     assert_eq!(s304.status, 304, "{}", cache_status(&s304));
 }
 
+/// A stale static file's entry is revalidated by the file's own
+/// validators (as Apache's default handler answers mod_cache with 304),
+/// not stored again; once the file changes, the new one is stored.
+fn a_stale_static_entry_is_revalidated_by_the_files_validators(mpm: &str) {
+    let (_fpm, s) = start(mpm, "ExpiresByType text/css \"access plus 1 second\"\n");
+    s.dir.write("htdocs/s.css", "body { color: red }");
+    let first = s.get("/s.css");
+    assert!(cache_status(&first).contains("fwd=uri-miss; stored"), "{}", cache_status(&first));
+    let revalidated = poll(&s, "/s.css", |r| !cache_status(r).starts_with("warren; hit"));
+    assert_eq!((revalidated.status, revalidated.body.as_slice()), (200, b"body { color: red }".as_slice()));
+    assert!(cache_status(&revalidated).contains("fwd=stale; fwd-status=304; stored"), "{}", cache_status(&revalidated));
+    assert!(revalidated.header("x-cache").is_some_and(|v| v.starts_with("REVALIDATE")), "{:?}", revalidated.header("x-cache"));
+    assert_eq!(revalidated.header("etag"), first.header("etag"));
+    // Fresh again: hits until it is stale once more.
+    let hit = s.get("/s.css");
+    assert!(cache_status(&hit).starts_with("warren; hit") || cache_status(&hit).contains("fwd=stale"), "{}", cache_status(&hit));
+    // A changed file (another length, so another ETag) is stored anew.
+    s.dir.write("htdocs/s.css", "body { color: darkblue }");
+    let changed = poll(&s, "/s.css", |r| r.body.as_slice() == b"body { color: darkblue }");
+    assert!(cache_status(&changed).contains("fwd=uri-miss; stored"), "{}", cache_status(&changed));
+    assert_ne!(changed.header("etag"), first.header("etag"));
+}
+
 fn cache_lock_sends_one_request_for_many_misses(mpm: &str) {
     let (_fpm, s) = start(mpm, "CacheLock On\nCacheLockMaxAge 10\n");
     let port = s.port;
@@ -526,6 +549,7 @@ fn an_index_with_rules_of_its_own_is_judged_before_the_cache(mpm: &str) {
 }
 
 each_mpm!(
+    a_stale_static_entry_is_revalidated_by_the_files_validators,
     an_answer_flushed_in_pieces_is_stored_whole,
     an_index_with_rules_of_its_own_is_judged_before_the_cache,
     quick_handler_off_revalidates_and_locks,
