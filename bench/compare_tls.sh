@@ -28,6 +28,7 @@
 #                          with no idle connection
 # Until warren speaks TLS, its column reads n/a with the reason (its refusal of
 # the configuration, or the failed handshake).
+# Prints first the CPU features and crypto code that the TLS figures depend on.
 # Usage: bench/compare_tls.sh     (DURATION=5 seconds a run, CONNS=50, PORT=18443;
 #        WARREN=binary measures that build; SERVERS="warren-event nginx apache-event";
 #        ROUNDS=3 runs the servers in turn three times, each figure the median;
