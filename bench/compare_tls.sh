@@ -28,6 +28,7 @@
 #                          with no idle connection
 # Until warren speaks TLS, its column reads n/a with the reason (its refusal of
 # the configuration, or the failed handshake).
+# Prints first the CPU features and crypto code that the TLS figures depend on.
 # Usage: bench/compare_tls.sh     (DURATION=5 seconds a run, CONNS=50, PORT=18443;
 #        WARREN=binary measures that build; SERVERS="warren-event nginx apache-event";
 #        ROUNDS=3 runs the servers in turn three times, each figure the median;
@@ -44,7 +45,33 @@ PORT=${PORT:-18443}
 # handshake every 100 requests.
 KEEPALIVE_REQUESTS=${KEEPALIVE_REQUESTS:-}
 
+# crypto_facts: what the TLS figures depend on besides the code: the CPU's
+# features the AES-GCM implementations choose by, and the crypto each
+# server uses. aws-lc (under rustls' aws-lc-rs provider) picks its AES-GCM
+# by these flags (crypto/fipsmodule/modes/gcm.c): VAES + VPCLMULQDQ +
+# AVX512F/BW/DQ/VL gives the AVX-512 code, else AES-NI + PCLMULQDQ + AVX +
+# MOVBE gives aesni_gcm (_aesni_ctr32_ghash_6x): a Zen 3 EPYC, with VAES
+# and AVX2 but no AVX-512, gets the latter.
+crypto_facts() {
+    local flags have=() f
+    flags=$(grep -m1 '^flags' /proc/cpuinfo)
+    for f in aes pclmulqdq avx movbe avx2 vaes vpclmulqdq avx512f avx512bw avx512dq avx512vl; do
+        grep -qw "$f" <<<"$flags" && have+=("$f") || have+=("no-$f")
+    done
+    echo "CPU: $(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //'); ${have[*]}"
+    local gcm="aesni_gcm (AES-NI + AVX)"
+    if grep -qw vaes <<<"$flags" && grep -qw vpclmulqdq <<<"$flags" && grep -qw avx512f <<<"$flags" \
+        && grep -qw avx512bw <<<"$flags" && grep -qw avx512dq <<<"$flags" && grep -qw avx512vl <<<"$flags"; then
+        gcm="AVX-512 + VAES"
+    elif ! grep -qw aes <<<"$flags"; then
+        gcm="no AES-NI: constant-time software"
+    fi
+    echo "warren's TLS: $(awk '/^name = "(rustls|aws-lc-rs|aws-lc-sys)"$/ { n = $3; getline; gsub(/"/, "", n); gsub(/"/, "", $3); printf "%s%s %s", sep, n, $3; sep = ", " }' Cargo.lock) (provider aws-lc-rs, as this tree's Cargo.lock has it); aws-lc's AES-GCM here: $gcm"
+    echo "nginx's and Apache's TLS: $(openssl version)"
+}
+
 need nginx:nginx apache2:apache2 wrk:wrk curl:curl openssl:openssl python3:python3 php-cgi:php-cgi
+crypto_facts
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need php-fpm:php-fpm
 quiet_debian_services
 build_warren

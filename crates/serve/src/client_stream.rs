@@ -31,8 +31,19 @@ use warren_mpm::scoreboard::ThreadSlot;
 /// that opens with a letter is speaking HTTP.
 const TLS_HANDSHAKE: u8 = 0x16;
 /// How much of a file is read and encrypted at a time over user-space TLS:
-/// one full record.
-const FILE_CHUNK: usize = 16 * 1024;
+/// rustls's default buffer limit, four full records, so that one read and
+/// one sendmsg carry what took four of each with a record at a time.
+const FILE_CHUNK: usize = 64 * 1024;
+
+/// What a held response head may take of rustls's buffer beside a file chunk.
+const HEAD_ROOM: usize = 16 * 1024;
+
+thread_local! {
+    /// The file's bytes on their way into rustls, one buffer per thread and
+    /// reused: a zeroed allocation per chunk cost a memset as long as the
+    /// copy itself, and a buffer per connection would stay with idle ones.
+    static FILE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// What the handshake settled, for FastCGI (HTTPS, SSL_PROTOCOL, ...), logs
 /// and virtual host checks.
@@ -74,6 +85,9 @@ struct TlsState {
     /// The peer's end (close_notify or FIN) came with the last data read:
     /// the next read says so, with no new event from the socket to wait for.
     eof_pending: bool,
+    /// A send with more to follow left its records in rustls: the next
+    /// file chunk joins them rather than pushing them out alone.
+    records_held: bool,
 }
 
 /// The error a read returns once for a client speaking HTTP to a TLS port.
@@ -102,8 +116,10 @@ impl ClientStream {
 
     /// A connection whose first bytes are a TLS handshake, under `config`.
     pub fn tls(sock: TcpStream, config: Arc<ServerConfig>) -> io::Result<ClientStream> {
-        let conn = ServerConnection::new(config).map_err(io::Error::other)?;
-        let state = TlsState { mode: Mode::User(Box::new(conn)), started: false, details: None, plaintext_left: false, eof_pending: false };
+        let mut conn = ServerConnection::new(config).map_err(io::Error::other)?;
+        // Room for a file chunk beside a response head held for it.
+        conn.set_buffer_limit(Some(FILE_CHUNK + HEAD_ROOM));
+        let state = TlsState { mode: Mode::User(Box::new(conn)), started: false, details: None, plaintext_left: false, eof_pending: false, records_held: false };
         Ok(ClientStream { sock, tls: Some(Arc::new(Mutex::new(state))), h2: None })
     }
 
@@ -216,11 +232,16 @@ impl ClientStream {
     }
 
     /// Sends bytes, returning how many were taken (WouldBlock if none).
-    /// `more`: more follows at once (MSG_MORE, for plain TCP).
+    /// `more`: more follows at once (MSG_MORE for plain TCP; over user-space
+    /// TLS the record waits in rustls to leave with what follows, in one
+    /// sendmsg: a response head and its file's first records).
     pub fn send(&self, buf: &[u8], more: bool) -> io::Result<usize> {
         if let Some(mut s) = self.state() {
+            let s = &mut *s;
             if let Mode::User(conn) = &mut s.mode {
-                return send_user(conn, self.sock.as_raw_fd(), buf);
+                let n = send_user(conn, self.sock.as_raw_fd(), buf, more)?;
+                s.records_held = more && conn.wants_write();
+                return Ok(n);
             }
         }
         let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
@@ -236,15 +257,10 @@ impl ClientStream {
     /// TCP and kernel TLS, read and encrypt over user-space TLS.
     pub fn send_file(&self, file: &File, offset: &mut u64, count: usize) -> io::Result<usize> {
         if let Some(mut s) = self.state() {
+            let s = &mut *s;
             if let Mode::User(conn) = &mut s.mode {
-                let mut chunk = vec![0u8; count.min(FILE_CHUNK)];
-                let got = file.read_at(&mut chunk, *offset)?;
-                if got == 0 {
-                    return Ok(0);
-                }
-                let n = send_user(conn, self.sock.as_raw_fd(), &chunk[..got])?;
-                *offset += n as u64;
-                return Ok(n);
+                let held = std::mem::take(&mut s.records_held);
+                return send_file_user(conn, self.sock.as_raw_fd(), file, offset, count, held);
             }
         }
         let mut off = *offset as i64;
@@ -264,6 +280,7 @@ impl ClientStream {
     /// is left; Ok(false): the socket is full.
     pub fn flush_pending(&self) -> io::Result<bool> {
         let Some(mut s) = self.state() else { return Ok(true) };
+        s.records_held = false;
         let Mode::User(conn) = &mut s.mode else { return Ok(true) };
         push(conn, self.sock.as_raw_fd())
     }
@@ -455,11 +472,36 @@ fn details(conn: &ServerConnection) -> TlsDetails {
     }
 }
 
-/// Gives plaintext to rustls and pushes the records it makes. Returns how
-/// much was taken; WouldBlock when rustls's buffer is full and the socket too.
-fn send_user(conn: &mut ServerConnection, fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+/// Reads a file's next bytes and gives them to rustls (see
+/// [`ClientStream::send_file`]). Records still waiting for the socket go
+/// first, unless `held` for this chunk: reading more of the file than
+/// rustls would then take is a read for nothing.
+fn send_file_user(conn: &mut ServerConnection, fd: RawFd, file: &File, offset: &mut u64, count: usize, held: bool) -> io::Result<usize> {
+    if !held && !push(conn, fd)? {
+        return Err(io::ErrorKind::WouldBlock.into());
+    }
+    FILE_BUF.with_borrow_mut(|chunk| {
+        chunk.resize(FILE_CHUNK, 0);
+        let want = count.min(FILE_CHUNK);
+        let got = file.read_at(&mut chunk[..want], *offset)?;
+        if got == 0 {
+            return Ok(0);
+        }
+        let n = send_user(conn, fd, &chunk[..got], false)?;
+        *offset += n as u64;
+        Ok(n)
+    })
+}
+
+/// Gives plaintext to rustls and pushes the records it makes (unless
+/// `more` follows at once). Returns how much was taken; WouldBlock when
+/// rustls's buffer is full and the socket too.
+fn send_user(conn: &mut ServerConnection, fd: RawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     loop {
         let n = conn.writer().write(buf)?;
+        if n > 0 && more {
+            return Ok(n);
+        }
         // Records already made leave now if the socket takes them; what it
         // does not take waits in rustls for the next send or flush.
         match push(conn, fd) {

@@ -18,6 +18,7 @@ each_mpm!(
     access_control,
     virtual_hosts,
     large_file_by_curl,
+    file_pieces_in_order,
     access_log_combined,
 );
 
@@ -238,6 +239,44 @@ fn large_file_by_curl(mpm: &str) {
     assert_eq!(s.get("/big.bin").status, 404);
     std::fs::create_dir(&big).unwrap();
     assert_eq!(s.get("/big.bin").status, 301);
+}
+
+/// A file sent in pieces (over TLS, 64 KB read and encrypted at a time,
+/// with the head held to leave with the first records): ranges across the
+/// pieces' edges, multipart ranges whose separators sit between file
+/// pieces, and pipelined requests on one connection, byte for byte.
+fn file_pieces_in_order(mpm: &str) {
+    let dir = TempDir::new("pieces");
+    standard_site(&dir);
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    dir.write("htdocs/big.bin", &data);
+    let s = Server::start_in(dir, mpm, "");
+    let r = s.get_with("/big.bin", "Range: bytes=65530-65545\r\n");
+    assert_eq!((r.status, r.body.as_slice()), (206, &data[65530..65546]));
+    let r = s.get_with("/big.bin", "Range: bytes=10-20,65530-200009,299990-\r\n");
+    assert_eq!(r.status, 206);
+    assert_eq!(r.header("Content-Length").unwrap().parse::<usize>().unwrap(), r.body.len());
+    let ct = r.header("Content-Type").unwrap();
+    let boundary = format!("--{}", ct.strip_prefix("multipart/byteranges; boundary=").expect(ct));
+    let mut parts = Vec::new();
+    let mut rest = r.body.as_slice();
+    while let Some(at) = rest.windows(boundary.len()).position(|w| w == boundary.as_bytes()) {
+        let part = &rest[..at];
+        if let Some(start) = part.windows(4).position(|w| w == b"\r\n\r\n") {
+            parts.push(part[start + 4..part.len() - 2].to_vec());
+        }
+        rest = &rest[at + boundary.len()..];
+    }
+    assert_eq!(parts, [&data[10..21], &data[65530..200010], &data[299990..]]);
+    let pipelined = b"HEAD /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: localhost\r\nRange: bytes=70000-70009\r\nConnection: close\r\n\r\n";
+    let out = s.raw(pipelined);
+    let (head, rest) = parse_response_for(&out, true);
+    assert_eq!((head.status, head.header("Content-Length")), (200, Some("300000")));
+    let (whole, rest) = parse_response(rest);
+    assert_eq!(whole.status, 200);
+    assert!(whole.body == data, "the whole file differs ({} bytes)", whole.body.len());
+    let (range, rest) = parse_response(rest);
+    assert_eq!((range.status, range.body.as_slice(), rest.len()), (206, &data[70000..70010], 0));
 }
 
 fn access_log_combined(mpm: &str) {
