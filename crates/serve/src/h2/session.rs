@@ -362,6 +362,15 @@ impl Session {
         }
     }
 
+    /// An interim answer (103 Early Hints ...) ahead of the final one: a
+    /// HEADERS frame without END_STREAM (RFC 9113 8.1), while the stream's
+    /// answer is still being worked out.
+    pub fn interim(&mut self, id: u32, status: u16, fields: &[(&str, &str)]) {
+        if self.stream_mut(id).is_some_and(|s| matches!(s.state, State::Working)) {
+            self.codec.send_headers(id, status, fields, false);
+        }
+    }
+
     /// Where the loop puts the body of a [`Session::respond_fed`] answer;
     /// None once the stream takes no more of it (reset, or a HEAD).
     pub fn fed(&mut self, id: u32) -> Option<&mut Fed> {
