@@ -13,50 +13,19 @@ mod common;
 #[path = "proxy_http/backend.rs"]
 #[allow(dead_code)]
 mod backend;
+#[path = "proxy_h2/client.rs"]
+#[allow(dead_code)]
+mod h2client;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use backend::{ask, dead_port, Backend};
 use common::*;
-
-const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy_h2/client.py");
+use h2client::{answers, client, start_endless, Answer, Stalled};
 
 fn start(mpm: &str, backend: &Backend, extra: &str) -> Server {
     Server::start(mpm, &format!("Protocols h2c http/1.1\nProxyPass /api/ {}/\nProxyPass /dead/ http://127.0.0.1:{}/\n{extra}\n", backend.url(), dead_port()))
-}
-
-/// Runs client.py's `case` against `s` and returns its lines.
-pub fn client(s: &Server, case: &str, args: &[&str]) -> Vec<String> {
-    let out = Command::new("python3").args([CLIENT, "--port", &s.port.to_string(), case]).args(args).stdin(Stdio::null()).output().expect("run client.py");
-    assert!(out.status.success(), "client.py {case} {args:?}: {}\n{}", String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
-}
-
-/// One stream's answer as client.py reports it.
-struct Answer(serde_json::Value);
-
-impl Answer {
-    fn status(&self) -> i64 {
-        self.0["status"].as_i64().unwrap_or(0)
-    }
-    fn body(&self) -> String {
-        match &self.0["body"] {
-            serde_json::Value::String(s) => s.clone(),
-            n => format!("<{n} bytes>"),
-        }
-    }
-    fn interim(&self) -> Vec<String> {
-        self.0["interim"].as_array().unwrap().iter().map(|i| format!("{} {}", i[0].as_str().unwrap(), i[1]["link"].as_str().unwrap_or("-"))).collect()
-    }
-}
-
-fn answers(lines: Vec<String>) -> Vec<Answer> {
-    lines.iter().map(|l| Answer(serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))).collect()
 }
 
 fn streams_are_answered_at_once(mpm: &str) {
@@ -120,35 +89,13 @@ fn event_kept_connections_are_shared_with_http11() {
     assert_eq!(ask(&mut c, &get("/api/connections"), false).text(), "1", "backend connections opened for 5 requests, HTTP/1.1 and HTTP/2");
 }
 
-/// client.py `stall`: a stream whose answer's head came and whose window
-/// stays shut; ends when dropped.
-struct Stalled(Child);
-
-impl Stalled {
-    fn start(s: &Server, path: &str) -> Stalled {
-        let mut child = Command::new("python3").args([CLIENT, "--port", &s.port.to_string(), "stall", path]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), "HEAD 200", "{}", s.read_log("error.log"));
-        Stalled(child)
-    }
-}
-
-impl Drop for Stalled {
-    fn drop(&mut self) {
-        drop(self.0.stdin.take());
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn event_clients_that_stop_reading_hold_no_thread() {
     let backend = Backend::start();
     let s = start("event", &backend, ONE_CHILD);
     // More stalled answers (each far larger than what may wait in warren)
     // than the child has threads: on threads they would take them all.
-    let stalled: Vec<Stalled> = (0..6).map(|_| Stalled::start(&s, "/api/big?n=50000000")).collect();
+    let stalled: Vec<Stalled> = (0..6).map(|_| Stalled::start(&s, &["/api/big?n=50000000"])).collect();
     let got = answers(client(&s, "get", &["/api/after", "/api/big?n=200000"]));
     assert_eq!((got[0].body().as_str(), got[1].body().as_str()), ("backend saw GET /after\n", "<200000 bytes>"));
     let (code, out) = curl(&["--max-time", "20", &s.url("/api/h1")]);
@@ -156,49 +103,15 @@ fn event_clients_that_stop_reading_hold_no_thread() {
     drop(stalled);
 }
 
-/// A backend that answers a chunk of a chunked body and then waits, and
-/// counts the connections whose far end (warren) closed.
-fn start_endless() -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let closed = Arc::new(AtomicUsize::new(0));
-    let count = closed.clone();
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let count = count.clone();
-            std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if conn.read(&mut byte).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let chunk = vec![b'z'; 100_000];
-                let _ = conn.write_all(format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n", chunk.len()).as_bytes());
-                let _ = conn.write_all(&chunk);
-                let _ = conn.write_all(b"\r\n");
-                // Nothing more comes from warren on this connection; a read
-                // ends when it closes it.
-                let mut rest = [0u8; 1024];
-                while matches!(conn.read(&mut rest), Ok(n) if n > 0) {}
-                count.fetch_add(1, Ordering::SeqCst);
-            });
-        }
-    });
-    (port, closed)
-}
-
 #[test]
 fn event_a_stream_reset_mid_answer_closes_its_backend_connection() {
     let backend = Backend::start();
-    let (port, closed) = start_endless();
-    let s = start("event", &backend, &format!("ProxyPass /endless/ http://127.0.0.1:{port}/\nProxyTimeout 300\n"));
+    let endless = start_endless();
+    let s = start("event", &backend, &format!("ProxyPass /endless/ http://127.0.0.1:{}/\nProxyTimeout 300\n", endless.port));
     assert_eq!(client(&s, "reset", &["/endless/x"]), ["OK 200"]);
     // Well before ProxyTimeout, the backend sees its connection closed.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while closed.load(Ordering::SeqCst) == 0 {
+    while endless.closed.load(Ordering::SeqCst) == 0 {
         assert!(Instant::now() < deadline, "the backend connection stayed open after the stream was reset");
         std::thread::sleep(Duration::from_millis(20));
     }

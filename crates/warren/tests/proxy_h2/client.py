@@ -10,12 +10,15 @@ package from PyPI (hyper-h2), cleartext prior knowledge.
                      interim answers (status and fields, in order), fields,
                      body (text if under 100 KB, else its length) and reset code
   post PATH N        a POST with an N-byte body; one JSON line as for get
-  stall PATH         asks PATH and, once the answer's head is in, reads
-                     nothing more (its window stays shut) until standard
-                     input closes; prints "HEAD status" when the head came
+  stall PATH...      asks every PATH on one connection and, once their
+                     answers' heads are in, reads nothing more (the windows
+                     stay shut) until standard input closes; prints "HEAD"
+                     and the statuses when the heads came
   reset PATH         asks PATH, resets the stream once the head and some
                      DATA came, then asks /api/x on the same connection and
                      prints "OK status" with that answer's status
+  resetall PATH N    N streams asking PATH, all reset once each has some
+                     DATA (or has ended), then /api/x as for reset
   flood PATH N       N streams asking PATH, each reset at once, then one
                      /api/x; prints "OK status" (or "GOAWAY code")
 
@@ -141,15 +144,26 @@ def main():
         c.until(lambda: c.finished(sid))
         c.report(sid)
     elif a.case == "stall":
-        sid = c.request(a.args[0])
-        c.until(lambda: c.streams[sid]["status"] is not None, ack=False)
-        print(f"HEAD {c.streams[sid]['status']}", flush=True)
+        sids = [c.request(path) for path in a.args]
+        c.until(lambda: all(c.streams[s]["status"] is not None for s in sids), ack=False)
+        print("HEAD " + " ".join(str(c.streams[s]["status"]) for s in sids), flush=True)
         sys.stdin.read()
     elif a.case == "reset":
         sid = c.request(a.args[0])
         c.until(lambda: c.streams[sid]["body"] or c.finished(sid))
         assert not c.finished(sid), "the answer ended before it could be reset"
         c.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+        c.flush()
+        again = c.request("/api/x")
+        c.until(lambda: c.finished(again))
+        assert c.streams[again]["ended"], c.streams[again]
+        print(f"OK {c.streams[again]['status']}", flush=True)
+    elif a.case == "resetall":
+        sids = [c.request(a.args[0]) for _ in range(int(a.args[1]))]
+        c.until(lambda: all(c.streams[s]["body"] or c.finished(s) for s in sids))
+        for s in sids:
+            if not c.finished(s):
+                c.conn.reset_stream(s, h2.errors.ErrorCodes.CANCEL)
         c.flush()
         again = c.request("/api/x")
         c.until(lambda: c.finished(again))
