@@ -12,9 +12,14 @@ use crate::common::Server;
 
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy_h2/client.py");
 
+/// The Python with `h2` that test.sh makes: WARREN_TEST_PYTHON, else its venv.
+fn python() -> Command {
+    Command::new(std::env::var_os("WARREN_TEST_PYTHON").unwrap_or_else(|| "/opt/warren-test-venv/bin/python".into()))
+}
+
 /// Runs client.py's `case` against `s` and returns its lines.
 pub fn client(s: &Server, case: &str, args: &[&str]) -> Vec<String> {
-    let out = Command::new("python3").args([CLIENT, "--port", &s.port.to_string(), case]).args(args).stdin(Stdio::null()).output().expect("run client.py");
+    let out = python().args([CLIENT, "--port", &s.port.to_string(), case]).args(args).stdin(Stdio::null()).output().expect("run client.py");
     assert!(out.status.success(), "client.py {case} {args:?}: {}\n{}", String::from_utf8_lossy(&out.stderr), s.read_log("error.log"));
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
 }
@@ -47,7 +52,7 @@ pub struct Stalled(Child);
 
 impl Stalled {
     pub fn start(s: &Server, paths: &[&str]) -> Stalled {
-        let mut child = Command::new("python3").args([CLIENT, "--port", &s.port.to_string(), "stall"]).args(paths).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let mut child = python().args([CLIENT, "--port", &s.port.to_string(), "stall"]).args(paths).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
         assert_eq!(line.trim(), format!("HEAD{}", " 200".repeat(paths.len())), "{}", s.read_log("error.log"));
