@@ -3,7 +3,8 @@
 //! (proxy_http/backend.py) and backends of the test's own. Under each MPM:
 //! streams of one connection answered at once (small, large, chunked
 //! answers), a body sent on, 103 Early Hints, ProxyTimeout, a refused
-//! connection and a malformed answer. Under event only, where the loop
+//! connection and a malformed answer, a kept connection closed under a
+//! stream's request (a GET sent again, a POST not). Under event only, where the loop
 //! carries such streams with no thread: 103 Early Hints as a HEADERS frame
 //! ahead of the final one, kept backend connections shared with HTTP/1.1
 //! clients, clients that stop reading holding no thread, and a stream
@@ -17,10 +18,13 @@ mod backend;
 #[allow(dead_code)]
 mod h2client;
 
-use std::sync::atomic::Ordering;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use backend::{ask, dead_port, Backend};
+use backend::{ask, dead_port, read_head, Backend};
 use common::*;
 use h2client::{answers, client, start_endless, Answer, Stalled};
 
@@ -70,7 +74,56 @@ fn backend_failures_are_answered(mpm: &str) {
     assert!(log.contains(&format!("timeout reading the status line from 127.0.0.1:{} (ProxyTimeout)", backend.port)), "{log}");
 }
 
-each_mpm!(streams_are_answered_at_once, early_hints_reach_http2_clients, backend_failures_are_answered);
+/// A backend whose first connection is closed under its second request,
+/// unanswered; later connections answer everything. Returns its port and
+/// how many connections it accepted.
+fn start_closing_kept() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut served = 0;
+                while let Some(head) = read_head(&mut s) {
+                    if n == 0 && served == 1 {
+                        return;
+                    }
+                    if head.starts_with("POST") {
+                        let _ = s.read_exact(&mut [0u8; 4]);
+                    }
+                    served += 1;
+                    let text = format!("connection {n} request {served}");
+                    let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{text}", text.len());
+                }
+            });
+        }
+    });
+    (port, accepted)
+}
+
+/// A kept connection the backend closes under the next request: a GET is
+/// sent again on a new one, a POST (whose body went) gets 502.
+fn kept_connection_closed_under_a_stream(mpm: &str) {
+    let backend = Backend::start();
+    let (port, accepted) = start_closing_kept();
+    let s = start(mpm, &backend, &format!("ProxyPass /k/ http://127.0.0.1:{port}/\nLogLevel debug\n"));
+    let got = answers(client(&s, "seq", &["GET:/k/a", "GET:/k/a"]));
+    assert_eq!((got[0].body().as_str(), got[1].body().as_str()), ("connection 0 request 1", "connection 1 request 1"));
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    s.wait_log("error.log", "sending the request on a new one");
+    let (port, accepted) = start_closing_kept();
+    let s = start(mpm, &backend, &format!("ProxyPass /k/ http://127.0.0.1:{port}/\n"));
+    let got = answers(client(&s, "seq", &["GET:/k/a", "POST:/k/a", "GET:/k/a"]));
+    let statuses: Vec<i64> = got.iter().map(Answer::status).collect();
+    assert_eq!(statuses, [200, 502, 200]);
+    assert_eq!(got[2].body(), "connection 1 request 1");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+each_mpm!(streams_are_answered_at_once, early_hints_reach_http2_clients, backend_failures_are_answered, kept_connection_closed_under_a_stream);
 
 /// One event child, so that every client connection meets the same loop.
 const ONE_CHILD: &str = "StartServers 1\nMaxRequestWorkers 4\n";

@@ -9,6 +9,9 @@ package from PyPI (hyper-h2), cleartext prior knowledge.
                      once; one JSON line per stream (in PATH order): status,
                      interim answers (status and fields, in order), fields,
                      body (text if under 100 KB, else its length) and reset code
+  seq METHOD:PATH... each asked once the previous one ended, on one
+                     connection (a POST with the 4-byte body "body"); one
+                     JSON line each as for get
   post PATH N        a POST with an N-byte body; one JSON line as for get
   stall PATH...      asks every PATH on one connection and, once their
                      answers' heads are in, reads nothing more (the windows
@@ -139,6 +142,12 @@ def main():
         c.until(lambda: all(c.finished(s) for s in sids))
         for s in sids:
             c.report(s)
+    elif a.case == "seq":
+        for arg in a.args:
+            method, path = arg.split(":", 1)
+            sid = c.request(path, method, b"body" if method == "POST" else b"")
+            c.until(lambda: c.finished(sid))
+            c.report(sid)
     elif a.case == "post":
         sid = c.request(a.args[0], "POST", b"x" * int(a.args[1]))
         c.until(lambda: c.finished(sid))
