@@ -54,9 +54,15 @@ fn early_hints_reach_http2_clients(mpm: &str) {
     let s = start(mpm, &backend, "");
     let got = answers(client(&s, "get", &["/api/hints"]));
     assert_eq!((got[0].status(), got[0].body().as_str()), (200, "hinted: body-length 0, expect None\n"));
-    // On the loop a 103 is a HEADERS frame ahead of the answer; a thread
-    // has no way to send one before it.
+    // Under event a 103 is a HEADERS frame ahead of the answer; prefork's
+    // and worker's threads have no way to send one before it.
     let hints: Vec<String> = if mpm == "event" { vec!["103 </late.js>; rel=preload".into()] } else { vec![] };
+    assert_eq!(got[0].interim(), hints);
+    // Through a balancer the stream is proxied on a thread: under event,
+    // the thread hands its hints to the loop to send ahead.
+    let s = start(mpm, &backend, &format!("<Proxy balancer://hinting>\n    BalancerMember {}\n</Proxy>\nProxyPass /bal/ balancer://hinting/\n", backend.url()));
+    let got = answers(client(&s, "get", &["/bal/hints"]));
+    assert_eq!((got[0].status(), got[0].body().as_str()), (200, "hinted: body-length 0, expect None\n"));
     assert_eq!(got[0].interim(), hints);
     // Ten hints go on, the eleventh is a 502.
     let got = answers(client(&s, "get", &["/api/many-hints"]));

@@ -126,7 +126,8 @@ impl Site {
         let mut request_head = self.backend_head(gw, head, conn, framing, websocket, expect_continue);
         let h2_accept = (websocket && head.is_h2_websocket()).then(|| request::add_websocket_key(&mut request_head));
         let is_head = head.method() == "HEAD";
-        let h1_client = head.version == warren_http::Version::Http11;
+        // HTTP/2 streams' bodies pass them on where their driver can.
+        let h1_client = head.version != warren_http::Version::Http10;
 
         let replayable = replayable(head.method(), framing);
         let connect_failed = |e: ConnectError| match e {

@@ -145,10 +145,7 @@ impl EventLoop {
                 let sb = self.sb.clone();
                 let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
                 match event {
-                    Event::Interim(answer) => {
-                        let fields: Vec<(&str, &str)> = answer.fields.iter().map(|(n, v)| (&n[..], v.as_str())).collect();
-                        h.session.interim(r.stream, answer.status, &fields);
-                    }
+                    Event::Interim(answer) => h.session.interim(r.stream, &answer),
                     Event::Whole(resp) => {
                         let (slot, generation, stream) = (r.slot, r.generation, r.stream);
                         self.h2_proxy_end(idx, End::Done);
