@@ -82,7 +82,7 @@ fn bad_backend_heads_are_bad_gateways(mpm: &str) {
             });
         }
     });
-    let s = start(mpm, &backend, &format!("ProxyPass /heads/ http://127.0.0.1:{head_port}/\nProxyTimeout 2\n"));
+    let s = start(mpm, &backend, &format!("ProxyPass /heads/ http://127.0.0.1:{head_port}/\nProxyTimeout 2\nH2EarlyHints on\n"));
     let got = answers(client(&s, "get", &["/api/many-hints", "/api/huge-hint", "/heads/endless", "/heads/half", "/api/fine"]));
     let statuses: Vec<i64> = got.iter().map(Answer::status).collect();
     assert_eq!(statuses, [502, 502, 502, 504, 200], "{}", s.read_log("error.log"));

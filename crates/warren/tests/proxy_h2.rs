@@ -51,7 +51,11 @@ fn streams_are_answered_at_once(mpm: &str) {
 
 fn early_hints_reach_http2_clients(mpm: &str) {
     let backend = Backend::start();
+    // Off by default, as in Apache: the answer alone.
     let s = start(mpm, &backend, "");
+    let got = answers(client(&s, "get", &["/api/hints"]));
+    assert_eq!((got[0].status(), got[0].body().as_str(), got[0].interim().len()), (200, "hinted: body-length 0, expect None\n", 0));
+    let s = start(mpm, &backend, "H2EarlyHints on\n");
     let got = answers(client(&s, "get", &["/api/hints"]));
     assert_eq!((got[0].status(), got[0].body().as_str()), (200, "hinted: body-length 0, expect None\n"));
     // Under event a 103 is a HEADERS frame ahead of the answer; prefork's
@@ -60,7 +64,7 @@ fn early_hints_reach_http2_clients(mpm: &str) {
     assert_eq!(got[0].interim(), hints);
     // Through a balancer the stream is proxied on a thread: under event,
     // the thread hands its hints to the loop to send ahead.
-    let s = start(mpm, &backend, &format!("<Proxy balancer://hinting>\n    BalancerMember {}\n</Proxy>\nProxyPass /bal/ balancer://hinting/\n", backend.url()));
+    let s = start(mpm, &backend, &format!("H2EarlyHints on\n<Proxy balancer://hinting>\n    BalancerMember {}\n</Proxy>\nProxyPass /bal/ balancer://hinting/\n", backend.url()));
     let got = answers(client(&s, "get", &["/bal/hints"]));
     assert_eq!((got[0].status(), got[0].body().as_str()), (200, "hinted: body-length 0, expect None\n"));
     assert_eq!(got[0].interim(), hints);

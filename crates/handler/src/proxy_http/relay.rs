@@ -250,9 +250,9 @@ impl HttpRelay {
                 self.got.drain(..used);
                 self.interims += 1;
                 // The loop answered Expect itself (the body was read
-                // first): a 100 is not passed on; nor any 1xx to an
-                // HTTP/1.0 client (RFC 9110 15.2).
-                if interim.status == 100 || head.version == warren_http::Version::Http10 {
+                // first): a 100 is not passed on; nor any 1xx to some
+                // clients (Site::passes_interims).
+                if interim.status == 100 || !site.passes_interims(self.gateway.host, head) {
                     return self.parse_head(site, head, conn);
                 }
                 return Ok(Some(Event::Interim(interim)));
