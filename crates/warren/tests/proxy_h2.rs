@@ -2,7 +2,8 @@
 //! (proxy_h2/client.py) against the Python fixture backend
 //! (proxy_http/backend.py) and backends of the test's own. Under each MPM:
 //! streams of one connection answered at once (small, large, chunked
-//! answers), a body sent on, 103 Early Hints, ProxyTimeout, a refused
+//! answers), a body sent on, 103 Early Hints (H2EarlyHints), ProxyTimeout
+//! before the answer (504) and in its body (the stream reset), a refused
 //! connection and a malformed answer, a kept connection closed under a
 //! stream's request (a GET sent again, a POST not). Under event only, where the loop
 //! carries such streams with no thread: 103 Early Hints as a HEADERS frame
@@ -82,6 +83,13 @@ fn backend_failures_are_answered(mpm: &str) {
     assert_eq!(statuses, [504, 503, 502, 502, 200], "{}", s.read_log("error.log"));
     let log = s.wait_log("error.log", "ProxyTimeout");
     assert!(log.contains(&format!("timeout reading the status line from 127.0.0.1:{} (ProxyTimeout)", backend.port)), "{log}");
+    // Silent past ProxyTimeout in the middle of its body: the stream,
+    // begun, is reset (INTERNAL_ERROR), not ended as if whole.
+    let endless = start_endless();
+    let s = start(mpm, &backend, &format!("ProxyPass /endless/ http://127.0.0.1:{}/\nProxyTimeout 1\n", endless.port));
+    let got = answers(client(&s, "get", &["/endless/x", "/api/fine"]));
+    assert_eq!((got[0].status(), got[0].0["reset"].as_i64(), got[0].0["ended"].as_bool()), (200, Some(2), Some(false)), "{}", got[0].0);
+    assert_eq!(got[1].body(), "backend saw GET /fine\n");
 }
 
 /// A backend whose first connection is closed under its second request,
