@@ -124,6 +124,10 @@ pub struct H2Settings {
     /// event loop and the threads of prefork and worker carry such
     /// tunnels). Off by default, as in Apache.
     pub websockets: bool,
+    /// `H2EarlyHints`: a backend's interim answers (103 Early Hints) are
+    /// passed on to HTTP/2 clients. Off by default, as in Apache (some
+    /// clients mishandle interim answers); the request's host decides.
+    pub early_hints: bool,
 }
 
 impl H2Settings {
@@ -136,7 +140,7 @@ impl H2Settings {
 
 impl Default for H2Settings {
     fn default() -> Self {
-        H2Settings { max_session_streams: DEFAULT_MAX_SESSION_STREAMS, window_size: DEFAULT_WINDOW_SIZE, max_data_frame_len: 0, direct: None, upgrade: None, stream_timeout: None, websockets: false }
+        H2Settings { max_session_streams: DEFAULT_MAX_SESSION_STREAMS, window_size: DEFAULT_WINDOW_SIZE, max_data_frame_len: 0, direct: None, upgrade: None, stream_timeout: None, websockets: false, early_hints: false }
     }
 }
 
@@ -152,6 +156,7 @@ pub struct H2Directives {
     pub max_data_frame_len: Option<u32>,
     pub direct: Option<(bool, Origin)>,
     pub websockets: Option<bool>,
+    pub early_hints: Option<bool>,
 }
 
 impl H2Directives {
@@ -166,6 +171,7 @@ impl H2Directives {
             max_data_frame_len: self.max_data_frame_len.or(base.max_data_frame_len),
             direct: self.direct.clone().or_else(|| base.direct.clone()),
             websockets: self.websockets.or(base.websockets),
+            early_hints: self.early_hints.or(base.early_hints),
         }
     }
 
@@ -186,6 +192,7 @@ impl H2Directives {
             upgrade: dir.h2_upgrade.as_ref().map(|(on, _)| *on),
             stream_timeout: dir.h2_stream_timeout.as_ref().map(|(t, _)| *t),
             websockets: self.websockets.unwrap_or(defaults.websockets),
+            early_hints: self.early_hints.unwrap_or(defaults.early_hints),
         };
         (protocols, h2)
     }
@@ -490,6 +497,16 @@ pub(crate) fn max_data_frame_len(b: &mut Builder, d: &Directive, h: &mut HostCon
     }
 }
 
+pub(crate) fn early_hints(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
+    if let Some(on) = b.on_off(d) {
+        if on && b.mpm != crate::mpm::Mpm::Event {
+            // The thread serving the connection sends a stream's HEADERS only with its answer.
+            b.warn(&d.origin, format!("H2EarlyHints On is not acted on with the {} MPM: only the event MPM sends interim answers to HTTP/2 clients", b.mpm.name()));
+        }
+        h.http2.early_hints = Some(on);
+    }
+}
+
 pub(crate) fn websockets(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
     if let Some(on) = b.on_off(d) {
         h.http2.websockets = Some(on);
@@ -593,7 +610,7 @@ mod tests {
         let (l, _d) = load(
             "values",
             &format!(
-                "{LOADED}Protocols http/1.1 h2c\nProtocolsHonorOrder off\nH2MaxSessionStreams 50\nH2WindowSize 1048576\nH2Direct off\nH2StreamTimeout 30\nH2WebSockets on\nListen 80\nListen 8080\n<VirtualHost *:80>\nServerName a\nH2MaxConcurrentStreams 200\nH2Upgrade off\nH2MaxDataFrameLen 8192\n</VirtualHost>\n<VirtualHost *:8080>\nServerName b\nProtocols H2C HTTP/1.1\nProtocolsHonorOrder on\nH2WebSockets off\nH2StreamTimeout 1500ms\n</VirtualHost>\n"
+                "{LOADED}Protocols http/1.1 h2c\nProtocolsHonorOrder off\nH2MaxSessionStreams 50\nH2WindowSize 1048576\nH2Direct off\nH2StreamTimeout 30\nH2WebSockets on\nListen 80\nListen 8080\n<VirtualHost *:80>\nServerName a\nH2MaxConcurrentStreams 200\nH2Upgrade off\nH2MaxDataFrameLen 8192\n</VirtualHost>\n<VirtualHost *:8080>\nServerName b\nProtocols H2C HTTP/1.1\nProtocolsHonorOrder on\nH2WebSockets off\nH2StreamTimeout 1500ms\nH2EarlyHints on\n</VirtualHost>\n"
             ),
         );
         assert!(l.errors.is_empty(), "{:?}", lines(&l.errors));
@@ -602,13 +619,14 @@ mod tests {
         let a = &s.virtual_hosts[0].host;
         assert_eq!(a.protocols.list, vec![Protocol::Http11, Protocol::H2c]);
         assert!(!a.protocols.honor_order);
-        assert_eq!(a.h2, H2Settings { max_session_streams: 200, window_size: 1 << 20, max_data_frame_len: 8192, direct: Some(false), upgrade: Some(false), stream_timeout: Some(Duration::from_secs(30)), websockets: true });
+        assert_eq!(a.h2, H2Settings { max_session_streams: 200, window_size: 1 << 20, max_data_frame_len: 8192, direct: Some(false), upgrade: Some(false), stream_timeout: Some(Duration::from_secs(30)), websockets: true, early_hints: false });
         let b = &s.virtual_hosts[1].host;
         assert_eq!(b.protocols.list, vec![Protocol::H2c, Protocol::Http11]);
         assert!(b.protocols.honor_order);
         assert_eq!(b.h2.max_session_streams, 50);
         assert_eq!(b.h2.stream_timeout, Some(Duration::from_millis(1500)));
         assert!(!b.h2.websockets, "its own H2WebSockets off");
+        assert!(b.h2.early_hints && !a.h2.early_hints, "H2EarlyHints is the host's own, off unless said");
         assert!(!H2Settings::default().websockets, "off unless configured, as in Apache");
         // Acted on under every MPM: nothing to warn of.
         let (l, _d) = load("ws-prefork", "LoadModule mpm_prefork_module modules/mod_mpm_prefork.so\nListen 80\nProtocols h2c http/1.1\nH2WebSockets on\n");

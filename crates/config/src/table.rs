@@ -164,7 +164,7 @@ const STAPLING_TUNING: &str = "accepted, not acted on: the ACME helper fetches r
 
 const NO_PUSH: &str = "warren does no HTTP/2 server push (browsers have dropped it)";
 const NO_H2_WORKERS: &str = "warren answers HTTP/2 streams on the MPM's own threads: there is no separate pool of HTTP/2 workers to size";
-const NO_EARLY_HINTS: &str = "warren sends no 103 Early Hints";
+const NO_EARLY_HINTS: &str = "warren makes no 103 Early Hints of its own (a proxied backend's are passed on: H2EarlyHints for HTTP/2 clients)";
 const RUSTLS_RECORDS: &str = "warren's TLS records are rustls' (up to 16 KB each from the start): there is no warm-up nor cool-down of record sizes";
 
 const H2_MAX_SESSION_STREAMS: DirectiveSpec = host("H2MaxSessionStreams", "n", h2::max_session_streams);
@@ -371,7 +371,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("H2ModernTLSOnly", Contexts::HOST, "On|Off", "warren's TLS (rustls) has only TLS 1.2 and 1.3 with ECDHE and AEAD suites, none on RFC 9113's block list: HTTP/2 over TLS is always modern"),
     inert("H2SerializeHeaders", Contexts::HOST, "On|Off", "warren hands HTTP/2 requests to its handlers as parsed, never serialized to HTTP/1.1 (Apache 2.4 dropped the directive too)"),
     inert("H2CopyFiles", Contexts::ANYWHERE, "On|Off", "warren has no modules handing it files with lifetimes of their own: nothing to copy"),
-    inert("H2EarlyHints", Contexts::HOST, "On|Off", NO_EARLY_HINTS),
+    host("H2EarlyHints", "On|Off", h2::early_hints),
     inert("H2EarlyHint", Contexts::ANYWHERE, "name value", NO_EARLY_HINTS),
     inert("H2Padding", Contexts::HOST, "numbits", "warren adds no padding to HTTP/2 frames"),
     inert("H2TLSWarmUpSize", Contexts::HOST, "bytes", RUSTLS_RECORDS),

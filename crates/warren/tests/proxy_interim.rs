@@ -4,7 +4,8 @@
 //! HTTP/1.0 one), `Expect: 100-continue` goes to the backend and its 100
 //! Continue is what lets the client send its body, a final answer first
 //! spares the client the upload, a backend that ignores Expect still gets
-//! the body, and a backend that sends interim answers without end gets 502.
+//! the body, a backend that sends interim answers without end gets 502, and
+//! a balancer's member's hints reach the client as well.
 //! Under the event MPM a GET is relayed on the loop and an upload waiting
 //! for 100 on a thread; prefork and worker run both on threads.
 
@@ -65,7 +66,8 @@ fn early_hints_come_before_the_answer(mpm: &str) {
     let raw = s.raw(b"GET /api/hints HTTP/1.0\r\nHost: localhost\r\n\r\n");
     let text = String::from_utf8_lossy(&raw);
     assert!(text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("hinted: body-length 0, expect None\n"), "{text}");
-    // HTTP/2 clients get the answer (the hint is not carried there yet).
+    // HTTP/2 clients get the answer, and the hint only with H2EarlyHints
+    // on (off by default, as in Apache: proxy_h2.rs tests it).
     let (code, out) = curl(&["--http2-prior-knowledge", "-i", &s.url("/api/hints")]);
     let text = String::from_utf8_lossy(&out);
     assert!(code == 0 && text.starts_with("HTTP/2 200") && text.ends_with("expect None\n"), "{code} {text}");
@@ -144,4 +146,16 @@ fn endless_interim_answers_are_a_bad_gateway(mpm: &str) {
     assert!(log.contains(&format!("error reading the status line from 127.0.0.1:{}: more than 10 interim (1xx) answers", backend.port)), "{log}");
 }
 
-each_mpm!(early_hints_come_before_the_answer, expect_waits_for_the_backends_continue, a_final_answer_first_spares_the_upload, endless_interim_answers_are_a_bad_gateway,);
+/// Through a balancer: its member's hints reach the client too.
+fn early_hints_come_through_a_balancer(mpm: &str) {
+    let backend = Backend::start();
+    let s = Server::start(mpm, &format!("<Proxy balancer://hinting>\n    BalancerMember {}\n</Proxy>\nProxyPass /bal/ balancer://hinting/\n", backend.url()));
+    let mut c = connect(&s);
+    c.write_all(b"GET /bal/hints HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    assert_eq!(next_head(&mut c), "HTTP/1.1 103 Early Hints\r\nLink: </late.js>; rel=preload\r\n\r\n");
+    let r = ask(&mut c, "", false);
+    assert_eq!((r.status, r.text().as_str()), (200, "hinted: body-length 0, expect None\n"));
+    assert_eq!(ask(&mut c, "GET /bal/x HTTP/1.1\r\nHost: localhost\r\n\r\n", false).text(), "backend saw GET /x\n");
+}
+
+each_mpm!(early_hints_come_through_a_balancer, early_hints_come_before_the_answer, expect_waits_for_the_backends_continue, a_final_answer_first_spares_the_upload, endless_interim_answers_are_a_bad_gateway,);

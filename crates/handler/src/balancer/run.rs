@@ -128,7 +128,7 @@ impl Site {
             elected.tried |= 1 << m;
             let cell = state.member(b, m);
             cell.began();
-            let mut replay = match Replay::of(&spooled) {
+            let mut replay = match Replay::of(&spooled, body) {
                 Ok(r) => r,
                 Err(e) => {
                     cell.ended();
@@ -254,13 +254,16 @@ impl BodySource for Counted {
 }
 
 /// The request's body, read once, given whole to each attempt.
-struct Replay {
+struct Replay<'a> {
     whole: Option<Spooled>,
     len: u64,
+    /// The client's body, read already: interim answers (103 Early Hints)
+    /// go to the client through it, whichever member sends them.
+    client: &'a mut dyn RequestBody,
 }
 
-impl Replay {
-    fn of(spooled: &Spooled) -> std::io::Result<Replay> {
+impl<'a> Replay<'a> {
+    fn of(spooled: &Spooled, client: &'a mut dyn RequestBody) -> std::io::Result<Replay<'a>> {
         let copy = match spooled {
             Spooled::None => Spooled::None,
             Spooled::Memory(b) => Spooled::Memory(b.clone()),
@@ -270,11 +273,11 @@ impl Replay {
                 Spooled::File(f, *len)
             }
         };
-        Ok(Replay { len: copy.len(), whole: Some(copy) })
+        Ok(Replay { len: copy.len(), whole: Some(copy), client })
     }
 }
 
-impl RequestBody for Replay {
+impl RequestBody for Replay<'_> {
     fn length(&self) -> Option<u64> {
         Some(self.len)
     }
@@ -289,5 +292,9 @@ impl RequestBody for Replay {
 
     fn take_spooled(&mut self) -> Option<Spooled> {
         self.whole.take()
+    }
+
+    fn interim(&mut self, answer: &crate::proxy_http::response::Interim) {
+        self.client.interim(answer);
     }
 }

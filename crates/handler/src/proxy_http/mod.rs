@@ -127,7 +127,7 @@ impl Site {
         let mut request_head = self.backend_head(gw, head, conn, framing, websocket, expect_continue);
         let h2_accept = (websocket && head.is_h2_websocket()).then(|| request::add_websocket_key(&mut request_head));
         let is_head = head.method() == "HEAD";
-        let h1_client = head.version == warren_http::Version::Http11;
+        let h1_client = self.passes_interims(gw.host, head);
 
         let replayable = replayable(head.method(), framing);
         let connect_failed = |e: ConnectError| match e {
@@ -401,6 +401,20 @@ enum HeadError {
     ClosedEarly(String),
     Timeout,
     Malformed(String),
+}
+
+impl Site {
+    /// Whether a backend's interim answers (but 100 Continue) go on to
+    /// this request's client: never to an HTTP/1.0 one (RFC 9110 15.2), to
+    /// HTTP/2 streams if their host says `H2EarlyHints On` (as Apache), and
+    /// there only where the driver can send them ahead (the event MPM).
+    pub(crate) fn passes_interims(&self, host: usize, head: &RequestHead) -> bool {
+        match head.version {
+            warren_http::Version::Http10 => false,
+            warren_http::Version::Http11 => true,
+            warren_http::Version::Http2 => self.hosts[host].config.h2.early_hints,
+        }
+    }
 }
 
 /// The interim answers of one exchange.

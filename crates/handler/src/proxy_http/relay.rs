@@ -46,9 +46,9 @@ enum State {
 
 /// What the backend's bytes came to.
 pub enum Event {
-    /// An interim answer for an HTTP/1.1 client, as its bytes: sent ahead
-    /// of the final one.
-    Interim(Vec<u8>),
+    /// An interim answer (103 Early Hints ...) for an HTTP/1.1 or HTTP/2
+    /// client: sent ahead of the final one.
+    Interim(response::Interim),
     /// The whole response: send it; the exchange is over.
     Whole(Response),
     /// The response's head (its body to be relayed as [`Event::Data`]
@@ -250,12 +250,12 @@ impl HttpRelay {
                 self.got.drain(..used);
                 self.interims += 1;
                 // The loop answered Expect itself (the body was read
-                // first): a 100 is not passed on; nor any 1xx to an
-                // HTTP/1.0 client (RFC 9110 15.2).
-                if interim.status == 100 || head.version != warren_http::Version::Http11 {
+                // first): a 100 is not passed on; nor any 1xx to some
+                // clients (Site::passes_interims).
+                if interim.status == 100 || !site.passes_interims(self.gateway.host, head) {
                     return self.parse_head(site, head, conn);
                 }
-                return Ok(Some(Event::Interim(interim.to_h1())));
+                return Ok(Some(Event::Interim(interim)));
             }
             Err(why) => {
                 let why = format!("proxy: HTTP: error reading the status line from {}: {why}", self.gateway.backend_name());

@@ -41,7 +41,7 @@ pub struct Head {
 
 /// An interim (1xx) answer but 101: 100 Continue, 102 Processing, 103
 /// Early Hints or one not yet named.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Interim {
     pub status: u16,
     /// Its fields, the hop-by-hop ones dropped.

@@ -31,11 +31,18 @@ impl EventLoop {
                     self.h2_ready.push(done.slot);
                     continue;
                 }
+                JobResult::H2Interim { stream, answer } => {
+                    if let Some(h) = c.h2.as_mut() {
+                        h.session.interim(stream, &answer);
+                        self.h2_ready.push(done.slot);
+                    }
+                    continue;
+                }
                 _ => {}
             }
             c.on_hold = false;
             match done.outcome {
-                JobResult::H2 { .. } | JobResult::H2Wake => unreachable!("handled above"),
+                JobResult::H2 { .. } | JobResult::H2Wake | JobResult::H2Interim { .. } => unreachable!("handled above"),
                 JobResult::Response(r) => {
                     let resp = match r {
                         Some(r) => r,

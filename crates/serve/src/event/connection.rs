@@ -430,6 +430,7 @@ impl EventLoop {
         if self.conns[slot].as_ref().is_some_and(|c| c.h2.is_some()) {
             self.h2_abort(slot);
             self.h2_relays_close(slot);
+            self.h2_proxies_close(slot);
             self.h2_tunnels_close(slot);
         }
         // Closing the socket (dropping the stream) also removes it from epoll.

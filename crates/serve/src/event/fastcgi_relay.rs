@@ -31,7 +31,7 @@ pub(super) struct Readiness {
 }
 
 impl Readiness {
-    fn of(flags: EpollFlags) -> Readiness {
+    pub(super) fn of(flags: EpollFlags) -> Readiness {
         let gone = flags.intersects(EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR);
         Readiness {
             readable: gone || flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP),

@@ -53,6 +53,7 @@ impl EventLoop {
     pub(super) fn drive_h2(&mut self, slot: usize) {
         self.drive_h2_session(slot);
         self.h2_relays_resume(slot);
+        self.h2_proxies_resume(slot);
         self.h2_tunnels_resume(slot);
     }
 

@@ -81,6 +81,7 @@ impl EventLoop {
             if task.is_dropped() {
                 continue;
             }
+            let Some(task) = self.h2_proxy(slot, generation, task) else { continue };
             let Task { stream, work, head, info, timing, dropped } = task;
             let (gw, body) = match work {
                 Work::Gateway(gw, body) if !matches!(body, Some(Spooled::File(..))) => (gw, body),

@@ -20,6 +20,7 @@
 //!   is out.
 //! - [`h2_ws`]: WebSocket tunnels over HTTP/2 streams (RFC 8441).
 //! - [`proxy_relay`]: HTTP backend exchanges (mod_proxy_http) on the loop.
+//! - [`h2_proxy`]: HTTP/2 streams' HTTP backend exchanges on the loop.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
 
@@ -47,6 +48,7 @@ mod completions;
 mod connection;
 mod fastcgi_relay;
 mod h2;
+mod h2_proxy;
 mod h2_relay;
 mod h2_ws;
 mod proxy_relay;
@@ -75,6 +77,9 @@ const TOKEN_HTTP_UPSTREAM: u64 = 1 << 58;
 /// Added to an index in `h2_tunnels`: the token of an HTTP/2 stream's
 /// WebSocket backend.
 const TOKEN_H2_TUNNEL: u64 = 1 << 57;
+/// Added to an index in `h2_proxies`: the token of an HTTP/2 stream's
+/// HTTP backend socket.
+const TOKEN_H2_HTTP_UPSTREAM: u64 = 1 << 56;
 
 /// Set by the signal handler: stop gracefully.
 pub struct StopFlag(pub Arc<AtomicBool>);
@@ -126,6 +131,9 @@ pub struct EventLoop {
     h2_tunnels: Vec<Option<h2_ws::H2Tunnel>>,
     /// Kept connections to HTTP backends.
     proxy_idle: proxy_relay::IdleBackends,
+    /// HTTP/2 streams' HTTP backend exchanges on the loop, and how many.
+    h2_proxies: Vec<Option<h2_proxy::H2Proxy>>,
+    h2_proxy_count: usize,
 }
 
 impl EventLoop {
@@ -182,6 +190,8 @@ impl EventLoop {
             tunnels: 0,
             h2_tunnels: Vec::new(),
             proxy_idle: Default::default(),
+            h2_proxies: Vec::new(),
+            h2_proxy_count: 0,
         };
         event_loop.update_listening();
         Ok(event_loop)
@@ -244,6 +254,7 @@ impl EventLoop {
                     t if t >= TOKEN_TUNNEL => self.tunnel_ready((t - TOKEN_TUNNEL) as usize, flags, true),
                     t if t >= TOKEN_HTTP_UPSTREAM => self.http_upstream_ready((t - TOKEN_HTTP_UPSTREAM) as usize, flags),
                     t if t >= TOKEN_H2_TUNNEL => self.h2_tunnel_ready((t - TOKEN_H2_TUNNEL) as usize, flags),
+                    t if t >= TOKEN_H2_HTTP_UPSTREAM => self.h2_proxy_ready((t - TOKEN_H2_HTTP_UPSTREAM) as usize, flags),
                     t => self.ready(t as usize, flags),
                 }
             }
@@ -254,6 +265,7 @@ impl EventLoop {
                 last_tick = now;
                 self.expire(now);
                 self.expire_h2_relays(now);
+                self.expire_h2_proxies(now);
                 self.expire_h2_tunnels(now);
                 self.drive_h2_ready();
                 self.retry_parked(now);

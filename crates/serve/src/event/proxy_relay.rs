@@ -39,24 +39,30 @@ const HIGH_WATER: u64 = 256 * 1024;
 
 /// An exchange with an HTTP backend that the loop drives.
 pub(super) struct ProxyRelay {
-    socket: Socket,
+    backend: Backend,
+    exchange: HttpRelay,
+    /// Once the client's head is out: how the body is framed (and
+    /// compressed) for it.
+    framing: Option<(BodyFramer, Option<StreamEncoder>)>,
+}
+
+/// The loop's side of a connection to an HTTP backend, for an exchange of
+/// an HTTP/1.1 client's or of an HTTP/2 stream's.
+pub(super) struct Backend {
+    pub(super) socket: Socket,
     /// False until a TCP connect in progress completes.
     connected: bool,
     /// Kept from an earlier exchange: the backend may have closed it.
-    reused: bool,
+    pub(super) reused: bool,
     sent: usize,
-    exchange: HttpRelay,
     /// Edge-triggered readiness, as last reported and not yet used up.
     readable: bool,
     writable: bool,
     /// The backend closed its side.
-    eof: bool,
+    pub(super) eof: bool,
     /// The epoll said the backend hung up: after a short read, the end may
     /// still wait to be read, and no new edge will say so.
     hung_up: bool,
-    /// Once the client's head is out: how the body is framed (and
-    /// compressed) for it.
-    framing: Option<(BodyFramer, Option<StreamEncoder>)>,
 }
 
 /// The loop's kept connections to HTTP backends.
@@ -69,28 +75,29 @@ struct IdleBackend {
     addr: FcgiAddr,
     since: Instant,
     socket: Socket,
-    /// The connection slot whose token the epoll reports it under: it
-    /// stays registered while idle (closing it removes it).
-    slot: usize,
+    /// The token the epoll reports it under (of the client connection or
+    /// HTTP/2 stream relay that used it last): it stays registered while
+    /// idle (closing it removes it).
+    token: u64,
 }
 
 impl IdleBackends {
     /// A kept connection to `addr` younger than `ttl` and still open, and
-    /// the slot it is registered under: `slot`'s own if it has one.
-    fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>, slot: usize) -> Option<(Socket, usize)> {
+    /// the token it is registered under: `token` itself if one has it.
+    fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>, token: u64) -> Option<(Socket, u64)> {
         self.list.retain(|c| ttl.is_none_or(|t| c.addr != *addr || c.since.elapsed() < t));
         loop {
-            let own = self.list.iter().rposition(|c| c.addr == *addr && c.slot == slot);
+            let own = self.list.iter().rposition(|c| c.addr == *addr && c.token == token);
             let c = self.list.swap_remove(own.or_else(|| self.list.iter().rposition(|c| c.addr == *addr))?);
             if idle_and_open(&c.socket) {
-                return Some((c.socket, c.slot));
+                return Some((c.socket, c.token));
             }
         }
     }
 
-    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, slot: usize) {
+    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, token: u64) {
         if self.list.iter().filter(|c| c.addr == *addr).count() < max {
-            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, slot });
+            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token });
         }
     }
 }
@@ -135,51 +142,68 @@ impl EventLoop {
             Err((gw, e)) => return self.http_failed_early(slot, &gw, &e),
         };
         c.body = None;
-        let reuse = exchange.gateway.backend.reuse;
-        let kept = if reuse { self.proxy_idle.take(&exchange.gateway.backend.addr, exchange.origin().ttl, slot) } else { None };
-        self.backend_connect(slot, exchange, kept);
+        self.backend_connect(slot, exchange, true);
     }
 
-    /// Starts the exchange on `kept` (and the slot it is registered
-    /// under), or on a new connection.
-    fn backend_connect(&mut self, slot: usize, exchange: HttpRelay, kept: Option<(Socket, usize)>) {
+    /// Starts the exchange on a kept connection (if `kept_ok` and there is
+    /// one), or on a new connection.
+    fn backend_connect(&mut self, slot: usize, exchange: HttpRelay, kept_ok: bool) {
+        let backend = match self.backend_open(&exchange, TOKEN_HTTP_UPSTREAM + slot as u64, kept_ok) {
+            Ok(b) => b,
+            Err(e) => return self.http_failed_early(slot, &exchange.gateway, &e),
+        };
+        let wait = if backend.connected { exchange.gateway.timeout } else { connect_timeout(&exchange) };
+        let c = self.conns[slot].as_mut().expect("conn");
+        c.proxy_relay = Some(Box::new(ProxyRelay { backend, exchange, framing: None }));
+        c.h1.set_phase(Phase::Proxying);
+        c.deadline = Instant::now() + wait;
+    }
+
+    /// A connection for `exchange`, watched under `token`: a kept one (if
+    /// `kept_ok`, the backend's `reuse` allowing), else a new one.
+    pub(super) fn backend_open(&mut self, exchange: &HttpRelay, token: u64, kept_ok: bool) -> Result<Backend, GatewayError> {
+        let kept = if kept_ok && exchange.gateway.backend.reuse { self.proxy_idle.take(&exchange.gateway.backend.addr, exchange.origin().ttl, token) } else { None };
         let reused = kept.is_some();
         let (socket, connected, registered) = match kept {
             Some((s, at)) => (s, true, Some(at)),
             None => match crate::fastcgi::on_loop::connect_by_address(&exchange.gateway.backend.addr) {
                 Ok((s, connected)) => (s, connected, None),
-                Err(e) => {
-                    let err = exchange.connect_failed(&self.site, &e);
-                    return self.http_failed_early(slot, &exchange.gateway, &err);
-                }
+                Err(e) => return Err(exchange.connect_failed(&self.site, &e)),
             },
         };
         let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLET;
-        let mut event = EpollEvent::new(flags, TOKEN_HTTP_UPSTREAM + slot as u64);
+        let mut event = EpollEvent::new(flags, token);
         let watched = match registered {
-            Some(at) if at == slot => Ok(()),
+            Some(at) if at == token => Ok(()),
             Some(_) => self.epoll.modify(socket.as_fd(), &mut event),
             None => self.epoll.add(socket.as_fd(), event),
         };
         if let Err(e) = watched {
-            let err = GatewayError { status: 503, why: format!("proxy: HTTP: cannot watch the connection to {}: {e}", exchange.gateway.backend_name()) };
-            return self.http_failed_early(slot, &exchange.gateway, &err);
+            return Err(GatewayError { status: 503, why: format!("proxy: HTTP: cannot watch the connection to {}: {e}", exchange.gateway.backend_name()) });
         }
-        let wait = if connected { exchange.gateway.timeout } else { connect_timeout(&exchange) };
-        let c = self.conns[slot].as_mut().expect("conn");
-        c.proxy_relay = Some(Box::new(ProxyRelay { socket, connected, reused, sent: 0, exchange, readable: false, writable: true, eof: false, hung_up: false, framing: None }));
-        c.h1.set_phase(Phase::Proxying);
-        c.deadline = Instant::now() + wait;
+        Ok(Backend { socket, connected, reused, sent: 0, readable: false, writable: true, eof: false, hung_up: false })
+    }
+
+    /// The exchange is over (or given up): its connection goes back to the
+    /// idle set, under `token`, if it may serve another request, else it is closed.
+    pub(super) fn backend_release(&mut self, backend: Backend, exchange: &HttpRelay, token: u64) {
+        if exchange.reusable() && !backend.eof {
+            // It stays in the epoll under `token`. Should the backend close
+            // it while idle, the event finds that token's relay of the
+            // moment, if any, which reads once and finds nothing.
+            self.proxy_idle.put(&exchange.gateway.backend.addr, exchange.origin().max_idle, backend.socket, token);
+        } else {
+            let _ = self.epoll.delete(backend.socket.as_fd());
+        }
     }
 
     pub(super) fn http_upstream_ready(&mut self, slot: usize, flags: EpollFlags) {
-        self.on_upstream_event(slot, flags, |c, ready| {
-            let Some(r) = c.proxy_relay.as_mut() else { return false };
-            r.readable |= ready.readable;
-            r.hung_up |= ready.hung_up;
-            r.writable |= ready.writable;
-            true
-        });
+        let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
+        let Some(r) = c.proxy_relay.as_mut() else { return };
+        r.backend.note(flags);
+        if c.h1.phase() == Phase::Proxying {
+            self.drive(slot);
+        }
     }
 
     /// Relays as far as it can go without blocking. True when the
@@ -209,11 +233,10 @@ impl EventLoop {
                 Step::Failed(f) => {
                     let c = self.conns[slot].as_mut().expect("conn");
                     let r = c.proxy_relay.as_mut().expect("relay");
-                    if f.nothing_yet && r.reused && r.exchange.replayable {
-                        self.site.hosts[r.exchange.gateway.host].error_log.log(LogLevel::Debug, Some(c.info.useragent), &format!("proxy: HTTP: kept connection to {} was closed; sending the request on a new one", r.exchange.gateway.backend_name()));
-                        let mut r = c.proxy_relay.take().expect("relay");
-                        r.exchange.restart();
-                        self.backend_connect(slot, r.exchange, None);
+                    if r.backend.replay(&mut r.exchange, &f, &self.site, &c.info) {
+                        let r = c.proxy_relay.take().expect("relay");
+                        let _ = self.epoll.delete(r.backend.socket.as_fd());
+                        self.backend_connect(slot, r.exchange, false);
                         return true;
                     }
                     return self.http_failed(slot, &f.error);
@@ -236,60 +259,11 @@ impl EventLoop {
                 return Step::Wait;
             }
         }
-        if !r.connected {
-            if !r.writable {
-                return Step::Wait;
-            }
-            match r.socket.take_error() {
-                // An idle connection's event under this slot's token may
-                // have said "writable": only a peer proves the connect done.
-                Ok(None) if r.socket.peer_addr().is_err() => {
-                    r.writable = false;
-                    return Step::Wait;
-                }
-                Ok(None) => r.connected = true,
-                Ok(Some(e)) | Err(e) => {
-                    let error = r.exchange.connect_failed(&self.site, &e);
-                    return Step::Failed(Failed { error, nothing_yet: false });
-                }
-            }
-            c.deadline = Instant::now() + r.exchange.gateway.timeout;
-        }
-        while r.sent < r.exchange.request.len() {
-            match (&r.socket).write(&r.exchange.request[r.sent..]) {
-                Ok(n) => r.sent += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    r.writable = false;
-                    return Step::Wait;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Step::Failed(r.exchange.send_failed(&e)),
-            }
-        }
-        if r.readable && !r.eof {
-            match (&r.socket).read(&mut self.scratch_in) {
-                Ok(0) => {
-                    r.eof = true;
-                    if let Err(f) = r.exchange.closed(None) {
-                        return Step::Failed(f);
-                    }
-                }
-                Ok(n) => {
-                    r.exchange.feed(&self.scratch_in[..n]);
-                    if n < self.scratch_in.len() && !r.hung_up {
-                        r.readable = false;
-                    }
-                    c.deadline = Instant::now() + r.exchange.gateway.timeout;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => r.readable = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    r.eof = true;
-                    if let Err(f) = r.exchange.closed(Some(&e)) {
-                        return Step::Failed(f);
-                    }
-                }
-            }
+        match r.backend.io(&mut r.exchange, &self.site, &mut self.scratch_in) {
+            Err(f) => return Step::Failed(f),
+            Ok(Io::Blocked) => return Step::Wait,
+            Ok(Io::Moved) => c.deadline = Instant::now() + r.exchange.gateway.timeout,
+            Ok(Io::Still) => {}
         }
         let head = c.req.as_ref().and_then(|x| x.head.as_ref()).expect("head");
         let mut events = Vec::new();
@@ -310,7 +284,7 @@ impl EventLoop {
         let ex = c.req.as_mut().expect("request in flight");
         for event in events {
             match event {
-                Event::Interim(bytes) => c.out.interim(&bytes),
+                Event::Interim(answer) => c.out.interim(&answer.to_h1()),
                 Event::Whole(resp) => return Step::Whole(resp),
                 Event::Head(mut resp, len) => {
                     resp.body = Body::Stream { source: Box::new(FedByLoop), len };
@@ -347,7 +321,7 @@ impl EventLoop {
         if let Some(f) = failure {
             return Step::Failed(f);
         }
-        if progress || (r.readable && !r.eof) {
+        if progress || r.backend.more_to_read() {
             Step::Again
         } else {
             Step::Wait
@@ -359,14 +333,7 @@ impl EventLoop {
     fn backend_done(&mut self, slot: usize) {
         let c = self.conns[slot].as_mut().expect("conn");
         let Some(r) = c.proxy_relay.take() else { return };
-        if r.exchange.reusable() && !r.eof {
-            // It stays in the epoll under this slot's token. Should the
-            // backend close it while idle, the event finds this slot's
-            // relay of the moment, if any, which reads once and finds nothing.
-            self.proxy_idle.put(&r.exchange.gateway.backend.addr, r.exchange.origin().max_idle, r.socket, slot);
-        } else {
-            let _ = self.epoll.delete(r.socket.as_fd());
-        }
+        self.backend_release(r.backend, &r.exchange, TOKEN_HTTP_UPSTREAM + slot as u64);
     }
 
     /// The exchange failed: an error answer if the client's head has not
@@ -402,6 +369,103 @@ impl EventLoop {
         if self.http_failed(slot, &e) {
             self.drive(slot);
         }
+    }
+}
+
+/// What one pass of [`Backend::io`] came to.
+pub(super) enum Io {
+    /// Connecting or sending: nothing to do until the socket is ready.
+    Blocked,
+    /// The connect completed or bytes came: the backend is alive (its
+    /// timeout starts again).
+    Moved,
+    /// Nothing new from the backend.
+    Still,
+}
+
+impl Backend {
+    /// Takes what the epoll reported.
+    pub(super) fn note(&mut self, flags: EpollFlags) {
+        let ready = super::fastcgi_relay::Readiness::of(flags);
+        self.readable |= ready.readable;
+        self.hung_up |= ready.hung_up;
+        self.writable |= ready.writable;
+    }
+
+    /// More may be read now.
+    pub(super) fn more_to_read(&self) -> bool {
+        self.readable && !self.eof
+    }
+
+    /// The connect's end, the request out, and one read of the answer fed
+    /// to `exchange`.
+    pub(super) fn io(&mut self, exchange: &mut HttpRelay, site: &Site, scratch: &mut [u8]) -> Result<Io, Failed> {
+        let mut moved = false;
+        if !self.connected {
+            if !self.writable {
+                return Ok(Io::Blocked);
+            }
+            match self.socket.take_error() {
+                // An idle connection's event under this token may have
+                // said "writable": only a peer proves the connect done.
+                Ok(None) if self.socket.peer_addr().is_err() => {
+                    self.writable = false;
+                    return Ok(Io::Blocked);
+                }
+                Ok(None) => self.connected = true,
+                Ok(Some(e)) | Err(e) => {
+                    let error = exchange.connect_failed(site, &e);
+                    return Err(Failed { error, nothing_yet: false });
+                }
+            }
+            moved = true;
+        }
+        while self.sent < exchange.request.len() {
+            match (&self.socket).write(&exchange.request[self.sent..]) {
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.writable = false;
+                    return Ok(Io::Blocked);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(exchange.send_failed(&e)),
+            }
+        }
+        if self.more_to_read() {
+            match (&self.socket).read(scratch) {
+                Ok(0) => {
+                    self.eof = true;
+                    exchange.closed(None)?;
+                }
+                Ok(n) => {
+                    exchange.feed(&scratch[..n]);
+                    if n < scratch.len() && !self.hung_up {
+                        self.readable = false;
+                    }
+                    moved = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.eof = true;
+                    exchange.closed(Some(&e))?;
+                }
+            }
+        }
+        Ok(if moved { Io::Moved } else { Io::Still })
+    }
+
+    /// Whether `exchange`, failed with `f`, is to be sent again on a new
+    /// connection: a kept one the backend had closed before any of the
+    /// answer came, and a request that may be replayed. Then it is ready
+    /// to go again.
+    pub(super) fn replay(&self, exchange: &mut HttpRelay, f: &Failed, site: &Site, info: &warren_handler::ConnInfo) -> bool {
+        if !(f.nothing_yet && self.reused && exchange.replayable) {
+            return false;
+        }
+        site.hosts[exchange.gateway.host].error_log.log(LogLevel::Debug, Some(info.useragent), &format!("proxy: HTTP: kept connection to {} was closed; sending the request on a new one", exchange.gateway.backend_name()));
+        exchange.restart();
+        true
     }
 }
 

@@ -13,6 +13,7 @@ use crate::client_stream::ClientStream;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use warren_handler::fastcgi::Gateway;
+use warren_handler::proxy_http::response::Interim;
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, BodySource, ConnInfo, Outcome, Response, Site};
 
@@ -67,6 +68,9 @@ pub enum JobResult {
     H2 { stream: u32, response: Response, pieces: Option<Receiver<Piece>> },
     /// More of a body is waiting in a stream's `pieces`.
     H2Wake,
+    /// A backend's interim answer (103 Early Hints) for a stream whose
+    /// answer is still being worked out: sent ahead of it.
+    H2Interim { stream: u32, answer: Interim },
 }
 
 /// A finished piece of work, for the connection `(slot, generation)`.
@@ -123,7 +127,12 @@ impl ThreadPool {
                             Job::H2(task) if task.is_dropped() => continue,
                             Job::H2(task) => {
                                 let stream = task.stream;
-                                let mut response = task.run(&site);
+                                let mut response = task.run_with_interims(&site, &mut |answer| {
+                                    let interim = JobResult::H2Interim { stream, answer: answer.clone() };
+                                    if done_tx.send(Done { slot: conn, generation, outcome: interim }).is_ok() {
+                                        let _ = wake.write(1);
+                                    }
+                                });
                                 let pieces = match &mut response.body {
                                     Body::Stream { source, .. } => {
                                         let (tx, rx) = sync_channel(PIECES_AHEAD);

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use warren_handler::fastcgi::Gateway;
+use warren_handler::proxy_http::response::Interim;
 use warren_handler::site::LogWriters;
 use warren_handler::spool::{Spool, Spooled};
 use warren_handler::{Body, ConnInfo, Outcome, RequestBody, Response, Site};
@@ -77,13 +78,19 @@ impl Task {
     /// Runs the work and its last filters: the response to complete the
     /// stream with.
     pub fn run(self, site: &Site) -> Response {
+        self.run_with_interims(site, &mut |_| {})
+    }
+
+    /// As [`Task::run`], a backend's interim answers (103 Early Hints)
+    /// handed to `interim` as they come, for the driver to send ahead.
+    pub fn run_with_interims(self, site: &Site, interim: &mut dyn FnMut(&Interim)) -> Response {
         let Task { work, head, info, timing, .. } = self;
         let resp = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match work {
             Work::Blocking(w) => w(),
-            Work::Gateway(gw, body) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head) }),
+            Work::Gateway(gw, body) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head), interim }),
             Work::Route(body) => match crate::serve::route_on_thread(site, &head, &info) {
                 Outcome::Ready(r) => r,
-                Outcome::Gateway(gw) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head) }),
+                Outcome::Gateway(gw) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head), interim }),
                 Outcome::Blocking(_) | Outcome::OffLoop => unreachable!("routing on a thread ends in an answer or a gateway"),
             },
         }))
@@ -100,12 +107,13 @@ fn body_length(head: &RequestHead) -> Option<u64> {
 }
 
 /// A request body the session has read whole, for a FastCGI application.
-struct SpooledBody {
+struct SpooledBody<'a> {
     body: Option<Spooled>,
     length: Option<u64>,
+    interim: &'a mut dyn FnMut(&Interim),
 }
 
-impl RequestBody for SpooledBody {
+impl RequestBody for SpooledBody<'_> {
     fn length(&self) -> Option<u64> {
         self.length.or_else(|| self.body.as_ref().map(Spooled::len))
     }
@@ -118,6 +126,10 @@ impl RequestBody for SpooledBody {
     }
     fn take_spooled(&mut self) -> Option<Spooled> {
         Some(self.body.take().unwrap_or(Spooled::None))
+    }
+
+    fn interim(&mut self, answer: &Interim) {
+        (self.interim)(answer);
     }
 }
 
@@ -359,6 +371,16 @@ impl Session {
     pub fn respond_fed(&mut self, ctx: &mut Ctx, id: u32, resp: Response) {
         if self.stream_mut(id).is_some_and(|s| matches!(s.state, State::Working)) {
             self.respond(ctx, id, resp, false, Producer::Loop);
+        }
+    }
+
+    /// An interim answer (103 Early Hints ...) ahead of the final one: a
+    /// HEADERS frame without END_STREAM (RFC 9113 8.1), while the stream's
+    /// answer is still being worked out.
+    pub fn interim(&mut self, id: u32, answer: &Interim) {
+        if self.stream_mut(id).is_some_and(|s| matches!(s.state, State::Working)) {
+            let fields: Vec<(&str, &str)> = answer.fields.iter().map(|(n, v)| (&n[..], v.as_str())).collect();
+            self.codec.send_headers(id, answer.status, &fields, false);
         }
     }
 

@@ -1,0 +1,109 @@
+//! Attacks on mod_proxy_http's HTTP/2 side. The attacker is an anonymous
+//! HTTP/2 client (Python's `h2`, proxy_h2/client.py) that resets its
+//! streams in a flood or in the middle of their answers, opens answers it
+//! never reads, or sends a body past LimitRequestBody; and a backend gone
+//! bad (the site's own application, or one an attacker took over) that
+//! sends interim answers without end, an interim head over 64 KB, or an
+//! answer head that never ends. Each must cost the attacker's own streams
+//! only: every backend connection closed, no thread held, 502/504/413 for
+//! the streams concerned, and the next client served.
+
+mod common;
+#[path = "proxy_http/backend.rs"]
+#[allow(dead_code)]
+mod backend;
+#[path = "proxy_h2/client.rs"]
+#[allow(dead_code)]
+mod h2client;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use backend::Backend;
+use common::*;
+use h2client::{answers, client, start_endless, Answer, Stalled};
+
+fn start(mpm: &str, backend: &Backend, extra: &str) -> Server {
+    Server::start(mpm, &format!("Protocols h2c http/1.1\nProxyPass /api/ {}/\n{extra}\n", backend.url()))
+}
+
+/// Resets, at once and mid-answer: every backend connection they opened
+/// is closed (on the loop at the reset; on a thread at ProxyTimeout), and
+/// the attacker's connection, and the next client, are served.
+fn resets_close_every_backend_connection(mpm: &str) {
+    let backend = Backend::start();
+    let endless = start_endless();
+    let s = start(mpm, &backend, &format!("ProxyPass /endless/ http://127.0.0.1:{}/\nProxyTimeout 3\n", endless.port));
+    let flood = client(&s, "flood", &["/endless/x", "40"]);
+    assert!(flood == ["OK 200"] || flood[0].starts_with("GOAWAY"), "{flood:?}");
+    assert_eq!(client(&s, "resetall", &["/endless/x", "4"]), ["OK 200"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while endless.closed.load(Ordering::SeqCst) < endless.accepted.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "{} of {} backend connections still open", endless.accepted.load(Ordering::SeqCst) - endless.closed.load(Ordering::SeqCst), endless.accepted.load(Ordering::SeqCst));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(endless.accepted.load(Ordering::SeqCst) >= 1, "the mid-answer resets reached the backend");
+    assert_eq!(answers(client(&s, "get", &["/api/after"]))[0].body(), "backend saw GET /after\n");
+}
+
+/// A body past LimitRequestBody is refused before the backend sees any of it.
+fn bodies_past_the_limit_never_reach_the_backend(mpm: &str) {
+    let backend = Backend::start();
+    let s = start(mpm, &backend, "LimitRequestBody 100000\n");
+    let got = answers(client(&s, "post", &["/api/echo/big", "400000"]));
+    assert_eq!(got[0].status(), 413, "{}", got[0].0);
+    let seen = answers(client(&s, "get", &["/api/seen"]));
+    assert!(!seen[0].body().contains("/echo/big"), "{}", seen[0].body());
+}
+
+/// Interim answers without end, an interim head over 64 KB, a head that
+/// never ends, and one that stops halfway: 502, 502, 502 and 504, each
+/// logged naming the backend; the connection goes on.
+fn bad_backend_heads_are_bad_gateways(mpm: &str) {
+    let backend = Backend::start();
+    let endless_head = TcpListener::bind("127.0.0.1:0").unwrap();
+    let head_port = endless_head.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in endless_head.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut req = [0u8; 4096];
+                let _ = conn.read(&mut req);
+                if req.starts_with(b"GET /half") {
+                    // Half a head, then nothing: ProxyTimeout's.
+                    let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/pl");
+                    let _ = conn.read(&mut req);
+                    return;
+                }
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\n");
+                // Fields until warren gives up (it closes the connection).
+                while conn.write_all(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n").is_ok() {}
+            });
+        }
+    });
+    let s = start(mpm, &backend, &format!("ProxyPass /heads/ http://127.0.0.1:{head_port}/\nProxyTimeout 2\nH2EarlyHints on\n"));
+    let got = answers(client(&s, "get", &["/api/many-hints", "/api/huge-hint", "/heads/endless", "/heads/half", "/api/fine"]));
+    let statuses: Vec<i64> = got.iter().map(Answer::status).collect();
+    assert_eq!(statuses, [502, 502, 502, 504, 200], "{}", s.read_log("error.log"));
+    let log = s.wait_log("error.log", "(ProxyTimeout)");
+    assert!(log.contains(&format!("from 127.0.0.1:{head_port}: ")) && log.contains(&format!("from 127.0.0.1:{}: more than 10 interim", backend.port)), "{log}");
+}
+
+each_mpm!(resets_close_every_backend_connection, bodies_past_the_limit_never_reach_the_backend, bad_backend_heads_are_bad_gateways);
+
+/// Under event: one connection's many answers left unread hold neither a
+/// thread nor the loop: other clients, HTTP/2 and HTTP/1.1, are served.
+/// (Under prefork and worker a thread serves a connection's streams in
+/// turn, and a client that stops reading holds it, as Apache's would.)
+#[test]
+fn event_unread_answers_hold_no_thread() {
+    let backend = Backend::start();
+    let s = start("event", &backend, "StartServers 1\nMaxRequestWorkers 4\n");
+    let big = ["/api/big?n=50000000"; 8];
+    let stalled = [Stalled::start(&s, &big), Stalled::start(&s, &big)];
+    assert_eq!(answers(client(&s, "get", &["/api/other"]))[0].body(), "backend saw GET /other\n");
+    let (code, out) = curl(&["--max-time", "20", &s.url("/api/h1")]);
+    assert_eq!((code, String::from_utf8_lossy(&out).as_ref()), (0, "backend saw GET /h1\n"));
+    drop(stalled);
+}
