@@ -82,16 +82,47 @@ pub struct TunnelSlots {
     /// Tunnels open by client address (ProxyWebsocketMaxPerClient): under
     /// event one client could otherwise hold all of a child's connections.
     by_client: Mutex<HashMap<IpAddr, usize>>,
+    /// The HTTP/2 connections (peer, local) whose thread carries tunnels
+    /// (prefork, worker), with how many: the first holds one place in
+    /// `open` for them all, so that HTTP/2 connections cannot take every
+    /// thread the bound leaves to other requests.
+    by_connection: Mutex<HashMap<ConnectionKey, usize>>,
 }
 
-/// A tunnel's place among its child's; given back when dropped. The flag:
-/// it is counted in `open` (it holds a thread of its own).
-pub struct TunnelSlot(Arc<TunnelSlots>, IpAddr, bool);
+/// An HTTP/2 connection's two ends: (peer, local).
+pub type ConnectionKey = (SocketAddr, SocketAddr);
+
+/// A tunnel's place among its child's; given back when dropped.
+pub struct TunnelSlot(Arc<TunnelSlots>, IpAddr, Holds);
+
+/// What place in `open` a tunnel holds.
+enum Holds {
+    /// A thread of its own (HTTP/1.1 under prefork and worker).
+    Thread,
+    /// None: the loop carries it (an HTTP/2 stream under event).
+    Nothing,
+    /// Its HTTP/2 connection's thread, shared with that connection's
+    /// other tunnels.
+    ConnectionThread(ConnectionKey),
+}
 
 impl Drop for TunnelSlot {
     fn drop(&mut self) {
-        if self.2 {
-            self.0.open.fetch_sub(1, Ordering::AcqRel);
+        match self.2 {
+            Holds::Thread => {
+                self.0.open.fetch_sub(1, Ordering::AcqRel);
+            }
+            Holds::Nothing => {}
+            Holds::ConnectionThread(key) => {
+                let mut by_connection = self.0.by_connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(n) = by_connection.get_mut(&key) {
+                    *n -= 1;
+                    if *n == 0 {
+                        by_connection.remove(&key);
+                        self.0.open.fetch_sub(1, Ordering::AcqRel);
+                    }
+                }
+            }
         }
         let mut by_client = self.0.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(n) = by_client.get_mut(&self.1) {
@@ -135,9 +166,18 @@ impl TunnelSlots {
     /// A place for a tunnel that holds no thread of its own: an HTTP/2
     /// stream's (RFC 8441), carried by the thread or loop that serves its
     /// connection, whose streams H2MaxSessionStreams bounds. Counted
-    /// against `per_client` only.
-    pub fn take_on_stream(self: &Arc<Self>, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
-        self.take_within(None, client, per_client)
+    /// against `per_client`; with `thread` (prefork, worker: the
+    /// connection's key and the child's bound), the first tunnel of a
+    /// connection also takes a thread place, which its last gives back:
+    /// the thread is then held as long as a tunnel lasts, not a keep-alive.
+    pub fn take_on_stream(self: &Arc<Self>, client: IpAddr, per_client: usize, thread: Option<(ConnectionKey, usize)>) -> Result<TunnelSlot, NoSlot> {
+        let Some((key, bound)) = thread else { return self.take_within(None, client, per_client) };
+        let mut by_connection = self.by_connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = by_connection.get(&key).copied().unwrap_or(0);
+        let mut slot = self.take_within((held == 0).then_some(bound), client, per_client)?;
+        *by_connection.entry(key).or_insert(0) += 1;
+        slot.2 = Holds::ConnectionThread(key);
+        Ok(slot)
     }
 
     fn take_within(self: &Arc<Self>, bound: Option<usize>, client: IpAddr, per_client: usize) -> Result<TunnelSlot, NoSlot> {
@@ -158,7 +198,7 @@ impl TunnelSlots {
             return Err(NoSlot::Child);
         }
         *theirs += 1;
-        Ok(TunnelSlot(self.clone(), client, bound.is_some()))
+        Ok(TunnelSlot(self.clone(), client, if bound.is_some() { Holds::Thread } else { Holds::Nothing }))
     }
 }
 
@@ -544,13 +584,37 @@ mod tests {
     fn a_stream_tunnel_holds_no_thread_place() {
         let slots = Arc::new(TunnelSlots::default());
         let ip = IpAddr::from([127, 0, 0, 1]);
-        let streams: Vec<TunnelSlot> = (0..3).map(|_| slots.take_on_stream(ip, 4).unwrap()).collect();
+        let streams: Vec<TunnelSlot> = (0..3).map(|_| slots.take_on_stream(ip, 4, None).unwrap()).collect();
         // The child's one thread place is still free, and the client's bound counts them all.
         let thread = slots.take(1, ip, 4).unwrap();
-        assert_eq!(slots.take_on_stream(ip, 4).err(), Some(NoSlot::Client));
+        assert_eq!(slots.take_on_stream(ip, 4, None).err(), Some(NoSlot::Client));
         drop(streams);
         drop(thread);
         assert_eq!(slots.open.load(Ordering::Acquire), 0);
+        assert!(slots.by_client.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_connections_stream_tunnels_hold_its_thread_place_once() {
+        // Worker with 3 threads: 2 places for tunnels. HTTP/2 connections
+        // carrying tunnels on their thread must not take the third.
+        let slots = Arc::new(TunnelSlots::default());
+        let ip = IpAddr::from([127, 0, 0, 1]);
+        let local: SocketAddr = "127.0.0.1:443".parse().unwrap();
+        let conn = |port: u16| (SocketAddr::from(([127, 0, 0, 1], port)), local);
+        let first: Vec<TunnelSlot> = (0..5).map(|_| slots.take_on_stream(ip, 0, Some((conn(1000), 2))).unwrap()).collect();
+        assert_eq!(slots.open.load(Ordering::Acquire), 1);
+        let second = slots.take_on_stream(ip, 0, Some((conn(1001), 2))).unwrap();
+        assert_eq!(slots.take_on_stream(ip, 0, Some((conn(1002), 2))).err(), Some(NoSlot::Child));
+        assert_eq!(slots.take(2, ip, 0).err(), Some(NoSlot::Child));
+        // More on a connection already holding its place still open.
+        let more = slots.take_on_stream(ip, 0, Some((conn(1001), 2))).unwrap();
+        drop(first);
+        assert_eq!(slots.open.load(Ordering::Acquire), 1);
+        let thread = slots.take(2, ip, 0).unwrap();
+        drop((second, more, thread));
+        assert_eq!(slots.open.load(Ordering::Acquire), 0);
+        assert!(slots.by_connection.lock().unwrap().is_empty());
         assert!(slots.by_client.lock().unwrap().is_empty());
     }
 
