@@ -10,8 +10,8 @@
 //! so that other requests still find one. Under event, the loop carries
 //! the tunnel ([`Open::pump`] on each readiness), holding no thread. A
 //! tunnel on an HTTP/2 stream (RFC 8441) is carried, under every MPM, by
-//! what serves its connection: it takes no thread place
-//! ([`TunnelSlots::take_on_stream`]).
+//! what serves its connection: it takes no thread place of its own, but a
+//! connection's tunnels hold its thread's ([`TunnelSlots::take_on_stream`]).
 //! Both sockets are non-blocking: each side's bytes are read while the
 //! other has taken what came before (at most [`HIGH_WATER`] wait), so a
 //! slow reader slows its writer. A side's end (FIN, close_notify) is passed
