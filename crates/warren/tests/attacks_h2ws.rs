@@ -26,6 +26,31 @@ use run::run_case;
 
 each_mpm!(many_tunnels_on_one_connection_are_bounded, a_flood_of_tunnels_reset_at_once_is_stopped, a_client_that_never_reads, connect_to_paths_without_a_websocket_backend, fields_smuggled_into_the_connect);
 
+/// Under worker a connection whose thread carries tunnels holds one of
+/// the child's tunnel places (all its threads but one), as an HTTP/1.1
+/// tunnel does: HTTP/2 connections with a tunnel each could otherwise
+/// hold every thread. (Under prefork a child is its one connection, and
+/// under event the loop carries tunnels, holding no thread.)
+#[test]
+fn worker_http2_tunnels_leave_a_thread() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let b = Backends::start();
+    let s = start("worker", &b, "StartServers 1\nServerLimit 1\nThreadsPerChild 2\nMinSpareThreads 1\nMaxSpareThreads 2\nMaxRequestWorkers 2\n");
+    let mut holder = run::command(&s, false, "hold", "/ws/echo").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start client.py");
+    let mut said = std::io::BufReader::new(holder.stdout.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "HELD", "client.py: {line}\nerror log:\n{}", s.read_log("error.log"));
+    // The child's other thread: no tunnel for it, but it still serves.
+    run_case(&s, false, "no_thread_left", "/ws/echo");
+    let log = s.wait_log("error.log", "every thread this child may give to tunnels holds one");
+    assert!(log.contains("every thread this child may give to tunnels holds one"), "{log}");
+    drop(holder.stdin.take());
+    let out = holder.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 fn start(mpm: &str, b: &Backends, extra: &str) -> Server {
     let conf = format!("Protocols h2 h2c http/1.1\nH2WebSockets on\nProxyPass /ws/ ws://127.0.0.1:{e}/\nProxyPass /plain/ http://127.0.0.1:{e}/\nProxyPass /forbidden-ws/ ws://127.0.0.1:{e}/\nProxyPass /stray-ws/ ws://127.0.0.1:{s}/\n{extra}", e = b.echo, s = b.stray);
     Server::start(mpm, &conf)

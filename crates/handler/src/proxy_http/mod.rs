@@ -306,12 +306,17 @@ impl Site {
     /// A place for one more tunnel from the client of `conn`, or why not.
     /// An HTTP/2 stream's tunnel (`on_stream`, RFC 8441) holds no thread
     /// of its own (the thread or loop serving its connection carries it):
-    /// only the per-client bound applies to it.
+    /// under event only the per-client bound applies to it; under prefork
+    /// and worker a connection's tunnels together hold its thread's place.
     fn tunnel_slot(&self, backends: &connections::HttpBackends, rules: &warren_config::proxy_http::ProxyHttp, conn: &ConnInfo, name: &str, on_stream: bool) -> Result<tunnel::TunnelSlot, GatewayError> {
         let per_client = rules.websockets_per_client.unwrap_or(warren_config::proxy_http::WEBSOCKETS_PER_CLIENT);
         let client = Some((&self.tunnel_clients, conn.useragent.ip(), per_client));
         let slot = match on_stream {
-            true => backends.tunnels.take_on_stream(client),
+            true => {
+                // Under prefork and worker the connection's thread carries its tunnels and is held while they last.
+                let thread = (self.settings.mpm != warren_config::Mpm::Event).then(|| ((conn.peer, conn.local), self.tunnel_bound()));
+                backends.tunnels.take_on_stream(client, thread)
+            }
             false => backends.tunnels.take(self.tunnel_bound(), client),
         };
         slot.map_err(|why| match why {

@@ -10,18 +10,19 @@
 //! so that other requests still find one. Under event, the loop carries
 //! the tunnel ([`Open::pump`] on each readiness), holding no thread. A
 //! tunnel on an HTTP/2 stream (RFC 8441) is carried, under every MPM, by
-//! what serves its connection: it takes no thread place
-//! ([`TunnelSlots::take_on_stream`]).
+//! what serves its connection: it takes no thread place of its own, but a
+//! connection's tunnels hold its thread's ([`TunnelSlots::take_on_stream`]).
 //! Both sockets are non-blocking: each side's bytes are read while the
 //! other has taken what came before (at most [`HIGH_WATER`] wait), so a
 //! slow reader slows its writer. A side's end (FIN, close_notify) is passed
 //! on as a half-close; the tunnel is over once both ends have passed.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -78,22 +79,52 @@ impl TunnelPeer for HttpStream {
 #[derive(Default)]
 pub struct TunnelSlots {
     open: AtomicUsize,
+    /// The HTTP/2 connections (peer, local) whose thread carries tunnels
+    /// (prefork, worker), with how many: the first holds one place in
+    /// `open` for them all, so that HTTP/2 connections cannot take every
+    /// thread the bound leaves to other requests.
+    by_connection: Mutex<HashMap<ConnectionKey, usize>>,
 }
+
+/// An HTTP/2 connection's two ends: (peer, local).
+pub type ConnectionKey = (SocketAddr, SocketAddr);
 
 /// A tunnel's place among its child's, and among its client's over the
 /// server (when counted); given back when dropped.
 pub struct TunnelSlot {
     child: Arc<TunnelSlots>,
-    /// It is counted in `open`: it holds a thread of its own (an HTTP/2
-    /// stream's tunnel does not).
-    holds_thread: bool,
+    holds: Holds,
     _client: Option<ClientPlace>,
+}
+
+/// What place in `open` a tunnel holds.
+enum Holds {
+    /// A thread of its own (HTTP/1.1 under prefork and worker).
+    Thread,
+    /// None: the loop carries it (an HTTP/2 stream under event).
+    Nothing,
+    /// Its HTTP/2 connection's thread, shared with that connection's
+    /// other tunnels.
+    ConnectionThread(ConnectionKey),
 }
 
 impl Drop for TunnelSlot {
     fn drop(&mut self) {
-        if self.holds_thread {
-            self.child.open.fetch_sub(1, Ordering::AcqRel);
+        match self.holds {
+            Holds::Thread => {
+                self.child.open.fetch_sub(1, Ordering::AcqRel);
+            }
+            Holds::Nothing => {}
+            Holds::ConnectionThread(key) => {
+                let mut by_connection = self.child.by_connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(n) = by_connection.get_mut(&key) {
+                    *n -= 1;
+                    if *n == 0 {
+                        by_connection.remove(&key);
+                        self.child.open.fetch_sub(1, Ordering::AcqRel);
+                    }
+                }
+            }
         }
     }
 }
@@ -131,9 +162,18 @@ impl TunnelSlots {
     /// A place for a tunnel that holds no thread of its own: an HTTP/2
     /// stream's (RFC 8441), carried by the thread or loop that serves its
     /// connection, whose streams H2MaxSessionStreams bounds. Counted
-    /// against the client's bound only.
-    pub fn take_on_stream(self: &Arc<Self>, per_client: Option<(&Arc<ClientTunnels>, IpAddr, usize)>) -> Result<TunnelSlot, NoSlot> {
-        self.take_within(None, per_client)
+    /// against the client's bound; with `thread` (prefork, worker: the
+    /// connection's key and the child's bound), the first tunnel of a
+    /// connection also takes a thread place, which its last gives back:
+    /// the thread is then held as long as a tunnel lasts, not a keep-alive.
+    pub fn take_on_stream(self: &Arc<Self>, per_client: Option<(&Arc<ClientTunnels>, IpAddr, usize)>, thread: Option<(ConnectionKey, usize)>) -> Result<TunnelSlot, NoSlot> {
+        let Some((key, bound)) = thread else { return self.take_within(None, per_client) };
+        let mut by_connection = self.by_connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = by_connection.get(&key).copied().unwrap_or(0);
+        let mut slot = self.take_within((held == 0).then_some(bound), per_client)?;
+        *by_connection.entry(key).or_insert(0) += 1;
+        slot.holds = Holds::ConnectionThread(key);
+        Ok(slot)
     }
 
     fn take_within(self: &Arc<Self>, bound: Option<usize>, per_client: Option<(&Arc<ClientTunnels>, IpAddr, usize)>) -> Result<TunnelSlot, NoSlot> {
@@ -144,7 +184,7 @@ impl TunnelSlots {
         if let Some(bound) = bound {
             self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < bound).then_some(n + 1)).map_err(|_| NoSlot::Child)?;
         }
-        Ok(TunnelSlot { child: self.clone(), holds_thread: bound.is_some(), _client: client })
+        Ok(TunnelSlot { child: self.clone(), holds: if bound.is_some() { Holds::Thread } else { Holds::Nothing }, _client: client })
     }
 }
 
@@ -530,14 +570,36 @@ mod tests {
         let slots = Arc::new(TunnelSlots::default());
         let table = Arc::new(ClientTunnels::new().unwrap());
         let ip = IpAddr::from([127, 0, 0, 1]);
-        let streams: Vec<TunnelSlot> = (0..3).map(|_| slots.take_on_stream(Some((&table, ip, 4))).unwrap()).collect();
+        let streams: Vec<TunnelSlot> = (0..3).map(|_| slots.take_on_stream(Some((&table, ip, 4)), None).unwrap()).collect();
         // The child's one thread place is still free, and the client's bound counts them all.
         let thread = slots.take(1, Some((&table, ip, 4))).unwrap();
-        assert_eq!(slots.take_on_stream(Some((&table, ip, 4))).err(), Some(NoSlot::Client));
+        assert_eq!(slots.take_on_stream(Some((&table, ip, 4)), None).err(), Some(NoSlot::Client));
         drop(streams);
         drop(thread);
         assert_eq!(slots.open.load(Ordering::Acquire), 0);
-        assert!(slots.take_on_stream(Some((&table, ip, 4))).is_ok());
+        assert!(slots.take_on_stream(Some((&table, ip, 4)), None).is_ok());
+    }
+
+    #[test]
+    fn a_connections_stream_tunnels_hold_its_thread_place_once() {
+        // Worker with 3 threads: 2 places for tunnels. HTTP/2 connections
+        // carrying tunnels on their thread must not take the third.
+        let slots = Arc::new(TunnelSlots::default());
+        let local: SocketAddr = "127.0.0.1:443".parse().unwrap();
+        let conn = |port: u16| (SocketAddr::from(([127, 0, 0, 1], port)), local);
+        let first: Vec<TunnelSlot> = (0..5).map(|_| slots.take_on_stream(None, Some((conn(1000), 2))).unwrap()).collect();
+        assert_eq!(slots.open.load(Ordering::Acquire), 1);
+        let second = slots.take_on_stream(None, Some((conn(1001), 2))).unwrap();
+        assert_eq!(slots.take_on_stream(None, Some((conn(1002), 2))).err(), Some(NoSlot::Child));
+        assert_eq!(slots.take(2, None).err(), Some(NoSlot::Child));
+        // More on a connection already holding its place still open.
+        let more = slots.take_on_stream(None, Some((conn(1001), 2))).unwrap();
+        drop(first);
+        assert_eq!(slots.open.load(Ordering::Acquire), 1);
+        let thread = slots.take(2, None).unwrap();
+        drop((second, more, thread));
+        assert_eq!(slots.open.load(Ordering::Acquire), 0);
+        assert!(slots.by_connection.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -424,6 +424,26 @@ def case_never_reading(c, args):
     print("OK never_reading: closed")
 
 
+def case_hold(c, args):
+    """Opens one tunnel, checks it carries, prints HELD and keeps it open
+    until the test closes its stdin."""
+    sid = open_tunnel(c, args.path)
+    echo(c, sid, 1, b"held")
+    print("HELD", flush=True)
+    sys.stdin.read()
+    print("OK hold")
+
+
+def case_no_thread_left(c, args):
+    """Another connection's extended CONNECT while the tunnels hold every
+    thread place of the child: 503, and this connection still served."""
+    sid = c.connect_ws(args.path)
+    status = c.answer(sid)
+    assert status == 503, f"CONNECT {args.path} with every tunnel place held: {status}"
+    assert c.answer(c.get("/index.html")) == 200
+    print("OK no_thread_left")
+
+
 def case_stopped(c, args):
     """Prints OPEN once a tunnel echoes, then waits for the server to be
     stopped (by the test) and the tunnel to end. (h2 takes no frame after
