@@ -245,9 +245,22 @@ fn a_growing_neighbour_shrinks_a_php_fpm_pool(mpm: &str) {
     assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
     wait_for("a php-fpm master", Duration::from_secs(20), || php_fpm_masters(&s).len() == 1);
     let master = php_fpm_masters(&s)[0];
-    let (load, _) = php_fpm_fills_its_count(&s);
+    // Measured first, at a working size (20 MB a request), so that the
+    // count the neighbour must shrink is not the 32 MB guess's (which the
+    // pool's first measured count would replace, whatever the neighbour)
+    // and is small enough to fill.
+    let growers = Growers::start(s.port, 3);
+    growers.grow_to(20, 150);
+    wait_for("a measured count", Duration::from_secs(40), || s.read_log("error.log").contains("(measured:"));
+    let failures = growers.finish();
+    assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
+    let (load, before) = php_fpm_fills_its_count(&s);
     let _hog = Hog::start(&cgroup, 100);
-    wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while shrunk_below(&s, before).is_none() {
+        assert!(Instant::now() < deadline, "no count below {before} within 20 s of the neighbour's growth:\n{}", s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
     wait_for("php-fpm's children down to the count", Duration::from_secs(30), || {
         let count = auto_decisions(&s.read_log("error.log")).last().map_or(0, |d| d.0) as usize;
         children_of(master).len() <= count.max(2)
