@@ -62,11 +62,12 @@ for run in $(seq 1 "$N"); do
         db=$(for p in $procs; do [ "$(cat /proc/$p/comm 2>/dev/null)" = mariadbd ] && cat /proc/$p/smaps_rollup 2>/dev/null; done | awk '$1=="Pss_Anon:"||$1=="Pss_Shmem:" {s+=$2} END{printf "%.1f", s/1024}')
         echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') $n $db $(date +%s.%N)" >> "$dir/$front.php-timeline.txt"
         # CPU used so far by each kind of process (utime + stime of the living, and of the children
-        # each has reaped), in clock ticks: the last sample with the front end still running is the
-        # run's (the sampler outlives the stack).
+        # each has reaped), in clock ticks: the last sample with the front end and PHP still running
+        # is the run's (the sampler outlives the stack; once warren has reaped its php-fpm master,
+        # PHP's time is in warren's).
         for p in $procs; do cat /proc/$p/stat 2>/dev/null; echo; done | sed -E 's/^[0-9]+ \((.*)\) /\1\t/' \
           | awk -F'\t' 'NF==2 {k=$1; gsub(/[ 0-9.]+$/,"",k); split($2,f," "); t[k]+=f[12]+f[13]+f[14]+f[15]} END{for (k in t) print k, t[k]}' > "$dir/$front.cpu.txt.new"
-        grep -qE '^(warren|nginx) ' "$dir/$front.cpu.txt.new" && mv "$dir/$front.cpu.txt.new" "$dir/$front.cpu.txt"
+        grep -qE '^(warren|nginx) ' "$dir/$front.cpu.txt.new" && grep -q '^php' "$dir/$front.cpu.txt.new" && mv "$dir/$front.cpu.txt.new" "$dir/$front.cpu.txt"
         [ "$n" -gt "$most" ] && most=$n && echo "$most" > "$dir/$front.php.txt"
         a=$(awk '$1=="total_rss"||$1=="total_shmem" {s+=$2} END{print s+0}' "$cg/memory.stat" 2>/dev/null)
         if [ "${a:-0}" -gt "$top" ]; then
