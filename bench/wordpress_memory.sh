@@ -3,8 +3,11 @@
 # front end) in one small memory cgroup, siege -c C for T, N runs in a row of each front end, and
 # per run: OOM kills (and of which process, from the kernel's log), failed transactions, trans/s,
 # and the cgroup's sampled peaks (usage with page cache; rss+shmem, also as a share of the limit;
-# the most PHP processes at once, masters included); at the end a Markdown table of every run
-# and a summary per front end, to paste; per run, where the memory went at the peak.
+# the most PHP processes at once, masters included; CPU per transaction of the front end, PHP and
+# MariaDB, from /proc/PID/stat); at the end a Markdown table of every run
+# and a summary per front end, to paste; per run, where the memory went at the peak, and every half
+# second the PHP processes and MariaDB's share ($front.php-timeline.txt: seconds since start, PHP
+# processes, MariaDB MiB, epoch seconds).
 # warren-pool runs with pm.max_children auto (FPM_MAX_CHILDREN=auto); nginx's php-fpm keeps its 5.
 #
 #   bench/wordpress_memory.sh                     # N=3 runs of warren-pool and nginx, 128M, -c 50, 20 s
@@ -42,7 +45,7 @@ mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
 rows=$out/runs.tsv; : > "$rows"
 limit_mib=$(numfmt --from=iec "$LIMIT" | awk '{printf "%.1f", $1/1048576}')
 
-printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php"
+printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s %s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php" "CPU ms/trans (front, PHP, MariaDB)"
 for run in $(seq 1 "$N"); do
   for front in "${fronts[@]}"; do
     dir=$out/run$run; mkdir -p "$dir"
@@ -54,7 +57,17 @@ for run in $(seq 1 "$N"); do
     ( most=0; top=0; t0=$(date +%s.%N); : > "$dir/$front.php-timeline.txt"; while sleep 0.5; do
         procs=$(cat $(find "$cg" -name cgroup.procs 2>/dev/null) 2>/dev/null)
         n=$(for p in $procs; do cat /proc/$p/comm 2>/dev/null; done | grep -c '^php')
-        echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') $n" >> "$dir/$front.php-timeline.txt"
+        # MariaDB's share beside it (Pss_Anon + Pss_Shmem, MiB): how much the database grows after
+        # warren's first measured count is what the budget's margin on the rest must cover.
+        db=$(for p in $procs; do [ "$(cat /proc/$p/comm 2>/dev/null)" = mariadbd ] && cat /proc/$p/smaps_rollup 2>/dev/null; done | awk '$1=="Pss_Anon:"||$1=="Pss_Shmem:" {s+=$2} END{printf "%.1f", s/1024}')
+        echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') $n $db $(date +%s.%N)" >> "$dir/$front.php-timeline.txt"
+        # CPU used so far by each kind of process (utime + stime of the living, and of the children
+        # each has reaped), in clock ticks: the last sample with the front end and PHP still running
+        # is the run's (the sampler outlives the stack; once warren has reaped its php-fpm master,
+        # PHP's time is in warren's).
+        for p in $procs; do cat /proc/$p/stat 2>/dev/null; echo; done | sed -E 's/^[0-9]+ \((.*)\) /\1\t/' \
+          | awk -F'\t' 'NF==2 {k=$1; gsub(/[ 0-9.]+$/,"",k); split($2,f," "); t[k]+=f[12]+f[13]+f[14]+f[15]} END{for (k in t) print k, t[k]}' > "$dir/$front.cpu.txt.new"
+        grep -qE '^(warren|nginx) ' "$dir/$front.cpu.txt.new" && grep -q '^php' "$dir/$front.cpu.txt.new" && mv "$dir/$front.cpu.txt.new" "$dir/$front.cpu.txt"
         [ "$n" -gt "$most" ] && most=$n && echo "$most" > "$dir/$front.php.txt"
         a=$(awk '$1=="total_rss"||$1=="total_shmem" {s+=$2} END{print s+0}' "$cg/memory.stat" 2>/dev/null)
         if [ "${a:-0}" -gt "$top" ]; then
@@ -69,7 +82,7 @@ for run in $(seq 1 "$N"); do
       done ) &
     sampler=$!
     WP_MEM_LIMIT=$LIMIT FPM_MAX_CHILDREN=auto C=$C T=$T OUT=$dir "$kit/wp-bench.sh" "$front" > "$dir/$front.bench.txt" 2>&1
-    kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+    kill $sampler 2>/dev/null; wait $sampler 2>/dev/null; rm -f "$dir/$front.cpu.txt.new"
     php=$(cat "$dir/$front.php.txt" 2>/dev/null || echo "?")
     # wp-bench.sh stops the stack: the counters are read from its outputs, the kills from the kernel.
     who=$(victims "$before")
@@ -84,8 +97,12 @@ for run in $(seq 1 "$N"); do
     share=$([ -n "$anon" ] && awk -v a="$anon" -v l="$limit_mib" 'BEGIN{printf "%.0f %%", 100*a/l}' || echo "?")
     # Kills in the pools' own cgroups (gone with warren) are in the kernel's count, not the report's.
     [ "${nkilled:-0}" -gt "${kills:-0}" ] && kills=$nkilled
-    printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" >> "$rows"
+    # CPU per transaction (ms) of the front end (warren's or nginx's processes), PHP and MariaDB.
+    trans=$(awk -F: '/^Transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt" 2>/dev/null)
+    cpu=$(awk -v n="${trans:-0}" -v hz="$(getconf CLK_TCK)" '$1=="warren"||$1=="nginx" {f+=$2} $1 ~ /^php/ {p+=$2} $1=="mariadbd" {d+=$2}
+      END {if (n>0) printf "%.2f / %.2f / %.2f", f*1000/hz/n, p*1000/hz/n, d*1000/hz/n; else printf "?"}' "$dir/$front.cpu.txt" 2>/dev/null)
+    printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s %s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php" "${cpu:-?}"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" "${cpu:-?}" >> "$rows"
     if [ "$front" != nginx ] && [ -f /tmp/wp-warren/error.log ]; then
       grep -E 'pm.max_children auto|memory pressure|grew to|cgroups' /tmp/wp-warren/error.log > "$dir/$front.decisions.txt" 2>/dev/null
     fi
@@ -96,9 +113,9 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo
 echo "LIMIT=$LIMIT C=$C T=$T N=$N, $(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $load"
 echo
-echo "| front | run | trans/s | failed | OOM kills | killed | peak usage MiB | peak rss+shmem MiB | of limit | PHP processes |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10}' "$rows"
+echo "| front | run | trans/s | failed | OOM kills | killed | peak usage MiB | peak rss+shmem MiB | of limit | PHP processes | CPU ms/trans front / PHP / MariaDB |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}' "$rows"
 echo
 echo "| front | runs | served | trans/s min / median / max | failed (sum) | OOM kills (sum) | peak rss+shmem max MiB |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"

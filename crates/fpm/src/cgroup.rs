@@ -185,6 +185,11 @@ impl PoolCgroups {
         Ok(self.pools.get_mut(name).expect("made above"))
     }
 
+    /// What pool `name`'s cgroup is charged ([`PoolCgroup::charged`]), if it has one.
+    pub fn charged_of(&self, name: &str) -> Option<u64> {
+        self.pools.get(name).map(|p| p.charged(self.version))
+    }
+
     /// The descriptor a new child of pool `name` joins its cgroup through.
     pub fn procs_fd(&self, name: &str) -> Option<RawFd> {
         self.pools.get(name).map(|p| p.procs.as_raw_fd())

@@ -140,7 +140,7 @@ impl Budget {
             }
             _ => false,
         };
-        let short = if charged >= limit.saturating_sub(limit / 20) {
+        let short = if short(charged, limit) {
             Some("the charge is within 5 % of the limit")
         } else if self.last.at.is_some() && now.oom_kills > self.last.oom_kills {
             Some("the kernel OOM-killed a process under the limit")
@@ -176,6 +176,12 @@ fn v1_oom_kills(dir: &Path) -> u64 {
 /// task waited for memory, from which warren stops growing its pools (and
 /// in which all did, from which it shrinks them).
 const PSI_PRESSURE: u64 = 10;
+
+/// The charge has eaten into the last twentieth of the limit: the budget's
+/// headroom ([`headroom`]).
+fn short(charged: u64, limit: u64) -> bool {
+    charged >= limit.saturating_sub(headroom(limit))
+}
 
 fn near(charged: u64, limit: u64) -> bool {
     charged >= limit / 10 * 9
@@ -320,6 +326,15 @@ pub fn fit(available: u64, pools: &[PoolNeeds]) -> Vec<u32> {
     }
 }
 
+/// What the budget keeps free under `limit`: a twentieth, where the pools
+/// start to shrink (a budget that planned into it would shrink itself).
+/// The charge leaves out what the kernel may still need beside it: the
+/// page cache that is not mapped (dropped before anyone is killed) and
+/// its own memory for the processes (page tables, sockets).
+pub fn headroom(limit: u64) -> u64 {
+    limit / 20
+}
+
 pub fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
 }
@@ -358,6 +373,9 @@ mod tests {
         let psi = "some avg10=12.50 avg60=1.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=3\n";
         assert_eq!((psi_total(psi, "some"), psi_total(psi, "full"), psi_total("", "some")), (5, 3, 0));
         assert!(near(91, 100) && !near(89, 100));
+        // The budget plans up to where the pools start shrinking, not into it.
+        let limit = 128 << 20;
+        assert!(!short(limit - headroom(limit) - 1, limit) && short(limit - headroom(limit), limit));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use warren_memory::{children_of, fit, mb, Budget, PoolNeeds, Usage};
+use warren_memory::{children_of, fit, headroom, mb, Budget, PoolNeeds, Usage};
 
 /// How often the children are measured.
 const EVERY: Duration = Duration::from_secs(5);
@@ -50,7 +50,7 @@ impl WorkerBudget {
                 [me].into_iter().chain(rest).filter_map(Usage::of).map(|u| u.total()).sum()
             }
         };
-        let headroom = reading.limit / 10;
+        let headroom = headroom(reading.limit);
         let available = reading.limit.saturating_sub(headroom + others);
         let ceiling = u32::try_from(ceiling).unwrap_or(u32::MAX);
         let cap = fit(available, &[PoolNeeds { fixed: 0, per_child, ceiling }])[0] as usize;

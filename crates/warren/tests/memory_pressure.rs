@@ -245,9 +245,22 @@ fn a_growing_neighbour_shrinks_a_php_fpm_pool(mpm: &str) {
     assert!(first >= 3, "{first}\n{}", s.read_log("error.log"));
     wait_for("a php-fpm master", Duration::from_secs(20), || php_fpm_masters(&s).len() == 1);
     let master = php_fpm_masters(&s)[0];
-    let (load, _) = php_fpm_fills_its_count(&s);
+    // Measured first, at a working size (20 MB a request), so that the
+    // count the neighbour must shrink is not the 32 MB guess's (which the
+    // pool's first measured count would replace, whatever the neighbour)
+    // and is small enough to fill.
+    let growers = Growers::start(s.port, 3);
+    growers.grow_to(20, 150);
+    wait_for("a measured count", Duration::from_secs(40), || s.read_log("error.log").contains("(measured:"));
+    let failures = growers.finish();
+    assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
+    let (load, before) = php_fpm_fills_its_count(&s);
     let _hog = Hog::start(&cgroup, 100);
-    wait_for("a smaller count", Duration::from_secs(20), || shrunk_below(&s, first).is_some());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while shrunk_below(&s, before).is_none() {
+        assert!(Instant::now() < deadline, "no count below {before} within 20 s of the neighbour's growth:\n{}", s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
     wait_for("php-fpm's children down to the count", Duration::from_secs(30), || {
         let count = auto_decisions(&s.read_log("error.log")).last().map_or(0, |d| d.0) as usize;
         children_of(master).len() <= count.max(2)
@@ -306,16 +319,24 @@ fn mb_before(line: &str, before: &str) -> f64 {
     line.find(before).and_then(|end| line[..end].trim_end().trim_end_matches("MB").split_whitespace().last()?.parse().ok()).unwrap_or(0.0)
 }
 
-/// A decision's count is the most children its own figures fit: the
-/// limit less headroom and the rest, then the pool's fixed part and a
-/// child's size for each child (figures logged to 0.1 MB: each may be off
-/// by 0.05 MB, a child's as many times as there are children).
+/// A grown count is the most children its own figures fit with a quarter
+/// of a child to spare (a count grows only with that much room, so that
+/// it does not flap on a megabyte's change): the limit less headroom and
+/// the rest, then the pool's fixed part, php-fpm's idle child at its size
+/// now, and a child's size for each child serving (figures logged to 0.1
+/// MB: each may be off by 0.05 MB, a child's as many times as there are
+/// children).
 fn count_fits_its_figures(count: u32, line: &str) {
     let room = mb_after(line, "fit in ") - mb_before(line, "of headroom") - mb_before(line, "for the rest (peak");
     let (child, fixed) = (mb_after(line, "children of "), mb_before(line, "for the pool whatever its size"));
-    let used = |n: u32| fixed + f64::from(n) * child;
+    let (spare, serving_of) = match line.contains("for the idle child php-fpm keeps") {
+        true => (mb_before(line, "for the idle child php-fpm keeps"), 1),
+        false => (0.0, 0),
+    };
+    let used = |n: u32| fixed + spare + f64::from(n - serving_of) * child;
     let rounding = 0.05 * f64::from(count + 5);
-    assert!(used(count) <= room + rounding && used(count + 1) > room - rounding, "{count} children do not fill {room:.1} MB: {line}");
+    let roomy = room - child / 4.0;
+    assert!(used(count) <= roomy + rounding && used(count + 1) > roomy - rounding, "{count} children do not fill {roomy:.1} MB: {line}");
 }
 
 /// A pool's first count, made before its children have run (a child

@@ -38,7 +38,7 @@ use nix::unistd::Pid;
 use super::Manager;
 use crate::cgroup::PoolCgroups;
 use warren_memory::peak::{peak_of, with_margin, Window, CHILD_MARGIN, REST_MARGIN, WINDOW};
-use warren_memory::{children_of, fit, mb, Budget, PoolNeeds, Reading, Source, Usage};
+use warren_memory::{children_of, fit, headroom, mb, Budget, PoolNeeds, Reading, Source, Usage};
 use crate::table::{IDLE, RETIRING};
 
 /// How often pools are measured and sized.
@@ -96,7 +96,8 @@ pub(super) struct Sizing {
 /// A pool's processes measured.
 struct Measured {
     /// What the pool costs whatever its count (a php-fpm master and the
-    /// opcache its children share).
+    /// opcache its children share; what its cgroup is charged beside its
+    /// processes' shares).
     fixed: u64,
     /// Each child's peak: (pid, its slot for php-cgi, bytes).
     peaks: Vec<(i32, Option<usize>, u64)>,
@@ -104,6 +105,62 @@ struct Measured {
     used: u64,
     /// Children running (a php-fpm master's, for a php-fpm pool).
     running: u32,
+    /// A php-fpm pool's children's anonymous memory now, on average:
+    /// what the idle child php-fpm keeps costs (None: a php-cgi pool, or
+    /// no child yet).
+    spare: Option<u64>,
+}
+
+/// What an auto pool's count is made from: `fit`'s figures for the
+/// children that serve requests at once (its fixed part holding the
+/// idle child's share) and, for a php-fpm pool, the idle
+/// child php-fpm keeps beside them (`pm.min_spare_servers`), counted at
+/// its size now, not at a child's peak: it serves nothing while it is the
+/// idle one, and its request's memory was given back when it ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Need {
+    serving: PoolNeeds,
+    spare: Option<u64>,
+}
+
+impl Need {
+    /// The count (children, the idle one included) from `serving` children at once.
+    fn count(&self, serving: u32) -> u32 {
+        serving + u32::from(self.spare.is_some())
+    }
+
+    /// What `count` children of the pool are counted at.
+    fn allowance(&self, count: u32) -> u64 {
+        let serving = count.saturating_sub(u32::from(self.spare.is_some())).max(1);
+        self.serving.fixed + self.serving.per_child * u64::from(serving)
+    }
+}
+
+/// The counts that fit in `available`, and those that fit with a quarter
+/// of the largest child to spare (for [`settle`]).
+fn counts_in(available: u64, needs: &[Need]) -> (Vec<u32>, Vec<u32>) {
+    let serving: Vec<PoolNeeds> = needs.iter().map(|n| n.serving).collect();
+    let room = serving.iter().map(|n| n.per_child / 4).max().unwrap_or(0);
+    let counts = |available: u64| fit(available, &serving).into_iter().zip(needs).map(|(n, need)| need.count(n)).collect();
+    (counts(available), counts(available.saturating_sub(room)))
+}
+
+/// The count to keep, from the one in force (`have`), what fits
+/// (`fits`) and what fits with a quarter of a child to spare (`roomy`):
+/// growth only to what fits with room, a shrink only when the count in
+/// force no longer fits, so that a megabyte's change in the measurements
+/// near a boundary does not move the count back and forth. A first count
+/// is what fits.
+fn settle(have: u32, fits: u32, roomy: u32, first: bool) -> u32 {
+    if first {
+        fits
+    } else if roomy > have {
+        roomy
+    } else if fits < have {
+        fits
+    } else {
+        have
+    }
 }
 
 impl Manager {
@@ -181,7 +238,7 @@ impl Manager {
         sizing.rest.record(now, rest_now);
         let rest_peak = sizing.rest.largest(now).unwrap_or(rest_now);
         let rest = with_margin(rest_peak, REST_MARGIN);
-        let headroom = reading.limit / 10;
+        let headroom = headroom(reading.limit);
         let available = reading.limit.saturating_sub(headroom + rest);
         let mut needs = Vec::new();
         let mut child_peaks = Vec::new();
@@ -201,9 +258,21 @@ impl Manager {
             let per_child = with_margin(peak, CHILD_MARGIN).max(1 << 20);
             let per_child = if warm { per_child } else { per_child.max(PRIOR_PER_CHILD) };
             child_peaks.push(peak);
-            needs.push(PoolNeeds { fixed: measured[i].fixed, per_child, ceiling: self.pools[i].config.max_children });
+            // php-fpm's idle child: at its size now once the peaks are
+            // known, a child's figure before (a fresh child is small).
+            let spare = self.pools[i].config.runs_php_fpm().then(|| measured[i].spare.filter(|_| warm).unwrap_or(per_child));
+            let ceiling = self.pools[i].config.max_children.saturating_sub(u32::from(spare.is_some())).max(1);
+            needs.push(Need { serving: PoolNeeds { fixed: measured[i].fixed + spare.unwrap_or(0), per_child, ceiling }, spare });
         }
-        let counts = fit(available, &needs);
+        let (fits, roomy) = counts_in(available, &needs);
+        let counts: Vec<u32> = auto
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let a = self.pools[i].auto.as_ref().expect("an auto pool");
+                settle(a.count, fits[k], roomy[k], a.changed.is_none())
+            })
+            .collect();
         let figures = self.table.budget();
         let store = |field: &std::sync::atomic::AtomicU64, v: u64| field.store(v, std::sync::atomic::Ordering::Relaxed);
         store(&figures.limit, reading.limit);
@@ -218,12 +287,12 @@ impl Manager {
         };
         figures.source.store(code, std::sync::atomic::Ordering::Relaxed);
         figures.pressure.store(u32::from(reading.pressure), std::sync::atomic::Ordering::Relaxed);
-        let allowances: u64 = needs.iter().zip(&counts).map(|(n, &c)| n.fixed + n.per_child * u64::from(c)).sum();
+        let allowances: u64 = needs.iter().zip(&counts).map(|(n, &c)| n.allowance(c)).sum();
         let slack = available.saturating_sub(allowances);
         for (((&i, need), &fits), &peak) in auto.iter().zip(&needs).zip(&counts).zip(&child_peaks) {
             let c = self.table.counters(i);
-            store(&c.per_child, need.per_child);
-            store(&c.fixed, need.fixed);
+            store(&c.per_child, need.serving.per_child);
+            store(&c.fixed, need.serving.fixed - need.spare.unwrap_or(0));
             store(&c.used, measured[i].used);
             store(&c.peak_child, peak);
             let running = measured[i].running;
@@ -256,7 +325,11 @@ impl Manager {
                 } else {
                     format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests and its peak held within {STEADY_RISE} % for {} s; peak so far {}", mb(PRIOR_PER_CHILD), STEADY_TIME.as_secs(), mb(peak))
                 };
-                let fixed = if need.fixed > 0 { format!(" and {} for the pool whatever its size (master, shared opcache)", mb(need.fixed)) } else { String::new() };
+                let fixed = match need.spare {
+                    Some(spare) => format!(" and {} for the pool whatever its size (master, shared opcache, PHP's pages) and {} for the idle child php-fpm keeps (its size now)", mb(need.serving.fixed - spare), mb(spare)),
+                    None if need.serving.fixed > 0 => format!(" and {} for the pool whatever its size (master, shared opcache, PHP's pages)", mb(need.serving.fixed)),
+                    None => String::new(),
+                };
                 let short = match reading.short {
                     Some(why) if want < fits => format!("; memory short ({why}): a child fewer than the {running} running"),
                     _ => String::new(),
@@ -266,7 +339,7 @@ impl Manager {
                 say(&format!(
                     "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s, +{REST_MARGIN} %; {} now){short}",
                     if first { String::new() } else { format!(" (was {have})") },
-                    mb(need.per_child),
+                    mb(need.serving.per_child),
                     mb(reading.limit),
                     source.describe(),
                     mb(headroom),
@@ -329,7 +402,7 @@ impl Manager {
     /// Nor is the limit lowered while more children run than the
     /// count: those going finish their requests first, and a request under
     /// way may still take what a child took at its peak.
-    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, measured: &Measured) {
+    fn limit_cgroup(&mut self, pool: usize, need: &Need, slack: u64, headroom: u64, measured: &Measured) {
         let Some(cgroups) = self.cgroups.as_mut() else { return };
         let version = cgroups.version;
         let name = self.pools[pool].config.name.clone();
@@ -342,12 +415,12 @@ impl Manager {
         if charged == 0 {
             return;
         }
-        let allowance = need.fixed + need.per_child * u64::from(count) + charged.saturating_sub(measured.used);
+        let allowance = need.allowance(count) + charged.saturating_sub(measured.used);
         let mut hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
         if measured.running > count {
             hard = hard.max(cgroup.limit().unwrap_or(0));
         }
-        let soft = (allowance + need.per_child).min(hard);
+        let soft = (allowance + need.serving.per_child).min(hard);
         if let Err(e) = cgroup.set_limits(version, soft, hard) {
             self.log.warn(&format!("[pool {name}] {e}"));
         }
@@ -418,7 +491,8 @@ impl Manager {
 
     fn measure(&self, pool: usize) -> Measured {
         let run = &self.pools[pool];
-        let mut m = Measured { fixed: 0, peaks: Vec::new(), used: 0, running: 0 };
+        let mut m = Measured { fixed: 0, peaks: Vec::new(), used: 0, running: 0, spare: None };
+        let mut children_anon = 0;
         for (&pid, &slot) in &run.children {
             if !run.config.runs_php_fpm() {
                 if let Some((u, rise)) = peak_of(pid) {
@@ -439,7 +513,21 @@ impl Manager {
                 m.fixed += u.shmem;
                 m.peaks.push((child, None, u.anon + rise));
                 m.running += 1;
+                children_anon += u.anon;
             }
+        }
+        if run.config.runs_php_fpm() && m.running > 0 {
+            m.spare = Some(children_anon / u64::from(m.running));
+        }
+        // What the kernel charges the pool's cgroup beside its processes'
+        // shares is the pool's too, whatever its count: opcache pages no
+        // living process maps (the child that compiled them was stopped),
+        // PHP's pages it loaded first. Left out, it would count as the
+        // rest's, at its peak for the whole window.
+        if let Some(charge) = self.cgroups.as_ref().and_then(|c| c.charged_of(&run.config.name)) {
+            let beside = charge.saturating_sub(m.used);
+            m.used += beside;
+            m.fixed += beside;
         }
         m
     }
@@ -475,5 +563,42 @@ mod tests {
         assert!(peaks_known(rose, 100 + STEADY_REQUESTS, t0 + STEADY_TIME));
         let early = Some((t0, 0, 8 << 20));
         assert!(!peaks_known(early, WARM_REQUESTS - 1, t0 + STEADY_TIME), "fewer than {WARM_REQUESTS} requests");
+    }
+
+    #[test]
+    fn a_count_does_not_flap_on_a_megabytes_change() {
+        let m = 1 << 20;
+        let www = Need { serving: PoolNeeds { fixed: 20 * m, per_child: 10 * m, ceiling: 64 }, spare: None };
+        let counts = |available: u64| {
+            let (fits, roomy) = counts_in(available, &[www]);
+            (fits[0], roomy[0])
+        };
+        // 4 children fit in 60-69 MB, 5 in 70-79 MB: the count moves to 5
+        // only with a quarter of a child to spare (72.5 MB), and back to 4
+        // only once 5 no longer fit, not as the figures move by a
+        // megabyte either way of 70.
+        let mut have = 4;
+        for (available, kept) in [(60, 4), (69, 4), (71, 4), (69, 4), (71, 4), (73, 5), (71, 5), (70, 5), (69, 4), (71, 4)] {
+            let (fits, roomy) = counts(available * m);
+            have = settle(have, fits, roomy, false);
+            assert_eq!(have, kept, "{available} MB");
+        }
+        assert_eq!(settle(4, 6, 5, true), 6, "a first count is what fits");
+    }
+
+    #[test]
+    fn php_fpms_idle_child_counts_at_its_size_now() {
+        let m = 1 << 20;
+        let serving = PoolNeeds { fixed: 20 * m + 5 * m, per_child: 10 * m, ceiling: 63 };
+        let fpm = Need { serving, spare: Some(5 * m) };
+        // 80 MB: the master and opcache, the idle child, and 5 serving
+        // (with a quarter of a child to spare: 5 as well).
+        let (fits, roomy) = counts_in(80 * m, &[fpm]);
+        assert_eq!((fits[0], roomy[0]), (6, 6));
+        let fits = fits[0];
+        assert_eq!(fpm.allowance(fits), 25 * m + 50 * m);
+        assert_eq!(fpm.allowance(1), 35 * m, "a count of 1 still serves one request (and keeps its idle child)");
+        let cgi = Need { serving: PoolNeeds { fixed: 0, per_child: 10 * m, ceiling: 64 }, spare: None };
+        assert_eq!((counts_in(80 * m, &[cgi]).0, cgi.allowance(3)), (vec![8], 30 * m));
     }
 }
