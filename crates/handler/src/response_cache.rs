@@ -43,6 +43,10 @@
 //! served before they are checked), unless CacheQuickHandler is Off. Requests carrying fields that proxies use to rewrite URLs
 //! (X-Forwarded-Host, X-Original-URL...) are never stored: an application
 //! may build its links from them, and they are not in the key.
+//!
+//! Beside this file: response_cache_store.rs (the store step and
+//! [`Capture`]), response_cache_admin.rs (counts for server-status and
+//! metrics, `warren cache purge`), response_cache_coding.rs (compressed hits).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -60,6 +64,16 @@ use crate::dir_config::Effective;
 use crate::response_cache_coding::{self as coding, Chosen};
 use crate::env::RequestEnv;
 use crate::{path, Body, BodySource, ConnInfo, HeaderName, Outcome, Request, Response, Site};
+
+#[path = "response_cache_store.rs"]
+mod store;
+#[path = "response_cache_admin.rs"]
+mod admin;
+
+pub use store::Capture;
+pub(crate) use admin::CountsPage;
+use admin::purge_target;
+use store::{no_cache_set, store_answer, warn_malformed};
 
 /// The total size a `disk` cache keeps its CacheRoot within.
 const DISK_TOTAL: u64 = 64 << 20;
@@ -115,23 +129,6 @@ fn storable_request(head: &RequestHead) -> bool {
     head.method() == "GET" && !UNKEYED_URL_FIELDS.iter().any(|f| head.header(f).is_some())
 }
 
-/// The parts of an answer being stored as the application sends it.
-pub struct Capture {
-    store: Arc<Store>,
-    key: String,
-    rules: Rules,
-    host: usize,
-    /// The stale entry: for CacheStaleOnError, and being revalidated when
-    /// `revalidating` (its validators went to the application).
-    stale: Option<Entry>,
-    revalidating: bool,
-    stale_on_error: bool,
-    header: bool,
-    /// As [`Plan::no_coding`], for the stale entry's answer.
-    no_coding: bool,
-    /// Held until the answer is stored or given up.
-    _lock: Option<warren_cache::store::LockGuard>,
-}
 
 fn rules(c: &CacheDirectives) -> Rules {
     Rules {
@@ -792,269 +789,10 @@ fn bypassed(outcome: Outcome, conn: &ConnInfo, why: &str, mut more: Vec<(&'stati
     }
 }
 
-/// Whether the request's environment, as the pipeline left it (a
-/// directory's SetEnvIf, a rewrite rule's `[E=no-cache]`), keeps its
-/// answer out of the cache.
-fn no_cache_set(r: &Response) -> bool {
-    r.filters.as_ref().is_some_and(|f| f.env.get("no-cache").is_some())
-}
-
-/// Says once per process, in `log`, that a cache could not store an answer
-/// (its directory full or unwritable): the server goes on serving uncached.
-fn warn_unstored(log: &crate::logs::ErrorLog, e: &std::io::Error) {
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if e.kind() != std::io::ErrorKind::Other && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        log.log(LogLevel::Warn, None, &format!("response cache: an answer could not be stored ({e}): answers are served uncached until there is room (said once)"));
-    }
-}
-
-/// Says once per process that an answer's caching headers were malformed
-/// or contradictory: it was served and not stored.
-fn warn_malformed(log: &crate::logs::ErrorLog, why: &str, head: &RequestHead) {
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if (why.contains("malformed") || why.contains("two different")) && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        log.log(LogLevel::Warn, None, &format!("response cache: {why} in the answer to {}: served, not stored (said once)", String::from_utf8_lossy(head.path_and_query())));
-    }
-}
-
-/// Stores an answer if RFC 9111 and the admin's rules let it.
-#[allow(clippy::too_many_arguments)]
-fn store_answer(store: &Store, key: &str, rules: &Rules, status: u16, headers: &[(String, String)], body: Arc<[u8]>, offer: Option<&crate::compress::Offer>, head: &RequestHead, log: &crate::logs::ErrorLog) -> Result<(), String> {
-    let has_query = head.path_and_query().contains(&b'?');
-    let fresh = rules.storable(status, headers, has_query, head.header("authorization").is_some(), SystemTime::now()).map_err(str::to_string)?;
-    let now = Store::now();
-    let mut kept = rules.kept_headers(headers);
-    // The site's compression offer, for compressed hits (response_cache_coding.rs).
-    kept.extend(offer.map(coding::offer_field));
-    let entry = Entry { key: String::new(), status, headers: kept, body, stored_at: now, fresh_until: now + fresh.lifetime.as_secs() };
-    store.store(key, &policy::vary_names(headers), &field_of(head), entry).map_err(|e| {
-        warn_unstored(log, &e);
-        format!("not stored: {e}")
-    })
-}
-
-impl Capture {
-    /// The application's answer `r`, its body stored in the cache when whole (or,
-    /// for a 304 to our revalidation, the refreshed entry; for a 5xx, the
-    /// stale one).
-    pub fn answer(self: Box<Self>, site: &Site, head: &RequestHead, conn: &ConnInfo, mut r: Response) -> Response {
-        if let Some(e) = &self.stale {
-            // A 304 to the client's own validators is the client's answer.
-            if r.status == 304 && self.revalidating {
-                let plan = Plan { store: self.store.clone(), key: self.key.clone(), base: String::new(), no_coding: self.no_coding };
-                return site.revalidated(&plan, head, conn, self.host, e, &as_pairs(&r.headers));
-            }
-            if r.status >= 500 && self.stale_on_error {
-                return site.answer_of_entry(&self.store, head, conn, self.host, e, "stale; detail=stale-on-error", self.no_coding);
-            }
-        }
-        crate::filters::apply_now(&mut r, head);
-        let headers = as_pairs(&r.headers);
-        let has_query = head.path_and_query().contains(&b'?');
-        let verdict = self.rules.storable(r.status, &headers, has_query, false, SystemTime::now());
-        let log = &site.hosts[self.host].error_log;
-        let detail = match verdict {
-            Err(why) => {
-                warn_malformed(log, why, head);
-                format!("fwd=uri-miss; detail=\"{why}\"")
-            }
-            Ok(_) if r.error_document.is_some() => "fwd=uri-miss".to_string(),
-            Ok(_) if no_cache_set(&r) => "fwd=uri-miss; detail=\"the no-cache variable\"".to_string(),
-            Ok(_) => {
-                // Read whole (on this thread, up to the largest entry) so
-                // that what Cache-Status says is what was done.
-                let (body, whole) = hold(std::mem::replace(&mut r.body, Body::Empty), self.store.max_entry);
-                r.body = body;
-                match whole {
-                    Some(bytes) => match store_answer(&self.store, &self.key, &self.rules, r.status, &headers, bytes, r.compress.as_deref(), head, log) {
-                        Ok(()) => "fwd=uri-miss; stored".to_string(),
-                        Err(why) => format!("fwd=uri-miss; detail=\"{why}\""),
-                    },
-                    None => "fwd=uri-miss; detail=\"not stored: larger than the cache's largest entry\"".to_string(),
-                }
-            }
-        };
-        r.add("Cache-Status", format!("warren; {detail}"));
-        if self.header {
-            r.add("X-Cache", format!("MISS from {}", site.hosts[self.host].name));
-        }
-        r
-    }
-}
-
-/// `body` with its bytes, when it is whole and no larger than `max`: a
-/// stream is read ahead up to `max` bytes, and what was read goes out
-/// first if it is larger (or failed before its end).
-fn hold(body: Body, max: u64) -> (Body, Option<Arc<[u8]>>) {
-    match body {
-        Body::Empty => (Body::Empty, Some(Arc::from(&[][..]))),
-        Body::Bytes(b) if b.len() as u64 <= max => {
-            let bytes: Arc<[u8]> = Arc::from(b.as_slice());
-            (Body::Shared(bytes.clone()), Some(bytes))
-        }
-        Body::Stream { mut source, len } if len.is_none_or(|l| l <= max) => {
-            let mut held = Vec::new();
-            loop {
-                match source.next_piece(&mut held) {
-                    Ok(true) if held.len() as u64 <= max => {}
-                    Ok(true) => return (Body::Stream { source: Box::new(Prefixed { held: Some(held), inner: source, failed: None }), len }, None),
-                    Ok(false) => {
-                        let bytes: Arc<[u8]> = Arc::from(held);
-                        return (Body::Shared(bytes.clone()), Some(bytes));
-                    }
-                    Err(e) => return (Body::Stream { source: Box::new(Prefixed { held: Some(held), inner: source, failed: Some(e) }), len }, None),
-                }
-            }
-        }
-        other => (other, None),
-    }
-}
-
-/// A body whose first bytes were read ahead: those, then the rest (or the
-/// failure that ended the reading).
-struct Prefixed {
-    held: Option<Vec<u8>>,
-    inner: Box<dyn BodySource>,
-    failed: Option<std::io::Error>,
-}
-
-impl BodySource for Prefixed {
-    fn next_piece(&mut self, out: &mut Vec<u8>) -> std::io::Result<bool> {
-        if let Some(held) = self.held.take() {
-            out.extend_from_slice(&held);
-            return Ok(true);
-        }
-        match self.failed.take() {
-            Some(e) => Err(e),
-            None => self.inner.next_piece(out),
-        }
-    }
-
-    fn read_ahead(&self) -> bool {
-        self.inner.read_ahead()
-    }
-
-    fn take_encoder(&mut self) -> Option<crate::compress::StreamEncoder> {
-        self.inner.take_encoder()
-    }
-}
-
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-impl Site {
-    /// Every store's counts added up (hits, misses, stores, evictions,
-    /// bytes stored: [`warren_cache::COUNTER_NAMES`]), None when no host caches.
-    pub fn cache_counts(&self) -> Option<[u64; 5]> {
-        let mut roots = Vec::new();
-        for (i, h) in self.hosts.iter().enumerate() {
-            for e in &h.config.cache.enable {
-                if let Some(s) = self.store_for(i, e.kind) {
-                    if !roots.iter().any(|r: &Arc<Store>| r.root() == s.root()) {
-                        roots.push(s);
-                    }
-                }
-            }
-        }
-        if roots.is_empty() {
-            return None;
-        }
-        Some(roots.iter().map(|s| s.counters.read()).fold([0; 5], |a, c| std::array::from_fn(|i| a[i] + c[i])))
-    }
-
-    /// server-status (`auto`: its machine-readable form) or the metrics
-    /// page `r` with the cache's counts, when a host caches.
-    pub(crate) fn with_cache_counts(&self, mut r: Response, page: CountsPage) -> Response {
-        let (Some(counts), Body::Bytes(body)) = (self.cache_counts(), &mut r.body) else { return r };
-        let text = String::from_utf8_lossy(body).into_owned();
-        let named = warren_cache::COUNTER_NAMES.iter().zip(counts);
-        let text = match page {
-            CountsPage::StatusAuto => text + &named.map(|(n, v)| format!("Cache{}: {v}\n", camel(n))).collect::<String>(),
-            CountsPage::StatusHtml => {
-                let dl: String = named.map(|(n, v)| format!("<dt>Cache {}: {v}</dt>\n", n.replace('_', " "))).collect();
-                text.replacen("</body>", &format!("<h2>Response cache</h2>\n<dl>{dl}</dl>\n</body>"), 1)
-            }
-            CountsPage::Metrics => {
-                // OpenMetrics names a counter's family without `_total` (as metrics.rs writes them).
-                let openmetrics = text.contains("# EOF");
-                let lines: String = named
-                    .map(|(n, v)| {
-                        let family = if openmetrics { format!("warren_cache_{n}") } else { format!("warren_cache_{n}_total") };
-                        format!("# HELP {family} The response cache's {}, every process's.\n# TYPE {family} counter\nwarren_cache_{n}_total {v}\n", n.replace('_', " "))
-                    })
-                    .collect();
-                match text.rfind("# EOF") {
-                    Some(at) => format!("{}{lines}{}", &text[..at], &text[at..]),
-                    None => text + &lines,
-                }
-            }
-        };
-        r.body = Body::Bytes(text.into_bytes());
-        r
-    }
-}
-
-/// Which page [`Site::with_cache_counts`] adds to.
-pub(crate) enum CountsPage {
-    StatusAuto,
-    StatusHtml,
-    Metrics,
-}
-
-/// `bytes_stored` -> `BytesStored`.
-fn camel(name: &str) -> String {
-    name.split('_').map(|w| w[..1].to_ascii_uppercase() + &w[1..]).collect()
-}
-
-/// Removes the entries of `target` (whatever Host value and variant they
-/// were stored for), or of every URL under it when it ends in `*`.
-fn purge_target(store: &Store, base: &str, target: &str) -> usize {
-    match target.strip_suffix('*') {
-        Some(prefix) => store.purge_prefix(&format!("{base}{prefix}")),
-        None => store.purge_prefix(&format!("{base}{target}\u{0}")),
-    }
-}
-
-impl Site {
-    /// `warren cache purge URL`: the entries of an absolute URL
-    /// (`http://name[:port]/path`, or `.../prefix*`), in the stores of the
-    /// host its name and port choose. Ok: how many were removed.
-    pub fn purge_url(&self, url: &str) -> Result<usize, String> {
-        let (scheme, rest) = url.split_once("://").filter(|(s, _)| matches!(*s, "http" | "https")).ok_or_else(|| format!("{url}: an absolute http:// or https:// URL is expected"))?;
-        let (authority, target) = rest.find('/').map_or((rest, "/"), |at| rest.split_at(at));
-        let (name, port) = match authority.rsplit_once(':') {
-            Some((n, p)) => (n, p.parse::<u16>().map_err(|_| format!("{url}: a bad port"))?),
-            None => (authority, if scheme == "https" { 443 } else { 80 }),
-        };
-        let host = self.select_host(Some(name.as_bytes()), ([127, 0, 0, 1], port).into());
-        let c = &self.hosts[host].config.cache;
-        if c.enable.is_empty() {
-            return Err(format!("{url}: the host {} has no CacheEnable", self.hosts[host].name));
-        }
-        let base = c.key_base_url.clone().unwrap_or_else(|| format!("{scheme}://{}:{port}", self.hosts[host].name));
-        let target = keyed_target(c, target.as_bytes());
-        let mut removed = 0;
-        for kind in [CacheKind::Disk, CacheKind::Socache] {
-            if c.enable.iter().any(|e| e.kind == kind) {
-                let store = self.store_for(host, kind).ok_or_else(|| format!("{url}: the cache directory cannot be opened (see the error log)"))?;
-                removed += purge_target(&store, &base, &target);
-            }
-        }
-        Ok(removed)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_identifiers_and_queries_leave_the_key_as_asked() {
-        let c = CacheDirectives { ignore_url_session_identifiers: Some(vec!["jsessionid".into(), "sid".into()]), ..Default::default() };
-        assert_eq!(keyed_target(&c, b"/a;jsessionid=1?sid=2&x=3"), "/a?x=3");
-        assert_eq!(keyed_target(&c, b"/a%2f?x"), "/a%2f?x");
-        let c = CacheDirectives { ignore_query_string: Some(true), ..Default::default() };
-        assert_eq!(keyed_target(&c, b"/a?x=1"), "/a");
-    }
-}
+#[path = "response_cache_tests.rs"]
+mod tests;
