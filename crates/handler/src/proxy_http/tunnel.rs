@@ -178,7 +178,7 @@ impl TunnelSlots {
 
     fn take_within(self: &Arc<Self>, bound: Option<usize>, per_client: Option<(&Arc<ClientTunnels>, IpAddr, usize)>) -> Result<TunnelSlot, NoSlot> {
         let client = match per_client {
-            Some((table, client, limit)) if limit != 0 => table.take(counted_as(client), limit).map_err(|_| NoSlot::Client)?,
+            Some((table, client, limit)) if limit != 0 => Some(table.take(counted_as(client), limit).map_err(|_| NoSlot::Client)?),
             _ => None,
         };
         if let Some(bound) = bound {

@@ -10,14 +10,17 @@
 //! the bound is never passed. An entry is freed when its tunnel ends, and
 //! an entry whose process is gone (a child killed with tunnels open) is
 //! freed by the next process that finds it in its way: when its client is
-//! at the bound, or when no entry is free. A full table admits tunnels
-//! uncounted (the child's own bound still holds), so that clients filling
-//! it cannot keep others' tunnels out.
+//! at the bound, or when no entry is free. When the table is full (no
+//! entry free after freeing dead processes' ones), a tunnel is counted in
+//! its own child only, against the same bound: the bound then holds per
+//! child instead of server-wide, and clients filling the table (an IPv6
+//! client with many /64s) neither escape the bound nor keep others out.
 
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use warren_shm::SharedMemory;
 
@@ -44,21 +47,44 @@ struct Entry {
 /// The server's open tunnels by client.
 pub struct ClientTunnels {
     memory: SharedMemory,
+    /// Entries in the table (ENTRIES but in tests).
+    capacity: usize,
+    /// This process's tunnels counted while the table was full, by key.
+    overflow: Mutex<HashMap<u64, usize>>,
 }
 
 /// The client holds as many tunnels as it may.
 #[derive(Debug)]
 pub struct AtBound;
 
-/// A tunnel's entry in the table; freed when dropped.
+/// A tunnel's place in the count; given back when dropped.
 pub struct ClientPlace {
     table: Arc<ClientTunnels>,
-    at: usize,
+    at: Counted,
+}
+
+/// Where a tunnel is counted.
+enum Counted {
+    /// An entry of the shared table.
+    Shared(usize),
+    /// The table was full: its child's overflow count, under this key.
+    InChild(u64),
 }
 
 impl Drop for ClientPlace {
     fn drop(&mut self) {
-        self.table.free(self.at);
+        match self.at {
+            Counted::Shared(at) => self.table.free(at),
+            Counted::InChild(key) => {
+                let mut overflow = self.table.overflow.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(n) = overflow.get_mut(&key) {
+                    *n -= 1;
+                    if *n == 0 {
+                        overflow.remove(&key);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -76,7 +102,12 @@ fn process_gone(pid: i32) -> bool {
 
 impl ClientTunnels {
     pub fn new() -> std::io::Result<ClientTunnels> {
-        Ok(ClientTunnels { memory: SharedMemory::zeroed(std::mem::size_of::<Header>() + ENTRIES * std::mem::size_of::<Entry>())? })
+        Self::with_capacity(ENTRIES)
+    }
+
+    fn with_capacity(capacity: usize) -> std::io::Result<ClientTunnels> {
+        let memory = SharedMemory::zeroed(std::mem::size_of::<Header>() + capacity * std::mem::size_of::<Entry>())?;
+        Ok(ClientTunnels { memory, capacity, overflow: Mutex::default() })
     }
 
     fn header(&self) -> &Header {
@@ -85,38 +116,52 @@ impl ClientTunnels {
     }
 
     fn entries(&self) -> &[Entry] {
-        // SAFETY: ENTRIES entries follow the header (whose size keeps them
+        // SAFETY: `capacity` entries follow the header (whose size keeps them
         // aligned), zeroed (free) at first; every field is an atomic,
         // shared by the processes forked after.
-        unsafe { std::slice::from_raw_parts(self.memory.base().add(std::mem::size_of::<Header>()) as *const Entry, ENTRIES) }
+        unsafe { std::slice::from_raw_parts(self.memory.base().add(std::mem::size_of::<Header>()) as *const Entry, self.capacity) }
     }
 
     /// The entries ever claimed: a claim is counted here before its key
     /// is written, so a count that could see the key reads its entry.
     fn in_use(&self) -> &[Entry] {
-        &self.entries()[..self.header().used.load(SeqCst).min(ENTRIES)]
+        &self.entries()[..self.header().used.load(SeqCst).min(self.capacity)]
     }
 
     /// Records one more tunnel of `client`: Err when `limit` of its
-    /// tunnels are open already; Ok(None) when the table is full (the
-    /// tunnel goes uncounted).
-    pub fn take(self: &Arc<Self>, client: IpAddr, limit: usize) -> Result<Option<ClientPlace>, AtBound> {
+    /// tunnels are open already (in the server; in this child when the
+    /// table is full).
+    pub fn take(self: &Arc<Self>, client: IpAddr, limit: usize) -> Result<ClientPlace, AtBound> {
         let key = key_of(client);
         let Some(at) = self.claim().or_else(|| {
             self.free_dead(|_| true);
             self.claim()
         }) else {
-            return Ok(None);
+            return self.take_in_child(key, limit);
         };
         self.entries()[at].key.store(key, SeqCst);
-        let place = ClientPlace { table: self.clone(), at };
+        let place = ClientPlace { table: self.clone(), at: Counted::Shared(at) };
         if self.count(key) > limit {
             self.free_dead(|e| e.key.load(SeqCst) == key);
             if self.count(key) > limit {
                 return Err(AtBound);
             }
         }
-        Ok(Some(place))
+        Ok(place)
+    }
+
+    /// The table is full: the client's tunnels in this child, those in
+    /// the table and those counted here, against the same bound.
+    fn take_in_child(self: &Arc<Self>, key: u64, limit: usize) -> Result<ClientPlace, AtBound> {
+        let me = std::process::id() as i32;
+        let in_table = self.in_use().iter().filter(|e| e.key.load(SeqCst) == key && e.pid.load(SeqCst) == me).count();
+        let mut overflow = self.overflow.lock().unwrap_or_else(PoisonError::into_inner);
+        let here = overflow.entry(key).or_insert(0);
+        if in_table + *here >= limit {
+            return Err(AtBound);
+        }
+        *here += 1;
+        Ok(ClientPlace { table: self.clone(), at: Counted::InChild(key) })
     }
 
     /// A free entry, now this process's.
@@ -174,7 +219,7 @@ mod tests {
         let child = match unsafe { nix::unistd::fork() }.unwrap() {
             nix::unistd::ForkResult::Child => {
                 let held = t.take(a, 2);
-                let ok = matches!(held, Ok(Some(_)));
+                let ok = held.is_ok();
                 let _ = std::io::Write::write_all(&mut &to_parent, &[u8::from(ok)]);
                 let _ = std::io::Read::read(&mut &to_parent, &mut [0u8; 1]);
                 std::mem::forget(held);
@@ -186,7 +231,7 @@ mod tests {
         let mut said = [0u8; 1];
         std::io::Read::read_exact(&mut &from_child, &mut said).unwrap();
         assert_eq!(said, [1]);
-        let mine = t.take(a, 2).expect("the second of two").expect("counted");
+        let mine = t.take(a, 2).expect("the second of two");
         assert!(t.take(a, 2).is_err(), "a third, the first held by another process");
         let other = t.take(b, 2).expect("another client is counted apart");
         drop(mine);
@@ -201,11 +246,24 @@ mod tests {
     }
 
     #[test]
-    fn a_full_table_counts_no_more() {
-        let t = Arc::new(ClientTunnels::new().unwrap());
-        let held: Vec<_> = (0..ENTRIES as u32).map(|i| t.take(IpAddr::from(i.to_be_bytes()), 1).unwrap().unwrap()).collect();
-        assert!(matches!(t.take("192.0.2.9".parse().unwrap(), 1), Ok(None)), "admitted, uncounted");
+    fn a_full_table_still_bounds_each_client_in_its_child() {
+        let t = Arc::new(ClientTunnels::with_capacity(4).unwrap());
+        let filler: IpAddr = "2001:db8:0:1::".parse().unwrap();
+        let held: Vec<_> = (0..4).map(|_| t.take(filler, 5).unwrap()).collect();
+        assert!(t.entries().iter().all(|e| e.pid.load(SeqCst) != 0), "the table is full");
+        // The filler's fifth goes to the child's count, its sixth is refused.
+        let fifth = t.take(filler, 5).expect("the fifth of five, counted in the child");
+        assert!(t.take(filler, 5).is_err(), "past the bound with the table full");
+        // A fresh client is not kept out by a full table, and is bounded.
+        let fresh: IpAddr = "192.0.2.9".parse().unwrap();
+        let two: Vec<_> = (0..2).map(|_| t.take(fresh, 2).expect("a fresh client, table full")).collect();
+        assert!(t.take(fresh, 2).is_err(), "a fresh client's bound holds with the table full");
+        drop(two);
+        assert!(t.take(fresh, 2).is_ok(), "given back when its tunnels end");
+        drop(fifth);
+        assert!(t.overflow.lock().unwrap().is_empty());
         drop(held);
-        assert!(matches!(t.take("192.0.2.9".parse().unwrap(), 1), Ok(Some(_))));
+        let counted = t.take(fresh, 2).unwrap();
+        assert!(matches!(counted.at, Counted::Shared(_)), "back in the shared table once it has room");
     }
 }
