@@ -107,3 +107,23 @@ fn event_unread_answers_hold_no_thread() {
     assert_eq!((code, String::from_utf8_lossy(&out).as_ref()), (0, "backend saw GET /h1\n"));
     drop(stalled);
 }
+
+/// Under event: an answer whose client stopped reading it holds its
+/// backend connection for H2StreamTimeout, not for as long as the client
+/// likes: the stream is reset (a line names the client) and the backend
+/// connection closed.
+#[test]
+fn event_an_unread_answer_holds_its_backend_only_for_h2streamtimeout() {
+    let backend = Backend::start();
+    let endless = start_endless();
+    let s = start("event", &backend, &format!("ProxyPass /endless/ http://127.0.0.1:{}/\nTimeout 60\nH2StreamTimeout 2\nLogLevel info\n", endless.port));
+    let stalled = Stalled::start(&s, &["/endless/x"]);
+    s.wait_log("error.log", "(H2StreamTimeout); reset");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while endless.closed.load(Ordering::SeqCst) < endless.accepted.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the backend connection of the unread answer is still open\n{}", s.read_log("error.log"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(answers(client(&s, "get", &["/api/after"]))[0].body(), "backend saw GET /after\n");
+    drop(stalled);
+}

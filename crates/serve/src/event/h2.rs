@@ -152,8 +152,11 @@ impl EventLoop {
         c.deadline = if idle {
             self.rules.keep_alive.idle_deadline(h.last_progress, self.stopping)
         } else if h.session.has_work_out() {
-            // The application's own time is ProxyTimeout's to limit.
-            h.last_progress + self.rules.timeout.max(Duration::from_secs(3600))
+            // The application's own time is ProxyTimeout's to limit; a
+            // stream whose answer waits on a client that does not read
+            // holds its backend only for H2StreamTimeout.
+            let application = h.last_progress + self.rules.timeout.max(Duration::from_secs(3600));
+            h.session.client_wait_deadline(h.stream_timeout).map_or(application, |client| client.min(application))
         } else {
             h.last_progress + h.stream_timeout.min(self.rules.timeout)
         };

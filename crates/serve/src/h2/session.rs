@@ -387,7 +387,13 @@ impl Session {
     /// Where the loop puts the body of a [`Session::respond_fed`] answer;
     /// None once the stream takes no more of it (reset, or a HEAD).
     pub fn fed(&mut self, id: u32) -> Option<&mut Fed> {
-        match &mut self.stream_mut(id)?.state {
+        let s = self.stream_mut(id)?;
+        if matches!(&s.state, State::Sending(BodyPlan::Fed(f)) if f.queued() == 0) {
+            // It waited on the application until now, not on the client:
+            // H2StreamTimeout's clock for the client starts here.
+            s.moved = Instant::now();
+        }
+        match &mut s.state {
             State::Sending(BodyPlan::Fed(f)) => Some(f),
             _ => None,
         }
@@ -516,6 +522,13 @@ impl Session {
             self.finish_stream(ctx, id, true);
         }
         stalled.len()
+    }
+
+    /// When the stream that has waited longest on the client (to read
+    /// its answer, or to send its body) will have waited `timeout`: the
+    /// time [`Session::expire_streams`] must be called by.
+    pub fn client_wait_deadline(&self, timeout: std::time::Duration) -> Option<Instant> {
+        self.streams.iter().filter(|s| s.waits_on_client()).map(|s| s.moved + timeout).min()
     }
 
     /// The connection is going away (closed, timed out): every stream
