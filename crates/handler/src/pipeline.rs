@@ -86,8 +86,9 @@ impl Site {
     /// [`Site::route`], a stored answer looked up after the access checks
     /// when `cache_after_access` (CacheQuickHandler Off).
     pub(crate) fn route_with(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool, cache_after_access: Option<&crate::response_cache::AfterAccess>) -> Outcome {
+        let rules_deadline = warren_rewrite::CpuDeadline::after(RULES_TIME_BUDGET);
         let req = self.request(head, conn);
-        let req = Request { pass: Pass { rules_deadline: Some(warren_rewrite::CpuDeadline::after(RULES_TIME_BUDGET)), on_loop, cache_after_access, ..req.pass }, ..req };
+        let req = Request { pass: Pass { rules_deadline: Some(&rules_deadline), on_loop, cache_after_access, ..req.pass }, ..req };
         let host = req.host;
         let raw = head.path_and_query();
         // A TLS connection is for the host its SNI named (its certificate):

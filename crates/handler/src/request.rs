@@ -36,7 +36,7 @@ pub struct Pass<'a> {
     pub forced_type: Option<&'a str>,
     /// When the request's rewrite rules, all passes together, must be done
     /// (see [`crate::rewrite::RULES_TIME_BUDGET`]).
-    pub rules_deadline: Option<warren_rewrite::CpuDeadline>,
+    pub rules_deadline: Option<&'a warren_rewrite::CpuDeadline>,
     /// Routed on the event loop: rules from `.htaccess` files are not run
     /// here ([`crate::Outcome::OffLoop`]).
     pub on_loop: bool,

@@ -259,7 +259,7 @@ impl Site {
 
     /// A rewritten filename is bounded by twice LimitRequestLine, as in
     /// Apache; the rules' time by the request's budget.
-    fn rule_bounds(&self, req: Request) -> Bounds {
+    fn rule_bounds<'r>(&self, req: Request<'r>) -> Bounds<'r> {
         Bounds { max_len: 2 * self.settings.limits.request_line.max(1), deadline: req.pass.rules_deadline }
     }
 

@@ -6,6 +6,7 @@
 //! what a request carries between rules; the [`Request`] is how the engine
 //! reads the rest of it.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::time::Duration;
 
@@ -82,30 +83,45 @@ pub enum Applied {
 
 /// What one run of a rule list may take.
 #[derive(Clone, Copy, Debug)]
-pub struct Bounds {
+pub struct Bounds<'b> {
     /// The longest filename (Apache: twice LimitRequestLine): past it a
     /// loop of rules is stopped with a 500.
     pub max_len: usize,
     /// No rule nor condition is tried past it, so that slow patterns (each
     /// bounded by its regex limits) cannot add up to seconds.
-    pub deadline: Option<CpuDeadline>,
+    pub deadline: Option<&'b CpuDeadline>,
 }
 
-/// A point in the calling thread's CPU time: what the rules themselves
+/// A budget of the calling thread's CPU time: what the rules themselves
 /// spend counts, not the time the thread waits for a CPU on a loaded
 /// machine (which would turn ordinary rules into 500s). A request's rules
 /// run on one thread from start to end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct CpuDeadline(Duration);
+///
+/// The clock starts at the first check, when a rule is about to be tried:
+/// reading a thread's CPU time is a system call (no vDSO for this clock),
+/// which a request that meets no rule (a static file on a host without
+/// rewrite rules) should not pay for.
+#[derive(Debug)]
+pub struct CpuDeadline {
+    budget: Duration,
+    /// The thread's CPU time at which the budget is spent, once started.
+    at: Cell<Option<Duration>>,
+}
 
 impl CpuDeadline {
-    /// `budget` of this thread's CPU time from now.
+    /// `budget` of this thread's CPU time from the first [`CpuDeadline::passed`].
     pub fn after(budget: Duration) -> CpuDeadline {
-        CpuDeadline(thread_cpu_time() + budget)
+        CpuDeadline { budget, at: Cell::new(None) }
     }
 
-    pub fn passed(self) -> bool {
-        thread_cpu_time() >= self.0
+    /// Whether the budget is spent; the first call starts its clock.
+    pub fn passed(&self) -> bool {
+        let now = thread_cpu_time();
+        let at = self.at.get().unwrap_or_else(|| {
+            self.at.set(Some(now + self.budget));
+            now + self.budget
+        });
+        now >= at
     }
 }
 
@@ -124,7 +140,7 @@ type Groups = Vec<Option<String>>;
 
 struct Ctx<'r, R: Request + ?Sized> {
     req: &'r mut R,
-    deadline: Option<CpuDeadline>,
+    deadline: Option<&'r CpuDeadline>,
     rule_groups: Groups,
     cond_groups: Groups,
     vary_this: Vec<String>,
@@ -692,6 +708,23 @@ mod tests {
         assert_eq!(st.query.as_deref(), Some("q=a+b%26c"));
     }
 
+    /// Spends at least `cpu` of this thread's CPU time.
+    fn spin(cpu: Duration) {
+        let until = thread_cpu_time() + cpu;
+        while thread_cpu_time() < until {
+            std::hint::black_box(0u64);
+        }
+    }
+
+    #[test]
+    fn the_budget_starts_at_its_first_check() {
+        let deadline = CpuDeadline::after(Duration::from_millis(1));
+        spin(Duration::from_millis(3));
+        assert!(!deadline.passed(), "CPU spent before the first rule does not count");
+        spin(Duration::from_millis(3));
+        assert!(deadline.passed());
+    }
+
     #[test]
     fn no_rule_nor_condition_is_tried_past_the_deadline() {
         let s = set(&["RewriteRule ^/a$ - [E=seen:1]", "RewriteCond %{HTTP:X-A} ^(a|a?)+$", "RewriteRule ^ /slow"]);
@@ -699,10 +732,10 @@ mod tests {
         let mut req = Fake::default();
         req.headers.insert("X-A".into(), "b".into());
         let mut st = State { filename: "/a".into(), ..State::default() };
-        let passed = Bounds { max_len: 16384, deadline: Some(CpuDeadline::after(Duration::ZERO)) };
+        let passed = Bounds { max_len: 16384, deadline: Some(&CpuDeadline::after(Duration::ZERO)) };
         assert_eq!(apply(&rules, None, &mut st, &mut req, passed), Applied::OutOfTime { rule: 0 });
         assert!(req.env.is_empty(), "the first rule did not run");
-        let ahead = Bounds { max_len: 16384, deadline: Some(CpuDeadline::after(Duration::from_secs(3600))) };
+        let ahead = Bounds { max_len: 16384, deadline: Some(&CpuDeadline::after(Duration::from_secs(3600))) };
         assert_eq!(apply(&rules, None, &mut st, &mut req, ahead), Applied::Unchanged);
         assert_eq!(req.env.get("seen").map(String::as_str), Some("1"));
     }
