@@ -217,7 +217,7 @@ impl EventLoop {
     }
 
     /// The stream gets `outcome` (or the work that follows from it).
-    fn h2_settle(&mut self, slot: usize, generation: u64, stream: u32, outcome: Outcome) {
+    pub(super) fn h2_settle(&mut self, slot: usize, generation: u64, stream: u32, outcome: Outcome) {
         let sb = self.sb.clone();
         let Some(h) = self.conns[slot].as_mut().filter(|c| c.generation == generation).and_then(|c| c.h2.as_mut()) else { return };
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };

@@ -250,13 +250,7 @@ impl EventLoop {
         };
         drop(body);
         self.child_given_back();
-        let sb = self.sb.clone();
-        let Some(h) = self.conns[slot].as_mut().filter(|c| c.generation == generation).and_then(|c| c.h2.as_mut()) else { return };
-        let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
-        let mut tasks = Vec::new();
-        h.session.settle_work(&mut ctx, stream, outcome, &mut tasks);
-        self.h2_dispatch(slot, generation, &mut tasks);
-        self.h2_ready.push(slot);
+        self.h2_settle(slot, generation, stream, outcome);
     }
 
     /// Relays past ProxyTimeout get 504 (or, feeding a stream, reset it);
