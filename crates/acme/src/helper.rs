@@ -137,17 +137,27 @@ fn relay_and_drive(account: privilege::HelperAccount, helper: Helper, domains: V
         Ok(ForkResult::Parent { child }) => {
             drop(write_end);
             log(LogLevel::Notice, &format!("ACME helper (pid {relay_pid}), root, relays for the ACME client (pid {child}), which runs as uid {}, gid {}", account.uid, account.gid));
-            relay(helper.parent, child, read_end, &helper.hup)
+            relay(helper.parent, child, read_end, &helper.hup, log)
         }
     }
 }
 
+/// The fewest seconds between two graceful restarts the driver asks for:
+/// a certificate changes a few times a year, so a driver asking more
+/// often was taken over (or is broken) and must not keep the server
+/// restarting; what it asks meanwhile is merged into one later restart.
+const RESTART_INTERVAL: Duration = Duration::from_secs(10);
+
 /// The root half: the server's SIGHUP (a graceful restart: read the
-/// configuration again) passed to the driver, and each byte the driver
-/// writes (a changed store) passed to the server as SIGHUP. It reads
-/// nothing else and exits when either side is gone.
-fn relay(server: Pid, driver: Pid, changes: std::os::fd::OwnedFd, hup: &AtomicBool) -> ! {
+/// configuration again) passed to the driver, and the bytes the driver
+/// writes (a changed store) passed to the server as SIGHUP, at most one
+/// per [`RESTART_INTERVAL`]. It reads nothing else and exits when either
+/// side is gone.
+fn relay(server: Pid, driver: Pid, changes: std::os::fd::OwnedFd, hup: &AtomicBool, log: &Log) -> ! {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut last_restart: Option<std::time::Instant> = None;
+    // Requests read since the last restart asked of the server.
+    let mut merged: usize = 0;
     loop {
         let mut fds = [PollFd::new(std::os::fd::AsFd::as_fd(&changes), PollFlags::POLLIN)];
         let ready = poll(&mut fds, PollTimeout::from(HUP_POLL.as_millis() as u16)).unwrap_or(0);
@@ -161,10 +171,15 @@ fn relay(server: Pid, driver: Pid, changes: std::os::fd::OwnedFd, hup: &AtomicBo
                     let _ = nix::sys::wait::waitpid(driver, None);
                     std::process::exit(0);
                 }
-                Ok(_) => {
-                    let _ = kill(server, Signal::SIGHUP);
-                }
+                Ok(n) => merged += n,
             }
+        }
+        if merged > 0 && last_restart.is_none_or(|at| at.elapsed() >= RESTART_INTERVAL) {
+            let level = if merged > 1 { LogLevel::Warn } else { LogLevel::Notice };
+            log(level, &format!("ACME helper: the ACME client (pid {driver}) asked for {merged} graceful restart(s) (at most one each {} s): one asked of the server", RESTART_INTERVAL.as_secs()));
+            let _ = kill(server, Signal::SIGHUP);
+            last_restart = Some(std::time::Instant::now());
+            merged = 0;
         }
         if getppid() != server {
             let _ = kill(driver, Signal::SIGTERM);

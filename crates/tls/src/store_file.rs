@@ -4,10 +4,14 @@
 //! graceful restart. So that a helper that was taken over cannot have root
 //! read elsewhere (a link to another key, to /dev/zero) or hang (a FIFO),
 //! a store file is opened beneath the store with no link followed, without
-//! blocking, and must be a regular file of bounded size.
+//! blocking, and must be a regular file of bounded size. A hard link is
+//! not a link openat2 can refuse: a store file must have one name and
+//! belong to the store's owner (the helper) or root, so that a root-only
+//! file linked in (fs.protected_hardlinks=0) is not read.
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag};
@@ -21,6 +25,7 @@ const MAX_STORE_FILE: u64 = 1 << 20;
 pub(crate) fn read(path: &Path, store: Option<&Path>) -> io::Result<Vec<u8>> {
     let Some((store, rel)) = store.and_then(|s| Some((s, path.strip_prefix(s).ok()?))) else { return std::fs::read(path) };
     let root = File::open(store)?;
+    let helper_uid = root.metadata()?.uid();
     let how = OpenHow::new()
         .flags(OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
         .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
@@ -28,6 +33,12 @@ pub(crate) fn read(path: &Path, store: Option<&Path>) -> io::Result<Vec<u8>> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "not a regular file (MDStoreDir belongs to the ACME helper: nothing else is read there)"));
+    }
+    if meta.nlink() != 1 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} names (a hard link: a store file has one)", meta.nlink())));
+    }
+    if meta.uid() != helper_uid && meta.uid() != 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("owned by uid {}, neither the store's owner (uid {helper_uid}) nor root", meta.uid())));
     }
     let mut bytes = Vec::new();
     file.take(MAX_STORE_FILE + 1).read_to_end(&mut bytes)?;
@@ -63,5 +74,35 @@ mod tests {
         assert_eq!(read(&outside, Some(&store)).unwrap(), b"SECRET");
         std::fs::remove_dir_all(&store).unwrap();
         std::fs::remove_file(&outside).unwrap();
+    }
+
+    #[test]
+    fn hard_links_and_strangers_files_are_refused_in_the_store() {
+        use std::os::unix::fs::PermissionsExt;
+        let store = std::env::temp_dir().join(format!("warren-tls-store-hardlink-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&store);
+        std::fs::create_dir_all(store.join("domains/a.test")).unwrap();
+        // A root-only file elsewhere, linked into the store by its owner.
+        let outside = store.with_extension("secret");
+        std::fs::write(&outside, b"SECRET").unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let linked = store.join("domains/a.test/privkey.pem");
+        std::fs::hard_link(&outside, &linked).unwrap();
+        assert!(read(&linked, Some(&store)).unwrap_err().to_string().contains("hard link"));
+        // With its other name gone it is an ordinary store file again.
+        std::fs::remove_file(&outside).unwrap();
+        assert_eq!(read(&linked, Some(&store)).unwrap(), b"SECRET");
+        // A file of a third uid (neither the store's owner nor root) is
+        // refused; only root can make one, so the check runs as root.
+        if nix::unistd::geteuid().is_root() {
+            let stranger = store.join("domains/a.test/cert.pem");
+            std::fs::write(&stranger, b"CERT").unwrap();
+            nix::unistd::chown(&store, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+            nix::unistd::chown(&stranger, Some(nix::unistd::Uid::from_raw(65533)), None).unwrap();
+            assert!(read(&stranger, Some(&store)).unwrap_err().to_string().contains("uid 65533"));
+            nix::unistd::chown(&stranger, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+            assert_eq!(read(&stranger, Some(&store)).unwrap(), b"CERT");
+        }
+        std::fs::remove_dir_all(&store).unwrap();
     }
 }

@@ -256,4 +256,47 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-each_mpm!(a_helper_taken_over_cannot_make_root_read_elsewhere, a_store_a_tenant_can_change_is_refused, acme_tls_alpn_cannot_read_the_store, challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);
+/// Whoever took over the unprivileged ACME client writes to its pipe to
+/// the root relay in a loop, each byte a request for a graceful restart:
+/// the relay merges them, at most one restart each interval, instead of
+/// keeping the server restarting without end.
+fn a_helper_taken_over_cannot_keep_the_server_restarting(mpm: &str) {
+    use std::io::Write;
+    const REQUESTS: usize = 200;
+    let s = start(mpm);
+    let relayed = s.wait_log("error.log", "relays for the ACME client (pid ");
+    let driver: u32 = relayed.split("relays for the ACME client (pid ").nth(1).and_then(|t| t.split(')').next()).and_then(|p| p.parse().ok()).unwrap();
+    // The driver's write end of its pipe: a pipe opened write-only, not
+    // its stdout or stderr (pipes to this test).
+    let fd_dir = format!("/proc/{driver}/fd");
+    let pipe = std::fs::read_dir(&fd_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok_and(|fd| fd > 2))
+        .find(|e| {
+            let is_pipe = std::fs::read_link(e.path()).is_ok_and(|t| t.to_string_lossy().starts_with("pipe:"));
+            let flags = std::fs::read_to_string(format!("/proc/{driver}/fdinfo/{}", e.file_name().to_string_lossy())).unwrap_or_default();
+            let write_only = flags.lines().find_map(|l| l.strip_prefix("flags:")).and_then(|f| u32::from_str_radix(f.trim(), 8).ok()).is_some_and(|f| f & 3 == 1);
+            is_pipe && write_only
+        })
+        .unwrap_or_else(|| panic!("no write end of a pipe in {fd_dir}"));
+    let mut changes = std::fs::OpenOptions::new().write(true).open(pipe.path()).unwrap();
+    for _ in 0..REQUESTS {
+        changes.write_all(b"!").unwrap();
+    }
+    // Every request is accounted for by the relay's lines...
+    let asked = |log: &str| log.lines().filter_map(|l| l.split("asked for ").nth(1)?.split(' ').next()?.parse::<usize>().ok()).collect::<Vec<_>>();
+    // (the rest waits out the relay's interval: a deadline well past it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while asked(&s.read_log("error.log")).iter().sum::<usize>() < REQUESTS && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(asked(&s.read_log("error.log")).iter().sum::<usize>(), REQUESTS, "{}", s.read_log("error.log"));
+    // ...in at most one restart per interval: the writes took far less
+    // than one, so the first byte's restart and one for the rest.
+    let log = s.read_log("error.log");
+    assert!(asked(&log).len() <= 2, "{log}");
+    assert!(log.matches("SIGHUP received: graceful restart").count() <= 2, "{log}");
+}
+
+each_mpm!(a_helper_taken_over_cannot_keep_the_server_restarting, a_helper_taken_over_cannot_make_root_read_elsewhere, a_store_a_tenant_can_change_is_refused, acme_tls_alpn_cannot_read_the_store, challenge_is_answered_before_any_rule, unknown_tokens_and_traversals_are_404, the_store_is_0600_and_never_served);
