@@ -19,6 +19,11 @@
 //! (not marked down: it is up), no answer within the timeout 504, a reset, a malformed head
 //! or a body cut short 502. A body cut short once the answer has begun
 //! makes the MPM close the client's connection.
+//!
+//! Beside it: [`relay`], the same exchange sans-IO for the event loop;
+//! [`tunnel`], a WebSocket upgrade's tunnel and the places a child gives
+//! tunnels; [`tunnel_clients`], the server-wide count of each client's
+//! tunnels in shared memory (ProxyWebsocketMaxPerClient).
 
 pub mod connections;
 pub mod relay;
