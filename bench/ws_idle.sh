@@ -48,6 +48,8 @@ MaxRequestWorkers 50
 MaxChildConnections $((N + 100))
 ProxyPass /ws/ ws://127.0.0.1:$BACKEND/
 ProxyWebsocketIdleTimeout 600
+# Every tunnel comes from 127.0.0.1: no per-client bound (nginx has none).
+ProxyWebsocketMaxPerClient 0
 CONF
 # No PHP here: nginx_conf names a php-fpm socket nobody serves.
 FPM_SOCK=$WORK/none.sock
