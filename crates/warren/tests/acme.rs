@@ -724,7 +724,7 @@ fn graceful_restart_adds_the_first_domain(mpm: &str) {
 fn revoked_by_crl_is_renewed(mpm: &str) {
     let crl_server = std::cell::OnceCell::new();
     let seed = |dir: &TempDir, _: &Pebble| {
-        let ca = common::ocsp::OcspCa::make_with_crl(&dir.0, free_port(), "DNS:a.test,DNS:www.a.test");
+        let ca = common::ocsp::OcspCa::make_with_crl(&dir.0, common::free_port_to_bind_later(), "DNS:a.test,DNS:www.a.test");
         ca.set_status(true);
         ca.publish_crl("ca.pem", "ca.key");
         let _ = crl_server.set(ca.crl_server());
@@ -748,7 +748,7 @@ fn revoked_by_crl_is_renewed(mpm: &str) {
 fn revoked_certificate_is_renewed(mpm: &str) {
     let responder = std::cell::OnceCell::new();
     let seed = |dir: &TempDir, _: &Pebble| {
-        let ca = common::ocsp::OcspCa::make(&dir.0, free_port(), "DNS:a.test,DNS:www.a.test");
+        let ca = common::ocsp::OcspCa::make(&dir.0, common::free_port_to_bind_later(), "DNS:a.test,DNS:www.a.test");
         ca.set_status(true);
         let _ = responder.set(ca.responder());
         let domain = dir.0.join("md/domains/a.test");

@@ -88,17 +88,31 @@ pub fn wait_server_read(client: &TcpStream) {
 }
 
 pub fn free_port() -> u16 {
-    // A test's threads run side by side: the kernel may give two of them
-    // the same free port one after the other, and the second server would
-    // then find it taken, or a readiness check the first server. So a port
-    // is handed out once per test process.
-    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
     loop {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        if GIVEN.lock().unwrap_or_else(|e| e.into_inner()).insert(port) {
+        if given_once(port) {
             return port;
         }
     }
+}
+
+/// A test's threads run side by side: the kernel may give two of them the
+/// same free port one after the other, and the second server would then
+/// find it taken, or a readiness check the first server. So a port is
+/// handed out once per test process.
+fn given_once(port: u16) -> bool {
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    GIVEN.lock().unwrap_or_else(|e| e.into_inner()).insert(port)
+}
+
+/// A free port below the kernel's ephemeral range (32768 and up), for a
+/// peer started long after the port is chosen (a responder named in a
+/// certificate made before it runs): an ephemeral port may meanwhile
+/// become the local port of any connection on the machine.
+#[allow(dead_code)]
+pub fn free_port_to_bind_later() -> u16 {
+    let start = 20_000 + (std::process::id() % 6_000) as u16;
+    (start..32_000).chain(10_000..start).find(|&port| TcpListener::bind(("0.0.0.0", port)).is_ok() && given_once(port)).expect("a free port below 32000")
 }
 
 pub struct Server {

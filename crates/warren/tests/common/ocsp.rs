@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::tls::openssl;
-use super::{free_port, Server, TempDir};
+use super::{free_port, free_port_to_bind_later, Server, TempDir};
 
 /// A server (test directory `TAG-MPM`) with MDStapling on and no managed
 /// domain (the certificate is one of "the others", as mod_md's
@@ -17,7 +17,7 @@ use super::{free_port, Server, TempDir};
 pub fn stapling_server(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
     let dir = TempDir::new(&format!("{tag}-{mpm}"));
     super::standard_site(&dir);
-    let ca = OcspCa::make(&dir.0, free_port(), "DNS:a.test");
+    let ca = OcspCa::make(&dir.0, free_port_to_bind_later(), "DNS:a.test");
     let https = free_port();
     let conf = format!("Listen 127.0.0.1:{https}\nMDStapling on\nMDStoreDir md\n<VirtualHost *:{https}>\nServerName a.test\n{}</VirtualHost>\n", ca.directives());
     (Server::start_in(dir, mpm, &conf), ca, https)
@@ -31,7 +31,7 @@ pub fn stapling_server(mpm: &str, tag: &str) -> (Server, OcspCa, u16) {
 pub fn crl_stapling_server(mpm: &str, tag: &str, scheme: &str, before_start: impl FnOnce(&OcspCa, &TempDir) -> String) -> (Server, OcspCa, u16, Child) {
     let dir = TempDir::new(&format!("{tag}-{mpm}"));
     super::standard_site(&dir);
-    let ca = OcspCa::make_naming(&dir.0, free_port(), "DNS:a.test", &format!("crlDistributionPoints=URI:{scheme}://127.0.0.1:{{port}}/ca.crl"));
+    let ca = OcspCa::make_naming(&dir.0, free_port_to_bind_later(), "DNS:a.test", &format!("crlDistributionPoints=URI:{scheme}://127.0.0.1:{{port}}/ca.crl"));
     let extra = before_start(&ca, &dir);
     let server = if scheme == "https" {
         let certs = super::tls::Certs::make(&dir.0);
@@ -117,7 +117,7 @@ impl OcspCa {
         // would hang OpenSSL 3.0's one-at-a-time responder for good.
         let deadline = Instant::now() + Duration::from_secs(10);
         while !std::fs::read_to_string(self.dir.join("responder.log")).unwrap_or_default().contains("waiting for OCSP client connections") {
-            assert!(Instant::now() < deadline, "openssl ocsp did not listen within 10 s");
+            assert!(Instant::now() < deadline, "openssl ocsp did not listen within 10 s: {}", std::fs::read_to_string(self.dir.join("responder.log")).unwrap_or_default());
             std::thread::sleep(Duration::from_millis(20));
         }
         child
