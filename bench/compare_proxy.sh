@@ -27,26 +27,7 @@ build_warren
 comparison_workdir warren-proxy-bench
 FPM_SOCK=$WORK/unused.sock
 
-# The backend: nginx, one worker, the files only.
-cat > "$WORK/backend.conf" <<CONF
-worker_processes 1;
-pid $WORK/backend.pid;
-error_log $WORK/backend-error.log;
-events { worker_connections 4096; }
-http {
-    include /etc/nginx/mime.types;
-    sendfile on;
-    access_log off;
-    keepalive_requests 100000;
-    server {
-        listen 127.0.0.1:$BACKEND_PORT;
-        root $DOCROOT;
-    }
-}
-CONF
-nginx -c "$WORK/backend.conf" -g 'daemon off;' & BACKEND_PID=$!
-trap 'kill "$BACKEND_PID" 2>/dev/null || true; cleanup' EXIT
-for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$BACKEND_PORT/index.html" && break; sleep 0.1; done
+start_nginx_file_backend
 
 BACKEND=http://127.0.0.1:$BACKEND_PORT
 cat > "$WORK/warren-event.conf" <<CONF

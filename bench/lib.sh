@@ -432,3 +432,29 @@ start_ws_echo_backend() {
     for _ in $(seq 1 100); do [ -s "$WORK/backend.port" ] && break; sleep 0.1; done
     BACKEND=$(cat "$WORK/backend.port")
 }
+
+# start_nginx_file_backend: the proxied backend of compare_proxy.sh and
+# proxy_h2_cpu.sh: nginx, one worker, serving DOCROOT's files on
+# BACKEND_PORT with kept connections; stopped (BACKEND_PID) on exit,
+# returns once it answers.
+start_nginx_file_backend() {
+    cat > "$WORK/backend.conf" <<CONF
+worker_processes 1;
+pid $WORK/backend.pid;
+error_log $WORK/backend-error.log;
+events { worker_connections 4096; }
+http {
+    include /etc/nginx/mime.types;
+    sendfile on;
+    access_log off;
+    keepalive_requests 100000;
+    server {
+        listen 127.0.0.1:$BACKEND_PORT;
+        root $DOCROOT;
+    }
+}
+CONF
+    nginx -c "$WORK/backend.conf" -g 'daemon off;' & BACKEND_PID=$!
+    trap 'kill "$BACKEND_PID" 2>/dev/null || true; cleanup' EXIT
+    for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$BACKEND_PORT/index.html" && break; sleep 0.1; done
+}
