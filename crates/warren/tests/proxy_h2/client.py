@@ -129,6 +129,14 @@ class Client:
         print(json.dumps(s), flush=True)
 
 
+def next_request_served(c):
+    """After the resets: the same connection serves a request, and says so."""
+    again = c.request("/api/x")
+    c.until(lambda: c.finished(again))
+    assert c.streams[again]["ended"], c.streams[again]
+    print(f"OK {c.streams[again]['status']}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
@@ -163,10 +171,7 @@ def main():
         assert not c.finished(sid), "the answer ended before it could be reset"
         c.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
         c.flush()
-        again = c.request("/api/x")
-        c.until(lambda: c.finished(again))
-        assert c.streams[again]["ended"], c.streams[again]
-        print(f"OK {c.streams[again]['status']}", flush=True)
+        next_request_served(c)
     elif a.case == "resetall":
         sids = [c.request(a.args[0]) for _ in range(int(a.args[1]))]
         c.until(lambda: all(c.streams[s]["body"] or c.finished(s) for s in sids))
@@ -174,10 +179,7 @@ def main():
             if not c.finished(s):
                 c.conn.reset_stream(s, h2.errors.ErrorCodes.CANCEL)
         c.flush()
-        again = c.request("/api/x")
-        c.until(lambda: c.finished(again))
-        assert c.streams[again]["ended"], c.streams[again]
-        print(f"OK {c.streams[again]['status']}", flush=True)
+        next_request_served(c)
     elif a.case == "flood":
         for _ in range(int(a.args[1])):
             sid = c.request(a.args[0])
