@@ -316,7 +316,7 @@ impl Table {
             let c = self.counters(pool);
             for h in &c.holders {
                 let pid = h.load(Ordering::Acquire);
-                if process_gone(pid) && h.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                if warren_shm::process_gone(pid) && h.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
                     self.give_back_place(pool, None);
                 }
             }
@@ -333,7 +333,7 @@ impl Table {
     pub fn orphaned(&self, pool: usize, slot: usize) -> Option<i32> {
         let s = self.slot(pool, slot);
         let holder = s.holder.load(Ordering::Acquire);
-        (process_gone(holder) && s.state.compare_exchange(BUSY, RETIRING, Ordering::AcqRel, Ordering::Relaxed).is_ok()).then(|| {
+        (warren_shm::process_gone(holder) && s.state.compare_exchange(BUSY, RETIRING, Ordering::AcqRel, Ordering::Relaxed).is_ok()).then(|| {
             s.holder.store(0, Ordering::Release);
             holder
         })
@@ -370,11 +370,6 @@ impl Table {
             unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
         }
     }
-}
-
-/// A holder's pid names a process no longer there.
-fn process_gone(pid: i32) -> bool {
-    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH)
 }
 
 /// A child of a pool, taken for one request.

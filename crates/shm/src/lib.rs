@@ -7,6 +7,8 @@
 //! - [`futex`]: sleeping on a word of it until another process bumps it
 //!   (requests waiting for a pool's child, prefork's turns at the
 //!   listeners).
+//! - [`process_gone`]: whether the process an entry names as its holder
+//!   has died, so that its entry can be taken back.
 
 pub mod futex;
 
@@ -49,4 +51,11 @@ impl Drop for SharedMemory {
             let _ = munmap(self.base.cast(), self.len);
         }
     }
+}
+
+/// The process `pid`, which an entry of a shared table names as its
+/// holder, is no longer there (a holder killed outright never gives its
+/// entries back itself).
+pub fn process_gone(pid: i32) -> bool {
+    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH)
 }

@@ -96,10 +96,6 @@ fn key_of(client: IpAddr) -> u64 {
     h.finish() | 1
 }
 
-fn process_gone(pid: i32) -> bool {
-    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH)
-}
-
 impl ClientTunnels {
     pub fn new() -> std::io::Result<ClientTunnels> {
         Self::with_capacity(ENTRIES)
@@ -192,7 +188,7 @@ impl ClientTunnels {
             if pid == 0 || alive.contains(&pid) || !chosen(e) {
                 continue;
             }
-            if !process_gone(pid) {
+            if !warren_shm::process_gone(pid) {
                 alive.push(pid);
                 continue;
             }
