@@ -17,9 +17,6 @@ use crate::builder::Builder;
 use crate::parse::Directive;
 use crate::settings::HostConfig;
 
-/// Idle connections kept to one backend by a child when `max=` is not given.
-pub const DEFAULT_MAX_IDLE: usize = 32;
-
 /// An HTTP backend of a ProxyPass line: where it is reached (the route's
 /// `backend.addr`) and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,7 +31,12 @@ pub struct HttpOrigin {
     /// `ttl=N`: an idle kept connection older than this is closed, not used.
     pub ttl: Option<Duration>,
     /// `max=N`: the most idle connections a child keeps to this backend.
-    pub max_idle: usize,
+    /// Unset, a child keeps as many as it had in use at once, up to the
+    /// client connections it carries (Apache's default is ThreadsPerChild,
+    /// the most a threaded child can use at once; an event loop relays
+    /// one exchange per client connection, so a fixed cap below that makes
+    /// every request past it open a new connection).
+    pub max_idle: Option<usize>,
     /// `retry=N`: how long a backend that could not be reached is answered
     /// 503 without being tried (Apache's default 60 s; 0: always tried).
     pub retry: Duration,
@@ -202,7 +204,7 @@ pub fn parse_http_url(url: &str) -> Result<Option<HttpUrl>, String> {
 
 impl HttpOrigin {
     pub fn new(authority: String) -> HttpOrigin {
-        HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: DEFAULT_MAX_IDLE, retry: Duration::from_secs(60), tls_name: None, websocket: false }
+        HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: None, retry: Duration::from_secs(60), tls_name: None, websocket: false }
     }
 
     /// A worker key of an HTTP ProxyPass line this struct holds; false if
@@ -217,7 +219,7 @@ impl HttpOrigin {
             // Apache takes any protocol name here; warren tunnels WebSocket only.
             "upgrade" if value.eq_ignore_ascii_case("websocket") => self.websocket = true,
             "upgrade" => return Err(format!("upgrade={value}: warren tunnels only upgrade=websocket")),
-            "max" => self.max_idle = value.parse().map_err(|_| format!("max={value} is not a number of connections"))?,
+            "max" => self.max_idle = Some(value.parse().map_err(|_| format!("max={value} is not a number of connections"))?),
             // Accepted as Apache has them: warren keeps no spare connections
             // open, and its idle ones are bounded by max.
             "smax" | "min" => {
@@ -515,7 +517,7 @@ mod tests {
         assert_eq!(o.set_key("retry", "0"), Ok(true));
         assert_eq!(o.retry, Duration::ZERO);
         assert_eq!(o.set_key("max", "4"), Ok(true));
-        assert_eq!(o.max_idle, 4);
+        assert_eq!(o.max_idle, Some(4));
         assert_eq!(o.set_key("keepalive", "On"), Ok(true));
         assert!(o.tcp_keepalive);
         assert!(o.set_key("max", "x").is_err());
@@ -539,7 +541,7 @@ mod tests {
         assert_eq!(loc.target.as_ref().unwrap().http.as_ref().unwrap().authority, "127.0.0.1:5000");
         let t = s.main.proxy_routes[1].target.as_ref().unwrap();
         let o = t.http.as_ref().unwrap();
-        assert_eq!((t.path.as_str(), o.authority.as_str(), o.max_idle, o.retry), ("/v1/", "127.0.0.1:3000", 4, Duration::ZERO));
+        assert_eq!((t.path.as_str(), o.authority.as_str(), o.max_idle, o.retry), ("/v1/", "127.0.0.1:3000", Some(4), Duration::ZERO));
         assert_eq!((o.ttl, o.connect_timeout, o.tcp_keepalive), (Some(Duration::from_secs(5)), Some(Duration::from_secs(2)), true));
         assert_eq!((t.backend.reuse, t.backend.timeout), (true, Some(Duration::from_secs(9))));
         let sock = s.main.proxy_routes[2].target.as_ref().unwrap();

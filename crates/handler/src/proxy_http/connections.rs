@@ -1,5 +1,5 @@
 //! A child's connections to HTTP backends: the idle ones kept for reuse
-//! (at most `max=` per backend, none older than `ttl=`), new ones opened
+//! (at most `max=` per backend, else as many as were in use at once, none older than `ttl=`), new ones opened
 //! within `connectiontimeout=` (with the TLS handshake for an `https://`
 //! backend, [`HttpStream`]), and the backends that refused a connection
 //! lately, answered 503 without being tried until their `retry=` time has
@@ -194,7 +194,9 @@ impl HttpBackends {
     pub fn put(&self, addr: &FcgiAddr, origin: &HttpOrigin, tls: &ProxyTls, stream: HttpStream) {
         let key = key(addr, origin, tls);
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.iter().filter(|c| c.key == key).count() < origin.max_idle {
+        // Unset, no cap is needed: a connection is opened only when none is
+        // idle, so a child never has more than its threads used at once.
+        if idle.iter().filter(|c| c.key == key).count() < origin.max_idle.unwrap_or(usize::MAX) {
             idle.push(Idle { key, since: Instant::now(), stream });
         }
     }

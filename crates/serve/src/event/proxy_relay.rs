@@ -95,8 +95,15 @@ impl IdleBackends {
         }
     }
 
+    /// Keeps `socket`, closing the oldest ones to `addr` past `max`.
     fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, token: u64) {
-        if self.list.iter().filter(|c| c.addr == *addr).count() < max {
+        let mut kept = self.list.iter().filter(|c| c.addr == *addr).count();
+        while kept >= max.max(1) {
+            let oldest = self.list.iter().enumerate().filter(|(_, c)| c.addr == *addr).min_by_key(|(_, c)| c.since).map(|(i, _)| i).expect("counted");
+            self.list.swap_remove(oldest);
+            kept -= 1;
+        }
+        if max > 0 {
             self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token });
         }
     }
@@ -191,7 +198,12 @@ impl EventLoop {
             // It stays in the epoll under `token`. Should the backend close
             // it while idle, the event finds that token's relay of the
             // moment, if any, which reads once and finds nothing.
-            self.proxy_idle.put(&exchange.gateway.backend.addr, exchange.origin().max_idle, backend.socket, token);
+            // Unset, the cap follows the client connections the loop carries
+            // (each relays at most one exchange), so that a child serving
+            // more clients than a fixed cap does not reconnect for each
+            // request past it, and a burst's connections go as it ends.
+            let max = exchange.origin().max_idle.unwrap_or(self.open.max(self.threads));
+            self.proxy_idle.put(&exchange.gateway.backend.addr, max, backend.socket, token);
         } else {
             let _ = self.epoll.delete(backend.socket.as_fd());
         }
