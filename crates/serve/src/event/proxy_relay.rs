@@ -79,17 +79,25 @@ struct IdleBackend {
     /// HTTP/2 stream relay that used it last): it stays registered while
     /// idle (closing it removes it).
     token: u64,
+    /// An event came for its token since it was kept: the backend may have
+    /// closed it, so it is checked before use. Edge-triggered, a close
+    /// while idle always brings one, so an unmarked connection is open
+    /// but for a close still on its way, which a replayable request
+    /// survives by being sent again: for those the check (a recv per
+    /// request) is left out, as nginx leaves it out.
+    suspect: bool,
 }
 
 impl IdleBackends {
     /// A kept connection to `addr` younger than `ttl` and still open, and
     /// the token it is registered under: `token` itself if one has it.
-    fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>, token: u64) -> Option<(Socket, u64)> {
+    /// Unless `replayable`, each is checked open (else only a suspect one).
+    fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>, token: u64, replayable: bool) -> Option<(Socket, u64)> {
         self.list.retain(|c| ttl.is_none_or(|t| c.addr != *addr || c.since.elapsed() < t));
         loop {
             let own = self.list.iter().rposition(|c| c.addr == *addr && c.token == token);
             let c = self.list.swap_remove(own.or_else(|| self.list.iter().rposition(|c| c.addr == *addr))?);
-            if idle_and_open(&c.socket) {
+            if (replayable && !c.suspect) || idle_and_open(&c.socket) {
                 return Some((c.socket, c.token));
             }
         }
@@ -104,7 +112,15 @@ impl IdleBackends {
             kept -= 1;
         }
         if max > 0 {
-            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token });
+            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect: false });
+        }
+    }
+
+    /// The epoll reported something for `token`: the kept connections
+    /// registered under it may have been closed.
+    pub(super) fn suspect(&mut self, token: u64) {
+        for c in self.list.iter_mut().filter(|c| c.token == token) {
+            c.suspect = true;
         }
     }
 }
@@ -169,7 +185,7 @@ impl EventLoop {
     /// A connection for `exchange`, watched under `token`: a kept one (if
     /// `kept_ok`, the backend's `reuse` allowing), else a new one.
     pub(super) fn backend_open(&mut self, exchange: &HttpRelay, token: u64, kept_ok: bool) -> Result<Backend, GatewayError> {
-        let kept = if kept_ok && exchange.gateway.backend.reuse { self.proxy_idle.take(&exchange.gateway.backend.addr, exchange.origin().ttl, token) } else { None };
+        let kept = if kept_ok && exchange.gateway.backend.reuse { self.proxy_idle.take(&exchange.gateway.backend.addr, exchange.origin().ttl, token, exchange.replayable) } else { None };
         let reused = kept.is_some();
         let (socket, connected, registered) = match kept {
             Some((s, at)) => (s, true, Some(at)),
@@ -194,7 +210,8 @@ impl EventLoop {
     /// The exchange is over (or given up): its connection goes back to the
     /// idle set, under `token`, if it may serve another request, else it is closed.
     pub(super) fn backend_release(&mut self, backend: Backend, exchange: &HttpRelay, token: u64) {
-        if exchange.reusable() && !backend.eof {
+        // A hang-up already reported brings no new edge once kept.
+        if exchange.reusable() && !backend.eof && !backend.hung_up {
             // It stays in the epoll under `token`. Should the backend close
             // it while idle, the event finds that token's relay of the
             // moment, if any, which reads once and finds nothing.
@@ -210,6 +227,7 @@ impl EventLoop {
     }
 
     pub(super) fn http_upstream_ready(&mut self, slot: usize, flags: EpollFlags) {
+        self.proxy_idle.suspect(TOKEN_HTTP_UPSTREAM + slot as u64);
         let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
         let Some(r) = c.proxy_relay.as_mut() else { return };
         r.backend.note(flags);
