@@ -7,6 +7,7 @@
 # keep-alive through the front server:
 #   proxy-45     the 45-byte index.html: req/s and p99 (ms)
 #   proxy-100k   the 100 KB file: req/s and p99 (ms)
+# and for each the front server's CPU time per request (all its processes).
 # The client, the front server and the backend share the machine's cores, so
 # the req/s ratio also shows how much CPU each front server leaves the others;
 # ROUNDS=3 runs the servers in turn, each figure the median.
@@ -70,12 +71,20 @@ http {
 }
 CONF
 
-# wrk_run PATH: "req/s p99ms" of one wrk run through the front server.
+# wrk_run PATH: "req/s p99ms us/request" of one wrk run through the front
+# server, the last the front server's CPU time (all its processes) over the
+# run divided by the requests: on a loaded machine req/s shows how the
+# cores were shared, CPU per request what the server costs.
 wrk_run() {
-    wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT$1" 2>/dev/null | awk '
+    local t0 t1
+    t0=$(cpu_ticks "$SERVER_PID")
+    wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT$1" 2>/dev/null > "$WORK/wrk.out"
+    t1=$(cpu_ticks "$SERVER_PID")
+    awk -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" '
+        /requests in/ { n = $1 }
         /Requests\/sec/ { rps = int($2) }
         $1 == "99%" { v = $2; if (v ~ /us$/) ms = v / 1000; else if (v ~ /ms$/) ms = v + 0; else if (v ~ /s$/) ms = v * 1000; }
-        END { printf "%d %.2f", rps, ms }'
+        END { printf "%d %.2f %.1f", rps, ms, (n > 0 ? ticks * 1e6 / hz / n : 0) }' "$WORK/wrk.out"
 }
 
 measure() { # name
@@ -86,8 +95,10 @@ measure() { # name
         [ "$got" = "200:${f##*:}" ] || { WHY[$name]="answered $got for /${f%%:*} through the proxy"; stop_server; return 0; }
     done
     wrk_run /index.html >/dev/null   # warm-up: backend connections opened, children grown
-    out=$(wrk_run /index.html); put "$name,proxy-45" "${out% *}"; put "$name,proxy-45-p99" "${out#* }"
-    out=$(wrk_run /file100k.bin); put "$name,proxy-100k" "${out% *}"; put "$name,proxy-100k-p99" "${out#* }"
+    for f in index.html:proxy-45 file100k.bin:proxy-100k; do
+        read -r rps p99 cpu <<< "$(wrk_run "/${f%%:*}")"
+        put "$name,${f#*:}" "$rps"; put "$name,${f#*:}-p99" "$p99"; put "$name,${f#*:}-cpu" "$cpu"
+    done
     stop_server
 }
 
@@ -98,5 +109,7 @@ line "proxy-45 (req/s)" proxy-45
 line "proxy-45 p99 (ms)" proxy-45-p99
 line "proxy-100k (req/s)" proxy-100k
 line "proxy-100k p99 (ms)" proxy-100k-p99
+line "proxy-45 server CPU (us/req)" proxy-45-cpu
+line "proxy-100k server CPU (us/req)" proxy-100k-cpu
 why_not
-echo "(req/s: higher is better; ms: lower is better)"
+echo "(req/s: higher is better; ms and us/req: lower is better)"
