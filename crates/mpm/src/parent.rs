@@ -179,6 +179,9 @@ pub struct Parent {
     pid_file: Option<(PathBuf, std::fs::File)>,
     children: HashMap<Pid, Child>,
     generation: u32,
+    /// Times the children were told to reopen their logs: a child's copy
+    /// is the count when it was forked (see `Scoreboard::logs_reopened`).
+    logs_reopened: u32,
     spawn_rate: u32,
     cap_logged: bool,
     quick_deaths: HashMap<usize, Instant>,
@@ -246,6 +249,7 @@ impl Parent {
             reload,
             pid_file: None,
             children: HashMap::new(),
+            logs_reopened: 0,
             generation: 0,
             spawn_rate: 1,
             cap_logged: false,

@@ -127,6 +127,10 @@ struct Header {
     /// One past the highest process slot ever claimed: slots past it have
     /// never counted anything, and a metrics scrape skips them.
     slots_used: AtomicU32,
+    /// Bumped by the parent before it tells the children to reopen their
+    /// logs: a child forked before and signalled before its handlers were
+    /// in place compares it with the count it was forked with.
+    logs_reopened: AtomicU32,
     /// The names of the metrics' virtual host buckets.
     vhost_names: VhostNames,
 }
@@ -260,6 +264,14 @@ impl Scoreboard {
 
     pub fn set_generation(&self, g: u32) {
         self.header().generation.store(g, Ordering::Relaxed);
+    }
+
+    pub fn logs_reopened(&self) -> u32 {
+        self.header().logs_reopened.load(Ordering::Acquire)
+    }
+
+    pub fn set_logs_reopened(&self, n: u32) {
+        self.header().logs_reopened.store(n, Ordering::Release);
     }
 
     pub fn listeners_wanted(&self) -> u32 {

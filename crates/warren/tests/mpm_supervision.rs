@@ -25,6 +25,7 @@ each_mpm!(
     children_end_with_a_killed_parent,
     children_start_with_room_for_descriptors,
     a_child_told_to_stop_while_starting_stops,
+    a_child_told_to_reopen_while_starting_reopens,
 );
 
 /// An event child holds at most MaxChildConnections connections: past it
@@ -664,3 +665,61 @@ fn a_child_told_to_stop_while_starting_stops(mpm: &str) {
     }
 }
 
+
+/// Log files a process holds open that were renamed to `*.log.1`.
+fn rotated_files_held(pid: u32) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    fds.flatten().filter_map(|e| std::fs::read_link(e.path()).ok()).map(|t| t.to_string_lossy().into_owned()).filter(|t| t.ends_with(".log.1")).collect()
+}
+
+/// The USR1 of a log rotation reaching a child before its own handlers
+/// are in place (the parent's, inherited, took it) still makes it reopen
+/// its logs: the parent counts reopenings in the scoreboard and a starting
+/// child compares the count with the one it was forked with. warren runs
+/// as its User (nobody) here, so that its children are told by USR1
+/// rather than replaced; the rotation and USR1 come as soon as the first
+/// child appears, ten times, and every child must let go of the rotated
+/// files.
+fn a_child_told_to_reopen_while_starting_reopens(mpm: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let mut s = Server::start(mpm, "StartServers 3\n");
+    s.stop();
+    let ids = |name: &str, file: &str| -> u32 {
+        let text = std::fs::read_to_string(file).unwrap();
+        text.lines().find_map(|l| l.strip_prefix(&format!("{name}:"))).and_then(|l| l.split(':').nth(1)).and_then(|n| n.parse().ok()).unwrap()
+    };
+    let (uid, gid) = (ids("nobody", "/etc/passwd"), ids("nogroup", "/etc/group"));
+    std::fs::set_permissions(&s.dir.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for round in 0..10 {
+        for f in ["error.log", "access.log", "error.log.1", "access.log.1", "warren.pid"] {
+            let _ = std::fs::remove_file(s.dir.0.join(f));
+        }
+        let mut command = Command::new(BIN);
+        command.arg("-f").arg(&s.conf).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        if nix_is_root() {
+            command.uid(uid).gid(gid);
+        }
+        let mut warren = command.spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // No sleep: the window is the child's first milliseconds.
+        while children_of(warren.id()).is_empty() {
+            assert!(Instant::now() < deadline, "no child started: {}", std::fs::read_to_string(s.dir.0.join("error.log")).unwrap_or_default());
+        }
+        for f in ["error.log", "access.log"] {
+            let _ = std::fs::rename(s.dir.0.join(f), s.dir.0.join(format!("{f}.1")));
+        }
+        unsafe_kill(warren.id(), 10);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let held: Vec<(u32, Vec<String>)> = children_of(warren.id()).into_iter().map(|p| (p, rotated_files_held(p))).filter(|(_, f)| !f.is_empty()).collect();
+            if held.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "round {round}: children still hold the rotated logs after USR1: {held:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        unsafe_kill(warren.id(), 15);
+        let _ = warren.wait();
+    }
+}

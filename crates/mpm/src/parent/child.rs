@@ -116,6 +116,11 @@ impl Parent {
         if self.sb.process(slot).quiescing.load(Ordering::Acquire) != 0 {
             stop.store(true, Ordering::Relaxed);
         }
+        // A USR1 lost the same way: the logs were reopened since the fork.
+        if self.sb.logs_reopened() != self.logs_reopened {
+            reopen.store(true, Ordering::Relaxed);
+            let _ = std::io::Write::write(&mut &write, &[0]);
+        }
         let listeners: Vec<Listener> = self
             .listeners
             .iter()

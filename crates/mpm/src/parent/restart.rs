@@ -166,6 +166,8 @@ impl Parent {
             self.log(LogLevel::Notice, "SIGUSR1 received: logs reopened; children replaced gracefully (they run as User and cannot reopen the logs)");
             self.new_generation(signals);
         } else {
+            self.logs_reopened = self.logs_reopened.wrapping_add(1);
+            self.sb.set_logs_reopened(self.logs_reopened);
             for pid in self.children.keys() {
                 let _ = kill(*pid, Signal::SIGUSR1);
             }

@@ -245,7 +245,7 @@ impl EventLoop {
                         }
                         if self.reopen.swap(false, Ordering::Relaxed) {
                             self.logs.flush();
-                            self.site.reopen_logs();
+                            crate::child::reopen_logs(&self.site);
                         }
                     }
                     t if t >= TOKEN_LISTENER => self.accept((t - TOKEN_LISTENER) as usize),
