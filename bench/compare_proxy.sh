@@ -7,7 +7,8 @@
 # keep-alive through the front server:
 #   proxy-45     the 45-byte index.html: req/s and p99 (ms)
 #   proxy-100k   the 100 KB file: req/s and p99 (ms)
-# and for each the front server's CPU time per request (all its processes).
+# and for each the CPU time per request of the front server (all its
+# processes), of the backend and of wrk, and their sum.
 # The client, the front server and the backend share the machine's cores, so
 # the req/s ratio also shows how much CPU each front server leaves the others;
 # ROUNDS=3 runs the servers in turn, each figure the median.
@@ -71,20 +72,26 @@ http {
 }
 CONF
 
-# wrk_run PATH: "req/s p99ms us/request" of one wrk run through the front
-# server, the last the front server's CPU time (all its processes) over the
-# run divided by the requests: on a loaded machine req/s shows how the
-# cores were shared, CPU per request what the server costs.
+# wrk_run PATH: "req/s p99ms front backend client" of one wrk run through
+# the front server, the last three each party's CPU time over the run
+# divided by the requests (us): the front server's processes, the backend
+# nginx's, and wrk's own. On a loaded machine req/s shows how the cores
+# were shared; CPU per request what each party costs, and their sum what
+# a request costs the machine when the three share its cores.
 wrk_run() {
-    local t0 t1
-    t0=$(cpu_ticks "$SERVER_PID")
-    wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT$1" 2>/dev/null > "$WORK/wrk.out"
-    t1=$(cpu_ticks "$SERVER_PID")
-    awk -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" '
+    local f0 f1 b0 b1 client TIMEFORMAT='%U %S'
+    f0=$(cpu_ticks "$SERVER_PID"); b0=$(cpu_ticks "$BACKEND_PID")
+    client=$( { time wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT$1" > "$WORK/wrk.out" 2>/dev/null; } 2>&1 )
+    f1=$(cpu_ticks "$SERVER_PID"); b1=$(cpu_ticks "$BACKEND_PID")
+    awk -v front=$((f1 - f0)) -v backend=$((b1 - b0)) -v client="$client" -v hz="$(getconf CLK_TCK)" '
         /requests in/ { n = $1 }
         /Requests\/sec/ { rps = int($2) }
         $1 == "99%" { v = $2; if (v ~ /us$/) ms = v / 1000; else if (v ~ /ms$/) ms = v + 0; else if (v ~ /s$/) ms = v * 1000; }
-        END { printf "%d %.2f %.1f", rps, ms, (n > 0 ? ticks * 1e6 / hz / n : 0) }' "$WORK/wrk.out"
+        END {
+            split(client, c, " ")
+            if (n == 0) n = 1
+            printf "%d %.2f %.1f %.1f %.1f", rps, ms, front * 1e6 / hz / n, backend * 1e6 / hz / n, (c[1] + c[2]) * 1e6 / n
+        }' "$WORK/wrk.out"
 }
 
 measure() { # name
@@ -96,8 +103,10 @@ measure() { # name
     done
     wrk_run /index.html >/dev/null   # warm-up: backend connections opened, children grown
     for f in index.html:proxy-45 file100k.bin:proxy-100k; do
-        read -r rps p99 cpu <<< "$(wrk_run "/${f%%:*}")"
-        put "$name,${f#*:}" "$rps"; put "$name,${f#*:}-p99" "$p99"; put "$name,${f#*:}-cpu" "$cpu"
+        read -r rps p99 front backend client <<< "$(wrk_run "/${f%%:*}")"
+        put "$name,${f#*:}" "$rps"; put "$name,${f#*:}-p99" "$p99"; put "$name,${f#*:}-cpu" "$front"
+        put "$name,${f#*:}-backend" "$backend"; put "$name,${f#*:}-client" "$client"
+        put "$name,${f#*:}-all" "$(awk -v a="$front" -v b="$backend" -v c="$client" 'BEGIN { printf "%.1f", a + b + c }')"
     done
     stop_server
 }
@@ -109,7 +118,11 @@ line "proxy-45 (req/s)" proxy-45
 line "proxy-45 p99 (ms)" proxy-45-p99
 line "proxy-100k (req/s)" proxy-100k
 line "proxy-100k p99 (ms)" proxy-100k-p99
-line "proxy-45 server CPU (us/req)" proxy-45-cpu
-line "proxy-100k server CPU (us/req)" proxy-100k-cpu
+for f in proxy-45 proxy-100k; do
+    line "$f front server CPU (us/req)" $f-cpu
+    line "$f backend CPU (us/req)" $f-backend
+    line "$f wrk CPU (us/req)" $f-client
+    line "$f all three (us/req)" $f-all
+done
 why_not
 echo "(req/s: higher is better; ms and us/req: lower is better)"
