@@ -4,7 +4,7 @@
 //! streams of one connection answered at once (small, large, chunked
 //! answers), a body sent on, 103 Early Hints (H2EarlyHints: HEADERS
 //! ahead of the final answer while it is still awaited, several, none when
-//! off; over TLS as nghttp shows them), ProxyTimeout
+//! off; over TLS and h2c Upgrade as nghttp shows them), ProxyTimeout
 //! before the answer (504) and in its body (the stream reset), a refused
 //! connection and a malformed answer, a kept connection closed under a
 //! stream's request (a GET sent again, a POST not). Under event only, where the loop
@@ -84,17 +84,22 @@ fn early_hints_reach_http2_clients(mpm: &str) {
     assert_eq!((got[1].status(), got[1].interim()), (200, hints));
 }
 
-/// The same over TLS (h2 by ALPN), as nghttp shows the frames: the 103's
-/// HEADERS, then the answer's, on the stream.
-fn early_hints_reach_nghttp_over_tls(mpm: &str) {
+/// The same as nghttp shows the frames (the 103's HEADERS, then the
+/// answer's, on the stream), over TLS (h2 by ALPN) and on a connection
+/// upgraded from HTTP/1.1 (h2c, the request stream 1).
+fn early_hints_reach_nghttp(mpm: &str) {
     let backend = Backend::start();
     let h = H2Server::start(mpm, "hints", &[], &format!("H2EarlyHints on\nProxyPass /api/ {}/\n", backend.url()));
-    let (ok, out, err) = h.nghttp(&["-v", &format!("https://127.0.0.1:{}/api/hints", h.tls_port)]);
-    let out = String::from_utf8_lossy(&out);
-    assert!(ok, "nghttp: {err}\n{out}");
-    let at = |what: &str| out.find(what).unwrap_or_else(|| panic!("no {what:?} in:\n{out}"));
-    let (hint, link, answer, body) = (at(") :status: 103"), at(") link: </late.js>; rel=preload"), at(") :status: 200"), at("hinted: body-length 0"));
-    assert!(hint < link && link < answer && answer < body, "{out}");
+    for args in [vec![format!("https://127.0.0.1:{}/api/hints", h.tls_port)], vec!["-u".to_owned(), format!("http://127.0.0.1:{}/api/hints", h.s.port)]] {
+        let mut with_verbose = vec!["-v"];
+        with_verbose.extend(args.iter().map(String::as_str));
+        let (ok, out, err) = h.nghttp(&with_verbose);
+        let out = String::from_utf8_lossy(&out);
+        assert!(ok, "nghttp {args:?}: {err}\n{out}");
+        let at = |what: &str| out.find(what).unwrap_or_else(|| panic!("{args:?}: no {what:?} in:\n{out}"));
+        let (hint, link, answer, body) = (at(") :status: 103"), at(") link: </late.js>; rel=preload"), at(") :status: 200"), at("hinted: body-length 0"));
+        assert!(hint < link && link < answer && answer < body, "{args:?}:\n{out}");
+    }
 }
 
 fn backend_failures_are_answered(mpm: &str) {
@@ -186,7 +191,7 @@ fn kept_connection_closed_under_a_stream(mpm: &str) {
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
-each_mpm!(streams_are_answered_at_once, early_hints_reach_http2_clients, early_hints_reach_nghttp_over_tls, backend_failures_are_answered, kept_connection_closed_under_a_stream);
+each_mpm!(streams_are_answered_at_once, early_hints_reach_http2_clients, early_hints_reach_nghttp, backend_failures_are_answered, kept_connection_closed_under_a_stream);
 
 /// One event child, so that every client connection meets the same loop.
 const ONE_CHILD: &str = "StartServers 1\nMaxRequestWorkers 4\n";
