@@ -60,7 +60,10 @@ quiet_debian_services() {
     systemctl stop nginx apache2 >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
     service apache2 stop >/dev/null 2>&1 || true
     local s
-    for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
+    # Only a running service (its pidfile there): the init script's stop
+    # ends every process of the php-fpm binary by --exec, a test's or a
+    # benchmark's own pools too.
+    for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && [ -e "/run/php/${s##*/}.pid" ] && "$s" stop >/dev/null 2>&1 || true; done
     ulimit -n 65536 2>/dev/null || true
 }
 

@@ -499,10 +499,6 @@ pub(crate) fn max_data_frame_len(b: &mut Builder, d: &Directive, h: &mut HostCon
 
 pub(crate) fn early_hints(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
     if let Some(on) = b.on_off(d) {
-        if on && b.mpm != crate::mpm::Mpm::Event {
-            // The thread serving the connection sends a stream's HEADERS only with its answer.
-            b.warn(&d.origin, format!("H2EarlyHints On is not acted on with the {} MPM: only the event MPM sends interim answers to HTTP/2 clients", b.mpm.name()));
-        }
         h.http2.early_hints = Some(on);
     }
 }

@@ -86,6 +86,11 @@ fn bad_backend_heads_are_bad_gateways(mpm: &str) {
     let got = answers(client(&s, "get", &["/api/many-hints", "/api/huge-hint", "/heads/endless", "/heads/half", "/api/fine"]));
     let statuses: Vec<i64> = got.iter().map(Answer::status).collect();
     assert_eq!(statuses, [502, 502, 502, 504, 200], "{}", s.read_log("error.log"));
+    // Under every MPM the ten hints before the limit reached the client,
+    // and none of the 70 KB one: an interim head is passed on only whole
+    // and within bounds.
+    let hints: Vec<usize> = got.iter().map(|a| a.interim().len()).collect();
+    assert_eq!(hints, [10, 0, 0, 0, 0]);
     let log = s.wait_log("error.log", "(ProxyTimeout)");
     assert!(log.contains(&format!("from 127.0.0.1:{head_port}: ")) && log.contains(&format!("from 127.0.0.1:{}: more than 10 interim", backend.port)), "{log}");
 }

@@ -2,12 +2,13 @@
 //! (proxy_h2/client.py) against the Python fixture backend
 //! (proxy_http/backend.py) and backends of the test's own. Under each MPM:
 //! streams of one connection answered at once (small, large, chunked
-//! answers), a body sent on, 103 Early Hints (H2EarlyHints), ProxyTimeout
+//! answers), a body sent on, 103 Early Hints (H2EarlyHints: HEADERS
+//! ahead of the final answer while it is still awaited, several, none when
+//! off; over TLS and h2c Upgrade as nghttp shows them), ProxyTimeout
 //! before the answer (504) and in its body (the stream reset), a refused
 //! connection and a malformed answer, a kept connection closed under a
 //! stream's request (a GET sent again, a POST not). Under event only, where the loop
-//! carries such streams with no thread: 103 Early Hints as a HEADERS frame
-//! ahead of the final one, kept backend connections shared with HTTP/1.1
+//! carries such streams with no thread: kept backend connections shared with HTTP/1.1
 //! clients, clients that stop reading holding no thread, and a stream
 //! reset mid-answer closing its backend connection.
 
@@ -22,12 +23,13 @@ mod h2client;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use backend::{ask, dead_port, read_head, Backend};
 use common::*;
-use h2client::{answers, client, start_endless, Answer, Stalled};
+use common::h2::H2Server;
+use h2client::{answers, client, hinted, start_endless, Answer, Stalled};
 
 fn start(mpm: &str, backend: &Backend, extra: &str) -> Server {
     Server::start(mpm, &format!("Protocols h2c http/1.1\nProxyPass /api/ {}/\nProxyPass /dead/ http://127.0.0.1:{}/\n{extra}\n", backend.url(), dead_port()))
@@ -56,23 +58,48 @@ fn early_hints_reach_http2_clients(mpm: &str) {
     let s = start(mpm, &backend, "");
     let got = answers(client(&s, "get", &["/api/hints"]));
     assert_eq!((got[0].status(), got[0].body().as_str(), got[0].interim().len()), (200, "hinted: body-length 0, expect None\n", 0));
-    let s = start(mpm, &backend, "H2EarlyHints on\n");
+    // On, a 103 is a HEADERS frame ahead of the answer, under every MPM:
+    // the loop sends it, or the thread working out the answer does.
+    let (held_port, release) = start_held_answer();
+    let s = start(mpm, &backend, &format!("H2EarlyHints on\nProxyPass /held/ http://127.0.0.1:{held_port}/\n"));
     let got = answers(client(&s, "get", &["/api/hints"]));
     assert_eq!((got[0].status(), got[0].body().as_str()), (200, "hinted: body-length 0, expect None\n"));
-    // Under event a 103 is a HEADERS frame ahead of the answer; prefork's
-    // and worker's threads have no way to send one before it.
-    let hints: Vec<String> = if mpm == "event" { vec!["103 </late.js>; rel=preload".into()] } else { vec![] };
+    let hints = vec!["103 </late.js>; rel=preload".to_owned()];
     assert_eq!(got[0].interim(), hints);
+    // It comes while the answer is still awaited, not with it: the backend
+    // answers only once the client has shown the hint.
+    let (hint, answer) = hinted(&s, "/held/x", || release.send(()).unwrap());
+    assert_eq!(hint, "103 </held.css>; rel=preload");
+    assert_eq!((answer.status(), answer.body().as_str(), answer.interim().len()), (200, "held answer\n", 1));
     // Through a balancer the stream is proxied on a thread: under event,
     // the thread hands its hints to the loop to send ahead.
     let s = start(mpm, &backend, &format!("H2EarlyHints on\n<Proxy balancer://hinting>\n    BalancerMember {}\n</Proxy>\nProxyPass /bal/ balancer://hinting/\n", backend.url()));
     let got = answers(client(&s, "get", &["/bal/hints"]));
     assert_eq!((got[0].status(), got[0].body().as_str()), (200, "hinted: body-length 0, expect None\n"));
     assert_eq!(got[0].interim(), hints);
-    // Ten hints go on, the eleventh is a 502.
-    let got = answers(client(&s, "get", &["/api/many-hints"]));
-    assert_eq!(got[0].status(), 502);
-    assert_eq!(got[0].interim().len(), if mpm == "event" { 10 } else { 0 });
+    // Ten hints go on, each its own HEADERS, the eleventh is a 502; the
+    // connection serves the next stream.
+    let got = answers(client(&s, "seq", &["GET:/api/many-hints", "GET:/api/hints"]));
+    assert_eq!((got[0].status(), got[0].interim().len()), (502, 10));
+    assert_eq!((got[1].status(), got[1].interim()), (200, hints));
+}
+
+/// The same as nghttp shows the frames (the 103's HEADERS, then the
+/// answer's, on the stream), over TLS (h2 by ALPN) and on a connection
+/// upgraded from HTTP/1.1 (h2c, the request stream 1).
+fn early_hints_reach_nghttp(mpm: &str) {
+    let backend = Backend::start();
+    let h = H2Server::start(mpm, "hints", &[], &format!("H2EarlyHints on\nProxyPass /api/ {}/\n", backend.url()));
+    for args in [vec![format!("https://127.0.0.1:{}/api/hints", h.tls_port)], vec!["-u".to_owned(), format!("http://127.0.0.1:{}/api/hints", h.s.port)]] {
+        let mut with_verbose = vec!["-v"];
+        with_verbose.extend(args.iter().map(String::as_str));
+        let (ok, out, err) = h.nghttp(&with_verbose);
+        let out = String::from_utf8_lossy(&out);
+        assert!(ok, "nghttp {args:?}: {err}\n{out}");
+        let at = |what: &str| out.find(what).unwrap_or_else(|| panic!("{args:?}: no {what:?} in:\n{out}"));
+        let (hint, link, answer, body) = (at(") :status: 103"), at(") link: </late.js>; rel=preload"), at(") :status: 200"), at("hinted: body-length 0"));
+        assert!(hint < link && link < answer && answer < body, "{args:?}:\n{out}");
+    }
 }
 
 fn backend_failures_are_answered(mpm: &str) {
@@ -122,6 +149,29 @@ fn start_closing_kept() -> (u16, Arc<AtomicUsize>) {
     (port, accepted)
 }
 
+/// A backend that sends a 103 (Link: </held.css>) at once and its final
+/// answer only when the returned sender says so: a hint the client sees
+/// before that went ahead of the answer.
+fn start_held_answer() -> (u16, mpsc::Sender<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (release, released) = mpsc::channel();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            if read_head(&mut s).is_none() {
+                continue;
+            }
+            let _ = s.write_all(b"HTTP/1.1 103 Early Hints\r\nLink: </held.css>; rel=preload\r\n\r\n");
+            if released.recv().is_err() {
+                return;
+            }
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nheld answer\n");
+            while read_head(&mut s).is_some() {}
+        }
+    });
+    (port, release)
+}
+
 /// A kept connection the backend closes under the next request: a GET is
 /// sent again on a new one, a POST (whose body went) gets 502.
 fn kept_connection_closed_under_a_stream(mpm: &str) {
@@ -141,7 +191,7 @@ fn kept_connection_closed_under_a_stream(mpm: &str) {
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
-each_mpm!(streams_are_answered_at_once, early_hints_reach_http2_clients, backend_failures_are_answered, kept_connection_closed_under_a_stream);
+each_mpm!(streams_are_answered_at_once, early_hints_reach_http2_clients, early_hints_reach_nghttp, backend_failures_are_answered, kept_connection_closed_under_a_stream);
 
 /// One event child, so that every client connection meets the same loop.
 const ONE_CHILD: &str = "StartServers 1\nMaxRequestWorkers 4\n";

@@ -2,7 +2,9 @@
 //! prefork child, a worker thread): its streams' answers are worked out
 //! one after another on this thread, as Apache's mod_http2 does under
 //! prefork, while the socket is read and written without blocking between
-//! them, so flow control, PING and new requests keep going. Its RFC 8441
+//! them, so flow control, PING and new requests keep going; a backend's
+//! interim answers (103 Early Hints) go out while its answer is awaited,
+//! as under the event MPM ([`super::session::Session::interim`]). Its RFC 8441
 //! tunnels ([`ThreadTunnels`]) are polled beside the socket: their bytes
 //! move while the other streams go on.
 
@@ -76,7 +78,14 @@ impl Driver<'_> {
                 self.before_wait();
                 self.slot.set(State::Writing);
                 let id = task.stream;
-                let resp = task.run(self.site);
+                // A backend's interim answers (H2EarlyHints) go out as they
+                // come, ahead of the answer this thread is still waiting
+                // for; a full socket keeps them queued rather than blocking
+                // the thread on a client that does not read.
+                let resp = task.run_with_interims(self.site, &mut |answer| {
+                    session.interim(id, answer);
+                    let _ = write_output(stream, &mut session.codec);
+                });
                 let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
                 match resp.tunnel.is_some() {
                     true => tunnels.open(&mut session, &mut ctx, id, resp),

@@ -13,6 +13,9 @@ package from PyPI (hyper-h2), cleartext prior knowledge.
                      connection (a POST with the 4-byte body "body"); one
                      JSON line each as for get
   post PATH N        a POST with an N-byte body; one JSON line as for get
+  hinted PATH        asks PATH; prints "HINT status link" as soon as its
+                     first interim answer comes (failing if its final answer
+                     came first), then one JSON line as for get
   stall PATH...      asks every PATH on one connection and, once their
                      answers' heads are in, reads nothing more (the windows
                      stay shut) until standard input closes; prints "HEAD"
@@ -158,6 +161,15 @@ def main():
             c.report(sid)
     elif a.case == "post":
         sid = c.request(a.args[0], "POST", b"x" * int(a.args[1]))
+        c.until(lambda: c.finished(sid))
+        c.report(sid)
+    elif a.case == "hinted":
+        sid = c.request(a.args[0])
+        c.until(lambda: c.streams[sid]["interim"] or c.finished(sid))
+        s = c.streams[sid]
+        assert s["status"] is None and not c.finished(sid), f"the answer came before any interim one: {s}"
+        status, fields = s["interim"][0]
+        print(f"HINT {status} {fields.get('link', '-')}", flush=True)
         c.until(lambda: c.finished(sid))
         c.report(sid)
     elif a.case == "stall":

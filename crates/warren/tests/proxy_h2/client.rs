@@ -24,6 +24,24 @@ pub fn client(s: &Server, case: &str, args: &[&str]) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
 }
 
+/// client.py `hinted`: asks `path` and returns the first interim answer
+/// as it came ahead of the final one ("103 <link>"); `release` then lets
+/// the backend give its final answer, and the stream's answer follows.
+pub fn hinted(s: &Server, path: &str, release: impl FnOnce()) -> (String, Answer) {
+    let mut child = python().args([CLIENT, "--port", &s.port.to_string(), "--timeout", "20", "hinted", path]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run client.py");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut hint = String::new();
+    out.read_line(&mut hint).unwrap();
+    release();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(child.wait().unwrap().success(), "client.py hinted {path}: {err}\n{}", s.read_log("error.log"));
+    let hint = hint.trim().strip_prefix("HINT ").unwrap_or_else(|| panic!("no interim answer: {hint:?}")).to_owned();
+    (hint, Answer(serde_json::from_str(rest.trim()).unwrap_or_else(|e| panic!("{e}: {rest}"))))
+}
+
 /// One stream's answer as client.py reports it.
 pub struct Answer(pub serde_json::Value);
 
