@@ -453,7 +453,15 @@ pub const DEFAULT_HELPER_USER: &str = "warren-acme";
 /// and never the serving children's (whose code, a site's PHP, could then
 /// read the keys and answer any domain's challenges).
 fn check_helper_user(b: &mut Builder, s: &Settings) {
-    let Some((name, origin)) = &s.md.helper_user else { return };
+    let Some((name, origin)) = &s.md.helper_user else {
+        // Unset: the default account, which the package makes; without it
+        // a root warren's helper keeps root, which `warren -t` says too.
+        let first = s.md.lines.iter().find(|l| l.auto);
+        if let Some(first) = first.filter(|_| crate::accounts::running_as_root() && crate::accounts::lookup_user(DEFAULT_HELPER_USER).is_err()) {
+            b.warn(&first.origin, format!("MDomain {}: no account {DEFAULT_HELPER_USER} (MDHelperUser's default): the ACME helper would keep root; make it with `adduser --system --group {DEFAULT_HELPER_USER}`, or set MDHelperUser", first.names[0]));
+        }
+        return;
+    };
     if name == "root" {
         return;
     }
