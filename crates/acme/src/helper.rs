@@ -139,8 +139,16 @@ fn exec_helper(server: Pid, message: &[u8], program: &std::ffi::CStr, args: &[&s
     }
     // Nothing of the parent's (listening sockets, sockets systemd passed,
     // the CGI spawner's end, its log files) crosses the exec.
-    // SAFETY: close_range with constant arguments.
-    unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_uint) };
+    // SAFETY: close_range with constant arguments; fcntl on numbers that
+    // are open descriptors or fail with EBADF.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_uint) != 0 {
+            // Before Linux 5.11: each descriptor marked by itself.
+            for fd in 3..libc::sysconf(libc::_SC_OPEN_MAX).clamp(3, 1 << 20) as libc::c_int {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
     let fail = |what: &str, e: nix::Error| -> ! {
         eprintln!("warren: ACME helper: {what}: {e}; no certificate will be obtained");
         // SAFETY: as above.
