@@ -121,7 +121,7 @@ pub fn start(settings: &Settings, log: LogPlace, reread: Option<Reread>) -> Resu
     // system calls only, then executes the binary again or exits.
     match unsafe { fork() }.map_err(|e| format!("cannot fork the ACME helper: {e}"))? {
         ForkResult::Parent { child } => Ok(Some(child)),
-        ForkResult::Child => exec_helper(server, &message, program, &[&argv0, &command]),
+        ForkResult::Child => exec_helper(server, &message, program, [&argv0, &command]),
     }
 }
 
@@ -130,7 +130,7 @@ pub fn start(settings: &Settings, log: LogPlace, reread: Option<Reread>) -> Resu
 /// graceful restart, which would kill a process without its handler yet)
 /// blocked until the helper has its handler, and the binary executed
 /// again. On failure it says why on standard error and exits.
-fn exec_helper(server: Pid, message: &[u8], program: &std::ffi::CStr, args: &[&std::ffi::CStr]) -> ! {
+fn exec_helper(server: Pid, message: &[u8], program: &std::ffi::CStr, [argv0, command]: [&std::ffi::CStr; 2]) -> ! {
     // SAFETY: prctl with constant arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
     if getppid() != server {
@@ -176,7 +176,7 @@ fn exec_helper(server: Pid, message: &[u8], program: &std::ffi::CStr, args: &[&s
     let mut blocked = nix::sys::signal::SigSet::empty();
     blocked.add(Signal::SIGHUP);
     let _ = nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_SETMASK, Some(&blocked), None);
-    let argv: [*const libc::c_char; 5] = [args[0].as_ptr(), args[1].as_ptr(), c"--brief-fd".as_ptr(), fd_arg.as_ptr(), std::ptr::null()];
+    let argv: [*const libc::c_char; 5] = [argv0.as_ptr(), command.as_ptr(), c"--brief-fd".as_ptr(), fd_arg.as_ptr(), std::ptr::null()];
     // SAFETY: a NUL-terminated program and argument list that live until
     // the call; the environment is the parent's.
     unsafe { libc::execv(program.as_ptr(), argv.as_ptr()) };
