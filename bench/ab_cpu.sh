@@ -38,15 +38,8 @@ tls_certs "$CERTS"
 start_php_fpm
 
 cat > "$WORK/warren.conf" <<CONF
-LoadModule mpm_event_module modules/mod_mpm_event.so
-Listen 127.0.0.1:$PORT
+$(warren_base_conf event)
 Listen 127.0.0.1:$TLS_PORT https
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/warren.pid
-User www-data
-Group www-data
-ErrorLog $WORK/warren-error.log
 KeepAlive On
 MaxKeepAliveRequests $KEEPALIVE_REQUESTS
 KeepAliveTimeout 5

@@ -81,15 +81,7 @@ B
 
 write_warren_conf() { # mpm
     cat > "$WORK/warren-$1.conf" <<CONF
-LoadModule mpm_$1_module modules/mod_mpm_$1.so
-Listen 127.0.0.1:$PORT
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/warren.pid
-# Started as root, warren refuses to run its children (and its pool) as root.
-User www-data
-Group www-data
-ErrorLog $WORK/warren-error.log
+$(warren_base_conf "$1")
 KeepAlive On
 MaxKeepAliveRequests 100
 KeepAliveTimeout 5

@@ -33,14 +33,7 @@ start_nginx_file_backend
 
 BACKEND=http://127.0.0.1:$BACKEND_PORT
 cat > "$WORK/warren-event.conf" <<CONF
-LoadModule mpm_event_module modules/mod_mpm_event.so
-Listen 127.0.0.1:$PORT
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/warren.pid
-User www-data
-Group www-data
-ErrorLog $WORK/warren-error.log
+$(warren_base_conf event)
 ProxyPass / $BACKEND/ keepalive=On
 $EVENT_BLOCK
 CONF

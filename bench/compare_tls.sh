@@ -87,14 +87,7 @@ start_php_fpm
 SSL_VHOST=$(ssl_vhost "$CERTS")
 
 cat > "$WORK/warren-event.conf" <<CONF
-LoadModule mpm_event_module modules/mod_mpm_event.so
-Listen 127.0.0.1:$PORT https
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/warren.pid
-User www-data
-Group www-data
-ErrorLog $WORK/warren-error.log
+$(LISTEN_PROTOCOL=https warren_base_conf event)
 KeepAlive On
 MaxKeepAliveRequests ${KEEPALIVE_REQUESTS:-100}
 KeepAliveTimeout 5

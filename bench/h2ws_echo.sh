@@ -25,17 +25,7 @@ start_ws_echo_backend
 
 for mpm in $MPMS; do
     cat > "$WORK/warren-$mpm.conf" <<CONF
-LoadModule mpm_${mpm}_module modules/mod_mpm_${mpm}.so
-LoadModule proxy_module modules/mod_proxy.so
-LoadModule proxy_wstunnel_module modules/mod_proxy_wstunnel.so
-LoadModule http2_module modules/mod_http2.so
-Listen 127.0.0.1:$PORT
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/warren.pid
-ErrorLog $WORK/warren-error.log
-User www-data
-Group www-data
+$(warren_base_conf "$mpm" proxy proxy_wstunnel http2)
 StartServers 2
 Protocols h2c http/1.1
 H2WebSockets on

@@ -205,6 +205,20 @@ apache_base_conf() {
         "PidFile $WORK/apache.pid" "ErrorLog $WORK/apache-error.log" "Mutex file:$WORK default"
 }
 
+# warren_base_conf MPM [MODULE...]: the lines a warren comparison config
+# opens with, as apache_base_conf: MPM's module and each MODULE loaded,
+# listening on 127.0.0.1:PORT (with LISTEN_PROTOCOL after it when set, e.g.
+# https), serving DOCROOT, its pid file and error log under WORK, its
+# children as www-data (started as root, warren refuses to run them as root).
+warren_base_conf() {
+    local m
+    for m in "mpm_$1" "${@:2}"; do
+        echo "LoadModule ${m}_module modules/mod_$m.so"
+    done
+    printf '%s\n' "Listen 127.0.0.1:$PORT${LISTEN_PROTOCOL:+ $LISTEN_PROTOCOL}" "ServerName localhost" "DocumentRoot $DOCROOT" \
+        "PidFile $WORK/warren.pid" "ErrorLog $WORK/warren-error.log" "User www-data" "Group www-data"
+}
+
 # launch_server NAME: starts NAME (warren-event, apache-event or nginx) with
 # WORK/NAME.conf, in the foreground, its output in WORK/NAME.out, its pid
 # SERVER_PID.

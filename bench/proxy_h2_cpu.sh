@@ -29,14 +29,7 @@ FPM_SOCK=$WORK/unused.sock
 start_nginx_file_backend
 
 cat > "$WORK/warren-event.conf" <<CONF
-LoadModule mpm_event_module modules/mod_mpm_event.so
-Listen 127.0.0.1:$PORT
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/warren.pid
-User www-data
-Group www-data
-ErrorLog $WORK/warren-error.log
+$(warren_base_conf event)
 LogLevel warn
 Protocols h2c http/1.1
 StartServers 1

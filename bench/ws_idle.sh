@@ -29,16 +29,7 @@ comparison_workdir ws-idle
 start_ws_echo_backend
 
 cat > "$WORK/warren-event.conf" <<CONF
-LoadModule mpm_event_module modules/mod_mpm_event.so
-LoadModule proxy_module modules/mod_proxy.so
-LoadModule proxy_wstunnel_module modules/mod_proxy_wstunnel.so
-Listen 127.0.0.1:$PORT
-ServerName localhost
-DocumentRoot $DOCROOT
-PidFile $WORK/warren.pid
-ErrorLog $WORK/warren-error.log
-User www-data
-Group www-data
+$(warren_base_conf event proxy proxy_wstunnel)
 StartServers 2
 ServerLimit 2
 ThreadsPerChild 25

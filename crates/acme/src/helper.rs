@@ -1,6 +1,10 @@
 //! The helper process: forked by the parent at start (while warren has
-//! one thread), it runs the ACME client for every `auto` MDomain and
-//! never serves a client. It dies with the parent (PR_SET_PDEATHSIG).
+//! one thread) or at the graceful restart that brings the first MDomain,
+//! it executes the warren binary again in a hidden mode (`warren
+//! acme-helper`), so that it holds nothing of the parent's memory (the
+//! other hosts' private keys) but the [`Brief`] it is handed on a pipe. It
+//! runs the ACME client for every `auto` MDomain and never serves a
+//! client. It dies with the parent (PR_SET_PDEATHSIG).
 //!
 //! Its loop: each domain whose certificate is missing or in its renewal
 //! window is ordered; a new certificate is installed in the store and the
@@ -16,6 +20,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::{fork, getppid, ForkResult, Pid};
+use serde::{Deserialize, Serialize};
 use warren_config::md::ManagedDomain;
 use warren_config::{LogLevel, Settings};
 
@@ -43,9 +48,58 @@ struct Domain {
 /// restart, so that domains added or changed are managed without a stop.
 pub type Reload = Box<dyn Fn() -> Option<Settings>>;
 
-/// Forks the helper if the configuration manages any domain automatically;
-/// in the child, `open_log` makes its log and the loop never returns.
-pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option<Reload>) -> Result<Option<Pid>, String> {
+/// What the parent hands the helper it starts, on a pipe: everything the
+/// helper knows of the server. The helper is a fresh process (the warren
+/// binary executed again, `warren acme-helper`), not a copy of the parent,
+/// so nothing else of the parent's memory (the other hosts' private keys,
+/// read before a graceful restart forks it) is in the process that talks
+/// to the Internet.
+#[derive(Serialize, Deserialize)]
+pub struct Brief {
+    /// The server's (parent's) pid: the helper ends when it is gone.
+    server: i32,
+    store_dir: PathBuf,
+    /// The children's Group, for the status files.
+    group: Option<u32>,
+    account: Result<privilege::HelperAccount, privilege::KeptIdentity>,
+    domains: Vec<ManagedDomain>,
+    staples: Vec<warren_config::md::StapledCertificate>,
+    /// Where the helper logs.
+    pub log: LogPlace,
+    /// How it reads the configuration again (at each graceful restart).
+    pub reread: Option<Reread>,
+}
+
+/// The server's error log, as the helper opens it for itself.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct LogPlace {
+    /// None: standard error (a piped or syslog ErrorLog is the parent's).
+    pub file: Option<PathBuf>,
+    pub origin: Option<warren_config::Origin>,
+    pub level: LogLevel,
+}
+
+/// The configuration file and the command line's options, to read it
+/// again as the parent does.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Reread {
+    pub file: PathBuf,
+    pub options: warren_config::LoadOptions,
+    /// `-R`.
+    pub allow_root: bool,
+}
+
+/// The hidden command line of the helper mode: `warren acme-helper
+/// --brief-fd N`.
+pub const HELPER_COMMAND: &str = "acme-helper";
+
+/// The largest brief read (a few hundred bytes a domain).
+const MAX_BRIEF: u64 = 16 << 20;
+
+/// Starts the helper if the configuration manages any domain automatically
+/// or staples OCSP: forks, and the child executes the warren binary again
+/// in its helper mode, handing it its [`Brief`] on a pipe.
+pub fn start(settings: &Settings, log: LogPlace, reread: Option<Reread>) -> Result<Option<Pid>, String> {
     let domains: Vec<ManagedDomain> = settings.md.domains.iter().filter(|d| d.auto).cloned().collect();
     let staples = warren_config::md::stapled_certificates(settings);
     if domains.is_empty() && staples.is_empty() {
@@ -53,45 +107,143 @@ pub fn start(settings: &Settings, open_log: impl FnOnce() -> Log, reload: Option
     }
     let store_dir = settings.md.store_dir.clone();
     // The children's group may read the status files (not the keys).
-    let group = settings.group.as_deref().and_then(|g| nix::unistd::Group::from_name(g).ok().flatten()).map(|g| g.gid);
+    let group = settings.group.as_deref().and_then(|g| nix::unistd::Group::from_name(g).ok().flatten()).map(|g| g.gid.as_raw());
     let account = privilege::helper_account(settings);
-    store::prepare(&store_dir, account.as_ref().ok().map(|a| (a.uid, a.gid))).map_err(|e| format!("MDStoreDir {}: {e}", store_dir.display()))?;
+    store::prepare(&store_dir, account.as_ref().ok().map(|a| (a.uid(), a.gid()))).map_err(|e| format!("MDStoreDir {}: {e}", store_dir.display()))?;
     let server = nix::unistd::getpid();
-    // SAFETY: called while the process has one thread; the child only
-    // allocates and makes its own runtime.
+    let brief = Brief { server: server.as_raw(), store_dir, group, account, domains, staples, log, reread };
+    let message = serde_json::to_vec(&brief).map_err(|e| format!("ACME helper: cannot write its brief: {e}"))?;
+    // Made before the fork: the child only makes system calls.
+    let program = c"/proc/self/exe";
+    let argv0 = std::env::args_os().next().and_then(|a| std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str())).ok()).unwrap_or_else(|| c"warren".into());
+    let command = std::ffi::CString::new(HELPER_COMMAND).expect("no NUL in a constant");
+    // SAFETY: called while the process has one thread; the child makes
+    // system calls only, then executes the binary again or exits.
     match unsafe { fork() }.map_err(|e| format!("cannot fork the ACME helper: {e}"))? {
         ForkResult::Parent { child } => Ok(Some(child)),
-        ForkResult::Child => {
-            // SAFETY: prctl with constant arguments.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
-            if getppid() != server {
-                std::process::exit(0);
+        ForkResult::Child => exec_helper(server, &message, program, [&argv0, &command]),
+    }
+}
+
+/// The forked child: the brief written into a pipe whose read end is the
+/// only descriptor above 2 kept across exec, SIGHUP (the parent's
+/// graceful restart, which would kill a process without its handler yet)
+/// blocked until the helper has its handler, and the binary executed
+/// again. On failure it says why on standard error and exits.
+fn exec_helper(server: Pid, message: &[u8], program: &std::ffi::CStr, [argv0, command]: [&std::ffi::CStr; 2]) -> ! {
+    // SAFETY: prctl with constant arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+    if getppid() != server {
+        // SAFETY: exit without running the parent's atexit handlers.
+        unsafe { libc::_exit(0) };
+    }
+    // Nothing of the parent's (listening sockets, sockets systemd passed,
+    // the CGI spawner's end, its log files) crosses the exec.
+    // SAFETY: close_range with constant arguments; fcntl on numbers that
+    // are open descriptors or fail with EBADF.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_uint) != 0 {
+            // Before Linux 5.11: each descriptor marked by itself.
+            for fd in 3..libc::sysconf(libc::_SC_OPEN_MAX).clamp(3, 1 << 20) as libc::c_int {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
             }
-            // Nothing of the parent's (sockets systemd passed, the CGI
-            // spawner's end) stays open here; its log is opened anew.
-            // SAFETY: close_range with constant arguments.
-            unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) };
-            // Forked at a graceful restart, it has the parent's handlers:
-            // SIGTERM (its parent-death signal) must end it, not set a
-            // flag of the parent's that nothing here reads.
-            for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2, Signal::SIGCHLD, Signal::SIGWINCH] {
-                // SAFETY: the default disposition, in a one-thread process.
-                let _ = unsafe { nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl) };
-            }
-            // Registered before the driver is forked, which inherits it.
-            let hup = Arc::new(AtomicBool::new(false));
-            let log = open_log();
-            if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone()) {
-                log(LogLevel::Warn, &format!("ACME helper: no SIGHUP handler ({e}): configuration changes need a restart"));
-            }
-            let helper = Helper { store_dir, group, parent: server, notify: Notify::Signal(server), reload, hup };
-            match account {
-                Ok(account) => relay_and_drive(account, helper, domains, staples, &log),
-                Err(kept) => {
-                    log(kept.level, &format!("ACME helper: {}", kept.why));
-                    run(domains, staples, helper, &log)
-                }
-            }
+        }
+    }
+    let fail = |what: &str, e: nix::Error| -> ! {
+        eprintln!("warren: ACME helper: {what}: {e}; no certificate will be obtained");
+        // SAFETY: as above.
+        unsafe { libc::_exit(1) }
+    };
+    let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::empty()).unwrap_or_else(|e| fail("no pipe for its brief", e));
+    // The whole brief must fit in the pipe: no one reads it before exec.
+    if message.len() > 65536 {
+        // SAFETY: fcntl on a descriptor of ours.
+        unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&write_end), libc::F_SETPIPE_SZ, message.len() as libc::c_int) };
+    }
+    let _ = nix::fcntl::fcntl(&write_end, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK));
+    let mut written = 0;
+    while written < message.len() {
+        match nix::unistd::write(&write_end, &message[written..]) {
+            Ok(n) => written += n,
+            Err(nix::Error::EINTR) => {}
+            Err(e) => fail("cannot write its brief", e),
+        }
+    }
+    drop(write_end);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&read_end);
+    let mut fd_text = [0u8; 12];
+    let fd_arg = decimal(fd, &mut fd_text);
+    let mut blocked = nix::sys::signal::SigSet::empty();
+    blocked.add(Signal::SIGHUP);
+    let _ = nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_SETMASK, Some(&blocked), None);
+    let argv: [*const libc::c_char; 5] = [argv0.as_ptr(), command.as_ptr(), c"--brief-fd".as_ptr(), fd_arg.as_ptr(), std::ptr::null()];
+    // SAFETY: a NUL-terminated program and argument list that live until
+    // the call; the environment is the parent's.
+    unsafe { libc::execv(program.as_ptr(), argv.as_ptr()) };
+    fail("cannot execute /proc/self/exe", nix::Error::last())
+}
+
+/// `n` in decimal, NUL-terminated, in `buf` (no allocation after fork).
+fn decimal(n: i32, buf: &mut [u8; 12]) -> &std::ffi::CStr {
+    let mut digits = [0u8; 11];
+    let (mut len, mut n) = (0, n.unsigned_abs());
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        buf[i] = digits[len - 1 - i];
+    }
+    buf[len] = 0;
+    std::ffi::CStr::from_bytes_with_nul(&buf[..=len]).expect("one NUL, at the end")
+}
+
+impl Brief {
+    /// Reads the brief from the descriptor the forked child left open.
+    pub fn read(fd: std::os::fd::RawFd) -> Result<Brief, String> {
+        use std::io::Read;
+        // SAFETY: the descriptor named on our command line, ours alone.
+        let pipe = std::fs::File::from(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        let mut message = Vec::new();
+        pipe.take(MAX_BRIEF).read_to_end(&mut message).map_err(|e| format!("reading its brief from descriptor {fd}: {e}"))?;
+        serde_json::from_slice(&message).map_err(|e| format!("its brief: {e}"))
+    }
+}
+
+/// The helper mode's body (`warren acme-helper`, executed by the child
+/// [`start`] forked): the loop never returns.
+pub fn serve(brief: Brief, log: Log, reload: Option<Reload>) -> ! {
+    let server = Pid::from_raw(brief.server);
+    // The parent-death signal survives exec; set again in case.
+    // SAFETY: prctl with constant arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+    if getppid() != server {
+        std::process::exit(0);
+    }
+    // What the parent ignored is still ignored after exec: SIGTERM (its
+    // parent-death signal) must end it, and SIGCHLD be seen by waitpid.
+    for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2, Signal::SIGCHLD, Signal::SIGWINCH] {
+        // SAFETY: the default disposition, in a one-thread process.
+        let _ = unsafe { nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl) };
+    }
+    // Registered before the driver is forked, which inherits it; SIGHUP
+    // was blocked across the exec until now.
+    let hup = Arc::new(AtomicBool::new(false));
+    if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone()) {
+        log(LogLevel::Warn, &format!("ACME helper: no SIGHUP handler ({e}): configuration changes need a restart"));
+    }
+    let _ = nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_SETMASK, Some(&nix::sys::signal::SigSet::empty()), None);
+    let Brief { store_dir, group, account, domains, staples, .. } = brief;
+    let helper = Helper { store_dir, group: group.map(nix::unistd::Gid::from_raw), parent: server, notify: Notify::Signal(server), reload, hup };
+    match account {
+        Ok(account) => relay_and_drive(account, helper, domains, staples, &log),
+        Err(kept) => {
+            log(kept.level, &format!("ACME helper: {}", kept.why));
+            run(domains, staples, helper, &log)
         }
     }
 }
@@ -122,7 +274,7 @@ fn relay_and_drive(account: privilege::HelperAccount, helper: Helper, domains: V
                 std::process::exit(0);
             }
             if let Err(e) = privilege::drop_to(&account) {
-                log(LogLevel::Error, &format!("ACME helper: cannot drop to uid {} ({e}); no certificate will be obtained", account.uid));
+                log(LogLevel::Error, &format!("ACME helper: cannot drop to uid {} ({e}); no certificate will be obtained", account.uid()));
                 std::process::exit(1);
             }
             // The kernel clears the parent-death signal when the ids
@@ -136,7 +288,7 @@ fn relay_and_drive(account: privilege::HelperAccount, helper: Helper, domains: V
         }
         Ok(ForkResult::Parent { child }) => {
             drop(write_end);
-            log(LogLevel::Notice, &format!("ACME helper (pid {relay_pid}), root, relays for the ACME client (pid {child}), which runs as uid {}, gid {}", account.uid, account.gid));
+            log(LogLevel::Notice, &format!("ACME helper (pid {relay_pid}), root, relays for the ACME client (pid {child}), which runs as uid {}, gid {}", account.uid(), account.gid()));
             relay(helper.parent, child, read_end, &helper.hup, log)
         }
     }
@@ -361,5 +513,46 @@ fn publish(domains: &[Domain], store_dir: &std::path::Path, group: Option<nix::u
         .collect();
     if let Err(e) = status::publish(store_dir, &states, group) {
         log(LogLevel::Warn, &format!("ACME helper: cannot write md-status in {}: {e}", store_dir.display()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_numbers_are_written_without_allocating() {
+        let mut buf = [0u8; 12];
+        for n in [0, 3, 9, 10, 255, 1_048_575, i32::MAX] {
+            assert_eq!(decimal(n, &mut buf).to_str().unwrap(), n.to_string());
+        }
+    }
+
+    /// What the helper is handed is what the parent had: the domains'
+    /// settings (every field) and the account, through the pipe's JSON.
+    #[test]
+    fn the_brief_carries_the_settings_whole() {
+        let mut domain = crate::test_support::domain(&["http-01"], Some("/hook"));
+        domain.private_keys = vec![warren_config::md::KeySpec::Rsa(3072), warren_config::md::KeySpec::P256];
+        domain.renew_window = warren_config::md::RenewWindow::Before(Duration::from_secs(86400 * 7));
+        let brief = Brief {
+            server: 42,
+            store_dir: "/var/lib/warren/md".into(),
+            group: Some(65534),
+            account: Err(privilege::KeptIdentity { level: LogLevel::Warn, why: "no account".into() }),
+            domains: vec![domain.clone()],
+            staples: vec![],
+            log: LogPlace { file: Some("/var/log/warren/error.log".into()), origin: Some(domain.origin.clone()), level: LogLevel::Info },
+            reread: Some(Reread { file: "/etc/warren/warren.conf".into(), options: warren_config::LoadOptions { defines: vec!["X".into()], mpm_override: Some(warren_config::Mpm::Worker) }, allow_root: false }),
+        };
+        let (read_end, write_end) = nix::unistd::pipe().unwrap();
+        nix::unistd::write(&write_end, &serde_json::to_vec(&brief).unwrap()).unwrap();
+        drop(write_end);
+        let got = Brief::read(std::os::fd::IntoRawFd::into_raw_fd(read_end)).unwrap();
+        assert_eq!(format!("{:?}", got.domains), format!("{:?}", vec![domain]));
+        assert_eq!((got.server, got.group, got.store_dir), (42, Some(65534), PathBuf::from("/var/lib/warren/md")));
+        assert!(matches!(got.account, Err(k) if k.why == "no account" && k.level == LogLevel::Warn));
+        let reread = got.reread.unwrap();
+        assert_eq!((reread.options.defines, reread.options.mpm_override), (vec!["X".to_string()], Some(warren_config::Mpm::Worker)));
     }
 }

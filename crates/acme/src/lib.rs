@@ -2,7 +2,8 @@
 //! from an ACME (RFC 8555) CA by warren itself.
 //!
 //! - [`helper`]: the process that does it, forked by the parent at start
-//!   while warren has one thread; it never serves a client. It sleeps
+//!   while warren has one thread and started clean (the binary executed
+//!   again, handed its settings on a pipe); it never serves a client. It sleeps
 //!   until a domain is due ([`schedule`]), orders its certificate
 //!   ([`order`], through instant-acme on a current-thread tokio runtime;
 //!   its challenges answered by [`challenges`], its key and request made

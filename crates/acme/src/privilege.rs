@@ -15,17 +15,28 @@ use nix::unistd::{setgroups, setresgid, setresuid, setsid, Gid, Uid};
 use warren_config::md::DEFAULT_HELPER_USER;
 use warren_config::{LogLevel, Settings};
 
-/// The account the helper drops to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The account the helper drops to (ids as numbers: the parent hands it
+/// to the helper in its brief).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HelperAccount {
-    pub uid: Uid,
-    pub gid: Gid,
+    uid: u32,
+    gid: u32,
     /// The server's Group, kept as the one supplementary group: the helper
     /// gives it the md-status files (0640), which the children read.
-    pub status_group: Option<Gid>,
+    status_group: Option<u32>,
+}
+
+impl HelperAccount {
+    pub fn uid(&self) -> Uid {
+        Uid::from_raw(self.uid)
+    }
+    pub fn gid(&self) -> Gid {
+        Gid::from_raw(self.gid)
+    }
 }
 
 /// Why the helper keeps the parent's identity, for the log.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct KeptIdentity {
     /// Notice when nothing is wrong (warren is not root), else Warn.
     pub level: LogLevel,
@@ -55,7 +66,7 @@ pub fn helper_account(settings: &Settings) -> Result<HelperAccount, KeptIdentity
         return Err(warn(format!("{name} is root or the server's User: the ACME helper keeps root")));
     }
     let status_group = settings.group.as_deref().and_then(|g| warren_config::accounts::lookup_group(g).ok());
-    Ok(HelperAccount { uid: account.uid, gid: account.gid, status_group })
+    Ok(HelperAccount { uid: account.uid.as_raw(), gid: account.gid.as_raw(), status_group: status_group.map(Gid::as_raw) })
 }
 
 /// Makes this process the helper's: a session of its own (no terminal,
@@ -66,10 +77,11 @@ pub fn helper_account(settings: &Settings) -> Result<HelperAccount, KeptIdentity
 pub fn drop_to(account: &HelperAccount) -> Result<(), String> {
     let _ = setsid();
     umask(Mode::from_bits_truncate(0o077));
-    let groups: Vec<Gid> = account.status_group.into_iter().collect();
+    let groups: Vec<Gid> = account.status_group.map(Gid::from_raw).into_iter().collect();
+    let (uid, gid) = (account.uid(), account.gid());
     setgroups(&groups).map_err(|e| format!("setgroups: {e}"))?;
-    setresgid(account.gid, account.gid, account.gid).map_err(|e| format!("setresgid {}: {e}", account.gid))?;
-    setresuid(account.uid, account.uid, account.uid).map_err(|e| format!("setresuid {}: {e}", account.uid))?;
+    setresgid(gid, gid, gid).map_err(|e| format!("setresgid {gid}: {e}"))?;
+    setresuid(uid, uid, uid).map_err(|e| format!("setresuid {uid}: {e}"))?;
     // SAFETY: prctl with constant arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(format!("PR_SET_NO_NEW_PRIVS: {}", std::io::Error::last_os_error()));

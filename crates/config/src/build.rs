@@ -20,7 +20,7 @@ use crate::table::{self, Apply, Context, Contexts};
 use crate::settings::parse_vhost_addr;
 
 /// Options for reading a config file, from the command line.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct LoadOptions {
     pub defines: Vec<String>,
     pub mpm_override: Option<Mpm>,

@@ -20,7 +20,7 @@ use crate::settings::{HostConfig, Settings};
 pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
 
 /// A key type of `MDPrivateKeys`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum KeySpec {
     Rsa(u32),
     P256,
@@ -28,7 +28,7 @@ pub enum KeySpec {
 }
 
 /// `MDRenewWindow`: how long before expiry a certificate is renewed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RenewWindow {
     /// Percent of the certificate's lifetime left (mod_md's default: 33%).
     Percent(u8),
@@ -48,7 +48,7 @@ impl RenewWindow {
 }
 
 /// `MDRequireHttps`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RequireHttps {
     Off,
     Temporary,
@@ -74,7 +74,7 @@ pub struct MdOptions {
 }
 
 /// One managed domain's settings, its own over the server's.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ManagedDomain {
     /// The first name is the domain's name (its directory in the store).
     pub names: Vec<String>,
@@ -137,7 +137,7 @@ pub struct MdGlobal {
 
 /// A certificate whose OCSP response the ACME helper fetches and warren
 /// staples (see [`stapled_certificates`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StapledCertificate {
     /// The PEM file: the certificate first, then its chain.
     pub cert: PathBuf,
@@ -453,7 +453,15 @@ pub const DEFAULT_HELPER_USER: &str = "warren-acme";
 /// and never the serving children's (whose code, a site's PHP, could then
 /// read the keys and answer any domain's challenges).
 fn check_helper_user(b: &mut Builder, s: &Settings) {
-    let Some((name, origin)) = &s.md.helper_user else { return };
+    let Some((name, origin)) = &s.md.helper_user else {
+        // Unset: the default account, which the package makes; without it
+        // a root warren's helper keeps root, which `warren -t` says too.
+        let first = s.md.lines.iter().find(|l| l.auto);
+        if let Some(first) = first.filter(|_| crate::accounts::running_as_root() && crate::accounts::lookup_user(DEFAULT_HELPER_USER).is_err()) {
+            b.warn(&first.origin, format!("MDomain {}: no account {DEFAULT_HELPER_USER} (MDHelperUser's default): the ACME helper would keep root; make it with `adduser --system --group {DEFAULT_HELPER_USER}`, or set MDHelperUser", first.names[0]));
+        }
+        return;
+    };
     if name == "root" {
         return;
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::parse::{ConfigError, Origin};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mpm {
     Event,
     Worker,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::modules::{self, Support};
 
 /// Where a directive came from, for error messages.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Origin {
     pub file: Arc<PathBuf>,
     pub line: usize,

@@ -70,7 +70,7 @@ pub enum ServerTokens {
     Prod,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum LogLevel {
     Emerg,
     Alert,

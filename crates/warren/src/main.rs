@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 mod apache_cli;
 mod bench_cli;
 mod envvars;
+mod md_helper;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use warren_config::{load_file, LoadOptions, Mpm, Settings};
@@ -230,6 +231,11 @@ fn mpm_name() -> impl clap::builder::TypedValueParser<Value = Mpm> {
 }
 
 fn main() -> ExitCode {
+    // The ACME helper the parent executed (md_helper.rs): before anything
+    // closes the descriptor its brief comes on.
+    if let Some(code) = md_helper::run_if_asked() {
+        return code;
+    }
     // First, while warren has one thread and before it opens anything:
     // the sockets systemd passed are descriptors 3 and on.
     let systemd = warren_mpm::systemd::Systemd::take_from_env();
@@ -402,7 +408,7 @@ fn main() -> ExitCode {
                             MD_HELPER.store(0, std::sync::atomic::Ordering::SeqCst);
                         }
                         let mut said: Vec<String> = loaded.warnings.iter().chain(&loaded.skipped).chain(&loaded.mapped).chain(&loaded.scripts).map(ToString::to_string).collect();
-                        if let Err(e) = start_md_helper(&s, Some((file.clone(), opts.clone(), allow_root))) {
+                        if let Err(e) = start_md_helper(&s, Some(MdReread { file: file.clone(), options: opts.clone(), allow_root })) {
                             said.push(e);
                         }
                         Ok((s, said))
@@ -414,14 +420,13 @@ fn main() -> ExitCode {
         _ => None,
     };
     let md_reread = match (&cli.command, &cli.config) {
-        (None, Some(file)) => Some((file.clone(), LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm }, cli.allow_root)),
+        (None, Some(file)) => Some(MdReread { file: file.clone(), options: LoadOptions { defines: cli.defines.clone(), mpm_override: cli.mpm }, allow_root: cli.allow_root }),
         _ => None,
     };
     run(settings, &warnings, &skipped, &scripts, reload, md_reread, systemd)
 }
 
-/// How the ACME helper reads the configuration again: file, options, -R.
-type MdReread = (PathBuf, LoadOptions, bool);
+use warren_acme::helper::Reread as MdReread;
 
 /// Forks mod_md's ACME helper when `settings` need one (managed domains,
 /// OCSP stapling) and none runs: at start, and at the graceful restart
@@ -431,15 +436,8 @@ fn start_md_helper(settings: &Settings, reread: Option<MdReread>) -> Result<(), 
     if MD_HELPER.load(std::sync::atomic::Ordering::SeqCst) > 0 {
         return Ok(());
     }
-    let md_log = (settings.error_log.clone().filter(|_| settings.error_log_sink.is_none()), settings.main.error_log_origin.clone(), settings.log_level);
-    let open_md_log = move || -> warren_acme::helper::Log {
-        let log = warren_handler::logs::ErrorLog::open(md_log.0.as_deref(), md_log.1.as_ref(), md_log.2)
-            .or_else(|_| warren_handler::logs::ErrorLog::open(None, None, md_log.2))
-            .expect("standard error as a log cannot fail to open");
-        Box::new(move |level, message| log.log(level, None, message))
-    };
-    let md_reload = reread.map(|(file, opts, allow_root)| -> warren_acme::helper::Reload { Box::new(move || load_checked(&file, &opts, allow_root).settings) });
-    let pid = warren_acme::helper::start(settings, open_md_log, md_reload)?;
+    let log = warren_acme::helper::LogPlace { file: settings.error_log.clone().filter(|_| settings.error_log_sink.is_none()), origin: settings.main.error_log_origin.clone(), level: settings.log_level };
+    let pid = warren_acme::helper::start(settings, log, reread)?;
     MD_HELPER.store(pid.map_or(0, |p| p.as_raw()), std::sync::atomic::Ordering::SeqCst);
     Ok(())
 }
