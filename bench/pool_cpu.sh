@@ -126,10 +126,13 @@ if [ "${NO_CGROUP:-0}" = 1 ]; then
     grep memory "/proc/$POOL_MASTER/cgroup"
 fi
 
-# session_ticks SID: utime + stime (and that of reaped children) of every
-# process in session SID.
-session_ticks() {
-    ps -eo pid=,sid= | awk -v s="$1" '$2 == s {print $1}' | while read -r p; do sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13 + $14 + $15}'; done | awk '{t += $1} END {print t + 0}'
+# session_counts SID: utime + stime in ticks (and that of reaped
+# children), minor page faults, and context switches (voluntary or not) of
+# every process in session SID.
+session_counts() {
+    ps -eo pid=,sid= | awk -v s="$1" '$2 == s {print $1}' | while read -r p; do
+        echo "$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13 + $14 + $15, $8}') $(awk '/ctxt_switches/ {n += $2} END {print n + 0}' "/proc/$p/status" 2>/dev/null)"
+    done | awk '{t += $1; f += $2; c += $3} END {print t + 0, f + 0, c + 0}'
 }
 # warren_ticks: warren's processes, the pool's session left out.
 warren_ticks() {
@@ -147,13 +150,13 @@ RESULTS=$WORK/results
 run() { # side round
     local sid=$POOL_MASTER out=$WORK/wrk.out f0 w0 f1 w1 n
     [ "$1" = hand ] && sid=$FPM_PID
-    f0=$(session_ticks "$sid"); w0=$(warren_ticks)
+    read -r f0 pf0 cs0 < <(session_counts "$sid"); w0=$(warren_ticks)
     wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" "http://127.0.0.1:$PORT/$1/hello.php" > "$out"
-    f1=$(session_ticks "$sid"); w1=$(warren_ticks)
+    read -r f1 pf1 cs1 < <(session_counts "$sid"); w1=$(warren_ticks)
     n=$(awk '/requests in/ {print $1}' "$out")
     if grep -q -e "Non-2xx" -e "Socket errors" "$out"; then echo "round $2 $1: failures: $(wrk_failures "$out")" >&2; fi
-    awk -v side="$1" -v r="$2" -v n="$n" -v f=$((f1 - f0)) -v w=$((w1 - w0)) -v hz="$HZ" -v d="$DURATION" -v loadavg="$(cut -d' ' -f1 /proc/loadavg)" \
-        'BEGIN {printf "round %d %-4s %7d req/s  php-fpm %6.1f us/req  warren %6.1f us/req  load %s\n", r, side, n / d, f * 1e6 / hz / n, w * 1e6 / hz / n, loadavg}' | tee -a "$RESULTS"
+    awk -v side="$1" -v r="$2" -v n="$n" -v f=$((f1 - f0)) -v w=$((w1 - w0)) -v pf=$((pf1 - pf0)) -v cs=$((cs1 - cs0)) -v hz="$HZ" -v d="$DURATION" -v loadavg="$(cut -d' ' -f1 /proc/loadavg)" \
+        'BEGIN {printf "round %d %-4s %7d req/s  php-fpm %6.1f us/req  warren %6.1f us/req  load %s  php-fpm %.2f faults %.2f switches a request\n", r, side, n / d, f * 1e6 / hz / n, w * 1e6 / hz / n, loadavg, pf / n, cs / n}' | tee -a "$RESULTS"
 }
 for r in $(seq 1 "$ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then run pool "$r"; run hand "$r"; else run hand "$r"; run pool "$r"; fi
