@@ -32,8 +32,7 @@ CONNECTIONS=${CONNECTIONS:-16}
 PORT=${PORT:-18531}
 need wrk:wrk curl:curl
 FPM_BIN=$(ls /usr/sbin/php-fpm* | sort | tail -1)
-# Not quiet_debian_services: it stops every php-fpm of the init scripts,
-# other people's runs on a shared machine included.
+# Not quiet_debian_services: nothing here needs Debian's php-fpm stopped.
 ulimit -n 65536 2>/dev/null || true
 comparison_workdir warren-pool-cpu
 mkdir -p "$DOCROOT/pool" "$DOCROOT/hand"
