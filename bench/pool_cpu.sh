@@ -19,9 +19,9 @@
 #   NO_CGROUP=1  the pool's processes moved back to warren's cgroup after
 #                start (what the pool's own memory cgroup costs)
 # Usage: WARREN=target/release/warren bench/pool_cpu.sh
-#        (ROUNDS=3, DURATION=5 seconds a run, CONNECTIONS=16, PORT=18531;
+#        (ROUNDS=3, DURATION=5 seconds a run, wrk THREADS=2 CONNECTIONS=16, PORT=18531;
 #        DUMP=1 prints the configuration warren wrote for the pool's master).
-# Prints each run, then the median us/request of each side and pool/hand.
+# Prints each run, then the medians of each side (us/request, req/s) and pool/hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -29,6 +29,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-16}
+THREADS=${THREADS:-2}
 PORT=${PORT:-18531}
 need wrk:wrk curl:curl
 FPM_BIN=$(ls /usr/sbin/php-fpm* | sort | tail -1)
@@ -150,7 +151,7 @@ run() { # side round
     local sid=$POOL_MASTER out=$WORK/wrk.out f0 w0 f1 w1 n
     [ "$1" = hand ] && sid=$FPM_PID
     read -r f0 pf0 cs0 < <(session_counts "$sid"); w0=$(warren_ticks)
-    wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" "http://127.0.0.1:$PORT/$1/hello.php" > "$out"
+    wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" "http://127.0.0.1:$PORT/$1/hello.php" > "$out"
     read -r f1 pf1 cs1 < <(session_counts "$sid"); w1=$(warren_ticks)
     n=$(awk '/requests in/ {print $1}' "$out")
     if grep -q -e "Non-2xx" -e "Socket errors" "$out"; then echo "round $2 $1: failures: $(wrk_failures "$out")" >&2; fi
@@ -160,6 +161,6 @@ run() { # side round
 for r in $(seq 1 "$ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then run pool "$r"; run hand "$r"; else run hand "$r"; run pool "$r"; fi
 done
-awk '{fpm[$3] = fpm[$3] " " $7; w[$3] = w[$3] " " $10}
-    function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }; return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-    END { p = median(fpm["pool"]); h = median(fpm["hand"]); printf "median php-fpm us/req: pool %.1f hand %.1f (pool/hand %.2f); warren: pool %.1f hand %.1f\n", p, h, p / h, median(w["pool"]), median(w["hand"]) }' "$RESULTS"
+awk '{rate[$3] = rate[$3] " " $4; fpm[$3] = fpm[$3] " " $7; w[$3] = w[$3] " " $10}
+    function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    END { p = median(fpm["pool"]); h = median(fpm["hand"]); printf "median php-fpm us/req: pool %.1f hand %.1f (pool/hand %.2f); warren us/req: pool %.1f hand %.1f; req/s: pool %d hand %d (pool/hand %.2f)\n", p, h, p / h, median(w["pool"]), median(w["hand"]), median(rate["pool"]), median(rate["hand"]), median(rate["pool"]) / median(rate["hand"]) }' "$RESULTS"
