@@ -17,10 +17,12 @@
 #   HAND_GLOBAL  lines added to its [global] section
 #   SERVER_EXTRA lines added to warren's configuration ("MemoryBudget 1G")
 #   NO_CGROUP=1  the pool's processes moved back to warren's cgroup after
-#                start (what the pool's own memory cgroup costs)
+#                start (what the pool's own memory cgroup costs; cgroup v1)
 # Usage: WARREN=target/release/warren bench/pool_cpu.sh
 #        (ROUNDS=3, DURATION=5 seconds a run, wrk THREADS=2 CONNECTIONS=16, PORT=18531;
-#        DUMP=1 prints the configuration warren wrote for the pool's master).
+#        DUMP=1 prints both php-fpm configurations, each side's processes
+#        (cgroup, oom_score_adj, nice, rlimits, sockets' flags, user) and the
+#        difference in what PHP sees: its request variables and ini settings).
 # Prints each run, then the medians of each side (us/request, req/s) and pool/hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +42,7 @@ mkdir -p "$DOCROOT/pool" "$DOCROOT/hand"
 cp "$DOCROOT/hello.php" "$DOCROOT/pool/"
 cp "$DOCROOT/hello.php" "$DOCROOT/hand/"
 # What each side's PHP is given: its request variables and its settings.
-printf '<?php ksort($_SERVER); foreach ($_SERVER as $k => $v) if (!in_array($k, ["REQUEST_TIME", "REQUEST_TIME_FLOAT", "REMOTE_PORT", "SCRIPT_FILENAME", "SCRIPT_NAME", "REQUEST_URI", "PHP_SELF", "DOCUMENT_URI", "CONTEXT_DOCUMENT_ROOT"])) echo "$k=$v\n"; foreach (ini_get_all(null, false) as $k => $v) echo "ini $k=$v\n"; echo "uid=", posix_geteuid(), " ppid=", posix_getppid() > 0 ? "yes" : "no", "\n";' > "$DOCROOT/pool/env.php"
+printf '<?php ksort($_SERVER); foreach ($_SERVER as $k => $v) if (!in_array($k, ["REQUEST_TIME", "REQUEST_TIME_FLOAT", "REMOTE_PORT", "SCRIPT_FILENAME", "SCRIPT_NAME", "REQUEST_URI", "PHP_SELF", "DOCUMENT_URI", "CONTEXT_DOCUMENT_ROOT"])) echo "$k=$v\n"; foreach (ini_get_all(null, false) as $k => $v) echo "ini $k=$v\n";' > "$DOCROOT/pool/env.php"
 cp "$DOCROOT/pool/env.php" "$DOCROOT/hand/"
 chmod -R a+rX "$DOCROOT"
 
@@ -114,8 +116,6 @@ if [ "${DUMP:-0}" = 1 ]; then
         for fd in /proc/$p/fd/*; do case $(readlink "$fd") in socket:*) echo "    fd ${fd##*/} $(readlink "$fd") flags $(awk '/^flags/ {print $2}' "/proc/$p/fdinfo/${fd##*/}")";; esac; done
         for c in $(pgrep -P "$p"); do echo "    child $c: $(grep memory /proc/$c/cgroup) oom_score_adj $(cat /proc/$c/oom_score_adj) nice $(awk '{print $19}' /proc/$c/stat) uid $(awk '/^Uid/ {print $2}' /proc/$c/status)"; done
     done
-fi
-if [ "${DUMP:-0}" = 1 ]; then
     echo "--- what PHP sees, pool (<) against hand (>)"
     curl -s "http://127.0.0.1:$PORT/pool/env.php" > "$WORK/pool.env"; curl -s "http://127.0.0.1:$PORT/hand/env.php" > "$WORK/hand.env"
     echo "$(wc -l < "$WORK/pool.env") lines against $(wc -l < "$WORK/hand.env")"; diff "$WORK/pool.env" "$WORK/hand.env" || true
