@@ -59,11 +59,11 @@ tls_certs() {
 quiet_debian_services() {
     systemctl stop nginx apache2 >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
     service apache2 stop >/dev/null 2>&1 || true
-    local s
-    # Only a running service (its pidfile there): the init script's stop
-    # ends every process of the php-fpm binary by --exec, a test's or a
-    # benchmark's own pools too.
-    for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && [ -e "/run/php/${s##*/}.pid" ] && "$s" stop >/dev/null 2>&1 || true; done
+    # Debian's php-fpm by its pid file alone: its init script's stop also
+    # signals every process running the php-fpm binary (start-stop-daemon
+    # --exec), which on a shared machine are other runs' pools and php-fpms.
+    local p
+    for p in /run/php/php*-fpm.pid; do [ -f "$p" ] && start-stop-daemon --stop --quiet --retry=QUIT/10/TERM/5/KILL/5 --pidfile "$p" >/dev/null 2>&1 || true; done
     ulimit -n 65536 2>/dev/null || true
 }
 

@@ -64,7 +64,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 # Debian starts the services it installs; they must not take our CPU.
 for s in nginx apache2; do service "$s" stop >/dev/null 2>&1 || true; done
-for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
+for p in /run/php/php*-fpm.pid; do [ -f "$p" ] && start-stop-daemon --stop --quiet --retry=QUIT/10/TERM/5/KILL/5 --pidfile "$p" >/dev/null 2>&1 || true; done
 # 1,000 attack connections and the clients': raise the soft limit as far as allowed.
 nofile=$(ulimit -Hn); [ "$nofile" = unlimited ] && nofile=1048576
 ulimit -n "$nofile"

@@ -21,7 +21,7 @@ fi
 # Debian starts the services it installs; they must not take the CPUs.
 service nginx stop >/dev/null 2>&1 || true
 service apache2 stop >/dev/null 2>&1 || true
-for s in /etc/init.d/php*-fpm; do [ -x "$s" ] && "$s" stop >/dev/null 2>&1 || true; done
+for p in /run/php/php*-fpm.pid; do [ -f "$p" ] && start-stop-daemon --stop --quiet --retry=QUIT/10/TERM/5/KILL/5 --pidfile "$p" >/dev/null 2>&1 || true; done
 
 cargo build --release --locked -q
 exec target/release/warren bench --suite "$SUITE" --out "$OUT"
