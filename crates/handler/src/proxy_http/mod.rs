@@ -112,7 +112,11 @@ impl Site {
         }
         let host = &self.hosts[gw.host];
         let rules = &host.config.proxy_http;
-        let spooled = body.take_spooled();
+        let spooled = match body.take_spooled() {
+            // proxy-sendcl: a chunked body is read whole to send its length.
+            None if body.present() && body.length().is_none() && gw.buffers_request_body() => Some(spool_whole(body, &name)?),
+            spooled => spooled,
+        };
         let framing = match (&spooled, body.present(), body.length()) {
             (Some(s), _, _) if !matches!(s, crate::spool::Spooled::None) => BodyFraming::Length(s.len()),
             (Some(_), _, _) | (None, false, _) => BodyFraming::None,
@@ -393,6 +397,20 @@ enum Sending {
     /// The backend stopped taking it (its answer is read all the same).
     Backend,
     Client(warren_http::HttpError),
+}
+
+/// The client's body read whole (memory, or a file past the spool's bound).
+fn spool_whole(body: &mut dyn RequestBody, name: &str) -> Result<crate::spool::Spooled, GatewayError> {
+    let mut spool = crate::spool::Spool::default();
+    let mut chunk = vec![0u8; IO_BUF];
+    let failed = |e: io::Error| GatewayError { status: 500, why: format!("proxy: cannot keep the request body for {name}: {e}") };
+    loop {
+        let n = body.read(&mut chunk).map_err(|e| GatewayError { status: e.status, why: format!("proxy: reading the request body for {name}: {}", e.reason) })?;
+        if n == 0 {
+            return spool.finish().map_err(failed);
+        }
+        spool.push(&chunk[..n]).map_err(failed)?;
+    }
 }
 
 fn send_spooled(to: &mut BackendConn, spooled: &crate::spool::Spooled) -> io::Result<()> {

@@ -1,6 +1,7 @@
 //! An HTTP backend exchange without I/O, for the event loop: the bytes to
 //! send the backend (the head of [`Site::backend_head`] and a body the loop
-//! has read whole), then the backend's bytes fed in as they come and taken
+//! has read whole, or the client's body framed piece by piece as the loop
+//! reads it: [`Site::http_relay_streamed`]), then the backend's bytes fed in as they come and taken
 //! out as [`Event`]s: interim answers to pass on (103 Early Hints ...),
 //! the client's response (whole when it is small, else
 //! its head and then the pieces of its decoded body), the end, and whether
@@ -14,6 +15,7 @@ use warren_config::proxy_http::HttpOrigin;
 use warren_config::FcgiAddr;
 use warren_http::{BodyFraming, RequestHead};
 
+use super::request::BodyWriter;
 use super::response::{self, BodyReader, Framing, Parsed};
 use super::{Answered, READ_WHOLE};
 use crate::fastcgi::{Gateway, GatewayError};
@@ -22,8 +24,11 @@ use crate::{Body, ConnInfo, Response, Site};
 /// One exchange with an HTTP backend, driven by the loop.
 pub struct HttpRelay {
     pub gateway: Box<Gateway>,
-    /// The request, head and body, as one write.
+    /// The request, head and body, as one write; for a streamed body, what
+    /// is still to be sent of it (the loop drops what went out).
     pub request: Vec<u8>,
+    /// A streamed body the client is still sending, framed for the backend so.
+    body_to_come: Option<BodyWriter>,
     /// It may be sent again on a new connection when a kept one turns out
     /// closed before any of the answer came.
     pub replayable: bool,
@@ -120,7 +125,45 @@ impl Site {
         let mut request = self.backend_head(&gateway, head, conn, framing, false, false);
         request.extend_from_slice(body.unwrap_or_default());
         let replayable = super::replayable(head.method(), framing);
-        Ok(HttpRelay { gateway, request, replayable, is_head: head.method() == "HEAD", got: Vec::new(), interims: 0, state: State::Head })
+        Ok(HttpRelay { gateway, request, replayable, body_to_come: None, is_head: head.method() == "HEAD", got: Vec::new(), interims: 0, state: State::Head })
+    }
+
+    /// Whether the loop relays this exchange's body to the backend as the
+    /// client sends it ([`Site::http_relay_streamed`]) rather than reading
+    /// it whole first. As Apache's mod_proxy_http, a body is streamed
+    /// unless `proxy-sendcl` is set (and neither `proxy-sendchunked` nor
+    /// `proxy-sendchunks`, which win over it): then it is read whole and
+    /// sent with its Content-Length (Apache spools only a chunked body so,
+    /// its length being known otherwise; warren spools any, so that the
+    /// switch is also nginx's `proxy_request_buffering on`, a backend
+    /// never waiting on a slow client).
+    pub fn streams_body(gw: &Gateway, head: &RequestHead) -> bool {
+        gw.takes_body() && head.framing != BodyFraming::None && !gw.buffers_request_body() && Site::http_on_loop(gw, head)
+    }
+
+    /// Starts an exchange for the loop whose body is still to come, framed
+    /// as the client's (`Content-Length` kept, chunked otherwise): its
+    /// pieces are given with [`HttpRelay::push_body`] as they are read.
+    pub fn http_relay_streamed(&self, gateway: Box<Gateway>, head: &RequestHead, conn: &ConnInfo) -> Result<HttpRelay, (Box<Gateway>, GatewayError)> {
+        let framing = match head.framing {
+            BodyFraming::Length(n) => BodyFraming::Length(n),
+            _ => BodyFraming::Chunked,
+        };
+        let mut relay = self.http_relay(gateway, head, conn, None)?;
+        relay.request = self.backend_head(&relay.gateway, head, conn, framing, false, false);
+        relay.replayable = false;
+        relay.body_to_come = Some(BodyWriter { chunked: framing == BodyFraming::Chunked });
+        Ok(relay)
+    }
+}
+
+impl Gateway {
+    /// `SetEnv proxy-sendcl` (and neither `proxy-sendchunked` nor
+    /// `proxy-sendchunks`): the request's body is read whole before it
+    /// goes, with its Content-Length.
+    pub fn buffers_request_body(&self) -> bool {
+        let env = self.filters.as_ref().map(|f| &f.env);
+        env.is_some_and(|e| e.get("proxy-sendcl").is_some() && e.get("proxy-sendchunked").is_none() && e.get("proxy-sendchunks").is_none())
     }
 }
 
@@ -129,9 +172,31 @@ impl HttpRelay {
         &self.gateway.http.as_ref().expect("an HTTP plan").origin
     }
 
-    /// The exchange is over and its connection may take another request.
+    /// The exchange is over and its connection may take another request
+    /// (not if the answer came before the whole body went: the backend may
+    /// still wait for the rest).
     pub fn reusable(&self) -> bool {
-        matches!(self.state, State::Done { reusable: true })
+        matches!(self.state, State::Done { reusable: true }) && self.body_to_come.is_none()
+    }
+
+    /// Whether the client's body is still being relayed.
+    pub fn body_open(&self) -> bool {
+        self.body_to_come.is_some()
+    }
+
+    /// A piece of the client's body, queued for the backend in its framing.
+    pub fn push_body(&mut self, data: &[u8]) {
+        if let Some(w) = &self.body_to_come {
+            // Writing into a Vec does not fail.
+            let _ = w.write(&mut self.request, data);
+        }
+    }
+
+    /// The client's body is whole: its end is queued (the last chunk).
+    pub fn end_body(&mut self) {
+        if let Some(w) = self.body_to_come.take() {
+            let _ = w.finish(&mut self.request);
+        }
     }
 
     /// Whether the client's response has begun (then a failure can only
@@ -206,6 +271,7 @@ impl HttpRelay {
     pub fn timed_out(&self) -> GatewayError {
         let name = self.gateway.backend_name();
         let why = match self.state {
+            State::Head if self.body_to_come.is_some() => format!("proxy: HTTP: timeout sending the request body to {name} (ProxyTimeout)"),
             State::Head => format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)"),
             _ => format!("proxy: HTTP: error reading the response body from {name}: timed out (ProxyTimeout)"),
         };

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use nix::sys::epoll::EpollFlags;
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::{Spool, Spooled};
-use warren_handler::{ConnInfo, Outcome, Response};
+use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::h1::{BodyState, Connection, Poll};
 use warren_http::response::CONTINUE;
 use warren_http::{BodyFraming, HttpError, Next, Phase, RequestHead, LINGER};
@@ -221,7 +221,7 @@ impl EventLoop {
         crate::h2::detect(&c.stream, c.h1.input())
     }
 
-    fn read_more(&mut self, slot: usize) -> ReadResult {
+    pub(super) fn read_more(&mut self, slot: usize) -> ReadResult {
         let c = self.conns[slot].as_mut().expect("conn");
         if !c.readable {
             return ReadResult::Blocked;
@@ -305,6 +305,9 @@ impl EventLoop {
                 // a thread sends the head and reads the body after it.
                 if self.site.forwards_continue(&mut gw, head) {
                     return self.proxy(slot, gw);
+                }
+                if Site::streams_body(&gw, head) {
+                    return self.proxy_upload(slot, gw, framing);
                 }
                 Outcome::Gateway(gw)
             }
@@ -441,7 +444,7 @@ impl EventLoop {
     }
 }
 
-enum ReadResult {
+pub(super) enum ReadResult {
     Data,
     Blocked,
     Closed,
