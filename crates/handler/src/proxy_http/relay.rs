@@ -393,4 +393,19 @@ mod tests {
         short.decode(&mut Vec::new()).unwrap();
         assert!(short.input_closed().is_err());
     }
+
+    #[test]
+    fn a_streamed_body_is_framed_as_announced() {
+        let framed = |chunked: bool| {
+            let mut r = HttpRelay { gateway: Box::new(Gateway::to_backend(0, warren_config::FcgiBackend { addr: FcgiAddr::Unix("/x".into()), reuse: true, timeout: None, flush_packets: false }, Duration::from_secs(1), String::new())), request: b"HEAD\r\n\r\n".to_vec(), replayable: false, body_to_come: Some(BodyWriter { chunked }), is_head: false, got: Vec::new(), interims: 0, state: State::Done { reusable: true } };
+            r.push_body(b"hello");
+            r.push_body(b"");
+            assert!(r.body_open() && !r.reusable(), "an answer before the body's end: the backend may still wait for it");
+            r.end_body();
+            assert!(!r.body_open() && r.reusable());
+            String::from_utf8(r.request).unwrap()
+        };
+        assert_eq!(framed(true), "HEAD\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+        assert_eq!(framed(false), "HEAD\r\n\r\nhello");
+    }
 }
