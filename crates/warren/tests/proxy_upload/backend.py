@@ -14,6 +14,7 @@ serves until its standard input closes. Connections are kept alive.
   GET /progress?id=ID      the bytes of ID's body read so far (-1: none yet)
   GET /release?id=ID       lets a held upload read on
   GET /cut                 bodies whose connection closed before their end
+  GET /seen                the request lines so far, one a line
   GET /connections         connections accepted so far
 """
 
@@ -26,6 +27,7 @@ lock = threading.Lock()
 progress = {}
 releases = {}
 counts = {"cut": 0, "connections": 0}
+seen = []
 
 
 class Cut(Exception):
@@ -51,6 +53,12 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def parse_request(self):
+        ok = super().parse_request()
+        with lock:
+            seen.append(self.requestline)
+        return ok
+
     def query(self):
         return parse_qs(urlsplit(self.path).query, keep_blank_values=True)
 
@@ -65,6 +73,9 @@ class Handler(BaseHTTPRequestHandler):
                 event = releases.setdefault(ident, threading.Event())
             event.set()
             self.answer("released")
+        elif path == "/seen":
+            with lock:
+                self.answer("".join(line + "\n" for line in seen))
         elif path in ("/cut", "/connections"):
             with lock:
                 self.answer(str(counts[path[1:]]))
