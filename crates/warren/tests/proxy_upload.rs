@@ -7,7 +7,9 @@
 //! its whole body); `SetEnv proxy-sendcl` reads a chunked body whole and
 //! sends its length (`proxy-sendchunked` wins over it); a client that stalls
 //! mid-body gets its timeout and the backend's connection is closed, not
-//! kept; a body over LimitRequestBody gets 413.
+//! kept; a body over LimitRequestBody gets 413; a backend's answer before
+//! the body's end reaches the client at once under the event MPM (the
+//! threads of prefork and worker send the whole body first, as Apache).
 
 mod common;
 #[path = "proxy_http/backend.rs"]
@@ -216,4 +218,21 @@ fn upload_over_limit_gets_413(mpm: &str) {
     wait_backend(&b, "/cut", "the backend's connection closed mid-body", |n| n == 1);
 }
 
-each_mpm!(content_length_body_streams, chunked_body_streams_chunked, sendcl_sends_a_length, slow_backend_holds_the_client_back, client_stalling_mid_body_times_out, upload_over_limit_gets_413);
+fn early_answer_before_the_body_ends(mpm: &str) {
+    let b = start_backend();
+    let s = start(mpm, &b, "RequestReadTimeout body=2\n");
+    let mut c = s.connect();
+    c.write_all(b"POST /up/early HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n").unwrap();
+    c.write_all(&[b'x'; 1000]).unwrap();
+    // The client sends nothing more and reads.
+    let (raw, how) = read_to_end_of(&mut c);
+    let text = String::from_utf8_lossy(&raw);
+    if mpm == "event" {
+        assert_eq!(status_of(&raw), 413, "{how}: {text}");
+        assert!(text.ends_with("too large for me") && text.contains("Connection: close"), "{text}");
+    } else {
+        assert_eq!(status_of(&raw), 408, "{how}: {text}");
+    }
+}
+
+each_mpm!(early_answer_before_the_body_ends, content_length_body_streams, chunked_body_streams_chunked, sendcl_sends_a_length, slow_backend_holds_the_client_back, client_stalling_mid_body_times_out, upload_over_limit_gets_413);

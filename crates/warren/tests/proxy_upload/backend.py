@@ -11,6 +11,8 @@ serves until its standard input closes. Connections are kept alive.
                            bytes=N sum=S" (S: the bytes' sum modulo 2**32)
   POST /upload?id=ID&hold  the same, but stops after the first piece until
                            /release?id=ID (the test's own request)
+  POST /early              413 at once, the body unread (then drained until
+                           the connection closes)
   GET /progress?id=ID      the bytes of ID's body read so far (-1: none yet)
   GET /release?id=ID       lets a held upload read on
   GET /cut                 bodies whose connection closed before their end
@@ -89,6 +91,20 @@ class Handler(BaseHTTPRequestHandler):
         return piece
 
     def do_POST(self):
+        if urlsplit(self.path).path == "/early":
+            body = b"too large for me"
+            self.send_response(413)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+            try:
+                while self.rfile.read1(65536):
+                    pass
+            except ConnectionError:
+                pass
+            self.close_connection = True
+            return
         q = self.query()
         ident = q.get("id", [""])[0]
         hold = "hold" in q
