@@ -267,7 +267,7 @@ impl EventLoop {
     fn http_step(&mut self, slot: usize) -> Step {
         let pulled = match self.pull_body(slot) {
             Ok(pulled) => pulled,
-            Err(step) => return step,
+            Err(failed) => return failed.into(),
         };
         let c = self.conns[slot].as_mut().expect("conn");
         let r = c.proxy_relay.as_mut().expect("relaying");

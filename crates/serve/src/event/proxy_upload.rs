@@ -33,6 +33,22 @@ use super::EventLoop;
 /// At most this much of a client's body waits in the loop for its backend.
 const UPLOAD_HIGH: usize = 64 * 1024;
 
+/// Why the client's body stopped coming.
+pub(super) enum BodyFailed {
+    /// Malformed or over LimitRequestBody: its error answer.
+    Bad(HttpError),
+    ClientGone,
+}
+
+impl From<BodyFailed> for Step {
+    fn from(f: BodyFailed) -> Step {
+        match f {
+            BodyFailed::Bad(e) => Step::BadBody(e),
+            BodyFailed::ClientGone => Step::ClientGone,
+        }
+    }
+}
+
 impl ProxyRelay {
     /// Bytes of the request queued and not yet taken by the backend.
     fn unsent(&self) -> usize {
@@ -78,7 +94,7 @@ impl EventLoop {
 
     /// Takes what the client has sent of its body, as far as there is room
     /// for it: Ok(true) when some was taken.
-    pub(super) fn pull_body(&mut self, slot: usize) -> Result<bool, Step> {
+    pub(super) fn pull_body(&mut self, slot: usize) -> Result<bool, BodyFailed> {
         let mut pulled = false;
         loop {
             let Conn { h1, proxy_relay, req, .. } = self.conns[slot].as_mut().expect("conn");
@@ -91,7 +107,7 @@ impl EventLoop {
             req.as_mut().expect("request in flight").bytes_received += step.used as u64;
             pulled |= step.used > 0;
             match step.state {
-                BodyState::Error(e) => return Err(Step::BadBody(e)),
+                BodyState::Error(e) => return Err(BodyFailed::Bad(e)),
                 BodyState::Done => {
                     r.exchange.end_body();
                     return Ok(true);
@@ -102,7 +118,7 @@ impl EventLoop {
             match self.read_more(slot) {
                 ReadResult::Data => {}
                 ReadResult::Blocked => return Ok(pulled),
-                ReadResult::Closed | ReadResult::PlainHttp => return Err(Step::ClientGone),
+                ReadResult::Closed | ReadResult::PlainHttp => return Err(BodyFailed::ClientGone),
             }
         }
     }
