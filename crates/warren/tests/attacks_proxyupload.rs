@@ -4,7 +4,8 @@
 //! site that proxies `/up/`: many clients dribbling their bodies a byte at
 //! a time (under the event MPM more of them than the server has threads:
 //! they hold none, and a normal request is still answered, as are the
-//! dribblers' next bytes), chunk data dressed as the body's end and a
+//! dribblers' next bytes; the same from clients that first wait for the
+//! backend's 100 Continue), chunk data dressed as the body's end and a
 //! smuggled request (it stays data), a chunk extension and a trailer (not
 //! passed on), and a malformed chunk after a good one (400, and the
 //! backend's connection with half a body is closed, never completed by
@@ -48,6 +49,16 @@ fn start(mpm: &str, b: &Backend) -> Server {
 }
 
 fn dribblers_hold_no_thread(mpm: &str) {
+    dribblers(mpm, false);
+}
+
+fn dribblers_after_100_continue_hold_no_thread(mpm: &str) {
+    dribblers(mpm, true);
+}
+
+/// Many clients each send a byte of their body (after the backend's 100
+/// Continue if `expect`), then, once a normal request was answered, one more.
+fn dribblers(mpm: &str, expect: bool) {
     let b = start_backend();
     let s = start(mpm, &b);
     // The test server's MaxRequestWorkers is 32: under the event MPM more
@@ -58,7 +69,17 @@ fn dribblers_hold_no_thread(mpm: &str) {
         .map(|i| {
             let mut c = s.connect();
             c.set_nodelay(true).unwrap();
-            c.write_all(format!("POST /up/upload?id=d{i} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n").as_bytes()).unwrap();
+            let expect_field = if expect { "Expect: 100-continue\r\n" } else { "" };
+            c.write_all(format!("POST /up/upload?id=d{i} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n{expect_field}\r\n").as_bytes()).unwrap();
+            if expect {
+                let mut got = Vec::new();
+                let mut byte = [0u8; 1];
+                while !got.ends_with(b"\r\n\r\n") {
+                    assert_eq!(read_some(&mut c, &mut byte).unwrap(), 1, "closed after {:?}", String::from_utf8_lossy(&got));
+                    got.push(byte[0]);
+                }
+                assert_eq!(got, b"HTTP/1.1 100 Continue\r\n\r\n");
+            }
             c.write_all(b"a").unwrap();
             c
         })
@@ -120,4 +141,4 @@ fn bad_chunk_mid_body_cuts_the_backend(mpm: &str) {
     assert!(matches!(status_of(&answer), 400 | 413), "{}", String::from_utf8_lossy(&answer));
 }
 
-each_mpm!(dribblers_hold_no_thread, chunk_data_stays_data, bad_chunk_mid_body_cuts_the_backend);
+each_mpm!(dribblers_hold_no_thread, dribblers_after_100_continue_hold_no_thread, chunk_data_stays_data, bad_chunk_mid_body_cuts_the_backend);

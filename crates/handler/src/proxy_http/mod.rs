@@ -503,7 +503,7 @@ fn read_head(from: &mut BackendConn, buf: &mut [u8], mut got: Vec<u8>, is_head: 
 /// the body is sent all the same (RFC 9110 10.1.1 lets a client stop
 /// waiting; curl waits as long): a backend that ignores Expect then gets
 /// its body a second late, not never.
-const CONTINUE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+pub const CONTINUE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// After a head sent with `Expect: 100-continue`: whether to send the
 /// body (the backend's 100 came, or nothing within [`CONTINUE_WAIT`]), or

@@ -29,6 +29,9 @@ pub struct HttpRelay {
     pub request: Vec<u8>,
     /// A streamed body the client is still sending, framed for the backend so.
     body_to_come: Option<BodyWriter>,
+    /// The backend got `Expect: 100-continue`: the client is to send its
+    /// body once the backend's 100 comes (or its silence says go on).
+    awaiting_continue: bool,
     /// It may be sent again on a new connection when a kept one turns out
     /// closed before any of the answer came.
     pub replayable: bool,
@@ -62,6 +65,9 @@ pub enum Event {
     Data(Vec<u8>),
     /// The body is complete.
     End,
+    /// The backend's `100 Continue` to a request that asked for it: for
+    /// the client, which then sends its body.
+    Continue,
 }
 
 /// How the exchange failed.
@@ -93,7 +99,8 @@ impl Site {
 
     /// Whether the event loop hands an upload to a thread with its body
     /// unread: the client waits for 100 Continue before sending a body
-    /// this HTTP backend takes, and the thread sends the backend `Expect:
+    /// this HTTP backend takes, the loop cannot relay the exchange itself
+    /// ([`Site::streams_body`] is asked first), and the thread sends the backend `Expect:
     /// 100-continue` with the head and reads the client's body only once
     /// the backend's 100 came (or its silence). A client that then sends
     /// slowly holds that thread, so at most half a child's threads wait so
@@ -125,7 +132,7 @@ impl Site {
         let mut request = self.backend_head(&gateway, head, conn, framing, false, false);
         request.extend_from_slice(body.unwrap_or_default());
         let replayable = super::replayable(head.method(), framing);
-        Ok(HttpRelay { gateway, request, replayable, body_to_come: None, is_head: head.method() == "HEAD", got: Vec::new(), interims: 0, state: State::Head })
+        Ok(HttpRelay { gateway, request, replayable, body_to_come: None, awaiting_continue: false, is_head: head.method() == "HEAD", got: Vec::new(), interims: 0, state: State::Head })
     }
 
     /// Whether the loop relays this exchange's body to the backend as the
@@ -143,14 +150,18 @@ impl Site {
 
     /// Starts an exchange for the loop whose body is still to come, framed
     /// as the client's (`Content-Length` kept, chunked otherwise): its
-    /// pieces are given with [`HttpRelay::push_body`] as they are read.
+    /// pieces are given with [`HttpRelay::push_body`] as they are read. A
+    /// client that waits for `100 Continue` has it go end to end: the
+    /// backend gets `Expect: 100-continue`, and its 100 comes as
+    /// [`Event::Continue`].
     pub fn http_relay_streamed(&self, gateway: Box<Gateway>, head: &RequestHead, conn: &ConnInfo) -> Result<HttpRelay, (Box<Gateway>, GatewayError)> {
         let framing = match head.framing {
             BodyFraming::Length(n) => BodyFraming::Length(n),
             _ => BodyFraming::Chunked,
         };
         let mut relay = self.http_relay(gateway, head, conn, None)?;
-        relay.request = self.backend_head(&relay.gateway, head, conn, framing, false, false);
+        relay.request = self.backend_head(&relay.gateway, head, conn, framing, false, head.expect_continue);
+        relay.awaiting_continue = head.expect_continue;
         relay.replayable = false;
         relay.body_to_come = Some(BodyWriter { chunked: framing == BodyFraming::Chunked });
         Ok(relay)
@@ -177,6 +188,17 @@ impl HttpRelay {
     /// still wait for the rest).
     pub fn reusable(&self) -> bool {
         matches!(self.state, State::Done { reusable: true }) && self.body_to_come.is_none()
+    }
+
+    /// Whether the client waits for the backend's `100 Continue`.
+    pub fn awaits_continue(&self) -> bool {
+        self.awaiting_continue
+    }
+
+    /// The backend has said nothing for [`super::CONTINUE_WAIT`]: the
+    /// client is told to go on (by the caller's own 100), as curl does.
+    pub fn continue_anyway(&mut self) {
+        self.awaiting_continue = false;
     }
 
     /// Whether the client's body is still being relayed.
@@ -315,9 +337,12 @@ impl HttpRelay {
             Ok(Parsed::Interim(interim, used)) => {
                 self.got.drain(..used);
                 self.interims += 1;
-                // The loop answered Expect itself (the body was read
-                // first): a 100 is not passed on; nor any 1xx to some
-                // clients (Site::passes_interims).
+                if interim.status == 100 && std::mem::take(&mut self.awaiting_continue) {
+                    return Ok(Some(Event::Continue));
+                }
+                // Else the loop answered Expect itself (or nobody asked):
+                // a 100 is not passed on; nor any 1xx to some clients
+                // (Site::passes_interims).
                 if interim.status == 100 || !site.passes_interims(self.gateway.host, head) {
                     return self.parse_head(site, head, conn);
                 }
@@ -397,7 +422,7 @@ mod tests {
     #[test]
     fn a_streamed_body_is_framed_as_announced() {
         let framed = |chunked: bool| {
-            let mut r = HttpRelay { gateway: Box::new(Gateway::to_backend(0, warren_config::FcgiBackend { addr: FcgiAddr::Unix("/x".into()), reuse: true, timeout: None, flush_packets: false }, Duration::from_secs(1), String::new())), request: b"HEAD\r\n\r\n".to_vec(), replayable: false, body_to_come: Some(BodyWriter { chunked }), is_head: false, got: Vec::new(), interims: 0, state: State::Done { reusable: true } };
+            let mut r = HttpRelay { gateway: Box::new(Gateway::to_backend(0, warren_config::FcgiBackend { addr: FcgiAddr::Unix("/x".into()), reuse: true, timeout: None, flush_packets: false }, Duration::from_secs(1), String::new())), request: b"HEAD\r\n\r\n".to_vec(), replayable: false, body_to_come: Some(BodyWriter { chunked }), awaiting_continue: false, is_head: false, got: Vec::new(), interims: 0, state: State::Done { reusable: true } };
             r.push_body(b"hello");
             r.push_body(b"");
             assert!(r.body_open() && !r.reusable(), "an answer before the body's end: the backend may still wait for it");

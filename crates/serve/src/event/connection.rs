@@ -303,11 +303,12 @@ impl EventLoop {
             Outcome::Gateway(mut gw) => {
                 // The backend's 100 Continue is what lets the client send:
                 // a thread sends the head and reads the body after it.
-                if self.site.forwards_continue(&mut gw, head) {
-                    return self.proxy(slot, gw);
-                }
+                // Relayed on the loop, 100 Continue included.
                 if Site::streams_body(&gw, head) {
                     return self.proxy_upload(slot, gw, framing);
+                }
+                if self.site.forwards_continue(&mut gw, head) {
+                    return self.proxy(slot, gw);
                 }
                 Outcome::Gateway(gw)
             }

@@ -48,6 +48,9 @@ pub(super) struct ProxyRelay {
     /// When the backend has been silent too long (ProxyTimeout, or
     /// `connectiontimeout=` while connecting).
     pub(super) backend_due: Instant,
+    /// The client waits for the backend's `100 Continue` until then; past
+    /// it, warren's own tells it to go on.
+    pub(super) continue_wait: Option<Instant>,
 }
 
 /// The loop's side of a connection to an HTTP backend, for an exchange of
@@ -164,7 +167,7 @@ impl EventLoop {
         let wait = if backend.connected { exchange.gateway.timeout } else { connect_timeout(&exchange) };
         let c = self.conns[slot].as_mut().expect("conn");
         let backend_due = Instant::now() + wait;
-        c.proxy_relay = Some(Box::new(ProxyRelay { backend, exchange, framing: None, backend_due }));
+        c.proxy_relay = Some(Box::new(ProxyRelay { backend, exchange, framing: None, backend_due, continue_wait: None }));
         c.h1.set_phase(Phase::Proxying);
         c.deadline = backend_due;
     }
@@ -306,6 +309,12 @@ impl EventLoop {
         for event in events {
             match event {
                 Event::Interim(answer) => c.out.interim(&answer.to_h1()),
+                Event::Continue => {
+                    // The client's body is timed from the go-ahead.
+                    c.out.interim(warren_http::response::CONTINUE);
+                    c.h1.time_body(Instant::now());
+                    r.continue_wait = None;
+                }
                 Event::Whole(resp) => return Step::Whole(resp),
                 Event::Head(mut resp, len) => {
                     resp.body = Body::Stream { source: Box::new(FedByLoop), len };

@@ -9,6 +9,12 @@
 //! slowly leaves the client's bytes in its socket, and TCP holds the
 //! client back. A client that sends slowly costs a buffer, no thread.
 //!
+//! A client that waits for `100 Continue` has it go end to end, as on a
+//! thread (Apache's Proxy100Continue): the backend gets `Expect:
+//! 100-continue`, the client's body is read once the backend's 100 came
+//! (passed on), or after [`CONTINUE_WAIT`] of silence (warren's own 100); a
+//! final answer first spares the client the upload.
+//!
 //! Two clocks run: the client's (RequestReadTimeout's body limit and
 //! Timeout) while the relay waits for its bytes, the backend's
 //! (ProxyTimeout) while bytes wait for the backend or the answer is due.
@@ -17,11 +23,11 @@
 //! kept with half a body. An answer that ends before the body does ends
 //! the upload too: the client's connection lingers and closes.
 
-use std::io::Write;
 use std::os::fd::AsFd;
 use std::time::Instant;
 
 use warren_handler::fastcgi::Gateway;
+use warren_handler::proxy_http::CONTINUE_WAIT;
 use warren_http::h1::{BodyState, Expiry};
 use warren_http::response::CONTINUE;
 use warren_http::{BodyFraming, HttpError};
@@ -60,14 +66,14 @@ impl ProxyRelay {
     /// (`client_may_have_more`: bytes were just taken, or its socket has
     /// not been read dry; no edge will come for what waits there already).
     pub(super) fn takes_more_body(&self, client_may_have_more: bool) -> bool {
-        client_may_have_more && self.exchange.body_open() && self.unsent() < UPLOAD_HIGH && self.backend.connected && self.backend.writable
+        client_may_have_more && self.exchange.body_open() && !self.exchange.awaits_continue() && self.unsent() < UPLOAD_HIGH && self.backend.connected && self.backend.writable
     }
 
     /// Whether the relay waits for the client's body (its clock runs),
     /// and whether it waits for the backend (ProxyTimeout runs).
     fn waits(&self) -> (bool, bool) {
         let body_open = self.exchange.body_open();
-        let on_client = body_open && self.unsent() < UPLOAD_HIGH;
+        let on_client = body_open && !self.exchange.awaits_continue() && self.unsent() < UPLOAD_HIGH;
         let on_backend = !body_open || self.unsent() > 0 || !self.backend.connected;
         (on_client, on_backend)
     }
@@ -75,21 +81,40 @@ impl ProxyRelay {
 
 impl EventLoop {
     /// Starts the exchange of a request whose body goes to the backend as
-    /// it arrives: the body's clock starts, a client waiting for `100
-    /// Continue` is told to go on, and the backend's connection is made.
+    /// it arrives: the body's clock starts, and the backend's connection is
+    /// made (a client waiting for `100 Continue` waits for the backend's).
     pub(super) fn proxy_upload(&mut self, slot: usize, gw: Box<Gateway>, framing: BodyFraming) {
         let c = self.conns[slot].as_mut().expect("conn");
         let req = c.req.as_ref().expect("request in flight");
         let head = req.head.as_ref().expect("head");
-        c.h1.start_body(framing, req.body_limit, head.expect_continue);
-        if c.h1.continue_due() {
-            let _ = (&c.stream).write(CONTINUE);
-        }
+        let expect = head.expect_continue;
+        c.h1.start_body(framing, req.body_limit, false);
         c.h1.time_body(Instant::now());
-        match self.site.http_relay_streamed(gw, head, &c.info) {
-            Ok(exchange) => self.backend_connect(slot, exchange, true),
-            Err((gw, e)) => self.http_failed_early(slot, &gw, &e),
+        let exchange = match self.site.http_relay_streamed(gw, head, &c.info) {
+            Ok(x) => x,
+            Err((gw, e)) => return self.http_failed_early(slot, &gw, &e),
+        };
+        let wait = CONTINUE_WAIT.min(exchange.gateway.timeout);
+        self.backend_connect(slot, exchange, true);
+        if let Some(r) = self.conns[slot].as_mut().and_then(|c| c.proxy_relay.as_mut()).filter(|_| expect) {
+            r.continue_wait = Some(Instant::now() + wait);
         }
+    }
+
+    /// The backend said nothing for [`CONTINUE_WAIT`] to a client waiting
+    /// for `100 Continue`: warren's own goes, and the body is read (as
+    /// curl does when a server ignores Expect). True if so.
+    fn continue_anyway(&mut self, slot: usize) -> bool {
+        let c = self.conns[slot].as_mut().expect("conn");
+        let r = c.proxy_relay.as_mut().expect("relaying");
+        if !r.exchange.awaits_continue() || r.continue_wait.is_none_or(|at| at > Instant::now()) {
+            return false;
+        }
+        r.exchange.continue_anyway();
+        r.continue_wait = None;
+        c.out.interim(CONTINUE);
+        c.h1.time_body(Instant::now());
+        true
     }
 
     /// Takes what the client has sent of its body, as far as there is room
@@ -100,7 +125,7 @@ impl EventLoop {
             let Conn { h1, proxy_relay, req, .. } = self.conns[slot].as_mut().expect("conn");
             let r = proxy_relay.as_mut().expect("relaying");
             let room = UPLOAD_HIGH.saturating_sub(r.unsent());
-            if !r.exchange.body_open() || room == 0 {
+            if !r.exchange.body_open() || room == 0 || r.exchange.awaits_continue() {
                 return Ok(pulled);
             }
             let step = h1.poll_body(room, &mut |d| r.exchange.push_body(d));
@@ -127,17 +152,21 @@ impl EventLoop {
     pub(super) fn relay_deadline(&mut self, slot: usize) {
         let c = self.conns[slot].as_mut().expect("conn");
         let r = c.proxy_relay.as_ref().expect("relaying");
-        c.deadline = match r.waits() {
+        let due = match r.waits() {
             (true, true) => r.backend_due.min(c.h1.deadline(self.stopping)),
             (true, false) => c.h1.deadline(self.stopping),
             (false, _) => r.backend_due,
         };
+        c.deadline = r.continue_wait.map_or(due, |at| at.min(due));
     }
 
     /// The deadline passed with the client's body awaited and its clock
     /// out: the client's error (408), if it is the client's. True when
     /// the connection should be driven on; None: the backend's timeout.
     pub(super) fn upload_expired(&mut self, slot: usize) -> Option<bool> {
+        if self.continue_anyway(slot) {
+            return Some(true);
+        }
         let c = self.conns[slot].as_ref().expect("conn");
         let (on_client, _) = c.proxy_relay.as_ref().expect("relaying").waits();
         if !on_client || c.h1.deadline(self.stopping) > Instant::now() {
