@@ -113,8 +113,8 @@ impl Site {
         let host = &self.hosts[gw.host];
         let rules = &host.config.proxy_http;
         let spooled = match body.take_spooled() {
-            // proxy-sendcl: a chunked body is read whole to send its length.
-            None if body.present() && body.length().is_none() && gw.buffers_request_body() => Some(spool_whole(body, &name)?),
+            // proxy-sendcl: the body is read whole, then sent with its length.
+            None if body.present() && gw.buffers_request_body() => Some(spool_whole(body, &name)?),
             spooled => spooled,
         };
         let framing = match (&spooled, body.present(), body.length()) {
