@@ -21,8 +21,9 @@ fn get(path: &str) -> String {
 }
 
 /// Clients that ask for 100 Continue and then send nothing hold at most
-/// half an event child's threads: a request that needs a thread is still
-/// answered (the stalled bodies would hold them for two minutes).
+/// half an event child's threads (none when the loop relays the upload,
+/// as here): a request that needs a thread is still answered (the stalled
+/// bodies would hold them for two minutes).
 fn stalled_uploads_leave_threads(mpm: &str) {
     let backend = Backend::start();
     // One event child of four threads: two may wait on uploads.

@@ -6,8 +6,8 @@
 //! spares the client the upload, a backend that ignores Expect still gets
 //! the body, a backend that sends interim answers without end gets 502, and
 //! a balancer's member's hints reach the client as well.
-//! Under the event MPM a GET is relayed on the loop and an upload waiting
-//! for 100 on a thread; prefork and worker run both on threads.
+//! Under the event MPM both a GET and an upload waiting for 100 are
+//! relayed on the loop; prefork and worker run both on threads.
 
 mod common;
 #[path = "proxy_http/backend.rs"]

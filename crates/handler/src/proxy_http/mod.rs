@@ -112,7 +112,11 @@ impl Site {
         }
         let host = &self.hosts[gw.host];
         let rules = &host.config.proxy_http;
-        let spooled = body.take_spooled();
+        let spooled = match body.take_spooled() {
+            // proxy-sendcl: the body is read whole, then sent with its length.
+            None if body.present() && gw.buffers_request_body() => Some(spool_whole(body, &name)?),
+            spooled => spooled,
+        };
         let framing = match (&spooled, body.present(), body.length()) {
             (Some(s), _, _) if !matches!(s, crate::spool::Spooled::None) => BodyFraming::Length(s.len()),
             (Some(_), _, _) | (None, false, _) => BodyFraming::None,
@@ -395,6 +399,20 @@ enum Sending {
     Client(warren_http::HttpError),
 }
 
+/// The client's body read whole (memory, or a file past the spool's bound).
+fn spool_whole(body: &mut dyn RequestBody, name: &str) -> Result<crate::spool::Spooled, GatewayError> {
+    let mut spool = crate::spool::Spool::default();
+    let mut chunk = vec![0u8; IO_BUF];
+    let failed = |e: io::Error| GatewayError { status: 500, why: format!("proxy: cannot keep the request body for {name}: {e}") };
+    loop {
+        let n = body.read(&mut chunk).map_err(|e| GatewayError { status: e.status, why: format!("proxy: reading the request body for {name}: {}", e.reason) })?;
+        if n == 0 {
+            return spool.finish().map_err(failed);
+        }
+        spool.push(&chunk[..n]).map_err(failed)?;
+    }
+}
+
 fn send_spooled(to: &mut BackendConn, spooled: &crate::spool::Spooled) -> io::Result<()> {
     match spooled {
         crate::spool::Spooled::None => Ok(()),
@@ -485,7 +503,7 @@ fn read_head(from: &mut BackendConn, buf: &mut [u8], mut got: Vec<u8>, is_head: 
 /// the body is sent all the same (RFC 9110 10.1.1 lets a client stop
 /// waiting; curl waits as long): a backend that ignores Expect then gets
 /// its body a second late, not never.
-const CONTINUE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+pub const CONTINUE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// After a head sent with `Expect: 100-continue`: whether to send the
 /// body (the backend's 100 came, or nothing within [`CONTINUE_WAIT`]), or

@@ -1,6 +1,7 @@
 //! An HTTP backend exchange without I/O, for the event loop: the bytes to
 //! send the backend (the head of [`Site::backend_head`] and a body the loop
-//! has read whole), then the backend's bytes fed in as they come and taken
+//! has read whole, or the client's body framed piece by piece as the loop
+//! reads it: [`Site::http_relay_streamed`]), then the backend's bytes fed in as they come and taken
 //! out as [`Event`]s: interim answers to pass on (103 Early Hints ...),
 //! the client's response (whole when it is small, else
 //! its head and then the pieces of its decoded body), the end, and whether
@@ -14,6 +15,7 @@ use warren_config::proxy_http::HttpOrigin;
 use warren_config::FcgiAddr;
 use warren_http::{BodyFraming, RequestHead};
 
+use super::request::BodyWriter;
 use super::response::{self, BodyReader, Framing, Parsed};
 use super::{Answered, READ_WHOLE};
 use crate::fastcgi::{Gateway, GatewayError};
@@ -22,8 +24,14 @@ use crate::{Body, ConnInfo, Response, Site};
 /// One exchange with an HTTP backend, driven by the loop.
 pub struct HttpRelay {
     pub gateway: Box<Gateway>,
-    /// The request, head and body, as one write.
+    /// The request, head and body, as one write; for a streamed body, what
+    /// is still to be sent of it (the loop drops what went out).
     pub request: Vec<u8>,
+    /// A streamed body the client is still sending, framed for the backend so.
+    body_to_come: Option<BodyWriter>,
+    /// The backend got `Expect: 100-continue`: the client is to send its
+    /// body once the backend's 100 comes (or its silence says go on).
+    awaiting_continue: bool,
     /// It may be sent again on a new connection when a kept one turns out
     /// closed before any of the answer came.
     pub replayable: bool,
@@ -57,6 +65,9 @@ pub enum Event {
     Data(Vec<u8>),
     /// The body is complete.
     End,
+    /// The backend's `100 Continue` to a request that asked for it: for
+    /// the client, which then sends its body.
+    Continue,
 }
 
 /// How the exchange failed.
@@ -88,7 +99,8 @@ impl Site {
 
     /// Whether the event loop hands an upload to a thread with its body
     /// unread: the client waits for 100 Continue before sending a body
-    /// this HTTP backend takes, and the thread sends the backend `Expect:
+    /// this HTTP backend takes, the loop cannot relay the exchange itself
+    /// ([`Site::streams_body`] is asked first), and the thread sends the backend `Expect:
     /// 100-continue` with the head and reads the client's body only once
     /// the backend's 100 came (or its silence). A client that then sends
     /// slowly holds that thread, so at most half a child's threads wait so
@@ -120,7 +132,49 @@ impl Site {
         let mut request = self.backend_head(&gateway, head, conn, framing, false, false);
         request.extend_from_slice(body.unwrap_or_default());
         let replayable = super::replayable(head.method(), framing);
-        Ok(HttpRelay { gateway, request, replayable, is_head: head.method() == "HEAD", got: Vec::new(), interims: 0, state: State::Head })
+        Ok(HttpRelay { gateway, request, replayable, body_to_come: None, awaiting_continue: false, is_head: head.method() == "HEAD", got: Vec::new(), interims: 0, state: State::Head })
+    }
+
+    /// Whether the loop relays this exchange's body to the backend as the
+    /// client sends it ([`Site::http_relay_streamed`]) rather than reading
+    /// it whole first. As Apache's mod_proxy_http, a body is streamed
+    /// unless `proxy-sendcl` is set (and neither `proxy-sendchunked` nor
+    /// `proxy-sendchunks`, which win over it): then it is read whole and
+    /// sent with its Content-Length (Apache spools only a chunked body so,
+    /// its length being known otherwise; warren spools any, so that the
+    /// switch is also nginx's `proxy_request_buffering on`, a backend
+    /// never waiting on a slow client).
+    pub fn streams_body(gw: &Gateway, head: &RequestHead) -> bool {
+        gw.takes_body() && head.framing != BodyFraming::None && !gw.buffers_request_body() && Site::http_on_loop(gw, head)
+    }
+
+    /// Starts an exchange for the loop whose body is still to come, framed
+    /// as the client's (`Content-Length` kept, chunked otherwise): its
+    /// pieces are given with [`HttpRelay::push_body`] as they are read. A
+    /// client that waits for `100 Continue` has it go end to end: the
+    /// backend gets `Expect: 100-continue`, and its 100 comes as
+    /// [`Event::Continue`].
+    pub fn http_relay_streamed(&self, gateway: Box<Gateway>, head: &RequestHead, conn: &ConnInfo) -> Result<HttpRelay, (Box<Gateway>, GatewayError)> {
+        let framing = match head.framing {
+            BodyFraming::Length(n) => BodyFraming::Length(n),
+            _ => BodyFraming::Chunked,
+        };
+        let mut relay = self.http_relay(gateway, head, conn, None)?;
+        relay.request = self.backend_head(&relay.gateway, head, conn, framing, false, head.expect_continue);
+        relay.awaiting_continue = head.expect_continue;
+        relay.replayable = false;
+        relay.body_to_come = Some(BodyWriter { chunked: framing == BodyFraming::Chunked });
+        Ok(relay)
+    }
+}
+
+impl Gateway {
+    /// `SetEnv proxy-sendcl` (and neither `proxy-sendchunked` nor
+    /// `proxy-sendchunks`): the request's body is read whole before it
+    /// goes, with its Content-Length.
+    pub fn buffers_request_body(&self) -> bool {
+        let env = self.filters.as_ref().map(|f| &f.env);
+        env.is_some_and(|e| e.get("proxy-sendcl").is_some() && e.get("proxy-sendchunked").is_none() && e.get("proxy-sendchunks").is_none())
     }
 }
 
@@ -129,9 +183,42 @@ impl HttpRelay {
         &self.gateway.http.as_ref().expect("an HTTP plan").origin
     }
 
-    /// The exchange is over and its connection may take another request.
+    /// The exchange is over and its connection may take another request
+    /// (not if the answer came before the whole body went: the backend may
+    /// still wait for the rest).
     pub fn reusable(&self) -> bool {
-        matches!(self.state, State::Done { reusable: true })
+        matches!(self.state, State::Done { reusable: true }) && self.body_to_come.is_none()
+    }
+
+    /// Whether the client waits for the backend's `100 Continue`.
+    pub fn awaits_continue(&self) -> bool {
+        self.awaiting_continue
+    }
+
+    /// The backend has said nothing for [`super::CONTINUE_WAIT`]: the
+    /// client is told to go on (by the caller's own 100), as curl does.
+    pub fn continue_anyway(&mut self) {
+        self.awaiting_continue = false;
+    }
+
+    /// Whether the client's body is still being relayed.
+    pub fn body_open(&self) -> bool {
+        self.body_to_come.is_some()
+    }
+
+    /// A piece of the client's body, queued for the backend in its framing.
+    pub fn push_body(&mut self, data: &[u8]) {
+        if let Some(w) = &self.body_to_come {
+            // Writing into a Vec does not fail.
+            let _ = w.write(&mut self.request, data);
+        }
+    }
+
+    /// The client's body is whole: its end is queued (the last chunk).
+    pub fn end_body(&mut self) {
+        if let Some(w) = self.body_to_come.take() {
+            let _ = w.finish(&mut self.request);
+        }
     }
 
     /// Whether the client's response has begun (then a failure can only
@@ -206,6 +293,7 @@ impl HttpRelay {
     pub fn timed_out(&self) -> GatewayError {
         let name = self.gateway.backend_name();
         let why = match self.state {
+            State::Head if self.body_to_come.is_some() => format!("proxy: HTTP: timeout sending the request body to {name} (ProxyTimeout)"),
             State::Head => format!("proxy: HTTP: timeout reading the status line from {name} (ProxyTimeout)"),
             _ => format!("proxy: HTTP: error reading the response body from {name}: timed out (ProxyTimeout)"),
         };
@@ -249,9 +337,12 @@ impl HttpRelay {
             Ok(Parsed::Interim(interim, used)) => {
                 self.got.drain(..used);
                 self.interims += 1;
-                // The loop answered Expect itself (the body was read
-                // first): a 100 is not passed on; nor any 1xx to some
-                // clients (Site::passes_interims).
+                if interim.status == 100 && std::mem::take(&mut self.awaiting_continue) {
+                    return Ok(Some(Event::Continue));
+                }
+                // Else the loop answered Expect itself (or nobody asked):
+                // a 100 is not passed on; nor any 1xx to some clients
+                // (Site::passes_interims).
                 if interim.status == 100 || !site.passes_interims(self.gateway.host, head) {
                     return self.parse_head(site, head, conn);
                 }
@@ -326,5 +417,20 @@ mod tests {
         let mut short = BodyReader::new(Framing::Length(4), b"ab".to_vec());
         short.decode(&mut Vec::new()).unwrap();
         assert!(short.input_closed().is_err());
+    }
+
+    #[test]
+    fn a_streamed_body_is_framed_as_announced() {
+        let framed = |chunked: bool| {
+            let mut r = HttpRelay { gateway: Box::new(Gateway::to_backend(0, warren_config::FcgiBackend { addr: FcgiAddr::Unix("/x".into()), reuse: true, timeout: None, flush_packets: false }, Duration::from_secs(1), String::new())), request: b"HEAD\r\n\r\n".to_vec(), replayable: false, body_to_come: Some(BodyWriter { chunked }), awaiting_continue: false, is_head: false, got: Vec::new(), interims: 0, state: State::Done { reusable: true } };
+            r.push_body(b"hello");
+            r.push_body(b"");
+            assert!(r.body_open() && !r.reusable(), "an answer before the body's end: the backend may still wait for it");
+            r.end_body();
+            assert!(!r.body_open() && r.reusable());
+            String::from_utf8(r.request).unwrap()
+        };
+        assert_eq!(framed(true), "HEAD\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+        assert_eq!(framed(false), "HEAD\r\n\r\nhello");
     }
 }

@@ -148,7 +148,8 @@ impl Connection {
             self.clock = Some(self.rules.head_clock(now, 0));
             begun = true;
         }
-        if matches!(self.phase, Phase::ReadingHead | Phase::ReadingBody) {
+        // A body relayed while it is read (`Proxying`) keeps its clock too.
+        if matches!(self.phase, Phase::ReadingHead | Phase::ReadingBody) || (self.phase == Phase::Proxying && !self.body_done()) {
             if let Some(clock) = self.clock.as_mut() {
                 clock.received(n as u64, now);
             }
@@ -195,6 +196,7 @@ impl Connection {
         match (self.phase, &self.clock) {
             (Phase::ReadingHead, Some(clock)) if !self.input.is_empty() => Expiry::Head(clock.timeout_error()),
             (Phase::ReadingBody, Some(clock)) => Expiry::Body(clock.timeout_error()),
+            (Phase::Proxying, Some(clock)) if !self.body_done() => Expiry::Body(clock.timeout_error()),
             (Phase::KeepAlive, _) if KeepAlivePolicy::idle_end(stopping) == Next::Linger => Expiry::Linger,
             _ => Expiry::Close,
         }

@@ -177,6 +177,24 @@ fn a_slow_body_times_out() {
 }
 
 #[test]
+fn a_body_relayed_while_read_keeps_its_clock() {
+    let now = Instant::now();
+    let mut conn = Connection::new(rules(), now);
+    conn.start_body(BodyFraming::Length(1000), u64::MAX, false);
+    conn.time_body(now);
+    conn.set_phase(Phase::Proxying);
+    let before = conn.deadline(false);
+    conn.feed(&[b'x'; 200], now);
+    assert_eq!(conn.deadline(false), before + Duration::from_secs(2), "MinRate 100: 200 bytes earn two seconds");
+    assert!(matches!(conn.timed_out(false), Expiry::Body(e) if e.status == 408));
+    conn.poll_body(usize::MAX, &mut |_| {});
+    conn.feed(&[b'x'; 800], now);
+    conn.poll_body(usize::MAX, &mut |_| {});
+    assert!(conn.body_done());
+    assert!(matches!(conn.timed_out(false), Expiry::Close), "once the body is in, the backend's clock is the driver's");
+}
+
+#[test]
 fn response_framing() {
     let frame = |status, version, is_head, len, keep| {
         let mut out = Vec::new();

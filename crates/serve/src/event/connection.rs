@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use nix::sys::epoll::EpollFlags;
 use warren_handler::fastcgi::Gateway;
 use warren_handler::spool::{Spool, Spooled};
-use warren_handler::{ConnInfo, Outcome, Response};
+use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::h1::{BodyState, Connection, Poll};
 use warren_http::response::CONTINUE;
 use warren_http::{BodyFraming, HttpError, Next, Phase, RequestHead, LINGER};
@@ -221,7 +221,7 @@ impl EventLoop {
         crate::h2::detect(&c.stream, c.h1.input())
     }
 
-    fn read_more(&mut self, slot: usize) -> ReadResult {
+    pub(super) fn read_more(&mut self, slot: usize) -> ReadResult {
         let c = self.conns[slot].as_mut().expect("conn");
         if !c.readable {
             return ReadResult::Blocked;
@@ -303,6 +303,10 @@ impl EventLoop {
             Outcome::Gateway(mut gw) => {
                 // The backend's 100 Continue is what lets the client send:
                 // a thread sends the head and reads the body after it.
+                // Relayed on the loop, 100 Continue included.
+                if Site::streams_body(&gw, head) {
+                    return self.proxy_upload(slot, gw, framing);
+                }
                 if self.site.forwards_continue(&mut gw, head) {
                     return self.proxy(slot, gw);
                 }
@@ -441,7 +445,7 @@ impl EventLoop {
     }
 }
 
-enum ReadResult {
+pub(super) enum ReadResult {
     Data,
     Blocked,
     Closed,

@@ -147,6 +147,8 @@ impl EventLoop {
                 let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
                 match event {
                     Event::Interim(answer) => h.session.interim(r.stream, &answer),
+                    // A stream's body is read whole before its exchange: no Expect goes.
+                    Event::Continue => {}
                     Event::Whole(resp) => {
                         let (slot, generation, stream) = (r.slot, r.generation, r.stream);
                         self.h2_proxy_end(idx, End::Done);

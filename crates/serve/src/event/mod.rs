@@ -20,6 +20,7 @@
 //!   is out.
 //! - [`h2_ws`]: WebSocket tunnels over HTTP/2 streams (RFC 8441).
 //! - [`proxy_relay`]: HTTP backend exchanges (mod_proxy_http) on the loop.
+//! - [`proxy_upload`]: their request bodies relayed as the client sends them.
 //! - [`h2_proxy`]: HTTP/2 streams' HTTP backend exchanges on the loop.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
@@ -52,6 +53,7 @@ mod h2_proxy;
 mod h2_relay;
 mod h2_ws;
 mod proxy_relay;
+mod proxy_upload;
 pub mod thread_pool;
 mod ws_tunnel;
 

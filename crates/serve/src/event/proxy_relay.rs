@@ -1,7 +1,8 @@
 //! HTTP proxying (mod_proxy_http) on the event loop, for HTTP/1.1 clients:
 //! a non-blocking connection to the backend joins the epoll set, the
 //! request (head and a body the loop has read whole) goes out as one
-//! write, and the answer is fed to the handler's sans-IO
+//! write (or a body relayed as the client sends it: [`super::proxy_upload`]),
+//! and the answer is fed to the handler's sans-IO
 //! [`HttpRelay`] as it comes: a small answer is sent whole, a larger one
 //! relayed to the client as it arrives, read from the backend only while
 //! the client keeps up. Connections whose answer ended cleanly are kept in
@@ -39,11 +40,17 @@ const HIGH_WATER: u64 = 256 * 1024;
 
 /// An exchange with an HTTP backend that the loop drives.
 pub(super) struct ProxyRelay {
-    backend: Backend,
-    exchange: HttpRelay,
+    pub(super) backend: Backend,
+    pub(super) exchange: HttpRelay,
     /// Once the client's head is out: how the body is framed (and
     /// compressed) for it.
     framing: Option<(BodyFramer, Option<StreamEncoder>)>,
+    /// When the backend has been silent too long (ProxyTimeout, or
+    /// `connectiontimeout=` while connecting).
+    pub(super) backend_due: Instant,
+    /// The client waits for the backend's `100 Continue` until then; past
+    /// it, warren's own tells it to go on.
+    pub(super) continue_wait: Option<Instant>,
 }
 
 /// The loop's side of a connection to an HTTP backend, for an exchange of
@@ -51,13 +58,14 @@ pub(super) struct ProxyRelay {
 pub(super) struct Backend {
     pub(super) socket: Socket,
     /// False until a TCP connect in progress completes.
-    connected: bool,
+    pub(super) connected: bool,
     /// Kept from an earlier exchange: the backend may have closed it.
     pub(super) reused: bool,
-    sent: usize,
+    /// How much of the exchange's `request` has gone out.
+    pub(super) sent: usize,
     /// Edge-triggered readiness, as last reported and not yet used up.
     readable: bool,
-    writable: bool,
+    pub(super) writable: bool,
     /// The backend closed its side.
     pub(super) eof: bool,
     /// The epoll said the backend hung up: after a short read, the end may
@@ -132,11 +140,15 @@ fn idle_and_open(s: &Socket) -> bool {
 }
 
 /// What one pass of relaying came to.
-enum Step {
+pub(super) enum Step {
     Again,
     Wait,
     /// Failed; the client's head may have gone already.
     Failed(Failed),
+    /// The client's body, relayed as it comes, is malformed, too large or
+    /// too slow: its error answer (or the connection closed, if the
+    /// backend's answer has begun).
+    BadBody(warren_http::HttpError),
     ClientGone,
     /// The whole response, to send now.
     Whole(warren_handler::Response),
@@ -170,16 +182,17 @@ impl EventLoop {
 
     /// Starts the exchange on a kept connection (if `kept_ok` and there is
     /// one), or on a new connection.
-    fn backend_connect(&mut self, slot: usize, exchange: HttpRelay, kept_ok: bool) {
+    pub(super) fn backend_connect(&mut self, slot: usize, exchange: HttpRelay, kept_ok: bool) {
         let backend = match self.backend_open(&exchange, TOKEN_HTTP_UPSTREAM + slot as u64, kept_ok) {
             Ok(b) => b,
             Err(e) => return self.http_failed_early(slot, &exchange.gateway, &e),
         };
         let wait = if backend.connected { exchange.gateway.timeout } else { connect_timeout(&exchange) };
         let c = self.conns[slot].as_mut().expect("conn");
-        c.proxy_relay = Some(Box::new(ProxyRelay { backend, exchange, framing: None }));
+        let backend_due = Instant::now() + wait;
+        c.proxy_relay = Some(Box::new(ProxyRelay { backend, exchange, framing: None, backend_due, continue_wait: None }));
         c.h1.set_phase(Phase::Proxying);
-        c.deadline = Instant::now() + wait;
+        c.deadline = backend_due;
     }
 
     /// A connection for `exchange`, watched under `token`: a kept one (if
@@ -210,8 +223,9 @@ impl EventLoop {
     /// The exchange is over (or given up): its connection goes back to the
     /// idle set, under `token`, if it may serve another request, else it is closed.
     pub(super) fn backend_release(&mut self, backend: Backend, exchange: &HttpRelay, token: u64) {
-        // A hang-up already reported brings no new edge once kept.
-        if exchange.reusable() && !backend.eof && !backend.hung_up {
+        // A request not sent whole leaves the backend waiting for the rest;
+        // a hang-up already reported brings no new edge once kept.
+        if exchange.reusable() && !backend.eof && !backend.hung_up && backend.sent == exchange.request.len() {
             // It stays in the epoll under `token`. Should the backend close
             // it while idle, the event finds that token's relay of the
             // moment, if any, which reads once and finds nothing.
@@ -242,18 +256,24 @@ impl EventLoop {
         loop {
             match self.http_step(slot) {
                 Step::Again => {}
-                Step::Wait => return false,
+                Step::Wait => {
+                    self.relay_deadline(slot);
+                    return false;
+                }
+                Step::BadBody(e) => return self.upload_refused(slot, e),
                 Step::ClientGone => {
                     self.conns[slot].as_mut().expect("conn").proxy_relay = None;
                     self.abort(slot);
                     return false;
                 }
                 Step::Whole(resp) => {
+                    self.upload_cut(slot);
                     self.backend_done(slot);
                     self.respond(slot, resp);
                     return true;
                 }
                 Step::Ended => {
+                    self.upload_cut(slot);
                     self.backend_done(slot);
                     let c = self.conns[slot].as_mut().expect("conn");
                     c.h1.set_phase(Phase::Writing);
@@ -278,11 +298,15 @@ impl EventLoop {
     /// One pass: the client's output, the request to the backend, and what
     /// the backend has sent.
     fn http_step(&mut self, slot: usize) -> Step {
+        let pulled = match self.pull_body(slot) {
+            Ok(pulled) => pulled,
+            Err(failed) => return failed.into(),
+        };
         let c = self.conns[slot].as_mut().expect("conn");
         let r = c.proxy_relay.as_mut().expect("relaying");
         if !c.out.is_empty() {
             match c.out.flush(&c.stream) {
-                Ok(_) => c.deadline = Instant::now() + r.exchange.gateway.timeout,
+                Ok(_) => r.backend_due = Instant::now() + r.exchange.gateway.timeout,
                 Err(_) => return Step::ClientGone,
             }
             if c.out.pending() > HIGH_WATER {
@@ -292,7 +316,7 @@ impl EventLoop {
         match r.backend.io(&mut r.exchange, &self.site, &mut self.scratch_in) {
             Err(f) => return Step::Failed(f),
             Ok(Io::Blocked) => return Step::Wait,
-            Ok(Io::Moved) => c.deadline = Instant::now() + r.exchange.gateway.timeout,
+            Ok(Io::Moved) => r.backend_due = Instant::now() + r.exchange.gateway.timeout,
             Ok(Io::Still) => {}
         }
         let head = c.req.as_ref().and_then(|x| x.head.as_ref()).expect("head");
@@ -315,6 +339,12 @@ impl EventLoop {
         for event in events {
             match event {
                 Event::Interim(answer) => c.out.interim(&answer.to_h1()),
+                Event::Continue => {
+                    // The client's body is timed from the go-ahead.
+                    c.out.interim(warren_http::response::CONTINUE);
+                    c.h1.time_body(Instant::now());
+                    r.continue_wait = None;
+                }
                 Event::Whole(resp) => return Step::Whole(resp),
                 Event::Head(mut resp, len) => {
                     resp.body = Body::Stream { source: Box::new(FedByLoop), len };
@@ -351,7 +381,7 @@ impl EventLoop {
         if let Some(f) = failure {
             return Step::Failed(f);
         }
-        if progress || r.backend.more_to_read() {
+        if progress || r.takes_more_body(pulled || c.readable) || r.backend.more_to_read() {
             Step::Again
         } else {
             Step::Wait
@@ -382,7 +412,8 @@ impl EventLoop {
     }
 
     /// The error answer of an exchange whose answer has not begun.
-    fn http_failed_early(&mut self, slot: usize, gw: &Gateway, e: &GatewayError) {
+    pub(super) fn http_failed_early(&mut self, slot: usize, gw: &Gateway, e: &GatewayError) {
+        self.upload_cut(slot);
         let c = self.conns[slot].as_mut().expect("conn");
         c.proxy_relay = None;
         let head = c.req.as_ref().and_then(|r| r.head.as_ref()).expect("head");
@@ -394,6 +425,12 @@ impl EventLoop {
     /// ProxyTimeout ran out: 504, or the connection closed if the answer
     /// had begun.
     pub(super) fn http_relay_expired(&mut self, slot: usize) {
+        if let Some(drive_on) = self.upload_expired(slot) {
+            if drive_on {
+                self.drive(slot);
+            }
+            return;
+        }
         let c = self.conns[slot].as_ref().expect("conn");
         let e = c.proxy_relay.as_ref().expect("relay").exchange.timed_out();
         if self.http_failed(slot, &e) {
@@ -406,8 +443,8 @@ impl EventLoop {
 pub(super) enum Io {
     /// Connecting or sending: nothing to do until the socket is ready.
     Blocked,
-    /// The connect completed or bytes came: the backend is alive (its
-    /// timeout starts again).
+    /// The connect completed, or bytes went or came: the backend is alive
+    /// (its timeout starts again).
     Moved,
     /// Nothing new from the backend.
     Still,
@@ -450,17 +487,30 @@ impl Backend {
             }
             moved = true;
         }
+        let mut blocked = false;
         while self.sent < exchange.request.len() {
             match (&self.socket).write(&exchange.request[self.sent..]) {
-                Ok(n) => self.sent += n,
+                Ok(n) => {
+                    self.sent += n;
+                    moved = true;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.writable = false;
-                    return Ok(Io::Blocked);
+                    blocked = true;
+                    break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(exchange.send_failed(&e)),
             }
         }
+        if self.sent == exchange.request.len() && !exchange.replayable {
+            // What went out is never sent again: a streamed body's buffer
+            // holds only what waits for the backend.
+            exchange.request.clear();
+            self.sent = 0;
+        }
+        // The answer is read even while the request waits to go: a backend
+        // may answer (413 ...) before it has read the whole body.
         if self.more_to_read() {
             match (&self.socket).read(scratch) {
                 Ok(0) => {
@@ -482,7 +532,13 @@ impl Backend {
                 }
             }
         }
-        Ok(if moved { Io::Moved } else { Io::Still })
+        Ok(if moved {
+            Io::Moved
+        } else if blocked {
+            Io::Blocked
+        } else {
+            Io::Still
+        })
     }
 
     /// Whether `exchange`, failed with `f`, is to be sent again on a new

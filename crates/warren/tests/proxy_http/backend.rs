@@ -25,7 +25,12 @@ impl Backend {
     }
 
     fn spawn(args: &[&std::ffi::OsStr]) -> Backend {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy_http/backend.py");
+        Backend::spawn_script(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy_http/backend.py"), args)
+    }
+
+    /// Another backend script that prints its port on its first line and
+    /// serves until its standard input closes.
+    pub fn spawn_script(script: &str, args: &[&std::ffi::OsStr]) -> Backend {
         let mut child = Command::new("python3").arg(script).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start python3 backend.py");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
