@@ -7,7 +7,7 @@
 # bench/lib.sh's cpu_ticks) over a run, divided by the requests the client
 # completed; php-fpm and the client are not counted. The event MPM, the
 # files of bench/lib.sh's comparison_workdir, compare_tls.sh's certificates.
-# Scenarios (SCENARIOS, all by default):
+# Scenarios (SCENARIOS; all but 100k-wb by default):
 #   static-ka    45-byte index.html, keep-alive, wrk -t1 -c50
 #   100k         a 100 KB file, the same
 #   100k-wb      the 100 KB file with `warren bench -k -c 50 --threads 1` (A's
