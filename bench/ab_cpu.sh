@@ -7,9 +7,12 @@
 # bench/lib.sh's cpu_ticks) over a run, divided by the requests the client
 # completed; php-fpm and the client are not counted. The event MPM, the
 # files of bench/lib.sh's comparison_workdir, compare_tls.sh's certificates.
-# Scenarios (SCENARIOS, all by default):
+# Scenarios (SCENARIOS; all but 100k-wb by default):
 #   static-ka    45-byte index.html, keep-alive, wrk -t1 -c50
 #   100k         a 100 KB file, the same
+#   100k-wb      the 100 KB file with `warren bench -k -c 50 --threads 1` (A's
+#                binary) as the client: it reads 64 KB a call where wrk reads
+#                8 KB, so the two weigh segment sizes (TCP_CORK) differently
 #   php          hello.php through one php-fpm pool both share (pm static, 4)
 #   https-100k   the 100 KB file over TLS 1.3, wrk -t1 -c50
 #   h2-100k-tls  the 100 KB file over HTTP/2 and TLS, h2load -t1 -c10 -m10
@@ -27,6 +30,9 @@ PORT=${PORT:-18481}
 TLS_PORT=$((PORT + 1))
 KEEPALIVE_REQUESTS=${KEEPALIVE_REQUESTS:-100}
 SCENARIOS=${SCENARIOS:-static-ka 100k php https-100k h2-100k-tls}
+# The warren whose `bench` is 100k-wb's client: A, or B's when A is no warren.
+BENCH=$A
+[ -x "$BENCH" ] && "$BENCH" bench --help >/dev/null 2>&1 || BENCH=$B
 
 need nginx:nginx wrk:wrk h2load:nghttp2-client curl:curl openssl:openssl
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need php-fpm:php-fpm
@@ -87,11 +93,12 @@ client() {
     case $1 in
     static-ka) wrk -t1 -c50 -d"$2s" "$http/index.html" ;;
     100k) wrk -t1 -c50 -d"$2s" "$http/file100k.bin" ;;
+    100k-wb) "$BENCH" bench -k -c 50 --threads 1 -t "$2s" --json "$http/file100k.bin" ;;
     php) wrk -t1 -c50 -d"$2s" "$http/hello.php" ;;
     https-100k) wrk -t1 -c50 -d"$2s" "$https/file100k.bin" ;;
     h2-100k-tls) h2load -t1 -c10 -m10 -D "$2" "$https/file100k.bin" ;;
     *) echo "unknown scenario $1" >&2; exit 1 ;;
-    esac 2>/dev/null | awk '/requests in/ { n = $1 } /^requests:/ { n = $8 } END { print n + 0 }'
+    esac 2>/dev/null | awk '/requests in/ { n = $1 } /^requests:/ { n = $8 } /"transactions":/ { sub(/.*"transactions":/, ""); n = $0 + 0 } END { print n + 0 }'
 }
 
 declare -A CPU RPS

@@ -178,43 +178,40 @@ impl MimeTypes {
     /// those a script line names).
     pub fn typing(&self, file_name: &[u8], eff: &Effective) -> Typing {
         let name = String::from_utf8_lossy(file_name);
-        let skip = name.len() - name.trim_start_matches('.').len();
-        let (base, rest) = match name[skip..].find('.') {
-            Some(i) => (&name[..skip + i], &name[skip + i + 1..]),
-            None => (&name[..], ""),
-        };
+        let (base, rest) = split_name(&name);
         let mut t = Typing { unclaimed: vec![base.to_string()], ..Typing::default() };
         let matching = eff.multiviews_match();
         let typed_beyond = eff.has_ext_attrs();
-        for ext in rest.split('.').filter(|e| !e.is_empty()) {
-            let lower = ext.to_ascii_lowercase();
+        for ext in extensions(rest) {
+            let lower = lower_case(ext);
+            let lower = lower.as_ref();
             let mut found = false;
-            if let Some(ty) = self.lookup_ext(&lower, eff.add_types()) {
+            if let Some(ty) = self.lookup_ext(lower, eff.add_types()) {
                 t.media_type = Some(ty.to_string());
                 found = true;
             }
             if typed_beyond {
-                if let Some(cs) = eff.ext_attr(ExtAttr::Charset, &lower) {
+                if let Some(cs) = eff.ext_attr(ExtAttr::Charset, lower) {
                     t.charset = Some(cs.to_string());
                     found = true;
                 }
-                if let Some(lang) = eff.ext_attr(ExtAttr::Language, &lower) {
+                if let Some(lang) = eff.ext_attr(ExtAttr::Language, lower) {
                     t.languages.push(lang.to_string());
                     found = true;
                 }
-                if let Some(enc) = eff.ext_attr(ExtAttr::Encoding, &lower) {
+                if let Some(enc) = eff.ext_attr(ExtAttr::Encoding, lower) {
                     t.encoding = Some(match t.encoding.take() {
                         Some(before) => format!("{before}, {enc}"),
                         None => enc.to_string(),
                     });
                     found = true;
                 }
-                if eff.ext_attr(ExtAttr::TypeMap, &lower).is_some() {
+                if eff.ext_attr(ExtAttr::TypeMap, lower).is_some() {
                     t.type_map = true;
                     found = matching.handlers;
                 }
             }
-            if matching.handlers && eff.layers.iter().flat_map(|l| l.scripts.iter()).any(|m| m.extensions.as_ref().is_some_and(|e| e.contains(&lower))) {
+            if matching.handlers && eff.layers.iter().flat_map(|l| l.scripts.iter()).any(|m| m.extensions.as_ref().is_some_and(|e| e.iter().any(|x| x == lower))) {
                 found = true;
             }
             if found || matching.any {
@@ -236,6 +233,30 @@ impl MimeTypes {
         t
     }
 
+    /// [`Typing::media_type`] alone, as [`MimeTypes::typing`] finds it,
+    /// without building the rest (asked for every static file).
+    pub fn media_type<'a>(&'a self, file_name: &[u8], eff: &'a Effective) -> Option<&'a str> {
+        if let Some(forced) = eff.force_type() {
+            return Some(forced);
+        }
+        let name = String::from_utf8_lossy(file_name);
+        let (_, rest) = split_name(&name);
+        let last = extensions(rest).filter_map(|ext| self.lookup_ext(&lower_case(ext), eff.add_types())).last();
+        last
+    }
+
+    /// [`Typing::type_map`] alone, as [`MimeTypes::typing`] finds it: an
+    /// extension `AddHandler type-map` names.
+    pub fn names_type_map(&self, file_name: &[u8], eff: &Effective) -> bool {
+        if !eff.has_ext_attrs() {
+            return false;
+        }
+        let name = String::from_utf8_lossy(file_name);
+        let (_, rest) = split_name(&name);
+        let named = extensions(rest).any(|ext| eff.ext_attr(ExtAttr::TypeMap, &lower_case(ext)).is_some());
+        named
+    }
+
     /// The type of one extension (lower case): that of the most specific
     /// AddType for it (none where that is a RemoveType, empty), else
     /// TypesConfig's.
@@ -244,6 +265,30 @@ impl MimeTypes {
             Some((_, t)) => Some(t.as_str()).filter(|t| !t.is_empty()),
             None => self.by_ext.get(ext).map(String::as_str),
         }
+    }
+}
+
+/// A name's base and what follows its first dot after any leading dots
+/// (`.png` is a base name, not an extension).
+fn split_name(name: &str) -> (&str, &str) {
+    let skip = name.len() - name.trim_start_matches('.').len();
+    match name[skip..].find('.') {
+        Some(i) => (&name[..skip + i], &name[skip + i + 1..]),
+        None => (name, ""),
+    }
+}
+
+/// The extensions after the base name, in order.
+fn extensions(rest: &str) -> impl Iterator<Item = &str> {
+    rest.split('.').filter(|e| !e.is_empty())
+}
+
+/// An extension in lower case, copied only when it has capitals.
+fn lower_case(ext: &str) -> std::borrow::Cow<'_, str> {
+    if ext.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Owned(ext.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(ext)
     }
 }
 
@@ -317,5 +362,29 @@ mod tests {
         child.mime.force_type = Some(Some("text/plain".into()));
         let eff = Effective { layers: vec![crate::dir_config::Layer::Site(&parent), crate::dir_config::Layer::Site(&child)], ..effective(&parent) };
         assert_eq!(m.typing(b"a.png", &eff).media_type.as_deref(), Some("text/plain"));
+    }
+
+    #[test]
+    fn the_type_alone_and_the_type_map_alone_read_the_name_as_typing_does() {
+        let m = MimeTypes { by_ext: BUILTIN.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect() };
+        let marked = site_dir(&[(ExtAttr::Language, "en", "en"), (ExtAttr::Encoding, "gz", "x-gzip"), (ExtAttr::TypeMap, "var", "type-map")], &[("html", "text/x-custom"), ("css", "")]);
+        let plain = site_dir(&[], &[]);
+        let mut forced = site_dir(&[], &[]);
+        forced.mime.force_type = Some(Some("text/plain".into()));
+        let mut unforced = site_dir(&[], &[]);
+        unforced.mime.force_type = Some(None);
+        let names: [&[u8]; 14] = [b"index.html", b"INDEX.HTML", b"a.tar.gz", b"page.html.en", b"x.var", b"x.VAR.en", b"HTTP_NOT_FOUND.html.var", b".png", b"..a.png", b"noext", b"a..png", b"a.css", b"a.png.css", b"caf\xc3\xa9.\xff.png"];
+        let layers = [vec![&marked], vec![&plain], vec![&forced], vec![&forced, &unforced], vec![&marked, &forced]];
+        for dirs in layers {
+            let eff = Effective { layers: dirs.iter().map(|d| crate::dir_config::Layer::Site(d)).collect(), ..effective(dirs[0]) };
+            for name in names {
+                let t = m.typing(name, &eff);
+                assert_eq!(m.media_type(name, &eff), t.media_type.as_deref(), "{}", String::from_utf8_lossy(name));
+                assert_eq!(m.names_type_map(name, &eff), t.type_map, "{}", String::from_utf8_lossy(name));
+            }
+        }
+        let eff = effective(&marked);
+        assert!(m.names_type_map(b"x.VAR.en", &eff), "extensions are read in lower case");
+        assert_eq!(m.media_type(b"a.png.css", &eff), Some("image/png"), "RemoveType: the type of the last extension that has one");
     }
 }

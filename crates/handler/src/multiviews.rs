@@ -269,7 +269,7 @@ impl Site {
         match dir.handler() {
             Some(Some(Handler::TypeMap)) => true,
             Some(Some(_)) => false,
-            _ => self.mime.typing(name, dir).type_map,
+            _ => self.mime.names_type_map(name, dir),
         }
     }
 

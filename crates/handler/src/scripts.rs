@@ -31,8 +31,8 @@ pub fn refuse_static(site: &Site, req: Request, eff: &Effective, fs: &Path) -> O
         return Some(site.error(req, 500, &why));
     }
     let (ctype, by) = match req.pass.forced_type {
-        Some(t) => (Some(t.to_string()), "a rewrite rule's [T=]"),
-        None => (site.mime.typing(name, eff).media_type, "its type"),
+        Some(t) => (Some(t), "a rewrite rule's [T=]"),
+        None => (site.mime.media_type(name, eff), "its type"),
     };
     let ctype = ctype.filter(|t| is_script_type(t))?;
     let why = format!("{} is {ctype} by {by}, a type only a module runs, and no FastCGI handler runs it here: not sent as text", fs.display());

@@ -25,8 +25,7 @@ const READ_CHUNK: usize = 16 * 1024;
 /// (an event child's thread): a full send buffer is waited for until
 /// `deadline`, not left with half a head written.
 fn send_all(stream: &ClientStream, bytes: &[u8], deadline: Instant) -> bool {
-    let mut out = Output::default();
-    out.wbuf = bytes.to_vec();
+    let mut out = Output { wbuf: bytes.to_vec(), ..Output::default() };
     out.write_all_within(stream, || deadline.saturating_duration_since(Instant::now()))
 }
 

@@ -254,8 +254,6 @@ pub struct Output {
     pub queue: VecDeque<Chunk>,
     /// A streamed body, sent after the rest by whoever can block for it.
     pub streaming: Option<Streaming>,
-    /// TCP_CORK is set while a head and its file go out.
-    corked: bool,
 }
 
 impl Output {
@@ -351,12 +349,14 @@ impl Output {
     /// Writes what is pending. Ok(true): all sent; Ok(false): the socket is
     /// full (non-blocking) or its send timeout passed (blocking).
     pub fn flush(&mut self, stream: &ClientStream) -> io::Result<bool> {
-        if !self.corked && self.queue.iter().any(|c| matches!(c, Chunk::File { .. })) {
-            self.corked = set_cork(stream, true);
-        }
         loop {
             if self.wpos < self.wbuf.len() {
-                // With more to follow, MSG_MORE lets the head share a packet with the file.
+                // With more to follow, MSG_MORE lets the head share a packet
+                // with the file. No TCP_CORK around them (nginx's
+                // tcp_nopush): its two setsockopt calls and the tail held
+                // until the uncork cost more CPU per 100 KB response than
+                // they saved, with wrk and with `warren bench` alike
+                // (docs/benchmarks.md, 2026-11-28).
                 let more = !self.queue.is_empty();
                 match stream.send(&self.wbuf[self.wpos..], more) {
                     Ok(n) => self.wpos += n,
@@ -374,9 +374,6 @@ impl Output {
                     }
                     self.wbuf.clear();
                     self.wpos = 0;
-                    if self.corked {
-                        self.corked = !set_cork(stream, false);
-                    }
                     return Ok(true);
                 }
                 Some(Chunk::Broken) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file changed while being sent")),
@@ -435,10 +432,4 @@ impl Output {
         self.queue.clear();
         self.streaming = None;
     }
-}
-
-/// TCP_CORK holds partial segments until it is lifted: a head and the file
-/// after it then reach the client in full segments and wake it once.
-fn set_cork(stream: &ClientStream, on: bool) -> bool {
-    !stream.is_tls() && socket2::SockRef::from(stream.tcp()).set_tcp_cork(on).is_ok()
 }
