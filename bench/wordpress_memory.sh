@@ -46,6 +46,7 @@ kills_since() { dmesg 2>/dev/null | awk -v t="$1" '{s=$0; sub(/^\[ */,"",s); sub
 victims() { kills_since "$1" | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
 mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
 rows=$out/runs.tsv; : > "$rows"
+case $T in *[Mm]) secs=$(( ${T%?} * 60 ));; *[Ss]) secs=${T%?};; *) secs=$T;; esac
 limit_mib=$(numfmt --from=iec "$LIMIT" | awk '{printf "%.1f", $1/1048576}')
 
 printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s %-24s %s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php" "CPU ms/trans (front, PHP, MariaDB)" "late trans/s"
@@ -107,7 +108,7 @@ for run in $(seq 1 "$N"); do
     # The second half of the run: requests whose access-log second (%t, when each arrived) is within
     # the last T/2 full seconds before the last one (which is partial).
     case $front in nginx) log=/tmp/wp-nginx/access.log;; *) log=/tmp/wp-warren/access.log;; esac
-    late=$(awk -v half="$(( ${T%[SsMm]} * $(case $T in *[Mm]) echo 60;; *) echo 1;; esac) / 2 ))" '{split(substr($4,14,8),t,":"); s=t[1]*3600+t[2]*60+t[3]; n[s]++; if (s>last) last=s}
+    late=$(awk -v half="$((secs / 2))" '{split(substr($4,14,8),t,":"); s=t[1]*3600+t[2]*60+t[3]; n[s]++; if (s>last) last=s}
       END {if (!last || half < 1) exit; for (i=last-half; i<last; i++) c+=n[i]; printf "%.1f", c/half}' "$log" 2>/dev/null)
     printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s %-24s %s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php" "${cpu:-?}" "${late:-?}"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" "${cpu:-?}" "${late:-?}" >> "$rows"
