@@ -8,7 +8,10 @@
 # and a summary per front end, to paste; per run, where the memory went at the peak, and every half
 # second the PHP processes and MariaDB's share ($front.php-timeline.txt: seconds since start, PHP
 # processes, MariaDB MiB, epoch seconds).
-# warren-pool runs with pm.max_children auto (FPM_MAX_CHILDREN=auto); nginx's php-fpm keeps its 5.
+# warren-pool runs with pm.max_children auto (FPM_MAX_CHILDREN=auto, or a number to compare a fixed
+# pool); nginx's php-fpm keeps its 5. "late trans/s" is the rate over the run's second half, from the
+# front end's access log (requests by the second they arrived): a pool sized to memory starts at a
+# conservative count until its children's peaks are known, and this shows the rate once it is.
 #
 #   bench/wordpress_memory.sh                     # N=3 runs of warren-pool and nginx, 128M, -c 50, 20 s
 #   N=5 LIMIT=64M bench/wordpress_memory.sh warren-pool nginx
@@ -43,9 +46,10 @@ kills_since() { dmesg 2>/dev/null | awk -v t="$1" '{s=$0; sub(/^\[ */,"",s); sub
 victims() { kills_since "$1" | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
 mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
 rows=$out/runs.tsv; : > "$rows"
+case $T in *[Mm]) secs=$(( ${T%?} * 60 ));; *[Ss]) secs=${T%?};; *) secs=$T;; esac
 limit_mib=$(numfmt --from=iec "$LIMIT" | awk '{printf "%.1f", $1/1048576}')
 
-printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s %s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php" "CPU ms/trans (front, PHP, MariaDB)"
+printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s %-24s %s\n' front run "trans/s" failed oom "killed" "peak usage" "peak rss+shmem" "%limit" "php" "CPU ms/trans (front, PHP, MariaDB)" "late trans/s"
 for run in $(seq 1 "$N"); do
   for front in "${fronts[@]}"; do
     dir=$out/run$run; mkdir -p "$dir"
@@ -81,7 +85,7 @@ for run in $(seq 1 "$N"); do
         fi
       done ) &
     sampler=$!
-    WP_MEM_LIMIT=$LIMIT FPM_MAX_CHILDREN=auto C=$C T=$T OUT=$dir "$kit/wp-bench.sh" "$front" > "$dir/$front.bench.txt" 2>&1
+    WP_MEM_LIMIT=$LIMIT FPM_MAX_CHILDREN=${FPM_MAX_CHILDREN:-auto} C=$C T=$T OUT=$dir "$kit/wp-bench.sh" "$front" > "$dir/$front.bench.txt" 2>&1
     kill $sampler 2>/dev/null; wait $sampler 2>/dev/null; rm -f "$dir/$front.cpu.txt.new"
     php=$(cat "$dir/$front.php.txt" 2>/dev/null || echo "?")
     # wp-bench.sh stops the stack: the counters are read from its outputs, the kills from the kernel.
@@ -101,8 +105,13 @@ for run in $(seq 1 "$N"); do
     trans=$(awk -F: '/^Transactions/ {gsub(/[^0-9]/,"",$2); print $2}' "$dir/$front.siege.txt" 2>/dev/null)
     cpu=$(awk -v n="${trans:-0}" -v hz="$(getconf CLK_TCK)" '$1=="warren"||$1=="nginx" {f+=$2} $1 ~ /^php/ {p+=$2} $1=="mariadbd" {d+=$2}
       END {if (n>0) printf "%.2f / %.2f / %.2f", f*1000/hz/n, p*1000/hz/n, d*1000/hz/n; else printf "?"}' "$dir/$front.cpu.txt" 2>/dev/null)
-    printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s %s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php" "${cpu:-?}"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" "${cpu:-?}" >> "$rows"
+    # The second half of the run: requests whose access-log second (%t, when each arrived) is within
+    # the last T/2 full seconds before the last one (which is partial).
+    case $front in nginx) log=/tmp/wp-nginx/access.log;; *) log=/tmp/wp-warren/access.log;; esac
+    late=$(awk -v half="$((secs / 2))" '{split(substr($4,14,8),t,":"); s=t[1]*3600+t[2]*60+t[3]; n[s]++; if (s>last) last=s}
+      END {if (!last || half < 1) exit; for (i=last-half; i<last; i++) c+=n[i]; printf "%.1f", c/half}' "$log" 2>/dev/null)
+    printf '%-12s %3s %9s %7s %6s %-24s %10s %14s %6s %4s %-24s %s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?} MiB" "${anon:-?} MiB" "$share" "$php" "${cpu:-?}" "${late:-?}"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" "${cpu:-?}" "${late:-?}" >> "$rows"
     if [ "$front" != nginx ] && [ -f /tmp/wp-warren/error.log ]; then
       grep -E 'pm.max_children auto|memory pressure|grew to|cgroups' /tmp/wp-warren/error.log > "$dir/$front.decisions.txt" 2>/dev/null
     fi
@@ -113,18 +122,20 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo
 echo "LIMIT=$LIMIT C=$C T=$T N=$N, $(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $load"
 echo
-echo "| front | run | trans/s | failed | OOM kills | killed | peak usage MiB | peak rss+shmem MiB | of limit | PHP processes | CPU ms/trans front / PHP / MariaDB |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}' "$rows"
+echo "| front | run | trans/s | failed | OOM kills | killed | peak usage MiB | peak rss+shmem MiB | of limit | PHP processes | CPU ms/trans front / PHP / MariaDB | late trans/s |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12}' "$rows"
 echo
-echo "| front | runs | served | trans/s min / median / max | failed (sum) | OOM kills (sum) | peak rss+shmem max MiB |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| front | runs | served | trans/s min / median / max | failed (sum) | OOM kills (sum) | peak rss+shmem max MiB | late trans/s median |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for front in "${fronts[@]}"; do
-  awk -F'\t' -v f="$front" '$1==f {runs++; kills+=$5} $1==f && $3 ~ /^[0-9.]+$/ {n++; r[n]=$3+0; failed+=$4; if ($8+0>peak) peak=$8+0}
-    END {if (!runs) exit; if (!n) {printf "| %s | %d | 0 | - | - | %d | - |\n", f, runs, kills; exit}
+  awk -F'\t' -v f="$front" '$1==f {runs++; kills+=$5} $1==f && $3 ~ /^[0-9.]+$/ {n++; r[n]=$3+0; failed+=$4; if ($8+0>peak) peak=$8+0} $1==f && $12 ~ /^[0-9.]+$/ {m++; l[m]=$12+0}
+    END {if (!runs) exit; if (!n) {printf "| %s | %d | 0 | - | - | %d | - | - |\n", f, runs, kills; exit}
          for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (r[j]<r[i]) {t=r[i]; r[i]=r[j]; r[j]=t}
          med = n%2 ? r[(n+1)/2] : (r[n/2]+r[n/2+1])/2
-         printf "| %s | %d | %d | %.1f / %.1f / %.1f | %d | %d | %.1f |\n", f, runs, n, r[1], med, r[n], failed, kills, peak}' "$rows"
+         for (i=1;i<=m;i++) for (j=i+1;j<=m;j++) if (l[j]<l[i]) {t=l[i]; l[i]=l[j]; l[j]=t}
+         late = !m ? "-" : sprintf("%.1f", m%2 ? l[(m+1)/2] : (l[m/2]+l[m/2+1])/2)
+         printf "| %s | %d | %d | %.1f / %.1f / %.1f | %d | %d | %.1f | %s |\n", f, runs, n, r[1], med, r[n], failed, kills, peak, late}' "$rows"
 done
 echo
 echo "outputs (siege, samples, cgroup reports, warren's sizing decisions, PHP processes over time): $out/run*/"

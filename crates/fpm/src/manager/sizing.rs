@@ -3,7 +3,9 @@
 //! from measured sizes rather than guessed ones.
 //!
 //! Every second the parent reads the budget and what is charged against
-//! it, measures each pool's processes, and gives the auto pools what fits
+//! it; it measures each pool's processes every second while a pool learns
+//! its children's peaks or memory is short, every [`QUIET_EVERY`]
+//! otherwise, and gives the auto pools what fits
 //! after the rest and a tenth of headroom. A child counts at its peak (see
 //! `warren_memory::peak`: what it becomes, not what it was), the largest over
 //! ten minutes plus a quarter for growth; the rest at its peak over the
@@ -41,8 +43,18 @@ use warren_memory::peak::{peak_of, with_margin, Window, CHILD_MARGIN, REST_MARGI
 use warren_memory::{children_of, fit, headroom, mb, Budget, PoolNeeds, Reading, Source, Usage};
 use crate::table::{IDLE, RETIRING};
 
-/// How often pools are measured and sized.
+/// How often the budget is read (the cgroup's limit, charge and pressure:
+/// counters the kernel keeps, cheap to read) and, while a pool is learning
+/// its children's peaks or memory is short, its processes measured.
 const EVERY: Duration = Duration::from_secs(1);
+/// How often the pools' processes are measured otherwise. Reading a
+/// process's smaps_rollup walks its page tables: some 0.75 ms for a php-fpm
+/// child of WordPress, 5-6 ms of warren's CPU a second for a master and six
+/// children, a fifth of all warren spent serving the WordPress scenario
+/// (docs/pools-memory.md). Nothing between two passes is missed: a child's
+/// peak is its high-water mark, and pressure, an OOM kill or a new limit
+/// (read every [`EVERY`]) brings the next pass forward.
+const QUIET_EVERY: Duration = Duration::from_secs(3);
 /// What a child is taken to cost until its pool is warm, before which
 /// children have not grown to their working size (a PHP child grows with
 /// the scripts it has run).
@@ -87,6 +99,8 @@ pub(super) struct Sizing {
     budget: Budget,
     directive: Option<u64>,
     next: Instant,
+    /// The last pass that measured the pools, and the limit it read.
+    measured: Option<(Instant, u64)>,
     pub(super) pressure: bool,
     pressure_said: bool,
     /// What the rest (everything under the limit but the auto pools) used, each pass.
@@ -179,7 +193,7 @@ impl Manager {
         let kept = self.sizing.take().filter(|s| s.directive == directive && directive.is_none());
         self.sizing = Some(match kept {
             Some(s) => s,
-            None => Sizing { budget: Budget::find(directive), directive, next: Instant::now(), pressure: false, pressure_said: false, rest: Window::default() },
+            None => Sizing { budget: Budget::find(directive), directive, next: Instant::now(), measured: None, pressure: false, pressure_said: false, rest: Window::default() },
         });
         self.make_cgroups();
         self.size_pools(true);
@@ -216,6 +230,7 @@ impl Manager {
 
     /// The once-a-second pass's share: measures and sizes when due.
     pub(super) fn size_pools(&mut self, now: bool) {
+        let learning = self.pools.iter().any(|p| p.auto.as_ref().is_some_and(|a| !a.warm));
         let Some(sizing) = self.sizing.as_mut() else { return };
         if !now && Instant::now() < sizing.next {
             return;
@@ -223,7 +238,15 @@ impl Manager {
         sizing.next = Instant::now() + EVERY;
         let reading = sizing.budget.read();
         let source = sizing.budget.source.clone();
+        let measure = now || learning || measure_due(sizing.measured, &reading, Instant::now());
+        if measure {
+            sizing.measured = Some((Instant::now(), reading.limit));
+        }
         self.note_pressure(&reading);
+        if !measure {
+            self.table.budget().pressure.store(u32::from(reading.pressure), std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
         let measured: Vec<Measured> = (0..self.pools.len()).map(|i| self.measure(i)).collect();
         let auto: Vec<usize> = (0..self.pools.len()).filter(|&i| self.pools[i].config.max_children_auto).collect();
         let auto_used: u64 = auto.iter().map(|&i| measured[i].used).sum();
@@ -542,6 +565,13 @@ impl Manager {
     }
 }
 
+/// The pools' processes are to be measured on this pass: memory is short
+/// or pressed, the limit moved since the last pass that measured (a host's
+/// controller lowering it), or that pass is [`QUIET_EVERY`] old.
+fn measure_due(last: Option<(Instant, u64)>, reading: &Reading, now: Instant) -> bool {
+    reading.pressure || reading.short.is_some() || last.is_none_or(|(at, limit)| limit != reading.limit || now.duration_since(at) >= QUIET_EVERY)
+}
+
 /// A pool's peaks are known: it has served [`WARM_REQUESTS`] (`accepted`),
 /// and its largest child peak has held since it last `rose` for
 /// [`STEADY_TIME`] and [`STEADY_REQUESTS`] requests.
@@ -552,6 +582,21 @@ fn peaks_known(rose: Option<(Instant, u64, u64)>, accepted: u64, now: Instant) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processes_are_measured_less_often_when_nothing_moves() {
+        let t0 = Instant::now();
+        let calm = Reading { limit: 128 << 20, charged: Some(90 << 20), pressure: false, short: None };
+        let last = Some((t0, calm.limit));
+        assert!(measure_due(None, &calm, t0), "the first pass measures");
+        assert!(!measure_due(last, &calm, t0 + Duration::from_secs(1)));
+        assert!(!measure_due(last, &calm, t0 + QUIET_EVERY - Duration::from_millis(1)));
+        assert!(measure_due(last, &calm, t0 + QUIET_EVERY));
+        // Anything that may call for a smaller count: at once.
+        assert!(measure_due(last, &Reading { pressure: true, ..calm }, t0 + Duration::from_secs(1)));
+        assert!(measure_due(last, &Reading { short: Some("an OOM kill"), ..calm }, t0 + Duration::from_secs(1)));
+        assert!(measure_due(last, &Reading { limit: 64 << 20, ..calm }, t0 + Duration::from_secs(1)), "a lowered limit");
+    }
 
     #[test]
     fn peaks_are_known_once_they_hold_under_load() {
