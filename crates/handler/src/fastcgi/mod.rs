@@ -84,7 +84,7 @@ pub struct Gateway {
     php: bool,
     /// An HTTP backend to ask rather than a FastCGI application (see
     /// [`crate::proxy_http`]).
-    pub(crate) http: Option<Box<crate::proxy_http::HttpPlan>>,
+    pub(crate) http: Option<Box<crate::proxy_http::plan::HttpPlan>>,
     /// The member of a `balancer://` chosen for it (see [`crate::balancer`]).
     pub(crate) balanced: Option<Box<crate::balancer::Elected>>,
     /// The response cache's part in the answer (response_cache.rs).
@@ -124,7 +124,7 @@ impl GatewayError {
 impl Gateway {
     /// A plan for an HTTP backend (mod_proxy_http): `backend.addr` is where
     /// it is reached, `name` its URL for log lines.
-    pub(crate) fn for_http(host: usize, backend: FcgiBackend, timeout: Duration, name: String, uri: Vec<u8>, plan: crate::proxy_http::HttpPlan) -> Gateway {
+    pub(crate) fn for_http(host: usize, backend: FcgiBackend, timeout: Duration, name: String, uri: Vec<u8>, plan: crate::proxy_http::plan::HttpPlan) -> Gateway {
         Gateway { host, backend, timeout, params: Vec::new(), script: name, redirects: 0, uri, error_status: None, retried: false, filters: None, compress: None, program: None, php: false, http: Some(Box::new(plan)), balanced: None, capture: None, restricted: false }
     }
 
