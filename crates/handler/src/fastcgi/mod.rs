@@ -79,7 +79,7 @@ pub struct Gateway {
     compress: Option<Box<crate::compress::Rules>>,
     /// A CGI program to start rather than a FastCGI application to ask
     /// (see [`crate::cgi`]).
-    pub(crate) program: Option<Box<crate::cgi::Program>>,
+    pub(crate) program: Option<Box<crate::cgi::program::Program>>,
     /// PHP reads the variables (ProxyFCGIBackendType FPM, or a warren pool's php-cgi).
     php: bool,
     /// An HTTP backend to ask rather than a FastCGI application (see
