@@ -102,6 +102,7 @@ pub mod errors;
 pub mod expr_facts;
 pub mod fastcgi;
 pub mod filters;
+pub mod gateway;
 pub mod gateways;
 pub mod file_cache;
 pub mod htaccess;
@@ -302,7 +303,7 @@ pub enum Outcome {
     Blocking(Box<dyn FnOnce() -> Response + Send>),
     /// A FastCGI request: the MPM runs it on a thread that may block
     /// ([`Site::run_gateway`]), giving it the request body as it arrives.
-    Gateway(Box<fastcgi::Gateway>),
+    Gateway(Box<gateway::Gateway>),
     /// Only from [`Site::handle_on_loop`]: the request runs rules a site
     /// owner wrote (an `.htaccess` file's), which may be slow; route it
     /// again with [`Site::handle`] on a thread of its own, where a slow

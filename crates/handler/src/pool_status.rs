@@ -5,7 +5,7 @@
 use warren_config::{Handler, PoolConfig};
 
 use crate::dir_config::{backend_of, Effective};
-use crate::fastcgi::ScriptTarget;
+use crate::gateway::script::ScriptTarget;
 use crate::filters::{self, RequestFilters};
 use crate::request::Request;
 use crate::{Body, Outcome, Response, Site};

@@ -18,7 +18,7 @@
 //!   the pipeline returns it; an application's answer (FastCGI, warren's
 //!   pools, CGI, HTTP backends) is read ahead on the gateway's thread up to
 //!   the largest entry ([`Capture`], installed on the
-//!   [`Gateway`](crate::fastcgi::Gateway) and run by `Site::run_gateway`)
+//!   [`Gateway`](crate::gateway::Gateway) and run by `Site::run_gateway`)
 //!   and stored when whole; a larger one goes out as it comes. A stale entry with a validator is revalidated:
 //!   the application gets If-None-Match / If-Modified-Since, and its 304
 //!   refreshes the entry; a static file whose validators are still the

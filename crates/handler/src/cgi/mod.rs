@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 
 use warren_config::{FcgiAddr, FcgiBackend, LogLevel};
 
-use crate::fastcgi::{split_path_info, Gateway, ScriptTarget};
+use crate::gateway::script::{split_path_info, ScriptTarget};
+use crate::gateway::Gateway;
 use crate::request::Route;
 use program::Program;
 use crate::{Outcome, Site};

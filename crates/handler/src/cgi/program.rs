@@ -1,6 +1,6 @@
 //! What makes a gateway plan a CGI program's: kept apart from the rest of
 //! mod_cgi so that the plan every backend protocol shares
-//! ([`Gateway`](crate::fastcgi::Gateway)) can hold it without mod_cgi's
+//! ([`Gateway`](crate::gateway::Gateway)) can hold it without mod_cgi's
 //! routing, which makes that plan, being imported back.
 
 use std::path::PathBuf;

@@ -158,7 +158,7 @@ impl BackendPool {
     }
 }
 
-pub(super) fn describe(addr: &FcgiAddr) -> String {
+pub(crate) fn describe(addr: &FcgiAddr) -> String {
     match addr {
         FcgiAddr::Unix(p) => format!("unix:{}", p.display()),
         FcgiAddr::Tcp { host, port } => format!("{host}:{port}"),

@@ -11,7 +11,10 @@ use warren_fcgi::Client;
 use warren_http::{HttpError, RequestHead};
 
 use super::backend::{describe, BackendPool, BackendStream};
-use super::{internal_redirect, Answer, AtHead, Failure, Gateway, GatewayError, PoolBusy, PoolLease, Pulled, Pumped, ResponseReader};
+use crate::gateway::error::GatewayError;
+use crate::gateway::Gateway;
+use crate::internal_redirect;
+use super::{Answer, AtHead, Failure, PoolBusy, PoolLease, Pulled, Pumped, ResponseReader};
 use crate::spool::{Spool, Spooled};
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 

@@ -39,7 +39,8 @@ use warren_config::{FcgiAddr, LogLevel, ProxyTarget};
 use warren_http::{BodyFraming, RequestHead};
 
 use crate::fastcgi::exchange::discard;
-use crate::fastcgi::{Gateway, GatewayError};
+use crate::gateway::error::GatewayError;
+use crate::gateway::Gateway;
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 
 use connections::ConnectError;

@@ -1,6 +1,6 @@
 //! What makes a gateway plan an HTTP backend's: kept apart from the
 //! exchange so that the plan every backend protocol shares
-//! ([`Gateway`](crate::fastcgi::Gateway)) can hold it without the exchange
+//! ([`Gateway`](crate::gateway::Gateway)) can hold it without the exchange
 //! importing that plan back.
 
 use std::sync::Arc;
