@@ -14,7 +14,7 @@ use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use warren_config::proxy_http::{HttpOrigin, ProxyTls};
 use warren_config::FcgiAddr;
 
-use crate::fastcgi::BackendStream;
+use crate::fastcgi::backend::BackendStream;
 
 #[derive(Default)]
 pub struct HttpBackends {

@@ -45,7 +45,7 @@ use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response,
 
 use connections::ConnectError;
 use plan::HttpPlan;
-pub use connections::HttpBackends;
+use connections::HttpBackends;
 use request::{BodyWriter, Forwarding};
 use response::{BodyReader, Framing, Parsed};
 
