@@ -108,6 +108,7 @@ pub mod file_cache;
 pub mod htaccess;
 pub mod internal_redirect;
 pub mod listing;
+pub mod log_time;
 pub mod logs;
 pub mod mass;
 pub mod mime;

@@ -12,7 +12,7 @@ use crate::{Body, Outcome, Response, Site};
 pub use warren_pool_api::{PoolStatus, ProcessStatus};
 
 fn http_time(secs: u64) -> String {
-    crate::logs::clf_time(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+    crate::log_time::clf_time(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
 fn json_str(s: &str) -> String {

@@ -456,7 +456,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
     fn variable(&self, name: &str) -> Option<String> {
         let Request { head, conn, host, .. } = self.req;
         let h = &self.site.hosts[host];
-        let time = || crate::logs::civil(std::time::SystemTime::now());
+        let time = || crate::log_time::civil(std::time::SystemTime::now());
         Some(match name {
             "REQUEST_URI" => self.uri.to_string(),
             "REQUEST_METHOD" => head.method().to_string(),
