@@ -311,3 +311,22 @@ pub enum Outcome {
     /// rule holds only this request.
     OffLoop,
 }
+
+impl Outcome {
+    /// This outcome, marked as an answer not everyone may have (see
+    /// [`Response::restricted`]).
+    pub(crate) fn restricted(self) -> Outcome {
+        match self {
+            Outcome::Ready(mut r) => {
+                r.restricted = true;
+                Outcome::Ready(r)
+            }
+            Outcome::Blocking(work) => Outcome::Blocking(Box::new(move || Response { restricted: true, ..work() })),
+            Outcome::Gateway(mut gw) => {
+                gw.restricted = true;
+                Outcome::Gateway(gw)
+            }
+            Outcome::OffLoop => Outcome::OffLoop,
+        }
+    }
+}
