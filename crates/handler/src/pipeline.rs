@@ -85,7 +85,7 @@ impl Site {
 
     /// [`Site::route`], a stored answer looked up after the access checks
     /// when `cache_after_access` (CacheQuickHandler Off).
-    pub(crate) fn route_with(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool, cache_after_access: Option<&crate::response_cache::AfterAccess>) -> Outcome {
+    pub(crate) fn route_with(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool, cache_after_access: Option<&crate::response_cache::lookup::AfterAccess>) -> Outcome {
         let rules_deadline = warren_rewrite::CpuDeadline::after(RULES_TIME_BUDGET);
         let req = self.request(head, conn);
         let req = Request { pass: Pass { rules_deadline: Some(&rules_deadline), on_loop, cache_after_access, ..req.pass }, ..req };
