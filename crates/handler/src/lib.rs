@@ -24,7 +24,7 @@
 //! - [`Outcome::OffLoop`]: asked of a request routed on the event loop
 //!   ([`Site::handle_on_loop`]) when its routing would run an `.htaccess`
 //!   file's regular expressions: the MPM routes it again on a thread.
-//! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`), to php-fpm or the
+//! - [`Outcome::Gateway`]: a [`gateway::Gateway`] plan: a FastCGI request (`fastcgi`), to php-fpm or the
 //!   like or to one of warren's own pools (through `warren-pool-api`'s
 //!   `PoolDispatch`, which the `fpm` crate implements): run on
 //!   a thread that owns the connection for its duration, reading the request
@@ -65,7 +65,9 @@
 //!   pages), `internal_redirect` (the head of a request served again for a
 //!   local ErrorDocument or a FastCGI local `Location:`), `symlinks`
 //!   (FollowSymLinks and SymLinksIfOwnerMatch: every link on the way
-//!   checked), `fastcgi/` (the exchange with applications: `params`,
+//!   checked), `gateway/` (the plan FastCGI, CGI and HTTP proxying share:
+//!   [`gateway::Gateway`], why an exchange failed, the script and its
+//!   PATH_INFO), `fastcgi/` (the exchange with applications: `params`,
 //!   `exchange`, `response`, `backend`, `half_close`), `filters/` (the
 //!   response filter stage every answer passes before the MPM writes it),
 //!   `compress` ([`compress::finish`], called as the response leaves for
@@ -76,7 +78,8 @@
 //!   normalising URL paths, and mapping them beneath a root),
 //!   `conditional` (validators, conditional requests, ranges),
 //!   `file_cache` (stat-validated caches of small files' bytes and large
-//!   files' descriptors), `logs` (error and access logs), `root_files`
+//!   files' descriptors), `logs` (error and access logs), `log_time` (their
+//!   dates), `root_files`
 //!   (files root opens by a configured path), `spool` (request bodies held
 //!   whole before the application gets them).
 
@@ -302,7 +305,7 @@ impl Response {
 pub enum Outcome {
     Ready(Response),
     Blocking(Box<dyn FnOnce() -> Response + Send>),
-    /// A FastCGI request: the MPM runs it on a thread that may block
+    /// A gateway plan (FastCGI, CGI, HTTP backend): the MPM runs it on a thread that may block
     /// ([`Site::run_gateway`]), giving it the request body as it arrives.
     Gateway(Box<gateway::Gateway>),
     /// Only from [`Site::handle_on_loop`]: the request runs rules a site

@@ -1,6 +1,7 @@
 //! The FastCGI proxy, as Apache's mod_proxy_fcgi and nginx's fastcgi_pass:
 //! a request routed to a FastCGI application (by `SetHandler proxy:...`,
-//! `ProxyPass` or `ProxyPassMatch`) becomes a [`Gateway`] plan holding the
+//! `ProxyPass` or `ProxyPassMatch`) becomes a [`Gateway`](crate::gateway::Gateway)
+//! plan (the plan every backend protocol shares, in `gateway/`) holding the
 //! backend and the CGI/1.1 variables (RFC 3875). The MPM runs the plan with
 //! [`Site::run_gateway`](crate::Site::run_gateway) on a thread that may block; it streams the request
 //! body to the application as the client sends it (a chunked body is spooled
@@ -14,7 +15,7 @@
 //! than end the body as if complete.
 //!
 //! - `params`: the CGI/1.1 variables of a request ([`Site::gateway`](crate::Site::gateway)
-//!   makes the plan), and where a script's path ends and PATH_INFO starts.
+//!   makes the plan; where a script's path ends is `gateway::script`'s).
 //! - `exchange`: running the plan on a thread that may block: leasing a
 //!   pool's child, sending the request, reading the answer, following a
 //!   local `Location:` and answering failures.
