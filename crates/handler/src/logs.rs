@@ -447,6 +447,12 @@ pub fn strip_port(host: &[u8]) -> &[u8] {
     }
 }
 
+impl crate::piped_log::Notices for ErrorLog {
+    fn notice(&self, level: LogLevel, message: &str) {
+        self.log(level, None, message);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
