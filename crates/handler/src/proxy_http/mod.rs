@@ -21,6 +21,7 @@
 //! makes the MPM close the client's connection.
 //!
 //! Beside it: [`plan`], what a gateway plan carries for an HTTP backend; [`relay`], the same exchange sans-IO for the event loop;
+//! [`stream`], a connection to a backend (plain or TLS) every part reads;
 //! [`tunnel`], a WebSocket upgrade's tunnel and the places a child gives
 //! tunnels; [`tunnel_clients`], the server-wide count of each client's
 //! tunnels in shared memory (ProxyWebsocketMaxPerClient).
@@ -30,6 +31,7 @@ pub mod plan;
 pub mod relay;
 pub mod request;
 pub mod response;
+pub mod stream;
 pub mod tunnel;
 pub mod tunnel_clients;
 
@@ -363,7 +365,7 @@ impl Site {
     }
 }
 
-type BackendConn = connections::HttpStream;
+type BackendConn = stream::HttpStream;
 
 /// Whether a request may be sent twice: nothing of it is lost if a kept
 /// connection turns out closed (RFC 9110 9.2.2).

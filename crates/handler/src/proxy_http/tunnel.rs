@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::connections::HttpStream;
+use super::stream::HttpStream;
 use super::tunnel_clients::{ClientPlace, ClientTunnels};
 use crate::logs::ErrorLog;
 use warren_config::LogLevel;
