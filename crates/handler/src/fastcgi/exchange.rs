@@ -10,7 +10,8 @@ use warren_config::{FcgiAddr, LogLevel};
 use warren_fcgi::Client;
 use warren_http::{HttpError, RequestHead};
 
-use super::backend::{describe, BackendPool, BackendStream};
+use super::backend::BackendPool;
+use crate::gateway::stream::{describe, BackendStream};
 use crate::gateway::error::GatewayError;
 use crate::gateway::Gateway;
 use crate::internal_redirect;

@@ -25,8 +25,8 @@
 //!   HTTP/2 stream, the body a thread pulls).
 //! - `response`: the [`ResponseReader`] under it: the records, the CGI
 //!   header block, stderr to the error log.
-//! - `backend`: connections to applications, and the idle ones kept for
-//!   `enablereuse=on`.
+//! - `backend`: the idle connections to applications kept for
+//!   `enablereuse=on` (a connection itself is `gateway::stream`'s).
 //! - `half_close`: which applications are told the request is whole by
 //!   the end of our side of the connection.
 
@@ -39,7 +39,7 @@ mod php_settings;
 pub(crate) mod response;
 
 pub use answer::{Answer, AtHead, Failure, Pulled, Pumped, ResponseSink};
-pub use backend::{one_request_per_connection, BackendPool, BackendStream};
+pub use backend::{one_request_per_connection, BackendPool};
 pub use exchange::spool_error;
 pub use half_close::HalfClose;
 pub use response::{CgiHead, Piece, ResponseReader, MAX_HEADER_BLOCK};

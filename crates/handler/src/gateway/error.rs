@@ -6,7 +6,7 @@ use std::io;
 
 use warren_config::FcgiAddr;
 
-use crate::fastcgi::backend::describe;
+use super::stream::describe;
 
 /// Why a backend exchange failed, and the status it earns.
 #[derive(Clone, Debug)]

@@ -11,9 +11,11 @@
 //! - `script`: where a script's path ends and PATH_INFO starts, and the
 //!   variables every gateway gives (request headers as HTTP_*, the
 //!   environment's).
+//! - `stream`: a connection to a backend, unix or TCP.
 
 pub mod error;
 pub mod script;
+pub mod stream;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,7 +24,7 @@ use warren_config::{FcgiAddr, FcgiBackend};
 use warren_http::RequestHead;
 
 use crate::cgi::program::Program;
-use crate::fastcgi::backend::describe;
+use crate::gateway::stream::describe;
 use crate::fastcgi::response::CgiHead;
 use crate::proxy_http::plan::HttpPlan;
 use crate::{internal_redirect, path, HeaderName, Response};

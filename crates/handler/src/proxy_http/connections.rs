@@ -15,7 +15,7 @@ use warren_config::proxy_http::{HttpOrigin, ProxyTls};
 use warren_config::FcgiAddr;
 
 use super::stream::HttpStream;
-use crate::fastcgi::backend::BackendStream;
+use crate::gateway::stream::BackendStream;
 
 #[derive(Default)]
 pub struct HttpBackends {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rustls::{ClientConnection, StreamOwned};
 
-use crate::fastcgi::backend::BackendStream;
+use crate::gateway::stream::BackendStream;
 
 /// A backend connection: plain, or TLS over it.
 pub enum HttpStream {

@@ -541,7 +541,7 @@ mod tests {
         let slots = Arc::new(TunnelSlots::default());
         let log = Arc::new(ErrorLog::open(None, None, LogLevel::Warn).unwrap());
         let tunnel = Tunnel {
-            backend: HttpStream::Plain(crate::fastcgi::backend::BackendStream::Unix(backend)),
+            backend: HttpStream::Plain(crate::gateway::stream::BackendStream::Unix(backend)),
             early: Vec::new(),
             idle: Duration::from_secs(60),
             name: "test".into(),
