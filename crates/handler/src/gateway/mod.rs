@@ -29,7 +29,8 @@ use crate::fastcgi::response::CgiHead;
 use crate::proxy_http::plan::HttpPlan;
 use crate::{internal_redirect, path, HeaderName, Response};
 
-/// A request to run on a FastCGI application.
+/// A request to run on a backend: a FastCGI application, or (with
+/// `program` or `http` set) a CGI program or an HTTP backend.
 pub struct Gateway {
     pub host: usize,
     pub backend: FcgiBackend,

@@ -1,7 +1,8 @@
 //! What every gateway makes of a request's path and headers: the script a
 //! path names and the PATH_INFO after it, request headers as HTTP_*
 //! variables, and which environment variables an application may get.
-//! FastCGI, CGI, rewrite's `-f`-like tests and the gateway routes share it.
+//! FastCGI, CGI, the gateway routes and mod_rewrite (REQUEST_FILENAME and
+//! PATH_INFO as Apache's directory walk splits them) share it.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
