@@ -22,7 +22,7 @@ pub struct Caches {
     /// Idle connections to FastCGI applications (`enablereuse=on`).
     pub backends: Arc<BackendPool>,
     /// Idle connections to HTTP backends, and those in error (ProxyPass http://).
-    pub http_backends: Arc<crate::proxy_http::HttpBackends>,
+    pub http_backends: Arc<crate::proxy_http::connections::HttpBackends>,
     /// The home directories of accounts `/~user/` named.
     pub homes: crate::accounts::Homes,
     /// The response cache's stores this process opened (their entries are

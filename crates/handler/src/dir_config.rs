@@ -124,43 +124,6 @@ impl Effective<'_> {
         matches!(self.access(head, conn, true), Access::Granted)
     }
 
-    /// What the `Require` rules in force (several lines: any grants) make
-    /// of this request. A user's rule authenticates the request's Basic
-    /// credentials; `may_hash` false: a password not already known to
-    /// match is [`Access::MustHash`] rather than hashed here.
-    pub fn access(&self, head: &RequestHead, conn: &ConnInfo, may_hash: bool) -> Access {
-        if conn.tls.is_none() && self.last(|l| l.ssl_require_ssl.as_ref()) == Some(&true) {
-            return Access::Denied;
-        }
-        // mod_access_compat's lines with the Require rules: under Satisfy
-        // All (the default) both must let the client in, under Any either.
-        if let Some(compat) = self.last(|l| l.access_compat.as_ref()) {
-            let passes = compat.allows(conn.useragent.ip());
-            if passes && compat.satisfy_any {
-                return Access::Granted;
-            }
-            // Satisfy Any lets credentials stand in for the address only
-            // where the rules ask for a user (Apache: when the access check
-            // fails and no authentication is required, its failure stands).
-            let credentials_stand_in = compat.satisfy_any && self.require().is_some_and(|rules| rules.iter().any(Require::wants_user));
-            if !passes && !credentials_stand_in {
-                return Access::Denied;
-            }
-        }
-        self.access_by_require(head, conn, may_hash)
-    }
-
-    fn access_by_require(&self, head: &RequestHead, conn: &ConnInfo, may_hash: bool) -> Access {
-        let Some(rules) = self.require() else { return Access::Granted };
-        let mut authz = crate::authz::Authz { dir: self, head, conn, may_hash, user: None };
-        match authz.any(rules) {
-            Err(a) => a,
-            Ok(crate::authz::Verdict::Granted) => Access::Granted,
-            Ok(_) if rules.iter().any(Require::wants_user) => Access::Unauthorized(self.last(|l| l.auth.name.as_deref()).unwrap_or("").to_owned()),
-            Ok(_) => Access::Denied,
-        }
-    }
-
     /// The AuthGroupFile in force.
     pub(crate) fn group_file(&self) -> Option<&std::path::Path> {
         self.last(|l| l.auth.group_file.as_deref())
@@ -213,7 +176,7 @@ impl Effective<'_> {
         }) || self.conditional.iter().any(|c| matches!(c, Conditional::File(..)))
     }
 
-    fn last<'s, T: ?Sized>(&'s self, get: impl Fn(&'s DirConfig) -> Option<&'s T>) -> Option<&'s T> {
+    pub(crate) fn last<'s, T: ?Sized>(&'s self, get: impl Fn(&'s DirConfig) -> Option<&'s T>) -> Option<&'s T> {
         self.layers.iter().rev().find_map(|l| get(l))
     }
 

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use warren_config::error_log_format::{ErrorLogItem, ErrorLogPart};
 use warren_config::LogLevel;
 
-use crate::logs::{civil, error_log_time, DAYS, MONTHS};
+use crate::log_time::{civil, error_log_time, DAYS, MONTHS};
 
 pub(crate) fn default_error_line(level: LogLevel, client: Option<SocketAddr>, message: &str) -> String {
     let mut line = String::with_capacity(96 + message.len());

@@ -9,7 +9,7 @@ use std::path::Path;
 use warren_config::{FcgiBackend, FcgiBackendType, Handler, LogLevel, ProxyPattern};
 
 use crate::dir_config::backend_of;
-use crate::fastcgi::{split_path_info, ScriptTarget};
+use crate::gateway::script::{split_path_info, ScriptTarget};
 use crate::filters::{self, RequestFilters};
 use crate::request::{Request, Route};
 use crate::{Outcome, Site};

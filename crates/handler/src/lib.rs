@@ -24,7 +24,7 @@
 //! - [`Outcome::OffLoop`]: asked of a request routed on the event loop
 //!   ([`Site::handle_on_loop`]) when its routing would run an `.htaccess`
 //!   file's regular expressions: the MPM routes it again on a thread.
-//! - [`Outcome::Gateway`]: a FastCGI request (`fastcgi`), to php-fpm or the
+//! - [`Outcome::Gateway`]: a [`gateway::Gateway`] plan: a FastCGI request (`fastcgi`), to php-fpm or the
 //!   like or to one of warren's own pools (through `warren-pool-api`'s
 //!   `PoolDispatch`, which the `fpm` crate implements): run on
 //!   a thread that owns the connection for its duration, reading the request
@@ -65,7 +65,9 @@
 //!   pages), `internal_redirect` (the head of a request served again for a
 //!   local ErrorDocument or a FastCGI local `Location:`), `symlinks`
 //!   (FollowSymLinks and SymLinksIfOwnerMatch: every link on the way
-//!   checked), `fastcgi/` (the exchange with applications: `params`,
+//!   checked), `gateway/` (the plan FastCGI, CGI and HTTP proxying share:
+//!   [`gateway::Gateway`], why an exchange failed, the script and its
+//!   PATH_INFO), `fastcgi/` (the exchange with applications: `params`,
 //!   `exchange`, `response`, `backend`, `half_close`), `filters/` (the
 //!   response filter stage every answer passes before the MPM writes it),
 //!   `compress` ([`compress::finish`], called as the response leaves for
@@ -76,7 +78,8 @@
 //!   normalising URL paths, and mapping them beneath a root),
 //!   `conditional` (validators, conditional requests, ranges),
 //!   `file_cache` (stat-validated caches of small files' bytes and large
-//!   files' descriptors), `logs` (error and access logs), `root_files`
+//!   files' descriptors), `logs` (error and access logs), `log_time` (their
+//!   dates), `root_files`
 //!   (files root opens by a configured path), `spool` (request bodies held
 //!   whole before the application gets them).
 
@@ -102,11 +105,13 @@ pub mod errors;
 pub mod expr_facts;
 pub mod fastcgi;
 pub mod filters;
+pub mod gateway;
 pub mod gateways;
 pub mod file_cache;
 pub mod htaccess;
 pub mod internal_redirect;
 pub mod listing;
+pub mod log_time;
 pub mod logs;
 pub mod mass;
 pub mod mime;
@@ -300,12 +305,31 @@ impl Response {
 pub enum Outcome {
     Ready(Response),
     Blocking(Box<dyn FnOnce() -> Response + Send>),
-    /// A FastCGI request: the MPM runs it on a thread that may block
+    /// A gateway plan (FastCGI, CGI, HTTP backend): the MPM runs it on a thread that may block
     /// ([`Site::run_gateway`]), giving it the request body as it arrives.
-    Gateway(Box<fastcgi::Gateway>),
+    Gateway(Box<gateway::Gateway>),
     /// Only from [`Site::handle_on_loop`]: the request runs rules a site
     /// owner wrote (an `.htaccess` file's), which may be slow; route it
     /// again with [`Site::handle`] on a thread of its own, where a slow
     /// rule holds only this request.
     OffLoop,
+}
+
+impl Outcome {
+    /// This outcome, marked as an answer not everyone may have (see
+    /// [`Response::restricted`]).
+    pub(crate) fn restricted(self) -> Outcome {
+        match self {
+            Outcome::Ready(mut r) => {
+                r.restricted = true;
+                Outcome::Ready(r)
+            }
+            Outcome::Blocking(work) => Outcome::Blocking(Box::new(move || Response { restricted: true, ..work() })),
+            Outcome::Gateway(mut gw) => {
+                gw.restricted = true;
+                Outcome::Gateway(gw)
+            }
+            Outcome::OffLoop => Outcome::OffLoop,
+        }
+    }
 }

@@ -29,9 +29,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use warren_config::accounts::Account;
 use warren_config::log_target::PipedProgram;
-use warren_config::Origin;
-
-use crate::logs::ErrorLog;
+use warren_config::{LogLevel, Origin};
 
 /// Linux's PIPE_BUF: writes up to this size are atomic.
 const PIPE_BUF: usize = 4096;
@@ -86,11 +84,25 @@ struct Running {
 static PIPED_LOGS: Mutex<Vec<Weak<PipedLog>>> = Mutex::new(Vec::new());
 
 /// Where losses are said: the main error log of the latest configuration.
-static LOSS_REPORTER: Mutex<Option<Weak<ErrorLog>>> = Mutex::new(None);
+static LOSS_REPORTER: Mutex<Option<Weak<dyn Notices>>> = Mutex::new(None);
 
 /// Lines lost in this process since the last report, and when that was.
 static LOST_LINES: AtomicU64 = AtomicU64::new(0);
 static LAST_LOSS_REPORT: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Where a piped log says what befell it (its program's exits and
+/// restarts, lines lost): the main error log, which logs.rs makes say it.
+/// A trait here rather than that error log's type because the error log
+/// writes into piped logs: this file does not import the logs that import it.
+pub trait Notices: Send + Sync {
+    fn notice(&self, level: LogLevel, message: &str);
+}
+
+impl<N: Notices + ?Sized> Notices for Arc<N> {
+    fn notice(&self, level: LogLevel, message: &str) {
+        (**self).notice(level, message);
+    }
+}
 
 /// In a server child, just forked: every pipe's reading end is made
 /// /dev/null, so that a child (whose code a tenant may run) cannot read
@@ -196,9 +208,8 @@ impl PipedLog {
         LOST_LINES.fetch_sub(total, Ordering::Relaxed);
         let reporter = LOSS_REPORTER.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(Weak::upgrade);
         if let Some(log) = reporter {
-            log.log(
-                warren_config::LogLevel::Error,
-                None,
+            log.notice(
+                LogLevel::Error,
                 &format!("{}: {total} log lines lost: the piped-log program has not read its pipe for {} s", self.described(), FULL_PIPE_WAIT.as_secs()),
             );
         }
@@ -255,7 +266,7 @@ impl PipedLog {
 
     /// The program `pid` ended (`how`): starts another, at once or after
     /// the delay its quick exits earned.
-    fn ended(&self, how: &str, log: &ErrorLog) {
+    fn ended(&self, how: &str, log: &dyn Notices) {
         let delay = {
             let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
             running.pid = None;
@@ -268,9 +279,8 @@ impl PipedLog {
             running.next_start = Some(Instant::now() + delay);
             delay
         };
-        log.log(
-            warren_config::LogLevel::Warn,
-            None,
+        log.notice(
+            LogLevel::Warn,
             &format!("{}: the piped-log program exited ({how}); restarting it in {} s, lines written meanwhile wait in its pipe", self.described(), delay.as_secs()),
         );
         if delay.is_zero() {
@@ -278,7 +288,7 @@ impl PipedLog {
         }
     }
 
-    fn restart(&self, log: &ErrorLog) {
+    fn restart(&self, log: &dyn Notices) {
         if let Err(e) = self.start() {
             let delay = {
                 let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
@@ -287,7 +297,7 @@ impl PipedLog {
                 running.next_start = Some(Instant::now() + delay);
                 delay
             };
-            log.log(warren_config::LogLevel::Error, None, &format!("{}: cannot restart the piped-log program: {e}; trying again in {} s", self.described(), delay.as_secs()));
+            log.notice(LogLevel::Error, &format!("{}: cannot restart the piped-log program: {e}; trying again in {} s", self.described(), delay.as_secs()));
         }
     }
 
@@ -336,7 +346,7 @@ fn exited_within(pid: Pid, wait: Duration) -> Option<String> {
 
 /// The parent reaped `pid`: if it was a piped-log program, another is
 /// started (now or later, see [`restart_due`]) and true is returned.
-pub fn reaped(pid: Pid, how: &str, log: &ErrorLog) -> bool {
+pub fn reaped(pid: Pid, how: &str, log: &dyn Notices) -> bool {
     let found = live_logs().into_iter().find(|l| l.runs(pid));
     match found {
         Some(l) => {
@@ -348,7 +358,7 @@ pub fn reaped(pid: Pid, how: &str, log: &ErrorLog) -> bool {
 }
 
 /// Starts the programs whose restart delay has passed (the parent, each second).
-pub fn restart_due(log: &ErrorLog) {
+pub fn restart_due(log: &dyn Notices) {
     let now = Instant::now();
     for l in live_logs().into_iter().filter(|l| l.due(now)) {
         l.restart(log);
@@ -356,8 +366,10 @@ pub fn restart_due(log: &ErrorLog) {
 }
 
 /// Says lost lines in `log` (the latest configuration's main error log).
-pub fn report_losses_to(log: &Arc<ErrorLog>) {
-    *LOSS_REPORTER.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(log));
+pub fn report_losses_to<L: Notices + 'static>(log: &Arc<L>) {
+    let log: Weak<L> = Arc::downgrade(log);
+    let log: Weak<dyn Notices> = log;
+    *LOSS_REPORTER.lock().unwrap_or_else(|p| p.into_inner()) = Some(log);
 }
 
 /// At the server's stop, once its children are gone: closes the pipes, so

@@ -85,7 +85,7 @@ impl Site {
 
     /// [`Site::route`], a stored answer looked up after the access checks
     /// when `cache_after_access` (CacheQuickHandler Off).
-    pub(crate) fn route_with(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool, cache_after_access: Option<&crate::response_cache::AfterAccess>) -> Outcome {
+    pub(crate) fn route_with(&self, head: &RequestHead, conn: &ConnInfo, on_loop: bool, cache_after_access: Option<&crate::response_cache::lookup::AfterAccess>) -> Outcome {
         let rules_deadline = warren_rewrite::CpuDeadline::after(RULES_TIME_BUDGET);
         let req = self.request(head, conn);
         let req = Request { pass: Pass { rules_deadline: Some(&rules_deadline), on_loop, cache_after_access, ..req.pass }, ..req };
@@ -176,7 +176,7 @@ impl Site {
             None => {
                 // ProxyPass and ProxyPassMatch take any method to the application.
                 if let Some(o) = self.proxy_route(req, url, query) {
-                    return if self.kept_from_cache(req, url, None, false) { restricted(o) } else { o };
+                    return if self.kept_from_cache(req, url, None, false) { o.restricted() } else { o };
                 }
                 // mod_alias: redirects before the aliases (fs_path), whatever their order.
                 if let Some(r) = self.url_redirect(req, &self.hosts[host].config.dir.redirects, url, query) {
@@ -199,7 +199,7 @@ impl Site {
         let kept_from_cache = self.kept_from_cache(req, url, Some(&fs), rewritten_to_file);
         let outcome = self.access(req, url, query, fs, dir, may_fall_back, rewritten_to_file);
         if kept_from_cache {
-            return restricted(outcome);
+            return outcome.restricted();
         }
         outcome
     }
@@ -504,22 +504,5 @@ impl Site {
         let url = path::lookup_url(head.path_and_query());
         let fs = self.lookup_fs_path(req, &url);
         self.effective(host, Some(&fs), &url).limit_request_body()
-    }
-}
-
-/// `outcome`, marked as an answer not everyone may have (see
-/// [`crate::Response::restricted`]).
-pub(crate) fn restricted(outcome: Outcome) -> Outcome {
-    match outcome {
-        Outcome::Ready(mut r) => {
-            r.restricted = true;
-            Outcome::Ready(r)
-        }
-        Outcome::Blocking(work) => Outcome::Blocking(Box::new(move || Response { restricted: true, ..work() })),
-        Outcome::Gateway(mut gw) => {
-            gw.restricted = true;
-            Outcome::Gateway(gw)
-        }
-        Outcome::OffLoop => Outcome::OffLoop,
     }
 }

@@ -5,14 +5,14 @@
 use warren_config::{Handler, PoolConfig};
 
 use crate::dir_config::{backend_of, Effective};
-use crate::fastcgi::ScriptTarget;
+use crate::gateway::script::ScriptTarget;
 use crate::filters::{self, RequestFilters};
 use crate::request::Request;
 use crate::{Body, Outcome, Response, Site};
 pub use warren_pool_api::{PoolStatus, ProcessStatus};
 
 fn http_time(secs: u64) -> String {
-    crate::logs::clf_time(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+    crate::log_time::clf_time(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
 fn json_str(s: &str) -> String {

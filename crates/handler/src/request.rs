@@ -42,7 +42,7 @@ pub struct Pass<'a> {
     pub on_loop: bool,
     /// CacheQuickHandler Off: the stored answer looked up once the access
     /// checks let the client in (response_cache.rs).
-    pub cache_after_access: Option<&'a crate::response_cache::AfterAccess>,
+    pub cache_after_access: Option<&'a crate::response_cache::lookup::AfterAccess>,
 }
 
 impl<'a> Request<'a> {

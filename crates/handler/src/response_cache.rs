@@ -18,7 +18,7 @@
 //!   the pipeline returns it; an application's answer (FastCGI, warren's
 //!   pools, CGI, HTTP backends) is read ahead on the gateway's thread up to
 //!   the largest entry ([`Capture`], installed on the
-//!   [`Gateway`](crate::fastcgi::Gateway) and run by `Site::run_gateway`)
+//!   [`Gateway`](crate::gateway::Gateway) and run by `Site::run_gateway`)
 //!   and stored when whole; a larger one goes out as it comes. A stale entry with a validator is revalidated:
 //!   the application gets If-None-Match / If-Modified-Since, and its 304
 //!   refreshes the entry; a static file whose validators are still the
@@ -46,7 +46,8 @@
 //!
 //! Beside this file: response_cache_store.rs (the store step and
 //! [`Capture`]), response_cache_admin.rs (counts for server-status and
-//! metrics, `warren cache purge`), response_cache_coding.rs (compressed hits).
+//! metrics, `warren cache purge`), response_cache_coding.rs (compressed hits),
+//! response_cache_lookup.rs ([`AfterAccess`], which a request carries).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -69,10 +70,13 @@ use crate::{path, Body, BodySource, ConnInfo, HeaderName, Outcome, Request, Resp
 mod store;
 #[path = "response_cache_admin.rs"]
 mod admin;
+#[path = "response_cache_lookup.rs"]
+pub(crate) mod lookup;
 
 pub use store::Capture;
 pub(crate) use admin::CountsPage;
 use admin::purge_target;
+use lookup::AfterAccess;
 use store::{no_cache_set, store_answer, warn_malformed};
 
 /// The total size a `disk` cache keeps its CacheRoot within.
@@ -102,25 +106,6 @@ struct Plan {
     /// The request's environment says `no-gzip` (or `no-brotli`): a hit
     /// goes out as stored, never compressed.
     no_coding: bool,
-}
-
-/// CacheQuickHandler Off: the entry the pipeline's handler stage looks
-/// up, and what it found there.
-pub struct AfterAccess {
-    store: Arc<Store>,
-    key: String,
-    /// The client's Cache-Control refuses a stored answer.
-    refuses: bool,
-    /// The access checks let the client in: the cache has its say.
-    passed: Cell<bool>,
-    hit: Cell<bool>,
-    stale: RefCell<Option<Entry>>,
-}
-
-impl std::fmt::Debug for AfterAccess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AfterAccess").field("key", &self.key).finish_non_exhaustive()
-    }
 }
 
 /// Whether an answer to this request may be stored at all: a GET without

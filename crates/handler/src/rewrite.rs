@@ -199,7 +199,7 @@ impl Site {
         // Apache's directory walk has split the path at a file before the
         // rules run: REQUEST_FILENAME (and `-f`) is `/xmlrpc.php` of
         // `/xmlrpc.php/extra/path`, the rest its PATH_INFO.
-        let (file, path_info) = match crate::fastcgi::split_path_info(fs) {
+        let (file, path_info) = match crate::gateway::script::split_path_info(fs) {
             Some((_, rest)) => fs_text.split_at(fs_text.len() - rest),
             _ => (fs_text.as_ref(), ""),
         };
@@ -456,7 +456,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
     fn variable(&self, name: &str) -> Option<String> {
         let Request { head, conn, host, .. } = self.req;
         let h = &self.site.hosts[host];
-        let time = || crate::logs::civil(std::time::SystemTime::now());
+        let time = || crate::log_time::civil(std::time::SystemTime::now());
         Some(match name {
             "REQUEST_URI" => self.uri.to_string(),
             "REQUEST_METHOD" => head.method().to_string(),
@@ -474,7 +474,7 @@ impl warren_rewrite::Request for Vars<'_, '_> {
             "REMOTE_PORT" => conn.peer.port().to_string(),
             "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => self.site.document_root_text(self.req),
             "PATH_INFO" => {
-                let (_, rest) = crate::fastcgi::split_path_info(self.fs?)?;
+                let (_, rest) = crate::gateway::script::split_path_info(self.fs?)?;
                 let fs = self.fs?.to_string_lossy();
                 fs[fs.len() - rest..].to_string()
             }

@@ -187,7 +187,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
                 }
             }
         };
-        let outcome = if kept_from_cache { crate::pipeline::restricted(outcome) } else { outcome };
+        let outcome = if kept_from_cache { outcome.restricted() } else { outcome };
         return crate::filters::attach(outcome, filters, req.head);
     }
     if refused_link {

@@ -42,13 +42,13 @@ impl Syslog {
 }
 
 fn datagram(facility: u8, level: LogLevel, at: SystemTime, pid: u32, message: &str) -> String {
-    let c = crate::logs::civil(at);
+    let c = crate::log_time::civil(at);
     // A message cannot end one datagram and begin a forged next one.
     let message = message.replace(['\n', '\r'], " ");
     format!(
         "<{}>{} {:>2} {:02}:{:02}:{:02} warren[{pid}]: {message}",
         u32::from(facility) * 8 + u32::from(level.number().min(7)),
-        crate::logs::MONTHS[c.month as usize - 1],
+        crate::log_time::MONTHS[c.month as usize - 1],
         c.day,
         c.hour,
         c.min,

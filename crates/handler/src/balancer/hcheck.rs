@@ -18,7 +18,7 @@ use warren_config::balancer::{Balancer, HcMethod, HealthCheck, Member};
 use warren_config::LogLevel;
 
 use super::{Balancers, SharedState};
-use crate::fastcgi::BackendStream;
+use crate::gateway::stream::BackendStream;
 use crate::logs::ErrorLog;
 
 /// How often the checker thread wakes: the finest hcinterval it keeps.

@@ -15,7 +15,7 @@ use warren_config::{FcgiAddr, LogLevel, ProxyTarget};
 use warren_http::RequestHead;
 
 use super::{Elected, NoMember, SharedState};
-use crate::fastcgi::Gateway;
+use crate::gateway::Gateway;
 use crate::filters::RequestFilters;
 use crate::spool::Spooled;
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};

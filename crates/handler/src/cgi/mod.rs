@@ -15,10 +15,12 @@
 //! The plan is a FastCGI [`Gateway`] carrying a [`Program`]: the MPMs run
 //! it where blocking is fine, as they run FastCGI requests.
 //!
+//! - `program`: what a gateway plan carries for a CGI program.
 //! - `spawner`: the process that starts programs, and how workers ask it.
 //! - `suexec`: who a program runs as, and what may not run.
 //! - `run`: one program's exchange, and the ScriptLog.
 
+pub mod program;
 pub mod spawner;
 pub mod suexec;
 mod run;
@@ -28,21 +30,11 @@ use std::path::{Path, PathBuf};
 
 use warren_config::{FcgiAddr, FcgiBackend, LogLevel};
 
-use crate::fastcgi::{split_path_info, Gateway, ScriptTarget};
+use crate::gateway::script::{split_path_info, ScriptTarget};
+use crate::gateway::Gateway;
 use crate::request::Route;
+use program::Program;
 use crate::{Outcome, Site};
-
-/// What makes a gateway plan a CGI program's.
-pub struct Program {
-    /// The tree the program must be in (suexec's check).
-    root: PathBuf,
-    /// Whether that tree is a ScriptAlias's (the administrator's).
-    tree: suexec::Tree,
-    /// `nph-`: its output is the whole HTTP answer, status line first.
-    nph: bool,
-    /// `SuexecUserGroup` of the host.
-    user_group: Option<(String, String)>,
-}
 
 impl Site {
     /// The CGI program `route` names, if it names one: the file, or the

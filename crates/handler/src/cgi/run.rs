@@ -18,7 +18,9 @@ use warren_http::RequestHead;
 use super::spawner::{self, Launch, Running};
 use crate::fastcgi::exchange::{discard, spool, NoBody, Reply};
 use crate::fastcgi::response::{cgi_head, BlockScan};
-use crate::fastcgi::{CgiHead, Gateway, GatewayError};
+use crate::fastcgi::response::CgiHead;
+use crate::gateway::error::GatewayError;
+use crate::gateway::Gateway;
 use crate::spool::Spooled;
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 

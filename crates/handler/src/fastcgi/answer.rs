@@ -12,7 +12,9 @@
 
 use std::io::{self, Read};
 
-use super::{Gateway, GatewayError, Piece, PoolLease, ResponseReader};
+use super::{Piece, PoolLease, ResponseReader};
+use crate::gateway::error::GatewayError;
+use crate::gateway::Gateway;
 use crate::{Body, Response};
 
 /// Where the body of an answer goes once its head has gone out.

@@ -10,8 +10,12 @@ use warren_config::{FcgiAddr, LogLevel};
 use warren_fcgi::Client;
 use warren_http::{HttpError, RequestHead};
 
-use super::backend::{describe, BackendPool, BackendStream};
-use super::{internal_redirect, Answer, AtHead, Failure, Gateway, GatewayError, PoolBusy, PoolLease, Pulled, Pumped, ResponseReader};
+use super::backend::BackendPool;
+use crate::gateway::stream::{describe, BackendStream};
+use crate::gateway::error::GatewayError;
+use crate::gateway::Gateway;
+use crate::internal_redirect;
+use super::{Answer, AtHead, Failure, PoolBusy, PoolLease, Pulled, Pumped, ResponseReader};
 use crate::spool::{Spool, Spooled};
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 

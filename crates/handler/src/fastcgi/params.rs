@@ -2,25 +2,17 @@
 //! of RFC 3875 and those PHP expects, and which part of the path is the
 //! script.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use warren_config::FcgiBackend;
 
 use super::php_settings::PhpParams;
-use super::Gateway;
+use crate::gateway::script::{from_environment, http_params, ScriptTarget};
+use crate::gateway::Gateway;
 use crate::logs::strip_port;
 use crate::dir_config::Effective;
 use crate::{HeaderName, Outcome, Request, Site};
 
-/// Where a request maps: the script and the rest of the path after it.
-pub struct ScriptTarget<'a> {
-    /// SCRIPT_FILENAME: the file (or the backend's path) to run.
-    pub filename: String,
-    /// SCRIPT_NAME: the URL path of the script.
-    pub name: &'a [u8],
-    /// PATH_INFO: what follows the script in the URL path (may be empty).
-    pub path_info: &'a [u8],
-}
 impl Site {
     /// The plan for running `target` on `backend`; `dir` is the
     /// configuration merged for it, when routing has it.
@@ -152,59 +144,3 @@ impl Site {
     }
 
 }
-
-/// Whether the request's environment may give the application `name`:
-/// not one of the server's own variables, which the directives that set
-/// variables refuse, so the only ones here are the REDIRECT_* an internal
-/// redirect renamed (REDIRECT_STATUS the status of the request it left).
-pub(super) fn from_environment(name: &str) -> bool {
-    !warren_config::env_vars::is_server_variable(name) || name.starts_with("REDIRECT_")
-}
-
-/// Every request header but Content-Type and Content-Length as HTTP_*:
-/// repeated ones joined, as one field. Proxy is left out (httpoxy,
-/// CVE-2016-5385); names with `_` too, so that `X_Forwarded_For` cannot
-/// pose as `X-Forwarded-For`.
-pub(super) fn http_params<'h>(headers: impl Iterator<Item = (&'h [u8], &'h [u8])>) -> impl Iterator<Item = (HeaderName, Vec<u8>)> {
-    let mut http: Vec<(String, Vec<u8>)> = Vec::new();
-    for (name, value) in headers {
-        if name.eq_ignore_ascii_case(b"content-type") || name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"proxy") {
-            continue;
-        }
-        if !name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-') {
-            continue;
-        }
-        let mut var = String::with_capacity(5 + name.len());
-        var.push_str("HTTP_");
-        var.extend(name.iter().map(|&b| if b == b'-' { '_' } else { b.to_ascii_uppercase() as char }));
-        match http.iter_mut().find(|(n, _)| *n == var) {
-            Some((_, v)) => {
-                v.extend_from_slice(if var == "HTTP_COOKIE" { b"; " } else { b", " });
-                v.extend_from_slice(value);
-            }
-            None => http.push((var, value.to_vec())),
-        }
-    }
-    http.into_iter().map(|(n, v)| (HeaderName::Owned(n), v))
-}
-
-/// The script of a request whose URL path goes on past a file
-/// (`/index.php/a/b`): the longest leading part that is a regular file.
-pub fn split_path_info(fs: &Path) -> Option<(PathBuf, usize)> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = fs.as_os_str().as_bytes();
-    let mut cut = bytes.len();
-    while let Some(slash) = bytes[..cut].iter().rposition(|&b| b == b'/') {
-        if slash == 0 {
-            return None;
-        }
-        let candidate = Path::new(std::ffi::OsStr::from_bytes(&bytes[..slash]));
-        match std::fs::metadata(candidate) {
-            Ok(m) if m.is_file() => return Some((candidate.to_path_buf(), bytes.len() - slash)),
-            Ok(_) => return None,
-            Err(_) => cut = slash,
-        }
-    }
-    None
-}
-

@@ -8,7 +8,7 @@ use warren_config::LogLevel;
 use warren_fcgi::record::{self, RecordType};
 use warren_fcgi::{ProtocolStatus, RecordReader};
 
-use super::GatewayError;
+use crate::gateway::error::GatewayError;
 use crate::logs::ErrorLog;
 use crate::HeaderName;
 

@@ -1,11 +1,11 @@
 //! A child's connections to HTTP backends: the idle ones kept for reuse
 //! (at most `max=` per backend, else as many as were in use at once, none older than `ttl=`), new ones opened
 //! within `connectiontimeout=` (with the TLS handshake for an `https://`
-//! backend, [`HttpStream`]), and the backends that refused a connection
+//! backend, [`HttpStream`](super::stream::HttpStream)), and the backends that refused a connection
 //! lately, answered 503 without being tried until their `retry=` time has
 //! passed (Apache's worker "in error state").
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,8 @@ use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use warren_config::proxy_http::{HttpOrigin, ProxyTls};
 use warren_config::FcgiAddr;
 
-use crate::fastcgi::BackendStream;
+use super::stream::HttpStream;
+use crate::gateway::stream::BackendStream;
 
 #[derive(Default)]
 pub struct HttpBackends {
@@ -60,72 +61,6 @@ pub enum ConnectError {
     /// It was reached, but TLS failed: the certificate refused, the
     /// handshake broken, or the client configuration unmakeable.
     Tls(String),
-}
-
-/// A backend connection: plain, or TLS over it.
-pub enum HttpStream {
-    Plain(BackendStream),
-    Tls(Box<StreamOwned<ClientConnection, BackendStream>>),
-}
-
-impl HttpStream {
-    fn socket(&self) -> &BackendStream {
-        match self {
-            HttpStream::Plain(s) => s,
-            HttpStream::Tls(t) => &t.sock,
-        }
-    }
-
-    pub fn set_timeouts(&self, t: Duration) -> io::Result<()> {
-        self.socket().set_timeouts(t)
-    }
-
-    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
-        self.socket().set_nonblocking(on)
-    }
-
-    /// Neither closed nor sent on: for TLS, a close_notify or anything
-    /// else arriving on an idle connection also makes it unusable.
-    fn idle_and_open(&self) -> bool {
-        self.socket().idle_and_open()
-    }
-}
-
-impl std::os::fd::AsFd for HttpStream {
-    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.socket().fd()
-    }
-}
-
-impl Read for HttpStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            HttpStream::Plain(s) => s.read(buf),
-            // Many backends close without a close_notify; the answer's own
-            // framing (Content-Length, chunked) still tells a cut-short
-            // body, so a bare close ends the stream as on plain TCP.
-            HttpStream::Tls(t) => match t.read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
-                other => other,
-            },
-        }
-    }
-}
-
-impl Write for HttpStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            HttpStream::Plain(s) => s.write(buf),
-            HttpStream::Tls(t) => t.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            HttpStream::Plain(s) => s.flush(),
-            HttpStream::Tls(t) => t.flush(),
-        }
-    }
 }
 
 fn key(addr: &FcgiAddr, origin: &HttpOrigin, tls: &ProxyTls) -> Key {

@@ -20,15 +20,18 @@
 //! or a body cut short 502. A body cut short once the answer has begun
 //! makes the MPM close the client's connection.
 //!
-//! Beside it: [`relay`], the same exchange sans-IO for the event loop;
+//! Beside it: [`plan`], what a gateway plan carries for an HTTP backend; [`relay`], the same exchange sans-IO for the event loop;
+//! [`stream`], a connection to a backend (plain or TLS) every part reads;
 //! [`tunnel`], a WebSocket upgrade's tunnel and the places a child gives
 //! tunnels; [`tunnel_clients`], the server-wide count of each client's
 //! tunnels in shared memory (ProxyWebsocketMaxPerClient).
 
 pub mod connections;
+pub mod plan;
 pub mod relay;
 pub mod request;
 pub mod response;
+pub mod stream;
 pub mod tunnel;
 pub mod tunnel_clients;
 
@@ -38,11 +41,13 @@ use warren_config::{FcgiAddr, LogLevel, ProxyTarget};
 use warren_http::{BodyFraming, RequestHead};
 
 use crate::fastcgi::exchange::discard;
-use crate::fastcgi::{Gateway, GatewayError};
+use crate::gateway::error::GatewayError;
+use crate::gateway::Gateway;
 use crate::{Body, BodySource, ConnInfo, Outcome, Request, RequestBody, Response, Site};
 
 use connections::ConnectError;
-pub use connections::HttpBackends;
+use plan::HttpPlan;
+use connections::HttpBackends;
 use request::{BodyWriter, Forwarding};
 use response::{BodyReader, Framing, Parsed};
 
@@ -53,17 +58,6 @@ const IO_BUF: usize = 16 * 1024;
 /// After a failed exchange, at most this much of the client's body is read
 /// to keep its connection; a longer one closes it.
 const LEFT_TO_DRAIN: u64 = 64 * 1024;
-
-/// What makes a gateway plan an HTTP backend's.
-#[derive(Clone)]
-pub struct HttpPlan {
-    pub origin: HttpOrigin,
-    /// The request line's target on the backend: path (encoded) and query.
-    pub target: String,
-    /// Under the event MPM, the place of an upload whose client waits for
-    /// the backend's 100 Continue among those a child's threads may hold.
-    continue_slot: Option<std::sync::Arc<tunnel::TunnelSlot>>,
-}
 
 impl Site {
     /// The plan for `route`'s HTTP backend, `path` being the backend's URL
@@ -375,7 +369,7 @@ impl Site {
     }
 }
 
-type BackendConn = connections::HttpStream;
+type BackendConn = stream::HttpStream;
 
 /// Whether a request may be sent twice: nothing of it is lost if a kept
 /// connection turns out closed (RFC 9110 9.2.2).

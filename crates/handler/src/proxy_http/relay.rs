@@ -18,7 +18,8 @@ use warren_http::{BodyFraming, RequestHead};
 use super::request::BodyWriter;
 use super::response::{self, BodyReader, Framing, Parsed};
 use super::{Answered, READ_WHOLE};
-use crate::fastcgi::{Gateway, GatewayError};
+use crate::gateway::error::GatewayError;
+use crate::gateway::Gateway;
 use crate::{Body, ConnInfo, Response, Site};
 
 /// One exchange with an HTTP backend, driven by the loop.

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::connections::HttpStream;
+use super::stream::HttpStream;
 use super::tunnel_clients::{ClientPlace, ClientTunnels};
 use crate::logs::ErrorLog;
 use warren_config::LogLevel;
@@ -541,7 +541,7 @@ mod tests {
         let slots = Arc::new(TunnelSlots::default());
         let log = Arc::new(ErrorLog::open(None, None, LogLevel::Warn).unwrap());
         let tunnel = Tunnel {
-            backend: HttpStream::Plain(crate::fastcgi::BackendStream::Unix(backend)),
+            backend: HttpStream::Plain(crate::gateway::stream::BackendStream::Unix(backend)),
             early: Vec::new(),
             idle: Duration::from_secs(60),
             name: "test".into(),

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use warren_handler::fastcgi::GatewayError;
+use warren_handler::gateway::error::GatewayError;
 use warren_http::h1::Expiry;
 use warren_http::Phase;
 

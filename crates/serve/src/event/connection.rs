@@ -8,7 +8,7 @@ use crate::client_stream::ClientStream;
 use std::time::{Duration, Instant};
 
 use nix::sys::epoll::EpollFlags;
-use warren_handler::fastcgi::Gateway;
+use warren_handler::gateway::Gateway;
 use warren_handler::spool::{Spool, Spooled};
 use warren_handler::{ConnInfo, Outcome, Response, Site};
 use warren_http::h1::{BodyState, Connection, Poll};

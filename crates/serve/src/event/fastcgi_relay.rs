@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
 use warren_config::FcgiAddr;
-use warren_handler::fastcgi::{AtHead, Failure, Gateway, GatewayError, PoolBusy, Pumped, ResponseSink};
+use warren_handler::fastcgi::{AtHead, Failure, PoolBusy, Pumped, ResponseSink};
+use warren_handler::gateway::error::GatewayError;
+use warren_handler::gateway::Gateway;
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, Outcome, Response};
 use warren_http::h1::Connection;

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nix::sys::epoll::EpollFlags;
-use warren_handler::fastcgi::{GatewayError, ResponseSink};
+use warren_handler::fastcgi::ResponseSink;
+use warren_handler::gateway::error::GatewayError;
 use warren_handler::proxy_http::relay::{connect_timeout, Event, Failed, HttpRelay};
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, ConnInfo, Outcome, Site};

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nix::sys::epoll::{EpollEvent, EpollFlags};
-use warren_handler::fastcgi::{AtHead, Failure, GatewayError, Pumped, ResponseSink};
+use warren_handler::fastcgi::{AtHead, Failure, Pumped, ResponseSink};
+use warren_handler::gateway::error::GatewayError;
 use warren_handler::filters::Timing;
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, ConnInfo, Outcome};

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use crate::client_stream::ClientStream;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
-use warren_handler::fastcgi::Gateway;
+use warren_handler::gateway::Gateway;
 use warren_handler::proxy_http::response::Interim;
 use warren_handler::spool::Spooled;
 use warren_handler::{Body, BodySource, ConnInfo, Outcome, Response, Site};

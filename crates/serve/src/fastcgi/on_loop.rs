@@ -16,7 +16,9 @@ use std::sync::Arc;
 use socket2::{Domain, SockAddr, Socket, Type};
 use warren_config::FcgiAddr;
 
-use warren_handler::fastcgi::{Answer, Failure, Gateway, GatewayError, HalfClose, PoolDispatch, PoolLease};
+use warren_handler::fastcgi::{Answer, Failure, HalfClose, PoolDispatch, PoolLease};
+use warren_handler::gateway::error::GatewayError;
+use warren_handler::gateway::Gateway;
 use warren_handler::BodySource;
 
 use crate::fastcgi::sink::BodyFraming;

@@ -9,7 +9,8 @@ use crate::client_stream::ClientStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use warren_handler::fastcgi::{Gateway, ResponseSink};
+use warren_handler::fastcgi::ResponseSink;
+use warren_handler::gateway::Gateway;
 use warren_handler::proxy_http::tunnel::TunnelPeer;
 use warren_handler::spool::Spooled;
 use warren_handler::{BodySource, ConnInfo, Site};

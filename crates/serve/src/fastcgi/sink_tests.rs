@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use warren_config::{FcgiAddr, FcgiBackend, LogLevel};
 use warren_fcgi::record::{self, ProtocolStatus, RecordType};
-use warren_handler::fastcgi::{Answer, AtHead, Gateway, Pumped, ResponseReader, ResponseSink};
+use warren_handler::fastcgi::{Answer, AtHead, Pumped, ResponseReader, ResponseSink};
+use warren_handler::gateway::Gateway;
 use warren_handler::logs::ErrorLog;
 use warren_handler::Body;
 use warren_http::h1::{BodyFramer, Framing};

@@ -11,7 +11,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
 
-use warren_handler::fastcgi::Gateway;
+use warren_handler::gateway::Gateway;
 use warren_handler::proxy_http::response::Interim;
 use warren_handler::site::LogWriters;
 use warren_handler::spool::{Spool, Spooled};
