@@ -26,7 +26,7 @@
 use std::os::fd::AsFd;
 use std::time::Instant;
 
-use warren_handler::fastcgi::Gateway;
+use warren_handler::gateway::Gateway;
 use warren_handler::proxy_http::CONTINUE_WAIT;
 use warren_http::h1::{BodyState, Expiry};
 use warren_http::response::CONTINUE;
