@@ -4,10 +4,10 @@ message round trip through HTTP/1.1 tunnels (the tunnels as bench/ws_idle.py
 opens them, to its echo backend).
 
   ws_echo.py PORT PATH N SAMPLES BEFORE_CMD AFTER_CMD
-      Opens N tunnels, runs BEFORE_CMD (bash -c; its first word, a number:
+      Opens N tunnels, runs BEFORE_CMD (bash -c; its first word is kept:
       e.g. the server's CPU ticks), times SAMPLES round trips of a 32-byte
       message, each on a tunnel picked at random, runs AFTER_CMD (its first
-      word, a number, likewise). Prints:
+      word kept likewise). Prints:
       OPENED BEFORE AFTER RTT_MEDIAN_US RTT_P99_US WALL_S
 Every wait is bounded (10 s socket timeouts, 120 s to open the tunnels).
 """
