@@ -472,6 +472,17 @@ CONF
     sed -i "s/worker_connections 4096;/worker_connections $((2 * N + 1000));/; s/^worker_processes 2;/worker_processes 2;\nworker_rlimit_nofile $((2 * N + 2000));/" "$WORK/nginx.conf"
 }
 
+# start_ws_tunnel_server NAME: starts NAME (warren-event or nginx) with
+# ws_tunnel_confs' configuration, its tunnels' port in WS_PORT; 1, with
+# the reason printed, if it did not start.
+start_ws_tunnel_server() {
+    WS_PORT=$PORT
+    [ "$1" = nginx ] && WS_PORT=$((PORT + 1))
+    start_server "$1" "http://127.0.0.1:$PORT" && return 0
+    echo "$1: ${WHY[$1]}"
+    return 1
+}
+
 # start_nginx_file_backend: the proxied backend of compare_proxy.sh and
 # proxy_h2_cpu.sh: nginx, one worker, serving DOCROOT's files on
 # BACKEND_PORT with kept connections; stopped (BACKEND_PID) on exit,

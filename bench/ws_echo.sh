@@ -74,21 +74,16 @@ echo "ws-echo: $N tunnels, $SAMPLES round trips of 32 bytes a run, $ROUNDS round
 [ "${STRACE:-0}" = 1 ] || printf '%-6s %-8s %8s %8s %14s %10s %12s %12s\n' round server tunnels ticks "CPU µs/trip" "of it sys" "rtt med µs" "rtt p99 µs"
 for round in $(seq 1 "$ROUNDS"); do
     for server in warren-event nginx; do
-        port=$PORT
-        [ "$server" = nginx ] && port=$((PORT + 1))
-        if ! start_server "$server" "http://127.0.0.1:$PORT"; then
-            echo "$server: ${WHY[$server]}"
-            continue
-        fi
+        start_ws_tunnel_server "$server" || continue
         if [ "${STRACE:-0}" = 1 ]; then
             out=$WORK/$server.$round.strace
-            read -r opened _ _ med p99 _ <<<"$("$PY" bench/ws_echo.py "$port" /ws/ "$N" "$SAMPLES" "strace_start $SERVER_PID $out" "strace_stop $out")"
+            read -r opened _ _ med p99 _ <<<"$("$PY" bench/ws_echo.py "$WS_PORT" /ws/ "$N" "$SAMPLES" "strace_start $SERVER_PID $out" "strace_stop $out")"
             echo "round $round ${server%-event}: $opened tunnels, per round trip (strace: median $med µs, p99 $p99):"
             # strace -c's rows: % time, seconds, usecs/call, calls, [errors,] syscall.
             awk -v n="$SAMPLES" '$1 ~ /^[0-9.]+$/ && $NF != "total" { calls = $4; errors = (NF == 6) ? $5 : 0; total += calls; printf "    %-16s %6.2f calls %6.2f failed\n", $NF, calls / n, errors / n }
                 END { printf "    %-16s %6.2f calls\n", "all", total / n }' "$out"
         else
-            read -r opened before after med p99 _ <<<"$("$PY" bench/ws_echo.py "$port" /ws/ "$N" "$SAMPLES" "user_sys $SERVER_PID" "user_sys $SERVER_PID")"
+            read -r opened before after med p99 _ <<<"$("$PY" bench/ws_echo.py "$WS_PORT" /ws/ "$N" "$SAMPLES" "user_sys $SERVER_PID" "user_sys $SERVER_PID")"
             printf '%-6s %-8s %8s %s %12s %12s\n' "$round" "${server%-event}" "$opened" \
                 "$(awk -v b="$before" -v a="$after" -v n="$SAMPLES" -v hz="$hz" 'BEGIN { split(b, x, ","); split(a, y, ","); t = y[1] + y[2] - x[1] - x[2]; s = y[2] - x[2]
                     printf "%8d %14.1f %9.0f%%", t, t * 1e6 / hz / n, t ? 100 * s / t : 0 }')" "$med" "$p99"

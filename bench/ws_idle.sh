@@ -39,14 +39,9 @@ measure() { # name port
 echo "ws-idle: $N tunnels, $SAMPLES round trips; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); warren $("$WARREN" --version | awk '{print $2}'), $(nginx -v 2>&1 | sed 's|.*/|nginx |')"
 printf '%-8s %8s %10s %12s %12s %12s\n' server tunnels "PSS kB" "idle PSS kB" "rtt med µs" "rtt p99 µs"
 for server in warren-event nginx; do
-    port=$PORT
-    [ "$server" = nginx ] && port=$((PORT + 1))
-    if ! start_server "$server" "http://127.0.0.1:$PORT"; then
-        echo "$server: ${WHY[$server]}"
-        continue
-    fi
+    start_ws_tunnel_server "$server" || continue
     idle=$(pss "$SERVER_PID")
-    read -r name opened kb med p99 <<<"$(measure "$server" "$port")"
+    read -r name opened kb med p99 <<<"$(measure "$server" "$WS_PORT")"
     printf '%-8s %8s %10s %12s %12s %12s\n' "${name%-event}" "$opened" "$kb" "$idle" "$med" "$p99"
     stop_server
 done
