@@ -450,6 +450,47 @@ start_ws_echo_backend() {
     BACKEND=$(cat "$WORK/backend.port")
 }
 
+# ws_tunnel_confs N: WORK/warren-event.conf and WORK/nginx.conf for N
+# WebSocket tunnels to the echo backend on BACKEND (start_ws_echo_backend),
+# both servers with two processes: warren's `ProxyPass /ws/ ws://` on PORT,
+# nginx's `proxy_pass` with the Upgrade and Connection headers on PORT + 1
+# (its PORT serves DOCROOT, for start_server). For ws_idle.sh and ws_echo.sh.
+ws_tunnel_confs() {
+    local N=$1
+    cat > "$WORK/warren-event.conf" <<CONF
+$(warren_base_conf event proxy proxy_wstunnel)
+StartServers 2
+ServerLimit 2
+ThreadsPerChild 25
+MaxRequestWorkers 50
+# A tunnel is one of these (its backend socket is not counted): room for
+# all of them in either child, as nginx's worker_connections below.
+MaxChildConnections $((N + 100))
+ProxyPass /ws/ ws://127.0.0.1:$BACKEND/
+ProxyWebsocketIdleTimeout 600
+# Every tunnel comes from 127.0.0.1: no per-client bound (nginx has none).
+ProxyWebsocketMaxPerClient 0
+CONF
+    # No PHP here: nginx_conf names a php-fpm socket nobody serves.
+    FPM_SOCK=$WORK/none.sock
+    nginx_conf 2 "127.0.0.1:$PORT" -- \
+        "map \$http_upgrade \$connection_upgrade { default upgrade; '' close; }" \
+        "server { listen 127.0.0.1:$((PORT + 1)); location /ws/ { proxy_pass http://127.0.0.1:$BACKEND/; proxy_http_version 1.1; proxy_set_header Upgrade \$http_upgrade; proxy_set_header Connection \$connection_upgrade; proxy_read_timeout 600s; } }"
+    # Room for two sockets a tunnel in each of the two workers.
+    sed -i "s/worker_connections 4096;/worker_connections $((2 * N + 1000));/; s/^worker_processes 2;/worker_processes 2;\nworker_rlimit_nofile $((2 * N + 2000));/" "$WORK/nginx.conf"
+}
+
+# start_ws_tunnel_server NAME: starts NAME (warren-event or nginx) with
+# ws_tunnel_confs' configuration, its tunnels' port in WS_PORT; 1, with
+# the reason printed, if it did not start.
+start_ws_tunnel_server() {
+    WS_PORT=$PORT
+    [ "$1" = nginx ] && WS_PORT=$((PORT + 1))
+    start_server "$1" "http://127.0.0.1:$PORT" && return 0
+    echo "$1: ${WHY[$1]}"
+    return 1
+}
+
 # start_nginx_file_backend: the proxied backend of compare_proxy.sh and
 # proxy_h2_cpu.sh: nginx, one worker, serving DOCROOT's files on
 # BACKEND_PORT with kept connections; stopped (BACKEND_PID) on exit,

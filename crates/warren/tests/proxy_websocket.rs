@@ -16,12 +16,12 @@ mod common;
 #[path = "proxy_websocket/fixture.rs"]
 mod fixture;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::*;
-use fixture::{handshake, read_frame, send_frame, Backends, ACCEPT, KEY};
+use fixture::{frame, handshake, read_frame, send_frame, Backends, ACCEPT, KEY};
 
 fn start(mpm: &str, b: &Backends, extra: &str) -> Server {
     let conf = format!(
@@ -297,4 +297,87 @@ fn stop_closes_tunnels(mpm: &str) {
     }
 }
 
-each_mpm!(echo_through_the_tunnel, wss_backend, idle_tunnel_is_closed, upgrade_only_where_the_route_allows, idle_tunnels_and_threads, half_close_is_passed_on, tunnel_outlives_a_graceful_restart, stop_closes_tunnels);
+/// Messages as they come in practice: one frame in two pieces that reach
+/// the server apart (the second must be read though the first read found
+/// the socket drained), and bursts of many frames in one write, whose
+/// echoes come back in pieces of their own.
+fn pieces_and_bursts(mpm: &str) {
+    let b = Backends::start();
+    let s = start(mpm, &b, "");
+    let (mut c, head) = handshake(&s, "/ws/echo");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    for i in 0..20 {
+        let f = frame(1, format!("in two pieces {i}").as_bytes());
+        let (first, second) = f.split_at(f.len() / 2);
+        c.write_all(first).unwrap();
+        // A pause lets the pieces arrive apart (the test holds either way).
+        std::thread::sleep(Duration::from_millis(5));
+        c.write_all(second).unwrap();
+        assert_eq!(read_frame(&mut c), (1, format!("in two pieces {i}").into_bytes()));
+    }
+    for round in 0..5 {
+        let burst: Vec<u8> = (0..200).flat_map(|i| frame(1, format!("burst {round} {i}").as_bytes())).collect();
+        c.write_all(&burst).unwrap();
+        for i in 0..200 {
+            assert_eq!(read_frame(&mut c), (1, format!("burst {round} {i}").into_bytes()));
+        }
+    }
+}
+
+plain_only! {
+    /// Not over TLS (proxy_websocket_tls.rs): the harness's TLS relay
+    /// writes one way at a time, blocking, so a tunnel full both ways would
+    /// hold the relay itself for good.
+    mod backpressure {
+        use super::*;
+
+        /// Backpressure both ways, and what follows it: the client sends without
+        /// reading until its socket takes no more (the echoes fill the server's
+        /// way back, the server stops reading the backend, the backend stops
+        /// reading, the server stops reading the client), then reads everything
+        /// while the rest is sent. Each side the server stopped reading because
+        /// its buffer was full must be read again once there is room, though no
+        /// new data arrives on it to say so.
+        fn full_tunnel_drains_when_read_again(mpm: &str) {
+            let b = Backends::start();
+            let s = start(mpm, &b, "");
+            let (mut c, head) = handshake(&s, "/ws/echo");
+            assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+            // Small buffers at the client: the tunnel fills within what is sent
+            // (the server's and the backend's own buffers grow to a few MB each).
+            nix::sys::socket::setsockopt(&c, nix::sys::socket::sockopt::SndBuf, &65536).unwrap();
+            nix::sys::socket::setsockopt(&c, nix::sys::socket::sockopt::RcvBuf, &65536).unwrap();
+            let messages = 3072;
+            let message = |i: usize| -> Vec<u8> { (0..16 * 1024).map(|j| ((i * 7 + j) % 251) as u8).collect() };
+            let stream: Vec<u8> = (0..messages).flat_map(|i| frame(2, &message(i))).collect();
+            c.set_nonblocking(true).unwrap();
+            let mut sent = 0;
+            let full = loop {
+                match c.write(&stream[sent..]) {
+                    Ok(n) => sent += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break true,
+                    Err(e) => panic!("sending: {e}"),
+                }
+                if sent == stream.len() {
+                    break false;
+                }
+            };
+            assert!(full, "{} bytes went without the tunnel filling: backpressure was not reached", stream.len());
+            c.set_nonblocking(false).unwrap();
+            let mut writer = c.try_clone().unwrap();
+            let rest = stream[sent..].to_vec();
+            let sending = std::thread::spawn(move || writer.write_all(&rest));
+            for i in 0..messages {
+                let (op, got) = read_frame(&mut c);
+                assert!(op == 2 && got == message(i), "message {i} of {messages} came back changed ({} bytes, opcode {op})", got.len());
+            }
+            sending.join().unwrap().unwrap();
+            send_frame(&mut c, 1, b"after");
+            assert_eq!(read_frame(&mut c), (1, b"after".to_vec()));
+        }
+
+        crate::each_mpm!(full_tunnel_drains_when_read_again);
+    }
+}
+
+each_mpm!(echo_through_the_tunnel, wss_backend, idle_tunnel_is_closed, upgrade_only_where_the_route_allows, idle_tunnels_and_threads, half_close_is_passed_on, tunnel_outlives_a_graceful_restart, stop_closes_tunnels, pieces_and_bursts);

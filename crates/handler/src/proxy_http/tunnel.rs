@@ -47,6 +47,13 @@ pub trait TunnelPeer: AsFd {
     fn push(&mut self) -> io::Result<bool>;
     /// Ends the sending side (TLS: close_notify first); reads go on.
     fn close_write(&mut self);
+    /// After a read shorter than asked: true if that read took all there
+    /// was (the socket is drained and nothing was read ahead into a TLS
+    /// buffer), so that an edge-triggered caller need not read again
+    /// before its next event. False: read on until WouldBlock.
+    fn drained_by_short_read(&self) -> bool {
+        false
+    }
 }
 
 impl TunnelPeer for HttpStream {
@@ -72,6 +79,11 @@ impl TunnelPeer for HttpStream {
             let _ = t.flush();
         }
         let _ = nix::sys::socket::shutdown(self.as_fd().as_raw_fd(), nix::sys::socket::Shutdown::Write);
+    }
+
+    fn drained_by_short_read(&self) -> bool {
+        // rustls reads the socket a record at a time: only plain sockets say.
+        matches!(self, HttpStream::Plain(_))
     }
 }
 
@@ -219,6 +231,15 @@ struct Pipe {
     ended: bool,
     /// The end was passed on: the writer's side was shut for writing.
     shut: bool,
+    /// The reader's side was found drained: it is not read again until
+    /// its next readiness ([`Open::readable`]), so that a message costs
+    /// one read, not one more that finds nothing.
+    drained: bool,
+    /// The reader's last readiness said data only, no end (no EPOLLRDHUP):
+    /// a short read then drains it. Else (an end may be waiting behind
+    /// the bytes, and no event will come for it; or nothing is known yet)
+    /// reads go on until the end or WouldBlock.
+    short_read_drains: bool,
 }
 
 impl Pipe {
@@ -232,10 +253,10 @@ impl Pipe {
 
     /// Reads from `from` until it has nothing more now, the pipe is full,
     /// or `budget` bytes were read (taken off it); true if anything came
-    /// (or the end).
+    /// (or the end). A side left with room but drained is not read.
     fn fill(&mut self, from: &mut dyn TunnelPeer, chunk: &mut [u8], budget: &mut usize) -> io::Result<bool> {
         let mut moved = false;
-        while self.has_room() && *budget > 0 {
+        while !self.drained && self.has_room() && *budget > 0 {
             match from.read_some(chunk) {
                 Ok(0) => {
                     self.ended = true;
@@ -245,9 +266,13 @@ impl Pipe {
                     self.pending.extend_from_slice(&chunk[..n]);
                     *budget = budget.saturating_sub(n);
                     moved = true;
+                    self.drained = n < chunk.len() && self.short_read_drains && from.drained_by_short_read();
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.drained = true;
+                    break;
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -351,15 +376,31 @@ impl Open {
         self.tunnel.idle
     }
 
-    /// Moves what can move now, both ways, with `chunk` as the read buffer.
+    /// Moves what can move now, both ways, with `chunk` as the read buffer,
+    /// trying both sides' reads (for a caller woken level-triggered).
     /// Ok(true) if any byte moved; Err when the tunnel is over.
     pub fn pump(&mut self, client: &mut dyn TunnelPeer, chunk: &mut [u8]) -> Result<bool, End> {
+        self.readable(false, true);
+        self.readable(true, true);
         self.pump_within(client, chunk, usize::MAX).map(|pass| pass.moved)
     }
 
+    /// An edge-triggered caller's event: the backend's side (else the
+    /// client's) has become readable; `end`: the event also said the peer
+    /// closed or failed (EPOLLRDHUP, HUP, ERR), so that side is read until
+    /// a read tells the end. A side found drained by a read is read again
+    /// only once told so.
+    pub fn readable(&mut self, backend: bool, end: bool) {
+        let pipe = if backend { &mut self.down } else { &mut self.up };
+        pipe.drained = false;
+        pipe.short_read_drains = !end;
+    }
+
     /// [`Open::pump`], reading at most about `budget` bytes (a chunk more
-    /// at most): an event loop's pass, after which the loop serves its
-    /// other connections before it comes back ([`Pass::cut`]).
+    /// at most), and only from sides not found drained since they were
+    /// last [`Open::readable`]: an edge-triggered event loop's pass, after
+    /// which the loop serves its other connections before it comes back
+    /// ([`Pass::cut`]).
     pub fn pump_within(&mut self, client: &mut dyn TunnelPeer, chunk: &mut [u8], mut budget: usize) -> Result<Pass, End> {
         let backend = &mut self.tunnel.backend;
         let mut moved = false;
@@ -368,7 +409,8 @@ impl Open {
                 return Ok(Pass { moved, cut: true });
             }
             // Reads are tried before waiting: rustls may hold bytes that
-            // poll cannot see; and a full pipe that drained has room again.
+            // poll cannot see; and a full pipe that drained has room again
+            // (its reader not found drained: it stopped for want of room).
             let mut now = self.up.fill(client, chunk, &mut budget).map_err(|e| End::Failed("reading from the client", e))?;
             now |= self.down.fill(backend, chunk, &mut budget).map_err(|e| End::Failed("reading from the backend", e))?;
             now |= self.up.drain(backend).map_err(|e| End::Failed("writing to the backend", e))?;
@@ -494,6 +536,8 @@ fn nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::net::UnixStream;
+
     use super::*;
 
     #[test]
@@ -533,22 +577,26 @@ mod tests {
         fn close_write(&mut self) {}
     }
 
-    #[test]
-    fn a_pass_ends_when_its_budget_is_spent() {
-        let (backend, far_end) = std::os::unix::net::UnixStream::pair().unwrap();
-        // The backend takes all that comes, as fast as it comes.
-        let drained = std::thread::spawn(move || io::copy(&mut &far_end, &mut io::sink()));
+    /// A tunnel to `backend`, a socket of the test's.
+    fn tunnel_to(backend: UnixStream) -> Tunnel {
         let slots = Arc::new(TunnelSlots::default());
-        let log = Arc::new(ErrorLog::open(None, None, LogLevel::Warn).unwrap());
-        let tunnel = Tunnel {
+        Tunnel {
             backend: HttpStream::Plain(crate::gateway::stream::BackendStream::Unix(backend)),
             early: Vec::new(),
             idle: Duration::from_secs(60),
             name: "test".into(),
-            log,
+            log: Arc::new(ErrorLog::open(None, None, LogLevel::Warn).unwrap()),
             client_addr: "127.0.0.1:1".parse().unwrap(),
             _slot: slots.take(1, None).unwrap(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_pass_ends_when_its_budget_is_spent() {
+        let (backend, far_end) = UnixStream::pair().unwrap();
+        // The backend takes all that comes, as fast as it comes.
+        let drained = std::thread::spawn(move || io::copy(&mut &far_end, &mut io::sink()));
+        let tunnel = tunnel_to(backend);
         let mut client = Endless(std::fs::File::open("/dev/zero").unwrap(), std::fs::OpenOptions::new().write(true).open("/dev/null").unwrap(), 0);
         let mut open = tunnel.open(Vec::new());
         open.start(client.as_fd()).unwrap();
@@ -563,6 +611,119 @@ mod tests {
         }
         open.finish(End::Stopped);
         drained.join().unwrap().unwrap();
+    }
+
+    /// A client's socket whose reads are counted.
+    struct Counted {
+        sock: UnixStream,
+        reads: usize,
+    }
+
+    impl AsFd for Counted {
+        fn as_fd(&self) -> BorrowedFd<'_> {
+            self.sock.as_fd()
+        }
+    }
+
+    impl TunnelPeer for Counted {
+        fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            (&self.sock).read(buf)
+        }
+        fn send_some(&mut self, buf: &[u8]) -> io::Result<usize> {
+            (&self.sock).write(buf)
+        }
+        fn push(&mut self) -> io::Result<bool> {
+            Ok(true)
+        }
+        fn close_write(&mut self) {}
+        fn drained_by_short_read(&self) -> bool {
+            true
+        }
+    }
+
+    /// Nothing has come on `sock` (non-blocking for the look).
+    fn nothing_on(sock: &UnixStream) -> bool {
+        sock.set_nonblocking(true).unwrap();
+        let nothing = matches!((&*sock).read(&mut [0u8; 64]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+        sock.set_nonblocking(false).unwrap();
+        nothing
+    }
+
+    #[test]
+    fn an_edge_triggered_pass_reads_only_the_sides_told_readable() {
+        let (client_near, mut client_far) = UnixStream::pair().unwrap();
+        let (backend_near, mut backend_far) = UnixStream::pair().unwrap();
+        let mut client = Counted { sock: client_near, reads: 0 };
+        let mut open = tunnel_to(backend_near).open(Vec::new());
+        open.start(client.as_fd()).unwrap();
+        let mut chunk = vec![0u8; READ_CHUNK];
+        let budget = 4 * READ_CHUNK;
+        // Nothing is known at first: both sides are read, and found drained.
+        assert!(!open.pump_within(&mut client, &mut chunk, budget).unwrap_or_else(|_| panic!("ended")).moved);
+        // A message from the client, told: one read takes it (short: the
+        // socket is drained), and none follows to find nothing.
+        client_far.write_all(b"message").unwrap();
+        client.reads = 0;
+        open.readable(false, false);
+        assert!(open.pump_within(&mut client, &mut chunk, budget).unwrap_or_else(|_| panic!("ended")).moved);
+        assert_eq!(client.reads, 1);
+        let mut got = [0u8; 7];
+        backend_far.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"message");
+        // The backend's answer, not told: not read by the pass.
+        backend_far.write_all(b"answer").unwrap();
+        assert!(!open.pump_within(&mut client, &mut chunk, budget).unwrap_or_else(|_| panic!("ended")).moved);
+        assert!(nothing_on(&client_far));
+        // Told: it goes through.
+        open.readable(true, false);
+        assert!(open.pump_within(&mut client, &mut chunk, budget).unwrap_or_else(|_| panic!("ended")).moved);
+        let mut got = [0u8; 6];
+        client_far.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"answer");
+        // A level-triggered caller's pump reads every side, told or not.
+        client_far.write_all(b"more").unwrap();
+        assert!(open.pump(&mut client, &mut chunk).unwrap_or_else(|_| panic!("ended")));
+        let mut got = [0u8; 4];
+        backend_far.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"more");
+        // Bytes and the end together, told with the end: the short read
+        // does not stop the reads, the end is passed on (no event would
+        // come for it after this one).
+        client_far.write_all(b"bye").unwrap();
+        client_far.shutdown(std::net::Shutdown::Write).unwrap();
+        open.readable(false, true);
+        assert!(open.pump_within(&mut client, &mut chunk, budget).unwrap_or_else(|_| panic!("ended")).moved);
+        let mut rest = Vec::new();
+        read_to_its_end(&mut backend_far, &mut rest);
+        assert_eq!(rest, b"bye");
+        open.finish(End::Stopped);
+    }
+
+    /// Reads what `far` has until its end, which must already be there.
+    fn read_to_its_end(far: &mut UnixStream, into: &mut Vec<u8>) {
+        far.set_nonblocking(true).unwrap();
+        let read = far.read_to_end(into);
+        assert!(read.is_ok(), "the end was not passed on: {read:?} after {into:?}");
+    }
+
+    #[test]
+    fn the_first_pass_reads_to_the_end() {
+        // Before any event, the client sent bytes and closed: nothing will
+        // say so again, so the first pass must read to the end.
+        let (client_near, mut client_far) = UnixStream::pair().unwrap();
+        let (backend_near, mut backend_far) = UnixStream::pair().unwrap();
+        client_far.write_all(b"early").unwrap();
+        client_far.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut client = Counted { sock: client_near, reads: 0 };
+        let mut open = tunnel_to(backend_near).open(Vec::new());
+        open.start(client.as_fd()).unwrap();
+        let mut chunk = vec![0u8; READ_CHUNK];
+        assert!(open.pump_within(&mut client, &mut chunk, 4 * READ_CHUNK).unwrap_or_else(|_| panic!("ended")).moved);
+        let mut got = Vec::new();
+        read_to_its_end(&mut backend_far, &mut got);
+        assert_eq!(got, b"early");
+        open.finish(End::Stopped);
     }
 
     #[test]

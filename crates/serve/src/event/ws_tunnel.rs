@@ -60,8 +60,13 @@ impl EventLoop {
 
     /// An event on either socket of the tunnel in `slot`.
     pub(super) fn tunnel_ready(&mut self, slot: usize, flags: EpollFlags, backend: bool) {
-        if self.conns.get(slot).and_then(Option::as_ref).is_none_or(|c| c.tunnel.is_none()) {
-            return;
+        let Some(open) = self.conns.get_mut(slot).and_then(Option::as_mut).and_then(|c| c.tunnel.as_mut()) else { return };
+        // Edge-triggered, as the pump reads: a side is read once its event
+        // says so, until a read finds it drained (no read that finds
+        // nothing per message, and none of the side that did not move).
+        let end = EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR;
+        if flags.intersects(EpollFlags::EPOLLIN | end) {
+            open.readable(backend, flags.intersects(end));
         }
         let gone = flags.intersects(EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR);
         self.pump_tunnel(slot, gone && !backend, gone && backend);

@@ -126,6 +126,12 @@ impl TunnelPeer for TunnelClient<'_> {
     fn close_write(&mut self) {
         self.0.shutdown_write();
     }
+
+    fn drained_by_short_read(&self) -> bool {
+        // The client's reads fill what they are given as far as the socket
+        // allows, over TLS too, unless plaintext is left over.
+        !self.0.has_buffered_input()
+    }
 }
 
 /// Relays the application's answer after its head through the HTTP/1.1

@@ -70,8 +70,13 @@ pub fn handshake(s: &Server, path: &str) -> (TcpStream, String) {
 }
 
 
-/// A client frame: FIN, `opcode`, masked as RFC 6455 5.3 requires.
+/// Sends a client frame ([`frame`]).
 pub fn send_frame(c: &mut TcpStream, opcode: u8, payload: &[u8]) {
+    c.write_all(&frame(opcode, payload)).unwrap();
+}
+
+/// A client frame: FIN, `opcode`, masked as RFC 6455 5.3 requires.
+pub fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
     let mask = [0x37, 0xfa, 0x21, 0x3d];
     let mut f = vec![0x80 | opcode];
     match payload.len() {
@@ -87,7 +92,7 @@ pub fn send_frame(c: &mut TcpStream, opcode: u8, payload: &[u8]) {
     }
     f.extend_from_slice(&mask);
     f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    c.write_all(&f).unwrap();
+    f
 }
 
 /// A server frame (never masked): its opcode and payload.
