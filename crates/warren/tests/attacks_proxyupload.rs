@@ -15,34 +15,15 @@ mod common;
 #[path = "proxy_http/backend.rs"]
 #[allow(dead_code)]
 mod backend;
+#[path = "proxy_upload/fixture.rs"]
+mod fixture;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
 
-use backend::{ask, Backend};
+use backend::Backend;
+use fixture::{backend_says, start_backend, wait_backend};
 use common::*;
-
-fn start_backend() -> Backend {
-    Backend::spawn_script(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proxy_upload/backend.py"), &[])
-}
-
-fn backend_says(b: &Backend, path: &str) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", b.port)).unwrap();
-    ask(&mut s, &format!("GET {path} HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n"), false).text()
-}
-
-fn wait_backend(b: &Backend, path: &str, what: &str, reached: impl Fn(i64) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let n: i64 = backend_says(b, path).trim().parse().unwrap();
-        if reached(n) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what}: the backend still says {n} for {path}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn start(mpm: &str, b: &Backend) -> Server {
     Server::start(mpm, &format!("ProxyPass /up/ {}/\n", b.url()))
