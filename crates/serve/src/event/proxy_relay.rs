@@ -112,8 +112,9 @@ impl IdleBackends {
         }
     }
 
-    /// Keeps `socket`, closing the oldest ones to `addr` past `max`.
-    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, token: u64) {
+    /// Keeps `socket`, closing the oldest ones to `addr` past `max`;
+    /// `suspect` if it may hold bytes already (it is checked before use).
+    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, token: u64, suspect: bool) {
         let mut kept = self.list.iter().filter(|c| c.addr == *addr).count();
         while kept >= max.max(1) {
             let oldest = self.list.iter().enumerate().filter(|(_, c)| c.addr == *addr).min_by_key(|(_, c)| c.since).map(|(i, _)| i).expect("counted");
@@ -121,7 +122,7 @@ impl IdleBackends {
             kept -= 1;
         }
         if max > 0 {
-            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect: false });
+            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect });
         }
     }
 
@@ -235,7 +236,10 @@ impl EventLoop {
             // more clients than a fixed cap does not reconnect for each
             // request past it, and a burst's connections go as it ends.
             let max = exchange.origin().max_idle.unwrap_or(self.open.max(self.threads));
-            self.proxy_idle.put(&exchange.gateway.backend.addr, max, backend.socket, token);
+            // Not read dry (the answer's end filled the last read): bytes
+            // after it may wait there, and no edge will come for them.
+            let suspect = backend.readable;
+            self.proxy_idle.put(&exchange.gateway.backend.addr, max, backend.socket, token, suspect);
         } else {
             let _ = self.epoll.delete(backend.socket.as_fd());
         }

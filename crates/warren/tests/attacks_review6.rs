@@ -1,0 +1,88 @@
+//! Attacks on the proxy's kept backend connections, played by a backend
+//! that writes more than its answer (a second, stray answer right behind
+//! the first, as a buggy application or one answering a request it read
+//! differently does) and a client whose next request would go on that
+//! connection: the stray bytes must never be taken as the next request's
+//! answer (another client's answer reaching this one). The first answer
+//! fills exactly one of the event loop's reads, so that the stray bytes
+//! stay in the socket with no new readiness edge to come for them.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::*;
+
+/// The event loop's read size (serve's READ_CHUNK).
+const LOOP_READ: usize = 16 * 1024;
+
+/// A backend whose first answer is exactly [`LOOP_READ`] bytes with a
+/// stray answer ("STRAY") right behind it in the same write; every later
+/// request, on any connection, is answered "fresh".
+fn stray_backend() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answered = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let answered = answered.clone();
+            std::thread::spawn(move || serve(conn, &answered));
+        }
+    });
+    port
+}
+
+fn serve(mut conn: TcpStream, answered: &AtomicUsize) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        while let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            got.drain(..end + 4);
+            let answer = if answered.fetch_add(1, Ordering::SeqCst) == 0 {
+                let head_of = |len: usize| format!("HTTP/1.1 200 OK\r\nContent-Length: {len:05}\r\nContent-Type: text/plain\r\n\r\n");
+                let body_len = LOOP_READ - head_of(0).len();
+                let mut a = head_of(body_len).into_bytes();
+                a.resize(LOOP_READ, b'a');
+                a.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nSTRAY");
+                a
+            } else {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nfresh".to_vec()
+            };
+            if conn.write_all(&answer).is_err() {
+                return;
+            }
+        }
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Two GETs on one client connection (so one child, one loop): the second
+/// would go on the backend connection kept from the first.
+fn stray_bytes_are_not_the_next_answer(mpm: &str) {
+    let port = stray_backend();
+    let s = Server::start(mpm, &format!("ProxyPass /kept/ http://127.0.0.1:{port}/\n"));
+    let mut c = s.connect();
+    c.write_all(b"GET /kept/first HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut first = Vec::new();
+    let mut buf = [0u8; 8192];
+    while !response_complete(&first) {
+        let n = read_some(&mut c, &mut buf).unwrap();
+        assert!(n > 0, "closed after {} bytes", first.len());
+        first.extend_from_slice(&buf[..n]);
+    }
+    let (r1, _) = parse_response(&first);
+    assert_eq!(r1.status, 200);
+    assert!(r1.body.iter().all(|&b| b == b'a'), "the first answer is the backend's first");
+    c.write_all(b"GET /kept/second HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let (r2, _) = parse_response(&read_to_close(&mut c));
+    assert_eq!(r2.text(), "fresh", "the second request got the bytes the backend wrote after the first answer");
+}
+
+each_mpm!(stray_bytes_are_not_the_next_answer);
