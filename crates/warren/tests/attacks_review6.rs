@@ -6,6 +6,10 @@
 //! answer (another client's answer reaching this one). The first answer
 //! fills exactly one of the event loop's reads, so that the stray bytes
 //! stay in the socket with no new readiness edge to come for them.
+//! Then a backend that refuses an upload at its head (413) and closes
+//! with the body unread, while the client goes on sending: the loop's
+//! next write to it fails, and its answer must still reach the client,
+//! not a 502 of warren's.
 
 mod common;
 
@@ -85,4 +89,48 @@ fn stray_bytes_are_not_the_next_answer(mpm: &str) {
     assert_eq!(r2.text(), "fresh", "the second request got the bytes the backend wrote after the first answer");
 }
 
-each_mpm!(stray_bytes_are_not_the_next_answer);
+
+/// A backend that answers 413 as soon as it has a request's head and
+/// closes, the body unread.
+fn refusing_backend() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = conn.write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big\n");
+            });
+        }
+    });
+    port
+}
+
+fn an_early_refusal_reaches_the_client(mpm: &str) {
+    let port = refusing_backend();
+    let s = Server::start(mpm, &format!("ProxyPass /refuse/ http://127.0.0.1:{port}/\n"));
+    const BODY: usize = 8 << 20;
+    let mut c = s.connect();
+    let mut writer = c.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        let _ = writer.write_all(format!("POST /refuse/up HTTP/1.1\r\nHost: localhost\r\nContent-Length: {BODY}\r\n\r\n").as_bytes());
+        for piece in vec![b'x'; BODY].chunks(64 * 1024) {
+            if writer.write_all(piece).is_err() {
+                return;
+            }
+        }
+    });
+    let (r, _) = parse_response(&read_to_close(&mut c));
+    let _ = sender.join();
+    assert_eq!(r.status, 413, "{}", r.text());
+}
+
+each_mpm!(stray_bytes_are_not_the_next_answer, an_early_refusal_reaches_the_client);
