@@ -1,5 +1,5 @@
-//! Attacks on the proxy's kept backend connections, played by a backend
-//! that writes more than its answer (a second, stray answer right behind
+//! Attacks on the event loop's HTTP proxying. Its kept backend
+//! connections, played by a backend that writes more than its answer (a second, stray answer right behind
 //! the first, as a buggy application or one answering a request it read
 //! differently does) and a client whose next request would go on that
 //! connection: the stray bytes must never be taken as the next request's
