@@ -1,15 +1,15 @@
-//! Attacks on the event loop's HTTP proxying. Its kept backend
-//! connections, played by a backend that writes more than its answer (a second, stray answer right behind
-//! the first, as a buggy application or one answering a request it read
-//! differently does) and a client whose next request would go on that
-//! connection: the stray bytes must never be taken as the next request's
-//! answer (another client's answer reaching this one). The first answer
-//! fills exactly one of the event loop's reads, so that the stray bytes
-//! stay in the socket with no new readiness edge to come for them.
-//! Then a backend that refuses an upload at its head (413) and closes
-//! with the body unread, while the client goes on sending: the loop's
-//! next write to it fails, and its answer must still reach the client,
-//! not a 502 of warren's.
+//! Attacks on the event loop's HTTP proxying. Its kept backend connections,
+//! played by a backend that writes more than its answer (a second, stray
+//! answer right behind the first, as a buggy application or one answering a
+//! request it read differently does) and a client whose next request would
+//! go on that connection: the stray bytes must never be taken as the next
+//! request's answer (another client's answer reaching this one). The first
+//! answer fills exactly one of the event loop's reads, so that the stray
+//! bytes stay in the socket with no new readiness edge to come for them.
+//! Then a backend that refuses an upload at its head (413) and closes with
+//! the body unread, while the client goes on sending: the loop's next write
+//! to it fails, and its answer must still reach the client, not a 502 of
+//! warren's.
 
 mod common;
 
