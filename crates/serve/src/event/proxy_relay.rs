@@ -72,6 +72,10 @@ pub(super) struct Backend {
     /// The epoll said the backend hung up: after a short read, the end may
     /// still wait to be read, and no new edge will say so.
     hung_up: bool,
+    /// A write failed: the backend took no more of the request (it may
+    /// have answered, 413 ..., and closed before reading the whole body).
+    /// Nothing more is sent; what it answered is read.
+    refused: bool,
 }
 
 /// The loop's kept connections to HTTP backends.
@@ -112,8 +116,9 @@ impl IdleBackends {
         }
     }
 
-    /// Keeps `socket`, closing the oldest ones to `addr` past `max`.
-    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, token: u64) {
+    /// Keeps `socket`, closing the oldest ones to `addr` past `max`;
+    /// `suspect` if it may hold bytes already (it is checked before use).
+    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, token: u64, suspect: bool) {
         let mut kept = self.list.iter().filter(|c| c.addr == *addr).count();
         while kept >= max.max(1) {
             let oldest = self.list.iter().enumerate().filter(|(_, c)| c.addr == *addr).min_by_key(|(_, c)| c.since).map(|(i, _)| i).expect("counted");
@@ -121,7 +126,7 @@ impl IdleBackends {
             kept -= 1;
         }
         if max > 0 {
-            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect: false });
+            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect });
         }
     }
 
@@ -218,7 +223,7 @@ impl EventLoop {
         if let Err(e) = watched {
             return Err(GatewayError { status: 503, why: format!("proxy: HTTP: cannot watch the connection to {}: {e}", exchange.gateway.backend_name()) });
         }
-        Ok(Backend { socket, connected, reused, sent: 0, readable: false, writable: true, eof: false, hung_up: false })
+        Ok(Backend { socket, connected, reused, sent: 0, readable: false, writable: true, eof: false, hung_up: false, refused: false })
     }
 
     /// The exchange is over (or given up): its connection goes back to the
@@ -235,7 +240,10 @@ impl EventLoop {
             // more clients than a fixed cap does not reconnect for each
             // request past it, and a burst's connections go as it ends.
             let max = exchange.origin().max_idle.unwrap_or(self.open.max(self.threads));
-            self.proxy_idle.put(&exchange.gateway.backend.addr, max, backend.socket, token);
+            // Not read dry (the answer's end filled the last read): bytes
+            // after it may wait there, and no edge will come for them.
+            let suspect = backend.readable;
+            self.proxy_idle.put(&exchange.gateway.backend.addr, max, backend.socket, token, suspect);
         } else {
             let _ = self.epoll.delete(backend.socket.as_fd());
         }
@@ -489,7 +497,8 @@ impl Backend {
             moved = true;
         }
         let mut blocked = false;
-        while self.sent < exchange.request.len() {
+        let mut refusal = None;
+        while !self.refused && self.sent < exchange.request.len() {
             match (&self.socket).write(&exchange.request[self.sent..]) {
                 Ok(n) => {
                     self.sent += n;
@@ -501,7 +510,14 @@ impl Backend {
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(exchange.send_failed(&e)),
+                Err(e) => {
+                    // Its answer may be there already: it is read first.
+                    self.refused = true;
+                    self.writable = false;
+                    self.readable = true;
+                    refusal = Some(e);
+                    break;
+                }
             }
         }
         if self.sent == exchange.request.len() && !exchange.replayable {
@@ -512,27 +528,14 @@ impl Backend {
         }
         // The answer is read even while the request waits to go: a backend
         // may answer (413 ...) before it has read the whole body.
-        if self.more_to_read() {
-            match (&self.socket).read(scratch) {
-                Ok(0) => {
-                    self.eof = true;
-                    exchange.closed(None)?;
-                }
-                Ok(n) => {
-                    exchange.feed(&scratch[..n]);
-                    if n < scratch.len() && !self.hung_up {
-                        self.readable = false;
-                    }
-                    moved = true;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.eof = true;
-                    exchange.closed(Some(&e))?;
-                }
+        let read = if self.more_to_read() { self.read_once(exchange, scratch) } else { Ok(false) };
+        if let Some(e) = refusal {
+            let failed = exchange.send_failed(&e);
+            if failed.nothing_yet {
+                return Err(failed);
             }
         }
+        moved |= read?;
         Ok(if moved {
             Io::Moved
         } else if blocked {
@@ -540,6 +543,30 @@ impl Backend {
         } else {
             Io::Still
         })
+    }
+
+    /// One read of the answer, fed to `exchange`: true if bytes came.
+    fn read_once(&mut self, exchange: &mut HttpRelay, scratch: &mut [u8]) -> Result<bool, Failed> {
+        match (&self.socket).read(scratch) {
+            Ok(0) => {
+                self.eof = true;
+                exchange.closed(None)?;
+            }
+            Ok(n) => {
+                exchange.feed(&scratch[..n]);
+                if n < scratch.len() && !self.hung_up {
+                    self.readable = false;
+                }
+                return Ok(true);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                self.eof = true;
+                exchange.closed(Some(&e))?;
+            }
+        }
+        Ok(false)
     }
 
     /// Whether `exchange`, failed with `f`, is to be sent again on a new

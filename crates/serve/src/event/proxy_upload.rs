@@ -118,15 +118,20 @@ impl EventLoop {
     }
 
     /// Takes what the client has sent of its body, as far as there is room
-    /// for it: Ok(true) when some was taken.
+    /// for it: Ok(true) when some was taken, or the room ran out (what the
+    /// client sent may wait in the connection's input, read already: no
+    /// edge will come for it once the backend has taken what is queued).
     pub(super) fn pull_body(&mut self, slot: usize) -> Result<bool, BodyFailed> {
         let mut pulled = false;
         loop {
             let Conn { h1, proxy_relay, req, .. } = self.conns[slot].as_mut().expect("conn");
             let r = proxy_relay.as_mut().expect("relaying");
             let room = UPLOAD_HIGH.saturating_sub(r.unsent());
-            if !r.exchange.body_open() || room == 0 || r.exchange.awaits_continue() {
+            if !r.exchange.body_open() || r.exchange.awaits_continue() {
                 return Ok(pulled);
+            }
+            if room == 0 {
+                return Ok(true);
             }
             let step = h1.poll_body(room, &mut |d| r.exchange.push_body(d));
             req.as_mut().expect("request in flight").bytes_received += step.used as u64;
