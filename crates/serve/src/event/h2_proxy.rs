@@ -106,7 +106,6 @@ impl EventLoop {
 
     /// The backend's socket is ready.
     pub(super) fn h2_proxy_ready(&mut self, idx: usize, flags: EpollFlags) {
-        self.proxy_idle.suspect(TOKEN_H2_HTTP_UPSTREAM + idx as u64);
         let Some(r) = self.h2_proxies.get_mut(idx).and_then(Option::as_mut) else { return };
         r.backend.note(flags);
         self.h2_proxy_drive(idx);

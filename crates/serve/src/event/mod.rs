@@ -228,6 +228,7 @@ impl EventLoop {
                     break;
                 }
             };
+            self.proxy_idle.new_batch(&events[..n]);
             // The loop is a worker too: busy while it handles this batch.
             let sb = self.sb.clone();
             let loop_slot = sb.thread(self.slot, 0);

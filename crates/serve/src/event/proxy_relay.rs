@@ -33,7 +33,7 @@ use warren_http::Phase;
 
 use crate::exchange::{Chunk, Exchange, Output};
 use crate::fastcgi::on_loop::FedByLoop;
-use super::{EventLoop, TOKEN_HTTP_UPSTREAM};
+use super::{EventLoop, TOKEN_H2_HTTP_UPSTREAM, TOKEN_H2_TUNNEL, TOKEN_HTTP_UPSTREAM, TOKEN_TUNNEL};
 
 /// A relayed answer stops being read from the backend while this much
 /// waits for the client.
@@ -82,6 +82,8 @@ pub(super) struct Backend {
 #[derive(Default)]
 pub(super) struct IdleBackends {
     list: Vec<IdleBackend>,
+    /// Which batch of epoll events the loop is handling.
+    batch: u64,
 }
 
 struct IdleBackend {
@@ -92,13 +94,18 @@ struct IdleBackend {
     /// HTTP/2 stream relay that used it last): it stays registered while
     /// idle (closing it removes it).
     token: u64,
-    /// An event came for its token since it was kept: the backend may have
-    /// closed it, so it is checked before use. Edge-triggered, a close
-    /// while idle always brings one, so an unmarked connection is open
-    /// but for a close still on its way, which a replayable request
-    /// survives by being sent again: for those the check (a recv per
-    /// request) is left out, as nginx leaves it out.
+    /// An event came for its token since it was kept, or it was not read
+    /// dry: the backend may have closed it or sent bytes nobody asked for,
+    /// so it is checked before use. Edge-triggered, whatever comes while
+    /// it is idle brings an event, and the events of a batch are looked at
+    /// before any is handled ([`IdleBackends::new_batch`]); a connection kept
+    /// in an earlier batch and unmarked had nothing come before this batch
+    /// began. For a replayable request the check (a recv per request) is
+    /// then left out, as nginx leaves it out: what comes after the batch
+    /// began is the race any check has between itself and the send.
     suspect: bool,
+    /// The batch it was kept in: bytes that came since have no event yet.
+    kept_in: u64,
 }
 
 impl IdleBackends {
@@ -110,7 +117,7 @@ impl IdleBackends {
         loop {
             let own = self.list.iter().rposition(|c| c.addr == *addr && c.token == token);
             let c = self.list.swap_remove(own.or_else(|| self.list.iter().rposition(|c| c.addr == *addr))?);
-            if (replayable && !c.suspect) || idle_and_open(&c.socket) {
+            if (replayable && !c.suspect && c.kept_in < self.batch) || idle_and_open(&c.socket) {
                 return Some((c.socket, c.token));
             }
         }
@@ -126,15 +133,23 @@ impl IdleBackends {
             kept -= 1;
         }
         if max > 0 {
-            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect });
+            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect, kept_in: self.batch });
         }
     }
 
-    /// The epoll reported something for `token`: the kept connections
-    /// registered under it may have been closed.
-    pub(super) fn suspect(&mut self, token: u64) {
-        for c in self.list.iter_mut().filter(|c| c.token == token) {
-            c.suspect = true;
+    /// A new batch of epoll events, before any is handled: the kept
+    /// connections registered under a backend token one of them names may
+    /// have been closed or sent something.
+    pub(super) fn new_batch(&mut self, events: &[EpollEvent]) {
+        self.batch += 1;
+        if self.list.is_empty() {
+            return;
+        }
+        let backend_token = |t: u64| (TOKEN_HTTP_UPSTREAM..TOKEN_TUNNEL).contains(&t) || (TOKEN_H2_HTTP_UPSTREAM..TOKEN_H2_TUNNEL).contains(&t);
+        for token in events.iter().map(EpollEvent::data).filter(|&t| backend_token(t)) {
+            for c in self.list.iter_mut().filter(|c| c.token == token) {
+                c.suspect = true;
+            }
         }
     }
 }
@@ -250,7 +265,6 @@ impl EventLoop {
     }
 
     pub(super) fn http_upstream_ready(&mut self, slot: usize, flags: EpollFlags) {
-        self.proxy_idle.suspect(TOKEN_HTTP_UPSTREAM + slot as u64);
         let Some(c) = self.conns.get_mut(slot).and_then(Option::as_mut) else { return };
         let Some(r) = c.proxy_relay.as_mut() else { return };
         r.backend.note(flags);
