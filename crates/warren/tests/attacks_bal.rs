@@ -152,7 +152,7 @@ struct Trickler {
 
 impl Trickler {
     fn start() -> Trickler {
-        use std::io::{Read, Write};
+        use std::io::Write;
         use std::sync::atomic::Ordering;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -166,15 +166,8 @@ impl Trickler {
                 let Ok(mut conn) = conn else { continue };
                 let stopped = stopped.clone();
                 std::thread::spawn(move || {
-                    let mut got = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match conn.read(&mut buf) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => got.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    if !String::from_utf8_lossy(&got).contains("warren-hcheck") {
+                    let Some(head) = backend::read_head(&mut conn) else { return };
+                    if !head.contains("warren-hcheck") {
                         let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
                         return;
                     }

@@ -15,6 +15,9 @@
 //! everything, raises no event.
 
 mod common;
+#[path = "proxy_http/backend.rs"]
+#[allow(dead_code)]
+mod backend;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -102,13 +105,8 @@ fn refusing_backend() -> u16 {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { continue };
             std::thread::spawn(move || {
-                let mut got = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
+                if backend::read_head(&mut conn).is_none() {
+                    return;
                 }
                 let _ = conn.write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big\n");
             });
