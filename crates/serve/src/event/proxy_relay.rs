@@ -126,15 +126,16 @@ impl IdleBackends {
     /// Keeps `socket`, closing the oldest ones to `addr` past `max`;
     /// `suspect` if it may hold bytes already (it is checked before use).
     fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, token: u64, suspect: bool) {
+        if max == 0 {
+            return;
+        }
         let mut kept = self.list.iter().filter(|c| c.addr == *addr).count();
-        while kept >= max.max(1) {
+        while kept >= max {
             let oldest = self.list.iter().enumerate().filter(|(_, c)| c.addr == *addr).min_by_key(|(_, c)| c.since).map(|(i, _)| i).expect("counted");
             self.list.swap_remove(oldest);
             kept -= 1;
         }
-        if max > 0 {
-            self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect, kept_in: self.batch });
-        }
+        self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect, kept_in: self.batch });
     }
 
     /// A new batch of epoll events, before any is handled: the kept
