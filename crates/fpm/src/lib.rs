@@ -30,8 +30,10 @@
 //!   `manager::user_pools`: users' pools made while warren runs.
 //! - [`cgroup`]: each pool in a memory cgroup of its own below warren's,
 //!   and its children first in line for the OOM killer.
-//! - [`asked`]: users' pools asked for by requests while warren runs (an
-//!   account made after start), and made by the parent.
+//! - [`asked`]: the records of users' pools asked for by requests while
+//!   warren runs (an account made after start), and made by the parent;
+//!   a child asks and finds them through the table's `ask`, `pending`, `ready_shape`.
+//! - [`shape`]: a pool's place in the table, as every process knows it.
 //! - `output`: what the pools' children print, through a pipe per pool,
 //!   logged line by line by the parent.
 
@@ -39,6 +41,7 @@ pub mod asked;
 pub mod cgroup;
 pub mod manager;
 mod output;
+pub mod shape;
 pub mod table;
 
 pub use manager::{Manager, ServerUser};

@@ -1,6 +1,8 @@
-//! The pools' shared-memory table, and leases on their children.
+//! The pools' shared-memory table, leases on their children, and how a
+//! child asks for a user's pool at run time and finds it (the records in
+//! [`crate::asked`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -9,7 +11,8 @@ use warren_pool_api::{MemoryBudget, PoolBusy, PoolDispatch, PoolLease, PoolMemor
 use warren_shm::futex::{futex_wait, futex_wake};
 use warren_shm::SharedMemory;
 
-use crate::asked::{self, AskedPool, RUNTIME_POOLS};
+use crate::asked::{self, AskedPool, ASKED, CLAIMED, FREE, READY, REFUSED, RUNTIME_POOLS, USER_WORDS};
+use crate::shape::PoolShape;
 
 /// A child slot's state.
 pub const EMPTY: u32 = 0;
@@ -97,7 +100,7 @@ pub struct PoolCounters {
     pub cgroup_limit: AtomicU64,
     pub recycled: AtomicU32,
     /// Requests a php-fpm pool with `pm.max_children auto` is serving now:
-    /// warren sends it no more than its count allows (see [`PhpFpmShape::capped`]).
+    /// warren sends it no more than its count allows (see [`crate::shape::PhpFpmShape::capped`]).
     pub in_flight: AtomicU32,
     /// The server processes holding those places, one pid an entry (0:
     /// free): a process killed with a request under way (OOM killer,
@@ -144,37 +147,6 @@ const _: () = assert!((MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLO
 /// the budget's figures, which keep them 8-byte aligned.
 const ASKED_OFFSET: usize = MAX_POOLS * std::mem::size_of::<PoolCounters>() + MAX_SLOTS * std::mem::size_of::<ChildSlot>() + std::mem::size_of::<BudgetFigures>();
 const _: () = assert!(ASKED_OFFSET.is_multiple_of(8));
-
-/// What a warren process knows of one pool: its place in the table.
-#[derive(Clone, Debug)]
-pub struct PoolShape {
-    pub name: String,
-    /// "static", "dynamic" or "ondemand".
-    pub pm: &'static str,
-    pub max_children: usize,
-    pub max_requests: u32,
-    pub backlog: u32,
-    /// The children's sockets, by slot.
-    pub sockets: Vec<PathBuf>,
-    /// Index of the pool's counters, and of its first child slot.
-    pub counters: usize,
-    pub first_slot: usize,
-    /// A php-fpm pool: its children take requests from its one socket
-    /// (`sockets[0]`), so a request waits for one in the kernel's listen
-    /// queue, and php-fpm kills a child past request_terminate_timeout.
-    pub php_fpm: Option<PhpFpmShape>,
-}
-
-#[derive(Clone, Debug)]
-pub struct PhpFpmShape {
-    pub terminate_after: Option<Duration>,
-    /// `pm.max_children auto`: the master runs at the ceiling, and warren,
-    /// the pool's only client, sends it at most `auto_children - 1`
-    /// requests at once (php-fpm keeps one idle child beside those busy),
-    /// so the count changes without a new master (whose opcache would
-    /// start empty, beside the old family until it exits).
-    pub capped: bool,
-}
 
 /// The shared memory itself, and the instant its clock counts from.
 struct Mapping {
@@ -469,7 +441,7 @@ impl Dispatch {
         if let Some(p) = t.pool_index(pool) {
             return Some((t, p));
         }
-        let shape = asked::ready_shape(&t, pool, &self.socket_dir)?;
+        let shape = ready_shape(&t, pool, &self.socket_dir)?;
         let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
         if known.pool_index(pool).is_none() {
             let mut pools = known.pools.clone();
@@ -489,7 +461,7 @@ impl Dispatch {
                 return Some(found);
             }
             let t = self.table();
-            let a = asked::pending(&t, pool)?;
+            let a = pending(&t, pool)?;
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return None;
@@ -501,12 +473,12 @@ impl Dispatch {
 
 impl PoolDispatch for Dispatch {
     fn knows(&self, pool: &str) -> bool {
-        self.find(pool).is_some() || asked::pending(&self.table(), pool).is_some()
+        self.find(pool).is_some() || pending(&self.table(), pool).is_some()
     }
 
     fn ask_user_pool(&self, user: &str) -> Option<String> {
         let pool = warren_config::mass::user_pool_name(user);
-        if self.table().pool_index(&pool).is_some() || asked::ask(&self.table(), user) {
+        if self.table().pool_index(&pool).is_some() || ask(&self.table(), user) {
             return Some(pool);
         }
         None
@@ -603,7 +575,7 @@ impl PoolDispatch for Dispatch {
         let Some((t, p)) = self.find(pool) else {
             // A user's pool being made: the request waits for it (and its
             // first child, which the parent starts with it).
-            return if asked::pending(&self.table(), pool).is_some() { Ok(()) } else { Err(PoolBusy::Unknown) };
+            return if pending(&self.table(), pool).is_some() { Ok(()) } else { Err(PoolBusy::Unknown) };
         };
         if t.php_fpm_down(p) {
             return Err(PoolBusy::Unknown);
@@ -637,7 +609,7 @@ impl PoolDispatch for Dispatch {
             }
             None => {
                 let t = self.table();
-                match asked::pending(&t, pool) {
+                match pending(&t, pool) {
                     Some(a) => futex_wait(&a.state, asked::ASKED, timeout),
                     None => std::thread::sleep(timeout),
                 }
@@ -657,7 +629,7 @@ impl PoolDispatch for Dispatch {
     fn lease(&self, pool: &str, uri: &[u8], wait: Duration) -> Result<Box<dyn PoolLease>, PoolBusy> {
         let deadline = Instant::now() + wait;
         let Some((t, p)) = self.find_or_wait(pool, deadline) else {
-            return Err(if asked::pending(&self.table(), pool).is_some() { PoolBusy::Timeout } else { PoolBusy::Unknown });
+            return Err(if pending(&self.table(), pool).is_some() { PoolBusy::Timeout } else { PoolBusy::Unknown });
         };
         let t = &t;
         // A php-fpm pool without a master (one that will not start waits
@@ -734,6 +706,75 @@ impl Drop for Leave<'_> {
     }
 }
 
+/// The record of `user`'s pool, asked for or made, and its state.
+pub fn find<'a>(table: &'a Table, user: &str) -> Option<(&'a AskedPool, u32)> {
+    (0..RUNTIME_POOLS).map(|i| table.asked_at(i)).find_map(|a| {
+        let state = a.state.load(Ordering::Acquire);
+        (matches!(state, ASKED | READY | REFUSED) && a.user() == user).then_some((a, state))
+    })
+}
+
+/// Asks the parent for `user`'s pool: true if it is made or being made,
+/// false if it was refused or no record is free.
+pub fn ask(table: &Table, user: &str) -> bool {
+    if user.is_empty() || user.len() > USER_WORDS * 8 {
+        return false;
+    }
+    if let Some((_, state)) = find(table, user) {
+        return state != REFUSED;
+    }
+    for i in 0..RUNTIME_POOLS {
+        let a = table.asked_at(i);
+        if a.state.compare_exchange(FREE, CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            a.set_user(user.as_bytes());
+            a.since_ms.store(table.now_ms(), Ordering::Relaxed);
+            a.state.store(ASKED, Ordering::Release);
+            table.poke_parent();
+            return true;
+        }
+    }
+    false
+}
+
+/// The record of the user's pool named `pool`, if it was asked for and
+/// the parent has not answered.
+pub fn pending<'a>(table: &'a Table, pool: &str) -> Option<&'a AskedPool> {
+    (0..RUNTIME_POOLS)
+        .map(|i| table.asked_at(i))
+        .find(|a| a.state.load(Ordering::Acquire) == ASKED && warren_config::mass::user_pool_name(&a.user()) == pool)
+}
+
+/// Where the pool named `pool` made at run time lies in the table, its
+/// sockets being in `socket_dir`.
+pub fn ready_shape(table: &Table, pool: &str, socket_dir: &Path) -> Option<PoolShape> {
+    (0..RUNTIME_POOLS).map(|i| table.asked_at(i)).find_map(|a| {
+        let serial = a.serial.load(Ordering::Acquire);
+        if a.state.load(Ordering::Acquire) != READY || warren_config::mass::user_pool_name(&a.user()) != pool {
+            return None;
+        }
+        let (first_slot, n) = (a.first_slot.load(Ordering::Relaxed) as usize, a.max_children.load(Ordering::Relaxed) as usize);
+        let shape = PoolShape {
+            name: pool.to_string(),
+            pm: "ondemand",
+            max_children: n,
+            max_requests: a.max_requests.load(Ordering::Relaxed),
+            backlog: a.backlog.load(Ordering::Relaxed),
+            sockets: (first_slot..first_slot + n).map(|slot| socket_dir.join(format!("{pool}.{slot}.sock"))).collect(),
+            counters: a.counters.load(Ordering::Relaxed) as usize,
+            first_slot,
+            php_fpm: None,
+        };
+        // Freed and reused while it was read: not this pool's place.
+        let unchanged = a.serial.load(Ordering::Acquire) == serial && a.state.load(Ordering::Acquire) == READY;
+        let in_bounds = shape.counters < MAX_POOLS && first_slot + n <= MAX_SLOTS;
+        (unchanged && in_bounds).then_some(shape)
+    })
+}
+
 #[cfg(test)]
 #[path = "table_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "asked_tests.rs"]
+mod asked_tests;

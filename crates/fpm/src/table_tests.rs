@@ -1,6 +1,7 @@
 //! Unit tests of the pools' table: leases, queues and places held by dead processes.
 
 use super::*;
+use crate::shape::PhpFpmShape;
 
 fn table(children: usize, max_requests: u32, backlog: u32) -> Arc<Table> {
     let t = Table::new(None).unwrap();

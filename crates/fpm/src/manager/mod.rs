@@ -35,7 +35,8 @@ mod user_pools;
 use setup::{bind_private, credentials, detach_child, highest_open_fd, make_private_dir, make_socket_dir, owner_of, Credentials};
 use php_fpm::{end_session_of, MASTER_BACKOFF_MAX, MASTER_YOUTH};
 use sizing::{AutoSize, Sizing};
-use crate::table::{Dispatch, PhpFpmShape, PoolShape, Table, BUSY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
+use crate::shape::{PhpFpmShape, PoolShape};
+use crate::table::{Dispatch, Table, BUSY, IDLE, MAX_POOLS, MAX_SLOTS, RETIRING};
 
 struct PoolRun {
     config: PoolConfig,

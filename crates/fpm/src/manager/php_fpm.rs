@@ -7,7 +7,7 @@
 //! one each compile and keep their own; and they accept on one socket, so a
 //! request waits for a child in the kernel's listen queue, not in warren
 //! (but for `pm.max_children auto`, where warren holds requests to the
-//! count: see `table::PhpFpmShape::capped`).
+//! count: see `shape::PhpFpmShape::capped`).
 //! Each pool has a master of its own, running as the pool's user: pools of
 //! different users never share an opcache. The master is warren's child,
 //! in a session of its own, and gets the pool's socket from warren

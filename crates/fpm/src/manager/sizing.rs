@@ -17,7 +17,7 @@
 //!
 //! Counts shrink at once: a pool of php-cgi children stops its surplus
 //! idle children; a php-fpm pool (its master runs at the ceiling, see
-//! `table::PhpFpmShape::capped`) is sent fewer requests at once, and its
+//! `shape::PhpFpmShape::capped`) is sent fewer requests at once, and its
 //! master stops the children left idle, one a second. When memory is short (the charge within 5 % of the limit, an
 //! OOM kill, PSI's "full" stalls) a pool shrinks by a child more each
 //! second until it is not. Counts grow only with no pressure and not
