@@ -1,7 +1,8 @@
 //! Request body framing: Content-Length and chunked (RFC 9112 7.1), decoded
 //! incrementally from whatever bytes have arrived.
 
-use crate::request::{BodyFraming, HttpError};
+use crate::error::HttpError;
+use crate::request::BodyFraming;
 
 /// The longest chunk extension accepted on one chunk-size line.
 pub const MAX_CHUNK_EXTENSION: usize = 4096;

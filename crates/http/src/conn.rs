@@ -14,7 +14,9 @@
 use std::time::{Duration, Instant};
 
 use crate::read_timeout::{ReadClock, ReadTimeout, Stage};
-use crate::request::{BodyFraming, HeadLimits, HttpError, RequestHead};
+use crate::error::HttpError;
+use crate::head_scan::HeadLimits;
+use crate::request::{BodyFraming, RequestHead};
 
 /// How long a half-closed connection is drained before it is closed.
 pub const LINGER: Duration = Duration::from_secs(2);

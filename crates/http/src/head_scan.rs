@@ -6,7 +6,20 @@
 
 use std::ops::Range;
 
-use crate::request::{parse_request_line, HeadLimits, HttpError, Version};
+use crate::error::HttpError;
+use crate::version::Version;
+
+/// LimitRequestLine, LimitRequestFieldSize, LimitRequestFields.
+#[derive(Clone, Copy, Debug)]
+pub struct HeadLimits {
+    pub request_line: usize,
+    pub field_size: usize,
+    pub fields: usize,
+    /// LimitRequestHeadSize: the whole head, request line and fields. The
+    /// other three multiplied allow some 800 KB, a lot of memory for a
+    /// client to make a child hold per connection.
+    pub head: usize,
+}
 
 /// The lines of a partly received head checked so far. Applies the head
 /// limits as each line ends, so that a head that breaks one is refused as
@@ -126,6 +139,47 @@ impl HeadScan {
         }
         Ok(())
     }
+}
+
+pub(crate) fn parse_request_line(line: &[u8]) -> Result<(Range<usize>, Range<usize>, Version), HttpError> {
+    let bad = |why: &str| Err(HttpError::new(400, format!("malformed request line: {why}")));
+    let Some(sp1) = line.iter().position(|&b| b == b' ') else {
+        return bad("no request-target");
+    };
+    let Some(sp2) = line.iter().rposition(|&b| b == b' ') else { return bad("no version") };
+    if sp1 == 0 || !line[..sp1].iter().all(|&b| is_tchar(b)) {
+        return bad("bad method");
+    }
+    if sp2 == sp1 {
+        return bad("no HTTP version (HTTP/0.9 is not supported)");
+    }
+    let target = sp1 + 1..sp2;
+    if target.is_empty() || line[target.clone()].iter().any(|&b| b <= b' ' || b == 0x7f) {
+        return bad("bad request-target (spaces or control characters)");
+    }
+    let v = &line[sp2 + 1..];
+    let version = match v {
+        b"HTTP/1.1" => Version::Http11,
+        b"HTTP/1.0" => Version::Http10,
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => {
+            if *major == b'1' {
+                // RFC 9110 6.2: a higher minor version is served as 1.1.
+                Version::Http11
+            } else {
+                return Err(HttpError::new(505, format!("HTTP version {} not supported", String::from_utf8_lossy(v))));
+            }
+        }
+        _ => return bad("bad HTTP version"),
+    };
+    let t = &line[target.clone()];
+    if t[0] != b'/' && t != b"*" && !(t.len() > 7 && (t[..7].eq_ignore_ascii_case(b"http://") || t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://"))) {
+        return bad("request-target is not origin-form, absolute-form or *");
+    }
+    Ok((0..sp1, target, version))
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 fn request_line_too_long(limits: &HeadLimits) -> HttpError {

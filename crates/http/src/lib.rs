@@ -3,9 +3,12 @@
 //! - [`request`]: bytes -> [`RequestHead`] (request line, header fields, and
 //!   the framing and connection facts derived from them), or an
 //!   [`HttpError`] carrying the status RFC 9112 prescribes.
-//! - [`head_scan`]: [`HeadScan`], where a head's lines are found and its
-//!   limits applied as it arrives, each byte once; `parse_head_from`
-//!   resumes it and tokenises the fields once the head is complete.
+//! - [`head_scan`]: [`HeadScan`], where a head's lines are found, its
+//!   request line checked and its [`HeadLimits`] applied as it arrives,
+//!   each byte once; `parse_head_from` resumes it and tokenises the fields
+//!   once the head is complete.
+//! - [`error`]: [`HttpError`]; [`version`]: [`Version`]: the two every
+//!   layer below shares.
 //! - [`body`]: [`BodyDecoder`] for Content-Length and chunked bodies, fed
 //!   incrementally.
 //! - [`response`]: status lines and header fields written into a buffer, and
@@ -34,6 +37,7 @@
 
 pub mod body;
 pub mod conn;
+pub mod error;
 pub mod h1;
 pub mod h2;
 pub mod head_scan;
@@ -41,10 +45,13 @@ pub mod proxy_protocol;
 pub mod read_timeout;
 pub mod request;
 pub mod response;
+pub mod version;
 
 pub use body::BodyDecoder;
 pub use conn::{ConnRules, KeepAlivePolicy, Next, Phase, DRAIN_IDLE, LINGER};
-pub use head_scan::HeadScan;
+pub use error::HttpError;
+pub use head_scan::{HeadLimits, HeadScan};
 pub use read_timeout::{ReadClock, ReadTimeout, Stage as ReadStage};
-pub use request::{parse_head, parse_head_from, BodyFraming, HeadLimits, HttpError, RequestHead, Version};
+pub use request::{parse_head, parse_head_from, BodyFraming, RequestHead};
 pub use response::DateCache;
+pub use version::Version;

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::request::HttpError;
+use crate::error::HttpError;
 
 /// The part of a request being read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

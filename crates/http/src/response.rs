@@ -2,7 +2,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::request::Version;
+use crate::version::Version;
 
 pub fn reason(status: u16) -> &'static str {
     match status {

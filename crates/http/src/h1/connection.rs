@@ -13,7 +13,8 @@ use crate::body::BodyDecoder;
 use crate::conn::{received_body_within, ConnRules, KeepAlivePolicy, Next, Phase};
 use crate::head_scan::HeadScan;
 use crate::read_timeout::ReadClock;
-use crate::request::{parse_head_from, BodyFraming, HttpError, RequestHead};
+use crate::error::HttpError;
+use crate::request::{parse_head_from, BodyFraming, RequestHead};
 
 /// What [`Connection::poll_head`] found in the input.
 #[derive(Debug)]

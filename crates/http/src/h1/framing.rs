@@ -6,7 +6,8 @@
 //! without one; and the Connection field that tells the client whether it
 //! may send more.
 
-use crate::request::{RequestHead, Version};
+use crate::request::RequestHead;
+use crate::version::Version;
 use crate::response::{status_allows_body, write_chunk, write_connection, write_content_length, write_header, write_status_line, LAST_CHUNK};
 
 /// What a response head says besides its own fields.

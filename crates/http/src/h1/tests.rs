@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::conn::{ConnRules, KeepAlivePolicy, Next, Phase};
 use crate::read_timeout::ReadTimeout;
-use crate::request::{BodyFraming, HeadLimits, Version};
+use crate::head_scan::HeadLimits;
+use crate::request::BodyFraming;
+use crate::version::Version;
 
 fn rules() -> ConnRules {
     ConnRules {

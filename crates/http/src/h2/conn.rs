@@ -25,7 +25,9 @@ use super::budget::Leaky;
 use super::frame::{self, Frame, FrameError, Header};
 use super::hpack::{Decoder, Encoder};
 use super::{ErrorCode, PREFACE};
-use crate::request::{HeadLimits, HttpError, RequestHead};
+use crate::error::HttpError;
+use crate::head_scan::HeadLimits;
+use crate::request::RequestHead;
 
 mod send;
 mod streams;

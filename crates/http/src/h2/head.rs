@@ -8,7 +8,9 @@
 
 use std::ops::Range;
 
-use crate::request::{valid_host, BodyFraming, HeadLimits, HttpError, RequestHead};
+use crate::error::HttpError;
+use crate::head_scan::HeadLimits;
+use crate::request::{valid_host, BodyFraming, RequestHead};
 
 /// Why a request is not served.
 #[derive(Clone, Debug, PartialEq, Eq)]

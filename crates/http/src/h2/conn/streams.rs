@@ -11,7 +11,7 @@ use crate::h2::frame;
 use crate::h2::head::{Fields, Problem};
 use crate::h2::hpack::DecodeError;
 use crate::h2::ErrorCode;
-use crate::request::HttpError;
+use crate::error::HttpError;
 
 impl Connection {
     pub(super) fn data(&mut self, stream: u32, data: &[u8], end_stream: bool, flow_len: u32, now: Instant, events: &mut Vec<Event>) -> Result<(), Fatal> {
