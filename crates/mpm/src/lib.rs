@@ -16,7 +16,8 @@
 //! - [`scoreboard`]: shared memory with one slot per serving thread, written by the
 //!   children, read by the parent's maintenance and by server-status
 //!   (prefork's accept turns live here too);
-//!   [`metrics_board`]: its counters for `SetHandler metrics`.
+//!   [`metrics_board`]: its counters for `SetHandler metrics`, summed for a
+//!   scrape by [`metrics_scrape`]; `board_text`: text in its atomic words.
 //! - [`spread`]: which event children accept, so that one loop is filled
 //!   before another is woken (decided by the parent, obeyed by the loops).
 //! - [`systemd`]: what systemd passes a service (the notification socket,
@@ -26,8 +27,10 @@
 //! It still reads the handler's `Site` (settings, logs, server-status and
 //! metrics sources) but never calls it to serve a request.
 
+mod board_text;
 pub mod listen;
 pub mod metrics_board;
+pub mod metrics_scrape;
 mod log_relay;
 pub mod parent;
 pub mod scoreboard;

@@ -35,7 +35,7 @@ use signal_hook::SigId;
 use warren_config::{LogLevel, Mpm, Origin, Settings};
 use crate::log_relay::Relay;
 use warren_handler::root_files;
-use crate::metrics_board::ScoreboardMetrics;
+use crate::metrics_scrape::ScoreboardMetrics;
 use warren_handler::status::{ChildStatus, StatusSnapshot, StatusSource, WorkerStatus};
 use warren_handler::Site;
 use warren_pool_api::{MakeManager, ProcessManager, ServerUser};

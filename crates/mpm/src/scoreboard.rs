@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use warren_shm::futex::{futex_wait, futex_wake};
 use warren_shm::SharedMemory;
 
+use crate::board_text::{load_text, store_text};
 use crate::metrics_board::{SlotMetrics, VhostNames};
 
 /// The states of a [`ThreadSlot`], with the letters Apache's mod_status shows.
@@ -143,26 +144,6 @@ pub struct Scoreboard {
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
-pub(crate) fn store_text(dst: &[AtomicU64], text: &[u8]) {
-    let mut bytes = [0u8; 8];
-    for (i, word) in dst.iter().enumerate() {
-        bytes.fill(0);
-        let from = (i * 8).min(text.len());
-        let to = (from + 8).min(text.len());
-        bytes[..to - from].copy_from_slice(&text[from..to]);
-        word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
-    }
-}
-
-pub(crate) fn load_text(src: &[AtomicU64]) -> String {
-    let mut out = Vec::with_capacity(src.len() * 8);
-    for w in src {
-        out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
-    }
-    let end = out.iter().position(|&b| b == 0).unwrap_or(out.len());
-    String::from_utf8_lossy(&out[..end]).into_owned()
 }
 
 impl ThreadSlot {
