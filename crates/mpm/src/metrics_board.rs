@@ -1,6 +1,6 @@
 //! The counters behind `SetHandler metrics`, kept in the scoreboard.
 //!
-//! Each serving thread has a [`SlotMetrics`] inside its [`ThreadSlot`]: it
+//! Each serving thread has a [`SlotMetrics`] inside its [`ThreadSlot`](crate::scoreboard::ThreadSlot): it
 //! is the only writer of it, so a request's end adds to a handful of
 //! uncontended relaxed atomics (no lock, no shared cache line with another
 //! thread), and a scrape sums every slot. Being in the scoreboard's shared
