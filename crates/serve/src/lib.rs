@@ -5,7 +5,8 @@
 //!
 //! - [`child`]: a child's serving, by MPM: [`prefork`] (one connection at a
 //!   time, children taking turns at the listeners), [`worker`]
-//!   (ThreadsPerChild threads fed by a listener thread) or the [`event`] loop.
+//!   (ThreadsPerChild threads fed by a listener thread) or the [`event`] loop;
+//!   each reopens its logs after a rotation through `log_rotation`.
 //! - [`client_stream`]: a client's connection as the drivers read and write
 //!   it (plain TCP, or TLS over it, `ktls` after the handshake), and
 //!   [`client_stream::AcceptClient`], accepting from `warren-mpm`'s listeners.
@@ -54,6 +55,7 @@ pub mod exchange;
 pub mod fastcgi;
 pub mod h2;
 mod ktls;
+mod log_rotation;
 pub mod prefork;
 mod proxy_header;
 pub mod serve;

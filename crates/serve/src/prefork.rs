@@ -33,7 +33,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
         if reopen.swap(false, Ordering::Relaxed) {
             // What was logged before the rotation goes in the file rotated.
             driver.logs.flush();
-            crate::child::reopen_logs(site);
+            crate::log_rotation::reopen_logs(site);
         }
         ws.set(State::Ready);
         if !driver.turn.as_mut().is_some_and(|t| t.take(Duration::from_secs(1))) {

@@ -95,7 +95,7 @@ pub fn run(site: &Site, listeners: &[Listener], sb: &Scoreboard, slot: usize, st
         let mut accepted = 0u64;
         while !stop.load(Ordering::Relaxed) {
             if reopen.swap(false, Ordering::Relaxed) {
-                crate::child::reopen_logs(site);
+                crate::log_rotation::reopen_logs(site);
             }
             if handoff.idle.load(Ordering::SeqCst) == 0 {
                 let g = handoff.idle_mutex.lock().unwrap_or_else(|p| p.into_inner());

@@ -248,7 +248,7 @@ impl EventLoop {
                         }
                         if self.reopen.swap(false, Ordering::Relaxed) {
                             self.logs.flush();
-                            crate::child::reopen_logs(&self.site);
+                            crate::log_rotation::reopen_logs(&self.site);
                         }
                     }
                     t if t >= TOKEN_LISTENER => self.accept((t - TOKEN_LISTENER) as usize),
