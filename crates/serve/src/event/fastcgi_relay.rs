@@ -21,27 +21,8 @@ use crate::fastcgi::sink::{BodyFraming, H1Sink};
 use crate::fastcgi::spill::Spill;
 use super::thread_pool::{FastCgiJob, Job};
 use super::connection::Conn;
+use super::readiness::Readiness;
 use super::{EventLoop, TOKEN_UPSTREAM};
-
-/// What epoll said of a backend's socket. A hang-up or an error is
-/// readable and writable too: the next read or write finds out which.
-pub(super) struct Readiness {
-    pub readable: bool,
-    pub writable: bool,
-    /// The backend closed its side (or the socket failed).
-    pub hung_up: bool,
-}
-
-impl Readiness {
-    pub(super) fn of(flags: EpollFlags) -> Readiness {
-        let gone = flags.intersects(EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR);
-        Readiness {
-            readable: gone || flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP),
-            writable: gone || flags.contains(EpollFlags::EPOLLOUT),
-            hung_up: gone || flags.contains(EpollFlags::EPOLLRDHUP),
-        }
-    }
-}
 
 impl EventLoop {
     /// Starts relaying a FastCGI exchange on the loop, or hands it to a

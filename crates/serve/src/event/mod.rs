@@ -22,6 +22,7 @@
 //! - [`proxy_relay`]: HTTP backend exchanges (mod_proxy_http) on the loop.
 //! - [`proxy_upload`]: their request bodies relayed as the client sends them.
 //! - [`h2_proxy`]: HTTP/2 streams' HTTP backend exchanges on the loop.
+//! - [`readiness`]: what epoll said of a backend's socket, for the relays.
 //! - [`completions`]: work the thread pool has finished, and deadlines.
 //! - [`thread_pool`]: the worker threads.
 
@@ -54,6 +55,7 @@ mod h2_relay;
 mod h2_ws;
 mod proxy_relay;
 mod proxy_upload;
+mod readiness;
 pub mod thread_pool;
 mod ws_tunnel;
 

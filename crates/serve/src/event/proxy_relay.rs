@@ -477,7 +477,7 @@ pub(super) enum Io {
 impl Backend {
     /// Takes what the epoll reported.
     pub(super) fn note(&mut self, flags: EpollFlags) {
-        let ready = super::fastcgi_relay::Readiness::of(flags);
+        let ready = super::readiness::Readiness::of(flags);
         self.readable |= ready.readable;
         self.hung_up |= ready.hung_up;
         self.writable |= ready.writable;
