@@ -14,14 +14,10 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use warren_config::tls::{CertPair, TlsHost};
 use warren_config::Origin;
 
+use crate::loaded::Loaded;
+
 /// A certificate warns this long before it expires.
 const EXPIRY_WARNING_DAYS: i64 = 30;
-
-/// One loaded certificate of a host.
-pub(crate) struct Loaded {
-    pub key: Arc<CertifiedKey>,
-    pub ecdsa: bool,
-}
 
 fn at(origin: &Origin, message: impl std::fmt::Display) -> String {
     format!("{origin}: {message}")

@@ -4,7 +4,8 @@
 //!
 //! - [`certs`]: PEM certificates and keys, their expiry; [`stapling`]: the
 //!   OCSP responses the ACME helper fetched, stapled; [`store_file`]: how
-//!   root reads them from the helper's MDStoreDir.
+//!   root reads them from the helper's MDStoreDir; `managed`: a managed
+//!   domain's temporary certificate; `loaded`: what either gives a host.
 //! - [`ServerTls`]: built once by the parent (as root, before privileges
 //!   drop and children fork) from the [`Settings`]; every certificate and
 //!   key read and checked there, each problem an error naming its
@@ -25,6 +26,7 @@
 //!   for `SSL_PROTOCOL`, `SSL_CIPHER` and logs.
 
 pub mod certs;
+mod loaded;
 mod managed;
 mod store_file;
 pub mod acme_alpn;

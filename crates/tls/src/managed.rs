@@ -11,7 +11,7 @@ use rustls::sign::CertifiedKey;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use warren_config::tls::TlsHost;
 
-use crate::certs::Loaded;
+use crate::loaded::Loaded;
 
 /// A self-signed certificate for `names`, valid for 30 days.
 pub(crate) fn temporary(names: &[String], host: &TlsHost, provider: &CryptoProvider, warnings: &mut Vec<String>) -> Result<Loaded, Vec<String>> {
