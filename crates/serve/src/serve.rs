@@ -113,3 +113,6 @@ pub fn end(records: &mut Records, exchange: &Exchange, info: &ConnInfo, served: 
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod plan_tests;

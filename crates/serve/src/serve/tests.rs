@@ -24,14 +24,14 @@ use crate::exchange::conn_rules;
 use crate::h2::session::{Ctx, Session, Task};
 use warren_mpm::scoreboard::Scoreboard;
 
-const A_TXT: &str = "0123456789abcdefghij";
+pub(super) const A_TXT: &str = "0123456789abcdefghij";
 
 /// A site in a scratch directory (removed when dropped), from `extra`
 /// configuration after a DocumentRoot with a.txt and x.php in it.
-struct Fixture {
-    dir: PathBuf,
-    site: Site,
-    sb: Scoreboard,
+pub(super) struct Fixture {
+    pub(super) dir: PathBuf,
+    pub(super) site: Site,
+    pub(super) sb: Scoreboard,
 }
 
 impl Drop for Fixture {
@@ -40,7 +40,7 @@ impl Drop for Fixture {
     }
 }
 
-fn fixture(name: &str, extra: &str) -> Fixture {
+pub(super) fn fixture(name: &str, extra: &str) -> Fixture {
     let dir = std::env::temp_dir().join(format!("warren-serve-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("htdocs")).unwrap();
@@ -54,13 +54,19 @@ fn fixture(name: &str, extra: &str) -> Fixture {
     Fixture { dir, site, sb: Scoreboard::new(1, 1).unwrap() }
 }
 
-fn info() -> ConnInfo {
+pub(super) fn info() -> ConnInfo {
     ConnInfo::new("127.0.0.1:40000".parse().unwrap(), "127.0.0.1:80".parse().unwrap())
 }
 
 /// A FastCGI application on a loopback port that answers one request
 /// with `pieces` of stdout, each its own record and its own write.
 fn fastcgi_app(pieces: &'static [&'static str]) -> (u16, std::thread::JoinHandle<()>) {
+    fastcgi_app_ending(pieces, true)
+}
+
+/// [`fastcgi_app`], which without `end` closes its connection after the
+/// pieces, never ending its stdout or the request (a crashed application).
+fn fastcgi_app_ending(pieces: &'static [&'static str], end: bool) -> (u16, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let app = std::thread::spawn(move || {
@@ -87,8 +93,10 @@ fn fastcgi_app(pieces: &'static [&'static str]) -> (u16, std::thread::JoinHandle
             conn.write_all(&record(6, piece.as_bytes())).unwrap();
             conn.flush().unwrap();
         }
-        conn.write_all(&record(6, b"")).unwrap();
-        conn.write_all(&record(3, &[0; 8])).unwrap();
+        if end {
+            conn.write_all(&record(6, b"")).unwrap();
+            conn.write_all(&record(3, &[0; 8])).unwrap();
+        }
     });
     (port, app)
 }
@@ -334,4 +342,65 @@ fn h1_fastcgi_answer_arriving_in_pieces_is_whole_at_the_client() {
     let body = out.split("\r\n\r\n").nth(1).unwrap();
     let unchunked: String = body.split("\r\n").skip(1).step_by(2).collect();
     assert!(body.starts_with("hello, world") || unchunked.starts_with("hello, world"), "{out}");
+}
+
+#[test]
+fn h2_a_head_over_a_limit_is_refused_on_its_stream_and_the_connection_goes_on() {
+    let f = fixture("h2-head-limit", "LimitRequestFieldSize 100\n");
+    let mut run = H2Run::new(&f);
+    let mut client = H2Client::new();
+    let mut input = client.preface();
+    let long_path = format!("/{}", "a".repeat(300));
+    input.extend(client.request(1, "GET", &long_path, &[], true));
+    let big = "b".repeat(200);
+    input.extend(client.request(3, "GET", "/a.txt", &[("x-big", &big)], true));
+    input.extend(client.request(5, "GET", "/a.txt", &[], true));
+    let got = client.responses(&run.exchange(&input, 1 << 16));
+    assert_eq!((got[&1].status(), got[&1].ended), ("414", true), "LimitRequestLine on :path: {got:?}");
+    assert_eq!((got[&3].status(), got[&3].ended), ("431", true), "LimitRequestFieldSize: {got:?}");
+    assert_eq!((got[&5].status(), got[&5].body.as_slice()), ("200", A_TXT.as_bytes()), "the connection serves on: {got:?}");
+}
+
+#[test]
+fn h2_fastcgi_answer_cut_short_never_looks_complete() {
+    let (port, app) = fastcgi_app_ending(&["Content-Type: text/plain\r\n\r\nhel", "lo"], false);
+    let f = fixture("h2-fcgi-cut", &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n"));
+    let mut run = H2Run::new(&f);
+    let mut client = H2Client::new();
+    let mut input = client.preface();
+    input.extend(client.request(1, "GET", "/x.php", &[], true));
+    let got = client.responses(&run.exchange(&input, 1 << 16));
+    app.join().unwrap();
+    let r = &got[&1];
+    // Its head and what came of the body are passed on as they arrive;
+    // the end never comes, so the stream is reset, not ended.
+    assert_eq!((r.status(), r.body.as_slice(), r.ended, r.reset), ("200", &b"hello"[..], false, true), "{got:?}");
+    // The connection is still good for the next stream.
+    let next = client.request(3, "GET", "/a.txt", &[], true);
+    let got = client.responses(&run.exchange(&next, 1 << 16));
+    assert_eq!((got[&3].status(), got[&3].body.as_slice()), ("200", A_TXT.as_bytes()), "{got:?}");
+}
+
+#[test]
+fn h1_fastcgi_answer_cut_short_closes_without_a_last_chunk() {
+    let (port, app) = fastcgi_app_ending(&["Content-Type: text/plain\r\n\r\nhel", "lo"], false);
+    let f = fixture("h1-fcgi-cut", &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n"));
+    let out = serve_h1(&f, b"GET /x.php HTTP/1.1\r\nHost: localhost\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    app.join().unwrap();
+    // The head and the body so far went out as they came (chunked, the
+    // length unknown); the connection is closed with no last chunk, so the
+    // client can tell the answer is not whole, and nothing follows it.
+    assert_eq!(statuses(&out), ["200"], "{out}");
+    assert!(out.contains("Transfer-Encoding: chunked\r\n"), "{out}");
+    assert!(out.ends_with("\r\n\r\n5\r\nhello\r\n"), "{out:?}");
+}
+
+#[test]
+fn h1_a_chunked_body_is_read_through_and_counted_against_the_limit() {
+    let f = fixture("h1-chunked", "LimitRequestBody 10\n");
+    let out = serve_h1(&f, b"POST /a.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(statuses(&out).len(), 2, "the body within the limit is read to its end, the next request follows: {out}");
+    assert!(out.ends_with(A_TXT), "{out}");
+    let out = serve_h1(&f, b"POST /a.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n6\r\nworld!\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(statuses(&out), ["413"], "12 bytes past LimitRequestBody 10 as they come, then closed: {out}");
 }
