@@ -439,6 +439,21 @@ fn access_log_says_http2(mpm: &str) {
     assert!(upgraded.len() == 1 && upgraded[0].contains("|200|20|GET /a.txt?via=upgrade HTTP/"), "{log}");
 }
 
+/// The error code of the last GOAWAY among the HTTP/2 frames in `got`.
+fn goaway_code(got: &[u8]) -> Option<u32> {
+    let mut frames = got;
+    let mut goaway = None;
+    while frames.len() >= 9 {
+        let len = (frames[0] as usize) << 16 | (frames[1] as usize) << 8 | frames[2] as usize;
+        let Some(payload) = frames.get(9..9 + len) else { break };
+        if frames[3] == GOAWAY && payload.len() >= 8 {
+            goaway = Some(u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]));
+        }
+        frames = &frames[9 + len..];
+    }
+    goaway
+}
+
 /// `Protocols h2c` alone: the cleartext listener speaks only HTTP/2, so an
 /// HTTP/1.1 request is a wrong connection preface, refused with GOAWAY
 /// PROTOCOL_ERROR as nginx's h2c port does (h2spec http2/3.5/2), not
@@ -448,18 +463,15 @@ fn h2c_alone_speaks_only_http2(mpm: &str) {
     for attempt in [&b"GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n"[..], b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n", b"\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"] {
         let got = s.raw(attempt);
         assert!(!got.starts_with(b"HTTP/"), "{:?} was answered in HTTP/1.x: {:?}", String::from_utf8_lossy(attempt), String::from_utf8_lossy(&got));
-        let mut frames = &got[..];
-        let mut goaway = None;
-        while frames.len() >= 9 {
-            let len = (frames[0] as usize) << 16 | (frames[1] as usize) << 8 | frames[2] as usize;
-            let Some(payload) = frames.get(9..9 + len) else { break };
-            if frames[3] == GOAWAY && payload.len() >= 8 {
-                goaway = Some(u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]));
-            }
-            frames = &frames[9 + len..];
-        }
-        assert_eq!(goaway, Some(0x1), "{:?}: no GOAWAY PROTOCOL_ERROR in {got:?}", String::from_utf8_lossy(attempt));
+        assert_eq!(goaway_code(&got), Some(0x1), "{:?}: no GOAWAY PROTOCOL_ERROR in {got:?}", String::from_utf8_lossy(attempt));
     }
+    // A wrong start shorter than the preface, the client still there: the
+    // first bytes that differ settle it, without waiting for 24 or a close.
+    let mut c = s.connect();
+    std::io::Write::write_all(&mut c, b"GET / HTTP/1.1\r\n").unwrap();
+    let (got, how) = read_to_end_of(&mut c);
+    assert_eq!(goaway_code(&got), Some(0x1), "a short wrong preface: no GOAWAY PROTOCOL_ERROR in {got:?}, {how}");
+    assert!(how.starts_with("closed by the server"), "{how}");
     let (code, body) = curl(&["-s", "--http2-prior-knowledge", &s.url("/a.txt")]);
     assert_eq!((code, body.as_slice()), (0, &b"0123456789abcdefghij"[..]));
 }
