@@ -112,7 +112,7 @@ pub fn end(records: &mut Records, exchange: &Exchange, info: &ConnInfo, served: 
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 mod plan_tests;

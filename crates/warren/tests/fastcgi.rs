@@ -431,7 +431,57 @@ each_mpm!(
     limits_and_aborts,
     php_fpm_restart_under_load,
     stalled_body_to_php_gets_408,
+    an_application_gone_mid_answer_is_seen_at_once,
 );
+
+/// A FastCGI application in the test on a unix socket that answers each
+/// request with its head and "hello" in two records, each its own write,
+/// then closes: no end of stdout, no FCGI_END_REQUEST (a crashed child).
+fn dying_app(path: std::path::PathBuf) {
+    use warren_fcgi::record::{self, RecordReader, RecordType};
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = RecordReader::default();
+            while let Ok(Some(rec)) = reader.read_record(&mut conn) {
+                if rec.kind == RecordType::Stdin && rec.content.is_empty() {
+                    for piece in [&b"Content-Type: text/plain\r\n\r\nhel"[..], b"lo"] {
+                        let mut out = Vec::new();
+                        record::write_record(&mut out, RecordType::Stdout, rec.request_id, piece);
+                        let _ = conn.write_all(&out);
+                    }
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// An application gone in the middle of its answer: the client's
+/// connection is closed as soon as warren reads the end, without the last
+/// chunk, not when ProxyTimeout (here 60 s, past the client's 10 s wait)
+/// runs out. Under event the end came with the last bytes in one wake-up,
+/// and a short read was taken for "drained": the loop waited for a wake-up
+/// that never came.
+fn an_application_gone_mid_answer_is_seen_at_once(mpm: &str) {
+    let dir = TempDir::new(&format!("fcgi-dying-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/dying.fcgi", "");
+    let socket = dir.0.join("dying.sock");
+    dying_app(socket.clone());
+    let s = Server::start_in(dir, mpm, &format!("ProxyTimeout 60\n<Files \"dying.fcgi\">\n    SetHandler \"proxy:unix:{}|fcgi://localhost\"\n</Files>\n", socket.display()));
+    for _ in 0..3 {
+        let mut c = s.connect();
+        c.write_all(b"GET /dying.fcgi HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let (out, how) = read_to_end_of(&mut c);
+        let text = String::from_utf8_lossy(&out);
+        assert!(how.starts_with("closed by the server"), "{how}; got {text:?}");
+        assert!(text.starts_with("HTTP/1.1 200") && text.ends_with("\r\n\r\n5\r\nhello\r\n"), "{text:?}");
+    }
+    assert_eq!(s.get("/a.txt").text(), "0123456789abcdefghij", "and the server goes on");
+}
 
 /// A request body for a script that stops coming is cut by
 /// RequestReadTimeout body= (Timeout, 60 s, would wait much longer).

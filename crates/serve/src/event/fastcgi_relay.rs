@@ -108,6 +108,7 @@ impl EventLoop {
             let Some(up) = c.upstream.as_mut() else { return false };
             up.readable |= ready.readable;
             up.writable |= ready.writable;
+            up.hung_up |= ready.hung_up;
             true
         });
     }

@@ -59,6 +59,9 @@ mod readiness;
 pub mod thread_pool;
 mod ws_tunnel;
 
+#[cfg(test)]
+mod loop_tests;
+
 /// How much one read from a client asks for: the size of the loop's
 /// shared read buffer.
 const READ_CHUNK: usize = 16 * 1024;

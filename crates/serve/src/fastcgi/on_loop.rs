@@ -35,6 +35,10 @@ pub struct Upstream {
     /// Edge-triggered readiness, as last reported and not yet used up.
     pub readable: bool,
     pub writable: bool,
+    /// The application closed its side (EPOLLRDHUP, or the socket failed):
+    /// its last bytes and its end may come in one edge, so a short read no
+    /// longer means drained; the read that finds the end says so.
+    pub hung_up: bool,
     /// Set once the head is sent: how the body goes out.
     pub body: Option<BodyFraming>,
     /// The pool child serving it, given back when the exchange is dropped.
@@ -92,7 +96,7 @@ impl Upstream {
         let half_close = half_close.allowed(&gateway.backend.addr);
         // Nothing can be read before the request is sent: the first read
         // waits for the edge that says the answer has come.
-        Ok(Upstream { socket, connected, request, sent: 0, answer, gateway, readable: false, writable: true, body: None, lease, half_close })
+        Ok(Upstream { socket, connected, request, sent: 0, answer, gateway, readable: false, writable: true, hung_up: false, body: None, lease, half_close })
     }
 
     /// What a failure to read the application means (see [`Answer::failure`]).
@@ -175,7 +179,7 @@ impl Upstream {
             Ok(0) => Err(ReadFailed { error: self.answer.closed(), gone: true }),
             Ok(n) => {
                 self.answer.feed(&scratch[..n]);
-                if n < scratch.len() {
+                if n < scratch.len() && !self.hung_up {
                     // Drained: the next edge says when there is more.
                     self.readable = false;
                 }

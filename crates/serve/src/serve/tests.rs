@@ -9,6 +9,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use warren_config::h2::H2Settings;
@@ -24,14 +25,14 @@ use crate::exchange::conn_rules;
 use crate::h2::session::{Ctx, Session, Task};
 use warren_mpm::scoreboard::Scoreboard;
 
-pub(super) const A_TXT: &str = "0123456789abcdefghij";
+pub(crate) const A_TXT: &str = "0123456789abcdefghij";
 
 /// A site in a scratch directory (removed when dropped), from `extra`
 /// configuration after a DocumentRoot with a.txt and x.php in it.
-pub(super) struct Fixture {
-    pub(super) dir: PathBuf,
-    pub(super) site: Site,
-    pub(super) sb: Scoreboard,
+pub(crate) struct Fixture {
+    pub(crate) dir: PathBuf,
+    pub(crate) site: Arc<Site>,
+    pub(crate) sb: Scoreboard,
 }
 
 impl Drop for Fixture {
@@ -40,7 +41,7 @@ impl Drop for Fixture {
     }
 }
 
-pub(super) fn fixture(name: &str, extra: &str) -> Fixture {
+pub(crate) fn fixture(name: &str, extra: &str) -> Fixture {
     let dir = std::env::temp_dir().join(format!("warren-serve-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("htdocs")).unwrap();
@@ -50,23 +51,23 @@ pub(super) fn fixture(name: &str, extra: &str) -> Fixture {
     std::fs::write(&conf, format!("Listen 127.0.0.1:80\nServerName localhost\nDocumentRoot htdocs\nErrorLog error.log\nLimitRequestLine 200\n{extra}")).unwrap();
     let loaded = warren_config::load_file(&conf, &warren_config::LoadOptions::default());
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-    let site = Site::new(loaded.settings.unwrap()).unwrap();
+    let site = Arc::new(Site::new(loaded.settings.unwrap()).unwrap());
     Fixture { dir, site, sb: Scoreboard::new(1, 1).unwrap() }
 }
 
-pub(super) fn info() -> ConnInfo {
+pub(crate) fn info() -> ConnInfo {
     ConnInfo::new("127.0.0.1:40000".parse().unwrap(), "127.0.0.1:80".parse().unwrap())
 }
 
 /// A FastCGI application on a loopback port that answers one request
 /// with `pieces` of stdout, each its own record and its own write.
-fn fastcgi_app(pieces: &'static [&'static str]) -> (u16, std::thread::JoinHandle<()>) {
+pub(crate) fn fastcgi_app(pieces: &'static [&'static str]) -> (u16, std::thread::JoinHandle<()>) {
     fastcgi_app_ending(pieces, true)
 }
 
 /// [`fastcgi_app`], which without `end` closes its connection after the
 /// pieces, never ending its stdout or the request (a crashed application).
-fn fastcgi_app_ending(pieces: &'static [&'static str], end: bool) -> (u16, std::thread::JoinHandle<()>) {
+pub(crate) fn fastcgi_app_ending(pieces: &'static [&'static str], end: bool) -> (u16, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let app = std::thread::spawn(move || {
@@ -103,7 +104,7 @@ fn fastcgi_app_ending(pieces: &'static [&'static str], end: bool) -> (u16, std::
 
 /// An HTTP/2 client in memory: requests as frames, the server's frames
 /// back as responses.
-struct H2Client {
+pub(crate) struct H2Client {
     encoder: Encoder,
     decoder: Decoder,
     from_server: Vec<u8>,
@@ -111,31 +112,31 @@ struct H2Client {
 
 /// What came back on one stream.
 #[derive(Debug, Default)]
-struct H2Response {
-    fields: Vec<(String, String)>,
-    body: Vec<u8>,
-    ended: bool,
-    reset: bool,
+pub(crate) struct H2Response {
+    pub(crate) fields: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+    pub(crate) ended: bool,
+    pub(crate) reset: bool,
 }
 
 impl H2Response {
-    fn status(&self) -> &str {
+    pub(crate) fn status(&self) -> &str {
         self.fields.iter().find(|(n, _)| n == ":status").map_or("", |(_, v)| v.as_str())
     }
 }
 
 impl H2Client {
-    fn new() -> H2Client {
+    pub(crate) fn new() -> H2Client {
         H2Client { encoder: Encoder::new(), decoder: Decoder::new(4096), from_server: Vec::new() }
     }
 
-    fn preface(&self) -> Vec<u8> {
+    pub(crate) fn preface(&self) -> Vec<u8> {
         let mut out = PREFACE.to_vec();
         frame::write_settings(&mut out, &[]);
         out
     }
 
-    fn request(&mut self, stream: u32, method: &str, path: &str, fields: &[(&str, &str)], end_stream: bool) -> Vec<u8> {
+    pub(crate) fn request(&mut self, stream: u32, method: &str, path: &str, fields: &[(&str, &str)], end_stream: bool) -> Vec<u8> {
         let mut list: Vec<(&[u8], &[u8])> = vec![(b":method", method.as_bytes()), (b":scheme", b"http"), (b":path", path.as_bytes()), (b":authority", b"localhost")];
         list.extend(fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
         let mut block = Vec::new();
@@ -146,7 +147,7 @@ impl H2Client {
     }
 
     /// The responses of the streams the server's frames so far answer.
-    fn responses(&mut self, out: &[u8]) -> std::collections::BTreeMap<u32, H2Response> {
+    pub(crate) fn responses(&mut self, out: &[u8]) -> std::collections::BTreeMap<u32, H2Response> {
         self.from_server.extend_from_slice(out);
         let mut got: std::collections::BTreeMap<u32, H2Response> = Default::default();
         let mut at = 0;
@@ -296,7 +297,7 @@ fn serve_h1(f: &Fixture, input: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn statuses(out: &str) -> Vec<&str> {
+pub(crate) fn statuses(out: &str) -> Vec<&str> {
     out.split("HTTP/1.1 ").skip(1).map(|r| &r[..3]).collect()
 }
 
