@@ -205,3 +205,23 @@ fn client_saw_reset(out: &[u8]) -> bool {
     }
     false
 }
+
+#[test]
+fn a_client_that_sends_and_closes_its_side_is_seen_closed_at_once() {
+    let f = fixture("loop-halfclose", "KeepAliveTimeout 30\nRequestReadTimeout header=30\n");
+    let run = LoopRun::start(&f);
+    // The last bytes and the end come in one wake-up or in two, as the
+    // loop happens to be scheduled: twenty rounds of each.
+    let cases = [(GET_A, vec!["200"]), ("GET /a.txt HTTP/1.1\r\nHo", vec![])];
+    for (input, want) in cases.iter().cycle().take(40) {
+        let mut c = TcpStream::connect(run.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(input.as_bytes()).unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut out = Vec::new();
+        let got = c.read_to_end(&mut out);
+        let out = String::from_utf8_lossy(&out);
+        assert!(got.is_ok(), "{input:?} then the end: the loop neither closed nor answered in 10 s (KeepAliveTimeout and header= are 30): {got:?}; got {out:?}");
+        assert_eq!(&statuses(&out), want, "{out}");
+    }
+}
