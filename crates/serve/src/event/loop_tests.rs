@@ -184,7 +184,7 @@ fn http2_a_fastcgi_answer_cut_short_on_the_loop_resets_its_stream() {
     let mut client = H2Client::new();
     let mut input = client.preface();
     input.extend(client.request(1, "GET", "/x.php", &[], true));
-    let out = run.exchange_until(&input, |out| client_saw_reset(out));
+    let out = run.exchange_until(&input, client_saw_reset);
     app.join().unwrap();
     let got = client.responses(&out);
     assert_eq!((got[&1].status(), got[&1].body.as_slice(), got[&1].ended, got[&1].reset), ("200", &b"hello"[..], false, true), "{got:?}");
