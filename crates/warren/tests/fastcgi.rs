@@ -438,24 +438,17 @@ each_mpm!(
 /// request with its head and "hello" in two records, each its own write,
 /// then closes: no end of stdout, no FCGI_END_REQUEST (a crashed child).
 fn dying_app(path: std::path::PathBuf) {
-    use warren_fcgi::record::{self, RecordReader, RecordType};
-    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { return };
-            let mut reader = RecordReader::default();
-            while let Ok(Some(rec)) = reader.read_record(&mut conn) {
-                if rec.kind == RecordType::Stdin && rec.content.is_empty() {
-                    for piece in [&b"Content-Type: text/plain\r\n\r\nhel"[..], b"lo"] {
-                        let mut out = Vec::new();
-                        record::write_record(&mut out, RecordType::Stdout, rec.request_id, piece);
-                        let _ = conn.write_all(&out);
-                    }
-                    break;
-                }
+    use warren_fcgi::record::{self, RecordType};
+    unix_app(path, |rec, conn| {
+        if rec.kind == RecordType::Stdin && rec.content.is_empty() {
+            for piece in [&b"Content-Type: text/plain\r\n\r\nhel"[..], b"lo"] {
+                let mut out = Vec::new();
+                record::write_record(&mut out, RecordType::Stdout, rec.request_id, piece);
+                let _ = conn.write_all(&out);
             }
+            return Some(Vec::new());
         }
+        None
     });
 }
 
@@ -507,36 +500,46 @@ fn stalled_body_to_php_gets_408(mpm: &str) {
 /// FCGI_GET_VALUES with `multiplexes` for FCGI_MPXS_CONNS, and each request
 /// with whether warren had shut its side once the request was out.
 fn shut_side_app(path: std::path::PathBuf, multiplexes: &'static [u8]) {
-    use warren_fcgi::record::{self, RecordReader, RecordType};
+    use warren_fcgi::record::{self, RecordType};
+    unix_app(path, move |rec, conn| {
+        let mut out = Vec::new();
+        match rec.kind {
+            RecordType::GetValues => {
+                let mut pairs = Vec::new();
+                record::write_pair(&mut pairs, b"FCGI_MPXS_CONNS", multiplexes);
+                record::write_record(&mut out, RecordType::GetValuesResult, 0, &pairs);
+            }
+            RecordType::Stdin if rec.content.is_empty() => {
+                conn.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+                let shut = matches!(read_some(conn, &mut [0u8; 16]), Ok(0));
+                let body = format!("Content-Type: text/plain\r\n\r\nshut={shut}");
+                record::write_stream(&mut out, RecordType::Stdout, rec.request_id, body.as_bytes());
+                record::write_record(&mut out, RecordType::Stdout, rec.request_id, &[]);
+                record::end_request(&mut out, rec.request_id, 0, record::ProtocolStatus::RequestComplete);
+            }
+            _ => return None,
+        }
+        Some(out)
+    });
+}
+
+/// A FastCGI application in the test listening on the unix socket `path`:
+/// `answer` sees each record of a connection, and ends it by giving what
+/// to write last (None: read on).
+fn unix_app(path: std::path::PathBuf, answer: impl Fn(&warren_fcgi::record::Record, &mut std::os::unix::net::UnixStream) -> Option<Vec<u8>> + Send + 'static) {
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     // Open to warren's children, which run as nobody when the tests run as root.
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { return };
-            let mut reader = RecordReader::default();
-            let mut out = Vec::new();
+            let mut reader = warren_fcgi::record::RecordReader::default();
             while let Ok(Some(rec)) = reader.read_record(&mut conn) {
-                match rec.kind {
-                    RecordType::GetValues => {
-                        let mut pairs = Vec::new();
-                        record::write_pair(&mut pairs, b"FCGI_MPXS_CONNS", multiplexes);
-                        record::write_record(&mut out, RecordType::GetValuesResult, 0, &pairs);
-                        break;
-                    }
-                    RecordType::Stdin if rec.content.is_empty() => {
-                        conn.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-                        let shut = matches!(read_some(&mut conn, &mut [0u8; 16]), Ok(0));
-                        let body = format!("Content-Type: text/plain\r\n\r\nshut={shut}");
-                        record::write_stream(&mut out, RecordType::Stdout, rec.request_id, body.as_bytes());
-                        record::write_record(&mut out, RecordType::Stdout, rec.request_id, &[]);
-                        record::end_request(&mut out, rec.request_id, 0, record::ProtocolStatus::RequestComplete);
-                        break;
-                    }
-                    _ => {}
+                if let Some(out) = answer(&rec, &mut conn) {
+                    let _ = conn.write_all(&out);
+                    break;
                 }
             }
-            let _ = conn.write_all(&out);
         }
     });
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use warren_mpm::scoreboard::Scoreboard;
 
 use super::EventLoop;
-use crate::serve::tests::{fastcgi_app, fastcgi_app_ending, fixture, statuses, Fixture, A_TXT};
+use crate::serve::tests::{fastcgi_app, fastcgi_app_ending, fastcgi_site, fixture, statuses, Fixture, A_TXT};
 
 /// A loop serving `f`'s site until dropped.
 struct LoopRun {
@@ -99,9 +99,6 @@ fn streams_ended(out: &[u8]) -> usize {
     ended
 }
 
-fn fastcgi_site(name: &str, port: u16, extra: &str) -> Fixture {
-    fixture(name, &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n{extra}"))
-}
 
 const GET_A: &str = "GET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n";
 const GET_A_CLOSE: &str = "GET /a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";

@@ -174,6 +174,18 @@ impl H2Client {
     }
 }
 
+/// A site whose `*.php` go to the FastCGI application on `port`, with `extra`.
+pub(crate) fn fastcgi_site(name: &str, port: u16, extra: &str) -> Fixture {
+    fixture(name, &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n{extra}"))
+}
+
+/// A new connection's preface and `path` asked on stream 1: the responses.
+fn first_stream(run: &mut H2Run, client: &mut H2Client, path: &str) -> std::collections::BTreeMap<u32, H2Response> {
+    let mut input = client.preface();
+    input.extend(client.request(1, "GET", path, &[], true));
+    client.responses(&run.exchange(&input, 1 << 16))
+}
+
 /// An HTTP/2 session of `f`'s site and what drives it, as a driver does
 /// but with the bytes in memory and tasks run on the test's thread.
 struct H2Run<'a> {
@@ -252,12 +264,10 @@ fn h2_body_over_limit_is_refused_before_it_is_read() {
 #[test]
 fn h2_fastcgi_answer_arriving_in_pieces_is_whole_at_the_client() {
     let (port, app) = fastcgi_app(&["Content-Type: text/plain\r\n", "X-Piece: 1\r\n\r\nhel", "lo, ", "world"]);
-    let f = fixture("h2-fcgi", &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n"));
+    let f = fastcgi_site("h2-fcgi", port, "");
     let mut run = H2Run::new(&f);
     let mut client = H2Client::new();
-    let mut input = client.preface();
-    input.extend(client.request(1, "GET", "/x.php", &[], true));
-    let got = client.responses(&run.exchange(&input, 1 << 16));
+    let got = first_stream(&mut run, &mut client, "/x.php");
     app.join().unwrap();
     let r = &got[&1];
     assert_eq!((r.status(), r.body.as_slice(), r.ended), ("200", &b"hello, world"[..], true), "{got:?}");
@@ -336,7 +346,7 @@ fn h1_limits_answer_and_close() {
 #[test]
 fn h1_fastcgi_answer_arriving_in_pieces_is_whole_at_the_client() {
     let (port, app) = fastcgi_app(&["Content-Type: text/plain\r\n\r\nhel", "lo, ", "world"]);
-    let f = fixture("h1-fcgi", &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n"));
+    let f = fastcgi_site("h1-fcgi", port, "");
     let out = serve_h1(&f, b"GET /x.php HTTP/1.1\r\nHost: localhost\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
     app.join().unwrap();
     assert_eq!(statuses(&out), ["200", "200"], "{out}");
@@ -365,12 +375,10 @@ fn h2_a_head_over_a_limit_is_refused_on_its_stream_and_the_connection_goes_on() 
 #[test]
 fn h2_fastcgi_answer_cut_short_never_looks_complete() {
     let (port, app) = fastcgi_app_ending(&["Content-Type: text/plain\r\n\r\nhel", "lo"], false);
-    let f = fixture("h2-fcgi-cut", &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n"));
+    let f = fastcgi_site("h2-fcgi-cut", port, "");
     let mut run = H2Run::new(&f);
     let mut client = H2Client::new();
-    let mut input = client.preface();
-    input.extend(client.request(1, "GET", "/x.php", &[], true));
-    let got = client.responses(&run.exchange(&input, 1 << 16));
+    let got = first_stream(&mut run, &mut client, "/x.php");
     app.join().unwrap();
     let r = &got[&1];
     // Its head and what came of the body are passed on as they arrive;
@@ -385,7 +393,7 @@ fn h2_fastcgi_answer_cut_short_never_looks_complete() {
 #[test]
 fn h1_fastcgi_answer_cut_short_closes_without_a_last_chunk() {
     let (port, app) = fastcgi_app_ending(&["Content-Type: text/plain\r\n\r\nhel", "lo"], false);
-    let f = fixture("h1-fcgi-cut", &format!("<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:{port}\"\n</FilesMatch>\n"));
+    let f = fastcgi_site("h1-fcgi-cut", port, "");
     let out = serve_h1(&f, b"GET /x.php HTTP/1.1\r\nHost: localhost\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
     app.join().unwrap();
     // The head and the body so far went out as they came (chunked, the
