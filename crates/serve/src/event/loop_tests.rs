@@ -155,7 +155,7 @@ fn a_fastcgi_answer_cut_short_on_the_loop_closes_without_a_last_chunk() {
 }
 
 #[test]
-fn http2_prior_knowledge_on_the_loop_serves_streams_and_a_fastcgi_answer_in_pieces() {
+fn http2_prior_knowledge_on_the_loop_serves_streams_a_fastcgi_answer_in_pieces_and_limits() {
     use crate::serve::tests::H2Client;
     let (port, app) = fastcgi_app(&["Content-Type: text/plain\r\n", "\r\nhel", "lo, ", "world"]);
     let f = fastcgi_site("loop-h2", port, "Protocols h2c http/1.1\n");
@@ -165,11 +165,14 @@ fn http2_prior_knowledge_on_the_loop_serves_streams_and_a_fastcgi_answer_in_piec
     input.extend(client.request(1, "GET", "/a.txt", &[], true));
     input.extend(client.request(3, "GET", "/x.php", &[], true));
     input.extend(client.request(5, "GET", "/missing", &[], true));
-    let got = client.responses(&run.exchange_until(&input, |out| streams_ended(out) == 3));
+    // LimitRequestLine (200) on a stream's :path: that stream only is refused.
+    input.extend(client.request(7, "GET", &format!("/{}", "a".repeat(300)), &[], true));
+    let got = client.responses(&run.exchange_until(&input, |out| streams_ended(out) == 4));
     app.join().unwrap();
     assert_eq!((got[&1].status(), got[&1].body.as_slice(), got[&1].ended), ("200", A_TXT.as_bytes(), true), "{got:?}");
     assert_eq!((got[&3].status(), got[&3].body.as_slice(), got[&3].ended), ("200", &b"hello, world"[..], true), "{got:?}");
     assert_eq!((got[&5].status(), got[&5].ended), ("404", true), "{got:?}");
+    assert_eq!((got[&7].status(), got[&7].ended), ("414", true), "{got:?}");
 }
 
 #[test]

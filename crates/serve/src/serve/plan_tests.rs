@@ -59,13 +59,15 @@ fn kind(o: &Outcome) -> String {
     }
 }
 
-/// A site with a file, a listing, a FastCGI script, a CGI program and a
-/// directory whose `.htaccess` rewrites.
+/// A site with a file, a listing, a FastCGI script, a CGI program, an HTTP
+/// backend, a redirect and a directory whose `.htaccess` rewrites.
 fn plans_fixture() -> Fixture {
     let extra = "<FilesMatch \"\\.php$\">\nSetHandler \"proxy:fcgi://127.0.0.1:9\"\n</FilesMatch>\n\
                  <Directory />\nAllowOverride All\n</Directory>\n\
                  <Directory htdocs/d>\nOptions +Indexes\n</Directory>\n\
-                 ScriptAlias /cgi-bin/ cgi/\n";
+                 ScriptAlias /cgi-bin/ cgi/\n\
+                 ProxyPass /px/ http://127.0.0.1:9/\n\
+                 Redirect /old /a.txt\n";
     let f = fixture("plans", extra);
     std::fs::create_dir_all(f.dir.join("htdocs/d")).unwrap();
     std::fs::write(f.dir.join("htdocs/d/listed.txt"), "x").unwrap();
@@ -86,6 +88,8 @@ fn each_plan_comes_out_as_its_outcome_on_the_loop_and_on_a_thread() {
         ("/d/", "blocking", "blocking"),
         ("/x.php", "gateway fastcgi 127.0.0.1:9", "gateway fastcgi 127.0.0.1:9"),
         ("/cgi-bin/t.cgi", "gateway thread", "gateway thread"),
+        ("/px/y", "gateway thread", "gateway thread"),
+        ("/old", "ready 302", "ready 302"),
         // A site owner's patterns never run on the loop.
         ("/h/b.txt", "off-loop", "ready 200"),
     ] {
