@@ -1,9 +1,10 @@
 //! The serving layer through mock transports, without a server process:
 //! HTTP/2 sessions fed bytes in memory by a scripted client (HPACK and
-//! frames from `warren_http::h2`), and the blocking HTTP/1.1 driver on one
-//! end of a loopback connection whose other end the test writes whole
-//! (then half-closes) before serving, and reads after. A FastCGI
-//! application is played by a thread that writes its answer in pieces.
+//! frames from `warren_http::h2`), and the blocking driver (HTTP/1.1, and
+//! HTTP/2 by prior knowledge) on one end of a loopback connection whose
+//! other end the test writes whole (then half-closes) before serving, and
+//! reads after. A FastCGI application is played by a thread that writes
+//! its answer in pieces, and may stop without ending it.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -293,6 +294,12 @@ fn h2_routing_that_runs_htaccess_patterns_goes_to_a_task() {
 /// Serves what `input` holds (the client's side then half-closed) on one
 /// connection with the blocking driver; what the client read back.
 fn serve_h1(f: &Fixture, input: &[u8]) -> String {
+    String::from_utf8_lossy(&serve_on_thread(f, input)).into_owned()
+}
+
+/// [`serve_h1`]'s bytes, on a connection that offers what HTTP/2 the
+/// site's configured listener does.
+fn serve_on_thread(f: &Fixture, input: &[u8]) -> Vec<u8> {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let (server, peer) = listener.accept().unwrap();
@@ -301,10 +308,11 @@ fn serve_h1(f: &Fixture, input: &[u8]) -> String {
     server.set_nonblocking(true).unwrap();
     let stop = AtomicBool::new(false);
     let mut driver = Driver::new(&f.site, &stop, f.sb.thread(0, 0));
-    driver.serve(ClientStream::plain(server), ConnInfo::new(peer, listener.local_addr().unwrap()));
+    let h2 = Some(f.site.settings.h2_listener("127.0.0.1:80".parse().unwrap())).filter(|h| h.any()).map(Arc::new);
+    driver.serve(ClientStream::plain(server).with_h2(h2), ConnInfo::new(peer, listener.local_addr().unwrap()));
     let mut out = Vec::new();
     client.read_to_end(&mut out).unwrap();
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
 pub(crate) fn statuses(out: &str) -> Vec<&str> {
@@ -430,4 +438,22 @@ fn h1_a_chunked_body_is_read_through_and_counted_against_the_limit() {
     assert!(out.ends_with(A_TXT), "{out}");
     let out = serve_h1(&f, b"POST /a.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n6\r\nworld!\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert_eq!(statuses(&out), ["413"], "12 bytes past LimitRequestBody 10 as they come, then closed: {out}");
+}
+
+#[test]
+fn h2_on_a_thread_serves_streams_and_fastcgi_answers_whole_or_cut_short() {
+    for (end, name) in [(true, "thread-h2-fcgi"), (false, "thread-h2-fcgi-cut")] {
+        let (port, app) = fastcgi_app_ending(&["Content-Type: text/plain\r\n\r\nhel", "lo"], end);
+        let f = fastcgi_site(name, port, "Protocols h2c http/1.1\n");
+        let mut client = H2Client::new();
+        let mut input = client.preface();
+        input.extend(client.request(1, "GET", "/a.txt", &[], true));
+        input.extend(client.request(3, "GET", "/x.php", &[], true));
+        input.extend(client.request(5, "GET", &format!("/{}", "a".repeat(300)), &[], true));
+        let got = client.responses(&serve_on_thread(&f, &input));
+        app.join().unwrap();
+        assert_eq!((got[&1].status(), got[&1].body.as_slice(), got[&1].ended), ("200", A_TXT.as_bytes(), true), "{got:?}");
+        assert_eq!((got[&3].status(), got[&3].body.as_slice(), got[&3].ended, got[&3].reset), ("200", &b"hello"[..], end, !end), "{got:?}");
+        assert_eq!((got[&5].status(), got[&5].ended), ("414", true), "LimitRequestLine on one stream: {got:?}");
+    }
 }
