@@ -1,5 +1,5 @@
 //! A server child's start, forked from the [`Parent`]: it leaves warren's
-//! session and terminal, becomes `User`, dies with its parent, reserves
+//! terminal and process group, becomes `User`, dies with its parent, reserves
 //! descriptors for the threads to come, and runs its MPM's loop until
 //! told to stop. The loop is not this crate's: the binary gives the parent
 //! a [`ServeChild`] (warren-serve's drivers), handed a [`ChildStart`].
@@ -64,7 +64,7 @@ fn reserve_descriptors(n: i32) {
 impl Parent {
     pub(super) fn child_main(&self, slot: usize, parent: Pid) -> i32 {
         if let Err(e) = self.detach_child() {
-            self.log(LogLevel::Emerg, &format!("child cannot leave warren's session and terminal: {e}"));
+            self.log(LogLevel::Emerg, &format!("child cannot leave warren's terminal: {e}"));
             return 1;
         }
         if let Err(e) = warren_handler::piped_log::blind_reading_ends_in_child() {
@@ -136,15 +136,29 @@ impl Parent {
         }
     }
 
-    /// A server child leaves warren's session and standard streams: the
-    /// terminal warren may have been started from is the root shell's, and
-    /// a child (running as User) that held it could read from it or push
-    /// input into it (TIOCSTI). Standard input and output become /dev/null;
-    /// standard error the error log file, else the relay to warren's
-    /// terminal, else it stays (a pipe or file is no terminal, and test
-    /// harnesses and service managers read children's log lines there).
+    /// A server child leaves warren's terminal, process group and standard
+    /// streams: the terminal warren may have been started from is the root
+    /// shell's, and a child (running as User) that held it could read from
+    /// it or push input into it (TIOCSTI). It gives up the terminal
+    /// (TIOCNOTTY) and leads a process group of its own (the terminal's
+    /// Ctrl-C and hang-up reach warren alone) but stays in warren's
+    /// session, as nginx's workers do: with the kernel's autogroups, a
+    /// session is one scheduling group, and a child in a session of its own
+    /// (setsid) was a group apart from everything it wakes and is woken by
+    /// (clients, backends, php-fpm on the same machine), which on a busy
+    /// machine held its wake-ups back by milliseconds (bench/ws_echo.sh:
+    /// docs/benchmarks.md, WebSocket). Standard input and output become
+    /// /dev/null; standard error the error log file, else the relay to
+    /// warren's terminal, else it stays (a pipe or file is no terminal, and
+    /// test harnesses and service managers read children's log lines there).
     fn detach_child(&self) -> Result<(), String> {
-        nix::unistd::setsid().map_err(|e| format!("setsid: {e}"))?;
+        // Where the terminal cannot be given up alone (no /dev/tty to name
+        // it by, say), a session of its own still leaves it.
+        if give_up_terminal().is_ok() {
+            nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0)).map_err(|e| format!("setpgid: {e}"))?;
+        } else {
+            nix::unistd::setsid().map_err(|e| format!("setsid: {e}"))?;
+        }
         let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
         let stderr: Option<OwnedFd> = match self.site.error_log.file() {
             Some(f) => Some(f.into()),
@@ -165,6 +179,23 @@ impl Parent {
         Ok(())
     }
 
+}
+
+/// Drops the controlling terminal, if the process has one: TIOCNOTTY on
+/// /dev/tty, which names it (ENXIO: there is none). In a process that does
+/// not lead its session this clears its own terminal only; warren's and its
+/// shell's stay.
+fn give_up_terminal() -> Result<(), String> {
+    let tty = match std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") {
+        Ok(tty) => tty,
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) || e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("/dev/tty: {e}")),
+    };
+    // SAFETY: TIOCNOTTY takes no argument; the descriptor is open.
+    if unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCNOTTY) } < 0 {
+        return Err(format!("TIOCNOTTY: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// Started as root with User set, children run as User and Group (else
