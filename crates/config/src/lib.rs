@@ -80,6 +80,7 @@ mod apply;
 pub mod auth;
 pub mod cache;
 pub mod cgi;
+mod directives;
 pub mod backend;
 pub mod balancer;
 mod build;

@@ -1,0 +1,13 @@
+//! What each directive does: the functions the [table](crate::table) points
+//! to, one file per Apache module (or group of modules), named as the file
+//! holding that module's types below the builder and, where it has one, as
+//! its request half in the handler crate (`warren_handler::NAME`). Each
+//! file's overview names both.
+//!
+//! These sit above [`Builder`](crate::builder::Builder),
+//! [`Settings`](crate::Settings) and [`DirConfig`](crate::DirConfig): they
+//! take the builder and fill in the types the lower files define, which
+//! import nothing from here.
+
+pub(crate) mod access_compat;
+pub(crate) mod auth;
