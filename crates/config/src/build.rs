@@ -227,7 +227,7 @@ impl Builder {
         let mut reported = Vec::new();
         for host in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)) {
             crate::proxy_http::settle(&mut self, host, &mut reported);
-            crate::cache::settle(&mut self, host);
+            crate::directives::cache::settle(&mut self, host);
         }
         let http2_loaded = self.http2_loaded;
         crate::h2::settle(&mut self, &mut s, http2_loaded);

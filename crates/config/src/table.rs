@@ -10,19 +10,20 @@
 //! [`htaccess`](crate::htaccess).
 
 use crate::apply;
-use crate::cache;
-use crate::compress;
+use crate::directives::cache;
+use crate::directives::compress;
 use crate::fcgid;
 use crate::mass;
 use crate::md;
 use crate::h2;
-use crate::mime::{self, ExtAttr};
+use crate::directives::mime;
+use crate::mime::ExtAttr;
 use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
 use crate::parse::Directive;
 use crate::proxy_http;
-use crate::remote_ip;
+use crate::directives::remote_ip;
 use crate::tls;
 use crate::settings::{HostConfig, Settings};
 
@@ -173,7 +174,7 @@ const MAX_REQUEST_WORKERS: DirectiveSpec = count("MaxRequestWorkers", ALL, |t| &
 const MAX_CONNECTIONS_PER_CHILD: DirectiveSpec = count("MaxConnectionsPerChild", ALL, |t| &mut t.max_connections_per_child);
 
 /// The compression settings of a directory, for compress.rs's directives.
-fn output_filters(dir: &mut DirConfig) -> &mut compress::OutputFilters {
+fn output_filters(dir: &mut DirConfig) -> &mut crate::compress::OutputFilters {
     dir.output_filters.get_or_insert_with(Default::default)
 }
 
@@ -444,11 +445,11 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("FallbackResource", "/local-url|disabled", apply::fallback_resource),
     dir("AddHandler", "handler extension...", apply::add_handler),
     // mod_cgi and mod_cgid (see cgi.rs; the programs run in the handler's cgi module).
-    server("ScriptLog", "file-path", crate::cgi::script_log),
-    server("ScriptLogLength", "bytes", crate::cgi::script_log_length),
-    server("ScriptLogBuffer", "bytes", crate::cgi::script_log_buffer),
-    dir("CGIPassAuth", "On|Off", crate::cgi::cgi_pass_auth),
-    dir("CGIVar", "REQUEST_URI original-uri|current-uri", crate::cgi::cgi_var),
+    server("ScriptLog", "file-path", crate::directives::cgi::script_log),
+    server("ScriptLogLength", "bytes", crate::directives::cgi::script_log_length),
+    server("ScriptLogBuffer", "bytes", crate::directives::cgi::script_log_buffer),
+    dir("CGIPassAuth", "On|Off", crate::directives::cgi::cgi_pass_auth),
+    dir("CGIVar", "REQUEST_URI original-uri|current-uri", crate::directives::cgi::cgi_var),
     inert("ScriptSock", Contexts::SERVER, "file-path", "warren's CGI spawner is reached through a socket pair made at start, not a named socket"),
     // mpm-itk, suexec and mod_fcgid: mapped onto a pool per host (see fcgid.rs).
     spec("AssignUserID", Contexts::HOST, "user group", Apply::Dir(fcgid::assign_user)),

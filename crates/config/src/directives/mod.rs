@@ -11,3 +11,8 @@
 
 pub(crate) mod access_compat;
 pub(crate) mod auth;
+pub(crate) mod cache;
+pub(crate) mod cgi;
+pub(crate) mod compress;
+pub(crate) mod mime;
+pub(crate) mod remote_ip;
