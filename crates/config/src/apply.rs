@@ -439,7 +439,7 @@ pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         let list = extensions.iter().map(|e| format!(".{}", e.trim_start_matches('.'))).collect::<Vec<_>>().join(" ");
         return b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {why}; files ending in {list} are served as they are"));
     }
-    crate::scripts::mark(b, d, &mut dir.scripts);
+    b.mark_script(d, &mut dir.scripts);
 }
 
 pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
@@ -519,7 +519,7 @@ pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         for ext in &a[1..] {
             dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), mime_type.clone()));
         }
-        crate::scripts::mark(b, d, &mut dir.scripts);
+        b.mark_script(d, &mut dir.scripts);
     }
 }
 
@@ -575,7 +575,7 @@ pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         // here are scripts; a FastCGI handler given them elsewhere stays.
         [h] => match crate::scripts::data_handler(h) {
             Some(why) => b.warn(&d.origin, format!("SetHandler {h}: not acted on: {why}; the files here are served as they are")),
-            None => crate::scripts::mark(b, d, &mut dir.scripts),
+            None => b.mark_script(d, &mut dir.scripts),
         },
         _ => b.error(&d.origin, "SetHandler takes one handler name"),
     }

@@ -102,7 +102,7 @@ impl Builder {
         let mut sections = Vec::new();
         for node in &sec.children {
             match node {
-                Node::Directive(d) => crate::scripts::mark(self, d, &mut dir.scripts),
+                Node::Directive(d) => self.mark_script(d, &mut dir.scripts),
                 Node::Section(inner) if inner.name.eq_ignore_ascii_case("VirtualHost") || inner.name.eq_ignore_ascii_case("Pool") => {}
                 Node::Section(inner) => sections.extend(self.dir_section(inner, ctx, within)),
                 Node::Skipped(inner) => sections.extend(self.skipped_block(inner, ctx, dir, within)),
@@ -463,7 +463,7 @@ impl Builder {
     fn directive(&mut self, d: &Directive, here: Context, target: Target) {
         if self.marks_only {
             if let Target::Dir(dir, _) = target {
-                crate::scripts::mark(self, d, &mut dir.scripts);
+                self.mark_script(d, &mut dir.scripts);
             }
             return;
         }

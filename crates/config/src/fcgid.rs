@@ -116,7 +116,7 @@ pub(crate) fn wrapper(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     }
     b.per_user.said(d);
     b.per_user.wrapper = Some(words);
-    crate::scripts::mark(b, d, &mut dir.scripts);
+    b.mark_script(d, &mut dir.scripts);
 }
 
 /// `FcgidInitialEnv NAME [VALUE]`: in the children's environment.

@@ -53,7 +53,7 @@ pub(crate) fn force_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         [t] if t.eq_ignore_ascii_case("none") => dir.mime.force_type = Some(None),
         [t] if t.contains('/') => {
             dir.mime.force_type = Some(Some(t.clone()));
-            crate::scripts::mark(b, d, &mut dir.scripts);
+            b.mark_script(d, &mut dir.scripts);
         }
         _ => b.error(&d.origin, "ForceType takes one MIME type (type/subtype) or None"),
     }
