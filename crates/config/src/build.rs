@@ -226,7 +226,7 @@ impl Builder {
         crate::tls::settle(&mut self, &mut s, &https);
         let mut reported = Vec::new();
         for host in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)) {
-            crate::proxy_http::settle(&mut self, host, &mut reported);
+            crate::directives::proxy_http::settle(&mut self, host, &mut reported);
             crate::directives::cache::settle(&mut self, host);
         }
         let http2_loaded = self.http2_loaded;
@@ -239,7 +239,7 @@ impl Builder {
             }
         }
         let hosts: Vec<&crate::settings::HostConfig> = std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)).collect();
-        crate::balancer::settle(&mut self, &hosts);
+        crate::directives::balancer::settle(&mut self, &hosts);
         s.balancers = std::mem::take(&mut self.balancers);
         self.map_per_user(&mut s, &mut pools);
         self.map_mod_php(&mut s, &mut pools);
@@ -548,7 +548,7 @@ impl Builder {
             return self.if_section(sec, ctx, within);
         }
         if lname == "proxy" && matches!(ctx, Context::Server | Context::VirtualHost) && within.is_none() {
-            crate::balancer::section(self, sec);
+            crate::directives::balancer::section(self, sec);
             return Vec::new();
         }
         let (regex_form, arg) = match sec.args.as_slice() {

@@ -22,7 +22,7 @@ use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
 use crate::parse::Directive;
-use crate::proxy_http;
+use crate::directives::proxy_http;
 use crate::directives::remote_ip;
 use crate::tls;
 use crate::settings::{HostConfig, Settings};
@@ -240,9 +240,9 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("ProxyPass", "/path backend-URL|! [key=value...]", apply::proxy_pass),
     host("ProxyPassMatch", "regex backend-URL|! [key=value...]", apply::proxy_pass),
     host("ProxyTimeout", "seconds", apply::proxy_timeout),
-    host("BalancerMember", "[balancer://name] member-URL [key=value...]", crate::balancer::directive),
-    host("ProxySet", "balancer://name key=value...", crate::balancer::directive),
-    host("ProxyHCExpr", "name {expression}", crate::balancer::hc_expr),
+    host("BalancerMember", "[balancer://name] member-URL [key=value...]", crate::directives::balancer::directive),
+    host("ProxySet", "balancer://name key=value...", crate::directives::balancer::directive),
+    host("ProxyHCExpr", "name {expression}", crate::directives::balancer::hc_expr),
     host("ProxyPassReverse", "/path backend-URL", proxy_http::reverse),
     host("ProxyPassReverseCookieDomain", "backend-domain public-domain", proxy_http::reverse),
     host("ProxyPassReverseCookiePath", "backend-path public-path", proxy_http::reverse),

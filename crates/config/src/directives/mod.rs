@@ -16,3 +16,5 @@ pub(crate) mod cgi;
 pub(crate) mod compress;
 pub(crate) mod mime;
 pub(crate) mod remote_ip;
+pub(crate) mod balancer;
+pub(crate) mod proxy_http;
