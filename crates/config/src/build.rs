@@ -148,7 +148,7 @@ impl Builder {
                     }
                 }
                 Node::Section(sec) if sec.name.eq_ignore_ascii_case("Pool") => self.pool(sec, &mut pools),
-                Node::Section(sec) if sec.name.eq_ignore_ascii_case("MDomainSet") => crate::md::domain_set(&mut self, sec, &mut s),
+                Node::Section(sec) if sec.name.eq_ignore_ascii_case("MDomainSet") => crate::directives::md::domain_set(&mut self, sec, &mut s),
                 Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d, &mut pools),
                 Node::Section(sec) => {
                     let sections = self.dir_section(sec, Context::Server, None);
@@ -222,15 +222,15 @@ impl Builder {
             vh.host.cache.inherit(&s.main.cache);
         }
         let https = std::mem::take(&mut self.https_listens);
-        crate::md::settle(&mut self, &mut s);
-        crate::tls::settle(&mut self, &mut s, &https);
+        crate::directives::md::settle(&mut self, &mut s);
+        crate::directives::tls::settle(&mut self, &mut s, &https);
         let mut reported = Vec::new();
         for host in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)) {
             crate::directives::proxy_http::settle(&mut self, host, &mut reported);
             crate::directives::cache::settle(&mut self, host);
         }
         let http2_loaded = self.http2_loaded;
-        crate::h2::settle(&mut self, &mut s, http2_loaded);
+        crate::directives::h2::settle(&mut self, &mut s, http2_loaded);
         s.error_log = s.main.error_log.clone();
         s.error_log_sink = s.main.error_log_sink.clone();
         for (name, origin) in std::mem::take(&mut self.pool_refs) {

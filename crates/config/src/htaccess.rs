@@ -100,7 +100,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
             check_handler(h, env, &nodes, dir)?;
         }
     }
-    for (origin, message) in crate::h2::in_sections(sections.iter()) {
+    for (origin, message) in crate::directives::h2::in_sections(sections.iter()) {
         builder.warn(&origin, message);
     }
     if let Some(pool) = env.php_pool.as_ref().filter(|p| !p.per_request) {

@@ -14,8 +14,8 @@ use crate::directives::cache;
 use crate::directives::compress;
 use crate::fcgid;
 use crate::mass;
-use crate::md;
-use crate::h2;
+use crate::directives::md;
+use crate::directives::h2;
 use crate::directives::mime;
 use crate::mime::ExtAttr;
 use crate::builder::Builder;
@@ -24,7 +24,7 @@ use crate::mpm::{Mpm, MpmTuning};
 use crate::parse::Directive;
 use crate::directives::proxy_http;
 use crate::directives::remote_ip;
-use crate::tls;
+use crate::directives::tls;
 use crate::settings::{HostConfig, Settings};
 
 /// Where one directive stands.

@@ -18,3 +18,6 @@ pub(crate) mod mime;
 pub(crate) mod remote_ip;
 pub(crate) mod balancer;
 pub(crate) mod proxy_http;
+pub(crate) mod h2;
+pub(crate) mod md;
+pub(crate) mod tls;

@@ -116,7 +116,7 @@ pub(crate) fn ssl_proxy_protocol(b: &mut Builder, d: &Directive, host: &mut Host
     if d.args.is_empty() {
         return b.error(&d.origin, "SSLProxyProtocol takes one or more protocols");
     }
-    match crate::tls::parse_protocols(&d.args) {
+    match crate::directives::tls::parse_protocols(&d.args) {
         Ok((p, notes)) => {
             for n in notes {
                 b.warn(&d.origin, format!("SSLProxyProtocol: {n}"));
