@@ -13,7 +13,8 @@ use crate::log_target::LogSink;
 use crate::parse::Directive;
 use crate::settings::{CustomLog, HostConfig, ServerTokens, Settings};
 use crate::settings::{parse_log_level, parse_read_stage};
-use crate::values::{flush_packets_option, parse_duration, parse_fcgi_url, parse_listen, parse_options, parse_proxy_route, parse_require, parse_size, SECONDS_OR_MILLIS};
+use crate::directives::values::{flush_packets_option, parse_listen, parse_options, parse_proxy_route, parse_require};
+use crate::values::{parse_duration, parse_fcgi_url, parse_size, SECONDS_OR_MILLIS};
 
 // Server-wide.
 

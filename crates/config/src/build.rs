@@ -122,7 +122,7 @@ impl Builder {
     /// A `<Files>` section of an `.htaccess` file, scoped to its directory.
     /// A `<RequireAll/Any/None>` block: one more rule of the section's.
     pub(crate) fn require_block(&mut self, sec: &Section, config: &mut DirConfig) {
-        match crate::values::parse_require_block(sec, self.in_htaccess) {
+        match crate::directives::values::parse_require_block(sec, self.in_htaccess) {
             Ok(r) => config.require.get_or_insert_with(Vec::new).push(r),
             Err((origin, m)) => self.error(&origin, m),
         }
@@ -610,7 +610,7 @@ impl Builder {
                     _ => self.error(&d.origin, format!("{} is not allowed in <{}> (only in <Location /path>, with the backend URL alone)", d.name, sec.name)),
                 },
                 Node::Directive(d) => self.directive(d, inner_ctx, Target::Dir(&mut config, &sec.name)),
-                Node::Section(inner) if crate::values::require_block_kind(&inner.name).is_some() => self.require_block(inner, &mut config),
+                Node::Section(inner) if crate::directives::values::require_block_kind(&inner.name).is_some() => self.require_block(inner, &mut config),
                 Node::Section(inner) => {
                     let sections = self.dir_section(inner, inner_ctx, Some(&matcher));
                     nested.extend(sections);

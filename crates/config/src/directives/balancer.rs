@@ -142,7 +142,7 @@ fn member(d: &Directive, args: &[String]) -> Result<Member, String> {
     }
     // The worker keys and URL are a ProxyPass line's.
     let as_route = Directive { name: d.name.clone(), args: ["/".to_string(), url.clone()].into_iter().chain(worker_keys).collect(), origin: d.origin.clone() };
-    m.target = crate::values::parse_proxy_route(&as_route)?.target.ok_or("a member cannot be !")?;
+    m.target = crate::directives::values::parse_proxy_route(&as_route)?.target.ok_or("a member cannot be !")?;
     // The member's error state is the balancer's, shared by every child: a
     // child's own (mod_proxy_http's retry=) would outlast a passing check.
     if let Some(origin) = m.target.http.as_mut() {

@@ -21,3 +21,4 @@ pub(crate) mod proxy_http;
 pub(crate) mod h2;
 pub(crate) mod md;
 pub(crate) mod tls;
+pub(crate) mod values;
