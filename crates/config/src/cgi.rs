@@ -7,8 +7,6 @@
 
 use std::path::PathBuf;
 
-use crate::settings::Settings;
-
 /// The server's CGI settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CgiSettings {
@@ -33,15 +31,6 @@ impl Default for CgiSettings {
     }
 }
 
-/// Whether the configuration names CGI programs (a ScriptAlias, or
-/// `cgi-script` on a line of it or of its sections): then warren starts
-/// its spawner at start. A `cgi-script` line in an `.htaccess` file alone
-/// does not (it is answered 503 until a restart with one).
-pub fn uses_cgi(s: &Settings) -> bool {
-    let names_programs = |h: &crate::HostConfig| h.url_aliases.iter().any(|a| a.script) || h.dir.scripts.iter().chain(h.sections.iter().flat_map(|s| s.config.scripts.iter())).any(|m| m.cgi);
-    s.cgi.module_loaded || std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)).any(names_programs)
-}
-
 #[cfg(test)]
 mod tests {
     use crate::test_support::load_text;
@@ -53,12 +42,12 @@ mod tests {
         let s = l.settings.unwrap();
         assert!(s.cgi.script_log.as_ref().is_some_and(|p| p.ends_with("logs/cgi.log") && p.is_absolute()));
         assert_eq!((s.cgi.script_log_length, s.cgi.script_log_buffer), (4096, 10));
-        assert!(!super::uses_cgi(&s));
+        assert!(!s.uses_cgi());
         let dir = &s.main.sections[0].config;
         assert_eq!((dir.cgi_pass_auth, dir.cgi_current_uri), (Some(true), Some(true)));
         for uses in ["ScriptAlias /cgi-bin/ /usr/lib/cgi-bin/\n", "<Directory /srv>\nAddHandler cgi-script .cgi\n</Directory>\n", "<VirtualHost *:8080>\nSetHandler cgi-script\n</VirtualHost>\n"] {
             let (l, _d) = load_text("cgi-uses", &format!("Listen 8080\n{uses}"), &[]);
-            assert!(super::uses_cgi(&l.settings.unwrap()), "{uses}");
+            assert!(l.settings.unwrap().uses_cgi(), "{uses}");
         }
         let (l, _d) = load_text("cgi-bad", "Listen 8080\nCGIVar PATH_INFO current-uri\nCGIPassAuth maybe\n", &[]);
         let errors: Vec<String> = l.errors.iter().map(ToString::to_string).collect();
