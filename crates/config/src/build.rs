@@ -340,18 +340,18 @@ impl Builder {
         let mut main_pool: Option<String> = None;
         if main.own {
             let origin = main.origin.clone().unwrap_or_else(|| Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 });
-            let (pool, notice) = crate::fcgid::pool_of(&main, "fcgid-main", origin.clone());
+            let (pool, notice) = crate::directives::fcgid::pool_of(&main, "fcgid-main", origin.clone());
             self.mapped.push(ConfigError { origin, message: notice });
             main_pool = Some(pool.name.clone());
             self.add_pool(pool, pools);
         }
-        let len = |p: &crate::fcgid::PerUser| p.max_request_len.unwrap_or(crate::fcgid::MAX_REQUEST_LEN);
+        let len = |p: &crate::fcgid::PerUser| p.max_request_len.unwrap_or(crate::directives::fcgid::MAX_REQUEST_LEN);
         for vh in &mut s.virtual_hosts {
             let (name, max_len) = match vh.per_user.take() {
                 Some(own) => {
-                    let named = crate::fcgid::pool_name("fcgid", vh.host.server_name.as_deref(), vh.origin.line);
+                    let named = crate::directives::fcgid::pool_name("fcgid", vh.host.server_name.as_deref(), vh.origin.line);
                     let origin = own.origin.clone().unwrap_or_else(|| vh.origin.clone());
-                    let (mut pool, notice) = crate::fcgid::pool_of(&own, &named, origin.clone());
+                    let (mut pool, notice) = crate::directives::fcgid::pool_of(&own, &named, origin.clone());
                     // The :80 and :443 hosts of one site share its pool.
                     match pools.iter().find(|p| p.name == named) {
                         Some(same) if same.same_processes(&pool) => {}
@@ -370,10 +370,10 @@ impl Builder {
                     None => continue,
                 },
             };
-            crate::fcgid::route_marks(&mut vh.host, &name, max_len, &mut self.mapped, &mut self.script_notices);
+            crate::directives::fcgid::route_marks(&mut vh.host, &name, max_len, &mut self.mapped, &mut self.script_notices);
         }
         if let Some(name) = main_pool {
-            crate::fcgid::route_marks(&mut s.main, &name, len(&main), &mut self.mapped, &mut self.script_notices);
+            crate::directives::fcgid::route_marks(&mut s.main, &name, len(&main), &mut self.mapped, &mut self.script_notices);
         }
     }
 
@@ -419,16 +419,16 @@ impl Builder {
         let main_origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
         // The main server's PHP needs a pool only where it answers requests:
         // a pool of the server's user beside the hosts' own would be refused.
-        let main_serves = crate::mod_php::main_serves(s);
+        let main_serves = crate::directives::mod_php::main_serves(s);
         let hosts = std::iter::once((&mut s.main, "php-main".to_string(), main_origin)).filter(|_| main_serves).chain(
             s.virtual_hosts.iter_mut().map(|vh| {
-                let name = crate::fcgid::pool_name("php", vh.host.server_name.as_deref(), vh.origin.line);
+                let name = crate::directives::fcgid::pool_name("php", vh.host.server_name.as_deref(), vh.origin.line);
                 (&mut vh.host, name, vh.origin.clone())
             }),
         );
         for (host, name, origin) in hosts {
             let own = host.fcgid_pool.clone();
-            let routed = crate::mod_php::route_host(host, own.as_deref(), &name, &origin, pools, &mut self.script_notices);
+            let routed = crate::directives::mod_php::route_host(host, own.as_deref(), &name, &origin, pools, &mut self.script_notices);
             self.mapped.extend(routed.notices);
             self.warnings.extend(routed.warnings);
         }

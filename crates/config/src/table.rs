@@ -12,7 +12,7 @@
 use crate::apply;
 use crate::directives::cache;
 use crate::directives::compress;
-use crate::fcgid;
+use crate::directives::fcgid;
 use crate::mass;
 use crate::directives::md;
 use crate::directives::h2;
@@ -477,10 +477,10 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("FcgidOutputBufferSize", Contexts::HOST, "bytes", "warren streams the pool's answer"),
     inert("FcgidPassHeader", Contexts::ANYWHERE, "header", "warren passes every request header as HTTP_*"),
     // mod_php: run in a pool of the host's (see mod_php.rs).
-    dir("php_value", "name value", crate::mod_php::setting),
-    dir("php_flag", "name on|off", crate::mod_php::setting),
-    dir("php_admin_value", "name value", crate::mod_php::setting),
-    dir("php_admin_flag", "name on|off", crate::mod_php::setting),
+    dir("php_value", "name value", crate::directives::mod_php::setting),
+    dir("php_flag", "name on|off", crate::directives::mod_php::setting),
+    dir("php_admin_value", "name value", crate::directives::mod_php::setting),
+    dir("php_admin_flag", "name on|off", crate::directives::mod_php::setting),
     dir("IndexIgnore", "wildcard...", apply::index_ignore),
     dir("IndexIgnoreReset", "On|Off", apply::index_ignore_reset),
     spec("UseCanonicalName", Contexts::ANYWHERE, "On|Off|DNS", Apply::Dir(apply::use_canonical_name)),

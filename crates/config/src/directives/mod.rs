@@ -22,3 +22,5 @@ pub(crate) mod h2;
 pub(crate) mod md;
 pub(crate) mod tls;
 pub(crate) mod values;
+pub(crate) mod fcgid;
+pub(crate) mod mod_php;
