@@ -117,6 +117,7 @@ pub mod settings;
 pub mod stapling;
 pub mod table;
 pub mod tls;
+pub mod user_pools;
 pub mod values;
 
 pub use backend::{FcgiAddr, FcgiBackend, FcgiBackendType, ProxyPattern, ProxyRoute, ProxyTarget};

@@ -13,7 +13,7 @@ use crate::apply;
 use crate::directives::cache;
 use crate::directives::compress;
 use crate::directives::fcgid;
-use crate::mass;
+use crate::directives::mass;
 use crate::directives::md;
 use crate::directives::h2;
 use crate::directives::mime;

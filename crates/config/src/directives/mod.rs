@@ -24,3 +24,4 @@ pub(crate) mod tls;
 pub(crate) mod values;
 pub(crate) mod fcgid;
 pub(crate) mod mod_php;
+pub(crate) mod mass;
