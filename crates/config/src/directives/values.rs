@@ -1,6 +1,7 @@
 //! The value parsers only directives use: `Listen` addresses, `Options`
 //! and `Require` lines (and `<RequireAll>`-style blocks), ProxyPass routes
-//! and FastCGI flush options. Like [`values`](crate::values), they turn an
+//! with their `http://`, `ws://` and `unix:...|http://` backend URLs, and
+//! FastCGI flush options. Like [`values`](crate::values), they turn an
 //! argument into a typed value or a message; the caller adds file and
 //! line. The parsers the types themselves need (durations, sizes, FastCGI
 //! URLs, networks) stay in `values`, below the types.
@@ -38,7 +39,7 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
         let unused = FcgiBackend { addr: FcgiAddr::Tcp { host: String::new(), port: 0 }, reuse: false, timeout: None, flush_packets: false };
         return Ok(ProxyRoute { pattern, target: Some(ProxyTarget { backend: unused, path: path.to_string(), http: None, balancer: Some(name.to_string()) }), origin: d.origin.clone() });
     }
-    let http = crate::proxy_http::parse_http_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
+    let http = parse_http_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
     let (addr, path, mut http) = match http {
         Some(url) => (url.addr, url.path, Some(Box::new(crate::proxy_http::HttpOrigin { tls_name: url.tls_name, websocket: url.websocket, ..crate::proxy_http::HttpOrigin::new(url.authority) }))),
         None => {
@@ -226,4 +227,111 @@ pub(crate) fn parse_require_block(sec: &Section, restricted: bool) -> Result<Req
         return Err((sec.origin.clone(), format!("<{}> holds no Require line", sec.name)));
     }
     Ok(Require::Block(kind, rules))
+}
+
+/// An HTTP backend's URL taken apart: where to connect, the URL's
+/// authority, its path, and for `https://` the host name TLS checks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct HttpUrl {
+    pub addr: FcgiAddr,
+    pub authority: String,
+    pub path: String,
+    pub tls_name: Option<String>,
+    /// `ws://` or `wss://` (mod_proxy_wstunnel's schemes).
+    pub websocket: bool,
+}
+
+/// `http[s]://host[:port]/path`, `ws[s]://...` or `unix:/sock|http[s]://name/path`;
+/// None for another scheme.
+pub fn parse_http_url(url: &str) -> Result<Option<HttpUrl>, String> {
+    let (sock, rest) = match url.strip_prefix("unix:").and_then(|r| r.split_once('|')) {
+        Some((sock, rest)) => (Some(sock), rest),
+        None => (None, url),
+    };
+    let scheme = |s: &str| rest.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s));
+    let websocket = scheme("ws://") || scheme("wss://");
+    let (after, tls, default_port) = if scheme("http://") {
+        (&rest[7..], false, 80)
+    } else if scheme("https://") {
+        (&rest[8..], true, 443)
+    } else if scheme("ws://") {
+        (&rest[5..], false, 80)
+    } else if scheme("wss://") {
+        (&rest[6..], true, 443)
+    } else {
+        return Ok(None);
+    };
+    let (authority, path) = match after.find('/') {
+        Some(i) => (&after[..i], &after[i..]),
+        None => (after, "/"),
+    };
+    if authority.is_empty() || authority.contains('@') || authority.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+        return Err(format!("bad host in {url}"));
+    }
+    if let Some(sock) = sock.filter(|s| !s.starts_with('/')) {
+        return Err(format!("unix socket path {sock} must be absolute"));
+    }
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h.trim_start_matches('[').trim_end_matches(']'), p.parse::<u16>().map_err(|_| format!("bad port in {authority}"))?),
+        _ => (authority.trim_start_matches('[').trim_end_matches(']'), default_port),
+    };
+    if host.is_empty() {
+        return Err(format!("no host in {url}"));
+    }
+    let tls_name = tls.then(|| host.to_string());
+    let addr = match sock {
+        Some(sock) => FcgiAddr::Unix(sock.into()),
+        None => FcgiAddr::Tcp { host: host.to_string(), port },
+    };
+    Ok(Some(HttpUrl { addr, authority: authority.to_string(), path: path.to_string(), tls_name, websocket }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy_http::HttpOrigin;
+    use std::time::Duration;
+
+    #[test]
+    fn http_urls() {
+        let parts = |url: &str| parse_http_url(url).unwrap().map(|u| (u.addr, u.authority, u.path, u.tls_name)).unwrap();
+        let tcp = |host: &str, port| FcgiAddr::Tcp { host: host.into(), port };
+        assert_eq!(parts("http://127.0.0.1:3000/app/"), (tcp("127.0.0.1", 3000), "127.0.0.1:3000".into(), "/app/".into(), None));
+        assert_eq!(parts("http://backend"), (tcp("backend", 80), "backend".into(), "/".into(), None));
+        assert_eq!(parts("http://[::1]:81/").0, tcp("::1", 81));
+        assert_eq!(parts("unix:/run/app.sock|http://app/x"), (FcgiAddr::Unix("/run/app.sock".into()), "app".into(), "/x".into(), None));
+        assert_eq!(parts("HTTPS://api.example:8443/v1"), (tcp("api.example", 8443), "api.example:8443".into(), "/v1".into(), Some("api.example".into())));
+        assert_eq!(parts("https://api.example"), (tcp("api.example", 443), "api.example".into(), "/".into(), Some("api.example".into())));
+        assert_eq!(parts("unix:/run/s.sock|https://app/").3, Some("app".into()));
+        assert_eq!(parse_http_url("fcgi://h:1/").unwrap(), None);
+        assert!(parse_http_url("http://h:port/").is_err());
+        assert!(parse_http_url("http://user@h/").is_err());
+        assert!(parse_http_url("unix:rel.sock|http://h/").is_err());
+        assert!(parse_http_url("https://h:x/").is_err());
+    }
+
+    #[test]
+    fn websocket_routes() {
+        let url = |u: &str| parse_http_url(u).unwrap().unwrap();
+        let ws = url("ws://127.0.0.1:9000/chat");
+        assert_eq!((ws.addr, ws.path.as_str(), ws.tls_name, ws.websocket), (FcgiAddr::Tcp { host: "127.0.0.1".into(), port: 9000 }, "/chat", None, true));
+        let wss = url("WSS://chat.example/");
+        assert_eq!((wss.addr, wss.tls_name.as_deref(), wss.websocket), (FcgiAddr::Tcp { host: "chat.example".into(), port: 443 }, Some("chat.example"), true));
+        assert!(!url("http://h/").websocket);
+        let mut o = HttpOrigin::new("h".into());
+        assert_eq!(o.set_key("upgrade", "WebSocket"), Ok(true));
+        assert!(o.websocket);
+        assert!(o.set_key("upgrade", "h2c").unwrap_err().contains("only upgrade=websocket"));
+
+        let text = "Listen 8080\nProxyPass /ws/ ws://127.0.0.1:9000/\nProxyPass /app/ http://127.0.0.1:9001/ upgrade=websocket\nLoadModule proxy_wstunnel_module modules/mod_proxy_wstunnel.so\n<IfModule proxy_wstunnel_module>\n    ProxyWebsocketIdleTimeout 30\n</IfModule>\n<VirtualHost *:8080>\n    ServerName v\n</VirtualHost>\n";
+        let (l, _d) = crate::test_support::load_text("proxy-ws", text, &[]);
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        let s = l.settings.unwrap();
+        assert!(s.main.proxy_routes.iter().all(|r| r.target.as_ref().unwrap().http.as_ref().unwrap().websocket));
+        assert_eq!(s.virtual_hosts[0].host.proxy_http.websocket_idle, Some(Duration::from_secs(30)));
+        assert_eq!(s.virtual_hosts[0].host.proxy_http.websockets_per_client, None);
+        let bad = "Listen 8080\nProxyWebsocketIdleTimeout soon\nProxyPass /a http://h/ upgrade=h2c\n";
+        let (l, _d) = crate::test_support::load_text("proxy-ws-bad", bad, &[]);
+        assert_eq!(l.errors.iter().map(|e| e.origin.line).collect::<Vec<_>>(), vec![3, 4], "{:?}", l.errors);
+    }
 }
