@@ -175,9 +175,9 @@ impl Builder {
         self.warnings.extend(corrections);
 
         let main_origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
-        crate::rewrite::check_dangling(&mut self, &s.main.dir, &main_origin);
+        crate::directives::rewrite::check_dangling(&mut self, &s.main.dir, &main_origin);
         for vh in &s.virtual_hosts {
-            crate::rewrite::check_dangling(&mut self, &vh.host.dir, &vh.origin);
+            crate::directives::rewrite::check_dangling(&mut self, &vh.host.dir, &vh.origin);
         }
         // Virtual hosts inherit what the main server sets and they don't.
         for vh in &mut s.virtual_hosts {
@@ -626,7 +626,7 @@ impl Builder {
             (_, Some(_)) => self.error(&sec.origin, format!("rewrite rules in <{} ~ ...> or <DirectoryMatch> are not supported by warren: use <Directory> or .htaccess", sec.name)),
             _ => {}
         }
-        crate::rewrite::check_dangling(self, &config, &sec.origin);
+        crate::directives::rewrite::check_dangling(self, &config, &sec.origin);
         let section = DirSection { matcher, within: within.map(|w| Box::new(w.clone())), config, origin: sec.origin.clone() };
         let mut out = vec![section];
         out.append(&mut nested);

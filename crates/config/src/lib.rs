@@ -76,7 +76,6 @@
 pub mod access_compat;
 pub mod accounts;
 pub mod alias;
-mod apply;
 pub mod auth;
 pub mod cache;
 pub mod cgi;
@@ -111,7 +110,6 @@ pub mod pool;
 pub mod proxy_http;
 pub mod pool_file;
 pub mod remote_ip;
-pub mod rewrite;
 pub mod scripts;
 pub mod settings;
 pub mod stapling;

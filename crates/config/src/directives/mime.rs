@@ -106,3 +106,46 @@ pub(crate) fn multiviews_match(b: &mut Builder, d: &Directive, dir: &mut DirConf
     }
     dir.mime.multiviews_match = Some(m);
 }
+
+/// `AddHandler`: warren maps no handler by extension. A FastCGI handler
+/// named here is an error pointing to SetHandler; a handler of data files
+/// (type maps) is said and not acted on; any other is one warren lacks, so
+/// its files are scripts it cannot run (see [`crate::scripts`]).
+pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let [handler, extensions @ ..] = d.args.as_slice() else {
+        return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
+    };
+    if extensions.is_empty() {
+        return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
+    }
+    let lower = handler.to_ascii_lowercase();
+    if lower.starts_with("proxy:") || lower.starts_with("pool:") || lower == "server-status" || lower == "metrics" || lower == "balancer-manager" || lower == "md-status" {
+        let pattern = extensions.iter().map(|e| e.trim_start_matches('.')).collect::<Vec<_>>().join("|");
+        return b.error(&d.origin, format!("AddHandler {handler}: warren sets handlers with SetHandler only: write <FilesMatch \"\\.({pattern})$\"> SetHandler {handler} </FilesMatch>"));
+    }
+    if lower == "type-map" {
+        for e in extensions {
+            dir.mime.by_ext.push((crate::mime::ExtAttr::TypeMap, e.trim_start_matches('.').to_ascii_lowercase(), lower.clone()));
+        }
+        return;
+    }
+    if let Some(why) = crate::scripts::data_handler(handler) {
+        let list = extensions.iter().map(|e| format!(".{}", e.trim_start_matches('.'))).collect::<Vec<_>>().join(" ");
+        return b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {why}; files ending in {list} are served as they are"));
+    }
+    b.mark_script(d, &mut dir.scripts);
+}
+
+pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
+    let a = &d.args;
+    if a.len() < 2 || !a[0].contains('/') {
+        b.error(&d.origin, "AddType takes a MIME type and one or more extensions");
+    } else {
+        // Apache keeps the type in lower case, parameters and all.
+        let mime_type = a[0].to_ascii_lowercase();
+        for ext in &a[1..] {
+            dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), mime_type.clone()));
+        }
+        b.mark_script(d, &mut dir.scripts);
+    }
+}

@@ -129,7 +129,7 @@ pub(crate) fn parse_options(args: &[String]) -> Result<OptionsSpec, String> {
             // Apache's All leaves out SymLinksIfOwnerMatch (and MultiViews).
             "all" => OptionFlags { indexes: true, follow_symlinks: true, symlinks_if_owner_match: false, exec_cgi: true, multiviews: false },
             "none" => OptionFlags::NONE,
-            // Accepted, and said by `apply::options` when turned on.
+            // Accepted, and said by `directives::core::options` when turned on.
             "execcgi" => OptionFlags { exec_cgi: true, ..OptionFlags::NONE },
             "multiviews" => OptionFlags { multiviews: true, ..OptionFlags::NONE },
             "includes" | "includesnoexec" => OptionFlags::NONE,
