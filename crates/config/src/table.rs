@@ -10,7 +10,7 @@
 //! [`htaccess`](crate::htaccess).
 
 use crate::directives::core;
-use crate::directives::{alias, authz, env_vars, expires, headers, logs, proxy};
+use crate::directives::{alias, authz, autoindex, env_vars, expires, headers, logs, mod_dir, proxy};
 use crate::directives::cache;
 use crate::directives::compress;
 use crate::directives::fcgid;
@@ -209,7 +209,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     server("BufferedLogs", "On|Off", core::buffered_logs),
     server("SyslogSocket", "path", core::syslog_socket),
     server("ErrorLogFormat", "\"format\"", core::error_log_format),
-    server("TypesConfig", "file", core::types_config),
+    server("TypesConfig", "file", mime::types_config),
     server("ExtendedStatus", "On|Off", core::extended_status),
     server("GracefulShutdownTimeout", "seconds", core::graceful_shutdown_timeout),
     server("ListenBacklog", "n", core::listen_backlog),
@@ -432,7 +432,7 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("Allow", "from all|address|partial-address|network...", crate::directives::access_compat::allow),
     dir("Deny", "from all|address|partial-address|network...", crate::directives::access_compat::deny),
     dir("Satisfy", "Any|All", crate::directives::access_compat::satisfy),
-    dir("DirectoryIndex", "file...|disabled", core::directory_index),
+    dir("DirectoryIndex", "file...|disabled", mod_dir::directory_index),
     dir("ErrorDocument", "code /local/url|URL|\"text\"|default", core::error_document),
     dir("AddType", "type extension...", mime::add_type),
     dir("AddDefaultCharset", "On|Off|charset", core::add_default_charset),
@@ -442,8 +442,8 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("SetHandler", "handler [flushpackets=on|off]", core::set_handler),
     dir("ProxyFCGIBackendType", "FPM|GENERIC", proxy::proxy_fcgi_backend_type),
     dir("AcceptPathInfo", "On|Off|Default", core::accept_path_info),
-    dir("DirectorySlash", "On|Off|NotFound", core::directory_slash),
-    dir("FallbackResource", "/local-url|disabled", core::fallback_resource),
+    dir("DirectorySlash", "On|Off|NotFound", mod_dir::directory_slash),
+    dir("FallbackResource", "/local-url|disabled", mod_dir::fallback_resource),
     dir("AddHandler", "handler extension...", mime::add_handler),
     // mod_cgi and mod_cgid (see cgi.rs; the programs run in the handler's cgi module).
     server("ScriptLog", "file-path", crate::directives::cgi::script_log),
@@ -482,8 +482,8 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     dir("php_flag", "name on|off", crate::directives::mod_php::setting),
     dir("php_admin_value", "name value", crate::directives::mod_php::setting),
     dir("php_admin_flag", "name on|off", crate::directives::mod_php::setting),
-    dir("IndexIgnore", "wildcard...", core::index_ignore),
-    dir("IndexIgnoreReset", "On|Off", core::index_ignore_reset),
+    dir("IndexIgnore", "wildcard...", autoindex::index_ignore),
+    dir("IndexIgnoreReset", "On|Off", autoindex::index_ignore_reset),
     spec("UseCanonicalName", Contexts::ANYWHERE, "On|Off|DNS", Apply::Dir(core::use_canonical_name)),
     dir("Redirect", "[status] /url-path [URL]", alias::redirect),
     dir("RedirectMatch", "[status] regex [URL]", alias::redirect),

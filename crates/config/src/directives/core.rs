@@ -1,8 +1,11 @@
-//! The core's directives (Apache's `core` module and, until they have a
-//! file of their own, a few modules' lines): what each does, as the
-//! [table](crate::table) points to it. Each checks its arguments, sets its part of the settings, and reports
-//! a problem at the directive's file and line. Where a directive may stand
-//! and under which MPM is the table's business, not theirs.
+//! Apache's core directives (with mpm_common's `ListenBacklog` and
+//! `GracefulShutdownTimeout`, mod_reqtimeout's `RequestReadTimeout`,
+//! mod_status' `ExtendedStatus` and warren's own server-wide lines): what
+//! each does, as the [table](crate::table) points to it. Each checks its
+//! arguments, sets its part of the settings, and reports a problem at the
+//! directive's file and line. Where a directive may stand and under which
+//! MPM is the table's business, not theirs. The modules' directives are in
+//! the other files of [`directives`](super).
 
 use std::time::Duration;
 
@@ -258,16 +261,6 @@ pub(crate) fn syslog_socket(b: &mut Builder, d: &Directive, s: &mut Settings) {
     }
 }
 
-pub(crate) fn types_config(b: &mut Builder, d: &Directive, s: &mut Settings) {
-    if let Some(v) = b.one(d) {
-        let p = b.resolve(&v);
-        if !p.is_file() {
-            b.error(&d.origin, format!("TypesConfig: cannot read {}", p.display()));
-        }
-        s.types_config = Some(p);
-    }
-}
-
 // Per host.
 
 pub(crate) fn server_name(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
@@ -356,17 +349,6 @@ pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     }
 }
 
-pub(crate) fn directory_index(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let a = &d.args;
-    if a.is_empty() {
-        b.error(&d.origin, "DirectoryIndex needs at least one file name (or `disabled`)");
-    } else if a.len() == 1 && a[0].eq_ignore_ascii_case("disabled") {
-        dir.directory_index = Some(Vec::new());
-    } else {
-        dir.directory_index = Some(a.clone());
-    }
-}
-
 pub(crate) fn error_document(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     match d.args.as_slice() {
         [code, doc] => match code.parse::<u16>() {
@@ -452,41 +434,6 @@ pub(crate) fn accept_path_info(b: &mut Builder, d: &Directive, dir: &mut DirConf
         [v] if v.eq_ignore_ascii_case("off") => dir.accept_path_info = Some(Some(false)),
         [v] if v.eq_ignore_ascii_case("default") => dir.accept_path_info = Some(None),
         _ => b.error(&d.origin, "AcceptPathInfo takes On, Off or Default"),
-    }
-}
-
-pub(crate) fn fallback_resource(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [v] if v.eq_ignore_ascii_case("disabled") => dir.fallback_resource = Some(None),
-        [v] if v.starts_with('/') && !v.contains(['?', '#']) => dir.fallback_resource = Some(Some(v.clone())),
-        _ => b.error(&d.origin, "FallbackResource takes a local URL path (/index.php) or disabled"),
-    }
-}
-
-pub(crate) fn directory_slash(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [v] if v.eq_ignore_ascii_case("on") => dir.directory_slash = Some(true),
-        [v] if v.eq_ignore_ascii_case("off") || v.eq_ignore_ascii_case("notfound") => dir.directory_slash = Some(false),
-        _ => b.error(&d.origin, "DirectorySlash takes On, Off or NotFound"),
-    }
-}
-
-/// `IndexIgnore`: patterns add up, level after level, as in mod_autoindex.
-pub(crate) fn index_ignore(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if d.args.is_empty() {
-        return b.error(&d.origin, "IndexIgnore takes one or more wildcards (.??* *~ README*)");
-    }
-    for p in &d.args {
-        if let Err(e) = glob::Pattern::new(p) {
-            return b.error(&d.origin, format!("IndexIgnore: bad wildcard {p}: {e}"));
-        }
-    }
-    dir.index_ignore.extend(d.args.iter().cloned());
-}
-
-pub(crate) fn index_ignore_reset(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if let Some(on) = b.on_off(d) {
-        dir.index_ignore_reset = Some(on);
     }
 }
 

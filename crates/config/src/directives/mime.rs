@@ -6,6 +6,7 @@ use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::mime::{ExtAttr, ForcePriority, MultiviewsMatch};
 use crate::parse::Directive;
+use crate::settings::Settings;
 
 fn extension(e: &str) -> String {
     e.trim_start_matches('.').to_ascii_lowercase()
@@ -147,5 +148,15 @@ pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
             dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), mime_type.clone()));
         }
         b.mark_script(d, &mut dir.scripts);
+    }
+}
+
+pub(crate) fn types_config(b: &mut Builder, d: &Directive, s: &mut Settings) {
+    if let Some(v) = b.one(d) {
+        let p = b.resolve(&v);
+        if !p.is_file() {
+            b.error(&d.origin, format!("TypesConfig: cannot read {}", p.display()));
+        }
+        s.types_config = Some(p);
     }
 }

@@ -34,3 +34,5 @@ pub(crate) mod expires;
 pub(crate) mod headers;
 pub(crate) mod logs;
 pub(crate) mod proxy;
+pub(crate) mod autoindex;
+pub(crate) mod mod_dir;
