@@ -5,7 +5,7 @@
 //! section's `Allow from` does not add to its parent's.
 //!
 //! The types; the directives reading them are in
-//! [`directives::access_compat`](crate::directives::access_compat), the
+//! `directives/access_compat.rs`, the
 //! request half in the handler's `authz` module.
 
 use std::net::IpAddr;

@@ -1,7 +1,7 @@
 //! mod_auth_basic, mod_authn_core and mod_authn_file's settings: who a
 //! request must prove to be, and where the passwords are. Each is per
 //! directory (and in `.htaccess` under AuthConfig); the directives reading
-//! them are in [`directives::auth`](crate::directives::auth), and the
+//! them are in `directives/auth.rs`, and the
 //! handler's `auth` module checks credentials against them.
 
 use std::collections::HashMap;

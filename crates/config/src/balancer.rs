@@ -2,13 +2,13 @@
 //! `<Proxy balancer://name>` with its `BalancerMember` and `ProxySet`
 //! lines (or the same lines outside, naming the balancer first), each
 //! member's worker keys (those of a ProxyPass line, read by
-//! [`crate::values::parse_proxy_route`]) with loadfactor, route, status
+//! `directives/values.rs`'s `parse_proxy_route`) with loadfactor, route, status
 //! and the health-check keys, and the balancer's lbmethod, stickysession
 //! and nofailover. Balancers are server-wide: a virtual host's ProxyPass
 //! may name one defined anywhere, as Apache's inherited balancers do.
 //!
 //! The types; the directives reading them are in
-//! [`directives::balancer`](crate::directives::balancer), the request half
+//! `directives/balancer.rs`, the request half
 //! in the handler's `balancer` module.
 
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //! refused (the table's contexts) so that no prefix is silently widened.
 //!
 //! The directives filling these in are in
-//! [`directives::cache`](crate::directives::cache).
+//! `directives/cache.rs`.
 
 use std::path::PathBuf;
 use std::time::Duration;

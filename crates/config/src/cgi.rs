@@ -1,7 +1,7 @@
 //! mod_cgi's and mod_cgid's settings: what `ScriptLog`, `ScriptLogLength`
 //! and `ScriptLogBuffer` set (server-wide, [`CgiSettings`]); `CGIPassAuth`
 //! and `CGIVar` are per directory, in [`DirConfig`](crate::DirConfig). The
-//! directives are in [`directives::cgi`](crate::directives::cgi). Which
+//! directives are in `directives/cgi.rs`. Which
 //! files are CGI programs is said by `ScriptAlias` ([`crate::alias`]) and
 //! `AddHandler`/`SetHandler cgi-script` ([`crate::scripts`]), whether any
 //! are named by [`Settings::uses_cgi`](crate::Settings::uses_cgi); the

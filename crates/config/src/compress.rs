@@ -10,7 +10,7 @@
 //! (`INCLUDES`, `SUBSTITUTE`, ...) is an error rather than a filter
 //! silently not applied.
 //!
-//! The directives are in [`directives::compress`](crate::directives::compress),
+//! The directives are in `directives/compress.rs`,
 //! the request half in the handler's `compress` module.
 
 /// A set of encoders, as a filter chain names them (`DEFLATE;BROTLI_COMPRESS`).

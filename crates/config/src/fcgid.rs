@@ -14,7 +14,7 @@
 //! at start, at notice level, with its figures.
 //!
 //! Here is what one host's lines say ([`PerUser`]); the directives and the
-//! mapping are in [`directives::fcgid`](crate::directives::fcgid).
+//! mapping are in `directives/fcgid.rs`.
 
 use crate::parse::{Directive, Origin};
 

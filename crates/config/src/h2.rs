@@ -3,10 +3,10 @@
 //! until `Protocols` names h2 or h2c).
 //!
 //! - [`H2Directives`]: the lines one host (main server or `<VirtualHost>`)
-//!   wrote, unmerged, in [`HostConfig::http2`];
+//!   wrote, unmerged, in [`HostConfig::http2`](crate::HostConfig::http2);
 //! - [`Protocols`] and [`H2Settings`]: a host's values once merged with the
-//!   main server's, in [`HostConfig::protocols`] and [`HostConfig::h2`];
-//! - [`H2Listener`]: what one listener offers ([`Settings::h2_listener`]).
+//!   main server's, in [`HostConfig::protocols`](crate::HostConfig::protocols) and [`HostConfig::h2`](crate::HostConfig::h2);
+//! - [`H2Listener`]: what one listener offers ([`Settings::h2_listener`](crate::Settings::h2_listener)).
 //!
 //! Apache decides per virtual host, after SNI (TLS) or on the connection's
 //! default host (cleartext). warren decides per listener: a listener's
@@ -18,7 +18,7 @@
 //! window...) are its default (first) host's, as its TLS ciphers are.
 //!
 //! The types are here; the directives and the merge in
-//! [`directives::h2`](crate::directives::h2); each listener's offer in
+//! `directives/h2.rs`; each listener's offer in
 //! [`listeners`](crate::listeners).
 
 use std::time::Duration;
@@ -146,7 +146,7 @@ impl Default for H2Settings {
 
 /// The HTTP/2 lines one host wrote, before merging with the main server's.
 /// (`H2Upgrade` and `H2StreamTimeout`, which Apache takes in sections too,
-/// are in [`DirConfig::h2_upgrade`] and [`DirConfig::h2_stream_timeout`].)
+/// are in [`DirConfig::h2_upgrade`](crate::DirConfig::h2_upgrade) and [`DirConfig::h2_stream_timeout`](crate::DirConfig::h2_stream_timeout).)
 #[derive(Clone, Debug, Default)]
 pub struct H2Directives {
     pub protocols: Option<(Vec<Protocol>, Origin)>,

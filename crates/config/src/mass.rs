@@ -9,7 +9,7 @@
 //! a user name; the accounts are looked up as requests come, so a new
 //! host's or user's directory serves without a reload.
 //!
-//! The directives are in [`directives::mass`](crate::directives::mass);
+//! The directives are in `directives/mass.rs`;
 //! which hosts' users get pools while warren runs is read from the whole
 //! configuration by [`RuntimeUsers::of`] ([`user_pools`](crate::user_pools)).
 

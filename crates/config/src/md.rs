@@ -4,7 +4,7 @@
 //!
 //! These are the types and the store's layout ([`store_files`],
 //! [`ocsp_file`], ...). The directives are in
-//! [`directives::md`](crate::directives::md), whose `settle` gives every
+//! `directives/md.rs`, whose `settle` gives every
 //! `SSLEngine on` host that names no certificate and serves a managed
 //! domain that domain's files in MDStoreDir; `warren-tls` serves a
 //! temporary self-signed certificate until the ACME helper (`warren-acme`)
@@ -112,7 +112,7 @@ impl ManagedDomain {
     }
 }
 
-/// A managed domain as written, before [`settle`] merges its options.
+/// A managed domain as written, before `directives/md.rs`'s `settle` merges its options.
 #[derive(Clone, Debug)]
 pub struct DomainLines {
     pub names: Vec<String>,
@@ -126,7 +126,7 @@ pub struct DomainLines {
 pub struct MdGlobal {
     pub lines: Vec<DomainLines>,
     pub options: MdOptions,
-    /// `MDStoreDir` (mod_md: `ServerRoot/md`); set by [`settle`].
+    /// `MDStoreDir` (mod_md: `ServerRoot/md`); set by `directives/md.rs`'s `settle`.
     pub store_dir: PathBuf,
     pub store_dir_line: Option<PathBuf>,
     /// `MDHelperUser` (warren's own): the account the ACME helper drops

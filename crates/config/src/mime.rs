@@ -1,5 +1,5 @@
 //! mod_mime's and mod_negotiation's per-directory settings (their
-//! directives are in [`directives::mime`](crate::directives::mime)): what each extension of a file's name says of it
+//! directives are in `directives/mime.rs`): what each extension of a file's name says of it
 //! (AddEncoding, AddCharset, AddLanguage, `AddHandler type-map` and their
 //! Remove* forms; AddType and RemoveType stay in `DirConfig::add_types`),
 //! ForceType, DefaultLanguage, LanguagePriority, ForceLanguagePriority and

@@ -24,7 +24,7 @@
 //! Here are the settings' types and how they combine ([`settled`],
 //! [`ini_lines`]), which the handler uses per request; the directives and
 //! the mapping onto pools are in
-//! [`directives::mod_php`](crate::directives::mod_php).
+//! `directives/mod_php.rs`.
 
 use crate::parse::Origin;
 use crate::scripts::ScriptMark;

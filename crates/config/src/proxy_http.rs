@@ -10,8 +10,8 @@
 //! SSLProxyCheckPeerExpire).
 //!
 //! The types and the worker-key parser; the host directives are in
-//! [`directives::proxy_http`](crate::directives::proxy_http) and the
-//! backend URLs' ([`directives::values`](crate::directives::values)'s
+//! `directives/proxy_http.rs` and the
+//! backend URLs' (`directives/values.rs`'s
 //! `parse_http_url`, for ProxyPass), the request half in the handler's
 //! `proxy_http` module.
 

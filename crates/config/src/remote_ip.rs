@@ -2,7 +2,7 @@
 //! names the client behind proxies, which proxies are believed (internal
 //! ones may name private addresses, trusted ones may not), and the PROXY
 //! protocol, and the address parser ([`parse_net`]). The directives are in
-//! [`directives::remote_ip`](crate::directives::remote_ip); the handler
+//! `directives/remote_ip.rs`; the handler
 //! walks the header and the connection layer reads PROXY headers.
 
 use std::net::{IpAddr, Ipv4Addr};

@@ -2,15 +2,15 @@
 //! semantics, and the checks that need only the configuration.
 //!
 //! - [`TlsDirectives`]: the lines one host (main server or `<VirtualHost>`)
-//!   wrote, unmerged, in [`HostConfig::ssl`];
+//!   wrote, unmerged, in [`HostConfig::ssl`](crate::HostConfig::ssl);
 //! - [`TlsHost`]: a host's TLS settings once merged with the main server's,
-//!   in [`HostConfig::tls`]: `Some` exactly when `SSLEngine on` holds there
+//!   in [`HostConfig::tls`](crate::HostConfig::tls): `Some` exactly when `SSLEngine on` holds there
 //!   (a main server's `SSLEngine on` holds in every virtual host, as in
 //!   Apache);
 //! - [`TlsGlobal`]: the server-wide directives (session cache, stapling
-//!   cache), in [`Settings::tls`].
+//!   cache), in [`Settings::tls`](crate::Settings::tls).
 //!
-//! The directives are in [`directives::tls`](crate::directives::tls), where
+//! The directives are in `directives/tls.rs`, where
 //! certificates and keys are only found to exist; `warren-tls` reads them,
 //! and builds rustls' configurations from these settings. Which listeners
 //! speak TLS is [`listeners`](crate::listeners).
@@ -111,7 +111,7 @@ pub struct TlsHost {
     /// its default host's.
     pub session_tickets: bool,
     /// `SSLOptions +StdEnvVars` at the host's level; sections may set it
-    /// too ([`DirConfig::ssl_std_env_vars`]).
+    /// too ([`DirConfig::ssl_std_env_vars`](crate::DirConfig::ssl_std_env_vars)).
     pub std_env_vars: bool,
     /// The managed domain's names when its certificate is mod_md's (a
     /// self-signed one is served until the store has it).

@@ -6,7 +6,7 @@
 //! URLs, networks), so they import no type of the crate but
 //! [`backend`](crate::backend)'s; those only directives use (`Options`,
 //! `Require`, ProxyPass routes, `Listen`) are in
-//! [`directives::values`](crate::directives::values).
+//! `directives/values.rs`.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
