@@ -184,6 +184,15 @@ pub fn tls_alpn_challenge_file(store: &std::path::Path, name: &str) -> Option<Pa
 /// the system has it (a package makes it with `adduser --system`).
 pub const DEFAULT_HELPER_USER: &str = "warren-acme";
 
+/// Whether `name` (a host's ServerName or ServerAlias) is one of a
+/// domain's names, wildcards matching one label as in certificates.
+pub(crate) fn covers(domain: &ManagedDomain, name: &str) -> bool {
+    domain.names.iter().any(|n| match n.strip_prefix("*.") {
+        Some(base) => name.split_once('.').is_some_and(|(first, rest)| !first.is_empty() && rest.eq_ignore_ascii_case(base)),
+        None => n.eq_ignore_ascii_case(name),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use crate::directives::md::parse_duration;
@@ -340,13 +349,4 @@ mod tests {
         assert_eq!(RenewWindow::Percent(33).lead(0, 300), 99);
         assert_eq!(RenewWindow::Before(Duration::from_secs(60)).lead(0, 300), 60);
     }
-}
-
-/// Whether `name` (a host's ServerName or ServerAlias) is one of a
-/// domain's names, wildcards matching one label as in certificates.
-pub(crate) fn covers(domain: &ManagedDomain, name: &str) -> bool {
-    domain.names.iter().any(|n| match n.strip_prefix("*.") {
-        Some(base) => name.split_once('.').is_some_and(|(first, rest)| !first.is_empty() && rest.eq_ignore_ascii_case(base)),
-        None => n.eq_ignore_ascii_case(name),
-    })
 }
