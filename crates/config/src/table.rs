@@ -174,7 +174,7 @@ const H2_MAX_SESSION_STREAMS: DirectiveSpec = host("H2MaxSessionStreams", "n", h
 const MAX_REQUEST_WORKERS: DirectiveSpec = count("MaxRequestWorkers", ALL, |t| &mut t.max_request_workers);
 const MAX_CONNECTIONS_PER_CHILD: DirectiveSpec = count("MaxConnectionsPerChild", ALL, |t| &mut t.max_connections_per_child);
 
-/// The compression settings of a directory, for compress.rs's directives.
+/// The compression settings of a directory, for directives/compress.rs.
 fn output_filters(dir: &mut DirConfig) -> &mut crate::compress::OutputFilters {
     dir.output_filters.get_or_insert_with(Default::default)
 }
