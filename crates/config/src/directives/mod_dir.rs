@@ -1,8 +1,8 @@
 //! mod_dir's directives (`DirectoryIndex`, `DirectorySlash`,
 //! `FallbackResource`), read into a section's
 //! [`DirConfig`](crate::DirConfig). The request half is the handler's
-//! `static_files` (index files, the trailing slash) and `internal_redirect`
-//! (the fallback).
+//! `pipeline` (the trailing slash, the fallback) and `static_files` (index
+//! files).
 
 use crate::builder::Builder;
 use crate::dir_config::DirConfig;

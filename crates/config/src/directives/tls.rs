@@ -3,7 +3,8 @@
 //! [`TlsDirectives`](crate::tls::TlsDirectives) and the server's
 //! [`TlsGlobal`](crate::tls::TlsGlobal), and the merge and checks once
 //! everything is read. The request half is the crate `warren-tls` (rustls'
-//! configurations) and the handler's `SSLRequireSSL` and `SSLOptions` use.
+//! configurations), the handler's `authz` (SSLRequireSSL) and
+//! `fastcgi::params` (SSLOptions +StdEnvVars).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
