@@ -63,7 +63,7 @@ pub struct Brief {
     group: Option<u32>,
     account: Result<privilege::HelperAccount, privilege::KeptIdentity>,
     domains: Vec<ManagedDomain>,
-    staples: Vec<warren_config::md::StapledCertificate>,
+    staples: Vec<warren_config::stapling::StapledCertificate>,
     /// Where the helper logs.
     pub log: LogPlace,
     /// How it reads the configuration again (at each graceful restart).
@@ -101,7 +101,7 @@ const MAX_BRIEF: u64 = 16 << 20;
 /// in its helper mode, handing it its [`Brief`] on a pipe.
 pub fn start(settings: &Settings, log: LogPlace, reread: Option<Reread>) -> Result<Option<Pid>, String> {
     let domains: Vec<ManagedDomain> = settings.md.domains.iter().filter(|d| d.auto).cloned().collect();
-    let staples = warren_config::md::stapled_certificates(settings);
+    let staples = warren_config::stapling::stapled_certificates(settings);
     if domains.is_empty() && staples.is_empty() {
         return Ok(None);
     }
@@ -251,7 +251,7 @@ pub fn serve(brief: Brief, log: Log, reload: Option<Reload>) -> ! {
 /// The forked helper's two halves: this process stays root and relays
 /// (see [`relay`]); its child drops to `account` and runs the ACME client,
 /// telling the relay of a changed store by a byte on a pipe.
-fn relay_and_drive(account: privilege::HelperAccount, helper: Helper, domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCertificate>, log: &Log) -> ! {
+fn relay_and_drive(account: privilege::HelperAccount, helper: Helper, domains: Vec<ManagedDomain>, staples: Vec<warren_config::stapling::StapledCertificate>, log: &Log) -> ! {
     let (read_end, write_end) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
         Ok(p) => p,
         Err(e) => {
@@ -369,7 +369,7 @@ struct Helper {
     hup: Arc<AtomicBool>,
 }
 
-fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCertificate>, helper: Helper, log: &Log) -> ! {
+fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::stapling::StapledCertificate>, helper: Helper, log: &Log) -> ! {
     let Helper { store_dir, group, parent, .. } = &helper;
     let (store_dir, group, parent) = (store_dir.clone(), *group, *parent);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -459,7 +459,7 @@ fn run(domains: Vec<ManagedDomain>, staples: Vec<warren_config::md::StapledCerti
         if helper.hup.swap(false, Ordering::SeqCst) {
             if let Some(settings) = helper.reload.as_ref().and_then(|r| r()) {
                 domains = reconfigured(domains, &settings, &store_dir);
-                staples = stapling::reconfigured(staples, warren_config::md::stapled_certificates(&settings));
+                staples = stapling::reconfigured(staples, warren_config::stapling::stapled_certificates(&settings));
                 log(LogLevel::Notice, &format!("ACME helper: configuration read again, managing {}", domains.iter().map(|d| d.config.names[0].as_str()).collect::<Vec<_>>().join(", ")));
                 publish(&domains, &store_dir, group, log);
             }

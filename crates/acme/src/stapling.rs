@@ -1,5 +1,5 @@
 //! MDStapling in the helper: for each certificate to staple
-//! (`warren_config::md::stapled_certificates`), the OCSP response fetched
+//! (`warren_config::stapling::stapled_certificates`), the OCSP response fetched
 //! from the responder its certificate names, checked ([`crate::ocsp`]),
 //! and kept in MDStoreDir's `ocsp/` (0600, written atomically), where the
 //! parent's TLS setup takes it at the next (graceful) start. A response is
@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
-use warren_config::md::{ocsp_file, StapledCertificate};
+use warren_config::md::ocsp_file;
+use warren_config::stapling::StapledCertificate;
 
 use crate::{crl, ocsp, schedule, store};
 

@@ -3,12 +3,12 @@
 //! beside `Require`. As in Apache (whose module has no merge function), the
 //! most specific section holding any of these lines has them all: a
 //! section's `Allow from` does not add to its parent's.
+//!
+//! The types; the directives reading them are in
+//! `directives/access_compat.rs`, the
+//! request half in the handler's `authz` module.
 
 use std::net::IpAddr;
-
-use crate::builder::Builder;
-use crate::dir_config::DirConfig;
-use crate::parse::Directive;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Order {
@@ -63,7 +63,7 @@ impl HostMatch {
     /// `all`, `10.1.2.3`, `10.1` (a partial address), `10.1.0.0/16`,
     /// `10.1.0.0/255.255.0.0`, `2001:db8::/32`, or `localhost`. Other host
     /// names would need DNS lookups on each request: refused.
-    fn parse(a: &str) -> Result<Vec<HostMatch>, String> {
+    pub(crate) fn parse(a: &str) -> Result<Vec<HostMatch>, String> {
         if a.eq_ignore_ascii_case("all") {
             return Ok(vec![HostMatch::All]);
         }
@@ -104,66 +104,6 @@ impl HostMatch {
         };
         Ok(vec![HostMatch::Net(ip, len)])
     }
-}
-
-pub(crate) fn order(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let order = match d.args.as_slice() {
-        [o] => match o.to_ascii_lowercase().as_str() {
-            "deny,allow" => Order::DenyAllow,
-            "allow,deny" => Order::AllowDeny,
-            "mutual-failure" => Order::MutualFailure,
-            _ => return b.error(&d.origin, format!("Order {o}: write `Deny,Allow`, `Allow,Deny` or `Mutual-failure` (no spaces)")),
-        },
-        _ => return b.error(&d.origin, "Order takes one argument: `Deny,Allow`, `Allow,Deny` or `Mutual-failure` (no spaces)"),
-    };
-    dir.access_compat.get_or_insert_with(Default::default).order = order;
-}
-
-fn from_list(b: &mut Builder, d: &Directive) -> Option<Vec<HostMatch>> {
-    match d.args.split_first() {
-        Some((from, hosts)) if from.eq_ignore_ascii_case("from") && !hosts.is_empty() => {
-            let mut list = Vec::new();
-            for h in hosts {
-                if h.len() > 4 && h[..4].eq_ignore_ascii_case("env=") {
-                    b.error(&d.origin, format!("{} from {h}: `env=` is not supported: write `Require env` or a RewriteRule", d.name));
-                    return None;
-                }
-                match HostMatch::parse(h) {
-                    Ok(m) => list.extend(m),
-                    Err(e) => {
-                        b.error(&d.origin, format!("{} from: {e}", d.name));
-                        return None;
-                    }
-                }
-            }
-            Some(list)
-        }
-        _ => {
-            b.error(&d.origin, format!("{} takes `from` and one or more hosts", d.name));
-            None
-        }
-    }
-}
-
-pub(crate) fn allow(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if let Some(list) = from_list(b, d) {
-        dir.access_compat.get_or_insert_with(Default::default).allow.extend(list);
-    }
-}
-
-pub(crate) fn deny(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if let Some(list) = from_list(b, d) {
-        dir.access_compat.get_or_insert_with(Default::default).deny.extend(list);
-    }
-}
-
-pub(crate) fn satisfy(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let any = match d.args.as_slice() {
-        [s] if s.eq_ignore_ascii_case("any") => true,
-        [s] if s.eq_ignore_ascii_case("all") => false,
-        _ => return b.error(&d.origin, "Satisfy takes `Any` or `All`"),
-    };
-    dir.access_compat.get_or_insert_with(Default::default).satisfy_any = any;
 }
 
 #[cfg(test)]

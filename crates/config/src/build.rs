@@ -102,7 +102,7 @@ impl Builder {
         let mut sections = Vec::new();
         for node in &sec.children {
             match node {
-                Node::Directive(d) => crate::scripts::mark(self, d, &mut dir.scripts),
+                Node::Directive(d) => self.mark_script(d, &mut dir.scripts),
                 Node::Section(inner) if inner.name.eq_ignore_ascii_case("VirtualHost") || inner.name.eq_ignore_ascii_case("Pool") => {}
                 Node::Section(inner) => sections.extend(self.dir_section(inner, ctx, within)),
                 Node::Skipped(inner) => sections.extend(self.skipped_block(inner, ctx, dir, within)),
@@ -122,7 +122,7 @@ impl Builder {
     /// A `<Files>` section of an `.htaccess` file, scoped to its directory.
     /// A `<RequireAll/Any/None>` block: one more rule of the section's.
     pub(crate) fn require_block(&mut self, sec: &Section, config: &mut DirConfig) {
-        match crate::values::parse_require_block(sec, self.in_htaccess) {
+        match crate::directives::values::parse_require_block(sec, self.in_htaccess) {
             Ok(r) => config.require.get_or_insert_with(Vec::new).push(r),
             Err((origin, m)) => self.error(&origin, m),
         }
@@ -148,7 +148,7 @@ impl Builder {
                     }
                 }
                 Node::Section(sec) if sec.name.eq_ignore_ascii_case("Pool") => self.pool(sec, &mut pools),
-                Node::Section(sec) if sec.name.eq_ignore_ascii_case("MDomainSet") => crate::md::domain_set(&mut self, sec, &mut s),
+                Node::Section(sec) if sec.name.eq_ignore_ascii_case("MDomainSet") => crate::directives::md::domain_set(&mut self, sec, &mut s),
                 Node::Directive(d) if d.name.eq_ignore_ascii_case("PoolFile") => self.pool_file(d, &mut pools),
                 Node::Section(sec) => {
                     let sections = self.dir_section(sec, Context::Server, None);
@@ -175,9 +175,9 @@ impl Builder {
         self.warnings.extend(corrections);
 
         let main_origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
-        crate::rewrite::check_dangling(&mut self, &s.main.dir, &main_origin);
+        crate::directives::rewrite::check_dangling(&mut self, &s.main.dir, &main_origin);
         for vh in &s.virtual_hosts {
-            crate::rewrite::check_dangling(&mut self, &vh.host.dir, &vh.origin);
+            crate::directives::rewrite::check_dangling(&mut self, &vh.host.dir, &vh.origin);
         }
         // Virtual hosts inherit what the main server sets and they don't.
         for vh in &mut s.virtual_hosts {
@@ -222,15 +222,15 @@ impl Builder {
             vh.host.cache.inherit(&s.main.cache);
         }
         let https = std::mem::take(&mut self.https_listens);
-        crate::md::settle(&mut self, &mut s);
-        crate::tls::settle(&mut self, &mut s, &https);
+        crate::directives::md::settle(&mut self, &mut s);
+        crate::directives::tls::settle(&mut self, &mut s, &https);
         let mut reported = Vec::new();
         for host in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)) {
-            crate::proxy_http::settle(&mut self, host, &mut reported);
-            crate::cache::settle(&mut self, host);
+            crate::directives::proxy_http::settle(&mut self, host, &mut reported);
+            crate::directives::cache::settle(&mut self, host);
         }
         let http2_loaded = self.http2_loaded;
-        crate::h2::settle(&mut self, &mut s, http2_loaded);
+        crate::directives::h2::settle(&mut self, &mut s, http2_loaded);
         s.error_log = s.main.error_log.clone();
         s.error_log_sink = s.main.error_log_sink.clone();
         for (name, origin) in std::mem::take(&mut self.pool_refs) {
@@ -239,7 +239,7 @@ impl Builder {
             }
         }
         let hosts: Vec<&crate::settings::HostConfig> = std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)).collect();
-        crate::balancer::settle(&mut self, &hosts);
+        crate::directives::balancer::settle(&mut self, &hosts);
         s.balancers = std::mem::take(&mut self.balancers);
         self.map_per_user(&mut s, &mut pools);
         self.map_mod_php(&mut s, &mut pools);
@@ -340,18 +340,18 @@ impl Builder {
         let mut main_pool: Option<String> = None;
         if main.own {
             let origin = main.origin.clone().unwrap_or_else(|| Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 });
-            let (pool, notice) = crate::fcgid::pool_of(&main, "fcgid-main", origin.clone());
+            let (pool, notice) = crate::directives::fcgid::pool_of(&main, "fcgid-main", origin.clone());
             self.mapped.push(ConfigError { origin, message: notice });
             main_pool = Some(pool.name.clone());
             self.add_pool(pool, pools);
         }
-        let len = |p: &crate::fcgid::PerUser| p.max_request_len.unwrap_or(crate::fcgid::MAX_REQUEST_LEN);
+        let len = |p: &crate::fcgid::PerUser| p.max_request_len.unwrap_or(crate::directives::fcgid::MAX_REQUEST_LEN);
         for vh in &mut s.virtual_hosts {
             let (name, max_len) = match vh.per_user.take() {
                 Some(own) => {
-                    let named = crate::fcgid::pool_name("fcgid", vh.host.server_name.as_deref(), vh.origin.line);
+                    let named = crate::directives::fcgid::pool_name("fcgid", vh.host.server_name.as_deref(), vh.origin.line);
                     let origin = own.origin.clone().unwrap_or_else(|| vh.origin.clone());
-                    let (mut pool, notice) = crate::fcgid::pool_of(&own, &named, origin.clone());
+                    let (mut pool, notice) = crate::directives::fcgid::pool_of(&own, &named, origin.clone());
                     // The :80 and :443 hosts of one site share its pool.
                     match pools.iter().find(|p| p.name == named) {
                         Some(same) if same.same_processes(&pool) => {}
@@ -370,10 +370,10 @@ impl Builder {
                     None => continue,
                 },
             };
-            crate::fcgid::route_marks(&mut vh.host, &name, max_len, &mut self.mapped, &mut self.script_notices);
+            crate::directives::fcgid::route_marks(&mut vh.host, &name, max_len, &mut self.mapped, &mut self.script_notices);
         }
         if let Some(name) = main_pool {
-            crate::fcgid::route_marks(&mut s.main, &name, len(&main), &mut self.mapped, &mut self.script_notices);
+            crate::directives::fcgid::route_marks(&mut s.main, &name, len(&main), &mut self.mapped, &mut self.script_notices);
         }
     }
 
@@ -419,16 +419,16 @@ impl Builder {
         let main_origin = Origin { file: std::sync::Arc::new(self.config_file.clone()), line: 0 };
         // The main server's PHP needs a pool only where it answers requests:
         // a pool of the server's user beside the hosts' own would be refused.
-        let main_serves = crate::mod_php::main_serves(s);
+        let main_serves = crate::directives::mod_php::main_serves(s);
         let hosts = std::iter::once((&mut s.main, "php-main".to_string(), main_origin)).filter(|_| main_serves).chain(
             s.virtual_hosts.iter_mut().map(|vh| {
-                let name = crate::fcgid::pool_name("php", vh.host.server_name.as_deref(), vh.origin.line);
+                let name = crate::directives::fcgid::pool_name("php", vh.host.server_name.as_deref(), vh.origin.line);
                 (&mut vh.host, name, vh.origin.clone())
             }),
         );
         for (host, name, origin) in hosts {
             let own = host.fcgid_pool.clone();
-            let routed = crate::mod_php::route_host(host, own.as_deref(), &name, &origin, pools, &mut self.script_notices);
+            let routed = crate::directives::mod_php::route_host(host, own.as_deref(), &name, &origin, pools, &mut self.script_notices);
             self.mapped.extend(routed.notices);
             self.warnings.extend(routed.warnings);
         }
@@ -463,7 +463,7 @@ impl Builder {
     fn directive(&mut self, d: &Directive, here: Context, target: Target) {
         if self.marks_only {
             if let Target::Dir(dir, _) = target {
-                crate::scripts::mark(self, d, &mut dir.scripts);
+                self.mark_script(d, &mut dir.scripts);
             }
             return;
         }
@@ -548,7 +548,7 @@ impl Builder {
             return self.if_section(sec, ctx, within);
         }
         if lname == "proxy" && matches!(ctx, Context::Server | Context::VirtualHost) && within.is_none() {
-            crate::balancer::section(self, sec);
+            crate::directives::balancer::section(self, sec);
             return Vec::new();
         }
         let (regex_form, arg) = match sec.args.as_slice() {
@@ -610,7 +610,7 @@ impl Builder {
                     _ => self.error(&d.origin, format!("{} is not allowed in <{}> (only in <Location /path>, with the backend URL alone)", d.name, sec.name)),
                 },
                 Node::Directive(d) => self.directive(d, inner_ctx, Target::Dir(&mut config, &sec.name)),
-                Node::Section(inner) if crate::values::require_block_kind(&inner.name).is_some() => self.require_block(inner, &mut config),
+                Node::Section(inner) if crate::directives::values::require_block_kind(&inner.name).is_some() => self.require_block(inner, &mut config),
                 Node::Section(inner) => {
                     let sections = self.dir_section(inner, inner_ctx, Some(&matcher));
                     nested.extend(sections);
@@ -626,7 +626,7 @@ impl Builder {
             (_, Some(_)) => self.error(&sec.origin, format!("rewrite rules in <{} ~ ...> or <DirectoryMatch> are not supported by warren: use <Directory> or .htaccess", sec.name)),
             _ => {}
         }
-        crate::rewrite::check_dangling(self, &config, &sec.origin);
+        crate::directives::rewrite::check_dangling(self, &config, &sec.origin);
         let section = DirSection { matcher, within: within.map(|w| Box::new(w.clone())), config, origin: sec.origin.clone() };
         let mut out = vec![section];
         out.append(&mut nested);

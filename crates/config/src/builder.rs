@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::log_format::{self, LogItem};
 use crate::mpm::Mpm;
 use crate::parse::{ConfigError, Directive, Origin, Reader};
+use crate::scripts::{mark_of, ScriptMark};
 
 /// One reading of a configuration: what the directives' functions need
 /// besides the value they set, and every problem found.
@@ -180,6 +181,20 @@ impl Builder {
                 self.error(&d.origin, format!("{} must be On or Off", d.name));
                 None
             }
+        }
+    }
+
+    /// Records the script mark `d` makes, if it makes one, in `marks` (a
+    /// directory's), and its notice for `-t` and the start.
+    pub(crate) fn mark_script(&mut self, d: &Directive, marks: &mut Vec<ScriptMark>) {
+        if let Some(mark) = mark_of(d, self.marks_only) {
+            // CGI programs run: nothing to warn of.
+            if mark.cgi {
+                marks.push(mark);
+                return;
+            }
+            self.script_notices.push(ConfigError { origin: mark.origin.clone(), message: mark.notice() });
+            marks.push(mark);
         }
     }
 }

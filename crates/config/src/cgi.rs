@@ -1,15 +1,13 @@
-//! mod_cgi's and mod_cgid's own directives: `ScriptLog`, `ScriptLogLength`
-//! and `ScriptLogBuffer` (server-wide, [`CgiSettings`]), `CGIPassAuth` and
-//! `CGIVar` (per directory). Which files are CGI programs is said by
-//! `ScriptAlias` ([`crate::alias`]) and `AddHandler`/`SetHandler
-//! cgi-script` ([`crate::scripts`]); the handler's `cgi` module runs them.
+//! mod_cgi's and mod_cgid's settings: what `ScriptLog`, `ScriptLogLength`
+//! and `ScriptLogBuffer` set (server-wide, [`CgiSettings`]); `CGIPassAuth`
+//! and `CGIVar` are per directory, in [`DirConfig`](crate::DirConfig). The
+//! directives are in `directives/cgi.rs`. Which
+//! files are CGI programs is said by `ScriptAlias` ([`crate::alias`]) and
+//! `AddHandler`/`SetHandler cgi-script` ([`crate::scripts`]), whether any
+//! are named by [`Settings::uses_cgi`](crate::Settings::uses_cgi); the
+//! handler's `cgi` module runs them.
 
 use std::path::PathBuf;
-
-use crate::builder::Builder;
-use crate::dir_config::DirConfig;
-use crate::parse::Directive;
-use crate::settings::Settings;
 
 /// The server's CGI settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,52 +33,6 @@ impl Default for CgiSettings {
     }
 }
 
-/// Whether the configuration names CGI programs (a ScriptAlias, or
-/// `cgi-script` on a line of it or of its sections): then warren starts
-/// its spawner at start. A `cgi-script` line in an `.htaccess` file alone
-/// does not (it is answered 503 until a restart with one).
-pub fn uses_cgi(s: &Settings) -> bool {
-    let names_programs = |h: &crate::HostConfig| h.url_aliases.iter().any(|a| a.script) || h.dir.scripts.iter().chain(h.sections.iter().flat_map(|s| s.config.scripts.iter())).any(|m| m.cgi);
-    s.cgi.module_loaded || std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|v| &v.host)).any(names_programs)
-}
-
-pub(crate) fn script_log(b: &mut Builder, d: &Directive, s: &mut Settings) {
-    if let Some(p) = b.one(d) {
-        s.cgi.script_log = Some(b.resolve(&p));
-    }
-}
-
-pub(crate) fn script_log_length(b: &mut Builder, d: &Directive, s: &mut Settings) {
-    if let Some(n) = b.whole_number(d) {
-        s.cgi.script_log_length = n;
-    }
-}
-
-pub(crate) fn script_log_buffer(b: &mut Builder, d: &Directive, s: &mut Settings) {
-    if let Some(n) = b.whole_number(d) {
-        s.cgi.script_log_buffer = usize::try_from(n).unwrap_or(usize::MAX);
-    }
-}
-
-/// `CGIPassAuth On`: the program gets the `Authorization` header as
-/// HTTP_AUTHORIZATION (left out by default, so that a password checked by
-/// the server is not shown to every script).
-pub(crate) fn cgi_pass_auth(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if let Some(on) = b.on_off(d) {
-        dir.cgi_pass_auth = Some(on);
-    }
-}
-
-/// `CGIVar REQUEST_URI original-uri|current-uri`, the only variable
-/// Apache lets it set.
-pub(crate) fn cgi_var(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [v, how] if v == "REQUEST_URI" && how.eq_ignore_ascii_case("original-uri") => dir.cgi_current_uri = Some(false),
-        [v, how] if v == "REQUEST_URI" && how.eq_ignore_ascii_case("current-uri") => dir.cgi_current_uri = Some(true),
-        _ => b.error(&d.origin, "CGIVar takes REQUEST_URI and original-uri or current-uri"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::test_support::load_text;
@@ -92,12 +44,12 @@ mod tests {
         let s = l.settings.unwrap();
         assert!(s.cgi.script_log.as_ref().is_some_and(|p| p.ends_with("logs/cgi.log") && p.is_absolute()));
         assert_eq!((s.cgi.script_log_length, s.cgi.script_log_buffer), (4096, 10));
-        assert!(!super::uses_cgi(&s));
+        assert!(!s.uses_cgi());
         let dir = &s.main.sections[0].config;
         assert_eq!((dir.cgi_pass_auth, dir.cgi_current_uri), (Some(true), Some(true)));
         for uses in ["ScriptAlias /cgi-bin/ /usr/lib/cgi-bin/\n", "<Directory /srv>\nAddHandler cgi-script .cgi\n</Directory>\n", "<VirtualHost *:8080>\nSetHandler cgi-script\n</VirtualHost>\n"] {
             let (l, _d) = load_text("cgi-uses", &format!("Listen 8080\n{uses}"), &[]);
-            assert!(super::uses_cgi(&l.settings.unwrap()), "{uses}");
+            assert!(l.settings.unwrap().uses_cgi(), "{uses}");
         }
         let (l, _d) = load_text("cgi-bad", "Listen 8080\nCGIVar PATH_INFO current-uri\nCGIPassAuth maybe\n", &[]);
         let errors: Vec<String> = l.errors.iter().map(ToString::to_string).collect();

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::backend::FcgiBackendType;
 use crate::env_vars::{EnvAction, SetEnvIf};
 use crate::expires::ExpiresRule;
+use crate::expr::{Expr, Facts};
 use crate::headers::HeaderRule;
 use crate::parse::Origin;
 pub use crate::scripts::Handler;
@@ -329,7 +330,7 @@ pub enum SectionMatch {
     Location(String),
     LocationMatch(Regex),
     /// `<If>`, `<ElseIf>`, `<Else>`.
-    If(crate::if_sections::IfTest),
+    If(IfTest),
 }
 
 #[derive(Clone, Debug)]
@@ -339,4 +340,24 @@ pub struct DirSection {
     pub within: Option<Box<SectionMatch>>,
     pub config: DirConfig,
     pub origin: Origin,
+}
+
+/// When an `<If>`, `<ElseIf>` or `<Else>` section applies: its expression
+/// (none for `<Else>`) holds and none of those of the sections before it in
+/// its chain did.
+#[derive(Clone, Debug)]
+pub struct IfTest {
+    pub expr: Option<Expr>,
+    pub unless: Vec<Expr>,
+    /// The section around the one the `<If>` stands in (its `within`),
+    /// which must apply too: `<Directory>` around `<FilesMatch>`.
+    pub around: Option<Box<SectionMatch>>,
+    /// The `<If>` this one is nested in, which must hold too.
+    pub outer: Option<Box<IfTest>>,
+}
+
+impl IfTest {
+    pub fn holds(&self, facts: &dyn Facts) -> bool {
+        self.outer.as_ref().is_none_or(|o| o.holds(facts)) && !self.unless.iter().any(|e| e.holds(facts)) && self.expr.as_ref().is_none_or(|e| e.holds(facts))
+    }
 }

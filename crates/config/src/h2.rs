@@ -3,10 +3,10 @@
 //! until `Protocols` names h2 or h2c).
 //!
 //! - [`H2Directives`]: the lines one host (main server or `<VirtualHost>`)
-//!   wrote, unmerged, in [`HostConfig::http2`];
+//!   wrote, unmerged, in [`HostConfig::http2`](crate::HostConfig::http2);
 //! - [`Protocols`] and [`H2Settings`]: a host's values once merged with the
-//!   main server's, in [`HostConfig::protocols`] and [`HostConfig::h2`];
-//! - [`H2Listener`]: what one listener offers ([`Settings::h2_listener`]).
+//!   main server's, in [`HostConfig::protocols`](crate::HostConfig::protocols) and [`HostConfig::h2`](crate::HostConfig::h2);
+//! - [`H2Listener`]: what one listener offers ([`Settings::h2_listener`](crate::Settings::h2_listener)).
 //!
 //! Apache decides per virtual host, after SNI (TLS) or on the connection's
 //! default host (cleartext). warren decides per listener: a listener's
@@ -16,15 +16,15 @@
 //! it serves allows it; when they disagree, that is said at configuration
 //! time, naming the hosts and the outcome. Its HTTP/2 settings (streams,
 //! window...) are its default (first) host's, as its TLS ciphers are.
+//!
+//! The types are here; the directives and the merge in
+//! `directives/h2.rs`; each listener's offer in
+//! [`listeners`](crate::listeners).
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::builder::Builder;
-use crate::dir_config::{DirConfig, DirSection};
-use crate::parse::{Directive, Origin};
-use crate::settings::{HostConfig, Settings, VirtualHost};
-use crate::values::{parse_duration, DurationSyntax};
+use crate::dir_config::DirConfig;
+use crate::parse::Origin;
 
 /// One protocol `Protocols` may name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl Protocol {
         }
     }
 
-    fn parse(v: &str) -> Option<Protocol> {
+    pub(crate) fn parse(v: &str) -> Option<Protocol> {
         [Protocol::H2, Protocol::H2c, Protocol::Http11].into_iter().find(|p| p.name().eq_ignore_ascii_case(v))
     }
 }
@@ -77,7 +77,7 @@ impl Protocols {
 
     /// Whether h2 goes before http/1.1 in what TLS offers: the list's order
     /// when it is honoured; else h2, as clients ask for it first.
-    fn h2_first(&self) -> bool {
+    pub(crate) fn h2_first(&self) -> bool {
         if !self.honor_order {
             return true;
         }
@@ -133,7 +133,7 @@ pub struct H2Settings {
 impl H2Settings {
     /// What a connection's streams are held to (the values a listener's
     /// hosts should agree on).
-    fn limits(&self) -> (u32, u32, u32, Option<Duration>, bool) {
+    pub(crate) fn limits(&self) -> (u32, u32, u32, Option<Duration>, bool) {
         (self.max_session_streams, self.window_size, self.max_data_frame_len, self.stream_timeout, self.websockets)
     }
 }
@@ -146,7 +146,7 @@ impl Default for H2Settings {
 
 /// The HTTP/2 lines one host wrote, before merging with the main server's.
 /// (`H2Upgrade` and `H2StreamTimeout`, which Apache takes in sections too,
-/// are in [`DirConfig::h2_upgrade`] and [`DirConfig::h2_stream_timeout`].)
+/// are in [`DirConfig::h2_upgrade`](crate::DirConfig::h2_upgrade) and [`DirConfig::h2_stream_timeout`](crate::DirConfig::h2_stream_timeout).)
 #[derive(Clone, Debug, Default)]
 pub struct H2Directives {
     pub protocols: Option<(Vec<Protocol>, Origin)>,
@@ -162,7 +162,7 @@ pub struct H2Directives {
 impl H2Directives {
     /// `self` (a virtual host's) over `base` (the main server's): each
     /// value the host leaves unset is the main server's, as Apache merges.
-    fn over(&self, base: &H2Directives) -> H2Directives {
+    pub(crate) fn over(&self, base: &H2Directives) -> H2Directives {
         H2Directives {
             protocols: self.protocols.clone().or_else(|| base.protocols.clone()),
             honor_order: self.honor_order.or(base.honor_order),
@@ -177,7 +177,7 @@ impl H2Directives {
 
     /// The merged values, with Apache's defaults for what nobody wrote;
     /// `dir` is the host's own (merged) per-directory level.
-    fn settle(&self, dir: &DirConfig) -> (Protocols, H2Settings) {
+    pub(crate) fn settle(&self, dir: &DirConfig) -> (Protocols, H2Settings) {
         let defaults = H2Settings::default();
         let protocols = Protocols {
             list: self.protocols.as_ref().map_or_else(|| Protocols::default().list, |(l, _)| l.clone()),
@@ -231,321 +231,9 @@ impl H2Listener {
     }
 }
 
-/// A host serving a listener, named for warnings.
-struct Served<'a> {
-    name: String,
-    /// Its `<VirtualHost>` line (None: the main server).
-    origin: Option<Origin>,
-    host: &'a HostConfig,
-}
-
-fn host_name(vh: &VirtualHost) -> String {
-    match &vh.host.server_name {
-        Some(n) => n.clone(),
-        None => format!("<VirtualHost> at {}", vh.origin),
-    }
-}
-
-/// A form of HTTP/2 a listener may offer.
-#[derive(Clone, Copy)]
-enum Form {
-    H2,
-    H2cDirect,
-    H2cUpgrade,
-}
-
-impl Form {
-    fn describe(self) -> &'static str {
-        match self {
-            Form::H2 => "h2 (HTTP/2 over TLS, by ALPN)",
-            Form::H2cDirect => "h2c by prior knowledge (H2Direct)",
-            Form::H2cUpgrade => "h2c by Upgrade (H2Upgrade)",
-        }
-    }
-
-    /// Whether host `h` allows it on a listener (TLS or not).
-    fn wanted(self, h: &HostConfig, tls: bool) -> bool {
-        match self {
-            Form::H2 => tls && h.protocols.allows(Protocol::H2),
-            Form::H2cDirect => !tls && h.protocols.allows(Protocol::H2c) && h.h2.direct.unwrap_or(true),
-            Form::H2cUpgrade => !tls && h.protocols.allows(Protocol::H2c) && h.h2.upgrade.unwrap_or(true),
-        }
-    }
-}
-
-/// The hosts of a listener that allow some forms of HTTP/2 and those that
-/// do not, with the line asking for it (an allowing host's Protocols).
-struct Split<'a> {
-    forms: Vec<&'static str>,
-    yes: Vec<&'a str>,
-    no: Vec<&'a str>,
-    origin: Option<Origin>,
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn names(list: &[&str]) -> String {
-    match list {
-        [] => String::new(),
-        [one] => one.to_string(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-impl Settings {
-    /// What the listener bound to `addr` offers of HTTP/2: h2 by ALPN on a
-    /// TLS listener, h2c by prior knowledge or Upgrade on a cleartext one,
-    /// each only when every host it serves allows it; and the settings
-    /// of its connections, its default host's.
-    pub fn h2_listener(&self, addr: SocketAddr) -> H2Listener {
-        self.resolve_h2(addr).0
-    }
-
-    /// The hosts that decide a listener's HTTP/2: those it serves, and of
-    /// a TLS listener those with TLS (the others are never its SNI host).
-    fn deciding_hosts(&self, addr: SocketAddr, tls: bool) -> Vec<Served<'_>> {
-        let mut hosts: Vec<Served> =
-            self.virtual_hosts.iter().filter(|vh| crate::tls::serves(vh, addr)).map(|vh| Served { name: host_name(vh), origin: Some(vh.origin.clone()), host: &vh.host }).collect();
-        if hosts.is_empty() {
-            hosts.push(Served { name: "the main server".into(), origin: None, host: &self.main });
-        }
-        if tls && hosts.iter().any(|h| h.host.tls.is_some()) {
-            hosts.retain(|h| h.host.tls.is_some());
-        }
-        hosts
-    }
-
-    /// [`Settings::h2_listener`], with what is to be said about it: hosts
-    /// that disagree, lines that cannot act on this listener.
-    fn resolve_h2(&self, addr: SocketAddr) -> (H2Listener, Vec<(Origin, String)>) {
-        let tls = self.tls_listener(addr);
-        let hosts = self.deciding_hosts(addr, tls);
-        let mut notes = Vec::new();
-        // Forms the same hosts disagree on are said together.
-        let mut splits: Vec<Split> = Vec::new();
-        let mut on = [false; 3];
-        for (i, form) in [Form::H2, Form::H2cDirect, Form::H2cUpgrade].into_iter().enumerate() {
-            let (yes, no): (Vec<&Served>, Vec<&Served>) = hosts.iter().partition(|h| form.wanted(h.host, tls));
-            on[i] = no.is_empty();
-            if yes.is_empty() || no.is_empty() {
-                continue;
-            }
-            let yes_names: Vec<&str> = yes.iter().map(|h| h.name.as_str()).collect();
-            let no_names: Vec<&str> = no.iter().map(|h| h.name.as_str()).collect();
-            match splits.iter_mut().find(|s| s.yes == yes_names && s.no == no_names) {
-                Some(s) => s.forms.push(form.describe()),
-                None => splits.push(Split { forms: vec![form.describe()], yes: yes_names, no: no_names, origin: yes[0].host.protocols.origin.clone() }),
-            }
-        }
-        for Split { forms, yes, no, origin } in splits {
-            let Some(origin) = origin.or_else(|| self.config_origin.clone()) else { continue };
-            notes.push((
-                origin,
-                format!(
-                    "{} {} off on listener {addr}: {} allow{} it, {} do{} not; warren offers HTTP/2 per listener, not per host as Apache, so only when every host it serves allows it (give them the same Protocols and H2Direct/H2Upgrade)",
-                    names(&forms),
-                    if forms.len() == 1 { "is" } else { "are" },
-                    names(&yes),
-                    if yes.len() == 1 { "s" } else { "" },
-                    names(&no),
-                    if no.len() == 1 { "es" } else { "" },
-                ),
-            ));
-        }
-        // Lines asking for what HTTP/2 over TLS does not have.
-        if tls {
-            for h in &hosts {
-                if let Some((true, o)) = &h.host.http2.direct {
-                    notes.push((o.clone(), format!("H2Direct on: not acted on for {} on TLS listener {addr}: over TLS warren speaks HTTP/2 only when ALPN agreed h2", h.name)));
-                }
-                if let Some((true, o)) = &h.host.dir.h2_upgrade {
-                    notes.push((o.clone(), format!("H2Upgrade on: not acted on for {} on TLS listener {addr}: RFC 9113 has no Upgrade to HTTP/2 over TLS (ALPN agrees h2)", h.name)));
-                }
-            }
-        }
-        let default = hosts.first().map(|h| h.host).unwrap_or(&self.main);
-        let h2c_only = on[1] && hosts.iter().all(|h| !h.host.protocols.allows(Protocol::Http11));
-        let listener = H2Listener { tls, h2: on[0], h2_first: default.protocols.h2_first(), h2c_direct: on[1], h2c_upgrade: on[2], h2c_only, settings: default.h2.clone() };
-        // The settings are the default host's: others that differ are said.
-        if listener.any() {
-            for h in hosts.iter().skip(1).filter(|h| h.host.h2.limits() != listener.settings.limits()) {
-                let origin = h.origin.clone().or_else(|| self.config_origin.clone());
-                if let Some(origin) = origin {
-                    notes.push((
-                        origin,
-                        format!(
-                            "the HTTP/2 settings of {} (H2MaxSessionStreams, H2WindowSize, H2MaxDataFrameLen, H2StreamTimeout, H2WebSockets) differ from those of {}, the default host of listener {addr}: its connections have the default host's",
-                            h.name, hosts[0].name
-                        ),
-                    ));
-                }
-            }
-        }
-        (listener, notes)
-    }
-}
-
-/// Settles every host's [`Protocols`] and [`H2Settings`] (the virtual
-/// hosts' merged with the main server's) and says what each listener
-/// cannot do as written: called by the builder once everything is read,
-/// after TLS is settled (which listeners speak TLS). `http2_loaded`: a
-/// `LoadModule http2_module` was read.
-pub(crate) fn settle(b: &mut Builder, s: &mut Settings, http2_loaded: bool) {
-    (s.main.protocols, s.main.h2) = s.main.http2.settle(&s.main.dir);
-    for vh in &mut s.virtual_hosts {
-        let merged = vh.host.http2.over(&s.main.http2);
-        (vh.host.protocols, vh.host.h2) = merged.settle(&vh.host.dir);
-    }
-    // Lines about a host's own Protocols, said once per line.
-    let mut notes: Vec<(Origin, String)> = Vec::new();
-    for p in std::iter::once(&s.main).chain(s.virtual_hosts.iter().map(|vh| &vh.host)) {
-        let Some(origin) = &p.protocols.origin else { continue };
-        let http2 = p.protocols.allows(Protocol::H2) || p.protocols.allows(Protocol::H2c);
-        if http2 && !http2_loaded {
-            notes.push((origin.clone(), "Protocols: HTTP/2 is offered although no LoadModule http2_module is read: warren has it built in (Apache would not offer it without mod_http2)".into()));
-        }
-        if !p.protocols.allows(Protocol::Http11) {
-            notes.push((origin.clone(), "Protocols without http/1.1: warren still answers HTTP/1.1 to clients that do not speak HTTP/2 (ALPN offers http/1.1 too)".into()));
-        }
-    }
-    let sections = s.main.sections.iter().chain(s.virtual_hosts.iter().flat_map(|vh| vh.host.sections.iter()));
-    notes.extend(in_sections(sections));
-    let mut listeners = s.listen.clone();
-    listeners.dedup();
-    for addr in listeners {
-        notes.extend(s.resolve_h2(addr).1);
-    }
-    for (i, (origin, message)) in notes.iter().enumerate() {
-        if !notes[..i].iter().any(|(o, m)| o == origin && m == message) {
-            b.warn(origin, message.clone());
-        }
-    }
-}
-
-/// What is said of `H2Upgrade` and `H2StreamTimeout` in sections (and
-/// `.htaccess` files): warren decides both per listener, before any request
-/// is mapped to a section.
-pub(crate) fn in_sections<'a>(sections: impl Iterator<Item = &'a DirSection>) -> Vec<(Origin, String)> {
-    let mut notes = Vec::new();
-    for sec in sections {
-        if let Some((_, o)) = &sec.config.h2_upgrade {
-            notes.push((o.clone(), "H2Upgrade in a section: not acted on: warren decides Upgrade to h2c per listener, in the server config or <VirtualHost>".into()));
-        }
-        if let Some((_, o)) = &sec.config.h2_stream_timeout {
-            notes.push((o.clone(), "H2StreamTimeout in a section: not acted on: warren times streams per connection, as set in the server config or <VirtualHost>".into()));
-        }
-    }
-    notes
-}
-
-// The directives' functions.
-
-/// `Protocols protocol...` (core): h2, h2c, http/1.1, in order of preference.
-pub(crate) fn protocols(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    if d.args.is_empty() {
-        b.error(&d.origin, "Protocols takes one or more protocols (h2, h2c, http/1.1)");
-        return;
-    }
-    let mut list = Vec::new();
-    for a in &d.args {
-        match Protocol::parse(a) {
-            Some(p) if !list.contains(&p) => list.push(p),
-            // Named twice: the first place decides the order.
-            Some(_) => {}
-            None => {
-                b.error(&d.origin, format!("Protocols: unknown protocol '{a}' (warren speaks h2, h2c and http/1.1)"));
-                return;
-            }
-        }
-    }
-    h.http2.protocols = Some((list, d.origin.clone()));
-}
-
-pub(crate) fn protocols_honor_order(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    h.http2.honor_order = b.on_off(d).or(h.http2.honor_order);
-}
-
-/// A whole number from `min` to `max`, else an error naming the range.
-fn number(b: &mut Builder, d: &Directive, min: u32, max: u32) -> Option<u32> {
-    let n = b.whole_number(d)?;
-    match u32::try_from(n) {
-        Ok(n) if (min..=max).contains(&n) => Some(n),
-        _ => {
-            b.error(&d.origin, format!("{} must be from {min} to {max}", d.name));
-            None
-        }
-    }
-}
-
-/// `H2MaxSessionStreams n`, and warren's `H2MaxConcurrentStreams n` (the
-/// name nginx's `http2_max_concurrent_streams` users look for).
-pub(crate) fn max_session_streams(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    if let Some(n) = number(b, d, 1, MAX_WINDOW) {
-        h.http2.max_session_streams = Some(n);
-    }
-}
-
-pub(crate) fn window_size(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    // 0 is refused: no request body could ever be sent.
-    if let Some(n) = number(b, d, 1, MAX_WINDOW) {
-        h.http2.window_size = Some(n);
-    }
-}
-
-pub(crate) fn max_data_frame_len(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    if let Some(n) = number(b, d, 0, MAX_FRAME) {
-        h.http2.max_data_frame_len = Some(n);
-    }
-}
-
-pub(crate) fn early_hints(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    if let Some(on) = b.on_off(d) {
-        h.http2.early_hints = Some(on);
-    }
-}
-
-pub(crate) fn websockets(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    if let Some(on) = b.on_off(d) {
-        h.http2.websockets = Some(on);
-    }
-}
-
-pub(crate) fn direct(b: &mut Builder, d: &Directive, h: &mut HostConfig) {
-    if let Some(on) = b.on_off(d) {
-        h.http2.direct = Some((on, d.origin.clone()));
-    }
-}
-
-pub(crate) fn upgrade(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if let Some(on) = b.on_off(d) {
-        dir.h2_upgrade = Some((on, d.origin.clone()));
-    }
-}
-
-/// Apache's time intervals (`ap_timeout_parameter_parse`): seconds, or
-/// with ms, s, mi or h.
-const TIME_INTERVAL: DurationSyntax = DurationSyntax {
-    units: &[("ms", Duration::from_millis(1)), ("s", Duration::from_secs(1)), ("mi", Duration::from_secs(60)), ("h", Duration::from_secs(3600))],
-    fractions: false,
-    plus: false,
-};
-
-pub(crate) fn stream_timeout(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let Some(v) = b.one(d) else { return };
-    match parse_duration(&v, &TIME_INTERVAL) {
-        Some(t) => dir.h2_stream_timeout = Some((t, d.origin.clone())),
-        None => b.error(&d.origin, format!("H2StreamTimeout: '{v}' is not a time interval (seconds, or with ms, s, mi, h)")),
-    }
-}
-
-/// `H2Push on|off`: off is what warren does; on is said.
-pub(crate) fn push(b: &mut Builder, d: &Directive, _: &mut DirConfig) {
-    if b.on_off(d) == Some(true) {
-        b.warn(&d.origin, "H2Push on: not acted on: warren does no HTTP/2 server push (browsers have dropped it; 103 Early Hints or Link preload headers do its work)");
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::net::SocketAddr;
     use super::*;
     use crate::test_support::{load_text, Dir};
     use crate::Loaded;

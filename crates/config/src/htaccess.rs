@@ -71,7 +71,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
                 check(d, overrides)?;
                 builder.dir_directive(d, Context::Directory, &mut config, ".htaccess");
             }
-            Node::Section(sec) if crate::values::require_block_kind(&sec.name).is_some() => {
+            Node::Section(sec) if crate::directives::values::require_block_kind(&sec.name).is_some() => {
                 check_require_block(sec, overrides)?;
                 builder.require_block(sec, &mut config);
             }
@@ -100,7 +100,7 @@ pub fn read(path: &Path, text: &str, dir: &Path, overrides: &Overrides, env: &En
             check_handler(h, env, &nodes, dir)?;
         }
     }
-    for (origin, message) in crate::h2::in_sections(sections.iter()) {
+    for (origin, message) in crate::directives::h2::in_sections(sections.iter()) {
         builder.warn(&origin, message);
     }
     if let Some(pool) = env.php_pool.as_ref().filter(|p| !p.per_request) {

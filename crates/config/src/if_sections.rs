@@ -1,33 +1,15 @@
 //! `<If>`, `<ElseIf>` and `<Else>`: sections whose directives apply to a
 //! request when an expression ([`crate::expr`]) holds for it. Read here
-//! into a [`DirSection`] matched by an [`IfTest`]; the handler merges those
-//! that hold after every other section, as Apache's `ap_if_walk` does.
+//! into a [`DirSection`] matched by an [`IfTest`] (beside the other
+//! matchers in [`dir_config`](crate::dir_config), which it nests); the
+//! handler merges those that hold after every other section, as Apache's
+//! `ap_if_walk` does.
 
 use crate::builder::Builder;
-use crate::dir_config::{DirSection, SectionMatch};
-use crate::expr::{Expr, Facts};
+use crate::dir_config::{DirSection, IfTest, SectionMatch};
+use crate::expr::Expr;
 use crate::parse::{Node, Section};
 use crate::table::Context;
-
-/// When an `<If>`, `<ElseIf>` or `<Else>` section applies: its expression
-/// (none for `<Else>`) holds and none of those of the sections before it in
-/// its chain did.
-#[derive(Clone, Debug)]
-pub struct IfTest {
-    pub expr: Option<Expr>,
-    pub unless: Vec<Expr>,
-    /// The section around the one the `<If>` stands in (its `within`),
-    /// which must apply too: `<Directory>` around `<FilesMatch>`.
-    pub around: Option<Box<SectionMatch>>,
-    /// The `<If>` this one is nested in, which must hold too.
-    pub outer: Option<Box<IfTest>>,
-}
-
-impl IfTest {
-    pub fn holds(&self, facts: &dyn Facts) -> bool {
-        self.outer.as_ref().is_none_or(|o| o.holds(facts)) && !self.unless.iter().any(|e| e.holds(facts)) && self.expr.as_ref().is_none_or(|e| e.holds(facts))
-    }
-}
 
 impl Builder {
     /// An `<If>`, `<ElseIf>` or `<Else>` section standing in `ctx`

@@ -7,85 +7,60 @@
 //! - `build`: nodes -> [`Settings`], validated and typed. It hands each
 //!   directive to its entry in [`table`], the one list of every directive
 //!   (its contexts, MPMs, arguments and function), and reports the rest.
+//!   Every problem is a [`ConfigError`]; a config with any error yields no
+//!   `Settings` at all.
 //!
-//! The functions the table points to are in [`apply`]; the value parsers
-//! they share (addresses, `Options`, `Require`, FastCGI URLs, durations) in
-//! [`values`]. What they fill in:
-//! - [`settings`]: the whole server ([`Settings`]), the main [`HostConfig`]
-//!   and its [`VirtualHost`]s, with Apache's defaults;
-//! - [`dir_config`]: the per-directory [`DirConfig`] layers of
-//!   `<Directory>`, `<Files>` and `<Location>` that the handler merges for
-//!   each request;
-//! - [`backend`]: FastCGI applications and `ProxyPass` routes;
-//! - [`mpm`]: the [`Mpm`], its counts ([`MpmTuning`]) and Apache's
-//!   corrections of impossible ones.
-//!
-//! [`pool`] reads `<Pool name>` sections (warren's own FastCGI worker pools,
-//! with php-fpm's directive names, in Apache's form or php-fpm's
-//! `key = value`); [`pool_file`] reads a php-fpm pool file (`PoolFile`) into
-//! such pools.
-//!
-//! [`modules`] lists Apache's modules and how warren stands to each:
-//! provided, an MPM, accepted and inert, accepted with its directives
-//! refused, or lacking; `LoadModule` and `<IfModule>` go by it.
-//!
-//! [`alias`] reads mod_alias's Alias, AliasMatch, Redirect and
-//! RedirectMatch into a host's [`alias::UrlAlias`]es.
-//!
-//! [`rewrite`] reads mod_rewrite's directives into compiled rule sets.
-//!
-//! [`remote_ip`] holds mod_remoteip's settings (RemoteIPHeader, the
-//! proxies believed, the PROXY protocol) and the functions reading them.
-//!
-//! [`headers`] reads mod_headers' `Header` and `RequestHeader` rules,
-//! [`expires`] mod_expires' times and [`env_vars`] mod_env's and
-//! mod_setenvif's directives (the request environment).
-//!
-//! [`scripts`] says which files a configuration names as scripts (never
-//! to be sent as text) and which handlers `.htaccess` may not set.
-//!
-//! [`htaccess`] reads one `.htaccess` file, with what `AllowOverride` lets
-//! it change; the handler finds and caches the files.
-//!
-//! [`cgi`] reads mod_cgi's directives (ScriptLog, CGIPassAuth, CGIVar);
-//! [`mass`] mod_vhost_alias's and mod_userdir's (and makes the users'
-//! pools); [`mime`] mod_mime's and mod_negotiation's; [`mod_php`] maps
-//! mod_php's handler and `php_*` lines onto a pool of the host's;
-//! [`fcgid`] maps mpm-itk's, suexec's and mod_fcgid's lines onto pools.
-//!
-//! [`compress`] reads mod_deflate's, mod_brotli's and mod_filter's
-//! directives (which responses are compressed, and how).
-//!
-//! [`accounts`] says whom the server's and the pools' children run as, and
-//! refuses pools that would run as root by accident.
-//!
-//! [`tls`] holds mod_ssl's settings ([`tls::TlsHost`] per host,
-//! [`tls::TlsGlobal`] server-wide) and which listeners speak TLS
-//! ([`Settings::tls_listener`]); the crate `warren-tls` builds rustls'
-//! configurations from them.
-//!
-//! [`h2`] holds HTTP/2's settings: core's `Protocols` and mod_http2's
-//! directives per host ([`h2::Protocols`], [`h2::H2Settings`]), and what
-//! each listener offers ([`Settings::h2_listener`], an [`h2::H2Listener`]):
-//! h2 by ALPN over TLS, h2c by prior knowledge or Upgrade in cleartext.
-//!
-//! [`log_format`] compiles `LogFormat` strings so that mistakes in them are
-//! reported with file and line too. Every problem is a [`ConfigError`]; a
-//! config with any error yields no `Settings` at all.
+//! The files stand in layers, each importing only files below it (no
+//! import circle spans two files), from the bottom:
+//! 1. Reading: [`parse`]; [`modules`] (Apache's modules and how warren
+//!    stands to each: provided, an MPM, inert, refused or lacking;
+//!    `LoadModule` and `<IfModule>` go by it); [`expr`] (ap_expr);
+//!    [`log_format`], [`error_log_format`] and [`log_target`] (formats
+//!    compiled at load, so that mistakes are said with file and line).
+//! 2. [`values`]: the value parsers the types need too (durations, sizes,
+//!    FastCGI URLs, networks).
+//! 3. Each Apache module's settings, one file per module or group of
+//!    modules, as plain types: [`access_compat`], [`alias`], [`auth`],
+//!    [`backend`] (FastCGI applications and `ProxyPass` routes),
+//!    [`balancer`], [`cache`], [`cgi`], [`compress`], [`env_vars`],
+//!    [`expires`], [`fcgid`], [`h2`], [`headers`], [`mass`], [`md`],
+//!    [`mime`], [`mod_php`], [`mpm`] (the [`Mpm`] and its counts,
+//!    [`MpmTuning`]), [`overrides`] (`AllowOverride`), [`pool`] (warren's
+//!    `<Pool>`s, in Apache's form or php-fpm's), [`proxy_http`],
+//!    [`remote_ip`], [`scripts`] (which files are scripts, never sent as
+//!    text), [`tls`].
+//! 4. Assembled from them: [`dir_config`] (the per-directory
+//!    [`DirConfig`] layers of `<Directory>`, `<Files>`, `<Location>` and
+//!    `<If>` that the handler merges for each request) and [`settings`]
+//!    (the whole server, [`Settings`], the main [`HostConfig`] and its
+//!    [`VirtualHost`]s, with Apache's defaults).
+//! 5. What the whole configuration implies, read from `Settings`:
+//!    [`listeners`] (which listeners speak TLS and HTTP/2), [`stapling`]
+//!    (which certificates are stapled), [`accounts`] (whom the server and
+//!    the pools run as; pools that would run as root by accident refused),
+//!    [`user_pools`] (users' pools made while warren runs).
+//! 6. `builder`: one reading's state, given to every directive's function.
+//! 7. `directives/`: what each directive does, one file per Apache module,
+//!    named as its types' file above and as its request half in the
+//!    handler crate; with each module's checks once everything is read.
+//! 8. [`table`]; `build` (the walk over the nodes, `<If>` sections in
+//!    `if_sections`); [`htaccess`] (one `.htaccess` file, with what
+//!    `AllowOverride` lets it change; the handler finds and caches the
+//!    files); [`pool_file`] (a php-fpm pool file read into pools).
 
 pub mod access_compat;
 pub mod accounts;
 pub mod alias;
-mod apply;
 pub mod auth;
-pub mod cache;
-pub mod cgi;
 pub mod backend;
 pub mod balancer;
 mod build;
 mod builder;
+pub mod cache;
+pub mod cgi;
 pub mod compress;
 pub mod dir_config;
+mod directives;
 pub mod env_vars;
 pub mod error_log_format;
 pub mod expires;
@@ -94,7 +69,8 @@ pub mod fcgid;
 pub mod h2;
 pub mod headers;
 pub mod htaccess;
-pub mod if_sections;
+mod if_sections;
+pub mod listeners;
 pub mod log_format;
 pub mod log_target;
 pub mod mass;
@@ -106,14 +82,15 @@ pub mod mpm;
 pub mod overrides;
 pub mod parse;
 pub mod pool;
-pub mod proxy_http;
 pub mod pool_file;
+pub mod proxy_http;
 pub mod remote_ip;
-pub mod rewrite;
 pub mod scripts;
 pub mod settings;
+pub mod stapling;
 pub mod table;
 pub mod tls;
+pub mod user_pools;
 pub mod values;
 
 pub use backend::{FcgiAddr, FcgiBackend, FcgiBackendType, ProxyPattern, ProxyRoute, ProxyTarget};

@@ -8,10 +8,12 @@
 //! it has validated (see `warren_handler::mass`), and [`UserDir::maps`]
 //! a user name; the accounts are looked up as requests come, so a new
 //! host's or user's directory serves without a reload.
+//!
+//! The directives are in `directives/mass.rs`;
+//! which hosts' users get pools while warren runs is read from the whole
+//! configuration by [`RuntimeUsers::of`] ([`user_pools`](crate::user_pools)).
 
-use crate::builder::Builder;
-use crate::parse::{Directive, Origin};
-use crate::settings::HostConfig;
+use crate::parse::Origin;
 
 /// One pattern of mod_vhost_alias, and what it is interpolated from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,28 +168,6 @@ fn spec_at(p: &[u8], i: &mut usize) -> (usize, bool, bool) {
     (n, dash, plus)
 }
 
-/// `VirtualDocumentRoot`, `VirtualDocumentRootIP`, `VirtualScriptAlias`,
-/// `VirtualScriptAliasIP`: a pattern starting with `/`, or `none`.
-pub(crate) fn vhost_alias(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let [pattern] = d.args.as_slice() else {
-        return b.error(&d.origin, format!("{} takes one pattern (starting with /) or none", d.name));
-    };
-    let name = d.name.to_ascii_lowercase();
-    let by_address = name.ends_with("ip");
-    let slot = if name.starts_with("virtualdocumentroot") { &mut host.vhost_alias.document_root } else { &mut host.vhost_alias.script_alias };
-    if pattern.eq_ignore_ascii_case("none") {
-        *slot = None;
-        return;
-    }
-    if !pattern.starts_with('/') {
-        return b.error(&d.origin, format!("{}: format string must start with '/' or be 'none'", d.name));
-    }
-    match check_pattern(pattern) {
-        Ok(()) => *slot = Some(HostPattern { pattern: pattern.clone(), by_address }),
-        Err(m) => b.error(&d.origin, format!("{}: {m}", d.name)),
-    }
-}
-
 /// Where a user's directory is, by `UserDir`'s forms.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UserPlace {
@@ -200,7 +180,7 @@ pub enum UserPlace {
 }
 
 impl UserPlace {
-    fn of(word: &str) -> UserPlace {
+    pub(crate) fn of(word: &str) -> UserPlace {
         if word.contains("://") {
             UserPlace::Redirect(word.to_string())
         } else if word.starts_with('/') {
@@ -362,26 +342,14 @@ fn user_pool_config(user: &str, gid: u32, origin: &Origin) -> crate::pool::PoolC
 /// in the parent, as at start.
 #[derive(Clone, Debug, Default)]
 pub struct RuntimeUsers {
-    hosts: Vec<(UserDir, Origin)>,
+    pub(crate) hosts: Vec<(UserDir, Origin)>,
     /// The server children's uid: no user's pool may run as it (its
     /// code could then use every pool's socket, see
     /// [`crate::accounts::check_pools_apart`]).
-    server_uid: Option<u32>,
+    pub(crate) server_uid: Option<u32>,
 }
 
 impl RuntimeUsers {
-    /// None when no host's users get pools.
-    pub fn of(settings: &crate::Settings) -> Option<RuntimeUsers> {
-        let hosts: Vec<(UserDir, Origin)> = std::iter::once(&settings.main)
-            .chain(settings.virtual_hosts.iter().map(|vh| &vh.host))
-            .filter_map(|h| h.user_dir.as_ref())
-            .filter(|ud| ud.runtime_pools)
-            .filter_map(|ud| Some((ud.clone(), ud.origin.clone()?)))
-            .collect();
-        let server_uid = crate::accounts::server_account(settings.user.as_deref(), settings.group.as_deref()).ok().flatten().map(|a| a.uid.as_raw());
-        (!hosts.is_empty()).then_some(RuntimeUsers { hosts, server_uid })
-    }
-
     /// The pool for `user`'s scripts, if the account may have one: a name
     /// a host's UserDir serves, an account of the system (never root;
     /// from uid 1000, or named by `UserDir enabled`), and a directory of
@@ -418,26 +386,6 @@ impl RuntimeUsers {
             return Ok(user_pool_config(user, gid, origin));
         }
         Err(why.into())
-    }
-}
-
-/// `UserDir dir...`, `UserDir disabled [user...]`, `UserDir enabled user...`.
-pub(crate) fn user_dir(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let Some(first) = d.args.first() else {
-        return b.error(&d.origin, "UserDir takes directories, or disabled/enabled and user names");
-    };
-    let u = host.user_dir.get_or_insert_with(UserDir::default);
-    u.origin.get_or_insert_with(|| d.origin.clone());
-    let users = d.args[1..].to_vec();
-    if users.iter().any(|n| n.is_empty() || n.contains('/') || n.starts_with('.')) {
-        return b.error(&d.origin, "UserDir: a user name cannot contain / nor start with a dot");
-    }
-    match first.to_ascii_lowercase().as_str() {
-        "disabled" if users.is_empty() => u.all_disabled = true,
-        "disabled" => u.disabled.extend(users),
-        "enabled" if users.is_empty() => b.error(&d.origin, "UserDir enabled takes the users to enable"),
-        "enabled" => u.enabled.extend(users),
-        _ => u.places = d.args.iter().map(|w| UserPlace::of(w)).collect(),
     }
 }
 

@@ -1,14 +1,10 @@
-//! mod_mime's and mod_negotiation's per-directory settings, and their
-//! directives: what each extension of a file's name says of it
+//! mod_mime's and mod_negotiation's per-directory settings (their
+//! directives are in `directives/mime.rs`): what each extension of a file's name says of it
 //! (AddEncoding, AddCharset, AddLanguage, `AddHandler type-map` and their
 //! Remove* forms; AddType and RemoveType stay in `DirConfig::add_types`),
 //! ForceType, DefaultLanguage, LanguagePriority, ForceLanguagePriority and
 //! MultiviewsMatch. The handler types files and negotiates with them
 //! (warren_handler's mime.rs and negotiation.rs).
-
-use crate::builder::Builder;
-use crate::dir_config::DirConfig;
-use crate::parse::Directive;
 
 /// What an extension can say of a file besides its type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,104 +67,4 @@ impl MimeSettings {
             self.multiviews_match = over.multiviews_match;
         }
     }
-}
-
-fn extension(e: &str) -> String {
-    e.trim_start_matches('.').to_ascii_lowercase()
-}
-
-/// `AddEncoding`, `AddCharset`, `AddLanguage`: a value, then extensions.
-pub(crate) fn add(b: &mut Builder, d: &Directive, dir: &mut DirConfig, attr: ExtAttr) {
-    let [value, exts @ ..] = d.args.as_slice() else {
-        return b.error(&d.origin, format!("{} takes a value and one or more extensions", d.name));
-    };
-    if exts.is_empty() {
-        return b.error(&d.origin, format!("{} takes a value and one or more extensions", d.name));
-    }
-    // Apache keeps these values in lower case (`AddCharset UTF-8` sends utf-8).
-    let value = value.to_ascii_lowercase();
-    for e in exts {
-        dir.mime.by_ext.push((attr, extension(e), value.clone()));
-    }
-}
-
-/// `RemoveEncoding`, `RemoveCharset`, `RemoveLanguage`, `RemoveHandler`:
-/// what the parents said of these extensions is forgotten here.
-pub(crate) fn remove(b: &mut Builder, d: &Directive, dir: &mut DirConfig, attr: ExtAttr) {
-    if d.args.is_empty() {
-        return b.error(&d.origin, format!("{} takes one or more extensions", d.name));
-    }
-    for e in &d.args {
-        dir.mime.by_ext.push((attr, extension(e), String::new()));
-    }
-}
-
-/// `RemoveType`: the extension gives no type here, neither AddType's nor
-/// TypesConfig's (Apache's empty type).
-pub(crate) fn remove_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if d.args.is_empty() {
-        return b.error(&d.origin, "RemoveType takes one or more extensions");
-    }
-    for e in &d.args {
-        dir.add_types.push((extension(e), String::new()));
-    }
-}
-
-pub(crate) fn force_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [t] if t.eq_ignore_ascii_case("none") => dir.mime.force_type = Some(None),
-        [t] if t.contains('/') => {
-            dir.mime.force_type = Some(Some(t.clone()));
-            crate::scripts::mark(b, d, &mut dir.scripts);
-        }
-        _ => b.error(&d.origin, "ForceType takes one MIME type (type/subtype) or None"),
-    }
-}
-
-pub(crate) fn default_language(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [lang] => dir.mime.default_language = Some(lang.clone()),
-        _ => b.error(&d.origin, "DefaultLanguage takes one language tag"),
-    }
-}
-
-pub(crate) fn language_priority(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if d.args.is_empty() {
-        return b.error(&d.origin, "LanguagePriority takes one or more language tags");
-    }
-    dir.mime.language_priority = Some(d.args.iter().map(|l| l.to_ascii_lowercase()).collect());
-}
-
-pub(crate) fn force_language_priority(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let mut force = ForcePriority::default();
-    for a in &d.args {
-        match a.to_ascii_lowercase().as_str() {
-            "none" if d.args.len() == 1 => {}
-            "prefer" => force.prefer = true,
-            "fallback" => force.fallback = true,
-            _ => return b.error(&d.origin, format!("ForceLanguagePriority: '{a}': takes None, or Prefer and/or Fallback")),
-        }
-    }
-    if d.args.is_empty() {
-        return b.error(&d.origin, "ForceLanguagePriority takes None, or Prefer and/or Fallback");
-    }
-    dir.mime.force_language_priority = Some(force);
-}
-
-pub(crate) fn multiviews_match(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let mut m = MultiviewsMatch::default();
-    for a in &d.args {
-        match a.to_ascii_lowercase().as_str() {
-            "any" if d.args.len() == 1 => m.any = true,
-            "negotiatedonly" if d.args.len() == 1 => {}
-            "handlers" => m.handlers = true,
-            // warren's filters are not set by extension: nothing to count.
-            "filters" => {}
-            _ => return b.error(&d.origin, format!("MultiviewsMatch: '{a}': takes Any, NegotiatedOnly, or Handlers and/or Filters")),
-        }
-    }
-    if d.args.is_empty() {
-        return b.error(&d.origin, "MultiviewsMatch takes Any, NegotiatedOnly, or Handlers and/or Filters");
-    }
-    dir.mime.multiviews_match = Some(m);
 }

@@ -3,7 +3,7 @@
 //! This stage knows Apache's *syntax* and the directives that Apache executes
 //! while reading (`Include`, `Define`, `ServerRoot`, `LoadModule`, and the
 //! conditional sections `<IfModule>` / `<IfDefine>`), but not what any other
-//! directive means: that is `settings.rs`'s job.
+//! directive means: that is the job of `directives/` (through the table).
 
 use std::collections::HashMap;
 use std::fmt;

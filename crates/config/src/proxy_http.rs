@@ -8,14 +8,17 @@
 //! ([`ProxyTls`]: SSLProxyEngine, SSLProxyVerify,
 //! SSLProxyCACertificateFile, SSLProxyCheckPeerName,
 //! SSLProxyCheckPeerExpire).
+//!
+//! The types and the worker-key parser; the host directives are in
+//! `directives/proxy_http.rs` and the
+//! backend URLs' (`directives/values.rs`'s
+//! `parse_http_url`, for ProxyPass), the request half in the handler's
+//! `proxy_http` module.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::backend::FcgiAddr;
-use crate::builder::Builder;
 use crate::parse::Directive;
-use crate::settings::HostConfig;
 
 /// An HTTP backend of a ProxyPass line: where it is reached (the route's
 /// `backend.addr`) and how.
@@ -145,63 +148,6 @@ impl ProxyHttp {
     }
 }
 
-/// An HTTP backend's URL taken apart: where to connect, the URL's
-/// authority, its path, and for `https://` the host name TLS checks.
-#[derive(Debug, PartialEq, Eq)]
-pub struct HttpUrl {
-    pub addr: FcgiAddr,
-    pub authority: String,
-    pub path: String,
-    pub tls_name: Option<String>,
-    /// `ws://` or `wss://` (mod_proxy_wstunnel's schemes).
-    pub websocket: bool,
-}
-
-/// `http[s]://host[:port]/path`, `ws[s]://...` or `unix:/sock|http[s]://name/path`;
-/// None for another scheme.
-pub fn parse_http_url(url: &str) -> Result<Option<HttpUrl>, String> {
-    let (sock, rest) = match url.strip_prefix("unix:").and_then(|r| r.split_once('|')) {
-        Some((sock, rest)) => (Some(sock), rest),
-        None => (None, url),
-    };
-    let scheme = |s: &str| rest.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s));
-    let websocket = scheme("ws://") || scheme("wss://");
-    let (after, tls, default_port) = if scheme("http://") {
-        (&rest[7..], false, 80)
-    } else if scheme("https://") {
-        (&rest[8..], true, 443)
-    } else if scheme("ws://") {
-        (&rest[5..], false, 80)
-    } else if scheme("wss://") {
-        (&rest[6..], true, 443)
-    } else {
-        return Ok(None);
-    };
-    let (authority, path) = match after.find('/') {
-        Some(i) => (&after[..i], &after[i..]),
-        None => (after, "/"),
-    };
-    if authority.is_empty() || authority.contains('@') || authority.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
-        return Err(format!("bad host in {url}"));
-    }
-    if let Some(sock) = sock.filter(|s| !s.starts_with('/')) {
-        return Err(format!("unix socket path {sock} must be absolute"));
-    }
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h.trim_start_matches('[').trim_end_matches(']'), p.parse::<u16>().map_err(|_| format!("bad port in {authority}"))?),
-        _ => (authority.trim_start_matches('[').trim_end_matches(']'), default_port),
-    };
-    if host.is_empty() {
-        return Err(format!("no host in {url}"));
-    }
-    let tls_name = tls.then(|| host.to_string());
-    let addr = match sock {
-        Some(sock) => FcgiAddr::Unix(sock.into()),
-        None => FcgiAddr::Tcp { host: host.to_string(), port },
-    };
-    Ok(Some(HttpUrl { addr, authority: authority.to_string(), path: path.to_string(), tls_name, websocket }))
-}
-
 impl HttpOrigin {
     pub fn new(authority: String) -> HttpOrigin {
         HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: None, retry: Duration::from_secs(60), tls_name: None, websocket: false }
@@ -247,7 +193,7 @@ pub(crate) fn in_location(d: &Directive) -> bool {
     d.name.eq_ignore_ascii_case("ProxyPass") || d.name.eq_ignore_ascii_case("ProxyPassReverse")
 }
 
-fn on_off(key: &str, v: &str) -> Result<bool, String> {
+pub(crate) fn on_off(key: &str, v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
         "on" => Ok(true),
         "off" => Ok(false),
@@ -255,259 +201,14 @@ fn on_off(key: &str, v: &str) -> Result<bool, String> {
     }
 }
 
-fn flag(b: &mut Builder, d: &Directive) -> Option<bool> {
-    match d.args.as_slice() {
-        [v] => match on_off(&d.name, v) {
-            Ok(on) => Some(on),
-            Err(m) => {
-                b.error(&d.origin, m);
-                None
-            }
-        },
-        _ => {
-            b.error(&d.origin, format!("{} takes one argument, On or Off", d.name));
-            None
-        }
-    }
-}
-
-pub(crate) fn preserve_host(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    if let Some(on) = flag(b, d) {
-        host.proxy_http.preserve_host = Some(on);
-    }
-}
-
-pub(crate) fn add_headers(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    if let Some(on) = flag(b, d) {
-        host.proxy_http.add_headers = Some(on);
-    }
-}
-
-pub(crate) fn error_override(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    // Apache 2.4.56 takes a list of statuses after On; warren overrides every error.
-    match d.args.first() {
-        Some(v) => match on_off(&d.name, v) {
-            Ok(on) => host.proxy_http.error_override = Some(on),
-            Err(m) => b.error(&d.origin, m),
-        },
-        None => b.error(&d.origin, "ProxyErrorOverride takes On or Off"),
-    }
-}
-
-/// ProxyRequests: On would make warren a forward proxy, which it is not.
-pub(crate) fn requests(b: &mut Builder, d: &Directive, _host: &mut HostConfig) {
-    if let Some(true) = flag(b, d) {
-        b.error(&d.origin, "ProxyRequests On: warren is no forward proxy (only ProxyPass routes are proxied)");
-    }
-}
-
-pub(crate) fn via(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let v = match d.args.as_slice() {
-        [v] => match v.to_ascii_lowercase().as_str() {
-            "off" => Via::Off,
-            "on" => Via::On,
-            "full" => Via::Full,
-            "block" => Via::Block,
-            _ => return b.error(&d.origin, format!("ProxyVia: {v} is none of On, Off, Full, Block")),
-        },
-        _ => return b.error(&d.origin, "ProxyVia takes one of On, Off, Full, Block"),
-    };
-    host.proxy_http.via = Some(v);
-}
-
 /// The tunnels one client address may hold in a child when
 /// ProxyWebsocketMaxPerClient is not said: more than a browser's tabs
 /// open, far fewer than a child's connections (MaxChildConnections).
 pub const WEBSOCKETS_PER_CLIENT: usize = 64;
 
-/// ProxyWebsocketMaxPerClient n (warren's own; nginx's limit_conn).
-pub(crate) fn websocket_max_per_client(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    match d.args.as_slice() {
-        [v] => match v.parse::<usize>() {
-            Ok(n) => host.proxy_http.websockets_per_client = Some(n),
-            Err(_) => b.error(&d.origin, format!("ProxyWebsocketMaxPerClient: {v} is not a number of tunnels")),
-        },
-        _ => b.error(&d.origin, "ProxyWebsocketMaxPerClient takes one number of tunnels (0: no bound)"),
-    }
-}
-
-/// ProxyWebsocketIdleTimeout seconds (mod_proxy_wstunnel).
-pub(crate) fn websocket_idle_timeout(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    match d.args.as_slice() {
-        [v] => match v.parse::<u64>() {
-            Ok(n) => host.proxy_http.websocket_idle = Some(Duration::from_secs(n)),
-            Err(_) => b.error(&d.origin, format!("ProxyWebsocketIdleTimeout: {v} is not a number of seconds")),
-        },
-        _ => b.error(&d.origin, "ProxyWebsocketIdleTimeout takes one number of seconds"),
-    }
-}
-
-pub(crate) fn ssl_proxy_engine(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    if let Some(on) = flag(b, d) {
-        host.proxy_http.tls.engine = Some(on);
-    }
-}
-
-pub(crate) fn ssl_proxy_check_peer_name(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    if let Some(on) = flag(b, d) {
-        host.proxy_http.tls.check_peer_name = Some(on);
-    }
-}
-
-pub(crate) fn ssl_proxy_check_peer_cn(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    if let Some(on) = flag(b, d) {
-        host.proxy_http.tls.check_peer_cn = Some(on);
-    }
-}
-
-/// SSLProxyProtocol, read as SSLProtocol is.
-pub(crate) fn ssl_proxy_protocol(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    if d.args.is_empty() {
-        return b.error(&d.origin, "SSLProxyProtocol takes one or more protocols");
-    }
-    match crate::tls::parse_protocols(&d.args) {
-        Ok((p, notes)) => {
-            for n in notes {
-                b.warn(&d.origin, format!("SSLProxyProtocol: {n}"));
-            }
-            host.proxy_http.tls.protocols = Some(p);
-        }
-        Err(m) => b.error(&d.origin, m),
-    }
-}
-
-pub(crate) fn ssl_proxy_check_peer_expire(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    if let Some(on) = flag(b, d) {
-        host.proxy_http.tls.check_peer_expire = Some(on);
-    }
-}
-
-/// SSLProxyVerify: `optional` is taken as `require` (a backend always
-/// presents a certificate); `optional_no_ca` is refused, as it would
-/// pass a certificate no one vouches for while seeming to check it.
-pub(crate) fn ssl_proxy_verify(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let verify = match d.args.as_slice() {
-        [v] => match v.to_ascii_lowercase().as_str() {
-            "none" => false,
-            "require" | "optional" => true,
-            _ => return b.error(&d.origin, format!("SSLProxyVerify: {v} is none of none, optional, require")),
-        },
-        _ => return b.error(&d.origin, "SSLProxyVerify takes none, optional or require"),
-    };
-    host.proxy_http.tls.verify = Some(verify);
-}
-
-pub(crate) fn ssl_proxy_ca_file(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let [file] = d.args.as_slice() else {
-        return b.error(&d.origin, "SSLProxyCACertificateFile takes one file");
-    };
-    let path = b.resolve(file);
-    if !std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0) {
-        return b.error(&d.origin, format!("SSLProxyCACertificateFile: file '{}' does not exist or is empty", path.display()));
-    }
-    host.proxy_http.tls.ca_file = Some(path);
-}
-
-pub(crate) fn ssl_proxy_ca_path(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let [dir] = d.args.as_slice() else {
-        return b.error(&d.origin, "SSLProxyCACertificatePath takes one directory");
-    };
-    let path = b.resolve(dir);
-    if !path.is_dir() {
-        return b.error(&d.origin, format!("SSLProxyCACertificatePath: '{}' is not a directory", path.display()));
-    }
-    host.proxy_http.tls.ca_path = Some(path);
-}
-
-/// The checks that need a host's whole configuration: an `https://`
-/// backend needs SSLProxyEngine On there (Apache refuses it at the first
-/// request; warren at start, naming the ProxyPass line), and SSLProxyVerify
-/// none is warned about once per host.
-pub(crate) fn settle(b: &mut Builder, host: &HostConfig, reported: &mut Vec<crate::parse::Origin>) {
-    let mut tls_routes = host.proxy_routes.iter().filter_map(|r| Some((r, r.target.as_ref()?.http.as_ref().filter(|o| o.tls_name.is_some())?)));
-    let Some(first) = tls_routes.next() else { return };
-    if host.proxy_http.tls.engine != Some(true) {
-        for (r, o) in std::iter::once(first).chain(tls_routes) {
-            // A virtual host inherits the main server's lines: each is named once.
-            if reported.contains(&r.origin) {
-                continue;
-            }
-            reported.push(r.origin.clone());
-            b.error(&r.origin, format!("ProxyPass https://{}: an https:// backend needs SSLProxyEngine On in this host", o.authority));
-        }
-    } else if !host.proxy_http.tls.verifies() && !reported.contains(&first.0.origin) {
-        reported.push(first.0.origin.clone());
-        b.warn(&first.0.origin, "https:// backend with SSLProxyVerify none (Apache's default): the backend's certificate is not verified (SSLProxyCheckPeerName and SSLProxyCheckPeerExpire still apply); set SSLProxyVerify require");
-    }
-}
-
-/// ProxyPassReverse, ProxyPassReverseCookieDomain, ProxyPassReverseCookiePath.
-pub(crate) fn reverse(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let [from, to, rest @ ..] = d.args.as_slice() else {
-        return b.error(&d.origin, format!("{} takes two arguments", d.name));
-    };
-    if rest.iter().any(|r| !r.eq_ignore_ascii_case("interpolate")) {
-        return b.error(&d.origin, format!("{}: unexpected {}", d.name, rest.join(" ")));
-    }
-    let pair = (from.clone(), to.clone());
-    match d.name.to_ascii_lowercase().as_str() {
-        "proxypassreverse" => {
-            if !from.starts_with('/') {
-                return b.error(&d.origin, format!("ProxyPassReverse: the path {from} must start with /"));
-            }
-            host.proxy_http.reverse.push(pair)
-        }
-        "proxypassreversecookiedomain" => host.proxy_http.cookie_domains.push(pair),
-        _ => host.proxy_http.cookie_paths.push(pair),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn http_urls() {
-        let parts = |url: &str| parse_http_url(url).unwrap().map(|u| (u.addr, u.authority, u.path, u.tls_name)).unwrap();
-        let tcp = |host: &str, port| FcgiAddr::Tcp { host: host.into(), port };
-        assert_eq!(parts("http://127.0.0.1:3000/app/"), (tcp("127.0.0.1", 3000), "127.0.0.1:3000".into(), "/app/".into(), None));
-        assert_eq!(parts("http://backend"), (tcp("backend", 80), "backend".into(), "/".into(), None));
-        assert_eq!(parts("http://[::1]:81/").0, tcp("::1", 81));
-        assert_eq!(parts("unix:/run/app.sock|http://app/x"), (FcgiAddr::Unix("/run/app.sock".into()), "app".into(), "/x".into(), None));
-        assert_eq!(parts("HTTPS://api.example:8443/v1"), (tcp("api.example", 8443), "api.example:8443".into(), "/v1".into(), Some("api.example".into())));
-        assert_eq!(parts("https://api.example"), (tcp("api.example", 443), "api.example".into(), "/".into(), Some("api.example".into())));
-        assert_eq!(parts("unix:/run/s.sock|https://app/").3, Some("app".into()));
-        assert_eq!(parse_http_url("fcgi://h:1/").unwrap(), None);
-        assert!(parse_http_url("http://h:port/").is_err());
-        assert!(parse_http_url("http://user@h/").is_err());
-        assert!(parse_http_url("unix:rel.sock|http://h/").is_err());
-        assert!(parse_http_url("https://h:x/").is_err());
-    }
-
-    #[test]
-    fn websocket_routes() {
-        let url = |u: &str| parse_http_url(u).unwrap().unwrap();
-        let ws = url("ws://127.0.0.1:9000/chat");
-        assert_eq!((ws.addr, ws.path.as_str(), ws.tls_name, ws.websocket), (FcgiAddr::Tcp { host: "127.0.0.1".into(), port: 9000 }, "/chat", None, true));
-        let wss = url("WSS://chat.example/");
-        assert_eq!((wss.addr, wss.tls_name.as_deref(), wss.websocket), (FcgiAddr::Tcp { host: "chat.example".into(), port: 443 }, Some("chat.example"), true));
-        assert!(!url("http://h/").websocket);
-        let mut o = HttpOrigin::new("h".into());
-        assert_eq!(o.set_key("upgrade", "WebSocket"), Ok(true));
-        assert!(o.websocket);
-        assert!(o.set_key("upgrade", "h2c").unwrap_err().contains("only upgrade=websocket"));
-
-        let text = "Listen 8080\nProxyPass /ws/ ws://127.0.0.1:9000/\nProxyPass /app/ http://127.0.0.1:9001/ upgrade=websocket\nLoadModule proxy_wstunnel_module modules/mod_proxy_wstunnel.so\n<IfModule proxy_wstunnel_module>\n    ProxyWebsocketIdleTimeout 30\n</IfModule>\n<VirtualHost *:8080>\n    ServerName v\n</VirtualHost>\n";
-        let (l, _d) = crate::test_support::load_text("proxy-ws", text, &[]);
-        assert!(l.errors.is_empty(), "{:?}", l.errors);
-        let s = l.settings.unwrap();
-        assert!(s.main.proxy_routes.iter().all(|r| r.target.as_ref().unwrap().http.as_ref().unwrap().websocket));
-        assert_eq!(s.virtual_hosts[0].host.proxy_http.websocket_idle, Some(Duration::from_secs(30)));
-        assert_eq!(s.virtual_hosts[0].host.proxy_http.websockets_per_client, None);
-        let bad = "Listen 8080\nProxyWebsocketIdleTimeout soon\nProxyPass /a http://h/ upgrade=h2c\n";
-        let (l, _d) = crate::test_support::load_text("proxy-ws-bad", bad, &[]);
-        assert_eq!(l.errors.iter().map(|e| e.origin.line).collect::<Vec<_>>(), vec![3, 4], "{:?}", l.errors);
-    }
 
     #[test]
     fn worker_keys() {
@@ -545,7 +246,7 @@ mod tests {
         assert_eq!((o.ttl, o.connect_timeout, o.tcp_keepalive), (Some(Duration::from_secs(5)), Some(Duration::from_secs(2)), true));
         assert_eq!((t.backend.reuse, t.backend.timeout), (true, Some(Duration::from_secs(9))));
         let sock = s.main.proxy_routes[2].target.as_ref().unwrap();
-        assert_eq!((&sock.backend.addr, sock.backend.reuse), (&FcgiAddr::Unix("/run/app.sock".into()), false));
+        assert_eq!((&sock.backend.addr, sock.backend.reuse), (&crate::backend::FcgiAddr::Unix("/run/app.sock".into()), false));
         // A virtual host takes the main server's settings.
         let v = &s.virtual_hosts[0].host.proxy_http;
         assert_eq!((v.preserve_host, v.add_headers, v.via, v.error_override), (Some(true), Some(false), Some(Via::Full), Some(true)));

@@ -19,8 +19,7 @@
 //! applies (Apache would run them).
 
 use crate::backend::FcgiBackend;
-use crate::builder::Builder;
-use crate::parse::{ConfigError, Directive, Origin};
+use crate::parse::{Directive, Origin};
 
 /// One line that makes files scripts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,20 +135,6 @@ pub enum Handler {
     /// A server-wide handler (`server-status`...) an `.htaccess` file set,
     /// at its line: answered 500 (see [`SERVER_WIDE`]).
     Refused { name: String, origin: Origin },
-}
-
-/// Records the script mark `d` makes, if it makes one, in `marks` (a
-/// directory's), and its notice for `-t` and the start.
-pub(crate) fn mark(b: &mut Builder, d: &Directive, marks: &mut Vec<ScriptMark>) {
-    if let Some(mark) = mark_of(d, b.marks_only) {
-        // CGI programs run: nothing to warn of.
-        if mark.cgi {
-            marks.push(mark);
-            return;
-        }
-        b.script_notices.push(ConfigError { origin: mark.origin.clone(), message: mark.notice() });
-        marks.push(mark);
-    }
 }
 
 /// `SetHandler name` in an `.htaccess` file: the handler it sets if it is a

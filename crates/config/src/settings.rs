@@ -367,6 +367,15 @@ impl Settings {
         }
         s
     }
+
+    /// Whether the configuration names CGI programs (a ScriptAlias, or
+    /// `cgi-script` on a line of it or of its sections): then warren starts
+    /// its spawner at start. A `cgi-script` line in an `.htaccess` file alone
+    /// does not (it is answered 503 until a restart with one).
+    pub fn uses_cgi(&self) -> bool {
+        let names_programs = |h: &HostConfig| h.url_aliases.iter().any(|a| a.script) || h.dir.scripts.iter().chain(h.sections.iter().flat_map(|s| s.config.scripts.iter())).any(|m| m.cgi);
+        self.cgi.module_loaded || std::iter::once(&self.main).chain(self.virtual_hosts.iter().map(|v| &v.host)).any(names_programs)
+    }
 }
 
 /// One `stage=value` of RequestReadTimeout's value, as mod_reqtimeout reads

@@ -9,21 +9,23 @@
 //! Which directives `.htaccess` files may hold, by override class, is in
 //! [`htaccess`](crate::htaccess).
 
-use crate::apply;
-use crate::cache;
-use crate::compress;
-use crate::fcgid;
-use crate::mass;
-use crate::md;
-use crate::h2;
-use crate::mime::{self, ExtAttr};
+use crate::directives::core;
+use crate::directives::{alias, authz, autoindex, env_vars, expires, headers, logs, mod_dir, proxy};
+use crate::directives::cache;
+use crate::directives::compress;
+use crate::directives::fcgid;
+use crate::directives::mass;
+use crate::directives::md;
+use crate::directives::h2;
+use crate::directives::mime;
+use crate::mime::ExtAttr;
 use crate::builder::Builder;
 use crate::dir_config::DirConfig;
 use crate::mpm::{Mpm, MpmTuning};
 use crate::parse::Directive;
-use crate::proxy_http;
-use crate::remote_ip;
-use crate::tls;
+use crate::directives::proxy_http;
+use crate::directives::remote_ip;
+use crate::directives::tls;
 use crate::settings::{HostConfig, Settings};
 
 /// Where one directive stands.
@@ -172,8 +174,8 @@ const H2_MAX_SESSION_STREAMS: DirectiveSpec = host("H2MaxSessionStreams", "n", h
 const MAX_REQUEST_WORKERS: DirectiveSpec = count("MaxRequestWorkers", ALL, |t| &mut t.max_request_workers);
 const MAX_CONNECTIONS_PER_CHILD: DirectiveSpec = count("MaxConnectionsPerChild", ALL, |t| &mut t.max_connections_per_child);
 
-/// The compression settings of a directory, for compress.rs's directives.
-fn output_filters(dir: &mut DirConfig) -> &mut compress::OutputFilters {
+/// The compression settings of a directory, for directives/compress.rs.
+fn output_filters(dir: &mut DirConfig) -> &mut crate::compress::OutputFilters {
     dir.output_filters.get_or_insert_with(Default::default)
 }
 
@@ -186,32 +188,32 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     reading("ServerRoot", "directory"),
     reading("LoadModule", "module file"),
     // Server-wide.
-    server("Listen", "[addr:]port [http|https]", apply::listen),
-    server("PidFile", "file", apply::pid_file),
-    server("User", "name|#uid", apply::user),
-    server("Group", "name|#gid", apply::group),
-    server("Timeout", "seconds", apply::timeout),
-    server("KeepAlive", "On|Off", apply::keep_alive),
-    server("KeepAliveTimeout", "seconds|NNNms", apply::keep_alive_timeout),
-    server("MaxKeepAliveRequests", "n", apply::max_keep_alive_requests),
-    server("LimitRequestLine", "bytes", apply::limit_request_line),
-    server("LimitRequestFieldSize", "bytes", apply::limit_request_field_size),
-    server("LimitRequestFields", "n", apply::limit_request_fields),
-    server("LimitRequestHeadSize", "bytes", apply::limit_request_head_size),
-    server("RequestReadTimeout", "[header=t[-max][,MinRate=r]] [body=t[-max][,MinRate=r]]", apply::request_read_timeout),
-    server("ServerTokens", "Full|OS|Minimal|Minor|Major|Prod", apply::server_tokens),
-    server("ServerSignature", "On|Off|EMail", apply::server_signature),
-    server("HostnameLookups", "Off", apply::hostname_lookups),
-    server("TraceEnable", "On|Off|extended", apply::trace_enable),
-    server("LogLevel", "level", apply::log_level),
-    server("BufferedLogs", "On|Off", apply::buffered_logs),
-    server("SyslogSocket", "path", apply::syslog_socket),
-    server("ErrorLogFormat", "\"format\"", apply::error_log_format),
-    server("TypesConfig", "file", apply::types_config),
-    server("ExtendedStatus", "On|Off", apply::extended_status),
-    server("GracefulShutdownTimeout", "seconds", apply::graceful_shutdown_timeout),
-    server("ListenBacklog", "n", apply::listen_backlog),
-    server("MemoryBudget", "bytes[K|M|G]", apply::memory_budget),
+    server("Listen", "[addr:]port [http|https]", core::listen),
+    server("PidFile", "file", core::pid_file),
+    server("User", "name|#uid", core::user),
+    server("Group", "name|#gid", core::group),
+    server("Timeout", "seconds", core::timeout),
+    server("KeepAlive", "On|Off", core::keep_alive),
+    server("KeepAliveTimeout", "seconds|NNNms", core::keep_alive_timeout),
+    server("MaxKeepAliveRequests", "n", core::max_keep_alive_requests),
+    server("LimitRequestLine", "bytes", core::limit_request_line),
+    server("LimitRequestFieldSize", "bytes", core::limit_request_field_size),
+    server("LimitRequestFields", "n", core::limit_request_fields),
+    server("LimitRequestHeadSize", "bytes", core::limit_request_head_size),
+    server("RequestReadTimeout", "[header=t[-max][,MinRate=r]] [body=t[-max][,MinRate=r]]", core::request_read_timeout),
+    server("ServerTokens", "Full|OS|Minimal|Minor|Major|Prod", core::server_tokens),
+    server("ServerSignature", "On|Off|EMail", core::server_signature),
+    server("HostnameLookups", "Off", core::hostname_lookups),
+    server("TraceEnable", "On|Off|extended", core::trace_enable),
+    server("LogLevel", "level", core::log_level),
+    server("BufferedLogs", "On|Off", core::buffered_logs),
+    server("SyslogSocket", "path", core::syslog_socket),
+    server("ErrorLogFormat", "\"format\"", core::error_log_format),
+    server("TypesConfig", "file", mime::types_config),
+    server("ExtendedStatus", "On|Off", core::extended_status),
+    server("GracefulShutdownTimeout", "seconds", core::graceful_shutdown_timeout),
+    server("ListenBacklog", "n", core::listen_backlog),
+    server("MemoryBudget", "bytes[K|M|G]", core::memory_budget),
     // The MPM's counts.
     count("StartServers", ALL, |t| &mut t.start_servers),
     count("ServerLimit", ALL, |t| &mut t.server_limit),
@@ -227,21 +229,21 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     count("MaxSpareServers", PREFORK, |t| &mut t.max_spare_servers),
     count("MaxChildConnections", EVENT, |t| &mut t.max_child_connections),
     // Per host.
-    host("ServerName", "[scheme://]name[:port]", apply::server_name),
-    spec("ServerAlias", Contexts::VIRTUAL_HOST, "names...", Apply::Host(apply::server_alias)),
-    host("ServerAdmin", "address", apply::server_admin),
-    host("DocumentRoot", "directory", apply::document_root),
-    host("AccessFileName", "filename...", apply::access_file_name),
-    host("ErrorLog", "file|\"|program\"|syslog[:facility]", apply::error_log),
-    host("LogFormat", "\"format\" [nickname]", apply::log_format),
-    host("CustomLog", "file|\"|program\" format|nickname", apply::custom_log),
-    host("TransferLog", "file", apply::custom_log),
-    host("ProxyPass", "/path backend-URL|! [key=value...]", apply::proxy_pass),
-    host("ProxyPassMatch", "regex backend-URL|! [key=value...]", apply::proxy_pass),
-    host("ProxyTimeout", "seconds", apply::proxy_timeout),
-    host("BalancerMember", "[balancer://name] member-URL [key=value...]", crate::balancer::directive),
-    host("ProxySet", "balancer://name key=value...", crate::balancer::directive),
-    host("ProxyHCExpr", "name {expression}", crate::balancer::hc_expr),
+    host("ServerName", "[scheme://]name[:port]", core::server_name),
+    spec("ServerAlias", Contexts::VIRTUAL_HOST, "names...", Apply::Host(core::server_alias)),
+    host("ServerAdmin", "address", core::server_admin),
+    host("DocumentRoot", "directory", core::document_root),
+    host("AccessFileName", "filename...", core::access_file_name),
+    host("ErrorLog", "file|\"|program\"|syslog[:facility]", core::error_log),
+    host("LogFormat", "\"format\" [nickname]", logs::log_format),
+    host("CustomLog", "file|\"|program\" format|nickname", logs::custom_log),
+    host("TransferLog", "file", logs::custom_log),
+    host("ProxyPass", "/path backend-URL|! [key=value...]", proxy::proxy_pass),
+    host("ProxyPassMatch", "regex backend-URL|! [key=value...]", proxy::proxy_pass),
+    host("ProxyTimeout", "seconds", proxy::proxy_timeout),
+    host("BalancerMember", "[balancer://name] member-URL [key=value...]", crate::directives::balancer::directive),
+    host("ProxySet", "balancer://name key=value...", crate::directives::balancer::directive),
+    host("ProxyHCExpr", "name {expression}", crate::directives::balancer::hc_expr),
     host("ProxyPassReverse", "/path backend-URL", proxy_http::reverse),
     host("ProxyPassReverseCookieDomain", "backend-domain public-domain", proxy_http::reverse),
     host("ProxyPassReverseCookiePath", "backend-path public-path", proxy_http::reverse),
@@ -260,10 +262,10 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     host("SSLProxyCheckPeerExpire", "On|Off", proxy_http::ssl_proxy_check_peer_expire),
     host("SSLProxyCheckPeerCN", "On|Off", proxy_http::ssl_proxy_check_peer_cn),
     host("SSLProxyProtocol", "[+|-]protocol...", proxy_http::ssl_proxy_protocol),
-    host("Alias", "/url-path file|directory", apply::url_alias),
-    host("AliasMatch", "regex file|directory", apply::url_alias),
-    host("ScriptAlias", "/url-path file|directory", apply::url_alias),
-    host("ScriptAliasMatch", "regex file|directory", apply::url_alias),
+    host("Alias", "/url-path file|directory", alias::url_alias),
+    host("AliasMatch", "regex file|directory", alias::url_alias),
+    host("ScriptAlias", "/url-path file|directory", alias::url_alias),
+    host("ScriptAliasMatch", "regex file|directory", alias::url_alias),
     // mod_vhost_alias and mod_userdir (mass.rs).
     host("VirtualDocumentRoot", "pattern|none", mass::vhost_alias),
     host("VirtualDocumentRootIP", "pattern|none", mass::vhost_alias),
@@ -419,36 +421,36 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("EnableMMAP", Contexts::ANYWHERE, "On|Off", "warren never maps files into memory to send them"),
     inert("FileETag", Contexts::ANYWHERE, "INode|MTime|Size|All|None...", "warren's ETags are always made of the file's size and modification time (Apache's FileETag MTime Size)"),
     // Per directory.
-    dir("Options", "[+|-]option...", apply::options),
-    dir("Require", "all granted|all denied|ip net...|local|valid-user|user name...|group name...", apply::require),
-    dir("AuthType", "Basic|None", crate::auth::auth_type),
-    dir("AuthName", "realm", crate::auth::auth_name),
-    dir("AuthUserFile", "file", crate::auth::auth_user_file),
-    dir("AuthGroupFile", "file", crate::auth::auth_group_file),
-    dir("AuthBasicProvider", "file", crate::auth::auth_basic_provider),
-    dir("Order", "Deny,Allow|Allow,Deny|Mutual-failure", crate::access_compat::order),
-    dir("Allow", "from all|address|partial-address|network...", crate::access_compat::allow),
-    dir("Deny", "from all|address|partial-address|network...", crate::access_compat::deny),
-    dir("Satisfy", "Any|All", crate::access_compat::satisfy),
-    dir("DirectoryIndex", "file...|disabled", apply::directory_index),
-    dir("ErrorDocument", "code /local/url|URL|\"text\"|default", apply::error_document),
-    dir("AddType", "type extension...", apply::add_type),
-    dir("AddDefaultCharset", "On|Off|charset", apply::add_default_charset),
-    dir("LimitRequestBody", "bytes", apply::limit_request_body),
-    dir("AllowOverride", "None|All|AuthConfig|FileInfo|Indexes|Limit|Options[=opt,...]...", apply::allow_override),
-    dir("AllowOverrideList", "None|directive...", |b, d, dir| apply::allow_override_list(b, d, dir, |n| find(n).is_some())),
-    dir("SetHandler", "handler [flushpackets=on|off]", apply::set_handler),
-    dir("ProxyFCGIBackendType", "FPM|GENERIC", apply::proxy_fcgi_backend_type),
-    dir("AcceptPathInfo", "On|Off|Default", apply::accept_path_info),
-    dir("DirectorySlash", "On|Off|NotFound", apply::directory_slash),
-    dir("FallbackResource", "/local-url|disabled", apply::fallback_resource),
-    dir("AddHandler", "handler extension...", apply::add_handler),
+    dir("Options", "[+|-]option...", core::options),
+    dir("Require", "all granted|all denied|ip net...|local|valid-user|user name...|group name...", authz::require),
+    dir("AuthType", "Basic|None", crate::directives::auth::auth_type),
+    dir("AuthName", "realm", crate::directives::auth::auth_name),
+    dir("AuthUserFile", "file", crate::directives::auth::auth_user_file),
+    dir("AuthGroupFile", "file", crate::directives::auth::auth_group_file),
+    dir("AuthBasicProvider", "file", crate::directives::auth::auth_basic_provider),
+    dir("Order", "Deny,Allow|Allow,Deny|Mutual-failure", crate::directives::access_compat::order),
+    dir("Allow", "from all|address|partial-address|network...", crate::directives::access_compat::allow),
+    dir("Deny", "from all|address|partial-address|network...", crate::directives::access_compat::deny),
+    dir("Satisfy", "Any|All", crate::directives::access_compat::satisfy),
+    dir("DirectoryIndex", "file...|disabled", mod_dir::directory_index),
+    dir("ErrorDocument", "code /local/url|URL|\"text\"|default", core::error_document),
+    dir("AddType", "type extension...", mime::add_type),
+    dir("AddDefaultCharset", "On|Off|charset", core::add_default_charset),
+    dir("LimitRequestBody", "bytes", core::limit_request_body),
+    dir("AllowOverride", "None|All|AuthConfig|FileInfo|Indexes|Limit|Options[=opt,...]...", core::allow_override),
+    dir("AllowOverrideList", "None|directive...", |b, d, dir| core::allow_override_list(b, d, dir, |n| find(n).is_some())),
+    dir("SetHandler", "handler [flushpackets=on|off]", core::set_handler),
+    dir("ProxyFCGIBackendType", "FPM|GENERIC", proxy::proxy_fcgi_backend_type),
+    dir("AcceptPathInfo", "On|Off|Default", core::accept_path_info),
+    dir("DirectorySlash", "On|Off|NotFound", mod_dir::directory_slash),
+    dir("FallbackResource", "/local-url|disabled", mod_dir::fallback_resource),
+    dir("AddHandler", "handler extension...", mime::add_handler),
     // mod_cgi and mod_cgid (see cgi.rs; the programs run in the handler's cgi module).
-    server("ScriptLog", "file-path", crate::cgi::script_log),
-    server("ScriptLogLength", "bytes", crate::cgi::script_log_length),
-    server("ScriptLogBuffer", "bytes", crate::cgi::script_log_buffer),
-    dir("CGIPassAuth", "On|Off", crate::cgi::cgi_pass_auth),
-    dir("CGIVar", "REQUEST_URI original-uri|current-uri", crate::cgi::cgi_var),
+    server("ScriptLog", "file-path", crate::directives::cgi::script_log),
+    server("ScriptLogLength", "bytes", crate::directives::cgi::script_log_length),
+    server("ScriptLogBuffer", "bytes", crate::directives::cgi::script_log_buffer),
+    dir("CGIPassAuth", "On|Off", crate::directives::cgi::cgi_pass_auth),
+    dir("CGIVar", "REQUEST_URI original-uri|current-uri", crate::directives::cgi::cgi_var),
     inert("ScriptSock", Contexts::SERVER, "file-path", "warren's CGI spawner is reached through a socket pair made at start, not a named socket"),
     // mpm-itk, suexec and mod_fcgid: mapped onto a pool per host (see fcgid.rs).
     spec("AssignUserID", Contexts::HOST, "user group", Apply::Dir(fcgid::assign_user)),
@@ -476,35 +478,35 @@ pub static DIRECTIVES: &[DirectiveSpec] = &[
     inert("FcgidOutputBufferSize", Contexts::HOST, "bytes", "warren streams the pool's answer"),
     inert("FcgidPassHeader", Contexts::ANYWHERE, "header", "warren passes every request header as HTTP_*"),
     // mod_php: run in a pool of the host's (see mod_php.rs).
-    dir("php_value", "name value", crate::mod_php::setting),
-    dir("php_flag", "name on|off", crate::mod_php::setting),
-    dir("php_admin_value", "name value", crate::mod_php::setting),
-    dir("php_admin_flag", "name on|off", crate::mod_php::setting),
-    dir("IndexIgnore", "wildcard...", apply::index_ignore),
-    dir("IndexIgnoreReset", "On|Off", apply::index_ignore_reset),
-    spec("UseCanonicalName", Contexts::ANYWHERE, "On|Off|DNS", Apply::Dir(apply::use_canonical_name)),
-    dir("Redirect", "[status] /url-path [URL]", apply::redirect),
-    dir("RedirectMatch", "[status] regex [URL]", apply::redirect),
-    dir("RedirectPermanent", "/url-path URL", apply::redirect),
-    dir("RedirectTemp", "/url-path URL", apply::redirect),
-    dir("RewriteEngine", "On|Off", crate::rewrite::directive),
-    dir("RewriteOptions", "Inherit|InheritBefore|InheritDown|InheritDownBefore|IgnoreInherit|MergeBase|AllowNoSlash...", crate::rewrite::directive),
-    dir("RewriteBase", "/url-path", crate::rewrite::directive),
-    dir("RewriteCond", "TestString CondPattern [flags]", crate::rewrite::directive),
-    dir("RewriteRule", "Pattern Substitution [flags]", crate::rewrite::directive),
-    host("RewriteMap", "name txt:file|rnd:file|int:function", crate::rewrite::map),
-    dir("Header", "[always|onsuccess] set|append|merge|add|unset|echo|edit|edit*|setifempty header [value] [replacement] [env=[!]VAR|expr=...]", apply::header),
-    dir("RequestHeader", "set|append|merge|add|unset|edit|edit*|setifempty header [value] [replacement] [env=[!]VAR|expr=...]", apply::request_header),
-    dir("ExpiresActive", "On|Off", apply::expires_active),
-    dir("ExpiresByType", "type/subtype \"base [plus] n unit...\"|A<s>|M<s>", apply::expires_by_type),
-    dir("ExpiresDefault", "\"base [plus] n unit...\"|A<s>|M<s>", apply::expires_default),
-    dir("SetEnv", "VAR [value]", apply::set_env),
-    dir("UnsetEnv", "VAR...", apply::unset_env),
-    dir("SetEnvIf", "attribute regex [!]VAR[=value]...", apply::set_env_if),
-    dir("SetEnvIfNoCase", "attribute regex [!]VAR[=value]...", apply::set_env_if),
-    dir("SetEnvIfExpr", "\"expr\" [!]VAR[=value]...", apply::set_env_if),
-    dir("BrowserMatch", "regex [!]VAR[=value]...", apply::set_env_if),
-    dir("BrowserMatchNoCase", "regex [!]VAR[=value]...", apply::set_env_if),
+    dir("php_value", "name value", crate::directives::mod_php::setting),
+    dir("php_flag", "name on|off", crate::directives::mod_php::setting),
+    dir("php_admin_value", "name value", crate::directives::mod_php::setting),
+    dir("php_admin_flag", "name on|off", crate::directives::mod_php::setting),
+    dir("IndexIgnore", "wildcard...", autoindex::index_ignore),
+    dir("IndexIgnoreReset", "On|Off", autoindex::index_ignore_reset),
+    spec("UseCanonicalName", Contexts::ANYWHERE, "On|Off|DNS", Apply::Dir(core::use_canonical_name)),
+    dir("Redirect", "[status] /url-path [URL]", alias::redirect),
+    dir("RedirectMatch", "[status] regex [URL]", alias::redirect),
+    dir("RedirectPermanent", "/url-path URL", alias::redirect),
+    dir("RedirectTemp", "/url-path URL", alias::redirect),
+    dir("RewriteEngine", "On|Off", crate::directives::rewrite::directive),
+    dir("RewriteOptions", "Inherit|InheritBefore|InheritDown|InheritDownBefore|IgnoreInherit|MergeBase|AllowNoSlash...", crate::directives::rewrite::directive),
+    dir("RewriteBase", "/url-path", crate::directives::rewrite::directive),
+    dir("RewriteCond", "TestString CondPattern [flags]", crate::directives::rewrite::directive),
+    dir("RewriteRule", "Pattern Substitution [flags]", crate::directives::rewrite::directive),
+    host("RewriteMap", "name txt:file|rnd:file|int:function", crate::directives::rewrite::map),
+    dir("Header", "[always|onsuccess] set|append|merge|add|unset|echo|edit|edit*|setifempty header [value] [replacement] [env=[!]VAR|expr=...]", headers::header),
+    dir("RequestHeader", "set|append|merge|add|unset|edit|edit*|setifempty header [value] [replacement] [env=[!]VAR|expr=...]", headers::request_header),
+    dir("ExpiresActive", "On|Off", expires::expires_active),
+    dir("ExpiresByType", "type/subtype \"base [plus] n unit...\"|A<s>|M<s>", expires::expires_by_type),
+    dir("ExpiresDefault", "\"base [plus] n unit...\"|A<s>|M<s>", expires::expires_default),
+    dir("SetEnv", "VAR [value]", env_vars::set_env),
+    dir("UnsetEnv", "VAR...", env_vars::unset_env),
+    dir("SetEnvIf", "attribute regex [!]VAR[=value]...", env_vars::set_env_if),
+    dir("SetEnvIfNoCase", "attribute regex [!]VAR[=value]...", env_vars::set_env_if),
+    dir("SetEnvIfExpr", "\"expr\" [!]VAR[=value]...", env_vars::set_env_if),
+    dir("BrowserMatch", "regex [!]VAR[=value]...", env_vars::set_env_if),
+    dir("BrowserMatchNoCase", "regex [!]VAR[=value]...", env_vars::set_env_if),
     dir("AddOutputFilterByType", "DEFLATE|BROTLI_COMPRESS[;...] media-type...", |b, d, dir| compress::add_output_filter_by_type(b, d, output_filters(dir))),
     dir("SetOutputFilter", "DEFLATE|BROTLI_COMPRESS[;...]", |b, d, dir| compress::set_output_filter(b, d, output_filters(dir))),
     dir("AddOutputFilter", "DEFLATE|BROTLI_COMPRESS[;...] extension...", |b, d, dir| compress::add_output_filter(b, d, output_filters(dir))),

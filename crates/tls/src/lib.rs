@@ -132,7 +132,7 @@ impl ServerTls {
         let _ = tickets::master();
         // Certificates read once each (hosts and listeners share them).
         let mut loaded: CertCache = Vec::new();
-        let stapled: Vec<std::path::PathBuf> = warren_config::md::stapled_certificates(settings).into_iter().map(|c| c.cert).collect();
+        let stapled: Vec<std::path::PathBuf> = warren_config::stapling::stapled_certificates(settings).into_iter().map(|c| c.cert).collect();
         let mut listeners = Vec::new();
         for addr in tls_listeners {
             let hosts: Vec<&HostConfig> = settings.hosts_for_listener(addr).into_iter().filter(|h| h.tls.is_some()).collect();

@@ -589,7 +589,7 @@ fn limit_malloc_arenas() {
 fn run(settings: Settings, warnings: &[String], skipped: &[String], scripts: &[String], reload: Option<warren_mpm::parent::Reload>, md_reread: Option<MdReread>, mut systemd: warren_mpm::systemd::Systemd) -> ExitCode {
     // CGI programs are started by a process forked now, while warren has
     // one thread (see warren_handler::cgi::spawner).
-    if warren_config::cgi::uses_cgi(&settings) {
+    if settings.uses_cgi() {
         if let Err(e) = warren_handler::cgi::spawner::start(settings.user.as_deref(), settings.group.as_deref()) {
             eprintln!("warren: cannot start the CGI spawner: {e}");
             return ExitCode::FAILURE;

@@ -1,19 +1,23 @@
-//! What each directive does: the functions the [table](crate::table) points
-//! to. Each checks its arguments, sets its part of the settings, and reports
-//! a problem at the directive's file and line. Where a directive may stand
-//! and under which MPM is the table's business, not theirs.
+//! Apache's core directives (with mpm_common's `ListenBacklog` and
+//! `GracefulShutdownTimeout`, mod_reqtimeout's `RequestReadTimeout`,
+//! mod_status' `ExtendedStatus` and warren's own server-wide lines): what
+//! each does, as the [table](crate::table) points to it. Each checks its
+//! arguments, sets its part of the settings, and reports a problem at the
+//! directive's file and line. Where a directive may stand and under which
+//! MPM is the table's business, not theirs. The modules' directives are in
+//! the other files of [`directives`](super).
 
 use std::time::Duration;
 
-use crate::backend::{FcgiAddr, FcgiBackend, FcgiBackendType};
+use crate::backend::{FcgiAddr, FcgiBackend};
 use crate::builder::Builder;
 use crate::dir_config::{DirConfig, ErrorDocument, Handler};
-use crate::log_format;
 use crate::log_target::LogSink;
 use crate::parse::Directive;
-use crate::settings::{CustomLog, HostConfig, ServerTokens, Settings};
+use crate::settings::{HostConfig, ServerTokens, Settings};
 use crate::settings::{parse_log_level, parse_read_stage};
-use crate::values::{flush_packets_option, parse_duration, parse_fcgi_url, parse_listen, parse_options, parse_proxy_route, parse_require, parse_size, SECONDS_OR_MILLIS};
+use crate::directives::values::{flush_packets_option, parse_listen, parse_options};
+use crate::values::{parse_duration, parse_fcgi_url, parse_size, SECONDS_OR_MILLIS};
 
 // Server-wide.
 
@@ -257,16 +261,6 @@ pub(crate) fn syslog_socket(b: &mut Builder, d: &Directive, s: &mut Settings) {
     }
 }
 
-pub(crate) fn types_config(b: &mut Builder, d: &Directive, s: &mut Settings) {
-    if let Some(v) = b.one(d) {
-        let p = b.resolve(&v);
-        if !p.is_file() {
-            b.error(&d.origin, format!("TypesConfig: cannot read {}", p.display()));
-        }
-        s.types_config = Some(p);
-    }
-}
-
 // Per host.
 
 pub(crate) fn server_name(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
@@ -306,83 +300,6 @@ pub(crate) fn document_root(b: &mut Builder, d: &Directive, host: &mut HostConfi
     }
 }
 
-pub(crate) fn proxy_pass(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    match parse_proxy_route(d) {
-        Ok(route) => host.proxy_routes.push(route),
-        Err(m) => b.error(&d.origin, m),
-    }
-}
-
-/// Alias, AliasMatch.
-pub(crate) fn url_alias(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    match crate::alias::parse(d, |p| b.resolve(p)) {
-        Ok(a) => host.url_aliases.push(a),
-        Err(m) => b.error(&d.origin, m),
-    }
-}
-
-/// Redirect, RedirectMatch, RedirectPermanent, RedirectTemp: the main
-/// server's and a virtual host's are tried as the URL is translated, a
-/// section's or `.htaccess` file's once the request is mapped to it.
-pub(crate) fn redirect(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match crate::alias::parse(d, |p| b.resolve(p)) {
-        Ok(a) => dir.redirects.push(a),
-        Err(m) => b.error(&d.origin, m),
-    }
-}
-
-pub(crate) fn proxy_timeout(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    match d.args.as_slice() {
-        [v] => match v.parse::<u64>() {
-            Ok(n) if n > 0 => host.proxy_timeout = Some(Duration::from_secs(n)),
-            _ => b.error(&d.origin, format!("ProxyTimeout: '{v}' is not a positive number of seconds")),
-        },
-        _ => b.error(&d.origin, "ProxyTimeout takes one argument, seconds"),
-    }
-}
-
-/// `CustomLog` and `TransferLog` (the latter in the default format).
-pub(crate) fn custom_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
-    let (path, fmt, cond) = match (d.name.eq_ignore_ascii_case("transferlog"), d.args.as_slice()) {
-        (true, [p]) => (p, None, None),
-        (false, [p, f]) => (p, Some(f), None),
-        (false, [p, f, cond]) => (p, Some(f), Some(cond)),
-        _ => return b.error(&d.origin, format!("{} takes a file, a format or nickname, and an optional env=[!]VAR", d.name)),
-    };
-    let env_condition = match cond.map(|c| c.strip_prefix("env=")) {
-        None => None,
-        Some(Some(var)) => match var.strip_prefix('!') {
-            Some(n) if !n.is_empty() => Some((n.to_string(), true)),
-            None if !var.is_empty() => Some((var.to_string(), false)),
-            _ => return b.error(&d.origin, "CustomLog env= needs a variable name"),
-        },
-        Some(None) => return b.error(&d.origin, format!("CustomLog condition '{}' is not supported (only env=[!]VAR)", cond.unwrap_or(&String::new()))),
-    };
-    let pipe = match crate::log_target::piped_program(path) {
-        Some(Ok(p)) => Some(p),
-        Some(Err(m)) => return b.error(&d.origin, format!("{}: {m}", d.name)),
-        None => None,
-    };
-    let format = match fmt {
-        None => b.default_format.clone(),
-        Some(f) if f.contains('%') => match log_format::compile(f) {
-            Ok(items) => items,
-            Err(m) => return b.error(&d.origin, m),
-        },
-        Some(nick) => match b.log_formats.get(nick) {
-            Some(items) => items.clone(),
-            None => return b.error(&d.origin, format!("unknown log format nickname '{nick}' (define it with LogFormat \"...\" {nick})")),
-        },
-    };
-    let directive = if d.name.eq_ignore_ascii_case("transferlog") { "TransferLog" } else { "CustomLog" };
-    let path = if pipe.is_some() { std::path::PathBuf::from(path) } else { b.resolve(path) };
-    host.custom_logs.push(CustomLog { path, pipe, format, env_condition, directive, origin: Some(d.origin.clone()) });
-}
-
-/// Nothing here: LogFormat nicknames are global and may be used before
-/// they are defined, so the builder collects them all before the main pass.
-pub(crate) fn log_format(_: &mut Builder, _: &Directive, _: &mut HostConfig) {}
-
 pub(crate) fn error_log(b: &mut Builder, d: &Directive, host: &mut HostConfig) {
     match d.args.as_slice() {
         [p] => {
@@ -413,35 +330,6 @@ pub(crate) fn use_canonical_name(b: &mut Builder, d: &Directive, _: &mut DirConf
     }
 }
 
-/// `AddHandler`: warren maps no handler by extension. A FastCGI handler
-/// named here is an error pointing to SetHandler; a handler of data files
-/// (type maps) is said and not acted on; any other is one warren lacks, so
-/// its files are scripts it cannot run (see [`crate::scripts`]).
-pub(crate) fn add_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let [handler, extensions @ ..] = d.args.as_slice() else {
-        return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
-    };
-    if extensions.is_empty() {
-        return b.error(&d.origin, "AddHandler takes a handler name and one or more extensions");
-    }
-    let lower = handler.to_ascii_lowercase();
-    if lower.starts_with("proxy:") || lower.starts_with("pool:") || lower == "server-status" || lower == "metrics" || lower == "balancer-manager" || lower == "md-status" {
-        let pattern = extensions.iter().map(|e| e.trim_start_matches('.')).collect::<Vec<_>>().join("|");
-        return b.error(&d.origin, format!("AddHandler {handler}: warren sets handlers with SetHandler only: write <FilesMatch \"\\.({pattern})$\"> SetHandler {handler} </FilesMatch>"));
-    }
-    if lower == "type-map" {
-        for e in extensions {
-            dir.mime.by_ext.push((crate::mime::ExtAttr::TypeMap, e.trim_start_matches('.').to_ascii_lowercase(), lower.clone()));
-        }
-        return;
-    }
-    if let Some(why) = crate::scripts::data_handler(handler) {
-        let list = extensions.iter().map(|e| format!(".{}", e.trim_start_matches('.'))).collect::<Vec<_>>().join(" ");
-        return b.warn(&d.origin, format!("AddHandler {handler}: not acted on: {why}; files ending in {list} are served as they are"));
-    }
-    crate::scripts::mark(b, d, &mut dir.scripts);
-}
-
 pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
     match parse_options(&d.args) {
         Ok(spec) => dir.options.push(spec),
@@ -458,33 +346,6 @@ pub(crate) fn options(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
             _ => continue,
         };
         b.warn(&d.origin, format!("Options {arg}: not acted on: {why}"));
-    }
-}
-
-pub(crate) fn require(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if let [kind, words @ ..] = d.args.as_slice() {
-        if kind.eq_ignore_ascii_case("expr") {
-            match crate::expr::Expr::parse(&words.join(" "), b.in_htaccess) {
-                Ok(e) => dir.require.get_or_insert_with(Vec::new).push(crate::Require::Expr(e)),
-                Err(m) => b.error(&d.origin, format!("Require expr: {m}")),
-            }
-            return;
-        }
-    }
-    match parse_require(&d.args) {
-        Ok(r) => dir.require.get_or_insert_with(Vec::new).push(r),
-        Err(m) => b.error(&d.origin, m),
-    }
-}
-
-pub(crate) fn directory_index(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let a = &d.args;
-    if a.is_empty() {
-        b.error(&d.origin, "DirectoryIndex needs at least one file name (or `disabled`)");
-    } else if a.len() == 1 && a[0].eq_ignore_ascii_case("disabled") {
-        dir.directory_index = Some(Vec::new());
-    } else {
-        dir.directory_index = Some(a.clone());
     }
 }
 
@@ -506,20 +367,6 @@ pub(crate) fn error_document(b: &mut Builder, d: &Directive, dir: &mut DirConfig
             _ => b.error(&d.origin, format!("ErrorDocument: {code} is not an error status (400-599)")),
         },
         _ => b.error(&d.origin, "ErrorDocument takes a status code and a document: a local URL, a full URL or \"text\""),
-    }
-}
-
-pub(crate) fn add_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    let a = &d.args;
-    if a.len() < 2 || !a[0].contains('/') {
-        b.error(&d.origin, "AddType takes a MIME type and one or more extensions");
-    } else {
-        // Apache keeps the type in lower case, parameters and all.
-        let mime_type = a[0].to_ascii_lowercase();
-        for ext in &a[1..] {
-            dir.add_types.push((ext.trim_start_matches('.').to_ascii_lowercase(), mime_type.clone()));
-        }
-        crate::scripts::mark(b, d, &mut dir.scripts);
     }
 }
 
@@ -575,17 +422,9 @@ pub(crate) fn set_handler(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
         // here are scripts; a FastCGI handler given them elsewhere stays.
         [h] => match crate::scripts::data_handler(h) {
             Some(why) => b.warn(&d.origin, format!("SetHandler {h}: not acted on: {why}; the files here are served as they are")),
-            None => crate::scripts::mark(b, d, &mut dir.scripts),
+            None => b.mark_script(d, &mut dir.scripts),
         },
         _ => b.error(&d.origin, "SetHandler takes one handler name"),
-    }
-}
-
-pub(crate) fn proxy_fcgi_backend_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [t] if t.eq_ignore_ascii_case("fpm") => dir.fcgi_backend_type = Some(FcgiBackendType::Fpm),
-        [t] if t.eq_ignore_ascii_case("generic") => dir.fcgi_backend_type = Some(FcgiBackendType::Generic),
-        _ => b.error(&d.origin, "ProxyFCGIBackendType takes FPM or GENERIC"),
     }
 }
 
@@ -595,41 +434,6 @@ pub(crate) fn accept_path_info(b: &mut Builder, d: &Directive, dir: &mut DirConf
         [v] if v.eq_ignore_ascii_case("off") => dir.accept_path_info = Some(Some(false)),
         [v] if v.eq_ignore_ascii_case("default") => dir.accept_path_info = Some(None),
         _ => b.error(&d.origin, "AcceptPathInfo takes On, Off or Default"),
-    }
-}
-
-pub(crate) fn fallback_resource(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [v] if v.eq_ignore_ascii_case("disabled") => dir.fallback_resource = Some(None),
-        [v] if v.starts_with('/') && !v.contains(['?', '#']) => dir.fallback_resource = Some(Some(v.clone())),
-        _ => b.error(&d.origin, "FallbackResource takes a local URL path (/index.php) or disabled"),
-    }
-}
-
-pub(crate) fn directory_slash(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [v] if v.eq_ignore_ascii_case("on") => dir.directory_slash = Some(true),
-        [v] if v.eq_ignore_ascii_case("off") || v.eq_ignore_ascii_case("notfound") => dir.directory_slash = Some(false),
-        _ => b.error(&d.origin, "DirectorySlash takes On, Off or NotFound"),
-    }
-}
-
-/// `IndexIgnore`: patterns add up, level after level, as in mod_autoindex.
-pub(crate) fn index_ignore(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if d.args.is_empty() {
-        return b.error(&d.origin, "IndexIgnore takes one or more wildcards (.??* *~ README*)");
-    }
-    for p in &d.args {
-        if let Err(e) = glob::Pattern::new(p) {
-            return b.error(&d.origin, format!("IndexIgnore: bad wildcard {p}: {e}"));
-        }
-    }
-    dir.index_ignore.extend(d.args.iter().cloned());
-}
-
-pub(crate) fn index_ignore_reset(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if let Some(on) = b.on_off(d) {
-        dir.index_ignore_reset = Some(on);
     }
 }
 
@@ -659,106 +463,4 @@ pub(crate) fn access_file_name(b: &mut Builder, d: &Directive, host: &mut HostCo
         return;
     }
     host.access_file_names = Some(d.args.clone());
-}
-
-// mod_headers, mod_expires, mod_env, mod_setenvif.
-
-pub(crate) fn header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match crate::headers::parse_rule(&d.args, false, b.in_htaccess, &d.origin) {
-        Ok(r) if crate::headers::names_server_written(&r) => {
-            let hint = if r.name.eq_ignore_ascii_case("Server") { " (ServerTokens sets what it says)" } else { "" };
-            b.warn(&d.origin, format!("Header {}: warren writes {} itself, after the filters; this line has no effect, as in Apache{hint}", r.name, r.name));
-        }
-        Ok(r) => dir.headers.push(std::sync::Arc::new(r)),
-        Err(e) => b.error(&d.origin, e),
-    }
-}
-
-pub(crate) fn request_header(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match crate::headers::parse_rule(&d.args, true, b.in_htaccess, &d.origin) {
-        // The application is told these as CONTENT_TYPE and CONTENT_LENGTH
-        // (no HTTP_ before them): what the client sent, not the server's to change.
-        Ok(r) if ["Content-Type", "Content-Length"].iter().any(|n| n.eq_ignore_ascii_case(&r.name)) => {
-            let var = r.name.to_ascii_uppercase().replace('-', "_");
-            let why = crate::env_vars::refusal(&format!("RequestHeader {}", r.name), &var, b.in_htaccess());
-            b.warn(&d.origin, why.unwrap_or_default());
-        }
-        Ok(r) => dir.request_headers.push(std::sync::Arc::new(r)),
-        Err(e) => b.error(&d.origin, e),
-    }
-}
-
-pub(crate) fn expires_active(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if let Some(on) = b.on_off(d) {
-        dir.expires_active = Some(on);
-    }
-}
-
-pub(crate) fn expires_by_type(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [t, when] if t.contains('/') => match crate::expires::ExpiresRule::parse(when) {
-            Ok(rule) => dir.expires_by_type.push((t.to_ascii_lowercase(), rule)),
-            Err(e) => b.error(&d.origin, format!("ExpiresByType {t}: {e}")),
-        },
-        _ => b.error(&d.origin, "ExpiresByType takes a MIME type (type/subtype or type/*) and a time (\"access plus 1 month\", A3600, M3600)"),
-    }
-}
-
-pub(crate) fn expires_default(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match d.args.as_slice() {
-        [when] => match crate::expires::ExpiresRule::parse(when) {
-            Ok(rule) => dir.expires_default = Some(rule),
-            Err(e) => b.error(&d.origin, format!("ExpiresDefault: {e}")),
-        },
-        _ => b.error(&d.origin, "ExpiresDefault takes one time, quoted if it has spaces (\"access plus 1 month\", A3600, M3600)"),
-    }
-}
-
-/// Whether `var` may be set or unset by the line `d`; said when not.
-fn may_set_variable(b: &mut Builder, d: &Directive, var: &str) -> bool {
-    match crate::env_vars::refusal(&d.name, var, b.in_htaccess()) {
-        Some(why) => {
-            b.warn(&d.origin, why);
-            false
-        }
-        None => true,
-    }
-}
-
-pub(crate) fn set_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    match crate::env_vars::parse_set_env(&d.args) {
-        Ok(crate::env_vars::EnvAction::Set(var, _)) if !may_set_variable(b, d, &var) => {}
-        Ok(a) => dir.env.push(a),
-        Err(e) => b.error(&d.origin, e),
-    }
-}
-
-pub(crate) fn unset_env(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    if d.args.is_empty() {
-        b.error(&d.origin, "UnsetEnv takes one or more variable names");
-    }
-    for var in &d.args {
-        if may_set_variable(b, d, var) {
-            dir.env.push(crate::env_vars::EnvAction::Unset(var.clone()));
-        }
-    }
-}
-
-pub(crate) fn set_env_if(b: &mut Builder, d: &Directive, dir: &mut DirConfig) {
-    use crate::env_vars::EnvSet;
-    let name = d.name.to_ascii_lowercase();
-    let nocase = name.ends_with("nocase");
-    let browser = name.starts_with("browsermatch");
-    let parsed = if name == "setenvifexpr" { crate::env_vars::SetEnvIf::parse_expr(&d.args, b.in_htaccess) } else { crate::env_vars::SetEnvIf::parse(&d.args, nocase, browser) };
-    match parsed {
-        Ok(mut s) => {
-            s.sets.retain(|set| match set {
-                EnvSet::Set(var, _) | EnvSet::Unset(var) => may_set_variable(b, d, var),
-            });
-            if !s.sets.is_empty() {
-                dir.set_env_if.push(std::sync::Arc::new(crate::env_vars::SetEnvIf { pattern: s.pattern.at(&d.origin), ..s }));
-            }
-        }
-        Err(e) => b.error(&d.origin, format!("{}: {e}", d.name)),
-    }
 }

@@ -3,7 +3,8 @@
 //! file's once per version of the file). The server's and a virtual host's
 //! rules run when the URL is translated; a `<Directory>`'s or an
 //! `.htaccess` file's once the request is mapped to a file, with Apache's
-//! per-directory semantics (see the handler's `rewrite` module).
+//! per-directory semantics: the request half is the handler's `rewrite` module
+//! (on the crate warren-rewrite's engine).
 
 use warren_rewrite::RuleSet;
 
