@@ -163,7 +163,11 @@ impl EventLoop {
             }
             match r.backend.io(&mut r.exchange, &self.site, &mut self.scratch_in) {
                 Ok(Io::Blocked) => return,
-                Ok(Io::Moved) => r.deadline = Instant::now() + r.exchange.gateway.timeout,
+                Ok(Io::Moved) => {
+                    r.deadline = Instant::now() + r.exchange.gateway.timeout;
+                    // What went out of the body makes room for more of it.
+                    pulled |= r.exchange.body_open();
+                }
                 Ok(Io::Still) => {}
                 Err(f) => return self.h2_proxy_failed(idx, f),
             }
