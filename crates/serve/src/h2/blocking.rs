@@ -52,7 +52,7 @@ impl Driver<'_> {
         let mut going_away = false;
         let mut readable = true;
         let mut tunnels = ThreadTunnels::default();
-        loop {
+        'serve: loop {
             let now = Instant::now();
             if !input.is_empty() {
                 let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
@@ -87,8 +87,11 @@ impl Driver<'_> {
                         _ => None,
                     };
                     let ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
-                    let mut body = LiveBody { session: &mut session, ctx, stream, input: &mut input, tasks: &mut tasks, id, length, timeout: stream_timeout, whole: false };
+                    let mut body = LiveBody { session: &mut session, ctx, stream, input: &mut input, tasks: &mut tasks, id, length, timeout: stream_timeout, whole: false, client_gone: false };
                     let resp = task.run_upload(self.site, &mut body);
+                    if body.client_gone {
+                        break 'serve;
+                    }
                     let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
                     session.end_upload(id);
                     session.complete(&mut ctx, id, resp, None);

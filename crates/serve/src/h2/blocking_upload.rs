@@ -41,6 +41,9 @@ pub struct LiveBody<'a, 'c> {
     pub timeout: Duration,
     /// Its end has been handed over: reads give 0.
     pub whole: bool,
+    /// The connection failed or closed while the body was read: the
+    /// driver ends it (the streams still waiting are not run).
+    pub client_gone: bool,
 }
 
 impl LiveBody<'_, '_> {
@@ -118,7 +121,10 @@ impl RequestBody for LiveBody<'_, '_> {
                 // (LimitRequestBody: its 413 is the stream's answer already).
                 Pulled::Gone => return Err(gone("the stream ended before its body")),
             }
-            self.read_connection()?;
+            if let Err(e) = self.read_connection() {
+                self.client_gone = true;
+                return Err(e);
+            }
             self.session.expire_streams(&mut self.ctx, Instant::now(), self.timeout);
         }
     }
