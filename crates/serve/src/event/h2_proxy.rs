@@ -270,6 +270,9 @@ impl EventLoop {
         let Some(h) = self.conns[slot].as_mut().filter(|c| c.generation == generation).and_then(|c| c.h2.as_mut()) else { return };
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
         let mut tasks = Vec::new();
+        // The exchange is over: a body it did not take (it failed before
+        // it began) is not awaited any more.
+        h.session.end_upload(stream);
         h.session.settle_work(&mut ctx, stream, outcome, &mut tasks);
         self.h2_dispatch(slot, generation, &mut tasks);
         self.h2_ready.push(slot);
