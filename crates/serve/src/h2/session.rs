@@ -29,7 +29,7 @@ use warren_mpm::scoreboard::ThreadSlot;
 mod upload;
 mod ws;
 pub use upload::{Pulled, UploadRule};
-pub use ws::WsStream;
+pub use ws::{BackendReadiness, WsStream};
 
 /// How much DATA a stream sends before the next stream has its turn.
 const TURN: usize = 16 * 1024;
