@@ -121,7 +121,7 @@ fn sendcl_still_sends_a_length(mpm: &str) {
 fn slow_backend_shuts_the_window(mpm: &str) {
     let b = start_backend();
     let s = start(mpm, &b, "");
-    const LEN: usize = 24 << 20;
+    const LEN: usize = 32 << 20;
     let id = format!("held-{mpm}");
     let c = Waiting::start(&s, "push", &[&format!("/up/upload?id={id}&hold"), &LEN.to_string()]);
     let read = wait_backend(&b, &format!("/progress?id={id}"), "the backend's first piece", |n| n > 0);
@@ -139,7 +139,9 @@ fn slow_backend_shuts_the_window(mpm: &str) {
             Err(mpsc::RecvTimeoutError::Disconnected) => panic!("client.py ended"),
         }
     }
-    assert!(sent < LEN / 3, "the client sent {sent} of {LEN} bytes while the backend read {read}");
+    // What may wait on the way: the stream window, 64 KB, and the socket
+    // buffers between warren and the backend (at most a few MB each).
+    assert!(sent < LEN / 2, "the client sent {sent} of {LEN} bytes while the backend read {read}");
     backend_says(&b, &format!("/release?id={id}"));
     let answer = Answer(serde_json::from_str(&c.finish(&s)).unwrap());
     assert_eq!(answer.body(), format!("framing=length bytes={LEN} sum={}", sum_of(LEN)), "{}", s.read_log("error.log"));
