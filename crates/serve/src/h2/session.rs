@@ -296,19 +296,21 @@ impl Session {
             Err(e) => return self.body_error(ctx, id, &e),
         };
         let head = self.head(id);
-        // Only an application reads the body, and only once it is whole;
-        // routing off the loop may lead to one. Any other answer goes now,
-        // the body dropped as it comes.
+        // Only an application reads the body: once it is whole, or as it
+        // comes where the driver streams it to an HTTP backend; routing off
+        // the loop may lead to one. Any other answer goes now, the body
+        // dropped as it comes.
         let takes_body = match &outcome {
             Outcome::Gateway(gw) => gw.takes_body(),
             Outcome::OffLoop => true,
             _ => false,
         };
-        let streams = takes_body && head.framing != BodyFraming::None && matches!(&outcome, Outcome::Gateway(gw) if self.streams_upload(gw, head));
-        if streams {
+        let has_body = takes_body && head.framing != BodyFraming::None;
+        if has_body && matches!(&outcome, Outcome::Gateway(gw) if self.streams_upload(gw, head)) {
+            // Its exchange starts now and takes the body as it comes.
             self.stream_mut(id).expect("just added").upload = Some(upload::Upload::default());
             self.settle(ctx, id, outcome, None, tasks);
-        } else if takes_body && head.framing != BodyFraming::None {
+        } else if has_body {
             self.stream_mut(id).expect("just added").state = State::Receiving { then: outcome, spool: Spool::default() };
         } else {
             self.settle(ctx, id, outcome, None, tasks);
