@@ -2,7 +2,8 @@
 //! with Python's `h2` (proxy_h2/client.py) against the backend that
 //! records how each body arrives (proxy_upload/backend.py). Under each
 //! MPM: the first half reaches the backend before the client sends the
-//! second (with its content-length, or chunked when it told none);
+//! second (with its content-length, or chunked when it told none; curl's
+//! body from a pipe too);
 //! `proxy-sendcl` still reads the body whole and sends a length; a backend
 //! that stops reading shuts the stream's window (the client cannot send
 //! its whole body) and the body goes whole once it reads on; a body over
@@ -110,6 +111,31 @@ fn first_half_reaches_the_backend_before_the_second(mpm: &str) {
     }
 }
 
+/// The same with curl (nghttp2) as the client, h2c with prior knowledge,
+/// its body from a pipe (`-T -`, sent as it is read): no length known,
+/// so the backend gets it chunked.
+fn curl_body_from_a_pipe_streams(mpm: &str) {
+    let b = start_backend();
+    let s = start(mpm, &b, "");
+    let id = format!("curl-{mpm}");
+    let mut curl = std::process::Command::new("curl")
+        .args(["-s", "--max-time", "60", "--http2-prior-knowledge", "-X", "POST", "-T", "-", &s.url(&format!("/up/upload?id={id}"))])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run curl");
+    let mut input = curl.stdin.take().unwrap();
+    input.write_all(&[b'x'; 100_000]).unwrap();
+    input.flush().unwrap();
+    wait_backend(&b, &format!("/progress?id={id}"), "curl's first bytes before its last are sent", |n| n > 0);
+    input.write_all(&[b'y'; 100_000]).unwrap();
+    drop(input);
+    let mut out = String::new();
+    curl.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(curl.wait().unwrap().success(), "{out}\n{}", s.read_log("error.log"));
+    assert_eq!(out, format!("framing=chunked bytes=200000 sum={}", 100_000 * (u64::from(b'x') + u64::from(b'y'))));
+}
+
 /// `proxy-sendcl` keeps reading the body whole and sending its length.
 fn sendcl_still_sends_a_length(mpm: &str) {
     let b = start_backend();
@@ -188,4 +214,4 @@ fn stalled_body_is_reset_after_h2streamtimeout(mpm: &str) {
     drop(c);
 }
 
-each_mpm!(first_half_reaches_the_backend_before_the_second, sendcl_still_sends_a_length, slow_backend_shuts_the_window, body_over_the_limit_gets_413, reset_mid_body_closes_the_backend_connection, stalled_body_is_reset_after_h2streamtimeout);
+each_mpm!(first_half_reaches_the_backend_before_the_second, curl_body_from_a_pipe_streams, sendcl_still_sends_a_length, slow_backend_shuts_the_window, body_over_the_limit_gets_413, reset_mid_body_closes_the_backend_connection, stalled_body_is_reset_after_h2streamtimeout);
