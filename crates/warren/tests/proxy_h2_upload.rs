@@ -136,6 +136,20 @@ fn curl_body_from_a_pipe_streams(mpm: &str) {
     assert_eq!(out, format!("framing=chunked bytes=200000 sum={}", 100_000 * (u64::from(b'x') + u64::from(b'y'))));
 }
 
+/// More uploads at once on one connection than its window holds for
+/// waiting streams: each is answered whole (a thread reading one stream's
+/// body while the others' DATA waits unconsumed would starve it of the
+/// connection's window).
+fn parallel_uploads_on_one_connection(mpm: &str) {
+    let b = start_backend();
+    let s = start(mpm, &b, "H2StreamTimeout 120\n");
+    let got = answers(client(&s, "uploads", &["/up/upload?id=many", "8", "300000"]));
+    assert_eq!(got.len(), 8);
+    for answer in got {
+        assert_eq!((answer.status(), answer.body()), (200, format!("framing=length bytes=300000 sum={}", sum_of(300_000))), "{}", s.read_log("error.log"));
+    }
+}
+
 /// `proxy-sendcl` keeps reading the body whole and sending its length.
 fn sendcl_still_sends_a_length(mpm: &str) {
     let b = start_backend();
@@ -214,4 +228,4 @@ fn stalled_body_is_reset_after_h2streamtimeout(mpm: &str) {
     drop(c);
 }
 
-each_mpm!(first_half_reaches_the_backend_before_the_second, curl_body_from_a_pipe_streams, sendcl_still_sends_a_length, slow_backend_shuts_the_window, body_over_the_limit_gets_413, reset_mid_body_closes_the_backend_connection, stalled_body_is_reset_after_h2streamtimeout);
+each_mpm!(first_half_reaches_the_backend_before_the_second, curl_body_from_a_pipe_streams, parallel_uploads_on_one_connection, sendcl_still_sends_a_length, slow_backend_shuts_the_window, body_over_the_limit_gets_413, reset_mid_body_closes_the_backend_connection, stalled_body_is_reset_after_h2streamtimeout);

@@ -45,7 +45,7 @@ impl Driver<'_> {
         let mut tasks = Vec::new();
         let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
         let mut session = super::session(stream, &self.rules, info, upgraded, &mut ctx, &mut tasks);
-        session.set_upload_rule(warren_handler::Site::streams_body_on_thread);
+        session.set_upload_rule(warren_handler::Site::streams_body_on_thread, true);
         let stream_timeout = super::stream_timeout(stream, &self.rules);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut last_progress = Instant::now();

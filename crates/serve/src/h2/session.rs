@@ -229,7 +229,7 @@ pub struct Session {
     /// ([`Session::end_tunnel`]); a reset stream's stays counted until then.
     tunnels: usize,
     /// Which gateways the driver streams a body to ([`Session::set_upload_rule`]).
-    upload_rule: Option<UploadRule>,
+    upload_rule: Option<(UploadRule, bool)>,
 }
 
 impl Session {

@@ -22,6 +22,10 @@ package from PyPI (hyper-h2), cleartext prior knowledge.
                      stream is reset, and /api/x asked as for reset
   push PATH N        a POST of N bytes, printing "SENT n" each time more of
                      it went (as the windows let it), then the JSON line
+  uploads PATH N SIZE
+                     N POST streams at once, each a SIZE-byte body (i % 251)
+                     sent as the windows let it, all of them interleaved;
+                     one JSON line each as for get (PATH gets "&n=I")
   dribble PATH N     N POST streams without content-length, one byte sent on
                      each; prints "OPEN", then another byte on each for every
                      line on standard input, until it closes
@@ -234,6 +238,26 @@ def main():
                 print(f"SENT {reported}", flush=True)
             c.pump()
         c.report(sid)
+    elif a.case == "uploads":
+        n, size = int(a.args[1]), int(a.args[2])
+        body = body_of(size)
+        left = {}
+        for i in range(n):
+            sid = c.request(f"{a.args[0]}&n={i}", "POST", opened=size)
+            left[sid] = body
+        while not all(c.finished(s) for s in left):
+            for sid in left:
+                while left[sid] and not c.finished(sid):
+                    room = min(c.conn.local_flow_control_window(sid), c.conn.max_outbound_frame_size, 16384)
+                    if room <= 0:
+                        break
+                    chunk = left[sid][:room]
+                    c.conn.send_data(sid, chunk, end_stream=len(chunk) == len(left[sid]))
+                    left[sid] = left[sid][room:]
+            c.flush()
+            c.pump()
+        for sid in left:
+            c.report(sid)
     elif a.case == "dribble":
         sids = [c.request(a.args[0], "POST", opened=True) for _ in range(int(a.args[1]))]
         for sid in sids:

@@ -53,14 +53,22 @@ pub enum Pulled {
 }
 
 impl Session {
-    /// Sets which gateways this connection's driver streams a body to.
-    pub fn set_upload_rule(&mut self, rule: UploadRule) {
-        self.upload_rule = Some(rule);
+    /// Sets which gateways this connection's driver streams a body to;
+    /// `one_at_a_time`: a driver that runs the streams' work one after
+    /// another streams one body at a time, the others' read whole (their
+    /// DATA taken at once). Held for a stream whose work waits its turn, a
+    /// streamed body's DATA would keep the connection's window from the one
+    /// being read: a few such uploads at once would starve it.
+    pub fn set_upload_rule(&mut self, rule: UploadRule, one_at_a_time: bool) {
+        self.upload_rule = Some((rule, one_at_a_time));
     }
 
     /// Whether a stream starting with `gw` has its body streamed.
     pub(super) fn streams_upload(&self, gw: &Gateway, head: &RequestHead) -> bool {
-        self.upload_rule.is_some_and(|rule| rule(gw, head))
+        match self.upload_rule {
+            Some((rule, one_at_a_time)) => rule(gw, head) && !(one_at_a_time && self.streams.iter().any(|s| s.upload.is_some())),
+            None => false,
+        }
     }
 
     /// DATA for a stream whose body is relayed as it comes: kept for the
