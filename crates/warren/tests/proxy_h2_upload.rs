@@ -150,6 +150,25 @@ fn parallel_uploads_on_one_connection(mpm: &str) {
     }
 }
 
+/// Under event, where each stream's body is relayed at once: six uploads
+/// to a backend that holds them after their first piece, then two to one
+/// that reads: those two are answered while the six are held (held DATA
+/// gives the connection its window back; only the streams' own windows
+/// stay shut). (A thread of prefork or worker works out one stream after
+/// another: a held one holds those behind it, as under mod_http2 there.)
+#[test]
+fn event_held_uploads_leave_the_connection_its_window() {
+    let b = start_backend();
+    let s = start("event", &b, "");
+    // Each held body is larger than what the sockets to the backend take,
+    // so that its stream's window shuts with DATA held.
+    let got = answers(client(&s, "uploads", &["/up/upload?id=free", "2", "300000", "/up/upload?id=stuck&hold", "6", "16000000"]));
+    for answer in got {
+        assert_eq!((answer.status(), answer.body()), (200, format!("framing=length bytes=300000 sum={}", sum_of(300_000))), "{}", s.read_log("error.log"));
+    }
+    backend_says(&b, "/release?id=stuck");
+}
+
 /// `proxy-sendcl` keeps reading the body whole and sending its length.
 fn sendcl_still_sends_a_length(mpm: &str) {
     let b = start_backend();

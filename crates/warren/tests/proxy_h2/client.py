@@ -22,10 +22,12 @@ package from PyPI (hyper-h2), cleartext prior knowledge.
                      stream is reset, and /api/x asked as for reset
   push PATH N        a POST of N bytes, printing "SENT n" each time more of
                      it went (as the windows let it), then the JSON line
-  uploads PATH N SIZE
+  uploads PATH N SIZE [HELD M HSIZE]
                      N POST streams at once, each a SIZE-byte body (i % 251)
                      sent as the windows let it, all of them interleaved;
-                     one JSON line each as for get (PATH gets "&n=I")
+                     one JSON line each as for get (PATH gets "&n=I"). With
+                     HELD: first M streams to HELD with HSIZE-byte bodies,
+                     sent alike but neither awaited nor reported
   dribble PATH N     N POST streams without content-length, one byte sent on
                      each; prints "OPEN", then another byte on each for every
                      line on standard input, until it closes
@@ -242,10 +244,16 @@ def main():
         n, size = int(a.args[1]), int(a.args[2])
         body = body_of(size)
         left = {}
+        held = int(a.args[4]) if len(a.args) > 4 else 0
+        for i in range(held):
+            hsize = int(a.args[5])
+            left[c.request(f"{a.args[3]}&n={i}", "POST", opened=hsize)] = body_of(hsize)
+        waited = []
         for i in range(n):
             sid = c.request(f"{a.args[0]}&n={i}", "POST", opened=size)
             left[sid] = body
-        while not all(c.finished(s) for s in left):
+            waited.append(sid)
+        while not all(c.finished(s) for s in waited):
             for sid in left:
                 while left[sid] and not c.finished(sid):
                     room = min(c.conn.local_flow_control_window(sid), c.conn.max_outbound_frame_size, 16384)
@@ -256,7 +264,7 @@ def main():
                     left[sid] = left[sid][room:]
             c.flush()
             c.pump()
-        for sid in left:
+        for sid in waited:
             c.report(sid)
     elif a.case == "dribble":
         sids = [c.request(a.args[0], "POST", opened=True) for _ in range(int(a.args[1]))]

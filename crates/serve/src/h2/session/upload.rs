@@ -2,12 +2,14 @@
 //! (mod_proxy_http's streamed body, Apache's default), where the driver
 //! can: the stream's work starts at its head, and its DATA waits in
 //! [`Upload`] until the driver's exchange takes it
-//! ([`Session::take_upload`]). Only then is it credited back to the
-//! client, so the stream's window is the backpressure: a backend that reads
-//! slowly closes the client's window, and warren holds at most that window
-//! plus what the exchange has queued. LimitRequestBody is counted on the
-//! DATA as it comes (413 while the answer has not begun, the stream reset
-//! after); a stream that stops sending is H2StreamTimeout's; the codec
+//! ([`Session::take_upload`]). Only then is the stream's window credited
+//! back to the client, so that window is the backpressure: a backend that
+//! reads slowly closes the client's window, and warren holds at most that
+//! window plus what the exchange has queued. The connection's window is
+//! credited as the DATA comes ([`Connection::hold`](warren_http::h2::Connection::hold)):
+//! one slow backend must not starve the connection's other streams.
+//! LimitRequestBody is counted on the DATA as it comes (413 while the
+//! answer has not begun, the stream reset after); a stream that stops sending is H2StreamTimeout's; the codec
 //! already resets a stream whose DATA disagrees with its content-length.
 //! A body read whole first (`proxy-sendcl`, FastCGI, a gateway the driver
 //! cannot stream to) is the session's spool, as before.
@@ -56,9 +58,8 @@ impl Session {
     /// Sets which gateways this connection's driver streams a body to;
     /// `one_at_a_time`: a driver that runs the streams' work one after
     /// another streams one body at a time, the others' read whole (their
-    /// DATA taken at once). Held for a stream whose work waits its turn, a
-    /// streamed body's DATA would keep the connection's window from the one
-    /// being read: a few such uploads at once would starve it.
+    /// DATA taken at once), so that a stream whose work waits its turn has
+    /// its body come in meanwhile rather than its client held at its window.
     pub fn set_upload_rule(&mut self, rule: UploadRule, one_at_a_time: bool) {
         self.upload_rule = Some((rule, one_at_a_time));
     }
@@ -72,7 +73,7 @@ impl Session {
     }
 
     /// DATA for a stream whose body is relayed as it comes: kept for the
-    /// exchange, not credited back yet. False if `id` is no such stream.
+    /// exchange, its stream's window not credited back yet. False if `id` is no such stream.
     pub(super) fn upload_data(&mut self, ctx: &mut Ctx, id: u32, data: &[u8], end: bool) -> bool {
         let Some(s) = self.stream_mut(id) else { return false };
         let Some(up) = s.upload.as_mut() else { return false };
@@ -80,7 +81,9 @@ impl Session {
         up.ended |= end;
         s.ex.bytes_received += data.len() as u64;
         s.moved = Instant::now();
-        if let Err(e) = received_body_within(s.ex.bytes_received, s.ex.body_limit) {
+        let within = received_body_within(s.ex.bytes_received, s.ex.body_limit);
+        self.codec.hold(id, data.len());
+        if let Err(e) = within {
             self.upload_refused(ctx, id, &e);
         }
         true
