@@ -1,7 +1,10 @@
 //! Attacks on mod_proxy_http's HTTP/2 side. The attacker is an anonymous
 //! HTTP/2 client (Python's `h2`, proxy_h2/client.py) that resets its
 //! streams in a flood or in the middle of their answers, opens answers it
-//! never reads, or sends a body past LimitRequestBody; and a backend gone
+//! never reads, sends a body past LimitRequestBody, dribbles the bodies
+//! of many streams a byte at a time (each relayed to the backend as it
+//! comes), or lies about a body's content-length (more DATA than told, a
+//! request line among it; less, then the end); and a backend gone
 //! bad (the site's own application, or one an attacker took over) that
 //! sends interim answers without end, an interim head over 64 KB, or an
 //! answer head that never ends. Each must cost the attacker's own streams
@@ -15,6 +18,8 @@ mod backend;
 #[path = "proxy_h2/client.rs"]
 #[allow(dead_code)]
 mod h2client;
+#[path = "proxy_upload/fixture.rs"]
+mod fixture;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -23,7 +28,8 @@ use std::time::{Duration, Instant};
 
 use backend::Backend;
 use common::*;
-use h2client::{answers, client, start_endless, Answer, Stalled};
+use fixture::{backend_says, start_backend, wait_backend};
+use h2client::{answers, client, spawn, start_endless, Answer, Stalled};
 
 fn start(mpm: &str, backend: &Backend, extra: &str) -> Server {
     Server::start(mpm, &format!("Protocols h2c http/1.1\nProxyPass /api/ {}/\n{extra}\n", backend.url()))
@@ -95,7 +101,54 @@ fn bad_backend_heads_are_bad_gateways(mpm: &str) {
     assert!(log.contains(&format!("from 127.0.0.1:{head_port}: ")) && log.contains(&format!("from 127.0.0.1:{}: more than 10 interim", backend.port)), "{log}");
 }
 
-each_mpm!(resets_close_every_backend_connection, bodies_past_the_limit_never_reach_the_backend, bad_backend_heads_are_bad_gateways);
+/// Forty streams of one connection, each sending its body a byte at a
+/// time: under event each is relayed on the loop (forty backend
+/// connections, no thread), under prefork and worker the connection's
+/// thread reads one at a time; either way other clients are served, and
+/// once the attacker goes every backend connection it opened is closed,
+/// none kept with part of a body.
+fn dribbling_streams_cost_the_attacker_only(mpm: &str) {
+    let b = start_backend();
+    let s = Server::start(mpm, &format!("Protocols h2c http/1.1\nProxyPass /up/ {}/\nProxyPass /api/ {}/\nStartServers 1\nMaxRequestWorkers 4\n", b.url(), b.url()));
+    let mut dribbler = spawn(&s, "dribble", &["/up/upload?id=drip", "40"]);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(dribbler.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "OPEN");
+    let relayed = if mpm == "event" { 40 } else { 1 };
+    let uploads_seen = || backend_says(&b, "/seen").matches("upload?id=drip").count();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while uploads_seen() < relayed {
+        assert!(Instant::now() < deadline, "{} of {relayed} dribbled bodies reached the backend", uploads_seen());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..3 {
+        dribbler.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    }
+    assert_eq!(answers(client(&s, "get", &["/api/other"]))[0].body(), "hello");
+    let (code, out) = curl(&["--max-time", "20", &s.url("/api/h1")]);
+    assert_eq!((code, String::from_utf8_lossy(&out).as_ref()), (0, "hello"));
+    let _ = dribbler.kill();
+    let _ = dribbler.wait();
+    // Every dribbled body that reached the backend is cut, none kept.
+    let started = uploads_seen() as i64;
+    wait_backend(&b, "/cut", "every dribbled body's connection closed", |n| n == started);
+}
+
+/// A stream sending more DATA than its content-length (a request line
+/// among it) and one ending short of it: each reset (PROTOCOL_ERROR), the
+/// backend never sees a request in the extra bytes, and the connection
+/// serves the next stream.
+fn streams_lying_about_their_length_are_reset(mpm: &str) {
+    let b = start_backend();
+    let s = Server::start(mpm, &format!("Protocols h2c http/1.1\nProxyPass /up/ {}/\nProxyPass /api/ {}/\n", b.url(), b.url()));
+    assert_eq!(client(&s, "lie", &["/up/upload?id=lie"]), ["RESET 1 1", "OK 200"]);
+    let seen = backend_says(&b, "/seen");
+    assert!(!seen.contains("smuggled"), "{seen}");
+    // Neither body was taken whole.
+    assert!(!backend_says(&b, "/progress?id=lie").trim().starts_with("10"), "a lying body reached the backend whole");
+}
+
+each_mpm!(resets_close_every_backend_connection, bodies_past_the_limit_never_reach_the_backend, bad_backend_heads_are_bad_gateways, dribbling_streams_cost_the_attacker_only, streams_lying_about_their_length_are_reset);
 
 /// Under event: one connection's many answers left unread hold neither a
 /// thread nor the loop: other clients, HTTP/2 and HTTP/1.1, are served.

@@ -149,6 +149,14 @@ impl Site {
         gw.takes_body() && head.framing != BodyFraming::None && !gw.buffers_request_body() && Site::http_on_loop(gw, head)
     }
 
+    /// The same for a thread that reads an HTTP/2 stream's body as it
+    /// sends it (any HTTP backend, over TLS or named by host name too),
+    /// except through a balancer (its member is chosen, and may be tried
+    /// again, with the body whole) or into the response cache.
+    pub fn streams_body_on_thread(gw: &Gateway, head: &RequestHead) -> bool {
+        gw.http.is_some() && gw.takes_body() && head.framing != BodyFraming::None && !gw.buffers_request_body() && gw.balanced.is_none() && gw.capture.is_none()
+    }
+
     /// Starts an exchange for the loop whose body is still to come, framed
     /// as the client's (`Content-Length` kept, chunked otherwise): its
     /// pieces are given with [`HttpRelay::push_body`] as they are read. A

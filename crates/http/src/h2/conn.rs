@@ -182,6 +182,9 @@ struct Stream {
     /// reported consumed: given back to the connection if the stream
     /// goes first, so its window never leaks.
     unconsumed: u64,
+    /// The part of `unconsumed` the connection's window has had back
+    /// already ([`Connection::hold`]).
+    held: u64,
     /// content-length's value, which the DATA must add up to (§8.1.1);
     /// Some(0) too when the request has no body.
     expected: Option<u64>,
@@ -340,6 +343,7 @@ impl Connection {
             recv_window,
             recv_owed: 0,
             unconsumed: 0,
+            held: 0,
             expected: Some(0),
             received: 0,
             discard: false,

@@ -38,7 +38,9 @@ impl EventLoop {
         c.stream.note_tls(&self.site, &mut c.info, sb.thread(self.slot, 0));
         let mut tasks = Vec::new();
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
-        let session = crate::h2::session(&c.stream, &self.rules, c.info, upgraded, &mut ctx, &mut tasks);
+        let mut session = crate::h2::session(&c.stream, &self.rules, c.info, upgraded, &mut ctx, &mut tasks);
+        // The loop relays a body to an HTTP backend as it comes (h2_proxy).
+        session.set_upload_rule(warren_handler::Site::streams_body, false);
         let stream_timeout = crate::h2::stream_timeout(&c.stream, &self.rules);
         c.h2 = Some(Box::new(H2Conn { session, going_away: false, last_progress: Instant::now(), stream_timeout }));
         let generation = c.generation;

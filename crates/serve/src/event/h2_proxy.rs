@@ -31,7 +31,8 @@ use warren_http::RequestHead;
 use super::proxy_relay::{Backend, Io};
 use super::{EventLoop, TOKEN_H2_HTTP_UPSTREAM};
 use crate::fastcgi::on_loop::FedByLoop;
-use crate::h2::session::{Ctx, Task, Work};
+use super::proxy_upload::UPLOAD_HIGH;
+use crate::h2::session::{Ctx, Pulled, Task, Work};
 
 /// A stream's exchange with an HTTP backend that the loop drives.
 pub(super) struct H2Proxy {
@@ -65,17 +66,31 @@ impl EventLoop {
     pub(super) fn h2_proxy(&mut self, slot: usize, generation: u64, task: Task) -> Option<Task> {
         let on_loop = match &task.work {
             Work::Gateway(gw, body) => !matches!(body, Some(Spooled::File(..))) && !task.head.is_h2_websocket() && Site::http_on_loop(gw, &task.head),
+            // Site::streams_body, the loop's upload rule, asked http_on_loop.
+            Work::Upload(_) => true,
             _ => false,
         };
         if !on_loop {
             return Some(task);
         }
-        let Task { stream, work: Work::Gateway(gw, body), head, info, dropped, .. } = task else { unreachable!("checked above") };
-        let memory = match &body {
-            Some(Spooled::Memory(b)) => Some(&b[..]),
-            _ => None,
+        let Task { stream, work, head, info, dropped, .. } = task;
+        let made = match work {
+            Work::Gateway(gw, body) => {
+                let memory = match &body {
+                    Some(Spooled::Memory(b)) => Some(&b[..]),
+                    _ => None,
+                };
+                self.site.http_relay(gw, &head, &info, memory)
+            }
+            Work::Upload(gw) => self.site.http_relay_streamed(gw, &head, &info).map(|mut x| {
+                // An HTTP/2 client sends its body within its window
+                // without waiting for a 100: none is awaited.
+                x.continue_anyway();
+                x
+            }),
+            _ => unreachable!("checked above"),
         };
-        let exchange = match self.site.http_relay(gw, &head, &info, memory) {
+        let exchange = match made {
             Ok(x) => x,
             Err((gw, e)) => {
                 let page = self.site.gateway_failed(&gw, &head, &info, &e);
@@ -114,6 +129,7 @@ impl EventLoop {
     /// Relays as far as it goes without blocking.
     fn h2_proxy_drive(&mut self, idx: usize) {
         loop {
+            let mut pulled = false;
             let Some(r) = self.h2_proxies[idx].as_mut() else { return };
             let Some(h) = self.conns.get_mut(r.slot).and_then(Option::as_mut).filter(|c| c.generation == r.generation).and_then(|c| c.h2.as_mut()) else {
                 return self.h2_proxy_end(idx, End::Done);
@@ -128,9 +144,30 @@ impl EventLoop {
             } else if r.dropped.load(Ordering::Relaxed) {
                 return self.h2_proxy_end(idx, End::Done);
             }
+            if r.exchange.body_open() {
+                let room = UPLOAD_HIGH.saturating_sub(r.exchange.request.len() - r.backend.sent);
+                let exchange = &mut r.exchange;
+                match h.session.take_upload(r.stream, room, &mut |d| exchange.push_body(d)) {
+                    Pulled::More(0) => {}
+                    Pulled::More(_) => pulled = true,
+                    Pulled::End(_) => {
+                        exchange.end_body();
+                        pulled = true;
+                    }
+                    Pulled::Gone => return self.h2_proxy_end(idx, End::Done),
+                }
+                if pulled {
+                    // Its credit goes back to the client.
+                    self.h2_ready.push(r.slot);
+                }
+            }
             match r.backend.io(&mut r.exchange, &self.site, &mut self.scratch_in) {
                 Ok(Io::Blocked) => return,
-                Ok(Io::Moved) => r.deadline = Instant::now() + r.exchange.gateway.timeout,
+                Ok(Io::Moved) => {
+                    r.deadline = Instant::now() + r.exchange.gateway.timeout;
+                    // What went out of the body makes room for more of it.
+                    pulled |= r.exchange.body_open();
+                }
                 Ok(Io::Still) => {}
                 Err(f) => return self.h2_proxy_failed(idx, f),
             }
@@ -171,7 +208,7 @@ impl EventLoop {
                     }
                 }
             }
-            if !progress && !r.backend.more_to_read() {
+            if !progress && !pulled && !r.backend.more_to_read() {
                 return;
             }
         }
@@ -205,6 +242,14 @@ impl EventLoop {
     fn h2_proxy_end(&mut self, idx: usize, end: End) {
         let Some(H2Proxy { slot, generation, stream, backend, exchange, head, info, feeding, .. }) = self.h2_proxies[idx].take() else { return };
         self.h2_proxy_count -= 1;
+        if exchange.body_open() {
+            // Answered (or failed) before the whole body came: the rest is
+            // not the backend's; the held part is credited back.
+            if let Some(h) = self.conns[slot].as_mut().filter(|c| c.generation == generation).and_then(|c| c.h2.as_mut()) {
+                h.session.end_upload(stream);
+                self.h2_ready.push(slot);
+            }
+        }
         self.backend_release(backend, &exchange, TOKEN_H2_HTTP_UPSTREAM + idx as u64);
         let End::Failed(e) = end else { return };
         if !feeding {
@@ -225,6 +270,9 @@ impl EventLoop {
         let Some(h) = self.conns[slot].as_mut().filter(|c| c.generation == generation).and_then(|c| c.h2.as_mut()) else { return };
         let mut ctx = Ctx { site: &self.site, logs: &mut self.logs, date: &mut self.date, slot: sb.thread(self.slot, 0) };
         let mut tasks = Vec::new();
+        // The exchange is over: a body it did not take (it failed before
+        // it began) is not awaited any more.
+        h.session.end_upload(stream);
         h.session.settle_work(&mut ctx, stream, outcome, &mut tasks);
         self.h2_dispatch(slot, generation, &mut tasks);
         self.h2_ready.push(slot);
@@ -237,7 +285,7 @@ impl EventLoop {
             return;
         }
         for idx in 0..self.h2_proxies.len() {
-            if self.h2_proxies[idx].as_ref().is_some_and(|r| r.slot == slot && (r.dropped.load(Ordering::Relaxed) || (r.feeding && r.backend.more_to_read()))) {
+            if self.h2_proxies[idx].as_ref().is_some_and(|r| r.slot == slot && (r.dropped.load(Ordering::Relaxed) || r.exchange.body_open() || (r.feeding && r.backend.more_to_read()))) {
                 self.h2_proxy_drive(idx);
             }
         }
@@ -265,7 +313,9 @@ impl EventLoop {
             if r.deadline > now {
                 continue;
             }
-            if r.feeding && h.session.fed(r.stream).is_some_and(|fed| fed.full()) {
+            // A client that holds up its answer or its body is H2StreamTimeout's.
+            let waits_on_body = r.exchange.body_open() && r.backend.connected && r.exchange.request.len() == r.backend.sent;
+            if waits_on_body || (r.feeding && h.session.fed(r.stream).is_some_and(|fed| fed.full())) {
                 r.deadline = now + r.exchange.gateway.timeout;
                 continue;
             }

@@ -5,7 +5,9 @@
 //! [`TOKEN_H2_TUNNEL`] + an index in `h2_tunnels`. Its bytes are moved by
 //! [`Session::pump_tunnel`](crate::h2::session::Session::pump_tunnel)
 //! whenever the backend is ready or the client's connection has moved
-//! (DATA, WINDOW_UPDATE, RST_STREAM): flow control on the stream is the
+//! (DATA, WINDOW_UPDATE, RST_STREAM), the backend read only after an event
+//! for it until a read finds it drained ([`BackendReadiness`], as the
+//! HTTP/1.1 tunnel reads): flow control on the stream is the
 //! backpressure both ways, the connection's other streams go on as usual,
 //! and an idle tunnel holds no thread and no buffer.
 //!
@@ -19,7 +21,7 @@ use warren_handler::proxy_http::tunnel::{End, Tunnel};
 use warren_handler::Response;
 
 use super::{EventLoop, TOKEN_H2_TUNNEL};
-use crate::h2::session::Ctx;
+use crate::h2::session::{BackendReadiness, Ctx};
 
 /// A stream's tunnel to its backend.
 pub(super) struct H2Tunnel {
@@ -31,6 +33,8 @@ pub(super) struct H2Tunnel {
     early: Vec<u8>,
     /// When it is idle past its limit, unless a byte moves before.
     deadline: Instant,
+    /// What the epoll told of the backend's socket.
+    ready: BackendReadiness,
 }
 
 impl EventLoop {
@@ -62,13 +66,18 @@ impl EventLoop {
             return;
         }
         let deadline = Instant::now() + tunnel.idle();
-        self.h2_tunnels[idx] = Some(H2Tunnel { slot, generation, stream, tunnel, early, deadline });
+        // What came before it joined the epoll is read until drained.
+        let ready = BackendReadiness { readable: true, ended: false };
+        self.h2_tunnels[idx] = Some(H2Tunnel { slot, generation, stream, tunnel, early, deadline, ready });
         self.h2_tunnel_drive(idx);
         self.h2_ready.push(slot);
     }
 
     /// The backend's socket is ready (or gone: a read tells).
-    pub(super) fn h2_tunnel_ready(&mut self, idx: usize, _flags: EpollFlags) {
+    pub(super) fn h2_tunnel_ready(&mut self, idx: usize, flags: EpollFlags) {
+        let Some(t) = self.h2_tunnels.get_mut(idx).and_then(Option::as_mut) else { return };
+        let end = EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR;
+        t.ready.told(flags.contains(EpollFlags::EPOLLIN), flags.intersects(end));
         self.h2_tunnel_drive(idx);
     }
 
@@ -78,7 +87,7 @@ impl EventLoop {
             self.h2_tunnel_end(idx, End::Closed("client"));
             return;
         };
-        match h.session.pump_tunnel(t.stream, t.tunnel.backend(), &mut t.early, &mut self.scratch_in) {
+        match h.session.pump_tunnel(t.stream, t.tunnel.backend(), &mut t.ready, &mut t.early, &mut self.scratch_in) {
             Ok(false) => {}
             Ok(true) => {
                 let now = Instant::now();

@@ -37,7 +37,7 @@ use super::proxy_relay::{ProxyRelay, Step};
 use super::EventLoop;
 
 /// At most this much of a client's body waits in the loop for its backend.
-const UPLOAD_HIGH: usize = 64 * 1024;
+pub(super) const UPLOAD_HIGH: usize = 64 * 1024;
 
 /// Why the client's body stopped coming.
 pub(super) enum BodyFailed {

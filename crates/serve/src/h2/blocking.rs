@@ -17,10 +17,11 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use warren_config::LogLevel;
 use warren_handler::ConnInfo;
 use warren_http::h2::Connection;
-use warren_http::RequestHead;
+use warren_http::{BodyFraming, RequestHead};
 
 use super::blocking_ws::ThreadTunnels;
-use super::session::{Ctx, OUTPUT_AHEAD};
+use super::blocking_upload::LiveBody;
+use super::session::{Ctx, Work, OUTPUT_AHEAD};
 use super::write_output;
 use crate::blocking::Driver;
 use crate::client_stream::ClientStream;
@@ -44,13 +45,14 @@ impl Driver<'_> {
         let mut tasks = Vec::new();
         let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
         let mut session = super::session(stream, &self.rules, info, upgraded, &mut ctx, &mut tasks);
+        session.set_upload_rule(warren_handler::Site::streams_body_on_thread, true);
         let stream_timeout = super::stream_timeout(stream, &self.rules);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut last_progress = Instant::now();
         let mut going_away = false;
         let mut readable = true;
         let mut tunnels = ThreadTunnels::default();
-        loop {
+        'serve: loop {
             let now = Instant::now();
             if !input.is_empty() {
                 let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
@@ -70,7 +72,8 @@ impl Driver<'_> {
                 }
             }
             let mut worked = false;
-            for task in tasks.drain(..) {
+            // Streams started while an upload is read wait for the next round.
+            for task in std::mem::take(&mut tasks) {
                 if task.is_dropped() {
                     continue;
                 }
@@ -78,6 +81,22 @@ impl Driver<'_> {
                 self.before_wait();
                 self.slot.set(State::Writing);
                 let id = task.stream;
+                if matches!(task.work, Work::Upload(_)) {
+                    let length = match task.head.framing {
+                        BodyFraming::Length(n) => Some(n),
+                        _ => None,
+                    };
+                    let ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                    let mut body = LiveBody { session: &mut session, ctx, stream, input: &mut input, tasks: &mut tasks, id, length, timeout: stream_timeout, whole: false, client_gone: false };
+                    let resp = task.run_upload(self.site, &mut body);
+                    if body.client_gone {
+                        break 'serve;
+                    }
+                    let mut ctx = Ctx { site: self.site, logs: &mut self.logs, date: &mut self.date, slot: self.slot };
+                    session.end_upload(id);
+                    session.complete(&mut ctx, id, resp, None);
+                    continue;
+                }
                 // A backend's interim answers (H2EarlyHints) go out as they
                 // come, ahead of the answer this thread is still waiting
                 // for; a full socket keeps them queued rather than blocking

@@ -21,7 +21,7 @@ use nix::poll::PollFlags;
 use warren_handler::proxy_http::tunnel::{End, Tunnel};
 use warren_handler::Response;
 
-use super::session::{Ctx, Session, OUTPUT_AHEAD};
+use super::session::{BackendReadiness, Ctx, Session, OUTPUT_AHEAD};
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -81,7 +81,7 @@ impl ThreadTunnels {
                 i += 1;
                 continue;
             }
-            match session.pump_tunnel(t.stream, t.tunnel.backend(), &mut t.early, &mut self.chunk) {
+            match session.pump_tunnel(t.stream, t.tunnel.backend(), &mut BackendReadiness::unknown(), &mut t.early, &mut self.chunk) {
                 Ok(now_moved) => {
                     if now_moved {
                         t.deadline = Instant::now() + t.tunnel.idle();

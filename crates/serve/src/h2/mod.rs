@@ -5,13 +5,15 @@
 //! - [`body_plan`]: a response body given out a piece at a time.
 //! - [`blocking`]: a connection served by one thread (prefork, worker),
 //!   its streams one after another, as Apache's mod_http2 does there;
-//!   [`blocking_ws`]: its RFC 8441 tunnels, polled beside its socket.
+//!   [`blocking_ws`]: its RFC 8441 tunnels, polled beside its socket;
+//!   [`blocking_upload`]: a body relayed to an HTTP backend as it comes.
 //!
 //! The event loop's driver is `crate::event::h2`: an idle HTTP/2
 //! connection costs no thread, and blocking work (FastCGI, listings) runs
 //! on the loop's worker threads.
 
 pub mod blocking;
+pub mod blocking_upload;
 pub mod blocking_ws;
 pub mod body_plan;
 pub mod session;

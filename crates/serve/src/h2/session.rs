@@ -26,8 +26,10 @@ use crate::exchange::{panic_response, Exchange};
 use crate::serve::{self, Carrier, Records, Router, Started};
 use warren_mpm::scoreboard::ThreadSlot;
 
+mod upload;
 mod ws;
-pub use ws::WsStream;
+pub use upload::{Pulled, UploadRule};
+pub use ws::{BackendReadiness, WsStream};
 
 /// How much DATA a stream sends before the next stream has its turn.
 const TURN: usize = 16 * 1024;
@@ -64,6 +66,9 @@ pub struct Task {
 pub enum Work {
     Blocking(Box<dyn FnOnce() -> Response + Send>),
     Gateway(Box<Gateway>, Option<Spooled>),
+    /// An HTTP backend exchange whose body the driver relays as the
+    /// client sends it ([`Session::take_upload`]).
+    Upload(Box<Gateway>),
     /// Routing that runs a site owner's patterns ([`Outcome::OffLoop`]),
     /// then whatever it leads to, with the body read whole if there is one.
     Route(Option<Spooled>),
@@ -84,10 +89,26 @@ impl Task {
     /// As [`Task::run`], a backend's interim answers (103 Early Hints)
     /// handed to `interim` as they come, for the driver to send ahead.
     pub fn run_with_interims(self, site: &Site, interim: &mut dyn FnMut(&Interim)) -> Response {
+        self.run_inner(site, interim, None)
+    }
+
+    /// Runs a [`Work::Upload`] with the stream's body as its driver reads
+    /// it (`body`, which also passes interim answers on).
+    pub fn run_upload(self, site: &Site, body: &mut dyn RequestBody) -> Response {
+        self.run_inner(site, &mut |_| {}, Some(body))
+    }
+
+    fn run_inner(self, site: &Site, interim: &mut dyn FnMut(&Interim), live: Option<&mut dyn RequestBody>) -> Response {
         let Task { work, head, info, timing, .. } = self;
         let resp = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match work {
             Work::Blocking(w) => w(),
             Work::Gateway(gw, body) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head), interim }),
+            Work::Upload(gw) => match live {
+                Some(body) => site.run_gateway(gw, &head, &info, body),
+                // A driver's upload rule names only what it runs with the
+                // body itself; had one come here, it would have no body.
+                None => panic_response(site, &head, &info),
+            },
             Work::Route(body) => match crate::serve::route_on_thread(site, &head, &info) {
                 Outcome::Ready(r) => r,
                 Outcome::Gateway(gw) => site.run_gateway(gw, &head, &info, &mut SpooledBody { body, length: body_length(&head), interim }),
@@ -144,12 +165,17 @@ struct Stream {
     dropped: Option<Arc<AtomicBool>>,
     /// An RFC 8441 WebSocket stream: its DATA is the tunnel's.
     ws: Option<Box<WsStream>>,
+    /// A body relayed as it comes: its DATA waits for the exchange.
+    upload: Option<upload::Upload>,
 }
 
 impl Stream {
     /// Whether what holds the stream up is the client: its body, or its
     /// window (a body a worker thread produces may wait on the application).
     fn waits_on_client(&self) -> bool {
+        if self.upload.as_ref().is_some_and(upload::Upload::waits_on_client) {
+            return true;
+        }
         match &self.state {
             State::Receiving { .. } => true,
             State::Sending(BodyPlan::Channel { .. }) | State::Working => false,
@@ -202,6 +228,8 @@ pub struct Session {
     /// RFC 8441 tunnels opened and not yet ended by the driver
     /// ([`Session::end_tunnel`]); a reset stream's stays counted until then.
     tunnels: usize,
+    /// Which gateways the driver streams a body to ([`Session::set_upload_rule`]).
+    upload_rule: Option<(UploadRule, bool)>,
 }
 
 impl Session {
@@ -211,7 +239,7 @@ impl Session {
             0 => TURN,
             n => TURN.min(n as usize),
         };
-        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn, awaiting_preface: false, tunnels: 0 }
+        Session { codec, info, streams: Vec::new(), events: Vec::new(), served: 0, next_turn: 0, piece: Vec::new(), turn, awaiting_preface: false, tunnels: 0, upload_rule: None }
     }
 
     /// No stream is open on either side: the connection is idle.
@@ -238,7 +266,7 @@ impl Session {
                 Event::Request { stream, head } => self.start(ctx, stream, head, tasks),
                 Event::Refused { stream, error } => self.refuse(ctx, stream, &error),
                 Event::Data { stream, data, end_stream } => {
-                    if self.tunnel_data(stream, &data, end_stream) {
+                    if self.tunnel_data(stream, &data, end_stream) || self.upload_data(ctx, stream, &data, end_stream) {
                         continue;
                     }
                     self.codec.consumed(stream, data.len());
@@ -262,21 +290,27 @@ impl Session {
         let mut info = self.info;
         let Started { exchange: ex, outcome } = serve::start(ctx.site, ctx.slot, head, &mut info, Carrier::Http2, Router::Loop);
         let ws = ex.head.as_ref().is_some_and(RequestHead::is_h2_websocket).then(Box::default);
-        self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now(), dropped: None, ws });
+        self.streams.push(Stream { id, ex, info, state: State::Working, moved: Instant::now(), dropped: None, ws, upload: None });
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(e) => return self.body_error(ctx, id, &e),
         };
         let head = self.head(id);
-        // Only an application reads the body, and only once it is whole;
-        // routing off the loop may lead to one. Any other answer goes now,
-        // the body dropped as it comes.
+        // Only an application reads the body: once it is whole, or as it
+        // comes where the driver streams it to an HTTP backend; routing off
+        // the loop may lead to one. Any other answer goes now, the body
+        // dropped as it comes.
         let takes_body = match &outcome {
             Outcome::Gateway(gw) => gw.takes_body(),
             Outcome::OffLoop => true,
             _ => false,
         };
-        if takes_body && head.framing != BodyFraming::None {
+        let has_body = takes_body && head.framing != BodyFraming::None;
+        if has_body && matches!(&outcome, Outcome::Gateway(gw) if self.streams_upload(gw, head)) {
+            // Its exchange starts now and takes the body as it comes.
+            self.stream_mut(id).expect("just added").upload = Some(upload::Upload::default());
+            self.settle(ctx, id, outcome, None, tasks);
+        } else if has_body {
             self.stream_mut(id).expect("just added").state = State::Receiving { then: outcome, spool: Spool::default() };
         } else {
             self.settle(ctx, id, outcome, None, tasks);
@@ -296,6 +330,7 @@ impl Session {
         let work = match outcome {
             Outcome::Ready(resp) => return self.respond(ctx, id, resp, false, Producer::Here),
             Outcome::Blocking(w) => Work::Blocking(w),
+            Outcome::Gateway(gw) if self.stream_mut(id).is_some_and(|s| s.upload.is_some()) => Work::Upload(gw),
             Outcome::Gateway(gw) => Work::Gateway(gw, body),
             Outcome::OffLoop => Work::Route(body),
         };
@@ -345,7 +380,7 @@ impl Session {
         let mut ex = Exchange::new(None, true, 0);
         ex.raw_line = b"(HTTP/2 request)".to_vec();
         let resp = ctx.site.protocol_error(e.status, &self.info, &e.reason);
-        self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now(), dropped: None, ws: None });
+        self.streams.push(Stream { id, ex, info: self.info, state: State::Working, moved: Instant::now(), dropped: None, ws: None, upload: None });
         self.respond(ctx, id, resp, false, Producer::Here);
     }
 

@@ -12,7 +12,29 @@ package from PyPI (hyper-h2), cleartext prior knowledge.
   seq METHOD:PATH... each asked once the previous one ended, on one
                      connection (a POST with the 4-byte body "body"); one
                      JSON line each as for get
-  post PATH N        a POST with an N-byte body; one JSON line as for get
+  post PATH N [chunked]
+                     a POST with an N-byte body of "x" ("chunked": without
+                     content-length); one JSON line as for get
+  upload PATH N [chunked]
+                     the same (bytes i % 251), sending the first half, then printing "HALF"
+                     and waiting for a line on standard input before the rest
+  uploadreset PATH N the first half as for upload, then (after the line) the
+                     stream is reset, and /api/x asked as for reset
+  push PATH N        a POST of N bytes, printing "SENT n" each time more of
+                     it went (as the windows let it), then the JSON line
+  uploads PATH N SIZE [HELD M HSIZE]
+                     N POST streams at once, each a SIZE-byte body (i % 251)
+                     sent as the windows let it, all of them interleaved;
+                     one JSON line each as for get (PATH gets "&n=I"). With
+                     HELD: first M streams to HELD with HSIZE-byte bodies,
+                     sent alike but neither awaited nor reported
+  dribble PATH N     N POST streams without content-length, one byte sent on
+                     each; prints "OPEN", then another byte on each for every
+                     line on standard input, until it closes
+  lie PATH           content-length 10 and 40 bytes of DATA on one stream
+                     (a request line among them), then 5 bytes ending a
+                     stream that announced 10; prints each stream's reset
+                     code ("RESET a b"), then asks /api/x as for reset
   hinted PATH        asks PATH; prints "HINT status link" as soon as its
                      first interim answer comes (failing if its final answer
                      came first), then one JSON line as for get
@@ -42,6 +64,7 @@ import h2.config
 import h2.connection
 import h2.errors
 import h2.events
+import h2.exceptions
 
 
 class Client:
@@ -59,29 +82,47 @@ class Client:
         if data:
             self.sock.sendall(data)
 
-    def request(self, path, method="GET", body=b""):
+    def request(self, path, method="GET", body=b"", length=True, opened=None):
+        """Opens a stream; a body goes as the windows let it (with its
+        content-length if `length`). `opened`: the stream stays open for a
+        body sent later, its content-length that (True: none told)."""
         sid = self.conn.get_next_available_stream_id()
         headers = [(":method", method), (":scheme", "http"), (":authority", "localhost"), (":path", path)]
-        if body:
+        if body and length:
             headers.append(("content-length", str(len(body))))
-        self.conn.send_headers(sid, headers, end_stream=not body)
-        if body:
-            # The whole body, as the windows let it go.
-            self.pending = (sid, body)
-            self.push_body()
+        if opened is not None and opened is not True:
+            headers.append(("content-length", str(opened)))
+        self.conn.send_headers(sid, headers, end_stream=not body and opened is None)
         self.streams[sid] = {"path": path, "interim": [], "status": None, "fields": {}, "body": b"", "reset": None, "ended": False}
+        if body:
+            self.send_body(sid, body, True)
         self.flush()
         return sid
 
+    def send_body(self, sid, body, end):
+        """Queues `body` on `sid`; it goes as the windows let it."""
+        self.pending = (sid, body, end)
+        self.sent = 0
+        self.push_body()
+
     def push_body(self):
-        sid, body = self.pending
-        while body:
+        sid, body, end = self.pending
+        while body and not self.finished(sid):
             room = min(self.conn.local_flow_control_window(sid), self.conn.max_outbound_frame_size)
             if room <= 0:
                 break
-            self.conn.send_data(sid, body[:room], end_stream=len(body) <= room)
+            try:
+                self.conn.send_data(sid, body[:room], end_stream=end and len(body) <= room)
+            except h2.exceptions.StreamClosedError:
+                # Answered (a 413 ...) and closed before the body's end.
+                body = b""
+                break
+            self.sent += min(room, len(body))
             body = body[room:]
-        self.pending = (sid, body)
+        self.pending = (sid, body, end)
+
+    def body_sent(self):
+        return not self.pending[1] or self.finished(self.pending[0])
 
     def pump(self, ack=True):
         """Reads once and handles what came."""
@@ -114,6 +155,13 @@ class Client:
                 self.push_body()
         self.flush()
 
+    def send_all(self, sid, body, end):
+        """Sends `body` on `sid`, reading what comes until it has all gone."""
+        self.send_body(sid, body, end)
+        self.flush()
+        self.until(self.body_sent)
+
+
     def until(self, done, ack=True):
         while not done():
             self.pump(ack)
@@ -130,6 +178,11 @@ class Client:
         except UnicodeDecodeError:
             s["body"] = len(body)
         print(json.dumps(s), flush=True)
+
+
+def body_of(n):
+    """The bytes backend.py sums: i % 251."""
+    return (bytes(range(251)) * (n // 251 + 1))[:n]
 
 
 def next_request_served(c):
@@ -160,9 +213,79 @@ def main():
             c.until(lambda: c.finished(sid))
             c.report(sid)
     elif a.case == "post":
-        sid = c.request(a.args[0], "POST", b"x" * int(a.args[1]))
+        sid = c.request(a.args[0], "POST", b"x" * int(a.args[1]), length="chunked" not in a.args[2:])
         c.until(lambda: c.finished(sid))
         c.report(sid)
+    elif a.case in ("upload", "uploadreset"):
+        body = body_of(int(a.args[1]))
+        half = len(body) // 2
+        sid = c.request(a.args[0], "POST", opened=True if "chunked" in a.args[2:] else len(body))
+        c.send_all(sid, body[:half], False)
+        print("HALF", flush=True)
+        sys.stdin.readline()
+        if a.case == "uploadreset":
+            c.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+            c.flush()
+            next_request_served(c)
+        else:
+            c.send_all(sid, body[half:], True)
+            c.until(lambda: c.finished(sid))
+            c.report(sid)
+    elif a.case == "push":
+        sid = c.request(a.args[0], "POST", body_of(int(a.args[1])))
+        reported = 0
+        while not c.finished(sid):
+            if c.sent > reported:
+                reported = c.sent
+                print(f"SENT {reported}", flush=True)
+            c.pump()
+        c.report(sid)
+    elif a.case == "uploads":
+        n, size = int(a.args[1]), int(a.args[2])
+        body = body_of(size)
+        left = {}
+        held = int(a.args[4]) if len(a.args) > 4 else 0
+        for i in range(held):
+            hsize = int(a.args[5])
+            left[c.request(f"{a.args[3]}&n={i}", "POST", opened=hsize)] = body_of(hsize)
+        waited = []
+        for i in range(n):
+            sid = c.request(f"{a.args[0]}&n={i}", "POST", opened=size)
+            left[sid] = body
+            waited.append(sid)
+        while not all(c.finished(s) for s in waited):
+            for sid in left:
+                while left[sid] and not c.finished(sid):
+                    room = min(c.conn.local_flow_control_window(sid), c.conn.max_outbound_frame_size, 16384)
+                    if room <= 0:
+                        break
+                    chunk = left[sid][:room]
+                    c.conn.send_data(sid, chunk, end_stream=len(chunk) == len(left[sid]))
+                    left[sid] = left[sid][room:]
+            c.flush()
+            c.pump()
+        for sid in waited:
+            c.report(sid)
+    elif a.case == "dribble":
+        sids = [c.request(a.args[0], "POST", opened=True) for _ in range(int(a.args[1]))]
+        for sid in sids:
+            c.conn.send_data(sid, b"x")
+        c.flush()
+        print("OPEN", flush=True)
+        for _ in sys.stdin:
+            for sid in sids:
+                if not c.finished(sid):
+                    c.conn.send_data(sid, b"x")
+            c.flush()
+    elif a.case == "lie":
+        over = c.request(a.args[0], "POST", opened=10)
+        c.conn.send_data(over, b"0123456789GET /smuggled HTTP/1.1\r\nHost: b\r\n\r\n")
+        under = c.request(a.args[0], "POST", opened=10)
+        c.conn.send_data(under, b"01234", end_stream=True)
+        c.flush()
+        c.until(lambda: c.finished(over) and c.finished(under))
+        print(f"RESET {c.streams[over]['reset']} {c.streams[under]['reset']}", flush=True)
+        next_request_served(c)
     elif a.case == "hinted":
         sid = c.request(a.args[0])
         c.until(lambda: c.streams[sid]["interim"] or c.finished(sid))

@@ -24,6 +24,13 @@ pub fn client(s: &Server, case: &str, args: &[&str]) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
 }
 
+/// client.py's `case` started against `s`, its standard input and output
+/// piped: for the cases that wait on the test (upload, push, dribble),
+/// given 120 s (a deadline: a push of many MB on a busy machine).
+pub fn spawn(s: &Server, case: &str, args: &[&str]) -> Child {
+    python().args([CLIENT, "--port", &s.port.to_string(), "--timeout", "120", case]).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run client.py")
+}
+
 /// client.py `hinted`: asks `path` and returns the first interim answer
 /// as it came ahead of the final one ("103 <link>"); `release` then lets
 /// the backend give its final answer, and the stream's answer follows.

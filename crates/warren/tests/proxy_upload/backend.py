@@ -157,6 +157,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
+    # Many uploads connect at once in the attack tests: a listen queue of
+    # 5 (the default) would drop their SYNs and hold them for seconds.
+    ThreadingHTTPServer.request_queue_size = 128
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print(server.server_address[1], flush=True)

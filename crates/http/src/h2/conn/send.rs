@@ -143,7 +143,23 @@ impl Connection {
         let s = &mut self.streams[i];
         let n = (n as u64).min(s.unconsumed);
         s.unconsumed -= n;
+        let held = n.min(s.held);
+        s.held -= held;
         self.credit_stream(i, n);
+        self.credit_connection(n - held);
+    }
+
+    /// The server keeps `n` body bytes of `stream` for later (a reader
+    /// that takes them at its own pace): the connection's window has them
+    /// back now, the stream's only once they are [`consumed`](Self::consumed).
+    /// So a stream whose reader is slow holds back its own window, not the
+    /// other streams' share of the connection's; what the server keeps is
+    /// then bounded by the streams' windows.
+    pub fn hold(&mut self, stream: u32, n: usize) {
+        let Some(i) = self.find(stream) else { return };
+        let s = &mut self.streams[i];
+        let n = (n as u64).min(s.unconsumed - s.held);
+        s.held += n;
         self.credit_connection(n);
     }
 

@@ -154,6 +154,7 @@ impl Connection {
             recv_window,
             recv_owed: 0,
             unconsumed: 0,
+            held: 0,
             expected,
             received: 0,
             discard,
@@ -210,7 +211,7 @@ impl Connection {
 
     pub(super) fn remove(&mut self, i: usize) {
         let s = self.streams.swap_remove(i);
-        self.credit_connection(s.unconsumed);
+        self.credit_connection(s.unconsumed - s.held);
         if self.streams.is_empty() {
             // An idle connection holds no stream memory.
             self.streams = Vec::new();

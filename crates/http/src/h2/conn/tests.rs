@@ -457,6 +457,37 @@ fn receive_flow_control() {
 }
 
 #[test]
+fn held_data_gives_the_connection_its_window_back() {
+    let mut c = Client::new(H2Limits { initial_window: 60_000, connection_window: 80_000, ..limits() });
+    c.frame(SETTINGS, FLAG_ACK, 0, b"").unwrap();
+    c.headers(1, &post(""), false).unwrap();
+    c.headers(3, &post(""), false).unwrap();
+    for _ in 0..3 {
+        c.data(1, &[0; 16_000], false).unwrap();
+    }
+    c.take();
+    // Kept for a slow reader: the connection's credit at once, not the stream's.
+    c.conn.hold(1, 48_000);
+    assert_eq!(c.take().iter().filter_map(Out::window_update).collect::<Vec<_>>(), [(0, 48_000)]);
+    assert_eq!(c.conn.streams[0].recv_window, 60_000 - 48_000);
+    // Held twice is credited once.
+    c.conn.hold(1, 48_000);
+    assert!(c.take().is_empty());
+    // Taken later: the stream's credit only.
+    c.conn.consumed(1, 40_000);
+    assert_eq!(c.take().iter().filter_map(Out::window_update).collect::<Vec<_>>(), [(1, 40_000)]);
+    // Streams that go with held bytes give back only what was not.
+    c.data(3, &[0; 16_000], false).unwrap();
+    c.conn.hold(3, 6_000);
+    c.take();
+    c.frame(RST_STREAM, 0, 3, &[0, 0, 0, 8]).unwrap();
+    c.frame(RST_STREAM, 0, 1, &[0, 0, 0, 8]).unwrap();
+    c.take();
+    // Credited or owed (under half a window: not yet worth a frame).
+    assert_eq!(c.conn.recv_window + c.conn.recv_owed as i64, 80_000, "every byte credited back once");
+}
+
+#[test]
 fn send_flow_control() {
     let mut c = Client::new(limits());
     c.get(1);

@@ -40,6 +40,55 @@ pub struct WsStream {
     backend_held: bool,
 }
 
+/// What is known of a tunnel backend's socket for reading. The event loop
+/// is told by edge-triggered events, and reads only after one, until a
+/// read finds the socket drained (a short read of a plain socket, unless
+/// the event said the backend closed: its end is read too), so that a
+/// message costs no read that finds nothing, and a pass made for the
+/// client's side (DATA, credit) reads no backend that did not move. A
+/// thread polling the socket reads until WouldBlock ([`BackendReadiness::unknown`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackendReadiness {
+    /// Something may be there to read.
+    pub readable: bool,
+    /// The backend closed or failed: read until the end shows.
+    pub ended: bool,
+}
+
+impl BackendReadiness {
+    /// Nothing told: read until WouldBlock.
+    pub fn unknown() -> BackendReadiness {
+        BackendReadiness { readable: true, ended: true }
+    }
+
+    /// An event came for the backend's socket.
+    pub fn told(&mut self, readable: bool, ended: bool) {
+        self.readable |= readable || ended;
+        self.ended |= ended;
+    }
+
+    /// Reads the backend into `buf` if it may have something: Ok(None)
+    /// when it has not (it is then not read before the next event).
+    fn read(&mut self, backend: &mut dyn TunnelPeer, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        if !self.readable {
+            return Ok(None);
+        }
+        match backend.read_some(buf) {
+            Ok(n) => {
+                if n > 0 && n < buf.len() && !self.ended && backend.drained_by_short_read() {
+                    self.readable = false;
+                }
+                Ok(Some(n))
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.readable = false;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// A stream's response when it is not the tunnel's: a backend (or any
 /// other handler) that answered the WebSocket request with a success but
 /// did not switch protocols is no WebSocket endpoint, and the client must
@@ -138,9 +187,10 @@ impl Session {
 
     /// Moves what can move now between stream `id` and its backend, with
     /// `early` (what the backend sent with its 101) going first and
-    /// `chunk` as the read buffer. Ok(true) if a byte moved; Err when the
+    /// `chunk` as the read buffer; the backend is read as `ready` says.
+    /// Ok(true) if a byte moved; Err when the
     /// tunnel is over (the caller then calls [`Session::end_tunnel`]).
-    pub fn pump_tunnel(&mut self, id: u32, backend: &mut dyn TunnelPeer, early: &mut Vec<u8>, chunk: &mut [u8]) -> Result<bool, End> {
+    pub fn pump_tunnel(&mut self, id: u32, backend: &mut dyn TunnelPeer, ready: &mut BackendReadiness, early: &mut Vec<u8>, chunk: &mut [u8]) -> Result<bool, End> {
         let Some(i) = self.streams.iter().position(|s| s.id == id && matches!(s.state, State::Tunnel)) else {
             return Err(End::Closed("client (RST_STREAM)"));
         };
@@ -191,14 +241,14 @@ impl Session {
                 sent += n as u64;
                 continue;
             }
-            match backend.read_some(&mut chunk[..room]) {
-                Ok(0) => {
+            match ready.read(backend, &mut chunk[..room]) {
+                Ok(None) => break Ok(()),
+                Ok(Some(0)) => {
                     self.codec.send_data(id, &[], true);
                     break Err(End::Closed(if client_ended { "client" } else { "backend" }));
                 }
-                Ok(n) => sent += self.codec.send_data(id, &chunk[..n], false) as u64,
+                Ok(Some(n)) => sent += self.codec.send_data(id, &chunk[..n], false) as u64,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
                 Err(e) => break Err(End::Failed("reading from the backend", e)),
             }
         };
@@ -233,5 +283,98 @@ impl Session {
         if self.stream_mut(id).is_some() {
             self.finish_stream(ctx, id, code.is_some());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsFd, BorrowedFd};
+    use std::os::unix::net::UnixStream;
+
+    use super::*;
+
+    /// A backend's socket whose reads are counted.
+    struct Counted {
+        sock: UnixStream,
+        reads: usize,
+    }
+
+    impl AsFd for Counted {
+        fn as_fd(&self) -> BorrowedFd<'_> {
+            self.sock.as_fd()
+        }
+    }
+
+    impl TunnelPeer for Counted {
+        fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            (&self.sock).read(buf)
+        }
+        fn send_some(&mut self, buf: &[u8]) -> io::Result<usize> {
+            (&self.sock).write(buf)
+        }
+        fn push(&mut self) -> io::Result<bool> {
+            Ok(true)
+        }
+        fn close_write(&mut self) {}
+        fn drained_by_short_read(&self) -> bool {
+            true
+        }
+    }
+
+    /// Reads as a pass does: until the readiness says nothing more is there.
+    fn pass(ready: &mut BackendReadiness, backend: &mut Counted) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        while let Some(n) = ready.read(backend, &mut buf).unwrap() {
+            if n == 0 {
+                got.extend_from_slice(b"<end>");
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    }
+
+    #[test]
+    fn a_backend_is_read_after_its_event_until_a_short_read() {
+        let (near, mut far) = UnixStream::pair().unwrap();
+        near.set_nonblocking(true).unwrap();
+        let mut backend = Counted { sock: near, reads: 0 };
+        // Opened: read until drained (here, at once: WouldBlock).
+        let mut ready = BackendReadiness { readable: true, ended: false };
+        assert_eq!(pass(&mut ready, &mut backend), b"");
+        // A message not told of: a pass for the client's side reads nothing.
+        far.write_all(b"message").unwrap();
+        backend.reads = 0;
+        assert_eq!(pass(&mut ready, &mut backend), b"");
+        assert_eq!(backend.reads, 0);
+        // Told: one read takes it, and no second one finds nothing.
+        ready.told(true, false);
+        assert_eq!(pass(&mut ready, &mut backend), b"message");
+        assert_eq!(backend.reads, 1);
+        // More than a read takes: read on until a short one.
+        far.write_all(&[b'x'; 100]).unwrap();
+        ready.told(true, false);
+        backend.reads = 0;
+        assert_eq!(pass(&mut ready, &mut backend).len(), 100);
+        assert_eq!(backend.reads, 2);
+        // Data and the end in one event: the end behind the data is read too.
+        far.write_all(b"last").unwrap();
+        drop(far);
+        ready.told(true, true);
+        assert_eq!(pass(&mut ready, &mut backend), b"last<end>");
+    }
+
+    #[test]
+    fn unknown_readiness_reads_until_wouldblock() {
+        let (near, mut far) = UnixStream::pair().unwrap();
+        near.set_nonblocking(true).unwrap();
+        let mut backend = Counted { sock: near, reads: 0 };
+        far.write_all(b"message").unwrap();
+        let mut ready = BackendReadiness::unknown();
+        assert_eq!(pass(&mut ready, &mut backend), b"message");
+        assert_eq!(backend.reads, 2, "a thread polling the socket reads until WouldBlock");
     }
 }
