@@ -1,7 +1,8 @@
 //! URL paths -> safe, normalised paths: percent-decoding and dot-segment
 //! removal, with Apache's answers for what must not pass; and
 //! [`beneath`], the one way a directive's or a rule's path is put under
-//! the root it was mapped under, never above it.
+//! the root it was mapped under, never above it; [`file_name`], the
+//! name of the file a request was mapped to.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
