@@ -16,6 +16,8 @@
 #   php          hello.php through one php-fpm pool both share (pm static, 4)
 #   https-100k   the 100 KB file over TLS 1.3, wrk -t1 -c50
 #   h2-100k-tls  the 100 KB file over HTTP/2 and TLS, h2load -t1 -c10 -m10
+#   h2-static-tls  the 45-byte index.html over HTTP/2 and TLS, h2load -t1
+#                -c10 -m100 (compare_h2.sh's h2-static-tls; not by default)
 # Usage: A=path/to/warren B=path/to/warren|nginx bench/ab_cpu.sh
 #        (ROUNDS=3, DURATION=5 seconds a run, PORT=18481 and PORT+1 for TLS,
 #        KEEPALIVE_REQUESTS=100 for every server). Prints each run, then per
@@ -97,6 +99,7 @@ client() {
     php) wrk -t1 -c50 -d"$2s" "$http/hello.php" ;;
     https-100k) wrk -t1 -c50 -d"$2s" "$https/file100k.bin" ;;
     h2-100k-tls) h2load -t1 -c10 -m10 -D "$2" "$https/file100k.bin" ;;
+    h2-static-tls) h2load -t1 -c10 -m100 -D "$2" "$https/index.html" ;;
     *) echo "unknown scenario $1" >&2; exit 1 ;;
     esac 2>/dev/null | awk '/requests in/ { n = $1 } /^requests:/ { n = $8 } /"transactions":/ { sub(/.*"transactions":/, ""); n = $0 + 0 } END { print n + 0 }'
 }

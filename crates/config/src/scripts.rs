@@ -62,8 +62,12 @@ pub const SERVER_WIDE: &[&str] = &["server-status", "metrics", "md-status", "ser
 /// file of, as mod_php runs `application/x-httpd-php` and mod_cgi
 /// `application/x-httpd-cgi`.
 pub fn is_script_type(mime_type: &str) -> bool {
-    let essence = mime_type.split(';').next().unwrap_or("").trim();
-    essence.len() > "application/x-httpd-".len() && essence[.."application/x-httpd-".len()].eq_ignore_ascii_case("application/x-httpd-")
+    const PREFIX: &str = "application/x-httpd-";
+    // Asked of every static file's type: the prefix first, which most
+    // types fail at once; then the essence (before any parameter) must go
+    // on past it.
+    let t = mime_type.trim_start();
+    t.get(..PREFIX.len()).is_some_and(|p| p.eq_ignore_ascii_case(PREFIX)) && !t[PREFIX.len()..].split(';').next().unwrap_or("").trim().is_empty()
 }
 
 /// Apache's handlers that read data files rather than run programs, and
@@ -181,6 +185,10 @@ mod tests {
         assert!(mark_of(&directive("AddType text/html .php"), false).is_none());
         assert!(is_script_type("Application/X-HTTPD-PHP; charset=utf-8"));
         assert!(!is_script_type("application/x-httpd-") && !is_script_type("text/x-php"));
+        assert!(is_script_type("  application/x-httpd-php  ") && is_script_type("application/x-httpd-cgi;x=1"));
+        assert!(!is_script_type("application/x-httpd- ; x=1") && !is_script_type("application/x-httpd-;php") && !is_script_type(""));
+        // A multi-byte character across the prefix's length is no panic.
+        assert!(!is_script_type("applicatión/x-httpd-php") && !is_script_type("text/html"));
     }
 
     #[test]

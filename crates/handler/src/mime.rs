@@ -239,10 +239,14 @@ impl MimeTypes {
         if let Some(forced) = eff.force_type() {
             return Some(forced);
         }
-        let name = String::from_utf8_lossy(file_name);
-        let (_, rest) = split_name(&name);
-        let last = extensions(rest).filter_map(|ext| self.lookup_ext(&lower_case(ext), eff.add_types())).last();
-        last
+        // The last extension that has a type wins: read from the end, on
+        // the bytes (this runs for every static file; a name that is not
+        // UTF-8 reads as `typing`'s lossy copy of it would).
+        let rest = split_name_bytes(file_name).1;
+        rest.rsplit(|&b| b == b'.').filter(|e| !e.is_empty()).find_map(|ext| match std::str::from_utf8(ext) {
+            Ok(ext) => self.lookup_ext(&lower_case(ext), eff.add_types()),
+            Err(_) => self.lookup_ext(&lower_case(&String::from_utf8_lossy(ext)), eff.add_types()),
+        })
     }
 
     /// [`Typing::type_map`] alone, as [`MimeTypes::typing`] finds it: an
@@ -275,6 +279,15 @@ fn split_name(name: &str) -> (&str, &str) {
     match name[skip..].find('.') {
         Some(i) => (&name[..skip + i], &name[skip + i + 1..]),
         None => (name, ""),
+    }
+}
+
+/// [`split_name`] on the bytes of a name.
+fn split_name_bytes(name: &[u8]) -> (&[u8], &[u8]) {
+    let skip = name.iter().position(|&b| b != b'.').unwrap_or(name.len());
+    match name[skip..].iter().position(|&b| b == b'.') {
+        Some(i) => (&name[..skip + i], &name[skip + i + 1..]),
+        None => (name, b""),
     }
 }
 

@@ -184,7 +184,7 @@ impl Site {
     pub(crate) fn type_map(&self, route: &Route) -> Option<Outcome> {
         let Route { req, url, query, fs, dir } = route;
         let req = *req;
-        let name = fs.file_name()?.as_bytes();
+        let name = crate::path::file_name(fs)?;
         if !self.is_type_map(name, dir) {
             return None;
         }

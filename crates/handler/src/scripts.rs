@@ -8,7 +8,6 @@
 //! server-wide handler an `.htaccess` file set are answered 500, with the
 //! line that decided it in the error log.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use warren_config::scripts::is_script_type;
@@ -24,11 +23,15 @@ pub fn refuse_static(site: &Site, req: Request, eff: &Effective, fs: &Path) -> O
     if let Some(r) = refuse_handler(site, req, eff) {
         return Some(r);
     }
-    let name = fs.file_name().map_or(&b""[..], |n| n.as_bytes());
-    let text = String::from_utf8_lossy(name);
-    if let Some(mark) = eff.layers.iter().flat_map(|l| l.scripts.iter()).find(|m| m.covers(&text)) {
-        let why = format!("{}: {} makes {} a script, and no FastCGI handler runs it here: not sent as text", mark.origin, mark.directive, fs.display());
-        return Some(site.error(req, 500, &why));
+    let name = crate::path::file_name(fs).unwrap_or_default();
+    // The name as text only where some line marks scripts.
+    let mut marks = eff.layers.iter().flat_map(|l| l.scripts.iter()).peekable();
+    if marks.peek().is_some() {
+        let text = String::from_utf8_lossy(name);
+        if let Some(mark) = marks.find(|m| m.covers(&text)) {
+            let why = format!("{}: {} makes {} a script, and no FastCGI handler runs it here: not sent as text", mark.origin, mark.directive, fs.display());
+            return Some(site.error(req, 500, &why));
+        }
     }
     let (ctype, by) = match req.pass.forced_type {
         Some(t) => (Some(t), "a rewrite rule's [T=]"),

@@ -270,20 +270,25 @@ impl Site {
         if self.hosts.len() == 1 {
             return 0;
         }
-        let wanted = host.map(|h| {
-            let h = crate::logs::strip_port(h);
-            let h = h.strip_suffix(b".").unwrap_or(h);
-            String::from_utf8_lossy(h).to_ascii_lowercase()
-        });
+        // The name in lower case, made once a virtual host serves the
+        // address (often none does: those on other ports).
+        let mut wanted: Option<Option<String>> = None;
         let mut first = None;
         for (i, h) in self.hosts.iter().enumerate().skip(1) {
             if !h.serves_address(local) {
                 continue;
             }
             first.get_or_insert(i);
-            if let Some(w) = &wanted {
+            let wanted = wanted.get_or_insert_with(|| {
+                host.map(|h| {
+                    let h = crate::logs::strip_port(h);
+                    let h = h.strip_suffix(b".").unwrap_or(h);
+                    String::from_utf8_lossy(h).to_ascii_lowercase()
+                })
+            });
+            if let Some(w) = wanted.as_deref() {
                 let c = &h.config;
-                if c.server_name.as_deref() == Some(w.as_str()) || c.aliases.iter().any(|a| wildcard_match(a, w)) {
+                if c.server_name.as_deref() == Some(w) || c.aliases.iter().any(|a| wildcard_match(a, w)) {
                     return i;
                 }
             }

@@ -38,7 +38,7 @@ fn open(site: &Site, host: usize, path: &Path) -> io::Result<File> {
 /// every Apache configuration denies `^\.ht` (Debian's in apache2.conf),
 /// and users expect it of a server that reads them.
 fn is_access_file(site: &Site, host: usize, fs: &Path) -> bool {
-    fs.file_name().is_some_and(|n| site.is_access_file_name(host, n.as_bytes()))
+    path::file_name(fs).is_some_and(|n| site.is_access_file_name(host, n))
 }
 
 impl Site {

@@ -135,7 +135,9 @@ impl RequestHead {
         wire_len: usize,
     ) -> RequestHead {
         let version = Version::Http2;
-        let mut raw = Vec::with_capacity(64 + method.len() + path.len());
+        // Room for a usual request's fields too: a head is made for every
+        // stream, and growing it took four or five reallocations.
+        let mut raw = Vec::with_capacity(256 + method.len() + path.len());
         raw.extend_from_slice(method);
         let method = 0..raw.len();
         raw.push(b' ');
@@ -145,7 +147,7 @@ impl RequestHead {
         raw.push(b' ');
         raw.extend_from_slice(version.as_str().as_bytes());
         raw.extend_from_slice(b"\r\n");
-        let mut headers = Vec::new();
+        let mut headers = Vec::with_capacity(8);
         let mut push = |raw: &mut Vec<u8>, name: &[u8], value: &[u8]| {
             let n = raw.len();
             raw.extend_from_slice(name);

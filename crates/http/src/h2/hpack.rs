@@ -113,6 +113,19 @@ const STATIC_TABLE: [(&[u8], &[u8]); 61] = [
     (b"www-authenticate", b""),
 ];
 
+/// The static table's entries by the length of their name, a bit for each
+/// (bit 0: the first entry): the encoder looks a name up among these
+/// alone, not through all 61, for every field of every response.
+const STATIC_BY_NAME_LEN: [u64; 28] = {
+    let mut by_len = [0u64; 28];
+    let mut i = 0;
+    while i < STATIC_TABLE.len() {
+        by_len[STATIC_TABLE[i].0.len()] |= 1 << i;
+        i += 1;
+    }
+    by_len
+};
+
 /// One dynamic table entry: name and value in one allocation.
 struct Entry {
     bytes: Box<[u8]>,
@@ -521,7 +534,12 @@ impl Encoder {
     /// and the static table holds none with a value.
     fn find(&self, name: &[u8], value: &[u8], indexing: Indexing) -> Found {
         let mut found = Found::default();
-        for (i, &(n, v)) in STATIC_TABLE.iter().enumerate() {
+        // Only the entries whose name is as long, in the table's order.
+        let mut candidates = STATIC_BY_NAME_LEN.get(name.len()).copied().unwrap_or(0);
+        while candidates != 0 {
+            let i = candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            let (n, v) = STATIC_TABLE[i];
             if n == name {
                 found.name.get_or_insert(i + 1);
                 if v == value {

@@ -64,7 +64,9 @@ impl Connection {
                 kept.push((start..names.len(), value.as_bytes()));
             }
         }
-        let mut block = Vec::new();
+        // Room for the whole block at once: a field takes at most its name,
+        // its value and a few octets of lengths and flags.
+        let mut block = Vec::with_capacity(16 + fields.iter().map(|(n, v)| n.len() + v.len() + 8).sum::<usize>());
         let list = std::iter::once((&b":status"[..], &status[..])).chain(kept.iter().map(|(n, v)| (&names[n.clone()], *v)));
         self.encoder.encode(list, &mut block);
         frame::write_headers(&mut self.out, stream, &block, end_stream, SEND_FRAME_SIZE);

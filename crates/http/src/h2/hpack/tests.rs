@@ -559,3 +559,21 @@ fn random_blocks_never_panic_and_stay_bounded() {
         assert!(whole.table.size <= whole.table.capacity && whole.table.capacity <= 4096);
     }
 }
+
+#[test]
+fn static_lookup_by_name_length_finds_what_a_scan_of_the_table_finds() {
+    // The first entry of the name, and the entry of name and value, as a
+    // scan of all 61 entries in order finds them.
+    let scan = |name: &[u8], value: &[u8]| {
+        let first = STATIC_TABLE.iter().position(|&(n, _)| n == name).map(|i| i + 1);
+        let whole = STATIC_TABLE.iter().position(|&(n, v)| n == name && v == value).map(|i| i + 1);
+        (whole, first)
+    };
+    let encoder = Encoder::new();
+    let mut asked: Vec<(&[u8], &[u8])> = STATIC_TABLE.to_vec();
+    asked.extend([(&b":status"[..], &b"206"[..]), (b":status", b"999"), (b"content-type", b"text/html"), (b"x-unknown", b""), (b"", b""), (b"a-name-longer-than-any-in-the-static-table", b"x")]);
+    for (name, value) in asked {
+        let found = encoder.find(name, value, Indexing::Index);
+        assert_eq!((found.whole, found.name), scan(name, value), "{}: {}", String::from_utf8_lossy(name), String::from_utf8_lossy(value));
+    }
+}
