@@ -96,6 +96,9 @@ pub struct PoolCounters {
     pub peak_child: AtomicU64,
     pub cgroup_limit: AtomicU64,
     pub recycled: AtomicU32,
+    /// The child peak the pool's last run learned, while the count is made
+    /// with it (0: none).
+    pub remembered_peak: AtomicU64,
     /// Requests a php-fpm pool with `pm.max_children auto` is serving now:
     /// warren sends it no more than its count allows (see [`PhpFpmShape::capped`]).
     pub in_flight: AtomicU32,
@@ -584,6 +587,7 @@ impl PoolDispatch for Dispatch {
                     peak_child: c.peak_child.load(Ordering::Relaxed),
                     cgroup_limit: c.cgroup_limit.load(Ordering::Relaxed),
                     recycled: c.recycled.load(Ordering::Relaxed),
+                    remembered_peak: c.remembered_peak.load(Ordering::Relaxed),
                 }
             })
             .collect();

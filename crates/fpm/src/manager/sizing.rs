@@ -13,7 +13,8 @@
 //! Until a pool's peaks are known (it served [`WARM_REQUESTS`], and its
 //! largest child peak has not risen by more than [`STEADY_RISE`] % for
 //! [`STEADY_TIME`] and [`STEADY_REQUESTS`] requests), a child counts as at
-//! least [`PRIOR_PER_CHILD`].
+//! least [`PRIOR_PER_CHILD`], or, when the pool's last run learned its peak
+//! (see `remembered`), as the larger of that peak and what it measures.
 //!
 //! Counts shrink at once: a pool of php-cgi children stops its surplus
 //! idle children; a php-fpm pool (its master runs at the ceiling, see
@@ -37,6 +38,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use super::remembered::InUse;
 use super::Manager;
 use crate::cgroup::PoolCgroups;
 use warren_memory::peak::{peak_of, with_margin, Window, CHILD_MARGIN, REST_MARGIN, WINDOW};
@@ -75,7 +77,7 @@ const GROW_HOLD: Duration = Duration::from_secs(30);
 pub(super) struct AutoSize {
     pub(super) count: u32,
     /// Each pass's largest child peak.
-    peaks: Window,
+    pub(super) peaks: Window,
     changed: Option<Instant>,
     shrunk: Option<Instant>,
     /// When the largest child peak last rose past [`STEADY_RISE`] %: the
@@ -83,15 +85,17 @@ pub(super) struct AutoSize {
     rose: Option<(Instant, u64, u64)>,
     /// The peaks are known (once, for good: a later rise is a larger
     /// measured size, not a reason to go back to the prior).
-    warm: bool,
+    pub(super) warm: bool,
     /// php-fpm children told to go after their request (SIGQUIT) for
     /// having outgrown their count, not to tell them twice.
     recycled: Vec<i32>,
+    /// The peak the pool's last run learned, used for a window from its start.
+    remembered: Option<InUse>,
 }
 
 impl AutoSize {
-    pub(super) fn new() -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new() }
+    pub(super) fn new(remembered: Option<InUse>) -> AutoSize {
+        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new(), remembered }
     }
 }
 
@@ -105,6 +109,10 @@ pub(super) struct Sizing {
     pressure_said: bool,
     /// What the rest (everything under the limit but the auto pools) used, each pass.
     rest: Window,
+    /// Its peak under load in the last run, for a window from the start.
+    rest_remembered: Option<InUse>,
+    /// The limit and the rest's peak this run learned, at the last pass.
+    learned: (u64, u64),
 }
 
 /// A pool's processes measured.
@@ -193,7 +201,11 @@ impl Manager {
         let kept = self.sizing.take().filter(|s| s.directive == directive && directive.is_none());
         self.sizing = Some(match kept {
             Some(s) => s,
-            None => Sizing { budget: Budget::find(directive), directive, next: Instant::now(), measured: None, pressure: false, pressure_said: false, rest: Window::default() },
+            None => {
+                let mut budget = Budget::find(directive);
+                let rest_remembered = self.remembered_rest(budget.read().limit);
+                Sizing { budget, directive, next: Instant::now(), measured: None, pressure: false, pressure_said: false, rest: Window::default(), rest_remembered, learned: (0, 0) }
+            }
         });
         self.make_cgroups();
         self.size_pools(true);
@@ -259,7 +271,8 @@ impl Manager {
         let now = Instant::now();
         let sizing = self.sizing.as_mut().expect("sizing");
         sizing.rest.record(now, rest_now);
-        let rest_peak = sizing.rest.largest(now).unwrap_or(rest_now);
+        let rest_learned = sizing.rest.largest(now).unwrap_or(rest_now);
+        let rest_peak = rest_learned.max(InUse::now(sizing.rest_remembered, now).unwrap_or(0));
         let rest = with_margin(rest_peak, REST_MARGIN);
         let headroom = headroom(reading.limit);
         let available = reading.limit.saturating_sub(headroom + rest);
@@ -272,15 +285,19 @@ impl Manager {
             if let Some(largest) = measured[i].peaks.iter().map(|&(_, _, p)| p).max() {
                 a.peaks.record(now, largest);
             }
-            let peak = a.peaks.largest(now).unwrap_or(0);
-            if a.rose.is_none_or(|(_, _, was)| peak > with_margin(was, STEADY_RISE)) {
-                a.rose = Some((now, accepted, peak));
+            let learned = a.peaks.largest(now).unwrap_or(0);
+            if a.rose.is_none_or(|(_, _, was)| learned > with_margin(was, STEADY_RISE)) {
+                a.rose = Some((now, accepted, learned));
             }
             a.warm = a.warm || peaks_known(a.rose, accepted, now);
-            let warm = a.warm;
+            // The last run's peak, while used, is a known peak: the larger of it and what this run measures.
+            let remembered = InUse::now(a.remembered, now);
+            let warm = a.warm || remembered.is_some();
+            let peak = learned.max(remembered.unwrap_or(0));
+            self.table.counters(i).remembered_peak.store(remembered.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
             let per_child = with_margin(peak, CHILD_MARGIN).max(1 << 20);
             let per_child = if warm { per_child } else { per_child.max(PRIOR_PER_CHILD) };
-            child_peaks.push(peak);
+            child_peaks.push((peak, learned));
             // php-fpm's idle child: at its size now once the peaks are
             // known, a child's figure before (a fresh child is small).
             let spare = self.pools[i].config.runs_php_fpm().then(|| measured[i].spare.filter(|_| warm).unwrap_or(per_child));
@@ -312,7 +329,7 @@ impl Manager {
         figures.pressure.store(u32::from(reading.pressure), std::sync::atomic::Ordering::Relaxed);
         let allowances: u64 = needs.iter().zip(&counts).map(|(n, &c)| n.allowance(c)).sum();
         let slack = available.saturating_sub(allowances);
-        for (((&i, need), &fits), &peak) in auto.iter().zip(&needs).zip(&counts).zip(&child_peaks) {
+        for (((&i, need), &fits), &(peak, learned)) in auto.iter().zip(&needs).zip(&counts).zip(&child_peaks) {
             let c = self.table.counters(i);
             store(&c.per_child, need.serving.per_child);
             store(&c.fixed, need.serving.fixed - need.spare.unwrap_or(0));
@@ -320,7 +337,8 @@ impl Manager {
             store(&c.peak_child, peak);
             let running = measured[i].running;
             let a = self.pools[i].auto.as_mut().expect("an auto pool");
-            let warm = a.warm;
+            let remembered = a.remembered.filter(|r| InUse::now(Some(*r), now).is_some_and(|p| p >= learned));
+            let warm = a.warm || InUse::now(a.remembered, now).is_some();
             let have = a.count;
             // Short of memory: a child fewer than run now, each pass, until it is not.
             let want = match reading.short {
@@ -343,7 +361,9 @@ impl Manager {
                     a.shrunk = Some(now);
                 }
                 let name = &self.pools[i].config.name;
-                let measured_how = if warm {
+                let measured_how = if let Some(r) = remembered {
+                    format!("remembered: peak {} learned by the pool's last run {} ago, the larger of it and this run's so far, {}, for {} s from the start, +{CHILD_MARGIN} %", mb(r.peak), r.age(), mb(learned), WINDOW.as_secs())
+                } else if warm {
                     format!("measured: peak {} over the last {} s, +{CHILD_MARGIN} %", mb(peak), WINDOW.as_secs())
                 } else {
                     format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests and its peak held within {STEADY_RISE} % for {} s; peak so far {}", mb(PRIOR_PER_CHILD), STEADY_TIME.as_secs(), mb(peak))
@@ -360,7 +380,7 @@ impl Manager {
                 // A shrink is a warning: the pool serves fewer at once than it did.
                 let say = |line: &str| if want < have && !first { self.log.warn(line) } else { self.log.notice(line) };
                 say(&format!(
-                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s, +{REST_MARGIN} %; {} now){short}",
+                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s{}, +{REST_MARGIN} %; {} now){short}",
                     if first { String::new() } else { format!(" (was {have})") },
                     mb(need.serving.per_child),
                     mb(reading.limit),
@@ -369,6 +389,7 @@ impl Manager {
                     mb(rest),
                     mb(rest_peak),
                     WINDOW.as_secs(),
+                    if rest_peak > rest_learned { " or remembered from the last run" } else { "" },
                     mb(rest_now),
                 ));
                 // Shown once logged, so that a status page never shows a count the log does not.
@@ -377,6 +398,15 @@ impl Manager {
                 self.table.child_freed(i, i32::MAX);
             }
             self.limit_cgroup(i, need, slack, headroom, &measured[i]);
+        }
+        self.sizing.as_mut().expect("sizing").learned = (reading.limit, rest_learned);
+        self.save_peaks(reading.limit, rest_learned, false);
+    }
+
+    /// The learned peaks written at stop, whatever the last write.
+    pub(super) fn save_peaks_at_stop(&mut self) {
+        if let Some((limit, rest)) = self.sizing.as_ref().map(|s| s.learned) {
+            self.save_peaks(limit, rest, true);
         }
     }
 
