@@ -288,11 +288,12 @@ impl Table {
     }
 
     /// A place among the requests capped php-fpm pool `pool` serves at
-    /// once, if one is free: its count less the idle child php-fpm keeps.
+    /// once, if one is free: as many as its count (its master keeps no
+    /// idle child: `pm = ondemand`).
     /// Some(the holder entry taken, if one was free) when a place is.
     fn take_place(&self, pool: usize) -> Option<Option<usize>> {
         let c = self.counters(pool);
-        let places = c.auto_children.load(Ordering::Acquire).saturating_sub(1).max(1);
+        let places = c.auto_children.load(Ordering::Acquire).max(1);
         c.in_flight.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < places).then_some(n + 1)).ok()?;
         let me = std::process::id() as i32;
         Some(c.holders.iter().position(|h| h.compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed).is_ok()))
