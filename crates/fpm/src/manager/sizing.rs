@@ -18,8 +18,9 @@
 //!
 //! Counts shrink at once: a pool of php-cgi children stops its surplus
 //! idle children; a php-fpm pool (its master runs at the ceiling, see
-//! `table::PhpFpmShape::capped`) is sent fewer requests at once, and its
-//! master stops the children left idle, one a second. When memory is short (the charge within 5 % of the limit, an
+//! `table::PhpFpmShape::capped`) is sent fewer requests at once, and
+//! warren stops its children past the count and the one php-fpm may start
+//! beside it (SIGQUIT, idle ones first). When memory is short (the charge within 5 % of the limit, an
 //! OOM kill, PSI's "full" stalls) a pool shrinks by a child more each
 //! second until it is not. Counts grow only with no pressure and not
 //! within [`GROW_HOLD`] of a shrink made for it; otherwise as soon as the
