@@ -21,14 +21,6 @@ fn figure(line: &str, after: &str) -> f64 {
     rest.split_whitespace().next().unwrap().parse::<f64>().unwrap() * MB
 }
 
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// rss + shmem of process `pid`'s share (Pss_Anon + Pss_Shmem), in bytes.
 fn share(pid: u32) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();

@@ -43,14 +43,6 @@ fn start_with(tag: &str, mpm: &str, limit: u64, conf: &str) -> (MemoryCgroup, Se
     (cgroup, s)
 }
 
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// The first decision's count, once logged.
 fn first_count(s: &Server) -> u32 {
     let log = s.wait_log("error.log", "pm.max_children auto: ");

@@ -8,7 +8,7 @@
 mod common;
 
 use std::os::unix::fs::MetadataExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
@@ -17,14 +17,6 @@ const FAT_PHP: &str = "<?php $a = []; for ($i = 0; $i < 100000; $i++) { $a[] = \
 
 fn pool_conf(php_settings: &str) -> String {
     format!("MemoryBudget 160M\n<Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children auto\n{php_settings}</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Location /server-status>\n    SetHandler server-status\n</Location>\n")
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// The first sizing decision of a server's log.

@@ -1066,3 +1066,12 @@ pub fn php_fpm_fills_its_count(s: &Server) -> (Load, u32) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Polls `done` every 100 ms until it holds; fails naming `what` after `limit`.
+pub fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
