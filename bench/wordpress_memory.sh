@@ -18,7 +18,11 @@
 #
 # Env: N (3), LIMIT (128M), C (50), T (20S), KIT (../shared/wordpress), OUT (/tmp/wp-memory),
 # WARREN (target/release/warren), DB_CNF (a MariaDB config to run instead of the kit's my.cnf, e.g.
-# bench/wordpress_mariadb_64m.cnf for 64M: the kit is copied under $OUT with it).
+# bench/wordpress_mariadb_64m.cnf for 64M: the kit is copied under $OUT with it), KEEP_PEAKS (1:
+# warren's learned pool peaks, <PidFile>.peaks, are kept from one run to the next as across a
+# restart, the batch's first run starting without; 0: every run learns from the 32 MB prior, as
+# before 2026-11-28: the kit's wp-serve.sh removes /tmp/wp-warren at each start, so the kit is
+# copied under $OUT with a wp-serve.sh that keeps the file).
 # Needs the kit's wp-setup.sh to have run once (siege, MariaDB, WP).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,9 +34,17 @@ export WARREN=${WARREN:-$root/target/release/warren}
 cg=${WP_CGROUP:-/sys/fs/cgroup/memory/vps256}
 command -v siege >/dev/null || { echo "siege is missing: run $kit/wp-setup.sh once" >&2; exit 2; }
 mkdir -p "$out"
-if [ -n "${DB_CNF:-}" ]; then
-  # The kit's scripts find my.cnf beside them: a copy with ours.
-  rm -rf "$out/kit"; cp -r "$kit" "$out/kit"; cp "$DB_CNF" "$out/kit/my.cnf"; kit=$out/kit
+if [ -n "${DB_CNF:-}" ] || [ "${KEEP_PEAKS:-1}" = 1 ]; then
+  rm -rf "$out/kit"; cp -r "$kit" "$out/kit"; kit=$out/kit
+fi
+# The kit's scripts find my.cnf beside them: a copy with ours.
+[ -n "${DB_CNF:-}" ] && cp "$DB_CNF" "$kit/my.cnf"
+if [ "${KEEP_PEAKS:-1}" = 1 ]; then
+  # warren's PidFile directory is made afresh at each start: the peaks file is carried over, as a
+  # server's /run directory keeps it across a restart.
+  sed -i 's|^  d=/tmp/wp-warren; rm -rf $d; mkdir -p $d/root$|  d=/tmp/wp-warren; [ -f $d/warren.pid.peaks ] \&\& cp -p $d/warren.pid.peaks /tmp/wp-warren.peaks; rm -rf $d; mkdir -p $d/root; [ -f /tmp/wp-warren.peaks ] \&\& mv /tmp/wp-warren.peaks $d/warren.pid.peaks|' "$kit/wp-serve.sh"
+  grep -q wp-warren.peaks "$kit/wp-serve.sh" || { echo "KEEP_PEAKS: the kit's wp-serve.sh changed: cannot keep the peaks file" >&2; exit 2; }
+  rm -f /tmp/wp-warren/warren.pid.peaks /tmp/wp-warren.peaks
 fi
 
 # OOM kills in the cgroup and in those below it (cgroup v1 counts a kill only in the cgroup whose

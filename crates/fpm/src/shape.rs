@@ -28,8 +28,8 @@ pub struct PoolShape {
 pub struct PhpFpmShape {
     pub terminate_after: Option<Duration>,
     /// `pm.max_children auto`: the master runs at the ceiling, and warren,
-    /// the pool's only client, sends it at most `auto_children - 1`
-    /// requests at once (php-fpm keeps one idle child beside those busy),
+    /// the pool's only client, sends it at most `auto_children` requests
+    /// at once (`pm = ondemand`: no idle child kept beside those busy),
     /// so the count changes without a new master (whose opcache would
     /// start empty, beside the old family until it exits).
     pub capped: bool,

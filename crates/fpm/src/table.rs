@@ -99,6 +99,9 @@ pub struct PoolCounters {
     pub peak_child: AtomicU64,
     pub cgroup_limit: AtomicU64,
     pub recycled: AtomicU32,
+    /// The child peak the pool's last run learned, while the count is made
+    /// with it (0: none).
+    pub remembered_peak: AtomicU64,
     /// Requests a php-fpm pool with `pm.max_children auto` is serving now:
     /// warren sends it no more than its count allows (see [`crate::shape::PhpFpmShape::capped`]).
     pub in_flight: AtomicU32,
@@ -257,11 +260,12 @@ impl Table {
     }
 
     /// A place among the requests capped php-fpm pool `pool` serves at
-    /// once, if one is free: its count less the idle child php-fpm keeps.
+    /// once, if one is free: as many as its count (its master keeps no
+    /// idle child: `pm = ondemand`).
     /// Some(the holder entry taken, if one was free) when a place is.
     fn take_place(&self, pool: usize) -> Option<Option<usize>> {
         let c = self.counters(pool);
-        let places = c.auto_children.load(Ordering::Acquire).saturating_sub(1).max(1);
+        let places = c.auto_children.load(Ordering::Acquire).max(1);
         c.in_flight.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < places).then_some(n + 1)).ok()?;
         let me = std::process::id() as i32;
         Some(c.holders.iter().position(|h| h.compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed).is_ok()))
@@ -556,6 +560,7 @@ impl PoolDispatch for Dispatch {
                     peak_child: c.peak_child.load(Ordering::Relaxed),
                     cgroup_limit: c.cgroup_limit.load(Ordering::Relaxed),
                     recycled: c.recycled.load(Ordering::Relaxed),
+                    remembered_peak: c.remembered_peak.load(Ordering::Relaxed),
                 }
             })
             .collect();

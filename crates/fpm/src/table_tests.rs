@@ -59,16 +59,16 @@ fn a_waiting_request_gets_the_child_given_back() {
 }
 
 #[test]
-fn a_capped_php_fpm_pool_gets_its_count_less_one_at_once() {
+fn a_capped_php_fpm_pool_gets_its_count_at_once() {
     let t = Table::new(None).unwrap();
     let shape = PoolShape { name: "wp".into(), pm: "dynamic", max_children: 1, max_requests: 0, backlog: 8, sockets: vec![PathBuf::from("/tmp/wp.0.sock")], counters: 0, first_slot: 0, php_fpm: Some(PhpFpmShape { terminate_after: None, capped: true }) };
     let t = Arc::new(t.view(vec![shape]));
     t.slot(0, 0).pid.store(100, Ordering::Relaxed);
-    t.counters(0).auto_children.store(3, Ordering::Relaxed);
+    t.counters(0).auto_children.store(2, Ordering::Relaxed);
     let d = Arc::new(Dispatch::new(t.clone(), PathBuf::new()));
     let a = d.try_lease("wp", b"/a").unwrap();
     let b = d.lease("wp", b"/b", Duration::ZERO).unwrap();
-    assert!(d.try_lease("wp", b"/c").is_none(), "3 children: 2 busy and the idle one php-fpm keeps");
+    assert!(d.try_lease("wp", b"/c").is_none(), "2 children, 2 busy (the master keeps no idle child)");
     assert_eq!(d.lease("wp", b"/c", Duration::from_millis(20)).err(), Some(PoolBusy::Timeout));
     let d2 = d.clone();
     let waiter = std::thread::spawn(move || d2.lease("wp", b"/next", Duration::from_secs(30)).is_ok());
@@ -91,8 +91,8 @@ fn a_place_held_by_a_killed_process_is_given_back() {
     let shape = PoolShape { name: "wp".into(), pm: "dynamic", max_children: 1, max_requests: 0, backlog: 8, sockets: vec![PathBuf::from("/tmp/wp.0.sock")], counters: 0, first_slot: 0, php_fpm: Some(PhpFpmShape { terminate_after: None, capped: true }) };
     let t = Arc::new(t.view(vec![shape]));
     t.slot(0, 0).pid.store(100, Ordering::Relaxed);
-    // A count of 2: one request at once.
-    t.counters(0).auto_children.store(2, Ordering::Relaxed);
+    // A count of 1: one request at once.
+    t.counters(0).auto_children.store(1, Ordering::Relaxed);
     let d = Dispatch::new(t.clone(), PathBuf::new());
     // A server process takes the place and is killed with its request
     // under way: its lease is never dropped.

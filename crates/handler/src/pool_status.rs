@@ -71,6 +71,7 @@ pub fn respond(host: usize, st: &PoolStatus, query: &[u8], now: u64) -> Response
             ("memory cgroups", m.cgroups.to_string(), true),
             ("memory cgroup limit", p.cgroup_limit.to_string(), false),
             ("large children replaced", p.recycled.to_string(), false),
+            ("memory remembered peak", p.remembered_peak.to_string(), false),
         ]);
     }
     let procs: Vec<Vec<(&str, String, bool)>> = st

@@ -235,7 +235,7 @@ impl Parent {
         let pools = if site.settings.pools.is_empty() {
             None
         } else {
-            let mut m = make_manager(&site.settings.pools, server_user(&site.settings), site.settings.memory_budget, site.error_log.clone()).map_err(std::io::Error::other)?;
+            let mut m = make_manager(&site.settings.pools, server_user(&site.settings), site.settings.memory_budget, site.settings.pid_file.as_deref(), site.error_log.clone()).map_err(std::io::Error::other)?;
             m.set_user_pools(warren_config::mass::RuntimeUsers::of(&site.settings));
             let _ = site.pools.set(m.dispatch());
             Some(m)

@@ -129,6 +129,9 @@ pub struct PoolMemory {
     /// Children replaced after their request for having outgrown what a
     /// child was counted at.
     pub recycled: u32,
+    /// The child peak the pool's last run learned, kept across the restart,
+    /// while the count is made with it (0: not remembered).
+    pub remembered_peak: u64,
 }
 
 #[derive(Debug, Default)]

@@ -17,8 +17,9 @@ use crate::{ManagerLog, PoolDispatch};
 /// sockets and the shared table, no children yet. The sockets are the
 /// server children's (`server`'s account, when warren is root); each
 /// pool's children run as its `User`, else as `server`. `memory_budget`:
-/// MemoryBudget, for pools with pm.max_children auto.
-pub type MakeManager = fn(pools: &[PoolConfig], server: ServerUser, memory_budget: Option<u64>, log: Arc<dyn ManagerLog>) -> Result<Box<dyn ProcessManager>, String>;
+/// MemoryBudget, for pools with pm.max_children auto, whose learned peaks
+/// are kept beside `pid_file`.
+pub type MakeManager = fn(pools: &[PoolConfig], server: ServerUser, memory_budget: Option<u64>, pid_file: Option<&std::path::Path>, log: Arc<dyn ManagerLog>) -> Result<Box<dyn ProcessManager>, String>;
 
 /// The server's `User` and `Group` as configured: a pool without `User`
 /// runs as them.

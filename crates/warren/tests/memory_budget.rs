@@ -21,14 +21,6 @@ fn figure(line: &str, after: &str) -> f64 {
     rest.split_whitespace().next().unwrap().parse::<f64>().unwrap() * MB
 }
 
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// rss + shmem of process `pid`'s share (Pss_Anon + Pss_Shmem), in bytes.
 fn share(pid: u32) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
@@ -103,7 +95,7 @@ fn php_fpm_pool_grows_under_load_with_one_master(mpm: &str) {
     dir.write("htdocs/hello.php", "<?php echo 'hello';");
     dir.write("htdocs/slow.php", SLOW_PHP);
     let conf = format!(
-        "MemoryBudget 96M\n<Pool www>\n    Command {}\n    User nobody\n    Group nogroup\n    pm = dynamic\n    pm.max_children = auto\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Location /server-status>\n    SetHandler server-status\n</Location>\n",
+        "MemoryBudget 48M\n<Pool www>\n    Command {}\n    User nobody\n    Group nogroup\n    pm = dynamic\n    pm.max_children = auto\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Location /server-status>\n    SetHandler server-status\n</Location>\n",
         php_fpm_binary().display()
     );
     let s = Server::start_in(dir, mpm, &conf);
@@ -123,11 +115,59 @@ fn php_fpm_pool_grows_under_load_with_one_master(mpm: &str) {
     // logged before it is shown), and no more.
     let (slow, filled) = php_fpm_fills_its_count(&s);
     let st = status_auto(&s);
-    assert_eq!(st.get("MemoryBudget").map(String::as_str), Some("100663296"), "{st:?}");
+    assert_eq!(st.get("MemoryBudget").map(String::as_str), Some("50331648"), "{st:?}");
     assert_eq!(st.get("PoolMaxChildren-www").and_then(|v| v.parse::<u32>().ok()), Some(filled), "{st:?}");
     let (_, failures) = slow.finish();
     assert!(failures.is_empty(), "{failures:?}\n{}", s.read_log("error.log"));
     assert_eq!(php_fpm_masters(&s), vec![first], "the pool grew without a new master");
+}
+
+/// A page that says how many requests of it were under way at once: each
+/// marks itself in `running/` (a directory the pool's user may write) for
+/// 300 ms and counts the marks it sees.
+const AT_ONCE_PHP: &str = "<?php $d = __DIR__ . '/../running'; $f = \"$d/\" . getmypid(); touch($f); usleep(300000); $n = count(glob(\"$d/*\")); unlink($f); echo \"at once: $n\";";
+
+/// A php-fpm pool's count of N is N requests at once: its master keeps
+/// no idle child beside them (`pm = ondemand`), so warren lets all N in.
+fn php_fpm_count_is_requests_at_once(mpm: &str) {
+    let dir = TempDir::new(&format!("auto-fpm-at-once-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/hello.php", "<?php echo 'hello';");
+    dir.write("htdocs/at_once.php", AT_ONCE_PHP);
+    let running = dir.0.join("running");
+    std::fs::create_dir(&running).unwrap();
+    std::fs::set_permissions(&running, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let conf = format!(
+        "MemoryBudget 48M\n<Pool www>\n    Command {}\n    User nobody\n    Group nogroup\n    pm.max_children auto\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n",
+        php_fpm_binary().display()
+    );
+    let s = Server::start_in(dir, mpm, &conf);
+    let load = start_load_on(s.port, 3, "/hello.php", |b| b.ends_with(b"hello"));
+    wait_for("a measured decision", Duration::from_secs(40), || s.read_log("error.log").contains("(measured:"));
+    let (_, failures) = load.finish();
+    assert!(failures.is_empty(), "{failures:?}");
+    let count = auto_decisions(&s.read_log("error.log")).last().unwrap().0;
+    assert!((2..=28).contains(&count), "a count the test's clients can fill ({count})");
+    // Rounds of more clients than the count, all at once, until one saw
+    // the count (the server's children may need a few rounds to be there
+    // for them all); none ever sees more than a count decided.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut most, mut count, mut largest) = (0, count, count);
+    while most < count {
+        assert!(Instant::now() < deadline, "requests under way at once with a count of {count}: at most {most}");
+        let clients: Vec<_> = (0..count + 3).map(|_| get_in_thread(s.port, "/at_once.php", Duration::from_secs(30))).collect();
+        for c in clients {
+            let r = c.join().unwrap();
+            let text = r.text();
+            let n: u32 = text.strip_prefix("at once: ").and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("{} {text}", r.status));
+            most = most.max(n);
+        }
+        // A page of another size may move the count: the one in force is the aim.
+        let decisions = auto_decisions(&s.read_log("error.log"));
+        count = decisions.last().unwrap().0;
+        largest = largest.max(decisions.iter().map(|d| d.0).max().unwrap());
+        assert!(most <= largest, "{most} requests under way at once with counts of at most {largest}");
+    }
 }
 
 /// `MaxRequestWorkers auto`: the server's children are measured and capped
@@ -170,4 +210,4 @@ fn decisions_of_workers(log: &str) -> usize {
     log.lines().filter_map(|l| l.split("MaxRequestWorkers auto: ").nth(1)?.split(": ").nth(1)?.split(' ').next()?.parse().ok()).max().unwrap_or(0)
 }
 
-each_mpm!(php_cgi_pool_is_sized_in_a_memory_cgroup, php_fpm_pool_grows_under_load_with_one_master, server_children_are_capped_by_the_budget);
+each_mpm!(php_cgi_pool_is_sized_in_a_memory_cgroup, php_fpm_pool_grows_under_load_with_one_master, php_fpm_count_is_requests_at_once, server_children_are_capped_by_the_budget);

@@ -28,6 +28,7 @@ use crate::output::Output;
 mod php_fpm;
 mod process_manager;
 mod php_ini;
+mod remembered;
 mod sizing;
 mod setup;
 mod user_pools;
@@ -99,6 +100,12 @@ pub struct Manager {
     server: ServerUser,
     /// Users' pools made as requests ask (UserDir), if any host makes them.
     user_pools: Option<user_pools::UserPools>,
+    /// The auto pools' learned peaks kept across restarts (beside the
+    /// PidFile): the file, what it holds, and what is to be written to it.
+    peaks_file: Option<PathBuf>,
+    peaks: remembered::Peaks,
+    peaks_saved: Option<std::time::Instant>,
+    peaks_failed: bool,
 }
 
 fn now_secs() -> u64 {
@@ -118,7 +125,8 @@ impl Manager {
     /// server children's (`server`'s account, when warren is root); each
     /// pool's children run as its `User`, else as `server`. `memory_budget`:
     /// MemoryBudget, for pools with pm.max_children auto.
-    pub fn new(pools: &[PoolConfig], server: ServerUser, memory_budget: Option<u64>, log: Arc<dyn ManagerLog>) -> Result<Manager, String> {
+    /// `pid_file`: the auto pools' learned peaks are kept beside it.
+    pub fn new(pools: &[PoolConfig], server: ServerUser, memory_budget: Option<u64>, pid_file: Option<&Path>, log: Arc<dyn ManagerLog>) -> Result<Manager, String> {
         let owner = owner_of(&server)?;
         let (dir, dir_fd) = make_socket_dir(owner.map(|(_, g)| g))?;
         let (wake_read, wake_write) =
@@ -142,7 +150,14 @@ impl Manager {
             cgroups: None,
             server: server.clone(),
             user_pools: None,
+            peaks_file: pid_file.map(remembered::peaks_path),
+            peaks: remembered::Peaks::default(),
+            peaks_saved: None,
+            peaks_failed: false,
         };
+        if pools.iter().any(|p| p.max_children_auto) {
+            m.load_peaks();
+        }
         let mut shapes = Vec::new();
         for p in pools {
             let creds = credentials(p, &server).map_err(|e| format!("<Pool {}>: {e}", p.name))?;
@@ -205,7 +220,7 @@ impl Manager {
         let php_fpm = p.runs_php_fpm().then_some(PhpFpmShape { terminate_after: p.request_terminate_timeout, capped: p.max_children_auto });
         let shape = PoolShape { name: p.name.clone(), pm: pm_name(p.pm), max_children: n, max_requests: p.max_requests, backlog: p.listen_backlog, sockets, counters, first_slot, php_fpm };
         let output = Output::new().map_err(|e| format!("<Pool {}>: cannot make a pipe for its output: {e}", p.name))?;
-        let auto = p.max_children_auto.then(AutoSize::new);
+        let auto = p.max_children_auto.then(|| AutoSize::new(self.remembered_peak(p)));
         c.auto_children.store(0, Ordering::Relaxed);
         c.recycled.store(0, Ordering::Relaxed);
         c.cgroup_limit.store(0, Ordering::Relaxed);
@@ -736,6 +751,7 @@ impl Manager {
 
     /// Stops every child: TERM, then KILL after `wait`.
     pub fn stop(&mut self, wait: Duration) {
+        self.save_peaks_at_stop();
         let all: Vec<i32> = self.runs().flat_map(|p| p.children.keys().copied()).collect();
         for &pid in &all {
             let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);

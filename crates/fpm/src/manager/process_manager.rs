@@ -2,6 +2,7 @@
 //! the [`warren_pool_api::MakeManager`] the binary hands to the parent.
 
 use std::os::fd::BorrowedFd;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +15,8 @@ use super::Manager;
 
 impl Manager {
     /// [`Manager::new`], boxed as the parent holds it.
-    pub fn make(pools: &[PoolConfig], server: ServerUser, memory_budget: Option<u64>, log: Arc<dyn ManagerLog>) -> Result<Box<dyn ProcessManager>, String> {
-        Ok(Box::new(Manager::new(pools, server, memory_budget, log)?))
+    pub fn make(pools: &[PoolConfig], server: ServerUser, memory_budget: Option<u64>, pid_file: Option<&Path>, log: Arc<dyn ManagerLog>) -> Result<Box<dyn ProcessManager>, String> {
+        Ok(Box::new(Manager::new(pools, server, memory_budget, pid_file, log)?))
     }
 }
 

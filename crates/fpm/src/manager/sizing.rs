@@ -13,12 +13,14 @@
 //! Until a pool's peaks are known (it served [`WARM_REQUESTS`], and its
 //! largest child peak has not risen by more than [`STEADY_RISE`] % for
 //! [`STEADY_TIME`] and [`STEADY_REQUESTS`] requests), a child counts as at
-//! least [`PRIOR_PER_CHILD`].
+//! least [`PRIOR_PER_CHILD`], or, when the pool's last run learned its peak
+//! (see `remembered`), as the larger of that peak and what it measures.
 //!
 //! Counts shrink at once: a pool of php-cgi children stops its surplus
 //! idle children; a php-fpm pool (its master runs at the ceiling, see
-//! `shape::PhpFpmShape::capped`) is sent fewer requests at once, and its
-//! master stops the children left idle, one a second. When memory is short (the charge within 5 % of the limit, an
+//! `shape::PhpFpmShape::capped`) is sent fewer requests at once, and
+//! warren stops its children past the count and the one php-fpm may start
+//! beside it (SIGQUIT, idle ones first). When memory is short (the charge within 5 % of the limit, an
 //! OOM kill, PSI's "full" stalls) a pool shrinks by a child more each
 //! second until it is not. Counts grow only with no pressure and not
 //! within [`GROW_HOLD`] of a shrink made for it; otherwise as soon as the
@@ -37,6 +39,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use super::remembered::InUse;
 use super::Manager;
 use crate::cgroup::PoolCgroups;
 use warren_memory::peak::{peak_of, with_margin, Window, CHILD_MARGIN, REST_MARGIN, WINDOW};
@@ -75,7 +78,7 @@ const GROW_HOLD: Duration = Duration::from_secs(30);
 pub(super) struct AutoSize {
     pub(super) count: u32,
     /// Each pass's largest child peak.
-    peaks: Window,
+    pub(super) peaks: Window,
     changed: Option<Instant>,
     shrunk: Option<Instant>,
     /// When the largest child peak last rose past [`STEADY_RISE`] %: the
@@ -83,15 +86,17 @@ pub(super) struct AutoSize {
     rose: Option<(Instant, u64, u64)>,
     /// The peaks are known (once, for good: a later rise is a larger
     /// measured size, not a reason to go back to the prior).
-    warm: bool,
+    pub(super) warm: bool,
     /// php-fpm children told to go after their request (SIGQUIT) for
     /// having outgrown their count, not to tell them twice.
     recycled: Vec<i32>,
+    /// The peak the pool's last run learned, used for a window from its start.
+    remembered: Option<InUse>,
 }
 
 impl AutoSize {
-    pub(super) fn new() -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new() }
+    pub(super) fn new(remembered: Option<InUse>) -> AutoSize {
+        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new(), remembered }
     }
 }
 
@@ -105,6 +110,10 @@ pub(super) struct Sizing {
     pressure_said: bool,
     /// What the rest (everything under the limit but the auto pools) used, each pass.
     rest: Window,
+    /// Its peak under load in the last run, for a window from the start.
+    rest_remembered: Option<InUse>,
+    /// The limit and the rest's peak this run learned, at the last pass.
+    learned: (u64, u64),
 }
 
 /// A pool's processes measured.
@@ -119,44 +128,34 @@ struct Measured {
     used: u64,
     /// Children running (a php-fpm master's, for a php-fpm pool).
     running: u32,
-    /// A php-fpm pool's children's anonymous memory now, on average:
-    /// what the idle child php-fpm keeps costs (None: a php-cgi pool, or
-    /// no child yet).
+    /// A php-fpm pool's children's anonymous memory now, on average (None:
+    /// a php-cgi pool, or no child yet): what the child php-fpm may start
+    /// beside the count costs (see [`ondemand_extra`]).
     spare: Option<u64>,
 }
 
-/// What an auto pool's count is made from: `fit`'s figures for the
-/// children that serve requests at once (its fixed part holding the
-/// idle child's share) and, for a php-fpm pool, the idle
-/// child php-fpm keeps beside them (`pm.min_spare_servers`), counted at
-/// its size now, not at a child's peak: it serves nothing while it is the
-/// idle one, and its request's memory was given back when it ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Need {
-    serving: PoolNeeds,
-    spare: Option<u64>,
+/// What a php-fpm pool counts for the one child its master may run beside
+/// its count: `pm = ondemand` starts a child when a request arrives while
+/// none is waiting in accept, and the child that served the last request
+/// may still be finishing it (its answer sent, PHP's request shutdown not
+/// done), so under load a count of N is N requests at once and N or N + 1
+/// children. That child is counted at the children's size now, not at a
+/// child's peak: it serves one of the N requests while another child
+/// finishes, and an idle child has given its request's memory back.
+fn ondemand_extra(measured: &Measured) -> u64 {
+    measured.spare.unwrap_or(0)
 }
 
-impl Need {
-    /// The count (children, the idle one included) from `serving` children at once.
-    fn count(&self, serving: u32) -> u32 {
-        serving + u32::from(self.spare.is_some())
-    }
-
-    /// What `count` children of the pool are counted at.
-    fn allowance(&self, count: u32) -> u64 {
-        let serving = count.saturating_sub(u32::from(self.spare.is_some())).max(1);
-        self.serving.fixed + self.serving.per_child * u64::from(serving)
-    }
+/// What `count` children of a pool with `needs` are counted at.
+fn allowance(needs: &PoolNeeds, count: u32) -> u64 {
+    needs.fixed + needs.per_child * u64::from(count.max(1))
 }
 
 /// The counts that fit in `available`, and those that fit with a quarter
 /// of the largest child to spare (for [`settle`]).
-fn counts_in(available: u64, needs: &[Need]) -> (Vec<u32>, Vec<u32>) {
-    let serving: Vec<PoolNeeds> = needs.iter().map(|n| n.serving).collect();
-    let room = serving.iter().map(|n| n.per_child / 4).max().unwrap_or(0);
-    let counts = |available: u64| fit(available, &serving).into_iter().zip(needs).map(|(n, need)| need.count(n)).collect();
-    (counts(available), counts(available.saturating_sub(room)))
+fn counts_in(available: u64, needs: &[PoolNeeds]) -> (Vec<u32>, Vec<u32>) {
+    let room = needs.iter().map(|n| n.per_child / 4).max().unwrap_or(0);
+    (fit(available, needs), fit(available.saturating_sub(room), needs))
 }
 
 /// The count to keep, from the one in force (`have`), what fits
@@ -193,7 +192,11 @@ impl Manager {
         let kept = self.sizing.take().filter(|s| s.directive == directive && directive.is_none());
         self.sizing = Some(match kept {
             Some(s) => s,
-            None => Sizing { budget: Budget::find(directive), directive, next: Instant::now(), measured: None, pressure: false, pressure_said: false, rest: Window::default() },
+            None => {
+                let mut budget = Budget::find(directive);
+                let rest_remembered = self.remembered_rest(budget.read().limit);
+                Sizing { budget, directive, next: Instant::now(), measured: None, pressure: false, pressure_said: false, rest: Window::default(), rest_remembered, learned: (0, 0) }
+            }
         });
         self.make_cgroups();
         self.size_pools(true);
@@ -259,12 +262,14 @@ impl Manager {
         let now = Instant::now();
         let sizing = self.sizing.as_mut().expect("sizing");
         sizing.rest.record(now, rest_now);
-        let rest_peak = sizing.rest.largest(now).unwrap_or(rest_now);
+        let rest_learned = sizing.rest.largest(now).unwrap_or(rest_now);
+        let rest_peak = rest_learned.max(InUse::now(sizing.rest_remembered, now).unwrap_or(0));
         let rest = with_margin(rest_peak, REST_MARGIN);
         let headroom = headroom(reading.limit);
         let available = reading.limit.saturating_sub(headroom + rest);
         let mut needs = Vec::new();
         let mut child_peaks = Vec::new();
+        let mut extras = Vec::new();
         for &i in &auto {
             self.recycle_outgrown(i, &measured[i]);
             let accepted = self.table.counters(i).accepted.load(std::sync::atomic::Ordering::Relaxed);
@@ -272,20 +277,22 @@ impl Manager {
             if let Some(largest) = measured[i].peaks.iter().map(|&(_, _, p)| p).max() {
                 a.peaks.record(now, largest);
             }
-            let peak = a.peaks.largest(now).unwrap_or(0);
-            if a.rose.is_none_or(|(_, _, was)| peak > with_margin(was, STEADY_RISE)) {
-                a.rose = Some((now, accepted, peak));
+            let learned = a.peaks.largest(now).unwrap_or(0);
+            if a.rose.is_none_or(|(_, _, was)| learned > with_margin(was, STEADY_RISE)) {
+                a.rose = Some((now, accepted, learned));
             }
             a.warm = a.warm || peaks_known(a.rose, accepted, now);
-            let warm = a.warm;
+            // The last run's peak, while used, is a known peak: the larger of it and what this run measures.
+            let remembered = InUse::now(a.remembered, now);
+            let warm = a.warm || remembered.is_some();
+            let peak = learned.max(remembered.unwrap_or(0));
+            self.table.counters(i).remembered_peak.store(remembered.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
             let per_child = with_margin(peak, CHILD_MARGIN).max(1 << 20);
             let per_child = if warm { per_child } else { per_child.max(PRIOR_PER_CHILD) };
-            child_peaks.push(peak);
-            // php-fpm's idle child: at its size now once the peaks are
-            // known, a child's figure before (a fresh child is small).
-            let spare = self.pools[i].config.runs_php_fpm().then(|| measured[i].spare.filter(|_| warm).unwrap_or(per_child));
-            let ceiling = self.pools[i].config.max_children.saturating_sub(u32::from(spare.is_some())).max(1);
-            needs.push(Need { serving: PoolNeeds { fixed: measured[i].fixed + spare.unwrap_or(0), per_child, ceiling }, spare });
+            child_peaks.push((peak, learned));
+            let extra = ondemand_extra(&measured[i]);
+            extras.push(extra);
+            needs.push(PoolNeeds { fixed: measured[i].fixed + extra, per_child, ceiling: self.pools[i].config.max_children });
         }
         let (fits, roomy) = counts_in(available, &needs);
         let counts: Vec<u32> = auto
@@ -310,17 +317,18 @@ impl Manager {
         };
         figures.source.store(code, std::sync::atomic::Ordering::Relaxed);
         figures.pressure.store(u32::from(reading.pressure), std::sync::atomic::Ordering::Relaxed);
-        let allowances: u64 = needs.iter().zip(&counts).map(|(n, &c)| n.allowance(c)).sum();
+        let allowances: u64 = needs.iter().zip(&counts).map(|(n, &c)| allowance(n, c)).sum();
         let slack = available.saturating_sub(allowances);
-        for (((&i, need), &fits), &peak) in auto.iter().zip(&needs).zip(&counts).zip(&child_peaks) {
+        for ((((&i, need), &fits), &(peak, learned)), &extra) in auto.iter().zip(&needs).zip(&counts).zip(&child_peaks).zip(&extras) {
             let c = self.table.counters(i);
-            store(&c.per_child, need.serving.per_child);
-            store(&c.fixed, need.serving.fixed - need.spare.unwrap_or(0));
+            store(&c.per_child, need.per_child);
+            store(&c.fixed, need.fixed - extra);
             store(&c.used, measured[i].used);
             store(&c.peak_child, peak);
             let running = measured[i].running;
             let a = self.pools[i].auto.as_mut().expect("an auto pool");
-            let warm = a.warm;
+            let remembered = a.remembered.filter(|r| InUse::now(Some(*r), now).is_some_and(|p| p >= learned));
+            let warm = a.warm || InUse::now(a.remembered, now).is_some();
             let have = a.count;
             // Short of memory: a child fewer than run now, each pass, until it is not.
             let want = match reading.short {
@@ -343,15 +351,17 @@ impl Manager {
                     a.shrunk = Some(now);
                 }
                 let name = &self.pools[i].config.name;
-                let measured_how = if warm {
+                let measured_how = if let Some(r) = remembered {
+                    format!("remembered: peak {} learned by the pool's last run {} ago, the larger of it and this run's so far, {}, for {} s from the start, +{CHILD_MARGIN} %", mb(r.peak), r.age(), mb(learned), WINDOW.as_secs())
+                } else if warm {
                     format!("measured: peak {} over the last {} s, +{CHILD_MARGIN} %", mb(peak), WINDOW.as_secs())
                 } else {
                     format!("taken as at least {} until the pool has served {WARM_REQUESTS} requests and its peak held within {STEADY_RISE} % for {} s; peak so far {}", mb(PRIOR_PER_CHILD), STEADY_TIME.as_secs(), mb(peak))
                 };
-                let fixed = match need.spare {
-                    Some(spare) => format!(" and {} for the pool whatever its size (master, shared opcache, PHP's pages) and {} for the idle child php-fpm keeps (its size now)", mb(need.serving.fixed - spare), mb(spare)),
-                    None if need.serving.fixed > 0 => format!(" and {} for the pool whatever its size (master, shared opcache, PHP's pages)", mb(need.serving.fixed)),
-                    None => String::new(),
+                let fixed = match (need.fixed - extra, extra) {
+                    (0, 0) => String::new(),
+                    (fixed, 0) => format!(" and {} for the pool whatever its size (master, shared opcache, PHP's pages)", mb(fixed)),
+                    (fixed, extra) => format!(" and {} for the pool whatever its size (master, shared opcache, PHP's pages) and {} for the child php-fpm may start beside them (its size now)", mb(fixed), mb(extra)),
                 };
                 let short = match reading.short {
                     Some(why) if want < fits => format!("; memory short ({why}): a child fewer than the {running} running"),
@@ -360,15 +370,16 @@ impl Manager {
                 // A shrink is a warning: the pool serves fewer at once than it did.
                 let say = |line: &str| if want < have && !first { self.log.warn(line) } else { self.log.notice(line) };
                 say(&format!(
-                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s, +{REST_MARGIN} %; {} now){short}",
+                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s{}, +{REST_MARGIN} %; {} now){short}",
                     if first { String::new() } else { format!(" (was {have})") },
-                    mb(need.serving.per_child),
+                    mb(need.per_child),
                     mb(reading.limit),
                     source.describe(),
                     mb(headroom),
                     mb(rest),
                     mb(rest_peak),
                     WINDOW.as_secs(),
+                    if rest_peak > rest_learned { " or remembered from the last run" } else { "" },
                     mb(rest_now),
                 ));
                 // Shown once logged, so that a status page never shows a count the log does not.
@@ -376,7 +387,19 @@ impl Manager {
                 self.table.counters(i).auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
                 self.table.child_freed(i, i32::MAX);
             }
+            if self.pools[i].config.runs_php_fpm() {
+                self.stop_surplus_php_fpm(i, &measured[i]);
+            }
             self.limit_cgroup(i, need, slack, headroom, &measured[i]);
+        }
+        self.sizing.as_mut().expect("sizing").learned = (reading.limit, rest_learned);
+        self.save_peaks(reading.limit, rest_learned, false);
+    }
+
+    /// The learned peaks written at stop, whatever the last write.
+    pub(super) fn save_peaks_at_stop(&mut self) {
+        if let Some((limit, rest)) = self.sizing.as_ref().map(|s| s.learned) {
+            self.save_peaks(limit, rest, true);
         }
     }
 
@@ -425,7 +448,7 @@ impl Manager {
     /// Nor is the limit lowered while more children run than the
     /// count: those going finish their requests first, and a request under
     /// way may still take what a child took at its peak.
-    fn limit_cgroup(&mut self, pool: usize, need: &Need, slack: u64, headroom: u64, measured: &Measured) {
+    fn limit_cgroup(&mut self, pool: usize, need: &PoolNeeds, slack: u64, headroom: u64, measured: &Measured) {
         let Some(cgroups) = self.cgroups.as_mut() else { return };
         let version = cgroups.version;
         let name = self.pools[pool].config.name.clone();
@@ -438,12 +461,12 @@ impl Manager {
         if charged == 0 {
             return;
         }
-        let allowance = need.allowance(count) + charged.saturating_sub(measured.used);
+        let allowance = allowance(need, count) + charged.saturating_sub(measured.used);
         let mut hard = (allowance + slack + headroom / 2).max(charged + headroom / 4);
         if measured.running > count {
             hard = hard.max(cgroup.limit().unwrap_or(0));
         }
-        let soft = (allowance + need.serving.per_child).min(hard);
+        let soft = (allowance + need.per_child).min(hard);
         if let Err(e) = cgroup.set_limits(version, soft, hard) {
             self.log.warn(&format!("[pool {name}] {e}"));
         }
@@ -480,6 +503,27 @@ impl Manager {
         }
         if let Some(a) = self.pools[pool].auto.as_mut() {
             a.recycled.retain(|p| measured.peaks.iter().any(|&(q, _, _)| q == *p));
+        }
+    }
+
+    /// A php-fpm pool running more children than its count and the one
+    /// its master may start beside it ([`ondemand_extra`]), after a smaller
+    /// count, has the surplus told to go (SIGQUIT, php-fpm's graceful stop:
+    /// at once for a child waiting for a request, after its request for a
+    /// busy one), those waiting first. Without it an idle child would hold
+    /// its memory until pm.process_idle_timeout.
+    fn stop_surplus_php_fpm(&mut self, pool: usize, measured: &Measured) {
+        let Some(a) = self.pools[pool].auto.as_mut() else { return };
+        let mut staying: Vec<i32> = measured.peaks.iter().map(|&(pid, _, _)| pid).filter(|p| !a.recycled.contains(p)).collect();
+        let surplus = staying.len().saturating_sub(a.count as usize + 1);
+        if surplus == 0 {
+            return;
+        }
+        staying.sort_by_key(|&pid| !waiting_for_a_request(pid));
+        for pid in staying.into_iter().take(surplus) {
+            if kill(Pid::from_raw(pid), Signal::SIGQUIT).is_ok() {
+                a.recycled.push(pid);
+            }
         }
     }
 
@@ -565,6 +609,15 @@ impl Manager {
     }
 }
 
+/// Process `pid` is blocked in accept (a php-fpm child waiting for a
+/// request), as /proc/PID/syscall shows it (root's, or the process's
+/// user's, to read; false when it cannot be read).
+fn waiting_for_a_request(pid: i32) -> bool {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else { return false };
+    let number = text.split(' ').next().and_then(|n| n.parse::<libc::c_long>().ok());
+    number.is_some_and(|n| n == libc::SYS_accept || n == libc::SYS_accept4)
+}
+
 /// The pools' processes are to be measured on this pass: memory is short
 /// or pressed, the limit moved since the last pass that measured (a host's
 /// controller lowering it), or that pass is [`QUIET_EVERY`] old.
@@ -613,7 +666,7 @@ mod tests {
     #[test]
     fn a_count_does_not_flap_on_a_megabytes_change() {
         let m = 1 << 20;
-        let www = Need { serving: PoolNeeds { fixed: 20 * m, per_child: 10 * m, ceiling: 64 }, spare: None };
+        let www = PoolNeeds { fixed: 20 * m, per_child: 10 * m, ceiling: 64 };
         let counts = |available: u64| {
             let (fits, roomy) = counts_in(available, &[www]);
             (fits[0], roomy[0])
@@ -632,18 +685,15 @@ mod tests {
     }
 
     #[test]
-    fn php_fpms_idle_child_counts_at_its_size_now() {
+    fn a_count_is_that_many_children_at_their_peak() {
         let m = 1 << 20;
-        let serving = PoolNeeds { fixed: 20 * m + 5 * m, per_child: 10 * m, ceiling: 63 };
-        let fpm = Need { serving, spare: Some(5 * m) };
-        // 80 MB: the master and opcache, the idle child, and 5 serving
-        // (with a quarter of a child to spare: 5 as well).
-        let (fits, roomy) = counts_in(80 * m, &[fpm]);
-        assert_eq!((fits[0], roomy[0]), (6, 6));
-        let fits = fits[0];
-        assert_eq!(fpm.allowance(fits), 25 * m + 50 * m);
-        assert_eq!(fpm.allowance(1), 35 * m, "a count of 1 still serves one request (and keeps its idle child)");
-        let cgi = Need { serving: PoolNeeds { fixed: 0, per_child: 10 * m, ceiling: 64 }, spare: None };
-        assert_eq!((counts_in(80 * m, &[cgi]).0, cgi.allowance(3)), (vec![8], 30 * m));
+        // A php-fpm pool (no idle child beside the count: ondemand): the
+        // master and opcache, and 5 children at 10 MB in 80 MB.
+        let fpm = PoolNeeds { fixed: 25 * m, per_child: 10 * m, ceiling: 64 };
+        assert_eq!(counts_in(80 * m, &[fpm]), (vec![5], vec![5]));
+        assert_eq!(allowance(&fpm, 5), 75 * m);
+        assert_eq!(allowance(&fpm, 0), 35 * m, "a pool always has room for one child");
+        let cgi = PoolNeeds { fixed: 0, per_child: 10 * m, ceiling: 64 };
+        assert_eq!((counts_in(80 * m, &[cgi]).0, allowance(&cgi, 3)), (vec![8], 30 * m));
     }
 }

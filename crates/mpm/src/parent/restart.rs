@@ -76,7 +76,7 @@ impl Parent {
             Some(m) => m.reload(&settings.pools, server_user(settings), settings.memory_budget),
             None if settings.pools.is_empty() => Ok(()),
             None => {
-                (self.make_manager)(&settings.pools, server_user(settings), settings.memory_budget, self.site.error_log.clone()).map(|mut m| {
+                (self.make_manager)(&settings.pools, server_user(settings), settings.memory_budget, settings.pid_file.as_deref(), self.site.error_log.clone()).map(|mut m| {
                     m.start();
                     self.pools = Some(m);
                 })
