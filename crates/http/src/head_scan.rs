@@ -178,7 +178,8 @@ pub(crate) fn parse_request_line(line: &[u8]) -> Result<(Range<usize>, Range<usi
     Ok((0..sp1, target, version))
 }
 
-fn is_tchar(b: u8) -> bool {
+/// A byte of an RFC 9110 token (methods, field names, `:protocol`).
+pub(crate) fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 

@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use crate::error::HttpError;
-use crate::head_scan::HeadLimits;
+use crate::head_scan::{is_tchar, HeadLimits};
 use crate::request::{valid_host, BodyFraming, RequestHead};
 
 /// Why a request is not served.
@@ -27,10 +27,6 @@ const CONNECTION_SPECIFIC: [&[u8]; 5] = [b"connection", b"keep-alive", b"proxy-c
 /// The length of " HTTP/2.0" plus the space after the method: what a
 /// request line adds to the method and the path, for LimitRequestLine.
 const REQUEST_LINE_EXTRA: usize = 10;
-
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
 
 /// A header or trailer section as it is decoded.
 pub struct Fields<'l> {
