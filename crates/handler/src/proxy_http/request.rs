@@ -201,12 +201,13 @@ impl BodyWriter {
 /// percent-encoded, so that what the client encoded (a space, CR LF, `%`,
 /// `?`, `#`) stays data on the backend, as Apache's canonicalisation does.
 pub fn encode_path(decoded: &[u8]) -> String {
-    let mut out = String::with_capacity(decoded.len());
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(decoded.len() + 16);
     for &b in decoded {
         if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            out.extend(['%', HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char]);
         }
     }
     out
