@@ -233,7 +233,7 @@ mod tests {
     }
 
     fn forwarding(framing: BodyFraming) -> Forwarding<'static> {
-        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, expect_continue: false, websocket: false }
+        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example", "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, expect_continue: false, websocket: false }
     }
 
     #[test]
