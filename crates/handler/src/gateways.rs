@@ -137,7 +137,7 @@ impl Site {
                         continue;
                     }
                     let Some(t) = target else { return None };
-                    format!("{}{}", t.path, url_text.get(p.len()..).unwrap_or(""))
+                    [t.path.as_str(), url_text.get(p.len()..).unwrap_or("")].concat()
                 }
                 (ProxyPattern::Regex(re), target) => {
                     let Some(caps) = re.captures(&url_text) else { continue };

@@ -65,9 +65,14 @@ impl Site {
     pub(crate) fn http_gateway(&self, req: Request, route: &ProxyTarget, origin: &HttpOrigin, path: &[u8], query: &[u8]) -> Outcome {
         let h = &self.hosts[req.host];
         let timeout = route.backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
-        let target = format!("{}{}", request::encode_path(path), String::from_utf8_lossy(query));
-        let scheme = if origin.tls_name.is_some() { "https" } else { "http" };
-        let name = format!("{scheme}://{}{}", origin.authority, target);
+        // Joined by hand: format! costs more than the rest of the routing.
+        let mut target = request::encode_path(path);
+        target.push_str(&String::from_utf8_lossy(query));
+        let scheme = if origin.tls_name.is_some() { "https://" } else { "http://" };
+        let mut name = String::with_capacity(scheme.len() + origin.authority.len() + target.len());
+        for part in [scheme, &origin.authority, &target] {
+            name.push_str(part);
+        }
         let plan = HttpPlan { origin: origin.clone(), target, continue_slot: None };
         Outcome::Gateway(Box::new(Gateway::for_http(req.host, route.backend.clone(), timeout, name, req.head.path_and_query().to_vec(), plan)))
     }
@@ -258,15 +263,26 @@ impl Site {
         let plan = gw.http.as_ref().expect("an HTTP plan");
         let host = &self.hosts[gw.host];
         let rules = &host.config.proxy_http;
-        let client_host = head.host().map(|h| String::from_utf8_lossy(h).into_owned()).unwrap_or_default();
-        let backend_host = if rules.preserve_host.unwrap_or(false) && !client_host.is_empty() { client_host.clone() } else { plan.origin.authority.clone() };
-        let forwarded = rules.add_headers.unwrap_or(true).then(|| (conn.useragent.ip().to_canonical().to_string(), client_host.clone(), host.name.as_str()));
+        let client_host = head.host().map(String::from_utf8_lossy).unwrap_or_default();
+        let backend_host = if rules.preserve_host.unwrap_or(false) && !client_host.is_empty() { &client_host } else { plan.origin.authority.as_str() };
+        let forwarded = rules.add_headers.unwrap_or(true).then(|| (conn.useragent.ip().to_canonical().to_string(), &*client_host, host.name.as_str()));
         let via = rules.via.unwrap_or_default();
-        let via_by = format!("{}:{}", host.name, conn.local.port());
-        let rewritten = gw.filters.as_ref().and_then(|f| crate::filters::headers::request_headers(f, head, crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() }));
-        let fields = request::client_fields(head, rewritten);
-        let forwarding = Forwarding { target: &plan.target, host: &backend_host, forwarded, via, via_by, framing, close: !gw.backend.reuse, expect_continue, websocket };
-        request::head(head.method(), &fields, &forwarding)
+        let via_by = self.via_by(gw.host, conn, via);
+        let forwarding = Forwarding { target: &plan.target, host: backend_host, forwarded, via, via_by, framing, close: !gw.backend.reuse, expect_continue, websocket };
+        match gw.filters.as_ref().and_then(|f| crate::filters::headers::request_headers(f, head, crate::filters::Timing { received: std::time::SystemTime::now(), start: std::time::Instant::now() })) {
+            // After RequestHeader rules.
+            Some(rewritten) => request::head(head.method(), &rewritten, &forwarding),
+            None => request::head(head.method(), &request::client_fields(head), &forwarding),
+        }
+    }
+
+    /// Via's received-by for this host (its name and the port the client
+    /// came to), when ProxyVia adds an entry; else nothing (no allocation).
+    fn via_by(&self, host: usize, conn: &ConnInfo, via: warren_config::proxy_http::Via) -> String {
+        match via {
+            warren_config::proxy_http::Via::On | warren_config::proxy_http::Via::Full => format!("{}:{}", self.hosts[host].name, conn.local.port()),
+            _ => String::new(),
+        }
     }
 
     /// The client's response to a backend's final head (its body to be
@@ -280,10 +296,13 @@ impl Site {
             return Answered::Overridden(self.error_page(Request::new(head, conn, gw.host), status));
         }
         let mut r = gw.proxied_response(status);
-        let public_base = format!("{}://{}", if conn.tls.is_some() { "https" } else { "http" }, self.client_authority(Request::new(head, conn, gw.host)));
+        r.headers.reserve(fields.len() + 1);
+        // Made only for an answer that has a URL field to rewrite.
+        let mut public_base = None;
         for (n, v) in fields {
-            let v = if n.eq_ignore_ascii_case("location") || n.eq_ignore_ascii_case("content-location") || n.eq_ignore_ascii_case("uri") {
-                response::reverse_url(&v, rules, &public_base, head.path_and_query()).unwrap_or(v)
+            let v = if !rules.reverse.is_empty() && (n.eq_ignore_ascii_case("location") || n.eq_ignore_ascii_case("content-location") || n.eq_ignore_ascii_case("uri")) {
+                let base = public_base.get_or_insert_with(|| format!("{}://{}", if conn.tls.is_some() { "https" } else { "http" }, self.client_authority(Request::new(head, conn, gw.host))));
+                response::reverse_url(&v, rules, base, head.path_and_query()).unwrap_or(v)
             } else if n.eq_ignore_ascii_case("set-cookie") && !(rules.cookie_domains.is_empty() && rules.cookie_paths.is_empty()) {
                 response::reverse_cookie(&v, rules)
             } else {
@@ -291,8 +310,8 @@ impl Site {
             };
             r.headers.push((n, v));
         }
-        let via_by = format!("{}:{}", host.name, conn.local.port());
-        if let Some(ours) = request::via_value(rules.via.unwrap_or_default(), &via_by, "1.1") {
+        let via = rules.via.unwrap_or_default();
+        if let Some(ours) = request::via_value(via, &self.via_by(gw.host, conn, via), "1.1") {
             match r.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("via")) {
                 Some((_, v)) => *v = format!("{v}, {ours}"),
                 None => r.headers.push((crate::HeaderName::Owned("Via".into()), ours)),

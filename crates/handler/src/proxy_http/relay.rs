@@ -362,8 +362,10 @@ impl HttpRelay {
                 return Err(Failed { error: GatewayError { status: 502, why }, nothing_yet: false });
             }
         };
-        let mut reader = BodyReader::new(answer.framing, self.got.split_off(used));
-        self.got.clear();
+        // The body's first bytes stay in the buffer they came in (no copy
+        // into a new one).
+        self.got.drain(..used);
+        let mut reader = BodyReader::new(answer.framing, std::mem::take(&mut self.got));
         let keep = answer.keep_alive && self.gateway.backend.reuse;
         let mut response = match site.answer_head(&self.gateway, head, conn, answer.status, answer.fields) {
             Answered::Proxied(r) => r,

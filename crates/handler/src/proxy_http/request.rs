@@ -8,22 +8,28 @@
 //! 100 Continue and its body is still unread (end to end, as Apache's
 //! Proxy100Continue On: the backend's 100 is what lets the client send).
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use warren_config::proxy_http::Via;
 use warren_http::{BodyFraming, RequestHead};
 
-use crate::HeaderName;
-
 /// Whether a field is hop-by-hop whatever Connection says.
 pub fn hop_by_hop(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    matches!(n.as_str(), "connection" | "keep-alive" | "te" | "transfer-encoding" | "upgrade" | "trailer") || n.starts_with("proxy-")
+    // Compared in place: this runs for every field of every proxied message.
+    ["connection", "keep-alive", "te", "transfer-encoding", "upgrade", "trailer"].iter().any(|h| name.eq_ignore_ascii_case(h))
+        || name.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("proxy-"))
 }
 
-/// The field names a message's Connection fields list.
-pub fn connection_options<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
-    values.flat_map(|v| v.split(',')).map(|t| t.trim().to_ascii_lowercase()).filter(|t| !t.is_empty()).collect()
+/// The field names (or options) a message's Connection fields list, as
+/// written: compare them with [`names`].
+pub fn connection_options<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    values.flat_map(|v| v.split(',')).map(str::trim).filter(|t| !t.is_empty()).collect()
+}
+
+/// Whether Connection's `options` name `name` (case-insensitively).
+pub fn names(options: &[&str], name: &str) -> bool {
+    options.iter().any(|o| o.eq_ignore_ascii_case(name))
 }
 
 /// What the request head needs besides the client's fields.
@@ -33,9 +39,10 @@ pub struct Forwarding<'a> {
     /// The Host field: the backend URL's authority or the client's.
     pub host: &'a str,
     /// X-Forwarded-*: the client's address, its Host, this server's name.
-    pub forwarded: Option<(String, String, &'a str)>,
+    pub forwarded: Option<(String, &'a str, &'a str)>,
     pub via: Via,
-    /// Via's received-by: this server's name and port.
+    /// Via's received-by: this server's name and port (empty unless
+    /// ProxyVia adds an entry).
     pub via_by: String,
     /// Content-Length to send (None with a body: chunked).
     pub framing: BodyFraming,
@@ -49,34 +56,40 @@ pub struct Forwarding<'a> {
 }
 
 /// The backend request's head.
-pub fn head(method: &str, fields: &[(HeaderName, String)], f: &Forwarding) -> Vec<u8> {
-    let named = connection_options(fields.iter().filter(|(n, _)| n.eq_ignore_ascii_case("connection")).map(|(_, v)| v.as_str()));
+pub fn head<N: AsRef<str>, V: AsRef<str>>(method: &str, fields: &[(N, V)], f: &Forwarding) -> Vec<u8> {
+    let named = connection_options(fields.iter().filter(|(n, _)| n.as_ref().eq_ignore_ascii_case("connection")).map(|(_, v)| v.as_ref()));
     let passed = |n: &str| {
-        let lower = n.to_ascii_lowercase();
         !hop_by_hop(n)
-            && !named.contains(&lower)
-            && !matches!(lower.as_str(), "host" | "content-length" | "expect")
-            && (lower != "via" || f.via != Via::Block)
+            && !names(&named, n)
+            && !["host", "content-length", "expect"].iter().any(|o| n.eq_ignore_ascii_case(o))
+            && (f.via != Via::Block || !n.eq_ignore_ascii_case("via"))
     };
-    let mut out = Vec::with_capacity(1024);
+    // Room for the whole head at once, with some for the fields added
+    // here: a buffer of 1 KB or more is a large allocation to glibc, which
+    // first merges every small chunk freed since the last one, so it is
+    // asked for only when the head needs it.
+    let room = method.len() + f.target.len() + f.host.len() + fields.iter().map(|(n, v)| n.as_ref().len() + v.as_ref().len() + 4).sum::<usize>();
+    let mut out = Vec::with_capacity(room + 320);
     let _ = write!(out, "{method} {} HTTP/1.1\r\nHost: {}\r\n", f.target, f.host);
-    let mut forwarded_for = None;
-    let mut via = None;
-    for (n, v) in fields.iter().filter(|(n, _)| passed(n)) {
+    let mut forwarded_for: Option<String> = None;
+    let mut via: Option<String> = None;
+    for (n, v) in fields.iter().map(|(n, v)| (n.as_ref(), v.as_ref())).filter(|(n, _)| passed(n)) {
         // Joined with ours below, as one field.
         if f.forwarded.is_some() && n.eq_ignore_ascii_case("x-forwarded-for") {
-            forwarded_for = Some(forwarded_for.map_or_else(|| v.clone(), |p: String| format!("{p}, {v}")));
+            forwarded_for = Some(forwarded_for.map_or_else(|| v.to_string(), |p| format!("{p}, {v}")));
             continue;
         }
         if matches!(f.via, Via::On | Via::Full) && n.eq_ignore_ascii_case("via") {
-            via = Some(via.map_or_else(|| v.clone(), |p: String| format!("{p}, {v}")));
+            via = Some(via.map_or_else(|| v.to_string(), |p| format!("{p}, {v}")));
             continue;
         }
         field(&mut out, n, v);
     }
     if let Some((client, client_host, server)) = &f.forwarded {
-        let xff = forwarded_for.map_or_else(|| client.clone(), |p| format!("{p}, {client}"));
-        field(&mut out, "X-Forwarded-For", &xff);
+        match forwarded_for {
+            Some(p) => field(&mut out, "X-Forwarded-For", &format!("{p}, {client}")),
+            None => field(&mut out, "X-Forwarded-For", client),
+        }
         if !client_host.is_empty() {
             field(&mut out, "X-Forwarded-Host", client_host);
         }
@@ -150,9 +163,10 @@ fn field(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// The client's fields (after RequestHeader rules, when there are any).
-pub fn client_fields(head: &RequestHead, rewritten: Option<Vec<(HeaderName, String)>>) -> Vec<(HeaderName, String)> {
-    rewritten.unwrap_or_else(|| head.headers().map(|(n, v)| (HeaderName::Owned(String::from_utf8_lossy(n).into_owned()), String::from_utf8_lossy(v).into_owned())).collect())
+/// The client's fields as they came, borrowed (the parser let only
+/// text through; anything else is replaced, not copied).
+pub fn client_fields(head: &RequestHead) -> Vec<(Cow<'_, str>, Cow<'_, str>)> {
+    head.headers().map(|(n, v)| (String::from_utf8_lossy(n), String::from_utf8_lossy(v))).collect()
 }
 
 /// Writes body bytes framed as announced.
@@ -187,12 +201,13 @@ impl BodyWriter {
 /// percent-encoded, so that what the client encoded (a space, CR LF, `%`,
 /// `?`, `#`) stays data on the backend, as Apache's canonicalisation does.
 pub fn encode_path(decoded: &[u8]) -> String {
-    let mut out = String::with_capacity(decoded.len());
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(decoded.len() + 16);
     for &b in decoded {
         if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            out.extend(['%', HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char]);
         }
     }
     out
@@ -205,19 +220,20 @@ pub fn asks_websocket(head: &RequestHead) -> bool {
     let upgrade = head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(b"upgrade")).filter_map(|(_, v)| std::str::from_utf8(v).ok()).flat_map(|v| v.split(',')).any(|p| p.trim().eq_ignore_ascii_case("websocket"));
     // HTTP/2 has no Upgrade: its codec makes an RFC 8441 extended CONNECT
     // this GET (see RequestHead::is_h2_websocket).
-    (head.version == warren_http::Version::Http11 || head.is_h2_websocket()) && head.method() == "GET" && upgrade && connection.iter().any(|o| o == "upgrade")
+    (head.version == warren_http::Version::Http11 || head.is_h2_websocket()) && head.method() == "GET" && upgrade && names(&connection, "upgrade")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HeaderName;
 
     fn fields(list: &[(&str, &str)]) -> Vec<(HeaderName, String)> {
         list.iter().map(|(n, v)| (HeaderName::Owned(n.to_string()), v.to_string())).collect()
     }
 
     fn forwarding(framing: BodyFraming) -> Forwarding<'static> {
-        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example".into(), "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, expect_continue: false, websocket: false }
+        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example", "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, expect_continue: false, websocket: false }
     }
 
     #[test]

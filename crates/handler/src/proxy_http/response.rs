@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use warren_config::proxy_http::ProxyHttp;
 use warren_http::{BodyDecoder, BodyFraming};
 
-use super::request::{connection_options, hop_by_hop};
+use super::request::{connection_options, hop_by_hop, names};
 use crate::HeaderName;
 
 /// A response head larger than this is refused with 502.
@@ -87,9 +87,11 @@ pub enum Parsed {
 /// Parses the answer's next head from `buf`. A 101 is final when the
 /// request asked to `upgrade`, a broken answer otherwise.
 pub fn parse(buf: &[u8], head_request: bool, upgrade: bool) -> Result<Parsed, String> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
-    let mut r = httparse::Response::new(&mut fields);
-    let n = match r.parse(buf) {
+    // Left uninitialised: httparse writes each field it finds, and writing
+    // 200 empty ones first cost more than parsing a short head.
+    let mut fields = [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_FIELDS];
+    let mut r = httparse::Response::new(&mut []);
+    let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut r, buf, &mut fields) {
         // A head that came whole in one read is bounded all the same.
         Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => return Err(format!("response head larger than {MAX_HEAD} bytes")),
         Ok(httparse::Status::Complete(n)) => n,
@@ -100,15 +102,13 @@ pub fn parse(buf: &[u8], head_request: bool, upgrade: bool) -> Result<Parsed, St
     let status = r.code.unwrap_or(0);
     let version = r.version.unwrap_or(0);
     if status == 101 && upgrade {
-        let mut list = Vec::with_capacity(r.headers.len());
-        for h in r.headers.iter() {
-            list.push((h.name.to_string(), String::from_utf8_lossy(h.value).trim().to_string()));
-        }
+        let values: Vec<String> = r.headers.iter().map(|h| String::from_utf8_lossy(h.value).trim().to_string()).collect();
+        let list: Vec<(&str, &str)> = r.headers.iter().zip(&values).map(|(h, v)| (h.name, v.as_str())).collect();
         let upgraded = list.iter().filter(|(n, _)| n.eq_ignore_ascii_case("upgrade")).flat_map(|(_, v)| v.split(',')).any(|p| p.trim().eq_ignore_ascii_case("websocket"));
         if !upgraded {
             return Err("101 Switching Protocols without Upgrade: websocket".into());
         }
-        let mut h = head_of(status, version, list, true)?;
+        let mut h = head_of(status, version, &list, true)?;
         h.keep_alive = false;
         return Ok(Parsed::Final(h, n));
     }
@@ -121,41 +121,52 @@ pub fn parse(buf: &[u8], head_request: bool, upgrade: bool) -> Result<Parsed, St
     let mut list = Vec::with_capacity(r.headers.len());
     for h in r.headers.iter() {
         let value = std::str::from_utf8(h.value).map_err(|_| format!("field {} is not text", h.name))?;
-        list.push((h.name.to_string(), value.trim().to_string()));
+        list.push((h.name, value.trim()));
     }
     if status < 200 {
-        let options = connection_options(list.iter().filter(|(n, _)| n.eq_ignore_ascii_case("connection")).map(|(_, v)| v.as_str()));
-        let fields = list.into_iter().filter(|(n, _)| !hop_by_hop(n) && !options.contains(&n.to_ascii_lowercase())).map(|(n, v)| (HeaderName::Owned(n), v)).collect();
+        let options = connection_options(list.iter().filter(|(n, _)| n.eq_ignore_ascii_case("connection")).map(|(_, v)| *v));
+        let fields = list.iter().filter(|(n, _)| !hop_by_hop(n) && !names(&options, n)).map(|&(n, v)| (owned_name(n), v.to_string())).collect();
         return Ok(Parsed::Interim(Interim { status, fields }, n));
     }
-    head_of(status, version, list, head_request).map(|h| Parsed::Final(h, n))
+    head_of(status, version, &list, head_request).map(|h| Parsed::Final(h, n))
 }
 
-fn head_of(status: u16, version: u8, list: Vec<(String, String)>, head_request: bool) -> Result<Head, String> {
-    fn all<'a>(list: &'a [(String, String)], name: &'static str) -> impl Iterator<Item = &'a str> {
-        list.iter().filter(move |(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+/// A field name for the client's response: the usual ones as the
+/// backend spelled them need no allocation.
+fn owned_name(n: &str) -> HeaderName {
+    const USUAL: [&str; 10] = ["Content-Type", "Last-Modified", "ETag", "Accept-Ranges", "Cache-Control", "Expires", "Vary", "Content-Encoding", "Set-Cookie", "Location"];
+    match USUAL.iter().find(|u| **u == n) {
+        Some(u) => HeaderName::Borrowed(u),
+        None => HeaderName::Owned(n.to_string()),
     }
-    let options = connection_options(all(&list, "connection"));
-    let mut keep_alive = if version == 0 { options.iter().any(|o| o == "keep-alive") } else { !options.iter().any(|o| o == "close") };
-    let codings: Vec<String> = all(&list, "transfer-encoding").flat_map(|v| v.split(',')).map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty()).collect();
-    let lengths: Vec<&str> = all(&list, "content-length").flat_map(|v| v.split(',')).map(str::trim).collect();
+}
+
+fn head_of(status: u16, version: u8, list: &[(&str, &str)], head_request: bool) -> Result<Head, String> {
+    fn all<'a>(list: &'a [(&'a str, &'a str)], name: &'static str) -> impl Iterator<Item = &'a str> + Clone {
+        list.iter().filter(move |(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+    }
+    let options = connection_options(all(list, "connection"));
+    let mut keep_alive = if version == 0 { names(&options, "keep-alive") } else { !names(&options, "close") };
+    let codings = all(list, "transfer-encoding").flat_map(|v| v.split(',')).map(str::trim).filter(|c| !c.is_empty());
+    let mut lengths = all(list, "content-length").flat_map(|v| v.split(',')).map(str::trim);
     let framing = if head_request || status == 204 || status == 304 {
         Framing::Empty
-    } else if !codings.is_empty() {
+    } else if let Some(last) = codings.clone().last() {
         // Both fields: Transfer-Encoding wins, and the connection is not
         // trusted with another request (RFC 9112 6.3).
-        if !lengths.is_empty() {
+        if lengths.next().is_some() {
             keep_alive = false;
         }
-        if codings.last().map(String::as_str) == Some("chunked") && version == 1 {
+        if last.eq_ignore_ascii_case("chunked") && version == 1 {
             Framing::Chunked
         } else {
             keep_alive = false;
             Framing::UntilClose
         }
-    } else if let Some(first) = lengths.first() {
-        if lengths.iter().any(|l| l != first) {
-            return Err(format!("conflicting Content-Length values: {}", lengths.join(", ")));
+    } else if let Some(first) = lengths.next() {
+        if lengths.clone().any(|l| l != first) {
+            let all: Vec<&str> = std::iter::once(first).chain(lengths).collect();
+            return Err(format!("conflicting Content-Length values: {}", all.join(", ")));
         }
         if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) || first.len() > 19 {
             return Err(format!("bad Content-Length: {first}"));
@@ -168,12 +179,11 @@ fn head_of(status: u16, version: u8, list: Vec<(String, String)>, head_request: 
     // A HEAD answer's Content-Length tells the client what GET would get.
     let keep_length = framing == Framing::Empty && status != 204;
     let fields = list
-        .into_iter()
+        .iter()
         .filter(|(n, _)| {
-            let lower = n.to_ascii_lowercase();
-            !hop_by_hop(n) && !options.contains(&lower) && !matches!(lower.as_str(), "date" | "server") && (lower != "content-length" || keep_length)
+            !hop_by_hop(n) && !names(&options, n) && !n.eq_ignore_ascii_case("date") && !n.eq_ignore_ascii_case("server") && (keep_length || !n.eq_ignore_ascii_case("content-length"))
         })
-        .map(|(n, v)| (HeaderName::Owned(n), v))
+        .map(|&(n, v)| (owned_name(n), v.to_string()))
         .collect();
     Ok(Head { status, fields, framing, keep_alive })
 }

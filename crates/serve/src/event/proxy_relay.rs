@@ -81,13 +81,15 @@ pub(super) struct Backend {
 /// The loop's kept connections to HTTP backends.
 #[derive(Default)]
 pub(super) struct IdleBackends {
-    list: Vec<IdleBackend>,
+    /// Those to each backend address: an address is copied once, when
+    /// first kept, not with each connection kept (a copy and a free per
+    /// request).
+    by_addr: Vec<(FcgiAddr, Vec<IdleBackend>)>,
     /// Which batch of epoll events the loop is handling.
     batch: u64,
 }
 
 struct IdleBackend {
-    addr: FcgiAddr,
     since: Instant,
     socket: Socket,
     /// The token the epoll reports it under (of the client connection or
@@ -113,11 +115,15 @@ impl IdleBackends {
     /// the token it is registered under: `token` itself if one has it.
     /// Unless `replayable`, each is checked open (else only a suspect one).
     fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>, token: u64, replayable: bool) -> Option<(Socket, u64)> {
-        self.list.retain(|c| ttl.is_none_or(|t| c.addr != *addr || c.since.elapsed() < t));
+        let batch = self.batch;
+        let list = &mut self.by_addr.iter_mut().find(|(a, _)| a == addr)?.1;
+        if let Some(t) = ttl {
+            list.retain(|c| c.since.elapsed() < t);
+        }
         loop {
-            let own = self.list.iter().rposition(|c| c.addr == *addr && c.token == token);
-            let c = self.list.swap_remove(own.or_else(|| self.list.iter().rposition(|c| c.addr == *addr))?);
-            if (replayable && !c.suspect && c.kept_in < self.batch) || idle_and_open(&c.socket) {
+            let own = list.iter().rposition(|c| c.token == token);
+            let c = list.swap_remove(own.or_else(|| list.len().checked_sub(1))?);
+            if (replayable && !c.suspect && c.kept_in < batch) || idle_and_open(&c.socket) {
                 return Some((c.socket, c.token));
             }
         }
@@ -129,13 +135,19 @@ impl IdleBackends {
         if max == 0 {
             return;
         }
-        let mut kept = self.list.iter().filter(|c| c.addr == *addr).count();
-        while kept >= max {
-            let oldest = self.list.iter().enumerate().filter(|(_, c)| c.addr == *addr).min_by_key(|(_, c)| c.since).map(|(i, _)| i).expect("counted");
-            self.list.swap_remove(oldest);
-            kept -= 1;
+        let at = match self.by_addr.iter().position(|(a, _)| a == addr) {
+            Some(at) => at,
+            None => {
+                self.by_addr.push((addr.clone(), Vec::new()));
+                self.by_addr.len() - 1
+            }
+        };
+        let list = &mut self.by_addr[at].1;
+        while list.len() >= max {
+            let oldest = list.iter().enumerate().min_by_key(|(_, c)| c.since).map(|(i, _)| i).expect("counted");
+            list.swap_remove(oldest);
         }
-        self.list.push(IdleBackend { addr: addr.clone(), since: Instant::now(), socket, token, suspect, kept_in: self.batch });
+        list.push(IdleBackend { since: Instant::now(), socket, token, suspect, kept_in: self.batch });
     }
 
     /// A new batch of epoll events, before any is handled: the kept
@@ -143,12 +155,12 @@ impl IdleBackends {
     /// have been closed or sent something.
     pub(super) fn new_batch(&mut self, events: &[EpollEvent]) {
         self.batch += 1;
-        if self.list.is_empty() {
+        if self.by_addr.iter().all(|(_, list)| list.is_empty()) {
             return;
         }
         let backend_token = |t: u64| (TOKEN_HTTP_UPSTREAM..TOKEN_TUNNEL).contains(&t) || (TOKEN_H2_HTTP_UPSTREAM..TOKEN_H2_TUNNEL).contains(&t);
         for token in events.iter().map(EpollEvent::data).filter(|&t| backend_token(t)) {
-            for c in self.list.iter_mut().filter(|c| c.token == token) {
+            for c in self.by_addr.iter_mut().flat_map(|(_, list)| list.iter_mut()).filter(|c| c.token == token) {
                 c.suspect = true;
             }
         }
@@ -343,24 +355,18 @@ impl EventLoop {
             Ok(Io::Moved) => r.backend_due = Instant::now() + r.exchange.gateway.timeout,
             Ok(Io::Still) => {}
         }
-        let head = c.req.as_ref().and_then(|x| x.head.as_ref()).expect("head");
-        let mut events = Vec::new();
-        let failure = loop {
-            match r.exchange.next_event(&self.site, head, &c.info) {
-                Ok(None) => break None,
-                Ok(Some(e)) => {
-                    let last = matches!(e, Event::Whole(_) | Event::End);
-                    events.push(e);
-                    if last {
-                        break None;
-                    }
-                }
-                Err(f) => break Some(f),
-            }
-        };
-        let progress = !events.is_empty();
-        let ex = c.req.as_mut().expect("request in flight");
-        for event in events {
+        // Each event is handled as it comes (none are gathered: a Vec of
+        // them was an allocation of over 1 KB per answer).
+        let mut progress = false;
+        loop {
+            let head = c.req.as_ref().and_then(|x| x.head.as_ref()).expect("head");
+            let event = match r.exchange.next_event(&self.site, head, &c.info) {
+                Ok(None) => break,
+                Ok(Some(e)) => e,
+                Err(f) => return Step::Failed(f),
+            };
+            progress = true;
+            let ex = c.req.as_mut().expect("request in flight");
             match event {
                 Event::Interim(answer) => c.out.interim(&answer.to_h1()),
                 Event::Continue => {
@@ -401,9 +407,6 @@ impl EventLoop {
                     return Step::Ended;
                 }
             }
-        }
-        if let Some(f) = failure {
-            return Step::Failed(f);
         }
         if progress || r.takes_more_body(pulled || c.readable) || r.backend.more_to_read() {
             Step::Again
