@@ -307,7 +307,7 @@ fn renewal_under_load(mpm: &str) {
         failed.extend(f);
     }
     let log = s.read_log("error.log");
-    assert!(issued() >= 4 && all_passed_on(), "fewer than 4 certificates in 60 s, or not all taken in by a restart:\n{log}");
+    assert!(issued() >= 4 && all_passed_on(), "fewer than 4 certificates in 60 s, or not all taken in by a restart ({}):\n{log}", helper_states(&log));
     assert!(log.matches("SIGHUP received: graceful restart").count() >= 2, "{log}");
     // Each certificate is issued inside its window: renewal backs off
     // (MDRetryDelay 1s, doubled) rather than ordering again at once.
@@ -399,13 +399,24 @@ fn ca_down_keeps_the_certificate(mpm: &str) {
     curl_verified(&root, https, "/a.txt").unwrap();
 }
 
-/// A wildcard, which only dns-01 can validate: the MDChallengeDns01
-/// hook (a shell script) sets and clears the TXT record in
-/// pebble-challtestsrv, the DNS pebble asks; a.test itself by http-01.
 /// A line of /proc/PID/status, e.g. "Uid".
 fn proc_status(pid: u32, field: &str) -> String {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status.lines().find_map(|l| l.strip_prefix(&format!("{field}:"))).map(|v| v.split_whitespace().collect::<Vec<_>>().join(" ")).unwrap_or_default()
+}
+
+/// What the relay and the ACME client named in `log` are doing now (their
+/// state and where the kernel holds them), for a failure's message.
+fn helper_states(log: &str) -> String {
+    let pid_after = |marker: &str| log.split(marker).nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse::<u32>().ok());
+    [("relay", pid_after("ACME helper (pid ")), ("client", pid_after("relays for the ACME client (pid "))]
+        .iter()
+        .map(|(who, pid)| match pid {
+            Some(pid) => format!("{who} {pid}: {} in {}", proc_status(*pid, "State"), std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default()),
+            None => format!("{who}: not in the log"),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The inodes of the sockets listening on this machine (TCP, v4 and v6).
@@ -496,6 +507,9 @@ fn helpers_die_with(mut s: Server, log: &str) {
     assert!(!pids.iter().any(alive), "helper processes {:?} outlived the server", pids.iter().filter(|p| alive(p)).collect::<Vec<_>>());
 }
 
+/// A wildcard, which only dns-01 can validate: the MDChallengeDns01
+/// hook (a shell script) sets and clears the TXT record in
+/// pebble-challtestsrv, the DNS pebble asks; a.test itself by http-01.
 fn wildcard_by_dns01_hook(mpm: &str) {
     let calls = std::cell::OnceCell::new();
     let hook = |dir: &TempDir, pebble: &Pebble| {
