@@ -15,7 +15,7 @@
 //!
 //! The file is the parent's (root's when warren starts as root), mode
 //! 0600, replaced whole by a rename; one that is not a regular file of
-//! warren's user with no access for others, malformed (a
+//! warren's user with no access for others and one name, malformed (a
 //! child's peak of 0, or past 1 TB), or too old is ignored and said so in
 //! the log. A pool with no child measured in its window (ondemand, idle)
 //! keeps the figure it had: it is never written as 0.
@@ -143,8 +143,11 @@ impl Peaks {
             Err(e) => return Err(e.to_string()),
         };
         let meta = file.metadata().map_err(|e| e.to_string())?;
-        if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
-            return Err(format!("not a file of warren's user (uid {}) with mode 0600", nix::unistd::geteuid()));
+        // A second name is a hard link someone made to a file of root's
+        // (where fs.protected_hardlinks is off), whose first line would be
+        // quoted in the error log as not warren's format.
+        if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 || meta.nlink() != 1 {
+            return Err(format!("not a file of warren's user (uid {}) with mode 0600 and one name", nix::unistd::geteuid()));
         }
         let mut text = String::new();
         file.take(MAX_LEN).read_to_string(&mut text).map_err(|e| e.to_string())?;
@@ -337,6 +340,14 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", &path).unwrap();
         assert!(Peaks::read(&path).is_err());
+        std::fs::remove_file(&path).unwrap();
+        // Nor a second name of a private file (a hard link to it).
+        let other = dir.join("other");
+        p.write(&other).unwrap();
+        std::fs::hard_link(&other, &path).unwrap();
+        assert!(Peaks::read(&path).is_err(), "a hard link is refused");
+        std::fs::remove_file(&other).unwrap();
+        assert!(Peaks::read(&path).is_ok(), "one name again");
         std::fs::remove_file(&path).unwrap();
         assert_eq!(Peaks::read(&path).unwrap(), None);
         std::fs::remove_dir_all(&dir).unwrap();
