@@ -62,13 +62,47 @@ fn planted_peaks_files_are_not_believed(mpm: &str) {
     let dir = std::mem::replace(&mut s.dir, TempDir(std::path::PathBuf::new()));
     drop(s);
     let _ = std::fs::remove_file(dir.0.join("error.log"));
-    let s = Server::start_in(dir, mpm, CONF);
+    let mut s = Server::start_in(dir, mpm, CONF);
     let line = first_decision(&s);
     assert!(line.contains("taken as at least 32.0 MB") && !line.contains("remembered"), "{line}");
     let log = s.read_log("error.log");
     assert!(log.contains("remembered peaks not used: not a file of warren's user"), "{log}");
     let st = status_auto(&s);
     assert_eq!(st.get("PoolMemoryRememberedPeak-www").map(String::as_str), Some("0"), "{st:?}");
+    s.stop();
+
+    // warren's own file with a child peak of 0, as an idle ondemand pool's
+    // empty window once wrote it: children counted at nothing (1 MB each)
+    // for the first ten minutes. No child measures 0: not believed.
+    let zero: String = forged.replace(" 65536 ", " 0 ");
+    std::fs::remove_file(&peaks).unwrap();
+    std::fs::write(&peaks, &zero).unwrap();
+    std::fs::set_permissions(&peaks, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let dir = std::mem::replace(&mut s.dir, TempDir(std::path::PathBuf::new()));
+    drop(s);
+    let _ = std::fs::remove_file(dir.0.join("error.log"));
+    let s = Server::start_in(dir, mpm, CONF);
+    let line = first_decision(&s);
+    assert!(line.contains("taken as at least 32.0 MB") && !line.contains("remembered"), "{line}");
+    assert!(s.read_log("error.log").contains("remembered peaks not used: not warren's format at line"), "{}", s.read_log("error.log"));
 }
 
-each_mpm!(planted_peaks_files_are_not_believed);
+/// A second name for a private file of warren's user (a hard link, which
+/// fs.protected_hardlinks = 0 lets anyone make to a file they cannot
+/// read): not read, so its lines are not quoted in the error log as "not
+/// warren's format".
+fn a_hard_link_at_the_peaks_name_is_not_read(mpm: &str) {
+    let dir = TempDir::new(&format!("attack-peaks-link-{mpm}"));
+    standard_site(&dir);
+    let secret = dir.write("secret", "root_only_secret_42\n");
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    std::fs::hard_link(&secret, dir.0.join("warren.pid.peaks")).unwrap();
+    let s = Server::start_in(dir, mpm, CONF);
+    let line = first_decision(&s);
+    assert!(line.contains("taken as at least 32.0 MB"), "{line}");
+    let log = s.read_log("error.log");
+    assert!(log.contains("remembered peaks not used: not a file of warren's user"), "{log}");
+    assert!(!log.contains("root_only_secret_42"), "the linked file's line is in the error log:\n{log}");
+}
+
+each_mpm!(planted_peaks_files_are_not_believed, a_hard_link_at_the_peaks_name_is_not_read);

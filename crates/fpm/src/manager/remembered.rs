@@ -15,8 +15,10 @@
 //!
 //! The file is the parent's (root's when warren starts as root), mode
 //! 0600, replaced whole by a rename; one that is not a regular file of
-//! warren's user with no access for others, malformed, or too old is
-//! ignored and said so in the log.
+//! warren's user with no access for others and one name, malformed (a
+//! child's peak of 0, or past 1 TB), or too old is ignored and said so in
+//! the log. A pool with no child measured in its window (ondemand, idle)
+//! keeps the figure it had: it is never written as 0.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -35,6 +37,8 @@ use super::{now_secs, Manager};
 pub(super) const MAX_AGE: u64 = 24 * 3600;
 /// The file is never longer than this (a few lines a pool).
 const MAX_LEN: u64 = 64 << 10;
+/// No peak in the file is larger (1 TB): one that is was not measured.
+const MAX_PEAK: u64 = 1 << 40;
 const HEADER: &str = "# warren: the learned peaks of pools with pm.max_children auto (written by warren; do not edit)";
 
 /// A pool's learned child peak: the shape of the pool it was measured in,
@@ -104,9 +108,12 @@ impl Peaks {
             }
             let words: Vec<&str> = line.split(' ').collect();
             let num = |w: &str| w.parse::<u64>().map_err(|_| bad());
+            // A size warren measured: a child's is never nothing, and none
+            // is near what would overflow the sums it goes into.
+            let size = |w: &str, least: u64| num(w).and_then(|n| if (least..=MAX_PEAK).contains(&n) { Ok(n) } else { Err(bad()) });
             match words.as_slice() {
                 ["rest", limit, peak, at] => {
-                    let r = RestPeak { limit: num(limit)?, peak: num(peak)?, at: num(at)? };
+                    let r = RestPeak { limit: num(limit)?, peak: size(peak, 0)?, at: num(at)? };
                     if fresh(r.at) {
                         peaks.rest = Some(r);
                     } else {
@@ -114,7 +121,7 @@ impl Peaks {
                     }
                 }
                 ["pool", name, shape, peak, at] if !name.is_empty() => {
-                    let p = PoolPeak { shape: u64::from_str_radix(shape, 16).map_err(|_| bad())?, peak: num(peak)?, at: num(at)? };
+                    let p = PoolPeak { shape: u64::from_str_radix(shape, 16).map_err(|_| bad())?, peak: size(peak, 1)?, at: num(at)? };
                     if fresh(p.at) {
                         peaks.pools.insert((*name).to_string(), p);
                     } else {
@@ -136,8 +143,11 @@ impl Peaks {
             Err(e) => return Err(e.to_string()),
         };
         let meta = file.metadata().map_err(|e| e.to_string())?;
-        if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
-            return Err(format!("not a file of warren's user (uid {}) with mode 0600", nix::unistd::geteuid()));
+        // A second name is a hard link someone made to a file of root's
+        // (where fs.protected_hardlinks is off), whose first line would be
+        // quoted in the error log as not warren's format.
+        if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 || meta.nlink() != 1 {
+            return Err(format!("not a file of warren's user (uid {}) with mode 0600 and one name", nix::unistd::geteuid()));
         }
         let mut text = String::new();
         file.take(MAX_LEN).read_to_string(&mut text).map_err(|e| e.to_string())?;
@@ -254,8 +264,9 @@ impl Manager {
         let (now, secs) = (Instant::now(), now_secs());
         let mut next = self.peaks.clone();
         for run in &mut self.pools {
-            let Some(a) = run.auto.as_mut().filter(|a| a.warm) else { continue };
-            let peak = a.peaks.largest(now).unwrap_or(0);
+            // A warm pool has measured a child; written as 0, its next
+            // start would count children at nothing.
+            let Some(peak) = run.auto.as_mut().filter(|a| a.warm).and_then(|a| a.learned(now)).filter(|&p| p > 0) else { continue };
             next.pools.insert(run.config.name.clone(), PoolPeak { shape: shape_of(&run.config), peak, at: secs });
             next.rest = Some(RestPeak { limit, peak: rest, at: secs });
         }
@@ -299,7 +310,7 @@ mod tests {
         assert_eq!(p.pools.keys().collect::<Vec<_>>(), vec!["new"]);
         assert!(p.rest.is_none());
         assert!(Peaks::parse(text, 10).unwrap().0.pools.is_empty(), "figures from the future (a clock set back) are not used");
-        for bad in ["pool www abc", "pool www zz 1 2", "rest 1 2", "rest 1 2 x", "peak 1", "pool  0 1 2"] {
+        for bad in ["pool www abc", "pool www zz 1 2", "rest 1 2", "rest 1 2 x", "peak 1", "pool  0 1 2", "pool www ab 0 87000", "pool www ab 18446744073709551615 87000", "rest 1 18446744073709551615 87000"] {
             assert!(Peaks::parse(bad, 10).is_err(), "{bad}");
         }
         let origin = || Origin { file: std::sync::Arc::new("x".into()), line: 1 };
@@ -329,6 +340,14 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", &path).unwrap();
         assert!(Peaks::read(&path).is_err());
+        std::fs::remove_file(&path).unwrap();
+        // Nor a second name of a private file (a hard link to it).
+        let other = dir.join("other");
+        p.write(&other).unwrap();
+        std::fs::hard_link(&other, &path).unwrap();
+        assert!(Peaks::read(&path).is_err(), "a hard link is refused");
+        std::fs::remove_file(&other).unwrap();
+        assert!(Peaks::read(&path).is_ok(), "one name again");
         std::fs::remove_file(&path).unwrap();
         assert_eq!(Peaks::read(&path).unwrap(), None);
         std::fs::remove_dir_all(&dir).unwrap();

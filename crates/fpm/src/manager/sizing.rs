@@ -78,7 +78,11 @@ const GROW_HOLD: Duration = Duration::from_secs(30);
 pub(super) struct AutoSize {
     pub(super) count: u32,
     /// Each pass's largest child peak.
-    pub(super) peaks: Window,
+    peaks: Window,
+    /// The window's largest when it last had one: an ondemand pool left
+    /// idle past [`WINDOW`] has no child to measure, and its children are
+    /// still the size they were, not nothing.
+    last_learned: Option<u64>,
     changed: Option<Instant>,
     shrunk: Option<Instant>,
     /// When the largest child peak last rose past [`STEADY_RISE`] %: the
@@ -96,7 +100,16 @@ pub(super) struct AutoSize {
 
 impl AutoSize {
     pub(super) fn new(remembered: Option<InUse>) -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new(), remembered }
+        AutoSize { count: 1, peaks: Window::default(), last_learned: None, changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new(), remembered }
+    }
+
+    /// The largest child peak of the window, else the last one learned;
+    /// None before any child was measured.
+    pub(super) fn learned(&mut self, now: Instant) -> Option<u64> {
+        if let Some(largest) = self.peaks.largest(now) {
+            self.last_learned = Some(largest);
+        }
+        self.last_learned
     }
 }
 
@@ -277,7 +290,7 @@ impl Manager {
             if let Some(largest) = measured[i].peaks.iter().map(|&(_, _, p)| p).max() {
                 a.peaks.record(now, largest);
             }
-            let learned = a.peaks.largest(now).unwrap_or(0);
+            let learned = a.learned(now).unwrap_or(0);
             if a.rose.is_none_or(|(_, _, was)| learned > with_margin(was, STEADY_RISE)) {
                 a.rose = Some((now, accepted, learned));
             }
@@ -635,6 +648,21 @@ fn peaks_known(rose: Option<(Instant, u64, u64)>, accepted: u64, now: Instant) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_idle_pool_keeps_its_learned_peak() {
+        let t0 = Instant::now();
+        let mut a = AutoSize::new(None);
+        assert_eq!(a.learned(t0), None);
+        a.peaks.record(t0, 30 << 20);
+        assert_eq!(a.learned(t0), Some(30 << 20));
+        // No child ran for longer than the window (ondemand children gone idle):
+        // the children it would start are the size they were, not 0.
+        assert_eq!(a.learned(t0 + WINDOW + Duration::from_secs(1)), Some(30 << 20));
+        // A smaller peak measured later is learned.
+        a.peaks.record(t0 + WINDOW + Duration::from_secs(2), 20 << 20);
+        assert_eq!(a.learned(t0 + WINDOW + Duration::from_secs(2)), Some(20 << 20));
+    }
 
     #[test]
     fn processes_are_measured_less_often_when_nothing_moves() {
