@@ -25,7 +25,8 @@
 # copied under $OUT with a wp-serve.sh that keeps the file), PHP_INI (php.ini settings for both
 # stacks' PHP alike, space-separated NAME=VALUE, e.g. "opcache.enable=0 memory_limit=32M": given
 # as php-fpm's -d NAME=VALUE to nginx's php-fpm master and to warren's pool's Command, so read
-# before opcache's shared memory is sized), FPM_MAX_CHILDREN (auto; a number for warren's pool and
+# before opcache's shared memory is sized; a word starting with "-", as -n, is passed as it is),
+# FPM_MAX_CHILDREN (auto; a number for warren's pool and
 # nginx's php-fpm both: below 3, the kit's spare-server settings are cut to fit it, start 1, spares
 # 1 to N, as php-fpm refuses spares above max_children).
 # Needs the kit's wp-setup.sh to have run once (siege, MariaDB, WP).
@@ -47,7 +48,9 @@ fi
 # The kit's scripts find my.cnf beside them: a copy with ours.
 [ -n "${DB_CNF:-}" ] && cp "$DB_CNF" "$kit/my.cnf"
 if [ -n "${PHP_INI:-}" ]; then
-  d_args=$(for s in $PHP_INI; do printf ' -d %s' "$s"; done)
+  # A word starting with "-" is passed as it is: "-n" (no php.ini, no conf.d) with
+  # "extension=mysqli ..." loads only the extensions named.
+  d_args=$(for s in $PHP_INI; do case $s in -*) printf ' %s' "$s";; *) printf ' -d %s' "$s";; esac; done)
   sed -i -e "s|^  php-fpm8.2 -y /tmp/wp-fpm/php-fpm.conf\$|&$d_args|" -e "s|^  Command \$cmd\$|&$d_args|" "$kit/wp-serve.sh"
   [ "$(grep -c -- "$d_args\$" "$kit/wp-serve.sh")" = 2 ] || { echo "PHP_INI: the kit's wp-serve.sh changed: cannot add -d settings" >&2; exit 2; }
 fi
