@@ -22,7 +22,13 @@
 # warren's learned pool peaks, <PidFile>.peaks, are kept from one run to the next as across a
 # restart, the batch's first run starting without; 0: every run learns from the 32 MB prior, as
 # before 2026-11-28: the kit's wp-serve.sh removes /tmp/wp-warren at each start, so the kit is
-# copied under $OUT with a wp-serve.sh that keeps the file).
+# copied under $OUT with a wp-serve.sh that keeps the file), PHP_INI (php.ini settings for both
+# stacks' PHP alike, space-separated NAME=VALUE, e.g. "opcache.enable=0 memory_limit=32M": given
+# as php-fpm's -d NAME=VALUE to nginx's php-fpm master and to warren's pool's Command, so read
+# before opcache's shared memory is sized; a word starting with "-", as -n, is passed as it is),
+# FPM_MAX_CHILDREN (auto; a number for warren's pool and
+# nginx's php-fpm both: below 3, the kit's spare-server settings are cut to fit it, start 1, spares
+# 1 to N, as php-fpm refuses spares above max_children).
 # Needs the kit's wp-setup.sh to have run once (siege, MariaDB, WP).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,11 +40,25 @@ export WARREN=${WARREN:-$root/target/release/warren}
 cg=${WP_CGROUP:-/sys/fs/cgroup/memory/vps256}
 command -v siege >/dev/null || { echo "siege is missing: run $kit/wp-setup.sh once" >&2; exit 2; }
 mkdir -p "$out"
-if [ -n "${DB_CNF:-}" ] || [ "${KEEP_PEAKS:-1}" = 1 ]; then
+children=${FPM_MAX_CHILDREN:-auto}
+small_pool=0; case $children in [12]) small_pool=1;; esac
+if [ -n "${DB_CNF:-}" ] || [ "${KEEP_PEAKS:-1}" = 1 ] || [ -n "${PHP_INI:-}" ] || [ $small_pool = 1 ]; then
   rm -rf "$out/kit"; cp -r "$kit" "$out/kit"; kit=$out/kit
 fi
 # The kit's scripts find my.cnf beside them: a copy with ours.
 [ -n "${DB_CNF:-}" ] && cp "$DB_CNF" "$kit/my.cnf"
+if [ -n "${PHP_INI:-}" ]; then
+  # A word starting with "-" is passed as it is: "-n" (no php.ini, no conf.d) with
+  # "extension=mysqli ..." loads only the extensions named.
+  d_args=$(for s in $PHP_INI; do case $s in -*) printf ' %s' "$s";; *) printf ' -d %s' "$s";; esac; done)
+  sed -i -e "s|^  php-fpm8.2 -y /tmp/wp-fpm/php-fpm.conf\$|&$d_args|" -e "s|^  Command \$cmd\$|&$d_args|" "$kit/wp-serve.sh"
+  [ "$(grep -c -- "$d_args\$" "$kit/wp-serve.sh")" = 2 ] || { echo "PHP_INI: the kit's wp-serve.sh changed: cannot add -d settings" >&2; exit 2; }
+fi
+if [ $small_pool = 1 ]; then
+  sed -i -e "s/^pm.start_servers = 2\$/pm.start_servers = 1/" -e "s/^pm.max_spare_servers = 3\$/pm.max_spare_servers = $children/" \
+    -e "s/^  pm.start_servers 2\$/  pm.start_servers 1/" -e "s/^  pm.max_spare_servers 3\$/  pm.max_spare_servers $children/" "$kit/wp-serve.sh"
+  [ "$(grep -cE "^ *pm.max_spare_servers( =)? $children\$" "$kit/wp-serve.sh")" = 2 ] || { echo "FPM_MAX_CHILDREN=$children: the kit's wp-serve.sh changed: cannot fit its spares" >&2; exit 2; }
+fi
 if [ "${KEEP_PEAKS:-1}" = 1 ]; then
   # warren's PidFile directory is made afresh at each start: the peaks file is carried over, as a
   # server's /run directory keeps it across a restart.
@@ -97,7 +117,7 @@ for run in $(seq 1 "$N"); do
         fi
       done ) &
     sampler=$!
-    WP_MEM_LIMIT=$LIMIT FPM_MAX_CHILDREN=${FPM_MAX_CHILDREN:-auto} C=$C T=$T OUT=$dir "$kit/wp-bench.sh" "$front" > "$dir/$front.bench.txt" 2>&1
+    WP_MEM_LIMIT=$LIMIT FPM_MAX_CHILDREN=$children C=$C T=$T OUT=$dir "$kit/wp-bench.sh" "$front" > "$dir/$front.bench.txt" 2>&1
     kill $sampler 2>/dev/null; wait $sampler 2>/dev/null; rm -f "$dir/$front.cpu.txt.new"
     php=$(cat "$dir/$front.php.txt" 2>/dev/null || echo "?")
     # wp-bench.sh stops the stack: the counters are read from its outputs, the kills from the kernel.
@@ -132,7 +152,7 @@ done
 # To paste: every run, then per front end the totals and the spread.
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo
-echo "LIMIT=$LIMIT C=$C T=$T N=$N, $(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $load"
+echo "LIMIT=$LIMIT C=$C T=$T N=$N FPM_MAX_CHILDREN=$children${PHP_INI:+ PHP_INI=\"$PHP_INI\"}${DB_CNF:+ DB_CNF=$DB_CNF}, $(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $load"
 echo
 echo "| front | run | trans/s | failed | OOM kills | killed | peak usage MiB | peak rss+shmem MiB | of limit | PHP processes | CPU ms/trans front / PHP / MariaDB | late trans/s |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
