@@ -170,6 +170,20 @@ fn php_fpm_count_is_requests_at_once(mpm: &str) {
     }
 }
 
+/// A budget too small for one child: the count stays at one (a pool runs
+/// at least one), and the decision says, as a warning, that it does not
+/// fit rather than that it does.
+fn a_budget_too_small_for_one_child_says_so(mpm: &str) {
+    let dir = TempDir::new(&format!("auto-tiny-{mpm}"));
+    standard_site(&dir);
+    let conf = "MemoryBudget 16M\n<Pool www>\n    Command php-cgi\n    pm static\n    pm.max_children auto\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n";
+    let s = Server::start_in(dir, mpm, conf);
+    let log = s.wait_log("error.log", "pm.max_children auto: ");
+    let (count, line) = auto_decisions(&log).into_iter().next().unwrap_or_else(|| panic!("no sizing decision in\n{log}"));
+    assert_eq!(count, 1, "{line}");
+    assert!(line.contains("[warn]") && line.contains("do not fit, though a pool runs at least one child, in 16.0 MB") && !line.contains(" fit in "), "{line}");
+}
+
 /// `MaxRequestWorkers auto`: the server's children are measured and capped
 /// to what fits in the budget, however many connections wait.
 fn server_children_are_capped_by_the_budget(mpm: &str) {
@@ -210,4 +224,4 @@ fn decisions_of_workers(log: &str) -> usize {
     log.lines().filter_map(|l| l.split("MaxRequestWorkers auto: ").nth(1)?.split(": ").nth(1)?.split(' ').next()?.parse().ok()).max().unwrap_or(0)
 }
 
-each_mpm!(php_cgi_pool_is_sized_in_a_memory_cgroup, php_fpm_pool_grows_under_load_with_one_master, php_fpm_count_is_requests_at_once, server_children_are_capped_by_the_budget);
+each_mpm!(php_cgi_pool_is_sized_in_a_memory_cgroup, php_fpm_pool_grows_under_load_with_one_master, php_fpm_count_is_requests_at_once, a_budget_too_small_for_one_child_says_so, server_children_are_capped_by_the_budget);

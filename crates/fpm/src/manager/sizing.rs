@@ -380,10 +380,13 @@ impl Manager {
                     Some(why) if want < fits => format!("; memory short ({why}): a child fewer than the {running} running"),
                     _ => String::new(),
                 };
+                // The count is never below one: say so when even one does not fit.
+                let over = want <= 1 && allowances > available;
+                let fit = if over { "do not fit, though a pool runs at least one child, in" } else { "fit in" };
                 // A shrink is a warning: the pool serves fewer at once than it did.
-                let say = |line: &str| if want < have && !first { self.log.warn(line) } else { self.log.notice(line) };
+                let say = |line: &str| if (want < have && !first) || over { self.log.warn(line) } else { self.log.notice(line) };
                 say(&format!(
-                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} fit in {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s{}, +{REST_MARGIN} %; {} now){short}",
+                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} {fit} {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s{}, +{REST_MARGIN} %; {} now){short}",
                     if first { String::new() } else { format!(" (was {have})") },
                     mb(need.per_child),
                     mb(reading.limit),
