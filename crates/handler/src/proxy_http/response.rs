@@ -146,7 +146,8 @@ fn head_of(status: u16, version: u8, list: &[(&str, &str)], head_request: bool) 
         list.iter().filter(move |(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
     }
     let options = connection_options(all(list, "connection"));
-    let mut keep_alive = if version == 0 { names(&options, "keep-alive") } else { !names(&options, "close") };
+    // `close` wins over `keep-alive`, whatever the version (RFC 9112 9.3).
+    let mut keep_alive = !names(&options, "close") && (version != 0 || names(&options, "keep-alive"));
     let codings = all(list, "transfer-encoding").flat_map(|v| v.split(',')).map(str::trim).filter(|c| !c.is_empty());
     let mut lengths = all(list, "content-length").flat_map(|v| v.split(',')).map(str::trim);
     let framing = if head_request || status == 204 || status == 304 {
@@ -367,6 +368,14 @@ mod tests {
         assert_eq!((h.framing, h.keep_alive), (Framing::Chunked, false));
         let (h, _) = final_head(b"HTTP/1.0 200 OK\r\n\r\n", false).unwrap();
         assert_eq!((h.framing, h.keep_alive), (Framing::UntilClose, false));
+        for (raw, kept) in [
+            (&b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n"[..], true),
+            (b"HTTP/1.0 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n", false),
+            (b"HTTP/1.0 200 OK\r\nConnection: CLOSE\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", false),
+            (b"HTTP/1.1 200 OK\r\nConnection: Close, keep-alive\r\nContent-Length: 0\r\n\r\n", false),
+        ] {
+            assert_eq!(final_head(raw, false).unwrap().0.keep_alive, kept, "{}", String::from_utf8_lossy(raw));
+        }
         let (h, _) = final_head(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", true).unwrap();
         assert_eq!(h.framing, Framing::Empty);
         assert!(h.fields.iter().any(|(n, v)| n.eq_ignore_ascii_case("content-length") && v == "9"));
