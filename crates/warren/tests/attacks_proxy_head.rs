@@ -57,6 +57,12 @@ fn answer_for(path: &str, head: &str) -> Vec<u8> {
 fn scripted_backend() -> (u16, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    (port, serve_from(listener))
+}
+
+/// Serves each connection `listener` accepts on a thread of its own, in
+/// the order they came; what they saw is recorded in the returned list.
+fn serve_from(listener: TcpListener) -> Seen {
     let seen: Seen = Arc::default();
     let record = seen.clone();
     std::thread::spawn(move || {
@@ -66,7 +72,7 @@ fn scripted_backend() -> (u16, Seen) {
             std::thread::spawn(move || serve(conn, number, &record));
         }
     });
-    (port, seen)
+    seen
 }
 
 fn serve(mut conn: TcpStream, number: usize, seen: &Mutex<Vec<(usize, String)>>) {
@@ -231,15 +237,7 @@ fn a_backend_down_stays_down_for_retry_then_comes_back(mpm: &str) {
     let long_listener = TcpListener::bind(("127.0.0.1", long)).unwrap();
     long_listener.set_nonblocking(true).unwrap();
     let short_listener = TcpListener::bind(("127.0.0.1", short)).unwrap();
-    let seen: Seen = Arc::default();
-    let record = seen.clone();
-    std::thread::spawn(move || {
-        for (number, conn) in short_listener.incoming().enumerate() {
-            let Ok(conn) = conn else { continue };
-            let record = record.clone();
-            std::thread::spawn(move || serve(conn, number, &record));
-        }
-    });
+    serve_from(short_listener);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = backend::ask(&mut c, "GET /short/back HTTP/1.1\r\nHost: localhost\r\n\r\n", false);
