@@ -1,6 +1,8 @@
 //! A query string's bytes reach whatever answers the request as the
 //! client sent them, as Apache passes `r->args`: raw bytes that are not
-//! UTF-8 stay those bytes (no U+FFFD), percent-encoded ones stay encoded.
+//! UTF-8 stay those bytes (no U+FFFD), percent-encoded ones stay encoded;
+//! a path's bytes that are not UTF-8 reach a ProxyPass backend encoded
+//! as they are (`%FF`), as Apache re-encodes the decoded path.
 //! Checked on each way a query goes on, under each MPM: a ProxyPass to an
 //! HTTP backend and a balancer member (the backend's request line), a CGI
 //! program and php-fpm (QUERY_STRING) reached directly, through a server
@@ -99,7 +101,7 @@ fn with(prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
 fn proxied_query_passes_as_sent(mpm: &str) {
     let (_fpm, s) = start(mpm);
     let shown = |b: &[u8]| String::from_utf8_lossy(b).escape_debug().to_string();
-    for (path, expect) in [("/p/x", with(b"GET /b/x?", b" HTTP/1.1")), ("/bal/x", with(b"GET /m/x?", b" HTTP/1.1"))] {
+    for (path, expect) in [("/p/x", with(b"GET /b/x?", b" HTTP/1.1")), ("/bal/x", with(b"GET /m/x?", b" HTTP/1.1")), ("/p/%FF%c3%a9%20", with(b"GET /b/%FF%C3%A9%20?", b" HTTP/1.1"))] {
         let got = body_for(&s, path);
         assert_eq!(got, expect, "{path}: the backend got {}", shown(&got));
     }
