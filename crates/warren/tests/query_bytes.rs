@@ -11,9 +11,9 @@
 //! an `.htaccess`; and the access log, which escapes them as Apache does.
 
 mod common;
+#[path = "proxy_http/echo_backend.rs"]
+mod echo_backend;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 
 use common::*;
@@ -21,41 +21,6 @@ use common::*;
 /// Not UTF-8: a lone byte, a broken sequence, a surrogate's encoding and
 /// an overlong `/`; with encoded bytes beside them that must stay encoded.
 const QUERY: &[u8] = b"a=%FF&b=\xff\xfe&c=\xc3&d=\xed\xa0\x80&e=\xc0\xaf&f=%2F%C3%A9&g=\xc3\xa9";
-
-/// An HTTP backend answering each request with its request line as the
-/// body, keeping each connection open.
-fn echo_backend() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            std::thread::spawn(move || echo(conn));
-        }
-    });
-    port
-}
-
-fn echo(mut conn: TcpStream) {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        while let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-            let line_end = got.iter().position(|&b| b == b'\r').unwrap_or(end);
-            let line = got[..line_end].to_vec();
-            got.drain(..end + 4);
-            let mut answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", line.len()).into_bytes();
-            answer.extend_from_slice(&line);
-            if conn.write_all(&answer).is_err() {
-                return;
-            }
-        }
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-}
 
 fn program(dir: &TempDir, rel: &str, text: &str) {
     let p = dir.write(rel, text);
@@ -70,7 +35,7 @@ fn start(mpm: &str) -> (Fpm, Server) {
     dir.write("htdocs/app/q.php", "<?php echo $_SERVER['QUERY_STRING'];");
     dir.write("htdocs/app/.htaccess", "RewriteEngine On\nRewriteRule ^front$ q.php [L]\n");
     let fpm = Fpm::start(&dir, "");
-    let backend = echo_backend();
+    let backend = echo_backend::start();
     let d = dir.0.display().to_string();
     let conf = format!(
         "LogFormat \"%q\" query\nCustomLog query.log query\n\
@@ -84,7 +49,8 @@ fn start(mpm: &str) -> (Fpm, Server) {
     (fpm, Server::start_in(dir, mpm, &conf))
 }
 
-/// The body of the answer to `GET path?QUERY`.
+/// The body of the answer to `GET path?QUERY` (the echo backend's: the
+/// request head it got).
 fn body_for(s: &Server, path: &str) -> Vec<u8> {
     let mut req = format!("GET {path}?").into_bytes();
     req.extend_from_slice(QUERY);
@@ -102,8 +68,9 @@ fn proxied_query_passes_as_sent(mpm: &str) {
     let (_fpm, s) = start(mpm);
     let shown = |b: &[u8]| String::from_utf8_lossy(b).escape_debug().to_string();
     for (path, expect) in [("/p/x", with(b"GET /b/x?", b" HTTP/1.1")), ("/bal/x", with(b"GET /m/x?", b" HTTP/1.1")), ("/p/%FF%c3%a9%20", with(b"GET /b/%FF%C3%A9%20?", b" HTTP/1.1"))] {
-        let got = body_for(&s, path);
-        assert_eq!(got, expect, "{path}: the backend got {}", shown(&got));
+        let head = body_for(&s, path);
+        let got = head.split(|&b| b == b'\r').next().unwrap_or_default();
+        assert_eq!(got, expect, "{path}: the backend got {}", shown(got));
     }
 }
 
