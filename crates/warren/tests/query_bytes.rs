@@ -8,7 +8,8 @@
 //! program and php-fpm (QUERY_STRING) reached directly, through a server
 //! rewrite rule that keeps the query or appends to it (`[QSA]`), through one
 //! that writes `%{QUERY_STRING}` into the new query, and through a rule in
-//! an `.htaccess`; and the access log, which escapes them as Apache does.
+//! an `.htaccess` (QUERY_STRING and REDIRECT_QUERY_STRING); and the access
+//! log, which escapes them as Apache does.
 
 mod common;
 #[path = "proxy_http/echo_backend.rs"]
@@ -33,7 +34,8 @@ fn start(mpm: &str) -> (Fpm, Server) {
     program(&dir, "cgi-bin/q.cgi", "#!/bin/sh\nprintf 'Content-Type: application/octet-stream\\n\\n'\nprintf '%s' \"$QUERY_STRING\"\n");
     dir.write("htdocs/q.php", "<?php echo $_SERVER['QUERY_STRING'];");
     dir.write("htdocs/app/q.php", "<?php echo $_SERVER['QUERY_STRING'];");
-    dir.write("htdocs/app/.htaccess", "RewriteEngine On\nRewriteRule ^front$ q.php [L]\n");
+    dir.write("htdocs/app/.htaccess", "RewriteEngine On\nRewriteRule ^front$ q.php [L]\nRewriteRule ^redirected$ r.php [L]\n");
+    dir.write("htdocs/app/r.php", "<?php echo $_SERVER['REDIRECT_QUERY_STRING'];");
     let fpm = Fpm::start(&dir, "");
     let backend = echo_backend::start();
     let d = dir.0.display().to_string();
@@ -84,6 +86,7 @@ fn scripts_get_the_query_as_sent(mpm: &str) {
         ("/appended", with(b"x=1&", b"")),
         ("/written", with(b"was=", b"&y=2")),
         ("/app/front", QUERY.to_vec()),
+        ("/app/redirected", QUERY.to_vec()),
     ] {
         let got = body_for(&s, path);
         assert_eq!(got, expect, "{path}: QUERY_STRING was {}", shown(&got));

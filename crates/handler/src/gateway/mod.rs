@@ -266,7 +266,9 @@ impl Gateway {
         }
         for (name, value) in f.env.iter().filter(|(n, _)| script::from_environment(n)) {
             if !self.params.iter().any(|(n, _)| n == name) {
-                self.params.push((HeaderName::Owned(name.to_string()), value.as_bytes().to_vec()));
+                let query = self.params.iter().find(|(n, _)| n == "QUERY_STRING").map_or(&[][..], |(_, q)| q);
+                let value = script::env_param(name, value, query);
+                self.params.push((HeaderName::Owned(name.to_string()), value));
             }
         }
         self.filters = Some(f);
