@@ -9,7 +9,6 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::*;
 
