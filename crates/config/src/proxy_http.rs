@@ -51,6 +51,22 @@ pub struct HttpOrigin {
     /// a WebSocket upgrade request is passed on and, once the backend
     /// answers 101, tunnelled.
     pub websocket: bool,
+    /// Which worker this is: the ProxyPass (or BalancerMember) line that
+    /// made it, by [`worker_of`] its file and line. A child's kept
+    /// connections are each worker's own, with its own `max=` and `ttl=`,
+    /// as Apache keeps a connection pool per worker: two routes to one
+    /// address do not share them. A virtual host that inherits a route
+    /// shares its worker.
+    pub worker: u64,
+}
+
+/// The worker a configuration line makes (see [`HttpOrigin::worker`]).
+pub fn worker_of(origin: &crate::parse::Origin) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    origin.file.hash(&mut h);
+    origin.line.hash(&mut h);
+    h.finish()
 }
 
 /// A host's SSLProxy* directives; None: not said here (a virtual host
@@ -150,7 +166,7 @@ impl ProxyHttp {
 
 impl HttpOrigin {
     pub fn new(authority: String) -> HttpOrigin {
-        HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: None, retry: Duration::from_secs(60), tls_name: None, websocket: false }
+        HttpOrigin { authority, connect_timeout: None, tcp_keepalive: false, ttl: None, max_idle: None, retry: Duration::from_secs(60), tls_name: None, websocket: false, worker: 0 }
     }
 
     /// A worker key of an HTTP ProxyPass line this struct holds; false if

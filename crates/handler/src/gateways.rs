@@ -4,6 +4,7 @@
 //! after it, and ProxyPass routes (read in `warren_config::backend`). The
 //! request itself is then made in fastcgi/.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use warren_config::{FcgiBackend, FcgiBackendType, Handler, LogLevel, ProxyPattern};
@@ -129,22 +130,25 @@ impl Site {
         if routes.is_empty() {
             return None;
         }
+        // The decoded path as bytes: a byte that is not UTF-8 (`%FF`) goes
+        // to the backend encoded as it came, as Apache re-encodes r->uri. A
+        // regular expression reads it as text (U+FFFD for such a byte).
         let url_text = String::from_utf8_lossy(url);
         for route in routes {
-            let mut script_path = match (&route.pattern, &route.target) {
+            let mut script_path: Vec<u8> = match (&route.pattern, &route.target) {
                 (ProxyPattern::Prefix(p), target) => {
-                    if !(url_text.starts_with(p.as_str()) || url_text.as_ref() == p.trim_end_matches('/')) {
+                    if !(url.starts_with(p.as_bytes()) || url == p.trim_end_matches('/').as_bytes()) {
                         continue;
                     }
                     let Some(t) = target else { return None };
-                    [t.path.as_str(), url_text.get(p.len()..).unwrap_or("")].concat()
+                    [t.path.as_bytes(), url.get(p.len()..).unwrap_or_default()].concat()
                 }
                 (ProxyPattern::Regex(re), target) => {
                     let Some(caps) = re.captures(&url_text) else { continue };
                     let Some(t) = target else { return None };
                     let mut out = String::new();
                     warren_regex::expand(&t.path, &caps, &mut out);
-                    out
+                    out.into_bytes()
                 }
             };
             let target = route.target.as_ref().expect("routes without a target returned above");
@@ -158,11 +162,11 @@ impl Site {
             let member_target;
             let target = match target.balancer.as_deref() {
                 None => target,
-                Some(name) => match self.elect_member(req, name, &script_path, query, &mut filters) {
+                Some(name) => match self.elect_member(req, name, &String::from_utf8_lossy(&script_path), query, &mut filters) {
                     Ok((t, e)) => {
                         member_target = t;
                         elected = Some(e);
-                        script_path.clone_from(&member_target.path);
+                        script_path = member_target.path.clone().into_bytes();
                         &member_target
                     }
                     Err(refused) => return Some(filters::attach(Outcome::Ready(*refused), filters, req.head)),
@@ -170,16 +174,16 @@ impl Site {
             };
             if let Some(origin) = &target.http {
                 // The URL path, decoded, is encoded again for the backend's request line.
-                return Some(filters::attach(crate::balancer::carry(self.http_gateway(req, target, origin, script_path.as_bytes(), query), elected), filters, req.head));
+                return Some(filters::attach(crate::balancer::carry(self.http_gateway(req, target, origin, &script_path, query), elected), filters, req.head));
             }
             // When the script is on this machine, PATH_INFO is split off here;
             // otherwise (FPM) php-fpm splits it from SCRIPT_FILENAME itself.
-            let script = Path::new(&script_path);
+            let script = Path::new(std::ffi::OsStr::from_bytes(&script_path));
             let generic = eff.fcgi_backend_type() == FcgiBackendType::Generic;
             let split = if generic || std::fs::metadata(script).is_ok_and(|m| m.is_file()) { None } else { split_path_info(script) };
             let (filename, path_info_len) = match split {
-                Some((file, rest)) if url.ends_with(&script_path.as_bytes()[script_path.len() - rest..]) => (file.to_string_lossy().into_owned(), rest),
-                _ => (script_path.clone(), 0),
+                Some((file, rest)) if url.ends_with(&script_path[script_path.len() - rest..]) => (file.to_string_lossy().into_owned(), rest),
+                _ => (String::from_utf8_lossy(&script_path).into_owned(), 0),
             };
             let (name, path_info) = url.split_at(url.len() - path_info_len);
             let st = ScriptTarget { filename, name, path_info };

@@ -123,7 +123,7 @@ impl Site {
                     let climbs = path::Climbs { written: state.filename.clone() };
                     return UrlRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs));
                 };
-                let q = with_mark(state.query.as_deref());
+                let q = with_mark(state.query.as_deref(), query);
                 return UrlRewrite::Continue(Rewritten { url: Some(url), query: q, fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
             }
             Applied::Changed { noescape, .. } => noescape,
@@ -161,7 +161,7 @@ impl Site {
             Ok(fs) => fs,
             Err(climbs) => return UrlRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs)),
         };
-        let q = with_mark(state.query.as_deref());
+        let q = with_mark(state.query.as_deref(), query);
         UrlRewrite::Continue(Rewritten { url: None, query: q, fs: Some(fs), env, ended: state.end, forced_type: state.mime_type, vary: state.vary })
     }
 
@@ -238,7 +238,7 @@ impl Site {
             return DirRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", state.filename)));
         }
         if state.filename == file {
-            return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref()), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
+            return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref(), query), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
         }
         let root = self.document_root_text(req);
         let root = root.trim_end_matches('/');
@@ -254,7 +254,7 @@ impl Site {
             let climbs = path::Climbs { written: state.filename.clone() };
             return DirRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs));
         }
-        DirRewrite::Redirect { url: new_url.into_bytes(), query: with_mark(state.query.as_deref()), env, ended: state.end, vary: state.vary }
+        DirRewrite::Redirect { url: new_url.into_bytes(), query: with_mark(state.query.as_deref(), query), env, ended: state.end, vary: state.vary }
     }
 
     /// A rewritten filename is bounded by twice LimitRequestLine, as in
@@ -376,8 +376,30 @@ fn query_arg(query: &[u8]) -> Option<String> {
     query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q).into_owned())
 }
 
-fn with_mark(query: Option<&str>) -> Vec<u8> {
-    query.map(|q| format!("?{q}").into_bytes()).unwrap_or_default()
+/// The query the rules left, with its `?`, as bytes. The engine holds
+/// text: a client's query that is not UTF-8 (`original`, with its `?`) is
+/// in it with U+FFFD for each byte it cannot read. Wherever the client's
+/// query stands whole in the result (kept, appended by `[QSA]`, written
+/// as `%{QUERY_STRING}`) its bytes are put back, so that they reach the
+/// script or backend as sent, as Apache passes them.
+fn with_mark(query: Option<&str>, original: &[u8]) -> Vec<u8> {
+    let Some(q) = query else { return Vec::new() };
+    let mut out = Vec::with_capacity(q.len() + 1);
+    out.push(b'?');
+    let raw = original.strip_prefix(b"?").unwrap_or_default();
+    if std::str::from_utf8(raw).is_ok() {
+        out.extend_from_slice(q.as_bytes());
+        return out;
+    }
+    let read = String::from_utf8_lossy(raw);
+    let mut from = 0;
+    for (at, _) in q.match_indices(read.as_ref()) {
+        out.extend_from_slice(&q.as_bytes()[from..at]);
+        out.extend_from_slice(raw);
+        from = at + read.len();
+    }
+    out.extend_from_slice(&q.as_bytes()[from..]);
+    out
 }
 
 fn strip_scheme<'a>(s: &'a str, scheme: &str) -> Option<&'a str> {
@@ -573,5 +595,18 @@ mod tests {
         assert_eq!(escape_absolute_uri("http://h"), "http://h");
         assert_eq!(matched_directory("/srv/*/htdocs", "/srv/site1/htdocs/a/b"), "/srv/site1/htdocs");
         assert_eq!(matched_directory("/srv/site", "/srv/site/a"), "/srv/site");
+    }
+
+    #[test]
+    fn the_clients_query_bytes_are_put_back_where_they_stand_whole() {
+        let raw = b"?a=\xff&b=%FF";
+        let read = String::from_utf8_lossy(&raw[1..]).into_owned();
+        assert_eq!(with_mark(Some(&read), raw), raw);
+        assert_eq!(with_mark(Some(&format!("x=1&{read}")), raw), b"?x=1&a=\xff&b=%FF");
+        assert_eq!(with_mark(Some(&format!("{read}|{read}")), raw), b"?a=\xff&b=%FF|a=\xff&b=%FF");
+        // Only a part of it: what the engine made of it (no byte is invented).
+        assert_eq!(with_mark(Some("a=\u{fffd}"), raw), "?a=\u{fffd}".as_bytes());
+        assert_eq!(with_mark(Some("q=1"), b"?q=1"), b"?q=1");
+        assert_eq!(with_mark(None, raw), b"");
     }
 }

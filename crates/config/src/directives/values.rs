@@ -41,7 +41,7 @@ pub(crate) fn parse_proxy_route(d: &Directive) -> Result<ProxyRoute, String> {
     }
     let http = parse_http_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
     let (addr, path, mut http) = match http {
-        Some(url) => (url.addr, url.path, Some(Box::new(crate::proxy_http::HttpOrigin { tls_name: url.tls_name, websocket: url.websocket, ..crate::proxy_http::HttpOrigin::new(url.authority) }))),
+        Some(url) => (url.addr, url.path, Some(Box::new(crate::proxy_http::HttpOrigin { tls_name: url.tls_name, websocket: url.websocket, worker: crate::proxy_http::worker_of(&d.origin), ..crate::proxy_http::HttpOrigin::new(url.authority) }))),
         None => {
             let (addr, path) = parse_fcgi_url(target).map_err(|m| format!("{} {target}: {m}", d.name))?;
             (addr, path, None)

@@ -171,7 +171,8 @@ impl Site {
         let member = self.balancers.member(e.balancer, e.member);
         gw.backend = t.backend;
         if let (Some(plan), Some(origin)) = (gw.http.as_mut(), t.http) {
-            plan.target = format!("{}{}", crate::proxy_http::request::encode_path(t.path.as_bytes()), String::from_utf8_lossy(&e.query));
+            plan.target = crate::proxy_http::request::encode_path(t.path.as_bytes()).into_bytes();
+            plan.target.extend_from_slice(&e.query);
             plan.origin = *origin;
         }
         gw.script = member.url.clone();

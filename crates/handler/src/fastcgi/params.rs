@@ -134,10 +134,12 @@ impl Site {
         // The request's environment, as Apache passes subprocess_env: a
         // variable set there wins over an HTTP_* one of the same name, but
         // never replaces the server's own.
+        let query = query.strip_prefix(b"?").unwrap_or(query);
         for (name, value) in env.iter().filter(|(n, _)| from_environment(n)) {
+            let value = crate::gateway::script::env_param(name, value, query);
             match p.iter_mut().find(|(n, _)| n == name) {
-                Some((_, v)) => *v = value.as_bytes().to_vec(),
-                None => p.push((HeaderName::Owned(name.to_string()), value.as_bytes().to_vec())),
+                Some((_, v)) => *v = value,
+                None => p.push((HeaderName::Owned(name.to_string()), value)),
             }
         }
         p

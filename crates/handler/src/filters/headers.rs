@@ -41,7 +41,10 @@ pub fn apply_response(resp: &mut Response, f: &RequestFilters, head: Option<&Req
 
 /// The request's headers for the application, `RequestHeader` rules
 /// applied; None when no rule is in force (the head is used as it is).
-pub fn request_headers(f: &RequestFilters, head: &RequestHead, timing: Timing) -> Option<Vec<(HeaderName, String)>> {
+/// The rules work on text; a client's value that is not UTF-8 (obs-text)
+/// and that no rule changed is given back as the client's bytes, as
+/// Apache passes it.
+pub fn request_headers(f: &RequestFilters, head: &RequestHead, timing: Timing) -> Option<Vec<(HeaderName, Vec<u8>)>> {
     if f.request_headers.is_empty() {
         return None;
     }
@@ -54,7 +57,16 @@ pub fn request_headers(f: &RequestFilters, head: &RequestHead, timing: Timing) -
             act(&mut list, rule, value, Vec::new());
         }
     }
-    Some(list)
+    let not_text: Vec<(&[u8], &[u8])> = head.headers().filter(|(_, v)| std::str::from_utf8(v).is_err()).collect();
+    let as_sent = |n: &HeaderName, v: &str| not_text.iter().find(|(on, ov)| n.as_bytes().eq_ignore_ascii_case(on) && String::from_utf8_lossy(ov) == v).map(|(_, ov)| ov.to_vec());
+    Some(
+        list.into_iter()
+            .map(|(n, v)| {
+                let v = as_sent(&n, &v).unwrap_or_else(|| v.into_bytes());
+                (n, v)
+            })
+            .collect(),
+    )
 }
 
 /// One rule on a list of headers.

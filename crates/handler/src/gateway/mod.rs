@@ -260,13 +260,15 @@ impl Gateway {
         if let Some(headers) = crate::filters::headers::request_headers(&f, head, now) {
             self.params.retain(|(n, _)| !n.starts_with("HTTP_") && n != "CONTENT_TYPE");
             if let Some((_, t)) = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-type")) {
-                self.params.push((HeaderName::Borrowed("CONTENT_TYPE"), t.clone().into_bytes()));
+                self.params.push((HeaderName::Borrowed("CONTENT_TYPE"), t.clone()));
             }
-            self.params.extend(script::http_params(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()))));
+            self.params.extend(script::http_params(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_slice()))));
         }
         for (name, value) in f.env.iter().filter(|(n, _)| script::from_environment(n)) {
             if !self.params.iter().any(|(n, _)| n == name) {
-                self.params.push((HeaderName::Owned(name.to_string()), value.as_bytes().to_vec()));
+                let query = self.params.iter().find(|(n, _)| n == "QUERY_STRING").map_or(&[][..], |(_, q)| q);
+                let value = script::env_param(name, value, query);
+                self.params.push((HeaderName::Owned(name.to_string()), value));
             }
         }
         self.filters = Some(f);

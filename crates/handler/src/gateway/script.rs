@@ -27,6 +27,18 @@ pub(crate) fn from_environment(name: &str) -> bool {
     !warren_config::env_vars::is_server_variable(name) || name.starts_with("REDIRECT_")
 }
 
+/// An environment variable's value as a parameter. Variables hold text:
+/// REDIRECT_QUERY_STRING, when it is the query this pass has (`query`,
+/// without its `?`), gets that query's bytes, which may not be UTF-8 (the
+/// client's, as sent).
+pub(crate) fn env_param(name: &str, value: &str, query: &[u8]) -> Vec<u8> {
+    if name.eq_ignore_ascii_case("REDIRECT_QUERY_STRING") && String::from_utf8_lossy(query) == value {
+        query.to_vec()
+    } else {
+        value.as_bytes().to_vec()
+    }
+}
+
 /// Every request header but Content-Type and Content-Length as HTTP_*:
 /// repeated ones joined, as one field. Proxy is left out (httpoxy,
 /// CVE-2016-5385); names with `_` too, so that `X_Forwarded_For` cannot

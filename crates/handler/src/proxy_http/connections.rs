@@ -1,5 +1,6 @@
-//! A child's connections to HTTP backends: the idle ones kept for reuse
-//! (at most `max=` per backend, else as many as were in use at once, none older than `ttl=`), new ones opened
+//! A child's connections to HTTP backends: the idle ones kept for reuse,
+//! each worker's own (at most its `max=`, else as many as were in use at
+//! once, none older than its `ttl=`), new ones opened
 //! within `connectiontimeout=` (with the TLS handshake for an `https://`
 //! backend, [`HttpStream`](super::stream::HttpStream)), and the backends that refused a connection
 //! lately, answered 503 without being tried until their `retry=` time has
@@ -33,10 +34,12 @@ pub struct HttpBackends {
     pub continue_waits: Arc<super::tunnel::TunnelSlots>,
 }
 
-/// What a kept connection may serve: the same address, and for TLS the
-/// same name checked under the same settings.
+/// What a kept connection may serve: the same worker (whose max= and
+/// ttl= it counts under), the same address, and for TLS the same name
+/// checked under the same settings.
 #[derive(Clone, PartialEq, Eq)]
 struct Key {
+    worker: u64,
     addr: FcgiAddr,
     tls: Option<(String, ProxyTls)>,
 }
@@ -64,7 +67,7 @@ pub enum ConnectError {
 }
 
 fn key(addr: &FcgiAddr, origin: &HttpOrigin, tls: &ProxyTls) -> Key {
-    Key { addr: addr.clone(), tls: origin.tls_name.clone().map(|n| (n, tls.clone())) }
+    Key { worker: origin.worker, addr: addr.clone(), tls: origin.tls_name.clone().map(|n| (n, tls.clone())) }
 }
 
 impl HttpBackends {
@@ -114,8 +117,8 @@ impl HttpBackends {
 
     fn take_idle(&self, key: &Key, ttl: Option<Duration>) -> Option<HttpStream> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        // Expired ones go whatever backend they are to.
-        idle.retain(|c| ttl.is_none_or(|t| c.key.addr != key.addr || c.since.elapsed() < t));
+        // Expired ones of this worker go (another's ttl is its own).
+        idle.retain(|c| ttl.is_none_or(|t| c.key.worker != key.worker || c.since.elapsed() < t));
         while let Some(i) = idle.iter().rposition(|c| c.key == *key) {
             let c = idle.swap_remove(i);
             if c.stream.idle_and_open() {

@@ -66,11 +66,14 @@ impl Site {
         let h = &self.hosts[req.host];
         let timeout = route.backend.timeout.or(h.config.proxy_timeout).unwrap_or(self.settings.timeout);
         // Joined by hand: format! costs more than the rest of the routing.
-        let mut target = request::encode_path(path);
-        target.push_str(&String::from_utf8_lossy(query));
+        let mut target = request::encode_path(path).into_bytes();
+        target.extend_from_slice(query);
         let scheme = if origin.tls_name.is_some() { "https://" } else { "http://" };
-        let mut name = String::with_capacity(scheme.len() + origin.authority.len() + target.len());
-        for part in [scheme, &origin.authority, &target] {
+        // The backend's URL as the logs name it (a query's bytes that are
+        // not UTF-8 are shown replaced there, and only there).
+        let shown = String::from_utf8_lossy(&target);
+        let mut name = String::with_capacity(scheme.len() + origin.authority.len() + shown.len());
+        for part in [scheme, &origin.authority, &shown] {
             name.push_str(part);
         }
         let plan = HttpPlan { origin: origin.clone(), target, continue_slot: None };

@@ -13,8 +13,9 @@ use super::tunnel::TunnelSlot;
 #[derive(Clone)]
 pub struct HttpPlan {
     pub origin: HttpOrigin,
-    /// The request line's target on the backend: path (encoded) and query.
-    pub target: String,
+    /// The request line's target on the backend: path (encoded) and query
+    /// (the client's bytes as sent, as Apache passes `r->args`).
+    pub target: Vec<u8>,
     /// Under the event MPM, the place of an upload whose client waits for
     /// the backend's 100 Continue among those a child's threads may hold.
     pub(super) continue_slot: Option<Arc<TunnelSlot>>,

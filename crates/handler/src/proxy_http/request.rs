@@ -34,8 +34,9 @@ pub fn names(options: &[&str], name: &str) -> bool {
 
 /// What the request head needs besides the client's fields.
 pub struct Forwarding<'a> {
-    /// The URL path and query the backend is asked for (already encoded).
-    pub target: &'a str,
+    /// The URL path and query the backend is asked for (the path encoded,
+    /// the query as the client sent it).
+    pub target: &'a [u8],
     /// The Host field: the backend URL's authority or the client's.
     pub host: &'a str,
     /// X-Forwarded-*: the client's address, its Host, this server's name.
@@ -55,9 +56,11 @@ pub struct Forwarding<'a> {
     pub websocket: bool,
 }
 
-/// The backend request's head.
-pub fn head<N: AsRef<str>, V: AsRef<str>>(method: &str, fields: &[(N, V)], f: &Forwarding) -> Vec<u8> {
-    let named = connection_options(fields.iter().filter(|(n, _)| n.as_ref().eq_ignore_ascii_case("connection")).map(|(_, v)| v.as_ref()));
+/// The backend request's head. Values are bytes: a client's field holding
+/// obs-text (RFC 9110 5.5) reaches the backend as sent, as Apache passes it.
+pub fn head<N: AsRef<str>, V: AsRef<[u8]>>(method: &str, fields: &[(N, V)], f: &Forwarding) -> Vec<u8> {
+    let connection: Vec<Cow<str>> = fields.iter().filter(|(n, _)| n.as_ref().eq_ignore_ascii_case("connection")).map(|(_, v)| String::from_utf8_lossy(v.as_ref())).collect();
+    let named = connection_options(connection.iter().map(|v| v.as_ref()));
     let passed = |n: &str| {
         !hop_by_hop(n)
             && !names(&named, n)
@@ -70,47 +73,49 @@ pub fn head<N: AsRef<str>, V: AsRef<str>>(method: &str, fields: &[(N, V)], f: &F
     // asked for only when the head needs it.
     let room = method.len() + f.target.len() + f.host.len() + fields.iter().map(|(n, v)| n.as_ref().len() + v.as_ref().len() + 4).sum::<usize>();
     let mut out = Vec::with_capacity(room + 320);
-    let _ = write!(out, "{method} {} HTTP/1.1\r\nHost: {}\r\n", f.target, f.host);
-    let mut forwarded_for: Option<String> = None;
-    let mut via: Option<String> = None;
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(f.target);
+    let _ = write!(out, " HTTP/1.1\r\nHost: {}\r\n", f.host);
+    let mut forwarded_for: Option<Vec<u8>> = None;
+    let mut via: Option<Vec<u8>> = None;
     for (n, v) in fields.iter().map(|(n, v)| (n.as_ref(), v.as_ref())).filter(|(n, _)| passed(n)) {
         // Joined with ours below, as one field.
         if f.forwarded.is_some() && n.eq_ignore_ascii_case("x-forwarded-for") {
-            forwarded_for = Some(forwarded_for.map_or_else(|| v.to_string(), |p| format!("{p}, {v}")));
+            join(&mut forwarded_for, v);
             continue;
         }
         if matches!(f.via, Via::On | Via::Full) && n.eq_ignore_ascii_case("via") {
-            via = Some(via.map_or_else(|| v.to_string(), |p| format!("{p}, {v}")));
+            join(&mut via, v);
             continue;
         }
         field(&mut out, n, v);
     }
     if let Some((client, client_host, server)) = &f.forwarded {
-        match forwarded_for {
-            Some(p) => field(&mut out, "X-Forwarded-For", &format!("{p}, {client}")),
-            None => field(&mut out, "X-Forwarded-For", client),
-        }
+        join(&mut forwarded_for, client.as_bytes());
+        field(&mut out, "X-Forwarded-For", &forwarded_for.unwrap_or_default());
         if !client_host.is_empty() {
-            field(&mut out, "X-Forwarded-Host", client_host);
+            field(&mut out, "X-Forwarded-Host", client_host.as_bytes());
         }
-        field(&mut out, "X-Forwarded-Server", server);
+        field(&mut out, "X-Forwarded-Server", server.as_bytes());
     }
     if let Some(ours) = via_value(f.via, &f.via_by, "1.1") {
-        field(&mut out, "Via", &via.map_or_else(|| ours.clone(), |p| format!("{p}, {ours}")));
+        join(&mut via, ours.as_bytes());
+        field(&mut out, "Via", &via.unwrap_or_default());
     }
     match f.framing {
         BodyFraming::None => {}
-        BodyFraming::Length(n) => field(&mut out, "Content-Length", &n.to_string()),
-        BodyFraming::Chunked => field(&mut out, "Transfer-Encoding", "chunked"),
+        BodyFraming::Length(n) => field(&mut out, "Content-Length", n.to_string().as_bytes()),
+        BodyFraming::Chunked => field(&mut out, "Transfer-Encoding", b"chunked"),
     }
     if f.expect_continue && f.framing != BodyFraming::None {
-        field(&mut out, "Expect", "100-continue");
+        field(&mut out, "Expect", b"100-continue");
     }
     if f.websocket {
-        field(&mut out, "Connection", "Upgrade");
-        field(&mut out, "Upgrade", "websocket");
+        field(&mut out, "Connection", b"Upgrade");
+        field(&mut out, "Upgrade", b"websocket");
     } else if f.close {
-        field(&mut out, "Connection", "close");
+        field(&mut out, "Connection", b"close");
     }
     out.extend_from_slice(b"\r\n");
     out
@@ -125,7 +130,7 @@ pub fn add_websocket_key(head: &mut Vec<u8>) -> String {
     use sha1::Digest;
     let key = base64::engine::general_purpose::STANDARD.encode(unpredictable_16());
     head.truncate(head.len().saturating_sub(2));
-    field(head, "Sec-WebSocket-Key", &key);
+    field(head, "Sec-WebSocket-Key", key.as_bytes());
     head.extend_from_slice(b"\r\n");
     let mut sha = sha1::Sha1::new();
     sha.update(key.as_bytes());
@@ -154,19 +159,30 @@ pub fn via_value(via: Via, by: &str, version: &str) -> Option<String> {
     }
 }
 
-fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");
     // A value is never allowed to end the line early (the client's were
     // checked by the parser; rewritten ones are checked here).
-    out.extend(value.bytes().filter(|&b| b != b'\r' && b != b'\n' && b != 0));
+    out.extend(value.iter().filter(|&&b| b != b'\r' && b != b'\n' && b != 0));
     out.extend_from_slice(b"\r\n");
 }
 
-/// The client's fields as they came, borrowed (the parser let only
-/// text through; anything else is replaced, not copied).
-pub fn client_fields(head: &RequestHead) -> Vec<(Cow<'_, str>, Cow<'_, str>)> {
-    head.headers().map(|(n, v)| (String::from_utf8_lossy(n), String::from_utf8_lossy(v))).collect()
+/// Appends `value` to a list field's value being joined (`a, b`).
+fn join(list: &mut Option<Vec<u8>>, value: &[u8]) {
+    match list {
+        Some(l) => {
+            l.extend_from_slice(b", ");
+            l.extend_from_slice(value);
+        }
+        None => *list = Some(value.to_vec()),
+    }
+}
+
+/// The client's fields as they came, borrowed: names are tokens (checked
+/// by the parser), values bytes, obs-text and all.
+pub fn client_fields(head: &RequestHead) -> Vec<(Cow<'_, str>, &[u8])> {
+    head.headers().map(|(n, v)| (String::from_utf8_lossy(n), v)).collect()
 }
 
 /// Writes body bytes framed as announced.
@@ -233,7 +249,7 @@ mod tests {
     }
 
     fn forwarding(framing: BodyFraming) -> Forwarding<'static> {
-        Forwarding { target: "/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example", "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, expect_continue: false, websocket: false }
+        Forwarding { target: b"/app/x?y=1", host: "backend:3000", forwarded: Some(("192.0.2.1".into(), "site.example", "www")), via: Via::Off, via_by: "www:80".into(), framing, close: false, expect_continue: false, websocket: false }
     }
 
     #[test]

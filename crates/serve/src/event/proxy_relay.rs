@@ -81,10 +81,11 @@ pub(super) struct Backend {
 /// The loop's kept connections to HTTP backends.
 #[derive(Default)]
 pub(super) struct IdleBackends {
-    /// Those to each backend address: an address is copied once, when
-    /// first kept, not with each connection kept (a copy and a free per
-    /// request).
-    by_addr: Vec<(FcgiAddr, Vec<IdleBackend>)>,
+    /// Those of each worker ([`HttpOrigin::worker`](warren_config::proxy_http::HttpOrigin::worker),
+    /// whose `max=` and `ttl=` they count under) to each backend address:
+    /// an address is copied once, when first kept, not with each
+    /// connection kept (a copy and a free per request).
+    by_addr: Vec<((u64, FcgiAddr), Vec<IdleBackend>)>,
     /// Which batch of epoll events the loop is handling.
     batch: u64,
 }
@@ -111,12 +112,12 @@ struct IdleBackend {
 }
 
 impl IdleBackends {
-    /// A kept connection to `addr` younger than `ttl` and still open, and
+    /// A kept connection of `worker` to `addr` younger than `ttl` and still open, and
     /// the token it is registered under: `token` itself if one has it.
     /// Unless `replayable`, each is checked open (else only a suspect one).
-    fn take(&mut self, addr: &FcgiAddr, ttl: Option<std::time::Duration>, token: u64, replayable: bool) -> Option<(Socket, u64)> {
+    fn take(&mut self, worker: u64, addr: &FcgiAddr, ttl: Option<std::time::Duration>, token: u64, replayable: bool) -> Option<(Socket, u64)> {
         let batch = self.batch;
-        let list = &mut self.by_addr.iter_mut().find(|(a, _)| a == addr)?.1;
+        let list = &mut self.by_addr.iter_mut().find(|((w, a), _)| *w == worker && a == addr)?.1;
         if let Some(t) = ttl {
             list.retain(|c| c.since.elapsed() < t);
         }
@@ -129,16 +130,16 @@ impl IdleBackends {
         }
     }
 
-    /// Keeps `socket`, closing the oldest ones to `addr` past `max`;
+    /// Keeps `socket`, closing the oldest ones of `worker` to `addr` past `max`;
     /// `suspect` if it may hold bytes already (it is checked before use).
-    fn put(&mut self, addr: &FcgiAddr, max: usize, socket: Socket, token: u64, suspect: bool) {
+    fn put(&mut self, worker: u64, addr: &FcgiAddr, max: usize, socket: Socket, token: u64, suspect: bool) {
         if max == 0 {
             return;
         }
-        let at = match self.by_addr.iter().position(|(a, _)| a == addr) {
+        let at = match self.by_addr.iter().position(|((w, a), _)| *w == worker && a == addr) {
             Some(at) => at,
             None => {
-                self.by_addr.push((addr.clone(), Vec::new()));
+                self.by_addr.push(((worker, addr.clone()), Vec::new()));
                 self.by_addr.len() - 1
             }
         };
@@ -232,7 +233,7 @@ impl EventLoop {
     /// A connection for `exchange`, watched under `token`: a kept one (if
     /// `kept_ok`, the backend's `reuse` allowing), else a new one.
     pub(super) fn backend_open(&mut self, exchange: &HttpRelay, token: u64, kept_ok: bool) -> Result<Backend, GatewayError> {
-        let kept = if kept_ok && exchange.gateway.backend.reuse { self.proxy_idle.take(&exchange.gateway.backend.addr, exchange.origin().ttl, token, exchange.replayable) } else { None };
+        let kept = if kept_ok && exchange.gateway.backend.reuse { self.proxy_idle.take(exchange.origin().worker, &exchange.gateway.backend.addr, exchange.origin().ttl, token, exchange.replayable) } else { None };
         let reused = kept.is_some();
         let (socket, connected, registered) = match kept {
             Some((s, at)) => (s, true, Some(at)),
@@ -271,7 +272,7 @@ impl EventLoop {
             // Not read dry (the answer's end filled the last read): bytes
             // after it may wait there, and no edge will come for them.
             let suspect = backend.readable;
-            self.proxy_idle.put(&exchange.gateway.backend.addr, max, backend.socket, token, suspect);
+            self.proxy_idle.put(exchange.origin().worker, &exchange.gateway.backend.addr, max, backend.socket, token, suspect);
         } else {
             let _ = self.epoll.delete(backend.socket.as_fd());
         }

@@ -825,7 +825,10 @@ pub fn key_values(text: &str) -> std::collections::HashMap<String, String> {
 
 /// A memory cgroup of the test's own with a limit, in cgroup v2 if its
 /// unified hierarchy has the memory controller, else in v1's; removed when
-/// dropped (its processes gone).
+/// dropped, with what still runs in it killed (a test that fails, or drops
+/// it before its server, leaves warren or its pool children running).
+/// The first one a test binary makes also removes what earlier runs left
+/// ([`remove_leftover_cgroups`]).
 pub struct MemoryCgroup {
     pub dir: PathBuf,
     v2: bool,
@@ -835,12 +838,13 @@ impl MemoryCgroup {
     pub fn new(tag: &str, limit: u64) -> MemoryCgroup {
         let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"));
         let name = format!("warren-test-{tag}-{}", std::process::id());
-        let dir = if v2 {
+        let parent = Path::new(if v2 { "/sys/fs/cgroup" } else { "/sys/fs/cgroup/memory" });
+        if v2 {
             std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory").expect("enable the memory controller for child cgroups");
-            Path::new("/sys/fs/cgroup").join(name)
-        } else {
-            Path::new("/sys/fs/cgroup/memory").join(name)
-        };
+        }
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| remove_leftover_cgroups(parent, LEFTOVER_AGE));
+        let dir = parent.join(name);
         let _ = std::fs::remove_dir(&dir);
         std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot create the memory cgroup {} (the tests run as root, test.sh): {e}", dir.display()));
         let limit_file = if v2 { "memory.max" } else { "memory.limit_in_bytes" };
@@ -884,13 +888,20 @@ impl MemoryCgroup {
 
 impl Drop for MemoryCgroup {
     fn drop(&mut self) {
-        for _ in 0..100 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            // Only the test's own processes are in it: warren, its children
+            // and pools, which a test that failed may have left running.
+            for pid in processes_within(&self.dir) {
+                // SAFETY: a signal to a process id read from the cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
             // Cgroups warren made below it and left (it was killed), deepest first.
             remove_cgroups_below(&self.dir);
-            if std::fs::remove_dir(&self.dir).is_ok() {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() || Instant::now() > deadline {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
@@ -899,6 +910,36 @@ fn remove_cgroups_below(dir: &Path) {
     for sub in std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
         remove_cgroups_below(&sub.path());
         let _ = std::fs::remove_dir(sub.path());
+    }
+}
+
+/// The processes in a cgroup and in those below it.
+pub fn processes_within(dir: &Path) -> Vec<i32> {
+    let mut pids: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect();
+    for sub in std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+        pids.extend(processes_within(&sub.path()));
+    }
+    pids
+}
+
+/// How old a test cgroup left empty must be before another run removes
+/// it: a run going on now may have just made one and not yet moved
+/// warren into it; no test holds one for an hour.
+pub const LEFTOVER_AGE: Duration = Duration::from_secs(3600);
+
+/// Removes the `warren-test-*` cgroups under `parent` that earlier runs
+/// left (a run killed before its drops ran, a test binary aborted), but
+/// only those with no process in them or below them and made more than
+/// `age` ago: another run's, going on at the same time, are left alone.
+pub fn remove_leftover_cgroups(parent: &Path, age: Duration) {
+    for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let dir = entry.path();
+        let ours = entry.file_name().to_string_lossy().starts_with("warren-test-") && entry.file_type().is_ok_and(|t| t.is_dir());
+        let old = || entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|e| e > age));
+        if ours && old() && processes_within(&dir).is_empty() {
+            remove_cgroups_below(&dir);
+            let _ = std::fs::remove_dir(&dir);
+        }
     }
 }
 
