@@ -58,7 +58,7 @@ impl Site {
         // mod_fcgid runs nothing where `Options ExecCGI` is off (an uploads
         // directory's `Options -ExecCGI`), however the pool was named;
         // mod_php's files, run in the same pool, need no ExecCGI.
-        let file_name = script.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        let file_name = crate::path::file_name(script).map(crate::path::text_of).unwrap_or_default();
         let by_mod_php = || dir.layers.iter().flat_map(|l| l.scripts.iter()).any(|m| warren_config::mod_php::runs_php(m) && m.covers(&file_name));
         let fcgid = matches!(&backend.addr, warren_config::FcgiAddr::Pool(p) if self.hosts[req.host].config.fcgid_pool.as_deref() == Some(p.as_str())) && !by_mod_php();
         if fcgid && !dir.options().exec_cgi {
@@ -81,7 +81,7 @@ impl Site {
             return Outcome::Ready(self.error_page(req, 404));
         }
         let (name, path_info) = url.split_at(url.len() - path_info_len);
-        let target = ScriptTarget { filename: script.to_string_lossy().into_owned(), name, path_info };
+        let target = ScriptTarget { filename: crate::path::text(script).into_owned(), name, path_info };
         self.gateway(req, backend, target, query, Some(dir))
     }
 

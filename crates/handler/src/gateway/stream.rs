@@ -126,9 +126,9 @@ impl Write for BackendStream {
 pub(crate) fn describe(addr: &FcgiAddr) -> String {
     match addr {
         // Named for every FastCGI request (its answer's log lines): joined
-        // by hand, `format!` and `Path::display` took ten times as long.
+        // by hand, `format!` and `Path::display` took six times as long.
         FcgiAddr::Unix(p) => {
-            let path = p.to_string_lossy();
+            let path = crate::path::text(p);
             let mut name = String::with_capacity("unix:".len() + path.len());
             name.push_str("unix:");
             name.push_str(&path);
