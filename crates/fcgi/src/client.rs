@@ -19,11 +19,26 @@ pub enum Event {
 /// empty STDIN record too, so that the whole request is one write.
 pub fn encode_begin<N: AsRef<[u8]>, V: AsRef<[u8]>>(out: &mut Vec<u8>, request_id: u16, params: &[(N, V)], keep_conn: bool, no_body: bool) {
     record::begin_request(out, request_id, Role::Responder, if keep_conn { FLAG_KEEP_CONN } else { 0 });
-    let mut pairs = Vec::new();
+    // The pairs are written in place, after room for their record's
+    // header, which is filled in once their length is known: no buffer of
+    // their own to grow and copy. More than one record holds are cut up after.
+    let start = out.len();
+    let size: usize = params.iter().map(|(n, v)| n.as_ref().len() + v.as_ref().len() + 8).sum();
+    out.reserve(size + 4 * record::HEADER_LEN + 8);
+    out.extend_from_slice(&[0; record::HEADER_LEN]);
     for (n, v) in params {
-        record::write_pair(&mut pairs, n.as_ref(), v.as_ref());
+        record::write_pair(out, n.as_ref(), v.as_ref());
     }
-    if !pairs.is_empty() {
+    let len = out.len() - start - record::HEADER_LEN;
+    if len == 0 {
+        out.truncate(start);
+    } else if len <= MAX_CONTENT {
+        let (head, padding) = record::record_header(RecordType::Params, request_id, len);
+        out[start..start + record::HEADER_LEN].copy_from_slice(&head);
+        out.extend(std::iter::repeat_n(0u8, padding));
+    } else {
+        let pairs = out.split_off(start + record::HEADER_LEN);
+        out.truncate(start);
         record::write_stream(out, RecordType::Params, request_id, &pairs);
     }
     record::write_record(out, RecordType::Params, request_id, &[]);
@@ -293,5 +308,48 @@ mod tests {
         let _ = b.read(&mut buf).unwrap();
         drop(b);
         assert_eq!(c.next_event().unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    /// The request as the plain encoding writes it: the pairs in a buffer
+    /// of their own, then cut into records.
+    fn encoded_plainly(params: &[(Vec<u8>, Vec<u8>)], no_body: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        record::begin_request(&mut out, 7, Role::Responder, 0);
+        let mut pairs = Vec::new();
+        for (n, v) in params {
+            record::write_pair(&mut pairs, n, v);
+        }
+        if !pairs.is_empty() {
+            record::write_stream(&mut out, RecordType::Params, 7, &pairs);
+        }
+        record::write_record(&mut out, RecordType::Params, 7, &[]);
+        if no_body {
+            record::write_record(&mut out, RecordType::Stdin, 7, &[]);
+        }
+        out
+    }
+
+    #[test]
+    fn pairs_written_in_place_are_the_records_of_the_plain_encoding() {
+        let pair = |n: &str, len: usize| (n.as_bytes().to_vec(), vec![b'v'; len]);
+        let cases: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![
+            vec![],
+            vec![pair("A", 0)],
+            vec![pair("QUERY_STRING", 3), pair("REMOTE_ADDR", 9)],
+            // One pair's value long enough for a 4-byte length.
+            vec![pair("HTTP_COOKIE", 300), pair("X", 1)],
+            // Exactly one record's worth, then one byte more.
+            vec![pair("A", 65535 - 1 - 4 - 1)],
+            vec![pair("A", 65535 - 1 - 4)],
+            // Several records.
+            vec![pair("BIG", 150_000), pair("SMALL", 5)],
+        ];
+        for params in cases {
+            for no_body in [false, true] {
+                let mut out = Vec::new();
+                encode_begin(&mut out, 7, &params, false, no_body);
+                assert_eq!(out, encoded_plainly(&params, no_body), "{} pairs, {} bytes", params.len(), params.iter().map(|(_, v)| v.len()).sum::<usize>());
+            }
+        }
     }
 }

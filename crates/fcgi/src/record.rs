@@ -168,17 +168,21 @@ impl std::error::Error for DecodeError {}
 /// Appends one record; content longer than a record can hold is an error of
 /// the caller (use [`write_stream`]).
 pub fn write_record(out: &mut Vec<u8>, kind: RecordType, request_id: u16, content: &[u8]) {
-    assert!(content.len() <= MAX_CONTENT, "one record holds at most 65535 bytes");
-    // Padding to a multiple of 8, as the specification recommends.
-    let padding = (8 - content.len() % 8) % 8;
-    out.push(VERSION_1);
-    out.push(kind.as_u8());
-    out.extend_from_slice(&request_id.to_be_bytes());
-    out.extend_from_slice(&(content.len() as u16).to_be_bytes());
-    out.push(padding as u8);
-    out.push(0);
+    let (head, padding) = record_header(kind, request_id, content.len());
+    out.extend_from_slice(&head);
     out.extend_from_slice(content);
     out.extend(std::iter::repeat_n(0u8, padding));
+}
+
+/// The header of a record of `len` bytes of content, and the padding that
+/// follows the content.
+pub fn record_header(kind: RecordType, request_id: u16, len: usize) -> ([u8; HEADER_LEN], usize) {
+    assert!(len <= MAX_CONTENT, "one record holds at most 65535 bytes");
+    // Padding to a multiple of 8, as the specification recommends.
+    let padding = (8 - len % 8) % 8;
+    let [id_high, id_low] = request_id.to_be_bytes();
+    let [len_high, len_low] = (len as u16).to_be_bytes();
+    ([VERSION_1, kind.as_u8(), id_high, id_low, len_high, len_low, padding as u8, 0], padding)
 }
 
 /// Appends a stream (PARAMS, STDIN, DATA ...) in records of at most

@@ -37,8 +37,8 @@ impl Site {
         if h.config.sections.is_empty() {
             return eff;
         }
-        let fs = fs_path.map(|p| p.to_string_lossy().into_owned());
-        let url = String::from_utf8_lossy(url_path);
+        let fs = fs_path.map(crate::path::text);
+        let url = crate::path::text_of(url_path);
         let file_name = fs.as_deref().map(|p| p.rsplit('/').next().unwrap_or(""));
         let dir_matches = |m: &SectionMatch| -> bool {
             let Some(fs) = fs.as_deref() else { return false };

@@ -18,8 +18,10 @@ use crate::{Outcome, Site};
 impl Site {
     /// A local script (`SetHandler proxy:...`) for the application: the
     /// route's file, the last `path_info_len` bytes of its URL being its
-    /// PATH_INFO.
-    pub fn script_gateway(&self, route: &Route, backend: &FcgiBackend, path_info_len: usize) -> Outcome {
+    /// PATH_INFO. `stat` is the file's metadata when the caller has read
+    /// it already (each caller asks whether the file is there first; one
+    /// stat a request rather than two), None to read it here.
+    pub fn script_gateway(&self, route: &Route, backend: &FcgiBackend, path_info_len: usize, stat: Option<&std::fs::Metadata>) -> Outcome {
         let Route { req, url, query, fs: script, dir } = route;
         let (req, url, query) = (*req, *url, *query);
         let log = &self.hosts[req.host].error_log;
@@ -57,19 +59,20 @@ impl Site {
         // mod_fcgid runs nothing where `Options ExecCGI` is off (an uploads
         // directory's `Options -ExecCGI`), however the pool was named;
         // mod_php's files, run in the same pool, need no ExecCGI.
-        let file_name = script.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        let file_name = crate::path::file_name(script).map(crate::path::text_of).unwrap_or_default();
         let by_mod_php = || dir.layers.iter().flat_map(|l| l.scripts.iter()).any(|m| warren_config::mod_php::runs_php(m) && m.covers(&file_name));
         let fcgid = matches!(&backend.addr, warren_config::FcgiAddr::Pool(p) if self.hosts[req.host].config.fcgid_pool.as_deref() == Some(p.as_str())) && !by_mod_php();
         if fcgid && !dir.options().exec_cgi {
             let why = format!("Options ExecCGI is off in this directory: {} (mod_fcgid's pool {})", script.display(), self.hosts[req.host].config.fcgid_pool.as_deref().unwrap_or(""));
             return Outcome::Ready(self.error(req, 403, &why));
         }
-        match std::fs::metadata(script) {
-            Ok(m) if m.is_file() => {}
-            _ => {
-                log.log(LogLevel::Info, Some(req.conn.useragent), &format!("File does not exist: {}", script.display()));
-                return Outcome::Ready(self.error_page(req, 404));
-            }
+        let is_file = match stat {
+            Some(m) => m.is_file(),
+            None => std::fs::metadata(script).is_ok_and(|m| m.is_file()),
+        };
+        if !is_file {
+            log.log(LogLevel::Info, Some(req.conn.useragent), &format!("File does not exist: {}", script.display()));
+            return Outcome::Ready(self.error_page(req, 404));
         }
         if let Some(refusal) = crate::symlinks::check_script(self, req, dir, script) {
             return Outcome::Ready(refusal);
@@ -79,7 +82,7 @@ impl Site {
             return Outcome::Ready(self.error_page(req, 404));
         }
         let (name, path_info) = url.split_at(url.len() - path_info_len);
-        let target = ScriptTarget { filename: script.to_string_lossy().into_owned(), name, path_info };
+        let target = ScriptTarget { filename: crate::path::text(script).into_owned(), name, path_info };
         self.gateway(req, backend, target, query, Some(dir))
     }
 
@@ -111,7 +114,8 @@ impl Site {
                 _ => None,
             });
             let Some(h) = handler else { continue };
-            if !std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
+            let Ok(stat) = std::fs::metadata(&fs) else { continue };
+            if !stat.is_file() {
                 continue;
             }
             if !script.allows(req.head, req.conn) {
@@ -119,7 +123,7 @@ impl Site {
             }
             let backend = backend_of(h);
             let route = Route { req, url, query, fs, dir: whole };
-            return Some(self.script_gateway(&route, &backend, url.len() - i));
+            return Some(self.script_gateway(&route, &backend, url.len() - i, Some(&stat)));
         }
         None
     }

@@ -72,8 +72,8 @@ impl Site {
     /// (such a request is refused as it is mapped).
     pub fn document_root_text(&self, req: Request) -> String {
         match self.document_root(req) {
-            Ok(root) => root.to_string_lossy().into_owned(),
-            Err(_) => self.hosts[req.host].config.document_root.to_string_lossy().into_owned(),
+            Ok(root) => crate::path::text(&root).into_owned(),
+            Err(_) => crate::path::text(&self.hosts[req.host].config.document_root).into_owned(),
         }
     }
 

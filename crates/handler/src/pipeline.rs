@@ -324,12 +324,13 @@ impl Site {
                 // `/index.php/blog/feed.php`: the handler was found for the
                 // whole path's name, but Apache's directory walk stops at
                 // the file, index.php, which runs with the rest as PATH_INFO.
-                if !rewritten_to_file && std::fs::metadata(&route.fs).is_err() {
+                let stat = if rewritten_to_file { None } else { std::fs::metadata(&route.fs).ok() };
+                if !rewritten_to_file && stat.is_none() {
                     if let Some(o) = self.path_info_gateway(req, url, query) {
                         return o;
                     }
                 }
-                return self.script_gateway(&route, &backend_of(h), 0);
+                return self.script_gateway(&route, &backend_of(h), 0, stat.as_ref());
             }
             _ => {}
         }

@@ -169,7 +169,7 @@ pub fn serve(site: &Site, route: Route) -> Outcome {
         let outcome = if let Some(Some(h @ (Handler::FastCgi(_) | Handler::Pool(_)))) = eff.handler() {
             let backend = crate::dir_config::backend_of(h);
             let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };
-            site.script_gateway(&index, &backend, 0)
+            site.script_gateway(&index, &backend, 0, Some(&meta))
         } else {
             // A CGI program as the index (`DirectoryIndex index.cgi`) runs.
             let index = Route { req, url: &index_url, query, fs: candidate, dir: eff };

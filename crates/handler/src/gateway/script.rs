@@ -52,9 +52,12 @@ pub(crate) fn http_params<'h>(headers: impl Iterator<Item = (&'h [u8], &'h [u8])
         if !name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-') {
             continue;
         }
-        let mut var = String::with_capacity(5 + name.len());
-        var.push_str("HTTP_");
-        var.extend(name.iter().map(|&b| if b == b'-' { '_' } else { b.to_ascii_uppercase() as char }));
+        // Made as bytes (ASCII, checked above), not a String extended char
+        // by char, which encodes each one.
+        let mut var = Vec::with_capacity(5 + name.len());
+        var.extend_from_slice(b"HTTP_");
+        var.extend(name.iter().map(|&b| if b == b'-' { b'_' } else { b.to_ascii_uppercase() }));
+        let Ok(var) = String::from_utf8(var) else { continue };
         match http.iter_mut().find(|(n, _)| *n == var) {
             Some((_, v)) => {
                 v.extend_from_slice(if var == "HTTP_COOKIE" { b"; " } else { b", " });
