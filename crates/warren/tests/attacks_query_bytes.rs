@@ -12,6 +12,8 @@
 //! target should become is not settled here.) The backend is the echo
 //! backend: each request head it reads is answered with that head, so a
 //! second request or a field the client made up shows in what it read.
+//! Since prefix routes match on the path's bytes, a `<Location>` denial in
+//! front of a route is also tried with the same path spelled differently.
 
 mod common;
 #[path = "proxy_http/echo_backend.rs"]
@@ -112,4 +114,31 @@ fn a_clients_query_stays_data(mpm: &str) {
     }
 }
 
-each_mpm!(a_back_reference_cannot_split_the_backends_request, control_bytes_in_a_rewritten_path_are_encoded, a_clients_query_stays_data);
+
+/// A `<Location>` denial in front of a ProxyPass route holds for every
+/// spelling of its path that the route maps to it (encoded letters, dot
+/// segments, doubled slashes, a trailing slash, a query); the spellings
+/// it refuses (`%2F`, `%00`, a backslash) never reach the backend. Two
+/// are not the location, in Apache either (its `<Location /p/secret>` is
+/// that path or below it): `;x` and the overlong `%C0%AF`, which reach the
+/// backend encoded as they came, never as `/secret/`.
+fn a_location_denial_holds_for_every_spelling(mpm: &str) {
+    let backend = echo_backend::start();
+    let conf = format!("ProxyPass /p/ http://127.0.0.1:{backend}/b/\n<Location /p/secret>\n    Require all denied\n</Location>\n");
+    let s = Server::start(mpm, &conf);
+    let denied = [&b"/p/secret"[..], b"/p//secret", b"/p/./secret", b"/p/x/../secret", b"/p/%2e/secret", b"/p/%73ecret", b"/p/secret/", b"//p/secret", b"/p/secret?x", b"/p/S%65cret/../secret"];
+    for target in denied {
+        assert_eq!(ask(&s, target).0, 403, "{}", String::from_utf8_lossy(target));
+    }
+    for target in [&b"/p/secret%2F"[..], b"/p/secret%00", b"/p/%2fsecret", b"/p\\secret"] {
+        let (status, body) = ask(&s, target);
+        assert!(status == 403 || status == 404 || status == 400, "{}: {status} {}", String::from_utf8_lossy(target), String::from_utf8_lossy(&body));
+    }
+    for (target, line) in [(&b"/p/secret;x"[..], &b"GET /b/secret;x HTTP/1.1\r\n"[..]), (b"/p/secret%C0%AF", b"GET /b/secret%C0%AF HTTP/1.1\r\n"), (b"/p/secret%c0%af/x", b"GET /b/secret%C0%AF/x HTTP/1.1\r\n")] {
+        let (status, body) = ask(&s, target);
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(target));
+        assert!(body.starts_with(line), "{}: the backend read {}", String::from_utf8_lossy(target), String::from_utf8_lossy(&body).escape_debug());
+    }
+}
+
+each_mpm!(a_back_reference_cannot_split_the_backends_request, control_bytes_in_a_rewritten_path_are_encoded, a_clients_query_stays_data, a_location_denial_holds_for_every_spelling);
