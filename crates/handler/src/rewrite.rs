@@ -117,6 +117,11 @@ impl Site {
             Applied::Status(s) => return UrlRewrite::Answer(self.rewrite_status(req, s, &uri)),
             Applied::OutOfTime { rule } => return UrlRewrite::Answer(self.out_of_time(req, rules[rule])),
             Applied::Changed { passthrough: true, .. } => {
+                // Its query goes on as made, to a ProxyPass backend's request
+                // line too: a back-reference's CR LF must not end that line.
+                if let Some(r) = self.bad_query(req, &state, query) {
+                    return UrlRewrite::Answer(r);
+                }
                 // `[PT]`: a URL again, read as the client's is (dot segments
                 // removed, never above `/`).
                 let Some(url) = path::resolve_reference(b"/", state.filename.as_bytes()) else {

@@ -75,7 +75,7 @@ pub fn head<N: AsRef<str>, V: AsRef<[u8]>>(method: &str, fields: &[(N, V)], f: &
     let mut out = Vec::with_capacity(room + 320);
     out.extend_from_slice(method.as_bytes());
     out.push(b' ');
-    out.extend_from_slice(f.target);
+    target_bytes(&mut out, f.target);
     let _ = write!(out, " HTTP/1.1\r\nHost: {}\r\n", f.host);
     let mut forwarded_for: Option<Vec<u8>> = None;
     let mut via: Option<Vec<u8>> = None;
@@ -166,6 +166,26 @@ fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     // checked by the parser; rewritten ones are checked here).
     out.extend(value.iter().filter(|&&b| b != b'\r' && b != b'\n' && b != 0));
     out.extend_from_slice(b"\r\n");
+}
+
+/// Writes the request line's target. A query is passed as made, and one
+/// a rule made may hold what no client could send (a back-reference's
+/// decoded `%0d%0a`): a control byte or a space would end the request
+/// line or the target early (request splitting), so it goes encoded, as
+/// Apache's ap_proxy_canonenc encodes it.
+fn target_bytes(out: &mut Vec<u8>, target: &[u8]) {
+    let unsafe_byte = |b: u8| b <= b' ' || b == 0x7f;
+    if !target.iter().any(|&b| unsafe_byte(b)) {
+        out.extend_from_slice(target);
+        return;
+    }
+    for &b in target {
+        if unsafe_byte(b) {
+            let _ = write!(out, "%{b:02X}");
+        } else {
+            out.push(b);
+        }
+    }
 }
 
 /// Appends `value` to a list field's value being joined (`a, b`).
@@ -281,6 +301,13 @@ mod tests {
         let f = fields(&[("Host", "h"), ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", "k")]);
         let text = String::from_utf8(head("GET", &f, &Forwarding { websocket: true, forwarded: None, ..forwarding(BodyFraming::None) })).unwrap();
         assert_eq!(text, "GET /app/x?y=1 HTTP/1.1\r\nHost: backend:3000\r\nSec-WebSocket-Key: k\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+    }
+
+    #[test]
+    fn a_target_cannot_end_the_request_line() {
+        let fw = Forwarding { target: b"/b/y?q=\r\nX-Injected: yes\x00\t\x7f\xff%0d", forwarded: None, ..forwarding(BodyFraming::None) };
+        let out = head::<&str, &[u8]>("GET", &[], &fw);
+        assert!(out.starts_with(b"GET /b/y?q=%0D%0AX-Injected:%20yes%00%09%7F\xff%0d HTTP/1.1\r\nHost: backend:3000\r\n"), "{}", String::from_utf8_lossy(&out).escape_debug());
     }
 
     #[test]
