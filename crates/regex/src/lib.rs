@@ -5,6 +5,9 @@
 //! where the machine has it), [`Captures`] holds one match's groups, and
 //! [`expand`] fills a template's `$N` from them as mod_alias and mod_rewrite do.
 //!
+//! Patterns get Apache's default options (`AP_REG_DEFAULT`): `.` matches
+//! a line feed, and `$` matches only at the very end ([`dollar`]).
+//!
 //! Every pattern is bounded ([`limits`]): a match that would backtrack for
 //! long gives up, counts as no match, and is reported once per pattern with
 //! the file and line that wrote it ([`Regex::at`]).
@@ -12,6 +15,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod dollar;
 pub mod limits;
 
 pub use limits::set_reporter;
@@ -63,16 +67,19 @@ impl Regex {
         if let Some(setting) = limits::own_limit(pattern) {
             return Err(Error(format!("(*{setting}) is not allowed: warren bounds every match itself")));
         }
+        let (end_only, added) = dollar::end_only(pattern);
+        // Apache's default options (AP_REG_DEFAULT): `.` matches a line
+        // feed too, and `$` only at the very end (see `dollar`).
         let compile = |jit: bool| {
-            let bounded = format!("{}{pattern}", limits::prefix(jit));
-            pcre2::bytes::RegexBuilder::new().caseless(caseless).jit(jit).build(&bounded).map_err(|e| (e, bounded.len() - pattern.len()))
+            let bounded = format!("{}{end_only}", limits::prefix(jit));
+            pcre2::bytes::RegexBuilder::new().caseless(caseless).dotall(true).jit(jit).build(&bounded).map_err(|e| (e, bounded.len() - end_only.len()))
         };
         // A pattern the JIT cannot take is interpreted, with the interpreter's limit.
         let compiled = match compile(pcre2::is_jit_available()) {
             Err((e, _)) if matches!(e.kind(), pcre2::ErrorKind::JIT) => compile(false),
             other => other,
         };
-        let re = compiled.map_err(|(e, added)| Error(unshifted(&e, added)))?;
+        let re = compiled.map_err(|(e, prefix)| Error(unshifted(&e, |at| dollar::offset_as_written(at.saturating_sub(prefix), &added))))?;
         Ok(Regex { re, pattern: pattern.to_string(), caseless, origin: None, reported: AtomicBool::new(false) })
     }
 
@@ -123,10 +130,10 @@ impl Regex {
 }
 
 /// PCRE2's message with the offset counted in the pattern as written.
-fn unshifted(e: &pcre2::Error, added: usize) -> String {
+fn unshifted(e: &pcre2::Error, as_written: impl Fn(usize) -> usize) -> String {
     let text = e.to_string();
     match e.offset() {
-        Some(at) => text.replacen(&format!("at offset {at}"), &format!("at offset {}", at.saturating_sub(added)), 1),
+        Some(at) => text.replacen(&format!("at offset {at}"), &format!("at offset {}", as_written(at)), 1),
         None => text,
     }
 }
@@ -305,6 +312,20 @@ mod tests {
         let e = Regex::new("ab)").unwrap_err();
         assert!(e.to_string().contains("at offset 2"), "{e}");
         assert_eq!(Regex::new("^x$").unwrap().as_str(), "^x$");
+    }
+
+    #[test]
+    fn apache_default_options() {
+        // DOLLAR_ENDONLY: not before a final line feed.
+        let php = Regex::new(r"\.php$").unwrap();
+        assert!(php.is_match("x.php") && !php.is_match("x.php\n"));
+        // DOTALL: `.` takes a line feed.
+        assert!(Regex::new("^/a.b$").unwrap().is_match("/a\nb"));
+        // Multi-line mode keeps its anchors.
+        assert!(Regex::new("(?m)^x$").unwrap().is_match("x\ny"));
+        // An offset past an anchor made `\z` counts in the pattern as written.
+        let e = Regex::new("a$b$)").unwrap_err();
+        assert!(e.to_string().contains("at offset 4"), "{e}");
     }
 
     #[test]

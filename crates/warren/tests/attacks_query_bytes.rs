@@ -141,16 +141,13 @@ fn a_location_denial_holds_for_every_spelling(mpm: &str) {
     }
 }
 
-each_mpm!(a_back_reference_cannot_split_the_backends_request, control_bytes_in_a_rewritten_path_are_encoded, a_clients_query_stays_data, a_location_denial_holds_for_every_spelling);
 
 /// `$` in a `<FilesMatch>` ends the name only (Apache 2.4.30's default
 /// RegexDefaultOptions DOLLAR_ENDONLY, after CVE-2017-15715): a file named
 /// `x.php` and a line feed (an upload filter that wants names ending in
-/// `php` lets it in) is not PHP. It is under warren today: PCRE2's `$`
-/// also matches before a final line feed, the pcre2 crate has no
-/// DOLLAR_ENDONLY option, and a php-cgi pool runs the file (php-fpm's
-/// security.limit_extensions refuses it). Open: the reproducer is ignored
-/// until crates/regex compiles `$` as Apache does.
+/// `php` lets it in) is not PHP. PCRE2's own `$` also matches before a
+/// final line feed, and a php-cgi pool ran the file (php-fpm's
+/// security.limit_extensions refuses it); crates/regex makes `$` `\z`.
 fn a_line_feed_after_the_extension_is_not_php(mpm: &str) {
     let dir = TempDir::new(&format!("dollar-{mpm}"));
     standard_site(&dir);
@@ -164,20 +161,4 @@ fn a_line_feed_after_the_extension_is_not_php(mpm: &str) {
     assert!(!body.windows(5).any(|w| w == b"ran42"), "x.php\\n ran as PHP: {}", String::from_utf8_lossy(&body));
 }
 
-mod dollar_endonly {
-    #[test]
-    #[ignore = "open: warren's `$` matches before a final line feed (Apache: DOLLAR_ENDONLY); see a_line_feed_after_the_extension_is_not_php"]
-    fn event() {
-        super::a_line_feed_after_the_extension_is_not_php("event")
-    }
-    #[test]
-    #[ignore = "open: warren's `$` matches before a final line feed (Apache: DOLLAR_ENDONLY); see a_line_feed_after_the_extension_is_not_php"]
-    fn worker() {
-        super::a_line_feed_after_the_extension_is_not_php("worker")
-    }
-    #[test]
-    #[ignore = "open: warren's `$` matches before a final line feed (Apache: DOLLAR_ENDONLY); see a_line_feed_after_the_extension_is_not_php"]
-    fn prefork() {
-        super::a_line_feed_after_the_extension_is_not_php("prefork")
-    }
-}
+each_mpm!(a_back_reference_cannot_split_the_backends_request, control_bytes_in_a_rewritten_path_are_encoded, a_clients_query_stays_data, a_location_denial_holds_for_every_spelling, a_line_feed_after_the_extension_is_not_php);
