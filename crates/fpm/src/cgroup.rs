@@ -20,6 +20,13 @@
 //! delegated, other processes in warren's v2 cgroup), the pools run in
 //! warren's cgroup, which [`Unavailable`] says at start and in
 //! server-status.
+//!
+//! A pool's cgroup also bounds its tasks (the pids controller: the pool's
+//! own cgroup in v2, `<warren's pids cgroup>/warren-pools-<pid>/<pool>`
+//! in v1), so that a php-fpm master run at its ceiling cannot be made to
+//! fork children past warren's count by scripts that go on running after
+//! their answer (see `manager::sizing`'s `bound_tasks`). Where the pids
+//! controller cannot be used, [`PoolCgroups::tasks_unbounded`] says why.
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -90,7 +97,37 @@ pub struct PoolCgroups {
     pub version: Version,
     /// The directory holding the pools' cgroups (removed when dropped).
     base: PathBuf,
+    /// Where the pools' pids limits live, or why they have none.
+    tasks: Result<TasksBase, String>,
     pools: HashMap<String, PoolCgroup>,
+}
+
+/// Where a pool's pids limit is.
+enum TasksBase {
+    /// v2: in the pool's own cgroup, the pids controller enabled beside memory.
+    PoolCgroup,
+    /// v1: a directory of the pids hierarchy (removed when dropped), a pool's below it.
+    Hierarchy(PathBuf),
+}
+
+/// One pool's pids limit.
+struct TaskLimit {
+    /// Holds pids.max.
+    dir: PathBuf,
+    /// v1: its cgroup.procs, which a child joins as it joins the memory one.
+    procs: Option<OwnedFd>,
+    /// The limit last written, to write only changes.
+    max: Option<u64>,
+    /// Writing it failed; said once until it works again.
+    refused: bool,
+}
+
+/// The descriptors a new child of a pool joins its cgroups through.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Joins {
+    pub memory: Option<RawFd>,
+    /// v1's pids hierarchy (v2's is the memory cgroup).
+    pub tasks: Option<RawFd>,
 }
 
 /// One pool's cgroup.
@@ -104,6 +141,7 @@ pub struct PoolCgroup {
     limit: Option<u64>,
     /// Writing the limit failed; said once until it works again.
     refused: bool,
+    tasks: Option<TaskLimit>,
 }
 
 impl PoolCgroups {
@@ -125,7 +163,7 @@ impl PoolCgroups {
             Some(rel) if root.join("cgroup.procs").exists() => {
                 let base = root.join(rel).join(format!("warren-pools-{}", std::process::id()));
                 make_dir(&base).map_err(Unavailable::Refused)?;
-                Ok(PoolCgroups { version: Version::V1, base, pools: HashMap::new() })
+                Ok(PoolCgroups { version: Version::V1, base, tasks: v1_tasks_base(&own), pools: HashMap::new() })
             }
             _ => Err(Unavailable::NoController),
         }
@@ -156,7 +194,13 @@ impl PoolCgroups {
             let _ = std::fs::remove_dir(&base);
             return Err(Unavailable::Refused(e));
         }
-        Ok(PoolCgroups { version: Version::V2, base, pools: HashMap::new() })
+        let tasks = enable_v2_pids(own, &base).map(|()| TasksBase::PoolCgroup);
+        Ok(PoolCgroups { version: Version::V2, base, tasks, pools: HashMap::new() })
+    }
+
+    /// Why the pools' tasks are not bounded, if they are not.
+    pub fn tasks_unbounded(&self) -> Option<&str> {
+        self.tasks.as_ref().err().map(String::as_str)
     }
 
     pub fn code(&self) -> u32 {
@@ -179,8 +223,17 @@ impl PoolCgroups {
             }
             let dir = self.base.join(name);
             make_dir(&dir)?;
-            let procs = nix::fcntl::open(&dir.join("cgroup.procs"), OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))?;
-            self.pools.insert(name.to_string(), PoolCgroup { dir, procs, limit: None, refused: false });
+            let procs = open_procs(&dir)?;
+            let tasks = match &self.tasks {
+                Ok(TasksBase::PoolCgroup) => Some(TaskLimit { dir: dir.clone(), procs: None, max: None, refused: false }),
+                Ok(TasksBase::Hierarchy(base)) => {
+                    let tasks_dir = base.join(name);
+                    make_dir(&tasks_dir)?;
+                    Some(TaskLimit { procs: Some(open_procs(&tasks_dir)?), dir: tasks_dir, max: None, refused: false })
+                }
+                Err(_) => None,
+            };
+            self.pools.insert(name.to_string(), PoolCgroup { dir, procs, limit: None, refused: false, tasks });
         }
         Ok(self.pools.get_mut(name).expect("made above"))
     }
@@ -190,9 +243,9 @@ impl PoolCgroups {
         self.pools.get(name).map(|p| p.charged(self.version))
     }
 
-    /// The descriptor a new child of pool `name` joins its cgroup through.
-    pub fn procs_fd(&self, name: &str) -> Option<RawFd> {
-        self.pools.get(name).map(|p| p.procs.as_raw_fd())
+    /// The descriptors a new child of pool `name` joins its cgroups through.
+    pub fn joins(&self, name: &str) -> Joins {
+        self.pools.get(name).map_or_else(Joins::default, |p| Joins { memory: Some(p.procs.as_raw_fd()), tasks: p.tasks.as_ref().and_then(|t| t.procs.as_ref()).map(AsRawFd::as_raw_fd) })
     }
 }
 
@@ -235,6 +288,32 @@ impl PoolCgroup {
         self.limit
     }
 
+    /// Limits the pool's tasks (processes and threads) to `max`: a fork
+    /// or a new thread past it fails (EAGAIN). Lowering it below what runs
+    /// stops nothing. Written only when it changed (nothing to do for a
+    /// pool without a pids limit); an error is returned once, until a
+    /// write works again.
+    pub fn set_tasks_max(&mut self, max: u64) -> Result<(), String> {
+        let Some(t) = self.tasks.as_mut().filter(|t| t.max != Some(max)) else { return Ok(()) };
+        match std::fs::write(t.dir.join("pids.max"), max.to_string()) {
+            Ok(()) => {
+                t.max = Some(max);
+                t.refused = false;
+                Ok(())
+            }
+            Err(e) if !t.refused => {
+                t.refused = true;
+                Err(format!("cannot set {}/pids.max to {max}: {e}", t.dir.display()))
+            }
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// The pool's tasks limit, as last written.
+    pub fn tasks_max(&self) -> Option<u64> {
+        self.tasks.as_ref().and_then(|t| t.max)
+    }
+
     /// What the pool's processes are charged and cannot drop (`warren_memory::charged_in`).
     pub fn charged(&self, version: Version) -> u64 {
         warren_memory::charged_in(&self.dir, version == Version::V2)
@@ -256,7 +335,16 @@ impl Drop for PoolCgroups {
     /// stops them first): a few tries, for the kernel to finish with the
     /// last ones.
     fn drop(&mut self) {
-        let dirs: Vec<PathBuf> = self.pools.drain().map(|(_, p)| p.dir).chain([self.base.clone()]).collect();
+        let v1_tasks = match &self.tasks {
+            Ok(TasksBase::Hierarchy(base)) => Some(base.clone()),
+            _ => None,
+        };
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for (_, p) in self.pools.drain() {
+            dirs.extend(p.tasks.filter(|t| t.procs.is_some()).map(|t| t.dir));
+            dirs.push(p.dir);
+        }
+        dirs.extend(v1_tasks.into_iter().chain([self.base.clone()]));
         for dir in dirs {
             for _ in 0..50 {
                 match std::fs::remove_dir(&dir) {
@@ -276,6 +364,41 @@ impl Drop for PoolCgroups {
     }
 }
 
+/// v2: the pids controller enabled below warren's cgroup `own` and the
+/// pools' `base`, beside memory.
+fn enable_v2_pids(own: &Path, base: &Path) -> Result<(), String> {
+    if !controllers(own).iter().any(|c| c == "pids") {
+        return Err(format!("the pids controller is not delegated to {}", own.display()));
+    }
+    for dir in [own, base] {
+        std::fs::write(dir.join("cgroup.subtree_control"), "+pids").map_err(|e| format!("cannot enable the pids controller below {}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// v1: the pools' directory in the pids hierarchy, beside warren's own
+/// pids cgroup, as `own` (/proc/self/cgroup) names it.
+fn v1_tasks_base(own: &str) -> Result<TasksBase, String> {
+    let rel = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers.split(',').any(|c| c == "pids").then(|| path.trim_start_matches('/').to_string())
+    });
+    let root = Path::new("/sys/fs/cgroup/pids");
+    match rel {
+        Some(rel) if root.join("cgroup.procs").exists() => {
+            let base = root.join(rel).join(format!("warren-pools-{}", std::process::id()));
+            make_dir(&base)?;
+            Ok(TasksBase::Hierarchy(base))
+        }
+        _ => Err("no pids cgroup controller is mounted".to_string()),
+    }
+}
+
+fn open_procs(dir: &Path) -> Result<OwnedFd, String> {
+    nix::fcntl::open(&dir.join("cgroup.procs"), OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))
+}
+
 fn controllers(root: &Path) -> Vec<String> {
     std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default().split_whitespace().map(str::to_string).collect()
 }
@@ -289,11 +412,11 @@ fn make_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// What a pool's child does between fork and exec, before it drops root:
-/// raises its OOM score and joins its pool's cgroup through `procs`.
+/// raises its OOM score and joins its pool's cgroups through `joins`.
 /// Async-signal-safe: open, write and close of what was prepared before
 /// the fork. Neither is a reason not to serve: a child that cannot join
 /// stays in warren's cgroup (the parent said at start why there are none).
-pub fn join_in_child(procs: Option<RawFd>, oom_score_adj: &'static str) {
+pub fn join_in_child(joins: Joins, oom_score_adj: &'static str) {
     // SAFETY: plain system calls on a static path and on a descriptor the
     // parent keeps open; nothing allocates.
     unsafe {
@@ -302,7 +425,7 @@ pub fn join_in_child(procs: Option<RawFd>, oom_score_adj: &'static str) {
             libc::write(fd, oom_score_adj.as_ptr().cast(), oom_score_adj.len());
             libc::close(fd);
         }
-        if let Some(fd) = procs {
+        for fd in [joins.memory, joins.tasks].into_iter().flatten() {
             libc::write(fd, b"0".as_ptr().cast(), 1);
         }
     }

@@ -222,11 +222,14 @@ impl Manager {
             match PoolCgroups::make() {
                 Ok(c) => {
                     self.log.notice(&format!("pools run in memory cgroups of their own under {} (cgroup {:?}), their children with oom_score_adj {}", c.base().display(), c.version, crate::cgroup::OOM_SCORE_ADJ));
+                    if let Some(why) = c.tasks_unbounded() {
+                        self.log.warn(&format!("php-fpm pools with pm.max_children auto have no pids limit: {why}; a script that runs on after its answer (fastcgi_finish_request) can have its master start children past the count, up to pm.max_children's ceiling"));
+                    }
                     self.table.budget().cgroups.store(c.code(), std::sync::atomic::Ordering::Relaxed);
                     self.cgroups = Some(c);
                 }
                 Err(why) => {
-                    self.log.warn(&format!("pools run in warren's own memory cgroup, none of their own: {}; their children have oom_score_adj {}", why.describe(), crate::cgroup::OOM_SCORE_ADJ));
+                    self.log.warn(&format!("pools run in warren's own memory cgroup, none of their own: {}; their children have oom_score_adj {}, and php-fpm pools with pm.max_children auto no pids limit", why.describe(), crate::cgroup::OOM_SCORE_ADJ));
                     self.table.budget().cgroups.store(why.code(), std::sync::atomic::Ordering::Relaxed);
                 }
             }
@@ -239,9 +242,9 @@ impl Manager {
         }
     }
 
-    /// The descriptor through which a new child of pool `pool` joins its cgroup.
-    pub(super) fn cgroup_procs(&self, pool: usize) -> Option<std::os::fd::RawFd> {
-        self.cgroups.as_ref()?.procs_fd(&self.pools[pool].config.name)
+    /// The descriptors through which a new child of pool `pool` joins its cgroups.
+    pub(super) fn cgroup_joins(&self, pool: usize) -> crate::cgroup::Joins {
+        self.cgroups.as_ref().map_or_else(Default::default, |c| c.joins(&self.pools[pool].config.name))
     }
 
     /// The once-a-second pass's share: measures and sizes when due.
@@ -407,6 +410,7 @@ impl Manager {
                 self.stop_surplus_php_fpm(i, &measured[i]);
             }
             self.limit_cgroup(i, need, slack, headroom, &measured[i]);
+            self.bound_tasks(i);
         }
         self.sizing.as_mut().expect("sizing").learned = (reading.limit, rest_learned);
         self.save_peaks(reading.limit, rest_learned, false);
