@@ -91,6 +91,10 @@ pub(super) struct AutoSize {
     /// The peaks are known (once, for good: a later rise is a larger
     /// measured size, not a reason to go back to the prior).
     pub(super) warm: bool,
+    /// A decision made from known peaks was logged: the first is, even
+    /// when its count is the guess's, so that the log says the count now
+    /// stands on measured sizes.
+    known_said: bool,
     /// php-fpm children told to go after their request (SIGQUIT) for
     /// having outgrown their count, not to tell them twice.
     recycled: Vec<i32>,
@@ -100,7 +104,7 @@ pub(super) struct AutoSize {
 
 impl AutoSize {
     pub(super) fn new(remembered: Option<InUse>) -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), last_learned: None, changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new(), remembered }
+        AutoSize { count: 1, peaks: Window::default(), last_learned: None, changed: None, shrunk: None, rose: None, warm: false, known_said: false, recycled: Vec::new(), remembered }
     }
 
     /// The largest child peak of the window, else the last one learned;
@@ -355,12 +359,13 @@ impl Manager {
             let since = |t: Option<Instant>| t.map_or(Duration::MAX, |t| now.duration_since(t));
             let allowed = match want.cmp(&have) {
                 _ if first => true,
-                std::cmp::Ordering::Equal => false,
+                std::cmp::Ordering::Equal => warm && !a.known_said,
                 // The first count made from known peaks replaces the guess at once.
                 std::cmp::Ordering::Greater => !reading.pressure && since(a.shrunk) >= GROW_HOLD,
                 std::cmp::Ordering::Less => true,
             };
             if allowed {
+                a.known_said |= warm;
                 a.count = want;
                 a.changed = Some(now);
                 if want < have && reading.short.is_some() {
@@ -410,7 +415,7 @@ impl Manager {
                 self.stop_surplus_php_fpm(i, &measured[i]);
             }
             self.limit_cgroup(i, need, slack, headroom, &measured[i]);
-            self.bound_tasks(i);
+            self.bound_tasks(i, measured[i].running);
         }
         self.sizing.as_mut().expect("sizing").learned = (reading.limit, rest_learned);
         self.save_peaks(reading.limit, rest_learned, false);

@@ -21,8 +21,15 @@
 //! the one child ondemand may start beside it, and [`TASKS_BESIDE_A_CHILD`]
 //! per child for the threads and programs a PHP child runs while serving
 //! (curl's resolver thread for each lookup, mail()'s sendmail). A script
-//! may spend that allowance on children instead, so the children are
-//! bounded by (count + 1) x (1 + [`TASKS_BESIDE_A_CHILD`]), not by count + 1.
+//! may spend that room on children instead, and php-fpm's master replaces
+//! every child it did not stop itself (fpm_children_bury restarts a child
+//! unless its own idle timeout stopped it), so warren's SIGQUIT to the
+//! children past the count only had them forked again: with the room, a
+//! pool shrunk from 7 to 4 under load kept 9 children. So while more
+//! children run than the count and the one beside it, the limit has no
+//! room ([`tasks_max`]): the children warren stops are not replaced, and a
+//! thread or program started then waits for the pool to be back within
+//! its count (it fails, as a fork past the limit does).
 
 use super::Manager;
 
@@ -31,20 +38,28 @@ use super::Manager;
 /// fails the request, "getaddrinfo() thread failed to start", without it).
 pub(super) const TASKS_BESIDE_A_CHILD: u64 = 1;
 
-/// The pids limit of a php-fpm pool counted at `count` children.
-pub(super) fn tasks_max(count: u32) -> u64 {
+/// The pids limit of a php-fpm pool counted at `count` children, with
+/// `running` children now: room for a task beside each child while they
+/// are within the count and the one beside it, none while more run.
+pub(super) fn tasks_max(count: u32, running: u32) -> u64 {
     // The master, and the child ondemand may start beside the count.
-    1 + (u64::from(count.max(1)) + 1) * (1 + TASKS_BESIDE_A_CHILD)
+    let children = u64::from(count.max(1)) + 1;
+    if u64::from(running) > children {
+        1 + children
+    } else {
+        1 + children * (1 + TASKS_BESIDE_A_CHILD)
+    }
 }
 
 impl Manager {
-    /// Sets php-fpm pool `pool`'s pids limit to its count ([`tasks_max`]).
-    pub(super) fn bound_tasks(&mut self, pool: usize) {
+    /// Sets php-fpm pool `pool`'s pids limit to its count ([`tasks_max`]),
+    /// `running` children measured.
+    pub(super) fn bound_tasks(&mut self, pool: usize, running: u32) {
         let run = &self.pools[pool];
         let Some(count) = run.auto.as_ref().map(|a| a.count).filter(|_| run.config.runs_php_fpm()) else { return };
         let name = run.config.name.clone();
         let Some(cgroup) = self.cgroups.as_mut().and_then(|c| c.pool(&name).ok()) else { return };
-        if let Err(e) = cgroup.set_tasks_max(tasks_max(count)) {
+        if let Err(e) = cgroup.set_tasks_max(tasks_max(count, running)) {
             self.log.warn(&format!("[pool {name}] {e}: its children are not bounded to its count"));
         }
         let bound = cgroup.tasks_max().unwrap_or(0);
@@ -59,9 +74,14 @@ mod tests {
     #[test]
     fn the_limit_follows_the_count() {
         // Master + (count + 1 children) each with one task beside it.
-        assert_eq!(tasks_max(4), 1 + 5 * 2);
-        assert_eq!(tasks_max(1), 5);
-        assert_eq!(tasks_max(0), tasks_max(1), "a pool runs at least one child");
-        assert!(tasks_max(3) < tasks_max(4));
+        assert_eq!(tasks_max(4, 4), 1 + 5 * 2);
+        assert_eq!(tasks_max(4, 5), 1 + 5 * 2, "the child beside the count is within it");
+        assert_eq!(tasks_max(1, 0), 5);
+        assert_eq!(tasks_max(0, 1), tasks_max(1, 1), "a pool runs at least one child");
+        assert!(tasks_max(3, 3) < tasks_max(4, 4));
+        // More children than that (a shrink, children running on after
+        // their answer): no room, so that none is forked again.
+        assert_eq!(tasks_max(4, 9), 1 + 5);
+        assert_eq!(tasks_max(4, 6), 1 + 5);
     }
 }
