@@ -153,20 +153,10 @@ impl PoolCgroups {
         if let (Some(root), Some(rel)) = (v2_root, v2_path) {
             return PoolCgroups::make_v2(&root.join(rel));
         }
-        let v1_path = own.lines().find_map(|l| {
-            let mut parts = l.splitn(3, ':');
-            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-            controllers.split(',').any(|c| c == "memory").then(|| path.trim_start_matches('/').to_string())
-        });
-        let root = Path::new("/sys/fs/cgroup/memory");
-        match v1_path {
-            Some(rel) if root.join("cgroup.procs").exists() => {
-                let base = root.join(rel).join(format!("warren-pools-{}", std::process::id()));
-                make_dir(&base).map_err(Unavailable::Refused)?;
-                Ok(PoolCgroups { version: Version::V1, base, tasks: v1_tasks_base(&own), pools: HashMap::new() })
-            }
-            _ => Err(Unavailable::NoController),
-        }
+        let base = v1_pools_dir(&own, "memory").ok_or(Unavailable::NoController)?;
+        make_dir(&base).map_err(Unavailable::Refused)?;
+        let tasks = v1_pools_dir(&own, "pids").ok_or_else(|| "no pids cgroup controller is mounted".to_string()).and_then(|dir| make_dir(&dir).map(|()| TasksBase::Hierarchy(dir)));
+        Ok(PoolCgroups { version: Version::V1, base, tasks, pools: HashMap::new() })
     }
 
     /// v2: warren's cgroup must be left with children only, warren in one
@@ -376,23 +366,17 @@ fn enable_v2_pids(own: &Path, base: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// v1: the pools' directory in the pids hierarchy, beside warren's own
-/// pids cgroup, as `own` (/proc/self/cgroup) names it.
-fn v1_tasks_base(own: &str) -> Result<TasksBase, String> {
+/// v1: the pools' directory (not made yet) in `controller`'s hierarchy,
+/// below warren's own cgroup there as `own` (/proc/self/cgroup) names it;
+/// None when that hierarchy is not mounted.
+fn v1_pools_dir(own: &str, controller: &str) -> Option<PathBuf> {
     let rel = own.lines().find_map(|l| {
         let mut parts = l.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        controllers.split(',').any(|c| c == "pids").then(|| path.trim_start_matches('/').to_string())
-    });
-    let root = Path::new("/sys/fs/cgroup/pids");
-    match rel {
-        Some(rel) if root.join("cgroup.procs").exists() => {
-            let base = root.join(rel).join(format!("warren-pools-{}", std::process::id()));
-            make_dir(&base)?;
-            Ok(TasksBase::Hierarchy(base))
-        }
-        _ => Err("no pids cgroup controller is mounted".to_string()),
-    }
+        controllers.split(',').any(|c| c == controller).then(|| path.trim_start_matches('/').to_string())
+    })?;
+    let root = Path::new("/sys/fs/cgroup").join(controller);
+    root.join("cgroup.procs").exists().then(|| root.join(rel).join(format!("warren-pools-{}", std::process::id())))
 }
 
 fn open_procs(dir: &Path) -> Result<OwnedFd, String> {
