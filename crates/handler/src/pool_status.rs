@@ -70,7 +70,6 @@ pub fn respond(host: usize, st: &PoolStatus, query: &[u8], now: u64) -> Response
             ("memory pressure", u8::from(m.pressure).to_string(), false),
             ("memory cgroups", m.cgroups.to_string(), true),
             ("memory cgroup limit", p.cgroup_limit.to_string(), false),
-            ("tasks limit", p.tasks_limit.to_string(), false),
             ("large children replaced", p.recycled.to_string(), false),
             ("memory remembered peak", p.remembered_peak.to_string(), false),
         ]);
