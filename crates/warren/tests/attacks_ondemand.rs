@@ -21,13 +21,18 @@ const LINGER_PHP: &str = "<?php echo 'done'; fastcgi_finish_request(); $a = str_
 /// Tasks a php-fpm child may run beside itself (tasks.rs's TASKS_BESIDE_A_CHILD).
 const TASKS_BESIDE_A_CHILD: usize = 1;
 
-fn auto_pool(dir: TempDir, mpm: &str) -> Server {
+/// The pool under a budget of 160 MB, warren in a cgroup of its own (in
+/// cgroup v2 the pools can have cgroups only below a cgroup warren is alone
+/// in), whose limit is well above the budget.
+fn auto_pool(dir: TempDir, mpm: &str, tag: &str) -> (MemoryCgroup, Server) {
     standard_site(&dir);
     let conf = format!(
         "MemoryBudget 160M\n<Pool www>\n    Command {}\n    User nobody\n    Group nogroup\n    pm.max_children auto\n</Pool>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n<Location /server-status>\n    SetHandler server-status\n</Location>\n",
         php_fpm_binary().display()
     );
-    Server::start_in(dir, mpm, &conf)
+    let cgroup = MemoryCgroup::new(&format!("{tag}-{mpm}"), 1 << 30);
+    let s = Server::start_in_cgroup(dir, mpm, &conf, &cgroup);
+    (cgroup, s)
 }
 
 fn largest_count(s: &Server) -> usize {
@@ -37,7 +42,7 @@ fn largest_count(s: &Server) -> usize {
 fn lingering_children_stay_within_the_count(mpm: &str) {
     let dir = TempDir::new(&format!("attack-ondemand-{mpm}"));
     dir.write("htdocs/linger.php", LINGER_PHP);
-    let s = auto_pool(dir, mpm);
+    let (_cgroup, s) = auto_pool(dir, mpm, "linger");
     let master = {
         wait_for("the php-fpm master", Duration::from_secs(20), || !php_fpm_masters(&s).is_empty());
         php_fpm_masters(&s)[0]
@@ -69,7 +74,7 @@ fn lingering_children_stay_within_the_count(mpm: &str) {
 fn children_at_the_count_run_programs(mpm: &str) {
     let dir = TempDir::new(&format!("attack-ondemand-programs-{mpm}"));
     dir.write("htdocs/program.php", "<?php usleep(300000); echo trim(shell_exec('echo ran; exec sleep 0.3'));");
-    let s = auto_pool(dir, mpm);
+    let (_cgroup, s) = auto_pool(dir, mpm, "programs");
     wait_status(&s, "a pids limit on the pool", &|st| st.get("PoolTasksLimit-www").is_some_and(|v| v != "0"));
     let count = largest_count(&s);
     assert!(count >= 2, "a count of {count}: too small to need the room\n{}", s.read_log("error.log"));

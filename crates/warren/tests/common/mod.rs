@@ -837,6 +837,10 @@ impl MemoryCgroup {
         let name = format!("warren-test-{tag}-{}", std::process::id());
         let dir = if v2 {
             std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory").expect("enable the memory controller for child cgroups");
+            // And pids where the root has it, for the php-fpm pools' pids limits (warren says at start when it cannot have them).
+            if std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").is_ok_and(|c| c.split_whitespace().any(|c| c == "pids")) {
+                std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+pids").expect("enable the pids controller for child cgroups");
+            }
             Path::new("/sys/fs/cgroup").join(name)
         } else {
             Path::new("/sys/fs/cgroup/memory").join(name)
