@@ -260,18 +260,10 @@ impl PoolCgroup {
                 result = Err(format!("cannot set {}/{file} to {value}: {e}", self.dir.display()));
             }
         }
-        match result {
-            Ok(()) => {
-                self.limit = Some(hard);
-                self.refused = false;
-                Ok(())
-            }
-            Err(e) if !self.refused => {
-                self.refused = true;
-                Err(e)
-            }
-            Err(_) => Ok(()),
+        if result.is_ok() {
+            self.limit = Some(hard);
         }
+        said_once(&mut self.refused, result)
     }
 
     pub fn limit(&self) -> Option<u64> {
@@ -285,18 +277,11 @@ impl PoolCgroup {
     /// write works again.
     pub fn set_tasks_max(&mut self, max: u64) -> Result<(), String> {
         let Some(t) = self.tasks.as_mut().filter(|t| t.max != Some(max)) else { return Ok(()) };
-        match std::fs::write(t.dir.join("pids.max"), max.to_string()) {
-            Ok(()) => {
-                t.max = Some(max);
-                t.refused = false;
-                Ok(())
-            }
-            Err(e) if !t.refused => {
-                t.refused = true;
-                Err(format!("cannot set {}/pids.max to {max}: {e}", t.dir.display()))
-            }
-            Err(_) => Ok(()),
+        let result = std::fs::write(t.dir.join("pids.max"), max.to_string()).map_err(|e| format!("cannot set {}/pids.max to {max}: {e}", t.dir.display()));
+        if result.is_ok() {
+            t.max = Some(max);
         }
+        said_once(&mut t.refused, result)
     }
 
     /// The pool's tasks limit, as last written.
@@ -383,6 +368,18 @@ fn open_procs(dir: &Path) -> Result<OwnedFd, String> {
     nix::fcntl::open(&dir.join("cgroup.procs"), OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))
 }
 
+/// A write's `result`, an error passed on only the first time in a row
+/// (`refused` remembers it), so that a limit the kernel keeps refusing is
+/// logged once, not at every pass.
+fn said_once(refused: &mut bool, result: Result<(), String>) -> Result<(), String> {
+    let first = !*refused;
+    *refused = result.is_err();
+    match result {
+        Err(e) if first => Err(e),
+        _ => Ok(()),
+    }
+}
+
 fn controllers(root: &Path) -> Vec<String> {
     std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default().split_whitespace().map(str::to_string).collect()
 }
@@ -428,6 +425,15 @@ pub fn raise_oom_score(pid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_is_said_once_in_a_row() {
+        let mut refused = false;
+        assert!(said_once(&mut refused, Err("no".into())).is_err());
+        assert!(said_once(&mut refused, Err("no".into())).is_ok(), "said already");
+        assert!(said_once(&mut refused, Ok(())).is_ok());
+        assert!(said_once(&mut refused, Err("no".into())).is_err(), "refused again after working");
+    }
 
     #[test]
     fn codes_have_words() {
