@@ -20,6 +20,13 @@
 //! delegated, other processes in warren's v2 cgroup), the pools run in
 //! warren's cgroup, which [`Unavailable`] says at start and in
 //! server-status.
+//!
+//! A pool's cgroup also bounds its tasks (the pids controller: the pool's
+//! own cgroup in v2, `<warren's pids cgroup>/warren-pools-<pid>/<pool>`
+//! in v1), so that a php-fpm master run at its ceiling cannot be made to
+//! fork children past warren's count by scripts that go on running after
+//! their answer (see `manager::sizing`'s `bound_tasks`). Where the pids
+//! controller cannot be used, [`PoolCgroups::tasks_unbounded`] says why.
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -90,7 +97,37 @@ pub struct PoolCgroups {
     pub version: Version,
     /// The directory holding the pools' cgroups (removed when dropped).
     base: PathBuf,
+    /// Where the pools' pids limits live, or why they have none.
+    tasks: Result<TasksBase, String>,
     pools: HashMap<String, PoolCgroup>,
+}
+
+/// Where a pool's pids limit is.
+enum TasksBase {
+    /// v2: in the pool's own cgroup, the pids controller enabled beside memory.
+    PoolCgroup,
+    /// v1: a directory of the pids hierarchy (removed when dropped), a pool's below it.
+    Hierarchy(PathBuf),
+}
+
+/// One pool's pids limit.
+struct TaskLimit {
+    /// Holds pids.max.
+    dir: PathBuf,
+    /// v1: its cgroup.procs, which a child joins as it joins the memory one.
+    procs: Option<OwnedFd>,
+    /// The limit last written, to write only changes.
+    max: Option<u64>,
+    /// Writing it failed; said once until it works again.
+    refused: bool,
+}
+
+/// The descriptors a new child of a pool joins its cgroups through.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Joins {
+    pub memory: Option<RawFd>,
+    /// v1's pids hierarchy (v2's is the memory cgroup).
+    pub tasks: Option<RawFd>,
 }
 
 /// One pool's cgroup.
@@ -104,6 +141,7 @@ pub struct PoolCgroup {
     limit: Option<u64>,
     /// Writing the limit failed; said once until it works again.
     refused: bool,
+    tasks: Option<TaskLimit>,
 }
 
 impl PoolCgroups {
@@ -115,20 +153,10 @@ impl PoolCgroups {
         if let (Some(root), Some(rel)) = (v2_root, v2_path) {
             return PoolCgroups::make_v2(&root.join(rel));
         }
-        let v1_path = own.lines().find_map(|l| {
-            let mut parts = l.splitn(3, ':');
-            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-            controllers.split(',').any(|c| c == "memory").then(|| path.trim_start_matches('/').to_string())
-        });
-        let root = Path::new("/sys/fs/cgroup/memory");
-        match v1_path {
-            Some(rel) if root.join("cgroup.procs").exists() => {
-                let base = root.join(rel).join(format!("warren-pools-{}", std::process::id()));
-                make_dir(&base).map_err(Unavailable::Refused)?;
-                Ok(PoolCgroups { version: Version::V1, base, pools: HashMap::new() })
-            }
-            _ => Err(Unavailable::NoController),
-        }
+        let base = v1_pools_dir(&own, "memory").ok_or(Unavailable::NoController)?;
+        make_dir(&base).map_err(Unavailable::Refused)?;
+        let tasks = v1_pools_dir(&own, "pids").ok_or_else(|| "no pids cgroup controller is mounted".to_string()).and_then(|dir| make_dir(&dir).map(|()| TasksBase::Hierarchy(dir)));
+        Ok(PoolCgroups { version: Version::V1, base, tasks, pools: HashMap::new() })
     }
 
     /// v2: warren's cgroup must be left with children only, warren in one
@@ -156,7 +184,13 @@ impl PoolCgroups {
             let _ = std::fs::remove_dir(&base);
             return Err(Unavailable::Refused(e));
         }
-        Ok(PoolCgroups { version: Version::V2, base, pools: HashMap::new() })
+        let tasks = enable_v2_pids(own, &base).map(|()| TasksBase::PoolCgroup);
+        Ok(PoolCgroups { version: Version::V2, base, tasks, pools: HashMap::new() })
+    }
+
+    /// Why the pools' tasks are not bounded, if they are not.
+    pub fn tasks_unbounded(&self) -> Option<&str> {
+        self.tasks.as_ref().err().map(String::as_str)
     }
 
     pub fn code(&self) -> u32 {
@@ -179,8 +213,17 @@ impl PoolCgroups {
             }
             let dir = self.base.join(name);
             make_dir(&dir)?;
-            let procs = nix::fcntl::open(&dir.join("cgroup.procs"), OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))?;
-            self.pools.insert(name.to_string(), PoolCgroup { dir, procs, limit: None, refused: false });
+            let procs = open_procs(&dir)?;
+            let tasks = match &self.tasks {
+                Ok(TasksBase::PoolCgroup) => Some(TaskLimit { dir: dir.clone(), procs: None, max: None, refused: false }),
+                Ok(TasksBase::Hierarchy(base)) => {
+                    let tasks_dir = base.join(name);
+                    make_dir(&tasks_dir)?;
+                    Some(TaskLimit { procs: Some(open_procs(&tasks_dir)?), dir: tasks_dir, max: None, refused: false })
+                }
+                Err(_) => None,
+            };
+            self.pools.insert(name.to_string(), PoolCgroup { dir, procs, limit: None, refused: false, tasks });
         }
         Ok(self.pools.get_mut(name).expect("made above"))
     }
@@ -190,9 +233,9 @@ impl PoolCgroups {
         self.pools.get(name).map(|p| p.charged(self.version))
     }
 
-    /// The descriptor a new child of pool `name` joins its cgroup through.
-    pub fn procs_fd(&self, name: &str) -> Option<RawFd> {
-        self.pools.get(name).map(|p| p.procs.as_raw_fd())
+    /// The descriptors a new child of pool `name` joins its cgroups through.
+    pub fn joins(&self, name: &str) -> Joins {
+        self.pools.get(name).map_or_else(Joins::default, |p| Joins { memory: Some(p.procs.as_raw_fd()), tasks: p.tasks.as_ref().and_then(|t| t.procs.as_ref()).map(AsRawFd::as_raw_fd) })
     }
 }
 
@@ -217,22 +260,33 @@ impl PoolCgroup {
                 result = Err(format!("cannot set {}/{file} to {value}: {e}", self.dir.display()));
             }
         }
-        match result {
-            Ok(()) => {
-                self.limit = Some(hard);
-                self.refused = false;
-                Ok(())
-            }
-            Err(e) if !self.refused => {
-                self.refused = true;
-                Err(e)
-            }
-            Err(_) => Ok(()),
+        if result.is_ok() {
+            self.limit = Some(hard);
         }
+        said_once(&mut self.refused, result)
     }
 
     pub fn limit(&self) -> Option<u64> {
         self.limit
+    }
+
+    /// Limits the pool's tasks (processes and threads) to `max`: a fork
+    /// or a new thread past it fails (EAGAIN). Lowering it below what runs
+    /// stops nothing. Written only when it changed (nothing to do for a
+    /// pool without a pids limit); an error is returned once, until a
+    /// write works again.
+    pub fn set_tasks_max(&mut self, max: u64) -> Result<(), String> {
+        let Some(t) = self.tasks.as_mut().filter(|t| t.max != Some(max)) else { return Ok(()) };
+        let result = std::fs::write(t.dir.join("pids.max"), max.to_string()).map_err(|e| format!("cannot set {}/pids.max to {max}: {e}", t.dir.display()));
+        if result.is_ok() {
+            t.max = Some(max);
+        }
+        said_once(&mut t.refused, result)
+    }
+
+    /// The pool's tasks limit, as last written.
+    pub fn tasks_max(&self) -> Option<u64> {
+        self.tasks.as_ref().and_then(|t| t.max)
     }
 
     /// What the pool's processes are charged and cannot drop (`warren_memory::charged_in`).
@@ -256,7 +310,16 @@ impl Drop for PoolCgroups {
     /// stops them first): a few tries, for the kernel to finish with the
     /// last ones.
     fn drop(&mut self) {
-        let dirs: Vec<PathBuf> = self.pools.drain().map(|(_, p)| p.dir).chain([self.base.clone()]).collect();
+        let v1_tasks = match &self.tasks {
+            Ok(TasksBase::Hierarchy(base)) => Some(base.clone()),
+            _ => None,
+        };
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for (_, p) in self.pools.drain() {
+            dirs.extend(p.tasks.filter(|t| t.procs.is_some()).map(|t| t.dir));
+            dirs.push(p.dir);
+        }
+        dirs.extend(v1_tasks.into_iter().chain([self.base.clone()]));
         for dir in dirs {
             for _ in 0..50 {
                 match std::fs::remove_dir(&dir) {
@@ -276,6 +339,47 @@ impl Drop for PoolCgroups {
     }
 }
 
+/// v2: the pids controller enabled below warren's cgroup `own` and the
+/// pools' `base`, beside memory.
+fn enable_v2_pids(own: &Path, base: &Path) -> Result<(), String> {
+    if !controllers(own).iter().any(|c| c == "pids") {
+        return Err(format!("the pids controller is not delegated to {}", own.display()));
+    }
+    for dir in [own, base] {
+        std::fs::write(dir.join("cgroup.subtree_control"), "+pids").map_err(|e| format!("cannot enable the pids controller below {}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// v1: the pools' directory (not made yet) in `controller`'s hierarchy,
+/// below warren's own cgroup there as `own` (/proc/self/cgroup) names it;
+/// None when that hierarchy is not mounted.
+fn v1_pools_dir(own: &str, controller: &str) -> Option<PathBuf> {
+    let rel = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers.split(',').any(|c| c == controller).then(|| path.trim_start_matches('/').to_string())
+    })?;
+    let root = Path::new("/sys/fs/cgroup").join(controller);
+    root.join("cgroup.procs").exists().then(|| root.join(rel).join(format!("warren-pools-{}", std::process::id())))
+}
+
+fn open_procs(dir: &Path) -> Result<OwnedFd, String> {
+    nix::fcntl::open(&dir.join("cgroup.procs"), OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty()).map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))
+}
+
+/// A write's `result`, an error passed on only the first time in a row
+/// (`refused` remembers it), so that a limit the kernel keeps refusing is
+/// logged once, not at every pass.
+fn said_once(refused: &mut bool, result: Result<(), String>) -> Result<(), String> {
+    let first = !*refused;
+    *refused = result.is_err();
+    match result {
+        Err(e) if first => Err(e),
+        _ => Ok(()),
+    }
+}
+
 fn controllers(root: &Path) -> Vec<String> {
     std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default().split_whitespace().map(str::to_string).collect()
 }
@@ -289,11 +393,11 @@ fn make_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// What a pool's child does between fork and exec, before it drops root:
-/// raises its OOM score and joins its pool's cgroup through `procs`.
+/// raises its OOM score and joins its pool's cgroups through `joins`.
 /// Async-signal-safe: open, write and close of what was prepared before
 /// the fork. Neither is a reason not to serve: a child that cannot join
 /// stays in warren's cgroup (the parent said at start why there are none).
-pub fn join_in_child(procs: Option<RawFd>, oom_score_adj: &'static str) {
+pub fn join_in_child(joins: Joins, oom_score_adj: &'static str) {
     // SAFETY: plain system calls on a static path and on a descriptor the
     // parent keeps open; nothing allocates.
     unsafe {
@@ -302,7 +406,7 @@ pub fn join_in_child(procs: Option<RawFd>, oom_score_adj: &'static str) {
             libc::write(fd, oom_score_adj.as_ptr().cast(), oom_score_adj.len());
             libc::close(fd);
         }
-        if let Some(fd) = procs {
+        for fd in [joins.memory, joins.tasks].into_iter().flatten() {
             libc::write(fd, b"0".as_ptr().cast(), 1);
         }
     }
@@ -321,6 +425,15 @@ pub fn raise_oom_score(pid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_is_said_once_in_a_row() {
+        let mut refused = false;
+        assert!(said_once(&mut refused, Err("no".into())).is_err());
+        assert!(said_once(&mut refused, Err("no".into())).is_ok(), "said already");
+        assert!(said_once(&mut refused, Ok(())).is_ok());
+        assert!(said_once(&mut refused, Err("no".into())).is_err(), "refused again after working");
+    }
 
     #[test]
     fn codes_have_words() {

@@ -98,6 +98,8 @@ pub struct PoolCounters {
     /// outgrown what a child was counted at.
     pub peak_child: AtomicU64,
     pub cgroup_limit: AtomicU64,
+    /// A php-fpm pool's pids limit, following its count (0: none; see `manager::tasks`).
+    pub tasks_limit: AtomicU64,
     pub recycled: AtomicU32,
     /// The child peak the pool's last run learned, while the count is made
     /// with it (0: none).
@@ -559,6 +561,7 @@ impl PoolDispatch for Dispatch {
                     used: c.used.load(Ordering::Relaxed),
                     peak_child: c.peak_child.load(Ordering::Relaxed),
                     cgroup_limit: c.cgroup_limit.load(Ordering::Relaxed),
+                    tasks_limit: c.tasks_limit.load(Ordering::Relaxed),
                     recycled: c.recycled.load(Ordering::Relaxed),
                     remembered_peak: c.remembered_peak.load(Ordering::Relaxed),
                 }

@@ -69,8 +69,8 @@ fn memory_lines(m: &MemoryBudget, auto: bool) -> String {
         for p in &m.pools {
             let _ = writeln!(
                 out,
-                "PoolMaxChildren-{0}: {1}\nPoolMemoryPerChild-{0}: {2}\nPoolMemoryPeakChild-{0}: {3}\nPoolMemoryFixed-{0}: {4}\nPoolMemoryUsed-{0}: {5}\nPoolCgroupLimit-{0}: {6}\nPoolLargeChildrenReplaced-{0}: {7}\nPoolMemoryRememberedPeak-{0}: {8}",
-                p.pool, p.max_children, p.per_child, p.peak_child, p.fixed, p.used, p.cgroup_limit, p.recycled, p.remembered_peak
+                "PoolMaxChildren-{0}: {1}\nPoolMemoryPerChild-{0}: {2}\nPoolMemoryPeakChild-{0}: {3}\nPoolMemoryFixed-{0}: {4}\nPoolMemoryUsed-{0}: {5}\nPoolCgroupLimit-{0}: {6}\nPoolLargeChildrenReplaced-{0}: {7}\nPoolMemoryRememberedPeak-{0}: {8}\nPoolTasksLimit-{0}: {9}",
+                p.pool, p.max_children, p.per_child, p.peak_child, p.fixed, p.used, p.cgroup_limit, p.recycled, p.remembered_peak, p.tasks_limit
             );
         }
         return out;
@@ -89,6 +89,7 @@ fn memory_lines(m: &MemoryBudget, auto: bool) -> String {
     );
     for p in &m.pools {
         let cgroup = if p.cgroup_limit > 0 { format!(", its cgroup limited to {}", mib(p.cgroup_limit)) } else { String::new() };
+        let cgroup = if p.tasks_limit > 0 { format!("{cgroup} and {} tasks", p.tasks_limit) } else { cgroup };
         let remembered = if p.remembered_peak > 0 { format!(", counted with the peak its last run learned ({})", mib(p.remembered_peak)) } else { String::new() };
         let _ = writeln!(
             out,

@@ -126,6 +126,8 @@ pub struct PoolMemory {
     pub peak_child: u64,
     /// The limit of the pool's memory cgroup (0: none).
     pub cgroup_limit: u64,
+    /// A php-fpm pool's pids limit: its master, children and their threads (0: none).
+    pub tasks_limit: u64,
     /// Children replaced after their request for having outgrown what a
     /// child was counted at.
     pub recycled: u32,

@@ -245,6 +245,23 @@ fn a_lowered_limit_is_obeyed(mpm: &str) {
 /// The same with a php-fpm pool, whose one master keeps running: warren
 /// lets fewer requests in at once, and php-fpm stops the children left
 /// idle, while requests go on being served.
+///
+/// Ignored since the stop of 2026-11-28, when it failed two runs in
+/// three, two ways. "No measured count within 40 s": a count made from
+/// known peaks equal to the guess's was not logged (now it is, once).
+/// "Children above the count and the one more for 30 s": php-fpm's master
+/// replaces every child it did not stop itself (fpm_children_bury), so
+/// each child warren stopped was forked again (9 children at a count of 4,
+/// new pids four at a time); the pool's pids limit now has no room while
+/// more children run than that (crates/fpm/src/manager/tasks.rs).
+/// Since both fixes (2026-11-29): 28 of 30 runs of the three MPMs passed at
+/// load 8-16 (2 failures: one from the new log line, now mended in
+/// common's php_fpm_fills_its_count, one not kept), 3 of 5 at load 16-22.
+/// What still fails: php_fpm_fills_its_count sees count + 2 children for an
+/// instant (9 at a count of 7): ondemand forks when a request arrives while
+/// no child waits in accept, and until warren's next pass (1-3 s) the pids
+/// limit has room for it. Still ignored, so as not to make CI flaky; run
+/// with --ignored.
 fn a_growing_neighbour_shrinks_a_php_fpm_pool(mpm: &str) {
     let conf = php_fpm_pool();
     let (cgroup, s) = start_with("rest-fpm", mpm, 256 * MB, &conf);
@@ -439,27 +456,20 @@ fn known_peaks_grow_a_php_fpm_pool_at_once(mpm: &str) {
 
 each_mpm!(children_that_grow_make_the_pool_shrink, a_growing_neighbour_makes_the_pool_shrink, a_lowered_limit_is_obeyed, under_forced_pressure_only_php_children_are_killed, known_peaks_grow_a_php_cgi_pool_at_once, known_peaks_grow_a_php_fpm_pool_at_once, a_ballooning_php_cgi_child_is_replaced, a_ballooning_php_fpm_child_is_replaced);
 
-// OPEN (found at the stop of 2026-11-28, not fixed): since auto php-fpm
-// pools run `pm = ondemand` (that day), this fails two runs in three under
-// event and worker on a quiet machine: php-fpm's children stay above the
-// count and the one child more ondemand may start for 30 s after the
-// count shrank (warren's SIGQUIT lets a busy child finish, and the load
-// keeps them busy), or the pool never gets a measured count within 40 s.
-// It passed in that day's last full run. Run with --ignored.
 #[test]
-#[ignore = "open: php-fpm's ondemand children stay above a shrunk count (see above)"]
+#[ignore = "open: count + 2 php-fpm children for an instant under heavy load (see the function's doc)"]
 fn a_growing_neighbour_shrinks_a_php_fpm_pool_prefork() {
     a_growing_neighbour_shrinks_a_php_fpm_pool("prefork");
 }
 
 #[test]
-#[ignore = "open: php-fpm's ondemand children stay above a shrunk count (see above)"]
+#[ignore = "open: count + 2 php-fpm children for an instant under heavy load (see the function's doc)"]
 fn a_growing_neighbour_shrinks_a_php_fpm_pool_worker() {
     a_growing_neighbour_shrinks_a_php_fpm_pool("worker");
 }
 
 #[test]
-#[ignore = "open: php-fpm's ondemand children stay above a shrunk count (see above)"]
+#[ignore = "open: count + 2 php-fpm children for an instant under heavy load (see the function's doc)"]
 fn a_growing_neighbour_shrinks_a_php_fpm_pool_event() {
     a_growing_neighbour_shrinks_a_php_fpm_pool("event");
 }

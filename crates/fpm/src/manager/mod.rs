@@ -30,6 +30,7 @@ mod process_manager;
 mod php_ini;
 mod remembered;
 mod sizing;
+mod tasks;
 mod setup;
 mod user_pools;
 
@@ -224,6 +225,7 @@ impl Manager {
         c.auto_children.store(0, Ordering::Relaxed);
         c.recycled.store(0, Ordering::Relaxed);
         c.cgroup_limit.store(0, Ordering::Relaxed);
+        c.tasks_limit.store(0, Ordering::Relaxed);
         self.table.clear_places(counters);
         let run = PoolRun { config: p.clone(), listeners, children: HashMap::new(), spawn_rate: 1, reached_logged: false, credentials: creds, output: Some(output), slow_noted: HashMap::new(), master_started: None, master_backoff: Duration::ZERO, master_next: None, auto, ini };
         Ok((run, shape))
@@ -489,7 +491,7 @@ impl Manager {
         cmd.stdin(Stdio::from(stdin)).stdout(stdout).stderr(stderr);
         let creds = run.credentials.clone();
         let highest_fd = highest_open_fd();
-        let cgroup = self.cgroup_procs(pool);
+        let cgroup = self.cgroup_joins(pool);
         // SAFETY: join_in_child and detach_child make only async-signal-safe calls.
         unsafe {
             cmd.pre_exec(move || {

@@ -84,7 +84,7 @@ impl Manager {
         cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
         let creds = run.credentials.clone();
         let highest_fd = highest_open_fd();
-        let cgroup = self.cgroup_procs(pool);
+        let cgroup = self.cgroup_joins(pool);
         // SAFETY: join_in_child, detach_child and fcntl are async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {

@@ -91,6 +91,10 @@ pub(super) struct AutoSize {
     /// The peaks are known (once, for good: a later rise is a larger
     /// measured size, not a reason to go back to the prior).
     pub(super) warm: bool,
+    /// A decision made from known peaks was logged: the first is, even
+    /// when its count is the guess's, so that the log says the count now
+    /// stands on measured sizes.
+    known_said: bool,
     /// php-fpm children told to go after their request (SIGQUIT) for
     /// having outgrown their count, not to tell them twice.
     recycled: Vec<i32>,
@@ -100,7 +104,7 @@ pub(super) struct AutoSize {
 
 impl AutoSize {
     pub(super) fn new(remembered: Option<InUse>) -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), last_learned: None, changed: None, shrunk: None, rose: None, warm: false, recycled: Vec::new(), remembered }
+        AutoSize { count: 1, peaks: Window::default(), last_learned: None, changed: None, shrunk: None, rose: None, warm: false, known_said: false, recycled: Vec::new(), remembered }
     }
 
     /// The largest child peak of the window, else the last one learned;
@@ -222,11 +226,14 @@ impl Manager {
             match PoolCgroups::make() {
                 Ok(c) => {
                     self.log.notice(&format!("pools run in memory cgroups of their own under {} (cgroup {:?}), their children with oom_score_adj {}", c.base().display(), c.version, crate::cgroup::OOM_SCORE_ADJ));
+                    if let Some(why) = c.tasks_unbounded() {
+                        self.log.warn(&format!("php-fpm pools with pm.max_children auto have no pids limit: {why}; a script that runs on after its answer (fastcgi_finish_request) can have its master start children past the count, up to pm.max_children's ceiling"));
+                    }
                     self.table.budget().cgroups.store(c.code(), std::sync::atomic::Ordering::Relaxed);
                     self.cgroups = Some(c);
                 }
                 Err(why) => {
-                    self.log.warn(&format!("pools run in warren's own memory cgroup, none of their own: {}; their children have oom_score_adj {}", why.describe(), crate::cgroup::OOM_SCORE_ADJ));
+                    self.log.warn(&format!("pools run in warren's own memory cgroup, none of their own: {}; their children have oom_score_adj {}, and php-fpm pools with pm.max_children auto no pids limit", why.describe(), crate::cgroup::OOM_SCORE_ADJ));
                     self.table.budget().cgroups.store(why.code(), std::sync::atomic::Ordering::Relaxed);
                 }
             }
@@ -239,9 +246,9 @@ impl Manager {
         }
     }
 
-    /// The descriptor through which a new child of pool `pool` joins its cgroup.
-    pub(super) fn cgroup_procs(&self, pool: usize) -> Option<std::os::fd::RawFd> {
-        self.cgroups.as_ref()?.procs_fd(&self.pools[pool].config.name)
+    /// The descriptors through which a new child of pool `pool` joins its cgroups.
+    pub(super) fn cgroup_joins(&self, pool: usize) -> crate::cgroup::Joins {
+        self.cgroups.as_ref().map_or_else(Default::default, |c| c.joins(&self.pools[pool].config.name))
     }
 
     /// The once-a-second pass's share: measures and sizes when due.
@@ -352,12 +359,13 @@ impl Manager {
             let since = |t: Option<Instant>| t.map_or(Duration::MAX, |t| now.duration_since(t));
             let allowed = match want.cmp(&have) {
                 _ if first => true,
-                std::cmp::Ordering::Equal => false,
+                std::cmp::Ordering::Equal => warm && !a.known_said,
                 // The first count made from known peaks replaces the guess at once.
                 std::cmp::Ordering::Greater => !reading.pressure && since(a.shrunk) >= GROW_HOLD,
                 std::cmp::Ordering::Less => true,
             };
             if allowed {
+                a.known_said |= warm;
                 a.count = want;
                 a.changed = Some(now);
                 if want < have && reading.short.is_some() {
@@ -407,6 +415,7 @@ impl Manager {
                 self.stop_surplus_php_fpm(i, &measured[i]);
             }
             self.limit_cgroup(i, need, slack, headroom, &measured[i]);
+            self.bound_tasks(i, measured[i].running);
         }
         self.sizing.as_mut().expect("sizing").learned = (reading.limit, rest_learned);
         self.save_peaks(reading.limit, rest_learned, false);
