@@ -491,7 +491,8 @@ fn held_outside_the_pools(dir: &std::path::Path) -> u64 {
 /// the budget's charge less the pool's processes.
 fn the_rest_is_not_the_pools_swing(mpm: &str) {
     let (cgroup, s) = start("swing", mpm, 256 * MB);
-    let first = first_count(&s);
+    // Started once the pool has its first count.
+    first_count(&s);
     let _hog = Hog::start(&cgroup, 20);
     // Three clients: at most three children hold 40 MB at once, which the
     // first count (children taken at 32 MB) leaves room for; more would
