@@ -259,6 +259,11 @@ impl Manager {
             return;
         }
         sizing.next = Instant::now() + EVERY;
+        // The auto pools' cgroups' charges, read back to back with the
+        // budget's (its charge is the first thing it reads): the rest is
+        // the one less the others, never a charge less processes measured
+        // milliseconds later while PHP children take and give back memory.
+        let auto_charged: Option<u64> = self.cgroups.as_ref().and_then(|c| self.pools.iter().filter(|p| p.config.max_children_auto).map(|p| c.charged_of(&p.config.name)).sum());
         let reading = sizing.budget.read();
         let source = sizing.budget.source.clone();
         let measure = now || learning || measure_due(sizing.measured, &reading, Instant::now());
@@ -273,11 +278,12 @@ impl Manager {
         let measured: Vec<Measured> = (0..self.pools.len()).map(|i| self.measure(i)).collect();
         let auto: Vec<usize> = (0..self.pools.len()).filter(|&i| self.pools[i].config.max_children_auto).collect();
         let auto_used: u64 = auto.iter().map(|&i| measured[i].used).sum();
-        let rest_now = match reading.charged {
-            Some(charged) => charged.saturating_sub(auto_used),
+        let (rest_now, rest_how) = match (reading.charged, auto_charged) {
+            (Some(charged), Some(in_pools)) => (charged.saturating_sub(in_pools), "the budget's charge less the auto pools' cgroups'"),
+            (Some(charged), None) => (charged.saturating_sub(auto_used), "the budget's charge less the auto pools' processes"),
             // MemoryBudget covers warren's processes: the server's and the
             // pools of a fixed size.
-            None => self.own_processes() + (0..self.pools.len()).filter(|i| !auto.contains(i)).map(|i| measured[i].used).sum::<u64>(),
+            (None, _) => (self.own_processes() + (0..self.pools.len()).filter(|i| !auto.contains(i)).map(|i| measured[i].used).sum::<u64>(), "warren's processes and its fixed pools'"),
         };
         let now = Instant::now();
         let sizing = self.sizing.as_mut().expect("sizing");
@@ -394,7 +400,7 @@ impl Manager {
                 // A shrink is a warning: the pool serves fewer at once than it did.
                 let say = |line: &str| if (want < have && !first) || over { self.log.warn(line) } else { self.log.notice(line) };
                 say(&format!(
-                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} {fit} {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s{}, +{REST_MARGIN} %; {} now){short}",
+                    "[pool {name}] pm.max_children auto: {want}{}: children of {} ({measured_how}){fixed} {fit} {} ({}), with {} of headroom and {} for the rest (peak {} over the last {} s{}, +{REST_MARGIN} %; {} now, {rest_how}){short}",
                     if first { String::new() } else { format!(" (was {have})") },
                     mb(need.per_child),
                     mb(reading.limit),
@@ -583,6 +589,8 @@ impl Manager {
 
     fn measure(&self, pool: usize) -> Measured {
         let run = &self.pools[pool];
+        let charge = || self.cgroups.as_ref().and_then(|c| c.charged_of(&run.config.name));
+        let charge_before = charge();
         let mut m = Measured { fixed: 0, peaks: Vec::new(), used: 0, running: 0, spare: None };
         let mut children_anon = 0;
         for (&pid, &slot) in &run.children {
@@ -615,8 +623,11 @@ impl Manager {
         // shares is the pool's too, whatever its count: opcache pages no
         // living process maps (the child that compiled them was stopped),
         // PHP's pages it loaded first. Left out, it would count as the
-        // rest's, at its peak for the whole window.
-        if let Some(charge) = self.cgroups.as_ref().and_then(|c| c.charged_of(&run.config.name)) {
+        // rest's, at its peak for the whole window. The charge is read
+        // before and after the processes, and the smaller taken: a child
+        // that grew while the others were read would otherwise count as
+        // the pool's whatever its count (a swing of 0-56 MB was seen).
+        if let Some(charge) = charge_before.zip(charge()).map(|(before, after)| before.min(after)) {
             let beside = charge.saturating_sub(m.used);
             m.used += beside;
             m.fixed += beside;
