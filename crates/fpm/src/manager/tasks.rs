@@ -18,7 +18,7 @@
 //! to come back to accept), as does a script's own fork or thread.
 //!
 //! The limit counts tasks, threads included: the master, the count and
-//! the one child ondemand may start beside it, and [`TASKS_BESIDE_A_CHILD`]
+//! the one child ondemand may start beside it, and [`tasks_beside_a_child`]
 //! per child for the threads and programs a PHP child runs while serving
 //! (curl's resolver thread for each lookup, mail()'s sendmail). A script
 //! may spend that room on children instead, and php-fpm's master replaces
@@ -33,10 +33,14 @@
 
 use super::Manager;
 
-/// Tasks a php-fpm child may run beside itself: one thread or program at a
-/// time (Debian's libcurl resolves each name in a thread of its own and
-/// fails the request, "getaddrinfo() thread failed to start", without it).
-pub(super) const TASKS_BESIDE_A_CHILD: u64 = 1;
+/// Tasks a php-fpm child may run beside itself: a thread or program per
+/// core, at least one (Debian's libcurl resolves each name in a thread of
+/// its own and fails the request, "getaddrinfo() thread failed to start",
+/// without one; ImageMagick's OpenMP starts a thread per core beside the
+/// one it runs on, and libgomp aborts the process when it cannot).
+pub(super) fn tasks_beside_a_child() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u64).max(1)
+}
 
 /// The pids limit of a php-fpm pool counted at `count` children, with
 /// `running` children now: room for a task beside each child while they
@@ -47,7 +51,7 @@ pub(super) fn tasks_max(count: u32, running: u32) -> u64 {
     if u64::from(running) > children {
         1 + children
     } else {
-        1 + children * (1 + TASKS_BESIDE_A_CHILD)
+        1 + children * (1 + tasks_beside_a_child())
     }
 }
 
@@ -74,9 +78,11 @@ mod tests {
     #[test]
     fn the_limit_follows_the_count() {
         // Master + (count + 1 children) each with one task beside it.
-        assert_eq!(tasks_max(4, 4), 1 + 5 * 2);
-        assert_eq!(tasks_max(4, 5), 1 + 5 * 2, "the child beside the count is within it");
-        assert_eq!(tasks_max(1, 0), 5);
+        let room = 1 + tasks_beside_a_child();
+        assert!(room >= 2);
+        assert_eq!(tasks_max(4, 4), 1 + 5 * room);
+        assert_eq!(tasks_max(4, 5), 1 + 5 * room, "the child beside the count is within it");
+        assert_eq!(tasks_max(1, 0), 1 + 2 * room);
         assert_eq!(tasks_max(0, 1), tasks_max(1, 1), "a pool runs at least one child");
         assert!(tasks_max(3, 3) < tasks_max(4, 4));
         // More children than that (a shrink, children running on after
