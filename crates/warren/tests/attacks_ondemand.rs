@@ -8,7 +8,9 @@
 //! within a second at a count of 4. Now the master's forks fail past the
 //! limit and requests wait for a child to come back; a child may still run
 //! one thread or program beside itself (curl's resolver, sendmail), which
-//! the limit keeps room for (crates/fpm/src/manager/tasks.rs).
+//! the limit keeps room for (crates/fpm/src/manager/tasks.rs). A program
+//! the script leaves forking in the background fills its own pool's limit
+//! only: other pools and warren go on serving.
 
 mod common;
 
