@@ -328,6 +328,29 @@ mod tests {
         assert!(e.to_string().contains("at offset 4"), "{e}");
     }
 
+    /// Matches and compile errors as PCRE2 gives them with DOLLAR_ENDONLY
+    /// and DOTALL (checked with PHP's `preg_match` and its `sD` modifiers).
+    #[test]
+    fn end_anchors_follow_multi_line_scope() {
+        for (pattern, subject, want) in [
+            (r"(?:(?m)a$)|b$", "b\n", false),
+            (r"(?:(?m)a$)|b$", "a\nx", true),
+            (r"[(?m)]$", "m\n", false),
+            (r"(?m)a$(?-m)$", "a\n", false),
+            (r"(?x)a$ # (?m)", "a\n", false),
+            (r"\c$", "d", true),
+            (r"(*pla:a$)a", "a\n", false),
+            (r"(?m)(a)$", "a\n", true),
+        ] {
+            assert_eq!(Regex::new(pattern).unwrap().is_match(subject), want, "{pattern} {subject:?}");
+        }
+        for (pattern, offset) in [(r"a\", 2), (r"\c", 2), (r"(?x m)a$", 3)] {
+            let e = Regex::new(pattern).unwrap_err();
+            assert!(e.to_string().contains(&format!("at offset {offset}")), "{pattern}: {e}");
+        }
+        assert!(Regex::new("a$?").is_err());
+    }
+
     #[test]
     fn clones_match_alike() {
         let re = Regex::caseless("^ab").unwrap();

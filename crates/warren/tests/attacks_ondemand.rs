@@ -8,7 +8,9 @@
 //! within a second at a count of 4. Now the master's forks fail past the
 //! limit and requests wait for a child to come back; a child may still run
 //! one thread or program beside itself (curl's resolver, sendmail), which
-//! the limit keeps room for (crates/fpm/src/manager/tasks.rs).
+//! the limit keeps room for (crates/fpm/src/manager/tasks.rs). A program
+//! the script leaves forking in the background fills its own pool's limit
+//! only: other pools and warren go on serving.
 
 mod common;
 
@@ -91,4 +93,44 @@ fn children_at_the_count_run_programs(mpm: &str) {
     }
 }
 
-each_mpm!(lingering_children_stay_within_the_count, children_at_the_count_run_programs);
+
+/// A script that leaves a program forking in the background for a while
+/// (as a site's PHP can): the pool's tasks are held at its limit. Another
+/// pool and warren's own files are served meanwhile, and the pool serves
+/// again once the program has ended.
+fn a_fork_bomb_holds_only_its_own_pool(mpm: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new(&format!("attack-ondemand-bomb-{mpm}"));
+    standard_site(&dir);
+    // Where the bomb (run as nobody) says that a fork failed.
+    let said = dir.0.join("said");
+    std::fs::create_dir(&said).unwrap();
+    std::fs::set_permissions(&said, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let said = said.join("bomb.err");
+    // Marked with the MPM, to be found among the other MPMs' runs.
+    let marker = format!("still-forking-{mpm}");
+    dir.write("htdocs/www/bomb.php", format!("<?php exec(\"bash -c 'while [ \\$SECONDS -lt 3 ]; do sleep 5 & done; : {marker}' >/dev/null 2>{} &\"); echo 'left';", said.display()));
+    dir.write("htdocs/www/hello.php", "<?php echo 'www';");
+    dir.write("htdocs/other/hello.php", "<?php echo 'other';");
+    let pool = |name: &str| format!("<Pool {name}>\n    Command {}\n    User nobody\n    Group nogroup\n    pm.max_children auto\n</Pool>\n<Directory htdocs/{name}>\n<FilesMatch \"\\.php$\">\n    SetHandler pool:{name}\n</FilesMatch>\n</Directory>\n", php_fpm_binary().display());
+    let conf = format!("MemoryBudget 200M\n{}{}<Location /server-status>\n    SetHandler server-status\n</Location>\n", pool("www"), pool("other"));
+    let cgroup = MemoryCgroup::new(&format!("bomb-{mpm}"), 1 << 30);
+    let s = Server::start_in_cgroup(dir, mpm, &conf, &cgroup);
+    wait_status(&s, "a pids limit on the pool", &|st| st.get("PoolTasksLimit-www").is_some_and(|v| v != "0"));
+    assert_eq!(s.get("/www/hello.php").text(), "www", "{}", s.read_log("error.log"));
+    assert_eq!(s.get("/other/hello.php").text(), "other");
+    assert_eq!(s.get("/www/bomb.php").text(), "left");
+    // Orphaned when its shell ended: looked for among every process.
+    let bomb_runs = || std::fs::read_dir("/proc").unwrap().flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).any(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.windows(marker.len()).any(|w| w == marker.as_bytes())));
+    let started = Instant::now();
+    while bomb_runs() || started.elapsed() < Duration::from_secs(4) {
+        assert!(started.elapsed() < Duration::from_secs(120), "the bomb still runs after 2 minutes");
+        assert_eq!(s.get("/other/hello.php").text(), "other", "{}", s.read_log("error.log"));
+        assert_eq!(s.get("/a.txt").text(), "0123456789abcdefghij");
+    }
+    let err = std::fs::read_to_string(&said).unwrap_or_default();
+    assert!(err.contains("fork"), "the bomb's forks never failed (it said {err:?})");
+    wait_for("the bombed pool to serve again", Duration::from_secs(60), || s.get("/www/hello.php").text() == "www");
+}
+
+each_mpm!(lingering_children_stay_within_the_count, children_at_the_count_run_programs, a_fork_bomb_holds_only_its_own_pool);

@@ -161,4 +161,19 @@ fn a_line_feed_after_the_extension_is_not_php(mpm: &str) {
     assert!(!body.windows(5).any(|w| w == b"ran42"), "x.php\\n ran as PHP: {}", String::from_utf8_lossy(&body));
 }
 
-each_mpm!(a_back_reference_cannot_split_the_backends_request, control_bytes_in_a_rewritten_path_are_encoded, a_clients_query_stays_data, a_location_denial_holds_for_every_spelling, a_line_feed_after_the_extension_is_not_php);
+/// A `(?m)` in one group of a pattern gives its own `$` the line-feed
+/// meaning only, as PCRE2 scopes it under Apache: `/y` and a line feed is
+/// not `^/y$` because `(?m)` appears elsewhere in the pattern (Apache
+/// 2.4.71 answers 404 to it and 200 to `/z` and a line feed). warren kept
+/// every `$` of a pattern holding `(?m)` anywhere, also in a class.
+fn a_multi_line_group_leaves_the_other_anchors_end_only(mpm: &str) {
+    let dir = TempDir::new(&format!("dollar-m-{mpm}"));
+    standard_site(&dir);
+    let conf = "RewriteEngine On\nRewriteRule \"^/(?:(?m)z$)|^/y$\" /a.txt [L]\nRewriteRule \"^/[(?m)]$\" /a.txt [L]\n";
+    let s = Server::start_in(dir, mpm, conf);
+    for (path, want) in [(&b"/y"[..], 200), (b"/y%0a", 404), (b"/z%0a", 200), (b"/m", 200), (b"/m%0a", 404)] {
+        assert_eq!(ask(&s, path).0, want, "{}", String::from_utf8_lossy(path));
+    }
+}
+
+each_mpm!(a_back_reference_cannot_split_the_backends_request, control_bytes_in_a_rewritten_path_are_encoded, a_clients_query_stays_data, a_location_denial_holds_for_every_spelling, a_line_feed_after_the_extension_is_not_php, a_multi_line_group_leaves_the_other_anchors_end_only);
