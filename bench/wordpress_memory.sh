@@ -146,6 +146,9 @@ for run in $(seq 1 "$N"); do
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" "${cpu:-?}" "${late:-?}" >> "$rows"
     if [ "$front" != nginx ] && [ -f /tmp/wp-warren/error.log ]; then
       grep -E 'pm.max_children auto|memory pressure|grew to|cgroups' /tmp/wp-warren/error.log > "$dir/$front.decisions.txt" 2>/dev/null
+      # The whole log too (the kit removes it at the next start): php-fpm's own lines, as `fork()
+      # failed` when its pool's pids limit stops a child, are in it (its error_log is warren's).
+      cp /tmp/wp-warren/error.log "$dir/$front.error.log" 2>/dev/null
     fi
   done
 done
