@@ -74,7 +74,12 @@ oom_kills() { find "$cg" -name memory.oom_control -exec awk '$1=="oom_kill"{s+=$
 # By the kernel's own time stamps (seconds since boot), not by line: the log is a ring that, once
 # full, keeps its number of lines while new ones push old ones out.
 since_boot() { awk '{print $1}' /proc/uptime; }
-kills_since() { dmesg 2>/dev/null | awk -v t="$1" '{s=$0; sub(/^\[ */,"",s); sub(/\].*/,"",s)} s+0 > t+0' | grep -o 'Killed process [0-9]* ([^)]*)'; }
+# Only kills of tasks in the cgroup or below it: the kernel's `oom-kill:` line before each names the
+# killed task's cgroup (task_memcg=, relative to the hierarchy's root), and the machine's other
+# cgroups (a test suite's memory tests) have kills of their own that are not the stack's.
+cg_rel=/${cg#/sys/fs/cgroup/memory/}
+kills_since() { dmesg 2>/dev/null | awk -v t="$1" '{s=$0; sub(/^\[ */,"",s); sub(/\].*/,"",s)} s+0 > t+0' \
+  | grep -oE "task_memcg=$cg_rel(/[^,]*)?,task=[^,]*,pid=[0-9]*" | sed -E 's/.*,task=(.*),pid=(.*)/Killed process \2 (\1)/'; }
 victims() { kills_since "$1" | sed 's/.*(\(.*\))/\1/' | sort | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}'; }
 mib() { awk -v m="$1" 'BEGIN{printf "%.1f", m}'; }
 rows=$out/runs.tsv; : > "$rows"
@@ -146,6 +151,9 @@ for run in $(seq 1 "$N"); do
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$front" "$run" "${rate:-?}" "${failed:-?}" "${kills:-?}" "${who:--}" "${usage:-?}" "${anon:-?}" "$share" "$php" "${cpu:-?}" "${late:-?}" >> "$rows"
     if [ "$front" != nginx ] && [ -f /tmp/wp-warren/error.log ]; then
       grep -E 'pm.max_children auto|memory pressure|grew to|cgroups' /tmp/wp-warren/error.log > "$dir/$front.decisions.txt" 2>/dev/null
+      # The whole log too (the kit removes it at the next start): php-fpm's own lines, as `fork()
+      # failed` when its pool's pids limit stops a child, are in it (its error_log is warren's).
+      cp /tmp/wp-warren/error.log "$dir/$front.error.log" 2>/dev/null
     fi
   done
 done
