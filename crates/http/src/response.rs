@@ -102,9 +102,15 @@ pub fn write_header(out: &mut Vec<u8>, name: &str, value: &str) {
 
 pub fn write_content_length(out: &mut Vec<u8>, len: u64) {
     out.extend_from_slice(b"Content-Length: ");
+    write_decimal(out, len);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `n` in decimal, without `Display`'s formatter (its padding and
+/// width machinery costs more than the digits on a per-request path).
+pub fn write_decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
-    let mut n = len;
     loop {
         i -= 1;
         buf[i] = b'0' + (n % 10) as u8;
@@ -114,7 +120,6 @@ pub fn write_content_length(out: &mut Vec<u8>, len: u64) {
         }
     }
     out.extend_from_slice(&buf[i..]);
-    out.extend_from_slice(b"\r\n");
 }
 
 /// The interim answer to `Expect: 100-continue`, sent before the body is read.

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use warren_config::FcgiBackend;
+use warren_http::response::write_decimal;
 
 use super::php_settings::PhpParams;
 use crate::gateway::script::{from_environment, http_params, ScriptTarget};
@@ -159,7 +160,7 @@ fn ip_text(ip: IpAddr) -> Vec<u8> {
                 if i > 0 {
                     out.push(b'.');
                 }
-                push_decimal(&mut out, octet.into());
+                write_decimal(&mut out, octet.into());
             }
             out
         }
@@ -170,22 +171,8 @@ fn ip_text(ip: IpAddr) -> Vec<u8> {
 /// A port in decimal.
 fn decimal(n: u16) -> Vec<u8> {
     let mut out = Vec::with_capacity(5);
-    push_decimal(&mut out, n);
+    write_decimal(&mut out, n.into());
     out
-}
-
-fn push_decimal(out: &mut Vec<u8>, mut n: u16) {
-    let mut digits = [0u8; 5];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[start..]);
 }
 
 #[cfg(test)]
