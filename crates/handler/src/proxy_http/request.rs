@@ -105,7 +105,7 @@ pub fn head<N: AsRef<str>, V: AsRef<[u8]>>(method: &str, fields: &[(N, V)], f: &
     }
     match f.framing {
         BodyFraming::None => {}
-        BodyFraming::Length(n) => field(&mut out, "Content-Length", n.to_string().as_bytes()),
+        BodyFraming::Length(n) => warren_http::response::write_content_length(&mut out, n),
         BodyFraming::Chunked => field(&mut out, "Transfer-Encoding", b"chunked"),
     }
     if f.expect_continue && f.framing != BodyFraming::None {
