@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub mod peak;
 pub mod reserved;
+pub mod rest;
 
 /// Where the budget comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +106,28 @@ impl Budget {
     /// What is known now, less what is reserved ([`reserved`]).
     pub fn read(&mut self) -> Reading {
         reserved::apply(self.read_whole())
+    }
+
+    /// What the budget's charge holds besides `part` (the pools' cgroups'
+    /// charges), read as one moment ([`rest::less_part`]), less what the
+    /// reservation's entries hold ([`reserved`]): None where the budget
+    /// has no charge of its own (MemoryBudget). The whole is read first
+    /// (see [`rest`] for why).
+    pub fn charged_besides(&self, part: impl FnMut() -> u64) -> Option<u64> {
+        let whole = || match &self.source {
+            Source::Directive => 0,
+            Source::CgroupV2(dir) => charged_in(dir, true),
+            Source::CgroupV1(dir) => charged_in(dir, false),
+            Source::Machine => {
+                let info = read(Path::new("/proc/meminfo"));
+                meminfo(&info, "MemTotal:").saturating_sub(meminfo(&info, "MemAvailable:"))
+            }
+        };
+        if self.source == Source::Directive {
+            return None;
+        }
+        let besides = rest::less_part(whole, part);
+        Some(reserved::reserved().map_or(besides, |r| besides.saturating_sub(reserved::held_in(&r.dir))))
     }
 
     fn read_whole(&mut self) -> Reading {

@@ -259,12 +259,12 @@ impl Manager {
             return;
         }
         sizing.next = Instant::now() + EVERY;
-        // The auto pools' cgroups' charges, read back to back with the
-        // budget's (its charge is the first thing it reads): the rest is
-        // the one less the others, never a charge less processes measured
-        // milliseconds later while PHP children take and give back memory.
-        let auto_charged: Option<u64> = self.cgroups.as_ref().and_then(|c| self.pools.iter().filter(|p| p.config.max_children_auto).map(|p| c.charged_of(&p.config.name)).sum());
         let reading = sizing.budget.read();
+        // The rest: the budget's charge less the auto pools' cgroups',
+        // read as one moment, never a charge less processes measured
+        // milliseconds later while PHP children take and give back memory.
+        let auto_names: Vec<&str> = self.pools.iter().filter(|p| p.config.max_children_auto).map(|p| p.config.name.as_str()).collect();
+        let besides_pools = self.cgroups.as_ref().filter(|c| auto_names.iter().all(|n| c.charged_of(n).is_some())).and_then(|c| sizing.budget.charged_besides(|| auto_names.iter().filter_map(|n| c.charged_of(n)).sum()));
         let source = sizing.budget.source.clone();
         let measure = now || learning || measure_due(sizing.measured, &reading, Instant::now());
         if measure {
@@ -278,8 +278,8 @@ impl Manager {
         let measured: Vec<Measured> = (0..self.pools.len()).map(|i| self.measure(i)).collect();
         let auto: Vec<usize> = (0..self.pools.len()).filter(|&i| self.pools[i].config.max_children_auto).collect();
         let auto_used: u64 = auto.iter().map(|&i| measured[i].used).sum();
-        let (rest_now, rest_how) = match (reading.charged, auto_charged) {
-            (Some(charged), Some(in_pools)) => (charged.saturating_sub(in_pools), "the budget's charge less the auto pools' cgroups'"),
+        let (rest_now, rest_how) = match (reading.charged, besides_pools) {
+            (Some(_), Some(rest)) => (rest, "the budget's charge less the auto pools' cgroups'"),
             (Some(charged), None) => (charged.saturating_sub(auto_used), "the budget's charge less the auto pools' processes"),
             // MemoryBudget covers warren's processes: the server's and the
             // pools of a fixed size.
