@@ -135,6 +135,9 @@ pub struct BudgetFigures {
     pub pressure: AtomicU32,
     /// The pools' cgroups: `cgroup::describe_code`.
     pub cgroups: AtomicU32,
+    /// Passes that measured the pools and acted on it, since start: what
+    /// a reader (a test) waits on to know warren has seen what it saw.
+    pub passes: AtomicU64,
 }
 
 pub const SOURCE_NAMES: [&str; 5] = ["", "MemoryBudget", "cgroup v2", "cgroup v1", "machine"];
@@ -575,6 +578,7 @@ impl PoolDispatch for Dispatch {
             others_now: b.others_now.load(Ordering::Relaxed),
             cgroups: crate::cgroup::describe_code(b.cgroups.load(Ordering::Relaxed)),
             pressure: b.pressure.load(Ordering::Relaxed) != 0,
+            passes: b.passes.load(Ordering::Relaxed),
             pools,
         })
     }

@@ -65,7 +65,7 @@ fn memory_lines(m: &MemoryBudget, auto: bool) -> String {
     let mut out = String::new();
     let pressure = if m.pressure { 1 } else { 0 };
     if auto {
-        let _ = writeln!(out, "MemoryBudget: {}\nMemoryBudgetSource: {}\nMemoryHeadroom: {}\nMemoryUsedByRest: {}\nMemoryRestNow: {}\nMemoryPressure: {pressure}\nMemoryCgroups: {}", m.limit, m.source, m.headroom, m.others, m.others_now, m.cgroups);
+        let _ = writeln!(out, "MemoryBudget: {}\nMemoryBudgetSource: {}\nMemoryHeadroom: {}\nMemoryUsedByRest: {}\nMemoryRestNow: {}\nMemoryPressure: {pressure}\nMemoryCgroups: {}\nMemoryPasses: {}", m.limit, m.source, m.headroom, m.others, m.others_now, m.cgroups, m.passes);
         for p in &m.pools {
             let _ = writeln!(
                 out,

@@ -109,6 +109,9 @@ pub struct MemoryBudget {
     /// The pools stop growing (the kernel reports memory pressure, or the
     /// limit is near).
     pub pressure: bool,
+    /// Passes that measured the pools and applied their counts (stopped
+    /// their surplus, set their limits) since start.
+    pub passes: u64,
     pub pools: Vec<PoolMemory>,
 }
 

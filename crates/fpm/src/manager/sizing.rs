@@ -417,12 +417,17 @@ impl Manager {
                 self.table.counters(i).auto_children.store(want, std::sync::atomic::Ordering::Relaxed);
                 self.table.child_freed(i, i32::MAX);
             }
+            // The pids limit first: a child told to go while waiting for a
+            // request exits at once, and its master replaces it at once
+            // while the limit has room (the surplus back before the limit
+            // closed, and so until the next pass).
+            self.bound_tasks(i, measured[i].running);
             if self.pools[i].config.runs_php_fpm() {
                 self.stop_surplus_php_fpm(i, &measured[i]);
             }
             self.limit_cgroup(i, need, slack, headroom, &measured[i]);
-            self.bound_tasks(i, measured[i].running);
         }
+        self.table.budget().passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.sizing.as_mut().expect("sizing").learned = (reading.limit, rest_learned);
         self.save_peaks(reading.limit, rest_learned, false);
     }

@@ -1087,6 +1087,17 @@ pub const SLOW_PHP: &str = "<?php usleep(200000); echo 'slow';";
 /// runs): the child its master starts for a request that arrives while the
 /// child that served the last one is still finishing, which the count's
 /// figures hold; every request is served. Returns the load, still running, and the count.
+///
+/// More than that is a transient, and only that: when two children are
+/// finishing at once, ondemand forks another, and until warren's next pass
+/// the pool's pids limit has room for it (room a script's threads need, and
+/// the kernel counts a thread as it counts a child). A sample above the
+/// bound must be gone before warren's second pass after it (passes read
+/// after the sample: the pass under way may have measured before it; the
+/// next one closes the pids limit and tells the surplus to go; it goes after
+/// its request, and the limit has no room until the pass after that). A
+/// count that stays above, as when warren's stopped children were forked
+/// again (9 children at a count of 4), fails.
 pub fn php_fpm_fills_its_count(s: &Server) -> (Load, u32) {
     let master = php_fpm_masters(s)[0];
     // The last two counts (a decision that kept the count, the first made from known peaks, is not a change).
@@ -1096,13 +1107,26 @@ pub fn php_fpm_fills_its_count(s: &Server) -> (Load, u32) {
         counts.truncate(2);
         counts
     };
+    let passes = || status_auto(s).get("MemoryPasses").and_then(|v| v.parse::<u64>().ok()).expect("MemoryPasses on the status page");
     let load = start_load_on(s.port, counts()[0] as usize + 2, "/slow.php", |b| b.ends_with(b"slow"));
     let deadline = Instant::now() + Duration::from_secs(40);
     let mut held = None;
+    // Warren's passes when a sample first went above the bound, and how many samples did.
+    let (mut over, mut samples_over) = (None, 0);
     loop {
-        let (running, counts) = (children_of(master).len() as u32, counts());
+        let (running, counts) = (live_children_of(master).len() as u32, counts());
         let allowed = counts.iter().max().copied().unwrap_or(0) + 1;
-        assert!(running <= allowed, "{running} php-fpm children, the count {counts:?}\n{}", s.read_log("error.log"));
+        assert!(Instant::now() < deadline, "php-fpm's children did not reach the count {counts:?} in 40 s: {running}\n{}", s.read_log("error.log"));
+        if running > allowed {
+            samples_over += 1;
+            let now = passes();
+            let since = *over.get_or_insert(now);
+            assert!(now < since + 3, "{running} php-fpm children through two of warren's passes ({since} to {now}), the count {counts:?}\n{}", s.read_log("error.log"));
+            // Sampled again soon: the surplus gone, the limit still closed, lasts until the next pass.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        over = None;
         // The count, or the count and the child php-fpm may start beside it.
         if held.is_none() && (running == counts[0] || running == counts[0] + 1) {
             // Held while as many requests again are served.
@@ -1110,12 +1134,20 @@ pub fn php_fpm_fills_its_count(s: &Server) -> (Load, u32) {
         }
         if let Some((count, served)) = held {
             if load.ok_so_far() >= served {
+                if samples_over > 0 {
+                    eprintln!("php_fpm_fills_its_count: {samples_over} samples above the bound, each gone within two passes (count {count})");
+                }
                 return (load, count);
             }
         }
-        assert!(Instant::now() < deadline, "php-fpm's children did not reach the count {counts:?} in 40 s: {running}\n{}", s.read_log("error.log"));
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// `parent`'s children that have not exited (a zombie its parent has yet
+/// to reap holds no memory and serves nothing).
+pub fn live_children_of(parent: u32) -> Vec<u32> {
+    children_of(parent).into_iter().filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| st.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next()) != Some("Z"))).collect()
 }
 
 /// Polls `done` every 100 ms until it holds; fails naming `what` after `limit`.
