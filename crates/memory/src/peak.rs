@@ -16,12 +16,15 @@ pub const WINDOW: Duration = Duration::from_secs(600);
 /// passes is missed; what the margin covers is children growing past
 /// every page seen so far, all at once, before the pass that sees it (a
 /// child past its figure is then replaced after its request, and its peak
-/// raises the figure). +10 %: tests/memory_pressure.rs
-/// (children_that_grow_make_the_pool_shrink), paced so that each 4 MB
-/// step is seen, passes at +10 % and fails at 0 % (an OOM kill in 2
-/// prefork runs of 2); at +25 % a WordPress pool at 128 MB held 4 children
-/// where 5 fit, 30 MB of the limit never used (docs/pools-memory.md).
-pub const CHILD_MARGIN: u64 = 10;
+/// raises the figure). +10 % passes tests/memory_pressure.rs
+/// (children_that_grow_make_the_pool_shrink, paced so that each 4 MB
+/// step is seen) where 0 % fails; but for a php-fpm pool the margin also
+/// covers the children its master forks past the count between two passes
+/// (ondemand forks for a request that arrives while no child waits in
+/// accept): at +10 % a WordPress pool at 128 MB ran 13 children at a count
+/// of 7 and its own cgroup's limit killed one in 3 runs of 20; at +25 %,
+/// none in 40 (docs/pools-memory.md).
+pub const CHILD_MARGIN: u64 = 25;
 /// The same for the rest, over its peak of the window: a database grows
 /// its caches under load, and the window's peak already holds what it
 /// grew by before (docs/pools-memory.md has what was measured).
@@ -95,7 +98,7 @@ mod tests {
     #[test]
     fn margins() {
         let m = 1 << 20;
-        assert_eq!(with_margin(100 * m, CHILD_MARGIN), 110 * m);
+        assert_eq!(with_margin(100 * m, CHILD_MARGIN), 125 * m);
         assert_eq!(with_margin(100 * m, REST_MARGIN), 110 * m);
     }
 
