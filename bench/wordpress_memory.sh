@@ -18,6 +18,8 @@
 #
 # Env: N (3), LIMIT (128M), C (50), T (20S), KIT (../shared/wordpress), OUT (/tmp/wp-memory),
 # WARREN (target/release/warren), DB_CNF (a MariaDB config to run instead of the kit's my.cnf, e.g.
+# bench/wordpress_mariadb_64m_aria.cnf for 64M: no InnoDB, the kit's database copied with its tables
+# in Aria by bench/wordpress_aria_db.sh into a data directory of its own, done here when missing; or
 # bench/wordpress_mariadb_64m.cnf for 64M: the kit is copied under $OUT with it), KEEP_PEAKS (1:
 # warren's learned pool peaks, <PidFile>.peaks, are kept from one run to the next as across a
 # restart, the batch's first run starting without; 0: every run learns from the 32 MB prior, as
@@ -47,6 +49,12 @@ if [ -n "${DB_CNF:-}" ] || [ "${KEEP_PEAKS:-1}" = 1 ] || [ -n "${PHP_INI:-}" ] |
 fi
 # The kit's scripts find my.cnf beside them: a copy with ours.
 [ -n "${DB_CNF:-}" ] && cp "$DB_CNF" "$kit/my.cnf"
+# A config with a data directory of its own (bench/wordpress_mariadb_64m_aria.cnf): the kit's
+# database copied into it once, its tables in Aria.
+db_dir=$([ -n "${DB_CNF:-}" ] && sed -n 's/^datadir *= *//p' "$DB_CNF")
+if [ -n "$db_dir" ] && [ "$db_dir" != /var/lib/mysql ] && [ ! -d "$db_dir/wordpress" ]; then
+  ARIA_DATADIR=$db_dir KIT=$kit "$root/bench/wordpress_aria_db.sh" || exit 2
+fi
 if [ -n "${PHP_INI:-}" ]; then
   # A word starting with "-" is passed as it is: "-n" (no php.ini, no conf.d) with
   # "extension=mysqli ..." loads only the extensions named.
