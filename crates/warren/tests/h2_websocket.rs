@@ -68,7 +68,8 @@ fn echo_over_h2c(mpm: &str) {
         return;
     }
     for path in ["/ws/echo", "/app/echo"] {
-        assert!(run_case(&s, false, "echo", path).starts_with("OK echo"));
+        let out = run_case(&s, false, "echo", path);
+        assert!(out.starts_with("OK echo"), "client.py echo {path}: {out:?}\nerror log:\n{}", s.read_log("error.log"));
     }
     // Logged as the request it stands for, with the stream's status.
     let access = s.read_log("access.log");
