@@ -228,6 +228,11 @@ impl PoolCgroups {
         Ok(self.pools.get_mut(name).expect("made above"))
     }
 
+    /// Whether pool `name` has a cgroup of its own.
+    pub fn has(&self, name: &str) -> bool {
+        self.pools.contains_key(name)
+    }
+
     /// What pool `name`'s cgroup is charged ([`PoolCgroup::charged`]), if it has one.
     pub fn charged_of(&self, name: &str) -> Option<u64> {
         self.pools.get(name).map(|p| p.charged(self.version))

@@ -264,7 +264,7 @@ impl Manager {
         // read as one moment, never a charge less processes measured
         // milliseconds later while PHP children take and give back memory.
         let auto_names: Vec<&str> = self.pools.iter().filter(|p| p.config.max_children_auto).map(|p| p.config.name.as_str()).collect();
-        let besides_pools = self.cgroups.as_ref().filter(|c| auto_names.iter().all(|n| c.charged_of(n).is_some())).and_then(|c| sizing.budget.charged_besides(|| auto_names.iter().filter_map(|n| c.charged_of(n)).sum()));
+        let besides_pools = self.cgroups.as_ref().filter(|c| auto_names.iter().all(|n| c.has(n))).and_then(|c| sizing.budget.charged_besides(|| auto_names.iter().filter_map(|n| c.charged_of(n)).sum()));
         let source = sizing.budget.source.clone();
         let measure = now || learning || measure_due(sizing.measured, &reading, Instant::now());
         if measure {
