@@ -1,7 +1,8 @@
 //! `pm.max_children auto` across a restart, under each MPM: a pool that
 //! learned its children's peak under load writes it beside the PidFile
 //! (mode 0600), and the next start counts its children from it at once
-//! instead of the 32 MB prior, saying so in the log and on server-status;
+//! instead of the 32 MB prior, and the pool's fixed part from it until it
+//! is measured, saying so in the log and on server-status;
 //! a remembered peak of a pool with other PHP settings, or a file that is
 //! not warren's format, is not used and the log says why.
 
@@ -64,6 +65,20 @@ fn learned_peaks_are_remembered_across_a_restart(mpm: &str) {
     let shown: u64 = st.get("PoolMemoryRememberedPeak-www").and_then(|v| v.parse().ok()).unwrap_or(0);
     assert!(shown >= learned, "server-status shows the remembered peak ({learned}): {st:?}");
     assert!(s.get("/fat.php").text().ends_with("100000"), "the pool serves");
+
+    // The part the pool costs whatever its size is remembered beside the
+    // peak, and counted from the start (a php-fpm master and its opcache
+    // are measured only once the master runs): made large by hand here.
+    let mut s = s;
+    s.stop();
+    let www = written.lines().find(|l| l.starts_with("pool www ")).unwrap();
+    let words: Vec<&str> = www.split(' ').collect();
+    assert_eq!(words.len(), 6, "pool, name, shape, peak, when, fixed part: {written}");
+    std::fs::write(&peaks_file, written.replace(www, &format!("pool www {} {} {} {}", words[2], words[3], words[4], 100u64 << 20))).unwrap();
+    let s = restart(s, mpm, &pool_conf(""));
+    let (fewer, line) = first_decision(&s);
+    assert!(line.contains("(remembered: peak ") && line.contains(" and 100.0 MB for the pool whatever its size"), "{line}");
+    assert!(fewer < count, "100 MB of the 160 MB budget counted before the pool's own part is measured: {fewer} children, {count} without: {line}");
 
     // A pool with other PHP settings does not use it.
     let s = restart(s, mpm, &pool_conf("    php_value[memory_limit] 96M\n"));

@@ -42,12 +42,18 @@ const MAX_PEAK: u64 = 1 << 40;
 const HEADER: &str = "# warren: the learned peaks of pools with pm.max_children auto (written by warren; do not edit)";
 
 /// A pool's learned child peak: the shape of the pool it was measured in,
-/// the peak in bytes, and when (seconds since the epoch).
+/// the peak in bytes, and when (seconds since the epoch); and the largest
+/// part the pool cost whatever its size (a php-fpm master and its shared
+/// opcache), which is measured only once the master runs: without it a
+/// restarted pool's first count was made as if it cost nothing (6-9
+/// children at 128 MB where 3-6 fit a second later). 0 when not known (a
+/// file written before it was kept).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct PoolPeak {
     pub shape: u64,
     pub peak: u64,
     pub at: u64,
+    pub fixed: u64,
 }
 
 /// The rest's peak under load: the limit it was measured under, the peak, when.
@@ -89,7 +95,7 @@ impl Peaks {
         names.sort();
         for name in names {
             let p = self.pools[name];
-            out.push_str(&format!("pool {name} {:016x} {} {}\n", p.shape, p.peak, p.at));
+            out.push_str(&format!("pool {name} {:016x} {} {} {}\n", p.shape, p.peak, p.at, p.fixed));
         }
         out
     }
@@ -120,8 +126,9 @@ impl Peaks {
                         stale.push("the rest".to_string());
                     }
                 }
-                ["pool", name, shape, peak, at] if !name.is_empty() => {
-                    let p = PoolPeak { shape: u64::from_str_radix(shape, 16).map_err(|_| bad())?, peak: size(peak, 1)?, at: num(at)? };
+                ["pool", name, shape, peak, at, fixed @ ..] if !name.is_empty() && fixed.len() <= 1 => {
+                    let fixed = fixed.first().map_or(Ok(0), |f| size(f, 0))?;
+                    let p = PoolPeak { shape: u64::from_str_radix(shape, 16).map_err(|_| bad())?, peak: size(peak, 1)?, at: num(at)?, fixed };
                     if fresh(p.at) {
                         peaks.pools.insert((*name).to_string(), p);
                     } else {
@@ -178,17 +185,19 @@ const SAVE_EVERY: Duration = Duration::from_secs(10);
 const REFRESH_EVERY: u64 = 3600;
 
 /// A remembered peak in use: the peak, when it was measured (seconds since
-/// the epoch), and until when it is used.
+/// the epoch), and until when it is used; for a pool, its fixed part too
+/// ([`PoolPeak::fixed`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct InUse {
     pub peak: u64,
     pub at: u64,
     pub until: Instant,
+    pub fixed: u64,
 }
 
 impl InUse {
     fn from(peak: u64, at: u64) -> InUse {
-        InUse { peak, at, until: Instant::now() + WINDOW }
+        InUse { peak, at, until: Instant::now() + WINDOW, fixed: 0 }
     }
 
     /// The peak, while it is used.
@@ -247,7 +256,7 @@ impl Manager {
             self.log.notice(&format!("[pool {}] the child peak remembered in {path} ({}) was learned by a pool of another command, user or PHP settings: not used", p.name, mb(r.peak)));
             return None;
         }
-        Some(InUse::from(r.peak, r.at))
+        Some(InUse { fixed: r.fixed, ..InUse::from(r.peak, r.at) })
     }
 
     /// The rest's remembered peak, if measured under `limit`.
@@ -266,8 +275,9 @@ impl Manager {
         for run in &mut self.pools {
             // A warm pool has measured a child; written as 0, its next
             // start would count children at nothing.
-            let Some(peak) = run.auto.as_mut().filter(|a| a.warm).and_then(|a| a.learned(now)).filter(|&p| p > 0) else { continue };
-            next.pools.insert(run.config.name.clone(), PoolPeak { shape: shape_of(&run.config), peak, at: secs });
+            let Some(a) = run.auto.as_mut().filter(|a| a.warm) else { continue };
+            let Some(peak) = a.learned(now).filter(|&p| p > 0) else { continue };
+            next.pools.insert(run.config.name.clone(), PoolPeak { shape: shape_of(&run.config), peak, at: secs, fixed: a.fixed_seen });
             next.rest = Some(RestPeak { limit, peak: rest, at: secs });
         }
         let oldest = self.peaks.pools.values().map(|p| p.at).chain(self.peaks.rest.map(|r| r.at)).min().unwrap_or(secs);
@@ -297,9 +307,12 @@ mod tests {
     #[test]
     fn peaks_read_back_what_was_written() {
         let mut p = Peaks { rest: Some(RestPeak { limit: 128 << 20, peak: 40 << 20, at: 1000 }), ..Peaks::default() };
-        p.pools.insert("www".into(), PoolPeak { shape: 0xabc, peak: 9 << 20, at: 1000 });
+        p.pools.insert("www".into(), PoolPeak { shape: 0xabc, peak: 9 << 20, at: 1000, fixed: 21 << 20 });
         let (back, stale) = Peaks::parse(&p.render(), 1000 + 3600).unwrap();
         assert_eq!((back, stale), (p, vec![]));
+        // A file written before the fixed part was kept: not known, 0.
+        let (old, _) = Peaks::parse("pool www 0000000000000abc 9437184 1000\n", 1000).unwrap();
+        assert_eq!(old.pools["www"], PoolPeak { shape: 0xabc, peak: 9 << 20, at: 1000, fixed: 0 });
     }
 
     #[test]
@@ -310,7 +323,7 @@ mod tests {
         assert_eq!(p.pools.keys().collect::<Vec<_>>(), vec!["new"]);
         assert!(p.rest.is_none());
         assert!(Peaks::parse(text, 10).unwrap().0.pools.is_empty(), "figures from the future (a clock set back) are not used");
-        for bad in ["pool www abc", "pool www zz 1 2", "rest 1 2", "rest 1 2 x", "peak 1", "pool  0 1 2", "pool www ab 0 87000", "pool www ab 18446744073709551615 87000", "rest 1 18446744073709551615 87000"] {
+        for bad in ["pool www abc", "pool www zz 1 2", "rest 1 2", "rest 1 2 x", "peak 1", "pool  0 1 2", "pool www ab 0 87000", "pool www ab 18446744073709551615 87000", "rest 1 18446744073709551615 87000", "pool www ab 1 87000 x", "pool www ab 1 87000 18446744073709551615", "pool www ab 1 87000 1 2"] {
             assert!(Peaks::parse(bad, 10).is_err(), "{bad}");
         }
         let origin = || Origin { file: std::sync::Arc::new("x".into()), line: 1 };
@@ -329,7 +342,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("warren.pid.peaks");
         let mut p = Peaks::default();
-        p.pools.insert("www".into(), PoolPeak { shape: 1, peak: 2, at: 3 });
+        p.pools.insert("www".into(), PoolPeak { shape: 1, peak: 2, at: 3, fixed: 4 });
         p.write(&path).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
         assert_eq!(Peaks::read(&path).unwrap().as_deref(), Some(p.render().as_str()));

@@ -100,11 +100,14 @@ pub(super) struct AutoSize {
     recycled: Vec<i32>,
     /// The peak the pool's last run learned, used for a window from its start.
     remembered: Option<InUse>,
+    /// The largest part the pool cost whatever its size, measured: what
+    /// the next start remembers beside the child peak.
+    pub(super) fixed_seen: u64,
 }
 
 impl AutoSize {
     pub(super) fn new(remembered: Option<InUse>) -> AutoSize {
-        AutoSize { count: 1, peaks: Window::default(), last_learned: None, changed: None, shrunk: None, rose: None, warm: false, known_said: false, recycled: Vec::new(), remembered }
+        AutoSize { count: 1, peaks: Window::default(), last_learned: None, changed: None, shrunk: None, rose: None, warm: false, known_said: false, recycled: Vec::new(), remembered, fixed_seen: 0 }
     }
 
     /// The largest child peak of the window, else the last one learned;
@@ -316,9 +319,13 @@ impl Manager {
             let per_child = with_margin(peak, CHILD_MARGIN).max(1 << 20);
             let per_child = if warm { per_child } else { per_child.max(PRIOR_PER_CHILD) };
             child_peaks.push((peak, learned));
+            // Until the master runs its part is not measured: the last
+            // run's, while its peak is used.
+            a.fixed_seen = a.fixed_seen.max(measured[i].fixed);
+            let fixed = measured[i].fixed.max(a.remembered.filter(|_| remembered.is_some()).map_or(0, |r| r.fixed));
             let extra = ondemand_extra(&measured[i]);
             extras.push(extra);
-            needs.push(PoolNeeds { fixed: measured[i].fixed + extra, per_child, ceiling: self.pools[i].config.max_children });
+            needs.push(PoolNeeds { fixed: fixed + extra, per_child, ceiling: self.pools[i].config.max_children });
         }
         let (fits, roomy) = counts_in(available, &needs);
         let counts: Vec<u32> = auto
