@@ -263,11 +263,6 @@ impl Manager {
         }
         sizing.next = Instant::now() + EVERY;
         let reading = sizing.budget.read();
-        // The rest: the budget's charge less the auto pools' cgroups',
-        // read as one moment, never a charge less processes measured
-        // milliseconds later while PHP children take and give back memory.
-        let auto_names: Vec<&str> = self.pools.iter().filter(|p| p.config.max_children_auto).map(|p| p.config.name.as_str()).collect();
-        let besides_pools = self.cgroups.as_ref().filter(|c| auto_names.iter().all(|n| c.has(n))).and_then(|c| sizing.budget.charged_besides(|| auto_names.iter().filter_map(|n| c.charged_of(n)).sum()));
         let source = sizing.budget.source.clone();
         let measure = now || learning || measure_due(sizing.measured, &reading, Instant::now());
         if measure {
@@ -278,6 +273,11 @@ impl Manager {
             self.table.budget().pressure.store(u32::from(reading.pressure), std::sync::atomic::Ordering::Relaxed);
             return;
         }
+        // The rest: the budget's charge less the auto pools' cgroups',
+        // read as one moment, never a charge less processes measured
+        // milliseconds later while PHP children take and give back memory.
+        let auto_names: Vec<&str> = self.pools.iter().filter(|p| p.config.max_children_auto).map(|p| p.config.name.as_str()).collect();
+        let besides_pools = self.cgroups.as_ref().filter(|c| auto_names.iter().all(|n| c.has(n))).and_then(|c| self.sizing.as_ref().expect("sizing").budget.charged_besides(|| auto_names.iter().filter_map(|n| c.charged_of(n)).sum()));
         let measured: Vec<Measured> = (0..self.pools.len()).map(|i| self.measure(i)).collect();
         let auto: Vec<usize> = (0..self.pools.len()).filter(|&i| self.pools[i].config.max_children_auto).collect();
         let auto_used: u64 = auto.iter().map(|&i| measured[i].used).sum();
