@@ -114,33 +114,36 @@ impl Budget {
     /// has no charge of its own (MemoryBudget). The whole is read first
     /// (see [`rest`] for why).
     pub fn charged_besides(&self, part: impl FnMut() -> u64) -> Option<u64> {
-        let whole = || match &self.source {
-            Source::Directive => 0,
+        self.charge_now()?;
+        let besides = rest::less_part(|| self.charge_now().unwrap_or(0), part);
+        Some(reserved::less_held(besides))
+    }
+
+    /// The whole's charge as the kernel counts it now: None for
+    /// MemoryBudget, which has no charge of its own.
+    fn charge_now(&self) -> Option<u64> {
+        Some(match &self.source {
+            Source::Directive => return None,
             Source::CgroupV2(dir) => charged_in(dir, true),
             Source::CgroupV1(dir) => charged_in(dir, false),
             Source::Machine => {
                 let info = read(Path::new("/proc/meminfo"));
                 meminfo(&info, "MemTotal:").saturating_sub(meminfo(&info, "MemAvailable:"))
             }
-        };
-        if self.source == Source::Directive {
-            return None;
-        }
-        let besides = rest::less_part(whole, part);
-        Some(reserved::reserved().map_or(besides, |r| besides.saturating_sub(reserved::held_in(&r.dir))))
+        })
     }
 
     fn read_whole(&mut self) -> Reading {
         let (limit, charged, psi, oom_kills) = match &self.source {
             Source::Directive => return Reading { limit: self.directive.unwrap_or(0), charged: None, pressure: false, short: None },
             Source::CgroupV2(dir) => {
-                let charged = charged_in(dir, true);
+                let charged = self.charge_now().unwrap_or(0);
                 let events = read(&dir.join("memory.events"));
                 (v2_limit(dir).unwrap_or(UNLIMITED), charged, read(&dir.join("memory.pressure")), field(&events, "oom_kill"))
             }
             Source::CgroupV1(dir) => {
                 let stat = read(&dir.join("memory.stat"));
-                let charged = charged_in(dir, false);
+                let charged = self.charge_now().unwrap_or(0);
                 let limit = match field(&stat, "hierarchical_memory_limit") {
                     0 => read(&dir.join("memory.limit_in_bytes")).trim().parse().unwrap_or(UNLIMITED),
                     l => l,
@@ -150,9 +153,8 @@ impl Budget {
                 (limit, charged, unified_pressure(), v1_oom_kills(dir))
             }
             Source::Machine => {
-                let info = read(Path::new("/proc/meminfo"));
-                let (total, available) = (meminfo(&info, "MemTotal:"), meminfo(&info, "MemAvailable:"));
-                (total, total.saturating_sub(available), read(Path::new("/proc/pressure/memory")), field(&read(Path::new("/proc/vmstat")), "oom_kill"))
+                let total = meminfo(&read(Path::new("/proc/meminfo")), "MemTotal:");
+                (total, self.charge_now().unwrap_or(0), read(Path::new("/proc/pressure/memory")), field(&read(Path::new("/proc/vmstat")), "oom_kill"))
             }
         };
         let now = Counters { at: Some(std::time::Instant::now()), some_us: psi_total(&psi, "some"), full_us: psi_total(&psi, "full"), oom_kills };

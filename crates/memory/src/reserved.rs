@@ -54,10 +54,13 @@ pub fn held_in(dir: &Path) -> u64 {
 pub(crate) fn apply(mut reading: crate::Reading) -> crate::Reading {
     let Some(r) = reserved() else { return reading };
     reading.limit = reading.limit.saturating_sub(r.bound);
-    if let Some(charged) = &mut reading.charged {
-        *charged = charged.saturating_sub(held_in(&r.dir));
-    }
+    reading.charged = reading.charged.map(less_held);
     reading
+}
+
+/// `charged` less what the reservation's entries hold now.
+pub(crate) fn less_held(charged: u64) -> u64 {
+    reserved().map_or(charged, |r| charged.saturating_sub(held_in(&r.dir)))
 }
 
 #[cfg(test)]
