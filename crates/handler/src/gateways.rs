@@ -135,9 +135,8 @@ impl Site {
             return None;
         }
         // The decoded path as bytes: a byte that is not UTF-8 (`%FF`) goes
-        // to the backend encoded as it came, as Apache re-encodes r->uri. A
-        // regular expression reads it as text (U+FFFD for such a byte).
-        let url_text = String::from_utf8_lossy(url);
+        // to the backend encoded as it came, as Apache re-encodes r->uri;
+        // a regular expression matches those bytes, as Apache's does.
         for route in routes {
             let mut script_path: Vec<u8> = match (&route.pattern, &route.target) {
                 (ProxyPattern::Prefix(p), target) => {
@@ -148,11 +147,11 @@ impl Site {
                     [t.path.as_bytes(), url.get(p.len()..).unwrap_or_default()].concat()
                 }
                 (ProxyPattern::Regex(re), target) => {
-                    let Some(caps) = re.captures(&url_text) else { continue };
+                    let Some(caps) = re.captures_bytes(url) else { continue };
                     let Some(t) = target else { return None };
-                    let mut out = String::new();
-                    warren_regex::expand(&t.path, &caps, &mut out);
-                    out.into_bytes()
+                    let mut out = Vec::new();
+                    warren_regex::expand_bytes(&t.path, &caps, &mut out);
+                    out
                 }
             };
             let target = route.target.as_ref().expect("routes without a target returned above");

@@ -106,13 +106,12 @@ impl Site {
     /// The directory a ScriptAlias or ScriptAliasMatch matching `url` names.
     fn script_alias_root(&self, host: usize, url: &[u8]) -> Option<PathBuf> {
         use warren_config::alias::{AliasTarget, UrlMatch};
-        let text = String::from_utf8_lossy(url);
         self.hosts[host].config.url_aliases.iter().filter(|a| a.script).find_map(|a| {
             let AliasTarget::Path(target) = &a.target else { return None };
             match &a.url {
-                UrlMatch::Prefix(_) => a.url.rest(&text).map(|_| PathBuf::from(target)),
+                UrlMatch::Prefix(_) => a.url.rest(url).map(|_| PathBuf::from(target)),
                 UrlMatch::Regex(re) => {
-                    re.captures(&text)?;
+                    re.captures_bytes(url)?;
                     let fixed = &target[..target.find('$').unwrap_or(target.len())];
                     Some(PathBuf::from(&fixed[..fixed.rfind('/').map_or(0, |i| i + 1)]))
                 }
