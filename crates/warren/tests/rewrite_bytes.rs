@@ -1,0 +1,147 @@
+//! URL paths that decode to bytes that are not UTF-8 (`/caf%E9`, a name
+//! in Latin-1 as legacy sites have them; `%FF`) through mod_rewrite,
+//! RedirectMatch, ProxyPassMatch and AliasMatch, as Apache 2.4 carries
+//! them: r->uri is the decoded path as bytes, the pattern matches those
+//! bytes, `$1` is those bytes. So a query made from `$1` reaches the
+//! script with the byte E9 (`%e9` under `[B]`), a redirect escapes it as
+//! `%e9`, a backend's request line has `%E9`, and AliasMatch finds the
+//! file whose name has the byte E9. Each expected value is what Apache
+//! 2.4.71 (Debian) answered to the same request and the same lines. warren
+//! read such a path as text (U+FFFD, EF BF BD, for each byte that is not
+//! UTF-8) before it matched it.
+
+mod common;
+#[path = "proxy_http/echo_backend.rs"]
+mod echo_backend;
+
+use std::os::unix::ffi::OsStrExt;
+
+use common::*;
+
+/// The requests, each with the value Apache gives `$1` for it.
+const PATHS: &[(&[u8], &[u8])] = &[(b"caf%E9", b"caf\xe9"), (b"caf%C3%A9", b"caf\xc3\xa9"), (b"a%FFb/c", b"a\xffb/c")];
+
+/// `$1` as `[B]` escapes it (Apache's lower-case hex, `/` escaped too).
+fn escaped_b(v: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &b in v {
+        if b.is_ascii_alphanumeric() || b == b'_' {
+            out.push(b);
+        } else {
+            out.extend_from_slice(format!("%{b:02x}").as_bytes());
+        }
+    }
+    out
+}
+
+/// `$1` as a redirect escapes it (ap_escape_uri: `/` stays).
+fn escaped_uri(v: &[u8]) -> String {
+    v.iter().map(|&b| if b.is_ascii_alphanumeric() || b"/-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02x}") }).collect()
+}
+
+/// A site whose script answers with its QUERY_STRING, byte for byte, and
+/// the rules of the comparison in the server and in `.htaccess` files.
+fn start(mpm: &str) -> (Server, u16) {
+    let backend = echo_backend::start();
+    let dir = TempDir::new(&format!("rewrite-bytes-{mpm}"));
+    standard_site(&dir);
+    dir.write("htdocs/show.php", "<?php echo $_SERVER['QUERY_STRING'];");
+    dir.write("htdocs/hq/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /show.php?p=$1\n");
+    dir.write("htdocs/hb/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /show.php?p=$1 [B]\n");
+    dir.write("htdocs/hr/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /new/$1 [R=301]\n");
+    // Files named with the bytes themselves, for AliasMatch.
+    let names = dir.0.join("names");
+    std::fs::create_dir_all(names.join(std::ffi::OsStr::from_bytes(b"a\xffb"))).unwrap();
+    for (_, name) in PATHS {
+        std::fs::write(names.join(std::ffi::OsStr::from_bytes(name)), [b"file:", *name].concat()).unwrap();
+    }
+    let conf = format!(
+        "<Pool www>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n</Pool>\n\
+         <FilesMatch \"\\.php$\">\n    SetHandler pool:www\n</FilesMatch>\n\
+         <Directory {root}/htdocs>\n    Options FollowSymLinks\n    AllowOverride All\n</Directory>\n\
+         RewriteEngine On\n\
+         RewriteRule ^/q/(.*)$ /show.php?p=$1\n\
+         RewriteRule ^/b/(.*)$ /show.php?p=$1 [B]\n\
+         RewriteRule ^/old/(.*)$ /new/$1 [R=301]\n\
+         ProxyPassMatch ^/m/(.*)$ http://127.0.0.1:{backend}/$1\n\
+         RedirectMatch ^/r/(.*)$ /s/$1\n\
+         AliasMatch ^/al/(.*)$ {root}/names/$1\n",
+        root = dir.0.display()
+    );
+    (Server::start_in(dir, mpm, &conf), backend)
+}
+
+/// `GET target` on its own connection: the status, Location and body.
+fn ask(s: &Server, target: &[u8]) -> (u16, Option<String>, Vec<u8>) {
+    let mut req = b"GET ".to_vec();
+    req.extend_from_slice(target);
+    req.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let answer = s.raw(&req);
+    assert!(answer.windows(4).any(|w| w == b"\r\n\r\n"), "{}: no answer; error log:\n{}", String::from_utf8_lossy(target), s.read_log("error.log"));
+    let (r, _) = parse_response(&answer);
+    let location = r.header("location").map(str::to_string);
+    (r.status, location, r.body)
+}
+
+/// Bytes as they are, `\xe9` for one that is not printable ASCII (never
+/// a lossy reading: U+FFFD would make E9 and EF BF BD look alike).
+fn shown(b: &[u8]) -> String {
+    b.escape_ascii().to_string()
+}
+
+/// `RewriteRule ... /show.php?p=$1` in the server and in `.htaccess`:
+/// the script's QUERY_STRING holds the path's bytes (the client's own
+/// query is replaced, as there is no `[QSA]`); with `[B]` each of them
+/// escaped.
+fn a_query_made_from_a_back_reference_carries_the_bytes(mpm: &str) {
+    let (s, _) = start(mpm);
+    for (path, value) in PATHS {
+        for query in [&b""[..], b"?q=%E9"] {
+            for (prefix, b_flag) in [("/q/", false), ("/hq/", false), ("/b/", true), ("/hb/", true)] {
+                let target = [prefix.as_bytes(), path, query].concat();
+                let (status, _, body) = ask(&s, &target);
+                let want = [&b"p="[..], &if b_flag { escaped_b(value) } else { value.to_vec() }].concat();
+                assert_eq!((status, shown(&body)), (200, shown(&want)), "{}", shown(&target));
+            }
+        }
+    }
+}
+
+/// `[R=301]` in the server and in `.htaccess`, and RedirectMatch: the
+/// Location has the path's bytes escaped (`%e9`), the client's query as
+/// it came.
+fn a_redirect_escapes_the_bytes(mpm: &str) {
+    let (s, _) = start(mpm);
+    for (path, value) in PATHS {
+        for query in ["", "?q=%E9"] {
+            for (prefix, to, status) in [("/old/", "/new/", 301), ("/hr/", "/new/", 301), ("/r/", "/s/", 302)] {
+                let target = [prefix.as_bytes(), path, query.as_bytes()].concat();
+                let (got, location, _) = ask(&s, &target);
+                let location = location.unwrap_or_default();
+                let want = format!("{to}{}{query}", escaped_uri(value));
+                assert_eq!(got, status, "{}", shown(&target));
+                assert!(location.starts_with("http://localhost") && location.ends_with(&want), "{}: Location {location}, want ...{want}", shown(&target));
+            }
+        }
+    }
+}
+
+/// ProxyPassMatch: the backend's request line has `$1`'s bytes encoded as
+/// they came; AliasMatch: the file named with those bytes is served.
+fn proxy_pass_match_and_alias_match_take_the_bytes(mpm: &str) {
+    let (s, _) = start(mpm);
+    for (path, value) in PATHS {
+        for query in [&b""[..], b"?q=%E9"] {
+            let target = [b"/m/", *path, query].concat();
+            let (status, _, body) = ask(&s, &target);
+            let line = [b"GET /", *path, query, b" HTTP/1.1\r\n"].concat();
+            assert_eq!(status, 200, "{}", shown(&target));
+            assert!(body.starts_with(&line), "{}: the backend read {}", shown(&target), shown(&body));
+            let target = [b"/al/", *path, query].concat();
+            let (status, _, body) = ask(&s, &target);
+            assert_eq!((status, shown(&body)), (200, shown(&[b"file:", *value].concat())), "{}", shown(&target));
+        }
+    }
+}
+
+each_mpm!(a_query_made_from_a_back_reference_carries_the_bytes, a_redirect_escapes_the_bytes, proxy_pass_match_and_alias_match_take_the_bytes);
