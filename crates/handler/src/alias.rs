@@ -136,3 +136,16 @@ fn escape_redirect(to: &[u8]) -> String {
     let end = to.iter().position(|&b| b == b'?' || b == b'#').unwrap_or(to.len());
     format!("{}{}", warren_rewrite::escape::escape_uri(&to[..end]), String::from_utf8_lossy(&to[end..]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::escape_redirect;
+
+    #[test]
+    fn a_redirect_match_result_is_escaped_before_its_query() {
+        assert_eq!(escape_redirect(b"/s/caf\xe9"), "/s/caf%e9");
+        assert_eq!(escape_redirect(b"/s/caf\xc3\xa9/a b"), "/s/caf%c3%a9/a%20b");
+        assert_eq!(escape_redirect(b"http://h:8/s/a\xffb?q=%E9&x=y#f"), "http://h:8/s/a%ffb?q=%E9&x=y#f");
+        assert_eq!(escape_redirect(b"/x#frag ment"), "/x#frag ment");
+    }
+}

@@ -45,7 +45,7 @@ fn start(mpm: &str) -> (Server, u16) {
     let backend = echo_backend::start();
     let dir = TempDir::new(&format!("rewrite-bytes-{mpm}"));
     standard_site(&dir);
-    dir.write("htdocs/show.php", "<?php echo $_SERVER['QUERY_STRING'];");
+    dir.write("htdocs/show.php", "<?php echo $_SERVER['QUERY_STRING'], '|', $_SERVER['REDIRECT_URL'] ?? '';");
     dir.write("htdocs/hq/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /show.php?p=$1\n");
     dir.write("htdocs/hb/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /show.php?p=$1 [B]\n");
     dir.write("htdocs/hr/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /new/$1 [R=301]\n");
@@ -92,7 +92,8 @@ fn shown(b: &[u8]) -> String {
 /// `RewriteRule ... /show.php?p=$1` in the server and in `.htaccess`:
 /// the script's QUERY_STRING holds the path's bytes (the client's own
 /// query is replaced, as there is no `[QSA]`); with `[B]` each of them
-/// escaped.
+/// escaped. The `.htaccess` rule's internal redirect gives REDIRECT_URL,
+/// the path it left, as its bytes too.
 fn a_query_made_from_a_back_reference_carries_the_bytes(mpm: &str) {
     let (s, _) = start(mpm);
     for (path, value) in PATHS {
@@ -100,7 +101,8 @@ fn a_query_made_from_a_back_reference_carries_the_bytes(mpm: &str) {
             for (prefix, b_flag) in [("/q/", false), ("/hq/", false), ("/b/", true), ("/hb/", true)] {
                 let target = [prefix.as_bytes(), path, query].concat();
                 let (status, _, body) = ask(&s, &target);
-                let want = [&b"p="[..], &if b_flag { escaped_b(value) } else { value.to_vec() }].concat();
+                let redirect_url = if prefix.starts_with("/h") { [prefix.as_bytes(), value].concat() } else { Vec::new() };
+                let want = [&b"p="[..], &if b_flag { escaped_b(value) } else { value.to_vec() }, b"|", &redirect_url].concat();
                 assert_eq!((status, shown(&body)), (200, shown(&want)), "{}", shown(&target));
             }
         }
@@ -124,6 +126,10 @@ fn a_redirect_escapes_the_bytes(mpm: &str) {
             }
         }
     }
+    // RedirectMatch escapes what its pattern took, CR LF too (warren wrote
+    // them raw into the field, which its writer turned into spaces).
+    let (_, location, _) = ask(&s, b"/r/a%0d%0aX-Injected:%20y");
+    assert_eq!(location.as_deref(), Some("http://localhost/s/a%0d%0aX-Injected:%20y"));
 }
 
 /// ProxyPassMatch: the backend's request line has `$1`'s bytes encoded as

@@ -138,7 +138,7 @@ impl Site {
         // never replaces the server's own.
         let query = query.strip_prefix(b"?").unwrap_or(query);
         for (name, value) in env.iter().filter(|(n, _)| from_environment(n)) {
-            let value = crate::gateway::script::env_param(name, value, query);
+            let value = crate::gateway::script::env_param(env, name, value, query);
             match p.iter_mut().find(|(n, _)| n == name) {
                 Some((_, v)) => *v = value,
                 None => p.push((HeaderName::Owned(name.to_string()), value)),

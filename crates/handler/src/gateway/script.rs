@@ -30,12 +30,12 @@ pub(crate) fn from_environment(name: &str) -> bool {
 /// An environment variable's value as a parameter. Variables hold text:
 /// REDIRECT_QUERY_STRING, when it is the query this pass has (`query`,
 /// without its `?`), gets that query's bytes, which may not be UTF-8 (the
-/// client's, as sent).
-pub(crate) fn env_param(name: &str, value: &str, query: &[u8]) -> Vec<u8> {
+/// client's, as sent); REDIRECT_URL the bytes of the URL the redirect left.
+pub(crate) fn env_param(env: &crate::env::RequestEnv, name: &str, value: &str, query: &[u8]) -> Vec<u8> {
     if name.eq_ignore_ascii_case("REDIRECT_QUERY_STRING") && String::from_utf8_lossy(query) == value {
         query.to_vec()
     } else {
-        value.as_bytes().to_vec()
+        env.bytes_of(name, value).to_vec()
     }
 }
 
