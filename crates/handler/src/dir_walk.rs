@@ -133,7 +133,8 @@ impl Site {
         }
         let location_hit = |m: &SectionMatch| match m {
             SectionMatch::Location(prefix) => location_matches(prefix, &url),
-            SectionMatch::LocationMatch(re) => re.is_match(&url),
+            // The path's bytes, as Apache matches r->uri (`.` is one byte).
+            SectionMatch::LocationMatch(re) => re.is_match_bytes(url_path),
             _ => false,
         };
         for s in &h.config.sections {

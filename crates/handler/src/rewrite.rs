@@ -106,7 +106,7 @@ impl Site {
         }
         // The variables are text; the rules match the path's bytes.
         let uri = String::from_utf8_lossy(url).into_owned();
-        let mut vars = Vars { site: self, req, uri: &uri, env: req.env.clone(), fs: None };
+        let mut vars = Vars { site: self, req, url, uri: &uri, env: req.env.clone(), fs: None };
         let script_url = vars.env.get("REDIRECT_SCRIPT_URL").unwrap_or(&uri).to_string();
         vars.env.set("SCRIPT_URI", format!("{}{script_url}", self.own_url(req)));
         vars.env.set("SCRIPT_URL", script_url);
@@ -204,7 +204,7 @@ impl Site {
         let uri = String::from_utf8_lossy(url).into_owned();
         // The directories' SetEnvIf lines have run by now (Apache's header_parser).
         let env = if dir.layers.iter().any(|l| !l.set_env_if.is_empty()) { RequestEnv::set_env_if(req, url, dir) } else { req.env.clone() };
-        let mut vars = Vars { site: self, req, uri: &uri, env, fs: Some(fs) };
+        let mut vars = Vars { site: self, req, url, uri: &uri, env, fs: Some(fs) };
         // Apache's directory walk has split the path at a file before the
         // rules run: REQUEST_FILENAME (and `-f`) is `/xmlrpc.php` of
         // `/xmlrpc.php/extra/path`, the rest its PATH_INFO.
@@ -465,7 +465,8 @@ fn escape_absolute_uri(uri: &[u8]) -> String {
 struct Vars<'s, 'a> {
     site: &'s Site,
     req: Request<'a>,
-    /// REQUEST_URI: this pass's URL path.
+    /// REQUEST_URI: this pass's URL path, decoded, as bytes and as text.
+    url: &'s [u8],
     uri: &'s str,
     env: RequestEnv,
     /// The mapped file, in per-directory context: PATH_INFO is what of it
@@ -517,6 +518,24 @@ impl warren_rewrite::Request for Vars<'_, '_> {
             "TIME_WDAY" => ((time().weekday + 4) % 7).to_string(),
             _ => return None,
         })
+    }
+
+    /// What the rules expand: the path (and the request line, the path
+    /// info) as the bytes they are, which need not be UTF-8.
+    fn variable_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        match name {
+            "REQUEST_URI" => Some(self.url.to_vec()),
+            "THE_REQUEST" => {
+                let head = self.req.head;
+                Some([head.method().as_bytes(), b" ", head.path_and_query(), b" ", head.version.as_str().as_bytes()].concat())
+            }
+            "PATH_INFO" => {
+                let (_, rest) = crate::gateway::script::split_path_info(self.fs?)?;
+                let fs = self.fs?.as_os_str().as_bytes();
+                Some(fs[fs.len() - rest..].to_vec())
+            }
+            _ => self.variable(name).map(String::into_bytes),
+        }
     }
 
     fn header(&self, name: &str) -> Option<String> {

@@ -90,7 +90,12 @@ impl Regex {
     /// Whether the pattern matches somewhere in `text`. A match PCRE2 gives
     /// up on (a limit) counts as no match, as in Apache.
     pub fn is_match(&self, text: &str) -> bool {
-        self.re.is_match(text.as_bytes()).unwrap_or_else(|e| {
+        self.is_match_bytes(text.as_bytes())
+    }
+
+    /// [`Regex::is_match`] for a text that need not be UTF-8.
+    pub fn is_match_bytes(&self, text: &[u8]) -> bool {
+        self.re.is_match(text).unwrap_or_else(|e| {
             self.gave_up(&e);
             false
         })
@@ -276,6 +281,8 @@ mod tests {
         expand_bytes("/x/$1$2$3/$9$", &caps, &mut out);
         assert_eq!(out, b"/x/caf\xe9\xc3\xa9/$");
         assert!(Regex::new(r"^caf\xE9$").unwrap().captures_bytes(b"caf\xe9").is_some());
+        assert!(Regex::new(r"^/caf.$").unwrap().is_match_bytes(b"/caf\xe9"));
+        assert!(!Regex::new(r"^/caf.$").unwrap().is_match_bytes("/caf\u{e9}".as_bytes()), "two bytes are not one");
     }
 
     #[test]

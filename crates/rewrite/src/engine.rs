@@ -22,6 +22,12 @@ pub trait Request {
     /// answers `REQUEST_FILENAME`, `SCRIPT_FILENAME` and `QUERY_STRING`
     /// itself from its state.
     fn variable(&self, name: &str) -> Option<String>;
+    /// [`Request::variable`] as bytes, for those that need not be UTF-8
+    /// (REQUEST_URI is the decoded path: `%{REQUEST_URI}` of `/caf%E9`
+    /// ends in the byte E9, as Apache's r->uri); what the rules expand.
+    fn variable_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        self.variable(name).map(String::into_bytes)
+    }
     /// A request header, by name.
     fn header(&self, name: &str) -> Option<String>;
     /// An environment variable.
@@ -550,7 +556,7 @@ fn variable<R: Request + ?Sized>(name: &str, state: &State, ctx: &mut Ctx<R>) ->
         "QUERY_STRING" => state.query.clone().unwrap_or_default(),
         _ => match HEADER_VARS.iter().find(|(v, _)| *v == upper) {
             Some((_, h)) => header(h, ctx).into_bytes(),
-            None => ctx.req.variable(&upper).unwrap_or_default().into_bytes(),
+            None => ctx.req.variable_bytes(&upper).unwrap_or_default(),
         },
     }
 }
@@ -584,6 +590,12 @@ mod tests {
     impl Request for Fake {
         fn variable(&self, name: &str) -> Option<String> {
             self.vars.get(name).cloned()
+        }
+        fn variable_bytes(&self, name: &str) -> Option<Vec<u8>> {
+            match name {
+                "REQUEST_URI" if self.vars.contains_key("BYTES") => Some(b"/c/caf\xe9".to_vec()),
+                _ => self.variable(name).map(String::into_bytes),
+            }
         }
         fn header(&self, name: &str) -> Option<String> {
             self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())
@@ -755,12 +767,19 @@ mod tests {
         let mut st = State { filename: b"/old/caf\xe9".to_vec(), ..State::default() };
         apply(&rules, None, &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None });
         assert_eq!((&st.filename[..], st.status), (&b"http://test/new/caf\xe9"[..], Some(301)));
-        // A condition's groups are bytes too.
+        // A condition's groups are bytes too, of the state or of a variable.
         let s = set(&["RewriteCond %{REQUEST_FILENAME} ^/c/(.*)$", "RewriteRule ^ /got-%1"]);
         let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
         let mut st = State { filename: b"/c/\xe9".to_vec(), ..State::default() };
         apply(&rules, None, &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None });
         assert_eq!(st.filename, b"/got-\xe9");
+        let s = set(&["RewriteCond %{REQUEST_URI} ^/c/(.*)$", "RewriteRule ^ /got?p=%1"]);
+        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
+        let mut req = Fake::default();
+        req.vars.insert("BYTES".into(), String::new());
+        let mut st = State { filename: b"/x".to_vec(), ..State::default() };
+        apply(&rules, None, &mut st, &mut req, Bounds { max_len: 16384, deadline: None });
+        assert_eq!(st.query.as_deref(), Some(&b"p=caf\xe9"[..]));
     }
 
     /// Spends at least `cpu` of this thread's CPU time.

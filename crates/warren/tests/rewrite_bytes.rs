@@ -63,6 +63,11 @@ fn start(mpm: &str) -> (Server, u16) {
          RewriteRule ^/q/(.*)$ /show.php?p=$1\n\
          RewriteRule ^/b/(.*)$ /show.php?p=$1 [B]\n\
          RewriteRule ^/old/(.*)$ /new/$1 [R=301]\n\
+         RewriteRule ^/qsa/(.*)$ /show.php?p=$1 [QSA]\n\
+         RewriteRule ^/pt/(.*)$ /m/$1 [PT]\n\
+         RewriteCond %{{REQUEST_URI}} ^/c/(.*)$\n\
+         RewriteRule ^ /show.php?p=%1\n\
+         <LocationMatch \"^/lm/caf.$\">\n    Require all denied\n</LocationMatch>\n\
          ProxyPassMatch ^/m/(.*)$ http://127.0.0.1:{backend}/$1\n\
          RedirectMatch ^/r/(.*)$ /s/$1\n\
          AliasMatch ^/al/(.*)$ {root}/names/$1\n",
@@ -92,17 +97,19 @@ fn shown(b: &[u8]) -> String {
 /// `RewriteRule ... /show.php?p=$1` in the server and in `.htaccess`:
 /// the script's QUERY_STRING holds the path's bytes (the client's own
 /// query is replaced, as there is no `[QSA]`); with `[B]` each of them
-/// escaped. The `.htaccess` rule's internal redirect gives REDIRECT_URL,
-/// the path it left, as its bytes too.
+/// escaped; with `[QSA]` the client's query after them; from a condition
+/// on `%{REQUEST_URI}` (`%1`) the same bytes. The `.htaccess` rule's
+/// internal redirect gives REDIRECT_URL, the path it left, as its bytes too.
 fn a_query_made_from_a_back_reference_carries_the_bytes(mpm: &str) {
     let (s, _) = start(mpm);
     for (path, value) in PATHS {
         for query in [&b""[..], b"?q=%E9"] {
-            for (prefix, b_flag) in [("/q/", false), ("/hq/", false), ("/b/", true), ("/hb/", true)] {
+            for (prefix, b_flag) in [("/q/", false), ("/hq/", false), ("/b/", true), ("/hb/", true), ("/qsa/", false), ("/c/", false)] {
                 let target = [prefix.as_bytes(), path, query].concat();
                 let (status, _, body) = ask(&s, &target);
                 let redirect_url = if prefix.starts_with("/h") { [prefix.as_bytes(), value].concat() } else { Vec::new() };
-                let want = [&b"p="[..], &if b_flag { escaped_b(value) } else { value.to_vec() }, b"|", &redirect_url].concat();
+                let appended = if prefix == "/qsa/" && !query.is_empty() { [b"&", &query[1..]].concat() } else { Vec::new() };
+                let want = [&b"p="[..], &if b_flag { escaped_b(value) } else { value.to_vec() }, &appended, b"|", &redirect_url].concat();
                 assert_eq!((status, shown(&body)), (200, shown(&want)), "{}", shown(&target));
             }
         }
@@ -132,20 +139,28 @@ fn a_redirect_escapes_the_bytes(mpm: &str) {
     assert_eq!(location.as_deref(), Some("http://localhost/s/a%0d%0aX-Injected:%20y"));
 }
 
-/// ProxyPassMatch: the backend's request line has `$1`'s bytes encoded as
-/// they came; AliasMatch: the file named with those bytes is served.
+/// ProxyPassMatch, and a `[PT]` rule that hands its result to it: the
+/// backend's request line has `$1`'s bytes encoded as they came;
+/// AliasMatch: the file named with those bytes is served; LocationMatch:
+/// `.` is one byte.
 fn proxy_pass_match_and_alias_match_take_the_bytes(mpm: &str) {
     let (s, _) = start(mpm);
     for (path, value) in PATHS {
         for query in [&b""[..], b"?q=%E9"] {
-            let target = [b"/m/", *path, query].concat();
-            let (status, _, body) = ask(&s, &target);
-            let line = [b"GET /", *path, query, b" HTTP/1.1\r\n"].concat();
-            assert_eq!(status, 200, "{}", shown(&target));
-            assert!(body.starts_with(&line), "{}: the backend read {}", shown(&target), shown(&body));
+            for prefix in [&b"/m/"[..], b"/pt/"] {
+                let target = [prefix, *path, query].concat();
+                let (status, _, body) = ask(&s, &target);
+                let line = [b"GET /", *path, query, b" HTTP/1.1\r\n"].concat();
+                assert_eq!(status, 200, "{}", shown(&target));
+                assert!(body.starts_with(&line), "{}: the backend read {}", shown(&target), shown(&body));
+            }
             let target = [b"/al/", *path, query].concat();
             let (status, _, body) = ask(&s, &target);
             assert_eq!((status, shown(&body)), (200, shown(&[b"file:", *value].concat())), "{}", shown(&target));
+            // Denied where the pattern's `.` takes the one byte E9 only.
+            let target = [b"/lm/", *path, query].concat();
+            let want = if *value == b"caf\xe9" { 403 } else { 404 };
+            assert_eq!(ask(&s, &target).0, want, "{}", shown(&target));
         }
     }
 }
