@@ -165,11 +165,11 @@ impl Site {
             let member_target;
             let target = match target.balancer.as_deref() {
                 None => target,
-                Some(name) => match self.elect_member(req, name, &String::from_utf8_lossy(&script_path), query, &mut filters) {
+                Some(name) => match self.elect_member(req, name, &script_path, query, &mut filters) {
                     Ok((t, e)) => {
+                        script_path = self.balancers.member_path(e.balancer, e.member, &e.path);
                         member_target = t;
                         elected = Some(e);
-                        script_path = member_target.path.clone().into_bytes();
                         &member_target
                     }
                     Err(refused) => return Some(filters::attach(Outcome::Ready(*refused), filters, req.head)),

@@ -69,6 +69,9 @@ fn start(mpm: &str) -> (Server, u16) {
          RewriteRule ^ /show.php?p=%1\n\
          <LocationMatch \"^/lm/caf.$\">\n    Require all denied\n</LocationMatch>\n\
          ProxyPassMatch ^/m/(.*)$ http://127.0.0.1:{backend}/$1\n\
+         <Proxy balancer://bx>\n    BalancerMember http://127.0.0.1:{backend}\n</Proxy>\n\
+         ProxyPass /bal/ balancer://bx/\n\
+         ProxyPassMatch ^/bm/(.*)$ balancer://bx/$1\n\
          RedirectMatch ^/r/(.*)$ /s/$1\n\
          AliasMatch ^/al/(.*)$ {root}/names/$1\n",
         root = dir.0.display()
@@ -139,15 +142,16 @@ fn a_redirect_escapes_the_bytes(mpm: &str) {
     assert_eq!(location.as_deref(), Some("http://localhost/s/a%0d%0aX-Injected:%20y"));
 }
 
-/// ProxyPassMatch, and a `[PT]` rule that hands its result to it: the
-/// backend's request line has `$1`'s bytes encoded as they came;
+/// ProxyPassMatch, a `[PT]` rule that hands its result to it, and a
+/// balancer's ProxyPass and ProxyPassMatch: the backend's request line
+/// has the path's bytes encoded as they came;
 /// AliasMatch: the file named with those bytes is served; LocationMatch:
 /// `.` is one byte.
 fn proxy_pass_match_and_alias_match_take_the_bytes(mpm: &str) {
     let (s, _) = start(mpm);
     for (path, value) in PATHS {
         for query in [&b""[..], b"?q=%E9"] {
-            for prefix in [&b"/m/"[..], b"/pt/"] {
+            for prefix in [&b"/m/"[..], b"/pt/", b"/bal/", b"/bm/"] {
                 let target = [prefix, *path, query].concat();
                 let (status, _, body) = ask(&s, &target);
                 let line = [b"GET /", *path, query, b" HTTP/1.1\r\n"].concat();
