@@ -49,6 +49,9 @@ fn start(mpm: &str) -> (Server, u16) {
     dir.write("htdocs/hq/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /show.php?p=$1\n");
     dir.write("htdocs/hb/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /show.php?p=$1 [B]\n");
     dir.write("htdocs/hr/.htaccess", "RewriteEngine On\nRewriteRule ^(.*)$ /new/$1 [R=301]\n");
+    // WordPress's rules, as its .htaccess has them.
+    dir.write("htdocs/wp/.htaccess", "RewriteEngine On\nRewriteBase /wp/\nRewriteRule ^index\\.php$ - [L]\nRewriteCond %{REQUEST_FILENAME} !-f\nRewriteCond %{REQUEST_FILENAME} !-d\nRewriteRule . /wp/index.php [L]\n");
+    dir.write("htdocs/wp/index.php", "<?php echo $_SERVER['SCRIPT_NAME'], '|', $_SERVER['PATH_INFO'] ?? '-', '|', $_SERVER['QUERY_STRING'];");
     // Files named with the bytes themselves, for AliasMatch.
     let names = dir.0.join("names");
     std::fs::create_dir_all(names.join(std::ffi::OsStr::from_bytes(b"a\xffb"))).unwrap();
@@ -169,4 +172,18 @@ fn proxy_pass_match_and_alias_match_take_the_bytes(mpm: &str) {
     }
 }
 
-each_mpm!(a_query_made_from_a_back_reference_carries_the_bytes, a_redirect_escapes_the_bytes, proxy_pass_match_and_alias_match_take_the_bytes);
+/// A front controller's path info under WordPress's rules: the file is
+/// split off the path by its bytes (as text, `/index.php/caf%E9` was split
+/// at the wrong place, the rules then sent it to index.php without its path
+/// info); Apache gives PATH_INFO=/caf\xe9.
+fn a_front_controllers_path_info_keeps_the_bytes(mpm: &str) {
+    let (s, _) = start(mpm);
+    for (path, value) in PATHS {
+        let target = [b"/wp/index.php/", *path, b"?q=%E9"].concat();
+        let (status, _, body) = ask(&s, &target);
+        let want = [&b"/wp/index.php|/"[..], value, b"|q=%E9"].concat();
+        assert_eq!((status, shown(&body)), (200, shown(&want)), "{}", shown(&target));
+    }
+}
+
+each_mpm!(a_front_controllers_path_info_keeps_the_bytes, a_query_made_from_a_back_reference_carries_the_bytes, a_redirect_escapes_the_bytes, proxy_pass_match_and_alias_match_take_the_bytes);
