@@ -40,6 +40,12 @@ impl Site {
         let fs = fs_path.map(crate::path::text);
         let url = crate::path::text_of(url_path);
         let file_name = fs.as_deref().map(|p| p.rsplit('/').next().unwrap_or(""));
+        // FilesMatch matches the name's bytes, as Apache's (a name in
+        // Latin-1 is not read as U+FFFD first: `.` is its one byte).
+        let name_bytes = fs_path.map(|p| {
+            let b = std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str());
+            b.rsplit(|&c| c == b'/').next().unwrap_or_default()
+        });
         let dir_matches = |m: &SectionMatch| -> bool {
             let Some(fs) = fs.as_deref() else { return false };
             match m {
@@ -113,7 +119,7 @@ impl Site {
         let file_hit = |s: &DirSection| {
             let hit = match (&s.matcher, file_name) {
                 (SectionMatch::Files(pat), Some(name)) => wildcard_match(pat, name),
-                (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
+                (SectionMatch::FilesMatch(re), Some(_)) => name_bytes.is_some_and(|n| re.is_match_bytes(n)),
                 _ => false,
             };
             hit && s.within.as_deref().is_none_or(&dir_matches)
@@ -147,7 +153,7 @@ impl Site {
         let around_hits = |m: &SectionMatch| match (m, file_name) {
             (SectionMatch::Directory(_) | SectionMatch::DirectoryMatch(_), _) => dir_matches(m),
             (SectionMatch::Files(pat), Some(name)) => wildcard_match(pat, name),
-            (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
+            (SectionMatch::FilesMatch(re), Some(_)) => name_bytes.is_some_and(|n| re.is_match_bytes(n)),
             _ => location_hit(m),
         };
         for s in &h.config.sections {

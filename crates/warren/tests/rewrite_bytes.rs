@@ -55,8 +55,10 @@ fn start(mpm: &str) -> (Server, u16) {
     // Files named with the bytes themselves, for AliasMatch.
     let names = dir.0.join("names");
     std::fs::create_dir_all(names.join(std::ffi::OsStr::from_bytes(b"a\xffb"))).unwrap();
+    std::fs::create_dir_all(names.join("fm").join(std::ffi::OsStr::from_bytes(b"a\xffb"))).unwrap();
     for (_, name) in PATHS {
         std::fs::write(names.join(std::ffi::OsStr::from_bytes(name)), [b"file:", *name].concat()).unwrap();
+        std::fs::write(names.join("fm").join(std::ffi::OsStr::from_bytes(name)), b"fm").unwrap();
     }
     let conf = format!(
         "<Pool www>\n    Command /usr/bin/php-cgi\n    User nobody\n    Group nogroup\n</Pool>\n\
@@ -71,6 +73,7 @@ fn start(mpm: &str) -> (Server, u16) {
          RewriteCond %{{REQUEST_URI}} ^/c/(.*)$\n\
          RewriteRule ^ /show.php?p=%1\n\
          <LocationMatch \"^/lm/caf.$\">\n    Require all denied\n</LocationMatch>\n\
+         <Directory {root}/names/fm>\n    <FilesMatch \"^caf.$\">\n        Require all denied\n    </FilesMatch>\n</Directory>\n\
          ProxyPassMatch ^/m/(.*)$ http://127.0.0.1:{backend}/$1\n\
          <Proxy balancer://bx>\n    BalancerMember http://127.0.0.1:{backend}\n</Proxy>\n\
          ProxyPass /bal/ balancer://bx/\n\
@@ -148,8 +151,8 @@ fn a_redirect_escapes_the_bytes(mpm: &str) {
 /// ProxyPassMatch, a `[PT]` rule that hands its result to it, and a
 /// balancer's ProxyPass and ProxyPassMatch: the backend's request line
 /// has the path's bytes encoded as they came;
-/// AliasMatch: the file named with those bytes is served; LocationMatch:
-/// `.` is one byte.
+/// AliasMatch: the file named with those bytes is served; LocationMatch
+/// and FilesMatch: `.` is one byte.
 fn proxy_pass_match_and_alias_match_take_the_bytes(mpm: &str) {
     let (s, _) = start(mpm);
     for (path, value) in PATHS {
@@ -167,6 +170,9 @@ fn proxy_pass_match_and_alias_match_take_the_bytes(mpm: &str) {
             // Denied where the pattern's `.` takes the one byte E9 only.
             let target = [b"/lm/", *path, query].concat();
             let want = if *value == b"caf\xe9" { 403 } else { 404 };
+            assert_eq!(ask(&s, &target).0, want, "{}", shown(&target));
+            let target = [b"/al/fm/", *path, query].concat();
+            let want = if *value == b"caf\xe9" { 403 } else { 200 };
             assert_eq!(ask(&s, &target).0, want, "{}", shown(&target));
         }
     }
