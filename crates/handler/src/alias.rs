@@ -96,10 +96,11 @@ impl Site {
         let (status, dest) = redirects.iter().find_map(|a| {
             let AliasTarget::Redirect(status, to) = &a.target else { return None };
             let dest = match &a.url {
-                // The rest of the path goes on the target, escaped again.
+                // The rest of the path goes on the target, escaped again
+                // as mod_alias does (ap_os_escape_path: `%e9`, lower case).
                 UrlMatch::Prefix(_) => {
                     let rest = a.url.rest(url)?;
-                    to.as_ref().map(|t| format!("{t}{}", path::encode(rest)))
+                    to.as_ref().map(|t| format!("{t}{}", warren_rewrite::escape::escape_uri(rest)))
                 }
                 UrlMatch::Regex(re) => {
                     let caps = re.captures_bytes(url)?;

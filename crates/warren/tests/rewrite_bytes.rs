@@ -79,6 +79,7 @@ fn start(mpm: &str) -> (Server, u16) {
          ProxyPass /bal/ balancer://bx/\n\
          ProxyPassMatch ^/bm/(.*)$ balancer://bx/$1\n\
          RedirectMatch ^/r/(.*)$ /s/$1\n\
+         Redirect /rp /t\n\
          AliasMatch ^/al/(.*)$ {root}/names/$1\n",
         root = dir.0.display()
     );
@@ -125,14 +126,14 @@ fn a_query_made_from_a_back_reference_carries_the_bytes(mpm: &str) {
     }
 }
 
-/// `[R=301]` in the server and in `.htaccess`, and RedirectMatch: the
+/// `[R=301]` in the server and in `.htaccess`, RedirectMatch and Redirect: the
 /// Location has the path's bytes escaped (`%e9`), the client's query as
 /// it came.
 fn a_redirect_escapes_the_bytes(mpm: &str) {
     let (s, _) = start(mpm);
     for (path, value) in PATHS {
         for query in ["", "?q=%E9"] {
-            for (prefix, to, status) in [("/old/", "/new/", 301), ("/hr/", "/new/", 301), ("/r/", "/s/", 302)] {
+            for (prefix, to, status) in [("/old/", "/new/", 301), ("/hr/", "/new/", 301), ("/r/", "/s/", 302), ("/rp/", "/t/", 302)] {
                 let target = [prefix.as_bytes(), path, query.as_bytes()].concat();
                 let (got, location, _) = ask(&s, &target);
                 let location = location.unwrap_or_default();
