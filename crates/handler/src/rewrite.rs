@@ -188,12 +188,12 @@ impl Site {
                 }
             }
         }
-        let Some(directory) = pd.directory.clone() else { return DirRewrite::Declined };
+        let Some(directory) = pd.directory.as_deref().map(|d| directory_bytes(d, fs_bytes)) else { return DirRewrite::Declined };
         if !pd.engine || pd.rules.is_empty() || req.pass.rewrite_ended {
             return DirRewrite::Declined;
         }
         // The directory itself named without its slash: mod_dir redirects first.
-        if !pd.options.allow_no_slash && fs_bytes == directory[..directory.len() - 1].as_bytes() {
+        if !pd.options.allow_no_slash && fs_bytes == &directory[..directory.len() - 1] {
             return DirRewrite::Declined;
         }
         let opts = dir.options();
@@ -213,7 +213,7 @@ impl Site {
             _ => (fs_bytes, &b""[..]),
         };
         let mut state = State { filename: file.to_vec(), path_info: path_info.to_vec(), query: query_arg(query), ..State::default() };
-        let applied = apply(&pd.rules, Some(&directory), &mut state, &mut vars, self.rule_bounds(req));
+        let applied = apply(&pd.rules, Some(&directory[..]), &mut state, &mut vars, self.rule_bounds(req));
         let env = vars.env;
         let noescape = match applied {
             Applied::Unchanged => {
@@ -234,7 +234,7 @@ impl Site {
                 let rest_at = state.filename[skip..].iter().position(|&b| b == b'/').map(|i| skip + i + 1);
                 if let Some(at) = rest_at.filter(|&at| at < state.filename.len()) {
                     let rest = state.filename[at..].to_vec();
-                    let replaced = subst_prefix_path(&rest, directory.trim_start_matches('/'), base.trim_start_matches('/'));
+                    let replaced = subst_prefix_path(&rest, directory.strip_prefix(b"/").unwrap_or(&directory), base.trim_start_matches('/'));
                     if replaced != rest {
                         state.filename.truncate(at);
                         state.filename.extend_from_slice(&replaced);
@@ -427,12 +427,27 @@ fn matched_directory(pattern: &str, fs: &[u8]) -> String {
     text(&fs[..end])
 }
 
+/// The bytes of `directory` (ending in `/`), a directory on the way to
+/// the file `fs`: the prefix of `fs` it names. Its text (a section's or
+/// an `.htaccess` file's directory, read from the path) has U+FFFD for each
+/// byte that is not UTF-8, which would not be a prefix of the path's bytes.
+fn directory_bytes(directory: &str, fs: &[u8]) -> Vec<u8> {
+    let want = directory.strip_suffix('/').unwrap_or(directory);
+    let ends = fs.iter().enumerate().filter(|&(_, &b)| b == b'/').map(|(i, _)| i).chain(std::iter::once(fs.len()));
+    for end in ends {
+        if String::from_utf8_lossy(&fs[..end]) == want {
+            return [&fs[..end], b"/"].concat();
+        }
+    }
+    directory.as_bytes().to_vec()
+}
+
 /// Apache's `subst_prefix_path`: `input` with the directory `prefix`
 /// replaced by `subst` (a slash kept between them); unchanged when it does
 /// not start with the prefix.
-fn subst_prefix_path(input: &[u8], prefix: &str, subst: &str) -> Vec<u8> {
-    let p = prefix.strip_suffix('/').unwrap_or(prefix);
-    match input.strip_prefix(p.as_bytes()) {
+fn subst_prefix_path(input: &[u8], prefix: &[u8], subst: &str) -> Vec<u8> {
+    let p = prefix.strip_suffix(b"/").unwrap_or(prefix);
+    match input.strip_prefix(p) {
         Some(rest) if rest.starts_with(b"/") => {
             let mut out = subst.as_bytes().to_vec();
             if !out.is_empty() && !out.ends_with(b"/") {
@@ -606,10 +621,15 @@ mod tests {
 
     #[test]
     fn prefixes_and_escaping_as_apache() {
-        assert_eq!(subst_prefix_path(b"/srv/www/app/x", "/srv/www/app/", "/app"), b"/app/x");
-        assert_eq!(subst_prefix_path(b"/srv/www/app/x", "/srv/www/app/", "/"), b"/x");
-        assert_eq!(subst_prefix_path(b"/other/x", "/srv/www/app/", "/app"), b"/other/x");
-        assert_eq!(subst_prefix_path(b"/srv/www/app/caf\xe9", "/srv/www/app/", "/app"), b"/app/caf\xe9");
+        assert_eq!(subst_prefix_path(b"/srv/www/app/x", b"/srv/www/app/", "/app"), b"/app/x");
+        assert_eq!(subst_prefix_path(b"/srv/www/app/x", b"/srv/www/app/", "/"), b"/x");
+        assert_eq!(subst_prefix_path(b"/other/x", b"/srv/www/app/", "/app"), b"/other/x");
+        assert_eq!(subst_prefix_path(b"/srv/www/app/caf\xe9", b"/srv/www/app/", "/app"), b"/app/caf\xe9");
+        assert_eq!(directory_bytes("/srv/d\u{fffd}/", b"/srv/d\xe9/x"), b"/srv/d\xe9/");
+        assert_eq!(directory_bytes("/srv/d\u{fffd}/", b"/srv/d\xe9"), b"/srv/d\xe9/");
+        assert_eq!(directory_bytes("/", b"/x"), b"/");
+        assert_eq!(directory_bytes("/srv/a/", b"/srv/a/b"), b"/srv/a/");
+        assert_eq!(directory_bytes("/elsewhere/", b"/srv/a/b"), b"/elsewhere/");
         assert_eq!(escape_absolute_uri(b"http://h/a b?c"), "http://h/a%20b%3fc");
         assert_eq!(escape_absolute_uri(b"http://h/caf\xe9/a\xffb"), "http://h/caf%e9/a%ffb");
         assert_eq!(escape_absolute_uri(b"http://h"), "http://h");

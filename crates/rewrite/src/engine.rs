@@ -157,7 +157,7 @@ struct Ctx<'r, R: Request + ?Sized> {
 
 /// Runs `rules` over `state`, within `bounds`. `perdir` is the directory
 /// (ending in `/`) in per-directory context.
-pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: &mut State, req: &mut R, bounds: Bounds) -> Applied {
+pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&[u8]>, state: &mut State, req: &mut R, bounds: Bounds) -> Applied {
     let mut changed = Applied::Unchanged;
     let mut rounds = 1u32;
     let mut ctx = Ctx { req, deadline: bounds.deadline, rule_groups: Vec::new(), cond_groups: Vec::new(), vary_this: Vec::new() };
@@ -233,7 +233,7 @@ impl<R: Request + ?Sized> Ctx<'_, R> {
     }
 }
 
-fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mut State, ctx: &mut Ctx<R>) -> RuleResult {
+fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&[u8]>, state: &mut State, ctx: &mut Ctx<R>) -> RuleResult {
     let with_path_info;
     let mut uri: &[u8] = if perdir.is_some() && !state.path_info.is_empty() {
         with_path_info = [&state.filename[..], &state.path_info[..]].concat();
@@ -242,7 +242,7 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
         &state.filename
     };
     if let Some(dir) = perdir {
-        if let Some(rest) = uri.strip_prefix(dir.as_bytes()) {
+        if let Some(rest) = uri.strip_prefix(dir) {
             uri = rest;
         }
     }
@@ -318,7 +318,7 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
     let mut prefix_added = false;
     if !new.starts_with(b"/") && crate::absolute_uri(&new).is_none() {
         if let Some(dir) = perdir {
-            new = [dir.as_bytes(), &new].concat();
+            new = [dir, &new].concat();
             prefix_added = true;
         } else if rule.flags.redirect.is_none() {
             // A relative substitution in server context is a path from the root.

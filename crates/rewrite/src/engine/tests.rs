@@ -71,7 +71,7 @@ fn txt(b: &[u8]) -> &str {
 fn run(s: &RuleSet, perdir: Option<&str>, filename: &str, query: Option<&str>, req: &mut Fake) -> (Applied, State) {
     let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
     let mut st = State { filename: filename.into(), query: query.map(|q| q.as_bytes().to_vec()), ..State::default() };
-    let a = apply(&rules, perdir, &mut st, req, Bounds { max_len: 16384, deadline: None });
+    let a = apply(&rules, perdir.map(str::as_bytes), &mut st, req, Bounds { max_len: 16384, deadline: None });
     (a, st)
 }
 
@@ -101,11 +101,11 @@ fn per_directory_path_info_is_matched_but_not_the_filename() {
     let s = set(&["RewriteCond %{REQUEST_FILENAME} !-f", "RewriteRule . index.php [L]"]);
     let mut st = State { filename: file.clone().into_bytes(), path_info: "/extra/path".into(), ..State::default() };
     let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
-    assert_eq!(apply(&rules, Some(&perdir), &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None }), Applied::Unchanged);
+    assert_eq!(apply(&rules, Some(perdir.as_bytes()), &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None }), Applied::Unchanged);
     let s = set(&["RewriteRule ^xmlrpc\\.php/extra/(.*)$ got-$1 [DPI]", "RewriteRule ^got-path$ done [L]"]);
     let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
     let mut st = State { filename: file.into_bytes(), path_info: "/extra/path".into(), ..State::default() };
-    apply(&rules, Some(&perdir), &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None });
+    apply(&rules, Some(perdir.as_bytes()), &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None });
     assert_eq!((txt(&st.filename).to_string(), txt(&st.path_info)), (format!("{perdir}done"), ""));
     std::fs::remove_dir_all(&dir).unwrap();
 }
