@@ -3,13 +3,14 @@
 //! `ap_file_walk` and `ap_location_walk`), gathered into one
 //! [`Effective`].
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use warren_config::{DirConfig, DirSection, SectionMatch};
 
 use crate::dir_config::{Conditional, Effective, Layer};
 use crate::htaccess;
-use crate::sections::{ancestors, dir_contains, location_matches, wildcard_match};
+use crate::sections::{ancestors, ancestors_bytes, dir_contains, location_matches, wildcard_match};
 use crate::site::Site;
 
 impl Site {
@@ -69,7 +70,10 @@ impl Site {
                 let names = &h.access_file_names;
                 let mut overrides = h.config.dir.allow_override.as_ref();
                 let mut pending = dirs.into_iter().peekable();
-                for dir in ancestors(fs) {
+                // Each directory's own bytes too, to open its file by: its
+                // name need not be UTF-8 (a `/` is itself in both readings).
+                let fs_bytes = std::os::unix::ffi::OsStrExt::as_bytes(fs_path.map_or(Path::new(""), |p| p).as_os_str());
+                for (dir, dir_bytes) in ancestors(fs).zip(ancestors_bytes(fs_bytes)) {
                     let depth = if dir == "/" { 0 } else { dir.matches('/').count() };
                     while let Some((_, c)) = pending.next_if(|(d, _)| *d <= depth) {
                         overrides = c.allow_override.as_ref().or(overrides);
@@ -82,7 +86,8 @@ impl Site {
                                 h.error_log.log(warren_config::LogLevel::Warn, None, &note.to_string());
                             }
                         };
-                        let read = match self.caches.htaccess.get(dir, name, o, &h.config, &self.settings, say) {
+                        let at = Path::new(std::ffi::OsStr::from_bytes(dir_bytes));
+                        let read = match self.caches.htaccess.get(at, name, o, &h.config, &self.settings, say) {
                             Ok(Some(read)) => read,
                             Ok(None) => continue,
                             Err(htaccess::Deferred) => {

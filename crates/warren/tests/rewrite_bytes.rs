@@ -52,6 +52,15 @@ fn start(mpm: &str) -> (Server, u16) {
     // WordPress's rules, as its .htaccess has them.
     dir.write("htdocs/wp/.htaccess", "RewriteEngine On\nRewriteBase /wp/\nRewriteRule ^index\\.php$ - [L]\nRewriteCond %{REQUEST_FILENAME} !-f\nRewriteCond %{REQUEST_FILENAME} !-d\nRewriteRule . /wp/index.php [L]\n");
     dir.write("htdocs/wp/index.php", "<?php echo $_SERVER['SCRIPT_NAME'], '|', $_SERVER['PATH_INFO'] ?? '-', '|', $_SERVER['QUERY_STRING'];");
+    // Directories named in Latin-1 with their own .htaccess files.
+    let htdocs = dir.0.join("htdocs");
+    let latin1 = htdocs.join(std::ffi::OsStr::from_bytes(b"d\xe9"));
+    std::fs::create_dir_all(&latin1).unwrap();
+    std::fs::write(latin1.join(".htaccess"), "RewriteEngine On\nRewriteRule ^x(.*)$ /show.php?p=ok$1\n").unwrap();
+    let denied = htdocs.join(std::ffi::OsStr::from_bytes(b"den\xe9"));
+    std::fs::create_dir_all(&denied).unwrap();
+    std::fs::write(denied.join(".htaccess"), "Require all denied\n").unwrap();
+    std::fs::write(denied.join("secret.txt"), "secret").unwrap();
     // Files named with the bytes themselves, for AliasMatch.
     let names = dir.0.join("names");
     std::fs::create_dir_all(names.join(std::ffi::OsStr::from_bytes(b"a\xffb"))).unwrap();
@@ -193,4 +202,18 @@ fn a_front_controllers_path_info_keeps_the_bytes(mpm: &str) {
     }
 }
 
-each_mpm!(a_front_controllers_path_info_keeps_the_bytes, a_query_made_from_a_back_reference_carries_the_bytes, a_redirect_escapes_the_bytes, proxy_pass_match_and_alias_match_take_the_bytes);
+/// The `.htaccess` file of a directory whose name is not UTF-8 (`d` E9)
+/// applies to what is in it: Apache 2.4.71 runs its rules (the query gets
+/// `ok` and the byte E9) and its `Require all denied` (403). warren looked
+/// for the file under the name read as text (U+FFFD), found none, and so
+/// served the directory's files as if it had no `.htaccess`.
+fn the_htaccess_of_a_directory_named_in_latin1_applies(mpm: &str) {
+    let (s, _) = start(mpm);
+    let (status, _, body) = ask(&s, b"/d%E9/x%E9");
+    assert_eq!(status, 200, "{}", shown(&body));
+    assert!(body.starts_with(b"p=ok\xe9|"), "{}", shown(&body));
+    let (status, _, body) = ask(&s, b"/den%E9/secret.txt");
+    assert_eq!((status, body.windows(6).any(|w| w == b"secret")), (403, false), "{}", shown(&body));
+}
+
+each_mpm!(the_htaccess_of_a_directory_named_in_latin1_applies, a_front_controllers_path_info_keeps_the_bytes, a_query_made_from_a_back_reference_carries_the_bytes, a_redirect_escapes_the_bytes, proxy_pass_match_and_alias_match_take_the_bytes);
