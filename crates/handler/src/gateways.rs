@@ -82,7 +82,7 @@ impl Site {
             return Outcome::Ready(self.error_page(req, 404));
         }
         let (name, path_info) = url.split_at(url.len() - path_info_len);
-        let target = ScriptTarget { filename: crate::path::text(script).into_owned(), name, path_info };
+        let target = ScriptTarget { filename: script.as_os_str().as_bytes().to_vec(), name, path_info };
         self.gateway(req, backend, target, query, Some(dir))
     }
 
@@ -185,8 +185,8 @@ impl Site {
             let generic = eff.fcgi_backend_type() == FcgiBackendType::Generic;
             let split = if generic || std::fs::metadata(script).is_ok_and(|m| m.is_file()) { None } else { split_path_info(script) };
             let (filename, path_info_len) = match split {
-                Some((file, rest)) if url.ends_with(&script_path[script_path.len() - rest..]) => (file.to_string_lossy().into_owned(), rest),
-                _ => (String::from_utf8_lossy(&script_path).into_owned(), 0),
+                Some((file, rest)) if url.ends_with(&script_path[script_path.len() - rest..]) => (file.as_os_str().as_bytes().to_vec(), rest),
+                _ => (script_path.clone(), 0),
             };
             let (name, path_info) = url.split_at(url.len() - path_info_len);
             let st = ScriptTarget { filename, name, path_info };

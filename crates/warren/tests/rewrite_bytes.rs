@@ -57,6 +57,7 @@ fn start(mpm: &str) -> (Server, u16) {
     let latin1 = htdocs.join(std::ffi::OsStr::from_bytes(b"d\xe9"));
     std::fs::create_dir_all(&latin1).unwrap();
     std::fs::write(latin1.join(".htaccess"), "RewriteEngine On\nRewriteRule ^x(.*)$ /show.php?p=ok$1\n").unwrap();
+    std::fs::write(latin1.join("i.php"), "<?php echo $_SERVER['SCRIPT_FILENAME'], '|', $_SERVER['SCRIPT_NAME'], '|', $_SERVER['PATH_INFO'];").unwrap();
     let denied = htdocs.join(std::ffi::OsStr::from_bytes(b"den\xe9"));
     std::fs::create_dir_all(&denied).unwrap();
     std::fs::write(denied.join(".htaccess"), "Require all denied\n").unwrap();
@@ -216,4 +217,17 @@ fn the_htaccess_of_a_directory_named_in_latin1_applies(mpm: &str) {
     assert_eq!((status, body.windows(6).any(|w| w == b"secret")), (403, false), "{}", shown(&body));
 }
 
-each_mpm!(the_htaccess_of_a_directory_named_in_latin1_applies, a_front_controllers_path_info_keeps_the_bytes, a_query_made_from_a_back_reference_carries_the_bytes, a_redirect_escapes_the_bytes, proxy_pass_match_and_alias_match_take_the_bytes);
+/// A PHP script in such a directory runs, its SCRIPT_FILENAME, SCRIPT_NAME
+/// and PATH_INFO the bytes (Apache 2.4.71: `.../d\xe9/i.php`, `/d\xe9/i.php`,
+/// `/pi\xe9`). warren gave the pool the file name as text and answered 404.
+fn a_script_in_a_directory_named_in_latin1_runs(mpm: &str) {
+    let (s, _) = start(mpm);
+    let (status, _, body) = ask(&s, b"/d%E9/i.php/pi%E9");
+    assert_eq!(status, 200, "{}", shown(&body));
+    let fields: Vec<&[u8]> = body.split(|&b| b == b'|').collect();
+    assert_eq!(fields.len(), 3, "{}", shown(&body));
+    assert!(fields[0].ends_with(b"/htdocs/d\xe9/i.php"), "{}", shown(&body));
+    assert_eq!((shown(fields[1]), shown(fields[2])), (shown(b"/d\xe9/i.php"), shown(b"/pi\xe9")));
+}
+
+each_mpm!(the_htaccess_of_a_directory_named_in_latin1_applies, a_script_in_a_directory_named_in_latin1_runs, a_front_controllers_path_info_keeps_the_bytes, a_query_made_from_a_back_reference_carries_the_bytes, a_redirect_escapes_the_bytes, proxy_pass_match_and_alias_match_take_the_bytes);

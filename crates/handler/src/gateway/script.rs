@@ -11,8 +11,9 @@ use crate::HeaderName;
 
 /// Where a request maps: the script and the rest of the path after it.
 pub struct ScriptTarget<'a> {
-    /// SCRIPT_FILENAME: the file (or the backend's path) to run.
-    pub filename: String,
+    /// SCRIPT_FILENAME: the file (or the backend's path) to run, as bytes:
+    /// a file's name need not be UTF-8 (a directory named in Latin-1).
+    pub filename: Vec<u8>,
     /// SCRIPT_NAME: the URL path of the script.
     pub name: &'a [u8],
     /// PATH_INFO: what follows the script in the URL path (may be empty).
