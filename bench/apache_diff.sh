@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The differential suite against Apache (bench/apache_diff/diff.py): Debian's
 # apache2 and warren on the same copy of /etc/apache2 and the same docroots,
-# nine sites' rules, 737 requests; writes the per-site table, the list of
+# nine sites' rules, 756 requests; writes the per-site table, the list of
 # differences by class and every answer into bench/apache_diff/report/.
 # Installs what it needs when missing (apache2, php-fpm, and the wordpress and
 # dokuwiki packages whose Apache rules it reads), builds warren.

@@ -253,13 +253,15 @@ def answer(data: bytes, req: S.Request, ports: tuple) -> dict:
         first = "(HEAD)"
     elif h("content-encoding").lower() == "gzip":
         try:
-            first = gzip.decompress(body).split(b"\n")[0].decode("utf-8", "replace").strip()
+            first = gzip.decompress(body).split(b"\n")[0].decode("utf-8", "backslashreplace").strip()
         except (OSError, EOFError):
             first = "(gzip, not decodable)"
     elif h("content-encoding"):
         first = f"({h('content-encoding')}-encoded)"
     else:
-        first = body.split(b"\n")[0].decode("utf-8", "replace").strip()
+        # Bytes that are not UTF-8 kept apart (\xe9) from U+FFFD (EF BF BD),
+        # which "replace" would make of both.
+        first = body.split(b"\n")[0].decode("utf-8", "backslashreplace").strip()
     return {
         "status": status,
         "location": port_re.sub(":PORT", h("location")),

@@ -127,6 +127,10 @@ def common_requests(static_tiny: str, static_large: str, directory: str, prefix:
         get(directory),
         get(f"{p}/?s=%3Cscript%3E"),
         get(f"{p}/%7Euser/"),
+        # A name in Latin-1, as legacy links have them: the path decodes to
+        # a byte that is not UTF-8 (E9), which the rules match and pass on.
+        get(f"{p}/caf%E9?q=%E9"),
+        get(f"{p}/index.php/caf%E9"),
     ]
 
 
@@ -756,6 +760,7 @@ def mediawiki() -> Site:
         get("/wiki/File:Example.png"),
         get("/wiki/A/B/C"),
         get("/wiki/%C3%89t%C3%A9"),
+        get("/wiki/%C9t%E9"),
         get("/wiki"),
         get("/wiki/"),
         get("/w/index.php?title=Main_Page&action=edit"),

@@ -40,11 +40,11 @@ pub struct UrlAlias {
 impl UrlMatch {
     /// For a prefix: the rest of `path` after it, None if it does not match.
     /// For a regex: None (use the captures).
-    pub fn rest<'a>(&self, path: &'a str) -> Option<&'a str> {
+    pub fn rest<'a>(&self, path: &'a [u8]) -> Option<&'a [u8]> {
         let UrlMatch::Prefix(p) = self else { return None };
-        let rest = path.strip_prefix(p.as_str())?;
+        let rest = path.strip_prefix(p.as_bytes())?;
         // Whole segments only: the prefix ends with '/', or the path goes on with one.
-        (p.ends_with('/') || rest.is_empty() || rest.starts_with('/')).then_some(rest)
+        (p.ends_with('/') || rest.is_empty() || rest.starts_with(b"/")).then_some(rest)
     }
 }
 
@@ -150,13 +150,14 @@ mod tests {
     fn prefixes_match_whole_segments() {
         let a = one("Alias /icons /usr/share/icons").unwrap();
         assert!(matches!(&a.target, AliasTarget::Path(p) if p == "/usr/share/icons"));
-        assert_eq!(a.url.rest("/icons"), Some(""));
-        assert_eq!(a.url.rest("/icons/a.png"), Some("/a.png"));
-        assert_eq!(a.url.rest("/iconsets/a.png"), None);
+        assert_eq!(a.url.rest(b"/icons"), Some(&b""[..]));
+        assert_eq!(a.url.rest(b"/icons/a.png"), Some(&b"/a.png"[..]));
+        assert_eq!(a.url.rest(b"/icons/caf\xe9"), Some(&b"/caf\xe9"[..]));
+        assert_eq!(a.url.rest(b"/iconsets/a.png"), None);
         let slash = one("Alias /icons/ rel/icons/").unwrap();
         assert!(matches!(&slash.target, AliasTarget::Path(p) if p == "/srv/rel/icons/"));
-        assert_eq!(slash.url.rest("/icons/a.png"), Some("a.png"));
-        assert_eq!(slash.url.rest("/icons"), None, "Apache: a trailing slash in the alias needs one in the URL");
+        assert_eq!(slash.url.rest(b"/icons/a.png"), Some(&b"a.png"[..]));
+        assert_eq!(slash.url.rest(b"/icons"), None, "Apache: a trailing slash in the alias needs one in the URL");
         assert!(!a.script);
         let s = one("ScriptAlias /cgi-bin/ /usr/lib/cgi-bin/").unwrap();
         assert!(s.script && matches!(&s.target, AliasTarget::Path(p) if p == "/usr/lib/cgi-bin/"));

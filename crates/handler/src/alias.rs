@@ -61,21 +61,22 @@ impl Site {
         if aliases.is_empty() {
             return None;
         }
-        let text = String::from_utf8_lossy(url);
         aliases.iter().find_map(|a| {
             let AliasTarget::Path(target) = &a.target else { return None };
             let mapped = match &a.url {
                 // The rest of a normalised URL has no dot segment to climb with.
-                UrlMatch::Prefix(_) => path::beneath(Path::new(target), a.url.rest(&text)?.as_bytes()),
+                UrlMatch::Prefix(_) => path::beneath(Path::new(target), a.url.rest(url)?),
                 UrlMatch::Regex(re) => {
-                    let mut out = String::new();
-                    warren_regex::expand(target, &re.captures(&text)?, &mut out);
+                    // The URL path's bytes, as Apache matches r->uri: a file
+                    // named in Latin-1 (`caf%E9`) is found by its name.
+                    let mut out = Vec::new();
+                    warren_regex::expand_bytes(target, &re.captures_bytes(url)?, &mut out);
                     // The root is what the target names before the URL fills it in.
                     let fixed = &target[..target.find('$').unwrap_or(target.len())];
                     let root = &fixed[..fixed.rfind('/').map_or(0, |i| i + 1)];
-                    match out.strip_prefix(root) {
-                        Some(rest) if !root.is_empty() => path::beneath(Path::new(root), rest.as_bytes()),
-                        _ => Err(path::Climbs { written: out }),
+                    match out.strip_prefix(root.as_bytes()) {
+                        Some(rest) if !root.is_empty() => path::beneath(Path::new(root), rest),
+                        _ => Err(path::Climbs { written: String::from_utf8_lossy(&out).into_owned() }),
                     }
                 }
             };
@@ -92,21 +93,21 @@ impl Site {
         if redirects.is_empty() {
             return None;
         }
-        let text = String::from_utf8_lossy(url);
         let (status, dest) = redirects.iter().find_map(|a| {
             let AliasTarget::Redirect(status, to) = &a.target else { return None };
             let dest = match &a.url {
-                // The rest of the path goes on the target, escaped again.
+                // The rest of the path goes on the target, escaped again
+                // as mod_alias does (ap_os_escape_path: `%e9`, lower case).
                 UrlMatch::Prefix(_) => {
-                    let rest = a.url.rest(&text)?;
-                    to.as_ref().map(|t| format!("{t}{}", path::encode(rest.as_bytes())))
+                    let rest = a.url.rest(url)?;
+                    to.as_ref().map(|t| format!("{t}{}", warren_rewrite::escape::escape_uri(rest)))
                 }
                 UrlMatch::Regex(re) => {
-                    let caps = re.captures(&text)?;
+                    let caps = re.captures_bytes(url)?;
                     to.as_ref().map(|t| {
-                        let mut out = String::new();
-                        warren_regex::expand(t, &caps, &mut out);
-                        out
+                        let mut out = Vec::new();
+                        warren_regex::expand_bytes(t, &caps, &mut out);
+                        escape_redirect(&out)
                     })
                 }
             };
@@ -125,5 +126,27 @@ impl Site {
             location.push_str(&String::from_utf8_lossy(query));
         }
         Some(self.redirect_to(req, status, location))
+    }
+}
+
+/// mod_alias's escaping of a RedirectMatch result: what comes before its
+/// query or fragment as `ap_escape_uri` escapes it (the back-references
+/// are decoded bytes: `%E9` came in, `%e9` goes out, a space is `%20`),
+/// the query and fragment as they are.
+fn escape_redirect(to: &[u8]) -> String {
+    let end = to.iter().position(|&b| b == b'?' || b == b'#').unwrap_or(to.len());
+    format!("{}{}", warren_rewrite::escape::escape_uri(&to[..end]), String::from_utf8_lossy(&to[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_redirect;
+
+    #[test]
+    fn a_redirect_match_result_is_escaped_before_its_query() {
+        assert_eq!(escape_redirect(b"/s/caf\xe9"), "/s/caf%e9");
+        assert_eq!(escape_redirect(b"/s/caf\xc3\xa9/a b"), "/s/caf%c3%a9/a%20b");
+        assert_eq!(escape_redirect(b"http://h:8/s/a\xffb?q=%E9&x=y#f"), "http://h:8/s/a%ffb?q=%E9&x=y#f");
+        assert_eq!(escape_redirect(b"/x#frag ment"), "/x#frag ment");
     }
 }

@@ -3,13 +3,14 @@
 //! `ap_file_walk` and `ap_location_walk`), gathered into one
 //! [`Effective`].
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use warren_config::{DirConfig, DirSection, SectionMatch};
 
 use crate::dir_config::{Conditional, Effective, Layer};
 use crate::htaccess;
-use crate::sections::{ancestors, dir_contains, location_matches, wildcard_match};
+use crate::sections::{ancestors, ancestors_bytes, dir_contains, location_matches, wildcard_match};
 use crate::site::Site;
 
 impl Site {
@@ -40,6 +41,12 @@ impl Site {
         let fs = fs_path.map(crate::path::text);
         let url = crate::path::text_of(url_path);
         let file_name = fs.as_deref().map(|p| p.rsplit('/').next().unwrap_or(""));
+        // FilesMatch matches the name's bytes, as Apache's (a name in
+        // Latin-1 is not read as U+FFFD first: `.` is its one byte).
+        let name_bytes = fs_path.map(|p| {
+            let b = std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str());
+            b.rsplit(|&c| c == b'/').next().unwrap_or_default()
+        });
         let dir_matches = |m: &SectionMatch| -> bool {
             let Some(fs) = fs.as_deref() else { return false };
             match m {
@@ -63,7 +70,10 @@ impl Site {
                 let names = &h.access_file_names;
                 let mut overrides = h.config.dir.allow_override.as_ref();
                 let mut pending = dirs.into_iter().peekable();
-                for dir in ancestors(fs) {
+                // Each directory's own bytes too, to open its file by: its
+                // name need not be UTF-8 (a `/` is itself in both readings).
+                let fs_bytes = std::os::unix::ffi::OsStrExt::as_bytes(fs_path.map_or(Path::new(""), |p| p).as_os_str());
+                for (dir, dir_bytes) in ancestors(fs).zip(ancestors_bytes(fs_bytes)) {
                     let depth = if dir == "/" { 0 } else { dir.matches('/').count() };
                     while let Some((_, c)) = pending.next_if(|(d, _)| *d <= depth) {
                         overrides = c.allow_override.as_ref().or(overrides);
@@ -76,7 +86,8 @@ impl Site {
                                 h.error_log.log(warren_config::LogLevel::Warn, None, &note.to_string());
                             }
                         };
-                        let read = match self.caches.htaccess.get(dir, name, o, &h.config, &self.settings, say) {
+                        let at = Path::new(std::ffi::OsStr::from_bytes(dir_bytes));
+                        let read = match self.caches.htaccess.get(at, name, o, &h.config, &self.settings, say) {
                             Ok(Some(read)) => read,
                             Ok(None) => continue,
                             Err(htaccess::Deferred) => {
@@ -113,7 +124,7 @@ impl Site {
         let file_hit = |s: &DirSection| {
             let hit = match (&s.matcher, file_name) {
                 (SectionMatch::Files(pat), Some(name)) => wildcard_match(pat, name),
-                (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
+                (SectionMatch::FilesMatch(re), Some(_)) => name_bytes.is_some_and(|n| re.is_match_bytes(n)),
                 _ => false,
             };
             hit && s.within.as_deref().is_none_or(&dir_matches)
@@ -133,7 +144,8 @@ impl Site {
         }
         let location_hit = |m: &SectionMatch| match m {
             SectionMatch::Location(prefix) => location_matches(prefix, &url),
-            SectionMatch::LocationMatch(re) => re.is_match(&url),
+            // The path's bytes, as Apache matches r->uri (`.` is one byte).
+            SectionMatch::LocationMatch(re) => re.is_match_bytes(url_path),
             _ => false,
         };
         for s in &h.config.sections {
@@ -146,7 +158,7 @@ impl Site {
         let around_hits = |m: &SectionMatch| match (m, file_name) {
             (SectionMatch::Directory(_) | SectionMatch::DirectoryMatch(_), _) => dir_matches(m),
             (SectionMatch::Files(pat), Some(name)) => wildcard_match(pat, name),
-            (SectionMatch::FilesMatch(re), Some(name)) => re.is_match(name),
+            (SectionMatch::FilesMatch(re), Some(_)) => name_bytes.is_some_and(|n| re.is_match_bytes(n)),
             _ => location_hit(m),
         };
         for s in &h.config.sections {

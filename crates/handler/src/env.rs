@@ -14,24 +14,38 @@
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestEnv {
     vars: Vec<(String, String)>,
+    /// REDIRECT_URL's bytes: the URL path an internal redirect left, which
+    /// need not be UTF-8 (`/caf%E9` decoded), where the variable holds text.
+    url: Vec<u8>,
 }
 
 /// The environment of a request before anything set a variable.
-pub static EMPTY: RequestEnv = RequestEnv { vars: Vec::new() };
+pub static EMPTY: RequestEnv = RequestEnv { vars: Vec::new(), url: Vec::new() };
 
 impl RequestEnv {
     /// The environment of the request an internal redirect starts: every
     /// variable renamed `REDIRECT_NAME`, with REDIRECT_STATUS and
     /// REDIRECT_URL (and REDIRECT_QUERY_STRING) of the request it leaves.
-    pub fn redirected(&self, status: u16, url: &str, query: Option<&str>) -> RequestEnv {
+    pub fn redirected(&self, status: u16, url: &[u8], query: Option<&str>) -> RequestEnv {
         let mut vars: Vec<(String, String)> = self.vars.iter().map(|(n, v)| (format!("REDIRECT_{n}"), v.clone())).collect();
         vars.retain(|(n, _)| !["REDIRECT_STATUS", "REDIRECT_URL", "REDIRECT_QUERY_STRING"].iter().any(|x| n.eq_ignore_ascii_case(x)));
         vars.push(("REDIRECT_STATUS".into(), status.to_string()));
-        vars.push(("REDIRECT_URL".into(), url.to_string()));
+        vars.push(("REDIRECT_URL".into(), String::from_utf8_lossy(url).into_owned()));
         if let Some(q) = query {
             vars.push(("REDIRECT_QUERY_STRING".into(), q.to_string()));
         }
-        RequestEnv { vars }
+        RequestEnv { vars, url: url.to_vec() }
+    }
+
+    /// The bytes of variable `name` whose text is `value`: REDIRECT_URL's
+    /// as the redirect left it (Apache passes r->prev->uri as is), any
+    /// other's as its text.
+    pub fn bytes_of<'a>(&'a self, name: &str, value: &'a str) -> &'a [u8] {
+        if name.eq_ignore_ascii_case("REDIRECT_URL") && String::from_utf8_lossy(&self.url) == value {
+            &self.url
+        } else {
+            value.as_bytes()
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -68,9 +82,15 @@ mod tests {
     fn an_internal_redirect_renames_the_variables() {
         let mut e = RequestEnv::default();
         e.set("A", "3");
-        let r = e.redirected(200, "/x", Some("q=1"));
+        let r = e.redirected(200, b"/x", Some("q=1"));
         assert_eq!((r.get("A"), r.get("REDIRECT_A"), r.get("REDIRECT_STATUS"), r.get("REDIRECT_URL"), r.get("REDIRECT_QUERY_STRING")), (None, Some("3"), Some("200"), Some("/x"), Some("q=1")));
-        assert_eq!(r.redirected(200, "/y", None).get("REDIRECT_REDIRECT_A"), Some("3"));
+        assert_eq!(r.redirected(200, b"/y", None).get("REDIRECT_REDIRECT_A"), Some("3"));
+        // REDIRECT_URL's bytes, which need not be UTF-8.
+        let r = e.redirected(200, b"/caf\xe9", None);
+        assert_eq!(r.get("REDIRECT_URL"), Some("/caf\u{fffd}"));
+        assert_eq!(r.bytes_of("REDIRECT_URL", "/caf\u{fffd}"), b"/caf\xe9");
+        assert_eq!(r.bytes_of("REDIRECT_URL", "/other"), b"/other", "a value set otherwise is its own");
+        assert_eq!(r.bytes_of("A", "3"), b"3");
     }
 
     #[test]

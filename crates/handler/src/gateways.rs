@@ -82,7 +82,7 @@ impl Site {
             return Outcome::Ready(self.error_page(req, 404));
         }
         let (name, path_info) = url.split_at(url.len() - path_info_len);
-        let target = ScriptTarget { filename: crate::path::text(script).into_owned(), name, path_info };
+        let target = ScriptTarget { filename: script.as_os_str().as_bytes().to_vec(), name, path_info };
         self.gateway(req, backend, target, query, Some(dir))
     }
 
@@ -135,9 +135,8 @@ impl Site {
             return None;
         }
         // The decoded path as bytes: a byte that is not UTF-8 (`%FF`) goes
-        // to the backend encoded as it came, as Apache re-encodes r->uri. A
-        // regular expression reads it as text (U+FFFD for such a byte).
-        let url_text = String::from_utf8_lossy(url);
+        // to the backend encoded as it came, as Apache re-encodes r->uri;
+        // a regular expression matches those bytes, as Apache's does.
         for route in routes {
             let mut script_path: Vec<u8> = match (&route.pattern, &route.target) {
                 (ProxyPattern::Prefix(p), target) => {
@@ -148,11 +147,11 @@ impl Site {
                     [t.path.as_bytes(), url.get(p.len()..).unwrap_or_default()].concat()
                 }
                 (ProxyPattern::Regex(re), target) => {
-                    let Some(caps) = re.captures(&url_text) else { continue };
+                    let Some(caps) = re.captures_bytes(url) else { continue };
                     let Some(t) = target else { return None };
-                    let mut out = String::new();
-                    warren_regex::expand(&t.path, &caps, &mut out);
-                    out.into_bytes()
+                    let mut out = Vec::new();
+                    warren_regex::expand_bytes(&t.path, &caps, &mut out);
+                    out
                 }
             };
             let target = route.target.as_ref().expect("routes without a target returned above");
@@ -166,11 +165,11 @@ impl Site {
             let member_target;
             let target = match target.balancer.as_deref() {
                 None => target,
-                Some(name) => match self.elect_member(req, name, &String::from_utf8_lossy(&script_path), query, &mut filters) {
+                Some(name) => match self.elect_member(req, name, &script_path, query, &mut filters) {
                     Ok((t, e)) => {
+                        script_path = self.balancers.member_path(e.balancer, e.member, &e.path);
                         member_target = t;
                         elected = Some(e);
-                        script_path = member_target.path.clone().into_bytes();
                         &member_target
                     }
                     Err(refused) => return Some(filters::attach(Outcome::Ready(*refused), filters, req.head)),
@@ -186,8 +185,8 @@ impl Site {
             let generic = eff.fcgi_backend_type() == FcgiBackendType::Generic;
             let split = if generic || std::fs::metadata(script).is_ok_and(|m| m.is_file()) { None } else { split_path_info(script) };
             let (filename, path_info_len) = match split {
-                Some((file, rest)) if url.ends_with(&script_path[script_path.len() - rest..]) => (file.to_string_lossy().into_owned(), rest),
-                _ => (String::from_utf8_lossy(&script_path).into_owned(), 0),
+                Some((file, rest)) if url.ends_with(&script_path[script_path.len() - rest..]) => (file.as_os_str().as_bytes().to_vec(), rest),
+                _ => (script_path.clone(), 0),
             };
             let (name, path_info) = url.split_at(url.len() - path_info_len);
             let st = ScriptTarget { filename, name, path_info };

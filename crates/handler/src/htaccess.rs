@@ -76,8 +76,8 @@ impl HtaccessCache {
     /// loop's thread when it must be read anew.
     /// `on_read` sees a file each time it is read anew (not when it comes
     /// from the cache), to log what it holds that warren does not act on.
-    pub fn get(&self, dir: &str, name: &str, overrides: &Overrides, host: &HostConfig, settings: &Settings, on_read: impl FnOnce(&Read)) -> Result<Option<Read>, Deferred> {
-        let path = Path::new(dir).join(name);
+    pub fn get(&self, dir: &Path, name: &str, overrides: &Overrides, host: &HostConfig, settings: &Settings, on_read: impl FnOnce(&Read)) -> Result<Option<Read>, Deferred> {
+        let path = dir.join(name);
         // A missing file, or a path component that is not a directory. The
         // file itself is not followed if it is a link (see `read_file`).
         // The version of what a link leads to (Debian's WordPress has its
@@ -95,7 +95,7 @@ impl HtaccessCache {
         // Read and parsed without the lock: a large file changing all the
         // time must not hold up the requests of other sites, whose files
         // are in the same cache.
-        let read = Arc::new(read_file(&path, Path::new(dir), overrides, host, settings));
+        let read = Arc::new(read_file(&path, dir, overrides, host, settings));
         on_read(&read);
         self.entries.insert(path, version, Entry { overrides: overrides.clone(), read: read.clone() });
         Ok(Some(read))

@@ -394,10 +394,9 @@ impl Site {
             let why = format!("Request exceeded the limit of {MAX_INTERNAL_REDIRECTS} internal redirects due to probable configuration error (mod_rewrite: last URL {})", String::from_utf8_lossy(to));
             return Outcome::Ready(self.error(req, 500, &why));
         }
-        let from = String::from_utf8_lossy(url);
         // REDIRECT_QUERY_STRING is the query the rules left (Apache's
         // r->args once mod_rewrite set it), the client's when they set none.
-        let env = env.redirected(200, &from, to_query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q)).as_deref());
+        let env = env.redirected(200, url, to_query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q)).as_deref());
         // The new path is read as a URL again, as Apache's internal redirect parses it.
         let to = match path::normalize(to) {
             Ok(u) => u,

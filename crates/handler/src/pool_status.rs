@@ -144,7 +144,7 @@ impl Site {
         }
         if pool.runs_php_fpm() {
             // php-fpm answers it itself, its children and their requests included.
-            let target = ScriptTarget { filename: String::from_utf8_lossy(url).into_owned(), name: url, path_info: b"" };
+            let target = ScriptTarget { filename: url.to_vec(), name: url, path_info: b"" };
             return self.gateway(req, &backend_of(&Handler::Pool(pool.name.clone())), target, query, None);
         }
         let Some(st) = self.pools.get().and_then(|d| d.status(&pool.name)) else {

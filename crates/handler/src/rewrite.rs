@@ -14,6 +14,8 @@
 //! [`Vars`] is the request as the rule engine reads it: server variables
 //! by Apache's names, headers, the environment, the host's maps.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -102,12 +104,13 @@ impl Site {
         if req.pass.rewrite_ended {
             return UrlRewrite::Declined;
         }
+        // The variables are text; the rules match the path's bytes.
         let uri = String::from_utf8_lossy(url).into_owned();
-        let mut vars = Vars { site: self, req, uri: &uri, env: req.env.clone(), fs: None };
+        let mut vars = Vars { site: self, req, url, uri: &uri, env: req.env.clone(), fs: None };
         let script_url = vars.env.get("REDIRECT_SCRIPT_URL").unwrap_or(&uri).to_string();
         vars.env.set("SCRIPT_URI", format!("{}{script_url}", self.own_url(req)));
         vars.env.set("SCRIPT_URL", script_url);
-        let mut state = State { filename: uri.clone(), query: query_arg(query), ..State::default() };
+        let mut state = State { filename: url.to_vec(), query: query_arg(query), ..State::default() };
         let rules: Vec<&Rule> = set.rules.iter().map(|r| &**r).collect();
         let applied = apply(&rules, None, &mut state, &mut vars, self.rule_bounds(req));
         let env = vars.env;
@@ -124,11 +127,11 @@ impl Site {
                 }
                 // `[PT]`: a URL again, read as the client's is (dot segments
                 // removed, never above `/`).
-                let Some(url) = path::resolve_reference(b"/", state.filename.as_bytes()) else {
-                    let climbs = path::Climbs { written: state.filename.clone() };
+                let Some(url) = path::resolve_reference(b"/", &state.filename) else {
+                    let climbs = path::Climbs { written: text(&state.filename) };
                     return UrlRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs));
                 };
-                let q = with_mark(state.query.as_deref(), query);
+                let q = with_mark(state.query.as_deref());
                 return UrlRewrite::Continue(Rewritten { url: Some(url), query: q, fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
             }
             Applied::Changed { noescape, .. } => noescape,
@@ -140,33 +143,33 @@ impl Site {
         if absolute_uri(&state.filename).is_some() {
             return UrlRewrite::Answer(self.rewrite_redirect(req, &state, noescape, query));
         }
-        if !state.filename.starts_with('/') {
-            return UrlRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", state.filename)));
+        if !state.filename.starts_with(b"/") {
+            return UrlRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", text(&state.filename))));
         }
         // Apache's prefix_stat: a result whose first segment exists from the
         // filesystem's root is a file; anything else is a URL path under the
         // DocumentRoot.
-        let first = state.filename[1..].split('/').next().unwrap_or("");
-        let is_file = !reduced && !first.is_empty() && std::fs::symlink_metadata(format!("/{first}")).is_ok();
+        let first = state.filename[1..].split(|&b| b == b'/').next().unwrap_or_default();
+        let is_file = !reduced && !first.is_empty() && Path::new("/").join(OsStr::from_bytes(first)).symlink_metadata().is_ok();
         // A URL path stays beneath the DocumentRoot (Apache's AH00127); a
         // file path the rule names may be anywhere the admin wrote, but a
         // `..` in it can only have come from the request.
         let mapped = if is_file {
-            if state.filename.split('/').any(|s| s == "..") {
-                Err(path::Climbs { written: state.filename.clone() })
+            if state.filename.split(|&b| b == b'/').any(|s| s == b"..") {
+                Err(path::Climbs { written: text(&state.filename) })
             } else {
-                path::beneath(Path::new("/"), state.filename.as_bytes())
+                path::beneath(Path::new("/"), &state.filename)
             }
         } else {
             // With VirtualDocumentRoot, the root the request's Host names.
             let root = self.document_root(req).map_err(|bad| path::Climbs { written: bad.0 });
-            root.and_then(|root| path::beneath(&root, state.filename.as_bytes()))
+            root.and_then(|root| path::beneath(&root, &state.filename))
         };
         let fs = match mapped {
             Ok(fs) => fs,
             Err(climbs) => return UrlRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs)),
         };
-        let q = with_mark(state.query.as_deref(), query);
+        let q = with_mark(state.query.as_deref());
         UrlRewrite::Continue(Rewritten { url: None, query: q, fs: Some(fs), env, ended: state.end, forced_type: state.mime_type, vary: state.vary })
     }
 
@@ -175,21 +178,22 @@ impl Site {
         if !dir.layers.iter().skip(1).any(|l| l.rewrite.is_some()) {
             return DirRewrite::Declined;
         }
+        let fs_bytes = fs.as_os_str().as_bytes();
         let fs_text = fs.to_string_lossy();
         let mut pd = PerDir::default();
         for layer in dir.layers.iter().skip(1) {
             if let Some(set) = &layer.rewrite {
                 if let Some(d) = &set.directory {
-                    pd.layer(set, &matched_directory(d, &fs_text));
+                    pd.layer(set, &matched_directory(d, fs_bytes));
                 }
             }
         }
-        let Some(directory) = pd.directory.clone() else { return DirRewrite::Declined };
+        let Some(directory) = pd.directory.as_deref().map(|d| directory_bytes(d, fs_bytes)) else { return DirRewrite::Declined };
         if !pd.engine || pd.rules.is_empty() || req.pass.rewrite_ended {
             return DirRewrite::Declined;
         }
         // The directory itself named without its slash: mod_dir redirects first.
-        if !pd.options.allow_no_slash && fs_text == directory[..directory.len() - 1] {
+        if !pd.options.allow_no_slash && fs_bytes == &directory[..directory.len() - 1] {
             return DirRewrite::Declined;
         }
         let opts = dir.options();
@@ -200,16 +204,16 @@ impl Site {
         let uri = String::from_utf8_lossy(url).into_owned();
         // The directories' SetEnvIf lines have run by now (Apache's header_parser).
         let env = if dir.layers.iter().any(|l| !l.set_env_if.is_empty()) { RequestEnv::set_env_if(req, url, dir) } else { req.env.clone() };
-        let mut vars = Vars { site: self, req, uri: &uri, env, fs: Some(fs) };
+        let mut vars = Vars { site: self, req, url, uri: &uri, env, fs: Some(fs) };
         // Apache's directory walk has split the path at a file before the
         // rules run: REQUEST_FILENAME (and `-f`) is `/xmlrpc.php` of
         // `/xmlrpc.php/extra/path`, the rest its PATH_INFO.
         let (file, path_info) = match crate::gateway::script::split_path_info(fs) {
-            Some((_, rest)) => fs_text.split_at(fs_text.len() - rest),
-            _ => (fs_text.as_ref(), ""),
+            Some((_, rest)) => fs_bytes.split_at(fs_bytes.len() - rest),
+            _ => (fs_bytes, &b""[..]),
         };
-        let mut state = State { filename: file.to_string(), path_info: path_info.to_string(), query: query_arg(query), ..State::default() };
-        let applied = apply(&pd.rules, Some(&directory), &mut state, &mut vars, self.rule_bounds(req));
+        let mut state = State { filename: file.to_vec(), path_info: path_info.to_vec(), query: query_arg(query), ..State::default() };
+        let applied = apply(&pd.rules, Some(&directory[..]), &mut state, &mut vars, self.rule_bounds(req));
         let env = vars.env;
         let noescape = match applied {
             Applied::Unchanged => {
@@ -227,39 +231,39 @@ impl Site {
             // A redirect to a path under the directory: RewriteBase says
             // what URL the directory has (without it the path shows, as in Apache).
             if let Some(base) = pd.base {
-                let rest_at = state.filename[skip..].find('/').map(|i| skip + i + 1);
+                let rest_at = state.filename[skip..].iter().position(|&b| b == b'/').map(|i| skip + i + 1);
                 if let Some(at) = rest_at.filter(|&at| at < state.filename.len()) {
-                    let rest = state.filename[at..].to_string();
-                    let replaced = subst_prefix_path(&rest, directory.trim_start_matches('/'), base.trim_start_matches('/'));
+                    let rest = state.filename[at..].to_vec();
+                    let replaced = subst_prefix_path(&rest, directory.strip_prefix(b"/").unwrap_or(&directory), base.trim_start_matches('/'));
                     if replaced != rest {
                         state.filename.truncate(at);
-                        state.filename.push_str(&replaced);
+                        state.filename.extend_from_slice(&replaced);
                     }
                 }
             }
             return DirRewrite::Answer(self.rewrite_redirect(req, &state, noescape, query));
         }
-        if !state.filename.starts_with('/') {
-            return DirRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", state.filename)));
+        if !state.filename.starts_with(b"/") {
+            return DirRewrite::Answer(self.error(req, 400, &format!("RewriteRule: the substitution {} is neither a path nor a URL", text(&state.filename))));
         }
         if state.filename == file {
-            return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref(), query), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
+            return DirRewrite::Continue(Rewritten { url: None, query: with_mark(state.query.as_deref()), fs: None, env, ended: state.end, forced_type: state.mime_type, vary: state.vary });
         }
         let root = self.document_root_text(req);
         let root = root.trim_end_matches('/');
         let new_url = match pd.base {
             Some(base) => subst_prefix_path(&state.filename, &directory, base),
-            None => match state.filename.strip_prefix(root) {
-                Some(rest) if rest.starts_with('/') => rest.to_string(),
+            None => match state.filename.strip_prefix(root.as_bytes()) {
+                Some(rest) if rest.starts_with(b"/") => rest.to_vec(),
                 _ => state.filename.clone(),
             },
         };
         // The new URL is mapped again from the DocumentRoot: it may not climb above it.
-        if path::resolve_reference(b"/", new_url.as_bytes()).is_none() {
-            let climbs = path::Climbs { written: state.filename.clone() };
+        if path::resolve_reference(b"/", &new_url).is_none() {
+            let climbs = path::Climbs { written: text(&state.filename) };
             return DirRewrite::Answer(self.climbs(req, &rule_named(&state), &climbs));
         }
-        DirRewrite::Redirect { url: new_url.into_bytes(), query: with_mark(state.query.as_deref(), query), env, ended: state.end, vary: state.vary }
+        DirRewrite::Redirect { url: new_url, query: with_mark(state.query.as_deref()), env, ended: state.end, vary: state.vary }
     }
 
     /// A rewritten filename is bounded by twice LimitRequestLine, as in
@@ -287,8 +291,8 @@ impl Site {
     /// refused (Apache 2.4.58), unless it goes out escaped in a redirect.
     fn bad_query(&self, req: Request, state: &State, original: &[u8]) -> Option<Response> {
         let q = state.query.as_deref()?;
-        let will_escape = absolute_uri(&state.filename).is_some() && original != format!("?{q}").as_bytes();
-        if !will_escape && q.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        let will_escape = absolute_uri(&state.filename).is_some() && original.strip_prefix(b"?") != Some(q);
+        if !will_escape && q.iter().any(|&b| b <= b' ' || b == 0x7f) {
             return Some(self.error(req, 403, "RewriteRule: rewritten query string contains control characters or spaces"));
         }
         None
@@ -303,17 +307,19 @@ impl Site {
         }
         let own = if req.conn.tls.is_some() { "https://" } else { "http://" };
         let Some(rest) = strip_scheme(&state.filename, own) else { return false };
-        let (authority, path) = match rest.find('/') {
+        let (authority, path) = match rest.iter().position(|&b| b == b'/') {
             Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
+            None => (rest, &b"/"[..]),
         };
+        // A host name is text: one that is not names no host of this server.
+        let Ok(authority) = std::str::from_utf8(authority) else { return false };
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) => (h, p.parse::<u16>().ok()),
             None => (authority, Some(req.conn.default_port())),
         };
         // Apache's ap_matches_request_vhost: the host's port (ServerName's) or the connection's.
         if port.is_some_and(|p| p == self.server_port(req) || p == req.conn.local.port()) && self.names_this_host(req, host) {
-            state.filename = path.to_string();
+            state.filename = path.to_vec();
             return true;
         }
         false
@@ -360,11 +366,13 @@ impl Site {
 
     /// The external redirect a rule asked for, its URL escaped unless `[NE]`.
     fn rewrite_redirect(&self, req: Request, state: &State, noescape: bool, original_query: &[u8]) -> Response {
-        let mut location = if noescape { state.filename.clone() } else { escape_absolute_uri(&state.filename) };
+        // A field value is text here: with `[NE]`, bytes that are not UTF-8
+        // are sent as read (Apache sends them raw).
+        let mut location = if noescape { text(&state.filename) } else { escape_absolute_uri(&state.filename) };
         if let Some(q) = &state.query {
             location.push('?');
-            let unchanged = original_query == format!("?{q}").as_bytes();
-            location.push_str(&if noescape || unchanged { q.clone() } else { warren_rewrite::escape::escape_uri(q) });
+            let unchanged = original_query.strip_prefix(b"?") == Some(&q[..]);
+            location.push_str(&if noescape || unchanged { text(q) } else { warren_rewrite::escape::escape_uri(q) });
         }
         let status = state.status.filter(|s| (300..400).contains(s)).unwrap_or(302);
         self.redirect_to(req, status, location)
@@ -377,51 +385,37 @@ fn rule_named(state: &State) -> String {
 }
 
 /// The query as the engine holds it: without its `?`; none when absent.
-fn query_arg(query: &[u8]) -> Option<String> {
-    query.strip_prefix(b"?").map(|q| String::from_utf8_lossy(q).into_owned())
+fn query_arg(query: &[u8]) -> Option<Vec<u8>> {
+    query.strip_prefix(b"?").map(<[u8]>::to_vec)
 }
 
-/// The query the rules left, with its `?`, as bytes. The engine holds
-/// text: a client's query that is not UTF-8 (`original`, with its `?`) is
-/// in it with U+FFFD for each byte it cannot read. Wherever the client's
-/// query stands whole in the result (kept, appended by `[QSA]`, written
-/// as `%{QUERY_STRING}`) its bytes are put back, so that they reach the
-/// script or backend as sent, as Apache passes them.
-fn with_mark(query: Option<&str>, original: &[u8]) -> Vec<u8> {
+/// The query the rules left, with its `?`: the bytes the engine made of
+/// the client's query and the back-references, as Apache passes them on.
+fn with_mark(query: Option<&[u8]>) -> Vec<u8> {
     let Some(q) = query else { return Vec::new() };
-    let mut out = Vec::with_capacity(q.len() + 1);
-    out.push(b'?');
-    let raw = original.strip_prefix(b"?").unwrap_or_default();
-    if std::str::from_utf8(raw).is_ok() {
-        out.extend_from_slice(q.as_bytes());
-        return out;
-    }
-    let read = String::from_utf8_lossy(raw);
-    let mut from = 0;
-    for (at, _) in q.match_indices(read.as_ref()) {
-        out.extend_from_slice(&q.as_bytes()[from..at]);
-        out.extend_from_slice(raw);
-        from = at + read.len();
-    }
-    out.extend_from_slice(&q.as_bytes()[from..]);
-    out
+    [&b"?"[..], q].concat()
 }
 
-fn strip_scheme<'a>(s: &'a str, scheme: &str) -> Option<&'a str> {
-    (s.len() >= scheme.len() && s.as_bytes()[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes())).then(|| &s[scheme.len()..])
+/// Bytes as a log line or a field value shows them.
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn strip_scheme<'a>(s: &'a [u8], scheme: &str) -> Option<&'a [u8]> {
+    (s.len() >= scheme.len() && s[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes())).then(|| &s[scheme.len()..])
 }
 
 /// The directory a `<Directory>` pattern matched on the way to `fs`: the
 /// pattern itself, or for a wildcard pattern as many leading components
 /// of `fs`.
-fn matched_directory(pattern: &str, fs: &str) -> String {
+fn matched_directory(pattern: &str, fs: &[u8]) -> String {
     if !pattern.contains(['*', '?', '[']) {
         return pattern.to_string();
     }
     let n = pattern.trim_end_matches('/').matches('/').count();
     let mut end = fs.len();
     let mut seen = 0;
-    for (i, b) in fs.bytes().enumerate() {
+    for (i, &b) in fs.iter().enumerate() {
         if b == b'/' {
             seen += 1;
             if seen == n + 1 {
@@ -430,48 +424,64 @@ fn matched_directory(pattern: &str, fs: &str) -> String {
             }
         }
     }
-    fs[..end].to_string()
+    text(&fs[..end])
+}
+
+/// The bytes of `directory` (ending in `/`), a directory on the way to
+/// the file `fs`: the prefix of `fs` it names. Its text (a section's or
+/// an `.htaccess` file's directory, read from the path) has U+FFFD for each
+/// byte that is not UTF-8, which would not be a prefix of the path's bytes.
+fn directory_bytes(directory: &str, fs: &[u8]) -> Vec<u8> {
+    let want = directory.strip_suffix('/').unwrap_or(directory);
+    let ends = fs.iter().enumerate().filter(|&(_, &b)| b == b'/').map(|(i, _)| i).chain(std::iter::once(fs.len()));
+    for end in ends {
+        if String::from_utf8_lossy(&fs[..end]) == want {
+            return [&fs[..end], b"/"].concat();
+        }
+    }
+    directory.as_bytes().to_vec()
 }
 
 /// Apache's `subst_prefix_path`: `input` with the directory `prefix`
 /// replaced by `subst` (a slash kept between them); unchanged when it does
 /// not start with the prefix.
-fn subst_prefix_path(input: &str, prefix: &str, subst: &str) -> String {
-    let p = prefix.strip_suffix('/').unwrap_or(prefix);
+fn subst_prefix_path(input: &[u8], prefix: &[u8], subst: &str) -> Vec<u8> {
+    let p = prefix.strip_suffix(b"/").unwrap_or(prefix);
     match input.strip_prefix(p) {
-        Some(rest) if rest.starts_with('/') => {
-            let mut out = subst.to_string();
-            if !out.is_empty() && !out.ends_with('/') {
-                out.push('/');
+        Some(rest) if rest.starts_with(b"/") => {
+            let mut out = subst.as_bytes().to_vec();
+            if !out.is_empty() && !out.ends_with(b"/") {
+                out.push(b'/');
             }
-            out.push_str(&rest[1..]);
+            out.extend_from_slice(&rest[1..]);
             out
         }
-        _ => input.to_string(),
+        _ => input.to_vec(),
     }
 }
 
 /// Apache's `escape_absolute_uri`: the part after the authority escaped.
-fn escape_absolute_uri(uri: &str) -> String {
+fn escape_absolute_uri(uri: &[u8]) -> String {
     let Some((skip, _)) = absolute_uri(uri) else { return warren_rewrite::escape::escape_uri(uri) };
     let mut at = skip;
-    if uri[..skip].ends_with('/') {
-        match uri[skip..].find('/') {
+    if uri[..skip].ends_with(b"/") {
+        match uri[skip..].iter().position(|&b| b == b'/') {
             Some(i) => at = skip + i + 1,
-            None => return uri.to_string(),
+            None => return text(uri),
         }
         if at >= uri.len() {
-            return uri.to_string();
+            return text(uri);
         }
     }
-    format!("{}{}", &uri[..at], warren_rewrite::escape::escape_uri(&uri[at..]))
+    format!("{}{}", text(&uri[..at]), warren_rewrite::escape::escape_uri(&uri[at..]))
 }
 
 /// The request as mod_rewrite's engine reads it.
 struct Vars<'s, 'a> {
     site: &'s Site,
     req: Request<'a>,
-    /// REQUEST_URI: this pass's URL path.
+    /// REQUEST_URI: this pass's URL path, decoded, as bytes and as text.
+    url: &'s [u8],
     uri: &'s str,
     env: RequestEnv,
     /// The mapped file, in per-directory context: PATH_INFO is what of it
@@ -525,6 +535,24 @@ impl warren_rewrite::Request for Vars<'_, '_> {
         })
     }
 
+    /// What the rules expand: the path (and the request line, the path
+    /// info) as the bytes they are, which need not be UTF-8.
+    fn variable_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        match name {
+            "REQUEST_URI" => Some(self.url.to_vec()),
+            "THE_REQUEST" => {
+                let head = self.req.head;
+                Some([head.method().as_bytes(), b" ", head.path_and_query(), b" ", head.version.as_str().as_bytes()].concat())
+            }
+            "PATH_INFO" => {
+                let (_, rest) = crate::gateway::script::split_path_info(self.fs?)?;
+                let fs = self.fs?.as_os_str().as_bytes();
+                Some(fs[fs.len() - rest..].to_vec())
+            }
+            _ => self.variable(name).map(String::into_bytes),
+        }
+    }
+
     fn header(&self, name: &str) -> Option<String> {
         let mut values = self.req.head.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| String::from_utf8_lossy(v).into_owned());
         let first = values.next()?;
@@ -574,9 +602,9 @@ impl warren_rewrite::Request for Vars<'_, '_> {
         self.site.effective_for(self.req, &fs, &url).allows(self.req.head, self.req.conn)
     }
 
-    fn qualify(&self, path: &str) -> String {
-        let sep = if path.starts_with('/') { "" } else { "/" };
-        format!("{}{sep}{path}", self.site.own_url(self.req))
+    fn qualify(&self, path: &[u8]) -> Vec<u8> {
+        let sep: &[u8] = if path.starts_with(b"/") { b"" } else { b"/" };
+        [self.site.own_url(self.req).as_bytes(), sep, path].concat()
     }
 
     fn pick(&self, n: usize) -> usize {
@@ -593,25 +621,26 @@ mod tests {
 
     #[test]
     fn prefixes_and_escaping_as_apache() {
-        assert_eq!(subst_prefix_path("/srv/www/app/x", "/srv/www/app/", "/app"), "/app/x");
-        assert_eq!(subst_prefix_path("/srv/www/app/x", "/srv/www/app/", "/"), "/x");
-        assert_eq!(subst_prefix_path("/other/x", "/srv/www/app/", "/app"), "/other/x");
-        assert_eq!(escape_absolute_uri("http://h/a b?c"), "http://h/a%20b%3fc");
-        assert_eq!(escape_absolute_uri("http://h"), "http://h");
-        assert_eq!(matched_directory("/srv/*/htdocs", "/srv/site1/htdocs/a/b"), "/srv/site1/htdocs");
-        assert_eq!(matched_directory("/srv/site", "/srv/site/a"), "/srv/site");
+        assert_eq!(subst_prefix_path(b"/srv/www/app/x", b"/srv/www/app/", "/app"), b"/app/x");
+        assert_eq!(subst_prefix_path(b"/srv/www/app/x", b"/srv/www/app/", "/"), b"/x");
+        assert_eq!(subst_prefix_path(b"/other/x", b"/srv/www/app/", "/app"), b"/other/x");
+        assert_eq!(subst_prefix_path(b"/srv/www/app/caf\xe9", b"/srv/www/app/", "/app"), b"/app/caf\xe9");
+        assert_eq!(directory_bytes("/srv/d\u{fffd}/", b"/srv/d\xe9/x"), b"/srv/d\xe9/");
+        assert_eq!(directory_bytes("/srv/d\u{fffd}/", b"/srv/d\xe9"), b"/srv/d\xe9/");
+        assert_eq!(directory_bytes("/", b"/x"), b"/");
+        assert_eq!(directory_bytes("/srv/a/", b"/srv/a/b"), b"/srv/a/");
+        assert_eq!(directory_bytes("/elsewhere/", b"/srv/a/b"), b"/elsewhere/");
+        assert_eq!(escape_absolute_uri(b"http://h/a b?c"), "http://h/a%20b%3fc");
+        assert_eq!(escape_absolute_uri(b"http://h/caf\xe9/a\xffb"), "http://h/caf%e9/a%ffb");
+        assert_eq!(escape_absolute_uri(b"http://h"), "http://h");
+        assert_eq!(matched_directory("/srv/*/htdocs", b"/srv/site1/htdocs/a/b"), "/srv/site1/htdocs");
+        assert_eq!(matched_directory("/srv/site", b"/srv/site/a"), "/srv/site");
     }
 
     #[test]
-    fn the_clients_query_bytes_are_put_back_where_they_stand_whole() {
-        let raw = b"?a=\xff&b=%FF";
-        let read = String::from_utf8_lossy(&raw[1..]).into_owned();
-        assert_eq!(with_mark(Some(&read), raw), raw);
-        assert_eq!(with_mark(Some(&format!("x=1&{read}")), raw), b"?x=1&a=\xff&b=%FF");
-        assert_eq!(with_mark(Some(&format!("{read}|{read}")), raw), b"?a=\xff&b=%FF|a=\xff&b=%FF");
-        // Only a part of it: what the engine made of it (no byte is invented).
-        assert_eq!(with_mark(Some("a=\u{fffd}"), raw), "?a=\u{fffd}".as_bytes());
-        assert_eq!(with_mark(Some("q=1"), b"?q=1"), b"?q=1");
-        assert_eq!(with_mark(None, raw), b"");
+    fn the_query_goes_on_as_bytes() {
+        assert_eq!(with_mark(Some(b"a=\xff&b=%FF")), b"?a=\xff&b=%FF");
+        assert_eq!(with_mark(Some(b"")), b"?");
+        assert_eq!(with_mark(None), b"");
     }
 }

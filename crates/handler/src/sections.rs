@@ -21,6 +21,13 @@ pub(crate) fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     path.char_indices().filter(|(_, c)| *c == '/').map(move |(i, _)| if i == 0 { "/" } else { &path[..i] }).chain(std::iter::once(path))
 }
 
+/// [`ancestors`] of a path's bytes, which need not be UTF-8: as many, in
+/// the same order (a `/` is the same byte whether or not the rest reads as
+/// UTF-8).
+pub(crate) fn ancestors_bytes(path: &[u8]) -> impl Iterator<Item = &[u8]> {
+    path.iter().enumerate().filter(|&(_, &b)| b == b'/').map(move |(i, _)| if i == 0 { &b"/"[..] } else { &path[..i] }).chain(std::iter::once(path))
+}
+
 /// Apache's `<Location /x>` matches `/x`, `/x/...`, and (as a plain prefix)
 /// `/xyz` unless the prefix ends in a slash; we require a segment boundary,
 /// which is what users expect from it.
@@ -42,6 +49,18 @@ pub(crate) use warren_config::values::ip_in;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ancestors_of_bytes_pair_with_those_of_the_text() {
+        let path = b"/srv/d\xe9/x\xff";
+        let text = String::from_utf8_lossy(path);
+        let pairs: Vec<_> = ancestors(&text).zip(ancestors_bytes(path)).map(|(t, b)| (t.to_string(), b.to_vec())).collect();
+        assert_eq!(pairs.len(), ancestors(&text).count());
+        assert_eq!(pairs.len(), ancestors_bytes(path).count());
+        assert_eq!(pairs[0], ("/".to_string(), b"/".to_vec()));
+        assert_eq!(pairs[2], ("/srv/d\u{fffd}".to_string(), b"/srv/d\xe9".to_vec()));
+        assert_eq!(pairs[3].1, path.to_vec());
+    }
 
     #[test]
     fn directory_and_location_matching() {

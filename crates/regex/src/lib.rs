@@ -90,7 +90,12 @@ impl Regex {
     /// Whether the pattern matches somewhere in `text`. A match PCRE2 gives
     /// up on (a limit) counts as no match, as in Apache.
     pub fn is_match(&self, text: &str) -> bool {
-        self.re.is_match(text.as_bytes()).unwrap_or_else(|e| {
+        self.is_match_bytes(text.as_bytes())
+    }
+
+    /// [`Regex::is_match`] for a text that need not be UTF-8.
+    pub fn is_match_bytes(&self, text: &[u8]) -> bool {
+        self.re.is_match(text).unwrap_or_else(|e| {
             self.gave_up(&e);
             false
         })
@@ -98,7 +103,14 @@ impl Regex {
 
     /// The groups of the first match in `text`, if it matches.
     pub fn captures<'t>(&self, text: &'t str) -> Option<Captures<'t>> {
-        let caps = self.re.captures(text.as_bytes()).unwrap_or_else(|e| {
+        self.captures_bytes(text.as_bytes())
+    }
+
+    /// The groups of the first match in `text`, which need not be UTF-8:
+    /// Apache matches a URL path as the bytes it decodes to (`/caf%E9` is
+    /// `/caf` and the byte E9), and so does PCRE2 without UTF mode.
+    pub fn captures_bytes<'t>(&self, text: &'t [u8]) -> Option<Captures<'t>> {
+        let caps = self.re.captures(text).unwrap_or_else(|e| {
             self.gave_up(&e);
             None
         })?;
@@ -116,7 +128,7 @@ impl Regex {
             None
         })?;
         let spans = (0..locs.len()).map(|i| locs.get(i)).collect();
-        Some(Captures { text, spans })
+        Some(Captures { text: text.as_bytes(), spans })
     }
 
     /// A match that PCRE2 gave up on (its match or depth limit, the JIT's
@@ -156,15 +168,20 @@ impl fmt::Debug for Regex {
 /// The groups of one match: group 0 is the whole match.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Captures<'t> {
-    text: &'t str,
+    text: &'t [u8],
     spans: Vec<Option<(usize, usize)>>,
 }
 
 impl<'t> Captures<'t> {
     /// Group `i`'s text; None when the group did not take part or does not exist.
     pub fn get(&self, i: usize) -> Option<&'t str> {
-        let (start, end) = (*self.spans.get(i)?)?;
         // PCRE2 runs without UTF mode, so a group may end inside a character.
+        std::str::from_utf8(self.get_bytes(i)?).ok()
+    }
+
+    /// Group `i`'s bytes, whether or not they are UTF-8.
+    pub fn get_bytes(&self, i: usize) -> Option<&'t [u8]> {
+        let (start, end) = (*self.spans.get(i)?)?;
         self.text.get(start..end)
     }
 
@@ -197,6 +214,22 @@ pub fn expand(template: &str, caps: &Captures, out: &mut String) {
             }
         }
         out.push(c);
+    }
+}
+
+/// [`expand`] for a text that need not be UTF-8: each group's bytes as
+/// they are, as Apache's `ap_pregsub` copies them.
+pub fn expand_bytes(template: &str, caps: &Captures, out: &mut Vec<u8>) {
+    let t = template.as_bytes();
+    let mut i = 0;
+    while i < t.len() {
+        if t[i] == b'$' && t.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            out.extend_from_slice(caps.get_bytes((t[i + 1] - b'0') as usize).unwrap_or_default());
+            i += 2;
+            continue;
+        }
+        out.push(t[i]);
+        i += 1;
     }
 }
 
@@ -235,6 +268,21 @@ mod tests {
         let mut out = String::new();
         expand("/$2/$1x/$10/$9/$", &caps, &mut out);
         assert_eq!(out, "/y/xx/x0//$");
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_matched_and_expanded_as_bytes() {
+        let re = Regex::new(r"^/(caf.)/(.)(.)$").unwrap();
+        let caps = re.captures_bytes(b"/caf\xe9/\xc3\xa9").unwrap();
+        assert_eq!((caps.get_bytes(1), caps.get_bytes(2), caps.get_bytes(3)), (Some(&b"caf\xe9"[..]), Some(&b"\xc3"[..]), Some(&b"\xa9"[..])));
+        // As text, a group that is not UTF-8 is none.
+        assert_eq!((caps.get(1), caps.get(2)), (None, None));
+        let mut out = Vec::new();
+        expand_bytes("/x/$1$2$3/$9$", &caps, &mut out);
+        assert_eq!(out, b"/x/caf\xe9\xc3\xa9/$");
+        assert!(Regex::new(r"^caf\xE9$").unwrap().captures_bytes(b"caf\xe9").is_some());
+        assert!(Regex::new(r"^/caf.$").unwrap().is_match_bytes(b"/caf\xe9"));
+        assert!(!Regex::new(r"^/caf.$").unwrap().is_match_bytes("/caf\u{e9}".as_bytes()), "two bytes are not one");
     }
 
     #[test]

@@ -22,6 +22,12 @@ pub trait Request {
     /// answers `REQUEST_FILENAME`, `SCRIPT_FILENAME` and `QUERY_STRING`
     /// itself from its state.
     fn variable(&self, name: &str) -> Option<String>;
+    /// [`Request::variable`] as bytes, for those that need not be UTF-8
+    /// (REQUEST_URI is the decoded path: `%{REQUEST_URI}` of `/caf%E9`
+    /// ends in the byte E9, as Apache's r->uri); what the rules expand.
+    fn variable_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        self.variable(name).map(String::into_bytes)
+    }
     /// A request header, by name.
     fn header(&self, name: &str) -> Option<String>;
     /// An environment variable.
@@ -36,17 +42,20 @@ pub trait Request {
     /// Chooses one of `n` alternatives (`rnd:` maps).
     fn pick(&self, n: usize) -> usize;
     /// `path` as a full URL on this server (`[R]`: Apache's fully_qualify_uri).
-    fn qualify(&self, path: &str) -> String;
+    fn qualify(&self, path: &[u8]) -> Vec<u8>;
 }
 
-/// The request as the rules rewrite it.
+/// The request as the rules rewrite it. The filename, path info and query
+/// are bytes, as Apache's `r->filename` and `r->args` are: a URL path
+/// decodes to bytes that need not be UTF-8 (`/caf%E9`), and a rule's
+/// pattern and back-references see those bytes, not a reading of them.
 #[derive(Clone, Debug, Default)]
 pub struct State {
     /// Apache's `r->filename`: the URL path in server context, a filesystem
     /// path in per-directory context, or an absolute URL once rewritten to one.
-    pub filename: String,
+    pub filename: Vec<u8>,
     /// The query string, without its `?`.
-    pub query: Option<String>,
+    pub query: Option<Vec<u8>>,
     /// `[T=]`, lower-cased.
     pub mime_type: Option<String>,
     /// The status a rule set (`[R=code]`, `[F]`, `[G]`).
@@ -62,7 +71,7 @@ pub struct State {
     /// mapped path goes on past a file (`/xmlrpc.php` + `/extra/path`).
     /// `REQUEST_FILENAME` is the file alone; a rule's pattern sees the two
     /// joined (mod_rewrite's "add path info postfix"), until `[DPI]`.
-    pub path_info: String,
+    pub path_info: Vec<u8>,
     /// The `file:line` of the last rule that changed the filename, for
     /// the log line of a result that is refused.
     pub changed_by: Option<String>,
@@ -136,7 +145,7 @@ fn thread_cpu_time() -> Duration {
 }
 
 /// Groups of the last match, owned: the text they came from changes.
-type Groups = Vec<Option<String>>;
+type Groups = Vec<Option<Vec<u8>>>;
 
 struct Ctx<'r, R: Request + ?Sized> {
     req: &'r mut R,
@@ -148,7 +157,7 @@ struct Ctx<'r, R: Request + ?Sized> {
 
 /// Runs `rules` over `state`, within `bounds`. `perdir` is the directory
 /// (ending in `/`) in per-directory context.
-pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&str>, state: &mut State, req: &mut R, bounds: Bounds) -> Applied {
+pub fn apply<R: Request + ?Sized>(rules: &[&Rule], perdir: Option<&[u8]>, state: &mut State, req: &mut R, bounds: Bounds) -> Applied {
     let mut changed = Applied::Unchanged;
     let mut rounds = 1u32;
     let mut ctx = Ctx { req, deadline: bounds.deadline, rule_groups: Vec::new(), cond_groups: Vec::new(), vary_this: Vec::new() };
@@ -224,10 +233,10 @@ impl<R: Request + ?Sized> Ctx<'_, R> {
     }
 }
 
-fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mut State, ctx: &mut Ctx<R>) -> RuleResult {
+fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&[u8]>, state: &mut State, ctx: &mut Ctx<R>) -> RuleResult {
     let with_path_info;
-    let mut uri: &str = if perdir.is_some() && !state.path_info.is_empty() {
-        with_path_info = format!("{}{}", state.filename, state.path_info);
+    let mut uri: &[u8] = if perdir.is_some() && !state.path_info.is_empty() {
+        with_path_info = [&state.filename[..], &state.path_info[..]].concat();
         &with_path_info
     } else {
         &state.filename
@@ -240,12 +249,12 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
     if ctx.out_of_time() {
         return RuleResult::OutOfTime;
     }
-    let caps = rule.pattern.captures(uri);
+    let caps = rule.pattern.captures_bytes(uri);
     if caps.is_some() == rule.negate {
         return RuleResult::NoMatch;
     }
     ctx.rule_groups = match (&caps, rule.negate) {
-        (Some(c), false) => (0..c.len()).map(|n| c.get(n).map(str::to_string)).collect(),
+        (Some(c), false) => (0..c.len()).map(|n| c.get_bytes(n).map(<[u8]>::to_vec)).collect(),
         _ => Vec::new(),
     };
     ctx.cond_groups = Vec::new();
@@ -292,7 +301,8 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
         return RuleResult::Unsafe;
     }
     for e in &rule.flags.env {
-        let spec = expand(e, state, ctx, None);
+        // The environment holds text: bytes that are not UTF-8 are read as such.
+        let spec = String::from_utf8_lossy(&expand(e, state, ctx, None)).into_owned();
         match spec.strip_prefix('!') {
             Some(name) => ctx.req.set_env(name, None, rule),
             None => {
@@ -306,13 +316,13 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
         return RuleResult::NoSub;
     };
     let mut prefix_added = false;
-    if !new.starts_with('/') && crate::absolute_uri(&new).is_none() {
+    if !new.starts_with(b"/") && crate::absolute_uri(&new).is_none() {
         if let Some(dir) = perdir {
-            new = format!("{dir}{new}");
+            new = [dir, &new].concat();
             prefix_added = true;
         } else if rule.flags.redirect.is_none() {
             // A relative substitution in server context is a path from the root.
-            new = format!("/{new}");
+            new.insert(0, b'/');
             prefix_added = true;
         }
     }
@@ -331,9 +341,9 @@ fn apply_rule<R: Request + ?Sized>(rule: &Rule, perdir: Option<&str>, state: &mu
     }
     if !(rule.flags.unc || prefix_added || rule.substitution_text.starts_with("//")) {
         // Leading slashes merged, unless they were literal in the substitution.
-        let trimmed = state.filename.trim_start_matches('/');
-        if state.filename.len() - trimmed.len() > 1 {
-            state.filename = format!("/{trimmed}");
+        let slashes = state.filename.iter().take_while(|&&b| b == b'/').count();
+        if slashes > 1 {
+            state.filename.drain(..slashes - 1);
         }
     }
     force_type(rule, state, ctx);
@@ -344,7 +354,7 @@ fn force_type<R: Request + ?Sized>(rule: &Rule, state: &mut State, ctx: &mut Ctx
     if let Some(t) = &rule.flags.mime_type {
         let v = expand(t, state, ctx, Some(rule));
         if !v.is_empty() {
-            state.mime_type = Some(v.to_ascii_lowercase());
+            state.mime_type = Some(String::from_utf8_lossy(&v).to_ascii_lowercase());
         }
     }
 }
@@ -370,17 +380,17 @@ fn split_query(state: &mut State, flags: &crate::rules::Flags) {
         state.query = None;
     }
     let tail = &state.filename[skip..];
-    let at = if flags.qslast { tail.rfind('?') } else { tail.find('?') };
+    let at = if flags.qslast { tail.iter().rposition(|&b| b == b'?') } else { tail.iter().position(|&b| b == b'?') };
     let Some(at) = at else { return };
-    let q = tail[at + 1..].to_string();
+    let q = tail[at + 1..].to_vec();
     state.filename.truncate(skip + at);
     let mut args = if flags.qsappend {
         if q.is_empty() {
             state.query.take()
         } else {
             Some(match state.query.take() {
-                Some(old) => format!("{q}&{old}"),
-                None => format!("{q}&"),
+                Some(old) => [&q[..], b"&", &old[..]].concat(),
+                None => [&q[..], b"&"].concat(),
             })
         }
     } else {
@@ -389,7 +399,7 @@ fn split_query(state: &mut State, flags: &crate::rules::Flags) {
     if let Some(a) = &mut args {
         if a.is_empty() {
             args = None;
-        } else if a.ends_with('&') {
+        } else if a.ends_with(b"&") {
             a.pop();
         }
     }
@@ -397,10 +407,14 @@ fn split_query(state: &mut State, flags: &crate::rules::Flags) {
 }
 
 fn apply_cond<R: Request + ?Sized>(c: &Cond, state: &State, ctx: &mut Ctx<R>) -> bool {
+    use std::os::unix::ffi::OsStrExt;
     let input = expand(&c.input, state, ctx, None);
-    let meta = |follow: bool| if follow { std::fs::metadata(&input) } else { std::fs::symlink_metadata(&input) };
+    let fs = std::path::Path::new(std::ffi::OsStr::from_bytes(&input));
+    let meta = |follow: bool| if follow { std::fs::metadata(fs) } else { std::fs::symlink_metadata(fs) };
+    // What the request and the maps read is text.
+    let text = || String::from_utf8_lossy(&input);
     // Apache compares lengths first, then bytes (NC: strcasecmp, as C's).
-    let cmp = |a: &str, b: &str| if c.nocase { a.to_ascii_lowercase().cmp(&b.to_ascii_lowercase()) } else { a.len().cmp(&b.len()).then_with(|| a.cmp(b)) };
+    let cmp = |a: &[u8], b: &[u8]| if c.nocase { a.to_ascii_lowercase().cmp(&b.to_ascii_lowercase()) } else { a.len().cmp(&b.len()).then_with(|| a.cmp(b)) };
     let ok = match &c.test {
         CondTest::File => meta(true).is_ok_and(|m| m.is_file()),
         CondTest::FileSize => meta(true).is_ok_and(|m| m.is_file() && m.len() > 0),
@@ -410,21 +424,21 @@ fn apply_cond<R: Request + ?Sized>(c: &Cond, state: &State, ctx: &mut Ctx<R>) ->
             use std::os::unix::fs::PermissionsExt;
             meta(true).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
         }
-        CondTest::FileLookup => !input.is_empty() && ctx.req.file_lookup(&input),
-        CondTest::UrlLookup => !input.is_empty() && ctx.req.url_lookup(&input),
+        CondTest::FileLookup => !input.is_empty() && ctx.req.file_lookup(&text()),
+        CondTest::UrlLookup => !input.is_empty() && ctx.req.url_lookup(&text()),
         CondTest::Expr(e) => e.holds(&Lookup { req: &*ctx.req, state }),
         CondTest::Lexical(ord, or_equal, pat) => {
-            let o = cmp(&input, pat);
+            let o = cmp(&input, pat.as_bytes());
             o == *ord || (*or_equal && o == Ordering::Equal)
         }
         CondTest::Integer(ord, or_equal, n) => {
-            let o = atoi(&input).cmp(n);
+            let o = atoi(&text()).cmp(n);
             o == *ord || (*or_equal && o == Ordering::Equal)
         }
-        CondTest::Regex(re) => match re.captures(&input) {
+        CondTest::Regex(re) => match re.captures_bytes(&input) {
             Some(caps) => {
                 if !c.negate {
-                    ctx.cond_groups = (0..caps.len()).map(|n| caps.get(n).map(str::to_string)).collect();
+                    ctx.cond_groups = (0..caps.len()).map(|n| caps.get_bytes(n).map(<[u8]>::to_vec)).collect();
                 }
                 true
             }
@@ -444,8 +458,8 @@ struct Lookup<'a, R: ?Sized> {
 impl<R: Request + ?Sized> crate::rules::ExprLookup for Lookup<'_, R> {
     fn variable(&self, name: &str) -> Option<String> {
         match name {
-            "REQUEST_FILENAME" | "SCRIPT_FILENAME" => Some(self.state.filename.clone()),
-            "QUERY_STRING" => Some(self.state.query.clone().unwrap_or_default()),
+            "REQUEST_FILENAME" | "SCRIPT_FILENAME" => Some(String::from_utf8_lossy(&self.state.filename).into_owned()),
+            "QUERY_STRING" => Some(String::from_utf8_lossy(self.state.query.as_deref().unwrap_or_default()).into_owned()),
             _ => self.req.variable(name),
         }
     }
@@ -461,47 +475,48 @@ impl<R: Request + ?Sized> crate::rules::ExprLookup for Lookup<'_, R> {
 
 /// A template expanded for the request; `rule` is given where `[B]`
 /// applies to back-references.
-fn expand<R: Request + ?Sized>(t: &Template, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>) -> String {
+fn expand<R: Request + ?Sized>(t: &Template, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>) -> Vec<u8> {
     expand_marking(t, state, ctx, rule, &mut Vec::new())
 }
 
 /// [`expand`], noting for each `?` of the result whether an expansion
 /// (true) or the template's own text (false) brought it.
-fn expand_marking<R: Request + ?Sized>(t: &Template, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>, qmarks: &mut Vec<bool>) -> String {
-    let mut out = String::new();
+fn expand_marking<R: Request + ?Sized>(t: &Template, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>, qmarks: &mut Vec<bool>) -> Vec<u8> {
+    let mut out = Vec::new();
     for p in &t.pieces {
         let before = out.len();
         expand_piece(p, state, ctx, rule, &mut out);
         let literal = matches!(p, Piece::Literal(_));
-        qmarks.extend(out[before..].bytes().filter(|&b| b == b'?').map(|_| !literal));
+        qmarks.extend(out[before..].iter().filter(|&&b| b == b'?').map(|_| !literal));
     }
     out
 }
 
-fn expand_piece<R: Request + ?Sized>(p: &Piece, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>, out: &mut String) {
+fn expand_piece<R: Request + ?Sized>(p: &Piece, state: &State, ctx: &mut Ctx<R>, rule: Option<&Rule>, out: &mut Vec<u8>) {
     {
         match p {
-            Piece::Literal(s) => out.push_str(s),
+            Piece::Literal(s) => out.extend_from_slice(s.as_bytes()),
             Piece::RuleGroup(n) | Piece::CondGroup(n) => {
                 let groups = if matches!(p, Piece::RuleGroup(_)) { &ctx.rule_groups } else { &ctx.cond_groups };
                 let Some(Some(g)) = groups.get(*n) else { return };
                 match rule.map(|r| &r.flags) {
                     Some(f) if f.escape_backrefs.is_some() => {
                         let only = f.escape_backrefs.as_ref().and_then(|o| o.as_deref());
-                        out.push_str(&escape::escape_backref(g, only, f.backref_noescapes.as_deref(), f.backref_no_plus));
+                        out.extend_from_slice(&escape::escape_backref(g, only, f.backref_noescapes.as_deref(), f.backref_no_plus));
                     }
-                    _ => out.push_str(g),
+                    _ => out.extend_from_slice(g),
                 }
             }
-            Piece::Variable(name) => out.push_str(&variable(name, state, ctx)),
+            Piece::Variable(name) => out.extend_from_slice(&variable(name, state, ctx)),
             Piece::Map { name, key, default } => {
-                let k = expand(key, state, ctx, rule);
+                // Maps are text files: a key that is not UTF-8 is looked up as read.
+                let k = String::from_utf8_lossy(&expand(key, state, ctx, rule)).into_owned();
                 let found = ctx.req.map(name).and_then(|m| m.lookup(&k, |n| ctx.req.pick(n)));
                 match found {
-                    Some(v) => out.push_str(&v),
+                    Some(v) => out.extend_from_slice(v.as_bytes()),
                     None => {
                         if let Some(d) = default {
-                            out.push_str(&expand(d, state, ctx, rule));
+                            out.extend_from_slice(&expand(d, state, ctx, rule));
                         }
                     }
                 }
@@ -521,18 +536,18 @@ const HEADER_VARS: &[(&str, &str)] = &[
     ("HTTP_USER_AGENT", "User-Agent"),
 ];
 
-fn variable<R: Request + ?Sized>(name: &str, state: &State, ctx: &mut Ctx<R>) -> String {
+fn variable<R: Request + ?Sized>(name: &str, state: &State, ctx: &mut Ctx<R>) -> Vec<u8> {
     if let Some((kind, rest)) = name.split_once(':') {
         if rest.is_empty() {
-            return String::new();
+            return Vec::new();
         }
         return match kind.to_ascii_uppercase().as_str() {
-            "ENV" => ctx.req.env(rest).or_else(|| std::env::var(rest).ok()).unwrap_or_default(),
-            "HTTP" => header(rest, ctx),
-            "SSL" => String::new(),
+            "ENV" => ctx.req.env(rest).or_else(|| std::env::var(rest).ok()).unwrap_or_default().into_bytes(),
+            "HTTP" => header(rest, ctx).into_bytes(),
+            "SSL" => Vec::new(),
             // Look-ahead sub-requests: the value as the current request has it.
             "LA-U" | "LA-F" => variable(rest, state, ctx),
-            _ => String::new(),
+            _ => Vec::new(),
         };
     }
     let upper = name.to_ascii_uppercase();
@@ -540,8 +555,8 @@ fn variable<R: Request + ?Sized>(name: &str, state: &State, ctx: &mut Ctx<R>) ->
         "REQUEST_FILENAME" | "SCRIPT_FILENAME" => state.filename.clone(),
         "QUERY_STRING" => state.query.clone().unwrap_or_default(),
         _ => match HEADER_VARS.iter().find(|(v, _)| *v == upper) {
-            Some((_, h)) => header(h, ctx),
-            None => ctx.req.variable(&upper).unwrap_or_default(),
+            Some((_, h)) => header(h, ctx).into_bytes(),
+            None => ctx.req.variable_bytes(&upper).unwrap_or_default(),
         },
     }
 }
@@ -560,184 +575,4 @@ fn header<R: Request + ?Sized>(name: &str, ctx: &mut Ctx<R>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rules::RuleSet;
-    use std::collections::HashMap;
-
-    #[derive(Default)]
-    struct Fake {
-        vars: HashMap<String, String>,
-        headers: HashMap<String, String>,
-        env: HashMap<String, String>,
-    }
-
-    impl Request for Fake {
-        fn variable(&self, name: &str) -> Option<String> {
-            self.vars.get(name).cloned()
-        }
-        fn header(&self, name: &str) -> Option<String> {
-            self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())
-        }
-        fn env(&self, name: &str) -> Option<String> {
-            self.env.get(name).cloned()
-        }
-        fn set_env(&mut self, name: &str, value: Option<String>, _: &Rule) {
-            match value {
-                Some(v) => self.env.insert(name.to_string(), v),
-                None => self.env.remove(name),
-            };
-        }
-        fn map(&self, _: &str) -> Option<&RewriteMap> {
-            None
-        }
-        fn file_lookup(&self, _: &str) -> bool {
-            false
-        }
-        fn url_lookup(&self, _: &str) -> bool {
-            false
-        }
-        fn pick(&self, _: usize) -> usize {
-            0
-        }
-        fn qualify(&self, path: &str) -> String {
-            format!("http://test{path}")
-        }
-    }
-
-    fn set(lines: &[&str]) -> RuleSet {
-        let mut s = RuleSet::default();
-        for (n, l) in lines.iter().enumerate() {
-            let mut words: Vec<String> = l.split_whitespace().map(str::to_string).collect();
-            let name = words.remove(0);
-            let origin = format!("t:{}", n + 1);
-            match name.as_str() {
-                "RewriteCond" => s.add_cond(&words, &origin),
-                "RewriteRule" => s.add_rule(&words, &origin),
-                _ => panic!("{name}"),
-            }
-            .unwrap();
-        }
-        s
-    }
-
-    fn run(s: &RuleSet, perdir: Option<&str>, filename: &str, query: Option<&str>, req: &mut Fake) -> (Applied, State) {
-        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
-        let mut st = State { filename: filename.into(), query: query.map(str::to_string), ..State::default() };
-        let a = apply(&rules, perdir, &mut st, req, Bounds { max_len: 16384, deadline: None });
-        (a, st)
-    }
-
-    #[test]
-    fn server_context_rewrite_with_query_append() {
-        let s = set(&["RewriteRule ^/old/(.*)$ /new.php?p=$1 [QSA,L]", "RewriteRule ^ /never"]);
-        let (a, st) = run(&s, None, "/old/x", Some("a=1"), &mut Fake::default());
-        assert_eq!(a, Applied::Changed { noescape: false, passthrough: false });
-        assert_eq!((st.filename.as_str(), st.query.as_deref()), ("/new.php", Some("p=x&a=1")));
-    }
-
-    #[test]
-    fn per_directory_prefix_is_stripped_and_added_back() {
-        let s = set(&["RewriteCond %{REQUEST_FILENAME} !-f", "RewriteRule ^(.*)$ index.php [L]"]);
-        let (_, st) = run(&s, Some("/nonexistent-root/"), "/nonexistent-root/a/b", None, &mut Fake::default());
-        assert_eq!(st.filename, "/nonexistent-root/index.php");
-    }
-
-    #[test]
-    fn per_directory_path_info_is_matched_but_not_the_filename() {
-        // REQUEST_FILENAME is the file (here one that exists), the pattern sees the path info too.
-        let dir = std::env::temp_dir().join(format!("rewrite-pi-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("xmlrpc.php"), "x").unwrap();
-        let perdir = format!("{}/", dir.display());
-        let file = format!("{perdir}xmlrpc.php");
-        let s = set(&["RewriteCond %{REQUEST_FILENAME} !-f", "RewriteRule . index.php [L]"]);
-        let mut st = State { filename: file.clone(), path_info: "/extra/path".into(), ..State::default() };
-        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
-        assert_eq!(apply(&rules, Some(&perdir), &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None }), Applied::Unchanged);
-        let s = set(&["RewriteRule ^xmlrpc\\.php/extra/(.*)$ got-$1 [DPI]", "RewriteRule ^got-path$ done [L]"]);
-        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
-        let mut st = State { filename: file, path_info: "/extra/path".into(), ..State::default() };
-        apply(&rules, Some(&perdir), &mut st, &mut Fake::default(), Bounds { max_len: 16384, deadline: None });
-        assert_eq!((st.filename, st.path_info.as_str()), (format!("{perdir}done"), ""));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn conditions_or_and_back_references() {
-        let s = set(&["RewriteCond %{HTTP_HOST} ^www\\.(.+)$ [NC,OR]", "RewriteCond %{HTTP:X-Alt} ^(alt)$", "RewriteRule ^/(.*) http://%1/$1 [R=301,L]"]);
-        let mut req = Fake::default();
-        req.headers.insert("Host".into(), "WWW.example.org".into());
-        let (a, st) = run(&s, None, "/p", None, &mut req);
-        assert_eq!(a, Applied::Changed { noescape: false, passthrough: false });
-        assert_eq!((st.filename.as_str(), st.status), ("http://example.org/p", Some(301)));
-        let s2 = set(&["RewriteRule ^/q/(.*)$ /x/$1", "RewriteRule ^/r$ /a [R]", "RewriteRule ^/a$ /b"]);
-        assert_eq!(run(&s2, None, "/q/a?b", None, &mut Fake::default()).0, Applied::Status(403), "a ? from a back-reference");
-        let (_, st) = run(&s2, None, "/r", None, &mut Fake::default());
-        assert_eq!(st.filename, "http://test/a", "[R] qualifies at once: later rules see the URL");
-        assert!(st.vary.is_empty(), "Host is never in Vary");
-        let mut req = Fake::default();
-        req.headers.insert("X-Alt".into(), "alt".into());
-        let (_, st) = run(&s, None, "/p", None, &mut req);
-        assert_eq!((st.filename.as_str(), st.vary.clone()), ("http://alt/p", vec!["X-Alt".to_string()]));
-    }
-
-    #[test]
-    fn env_status_skip_chain_and_end() {
-        let s = set(&["RewriteRule ^/a - [E=SEEN:$0,S=1]", "RewriteRule ^ /skipped", "RewriteRule ^/a/(x)$ /chained-$1 [C]", "RewriteRule ^/chained-(x)$ /end-$1 [END]", "RewriteRule ^ /never"]);
-        let mut req = Fake::default();
-        let (a, st) = run(&s, None, "/a/x", None, &mut req);
-        assert_eq!((a, st.filename.as_str(), st.end), (Applied::Changed { noescape: false, passthrough: false }, "/end-x", true));
-        assert_eq!(req.env.get("SEEN").map(String::as_str), Some("/a"));
-        let s = set(&["RewriteRule \\.ini$ - [F]"]);
-        assert_eq!(run(&s, None, "/x.ini", None, &mut Fake::default()).0, Applied::Status(403));
-    }
-
-    #[test]
-    fn rounds_are_bounded() {
-        let s = set(&["RewriteRule ^/(.*)$ /x$1 [N]"]);
-        assert_eq!(run(&s, None, "/a", None, &mut Fake::default()).0, Applied::Status(500));
-        let s = set(&["RewriteRule ^/(a+)$ /$1a"]);
-        assert_eq!(apply(&[&s.rules[0]], None, &mut State { filename: "/a".into(), ..State::default() }, &mut Fake::default(), Bounds { max_len: 2, deadline: None }), Applied::Status(500));
-    }
-
-    #[test]
-    fn escaped_back_references() {
-        let s = set(&["RewriteRule ^/s/(.*)$ /search.php?q=$1 [B]"]);
-        let (_, st) = run(&s, None, "/s/a b&c", None, &mut Fake::default());
-        assert_eq!(st.query.as_deref(), Some("q=a+b%26c"));
-    }
-
-    /// Spends at least `cpu` of this thread's CPU time.
-    fn spin(cpu: Duration) {
-        let until = thread_cpu_time() + cpu;
-        while thread_cpu_time() < until {
-            std::hint::black_box(0u64);
-        }
-    }
-
-    #[test]
-    fn the_budget_starts_at_its_first_check() {
-        let deadline = CpuDeadline::after(Duration::from_millis(1));
-        spin(Duration::from_millis(3));
-        assert!(!deadline.passed(), "CPU spent before the first rule does not count");
-        spin(Duration::from_millis(3));
-        assert!(deadline.passed());
-    }
-
-    #[test]
-    fn no_rule_nor_condition_is_tried_past_the_deadline() {
-        let s = set(&["RewriteRule ^/a$ - [E=seen:1]", "RewriteCond %{HTTP:X-A} ^(a|a?)+$", "RewriteRule ^ /slow"]);
-        let rules: Vec<&Rule> = s.rules.iter().map(|r| &**r).collect();
-        let mut req = Fake::default();
-        req.headers.insert("X-A".into(), "b".into());
-        let mut st = State { filename: "/a".into(), ..State::default() };
-        let passed = Bounds { max_len: 16384, deadline: Some(&CpuDeadline::after(Duration::ZERO)) };
-        assert_eq!(apply(&rules, None, &mut st, &mut req, passed), Applied::OutOfTime { rule: 0 });
-        assert!(req.env.is_empty(), "the first rule did not run");
-        let ahead = Bounds { max_len: 16384, deadline: Some(&CpuDeadline::after(Duration::from_secs(3600))) };
-        assert_eq!(apply(&rules, None, &mut st, &mut req, ahead), Applied::Unchanged);
-        assert_eq!(req.env.get("seen").map(String::as_str), Some("1"));
-    }
-
-}
+mod tests;

@@ -14,10 +14,12 @@ fn push_hex(out: &mut String, b: u8) {
     out.push(HEX[(b & 15) as usize] as char);
 }
 
-/// Apache's `ap_escape_uri`: every byte but the path-safe ones as `%xx`.
-pub fn escape_uri(s: &str) -> String {
+/// Apache's `ap_escape_uri`: every byte but the path-safe ones as `%xx`
+/// (a URL path's bytes, UTF-8 or not).
+pub fn escape_uri(s: impl AsRef<[u8]>) -> String {
+    let s = s.as_ref();
     let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
+    for &b in s {
         if path_safe(b) {
             out.push(b as char);
         } else {
@@ -29,17 +31,20 @@ pub fn escape_uri(s: &str) -> String {
 
 /// A back-reference under `[B]`: with no list, every byte but letters,
 /// digits and `_` escaped; with `[B=list]` only those listed; never those
-/// of `[BNE=list]`.
-pub fn escape_backref(s: &str, only: Option<&str>, never: Option<&str>, no_plus: bool) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for &b in s.as_bytes() {
+/// of `[BNE=list]`. Bytes, as the back-reference's: one left as it is
+/// stays the byte it was, UTF-8 or not.
+pub fn escape_backref(s: &[u8], only: Option<&str>, never: Option<&str>, no_plus: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() * 3);
+    for &b in s {
         let chosen = only.is_none_or(|l| l.as_bytes().contains(&b)) && never.is_none_or(|l| !l.as_bytes().contains(&b));
         if !chosen || b.is_ascii_alphanumeric() || b == b'_' {
-            out.push(b as char);
+            out.push(b);
         } else if b == b' ' && !no_plus {
-            out.push('+');
+            out.push(b'+');
         } else {
-            push_hex(&mut out, b);
+            let mut hex = String::with_capacity(3);
+            push_hex(&mut hex, b);
+            out.extend_from_slice(hex.as_bytes());
         }
     }
     out
@@ -72,11 +77,14 @@ mod tests {
     #[test]
     fn escapes_as_apache() {
         assert_eq!(escape_uri("/a b/ü?x=%"), "/a%20b/%c3%bc%3fx=%25");
-        assert_eq!(escape_backref("a b&c/d", None, None, false), "a+b%26c%2fd");
-        assert_eq!(escape_backref("a b&c/d", None, None, true), "a%20b%26c%2fd");
-        assert_eq!(escape_backref("a b&c/d", Some("&"), None, false), "a b%26c/d");
-        assert_eq!(escape_backref("a b&c/d", None, Some("/"), false), "a+b%26c/d");
+        assert_eq!(escape_backref(b"a b&c/d", None, None, false), b"a+b%26c%2fd");
+        assert_eq!(escape_backref(b"a b&c/d", None, None, true), b"a%20b%26c%2fd");
+        assert_eq!(escape_backref(b"a b&c/d", Some("&"), None, false), b"a b%26c/d");
+        assert_eq!(escape_backref(b"a b&c/d", None, Some("/"), false), b"a+b%26c/d");
         assert_eq!(unescape("a%20b%zz%4"), "a b%zz%4");
         assert_eq!(unescape("%41"), "A");
+        assert_eq!(escape_uri(b"/caf\xe9/a\xffb"), "/caf%e9/a%ffb");
+        assert_eq!(escape_backref(b"caf\xe9/", None, None, false), b"caf%e9%2f");
+        assert_eq!(escape_backref(b"caf\xe9 &", Some("&"), None, false), b"caf\xe9 %26", "a byte not listed stays itself");
     }
 }

@@ -36,7 +36,8 @@ pub const MAX_ROUNDS: u32 = 10000;
 
 /// The schemes after which a substitution is a URL, not a path, with the
 /// length of `scheme://` and whether a query string makes sense for it.
-pub fn absolute_uri(s: &str) -> Option<(usize, bool)> {
+pub fn absolute_uri(s: impl AsRef<[u8]>) -> Option<(usize, bool)> {
+    let s = s.as_ref();
     const SCHEMES: &[(&str, bool)] = &[
         ("ajp://", true),
         ("balancer://", true),
@@ -57,10 +58,10 @@ pub fn absolute_uri(s: &str) -> Option<(usize, bool)> {
         ("wss://", true),
         ("unix:", true),
     ];
-    if s.starts_with('/') || s.len() <= 5 {
+    if s.starts_with(b"/") || s.len() <= 5 {
         return None;
     }
-    SCHEMES.iter().find(|(scheme, _)| s.len() > scheme.len() && s.as_bytes()[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes())).map(|(scheme, qs)| (scheme.len(), *qs))
+    SCHEMES.iter().find(|(scheme, _)| s.len() > scheme.len() && s[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes())).map(|(scheme, qs)| (scheme.len(), *qs))
 }
 
 #[cfg(test)]

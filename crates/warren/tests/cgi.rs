@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 
 use common::*;
@@ -50,6 +51,10 @@ fn start_with(mpm: &str, extra: &str) -> Server {
     program(&dir, "htdocs/run/hello.cgi", "#!/usr/bin/perl\nprint \"Content-Type: text/html\\n\\n<p>hello from perl</p>\";\n");
     program(&dir, "htdocs/norun/hello.cgi", "#!/bin/sh\necho secret source\n");
     program(&dir, "htdocs/run/index.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nindex program'\n");
+    // A name in Latin-1 (caf E9), which is not UTF-8.
+    let latin1 = dir.0.join("cgi-bin").join(std::ffi::OsStr::from_bytes(b"caf\xe9.cgi"));
+    std::fs::write(&latin1, "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nprintf '%s|%s' \"$SCRIPT_NAME\" \"$PATH_INFO\"\n").unwrap();
+    std::fs::set_permissions(&latin1, std::fs::Permissions::from_mode(0o755)).unwrap();
     if let Some((uid, gid)) = owner() {
         for f in ["cgi-bin/owned.cgi", "htdocs/run", "htdocs/run/hello.cgi", "htdocs/run/index.cgi", "htdocs/norun/hello.cgi"] {
             std::os::unix::fs::chown(dir.0.join(f), Some(uid), Some(gid)).unwrap();
@@ -302,4 +307,13 @@ fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").unwrap().lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
-each_mpm!(programs_named_only_by_htaccess, over_http2, the_rfc_3875_variables, pass_auth_and_current_uri, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, suexec_user_group, programs_run_after_a_restart);
+/// A program whose name is not UTF-8 runs, its SCRIPT_NAME and PATH_INFO
+/// the bytes (Apache 2.4.71: `/cgi-bin/caf\xe9.cgi|/x\xe9`); warren ran the
+/// name read as text (U+FFFD), which is no file, and answered 404.
+fn a_program_named_in_latin1_runs(mpm: &str) {
+    let s = start(mpm);
+    let (r, _) = parse_response(&s.raw(b"GET /cgi-bin/caf%E9.cgi/x%E9 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+    assert_eq!((r.status, r.body.escape_ascii().to_string()), (200, b"/cgi-bin/caf\xe9.cgi|/x\xe9".escape_ascii().to_string()));
+}
+
+each_mpm!(a_program_named_in_latin1_runs, programs_named_only_by_htaccess, over_http2, the_rfc_3875_variables, pass_auth_and_current_uri, post_body_on_stdin, status_and_location, never_sent_as_text, hanging_program_timed_out, stderr_to_the_error_log, no_inherited_descriptors, runs_as_its_owner, suexec_user_group, programs_run_after_a_restart);

@@ -51,8 +51,9 @@ pub struct Elected {
     pub member: usize,
     /// Members tried so far, as bits.
     pub tried: u128,
-    /// The path below the balancer URL (decoded), joined to each member's.
-    pub path: String,
+    /// The path below the balancer URL (decoded: bytes that need not be
+    /// UTF-8), joined to each member's.
+    pub path: Vec<u8>,
     pub query: Vec<u8>,
     /// The request named a session's route.
     pub sticky: bool,
@@ -159,11 +160,16 @@ impl Balancers {
 
     /// The member's target for a request to `path` below the balancer
     /// URL: its URL's path joined to it.
-    pub fn target(&self, b: usize, m: usize, path: &str) -> ProxyTarget {
-        let member = &self.list[b].members[m];
-        let mut t = member.target.clone();
-        t.path = format!("{}{}", member.target.path.trim_end_matches('/'), path);
+    pub fn target(&self, b: usize, m: usize, path: &[u8]) -> ProxyTarget {
+        let mut t = self.list[b].members[m].target.clone();
+        t.path = String::from_utf8_lossy(&self.member_path(b, m, path)).into_owned();
         t
+    }
+
+    /// The member's path with `path` below it, as bytes: what goes to the
+    /// backend, a decoded URL path's bytes as they came (`%E9` stays E9).
+    pub fn member_path(&self, b: usize, m: usize, path: &[u8]) -> Vec<u8> {
+        [self.list[b].members[m].target.path.trim_end_matches('/').as_bytes(), path].concat()
     }
 
     pub fn member(&self, b: usize, m: usize) -> &Member {

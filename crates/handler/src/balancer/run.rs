@@ -73,7 +73,7 @@ impl Site {
     /// The elected member's target for a request routed to `balancer://name`
     /// with `path` below it, the BALANCER_* variables in `filters`; or the
     /// 503 when no member is usable.
-    pub(crate) fn elect_member(&self, req: Request, name: &str, path: &str, query: &[u8], filters: &mut Option<Box<RequestFilters>>) -> Result<(ProxyTarget, Elected), Box<Response>> {
+    pub(crate) fn elect_member(&self, req: Request, name: &str, path: &[u8], query: &[u8], filters: &mut Option<Box<RequestFilters>>) -> Result<(ProxyTarget, Elected), Box<Response>> {
         let bals = &self.balancers;
         let Some(b) = bals.find(name) else { return Err(Box::new(self.error(req, 500, &format!("proxy: balancer://{name} is not defined")))) };
         bals.start_checks(&self.error_log);
@@ -103,7 +103,7 @@ impl Site {
             f.env.set("BALANCER_ROUTE_CHANGED", "1");
         }
         let sticky = session.is_some();
-        Ok((bals.target(b, m, path), Elected { balancer: b, member: m, tried: 0, path: path.to_string(), query: query.to_vec(), sticky }))
+        Ok((bals.target(b, m, path), Elected { balancer: b, member: m, tried: 0, path: path.to_vec(), query: query.to_vec(), sticky }))
     }
 
     /// Runs a balanced gateway: the elected member, then the next ones
@@ -171,7 +171,7 @@ impl Site {
         let member = self.balancers.member(e.balancer, e.member);
         gw.backend = t.backend;
         if let (Some(plan), Some(origin)) = (gw.http.as_mut(), t.http) {
-            plan.target = crate::proxy_http::request::encode_path(t.path.as_bytes()).into_bytes();
+            plan.target = crate::proxy_http::request::encode_path(&self.balancers.member_path(e.balancer, e.member, &e.path)).into_bytes();
             plan.target.extend_from_slice(&e.query);
             plan.origin = *origin;
         }

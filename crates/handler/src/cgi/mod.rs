@@ -91,7 +91,7 @@ impl Site {
             false => self.site_tree(*req, url),
         };
         let nph = script.file_name().is_some_and(|n| n.as_bytes().starts_with(b"nph-"));
-        let filename = script.to_string_lossy().into_owned();
+        let filename = script.as_os_str().as_bytes().to_vec();
         // For log lines: the backend names the program.
         let backend = FcgiBackend { addr: FcgiAddr::Unix(script.clone()), reuse: false, timeout: None, flush_packets: nph };
         let target = ScriptTarget { filename, name: script_url, path_info: &url[script_url.len()..] };
@@ -99,20 +99,19 @@ impl Site {
         let Outcome::Gateway(mut gw) = outcome else { return Some(outcome) };
         let current_uri = dir.layers.iter().rev().find_map(|l| l.cgi_current_uri).unwrap_or(false);
         let pass_auth = dir.layers.iter().rev().find_map(|l| l.cgi_pass_auth).unwrap_or(false);
-        gw.become_cgi(Program { root, tree, nph, user_group: self.suexec_user(host) }, pass_auth, current_uri.then(|| [url, *query].concat()));
+        gw.become_cgi(Program { path: script.as_os_str().as_bytes().to_vec(), root, tree, nph, user_group: self.suexec_user(host) }, pass_auth, current_uri.then(|| [url, *query].concat()));
         Some(Outcome::Gateway(gw))
     }
 
     /// The directory a ScriptAlias or ScriptAliasMatch matching `url` names.
     fn script_alias_root(&self, host: usize, url: &[u8]) -> Option<PathBuf> {
         use warren_config::alias::{AliasTarget, UrlMatch};
-        let text = String::from_utf8_lossy(url);
         self.hosts[host].config.url_aliases.iter().filter(|a| a.script).find_map(|a| {
             let AliasTarget::Path(target) = &a.target else { return None };
             match &a.url {
-                UrlMatch::Prefix(_) => a.url.rest(&text).map(|_| PathBuf::from(target)),
+                UrlMatch::Prefix(_) => a.url.rest(url).map(|_| PathBuf::from(target)),
                 UrlMatch::Regex(re) => {
-                    re.captures(&text)?;
+                    re.captures_bytes(url)?;
                     let fixed = &target[..target.find('$').unwrap_or(target.len())];
                     Some(PathBuf::from(&fixed[..fixed.rfind('/').map_or(0, |i| i + 1)]))
                 }

@@ -9,6 +9,9 @@ use super::suexec;
 
 /// What makes a gateway plan a CGI program's.
 pub struct Program {
+    /// The program's path, as bytes: its name need not be UTF-8 (the
+    /// gateway's `script`, for log lines, is its text).
+    pub(super) path: Vec<u8>,
     /// The tree the program must be in (suexec's check).
     pub(super) root: PathBuf,
     /// Whether that tree is a ScriptAlias's (the administrator's).

@@ -65,8 +65,9 @@ impl Site {
         if !matches!(spooled, Spooled::None) {
             env.push(format!("CONTENT_LENGTH={}", spooled.len()).into_bytes());
         }
-        let argv0 = std::path::Path::new(&script).file_name().map_or_else(|| script.as_bytes().to_vec(), |n| n.as_bytes().to_vec());
-        let launch = Launch { program: script.clone().into_bytes(), root: program.root.as_os_str().as_bytes().to_vec(), tree: program.tree.clone(), user_group: program.user_group.clone(), argv: vec![argv0], env };
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(&program.path));
+        let argv0 = path.file_name().map_or_else(|| program.path.clone(), |n| n.as_bytes().to_vec());
+        let launch = Launch { program: program.path.clone(), root: program.root.as_os_str().as_bytes().to_vec(), tree: program.tree.clone(), user_group: program.user_group.clone(), argv: vec![argv0], env };
         let mut running = spawner::spawn(&launch).map_err(|n| GatewayError { status: n.status, why: format!("CGI: {}", n.why) })?;
         log_stderr(&mut running, self.hosts[gw.host].error_log.clone(), conn.useragent, script.clone());
         feed_stdin(&mut running, spooled);

@@ -3,6 +3,8 @@
 //! script.
 
 use std::net::IpAddr;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use warren_config::FcgiBackend;
@@ -32,14 +34,14 @@ impl Site {
         if req.head.header("authorization").is_some() {
             let user = match dir {
                 Some(eff) => eff.remote_user(req.head),
-                None => self.effective(req.host, Some(Path::new(&target.filename)), target.name).remote_user(req.head),
+                None => self.effective(req.host, Some(Path::new(OsStr::from_bytes(&target.filename))), target.name).remote_user(req.head),
             };
             if let Some(user) = user {
                 params.push((HeaderName::Borrowed("REMOTE_USER"), user.into_bytes()));
                 params.push((HeaderName::Borrowed("AUTH_TYPE"), b"Basic".to_vec()));
             }
         }
-        let script = Path::new(&target.filename);
+        let script = Path::new(OsStr::from_bytes(&target.filename));
         let php = match dir {
             Some(eff) => self.php_params(req, backend, eff),
             None if h.config.php_pool.is_some() => self.php_params(req, backend, &self.effective(req.host, Some(script), target.name)),
@@ -56,7 +58,7 @@ impl Site {
             None => None,
         };
         let php = matches!(backend.addr, warren_config::FcgiAddr::Pool(_)) || dir.is_none_or(|d| d.fcgi_backend_type() == warren_config::FcgiBackendType::Fpm);
-        let mut gw = Gateway { host: req.host, backend: backend.clone(), timeout, params, script: target.filename, redirects: 0, uri, error_status: None, retried: false, filters: None, compress, program: None, php, http: None, balanced: None, capture: None, restricted: false };
+        let mut gw = Gateway { host: req.host, backend: backend.clone(), timeout, params, script: String::from_utf8_lossy(&target.filename).into_owned(), redirects: 0, uri, error_status: None, retried: false, filters: None, compress, program: None, php, http: None, balanced: None, capture: None, restricted: false };
         gw.name_script_as_apache();
         Outcome::Gateway(Box::new(gw))
     }
@@ -89,7 +91,7 @@ impl Site {
         let mut p: Vec<(HeaderName, Vec<u8>)> = Vec::with_capacity(32);
         let set = |p: &mut Vec<(HeaderName, Vec<u8>)>, n: &'static str, v: Vec<u8>| p.push((HeaderName::Borrowed(n), v));
         set(&mut p, "GATEWAY_INTERFACE", b"CGI/1.1".to_vec());
-        set(&mut p, "SERVER_SOFTWARE", self.server_software(host, &target.filename));
+        set(&mut p, "SERVER_SOFTWARE", self.server_software(host, &String::from_utf8_lossy(&target.filename)));
         set(&mut p, "SERVER_NAME", server_name);
         set(&mut p, "SERVER_ADDR", ip_text(conn.local.ip()));
         set(&mut p, "SERVER_PORT", decimal(conn.local.port()));
@@ -115,7 +117,7 @@ impl Site {
         }
         set(&mut p, "QUERY_STRING", query.strip_prefix(b"?").unwrap_or(query).to_vec());
         set(&mut p, "SCRIPT_NAME", target.name.to_vec());
-        set(&mut p, "SCRIPT_FILENAME", target.filename.clone().into_bytes());
+        set(&mut p, "SCRIPT_FILENAME", target.filename.clone());
         if !target.path_info.is_empty() {
             set(&mut p, "PATH_INFO", target.path_info.to_vec());
             let mut translated = root.clone().into_bytes();
@@ -138,7 +140,7 @@ impl Site {
         // never replaces the server's own.
         let query = query.strip_prefix(b"?").unwrap_or(query);
         for (name, value) in env.iter().filter(|(n, _)| from_environment(n)) {
-            let value = crate::gateway::script::env_param(name, value, query);
+            let value = crate::gateway::script::env_param(env, name, value, query);
             match p.iter_mut().find(|(n, _)| n == name) {
                 Some((_, v)) => *v = value,
                 None => p.push((HeaderName::Owned(name.to_string()), value)),

@@ -267,7 +267,7 @@ impl Gateway {
         for (name, value) in f.env.iter().filter(|(n, _)| script::from_environment(n)) {
             if !self.params.iter().any(|(n, _)| n == name) {
                 let query = self.params.iter().find(|(n, _)| n == "QUERY_STRING").map_or(&[][..], |(_, q)| q);
-                let value = script::env_param(name, value, query);
+                let value = script::env_param(&f.env, name, value, query);
                 self.params.push((HeaderName::Owned(name.to_string()), value));
             }
         }

@@ -11,8 +11,9 @@ use crate::HeaderName;
 
 /// Where a request maps: the script and the rest of the path after it.
 pub struct ScriptTarget<'a> {
-    /// SCRIPT_FILENAME: the file (or the backend's path) to run.
-    pub filename: String,
+    /// SCRIPT_FILENAME: the file (or the backend's path) to run, as bytes:
+    /// a file's name need not be UTF-8 (a directory named in Latin-1).
+    pub filename: Vec<u8>,
     /// SCRIPT_NAME: the URL path of the script.
     pub name: &'a [u8],
     /// PATH_INFO: what follows the script in the URL path (may be empty).
@@ -30,12 +31,12 @@ pub(crate) fn from_environment(name: &str) -> bool {
 /// An environment variable's value as a parameter. Variables hold text:
 /// REDIRECT_QUERY_STRING, when it is the query this pass has (`query`,
 /// without its `?`), gets that query's bytes, which may not be UTF-8 (the
-/// client's, as sent).
-pub(crate) fn env_param(name: &str, value: &str, query: &[u8]) -> Vec<u8> {
+/// client's, as sent); REDIRECT_URL the bytes of the URL the redirect left.
+pub(crate) fn env_param(env: &crate::env::RequestEnv, name: &str, value: &str, query: &[u8]) -> Vec<u8> {
     if name.eq_ignore_ascii_case("REDIRECT_QUERY_STRING") && String::from_utf8_lossy(query) == value {
         query.to_vec()
     } else {
-        value.as_bytes().to_vec()
+        env.bytes_of(name, value).to_vec()
     }
 }
 
