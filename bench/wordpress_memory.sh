@@ -47,7 +47,7 @@ small_pool=0; case $children in [12]) small_pool=1;; esac
 # The kit is run from a copy under $OUT, changed below as the settings ask.
 rm -rf "$out/kit"; cp -r "$kit" "$out/kit"; kit=$out/kit
 # siege 4.0.7 can hang once its time is up ("Lifting the server siege..." with its users' kept
-# connections still open; once in 46 runs, 2026-11-28): stopped a minute after its time, the run
+# connections still open; twice in 70 runs on 2026-11-28): stopped a minute after its time, the run
 # is reported as such and the batch goes on.
 sed -i 's|^  siege -R |  timeout -k 10 $((secs + 60)) siege -R |' "$kit/wp-bench.sh"
 grep -q '^  timeout -k 10 .* siege -R ' "$kit/wp-bench.sh" || { echo "the kit's wp-bench.sh changed: cannot bound siege's time" >&2; exit 2; }
