@@ -37,12 +37,7 @@ fn start(mpm: &str) -> Server {
 
 /// `GET target` on its own connection: the status and body.
 fn ask(s: &Server, target: &[u8]) -> (u16, Vec<u8>) {
-    let mut req = b"GET ".to_vec();
-    req.extend_from_slice(target);
-    req.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    let answer = s.raw(&req);
-    assert!(answer.windows(4).any(|w| w == b"\r\n\r\n"), "{}: no answer; error log:\n{}", String::from_utf8_lossy(target), s.read_log("error.log"));
-    let (r, _) = parse_response(&answer);
+    let r = s.get_target(target);
     (r.status, r.body)
 }
 

@@ -98,12 +98,7 @@ fn start(mpm: &str) -> (Server, u16) {
 
 /// `GET target` on its own connection: the status, Location and body.
 fn ask(s: &Server, target: &[u8]) -> (u16, Option<String>, Vec<u8>) {
-    let mut req = b"GET ".to_vec();
-    req.extend_from_slice(target);
-    req.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    let answer = s.raw(&req);
-    assert!(answer.windows(4).any(|w| w == b"\r\n\r\n"), "{}: no answer; error log:\n{}", String::from_utf8_lossy(target), s.read_log("error.log"));
-    let (r, _) = parse_response(&answer);
+    let r = s.get_target(target);
     let location = r.header("location").map(str::to_string);
     (r.status, location, r.body)
 }

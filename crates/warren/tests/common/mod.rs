@@ -262,6 +262,17 @@ impl Server {
         self.exchange(request).0
     }
 
+    /// `GET target` (its bytes sent as they are, which need not be UTF-8)
+    /// on a connection of its own.
+    pub fn get_target(&self, target: &[u8]) -> Resp {
+        let mut req = b"GET ".to_vec();
+        req.extend_from_slice(target);
+        req.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        let answer = self.raw(&req);
+        assert!(answer.windows(4).any(|w| w == b"\r\n\r\n"), "{}: no answer; error log:\n{}", String::from_utf8_lossy(target), self.read_log("error.log"));
+        parse_response(&answer).0
+    }
+
     /// [`Server::raw`], and how the connection ended (see [`read_to_end_of`]).
     pub fn exchange(&self, request: &[u8]) -> (Vec<u8>, String) {
         let mut s = self.connect();
