@@ -114,7 +114,9 @@ impl Budget {
     /// has no charge of its own (MemoryBudget). The whole is read first
     /// (see [`rest`] for why).
     pub fn charged_besides(&self, part: impl FnMut() -> u64) -> Option<u64> {
-        self.charge_now()?;
+        if self.source == Source::Directive {
+            return None;
+        }
         let besides = rest::less_part(|| self.charge_now().unwrap_or(0), part);
         Some(reserved::less_held(besides))
     }
