@@ -204,33 +204,52 @@ impl<'t> Captures<'t> {
 /// when the group did not match). One digit only: `$1x` is group 1 then
 /// `x`, and `$10` is group 1 then `0`, as in Apache.
 pub fn expand(template: &str, caps: &Captures, out: &mut String) {
-    let mut chars = template.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '$' {
-            if let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
-                chars.next();
-                out.push_str(caps.get(d as usize).unwrap_or(""));
-                continue;
-            }
+    for part in template_parts(template) {
+        match part {
+            TemplatePart::Text(t) => out.push_str(t),
+            TemplatePart::Group(g) => out.push_str(caps.get(g).unwrap_or("")),
         }
-        out.push(c);
     }
 }
 
 /// [`expand`] for a text that need not be UTF-8: each group's bytes as
 /// they are, as Apache's `ap_pregsub` copies them.
 pub fn expand_bytes(template: &str, caps: &Captures, out: &mut Vec<u8>) {
-    let t = template.as_bytes();
-    let mut i = 0;
-    while i < t.len() {
-        if t[i] == b'$' && t.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            out.extend_from_slice(caps.get_bytes((t[i + 1] - b'0') as usize).unwrap_or_default());
-            i += 2;
-            continue;
+    for part in template_parts(template) {
+        match part {
+            TemplatePart::Text(t) => out.extend_from_slice(t.as_bytes()),
+            TemplatePart::Group(g) => out.extend_from_slice(caps.get_bytes(g).unwrap_or_default()),
         }
-        out.push(t[i]);
-        i += 1;
     }
+}
+
+/// A piece of a substitution template: text as written, or `$N`.
+enum TemplatePart<'a> {
+    Text(&'a str),
+    Group(usize),
+}
+
+/// `template` cut at each `$N` (one digit, see [`expand`]).
+fn template_parts(template: &str) -> impl Iterator<Item = TemplatePart<'_>> {
+    let b = template.as_bytes();
+    let group_at = move |i: usize| b[i] == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i >= b.len() {
+            return None;
+        }
+        if group_at(i) {
+            i += 2;
+            return Some(TemplatePart::Group(usize::from(b[i - 1] - b'0')));
+        }
+        // A `$` and an ASCII digit are one byte each: the cuts are at characters' edges.
+        let start = i;
+        i += 1;
+        while i < b.len() && !group_at(i) {
+            i += 1;
+        }
+        Some(TemplatePart::Text(&template[start..i]))
+    })
 }
 
 #[cfg(test)]

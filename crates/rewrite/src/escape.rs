@@ -7,11 +7,10 @@ fn path_safe(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"$-_.+!*'(),:;@&=/~".contains(&b)
 }
 
-fn push_hex(out: &mut String, b: u8) {
+/// `%xx` for `b`, in lower case as Apache writes it.
+fn hex(b: u8) -> [u8; 3] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push('%');
-    out.push(HEX[(b >> 4) as usize] as char);
-    out.push(HEX[(b & 15) as usize] as char);
+    [b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]
 }
 
 /// Apache's `ap_escape_uri`: every byte but the path-safe ones as `%xx`
@@ -23,7 +22,7 @@ pub fn escape_uri(s: impl AsRef<[u8]>) -> String {
         if path_safe(b) {
             out.push(b as char);
         } else {
-            push_hex(&mut out, b);
+            out.extend(hex(b).map(char::from));
         }
     }
     out
@@ -42,9 +41,7 @@ pub fn escape_backref(s: &[u8], only: Option<&str>, never: Option<&str>, no_plus
         } else if b == b' ' && !no_plus {
             out.push(b'+');
         } else {
-            let mut hex = String::with_capacity(3);
-            push_hex(&mut hex, b);
-            out.extend_from_slice(hex.as_bytes());
+            out.extend_from_slice(&hex(b));
         }
     }
     out
