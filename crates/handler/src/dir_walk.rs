@@ -43,10 +43,7 @@ impl Site {
         let file_name = fs.as_deref().map(|p| p.rsplit('/').next().unwrap_or(""));
         // FilesMatch matches the name's bytes, as Apache's (a name in
         // Latin-1 is not read as U+FFFD first: `.` is its one byte).
-        let name_bytes = fs_path.map(|p| {
-            let b = std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str());
-            b.rsplit(|&c| c == b'/').next().unwrap_or_default()
-        });
+        let name_bytes = fs_path.map(|p| p.as_os_str().as_bytes().rsplit(|&c| c == b'/').next().unwrap_or_default());
         let dir_matches = |m: &SectionMatch| -> bool {
             let Some(fs) = fs.as_deref() else { return false };
             match m {
@@ -72,7 +69,7 @@ impl Site {
                 let mut pending = dirs.into_iter().peekable();
                 // Each directory's own bytes too, to open its file by: its
                 // name need not be UTF-8 (a `/` is itself in both readings).
-                let fs_bytes = std::os::unix::ffi::OsStrExt::as_bytes(fs_path.map_or(Path::new(""), |p| p).as_os_str());
+                let fs_bytes = fs_path.map_or(Path::new(""), |p| p).as_os_str().as_bytes();
                 for (dir, dir_bytes) in ancestors(fs).zip(ancestors_bytes(fs_bytes)) {
                     let depth = if dir == "/" { 0 } else { dir.matches('/').count() };
                     while let Some((_, c)) = pending.next_if(|(d, _)| *d <= depth) {
